@@ -1,0 +1,5 @@
+"""``python -m bundlekit`` runs the CLI."""
+
+from bundlekit.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""The ``bundlekit`` command line: one declarative table of lazily loaded commands.
+
+Each command lives in its own small module and is imported only when it runs,
+so ``bundlekit --help`` stays fast (no boto3, no server, no crypto). The CLI
+parses, calls the library and prints; it never computes. Any
+``BundlekitError`` becomes one line on stderr and the error's exit code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from ..errors import BundlekitError
+
+__all__ = ["main", "cli"]
+
+# name -> (module, attribute, short help). The help is repeated here so that
+# listing commands does not import every module.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "pack": ("bundlekit.cli.pack", "pack", "Pack a directory or file into a CAR; print the root CID."),
+    "cid": ("bundlekit.cli.pack", "cid", "Print the CID of a file or directory; write nothing."),
+    "verify": ("bundlekit.cli.car", "verify", "Check every block of a CAR and the completeness of its DAG."),
+    "unpack": ("bundlekit.cli.car", "unpack", "Extract a verified UnixFS DAG from a CAR into a directory."),
+    "ls": ("bundlekit.cli.car", "ls", "List path, CID and size of every entry in a CAR."),
+    "memory": ("bundlekit.cli.memory", "memory", "Read and write a memory tree."),
+    "build": ("bundlekit.cli.build", "build", "Build a memory bundle (CAR) from a memory tree."),
+    "serve": ("bundlekit.cli.serve", "serve", "Serve blocks over a local trustless HTTP gateway."),
+    "store": ("bundlekit.cli.store", "store", "Inspect and clean the local block store."),
+    "load": ("bundlekit.cli.load", "load", "Load a bundle from a manifest URI, verified, into a memory tree."),
+    "fork": ("bundlekit.cli.load", "fork", "Import a bundle into another memory tree."),
+    "diff": ("bundlekit.cli.diff", "diff", "Show memories added, removed and changed between two bundles or trees."),
+    "key": ("bundlekit.cli.key", "key", "Key helpers: the exact message to sign with a wallet."),
+    "pin": ("bundlekit.cli.pin", "pin", "Build or pack, then publish to one or more pinners."),
+    "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
+    "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module_name, attr, _help = spec
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                raise click.ClickException(f"command {cmd_name!r} is not available in this build") from exc
+            raise
+        command: click.Command = getattr(module, attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BundlekitError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bundlekit")
+def cli() -> None:
+    """bundlekit: agent memory as content-addressed, verifiable, optionally encrypted bundles."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="bundlekit")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

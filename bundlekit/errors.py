@@ -1,0 +1,259 @@
+"""The bundlekit error tree.
+
+Every error bundlekit raises on purpose is a ``BundlekitError``. Errors from
+libraries and services are translated at the boundary (``raise X(...) from exc``)
+and never leak raw. Messages say what happened, to what, and what to do next;
+they never contain a secret (token, key, signature, passphrase).
+
+The CLI maps each class to the exit code in its ``exit_code`` attribute.
+
+::
+
+    BundlekitError                  anything bundlekit raises on purpose (exit 1)
+    ├── UsageError                  bad arguments or options given to an API or command (exit 2)
+    ├── CIDError                    a CID string or bytes that cannot be parsed
+    ├── ProfileError                unknown UnixFS profile or invalid override
+    ├── SourceError                 an input file or directory that cannot be read or imported
+    ├── CodecError                  malformed dag-pb or UnixFS data
+    ├── CARError                    malformed or truncated CAR stream
+    ├── VerificationError           content does not verify (exit 3)
+    │   ├── BlockMismatch           a block's bytes do not hash to its CID
+    │   ├── MissingBlock            a block the DAG needs is absent
+    │   ├── UnsupportedBlock        unknown codec or hash function, or block over the size limit
+    │   ├── DAGLimitExceeded        depth or link-count limit hit (hostile or cyclic DAG)
+    │   └── IntegrityError          a file's bytes do not match the CID a manifest lists
+    ├── UnsafePathError             a link name that would escape or corrupt an output directory
+    ├── MemoryStoreError            memory tree problems
+    │   ├── InvalidKeyError         a memory key that is not a portable file name
+    │   ├── FrontmatterError        missing, malformed or invalid frontmatter
+    │   ├── ConflictError           expected_revision is stale
+    │   ├── MemoryNotFoundError     no memory with that key
+    │   ├── SecretDetectedError     content matches a credential pattern
+    │   └── LockTimeoutError        the tree lock could not be taken in time
+    ├── BundleError                 bundle layout or manifest problems
+    │   ├── ManifestError           manifest missing, malformed or of an unknown format
+    │   └── LoadError               a bundle could not be retrieved from any source
+    ├── CryptoError                 encryption layer (says little on purpose)
+    │   ├── KeySourceError          no usable key: missing env var, bad key file, bad signature shape
+    │   ├── WrongKeyError           the key does not match the bundle's key commitment
+    │   └── DecryptionError         a ciphertext failed authentication (tampered, truncated, moved)
+    ├── PinError                    publishing failed (exit 4)
+    │   ├── PinnerNotFound          no pinner registered under that name
+    │   ├── PinnerNotConfigured     a pinner's settings (env vars) are missing
+    │   ├── PinAuthError            the service refused our credentials (never retried)
+    │   ├── PinRateLimited          429 after all retries
+    │   ├── PinUnavailable          connection errors, timeouts, 5xx after all retries
+    │   ├── PinRejected             the service refused the request (4xx other than auth)
+    │   ├── PinServiceSunset        the service no longer accepts uploads (never retried)
+    │   └── CIDMismatch             the service reports a CID different from our root
+    └── ConvertError                a foreign memory format cannot be read or written
+        └── DeviceMemoryError       device-bound memory asked to leave its machine
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BundlekitError",
+    "UsageError",
+    "CIDError",
+    "ProfileError",
+    "SourceError",
+    "CodecError",
+    "CARError",
+    "VerificationError",
+    "BlockMismatch",
+    "MissingBlock",
+    "UnsupportedBlock",
+    "DAGLimitExceeded",
+    "IntegrityError",
+    "UnsafePathError",
+    "MemoryStoreError",
+    "InvalidKeyError",
+    "FrontmatterError",
+    "ConflictError",
+    "MemoryNotFoundError",
+    "SecretDetectedError",
+    "LockTimeoutError",
+    "BundleError",
+    "ManifestError",
+    "LoadError",
+    "CryptoError",
+    "KeySourceError",
+    "WrongKeyError",
+    "DecryptionError",
+    "PinError",
+    "PinnerNotFound",
+    "PinnerNotConfigured",
+    "PinAuthError",
+    "PinRateLimited",
+    "PinUnavailable",
+    "PinRejected",
+    "PinServiceSunset",
+    "CIDMismatch",
+    "ConvertError",
+    "DeviceMemoryError",
+]
+
+
+class BundlekitError(Exception):
+    """Base of every error bundlekit raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(BundlekitError):
+    """Bad arguments or options given to an API call or command."""
+
+    exit_code = 2
+
+
+class CIDError(BundlekitError, ValueError):
+    """A CID string or byte string that cannot be parsed."""
+
+
+class ProfileError(BundlekitError, ValueError):
+    """An unknown UnixFS profile name or an invalid override."""
+
+
+class SourceError(BundlekitError):
+    """An input file or directory that cannot be read or imported."""
+
+
+class CodecError(BundlekitError, ValueError):
+    """Malformed dag-pb or UnixFS data."""
+
+
+class CARError(BundlekitError):
+    """A malformed or truncated CAR stream."""
+
+
+class VerificationError(BundlekitError):
+    """Content does not verify against its content address."""
+
+    exit_code = 3
+
+
+class BlockMismatch(VerificationError):
+    """A block's bytes do not hash to the CID it was stored or sent under."""
+
+
+class MissingBlock(VerificationError):
+    """A block the DAG needs is not available."""
+
+
+class UnsupportedBlock(VerificationError):
+    """A block with an unknown codec or hash function, or over the size limit."""
+
+
+class DAGLimitExceeded(VerificationError):
+    """A depth or link-count limit was hit while walking a DAG."""
+
+
+class IntegrityError(VerificationError):
+    """A file's bytes do not match the CID its manifest lists for it."""
+
+
+class UnsafePathError(BundlekitError):
+    """A link name that would escape or corrupt an output directory."""
+
+
+class MemoryStoreError(BundlekitError):
+    """A problem with a memory tree."""
+
+
+class InvalidKeyError(MemoryStoreError, ValueError):
+    """A memory key that is not a portable file name."""
+
+
+class FrontmatterError(MemoryStoreError, ValueError):
+    """Missing, malformed or invalid frontmatter in a memory file."""
+
+
+class ConflictError(MemoryStoreError):
+    """A write carried an expected revision that is no longer current."""
+
+
+class MemoryNotFoundError(MemoryStoreError, LookupError):
+    """No memory exists under the given key."""
+
+
+class SecretDetectedError(MemoryStoreError):
+    """Content matches a credential pattern; the message names the rule and line, never the secret."""
+
+
+class LockTimeoutError(MemoryStoreError):
+    """The memory tree's lock could not be taken in time."""
+
+
+class BundleError(BundlekitError):
+    """A bundle layout or manifest problem."""
+
+
+class ManifestError(BundleError):
+    """A manifest that is missing, malformed, or of an unknown format."""
+
+
+class LoadError(BundleError):
+    """A bundle could not be retrieved from any source."""
+
+
+class CryptoError(BundlekitError):
+    """Base of the encryption layer's errors. Messages say little on purpose."""
+
+
+class KeySourceError(CryptoError):
+    """No usable key: a missing environment variable, a bad key file, a malformed signature."""
+
+
+class WrongKeyError(CryptoError):
+    """The key does not match the bundle's key commitment."""
+
+
+class DecryptionError(CryptoError):
+    """A ciphertext failed authentication: tampered, truncated, reordered or moved."""
+
+
+class PinError(BundlekitError):
+    """Publishing to a pinning service failed."""
+
+    exit_code = 4
+
+
+class PinnerNotFound(PinError):
+    """No pinner is registered under the requested name."""
+
+
+class PinnerNotConfigured(PinError):
+    """A pinner's required settings (usually environment variables) are missing."""
+
+
+class PinAuthError(PinError):
+    """The service refused our credentials. Never retried."""
+
+
+class PinRateLimited(PinError):
+    """The service kept answering 429 after every retry."""
+
+
+class PinUnavailable(PinError):
+    """Connection errors, timeouts or 5xx answers after every retry."""
+
+
+class PinRejected(PinError):
+    """The service refused the request itself (a 4xx other than auth)."""
+
+
+class PinServiceSunset(PinError):
+    """The service no longer accepts uploads. Never retried."""
+
+
+class CIDMismatch(PinError):
+    """The service reports a CID different from the root we computed."""
+
+
+class ConvertError(BundlekitError):
+    """A foreign memory format that cannot be read or written."""
+
+
+class DeviceMemoryError(ConvertError):
+    """Device-bound memory was asked to leave its machine without an explicit local-only export."""
