@@ -37,6 +37,8 @@ The CLI maps each class to the exit code in its ``exit_code`` attribute.
     │   ├── KeySourceError          no usable key: missing env var, bad key file, bad signature shape
     │   ├── WrongKeyError           the key does not match the bundle's key commitment
     │   └── DecryptionError         a ciphertext failed authentication (tampered, truncated, moved)
+    │       ├── HeaderDecryptionError   an encrypted file's header is malformed or does not authenticate
+    │       └── PayloadDecryptionError  a chunk of an encrypted file does not authenticate
     ├── PinError                    publishing failed (exit 4)
     │   ├── PinnerNotFound          no pinner registered under that name
     │   ├── PinnerNotConfigured     a pinner's settings (env vars) are missing
@@ -81,6 +83,8 @@ __all__ = [
     "KeySourceError",
     "WrongKeyError",
     "DecryptionError",
+    "HeaderDecryptionError",
+    "PayloadDecryptionError",
     "PinError",
     "PinnerNotFound",
     "PinnerNotConfigured",
@@ -211,6 +215,14 @@ class WrongKeyError(CryptoError):
 
 class DecryptionError(CryptoError):
     """A ciphertext failed authentication: tampered, truncated, reordered or moved."""
+
+
+class HeaderDecryptionError(DecryptionError):
+    """An encrypted file's header is malformed or does not authenticate (tampered, moved, other key)."""
+
+
+class PayloadDecryptionError(DecryptionError):
+    """A chunk of an encrypted file does not authenticate (tampered, truncated, reordered, dropped)."""
 
 
 class PinError(BundlekitError):
