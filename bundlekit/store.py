@@ -1,0 +1,383 @@
+"""The local block store under ``$BUNDLEKIT_HOME``: content-addressed, crash-safe.
+
+Layout (``specs/gateway.md`` has the full description)::
+
+    <root>/blocks/<shard>/<cid>   one file per block, named by its CIDv1 in base32
+    <root>/pins.json              the pin set, rewritten atomically
+    <root>/pins.lock              fcntl lock guarding read-modify-write of pins.json
+    <root>/gc.lock                shared while importing, exclusive while collecting
+
+A block file is named by the canonical CIDv1 string of its CID (a CIDv0 is
+stored as the equivalent dag-pb CIDv1, so both spellings find the same file).
+The shard is the two characters before the last one of that name (the
+"next-to-last/2" rule of go-ipfs flatfs): the leading characters of a CID are
+its constant prefix, the last one carries only a few digest bits.
+
+Every block is written to a ``.tmp-*`` file in its shard directory, fsynced and
+then renamed over its final name, so a crash never leaves a torn block under a
+CID name; leftover temp files are never listed as blocks and ``gc`` removes
+them. Every ``get`` re-hashes the block, so even a file damaged on disk is
+reported (``BlockMismatch``), never served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .cid import DAG_PB, SHA2_256, SHA2_256_LEN, cid_to_str, parse_cid, parse_cid_bytes, verify_block
+from .errors import BundlekitError, CIDError, MissingBlock, UsageError
+
+__all__ = ["BlockStore", "default_store_root", "normalize_cid"]
+
+PINS_FILE = "pins.json"
+PINS_VERSION = 1
+# Temp files younger than this may belong to a put running in another process.
+STALE_TEMP_SECONDS = 3600.0
+
+
+def default_store_root(env: dict[str, str] | None = None) -> Path:
+    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``."""
+    env = dict(os.environ) if env is None else env
+    home = env.get("BUNDLEKIT_HOME")
+    if home:
+        return Path(home).expanduser()
+    data = env.get("XDG_DATA_HOME")
+    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
+    return base / "bundlekit"
+
+
+def normalize_cid(cid: bytes) -> bytes:
+    """The CIDv1 form of ``cid`` (a CIDv0 becomes dag-pb CIDv1); raises ``CIDError``."""
+    if len(cid) == 34 and cid[0] == SHA2_256 and cid[1] == SHA2_256_LEN:
+        return bytes((0x01, DAG_PB)) + cid
+    parse_cid_bytes(cid)
+    return cid
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class BlockStore:
+    """A directory of verified blocks plus a named pin set.
+
+    The store is a block sink (``put``) and a block getter (``get``), safe to
+    use from several threads and processes at once: block writes are atomic
+    renames of identical content, and the pin file is rewritten under a lock.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        fsync: bool = True,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """Open (creating if needed) the store at ``root`` (default: ``default_store_root()``).
+
+        ``fsync=False`` skips the per-block fsync (scratch stores in tests and
+        benchmarks); renames stay atomic, but a power loss may then leave an
+        empty block file, which ``get`` reports as damaged. ``clock`` stamps
+        pins (injectable for reproducible tests). Raises ``UsageError`` when
+        the directory cannot be created.
+        """
+        self.root = Path(root) if root is not None else default_store_root()
+        self.blocks_dir = self.root / "blocks"
+        self._fsync = fsync
+        self._clock = clock or _utc_now
+        try:
+            self.blocks_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the block store at {self.root}: {exc.strerror}; "
+                "set BUNDLEKIT_HOME or --store to a writable directory"
+            ) from exc
+
+    # -- blocks ---------------------------------------------------------------
+
+    def path_for(self, cid: bytes) -> Path:
+        """The file that holds (or would hold) the block ``cid``."""
+        name = cid_to_str(normalize_cid(cid))
+        return self.blocks_dir / name[-3:-1] / name
+
+    def has(self, cid: bytes) -> bool:
+        """True if a block file exists for ``cid`` (its content is checked on ``get``)."""
+        try:
+            return self.path_for(cid).is_file()
+        except CIDError:
+            return False
+
+    def get(self, cid: bytes) -> bytes:
+        """The verified bytes of block ``cid``.
+
+        Raises ``MissingBlock`` if absent, ``BlockMismatch`` if the stored
+        file no longer hashes to ``cid`` (damaged disk or manual edit: delete
+        the file or re-import the CAR), ``UnsupportedBlock`` for an unknown
+        codec or hash.
+        """
+        try:
+            data = self.path_for(cid).read_bytes()
+        except FileNotFoundError:
+            raise MissingBlock(
+                f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+            ) from None
+        except CIDError:
+            raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
+        verify_block(cid, data, max_size=None)
+        return data
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        """Store ``data`` under ``cid`` after checking it hashes to ``cid``.
+
+        Idempotent: an existing block is left alone. Raises ``BlockMismatch``
+        / ``UnsupportedBlock`` for content that does not verify, ``BundlekitError``
+        if the disk write fails.
+        """
+        verify_block(cid, data, max_size=None)
+        self._write(cid, data)
+
+    def _write(self, cid: bytes, data: bytes) -> None:
+        dest = self.path_for(cid)
+        if dest.exists():
+            return
+        shard = dest.parent
+        shard.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                if self._fsync:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, dest)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise BundlekitError(
+                    f"cannot write block {cid_to_str(cid)} to {self.root}: {exc.strerror}; check free space and permissions"
+                ) from exc
+            raise
+
+    def iter_blocks(self) -> Iterator[bytes]:
+        """Every stored block's CID (CIDv1), in no particular order; temp files are skipped."""
+        try:
+            shards = list(os.scandir(self.blocks_dir))
+        except FileNotFoundError:
+            return
+        for shard in shards:
+            if not shard.is_dir() or shard.name.startswith("."):
+                continue
+            for entry in os.scandir(shard.path):
+                if entry.name.startswith(".") or not entry.is_file():
+                    continue
+                try:
+                    yield parse_cid(entry.name)
+                except CIDError:
+                    continue  # a stray file someone dropped in: not a block
+
+    # -- CAR import / export --------------------------------------------------
+
+    def import_car(
+        self,
+        stream: BinaryIO,
+        *,
+        allow_incomplete: bool = False,
+        pin: bool = False,
+        name: str | None = None,
+    ) -> list[bytes]:
+        """Store every block of the CAR on ``stream``; return its roots.
+
+        Every block is verified against its CID before it is stored (``read_car``
+        with verification). Unless ``allow_incomplete``, each root's DAG must
+        then be complete in the store, otherwise ``MissingBlock`` is raised
+        (the blocks already written stay unpinned and ``gc`` reclaims them).
+        ``pin=True`` pins every root (with ``name``) while still holding the
+        import lock, so a concurrent ``gc`` cannot collect the fresh blocks in
+        between. Raises ``CARError`` for a malformed or truncated CAR.
+        """
+        from .car import read_car
+
+        with self._gc_lock(exclusive=False):
+            car_roots, blocks = read_car(stream, verify=True)
+            roots: list[bytes] = list(car_roots)
+            for cid, data in blocks:
+                self._write(cid, data)
+            if not allow_incomplete:
+                for root in roots:
+                    self.dag_size(root)
+            if pin:
+                for root in roots:
+                    self.pin(root, name)
+        return roots
+
+    def export_car(self, root: bytes, out: BinaryIO) -> None:
+        """Stream the DAG under ``root`` as a CARv1 (single root) to ``out``.
+
+        Blocks are written as ``walk_dag`` verifies them, one at a time.
+        Raises ``MissingBlock`` if the DAG is incomplete (``out`` then holds a
+        partial CAR: write to a temp file if that matters).
+        """
+        from .car import CarWriter
+        from .verify import walk_dag
+
+        writer = CarWriter(out, [root])
+        for cid, data in walk_dag(root, self.get):
+            writer.put(cid, data)
+        writer.close()
+
+    def dag_size(self, root: bytes) -> int:
+        """Total bytes of the distinct blocks of the DAG under ``root``; raises ``MissingBlock`` if incomplete."""
+        from .verify import walk_dag
+
+        seen: set[bytes] = set()
+        total = 0
+        for cid, data in walk_dag(root, self.get):
+            key = normalize_cid(cid)
+            if key not in seen:
+                seen.add(key)
+                total += len(data)
+        return total
+
+    # -- pins -----------------------------------------------------------------
+
+    def pin(self, root: bytes, name: str | None = None) -> None:
+        """Pin ``root`` (keep its DAG through ``gc``), recording ``name``, date and DAG size.
+
+        The DAG must be complete in the store (``MissingBlock`` otherwise):
+        a pin promises the content can be served. Pinning again updates the
+        name and keeps the original date.
+        """
+        size = self.dag_size(root)
+        key = cid_to_str(normalize_cid(root))
+        with self._pins_lock():
+            pins = self._read_pins()
+            previous = pins.get(key, {})
+            pins[key] = {
+                "name": name if name is not None else previous.get("name"),
+                "created": previous.get("created") or self._clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "size": size,
+            }
+            self._write_pins(pins)
+
+    def unpin(self, root: bytes) -> None:
+        """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""
+        key = cid_to_str(normalize_cid(root))
+        with self._pins_lock():
+            pins = self._read_pins()
+            if key not in pins:
+                raise UsageError(f"{cid_to_str(root)} is not pinned in {self.root}; see `bundlekit store ls`")
+            del pins[key]
+            self._write_pins(pins)
+
+    def pins(self) -> dict[bytes, dict[str, Any]]:
+        """Pinned roots (CIDv1) mapped to ``{"name", "created", "size"}``."""
+        return {parse_cid(key): dict(meta) for key, meta in self._read_pins().items()}
+
+    def _pins_path(self) -> Path:
+        return self.root / PINS_FILE
+
+    def _read_pins(self) -> dict[str, dict[str, Any]]:
+        path = self._pins_path()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            doc = json.loads(raw)
+            pins = doc["pins"]
+            if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
+                raise ValueError("unknown version")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BundlekitError(
+                f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
+            ) from exc
+        return pins
+
+    def _write_pins(self, pins: dict[str, dict[str, Any]]) -> None:
+        doc = {"version": PINS_VERSION, "pins": dict(sorted(pins.items()))}
+        payload = json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-pins-", dir=self.root)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self._pins_path())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def _pins_lock(self) -> Iterator[None]:
+        with self._flock("pins.lock", exclusive=True):
+            yield
+
+    @contextlib.contextmanager
+    def _gc_lock(self, *, exclusive: bool) -> Iterator[None]:
+        with self._flock("gc.lock", exclusive=exclusive):
+            yield
+
+    @contextlib.contextmanager
+    def _flock(self, name: str, *, exclusive: bool) -> Iterator[None]:
+        # flock locks belong to the open file description, so this also
+        # serialises threads of one process that each open the file.
+        fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- garbage collection ---------------------------------------------------
+
+    def gc(self) -> int:
+        """Delete every block not reachable from a pin, and stale temp files; return blocks removed.
+
+        Runs under the exclusive gc lock, so it waits for running imports.
+        Raises ``MissingBlock`` if a pinned DAG has lost a block (nothing is
+        deleted then: re-import the pinned CAR first).
+        """
+        from .verify import walk_dag
+
+        removed = 0
+        with self._gc_lock(exclusive=True):
+            keep: set[bytes] = set()
+            for root in self.pins():
+                for cid, _data in walk_dag(root, self.get):
+                    keep.add(normalize_cid(cid))
+            for cid in self.iter_blocks():
+                if normalize_cid(cid) in keep:
+                    continue
+                try:
+                    os.unlink(self.path_for(cid))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+            self._remove_stale_temps()
+        return removed
+
+    def _remove_stale_temps(self) -> None:
+        cutoff = time.time() - STALE_TEMP_SECONDS
+        for shard in os.scandir(self.blocks_dir):
+            if not shard.is_dir():
+                continue
+            for entry in os.scandir(shard.path):
+                if entry.name.startswith(".tmp-"):
+                    try:
+                        if entry.stat().st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOENT:
+                            raise
