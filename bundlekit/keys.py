@@ -372,6 +372,9 @@ class SignatureKey(KeySpec):
     def __init__(self, sig: bytes) -> None:
         self._sig = normalize_signature(bytes(sig))
 
+    def _signature(self) -> bytes:
+        return self._sig
+
     def _ikm(self, namespace: str, salt: bytes, kdf: Mapping[str, Any]) -> bytes:
         return self._sig
 

@@ -1,0 +1,121 @@
+"""The shared key options of ``build``, ``load``, ``fork`` and ``pin``.
+
+Secrets never travel as command-line arguments (they would land in shell
+history and ``ps``): each option names an environment variable or a file that
+holds the secret. At most one may be given::
+
+    --signature-env VAR     a wallet signature (hex, 0x optional) in $VAR
+    --signature-file F      the same, in a file
+    --passphrase-env VAR    a passphrase in $VAR (scrypt)
+    --key-file F            a raw key: 32 bytes, or 64 hex digits
+    --private-key-env VAR   an Ethereum private key in $VAR; bundlekit signs the
+                            key message itself (needs bundlekit[wallet])
+
+A command applies ``@key_options`` and calls ``resolve_key_spec(**params)``,
+which returns the :class:`~bundlekit.keys.KeySpec` or ``None`` when no key
+option was given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import KeySourceError, UsageError
+from ..keys import KeySpec, PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey, parse_signature_hex
+
+__all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# parameter name -> the option as the user types it
+KEY_OPTION_PARAMS: dict[str, str] = {
+    "signature_env": "--signature-env",
+    "signature_file": "--signature-file",
+    "passphrase_env": "--passphrase-env",
+    "key_file": "--key-file",
+    "private_key_env": "--private-key-env",
+}
+
+_MAX_SECRET_FILE = 4096  # a signature file is 132 characters; refuse to slurp a wrong, huge file
+
+
+def key_options(func: F) -> F:
+    """Add the five mutually exclusive key options to a click command."""
+    options = [
+        click.option(
+            "--signature-env",
+            metavar="VAR",
+            help="Key from a wallet signature of `bundlekit key message`, hex in env var VAR.",
+        ),
+        click.option(
+            "--signature-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Key from a wallet signature, hex in FILE.",
+        ),
+        click.option("--passphrase-env", metavar="VAR", help="Key from a passphrase in env var VAR (scrypt)."),
+        click.option(
+            "--key-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Key from FILE: 32 raw bytes or 64 hex digits.",
+        ),
+        click.option(
+            "--private-key-env",
+            metavar="VAR",
+            help="Sign the key message with the Ethereum private key in env var VAR (needs bundlekit[wallet]).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _env(var: str, environ: Mapping[str, str], what: str) -> str:
+    value = environ.get(var)
+    if not value:
+        raise KeySourceError(f"environment variable {var} is not set or empty; export the {what} in it")
+    return value
+
+
+def resolve_key_spec(*, environ: Mapping[str, str] | None = None, **params: Any) -> KeySpec | None:
+    """Turn a command's parameters into a :class:`KeySpec`, or ``None`` if no key option was given.
+
+    Other parameters of the command are ignored, so a command can pass all of
+    its ``**params``. Raises ``UsageError`` if more than one key option is
+    given, ``KeySourceError`` if the named variable or file is missing or holds
+    no usable key (the secret itself is never shown).
+    """
+    env = os.environ if environ is None else environ
+    given = {name: params[name] for name in KEY_OPTION_PARAMS if params.get(name)}
+    if len(given) > 1:
+        names = " and ".join(KEY_OPTION_PARAMS[name] for name in given)
+        raise UsageError(f"{names} cannot be combined; give exactly one key option")
+    if not given:
+        return None
+    (name, value), = given.items()
+    if name == "signature_env":
+        return SignatureKey(parse_signature_hex(_env(value, env, "wallet signature"), where=f"${value}"))
+    if name == "signature_file":
+        return SignatureKey(parse_signature_hex(_read_text(Path(value)), where=Path(value).name))
+    if name == "passphrase_env":
+        return PassphraseKey(_env(value, env, "passphrase"))
+    if name == "key_file":
+        return RawKeyFile.from_path(Path(value))
+    return PrivateKeySigner(_env(value, env, "private key").strip())
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_SECRET_FILE + 1)
+    except OSError as exc:
+        raise KeySourceError(f"cannot read {path}: {exc.strerror}; check the path and permissions") from exc
+    if len(data) > _MAX_SECRET_FILE:
+        raise KeySourceError(f"{path.name} is too large to be a signature file; give the hex signature only")
+    return data.decode("ascii", "replace")

@@ -1,0 +1,47 @@
+"""``bundlekit key``: helpers for wallet-derived keys.
+
+``bundlekit key message --namespace NS`` prints the exact message to sign with
+any wallet tool (EIP-191 personal_sign); the signature then goes to
+``--signature-env`` or ``--signature-file``. The message is printed without a
+trailing newline, so it can be piped into a signer byte for byte.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..compat_threews import threews_message
+from ..errors import UsageError
+from ..keys import signature_message
+
+__all__ = ["key"]
+
+
+@click.group()
+def key() -> None:
+    """Key helpers: the exact message to sign with a wallet."""
+
+
+@key.command()
+@click.option("--namespace", help="The bundle's namespace (bundlekit keys).")
+@click.option(
+    "--compat",
+    type=click.Choice(["three.ws"]),
+    help="Print the message another runtime signs instead (needs --agent-id).",
+)
+@click.option("--agent-id", help="The three.ws agent id (with --compat three.ws).")
+@click.option("--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex, with a newline.")
+def message(namespace: str | None, compat: str | None, agent_id: str | None, as_hex: bool) -> None:
+    """Print the exact message a wallet signs to key bundles of NAMESPACE."""
+    if compat == "three.ws":
+        if agent_id is None or namespace is not None:
+            raise UsageError("--compat three.ws takes --agent-id, not --namespace")
+        text = threews_message(agent_id)
+    else:
+        if namespace is None or agent_id is not None:
+            raise UsageError("give --namespace NS (--agent-id goes with --compat three.ws)")
+        text = signature_message(namespace)
+    if as_hex:
+        click.echo("0x" + text.encode("utf-8").hex())
+    else:
+        click.echo(text, nl=False)
