@@ -1,0 +1,139 @@
+"""GatewayFetcher: CAR first, per-block fallback, verification, retries (HTTP mocked with respx)."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import pytest
+import respx
+
+from bundlekit.car import CarWriter
+from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.fetch import Gateway, GatewayFetcher
+
+A = b"alpha block"
+B = b"beta block"
+CA = make_cid(1, RAW, A)
+CB = make_cid(1, RAW, B)
+GW1 = Gateway("http://gw1.test")
+GW2 = Gateway("http://gw2.test")
+
+
+def _car(blocks: list[tuple[bytes, bytes]], root: bytes = CA) -> bytes:
+    out = io.BytesIO()
+    w = CarWriter(out, [root])
+    for cid, data in blocks:
+        w.put(cid, data)
+    w.close()
+    return out.getvalue()
+
+
+def _fetcher(*gws: Gateway, sleeps: list[float] | None = None) -> GatewayFetcher:
+    log = sleeps if sleeps is not None else []
+    return GatewayFetcher(list(gws), sleep=log.append, jitter=lambda: 0.0)
+
+
+@respx.mock
+def test_car_blocks_are_verified_and_cached() -> None:
+    route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
+        return_value=httpx.Response(200, content=_car([(CA, A), (CB, B)]))
+    )
+    with _fetcher(GW1) as f:
+        assert f.prefetch_car(CA)
+        assert f.get(CA) == A and f.get(CB) == B
+    request = route.calls[0].request
+    assert request.url.params["format"] == "car"
+    assert request.headers["Accept"] == "application/vnd.ipld.car"
+
+
+@respx.mock
+def test_altered_block_in_car_is_dropped_not_trusted() -> None:
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}", params={"format": "car"}).mock(
+        return_value=httpx.Response(200, content=_car([(CA, A), (CB, b"evil")]))
+    )
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}", params={"format": "raw"}).mock(
+        return_value=httpx.Response(200, content=b"evil")
+    )
+    with _fetcher(GW1) as f:
+        f.prefetch_car(CA)
+        with pytest.raises(BlockMismatch, match="gw1.test"):
+            f.get(CB)
+
+
+@respx.mock
+def test_truncated_car_fails_but_keeps_verified_blocks() -> None:
+    car = _car([(CA, A), (CB, B)])
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}", params={"format": "car"}).mock(
+        return_value=httpx.Response(200, content=car[:-3])
+    )
+    with _fetcher(GW1) as f:
+        assert not f.prefetch_car(CA)
+        assert f.get(CA) == A
+        assert any("truncated" in n for n in f.notes)
+
+
+@respx.mock
+def test_dead_first_gateway_falls_through_to_the_next() -> None:
+    respx.get(url__startswith="http://gw1.test/").mock(side_effect=httpx.ConnectError("refused"))
+    respx.get(f"http://gw2.test/ipfs/{cid_to_str(CA)}").mock(return_value=httpx.Response(200, content=_car([(CA, A)])))
+    with _fetcher(GW1, GW2) as f:
+        assert f.prefetch_car(CA)
+        assert f.get(CA) == A
+
+
+@respx.mock
+def test_per_block_fallback_asks_for_raw() -> None:
+    route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(return_value=httpx.Response(200, content=B))
+    with _fetcher(GW1) as f:
+        assert f.get(CB) == B
+    assert route.calls[0].request.url.params["format"] == "raw"
+    assert route.calls[0].request.headers["Accept"] == "application/vnd.ipld.raw"
+
+
+@respx.mock
+def test_bad_block_from_one_gateway_is_replaced_by_a_good_one() -> None:
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(return_value=httpx.Response(200, content=b"evil"))
+    respx.get(f"http://gw2.test/ipfs/{cid_to_str(CB)}").mock(return_value=httpx.Response(200, content=B))
+    with _fetcher(GW1, GW2) as f:
+        assert f.get(CB) == B
+
+
+@respx.mock
+def test_block_missing_everywhere_raises_missing_block() -> None:
+    respx.get(url__startswith="http://gw1.test/").mock(return_value=httpx.Response(404))
+    with _fetcher(GW1) as f, pytest.raises(MissingBlock):
+        f.get(CB)
+
+
+@respx.mock
+def test_5xx_and_429_are_retried_with_backoff() -> None:
+    route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(
+        side_effect=[httpx.Response(503), httpx.Response(429, headers={"Retry-After": "2"}), httpx.Response(200, content=B)]
+    )
+    sleeps: list[float] = []
+    with _fetcher(GW1, sleeps=sleeps) as f:
+        assert f.get(CB) == B
+    assert route.call_count == 3
+    assert sleeps == [0.125, 2.0]
+
+
+@respx.mock
+def test_404_is_not_retried() -> None:
+    route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(return_value=httpx.Response(404))
+    sleeps: list[float] = []
+    with _fetcher(GW1, sleeps=sleeps) as f, pytest.raises(MissingBlock):
+        f.get(CB)
+    assert route.call_count == 1 and sleeps == []
+
+
+@respx.mock
+def test_unexpected_blocks_in_a_car_are_harmless() -> None:
+    stray = b"stray"
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
+        return_value=httpx.Response(200, content=_car([(make_cid(1, RAW, stray), stray), (CA, A)]))
+    )
+    with _fetcher(GW1) as f:
+        assert f.prefetch_car(CA)
+        assert f.get(CA) == A

@@ -1,0 +1,92 @@
+"""The canonical manifest: exact bytes and the rejections validation implies."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from bundlekit.cid import RAW, make_cid
+from bundlekit.errors import ManifestError
+from bundlekit.manifest import canonical_json, format_created, make_manifest, parse_created, parse_manifest
+
+CID = make_cid(1, RAW, b"x")
+
+
+def _manifest(**over: Any) -> dict[str, Any]:
+    files = {"memory/MEMORY.md": (CID, 1), "memory/a.md": (CID, 1), "memory/timeline/2026-01-02.jsonl": (CID, 1)}
+    kwargs: dict[str, Any] = dict(
+        namespace="agent", created=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), profile="unixfs-v1-2025",
+        files=files, timeline=["memory/timeline/2026-01-02.jsonl"], encryption=None,
+    )
+    kwargs.update(over)
+    return make_manifest(**kwargs)
+
+
+def test_canonical_json_sorts_keys_compacts_and_ends_with_one_newline() -> None:
+    assert canonical_json({"b": 1, "a": {"d": None, "c": "é"}}) == '{"a":{"c":"é","d":null},"b":1}\n'.encode()
+
+
+def test_canonical_json_refuses_floats() -> None:
+    with pytest.raises(ManifestError):
+        canonical_json({"a": 1.5})
+
+
+def test_manifest_bytes_are_pinned() -> None:
+    data = canonical_json(_manifest())
+    assert data.startswith(b'{"created":"2026-01-02T03:04:05Z","encryption":null,"format":"bundlekit/1",')
+    assert b'"memory":{"files":{"memory/MEMORY.md":{"cid":"' in data
+    assert data.endswith(b'"timeline":["memory/timeline/2026-01-02.jsonl"]},"namespace":"agent","profile":"unixfs-v1-2025"}\n')
+
+
+def test_manifest_round_trips_through_parse() -> None:
+    m = _manifest()
+    assert parse_manifest(canonical_json(m)) == m
+
+
+def test_unknown_format_is_refused() -> None:
+    m = _manifest()
+    m["format"] = "bundlekit/2"
+    with pytest.raises(ManifestError, match="format"):
+        parse_manifest(canonical_json(m))
+
+
+@pytest.mark.parametrize("path", ["memory/../x.md", "memory/.hidden", "other/a.md", "memory/a/b.md", "/etc/passwd", "memory/"])
+def test_unsafe_paths_are_refused(path: str) -> None:
+    m = _manifest()
+    m["memory"]["files"][path] = {"cid": m["memory"]["files"]["memory/a.md"]["cid"], "size": 1}
+    with pytest.raises(ManifestError):
+        parse_manifest(canonical_json(m))
+
+
+def test_timeline_path_must_be_listed_in_files() -> None:
+    with pytest.raises(ManifestError, match="timeline"):
+        _manifest(timeline=["memory/timeline/2026-01-03.jsonl"])
+
+
+def test_plaintext_names_in_encrypted_manifest_are_refused() -> None:
+    with pytest.raises(ManifestError, match=".enc"):
+        _manifest(encryption={"scheme": "x"})
+
+
+def test_invalid_cid_is_refused() -> None:
+    m = _manifest()
+    m["memory"]["files"]["memory/a.md"]["cid"] = "notacid"
+    with pytest.raises(ManifestError, match="invalid CID"):
+        parse_manifest(canonical_json(m))
+
+
+def test_float_in_fetched_manifest_is_refused() -> None:
+    with pytest.raises(ManifestError):
+        parse_manifest(b'{"format":"bundlekit/1","x":1.5}')
+
+
+def test_created_accepts_iso_and_epoch_and_formats_utc_seconds() -> None:
+    assert format_created(parse_created("2026-01-02T03:04:05.900+01:00")) == "2026-01-02T02:04:05Z"
+    assert format_created(parse_created("0")) == "1970-01-01T00:00:00Z"
+
+
+def test_created_garbage_is_refused() -> None:
+    with pytest.raises(ManifestError):
+        parse_created("yesterday")
