@@ -1,0 +1,153 @@
+"""``bundlekit pin`` and ``bundlekit pinners``: thin commands over ``bundlekit.pinning``.
+
+``pin`` prints the root CID alone on stdout (or the ``--json`` report) so a
+pipeline can capture it; the summary table and the progress bar go to stderr.
+The progress bar appears only when stderr is a terminal and ``CI`` is unset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..pinning import (
+    PinReport,
+    available_pinners,
+    create_pinner,
+    pin_all,
+    pinner_factory,
+    prepare_source,
+)
+from ._keyopts import key_options, resolve_key_spec
+
+__all__ = ["pin", "pinners"]
+
+PIN_FAILED_EXIT = 4
+
+
+def _show_progress() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _table(report: PinReport) -> str:
+    rows = [("PINNER", "STATUS", "CID", "DETAIL")]
+    for p in report.pins:
+        rows.append((p.pinner, p.status, p.cid, p.error or p.url or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:3])) + "  " + r[3] for r in rows
+    )
+
+
+@click.command("pin")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
+              help="Publish with this pinner (repeatable; default: local). See `bundlekit pinners`.")
+@click.option("--require", type=click.Choice(["all", "any"]), default="all", show_default=True,
+              help="Succeed when every pinner, or at least one, holds a durable pin.")
+@click.option("--name", help="A label for the pin on the services.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
+@click.option("--profile", help="UnixFS profile for building or packing SRC.")
+@click.option("--namespace", help="Bundle namespace (memory directories only).")
+@key_options
+def pin(
+    src: Path,
+    pinner_names: tuple[str, ...],
+    require: str,
+    name: str | None,
+    as_json: bool,
+    profile: str | None,
+    namespace: str | None,
+    **key_params: Any,
+) -> None:
+    """Build or pack SRC, then publish it to one or more pinners.
+
+    SRC is a memory directory (built into a bundle, encrypted with a key
+    option), a CAR file (published as is) or any directory (packed). Exit 0
+    when --require holds, 4 otherwise.
+    """
+    key = resolve_key_spec(**key_params)
+    names = list(dict.fromkeys(pinner_names or ("local",)))
+    # Build every pinner first: a missing secret fails the run before any upload.
+    built = []
+    try:
+        for pinner_name in names:
+            built.append(create_pinner(pinner_name))
+        with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
+            source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key)
+            size = source.car.stat().st_size
+            if _show_progress():
+                with click.progressbar(length=size * len(built), label="uploading", file=sys.stderr) as bar:
+                    report = pin_all(source.car, source.root, built, name=name, require=require,
+                                     progress=lambda _p, n: bar.update(n))
+            else:
+                report = pin_all(source.car, source.root, built, name=name, require=require)
+    finally:
+        for p in built:
+            p.close()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    else:
+        click.echo(_table(report), err=True)
+        click.echo(report.root)
+    if not report.ok:
+        failed = sum(1 for p in report.pins if not p.durable)
+        click.echo(
+            f"error: --require {require} not met: {failed} of {len(report.pins)} pin(s) not durable",
+            err=True,
+        )
+        click.get_current_context().exit(PIN_FAILED_EXIT)
+
+
+@click.command("pinners")
+@click.option("--check", is_flag=True, help="Make a cheap authenticated call to each configured pinner.")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def pinners(check: bool, as_json: bool) -> None:
+    """List the registered pinners and whether each is configured (never showing a secret)."""
+    from ..errors import BundlekitError
+
+    rows: list[dict[str, Any]] = []
+    env = os.environ
+    for pinner_name, ep in available_pinners().items():
+        row: dict[str, Any] = {"name": pinner_name, "entry_point": ep.value}
+        try:
+            factory = pinner_factory(pinner_name)
+        except BundlekitError as exc:
+            row.update(configured=False, description="", env=[], error=str(exc))
+            rows.append(row)
+            continue
+        configured = bool(factory.is_configured(env))
+        row.update(
+            configured=configured,
+            description=getattr(factory, "description", ""),
+            env=list(getattr(factory, "env_vars", ())) + list(getattr(factory, "optional_env", ())),
+        )
+        if check:
+            row["check"] = "skipped" if not configured else "ok"
+            if configured:
+                try:
+                    with create_pinner(pinner_name, env) as p:
+                        checker = getattr(p, "check", None)
+                        if callable(checker):
+                            checker()
+                except BundlekitError as exc:
+                    row["check"] = "failed"
+                    row["error"] = str(exc)
+        rows.append(row)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    for row in rows:
+        state = "configured" if row["configured"] else "not configured"
+        if check:
+            state += f", check {row.get('check', 'skipped')}"
+        env_names = ", ".join(row.get("env") or []) or "-"
+        click.echo(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
+        if row.get("error"):
+            click.echo(f"{'':<14} {row['error']}")

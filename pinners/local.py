@@ -1,0 +1,77 @@
+"""The ``local`` pinner (the default): the embedded block store.
+
+Imports the CAR into ``bundlekit.store.BlockStore`` (every block verified,
+the DAG checked complete) and pins the root under the given name, so
+``bundlekit serve`` can serve it. The store lives at ``$BUNDLEKIT_HOME``, else
+the XDG data directory. A root that is already pinned with all its blocks is
+not imported again: pinning twice leaves one pin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import BinaryIO
+
+from bundlekit.cid import cid_to_str
+from bundlekit.errors import PinRejected, UsageError
+from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult
+from bundlekit.store import BlockStore, default_store_root, normalize_cid
+
+__all__ = ["LocalPinner"]
+
+
+class LocalPinner(BasePinner):
+    """Pins into the local block store; ``url`` is ``ipfs://<cid>``."""
+
+    name = "local"
+    description = "the local block store ($BUNDLEKIT_HOME), served by `bundlekit serve`"
+    optional_env = ("BUNDLEKIT_HOME",)
+
+    def __init__(self, store: BlockStore) -> None:
+        self.store = store
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> LocalPinner:
+        """Open the store at ``BUNDLEKIT_HOME`` (or the XDG default)."""
+        return cls(BlockStore(default_store_root(dict(env))))
+
+    @classmethod
+    def is_configured(cls, env: Mapping[str, str]) -> bool:
+        return True
+
+    def _pinned(self, root: bytes) -> bool:
+        return normalize_cid(root) in self.store.pins()
+
+    def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
+        """Import the CAR (unless ``root`` is already pinned) and pin ``root``.
+
+        Raises CARError/VerificationError for a bad or incomplete CAR and
+        PinRejected when ``root`` is not one of the CAR's roots.
+        """
+        url = f"ipfs://{cid_to_str(root)}"
+        if self._pinned(root) and self.store.has(root):
+            if name is not None:
+                self.store.pin(root, name)  # refresh the label; same pin, no duplicate
+            return PinResult(self.name, cid_to_str(root), PINNED, url=url)
+        roots = self.store.import_car(car)
+        if normalize_cid(root) not in {normalize_cid(r) for r in roots}:
+            raise PinRejected(
+                f"local: the CAR's roots ({', '.join(cid_to_str(r) for r in roots) or 'none'}) "
+                f"do not include {cid_to_str(root)}; pass the CAR built for that root"
+            )
+        self.store.pin(root, name)
+        return PinResult(self.name, cid_to_str(root), PINNED, url=url)
+
+    def status(self, cid: bytes) -> PinResult:
+        pinned = self._pinned(cid)
+        return PinResult(self.name, cid_to_str(cid), PINNED if pinned else MISSING,
+                         url=f"ipfs://{cid_to_str(cid)}" if pinned else None)
+
+    def unpin(self, cid: bytes) -> None:
+        """Remove the pin if present; the blocks go at the next ``gc``."""
+        if not self._pinned(cid):
+            return
+        try:
+            self.store.unpin(cid)
+        except UsageError:
+            pass  # unpinned concurrently: the outcome we wanted

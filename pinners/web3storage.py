@@ -1,0 +1,323 @@
+"""The ``web3-storage`` pinner: web3.storage's legacy HTTP API and the Storacha HTTP bridge.
+
+Both public services have stopped taking uploads (the legacy API in January
+2024, the bridge in April 2026). The pinner stays for self-hosted and
+compatible deployments, and so that a pipeline still pointed at them fails
+fast with ``PinServiceSunset`` (never retried) and a pointer to Pinata,
+Filebase or a kubo node, instead of retrying into a dead endpoint.
+
+Legacy mode (``WEB3_STORAGE_TOKEN`` set):
+``POST {base}/car`` with the CAR as body, ``Authorization: Bearer <token>``,
+``X-NAME: <name>``, ``Content-Type: application/vnd.ipld.car``; the answer
+``{"cid": ...}`` must equal our root. The service refuses bodies over 100 MB,
+so a larger CAR is sent as several CARs, each under ``SPLIT_SIZE``, each with
+our root in its header, holding consecutive runs of the original blocks (the
+service assembles the DAG from the parts). The service keys uploads by root,
+so sending the same CAR again creates no duplicate.
+
+Bridge mode (``STORACHA_AUTH_SECRET``, ``STORACHA_AUTH_TOKEN`` and
+``STORACHA_SPACE_DID`` set): ``POST {base}/bridge`` with headers
+``X-Auth-Secret`` and ``Authorization`` and a JSON body
+``{"tasks": [[capability, space_did, args]]}``; the answer is a list of
+receipts whose ``p.out`` is ``{"ok": ...}`` or ``{"error": ...}``.
+
+1. ``store/add`` ``{"link": {"/": <CAR CID>}, "size": n}`` (the CAR CID is
+   CIDv1, codec ``car`` 0x0202, sha2-256 of the CAR bytes). ``ok.status`` is
+   ``done`` (already stored: nothing to send) or ``upload`` with ``url`` and
+   ``headers`` for:
+2. ``PUT <url>`` with exactly those headers and the CAR as body.
+3. ``upload/add`` ``{"root": {"/": <root>}, "shards": [{"/": <CAR CID>}]}``;
+   ``ok.root`` must equal our root. Adding the same root again is a no-op.
+
+``BUNDLEKIT_WEB3_STORAGE_URL`` sets the base (default
+``https://api.web3.storage`` in legacy mode, ``https://up.storacha.network``
+in bridge mode).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, Any, BinaryIO
+from urllib.parse import quote
+
+import httpx
+
+from bundlekit._http import HttpClient
+from bundlekit.car import CarWriter, read_car
+from bundlekit.cid import cid_from_digest, cid_to_str
+from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
+from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, same_cid
+
+__all__ = ["Web3StoragePinner", "SPLIT_SIZE", "car_cid", "is_sunset"]
+
+LEGACY_URL = "https://api.web3.storage"
+BRIDGE_URL = "https://up.storacha.network"
+CAR_CODEC = 0x0202
+# The legacy API refused request bodies over 100 MB; stay a little under.
+SPLIT_SIZE = 100 * 1000 * 1000
+SUNSET_HINT = "publish with Pinata (--pinner pinata), Filebase (--pinner filebase) or a kubo node (--pinner kubo)"
+_SUNSET_WORDS = ("sunset", "no longer available", "no longer accept", "has been shut down", "decommissioned")
+LEGACY_ENV = ("WEB3_STORAGE_TOKEN",)
+BRIDGE_ENV = ("STORACHA_AUTH_SECRET", "STORACHA_AUTH_TOKEN", "STORACHA_SPACE_DID")
+
+
+def is_sunset(response: httpx.Response) -> bool:
+    """True for the services' documented shutdown answers (410, or an error body saying the API is sunset)."""
+    if response.status_code == 410:
+        return True
+    if response.is_success:
+        return False
+    text = response.text.lower()
+    return any(word in text for word in _SUNSET_WORDS)
+
+
+def car_cid(stream: BinaryIO) -> tuple[bytes, int]:
+    """The CAR's own CID (CIDv1, codec car, sha2-256 of its bytes) and length; reads from the current position."""
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(1024 * 1024):
+        digest.update(chunk)
+        size += len(chunk)
+    return cid_from_digest(1, CAR_CODEC, digest.digest()), size
+
+
+def _link(cid: bytes | str) -> dict[str, str]:
+    return {"/": cid if isinstance(cid, str) else cid_to_str(cid)}
+
+
+class Web3StoragePinner(BasePinner):
+    """web3.storage legacy API or Storacha bridge, chosen by which credentials are set."""
+
+    name = "web3-storage"
+    description = "web3.storage legacy API or the Storacha HTTP bridge (public services sunset)"
+    env_vars = LEGACY_ENV
+    optional_env = BRIDGE_ENV + ("BUNDLEKIT_WEB3_STORAGE_URL",)
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        bridge: tuple[str, str, str] | None = None,
+        base_url: str | None = None,
+        split_size: int = SPLIT_SIZE,
+        **http: Any,
+    ) -> None:
+        if (token is None) == (bridge is None):
+            raise PinnerNotConfigured(
+                "web3-storage needs either WEB3_STORAGE_TOKEN (legacy API) or STORACHA_AUTH_SECRET, "
+                "STORACHA_AUTH_TOKEN and STORACHA_SPACE_DID (bridge), not both"
+            )
+        self.mode = "legacy" if token is not None else "bridge"
+        self.base_url = (base_url or (LEGACY_URL if token is not None else BRIDGE_URL)).rstrip("/")
+        self.split_size = split_size
+        self._headers: dict[str, str]
+        if token is not None:
+            self._headers = {"Authorization": f"Bearer {token}"}
+            secrets = [token]
+            self.space = ""
+        else:
+            assert bridge is not None
+            secret, auth, self.space = bridge
+            self._headers = {"X-Auth-Secret": secret, "Authorization": auth}
+            secrets = [secret, auth]
+        # Credentials go per request, never as client defaults: the bridge's PUT
+        # goes to a presigned storage URL that must not see them.
+        self.http = HttpClient("web3.storage", secrets=secrets, sunset=is_sunset, sunset_hint=SUNSET_HINT, **http)
+
+    @classmethod
+    def is_configured(cls, env: Mapping[str, str]) -> bool:
+        return bool(env.get("WEB3_STORAGE_TOKEN")) or all(env.get(v) for v in BRIDGE_ENV)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **http: Any) -> Web3StoragePinner:
+        """Legacy mode when WEB3_STORAGE_TOKEN is set, else bridge mode; PinnerNotConfigured names what is missing."""
+        base = env.get("BUNDLEKIT_WEB3_STORAGE_URL") or None
+        if env.get("WEB3_STORAGE_TOKEN"):
+            return cls(token=env["WEB3_STORAGE_TOKEN"], base_url=base, **http)
+        if any(env.get(v) for v in BRIDGE_ENV):
+            missing = [v for v in BRIDGE_ENV if not env.get(v)]
+            if missing:
+                raise PinnerNotConfigured(
+                    f"pinner 'web3-storage' (bridge mode) is not configured: set {', '.join(missing)}"
+                )
+            bridge = (env["STORACHA_AUTH_SECRET"], env["STORACHA_AUTH_TOKEN"], env["STORACHA_SPACE_DID"])
+            return cls(bridge=bridge, base_url=base, **http)
+        raise PinnerNotConfigured(
+            "pinner 'web3-storage' is not configured: set WEB3_STORAGE_TOKEN (legacy API) or "
+            "STORACHA_AUTH_SECRET, STORACHA_AUTH_TOKEN and STORACHA_SPACE_DID (bridge). "
+            f"The public services no longer take uploads: {SUNSET_HINT}"
+        )
+
+    # -- pin ------------------------------------------------------------------
+
+    def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
+        """Publish the CAR. Raises PinServiceSunset, CIDMismatch, PinRejected and the HTTP errors."""
+        if self.mode == "legacy":
+            cid = self._pin_legacy(car, root, name, size)
+        else:
+            cid = self._pin_bridge(car, root)
+        if not same_cid(cid, root):
+            raise CIDMismatch(
+                f"web3.storage reports CID {cid or '(none)'} but the local root is {cid_to_str(root)}; "
+                "the service did not keep the CAR's root"
+            )
+        return PinResult(self.name, cid, PINNED, url=f"ipfs://{cid}")
+
+    def _post_car(self, body: Callable[[], dict[str, Any]], name: str | None) -> str:
+        headers = {**self._headers, "Content-Type": "application/vnd.ipld.car"}
+        if name:
+            headers["X-NAME"] = quote(name)
+        response = self.http.request("POST", f"{self.base_url}/car", headers=headers, body=body, what="upload CAR")
+        return str(response.json().get("cid", ""))
+
+    def _pin_legacy(self, car: BinaryIO, root: bytes, name: str | None, size: int | None) -> str:
+        start = car.tell()
+        if size is None:
+            size = car.seek(0, os.SEEK_END) - start
+            car.seek(start)
+        if size <= self.split_size:
+            def body() -> dict[str, Any]:
+                car.seek(start)
+                return {"content": _iter_file(car)}
+
+            return self._post_car(body, name)
+        cid = ""
+        for part in _split_car(car, root, self.split_size):
+            with part:
+                def part_body(part: IO[bytes] = part) -> dict[str, Any]:
+                    part.seek(0)
+                    return {"content": _iter_file(part)}
+
+                cid = self._post_car(part_body, name)
+                if not same_cid(cid, root):
+                    return cid  # reported as a mismatch by pin()
+        return cid
+
+    def _bridge(self, capability: str, args: dict[str, Any], what: str) -> dict[str, Any]:
+        """One bridge task; return its ``ok`` value. PinRejected carries the task's error name and message."""
+        response = self.http.request(
+            "POST", f"{self.base_url}/bridge", headers=self._headers,
+            json={"tasks": [[capability, self.space, args]]}, what=what,
+        )
+        receipts = response.json()
+        try:
+            out = receipts[0]["p"]["out"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise PinRejected(f"web3.storage bridge: {capability} answered no receipt; is the URL a bridge?") from exc
+        if "error" in out:
+            error = out["error"] if isinstance(out["error"], dict) else {"message": str(out["error"])}
+            message = self.http.redact(f"{error.get('name', 'Error')}: {error.get('message', '')}")
+            if any(word in message.lower() for word in _SUNSET_WORDS):
+                raise PinServiceSunset(f"web3.storage bridge: {capability} refused: {message}; {SUNSET_HINT}")
+            raise PinRejected(f"web3.storage bridge: {capability} refused: {message}")
+        ok: dict[str, Any] = out.get("ok") or {}
+        return ok
+
+    def _pin_bridge(self, car: BinaryIO, root: bytes) -> str:
+        start = car.tell()
+        shard, size = car_cid(car)
+        stored = self._bridge("store/add", {"link": _link(shard), "size": size}, "store/add")
+        if stored.get("status") == "upload":
+            url = str(stored.get("url", ""))
+            put_headers = {str(k): str(v) for k, v in (stored.get("headers") or {}).items()}
+
+            def body() -> dict[str, Any]:
+                car.seek(start)
+                return {"content": _iter_file(car)}
+
+            self.http.request("PUT", url, headers=put_headers, body=body, what="PUT CAR")
+        added = self._bridge("upload/add", {"root": _link(root), "shards": [_link(shard)]}, "upload/add")
+        return str((added.get("root") or {}).get("/", ""))
+
+    # -- status / unpin / check ----------------------------------------------
+
+    def status(self, cid: bytes) -> PinResult:
+        text = cid_to_str(cid)
+        if self.mode == "legacy":
+            response = self.http.request(
+                "GET", f"{self.base_url}/status/{text}", headers=self._headers,
+                ok=lambda r: r.is_success or r.status_code == 404, what="status",
+            )
+            if response.status_code == 404:
+                return PinResult(self.name, text, MISSING)
+            pins = response.json().get("pins") or []
+            state = PINNED if any(p.get("status") == "Pinned" for p in pins) else PINNING
+            return PinResult(self.name, text, state, url=f"ipfs://{text}")
+        cursor: str | None = None
+        for _ in range(100):  # bounded: 100 pages of uploads
+            args: dict[str, Any] = {"size": 100}
+            if cursor:
+                args["cursor"] = cursor
+            page = self._bridge("upload/list", args, "upload/list")
+            for item in page.get("results") or []:
+                if same_cid(str((item.get("root") or {}).get("/", "")), cid):
+                    return PinResult(self.name, text, PINNED, url=f"ipfs://{text}")
+            cursor = page.get("cursor") or page.get("after")
+            if not cursor or not page.get("results"):
+                break
+        return PinResult(self.name, text, MISSING)
+
+    def unpin(self, cid: bytes) -> None:
+        if self.mode == "legacy":
+            self.http.request(
+                "DELETE", f"{self.base_url}/user/uploads/{cid_to_str(cid)}", headers=self._headers,
+                ok=lambda r: r.is_success or r.status_code == 404, what="delete upload",
+            )
+        else:
+            self._bridge("upload/remove", {"root": _link(cid)}, "upload/remove")
+
+    def check(self) -> None:
+        if self.mode == "legacy":
+            self.http.request("GET", f"{self.base_url}/user/uploads", params={"size": "1"},
+                              headers=self._headers, what="list uploads")
+        else:
+            self._bridge("space/info", {}, "space/info")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _iter_file(stream: IO[bytes], chunk: int = 256 * 1024) -> Iterator[bytes]:
+    while data := stream.read(chunk):
+        yield data
+
+
+def _split_car(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
+    """Consecutive runs of the CAR's blocks as CARs under ``limit`` bytes, each headed by ``root``.
+
+    Parts are spooled to temporary files (memory stays bounded) and yielded
+    rewound; the caller closes each.
+    """
+    roots, blocks = read_car(car, verify=True)
+    if root not in roots:
+        raise PinRejected(f"web3.storage: the CAR's roots do not include {cid_to_str(root)}; pass the matching CAR")
+    header = len(_header_bytes(root))
+    part: IO[bytes] | None = None
+    writer: CarWriter | None = None
+    used = 0
+    for cid, data in blocks:
+        section = len(cid) + len(data) + 10  # + varint length, at most 10 bytes
+        if writer is not None and part is not None and used + section > limit:
+            writer.close()
+            part.seek(0)
+            yield part
+            writer = None
+        if writer is None:
+            part = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
+            writer = CarWriter(part, [root])  # type: ignore[arg-type]
+            used = header
+        writer.put(cid, data)
+        used += section
+    if writer is not None and part is not None:
+        writer.close()
+        part.seek(0)
+        yield part
+
+
+def _header_bytes(root: bytes) -> bytes:
+    from bundlekit.car import encode_header
+
+    return encode_header([root])

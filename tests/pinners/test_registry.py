@@ -1,0 +1,93 @@
+"""The registry: built-ins and third-party pinners through the same entry-point group."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundlekit import pinning
+from bundlekit.errors import PinnerNotConfigured, PinnerNotFound
+
+BUILTINS = {"local", "memory", "pinata", "web3-storage", "filebase", "kubo", "psa"}
+
+
+def test_builtins_are_found_through_the_entry_point_group() -> None:
+    assert BUILTINS <= set(pinning.available_pinners())
+
+
+def test_every_builtin_loads_to_a_class_with_from_env_and_is_configured() -> None:
+    for name in BUILTINS:
+        factory = pinning.pinner_factory(name)
+        assert callable(factory.from_env) and callable(factory.is_configured)
+
+
+def test_unknown_pinner_raises_pinner_not_found_listing_the_known_ones() -> None:
+    with pytest.raises(PinnerNotFound, match="available: .*memory"):
+        pinning.create_pinner("nope")
+
+
+def test_missing_settings_raise_not_configured_naming_the_variables() -> None:
+    with pytest.raises(PinnerNotConfigured, match="PINATA_JWT"):
+        pinning.create_pinner("pinata", {})
+
+
+def test_not_configured_error_names_only_missing_variables() -> None:
+    with pytest.raises(PinnerNotConfigured) as info:
+        pinning.create_pinner("filebase", {"FILEBASE_ACCESS_KEY_ID": "AKIAVALUE1234", "FILEBASE_BUCKET": "b"})
+    assert "FILEBASE_SECRET_ACCESS_KEY" in str(info.value)
+    assert "AKIAVALUE1234" not in str(info.value)
+
+
+def _install_dist(tmp_path: Path) -> Path:
+    """A tiny installed distribution (dist-info + module) registering pinner 'thirdparty'."""
+    site = tmp_path / "site"
+    (site / "thirdparty_pinner-1.0.dist-info").mkdir(parents=True)
+    (site / "thirdparty_pinner-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: thirdparty-pinner\nVersion: 1.0\n"
+    )
+    (site / "thirdparty_pinner-1.0.dist-info" / "entry_points.txt").write_text(
+        "[bundlekit.pinners]\nthirdparty = thirdparty_pinner:ThirdParty\n"
+    )
+    (site / "thirdparty_pinner.py").write_text(
+        "from bundlekit.pinning import BasePinner, PinResult, PINNED\n"
+        "from bundlekit.cid import cid_to_str\n"
+        "class ThirdParty(BasePinner):\n"
+        "    name = 'thirdparty'\n"
+        "    env_vars = ('THIRDPARTY_TOKEN',)\n"
+        "    @classmethod\n"
+        "    def from_env(cls, env):\n"
+        "        return cls()\n"
+        "    def pin(self, car, root, *, name=None, size=None):\n"
+        "        car.read()\n"
+        "        return PinResult(self.name, cid_to_str(root), PINNED)\n"
+        "    def status(self, cid):\n"
+        "        return PinResult(self.name, cid_to_str(cid), PINNED)\n"
+        "    def unpin(self, cid):\n"
+        "        pass\n"
+    )
+    return site
+
+
+def test_a_third_party_distribution_registers_through_the_same_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _install_dist(tmp_path)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "thirdparty_pinner", raising=False)
+    assert "thirdparty" in pinning.available_pinners()
+    pinner = pinning.create_pinner("thirdparty", {})
+    assert isinstance(pinner, pinning.Pinner)
+    assert pinning.pinner_factory("thirdparty").is_configured({"THIRDPARTY_TOKEN": "x"})
+
+
+def test_a_registered_pinner_that_cannot_import_is_reported_not_crashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _install_dist(tmp_path)
+    (site / "thirdparty_pinner.py").write_text("raise ImportError('broken dependency')\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "thirdparty_pinner", raising=False)
+    with pytest.raises(PinnerNotFound, match="cannot be loaded"):
+        pinning.create_pinner("thirdparty", {})
