@@ -23,6 +23,7 @@ The CLI maps each class to the exit code in its ``exit_code`` attribute.
     │   ├── DAGLimitExceeded        depth or link-count limit hit (hostile or cyclic DAG)
     │   └── IntegrityError          a file's bytes do not match the CID a manifest lists
     ├── UnsafePathError             a link name that would escape or corrupt an output directory
+    ├── PathNotFound                a path that does not exist inside a UnixFS DAG
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
@@ -69,6 +70,7 @@ __all__ = [
     "DAGLimitExceeded",
     "IntegrityError",
     "UnsafePathError",
+    "PathNotFound",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -159,6 +161,10 @@ class IntegrityError(VerificationError):
 
 class UnsafePathError(BundlekitError):
     """A link name that would escape or corrupt an output directory."""
+
+
+class PathNotFound(BundlekitError, LookupError):
+    """A path that does not exist inside a UnixFS DAG (no such entry, or a file where a directory was needed)."""
 
 
 class MemoryStoreError(BundlekitError):
