@@ -1,0 +1,158 @@
+"""The shared HTTP layer: timeouts, retries with backoff, Retry-After, error mapping, redaction."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+import respx
+
+from bundlekit._http import HttpClient, RetryPolicy, parse_retry_after, redact
+from bundlekit.errors import (
+    PinAuthError,
+    PinRateLimited,
+    PinRejected,
+    PinServiceSunset,
+    PinUnavailable,
+)
+
+from .conftest import SECRET, Sleeps
+
+URL = "https://svc.test/thing"
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def client(sleeps: Sleeps, **kw: object) -> HttpClient:
+    return HttpClient(
+        "svc", headers={"Authorization": f"Bearer {SECRET}"}, secrets=[SECRET],
+        sleep=sleeps, jitter=lambda: 0.0, now=lambda: NOW, **kw,  # type: ignore[arg-type]
+    )
+
+
+@respx.mock
+def test_429_then_success_waits_the_retry_after_seconds(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(side_effect=[httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(200)])
+    assert client(sleeps).request("GET", URL).status_code == 200
+    assert route.call_count == 2
+    assert sleeps.calls == [7.0]
+
+
+@respx.mock
+def test_retry_after_as_an_http_date_is_honoured(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(side_effect=[
+        httpx.Response(503, headers={"Retry-After": "Thu, 01 Jan 2026 12:00:42 GMT"}), httpx.Response(200),
+    ])
+    client(sleeps).request("GET", URL)
+    assert sleeps.calls == [42.0]
+
+
+@respx.mock
+def test_5xx_is_retried_with_exponential_backoff_then_raises_unavailable(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(502, text="bad gateway"))
+    with pytest.raises(PinUnavailable, match="HTTP 502"):
+        client(sleeps, retry=RetryPolicy(attempts=4, base=1.0, cap=30.0)).request("GET", URL)
+    assert route.call_count == 4
+    # jitter 0 -> half of base * 2**n
+    assert sleeps.calls == [0.5, 1.0, 2.0]
+
+
+@respx.mock
+def test_backoff_is_capped(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(return_value=httpx.Response(500))
+    with pytest.raises(PinUnavailable):
+        client(sleeps, retry=RetryPolicy(attempts=5, base=10.0, cap=15.0)).request("GET", URL)
+    assert max(sleeps.calls) == 7.5
+
+
+@respx.mock
+def test_429_on_every_attempt_raises_rate_limited(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(return_value=httpx.Response(429))
+    with pytest.raises(PinRateLimited):
+        client(sleeps, retry=RetryPolicy(attempts=3)).request("GET", URL)
+    assert len(sleeps.calls) == 2
+
+
+@respx.mock
+def test_401_is_not_retried(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(401, text="invalid token"))
+    with pytest.raises(PinAuthError):
+        client(sleeps).request("GET", URL)
+    assert route.call_count == 1 and sleeps.calls == []
+
+
+@respx.mock
+def test_400_is_rejected_without_retry(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(400, json={"error": "bad car"}))
+    with pytest.raises(PinRejected, match="bad car"):
+        client(sleeps).request("GET", URL)
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_410_is_a_sunset_and_not_retried(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(410))
+    with pytest.raises(PinServiceSunset):
+        client(sleeps).request("GET", URL)
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_a_timeout_is_retried_then_raises_unavailable(sleeps: Sleeps) -> None:
+    route = respx.get(URL).mock(side_effect=httpx.ReadTimeout("read timed out"))
+    with pytest.raises(PinUnavailable, match="timed out"):
+        client(sleeps, retry=RetryPolicy(attempts=2)).request("GET", URL)
+    assert route.call_count == 2
+
+
+@respx.mock
+def test_a_connection_error_then_success_recovers(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(side_effect=[httpx.ConnectError("refused"), httpx.Response(200)])
+    assert client(sleeps).request("GET", URL).status_code == 200
+    assert len(sleeps.calls) == 1
+
+
+@respx.mock
+def test_body_factory_is_called_for_every_attempt(sleeps: Sleeps) -> None:
+    bodies: list[bytes] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content)
+        return httpx.Response(503 if len(bodies) == 1 else 200)
+
+    respx.post(URL).mock(side_effect=record)
+    client(sleeps).request("POST", URL, body=lambda: {"content": b"payload"})
+    assert bodies == [b"payload", b"payload"]
+
+
+def test_every_call_has_a_timeout(sleeps: Sleeps) -> None:
+    c = client(sleeps)
+    timeout = c._client.timeout
+    assert None not in (timeout.connect, timeout.read, timeout.write, timeout.pool)
+
+
+@respx.mock
+def test_secrets_echoed_by_the_service_are_redacted_from_errors_and_logs(
+    sleeps: Sleeps, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    respx.get(URL).mock(side_effect=[
+        httpx.Response(500, text=f"token {SECRET} is weird"),
+        httpx.Response(400, text=f"bad token {SECRET}"),
+    ])
+    with pytest.raises(PinRejected) as info:
+        client(sleeps).request("GET", URL)
+    assert SECRET not in str(info.value)
+    assert "***" in str(info.value)
+    assert SECRET not in caplog.text
+
+
+def test_redact_replaces_every_secret_and_ignores_tiny_ones() -> None:
+    assert redact("a abcd abcdef", ["abcdef", "abcd", "a"]) == "a *** ***"
+
+
+def test_parse_retry_after_ignores_garbage() -> None:
+    assert parse_retry_after("soon", lambda: NOW) is None
+    assert parse_retry_after(None, lambda: NOW) is None
+    assert parse_retry_after("0", lambda: NOW) == 0.0
