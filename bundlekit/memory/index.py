@@ -1,0 +1,56 @@
+"""The ``MEMORY.md`` index: regenerated from the memory files on every change, never trusted.
+
+Layout (specs/memory.md, "Index"): ``# Agent Memory``; then for each
+non-empty type, in the order user, feedback, project, reference, a blank
+line, ``## <Title>`` and one line per memory sorted by key (code-point
+order): ``- Name (`key.md`) — description``. At most :data:`MAX_INDEX_LINES`
+lines: past that the tail is cut and a last line says how many memories were
+left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .record import MEMORY_TYPES, MemoryRecord
+
+__all__ = ["INDEX_TITLE", "SECTION_TITLES", "MAX_INDEX_LINES", "index_line", "render_index", "omitted_line"]
+
+INDEX_TITLE = "# Agent Memory"
+SECTION_TITLES = {"user": "User", "feedback": "Feedback", "project": "Project", "reference": "Reference"}
+MAX_INDEX_LINES = 200
+
+
+def index_line(record: MemoryRecord) -> str:
+    """The index line of one memory."""
+    return f"- {record.name} (`{record.key}.md`) — {record.description}"
+
+
+def omitted_line(count: int) -> str:
+    """The last line of a cut index, saying how many memories it leaves out."""
+    noun = "memory" if count == 1 else "memories"
+    return f"_{count} more {noun} not listed: the index stops at {MAX_INDEX_LINES} lines._"
+
+
+def render_index(records: Iterable[MemoryRecord]) -> str:
+    """Render the index text (ending in a newline) for ``records``."""
+    by_type: dict[str, list[MemoryRecord]] = {t: [] for t in MEMORY_TYPES}
+    for record in records:
+        by_type[record.type].append(record)
+    lines = [INDEX_TITLE]
+    for memory_type in MEMORY_TYPES:
+        section = by_type[memory_type]
+        if not section:
+            continue
+        section.sort(key=lambda r: r.key)
+        lines.append("")
+        lines.append(f"## {SECTION_TITLES[memory_type]}")
+        lines.extend(index_line(r) for r in section)
+    if len(lines) > MAX_INDEX_LINES:
+        kept = lines[: MAX_INDEX_LINES - 1]
+        # Do not end on a blank line or a heading with no entries under it.
+        while kept and (kept[-1] == "" or kept[-1].startswith("## ")):
+            kept.pop()
+        left_out = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        lines = [*kept, omitted_line(left_out)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,190 @@
+"""Recall and the context block: salience x recency ranking over memory records.
+
+The formula (specs/memory.md, "Ranking")::
+
+    salience = 1.0                                            if important
+             = min(0.5 + TYPE_BONUS[type] + min(0.05 * len(tags), 0.2), 1.0)   otherwise
+    age      = max(0, now - updated)                          (a timedelta)
+    recency  = 0.5 ** (age / 7 days)
+    decay    = 0.5 ** (max(0, age - horizon) / 7 days)        horizon 30 or 90 days for decay 30d / 90d
+             = 1.0                                            for decay never, or none
+    score    = salience * recency * decay
+
+Ties are broken by key (code-point order), so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..errors import UsageError
+from .record import MemoryRecord
+
+__all__ = [
+    "TYPE_BONUS",
+    "HALF_LIFE",
+    "DECAY_HORIZONS",
+    "CHARS_PER_TOKEN",
+    "RecallHit",
+    "salience",
+    "recency",
+    "decay_factor",
+    "score",
+    "rank",
+    "recall",
+    "context_block",
+]
+
+TYPE_BONUS = {"feedback": 0.3, "user": 0.2, "project": 0.1, "reference": 0.0}
+HALF_LIFE = timedelta(days=7)
+DECAY_HORIZONS = {"30d": timedelta(days=30), "90d": timedelta(days=90)}
+CHARS_PER_TOKEN = 4
+MEMORY_HEADING = "\n## Memory files\n"
+TIMELINE_HEADING = "\n## Recent timeline\n\n"
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One recall result: the record, its score and the parts of the score."""
+
+    record: MemoryRecord
+    score: float
+    salience: float
+    recency: float
+    decay: float
+    matches: int
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (no body), as ``memory recall --json`` prints it."""
+        return {
+            "key": self.key,
+            "name": self.record.name,
+            "description": self.record.description,
+            "type": self.record.type,
+            "updated": self.record.meta["updated"],
+            "score": round(self.score, 6),
+            "salience": round(self.salience, 6),
+            "recency": round(self.recency, 6),
+            "decay": round(self.decay, 6),
+            "matches": self.matches,
+        }
+
+
+def salience(record: MemoryRecord) -> float:
+    """1.0 when important; else 0.5 + type bonus + 0.05 per tag (at most 0.2), capped at 1.0."""
+    if record.important:
+        return 1.0
+    return min(0.5 + TYPE_BONUS[record.type] + min(0.05 * len(record.tags), 0.2), 1.0)
+
+
+def _age(record: MemoryRecord, now: datetime) -> timedelta:
+    return max(now - record.updated, timedelta(0))
+
+
+def recency(record: MemoryRecord, now: datetime) -> float:
+    """0.5 ** (age / 7 days); a memory updated in the future counts as age 0."""
+    return float(0.5 ** (_age(record, now) / HALF_LIFE))
+
+
+def decay_factor(record: MemoryRecord, now: datetime) -> float:
+    """Extra down-weighting past the decay horizon: the half-life is applied a second time."""
+    horizon = DECAY_HORIZONS.get(record.decay or "never")
+    if horizon is None:
+        return 1.0
+    past = _age(record, now) - horizon
+    return 1.0 if past <= timedelta(0) else float(0.5 ** (past / HALF_LIFE))
+
+
+def score(record: MemoryRecord, now: datetime) -> float:
+    """salience x recency x decay."""
+    return salience(record) * recency(record, now) * decay_factor(record, now)
+
+
+def _hit(record: MemoryRecord, now: datetime, matches: int) -> RecallHit:
+    s, r, d = salience(record), recency(record, now), decay_factor(record, now)
+    return RecallHit(record, s * r * d, s, r, d, matches)
+
+
+def rank(records: Iterable[MemoryRecord], now: datetime) -> list[RecallHit]:
+    """Every record, best first (score descending, then key)."""
+    hits = [_hit(r, now, 0) for r in records]
+    hits.sort(key=lambda h: (-h.score, h.key))
+    return hits
+
+
+def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: int = 5) -> list[RecallHit]:
+    """Records whose name, description or body contains ``query`` (case-insensitive), best first.
+
+    ``matches`` counts the occurrences over the three fields; it does not
+    change the order. Raises :class:`UsageError` for an empty query or a
+    negative limit.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("recall needs a non-empty query (a phrase to look for)")
+    if limit < 0:
+        raise UsageError(f"recall limit must be 0 or more, not {limit}")
+    needle = query.casefold()
+    hits: list[RecallHit] = []
+    for record in records:
+        count = sum(field.count(needle) for field in record.folded_fields)
+        if count:
+            hits.append(_hit(record, now, count))
+    hits.sort(key=lambda h: (-h.score, h.key))
+    return hits[:limit]
+
+
+def _memory_piece(record: MemoryRecord) -> str:
+    heading = f"\n### {record.name} (`{record.key}.md`)\n"
+    return f"{heading}\n{record.body}\n" if record.body else heading
+
+
+def context_block(
+    index_text: str,
+    ranked: Iterable[RecallHit],
+    timeline_newest_first: Iterator[dict[str, Any]],
+    max_tokens: int,
+) -> str:
+    """Assemble the context block within ``max_tokens * 4`` characters.
+
+    The index always goes in whole; then memory pieces in rank order, each
+    skipped if it does not fit (the next is tried); then timeline entries,
+    newest first, until one does not fit; they are printed oldest first.
+    A section heading is counted with the first piece under it and left out
+    when nothing goes under it.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        raise UsageError(f"max_tokens must be an integer of 0 or more, not {max_tokens!r}")
+    budget = max_tokens * CHARS_PER_TOKEN
+    parts = [index_text]
+    used = len(index_text)
+    heading_done = False
+    for hit in ranked:
+        piece = _memory_piece(hit.record)
+        cost = len(piece) + (0 if heading_done else len(MEMORY_HEADING))
+        if used + cost > budget:
+            continue
+        if not heading_done:
+            parts.append(MEMORY_HEADING)
+            heading_done = True
+        parts.append(piece)
+        used += cost
+    lines: list[str] = []
+    for entry in timeline_newest_first:
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        cost = len(line) + (0 if lines else len(TIMELINE_HEADING))
+        if used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    if lines:
+        parts.append(TIMELINE_HEADING)
+        parts.extend(reversed(lines))
+    return "".join(parts)

@@ -1,0 +1,265 @@
+"""One memory file: YAML frontmatter plus a Markdown body, parsed and rendered canonically.
+
+Parsing goes through python-frontmatter with a YAML loader that does *not*
+turn unquoted timestamps into ``datetime`` objects, so every value reads back
+as the plain scalar it was written as and unknown keys survive untouched.
+``created`` and ``updated`` are then normalised to ``YYYY-MM-DDTHH:MM:SSZ``.
+
+Rendering is deterministic: the keys come in a fixed order (required, then
+``revision``, then the optional known keys, then unknown keys in their
+original order) and values are dumped by PyYAML's pure-Python safe dumper, so
+every machine produces the same bytes. Strings that a YAML reader would take
+for timestamps (our ``created``/``updated``) come out quoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from datetime import date, datetime
+from typing import Any
+
+import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from ..errors import FrontmatterError
+from .timefmt import format_timestamp, parse_timestamp
+
+__all__ = [
+    "MEMORY_TYPES",
+    "DECAY_VALUES",
+    "REQUIRED_KEYS",
+    "OPTIONAL_KEYS",
+    "MemoryRecord",
+    "parse_memory_file",
+    "render_memory_file",
+    "validate_meta",
+]
+
+MEMORY_TYPES = ("user", "feedback", "project", "reference")
+DECAY_VALUES = ("never", "30d", "90d")
+REQUIRED_KEYS = ("name", "description", "type", "created", "updated")
+# Rendering order of the known keys; unknown keys follow in their own order.
+_KNOWN_ORDER = ("name", "description", "type", "created", "updated", "revision", "source", "decay", "tags", "important")
+OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _Dumper(yaml.SafeDumper):
+    """Pure-Python safe dumper (identical output everywhere) that never writes anchors/aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+class _Handler(YAMLHandler):
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return yaml.load(fm, Loader=_Loader)  # noqa: S506 (a safe loader)
+
+
+_HANDLER = _Handler()
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A parsed memory file.
+
+    ``meta`` is the full frontmatter (timestamps normalised), ``body`` the
+    Markdown after it (stripped), ``raw`` the file's text exactly as stored.
+    """
+
+    key: str
+    meta: dict[str, Any]
+    body: str
+    raw: str = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.meta["description"])
+
+    @property
+    def type(self) -> str:
+        return str(self.meta["type"])
+
+    @property
+    def revision(self) -> int:
+        """The stored revision; a file written without one counts as revision 1."""
+        value = self.meta.get("revision", 1)
+        return int(value)
+
+    @property
+    def created(self) -> datetime:
+        return parse_timestamp(self.meta["created"])
+
+    @cached_property
+    def updated(self) -> datetime:
+        return parse_timestamp(self.meta["updated"])
+
+    @cached_property
+    def folded_fields(self) -> tuple[str, str, str]:
+        """Name, description and body case-folded, kept so repeated recall does no re-work."""
+        return (self.name.casefold(), self.description.casefold(), self.body.casefold())
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.meta.get("tags") or [])
+
+    @property
+    def important(self) -> bool:
+        return bool(self.meta.get("important", False))
+
+    @property
+    def decay(self) -> str | None:
+        value = self.meta.get("decay")
+        return None if value is None else str(value)
+
+    @property
+    def filename(self) -> str:
+        return f"{self.key}.md"
+
+
+def _single_line_str(meta: Mapping[str, Any], name: str, where: str, *, required: bool) -> None:
+    if name not in meta or meta[name] is None:
+        if required:
+            raise FrontmatterError(f"{where}: frontmatter is missing required key {name!r}; add it")
+        return
+    value = meta[name]
+    if not isinstance(value, str) or not value.strip():
+        raise FrontmatterError(f"{where}: frontmatter {name!r} must be a non-empty string")
+    if "\n" in value or "\r" in value:
+        raise FrontmatterError(f"{where}: frontmatter {name!r} must be a single line (the index has one line each)")
+
+
+def validate_meta(meta: Mapping[str, Any], where: str) -> None:
+    """Check a frontmatter mapping against the schema (specs/memory.md, "Frontmatter").
+
+    Raises :class:`FrontmatterError` naming ``where`` and the offending key.
+    Values are not echoed back, so a credential in a bad field never reaches a message.
+    """
+    for key in meta:
+        if not isinstance(key, str):
+            raise FrontmatterError(f"{where}: frontmatter keys must be strings, found a {type(key).__name__} key")
+    _single_line_str(meta, "name", where, required=True)
+    _single_line_str(meta, "description", where, required=True)
+    if "type" not in meta:
+        raise FrontmatterError(f"{where}: frontmatter is missing required key 'type'; add it")
+    if meta["type"] not in MEMORY_TYPES:
+        raise FrontmatterError(f"{where}: frontmatter 'type' must be one of {', '.join(MEMORY_TYPES)}")
+    for name in ("created", "updated"):
+        if name not in meta or meta[name] is None:
+            raise FrontmatterError(f"{where}: frontmatter is missing required key {name!r}; add it")
+        try:
+            parse_timestamp(meta[name])
+        except (ValueError, TypeError) as exc:
+            raise FrontmatterError(
+                f"{where}: frontmatter {name!r} is not an ISO 8601 date or UTC date-time "
+                "(e.g. 2026-04-14T12:03:12Z)"
+            ) from exc
+    if "revision" in meta:
+        revision = meta["revision"]
+        if isinstance(revision, bool) or not isinstance(revision, int) or revision < 1:
+            raise FrontmatterError(f"{where}: frontmatter 'revision' must be an integer from 1")
+    _single_line_str(meta, "source", where, required=False)
+    if "decay" in meta and meta["decay"] not in DECAY_VALUES:
+        raise FrontmatterError(f"{where}: frontmatter 'decay' must be one of {', '.join(DECAY_VALUES)}")
+    if "tags" in meta:
+        tags = meta["tags"]
+        if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() and "\n" not in t for t in tags):
+            raise FrontmatterError(f"{where}: frontmatter 'tags' must be a list of one-line strings")
+    if "important" in meta and not isinstance(meta["important"], bool):
+        raise FrontmatterError(f"{where}: frontmatter 'important' must be true or false")
+
+
+def _normalise_timestamps(meta: dict[str, Any]) -> None:
+    for name in ("created", "updated"):
+        if name in meta and meta[name] is not None:
+            meta[name] = format_timestamp(parse_timestamp(meta[name]))
+
+
+def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> MemoryRecord:
+    """Parse the text of a memory file into a validated :class:`MemoryRecord`.
+
+    ``key`` is recorded on the record; ``where`` names the file in error
+    messages (default ``<key>.md``). Raises :class:`FrontmatterError` when the
+    frontmatter is missing, is not YAML, is not a mapping, or breaks the schema.
+    """
+    where = where or (f"{key}.md" if key else "memory file")
+    if not text.lstrip().startswith("---"):
+        raise FrontmatterError(f"{where}: no YAML frontmatter (the file must start with a '---' line)")
+    try:
+        fm_text, body = _HANDLER.split(text.strip())
+    except ValueError as exc:
+        raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line") from exc
+    try:
+        loaded = _HANDLER.load(fm_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" near frontmatter line {mark.line + 1}" if mark is not None else ""
+        raise FrontmatterError(f"{where}: frontmatter is not valid YAML{line}; fix the syntax") from exc
+    if not isinstance(loaded, dict):
+        raise FrontmatterError(f"{where}: frontmatter must be a YAML mapping of keys to values")
+    validate_meta(loaded, where)
+    meta: dict[str, Any] = dict(loaded)
+    _normalise_timestamps(meta)
+    return MemoryRecord(key=key, meta=meta, body=body.strip(), raw=text)
+
+
+def _plain(value: Any) -> Any:
+    """Turn dates into our textual form so the dump is stable; recurse into containers."""
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
+    """Render frontmatter and body into the canonical text of a memory file.
+
+    The frontmatter is validated first (:class:`FrontmatterError`); the body is
+    stripped of surrounding whitespace. Layout: ``---``, the YAML, ``---``, a
+    blank line, the body, a final newline (no blank line or body when empty).
+    """
+    validate_meta(meta, str(meta.get("name") or "memory"))
+    ordered: dict[str, Any] = {}
+    for name in _KNOWN_ORDER:
+        if name in meta and meta[name] is not None:
+            ordered[name] = meta[name]
+    for name, value in meta.items():
+        if name not in ordered and name not in _KNOWN_ORDER:
+            ordered[name] = value
+    plain = _plain(ordered)
+    for name in ("created", "updated"):
+        plain[name] = format_timestamp(parse_timestamp(plain[name]))
+    dumped = yaml.dump(
+        plain,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,  # one line per scalar: no folding that depends on length
+    )
+    body = body.strip()
+    text = f"---\n{dumped}---\n"
+    return f"{text}\n{body}\n" if body else text

@@ -1,0 +1,56 @@
+"""Timestamps in a memory tree: ISO 8601, always UTC, one textual form each.
+
+* Frontmatter ``created``/``updated``: ``YYYY-MM-DDTHH:MM:SSZ`` (seconds).
+* Timeline ``ts``: ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (milliseconds).
+
+On read we accept any ISO 8601 date-time with an offset (converted to UTC), a
+naive date-time (taken as UTC) and a bare date (midnight UTC).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+__all__ = ["utc_now", "parse_timestamp", "format_timestamp", "format_timestamp_ms", "as_utc"]
+
+
+def utc_now() -> datetime:
+    """The default clock: the current time in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return ``value`` in UTC; a naive value is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def parse_timestamp(value: object) -> datetime:
+    """Parse an ISO 8601 date or date-time (string, ``date`` or ``datetime``) into aware UTC.
+
+    Raises ``ValueError`` when the value is not one.
+    """
+    if isinstance(value, datetime):
+        return as_utc(value)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not an ISO 8601 timestamp")
+    text = value.strip()
+    if len(text) == 10:
+        parsed_date = date.fromisoformat(text)
+        return datetime(parsed_date.year, parsed_date.month, parsed_date.day, tzinfo=timezone.utc)
+    # fromisoformat (3.11) accepts "Z", offsets, fractions and a space separator.
+    return as_utc(datetime.fromisoformat(text))
+
+
+def format_timestamp(value: datetime) -> str:
+    """``2026-04-14T12:03:12Z``: UTC, whole seconds (fractions are dropped, not rounded)."""
+    return as_utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_timestamp_ms(value: datetime) -> str:
+    """``2026-04-14T12:03:12.345Z``: UTC with milliseconds (truncated)."""
+    utc = as_utc(value)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

@@ -1,0 +1,125 @@
+"""The timeline: an append-only event log, one JSON object per line, one file per UTC day.
+
+``timeline/YYYY-MM-DD.jsonl``; each line is
+``{"ts": "<YYYY-MM-DDTHH:MM:SS.mmmZ>", "type": "<type>", ...data}`` serialised
+compactly (``separators=(",", ":")``, UTF-8, keys in insertion order: ``ts``,
+``type``, then the data in the order given). The day of a line is the UTC date
+of its ``ts``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from ..errors import MemoryStoreError, UsageError
+from .timefmt import format_timestamp_ms, parse_timestamp
+
+__all__ = [
+    "DAY_FILE_RE",
+    "make_entry",
+    "encode_entry",
+    "day_file_for",
+    "parse_day",
+    "validate_entry",
+    "merge_entries",
+]
+
+DAY_FILE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.jsonl")
+
+
+def make_entry(entry_type: str, data: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """Build a timeline entry. ``ts`` and ``type`` always come from us: data cannot override them.
+
+    Raises :class:`UsageError` for an empty type or data that is not JSON-serialisable.
+    """
+    if not isinstance(entry_type, str) or not entry_type.strip():
+        raise UsageError("a timeline entry needs a non-empty type, e.g. note('user_said', text=...)")
+    entry: dict[str, Any] = {"ts": format_timestamp_ms(now), "type": entry_type}
+    for key, value in data.items():
+        if key not in ("ts", "type"):
+            entry[key] = value
+    try:
+        encode_entry(entry)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"timeline entry {entry_type!r} holds data that is not JSON-serialisable") from exc
+    return entry
+
+
+def encode_entry(entry: Mapping[str, Any]) -> bytes:
+    """One line of a day file, newline included."""
+    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def day_file_for(entry: Mapping[str, Any]) -> str:
+    """``YYYY-MM-DD.jsonl`` for the UTC day of the entry's ``ts``."""
+    return parse_timestamp(entry["ts"]).strftime("%Y-%m-%d") + ".jsonl"
+
+
+def validate_entry(entry: object, where: str) -> dict[str, Any]:
+    """Check that ``entry`` is an object with a parseable ``ts`` and a non-empty string ``type``."""
+    if not isinstance(entry, dict):
+        raise MemoryStoreError(f"{where} is not a JSON object; fix or remove it")
+    ts = entry.get("ts")
+    try:
+        parse_timestamp(ts)
+    except (ValueError, TypeError) as exc:
+        raise MemoryStoreError(f"{where} has no valid ISO 8601 'ts'; fix or remove it") from exc
+    if not isinstance(entry.get("type"), str) or not entry["type"]:
+        raise MemoryStoreError(f"{where} has no string 'type'; fix or remove it")
+    return entry
+
+
+def parse_day(name: str, data: bytes) -> list[dict[str, Any]]:
+    """The entries of one day file, in file order. Blank lines are skipped.
+
+    Raises :class:`MemoryStoreError` naming the file and line of anything malformed.
+    """
+    if not DAY_FILE_RE.fullmatch(name):
+        raise MemoryStoreError(f"timeline/{name} is not named YYYY-MM-DD.jsonl; rename or remove it")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryStoreError(f"timeline/{name} is not UTF-8 text") from exc
+    entries: list[dict[str, Any]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"timeline/{name} line {number}"
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise MemoryStoreError(f"{where} is not valid JSON; fix or remove that line") from exc
+        entries.append(validate_entry(value, where))
+    return entries
+
+
+def _canonical(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def merge_entries(
+    existing: Iterable[dict[str, Any]], incoming: Iterable[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], int]:
+    """Merge two entry lists by timestamp, dropping exact duplicates.
+
+    Two entries are duplicates when they hold the same keys and values. The
+    result is sorted by parsed ``ts`` (stable: existing entries first, then in
+    their order). Returns the merged list and how many incoming entries were new.
+    """
+    merged: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    added = 0
+    for is_new, source in ((False, existing), (True, incoming)):
+        for entry in source:
+            canon = _canonical(entry)
+            if canon in seen:
+                continue
+            seen.add(canon)
+            merged.append(entry)
+            added += is_new
+    merged.sort(key=lambda e: parse_timestamp(e["ts"]))
+    return merged, added
