@@ -1,0 +1,231 @@
+"""Convert memory between bundlekit trees and other agent-memory systems.
+
+One module per foreign format turns its store into neutral records
+(:class:`~bundlekit.convert._common.Entry`) and back; this module holds the
+registry and the two public verbs::
+
+    import_from("massgen", "workspace1", "memory")      # foreign -> bundlekit tree
+    export_to("claude-code", "memory", "claude-mem")    # bundlekit tree -> foreign
+
+Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context`` and
+``magicfrog`` (``specs/interop.md`` maps every field and lists what is lossy).
+Device-bound memory (MagicFrog's ``device`` dimension) is refused in both
+directions unless ``include_device=True, local_only=True``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ._common import Entry, ForeignTree
+from ._tree import read_tree, write_tree
+
+__all__ = [
+    "Entry",
+    "ForeignTree",
+    "Format",
+    "ConvertResult",
+    "FORMATS",
+    "get_format",
+    "read_foreign",
+    "write_foreign",
+    "import_from",
+    "export_to",
+]
+
+
+@dataclass(frozen=True)
+class Format:
+    """A foreign memory format: how to read it, how to write it, which options each takes."""
+
+    name: str
+    summary: str
+    read: Callable[..., ForeignTree]
+    write: Callable[..., list[Path]]
+    read_options: frozenset[str]
+    write_options: frozenset[str]
+
+
+@dataclass
+class ConvertResult:
+    """What a conversion did: counts, the paths written, and what was left out."""
+
+    format: str
+    direction: str  # "import" | "export"
+    dest: Path
+    memories: int
+    timeline: int
+    paths: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (paths as strings)."""
+        return {
+            "format": self.format,
+            "direction": self.direction,
+            "dest": str(self.dest),
+            "memories": self.memories,
+            "timeline": self.timeline,
+            "paths": [str(p) for p in self.paths],
+            "warnings": list(self.warnings),
+        }
+
+
+def _massgen() -> Format:
+    from . import massgen
+
+    return Format("massgen", "MassGen workspace memory/short_term and memory/long_term",
+                  massgen.read_massgen, massgen.write_massgen, frozenset(), frozenset({"agent_id"}))
+
+
+def _claude_code() -> Format:
+    from . import claude_code
+
+    return Format("claude-code", "Claude Code memory directory (MEMORY.md + topic files)",
+                  claude_code.read_claude_code, claude_code.write_claude_code, frozenset(), frozenset({"form"}))
+
+
+def _threews() -> Format:
+    from . import threews
+
+    return Format("three.ws", "three.ws export blob or localStorage dump (JSON)",
+                  threews.read_threews, threews.write_threews,
+                  frozenset({"agent_id", "now"}), frozenset({"namespace", "mode", "storage"}))
+
+
+def _magic_context() -> Format:
+    from . import magic_context
+
+    return Format("magic-context", "Magic Context SQLite database (memories table, one project)",
+                  magic_context.read_magic_context, magic_context.write_magic_context,
+                  frozenset({"project", "repo", "clock"}), frozenset({"project"}))
+
+
+def _magicfrog() -> Format:
+    from . import magicfrog
+
+    device = {"include_device", "local_only", "exclude_device"}
+    return Format("magicfrog", "MagicFrog five-dimension memory tree",
+                  magicfrog.read_magicfrog, magicfrog.write_magicfrog,
+                  frozenset({"dimension", "project"} | device), frozenset({"dimension", "project"} | device))
+
+
+# Loaded on first use, so importing bundlekit.convert stays cheap.
+_FACTORIES: dict[str, Callable[[], Format]] = {
+    "massgen": _massgen,
+    "claude-code": _claude_code,
+    "three.ws": _threews,
+    "magic-context": _magic_context,
+    "magicfrog": _magicfrog,
+}
+_ALIASES = {"threews": "three.ws", "claude_code": "claude-code", "magic_context": "magic-context"}
+
+#: The format names, as the CLI offers them.
+FORMATS: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def get_format(name: str) -> Format:
+    """The :class:`Format` registered as ``name`` (or an alias). Raises ``UsageError``."""
+    canonical = _ALIASES.get(name, name)
+    factory = _FACTORIES.get(canonical)
+    if factory is None:
+        raise UsageError(f"unknown memory format {name!r}; use one of {', '.join(FORMATS)}")
+    return factory()
+
+
+def _check_options(fmt: Format, options: dict[str, Any], allowed: frozenset[str], verb: str) -> None:
+    unknown = sorted(k for k, v in options.items() if k not in allowed and v is not None)
+    if unknown:
+        can = ", ".join(sorted(allowed)) or "none"
+        raise UsageError(f"{fmt.name} {verb} does not take {', '.join(unknown)}; it takes: {can}")
+
+
+def read_foreign(fmt: str, src: str | os.PathLike[str], **options: Any) -> ForeignTree:
+    """Read a foreign store into neutral records without touching any bundlekit tree."""
+    spec = get_format(fmt)
+    _check_options(spec, options, spec.read_options, "import")
+    return spec.read(src, **{k: v for k, v in options.items() if v is not None})
+
+
+def write_foreign(
+    fmt: str,
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    include_device: bool = False,
+    local_only: bool = False,
+    exclude_device: bool = False,
+    **options: Any,
+) -> list[Path]:
+    """Write neutral records into a foreign store, applying the device rule first."""
+    from .magicfrog import check_device, is_device_entry
+
+    spec = get_format(fmt)
+    _check_options(spec, options, spec.write_options, "export")
+    if spec.name == "magicfrog":
+        options.update(include_device=include_device, local_only=local_only, exclude_device=exclude_device)
+    else:
+        entries = tree.entries
+        if exclude_device and not include_device:
+            entries = [e for e in entries if not is_device_entry(e)]
+        entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
+        tree = ForeignTree(entries, tree.timeline, tree.warnings)
+    return spec.write(tree, dest, **{k: v for k, v in options.items() if v is not None})
+
+
+def import_from(
+    fmt: str,
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    strategy: str = "replace",
+    allow_secrets: bool = False,
+    **options: Any,
+) -> ConvertResult:
+    """Convert the foreign store ``src`` (format ``fmt``) into the bundlekit tree ``dest``.
+
+    ``options`` are the format's reader options (see ``specs/interop.md``).
+    ``strategy`` is how to treat memories already in ``dest``: ``replace``
+    (incoming wins) or ``merge`` (``dest`` wins). The tree is written through
+    ``Memory.import_``: validated, secret-guarded, all or nothing. Raises
+    ``UsageError`` (unknown format or option), ``ConvertError`` (unreadable
+    input), ``DeviceMemoryError`` (device memory without a local-only request)
+    and the memory store's errors.
+    """
+    if strategy not in ("replace", "merge"):
+        raise UsageError(f"unknown import strategy {strategy!r}; use replace or merge")
+    spec = get_format(fmt)
+    tree = read_foreign(spec.name, src, **options)
+    path = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
+    return ConvertResult(spec.name, "import", path, len(tree.entries), len(tree.timeline),
+                         [path / f"{e.key}.md" for e in tree.entries], list(tree.warnings))
+
+
+def export_to(
+    fmt: str,
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    include_device: bool = False,
+    local_only: bool = False,
+    exclude_device: bool = False,
+    **options: Any,
+) -> ConvertResult:
+    """Convert the bundlekit tree ``src`` into format ``fmt`` at ``dest``.
+
+    ``options`` are the format's writer options. Device-bound memories (read
+    from a MagicFrog ``device`` dimension) are refused with
+    ``DeviceMemoryError`` unless ``include_device`` and ``local_only`` are both
+    set, or left out with ``exclude_device``.
+    """
+    spec = get_format(fmt)
+    tree = read_tree(src)
+    paths = write_foreign(spec.name, tree, dest, include_device=include_device, local_only=local_only,
+                          exclude_device=exclude_device, **options)
+    return ConvertResult(spec.name, "export", Path(dest), len(tree.entries), len(tree.timeline),
+                         paths, list(tree.warnings))

@@ -1,0 +1,263 @@
+"""Neutral records shared by every format module, and the helpers they all need.
+
+A format module reads its foreign store into a :class:`ForeignTree` (a list of
+:class:`Entry`: a bundlekit key, the full bundlekit frontmatter, the body) and
+writes one back out of a ``ForeignTree``. Those two directions are pure
+functions over files or databases; only :mod:`bundlekit.convert._tree` touches a
+bundlekit memory tree. That keeps each format testable alone.
+
+Conventions every format follows (``specs/interop.md`` has the tables):
+
+* A format's own fields live in frontmatter keys named ``x-<format>-<field>``.
+* Timestamps in bundlekit frontmatter are ISO 8601 strings in UTC with a ``Z``
+  suffix. A foreign timestamp without a zone is read as UTC.
+* Keys derived from foreign names are valid bundlekit keys (see :func:`derive_keys`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import yaml
+
+from ..errors import ConvertError
+
+__all__ = [
+    "Entry",
+    "ForeignTree",
+    "MEMORY_TYPES",
+    "KEY_MAX",
+    "is_valid_key",
+    "sanitize_key",
+    "derive_keys",
+    "parse_time",
+    "format_time",
+    "render_markdown",
+    "split_frontmatter",
+    "first_line",
+    "atomic_write",
+    "single_line",
+    "same_instant",
+]
+
+#: The bundlekit memory types (specs/memory.md).
+MEMORY_TYPES = ("user", "feedback", "project", "reference")
+
+#: Longest bundlekit key.
+KEY_MAX = 128
+
+_KEY_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*\Z")
+_BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass
+class Entry:
+    """One memory in neutral form: its bundlekit key, full frontmatter and body.
+
+    ``meta`` holds the bundlekit fields (``name``, ``description``, ``type``,
+    ``created``, ``updated``, optional ``important``, ``revision``, ...) plus the
+    namespaced ``x-<format>-*`` keys that carry what only the foreign format has.
+    """
+
+    key: str
+    meta: dict[str, Any]
+    body: str
+
+
+@dataclass
+class ForeignTree:
+    """What a format module reads or writes: entries plus timeline events."""
+
+    entries: list[Entry] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    #: Things a reader skipped or could not carry, one sentence each.
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_valid_key(key: str) -> bool:
+    """True when ``key`` is a portable bundlekit key (ignoring uniqueness)."""
+    return (
+        0 < len(key) <= KEY_MAX
+        and _KEY_RE.match(key) is not None
+        and key.upper() != "MEMORY"
+    )
+
+
+def sanitize_key(name: str) -> str:
+    """Turn any foreign name into a valid bundlekit key, deterministically.
+
+    Runs of characters outside ``[A-Za-z0-9_.-]`` become one ``_``; leading dots
+    are dropped; the result is cut to :data:`KEY_MAX`; an empty result becomes
+    ``memory`` and the reserved ``MEMORY`` becomes ``MEMORY_``.
+    """
+    key = _BAD_CHARS.sub("_", name).lstrip(".")
+    key = key[:KEY_MAX].rstrip(".") or "memory"
+    if key.upper() == "MEMORY":
+        key = key + "_"
+    return key
+
+
+def derive_keys(names: Iterable[str]) -> list[str]:
+    """Derive one unique (ignoring case) valid key per name, in input order.
+
+    A name that is already a valid key and does not collide is kept as is.
+    Colliding keys get ``-2``, ``-3``, ... in input order, so callers must pass
+    names in a deterministic order. The caller records the original name in a
+    namespaced key whenever the key differs from it.
+    """
+    taken: set[str] = set()
+    out: list[str] = []
+    for name in names:
+        base = sanitize_key(name)
+        key = base
+        n = 2
+        while key.lower() in taken:
+            suffix = f"-{n}"
+            key = base[: KEY_MAX - len(suffix)] + suffix
+            n += 1
+        taken.add(key.lower())
+        out.append(key)
+    return out
+
+
+def parse_time(value: object, *, what: str = "timestamp") -> datetime:
+    """Parse a timestamp from frontmatter or a foreign store into aware UTC.
+
+    Accepts ``datetime`` (naive means UTC), ``date`` (midnight UTC), ISO 8601
+    strings with or without a zone (none means UTC) and a ``Z`` suffix.
+    Raises :class:`ConvertError` for anything else.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+        except ValueError as exc:
+            raise ConvertError(f"{what} {value!r} is not an ISO 8601 timestamp; fix or remove it") from exc
+    else:
+        raise ConvertError(f"{what} {value!r} is not an ISO 8601 timestamp; fix or remove it")
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def format_time(dt: datetime) -> str:
+    """Render an aware datetime as bundlekit writes it: ISO 8601, UTC, whole seconds, ``Z``.
+
+    Fractions of a second are dropped (the memory store keeps whole seconds);
+    formats that carry finer times keep their original spelling in an
+    ``x-<format>-*`` key, see :func:`same_instant`.
+    """
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _yaml_value(value: Any) -> Any:
+    # Dates and datetimes become strings, so every writer of a file gets the
+    # same bytes whatever type a reader handed us.
+    if isinstance(value, datetime):
+        return format_time(parse_time(value))
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _yaml_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_yaml_value(v) for v in value]
+    return value
+
+
+def render_markdown(meta: Mapping[str, Any], body: str) -> str:
+    """Render frontmatter (real YAML, keys in the given order) and a body."""
+    dumped = yaml.safe_dump(
+        {str(k): _yaml_value(v) for k, v in meta.items()},
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
+    )
+    text = f"---\n{dumped}---\n"
+    body = body.strip("\n")
+    return text + ("\n" + body + "\n" if body else "")
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """Split ``---`` fenced frontmatter from a Markdown text.
+
+    Returns ``(frontmatter_text, body)``; ``frontmatter_text`` is None when the
+    text does not open with a ``---`` line or the fence is never closed.
+    The body loses the blank lines right after the fence and at its end.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
+        return None, text.strip("\r\n")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n").rstrip() == "---":
+            fm = "".join(lines[1:i])
+            body = "".join(lines[i + 1 :])
+            return fm, body.strip("\r\n")
+    return None, text.strip("\r\n")
+
+
+def first_line(body: str, limit: int = 120) -> str:
+    """First non-empty line of a body, without Markdown heading marks, cut to ``limit``."""
+    for line in body.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""
+
+
+def single_line(value: object) -> str:
+    """A value flattened to one line: line breaks and tabs become spaces, ends trimmed."""
+    return " ".join(str(value).replace("\t", " ").splitlines()).strip()
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temp file in the same directory, fsync, rename.
+
+    Parent directories are created. Nothing half-written is ever left at ``path``.
+    """
+    target = os.fspath(path)
+    directory = os.path.dirname(target) or "."
+    os.makedirs(directory, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=".bk-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def same_instant(original: Any, current: Any) -> Any:
+    """``original`` when it denotes the same second as ``current``, else ``current``.
+
+    Lets a writer give a foreign timestamp back in its own spelling (a bare
+    date, no zone, milliseconds, ...) as long as nobody changed it in between.
+    The comparison is to the second because bundlekit keeps whole seconds.
+    """
+    if current is None:
+        return original
+    try:
+        if parse_time(original).replace(microsecond=0) == parse_time(current).replace(microsecond=0):
+            return original
+    except ConvertError:
+        pass
+    return current

@@ -1,0 +1,96 @@
+"""The one place the converters touch a bundlekit memory tree.
+
+Reading goes through ``Memory.list()`` and ``Memory.timeline()``; writing goes
+through ``Memory.import_`` with an export blob, so the memory store validates
+every key, every frontmatter and the secret guard before anything lands, keeps
+the foreign ``created``/``updated``/``revision`` values as given, and rebuilds
+``MEMORY.md`` itself. Import is all or nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConvertError
+from ._common import Entry, ForeignTree
+
+__all__ = ["read_tree", "write_tree", "tree_blob", "ordered_meta"]
+
+# The order bundlekit's own fields are written in; x- keys follow, sorted.
+_FIELD_ORDER = (
+    "name", "description", "type", "created", "updated", "revision",
+    "source", "decay", "tags", "important",
+)
+
+
+def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter with bundlekit fields first (fixed order), then the rest sorted."""
+    out = {k: meta[k] for k in _FIELD_ORDER if k in meta and meta[k] is not None}
+    for k in sorted(k for k in meta if k not in out and meta[k] is not None):
+        out[k] = meta[k]
+    return out
+
+
+def tree_blob(tree: ForeignTree, *, namespace: str | None = None) -> dict[str, Any]:
+    """The bundlekit export blob (``memory/0.1``) holding ``tree``'s entries and timeline."""
+    from ..memory.record import render_memory_file
+
+    files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body) for e in tree.entries}
+    timeline = sorted(tree.timeline, key=lambda ev: str(ev.get("ts", "")))
+    return {
+        "version": "memory/0.1",
+        "namespace": namespace,
+        "index": "",
+        "files": dict(sorted(files.items())),
+        "timeline": timeline,
+    }
+
+
+def write_tree(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    strategy: str = "replace",
+    allow_secrets: bool = False,
+    namespace: str | None = None,
+) -> Path:
+    """Write ``tree`` into the bundlekit memory tree at ``dest`` (created if needed).
+
+    ``strategy`` is the memory store's import strategy: ``replace`` (incoming
+    wins on a key conflict) or ``merge`` (the file already in ``dest`` wins).
+    Raises what ``Memory.import_`` raises (``InvalidKeyError``,
+    ``FrontmatterError``, ``SecretDetectedError``) and ``ConvertError`` when
+    ``dest`` exists and is not a directory.
+    """
+    from ..memory import Memory
+
+    path = Path(dest)
+    if path.exists() and not path.is_dir():
+        raise ConvertError(f"{path} exists and is not a directory; choose another output directory")
+    path.mkdir(parents=True, exist_ok=True)
+    Memory(path, namespace=namespace).import_(
+        tree_blob(tree, namespace=namespace), strategy=strategy, allow_secrets=allow_secrets
+    )
+    return path
+
+
+def read_tree(src: str | os.PathLike[str]) -> ForeignTree:
+    """Read every memory and the whole timeline of the bundlekit tree at ``src``.
+
+    Entries come back sorted by key, timeline events oldest first. Raises
+    ``ConvertError`` when ``src`` is not a directory, and what ``Memory`` raises
+    for a malformed file.
+    """
+    from ..memory import Memory
+
+    path = Path(src)
+    if not path.is_dir():
+        raise ConvertError(f"{path} is not a bundlekit memory tree (no such directory); pass the tree's directory")
+    memory = Memory(path)
+    entries = [Entry(r.key, dict(r.meta), r.body) for r in memory.list()]
+    entries.sort(key=lambda e: e.key)
+    timeline = [dict(ev) for ev in memory.timeline()]
+    timeline.sort(key=lambda ev: str(ev.get("ts", "")))
+    return ForeignTree(entries, timeline)

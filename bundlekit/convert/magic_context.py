@@ -1,0 +1,416 @@
+"""Magic Context project memory (SQLite) <-> neutral records, and its injected form.
+
+Magic Context keeps project memories in the ``memories`` table of a SQLite
+database shared by its harnesses. The columns we rely on (``specs/interop.md``):
+``id``, ``project_path``, ``category``, ``content``, ``status``, ``importance``,
+``seen_count``, ``retrieval_count``, ``created_at``, ``updated_at`` and
+``expires_at`` (times in milliseconds since the epoch). Every other column of a
+row is carried opaquely in ``x-magic-context-columns`` and written back.
+
+Import opens the database read-only (``file:...?mode=ro``) and takes the
+``active`` and ``permanent``, unexpired memories of one project, identified as
+``git:<root commit sha>`` (the oldest root commit of the repository, as
+``git rev-list --max-parents=0 HEAD`` lists them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ConvertError
+from ._common import Entry, ForeignTree, first_line, format_time, parse_time, single_line
+
+__all__ = [
+    "CATEGORIES",
+    "SCHEMA",
+    "CATEGORY_TYPES",
+    "TYPE_CATEGORIES",
+    "project_identity",
+    "rows_to_tree",
+    "read_magic_context",
+    "write_magic_context",
+    "render_project_memory",
+]
+
+#: The five categories, in injection priority order (the seed's table order).
+CATEGORIES = ("PROJECT_RULES", "ARCHITECTURE", "CONSTRAINTS", "CONFIG_VALUES", "NAMING")
+
+#: Category -> bundlekit type.
+CATEGORY_TYPES = {
+    "PROJECT_RULES": "feedback",
+    "ARCHITECTURE": "project",
+    "CONSTRAINTS": "project",
+    "CONFIG_VALUES": "reference",
+    "NAMING": "feedback",
+}
+#: Bundlekit type -> category, for memories that never were Magic Context's.
+TYPE_CATEGORIES = {
+    "user": "PROJECT_RULES",
+    "feedback": "PROJECT_RULES",
+    "project": "ARCHITECTURE",
+    "reference": "CONFIG_VALUES",
+}
+
+#: The table export creates (Magic Context's ``memories`` table).
+SCHEMA = """\
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_path TEXT NOT NULL,
+    category TEXT NOT NULL,
+    content TEXT NOT NULL,
+    normalized_hash TEXT NOT NULL,
+    source_session_id TEXT,
+    source_type TEXT DEFAULT 'historian',
+    seen_count INTEGER NOT NULL DEFAULT 1,
+    retrieval_count INTEGER NOT NULL DEFAULT 0,
+    first_seen_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    last_retrieved_at INTEGER,
+    status TEXT NOT NULL DEFAULT 'active',
+    expires_at INTEGER,
+    verification_status TEXT DEFAULT 'unverified',
+    verified_at INTEGER,
+    superseded_by_memory_id INTEGER,
+    merged_from TEXT,
+    metadata_json TEXT,
+    importance REAL,
+    UNIQUE(project_path, category, normalized_hash)
+);
+CREATE INDEX IF NOT EXISTS idx_memories_project_status ON memories(project_path, status);
+"""
+
+_STATUSES = ("active", "permanent", "archived")
+# Columns mapped to bundlekit fields or namespaced keys of their own.
+_MAPPED = (
+    "id", "project_path", "category", "content", "status", "importance",
+    "seen_count", "retrieval_count", "created_at", "updated_at", "expires_at",
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CHARS_PER_TOKEN = 4
+
+
+def _from_ms(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=int(ms))
+
+
+def _to_ms(dt: datetime) -> int:
+    return (dt - _EPOCH) // timedelta(milliseconds=1)
+
+
+def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
+    """The Magic Context identity ``git:<sha>`` of the git repository at ``repo`` (default: cwd).
+
+    ``<sha>`` is the oldest root commit (``git rev-list --max-parents=0 HEAD``
+    lists roots newest first; we take the last). Raises ``ConvertError`` when
+    git is missing or ``repo`` is not a repository with a commit.
+    """
+    try:
+        proc = subprocess.run(
+            ["git", "rev-list", "--max-parents=0", "HEAD"],
+            cwd=os.fspath(repo) if repo is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConvertError("cannot run git to find the project identity; pass project='git:<root sha>'") from exc
+    roots = proc.stdout.split()
+    if proc.returncode != 0 or not roots:
+        where = os.fspath(repo) if repo is not None else "the current directory"
+        raise ConvertError(
+            f"{where} is not a git repository with a commit; pass project='git:<root commit sha>'"
+        )
+    return f"git:{roots[-1]}"
+
+
+def _key_for(category: str, row_id: object) -> str:
+    from ._common import sanitize_key
+
+    return sanitize_key(f"{category.lower()}-{row_id}")
+
+
+def rows_to_tree(rows: list[dict[str, Any]]) -> ForeignTree:
+    """Turn ``memories`` rows (as dicts) into neutral records (pure).
+
+    Keys are ``<category in lower case>-<id>``. ``permanent`` sets
+    ``important: true``. Raises ``ConvertError`` for a row missing a column
+    we rely on.
+    """
+    tree = ForeignTree()
+    seen: set[str] = set()
+    for row in sorted(rows, key=lambda r: (str(r.get("category")), int(r.get("id") or 0))):
+        try:
+            row_id, category, content = row["id"], str(row["category"]), str(row["content"])
+            created, updated = int(row["created_at"]), int(row["updated_at"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConvertError(f"memory row {row.get('id')!r} lacks a column we need: {exc}") from exc
+        key = _key_for(category, row_id)
+        if key.lower() in seen:
+            raise ConvertError(f"two rows map to the memory key {key!r}; their ids must be unique")
+        seen.add(key.lower())
+        status = str(row.get("status") or "active")
+        meta: dict[str, Any] = {
+            "name": first_line(content, 80) or key,
+            "description": first_line(content, 200) or key,
+            "type": CATEGORY_TYPES.get(category, "reference"),
+            "created": format_time(_from_ms(created)),
+            "updated": format_time(_from_ms(updated)),
+            "x-magic-context-id": row_id,
+            "x-magic-context-category": category,
+            "x-magic-context-status": status,
+            "x-magic-context-project": row.get("project_path"),
+        }
+        if status == "permanent":
+            meta["important"] = True
+        for col, k in (
+            ("created_at", "x-magic-context-created-at"),
+            ("updated_at", "x-magic-context-updated-at"),
+            ("importance", "x-magic-context-importance"),
+            ("seen_count", "x-magic-context-seen-count"),
+            ("retrieval_count", "x-magic-context-retrieval-count"),
+            ("expires_at", "x-magic-context-expires-at"),
+        ):
+            if row.get(col) is not None:
+                meta[k] = row[col]
+        others = {c: v for c, v in row.items() if c not in _MAPPED and v is not None}
+        if others:
+            meta["x-magic-context-columns"] = dict(sorted(others.items()))
+        tree.entries.append(Entry(key, meta, content))
+    return tree
+
+
+def read_magic_context(
+    src: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    repo: str | os.PathLike[str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> ForeignTree:
+    """Read one project's live memories from a Magic Context database, read-only.
+
+    ``project`` is ``git:<root commit sha>``; without it the identity of the git
+    repository at ``repo`` (default: the current directory) is used. ``clock``
+    gives "now" for the expiry check. Raises ``ConvertError`` when the file is
+    not a Magic Context database.
+    """
+    path = Path(src)
+    if not path.is_file():
+        raise ConvertError(f"{path} does not exist; pass the Magic Context SQLite database")
+    ident = project if project is not None else project_identity(repo)
+    now_ms = _to_ms((clock or (lambda: datetime.now(UTC)))().astimezone(UTC))
+    try:
+        # mode=ro: an import must never write to (or create) the user's database.
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise ConvertError(f"cannot open {path} read-only as SQLite: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute(
+            "SELECT * FROM memories WHERE project_path = ? AND status IN ('active', 'permanent') "
+            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
+            (ident, now_ms),
+        ).fetchall()
+        records = [dict(r) for r in rows]
+    except sqlite3.Error as exc:
+        raise ConvertError(f"{path} is not a Magic Context database (no usable memories table): {exc}") from exc
+    finally:
+        conn.close()
+    tree = rows_to_tree(records)
+    if not records:
+        tree.warnings.append(f"no active or permanent, unexpired memories for project {ident!r} in {path}")
+    return tree
+
+
+def _normalized_hash(content: str) -> str:
+    return hashlib.sha256(" ".join(content.lower().split()).encode("utf-8")).hexdigest()
+
+
+def _ms_field(meta: dict[str, Any], field: str, key: str) -> int:
+    value = meta.get(field, meta.get("created"))
+    ms = _to_ms(parse_time(value, what=f"{field} of {key!r}"))
+    original = meta.get(f"x-magic-context-{field}-at")
+    # bundlekit keeps whole seconds: the original milliseconds come back while
+    # the second is unchanged.
+    if isinstance(original, int) and not isinstance(original, bool) and original // 1000 == ms // 1000:
+        return original
+    return ms
+
+
+def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
+    meta = entry.meta
+    category = meta.get("x-magic-context-category")
+    if category not in CATEGORIES:
+        category = category if isinstance(category, str) and category else TYPE_CATEGORIES.get(
+            str(meta.get("type")), "PROJECT_RULES"
+        )
+    project_path = meta.get("x-magic-context-project") or project
+    if not project_path:
+        raise ConvertError(f"memory {entry.key!r} has no Magic Context project; pass project='git:<root sha>'")
+    recorded = meta.get("x-magic-context-status")
+    if meta.get("important") is True:
+        status = "permanent"
+    elif recorded in _STATUSES and recorded != "permanent":
+        status = str(recorded)
+    else:
+        status = "active"
+    created = _ms_field(meta, "created", entry.key)
+    updated = _ms_field(meta, "updated", entry.key)
+    row: dict[str, Any] = {
+        "first_seen_at": created,
+        "last_seen_at": updated,
+        "normalized_hash": _normalized_hash(entry.body),
+    }
+    columns = meta.get("x-magic-context-columns")
+    if isinstance(columns, dict):
+        row.update({str(k): v for k, v in columns.items()})
+    row.update(
+        {
+            "project_path": project_path,
+            "category": category,
+            "content": entry.body,
+            "status": status,
+            "importance": meta.get("x-magic-context-importance"),
+            "seen_count": meta.get("x-magic-context-seen-count", 1),
+            "retrieval_count": meta.get("x-magic-context-retrieval-count", 0),
+            "created_at": created,
+            "updated_at": updated,
+            "expires_at": meta.get("x-magic-context-expires-at"),
+        }
+    )
+    rid = meta.get("x-magic-context-id")
+    if isinstance(rid, int) and not isinstance(rid, bool):
+        row["id"] = rid
+    return row
+
+
+def write_magic_context(
+    tree: ForeignTree, dest: str | os.PathLike[str], *, project: str | None = None
+) -> list[Path]:
+    """Write ``tree`` as a new Magic Context database at ``dest`` (same schema).
+
+    ``project`` fills ``project_path`` for memories that carry none. Original
+    ids are kept where free; extra columns a memory carries are added to the
+    table. The file is built beside ``dest`` and renamed into place; an
+    existing ``dest`` is refused (we never rewrite someone's live database).
+    """
+    path = Path(dest)
+    if path.exists():
+        raise ConvertError(f"{path} already exists; export to a new database file")
+    rows = [_row_for(e, project) for e in tree.entries]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.bk-tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.executescript(SCHEMA)
+            known = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+            for row in rows:
+                for col in sorted(set(row) - known):
+                    if not col.replace("_", "").isalnum():
+                        raise ConvertError(f"column name {col!r} in x-magic-context-columns is not an identifier")
+                    conn.execute(f'ALTER TABLE memories ADD COLUMN "{col}"')
+                    known.add(col)
+            used: set[int] = set()
+            for row in sorted(rows, key=lambda r: (r.get("id") is None, r.get("id") or 0)):
+                if row.get("id") in used:
+                    del row["id"]
+                cols = sorted(row)
+                cur = conn.execute(
+                    f"INSERT INTO memories ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})",
+                    [row[c] for c in cols],
+                )
+                used.add(int(row.get("id", cur.lastrowid or 0)))
+            conn.commit()
+        except sqlite3.Error as exc:
+            raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
+        finally:
+            conn.close()
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return [path]
+
+
+class _Lister(Protocol):
+    def list(self) -> list[Any]: ...
+
+
+def _fact(body: str) -> str:
+    return " ".join(single_line(line) for line in body.splitlines() if line.strip())
+
+
+def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: int = 4000) -> str:
+    """Render a memory tree the way Magic Context injects project memory.
+
+    ``<project-memory>`` holds one ``<CATEGORY>`` tag per category present, in
+    priority order (PROJECT_RULES, ARCHITECTURE, CONSTRAINTS, CONFIG_VALUES,
+    NAMING), each with ``#id: fact`` lines, newest first. The id is
+    ``x-magic-context-id`` or else the key; a memory's category is
+    ``x-magic-context-category`` or else derived from its type. The whole block
+    fits ``max_tokens`` (4 characters per token): memories survive the budget
+    by importance (``important``, then ``x-magic-context-importance``), then
+    category priority and recency; one that does not fit is skipped. Returns
+    ``""`` when there is nothing to inject.
+    """
+    if isinstance(memory, (str, os.PathLike)):
+        from ..memory import Memory
+
+        lister: _Lister = Memory(memory)
+    else:
+        lister = memory
+    budget = max_tokens * CHARS_PER_TOKEN
+    items = []
+    for record in lister.list():
+        meta = dict(record.meta)
+        category = meta.get("x-magic-context-category")
+        if not isinstance(category, str) or not category:
+            category = TYPE_CATEGORIES.get(str(meta.get("type")), "PROJECT_RULES")
+        rank = CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
+        ident = meta.get("x-magic-context-id", record.key)
+        updated = parse_time(meta.get("updated") or meta.get("created") or _EPOCH, what=f"updated of {record.key!r}")
+        importance = meta.get("x-magic-context-importance")
+        weight = float(importance) if isinstance(importance, (int, float)) and not isinstance(importance, bool) else 0.0
+        line = f"#{ident}: {_fact(record.body)}\n"
+        items.append((category, rank, updated, str(record.key), line, meta.get("important") is True, weight))
+    if not items:
+        return ""
+    head, tail = "<project-memory>\n", "</project-memory>"
+    used = len(head) + len(tail)
+    chosen: list[tuple[str, int, datetime, str, str, bool, float]] = []
+    open_tags: set[str] = set()
+    survival = sorted(items, key=lambda i: (not i[5], -i[6], i[1], -i[2].timestamp(), i[3]))
+    for item in survival:
+        cost = len(item[4]) + (0 if item[0] in open_tags else len(f"<{item[0]}>\n</{item[0]}>\n"))
+        if used + cost <= budget:
+            used += cost
+            open_tags.add(item[0])
+            chosen.append(item)
+    if not chosen:
+        return ""
+    chosen.sort(key=lambda i: (i[1], i[0], -i[2].timestamp(), i[3]))
+    out = [head]
+    current: str | None = None
+    for category, _rank, _upd, _key, line, _imp, _w in chosen:
+        if category != current:
+            if current is not None:
+                out.append(f"</{current}>\n")
+            out.append(f"<{category}>\n")
+            current = category
+        out.append(line)
+    out.append(f"</{current}>\n")
+    out.append(tail)
+    return "".join(out)

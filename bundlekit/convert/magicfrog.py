@@ -1,0 +1,317 @@
+"""MagicFrog five-dimension memory trees <-> neutral records.
+
+MagicFrog keeps Markdown notes under ``memory/<dimension>/`` in its data
+directory (``account``, ``user``, ``agent``, ``device``; ``task`` too, or inside
+a project at ``.magicfrog/memory/``). Notes may be nested (``notes/style.md``;
+agent and task notes may start with an ``<agentId>/`` or ``<taskId>/`` prefix,
+which is part of the path and kept as such). Frontmatter is ``revision``,
+``updated`` and, for device notes, ``machine``. Legacy ``machine/`` and
+``project/`` directories read as ``device`` and ``task``.
+
+Every entry records ``x-magicfrog-dimension`` and ``x-magicfrog-path`` (the
+path inside the dimension root), so a nested path maps to a flat key
+(``notes/style.md`` -> ``notes.style``) and back without loss.
+
+Device notes never leave their machine: reading or writing them is refused with
+``DeviceMemoryError`` unless the caller asks for a local-only copy
+(``include_device=True, local_only=True``) or leaves them out
+(``exclude_device=True``).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from ..errors import ConvertError, DeviceMemoryError
+from ._common import (
+    Entry,
+    ForeignTree,
+    atomic_write,
+    derive_keys,
+    first_line,
+    format_time,
+    parse_time,
+    same_instant,
+    split_frontmatter,
+)
+
+__all__ = [
+    "CHAIN",
+    "DIMENSIONS",
+    "DIMENSION_TYPES",
+    "LEGACY",
+    "path_to_key",
+    "check_device",
+    "read_magicfrog",
+    "write_magicfrog",
+]
+
+#: The override chain, least to most specific.
+CHAIN = ("account", "user", "agent", "task")
+#: Every dimension; ``device`` sits outside the chain.
+DIMENSIONS = CHAIN + ("device",)
+#: Legacy three-tier directories and the dimension they read as.
+LEGACY = {"machine": "device", "project": "task"}
+#: Dimension -> bundlekit type.
+DIMENSION_TYPES = {
+    "account": "user",
+    "user": "user",
+    "agent": "feedback",
+    "task": "project",
+    "device": "reference",
+}
+
+_LOCAL_ONLY = "x-magicfrog-local-only"
+
+
+def path_to_key(path: str, dimension: str | None = None) -> str:
+    """The key a note path maps to before disambiguation: ``notes/style.md`` -> ``notes.style``.
+
+    With ``dimension`` the key is prefixed (``task.notes.style``), which keeps
+    the same path in two dimensions apart in one tree.
+    """
+    stem = path[: -len(".md")] if path.endswith(".md") else path
+    key = stem.replace("/", ".")
+    return f"{dimension}.{key}" if dimension else key
+
+
+def format_mf_time(dt: datetime) -> str:
+    """MagicFrog's timestamp spelling: UTC, milliseconds, ``Z``."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def is_device_entry(entry: Entry) -> bool:
+    """True for memory bound to one machine (a MagicFrog device note)."""
+    return entry.meta.get("x-magicfrog-dimension") == "device" or entry.meta.get(_LOCAL_ONLY) is True
+
+
+def check_device(
+    entries: list[Entry], *, include_device: bool, local_only: bool, action: str
+) -> list[Entry]:
+    """Apply the device rule to ``entries`` before they move anywhere.
+
+    Returns the entries allowed to move. Device entries pass only with
+    ``include_device`` and ``local_only`` both set; otherwise any device entry
+    raises ``DeviceMemoryError`` naming how many there are and the two ways out.
+    """
+    device = [e for e in entries if is_device_entry(e)]
+    if not device:
+        return entries
+    if include_device and local_only:
+        return entries
+    if include_device:
+        raise DeviceMemoryError(
+            f"refusing to {action} {len(device)} device memories without --local-only: "
+            "device memory never leaves this machine; add --local-only to make a local copy"
+        )
+    raise DeviceMemoryError(
+        f"refusing to {action} {len(device)} device memories (first: {device[0].key!r}): device memory "
+        "never leaves this machine; pass --exclude-device to leave them out, or "
+        "--include-device --local-only for a copy that stays on this machine"
+    )
+
+
+def _dimension_roots(src: Path, project: Path | None) -> list[tuple[str, str, Path]]:
+    """(dimension, directory name, root) for every dimension directory found."""
+    if not src.is_dir():
+        raise ConvertError(f"{src} is not a directory; pass a MagicFrog data directory or memory tree")
+    base = src / "memory" if (src / "memory").is_dir() else src
+    roots: list[tuple[str, str, Path]] = []
+    for name in DIMENSIONS + tuple(LEGACY):
+        if (base / name).is_dir():
+            roots.append((LEGACY.get(name, name), name, base / name))
+    for proj in (src, project):
+        if proj is not None and (proj / ".magicfrog" / "memory").is_dir():
+            roots.append(("task", ".magicfrog", proj / ".magicfrog" / "memory"))
+    if not roots:
+        raise ConvertError(
+            f"no MagicFrog dimensions under {src}: expected account/, user/, agent/, task/ or device/ "
+            "(or memory/ holding them, or .magicfrog/memory/)"
+        )
+    return roots
+
+
+def _load_fm(text: str | None, path: Path) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConvertError(f"malformed YAML frontmatter in {path}; fix it and retry") from exc
+    if not isinstance(data, dict):
+        raise ConvertError(f"frontmatter of {path} is not a mapping; fix it and retry")
+    return {str(k): v for k, v in data.items()}
+
+
+def read_magicfrog(
+    src: str | os.PathLike[str],
+    *,
+    dimension: str | None = None,
+    project: str | os.PathLike[str] | None = None,
+    include_device: bool = False,
+    local_only: bool = False,
+    exclude_device: bool = False,
+) -> ForeignTree:
+    """Read a MagicFrog memory tree into neutral records.
+
+    ``dimension`` keeps only that dimension and derives keys from paths alone
+    (what a dimension layer needs); without it every dimension is read and keys
+    carry the dimension as a prefix. ``project`` adds a project's
+    ``.magicfrog/memory/`` as task notes. Device notes follow
+    :func:`check_device`. Raises ``ConvertError`` on bad input.
+    """
+    if dimension is not None and dimension not in DIMENSIONS:
+        raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
+    found: list[tuple[str, str, str, Path]] = []
+    tree = ForeignTree()
+    for dim, dirname, root in _dimension_roots(Path(src), Path(project) if project is not None else None):
+        if dimension is not None and dim != dimension:
+            continue
+        for path in sorted(root.rglob("*")):
+            posix = PurePosixPath(path.relative_to(root).as_posix())
+            if not path.is_file() or any(part.startswith(".") for part in posix.parts):
+                continue
+            if posix.suffix != ".md":
+                tree.warnings.append(f"{path} is not a Markdown note; left out")
+                continue
+            found.append((dim, dirname, str(posix), path))
+    # Canonical dimensions first, so a legacy duplicate gets the suffixed key.
+    found.sort(key=lambda f: (DIMENSIONS.index(f[0]), f[1] in LEGACY or f[1] == ".magicfrog", f[2]))
+    keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
+    for key, (dim, dirname, rel, path) in zip(keys, found):
+        try:
+            fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
+        fm = _load_fm(fm_text, path)
+        if "updated" in fm:
+            updated = parse_time(fm["updated"], what=f"updated in {path}")
+        else:
+            updated = datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+        name = PurePosixPath(rel).stem
+        meta: dict[str, Any] = {
+            "name": name,
+            "description": first_line(body) or name,
+            "type": DIMENSION_TYPES[dim],
+            "created": format_time(updated),
+            "updated": format_time(updated),
+            "x-magicfrog-dimension": dim,
+            "x-magicfrog-path": rel,
+        }
+        if "updated" in fm:
+            raw = fm["updated"]
+            meta["x-magicfrog-updated"] = format_mf_time(raw) if isinstance(raw, datetime) else str(raw)
+        revision = fm.get("revision")
+        if isinstance(revision, int) and not isinstance(revision, bool) and revision >= 1:
+            meta["revision"] = revision
+        elif revision is not None:
+            meta["x-magicfrog-revision"] = revision
+        if "machine" in fm:
+            meta["x-magicfrog-machine"] = fm["machine"]
+        if dirname in LEGACY:
+            meta["x-magicfrog-legacy"] = dirname
+        if dirname == ".magicfrog":
+            meta["x-magicfrog-root"] = "project"
+        if dim == "device":
+            meta[_LOCAL_ONLY] = True
+        extra = {k: v for k, v in fm.items() if k not in ("revision", "updated", "machine")}
+        if extra:
+            meta["x-magicfrog-extra"] = extra
+        tree.entries.append(Entry(key, meta, body))
+    device = [e for e in tree.entries if is_device_entry(e)]
+    if device and exclude_device and not include_device:
+        tree.entries = [e for e in tree.entries if not is_device_entry(e)]
+        tree.warnings.append(f"left out {len(device)} device memories (they never leave this machine)")
+    else:
+        tree.entries = check_device(tree.entries, include_device=include_device, local_only=local_only, action="convert")
+    return tree
+
+
+def _safe_rel(rel: str, key: str) -> PurePosixPath:
+    path = PurePosixPath(rel)
+    if path.is_absolute() or not path.parts or any(p in ("", ".", "..") or p.startswith(".") for p in path.parts):
+        raise ConvertError(f"memory {key!r} has an unsafe MagicFrog path {rel!r}; fix x-magicfrog-path")
+    if path.suffix != ".md":
+        path = path.with_name(path.name + ".md")
+    return path
+
+
+def _render_note(entry: Entry) -> str:
+    meta = entry.meta
+    fm: dict[str, Any] = {}
+    if "revision" in meta:
+        fm["revision"] = meta["revision"]
+    elif "x-magicfrog-revision" in meta:
+        fm["revision"] = meta["x-magicfrog-revision"]
+    updated = meta.get("updated")
+    if updated is not None:
+        current = format_mf_time(parse_time(updated, what=f"updated of {entry.key!r}"))
+        original = meta.get("x-magicfrog-updated")
+        fm["updated"] = same_instant(original, current) if original is not None else current
+    if "x-magicfrog-machine" in meta:
+        fm["machine"] = meta["x-magicfrog-machine"]
+    extra = meta.get("x-magicfrog-extra")
+    if isinstance(extra, dict):
+        fm.update({str(k): v for k, v in extra.items() if k not in fm})
+    lines = []
+    for k, v in fm.items():
+        if k == "updated" and isinstance(v, str):
+            # MagicFrog writes the timestamp bare, as in its docs.
+            lines.append(f"updated: {v}\n")
+        else:
+            lines.append(yaml.safe_dump({k: v}, allow_unicode=True, default_flow_style=False, width=1_000_000))
+    body = entry.body.strip("\n")
+    return "---\n" + "".join(lines) + "---\n" + (body + "\n" if body else "")
+
+
+def write_magicfrog(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    dimension: str = "user",
+    project: str | os.PathLike[str] | None = None,
+    include_device: bool = False,
+    local_only: bool = False,
+    exclude_device: bool = False,
+) -> list[Path]:
+    """Write ``tree`` as a MagicFrog data directory at ``dest`` (``dest/memory/<dimension>/...``).
+
+    Each entry goes to its ``x-magicfrog-dimension`` (legacy directories are
+    written to their canonical dimension, as MagicFrog does) at its
+    ``x-magicfrog-path``; entries without them go to ``dimension`` at
+    ``<key>.md``. Task notes read from a project's ``.magicfrog/memory/`` go
+    back under ``project`` (default ``dest``). Device entries follow
+    :func:`check_device`. Returns the paths written.
+    """
+    if dimension not in DIMENSIONS:
+        raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
+    entries = tree.entries
+    if exclude_device and not include_device:
+        entries = [e for e in entries if not is_device_entry(e)]
+    entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
+    out = Path(dest)
+    proj = Path(project) if project is not None else out
+    written: list[Path] = []
+    seen: dict[str, str] = {}
+    for entry in entries:
+        dim = entry.meta.get("x-magicfrog-dimension", dimension)
+        dim = LEGACY.get(str(dim), str(dim))
+        if dim not in DIMENSIONS:
+            raise ConvertError(f"memory {entry.key!r} names an unknown MagicFrog dimension {dim!r}")
+        rel = _safe_rel(str(entry.meta.get("x-magicfrog-path") or f"{entry.key}.md"), entry.key)
+        if dim == "task" and entry.meta.get("x-magicfrog-root") == "project":
+            path = proj / ".magicfrog" / "memory" / rel
+        else:
+            path = out / "memory" / dim / rel
+        where = str(path).lower()
+        if where in seen:
+            raise ConvertError(f"memories {seen[where]!r} and {entry.key!r} would both be written to {path}")
+        seen[where] = entry.key
+        atomic_write(path, _render_note(entry))
+        written.append(path)
+    return written

@@ -1,0 +1,275 @@
+"""three.ws memory <-> neutral records.
+
+Two plaintext forms are read and written:
+
+* the export blob of ``memory.export()``: ``{"version": "memory/0.1", "mode",
+  "namespace", "index", "files": {"<key>.md": "<markdown>"}, "timeline": [...]}``;
+* its ``localStorage`` dump: a JSON object mapping ``agent:<agentId>:memory`` to
+  that blob serialized as a JSON string (a blob object is accepted too).
+
+three.ws files use bundlekit's own frontmatter fields (``name``,
+``description``, ``type``, ``created``, ``updated``, ``source``, ``decay``),
+but with bare ISO dates. Dates are read as midnight UTC and the original
+spelling is kept in ``x-threews-created`` / ``x-threews-updated`` so it is
+written back unchanged while the instant is the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConvertError
+from ._common import (
+    MEMORY_TYPES,
+    Entry,
+    ForeignTree,
+    atomic_write,
+    derive_keys,
+    first_line,
+    format_time,
+    parse_time,
+    same_instant,
+    single_line,
+    split_frontmatter,
+)
+
+__all__ = [
+    "BLOB_VERSION",
+    "STORAGE_KEY",
+    "read_blob",
+    "blob_to_tree",
+    "tree_to_blob",
+    "render_index",
+    "read_threews",
+    "write_threews",
+]
+
+BLOB_VERSION = "memory/0.1"
+#: The localStorage key three.ws keeps one agent's blob under.
+STORAGE_KEY = "agent:{agent_id}:memory"
+
+_STORAGE_RE = re.compile(r"^agent:(?P<id>.+):memory$")
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# Frontmatter keys three.ws and bundlekit share, carried as they are.
+_SHARED = ("name", "description", "type", "created", "updated", "source", "decay", "tags", "important")
+_SECTIONS = (("user", "User"), ("feedback", "Feedback"), ("project", "Project"), ("reference", "Reference"))
+
+
+def _check_blob(blob: Any, where: str) -> dict[str, Any]:
+    if not isinstance(blob, dict) or not isinstance(blob.get("files", {}), dict):
+        raise ConvertError(f"{where} is not a three.ws memory blob (no 'files' object); pass an export or a localStorage dump")
+    version = blob.get("version", BLOB_VERSION)
+    if version != BLOB_VERSION:
+        raise ConvertError(f"{where} has blob version {version!r}; only {BLOB_VERSION!r} is understood")
+    return blob
+
+
+def read_blob(data: Any, *, agent_id: str | None = None, where: str = "input") -> dict[str, Any]:
+    """Pick the memory blob out of parsed JSON: a blob, or a localStorage dump.
+
+    In a dump, ``agent_id`` selects the ``agent:<agentId>:memory`` entry; it may
+    be omitted when there is exactly one. Raises ``ConvertError`` otherwise.
+    """
+    if isinstance(data, dict) and "files" in data:
+        return _check_blob(data, where)
+    if not isinstance(data, dict):
+        raise ConvertError(f"{where} is neither a three.ws memory blob nor a localStorage dump")
+    agents = {m.group("id"): v for k, v in data.items() if (m := _STORAGE_RE.match(str(k)))}
+    if not agents:
+        raise ConvertError(f"{where} has no 'agent:<agentId>:memory' key; pass a three.ws export or localStorage dump")
+    if agent_id is None:
+        if len(agents) > 1:
+            raise ConvertError(
+                f"{where} holds memory for several agents ({', '.join(sorted(agents))}); choose one with agent_id"
+            )
+        agent_id = next(iter(agents))
+    if agent_id not in agents:
+        raise ConvertError(f"{where} holds no memory for agent {agent_id!r}; it has {', '.join(sorted(agents))}")
+    value = agents[agent_id]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConvertError(f"the localStorage value for agent {agent_id!r} in {where} is not JSON") from exc
+    blob = _check_blob(value, f"the localStorage value for agent {agent_id!r} in {where}")
+    if blob.get("namespace") is None:
+        blob = {**blob, "namespace": agent_id}
+    return blob
+
+
+def _parse_file(name: str, text: str) -> tuple[dict[str, Any], str]:
+    fm_text, body = split_frontmatter(text)
+    if fm_text is None:
+        return {}, body
+    try:
+        data = yaml.safe_load(fm_text) if fm_text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise ConvertError(f"malformed YAML frontmatter in three.ws file {name!r}; fix it and retry") from exc
+    if not isinstance(data, dict):
+        raise ConvertError(f"frontmatter of three.ws file {name!r} is not a mapping; fix it and retry")
+    return {str(k): v for k, v in data.items()}, body
+
+
+def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree:
+    """Turn a three.ws blob into neutral records (pure).
+
+    ``now`` (ISO 8601) fills ``created``/``updated`` a file lacks; without it
+    such a file is refused. Timeline events without ``ts`` and ``type`` are
+    left out with a warning.
+    """
+    files = blob.get("files") or {}
+    names = sorted(str(n) for n in files)
+    for n in names:
+        if not n.endswith(".md") or "/" in n or "\\" in n:
+            raise ConvertError(f"three.ws file name {n!r} is not '<key>.md'; rename it and retry")
+    keys = derive_keys(n[: -len(".md")] for n in names)
+    tree = ForeignTree()
+    for key, filename in zip(keys, names):
+        raw = files[filename]
+        if not isinstance(raw, str):
+            raise ConvertError(f"three.ws file {filename!r} is not text")
+        fm, body = _parse_file(filename, raw)
+        meta: dict[str, Any] = {}
+        for k in ("source", "decay", "tags", "important"):
+            if k in fm:
+                meta[k] = fm[k]
+        meta["name"] = single_line(fm.get("name") or key)
+        meta["description"] = single_line(fm.get("description") or first_line(body) or meta["name"])
+        ftype = fm.get("type")
+        meta["type"] = ftype if ftype in MEMORY_TYPES else "reference"
+        if ftype is not None and ftype not in MEMORY_TYPES:
+            meta["x-threews-type"] = ftype
+        for field in ("created", "updated"):
+            value = fm.get(field) or (fm.get("created") if field == "updated" else None) or now
+            if value is None:
+                raise ConvertError(f"three.ws file {filename!r} has no {field}; pass now= to fill it")
+            meta[field] = format_time(parse_time(value, what=f"{field} in {filename!r}"))
+            if field in fm:
+                meta[f"x-threews-{field}"] = fm[field].isoformat() if isinstance(fm[field], date) else fm[field]
+        extra = {k: v for k, v in fm.items() if k not in _SHARED}
+        if extra:
+            meta["x-threews-extra"] = extra
+        if key != filename[: -len(".md")]:
+            meta["x-threews-file"] = filename
+        tree.entries.append(Entry(key, meta, body))
+    for event in blob.get("timeline") or []:
+        if isinstance(event, dict) and isinstance(event.get("ts"), str) and isinstance(event.get("type"), str):
+            tree.timeline.append(dict(event))
+        else:
+            tree.warnings.append(f"timeline event {event!r} has no 'ts' and 'type'; left out")
+    return tree
+
+
+def render_index(entries: list[Entry]) -> str:
+    """The ``MEMORY.md`` text three.ws keeps in a blob's ``index`` field."""
+    lines = ["# Agent Memory"]
+    for type_, title in _SECTIONS:
+        rows = sorted((e for e in entries if e.meta.get("type") == type_), key=lambda e: e.key)
+        if rows:
+            lines += ["", f"## {title}"]
+            lines += [
+                f"- {single_line(e.meta.get('name', e.key))} (`{_filename(e)}`) — {single_line(e.meta.get('description', ''))}"
+                for e in rows
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def _filename(entry: Entry) -> str:
+    return str(entry.meta.get("x-threews-file") or f"{entry.key}.md")
+
+
+def _yaml_scalar(value: Any) -> Any:
+    # A bare date goes back unquoted, as three.ws writes it.
+    if isinstance(value, str) and _DATE_RE.match(value):
+        return date.fromisoformat(value)
+    return value
+
+
+def _render_file(entry: Entry) -> str:
+    meta = entry.meta
+    fm: dict[str, Any] = {
+        "name": meta.get("name", entry.key),
+        "description": meta.get("description", ""),
+        "type": meta.get("x-threews-type", meta.get("type", "reference")),
+    }
+    for field in ("created", "updated"):
+        value = meta.get(field)
+        original = meta.get(f"x-threews-{field}")
+        if original is not None:
+            value = same_instant(original, value)
+        if value is not None:
+            fm[field] = _yaml_scalar(value if isinstance(value, str) else format_time(parse_time(value)))
+    for k in ("source", "decay", "tags", "important"):
+        if k in meta and meta[k] is not None:
+            fm[k] = meta[k]
+    extra = meta.get("x-threews-extra")
+    if isinstance(extra, dict):
+        fm.update({str(k): v for k, v in extra.items() if k not in fm})
+    head = yaml.safe_dump(fm, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
+    body = entry.body.strip("\n")
+    return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
+
+
+def tree_to_blob(tree: ForeignTree, *, namespace: str | None, mode: str = "local") -> dict[str, Any]:
+    """Build the three.ws export blob for ``tree`` (pure, deterministic)."""
+    files: dict[str, str] = {}
+    for entry in sorted(tree.entries, key=lambda e: e.key):
+        name = _filename(entry)
+        if name in files or "/" in name or not name.endswith(".md"):
+            raise ConvertError(f"memory {entry.key!r} would be written as {name!r}, which is taken or invalid")
+        files[name] = _render_file(entry)
+    return {
+        "version": BLOB_VERSION,
+        "mode": mode,
+        "namespace": namespace,
+        "index": render_index(tree.entries),
+        "files": files,
+        "timeline": sorted(tree.timeline, key=lambda ev: str(ev.get("ts", ""))),
+    }
+
+
+def read_threews(
+    src: str | os.PathLike[str], *, agent_id: str | None = None, now: str | None = None
+) -> ForeignTree:
+    """Read a three.ws export blob or localStorage dump from a JSON file."""
+    path = Path(src)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConvertError(f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
+    return blob_to_tree(read_blob(data, agent_id=agent_id, where=str(path)), now=now)
+
+
+def write_threews(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    namespace: str | None = None,
+    mode: str = "local",
+    storage: bool = False,
+) -> list[Path]:
+    """Write ``tree`` as a three.ws blob to the JSON file ``dest``.
+
+    With ``storage=True`` the file is a localStorage dump instead:
+    ``{"agent:<namespace>:memory": "<blob as a JSON string>"}`` (``namespace``
+    is then required). Returns the path written.
+    """
+    blob = tree_to_blob(tree, namespace=namespace, mode=mode)
+    if storage:
+        if not namespace:
+            raise ConvertError("a localStorage dump needs the agent id: pass namespace")
+        data: Any = {STORAGE_KEY.format(agent_id=namespace): json.dumps(blob, ensure_ascii=False)}
+    else:
+        data = blob
+    path = Path(dest)
+    atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    return [path]
