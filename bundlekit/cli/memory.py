@@ -1,0 +1,289 @@
+"""``bundlekit memory``: read and write a memory tree (thin: parse, call ``bundlekit.memory``, print).
+
+Data goes to stdout (JSON with ``--json``); notes go to stderr; errors are
+``BundlekitError`` and are printed once by the top-level group.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import BundlekitError, MemoryNotFoundError, MemoryStoreError, UsageError
+from ..memory import Memory
+from ..memory.backend import atomic_write_bytes
+from ..memory.record import DECAY_VALUES, MEMORY_TYPES
+
+__all__ = ["memory"]
+
+DEFAULT_DIR = "memory"
+DEFAULT_MAX_TOKENS = 8192
+MAGIC_CONTEXT_MAX_TOKENS = 4000
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _mem(ctx: click.Context) -> Memory:
+    memory: Memory = ctx.obj
+    return memory
+
+
+def _optional_function(module: str, attr: str, what: str) -> Any:
+    """Import ``module.attr`` written by another area; fail clearly if this build lacks it."""
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise
+        raise BundlekitError(f"{what} needs {module}.{attr}, which is not available in this build") from exc
+    function = getattr(loaded, attr, None)
+    if function is None:
+        raise BundlekitError(f"{what} needs {module}.{attr}, which is not available in this build")
+    return function
+
+
+@click.group("memory")
+@click.option(
+    "-d",
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BUNDLEKIT_MEMORY_DIR",
+    default=DEFAULT_DIR,
+    show_default="$BUNDLEKIT_MEMORY_DIR, else ./memory",
+    help="The memory tree.",
+)
+@click.pass_context
+def memory(ctx: click.Context, directory: Path) -> None:
+    """Read and write a memory tree."""
+    ctx.obj = Memory(directory)
+
+
+@memory.command("init")
+@click.pass_context
+def init_cmd(ctx: click.Context) -> None:
+    """Create the tree (directory, timeline/, MEMORY.md)."""
+    mem = _mem(ctx)
+    mem.init()
+    click.echo(f"memory tree ready at {mem.root}", err=True)
+
+
+@memory.command("write")
+@click.argument("key")
+@click.option("--name", required=True, help="Human-readable title.")
+@click.option("--description", required=True, help="One-line summary (shown in the index).")
+@click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="Memory type.")
+@click.option("--body", help="The Markdown body.")
+@click.option("--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-': stdin).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--important/--not-important", default=None, help="Pin salience to 1.0 (or unpin).")
+@click.option("--decay", type=click.Choice(DECAY_VALUES), help="Retrieval decay hint.")
+@click.option("--source", help="Which conversation or event produced this memory.")
+@click.option("--expect-revision", type=click.IntRange(min=0), help="Refuse the write unless at this revision.")
+@click.option("--allow-secrets", is_flag=True, help="Skip the secret guard (only for text that is not a credential).")
+@click.option("--json", "as_json", is_flag=True, help="Print the written frontmatter as JSON.")
+@click.pass_context
+def write_cmd(
+    ctx: click.Context,
+    key: str,
+    name: str,
+    description: str,
+    type_: str,
+    body: str | None,
+    body_file: Any,
+    tags: tuple[str, ...],
+    important: bool | None,
+    decay: str | None,
+    source: str | None,
+    expect_revision: int | None,
+    allow_secrets: bool,
+    as_json: bool,
+) -> None:
+    """Create or update the memory KEY."""
+    if (body is None) == (body_file is None):
+        raise UsageError("give exactly one of --body TEXT or --body-file FILE ('-' for stdin)")
+    text = body if body is not None else body_file.read()
+    record = _mem(ctx).write(
+        key,
+        name=name,
+        description=description,
+        type=type_,
+        body=text,
+        source=source,
+        decay=decay,
+        tags=list(tags) if tags else None,
+        important=important,
+        expected_revision=expect_revision,
+        allow_secrets=allow_secrets,
+    )
+    if as_json:
+        click.echo(_json({"key": record.key, "meta": record.meta}))
+    else:
+        click.echo(f"{record.filename} revision {record.revision}")
+
+
+@memory.command("show")
+@click.argument("key")
+@click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
+@click.pass_context
+def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
+    """Print the memory KEY (its file as stored)."""
+    mem = _mem(ctx)
+    record = mem.read(key)
+    if record is None:
+        raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
+    if as_json:
+        click.echo(_json({"key": record.key, "meta": record.meta, "body": record.body}))
+    else:
+        click.echo(record.raw, nl=False)
+
+
+@memory.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@click.pass_context
+def list_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the memories, sorted by key."""
+    records = _mem(ctx).list()
+    if as_json:
+        rows = [
+            {
+                "key": r.key,
+                "name": r.name,
+                "description": r.description,
+                "type": r.type,
+                "revision": r.revision,
+                "created": r.meta["created"],
+                "updated": r.meta["updated"],
+                "tags": r.tags,
+                "important": r.important,
+            }
+            for r in records
+        ]
+        click.echo(_json(rows))
+        return
+    for r in records:
+        click.echo(f"{r.key}\t{r.type}\tr{r.revision}\t{r.meta['updated']}\t{r.name} — {r.description}")
+
+
+@memory.command("forget")
+@click.argument("key")
+@click.pass_context
+def forget_cmd(ctx: click.Context, key: str) -> None:
+    """Delete the memory KEY (the timeline records that it was forgotten)."""
+    _mem(ctx).forget(key)
+    click.echo(f"forgot {key}.md", err=True)
+
+
+@memory.command("note")
+@click.argument("type_", metavar="TYPE")
+@click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.pass_context
+def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...]) -> None:
+    """Append a TYPE event to today's timeline; values are strings. Prints the entry."""
+    data: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not field:
+            raise UsageError(f"timeline data must be KEY=VALUE, got {pair!r}")
+        data[field] = value
+    entry = _mem(ctx).note(type_, **data)
+    click.echo(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+
+
+@memory.command("recall")
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@click.pass_context
+def recall_cmd(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
+    """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
+    hits = _mem(ctx).recall(query, limit=limit)
+    if as_json:
+        click.echo(_json([hit.to_dict() for hit in hits]))
+        return
+    for hit in hits:
+        click.echo(f"{hit.score:.4f}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
+
+
+def _parse_layer(value: str) -> tuple[str, str]:
+    name, sep, directory = value.partition("=")
+    if not sep or not name or not directory:
+        raise UsageError(f"--layer must be NAME=DIR, got {value!r}")
+    return name, directory
+
+
+@memory.command("context")
+@click.option("--max-tokens", type=click.IntRange(min=0), help="Token budget (4 characters each). [default: 8192]")
+@click.option(
+    "--style",
+    type=click.Choice(["default", "magic-context"]),
+    default="default",
+    show_default=True,
+    help="magic-context: render the tree as a Magic Context project memory.",
+)
+@click.option("--layer", "layers", multiple=True, metavar="NAME=DIR", help="Layer several trees (repeatable).")
+@click.pass_context
+def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...]) -> None:
+    """Print the context block an agent would inject before an LLM turn."""
+    if layers:
+        if style != "default":
+            raise UsageError("--layer and --style magic-context cannot be combined")
+        render_layered = _optional_function("bundlekit.layers", "render_layered_context", "--layer")
+        text = render_layered(
+            [_parse_layer(v) for v in layers],
+            max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+        )
+    elif style == "magic-context":
+        render = _optional_function(
+            "bundlekit.convert.magic_context", "render_project_memory", "--style magic-context"
+        )
+        text = render(_mem(ctx), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
+    else:
+        text = _mem(ctx).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+    click.echo(str(text), nl=not str(text).endswith("\n"))
+
+
+@memory.command("export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+@click.pass_context
+def export_cmd(ctx: click.Context, output: Path | None) -> None:
+    """Export the tree as a JSON blob (stdout, or -o FILE)."""
+    text = _json(_mem(ctx).export()) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write_bytes(output, text.encode("utf-8"))
+        click.echo(f"exported to {output}", err=True)
+
+
+@memory.command("import")
+@click.argument("file", type=click.File("rb"))
+@click.option("--strategy", type=click.Choice(["merge", "replace"]), default="merge", show_default=True)
+@click.option("--allow-secrets", is_flag=True, help="Skip the secret guard.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def import_cmd(ctx: click.Context, file: Any, strategy: str, allow_secrets: bool, as_json: bool) -> None:
+    """Import an export blob (FILE, '-' for stdin): all or nothing."""
+    try:
+        blob = json.loads(file.read())
+    except ValueError as exc:
+        raise MemoryStoreError(f"{file.name} is not a JSON export blob; export it again") from exc
+    report = _mem(ctx).import_(blob, strategy, allow_secrets=allow_secrets)
+    if as_json:
+        click.echo(_json(report.to_dict()))
+    else:
+        click.echo(
+            f"added {len(report.added)}, replaced {len(report.replaced)}, kept {len(report.kept)}, "
+            f"timeline entries added {report.timeline_added}"
+        )
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(memory())
