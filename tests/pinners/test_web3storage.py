@@ -1,0 +1,169 @@
+"""web3.storage legacy API and Storacha bridge: request shapes, splitting, sunset answers."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+import respx
+
+from bundlekit.car import read_car
+from bundlekit.cid import cid_from_digest, cid_to_str
+from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
+from bundlekit.pinning import PINNED
+from pinners.web3storage import Web3StoragePinner
+
+from .conftest import SECRET, Car, build_car
+
+BASE = "https://w3s.test"
+SUNSET_BODY = {
+    "code": "HTTP_ERROR",
+    "message": "This API feature has been sunset, and is no longer available. To continue uploading, "
+               "use the new web3.storage API: https://web3.storage/docs.",
+}
+AUTH = "uOqJlcm9vdHOB2CpYJQABcRIg-bridge-auth"
+SPACE = "did:key:z6MkSpace"
+
+
+def legacy(http_kwargs: dict[str, object]) -> Web3StoragePinner:
+    return Web3StoragePinner.from_env(
+        {"WEB3_STORAGE_TOKEN": SECRET, "BUNDLEKIT_WEB3_STORAGE_URL": BASE}, **http_kwargs)
+
+
+def bridge(http_kwargs: dict[str, object]) -> Web3StoragePinner:
+    return Web3StoragePinner.from_env({
+        "STORACHA_AUTH_SECRET": SECRET, "STORACHA_AUTH_TOKEN": AUTH, "STORACHA_SPACE_DID": SPACE,
+        "BUNDLEKIT_WEB3_STORAGE_URL": BASE}, **http_kwargs)
+
+
+@respx.mock
+def test_legacy_posts_the_car_body_with_bearer_and_x_name(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/car").mock(return_value=httpx.Response(200, json={"cid": car.root_text}))
+    with car.open() as fh:
+        result = legacy(http_kwargs).pin(fh, car.root, name="my release", size=car.size)
+    assert result.status == PINNED
+    request = route.calls.last.request
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+    assert request.headers["x-name"] == "my%20release"
+    assert request.headers["content-type"] == "application/vnd.ipld.car"
+    assert request.content == car.path.read_bytes()
+
+
+@respx.mock
+def test_legacy_splits_large_cars_into_parts_rooted_at_our_root(tmp_path: Path, http_kwargs: dict[str, object]) -> None:
+    big = build_car(tmp_path / "big.car", [bytes([i]) * 300 for i in range(6)])
+    bodies: list[bytes] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content)
+        return httpx.Response(200, json={"cid": big.root_text})
+
+    respx.post(f"{BASE}/car").mock(side_effect=record)
+    pinner = legacy(http_kwargs)
+    pinner.split_size = 800
+    with big.open() as fh:
+        pinner.pin(fh, big.root, size=big.size)
+    assert len(bodies) > 1
+    seen: dict[bytes, bytes] = {}
+    for body in bodies:
+        assert len(body) <= 800
+        roots, blocks = read_car(io.BytesIO(body))
+        assert roots == [big.root]
+        seen.update(blocks)
+    with big.open() as fh:
+        assert seen == dict(read_car(fh)[1])
+
+
+@respx.mock
+def test_the_sunset_answer_fails_fast_suggesting_other_pinners(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/car").mock(return_value=httpx.Response(403, json=SUNSET_BODY))
+    with car.open() as fh, pytest.raises(PinServiceSunset) as info:
+        legacy(http_kwargs).pin(fh, car.root)
+    assert route.call_count == 1
+    assert "Pinata" in str(info.value) and "kubo" in str(info.value)
+
+
+@respx.mock
+def test_410_gone_is_a_sunset(car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/car").mock(return_value=httpx.Response(410, text="Gone"))
+    with car.open() as fh, pytest.raises(PinServiceSunset):
+        legacy(http_kwargs).pin(fh, car.root)
+
+
+@respx.mock
+def test_legacy_cid_mismatch(car: Car, other_car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/car").mock(return_value=httpx.Response(200, json={"cid": other_car.root_text}))
+    with car.open() as fh, pytest.raises(CIDMismatch):
+        legacy(http_kwargs).pin(fh, car.root)
+
+
+def receipt(ok: object = None, error: object = None) -> list[dict[str, object]]:
+    out = {"ok": ok} if error is None else {"error": error}
+    return [{"p": {"out": out}}]
+
+
+@respx.mock
+def test_bridge_runs_store_add_put_then_upload_add(car: Car, http_kwargs: dict[str, object]) -> None:
+    shard = cid_to_str(cid_from_digest(1, 0x0202, hashlib.sha256(car.path.read_bytes()).digest()))
+    tasks: list[list[object]] = []
+
+    def bridge_call(request: httpx.Request) -> httpx.Response:
+        assert request.headers["x-auth-secret"] == SECRET and request.headers["authorization"] == AUTH
+        task = json.loads(request.content)["tasks"][0]
+        tasks.append(task)
+        if task[0] == "store/add":
+            return httpx.Response(200, json=receipt({"status": "upload", "url": "https://bucket.test/put",
+                                                     "headers": {"x-amz-checksum-sha256": "abc"}}))
+        return httpx.Response(200, json=receipt({"root": {"/": car.root_text}}))
+
+    respx.post(f"{BASE}/bridge").mock(side_effect=bridge_call)
+    put = respx.put("https://bucket.test/put").mock(return_value=httpx.Response(200))
+    with car.open() as fh:
+        assert bridge(http_kwargs).pin(fh, car.root).status == PINNED
+    assert tasks[0] == ["store/add", SPACE, {"link": {"/": shard}, "size": car.size}]
+    assert tasks[1] == ["upload/add", SPACE, {"root": {"/": car.root_text}, "shards": [{"/": shard}]}]
+    put_request = put.calls.last.request
+    assert put_request.content == car.path.read_bytes()
+    assert put_request.headers["x-amz-checksum-sha256"] == "abc"
+    assert "x-auth-secret" not in put_request.headers and "authorization" not in put_request.headers
+
+
+@respx.mock
+def test_bridge_skips_the_put_when_the_shard_is_already_stored(car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/bridge").mock(side_effect=[
+        httpx.Response(200, json=receipt({"status": "done"})),
+        httpx.Response(200, json=receipt({"root": {"/": car.root_text}})),
+    ])
+    with car.open() as fh:
+        assert bridge(http_kwargs).pin(fh, car.root).status == PINNED
+
+
+@respx.mock
+def test_bridge_task_error_is_rejected(car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/bridge").mock(return_value=httpx.Response(
+        200, json=receipt(error={"name": "InsufficientStorage", "message": "space full"})))
+    with car.open() as fh, pytest.raises(PinRejected, match="InsufficientStorage"):
+        bridge(http_kwargs).pin(fh, car.root)
+
+
+@respx.mock
+def test_bridge_sunset_answer_fails_fast(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/bridge").mock(return_value=httpx.Response(
+        410, json={"message": "The Storacha upload service has been shut down."}))
+    with car.open() as fh, pytest.raises(PinServiceSunset):
+        bridge(http_kwargs).pin(fh, car.root)
+    assert route.call_count == 1
+
+
+def test_partial_bridge_settings_name_the_missing_variables() -> None:
+    with pytest.raises(PinnerNotConfigured, match="STORACHA_SPACE_DID"):
+        Web3StoragePinner.from_env({"STORACHA_AUTH_SECRET": SECRET, "STORACHA_AUTH_TOKEN": AUTH})
+
+
+def test_no_settings_mention_the_sunset_and_alternatives() -> None:
+    with pytest.raises(PinnerNotConfigured, match="Pinata"):
+        Web3StoragePinner.from_env({})
