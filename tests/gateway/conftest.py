@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bundlekit.cid import DAG_PB, RAW, make_cid
@@ -111,3 +112,34 @@ def filled_store(store: BlockStore, sample_dag: Dag) -> Iterator[BlockStore]:
 def tree_builder():  # type: ignore[no-untyped-def]
     """``build_tree`` for tests that need their own DAG (conftest is not importable by name)."""
     return build_tree
+
+
+@pytest.fixture
+def gateway(filled_store: BlockStore) -> Iterator[str]:
+    """Base URL of a real gateway on a free loopback port, serving ``filled_store``."""
+    from bundlekit.gateway import serve_in_thread
+
+    with serve_in_thread(store=filled_store) as server:
+        yield server.url
+
+
+@pytest.fixture
+def client(gateway: str) -> Iterator[httpx.Client]:
+    import httpx
+
+    with httpx.Client(base_url=gateway, timeout=10) as c:
+        yield c
+
+
+@pytest.fixture
+def sample_car(tmp_path: Path, sample_dag: Dag) -> Path:
+    """The sample DAG as a CAR file (blocks in walk order)."""
+    from bundlekit.car import CarWriter
+
+    path = tmp_path / "sample.car"
+    with path.open("wb") as fh:
+        writer = CarWriter(fh, [sample_dag.root])
+        for cid, data in sample_dag.blocks.items():
+            writer.put(cid, data)
+        writer.close()
+    return path

@@ -1,0 +1,95 @@
+"""``bundlekit store``: list pins, collect garbage, import and export CARs of the local block store."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..cid import cid_to_str, parse_cid
+from ..store import BlockStore
+
+__all__ = ["store"]
+
+
+def _open(store_dir: str | None) -> BlockStore:
+    return BlockStore(store_dir)
+
+
+@click.group()
+@click.option(
+    "--store",
+    "store_dir",
+    type=click.Path(file_okay=False),
+    help="Block store directory (default: $BUNDLEKIT_HOME, else $XDG_DATA_HOME/bundlekit).",
+)
+@click.pass_context
+def store(ctx: click.Context, store_dir: str | None) -> None:
+    """Inspect and clean the local block store."""
+    ctx.obj = store_dir
+
+
+@store.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
+@click.pass_obj
+def ls(store_dir: str | None, as_json: bool) -> None:
+    """List pinned roots: CID, name, date pinned and DAG size in bytes."""
+    pins = _open(store_dir).pins()
+    rows = sorted(
+        ({"cid": cid_to_str(cid), "name": meta.get("name"), "created": meta.get("created"), "size": meta.get("size")}
+         for cid, meta in pins.items()),
+        key=lambda r: (str(r["created"]), str(r["cid"])),
+    )
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+
+
+@store.command("gc")
+@click.pass_obj
+def gc(store_dir: str | None) -> None:
+    """Delete every block not reachable from a pin; print how many were removed (stderr)."""
+    removed = _open(store_dir).gc()
+    click.echo(f"removed {removed} block{'s' if removed != 1 else ''}", err=True)
+
+
+@store.command("import")
+@click.argument("car", type=click.Path(exists=True, dir_okay=False))
+@click.option("--pin/--no-pin", default=True, show_default=True, help="Pin the CAR's roots.")
+@click.option("--name", help="Name recorded with the pin.")
+@click.option("--allow-incomplete", is_flag=True, help="Accept a CAR whose DAG is not complete (implies --no-pin).")
+@click.pass_obj
+def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_incomplete: bool) -> None:
+    """Import a CAR (every block verified) into the store; print its root CIDs."""
+    with open(car, "rb") as fh:
+        roots = _open(store_dir).import_car(
+            fh, allow_incomplete=allow_incomplete, pin=pin and not allow_incomplete, name=name
+        )
+    for root in roots:
+        click.echo(cid_to_str(root))
+
+
+@store.command("export")
+@click.argument("cid")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="CAR file to write.")
+@click.pass_obj
+def export(store_dir: str | None, cid: str, output: str) -> None:
+    """Write the DAG under CID from the store to a CAR file (atomically)."""
+    root = parse_cid(cid)
+    dest = Path(output)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=dest.parent if str(dest.parent) else ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _open(store_dir).export_car(root, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    click.echo(cid_to_str(root), err=True)

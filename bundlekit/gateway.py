@@ -1,0 +1,580 @@
+"""The local trustless HTTP gateway (``bundlekit serve``), see ``specs/gateway.md``.
+
+It answers ``GET``/``HEAD /ipfs/{cid}[/{path}]`` from a block source (the
+local ``BlockStore``, CAR files indexed on disk, or anything with ``get`` and
+``has``) following the IPFS trustless gateway spec: ``format=raw`` /
+``application/vnd.ipld.raw`` for one block, ``format=car`` /
+``application/vnd.ipld.car`` for a streamed CARv1 with ``dag-scope`` block,
+entity or all. Without either it behaves as a small path gateway: a file's
+bytes, or a directory listing (``index.html`` when the directory has one).
+
+It runs on the standard library's ``ThreadingHTTPServer``: one thread per
+connection is plenty for a loopback gateway, keeps the code synchronous like
+the rest of bundlekit, and needs no extra dependency. Responses stream: a CAR
+goes out block by block with chunked transfer encoding, a file chunk by chunk
+with a known ``Content-Length``. When a block turns out to be missing after
+the status line went out, the connection is cut without the final chunk, so
+a client sees a truncated transfer, never a short "complete" answer.
+
+``Gateway.respond`` is plain request -> response logic (tested without a
+socket); ``GatewayServer`` wires it to HTTP; ``serve_in_thread`` runs one on
+a free loopback port for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import logging
+import mimetypes
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, cast
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
+
+from .cid import cid_to_str, parse_cid, parse_cid_bytes
+from .errors import (
+    BlockMismatch,
+    BundlekitError,
+    CIDError,
+    MissingBlock,
+    UnsafePathError,
+    UsageError,
+    VerificationError,
+)
+from .gateway_car import BlockSource, CarFileSource, ChainSource
+from .gateway_dag import DAG_SCOPES, Resolved, resolve_path, scope_blocks
+from .store import BlockStore
+
+if TYPE_CHECKING:
+    from .unixfs_read import UnixFSReader
+
+__all__ = [
+    "Gateway",
+    "GatewayServer",
+    "Response",
+    "create_server",
+    "make_source",
+    "serve_in_thread",
+    "RAW_MEDIA_TYPE",
+    "CAR_MEDIA_TYPE",
+]
+
+logger = logging.getLogger("bundlekit.gateway")
+
+RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
+CAR_MEDIA_TYPE = "application/vnd.ipld.car"
+# walk_dag emits parents before children, depth first, each block once.
+CAR_CONTENT_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
+IMMUTABLE = "public, max-age=29030400, immutable"
+STREAM_CHUNK = 64 * 1024
+IDENTITY_HASH = 0x00
+DIR_INDEX_VERSION = "bundlekit-1"
+
+
+@dataclass
+class Response:
+    """A status, headers and a body; ``length=None`` means streamed with chunked encoding."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: Iterable[bytes] = ()
+    length: int | None = 0
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        return next((v for k, v in self.headers if k.lower() == lname), None)
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = list(headers)
+
+
+class _Drain:
+    """A write-only file that hands back what was written since the last ``take``."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self._parts.append(bytes(data))
+        self.size += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        out = b"".join(self._parts)
+        self._parts.clear()
+        self.size = 0
+        return out
+
+
+class Gateway:
+    """Request -> ``Response`` logic over a block source; holds no per-request state."""
+
+    def __init__(self, source: BlockSource) -> None:
+        self.source = source
+
+    # -- entry point ---------------------------------------------------------
+
+    def respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        """Answer one request. ``headers`` keys are lower-case. Never raises."""
+        try:
+            if method not in ("GET", "HEAD"):
+                raise _HTTPError(405, f"method {method} is not allowed: use GET or HEAD", [("Allow", "GET, HEAD, OPTIONS")])
+            return self._respond(method, target, headers)
+        except _HTTPError as exc:
+            return _error(exc.status, exc.message, exc.headers)
+        except BlockMismatch as exc:
+            logger.error("damaged block while answering %s: %s", target, exc)
+            return _error(500, f"the gateway's copy of a block is damaged: {exc}")
+        except Exception:  # a bug must not kill the server thread; the client gets a 500
+            logger.exception("internal error while answering %s", target)
+            return _error(500, "internal gateway error; see the gateway's log")
+
+    def _block(self, cid: bytes) -> bytes:
+        info = parse_cid_bytes(cid)
+        if info.hash_code == IDENTITY_HASH:
+            return info.digest  # identity CIDs carry their block (the spec's bafkqaaa probe)
+        return self.source.get(cid)
+
+    def _respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        url = urlsplit(target)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        path = url.path
+        if path.startswith("/ipns/"):
+            raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
+        if not path.startswith("/ipfs/"):
+            raise _HTTPError(404, "not found: request /ipfs/{cid}[/{path}]")
+        rest = path[len("/ipfs/") :]
+        cid_text, _, subpath = rest.partition("/")
+        segments = [unquote(s) for s in subpath.split("/") if s]
+        for segment in segments:
+            if segment in (".", "..") or "\x00" in segment or "/" in segment:
+                raise _HTTPError(400, f"path segment {segment!r} is not allowed in an immutable path")
+        try:
+            root = parse_cid(unquote(cid_text))
+        except CIDError:
+            raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
+
+        fmt = _negotiate(query.get("format"), headers.get("accept"))
+        scope = query.get("dag-scope", "all")
+        if fmt == "car":
+            if scope not in DAG_SCOPES:
+                raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
+            if query.get("car-version", "1") != "1":
+                raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
+            if "entity-bytes" in query:
+                raise _HTTPError(501, "entity-bytes is not supported by this gateway; ask for dag-scope=entity")
+        if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
+            raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
+
+        resolved = self._resolve(root, segments, fmt)
+        display_path = "/ipfs/" + cid_to_str(root) + "".join("/" + s for s in segments)
+        common = [
+            ("X-Content-Type-Options", "nosniff"),
+            ("X-Ipfs-Path", quote(display_path)),
+            ("X-Ipfs-Roots", ",".join(cid_to_str(c) for c in resolved.cids)),
+            ("Vary", "Accept"),
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Expose-Headers", "Content-Length, Etag, X-Ipfs-Path, X-Ipfs-Roots"),
+        ]
+        if fmt == "raw":
+            response = self._raw(resolved, common)
+        elif fmt == "car":
+            response = self._car(method, resolved, scope, display_path, common)
+        else:
+            response = self._deserialized(method, url, resolved, segments, common)
+        etag = response.header("Etag")
+        if etag is not None and response.status == 200 and _etag_matches(headers.get("if-none-match"), etag):
+            return Response(304, [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")])
+        return response
+
+    def _has(self, cid: bytes) -> bool:
+        return parse_cid_bytes(cid).hash_code == IDENTITY_HASH or self.source.has(cid)
+
+    def _resolve(self, root: bytes, segments: list[str], fmt: str | None) -> Resolved:
+        try:
+            return resolve_path(self._block, root, segments)
+        except BlockMismatch:
+            raise
+        except MissingBlock:
+            if not self._has(root):
+                raise _HTTPError(404, f"{cid_to_str(root)} is not in this gateway's store") from None
+            raise _HTTPError(404, f"/{'/'.join(segments)} cannot be resolved under {cid_to_str(root)}: a block is missing") from None
+        except UnsafePathError as exc:
+            raise _HTTPError(400, str(exc)) from None
+        except BundlekitError as exc:
+            # A name that is not in its directory, or a path through a file: nothing there.
+            raise _HTTPError(404, f"/{'/'.join(segments)} does not exist under {cid_to_str(root)}: {exc}") from None
+
+    # -- response kinds -----------------------------------------------------------
+
+    def _raw(self, resolved: Resolved, common: list[tuple[str, str]]) -> Response:
+        cid = resolved.terminal
+        data = resolved.path_blocks[0][1] if len(resolved.cids) == 1 else self._fetch(cid)
+        name = cid_to_str(cid)
+        headers = common + [
+            ("Content-Type", RAW_MEDIA_TYPE),
+            ("Content-Disposition", f'attachment; filename="{name}.bin"'),
+            ("Etag", f'"{name}.raw"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        return Response(200, headers, [data], len(data))
+
+    def _fetch(self, cid: bytes) -> bytes:
+        try:
+            return self._block(cid)
+        except MissingBlock:
+            raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
+
+    def _car(self, method: str, resolved: Resolved, scope: str, display_path: str, common: list[tuple[str, str]]) -> Response:
+        root = resolved.cids[0]
+        tag = hashlib.sha256(f"{display_path}\0{scope}".encode()).hexdigest()[:16]
+        headers = common + [
+            ("Content-Type", CAR_CONTENT_TYPE),
+            ("Content-Disposition", f'attachment; filename="{cid_to_str(root)}.car"'),
+            ("Etag", f'"{cid_to_str(resolved.terminal)}.car.{scope}.{tag}"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        if method == "HEAD":
+            return Response(200, headers, (), None)
+        # The terminal block is fetched now so that an absent one is a 404, not a cut stream.
+        self._fetch(resolved.terminal)
+        return Response(200, headers, self._car_body(root, resolved, scope), None)
+
+    def _car_body(self, root: bytes, resolved: Resolved, scope: str) -> Iterator[bytes]:
+        from .car import CarWriter
+
+        drain = _Drain()
+        writer = CarWriter(cast(BinaryIO, drain), [root])
+        for cid, data in resolved.path_blocks:
+            writer.put(cid, data)
+        for cid, data in scope_blocks(self._block, resolved.terminal, scope):
+            writer.put(cid, data)
+            if drain.size >= STREAM_CHUNK:
+                yield drain.take()
+        writer.close()
+        tail = drain.take()
+        if tail:
+            yield tail
+
+    def _deserialized(
+        self,
+        method: str,
+        url: SplitResult,
+        resolved: Resolved,
+        segments: list[str],
+        common: list[tuple[str, str]],
+    ) -> Response:
+        from .unixfs_read import UnixFSReader
+
+        reader = UnixFSReader(self._block, verify=False)
+        cid = resolved.terminal
+        try:
+            stat = reader.stat(cid)
+        except MissingBlock:
+            raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
+        except VerificationError:
+            raise
+        except BundlekitError as exc:
+            raise _HTTPError(501, f"{cid_to_str(cid)} is not UnixFS data this gateway can render ({exc}); ask for ?format=car") from None
+        if stat.kind == "directory":
+            if not url.path.endswith("/"):
+                location = url.path + "/" + (f"?{url.query}" if url.query else "")
+                return Response(301, common + [("Location", location)], [], 0)
+            entries = reader.list_dir(cid)
+            index = dict(entries).get("index.html")
+            if index is not None:
+                return self._file(method, reader, index, "index.html", common)
+            body = _listing_html(url.path, entries).encode("utf-8")
+            headers = common + [
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Etag", f'"DirIndex-{DIR_INDEX_VERSION}_CID-{cid_to_str(cid)}"'),
+                ("Cache-Control", IMMUTABLE),
+            ]
+            return Response(200, headers, [body] if method == "GET" else [], len(body))
+        if stat.kind in ("file", "raw"):
+            name = segments[-1] if segments else ""
+            return self._file(method, reader, cid, name, common, size=stat.size)
+        raise _HTTPError(501, f"{cid_to_str(cid)} is a UnixFS {stat.kind}, which this gateway does not render")
+
+    def _file(
+        self,
+        method: str,
+        reader: UnixFSReader,
+        cid: bytes,
+        name: str,
+        common: list[tuple[str, str]],
+        size: int | None = None,
+    ) -> Response:
+        if size is None:
+            size = reader.stat(cid).size
+        content_type, _ = mimetypes.guess_type(name, strict=False)
+        if name.endswith(".md"):
+            content_type = "text/markdown; charset=utf-8"
+        elif name.endswith((".jsonl", ".ndjson")):
+            content_type = "application/x-ndjson"
+        headers = common + [
+            ("Content-Type", content_type or "application/octet-stream"),
+            ("Etag", f'"{cid_to_str(cid)}"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        body: Iterable[bytes] = reader.iter_file(cid) if method == "GET" else ()
+        return Response(200, headers, body, size)
+
+
+def _negotiate(fmt: str | None, accept: str | None) -> str | None:
+    """``"raw"``, ``"car"`` or ``None`` (deserialized); ``format`` wins over ``Accept``."""
+    if fmt is not None:
+        if fmt in ("raw", "car"):
+            return fmt
+        raise _HTTPError(400, f"format={fmt!r} is not served here: use format=raw or format=car, or no format for file bytes")
+    if not accept:
+        return None
+    best: str | None = None
+    best_q = 0.0
+    refused_car = False
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        version: str | None = None
+        for param in params:
+            key, _, value = param.partition("=")
+            key, value = key.strip().lower(), value.strip().strip('"')
+            if key == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+            elif key == "version":
+                version = value
+        media = media.lower()
+        if media == RAW_MEDIA_TYPE:
+            candidate = "raw"
+        elif media == CAR_MEDIA_TYPE:
+            if version not in (None, "1"):
+                refused_car = True
+                continue
+            candidate = "car"
+        else:
+            continue
+        if q > best_q:
+            best, best_q = candidate, q
+    if best is None and refused_car:
+        raise _HTTPError(406, "only application/vnd.ipld.car; version=1 is served")
+    return best
+
+
+def _etag_matches(if_none_match: str | None, etag: str) -> bool:
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")]
+    return etag in tags
+
+
+def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
+    body = (message + "\n").encode("utf-8")
+    headers = [
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+        ("Access-Control-Allow-Origin", "*"),
+        *extra,
+    ]
+    return Response(status, headers, [body], len(body))
+
+
+def _listing_html(url_path: str, entries: Sequence[tuple[str, bytes]]) -> str:
+    title = html.escape(unquote(url_path))
+    rows = "".join(
+        f'<li><a href="{quote(name)}">{html.escape(name)}</a> <code>{cid_to_str(cid)}</code></li>\n'
+        for name, cid in entries
+    )
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{title}</title></head>\n<body><h1>Index of {title}</h1>\n<ul>\n{rows}</ul>\n</body></html>\n"
+    )
+
+
+# -- HTTP wiring -------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer encoding
+    server: GatewayServer
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self.send_response(204)
+        self.send_header("Allow", "GET, HEAD, OPTIONS")
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+        self.send_header("Access-Control-Allow-Headers", "Accept, Cache-Control, If-None-Match")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _other(self) -> None:
+        self._serve(self.command)
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _other
+
+    def _serve(self, method: str) -> None:
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            k = key.lower()
+            headers[k] = f"{headers[k]}, {value}" if k in headers else value
+        response = self.server.gateway.respond(method, self.path, headers)
+        if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
+            self.close_connection = True  # we did not read the request body
+        self.send_response(response.status)
+        for key, value in response.headers:
+            self.send_header(key, value)
+        no_body = method == "HEAD" or response.status in (204, 304)
+        if response.length is not None:
+            self.send_header("Content-Length", str(response.length))
+        elif not no_body:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if no_body:
+            return
+        try:
+            for chunk in response.body:
+                if not chunk:
+                    continue
+                if response.length is None:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                else:
+                    self.wfile.write(chunk)
+            if response.length is None:
+                self.wfile.write(b"0\r\n\r\n")
+        except BundlekitError as exc:
+            # The status line is out; cutting the connection is the only honest signal left.
+            logger.warning("response to %s cut short: %s", self.path, exc)
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib signature)
+        logger.info("%s " + format, self.address_string(), *args)
+
+
+class GatewayServer(ThreadingHTTPServer):
+    """A threading HTTP server bound to a ``Gateway``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], gateway: Gateway) -> None:
+        super().__init__(address, _Handler)
+        self.gateway = gateway
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8080`` (no trailing slash)."""
+        host, port = self.server_address[0], self.server_address[1]
+        host_text = host.decode() if isinstance(host, bytes) else str(host)
+        if ":" in host_text:
+            host_text = f"[{host_text}]"
+        return f"http://{host_text}:{port}"
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        logger.exception("error while serving %s", client_address)
+
+
+def make_source(
+    store: BlockStore | str | Path | None = None, cars: Sequence[str | Path] = (), *, use_store: bool | None = None
+) -> BlockSource:
+    """The gateway's block source: the CAR files (in order, indexed on disk), then the store.
+
+    The store is used when ``store`` is given, or when no CAR is (``use_store``
+    overrides). Raises ``CARError`` / ``BundlekitError`` for an unreadable CAR.
+    """
+    sources: list[BlockSource] = []
+    try:
+        for car in cars:
+            sources.append(CarFileSource(car))
+    except BaseException:
+        for source in sources:
+            cast(CarFileSource, source).close()
+        raise
+    if use_store is None:
+        use_store = store is not None or not cars
+    if use_store:
+        sources.append(store if isinstance(store, BlockStore) else BlockStore(store))
+    return sources[0] if len(sources) == 1 else ChainSource(sources)
+
+
+def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080) -> GatewayServer:
+    """A bound (not yet serving) gateway server; ``port=0`` picks a free port.
+
+    Raises ``UsageError`` when the address cannot be bound.
+    """
+    try:
+        return GatewayServer((host, port), Gateway(source))
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from exc
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    source: BlockSource | None = None,
+    *,
+    store: BlockStore | str | Path | None = None,
+    cars: Sequence[str | Path] = (),
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Iterator[GatewayServer]:
+    """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.
+
+    With no ``source``, one is made from ``store`` and ``cars`` as in
+    ``make_source``. ``port=0`` (the default) picks a free port, so tests and
+    benchmarks can run side by side.
+    """
+    owned = source is None
+    if source is None:
+        source = make_source(store, cars)
+    try:
+        server = create_server(source, host, port)
+    except BaseException:
+        if owned:
+            _close_source(source)
+        raise
+    thread = threading.Thread(target=server.serve_forever, name=f"bundlekit-gateway-{server.server_address[1]}", daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        if owned:
+            _close_source(source)
+
+
+def _close_source(source: BlockSource) -> None:
+    parts = source.sources if isinstance(source, ChainSource) else (source,)
+    for part in parts:
+        if isinstance(part, CarFileSource):
+            part.close()
