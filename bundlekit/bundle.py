@@ -1,0 +1,264 @@
+"""Memory tree -> bundle layout + canonical manifest -> blocks in a CAR.
+
+The layout (``specs/bundle.md``)::
+
+    <root>/                      UnixFS directory, the bundle's root CID
+      manifest.json              canonical JSON (bundlekit.manifest)
+      memory/
+        MEMORY.md                the index (always plaintext)
+        <key>.md                 one per memory      (<key>.md.enc when encrypted)
+        timeline/YYYY-MM-DD.jsonl                    (.jsonl.enc when encrypted)
+
+Build steps, in order: validate the tree (``Memory.check``: keys,
+frontmatter, secret guard); take its files with a freshly regenerated index
+(``Memory.bundle_files``); encrypt memory and timeline files when a key is
+given (and render the plaintext link index); compute each stored file's CID
+with the chosen profile; write the manifest; import the whole tree into a CAR
+written atomically. The same tree, options and ``created`` give the same root
+CID (encryption draws a fresh nonce per file, so encrypted builds differ
+unless the key's randomness is injected).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .cid import cid_to_str
+from .errors import BundleError, UsageError
+from .manifest import (
+    ENC_SUFFIX,
+    INDEX_PATH,
+    MANIFEST_NAME,
+    MEMORY_DIR,
+    canonical_json,
+    make_manifest,
+    parse_created,
+)
+
+if TYPE_CHECKING:
+    from .keys import KeySpec
+    from .memory import MemoryRecord
+
+__all__ = ["BundleResult", "build_bundle", "resolve_created", "render_encrypted_index", "SOURCE_DATE_EPOCH"]
+
+SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
+
+
+@dataclass
+class BundleResult:
+    """What a build produced: the root CID (binary), the manifest, the number of
+    files under ``memory/`` (index included), the CAR's size in bytes and its path."""
+
+    root: bytes
+    manifest: dict[str, Any]
+    files: int
+    bytes: int
+    car: Path
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def root_str(self) -> str:
+        """The root CID as text."""
+        return cid_to_str(self.root)
+
+    @property
+    def manifest_uri(self) -> str:
+        """``ipfs://<root>/manifest.json``."""
+        return f"ipfs://{self.root_str}/{MANIFEST_NAME}"
+
+
+def resolve_created(
+    created: datetime | None,
+    *,
+    env: dict[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> datetime:
+    """The bundle's creation time: ``created`` if given, else ``$SOURCE_DATE_EPOCH``, else the clock.
+
+    Raises ``UsageError`` for a ``SOURCE_DATE_EPOCH`` that is not an integer.
+    """
+    if created is not None:
+        return created if created.tzinfo else created.replace(tzinfo=timezone.utc)
+    source = os.environ if env is None else env
+    epoch = source.get(SOURCE_DATE_EPOCH)
+    if epoch:
+        if not epoch.strip().isdigit():
+            raise UsageError(f"{SOURCE_DATE_EPOCH}={epoch[:40]!r} is not an integer number of seconds")
+        return parse_created(epoch)
+    return (clock or (lambda: datetime.now(timezone.utc)))()
+
+
+def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
+    """The plaintext index of an encrypted bundle.
+
+    The layout of ``MEMORY.md`` (``bundlekit.memory.index``: title, sections by
+    type, keys sorted, the same line limit), but each line links the encrypted
+    file by CID so any gateway can serve it:
+    ``- Name ([<key>.md](ipfs://<cid>)) — description``. With ``redact`` the
+    `` — description`` part is left out. ``links`` maps each key to its
+    encrypted file's CID string. Names stay visible by design.
+    """
+    from .memory.index import INDEX_TITLE, MAX_INDEX_LINES, SECTION_TITLES, omitted_line
+    from .memory.record import MEMORY_TYPES
+
+    lines = [INDEX_TITLE]
+    for type_name in MEMORY_TYPES:
+        group = sorted((r for r in records if r.type == type_name), key=lambda r: r.key)
+        if not group:
+            continue
+        lines.append("")
+        lines.append(f"## {SECTION_TITLES[type_name]}")
+        for record in group:
+            line = f"- {record.name} ([{record.key}.md](ipfs://{links[record.key]}))"
+            if not redact:
+                line += f" \u2014 {record.description}"
+            lines.append(line)
+    if len(lines) > MAX_INDEX_LINES:
+        kept = lines[: MAX_INDEX_LINES - 1]
+        while kept and (kept[-1] == "" or kept[-1].startswith("## ")):
+            kept.pop()
+        left_out = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        lines = [*kept, omitted_line(left_out)]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _file_cid(data: bytes, profile: Any) -> bytes:
+    from .unixfs import NullSink, import_file
+
+    entry = import_file(io.BytesIO(data), NullSink(), profile)
+    cid: bytes = entry.cid
+    return cid
+
+
+def build_bundle(
+    memory_dir: str | os.PathLike[str],
+    out_car: str | os.PathLike[str],
+    *,
+    namespace: str | None = None,
+    profile: str | None = None,
+    created: datetime | None = None,
+    key: KeySpec | None = None,
+    redact_index: bool = False,
+    clock: Callable[[], datetime] | None = None,
+    rng: Callable[[int], bytes] | None = None,
+) -> BundleResult:
+    """Build the bundle of the memory tree at ``memory_dir`` into the CAR ``out_car``.
+
+    ``namespace`` defaults to the tree's namespace, else the directory's name.
+    ``profile`` names a UnixFS profile (default: ``profiles.DEFAULT_PROFILE``).
+    ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` (now, UTC).
+    With ``key`` the memory and timeline files are encrypted
+    (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
+    plaintext index. ``rng`` is the key's source of randomness (tests inject it).
+
+    Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
+    a secret), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
+    ``SourceError``/``OSError``-derived ``BundleError`` when the CAR cannot be
+    written. The CAR appears only when the build succeeded.
+    """
+    from .memory import Memory
+    from .profiles import get_profile
+
+    root_dir = Path(memory_dir)
+    if not root_dir.is_dir():
+        raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
+    if redact_index and key is None:
+        raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
+    mem = Memory(root_dir)
+    mem.check()
+    tree_files = mem.bundle_files()
+    ns = namespace or getattr(mem, "namespace", None) or root_dir.resolve().name
+    if not isinstance(ns, str) or not ns.strip():
+        raise UsageError("the bundle needs a namespace; pass --namespace")
+    prof = get_profile(profile)
+    when = resolve_created(created, clock=clock)
+
+    stored: list[tuple[str, bytes]] = []  # bundle path -> stored bytes, index last
+    index_bytes: bytes | None = None
+    encryption: dict[str, Any] | None = None
+    timeline: list[str] = []
+    if key is None:
+        for path, data in tree_files:
+            if path == "MEMORY.md":
+                index_bytes = data
+                continue
+            stored.append((f"{MEMORY_DIR}/{path}", data))
+    else:
+        from .crypto import encrypt_stream
+
+        bundle_key, encryption = key.new_bundle_key(ns, rng or os.urandom)
+        for path, data in tree_files:
+            if path == "MEMORY.md":
+                continue
+            bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
+            out = io.BytesIO()
+            encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path)
+            stored.append((bundle_path, out.getvalue()))
+    for bundle_path, _data in stored:
+        if bundle_path.startswith(f"{MEMORY_DIR}/timeline/"):
+            timeline.append(bundle_path)
+
+    cids = {path: _file_cid(data, prof) for path, data in stored}
+    if key is not None:
+        links: dict[str, str] = {}
+        for path, cid in cids.items():
+            name = path[len(MEMORY_DIR) + 1 :]
+            if "/" not in name:
+                links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
+        index_bytes = render_encrypted_index(mem.list(), links, redact=redact_index)
+    if index_bytes is None:
+        raise BundleError(f"the memory tree {str(root_dir)!r} produced no MEMORY.md index")
+    stored.append((INDEX_PATH, index_bytes))
+    cids[INDEX_PATH] = _file_cid(index_bytes, prof)
+
+    manifest = make_manifest(
+        namespace=ns,
+        created=when,
+        profile=prof.name,
+        files={path: (cids[path], len(data)) for path, data in stored},
+        timeline=timeline,
+        encryption=encryption,
+    )
+    manifest_bytes = canonical_json(manifest)
+    root = _write_car(out_car, [(MANIFEST_NAME, manifest_bytes), *stored], prof, cids)
+    car_path = Path(out_car)
+    return BundleResult(
+        root=root,
+        manifest=manifest,
+        files=len(stored),
+        bytes=car_path.stat().st_size,
+        car=car_path,
+        paths=sorted(path for path, _ in stored),
+    )
+
+
+def _write_car(
+    out_car: str | os.PathLike[str],
+    files: list[tuple[str, bytes]],
+    prof: Any,
+    cids: dict[str, bytes],
+) -> bytes:
+    """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""
+    from .car import CarFileWriter
+    from .unixfs import import_tree
+
+    ordered = sorted(files, key=lambda item: item[0])
+    with CarFileWriter(Path(out_car)) as writer:
+        result = import_tree(((path, data) for path, data in ordered), writer, prof)
+        for entry in result.entries:
+            expected = cids.get(entry.path)
+            if expected is not None and expected != entry.cid:
+                # Would mean the importer is not deterministic: never publish such a bundle.
+                raise BundleError(
+                    f"{entry.path}: CID changed between the manifest pass and the CAR pass; "
+                    "this is a bundlekit bug, please report it"
+                )
+        writer.finish(result.root)
+    root: bytes = result.root
+    return root

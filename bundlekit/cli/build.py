@@ -1,0 +1,47 @@
+"""``bundlekit build``: a memory tree in, a bundle CAR out, the root CID printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+from ._keyopts import key_options, resolve_key_spec
+
+__all__ = ["build"]
+
+
+@click.command("build")
+@click.argument("memdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("bundle.car"),
+              show_default=True, help="Where to write the bundle CAR (atomically).")
+@click.option("--namespace", help="Bundle namespace (default: the tree's namespace, else the directory name).")
+@click.option("--profile", help="UnixFS profile (default: unixfs-v1-2025).")
+@click.option("--created", metavar="TIME",
+              help="Creation time, ISO 8601 or Unix seconds (default: $SOURCE_DATE_EPOCH, else now).")
+@click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")
+@click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
+@click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
+@key_options
+def build(memdir: Path, output: Path, namespace: str | None, profile: str | None, created: str | None,
+          as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
+    """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
+    from ..bundle import build_bundle
+    from ..manifest import parse_created
+
+    key = resolve_key_spec(**params)
+    if encrypt and key is None:
+        raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
+    if key is not None and not encrypt:
+        raise UsageError("a key option was given without --encrypt; add --encrypt to build an encrypted bundle")
+    when = parse_created(created) if created is not None else None
+    result = build_bundle(memdir, output, namespace=namespace, profile=profile, created=when,
+                          key=key, redact_index=redact_index)
+    if as_json:
+        click.echo(json.dumps({"root": result.root_str, "manifest_uri": result.manifest_uri,
+                               "files": result.files, "bytes": result.bytes}, sort_keys=True))
+    else:
+        click.echo(result.root_str)

@@ -1,0 +1,135 @@
+"""Memories added, removed and changed between two bundles or memory trees.
+
+Each side is a memory directory, a local CAR, or anything ``load_bundle``
+accepts (a CID, ``ipfs://``, a gateway URL). Bundles are loaded verified (and
+decrypted when a key is given). Memories are matched by key and compared by
+content: every frontmatter field and the body. The result names the fields
+that differ, so a release pipeline can review "description changed" apart
+from "body changed".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .fetch import Gateway
+    from .keys import KeySpec
+    from .memory import MemoryRecord
+
+__all__ = ["Changed", "DiffResult", "diff_memories", "diff_sources", "read_side"]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One memory present on both sides with different content; ``fields`` sorted, ``body`` included."""
+
+    key: str
+    fields: tuple[str, ...]
+
+
+@dataclass
+class DiffResult:
+    """Keys added (only in B), removed (only in A) and changed; ``unchanged`` counts the rest."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[Changed] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def different(self) -> bool:
+        """True when any memory was added, removed or changed."""
+        return bool(self.added or self.removed or self.changed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (stable key order for pipelines)."""
+        return {
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": [{"key": c.key, "fields": list(c.fields)} for c in self.changed],
+            "unchanged": self.unchanged,
+            "warnings": list(self.warnings),
+        }
+
+
+def diff_memories(a: Mapping[str, MemoryRecord], b: Mapping[str, MemoryRecord]) -> DiffResult:
+    """Compare two key -> record maps. Pure: no I/O."""
+    result = DiffResult(
+        added=sorted(set(b) - set(a)),
+        removed=sorted(set(a) - set(b)),
+    )
+    for key in sorted(set(a) & set(b)):
+        fields = _changed_fields(a[key], b[key])
+        if fields:
+            result.changed.append(Changed(key, fields))
+        else:
+            result.unchanged += 1
+    return result
+
+
+_MISSING = object()
+
+
+def _changed_fields(old: MemoryRecord, new: MemoryRecord) -> tuple[str, ...]:
+    names = set(old.meta) | set(new.meta)
+    fields = {n for n in names if old.meta.get(n, _MISSING) != new.meta.get(n, _MISSING)}
+    if old.body != new.body:
+        fields.add("body")
+    return tuple(sorted(fields))
+
+
+def read_side(
+    spec: str,
+    *,
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    **load_options: Any,
+) -> tuple[dict[str, MemoryRecord], list[str]]:
+    """The memories of one side: ``(key -> record, warnings)``.
+
+    A directory is read as a memory tree; anything else is loaded as a bundle
+    (verified; files skipped by the loader come back as warnings). Raises what
+    ``Memory.list`` and ``load_bundle`` raise, ``UsageError`` for a missing path.
+    """
+    from .memory import Memory, parse_memory_file
+
+    path = Path(spec)
+    if path.is_dir():
+        return {r.key: r for r in Memory(path).list()}, []
+    if spec.endswith(".car") and not path.exists():
+        raise UsageError(f"CAR file {spec!r} does not exist; check the path")
+    from .load import load_bundle
+
+    loaded = load_bundle(spec, gateways=gateways, key=key, **load_options)
+    records: dict[str, MemoryRecord] = {}
+    for rel, data in loaded.files.items():
+        if "/" in rel or not rel.endswith(".md") or rel == "MEMORY.md":
+            continue
+        key_name = rel[: -len(".md")]
+        records[key_name] = parse_memory_file(data.decode("utf-8"), key=key_name, where=f"{spec}: {rel}")
+    return records, list(loaded.warnings)
+
+
+def diff_sources(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    **load_options: Any,
+) -> DiffResult:
+    """Diff two sides (directory, CAR, CID or URI). Loader warnings are carried into the result."""
+    gws = list(gateways)
+    left, warn_a = read_side(os.fspath(a), gateways=gws, key=key, **load_options)
+    right, warn_b = read_side(os.fspath(b), gateways=gws, key=key, **load_options)
+    result = diff_memories(left, right)
+    result.warnings = [f"A: {w}" for w in warn_a] + [f"B: {w}" for w in warn_b]
+    return result

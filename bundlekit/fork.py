@@ -1,0 +1,130 @@
+"""Fork: load a bundle, verified, and import it into a new or existing memory tree.
+
+Steps: ``load_bundle`` (verified, decrypted with a key); every memory file is
+re-rendered with ``source`` set to the bundle's address (``ipfs://<root>``; a
+plain HTTPS manifest URL when there is no root); the files and timeline go to
+``Memory.import_`` as one export blob, which validates everything before it
+writes anything (all or nothing). ``merge`` keeps local files on conflict;
+``replace`` takes the bundle's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import BundleError, UsageError
+
+if TYPE_CHECKING:
+    from .fetch import Gateway
+    from .keys import KeySpec
+    from .load import LoadResult
+
+__all__ = ["STRATEGIES", "ForkResult", "fork_bundle", "export_blob"]
+
+STRATEGIES = ("merge", "replace")
+EXPORT_VERSION = "memory/0.1"
+
+
+@dataclass
+class ForkResult:
+    """The load that was imported, the destination, and what ``Memory.import_`` reported."""
+
+    loaded: LoadResult
+    dest: Path
+    strategy: str
+    memories: int
+    report: Any
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        out = self.loaded.summary()
+        out.update({"dest": str(self.dest), "strategy": self.strategy, "memories": self.memories,
+                    "source": self.loaded.source})
+        if isinstance(self.report, dict):
+            out["import"] = self.report
+        return out
+
+
+def export_blob(loaded: LoadResult) -> dict[str, Any]:
+    """The loaded bundle as a ``Memory.import_`` blob, each memory's ``source`` set to the bundle.
+
+    Raises ``BundleError`` when a timeline line is not a JSON object (the
+    bytes verified, so the bundle itself was built that way).
+    """
+    from .memory import parse_memory_file, render_memory_file
+
+    source = loaded.source
+    files: dict[str, str] = {}
+    timeline: list[dict[str, Any]] = []
+    for rel, data in sorted(loaded.files.items()):
+        if rel == "MEMORY.md":
+            continue
+        text = data.decode("utf-8")
+        if rel.startswith("timeline/"):
+            for number, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise BundleError(f"memory/{rel} line {number} is not JSON; the bundle is malformed") from exc
+                if not isinstance(entry, dict):
+                    raise BundleError(f"memory/{rel} line {number} is not a JSON object; the bundle is malformed")
+                timeline.append(entry)
+            continue
+        key = rel[: -len(".md")]
+        record = parse_memory_file(text, key=key, where=f"memory/{rel}")
+        meta = dict(record.meta)
+        meta["source"] = source
+        files[rel] = render_memory_file(meta, record.body)
+    return {
+        "version": EXPORT_VERSION,
+        "namespace": loaded.manifest.get("namespace"),
+        "index": loaded.files.get("MEMORY.md", b"").decode("utf-8"),
+        "files": files,
+        "timeline": timeline,
+    }
+
+
+def fork_bundle(
+    uri: str,
+    dest: str | os.PathLike[str],
+    *,
+    strategy: str = "merge",
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    allow_secrets: bool = False,
+    **load_options: Any,
+) -> ForkResult:
+    """Load ``uri`` and import it into the memory tree at ``dest`` (created if missing).
+
+    Raises ``UsageError`` for an unknown strategy, whatever ``load_bundle``
+    raises (nothing is written then), and ``Memory.import_``'s errors
+    (``FrontmatterError``, ``SecretDetectedError``...; the tree is unchanged,
+    and a destination this call created is removed again).
+    """
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    from .load import load_bundle
+    from .memory import Memory
+
+    loaded = load_bundle(uri, gateways=gateways, key=key, **load_options)
+    blob = export_blob(loaded)
+    target = Path(dest)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{str(target)!r} exists and is not a directory; give a memory tree directory")
+    created = not target.exists()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
+    except BaseException:
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)

@@ -1,0 +1,130 @@
+"""Build, serve on loopback, load: byte-identical files, reproducible CIDs, verified failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.bundle import build_bundle
+from bundlekit.cid import cid_to_str
+from bundlekit.gateway import serve_in_thread
+from bundlekit.load import load_bundle
+from bundlekit.manifest import canonical_json, parse_manifest
+
+from .conftest import CREATED, make_tree
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def test_build_writes_a_car_with_the_seed_003_layout(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    assert result.car.is_file() and result.bytes == result.car.stat().st_size
+    assert result.paths == sorted(["memory/MEMORY.md", "memory/feedback_tone.md", "memory/project_season.md",
+                                   "memory/reference_reel.md", "memory/user_role.md",
+                                   "memory/timeline/2026-04-14.jsonl"])
+    m = result.manifest
+    assert (m["format"], m["namespace"], m["created"], m["encryption"]) == ("bundlekit/1", "coach",
+                                                                             "2026-04-14T12:00:00Z", None)
+    assert m["memory"]["timeline"] == ["memory/timeline/2026-04-14.jsonl"]
+
+
+def test_same_tree_and_created_give_the_same_root(tree: Path, tmp_path: Path) -> None:
+    a = build_bundle(tree, tmp_path / "a.car", created=CREATED)
+    b = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    assert a.root == b.root
+    assert (tmp_path / "a.car").read_bytes() == (tmp_path / "b.car").read_bytes()
+
+
+def test_source_date_epoch_sets_created(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(CREATED.timestamp())))
+    a = build_bundle(tree, tmp_path / "a.car")
+    b = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    assert a.root == b.root
+
+
+def test_a_different_created_gives_a_different_root(tree: Path, tmp_path: Path) -> None:
+    a = build_bundle(tree, tmp_path / "a.car", created=CREATED)
+    b = build_bundle(tree, tmp_path / "b.car", created=CREATED.replace(second=1))
+    assert a.root != b.root
+
+
+def test_stale_index_on_disk_is_not_trusted(tree: Path, tmp_path: Path) -> None:
+    good = build_bundle(tree, tmp_path / "a.car", created=CREATED)
+    (tree / "MEMORY.md").write_text("# stale\n")
+    again = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    assert again.root == good.root
+
+
+def test_manifest_in_the_car_is_canonical(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    loaded = load_bundle(str(result.car))
+    assert loaded.root == result.root
+    assert canonical_json(loaded.manifest) == canonical_json(result.manifest)
+
+
+def test_load_from_local_car_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    loaded = load_bundle(str(result.car), into=tmp_path / "out")
+    assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
+    assert loaded.manifest_verified and loaded.warnings == []
+
+
+def _tree_files_bundle(tree: Path) -> dict[str, bytes]:
+    from bundlekit.memory import Memory
+
+    return dict(Memory(tree).bundle_files())
+
+
+def test_build_serve_load_over_http_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    with serve_in_thread(cars=[result.car]) as server:
+        loaded = load_bundle(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], into=tmp_path / "out")
+    assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
+    assert loaded.warnings == [] and loaded.manifest_verified
+
+
+def test_path_gateway_uri_loads_without_extra_gateways(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    with serve_in_thread(cars=[result.car]) as server:
+        loaded = load_bundle(f"{server.url}/ipfs/{cid_to_str(result.root)}/manifest.json")
+    assert loaded.files == _tree_files_bundle(tree)
+
+
+def test_load_into_a_non_empty_directory_is_refused(tree: Path, tmp_path: Path) -> None:
+    from bundlekit.errors import UsageError
+
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    with pytest.raises(UsageError, match="not an empty directory"):
+        load_bundle(str(result.car), into=tree)
+
+
+def test_invalid_tree_is_refused_and_no_car_written(tmp_path: Path) -> None:
+    from bundlekit.errors import FrontmatterError
+
+    root = make_tree(tmp_path / "t")
+    (root / "broken.md").write_text("no frontmatter here\n")
+    with pytest.raises(FrontmatterError):
+        build_bundle(root, tmp_path / "b.car", created=CREATED)
+    assert not (tmp_path / "b.car").exists()
+
+
+def test_secret_in_tree_is_refused(tmp_path: Path) -> None:
+    from bundlekit.errors import SecretDetectedError
+
+    root = make_tree(tmp_path / "t")
+    text = (root / "user_role.md").read_text()
+    (root / "user_role.md").write_text(text + "\nkey AKIAIOSFODNN7EXAMPLE\n")
+    with pytest.raises(SecretDetectedError):
+        build_bundle(root, tmp_path / "b.car", created=CREATED)
+
+
+def test_manifest_lists_every_file_with_its_cid(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    loaded = load_bundle(str(result.car))
+    files = parse_manifest(canonical_json(loaded.manifest))["memory"]["files"]
+    assert sorted(files) == result.paths
+    assert all(entry["size"] > 0 for entry in files.values())
