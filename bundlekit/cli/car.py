@@ -1,0 +1,120 @@
+"""``bundlekit verify``, ``unpack`` and ``ls``: thin commands over car, verify, unpack and unixfs_read.
+
+Results go to stdout (one summary line, or the listing); errors go to stderr as
+``error: ...`` with the error's exit code (handled once in ``cli/__init__``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..car import MAX_BLOCK_SIZE, CarIndex
+from ..cid import cid_to_str, parse_cid
+from ..errors import UsageError
+from ..unixfs_read import UnixFSReader
+from ..unpack import unpack_car
+from ..verify import MAX_DEPTH, MAX_LINKS, verify_car
+
+__all__ = ["verify", "unpack", "ls"]
+
+_car_arg = click.argument("car", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+_block_opt = click.option(
+    "--max-block-size",
+    type=click.IntRange(min=1),
+    default=MAX_BLOCK_SIZE,
+    show_default=True,
+    help="Reject blocks larger than this many bytes.",
+)
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+@click.command("verify")
+@_car_arg
+@_block_opt
+@click.option("--max-depth", type=click.IntRange(min=1), default=MAX_DEPTH, show_default=True,
+              help="Reject DAGs nested deeper than this.")
+@click.option("--max-links", type=click.IntRange(min=1), default=MAX_LINKS, show_default=True,
+              help="Reject DAGs with more links than this.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"ok", "roots", "blocks", "bytes"} on success.')
+def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, as_json: bool) -> None:
+    """Check that every block of CAR matches its CID and each root's DAG is complete.
+
+    Exits 0 with a one-line summary, or non-zero naming the first bad or missing block.
+    """
+    report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size)
+    if report.problem is not None:
+        raise report.problem
+    roots = [cid_to_str(r) for r in report.roots]
+    if as_json:
+        click.echo(json.dumps({"ok": True, "roots": roots, "blocks": report.blocks, "bytes": report.bytes}))
+        return
+    click.echo(
+        f"ok {' '.join(roots)}: {_plural(report.blocks, 'block')}, {_plural(report.bytes, 'byte')}, "
+        f"{_plural(report.reachable, 'block')} reachable from {_plural(len(roots), 'root')}"
+    )
+
+
+@click.command("unpack")
+@_car_arg
+@click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
+              help="Directory to create (or file, for a file root). Must be absent or empty unless --force.")
+@click.option("--root", "root_text", help="Which root to extract when the CAR lists several.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=None,
+              help="Refuse to extract more than this many bytes of content.")
+@_block_opt
+def unpack(car: Path, output: Path, root_text: str | None, force: bool, max_bytes: int | None,
+           max_block_size: int) -> None:
+    """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically."""
+    root = parse_cid(root_text) if root_text else None
+    result = unpack_car(car, output, root=root, force=force, max_bytes=max_bytes, max_block_size=max_block_size)
+    click.echo(
+        f"unpacked {cid_to_str(result.root)} into {result.path}: {_plural(result.files, 'file')}, "
+        f"{_plural(result.directories, 'directory', 'directories')}, "
+        f"{_plural(result.bytes, 'byte')}"
+    )
+
+
+@click.command("ls")
+@_car_arg
+@click.option("--root", "root_text", help="List only this root (a CID).")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print a JSON array of {"root", "path", "cid", "kind", "size"}.')
+@_block_opt
+def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> None:
+    """List every entry under the CAR's roots: path, CID and size, tab-separated.
+
+    The root itself is listed as "." (path "" in --json); with several roots,
+    paths start with the root's CID. Directory sizes are 0.
+    """
+    with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
+        roots = index.roots
+        if root_text:
+            wanted = parse_cid(root_text)
+            if wanted not in roots:
+                raise UsageError(f"{root_text} is not a root of {car}")
+            roots = [wanted]
+        reader = UnixFSReader(index.read, verify=True)
+        first = True
+        if as_json:
+            click.echo("[", nl=False)
+        for root in roots:
+            root_str = cid_to_str(root)
+            for path, cid, kind, size in reader.walk(root):
+                if as_json:
+                    entry = {"root": root_str, "path": path, "cid": cid_to_str(cid), "kind": kind, "size": size}
+                    click.echo(("" if first else ",\n") + json.dumps(entry), nl=False)
+                else:
+                    shown = path or "."
+                    if len(roots) > 1:
+                        shown = f"{root_str}/{path}" if path else root_str
+                    click.echo(f"{shown}\t{cid_to_str(cid)}\t{size}")
+                first = False
+        if as_json:
+            click.echo("]")

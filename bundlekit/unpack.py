@@ -1,0 +1,264 @@
+"""Safe extraction of a UnixFS DAG to a directory (or, for a file root, a file).
+
+Rules (specs/car.md, "Unpacking"):
+
+1. Every block read is verified against its CID; file sizes are checked
+   (``UnixFSReader``). Link names are checked before anything is created:
+   empty, ``.``, ``..``, ``/``, ``\\``, NUL, non-UTF-8 or duplicated names raise
+   ``UnsafePathError`` naming the name and its directory.
+2. Nothing is written outside ``dest``: the tree is built inside a fresh
+   temporary directory beside ``dest`` (``mkdtemp``, so nobody else has placed
+   symlinks in it), files are created with ``O_EXCL | O_NOFOLLOW``, and
+   UnixFS symlinks are refused rather than recreated.
+3. Nothing half-written: each file is fsynced; the finished tree is renamed
+   onto ``dest`` in one step. On any error the temporary tree is removed and
+   ``dest`` is untouched.
+4. ``dest`` may be absent or an empty directory. Anything else is refused
+   (``UsageError``) unless ``force``, which replaces it: the old ``dest`` is
+   renamed aside, the new tree renamed in, then the old one deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .car import MAX_BLOCK_SIZE, CarIndex
+from .cid import cid_to_str
+from .errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
+from .unixfs_read import MAX_ENTRIES, UnixFSReader
+from .verify import MAX_DEPTH
+
+__all__ = ["UnpackResult", "unpack", "unpack_car"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True)
+class UnpackResult:
+    """What was extracted: the root, where it went, and counts (the root directory included)."""
+
+    root: bytes
+    path: Path
+    files: int
+    directories: int
+    bytes: int
+
+
+def unpack(
+    get_block: Callable[[bytes], bytes],
+    root: bytes,
+    dest: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    verify: bool = True,
+    max_bytes: int | None = None,
+    max_entries: int = MAX_ENTRIES,
+    max_depth: int = MAX_DEPTH,
+    fsync: bool = True,
+) -> UnpackResult:
+    """Extract the UnixFS DAG at ``root`` to ``dest`` atomically (see the module rules).
+
+    A directory root becomes the directory ``dest``; a file root becomes the
+    file ``dest``. ``max_bytes`` caps the total content written (a DAG can
+    reuse one subtree many times to claim a huge size): ``DAGLimitExceeded``.
+
+    Raises ``UsageError`` when ``dest`` is occupied and ``force`` is off,
+    ``UnsafePathError`` for hostile names or symlinks, the verification and
+    codec errors of ``UnixFSReader``, and ``BundlekitError`` when the file
+    system refuses a write.
+    """
+    reader = UnixFSReader(get_block, verify=verify, max_depth=max_depth, max_entries=max_entries)
+    dest = Path(dest)
+    _check_dest(dest, force)
+    parent = dest.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BundlekitError(f"cannot create {parent}: {exc.strerror}") from exc
+    written = _Budget(max_bytes, root)
+    if reader.stat(root).kind in ("file", "raw"):
+        fd, tmp_name = _mkstemp(parent, dest.name)
+        try:
+            os.chmod(tmp_name, 0o644)  # mkstemp's 0600 is for secrets; this is ordinary output
+            _write_file(reader, root, fd, Path(tmp_name), written, fsync)
+            _move_into_place(Path(tmp_name), dest)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return UnpackResult(root, dest, 1, 0, written.used)
+
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{dest.name}.unpack-"))
+    except OSError as exc:
+        raise BundlekitError(f"cannot create a temporary directory in {parent}: {exc.strerror}") from exc
+    files = directories = 0
+    try:
+        os.chmod(tmp, 0o755)
+        for path, cid, kind, _size in reader.walk(root):
+            target = tmp / path if path else tmp
+            if kind == "directory":
+                directories += 1
+                if path:
+                    _mkdir(target, path)
+            elif kind == "file":
+                files += 1
+                _write_file(reader, cid, _create(target, path), target, written, fsync)
+            else:
+                raise UnsafePathError(
+                    f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
+                    "outside the output directory)"
+                )
+        if fsync:
+            _fsync_dir(tmp)
+        _move_into_place(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return UnpackResult(root, dest, files, directories, written.used)
+
+
+def unpack_car(
+    car: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    root: bytes | None = None,
+    force: bool = False,
+    max_bytes: int | None = None,
+    max_block_size: int = MAX_BLOCK_SIZE,
+    fsync: bool = True,
+) -> UnpackResult:
+    """Extract a CAR file's DAG to ``dest``; ``root`` defaults to the CAR's only root.
+
+    The CAR is indexed in one pass (offsets only); every block the DAG uses is
+    then read from disk and verified as it is extracted. Raises ``UsageError``
+    when the CAR has several roots and none was chosen, or ``root`` is not
+    among them; ``CARError`` for a malformed CAR; ``MissingBlock`` when the
+    DAG is incomplete; and everything ``unpack`` raises.
+    """
+    with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
+        if root is None:
+            if len(index.roots) != 1:
+                raise UsageError(
+                    f"CAR {car} has {len(index.roots)} roots; choose one with --root "
+                    f"({', '.join(cid_to_str(r) for r in index.roots) or 'none listed'})"
+                )
+            root = index.roots[0]
+        elif root not in index.roots:
+            raise UsageError(f"{cid_to_str(root)} is not a root of CAR {car}; `bundlekit ls` shows the roots")
+        return unpack(index.read, root, dest, force=force, verify=True, max_bytes=max_bytes, fsync=fsync)
+
+
+class _Budget:
+    def __init__(self, limit: int | None, root: bytes) -> None:
+        self.limit = limit
+        self.root = root
+        self.used = 0
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.limit is not None and self.used > self.limit:
+            raise DAGLimitExceeded(
+                f"{cid_to_str(self.root)} holds more than {self.limit} bytes of content; "
+                "refusing to extract it (raise the limit if you expect that much)"
+            )
+
+
+def _is_empty_dir(path: Path) -> bool:
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as it:
+            return not any(it)
+    except OSError as exc:
+        raise BundlekitError(f"cannot read output directory {path}: {exc.strerror}") from exc
+
+
+def _check_dest(dest: Path, force: bool) -> None:
+    if not os.path.lexists(dest) or _is_empty_dir(dest):
+        return
+    if dest.is_dir() and not dest.is_symlink():
+        what = "is a directory that is not empty"
+    else:
+        what = "already exists"
+    if not force:
+        raise UsageError(f"output {dest} {what}; choose another path or pass --force to replace it")
+
+
+def _mkstemp(parent: Path, name: str) -> tuple[int, str]:
+    try:
+        return tempfile.mkstemp(dir=parent, prefix=f".{name}.", suffix=".unpack-tmp")
+    except OSError as exc:
+        raise BundlekitError(f"cannot create a temporary file in {parent}: {exc.strerror}") from exc
+
+
+def _mkdir(target: Path, path: str) -> None:
+    try:
+        os.mkdir(target, 0o755)
+    except FileExistsError as exc:
+        # Names are unique per directory, so this is a case-insensitive file system folding two names.
+        raise UnsafePathError(f"{path!r} collides with another entry on this file system (case folding?)") from exc
+    except OSError as exc:
+        raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
+
+
+def _create(target: Path, path: str) -> int:
+    try:
+        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
+    except FileExistsError as exc:
+        raise UnsafePathError(f"{path!r} collides with another entry on this file system (case folding?)") from exc
+    except OSError as exc:
+        raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
+
+
+def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: Path, budget: _Budget, fsync: bool) -> None:
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in reader.iter_file(cid):
+                budget.spend(len(chunk))
+                out.write(chunk)
+            out.flush()
+            if fsync:
+                os.fsync(out.fileno())
+    except OSError as exc:
+        raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # not every platform can open a directory
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _move_into_place(tmp: Path, dest: Path) -> None:
+    """Rename ``tmp`` onto ``dest``; an occupied ``dest`` (checked earlier) is moved aside first."""
+    try:
+        if not os.path.lexists(dest):
+            os.replace(tmp, dest)
+        elif tmp.is_dir() and _is_empty_dir(dest):
+            os.rename(tmp, dest)  # POSIX rename replaces an empty directory in one step
+        else:
+            aside = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old-"))
+            old = aside / "old"
+            os.rename(dest, old)
+            try:
+                os.rename(tmp, dest)
+            except OSError:
+                os.rename(old, dest)  # put the original back
+                raise
+            shutil.rmtree(aside, ignore_errors=True)
+    except OSError as exc:
+        raise BundlekitError(f"cannot move the extracted tree into {dest}: {exc.strerror}") from exc
+    _fsync_dir(dest.parent)
