@@ -1,0 +1,174 @@
+"""Magic Context SQLite project memory and its injected <project-memory> form."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bundlekit.convert._common import Entry, ForeignTree
+from bundlekit.convert.magic_context import (
+    project_identity,
+    read_magic_context,
+    render_project_memory,
+    write_magic_context,
+)
+from bundlekit.errors import ConvertError
+
+from .conftest import NOW_MS, OTHER_PROJECT, PROJECT, through_bundlekit
+
+
+def clock() -> datetime:
+    return datetime.fromtimestamp(NOW_MS / 1000, UTC)
+
+
+def read(db: Path) -> ForeignTree:
+    return read_magic_context(db, project=PROJECT, clock=clock)
+
+
+def rows(db: Path) -> list[dict[str, object]]:
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM memories ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_imports_active_and_permanent_unexpired_memories_of_the_project(mc_db: Path) -> None:
+    assert [e.meta["x-magic-context-id"] for e in read(mc_db).entries] == [1, 6, 2]
+
+
+def test_category_is_kept_and_mapped_to_a_type(mc_db: Path) -> None:
+    e = {e.key: e for e in read(mc_db).entries}["architecture-1"]
+    assert (e.meta["x-magic-context-category"], e.meta["type"]) == ("ARCHITECTURE", "project")
+    assert e.body == "Event sourcing for orders because audit trail is a hard requirement."
+
+
+def test_permanent_maps_to_important(mc_db: Path) -> None:
+    e = {e.key: e for e in read(mc_db).entries}["project_rules-2"]
+    assert e.meta["important"] is True
+
+
+def test_millisecond_times_become_utc(mc_db: Path) -> None:
+    e = {e.key: e for e in read(mc_db).entries}["architecture-1"]
+    assert e.meta["created"] == "2026-05-27T20:26:40Z"
+
+
+def test_import_opens_the_database_read_only(mc_db: Path) -> None:
+    mc_db.chmod(0o444)
+    before = mc_db.read_bytes()
+    read(mc_db)
+    assert mc_db.read_bytes() == before
+
+
+def test_missing_table_is_refused(tmp_path: Path) -> None:
+    sqlite3.connect(tmp_path / "empty.db").close()
+    with pytest.raises(ConvertError, match="not a Magic Context database"):
+        read_magic_context(tmp_path / "empty.db", project=PROJECT)
+
+
+def test_round_trip_through_bundlekit_restores_rows(mc_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.db"
+    write_magic_context(through_bundlekit(read(mc_db)), out)
+    live = {1, 2, 6}
+    assert rows(out) == [r for r in rows(mc_db) if r["id"] in live]
+
+
+def test_export_refuses_an_existing_database(mc_db: Path) -> None:
+    with pytest.raises(ConvertError, match="already exists"):
+        write_magic_context(read(mc_db), mc_db)
+
+
+def test_native_memories_get_a_category_from_their_type(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("naming", {"name": "n", "description": "d", "type": "reference", "important": True,
+                                         "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"},
+                              "Config lives in settings.toml")])
+    write_magic_context(tree, tmp_path / "o.db", project=OTHER_PROJECT)
+    (row,) = rows(tmp_path / "o.db")
+    assert (row["category"], row["status"], row["project_path"]) == ("CONFIG_VALUES", "permanent", OTHER_PROJECT)
+    assert row["created_at"] == 1_767_225_600_000
+
+
+def test_export_without_a_project_is_refused(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("x", {"name": "n", "description": "d", "type": "user",
+                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    with pytest.raises(ConvertError, match="project"):
+        write_magic_context(tree, tmp_path / "o.db")
+
+
+def test_project_identity_is_the_root_commit(tmp_path: Path) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True,
+                              text=True).stdout.strip()
+    git("init", "-q")
+    git("commit", "-q", "--allow-empty", "-m", "root")
+    root = git("rev-parse", "HEAD")
+    git("commit", "-q", "--allow-empty", "-m", "second")
+    assert project_identity(tmp_path) == f"git:{root}"
+
+
+def test_project_identity_outside_a_repository_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="git:<root commit sha>"):
+        project_identity(tmp_path)
+
+
+class Rec:
+    def __init__(self, key: str, meta: dict[str, object], body: str) -> None:
+        self.key, self.meta, self.body = key, meta, body
+
+
+class Lister:
+    def __init__(self, records: list[Rec]) -> None:
+        self.records = records
+
+    def list(self) -> list[Rec]:
+        return self.records
+
+
+def rec(key: str, category: str | None, updated: str, body: str, **meta: object) -> Rec:
+    m: dict[str, object] = {"name": key, "description": key, "type": "project", "updated": updated, **meta}
+    if category:
+        m["x-magic-context-category"] = category
+    return Rec(key, m, body)
+
+
+def test_renders_categories_in_priority_order_then_recency() -> None:
+    mem = Lister([
+        rec("a", "NAMING", "2026-01-01T00:00:00Z", "kebab-case", **{"x-magic-context-id": 7}),
+        rec("b", "ARCHITECTURE", "2026-01-01T00:00:00Z", "old fact", **{"x-magic-context-id": 3}),
+        rec("c", "ARCHITECTURE", "2026-02-01T00:00:00Z", "new fact\nsecond line", **{"x-magic-context-id": 4}),
+        rec("d", "PROJECT_RULES", "2026-01-01T00:00:00Z", "one approval", **{"x-magic-context-id": 1}),
+    ])
+    assert render_project_memory(mem) == (
+        "<project-memory>\n"
+        "<PROJECT_RULES>\n#1: one approval\n</PROJECT_RULES>\n"
+        "<ARCHITECTURE>\n#4: new fact second line\n#3: old fact\n</ARCHITECTURE>\n"
+        "<NAMING>\n#7: kebab-case\n</NAMING>\n"
+        "</project-memory>"
+    )
+
+
+def test_memory_without_an_id_or_category_uses_key_and_type() -> None:
+    out = render_project_memory(Lister([Rec("style", {"type": "feedback", "updated": "2026-01-01T00:00:00Z"},
+                                            "Tabs")]))
+    assert out == "<project-memory>\n<PROJECT_RULES>\n#style: Tabs\n</PROJECT_RULES>\n</project-memory>"
+
+
+def test_budget_trims_least_important_memories_first() -> None:
+    mem = Lister([
+        rec("big", "PROJECT_RULES", "2026-03-01T00:00:00Z", "x" * 60),
+        rec("pinned", "NAMING", "2026-01-01T00:00:00Z", "kept", important=True),
+    ])
+    out = render_project_memory(mem, max_tokens=20)
+    assert "#pinned: kept" in out and "#big" not in out
+    assert len(out) <= 80
+
+
+def test_empty_memory_renders_nothing() -> None:
+    assert render_project_memory(Lister([])) == ""

@@ -1,0 +1,108 @@
+"""MagicFrog five-dimension trees: nested paths, legacy directories, the device rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.convert._common import Entry, ForeignTree
+from bundlekit.convert.magicfrog import read_magicfrog, write_magicfrog
+from bundlekit.errors import ConvertError, DeviceMemoryError
+
+from .conftest import mf_note, through_bundlekit, tree_files, write
+
+
+def by_key(tree: ForeignTree) -> dict[str, Entry]:
+    return {e.key: e for e in tree.entries}
+
+
+def test_every_dimension_is_read_with_dimension_prefixed_keys(magicfrog_tree: Path) -> None:
+    assert sorted(by_key(read_magicfrog(magicfrog_tree))) == [
+        "account.notes.style", "agent.reviewer.notes.style", "task.t-42.notes.progress",
+        "user.notes.style", "user.prefs"]
+
+
+def test_nested_path_is_recorded_for_the_way_back(magicfrog_tree: Path) -> None:
+    e = by_key(read_magicfrog(magicfrog_tree))["agent.reviewer.notes.style"]
+    assert (e.meta["x-magicfrog-dimension"], e.meta["x-magicfrog-path"]) == ("agent", "reviewer/notes/style.md")
+    assert (e.meta["revision"], e.meta["updated"]) == (3, "2026-10-20T09:12:00Z")
+    assert e.meta["x-magicfrog-updated"] == "2026-10-20T09:12:00.000Z"
+    assert e.body == "Prefer functional array methods over for loops."
+
+
+def test_one_dimension_gives_path_only_keys(magicfrog_tree: Path) -> None:
+    assert sorted(by_key(read_magicfrog(magicfrog_tree, dimension="user"))) == ["notes.style", "prefs"]
+
+
+def test_legacy_directories_read_as_device_and_task(tmp_path: Path) -> None:
+    write(tmp_path / "project" / "plan.md", mf_note(1, "2026-01-01T00:00:00.000Z", "plan"))
+    write(tmp_path / "machine" / "gpu.md", mf_note(1, "2026-01-01T00:00:00.000Z", "gpu", machine="box"))
+    tree = by_key(read_magicfrog(tmp_path, include_device=True, local_only=True))
+    assert tree["task.plan"].meta["x-magicfrog-legacy"] == "project"
+    assert tree["device.gpu"].meta["x-magicfrog-dimension"] == "device"
+    assert tree["device.gpu"].meta["x-magicfrog-machine"] == "box"
+
+
+def test_project_magicfrog_directory_reads_as_task(tmp_path: Path) -> None:
+    proj = tmp_path / "repo"
+    write(proj / ".magicfrog" / "memory" / "notes" / "progress.md", mf_note(2, "2026-01-01T00:00:00.000Z", "p"))
+    e = read_magicfrog(proj).entries[0]
+    assert (e.key, e.meta["x-magicfrog-root"]) == ("task.notes.progress", "project")
+
+
+def test_device_entries_are_refused_by_default(magicfrog_with_device: Path) -> None:
+    with pytest.raises(DeviceMemoryError, match="never leaves this machine"):
+        read_magicfrog(magicfrog_with_device)
+
+
+def test_device_entries_need_local_only_too(magicfrog_with_device: Path) -> None:
+    with pytest.raises(DeviceMemoryError, match="--local-only"):
+        read_magicfrog(magicfrog_with_device, include_device=True)
+
+
+def test_device_entries_pass_for_a_local_only_copy(magicfrog_with_device: Path) -> None:
+    e = by_key(read_magicfrog(magicfrog_with_device, include_device=True, local_only=True))["device.paths"]
+    assert e.meta["x-magicfrog-local-only"] is True
+    assert e.meta["x-magicfrog-machine"] == "alex-laptop"
+
+
+def test_device_entries_can_be_left_out_with_a_warning(magicfrog_with_device: Path) -> None:
+    tree = read_magicfrog(magicfrog_with_device, exclude_device=True)
+    assert "device.paths" not in by_key(tree)
+    assert any("device" in w for w in tree.warnings)
+
+
+def test_round_trip_through_bundlekit_gives_identical_files(magicfrog_with_device: Path, tmp_path: Path) -> None:
+    tree = read_magicfrog(magicfrog_with_device, include_device=True, local_only=True)
+    write_magicfrog(through_bundlekit(tree), tmp_path / "out", include_device=True, local_only=True)
+    assert tree_files(tmp_path / "out") == tree_files(magicfrog_with_device)
+
+
+def test_writing_device_entries_is_refused_without_local_only(magicfrog_with_device: Path, tmp_path: Path) -> None:
+    tree = read_magicfrog(magicfrog_with_device, include_device=True, local_only=True)
+    with pytest.raises(DeviceMemoryError):
+        write_magicfrog(tree, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_native_entries_land_in_the_chosen_dimension(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("style", {"name": "s", "description": "d", "type": "user", "revision": 2,
+                                        "created": "2026-01-01T00:00:00Z", "updated": "2026-01-02T03:04:05Z"},
+                              "Use tabs.")])
+    write_magicfrog(tree, tmp_path, dimension="account")
+    assert (tmp_path / "memory" / "account" / "style.md").read_text() == (
+        "---\nrevision: 2\nupdated: 2026-01-02T03:04:05.000Z\n---\nUse tabs.\n")
+
+
+def test_unsafe_recorded_path_is_refused(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("x", {"name": "x", "description": "d", "type": "user",
+                                    "x-magicfrog-dimension": "user", "x-magicfrog-path": "../escape.md",
+                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    with pytest.raises(ConvertError, match="unsafe"):
+        write_magicfrog(tree, tmp_path / "out")
+
+
+def test_no_dimensions_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="no MagicFrog dimensions"):
+        read_magicfrog(tmp_path)

@@ -1,0 +1,88 @@
+"""three.ws export blobs and localStorage dumps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bundlekit.convert._common import Entry, ForeignTree
+from bundlekit.convert.threews import blob_to_tree, read_blob, read_threews, tree_to_blob, write_threews
+from bundlekit.errors import ConvertError
+
+from .conftest import THREEWS_REEL, THREEWS_TONE, through_bundlekit
+
+
+def by_key(tree: ForeignTree) -> dict[str, Entry]:
+    return {e.key: e for e in tree.entries}
+
+
+def test_reads_export_blob_files_and_fields(threews_file: Path) -> None:
+    tree = by_key(read_threews(threews_file))
+    tone = tree["feedback_tone"]
+    assert (tone.meta["name"], tone.meta["type"]) == ("Tone", "feedback")
+    assert tone.meta["created"] == "2026-03-22T00:00:00Z"
+    assert tone.meta["x-threews-created"] == "2026-03-22"
+    assert tree["reference_reel"].meta["decay"] == "90d"
+
+
+def test_reads_timeline_events(threews_file: Path) -> None:
+    assert [ev["type"] for ev in read_threews(threews_file).timeline] == ["user_said", "waved"]
+
+
+def test_reads_local_storage_dump(threews_storage: Path) -> None:
+    assert sorted(by_key(read_threews(threews_storage))) == ["feedback_tone", "reference_reel"]
+
+
+def test_dump_with_several_agents_needs_an_agent_id(threews_blob: dict[str, Any]) -> None:
+    dump = {"agent:a:memory": json.dumps(threews_blob), "agent:b:memory": json.dumps(threews_blob)}
+    with pytest.raises(ConvertError, match="several agents"):
+        read_blob(dump)
+    assert read_blob(dump, agent_id="b")["namespace"] == "agent-7"
+
+
+def test_unknown_blob_version_is_refused(threews_blob: dict[str, Any]) -> None:
+    with pytest.raises(ConvertError, match="version"):
+        read_blob({**threews_blob, "version": "memory/9"})
+
+
+def test_not_json_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("nope")
+    with pytest.raises(ConvertError, match="not a JSON"):
+        read_threews(tmp_path / "x.json")
+
+
+def test_round_trip_through_bundlekit_gives_identical_files(threews_blob: dict[str, Any]) -> None:
+    tree = through_bundlekit(blob_to_tree(threews_blob))
+    blob = tree_to_blob(tree, namespace="agent-7")
+    assert blob["files"] == {"feedback_tone.md": THREEWS_TONE, "reference_reel.md": THREEWS_REEL}
+    assert blob["timeline"] == sorted(threews_blob["timeline"], key=lambda e: e["ts"])
+    assert (blob["version"], blob["mode"], blob["namespace"]) == ("memory/0.1", "local", "agent-7")
+
+
+def test_index_lists_memories_by_type() -> None:
+    tree = ForeignTree([Entry("u", {"name": "U", "description": "du", "type": "user"}, ""),
+                        Entry("r", {"name": "R", "description": "dr", "type": "reference"}, "")])
+    assert tree_to_blob(tree, namespace=None)["index"] == (
+        "# Agent Memory\n\n## User\n- U (`u.md`) — du\n\n## Reference\n- R (`r.md`) — dr\n")
+
+
+def test_storage_form_writes_the_blob_as_a_json_string(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    write_threews(blob_to_tree(threews_blob), tmp_path / "ls.json", namespace="agent-7", storage=True)
+    dump = json.loads((tmp_path / "ls.json").read_text())
+    assert list(dump) == ["agent:agent-7:memory"]
+    assert json.loads(dump["agent:agent-7:memory"])["files"]["feedback_tone.md"] == THREEWS_TONE
+
+
+def test_storage_form_needs_the_agent_id(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="agent id"):
+        write_threews(blob_to_tree(threews_blob), tmp_path / "ls.json", storage=True)
+
+
+def test_file_without_dates_needs_now(threews_blob: dict[str, Any]) -> None:
+    blob = {**threews_blob, "files": {"x.md": "---\nname: X\ndescription: d\ntype: user\n---\nbody\n"}}
+    with pytest.raises(ConvertError, match="no created"):
+        blob_to_tree(blob)
+    assert blob_to_tree(blob, now="2026-01-01T00:00:00Z").entries[0].meta["updated"] == "2026-01-01T00:00:00Z"
