@@ -1,0 +1,189 @@
+"""Filebase against a real local S3 endpoint (moto in server mode).
+
+moto does not compute IPFS CIDs, so a botocore event hook plays Filebase's
+part: after PutObject / HeadObject it fetches the stored object and sets
+``x-amz-meta-cid`` to the root of the CAR when the object's metadata says
+``import=car`` (else to the raw CID of its bytes, as Filebase would for a
+plain file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from bundlekit.car import read_car
+from bundlekit.cid import RAW, cid_from_digest, cid_to_str
+from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
+from bundlekit.pinning import MISSING, PINNED
+from pinners.filebase import FilebasePinner
+
+from .conftest import Car, build_car
+
+BUCKET = "memories"
+ACCESS = "AKIAFILEBASETEST01"
+SECRET_KEY = "filebase-secret-key-value-123456"
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def plain_client(endpoint: str) -> Any:
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        aws_access_key_id=ACCESS, aws_secret_access_key=SECRET_KEY,
+    )
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str) -> Iterator[str]:
+    client = plain_client(s3_endpoint)
+    client.create_bucket(Bucket=BUCKET)
+    yield BUCKET
+    for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
+        client.delete_object(Bucket=BUCKET, Key=obj["Key"])
+    client.delete_bucket(Bucket=BUCKET)
+
+
+def filebase_cid(endpoint: str, key: str, *, honour_import: bool = True) -> str | None:
+    """What Filebase would report for the stored object."""
+    client = plain_client(endpoint)
+    try:
+        obj = client.get_object(Bucket=BUCKET, Key=key)
+    except client.exceptions.NoSuchKey:
+        return None
+    data = obj["Body"].read()
+    if honour_import and obj.get("Metadata", {}).get("import") == "car":
+        roots, _ = read_car(io.BytesIO(data), verify=False)
+        return cid_to_str(roots[0])
+    return cid_to_str(cid_from_digest(1, RAW, hashlib.sha256(data).digest()))
+
+
+def make_pinner(endpoint: str, *, honour_import: bool = True, **kw: Any) -> tuple[FilebasePinner, list[str]]:
+    pinner = FilebasePinner.from_env({
+        "FILEBASE_ACCESS_KEY_ID": ACCESS, "FILEBASE_SECRET_ACCESS_KEY": SECRET_KEY,
+        "FILEBASE_BUCKET": BUCKET, "BUNDLEKIT_FILEBASE_ENDPOINT": endpoint,
+    })
+    for k, v in kw.items():
+        setattr(pinner, k, v)
+    calls: list[str] = []
+
+    def add_cid(event_name: str, parsed: dict[str, Any], **_: Any) -> None:
+        op = event_name.rsplit(".", 1)[-1]
+        calls.append(op)
+        if "Error" in parsed:
+            return
+        key = getattr(add_cid, "key")
+        cid = filebase_cid(endpoint, key, honour_import=honour_import)
+        if cid is None:
+            return
+        parsed.setdefault("ResponseMetadata", {}).setdefault("HTTPHeaders", {})["x-amz-meta-cid"] = cid
+        if op == "HeadObject":
+            parsed.setdefault("Metadata", {})["cid"] = cid
+
+    events = pinner.client.meta.events
+    for op in ("PutObject", "CompleteMultipartUpload", "HeadObject"):
+        events.register(f"after-call.s3.{op}", add_cid)
+    pinner._hook = add_cid  # type: ignore[attr-defined]
+    return pinner, calls
+
+
+def pin(pinner: FilebasePinner, car: Car, **kw: Any) -> Any:
+    pinner._hook.key = pinner.key_for(car.root)  # type: ignore[attr-defined]
+    with car.open() as fh:
+        return pinner.pin(fh, car.root, size=car.size, **kw)
+
+
+def test_upload_stores_the_car_with_import_car_metadata_and_reads_the_cid(s3_endpoint: str, bucket: str, car: Car) -> None:
+    pinner, calls = make_pinner(s3_endpoint)
+    result = pin(pinner, car, name="release")
+    assert (result.cid, result.status) == (car.root_text, PINNED)
+    obj = plain_client(s3_endpoint).get_object(Bucket=bucket, Key=f"{car.root_text}.car")
+    assert obj["Metadata"]["import"] == "car"
+    assert obj["Body"].read() == car.path.read_bytes()
+    assert "PutObject" in calls
+
+
+def test_large_cars_go_through_multipart_upload(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
+    big = build_car(tmp_path / "big.car", [bytes([i]) * (1024 * 1024) for i in range(6)])
+    pinner, calls = make_pinner(s3_endpoint, multipart_threshold=5 * 1024 * 1024,
+                                multipart_chunk=5 * 1024 * 1024)
+    result = pin(pinner, big)
+    assert result.cid == big.root_text
+    assert "CompleteMultipartUpload" in calls and "PutObject" not in calls
+
+
+def test_pinning_twice_reuses_the_object(s3_endpoint: str, bucket: str, car: Car) -> None:
+    pinner, calls = make_pinner(s3_endpoint)
+    pin(pinner, car)
+    calls.clear()
+    assert pin(pinner, car).status == PINNED
+    assert "PutObject" not in calls
+    assert len(plain_client(s3_endpoint).list_objects_v2(Bucket=bucket)["Contents"]) == 1
+
+
+def test_a_cid_other_than_the_root_is_a_mismatch(s3_endpoint: str, bucket: str, car: Car) -> None:
+    pinner, _ = make_pinner(s3_endpoint, honour_import=False)
+    with pytest.raises(CIDMismatch, match=car.root_text):
+        pin(pinner, car)
+
+
+def test_no_cid_reported_is_rejected(s3_endpoint: str, bucket: str, car: Car) -> None:
+    pinner, _ = make_pinner(s3_endpoint)
+    pinner.client.meta.events.unregister("after-call.s3.PutObject", pinner._hook)  # type: ignore[attr-defined]
+    pinner.client.meta.events.unregister("after-call.s3.HeadObject", pinner._hook)  # type: ignore[attr-defined]
+    with pytest.raises(PinRejected, match="no CID"):
+        pin(pinner, car)
+
+
+def test_a_missing_bucket_is_rejected_with_the_bucket_named(s3_endpoint: str, car: Car) -> None:
+    pinner, _ = make_pinner(s3_endpoint)
+    pinner.bucket = "no-such-bucket"
+    with pytest.raises(PinRejected, match="no-such-bucket") as info:
+        pin(pinner, car)
+    assert SECRET_KEY not in str(info.value)
+
+
+def test_status_and_unpin(s3_endpoint: str, bucket: str, car: Car) -> None:
+    pinner, _ = make_pinner(s3_endpoint)
+    pin(pinner, car)
+    assert pinner.status(car.root).status == PINNED
+    pinner.unpin(car.root)
+    assert pinner.status(car.root).status == MISSING
+
+
+def test_check_heads_the_bucket(s3_endpoint: str, bucket: str) -> None:
+    pinner, _ = make_pinner(s3_endpoint)
+    pinner.check()
+
+
+def test_access_denied_is_an_auth_error(car: Car) -> None:
+    from botocore.exceptions import ClientError
+
+    class Denied:
+        def head_object(self, **_: Any) -> None:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": f"denied {ACCESS}"},
+                               "ResponseMetadata": {"HTTPStatusCode": 403}}, "HeadObject")
+
+    pinner = FilebasePinner(ACCESS, SECRET_KEY, BUCKET, client=Denied())
+    with car.open() as fh, pytest.raises(PinAuthError) as info:
+        pinner.pin(fh, car.root)
+    assert ACCESS not in str(info.value) and SECRET_KEY not in str(info.value)
+
+
+def test_missing_settings_name_the_variables() -> None:
+    with pytest.raises(PinnerNotConfigured, match="FILEBASE_BUCKET"):
+        FilebasePinner.from_env({"FILEBASE_ACCESS_KEY_ID": ACCESS, "FILEBASE_SECRET_ACCESS_KEY": SECRET_KEY})
