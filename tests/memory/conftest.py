@@ -1,0 +1,53 @@
+"""Shared fixtures for the memory tests: a settable clock and fresh trees."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bundlekit.memory import Memory
+
+START = datetime(2026, 4, 14, 12, 3, 12, 345000, tzinfo=timezone.utc)
+
+
+class Clock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return tmp_path / "memory"
+
+
+@pytest.fixture
+def mem(tree: Path, clock: Clock) -> Memory:
+    return Memory(tree, namespace="test-agent", clock=clock)
+
+
+def fields(**overrides: Any) -> dict[str, Any]:
+    """Valid write() arguments, with overrides."""
+    base: dict[str, Any] = {
+        "name": "Tone",
+        "description": "user wants direct critique",
+        "type": "feedback",
+        "body": "Lead with the issue, then the fix.",
+    }
+    base.update(overrides)
+    return base

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from bundlekit.memory import Memory
+from bundlekit.memory.index import MAX_INDEX_LINES
+
+from .conftest import fields
+
+SEED_MEMORIES = [
+    ("user_role", "Role", "Argentina fan, plays weekly 5-a-side on Saturdays", "user"),
+    ("user_preferences", "Preferences", "terse feedback, no emojis", "user"),
+    ("feedback_tone", "Tone", "stay warm but don't coddle; user asked for direct critique", "feedback"),
+    ("feedback_pacing", "Drill pacing", "3 drills per session max", "feedback"),
+    ("project_season", "Season goal", "user is training for a tournament in June 2026", "project"),
+    ("reference_reel", "Highlight reel", "shared Drive folder where user stores match clips", "reference"),
+]
+
+
+def test_index_has_sections_in_type_order_and_lines_sorted_by_key(mem: Memory, tree: Path) -> None:
+    for key, name, description, kind in SEED_MEMORIES:
+        mem.write(key, **fields(name=name, description=description, type=kind))
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == (
+        "# Agent Memory\n"
+        "\n"
+        "## User\n"
+        "- Preferences (`user_preferences.md`) — terse feedback, no emojis\n"
+        "- Role (`user_role.md`) — Argentina fan, plays weekly 5-a-side on Saturdays\n"
+        "\n"
+        "## Feedback\n"
+        "- Drill pacing (`feedback_pacing.md`) — 3 drills per session max\n"
+        "- Tone (`feedback_tone.md`) — stay warm but don't coddle; user asked for direct critique\n"
+        "\n"
+        "## Project\n"
+        "- Season goal (`project_season.md`) — user is training for a tournament in June 2026\n"
+        "\n"
+        "## Reference\n"
+        "- Highlight reel (`reference_reel.md`) — shared Drive folder where user stores match clips\n"
+    )
+
+
+def test_empty_sections_are_left_out(mem: Memory) -> None:
+    mem.write("p", **fields(name="P", description="d", type="project"))
+    assert mem.index_text() == "# Agent Memory\n\n## Project\n- P (`p.md`) — d\n"
+
+
+def test_empty_tree_index_is_the_title_alone(mem: Memory) -> None:
+    assert mem.index_text() == "# Agent Memory\n"
+
+
+def test_index_stops_at_200_lines_with_a_count_of_the_rest(mem: Memory) -> None:
+    for i in range(250):
+        mem.write(f"u{i:03d}", **fields(name=f"U{i}", description="d", type="user"))
+    lines = mem.index_text().splitlines()
+    assert len(lines) == MAX_INDEX_LINES
+    # title, blank, heading, then 196 entries, then the note: 250 - 196 left out.
+    assert lines[-2] == "- U195 (`u195.md`) — d"
+    assert lines[-1] == "_54 more memories not listed: the index stops at 200 lines._"
+
+
+def test_cut_index_never_ends_on_an_empty_heading(mem: Memory) -> None:
+    # 195 user entries put the Feedback heading at line 199.
+    for i in range(195):
+        mem.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
+    mem.write("f1", **fields(name="F", description="d", type="feedback"))
+    mem.write("f2", **fields(name="F", description="d", type="feedback"))
+    lines = mem.index_text().splitlines()
+    assert lines[-2] == "- U (`u194.md`) — d"
+    assert lines[-1] == "_2 more memories not listed: the index stops at 200 lines._"
+
+
+def test_index_at_exactly_200_lines_is_not_cut(mem: Memory) -> None:
+    for i in range(197):
+        mem.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
+    lines = mem.index_text().splitlines()
+    assert len(lines) == 200 and lines[-1] == "- U (`u196.md`) — d"
+
+
+def test_hand_edited_index_is_regenerated_not_trusted(mem: Memory, tree: Path) -> None:
+    mem.write("a", **fields())
+    (tree / "MEMORY.md").write_text("# tampered\n", encoding="utf-8")
+    assert mem.index_text().startswith("# Agent Memory\n")
+    files = dict(mem.bundle_files())
+    assert files["MEMORY.md"].startswith(b"# Agent Memory\n")
+
+
+def test_index_file_is_rewritten_on_every_change(mem: Memory, tree: Path) -> None:
+    mem.write("a", **fields(name="A"))
+    mem.write("b", **fields(name="B"))
+    assert "`b.md`" in (tree / "MEMORY.md").read_text(encoding="utf-8")
+    mem.forget("b")
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == mem.index_text()
+    assert "`b.md`" not in mem.index_text()

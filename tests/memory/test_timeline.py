@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.memory import Memory
+
+from .conftest import Clock, fields
+
+
+def test_note_appends_ts_with_milliseconds_and_type(mem: Memory, tree: Path) -> None:
+    entry = mem.note("waved", style="enthusiastic")
+    assert entry == {"ts": "2026-04-14T12:03:12.345Z", "type": "waved", "style": "enthusiastic"}
+    line = (tree / "timeline" / "2026-04-14.jsonl").read_text(encoding="utf-8")
+    assert line == '{"ts":"2026-04-14T12:03:12.345Z","type":"waved","style":"enthusiastic"}\n'
+
+
+def test_data_cannot_override_ts(mem: Memory) -> None:
+    entry = mem.note("waved", ts="1999-01-01T00:00:00Z")
+    assert entry["ts"] == "2026-04-14T12:03:12.345Z"
+
+
+def test_note_with_unserialisable_data_is_refused(mem: Memory, tree: Path) -> None:
+    with pytest.raises(UsageError, match="JSON"):
+        mem.note("odd", value=object())
+    assert not (tree / "timeline").exists()
+
+
+def test_note_needs_a_type(mem: Memory) -> None:
+    with pytest.raises(UsageError):
+        mem.note("")
+
+
+def test_entries_go_to_the_file_of_their_utc_day(mem: Memory, clock: Clock, tree: Path) -> None:
+    mem.note("a")
+    clock.advance(hours=12)
+    mem.note("b")
+    assert sorted(p.name for p in (tree / "timeline").iterdir()) == ["2026-04-14.jsonl", "2026-04-15.jsonl"]
+
+
+def test_timeline_returns_the_most_recent_entries_across_days_oldest_first(mem: Memory, clock: Clock) -> None:
+    for i in range(6):
+        mem.note("tick", n=i)
+        clock.advance(hours=10)
+    assert [e["n"] for e in mem.timeline(limit=4)] == [2, 3, 4, 5]
+    assert [e["n"] for e in mem.timeline()] == [0, 1, 2, 3, 4, 5]
+    assert mem.timeline(limit=0) == []
+
+
+def test_prune_timeline_removes_days_before_the_kept_window(mem: Memory, clock: Clock, tree: Path) -> None:
+    for _ in range(5):
+        mem.note("tick")
+        clock.advance(days=1)
+    # now is 2026-04-19; keeping 3 days keeps 17, 18 (and 19, which has no file).
+    assert mem.prune_timeline(keep_days=3) == 3
+    assert sorted(p.name for p in (tree / "timeline").iterdir()) == ["2026-04-17.jsonl", "2026-04-18.jsonl"]
+
+
+def test_prune_timeline_zero_removes_every_day(mem: Memory) -> None:
+    mem.note("tick")
+    assert mem.prune_timeline(keep_days=0) == 1
+    assert mem.timeline() == []
+
+
+def test_malformed_timeline_line_is_reported_with_its_line(mem: Memory, tree: Path) -> None:
+    mem.note("ok")
+    with open(tree / "timeline" / "2026-04-14.jsonl", "a", encoding="utf-8") as handle:
+        handle.write("{not json\n")
+    with pytest.raises(MemoryStoreError, match="2026-04-14.jsonl line 2"):
+        mem.timeline()
+
+
+def test_forget_deletes_the_file_and_notes_key_and_name_but_not_body(mem: Memory, tree: Path) -> None:
+    mem.write("user_name", **fields(name="User name", body="Alex, formal address", type="user"))
+    mem.forget("user_name")
+    assert not (tree / "user_name.md").exists()
+    assert mem.read("user_name") is None
+    last = mem.timeline(limit=1)[0]
+    assert last == {"ts": "2026-04-14T12:03:12.345Z", "type": "forgot", "key": "user_name", "name": "User name"}
+    assert "Alex" not in json.dumps(mem.timeline())
+
+
+def test_forget_of_missing_memory_raises(mem: Memory) -> None:
+    with pytest.raises(MemoryNotFoundError, match="nope.md"):
+        mem.forget("nope")
