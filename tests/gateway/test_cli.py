@@ -1,0 +1,92 @@
+"""`bundlekit store ...` and `bundlekit serve` from the command line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+from bundlekit.car import read_car
+from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.cli import cli
+from bundlekit.store import BlockStore
+
+
+def run(*args: str) -> "object":
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_store_import_prints_the_root_and_pins_it(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    result = run("store", "--store", str(tmp_path / "s"), "import", str(sample_car), "--name", "agent")
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert result.stdout.strip() == cid_to_str(sample_dag.root)  # type: ignore[attr-defined]
+    assert BlockStore(tmp_path / "s").pins()[sample_dag.root]["name"] == "agent"
+
+
+def test_store_ls_lists_cid_name_date_and_size(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    run("store", "--store", str(tmp_path / "s"), "import", str(sample_car), "--name", "agent")
+    result = run("store", "--store", str(tmp_path / "s"), "ls")
+    cid, name, created, size = result.stdout.strip().split("\t")  # type: ignore[attr-defined]
+    assert (cid, name, size) == (cid_to_str(sample_dag.root), "agent", str(sum(map(len, sample_dag.blocks.values()))))
+    assert created.endswith("Z")
+
+
+def test_store_ls_json_is_machine_readable(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    run("store", "--store", str(tmp_path / "s"), "import", str(sample_car))
+    rows = json.loads(run("store", "--store", str(tmp_path / "s"), "ls", "--json").stdout)  # type: ignore[attr-defined]
+    assert [r["cid"] for r in rows] == [cid_to_str(sample_dag.root)]
+
+
+def test_store_gc_reports_removed_blocks_on_stderr(tmp_path: Path, sample_car: Path) -> None:
+    run("store", "--store", str(tmp_path / "s"), "import", str(sample_car))
+    BlockStore(tmp_path / "s").put(make_cid(1, RAW, b"stray"), b"stray")
+    result = run("store", "--store", str(tmp_path / "s"), "gc")
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+    assert "removed 1 block" in result.stderr  # type: ignore[attr-defined]
+
+
+def test_store_export_writes_a_verifiable_car(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    run("store", "--store", str(tmp_path / "s"), "import", str(sample_car))
+    out = tmp_path / "out.car"
+    result = run("store", "--store", str(tmp_path / "s"), "export", cid_to_str(sample_dag.root), "-o", str(out))
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+    with out.open("rb") as fh:
+        roots, blocks = read_car(fh)
+        assert roots == [sample_dag.root]
+        assert sorted(cid for cid, _ in blocks) == sorted(sample_dag.blocks)
+
+
+def test_store_export_of_an_unknown_root_fails_with_exit_3_and_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.car"
+    result = run("store", "--store", str(tmp_path / "s"), "export", cid_to_str(make_cid(1, RAW, b"x")), "-o", str(out))
+    assert result.exit_code == 3  # type: ignore[attr-defined]
+    assert result.stderr.startswith("error: ")  # type: ignore[attr-defined]
+    assert list(tmp_path.glob("*.car")) == [] and list(tmp_path.glob(".tmp-*")) == []
+
+
+def test_serve_prints_its_url_serves_and_stops_cleanly_on_ctrl_c(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "serve", "--port", "0", str(sample_car)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("serving on http://127.0.0.1:")
+        base = line.split()[-1].removesuffix("/ipfs/")
+        r = httpx.get(f"{base}/ipfs/{cid_to_str(sample_dag.root)}?format=raw", timeout=10)
+        assert r.content == sample_dag.blocks[sample_dag.root]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
