@@ -95,7 +95,7 @@ def _threews() -> Format:
 
     return Format("three.ws", "three.ws export blob or localStorage dump (JSON)",
                   threews.read_threews, threews.write_threews,
-                  frozenset({"agent_id", "now"}), frozenset({"namespace", "mode", "storage"}))
+                  frozenset({"agent_id", "now", "key"}), frozenset({"namespace", "mode", "storage", "key", "rng"}))
 
 
 def _magic_context() -> Format:

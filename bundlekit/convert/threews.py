@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -40,6 +41,9 @@ from ._common import (
     split_frontmatter,
 )
 
+if TYPE_CHECKING:
+    from ..keys import KeySpec
+
 __all__ = [
     "BLOB_VERSION",
     "STORAGE_KEY",
@@ -49,6 +53,8 @@ __all__ = [
     "render_index",
     "read_threews",
     "write_threews",
+    "decrypt_files",
+    "encrypt_files",
 ]
 
 BLOB_VERSION = "memory/0.1"
@@ -57,6 +63,7 @@ STORAGE_KEY = "agent:{agent_id}:memory"
 
 _STORAGE_RE = re.compile(r"^agent:(?P<id>.+):memory$")
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 # Frontmatter keys three.ws and bundlekit share, carried as they are.
 _SHARED = ("name", "description", "type", "created", "updated", "source", "decay", "tags", "important")
 _SECTIONS = (("user", "User"), ("feedback", "Feedback"), ("project", "Project"), ("reference", "Reference"))
@@ -235,10 +242,62 @@ def tree_to_blob(tree: ForeignTree, *, namespace: str | None, mode: str = "local
     }
 
 
+def _looks_encrypted(text: str) -> bool:
+    return not text.lstrip().startswith("---") and _B64_RE.match(text.strip()) is not None
+
+
+def decrypt_files(blob: dict[str, Any], key: KeySpec, agent_id: str | None) -> dict[str, Any]:
+    """Decrypt every file of a blob in three.ws's encrypted per-file form (pure except the KDF).
+
+    The key is three.ws's: HKDF over a wallet signature of
+    ``agent-3d:memory:v1:<agentId>`` (see :mod:`bundlekit.compat_threews`);
+    ``agent_id`` defaults to the blob's namespace. The index stays as it is
+    (three.ws pins it in plaintext). Raises ``DecryptionError`` for a wrong key
+    or a tampered file, ``KeySourceError`` for a key that is not a wallet's.
+    """
+    from ..compat_threews import threews_decrypt, threews_key_from_spec
+
+    agent = agent_id or blob.get("namespace")
+    if not agent:
+        raise ConvertError("decrypting three.ws memory needs the agent id it was keyed to; pass agent_id")
+    tkey = threews_key_from_spec(key, str(agent))
+    files = {}
+    for name, value in (blob.get("files") or {}).items():
+        if not isinstance(value, str):
+            raise ConvertError(f"three.ws file {name!r} is not text")
+        files[name] = threews_decrypt(value, tkey, name=str(name)).decode("utf-8")
+    return {**blob, "files": files}
+
+
+def encrypt_files(
+    blob: dict[str, Any], key: KeySpec, agent_id: str, rng: Callable[[int], bytes] | None = None
+) -> dict[str, Any]:
+    """Encrypt every file of a blob into three.ws's per-file form (the index stays plaintext).
+
+    ``rng`` supplies each 12-byte IV (default ``os.urandom``); inject one for
+    reproducible output.
+    """
+    from ..compat_threews import _threews_encrypt, threews_key_from_spec
+
+    tkey = threews_key_from_spec(key, agent_id)
+    source = rng or os.urandom
+    files = {name: _threews_encrypt(text.encode("utf-8"), tkey, source) for name, text in blob["files"].items()}
+    return {**blob, "files": files}
+
+
 def read_threews(
-    src: str | os.PathLike[str], *, agent_id: str | None = None, now: str | None = None
+    src: str | os.PathLike[str],
+    *,
+    agent_id: str | None = None,
+    now: str | None = None,
+    key: KeySpec | None = None,
 ) -> ForeignTree:
-    """Read a three.ws export blob or localStorage dump from a JSON file."""
+    """Read a three.ws export blob or localStorage dump from a JSON file.
+
+    With ``key`` the files are taken to be in the encrypted per-file form and
+    decrypted first (see :func:`decrypt_files`). Without it, an encrypted file
+    is refused with a message saying which key options to pass.
+    """
     path = Path(src)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -246,7 +305,17 @@ def read_threews(
         raise ConvertError(f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
-    return blob_to_tree(read_blob(data, agent_id=agent_id, where=str(path)), now=now)
+    blob = read_blob(data, agent_id=agent_id, where=str(path))
+    if key is not None:
+        blob = decrypt_files(blob, key, agent_id)
+    else:
+        for name, value in (blob.get("files") or {}).items():
+            if isinstance(value, str) and _looks_encrypted(value):
+                raise ConvertError(
+                    f"three.ws file {name!r} in {path} is encrypted; pass the wallet key "
+                    "(--signature-env, --signature-file or --private-key-env) and --agent-id"
+                )
+    return blob_to_tree(blob, now=now)
 
 
 def write_threews(
@@ -254,16 +323,25 @@ def write_threews(
     dest: str | os.PathLike[str],
     *,
     namespace: str | None = None,
-    mode: str = "local",
+    mode: str | None = None,
     storage: bool = False,
+    key: KeySpec | None = None,
+    rng: Callable[[int], bytes] | None = None,
 ) -> list[Path]:
     """Write ``tree`` as a three.ws blob to the JSON file ``dest``.
 
     With ``storage=True`` the file is a localStorage dump instead:
     ``{"agent:<namespace>:memory": "<blob as a JSON string>"}`` (``namespace``
-    is then required). Returns the path written.
+    is then required). With ``key`` every file is written in three.ws's
+    encrypted per-file form keyed to agent ``namespace`` (required), and
+    ``mode`` defaults to ``encrypted-ipfs``; otherwise to ``local``.
+    Returns the path written.
     """
-    blob = tree_to_blob(tree, namespace=namespace, mode=mode)
+    blob = tree_to_blob(tree, namespace=namespace, mode=mode or ("encrypted-ipfs" if key else "local"))
+    if key is not None:
+        if not namespace:
+            raise ConvertError("encrypting for three.ws needs the agent id the key is bound to: pass namespace")
+        blob = encrypt_files(blob, key, namespace, rng)
     if storage:
         if not namespace:
             raise ConvertError("a localStorage dump needs the agent id: pass namespace")

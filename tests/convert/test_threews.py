@@ -86,3 +86,56 @@ def test_file_without_dates_needs_now(threews_blob: dict[str, Any]) -> None:
     with pytest.raises(ConvertError, match="no created"):
         blob_to_tree(blob)
     assert blob_to_tree(blob, now="2026-01-01T00:00:00Z").entries[0].meta["updated"] == "2026-01-01T00:00:00Z"
+
+
+# --- the encrypted per-file form (bundlekit.compat_threews) ---------------------------------
+
+WALLET = "0x" + "4c" * 32  # a throwaway test private key
+
+
+def encrypted_blob(blob: dict[str, Any]) -> dict[str, Any]:
+    from bundlekit.compat_threews import threews_encrypt, threews_key_from_spec
+    from bundlekit.keys import PrivateKeySigner
+
+    key = threews_key_from_spec(PrivateKeySigner(WALLET), "agent-7")
+    return {**blob, "files": {n: threews_encrypt(t.encode(), key) for n, t in blob["files"].items()}}
+
+
+def test_encrypted_files_are_decrypted_with_the_wallet_key(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    from bundlekit.keys import PrivateKeySigner
+
+    path = tmp_path / "enc.json"
+    path.write_text(json.dumps(encrypted_blob(threews_blob)))
+    tree = read_threews(path, key=PrivateKeySigner(WALLET))
+    assert by_key(tree)["feedback_tone"].meta["name"] == "Tone"
+
+
+def test_encrypted_files_without_a_key_are_refused_with_what_to_pass(
+    threews_blob: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "enc.json"
+    path.write_text(json.dumps(encrypted_blob(threews_blob)))
+    with pytest.raises(ConvertError, match="--agent-id"):
+        read_threews(path)
+
+
+def test_wrong_wallet_fails_decryption(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    from bundlekit.errors import DecryptionError
+    from bundlekit.keys import PrivateKeySigner
+
+    path = tmp_path / "enc.json"
+    path.write_text(json.dumps(encrypted_blob(threews_blob)))
+    with pytest.raises(DecryptionError):
+        read_threews(path, key=PrivateKeySigner("0x" + "5d" * 32))
+
+
+def test_encrypted_export_reads_back(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    from bundlekit.keys import PrivateKeySigner
+
+    key = PrivateKeySigner(WALLET)
+    write_threews(blob_to_tree(threews_blob), tmp_path / "o.json", namespace="agent-7", key=key,
+                  rng=lambda n: b"\x01" * n)
+    out = json.loads((tmp_path / "o.json").read_text())
+    assert out["mode"] == "encrypted-ipfs" and not out["files"]["feedback_tone.md"].startswith("---")
+    back = read_threews(tmp_path / "o.json", key=key)
+    assert tree_to_blob(back, namespace="agent-7")["files"]["feedback_tone.md"] == THREEWS_TONE
