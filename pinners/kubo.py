@@ -135,7 +135,7 @@ class KuboPinner(BasePinner):
 
     def check(self) -> None:
         """``version``: cheap, and authenticated when the node sits behind a proxy."""
-        self._rpc("version", what="version")
+        self._rpc("version", retry=False, what="version")
 
     def close(self) -> None:
         self.http.close()

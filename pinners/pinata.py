@@ -208,7 +208,7 @@ class PinataPinner(BasePinner):
                 self.http.request("DELETE", f"{self.api_url}/v3/files/public/{f['id']}", what="delete file")
 
     def check(self) -> None:
-        self.http.request("GET", f"{self.api_url}/data/testAuthentication", what="test authentication")
+        self.http.request("GET", f"{self.api_url}/data/testAuthentication", retry=False, what="test authentication")
 
     def close(self) -> None:
         self.http.close()

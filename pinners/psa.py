@@ -167,7 +167,7 @@ class PSAPinner(BasePinner):
 
     def check(self) -> None:
         """``GET /pins?limit=1``: authenticated and cheap."""
-        self.http.request("GET", f"{self.base_url}/pins", params={"limit": "1"}, what="list pins")
+        self.http.request("GET", f"{self.base_url}/pins", params={"limit": "1"}, retry=False, what="list pins")
 
     def close(self) -> None:
         self.http.close()

@@ -272,7 +272,7 @@ class Web3StoragePinner(BasePinner):
     def check(self) -> None:
         if self.mode == "legacy":
             self.http.request("GET", f"{self.base_url}/user/uploads", params={"size": "1"},
-                              headers=self._headers, what="list uploads")
+                              headers=self._headers, retry=False, what="list uploads")
         else:
             self._bridge("space/info", {}, "space/info")
 

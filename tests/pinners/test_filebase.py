@@ -9,6 +9,7 @@ plain file).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
+@functools.lru_cache(maxsize=None)
 def plain_client(endpoint: str) -> Any:
     return boto3.session.Session().client(
         "s3", endpoint_url=endpoint, region_name="us-east-1",
