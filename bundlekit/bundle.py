@@ -15,8 +15,8 @@ frontmatter, secret guard); take its files with a freshly regenerated index
 given (and render the plaintext link index); compute each stored file's CID
 with the chosen profile; write the manifest; import the whole tree into a CAR
 written atomically. The same tree, options and ``created`` give the same root
-CID (encryption draws a fresh nonce per file, so encrypted builds differ
-unless the key's randomness is injected).
+CID (encryption draws a fresh salt and nonce per file, so encrypted builds
+differ unless the randomness is injected through ``rng``).
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ def build_bundle(
     ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` (now, UTC).
     With ``key`` the memory and timeline files are encrypted
     (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
-    plaintext index. ``rng`` is the key's source of randomness (tests inject it).
+    plaintext index. ``rng(n)`` is the source of randomness for the key salt
+    and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
@@ -190,15 +191,18 @@ def build_bundle(
                 continue
             stored.append((f"{MEMORY_DIR}/{path}", data))
     else:
-        from .crypto import encrypt_stream
+        from .crypto import _encrypt_stream
 
-        bundle_key, encryption = key.new_bundle_key(ns, rng or os.urandom)
+        # One random source for the bundle key and every file's salt and nonce
+        # prefix, so an injected ``rng`` makes the whole build reproducible.
+        source = rng or os.urandom
+        bundle_key, encryption = key.new_bundle_key(ns, source)
         for path, data in tree_files:
             if path == "MEMORY.md":
                 continue
             bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
             out = io.BytesIO()
-            encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path)
+            _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
             stored.append((bundle_path, out.getvalue()))
     for bundle_path, _data in stored:
         if bundle_path.startswith(f"{MEMORY_DIR}/timeline/"):

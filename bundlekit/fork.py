@@ -46,8 +46,9 @@ class ForkResult:
         out = self.loaded.summary()
         out.update({"dest": str(self.dest), "strategy": self.strategy, "memories": self.memories,
                     "source": self.loaded.source})
-        if isinstance(self.report, dict):
-            out["import"] = self.report
+        to_dict = getattr(self.report, "to_dict", None)
+        if callable(to_dict):
+            out["import"] = to_dict()
         return out
 
 

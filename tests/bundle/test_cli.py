@@ -1,0 +1,109 @@
+"""The build, load, fork and diff commands: parse, call the library, print."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bundlekit.cli import cli
+from bundlekit.gateway import serve_in_thread
+from bundlekit.memory import Memory
+
+from .conftest import BODY_CANARY, CREATED
+
+CREATED_ARG = "2026-04-14T12:00:00Z"
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_build_prints_the_root_cid_only(tree: Path, tmp_path: Path) -> None:
+    code, out, _err = _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG)
+    assert code == 0 and out.startswith("bafy") and out.count("\n") == 1
+    assert (tmp_path / "b.car").is_file()
+
+
+def test_build_json_has_root_manifest_uri_files_bytes(tree: Path, tmp_path: Path) -> None:
+    code, out, _err = _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG, "--json")
+    data = json.loads(out)
+    assert code == 0 and set(data) == {"root", "manifest_uri", "files", "bytes"}
+    assert data["manifest_uri"] == f"ipfs://{data['root']}/manifest.json"
+    assert data["files"] == 6 and data["bytes"] == (tmp_path / "b.car").stat().st_size
+
+
+def test_build_with_created_is_reproducible(tree: Path, tmp_path: Path) -> None:
+    a = _run("build", str(tree), "-o", str(tmp_path / "a.car"), "--created", CREATED_ARG)[1]
+    b = _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", str(int(CREATED.timestamp())))[1]
+    assert a == b
+
+
+def test_build_encrypt_with_key_file(tree: Path, tmp_path: Path) -> None:
+    key = tmp_path / "k"
+    key.write_bytes(bytes(range(32)))
+    code, out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--encrypt", "--key-file", str(key))
+    assert code == 0, err
+    assert BODY_CANARY.encode() not in (tmp_path / "e.car").read_bytes()
+    code, out, err = _run("load", str(tmp_path / "e.car"), "-o", str(tmp_path / "out"), "--key-file", str(key))
+    assert code == 0, err
+    assert BODY_CANARY in (tmp_path / "out" / "user_role.md").read_text()
+
+
+def test_build_encrypt_without_key_is_a_usage_error(tree: Path, tmp_path: Path) -> None:
+    code, _out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--encrypt")
+    assert code == 2 and err.startswith("error: --encrypt needs a key option")
+
+
+def test_build_of_a_missing_directory_fails_cleanly(tmp_path: Path) -> None:
+    code, _out, err = _run("build", str(tmp_path / "nope"), "-o", str(tmp_path / "b.car"))
+    assert code == 2 and "not a directory" in err
+
+
+def test_load_over_gateway_json_summary(tree: Path, tmp_path: Path) -> None:
+    root = _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG)[1].strip()
+    with serve_in_thread(cars=[tmp_path / "b.car"]) as server:
+        code, out, err = _run("load", f"ipfs://{root}", "--gateway", server.url, "-o", str(tmp_path / "out"), "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["root"] == root and summary["manifest_verified"] and summary["warnings"] == []
+    assert (tmp_path / "out" / "user_role.md").is_file()
+
+
+def test_load_of_an_encrypted_bundle_with_the_wrong_key_exits_nonzero(tree: Path, tmp_path: Path) -> None:
+    good, bad = tmp_path / "k1", tmp_path / "k2"
+    good.write_bytes(bytes(32))
+    bad.write_bytes(bytes([1] * 32))
+    _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--encrypt", "--key-file", str(good))
+    code, _out, err = _run("load", str(tmp_path / "e.car"), "--key-file", str(bad))
+    assert code != 0 and err.startswith("error:")
+    assert bytes(32).hex() not in err
+
+
+def test_load_layer_without_the_layers_module_fails_clearly(tmp_path: Path) -> None:
+    import importlib.util
+
+    code, _out, err = _run("load", "--layer", "base=ipfs://x", "-o", str(tmp_path / "o"))
+    if importlib.util.find_spec("bundlekit.layers") is None:
+        assert code == 2 and "--layer" in err and "not available" in err
+    else:
+        assert code != 0  # the layers module rejects the bad CID itself
+
+
+def test_fork_command_merges(tree: Path, tmp_path: Path) -> None:
+    _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG)
+    code, out, err = _run("fork", str(tmp_path / "b.car"), str(tmp_path / "dest"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["import"]["added"] == ["feedback_tone", "project_season", "reference_reel", "user_role"]
+
+
+def test_diff_command_exit_code_and_json(tree: Path, tmp_path: Path) -> None:
+    _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG)
+    assert _run("diff", str(tree), str(tmp_path / "b.car"), "--exit-code")[0] == 0
+    Memory(tree, clock=lambda: CREATED).forget("reference_reel")
+    code, out, _err = _run("diff", str(tmp_path / "b.car"), str(tree), "--json")
+    assert code == 0 and json.loads(out)["removed"] == ["reference_reel"]
+    code, out, _err = _run("diff", str(tmp_path / "b.car"), str(tree), "--exit-code")
+    assert code == 1 and "- reference_reel" in out

@@ -1,0 +1,132 @@
+"""Fork (merge and replace, all or nothing, source set) and diff (dirs, CARs, CIDs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.bundle import BundleResult, build_bundle
+from bundlekit.cid import cid_to_str
+from bundlekit.diff import diff_sources
+from bundlekit.errors import IntegrityError, UsageError
+from bundlekit.fork import fork_bundle
+from bundlekit.gateway import serve_in_thread
+from bundlekit.keys import RawKeyFile
+from bundlekit.memory import Memory
+
+from .conftest import CREATED, BlockGateway, car_blocks, make_tree
+
+
+@pytest.fixture
+def bundle(tree: Path, tmp_path: Path) -> BundleResult:
+    return build_bundle(tree, tmp_path / "b.car", created=CREATED)
+
+
+def _local(root: Path) -> Memory:
+    mem = Memory(root, clock=lambda: CREATED)
+    mem.write("user_role", name="Role", description="local view", type="user", body="Local body.")
+    mem.write("local_only", name="Local", description="only here", type="reference", body="Mine.")
+    return mem
+
+
+def test_fork_into_a_new_tree_sets_source_to_the_root(bundle: BundleResult, tmp_path: Path) -> None:
+    result = fork_bundle(str(bundle.car), tmp_path / "fork")
+    mem = Memory(tmp_path / "fork")
+    source = f"ipfs://{cid_to_str(bundle.root)}"
+    records = {r.key: r for r in mem.list()}
+    assert set(records) == {"user_role", "feedback_tone", "project_season", "reference_reel"}
+    assert all(r.meta["source"] == source for r in records.values())
+    assert result.loaded.source == source
+    assert any("drills" in str(e) for e in mem.timeline())
+
+
+def test_fork_over_http_gateway(bundle: BundleResult, tmp_path: Path) -> None:
+    with serve_in_thread(cars=[bundle.car]) as server:
+        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "fork", gateways=[server.url])
+    assert Memory(tmp_path / "fork").read("feedback_tone") is not None
+
+
+def test_fork_merge_keeps_local_memories_on_conflict(bundle: BundleResult, tmp_path: Path) -> None:
+    _local(tmp_path / "dest")
+    fork_bundle(str(bundle.car), tmp_path / "dest", strategy="merge")
+    mem = Memory(tmp_path / "dest")
+    role = mem.read("user_role")
+    assert role is not None and role.body == "Local body."
+    assert mem.read("local_only") is not None and mem.read("feedback_tone") is not None
+
+
+def test_fork_replace_takes_the_bundle_memories(bundle: BundleResult, tmp_path: Path) -> None:
+    _local(tmp_path / "dest")
+    fork_bundle(str(bundle.car), tmp_path / "dest", strategy="replace")
+    mem = Memory(tmp_path / "dest")
+    role = mem.read("user_role")
+    assert role is not None and "Plays as a winger" in role.body
+    assert role.meta["source"] == f"ipfs://{cid_to_str(bundle.root)}"
+    assert mem.read("local_only") is not None
+
+
+def test_fork_of_a_tampered_bundle_changes_nothing(
+    bundle: BundleResult, tmp_path: Path, block_gateway: tuple[BlockGateway, str, object]
+) -> None:
+    from bundlekit.cid import parse_cid
+
+    gateway, url, _server = block_gateway
+    gateway.blocks.update(car_blocks(bundle.car))
+    gateway.tamper.add(parse_cid(bundle.manifest["memory"]["files"]["memory/project_season.md"]["cid"]))
+    _local(tmp_path / "dest")
+    before = sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md"))
+    with pytest.raises(IntegrityError):
+        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "dest", gateways=[url], sleep=lambda s: None)
+    assert sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md")) == before
+
+
+def test_fork_into_a_new_tree_that_fails_leaves_no_directory(bundle: BundleResult, tmp_path: Path) -> None:
+    from bundlekit.errors import KeySourceError
+
+    enc = build_bundle(make_tree(tmp_path / "t2"), tmp_path / "e.car", created=CREATED,
+                       key=RawKeyFile(bytes(32)))
+    with pytest.raises(KeySourceError):
+        fork_bundle(str(enc.car), tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_fork_of_an_encrypted_bundle_decrypts(tmp_path: Path) -> None:
+    key = RawKeyFile(bytes(32))
+    enc = build_bundle(make_tree(tmp_path / "t"), tmp_path / "e.car", created=CREATED, key=key)
+    fork_bundle(str(enc.car), tmp_path / "fork", key=key)
+    role = Memory(tmp_path / "fork").read("user_role")
+    assert role is not None and "Plays as a winger" in role.body
+
+
+def test_fork_unknown_strategy_is_refused(bundle: BundleResult, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="strategy"):
+        fork_bundle(str(bundle.car), tmp_path / "fork", strategy="union")
+
+
+# -- diff -------------------------------------------------------------------------------------
+
+
+def test_diff_of_a_tree_and_its_bundle_is_empty(tree: Path, bundle: BundleResult) -> None:
+    result = diff_sources(tree, bundle.car)
+    assert not result.different and result.unchanged == 4
+
+
+def test_diff_names_added_removed_and_changed_fields(tree: Path, bundle: BundleResult, tmp_path: Path) -> None:
+    mem = Memory(tree, clock=lambda: CREATED.replace(day=15))
+    mem.write("user_role", name="Role", description="now a goalkeeper", type="user", body="Plays in goal.")
+    mem.write("new_one", name="New", description="fresh", type="project", body="New.")
+    mem.forget("reference_reel")
+    result = diff_sources(bundle.car, tree)
+    assert result.added == ["new_one"] and result.removed == ["reference_reel"]
+    assert [(c.key, c.fields) for c in result.changed] == [
+        ("user_role", ("body", "description", "revision", "updated"))
+    ]
+
+
+def test_diff_of_two_cids_over_a_gateway(tree: Path, bundle: BundleResult, tmp_path: Path) -> None:
+    Memory(tree, clock=lambda: CREATED).write("extra", name="X", description="x", type="user", body="x")
+    second = build_bundle(tree, tmp_path / "c.car", created=CREATED)
+    with serve_in_thread(cars=[bundle.car, second.car]) as server:
+        result = diff_sources(cid_to_str(bundle.root), cid_to_str(second.root), gateways=[server.url])
+    assert result.added == ["extra"] and not result.removed and not result.changed
