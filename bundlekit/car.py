@@ -526,6 +526,8 @@ class CarIndex:
         if where is None:
             raise MissingBlock(f"block {cid_to_str(cid)} is not in {self.path}; the CAR is incomplete")
         offset, length = where
+        if self._file.closed:
+            raise UsageError(f"the index of {self.path} is closed; read blocks inside its `with` block")
         self._file.seek(offset)
         data = self._file.read(length)
         if len(data) != length:

@@ -335,3 +335,19 @@ class UnixFSReader:
                 raise DAGLimitExceeded(f"{cid_to_str(root)} nests directories deeper than {self.max_depth}")
             for name, child in reversed(children):
                 stack.append((f"{path}/{name}" if path else name, child, depth + 1))
+
+    def listing(self, root: bytes) -> list[tuple[str, bytes, str, int]]:
+        """``walk`` collected into a list, with each directory's size set to the sum
+        of the sizes beneath it (the importer's ``ImportedEntry.size``).
+
+        Holds every entry in memory (bounded by ``max_entries``); use ``walk``
+        to stream.
+        """
+        entries = list(self.walk(root))
+        index = {path: i for i, (path, _c, _k, _s) in enumerate(entries)}
+        sizes = [size for _p, _c, _k, size in entries]
+        # Pre-order puts children after their parent, so reversed order is bottom-up.
+        for i in range(len(entries) - 1, 0, -1):
+            parent = entries[i][0].rpartition("/")[0]
+            sizes[index[parent]] += sizes[i]
+        return [(p, c, k, sizes[i]) for i, (p, c, k, _s) in enumerate(entries)]

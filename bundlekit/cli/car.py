@@ -91,7 +91,8 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> 
     """List every entry under the CAR's roots: path, CID and size, tab-separated.
 
     The root itself is listed as "." (path "" in --json); with several roots,
-    paths start with the root's CID. Directory sizes are 0.
+    paths start with the root's CID. A directory's size is the sum of the
+    sizes beneath it, as `bundlekit pack --json` reports it.
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
         roots = index.roots
@@ -106,7 +107,7 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> 
             click.echo("[", nl=False)
         for root in roots:
             root_str = cid_to_str(root)
-            for path, cid, kind, size in reader.walk(root):
+            for path, cid, kind, size in reader.listing(root):
                 if as_json:
                     entry = {"root": root_str, "path": path, "cid": cid_to_str(cid), "kind": kind, "size": size}
                     click.echo(("" if first else ",\n") + json.dumps(entry), nl=False)

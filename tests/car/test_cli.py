@@ -101,7 +101,7 @@ def test_ls_lists_path_cid_size_tab_separated(sample_tree: Tree, write_car: Call
     code, out, _ = _run("ls", str(write_car(blocks.car([root]))))
     assert code == 0
     rows = [line.split("\t") for line in out.splitlines()]
-    assert rows[0] == [".", cid_to_str(root), "0"]
+    assert rows[0] == [".", cid_to_str(root), str(sum(map(len, files.values())))]
     by_path = {r[0]: r for r in rows}
     assert by_path["sub/b.txt"][2] == str(len(files["sub/b.txt"]))
     assert [r[0] for r in rows] == [
@@ -114,7 +114,8 @@ def test_ls_json_is_an_array_of_entries(sample_tree: Tree, write_car: Callable[[
     code, out, _ = _run("ls", "--json", str(write_car(blocks.car([root]))))
     assert code == 0
     entries = json.loads(out)
-    assert entries[0] == {"root": cid_to_str(root), "path": "", "cid": cid_to_str(root), "kind": "directory", "size": 0}
+    total = sum(map(len, files.values()))
+    assert entries[0] == {"root": cid_to_str(root), "path": "", "cid": cid_to_str(root), "kind": "directory", "size": total}
     assert {e["path"]: e["size"] for e in entries if e["kind"] == "file"} == {p: len(d) for p, d in files.items()}
 
 

@@ -250,6 +250,15 @@ def test_walk_lists_every_entry_pre_order_with_kind_and_size(sample_tree: Tree) 
     ]
 
 
+def test_listing_sums_sizes_into_directories(sample_tree: Tree) -> None:
+    blocks, root, files = sample_tree
+    sizes = {p: s for p, _c, _k, s in UnixFSReader(blocks.get).listing(root)}
+    assert sizes[""] == sum(map(len, files.values()))
+    assert sizes["sub"] == len(files["sub/b.txt"]) + len(files["sub/deeper/c.txt"])
+    assert sizes["sub/deeper"] == 1
+    assert sizes["void"] == 0
+
+
 def test_walk_stops_at_the_entry_limit(blocks: Blocks) -> None:
     node = blocks.raw(b"x")
     for _ in range(20):  # 2**20 paths through a diamond of shared directories
