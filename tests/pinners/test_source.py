@@ -1,0 +1,106 @@
+"""What `bundlekit pin SRC` publishes: a CAR as is, a memory directory built, any directory packed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bundlekit.car import read_car
+from bundlekit.cli import cli
+from bundlekit.errors import UsageError
+from bundlekit.pinning import is_memory_dir, prepare_source
+from bundlekit.profiles import get_profile
+from bundlekit.unixfs import NullSink, import_path
+
+from .conftest import Car, build_car
+
+FIXTURE_MEMORY = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
+
+
+def car_root(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        roots, _ = read_car(fh, verify=False)
+    return roots[0]
+
+
+def test_a_directory_with_memory_md_is_a_memory_directory(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("# Memory\n")
+    assert is_memory_dir(tmp_path)
+
+
+def test_a_top_level_markdown_file_with_frontmatter_makes_a_memory_directory(tmp_path: Path) -> None:
+    (tmp_path / "user_x.md").write_text("---\nname: x\ntype: user\n---\nbody\n")
+    assert is_memory_dir(tmp_path)
+
+
+def test_markdown_without_frontmatter_or_nested_memory_is_a_plain_directory(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# readme\n---\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "MEMORY.md").write_text("# Memory\n")
+    assert not is_memory_dir(tmp_path)
+
+
+def test_a_car_is_published_as_is(car: Car, tmp_path: Path) -> None:
+    prepared = prepare_source(car.path, tmp_path)
+    assert (prepared.kind, prepared.root, prepared.car) == ("car", car.root, car.path)
+
+
+def test_a_car_with_two_roots_is_refused(tmp_path: Path, car: Car, other_car: Car) -> None:
+    two = build_car(tmp_path / "two.car", [b"a"], roots=[car.root, other_car.root])
+    with pytest.raises(UsageError, match="2 roots"):
+        prepare_source(two.path, tmp_path)
+
+
+def test_a_plain_directory_is_packed_with_the_default_profile(tmp_path: Path) -> None:
+    src = tmp_path / "site"
+    src.mkdir()
+    (src / "index.html").write_text("<h1>hi</h1>")
+    (src / "notes.md").write_text("no frontmatter here\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    prepared = prepare_source(src, work)
+    expected = import_path(src, NullSink(), get_profile(None)).root
+    assert prepared.kind == "directory"
+    assert prepared.root == expected == car_root(prepared.car)
+
+
+def test_a_key_for_a_plain_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    with pytest.raises(UsageError, match="not a memory directory"):
+        prepare_source(tmp_path, tmp_path, key=object())
+
+
+def test_a_memory_directory_is_built_into_a_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    src = tmp_path / "memory"
+    shutil.copytree(FIXTURE_MEMORY, src)
+    work = tmp_path / "work"
+    work.mkdir()
+    prepared = prepare_source(src, work)
+    assert prepared.kind == "memory"
+    assert prepared.root == car_root(prepared.car)
+
+
+def test_pin_with_a_key_option_encrypts_the_memory_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_home: Path
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    monkeypatch.setenv("BUNDLE_PASS", "correct horse battery staple")
+    src = tmp_path / "memory"
+    shutil.copytree(FIXTURE_MEMORY, src)
+    runner = CliRunner()
+
+    def root(*extra: str) -> str:
+        result = runner.invoke(cli, ["pin", str(src), "--pinner", "memory", "--json", *extra])
+        assert result.exit_code == 0, result.output
+        return str(json.loads(result.stdout)["root"])
+
+    plain = root()
+    assert root() == plain  # deterministic without a key
+    encrypted = root("--passphrase-env", "BUNDLE_PASS")
+    assert encrypted != plain
+    assert "correct horse" not in encrypted
