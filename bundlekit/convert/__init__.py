@@ -223,9 +223,17 @@ def export_to(
     ``DeviceMemoryError`` unless ``include_device`` and ``local_only`` are both
     set, or left out with ``exclude_device``.
     """
+    from .magicfrog import is_device_entry
+
     spec = get_format(fmt)
     tree = read_tree(src)
     paths = write_foreign(spec.name, tree, dest, include_device=include_device, local_only=local_only,
                           exclude_device=exclude_device, **options)
-    return ConvertResult(spec.name, "export", Path(dest), len(tree.entries), len(tree.timeline),
-                         paths, list(tree.warnings))
+    written = tree.entries
+    warnings = list(tree.warnings)
+    if exclude_device and not include_device:
+        written = [e for e in tree.entries if not is_device_entry(e)]
+        if len(written) != len(tree.entries):
+            warnings.append(f"left out {len(tree.entries) - len(written)} device memories "
+                            "(they never leave this machine)")
+    return ConvertResult(spec.name, "export", Path(dest), len(written), len(tree.timeline), paths, warnings)

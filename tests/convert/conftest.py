@@ -197,7 +197,7 @@ def mc_db(tmp_path: Path) -> Path:
         mc_row(3, "NAMING", "Use kebab-case for all CLI command names.", status="archived"),
         mc_row(4, "CONSTRAINTS", "GitHub API rate limit is 5000 requests/hour.", expires_at=NOW_MS - 1),
         mc_row(5, "CONFIG_VALUES", "execute_threshold_percentage defaults to 65.", project=OTHER_PROJECT),
-        mc_row(6, "CONFIG_VALUES", "injection_budget_tokens defaults to 4000.", expires_at=NOW_MS + 86_400_000),
+        mc_row(6, "CONFIG_VALUES", "injection_budget_tokens defaults to 4000.", expires_at=NOW_MS + 3650 * 86_400_000),
     ])
 
 

@@ -1,0 +1,129 @@
+"""``bundlekit convert``: memory between bundlekit trees and other agent-memory systems.
+
+    bundlekit convert --from FORMAT SRC -o DEST     # foreign store -> bundlekit tree
+    bundlekit convert --to FORMAT SRC -o DEST       # bundlekit tree -> foreign store
+
+The command only maps options to :func:`bundlekit.convert.import_from` /
+:func:`bundlekit.convert.export_to` and prints a summary; the library does the work.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+from ._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
+
+__all__ = ["convert"]
+
+# Loaded lazily by the CLI table, so the list is repeated rather than imported.
+_FORMATS = ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog")
+
+# CLI option -> (library option, formats that take it on import, formats that take it on export)
+_OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "agent_id": ("agent_id", ("three.ws",), ("massgen",)),
+    "namespace": ("namespace", (), ("three.ws",)),
+    "mode": ("mode", (), ("three.ws",)),
+    "local_storage": ("storage", (), ("three.ws",)),
+    "now": ("now", ("three.ws",), ()),
+    "project": ("project", ("magic-context",), ("magic-context",)),
+    "repo": ("repo", ("magic-context",), ()),
+    "form": ("form", (), ("claude-code",)),
+    "dimension": ("dimension", ("magicfrog",), ("magicfrog",)),
+    "project_dir": ("project", ("magicfrog",), ("magicfrog",)),
+}
+_DEVICE = ("include_device", "local_only", "exclude_device")
+
+
+def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any]:
+    """The library options for ``fmt``, refusing CLI options that format does not take."""
+    out: dict[str, Any] = {}
+    for cli_name, (lib_name, on_import, on_export) in _OPTION_MAP.items():
+        value = params.get(cli_name)
+        if value is None or value is False:
+            continue
+        allowed = on_import if importing else on_export
+        if fmt not in allowed:
+            flag = "--" + cli_name.replace("_", "-")
+            raise UsageError(f"{flag} does not apply to {'--from' if importing else '--to'} {fmt}")
+        out[lib_name] = value
+    return out
+
+
+@click.command("convert")
+@click.option("--from", "from_fmt", type=click.Choice(_FORMATS), metavar="FORMAT",
+              help=f"Import SRC, a store of FORMAT ({', '.join(_FORMATS)}), into the bundlekit tree DEST.")
+@click.option("--to", "to_fmt", type=click.Choice(_FORMATS), metavar="FORMAT",
+              help="Export the bundlekit tree SRC as FORMAT at DEST.")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write.")
+@click.option("--strategy", type=click.Choice(["replace", "merge"]), default="replace", show_default=True,
+              help="Import: on a key already in DEST, take the incoming memory (replace) or keep DEST's (merge).")
+@click.option("--allow-secrets", is_flag=True, help="Import: let content that looks like a credential through.")
+@click.option("--agent-id", help="three.ws import: the agent in a localStorage dump (and the key's agent); "
+                                 "massgen export: agent_id for memories without one.")
+@click.option("--namespace", help="three.ws export: the agent id (namespace) of the blob.")
+@click.option("--mode", help="three.ws export: the blob's mode (default local, encrypted-ipfs with a key).")
+@click.option("--local-storage", is_flag=True, help="three.ws export: write a localStorage dump, not a blob.")
+@click.option("--now", help="three.ws import: ISO 8601 time for files missing created/updated.")
+@click.option("--project", help="magic-context: the project identity git:<root commit sha> "
+                                "(import default: the current repository's).")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=Path),
+              help="magic-context import: derive the project identity from this repository.")
+@click.option("--form", type=click.Choice(["top", "metadata", "source"]),
+              help="claude-code export: frontmatter at the top level (default), under metadata:, or as read.")
+@click.option("--dimension", type=click.Choice(["account", "user", "agent", "task", "device"]),
+              help="magicfrog: import only this dimension (path-only keys); export default dimension.")
+@click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="magicfrog: a project whose .magicfrog/memory/ holds task notes.")
+@click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
+@click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
+@click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@key_options
+def convert(from_fmt: str | None, to_fmt: str | None, src: Path, dest: Path, strategy: str,
+            allow_secrets: bool, as_json: bool, **params: Any) -> None:
+    """Convert memory between bundlekit trees and MassGen, Claude Code, three.ws, Magic Context, MagicFrog.
+
+    Each format's own fields travel in x-<format>-* frontmatter keys, so
+    converting back gives the original. Device memory (MagicFrog's device
+    dimension) is refused unless --include-device --local-only.
+    """
+    from .. import convert as lib
+
+    if (from_fmt is None) == (to_fmt is None):
+        raise UsageError("give exactly one of --from FORMAT (import) or --to FORMAT (export)")
+    importing = from_fmt is not None
+    fmt = from_fmt or to_fmt or ""
+    options = _options(fmt, importing, params)
+    used = [flag for name, flag in KEY_OPTION_PARAMS.items() if params.get(name)]
+    if used and fmt != "three.ws":
+        raise UsageError(f"{', '.join(used)} only applies to three.ws (its encrypted per-file form)")
+    key = resolve_key_spec(**params)
+    if key is not None:
+        options["key"] = key
+    device = {name: bool(params.get(name)) for name in _DEVICE}
+    if importing:
+        if fmt == "magicfrog":
+            options.update(device)
+        elif any(device.values()):
+            raise UsageError("--include-device, --local-only and --exclude-device apply to --from magicfrog")
+        result = lib.import_from(fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, **options)
+    else:
+        if allow_secrets or strategy != "replace":
+            raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
+        result = lib.export_to(fmt, src, dest, **device, **options)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), sort_keys=True))
+        return
+    what = f"{result.memories} memories"
+    if result.timeline:
+        what += f" and {result.timeline} timeline events"
+    direction = f"from {fmt}" if importing else f"as {fmt}"
+    click.echo(f"converted {what} {direction} into {result.dest}")
