@@ -3,7 +3,7 @@
 Nothing here chooses keys, nonces or sizes; :mod:`bundlekit.crypto` (the recipe)
 does that and is the only caller. This module only cuts a stream into
 ``CHUNK_SIZE`` chunks and seals or opens them, one at a time, so memory stays
-bounded (two ciphertext chunks at most, for the one-chunk lookahead).
+bounded (two chunks at most, for the one-chunk lookahead).
 
 Each chunk ``i`` is sealed under the nonce ``prefix(7) || uint32be(i) || flag(1)``,
 where ``flag`` is ``0x01`` for the final chunk and ``0x00`` otherwise (the STREAM
@@ -19,6 +19,7 @@ bytes of tag). See specs/encryption.md, "Payload".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 from cryptography.exceptions import InvalidTag
@@ -26,7 +27,18 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .errors import PayloadDecryptionError, UsageError
 
-__all__ = ["CHUNK_SIZE", "TAG_SIZE", "NONCE_PREFIX_SIZE", "MAX_CHUNKS", "seal_stream", "open_stream"]
+__all__ = [
+    "CHUNK_SIZE",
+    "TAG_SIZE",
+    "NONCE_PREFIX_SIZE",
+    "MAX_CHUNKS",
+    "read_pieces",
+    "slice_pieces",
+    "seal_pieces",
+    "seal_stream",
+    "open_pieces",
+    "open_stream",
+]
 
 CHUNK_SIZE: Final = 64 * 1024
 TAG_SIZE: Final = 16
@@ -63,50 +75,73 @@ def _read_full(src: BinaryIO, size: int) -> bytes:
     return b"".join(parts)
 
 
-def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> int:
-    """Seal ``src`` chunk by chunk into ``dst``; return the number of plaintext bytes.
+Piece = bytes | memoryview
+
+
+def read_pieces(src: BinaryIO, size: int) -> Iterator[bytes]:
+    """Cut a stream into ``size``-byte pieces; the last may be short; an empty stream gives one empty piece."""
+    piece = _read_full(src, size)
+    while True:
+        yield piece
+        if len(piece) < size:
+            return
+        piece = _read_full(src, size)
+        if not piece:
+            return
+
+
+def slice_pieces(data: bytes | memoryview, size: int) -> Iterator[memoryview]:
+    """The same pieces as :func:`read_pieces`, as zero-copy views of ``data``."""
+    view = memoryview(data)
+    yield view[:size]
+    for start in range(size, len(view), size):
+        yield view[start : start + size]
+
+
+def _with_last(pieces: Iterator[Piece]) -> Iterator[tuple[Piece, bool]]:
+    """Pair each piece with whether it is the last one (one piece of lookahead)."""
+    current = next(pieces)
+    for following in pieces:
+        yield current, False
+        current = following
+    yield current, True
+
+
+def seal_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece]) -> Iterator[bytes]:
+    """Seal plaintext pieces (``CHUNK_SIZE`` each, the last 0 to ``CHUNK_SIZE``) into chunks.
 
     ``key`` is a 32-byte AES-256-GCM key used for this one stream only; ``prefix``
     is the 7-byte nonce prefix; ``aad`` is the associated data of every chunk.
-    Raises ``UsageError`` if the plaintext would need more than ``MAX_CHUNKS`` chunks.
+    Raises ``UsageError`` past ``MAX_CHUNKS`` chunks.
     """
     if len(key) != 32 or len(prefix) != NONCE_PREFIX_SIZE:
         raise UsageError("internal: the STREAM layer needs a 32-byte key and a 7-byte nonce prefix")
     aead = AESGCM(key)
-    counter = 0
-    total = 0
-    chunk = _read_full(src, CHUNK_SIZE)
-    while True:
-        # A full chunk may still be the last one; only the next read can tell.
-        following = _read_full(src, CHUNK_SIZE) if len(chunk) == CHUNK_SIZE else b""
-        last = not following
+    for counter, (piece, last) in enumerate(_with_last(pieces)):
         if counter >= MAX_CHUNKS:
             raise UsageError("cannot encrypt: the input is larger than 256 TiB, the per-file limit")
-        dst.write(aead.encrypt(_nonce(prefix, counter, last), chunk, aad))
-        total += len(chunk)
-        if last:
-            return total
-        chunk = following
-        counter += 1
+        yield aead.encrypt(_nonce(prefix, counter, last), piece, aad)
 
 
-def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO, what: str) -> int:
-    """Open a sealed stream from ``src`` into ``dst``; return the number of plaintext bytes.
+def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:
+    """Seal ``src`` chunk by chunk into ``dst`` (see :func:`seal_pieces`); memory stays bounded."""
+    for sealed in seal_pieces(key, prefix, aad, read_pieces(src, CHUNK_SIZE)):
+        dst.write(sealed)
 
-    Each chunk is authenticated before its plaintext is written, but earlier
-    chunks are already in ``dst`` when a later one fails: callers write to a
-    temporary place and discard it on error. ``what`` names the file in errors.
+
+def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], what: str) -> Iterator[bytes]:
+    """Open sealed pieces (``CHUNK_SIZE + TAG_SIZE`` each, the last shorter) one by one.
+
+    Each chunk is authenticated before its plaintext is yielded, but earlier
+    chunks are already out when a later one fails: callers write to a temporary
+    place and discard it on error. ``what`` names the file in errors.
 
     Raises ``PayloadDecryptionError`` when a chunk does not authenticate, the
-    payload is truncated, reordered or extended, or a non-first final chunk is empty.
+    payload is missing, truncated, reordered or extended, or a non-first final
+    chunk is empty.
     """
     aead = AESGCM(key)
-    counter = 0
-    total = 0
-    sealed = _read_full(src, ENCRYPTED_CHUNK_SIZE)
-    while True:
-        following = _read_full(src, ENCRYPTED_CHUNK_SIZE) if len(sealed) == ENCRYPTED_CHUNK_SIZE else b""
-        last = not following
+    for counter, (sealed, last) in enumerate(_with_last(pieces)):
         if len(sealed) < TAG_SIZE or counter >= MAX_CHUNKS:
             raise _payload_failure(what)
         if last and counter > 0 and len(sealed) == TAG_SIZE:
@@ -114,15 +149,15 @@ def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: Binar
             # the stream was cut or spliced.
             raise _payload_failure(what)
         try:
-            plain = aead.decrypt(_nonce(prefix, counter, last), sealed, aad)
+            yield aead.decrypt(_nonce(prefix, counter, last), sealed, aad)
         except InvalidTag:
             raise _payload_failure(what) from None
+
+
+def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO, what: str) -> None:
+    """Open a sealed stream from ``src`` into ``dst`` (see :func:`open_pieces`)."""
+    for plain in open_pieces(key, prefix, aad, read_pieces(src, ENCRYPTED_CHUNK_SIZE), what):
         dst.write(plain)
-        total += len(plain)
-        if last:
-            return total
-        sealed = following
-        counter += 1
 
 
 def _payload_failure(what: str) -> PayloadDecryptionError:

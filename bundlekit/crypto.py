@@ -72,42 +72,19 @@ def _mac(header_key: bytes, body: bytes) -> bytes:
     return hmac.new(header_key, body, sha256).digest()
 
 
-def encrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> None:
-    """Encrypt ``src`` into ``dst`` as a ``bundlekit-enc/1`` file bound to ``key`` and ``path``.
-
-    ``path`` is the file's path in the bundle (the same string must be given to
-    decrypt). Memory stays bounded whatever the size. Raises ``UsageError`` for
-    an empty path or one with NUL characters.
-    """
-    _encrypt_stream(src, dst, key, path, os.urandom)
-
-
-def _encrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str, rng: Rng) -> None:
-    """The seam behind :func:`encrypt_stream`: ``rng`` supplies salt then nonce prefix."""
-    path_b = _path_bytes(path)
+def _seal_header(key: BundleKey, path_b: bytes, rng: Rng) -> tuple[bytes, bytes, bytes]:
+    """Draw salt then nonce prefix from ``rng``; return (header, payload key, nonce prefix)."""
     salt = rng(SALT_SIZE)
     prefix = rng(_stream.NONCE_PREFIX_SIZE)
     if len(salt) != SALT_SIZE or len(prefix) != _stream.NONCE_PREFIX_SIZE:
         raise UsageError("internal: the random source returned the wrong number of bytes")
     header_key, payload_key = _file_keys(key, salt, path_b)
     body = MAGIC + bytes([VERSION]) + CHUNK_SIZE.to_bytes(4, "big") + salt + prefix
-    header = body + _mac(header_key, body)
-    dst.write(header)
-    _stream.seal_stream(payload_key, prefix, header + key.key_id + path_b, src, dst)
+    return body + _mac(header_key, body), payload_key, prefix
 
 
-def decrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> None:
-    """Decrypt a ``bundlekit-enc/1`` file from ``src`` into ``dst``.
-
-    ``path`` must be the path the file was encrypted for. Raises
-    ``HeaderDecryptionError`` if the header is malformed or does not
-    authenticate (another key, bundle or path, or tampering) — nothing is
-    written then — and ``PayloadDecryptionError`` if a chunk fails (see the
-    module's limitations). Both are ``DecryptionError``.
-    """
-    path_b = _path_bytes(path)
-    what = repr(path)
-    header = _stream._read_full(src, HEADER_SIZE)
+def _open_header(header: bytes, key: BundleKey, path_b: bytes, what: str) -> tuple[bytes, bytes]:
+    """Check a header (steps 2 to 5 of the spec); return (payload key, nonce prefix)."""
     if (
         len(header) != HEADER_SIZE
         or header[: len(MAGIC)] != MAGIC
@@ -127,21 +104,64 @@ def decrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> N
             f"cannot decrypt {what}: header failure (the file does not belong to this key, bundle and "
             "path, or it was tampered with); check the key, or fetch the bundle again"
         )
+    return payload_key, prefix
+
+
+def encrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> None:
+    """Encrypt ``src`` into ``dst`` as a ``bundlekit-enc/1`` file bound to ``key`` and ``path``.
+
+    ``path`` is the file's path in the bundle (the same string must be given to
+    decrypt). Memory stays bounded whatever the size. Raises ``UsageError`` for
+    an empty path or one with NUL characters.
+    """
+    _encrypt_stream(src, dst, key, path, os.urandom)
+
+
+def _encrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str, rng: Rng) -> None:
+    """The seam behind :func:`encrypt_stream`: ``rng`` supplies salt then nonce prefix."""
+    path_b = _path_bytes(path)
+    header, payload_key, prefix = _seal_header(key, path_b, rng)
+    dst.write(header)
+    _stream.seal_stream(payload_key, prefix, header + key.key_id + path_b, src, dst)
+
+
+def decrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> None:
+    """Decrypt a ``bundlekit-enc/1`` file from ``src`` into ``dst``.
+
+    ``path`` must be the path the file was encrypted for. Raises
+    ``HeaderDecryptionError`` if the header is malformed or does not
+    authenticate (another key, bundle or path, or tampering) -- nothing is
+    written then -- and ``PayloadDecryptionError`` if a chunk fails (see the
+    module's limitations). Both are ``DecryptionError``.
+    """
+    path_b = _path_bytes(path)
+    what = repr(path)
+    header = _stream._read_full(src, HEADER_SIZE)
+    payload_key, prefix = _open_header(header, key, path_b, what)
     _stream.open_stream(payload_key, prefix, header + key.key_id + path_b, src, dst, what)
 
 
 def encrypt_bytes(data: bytes, key: BundleKey, path: str) -> bytes:
     """Encrypt ``data`` in memory; same format and errors as :func:`encrypt_stream`."""
-    out = io.BytesIO()
-    encrypt_stream(io.BytesIO(data), out, key, path)
-    return out.getvalue()
+    return _encrypt_bytes(data, key, path, os.urandom)
+
+
+def _encrypt_bytes(data: bytes, key: BundleKey, path: str, rng: Rng) -> bytes:
+    path_b = _path_bytes(path)
+    header, payload_key, prefix = _seal_header(key, path_b, rng)
+    aad = header + key.key_id + path_b
+    sealed = _stream.seal_pieces(payload_key, prefix, aad, _stream.slice_pieces(data, CHUNK_SIZE))
+    return b"".join([header, *sealed])
 
 
 def decrypt_bytes(data: bytes, key: BundleKey, path: str) -> bytes:
     """Decrypt ``data`` in memory; same errors as :func:`decrypt_stream`, no partial output."""
-    out = io.BytesIO()
-    decrypt_stream(io.BytesIO(data), out, key, path)
-    return out.getvalue()
+    path_b = _path_bytes(path)
+    what = repr(path)
+    header = bytes(data[:HEADER_SIZE])
+    payload_key, prefix = _open_header(header, key, path_b, what)
+    pieces = _stream.slice_pieces(memoryview(data)[HEADER_SIZE:], _stream.ENCRYPTED_CHUNK_SIZE)
+    return b"".join(_stream.open_pieces(payload_key, prefix, header + key.key_id + path_b, pieces, what))
 
 
 def encrypted_size(plaintext_size: int) -> int:

@@ -219,3 +219,14 @@ def test_unusable_paths_are_refused(key: BundleKey, path: Any) -> None:
 def test_encrypted_size_refuses_negative_sizes() -> None:
     with pytest.raises(UsageError):
         crypto.encrypted_size(-1)
+
+
+@pytest.mark.parametrize("size", [0, 5, CHUNK, 2 * CHUNK + 3])
+def test_the_in_memory_and_streaming_forms_give_the_same_bytes(key: BundleKey, size: int) -> None:
+    data = bytes(i % 7 for i in range(size))
+    out = io.BytesIO()
+    crypto._encrypt_stream(io.BytesIO(data), out, key, "p", lambda n: b"\x09" * n)
+    assert crypto._encrypt_bytes(data, key, "p", lambda n: b"\x09" * n) == out.getvalue()
+    back = io.BytesIO()
+    crypto.decrypt_stream(io.BytesIO(out.getvalue()), back, key, "p")
+    assert back.getvalue() == data

@@ -273,3 +273,13 @@ def test_the_salt_comes_from_the_injected_source() -> None:
 
     _, params = RawKeyFile(b"a" * 32).new_bundle_key("demo", rng)
     assert seen == [keys.SALT_SIZE] and params["salt"] == "00" * 32
+
+
+@pytest.mark.parametrize("length", [16, 32, 64, 100])
+@pytest.mark.parametrize("salt", [None, b"", b"s" * 16, b"t" * 70])
+def test_the_hkdf_matches_cryptography_s(length: int, salt: bytes | None) -> None:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    expected = HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=b"info").derive(b"ikm" * 11)
+    assert keys._hkdf(b"ikm" * 11, salt, b"info", length) == expected
