@@ -561,7 +561,8 @@ def serve_in_thread(
         if owned:
             _close_source(source)
         raise
-    thread = threading.Thread(target=server.serve_forever, name=f"bundlekit-gateway-{server.server_address[1]}", daemon=True)
+    # A short poll interval makes shutdown prompt (tests start and stop many servers).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"bundlekit-gateway-{server.server_address[1]}", daemon=True)
     thread.start()
     try:
         yield server

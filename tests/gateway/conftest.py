@@ -123,12 +123,19 @@ def gateway(filled_store: BlockStore) -> Iterator[str]:
         yield server.url
 
 
-@pytest.fixture
-def client(gateway: str) -> Iterator[httpx.Client]:
-    import httpx
-
-    with httpx.Client(base_url=gateway, timeout=10) as c:
+@pytest.fixture(scope="session")
+def _session_http() -> Iterator[httpx.Client]:
+    # Building an httpx.Client loads the TLS trust store (most of a second on a busy
+    # machine); one per session keeps the suite fast.
+    with httpx.Client(timeout=10) as c:
         yield c
+
+
+@pytest.fixture
+def client(gateway: str, _session_http: httpx.Client) -> httpx.Client:
+    """An HTTP client whose relative URLs go to the ``gateway`` fixture's server."""
+    _session_http.base_url = httpx.URL(gateway)
+    return _session_http
 
 
 @pytest.fixture
