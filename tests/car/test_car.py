@@ -329,3 +329,54 @@ def test_index_without_verify_still_verifies_on_get(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with CarIndex(path, verify=False) as index, pytest.raises(BlockMismatch):
         index.get(LEAF_CID)
+
+
+def test_header_for_one_cidv1_root_is_59_bytes_in_the_documented_layout() -> None:
+    header = encode_header([LEAF_CID])
+    assert len(header) == 59
+    assert header[:11] == bytes.fromhex("3aa265") + b"roots" + bytes.fromhex("81d82a")
+    assert header[11:14] == bytes.fromhex("582500") and header[14:50] == LEAF_CID
+    assert header[50:] == b"\x67version\x01"
+
+
+def test_header_with_extra_keys_is_rejected() -> None:
+    body = dag_cbor.encode({"roots": [CID.decode(LEAF_CID)], "version": 1, "x": 1})
+    with pytest.raises(CARError, match="unexpected keys"):
+        read_car(io.BytesIO(encode_varint(len(body)) + body))
+
+
+def test_header_length_over_the_limit_is_rejected_before_reading_it() -> None:
+    with pytest.raises(CARError, match="out of range"):
+        read_car(io.BytesIO(encode_varint(2 * 1024 * 1024) + b"\xa2"))
+
+
+def test_header_with_empty_roots_is_read() -> None:
+    roots, it = read_car(io.BytesIO(_car([(LEAF_CID, LEAF)], [])))
+    assert roots == [] and list(it) == [(LEAF_CID, LEAF)]
+
+
+def test_carv2_whose_payload_is_not_v1_is_rejected() -> None:
+    inner = bytes.fromhex("0aa16776657273696f6e02")
+    with pytest.raises(CARError, match="not a CARv1"):
+        read_car(io.BytesIO(_carv2(inner)))
+
+
+def test_truncated_carv2_payload_is_a_car_error() -> None:
+    v1 = _car([(LEAF_CID, LEAF)], [LEAF_CID])
+    v2 = _carv2(v1)
+    cut = v2[: v2.index(LEAF) + 3]
+    _, it = read_car(io.BytesIO(cut))
+    with pytest.raises(CARError, match="truncated"):
+        list(it)
+
+
+def test_index_keeps_the_first_copy_of_a_repeated_block(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    raw.write(encode_header([LEAF_CID]))
+    for _ in range(2):
+        raw.write(encode_varint(len(LEAF_CID) + len(LEAF)) + LEAF_CID + LEAF)
+    path = tmp_path / "dup.car"
+    path.write_bytes(raw.getvalue())
+    with CarIndex(path) as index:
+        assert (index.sections, len(index)) == (2, 1)
+        assert index.index[LEAF_CID][0] == len(encode_header([LEAF_CID])) + 1 + len(LEAF_CID)

@@ -199,3 +199,24 @@ def test_unpack_car_refuses_a_root_not_in_the_car(blocks: Blocks, write_car: Cal
     car = write_car(blocks.car([root]))
     with pytest.raises(UsageError, match="not a root"):
         unpack_car(car, car.parent / "out", root=make_cid(1, RAW, b"?"))
+
+
+def test_force_replaces_an_existing_file_with_a_directory(sample_tree: Tree, tmp_path: Path) -> None:
+    blocks, root, files = sample_tree
+    (tmp_path / "out").write_text("a file")
+    with pytest.raises(UsageError, match="already exists"):
+        unpack(blocks.get, root, tmp_path / "out")
+    unpack(blocks.get, root, tmp_path / "out", force=True)
+    assert (tmp_path / "out" / "a.md").read_bytes() == files["a.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_file_root_replaces_an_empty_directory(blocks: Blocks, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    unpack(blocks.get, blocks.raw(b"content"), tmp_path / "out")
+    assert (tmp_path / "out").read_bytes() == b"content"
+
+
+def test_unpacked_files_are_world_readable(blocks: Blocks, tmp_path: Path) -> None:
+    unpack(blocks.get, blocks.raw(b"content"), tmp_path / "f")
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o644
