@@ -1,0 +1,108 @@
+"""The pack and cid commands: stdout carries the CID alone; errors exit non-zero."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bundlekit.car import read_car
+from bundlekit.cid import cid_to_str, parse_cid
+from bundlekit.cli import cli
+from bundlekit.profiles import get_profile
+from bundlekit.unixfs import NullSink, import_path
+
+
+def _tree(root: Path) -> Path:
+    (root / "d").mkdir(parents=True)
+    (root / "a.txt").write_bytes(b"a")
+    (root / "d" / "b.txt").write_bytes(b"b" * 3000)
+    return root
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_pack_prints_only_the_root_cid(tmp_path: Path) -> None:
+    _tree(tmp_path / "t")
+    code, out, _ = _run("pack", str(tmp_path / "t"))
+    expected = cid_to_str(import_path(tmp_path / "t", NullSink(), get_profile()).root)
+    assert code == 0 and out == expected + "\n"
+
+
+def test_pack_writes_a_car_with_the_root_in_its_header(tmp_path: Path) -> None:
+    src = _tree(tmp_path / "t")
+    car = tmp_path / "out.car"
+    code, out, _ = _run("pack", str(src), "-o", str(car))
+    assert code == 0
+    with open(car, "rb") as fh:
+        roots, blocks = read_car(fh)
+        stored = dict(blocks)
+    assert roots == [parse_cid(out.strip())]
+    assert roots[0] in stored and len(stored) == 4
+
+
+def test_pack_json_reports_root_profile_blocks_and_bytes(tmp_path: Path) -> None:
+    src = _tree(tmp_path / "t")
+    code, out, _ = _run("pack", str(src), "--json", "--profile", "unixfs-v0-2015")
+    doc = json.loads(out)
+    assert code == 0 and sorted(doc) == ["blocks", "bytes", "profile", "root"]
+    assert doc["root"].startswith("Qm") and doc["profile"] == "unixfs-v0-2015" and doc["blocks"] == 4
+
+
+def test_pack_without_output_writes_nothing(tmp_path: Path) -> None:
+    src = _tree(tmp_path / "t")
+    before = sorted(os.listdir(tmp_path))
+    assert _run("pack", str(src))[0] == 0
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_cid_prints_the_cid_of_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"hello world")
+    code, out, _ = _run("cid", str(tmp_path / "f"), "--profile", "unixfs-v0-2015")
+    assert (code, out) == (0, "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD\n")
+
+
+def test_cid_applies_overrides(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    plain = _run("cid", str(tmp_path / "f"))[1]
+    small = _run("cid", str(tmp_path / "f"), "--chunk-size", "10", "--max-links", "3")[1]
+    v0 = _run("cid", str(tmp_path / "f"), "--cid-version", "0", "--no-raw-leaves")[1]
+    assert plain.startswith("bafkrei") and small.startswith("bafybei") and v0.startswith("Qm")
+
+
+def test_hidden_flag_changes_the_root(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / ".h").write_bytes(b"h")
+    assert _run("cid", str(tmp_path))[1] != _run("cid", str(tmp_path), "--hidden")[1]
+
+
+def test_skipped_symlink_is_reported_on_stderr_only(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    os.symlink(tmp_path / "a.txt", tmp_path / "l")
+    code, out, err = _run("pack", str(tmp_path))
+    assert code == 0 and out.count("\n") == 1 and "warning: skipped symbolic link 'l'" in err
+
+
+def test_missing_path_is_an_error_with_exit_1(tmp_path: Path) -> None:
+    code, out, err = _run("cid", str(tmp_path / "missing"))
+    assert code == 1 and out == "" and err.startswith("error: cannot read")
+
+
+def test_bad_override_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    code, _, err = _run("cid", str(tmp_path / "f"), "--chunk-size", str(64 << 20))
+    assert code != 0 and "chunk_size" in err
+
+
+def test_failed_pack_leaves_no_car(tmp_path: Path) -> None:
+    _tree(tmp_path / "t")
+    fd = os.open(os.fsencode(tmp_path / "t") + b"/bad-\xff", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.close(fd)
+    code, _, _ = _run("pack", str(tmp_path / "t"), "-o", str(tmp_path / "out.car"))
+    assert code == 1 and not (tmp_path / "out.car").exists()
+    assert [p for p in os.listdir(tmp_path) if p != "t"] == []

@@ -1,0 +1,103 @@
+"""Chunking and the balanced file layout."""
+
+from __future__ import annotations
+
+import io
+
+from bundlekit.chunker import iter_bytes_chunks, iter_chunks
+from bundlekit.cid import DAG_PB, RAW, parse_cid_bytes
+from bundlekit.dagpb import FILE, UnixFSData, decode_node
+from bundlekit.layout import FileBuilder
+from bundlekit.profiles import get_profile
+from bundlekit.unixfs import ListSink, import_file
+
+
+class Trickle(io.RawIOBase):
+    """Returns at most 3 bytes per read, like a slow pipe."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = min(3, len(buffer), len(self._data))
+        buffer[:n] = self._data[:n]
+        self._data = self._data[n:]
+        return n
+
+
+def test_chunks_are_fixed_size_except_the_last() -> None:
+    assert [len(c) for c in iter_chunks(io.BytesIO(b"x" * 10), 4)] == [4, 4, 2]
+
+
+def test_empty_stream_is_one_empty_chunk() -> None:
+    assert list(iter_chunks(io.BytesIO(b""), 4)) == [b""]
+    assert list(iter_bytes_chunks(b"", 4)) == [b""]
+
+
+def test_short_reads_do_not_move_chunk_boundaries() -> None:
+    data = bytes(range(50))
+    assert list(iter_chunks(Trickle(data), 8)) == list(iter_bytes_chunks(data, 8))  # type: ignore[arg-type]
+
+
+def test_single_chunk_file_is_the_raw_leaf_itself() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(b"hello"), sink, get_profile())
+    assert parse_cid_bytes(entry.cid).codec == RAW and sink.blocks == [(entry.cid, b"hello")]
+
+
+def test_single_chunk_file_with_dag_pb_leaves_is_a_file_leaf() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(b"hello"), sink, get_profile("unixfs-v0-2015"))
+    links, data = decode_node(sink.blocks[0][1])
+    assert links == [] and data is not None
+    assert UnixFSData.decode(data) == UnixFSData(FILE, data=b"hello", filesize=5)
+    assert entry.tsize == len(sink.blocks[0][1])
+
+
+def test_root_node_lists_content_sizes_and_tsizes() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(b"abcdefghij"), sink, get_profile(chunk_size=4))
+    root = dict(sink.blocks)[entry.cid]
+    links, data = decode_node(root)
+    assert data is not None
+    assert UnixFSData.decode(data) == UnixFSData(FILE, filesize=10, blocksizes=[4, 4, 2])
+    assert [link.tsize for link in links] == [4, 4, 2]
+    assert entry.tsize == len(root) + 10 and entry.size == 10
+
+
+def test_tree_is_balanced_with_max_links_per_node() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(bytes(7)), sink, get_profile(chunk_size=1, max_links=3))
+    blocks = dict(sink.blocks)
+    root_links, _ = decode_node(blocks[entry.cid])
+    # 7 leaves / 3 -> 3 nodes (3, 3, 1) -> root over them
+    assert [len(decode_node(blocks[link.cid])[0]) for link in root_links] == [3, 3, 1]
+
+
+def test_exactly_max_links_chunks_need_one_level() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(b"abc"), sink, get_profile(chunk_size=1, max_links=3))
+    links, _ = decode_node(dict(sink.blocks)[entry.cid])
+    assert [parse_cid_bytes(link.cid).codec for link in links] == [RAW, RAW, RAW]
+
+
+def test_pending_links_stay_bounded_by_max_links() -> None:
+    profile = get_profile(chunk_size=1, max_links=4)
+    builder = FileBuilder(profile, ListSink())
+    worst = 0
+    for _ in range(500):
+        builder.add(b"x")
+        worst = max(worst, max(len(level) for level in builder._levels))
+    assert worst < 4
+    assert parse_cid_bytes(builder.finish().cid).codec == DAG_PB
+
+
+def test_raw_leaves_stay_cidv1_under_cidv0() -> None:
+    sink = ListSink()
+    entry = import_file(io.BytesIO(b"abcd"), sink, get_profile("unixfs-v0-2015", raw_leaves=True, chunk_size=2))
+    assert parse_cid_bytes(entry.cid).version == 0
+    leaves = [cid for cid, _ in sink.blocks if cid != entry.cid]
+    assert all(parse_cid_bytes(c).version == 1 and parse_cid_bytes(c).codec == RAW for c in leaves)
