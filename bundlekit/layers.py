@@ -40,6 +40,7 @@ __all__ = [
     "LayeredResult",
     "parse_layer_option",
     "effective_view",
+    "layered_memory",
     "load_layered",
     "render_layered_context",
 ]
@@ -156,6 +157,31 @@ def effective_view(
     return LayeredView(records, events, sorted(overridden))
 
 
+def layered_memory(
+    layers: Sequence[tuple[str, str]],
+    *,
+    gateways: Sequence[str] = (),
+    key: KeySpec | None = None,
+) -> Memory:
+    """The effective view of ``layers`` as an in-memory :class:`Memory` (nothing written).
+
+    Lets code use ``recall``, ``context_block`` or ``export`` on the merged view.
+    Raises what :func:`effective_view` raises.
+    """
+    view = effective_view(layers, gateways=gateways, key=key)
+    memory = Memory(None)
+    memory.import_(_view_blob(view), strategy="replace")
+    return memory
+
+
+def _view_blob(view: LayeredView) -> dict[str, Any]:
+    return {
+        "version": "memory/0.1",
+        "files": {record.filename: record.raw for _layer, record in view.records},
+        "timeline": view.timeline,
+    }
+
+
 def _event_id(event: dict[str, Any]) -> str:
     return json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -181,11 +207,7 @@ def load_layered(
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".layers", dir=dest.parent))
     try:
-        blob = {
-            "version": "memory/0.1",
-            "files": {record.filename: record.raw for _layer, record in view.records},
-            "timeline": view.timeline,
-        }
+        blob = _view_blob(view)
         # The layers were validated when they were written or loaded; imported
         # memory is re-checked here, secrets included, before anything lands.
         Memory(tmp).import_(blob, strategy="replace")

@@ -114,3 +114,34 @@ def test_context_respects_the_budget(layers: list[tuple[str, str]]) -> None:
 
 def test_context_with_no_room_is_empty(layers: list[tuple[str, str]]) -> None:
     assert render_layered_context(layers, max_tokens=2) == ""
+
+
+def test_layered_memory_is_the_effective_view_in_memory(layers: list[tuple[str, str]]) -> None:
+    from bundlekit.layers import layered_memory
+
+    mem = layered_memory(layers)
+    rec = mem.read("Style")
+    assert mem.mode == "none" and rec is not None and rec.body == "Task style."
+    assert [h.key for h in mem.recall("style")] == ["Style"]
+
+
+def test_memory_context_cli_renders_layers(layers: list[tuple[str, str]]) -> None:
+    from click.testing import CliRunner
+
+    from bundlekit.cli import cli
+
+    args = ["memory", "context"] + [a for name, src in layers for a in ("--layer", f"{name}={src}")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("<memory>\n## task")
+
+
+def test_load_cli_writes_the_layered_view(layers: list[tuple[str, str]], tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from bundlekit.cli import cli
+
+    args = ["load", "-o", str(tmp_path / "out")] + [a for name, src in layers for a in ("--layer", f"{name}={src}")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "Style.md").read_bytes() == (tmp_path / "task" / "Style.md").read_bytes()

@@ -172,3 +172,21 @@ def test_budget_trims_least_important_memories_first() -> None:
 
 def test_empty_memory_renders_nothing() -> None:
     assert render_project_memory(Lister([])) == ""
+
+
+def test_memory_context_cli_renders_the_magic_context_form(mc_db: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from bundlekit.cli import cli
+    from bundlekit.convert import import_from
+
+    import_from("magic-context", mc_db, tmp_path / "mem", project=PROJECT, clock=clock)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tmp_path / "mem"), "context", "--style", "magic-context"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "<project-memory>\n"
+        "<PROJECT_RULES>\n#2: All PRs require at least one approval before merge.\n</PROJECT_RULES>\n"
+        "<ARCHITECTURE>\n#1: Event sourcing for orders because audit trail is a hard requirement.\n</ARCHITECTURE>\n"
+        "<CONFIG_VALUES>\n#6: injection_budget_tokens defaults to 4000.\n</CONFIG_VALUES>\n"
+        "</project-memory>\n"
+    )
