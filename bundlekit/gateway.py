@@ -44,7 +44,6 @@ from .errors import (
     MissingBlock,
     UnsafePathError,
     UsageError,
-    VerificationError,
 )
 from .gateway_car import BlockSource, CarFileSource, ChainSource
 from .gateway_dag import DAG_SCOPES, Resolved, resolve_path, scope_blocks
@@ -289,9 +288,9 @@ class Gateway:
             stat = reader.stat(cid)
         except MissingBlock:
             raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
-        except VerificationError:
+        except BlockMismatch:
             raise
-        except BundlekitError as exc:
+        except BundlekitError as exc:  # a codec or UnixFS node kind we do not render
             raise _HTTPError(501, f"{cid_to_str(cid)} is not UnixFS data this gateway can render ({exc}); ask for ?format=car") from None
         if stat.kind == "directory":
             if not url.path.endswith("/"):

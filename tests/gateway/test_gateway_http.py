@@ -277,3 +277,65 @@ def test_car_files_are_served_without_a_store(sample_car, sample_dag) -> None:  
         assert r.content == sample_dag.entries["memory/a.md"][2]
         car = c.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car")
         assert sorted(car_blocks(car.content)[1]) == sorted(sample_dag.blocks)
+
+
+def test_options_answers_a_cors_preflight(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    r = client.options(f"/ipfs/{cid_to_str(sample_dag.root)}")
+    assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == "*"
+
+
+def test_car_version_query_other_than_1_is_400(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car&car-version=2").status_code == 400
+
+
+def test_entity_bytes_is_501_not_a_silent_superset(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car&entity-bytes=0:10")
+    assert r.status_code == 501
+
+
+def test_equal_quality_accept_prefers_the_first_listed(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    accept = "application/vnd.ipld.car, application/vnd.ipld.raw"
+    r = client.head(f"/ipfs/{cid_to_str(sample_dag.root)}", headers={"Accept": accept})
+    assert r.headers["content-type"] == CAR_TYPE
+
+
+def test_unrelated_accept_gives_the_deserialized_response(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}/manifest.json", headers={"Accept": "text/html, */*"})
+    assert r.content == sample_dag.entries["manifest.json"][2]
+    assert r.headers["content-type"] == "application/json"
+
+
+def test_raw_with_a_path_returns_the_terminal_block(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    cid = sample_dag.entries["memory"][0]
+    r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}/memory?format=raw")
+    assert r.content == sample_dag.blocks[cid]
+    assert r.headers["etag"] == f'"{cid_to_str(cid)}.raw"'
+
+
+def test_a_directory_with_index_html_serves_it(tree_builder) -> None:  # type: ignore[no-untyped-def]
+    from bundlekit.gateway import serve_in_thread
+
+    dag = tree_builder({"site/index.html": b"<p>hi</p>", "site/x.txt": b"x"})
+    with serve_in_thread(source=_DictSource(dag.blocks)) as server, httpx.Client(base_url=server.url) as c:
+        r = c.get(f"/ipfs/{cid_to_str(dag.root)}/site/")
+        assert r.content == b"<p>hi</p>"
+        assert r.headers["content-type"] == "text/html"
+
+
+class _DictSource:
+    """A block source over a dict: any object with get/has can be served."""
+
+    def __init__(self, blocks: dict[bytes, bytes]) -> None:
+        self.blocks = blocks
+
+    def get(self, cid: bytes) -> bytes:
+        from bundlekit.errors import MissingBlock
+
+        try:
+            return self.blocks[cid]
+        except KeyError:
+            raise MissingBlock(cid_to_str(cid)) from None
+
+    def has(self, cid: bytes) -> bool:
+        return cid in self.blocks

@@ -1,0 +1,80 @@
+"""Block sources: CAR files read on demand, and chains of sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.cid import DAG_PB, RAW, make_cid
+from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.gateway import make_source
+from bundlekit.gateway_car import CarFileSource, ChainSource
+from bundlekit.store import BlockStore
+
+
+def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    source = CarFileSource(sample_car)
+    try:
+        assert source.roots == [sample_dag.root]
+        assert all(source.get(cid) == data for cid, data in sample_dag.blocks.items())
+    finally:
+        source.close()
+
+
+def test_car_file_source_answers_cidv0_for_a_cidv1_block(tmp_path: Path) -> None:
+    from bundlekit.car import CarWriter
+
+    node = b"\x0a\x02\x08\x01"
+    path = tmp_path / "one.car"
+    with path.open("wb") as fh:
+        writer = CarWriter(fh, [make_cid(1, DAG_PB, node)])
+        writer.put(make_cid(1, DAG_PB, node), node)
+        writer.close()
+    source = CarFileSource(path)
+    try:
+        assert source.get(make_cid(0, DAG_PB, node)) == node
+    finally:
+        source.close()
+
+
+def test_car_file_source_reports_a_block_changed_after_indexing(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    source = CarFileSource(sample_car)
+    try:
+        data = bytearray(sample_car.read_bytes())
+        data[-1] ^= 0xFF  # the sample CAR ends with the root block
+        sample_car.write_bytes(bytes(data))
+        with pytest.raises(BlockMismatch):
+            source.get(sample_dag.root)
+    finally:
+        source.close()
+
+
+def test_car_file_source_misses_blocks_it_does_not_hold(sample_car: Path) -> None:
+    source = CarFileSource(sample_car)
+    try:
+        assert not source.has(make_cid(1, RAW, b"other"))
+        with pytest.raises(MissingBlock):
+            source.get(make_cid(1, RAW, b"other"))
+    finally:
+        source.close()
+
+
+def test_chain_source_falls_through_to_the_next_source(sample_car: Path, store: BlockStore) -> None:
+    extra = make_cid(1, RAW, b"only in the store")
+    store.put(extra, b"only in the store")
+    car = CarFileSource(sample_car)
+    try:
+        chain = ChainSource([car, store])
+        assert chain.get(extra) == b"only in the store"
+        with pytest.raises(MissingBlock):
+            chain.get(make_cid(1, RAW, b"nowhere"))
+    finally:
+        car.close()
+
+
+def test_make_source_uses_the_store_only_when_no_car_is_given(sample_car: Path, tmp_path: Path) -> None:
+    assert isinstance(make_source(tmp_path / "s"), BlockStore)
+    only_car = make_source(None, [sample_car])
+    assert isinstance(only_car, CarFileSource)
+    only_car.close()
