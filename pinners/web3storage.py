@@ -166,8 +166,10 @@ class Web3StoragePinner(BasePinner):
             )
         return PinResult(self.name, cid, PINNED, url=f"ipfs://{cid}")
 
-    def _post_car(self, body: Callable[[], dict[str, Any]], name: str | None) -> str:
-        headers = {**self._headers, "Content-Type": "application/vnd.ipld.car"}
+    def _post_car(self, body: Callable[[], dict[str, Any]], length: int, name: str | None) -> str:
+        # An explicit length: streamed bodies would otherwise go chunked, which
+        # storage front ends (and presigned S3 URLs) refuse.
+        headers = {**self._headers, "Content-Type": "application/vnd.ipld.car", "Content-Length": str(length)}
         if name:
             headers["X-NAME"] = quote(name)
         response = self.http.request("POST", f"{self.base_url}/car", headers=headers, body=body, what="upload CAR")
@@ -183,7 +185,7 @@ class Web3StoragePinner(BasePinner):
                 car.seek(start)
                 return {"content": _iter_file(car)}
 
-            return self._post_car(body, name)
+            return self._post_car(body, size, name)
         cid = ""
         for part in _split_car(car, root, self.split_size):
             with part:
@@ -191,7 +193,8 @@ class Web3StoragePinner(BasePinner):
                     part.seek(0)
                     return {"content": _iter_file(part)}
 
-                cid = self._post_car(part_body, name)
+                length = part.seek(0, os.SEEK_END)
+                cid = self._post_car(part_body, length, name)
                 if not same_cid(cid, root):
                     return cid  # reported as a mismatch by pin()
         return cid
@@ -223,6 +226,7 @@ class Web3StoragePinner(BasePinner):
         if stored.get("status") == "upload":
             url = str(stored.get("url", ""))
             put_headers = {str(k): str(v) for k, v in (stored.get("headers") or {}).items()}
+            put_headers.setdefault("Content-Length", str(size))
 
             def body() -> dict[str, Any]:
                 car.seek(start)

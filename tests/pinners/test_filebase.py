@@ -189,3 +189,22 @@ def test_access_denied_is_an_auth_error(car: Car) -> None:
 def test_missing_settings_name_the_variables() -> None:
     with pytest.raises(PinnerNotConfigured, match="FILEBASE_BUCKET"):
         FilebasePinner.from_env({"FILEBASE_ACCESS_KEY_ID": ACCESS, "FILEBASE_SECRET_ACCESS_KEY": SECRET_KEY})
+
+
+def test_filebase_runs_under_pin_all_with_progress(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
+    from bundlekit.pinning import pin_all
+
+    big = build_car(tmp_path / "big.car", [bytes([i]) * (1024 * 1024) for i in range(6)])
+    small, _ = make_pinner(s3_endpoint)
+    multi, _ = make_pinner(s3_endpoint, multipart_threshold=5 * 1024 * 1024, multipart_chunk=5 * 1024 * 1024)
+    seen: dict[str, int] = {}
+
+    def progress(name: str, n: int) -> None:
+        seen[name] = seen.get(name, 0) + n
+
+    for pinner in (small, multi):
+        pinner._hook.key = pinner.key_for(big.root)  # type: ignore[attr-defined]
+        report = pin_all(big.path, big.root, [pinner], progress=progress)
+        assert report.ok, report.pins
+        plain_client(s3_endpoint).delete_object(Bucket=bucket, Key=pinner.key_for(big.root))
+    assert seen["filebase"] >= 2 * big.size

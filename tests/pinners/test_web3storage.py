@@ -51,6 +51,7 @@ def test_legacy_posts_the_car_body_with_bearer_and_x_name(car: Car, http_kwargs:
     assert request.headers["x-name"] == "my%20release"
     assert request.headers["content-type"] == "application/vnd.ipld.car"
     assert request.content == car.path.read_bytes()
+    assert request.headers["content-length"] == str(car.size)
 
 
 @respx.mock
@@ -129,6 +130,8 @@ def test_bridge_runs_store_add_put_then_upload_add(car: Car, http_kwargs: dict[s
     put_request = put.calls.last.request
     assert put_request.content == car.path.read_bytes()
     assert put_request.headers["x-amz-checksum-sha256"] == "abc"
+    assert put_request.headers["content-length"] == str(car.size)
+    assert "transfer-encoding" not in put_request.headers
     assert "x-auth-secret" not in put_request.headers and "authorization" not in put_request.headers
 
 
