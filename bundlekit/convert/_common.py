@@ -44,6 +44,8 @@ __all__ = [
     "atomic_write",
     "single_line",
     "same_instant",
+    "load_yaml",
+    "dump_yaml",
 ]
 
 #: The bundlekit memory types (specs/memory.md).
@@ -174,15 +176,65 @@ def _yaml_value(value: Any) -> Any:
     return value
 
 
-def render_markdown(meta: Mapping[str, Any], body: str) -> str:
-    """Render frontmatter (real YAML, keys in the given order) and a body."""
-    dumped = yaml.safe_dump(
-        {str(k): _yaml_value(v) for k, v in meta.items()},
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+class _KeepLoader(yaml.SafeLoader):
+    """Safe loader that leaves timestamps as the strings they were written as."""
+
+
+class _KeepDumper(yaml.SafeDumper):
+    """Safe dumper that writes date-like strings bare (as they were read) and never uses aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+# Foreign files are read and written back with dates as text: a bare
+# ``created: 2026-03-22`` stays exactly that, in both directions.
+_KeepLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_KeepDumper.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
+    for first, resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items()
+}
+
+
+def load_yaml(text: str, *, where: str) -> dict[str, Any]:
+    """Parse foreign frontmatter (safe YAML, timestamps kept as strings) into a mapping.
+
+    Raises ``ConvertError`` naming ``where`` for bad YAML or a non-mapping.
+    """
+    if not text.strip():
+        return {}
+    try:
+        data = yaml.load(text, Loader=_KeepLoader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as exc:
+        raise ConvertError(f"malformed YAML frontmatter in {where}; fix it and retry") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConvertError(f"frontmatter of {where} is not a mapping of keys to values; fix it and retry")
+    return {str(k): v for k, v in data.items()}
+
+
+def dump_yaml(mapping: Mapping[str, Any]) -> str:
+    """Dump a mapping as block YAML in the given key order, one line per scalar."""
+    return yaml.dump(
+        {str(k): _yaml_value(v) for k, v in mapping.items()},
+        Dumper=_KeepDumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
         width=1_000_000,
     )
+
+
+def render_markdown(meta: Mapping[str, Any], body: str) -> str:
+    """Render frontmatter (real YAML, keys in the given order) and a body."""
+    dumped = dump_yaml(meta)
     text = f"---\n{dumped}---\n"
     body = body.strip("\n")
     return text + ("\n" + body + "\n" if body else "")

@@ -20,8 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import ConvertError
 from ._common import (
     MEMORY_TYPES,
@@ -31,6 +29,7 @@ from ._common import (
     derive_keys,
     first_line,
     format_time,
+    load_yaml,
     parse_time,
     render_markdown,
     same_instant,
@@ -80,16 +79,6 @@ def render_index(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _load_yaml(text: str, path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text) if text.strip() else {}
-    except yaml.YAMLError as exc:
-        raise ConvertError(f"malformed YAML frontmatter in {path}; fix it and retry") from exc
-    if not isinstance(data, dict):
-        raise ConvertError(f"frontmatter of {path} is not a mapping of keys to values; fix it and retry")
-    return {str(k): v for k, v in data.items()}
-
-
 def _time(raw: Any, path: Path, field: str) -> str:
     return format_time(parse_time(raw, what=f"{field} in {path}"))
 
@@ -118,7 +107,7 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
             fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
             raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-        fm = _load_yaml(fm_text, path) if fm_text is not None else {}
+        fm = load_yaml(fm_text, where=str(path)) if fm_text is not None else {}
         meta: dict[str, Any] = {}
         core = fm
         if isinstance(fm.get("metadata"), dict) and not any(k in fm for k in _CORE):

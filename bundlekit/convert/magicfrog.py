@@ -25,16 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
 from ..errors import ConvertError, DeviceMemoryError
 from ._common import (
     Entry,
     ForeignTree,
     atomic_write,
     derive_keys,
+    dump_yaml,
     first_line,
     format_time,
+    load_yaml,
     parse_time,
     same_instant,
     split_frontmatter,
@@ -136,18 +136,6 @@ def _dimension_roots(src: Path, project: Path | None) -> list[tuple[str, str, Pa
     return roots
 
 
-def _load_fm(text: str | None, path: Path) -> dict[str, Any]:
-    if text is None or not text.strip():
-        return {}
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConvertError(f"malformed YAML frontmatter in {path}; fix it and retry") from exc
-    if not isinstance(data, dict):
-        raise ConvertError(f"frontmatter of {path} is not a mapping; fix it and retry")
-    return {str(k): v for k, v in data.items()}
-
-
 def read_magicfrog(
     src: str | os.PathLike[str],
     *,
@@ -188,7 +176,7 @@ def read_magicfrog(
             fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as exc:
             raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-        fm = _load_fm(fm_text, path)
+        fm = load_yaml(fm_text, where=str(path)) if fm_text is not None else {}
         if "updated" in fm:
             updated = parse_time(fm["updated"], what=f"updated in {path}")
         else:
@@ -264,7 +252,7 @@ def _render_note(entry: Entry) -> str:
             # MagicFrog writes the timestamp bare, as in its docs.
             lines.append(f"updated: {v}\n")
         else:
-            lines.append(yaml.safe_dump({k: v}, allow_unicode=True, default_flow_style=False, width=1_000_000))
+            lines.append(dump_yaml({k: v}))
     body = entry.body.strip("\n")
     return "---\n" + "".join(lines) + "---\n" + (body + "\n" if body else "")
 

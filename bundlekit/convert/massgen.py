@@ -208,11 +208,13 @@ def write_massgen(
             for k, v in extra.items():
                 if str(k) not in fields and ":" not in str(k):
                     fields[str(k)] = str(v)
-        base = out / str(meta["x-massgen-workspace"]) / "memory" if "x-massgen-workspace" in meta else out / "memory"
+        workspace = meta.get("x-massgen-workspace")
         folder = str(meta.get("x-massgen-dir") or tier)
         stem = str(meta.get("x-massgen-file") or name)
-        if "/" in stem or "\\" in stem or stem.startswith(".") or "/" in folder or folder.startswith("."):
-            raise ConvertError(f"memory {entry.key!r} names an unsafe MassGen file {stem!r}; fix x-massgen-file")
+        for part, field in ((stem, "x-massgen-file"), (folder, "x-massgen-dir"), (workspace, "x-massgen-workspace")):
+            if part is not None and (not str(part) or "/" in str(part) or "\\" in str(part) or str(part).startswith(".")):
+                raise ConvertError(f"memory {entry.key!r} has an unsafe {field} {part!r}; fix it and retry")
+        base = out / str(workspace) / "memory" if workspace is not None else out / "memory"
         path = base / folder / f"{stem}.md"
         where = str(path).lower()
         if where in seen:

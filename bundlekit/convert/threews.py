@@ -24,17 +24,18 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from ..errors import ConvertError
+from ..errors import ConvertError, MemoryStoreError
+from ..memory.timeline import validate_entry
 from ._common import (
     MEMORY_TYPES,
     Entry,
     ForeignTree,
     atomic_write,
     derive_keys,
+    dump_yaml,
     first_line,
     format_time,
+    load_yaml,
     parse_time,
     same_instant,
     single_line,
@@ -62,7 +63,6 @@ BLOB_VERSION = "memory/0.1"
 STORAGE_KEY = "agent:{agent_id}:memory"
 
 _STORAGE_RE = re.compile(r"^agent:(?P<id>.+):memory$")
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 # Frontmatter keys three.ws and bundlekit share, carried as they are.
 _SHARED = ("name", "description", "type", "created", "updated", "source", "decay", "tags", "important")
@@ -115,13 +115,7 @@ def _parse_file(name: str, text: str) -> tuple[dict[str, Any], str]:
     fm_text, body = split_frontmatter(text)
     if fm_text is None:
         return {}, body
-    try:
-        data = yaml.safe_load(fm_text) if fm_text.strip() else {}
-    except yaml.YAMLError as exc:
-        raise ConvertError(f"malformed YAML frontmatter in three.ws file {name!r}; fix it and retry") from exc
-    if not isinstance(data, dict):
-        raise ConvertError(f"frontmatter of three.ws file {name!r} is not a mapping; fix it and retry")
-    return {str(k): v for k, v in data.items()}, body
+    return load_yaml(fm_text, where=f"three.ws file {name!r}"), body
 
 
 def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree:
@@ -166,11 +160,11 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
         if key != filename[: -len(".md")]:
             meta["x-threews-file"] = filename
         tree.entries.append(Entry(key, meta, body))
-    for event in blob.get("timeline") or []:
-        if isinstance(event, dict) and isinstance(event.get("ts"), str) and isinstance(event.get("type"), str):
-            tree.timeline.append(dict(event))
-        else:
-            tree.warnings.append(f"timeline event {event!r} has no 'ts' and 'type'; left out")
+    for number, event in enumerate(blob.get("timeline") or []):
+        try:
+            tree.timeline.append(dict(validate_entry(event, f"timeline event {number}")))
+        except MemoryStoreError as exc:
+            tree.warnings.append(f"{exc} (left out)")
     return tree
 
 
@@ -192,13 +186,6 @@ def _filename(entry: Entry) -> str:
     return str(entry.meta.get("x-threews-file") or f"{entry.key}.md")
 
 
-def _yaml_scalar(value: Any) -> Any:
-    # A bare date goes back unquoted, as three.ws writes it.
-    if isinstance(value, str) and _DATE_RE.match(value):
-        return date.fromisoformat(value)
-    return value
-
-
 def _render_file(entry: Entry) -> str:
     meta = entry.meta
     fm: dict[str, Any] = {
@@ -212,14 +199,14 @@ def _render_file(entry: Entry) -> str:
         if original is not None:
             value = same_instant(original, value)
         if value is not None:
-            fm[field] = _yaml_scalar(value if isinstance(value, str) else format_time(parse_time(value)))
+            fm[field] = value if isinstance(value, str) else format_time(parse_time(value))
     for k in ("source", "decay", "tags", "important"):
         if k in meta and meta[k] is not None:
             fm[k] = meta[k]
     extra = meta.get("x-threews-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm})
-    head = yaml.safe_dump(fm, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000)
+    head = dump_yaml(fm)
     body = entry.body.strip("\n")
     return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
 

@@ -96,3 +96,10 @@ def test_malformed_frontmatter_is_refused_naming_the_file(tmp_path: Path) -> Non
 def test_unknown_form_is_refused(claude_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="form"):
         write_claude_code(read_claude_code(claude_dir), tmp_path, form="nested")
+
+
+def test_dates_in_unknown_keys_stay_bare(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src / "x.md", "---\nname: X\ndescription: d\ntype: project\nreviewed: 2026-02-03\n---\nbody\n")
+    write_claude_code(through_bundlekit(read_claude_code(src)), tmp_path / "out")
+    assert "reviewed: 2026-02-03\n" in (tmp_path / "out" / "x.md").read_text()

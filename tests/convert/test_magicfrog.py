@@ -106,3 +106,11 @@ def test_unsafe_recorded_path_is_refused(tmp_path: Path) -> None:
 def test_no_dimensions_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="no MagicFrog dimensions"):
         read_magicfrog(tmp_path)
+
+
+def test_timestamp_spelling_survives_the_round_trip(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write(src / "user" / "a.md", "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n")
+    write_magicfrog(through_bundlekit(read_magicfrog(src)), tmp_path / "out")
+    assert (tmp_path / "out" / "memory" / "user" / "a.md").read_text() == (
+        "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n")

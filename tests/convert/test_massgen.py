@@ -109,3 +109,11 @@ def test_changed_timestamp_is_written_in_the_new_value(massgen_workspace: Path, 
     fields, _ = parse_massgen_file((tmp_path / "memory" / "long_term" / "project_history.md").read_text())
     assert fields["updated"] == "2026-02-02T02:02:02Z"
     assert fields["created"] == "2025-01-12T10:30:00.123456"
+
+
+def test_unsafe_recorded_workspace_is_refused(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("x", {"name": "x", "description": "d", "type": "user", "x-massgen-workspace": "..",
+                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    with pytest.raises(ConvertError, match="unsafe"):
+        write_massgen(tree, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
