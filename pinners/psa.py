@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from bundlekit._http import HttpClient
 from bundlekit.cid import cid_to_str
-from bundlekit.errors import PinRejected, PinUnavailable, UsageError
+from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.pinning import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
 
 __all__ = ["PSAPinner"]
@@ -134,6 +134,11 @@ class PSAPinner(BasePinner):
         while True:
             state = str(status.get("status", ""))
             reported = str((status.get("pin") or {}).get("cid") or cid)
+            if reported != cid:
+                raise CIDMismatch(
+                    f"pinning service: request {requestid} is for {reported}, not {cid}; "
+                    "the service rewrote the CID: check it with the service"
+                )
             if state == PINNED:
                 return PinResult(self.name, reported, PINNED, url=f"ipfs://{reported}")
             if state == FAILED:
