@@ -227,6 +227,9 @@ def export_to(
 
     spec = get_format(fmt)
     tree = read_tree(src)
+    if spec.name == "three.ws" and options.get("namespace") is None:
+        # A blob names its agent; the tree's directory name is the memory store's default namespace.
+        options["namespace"] = Path(src).resolve().name
     paths = write_foreign(spec.name, tree, dest, include_device=include_device, local_only=local_only,
                           exclude_device=exclude_device, **options)
     written = tree.entries

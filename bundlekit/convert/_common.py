@@ -96,10 +96,10 @@ def sanitize_key(name: str) -> str:
 
     Runs of characters outside ``[A-Za-z0-9_.-]`` become one ``_``; leading dots
     are dropped; the result is cut to :data:`KEY_MAX`; an empty result becomes
-    ``memory`` and the reserved ``MEMORY`` becomes ``MEMORY_``.
+    ``untitled`` and the reserved ``MEMORY`` becomes ``MEMORY_``.
     """
     key = _BAD_CHARS.sub("_", name).lstrip(".")
-    key = key[:KEY_MAX].rstrip(".") or "memory"
+    key = key[:KEY_MAX].rstrip(".") or "untitled"
     if key.upper() == "MEMORY":
         key = key + "_"
     return key

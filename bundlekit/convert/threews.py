@@ -118,6 +118,17 @@ def _parse_file(name: str, text: str) -> tuple[dict[str, Any], str]:
     return load_yaml(fm_text, where=f"three.ws file {name!r}"), body
 
 
+def _valid_optional(field: str, value: Any) -> bool:
+    """Whether a shared optional field holds a value the memory store accepts."""
+    if field == "source":
+        return isinstance(value, str) and bool(value.strip()) and "\n" not in value and "\r" not in value
+    if field == "decay":
+        return value in ("never", "30d", "90d")
+    if field == "tags":
+        return isinstance(value, list) and all(isinstance(t, str) and t.strip() and "\n" not in t for t in value)
+    return isinstance(value, bool)
+
+
 def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree:
     """Turn a three.ws blob into neutral records (pure).
 
@@ -140,7 +151,8 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
         meta: dict[str, Any] = {}
         for k in ("source", "decay", "tags", "important"):
             if k in fm:
-                meta[k] = fm[k]
+                # A value bundlekit would refuse is carried aside, not lost.
+                meta[k if _valid_optional(k, fm[k]) else f"x-threews-{k}"] = fm[k]
         meta["name"] = single_line(fm.get("name") or key)
         meta["description"] = single_line(fm.get("description") or first_line(body) or meta["name"])
         ftype = fm.get("type")
@@ -203,6 +215,8 @@ def _render_file(entry: Entry) -> str:
     for k in ("source", "decay", "tags", "important"):
         if k in meta and meta[k] is not None:
             fm[k] = meta[k]
+        elif f"x-threews-{k}" in meta:
+            fm[k] = meta[f"x-threews-{k}"]
     extra = meta.get("x-threews-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm})
