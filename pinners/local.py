@@ -53,13 +53,18 @@ class LocalPinner(BasePinner):
             if name is not None:
                 self.store.pin(root, name)  # refresh the label; same pin, no duplicate
             return PinResult(self.name, cid_to_str(root), PINNED, url=url)
-        roots = self.store.import_car(car)
+        before = set(self.store.pins())
+        # Pin inside the import (one DAG walk, and no window for a concurrent gc);
+        # pins this call added for a CAR of the wrong root are undone below.
+        roots = self.store.import_car(car, pin=True, name=name)
         if normalize_cid(root) not in {normalize_cid(r) for r in roots}:
+            for other in roots:
+                if normalize_cid(other) not in before:
+                    self.unpin(other)
             raise PinRejected(
                 f"local: the CAR's roots ({', '.join(cid_to_str(r) for r in roots) or 'none'}) "
                 f"do not include {cid_to_str(root)}; pass the CAR built for that root"
             )
-        self.store.pin(root, name)
         return PinResult(self.name, cid_to_str(root), PINNED, url=url)
 
     def status(self, cid: bytes) -> PinResult:

@@ -85,3 +85,10 @@ def test_local_rejects_a_car_for_another_root(tmp_path: Path, car: Car, store_ho
     other = build_car(tmp_path / "x.car", [b"x"])
     with other.open() as fh, pytest.raises(PinRejected):
         LocalPinner.from_env({"BUNDLEKIT_HOME": str(store_home)}).pin(fh, car.root)
+
+
+def test_local_leaves_no_pin_behind_for_a_car_of_another_root(tmp_path: Path, car: Car, store_home: Path) -> None:
+    other = build_car(tmp_path / "y.car", [b"y"])
+    with other.open() as fh, pytest.raises(PinRejected):
+        LocalPinner.from_env({"BUNDLEKIT_HOME": str(store_home)}).pin(fh, car.root)
+    assert BlockStore(store_home).pins() == {}
