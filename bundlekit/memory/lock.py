@@ -25,7 +25,7 @@ __all__ = ["LOCK_NAME", "DEFAULT_LOCK_TIMEOUT", "TreeLock"]
 LOCK_NAME = ".memory.lock"
 DEFAULT_LOCK_TIMEOUT = 30.0
 _POLL_MIN = 0.001
-_POLL_MAX = 0.05
+_POLL_MAX = 0.01
 
 
 class TreeLock:

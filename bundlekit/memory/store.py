@@ -112,7 +112,10 @@ class Memory:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
 
     def _write_index(self, records: Sequence[MemoryRecord]) -> None:
-        self._backend.write(INDEX_NAME, render_index(records).encode("utf-8"))
+        data = render_index(records).encode("utf-8")
+        # Regenerated on every change, but only rewritten when it differs (a body edit leaves it alone).
+        if self._backend.read(INDEX_NAME) != data:
+            self._backend.write(INDEX_NAME, data)
 
     # -- memories -------------------------------------------------------------
 
@@ -423,16 +426,18 @@ class Memory:
     ) -> Memory:
         """Load a bundle (manifest URI) verified into a tree and return it.
 
-        Delegates to :func:`bundlekit.load.load_bundle`. With ``into`` the files
+        Delegates to :func:`bundlekit.load.load_bundle` (``options`` go to it,
+        except ``namespace``, which names the returned Memory). With ``into`` the files
         land in that directory and the returned Memory reads it; without, the
         result is a ``Memory(None)`` holding the loaded files.
         """
         from ..load import load_bundle  # lazy: loading pulls in the network and crypto layers
 
+        namespace = options.pop("namespace", None)
         result = load_bundle(uri, gateways=gateways, into=into, **options)
         if into is not None:
-            return cls(into, namespace=options.get("namespace"))
-        memory = cls(None, namespace=options.get("namespace"))
+            return cls(into, namespace=namespace)
+        memory = cls(None, namespace=namespace)
         memory._hydrate(getattr(result, "files", result))
         return memory
 
