@@ -132,12 +132,17 @@ def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> Imported
     return _file_from_stream(stream, _Counter(sink), profile, "")
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
 def _open_file(path: str) -> BinaryIO:
+    """Open for reading without following a symlink swapped in after the walk saw a file."""
     try:
-        # Unbuffered: each read is one syscall straight into the chunk.
-        return open(path, "rb", buffering=0)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         raise SourceError(f"cannot read {path!r}: {exc.strerror or exc}; check it exists and is readable") from exc
+    # Unbuffered: each read is one syscall straight into the chunk.
+    return os.fdopen(fd, "rb", buffering=0)
 
 
 def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
@@ -170,7 +175,7 @@ class _DiskDir:
 
     __slots__ = ("path", "rel", "pending", "children", "size")
 
-    def __init__(self, path: str, rel: str, pending: list[tuple[bytes, str]]) -> None:
+    def __init__(self, path: str, rel: str, pending: list[tuple[bytes, str, int]]) -> None:
         self.path = path
         self.rel = rel
         self.pending = pending  # reversed: pop() yields names in byte order
@@ -178,16 +183,33 @@ class _DiskDir:
         self.size = 0
 
 
-def _list_dir(path: str, rel: str, hidden: bool) -> list[tuple[bytes, str]]:
+_DIR, _FILE, _LINK, _OTHER = range(4)
+
+
+def _list_dir(path: str, hidden: bool) -> list[tuple[bytes, str, int]]:
+    """``(utf8 name, name, kind)`` for each entry, reverse-sorted so ``pop()`` gives byte order.
+
+    ``scandir`` reports the entry type without following symlinks and,
+    on most filesystems, without a ``stat`` call per entry.
+    """
+    out = []
     try:
-        names = os.listdir(path)
+        with os.scandir(path) as it:
+            for entry in it:
+                name = entry.name
+                if not hidden and name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    kind = _DIR
+                elif entry.is_file(follow_symlinks=False):
+                    kind = _FILE
+                elif entry.is_symlink():
+                    kind = _LINK
+                else:
+                    kind = _OTHER
+                out.append((_check_name(name, path), name, kind))
     except OSError as exc:
         raise SourceError(f"cannot list directory {path!r}: {exc.strerror or exc}") from exc
-    out = []
-    for name in names:
-        if not hidden and name.startswith("."):
-            continue
-        out.append((_check_name(name, path), name))
     out.sort(reverse=True)
     return out
 
@@ -219,30 +241,25 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
     warnings: list[str] = []
     # Iterative post-order walk: deep trees cannot hit the recursion limit, and
     # only the open directories' pending names are held in memory.
-    stack = [_DiskDir(top, "", _list_dir(top, "", hidden))]
+    stack = [_DiskDir(top, "", _list_dir(top, hidden))]
     while True:
         cur = stack[-1]
         if cur.pending:
-            bname, name = cur.pending.pop()
+            bname, name, kind = cur.pending.pop()
             full = os.path.join(cur.path, name)
             rel = _join(cur.rel, name)
-            try:
-                st = os.lstat(full)
-            except OSError as exc:
-                raise SourceError(f"cannot read {full!r}: {exc.strerror or exc}") from exc
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(_DiskDir(full, rel, _list_dir(full, rel, hidden)))
-                # Remember the name for when the sub-directory finishes.
+            if kind == _DIR:
+                stack.append(_DiskDir(full, rel, _list_dir(full, hidden)))
+                # Placeholder keeps the name until the sub-directory is finished.
                 cur.children.append(Child(bname, b"", -1))
-                continue
-            if stat.S_ISREG(st.st_mode):
+            elif kind == _FILE:
                 entry = _import_disk_file(full, rel, counter, profile)
                 entries.append(entry)
                 cur.children.append(Child(bname, entry.cid, entry.tsize))
                 cur.size += entry.size
-                continue
-            kind = "symbolic link" if stat.S_ISLNK(st.st_mode) else "special file"
-            warnings.append(f"skipped {kind} {rel!r} (not followed)")
+            else:
+                what = "symbolic link" if kind == _LINK else "special file"
+                warnings.append(f"skipped {what} {rel!r} (not followed)")
             continue
         stack.pop()
         if not cur.children and not profile.keep_empty_dirs and stack:

@@ -100,7 +100,7 @@ def test_failing_source_raises_source_error_naming_the_path() -> None:
             raise OSError(5, "Input/output error")
 
     with pytest.raises(SourceError, match="notes/x.md"):
-        import_tree([("notes/x.md", lambda: Broken())], NullSink(), get_profile())  # type: ignore[list-item]
+        import_tree([("notes/x.md", lambda: Broken())], NullSink(), get_profile())  # type: ignore[list-item,return-value]
 
 
 def test_non_utf8_name_raises_source_error(tmp_path: Path) -> None:
