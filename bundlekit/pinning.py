@@ -231,14 +231,22 @@ def create_pinner(name: str, env: Mapping[str, str] | None = None) -> Pinner:
     return pinner
 
 
-def same_cid(a: str, b: bytes) -> bool:
-    """True when the CID text ``a`` (any base, v0 or v1) is the binary CID ``b``.
+def _as_v1(cid: bytes) -> bytes:
+    """CIDv0 is shorthand for a CIDv1 dag-pb sha2-256 CID; spell it out for comparison."""
+    if len(cid) == 34 and cid[0] == 0x12 and cid[1] == 0x20:
+        return bytes((0x01, 0x70)) + cid
+    return cid
 
-    A v0 answer for a v1 dag-pb root (or the reverse) names the same content
-    but is not what we published; we compare the exact binary form.
+
+def same_cid(a: str, b: bytes) -> bool:
+    """True when the CID text ``a`` (any multibase) names exactly the block ``b`` (binary CID).
+
+    CIDv0 and the CIDv1 dag-pb form of the same multihash name the same
+    block and compare equal (a service may answer in either version). A
+    different codec or multihash (the service re-encoded the content) does not.
     """
     try:
-        return parse_cid(a) == b
+        return _as_v1(parse_cid(a)) == _as_v1(b)
     except CIDError:
         return False
 

@@ -199,11 +199,11 @@ class Web3StoragePinner(BasePinner):
                     return cid  # reported as a mismatch by pin()
         return cid
 
-    def _bridge(self, capability: str, args: dict[str, Any], what: str) -> dict[str, Any]:
+    def _bridge(self, capability: str, args: dict[str, Any], what: str, *, retry: bool = True) -> dict[str, Any]:
         """One bridge task; return its ``ok`` value. PinRejected carries the task's error name and message."""
         response = self.http.request(
             "POST", f"{self.base_url}/bridge", headers=self._headers,
-            json={"tasks": [[capability, self.space, args]]}, what=what,
+            json={"tasks": [[capability, self.space, args]]}, retry=retry, what=what,
         )
         receipts = response.json()
         try:
@@ -278,7 +278,7 @@ class Web3StoragePinner(BasePinner):
             self.http.request("GET", f"{self.base_url}/user/uploads", params={"size": "1"},
                               headers=self._headers, retry=False, what="list uploads")
         else:
-            self._bridge("space/info", {}, "space/info")
+            self._bridge("space/info", {}, "space/info", retry=False)
 
     def close(self) -> None:
         self.http.close()

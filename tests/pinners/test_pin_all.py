@@ -107,3 +107,15 @@ def test_json_shape_lists_every_pin(car: Car) -> None:
 def test_unknown_require_mode_is_a_usage_error(car: Car) -> None:
     with pytest.raises(UsageError):
         pin_all(car.path, car.root, [MemoryPinner()], require="most")
+
+
+def test_cid_equality_accepts_v0_for_the_same_dag_pb_block_only() -> None:
+    from bundlekit.cid import DAG_PB, RAW, cid_from_digest
+    from bundlekit.pinning import same_cid
+
+    digest = bytes(range(32))
+    v1 = cid_from_digest(1, DAG_PB, digest)
+    v0 = cid_from_digest(0, DAG_PB, digest)
+    assert same_cid(cid_to_str(v0), v1) and same_cid(cid_to_str(v1), v0)
+    assert not same_cid(cid_to_str(cid_from_digest(1, RAW, digest)), v1)
+    assert not same_cid("not-a-cid", v1)
