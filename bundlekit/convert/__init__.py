@@ -16,7 +16,7 @@ directions unless ``include_device=True, local_only=True``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ __all__ = [
     "write_foreign",
     "import_from",
     "export_to",
+    "device_bound_keys",
+    "refuse_device_memory",
 ]
 
 
@@ -240,3 +242,30 @@ def export_to(
             warnings.append(f"left out {len(tree.entries) - len(written)} device memories "
                             "(they never leave this machine)")
     return ConvertResult(spec.name, "export", Path(dest), len(written), len(tree.timeline), paths, warnings)
+
+
+def device_bound_keys(records: Iterable[Any]) -> list[str]:
+    """Keys of the memories (anything with ``.key`` and ``.meta``) bound to this machine.
+
+    Those are MagicFrog device notes: ``x-magicfrog-dimension: device`` or
+    ``x-magicfrog-local-only: true``.
+    """
+    from .magicfrog import is_device_entry
+
+    return sorted(r.key for r in records if is_device_entry(Entry(str(r.key), dict(r.meta), "")))
+
+
+def refuse_device_memory(records: Iterable[Any], *, action: str = "bundle") -> None:
+    """Raise ``DeviceMemoryError`` if any memory is bound to this machine.
+
+    For code that moves a whole tree off the machine (the bundle builder,
+    publishers): device memory never leaves it (``specs/interop.md``, section 7).
+    """
+    from ..errors import DeviceMemoryError
+
+    keys = device_bound_keys(records)
+    if keys:
+        raise DeviceMemoryError(
+            f"refusing to {action} {len(keys)} device memories (first: {keys[0]!r}): device memory never "
+            "leaves this machine; forget them or convert the tree with --exclude-device first"
+        )

@@ -102,3 +102,13 @@ def test_merge_strategy_keeps_the_local_memory(massgen_workspace: Path, tmp_path
     rec = mem.read("user_preferences")
     assert rec is not None and rec.body == "local body"
     assert mem.read("project_history") is not None
+
+
+def test_device_bound_memories_are_found_in_a_tree(magicfrog_with_device: Path, tmp_path: Path) -> None:
+    from bundlekit.convert import device_bound_keys, refuse_device_memory
+
+    import_from("magicfrog", magicfrog_with_device, tmp_path / "mem", include_device=True, local_only=True)
+    records = Memory(tmp_path / "mem").list()
+    assert device_bound_keys(records) == ["device.paths"]
+    with pytest.raises(DeviceMemoryError, match="refusing to bundle 1 device memories"):
+        refuse_device_memory(records)
