@@ -376,6 +376,8 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
     items = []
     for record in lister.list():
         meta = dict(record.meta)
+        if meta.get("x-magic-context-status") == "archived":
+            continue  # archived memories do not inject
         category = meta.get("x-magic-context-category")
         if not isinstance(category, str) or not category:
             category = TYPE_CATEGORIES.get(str(meta.get("type")), "PROJECT_RULES")

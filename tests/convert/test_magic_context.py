@@ -190,3 +190,9 @@ def test_memory_context_cli_renders_the_magic_context_form(mc_db: Path, tmp_path
         "<CONFIG_VALUES>\n#6: injection_budget_tokens defaults to 4000.\n</CONFIG_VALUES>\n"
         "</project-memory>\n"
     )
+
+
+def test_archived_memories_do_not_inject() -> None:
+    mem = Lister([rec("a", "NAMING", "2026-01-01T00:00:00Z", "old", **{"x-magic-context-status": "archived"}),
+                  rec("b", "NAMING", "2026-01-01T00:00:00Z", "live")])
+    assert render_project_memory(mem) == "<project-memory>\n<NAMING>\n#b: live\n</NAMING>\n</project-memory>"
