@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bundlekit.memory import Memory
 from bundlekit.memory.index import MAX_INDEX_LINES
 
-from .conftest import fields
+from .conftest import Clock, fields
 
 SEED_MEMORIES = [
     ("user_role", "Role", "Argentina fan, plays weekly 5-a-side on Saturdays", "user"),
@@ -48,7 +50,14 @@ def test_empty_tree_index_is_the_title_alone(mem: Memory) -> None:
     assert mem.index_text() == "# Agent Memory\n"
 
 
-def test_index_stops_at_200_lines_with_a_count_of_the_rest(mem: Memory) -> None:
+@pytest.fixture
+def fast(clock: Clock) -> Memory:
+    """An in-memory tree: the same index code, without an fsync per write."""
+    return Memory(None, clock=clock)
+
+
+def test_index_stops_at_200_lines_with_a_count_of_the_rest(fast: Memory) -> None:
+    mem = fast
     for i in range(250):
         mem.write(f"u{i:03d}", **fields(name=f"U{i}", description="d", type="user"))
     lines = mem.index_text().splitlines()
@@ -58,7 +67,8 @@ def test_index_stops_at_200_lines_with_a_count_of_the_rest(mem: Memory) -> None:
     assert lines[-1] == "_54 more memories not listed: the index stops at 200 lines._"
 
 
-def test_cut_index_never_ends_on_an_empty_heading(mem: Memory) -> None:
+def test_cut_index_never_ends_on_an_empty_heading(fast: Memory) -> None:
+    mem = fast
     # 195 user entries put the Feedback heading at line 199.
     for i in range(195):
         mem.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
@@ -69,7 +79,8 @@ def test_cut_index_never_ends_on_an_empty_heading(mem: Memory) -> None:
     assert lines[-1] == "_2 more memories not listed: the index stops at 200 lines._"
 
 
-def test_index_at_exactly_200_lines_is_not_cut(mem: Memory) -> None:
+def test_index_at_exactly_200_lines_is_not_cut(fast: Memory) -> None:
+    mem = fast
     for i in range(197):
         mem.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
     lines = mem.index_text().splitlines()

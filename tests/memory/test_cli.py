@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from bundlekit.cli import cli
+from bundlekit.memory import Memory
+
+from . import fixture_tree
+
+
+@pytest.fixture
+def run(tree: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(cli, ["memory", "-d", str(tree), *args], input=input)
+
+    return invoke
+
+
+WRITE = ["write", "user_role", "--name", "Role", "--description", "plays 5-a-side", "--type", "user"]
+
+
+def test_init_creates_the_tree(run: Any, tree: Path) -> None:
+    result = run("init")
+    assert result.exit_code == 0
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == "# Agent Memory\n"
+    assert (tree / "timeline").is_dir()
+
+
+def test_write_prints_file_and_revision(run: Any, tree: Path) -> None:
+    result = run(*WRITE, "--body", "Saturdays.", "--tag", "football", "--important", "--decay", "90d")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "user_role.md revision 1\n"
+    record = Memory(tree).read("user_role")
+    assert record is not None and record.tags == ["football"] and record.important and record.decay == "90d"
+
+
+def test_write_reads_body_from_stdin(run: Any, tree: Path) -> None:
+    assert run(*WRITE, "--body-file", "-", input="From stdin.\n").exit_code == 0
+    assert Memory(tree).read("user_role").body == "From stdin."  # type: ignore[union-attr]
+
+
+def test_write_reads_body_from_a_file(run: Any, tree: Path, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("From a file.", encoding="utf-8")
+    assert run(*WRITE, "--body-file", str(body)).exit_code == 0
+    assert Memory(tree).read("user_role").body == "From a file."  # type: ignore[union-attr]
+
+
+def test_write_needs_exactly_one_body_source(run: Any) -> None:
+    result = run(*WRITE)
+    assert result.exit_code == 2 and "error: give exactly one of --body" in result.stderr
+
+
+def test_stale_expect_revision_fails_with_error_on_stderr(run: Any) -> None:
+    run(*WRITE, "--body", "one")
+    run(*WRITE, "--body", "two")
+    result = run(*WRITE, "--body", "three", "--expect-revision", "1")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: user_role.md is at revision 2")
+    assert result.stdout == ""
+
+
+def test_secret_is_refused_unless_allowed(run: Any) -> None:
+    secret = "AKIA" + "IOSFODNN7EXAMPLE"
+    refused = run(*WRITE, "--body", secret)
+    assert refused.exit_code == 1 and "aws-access-key-id" in refused.stderr and secret not in refused.stderr
+    assert run(*WRITE, "--body", secret, "--allow-secrets").exit_code == 0
+
+
+def test_bad_key_is_an_error(run: Any) -> None:
+    result = run("write", "bad key", "--name", "n", "--description", "d", "--type", "user", "--body", "b")
+    assert result.exit_code == 1 and "error: memory key 'bad key'" in result.stderr
+
+
+def test_show_prints_the_file_and_missing_key_fails(run: Any, tree: Path) -> None:
+    run(*WRITE, "--body", "Saturdays.")
+    shown = run("show", "user_role")
+    assert shown.stdout == (tree / "user_role.md").read_text(encoding="utf-8")
+    missing = run("show", "nope")
+    assert missing.exit_code == 1 and "no memory nope.md" in missing.stderr
+
+
+def test_list_json_has_one_object_per_memory(run: Any) -> None:
+    run(*WRITE, "--body", "b")
+    rows = json.loads(run("list", "--json").stdout)
+    assert [(r["key"], r["type"], r["revision"]) for r in rows] == [("user_role", "user", 1)]
+
+
+def test_list_text_has_one_line_per_memory(run: Any) -> None:
+    run(*WRITE, "--body", "b")
+    assert run("list").stdout.startswith("user_role\tuser\tr1\t")
+
+
+def test_forget_removes_the_memory(run: Any, tree: Path) -> None:
+    run(*WRITE, "--body", "b")
+    assert run("forget", "user_role").exit_code == 0
+    assert not (tree / "user_role.md").exists()
+
+
+def test_note_parses_key_value_pairs(run: Any, tree: Path) -> None:
+    result = run("note", "user_said", "text=how's my form?", "mood=keen")
+    entry = json.loads(result.stdout)
+    assert entry["type"] == "user_said" and entry["text"] == "how's my form?" and entry["mood"] == "keen"
+    assert Memory(tree).timeline() == [entry]
+
+
+def test_note_rejects_a_pair_without_equals(run: Any) -> None:
+    result = run("note", "x", "novalue")
+    assert result.exit_code == 2 and "KEY=VALUE" in result.stderr
+
+
+def test_recall_json_lists_hits_best_first(run: Any) -> None:
+    run(*WRITE, "--body", "plays on Saturdays")
+    hits = json.loads(run("recall", "SATURDAYS", "--json").stdout)
+    assert [h["key"] for h in hits] == ["user_role"] and hits[0]["matches"] == 1
+
+
+def test_context_respects_max_tokens(run: Any) -> None:
+    run(*WRITE, "--body", "x" * 4000)
+    small = run("context", "--max-tokens", "50").stdout
+    assert "xxxx" not in small and small.startswith("# Agent Memory")
+    assert "x" * 4000 in run("context").stdout
+
+
+def test_export_to_file_then_import_into_another_tree(run: Any, tmp_path: Path) -> None:
+    run(*WRITE, "--body", "b")
+    out = tmp_path / "blob.json"
+    assert run("export", "-o", str(out)).exit_code == 0
+    other = tmp_path / "other"
+    result = CliRunner().invoke(cli, ["memory", "-d", str(other), "import", str(out), "--strategy", "replace"])
+    assert result.exit_code == 0 and result.stdout.startswith("added 1,")
+    assert Memory(other).read("user_role") is not None
+
+
+def test_export_to_stdout_is_the_blob(run: Any) -> None:
+    run(*WRITE, "--body", "b")
+    blob = json.loads(run("export").stdout)
+    assert blob["version"] == "memory/0.1" and list(blob["files"]) == ["user_role.md"]
+
+
+def test_import_of_non_json_fails_cleanly(run: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json", encoding="utf-8")
+    result = run("import", str(bad))
+    assert result.exit_code == 1 and "is not a JSON export blob" in result.stderr
+
+
+def test_dir_defaults_to_the_environment_variable(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_MEMORY_DIR", str(tree))
+    CliRunner().invoke(cli, ["memory", *WRITE, "--body", "b"])
+    assert (tree / "user_role.md").exists()
+
+
+def test_dir_defaults_to_memory_in_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(cli, ["memory", *WRITE, "--body", "b"])
+    assert (tmp_path / "memory" / "user_role.md").exists()
+
+
+def test_fixture_tree_lists_through_the_cli() -> None:
+    result = CliRunner().invoke(cli, ["memory", "-d", str(fixture_tree.FIXTURE_DIR), "list", "--json"])
+    assert len(json.loads(result.stdout)) == 9
+
+
+def test_magic_context_style_delegates_with_a_4000_token_default(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, int]] = []
+    fake = types.ModuleType("bundlekit.convert.magic_context")
+    fake.render_project_memory = lambda memory, max_tokens: calls.append((memory, max_tokens)) or "MAGIC"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bundlekit.convert.magic_context", fake)
+    result = run("context", "--style", "magic-context")
+    assert result.stdout == "MAGIC\n" and isinstance(calls[0][0], Memory) and calls[0][1] == 4000
+
+
+def test_layers_delegate_to_render_layered_context(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, int]] = []
+    fake = types.ModuleType("bundlekit.layers")
+    fake.render_layered_context = lambda layers, max_tokens: calls.append((layers, max_tokens)) or "LAYERED\n"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "bundlekit.layers", fake)
+    result = run("context", "--layer", "team=/a", "--layer", "me=/b", "--max-tokens", "99")
+    assert result.stdout == "LAYERED\n" and calls == [([("team", "/a"), ("me", "/b")], 99)]
+
+
+def test_missing_layers_module_fails_with_a_clear_error(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "bundlekit.layers", None)
+    result = run("context", "--layer", "team=/a")
+    assert result.exit_code == 1 and "not available in this build" in result.stderr
+
+
+def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
+    result = run("context", "--layer", "no-equals")
+    assert result.exit_code == 2 and "NAME=DIR" in result.stderr
