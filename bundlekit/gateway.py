@@ -23,7 +23,10 @@ a free loopback port for tests and benchmarks.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import functools
 import hashlib
 import html
 import logging
@@ -46,7 +49,7 @@ from .errors import (
     UsageError,
 )
 from .gateway_car import BlockSource, CarFileSource, ChainSource
-from .gateway_dag import DAG_SCOPES, Resolved, resolve_path, scope_blocks
+from .gateway_dag import DAG_SCOPES, DirCache, Resolved, resolve_path, scope_blocks
 from .store import BlockStore
 
 if TYPE_CHECKING:
@@ -125,8 +128,9 @@ class _Drain:
 class Gateway:
     """Request -> ``Response`` logic over a block source; holds no per-request state."""
 
-    def __init__(self, source: BlockSource) -> None:
+    def __init__(self, source: BlockSource, *, dir_cache_bytes: int = 64 * 1024 * 1024) -> None:
         self.source = source
+        self.dirs = DirCache(dir_cache_bytes)
 
     # -- entry point ---------------------------------------------------------
 
@@ -166,7 +170,7 @@ class Gateway:
             if segment in (".", "..") or "\x00" in segment or "/" in segment:
                 raise _HTTPError(400, f"path segment {segment!r} is not allowed in an immutable path")
         try:
-            root = parse_cid(unquote(cid_text))
+            root = _parse_cid_text(unquote(cid_text))
         except CIDError:
             raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
 
@@ -208,7 +212,7 @@ class Gateway:
 
     def _resolve(self, root: bytes, segments: list[str], fmt: str | None) -> Resolved:
         try:
-            return resolve_path(self._block, root, segments)
+            return resolve_path(self._block, root, segments, self.dirs)
         except BlockMismatch:
             raise
         except MissingBlock:
@@ -263,7 +267,7 @@ class Gateway:
         writer = CarWriter(cast(BinaryIO, drain), [root])
         for cid, data in resolved.path_blocks:
             writer.put(cid, data)
-        for cid, data in scope_blocks(self._block, resolved.terminal, scope):
+        for cid, data in scope_blocks(self._block, resolved.terminal, scope, self.dirs):
             writer.put(cid, data)
             if drain.size >= STREAM_CHUNK:
                 yield drain.take()
@@ -296,7 +300,7 @@ class Gateway:
             if not url.path.endswith("/"):
                 location = url.path + "/" + (f"?{url.query}" if url.query else "")
                 return Response(301, common + [("Location", location)], [], 0)
-            entries = reader.list_dir(cid)
+            entries = self.dirs.listing(self._block, cid).order
             index = dict(entries).get("index.html")
             if index is not None:
                 return self._file(method, reader, index, "index.html", common)
@@ -335,6 +339,28 @@ class Gateway:
         ]
         body: Iterable[bytes] = reader.iter_file(cid) if method == "GET" else ()
         return Response(200, headers, body, size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cid_text(text: str) -> bytes:
+    """``parse_cid`` with a fast path for base32 CIDv1 (what we hand out), memoized.
+
+    multiformats takes milliseconds per CID; a loader asking for every block
+    of a bundle sends thousands of them.
+    """
+    if text.startswith("b") and text[1:].isalnum() and text[1:].islower():
+        body = text[1:].upper()
+        try:
+            cid = base64.b32decode(body + "=" * (-len(body) % 8))
+        except (binascii.Error, ValueError):
+            cid = b""
+        if cid and cid[0] == 0x01:
+            try:
+                parse_cid_bytes(cid)
+                return cid
+            except CIDError:
+                pass
+    return parse_cid(text)
 
 
 def _negotiate(fmt: str | None, accept: str | None) -> str | None:
@@ -417,6 +443,9 @@ def _listing_html(url_path: str, entries: Sequence[tuple[str, bytes]]) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer encoding
+    # Headers and body go out in separate writes; with Nagle on, a keep-alive
+    # client waits for the delayed ACK (~40 ms) on every small response.
+    disable_nagle_algorithm = True
     server: GatewayServer
 
     def do_GET(self) -> None:

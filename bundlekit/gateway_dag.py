@@ -1,9 +1,10 @@
 """Which blocks a gateway response carries: path resolution and ``dag-scope``.
 
-Path resolution goes through ``UnixFSReader.resolve`` one segment at a time
-with a *recording* block getter, so the blocks needed to verify each step
+Path resolution lists each directory on the path with ``UnixFSReader.list_dir``
+through a *recording* block getter, so the blocks needed to verify each step
 (directory nodes, HAMT shards on the way) are known without this module
-knowing how directories are laid out. A CAR response is those path blocks
+knowing how directories are laid out; listings are cached by CID
+(``DirCache``), since a CID's content never changes. A CAR response is those path blocks
 followed by the blocks the scope asks for, at the terminal CID:
 
 * ``block``  - the terminal block only;
@@ -15,12 +16,14 @@ followed by the blocks the scope asks for, at the terminal CID:
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .cid import DAG_PB, parse_cid_bytes
+from .cid import DAG_PB, cid_to_str, parse_cid_bytes
 
-__all__ = ["DAG_SCOPES", "RecordingGetter", "Resolved", "resolve_path", "scope_blocks"]
+__all__ = ["DAG_SCOPES", "DirCache", "RecordingGetter", "Resolved", "resolve_path", "scope_blocks"]
 
 DAG_SCOPES = ("block", "entity", "all")
 
@@ -55,26 +58,85 @@ class Resolved:
         return self.cids[-1]
 
 
-def resolve_path(get_block: Getter, root: bytes, segments: list[str]) -> Resolved:
-    """Resolve ``segments`` under ``root`` one at a time, recording the blocks read.
+@dataclass
+class _Listing:
+    names: dict[str, bytes]  # name -> child CID
+    order: list[tuple[str, bytes]]  # entries in directory order
+    blocks: list[tuple[bytes, bytes]]  # the directory node, then any HAMT shards
+    cost: int
 
-    The root block is always read, so a missing root raises ``MissingBlock``
-    before anything else. Whatever ``UnixFSReader.resolve`` raises for a
-    missing name, a non-directory or an unsafe name propagates unchanged.
+
+class DirCache:
+    """Directory listings by CID, least recently used out first, bounded in bytes.
+
+    A directory's CID fixes its content, so an entry can never go stale.
+    Without this, every path request decodes each directory on the path again:
+    tens of milliseconds for a 1,000-entry memory directory.
     """
-    recorder = RecordingGetter(get_block)
-    recorder(root)
-    cids = [root]
-    if segments:  # a bare /ipfs/{cid} needs no UnixFS decoding at all (raw blocks, any codec)
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, _Listing] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def listing(self, get_block: Getter, cid: bytes) -> _Listing:
+        """The listing of directory ``cid``, read through ``get_block`` on a miss.
+
+        Raises what ``UnixFSReader.list_dir`` raises (``PathNotFound`` for a
+        non-directory, ``UnsafePathError``, ``MissingBlock``...).
+        """
+        with self._lock:
+            hit = self._entries.get(cid)
+            if hit is not None:
+                self._entries.move_to_end(cid)
+                return hit
         from .unixfs_read import UnixFSReader
 
-        reader = UnixFSReader(recorder, verify=False)
-        for segment in segments:
-            cids.append(reader.resolve(cids[-1], segment))
-    return Resolved(cids, recorder.blocks)
+        recorder = RecordingGetter(get_block)
+        order = UnixFSReader(recorder, verify=False).list_dir(cid)
+        cost = sum(len(data) for _c, data in recorder.blocks) + 100 * len(order)
+        listing = _Listing(dict(order), order, recorder.blocks, cost)
+        with self._lock:
+            if cid not in self._entries and cost <= self.max_bytes:
+                self._entries[cid] = listing
+                self._bytes += cost
+                while self._bytes > self.max_bytes:
+                    _old, dropped = self._entries.popitem(last=False)
+                    self._bytes -= dropped.cost
+        return listing
 
 
-def scope_blocks(get_block: Getter, cid: bytes, scope: str) -> Iterator[tuple[bytes, bytes]]:
+def resolve_path(get_block: Getter, root: bytes, segments: list[str], cache: DirCache | None = None) -> Resolved:
+    """Resolve ``segments`` under ``root`` one at a time, collecting the blocks read.
+
+    The root block is always read, so a missing root raises ``MissingBlock``
+    before anything else. Raises ``UnsafePathError`` for an empty, ``.`` or
+    ``..`` segment or one holding ``/``, ``PathNotFound`` for a missing entry
+    or a path through a file, and whatever reading the directories raises.
+    """
+    from .errors import PathNotFound, UnsafePathError
+
+    cache = cache if cache is not None else DirCache(max_bytes=0)
+    blocks: dict[bytes, bytes] = {root: get_block(root)}
+    cids = [root]
+    for depth, segment in enumerate(segments):
+        if segment in ("", ".", "..") or "/" in segment:
+            raise UnsafePathError(f"path segment {segment!r} is not a plain name")
+        listing = cache.listing(get_block, cids[-1])
+        for cid, data in listing.blocks:
+            blocks.setdefault(cid, data)
+        child = listing.names.get(segment)
+        if child is None:
+            where = "/".join(segments[:depth]) or "the root directory"
+            raise PathNotFound(f"no entry {segment!r} in {where} of {cid_to_str(root)}")
+        cids.append(child)
+    return Resolved(cids, list(blocks.items()))
+
+
+def scope_blocks(
+    get_block: Getter, cid: bytes, scope: str, cache: DirCache | None = None
+) -> Iterator[tuple[bytes, bytes]]:
     """The blocks ``dag-scope=scope`` selects at ``cid``, verified, parents first.
 
     ``get_block`` is trusted to verify (a ``BlockSource`` does), so blocks
@@ -94,9 +156,7 @@ def scope_blocks(get_block: Getter, cid: bytes, scope: str) -> Iterator[tuple[by
             yield from walk_dag(cid, get_block, verify=False)
             return
         if kind == "directory":
-            recorder = RecordingGetter(get_block)
-            recorder(cid)
-            UnixFSReader(recorder, verify=False).list_dir(cid)
-            yield from recorder.blocks
+            cache = cache if cache is not None else DirCache(max_bytes=0)
+            yield from cache.listing(get_block, cid).blocks
             return
     yield cid, get_block(cid)
