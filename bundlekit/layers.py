@@ -34,14 +34,14 @@ if TYPE_CHECKING:
     from .keys import KeySpec
 
 __all__ = [
-    "LAYERS",
     "CHARS_PER_TOKEN",
-    "LayeredView",
+    "LAYERS",
     "LayeredResult",
-    "parse_layer_option",
+    "LayeredView",
     "effective_view",
     "layered_memory",
     "load_layered",
+    "parse_layer_option",
     "render_layered_context",
 ]
 

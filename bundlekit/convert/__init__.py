@@ -26,18 +26,18 @@ from ._common import Entry, ForeignTree
 from ._tree import read_tree, write_tree
 
 __all__ = [
+    "FORMATS",
+    "ConvertResult",
     "Entry",
     "ForeignTree",
     "Format",
-    "ConvertResult",
-    "FORMATS",
-    "get_format",
-    "read_foreign",
-    "write_foreign",
-    "import_from",
-    "export_to",
     "device_bound_keys",
+    "export_to",
+    "get_format",
+    "import_from",
+    "read_foreign",
     "refuse_device_memory",
+    "write_foreign",
 ]
 
 

@@ -29,23 +29,23 @@ import yaml
 from ..errors import ConvertError
 
 __all__ = [
+    "KEY_MAX",
+    "MEMORY_TYPES",
     "Entry",
     "ForeignTree",
-    "MEMORY_TYPES",
-    "KEY_MAX",
-    "is_valid_key",
-    "sanitize_key",
-    "derive_keys",
-    "parse_time",
-    "format_time",
-    "render_markdown",
-    "split_frontmatter",
-    "first_line",
     "atomic_write",
-    "single_line",
-    "same_instant",
-    "load_yaml",
+    "derive_keys",
     "dump_yaml",
+    "first_line",
+    "format_time",
+    "is_valid_key",
+    "load_yaml",
+    "parse_time",
+    "render_markdown",
+    "same_instant",
+    "sanitize_key",
+    "single_line",
+    "split_frontmatter",
 ]
 
 #: The bundlekit memory types (specs/memory.md).
@@ -210,7 +210,7 @@ def load_yaml(text: str, *, where: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = yaml.load(text, Loader=_KeepLoader)  # noqa: S506 (a safe loader)
+        data = yaml.load(text, Loader=_KeepLoader)
     except yaml.YAMLError as exc:
         raise ConvertError(f"malformed YAML frontmatter in {where}; fix it and retry") from exc
     if data is None:
@@ -247,8 +247,7 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     text does not open with a ``---`` line or the fence is never closed.
     The body loses the blank lines right after the fence and at its end.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].rstrip("\r\n").rstrip() != "---":
         return None, text.strip("\r\n")

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConvertError
 from ._common import Entry, ForeignTree
 
-__all__ = ["read_tree", "write_tree", "tree_blob", "ordered_meta"]
+__all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
 # The order bundlekit's own fields are written in; x- keys follow, sorted.
 _FIELD_ORDER = (

@@ -37,7 +37,7 @@ from ._common import (
     split_frontmatter,
 )
 
-__all__ = ["FORMS", "parse_index", "render_index", "read_claude_code", "write_claude_code"]
+__all__ = ["FORMS", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
 
 #: Frontmatter forms ``write_claude_code`` accepts.
 FORMS = ("top", "metadata", "source")

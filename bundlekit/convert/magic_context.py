@@ -29,14 +29,14 @@ from ._common import Entry, ForeignTree, first_line, format_time, parse_time, si
 
 __all__ = [
     "CATEGORIES",
-    "SCHEMA",
     "CATEGORY_TYPES",
+    "SCHEMA",
     "TYPE_CATEGORIES",
     "project_identity",
-    "rows_to_tree",
     "read_magic_context",
-    "write_magic_context",
     "render_project_memory",
+    "rows_to_tree",
+    "write_magic_context",
 ]
 
 #: The five categories, in injection priority order (the seed's table order).

@@ -45,8 +45,8 @@ __all__ = [
     "DIMENSIONS",
     "DIMENSION_TYPES",
     "LEGACY",
-    "path_to_key",
     "check_device",
+    "path_to_key",
     "read_magicfrog",
     "write_magicfrog",
 ]
@@ -75,7 +75,7 @@ def path_to_key(path: str, dimension: str | None = None) -> str:
     With ``dimension`` the key is prefixed (``task.notes.style``), which keeps
     the same path in two dimensions apart in one tree.
     """
-    stem = path[: -len(".md")] if path.endswith(".md") else path
+    stem = path.removesuffix(".md")
     key = stem.replace("/", ".")
     return f"{dimension}.{key}" if dimension else key
 

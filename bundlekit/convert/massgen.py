@@ -35,7 +35,7 @@ from ._common import (
     single_line,
 )
 
-__all__ = ["TIERS", "parse_massgen_file", "render_massgen_file", "read_massgen", "write_massgen"]
+__all__ = ["TIERS", "parse_massgen_file", "read_massgen", "render_massgen_file", "write_massgen"]
 
 #: MassGen's two tiers, in the order we read them.
 TIERS = ("short_term", "long_term")
@@ -50,8 +50,7 @@ def parse_massgen_file(text: str) -> tuple[dict[str, str], str]:
     split on its first colon, both sides stripped; other lines are ignored.
     Raises ``ConvertError`` when the text does not open with a ``---`` fence.
     """
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise ConvertError("no frontmatter: the file must start with a '---' line")

@@ -48,14 +48,14 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOB_VERSION",
     "STORAGE_KEY",
-    "read_blob",
     "blob_to_tree",
-    "tree_to_blob",
-    "render_index",
-    "read_threews",
-    "write_threews",
     "decrypt_files",
     "encrypt_files",
+    "read_blob",
+    "read_threews",
+    "render_index",
+    "tree_to_blob",
+    "write_threews",
 ]
 
 BLOB_VERSION = "memory/0.1"

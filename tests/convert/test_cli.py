@@ -65,7 +65,7 @@ def test_device_memory_left_out_with_a_warning(magicfrog_with_device: Path, tmp_
 
 
 def test_magic_context_import_with_project(mc_db: Path, tmp_path: Path) -> None:
-    code, out, _ = run("convert", "--from", "magic-context", str(mc_db), "-o", str(tmp_path / "m"),
+    code, _, _ = run("convert", "--from", "magic-context", str(mc_db), "-o", str(tmp_path / "m"),
                        "--project", PROJECT)
     assert code == 0
     keys = sorted(r.key for r in Memory(tmp_path / "m").list())

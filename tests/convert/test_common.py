@@ -6,7 +6,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bundlekit.convert._common import derive_keys, dump_yaml, is_valid_key, load_yaml, parse_time, sanitize_key
+from bundlekit.convert._common import (
+    derive_keys,
+    dump_yaml,
+    is_valid_key,
+    load_yaml,
+    parse_time,
+    sanitize_key,
+)
 from bundlekit.convert.threews import blob_to_tree, tree_to_blob
 from bundlekit.errors import ConvertError
 
