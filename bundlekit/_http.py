@@ -7,7 +7,7 @@ once, so every pinner behaves the same way and none can forget.
 Behaviour (each point is tested in ``tests/pinners/test_http.py``):
 
 * Every call has a timeout (``DEFAULT_TIMEOUT`` unless the caller passes one).
-* Connection errors, timeouts, 429 and 5xx are retried with exponential
+* Connection errors, timeouts, 408, 429 and 5xx are retried with exponential
   backoff and jitter: attempt ``n`` (0-based) waits
   ``min(cap, base * 2**n) * (0.5 + jitter() / 2)``. A ``Retry-After`` header
   (delta-seconds or an HTTP date) replaces that wait, capped at
@@ -257,7 +257,7 @@ class HttpClient:
             ), False
         if status == 429:
             return PinRateLimited(f"{where}: rate limited after every retry; wait and run again"), True
-        if status >= 500:
+        if status >= 500 or status == 408:
             return PinUnavailable(f"{where}{detail}; the service is failing: retry later"), True
         return PinRejected(f"{where}{detail}; the request was refused: check the input and settings"), False
 

@@ -433,14 +433,16 @@ def prepare_source(
       ``bundlekit.bundle.build_bundle`` (encrypted when ``key`` is given);
     * any other directory is packed with ``bundlekit.unixfs.import_path``.
 
-    Raises UsageError (missing SRC, several roots, a key for a non-memory
-    source), CARError (a file that is not a CAR), and the builders' errors.
+    Raises UsageError (missing SRC, several roots, build options for a CAR,
+    a key for a non-memory source), CARError (a file that is not a CAR), and the builders' errors.
     """
     path = Path(src)
     out = Path(workdir) / "bundle.car"
     if path.is_file():
-        if key is not None:
-            raise UsageError(f"{path} is a CAR: it is published as is, so a key option cannot apply")
+        if key is not None or profile is not None or namespace is not None:
+            raise UsageError(
+                f"{path} is a CAR: it is published as is, so key options, --profile and --namespace cannot apply"
+            )
         from .car import read_car
 
         with open(path, "rb") as fh:

@@ -104,3 +104,8 @@ def test_pin_with_a_key_option_encrypts_the_memory_bundle(
     encrypted = root("--passphrase-env", "BUNDLE_PASS")
     assert encrypted != plain
     assert "correct horse" not in encrypted
+
+
+def test_build_options_for_a_car_are_refused(car: Car, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="published as is"):
+        prepare_source(car.path, tmp_path, profile="kubo-legacy")
