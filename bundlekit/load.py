@@ -40,7 +40,7 @@ import httpx
 
 from ._http import RetryPolicy
 from .car import CarIndex
-from .cid import cid_to_str, parse_cid
+from .cid import cid_to_str
 from .errors import (
     BlockMismatch,
     BundlekitError,
@@ -65,11 +65,12 @@ from .fetch import (
     parse_gateway,
     parse_uri,
 )
-from .manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
+from .manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, cid_from_text, parse_manifest
 
 if TYPE_CHECKING:
     from .keys import KeySpec
     from .store import BlockStore
+    from .unixfs_read import UnixFSReader
 
 __all__ = ["LoadResult", "load_bundle", "tree_path", "write_tree"]
 
@@ -246,18 +247,13 @@ def _load_dag(
         manifest = parse_manifest(manifest_bytes)
         bundle_key = _open_key(manifest, key)
 
+        dag_paths = _bundle_paths(reader, root)
+
         def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-            listed = parse_cid(entry["cid"])
-            try:
-                actual = reader.resolve(root, path)
-            except MissingBlock:
-                return None
-            except BlockMismatch as exc:
-                raise IntegrityError(f"{path}: its blocks do not match their CIDs ({exc})") from exc
-            except VerificationError:
-                raise
-            except (BundlekitError, LookupError) as exc:
-                raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG ({exc})") from exc
+            listed = cid_from_text(entry["cid"])
+            actual = dag_paths.get(path)
+            if actual is None:
+                raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
             if actual != listed:
                 raise IntegrityError(
                     f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(actual)}"
@@ -282,6 +278,35 @@ def _load_dag(
             car_index.close()
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=notes, encrypted=bundle_key is not None)
+
+
+def _bundle_paths(reader: UnixFSReader, root: bytes) -> dict[str, bytes]:
+    """Bundle path -> CID for every file under ``memory/``, listing each directory once.
+
+    (Resolving each path separately would decode the ``memory/`` directory
+    once per file: quadratic in the number of memories.) Raises ``LoadError``
+    when a directory block is unavailable and ``IntegrityError`` when one is altered.
+    """
+    paths: dict[str, bytes] = {}
+    try:
+        top = dict(reader.list_dir(root))
+        memory_cid = top.get(MEMORY_DIR)
+        if memory_cid is None:
+            raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
+        for name, cid in reader.list_dir(memory_cid):
+            paths[f"{MEMORY_DIR}/{name}"] = cid
+        timeline_cid = paths.pop(f"{MEMORY_DIR}/timeline", None)
+        if timeline_cid is not None:
+            for name, cid in reader.list_dir(timeline_cid):
+                paths[f"{MEMORY_DIR}/timeline/{name}"] = cid
+    except MissingBlock as exc:
+        raise LoadError(
+            f"the {MEMORY_DIR}/ directory of {cid_to_str(root)} is not available from any source ({exc}); "
+            "try another gateway"
+        ) from exc
+    except BlockMismatch as exc:
+        raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
+    return paths
 
 
 def _locked(get: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
@@ -326,7 +351,7 @@ def _load_https(
             from .bundle import _file_cid
 
             actual = _file_cid(data, profile)
-            if actual != parse_cid(entry["cid"]):
+            if actual != cid_from_text(entry["cid"]):
                 raise IntegrityError(
                     f"{path}: content fetched from {base + path} has CID {cid_to_str(actual)}, "
                     f"the manifest lists {entry['cid']}; the server altered it"
@@ -369,8 +394,11 @@ def _fetch_all(
     files: dict[str, bytes] = {"MEMORY.md": index}
     warnings: list[str] = []
     rest = sorted(p for p in entries if p != INDEX_PATH)
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        results = list(pool.map(lambda p: fetch(p, entries[p]), rest))
+    if concurrency == 1:
+        results = [fetch(p, entries[p]) for p in rest]
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            results = list(pool.map(lambda p: fetch(p, entries[p]), rest))
     for path, data in zip(rest, results):
         if data is None:
             warnings.append(f"{path}: skipped, its blocks are not available from any source")

@@ -122,7 +122,7 @@ def block_gateway() -> Iterator[tuple[BlockGateway, str, ThreadingHTTPServer]]:
     """Factory-less fixture: a fault-injecting gateway with no blocks; fill ``gw.blocks``."""
     gw = BlockGateway({})
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(gw))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield gw, f"http://127.0.0.1:{server.server_address[1]}", server

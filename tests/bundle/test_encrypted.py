@@ -141,7 +141,7 @@ def test_ciphertext_moved_to_another_path_fails_decryption_as_integrity_error(
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         with pytest.raises(IntegrityError, match=r"memory/(feedback_tone|user_role)\.md\.enc"):

@@ -166,7 +166,7 @@ def static_site(bundle: BundleResult, tmp_path: Path) -> Iterator[tuple[Path, st
 
     handler = functools.partial(Quiet, directory=str(tmp_path / "site"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield site, f"http://127.0.0.1:{server.server_address[1]}/agent/manifest.json"

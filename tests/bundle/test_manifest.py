@@ -90,3 +90,22 @@ def test_created_accepts_iso_and_epoch_and_formats_utc_seconds() -> None:
 def test_created_garbage_is_refused() -> None:
     with pytest.raises(ManifestError):
         parse_created("yesterday")
+
+
+def test_fast_cid_parse_agrees_with_multiformats() -> None:
+    from bundlekit.cid import DAG_PB, cid_to_str, make_cid, parse_cid
+    from bundlekit.manifest import cid_from_text
+
+    for i in range(200):
+        for cid in (make_cid(1, RAW, bytes([i]) * i), make_cid(1, DAG_PB, bytes([i])), make_cid(0, DAG_PB, bytes([i]))):
+            text = cid_to_str(cid)
+            assert cid_from_text(text) == parse_cid(text) == cid
+
+
+def test_fast_cid_parse_refuses_garbage() -> None:
+    from bundlekit.errors import CIDError
+    from bundlekit.manifest import cid_from_text
+
+    for text in ("b", "baaaa", "bafy" + "a" * 55, "zzz", ""):
+        with pytest.raises(CIDError):
+            cid_from_text(text)

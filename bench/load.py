@@ -1,0 +1,117 @@
+"""Benchmark: loading a 1,000-memory bundle from the local gateway, against a plain download.
+
+    python bench/load.py                  # 1,000 memories, best of 3
+    python bench/load.py --memories 5000 --repeat 5
+
+Three timings, each the best of ``--repeat`` runs against one loopback gateway
+(``gateway.serve_in_thread`` over the bundle CAR):
+
+1. ``baseline``: a plain ``httpx`` download of the whole DAG as a CAR
+   (``?format=car``), bytes discarded: the floor for any CAR-based loader.
+2. ``car``: ``load_bundle`` with the CAR-first path (one request, every block
+   verified, files reassembled and checked against the manifest).
+3. ``per-block``: ``load_bundle(prefer_car=False)``: one ``?format=raw``
+   request per block, 8 files in flight.
+
+It prints times and the ratios car/baseline (target <= 2.0) and
+per-block/baseline. It asserts nothing: timing targets live here, never in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+
+from bundlekit.bundle import build_bundle
+from bundlekit.cid import cid_to_str
+from bundlekit.gateway import serve_in_thread
+from bundlekit.load import load_bundle
+
+CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=timezone.utc)
+WORDS = (
+    "drill session knee bike cool-down season focus tempo recovery coach week plan sprint "
+    "stretch match review tactics squad pass press shape width depth rest hydration sleep"
+).split()
+TYPES = ("user", "feedback", "project", "reference")
+
+
+def make_tree(root: Path, count: int, seed: int = 7) -> None:
+    """``count`` memory files of 200 B to 4 KB and a week of timeline, written directly (fast, deterministic)."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 600)))
+        (root / f"mem_{i:05d}.md").write_text(
+            "---\n"
+            f"name: Memory {i}\n"
+            f"description: benchmark memory {i}\n"
+            f"type: {TYPES[i % len(TYPES)]}\n"
+            "created: '2026-04-05T10:30:00Z'\n"
+            "updated: '2026-04-05T10:30:00Z'\n"
+            "revision: 1\n"
+            f"---\n\n{words}\n"
+        )
+    (root / "timeline").mkdir(exist_ok=True)
+    for day in range(7, 14):
+        lines = [f'{{"ts":"2026-04-{day:02d}T10:{m:02d}:00.000Z","type":"session","n":{m}}}' for m in range(50)]
+        (root / "timeline" / f"2026-04-{day:02d}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def best(repeat: int, fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bundlekit-bench-load-") as tmp:
+        tree = Path(tmp) / "tree"
+        make_tree(tree, args.memories)
+        built = build_bundle(tree, Path(tmp) / "bundle.car", created=CREATED)
+        root = cid_to_str(built.root)
+        print(f"bundle: {args.memories} memories, {built.files} files, CAR {built.bytes:,} bytes, root {root}")
+        with serve_in_thread(cars=[built.car]) as server, httpx.Client(timeout=60) as client:
+
+            def baseline() -> None:
+                with client.stream("GET", f"{server.url}/ipfs/{root}", params={"format": "car"},
+                                   headers={"Accept": "application/vnd.ipld.car"}) as response:
+                    response.raise_for_status()
+                    for _chunk in response.iter_bytes():
+                        pass
+
+            def car_path() -> None:
+                result = load_bundle(f"ipfs://{root}", gateways=[server.url], client=client)
+                assert not result.warnings and len(result.files) == built.files
+
+            def per_block() -> None:
+                result = load_bundle(f"ipfs://{root}", gateways=[server.url], client=client, prefer_car=False)
+                assert not result.warnings and len(result.files) == built.files
+
+            baseline()  # warm the gateway's CAR index and the connection pool
+            t_base = best(args.repeat, baseline)
+            t_car = best(args.repeat, car_path)
+            t_block = best(args.repeat, per_block)
+    print(f"baseline (plain httpx CAR download): {t_base * 1000:8.1f} ms")
+    print(f"load, CAR path:                      {t_car * 1000:8.1f} ms   ratio {t_car / t_base:5.2f}x (target <= 2.0)")
+    print(f"load, per-block path:                {t_block * 1000:8.1f} ms   ratio {t_block / t_base:5.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
