@@ -192,12 +192,13 @@ def write_claude_code(
     and a ``MEMORY.md`` listing them in their original index order, then by
     key; entries read from files the index did not link stay unlinked.
     ``form`` is ``top`` (default), ``metadata`` or ``source``. Returns the
-    paths written. Raises ``UsageError``-like ``ConvertError`` for a bad form.
+    paths written. Every name is checked before anything is written: a bad
+    ``form``, an unsafe or a doubly used file name raise ``ConvertError``.
     """
     if form not in FORMS:
         raise ConvertError(f"unknown Claude Code frontmatter form {form!r}; use one of {', '.join(FORMS)}")
     root = Path(dest)
-    written: list[Path] = []
+    planned: list[tuple[Path, str]] = []
     rows: list[tuple[float, str, tuple[str, str, str]]] = []
     seen: set[str] = set()
     for entry in tree.entries:
@@ -208,9 +209,7 @@ def write_claude_code(
         if filename.lower() in seen:
             raise ConvertError(f"two memories would both be written to {filename}; rename one and retry")
         seen.add(filename.lower())
-        path = root / filename
-        atomic_write(path, _topic_file(entry, form))
-        written.append(path)
+        planned.append((root / filename, _topic_file(entry, form)))
         if entry.meta.get("x-claude-code-indexed") is False:
             continue
         order = entry.meta.get("x-claude-code-order")
@@ -219,7 +218,7 @@ def write_claude_code(
         rank = float(order) if isinstance(order, int) and not isinstance(order, bool) else float("inf")
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
-    index = root / INDEX
-    atomic_write(index, render_index([r[2] for r in rows]))
-    written.append(index)
-    return written
+    planned.append((root / INDEX, render_index([r[2] for r in rows])))
+    for path, text in planned:
+        atomic_write(path, text)
+    return [path for path, _text in planned]

@@ -284,7 +284,7 @@ def write_magicfrog(
     entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
     out = Path(dest)
     proj = Path(project) if project is not None else out
-    written: list[Path] = []
+    planned: list[tuple[Path, str]] = []
     seen: dict[str, str] = {}
     for entry in entries:
         dim = entry.meta.get("x-magicfrog-dimension", dimension)
@@ -300,6 +300,8 @@ def write_magicfrog(
         if where in seen:
             raise ConvertError(f"memories {seen[where]!r} and {entry.key!r} would both be written to {path}")
         seen[where] = entry.key
-        atomic_write(path, _render_note(entry))
-        written.append(path)
-    return written
+        planned.append((path, _render_note(entry)))
+    # Everything was checked before the first write.
+    for path, text in planned:
+        atomic_write(path, text)
+    return [path for path, _text in planned]

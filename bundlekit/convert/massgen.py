@@ -182,7 +182,7 @@ def write_massgen(
     written. Raises ``ConvertError`` when two entries would land on one file.
     """
     out = Path(dest)
-    written: list[Path] = []
+    planned: list[tuple[Path, str]] = []
     seen: dict[str, str] = {}
     for entry in tree.entries:
         meta = entry.meta
@@ -222,6 +222,8 @@ def write_massgen(
                 "rename one (x-massgen-name) and retry"
             )
         seen[where] = entry.key
-        atomic_write(path, render_massgen_file(fields, entry.body))
-        written.append(path)
-    return written
+        planned.append((path, render_massgen_file(fields, entry.body)))
+    # Everything was checked before the first write.
+    for path, text in planned:
+        atomic_write(path, text)
+    return [path for path, _text in planned]

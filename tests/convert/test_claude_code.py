@@ -103,3 +103,11 @@ def test_dates_in_unknown_keys_stay_bare(tmp_path: Path) -> None:
     write(src / "x.md", "---\nname: X\ndescription: d\ntype: project\nreviewed: 2026-02-03\n---\nbody\n")
     write_claude_code(through_bundlekit(read_claude_code(src)), tmp_path / "out")
     assert "reviewed: 2026-02-03\n" in (tmp_path / "out" / "x.md").read_text()
+
+
+def test_nothing_is_written_when_a_later_name_is_unsafe(tmp_path: Path) -> None:
+    ok = Entry("a", {"name": "A", "description": "d", "type": "user"}, "x")
+    bad = Entry("b", {"name": "B", "description": "d", "type": "user", "x-claude-code-file": "../b"}, "y")
+    with pytest.raises(ConvertError, match="unsafe"):
+        write_claude_code(ForeignTree([ok, bad]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
