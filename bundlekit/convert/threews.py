@@ -137,7 +137,8 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
     left out with a warning.
     """
     files = blob.get("files") or {}
-    names = sorted(str(n) for n in files)
+    # The index is regenerated, never a memory, even when a blob lists it as a file.
+    names = sorted(str(n) for n in files if str(n).lower() != "memory.md")
     for n in names:
         if not n.endswith(".md") or "/" in n or "\\" in n:
             raise ConvertError(f"three.ws file name {n!r} is not '<key>.md'; rename it and retry")

@@ -139,3 +139,8 @@ def test_encrypted_export_reads_back(threews_blob: dict[str, Any], tmp_path: Pat
     assert out["mode"] == "encrypted-ipfs" and not out["files"]["feedback_tone.md"].startswith("---")
     back = read_threews(tmp_path / "o.json", key=key)
     assert tree_to_blob(back, namespace="agent-7")["files"]["feedback_tone.md"] == THREEWS_TONE
+
+
+def test_index_listed_as_a_file_is_not_a_memory(threews_blob: dict[str, Any]) -> None:
+    blob = {**threews_blob, "files": {**threews_blob["files"], "MEMORY.md": "# Agent Memory\n"}}
+    assert sorted(by_key(blob_to_tree(blob))) == ["feedback_tone", "reference_reel"]
