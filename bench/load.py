@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -35,11 +35,8 @@ from bundlekit.cid import cid_to_str
 from bundlekit.gateway import serve_in_thread
 from bundlekit.load import load_bundle
 
-CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=timezone.utc)
-WORDS = (
-    "drill session knee bike cool-down season focus tempo recovery coach week plan sprint "
-    "stretch match review tactics squad pass press shape width depth rest hydration sleep"
-).split()
+CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
+WORDS = ["drill", "session", "knee", "bike", "cool-down", "season", "focus", "tempo", "recovery", "coach", "week", "plan", "sprint", "stretch", "match", "review", "tactics", "squad", "pass", "press", "shape", "width", "depth", "rest", "hydration", "sleep"]
 TYPES = ("user", "feedback", "project", "reference")
 
 

@@ -25,7 +25,7 @@ import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .keys import KeySpec
     from .memory import MemoryRecord
 
-__all__ = ["BundleResult", "build_bundle", "resolve_created", "render_encrypted_index", "SOURCE_DATE_EPOCH"]
+__all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
 
 SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
 
@@ -84,14 +84,14 @@ def resolve_created(
     Raises ``UsageError`` for a ``SOURCE_DATE_EPOCH`` that is not an integer.
     """
     if created is not None:
-        return created if created.tzinfo else created.replace(tzinfo=timezone.utc)
+        return created if created.tzinfo else created.replace(tzinfo=UTC)
     source = os.environ if env is None else env
     epoch = source.get(SOURCE_DATE_EPOCH)
     if epoch:
         if not epoch.strip().isdigit():
             raise UsageError(f"{SOURCE_DATE_EPOCH}={epoch[:40]!r} is not an integer number of seconds")
         return parse_created(epoch)
-    return (clock or (lambda: datetime.now(timezone.utc)))()
+    return (clock or (lambda: datetime.now(UTC)))()
 
 
 def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:

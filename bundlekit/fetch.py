@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -52,16 +52,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAR_MEDIA_TYPE",
-    "RAW_MEDIA_TYPE",
     "DEFAULT_TIMEOUT",
     "GATEWAYS_ENV",
+    "RAW_MEDIA_TYPE",
     "BundleURI",
     "Gateway",
-    "parse_uri",
-    "parse_gateway",
-    "default_gateways",
     "GatewayFetcher",
+    "default_gateways",
     "http_get",
+    "parse_gateway",
+    "parse_uri",
 ]
 
 CAR_MEDIA_TYPE = "application/vnd.ipld.car"
@@ -196,8 +196,7 @@ def parse_gateway(text: str) -> Gateway:
     text = text.strip().rstrip("/")
     if not text.startswith(("http://", "https://")):
         raise UsageError(f"gateway {text[:200]!r} must be an http:// or https:// URL")
-    if text.endswith("/ipfs"):
-        text = text[: -len("/ipfs")]
+    text = text.removesuffix("/ipfs")
     return Gateway(text)
 
 
@@ -276,7 +275,7 @@ def http_get(
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class GatewayFetcher:
@@ -412,6 +411,7 @@ class GatewayFetcher:
                 jitter=self.jitter,
             )
             if response is None:
+                self._note(f"{gw.base}: block {cid_to_str(cid)}: {reason}")
                 continue
             data = response.content
             try:

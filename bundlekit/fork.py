@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .keys import KeySpec
     from .load import LoadResult
 
-__all__ = ["STRATEGIES", "ForkResult", "fork_bundle", "export_blob"]
+__all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
 STRATEGIES = ("merge", "replace")
 EXPORT_VERSION = "memory/0.1"

@@ -121,7 +121,7 @@ class LoadResult:
 def tree_path(bundle_path: str) -> str:
     """``memory/<p>[.enc]`` -> ``<p>``: where a bundle file lands in a memory tree."""
     path = bundle_path[len(MEMORY_DIR) + 1 :]
-    return path[: -len(ENC_SUFFIX)] if path.endswith(ENC_SUFFIX) else path
+    return path.removesuffix(ENC_SUFFIX)
 
 
 def load_bundle(

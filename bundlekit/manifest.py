@@ -20,26 +20,26 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .cid import cid_to_str, parse_cid, parse_cid_bytes
 from .errors import CIDError, ManifestError
 
 __all__ = [
+    "ENC_SUFFIX",
     "FORMAT",
+    "INDEX_PATH",
     "MANIFEST_NAME",
     "MEMORY_DIR",
-    "INDEX_PATH",
-    "ENC_SUFFIX",
     "canonical_json",
-    "format_created",
-    "parse_created",
-    "make_manifest",
-    "validate_manifest",
-    "parse_manifest",
     "check_bundle_path",
     "cid_from_text",
+    "format_created",
+    "make_manifest",
+    "parse_created",
+    "parse_manifest",
+    "validate_manifest",
 ]
 
 FORMAT = "bundlekit/1"
@@ -86,8 +86,8 @@ def _reject_floats(value: Any) -> None:
 def format_created(when: datetime) -> str:
     """``when`` in UTC, whole seconds: ``YYYY-MM-DDTHH:MM:SSZ``. Naive datetimes are taken as UTC."""
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_created(text: str) -> datetime:
@@ -97,7 +97,7 @@ def parse_created(text: str) -> datetime:
     """
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
-        return datetime.fromtimestamp(int(text), tz=timezone.utc)
+        return datetime.fromtimestamp(int(text), tz=UTC)
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
@@ -105,8 +105,8 @@ def parse_created(text: str) -> datetime:
             f"created time {text!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
         ) from exc
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC)
 
 
 def make_manifest(

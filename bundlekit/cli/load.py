@@ -12,7 +12,7 @@ import click
 from ..errors import UsageError
 from ._keyopts import key_options, resolve_key_spec
 
-__all__ = ["load", "fork"]
+__all__ = ["fork", "load"]
 
 
 def _warn(warnings: list[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -16,14 +16,14 @@ from bundlekit.car import CarIndex, CarWriter
 from bundlekit.cid import parse_cid
 from bundlekit.memory import Memory
 
-CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=timezone.utc)
+CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 BODY_CANARY = "CANARY-BODY-7f3a9c"
 TIMELINE_CANARY = "CANARY-TIMELINE-51e2d0"
 
 
 def make_tree(root: Path, *, count: int = 0) -> Path:
     """A small agent memory tree (seed 003's example) plus ``count`` extra memories; fixed clock."""
-    clock = lambda: CREATED  # noqa: E731
+    clock = lambda: CREATED
     mem = Memory(root, namespace="coach", clock=clock)
     mem.write("user_role", name="Role", description="Argentina fan, plays 5-a-side on Saturdays", type="user",
               body=f"Plays as a winger. {BODY_CANARY}-role")
@@ -81,7 +81,7 @@ def _handler(gw: BlockGateway) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             url = urlsplit(self.path)
             fmt = parse_qs(url.query).get("format", [""])[0]
             gw.requests.append((url.path, fmt))

@@ -128,3 +128,14 @@ def test_manifest_lists_every_file_with_its_cid(tree: Path, tmp_path: Path) -> N
     files = parse_manifest(canonical_json(loaded.manifest))["memory"]["files"]
     assert sorted(files) == result.paths
     assert all(entry["size"] > 0 for entry in files.values())
+
+
+def test_memory_load_delegates_to_the_loader(tree: Path, tmp_path: Path) -> None:
+    from bundlekit.memory import Memory
+
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    with serve_in_thread(cars=[result.car]) as server:
+        in_memory = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url])
+        on_disk = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], into=tmp_path / "out")
+    assert {r.key for r in in_memory.list()} == {r.key for r in on_disk.list()} == {
+        "user_role", "feedback_tone", "project_season", "reference_reel"}

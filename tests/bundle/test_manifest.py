@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ CID = make_cid(1, RAW, b"x")
 def _manifest(**over: Any) -> dict[str, Any]:
     files = {"memory/MEMORY.md": (CID, 1), "memory/a.md": (CID, 1), "memory/timeline/2026-01-02.jsonl": (CID, 1)}
     kwargs: dict[str, Any] = dict(
-        namespace="agent", created=datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), profile="unixfs-v1-2025",
+        namespace="agent", created=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), profile="unixfs-v1-2025",
         files=files, timeline=["memory/timeline/2026-01-02.jsonl"], encryption=None,
     )
     kwargs.update(over)
