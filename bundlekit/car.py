@@ -33,8 +33,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, NamedTuple
 
-from .cid import cid_to_str, decode_varint, encode_varint, read_cid, verify_block
+from .cid import cid_to_str, decode_varint, encode_varint, read_cid
 from .errors import CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
+from .verify import MAX_BLOCK_SIZE, check_block
 
 __all__ = [
     "MAX_BLOCK_SIZE",
@@ -49,7 +50,6 @@ __all__ = [
     "Section",
 ]
 
-MAX_BLOCK_SIZE = 2 * 1024 * 1024
 # A header holds a few roots; anything this large is hostile or not a CAR.
 MAX_HEADER_SIZE = 1024 * 1024
 # CIDs we can verify are 34-36 bytes; this bounds how far read_cid may look.
@@ -160,10 +160,13 @@ class _Reader:
         self._fill(n)
         return self._buf[self._i : self._i + n]
 
-    def read_exact(self, n: int, what: str) -> bytes:
+    def read_exact(self, n: int, what: str | bytes) -> bytes:
+        """``n`` bytes or ``CARError``; ``what`` names them (a CID is formatted only on error)."""
         start = self.offset
         self._fill(n)
         if self._available() < n:
+            if isinstance(what, bytes):
+                what = f"block {cid_to_str(what)}"
             raise CARError(
                 f"CAR truncated at offset {start}: {what} needs {n} bytes, only {self._available()} remain; "
                 "the file is incomplete, fetch or copy it again"
@@ -173,7 +176,7 @@ class _Reader:
         self.offset += n
         return out
 
-    def skip(self, n: int, what: str) -> None:
+    def skip(self, n: int, what: str | bytes) -> None:
         # Read and drop in chunks so a skipped block never sits in memory whole.
         while n > 0:
             step = min(n, _READ_CHUNK)
@@ -248,10 +251,10 @@ def _sections(reader: _Reader, max_block_size: int | None, with_data: bool) -> I
             )
         data_offset = reader.offset
         if with_data:
-            data = reader.read_exact(data_len, f"block {cid_to_str(cid)}")
+            data = reader.read_exact(data_len, cid)
             yield Section(cid, data_offset, data_len, data)
         else:
-            reader.skip(data_len, f"block {cid_to_str(cid)}")
+            reader.skip(data_len, cid)
             yield Section(cid, data_offset, data_len, None)
 
 
@@ -285,7 +288,7 @@ def read_car(
             data = section.data
             assert data is not None  # with_data=True
             if verify:
-                verify_block(section.cid, data, max_size=max_block_size)
+                check_block(section.cid, data, max_block_size)
             yield section.cid, data
 
     return roots, blocks()
@@ -347,6 +350,8 @@ class CarFileWriter:
         except OSError as exc:
             raise CARError(f"cannot create a temporary CAR file in {parent}: {exc.strerror}") from exc
         self._tmp = Path(tmp)
+        # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like any written file.
+        os.chmod(self._tmp, 0o644)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
         self._reserved = 0
         self._writer: CarWriter | None = None
@@ -412,6 +417,7 @@ class CarFileWriter:
         _sync_close(out)
         fd, tmp2 = tempfile.mkstemp(dir=self.dest.parent, prefix=f".{self.dest.name}.", suffix=".car-tmp")
         try:
+            os.chmod(tmp2, 0o644)
             with os.fdopen(fd, "wb") as dst, open(self._tmp, "rb") as src:
                 dst.write(header)
                 src.seek(self._reserved)
@@ -506,7 +512,7 @@ class CarIndex:
             for section in sections:
                 if verify:
                     assert section.data is not None
-                    verify_block(section.cid, section.data, max_size=max_block_size)
+                    check_block(section.cid, section.data, max_block_size)
                 self.sections += 1
                 self.bytes += section.length
                 self.index.setdefault(section.cid, (section.offset, section.length))
@@ -537,7 +543,7 @@ class CarIndex:
     def get(self, cid: bytes) -> bytes:
         """The bytes of ``cid``, verified against it (``BlockMismatch``, ``MissingBlock``)."""
         data = self.read(cid)
-        verify_block(cid, data, max_size=self.max_block_size)
+        check_block(cid, data, self.max_block_size)
         return data
 
     def close(self) -> None:

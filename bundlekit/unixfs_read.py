@@ -26,17 +26,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .cid import DAG_PB, RAW, cid_to_str, parse_cid_bytes, verify_block
+from .cid import DAG_PB, RAW, cid_to_str
 from .dagpb import DIRECTORY, FILE, HAMT_SHARD, METADATA, RAW_T, SYMLINK, PBLink, UnixFSData, decode_node
 from .errors import (
-    CIDError,
     CodecError,
     DAGLimitExceeded,
     PathNotFound,
     UnsafePathError,
     UnsupportedBlock,
 )
-from .verify import MAX_DEPTH
+from .verify import MAX_DEPTH, block_codec, check_block
 
 __all__ = ["Stat", "UnixFSReader", "check_name", "MAX_ENTRIES", "HAMT_MURMUR3"]
 
@@ -111,17 +110,24 @@ class UnixFSReader:
         self._verify = verify
         self.max_depth = max_depth
         self.max_entries = max_entries
+        self._last: _Node | None = None
 
     # -- blocks -------------------------------------------------------------
 
     def _load(self, cid: bytes) -> _Node:
-        data = self._get_block(cid)
+        # One node is remembered: walk() loads a file's root and the caller's
+        # iter_file() on it (unpack does exactly that) then costs no second read.
+        last = self._last
+        if last is not None and last.cid == cid:
+            return last
+        node = self._parse(cid, self._get_block(cid))
+        self._last = node
+        return node
+
+    def _parse(self, cid: bytes, data: bytes) -> _Node:
         if self._verify:
-            verify_block(cid, data)
-        try:
-            codec = parse_cid_bytes(cid).codec
-        except CIDError as exc:
-            raise UnsupportedBlock(f"cannot parse CID {cid.hex()}: {exc}") from exc
+            check_block(cid, data)
+        codec = block_codec(cid)
         if codec == RAW:
             return _Node(cid, "raw", len(data), [], None, data)
         if codec != DAG_PB:

@@ -10,7 +10,8 @@ Rules (specs/car.md, "Unpacking"):
    temporary directory beside ``dest`` (``mkdtemp``, so nobody else has placed
    symlinks in it), files are created with ``O_EXCL | O_NOFOLLOW``, and
    UnixFS symlinks are refused rather than recreated.
-3. Nothing half-written: each file is fsynced; the finished tree is renamed
+3. Nothing half-written: the finished tree is flushed to disk (one
+   ``os.sync()``, or an fsync per file where that does not exist) and renamed
    onto ``dest`` in one step. On any error the temporary tree is removed and
    ``dest`` is untouched.
 4. ``dest`` may be absent or an empty directory. Anything else is refused
@@ -86,7 +87,7 @@ def unpack(
         fd, tmp_name = _mkstemp(parent, dest.name)
         try:
             os.chmod(tmp_name, 0o644)  # mkstemp's 0600 is for secrets; this is ordinary output
-            _write_file(reader, root, fd, Path(tmp_name), written, fsync)
+            _write_file(reader, root, fd, tmp_name, written, fsync)
             _move_into_place(Path(tmp_name), dest)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
@@ -98,23 +99,31 @@ def unpack(
     except OSError as exc:
         raise BundlekitError(f"cannot create a temporary directory in {parent}: {exc.strerror}") from exc
     files = directories = 0
+    # One os.sync() before the rename makes the whole tree durable at the cost of
+    # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
+    # Without os.sync (Windows) each file is fsynced instead.
+    sync_all = fsync and hasattr(os, "sync")
     try:
         os.chmod(tmp, 0o755)
+        tmp_str = os.fspath(tmp)
         for path, cid, kind, _size in reader.walk(root):
-            target = tmp / path if path else tmp
+            # Plain string joins: pathlib costs more than the syscalls for small files.
+            target = os.path.join(tmp_str, path) if path else tmp_str
             if kind == "directory":
                 directories += 1
                 if path:
                     _mkdir(target, path)
             elif kind == "file":
                 files += 1
-                _write_file(reader, cid, _create(target, path), target, written, fsync)
+                _write_file(reader, cid, _create(target, path), path, written, fsync and not sync_all)
             else:
                 raise UnsafePathError(
                     f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
                     "outside the output directory)"
                 )
-        if fsync:
+        if sync_all:
+            os.sync()
+        elif fsync:
             _fsync_dir(tmp)
         _move_into_place(tmp, dest)
     except BaseException:
@@ -197,7 +206,7 @@ def _mkstemp(parent: Path, name: str) -> tuple[int, str]:
         raise BundlekitError(f"cannot create a temporary file in {parent}: {exc.strerror}") from exc
 
 
-def _mkdir(target: Path, path: str) -> None:
+def _mkdir(target: str, path: str) -> None:
     try:
         os.mkdir(target, 0o755)
     except FileExistsError as exc:
@@ -207,7 +216,7 @@ def _mkdir(target: Path, path: str) -> None:
         raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
 
 
-def _create(target: Path, path: str) -> int:
+def _create(target: str, path: str) -> int:
     try:
         return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
     except FileExistsError as exc:
@@ -216,17 +225,20 @@ def _create(target: Path, path: str) -> int:
         raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
 
 
-def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: Path, budget: _Budget, fsync: bool) -> None:
+def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, budget: _Budget, fsync: bool) -> None:
+    """Stream the file at ``cid`` into ``fd`` (closed on return), counting bytes against ``budget``."""
     try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in reader.iter_file(cid):
-                budget.spend(len(chunk))
-                out.write(chunk)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
+        for chunk in reader.iter_file(cid):
+            budget.spend(len(chunk))
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
     except OSError as exc:
         raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: Path) -> None:
