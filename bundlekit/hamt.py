@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import mmh3
 
-from .cid import DAG_PB, encode_varint, make_cid
+from .cid import DAG_PB, make_cid
 from .dagpb import DIRECTORY, HAMT_SHARD, PBLink, UnixFSData, encode_node
 from .layout import BlockSink
 from .profiles import Profile
@@ -61,7 +61,7 @@ class DirNode(NamedTuple):
 
 
 def _varint_len(value: int) -> int:
-    return len(encode_varint(value))
+    return (max(value, 1).bit_length() + 6) // 7
 
 
 def link_serialized_size(name_len: int, cid_len: int, tsize: int) -> int:

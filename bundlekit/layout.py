@@ -19,7 +19,7 @@ from .cid import DAG_PB, RAW, make_cid
 from .dagpb import FILE, PBLink, UnixFSData, encode_node
 from .profiles import Profile
 
-__all__ = ["BlockSink", "FileNode", "FileBuilder"]
+__all__ = ["BlockSink", "FileNode", "FileBuilder", "make_leaf"]
 
 
 class BlockSink(Protocol):
@@ -36,6 +36,20 @@ class FileNode(NamedTuple):
     tsize: int
 
 
+def make_leaf(chunk: bytes, profile: Profile, emit: BlockSink) -> FileNode:
+    """Write one leaf block for ``chunk``; a single-chunk file is exactly this leaf."""
+    if profile.raw_leaves:
+        # CIDv0 cannot address raw blocks, so raw leaves are always CIDv1
+        # (what kubo and the JS importer do with --raw-leaves on CIDv0).
+        cid = make_cid(1, RAW, chunk)
+        emit.put(cid, chunk)
+        return FileNode(cid, len(chunk), len(chunk))
+    block = encode_node((), UnixFSData(FILE, data=chunk or None, filesize=len(chunk)).encode())
+    cid = make_cid(profile.cid_version, DAG_PB, block)
+    emit.put(cid, block)
+    return FileNode(cid, len(chunk), len(block))
+
+
 class FileBuilder:
     """Accumulates one file's chunks into a balanced DAG.
 
@@ -44,31 +58,20 @@ class FileBuilder:
     ``finish()`` once.
     """
 
-    __slots__ = ("_emit", "_version", "_raw", "_max", "_levels", "_count")
+    __slots__ = ("_emit", "_profile", "_version", "_max", "_levels", "_count")
 
     def __init__(self, profile: Profile, emit: BlockSink) -> None:
         self._emit = emit
+        self._profile = profile
         self._version = profile.cid_version
-        self._raw = profile.raw_leaves
         self._max = profile.max_links
         self._levels: list[list[FileNode]] = [[]]
         self._count = 0
 
     def add(self, chunk: bytes) -> None:
         """Turn one chunk into a leaf block and place it in the tree."""
-        if self._raw:
-            # CIDv0 cannot address raw blocks, so raw leaves are always CIDv1
-            # (what kubo and the JS importer do with --raw-leaves on CIDv0).
-            cid = make_cid(1, RAW, chunk)
-            self._emit.put(cid, chunk)
-            leaf = FileNode(cid, len(chunk), len(chunk))
-        else:
-            block = encode_node((), UnixFSData(FILE, data=chunk or None, filesize=len(chunk)).encode())
-            cid = make_cid(self._version, DAG_PB, block)
-            self._emit.put(cid, block)
-            leaf = FileNode(cid, len(chunk), len(block))
         self._count += 1
-        self._push(0, leaf)
+        self._push(0, make_leaf(chunk, self._profile, self._emit))
 
     def _push(self, level: int, node: FileNode) -> None:
         levels = self._levels

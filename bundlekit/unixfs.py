@@ -31,7 +31,7 @@ from typing import BinaryIO, Union
 from .chunker import iter_bytes_chunks, iter_chunks
 from .errors import SourceError, UsageError
 from .hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
-from .layout import BlockSink, FileBuilder
+from .layout import BlockSink, FileBuilder, make_leaf
 from .profiles import Profile
 
 __all__ = [
@@ -135,22 +135,51 @@ def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> Imported
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
-def _open_file(path: str) -> BinaryIO:
+def _open_file(path: str) -> int:
     """Open for reading without following a symlink swapped in after the walk saw a file."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        return os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         raise SourceError(f"cannot read {path!r}: {exc.strerror or exc}; check it exists and is readable") from exc
-    # Unbuffered: each read is one syscall straight into the chunk.
-    return os.fdopen(fd, "rb", buffering=0)
+
+
+def _read_full(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes, fewer only at end of file (short reads are topped up)."""
+    data = os.read(fd, size)
+    if 0 < len(data) < size:
+        parts = [data]
+        have = len(data)
+        while have < size:
+            more = os.read(fd, size - have)
+            if not more:
+                break
+            parts.append(more)
+            have += len(more)
+        data = b"".join(parts)
+    return data
 
 
 def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
-    with _open_file(path) as fh:
-        try:
-            return _file_from_stream(fh, sink, profile, rel)
-        except OSError as exc:
-            raise SourceError(f"error reading {path!r}: {exc.strerror or exc}") from exc
+    """Import one regular file by its descriptor; most files are one chunk, so that path is direct."""
+    fd = _open_file(path)
+    try:
+        size = profile.chunk_size
+        chunk = _read_full(fd, size)
+        if len(chunk) < size:
+            node = make_leaf(chunk, profile, sink)
+        else:
+            builder = FileBuilder(profile, sink)
+            while chunk:
+                builder.add(chunk)
+                if len(chunk) < size:
+                    break
+                chunk = _read_full(fd, size)
+            node = builder.finish()
+        return ImportedEntry(rel, node.cid, node.size, node.tsize, "file")
+    except OSError as exc:
+        raise SourceError(f"error reading {path!r}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
 
 
 def _finish_dir(children: list[Child], sizes: int, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
@@ -246,7 +275,7 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
         cur = stack[-1]
         if cur.pending:
             bname, name, kind = cur.pending.pop()
-            full = os.path.join(cur.path, name)
+            full = cur.path + os.sep + name
             rel = _join(cur.rel, name)
             if kind == _DIR:
                 stack.append(_DiskDir(full, rel, _list_dir(full, hidden)))
