@@ -55,9 +55,13 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
             layered = importlib.import_module("bundlekit.layers")
         except ModuleNotFoundError as exc:
             raise UsageError("layered loading (--layer) is not available in this build") from exc
-        summary = layered.load_layered(_parse_layers(layers), output, gateways=list(gateways), key=key)
+        outcome = layered.load_layered(_parse_layers(layers), output, gateways=list(gateways), key=key)
+        summary: dict[str, Any] = outcome.to_dict() if hasattr(outcome, "to_dict") else {"out_dir": str(output)}
+        _warn(list(summary.get("warnings", [])))
         if as_json:
-            click.echo(json.dumps(summary if isinstance(summary, dict) else {"into": str(output)}, sort_keys=True))
+            click.echo(json.dumps(summary, sort_keys=True))
+        else:
+            click.echo(f"loaded {len(layers)} layers into {output}: {summary.get('memories', '?')} memories")
         return
     if uri is None:
         raise UsageError("give a bundle URI (or --layer NAME=URI)")

@@ -82,14 +82,21 @@ def test_load_of_an_encrypted_bundle_with_the_wrong_key_exits_nonzero(tree: Path
     assert bytes(32).hex() not in err
 
 
-def test_load_layer_without_the_layers_module_fails_clearly(tmp_path: Path) -> None:
-    import importlib.util
+def test_load_layers_writes_the_effective_view(tree: Path, tmp_path: Path) -> None:
+    _run("build", str(tree), "-o", str(tmp_path / "base.car"), "--created", CREATED_ARG)
+    Memory(tree, clock=lambda: CREATED).write("user_role", name="Role", description="override", type="user",
+                                              body="Top layer body.")
+    _run("build", str(tree), "-o", str(tmp_path / "top.car"), "--created", CREATED_ARG)
+    code, out, err = _run("load", "--layer", f"user={tmp_path / 'base.car'}", "--layer", f"task={tmp_path / 'top.car'}",
+                          "-o", str(tmp_path / "view"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["memories"] == 4
+    assert "Top layer body." in (tmp_path / "view" / "user_role.md").read_text()
 
-    code, _out, err = _run("load", "--layer", "base=ipfs://x", "-o", str(tmp_path / "o"))
-    if importlib.util.find_spec("bundlekit.layers") is None:
-        assert code == 2 and "--layer" in err and "not available" in err
-    else:
-        assert code != 0  # the layers module rejects the bad CID itself
+
+def test_load_layer_needs_name_equals_uri(tmp_path: Path) -> None:
+    code, _out, err = _run("load", "--layer", "just-a-uri", "-o", str(tmp_path / "o"))
+    assert code == 2 and "NAME=URI" in err
 
 
 def test_fork_command_merges(tree: Path, tmp_path: Path) -> None:
