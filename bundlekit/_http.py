@@ -31,8 +31,8 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Self
 
 import httpx
 
@@ -47,10 +47,10 @@ from .errors import (
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "RetryPolicy",
     "HttpClient",
-    "redact",
+    "RetryPolicy",
     "parse_retry_after",
+    "redact",
 ]
 
 log = logging.getLogger("bundlekit.http")
@@ -105,12 +105,12 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float |
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now()).total_seconds())
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 BodyFactory = Callable[[], Mapping[str, Any]]
@@ -162,7 +162,7 @@ class HttpClient:
         """Close the connection pool."""
         self._client.close()
 
-    def __enter__(self) -> HttpClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, Self, runtime_checkable
 
 from .cid import cid_to_str, parse_cid
 from .errors import (
@@ -45,25 +45,25 @@ from .errors import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "PINNED",
-    "QUEUED",
-    "PINNING",
     "FAILED",
     "MISSING",
+    "PINNED",
+    "PINNING",
+    "QUEUED",
+    "BasePinner",
+    "PinReport",
     "PinResult",
     "Pinner",
     "PinnerFactory",
-    "BasePinner",
-    "PinReport",
-    "available_pinners",
-    "pinner_factory",
-    "create_pinner",
-    "require_env",
-    "pin_all",
-    "same_cid",
     "PreparedSource",
+    "available_pinners",
+    "create_pinner",
     "is_memory_dir",
+    "pin_all",
+    "pinner_factory",
     "prepare_source",
+    "require_env",
+    "same_cid",
 ]
 
 log = logging.getLogger("bundlekit.pinning")
@@ -123,7 +123,7 @@ class Pinner(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> Pinner: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -161,7 +161,7 @@ class BasePinner:
     def close(self) -> None:
         """Release resources. Default: nothing held."""
 
-    def __enter__(self) -> BasePinner:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -315,7 +315,7 @@ def _pin_one(
             result = pinner.pin(stream, root, name=name, size=size)
     except BundlekitError as exc:
         return PinResult(label, root_text, FAILED, error=str(exc))
-    except Exception as exc:  # a third-party pinner's bug must not sink the other pins
+    except Exception as exc:  # noqa: BLE001 - a third-party pinner's bug must not sink the other pins
         log.debug("pinner %s raised %s", label, type(exc).__name__)
         return PinResult(label, root_text, FAILED, error=f"pinner {label!r} crashed: {type(exc).__name__}")
     if not same_cid(result.cid, root):

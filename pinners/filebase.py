@@ -33,7 +33,7 @@ from bundlekit.errors import (
 )
 from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, require_env, same_cid
 
-__all__ = ["FilebasePinner", "DEFAULT_ENDPOINT", "MULTIPART_THRESHOLD"]
+__all__ = ["DEFAULT_ENDPOINT", "MULTIPART_THRESHOLD", "FilebasePinner"]
 
 DEFAULT_ENDPOINT = "https://s3.filebase.com"
 REGION = "us-east-1"

@@ -24,7 +24,7 @@ from bundlekit.cid import cid_to_str
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, same_cid
 
-__all__ = ["KuboPinner", "DEFAULT_URL"]
+__all__ = ["DEFAULT_URL", "KuboPinner"]
 
 DEFAULT_URL = "http://127.0.0.1:5001"
 

@@ -35,7 +35,7 @@ from bundlekit.cid import cid_to_str
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env, same_cid
 
-__all__ = ["PinataPinner", "TUS_THRESHOLD", "TUS_CHUNK"]
+__all__ = ["TUS_CHUNK", "TUS_THRESHOLD", "PinataPinner"]
 
 DEFAULT_UPLOAD_URL = "https://uploads.pinata.cloud"
 DEFAULT_API_URL = "https://api.pinata.cloud"

@@ -51,7 +51,7 @@ from bundlekit.cid import cid_from_digest, cid_to_str
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, same_cid
 
-__all__ = ["Web3StoragePinner", "SPLIT_SIZE", "car_cid", "is_sunset"]
+__all__ = ["SPLIT_SIZE", "Web3StoragePinner", "car_cid", "is_sunset"]
 
 LEGACY_URL = "https://api.web3.storage"
 BRIDGE_URL = "https://up.storacha.network"
@@ -310,7 +310,7 @@ def _split_car(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
             yield part
             writer = None
         if writer is None:
-            part = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
+            part = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - the caller closes it
             writer = CarWriter(part, [root])  # type: ignore[arg-type]
             used = header
         writer.put(cid, data)

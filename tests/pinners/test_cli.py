@@ -49,8 +49,8 @@ def test_default_pinner_is_local_and_pinning_twice_keeps_one_pin(
     for _ in range(2):
         result = runner.invoke(cli, ["pin", str(car.path), "--name", "v1"])
         assert result.exit_code == 0, result.output
-    assert list(BlockStore(store_home).pins().values())[0]["name"] == "v1"
-    assert len(BlockStore(store_home).pins()) == 1
+    pins = BlockStore(store_home).pins()
+    assert [meta["name"] for meta in pins.values()] == ["v1"]
 
 
 @respx.mock

@@ -95,7 +95,7 @@ def run(service: str, car: Car, sleeps: Sleeps, fault: list[Any] | httpx.Respons
 
 
 def test_429_then_success_honours_retry_after(service: str, car: Car, sleeps: Sleeps) -> None:
-    result, route = run(service, car, sleeps, [httpx.Response(429, headers={"Retry-After": "4"})])
+    result, _ = run(service, car, sleeps, [httpx.Response(429, headers={"Retry-After": "4"})])
     assert result.status == PINNED
     assert sleeps.calls == [4.0]
 

@@ -42,7 +42,7 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plain_client(endpoint: str) -> Any:
     return boto3.session.Session().client(
         "s3", endpoint_url=endpoint, region_name="us-east-1",
@@ -88,7 +88,7 @@ def make_pinner(endpoint: str, *, honour_import: bool = True, **kw: Any) -> tupl
         calls.append(op)
         if "Error" in parsed:
             return
-        key = getattr(add_cid, "key")
+        key = add_cid.key
         cid = filebase_cid(endpoint, key, honour_import=honour_import)
         if cid is None:
             return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -21,7 +21,7 @@ from bundlekit.errors import (
 from .conftest import SECRET, Sleeps
 
 URL = "https://svc.test/thing"
-NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def client(sleeps: Sleeps, **kw: object) -> HttpClient:

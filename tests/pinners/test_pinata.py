@@ -8,8 +8,8 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.errors import CIDMismatch, PinAuthError, PinRateLimited, PinUnavailable
 from bundlekit._http import RetryPolicy
+from bundlekit.errors import CIDMismatch, PinAuthError, PinRateLimited, PinUnavailable
 from bundlekit.pinning import PINNED
 from pinners.pinata import PinataPinner
 
