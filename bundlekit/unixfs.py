@@ -128,8 +128,14 @@ def _file_from_bytes(data: bytes, sink: BlockSink, profile: Profile, path: str) 
 
 
 def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> ImportedEntry:
-    """Import one byte stream as a UnixFS file; return its entry (path "")."""
-    return _file_from_stream(stream, _Counter(sink), profile, "")
+    """Import one byte stream as a UnixFS file; return its entry (path "").
+
+    Raises ``SourceError`` when reading the stream fails.
+    """
+    try:
+        return _file_from_stream(stream, _Counter(sink), profile, "")
+    except OSError as exc:
+        raise SourceError(f"error reading the input stream: {exc.strerror or exc}") from exc
 
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)

@@ -183,3 +183,15 @@ def test_same_input_gives_the_same_bytes(tmp_path: Path) -> None:
     import_path(tmp_path, first, get_profile())
     import_path(tmp_path, second, get_profile())
     assert first.blocks == second.blocks
+
+
+def test_failing_stream_in_import_file_raises_source_error() -> None:
+    class Broken(io.RawIOBase):
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: object) -> int:
+            raise OSError(5, "Input/output error")
+
+    with pytest.raises(SourceError, match="Input/output error"):
+        import_file(Broken(), NullSink(), get_profile())  # type: ignore[arg-type]
