@@ -14,7 +14,7 @@ chunk (flag 1) in a non-final position: every one of them fails authentication.
 
 The final chunk is the only one that may be short, and it may be empty only when
 the whole plaintext is empty (then the payload is one empty final chunk, 16
-bytes of tag). See specs/encryption.md, "Payload".
+bytes of tag). See specs/encryption.md, section 3.
 """
 
 from __future__ import annotations
