@@ -25,11 +25,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,6 +43,9 @@ __all__ = ["BlockStore", "default_store_root", "normalize_cid"]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
+# import_car writes this many blocks to temp files, syncs them together, then renames them.
+IMPORT_BATCH = 256
+FSYNC_THREADS = 8
 # Temp files younger than this may belong to a put running in another process.
 STALE_TEMP_SECONDS = 3600.0
 
@@ -64,8 +69,23 @@ def normalize_cid(cid: bytes) -> bytes:
     return cid
 
 
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _block_name(cid: bytes) -> tuple[str, str]:
+    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
+    name = cid_to_str(normalize_cid(cid))
+    return name[-3:-1], name
 
 
 class BlockStore:
@@ -93,6 +113,7 @@ class BlockStore:
         """
         self.root = Path(root) if root is not None else default_store_root()
         self.blocks_dir = self.root / "blocks"
+        self._blocks = str(self.blocks_dir)
         self._fsync = fsync
         self._clock = clock or _utc_now
         try:
@@ -106,14 +127,17 @@ class BlockStore:
     # -- blocks ---------------------------------------------------------------
 
     def path_for(self, cid: bytes) -> Path:
-        """The file that holds (or would hold) the block ``cid``."""
-        name = cid_to_str(normalize_cid(cid))
-        return self.blocks_dir / name[-3:-1] / name
+        """The file that holds (or would hold) the block ``cid``; raises ``CIDError``."""
+        return Path(self._file(cid))
+
+    def _file(self, cid: bytes) -> str:
+        shard, name = _block_name(cid)
+        return os.path.join(self._blocks, shard, name)
 
     def has(self, cid: bytes) -> bool:
         """True if a block file exists for ``cid`` (its content is checked on ``get``)."""
         try:
-            return self.path_for(cid).is_file()
+            return os.path.isfile(self._file(cid))
         except CIDError:
             return False
 
@@ -126,7 +150,8 @@ class BlockStore:
         codec or hash.
         """
         try:
-            data = self.path_for(cid).read_bytes()
+            with open(self._file(cid), "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             raise MissingBlock(
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
@@ -147,27 +172,65 @@ class BlockStore:
         self._write(cid, data)
 
     def _write(self, cid: bytes, data: bytes) -> None:
-        dest = self.path_for(cid)
-        if dest.exists():
-            return
-        shard = dest.parent
-        shard.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+        tmp = self._write_temp(cid, data)
+        if tmp is not None:
+            self._commit([(cid, tmp)])
+
+    def _write_temp(self, cid: bytes, data: bytes) -> str | None:
+        """Write ``data`` to a fresh temp file in its shard (not synced); None if the block exists."""
+        dest = self._file(cid)
+        if os.path.exists(dest):
+            return None
+        shard = os.path.dirname(dest)
+        try:
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+            except FileNotFoundError:  # first block of this shard
+                os.makedirs(shard, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+        except OSError as exc:
+            raise self._write_error(cid, exc) from exc
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-                if self._fsync:
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            os.replace(tmp, dest)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(exc, OSError):
-                raise BundlekitError(
-                    f"cannot write block {cid_to_str(cid)} to {self.root}: {exc.strerror}; check free space and permissions"
-                ) from exc
+                raise self._write_error(cid, exc) from exc
             raise
+        return tmp
+
+    def _commit(self, pending: list[tuple[bytes, str]]) -> None:
+        """Make temp files durable (fsync, several at once) and rename each onto its block name.
+
+        Syncing in parallel lets the filesystem fold many journal commits into
+        one; every file is synced before any rename, so a name never points at
+        unsynced data. On failure, the temp files not yet renamed are removed.
+        """
+        done = 0
+        try:
+            if self._fsync:
+                if len(pending) == 1:
+                    _fsync_path(pending[0][1])
+                else:
+                    with ThreadPoolExecutor(max_workers=FSYNC_THREADS) as pool:
+                        list(pool.map(_fsync_path, [tmp for _cid, tmp in pending]))
+            for cid, tmp in pending:
+                os.replace(tmp, self._file(cid))
+                done += 1
+        except BaseException as exc:
+            for _cid, tmp in pending[done:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise self._write_error(pending[min(done, len(pending) - 1)][0], exc) from exc
+            raise
+
+    def _write_error(self, cid: bytes, exc: OSError) -> BundlekitError:
+        return BundlekitError(
+            f"cannot write block {cid_to_str(cid)} to {self.root}: {exc.strerror}; check free space and permissions"
+        )
 
     def iter_blocks(self) -> Iterator[bytes]:
         """Every stored block's CID (CIDv1), in no particular order; temp files are skipped."""
@@ -204,21 +267,43 @@ class BlockStore:
         (the blocks already written stay unpinned and ``gc`` reclaims them).
         ``pin=True`` pins every root (with ``name``) while still holding the
         import lock, so a concurrent ``gc`` cannot collect the fresh blocks in
-        between. Raises ``CARError`` for a malformed or truncated CAR.
+        between; a pin always requires the complete DAG, whatever
+        ``allow_incomplete`` says. Blocks are written in batches: temp files
+        first, synced together, then renamed (the same guarantees as ``put``,
+        with far fewer waits on the disk). Raises ``CARError`` for a malformed
+        or truncated CAR.
         """
         from .car import read_car
 
         with self._gc_lock(exclusive=False):
             car_roots, blocks = read_car(stream, verify=True)
             roots: list[bytes] = list(car_roots)
-            for cid, data in blocks:
-                self._write(cid, data)
-            if not allow_incomplete:
-                for root in roots:
-                    self.dag_size(root)
+            pending: list[tuple[bytes, str]] = []
+            queued: set[str] = set()
+            try:
+                for cid, data in blocks:
+                    key = self._file(cid)
+                    if key in queued:
+                        continue
+                    tmp = self._write_temp(cid, data)
+                    if tmp is not None:
+                        pending.append((cid, tmp))
+                        queued.add(key)
+                    if len(pending) >= IMPORT_BATCH:
+                        self._commit(pending)
+                        pending, queued = [], set()
+                self._commit(pending)
+            except BaseException:
+                for _cid, tmp in pending:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                raise
             if pin:
                 for root in roots:
-                    self.pin(root, name)
+                    self.pin(root, name)  # walks the DAG: refuses an incomplete one
+            elif not allow_incomplete:
+                for root in roots:
+                    self.dag_size(root)
         return roots
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
@@ -361,7 +446,7 @@ class BlockStore:
                 if normalize_cid(cid) in keep:
                     continue
                 try:
-                    os.unlink(self.path_for(cid))
+                    os.unlink(self._file(cid))
                     removed += 1
                 except FileNotFoundError:
                     pass

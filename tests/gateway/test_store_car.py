@@ -124,3 +124,24 @@ s.put(make_cid(1, RAW, b"payload"), b"payload")
     assert list(store.iter_blocks()) == []
     with pytest.raises(MissingBlock):
         store.get(make_cid(1, RAW, b"payload"))
+
+
+def test_import_in_several_batches_stores_everything_and_leaves_no_temp_files(
+    store: BlockStore, sample_dag, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    import bundlekit.store
+
+    monkeypatch.setattr(bundlekit.store, "IMPORT_BATCH", 3)
+    durable = BlockStore(store.root, fsync=True)  # exercise the parallel fsync path too
+    durable.import_car(io.BytesIO(car_bytes([sample_dag.root], list(sample_dag.blocks.items()))), pin=True)
+    assert sorted(durable.iter_blocks()) == sorted(sample_dag.blocks)
+    assert list(durable.blocks_dir.rglob(".tmp-*")) == []
+
+
+def test_an_import_that_fails_midway_leaves_no_temp_files(store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    good = list(sample_dag.blocks.items())
+    bad_cid = make_cid(1, RAW, b"honest")
+    with pytest.raises(BlockMismatch):
+        store.import_car(io.BytesIO(car_bytes([sample_dag.root], good + [(bad_cid, b"forged")])))
+    assert list(store.blocks_dir.rglob(".tmp-*")) == []
+    assert not store.has(bad_cid)
