@@ -446,6 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out in separate writes; with Nagle on, a keep-alive
     # client waits for the delayed ACK (~40 ms) on every small response.
     disable_nagle_algorithm = True
+    timeout = 120  # seconds: an idle keep-alive connection does not hold a thread forever
     server: GatewayServer
 
     def do_GET(self) -> None:
