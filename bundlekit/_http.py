@@ -28,6 +28,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ __all__ = [
     "RetryPolicy",
     "parse_retry_after",
     "redact",
+    "redact_library_logs",
 ]
 
 log = logging.getLogger("bundlekit.http")
@@ -89,6 +91,55 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+# Credentials a library may print in its own debug logs (botocore logs whole
+# requests, Authorization header included).
+_LOG_PATTERNS = (
+    re.compile(r"(Signature=)[0-9a-fA-F]+"),
+    re.compile(r"(Credential=)[^/\s,'\"]+"),
+    re.compile(r"((?:Bearer|Basic)\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"((?:X-Auth-Secret|x-auth-secret)['\"]?:\s*b?['\"]?)[^'\",\s]+"),
+)
+
+
+class _RedactingFilter(logging.Filter):
+    """Rewrites a library's log record with every known secret and credential pattern removed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record must not break logging
+            return True
+        clean = redact(message, self.secrets)
+        for pattern in _LOG_PATTERNS:
+            clean = pattern.sub(lambda m: m.group(1) + REDACTED, clean)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+_LIBRARY_FILTER = _RedactingFilter()
+_HTTPX_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy")
+_FILTERED_LOGGERS: set[str] = set()
+
+
+def redact_library_logs(secrets: Iterable[str], loggers: Iterable[str]) -> None:
+    """Redact ``secrets`` (and credential patterns) from the named libraries' log records.
+
+    A filter sits on each named logger (filters do not inherit, so list the
+    ones that log requests, e.g. ``botocore.endpoint``); it is installed once
+    and the secrets accumulate for the life of the process.
+    """
+    _LIBRARY_FILTER.secrets.update(s for s in secrets if s and len(s) >= _MIN_SECRET_LEN)
+    for name in loggers:
+        if name not in _FILTERED_LOGGERS:
+            logging.getLogger(name).addFilter(_LIBRARY_FILTER)
+            _FILTERED_LOGGERS.add(name)
 
 
 def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
@@ -150,6 +201,7 @@ class HttpClient:
         self.now = now
         self._sunset = sunset
         self._sunset_hint = sunset_hint
+        redact_library_logs(self.secrets, _HTTPX_LOGGERS)
         self._client = httpx.Client(
             headers=dict(headers or {}),
             auth=auth,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from bundlekit._http import redact
+from bundlekit._http import redact, redact_library_logs
 from bundlekit.cid import cid_to_str
 from bundlekit.errors import (
     CIDMismatch,
@@ -42,6 +42,12 @@ MULTIPART_CHUNK = 16 * 1024 * 1024
 _AUTH_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "403", "401"}
 _THROTTLE_CODES = {"SlowDown", "Throttling", "ThrottlingException", "TooManyRequests", "RequestLimitExceeded", "429"}
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
+# The botocore/s3transfer loggers that print requests (headers included) at debug level.
+_BOTO_LOGGERS = (
+    "botocore.endpoint", "botocore.auth", "botocore.hooks", "botocore.parsers", "botocore.httpsession",
+    "botocore.retryhandler", "botocore.regions", "botocore.client", "botocore.credentials",
+    "s3transfer.upload", "s3transfer.tasks", "s3transfer.futures", "urllib3.connectionpool",
+)
 
 
 class FilebasePinner(BasePinner):
@@ -68,6 +74,7 @@ class FilebasePinner(BasePinner):
         self.multipart_threshold = multipart_threshold
         self.multipart_chunk = multipart_chunk
         self._secrets = (access_key, secret_key)
+        redact_library_logs(self._secrets, _BOTO_LOGGERS)
         self.client = client if client is not None else _make_client(endpoint, access_key, secret_key)
 
     @classmethod

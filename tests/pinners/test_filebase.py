@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,14 @@ def test_filebase_runs_under_pin_all_with_progress(s3_endpoint: str, bucket: str
         assert report.ok, report.pins
         plain_client(s3_endpoint).delete_object(Bucket=bucket, Key=pinner.key_for(big.root))
     assert seen["filebase"] >= 2 * big.size
+
+
+def test_no_credential_reaches_the_debug_logs(
+    s3_endpoint: str, bucket: str, car: Car, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    pinner, _ = make_pinner(s3_endpoint)
+    pin(pinner, car)
+    assert "Authorization" in caplog.text or "Sending http request" in caplog.text  # boto did log requests
+    assert ACCESS not in caplog.text and SECRET_KEY not in caplog.text
+    assert "Signature=***" in caplog.text or "Signature=" not in caplog.text

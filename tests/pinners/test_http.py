@@ -156,3 +156,14 @@ def test_parse_retry_after_ignores_garbage() -> None:
     assert parse_retry_after("soon", lambda: NOW) is None
     assert parse_retry_after(None, lambda: NOW) is None
     assert parse_retry_after("0", lambda: NOW) == 0.0
+
+
+def test_library_log_records_are_redacted(sleeps: Sleeps, caplog: pytest.LogCaptureFixture) -> None:
+    from bundlekit._http import redact_library_logs
+
+    caplog.set_level(logging.DEBUG)
+    redact_library_logs([SECRET], ["bundlekit.test.library"])
+    logging.getLogger("bundlekit.test.library").debug(
+        "headers=%s", {"Authorization": f"Bearer {SECRET}", "x": "AWS4 Credential=AKIA123/x, Signature=abc123"})
+    assert SECRET not in caplog.text
+    assert "AKIA123" not in caplog.text and "abc123" not in caplog.text
