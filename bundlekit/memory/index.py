@@ -38,19 +38,22 @@ def render_index(records: Iterable[MemoryRecord]) -> str:
     for record in records:
         by_type[record.type].append(record)
     lines = [INDEX_TITLE]
+    total = sum(len(section) for section in by_type.values())
     for memory_type in MEMORY_TYPES:
         section = by_type[memory_type]
-        if not section:
+        if not section or len(lines) > MAX_INDEX_LINES:
             continue
         section.sort(key=lambda r: r.key)
         lines.append("")
         lines.append(f"## {SECTION_TITLES[memory_type]}")
-        lines.extend(index_line(r) for r in section)
+        # Format only what can be kept (plus one line to know the limit is passed): the rest is counted.
+        room = MAX_INDEX_LINES + 1 - len(lines)
+        lines.extend(index_line(r) for r in section[: max(room, 0)])
     if len(lines) > MAX_INDEX_LINES:
         kept = lines[: MAX_INDEX_LINES - 1]
         # Do not end on a blank line or a heading with no entries under it.
         while kept and (kept[-1] == "" or kept[-1].startswith("## ")):
             kept.pop()
-        left_out = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        left_out = total - sum(1 for line in kept if line.startswith("- "))
         lines = [*kept, omitted_line(left_out)]
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ __all__ = [
     "decay_factor",
     "score",
     "rank",
+    "ranked_records",
     "recall",
     "context_block",
 ]
@@ -78,11 +79,16 @@ class RecallHit:
         }
 
 
+_HALF_LIFE_S = HALF_LIFE.total_seconds()
+_HORIZONS_S = {name: value.total_seconds() for name, value in DECAY_HORIZONS.items()}
+
+
 def salience(record: MemoryRecord) -> float:
     """1.0 when important; else 0.5 + type bonus + 0.05 per tag (at most 0.2), capped at 1.0."""
-    if record.important:
+    meta = record.meta
+    if meta.get("important") is True:
         return 1.0
-    return min(0.5 + TYPE_BONUS[record.type] + min(0.05 * len(record.tags), 0.2), 1.0)
+    return min(0.5 + TYPE_BONUS[record.type] + min(0.05 * len(meta.get("tags") or ()), 0.2), 1.0)
 
 
 def _age(record: MemoryRecord, now: datetime) -> timedelta:
@@ -108,16 +114,35 @@ def score(record: MemoryRecord, now: datetime) -> float:
     return salience(record) * recency(record, now) * decay_factor(record, now)
 
 
+def _parts(record: MemoryRecord, now_s: float) -> tuple[float, float, float]:
+    """(salience, recency, decay) on float seconds: the hot path of recall and context_block."""
+    age = now_s - record.updated_epoch
+    if age < 0:
+        age = 0.0
+    horizon = _HORIZONS_S.get(record.meta.get("decay") or "never")
+    past = 0.0 if horizon is None else age - horizon
+    return salience(record), 0.5 ** (age / _HALF_LIFE_S), 1.0 if past <= 0 else 0.5 ** (past / _HALF_LIFE_S)
+
+
 def _hit(record: MemoryRecord, now: datetime, matches: int) -> RecallHit:
-    s, r, d = salience(record), recency(record, now), decay_factor(record, now)
+    s, r, d = _parts(record, now.timestamp())
     return RecallHit(record, s * r * d, s, r, d, matches)
 
 
+def ranked_records(records: Iterable[MemoryRecord], now: datetime) -> list[MemoryRecord]:
+    """Every record, best first (score descending, then key), without building hits."""
+    now_s = now.timestamp()
+    scored = []
+    for record in records:
+        s, r, d = _parts(record, now_s)
+        scored.append((-(s * r * d), record.key, record))
+    scored.sort()  # keys are unique, so records themselves are never compared
+    return [item[2] for item in scored]
+
+
 def rank(records: Iterable[MemoryRecord], now: datetime) -> list[RecallHit]:
-    """Every record, best first (score descending, then key)."""
-    hits = [_hit(r, now, 0) for r in records]
-    hits.sort(key=lambda h: (-h.score, h.key))
-    return hits
+    """Every record as a hit, best first (score descending, then key)."""
+    return [_hit(r, now, 0) for r in ranked_records(records, now)]
 
 
 def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: int = 5) -> list[RecallHit]:
@@ -131,12 +156,12 @@ def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: in
         raise UsageError("recall needs a non-empty query (a phrase to look for)")
     if limit < 0:
         raise UsageError(f"recall limit must be 0 or more, not {limit}")
-    needle = query.casefold()
+    needle = query.casefold().replace("\0", "")
     hits: list[RecallHit] = []
     for record in records:
-        count = sum(field.count(needle) for field in record.folded_fields)
-        if count:
-            hits.append(_hit(record, now, count))
+        text = record.folded_text
+        if needle in text:
+            hits.append(_hit(record, now, text.count(needle)))
     hits.sort(key=lambda h: (-h.score, h.key))
     return hits[:limit]
 
@@ -146,9 +171,15 @@ def _memory_piece(record: MemoryRecord) -> str:
     return f"{heading}\n{record.body}\n" if record.body else heading
 
 
+def _piece_length(record: MemoryRecord) -> int:
+    # len(_memory_piece(record)) without building the string: most pieces are only measured.
+    heading = len(record.name) + len(record.key) + 14  # "\n### ", " (`", ".md`)", "\n"
+    return heading + len(record.body) + 2 if record.body else heading
+
+
 def context_block(
     index_text: str,
-    ranked: Iterable[RecallHit],
+    ranked: Iterable[MemoryRecord],
     timeline_newest_first: Iterator[dict[str, Any]],
     max_tokens: int,
 ) -> str:
@@ -166,15 +197,14 @@ def context_block(
     parts = [index_text]
     used = len(index_text)
     heading_done = False
-    for hit in ranked:
-        piece = _memory_piece(hit.record)
-        cost = len(piece) + (0 if heading_done else len(MEMORY_HEADING))
+    for record in ranked:
+        cost = _piece_length(record) + (0 if heading_done else len(MEMORY_HEADING))
         if used + cost > budget:
             continue
         if not heading_done:
             parts.append(MEMORY_HEADING)
             heading_done = True
-        parts.append(piece)
+        parts.append(_memory_piece(record))
         used += cost
     lines: list[str] = []
     for entry in timeline_newest_first:

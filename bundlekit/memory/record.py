@@ -86,15 +86,15 @@ class MemoryRecord:
     body: str
     raw: str = field(repr=False)
 
-    @property
+    @cached_property
     def name(self) -> str:
         return str(self.meta["name"])
 
-    @property
+    @cached_property
     def description(self) -> str:
         return str(self.meta["description"])
 
-    @property
+    @cached_property
     def type(self) -> str:
         return str(self.meta["type"])
 
@@ -113,9 +113,15 @@ class MemoryRecord:
         return parse_timestamp(self.meta["updated"])
 
     @cached_property
-    def folded_fields(self) -> tuple[str, str, str]:
-        """Name, description and body case-folded, kept so repeated recall does no re-work."""
-        return (self.name.casefold(), self.description.casefold(), self.body.casefold())
+    def updated_epoch(self) -> float:
+        """``updated`` as POSIX seconds (ranking arithmetic on floats is much cheaper than on datetimes)."""
+        return self.updated.timestamp()
+
+    @cached_property
+    def folded_text(self) -> str:
+        """Name, description and body case-folded and joined by NUL, kept so repeated recall does no
+        re-work. A query never holds NUL, so no match can span two fields."""
+        return "\0".join((self.name.casefold(), self.description.casefold(), self.body.casefold()))
 
     @property
     def tags(self) -> list[str]:

@@ -59,6 +59,9 @@ class Memory:
         self.namespace = namespace or (self.root.resolve().name if self.root is not None else "default")
         self._clock = clock or utc_now
         self._cache: dict[str, tuple[Hashable, MemoryRecord]] = {}
+        self._checked_names: frozenset[str] | None = None
+        self._last_scan: builtins.list[tuple[str, Hashable]] | None = None
+        self._last_records: tuple[MemoryRecord, ...] = ()
 
     # -- basics ---------------------------------------------------------------
 
@@ -94,18 +97,25 @@ class Memory:
     def _records(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key; validates names, case-uniqueness and frontmatter."""
         scanned = self._backend.scan_memories()
-        for name, _sig in scanned:
-            key_from_filename(name)
-        check_unique((name[:-3] for name, _sig in scanned), where=self._where())
+        if scanned == self._last_scan:
+            # Same names with the same (inode, mtime, size): nothing changed since the last call.
+            return builtins.list(self._last_records)
+        names = frozenset(name for name, _sig in scanned)
+        if names != self._checked_names:
+            for name in names:
+                key_from_filename(name)
+            check_unique((name[:-3] for name in names), where=self._where())
+            for stale in [n for n in self._cache if n not in names]:
+                del self._cache[stale]
+            self._checked_names = names
         records = []
         for name, signature in scanned:
             record = self._load(name, signature)
             if record is not None:
                 records.append(record)
-        live = {name for name, _sig in scanned}
-        for name in [n for n in self._cache if n not in live]:
-            del self._cache[name]
         records.sort(key=lambda r: r.key)
+        if len(records) == len(scanned):
+            self._last_scan, self._last_records = scanned, tuple(records)
         return records
 
     def _where(self) -> str:
@@ -355,7 +365,7 @@ class Memory:
         records = self._records()
         now = self._now()
         return ranking.context_block(
-            render_index(records), ranking.rank(records, now), self._timeline_newest_first(), max_tokens
+            render_index(records), ranking.ranked_records(records, now), self._timeline_newest_first(), max_tokens
         )
 
     # -- export / import ------------------------------------------------------

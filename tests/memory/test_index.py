@@ -102,3 +102,24 @@ def test_index_file_is_rewritten_on_every_change(mem: Memory, tree: Path) -> Non
     mem.forget("b")
     assert (tree / "MEMORY.md").read_text(encoding="utf-8") == mem.index_text()
     assert "`b.md`" not in mem.index_text()
+
+
+def test_cut_index_counts_whole_sections_left_out(fast: Memory) -> None:
+    for i in range(230):
+        fast.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
+    for kind in ("feedback", "project", "reference"):
+        fast.write(f"{kind}_x", **fields(name="X", description="d", type=kind))
+    lines = fast.index_text().splitlines()
+    assert len(lines) == MAX_INDEX_LINES
+    assert lines[-1] == "_37 more memories not listed: the index stops at 200 lines._"
+    assert "## Feedback" not in lines
+
+
+def test_one_memory_left_out_is_singular(fast: Memory) -> None:
+    for i in range(197):
+        fast.write(f"u{i:03d}", **fields(name="U", description="d", type="user"))
+    fast.write("u197", **fields(name="U", description="d", type="user"))
+    assert fast.index_text().splitlines()[-1] == "_2 more memories not listed: the index stops at 200 lines._"
+    from bundlekit.memory.index import omitted_line
+
+    assert omitted_line(1) == "_1 more memory not listed: the index stops at 200 lines._"
