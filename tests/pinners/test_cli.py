@@ -136,3 +136,18 @@ def test_pinners_check_reports_a_refused_token(runner: CliRunner, monkeypatch: p
     assert "check failed" in line
     assert "credentials were refused" in result.stdout
     assert SECRET not in result.stdout
+
+
+def test_progress_bar_only_on_a_terminal_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from bundlekit.cli import pin as pin_cli
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert pin_cli._show_progress()
+    monkeypatch.setenv("CI", "true")
+    assert not pin_cli._show_progress()
+    monkeypatch.delenv("CI")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert not pin_cli._show_progress()
