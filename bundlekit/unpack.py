@@ -75,7 +75,8 @@ def unpack(
     system refuses a write.
     """
     reader = UnixFSReader(get_block, verify=verify, max_depth=max_depth, max_entries=max_entries)
-    dest = Path(dest)
+    # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
+    dest = Path(os.path.abspath(dest))
     _check_dest(dest, force)
     parent = dest.parent
     try:

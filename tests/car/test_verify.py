@@ -191,3 +191,33 @@ def test_file_node_claiming_sizes_is_walked_by_links_only(blocks: Blocks) -> Non
     leaf = blocks.raw(b"abc")
     root = blocks.node([PBLink(leaf, b"", 3)], UnixFSData(FILE, filesize=999, blocksizes=[999]))
     assert len(list(walk_dag(root, blocks.get))) == 2
+
+
+def _outcome(fn: Callable[[], None]) -> str:
+    try:
+        fn()
+    except Exception as exc:  # the class is the outcome being compared
+        return type(exc).__name__
+    return "ok"
+
+
+def test_check_block_fast_path_agrees_with_verify_block() -> None:
+    from bundlekit.cid import RAW, verify_block
+    from bundlekit.verify import check_block
+
+    data = b"payload"
+    cids = [
+        make_cid(0, DAG_PB, data),
+        make_cid(1, DAG_PB, data),
+        make_cid(1, RAW, data),
+        make_cid(1, RAW, b"other"),
+        make_cid(0, DAG_PB, b"other"),
+        b"\x01\x71\x12\x20" + bytes(32),  # dag-cbor
+        b"\x01\x55\xa0\xe4\x02\x20" + bytes(32),  # blake2b-256
+        b"\x01\x55\x12\x10" + bytes(16),  # short sha2-256 digest
+    ]
+    for cid in cids:
+        for size in (None, 3, 100):
+            assert _outcome(lambda: check_block(cid, data, size)) == _outcome(
+                lambda: verify_block(cid, data, max_size=size)
+            ), (cid.hex(), size)
