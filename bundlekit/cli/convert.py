@@ -35,6 +35,7 @@ _OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "form": ("form", (), ("claude-code",)),
     "dimension": ("dimension", ("magicfrog",), ("magicfrog",)),
     "project_dir": ("project", ("magicfrog",), ("magicfrog",)),
+    "effective": ("effective", ("magicfrog",), ()),
 }
 _DEVICE = ("include_device", "local_only", "exclude_device")
 
@@ -80,6 +81,8 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
               help="magicfrog: import only this dimension (path-only keys); export default dimension.")
 @click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path),
               help="magicfrog: a project whose .magicfrog/memory/ holds task notes.")
+@click.option("--effective", is_flag=True,
+              help="magicfrog import: the merged view (the most specific dimension wins for a path).")
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
 @click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")

@@ -114,7 +114,8 @@ def _magicfrog() -> Format:
     device = {"include_device", "local_only", "exclude_device"}
     return Format("magicfrog", "MagicFrog five-dimension memory tree",
                   magicfrog.read_magicfrog, magicfrog.write_magicfrog,
-                  frozenset({"dimension", "project"} | device), frozenset({"dimension", "project"} | device))
+                  frozenset({"dimension", "project", "effective"} | device),
+                  frozenset({"dimension", "project"} | device))
 
 
 # Loaded on first use, so importing bundlekit.convert stays cheap.

@@ -144,15 +144,21 @@ def read_magicfrog(
     include_device: bool = False,
     local_only: bool = False,
     exclude_device: bool = False,
+    effective: bool = False,
 ) -> ForeignTree:
     """Read a MagicFrog memory tree into neutral records.
 
     ``dimension`` keeps only that dimension and derives keys from paths alone
     (what a dimension layer needs); without it every dimension is read and keys
     carry the dimension as a prefix. ``project`` adds a project's
-    ``.magicfrog/memory/`` as task notes. Device notes follow
-    :func:`check_device`. Raises ``ConvertError`` on bad input.
+    ``.magicfrog/memory/`` as task notes. ``effective`` reads the merged view
+    instead: for a path found in several chain dimensions only the most
+    specific (account < user < agent < task) is kept, keys come from paths
+    alone, and device notes (outside the chain) keep a ``device.`` prefix.
+    Device notes follow :func:`check_device`. Raises ``ConvertError`` on bad input.
     """
+    if effective and dimension is not None:
+        raise ConvertError("choose either one dimension or the effective view, not both")
     if dimension is not None and dimension not in DIMENSIONS:
         raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
     found: list[tuple[str, str, str, Path]] = []
@@ -170,7 +176,11 @@ def read_magicfrog(
             found.append((dim, dirname, str(posix), path))
     # Canonical dimensions first, so a legacy duplicate gets the suffixed key.
     found.sort(key=lambda f: (DIMENSIONS.index(f[0]), f[1] in LEGACY or f[1] == ".magicfrog", f[2]))
-    keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
+    if effective:
+        found = _effective(found, tree)
+        keys = derive_keys(path_to_key(rel, "device" if dim == "device" else None) for dim, _d, rel, _p in found)
+    else:
+        keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
         try:
             fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
@@ -218,6 +228,30 @@ def read_magicfrog(
     else:
         tree.entries = check_device(tree.entries, include_device=include_device, local_only=local_only, action="convert")
     return tree
+
+
+def _effective(
+    found: list[tuple[str, str, str, Path]], tree: ForeignTree
+) -> list[tuple[str, str, str, Path]]:
+    """Keep, per path (ignoring case), the note of the most specific chain dimension.
+
+    ``found`` is sorted least specific first (canonical before legacy within a
+    dimension), so a later note overrides an earlier one. Device notes are
+    outside the chain and all kept. Each override is noted in ``tree.warnings``.
+    """
+    winners: dict[str, tuple[str, str, str, Path]] = {}
+    device = []
+    for item in found:
+        if item[0] == "device":
+            device.append(item)
+            continue
+        folded = item[2].lower()
+        if folded in winners:
+            lost = winners[folded]
+            tree.warnings.append(f"{lost[0]}/{lost[2]} is overridden by {item[0]}/{item[2]}")
+        winners[folded] = item
+    chosen = sorted(winners.values(), key=lambda f: f[2]) + device
+    return chosen
 
 
 def _safe_rel(rel: str, key: str) -> PurePosixPath:

@@ -114,3 +114,24 @@ def test_timestamp_spelling_survives_the_round_trip(tmp_path: Path) -> None:
     write_magicfrog(through_bundlekit(read_magicfrog(src)), tmp_path / "out")
     assert (tmp_path / "out" / "memory" / "user" / "a.md").read_text() == (
         "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n")
+
+
+def test_effective_view_keeps_the_most_specific_dimension_per_path(magicfrog_tree: Path) -> None:
+    tree = read_magicfrog(magicfrog_tree, effective=True)
+    entries = by_key(tree)
+    assert sorted(entries) == ["notes.style", "prefs", "reviewer.notes.style", "t-42.notes.progress"]
+    assert entries["notes.style"].meta["x-magicfrog-dimension"] == "user"
+    assert entries["notes.style"].body == "User style: detailed."
+    assert tree.warnings == ["account/notes/style.md is overridden by user/notes/style.md"]
+
+
+def test_effective_view_task_overrides_every_other_dimension(magicfrog_tree: Path) -> None:
+    write(magicfrog_tree / "memory" / "task" / "notes" / "style.md", mf_note(1, "2026-10-22T00:00:00.000Z", "Task."))
+    write(magicfrog_tree / "memory" / "agent" / "notes" / "style.md", mf_note(1, "2026-10-22T00:00:00.000Z", "Agent."))
+    e = by_key(read_magicfrog(magicfrog_tree, effective=True))["notes.style"]
+    assert (e.meta["x-magicfrog-dimension"], e.body) == ("task", "Task.")
+
+
+def test_effective_view_keeps_device_notes_apart(magicfrog_with_device: Path) -> None:
+    tree = read_magicfrog(magicfrog_with_device, effective=True, include_device=True, local_only=True)
+    assert "device.paths" in by_key(tree)
