@@ -235,13 +235,14 @@ def _effective(
 ) -> list[tuple[str, str, str, Path]]:
     """Keep, per path (ignoring case), the note of the most specific chain dimension.
 
-    ``found`` is sorted least specific first (canonical before legacy within a
-    dimension), so a later note overrides an earlier one. Device notes are
-    outside the chain and all kept. Each override is noted in ``tree.warnings``.
+    Notes are visited least specific first, legacy directories before
+    canonical ones within a dimension, so a later note overrides an earlier
+    one. Device notes are outside the chain and all kept. Each override is
+    noted in ``tree.warnings``.
     """
     winners: dict[str, tuple[str, str, str, Path]] = {}
     device = []
-    for item in found:
+    for item in sorted(found, key=lambda f: (DIMENSIONS.index(f[0]), f[1] not in LEGACY, f[2])):
         if item[0] == "device":
             device.append(item)
             continue

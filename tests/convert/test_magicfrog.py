@@ -135,3 +135,10 @@ def test_effective_view_task_overrides_every_other_dimension(magicfrog_tree: Pat
 def test_effective_view_keeps_device_notes_apart(magicfrog_with_device: Path) -> None:
     tree = read_magicfrog(magicfrog_with_device, effective=True, include_device=True, local_only=True)
     assert "device.paths" in by_key(tree)
+
+
+def test_effective_view_prefers_the_canonical_directory_over_legacy(tmp_path: Path) -> None:
+    write(tmp_path / "project" / "plan.md", mf_note(1, "2026-01-01T00:00:00.000Z", "legacy"))
+    write(tmp_path / "task" / "plan.md", mf_note(2, "2026-01-02T00:00:00.000Z", "canonical"))
+    e = by_key(read_magicfrog(tmp_path, effective=True))["plan"]
+    assert e.body == "canonical"
