@@ -46,7 +46,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "github-token",
         "a GitHub token",
-        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})(?![A-Za-z0-9_])"),
+        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
     ),
     # Before the OpenAI rule: Anthropic keys also start with "sk-".
     SecretRule(
