@@ -303,12 +303,19 @@ class CarWriter:
     """
 
     def __init__(self, out: BinaryIO, roots: Sequence[bytes]) -> None:
+        self._start(out)
+        out.write(encode_header(roots))
+
+    def _start(self, out: BinaryIO) -> None:
         self._out = out
         self._seen: set[bytes] = set()
         self._closed = False
         self.blocks = 0
         self.bytes = 0
-        out.write(encode_header(roots))
+
+    def has(self, cid: bytes) -> bool:
+        """Whether a block with this CID was written."""
+        return cid in self._seen
 
     def put(self, cid: bytes, data: bytes) -> None:
         """Append one block unless this CID was already written."""
@@ -391,7 +398,7 @@ class CarFileWriter:
         out = self._live()
         try:
             header = encode_header([root])
-            if self._writer is None or root not in self._writer._seen:
+            if self._writer is None or not self._writer.has(root):
                 raise UsageError(f"root {cid_to_str(root)} was never written to {self.dest}; the CAR would be incomplete")
             if len(header) == self._reserved:
                 out.seek(0)
@@ -456,12 +463,8 @@ class CarFileWriter:
 class _BodyWriter(CarWriter):
     """A CarWriter whose header slot is managed by CarFileWriter."""
 
-    def __init__(self, out: BinaryIO) -> None:
-        self._out = out
-        self._seen = set()
-        self._closed = False
-        self.blocks = 0
-        self.bytes = 0
+    def __init__(self, out: BinaryIO) -> None:  # no header: the slot is reserved and patched by the owner
+        self._start(out)
 
 
 def _sync_close(out: BinaryIO) -> None:
