@@ -312,6 +312,7 @@ class GatewayFetcher:
         self.notes: list[str] = []
         self._lock = threading.Lock()
         self.car_complete = False
+        self.root_in_store = False
 
     def close(self) -> None:
         """Close the HTTP client if this fetcher created it."""
@@ -336,6 +337,7 @@ class GatewayFetcher:
         Skipped when the local store already holds ``root``.
         """
         if self.store is not None and self.store.has(root):
+            self.root_in_store = True
             return False
         for gw in self.gateways:
             if self._car_from(gw, root):

@@ -17,6 +17,7 @@ relative path under ``memory/``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -139,6 +140,7 @@ def make_manifest(
     return manifest
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def cid_from_text(text: str) -> bytes:
     """Parse a CID string; the canonical base32 CIDv1 form takes a fast path.
 
@@ -146,8 +148,9 @@ def cid_from_text(text: str) -> bytes:
     Python loop; both dominate a manifest of thousands of files. The fast path
     maps the RFC 4648 alphabet onto Python's base-32 digits and lets ``int``
     do the work. It accepts only canonical text (lower case, no padding, the
-    spare low bits zero); anything else goes through ``parse_cid``.
-    Raises ``CIDError``.
+    spare low bits zero); anything else goes through ``parse_cid``. Results
+    are cached (a loader parses each manifest CID when validating and again
+    when checking the file). Raises ``CIDError``.
     """
     if len(text) > 1 and text[0] == "b" and _B32_BODY.fullmatch(text, 1):
         body = text[1:]
