@@ -186,7 +186,7 @@ class Gateway:
         if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
             raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
 
-        resolved = self._resolve(root, segments, fmt)
+        resolved = self._resolve(root, segments)
         display_path = "/ipfs/" + cid_to_str(root) + "".join("/" + s for s in segments)
         common = [
             ("X-Content-Type-Options", "nosniff"),
@@ -204,13 +204,14 @@ class Gateway:
             response = self._deserialized(method, url, resolved, segments, common)
         etag = response.header("Etag")
         if etag is not None and response.status == 200 and _etag_matches(headers.get("if-none-match"), etag):
-            return Response(304, [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")])
+            kept = [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")]
+            return Response(304, kept, (), None)
         return response
 
     def _has(self, cid: bytes) -> bool:
         return parse_cid_bytes(cid).hash_code == IDENTITY_HASH or self.source.has(cid)
 
-    def _resolve(self, root: bytes, segments: list[str], fmt: str | None) -> Resolved:
+    def _resolve(self, root: bytes, segments: list[str]) -> Resolved:
         try:
             return resolve_path(self._block, root, segments, self.dirs)
         except BlockMismatch:
@@ -254,10 +255,10 @@ class Gateway:
             ("Etag", f'"{cid_to_str(resolved.terminal)}.car.{scope}.{tag}"'),
             ("Cache-Control", IMMUTABLE),
         ]
-        if method == "HEAD":
-            return Response(200, headers, (), None)
         # The terminal block is fetched now so that an absent one is a 404, not a cut stream.
         self._fetch(resolved.terminal)
+        if method == "HEAD":
+            return Response(200, headers, (), None)
         return Response(200, headers, self._car_body(root, resolved, scope), None)
 
     def _car_body(self, root: bytes, resolved: Resolved, scope: str) -> Iterator[bytes]:

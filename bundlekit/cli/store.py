@@ -1,4 +1,4 @@
-"""``bundlekit store``: list pins, collect garbage, import and export CARs of the local block store."""
+"""``bundlekit store``: list and remove pins, collect garbage, import and export CARs of the local block store."""
 
 from __future__ import annotations
 
@@ -48,6 +48,14 @@ def ls(store_dir: str | None, as_json: bool) -> None:
         return
     for row in rows:
         click.echo(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+
+
+@store.command("unpin")
+@click.argument("cid")
+@click.pass_obj
+def unpin(store_dir: str | None, cid: str) -> None:
+    """Remove the pin on CID; its blocks go at the next `store gc`."""
+    _open(store_dir).unpin(parse_cid(cid))
 
 
 @store.command("gc")

@@ -90,3 +90,16 @@ def test_serve_prints_its_url_serves_and_stops_cleanly_on_ctrl_c(sample_car: Pat
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_store_unpin_then_gc_empties_the_store(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    run("store", "--store", str(tmp_path / "s"), "import", str(sample_car))
+    assert run("store", "--store", str(tmp_path / "s"), "unpin", cid_to_str(sample_dag.root)).exit_code == 0  # type: ignore[attr-defined]
+    run("store", "--store", str(tmp_path / "s"), "gc")
+    assert list(BlockStore(tmp_path / "s").iter_blocks()) == []
+
+
+def test_store_unpin_of_an_unpinned_cid_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("store", "--store", str(tmp_path / "s"), "unpin", cid_to_str(make_cid(1, RAW, b"x")))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert "is not pinned" in result.stderr  # type: ignore[attr-defined]

@@ -339,3 +339,9 @@ class _DictSource:
 
     def has(self, cid: bytes) -> bool:
         return cid in self.blocks
+
+
+def test_head_car_of_a_path_whose_terminal_block_is_absent_is_404(client: httpx.Client, filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    cid = sample_dag.entries["memory/a.md"][0]
+    filled_store.path_for(cid).unlink()
+    assert client.head(f"/ipfs/{cid_to_str(sample_dag.root)}/memory/a.md?format=car").status_code == 404
