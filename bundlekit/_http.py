@@ -40,6 +40,7 @@ import httpx
 from .errors import (
     PinAuthError,
     PinError,
+    PinnerNotConfigured,
     PinRateLimited,
     PinRejected,
     PinServiceSunset,
@@ -250,7 +251,7 @@ class HttpClient:
         PinRateLimited or PinUnavailable (after the last attempt).
         """
         is_ok = ok or (lambda r: r.is_success)
-        label = what or f"{method} {httpx.URL(url).path}"
+        label = what or method
         attempts = self.retry.attempts if retry else 1
         last_error: PinError | None = None
         last_exc: BaseException | None = None
@@ -260,16 +261,22 @@ class HttpClient:
                 response = self._client.request(
                     method, url, params=params, headers=headers, json=json, **extra
                 )
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                # A settings mistake, not an outage: retrying cannot help.
+                raise PinnerNotConfigured(self.redact(
+                    f"{self.service}: {url!r} is not a usable http(s) URL; "
+                    "fix the service's *_URL setting (it must start with http:// or https://)"
+                )) from exc
             except httpx.TimeoutException as exc:
                 last_error = PinUnavailable(
-                    self.redact(f"{self.service}: {label} timed out ({type(exc).__name__}); "
+                    self.redact(f"{self.service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
                                 "the service may be overloaded: retry later or raise the timeout")
                 )
                 last_exc = exc
                 wait = self.retry.backoff(attempt, self.jitter())
             except httpx.TransportError as exc:
                 last_error = PinUnavailable(
-                    self.redact(f"{self.service}: {label} failed to connect ({type(exc).__name__}: {exc}); "
+                    self.redact(f"{self.service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
                                 "check the service URL and your network, then retry")
                 )
                 last_exc = exc
@@ -312,6 +319,13 @@ class HttpClient:
         if status >= 500 or status == 408:
             return PinUnavailable(f"{where}{detail}; the service is failing: retry later"), True
         return PinRejected(f"{where}{detail}; the request was refused: check the input and settings"), False
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx.URL(url).host or url
+    except httpx.InvalidURL:
+        return "the service"
 
 
 def _snippet(response: httpx.Response) -> str:

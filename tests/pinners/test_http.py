@@ -167,3 +167,11 @@ def test_library_log_records_are_redacted(sleeps: Sleeps, caplog: pytest.LogCapt
         "headers=%s", {"Authorization": f"Bearer {SECRET}", "x": "AWS4 Credential=AKIA123/x, Signature=abc123"})
     assert SECRET not in caplog.text
     assert "AKIA123" not in caplog.text and "abc123" not in caplog.text
+
+
+def test_a_url_without_scheme_is_a_settings_error_not_retried(sleeps: Sleeps) -> None:
+    from bundlekit.errors import PinnerNotConfigured
+
+    with pytest.raises(PinnerNotConfigured, match="http"):
+        client(sleeps).request("GET", "localhost:5001/api/v0/version")
+    assert sleeps.calls == []
