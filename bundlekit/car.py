@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -58,6 +59,7 @@ _MAX_CID_PEEK = 256
 CARV2_PRAGMA = bytes.fromhex("0aa16776657273696f6e02")
 _CARV2_HEADER_SIZE = 40
 _READ_CHUNK = 256 * 1024
+_PREAD = getattr(os, "pread", None)
 
 
 def encode_header(roots: Sequence[bytes]) -> bytes:
@@ -495,7 +497,8 @@ class CarIndex:
     memory is bounded by the number of blocks, never by their data. With
     ``verify`` that pass also re-hashes every block and raises on the first
     bad one; ``get`` always re-verifies what it reads (the file may have
-    changed underneath). Use as a context manager or call ``close()``.
+    changed underneath). ``get`` and ``read`` are safe to call from several
+    threads. Use as a context manager or call ``close()``.
     """
 
     def __init__(
@@ -507,6 +510,7 @@ class CarIndex:
             self._file: BinaryIO = open(self.path, "rb")
         except OSError as exc:
             raise CARError(f"cannot open CAR {self.path}: {exc.strerror}") from exc
+        self._lock = threading.Lock()
         self.index: dict[bytes, tuple[int, int]] = {}
         self.sections = 0
         self.bytes = 0
@@ -537,8 +541,13 @@ class CarIndex:
         offset, length = where
         if self._file.closed:
             raise UsageError(f"the index of {self.path} is closed; read blocks inside its `with` block")
-        self._file.seek(offset)
-        data = self._file.read(length)
+        if _PREAD is not None:
+            # pread has no shared file position, so concurrent readers (the gateway) cannot interleave.
+            data: bytes = _PREAD(self._file.fileno(), length, offset)
+        else:
+            with self._lock:
+                self._file.seek(offset)
+                data = self._file.read(length)
         if len(data) != length:
             raise CARError(f"CAR {self.path} shrank while reading block {cid_to_str(cid)} at offset {offset}")
         return data

@@ -380,3 +380,26 @@ def test_index_keeps_the_first_copy_of_a_repeated_block(tmp_path: Path) -> None:
     with CarIndex(path) as index:
         assert (index.sections, len(index)) == (2, 1)
         assert index.index[LEAF_CID][0] == len(encode_header([LEAF_CID])) + 1 + len(LEAF_CID)
+
+
+def test_index_reads_correctly_from_many_threads(
+    tmp_path: Path, sample_tree: tuple[Blocks, bytes, dict[str, bytes]]
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks, root, _ = sample_tree
+    path = tmp_path / "t.car"
+    path.write_bytes(blocks.car([root]))
+    wanted = list(blocks.blocks.items()) * 50
+    with CarIndex(path) as index, ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda item: index.get(item[0]) == item[1], wanted))
+    assert all(got)
+
+
+def test_index_read_after_close_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.car"
+    path.write_bytes(_car([(LEAF_CID, LEAF)], [LEAF_CID]))
+    with CarIndex(path) as index:
+        pass
+    with pytest.raises(UsageError, match="closed"):
+        index.get(LEAF_CID)
