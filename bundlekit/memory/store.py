@@ -25,7 +25,7 @@ from .keys import INDEX_NAME, check_unique, filename_for, key_from_filename, val
 from .lock import DEFAULT_LOCK_TIMEOUT
 from .record import OPTIONAL_KEYS, REQUIRED_KEYS, MemoryRecord, parse_memory_file, render_memory_file, validate_meta
 from .secrets import guard
-from .timefmt import as_utc, format_timestamp, utc_now
+from .timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 from .timeline import DAY_FILE_RE, day_file_for, encode_entry, make_entry, merge_entries, parse_day
 from .transfer import STRATEGIES, ImportReport, build_export, validate_blob
 
@@ -318,7 +318,7 @@ class Memory:
             if data is None:
                 continue
             entries = parse_day(name, data)
-            entries.sort(key=lambda e: e["ts"])
+            entries.sort(key=lambda e: parse_timestamp(e["ts"]))
             yield from reversed(entries)
 
     def timeline(self, limit: int | None = None) -> builtins.list[dict[str, Any]]:

@@ -86,3 +86,18 @@ def test_forget_deletes_the_file_and_notes_key_and_name_but_not_body(mem: Memory
 def test_forget_of_missing_memory_raises(mem: Memory) -> None:
     with pytest.raises(MemoryNotFoundError, match="nope.md"):
         mem.forget("nope")
+
+
+def test_badly_named_timeline_file_fails_check(mem: Memory, tree: Path) -> None:
+    mem.note("ok")
+    (tree / "timeline" / "yesterday.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(MemoryStoreError, match="yesterday.jsonl"):
+        mem.check()
+
+
+def test_entries_of_a_day_are_ordered_by_parsed_timestamp(mem: Memory, tree: Path) -> None:
+    (tree / "timeline").mkdir(parents=True)
+    (tree / "timeline" / "2026-04-14.jsonl").write_text(
+        '{"ts":"2026-04-14T12:00:00Z","type":"b"}\n{"ts":"2026-04-14T11:59:59.500Z","type":"a"}\n', encoding="utf-8"
+    )
+    assert [e["type"] for e in mem.timeline()] == ["a", "b"]

@@ -1,0 +1,39 @@
+"""Memory.load delegates to bundlekit.load.load_bundle (another area's code), lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import bundlekit.load
+from bundlekit.memory import Memory
+
+from . import fixture_tree
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    recorded: list[dict[str, Any]] = []
+    files = dict(Memory(fixture_tree.FIXTURE_DIR).bundle_files())
+
+    def fake_load_bundle(uri: str, **kwargs: Any) -> SimpleNamespace:
+        recorded.append({"uri": uri, **kwargs})
+        return SimpleNamespace(files=files)
+
+    monkeypatch.setattr(bundlekit.load, "load_bundle", fake_load_bundle)
+    return recorded
+
+
+def test_load_without_into_returns_an_in_memory_tree(calls: list[dict[str, Any]]) -> None:
+    memory = Memory.load("ipfs://bafy/manifest.json", gateways=("https://gw.example",), namespace="coach")
+    assert memory.mode == "none" and memory.namespace == "coach"
+    assert calls == [{"uri": "ipfs://bafy/manifest.json", "gateways": ("https://gw.example",), "into": None}]
+    assert memory.bundle_files() == Memory(fixture_tree.FIXTURE_DIR).bundle_files()
+
+
+def test_load_into_a_directory_returns_a_memory_on_it(calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    memory = Memory.load("ipfs://bafy/manifest.json", into=tmp_path / "dest")
+    assert memory.root == tmp_path / "dest" and calls[0]["into"] == tmp_path / "dest"
