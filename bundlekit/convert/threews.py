@@ -274,17 +274,21 @@ def decrypt_files(blob: dict[str, Any], key: KeySpec, agent_id: str | None) -> d
 def encrypt_files(
     blob: dict[str, Any], key: KeySpec, agent_id: str, rng: Callable[[int], bytes] | None = None
 ) -> dict[str, Any]:
-    """Encrypt every file of a blob into three.ws's per-file form (the index stays plaintext).
+    """Encrypt every file of a blob into three.ws's per-file form.
 
-    ``rng`` supplies each 12-byte IV (default ``os.urandom``); inject one for
-    reproducible output.
+    What stays in plaintext must not give the content away: the index lists
+    file names only (three.ws's encrypted index lists names and CIDs, never
+    descriptions), and the timeline is left out (three.ws has no encrypted
+    timeline and never hydrates one from IPFS). ``rng`` supplies each 12-byte
+    IV (default ``os.urandom``); inject one for reproducible output.
     """
     from ..compat_threews import _threews_encrypt, threews_key_from_spec
 
     tkey = threews_key_from_spec(key, agent_id)
     source = rng or os.urandom
     files = {name: _threews_encrypt(text.encode("utf-8"), tkey, source) for name, text in blob["files"].items()}
-    return {**blob, "files": files}
+    index = "# Agent Memory\n\n" + "".join(f"- `{name}`\n" for name in files) if files else "# Agent Memory\n"
+    return {**blob, "index": index, "files": files, "timeline": []}
 
 
 def read_threews(

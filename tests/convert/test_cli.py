@@ -84,3 +84,20 @@ def test_key_option_on_another_format_is_refused(claude_dir: Path, tmp_path: Pat
     code, _, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "m"),
                        "--signature-env", "SIG")
     assert code == 2 and "only applies to three.ws" in err
+
+
+def test_threews_encrypted_round_trip_with_a_wallet_key(threews_file: Path, tmp_path: Path) -> None:
+    env = {"TEST_WALLET": "0x" + "4c" * 32}
+    runner = CliRunner()
+    run("convert", "--from", "three.ws", str(threews_file), "-o", str(tmp_path / "m"))
+    out = runner.invoke(cli, ["convert", "--to", "three.ws", str(tmp_path / "m"), "-o", str(tmp_path / "e.json"),
+                              "--namespace", "agent-7", "--private-key-env", "TEST_WALLET"], env=env)
+    assert out.exit_code == 0, out.output
+    blob = json.loads((tmp_path / "e.json").read_text())
+    assert blob["mode"] == "encrypted-ipfs" and "Tone" not in json.dumps(blob["files"])
+    back = runner.invoke(cli, ["convert", "--from", "three.ws", str(tmp_path / "e.json"), "-o", str(tmp_path / "m2"),
+                               "--agent-id", "agent-7", "--private-key-env", "TEST_WALLET"], env=env)
+    assert back.exit_code == 0, back.output
+    assert blob["timeline"] == [] and "direct critique" not in blob["index"]
+    memories = {k: v for k, v in tree_files(tmp_path / "m").items() if not k.startswith("timeline/")}
+    assert tree_files(tmp_path / "m2") == memories
