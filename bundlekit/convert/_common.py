@@ -144,9 +144,9 @@ def parse_time(value: object, *, what: str = "timestamp") -> datetime:
         try:
             dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
         except ValueError as exc:
-            raise ConvertError(f"{what} {value!r} is not an ISO 8601 timestamp; fix or remove it") from exc
+            raise ConvertError(f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it") from exc
     else:
-        raise ConvertError(f"{what} {value!r} is not an ISO 8601 timestamp; fix or remove it")
+        raise ConvertError(f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it")
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC)
