@@ -4,7 +4,9 @@
     python bench/load.py --memories 5000 --repeat 5
 
 Three timings, each the best of ``--repeat`` runs against one loopback gateway
-(``gateway.serve_in_thread`` over the bundle CAR):
+serving the bundle CAR: by default ``bundlekit serve`` in its own process (as a
+user runs it, so the gateway and the loader do not share one interpreter
+lock); ``--in-process`` uses ``gateway.serve_in_thread`` instead:
 
 1. ``baseline``: a plain ``httpx`` download of the whole DAG as a CAR
    (``?format=car``), bytes discarded: the floor for any CAR-based loader.
@@ -20,11 +22,14 @@ per-block/baseline. It asserts nothing: timing targets live here, never in tests
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
+import re
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,6 +67,30 @@ def make_tree(root: Path, count: int, seed: int = 7) -> None:
         (root / "timeline" / f"2026-04-{day:02d}.jsonl").write_text("\n".join(lines) + "\n")
 
 
+class _Served:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+@contextlib.contextmanager
+def serve_process(car: Path) -> Iterator[_Served]:
+    """``bundlekit serve CAR --port 0`` in a child process; its URL is read from its stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "serve", "--port", "0", str(car)],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://[\w.:\[\]]+", line)
+        if match is None:
+            raise RuntimeError(f"bundlekit serve did not print its URL: {line!r}")
+        yield _Served(match.group(0))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def best(repeat: int, fn: Callable[[], object]) -> float:
     times = []
     for _ in range(repeat):
@@ -75,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--in-process", action="store_true", help="serve from a thread of this process")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bundlekit-bench-load-") as tmp:
@@ -83,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         built = build_bundle(tree, Path(tmp) / "bundle.car", created=CREATED)
         root = cid_to_str(built.root)
         print(f"bundle: {args.memories} memories, {built.files} files, CAR {built.bytes:,} bytes, root {root}")
-        with serve_in_thread(cars=[built.car]) as server, httpx.Client(timeout=60) as client:
+        serving = serve_in_thread(cars=[built.car]) if args.in_process else serve_process(built.car)
+        with serving as server, httpx.Client(timeout=60) as client:
 
             def baseline() -> None:
                 with client.stream("GET", f"{server.url}/ipfs/{root}", params={"format": "car"},
@@ -104,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             t_base = best(args.repeat, baseline)
             t_car = best(args.repeat, car_path)
             t_block = best(args.repeat, per_block)
+    print(f"gateway: {'in-process thread' if args.in_process else 'bundlekit serve (child process)'}")
     print(f"baseline (plain httpx CAR download): {t_base * 1000:8.1f} ms")
     print(f"load, CAR path:                      {t_car * 1000:8.1f} ms   ratio {t_car / t_base:5.2f}x (target <= 2.0)")
     print(f"load, per-block path:                {t_block * 1000:8.1f} ms   ratio {t_block / t_base:5.2f}x")
