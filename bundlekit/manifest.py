@@ -51,7 +51,7 @@ ENC_SUFFIX = ".enc"
 
 # Bundle paths are what the importer turns into UnixFS links and what a loader
 # turns into file names: keep them portable and unable to escape ``memory/``.
-_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
 _CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
 _MAX_MANIFEST = 64 * 1024 * 1024

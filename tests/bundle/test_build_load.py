@@ -155,3 +155,24 @@ def test_a_seed_003_style_loader_can_fetch_the_index_and_its_links(tree: Path, t
         assert sorted(links) == ["feedback_tone.md", "project_season.md", "reference_reel.md", "user_role.md"]
         assert "Plays as a winger" in client.get(base + "memory/user_role.md").text
         assert client.get(base + "manifest.json").json()["format"] == "bundlekit/1"
+
+
+def test_an_empty_tree_builds_and_loads(tmp_path: Path) -> None:
+    from bundlekit.memory import Memory
+
+    Memory(tmp_path / "empty").init()
+    result = build_bundle(tmp_path / "empty", tmp_path / "e.car", created=CREATED, namespace="empty")
+    assert result.paths == ["memory/MEMORY.md"] and result.manifest["memory"]["timeline"] == []
+    loaded = load_bundle(str(result.car), into=tmp_path / "out")
+    assert sorted(loaded.files) == ["MEMORY.md"]
+
+
+def test_keys_with_dots_and_dashes_round_trip(tmp_path: Path) -> None:
+    from bundlekit.memory import Memory
+
+    mem = Memory(tmp_path / "t", clock=lambda: CREATED)
+    for key in ("-dash-first", "v1.2_notes", "a"):
+        mem.write(key, name=key, description="d", type="user", body="b")
+    result = build_bundle(tmp_path / "t", tmp_path / "k.car", created=CREATED)
+    loaded = load_bundle(str(result.car))
+    assert {"-dash-first.md", "v1.2_notes.md", "a.md"} <= set(loaded.files)
