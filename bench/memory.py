@@ -20,17 +20,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bundlekit.memory import Memory  # noqa: E402
-from bundlekit.memory.record import MEMORY_TYPES  # noqa: E402
-from bundlekit.memory.timefmt import format_timestamp  # noqa: E402
+from bundlekit.memory import Memory
+from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.timefmt import format_timestamp
 
-NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=timezone.utc)
-WORDS = "kick pass drill knee tournament saturday tone pacing clip reel striker volley rondo sprint cooldown".split()
+NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
+WORDS = "kick pass drill knee tournament saturday tone pacing clip reel striker volley rondo sprint cooldown".split()  # noqa: SIM905
 TARGETS_MS = {"recall": 200.0, "context_block": 300.0}
 
 

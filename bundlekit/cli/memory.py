@@ -81,13 +81,19 @@ def init_cmd(ctx: click.Context) -> None:
 @click.option("--description", required=True, help="One-line summary (shown in the index).")
 @click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="Memory type.")
 @click.option("--body", help="The Markdown body.")
-@click.option("--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-': stdin).")
+@click.option(
+    "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-': stdin)."
+)
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--important/--not-important", default=None, help="Pin salience to 1.0 (or unpin).")
 @click.option("--decay", type=click.Choice(DECAY_VALUES), help="Retrieval decay hint.")
 @click.option("--source", help="Which conversation or event produced this memory.")
-@click.option("--expect-revision", type=click.IntRange(min=0), help="Refuse the write unless at this revision.")
-@click.option("--allow-secrets", is_flag=True, help="Skip the secret guard (only for text that is not a credential).")
+@click.option(
+    "--expect-revision", type=click.IntRange(min=0), help="Refuse the write unless at this revision."
+)
+@click.option(
+    "--allow-secrets", is_flag=True, help="Skip the secret guard (only for text that is not a credential)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the written frontmatter as JSON.")
 @click.pass_context
 def write_cmd(
@@ -220,7 +226,9 @@ def _parse_layer(value: str) -> tuple[str, str]:
 
 
 @memory.command("context")
-@click.option("--max-tokens", type=click.IntRange(min=0), help="Token budget (4 characters each). [default: 8192]")
+@click.option(
+    "--max-tokens", type=click.IntRange(min=0), help="Token budget (4 characters each). [default: 8192]"
+)
 @click.option(
     "--style",
     type=click.Choice(["default", "magic-context"]),
@@ -228,7 +236,9 @@ def _parse_layer(value: str) -> tuple[str, str]:
     show_default=True,
     help="magic-context: render the tree as a Magic Context project memory.",
 )
-@click.option("--layer", "layers", multiple=True, metavar="NAME=DIR", help="Layer several trees (repeatable).")
+@click.option(
+    "--layer", "layers", multiple=True, metavar="NAME=DIR", help="Layer several trees (repeatable)."
+)
 @click.pass_context
 def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...]) -> None:
     """Print the context block an agent would inject before an LLM turn."""
@@ -251,7 +261,9 @@ def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: 
 
 
 @memory.command("export")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically).")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically)."
+)
 @click.pass_context
 def export_cmd(ctx: click.Context, output: Path | None) -> None:
     """Export the tree as a JSON blob (stdout, or -o FILE)."""

@@ -12,12 +12,12 @@ from .store import Memory
 from .transfer import ImportReport
 
 __all__ = [
+    "ImportReport",
     "Memory",
     "MemoryRecord",
     "RecallHit",
-    "ImportReport",
-    "parse_memory_file",
-    "render_memory_file",
-    "render_index",
     "find_secrets",
+    "parse_memory_file",
+    "render_index",
+    "render_memory_file",
 ]

@@ -22,7 +22,7 @@ from ..errors import MemoryStoreError
 from .keys import INDEX_NAME
 from .lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 
-__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "TIMELINE_DIR", "atomic_write_bytes"]
+__all__ = ["TIMELINE_DIR", "Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
 
 TIMELINE_DIR = "timeline"
 
@@ -114,7 +114,9 @@ class DirectoryBackend:
     def timeline_files(self) -> list[str]:
         try:
             return sorted(
-                e.name for e in os.scandir(self.root / TIMELINE_DIR) if not e.name.startswith(".") and e.is_file()
+                e.name
+                for e in os.scandir(self.root / TIMELINE_DIR)
+                if not e.name.startswith(".") and e.is_file()
             )
         except FileNotFoundError:
             return []

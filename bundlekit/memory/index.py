@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from .record import MEMORY_TYPES, MemoryRecord
 
-__all__ = ["INDEX_TITLE", "SECTION_TITLES", "MAX_INDEX_LINES", "index_line", "render_index", "omitted_line"]
+__all__ = ["INDEX_TITLE", "MAX_INDEX_LINES", "SECTION_TITLES", "index_line", "omitted_line", "render_index"]
 
 INDEX_TITLE = "# Agent Memory"
 SECTION_TITLES = {"user": "User", "feedback": "Feedback", "project": "Project", "reference": "Reference"}

@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from ..errors import InvalidKeyError
 
 __all__ = [
-    "MAX_KEY_LENGTH",
     "INDEX_NAME",
-    "validate_key",
-    "key_from_filename",
-    "filename_for",
+    "MAX_KEY_LENGTH",
     "check_unique",
+    "filename_for",
+    "key_from_filename",
+    "validate_key",
 ]
 
 MAX_KEY_LENGTH = 128
@@ -38,7 +38,9 @@ def validate_key(key: object) -> str:
     Raises :class:`InvalidKeyError` naming the rule that failed.
     """
     if not isinstance(key, str) or not key:
-        raise InvalidKeyError(f"memory key {key!r} is empty or not a string; use letters, digits, '_', '-', '.'")
+        raise InvalidKeyError(
+            f"memory key {key!r} is empty or not a string; use letters, digits, '_', '-', '.'"
+        )
     if len(key) > MAX_KEY_LENGTH:
         raise InvalidKeyError(
             f"memory key {key[:40]!r}... is {len(key)} characters long; the limit is {MAX_KEY_LENGTH}"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import LockTimeoutError
 
-__all__ = ["LOCK_NAME", "DEFAULT_LOCK_TIMEOUT", "TreeLock"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "TreeLock"]
 
 LOCK_NAME = ".memory.lock"
 DEFAULT_LOCK_TIMEOUT = 30.0

@@ -25,19 +25,19 @@ from ..errors import UsageError
 from .record import MemoryRecord
 
 __all__ = [
-    "TYPE_BONUS",
-    "HALF_LIFE",
-    "DECAY_HORIZONS",
     "CHARS_PER_TOKEN",
+    "DECAY_HORIZONS",
+    "HALF_LIFE",
+    "TYPE_BONUS",
     "RecallHit",
-    "salience",
-    "recency",
+    "context_block",
     "decay_factor",
-    "score",
     "rank",
     "ranked_records",
     "recall",
-    "context_block",
+    "recency",
+    "salience",
+    "score",
 ]
 
 TYPE_BONUS = {"feedback": 0.3, "user": 0.2, "project": 0.1, "reference": 0.0}

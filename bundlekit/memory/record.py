@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import date, datetime
+from functools import cached_property
 from typing import Any
 
-import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
@@ -28,10 +27,10 @@ from ..errors import FrontmatterError
 from .timefmt import format_timestamp, parse_timestamp
 
 __all__ = [
-    "MEMORY_TYPES",
     "DECAY_VALUES",
-    "REQUIRED_KEYS",
+    "MEMORY_TYPES",
     "OPTIONAL_KEYS",
+    "REQUIRED_KEYS",
     "MemoryRecord",
     "parse_memory_file",
     "render_memory_file",
@@ -42,7 +41,18 @@ MEMORY_TYPES = ("user", "feedback", "project", "reference")
 DECAY_VALUES = ("never", "30d", "90d")
 REQUIRED_KEYS = ("name", "description", "type", "created", "updated")
 # Rendering order of the known keys; unknown keys follow in their own order.
-_KNOWN_ORDER = ("name", "description", "type", "created", "updated", "revision", "source", "decay", "tags", "important")
+_KNOWN_ORDER = (
+    "name",
+    "description",
+    "type",
+    "created",
+    "updated",
+    "revision",
+    "source",
+    "decay",
+    "tags",
+    "important",
+)
 OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -67,7 +77,7 @@ class _Dumper(yaml.SafeDumper):
 
 class _Handler(YAMLHandler):
     def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_Loader)  # noqa: S506 (a safe loader)
+        return yaml.load(fm, Loader=_Loader)
 
 
 _HANDLER = _Handler()
@@ -121,7 +131,7 @@ class MemoryRecord:
     def folded_text(self) -> str:
         """Name, description and body case-folded and joined by NUL, kept so repeated recall does no
         re-work. A query never holds NUL, so no match can span two fields."""
-        return "\0".join((self.name.casefold(), self.description.casefold(), self.body.casefold()))
+        return f"{self.name.casefold()}\0{self.description.casefold()}\0{self.body.casefold()}"
 
     @property
     def tags(self) -> list[str]:
@@ -150,7 +160,9 @@ def _single_line_str(meta: Mapping[str, Any], name: str, where: str, *, required
     if not isinstance(value, str) or not value.strip():
         raise FrontmatterError(f"{where}: frontmatter {name!r} must be a non-empty string")
     if "\n" in value or "\r" in value:
-        raise FrontmatterError(f"{where}: frontmatter {name!r} must be a single line (the index has one line each)")
+        raise FrontmatterError(
+            f"{where}: frontmatter {name!r} must be a single line (the index has one line each)"
+        )
 
 
 def validate_meta(meta: Mapping[str, Any], where: str) -> None:
@@ -161,7 +173,9 @@ def validate_meta(meta: Mapping[str, Any], where: str) -> None:
     """
     for key in meta:
         if not isinstance(key, str):
-            raise FrontmatterError(f"{where}: frontmatter keys must be strings, found a {type(key).__name__} key")
+            raise FrontmatterError(
+                f"{where}: frontmatter keys must be strings, found a {type(key).__name__} key"
+            )
     _single_line_str(meta, "name", where, required=True)
     _single_line_str(meta, "description", where, required=True)
     if "type" not in meta:
@@ -187,7 +201,9 @@ def validate_meta(meta: Mapping[str, Any], where: str) -> None:
         raise FrontmatterError(f"{where}: frontmatter 'decay' must be one of {', '.join(DECAY_VALUES)}")
     if "tags" in meta:
         tags = meta["tags"]
-        if not isinstance(tags, list) or not all(isinstance(t, str) and t.strip() and "\n" not in t for t in tags):
+        if not isinstance(tags, list) or not all(
+            isinstance(t, str) and t.strip() and "\n" not in t for t in tags
+        ):
             raise FrontmatterError(f"{where}: frontmatter 'tags' must be a list of one-line strings")
     if "important" in meta and not isinstance(meta["important"], bool):
         raise FrontmatterError(f"{where}: frontmatter 'important' must be true or false")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import SecretDetectedError
 
-__all__ = ["SecretRule", "SECRET_RULES", "Finding", "find_secrets", "guard"]
+__all__ = ["SECRET_RULES", "Finding", "SecretRule", "find_secrets", "guard"]
 
 # A token must not be glued to a preceding word character ("risk-..." is not "sk-...").
 _START = r"(?<![A-Za-z0-9_])"

@@ -23,7 +23,14 @@ from .backend import Backend, DirectoryBackend, InMemoryBackend
 from .index import render_index
 from .keys import INDEX_NAME, check_unique, filename_for, key_from_filename, validate_key
 from .lock import DEFAULT_LOCK_TIMEOUT
-from .record import OPTIONAL_KEYS, REQUIRED_KEYS, MemoryRecord, parse_memory_file, render_memory_file, validate_meta
+from .record import (
+    OPTIONAL_KEYS,
+    REQUIRED_KEYS,
+    MemoryRecord,
+    parse_memory_file,
+    render_memory_file,
+    validate_meta,
+)
 from .secrets import guard
 from .timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 from .timeline import DAY_FILE_RE, day_file_for, encode_entry, make_entry, merge_entries, parse_day
@@ -167,7 +174,9 @@ class Memory:
         validate_key(key)
         filename = filename_for(key)
         if expected_revision is not None and (
-            isinstance(expected_revision, bool) or not isinstance(expected_revision, int) or expected_revision < 0
+            isinstance(expected_revision, bool)
+            or not isinstance(expected_revision, int)
+            or expected_revision < 0
         ):
             raise UsageError(f"expected_revision must be an integer of 0 or more, not {expected_revision!r}")
         if not isinstance(body, str):
@@ -175,7 +184,9 @@ class Memory:
         if extra:
             clash = sorted(k for k in extra if k in _KNOWN)
             if clash:
-                raise UsageError(f"extra cannot set the known key(s) {', '.join(clash)}; pass them as arguments")
+                raise UsageError(
+                    f"extra cannot set the known key(s) {', '.join(clash)}; pass them as arguments"
+                )
         with self._backend.hold():
             records = self._records()
             current = None
@@ -249,7 +260,9 @@ class Memory:
             records = self._records()
             current = next((r for r in records if r.key == key), None)
             if current is None:
-                raise MemoryNotFoundError(f"no memory {filename} in {self._where()}; `memory list` shows the keys")
+                raise MemoryNotFoundError(
+                    f"no memory {filename} in {self._where()}; `memory list` shows the keys"
+                )
             self._backend.delete(filename)
             self._cache.pop(filename, None)
             self._write_index([r for r in records if r.key != key])
@@ -365,7 +378,10 @@ class Memory:
         records = self._records()
         now = self._now()
         return ranking.context_block(
-            render_index(records), ranking.ranked_records(records, now), self._timeline_newest_first(), max_tokens
+            render_index(records),
+            ranking.ranked_records(records, now),
+            self._timeline_newest_first(),
+            max_tokens,
         )
 
     # -- export / import ------------------------------------------------------
@@ -374,9 +390,13 @@ class Memory:
         """The export blob: version, namespace, index, files (raw text by file name), full timeline."""
         records = self._records()
         timeline = self.timeline()
-        return build_export(self.namespace, render_index(records), {r.filename: r.raw for r in records}, timeline)
+        return build_export(
+            self.namespace, render_index(records), {r.filename: r.raw for r in records}, timeline
+        )
 
-    def import_(self, blob: Mapping[str, Any], strategy: str = "merge", *, allow_secrets: bool = False) -> ImportReport:
+    def import_(
+        self, blob: Mapping[str, Any], strategy: str = "merge", *, allow_secrets: bool = False
+    ) -> ImportReport:
         """Import an export blob: all or nothing.
 
         Everything is validated first (names, frontmatter, timeline entries,

@@ -9,21 +9,21 @@ naive date-time (taken as UTC) and a bare date (midnight UTC).
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
-__all__ = ["utc_now", "parse_timestamp", "format_timestamp", "format_timestamp_ms", "as_utc"]
+__all__ = ["as_utc", "format_timestamp", "format_timestamp_ms", "parse_timestamp", "utc_now"]
 
 
 def utc_now() -> datetime:
     """The default clock: the current time in UTC."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(value: datetime) -> datetime:
     """Return ``value`` in UTC; a naive value is taken to be UTC already."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def parse_timestamp(value: object) -> datetime:
@@ -34,13 +34,13 @@ def parse_timestamp(value: object) -> datetime:
     if isinstance(value, datetime):
         return as_utc(value)
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not an ISO 8601 timestamp")
     text = value.strip()
     if len(text) == 10:
         parsed_date = date.fromisoformat(text)
-        return datetime(parsed_date.year, parsed_date.month, parsed_date.day, tzinfo=timezone.utc)
+        return datetime(parsed_date.year, parsed_date.month, parsed_date.day, tzinfo=UTC)
     # fromisoformat (3.11) accepts "Z", offsets, fractions and a space separator.
     return as_utc(datetime.fromisoformat(text))
 

@@ -20,12 +20,12 @@ from .timefmt import format_timestamp_ms, parse_timestamp
 
 __all__ = [
     "DAY_FILE_RE",
-    "make_entry",
-    "encode_entry",
     "day_file_for",
+    "encode_entry",
+    "make_entry",
+    "merge_entries",
     "parse_day",
     "validate_entry",
-    "merge_entries",
 ]
 
 DAY_FILE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.jsonl")
@@ -51,7 +51,9 @@ def make_entry(entry_type: str, data: Mapping[str, Any], now: datetime) -> dict[
 
 def encode_entry(entry: Mapping[str, Any]) -> bytes:
     """One line of a day file, newline included."""
-    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode(
+        "utf-8"
+    )
 
 
 def day_file_for(entry: Mapping[str, Any]) -> str:

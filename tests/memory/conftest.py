@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,7 @@ import pytest
 
 from bundlekit.memory import Memory
 
-START = datetime(2026, 4, 14, 12, 3, 12, 345000, tzinfo=timezone.utc)
+START = datetime(2026, 4, 14, 12, 3, 12, 345000, tzinfo=UTC)
 
 
 class Clock:

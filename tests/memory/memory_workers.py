@@ -5,7 +5,6 @@ from __future__ import annotations
 from bundlekit.errors import ConflictError
 from bundlekit.memory import Memory
 
-
 SHARED_EVERY = 5
 
 
@@ -22,7 +21,13 @@ def write_many(root: str, worker: int, count: int) -> None:
         )
         memory.note("wrote", worker=worker, i=i)
         if i % SHARED_EVERY == 0:
-            memory.write("shared", name="Shared", description="every worker writes it", type="user", body=f"{worker}/{i}")
+            memory.write(
+                "shared",
+                name="Shared",
+                description="every worker writes it",
+                type="user",
+                body=f"{worker}/{i}",
+            )
 
 
 def increment(root: str, count: int) -> None:

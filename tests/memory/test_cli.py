@@ -136,7 +136,9 @@ def test_export_to_file_then_import_into_another_tree(run: Any, tmp_path: Path) 
     out = tmp_path / "blob.json"
     assert run("export", "-o", str(out)).exit_code == 0
     other = tmp_path / "other"
-    result = CliRunner().invoke(cli, ["memory", "-d", str(other), "import", str(out), "--strategy", "replace"])
+    result = CliRunner().invoke(
+        cli, ["memory", "-d", str(other), "import", str(out), "--strategy", "replace"]
+    )
     assert result.exit_code == 0 and result.stdout.startswith("added 1,")
     assert Memory(other).read("user_role") is not None
 
@@ -160,7 +162,9 @@ def test_dir_defaults_to_the_environment_variable(tree: Path, monkeypatch: pytes
     assert (tree / "user_role.md").exists()
 
 
-def test_dir_defaults_to_memory_in_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dir_defaults_to_memory_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
     CliRunner().invoke(cli, ["memory", *WRITE, "--body", "b"])
@@ -172,7 +176,9 @@ def test_fixture_tree_lists_through_the_cli() -> None:
     assert len(json.loads(result.stdout)) == 9
 
 
-def test_magic_context_style_delegates_with_a_4000_token_default(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_magic_context_style_delegates_with_a_4000_token_default(
+    run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[tuple[Any, int]] = []
     fake = types.ModuleType("bundlekit.convert.magic_context")
     fake.render_project_memory = lambda memory, max_tokens: calls.append((memory, max_tokens)) or "MAGIC"  # type: ignore[attr-defined]

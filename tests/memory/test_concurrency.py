@@ -45,13 +45,18 @@ def test_processes_writing_at_once_lose_nothing(tree: Path, workers) -> None:  #
     assert memory.read("shared").revision == shared_writes  # type: ignore[union-attr]
     assert all(r.revision == 1 for r in memory.list() if r.key != "shared")
     assert (tree / "MEMORY.md").read_text(encoding="utf-8") == memory.index_text()
-    lines = [json.loads(line) for f in sorted((tree / "timeline").iterdir()) for line in f.read_text().splitlines()]
-    assert sorted((e["worker"], e["i"]) for e in lines) == [(w, i) for w in range(WORKERS) for i in range(PER_WORKER)]
+    lines = [
+        json.loads(line) for f in sorted((tree / "timeline").iterdir()) for line in f.read_text().splitlines()
+    ]
+    assert sorted((e["worker"], e["i"]) for e in lines) == [
+        (w, i) for w in range(WORKERS) for i in range(PER_WORKER)
+    ]
     assert not [p for p in tree.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_expected_revision_counter_across_processes_counts_every_increment(
-    tree: Path, workers  # type: ignore[no-untyped-def]
+    tree: Path,
+    workers,  # type: ignore[no-untyped-def]
 ) -> None:
     Memory(tree).write("counter", **fields(type="project", body="0"))
     _run(workers.increment, [(str(tree), 25) for _ in range(WORKERS)])
@@ -62,9 +67,8 @@ def test_expected_revision_counter_across_processes_counts_every_increment(
 
 def test_lock_held_elsewhere_times_out_and_changes_nothing(tree: Path) -> None:
     tree.mkdir()
-    with TreeLock(tree).hold():
-        with pytest.raises(LockTimeoutError, match="could not lock"):
-            Memory(tree, lock_timeout=0.2).write("k", **fields())
+    with TreeLock(tree).hold(), pytest.raises(LockTimeoutError, match="could not lock"):
+        Memory(tree, lock_timeout=0.2).write("k", **fields())
     assert not (tree / "k.md").exists()
 
 

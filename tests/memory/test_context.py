@@ -9,8 +9,12 @@ from .conftest import Clock, fields
 
 
 def _small_tree(mem: Memory, clock: Clock) -> None:
-    mem.write("reference_reel", **fields(name="Reel", description="clips", type="reference", body="Drive folder."))
-    mem.write("feedback_tone", **fields(name="Tone", description="direct", type="feedback", body="Be direct."))
+    mem.write(
+        "reference_reel", **fields(name="Reel", description="clips", type="reference", body="Drive folder.")
+    )
+    mem.write(
+        "feedback_tone", **fields(name="Tone", description="direct", type="feedback", body="Be direct.")
+    )
     mem.note("waved", style="big")
     clock.advance(seconds=1)
     mem.note("user_said", text="hi")

@@ -55,7 +55,9 @@ def test_future_updated_counts_as_age_zero(mem: Memory, clock: Clock) -> None:
 
 
 @pytest.mark.parametrize(("decay", "horizon"), [("30d", 30), ("90d", 90)])
-def test_decay_down_weights_only_past_its_horizon(mem: Memory, clock: Clock, decay: str, horizon: int) -> None:
+def test_decay_down_weights_only_past_its_horizon(
+    mem: Memory, clock: Clock, decay: str, horizon: int
+) -> None:
     record = _record(mem, decay=decay)
     clock.now = record.updated + timedelta(days=horizon)
     assert decay_factor(record, clock()) == 1.0

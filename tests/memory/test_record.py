@@ -41,7 +41,15 @@ def test_missing_revision_reads_as_revision_one() -> None:
 
 
 def test_render_uses_fixed_key_order_and_quoted_timestamps() -> None:
-    meta = {"zeta": 1, "important": True, "tags": ["a"], "revision": 3, **VALID_META, "source": "s4", "decay": "30d"}
+    meta = {
+        "zeta": 1,
+        "important": True,
+        "tags": ["a"],
+        "revision": 3,
+        **VALID_META,
+        "source": "s4",
+        "decay": "30d",
+    }
     text = render_memory_file(meta, "Body.")
     assert text == (
         "---\n"
@@ -64,7 +72,9 @@ def test_render_uses_fixed_key_order_and_quoted_timestamps() -> None:
 
 
 def test_unknown_keys_survive_a_round_trip_in_order() -> None:
-    text = SEED_TONE.replace("---\n\n", "mood: calm\nlinks: [a, b]\nwhen: 2026-05-01T10:00:00Z\nnested: {x: 1}\n---\n\n")
+    text = SEED_TONE.replace(
+        "---\n\n", "mood: calm\nlinks: [a, b]\nwhen: 2026-05-01T10:00:00Z\nnested: {x: 1}\n---\n\n"
+    )
     record = parse_memory_file(text)
     again = parse_memory_file(render_memory_file(record.meta, record.body))
     assert again.meta == record.meta

@@ -20,13 +20,25 @@ SAMPLES = {
     "aws-access-key-id": ["AKIA" + "IOSFODNN7EXAMPLE", "ASIA" + "Y34FZKBOKMUTVV7A"],
     "github-token": [p + (B62 + "abc")[:36] for p in ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")]
     + ["github_" + "pat_11ABCDEFG0" + B62 + "_" + B62],
-    "openai-api-key": ["sk-" + B62 + "T3BlbkFJ" + B62[:8], "sk-" + "proj-" + B62 + "-" + B62, "sk-" + "a" * 48],
+    "openai-api-key": [
+        "sk-" + B62 + "T3BlbkFJ" + B62[:8],
+        "sk-" + "proj-" + B62 + "-" + B62,
+        "sk-" + "a" * 48,
+    ],
     "anthropic-api-key": ["sk-" + "ant-api03-" + B62 + B62],
     "slack-token": ["xox" + "b-1234567890-0987654321-" + B62[:24], "xox" + "p-12345678901-abcdefgh"],
-    "pem-private-key": ["-----BEGIN " + "RSA PRIVATE KEY-----", "-----BEGIN " + "PRIVATE KEY-----",
-                        "-----BEGIN " + "OPENSSH PRIVATE KEY-----", "-----BEGIN " + "EC PRIVATE KEY-----"],
-    "jwt": ["eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0."
-            + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"],
+    "pem-private-key": [
+        "-----BEGIN " + "RSA PRIVATE KEY-----",
+        "-----BEGIN " + "PRIVATE KEY-----",
+        "-----BEGIN " + "OPENSSH PRIVATE KEY-----",
+        "-----BEGIN " + "EC PRIVATE KEY-----",
+    ],
+    "jwt": [
+        "eyJ"
+        + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ"
+        + "zdWIiOiIxMjM0NTY3ODkwIn0."
+        + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    ],
 }
 CASES = [(rule, sample) for rule, samples in SAMPLES.items() for sample in samples]
 

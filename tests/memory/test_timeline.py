@@ -79,7 +79,12 @@ def test_forget_deletes_the_file_and_notes_key_and_name_but_not_body(mem: Memory
     assert not (tree / "user_name.md").exists()
     assert mem.read("user_name") is None
     last = mem.timeline(limit=1)[0]
-    assert last == {"ts": "2026-04-14T12:03:12.345Z", "type": "forgot", "key": "user_name", "name": "User name"}
+    assert last == {
+        "ts": "2026-04-14T12:03:12.345Z",
+        "type": "forgot",
+        "key": "user_name",
+        "name": "User name",
+    }
     assert "Alex" not in json.dumps(mem.timeline())
 
 
@@ -98,6 +103,7 @@ def test_badly_named_timeline_file_fails_check(mem: Memory, tree: Path) -> None:
 def test_entries_of_a_day_are_ordered_by_parsed_timestamp(mem: Memory, tree: Path) -> None:
     (tree / "timeline").mkdir(parents=True)
     (tree / "timeline" / "2026-04-14.jsonl").write_text(
-        '{"ts":"2026-04-14T12:00:00Z","type":"b"}\n{"ts":"2026-04-14T11:59:59.500Z","type":"a"}\n', encoding="utf-8"
+        '{"ts":"2026-04-14T12:00:00Z","type":"b"}\n{"ts":"2026-04-14T11:59:59.500Z","type":"a"}\n',
+        encoding="utf-8",
     )
     assert [e["type"] for e in mem.timeline()] == ["a", "b"]

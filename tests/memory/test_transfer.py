@@ -89,11 +89,19 @@ def test_index_is_rebuilt_after_import(source: Memory, mem: Memory, tree: Path) 
         (lambda b: b["files"].__setitem__("notes.txt", "x"), InvalidKeyError),
         (lambda b: b["files"].__setitem__("zz_broken.md", "no frontmatter"), FrontmatterError),
         (lambda b: b["files"].__setitem__("zz_typeless.md", "---\nname: a\n---\n"), FrontmatterError),
-        (lambda b: b["files"].__setitem__("zz_secret.md", b["files"]["user_role.md"] + "AKIA" + "IOSFODNN7EXAMPLE\n"),
-         SecretDetectedError),
+        (
+            lambda b: b["files"].__setitem__(
+                "zz_secret.md", b["files"]["user_role.md"] + "AKIA" + "IOSFODNN7EXAMPLE\n"
+            ),
+            SecretDetectedError,
+        ),
         (lambda b: b["timeline"].append({"type": "no-ts"}), MemoryStoreError),
-        (lambda b: b["timeline"].append({"ts": "2026-04-14T00:00:00Z", "type": "x", "k": "gho_" + "A1b2" * 9}),
-         SecretDetectedError),
+        (
+            lambda b: b["timeline"].append(
+                {"ts": "2026-04-14T00:00:00Z", "type": "x", "k": "gho_" + "A1b2" * 9}
+            ),
+            SecretDetectedError,
+        ),
         (lambda b: b.__setitem__("version", "memory/9"), MemoryStoreError),
     ],
 )
