@@ -49,7 +49,16 @@ from .errors import (
     UsageError,
 )
 from .gateway_car import BlockSource, CarFileSource, ChainSource
-from .gateway_dag import DAG_SCOPES, DirCache, Resolved, resolve_path, scope_blocks
+from .gateway_dag import (
+    DAG_SCOPES,
+    DirCache,
+    Resolved,
+    parse_entity_bytes,
+    range_blocks,
+    resolve_path,
+    resolve_range,
+    scope_blocks,
+)
 from .store import BlockStore
 
 if TYPE_CHECKING:
@@ -181,8 +190,13 @@ class Gateway:
                 raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
             if query.get("car-version", "1") != "1":
                 raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
-            if "entity-bytes" in query:
-                raise _HTTPError(501, "entity-bytes is not supported by this gateway; ask for dag-scope=entity")
+        entity_bytes: tuple[int, int | None] | None = None
+        if fmt == "car" and "entity-bytes" in query:
+            try:
+                entity_bytes = parse_entity_bytes(query["entity-bytes"])
+            except ValueError:
+                raise _HTTPError(400, f"entity-bytes={query['entity-bytes']!r} is not from:to (integers, to may be *)") from None
+            scope = "entity"  # entity-bytes implies it
         if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
             raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
 
@@ -199,7 +213,7 @@ class Gateway:
         if fmt == "raw":
             response = self._raw(resolved, common)
         elif fmt == "car":
-            response = self._car(method, resolved, scope, display_path, common)
+            response = self._car(method, resolved, scope, entity_bytes, query.get("entity-bytes", ""), display_path, common)
         else:
             response = self._deserialized(method, url, resolved, segments, common)
         etag = response.header("Etag")
@@ -246,9 +260,18 @@ class Gateway:
         except MissingBlock:
             raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
 
-    def _car(self, method: str, resolved: Resolved, scope: str, display_path: str, common: list[tuple[str, str]]) -> Response:
+    def _car(
+        self,
+        method: str,
+        resolved: Resolved,
+        scope: str,
+        entity_bytes: tuple[int, int | None] | None,
+        entity_bytes_text: str,
+        display_path: str,
+        common: list[tuple[str, str]],
+    ) -> Response:
         root = resolved.cids[0]
-        tag = hashlib.sha256(f"{display_path}\0{scope}".encode()).hexdigest()[:16]
+        tag = hashlib.sha256(f"{display_path}\0{scope}\0{entity_bytes_text}".encode()).hexdigest()[:16]
         headers = common + [
             ("Content-Type", CAR_CONTENT_TYPE),
             ("Content-Disposition", f'attachment; filename="{cid_to_str(root)}.car"'),
@@ -257,18 +280,47 @@ class Gateway:
         ]
         # The terminal block is fetched now so that an absent one is a 404, not a cut stream.
         self._fetch(resolved.terminal)
+        byte_range: tuple[int, int] | None = None
+        if entity_bytes is not None:
+            scope, byte_range = self._range_plan(resolved.terminal, entity_bytes)
         if method == "HEAD":
             return Response(200, headers, (), None)
-        return Response(200, headers, self._car_body(root, resolved, scope), None)
+        if byte_range is not None:
+            blocks = range_blocks(self._block, resolved.terminal, *byte_range)
+        else:
+            blocks = scope_blocks(self._block, resolved.terminal, scope, self.dirs)
+        return Response(200, headers, self._car_body(root, resolved, blocks), None)
 
-    def _car_body(self, root: bytes, resolved: Resolved, scope: str) -> Iterator[bytes]:
+    def _range_plan(self, cid: bytes, entity_bytes: tuple[int, int | None]) -> tuple[str, tuple[int, int] | None]:
+        """What ``entity-bytes`` selects at ``cid``: ``("range", (first, last))`` for a file,
+        ``("block", None)`` for an empty range (the spec: the root block lets the client
+        see why), ``("entity", None)`` for anything that is not a byte array.
+        Raises a 400 when the range starts after the end of the file.
+        """
+        from .unixfs_read import UnixFSReader
+
+        try:
+            stat = UnixFSReader(self._block, verify=False).stat(cid)
+        except BlockMismatch:
+            raise
+        except BundlekitError:
+            return "entity", None  # not UnixFS: the parameter does not apply
+        if stat.kind not in ("file", "raw"):
+            return "entity", None
+        try:
+            byte_range = resolve_range(entity_bytes[0], entity_bytes[1], stat.size)
+        except ValueError as exc:
+            raise _HTTPError(400, f"entity-bytes: {exc}") from None
+        return ("range", byte_range) if byte_range is not None else ("block", None)
+
+    def _car_body(self, root: bytes, resolved: Resolved, blocks: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
         from .car import CarWriter
 
         drain = _Drain()
         writer = CarWriter(cast(BinaryIO, drain), [root])
         for cid, data in resolved.path_blocks:
             writer.put(cid, data)
-        for cid, data in scope_blocks(self._block, resolved.terminal, scope, self.dirs):
+        for cid, data in blocks:
             writer.put(cid, data)
             if drain.size >= STREAM_CHUNK:
                 yield drain.take()

@@ -23,7 +23,17 @@ from dataclasses import dataclass
 
 from .cid import DAG_PB, cid_to_str, parse_cid_bytes
 
-__all__ = ["DAG_SCOPES", "DirCache", "RecordingGetter", "Resolved", "resolve_path", "scope_blocks"]
+__all__ = [
+    "DAG_SCOPES",
+    "DirCache",
+    "RecordingGetter",
+    "Resolved",
+    "parse_entity_bytes",
+    "range_blocks",
+    "resolve_path",
+    "resolve_range",
+    "scope_blocks",
+]
 
 DAG_SCOPES = ("block", "entity", "all")
 
@@ -160,3 +170,67 @@ def scope_blocks(
             yield from cache.listing(get_block, cid).blocks
             return
     yield cid, get_block(cid)
+
+
+def parse_entity_bytes(value: str) -> tuple[int, int | None]:
+    """Parse ``from:to`` of the ``entity-bytes`` parameter; ``to`` is None for ``*``.
+
+    Both may be negative (counted from the end). Raises ``ValueError`` when
+    malformed.
+    """
+    start_text, sep, end_text = value.partition(":")
+    if not sep:
+        raise ValueError("entity-bytes must be from:to")
+    start = int(start_text)
+    end = None if end_text == "*" else int(end_text)
+    return start, end
+
+
+def resolve_range(start: int, end: int | None, size: int) -> tuple[int, int] | None:
+    """Turn ``entity-bytes`` values into an inclusive ``(first, last)`` within ``size``, or None if empty.
+
+    Negative values count from the end; ``end=None`` is the last byte; both
+    are clamped to the entity. Raises ``ValueError`` when the range lies
+    entirely after the end of the entity (the spec's 400 case).
+    """
+    first = max(size + start, 0) if start < 0 else start
+    last = size - 1 if end is None else (size + end if end < 0 else end)
+    if size > 0 and first >= size:
+        raise ValueError(f"range starts at byte {first}, after the end of the {size}-byte entity")
+    last = min(last, size - 1)
+    if size == 0 or last < first:
+        return None
+    return first, last
+
+
+def range_blocks(get_block: Getter, cid: bytes, first: int, last: int) -> Iterator[tuple[bytes, bytes]]:
+    """The blocks of the UnixFS file at ``cid`` needed to verify bytes ``first..last`` (inclusive).
+
+    Depth first, parents before children: a node is sent when its byte span
+    meets the range, and only the children whose spans meet it are followed,
+    using the ``blocksizes`` of each file node. Raises ``CodecError`` for a
+    malformed node and ``MissingBlock`` when a needed block is absent.
+    """
+    from .dagpb import UnixFSData, decode_node
+    from .errors import CodecError
+
+    stack: list[tuple[bytes, int]] = [(cid, 0)]  # (cid, offset of its first byte)
+    while stack:
+        node_cid, offset = stack.pop()
+        data = get_block(node_cid)
+        yield node_cid, data
+        if parse_cid_bytes(node_cid).codec != DAG_PB:
+            continue  # a raw leaf: its bytes are the content
+        links, payload = decode_node(data)
+        if payload is None:
+            raise CodecError(f"block {cid_to_str(node_cid)} has no UnixFS data")
+        ufs = UnixFSData.decode(payload)
+        if len(ufs.blocksizes) != len(links):
+            raise CodecError(f"file node {cid_to_str(node_cid)} has {len(links)} links but {len(ufs.blocksizes)} blocksizes")
+        child_offset = offset + len(ufs.data or b"")
+        wanted: list[tuple[bytes, int]] = []
+        for link, size in zip(links, ufs.blocksizes):
+            if size and child_offset <= last and child_offset + size - 1 >= first:
+                wanted.append((link.cid, child_offset))
+            child_offset += size
+        stack.extend(reversed(wanted))

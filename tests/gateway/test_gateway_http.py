@@ -289,9 +289,13 @@ def test_car_version_query_other_than_1_is_400(client: httpx.Client, sample_dag)
     assert client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car&car-version=2").status_code == 400
 
 
-def test_entity_bytes_is_501_not_a_silent_superset(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_entity_bytes_is_400(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car&entity-bytes=ten").status_code == 400
+
+
+def test_entity_bytes_on_a_directory_is_the_entity_scope(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
     r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car&entity-bytes=0:10")
-    assert r.status_code == 501
+    assert car_blocks(r.content)[1] == [sample_dag.root]
 
 
 def test_equal_quality_accept_prefers_the_first_listed(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
