@@ -123,7 +123,9 @@ def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None) -> Me
             try:
                 texts[name] = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise LoadError(f"{name} in layer {src} is not UTF-8 text; the bundle is not a memory tree") from exc
+                raise LoadError(
+                    f"{name} in layer {src} is not UTF-8 text; the bundle is not a memory tree"
+                ) from exc
     memory = Memory(None)
     memory.import_({"version": "memory/0.1", "files": texts, "timeline": timeline}, "replace")
     return memory
@@ -223,8 +225,12 @@ def load_layered(
 
 
 def _section(layer: str, records: list[MemoryRecord]) -> list[str]:
-    return [f"### {r.name} (`{r.filename}`)\n{r.description}\n\n{r.body}\n" if r.body else
-            f"### {r.name} (`{r.filename}`)\n{r.description}\n" for r in records]
+    return [
+        f"### {r.name} (`{r.filename}`)\n{r.description}\n\n{r.body}\n"
+        if r.body
+        else f"### {r.name} (`{r.filename}`)\n{r.description}\n"
+        for r in records
+    ]
 
 
 def render_layered_context(

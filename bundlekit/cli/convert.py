@@ -56,40 +56,88 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
 
 
 @click.command("convert")
-@click.option("--from", "from_fmt", type=click.Choice(_FORMATS), metavar="FORMAT",
-              help=f"Import SRC, a store of FORMAT ({', '.join(_FORMATS)}), into the bundlekit tree DEST.")
-@click.option("--to", "to_fmt", type=click.Choice(_FORMATS), metavar="FORMAT",
-              help="Export the bundlekit tree SRC as FORMAT at DEST.")
+@click.option(
+    "--from",
+    "from_fmt",
+    type=click.Choice(_FORMATS),
+    metavar="FORMAT",
+    help=f"Import SRC, a store of FORMAT ({', '.join(_FORMATS)}), into the bundlekit tree DEST.",
+)
+@click.option(
+    "--to",
+    "to_fmt",
+    type=click.Choice(_FORMATS),
+    metavar="FORMAT",
+    help="Export the bundlekit tree SRC as FORMAT at DEST.",
+)
 @click.argument("src", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write.")
-@click.option("--strategy", type=click.Choice(["replace", "merge"]), default="replace", show_default=True,
-              help="Import: on a key already in DEST, take the incoming memory (replace) or keep DEST's (merge).")
-@click.option("--allow-secrets", is_flag=True, help="Import: let content that looks like a credential through.")
-@click.option("--agent-id", help="three.ws import: the agent in a localStorage dump (and the key's agent); "
-                                 "massgen export: agent_id for memories without one.")
+@click.option(
+    "-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write."
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["replace", "merge"]),
+    default="replace",
+    show_default=True,
+    help="Import: on a key already in DEST, take the incoming memory (replace) or keep DEST's (merge).",
+)
+@click.option(
+    "--allow-secrets", is_flag=True, help="Import: let content that looks like a credential through."
+)
+@click.option(
+    "--agent-id",
+    help="three.ws import: the agent in a localStorage dump (and the key's agent); "
+    "massgen export: agent_id for memories without one.",
+)
 @click.option("--namespace", help="three.ws export: the agent id (namespace) of the blob.")
 @click.option("--mode", help="three.ws export: the blob's mode (default local, encrypted-ipfs with a key).")
 @click.option("--local-storage", is_flag=True, help="three.ws export: write a localStorage dump, not a blob.")
 @click.option("--now", help="three.ws import: ISO 8601 time for files missing created/updated.")
-@click.option("--project", help="magic-context: the project identity git:<root commit sha> "
-                                "(import default: the current repository's).")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path),
-              help="magic-context import: derive the project identity from this repository.")
-@click.option("--form", type=click.Choice(["top", "metadata", "source"]),
-              help="claude-code export: frontmatter at the top level (default), under metadata:, or as read.")
-@click.option("--dimension", type=click.Choice(["account", "user", "agent", "task", "device"]),
-              help="magicfrog: import only this dimension (path-only keys); export default dimension.")
-@click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="magicfrog: a project whose .magicfrog/memory/ holds task notes.")
-@click.option("--effective", is_flag=True,
-              help="magicfrog import: the merged view (the most specific dimension wins for a path).")
+@click.option(
+    "--project",
+    help="magic-context: the project identity git:<root commit sha> "
+    "(import default: the current repository's).",
+)
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="magic-context import: derive the project identity from this repository.",
+)
+@click.option(
+    "--form",
+    type=click.Choice(["top", "metadata", "source"]),
+    help="claude-code export: frontmatter at the top level (default), under metadata:, or as read.",
+)
+@click.option(
+    "--dimension",
+    type=click.Choice(["account", "user", "agent", "task", "device"]),
+    help="magicfrog: import only this dimension (path-only keys); export default dimension.",
+)
+@click.option(
+    "--project-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="magicfrog: a project whose .magicfrog/memory/ holds task notes.",
+)
+@click.option(
+    "--effective",
+    is_flag=True,
+    help="magicfrog import: the merged view (the most specific dimension wins for a path).",
+)
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
 @click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @key_options
-def convert(from_fmt: str | None, to_fmt: str | None, src: Path, dest: Path, strategy: str,
-            allow_secrets: bool, as_json: bool, **params: Any) -> None:
+def convert(
+    from_fmt: str | None,
+    to_fmt: str | None,
+    src: Path,
+    dest: Path,
+    strategy: str,
+    allow_secrets: bool,
+    as_json: bool,
+    **params: Any,
+) -> None:
     """Convert memory between bundlekit trees and MassGen, Claude Code, three.ws, Magic Context, MagicFrog.
 
     Each format's own fields travel in x-<format>-* frontmatter keys, so

@@ -81,41 +81,67 @@ class ConvertResult:
 def _massgen() -> Format:
     from . import massgen
 
-    return Format("massgen", "MassGen workspace memory/short_term and memory/long_term",
-                  massgen.read_massgen, massgen.write_massgen, frozenset(), frozenset({"agent_id"}))
+    return Format(
+        "massgen",
+        "MassGen workspace memory/short_term and memory/long_term",
+        massgen.read_massgen,
+        massgen.write_massgen,
+        frozenset(),
+        frozenset({"agent_id"}),
+    )
 
 
 def _claude_code() -> Format:
     from . import claude_code
 
-    return Format("claude-code", "Claude Code memory directory (MEMORY.md + topic files)",
-                  claude_code.read_claude_code, claude_code.write_claude_code, frozenset(), frozenset({"form"}))
+    return Format(
+        "claude-code",
+        "Claude Code memory directory (MEMORY.md + topic files)",
+        claude_code.read_claude_code,
+        claude_code.write_claude_code,
+        frozenset(),
+        frozenset({"form"}),
+    )
 
 
 def _threews() -> Format:
     from . import threews
 
-    return Format("three.ws", "three.ws export blob or localStorage dump (JSON)",
-                  threews.read_threews, threews.write_threews,
-                  frozenset({"agent_id", "now", "key"}), frozenset({"namespace", "mode", "storage", "key", "rng"}))
+    return Format(
+        "three.ws",
+        "three.ws export blob or localStorage dump (JSON)",
+        threews.read_threews,
+        threews.write_threews,
+        frozenset({"agent_id", "now", "key"}),
+        frozenset({"namespace", "mode", "storage", "key", "rng"}),
+    )
 
 
 def _magic_context() -> Format:
     from . import magic_context
 
-    return Format("magic-context", "Magic Context SQLite database (memories table, one project)",
-                  magic_context.read_magic_context, magic_context.write_magic_context,
-                  frozenset({"project", "repo", "clock"}), frozenset({"project"}))
+    return Format(
+        "magic-context",
+        "Magic Context SQLite database (memories table, one project)",
+        magic_context.read_magic_context,
+        magic_context.write_magic_context,
+        frozenset({"project", "repo", "clock"}),
+        frozenset({"project"}),
+    )
 
 
 def _magicfrog() -> Format:
     from . import magicfrog
 
     device = {"include_device", "local_only", "exclude_device"}
-    return Format("magicfrog", "MagicFrog five-dimension memory tree",
-                  magicfrog.read_magicfrog, magicfrog.write_magicfrog,
-                  frozenset({"dimension", "project", "effective"} | device),
-                  frozenset({"dimension", "project"} | device))
+    return Format(
+        "magicfrog",
+        "MagicFrog five-dimension memory tree",
+        magicfrog.read_magicfrog,
+        magicfrog.write_magicfrog,
+        frozenset({"dimension", "project", "effective"} | device),
+        frozenset({"dimension", "project"} | device),
+    )
 
 
 # Loaded on first use, so importing bundlekit.convert stays cheap.
@@ -205,8 +231,15 @@ def import_from(
     spec = get_format(fmt)
     tree = read_foreign(spec.name, src, **options)
     path = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
-    return ConvertResult(spec.name, "import", path, len(tree.entries), len(tree.timeline),
-                         [path / f"{e.key}.md" for e in tree.entries], list(tree.warnings))
+    return ConvertResult(
+        spec.name,
+        "import",
+        path,
+        len(tree.entries),
+        len(tree.timeline),
+        [path / f"{e.key}.md" for e in tree.entries],
+        list(tree.warnings),
+    )
 
 
 def export_to(
@@ -233,15 +266,23 @@ def export_to(
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.
         options["namespace"] = Path(src).resolve().name
-    paths = write_foreign(spec.name, tree, dest, include_device=include_device, local_only=local_only,
-                          exclude_device=exclude_device, **options)
+    paths = write_foreign(
+        spec.name,
+        tree,
+        dest,
+        include_device=include_device,
+        local_only=local_only,
+        exclude_device=exclude_device,
+        **options,
+    )
     written = tree.entries
     warnings = list(tree.warnings)
     if exclude_device and not include_device:
         written = [e for e in tree.entries if not is_device_entry(e)]
         if len(written) != len(tree.entries):
-            warnings.append(f"left out {len(tree.entries) - len(written)} device memories "
-                            "(they never leave this machine)")
+            warnings.append(
+                f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
+            )
     return ConvertResult(spec.name, "export", Path(dest), len(written), len(tree.timeline), paths, warnings)
 
 

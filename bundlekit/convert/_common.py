@@ -84,11 +84,7 @@ class ForeignTree:
 
 def is_valid_key(key: str) -> bool:
     """True when ``key`` is a portable bundlekit key (ignoring uniqueness)."""
-    return (
-        0 < len(key) <= KEY_MAX
-        and _KEY_RE.match(key) is not None
-        and key.upper() != "MEMORY"
-    )
+    return 0 < len(key) <= KEY_MAX and _KEY_RE.match(key) is not None and key.upper() != "MEMORY"
 
 
 def sanitize_key(name: str) -> str:
@@ -144,9 +140,13 @@ def parse_time(value: object, *, what: str = "timestamp") -> datetime:
         try:
             dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
         except ValueError as exc:
-            raise ConvertError(f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it") from exc
+            raise ConvertError(
+                f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it"
+            ) from exc
     else:
-        raise ConvertError(f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it")
+        raise ConvertError(
+            f"{what} is not an ISO 8601 timestamp (e.g. 2026-04-14T12:03:12Z); fix or remove it"
+        )
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC)

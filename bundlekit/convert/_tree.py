@@ -20,8 +20,16 @@ __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
 # The order bundlekit's own fields are written in; x- keys follow, sorted.
 _FIELD_ORDER = (
-    "name", "description", "type", "created", "updated", "revision",
-    "source", "decay", "tags", "important",
+    "name",
+    "description",
+    "type",
+    "created",
+    "updated",
+    "revision",
+    "source",
+    "decay",
+    "tags",
+    "important",
 )
 
 
@@ -87,7 +95,9 @@ def read_tree(src: str | os.PathLike[str]) -> ForeignTree:
 
     path = Path(src)
     if not path.is_dir():
-        raise ConvertError(f"{path} is not a bundlekit memory tree (no such directory); pass the tree's directory")
+        raise ConvertError(
+            f"{path} is not a bundlekit memory tree (no such directory); pass the tree's directory"
+        )
     memory = Memory(path)
     entries = [Entry(r.key, dict(r.meta), r.body) for r in memory.list()]
     entries.sort(key=lambda e: e.key)

@@ -183,9 +183,7 @@ def _topic_file(entry: Entry, form: str) -> str:
     return render_markdown(fm, entry.body)
 
 
-def write_claude_code(
-    tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top"
-) -> list[Path]:
+def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top") -> list[Path]:
     """Write ``tree`` as a Claude Code memory directory at ``dest``.
 
     One topic file per entry (``x-claude-code-file`` or the key, plus ``.md``)

@@ -91,8 +91,17 @@ CREATE INDEX IF NOT EXISTS idx_memories_project_status ON memories(project_path,
 _STATUSES = ("active", "permanent", "archived")
 # Columns mapped to bundlekit fields or namespaced keys of their own.
 _MAPPED = (
-    "id", "project_path", "category", "content", "status", "importance",
-    "seen_count", "retrieval_count", "created_at", "updated_at", "expires_at",
+    "id",
+    "project_path",
+    "category",
+    "content",
+    "status",
+    "importance",
+    "seen_count",
+    "retrieval_count",
+    "created_at",
+    "updated_at",
+    "expires_at",
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CHARS_PER_TOKEN = 4
@@ -123,7 +132,9 @@ def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConvertError("cannot run git to find the project identity; pass project='git:<root sha>'") from exc
+        raise ConvertError(
+            "cannot run git to find the project identity; pass project='git:<root sha>'"
+        ) from exc
     roots = proc.stdout.split()
     if proc.returncode != 0 or not roots:
         where = os.fspath(repo) if repo is not None else "the current directory"
@@ -222,7 +233,9 @@ def read_magic_context(
         ).fetchall()
         records = [dict(r) for r in rows]
     except sqlite3.Error as exc:
-        raise ConvertError(f"{path} is not a Magic Context database (no usable memories table): {exc}") from exc
+        raise ConvertError(
+            f"{path} is not a Magic Context database (no usable memories table): {exc}"
+        ) from exc
     finally:
         conn.close()
     tree = rows_to_tree(records)
@@ -250,12 +263,16 @@ def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
     meta = entry.meta
     category = meta.get("x-magic-context-category")
     if category not in CATEGORIES:
-        category = category if isinstance(category, str) and category else TYPE_CATEGORIES.get(
-            str(meta.get("type")), "PROJECT_RULES"
+        category = (
+            category
+            if isinstance(category, str) and category
+            else TYPE_CATEGORIES.get(str(meta.get("type")), "PROJECT_RULES")
         )
     project_path = meta.get("x-magic-context-project") or project
     if not project_path:
-        raise ConvertError(f"memory {entry.key!r} has no Magic Context project; pass project='git:<root sha>'")
+        raise ConvertError(
+            f"memory {entry.key!r} has no Magic Context project; pass project='git:<root sha>'"
+        )
     recorded = meta.get("x-magic-context-status")
     if meta.get("important") is True:
         status = "permanent"
@@ -318,7 +335,9 @@ def write_magic_context(
             for row in rows:
                 for col in sorted(set(row) - known):
                     if not col.replace("_", "").isalnum():
-                        raise ConvertError(f"column name {col!r} in x-magic-context-columns is not an identifier")
+                        raise ConvertError(
+                            f"column name {col!r} in x-magic-context-columns is not an identifier"
+                        )
                     conn.execute(f'ALTER TABLE memories ADD COLUMN "{col}"')
                     known.add(col)
             used: set[int] = set()
@@ -383,9 +402,15 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
             category = TYPE_CATEGORIES.get(str(meta.get("type")), "PROJECT_RULES")
         rank = CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
         ident = meta.get("x-magic-context-id", record.key)
-        updated = parse_time(meta.get("updated") or meta.get("created") or _EPOCH, what=f"updated of {record.key!r}")
+        updated = parse_time(
+            meta.get("updated") or meta.get("created") or _EPOCH, what=f"updated of {record.key!r}"
+        )
         importance = meta.get("x-magic-context-importance")
-        weight = float(importance) if isinstance(importance, (int, float)) and not isinstance(importance, bool) else 0.0
+        weight = (
+            float(importance)
+            if isinstance(importance, (int, float)) and not isinstance(importance, bool)
+            else 0.0
+        )
         line = f"#{ident}: {_fact(record.body)}\n"
         items.append((category, rank, updated, str(record.key), line, meta.get("important") is True, weight))
     if not items:

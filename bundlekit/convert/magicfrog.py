@@ -90,9 +90,7 @@ def is_device_entry(entry: Entry) -> bool:
     return entry.meta.get("x-magicfrog-dimension") == "device" or entry.meta.get(_LOCAL_ONLY) is True
 
 
-def check_device(
-    entries: list[Entry], *, include_device: bool, local_only: bool, action: str
-) -> list[Entry]:
+def check_device(entries: list[Entry], *, include_device: bool, local_only: bool, action: str) -> list[Entry]:
     """Apply the device rule to ``entries`` before they move anywhere.
 
     Returns the entries allowed to move. Device entries pass only with
@@ -178,7 +176,9 @@ def read_magicfrog(
     found.sort(key=lambda f: (DIMENSIONS.index(f[0]), f[1] in LEGACY or f[1] == ".magicfrog", f[2]))
     if effective:
         found = _effective(found, tree)
-        keys = derive_keys(path_to_key(rel, "device" if dim == "device" else None) for dim, _d, rel, _p in found)
+        keys = derive_keys(
+            path_to_key(rel, "device" if dim == "device" else None) for dim, _d, rel, _p in found
+        )
     else:
         keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
@@ -226,7 +226,9 @@ def read_magicfrog(
         tree.entries = [e for e in tree.entries if not is_device_entry(e)]
         tree.warnings.append(f"left out {len(device)} device memories (they never leave this machine)")
     else:
-        tree.entries = check_device(tree.entries, include_device=include_device, local_only=local_only, action="convert")
+        tree.entries = check_device(
+            tree.entries, include_device=include_device, local_only=local_only, action="convert"
+        )
     return tree
 
 
@@ -257,7 +259,11 @@ def _effective(
 
 def _safe_rel(rel: str, key: str) -> PurePosixPath:
     path = PurePosixPath(rel)
-    if path.is_absolute() or not path.parts or any(p in ("", ".", "..") or p.startswith(".") for p in path.parts):
+    if (
+        path.is_absolute()
+        or not path.parts
+        or any(p in ("", ".", "..") or p.startswith(".") for p in path.parts)
+    ):
         raise ConvertError(f"memory {key!r} has an unsafe MagicFrog path {rel!r}; fix x-magicfrog-path")
     if path.suffix != ".md":
         path = path.with_name(path.name + ".md")

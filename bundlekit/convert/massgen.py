@@ -88,7 +88,9 @@ def _memory_roots(src: Path) -> list[tuple[str | None, Path]]:
     if (src / "memory").is_dir():
         return [(None, src / "memory")]
     # A folder of workspaces (workspace1/, workspace2/, ...): the orchestrator's view.
-    found: list[tuple[str | None, Path]] = [(d.name, d / "memory") for d in sorted(src.iterdir()) if (d / "memory").is_dir()]
+    found: list[tuple[str | None, Path]] = [
+        (d.name, d / "memory") for d in sorted(src.iterdir()) if (d / "memory").is_dir()
+    ]
     if not found:
         raise ConvertError(
             f"no MassGen memory under {src}: expected memory/short_term or memory/long_term; "
@@ -210,8 +212,14 @@ def write_massgen(
         workspace = meta.get("x-massgen-workspace")
         folder = str(meta.get("x-massgen-dir") or tier)
         stem = str(meta.get("x-massgen-file") or name)
-        for part, field in ((stem, "x-massgen-file"), (folder, "x-massgen-dir"), (workspace, "x-massgen-workspace")):
-            if part is not None and (not str(part) or "/" in str(part) or "\\" in str(part) or str(part).startswith(".")):
+        for part, field in (
+            (stem, "x-massgen-file"),
+            (folder, "x-massgen-dir"),
+            (workspace, "x-massgen-workspace"),
+        ):
+            if part is not None and (
+                not str(part) or "/" in str(part) or "\\" in str(part) or str(part).startswith(".")
+            ):
                 raise ConvertError(f"memory {entry.key!r} has an unsafe {field} {part!r}; fix it and retry")
         base = out / str(workspace) / "memory" if workspace is not None else out / "memory"
         path = base / folder / f"{stem}.md"

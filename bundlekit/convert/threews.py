@@ -71,7 +71,10 @@ _SECTIONS = (("user", "User"), ("feedback", "Feedback"), ("project", "Project"),
 
 def _check_blob(blob: Any, where: str) -> dict[str, Any]:
     if not isinstance(blob, dict) or not isinstance(blob.get("files", {}), dict):
-        raise ConvertError(f"{where} is not a three.ws memory blob (no 'files' object); pass an export or a localStorage dump")
+        raise ConvertError(
+            f"{where} is not a three.ws memory blob (no 'files' object); "
+            "pass an export or a localStorage dump"
+        )
     version = blob.get("version", BLOB_VERSION)
     if version != BLOB_VERSION:
         raise ConvertError(f"{where} has blob version {version!r}; only {BLOB_VERSION!r} is understood")
@@ -90,21 +93,28 @@ def read_blob(data: Any, *, agent_id: str | None = None, where: str = "input") -
         raise ConvertError(f"{where} is neither a three.ws memory blob nor a localStorage dump")
     agents = {m.group("id"): v for k, v in data.items() if (m := _STORAGE_RE.match(str(k)))}
     if not agents:
-        raise ConvertError(f"{where} has no 'agent:<agentId>:memory' key; pass a three.ws export or localStorage dump")
+        raise ConvertError(
+            f"{where} has no 'agent:<agentId>:memory' key; pass a three.ws export or localStorage dump"
+        )
     if agent_id is None:
         if len(agents) > 1:
             raise ConvertError(
-                f"{where} holds memory for several agents ({', '.join(sorted(agents))}); choose one with agent_id"
+                f"{where} holds memory for several agents ({', '.join(sorted(agents))}); "
+                "choose one with agent_id"
             )
         agent_id = next(iter(agents))
     if agent_id not in agents:
-        raise ConvertError(f"{where} holds no memory for agent {agent_id!r}; it has {', '.join(sorted(agents))}")
+        raise ConvertError(
+            f"{where} holds no memory for agent {agent_id!r}; it has {', '.join(sorted(agents))}"
+        )
     value = agents[agent_id]
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise ConvertError(f"the localStorage value for agent {agent_id!r} in {where} is not JSON") from exc
+            raise ConvertError(
+                f"the localStorage value for agent {agent_id!r} in {where} is not JSON"
+            ) from exc
     blob = _check_blob(value, f"the localStorage value for agent {agent_id!r} in {where}")
     if blob.get("namespace") is None:
         blob = {**blob, "namespace": agent_id}
@@ -125,7 +135,9 @@ def _valid_optional(field: str, value: Any) -> bool:
     if field == "decay":
         return value in ("never", "30d", "90d")
     if field == "tags":
-        return isinstance(value, list) and all(isinstance(t, str) and t.strip() and "\n" not in t for t in value)
+        return isinstance(value, list) and all(
+            isinstance(t, str) and t.strip() and "\n" not in t for t in value
+        )
     return isinstance(value, bool)
 
 
@@ -166,7 +178,9 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
                 raise ConvertError(f"three.ws file {filename!r} has no {field}; pass now= to fill it")
             meta[field] = format_time(parse_time(value, what=f"{field} in {filename!r}"))
             if field in fm:
-                meta[f"x-threews-{field}"] = fm[field].isoformat() if isinstance(fm[field], date) else fm[field]
+                meta[f"x-threews-{field}"] = (
+                    fm[field].isoformat() if isinstance(fm[field], date) else fm[field]
+                )
         extra = {k: v for k, v in fm.items() if k not in _SHARED}
         if extra:
             meta["x-threews-extra"] = extra
@@ -188,10 +202,9 @@ def render_index(entries: list[Entry]) -> str:
         rows = sorted((e for e in entries if e.meta.get("type") == type_), key=lambda e: e.key)
         if rows:
             lines += ["", f"## {title}"]
-            lines += [
-                f"- {single_line(e.meta.get('name', e.key))} (`{_filename(e)}`) — {single_line(e.meta.get('description', ''))}"
-                for e in rows
-            ]
+            for e in rows:
+                name = single_line(e.meta.get("name", e.key))
+                lines.append(f"- {name} (`{_filename(e)}`) — {single_line(e.meta.get('description', ''))}")
     return "\n".join(lines) + "\n"
 
 
@@ -232,7 +245,9 @@ def tree_to_blob(tree: ForeignTree, *, namespace: str | None, mode: str = "local
     for entry in sorted(tree.entries, key=lambda e: e.key):
         name = _filename(entry)
         if name in files or "/" in name or not name.endswith(".md"):
-            raise ConvertError(f"memory {entry.key!r} would be written as {name!r}, which is taken or invalid")
+            raise ConvertError(
+                f"memory {entry.key!r} would be written as {name!r}, which is taken or invalid"
+            )
         files[name] = _render_file(entry)
     return {
         "version": BLOB_VERSION,
@@ -286,7 +301,9 @@ def encrypt_files(
 
     tkey = threews_key_from_spec(key, agent_id)
     source = rng or os.urandom
-    files = {name: _threews_encrypt(text.encode("utf-8"), tkey, source) for name, text in blob["files"].items()}
+    files = {
+        name: _threews_encrypt(text.encode("utf-8"), tkey, source) for name, text in blob["files"].items()
+    }
     index = "# Agent Memory\n\n" + "".join(f"- `{name}`\n" for name in files) if files else "# Agent Memory\n"
     return {**blob, "index": index, "files": files, "timeline": []}
 
@@ -308,7 +325,9 @@ def read_threews(
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise ConvertError(f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)") from exc
+        raise ConvertError(
+            f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)"
+        ) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
     blob = read_blob(data, agent_id=agent_id, where=str(path))
@@ -346,7 +365,9 @@ def write_threews(
     blob = tree_to_blob(tree, namespace=namespace, mode=mode or ("encrypted-ipfs" if key else "local"))
     if key is not None:
         if not namespace:
-            raise ConvertError("encrypting for three.ws needs the agent id the key is bound to: pass namespace")
+            raise ConvertError(
+                "encrypting for three.ws needs the agent id the key is bound to: pass namespace"
+            )
         blob = encrypt_files(blob, key, namespace, rng)
     if storage:
         if not namespace:

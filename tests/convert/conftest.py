@@ -85,15 +85,25 @@ def massgen_workspace(tmp_path: Path) -> Path:
 
 # --- Claude Code ---------------------------------------------------------------------------
 
+
 @pytest.fixture
 def claude_dir(tmp_path: Path) -> Path:
     root = tmp_path / "claude-memory"
-    write(root / "MEMORY.md", "- [Tone](feedback_tone.md) — direct critique, not encouragement-first\n"
-                              "- [User role](user_role.md) — mechanical engineer, metric units\n")
-    write(root / "feedback_tone.md", "---\nname: Tone\ndescription: direct critique, not encouragement-first\n"
-                                     "type: feedback\n---\n\nLead with the issue.\n\n**Why:** asked twice.\n")
-    write(root / "user_role.md", "---\nmetadata:\n  name: User role\n  description: mechanical engineer, "
-                                 "metric units\n  type: user\n---\n\nAlex is a mechanical engineer.\n")
+    write(
+        root / "MEMORY.md",
+        "- [Tone](feedback_tone.md) — direct critique, not encouragement-first\n"
+        "- [User role](user_role.md) — mechanical engineer, metric units\n",
+    )
+    write(
+        root / "feedback_tone.md",
+        "---\nname: Tone\ndescription: direct critique, not encouragement-first\n"
+        "type: feedback\n---\n\nLead with the issue.\n\n**Why:** asked twice.\n",
+    )
+    write(
+        root / "user_role.md",
+        "---\nmetadata:\n  name: User role\n  description: mechanical engineer, "
+        "metric units\n  type: user\n---\n\nAlex is a mechanical engineer.\n",
+    )
     return root
 
 
@@ -181,27 +191,65 @@ def make_magic_context_db(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def mc_row(id: int, category: str, content: str, *, status: str = "active", project: str = PROJECT,
-           created: int = NOW_MS - 86_400_000, updated: int | None = None, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "project_path": project, "category": category, "content": content, "status": status,
-            "created_at": created, "updated_at": updated if updated is not None else created, **extra}
+def mc_row(
+    id: int,
+    category: str,
+    content: str,
+    *,
+    status: str = "active",
+    project: str = PROJECT,
+    created: int = NOW_MS - 86_400_000,
+    updated: int | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "id": id,
+        "project_path": project,
+        "category": category,
+        "content": content,
+        "status": status,
+        "created_at": created,
+        "updated_at": updated if updated is not None else created,
+        **extra,
+    }
 
 
 @pytest.fixture
 def mc_db(tmp_path: Path) -> Path:
-    return make_magic_context_db(tmp_path / "context.db", [
-        mc_row(1, "ARCHITECTURE", "Event sourcing for orders because audit trail is a hard requirement.",
-               importance=0.8, seen_count=4, retrieval_count=2, source_session_id="ses_1"),
-        mc_row(2, "PROJECT_RULES", "All PRs require at least one approval before merge.", status="permanent",
-               created=NOW_MS - 5 * 86_400_000 + 123),
-        mc_row(3, "NAMING", "Use kebab-case for all CLI command names.", status="archived"),
-        mc_row(4, "CONSTRAINTS", "GitHub API rate limit is 5000 requests/hour.", expires_at=NOW_MS - 1),
-        mc_row(5, "CONFIG_VALUES", "execute_threshold_percentage defaults to 65.", project=OTHER_PROJECT),
-        mc_row(6, "CONFIG_VALUES", "injection_budget_tokens defaults to 4000.", expires_at=NOW_MS + 3650 * 86_400_000),
-    ])
+    return make_magic_context_db(
+        tmp_path / "context.db",
+        [
+            mc_row(
+                1,
+                "ARCHITECTURE",
+                "Event sourcing for orders because audit trail is a hard requirement.",
+                importance=0.8,
+                seen_count=4,
+                retrieval_count=2,
+                source_session_id="ses_1",
+            ),
+            mc_row(
+                2,
+                "PROJECT_RULES",
+                "All PRs require at least one approval before merge.",
+                status="permanent",
+                created=NOW_MS - 5 * 86_400_000 + 123,
+            ),
+            mc_row(3, "NAMING", "Use kebab-case for all CLI command names.", status="archived"),
+            mc_row(4, "CONSTRAINTS", "GitHub API rate limit is 5000 requests/hour.", expires_at=NOW_MS - 1),
+            mc_row(5, "CONFIG_VALUES", "execute_threshold_percentage defaults to 65.", project=OTHER_PROJECT),
+            mc_row(
+                6,
+                "CONFIG_VALUES",
+                "injection_budget_tokens defaults to 4000.",
+                expires_at=NOW_MS + 3650 * 86_400_000,
+            ),
+        ],
+    )
 
 
 # --- MagicFrog -----------------------------------------------------------------------------
+
 
 def mf_note(revision: int, updated: str, body: str, machine: str | None = None) -> str:
     head = f"---\nrevision: {revision}\nupdated: {updated}\n"
@@ -214,17 +262,29 @@ def mf_note(revision: int, updated: str, body: str, machine: str | None = None) 
 def magicfrog_tree(tmp_path: Path) -> Path:
     data = tmp_path / "magicfrog"
     mem = data / "memory"
-    write(mem / "account" / "notes" / "style.md", mf_note(1, "2026-10-01T08:00:00.000Z", "Account style: terse."))
-    write(mem / "user" / "notes" / "style.md", mf_note(2, "2026-10-02T08:00:00.000Z", "User style: detailed."))
+    write(
+        mem / "account" / "notes" / "style.md",
+        mf_note(1, "2026-10-01T08:00:00.000Z", "Account style: terse."),
+    )
+    write(
+        mem / "user" / "notes" / "style.md", mf_note(2, "2026-10-02T08:00:00.000Z", "User style: detailed.")
+    )
     write(mem / "user" / "prefs.md", mf_note(5, "2026-10-03T08:00:00.000Z", "Prefers metric units."))
-    write(mem / "agent" / "reviewer" / "notes" / "style.md",
-          mf_note(3, "2026-10-20T09:12:00.000Z", "Prefer functional array methods over for loops."))
-    write(mem / "task" / "t-42" / "notes" / "progress.md", mf_note(1, "2026-10-21T10:00:00.000Z", "Step 2 of 5."))
+    write(
+        mem / "agent" / "reviewer" / "notes" / "style.md",
+        mf_note(3, "2026-10-20T09:12:00.000Z", "Prefer functional array methods over for loops."),
+    )
+    write(
+        mem / "task" / "t-42" / "notes" / "progress.md",
+        mf_note(1, "2026-10-21T10:00:00.000Z", "Step 2 of 5."),
+    )
     return data
 
 
 @pytest.fixture
 def magicfrog_with_device(magicfrog_tree: Path) -> Path:
-    write(magicfrog_tree / "memory" / "device" / "paths.md",
-          mf_note(1, "2026-10-05T08:00:00.000Z", "Repo lives at /home/alex/src.", machine="alex-laptop"))
+    write(
+        magicfrog_tree / "memory" / "device" / "paths.md",
+        mf_note(1, "2026-10-05T08:00:00.000Z", "Repo lives at /home/alex/src.", machine="alex-laptop"),
+    )
     return magicfrog_tree

@@ -53,7 +53,9 @@ def test_claude_code_round_trip_through_a_tree(claude_dir: Path, tmp_path: Path)
     assert tree_files(tmp_path / "back") == tree_files(claude_dir)
 
 
-def test_threews_round_trip_through_a_tree(threews_file: Path, threews_blob: dict[str, Any], tmp_path: Path) -> None:
+def test_threews_round_trip_through_a_tree(
+    threews_file: Path, threews_blob: dict[str, Any], tmp_path: Path
+) -> None:
     import_from("three.ws", threews_file, tmp_path / "mem")
     assert [e["type"] for e in Memory(tmp_path / "mem").timeline()] == ["waved", "user_said"]
     export_to("three.ws", tmp_path / "mem", tmp_path / "back.json", namespace="agent-7")
@@ -74,22 +76,28 @@ def test_magicfrog_round_trip_through_a_tree(magicfrog_tree: Path, tmp_path: Pat
     assert tree_files(tmp_path / "back") == tree_files(magicfrog_tree)
 
 
-def test_device_memory_in_a_tree_is_refused_by_every_exporter(magicfrog_with_device: Path, tmp_path: Path) -> None:
+def test_device_memory_in_a_tree_is_refused_by_every_exporter(
+    magicfrog_with_device: Path, tmp_path: Path
+) -> None:
     import_from("magicfrog", magicfrog_with_device, tmp_path / "mem", include_device=True, local_only=True)
     with pytest.raises(DeviceMemoryError):
         export_to("massgen", tmp_path / "mem", tmp_path / "mg")
     assert not (tmp_path / "mg").exists()
 
 
-def test_device_memory_import_is_refused_and_writes_nothing(magicfrog_with_device: Path, tmp_path: Path) -> None:
+def test_device_memory_import_is_refused_and_writes_nothing(
+    magicfrog_with_device: Path, tmp_path: Path
+) -> None:
     with pytest.raises(DeviceMemoryError):
         import_from("magicfrog", magicfrog_with_device, tmp_path / "mem")
     assert not (tmp_path / "mem").exists()
 
 
 def test_secret_in_foreign_memory_is_refused(tmp_path: Path) -> None:
-    write(tmp_path / "ws" / "memory" / "short_term" / "k.md",
-          MASSGEN_PREFS.replace("Uses tabs", "key AKIAIOSFODNN7EXAMPLE"))
+    write(
+        tmp_path / "ws" / "memory" / "short_term" / "k.md",
+        MASSGEN_PREFS.replace("Uses tabs", "key AKIAIOSFODNN7EXAMPLE"),
+    )
     with pytest.raises(SecretDetectedError):
         import_from("massgen", tmp_path / "ws", tmp_path / "mem")
     assert not list((tmp_path / "mem").glob("*.md"))

@@ -70,14 +70,18 @@ def test_round_trip_through_bundlekit_gives_identical_files(claude_dir: Path, tm
 def test_default_export_writes_top_level_form(claude_dir: Path, tmp_path: Path) -> None:
     write_claude_code(read_claude_code(claude_dir), tmp_path)
     text = (tmp_path / "user_role.md").read_text()
-    assert text.startswith("---\nname: User role\ndescription: mechanical engineer, metric units\ntype: user\n")
+    assert text.startswith(
+        "---\nname: User role\ndescription: mechanical engineer, metric units\ntype: user\n"
+    )
 
 
 def test_metadata_form_on_request(claude_dir: Path, tmp_path: Path) -> None:
     write_claude_code(read_claude_code(claude_dir), tmp_path, form="metadata")
     assert (tmp_path / "feedback_tone.md").read_text().startswith("---\nmetadata:\n  name: Tone\n")
     assert {e.key: e.meta["name"] for e in read_claude_code(tmp_path).entries} == {
-        "feedback_tone": "Tone", "user_role": "User role"}
+        "feedback_tone": "Tone",
+        "user_role": "User role",
+    }
 
 
 def test_unknown_frontmatter_keys_survive_the_round_trip(tmp_path: Path) -> None:

@@ -62,8 +62,12 @@ def test_yaml_dates_are_read_and_written_as_text() -> None:
 
 
 def test_threews_values_bundlekit_refuses_are_carried_aside() -> None:
-    blob = {"files": {"a.md": "---\nname: A\ndescription: d\ntype: user\ncreated: 2026-01-01\n"
-                              "updated: 2026-01-01\ndecay: 7d\nimportant: yes please\n---\n\nbody\n"}}
+    blob = {
+        "files": {
+            "a.md": "---\nname: A\ndescription: d\ntype: user\ncreated: 2026-01-01\n"
+            "updated: 2026-01-01\ndecay: 7d\nimportant: yes please\n---\n\nbody\n"
+        }
+    }
     tree = blob_to_tree(blob)
     meta = tree.entries[0].meta
     assert "decay" not in meta and meta["x-threews-decay"] == "7d"

@@ -27,8 +27,11 @@ def tree(root: Path, memories: dict[str, str], *, notes: tuple[str, ...] = ()) -
 
 @pytest.fixture
 def layers(tmp_path: Path) -> list[tuple[str, str]]:
-    account = tree(tmp_path / "account", {"style": "Account style.", "billing": "Invoices monthly."},
-                   notes=("account-note",))
+    account = tree(
+        tmp_path / "account",
+        {"style": "Account style.", "billing": "Invoices monthly."},
+        notes=("account-note",),
+    )
     user = tree(tmp_path / "user", {"style": "User style.", "units": "Metric."})
     task = tree(tmp_path / "task", {"Style": "Task style.", "progress": "Step 2 of 5."}, notes=("task-note",))
     return [("account", str(account)), ("task", str(task)), ("user", str(user))]
@@ -141,7 +144,9 @@ def test_load_cli_writes_the_layered_view(layers: list[tuple[str, str]], tmp_pat
 
     from bundlekit.cli import cli
 
-    args = ["load", "-o", str(tmp_path / "out")] + [a for name, src in layers for a in ("--layer", f"{name}={src}")]
+    args = ["load", "-o", str(tmp_path / "out")] + [
+        a for name, src in layers for a in ("--layer", f"{name}={src}")
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "Style.md").read_bytes() == (tmp_path / "task" / "Style.md").read_bytes()

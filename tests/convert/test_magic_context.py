@@ -84,28 +84,67 @@ def test_export_refuses_an_existing_database(mc_db: Path) -> None:
 
 
 def test_native_memories_get_a_category_from_their_type(tmp_path: Path) -> None:
-    tree = ForeignTree([Entry("naming", {"name": "n", "description": "d", "type": "reference", "important": True,
-                                         "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"},
-                              "Config lives in settings.toml")])
+    tree = ForeignTree(
+        [
+            Entry(
+                "naming",
+                {
+                    "name": "n",
+                    "description": "d",
+                    "type": "reference",
+                    "important": True,
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-01T00:00:00Z",
+                },
+                "Config lives in settings.toml",
+            )
+        ]
+    )
     write_magic_context(tree, tmp_path / "o.db", project=OTHER_PROJECT)
     (row,) = rows(tmp_path / "o.db")
-    assert (row["category"], row["status"], row["project_path"]) == ("CONFIG_VALUES", "permanent", OTHER_PROJECT)
+    assert (row["category"], row["status"], row["project_path"]) == (
+        "CONFIG_VALUES",
+        "permanent",
+        OTHER_PROJECT,
+    )
     assert row["created_at"] == 1_767_225_600_000
 
 
 def test_export_without_a_project_is_refused(tmp_path: Path) -> None:
-    tree = ForeignTree([Entry("x", {"name": "n", "description": "d", "type": "user",
-                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    tree = ForeignTree(
+        [
+            Entry(
+                "x",
+                {
+                    "name": "n",
+                    "description": "d",
+                    "type": "user",
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-01T00:00:00Z",
+                },
+                "b",
+            )
+        ]
+    )
     with pytest.raises(ConvertError, match="project"):
         write_magic_context(tree, tmp_path / "o.db")
 
 
 def test_project_identity_is_the_root_commit(tmp_path: Path) -> None:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True,
-                              text=True).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     git("init", "-q")
     git("commit", "-q", "--allow-empty", "-m", "root")
     root = git("rev-parse", "HEAD")
@@ -139,12 +178,20 @@ def rec(key: str, category: str | None, updated: str, body: str, **meta: object)
 
 
 def test_renders_categories_in_priority_order_then_recency() -> None:
-    mem = Lister([
-        rec("a", "NAMING", "2026-01-01T00:00:00Z", "kebab-case", **{"x-magic-context-id": 7}),
-        rec("b", "ARCHITECTURE", "2026-01-01T00:00:00Z", "old fact", **{"x-magic-context-id": 3}),
-        rec("c", "ARCHITECTURE", "2026-02-01T00:00:00Z", "new fact\nsecond line", **{"x-magic-context-id": 4}),
-        rec("d", "PROJECT_RULES", "2026-01-01T00:00:00Z", "one approval", **{"x-magic-context-id": 1}),
-    ])
+    mem = Lister(
+        [
+            rec("a", "NAMING", "2026-01-01T00:00:00Z", "kebab-case", **{"x-magic-context-id": 7}),
+            rec("b", "ARCHITECTURE", "2026-01-01T00:00:00Z", "old fact", **{"x-magic-context-id": 3}),
+            rec(
+                "c",
+                "ARCHITECTURE",
+                "2026-02-01T00:00:00Z",
+                "new fact\nsecond line",
+                **{"x-magic-context-id": 4},
+            ),
+            rec("d", "PROJECT_RULES", "2026-01-01T00:00:00Z", "one approval", **{"x-magic-context-id": 1}),
+        ]
+    )
     assert render_project_memory(mem) == (
         "<project-memory>\n"
         "<PROJECT_RULES>\n#1: one approval\n</PROJECT_RULES>\n"
@@ -155,16 +202,19 @@ def test_renders_categories_in_priority_order_then_recency() -> None:
 
 
 def test_memory_without_an_id_or_category_uses_key_and_type() -> None:
-    out = render_project_memory(Lister([Rec("style", {"type": "feedback", "updated": "2026-01-01T00:00:00Z"},
-                                            "Tabs")]))
+    out = render_project_memory(
+        Lister([Rec("style", {"type": "feedback", "updated": "2026-01-01T00:00:00Z"}, "Tabs")])
+    )
     assert out == "<project-memory>\n<PROJECT_RULES>\n#style: Tabs\n</PROJECT_RULES>\n</project-memory>"
 
 
 def test_budget_trims_least_important_memories_first() -> None:
-    mem = Lister([
-        rec("big", "PROJECT_RULES", "2026-03-01T00:00:00Z", "x" * 60),
-        rec("pinned", "NAMING", "2026-01-01T00:00:00Z", "kept", important=True),
-    ])
+    mem = Lister(
+        [
+            rec("big", "PROJECT_RULES", "2026-03-01T00:00:00Z", "x" * 60),
+            rec("pinned", "NAMING", "2026-01-01T00:00:00Z", "kept", important=True),
+        ]
+    )
     out = render_project_memory(mem, max_tokens=20)
     assert "#pinned: kept" in out and "#big" not in out
     assert len(out) <= 80
@@ -181,18 +231,25 @@ def test_memory_context_cli_renders_the_magic_context_form(mc_db: Path, tmp_path
     from bundlekit.convert import import_from
 
     import_from("magic-context", mc_db, tmp_path / "mem", project=PROJECT, clock=clock)
-    result = CliRunner().invoke(cli, ["memory", "-d", str(tmp_path / "mem"), "context", "--style", "magic-context"])
+    result = CliRunner().invoke(
+        cli, ["memory", "-d", str(tmp_path / "mem"), "context", "--style", "magic-context"]
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "<project-memory>\n"
         "<PROJECT_RULES>\n#2: All PRs require at least one approval before merge.\n</PROJECT_RULES>\n"
-        "<ARCHITECTURE>\n#1: Event sourcing for orders because audit trail is a hard requirement.\n</ARCHITECTURE>\n"
+        "<ARCHITECTURE>\n#1: Event sourcing for orders because audit trail is a hard requirement.\n"
+        "</ARCHITECTURE>\n"
         "<CONFIG_VALUES>\n#6: injection_budget_tokens defaults to 4000.\n</CONFIG_VALUES>\n"
         "</project-memory>\n"
     )
 
 
 def test_archived_memories_do_not_inject() -> None:
-    mem = Lister([rec("a", "NAMING", "2026-01-01T00:00:00Z", "old", **{"x-magic-context-status": "archived"}),
-                  rec("b", "NAMING", "2026-01-01T00:00:00Z", "live")])
+    mem = Lister(
+        [
+            rec("a", "NAMING", "2026-01-01T00:00:00Z", "old", **{"x-magic-context-status": "archived"}),
+            rec("b", "NAMING", "2026-01-01T00:00:00Z", "live"),
+        ]
+    )
     assert render_project_memory(mem) == "<project-memory>\n<NAMING>\n#b: live\n</NAMING>\n</project-memory>"

@@ -19,13 +19,20 @@ def by_key(tree: ForeignTree) -> dict[str, Entry]:
 
 def test_every_dimension_is_read_with_dimension_prefixed_keys(magicfrog_tree: Path) -> None:
     assert sorted(by_key(read_magicfrog(magicfrog_tree))) == [
-        "account.notes.style", "agent.reviewer.notes.style", "task.t-42.notes.progress",
-        "user.notes.style", "user.prefs"]
+        "account.notes.style",
+        "agent.reviewer.notes.style",
+        "task.t-42.notes.progress",
+        "user.notes.style",
+        "user.prefs",
+    ]
 
 
 def test_nested_path_is_recorded_for_the_way_back(magicfrog_tree: Path) -> None:
     e = by_key(read_magicfrog(magicfrog_tree))["agent.reviewer.notes.style"]
-    assert (e.meta["x-magicfrog-dimension"], e.meta["x-magicfrog-path"]) == ("agent", "reviewer/notes/style.md")
+    assert (e.meta["x-magicfrog-dimension"], e.meta["x-magicfrog-path"]) == (
+        "agent",
+        "reviewer/notes/style.md",
+    )
     assert (e.meta["revision"], e.meta["updated"]) == (3, "2026-10-20T09:12:00Z")
     assert e.meta["x-magicfrog-updated"] == "2026-10-20T09:12:00.000Z"
     assert e.body == "Prefer functional array methods over for loops."
@@ -46,7 +53,9 @@ def test_legacy_directories_read_as_device_and_task(tmp_path: Path) -> None:
 
 def test_project_magicfrog_directory_reads_as_task(tmp_path: Path) -> None:
     proj = tmp_path / "repo"
-    write(proj / ".magicfrog" / "memory" / "notes" / "progress.md", mf_note(2, "2026-01-01T00:00:00.000Z", "p"))
+    write(
+        proj / ".magicfrog" / "memory" / "notes" / "progress.md", mf_note(2, "2026-01-01T00:00:00.000Z", "p")
+    )
     e = read_magicfrog(proj).entries[0]
     assert (e.key, e.meta["x-magicfrog-root"]) == ("task.notes.progress", "project")
 
@@ -73,13 +82,17 @@ def test_device_entries_can_be_left_out_with_a_warning(magicfrog_with_device: Pa
     assert any("device" in w for w in tree.warnings)
 
 
-def test_round_trip_through_bundlekit_gives_identical_files(magicfrog_with_device: Path, tmp_path: Path) -> None:
+def test_round_trip_through_bundlekit_gives_identical_files(
+    magicfrog_with_device: Path, tmp_path: Path
+) -> None:
     tree = read_magicfrog(magicfrog_with_device, include_device=True, local_only=True)
     write_magicfrog(through_bundlekit(tree), tmp_path / "out", include_device=True, local_only=True)
     assert tree_files(tmp_path / "out") == tree_files(magicfrog_with_device)
 
 
-def test_writing_device_entries_is_refused_without_local_only(magicfrog_with_device: Path, tmp_path: Path) -> None:
+def test_writing_device_entries_is_refused_without_local_only(
+    magicfrog_with_device: Path, tmp_path: Path
+) -> None:
     tree = read_magicfrog(magicfrog_with_device, include_device=True, local_only=True)
     with pytest.raises(DeviceMemoryError):
         write_magicfrog(tree, tmp_path / "out")
@@ -87,18 +100,46 @@ def test_writing_device_entries_is_refused_without_local_only(magicfrog_with_dev
 
 
 def test_native_entries_land_in_the_chosen_dimension(tmp_path: Path) -> None:
-    tree = ForeignTree([Entry("style", {"name": "s", "description": "d", "type": "user", "revision": 2,
-                                        "created": "2026-01-01T00:00:00Z", "updated": "2026-01-02T03:04:05Z"},
-                              "Use tabs.")])
+    tree = ForeignTree(
+        [
+            Entry(
+                "style",
+                {
+                    "name": "s",
+                    "description": "d",
+                    "type": "user",
+                    "revision": 2,
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-02T03:04:05Z",
+                },
+                "Use tabs.",
+            )
+        ]
+    )
     write_magicfrog(tree, tmp_path, dimension="account")
     assert (tmp_path / "memory" / "account" / "style.md").read_text() == (
-        "---\nrevision: 2\nupdated: 2026-01-02T03:04:05.000Z\n---\nUse tabs.\n")
+        "---\nrevision: 2\nupdated: 2026-01-02T03:04:05.000Z\n---\nUse tabs.\n"
+    )
 
 
 def test_unsafe_recorded_path_is_refused(tmp_path: Path) -> None:
-    tree = ForeignTree([Entry("x", {"name": "x", "description": "d", "type": "user",
-                                    "x-magicfrog-dimension": "user", "x-magicfrog-path": "../escape.md",
-                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    tree = ForeignTree(
+        [
+            Entry(
+                "x",
+                {
+                    "name": "x",
+                    "description": "d",
+                    "type": "user",
+                    "x-magicfrog-dimension": "user",
+                    "x-magicfrog-path": "../escape.md",
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-01T00:00:00Z",
+                },
+                "b",
+            )
+        ]
+    )
     with pytest.raises(ConvertError, match="unsafe"):
         write_magicfrog(tree, tmp_path / "out")
 
@@ -113,7 +154,8 @@ def test_timestamp_spelling_survives_the_round_trip(tmp_path: Path) -> None:
     write(src / "user" / "a.md", "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n")
     write_magicfrog(through_bundlekit(read_magicfrog(src)), tmp_path / "out")
     assert (tmp_path / "out" / "memory" / "user" / "a.md").read_text() == (
-        "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n")
+        "---\nrevision: 1\nupdated: 2026-01-01T00:00:00Z\nowner: alex\n---\nbody\n"
+    )
 
 
 def test_effective_view_keeps_the_most_specific_dimension_per_path(magicfrog_tree: Path) -> None:
@@ -126,8 +168,14 @@ def test_effective_view_keeps_the_most_specific_dimension_per_path(magicfrog_tre
 
 
 def test_effective_view_task_overrides_every_other_dimension(magicfrog_tree: Path) -> None:
-    write(magicfrog_tree / "memory" / "task" / "notes" / "style.md", mf_note(1, "2026-10-22T00:00:00.000Z", "Task."))
-    write(magicfrog_tree / "memory" / "agent" / "notes" / "style.md", mf_note(1, "2026-10-22T00:00:00.000Z", "Agent."))
+    write(
+        magicfrog_tree / "memory" / "task" / "notes" / "style.md",
+        mf_note(1, "2026-10-22T00:00:00.000Z", "Task."),
+    )
+    write(
+        magicfrog_tree / "memory" / "agent" / "notes" / "style.md",
+        mf_note(1, "2026-10-22T00:00:00.000Z", "Agent."),
+    )
     e = by_key(read_magicfrog(magicfrog_tree, effective=True))["notes.style"]
     assert (e.meta["x-magicfrog-dimension"], e.body) == ("task", "Task.")
 

@@ -46,7 +46,10 @@ def test_value_holding_a_colon_is_split_on_the_first_colon_only(massgen_workspac
 
 
 def test_accepts_the_memory_directory_itself(massgen_workspace: Path) -> None:
-    assert sorted(by_key(read_massgen(massgen_workspace / "memory"))) == ["project_history", "user_preferences"]
+    assert sorted(by_key(read_massgen(massgen_workspace / "memory"))) == [
+        "project_history",
+        "user_preferences",
+    ]
 
 
 def test_folder_of_workspaces_records_each_workspace(tmp_path: Path) -> None:
@@ -54,7 +57,9 @@ def test_folder_of_workspaces_records_each_workspace(tmp_path: Path) -> None:
     write(tmp_path / "ws2" / "memory" / "short_term" / "a.md", MASSGEN_PREFS)
     tree = read_massgen(tmp_path)
     assert [(e.key, e.meta["x-massgen-workspace"]) for e in tree.entries] == [
-        ("user_preferences", "ws1"), ("user_preferences-2", "ws2")]
+        ("user_preferences", "ws1"),
+        ("user_preferences-2", "ws2"),
+    ]
     assert tree.entries[1].meta["x-massgen-name"] == "user_preferences"
 
 
@@ -88,16 +93,43 @@ def test_written_values_are_single_line_and_unquoted() -> None:
 
 
 def test_native_memory_goes_to_short_term_when_important(tmp_path: Path) -> None:
-    tree = ForeignTree([
-        Entry("pinned", {"name": "Pinned", "description": "d", "type": "user", "important": True,
-                         "created": "2026-01-01T00:00:00Z", "updated": "2026-01-02T00:00:00Z"}, "x"),
-        Entry("ref", {"name": "Ref", "description": "d", "type": "reference",
-                      "created": "2026-01-01T00:00:00Z", "updated": "2026-01-02T00:00:00Z"}, "y"),
-    ])
+    tree = ForeignTree(
+        [
+            Entry(
+                "pinned",
+                {
+                    "name": "Pinned",
+                    "description": "d",
+                    "type": "user",
+                    "important": True,
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-02T00:00:00Z",
+                },
+                "x",
+            ),
+            Entry(
+                "ref",
+                {
+                    "name": "Ref",
+                    "description": "d",
+                    "type": "reference",
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-02T00:00:00Z",
+                },
+                "y",
+            ),
+        ]
+    )
     write_massgen(tree, tmp_path, agent_id="agent_z")
     fields, _ = parse_massgen_file((tmp_path / "memory" / "short_term" / "pinned.md").read_text())
-    assert fields == {"name": "pinned", "description": "d", "tier": "short_term", "agent_id": "agent_z",
-                      "created": "2026-01-01T00:00:00Z", "updated": "2026-01-02T00:00:00Z"}
+    assert fields == {
+        "name": "pinned",
+        "description": "d",
+        "tier": "short_term",
+        "agent_id": "agent_z",
+        "created": "2026-01-01T00:00:00Z",
+        "updated": "2026-01-02T00:00:00Z",
+    }
     assert (tmp_path / "memory" / "long_term" / "ref.md").is_file()
 
 
@@ -112,8 +144,22 @@ def test_changed_timestamp_is_written_in_the_new_value(massgen_workspace: Path, 
 
 
 def test_unsafe_recorded_workspace_is_refused(tmp_path: Path) -> None:
-    tree = ForeignTree([Entry("x", {"name": "x", "description": "d", "type": "user", "x-massgen-workspace": "..",
-                                    "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z"}, "b")])
+    tree = ForeignTree(
+        [
+            Entry(
+                "x",
+                {
+                    "name": "x",
+                    "description": "d",
+                    "type": "user",
+                    "x-massgen-workspace": "..",
+                    "created": "2026-01-01T00:00:00Z",
+                    "updated": "2026-01-01T00:00:00Z",
+                },
+                "b",
+            )
+        ]
+    )
     with pytest.raises(ConvertError, match="unsafe"):
         write_massgen(tree, tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -63,10 +63,15 @@ def test_round_trip_through_bundlekit_gives_identical_files(threews_blob: dict[s
 
 
 def test_index_lists_memories_by_type() -> None:
-    tree = ForeignTree([Entry("u", {"name": "U", "description": "du", "type": "user"}, ""),
-                        Entry("r", {"name": "R", "description": "dr", "type": "reference"}, "")])
+    tree = ForeignTree(
+        [
+            Entry("u", {"name": "U", "description": "du", "type": "user"}, ""),
+            Entry("r", {"name": "R", "description": "dr", "type": "reference"}, ""),
+        ]
+    )
     assert tree_to_blob(tree, namespace=None)["index"] == (
-        "# Agent Memory\n\n## User\n- U (`u.md`) — du\n\n## Reference\n- R (`r.md`) — dr\n")
+        "# Agent Memory\n\n## User\n- U (`u.md`) — du\n\n## Reference\n- R (`r.md`) — dr\n"
+    )
 
 
 def test_storage_form_writes_the_blob_as_a_json_string(threews_blob: dict[str, Any], tmp_path: Path) -> None:
@@ -101,7 +106,9 @@ def encrypted_blob(blob: dict[str, Any]) -> dict[str, Any]:
     return {**blob, "files": {n: threews_encrypt(t.encode(), key) for n, t in blob["files"].items()}}
 
 
-def test_encrypted_files_are_decrypted_with_the_wallet_key(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+def test_encrypted_files_are_decrypted_with_the_wallet_key(
+    threews_blob: dict[str, Any], tmp_path: Path
+) -> None:
     from bundlekit.keys import PrivateKeySigner
 
     path = tmp_path / "enc.json"
@@ -133,8 +140,13 @@ def test_encrypted_export_reads_back(threews_blob: dict[str, Any], tmp_path: Pat
     from bundlekit.keys import PrivateKeySigner
 
     key = PrivateKeySigner(WALLET)
-    write_threews(blob_to_tree(threews_blob), tmp_path / "o.json", namespace="agent-7", key=key,
-                  rng=lambda n: b"\x01" * n)
+    write_threews(
+        blob_to_tree(threews_blob),
+        tmp_path / "o.json",
+        namespace="agent-7",
+        key=key,
+        rng=lambda n: b"\x01" * n,
+    )
     out = json.loads((tmp_path / "o.json").read_text())
     assert out["mode"] == "encrypted-ipfs" and not out["files"]["feedback_tone.md"].startswith("---")
     back = read_threews(tmp_path / "o.json", key=key)
