@@ -215,7 +215,7 @@ def recall_cmd(ctx: click.Context, query: str, limit: int, as_json: bool) -> Non
         click.echo(_json([hit.to_dict() for hit in hits]))
         return
     for hit in hits:
-        click.echo(f"{hit.score:.4f}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
+        click.echo(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
 
 
 def _parse_layer(value: str) -> tuple[str, str]:
