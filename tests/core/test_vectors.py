@@ -1,8 +1,9 @@
 """Our CIDs equal the reference tools' on the committed vectors, for every profile.
 
 The vectors (fixtures/vectors/unixfs/*.json) were computed by
-ipfs-unixfs-importer 17.1.1 (unixfs-v1-2025, unixfs-v0-2015, kubo-cidv1) and the
-ipfs-car 3.1.0 command line (ipfs-car) over trees from gen_tree.py.
+ipfs-unixfs-importer 17.1.1 (unixfs-v1-2025, unixfs-v0-2015, kubo-cidv1, and
+two profiles with overrides, keyed "<profile> key=value ...") and the ipfs-car
+3.1.0 command line (ipfs-car) over trees from gen_tree.py.
 """
 
 from __future__ import annotations
@@ -10,11 +11,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bundlekit.cid import cid_to_str
-from bundlekit.profiles import get_profile
+from bundlekit.profiles import Profile, get_profile
 from bundlekit.unixfs import NullSink, import_path
 
 PROFILES = ["unixfs-v0-2015", "unixfs-v1-2025", "kubo-cidv1", "ipfs-car"]
+OVERRIDES = [
+    "kubo-cidv1 chunk_size=4096 max_links=3 cid_version=0 raw_leaves=true",
+    "unixfs-v1-2025 chunk_size=65536 max_links=5 raw_leaves=false",
+]
+
+
+def _profile(key: str) -> Profile:
+    """A vector key: a profile name, optionally followed by key=value overrides."""
+    name, *overrides = key.split()
+    kwargs: dict[str, Any] = {}
+    for item in overrides:
+        k, v = item.split("=")
+        kwargs[k] = v == "true" if v in ("true", "false") else int(v)
+    return get_profile(name, **kwargs)
 
 
 def _expected(vector: dict[str, Any], profile: str) -> dict[str, str]:
@@ -26,19 +43,29 @@ def _expected(vector: dict[str, Any], profile: str) -> dict[str, str]:
 
 
 def _import(path: Path, profile: str) -> dict[str, str]:
-    result = import_path(path, NullSink(), get_profile(profile))
+    result = import_path(path, NullSink(), _profile(profile))
     return {e.path: cid_to_str(e.cid) for e in result.entries}
 
 
 def test_vectors_cover_every_profile(all_vectors: list[dict[str, Any]]) -> None:
     assert len(all_vectors) >= 12
     for vector in all_vectors:
-        assert sorted(vector["profiles"]) == sorted(PROFILES), vector["scenario"]
+        assert sorted(vector["profiles"]) == sorted(PROFILES + OVERRIDES), vector["scenario"]
 
 
 def test_every_path_cid_matches_reference(vector_tree: Path, vector: dict[str, Any], profile_name: str) -> None:
     got = _import(vector_tree / vector["scenario"], profile_name)
     assert got == _expected(vector, profile_name)
+
+
+@pytest.mark.parametrize("key", OVERRIDES)
+def test_overrides_match_reference(vector_tree: Path, vector: dict[str, Any], key: str) -> None:
+    assert _import(vector_tree / vector["scenario"], key) == _expected(vector, key)
+
+
+@pytest.mark.parametrize("key", OVERRIDES)
+def test_two_level_file_with_overrides_matches_reference(big_file: Path, big_vector: dict[str, Any], key: str) -> None:
+    assert _import(big_file, key) == _expected(big_vector, key)
 
 
 def test_two_level_file_matches_reference(big_file: Path, big_vector: dict[str, Any], profile_name: str) -> None:
