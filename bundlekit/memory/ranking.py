@@ -63,6 +63,20 @@ class RecallHit:
     def key(self) -> str:
         return self.record.key
 
+    def __getitem__(self, name: str) -> Any:
+        """Seed 003's hit shape for ported callers: ``hit["file"]``, ``["meta"]``, ``["body"]``, ``["score"]``."""
+        seed_shape = {
+            "file": self.record.filename,
+            "key": self.key,
+            "meta": self.record.meta,
+            "body": self.record.body,
+            "score": self.score,
+            "matches": self.matches,
+        }
+        if name not in seed_shape:
+            raise KeyError(name)
+        return seed_shape[name]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (no body), as ``memory recall --json`` prints it."""
         return {

@@ -119,3 +119,10 @@ def test_score_is_product_of_parts(mem: Memory, clock: Clock) -> None:
     hit = mem.recall("hit")[0]
     expected = 0.65 * 0.5 ** (33 / 7) * 0.5 ** (3 / 7)
     assert math.isclose(hit.score, expected, rel_tol=1e-9)
+
+
+def test_hits_also_answer_to_seed_003_keys(mem: Memory) -> None:
+    mem.write("k", **fields(body="hit me"))
+    hit = mem.recall("hit")[0]
+    assert hit["file"] == "k.md" and hit["body"] == "hit me" and hit["meta"]["type"] == "feedback"
+    assert hit["score"] == hit.score
