@@ -117,7 +117,9 @@ class DirCache:
         return listing
 
 
-def resolve_path(get_block: Getter, root: bytes, segments: list[str], cache: DirCache | None = None) -> Resolved:
+def resolve_path(
+    get_block: Getter, root: bytes, segments: list[str], cache: DirCache | None = None
+) -> Resolved:
     """Resolve ``segments`` under ``root`` one at a time, collecting the blocks read.
 
     The root block is always read, so a missing root raises ``MissingBlock``
@@ -226,7 +228,9 @@ def range_blocks(get_block: Getter, cid: bytes, first: int, last: int) -> Iterat
             raise CodecError(f"block {cid_to_str(node_cid)} has no UnixFS data")
         ufs = UnixFSData.decode(payload)
         if len(ufs.blocksizes) != len(links):
-            raise CodecError(f"file node {cid_to_str(node_cid)} has {len(links)} links but {len(ufs.blocksizes)} blocksizes")
+            raise CodecError(
+                f"file node {cid_to_str(node_cid)} has {len(links)} links but {len(ufs.blocksizes)} blocksizes"
+            )
         child_offset = offset + len(ufs.data or b"")
         wanted: list[tuple[bytes, int]] = []
         for link, size in zip(links, ufs.blocksizes):

@@ -32,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -78,7 +78,7 @@ def _fsync_path(path: str) -> None:
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -350,7 +350,8 @@ class BlockStore:
             previous = pins.get(key, {})
             pins[key] = {
                 "name": name if name is not None else previous.get("name"),
-                "created": previous.get("created") or self._clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "created": previous.get("created")
+                or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "size": size,
             }
             self._write_pins(pins)

@@ -10,8 +10,16 @@ __all__ = ["serve"]
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port (0 picks a free one).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise)."
+)
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (0 picks a free one).",
+)
 @click.option(
     "--store",
     "store_dir",

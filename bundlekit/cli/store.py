@@ -39,8 +39,15 @@ def ls(store_dir: str | None, as_json: bool) -> None:
     """List pinned roots: CID, name, date pinned and DAG size in bytes."""
     pins = _open(store_dir).pins()
     rows = sorted(
-        ({"cid": cid_to_str(cid), "name": meta.get("name"), "created": meta.get("created"), "size": meta.get("size")}
-         for cid, meta in pins.items()),
+        (
+            {
+                "cid": cid_to_str(cid),
+                "name": meta.get("name"),
+                "created": meta.get("created"),
+                "size": meta.get("size"),
+            }
+            for cid, meta in pins.items()
+        ),
         key=lambda r: (str(r["created"]), str(r["cid"])),
     )
     if as_json:
@@ -70,7 +77,9 @@ def gc(store_dir: str | None) -> None:
 @click.argument("car", type=click.Path(exists=True, dir_okay=False))
 @click.option("--pin/--no-pin", default=True, show_default=True, help="Pin the CAR's roots.")
 @click.option("--name", help="Name recorded with the pin.")
-@click.option("--allow-incomplete", is_flag=True, help="Accept a CAR whose DAG is not complete (implies --no-pin).")
+@click.option(
+    "--allow-incomplete", is_flag=True, help="Accept a CAR whose DAG is not complete (implies --no-pin)."
+)
 @click.pass_obj
 def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_incomplete: bool) -> None:
     """Import a CAR (every block verified) into the store; print its root CIDs."""
@@ -84,7 +93,9 @@ def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_
 
 @store.command("export")
 @click.argument("cid")
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="CAR file to write.")
+@click.option(
+    "-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="CAR file to write."
+)
 @click.pass_obj
 def export(store_dir: str | None, cid: str, output: str) -> None:
     """Write the DAG under CID from the store to a CAR file (atomically)."""

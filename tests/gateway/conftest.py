@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -19,7 +19,7 @@ from bundlekit.cid import DAG_PB, RAW, make_cid
 from bundlekit.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
 from bundlekit.store import BlockStore
 
-FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from bundlekit.cli import cli
 from bundlekit.store import BlockStore
 
 
-def run(*args: str) -> "object":
+def run(*args: str) -> object:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
@@ -32,7 +32,11 @@ def test_store_ls_lists_cid_name_date_and_size(tmp_path: Path, sample_car: Path,
     run("store", "--store", str(tmp_path / "s"), "import", str(sample_car), "--name", "agent")
     result = run("store", "--store", str(tmp_path / "s"), "ls")
     cid, name, created, size = result.stdout.strip().split("\t")  # type: ignore[attr-defined]
-    assert (cid, name, size) == (cid_to_str(sample_dag.root), "agent", str(sum(map(len, sample_dag.blocks.values()))))
+    assert (cid, name, size) == (
+        cid_to_str(sample_dag.root),
+        "agent",
+        str(sum(map(len, sample_dag.blocks.values()))),
+    )
     assert created.endswith("Z")
 
 
@@ -53,7 +57,9 @@ def test_store_gc_reports_removed_blocks_on_stderr(tmp_path: Path, sample_car: P
 def test_store_export_writes_a_verifiable_car(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
     run("store", "--store", str(tmp_path / "s"), "import", str(sample_car))
     out = tmp_path / "out.car"
-    result = run("store", "--store", str(tmp_path / "s"), "export", cid_to_str(sample_dag.root), "-o", str(out))
+    result = run(
+        "store", "--store", str(tmp_path / "s"), "export", cid_to_str(sample_dag.root), "-o", str(out)
+    )
     assert result.exit_code == 0  # type: ignore[attr-defined]
     with out.open("rb") as fh:
         roots, blocks = read_car(fh)
@@ -63,7 +69,9 @@ def test_store_export_writes_a_verifiable_car(tmp_path: Path, sample_car: Path, 
 
 def test_store_export_of_an_unknown_root_fails_with_exit_3_and_no_file(tmp_path: Path) -> None:
     out = tmp_path / "out.car"
-    result = run("store", "--store", str(tmp_path / "s"), "export", cid_to_str(make_cid(1, RAW, b"x")), "-o", str(out))
+    result = run(
+        "store", "--store", str(tmp_path / "s"), "export", cid_to_str(make_cid(1, RAW, b"x")), "-o", str(out)
+    )
     assert result.exit_code == 3  # type: ignore[attr-defined]
     assert result.stderr.startswith("error: ")  # type: ignore[attr-defined]
     assert list(tmp_path.glob("*.car")) == [] and list(tmp_path.glob(".tmp-*")) == []

@@ -6,8 +6,8 @@ import pytest
 
 from bundlekit.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.errors import PathNotFound, UnsafePathError
-from bundlekit.gateway import _parse_cid_text
 from bundlekit.gateway_dag import DirCache, resolve_path, scope_blocks
+from bundlekit.gateway_respond import _parse_cid_text
 
 
 class CountingGetter:
@@ -67,6 +67,11 @@ def test_scope_block_of_a_raw_leaf_is_that_block() -> None:
 def test_fast_cid_parsing_agrees_with_multiformats() -> None:
     from bundlekit.cid import parse_cid
 
-    for cid in (make_cid(1, RAW, b"x"), make_cid(1, DAG_PB, b"y"), make_cid(0, DAG_PB, b"z"), bytes([1, 0x55, 0, 0])):
+    for cid in (
+        make_cid(1, RAW, b"x"),
+        make_cid(1, DAG_PB, b"y"),
+        make_cid(0, DAG_PB, b"z"),
+        bytes([1, 0x55, 0, 0]),
+    ):
         text = cid_to_str(cid)
         assert _parse_cid_text(text) == parse_cid(text) == cid

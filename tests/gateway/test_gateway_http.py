@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str, make_cid, RAW
+from bundlekit.cid import RAW, cid_to_str, make_cid
 from bundlekit.store import BlockStore
 
 CAR_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
@@ -60,7 +60,9 @@ def test_format_parameter_wins_over_accept(client: httpx.Client, sample_dag) -> 
 
 
 def test_car_version_2_only_is_not_acceptable(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
-    r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}", headers={"Accept": "application/vnd.ipld.car;version=2"})
+    r = client.get(
+        f"/ipfs/{cid_to_str(sample_dag.root)}", headers={"Accept": "application/vnd.ipld.car;version=2"}
+    )
     assert r.status_code == 406
 
 
@@ -166,7 +168,9 @@ def test_car_scope_entity_of_a_directory_holds_no_children(client: httpx.Client,
     assert car_blocks(r.content)[1] == [sample_dag.root]
 
 
-def test_car_with_path_and_entity_scope_holds_path_blocks_then_the_file(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+def test_car_with_path_and_entity_scope_holds_path_blocks_then_the_file(
+    client: httpx.Client, sample_dag
+) -> None:  # type: ignore[no-untyped-def]
     path = "memory/timeline/2026-01-02.jsonl"
     r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}/{path}?format=car&dag-scope=entity")
     _roots, cids = car_blocks(r.content)
@@ -232,16 +236,22 @@ def test_directory_with_trailing_slash_lists_its_entries(client: httpx.Client, s
         assert f'href="{name}"' in r.text
 
 
-def test_a_damaged_block_is_a_500_never_served(client: httpx.Client, filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+def test_a_damaged_block_is_a_500_never_served(
+    client: httpx.Client, filled_store: BlockStore, sample_dag
+) -> None:  # type: ignore[no-untyped-def]
     cid = sample_dag.entries["manifest.json"][0]
     filled_store.path_for(cid).write_bytes(b"tampered")
     assert client.get(f"/ipfs/{cid_to_str(cid)}?format=raw").status_code == 500
 
 
-def test_a_block_missing_mid_stream_cuts_the_car_short(client: httpx.Client, filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+def test_a_block_missing_mid_stream_cuts_the_car_short(
+    client: httpx.Client, filled_store: BlockStore, sample_dag
+) -> None:  # type: ignore[no-untyped-def]
     path = "memory/timeline/2026-01-02.jsonl"
     file_cid = sample_dag.entries[path][0]
-    leaf = next(c for c in sample_dag.blocks if c not in sample_dag.entries.values() and c != file_cid and c[1] == RAW)
+    leaf = next(
+        c for c in sample_dag.blocks if c not in sample_dag.entries.values() and c != file_cid and c[1] == RAW
+    )
     filled_store.path_for(leaf).unlink()
     with pytest.raises(httpx.RemoteProtocolError):
         client.get(f"/ipfs/{cid_to_str(sample_dag.root)}?format=car")
@@ -345,7 +355,9 @@ class _DictSource:
         return cid in self.blocks
 
 
-def test_head_car_of_a_path_whose_terminal_block_is_absent_is_404(client: httpx.Client, filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+def test_head_car_of_a_path_whose_terminal_block_is_absent_is_404(
+    client: httpx.Client, filled_store: BlockStore, sample_dag
+) -> None:  # type: ignore[no-untyped-def]
     cid = sample_dag.entries["memory/a.md"][0]
     filled_store.path_for(cid).unlink()
     assert client.head(f"/ipfs/{cid_to_str(sample_dag.root)}/memory/a.md?format=car").status_code == 404

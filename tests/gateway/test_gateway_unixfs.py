@@ -24,7 +24,9 @@ BIG = bytes(range(256)) * 64  # 16 KiB: several chunks at chunk_size 4096
 
 @pytest.fixture
 def hamt_store(store: BlockStore) -> tuple[BlockStore, bytes]:
-    profile = dataclasses.replace(get_profile("unixfs-v1-2025", chunk_size=4096), hamt="count", hamt_threshold=10)
+    profile = dataclasses.replace(
+        get_profile("unixfs-v1-2025", chunk_size=4096), hamt="count", hamt_threshold=10
+    )
     files: list[tuple[str, bytes | object]] = [(f"memory/{n}", f"body of {n}\n".encode()) for n in NAMES]
     files.append(("memory/big.bin", BIG))
     result = import_tree(files, store, profile)  # type: ignore[arg-type]
@@ -66,14 +68,16 @@ def test_a_hamt_directory_listing_names_every_entry(hamt_client: httpx.Client, h
 
 
 def test_car_entity_of_a_hamt_directory_is_its_shards_only(hamt_client: httpx.Client, hamt_store) -> None:  # type: ignore[no-untyped-def]
-    store, root = hamt_store
+    root = hamt_store[1]
     r = hamt_client.get(f"/ipfs/{cid_to_str(root)}/memory?format=car&dag-scope=entity")
     _roots, blocks = read_car(io.BytesIO(r.content))
     after_root = [data for cid, data in blocks if cid != root]
     assert after_root and all(is_shard(data) for data in after_root)
 
 
-def test_car_for_a_path_through_a_hamt_is_enough_to_verify_and_read_the_file(hamt_client: httpx.Client, hamt_store) -> None:  # type: ignore[no-untyped-def]
+def test_car_for_a_path_through_a_hamt_is_enough_to_verify_and_read_the_file(
+    hamt_client: httpx.Client, hamt_store
+) -> None:  # type: ignore[no-untyped-def]
     root = hamt_store[1]
     r = hamt_client.get(f"/ipfs/{cid_to_str(root)}/memory/big.bin?format=car&dag-scope=entity")
     _roots, blocks = read_car(io.BytesIO(r.content), verify=True)
@@ -82,7 +86,9 @@ def test_car_for_a_path_through_a_hamt_is_enough_to_verify_and_read_the_file(ham
     assert b"".join(reader.iter_file(reader.resolve(root, "memory/big.bin"))) == BIG
 
 
-def test_car_scope_all_of_an_imported_tree_holds_every_stored_block(hamt_client: httpx.Client, hamt_store) -> None:  # type: ignore[no-untyped-def]
+def test_car_scope_all_of_an_imported_tree_holds_every_stored_block(
+    hamt_client: httpx.Client, hamt_store
+) -> None:  # type: ignore[no-untyped-def]
     store, root = hamt_store
     r = hamt_client.get(f"/ipfs/{cid_to_str(root)}?format=car")
     _roots, blocks = read_car(io.BytesIO(r.content))

@@ -93,7 +93,9 @@ def test_default_root_falls_back_to_local_share(monkeypatch: pytest.MonkeyPatch,
     assert default_store_root({}) == tmp_path / ".local" / "share" / "bundlekit"
 
 
-def test_store_uses_bundlekit_home_when_no_root_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_store_uses_bundlekit_home_when_no_root_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path / "home"))
     assert BlockStore().root == tmp_path / "home"
     assert (tmp_path / "home" / "blocks").is_dir()

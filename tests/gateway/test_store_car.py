@@ -30,7 +30,9 @@ def test_import_car_stores_every_block_and_returns_the_roots(store: BlockStore, 
 
 
 def test_import_car_with_pin_pins_the_roots(store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
-    store.import_car(io.BytesIO(car_bytes([sample_dag.root], list(sample_dag.blocks.items()))), pin=True, name="b")
+    store.import_car(
+        io.BytesIO(car_bytes([sample_dag.root], list(sample_dag.blocks.items()))), pin=True, name="b"
+    )
     assert store.pins()[sample_dag.root]["name"] == "b"
 
 
@@ -45,7 +47,9 @@ def test_import_car_refuses_an_incomplete_dag(store: BlockStore, sample_dag) -> 
 def test_import_car_accepts_an_incomplete_dag_when_allowed(store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
     leaf = sample_dag.entries["memory/a.md"][0]
     blocks = [(cid, data) for cid, data in sample_dag.blocks.items() if cid != leaf]
-    assert store.import_car(io.BytesIO(car_bytes([sample_dag.root], blocks)), allow_incomplete=True) == [sample_dag.root]
+    assert store.import_car(io.BytesIO(car_bytes([sample_dag.root], blocks)), allow_incomplete=True) == [
+        sample_dag.root
+    ]
     assert store.has(sample_dag.root)
 
 
@@ -87,7 +91,9 @@ def test_export_of_an_incomplete_dag_raises_missing_block(filled_store: BlockSto
         filled_store.export_car(sample_dag.root, io.BytesIO())
 
 
-def test_a_put_interrupted_before_its_rename_leaves_no_block(store: BlockStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_put_interrupted_before_its_rename_leaves_no_block(
+    store: BlockStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cid = make_cid(1, RAW, b"data")
 
     def killed(src: str, dst: str) -> None:
@@ -117,7 +123,7 @@ def die(*a): os.kill(os.getpid(), signal.SIGKILL)
 os.replace = die
 s.put(make_cid(1, RAW, b"payload"), b"payload")
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
     assert proc.returncode == -signal.SIGKILL
     store = BlockStore(root)
     assert len(list(store.blocks_dir.rglob(".tmp-*"))) == 1
@@ -127,7 +133,9 @@ s.put(make_cid(1, RAW, b"payload"), b"payload")
 
 
 def test_import_in_several_batches_stores_everything_and_leaves_no_temp_files(
-    store: BlockStore, sample_dag, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    store: BlockStore,
+    sample_dag,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     import bundlekit.store
 
