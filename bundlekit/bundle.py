@@ -128,7 +128,8 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def _file_cid(data: bytes, profile: Any) -> bytes:
+def file_cid(data: bytes, profile: Any) -> bytes:
+    """The CID ``data`` gets as a file under ``profile`` (nothing stored)."""
     from .unixfs import NullSink, import_file
 
     entry = import_file(io.BytesIO(data), NullSink(), profile)
@@ -208,7 +209,7 @@ def build_bundle(
         if bundle_path.startswith(f"{MEMORY_DIR}/timeline/"):
             timeline.append(bundle_path)
 
-    cids = {path: _file_cid(data, prof) for path, data in stored}
+    cids = {path: file_cid(data, prof) for path, data in stored}
     if key is not None:
         links: dict[str, str] = {}
         for path, cid in cids.items():
@@ -219,7 +220,7 @@ def build_bundle(
     if index_bytes is None:
         raise BundleError(f"the memory tree {str(root_dir)!r} produced no MEMORY.md index")
     stored.append((INDEX_PATH, index_bytes))
-    cids[INDEX_PATH] = _file_cid(index_bytes, prof)
+    cids[INDEX_PATH] = file_cid(index_bytes, prof)
 
     manifest = make_manifest(
         namespace=ns,

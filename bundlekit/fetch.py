@@ -71,6 +71,8 @@ GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
 # A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
 DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
+OVER_LIMIT = "response is over the"  # starts the reason http_get gives for a cut-off body
+MAX_BLOCK_SIZE = 2 * 1024 * 1024  # what verify_block accepts; the trustless gateway spec's block limit
 DEFAULT_RETRY = RetryPolicy(attempts=3, base=0.25, cap=5.0, max_retry_after=30.0)
 
 _SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECASE)
@@ -241,32 +243,44 @@ def http_get(
     *,
     params: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
+    max_bytes: int = MAX_BLOCK_SIZE,
     retry: RetryPolicy = DEFAULT_RETRY,
     sleep: Callable[[float], None] = time.sleep,
     jitter: Callable[[], float] = random.random,
-) -> tuple[httpx.Response | None, str]:
+) -> tuple[bytes | None, str]:
     """GET ``url`` with retries on connection errors, timeouts, 5xx and 429.
 
-    Returns ``(response, "")`` on a 2xx (the body is read), or ``(None, reason)``
-    when the server does not have it (any other status) or kept failing.
-    Never raises for HTTP trouble: the caller decides what "not here" means.
+    Returns ``(body, "")`` on a 2xx, or ``(None, reason)`` when the server
+    does not have it (any other status), kept failing, or sent more than
+    ``max_bytes`` (the body is streamed and cut there: a hostile server cannot
+    make the loader buffer more than it expects). Never raises for HTTP
+    trouble: the caller decides what "not here" means.
     """
     reason = ""
     for attempt in range(retry.attempts):
         wait = retry.backoff(attempt, jitter())
         try:
-            response = client.get(url, params=params, headers=headers)
+            with client.stream("GET", url, params=params, headers=headers) as response:
+                status = response.status_code
+                if response.is_success:
+                    parts: list[bytes] = []
+                    seen = 0
+                    for chunk in response.iter_bytes():
+                        seen += len(chunk)
+                        if seen > max_bytes:
+                            return None, f"{OVER_LIMIT} {max_bytes}-byte limit"
+                        parts.append(chunk)
+                    return b"".join(parts), ""
+                retry_after = response.headers.get("Retry-After")
         except httpx.TimeoutException as exc:
             reason = f"timed out ({type(exc).__name__})"
         except httpx.TransportError as exc:
             reason = f"connection failed ({type(exc).__name__})"
         else:
-            if response.is_success:
-                return response, ""
-            reason = f"HTTP {response.status_code}"
-            if response.status_code != 429 and response.status_code < 500:
+            reason = f"HTTP {status}"
+            if status != 429 and status < 500:
                 return None, reason
-            after = parse_retry_after(response.headers.get("Retry-After"), _utcnow)
+            after = parse_retry_after(retry_after, _utcnow)
             if after is not None:
                 wait = min(after, retry.max_retry_after)
         if attempt + 1 < retry.attempts:
@@ -403,7 +417,7 @@ class GatewayFetcher:
                 return data
         mismatched: list[str] = []
         for gw in self.gateways:
-            response, reason = http_get(
+            data, reason = http_get(
                 self.client,
                 gw.url(cid),
                 params={"format": "raw"},
@@ -412,10 +426,9 @@ class GatewayFetcher:
                 sleep=self.sleep,
                 jitter=self.jitter,
             )
-            if response is None:
+            if data is None:
                 self._note(f"{gw.base}: block {cid_to_str(cid)}: {reason}")
                 continue
-            data = response.content
             try:
                 verify_block(cid, data)
             except BlockMismatch:

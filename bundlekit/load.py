@@ -59,13 +59,22 @@ from .fetch import (
     DEFAULT_TIMEOUT,
     BundleURI,
     Gateway,
+    OVER_LIMIT,
     GatewayFetcher,
     default_gateways,
     http_get,
     parse_gateway,
     parse_uri,
 )
-from .manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, cid_from_text, parse_manifest
+from .manifest import (
+    ENC_SUFFIX,
+    INDEX_PATH,
+    MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
+    MEMORY_DIR,
+    cid_from_text,
+    parse_manifest,
+)
 
 if TYPE_CHECKING:
     from .keys import KeySpec
@@ -347,28 +356,34 @@ def _load_https(
     jitter: Callable[[], float],
     concurrency: int,
 ) -> LoadResult:
+    from .bundle import file_cid
     from .profiles import get_profile
 
     assert target.url is not None
     own = client is None
     http = client or httpx.Client(timeout=timeout, follow_redirects=True)
     try:
-        response, reason = http_get(http, target.url, retry=retry, sleep=sleep, jitter=jitter)
-        if response is None:
+        body, reason = http_get(http, target.url, max_bytes=MAX_MANIFEST_BYTES, retry=retry, sleep=sleep,
+                                jitter=jitter)
+        if body is None:
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {reason}; check the URL")
-        manifest = parse_manifest(response.content)
+        manifest = parse_manifest(body)
         profile = get_profile(manifest["profile"])
         bundle_key = _open_key(manifest, key)
         base = target.url.rsplit("/", 1)[0] + "/"
 
         def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-            got, _why = http_get(http, base + path, retry=retry, sleep=sleep, jitter=jitter)
-            if got is None:
+            # The manifest says how long the file is: never buffer more than that.
+            data, why = http_get(http, base + path, max_bytes=entry["size"], retry=retry, sleep=sleep,
+                                 jitter=jitter)
+            if data is None:
+                if why.startswith(OVER_LIMIT):
+                    raise IntegrityError(
+                        f"{path}: {base + path} sent more than the {entry['size']} bytes the manifest lists; "
+                        "the server altered it"
+                    )
                 return None
-            data = got.content
-            from .bundle import _file_cid
-
-            actual = _file_cid(data, profile)
+            actual = file_cid(data, profile)
             if actual != cid_from_text(entry["cid"]):
                 raise IntegrityError(
                     f"{path}: content fetched from {base + path} has CID {cid_to_str(actual)}, "

@@ -54,7 +54,7 @@ ENC_SUFFIX = ".enc"
 _SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
 _CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
-_MAX_MANIFEST = 64 * 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 _B32_BODY = re.compile(r"[a-z2-7]+")
 _B32_TO_INT = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
 
@@ -234,8 +234,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     Non-canonical bytes are accepted (a hand-written manifest behind a plain
     HTTPS URL is still usable); only the content is checked.
     """
-    if len(data) > _MAX_MANIFEST:
-        raise ManifestError(f"manifest is {len(data)} bytes, over the {_MAX_MANIFEST}-byte limit")
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"manifest is {len(data)} bytes, over the {MAX_MANIFEST_BYTES}-byte limit")
     try:
         value = json.loads(data.decode("utf-8"), parse_float=_no_float)
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:

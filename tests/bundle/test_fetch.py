@@ -137,3 +137,13 @@ def test_unexpected_blocks_in_a_car_are_harmless() -> None:
     with _fetcher(GW1) as f:
         assert f.prefetch_car(CA)
         assert f.get(CA) == A
+
+
+@respx.mock
+def test_oversized_block_response_is_not_buffered_or_accepted() -> None:
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(
+        return_value=httpx.Response(200, content=b"x" * (2 * 1024 * 1024 + 1))
+    )
+    with _fetcher(GW1) as f, pytest.raises(MissingBlock):
+        f.get(CB)
+    assert any("byte limit" in n for n in f.notes)

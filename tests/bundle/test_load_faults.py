@@ -198,3 +198,11 @@ def test_plain_manifest_url_skips_a_missing_file_with_a_warning(static_site: tup
     loaded = load_bundle(url, **NO_SLEEP)
     assert "project_season.md" not in loaded.files
     assert loaded.warnings and "memory/project_season.md" in loaded.warnings[0]
+
+
+def test_plain_manifest_url_rejects_a_file_longer_than_listed(static_site: tuple[Path, str]) -> None:
+    site, url = static_site
+    target = site / "memory" / "user_role.md"
+    target.write_bytes(target.read_bytes() + b"\ninjected instructions\n")
+    with pytest.raises(IntegrityError, match="memory/user_role.md"):
+        load_bundle(url, **NO_SLEEP)
