@@ -274,14 +274,20 @@ def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
     plain = _plain(ordered)
     for name in ("created", "updated"):
         plain[name] = format_timestamp(parse_timestamp(plain[name]))
-    dumped = yaml.dump(
-        plain,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=False,
-        width=1_000_000,  # one line per scalar: no folding that depends on length
-    )
+    try:
+        dumped = yaml.dump(
+            plain,
+            Dumper=_Dumper,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=1_000_000,  # one line per scalar: no folding that depends on length
+        )
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(
+            f"{meta.get('name')!r}: a frontmatter value is not plain data (strings, numbers, booleans, "
+            "lists, mappings) and cannot be written as YAML"
+        ) from exc
     body = body.strip()
     text = f"---\n{dumped}---\n"
     return f"{text}\n{body}\n" if body else text

@@ -330,7 +330,7 @@ class Memory:
             data = self._backend.read_timeline(name)
             if data is None:
                 continue
-            entries = parse_day(name, data)
+            entries = parse_day(name, data, strict=False)
             entries.sort(key=lambda e: parse_timestamp(e["ts"]))
             yield from reversed(entries)
 

@@ -75,10 +75,12 @@ def validate_entry(entry: object, where: str) -> dict[str, Any]:
     return entry
 
 
-def parse_day(name: str, data: bytes) -> list[dict[str, Any]]:
+def parse_day(name: str, data: bytes, *, strict: bool = True) -> list[dict[str, Any]]:
     """The entries of one day file, in file order. Blank lines are skipped.
 
     Raises :class:`MemoryStoreError` naming the file and line of anything malformed.
+    With ``strict=False`` (lock-free readers) a last line that has no newline
+    yet and is not valid JSON is taken to be an append in flight and skipped.
     """
     if not DAY_FILE_RE.fullmatch(name):
         raise MemoryStoreError(f"timeline/{name} is not named YYYY-MM-DD.jsonl; rename or remove it")
@@ -87,13 +89,16 @@ def parse_day(name: str, data: bytes) -> list[dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise MemoryStoreError(f"timeline/{name} is not UTF-8 text") from exc
     entries: list[dict[str, Any]] = []
-    for number, line in enumerate(text.split("\n"), start=1):
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         where = f"timeline/{name} line {number}"
         try:
             value = json.loads(line)
         except ValueError as exc:
+            if not strict and number == len(lines):
+                break
             raise MemoryStoreError(f"{where} is not valid JSON; fix or remove that line") from exc
         entries.append(validate_entry(value, where))
     return entries

@@ -147,3 +147,20 @@ def test_invalid_values_are_refused(key: str, value: object) -> None:
 def test_error_names_the_file() -> None:
     with pytest.raises(FrontmatterError, match="notes.md"):
         parse_memory_file("---\nname: x\n---\n", key="notes")
+
+
+def test_body_lines_that_look_like_fences_stay_in_the_body() -> None:
+    body = "Intro\n\n---\n\nAfter a rule.\n---\nEnd"
+    record = parse_memory_file(render_memory_file(VALID_META, body))
+    assert record.body == body
+
+
+def test_awkward_strings_are_quoted_and_read_back_unchanged() -> None:
+    meta = {**VALID_META, "name": "Tone: #1 - 'direct' \"critique\"", "description": "yes", "note": "null"}
+    record = parse_memory_file(render_memory_file(meta, "b"))
+    assert record.name == meta["name"] and record.description == "yes" and record.meta["note"] == "null"
+
+
+def test_value_that_is_not_plain_data_is_refused() -> None:
+    with pytest.raises(FrontmatterError, match="plain data"):
+        render_memory_file({**VALID_META, "thing": object()}, "b")

@@ -107,3 +107,12 @@ def test_entries_of_a_day_are_ordered_by_parsed_timestamp(mem: Memory, tree: Pat
         encoding="utf-8",
     )
     assert [e["type"] for e in mem.timeline()] == ["a", "b"]
+
+
+def test_reader_skips_an_append_in_flight_but_check_refuses_it(mem: Memory, tree: Path) -> None:
+    mem.note("ok")
+    with open(tree / "timeline" / "2026-04-14.jsonl", "a", encoding="utf-8") as handle:
+        handle.write('{"ts":"2026-04-14T12:0')
+    assert [e["type"] for e in mem.timeline()] == ["ok"]
+    with pytest.raises(MemoryStoreError, match="line 2"):
+        mem.check()
