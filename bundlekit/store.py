@@ -77,6 +77,26 @@ def _fsync_path(path: str) -> None:
         os.close(fd)
 
 
+def _read_whole(path: str) -> bytes:
+    """A file's bytes in as few system calls as possible (open, fstat, read, close).
+
+    Every syscall releases the GIL; in a gateway thread sharing the process
+    with a busy client, each release can cost a scheduler interval.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size)
+        if len(data) != size:  # short read: fall back to a loop
+            parts = [data]
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -150,8 +170,7 @@ class BlockStore:
         codec or hash.
         """
         try:
-            with open(self._file(cid), "rb") as fh:
-                data = fh.read()
+            data = _read_whole(self._file(cid))
         except FileNotFoundError:
             raise MissingBlock(
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
