@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
+
 import click
 
 from ..gateway import create_server, make_source
@@ -32,14 +35,22 @@ def serve(host: str, port: int, store_dir: str | None, cars: tuple[str, ...]) ->
 
     CAR files given as arguments are indexed on disk and served first; the
     block store is served when --store is given or no CAR is. The listening
-    URL goes to stderr.
+    URL (e.g. http://127.0.0.1:8080) goes to stderr; requests go to
+    URL/ipfs/CID[/PATH].
     """
     source = make_source(store_dir, cars)
     server = create_server(source, host, port)
-    click.echo(f"serving on {server.url}/ipfs/", err=True)
     try:
+        # SIGTERM (service managers, `kill`) stops as cleanly as Ctrl-C; set inside
+        # the try so a signal right after the URL is printed is still caught.
+        signal.signal(signal.SIGTERM, _interrupt)
+        click.echo(f"serving on {server.url}", err=True)
         server.serve_forever()
     except KeyboardInterrupt:
         click.echo("stopped", err=True)
     finally:
         server.server_close()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -87,7 +87,7 @@ def test_serve_prints_its_url_serves_and_stops_cleanly_on_ctrl_c(sample_car: Pat
         assert proc.stderr is not None
         line = proc.stderr.readline()
         assert line.startswith("serving on http://127.0.0.1:")
-        base = line.split()[-1].removesuffix("/ipfs/")
+        base = line.split()[-1]
         r = httpx.get(f"{base}/ipfs/{cid_to_str(sample_dag.root)}?format=raw", timeout=10)
         assert r.content == sample_dag.blocks[sample_dag.root]
         proc.send_signal(signal.SIGINT)
@@ -111,3 +111,34 @@ def test_store_unpin_of_an_unpinned_cid_is_a_usage_error(tmp_path: Path) -> None
     result = run("store", "--store", str(tmp_path / "s"), "unpin", cid_to_str(make_cid(1, RAW, b"x")))
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert "is not pinned" in result.stderr  # type: ignore[attr-defined]
+
+
+def test_serve_stops_cleanly_on_sigterm(sample_car: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "serve", "--port", "0", str(sample_car)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("serving on http://127.0.0.1:")
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_serve_on_a_busy_port_is_a_usage_error(sample_car: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run("serve", "--port", str(port), str(sample_car))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert "cannot listen on 127.0.0.1" in result.stderr  # type: ignore[attr-defined]
