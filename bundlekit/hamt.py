@@ -36,6 +36,7 @@ _HASH_BYTES = 8
 _FLAT_DATA = UnixFSData(DIRECTORY).encode()
 #: The Data field of a flat directory node on the wire: tag, length, payload.
 _FLAT_DATA_FIELD_SIZE = 2 + len(_FLAT_DATA)
+_MAX_LINK_FRAMING = 4 + 4 * 10
 
 
 class Child(NamedTuple):
@@ -74,13 +75,18 @@ def needs_shard(children: Sequence[Child], profile: Profile) -> bool:
     """True when the profile says this directory must be a HAMT. Strictly greater than."""
     if profile.hamt == "count":
         return len(children) > profile.hamt_threshold
+    links = sum(len(c.name) + len(c.cid) for c in children if c.counted)
     if profile.hamt == "kubo-estimate":
-        estimate = sum(len(c.name) + len(c.cid) for c in children if c.counted)
-    else:  # "size": the exact serialized flat block
-        estimate = _FLAT_DATA_FIELD_SIZE + sum(
-            link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in children if c.counted
-        )
-    return estimate > profile.hamt_threshold
+        return links > profile.hamt_threshold
+    # "size": the exact serialized flat block. Besides its name and CID, a link
+    # costs four tag bytes and four varints of at most 10 bytes each (44), so
+    # a directory under this bound is flat without sizing each link exactly.
+    if _FLAT_DATA_FIELD_SIZE + links + _MAX_LINK_FRAMING * len(children) <= profile.hamt_threshold:
+        return False
+    exact = _FLAT_DATA_FIELD_SIZE + sum(
+        link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in children if c.counted
+    )
+    return exact > profile.hamt_threshold
 
 
 def encode_flat(children: Sequence[Child], profile: Profile, sink: BlockSink) -> DirNode:

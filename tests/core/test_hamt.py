@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import mmh3
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bundlekit.cid import RAW, make_cid
 from bundlekit.dagpb import HAMT_SHARD, UnixFSData, decode_node
@@ -84,3 +88,28 @@ def test_colliding_slots_make_a_sub_shard_named_by_hex_alone() -> None:
     first_bytes = {_hash(link.name[2:])[0] for link in inner}
     assert first_bytes == {int(sub[0].name, 16)}
     assert node.tsize == len(dict(sink.blocks)[node.cid]) + sum(link.tsize for link in links)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=300), st.integers(min_value=0, max_value=2**40), st.booleans()),
+        max_size=60,
+    ),
+    st.integers(min_value=0, max_value=20000),
+)
+def test_size_rule_equals_the_exact_block_size_rule(
+    specs: list[tuple[int, int, bool]], threshold: int
+) -> None:
+    profile = dataclasses.replace(get_profile(), hamt_threshold=threshold)
+    children = [Child(b"n" * n, CID, t, counted) for n, t, counted in specs]
+    exact = 4 + sum(link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in children if c.counted)
+    assert needs_shard(children, profile) == (exact > threshold)
+
+
+@given(st.lists(st.tuples(st.binary(max_size=300), st.integers(min_value=0, max_value=2**50)), max_size=20))
+def test_size_measure_is_the_flat_block_length(entries: list[tuple[bytes, int]]) -> None:
+    children = [Child(name, CID, tsize) for name, tsize in entries]
+    sink = ListSink()
+    node = encode_flat(children, get_profile(), sink)
+    block = dict(sink.blocks)[node.cid]
+    assert len(block) == 4 + sum(link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in children)
