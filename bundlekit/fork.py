@@ -10,7 +10,6 @@ writes anything (all or nothing). ``merge`` keeps local files on conflict;
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import BundleError, UsageError
+from .errors import FrontmatterError, UsageError
 
 if TYPE_CHECKING:
     from .fetch import Gateway
@@ -55,10 +54,12 @@ class ForkResult:
 def export_blob(loaded: LoadResult) -> dict[str, Any]:
     """The loaded bundle as a ``Memory.import_`` blob, each memory's ``source`` set to the bundle.
 
-    Raises ``BundleError`` when a timeline line is not a JSON object (the
-    bytes verified, so the bundle itself was built that way).
+    Raises ``FrontmatterError`` / ``MemoryStoreError`` for a memory file or
+    timeline line the memory store would not accept (the bytes verified, so
+    the bundle itself was built that way).
     """
     from .memory import parse_memory_file, render_memory_file
+    from .memory.timeline import parse_day
 
     source = loaded.source
     files: dict[str, str] = {}
@@ -66,19 +67,10 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
     for rel, data in sorted(loaded.files.items()):
         if rel == "MEMORY.md":
             continue
-        text = data.decode("utf-8")
         if rel.startswith("timeline/"):
-            for number, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BundleError(f"memory/{rel} line {number} is not JSON; the bundle is malformed") from exc
-                if not isinstance(entry, dict):
-                    raise BundleError(f"memory/{rel} line {number} is not a JSON object; the bundle is malformed")
-                timeline.append(entry)
+            timeline.extend(parse_day(rel[len("timeline/") :], data))
             continue
+        text = utf8_text(data, f"memory/{rel}")
         key = rel[: -len(".md")]
         record = parse_memory_file(text, key=key, where=f"memory/{rel}")
         meta = dict(record.meta)
@@ -87,10 +79,18 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
     return {
         "version": EXPORT_VERSION,
         "namespace": loaded.manifest.get("namespace"),
-        "index": loaded.files.get("MEMORY.md", b"").decode("utf-8"),
+        "index": utf8_text(loaded.files.get("MEMORY.md", b""), "memory/MEMORY.md"),
         "files": files,
         "timeline": timeline,
     }
+
+
+def utf8_text(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text; ``FrontmatterError`` naming ``where`` if it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"{where} is not UTF-8 text; the bundle is malformed") from exc
 
 
 def fork_bundle(

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .cid import cid_to_str, parse_cid, parse_cid_bytes
-from .errors import CIDError, ManifestError
+from .errors import CIDError, ManifestError, UsageError
 
 __all__ = [
     "ENC_SUFFIX",
@@ -94,7 +94,7 @@ def format_created(when: datetime) -> str:
 def parse_created(text: str) -> datetime:
     """Parse a ``--created`` value: ISO 8601 (``Z`` or offset; naive = UTC) or integer Unix seconds.
 
-    Raises ``ManifestError`` (a ``BundleError``) when the text is neither.
+    Raises ``UsageError`` when the text is neither (it comes from the user).
     """
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
@@ -102,8 +102,8 @@ def parse_created(text: str) -> datetime:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as exc:
-        raise ManifestError(
-            f"created time {text!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
+        raise UsageError(
+            f"created time {text[:60]!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
         ) from exc
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

@@ -36,6 +36,7 @@ def diff(a: str, b: str, gateways: tuple[str, ...], as_json: bool, exit_code: bo
         for change in result.changed:
             click.echo(f"~ {change.key} ({', '.join(change.fields)})")
         click.echo(f"{len(result.added)} added, {len(result.removed)} removed, "
-                   f"{len(result.changed)} changed, {result.unchanged} unchanged")
+                   f"{len(result.changed)} changed, {result.unchanged} unchanged; timeline "
+                   f"+{result.timeline_added} -{result.timeline_removed} entries")
     if exit_code and result.different:
         click.get_current_context().exit(1)

@@ -130,3 +130,10 @@ def test_diff_of_two_cids_over_a_gateway(tree: Path, bundle: BundleResult, tmp_p
     with serve_in_thread(cars=[bundle.car, second.car]) as server:
         result = diff_sources(cid_to_str(bundle.root), cid_to_str(second.root), gateways=[server.url])
     assert result.added == ["extra"] and not result.removed and not result.changed
+
+
+def test_diff_counts_timeline_entries_added(tree: Path, bundle: BundleResult) -> None:
+    Memory(tree, clock=lambda: CREATED).note("session", summary="another one")
+    result = diff_sources(bundle.car, tree)
+    assert (result.timeline_added, result.timeline_removed) == (1, 0)
+    assert result.different and not result.changed

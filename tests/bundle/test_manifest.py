@@ -88,7 +88,9 @@ def test_created_accepts_iso_and_epoch_and_formats_utc_seconds() -> None:
 
 
 def test_created_garbage_is_refused() -> None:
-    with pytest.raises(ManifestError):
+    from bundlekit.errors import UsageError
+
+    with pytest.raises(UsageError):
         parse_created("yesterday")
 
 
