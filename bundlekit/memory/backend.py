@@ -11,6 +11,7 @@ that would only make the rename durable sooner, at several ms per write.)
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Hashable, Iterator
@@ -83,19 +84,22 @@ class DirectoryBackend:
 
     def scan_memories(self) -> list[tuple[str, Hashable]]:
         try:
-            entries = list(os.scandir(self.root))
+            entries = os.scandir(self.root)
         except FileNotFoundError:
             return []
         found: list[tuple[str, Hashable]] = []
-        for entry in entries:
-            name = entry.name
-            if not name.endswith(".md") or name.startswith(".") or name == INDEX_NAME:
-                continue
-            if not entry.is_file():
-                continue
-            st = entry.stat()
-            # A new inode per atomic replace, plus mtime and size, tells us the file changed.
-            found.append((name, (st.st_ino, st.st_mtime_ns, st.st_size)))
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name[-3:] != ".md" or name[0] == "." or name == INDEX_NAME:
+                    continue
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:  # removed by another process since the listing
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    # A new inode per atomic replace, plus mtime and size, tells us the file changed.
+                    found.append((name, (st.st_ino, st.st_mtime_ns, st.st_size)))
         return found
 
     def read(self, name: str) -> bytes | None:

@@ -15,6 +15,7 @@ Ties are broken by key (code-point order), so results are deterministic.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -128,14 +129,23 @@ def score(record: MemoryRecord, now: datetime) -> float:
     return salience(record) * recency(record, now) * decay_factor(record, now)
 
 
+def _basis(record: MemoryRecord) -> tuple[float, float, float | None]:
+    """(salience, updated as POSIX seconds, decay horizon in seconds or None), memoised on the record."""
+    basis: tuple[float, float, float | None] | None = record.memo.get("rank")
+    if basis is None:
+        basis = (salience(record), record.updated_epoch, _HORIZONS_S.get(record.meta.get("decay") or "never"))
+        record.memo["rank"] = basis
+    return basis
+
+
 def _parts(record: MemoryRecord, now_s: float) -> tuple[float, float, float]:
     """(salience, recency, decay) on float seconds: the hot path of recall and context_block."""
-    age = now_s - record.updated_epoch
+    sal, updated_s, horizon = _basis(record)
+    age = now_s - updated_s
     if age < 0:
         age = 0.0
-    horizon = _HORIZONS_S.get(record.meta.get("decay") or "never")
     past = 0.0 if horizon is None else age - horizon
-    return salience(record), 0.5 ** (age / _HALF_LIFE_S), 1.0 if past <= 0 else 0.5 ** (past / _HALF_LIFE_S)
+    return sal, 0.5 ** (age / _HALF_LIFE_S), 1.0 if past <= 0 else 0.5 ** (past / _HALF_LIFE_S)
 
 
 def _hit(record: MemoryRecord, now: datetime, matches: int) -> RecallHit:
@@ -143,13 +153,15 @@ def _hit(record: MemoryRecord, now: datetime, matches: int) -> RecallHit:
     return RecallHit(record, s * r * d, s, r, d, matches)
 
 
+def _score(record: MemoryRecord, now_s: float) -> float:
+    s, r, d = _parts(record, now_s)
+    return s * r * d
+
+
 def ranked_records(records: Iterable[MemoryRecord], now: datetime) -> list[MemoryRecord]:
     """Every record, best first (score descending, then key), without building hits."""
     now_s = now.timestamp()
-    scored = []
-    for record in records:
-        s, r, d = _parts(record, now_s)
-        scored.append((-(s * r * d), record.key, record))
+    scored = [(-_score(record, now_s), record.key, record) for record in records]
     scored.sort()  # keys are unique, so records themselves are never compared
     return [item[2] for item in scored]
 
@@ -166,18 +178,17 @@ def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: in
     change the order. Raises :class:`UsageError` for an empty query or a
     negative limit.
     """
-    if not isinstance(query, str) or not query.strip():
+    needle = query.casefold().replace("\0", "") if isinstance(query, str) else ""
+    if not needle.strip():
         raise UsageError("recall needs a non-empty query (a phrase to look for)")
     if limit < 0:
         raise UsageError(f"recall limit must be 0 or more, not {limit}")
-    needle = query.casefold().replace("\0", "")
-    hits: list[RecallHit] = []
-    for record in records:
-        text = record.folded_text
-        if needle in text:
-            hits.append(_hit(record, now, text.count(needle)))
-    hits.sort(key=lambda h: (-h.score, h.key))
-    return hits[:limit]
+    now_s = now.timestamp()
+    matched = [(-_score(r, now_s), r.key, r) for r in records if needle in r.folded_text]
+    # Only the returned hits are built (with their occurrence counts); keys are unique, so
+    # the tuples never compare records.
+    best = heapq.nsmallest(limit, matched)
+    return [_hit(record, now, record.folded_text.count(needle)) for _score_neg, _key, record in best]
 
 
 def _memory_piece(record: MemoryRecord) -> str:
@@ -187,8 +198,13 @@ def _memory_piece(record: MemoryRecord) -> str:
 
 def _piece_length(record: MemoryRecord) -> int:
     # len(_memory_piece(record)) without building the string: most pieces are only measured.
-    heading = len(record.name) + len(record.key) + 14  # "\n### ", " (`", ".md`)", "\n"
-    return heading + len(record.body) + 2 if record.body else heading
+    length: int | None = record.memo.get("piece_length")
+    if length is None:
+        length = len(record.name) + len(record.key) + 14  # "\n### ", " (`", ".md`)", "\n"
+        if record.body:
+            length += len(record.body) + 2
+        record.memo["piece_length"] = length
+    return length
 
 
 def context_block(

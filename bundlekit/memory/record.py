@@ -95,6 +95,8 @@ class MemoryRecord:
     meta: dict[str, Any]
     body: str
     raw: str = field(repr=False)
+    # Scratch space for values derived from this (immutable) record, e.g. ranking constants.
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
     def name(self) -> str:
