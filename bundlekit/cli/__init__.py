@@ -9,7 +9,6 @@ parses, calls the library and prints; it never computes. Any
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import click
@@ -85,4 +84,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()
