@@ -124,6 +124,7 @@ class LoadResult:
             "encrypted": self.encrypted,
             "files": sorted(self.files),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "into": str(self.into) if self.into is not None else None,
         }
 

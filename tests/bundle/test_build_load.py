@@ -176,3 +176,19 @@ def test_keys_with_dots_and_dashes_round_trip(tmp_path: Path) -> None:
     result = build_bundle(tmp_path / "t", tmp_path / "k.car", created=CREATED)
     loaded = load_bundle(str(result.car))
     assert {"-dash-first.md", "v1.2_notes.md", "a.md"} <= set(loaded.files)
+
+
+def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -> None:
+    import httpx
+    import respx
+
+    from .conftest import car_blocks
+
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    car = result.car.read_bytes()
+    with respx.mock:
+        route = respx.get(f"https://{result.root_str}.ipfs.gw.test/", params={"format": "car"}).mock(
+            return_value=httpx.Response(200, content=car))
+        loaded = load_bundle(f"https://{result.root_str}.ipfs.gw.test/manifest.json")
+    assert route.called and loaded.root == result.root and len(loaded.files) == len(result.paths)
+    assert loaded.files == _tree_files_bundle(tree)
