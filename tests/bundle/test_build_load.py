@@ -182,8 +182,6 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
     import httpx
     import respx
 
-    from .conftest import car_blocks
-
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     car = result.car.read_bytes()
     with respx.mock:
