@@ -17,7 +17,7 @@ Every block is written to a ``.tmp-*`` file in its shard directory, fsynced and
 then renamed over its final name, so a crash never leaves a torn block under a
 CID name; leftover temp files are never listed as blocks and ``gc`` removes
 them. Every ``get`` re-hashes the block, so even a file damaged on disk is
-reported (``BlockMismatch``), never served.
+reported (``BlockMismatch``), never served, and removed so a re-import repairs it.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .cid import DAG_PB, SHA2_256, SHA2_256_LEN, cid_to_str, parse_cid, parse_cid_bytes, verify_block
-from .errors import BundlekitError, CIDError, MissingBlock, UsageError
+from .errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
 
 __all__ = ["BlockStore", "default_store_root", "normalize_cid"]
 
@@ -164,10 +164,12 @@ class BlockStore:
     def get(self, cid: bytes) -> bytes:
         """The verified bytes of block ``cid``.
 
-        Raises ``MissingBlock`` if absent, ``BlockMismatch`` if the stored
-        file no longer hashes to ``cid`` (damaged disk or manual edit: delete
-        the file or re-import the CAR), ``UnsupportedBlock`` for an unknown
-        codec or hash.
+        Raises ``MissingBlock`` if absent, ``UnsupportedBlock`` for an unknown
+        codec or hash, and ``BlockMismatch`` if the stored file no longer
+        hashes to ``cid`` (damaged disk, power loss with ``fsync=False``, a
+        manual edit). The damaged file is deleted before raising, so that the
+        next ``put`` or ``import_car`` of that block repairs the store instead
+        of skipping it as already present.
         """
         try:
             data = _read_whole(self._file(cid))
@@ -177,7 +179,15 @@ class BlockStore:
             ) from None
         except CIDError:
             raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
-        verify_block(cid, data, max_size=None)
+        try:
+            verify_block(cid, data, max_size=None)
+        except BlockMismatch:
+            with contextlib.suppress(OSError):
+                os.unlink(self._file(cid))
+            raise BlockMismatch(
+                f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
+                "re-import a CAR that holds it"
+            ) from None
         return data
 
     def put(self, cid: bytes, data: bytes) -> None:

@@ -64,6 +64,17 @@ def test_a_damaged_block_file_is_reported_not_served(store: BlockStore) -> None:
         store.get(cid)
 
 
+def test_a_damaged_block_is_removed_so_a_new_put_repairs_it(store: BlockStore) -> None:
+    cid = make_cid(1, RAW, b"hello")
+    store.put(cid, b"hello")
+    store.path_for(cid).write_bytes(b"")  # what a power loss can leave without fsync
+    with pytest.raises(BlockMismatch):
+        store.get(cid)
+    assert not store.has(cid)
+    store.put(cid, b"hello")
+    assert store.get(cid) == b"hello"
+
+
 def test_put_of_an_existing_block_is_a_no_op(store: BlockStore) -> None:
     cid = make_cid(1, RAW, b"x")
     store.put(cid, b"x")
