@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the benchmark tree")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="build the tree in (or reuse it from) this directory")
+    parser.add_argument("--no-build", action="store_true", help="skip the (slow) end-to-end build measurement")
     args = parser.parse_args(argv)
 
     small, large = max(1, round(10_000 * args.scale)), max(1, round(50 * args.scale))
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"import plain       {t_plain:8.3f} s")
             print(f"encrypt + import   {t_both:8.3f} s   ratio {t_both / t_plain:.2f}x")
 
+        if args.no_build:
+            return 0
         try:
             from bundlekit.bundle import build_bundle
         except ImportError as exc:
