@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
-__all__ = ["iter_chunks", "iter_bytes_chunks"]
+__all__ = ["iter_bytes_chunks", "iter_chunks"]
 
 
 def iter_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:

@@ -28,7 +28,7 @@ from .dagpb import DIRECTORY, HAMT_SHARD, PBLink, UnixFSData, encode_node
 from .layout import BlockSink
 from .profiles import Profile
 
-__all__ = ["Child", "DirNode", "needs_shard", "encode_flat", "encode_hamt", "link_serialized_size"]
+__all__ = ["Child", "DirNode", "encode_flat", "encode_hamt", "link_serialized_size", "needs_shard"]
 
 FANOUT = 256
 MURMUR3_X64_64 = 0x22  # multicodec of the HAMT hash function, stored in each shard

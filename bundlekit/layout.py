@@ -19,7 +19,7 @@ from .cid import DAG_PB, RAW, make_cid
 from .dagpb import FILE, PBLink, UnixFSData, encode_node
 from .profiles import Profile
 
-__all__ = ["BlockSink", "FileNode", "FileBuilder", "make_leaf"]
+__all__ = ["BlockSink", "FileBuilder", "FileNode", "make_leaf"]
 
 
 class BlockSink(Protocol):
@@ -58,7 +58,7 @@ class FileBuilder:
     ``finish()`` once.
     """
 
-    __slots__ = ("_emit", "_profile", "_version", "_max", "_levels", "_count")
+    __slots__ = ("_count", "_emit", "_levels", "_max", "_profile", "_version")
 
     def __init__(self, profile: Profile, emit: BlockSink) -> None:
         self._emit = emit

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from .errors import ProfileError
 
 __all__ = [
-    "Profile",
-    "PROFILES",
     "DEFAULT_PROFILE",
     "HAMT_MODES",
     "MAX_CHUNK_SIZE",
     "MAX_LINKS",
+    "PROFILES",
+    "Profile",
     "get_profile",
 ]
 

@@ -35,11 +35,11 @@ from .layout import BlockSink, FileBuilder, make_leaf
 from .profiles import Profile
 
 __all__ = [
-    "Source",
-    "ImportedEntry",
     "ImportResult",
-    "NullSink",
+    "ImportedEntry",
     "ListSink",
+    "NullSink",
+    "Source",
     "import_file",
     "import_path",
     "import_tree",
@@ -94,7 +94,7 @@ class ListSink:
 class _Counter:
     """Forwards each distinct block once and counts them."""
 
-    __slots__ = ("sink", "seen", "blocks", "bytes")
+    __slots__ = ("blocks", "bytes", "seen", "sink")
 
     def __init__(self, sink: BlockSink) -> None:
         self.sink = sink
@@ -208,7 +208,7 @@ def _check_name(name: str, where: str) -> bytes:
 class _DiskDir:
     """A directory being walked: its pending names and the children finished so far."""
 
-    __slots__ = ("path", "rel", "pending", "children", "size")
+    __slots__ = ("children", "path", "pending", "rel", "size")
 
     def __init__(self, path: str, rel: str, pending: list[tuple[bytes, str, int]]) -> None:
         self.path = path

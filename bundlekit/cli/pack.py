@@ -19,7 +19,7 @@ from ..cid import cid_to_str
 from ..profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from ..unixfs import ImportResult, NullSink, import_path
 
-__all__ = ["pack", "cid"]
+__all__ = ["cid", "pack"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -151,7 +152,10 @@ def test_import_tree_equals_import_path_on_the_same_tree(tmp_path: Path) -> None
 
 def test_import_tree_accepts_paths_and_openers(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"content")
-    a = import_tree([("x", tmp_path / "f"), ("y", lambda: open(tmp_path / "f", "rb"))], NullSink(), get_profile())
+    def opener() -> BinaryIO:
+        return open(tmp_path / "f", "rb")  # the importer closes what the opener returns
+
+    a = import_tree([("x", tmp_path / "f"), ("y", opener)], NullSink(), get_profile())
     b = import_tree([("x", b"content"), ("y", b"content")], NullSink(), get_profile())
     assert a.root == b.root
 
