@@ -1,13 +1,116 @@
 """bundlekit: agent memory as content-addressed, optionally encrypted IPFS bundles.
 
-The public API is re-exported here. Heavy pieces (the gateway server, boto3,
-eth-account) are imported lazily by the modules that need them.
+The public API is re-exported here. Everything but the error tree is loaded
+on first attribute access (PEP 562), so ``import bundlekit`` and
+``bundlekit --help`` stay fast: the YAML parser, the crypto backend, httpx
+and boto3 are imported only by the code that needs them.
+
+The flow, one way and back::
+
+    Memory (tree) -> build_bundle -> import_tree/import_path (blocks, CIDs)
+        -> CarFileWriter / BlockStore -> Pinner (create_pinner, pin_all)
+    load_bundle (ipfs://, gateway URL, CAR) -> verified blocks -> Memory
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import errors
 from .errors import *  # noqa: F403  (the error tree is part of the public API)
 
-__all__ = ["errors", *errors.__all__]
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    # memory tree
+    "Memory": "bundlekit.memory",
+    "MemoryRecord": "bundlekit.memory",
+    "RecallHit": "bundlekit.memory",
+    "parse_memory_file": "bundlekit.memory",
+    "render_memory_file": "bundlekit.memory",
+    # content addressing
+    "Profile": "bundlekit.profiles",
+    "PROFILES": "bundlekit.profiles",
+    "DEFAULT_PROFILE": "bundlekit.profiles",
+    "get_profile": "bundlekit.profiles",
+    "ImportResult": "bundlekit.unixfs",
+    "ImportedEntry": "bundlekit.unixfs",
+    "import_path": "bundlekit.unixfs",
+    "import_tree": "bundlekit.unixfs",
+    "import_file": "bundlekit.unixfs",
+    "CarWriter": "bundlekit.car",
+    "CarFileWriter": "bundlekit.car",
+    "CarIndex": "bundlekit.car",
+    "read_car": "bundlekit.car",
+    "walk_dag": "bundlekit.verify",
+    "verify_car": "bundlekit.verify",
+    "UnixFSReader": "bundlekit.unixfs_read",
+    "unpack_car": "bundlekit.unpack",
+    "cid_to_str": "bundlekit.cid",
+    "parse_cid": "bundlekit.cid",
+    # bundles
+    "BundleResult": "bundlekit.bundle",
+    "build_bundle": "bundlekit.bundle",
+    "LoadResult": "bundlekit.load",
+    "load_bundle": "bundlekit.load",
+    "fork_bundle": "bundlekit.fork",
+    "diff_sources": "bundlekit.diff",
+    "BlockStore": "bundlekit.store",
+    "serve_in_thread": "bundlekit.gateway",
+    # encryption
+    "KeySpec": "bundlekit.keys",
+    "SignatureKey": "bundlekit.keys",
+    "PassphraseKey": "bundlekit.keys",
+    "RawKeyFile": "bundlekit.keys",
+    "PrivateKeySigner": "bundlekit.keys",
+    "signature_message": "bundlekit.keys",
+    # publishing
+    "Pinner": "bundlekit.pinning",
+    "PinResult": "bundlekit.pinning",
+    "PinReport": "bundlekit.pinning",
+    "available_pinners": "bundlekit.pinning",
+    "create_pinner": "bundlekit.pinning",
+    "pin_all": "bundlekit.pinning",
+    # interop
+    "import_from": "bundlekit.convert",
+    "export_to": "bundlekit.convert",
+    "load_layered": "bundlekit.layers",
+}
+
+__all__ = ["errors", "__version__", *errors.__all__, *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'bundlekit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type checkers
+    from .bundle import BundleResult, build_bundle
+    from .car import CarFileWriter, CarIndex, CarWriter, read_car
+    from .cid import cid_to_str, parse_cid
+    from .convert import export_to, import_from
+    from .diff import diff_sources
+    from .fork import fork_bundle
+    from .gateway import serve_in_thread
+    from .keys import KeySpec, PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey, signature_message
+    from .layers import load_layered
+    from .load import LoadResult, load_bundle
+    from .memory import Memory, MemoryRecord, RecallHit, parse_memory_file, render_memory_file
+    from .pinning import PinReport, PinResult, Pinner, available_pinners, create_pinner, pin_all
+    from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+    from .store import BlockStore
+    from .unixfs import ImportedEntry, ImportResult, import_file, import_path, import_tree
+    from .unixfs_read import UnixFSReader
+    from .unpack import unpack_car
+    from .verify import verify_car, walk_dag

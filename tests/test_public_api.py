@@ -1,0 +1,41 @@
+"""The package surface: every public name resolves, and start-up stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import bundlekit
+from bundlekit.cli import COMMANDS
+
+
+@pytest.mark.parametrize("name", sorted(bundlekit._LAZY))
+def test_every_lazy_public_name_resolves(name: str) -> None:
+    assert getattr(bundlekit, name) is not None
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        bundlekit.no_such_thing  # noqa: B018
+
+
+def test_importing_the_cli_loads_no_heavy_module() -> None:
+    code = (
+        "import sys, bundlekit.cli\n"
+        "heavy = [m for m in ('boto3', 'httpx', 'yaml', 'cryptography', 'eth_account', 'multiformats')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_loads_and_has_help(command: str) -> None:
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(bundlekit.cli.cli, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
