@@ -54,6 +54,8 @@ __all__ = [
     "CAR_MEDIA_TYPE",
     "DEFAULT_TIMEOUT",
     "GATEWAYS_ENV",
+    "MAX_BLOCK_SIZE",
+    "OVER_LIMIT",
     "RAW_MEDIA_TYPE",
     "BundleURI",
     "Gateway",

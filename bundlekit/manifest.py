@@ -32,6 +32,7 @@ __all__ = [
     "FORMAT",
     "INDEX_PATH",
     "MANIFEST_NAME",
+    "MAX_MANIFEST_BYTES",
     "MEMORY_DIR",
     "canonical_json",
     "check_bundle_path",
