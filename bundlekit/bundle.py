@@ -161,8 +161,8 @@ def build_bundle(
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
-    ``SourceError``/``OSError``-derived ``BundleError`` when the CAR cannot be
-    written. The CAR appears only when the build succeeded.
+    and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
+    The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
     from .memory import Memory
     from .profiles import get_profile
