@@ -125,8 +125,7 @@ def seal_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece]) 
 
 def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:
     """Seal ``src`` chunk by chunk into ``dst`` (see :func:`seal_pieces`); memory stays bounded."""
-    for sealed in seal_pieces(key, prefix, aad, read_pieces(src, CHUNK_SIZE)):
-        dst.write(sealed)
+    dst.writelines(seal_pieces(key, prefix, aad, read_pieces(src, CHUNK_SIZE)))
 
 
 def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], what: str) -> Iterator[bytes]:
@@ -156,8 +155,7 @@ def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], 
 
 def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO, what: str) -> None:
     """Open a sealed stream from ``src`` into ``dst`` (see :func:`open_pieces`)."""
-    for plain in open_pieces(key, prefix, aad, read_pieces(src, ENCRYPTED_CHUNK_SIZE), what):
-        dst.write(plain)
+    dst.writelines(open_pieces(key, prefix, aad, read_pieces(src, ENCRYPTED_CHUNK_SIZE), what))
 
 
 def _payload_failure(what: str) -> PayloadDecryptionError:

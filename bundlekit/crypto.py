@@ -28,7 +28,6 @@ temporary file and discard it on error. File sizes leak, to within nothing
 from __future__ import annotations
 
 import hmac
-import io
 import os
 from hashlib import sha256
 from typing import BinaryIO, Final

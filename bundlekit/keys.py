@@ -419,7 +419,7 @@ class PrivateKeySigner(KeySpec):
         for _ in range(2):
             try:
                 signed = Account.sign_message(encode_defunct(text=message), self._private_key)
-            except Exception:
+            except Exception:  # noqa: BLE001  (eth-account raises many types for a bad key)
                 # eth-account's messages may quote the key material; say nothing of it.
                 raise KeySourceError(
                     "the private key is not a valid 32-byte secp256k1 key (hex, 0x optional)"
