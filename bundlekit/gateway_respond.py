@@ -134,6 +134,10 @@ class Gateway:
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         path = url.path
+        labels = headers.get("host", "").split(":")[0].split(".")
+        if len(labels) >= 3 and labels[1] == "ipfs" and not path.startswith("/ipfs/"):
+            # Subdomain gateway form, http://<cidv1>.ipfs.<host>/<path>: same content, other URL.
+            path = f"/ipfs/{labels[0]}{path}"
         if path.startswith("/ipns/"):
             raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
         if not path.startswith("/ipfs/"):

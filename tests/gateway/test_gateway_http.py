@@ -361,3 +361,22 @@ def test_head_car_of_a_path_whose_terminal_block_is_absent_is_404(
     cid = sample_dag.entries["memory/a.md"][0]
     filled_store.path_for(cid).unlink()
     assert client.head(f"/ipfs/{cid_to_str(sample_dag.root)}/memory/a.md?format=car").status_code == 404
+
+
+def test_subdomain_host_serves_the_cid_in_the_host_name(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    host = f"{cid_to_str(sample_dag.root)}.ipfs.localhost"
+    r = client.get("/memory/a.md", headers={"Host": host})
+    assert r.content == sample_dag.entries["memory/a.md"][2]
+
+
+def test_subdomain_directory_redirect_keeps_the_subdomain_path(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    host = f"{cid_to_str(sample_dag.root)}.ipfs.localhost"
+    r = client.get("/memory", headers={"Host": host})
+    assert r.status_code == 301
+    assert r.headers["location"] == "/memory/"
+
+
+def test_subdomain_host_with_a_raw_request(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    host = f"{cid_to_str(sample_dag.root)}.ipfs.localhost:8080"
+    r = client.get("/?format=raw", headers={"Host": host})
+    assert r.content == sample_dag.blocks[sample_dag.root]
