@@ -435,6 +435,20 @@ class BlockStore:
             raise
 
     @contextlib.contextmanager
+    def protect(self) -> Iterator[BlockStore]:
+        """Hold off ``gc`` (in any process) while the block runs; yields the store.
+
+        Blocks ``put`` inside and then pinned before the block exits cannot be
+        collected in between::
+
+            with store.protect():
+                result = import_tree(files, store, profile)
+                store.pin(result.root, "agent")
+        """
+        with self._gc_lock(exclusive=False):
+            yield self
+
+    @contextlib.contextmanager
     def _pins_lock(self) -> Iterator[None]:
         with self._flock("pins.lock", exclusive=True):
             yield

@@ -195,3 +195,18 @@ def test_concurrent_pins_from_many_threads_all_land(store: BlockStore) -> None:
     for t in threads:
         t.join()
     assert set(store.pins()) == set(cids)
+
+
+def test_gc_waits_for_a_protect_block_to_end(filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    removed: list[int] = []
+    with filled_store.protect():
+        worker = threading.Thread(target=lambda: removed.append(filled_store.gc()))
+        worker.start()
+        worker.join(timeout=0.3)
+        assert worker.is_alive()  # gc is blocked on the lock, not finished
+        filled_store.pin(sample_dag.root)
+    worker.join()
+    assert removed == [0]
+    assert all(filled_store.has(cid) for cid in sample_dag.blocks)
