@@ -22,6 +22,7 @@ does not have it" and the next gateway is tried.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import random
@@ -60,6 +61,7 @@ __all__ = [
     "BundleURI",
     "Gateway",
     "GatewayFetcher",
+    "check_block",
     "default_gateways",
     "http_get",
     "parse_gateway",
@@ -290,6 +292,30 @@ def http_get(
     return None, reason
 
 
+_FAST_PREFIXES = frozenset({bytes([0x01, 0x55, 0x12, 0x20]), bytes([0x01, 0x70, 0x12, 0x20])})
+
+
+def check_block(cid: bytes, data: bytes) -> None:
+    """``verify_block`` with a fast path for the CIDs bundles are made of.
+
+    CIDv1 raw or dag-pb with a sha2-256 multihash (and CIDv0) are checked by
+    comparing the digest directly, skipping the varint parse that dominates
+    for thousands of small blocks. Same errors as ``verify_block``.
+    """
+    if len(data) <= MAX_BLOCK_SIZE:
+        if len(cid) == 36 and cid[:4] in _FAST_PREFIXES:
+            digest = cid[4:]
+        elif len(cid) == 34 and cid[0] == 0x12 and cid[1] == 0x20:
+            digest = cid[2:]
+        else:
+            digest = b""
+        if digest:
+            if hashlib.sha256(data).digest() != digest:
+                raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
+            return
+    verify_block(cid, data, max_size=MAX_BLOCK_SIZE)
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -395,7 +421,7 @@ class GatewayFetcher:
     def _accept(self, cid: bytes, data: bytes, gw: Gateway) -> None:
         """Keep a CAR block only if it verifies; other blocks are ignored, bad ones noted."""
         try:
-            verify_block(cid, data)
+            check_block(cid, data)
         except UnsupportedBlock:
             return
         except BlockMismatch:
@@ -414,7 +440,7 @@ class GatewayFetcher:
             except MissingBlock:
                 data = None
             if data is not None:
-                verify_block(cid, data)
+                check_block(cid, data)
                 self.cache[cid] = data
                 return data
         mismatched: list[str] = []
@@ -432,7 +458,7 @@ class GatewayFetcher:
                 self._note(f"{gw.base}: block {cid_to_str(cid)}: {reason}")
                 continue
             try:
-                verify_block(cid, data)
+                check_block(cid, data)
             except BlockMismatch:
                 mismatched.append(gw.base)
                 self._note(f"{gw.base}: sent block {cid_to_str(cid)} with wrong content")

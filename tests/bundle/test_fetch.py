@@ -147,3 +147,23 @@ def test_oversized_block_response_is_not_buffered_or_accepted() -> None:
     with _fetcher(GW1) as f, pytest.raises(MissingBlock):
         f.get(CB)
     assert any("byte limit" in n for n in f.notes)
+
+
+def test_check_block_fast_path_agrees_with_verify_block() -> None:
+    from bundlekit.cid import DAG_PB
+    from bundlekit.errors import BlockMismatch as Mismatch
+    from bundlekit.fetch import check_block
+
+    for cid in (make_cid(1, RAW, b"x"), make_cid(1, DAG_PB, b"x"), make_cid(0, DAG_PB, b"x")):
+        check_block(cid, b"x")
+        with pytest.raises(Mismatch):
+            check_block(cid, b"y")
+
+
+def test_check_block_refuses_oversized_blocks() -> None:
+    from bundlekit.errors import UnsupportedBlock
+    from bundlekit.fetch import check_block
+
+    data = b"z" * (2 * 1024 * 1024 + 1)
+    with pytest.raises(UnsupportedBlock):
+        check_block(make_cid(1, RAW, data), data)
