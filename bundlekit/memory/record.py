@@ -75,6 +75,19 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+# PyYAML may emit NEL / LINE SEPARATOR / PARAGRAPH SEPARATOR inside plain or single-quoted
+# scalars, where a reader folds them into spaces. Double quotes escape them, so they read back.
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = '"' if any(ch in data for ch in _YAML_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 class _Handler(YAMLHandler):
     def load(self, fm: str, **kwargs: object) -> Any:
         return yaml.load(fm, Loader=_Loader)

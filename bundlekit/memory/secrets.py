@@ -17,7 +17,15 @@ from ..errors import SecretDetectedError
 __all__ = ["SECRET_RULES", "Finding", "SecretRule", "find_secrets", "guard"]
 
 # A token must not be glued to a preceding word character ("risk-..." is not "sk-...").
-_START = r"(?<![A-Za-z0-9_])"
+# The check sits *after* each pattern's first literal character: a pattern that opens
+# with a lookbehind loses the regex engine's literal-prefix search and scans every
+# position (measured: ~35x slower, which made the guard dominate bundle builds).
+_GLUED = r"(?<![A-Za-z0-9_].)"
+
+
+def _token(first: str, rest: str) -> re.Pattern[str]:
+    """``first`` (one literal character) then ``rest``, refusing a match glued to a word."""
+    return re.compile(re.escape(first) + _GLUED + rest)
 
 
 @dataclass(frozen=True)
@@ -41,29 +49,29 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "aws-access-key-id",
         "an AWS access key id",
-        re.compile(_START + r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
+        _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
     ),
     SecretRule(
         "github-token",
         "a GitHub token",
-        re.compile(_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
+        _token("g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
     ),
     # Before the OpenAI rule: Anthropic keys also start with "sk-".
     SecretRule(
         "anthropic-api-key",
         "an Anthropic API key",
-        re.compile(_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+        _token("s", r"k-ant-[A-Za-z0-9_-]{20,}"),
     ),
     SecretRule(
         "openai-api-key",
         "an OpenAI API key",
-        re.compile(_START + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        _token("s", r"k-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
         _not_kebab_prose,
     ),
     SecretRule(
         "slack-token",
         "a Slack token",
-        re.compile(_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+        _token("x", r"ox[baprs]-[A-Za-z0-9-]{10,}"),
     ),
     SecretRule(
         "pem-private-key",
@@ -73,7 +81,7 @@ SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "jwt",
         "a JSON Web Token",
-        re.compile(_START + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
+        _token("e", r"yJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
     ),
 )
 
