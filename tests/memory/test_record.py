@@ -164,3 +164,9 @@ def test_awkward_strings_are_quoted_and_read_back_unchanged() -> None:
 def test_value_that_is_not_plain_data_is_refused() -> None:
     with pytest.raises(FrontmatterError, match="plain data"):
         render_memory_file({**VALID_META, "thing": object()}, "b")
+
+
+@pytest.mark.parametrize("breaker", ["\r", "\u2028", "\x85", "\x0c"])
+def test_names_with_any_line_break_are_refused(breaker: str) -> None:
+    with pytest.raises(FrontmatterError, match="single line"):
+        render_memory_file({**VALID_META, "name": f"a{breaker}b"}, "b")

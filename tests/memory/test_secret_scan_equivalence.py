@@ -22,8 +22,29 @@ def _plain(pattern: re.Pattern[str]) -> re.Pattern[str]:
 
 
 _PIECES = st.sampled_from(
-    ["AKIA", "ASIA", "ghp_", "github_pat_", "sk-", "sk-ant-", "sk-proj-", "xoxb-", "eyJ", ".", "-", "_", " ", "\n",
-     "a", "Z", "9", "abcDEF123", "ABCDEFGHIJKLMNOP", "x" * 20, "Ab1" * 15]
+    [
+        "AKIA",
+        "ASIA",
+        "ghp_",
+        "github_pat_",
+        "sk-",
+        "sk-ant-",
+        "sk-proj-",
+        "xoxb-",
+        "eyJ",
+        ".",
+        "-",
+        "_",
+        " ",
+        "\n",
+        "a",
+        "Z",
+        "9",
+        "abcDEF123",
+        "ABCDEFGHIJKLMNOP",
+        "x" * 20,
+        "Ab1" * 15,
+    ]
 )
 
 
