@@ -296,6 +296,10 @@ def read_car(
     return roots, blocks()
 
 
+# Blocks up to this size are joined with their section prefix into one write.
+_JOIN_LIMIT = 64 * 1024
+
+
 class CarWriter:
     """Stream a CARv1 to an open binary file; a block put twice is written once.
 
@@ -326,9 +330,14 @@ class CarWriter:
         if cid in self._seen:
             return
         self._seen.add(cid)
-        self._out.write(encode_varint(len(cid) + len(data)))
-        self._out.write(cid)
-        self._out.write(data)
+        prefix = encode_varint(len(cid) + len(data)) + cid
+        if len(data) <= _JOIN_LIMIT:
+            # One write call per small block: most blocks of a memory tree are small,
+            # and per-call overhead dominated pack -o on trees of many small files.
+            self._out.write(prefix + data)
+        else:
+            self._out.write(prefix)
+            self._out.write(data)
         self.blocks += 1
         self.bytes += len(data)
 
