@@ -174,7 +174,7 @@ def _single_line_str(meta: Mapping[str, Any], name: str, where: str, *, required
     value = meta[name]
     if not isinstance(value, str) or not value.strip():
         raise FrontmatterError(f"{where}: frontmatter {name!r} must be a non-empty string")
-    if "\n" in value or "\r" in value:
+    if value.splitlines() != [value]:
         raise FrontmatterError(
             f"{where}: frontmatter {name!r} must be a single line (the index has one line each)"
         )
@@ -217,7 +217,7 @@ def validate_meta(meta: Mapping[str, Any], where: str) -> None:
     if "tags" in meta:
         tags = meta["tags"]
         if not isinstance(tags, list) or not all(
-            isinstance(t, str) and t.strip() and "\n" not in t for t in tags
+            isinstance(t, str) and t.strip() and t.splitlines() == [t] for t in tags
         ):
             raise FrontmatterError(f"{where}: frontmatter 'tags' must be a list of one-line strings")
     if "important" in meta and not isinstance(meta["important"], bool):
