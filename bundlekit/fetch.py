@@ -23,17 +23,17 @@ does not have it" and the next gateway is tried.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import random
 import re
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import httpx
 
@@ -75,6 +75,7 @@ GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
 # A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
 DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
+SPOOL_BYTES = 64 * 1024 * 1024  # a CAR response past this spills to a temporary file
 OVER_LIMIT = "response is over the"  # starts the reason http_get gives for a cut-off body
 MAX_BLOCK_SIZE = 2 * 1024 * 1024  # what verify_block accepts; the trustless gateway spec's block limit
 DEFAULT_RETRY = RetryPolicy(attempts=3, base=0.25, cap=5.0, max_retry_after=30.0)
@@ -211,34 +212,6 @@ def default_gateways(env: dict[str, str] | None = None) -> list[Gateway]:
     source = os.environ if env is None else env
     value = source.get(GATEWAYS_ENV, "")
     return [parse_gateway(item) for item in re.split(r"[,\s]+", value) if item]
-
-
-class _ResponseStream(io.RawIOBase):
-    """A read-only binary stream over an httpx response body, with a byte cap."""
-
-    def __init__(self, chunks: Iterator[bytes], limit: int) -> None:
-        self._chunks = chunks
-        self._buf = b""
-        self._seen = 0
-        self._limit = limit
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._buf:
-            try:
-                chunk = next(self._chunks)
-            except StopIteration:
-                return 0
-            self._seen += len(chunk)
-            if self._seen > self._limit:
-                raise CARError(f"CAR response is over the {self._limit}-byte limit")
-            self._buf = chunk
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
 
 
 def http_get(
@@ -398,11 +371,21 @@ class GatewayFetcher:
                 with self.client.stream("GET", url, params=params, headers=headers) as response:
                     status = response.status_code
                     if response.is_success:
-                        raw = _ResponseStream(response.iter_bytes(), self.max_car_bytes)
-                        stream = io.BufferedReader(raw, buffer_size=256 * 1024)
-                        _roots, blocks = read_car(stream, verify=False)
-                        for cid, data in blocks:
-                            self._accept(cid, data, gw)
+                        # Drain the response into a spooled buffer first (memory, then
+                        # disk past SPOOL_BYTES), then parse: the gateway finishes at
+                        # wire speed instead of waiting on our hashing through TCP
+                        # back-pressure, and the connection is free sooner.
+                        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+                            seen = 0
+                            for chunk in response.iter_bytes():
+                                seen += len(chunk)
+                                if seen > self.max_car_bytes:
+                                    raise CARError(f"CAR response is over the {self.max_car_bytes}-byte limit")
+                                spool.write(chunk)
+                            spool.seek(0)
+                            _roots, blocks = read_car(cast(BinaryIO, spool), verify=False)
+                            for cid, data in blocks:
+                                self._accept(cid, data, gw)
                         return True
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 self._note(f"{gw.base}: CAR request failed ({type(exc).__name__})")
