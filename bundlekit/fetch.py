@@ -1,8 +1,9 @@
 """Trustless retrieval: bundle URIs, gateways, and a verifying block getter.
 
 Nothing a gateway sends is trusted. Blocks are hashed against the CID they
-were asked for (``verify_block``); a CAR stream is read block by block and
-each block is verified the same way; blocks nobody asked for are ignored.
+were asked for (``check_block``); a CAR response is drained into a spooled
+buffer, then read block by block and each block is verified the same way;
+blocks nobody asked for are ignored.
 
 Retrieval order for a root (see ``specs/bundle.md``, "Retrieval"):
 
