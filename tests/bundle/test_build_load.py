@@ -190,3 +190,11 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
         loaded = load_bundle(f"https://{result.root_str}.ipfs.gw.test/manifest.json")
     assert route.called and loaded.root == result.root and len(loaded.files) == len(result.paths)
     assert loaded.files == _tree_files_bundle(tree)
+
+
+@pytest.mark.parametrize("profile", ["unixfs-v0-2015", "kubo-cidv1", "ipfs-car"])
+def test_other_profiles_build_and_load(tree: Path, tmp_path: Path, profile: str) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED, profile=profile)
+    assert result.manifest["profile"] == profile
+    loaded = load_bundle(str(result.car))
+    assert loaded.files == _tree_files_bundle(tree)
