@@ -114,3 +114,11 @@ def test_diff_command_exit_code_and_json(tree: Path, tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["removed"] == ["reference_reel"]
     code, out, _err = _run("diff", str(tmp_path / "b.car"), str(tree), "--exit-code")
     assert code == 1 and "- reference_reel" in out
+
+
+def test_build_key_option_without_encrypt_is_a_usage_error(tree: Path, tmp_path: Path) -> None:
+    key = tmp_path / "k"
+    key.write_bytes(bytes(32))
+    code, _out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--key-file", str(key))
+    assert code == 2 and "--encrypt" in err
+    assert not (tmp_path / "e.car").exists()
