@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,6 +140,15 @@ class GatewayServer(ThreadingHTTPServer):
         return f"http://{host_text}:{port}"
 
     def handle_error(self, request: object, client_address: object) -> None:
+        """Log a failed connection: one quiet line for a client that hung up, a traceback otherwise.
+
+        A client that closes its keep-alive connection (or resets it mid-request,
+        as ``curl | head`` does) is routine, not a server fault: no traceback.
+        """
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("client %s went away: %s", client_address, exc)
+            return
         logger.exception("error while serving %s", client_address)
 
 
