@@ -119,6 +119,16 @@ class Section(NamedTuple):
     data: bytes | None  # None when the caller asked to skip block data
 
 
+def _truncated(start: int, what: str | bytes, need: int, have: int) -> CARError:
+    """The error for a span of ``need`` bytes at ``start`` of which only ``have`` exist."""
+    if isinstance(what, bytes):
+        what = f"block {cid_to_str(what)}"
+    return CARError(
+        f"CAR truncated at offset {start}: {what} needs {need} bytes, only {have} remain; "
+        "the file is incomplete, fetch or copy it again"
+    )
+
+
 class _Reader:
     """Buffered reads from a binary stream with an absolute offset and an optional end."""
 
@@ -167,23 +177,24 @@ class _Reader:
         start = self.offset
         self._fill(n)
         if self._available() < n:
-            if isinstance(what, bytes):
-                what = f"block {cid_to_str(what)}"
-            raise CARError(
-                f"CAR truncated at offset {start}: {what} needs {n} bytes, only {self._available()} remain; "
-                "the file is incomplete, fetch or copy it again"
-            )
+            raise _truncated(start, what, n, self._available())
         out = self._buf[self._i : self._i + n]
         self._i += n
         self.offset += n
         return out
 
     def skip(self, n: int, what: str | bytes) -> None:
+        """Drop ``n`` bytes or raise ``CARError`` naming the whole span (start offset, ``n``)."""
         # Read and drop in chunks so a skipped block never sits in memory whole.
-        while n > 0:
-            step = min(n, _READ_CHUNK)
-            self.read_exact(step, what)
-            n -= step
+        start, done = self.offset, 0
+        while done < n:
+            step = min(n - done, _READ_CHUNK)
+            self._fill(step)
+            if self._available() < step:
+                raise _truncated(start, what, n, done + self._available())
+            self._i += step
+            self.offset += step
+            done += step
 
     def read_varint(self, what: str) -> int:
         start = self.offset
@@ -206,7 +217,11 @@ def _read_v1_header(reader: _Reader) -> tuple[int, list[bytes]]:
     length = reader.read_varint("header")
     if length == 0 or length > MAX_HEADER_SIZE:
         raise CARError(f"CAR header length {length} at offset {start} is out of range (1..{MAX_HEADER_SIZE})")
-    body = reader.read_exact(length, "the header")
+    try:
+        body = reader.read_exact(length, "the header")
+    except CARError as exc:
+        # A text or other non-CAR file fails here: its first byte reads as a length.
+        raise CARError(f"{exc} (or the file is not a CAR at all)") from exc
     return decode_header(body)
 
 
