@@ -43,7 +43,7 @@ from .manifest import (
 
 if TYPE_CHECKING:
     from .keys import KeySpec
-    from .memory import MemoryRecord
+    from .memory import Memory, MemoryRecord
 
 __all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
 
@@ -78,8 +78,14 @@ def resolve_created(
     *,
     env: dict[str, str] | None = None,
     clock: Callable[[], datetime] | None = None,
+    content_time: Callable[[], datetime] | None = None,
 ) -> datetime:
-    """The bundle's creation time: ``created`` if given, else ``$SOURCE_DATE_EPOCH``, else the clock.
+    """The bundle's creation time.
+
+    In order: ``created`` if given; else ``$SOURCE_DATE_EPOCH``; else
+    ``clock()`` if a clock is injected; else ``content_time()`` (the builder
+    passes the newest ``updated`` or timeline timestamp of the tree, so the
+    same tree always gives the same root CID); else the Unix epoch.
 
     Raises ``UsageError`` for a ``SOURCE_DATE_EPOCH`` that is not an integer.
     """
@@ -91,7 +97,30 @@ def resolve_created(
         if not epoch.strip().isdigit():
             raise UsageError(f"{SOURCE_DATE_EPOCH}={epoch[:40]!r} is not an integer number of seconds")
         return parse_created(epoch)
-    return (clock or (lambda: datetime.now(UTC)))()
+    if clock is not None:
+        return clock()
+    if content_time is not None:
+        return content_time()
+    return datetime.fromtimestamp(0, UTC)
+
+
+def newest_content_time(mem: Memory) -> datetime:
+    """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
+
+    The default ``created`` of a bundle: it moves only when the content does,
+    so building or pinning an unchanged tree twice gives the same root CID.
+    """
+    newest = datetime.fromtimestamp(0, UTC)
+    for record in mem.list():
+        newest = max(newest, record.updated)
+    for entry in mem.timeline(limit=1):
+        ts = entry.get("ts")
+        if isinstance(ts, str):
+            try:
+                newest = max(newest, parse_created(ts))
+            except UsageError:
+                pass  # Memory.check() already vetted the timeline; an odd ts just does not count
+    return newest
 
 
 def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
@@ -153,17 +182,21 @@ def build_bundle(
 
     ``namespace`` defaults to the tree's namespace, else the directory's name.
     ``profile`` names a UnixFS profile (default: ``profiles.DEFAULT_PROFILE``).
-    ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` (now, UTC).
+    ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` when one is
+    injected, else the newest ``updated``/timeline time of the tree (so an
+    unchanged tree always builds to the same root CID).
     With ``key`` the memory and timeline files are encrypted
     (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
     plaintext index. ``rng(n)`` is the source of randomness for the key salt
     and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
-    a secret), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
+    a secret), ``DeviceMemoryError`` for device-bound memories (they never
+    leave the machine), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
     and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
+    from .convert import refuse_device_memory
     from .memory import Memory
     from .profiles import get_profile
 
@@ -174,12 +207,13 @@ def build_bundle(
         raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
     mem = Memory(root_dir)
     mem.check()
+    refuse_device_memory(mem.list())
     tree_files = mem.bundle_files()
     ns = namespace or getattr(mem, "namespace", None) or root_dir.resolve().name
     if not isinstance(ns, str) or not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
     prof = get_profile(profile)
-    when = resolve_created(created, clock=clock)
+    when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem))
 
     stored: list[tuple[str, bytes]] = []  # bundle path -> stored bytes, index last
     index_bytes: bytes | None = None
