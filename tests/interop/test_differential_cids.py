@@ -271,3 +271,28 @@ def _root_is_hamt(base: Path, tree: str, label: str) -> bool:
     _, data = decode_node(dict(sink.blocks)[result.root])
     assert data is not None
     return UnixFSData.decode(data).type == HAMT_SHARD
+
+
+def _cli_flags(config: Any) -> list[str]:
+    flags = ["--profile", config.profile]
+    for key, value in config.overrides:
+        if key == "raw_leaves":
+            flags.append("--raw-leaves" if value else "--no-raw-leaves")
+        else:
+            flags += [f"--{key.replace('_', '-')}", str(value)]
+    if config.hidden:
+        flags.append("--hidden")
+    return flags
+
+
+CLI_CASES = [(t, c) for t in TREES[1:4] for c in t.configs]
+
+
+@pytest.mark.parametrize(("tree", "config"), CLI_CASES, ids=[f"{t.name}|{c.label}" for t, c in CLI_CASES])
+def test_cid_command_with_override_flags_prints_the_reference_root(
+    reference: tuple[Path, dict[str, Any]], tree: Tree, config: Any
+) -> None:
+    base, results = reference
+    run = CliRunner().invoke(cli, ["cid", str(base / tree.name), *_cli_flags(config)])
+    assert run.exit_code == 0, run.output
+    assert run.output.strip() == results[f"{tree.name}|{config.label}"]["root"]
