@@ -457,7 +457,8 @@ class Memory:
         """Load a bundle (manifest URI) verified into a tree and return it.
 
         Delegates to :func:`bundlekit.load.load_bundle` (``options`` go to it,
-        except ``namespace``, which names the returned Memory). With ``into`` the files
+        except ``namespace``, which names the returned Memory; by default the
+        bundle's own namespace from its manifest). With ``into`` the files
         land in that directory and the returned Memory reads it; without, the
         result is a ``Memory(None)`` holding the loaded files.
         """
@@ -465,6 +466,10 @@ class Memory:
 
         namespace = options.pop("namespace", None)
         result = load_bundle(uri, gateways=gateways, into=into, **options)
+        if namespace is None:
+            manifest = getattr(result, "manifest", None)
+            loaded_ns = manifest.get("namespace") if isinstance(manifest, Mapping) else None
+            namespace = loaded_ns if isinstance(loaded_ns, str) and loaded_ns else None
         if into is not None:
             return cls(into, namespace=namespace)
         memory = cls(None, namespace=namespace)

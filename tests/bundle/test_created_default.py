@@ -72,3 +72,9 @@ def test_device_memories_are_refused_and_no_car_is_written(tree: Path, tmp_path:
     with pytest.raises(DeviceMemoryError, match="device memor"):
         build_bundle(tree, tmp_path / "d.car")
     assert not (tmp_path / "d.car").exists()
+
+
+def test_memory_load_takes_the_bundle_namespace(tree: Path, tmp_path: Path) -> None:
+    build_bundle(tree, tmp_path / "ns.car", namespace="coach")
+    assert Memory.load(str(tmp_path / "ns.car")).namespace == "coach"
+    assert Memory.load(str(tmp_path / "ns.car"), namespace="other").namespace == "other"
