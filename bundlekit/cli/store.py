@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..cid import cid_to_str, parse_cid
+from ..errors import CARError
 from ..store import BlockStore
 
 __all__ = ["store"]
@@ -101,13 +102,24 @@ def export(store_dir: str | None, cid: str, output: str) -> None:
     """Write the DAG under CID from the store to a CAR file (atomically)."""
     root = parse_cid(cid)
     dest = Path(output)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=dest.parent if str(dest.parent) else ".")
+    parent = dest.parent if str(dest.parent) else Path(".")
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=parent)
+    except OSError as exc:
+        raise CARError(
+            f"cannot create a temporary CAR file in {parent}: {exc.strerror}; choose another -o"
+        ) from exc
+    try:
+        # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like `pack -o` writes it.
+        os.chmod(tmp, 0o644)
         with os.fdopen(fd, "wb") as fh:
             _open(store_dir).export_car(root, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, dest)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CARError(f"cannot write CAR {dest}: {exc.strerror}; choose another -o") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

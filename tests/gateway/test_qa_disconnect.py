@@ -25,7 +25,9 @@ def test_client_reset_is_logged_without_traceback(tmp_path: Path, caplog: pytest
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]
 
 
-def test_unexpected_server_error_still_logs_a_traceback(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_unexpected_server_error_still_logs_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with serve_in_thread(store=BlockStore(tmp_path / "store")) as server:
         try:
             raise RuntimeError("boom")
