@@ -30,16 +30,26 @@ def key() -> None:
     help="Print the message another runtime signs instead (needs --agent-id).",
 )
 @click.option("--agent-id", help="The three.ws agent id (with --compat three.ws).")
-@click.option("--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex, with a newline.")
+@click.option(
+    "--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex, with a newline."
+)
 def message(namespace: str | None, compat: str | None, agent_id: str | None, as_hex: bool) -> None:
     """Print the exact message a wallet signs to key bundles of NAMESPACE."""
     if compat == "three.ws":
-        if agent_id is None or namespace is not None:
-            raise UsageError("--compat three.ws takes --agent-id, not --namespace")
+        if namespace is not None:
+            raise UsageError("--compat three.ws takes --agent-id, not --namespace; drop --namespace")
+        if agent_id is None:
+            raise UsageError(
+                "--compat three.ws needs --agent-id ID (the three.ws agent whose key you derive)"
+            )
         text = threews_message(agent_id)
     else:
-        if namespace is None or agent_id is not None:
-            raise UsageError("give --namespace NS (--agent-id goes with --compat three.ws)")
+        if agent_id is not None:
+            raise UsageError(
+                "--agent-id goes with --compat three.ws; for a bundlekit key give --namespace NS"
+            )
+        if namespace is None:
+            raise UsageError("give --namespace NS: the namespace of the bundles this key opens")
         text = signature_message(namespace)
     if as_hex:
         click.echo("0x" + text.encode("utf-8").hex())
