@@ -66,8 +66,14 @@ def _cases() -> list[Any]:
     out = []
     for path in VECTORS:
         vector = json.loads(path.read_text(encoding="utf-8"))
+        # A known, reported mismatch stays visible as xfail until the importer changes.
+        marks = (
+            [pytest.mark.xfail(reason=vector["known_mismatch"], strict=False)]
+            if "known_mismatch" in vector
+            else []
+        )
         for record in vector["results"]:
-            out.append(pytest.param(vector, record, id=f"{vector['name']}|{record['label']}"))
+            out.append(pytest.param(vector, record, id=f"{vector['name']}|{record['label']}", marks=marks))
     return out
 
 
