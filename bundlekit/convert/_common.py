@@ -40,6 +40,7 @@ __all__ = [
     "format_time",
     "is_valid_key",
     "load_yaml",
+    "output_dir_problem",
     "parse_time",
     "render_markdown",
     "same_instant",
@@ -273,27 +274,43 @@ def single_line(value: object) -> str:
     return " ".join(str(value).replace("\t", " ").splitlines()).strip()
 
 
+def output_dir_problem(exc: OSError) -> str:
+    """What went wrong creating an output directory, in words (``makedirs`` says "File exists" for a file in the way)."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a file is in the way where a directory is needed"
+    return exc.strerror or str(exc)
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` to ``path`` through a temp file in the same directory, fsync, rename.
 
     Parent directories are created. Nothing half-written is ever left at ``path``.
+    Raises :class:`ConvertError` when the file cannot be written (a parent is a
+    file, ``path`` is a directory, no permission, disk full), naming ``path``.
     """
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
-    os.makedirs(directory, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=".bk-", suffix=".tmp", dir=directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".bk-", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise ConvertError(
+            f"cannot write {target}: {output_dir_problem(exc)}; choose another output path"
+        ) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise ConvertError(f"cannot write {target}: {exc.strerror}; choose another output path") from exc
         raise
 
 

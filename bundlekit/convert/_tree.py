@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConvertError
-from ._common import Entry, ForeignTree
+from ._common import Entry, ForeignTree, output_dir_problem
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
@@ -77,7 +77,12 @@ def write_tree(
     path = Path(dest)
     if path.exists() and not path.is_dir():
         raise ConvertError(f"{path} exists and is not a directory; choose another output directory")
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConvertError(
+            f"cannot create {path}: {output_dir_problem(exc)}; choose another output directory"
+        ) from exc
     Memory(path, namespace=namespace).import_(
         tree_blob(tree, namespace=namespace), strategy=strategy, allow_secrets=allow_secrets
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ConvertError
-from ._common import Entry, ForeignTree, first_line, format_time, parse_time, single_line
+from ._common import Entry, ForeignTree, first_line, format_time, output_dir_problem, parse_time, single_line
 
 __all__ = [
     "CATEGORIES",
@@ -324,7 +324,12 @@ def write_magic_context(
     if path.exists():
         raise ConvertError(f"{path} already exists; export to a new database file")
     rows = [_row_for(e, project) for e in tree.entries]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConvertError(
+            f"cannot create the directory of {path}: {output_dir_problem(exc)}; choose another output path"
+        ) from exc
     tmp = path.with_name(f".{path.name}.bk-tmp")
     tmp.unlink(missing_ok=True)
     try:
@@ -356,9 +361,12 @@ def write_magic_context(
             raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
         finally:
             conn.close()
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise ConvertError(f"cannot write {path}: {exc.strerror}; choose another output path") from exc
     finally:
         tmp.unlink(missing_ok=True)
     return [path]

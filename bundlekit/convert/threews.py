@@ -330,6 +330,10 @@ def read_threews(
         ) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
+    except OSError as exc:  # a directory, no permission, ...
+        raise ConvertError(
+            f"cannot read {path}: {exc.strerror}; pass a three.ws export or localStorage dump (a JSON file)"
+        ) from exc
     blob = read_blob(data, agent_id=agent_id, where=str(path))
     if key is not None:
         blob = decrypt_files(blob, key, agent_id)
