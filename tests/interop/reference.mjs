@@ -11,7 +11,8 @@
 //       {profile?, cidVersion?, rawLeaves?, chunkSize?, maxLinks?, shardSplitThresholdBytes?}
 //       (chunkSize/maxLinks become the fixedSize chunker and balanced layout).
 //       The tree is walked the way `ipfs add -r` does: dot-files skipped unless
-//       hidden, empty directories kept; the root is DIR itself.
+//       hidden, empty directories kept; the root is DIR itself. With
+//       "blocks": true it also reports the sorted distinct block CIDs written.
 //   tool "ipfs-car": ipfs-car 3.1.0's own library path (files-from-path +
 //       ipfs-car/unixfs.js createDirectoryEncoderStream), exactly what
 //       `ipfs-car pack DIR` runs, in-process; optional "chunkSize"/"width"
@@ -106,7 +107,9 @@ async function runImporter (job) {
   const source = [...walk(job.dir, job.hidden)].map(e => ({ ...e, path: `root/${e.path}` }))
   let root
   for await (const entry of importer(source, blockstore, options)) root = entry
-  return { root: root.cid.toString(), entries: await listAll(root.cid, blockstore) }
+  const out = { root: root.cid.toString(), entries: await listAll(root.cid, blockstore) }
+  if (job.blocks) out.blocks = [...blockstore.map.keys()].sort()
+  return out
 }
 
 async function runIpfsCarLib (job) {

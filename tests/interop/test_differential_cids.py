@@ -193,6 +193,10 @@ CASES = [(tree, config) for tree in TREES for config in tree.configs]
 CLI_TREES = (TREES[1].name, TREES[4].name, "count-1001")
 
 
+#: Configurations whose `pack -o` CAR is compared block for block with the importer's blockstore.
+BLOCK_CASES = [(TREES[2], c) for c in TREES[2].configs if c.profile != "ipfs-car"]
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """Build every tree once and run every reference job in one node process."""
@@ -217,6 +221,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
                     "car": str(cars / f"{tree.name}.car"),
                 }
             )
+    for tree, config in BLOCK_CASES:
+        job = config.job(f"blocks|{tree.name}|{config.label}", base / tree.name)
+        job["blocks"] = True
+        jobs.append(job)
     return base, ref.run(jobs)
 
 
@@ -296,3 +304,19 @@ def test_cid_command_with_override_flags_prints_the_reference_root(
     run = CliRunner().invoke(cli, ["cid", str(base / tree.name), *_cli_flags(config)])
     assert run.exit_code == 0, run.output
     assert run.output.strip() == results[f"{tree.name}|{config.label}"]["root"]
+
+
+@pytest.mark.parametrize(("tree", "config"), BLOCK_CASES, ids=[f"{t.name}|{c.label}" for t, c in BLOCK_CASES])
+def test_pack_car_holds_exactly_the_importer_blocks(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path, tree: Tree, config: Any
+) -> None:
+    base, results = reference
+    expected = results[f"blocks|{tree.name}|{config.label}"]
+    out = tmp_path / "ours.car"
+    run = CliRunner().invoke(cli, ["pack", str(base / tree.name), "-o", str(out), *_cli_flags(config)])
+    assert run.exit_code == 0, run.output
+    with open(out, "rb") as fh:
+        roots, blocks = read_car(fh)
+        ours = sorted({cid_to_str(cid) for cid, _ in blocks})
+    assert [cid_to_str(r) for r in roots] == [expected["root"]]
+    assert ours == expected["blocks"]
