@@ -45,10 +45,30 @@ class Backend(Protocol):
     def hold(self) -> AbstractContextManager[None]: ...
 
 
+def os_failure(action: str, path: Path | str, exc: OSError) -> MemoryStoreError:
+    """A ``MemoryStoreError`` for an OS error on ``path``, in words a user can act on.
+
+    ``mkdir``/``scandir`` report a file standing where a directory must be as
+    "File exists" or "Not a directory"; both are said plainly here.
+    """
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        reason = "a file is in the way where a directory is needed"
+    else:
+        reason = exc.strerror or type(exc).__name__
+    return MemoryStoreError(f"cannot {action} {path}: {reason}; choose another path or fix its permissions")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename.
+
+    Raises :class:`MemoryStoreError` (naming ``path``) when it cannot be
+    written; the temp file is removed, nothing is left half-written.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise os_failure("write", path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -56,11 +76,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fchmod(handle.fileno(), 0o644)
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise os_failure("write", path, exc) from exc
         raise
 
 
@@ -71,6 +93,8 @@ def _read(path: Path) -> bytes | None:
         return None
     except IsADirectoryError as exc:
         raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree") from exc
+    except OSError as exc:
+        raise os_failure("read", path, exc) from exc
 
 
 class DirectoryBackend:
@@ -87,6 +111,8 @@ class DirectoryBackend:
             entries = os.scandir(self.root)
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise os_failure("list the memory tree", self.root, exc) from exc
         found: list[tuple[str, Hashable]] = []
         with entries:
             for entry in entries:
@@ -124,14 +150,19 @@ class DirectoryBackend:
             )
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise os_failure("list the timeline in", self.root / TIMELINE_DIR, exc) from exc
 
     def read_timeline(self, name: str) -> bytes | None:
         return _read(self.root / TIMELINE_DIR / name)
 
     def append_timeline(self, name: str, line: bytes) -> None:
         directory = self.root / TIMELINE_DIR
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise os_failure("append to", directory / name, exc) from exc
         try:
             # One write per line: with O_APPEND the line lands whole at the end.
             written = os.write(fd, line)

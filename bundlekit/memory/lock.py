@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import LockTimeoutError
+from ..errors import LockTimeoutError, MemoryStoreError
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "TreeLock"]
 
@@ -58,8 +58,20 @@ class TreeLock:
             self._thread_lock.release()
 
     def _acquire(self, deadline: float) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            # A file where the tree should be, or a read-only place: say which tree, not errno.
+            reason = (
+                "a file is in the way where a directory is needed"
+                if isinstance(exc, (FileExistsError, NotADirectoryError))
+                else exc.strerror or type(exc).__name__
+            )
+            raise MemoryStoreError(
+                f"cannot lock the memory tree {self._path.parent}: {reason}; choose another directory "
+                "(-d / $BUNDLEKIT_MEMORY_DIR) or fix its permissions"
+            ) from exc
         delay = _POLL_MIN
         while True:
             try:
