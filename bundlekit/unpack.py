@@ -82,7 +82,15 @@ def unpack(
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BundlekitError(f"cannot create {parent}: {exc.strerror}") from exc
+        # mkdir says "File exists" when a file stands where a directory must be: say that plainly.
+        reason = (
+            "a file is in the way where a directory is needed"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise BundlekitError(
+            f"cannot create the output's parent {parent}: {reason}; choose another -o"
+        ) from exc
     written = _Budget(max_bytes, root)
     if reader.stat(root).kind in ("file", "raw"):
         fd, tmp_name = _mkstemp(parent, dest.name)
@@ -212,7 +220,9 @@ def _mkdir(target: str, path: str) -> None:
         os.mkdir(target, 0o755)
     except FileExistsError as exc:
         # Names are unique per directory, so this is a case-insensitive file system folding two names.
-        raise UnsafePathError(f"{path!r} collides with another entry on this file system (case folding?)") from exc
+        raise UnsafePathError(
+            f"{path!r} collides with another entry on this file system (case folding?)"
+        ) from exc
     except OSError as exc:
         raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
 
@@ -221,7 +231,9 @@ def _create(target: str, path: str) -> int:
     try:
         return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
     except FileExistsError as exc:
-        raise UnsafePathError(f"{path!r} collides with another entry on this file system (case folding?)") from exc
+        raise UnsafePathError(
+            f"{path!r} collides with another entry on this file system (case folding?)"
+        ) from exc
     except OSError as exc:
         raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
 
