@@ -115,7 +115,13 @@ def write_cmd(
     """Create or update the memory KEY."""
     if (body is None) == (body_file is None):
         raise UsageError("give exactly one of --body TEXT or --body-file FILE ('-' for stdin)")
-    text = body if body is not None else body_file.read()
+    if body is not None:
+        text = body
+    else:
+        try:
+            text = body_file.read()
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--body-file {body_file.name} is not UTF-8 text; re-save it as UTF-8") from exc
     record = _mem(ctx).write(
         key,
         name=name,
