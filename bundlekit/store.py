@@ -413,7 +413,7 @@ class BlockStore:
             pins = doc["pins"]
             if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
                 raise ValueError("unknown version")
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise BundlekitError(
                 f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
             ) from exc

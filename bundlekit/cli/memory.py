@@ -291,7 +291,7 @@ def import_cmd(ctx: click.Context, file: Any, strategy: str, allow_secrets: bool
     """Import an export blob (FILE, '-' for stdin): all or nothing."""
     try:
         blob = json.loads(file.read())
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise MemoryStoreError(f"{file.name} is not a JSON export blob; export it again") from exc
     report = _mem(ctx).import_(blob, strategy, allow_secrets=allow_secrets)
     if as_json:

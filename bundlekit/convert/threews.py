@@ -111,7 +111,7 @@ def read_blob(data: Any, *, agent_id: str | None = None, where: str = "input") -
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise ConvertError(
                 f"the localStorage value for agent {agent_id!r} in {where} is not JSON"
             ) from exc
@@ -328,7 +328,7 @@ def read_threews(
         raise ConvertError(
             f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)"
         ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
     except OSError as exc:  # a directory, no permission, ...
         raise ConvertError(

@@ -96,7 +96,7 @@ def parse_day(name: str, data: bytes, *, strict: bool = True) -> list[dict[str, 
         where = f"timeline/{name} line {number}"
         try:
             value = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             if not strict and number == len(lines):
                 break
             raise MemoryStoreError(f"{where} is not valid JSON; fix or remove that line") from exc
