@@ -212,7 +212,7 @@ def load_yaml(text: str, *, where: str) -> dict[str, Any]:
         return {}
     try:
         data = yaml.load(text, Loader=_KeepLoader)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise ConvertError(f"malformed YAML frontmatter in {where}; fix it and retry") from exc
     if data is None:
         return {}

@@ -38,3 +38,10 @@ def test_deep_json_in_a_local_storage_value_is_not_json(tmp_path: Path) -> None:
     path.write_text(json.dumps({"agent:a1:memory": DEEP}))
     with pytest.raises(ConvertError, match="is not JSON"):
         read_threews(path, agent_id="a1")
+
+
+def test_deeply_nested_yaml_frontmatter_is_malformed(tmp_path: Path) -> None:
+    from bundlekit.convert._common import load_yaml
+
+    with pytest.raises(ConvertError, match="malformed YAML frontmatter in a.md"):
+        load_yaml("tags: " + "[" * 3_000 + "]" * 3_000 + "\n", where="a.md")
