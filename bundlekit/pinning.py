@@ -434,7 +434,9 @@ def prepare_source(
     * any other directory is packed with ``bundlekit.unixfs.import_path``.
 
     Raises UsageError (missing SRC, several roots, build options for a CAR,
-    a key for a non-memory source), CARError (a file that is not a CAR), and the builders' errors.
+    a key for a non-memory source), CARError (a file that is not a CAR),
+    VerificationError / CodecError (a CAR whose blocks do not verify or whose
+    DAG is incomplete: nothing is published), and the builders' errors.
     """
     path = Path(src)
     out = Path(workdir) / "bundle.car"
@@ -451,6 +453,12 @@ def prepare_source(
             raise UsageError(
                 f"{path} names {len(roots)} roots; bundlekit pins single-root CARs: re-pack it with `bundlekit pack`"
             )
+        # A pin of a partial or corrupt DAG is a pin no one can fetch: check before any upload.
+        from .verify import verify_car
+
+        report = verify_car(path)
+        if report.problem is not None:
+            raise report.problem
         return PreparedSource(path, roots[0], "car")
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
