@@ -181,8 +181,14 @@ def make_source(
 def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port.
 
-    Raises ``UsageError`` when the address cannot be bound.
+    Raises ``UsageError`` when the address cannot be bound, or when ``host``
+    is empty: the socket layer reads "" as every interface, which must be
+    asked for explicitly (``0.0.0.0`` or ``::``), never reached by an unset variable.
     """
+    if not host.strip():
+        raise UsageError(
+            "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
+        )
     try:
         return GatewayServer((host, port), Gateway(source))
     except OSError as exc:
