@@ -387,7 +387,7 @@ class CarFileWriter:
         os.chmod(self._tmp, 0o644)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
         self._reserved = 0
-        self._writer: CarWriter | None = None
+        self._writer: _BodyWriter | None = None
         self.done = False
 
     @property
@@ -424,6 +424,8 @@ class CarFileWriter:
         out = self._live()
         try:
             header = encode_header([root])
+            if self._writer is not None:
+                self._writer.join()
             if self._writer is None or not self._writer.has(root):
                 raise UsageError(f"root {cid_to_str(root)} was never written to {self.dest}; the CAR would be incomplete")
             if len(header) == self._reserved:
@@ -467,6 +469,8 @@ class CarFileWriter:
 
     def abort(self) -> None:
         """Drop everything written so far; ``dest`` is left untouched. Safe to call twice."""
+        if self._writer is not None:
+            self._writer.join()  # never close the file under a background sync
         if self._file is not None:
             try:
                 self._file.close()
@@ -486,11 +490,50 @@ class CarFileWriter:
             self.abort()
 
 
+# Flush to disk in the background every this many bytes (see _BodyWriter).
+_WRITEBACK_EVERY = 16 * 1024 * 1024
+
+
 class _BodyWriter(CarWriter):
-    """A CarWriter whose header slot is managed by CarFileWriter."""
+    """A CarWriter whose header slot is managed by CarFileWriter.
+
+    The CAR is fsynced before it is renamed into place. Left to the end, that
+    fsync writes the whole file while nothing else happens (measured: 0.55 s
+    of a 1.5 s pack of 258 MB). So every ``_WRITEBACK_EVERY`` bytes the buffer
+    is flushed and a background thread runs ``fdatasync`` (which releases the
+    GIL) while the importer goes on hashing; the final fsync then has little
+    left to write. At most one background sync runs at a time.
+    """
 
     def __init__(self, out: BinaryIO) -> None:  # no header: the slot is reserved and patched by the owner
         self._start(out)
+        self._unsynced = 0
+        self._sync_thread: threading.Thread | None = None
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        before = self.bytes
+        super().put(cid, data)
+        self._unsynced += self.bytes - before
+        if self._unsynced >= _WRITEBACK_EVERY and not (self._sync_thread and self._sync_thread.is_alive()):
+            self._unsynced = 0
+            self._out.flush()
+            fd = self._out.fileno()
+            self._sync_thread = threading.Thread(target=_datasync_quietly, args=(fd,), daemon=True)
+            self._sync_thread.start()
+
+    def join(self) -> None:
+        """Wait for a background sync, before the file is synced for good or closed."""
+        if self._sync_thread is not None:
+            self._sync_thread.join()
+            self._sync_thread = None
+
+
+def _datasync_quietly(fd: int) -> None:
+    # Only an early start on the final fsync, which reports any real error.
+    try:
+        os.fdatasync(fd)
+    except OSError:
+        pass
 
 
 def _sync_close(out: BinaryIO) -> None:
