@@ -206,6 +206,27 @@ def _check_dest(dest: Path, force: bool) -> None:
         what = "already exists"
     if not force:
         raise UsageError(f"output {dest} {what}; choose another path or pass --force to replace it")
+    _refuse_to_replace_home_or_cwd(dest)
+
+
+def _refuse_to_replace_home_or_cwd(dest: Path) -> None:
+    """``--force`` replaces ``dest`` whole: never the file system root, the home directory,
+    or the current directory or one of its parents (``-o . --force`` would delete the
+    user's working tree, ``-o ~ --force`` their home)."""
+    real = Path(os.path.realpath(dest))
+    protected = {Path(real.anchor)}
+    home = os.path.expanduser("~")
+    if home != "~":  # no $HOME and no password entry: no home to protect
+        protected.add(Path(os.path.realpath(home)))
+    try:
+        cwd = Path(os.path.realpath(os.getcwd()))
+    except OSError:  # the working directory was deleted: nothing to protect
+        cwd = None
+    if real in protected or (cwd is not None and (real == cwd or real in cwd.parents)):
+        raise UsageError(
+            f"refusing to replace {dest} with --force: it is the root, your home, or the current "
+            "directory or one of its parents; unpack into a new directory"
+        )
 
 
 def _mkstemp(parent: Path, name: str) -> tuple[int, str]:
