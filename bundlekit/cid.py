@@ -175,7 +175,9 @@ def parse_cid(text: str) -> bytes:
     try:
         return bytes(CID.decode(text))
     except Exception as exc:  # multiformats raises a variety of ValueError/KeyError subclasses
-        raise CIDError(f"not a valid CID: {text[:80]!r}") from exc
+        raise CIDError(
+            f"not a valid CID: {text[:80]!r}; give a CID string such as bafy... (CIDv1) or Qm... (CIDv0)"
+        ) from exc
 
 
 def verify_block(cid: bytes, data: bytes, *, max_size: int | None = 2 * 1024 * 1024) -> None:
@@ -190,7 +192,9 @@ def verify_block(cid: bytes, data: bytes, *, max_size: int | None = 2 * 1024 * 1
     if info.hash_code != SHA2_256 or len(info.digest) != SHA2_256_LEN:
         raise UnsupportedBlock(f"block {cid_to_str(cid)} uses unsupported hash function 0x{info.hash_code:x}")
     if max_size is not None and len(data) > max_size:
-        raise UnsupportedBlock(f"block {cid_to_str(cid)} is {len(data)} bytes, over the {max_size}-byte limit")
+        raise UnsupportedBlock(
+            f"block {cid_to_str(cid)} is {len(data)} bytes, over the {max_size}-byte limit"
+        )
     if hashlib.sha256(data).digest() != info.digest:
         raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
 
