@@ -72,7 +72,13 @@ def link_serialized_size(name_len: int, cid_len: int, tsize: int) -> int:
 
 
 def needs_shard(children: Sequence[Child], profile: Profile) -> bool:
-    """True when the profile says this directory must be a HAMT. Strictly greater than."""
+    """True when the profile says this directory must be a HAMT. Strictly greater than.
+
+    An empty directory is always flat, whatever the threshold (the reference
+    importer never shards it; only thresholds under 4 bytes could tell).
+    """
+    if not children:
+        return False
     if profile.hamt == "count":
         return len(children) > profile.hamt_threshold
     links = sum(len(c.name) + len(c.cid) for c in children if c.counted)

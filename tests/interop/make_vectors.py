@@ -177,8 +177,6 @@ SCENARIOS.append(
         "build": "random_tree",
         "args": {"seed": 1011, "chunk": 64, "max_links": 3},
         "configs": [_c("unixfs-v1-2025", hamt_threshold=t) for t in (0, 1, 3)],
-        "known_mismatch": "bundlekit.hamt.needs_shard shards an empty directory when the size threshold is under 4; "
-        "ipfs-unixfs-importer never applies the shard rule to an empty directory",
     }
 )
 
