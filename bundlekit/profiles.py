@@ -66,6 +66,9 @@ class Profile:
     hamt: str
     hamt_threshold: int
     keep_empty_dirs: bool
+    #: Root a directory import at the deepest directory that holds every file
+    #: (``ipfs-car pack DIR`` strips the path prefix common to all its files).
+    root_at_common_dir: bool = False
 
     def __post_init__(self) -> None:
         if self.cid_version not in (0, 1):
@@ -91,7 +94,7 @@ PROFILES: dict[str, Profile] = {
         Profile("unixfs-v1-2025", 1, True, 1 * MIB, 1024, "size", 256 * KIB, True),
         Profile("unixfs-v0-2015", 0, False, 256 * KIB, 174, "kubo-estimate", 256 * KIB, True),
         Profile("kubo-cidv1", 1, True, 256 * KIB, 174, "kubo-estimate", 256 * KIB, True),
-        Profile("ipfs-car", 1, True, 1 * MIB, 1024, "count", 1000, False),
+        Profile("ipfs-car", 1, True, 1 * MIB, 1024, "count", 1000, False, root_at_common_dir=True),
     )
 }
 DEFAULT_PROFILE = "unixfs-v1-2025"

@@ -253,8 +253,47 @@ def _join(rel: str, name: str) -> str:
     return name if not rel else f"{rel}/{name}"
 
 
+def _holds_a_file(path: str, hidden: bool) -> bool:
+    """Whether a regular file (not skipped as hidden) lies anywhere under ``path``."""
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        for _bname, name, kind in _list_dir(current, hidden):
+            if kind == _FILE:
+                return True
+            if kind == _DIR:
+                stack.append(current + os.sep + name)
+    return False
+
+
+def _common_file_dir(top: str, hidden: bool) -> str:
+    """The deepest directory under ``top`` that holds every file imported from ``top``.
+
+    ``ipfs-car pack DIR`` strips the path prefix common to all the files it
+    finds, so when everything sits inside one sub-directory (empty
+    directories, hidden names and symlinks do not count) its root is that
+    sub-directory. Profiles with ``root_at_common_dir`` reproduce that.
+    """
+    while True:
+        holding = []
+        for _bname, name, kind in _list_dir(top, hidden):
+            if kind == _FILE:
+                return top
+            if kind == _DIR and _holds_a_file(top + os.sep + name, hidden):
+                holding.append(name)
+                if len(holding) > 1:
+                    return top
+        if len(holding) != 1:
+            return top
+        top = top + os.sep + holding[0]
+
+
 def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile, *, hidden: bool = False) -> ImportResult:
     """Import a file or a directory tree from disk; the root is ``path`` itself.
+
+    Except with a profile whose ``root_at_common_dir`` is set (``ipfs-car``):
+    there the root is the deepest directory holding every file, as ``ipfs-car
+    pack`` does, and entry paths are relative to it.
 
     Raises ``SourceError`` when ``path`` (or anything under it) cannot be read,
     when a name is not valid UTF-8, or when ``path`` is a symlink or not a
@@ -271,6 +310,8 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
         return ImportResult(entry.cid, [entry], counter.blocks, counter.bytes)
     if not stat.S_ISDIR(st.st_mode):
         raise SourceError(f"{top!r} is not a regular file or directory (symlinks are not followed)")
+    if profile.root_at_common_dir:
+        top = _common_file_dir(top, hidden)
 
     entries: list[ImportedEntry] = []
     warnings: list[str] = []

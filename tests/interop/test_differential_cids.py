@@ -342,11 +342,6 @@ def test_pack_car_holds_exactly_the_importer_blocks(
     assert ours == expected["blocks"]
 
 
-@pytest.mark.xfail(
-    reason="known difference (specs/unixfs-profiles.md section 8): `ipfs-car pack DIR` roots at the longest "
-    "directory prefix common to all files (here DIR/sub); bundlekit always roots at DIR",
-    strict=False,
-)
 def test_ipfs_car_root_when_every_file_sits_in_one_subdirectory(
     reference: tuple[Path, dict[str, Any]],
 ) -> None:
