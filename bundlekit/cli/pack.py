@@ -8,6 +8,7 @@ writes the blocks to a CAR, atomically; ``cid`` never writes anything.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ import click
 
 from ..car import CarFileWriter
 from ..cid import cid_to_str
+from ..errors import UsageError
 from ..profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from ..unixfs import ImportResult, NullSink, import_path
 
@@ -59,6 +61,16 @@ def _profile(
     )
 
 
+def _refuse_overwriting_input(path: Path, output: Path) -> None:
+    """-o must not replace PATH itself or an existing file inside it (the CAR would destroy its own input)."""
+    if not output.exists():
+        return  # a new file cannot be part of the input being read
+    src = Path(os.path.realpath(path))
+    out = Path(os.path.realpath(output))
+    if out == src or src in out.parents:
+        raise UsageError(f"-o {output} would overwrite the input {path}; write the CAR outside it")
+
+
 def _warn(result: ImportResult) -> None:
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -93,6 +105,7 @@ def pack(
     if output is None:
         result = import_path(path, NullSink(), profile, hidden=hidden)
     else:
+        _refuse_overwriting_input(path, output)
         with CarFileWriter(output) as car:
             result = import_path(path, car, profile, hidden=hidden)
             car.finish(result.root)
