@@ -207,6 +207,15 @@ def write_foreign(
     return spec.write(tree, dest, **{k: v for k, v in options.items() if v is not None})
 
 
+def _refuse_in_place(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Converting a store onto itself rewrites the files being converted: refuse (``UsageError``)."""
+    if os.path.exists(dest) and os.path.realpath(src) == os.path.realpath(dest):
+        raise UsageError(
+            f"the output {os.fspath(dest)} is the source itself; converting in place would overwrite "
+            "the files being converted: write to another directory"
+        )
+
+
 def import_from(
     fmt: str,
     src: str | os.PathLike[str],
@@ -222,13 +231,14 @@ def import_from(
     ``strategy`` is how to treat memories already in ``dest``: ``replace``
     (incoming wins) or ``merge`` (``dest`` wins). The tree is written through
     ``Memory.import_``: validated, secret-guarded, all or nothing. Raises
-    ``UsageError`` (unknown format or option), ``ConvertError`` (unreadable
+    ``UsageError`` (unknown format or option, ``dest`` is ``src``), ``ConvertError`` (unreadable
     input), ``DeviceMemoryError`` (device memory without a local-only request)
     and the memory store's errors.
     """
     if strategy not in ("replace", "merge"):
         raise UsageError(f"unknown import strategy {strategy!r}; use replace or merge")
     spec = get_format(fmt)
+    _refuse_in_place(src, dest)
     tree = read_foreign(spec.name, src, **options)
     path = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
     return ConvertResult(
@@ -262,6 +272,7 @@ def export_to(
     from .magicfrog import is_device_entry
 
     spec = get_format(fmt)
+    _refuse_in_place(src, dest)
     tree = read_tree(src)
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.
