@@ -87,10 +87,29 @@ class RetryPolicy:
         return min(self.cap, growth) * (0.5 + jitter / 2)
 
 
+def _secret_forms(secret: str) -> set[str]:
+    """The ways a secret shows up in messages: as is, escaped (as ``repr`` or an
+    ``Illegal header value b'...'`` error prints it), and each piece between
+    whitespace or control characters (a pasted token with a line break in it)."""
+    forms = {secret, repr(secret)[1:-1], repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
+    forms.add(secret.encode("unicode_escape").decode("ascii"))
+    forms.update(re.split(r"[\s\x00-\x1f\x7f]+", secret))
+    return {f for f in forms if len(f) >= _MIN_SECRET_LEN}
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """Return ``text`` with every secret (of 4+ characters) replaced by ``***``."""
-    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    """Return ``text`` with every secret (of 4+ characters) replaced by ``***``.
+
+    Escaped spellings and the pieces of a secret holding whitespace or control
+    characters are replaced too: an HTTP library quoting a bad header prints
+    ``\\n`` where the secret has a line break.
+    """
+    forms: set[str] = set()
+    for secret in secrets:
+        if secret and len(secret) >= _MIN_SECRET_LEN:
+            forms |= _secret_forms(secret)
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
     return text
 
 
@@ -263,21 +282,27 @@ class HttpClient:
                 )
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 # A settings mistake, not an outage: retrying cannot help.
-                raise PinnerNotConfigured(self.redact(
-                    f"{self.service}: {url!r} is not a usable http(s) URL; "
-                    "fix the service's *_URL setting (it must start with http:// or https://)"
-                )) from exc
+                raise PinnerNotConfigured(
+                    self.redact(
+                        f"{self.service}: {url!r} is not a usable http(s) URL; "
+                        "fix the service's *_URL setting (it must start with http:// or https://)"
+                    )
+                ) from exc
             except httpx.TimeoutException as exc:
                 last_error = PinUnavailable(
-                    self.redact(f"{self.service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
-                                "the service may be overloaded: retry later or raise the timeout")
+                    self.redact(
+                        f"{self.service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
+                        "the service may be overloaded: retry later or raise the timeout"
+                    )
                 )
                 last_exc = exc
                 wait = self.retry.backoff(attempt, self.jitter())
             except httpx.TransportError as exc:
                 last_error = PinUnavailable(
-                    self.redact(f"{self.service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
-                                "check the service URL and your network, then retry")
+                    self.redact(
+                        f"{self.service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
+                        "check the service URL and your network, then retry"
+                    )
                 )
                 last_exc = exc
                 wait = self.retry.backoff(attempt, self.jitter())
