@@ -115,7 +115,9 @@ class Pinner(Protocol):
 
     name: str
 
-    def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult: ...
+    def pin(
+        self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None
+    ) -> PinResult: ...
 
     def status(self, cid: bytes) -> PinResult: ...
 
@@ -152,8 +154,8 @@ class BasePinner:
 
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:
-        """True when every required variable is set and non-empty."""
-        return all(env.get(var) for var in cls.env_vars)
+        """True when every required variable is set and not blank (as ``require_env`` counts them)."""
+        return all(env.get(var, "").strip() for var in cls.env_vars)
 
     def check(self) -> None:
         """A cheap authenticated call; raise a ``PinError`` when it fails. Default: nothing to check."""
@@ -171,13 +173,21 @@ class BasePinner:
 
 
 def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
-    """Return the named variables; raise ``PinnerNotConfigured`` naming every missing one (never a value)."""
+    """Return the named variables; raise ``PinnerNotConfigured`` naming every missing (unset, empty or
+    blank) one, or every one holding a control character such as a line break (never a value)."""
     names = list(names)
-    missing = [n for n in names if not env.get(n)]
+    missing = [n for n in names if not env.get(n, "").strip()]
     if missing:
         raise PinnerNotConfigured(
             f"pinner {pinner!r} is not configured: set {', '.join(missing)} in the environment "
             "(in CI, from the pipeline's secrets)"
+        )
+    # A pasted secret with a line break or other control character cannot go into an HTTP header.
+    garbled = [n for n in names if any(ord(c) < 0x20 or ord(c) == 0x7F for c in env[n])]
+    if garbled:
+        raise PinnerNotConfigured(
+            f"pinner {pinner!r}: {', '.join(garbled)} holds a line break or control character; "
+            "set it again without one (check how the secret was pasted)"
         )
     return {n: env[n] for n in names}
 
@@ -302,7 +312,12 @@ class _CountingReader:
 
 
 def _pin_one(
-    pinner: Pinner, car_path: Path, root: bytes, name: str | None, size: int, progress: ProgressCallback | None
+    pinner: Pinner,
+    car_path: Path,
+    root: bytes,
+    name: str | None,
+    size: int,
+    progress: ProgressCallback | None,
 ) -> PinResult:
     """Pin with one pinner on its own file handle; never raises (errors become a failed result)."""
     label = getattr(pinner, "name", type(pinner).__name__)

@@ -41,13 +41,38 @@ def listener() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
-def test_pinata_check_with_a_token_holding_a_newline_does_not_echo_it(listener: int) -> None:
+@pytest.mark.parametrize(("name", "variable"), [("pinata", "PINATA_JWT"), ("kubo", "BUNDLEKIT_KUBO_TOKEN")])
+def test_a_token_holding_a_newline_is_never_echoed(listener: int, name: str, variable: str) -> None:
     url = f"http://127.0.0.1:{listener}"
     env = {
-        "PINATA_JWT": f"{CANARY}\nrest",
+        variable: f"{CANARY}\nrest",
         "BUNDLEKIT_PINATA_API_URL": url,
         "BUNDLEKIT_PINATA_UPLOAD_URL": url,
+        "BUNDLEKIT_KUBO_URL": url,
     }
-    with create_pinner("pinata", env) as pinner, pytest.raises(BundlekitError) as caught:
+    # pinata refuses the value when built; kubo's optional token reaches the HTTP layer and fails there.
+    with pytest.raises(BundlekitError) as caught, create_pinner(name, env) as pinner:
         pinner.check()  # type: ignore[attr-defined]
     assert CANARY not in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [f"{CANARY}\n", f"{CANARY}\r\nX-Injected: 1"])
+def test_a_token_with_a_line_break_is_a_configuration_error_naming_only_the_variable(value: str) -> None:
+    from bundlekit.errors import PinnerNotConfigured
+
+    with pytest.raises(PinnerNotConfigured, match="PINATA_JWT holds a line break") as caught:
+        create_pinner("pinata", {"PINATA_JWT": value})
+    assert CANARY not in str(caught.value)
+
+
+def test_a_blank_token_is_not_configured() -> None:
+    from bundlekit.errors import PinnerNotConfigured
+
+    with pytest.raises(PinnerNotConfigured, match="set PINATA_JWT"):
+        create_pinner("pinata", {"PINATA_JWT": "   "})
+
+
+def test_pinners_lists_a_blank_token_as_not_configured() -> None:
+    from bundlekit.pinning import pinner_factory
+
+    assert not pinner_factory("pinata").is_configured({"PINATA_JWT": "  "})  # type: ignore[attr-defined]
