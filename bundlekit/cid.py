@@ -78,9 +78,11 @@ def decode_varint(buf: bytes | memoryview, pos: int = 0) -> tuple[int, int]:
     Raises ``ValueError`` on truncation or on varints longer than 9 bytes
     (the multiformats limit), which also rejects non-minimal padding abuse.
     """
+    end = len(buf)
+    if pos < end and buf[pos] < 0x80:  # one-byte varints are nearly all of them
+        return buf[pos], pos + 1
     value = 0
     shift = 0
-    end = len(buf)
     start = pos
     while True:
         if pos >= end:
@@ -127,6 +129,14 @@ def read_cid(buf: bytes | memoryview, pos: int = 0) -> tuple[bytes, int]:
             if end > len(buf):
                 raise CIDError("truncated CIDv0")
             return bytes(buf[pos:end]), end
+        if (
+            len(buf) - pos >= 36
+            and buf[pos] == 1
+            and buf[pos + 1] < 0x80
+            and buf[pos + 2] == SHA2_256
+            and buf[pos + 3] == SHA2_256_LEN
+        ):  # CIDv1, one-byte codec, sha2-256: the shape of every block we write
+            return bytes(buf[pos : pos + 36]), pos + 36
         version, p = decode_varint(buf, pos)
         if version != 1:
             raise CIDError(f"unsupported CID version {version}")
