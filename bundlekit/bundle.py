@@ -205,8 +205,18 @@ def build_bundle(
         raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
     if redact_index and key is None:
         raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
+    if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):
+        raise UsageError(
+            f"namespace {namespace[:60]!r} is empty or holds a control character; "
+            "pass a one-line name such as the agent's id"
+        )
     mem = Memory(root_dir)
     mem.check()
+    if not (root_dir / "MEMORY.md").is_file() and not mem.list():
+        raise UsageError(
+            f"{str(root_dir)!r} is not a memory tree (no MEMORY.md, no memory files); "
+            "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
+        )
     refuse_device_memory(mem.list())
     tree_files = mem.bundle_files()
     ns = namespace or getattr(mem, "namespace", None) or root_dir.resolve().name

@@ -122,7 +122,13 @@ def fork_bundle(
         raise UsageError(f"{str(target)!r} exists and is not a directory; give a memory tree directory")
     created = not target.exists()
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the memory tree {str(target)!r}: {exc.strerror or exc} "
+                "(is a file in the way of its parent directory?); choose another destination"
+            ) from exc
         report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
     except BaseException:
         if created:

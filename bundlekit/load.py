@@ -248,11 +248,15 @@ def _load_dag(
             manifest_cid = reader.resolve(root, MANIFEST_NAME)
             manifest_bytes = b"".join(reader.iter_file(manifest_cid))
         except (MissingBlock, BlockMismatch) as exc:
-            where = ", ".join(g.base for g in gws) or "the local store"
-            raise LoadError(
-                f"cannot read {MANIFEST_NAME} of {cid_to_str(root)} from {where} ({exc}); "
-                "check the CID or try another --gateway"
-            ) from exc
+            if target.kind == "car":
+                where, advice = f"CAR {str(target.car)!r}", "the CAR is damaged or incomplete; rebuild or re-download it"
+            else:
+                where = ", ".join(g.base for g in gws) or "the local store"
+                advice = "check the CID or try another --gateway"
+            message = f"cannot read {MANIFEST_NAME} of {cid_to_str(root)} from {where} ({exc}); {advice}"
+            if isinstance(exc, BlockMismatch):
+                raise IntegrityError(message) from exc  # bytes that do not match their CID: exit 3
+            raise LoadError(message) from exc
         except VerificationError:
             raise
         except (BundlekitError, LookupError) as exc:  # no manifest.json under the root
@@ -466,8 +470,14 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool) -
     is not empty, ``LoadError`` on an OS failure.
     """
     _check_destination(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".loading", dir=dest.parent))
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".loading", dir=dest.parent))
+    except OSError as exc:
+        raise LoadError(
+            f"cannot create the memory tree {str(dest)!r}: {exc.strerror or exc} "
+            "(is a file in the way of its parent directory?); choose another destination"
+        ) from exc
     try:
         for rel, data in sorted(files.items()):
             target = tmp / rel

@@ -90,7 +90,9 @@ def format_created(when: datetime) -> str:
     """``when`` in UTC, whole seconds: ``YYYY-MM-DDTHH:MM:SSZ``. Naive datetimes are taken as UTC."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    w = when.astimezone(UTC)
+    # Not strftime: it does not zero-pad years before 1000 on every platform.
+    return f"{w.year:04d}-{w.month:02d}-{w.day:02d}T{w.hour:02d}:{w.minute:02d}:{w.second:02d}Z"
 
 
 def parse_created(text: str) -> datetime:
@@ -100,16 +102,33 @@ def parse_created(text: str) -> datetime:
     """
     text = text.strip()
     if re.fullmatch(r"-?\d+", text):
-        return datetime.fromtimestamp(int(text), tz=UTC)
+        try:
+            when = datetime.fromtimestamp(int(text), tz=UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise UsageError(f"created time {text[:60]!r} is out of range; use Unix seconds from 0") from exc
+    else:
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise UsageError(
+                f"created time {text[:60]!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
+            ) from exc
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as exc:
+        when = when.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise UsageError(f"created time {text[:60]!r} is out of range") from exc
+    if not _EARLIEST <= when <= _LATEST:
         raise UsageError(
-            f"created time {text[:60]!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
-        ) from exc
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC)
+            f"created time {text[:60]!r} is outside 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z; "
+            "a manifest's created is a four-digit-year UTC time"
+        )
+    return when
+
+
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def make_manifest(
@@ -243,6 +262,8 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
         value = json.loads(data.decode("utf-8"), parse_float=_no_float)
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise ManifestError(f"manifest is not valid UTF-8 JSON: {exc}") from exc
+    except RecursionError as exc:  # hostile nesting: malformed input, not a crash
+        raise ManifestError("manifest JSON is nested too deeply to be a bundlekit manifest") from exc
     return validate_manifest(value)
 
 

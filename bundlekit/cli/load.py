@@ -97,4 +97,4 @@ def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json
     if as_json:
         click.echo(json.dumps(result.summary(), sort_keys=True, default=str))
     else:
-        click.echo(f"forked {result.loaded.source} into {dest}: {result.memories} memories ({strategy})")
+        click.echo(f"forked {result.loaded.source} into {dest}: {result.memories} {'memory' if result.memories == 1 else 'memories'} ({strategy})")
