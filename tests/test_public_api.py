@@ -39,3 +39,7 @@ def test_every_command_loads_and_has_help(command: str) -> None:
     result = CliRunner().invoke(bundlekit.cli.cli, [command, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
+
+
+def test_all_is_the_error_tree_plus_the_lazy_names() -> None:
+    assert bundlekit.__all__ == ["errors", "__version__", *bundlekit.errors.__all__, *bundlekit._LAZY]
