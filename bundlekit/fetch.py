@@ -23,7 +23,6 @@ does not have it" and the next gateway is tried.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import re
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 import httpx
 
 from ._http import RetryPolicy, parse_retry_after
-from .cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes, verify_block
+from .cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
 from .errors import (
     BlockMismatch,
     CARError,
@@ -48,6 +47,7 @@ from .errors import (
     UnsupportedBlock,
     UsageError,
 )
+from .verify import check_block as _check_block
 
 if TYPE_CHECKING:
     from .store import BlockStore
@@ -266,28 +266,9 @@ def http_get(
     return None, reason
 
 
-_FAST_PREFIXES = frozenset({bytes([0x01, 0x55, 0x12, 0x20]), bytes([0x01, 0x70, 0x12, 0x20])})
-
-
 def check_block(cid: bytes, data: bytes) -> None:
-    """``verify_block`` with a fast path for the CIDs bundles are made of.
-
-    CIDv1 raw or dag-pb with a sha2-256 multihash (and CIDv0) are checked by
-    comparing the digest directly, skipping the varint parse that dominates
-    for thousands of small blocks. Same errors as ``verify_block``.
-    """
-    if len(data) <= MAX_BLOCK_SIZE:
-        if len(cid) == 36 and cid[:4] in _FAST_PREFIXES:
-            digest = cid[4:]
-        elif len(cid) == 34 and cid[0] == 0x12 and cid[1] == 0x20:
-            digest = cid[2:]
-        else:
-            digest = b""
-        if digest:
-            if hashlib.sha256(data).digest() != digest:
-                raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
-            return
-    verify_block(cid, data, max_size=MAX_BLOCK_SIZE)
+    """``verify.check_block`` at the trustless gateway block limit (same fast path, same errors)."""
+    _check_block(cid, data, MAX_BLOCK_SIZE)
 
 
 def _utcnow() -> datetime:
