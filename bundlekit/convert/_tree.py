@@ -14,23 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConvertError
+from ..memory.record import KNOWN_ORDER
 from ._common import Entry, ForeignTree, output_dir_problem
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
-# The order bundlekit's own fields are written in; x- keys follow, sorted.
-_FIELD_ORDER = (
-    "name",
-    "description",
-    "type",
-    "created",
-    "updated",
-    "revision",
-    "source",
-    "decay",
-    "tags",
-    "important",
-)
+# The order bundlekit's own fields are written in (the memory store's); x- keys follow, sorted.
+_FIELD_ORDER = KNOWN_ORDER
 
 
 def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:

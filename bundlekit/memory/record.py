@@ -41,7 +41,7 @@ MEMORY_TYPES = ("user", "feedback", "project", "reference")
 DECAY_VALUES = ("never", "30d", "90d")
 REQUIRED_KEYS = ("name", "description", "type", "created", "updated")
 # Rendering order of the known keys; unknown keys follow in their own order.
-_KNOWN_ORDER = (
+KNOWN_ORDER = (
     "name",
     "description",
     "type",
@@ -280,11 +280,11 @@ def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
     """
     validate_meta(meta, str(meta.get("name") or "memory"))
     ordered: dict[str, Any] = {}
-    for name in _KNOWN_ORDER:
+    for name in KNOWN_ORDER:
         if name in meta and meta[name] is not None:
             ordered[name] = meta[name]
     for name, value in meta.items():
-        if name not in ordered and name not in _KNOWN_ORDER:
+        if name not in ordered and name not in KNOWN_ORDER:
             ordered[name] = value
     plain = _plain(ordered)
     for name in ("created", "updated"):
