@@ -107,11 +107,13 @@ def find_secrets(text: str) -> list[Finding]:
     return findings
 
 
-def guard(text: str, where: str, *, allow_secrets: bool = False) -> None:
+def guard(text: str, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:
     """Raise :class:`SecretDetectedError` if ``text`` contains a credential pattern.
 
     ``where`` names the file (or entry) for the message. With
-    ``allow_secrets=True`` nothing is checked.
+    ``allow_secrets=True`` nothing is checked. ``can_allow=False`` is for
+    checks that have no bypass (``note``, ``check`` before a build): the
+    message then does not point at ``--allow-secrets``.
     """
     if allow_secrets:
         return
@@ -121,6 +123,10 @@ def guard(text: str, where: str, *, allow_secrets: bool = False) -> None:
         more = f" (and {len(findings) - 1} more match(es))" if len(findings) > 1 else ""
         raise SecretDetectedError(
             f"{where} line {first.line} looks like {first.description} (rule {first.rule}){more}; "
-            "memory must not carry credentials: remove it, or pass allow_secrets=True / --allow-secrets "
-            "if it is not a real secret"
+            + (
+                "memory must not carry credentials: remove it, or pass allow_secrets=True / --allow-secrets "
+                "if it is not a real secret"
+                if can_allow
+                else "memory must not carry credentials: remove it (this check has no bypass)"
+            )
         )

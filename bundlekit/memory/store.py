@@ -279,14 +279,14 @@ class Memory:
     def _snapshot(self) -> tuple[builtins.list[MemoryRecord], builtins.list[tuple[str, bytes]]]:
         records = self._records()
         for record in records:
-            guard(record.raw, record.filename)
+            guard(record.raw, record.filename, can_allow=False)
         days: builtins.list[tuple[str, bytes]] = []
         for name in self._backend.timeline_files():
             data = self._backend.read_timeline(name)
             if data is None:
                 continue
             parse_day(name, data)
-            guard(data.decode("utf-8"), f"timeline/{name}")
+            guard(data.decode("utf-8"), f"timeline/{name}", can_allow=False)
             days.append((name, data))
         return records, days
 
@@ -309,7 +309,7 @@ class Memory:
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = encode_entry(entry)
-        guard(line.decode("utf-8"), f"timeline entry {entry['type']!r}")
+        guard(line.decode("utf-8"), f"timeline entry {entry['type']!r}", can_allow=False)
         with self._backend.hold():
             self._backend.append_timeline(day_file_for(entry), line)
 
