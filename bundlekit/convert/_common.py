@@ -26,7 +26,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConvertError
+from ..errors import ConvertError, InvalidKeyError
+from ..memory.keys import MAX_KEY_LENGTH, validate_key
+from ..memory.record import MEMORY_TYPES
 
 __all__ = [
     "KEY_MAX",
@@ -49,13 +51,9 @@ __all__ = [
     "split_frontmatter",
 ]
 
-#: The bundlekit memory types (specs/memory.md).
-MEMORY_TYPES = ("user", "feedback", "project", "reference")
+#: Longest bundlekit key (the memory store's limit).
+KEY_MAX = MAX_KEY_LENGTH
 
-#: Longest bundlekit key.
-KEY_MAX = 128
-
-_KEY_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*\Z")
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -84,8 +82,12 @@ class ForeignTree:
 
 
 def is_valid_key(key: str) -> bool:
-    """True when ``key`` is a portable bundlekit key (ignoring uniqueness)."""
-    return 0 < len(key) <= KEY_MAX and _KEY_RE.match(key) is not None and key.upper() != "MEMORY"
+    """True when ``key`` is a portable bundlekit key (ignoring uniqueness): the memory store's rules."""
+    try:
+        validate_key(key)
+    except InvalidKeyError:
+        return False
+    return True
 
 
 def sanitize_key(name: str) -> str:
