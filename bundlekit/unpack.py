@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .car import MAX_BLOCK_SIZE, CarIndex
+from .car import MAX_BLOCK_SIZE, CarIndex, _fsync_dir
 from .cid import cid_to_str
 from .errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from .unixfs_read import MAX_ENTRIES, UnixFSReader
@@ -271,19 +271,6 @@ def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, budget: 
             os.fsync(fd)
     except OSError as exc:
         raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return  # not every platform can open a directory
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
 
