@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -502,8 +502,3 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool) -
         if isinstance(exc, OSError):
             raise LoadError(f"cannot write the memory tree to {str(dest)!r}: {exc.strerror}") from exc
         raise
-
-
-def gateway_list(values: Sequence[str]) -> list[Gateway]:
-    """Parse ``--gateway`` values in order."""
-    return [parse_gateway(v) for v in values]
