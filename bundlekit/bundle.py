@@ -211,14 +211,14 @@ def build_bundle(
             "pass a one-line name such as the agent's id"
         )
     mem = Memory(root_dir)
-    mem.check()
-    if not (root_dir / "MEMORY.md").is_file() and not mem.list():
+    tree_files = mem.bundle_files()  # validates the whole tree first (Memory.check)
+    records = mem.list()
+    if not (root_dir / "MEMORY.md").is_file() and not records:
         raise UsageError(
             f"{str(root_dir)!r} is not a memory tree (no MEMORY.md, no memory files); "
             "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
         )
-    refuse_device_memory(mem.list())
-    tree_files = mem.bundle_files()
+    refuse_device_memory(records)
     ns = namespace or getattr(mem, "namespace", None) or root_dir.resolve().name
     if not isinstance(ns, str) or not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
@@ -260,7 +260,7 @@ def build_bundle(
             name = path[len(MEMORY_DIR) + 1 :]
             if "/" not in name:
                 links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
-        index_bytes = render_encrypted_index(mem.list(), links, redact=redact_index)
+        index_bytes = render_encrypted_index(records, links, redact=redact_index)
     if index_bytes is None:
         raise BundleError(f"the memory tree {str(root_dir)!r} produced no MEMORY.md index")
     stored.append((INDEX_PATH, index_bytes))
