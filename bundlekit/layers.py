@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LoadError, UsageError
 from .memory import Memory, MemoryRecord
+from .memory.ranking import CHARS_PER_TOKEN
 from .memory.timeline import parse_day
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ __all__ = [
 
 #: The chain, least to most specific.
 LAYERS = ("account", "user", "agent", "task")
-CHARS_PER_TOKEN = 4
 
 
 @dataclass

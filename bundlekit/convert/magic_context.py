@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ConvertError
+from ..memory.ranking import CHARS_PER_TOKEN
 from ._common import Entry, ForeignTree, first_line, format_time, output_dir_problem, parse_time, single_line
 
 __all__ = [
@@ -104,7 +105,6 @@ _MAPPED = (
     "expires_at",
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-CHARS_PER_TOKEN = 4
 
 
 def _from_ms(ms: int) -> datetime:
