@@ -25,6 +25,7 @@ from typing import BinaryIO, Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .chunker import iter_chunks
 from .errors import PayloadDecryptionError, UsageError
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "TAG_SIZE",
     "NONCE_PREFIX_SIZE",
     "MAX_CHUNKS",
-    "read_pieces",
     "slice_pieces",
     "seal_pieces",
     "seal_stream",
@@ -55,43 +55,11 @@ def _nonce(prefix: bytes, counter: int, last: bool) -> bytes:
     return prefix + counter.to_bytes(4, "big") + (_LAST if last else _NOT_LAST)
 
 
-def _read_full(src: BinaryIO, size: int) -> bytes:
-    """Read exactly ``size`` bytes, or fewer only at end of stream.
-
-    ``read`` on raw files, pipes and sockets may return short counts before EOF;
-    chunk boundaries must not depend on that.
-    """
-    data = src.read(size)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    have = len(data)
-    while have < size:
-        more = src.read(size - have)
-        if not more:
-            break
-        parts.append(more)
-        have += len(more)
-    return b"".join(parts)
-
-
 Piece = bytes | memoryview
 
 
-def read_pieces(src: BinaryIO, size: int) -> Iterator[bytes]:
-    """Cut a stream into ``size``-byte pieces; the last may be short; an empty stream gives one empty piece."""
-    piece = _read_full(src, size)
-    while True:
-        yield piece
-        if len(piece) < size:
-            return
-        piece = _read_full(src, size)
-        if not piece:
-            return
-
-
 def slice_pieces(data: bytes | memoryview, size: int) -> Iterator[memoryview]:
-    """The same pieces as :func:`read_pieces`, as zero-copy views of ``data``."""
+    """The pieces :func:`~bundlekit.chunker.iter_chunks` cuts from a stream, as zero-copy views of ``data``."""
     view = memoryview(data)
     yield view[:size]
     for start in range(size, len(view), size):
@@ -125,7 +93,7 @@ def seal_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece]) 
 
 def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:
     """Seal ``src`` chunk by chunk into ``dst`` (see :func:`seal_pieces`); memory stays bounded."""
-    dst.writelines(seal_pieces(key, prefix, aad, read_pieces(src, CHUNK_SIZE)))
+    dst.writelines(seal_pieces(key, prefix, aad, iter_chunks(src, CHUNK_SIZE)))
 
 
 def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], what: str) -> Iterator[bytes]:
@@ -155,7 +123,7 @@ def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], 
 
 def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO, what: str) -> None:
     """Open a sealed stream from ``src`` into ``dst`` (see :func:`open_pieces`)."""
-    dst.writelines(open_pieces(key, prefix, aad, read_pieces(src, ENCRYPTED_CHUNK_SIZE), what))
+    dst.writelines(open_pieces(key, prefix, aad, iter_chunks(src, ENCRYPTED_CHUNK_SIZE), what))
 
 
 def _payload_failure(what: str) -> PayloadDecryptionError:
