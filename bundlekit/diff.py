@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
-
 if TYPE_CHECKING:
     from .fetch import Gateway
     from .keys import KeySpec
@@ -124,8 +122,6 @@ def read_side(
     if path.is_dir():
         mem = Memory(path)
         return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
-    if spec.endswith(".car") and not path.exists():
-        raise UsageError(f"CAR file {spec!r} does not exist; check the path")
     from .fork import utf8_text
     from .load import load_bundle
 
