@@ -57,9 +57,9 @@ from .errors import (
 from .fetch import (
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT,
+    OVER_LIMIT,
     BundleURI,
     Gateway,
-    OVER_LIMIT,
     GatewayFetcher,
     default_gateways,
     http_get,
