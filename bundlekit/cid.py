@@ -47,6 +47,8 @@ _V1_PREFIX = {
     DAG_PB: bytes([0x01, DAG_PB, SHA2_256, SHA2_256_LEN]),
     RAW: bytes([0x01, RAW, SHA2_256, SHA2_256_LEN]),
 }
+# The CIDv1 shapes UnixFS produces, recognised whole: no varint decoding per block.
+_V1_PREFIX_CODEC = {prefix: codec for codec, prefix in _V1_PREFIX.items()}
 
 
 class CIDInfo(NamedTuple):
@@ -155,6 +157,10 @@ def parse_cid_bytes(cid: bytes) -> CIDInfo:
     """Split a binary CID into its parts; raise ``CIDError`` if malformed."""
     if len(cid) == 34 and cid[0] == SHA2_256 and cid[1] == SHA2_256_LEN:
         return CIDInfo(0, DAG_PB, SHA2_256, cid[2:])
+    if len(cid) == 36:
+        codec = _V1_PREFIX_CODEC.get(cid[:4])
+        if codec is not None:
+            return CIDInfo(1, codec, SHA2_256, cid[4:])
     try:
         version, p = decode_varint(cid, 0)
         if version != 1:
@@ -196,6 +202,13 @@ def verify_block(cid: bytes, data: bytes, *, max_size: int | None = 2 * 1024 * 1
     Raises ``UnsupportedBlock`` for an unknown codec, hash function or an
     oversized block, ``BlockMismatch`` when the digest differs.
     """
+    if (max_size is None or len(data) <= max_size) and (
+        (len(cid) == 36 and cid[:4] in _V1_PREFIX_CODEC) or (len(cid) == 34 and cid[:2] == _V0_PREFIX)
+    ):
+        # The sha2-256 CIDs UnixFS produces (nearly every block): the digest is the tail.
+        if hashlib.sha256(data).digest() != cid[-SHA2_256_LEN:]:
+            raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
+        return
     info = parse_cid_bytes(cid)
     if info.codec not in SUPPORTED_CODECS:
         raise UnsupportedBlock(f"block {cid_to_str(cid)} uses unsupported codec 0x{info.codec:x}")

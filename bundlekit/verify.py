@@ -19,12 +19,9 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import hashlib
-
 from .cid import DAG_PB, RAW, cid_to_str, parse_cid_bytes, verify_block
 from .dagpb import decode_node
 from .errors import (
-    BlockMismatch,
     BundlekitError,
     CARError,
     CIDError,
@@ -51,24 +48,9 @@ MAX_BLOCK_SIZE = 2 * 1024 * 1024
 MAX_DEPTH = 1024
 MAX_LINKS = 10_000_000
 
-# The three CID prefixes UnixFS produces (v1 raw, v1 dag-pb, v0), each followed by a
-# 32-byte sha2-256 digest. Recognising them directly skips four varint decodes per
-# block, which is most of the per-block cost for small files.
-_SHA256_PREFIXES = {
-    bytes([0x01, RAW, 0x12, 0x20]): RAW,
-    bytes([0x01, DAG_PB, 0x12, 0x20]): DAG_PB,
-}
-_V0_PREFIX = bytes([0x12, 0x20])
-
 
 def block_codec(cid: bytes) -> int:
     """The codec of a binary CID (dag-pb for CIDv0); ``UnsupportedBlock`` if it cannot be parsed."""
-    if len(cid) == 36:
-        codec = _SHA256_PREFIXES.get(cid[:4])
-        if codec is not None:
-            return codec
-    if len(cid) == 34 and cid[:2] == _V0_PREFIX:
-        return DAG_PB
     try:
         return parse_cid_bytes(cid).codec
     except CIDError as exc:
@@ -76,19 +58,9 @@ def block_codec(cid: bytes) -> int:
 
 
 def check_block(cid: bytes, data: bytes, max_size: int | None = MAX_BLOCK_SIZE) -> None:
-    """``cid.verify_block`` with a fast path for the sha2-256 CIDs UnixFS uses (same errors)."""
-    if max_size is None or len(data) <= max_size:
-        if len(cid) == 36 and cid[:4] in _SHA256_PREFIXES:
-            digest = cid[4:]
-        elif len(cid) == 34 and cid[:2] == _V0_PREFIX:
-            digest = cid[2:]
-        else:
-            digest = b""
-        if digest:
-            if hashlib.sha256(data).digest() != digest:
-                raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
-            return
+    """``cid.verify_block`` with the size limit defaulting to ``MAX_BLOCK_SIZE`` (same errors)."""
     verify_block(cid, data, max_size=max_size)
+
 
 GetBlock = Callable[[bytes], bytes]
 
