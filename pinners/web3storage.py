@@ -49,7 +49,7 @@ from bundlekit._http import HttpClient
 from bundlekit.car import CarWriter, read_car
 from bundlekit.cid import cid_from_digest, cid_to_str
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
-from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, same_cid
+from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env, same_cid
 
 __all__ = ["SPLIT_SIZE", "Web3StoragePinner", "car_cid", "is_sunset"]
 
@@ -82,6 +82,14 @@ def car_cid(stream: BinaryIO) -> tuple[bytes, int]:
         digest.update(chunk)
         size += len(chunk)
     return cid_from_digest(1, CAR_CODEC, digest.digest()), size
+
+
+def _any_set(env: Mapping[str, str], names: tuple[str, ...]) -> bool:
+    return any(env.get(n, "").strip() for n in names)
+
+
+def _all_set(env: Mapping[str, str], names: tuple[str, ...]) -> bool:
+    return all(env.get(n, "").strip() for n in names)
 
 
 def _link(cid: bytes | str) -> dict[str, str]:
@@ -129,21 +137,23 @@ class Web3StoragePinner(BasePinner):
 
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:
-        return bool(env.get("WEB3_STORAGE_TOKEN")) or all(env.get(v) for v in BRIDGE_ENV)
+        """True when every variable of one mode is set and not blank (as ``require_env`` counts them)."""
+        return _all_set(env, LEGACY_ENV) or _all_set(env, BRIDGE_ENV)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **http: Any) -> Web3StoragePinner:
-        """Legacy mode when WEB3_STORAGE_TOKEN is set, else bridge mode; PinnerNotConfigured names what is missing."""
+        """Legacy mode when WEB3_STORAGE_TOKEN is set, else bridge mode.
+
+        PinnerNotConfigured names what is missing, or a variable holding a line
+        break or control character (``require_env``'s rules, per mode).
+        """
         base = env.get("BUNDLEKIT_WEB3_STORAGE_URL") or None
-        if env.get("WEB3_STORAGE_TOKEN"):
-            return cls(token=env["WEB3_STORAGE_TOKEN"], base_url=base, **http)
-        if any(env.get(v) for v in BRIDGE_ENV):
-            missing = [v for v in BRIDGE_ENV if not env.get(v)]
-            if missing:
-                raise PinnerNotConfigured(
-                    f"pinner 'web3-storage' (bridge mode) is not configured: set {', '.join(missing)}"
-                )
-            bridge = (env["STORACHA_AUTH_SECRET"], env["STORACHA_AUTH_TOKEN"], env["STORACHA_SPACE_DID"])
+        if _any_set(env, LEGACY_ENV):
+            token = require_env(env, LEGACY_ENV, cls.name)["WEB3_STORAGE_TOKEN"]
+            return cls(token=token, base_url=base, **http)
+        if _any_set(env, BRIDGE_ENV):
+            v = require_env(env, BRIDGE_ENV, cls.name)
+            bridge = (v["STORACHA_AUTH_SECRET"], v["STORACHA_AUTH_TOKEN"], v["STORACHA_SPACE_DID"])
             return cls(bridge=bridge, base_url=base, **http)
         raise PinnerNotConfigured(
             "pinner 'web3-storage' is not configured: set WEB3_STORAGE_TOKEN (legacy API) or "

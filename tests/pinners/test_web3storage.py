@@ -170,3 +170,30 @@ def test_partial_bridge_settings_name_the_missing_variables() -> None:
 def test_no_settings_mention_the_sunset_and_alternatives() -> None:
     with pytest.raises(PinnerNotConfigured, match="Pinata"):
         Web3StoragePinner.from_env({})
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t"])
+def test_a_blank_token_counts_as_missing(blank: str) -> None:
+    env = {"WEB3_STORAGE_TOKEN": blank}
+    assert not Web3StoragePinner.is_configured(env)
+    with pytest.raises(PinnerNotConfigured, match="WEB3_STORAGE_TOKEN"):
+        Web3StoragePinner.from_env(env)
+
+
+def test_a_blank_bridge_variable_counts_as_missing() -> None:
+    env = {"STORACHA_AUTH_SECRET": SECRET, "STORACHA_AUTH_TOKEN": AUTH, "STORACHA_SPACE_DID": " "}
+    assert not Web3StoragePinner.is_configured(env)
+    with pytest.raises(PinnerNotConfigured, match="STORACHA_SPACE_DID"):
+        Web3StoragePinner.from_env(env)
+
+
+@pytest.mark.parametrize("var", ["WEB3_STORAGE_TOKEN", "STORACHA_AUTH_TOKEN"])
+def test_a_secret_holding_a_line_break_is_a_configuration_error_naming_it(var: str) -> None:
+    env = {"STORACHA_AUTH_SECRET": SECRET, "STORACHA_AUTH_TOKEN": AUTH, "STORACHA_SPACE_DID": SPACE}
+    if var == "WEB3_STORAGE_TOKEN":
+        env = {var: SECRET + "\n" + SECRET}
+    else:
+        env[var] = AUTH + "\r\n"
+    with pytest.raises(PinnerNotConfigured, match=var) as info:
+        Web3StoragePinner.from_env(env)
+    assert SECRET not in str(info.value) and AUTH not in str(info.value)
