@@ -530,8 +530,9 @@ class _BodyWriter(CarWriter):
 
 def _datasync_quietly(fd: int) -> None:
     # Only an early start on the final fsync, which reports any real error.
+    # macOS and Windows have no fdatasync; fsync does the same work there.
     try:
-        os.fdatasync(fd)
+        getattr(os, "fdatasync", os.fsync)(fd)
     except OSError:
         pass
 

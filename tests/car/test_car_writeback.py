@@ -46,3 +46,19 @@ def test_abort_after_writebacks_leaves_nothing(tmp_path: Path, monkeypatch: pyte
         writer.put(cid, data)
     writer.abort()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_writeback_works_where_the_os_has_no_fdatasync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # macOS and Windows have no os.fdatasync: the background sync falls back to fsync.
+    monkeypatch.delattr(car.os, "fdatasync", raising=False)
+    synced: list[int] = []
+    monkeypatch.setattr(car.os, "fsync", lambda fd: synced.append(fd))
+    monkeypatch.setattr(car, "_WRITEBACK_EVERY", 1000)
+    blocks = _blocks(20)
+    with CarFileWriter(tmp_path / "out.car") as writer:
+        for cid, data in blocks:
+            writer.put(cid, data)
+        writer.finish(blocks[-1][0])
+    roots, it = read_car(io.BytesIO((tmp_path / "out.car").read_bytes()))
+    assert roots == [blocks[-1][0]] and len(list(it)) == 20
+    assert len(synced) >= 2  # at least one background sync and the final one
