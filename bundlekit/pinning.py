@@ -212,9 +212,13 @@ def available_pinners() -> dict[str, metadata.EntryPoint]:
     return dict(sorted(found.items()))
 
 
-def pinner_factory(name: str) -> Any:
-    """Load the class or factory registered under ``name``; ``PinnerNotFound`` if none."""
-    pinners = available_pinners()
+def pinner_factory(name: str, registered: Mapping[str, metadata.EntryPoint] | None = None) -> Any:
+    """Load the class or factory registered under ``name``; ``PinnerNotFound`` if none.
+
+    ``registered`` is an :func:`available_pinners` answer to look ``name`` up in,
+    so a caller loading every pinner scans the installed distributions once.
+    """
+    pinners = available_pinners() if registered is None else registered
     ep = pinners.get(name)
     if ep is None:
         known = ", ".join(pinners) or "none"

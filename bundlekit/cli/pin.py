@@ -114,10 +114,11 @@ def pinners(check: bool, as_json: bool) -> None:
 
     rows: list[dict[str, Any]] = []
     env = os.environ
-    for pinner_name, ep in available_pinners().items():
+    registered = available_pinners()
+    for pinner_name, ep in registered.items():
         row: dict[str, Any] = {"name": pinner_name, "entry_point": ep.value}
         try:
-            factory = pinner_factory(pinner_name)
+            factory = pinner_factory(pinner_name, registered)
         except BundlekitError as exc:
             row.update(configured=False, description="", env=[], error=str(exc))
             rows.append(row)
@@ -132,7 +133,7 @@ def pinners(check: bool, as_json: bool) -> None:
             row["check"] = "skipped" if not configured else "ok"
             if configured:
                 try:
-                    with create_pinner(pinner_name, env) as p:
+                    with factory.from_env(env) as p:  # create_pinner, minus a second registry scan
                         checker = getattr(p, "check", None)
                         if callable(checker):
                             checker()
