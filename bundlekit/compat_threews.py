@@ -23,12 +23,10 @@ import os
 from typing import Final
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from .errors import HeaderDecryptionError, KeySourceError, PayloadDecryptionError, UsageError
-from .keys import KeySpec, PrivateKeySigner, Rng, SignatureKey, normalize_signature
+from .keys import KeySpec, PrivateKeySigner, Rng, SignatureKey, _hkdf, normalize_signature
 
 __all__ = [
     "THREEWS_MESSAGE_PREFIX",
@@ -81,7 +79,7 @@ def threews_key(signature: bytes) -> ThreewsKey:
     """
     sig = normalize_signature(bytes(signature))
     ikm = hashlib.sha256(sig).digest()
-    return ThreewsKey(HKDF(algorithm=hashes.SHA256(), length=32, salt=bytes(32), info=THREEWS_INFO).derive(ikm))
+    return ThreewsKey(_hkdf(ikm, bytes(32), THREEWS_INFO, 32))
 
 
 def threews_key_from_spec(spec: KeySpec, agent_id: str) -> ThreewsKey:
