@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,6 @@ __all__ = ["fork", "load"]
 def _warn(warnings: list[str]) -> None:
     for line in warnings:
         click.echo(f"warning: {line}", err=True)
-
-
-def _parse_layers(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    layers = []
-    for value in values:
-        name, sep, uri = value.partition("=")
-        if not sep or not name or not uri:
-            raise UsageError(f"--layer {value!r} must be NAME=URI")
-        layers.append((name, uri))
-    return layers
 
 
 @click.command("load")
@@ -51,17 +40,14 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
             raise UsageError("give either URI or --layer NAME=URI options, not both")
         if output is None:
             raise UsageError("--layer needs -o DIR")
-        try:
-            layered = importlib.import_module("bundlekit.layers")
-        except ModuleNotFoundError as exc:
-            raise UsageError("layered loading (--layer) is not available in this build") from exc
-        outcome = layered.load_layered(_parse_layers(layers), output, gateways=list(gateways), key=key)
-        summary: dict[str, Any] = outcome.to_dict() if hasattr(outcome, "to_dict") else {"out_dir": str(output)}
-        _warn(list(summary.get("warnings", [])))
+        from ..layers import load_layered, parse_layer_option
+
+        outcome = load_layered(parse_layer_option(layers), output, gateways=list(gateways), key=key)
+        _warn(outcome.warnings)
         if as_json:
-            click.echo(json.dumps(summary, sort_keys=True))
+            click.echo(json.dumps(outcome.to_dict(), sort_keys=True))
         else:
-            click.echo(f"loaded {len(layers)} layers into {output}: {summary.get('memories', '?')} memories")
+            click.echo(f"loaded {len(layers)} layers into {output}: {len(outcome.winners)} memories")
         return
     if uri is None:
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
