@@ -112,10 +112,11 @@ class PinataPinner(BasePinner):
         if size is None:
             size = _stream_size(car)
         label = name or f"{root_text}.car"
+        filename = label if label.endswith(".car") else f"{label}.car"
         if size > self.tus_threshold:
-            data = self._upload_tus(car, size, label)
+            data = self._upload_tus(car, size, label, filename)
         else:
-            data = self._upload_multipart(car, label)
+            data = self._upload_multipart(car, label, filename)
         cid = str(data.get("cid", ""))
         if cid == "pending":
             return PinResult(self.name, root_text, PINNING, error="Pinata is still processing the CAR")
@@ -126,14 +127,13 @@ class PinataPinner(BasePinner):
             )
         return self._result(cid)
 
-    def _upload_multipart(self, car: BinaryIO, label: str) -> dict[str, Any]:
+    def _upload_multipart(self, car: BinaryIO, label: str, filename: str) -> dict[str, Any]:
         start = car.tell()
 
         def body() -> dict[str, Any]:
             car.seek(start)
             return {
-                "files": {"file": (label if label.endswith(".car") else f"{label}.car", car,
-                                   "application/vnd.ipld.car")},
+                "files": {"file": (filename, car, "application/vnd.ipld.car")},
                 "data": {"network": "public", "car": "true", "name": label},
             }
 
@@ -141,11 +141,11 @@ class PinataPinner(BasePinner):
         data: dict[str, Any] = response.json().get("data") or {}
         return data
 
-    def _upload_tus(self, car: BinaryIO, size: int, label: str) -> dict[str, Any]:
+    def _upload_tus(self, car: BinaryIO, size: int, label: str, filename: str) -> dict[str, Any]:
         start = car.tell()
         tus = {"Tus-Resumable": TUS_VERSION}
         metadata = ",".join([
-            f"filename {_b64(label if label.endswith('.car') else label + '.car')}",
+            f"filename {_b64(filename)}",
             f"name {_b64(label)}",
             f"network {_b64('public')}",
             f"car {_b64('true')}",
