@@ -28,7 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bundlekit import crypto
+from bundlekit.bundle import build_bundle
 from bundlekit.keys import RawKeyFile
+from bundlekit.profiles import get_profile
+from bundlekit.unixfs import NullSink, import_tree
 
 WORDS = (
     "drill session knee bike cool-down season focus tempo recovery coach week plan sprint "
@@ -112,24 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         t_stream = best(encrypt_streaming, args.repeat)
         print(f"encrypt (stream)   {t_stream:8.3f} s   {total / t_stream / 1e6:8.1f} MB/s")
 
-        try:
-            from bundlekit.profiles import get_profile
-            from bundlekit.unixfs import NullSink, import_tree
-        except ImportError as exc:  # the importer is another area's; say so rather than fake it
-            print(f"import: skipped, the importer is not available ({exc})")
-        else:
-            profile = get_profile()
-            t_plain = best(lambda: import_tree(iter(files), NullSink(), profile), args.repeat)
-            t_both = best(lambda: import_tree(iter(encrypt_all()), NullSink(), profile), args.repeat)
-            print(f"import plain       {t_plain:8.3f} s")
-            print(f"encrypt + import   {t_both:8.3f} s   ratio {t_both / t_plain:.2f}x")
+        profile = get_profile()
+        t_plain = best(lambda: import_tree(iter(files), NullSink(), profile), args.repeat)
+        t_both = best(lambda: import_tree(iter(encrypt_all()), NullSink(), profile), args.repeat)
+        print(f"import plain       {t_plain:8.3f} s")
+        print(f"encrypt + import   {t_both:8.3f} s   ratio {t_both / t_plain:.2f}x")
 
         if args.no_build:
-            return 0
-        try:
-            from bundlekit.bundle import build_bundle
-        except ImportError as exc:
-            print(f"build: skipped, bundle.build_bundle is not available ({exc})")
             return 0
         spec = RawKeyFile(os.urandom(32))
         car = Path(scratch) / "out.car"
