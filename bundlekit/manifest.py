@@ -180,9 +180,12 @@ def cid_from_text(text: str) -> bytes:
         value = int(body.translate(_B32_TO_INT), 32)
         if spare < 5 and not value & ((1 << spare) - 1):
             cid = (value >> spare).to_bytes(nbits // 8, "big")
-            if not (len(cid) == 36 and cid[:4] in _V1_SHA256_PREFIXES):  # the usual case is already valid
+            if len(cid) == 36 and cid[:4] in _V1_SHA256_PREFIXES:  # the usual case is already valid
+                return cid
+            # Only a CIDv1 has a multibase form: base32 bytes of a CIDv0 are left to parse_cid to refuse.
+            if cid[:1] == b"\x01":
                 parse_cid_bytes(cid)
-            return cid
+                return cid
     return parse_cid(text)
 
 

@@ -111,3 +111,17 @@ def test_fast_cid_parse_refuses_garbage() -> None:
     for text in ("b", "baaaa", "bafy" + "a" * 55, "zzz", ""):
         with pytest.raises(CIDError):
             cid_from_text(text)
+
+
+def test_fast_cid_parse_refuses_a_cidv0_written_in_base32() -> None:
+    """A CIDv0 exists only in base58btc: "b" + base32 of its bytes is not a CID (parse_cid agrees)."""
+    import base64
+
+    from bundlekit.cid import DAG_PB
+    from bundlekit.errors import CIDError
+    from bundlekit.manifest import cid_from_text
+
+    v0 = make_cid(0, DAG_PB, b"x")
+    text = "b" + base64.b32encode(v0).decode().lower().rstrip("=")
+    with pytest.raises(CIDError):
+        cid_from_text(text)
