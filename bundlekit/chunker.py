@@ -7,40 +7,44 @@ file is still one leaf; the reference importers do the same).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-__all__ = ["iter_bytes_chunks", "iter_chunks"]
+__all__ = ["iter_bytes_chunks", "iter_chunks", "read_full"]
+
+
+def read_full(read: Callable[[int], bytes], size: int) -> bytes:
+    """Up to ``size`` bytes from ``read``, fewer only at end of stream.
+
+    Short reads (pipes, sockets, raw file descriptors) are topped up so chunk
+    boundaries depend only on the content, never on how reads were split.
+    """
+    data = read(size)
+    if not data or len(data) == size:
+        return data or b""
+    parts = [data]
+    have = len(data)
+    while have < size:
+        more = read(size - have)
+        if not more:
+            break
+        parts.append(more)
+        have += len(more)
+    return b"".join(parts)
 
 
 def iter_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    """Yield fixed-size chunks read from ``stream``.
+    """Yield fixed-size chunks read from ``stream`` (``read_full`` tops up short reads).
 
-    Short reads (pipes, sockets, some file objects) are topped up so chunk
-    boundaries depend only on the content, never on how reads were split.
     ``OSError`` from the stream propagates; the importer names the path.
     """
-    emitted = False
-    while True:
-        chunk = stream.read(chunk_size)
+    chunk = read_full(stream.read, chunk_size)
+    yield bytes(chunk)  # an empty stream is one empty chunk
+    while len(chunk) == chunk_size:
+        chunk = read_full(stream.read, chunk_size)
         if not chunk:
             break
-        if len(chunk) < chunk_size:
-            parts = [chunk]
-            have = len(chunk)
-            while have < chunk_size:
-                more = stream.read(chunk_size - have)
-                if not more:
-                    break
-                parts.append(more)
-                have += len(more)
-            chunk = b"".join(parts)
-        emitted = True
         yield bytes(chunk)
-        if len(chunk) < chunk_size:
-            break
-    if not emitted:
-        yield b""
 
 
 def iter_bytes_chunks(data: bytes, chunk_size: int) -> Iterator[bytes]:

@@ -22,13 +22,14 @@ raises ``SourceError`` naming the path.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
-from .chunker import iter_bytes_chunks, iter_chunks
+from .chunker import iter_bytes_chunks, iter_chunks, read_full
 from .errors import SourceError, UsageError
 from .hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
 from .layout import BlockSink, FileBuilder, make_leaf
@@ -149,28 +150,13 @@ def _open_file(path: str) -> int:
         raise SourceError(f"cannot read {path!r}: {exc.strerror or exc}; check it exists and is readable") from exc
 
 
-def _read_full(fd: int, size: int) -> bytes:
-    """Up to ``size`` bytes, fewer only at end of file (short reads are topped up)."""
-    data = os.read(fd, size)
-    if 0 < len(data) < size:
-        parts = [data]
-        have = len(data)
-        while have < size:
-            more = os.read(fd, size - have)
-            if not more:
-                break
-            parts.append(more)
-            have += len(more)
-        data = b"".join(parts)
-    return data
-
-
 def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
     """Import one regular file by its descriptor; most files are one chunk, so that path is direct."""
     fd = _open_file(path)
+    read = functools.partial(os.read, fd)
     try:
         size = profile.chunk_size
-        chunk = _read_full(fd, size)
+        chunk = read_full(read, size)
         if len(chunk) < size:
             node = make_leaf(chunk, profile, sink)
         else:
@@ -179,7 +165,7 @@ def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) ->
                 builder.add(chunk)
                 if len(chunk) < size:
                     break
-                chunk = _read_full(fd, size)
+                chunk = read_full(read, size)
             node = builder.finish()
         return ImportedEntry(rel, node.cid, node.size, node.tsize, "file")
     except OSError as exc:

@@ -32,6 +32,10 @@ def test_chunks_are_fixed_size_except_the_last() -> None:
     assert [len(c) for c in iter_chunks(io.BytesIO(b"x" * 10), 4)] == [4, 4, 2]
 
 
+def test_a_stream_of_whole_chunks_ends_without_an_empty_chunk() -> None:
+    assert [len(c) for c in iter_chunks(io.BytesIO(b"x" * 8), 4)] == [4, 4]
+
+
 def test_empty_stream_is_one_empty_chunk() -> None:
     assert list(iter_chunks(io.BytesIO(b""), 4)) == [b""]
     assert list(iter_bytes_chunks(b"", 4)) == [b""]
