@@ -30,6 +30,7 @@ from .errors import LoadError, UsageError
 from .memory import Memory, MemoryRecord
 from .memory.ranking import CHARS_PER_TOKEN
 from .memory.timeline import parse_day
+from .memory.transfer import EXPORT_VERSION
 
 if TYPE_CHECKING:
     from .keys import KeySpec
@@ -127,7 +128,7 @@ def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None) -> Me
                     f"{name} in layer {src} is not UTF-8 text; the bundle is not a memory tree"
                 ) from exc
     memory = Memory(None)
-    memory.import_({"version": "memory/0.1", "files": texts, "timeline": timeline}, "replace")
+    memory.import_({"version": EXPORT_VERSION, "files": texts, "timeline": timeline}, "replace")
     return memory
 
 
@@ -178,7 +179,7 @@ def layered_memory(
 
 def _view_blob(view: LayeredView) -> dict[str, Any]:
     return {
-        "version": "memory/0.1",
+        "version": EXPORT_VERSION,
         "files": {record.filename: record.raw for _layer, record in view.records},
         "timeline": view.timeline,
     }

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConvertError
-from ..memory.record import KNOWN_ORDER
+from ..memory.record import KNOWN_ORDER, render_memory_file
+from ..memory.transfer import build_export
 from ._common import Entry, ForeignTree, output_dir_problem
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
@@ -33,17 +34,9 @@ def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 def tree_blob(tree: ForeignTree, *, namespace: str | None = None) -> dict[str, Any]:
     """The bundlekit export blob (``memory/0.1``) holding ``tree``'s entries and timeline."""
-    from ..memory.record import render_memory_file
-
     files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body) for e in tree.entries}
     timeline = sorted(tree.timeline, key=lambda ev: str(ev.get("ts", "")))
-    return {
-        "version": "memory/0.1",
-        "namespace": namespace,
-        "index": "",
-        "files": dict(sorted(files.items())),
-        "timeline": timeline,
-    }
+    return build_export(namespace, "", files, timeline)
 
 
 def write_tree(

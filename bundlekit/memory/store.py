@@ -34,7 +34,7 @@ from .record import (
 from .secrets import guard
 from .timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 from .timeline import DAY_FILE_RE, day_file_for, encode_entry, make_entry, merge_entries, parse_day
-from .transfer import STRATEGIES, ImportReport, build_export, validate_blob
+from .transfer import EXPORT_VERSION, STRATEGIES, ImportReport, build_export, validate_blob
 
 __all__ = ["Memory"]
 
@@ -488,7 +488,7 @@ class Memory:
                 timeline.extend(parse_day(path[len("timeline/") :], raw))
             elif path != INDEX_NAME and path.endswith(".md"):
                 texts[path] = self._decode(path, raw)
-        self.import_({"version": "memory/0.1", "files": texts, "timeline": timeline}, "replace")
+        self.import_({"version": EXPORT_VERSION, "files": texts, "timeline": timeline}, "replace")
 
     def list(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""
