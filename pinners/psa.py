@@ -20,6 +20,7 @@ content, e.g. ``bundlekit serve`` behind a public address),
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
@@ -44,6 +45,9 @@ def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError as exc:
         raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from exc
+    if math.isnan(value):
+        # float() takes "nan"; as a deadline it never passes, as an interval sleep() refuses it.
+        raise UsageError(f"{name} must be a number of seconds, not {raw!r}")
     if value < 0:
         raise UsageError(f"{name} must not be negative")
     return value

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.errors import PinAuthError, PinRejected
+from bundlekit.errors import PinAuthError, PinRejected, UsageError
 from bundlekit.pinning import PINNED, QUEUED
 from pinners.psa import PSAPinner
 
@@ -92,3 +92,10 @@ def test_unpin_deletes_every_request_for_the_cid(car: Car, http_kwargs: dict[str
     b = respx.delete(f"{BASE}/pins/b").mock(return_value=httpx.Response(202))
     psa(http_kwargs).unpin(car.root)
     assert a.call_count == b.call_count == 1
+
+
+@pytest.mark.parametrize("var", ["BUNDLEKIT_PSA_POLL_INTERVAL", "BUNDLEKIT_PSA_DEADLINE"])
+@pytest.mark.parametrize("raw", ["nan", "NaN", "-1", "soon"])
+def test_a_poll_interval_or_deadline_that_is_not_a_number_of_seconds_is_refused(var: str, raw: str) -> None:
+    with pytest.raises(UsageError, match=var):
+        PSAPinner.from_env({"BUNDLEKIT_PSA_URL": BASE, "PSA_TOKEN": SECRET, var: raw})
