@@ -8,8 +8,6 @@ be read against ``specs/gateway.md`` in one place and tested without HTTP.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import hashlib
 import html
@@ -20,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
-from .cid import cid_to_str, parse_cid, parse_cid_bytes
+from .cid import cid_to_str, parse_cid_bytes
 from .errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsafePathError
 from .gateway_car import BlockSource
 from .gateway_dag import (
@@ -33,6 +31,7 @@ from .gateway_dag import (
     resolve_range,
     scope_blocks,
 )
+from .manifest import cid_from_text
 
 if TYPE_CHECKING:
     from .unixfs_read import UnixFSReader
@@ -381,26 +380,10 @@ class Gateway:
         return Response(200, headers, body, size)
 
 
-@functools.lru_cache(maxsize=4096)
-def _parse_cid_text(text: str) -> bytes:
-    """``parse_cid`` with a fast path for base32 CIDv1 (what we hand out), memoized.
-
-    multiformats takes milliseconds per CID; a loader asking for every block
-    of a bundle sends thousands of them.
-    """
-    if text.startswith("b") and text[1:].isalnum() and text[1:].islower():
-        body = text[1:].upper()
-        try:
-            cid = base64.b32decode(body + "=" * (-len(body) % 8))
-        except (binascii.Error, ValueError):
-            cid = b""
-        if cid and cid[0] == 0x01:
-            try:
-                parse_cid_bytes(cid)
-                return cid
-            except CIDError:
-                pass
-    return parse_cid(text)
+# manifest.cid_from_text's base32 fast path (multiformats takes milliseconds per CID and a
+# loader asks for every block of a bundle), memoized here with a smaller bound: the keys
+# are request input.
+_parse_cid_text = functools.lru_cache(maxsize=4096)(cid_from_text.__wrapped__)
 
 
 def _negotiate(fmt: str | None, accept: str | None) -> str | None:
