@@ -20,13 +20,10 @@ from ._common import Entry, ForeignTree, output_dir_problem
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
-# The order bundlekit's own fields are written in (the memory store's); x- keys follow, sorted.
-_FIELD_ORDER = KNOWN_ORDER
-
 
 def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """The frontmatter with bundlekit fields first (fixed order), then the rest sorted."""
-    out = {k: meta[k] for k in _FIELD_ORDER if k in meta and meta[k] is not None}
+    """The frontmatter with bundlekit fields first (the memory store's KNOWN_ORDER), then the rest sorted."""
+    out = {k: meta[k] for k in KNOWN_ORDER if k in meta and meta[k] is not None}
     for k in sorted(k for k in meta if k not in out and meta[k] is not None):
         out[k] = meta[k]
     return out

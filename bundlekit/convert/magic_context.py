@@ -26,7 +26,16 @@ from typing import Any, Protocol
 
 from ..errors import ConvertError
 from ..memory.ranking import CHARS_PER_TOKEN
-from ._common import Entry, ForeignTree, first_line, format_time, output_dir_problem, parse_time, single_line
+from ._common import (
+    Entry,
+    ForeignTree,
+    first_line,
+    format_time,
+    output_dir_problem,
+    parse_time,
+    sanitize_key,
+    single_line,
+)
 
 __all__ = [
     "CATEGORIES",
@@ -145,8 +154,6 @@ def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
 
 
 def _key_for(category: str, row_id: object) -> str:
-    from ._common import sanitize_key
-
     return sanitize_key(f"{category.lower()}-{row_id}")
 
 
