@@ -22,7 +22,7 @@ import httpx
 from bundlekit._http import HttpClient
 from bundlekit.cid import cid_to_str
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
-from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, same_cid
+from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, require_env, same_cid
 
 __all__ = ["DEFAULT_URL", "KuboPinner"]
 
@@ -61,11 +61,17 @@ class KuboPinner(BasePinner):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **http: Any) -> KuboPinner:
-        """Build from ``BUNDLEKIT_KUBO_*``; every setting has a default, so this never raises for missing ones."""
+        """Build from ``BUNDLEKIT_KUBO_*``; every setting has a default, so this never raises for missing ones.
+
+        A blank credential counts as unset; one holding a line break or control
+        character raises ``PinnerNotConfigured`` naming it (``require_env``'s rule).
+        """
+        given = [n for n in ("BUNDLEKIT_KUBO_TOKEN", "BUNDLEKIT_KUBO_BASIC_AUTH") if env.get(n, "").strip()]
+        secrets = require_env(env, given, cls.name)
         return cls(
             env.get("BUNDLEKIT_KUBO_URL") or DEFAULT_URL,
-            token=env.get("BUNDLEKIT_KUBO_TOKEN") or None,
-            basic_auth=env.get("BUNDLEKIT_KUBO_BASIC_AUTH") or None,
+            token=secrets.get("BUNDLEKIT_KUBO_TOKEN"),
+            basic_auth=secrets.get("BUNDLEKIT_KUBO_BASIC_AUTH"),
             **http,
         )
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.errors import CIDMismatch, PinAuthError, PinRejected
+from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
 from bundlekit.pinning import MISSING, PINNED
 from pinners.kubo import KuboPinner
 
@@ -99,3 +99,19 @@ def test_status_reads_pin_ls_and_reports_missing(car: Car, http_kwargs: dict[str
     pinner = kubo(http_kwargs)
     assert pinner.status(car.root).status == PINNED
     assert pinner.status(car.root).status == MISSING
+
+
+@pytest.mark.parametrize("var", ["BUNDLEKIT_KUBO_TOKEN", "BUNDLEKIT_KUBO_BASIC_AUTH"])
+def test_a_credential_holding_a_line_break_is_a_configuration_error_naming_it(
+    var: str, http_kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(PinnerNotConfigured, match=var) as info:
+        kubo(http_kwargs, **{var: f"user:{SECRET}\n"})
+    assert SECRET not in str(info.value)
+
+
+@respx.mock
+def test_a_blank_token_counts_as_unset(http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/api/v0/version").mock(return_value=httpx.Response(200, json={"Version": "0.30.0"}))
+    kubo(http_kwargs, BUNDLEKIT_KUBO_TOKEN="  ").check()
+    assert "authorization" not in route.calls.last.request.headers
