@@ -112,17 +112,9 @@ class _Counter:
         self.sink.put(cid, data)
 
 
-def _file_from_stream(stream: BinaryIO, sink: BlockSink, profile: Profile, path: str) -> ImportedEntry:
+def _file_from_chunks(chunks: Iterable[bytes], sink: BlockSink, profile: Profile, path: str) -> ImportedEntry:
     builder = FileBuilder(profile, sink)
-    for chunk in iter_chunks(stream, profile.chunk_size):
-        builder.add(chunk)
-    node = builder.finish()
-    return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
-
-
-def _file_from_bytes(data: bytes, sink: BlockSink, profile: Profile, path: str) -> ImportedEntry:
-    builder = FileBuilder(profile, sink)
-    for chunk in iter_bytes_chunks(data, profile.chunk_size):
+    for chunk in chunks:
         builder.add(chunk)
     node = builder.finish()
     return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
@@ -134,7 +126,7 @@ def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> Imported
     Raises ``SourceError`` when reading the stream fails.
     """
     try:
-        return _file_from_stream(stream, _Counter(sink), profile, "")
+        return _file_from_chunks(iter_chunks(stream, profile.chunk_size), _Counter(sink), profile, "")
     except OSError as exc:
         raise SourceError(f"error reading the input stream: {exc.strerror or exc}") from exc
 
@@ -356,7 +348,7 @@ class _VDir:
 
 def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _file_from_bytes(bytes(source), sink, profile, rel)
+        return _file_from_chunks(iter_bytes_chunks(bytes(source), profile.chunk_size), sink, profile, rel)
     if isinstance(source, os.PathLike):
         return _import_disk_file(os.fspath(source), rel, sink, profile)
     if callable(source):
@@ -366,7 +358,7 @@ def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile) 
             raise SourceError(f"cannot open the source for {rel!r}: {exc}") from exc
         with stream:
             try:
-                return _file_from_stream(stream, sink, profile, rel)
+                return _file_from_chunks(iter_chunks(stream, profile.chunk_size), sink, profile, rel)
             except OSError as exc:
                 raise SourceError(f"error reading the source for {rel!r}: {exc}") from exc
     raise UsageError(f"unsupported source type {type(source).__name__} for {rel!r}: use bytes, a path or an opener")
