@@ -15,13 +15,11 @@ from typing import Any
 
 import click
 
+from ..convert import FORMATS, export_to, import_from
 from ..errors import UsageError
 from ._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
 
 __all__ = ["convert"]
-
-# Loaded lazily by the CLI table, so the list is repeated rather than imported.
-_FORMATS = ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog")
 
 # CLI option -> (library option, formats that take it on import, formats that take it on export)
 _OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
@@ -59,14 +57,14 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
 @click.option(
     "--from",
     "from_fmt",
-    type=click.Choice(_FORMATS),
+    type=click.Choice(FORMATS),
     metavar="FORMAT",
-    help=f"Import SRC, a store of FORMAT ({', '.join(_FORMATS)}), into the bundlekit tree DEST.",
+    help=f"Import SRC, a store of FORMAT ({', '.join(FORMATS)}), into the bundlekit tree DEST.",
 )
 @click.option(
     "--to",
     "to_fmt",
-    type=click.Choice(_FORMATS),
+    type=click.Choice(FORMATS),
     metavar="FORMAT",
     help="Export the bundlekit tree SRC as FORMAT at DEST.",
 )
@@ -144,8 +142,6 @@ def convert(
     converting back gives the original. Device memory (MagicFrog's device
     dimension) is refused unless --include-device --local-only.
     """
-    from .. import convert as lib
-
     if (from_fmt is None) == (to_fmt is None):
         raise UsageError("give exactly one of --from FORMAT (import) or --to FORMAT (export)")
     importing = from_fmt is not None
@@ -163,11 +159,11 @@ def convert(
             options.update(device)
         elif any(device.values()):
             raise UsageError("--include-device, --local-only and --exclude-device apply to --from magicfrog")
-        result = lib.import_from(fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, **options)
+        result = import_from(fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, **options)
     else:
         if allow_secrets or strategy != "replace":
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
-        result = lib.export_to(fmt, src, dest, **device, **options)
+        result = export_to(fmt, src, dest, **device, **options)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
