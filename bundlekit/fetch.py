@@ -349,6 +349,7 @@ class GatewayFetcher:
         params = {"format": "car", "dag-scope": "all"}
         headers = {"Accept": CAR_MEDIA_TYPE}
         for attempt in range(self.retry.attempts):
+            after: float | None = None
             try:
                 with self.client.stream("GET", url, params=params, headers=headers) as response:
                     status = response.status_code
@@ -369,6 +370,7 @@ class GatewayFetcher:
                             for cid, data in blocks:
                                 self._accept(cid, data, gw)
                         return True
+                    retry_after = response.headers.get("Retry-After")
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 self._note(f"{gw.base}: CAR request failed ({type(exc).__name__})")
             except (CARError, CIDError, UnsupportedBlock) as exc:
@@ -379,8 +381,10 @@ class GatewayFetcher:
                 self._note(f"{gw.base}: CAR request answered HTTP {status}")
                 if status != 429 and status < 500:
                     return False
+                after = parse_retry_after(retry_after, _utcnow)
             if attempt + 1 < self.retry.attempts:
-                self.sleep(self.retry.backoff(attempt, self.jitter()))
+                wait = self.retry.backoff(attempt, self.jitter())
+                self.sleep(wait if after is None else min(after, self.retry.max_retry_after))
         return False
 
     def _accept(self, cid: bytes, data: bytes, gw: Gateway) -> None:

@@ -120,6 +120,22 @@ def test_5xx_and_429_are_retried_with_backoff() -> None:
 
 
 @respx.mock
+def test_car_request_honours_retry_after() -> None:
+    route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
+        side_effect=[
+            httpx.Response(503),
+            httpx.Response(429, headers={"Retry-After": "2"}),
+            httpx.Response(200, content=_car([(CA, A)])),
+        ]
+    )
+    sleeps: list[float] = []
+    with _fetcher(GW1, sleeps=sleeps) as f:
+        assert f.prefetch_car(CA)
+    assert route.call_count == 3
+    assert sleeps == [0.125, 2.0]
+
+
+@respx.mock
 def test_404_is_not_retried() -> None:
     route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CB)}").mock(return_value=httpx.Response(404))
     sleeps: list[float] = []
