@@ -33,7 +33,6 @@ __all__ = [
     "RecallHit",
     "context_block",
     "decay_factor",
-    "rank",
     "ranked_records",
     "recall",
     "recency",
@@ -164,11 +163,6 @@ def ranked_records(records: Iterable[MemoryRecord], now: datetime) -> list[Memor
     scored = [(-_score(record, now_s), record.key, record) for record in records]
     scored.sort()  # keys are unique, so records themselves are never compared
     return [item[2] for item in scored]
-
-
-def rank(records: Iterable[MemoryRecord], now: datetime) -> list[RecallHit]:
-    """Every record as a hit, best first (score descending, then key)."""
-    return [_hit(r, now, 0) for r in ranked_records(records, now)]
 
 
 def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: int = 5) -> list[RecallHit]:
