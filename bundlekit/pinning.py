@@ -50,6 +50,7 @@ __all__ = [
     "PINNED",
     "PINNING",
     "QUEUED",
+    "REQUIRE_MODES",
     "BasePinner",
     "PinReport",
     "PinResult",

@@ -16,7 +16,9 @@ from typing import Any
 
 import click
 
+from ..errors import PinError
 from ..pinning import (
+    REQUIRE_MODES,
     PinReport,
     available_pinners,
     create_pinner,
@@ -27,8 +29,6 @@ from ..pinning import (
 from ._keyopts import key_options, resolve_key_spec
 
 __all__ = ["pin", "pinners"]
-
-PIN_FAILED_EXIT = 4
 
 
 def _show_progress() -> bool:
@@ -49,7 +49,7 @@ def _table(report: PinReport) -> str:
 @click.argument("src", type=click.Path(exists=True, path_type=Path))
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Publish with this pinner (repeatable; default: local). See `bundlekit pinners`.")
-@click.option("--require", type=click.Choice(["all", "any"]), default="all", show_default=True,
+@click.option("--require", type=click.Choice(REQUIRE_MODES), default="all", show_default=True,
               help="Succeed when every pinner, or at least one, holds a durable pin.")
 @click.option("--name", help="A label for the pin on the services.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
@@ -98,11 +98,8 @@ def pin(
         click.echo(report.root)
     if not report.ok:
         failed = sum(1 for p in report.pins if not p.durable)
-        click.echo(
-            f"error: --require {require} not met: {failed} of {len(report.pins)} pin(s) not durable",
-            err=True,
-        )
-        click.get_current_context().exit(PIN_FAILED_EXIT)
+        # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
+        raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable")
 
 
 @click.command("pinners")
