@@ -61,14 +61,19 @@ def _profile(
     )
 
 
-def _refuse_overwriting_input(path: Path, output: Path) -> None:
-    """-o must not replace PATH itself or an existing file inside it (the CAR would destroy its own input)."""
-    if not output.exists():
-        return  # a new file cannot be part of the input being read
+def _refuse_overwriting_input(path: Path, output: Path, hidden: bool) -> None:
+    """-o must not replace PATH itself or an existing file inside it (the CAR would destroy its own input),
+    nor lie inside PATH with --hidden (the CAR's dot-named temp file would be packed into itself)."""
     src = Path(os.path.realpath(path))
     out = Path(os.path.realpath(output))
-    if out == src or src in out.parents:
+    inside = src in out.parents
+    if output.exists() and (out == src or inside):
         raise UsageError(f"-o {output} would overwrite the input {path}; write the CAR outside it")
+    if hidden and inside:
+        raise UsageError(
+            f"-o {output} is inside the input {path}, and --hidden would pack the CAR's own temporary "
+            "file into it; write the CAR outside it"
+        )
 
 
 def _warn(result: ImportResult) -> None:
@@ -105,7 +110,7 @@ def pack(
     if output is None:
         result = import_path(path, NullSink(), profile, hidden=hidden)
     else:
-        _refuse_overwriting_input(path, output)
+        _refuse_overwriting_input(path, output, hidden)
         with CarFileWriter(output) as car:
             result = import_path(path, car, profile, hidden=hidden)
             car.finish(result.root)

@@ -35,3 +35,22 @@ def test_pack_may_write_a_new_car_inside_its_input_tree(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tree" / "out.car").is_file()
+
+
+def test_pack_hidden_refuses_a_car_inside_its_input_tree(tmp_path: Path) -> None:
+    # --hidden would read the CAR's own dot-named temp file (half-written) into the DAG.
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "a.txt").write_text("x")
+    out = tmp_path / "tree" / "out.car"
+    result = CliRunner().invoke(cli, ["pack", str(tmp_path / "tree"), "-o", str(out), "--hidden"])
+    assert result.exit_code == 2
+    assert "--hidden" in result.stderr
+    assert list((tmp_path / "tree").iterdir()) == [tmp_path / "tree" / "a.txt"]
+
+
+def test_pack_hidden_may_write_a_car_beside_its_input_tree(tmp_path: Path) -> None:
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / ".a.txt").write_text("x")
+    result = CliRunner().invoke(cli, ["pack", str(tmp_path / "tree"), "-o", str(tmp_path / "out.car"), "--hidden"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out.car").is_file()
