@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import httpx
 import pytest
@@ -183,3 +184,17 @@ def test_check_block_refuses_oversized_blocks() -> None:
     data = b"z" * (2 * 1024 * 1024 + 1)
     with pytest.raises(UnsupportedBlock):
         check_block(make_cid(1, RAW, data), data)
+
+
+def test_store_blocks_over_the_trustless_size_limit_are_refused(tmp_path: Path) -> None:
+    from bundlekit.errors import UnsupportedBlock
+    from bundlekit.store import BlockStore
+
+    store = BlockStore(tmp_path, fsync=False)
+    big = b"x" * (2 * 1024 * 1024 + 1)
+    store.put(make_cid(1, RAW, big), big)
+    store.put(CA, A)
+    with GatewayFetcher([], store=store) as f:
+        assert f.get(CA) == A
+        with pytest.raises(UnsupportedBlock, match="over the 2097152-byte limit"):
+            f.get(make_cid(1, RAW, big))
