@@ -46,7 +46,7 @@ from urllib.parse import quote
 import httpx
 
 from bundlekit._http import HttpClient
-from bundlekit.car import CarWriter, read_car
+from bundlekit.car import CarWriter, encode_header, read_car
 from bundlekit.cid import cid_from_digest, cid_to_str
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env, same_cid
@@ -308,7 +308,7 @@ def _split_car(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
     roots, blocks = read_car(car, verify=True)
     if root not in roots:
         raise PinRejected(f"web3.storage: the CAR's roots do not include {cid_to_str(root)}; pass the matching CAR")
-    header = len(_header_bytes(root))
+    header = len(encode_header([root]))
     part: IO[bytes] | None = None
     writer: CarWriter | None = None
     used = 0
@@ -329,9 +329,3 @@ def _split_car(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
         writer.close()
         part.seek(0)
         yield part
-
-
-def _header_bytes(root: bytes) -> bytes:
-    from bundlekit.car import encode_header
-
-    return encode_header([root])
