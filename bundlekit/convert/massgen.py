@@ -116,10 +116,11 @@ def read_massgen(src: str | os.PathLike[str]) -> ForeignTree:
             tier_dir = root / tier
             if not tier_dir.is_dir():
                 continue
-            for path in sorted(tier_dir.glob("*.md")):
+            # Only regular files, as the other readers take them: a directory named x.md is not a memory.
+            for path in sorted(p for p in tier_dir.glob("*.md") if p.is_file()):
                 try:
                     fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
-                except (ConvertError, UnicodeDecodeError) as exc:
+                except (ConvertError, UnicodeDecodeError, OSError) as exc:
                     raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
                 raw.append((workspace, tier, path, fields, content))
 

@@ -76,6 +76,13 @@ def test_file_without_frontmatter_is_refused_naming_it(tmp_path: Path) -> None:
         read_massgen(tmp_path)
 
 
+def test_directory_named_like_a_memory_file_is_skipped(tmp_path: Path) -> None:
+    # It was opened as a file: an IsADirectoryError traceback instead of a conversion.
+    write(tmp_path / "memory" / "short_term" / "notes.md", "---\nname: notes\ndescription: a\n---\nA\n")
+    (tmp_path / "memory" / "short_term" / "folder.md").mkdir()
+    assert [e.key for e in read_massgen(tmp_path).entries] == ["notes"]
+
+
 def test_round_trip_through_bundlekit_gives_identical_files(massgen_workspace: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_massgen(through_bundlekit(read_massgen(massgen_workspace)), out)
