@@ -44,6 +44,7 @@ __all__ = [
     "load_yaml",
     "output_dir_problem",
     "parse_time",
+    "read_markdown",
     "render_markdown",
     "same_instant",
     "sanitize_key",
@@ -260,6 +261,19 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
             body = "".join(lines[i + 1 :])
             return fm, body.strip("\r\n")
     return None, text.strip("\r\n")
+
+
+def read_markdown(path: os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """Read a foreign Markdown file: its frontmatter (``{}`` when it has none) and its body.
+
+    Raises :class:`ConvertError` naming ``path`` when it is not UTF-8 or its frontmatter is malformed.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            fm_text, body = split_frontmatter(fh.read())
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"{os.fspath(path)} is not UTF-8 text; convert it and retry") from exc
+    return (load_yaml(fm_text, where=os.fspath(path)) if fm_text is not None else {}), body
 
 
 def first_line(body: str, limit: int = 120) -> str:

@@ -29,12 +29,11 @@ from ._common import (
     derive_keys,
     first_line,
     format_time,
-    load_yaml,
     parse_time,
+    read_markdown,
     render_markdown,
     same_instant,
     single_line,
-    split_frontmatter,
 )
 
 __all__ = ["FORMS", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
@@ -103,11 +102,7 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     keys = derive_keys(p.stem for p in paths)
     entries = []
     for key, path in zip(keys, paths):
-        try:
-            fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-        fm = load_yaml(fm_text, where=str(path)) if fm_text is not None else {}
+        fm, body = read_markdown(path)
         meta: dict[str, Any] = {}
         core = fm
         if isinstance(fm.get("metadata"), dict) and not any(k in fm for k in _CORE):

@@ -34,10 +34,9 @@ from ._common import (
     dump_yaml,
     first_line,
     format_time,
-    load_yaml,
     parse_time,
+    read_markdown,
     same_instant,
-    split_frontmatter,
 )
 
 __all__ = [
@@ -182,11 +181,7 @@ def read_magicfrog(
     else:
         keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
-        try:
-            fm_text, body = split_frontmatter(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-        fm = load_yaml(fm_text, where=str(path)) if fm_text is not None else {}
+        fm, body = read_markdown(path)
         if "updated" in fm:
             updated = parse_time(fm["updated"], what=f"updated in {path}")
         else:
