@@ -33,7 +33,7 @@ from hashlib import sha256
 from typing import BinaryIO, Final
 
 from . import _stream
-from .chunker import iter_chunks
+from .chunker import read_full
 from .errors import HeaderDecryptionError, UsageError
 from .keys import BundleKey, Rng, _file_keys
 
@@ -136,9 +136,7 @@ def decrypt_stream(src: BinaryIO, dst: BinaryIO, key: BundleKey, path: str) -> N
     """
     path_b = _path_bytes(path)
     what = repr(path)
-    # The chunker's first chunk: HEADER_SIZE bytes topped up across short reads,
-    # fewer only at end of stream; nothing past the header is read.
-    header = next(iter_chunks(src, HEADER_SIZE))
+    header = read_full(src.read, HEADER_SIZE)  # short reads topped up; fewer bytes only at EOF
     payload_key, prefix = _open_header(header, key, path_b, what)
     _stream.open_stream(payload_key, prefix, header + key.key_id + path_b, src, dst, what)
 
