@@ -92,7 +92,7 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> 
 
     The root itself is listed as "." (path "" in --json); with several roots,
     paths start with the root's CID. A directory's size is the sum of the
-    sizes beneath it, as `bundlekit pack --json` reports it.
+    file sizes beneath it.
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
         roots = index.roots
