@@ -29,6 +29,7 @@ import yaml
 from ..errors import ConvertError, InvalidKeyError
 from ..memory.keys import MAX_KEY_LENGTH, validate_key
 from ..memory.record import MEMORY_TYPES
+from ..memory.timefmt import format_timestamp
 
 __all__ = [
     "KEY_MAX",
@@ -161,9 +162,10 @@ def format_time(dt: datetime) -> str:
 
     Fractions of a second are dropped (the memory store keeps whole seconds);
     formats that carry finer times keep their original spelling in an
-    ``x-<format>-*`` key, see :func:`same_instant`.
+    ``x-<format>-*`` key, see :func:`same_instant`. The memory store's own
+    :func:`~bundlekit.memory.timefmt.format_timestamp` (a naive value is UTC).
     """
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_timestamp(dt)
 
 
 def _yaml_value(value: Any) -> Any:
