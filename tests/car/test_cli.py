@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from bundlekit.cid import cid_to_str
+from bundlekit.car import CarWriter
+from bundlekit.cid import RAW, cid_to_str, make_cid
 from bundlekit.cli import cli
 
 from .conftest import Blocks
@@ -133,3 +135,33 @@ def test_ls_of_missing_root_block_fails(blocks: Blocks, write_car: Callable[[byt
     code, _, err = _run("ls", str(write_car(blocks.car([root], skip=frozenset({root})))))
     assert code == 3
     assert cid_to_str(root) in err
+
+
+def _car_with_one_3mib_block(tmp_path: Path) -> tuple[Path, bytes]:
+    data = b"y" * (3 * 1024 * 1024)
+    cid = make_cid(1, RAW, data)
+    out = io.BytesIO()
+    writer = CarWriter(out, [cid])
+    writer.put(cid, data)
+    writer.close()
+    path = tmp_path / "big.car"
+    path.write_bytes(out.getvalue())
+    return path, data
+
+
+def test_unpack_and_ls_honour_a_raised_max_block_size(tmp_path: Path) -> None:
+    car, data = _car_with_one_3mib_block(tmp_path)
+    code, out, err = _run("ls", str(car), "--max-block-size", "4000000")
+    assert code == 0, err
+    assert out.endswith(f"\t{len(data)}\n")
+    code, _out, err = _run("unpack", str(car), "-o", str(tmp_path / "out"), "--max-block-size", "4000000")
+    assert code == 0, err
+    assert (tmp_path / "out").read_bytes() == data
+
+
+def test_unpack_keeps_the_default_block_size_limit(tmp_path: Path) -> None:
+    car, _data = _car_with_one_3mib_block(tmp_path)
+    code, _out, err = _run("unpack", str(car), "-o", str(tmp_path / "out"))
+    assert code == 3
+    assert "over the 2097152-byte limit" in err
+    assert not (tmp_path / "out").exists()
