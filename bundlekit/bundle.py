@@ -219,8 +219,8 @@ def build_bundle(
             "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
         )
     refuse_device_memory(records)
-    ns = namespace or getattr(mem, "namespace", None) or root_dir.resolve().name
-    if not isinstance(ns, str) or not ns.strip():
+    ns = namespace or mem.namespace  # Memory names itself after the directory
+    if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
     prof = get_profile(profile)
     when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem))
