@@ -120,33 +120,39 @@ def make_cid(version: int, codec: int, data: bytes) -> bytes:
     return cid_from_digest(version, codec, hashlib.sha256(data).digest())
 
 
+def _v1_header(buf: bytes | memoryview, pos: int) -> tuple[int, int, int, int]:
+    """``(codec, hash_code, digest_length, digest_pos)`` of the CIDv1 at ``pos``; ``CIDError`` if malformed."""
+    try:
+        version, p = decode_varint(buf, pos)
+        if version != 1:
+            raise CIDError(f"unsupported CID version {version}")
+        codec, p = decode_varint(buf, p)
+        hash_code, p = decode_varint(buf, p)
+        length, p = decode_varint(buf, p)
+    except ValueError as exc:  # CIDError is a ValueError too: both read "malformed CID: ..."
+        raise CIDError(f"malformed CID: {exc}") from exc
+    return codec, hash_code, length, p
+
+
 def read_cid(buf: bytes | memoryview, pos: int = 0) -> tuple[bytes, int]:
     """Read one binary CID starting at ``pos``; return ``(cid_bytes, next_pos)``.
 
     Used by the CAR reader, where CIDs are not length-prefixed.
     """
-    try:
-        if len(buf) - pos >= 2 and buf[pos] == SHA2_256 and buf[pos + 1] == SHA2_256_LEN:
-            end = pos + 2 + SHA2_256_LEN
-            if end > len(buf):
-                raise CIDError("truncated CIDv0")
-            return bytes(buf[pos:end]), end
-        if (
-            len(buf) - pos >= 36
-            and buf[pos] == 1
-            and buf[pos + 1] < 0x80
-            and buf[pos + 2] == SHA2_256
-            and buf[pos + 3] == SHA2_256_LEN
-        ):  # CIDv1, one-byte codec, sha2-256: the shape of every block we write
-            return bytes(buf[pos : pos + 36]), pos + 36
-        version, p = decode_varint(buf, pos)
-        if version != 1:
-            raise CIDError(f"unsupported CID version {version}")
-        _codec, p = decode_varint(buf, p)
-        _hash_code, p = decode_varint(buf, p)
-        length, p = decode_varint(buf, p)
-    except ValueError as exc:
-        raise CIDError(f"malformed CID: {exc}") from exc
+    if len(buf) - pos >= 2 and buf[pos] == SHA2_256 and buf[pos + 1] == SHA2_256_LEN:
+        end = pos + 2 + SHA2_256_LEN
+        if end > len(buf):
+            raise CIDError("malformed CID: truncated CIDv0")
+        return bytes(buf[pos:end]), end
+    if (
+        len(buf) - pos >= 36
+        and buf[pos] == 1
+        and buf[pos + 1] < 0x80
+        and buf[pos + 2] == SHA2_256
+        and buf[pos + 3] == SHA2_256_LEN
+    ):  # CIDv1, one-byte codec, sha2-256: the shape of every block we write
+        return bytes(buf[pos : pos + 36]), pos + 36
+    _codec, _hash_code, length, p = _v1_header(buf, pos)
     end = p + length
     if end > len(buf):
         raise CIDError("truncated CID digest")
@@ -161,15 +167,7 @@ def parse_cid_bytes(cid: bytes) -> CIDInfo:
         codec = _V1_PREFIX_CODEC.get(cid[:4])
         if codec is not None:
             return CIDInfo(1, codec, SHA2_256, cid[4:])
-    try:
-        version, p = decode_varint(cid, 0)
-        if version != 1:
-            raise CIDError(f"unsupported CID version {version}")
-        codec, p = decode_varint(cid, p)
-        hash_code, p = decode_varint(cid, p)
-        length, p = decode_varint(cid, p)
-    except ValueError as exc:
-        raise CIDError(f"malformed CID: {exc}") from exc
+    codec, hash_code, length, p = _v1_header(cid, 0)
     digest = cid[p:]
     if len(digest) != length:
         raise CIDError("CID digest length does not match its multihash header")
