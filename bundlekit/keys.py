@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import sys
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -410,11 +411,18 @@ class PrivateKeySigner(KeySpec):
 
     def sign(self, message: str) -> bytes:
         """Return the normalised 65-byte EIP-191 signature of ``message``."""
+        limit = sys.getrecursionlimit()
         try:
             from eth_account import Account
             from eth_account.messages import encode_defunct
         except ImportError as exc:
             raise KeySourceError(f"signing with a private key needs eth-account; {_WALLET_HINT}") from exc
+        finally:
+            # eth-account's dependency py_ecc raises the process's recursion limit to
+            # 100000 when imported; past that, deep JSON elsewhere (a hostile manifest,
+            # a three.ws file) overflows the C stack and crashes instead of raising
+            # RecursionError. Signing needs no deep recursion.
+            sys.setrecursionlimit(limit)
         signatures = []
         for _ in range(2):
             try:

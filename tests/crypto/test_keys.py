@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -283,3 +284,15 @@ def test_the_hkdf_matches_cryptography_s(length: int, salt: bytes | None) -> Non
 
     expected = HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=b"info").derive(b"ikm" * 11)
     assert keys._hkdf(b"ikm" * 11, salt, b"info", length) == expected
+
+
+def test_signing_leaves_the_recursion_limit_as_it_was() -> None:
+    # A fresh interpreter: eth-account (through py_ecc) raises the limit only on its first import.
+    code = (
+        "import sys\n"
+        "from bundlekit.keys import PrivateKeySigner, signature_message\n"
+        "before = sys.getrecursionlimit()\n"
+        f"PrivateKeySigner({TEST_KEY!r}).sign(signature_message('demo'))\n"
+        "assert sys.getrecursionlimit() == before, sys.getrecursionlimit()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=120)
