@@ -383,9 +383,14 @@ class CarFileWriter:
         except OSError as exc:
             raise CARError(f"cannot create a temporary CAR file in {parent}: {exc.strerror}") from exc
         self._tmp = Path(tmp)
-        # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like any written file.
-        os.chmod(self._tmp, 0o644)
-        self._file: BinaryIO | None = os.fdopen(fd, "wb")
+        try:
+            # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like any written file.
+            os.chmod(self._tmp, 0o644)
+            self._file: BinaryIO | None = os.fdopen(fd, "wb")
+        except OSError as exc:
+            os.close(fd)
+            self._tmp.unlink(missing_ok=True)
+            raise CARError(f"cannot prepare a temporary CAR file in {parent}: {exc.strerror}") from exc
         self._reserved = 0
         self._writer: _BodyWriter | None = None
         self.done = False

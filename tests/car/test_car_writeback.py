@@ -62,3 +62,15 @@ def test_writeback_works_where_the_os_has_no_fdatasync(tmp_path: Path, monkeypat
     roots, it = read_car(io.BytesIO((tmp_path / "out.car").read_bytes()))
     assert roots == [blocks[-1][0]] and len(list(it)) == 20
     assert len(synced) >= 2  # at least one background sync and the final one
+
+
+def test_a_temp_file_that_cannot_be_prepared_is_a_car_error_and_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: object, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(car.os, "chmod", refuse)
+    with pytest.raises(car.CARError, match="cannot prepare a temporary CAR file"):
+        CarFileWriter(tmp_path / "out.car")
+    assert list(tmp_path.iterdir()) == []
