@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bundlekit import crypto
-from bundlekit.bundle import build_bundle
-from bundlekit.keys import RawKeyFile
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import NullSink, import_tree
+from bundlekit.bundle.build import build_bundle
+from bundlekit.crypto._keys import RawKeyFile
+from bundlekit.unixfs.importer import NullSink, import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 WORDS = (
     "drill session knee bike cool-down season focus tempo recovery coach week plan sprint "

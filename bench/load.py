@@ -35,10 +35,10 @@ from pathlib import Path
 
 import httpx
 
-from bundlekit.bundle import build_bundle
-from bundlekit.cid import cid_to_str
-from bundlekit.gateway import serve_in_thread
-from bundlekit.load import load_bundle
+from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.load import load_bundle
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str
 
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = ["drill", "session", "knee", "bike", "cool-down", "season", "focus", "tempo", "recovery", "coach", "week", "plan", "sprint", "stretch", "match", "review", "tactics", "squad", "pass", "press", "shape", "width", "depth", "rest", "hydration", "sleep"]

@@ -56,9 +56,9 @@ if mode == "floor":
                 os.close(fd)
     result = {"bytes": n}
 else:
-    from bundlekit.profiles import get_profile
+    from bundlekit.unixfs.profiles import get_profile
     from bundlekit.unixfs import NullSink, import_path
-    from bundlekit.cid import cid_to_str
+    from bundlekit.ipld.cid import cid_to_str
     if mode == "pack":
         from bundlekit.car import CarFileWriter
         with CarFileWriter(out) as car:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import errors
-from .errors import *  # noqa: F403  (the error tree is part of the public API)
+from bundlekit import errors
+from bundlekit.errors import *  # noqa: F403  (the error tree is part of the public API)
 
 __version__ = "0.1.0"
 
@@ -31,41 +31,41 @@ _LAZY: dict[str, str] = {
     "parse_memory_file": "bundlekit.memory",
     "render_memory_file": "bundlekit.memory",
     # content addressing
-    "Profile": "bundlekit.profiles",
-    "PROFILES": "bundlekit.profiles",
-    "DEFAULT_PROFILE": "bundlekit.profiles",
-    "get_profile": "bundlekit.profiles",
-    "ImportResult": "bundlekit.unixfs",
-    "ImportedEntry": "bundlekit.unixfs",
-    "import_path": "bundlekit.unixfs",
-    "import_tree": "bundlekit.unixfs",
-    "import_file": "bundlekit.unixfs",
+    "Profile": "bundlekit.unixfs.profiles",
+    "PROFILES": "bundlekit.unixfs.profiles",
+    "DEFAULT_PROFILE": "bundlekit.unixfs.profiles",
+    "get_profile": "bundlekit.unixfs.profiles",
+    "ImportResult": "bundlekit.unixfs.importer",
+    "ImportedEntry": "bundlekit.unixfs.importer",
+    "import_path": "bundlekit.unixfs.importer",
+    "import_tree": "bundlekit.unixfs.importer",
+    "import_file": "bundlekit.unixfs.importer",
     "CarWriter": "bundlekit.car",
     "CarFileWriter": "bundlekit.car",
     "CarIndex": "bundlekit.car",
     "read_car": "bundlekit.car",
-    "walk_dag": "bundlekit.verify",
-    "verify_car": "bundlekit.verify",
-    "UnixFSReader": "bundlekit.unixfs_read",
-    "unpack_car": "bundlekit.unpack",
-    "cid_to_str": "bundlekit.cid",
-    "parse_cid": "bundlekit.cid",
+    "walk_dag": "bundlekit.ipld.walk",
+    "verify_car": "bundlekit.car",
+    "UnixFSReader": "bundlekit.unixfs.reader",
+    "unpack_car": "bundlekit.car",
+    "cid_to_str": "bundlekit.ipld.cid",
+    "parse_cid": "bundlekit.ipld.cid",
     # bundles
-    "BundleResult": "bundlekit.bundle",
-    "build_bundle": "bundlekit.bundle",
-    "LoadResult": "bundlekit.load",
-    "load_bundle": "bundlekit.load",
-    "fork_bundle": "bundlekit.fork",
-    "diff_sources": "bundlekit.diff",
-    "BlockStore": "bundlekit.store",
-    "serve_in_thread": "bundlekit.gateway",
+    "BundleResult": "bundlekit.bundle.build",
+    "build_bundle": "bundlekit.bundle.build",
+    "LoadResult": "bundlekit.bundle.load",
+    "load_bundle": "bundlekit.bundle.load",
+    "fork_bundle": "bundlekit.bundle.fork",
+    "diff_sources": "bundlekit.bundle.diff",
+    "BlockStore": "bundlekit.blockstore",
+    "serve_in_thread": "bundlekit.gateway.server",
     # encryption
-    "KeySpec": "bundlekit.keys",
-    "SignatureKey": "bundlekit.keys",
-    "PassphraseKey": "bundlekit.keys",
-    "RawKeyFile": "bundlekit.keys",
-    "PrivateKeySigner": "bundlekit.keys",
-    "signature_message": "bundlekit.keys",
+    "KeySpec": "bundlekit.crypto",
+    "SignatureKey": "bundlekit.crypto",
+    "PassphraseKey": "bundlekit.crypto",
+    "RawKeyFile": "bundlekit.crypto",
+    "PrivateKeySigner": "bundlekit.crypto",
+    "signature_message": "bundlekit.crypto",
     # publishing
     "Pinner": "bundlekit.pinning",
     "PinResult": "bundlekit.pinning",
@@ -76,7 +76,7 @@ _LAZY: dict[str, str] = {
     # interop
     "import_from": "bundlekit.convert",
     "export_to": "bundlekit.convert",
-    "load_layered": "bundlekit.layers",
+    "load_layered": "bundlekit.bundle.layers",
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
@@ -190,21 +190,33 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type checkers
-    from .bundle import BundleResult, build_bundle
-    from .car import CarFileWriter, CarIndex, CarWriter, read_car
-    from .cid import cid_to_str, parse_cid
-    from .convert import export_to, import_from
-    from .diff import diff_sources
-    from .fork import fork_bundle
-    from .gateway import serve_in_thread
-    from .keys import KeySpec, PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey, signature_message
-    from .layers import load_layered
-    from .load import LoadResult, load_bundle
-    from .memory import Memory, MemoryRecord, RecallHit, parse_memory_file, render_memory_file
-    from .pinning import PinReport, PinResult, Pinner, available_pinners, create_pinner, pin_all
-    from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
-    from .store import BlockStore
-    from .unixfs import ImportedEntry, ImportResult, import_file, import_path, import_tree
-    from .unixfs_read import UnixFSReader
-    from .unpack import unpack_car
-    from .verify import verify_car, walk_dag
+    from bundlekit.blockstore import BlockStore
+    from bundlekit.bundle.build import BundleResult, build_bundle
+    from bundlekit.bundle.diff import diff_sources
+    from bundlekit.bundle.fork import fork_bundle
+    from bundlekit.bundle.layers import load_layered
+    from bundlekit.bundle.load import LoadResult, load_bundle
+    from bundlekit.car.extract import unpack_car
+    from bundlekit.car.index import CarIndex
+    from bundlekit.car.reader import read_car
+    from bundlekit.car.verify import verify_car
+    from bundlekit.car.writer import CarFileWriter, CarWriter
+    from bundlekit.convert import export_to, import_from
+    from bundlekit.crypto._keys import (
+        KeySpec,
+        PassphraseKey,
+        PrivateKeySigner,
+        RawKeyFile,
+        SignatureKey,
+        signature_message,
+    )
+    from bundlekit.gateway.server import serve_in_thread
+    from bundlekit.ipld.cid import cid_to_str, parse_cid
+    from bundlekit.ipld.walk import walk_dag
+    from bundlekit.memory import Memory, MemoryRecord, RecallHit, parse_memory_file, render_memory_file
+    from bundlekit.pinning.orchestrate import PinReport, pin_all
+    from bundlekit.pinning.protocol import Pinner, PinResult
+    from bundlekit.pinning.registry import available_pinners, create_pinner
+    from bundlekit.unixfs.importer import ImportedEntry, ImportResult, import_file, import_path, import_tree
+    from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+    from bundlekit.unixfs.reader import UnixFSReader

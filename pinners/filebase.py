@@ -21,17 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from bundlekit._http import redact, redact_library_logs
-from bundlekit.cid import cid_to_str
-from bundlekit.errors import (
-    CIDMismatch,
-    PinAuthError,
-    PinError,
-    PinRateLimited,
-    PinRejected,
-    PinUnavailable,
-)
-from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, require_env, same_cid
+from bundlekit.errors import CIDMismatch, PinAuthError, PinError, PinRateLimited, PinRejected, PinUnavailable
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.net.http import redact, redact_library_logs
+from bundlekit.pinning.orchestrate import same_cid
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult, require_env
 
 __all__ = ["DEFAULT_ENDPOINT", "MULTIPART_THRESHOLD", "FilebasePinner"]
 

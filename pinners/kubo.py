@@ -19,10 +19,11 @@ from typing import Any, BinaryIO
 
 import httpx
 
-from bundlekit._http import HttpClient
-from bundlekit.cid import cid_to_str
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
-from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult, require_env, same_cid
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.net.http import HttpClient
+from bundlekit.pinning.orchestrate import same_cid
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult, require_env
 
 __all__ = ["DEFAULT_URL", "KuboPinner"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import BinaryIO
 
-from bundlekit.cid import cid_to_str
+from bundlekit.blockstore import BlockStore, default_store_root, normalize_cid
 from bundlekit.errors import PinRejected, UsageError
-from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult
-from bundlekit.store import BlockStore, default_store_root, normalize_cid
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult
 
 __all__ = ["LocalPinner"]
 

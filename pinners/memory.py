@@ -13,10 +13,10 @@ import threading
 from collections.abc import Mapping
 from typing import BinaryIO
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str
+from bundlekit.car.reader import read_car
 from bundlekit.errors import PinRejected
-from bundlekit.pinning import MISSING, PINNED, BasePinner, PinResult
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult
 
 __all__ = ["MemoryPinner"]
 

@@ -25,10 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
-from bundlekit._http import HttpClient
-from bundlekit.cid import cid_to_str
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
-from bundlekit.pinning import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.net.http import HttpClient
+from bundlekit.pinning.protocol import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
 
 __all__ = ["PSAPinner"]
 

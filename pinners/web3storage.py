@@ -45,11 +45,14 @@ from urllib.parse import quote
 
 import httpx
 
-from bundlekit._http import HttpClient
-from bundlekit.car import CarWriter, encode_header, read_car
-from bundlekit.cid import cid_from_digest, cid_to_str
+from bundlekit.car.format import encode_header
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
-from bundlekit.pinning import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env, same_cid
+from bundlekit.ipld.cid import cid_from_digest, cid_to_str
+from bundlekit.net.http import HttpClient
+from bundlekit.pinning.orchestrate import same_cid
+from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 
 __all__ = ["SPLIT_SIZE", "Web3StoragePinner", "car_cid", "is_sunset"]
 

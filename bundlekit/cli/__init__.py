@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..errors import BundlekitError
+from bundlekit.errors import BundlekitError
 
 __all__ = ["main", "cli"]
 

@@ -25,8 +25,15 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import KeySourceError, UsageError
-from ..keys import KeySpec, PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey, parse_signature_hex
+from bundlekit.crypto._keys import (
+    KeySpec,
+    PassphraseKey,
+    PrivateKeySigner,
+    RawKeyFile,
+    SignatureKey,
+    parse_signature_hex,
+)
+from bundlekit.errors import KeySourceError, UsageError
 
 __all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec"]
 

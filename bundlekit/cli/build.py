@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
-from ._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.errors import UsageError
 
 __all__ = ["build"]
 
@@ -29,8 +29,8 @@ __all__ = ["build"]
 def build(memdir: Path, output: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
-    from ..bundle import build_bundle
-    from ..manifest import parse_created
+    from bundlekit.bundle.build import build_bundle
+    from bundlekit.bundle.manifest import parse_created
 
     key = resolve_key_spec(**params)
     if encrypt and key is None:

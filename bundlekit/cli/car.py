@@ -11,12 +11,14 @@ from pathlib import Path
 
 import click
 
-from ..car import MAX_BLOCK_SIZE, CarIndex
-from ..cid import cid_to_str, parse_cid
-from ..errors import UsageError
-from ..unixfs_read import UnixFSReader
-from ..unpack import unpack_car
-from ..verify import MAX_DEPTH, MAX_LINKS, verify_car
+from bundlekit.car.extract import unpack_car
+from bundlekit.car.index import CarIndex
+from bundlekit.car.verify import verify_car
+from bundlekit.errors import UsageError
+from bundlekit.ipld.block import MAX_BLOCK_SIZE
+from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.walk import MAX_DEPTH, MAX_LINKS
+from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = ["verify", "unpack", "ls"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import click
 
-from ..convert import FORMATS, export_to, import_from
-from ..errors import UsageError
-from ._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
+from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
+from bundlekit.convert import FORMATS, export_to, import_from
+from bundlekit.errors import UsageError
 
 __all__ = ["convert"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import click
 
-from ..compat_threews import threews_message
-from ..errors import UsageError
-from ..keys import signature_message
+from bundlekit.crypto._keys import signature_message
+from bundlekit.crypto.threews import threews_message
+from bundlekit.errors import UsageError
 
 __all__ = ["key"]
 

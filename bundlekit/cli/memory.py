@@ -14,10 +14,10 @@ from typing import Any
 
 import click
 
-from ..errors import BundlekitError, MemoryNotFoundError, MemoryStoreError, UsageError
-from ..memory import Memory
-from ..memory.backend import atomic_write_bytes
-from ..memory.record import DECAY_VALUES, MEMORY_TYPES
+from bundlekit.errors import BundlekitError, MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.memory import Memory
+from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
 
 __all__ = ["memory"]
 
@@ -251,7 +251,7 @@ def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: 
     if layers:
         if style != "default":
             raise UsageError("--layer and --style magic-context cannot be combined")
-        render_layered = _optional_function("bundlekit.layers", "render_layered_context", "--layer")
+        render_layered = _optional_function("bundlekit.bundle.layers", "render_layered_context", "--layer")
         text = render_layered(
             [_parse_layer(v) for v in layers],
             max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,

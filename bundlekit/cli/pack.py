@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 import click
 
-from ..car import CarFileWriter
-from ..cid import cid_to_str
-from ..errors import UsageError
-from ..profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
-from ..unixfs import ImportResult, NullSink, import_path
+from bundlekit.car.writer import CarFileWriter
+from bundlekit.errors import UsageError
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
+from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 
 __all__ = ["cid", "pack"]
 

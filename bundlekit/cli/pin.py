@@ -16,17 +16,12 @@ from typing import Any
 
 import click
 
-from ..errors import PinError
-from ..pinning import (
-    REQUIRE_MODES,
-    PinReport,
-    available_pinners,
-    create_pinner,
-    pin_all,
-    pinner_factory,
-    prepare_source,
-)
-from ._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.errors import PinError
+from bundlekit.pinning.orchestrate import PinReport, pin_all
+from bundlekit.pinning.protocol import REQUIRE_MODES
+from bundlekit.pinning.registry import available_pinners, create_pinner, pinner_factory
+from bundlekit.pinning.source import prepare_source
 
 __all__ = ["pin", "pinners"]
 
@@ -107,7 +102,7 @@ def pin(
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def pinners(check: bool, as_json: bool) -> None:
     """List the registered pinners and whether each is configured (never showing a secret)."""
-    from ..errors import BundlekitError
+    from bundlekit.errors import BundlekitError
 
     rows: list[dict[str, Any]] = []
     env = os.environ

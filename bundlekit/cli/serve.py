@@ -7,7 +7,7 @@ from types import FrameType
 
 import click
 
-from ..gateway import create_server, make_source
+from bundlekit.gateway.server import create_server, make_source
 
 __all__ = ["serve"]
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from ..cid import cid_to_str, parse_cid
-from ..errors import CARError
-from ..store import BlockStore
+from bundlekit.blockstore import BlockStore
+from bundlekit.errors import CARError
+from bundlekit.ipld.cid import cid_to_str, parse_cid
 
 __all__ = ["store"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ._common import Entry, ForeignTree
-from ._tree import read_tree, write_tree
+from bundlekit.convert._common import Entry, ForeignTree
+from bundlekit.convert._tree import read_tree, write_tree
+from bundlekit.errors import UsageError
 
 __all__ = [
     "FORMATS",
@@ -79,7 +79,7 @@ class ConvertResult:
 
 
 def _massgen() -> Format:
-    from . import massgen
+    from bundlekit.convert import massgen
 
     return Format(
         "massgen",
@@ -92,7 +92,7 @@ def _massgen() -> Format:
 
 
 def _claude_code() -> Format:
-    from . import claude_code
+    from bundlekit.convert import claude_code
 
     return Format(
         "claude-code",
@@ -105,7 +105,7 @@ def _claude_code() -> Format:
 
 
 def _threews() -> Format:
-    from . import threews
+    from bundlekit.convert import threews
 
     return Format(
         "three.ws",
@@ -118,7 +118,7 @@ def _threews() -> Format:
 
 
 def _magic_context() -> Format:
-    from . import magic_context
+    from bundlekit.convert import magic_context
 
     return Format(
         "magic-context",
@@ -131,7 +131,7 @@ def _magic_context() -> Format:
 
 
 def _magicfrog() -> Format:
-    from . import magicfrog
+    from bundlekit.convert import magicfrog
 
     device = {"include_device", "local_only", "exclude_device"}
     return Format(
@@ -192,7 +192,7 @@ def write_foreign(
     **options: Any,
 ) -> list[Path]:
     """Write neutral records into a foreign store, applying the device rule first."""
-    from .magicfrog import check_device, is_device_entry
+    from bundlekit.convert.magicfrog import check_device, is_device_entry
 
     spec = get_format(fmt)
     _check_options(spec, options, spec.write_options, "export")
@@ -269,7 +269,7 @@ def export_to(
     ``DeviceMemoryError`` unless ``include_device`` and ``local_only`` are both
     set, or left out with ``exclude_device``.
     """
-    from .magicfrog import is_device_entry
+    from bundlekit.convert.magicfrog import is_device_entry
 
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
@@ -303,7 +303,7 @@ def device_bound_keys(records: Iterable[Any]) -> list[str]:
     Those are MagicFrog device notes: ``x-magicfrog-dimension: device`` or
     ``x-magicfrog-local-only: true``.
     """
-    from .magicfrog import is_device_entry
+    from bundlekit.convert.magicfrog import is_device_entry
 
     return sorted(r.key for r in records if is_device_entry(Entry(str(r.key), dict(r.meta), "")))
 
@@ -314,7 +314,7 @@ def refuse_device_memory(records: Iterable[Any], *, action: str = "bundle") -> N
     For code that moves a whole tree off the machine (the bundle builder,
     publishers): device memory never leaves it (``specs/interop.md``, section 7).
     """
-    from ..errors import DeviceMemoryError
+    from bundlekit.errors import DeviceMemoryError
 
     keys = device_bound_keys(records)
     if keys:

@@ -26,10 +26,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConvertError, InvalidKeyError
-from ..memory.keys import MAX_KEY_LENGTH, validate_key
-from ..memory.record import MEMORY_TYPES
-from ..memory.timefmt import format_timestamp
+from bundlekit.errors import ConvertError, InvalidKeyError
+from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
+from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
     "KEY_MAX",

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConvertError
-from ..memory.record import KNOWN_ORDER, render_memory_file
-from ..memory.transfer import build_export
-from ._common import Entry, ForeignTree, output_dir_problem
+from bundlekit.convert._common import Entry, ForeignTree, output_dir_problem
+from bundlekit.errors import ConvertError
+from bundlekit.memory.record import KNOWN_ORDER, render_memory_file
+from bundlekit.memory.transfer import build_export
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
@@ -52,7 +52,7 @@ def write_tree(
     ``FrontmatterError``, ``SecretDetectedError``) and ``ConvertError`` when
     ``dest`` exists and is not a directory.
     """
-    from ..memory import Memory
+    from bundlekit.memory import Memory
 
     path = Path(dest)
     if path.exists() and not path.is_dir():
@@ -76,7 +76,7 @@ def read_tree(src: str | os.PathLike[str]) -> ForeignTree:
     ``ConvertError`` when ``src`` is not a directory, and what ``Memory`` raises
     for a malformed file.
     """
-    from ..memory import Memory
+    from bundlekit.memory import Memory
 
     path = Path(src)
     if not path.is_dir():

@@ -20,8 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConvertError
-from ._common import (
+from bundlekit.convert._common import (
     MEMORY_TYPES,
     Entry,
     ForeignTree,
@@ -35,6 +34,7 @@ from ._common import (
     same_instant,
     single_line,
 )
+from bundlekit.errors import ConvertError
 
 __all__ = ["FORMS", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
 

@@ -24,9 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ConvertError
-from ..memory.ranking import CHARS_PER_TOKEN
-from ._common import (
+from bundlekit.convert._common import (
     Entry,
     ForeignTree,
     first_line,
@@ -36,6 +34,8 @@ from ._common import (
     sanitize_key,
     single_line,
 )
+from bundlekit.errors import ConvertError
+from bundlekit.memory.ranking import CHARS_PER_TOKEN
 
 __all__ = [
     "CATEGORIES",
@@ -401,7 +401,7 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
     ``""`` when there is nothing to inject.
     """
     if isinstance(memory, (str, os.PathLike)):
-        from ..memory import Memory
+        from bundlekit.memory import Memory
 
         lister: _Lister = Memory(memory)
     else:

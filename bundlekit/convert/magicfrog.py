@@ -25,8 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import ConvertError, DeviceMemoryError
-from ._common import (
+from bundlekit.convert._common import (
     Entry,
     ForeignTree,
     atomic_write,
@@ -38,6 +37,7 @@ from ._common import (
     read_markdown,
     same_instant,
 )
+from bundlekit.errors import ConvertError, DeviceMemoryError
 
 __all__ = [
     "CHAIN",

@@ -22,8 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConvertError
-from ._common import (
+from bundlekit.convert._common import (
     Entry,
     ForeignTree,
     atomic_write,
@@ -34,6 +33,7 @@ from ._common import (
     same_instant,
     single_line,
 )
+from bundlekit.errors import ConvertError
 
 __all__ = ["TIERS", "parse_massgen_file", "read_massgen", "render_massgen_file", "write_massgen"]
 

@@ -24,9 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConvertError, MemoryStoreError
-from ..memory.timeline import validate_entry
-from ._common import (
+from bundlekit.convert._common import (
     MEMORY_TYPES,
     Entry,
     ForeignTree,
@@ -41,9 +39,11 @@ from ._common import (
     single_line,
     split_frontmatter,
 )
+from bundlekit.errors import ConvertError, MemoryStoreError
+from bundlekit.memory.timeline import validate_entry
 
 if TYPE_CHECKING:
-    from ..keys import KeySpec
+    from bundlekit.crypto._keys import KeySpec
 
 __all__ = [
     "BLOB_VERSION",
@@ -272,7 +272,7 @@ def decrypt_files(blob: dict[str, Any], key: KeySpec, agent_id: str | None) -> d
     (three.ws pins it in plaintext). Raises ``DecryptionError`` for a wrong key
     or a tampered file, ``KeySourceError`` for a key that is not a wallet's.
     """
-    from ..compat_threews import threews_decrypt, threews_key_from_spec
+    from bundlekit.crypto.threews import threews_decrypt, threews_key_from_spec
 
     agent = agent_id or blob.get("namespace")
     if not agent:
@@ -297,7 +297,7 @@ def encrypt_files(
     timeline and never hydrates one from IPFS). ``rng`` supplies each 12-byte
     IV (default ``os.urandom``); inject one for reproducible output.
     """
-    from ..compat_threews import _threews_encrypt, threews_key_from_spec
+    from bundlekit.crypto.threews import _threews_encrypt, threews_key_from_spec
 
     tkey = threews_key_from_spec(key, agent_id)
     source = rng or os.urandom

@@ -4,12 +4,12 @@ recall and the context block, export/import, and the secret guard. See specs/mem
 
 from __future__ import annotations
 
-from .index import render_index
-from .ranking import RecallHit
-from .record import MemoryRecord, parse_memory_file, render_memory_file
-from .secrets import find_secrets
-from .store import Memory
-from .transfer import ImportReport
+from bundlekit.memory.index import render_index
+from bundlekit.memory.ranking import RecallHit
+from bundlekit.memory.record import MemoryRecord, parse_memory_file, render_memory_file
+from bundlekit.memory.secrets import find_secrets
+from bundlekit.memory.transfer import ImportReport
+from bundlekit.memory.tree import Memory
 
 __all__ = [
     "ImportReport",

@@ -19,9 +19,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import MemoryStoreError
-from .keys import INDEX_NAME
-from .lock import DEFAULT_LOCK_TIMEOUT, TreeLock
+from bundlekit.errors import MemoryStoreError
+from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
+from bundlekit.memory.naming import INDEX_NAME
 
 __all__ = ["TIMELINE_DIR", "Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .record import MEMORY_TYPES, MemoryRecord
+from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord
 
 __all__ = ["INDEX_TITLE", "MAX_INDEX_LINES", "SECTION_TITLES", "index_line", "omitted_line", "render_index"]
 

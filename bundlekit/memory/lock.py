@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import LockTimeoutError, MemoryStoreError
+from bundlekit.errors import LockTimeoutError, MemoryStoreError
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "TreeLock"]
 

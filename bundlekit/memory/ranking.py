@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..errors import UsageError
-from .record import MemoryRecord
+from bundlekit.errors import UsageError
+from bundlekit.memory.record import MemoryRecord
 
 __all__ = [
     "CHARS_PER_TOKEN",

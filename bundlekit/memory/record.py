@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from ..errors import FrontmatterError
-from .timefmt import format_timestamp, parse_timestamp
+from bundlekit.errors import FrontmatterError
+from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
 
 __all__ = [
     "DECAY_VALUES",

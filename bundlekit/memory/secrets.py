@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import SecretDetectedError
+from bundlekit.errors import SecretDetectedError
 
 __all__ = ["SECRET_RULES", "Finding", "SecretRule", "find_secrets", "guard"]
 

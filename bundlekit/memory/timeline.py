@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..errors import MemoryStoreError, UsageError
-from .timefmt import format_timestamp_ms, parse_timestamp
+from bundlekit.errors import MemoryStoreError, UsageError
+from bundlekit.memory.timefmt import format_timestamp_ms, parse_timestamp
 
 __all__ = [
     "DAY_FILE_RE",

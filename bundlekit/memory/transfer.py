@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidKeyError, MemoryStoreError
-from .keys import INDEX_NAME, check_unique, key_from_filename
-from .record import MemoryRecord, parse_memory_file
-from .secrets import guard
-from .timeline import encode_entry, validate_entry
+from bundlekit.errors import InvalidKeyError, MemoryStoreError
+from bundlekit.memory.naming import INDEX_NAME, check_unique, key_from_filename
+from bundlekit.memory.record import MemoryRecord, parse_memory_file
+from bundlekit.memory.secrets import guard
+from bundlekit.memory.timeline import encode_entry, validate_entry
 
 __all__ = ["EXPORT_VERSION", "STRATEGIES", "ImportPlan", "ImportReport", "build_export", "validate_blob"]
 

@@ -12,8 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from bundlekit.car import CarIndex, CarWriter
-from bundlekit.cid import parse_cid
+from bundlekit.car.index import CarIndex
+from bundlekit.car.writer import CarWriter
+from bundlekit.ipld.cid import parse_cid
 from bundlekit.memory import Memory
 
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)

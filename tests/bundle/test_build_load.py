@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle import build_bundle
-from bundlekit.cid import cid_to_str
-from bundlekit.gateway import serve_in_thread
-from bundlekit.load import load_bundle
-from bundlekit.manifest import canonical_json, parse_manifest
+from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.manifest import canonical_json, parse_manifest
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str
 
 from .conftest import CREATED, make_tree
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from bundlekit.cli import cli
-from bundlekit.gateway import serve_in_thread
+from bundlekit.gateway.server import serve_in_thread
 from bundlekit.memory import Memory
 
 from .conftest import BODY_CANARY, CREATED

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle import build_bundle
-from bundlekit.cid import cid_to_str
+from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import DeviceMemoryError
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"

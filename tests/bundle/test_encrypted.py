@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle import BundleResult, build_bundle
-from bundlekit.cid import cid_to_str
+from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.load import load_bundle
+from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.errors import IntegrityError, KeySourceError, UsageError, WrongKeyError
-from bundlekit.keys import RawKeyFile
-from bundlekit.load import load_bundle
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
-from bundlekit.unixfs_read import UnixFSReader
+from bundlekit.unixfs.reader import UnixFSReader
 
 from .conftest import BODY_CANARY, CREATED, TIMELINE_CANARY, BlockGateway, car_blocks
 
@@ -109,7 +109,7 @@ def test_wrong_key_fails_before_any_file_is_decrypted(enc: BundleResult, monkeyp
 def test_tampered_encrypted_block_is_an_integrity_error_naming_the_file(
     enc: BundleResult, block_gateway: tuple[BlockGateway, str, object], tmp_path: Path
 ) -> None:
-    from bundlekit.cid import parse_cid
+    from bundlekit.ipld.cid import parse_cid
 
     gateway, url, _server = block_gateway
     gateway.blocks.update(car_blocks(enc.car))

@@ -9,10 +9,10 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.car import CarWriter
-from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, MissingBlock
-from bundlekit.fetch import Gateway, GatewayFetcher
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
+from bundlekit.net.fetch import Gateway, GatewayFetcher
 
 A = b"alpha block"
 B = b"beta block"
@@ -167,9 +167,9 @@ def test_oversized_block_response_is_not_buffered_or_accepted() -> None:
 
 
 def test_check_block_fast_path_agrees_with_verify_block() -> None:
-    from bundlekit.cid import DAG_PB
     from bundlekit.errors import BlockMismatch as Mismatch
-    from bundlekit.fetch import check_block
+    from bundlekit.ipld.cid import DAG_PB
+    from bundlekit.net.fetch import check_block
 
     for cid in (make_cid(1, RAW, b"x"), make_cid(1, DAG_PB, b"x"), make_cid(0, DAG_PB, b"x")):
         check_block(cid, b"x")
@@ -179,7 +179,7 @@ def test_check_block_fast_path_agrees_with_verify_block() -> None:
 
 def test_check_block_refuses_oversized_blocks() -> None:
     from bundlekit.errors import UnsupportedBlock
-    from bundlekit.fetch import check_block
+    from bundlekit.net.fetch import check_block
 
     data = b"z" * (2 * 1024 * 1024 + 1)
     with pytest.raises(UnsupportedBlock):
@@ -187,8 +187,8 @@ def test_check_block_refuses_oversized_blocks() -> None:
 
 
 def test_store_blocks_over_the_trustless_size_limit_are_refused(tmp_path: Path) -> None:
+    from bundlekit.blockstore import BlockStore
     from bundlekit.errors import UnsupportedBlock
-    from bundlekit.store import BlockStore
 
     store = BlockStore(tmp_path, fsync=False)
     big = b"x" * (2 * 1024 * 1024 + 1)

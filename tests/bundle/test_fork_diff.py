@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle import BundleResult, build_bundle
-from bundlekit.cid import cid_to_str
-from bundlekit.diff import diff_sources
+from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.diff import diff_sources
+from bundlekit.bundle.fork import fork_bundle
+from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.errors import IntegrityError, UsageError
-from bundlekit.fork import fork_bundle
-from bundlekit.gateway import serve_in_thread
-from bundlekit.keys import RawKeyFile
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
@@ -69,7 +69,7 @@ def test_fork_replace_takes_the_bundle_memories(bundle: BundleResult, tmp_path: 
 def test_fork_of_a_tampered_bundle_changes_nothing(
     bundle: BundleResult, tmp_path: Path, block_gateway: tuple[BlockGateway, str, object]
 ) -> None:
-    from bundlekit.cid import parse_cid
+    from bundlekit.ipld.cid import parse_cid
 
     gateway, url, _server = block_gateway
     gateway.blocks.update(car_blocks(bundle.car))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle import build_bundle
+from bundlekit.bundle.build import build_bundle
 
 from .conftest import CREATED
 

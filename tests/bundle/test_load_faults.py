@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bundlekit.bundle import BundleResult, build_bundle
-from bundlekit.cid import cid_to_str, parse_cid
+from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.manifest import canonical_json
 from bundlekit.errors import IntegrityError, LoadError, ManifestError, UsageError
-from bundlekit.gateway import serve_in_thread
-from bundlekit.load import load_bundle
-from bundlekit.manifest import canonical_json
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str, parse_cid
 
 from .conftest import CREATED, BlockGateway, car_blocks
 
@@ -124,7 +124,7 @@ def test_no_gateway_and_no_store_is_a_usage_error(bundle: BundleResult, monkeypa
 def test_ipfs_uri_reads_the_local_store_first(
     bundle: BundleResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bundlekit.store import BlockStore
+    from bundlekit.blockstore import BlockStore
 
     monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("BUNDLEKIT_GATEWAYS", raising=False)
@@ -136,9 +136,9 @@ def test_ipfs_uri_reads_the_local_store_first(
 
 
 def test_car_that_is_not_a_bundle_is_a_manifest_error(tmp_path: Path) -> None:
-    from bundlekit.car import CarFileWriter
-    from bundlekit.profiles import get_profile
-    from bundlekit.unixfs import import_tree
+    from bundlekit.car.writer import CarFileWriter
+    from bundlekit.unixfs.importer import import_tree
+    from bundlekit.unixfs.profiles import get_profile
 
     with CarFileWriter(tmp_path / "x.car") as writer:
         result = import_tree([("hello.txt", b"hi")], writer, get_profile())

@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from bundlekit.cid import RAW, make_cid
+from bundlekit.bundle.manifest import (
+    canonical_json,
+    format_created,
+    make_manifest,
+    parse_created,
+    parse_manifest,
+)
 from bundlekit.errors import ManifestError
-from bundlekit.manifest import canonical_json, format_created, make_manifest, parse_created, parse_manifest
+from bundlekit.ipld.cid import RAW, make_cid
 
 CID = make_cid(1, RAW, b"x")
 
@@ -95,8 +101,8 @@ def test_created_garbage_is_refused() -> None:
 
 
 def test_fast_cid_parse_agrees_with_multiformats() -> None:
-    from bundlekit.cid import DAG_PB, cid_to_str, make_cid, parse_cid
-    from bundlekit.manifest import cid_from_text
+    from bundlekit.bundle.manifest import cid_from_text
+    from bundlekit.ipld.cid import DAG_PB, cid_to_str, make_cid, parse_cid
 
     for i in range(200):
         for cid in (make_cid(1, RAW, bytes([i]) * i), make_cid(1, DAG_PB, bytes([i])), make_cid(0, DAG_PB, bytes([i]))):
@@ -105,8 +111,8 @@ def test_fast_cid_parse_agrees_with_multiformats() -> None:
 
 
 def test_fast_cid_parse_refuses_garbage() -> None:
+    from bundlekit.bundle.manifest import cid_from_text
     from bundlekit.errors import CIDError
-    from bundlekit.manifest import cid_from_text
 
     for text in ("b", "baaaa", "bafy" + "a" * 55, "zzz", ""):
         with pytest.raises(CIDError):
@@ -117,9 +123,9 @@ def test_fast_cid_parse_refuses_a_cidv0_written_in_base32() -> None:
     """A CIDv0 exists only in base58btc: "b" + base32 of its bytes is not a CID (parse_cid agrees)."""
     import base64
 
-    from bundlekit.cid import DAG_PB
+    from bundlekit.bundle.manifest import cid_from_text
     from bundlekit.errors import CIDError
-    from bundlekit.manifest import cid_from_text
+    from bundlekit.ipld.cid import DAG_PB
 
     v0 = make_cid(0, DAG_PB, b"x")
     text = "b" + base64.b32encode(v0).decode().lower().rstrip("=")

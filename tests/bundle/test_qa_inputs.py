@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.car import CarWriter, read_car
+from bundlekit.bundle.manifest import format_created, parse_created, parse_manifest
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
-from bundlekit.manifest import format_created, parse_created, parse_manifest
 from bundlekit.errors import ManifestError, UsageError
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"

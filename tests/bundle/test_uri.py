@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import DAG_PB, cid_to_str, make_cid
 from bundlekit.errors import UsageError
-from bundlekit.fetch import Gateway, default_gateways, parse_gateway, parse_uri
+from bundlekit.ipld.cid import DAG_PB, cid_to_str, make_cid
+from bundlekit.net.fetch import Gateway, default_gateways, parse_gateway, parse_uri
 
 ROOT = make_cid(1, DAG_PB, b"root")
 ROOT_S = cid_to_str(ROOT)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.car import CarWriter
-from bundlekit.cid import DAG_PB, RAW, make_cid
-from bundlekit.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData, encode_node
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import MissingBlock
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData, encode_node
 
 
 class Blocks:
@@ -46,7 +46,7 @@ class Blocks:
 
     def tsize(self, cid: bytes) -> int:
         # Honest cumulative size: the block plus every child's Tsize.
-        from bundlekit.dagpb import decode_node
+        from bundlekit.ipld.dagpb import decode_node
 
         data = self.blocks[cid]
         if cid[1:2] == bytes([RAW]):

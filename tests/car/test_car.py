@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multiformats import CID
 
-from bundlekit.car import CarFileWriter, CarIndex, CarWriter, decode_header, encode_header, read_car
-from bundlekit.cid import DAG_PB, RAW, encode_varint, make_cid
+from bundlekit.car.format import decode_header, encode_header
+from bundlekit.car.index import CarIndex
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarFileWriter, CarWriter
 from bundlekit.errors import BlockMismatch, CARError, MissingBlock, UnsupportedBlock, UsageError
+from bundlekit.ipld.cid import DAG_PB, RAW, encode_varint, make_cid
 
 from .conftest import Blocks
 
@@ -244,7 +247,7 @@ def test_file_writer_produces_the_same_bytes_as_the_stream_writer(
 def test_file_writer_rewrites_header_when_root_cid_length_differs(tmp_path: Path) -> None:
     blocks = Blocks()
     leaf = blocks.raw(b"leaf")  # 36-byte CIDv1 reserves the header slot
-    from bundlekit.dagpb import FILE, PBLink, UnixFSData
+    from bundlekit.ipld.dagpb import FILE, PBLink, UnixFSData
 
     root = blocks.node([PBLink(leaf, b"", 4)], UnixFSData(FILE, filesize=4, blocksizes=[4]), version=0)
     dest = tmp_path / "v0.car"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import bundlekit.car as car
-from bundlekit.car import CarFileWriter, CarWriter, read_car
-from bundlekit.cid import RAW, make_cid
+import bundlekit.car.writer as car
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarFileWriter, CarWriter
+from bundlekit.ipld.cid import RAW, make_cid
 
 
 def _blocks(n: int) -> list[tuple[bytes, bytes]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bundlekit.car import CarWriter
-from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 from .conftest import Blocks
 

@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.car import CarFileWriter, CarIndex, read_car
-from bundlekit.cid import cid_to_str, parse_cid
-from bundlekit.dagpb import HAMT_SHARD, UnixFSData, decode_node
-from bundlekit.profiles import PROFILES, Profile, get_profile
-from bundlekit.unixfs import ImportResult, import_path
-from bundlekit.unixfs_read import UnixFSReader
-from bundlekit.unpack import unpack_car
-from bundlekit.verify import verify_car
+from bundlekit.car.extract import unpack_car
+from bundlekit.car.index import CarIndex
+from bundlekit.car.reader import read_car
+from bundlekit.car.verify import verify_car
+from bundlekit.car.writer import CarFileWriter
+from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
+from bundlekit.unixfs.importer import ImportResult, import_path
+from bundlekit.unixfs.profiles import PROFILES, Profile, get_profile
+from bundlekit.unixfs.reader import UnixFSReader
 
 DATA = Path(__file__).parent / "data"
 IPFS_CAR = Path(os.environ.get("BUNDLEKIT_IPFS_CAR", "/work/npmref/node_modules/.bin/ipfs-car"))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import RAW, make_cid
 from bundlekit.errors import UsageError
-from bundlekit.unpack import unpack
+from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.unixfs.unpack import unpack
 
 DATA = b"hello"
 CID = make_cid(1, RAW, DATA)

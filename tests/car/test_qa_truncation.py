@@ -6,9 +6,10 @@ import io
 
 import pytest
 
-from bundlekit.car import CarWriter, iter_sections, read_car
-from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.car.reader import iter_sections, read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CARError
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 BIG = bytes(range(256)) * 1200  # 307200 bytes: more than one internal read chunk
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import RAW, make_cid
 from bundlekit.errors import BundlekitError
-from bundlekit.unpack import unpack
+from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.unixfs.unpack import unpack
 
 
 def test_unpack_under_a_file_names_the_problem(tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bundlekit.cid import DAG_PB, make_cid
-from bundlekit.dagpb import DIRECTORY, FILE, HAMT_SHARD, SYMLINK, PBLink, UnixFSData, encode_node
 from bundlekit.errors import (
     BlockMismatch,
     CodecError,
@@ -15,7 +13,9 @@ from bundlekit.errors import (
     UnsafePathError,
     UnsupportedBlock,
 )
-from bundlekit.unixfs_read import UnixFSReader, check_name
+from bundlekit.ipld.cid import DAG_PB, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, SYMLINK, PBLink, UnixFSData, encode_node
+from bundlekit.unixfs.reader import UnixFSReader, check_name
 
 from .conftest import Blocks
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import make_cid, RAW
-from bundlekit.dagpb import SYMLINK, UnixFSData
+from bundlekit.car.extract import unpack_car
 from bundlekit.errors import (
     BlockMismatch,
     CARError,
@@ -17,7 +16,9 @@ from bundlekit.errors import (
     UnsafePathError,
     UsageError,
 )
-from bundlekit.unpack import unpack, unpack_car
+from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.ipld.dagpb import SYMLINK, UnixFSData
+from bundlekit.unixfs.unpack import unpack
 
 from .conftest import Blocks
 
@@ -161,8 +162,8 @@ def test_over_deep_dag_is_refused(blocks: Blocks, tmp_path: Path) -> None:
 
 
 def test_link_cycle_is_refused(tmp_path: Path) -> None:
-    from bundlekit.cid import DAG_PB
-    from bundlekit.dagpb import DIRECTORY, PBLink, encode_node
+    from bundlekit.ipld.cid import DAG_PB
+    from bundlekit.ipld.dagpb import DIRECTORY, PBLink, encode_node
 
     a, b = make_cid(1, DAG_PB, b"a"), make_cid(1, DAG_PB, b"b")
     store = {

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import DAG_PB, cid_to_str, make_cid
-from bundlekit.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
+from bundlekit.car.verify import verify_car
 from bundlekit.errors import BlockMismatch, CARError, CodecError, DAGLimitExceeded, MissingBlock
-from bundlekit.verify import verify_car, walk_dag
+from bundlekit.ipld.cid import DAG_PB, cid_to_str, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
+from bundlekit.ipld.walk import walk_dag
 
 from .conftest import Blocks
 
@@ -202,8 +203,8 @@ def _outcome(fn: Callable[[], None]) -> str:
 
 
 def test_check_block_fast_path_agrees_with_verify_block() -> None:
-    from bundlekit.cid import RAW, verify_block
-    from bundlekit.verify import check_block
+    from bundlekit.ipld.block import check_block
+    from bundlekit.ipld.cid import RAW, verify_block
 
     data = b"payload"
     cids = [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.bundle.layers import effective_view, load_layered, parse_layer_option, render_layered_context
 from bundlekit.errors import UsageError
-from bundlekit.layers import effective_view, load_layered, parse_layer_option, render_layered_context
 from bundlekit.memory import Memory
 
 
@@ -62,7 +62,7 @@ def test_timelines_of_all_layers_are_united(layers: list[tuple[str, str]], tmp_p
 
 
 def test_layer_given_as_a_bundle(layers: list[tuple[str, str]], tmp_path: Path) -> None:
-    from bundlekit.bundle import build_bundle
+    from bundlekit.bundle.build import build_bundle
 
     car = tmp_path / "task.car"
     build_bundle(dict(layers)["task"], car, created=clock())
@@ -120,7 +120,7 @@ def test_context_with_no_room_is_empty(layers: list[tuple[str, str]]) -> None:
 
 
 def test_layered_memory_is_the_effective_view_in_memory(layers: list[tuple[str, str]]) -> None:
-    from bundlekit.layers import layered_memory
+    from bundlekit.bundle.layers import layered_memory
 
     mem = layered_memory(layers)
     rec = mem.read("Style")

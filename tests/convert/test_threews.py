@@ -99,8 +99,8 @@ WALLET = "0x" + "4c" * 32  # a throwaway test private key
 
 
 def encrypted_blob(blob: dict[str, Any]) -> dict[str, Any]:
-    from bundlekit.compat_threews import threews_encrypt, threews_key_from_spec
-    from bundlekit.keys import PrivateKeySigner
+    from bundlekit.crypto._keys import PrivateKeySigner
+    from bundlekit.crypto.threews import threews_encrypt, threews_key_from_spec
 
     key = threews_key_from_spec(PrivateKeySigner(WALLET), "agent-7")
     return {**blob, "files": {n: threews_encrypt(t.encode(), key) for n, t in blob["files"].items()}}
@@ -109,7 +109,7 @@ def encrypted_blob(blob: dict[str, Any]) -> dict[str, Any]:
 def test_encrypted_files_are_decrypted_with_the_wallet_key(
     threews_blob: dict[str, Any], tmp_path: Path
 ) -> None:
-    from bundlekit.keys import PrivateKeySigner
+    from bundlekit.crypto._keys import PrivateKeySigner
 
     path = tmp_path / "enc.json"
     path.write_text(json.dumps(encrypted_blob(threews_blob)))
@@ -127,8 +127,8 @@ def test_encrypted_files_without_a_key_are_refused_with_what_to_pass(
 
 
 def test_wrong_wallet_fails_decryption(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    from bundlekit.crypto._keys import PrivateKeySigner
     from bundlekit.errors import DecryptionError
-    from bundlekit.keys import PrivateKeySigner
 
     path = tmp_path / "enc.json"
     path.write_text(json.dumps(encrypted_blob(threews_blob)))
@@ -137,7 +137,7 @@ def test_wrong_wallet_fails_decryption(threews_blob: dict[str, Any], tmp_path: P
 
 
 def test_encrypted_export_reads_back(threews_blob: dict[str, Any], tmp_path: Path) -> None:
-    from bundlekit.keys import PrivateKeySigner
+    from bundlekit.crypto._keys import PrivateKeySigner
 
     key = PrivateKeySigner(WALLET)
     write_threews(

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multiformats import CID, multihash, varint
 
-from bundlekit.cid import (
+from bundlekit.errors import BlockMismatch, CIDError, UnsupportedBlock
+from bundlekit.ipld.cid import (
     DAG_PB,
     RAW,
     cid_from_digest,
@@ -22,7 +23,6 @@ from bundlekit.cid import (
     read_cid,
     verify_block,
 )
-from bundlekit.errors import BlockMismatch, CIDError, UnsupportedBlock
 
 _CODEC_NAMES = {DAG_PB: "dag-pb", RAW: "raw"}
 

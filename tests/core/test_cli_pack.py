@@ -8,11 +8,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str, parse_cid
+from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import NullSink, import_path
+from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.unixfs.importer import NullSink, import_path
+from bundlekit.unixfs.profiles import get_profile
 
 
 def _tree(root: Path) -> Path:

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bundlekit.cid import DAG_PB, RAW, make_cid
-from bundlekit.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData, decode_node, encode_node
 from bundlekit.errors import CodecError
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData, decode_node, encode_node
 
 cids = st.builds(make_cid, st.sampled_from([1]), st.sampled_from([RAW, DAG_PB]), st.binary(max_size=8)) | st.builds(
     make_cid, st.just(0), st.just(DAG_PB), st.binary(max_size=8)

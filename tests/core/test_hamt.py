@@ -8,11 +8,11 @@ import mmh3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bundlekit.cid import RAW, make_cid
-from bundlekit.dagpb import HAMT_SHARD, UnixFSData, decode_node
-from bundlekit.hamt import Child, _hash, encode_flat, encode_hamt, link_serialized_size, needs_shard
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import ListSink
+from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
+from bundlekit.unixfs.hamt import Child, _hash, encode_flat, encode_hamt, link_serialized_size, needs_shard
+from bundlekit.unixfs.importer import ListSink
+from bundlekit.unixfs.profiles import get_profile
 
 CID = make_cid(1, RAW, b"x")
 

@@ -9,10 +9,10 @@ from typing import BinaryIO
 
 import pytest
 
-from bundlekit.cid import cid_to_str, verify_block
 from bundlekit.errors import SourceError, UsageError
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import ListSink, NullSink, import_file, import_path, import_tree
+from bundlekit.ipld.cid import cid_to_str, verify_block
+from bundlekit.unixfs.importer import ListSink, NullSink, import_file, import_path, import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 
 def _tree(root: Path) -> Path:

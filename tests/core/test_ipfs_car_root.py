@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import NullSink, import_path
+from bundlekit.unixfs.importer import NullSink, import_path
+from bundlekit.unixfs.profiles import get_profile
 
 
 def _root(path: Path, profile: str, hidden: bool = False) -> bytes:

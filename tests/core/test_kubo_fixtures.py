@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from bundlekit.cid import cid_to_str
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import NullSink, import_file, import_tree
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.unixfs.importer import NullSink, import_file, import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 
 def test_kubo_fixture_cid(kubo_case: dict[str, Any], seeded: Any, kubo_names: Any) -> None:

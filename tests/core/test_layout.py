@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 
-from bundlekit.chunker import iter_bytes_chunks, iter_chunks
-from bundlekit.cid import DAG_PB, RAW, parse_cid_bytes
-from bundlekit.dagpb import FILE, UnixFSData, decode_node
-from bundlekit.layout import FileBuilder
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import ListSink, import_file
+from bundlekit.ipld.cid import DAG_PB, RAW, parse_cid_bytes
+from bundlekit.ipld.dagpb import FILE, UnixFSData, decode_node
+from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks
+from bundlekit.unixfs.importer import ListSink, import_file
+from bundlekit.unixfs.layout import FileBuilder
+from bundlekit.unixfs.profiles import get_profile
 
 
 class Trickle(io.RawIOBase):

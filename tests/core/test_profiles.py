@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bundlekit.errors import ProfileError
-from bundlekit.profiles import DEFAULT_PROFILE, PROFILES, get_profile
+from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, get_profile
 
 
 def test_default_profile_is_ipip_499() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.cid import parse_cid
 from bundlekit.cli import cli
 from bundlekit.errors import CIDError
+from bundlekit.ipld.cid import parse_cid
 
 
 def test_parse_cid_error_says_what_to_give() -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bundlekit.cid import cid_to_str
-from bundlekit.profiles import Profile, get_profile
-from bundlekit.unixfs import NullSink, import_path
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.unixfs.importer import NullSink, import_path
+from bundlekit.unixfs.profiles import Profile, get_profile
 
 PROFILES = ["unixfs-v0-2015", "unixfs-v1-2025", "kubo-cidv1", "ipfs-car"]
 OVERRIDES = [

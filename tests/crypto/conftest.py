@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bundlekit.keys import (
+from bundlekit.crypto._keys import (
     KeySpec,
     PassphraseKey,
     PrivateKeySigner,

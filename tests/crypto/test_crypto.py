@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundlekit import _stream, crypto
+from bundlekit import crypto
+from bundlekit.crypto import _stream
+from bundlekit.crypto._keys import BundleKey, RawKeyFile
 from bundlekit.errors import DecryptionError, HeaderDecryptionError, PayloadDecryptionError, UsageError
-from bundlekit.keys import BundleKey, RawKeyFile
 
 CHUNK = crypto.CHUNK_SIZE
 SEALED = _stream.ENCRYPTED_CHUNK_SIZE

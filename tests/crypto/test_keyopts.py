@@ -11,8 +11,14 @@ from click.testing import CliRunner
 
 from bundlekit.cli import LazyGroup
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.crypto._keys import (
+    PassphraseKey,
+    PrivateKeySigner,
+    RawKeyFile,
+    SignatureKey,
+    signature_message,
+)
 from bundlekit.errors import KeySourceError, UsageError
-from bundlekit.keys import PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey, signature_message
 
 TEST_KEY = "0x" + "46" * 32
 

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from bundlekit import keys
-from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
-from bundlekit.keys import (
+from bundlekit.crypto import _keys as keys
+from bundlekit.crypto._keys import (
     PassphraseKey,
     PrivateKeySigner,
     RawKeyFile,
@@ -21,6 +20,7 @@ from bundlekit.keys import (
     parse_signature_hex,
     signature_message,
 )
+from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
 
 N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 TEST_KEY = "0x" + "46" * 32
@@ -290,7 +290,7 @@ def test_signing_leaves_the_recursion_limit_as_it_was() -> None:
     # A fresh interpreter: eth-account (through py_ecc) raises the limit only on its first import.
     code = (
         "import sys\n"
-        "from bundlekit.keys import PrivateKeySigner, signature_message\n"
+        "from bundlekit.crypto import PrivateKeySigner, signature_message\n"
         "before = sys.getrecursionlimit()\n"
         f"PrivateKeySigner({TEST_KEY!r}).sign(signature_message('demo'))\n"
         "assert sys.getrecursionlimit() == before, sys.getrecursionlimit()\n"

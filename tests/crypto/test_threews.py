@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bundlekit.compat_threews import (
+from bundlekit.crypto._keys import PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey
+from bundlekit.crypto.threews import (
     threews_decrypt,
     threews_encrypt,
     threews_key,
@@ -12,7 +13,6 @@ from bundlekit.compat_threews import (
     threews_message,
 )
 from bundlekit.errors import KeySourceError, PayloadDecryptionError, UsageError
-from bundlekit.keys import PassphraseKey, PrivateKeySigner, RawKeyFile, SignatureKey
 
 TEST_KEY = "0x" + "46" * 32
 

@@ -7,15 +7,11 @@ from typing import Any
 
 import pytest
 
-from bundlekit import _stream, crypto
-from bundlekit.compat_threews import _threews_encrypt, threews_decrypt, threews_key
-from bundlekit.errors import (
-    HeaderDecryptionError,
-    KeySourceError,
-    PayloadDecryptionError,
-    WrongKeyError,
-)
-from bundlekit.keys import parse_signature_hex
+from bundlekit import crypto
+from bundlekit.crypto import _stream
+from bundlekit.crypto._keys import parse_signature_hex
+from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key
+from bundlekit.errors import HeaderDecryptionError, KeySourceError, PayloadDecryptionError, WrongKeyError
 
 from .conftest import EXPECTED, FixedRandom, load_vectors, spec_of, vector_ciphertext, vector_plaintext
 

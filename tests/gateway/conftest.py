@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bundlekit.cid import DAG_PB, RAW, make_cid
-from bundlekit.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
-from bundlekit.store import BlockStore
+from bundlekit.blockstore import BlockStore
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
 
 FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -117,7 +117,7 @@ def tree_builder():  # type: ignore[no-untyped-def]
 @pytest.fixture
 def gateway(filled_store: BlockStore) -> Iterator[str]:
     """Base URL of a real gateway on a free loopback port, serving ``filled_store``."""
-    from bundlekit.gateway import serve_in_thread
+    from bundlekit.gateway.server import serve_in_thread
 
     with serve_in_thread(store=filled_store) as server:
         yield server.url
@@ -141,7 +141,7 @@ def client(gateway: str, _session_http: httpx.Client) -> httpx.Client:
 @pytest.fixture
 def sample_car(tmp_path: Path, sample_dag: Dag) -> Path:
     """The sample DAG as a CAR file (blocks in walk order)."""
-    from bundlekit.car import CarWriter
+    from bundlekit.car.writer import CarWriter
 
     path = tmp_path / "sample.car"
     with path.open("wb") as fh:

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 from click.testing import CliRunner
 
-from bundlekit.car import read_car
-from bundlekit.cid import RAW, cid_to_str, make_cid
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
-from bundlekit.store import BlockStore
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 
 def run(*args: str) -> object:

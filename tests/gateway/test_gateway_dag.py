@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bundlekit.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.errors import PathNotFound, UnsafePathError
-from bundlekit.gateway_dag import DirCache, resolve_path, scope_blocks
-from bundlekit.gateway_respond import _parse_cid_text
+from bundlekit.gateway.dag import DirCache, resolve_path, scope_blocks
+from bundlekit.gateway.respond import _parse_cid_text
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 
 
 class CountingGetter:
@@ -65,7 +65,7 @@ def test_scope_block_of_a_raw_leaf_is_that_block() -> None:
 
 
 def test_fast_cid_parsing_agrees_with_multiformats() -> None:
-    from bundlekit.cid import parse_cid
+    from bundlekit.ipld.cid import parse_cid
 
     for cid in (
         make_cid(1, RAW, b"x"),

@@ -8,9 +8,9 @@ import threading
 import httpx
 import pytest
 
-from bundlekit.car import read_car
-from bundlekit.cid import RAW, cid_to_str, make_cid
-from bundlekit.store import BlockStore
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 CAR_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
 
@@ -280,7 +280,7 @@ def test_concurrent_clients_all_get_correct_answers(gateway: str, sample_dag) ->
 
 
 def test_car_files_are_served_without_a_store(sample_car, sample_dag) -> None:  # type: ignore[no-untyped-def]
-    from bundlekit.gateway import serve_in_thread
+    from bundlekit.gateway.server import serve_in_thread
 
     with serve_in_thread(cars=[sample_car]) as server, httpx.Client(base_url=server.url, timeout=10) as c:
         r = c.get(f"/ipfs/{cid_to_str(sample_dag.root)}/memory/a.md")
@@ -328,7 +328,7 @@ def test_raw_with_a_path_returns_the_terminal_block(client: httpx.Client, sample
 
 
 def test_a_directory_with_index_html_serves_it(tree_builder) -> None:  # type: ignore[no-untyped-def]
-    from bundlekit.gateway import serve_in_thread
+    from bundlekit.gateway.server import serve_in_thread
 
     dag = tree_builder({"site/index.html": b"<p>hi</p>", "site/x.txt": b"x"})
     with serve_in_thread(source=_DictSource(dag.blocks)) as server, httpx.Client(base_url=server.url) as c:

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bundlekit.car import read_car
-from bundlekit.cid import RAW, cid_to_str, make_cid
-from bundlekit.gateway import serve_in_thread
-from bundlekit.profiles import get_profile
-from bundlekit.store import BlockStore
-from bundlekit.unixfs import import_tree
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 CHUNK = 1024
 CONTENT = b"".join(hashlib.sha256(str(k).encode()).digest() for k in range(512))  # 16 KiB, 16 distinct chunks
@@ -79,7 +79,7 @@ def test_a_range_starting_after_the_end_is_400(file_url) -> None:  # type: ignor
 
 
 def test_the_range_blocks_are_enough_to_read_the_range(file_url) -> None:  # type: ignore[no-untyped-def]
-    from bundlekit.dagpb import UnixFSData, decode_node
+    from bundlekit.ipld.dagpb import UnixFSData, decode_node
 
     client, url = file_url
     r = client.get(url + "&entity-bytes=3000:9000")

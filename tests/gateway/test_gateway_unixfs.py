@@ -9,14 +9,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str
-from bundlekit.dagpb import HAMT_SHARD, UnixFSData, decode_node
-from bundlekit.gateway import serve_in_thread
-from bundlekit.profiles import get_profile
-from bundlekit.store import BlockStore
-from bundlekit.unixfs import import_tree
-from bundlekit.unixfs_read import UnixFSReader
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
+from bundlekit.unixfs.reader import UnixFSReader
 
 NAMES = [f"note-{i:03d}.md" for i in range(60)]
 BIG = bytes(range(256)) * 64  # 16 KiB: several chunks at chunk_size 4096

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bundlekit.gateway import serve_in_thread
-from bundlekit.store import BlockStore
+from bundlekit.blockstore import BlockStore
+from bundlekit.gateway.server import serve_in_thread
 
 
 def test_client_reset_is_logged_without_traceback(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

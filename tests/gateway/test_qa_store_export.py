@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bundlekit.cid import cid_to_str
 from bundlekit.cli import cli
+from bundlekit.ipld.cid import cid_to_str
 
 
 def _import(tmp_path: Path, sample_car: Path) -> Path:

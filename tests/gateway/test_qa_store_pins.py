@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError
-from bundlekit.store import BlockStore
 
 
 def test_deeply_nested_pin_file_is_unreadable(tmp_path: Path) -> None:

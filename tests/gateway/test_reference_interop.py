@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str, parse_cid
-from bundlekit.gateway import serve_in_thread
+from bundlekit.car.reader import read_car
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_to_str, parse_cid
 
 NPMREF = Path(os.environ.get("BUNDLEKIT_NPMREF", "/work/npmref/node_modules"))
 IPFS_CAR = NPMREF / ".bin" / "ipfs-car"
@@ -90,7 +90,7 @@ def test_our_car_response_holds_exactly_the_reference_blocks(served, reference_c
 
 
 def test_an_entity_car_for_a_path_holds_that_file_and_nothing_else(served) -> None:  # type: ignore[no-untyped-def]
-    from bundlekit.unixfs_read import UnixFSReader
+    from bundlekit.unixfs.reader import UnixFSReader
 
     client, root = served
     r = client.get(f"/ipfs/{root}/big.bin?format=car&dag-scope=entity")

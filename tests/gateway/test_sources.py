@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import DAG_PB, RAW, make_cid
+from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BlockMismatch, MissingBlock
-from bundlekit.gateway import make_source
-from bundlekit.gateway_car import CarFileSource, ChainSource
-from bundlekit.store import BlockStore
+from bundlekit.gateway.server import make_source
+from bundlekit.gateway.sources import CarFileSource, ChainSource
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 
 
 def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
@@ -23,7 +23,7 @@ def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_da
 
 
 def test_car_file_source_answers_cidv0_for_a_cidv1_block(tmp_path: Path) -> None:
-    from bundlekit.car import CarWriter
+    from bundlekit.car.writer import CarWriter
 
     node = b"\x0a\x02\x08\x01"
     path = tmp_path / "one.car"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cid import DAG_PB, RAW, cid_to_str, make_cid
+from bundlekit.blockstore import BlockStore, default_store_root
 from bundlekit.errors import BlockMismatch, MissingBlock, UsageError
-from bundlekit.store import BlockStore, default_store_root
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 
 
 def test_put_then_get_returns_the_same_bytes(store: BlockStore) -> None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.car import CarWriter, read_car
-from bundlekit.cid import RAW, make_cid
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, CARError, MissingBlock
-from bundlekit.store import BlockStore
+from bundlekit.ipld.cid import RAW, make_cid
 
 
 def car_bytes(roots: list[bytes], blocks: list[tuple[bytes, bytes]]) -> bytes:
@@ -116,8 +117,8 @@ def test_a_killed_writer_leaves_only_a_temp_file_that_gc_ignores_and_get_misses(
     # The child writes its temp file, then is killed before the rename.
     script = f"""
 import os, signal
-from bundlekit.store import BlockStore
-from bundlekit.cid import make_cid, RAW
+from bundlekit.blockstore import BlockStore
+from bundlekit.ipld.cid import make_cid, RAW
 s = BlockStore({str(root)!r})
 def die(*a): os.kill(os.getpid(), signal.SIGKILL)
 os.replace = die
@@ -137,9 +138,9 @@ def test_import_in_several_batches_stores_everything_and_leaves_no_temp_files(
     sample_dag,
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
-    import bundlekit.store
+    import bundlekit.blockstore
 
-    monkeypatch.setattr(bundlekit.store, "IMPORT_BATCH", 3)
+    monkeypatch.setattr(bundlekit.blockstore, "IMPORT_BATCH", 3)
     durable = BlockStore(store.root, fsync=True)  # exercise the parallel fsync path too
     durable.import_car(io.BytesIO(car_bytes([sample_dag.root], list(sample_dag.blocks.items()))), pin=True)
     assert sorted(durable.iter_blocks()) == sorted(sample_dag.blocks)

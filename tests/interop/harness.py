@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bundlekit.cid import cid_to_str
-from bundlekit.profiles import Profile, get_profile
-from bundlekit.unixfs import NullSink, import_path
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.unixfs.importer import NullSink, import_path
+from bundlekit.unixfs.profiles import Profile, get_profile
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_NPMREF = Path("/work/npmref/node_modules")

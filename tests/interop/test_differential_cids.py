@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_to_str
+from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
-from bundlekit.dagpb import HAMT_SHARD, UnixFSData, decode_node
-from bundlekit.unixfs import ListSink, import_path
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
+from bundlekit.unixfs.importer import ListSink, import_path
 
 
 def _load(name: str) -> ModuleType:

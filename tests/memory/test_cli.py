@@ -189,15 +189,15 @@ def test_magic_context_style_delegates_with_a_4000_token_default(
 
 def test_layers_delegate_to_render_layered_context(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, int]] = []
-    fake = types.ModuleType("bundlekit.layers")
+    fake = types.ModuleType("bundlekit.bundle.layers")
     fake.render_layered_context = lambda layers, max_tokens: calls.append((layers, max_tokens)) or "LAYERED\n"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "bundlekit.layers", fake)
+    monkeypatch.setitem(sys.modules, "bundlekit.bundle.layers", fake)
     result = run("context", "--layer", "team=/a", "--layer", "me=/b", "--max-tokens", "99")
     assert result.stdout == "LAYERED\n" and calls == [([("team", "/a"), ("me", "/b")], 99)]
 
 
 def test_missing_layers_module_fails_with_a_clear_error(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bundlekit.layers", None)
+    monkeypatch.setitem(sys.modules, "bundlekit.bundle.layers", None)
     result = run("context", "--layer", "team=/a")
     assert result.exit_code == 1 and "not available in this build" in result.stderr
 

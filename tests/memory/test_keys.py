@@ -6,7 +6,7 @@ import pytest
 
 from bundlekit.errors import InvalidKeyError
 from bundlekit.memory import Memory
-from bundlekit.memory.keys import MAX_KEY_LENGTH, validate_key
+from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 
 from .conftest import fields
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import bundlekit.load
+import bundlekit.bundle.load
 from bundlekit.memory import Memory
 
 from . import fixture_tree
@@ -23,7 +23,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         recorded.append({"uri": uri, **kwargs})
         return SimpleNamespace(files=files)
 
-    monkeypatch.setattr(bundlekit.load, "load_bundle", fake_load_bundle)
+    monkeypatch.setattr(bundlekit.bundle.load, "load_bundle", fake_load_bundle)
     return recorded
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.car import CarWriter
-from bundlekit.cid import DAG_PB, RAW, cid_to_str, make_cid
-from bundlekit.dagpb import PBLink, encode_node
+from bundlekit.car.writer import CarWriter
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
+from bundlekit.ipld.dagpb import PBLink, encode_node
 
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
 

@@ -11,8 +11,8 @@ import pytest
 import respx
 from click.testing import CliRunner
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.cli import cli
-from bundlekit.store import BlockStore
 
 from .conftest import SECRET, Car
 

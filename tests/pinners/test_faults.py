@@ -15,9 +15,9 @@ import httpx
 import pytest
 import respx
 
-from bundlekit._http import RetryPolicy
 from bundlekit.errors import CIDMismatch, PinAuthError, PinServiceSunset, PinUnavailable
-from bundlekit.pinning import PINNED
+from bundlekit.net.http import RetryPolicy
+from bundlekit.pinning.protocol import PINNED
 from pinners.kubo import KuboPinner
 from pinners.pinata import PinataPinner
 from pinners.psa import PSAPinner

@@ -21,10 +21,10 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from bundlekit.car import read_car
-from bundlekit.cid import RAW, cid_from_digest, cid_to_str
+from bundlekit.car.reader import read_car
 from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
-from bundlekit.pinning import MISSING, PINNED
+from bundlekit.ipld.cid import RAW, cid_from_digest, cid_to_str
+from bundlekit.pinning.protocol import MISSING, PINNED
 from pinners.filebase import FilebasePinner
 
 from .conftest import Car, build_car
@@ -193,7 +193,7 @@ def test_missing_settings_name_the_variables() -> None:
 
 
 def test_filebase_runs_under_pin_all_with_progress(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
-    from bundlekit.pinning import pin_all
+    from bundlekit.pinning.orchestrate import pin_all
 
     big = build_car(tmp_path / "big.car", [bytes([i]) * (1024 * 1024) for i in range(6)])
     small, _ = make_pinner(s3_endpoint)

@@ -9,14 +9,8 @@ import httpx
 import pytest
 import respx
 
-from bundlekit._http import HttpClient, RetryPolicy, parse_retry_after, redact
-from bundlekit.errors import (
-    PinAuthError,
-    PinRateLimited,
-    PinRejected,
-    PinServiceSunset,
-    PinUnavailable,
-)
+from bundlekit.errors import PinAuthError, PinRateLimited, PinRejected, PinServiceSunset, PinUnavailable
+from bundlekit.net.http import HttpClient, RetryPolicy, parse_retry_after, redact
 
 from .conftest import SECRET, Sleeps
 
@@ -159,7 +153,7 @@ def test_parse_retry_after_ignores_garbage() -> None:
 
 
 def test_library_log_records_are_redacted(sleeps: Sleeps, caplog: pytest.LogCaptureFixture) -> None:
-    from bundlekit._http import redact_library_logs
+    from bundlekit.net.http import redact_library_logs
 
     caplog.set_level(logging.DEBUG)
     redact_library_logs([SECRET], ["bundlekit.test.library"])

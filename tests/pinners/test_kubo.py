@@ -9,7 +9,7 @@ import pytest
 import respx
 
 from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
-from bundlekit.pinning import MISSING, PINNED
+from bundlekit.pinning.protocol import MISSING, PINNED
 from pinners.kubo import KuboPinner
 
 from .conftest import SECRET, Car

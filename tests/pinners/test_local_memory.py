@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BlockMismatch, PinRejected
-from bundlekit.pinning import MISSING, PINNED
-from bundlekit.store import BlockStore
+from bundlekit.pinning.protocol import MISSING, PINNED
 from pinners.local import LocalPinner
 from pinners.memory import MemoryPinner
 

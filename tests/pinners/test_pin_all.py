@@ -7,9 +7,10 @@ from typing import BinaryIO
 
 import pytest
 
-from bundlekit.cid import cid_to_str
 from bundlekit.errors import PinUnavailable, UsageError
-from bundlekit.pinning import FAILED, PINNED, BasePinner, PinResult, pin_all
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.pinning.orchestrate import pin_all
+from bundlekit.pinning.protocol import FAILED, PINNED, BasePinner, PinResult
 from pinners.memory import MemoryPinner
 
 from .conftest import Car
@@ -110,8 +111,8 @@ def test_unknown_require_mode_is_a_usage_error(car: Car) -> None:
 
 
 def test_cid_equality_accepts_v0_for_the_same_dag_pb_block_only() -> None:
-    from bundlekit.cid import DAG_PB, RAW, cid_from_digest
-    from bundlekit.pinning import same_cid
+    from bundlekit.ipld.cid import DAG_PB, RAW, cid_from_digest
+    from bundlekit.pinning.orchestrate import same_cid
 
     digest = bytes(range(32))
     v1 = cid_from_digest(1, DAG_PB, digest)

@@ -8,9 +8,9 @@ import httpx
 import pytest
 import respx
 
-from bundlekit._http import RetryPolicy
 from bundlekit.errors import CIDMismatch, PinAuthError, PinRateLimited, PinUnavailable
-from bundlekit.pinning import PINNED
+from bundlekit.net.http import RetryPolicy
+from bundlekit.pinning.protocol import PINNED
 from pinners.pinata import PinataPinner
 
 from .conftest import SECRET, Car, Sleeps

@@ -9,7 +9,7 @@ import pytest
 import respx
 
 from bundlekit.errors import PinAuthError, PinRejected, UsageError
-from bundlekit.pinning import PINNED, QUEUED
+from bundlekit.pinning.protocol import PINNED, QUEUED
 from pinners.psa import PSAPinner
 
 from .conftest import SECRET, Car, Sleeps

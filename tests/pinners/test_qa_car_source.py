@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.car import CarWriter
-from bundlekit.cid import DAG_PB, RAW, make_cid
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
-from bundlekit.dagpb import DIRECTORY, PBLink, UnixFSData, encode_node
 from bundlekit.errors import CodecError, MissingBlock
-from bundlekit.pinning import prepare_source
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, PBLink, UnixFSData, encode_node
+from bundlekit.pinning.source import prepare_source
 
 
 def _write_car(path: Path, root: bytes, blocks: list[tuple[bytes, bytes]]) -> Path:

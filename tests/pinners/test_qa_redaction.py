@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bundlekit._http import redact
 from bundlekit.errors import BundlekitError
-from bundlekit.pinning import create_pinner
+from bundlekit.net.http import redact
+from bundlekit.pinning.registry import create_pinner
 
 CANARY = "CANARYtoken0123"
 
@@ -73,6 +73,6 @@ def test_a_blank_token_is_not_configured() -> None:
 
 
 def test_pinners_lists_a_blank_token_as_not_configured() -> None:
-    from bundlekit.pinning import pinner_factory
+    from bundlekit.pinning.registry import pinner_factory
 
     assert not pinner_factory("pinata").is_configured({"PINATA_JWT": "  "})  # type: ignore[attr-defined]

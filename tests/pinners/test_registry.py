@@ -52,7 +52,7 @@ def _install_dist(tmp_path: Path) -> Path:
     )
     (site / "thirdparty_pinner.py").write_text(
         "from bundlekit.pinning import BasePinner, PinResult, PINNED\n"
-        "from bundlekit.cid import cid_to_str\n"
+        "from bundlekit import cid_to_str\n"
         "class ThirdParty(BasePinner):\n"
         "    name = 'thirdparty'\n"
         "    env_vars = ('THIRDPARTY_TOKEN',)\n"

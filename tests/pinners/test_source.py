@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.car import read_car
+from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
 from bundlekit.errors import UsageError
-from bundlekit.pinning import is_memory_dir, prepare_source
-from bundlekit.profiles import get_profile
-from bundlekit.unixfs import NullSink, import_path
+from bundlekit.pinning.source import is_memory_dir, prepare_source
+from bundlekit.unixfs.importer import NullSink, import_path
+from bundlekit.unixfs.profiles import get_profile
 
 from .conftest import Car, build_car
 

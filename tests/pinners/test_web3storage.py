@@ -11,10 +11,10 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.car import read_car
-from bundlekit.cid import cid_from_digest, cid_to_str
+from bundlekit.car.reader import read_car
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
-from bundlekit.pinning import PINNED
+from bundlekit.ipld.cid import cid_from_digest, cid_to_str
+from bundlekit.pinning.protocol import PINNED
 from pinners.web3storage import Web3StoragePinner
 
 from .conftest import SECRET, Car, build_car

@@ -1,0 +1,520 @@
+"""The local block store under ``$BUNDLEKIT_HOME``: content-addressed, crash-safe.
+
+Layout (``specs/gateway.md`` has the full description)::
+
+    <root>/blocks/<shard>/<cid>   one file per block, named by its CIDv1 in base32
+    <root>/pins.json              the pin set, rewritten atomically
+    <root>/pins.lock              fcntl lock guarding read-modify-write of pins.json
+    <root>/gc.lock                shared while importing, exclusive while collecting
+
+A block file is named by the canonical CIDv1 string of its CID (a CIDv0 is
+stored as the equivalent dag-pb CIDv1, so both spellings find the same file).
+The shard is the two characters before the last one of that name (the
+"next-to-last/2" rule of go-ipfs flatfs): the leading characters of a CID are
+its constant prefix, the last one carries only a few digest bits.
+
+Every block is written to a ``.tmp-*`` file in its shard directory, fsynced and
+then renamed over its final name, so a crash never leaves a torn block under a
+CID name; leftover temp files are never listed as blocks and ``gc`` removes
+them. Every ``get`` re-hashes the block, so even a file damaged on disk is
+reported (``BlockMismatch``), never served, and removed so a re-import repairs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
+from bundlekit.ipld.cid import (
+    DAG_PB,
+    SHA2_256,
+    SHA2_256_LEN,
+    cid_to_str,
+    parse_cid,
+    parse_cid_bytes,
+    verify_block,
+)
+
+__all__ = ["BlockStore", "default_store_root", "normalize_cid"]
+
+PINS_FILE = "pins.json"
+PINS_VERSION = 1
+# import_car writes this many blocks to temp files, syncs them together, then renames them.
+IMPORT_BATCH = 256
+FSYNC_THREADS = 8
+# Temp files younger than this may belong to a put running in another process.
+STALE_TEMP_SECONDS = 3600.0
+
+
+def default_store_root(env: dict[str, str] | None = None) -> Path:
+    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``."""
+    env = dict(os.environ) if env is None else env
+    home = env.get("BUNDLEKIT_HOME")
+    if home:
+        return Path(home).expanduser()
+    data = env.get("XDG_DATA_HOME")
+    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
+    return base / "bundlekit"
+
+
+def normalize_cid(cid: bytes) -> bytes:
+    """The CIDv1 form of ``cid`` (a CIDv0 becomes dag-pb CIDv1); raises ``CIDError``."""
+    if len(cid) == 34 and cid[0] == SHA2_256 and cid[1] == SHA2_256_LEN:
+        return bytes((0x01, DAG_PB)) + cid
+    parse_cid_bytes(cid)
+    return cid
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_whole(path: str) -> bytes:
+    """A file's bytes in as few system calls as possible (open, fstat, read, close).
+
+    Every syscall releases the GIL; in a gateway thread sharing the process
+    with a busy client, each release can cost a scheduler interval.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size)
+        if len(data) != size:  # short read: fall back to a loop
+            parts = [data]
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _block_name(cid: bytes) -> tuple[str, str]:
+    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
+    name = cid_to_str(normalize_cid(cid))
+    return name[-3:-1], name
+
+
+class BlockStore:
+    """A directory of verified blocks plus a named pin set.
+
+    The store is a block sink (``put``) and a block getter (``get``), safe to
+    use from several threads and processes at once: block writes are atomic
+    renames of identical content, and the pin file is rewritten under a lock.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        fsync: bool = True,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """Open (creating if needed) the store at ``root`` (default: ``default_store_root()``).
+
+        ``fsync=False`` skips the per-block fsync (scratch stores in tests and
+        benchmarks); renames stay atomic, but a power loss may then leave an
+        empty block file, which ``get`` reports as damaged. ``clock`` stamps
+        pins (injectable for reproducible tests). Raises ``UsageError`` when
+        the directory cannot be created.
+        """
+        self.root = Path(root) if root is not None else default_store_root()
+        self.blocks_dir = self.root / "blocks"
+        self._blocks = str(self.blocks_dir)
+        self._fsync = fsync
+        self._clock = clock or _utc_now
+        try:
+            self.blocks_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the block store at {self.root}: {exc.strerror}; "
+                "set BUNDLEKIT_HOME or --store to a writable directory"
+            ) from exc
+
+    # -- blocks ---------------------------------------------------------------
+
+    def path_for(self, cid: bytes) -> Path:
+        """The file that holds (or would hold) the block ``cid``; raises ``CIDError``."""
+        return Path(self._file(cid))
+
+    def _file(self, cid: bytes) -> str:
+        shard, name = _block_name(cid)
+        return os.path.join(self._blocks, shard, name)
+
+    def has(self, cid: bytes) -> bool:
+        """True if a block file exists for ``cid`` (its content is checked on ``get``)."""
+        try:
+            return os.path.isfile(self._file(cid))
+        except CIDError:
+            return False
+
+    def get(self, cid: bytes) -> bytes:
+        """The verified bytes of block ``cid``.
+
+        Raises ``MissingBlock`` if absent, ``UnsupportedBlock`` for an unknown
+        codec or hash, and ``BlockMismatch`` if the stored file no longer
+        hashes to ``cid`` (damaged disk, power loss with ``fsync=False``, a
+        manual edit). The damaged file is deleted before raising, so that the
+        next ``put`` or ``import_car`` of that block repairs the store instead
+        of skipping it as already present.
+        """
+        try:
+            data = _read_whole(self._file(cid))
+        except FileNotFoundError:
+            raise MissingBlock(
+                f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+            ) from None
+        except CIDError:
+            raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
+        try:
+            verify_block(cid, data, max_size=None)
+        except BlockMismatch:
+            with contextlib.suppress(OSError):
+                os.unlink(self._file(cid))
+            raise BlockMismatch(
+                f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
+                "re-import a CAR that holds it"
+            ) from None
+        return data
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        """Store ``data`` under ``cid`` after checking it hashes to ``cid``.
+
+        Idempotent: an existing block is left alone. Raises ``BlockMismatch``
+        / ``UnsupportedBlock`` for content that does not verify, ``BundlekitError``
+        if the disk write fails.
+        """
+        verify_block(cid, data, max_size=None)
+        self._write(cid, data)
+
+    def _write(self, cid: bytes, data: bytes) -> None:
+        tmp = self._write_temp(cid, data)
+        if tmp is not None:
+            self._commit([(cid, tmp)])
+
+    def _write_temp(self, cid: bytes, data: bytes) -> str | None:
+        """Write ``data`` to a fresh temp file in its shard (not synced); None if the block exists."""
+        dest = self._file(cid)
+        if os.path.exists(dest):
+            return None
+        shard = os.path.dirname(dest)
+        try:
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+            except FileNotFoundError:  # first block of this shard
+                os.makedirs(shard, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+        except OSError as exc:
+            raise self._write_error(cid, exc) from exc
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise self._write_error(cid, exc) from exc
+            raise
+        return tmp
+
+    def _commit(self, pending: list[tuple[bytes, str]]) -> None:
+        """Make temp files durable (fsync, several at once) and rename each onto its block name.
+
+        Syncing in parallel lets the filesystem fold many journal commits into
+        one; every file is synced before any rename, so a name never points at
+        unsynced data. On failure, the temp files not yet renamed are removed.
+        """
+        done = 0
+        try:
+            if self._fsync:
+                if len(pending) == 1:
+                    _fsync_path(pending[0][1])
+                else:
+                    with ThreadPoolExecutor(max_workers=FSYNC_THREADS) as pool:
+                        list(pool.map(_fsync_path, [tmp for _cid, tmp in pending]))
+            for cid, tmp in pending:
+                os.replace(tmp, self._file(cid))
+                done += 1
+        except BaseException as exc:
+            for _cid, tmp in pending[done:]:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise self._write_error(pending[min(done, len(pending) - 1)][0], exc) from exc
+            raise
+
+    def _write_error(self, cid: bytes, exc: OSError) -> BundlekitError:
+        return BundlekitError(
+            f"cannot write block {cid_to_str(cid)} to {self.root}: {exc.strerror}; check free space and permissions"
+        )
+
+    def iter_blocks(self) -> Iterator[bytes]:
+        """Every stored block's CID (CIDv1), in no particular order; temp files are skipped."""
+        try:
+            shards = list(os.scandir(self.blocks_dir))
+        except FileNotFoundError:
+            return
+        for shard in shards:
+            if not shard.is_dir() or shard.name.startswith("."):
+                continue
+            for entry in os.scandir(shard.path):
+                if entry.name.startswith(".") or not entry.is_file():
+                    continue
+                try:
+                    yield parse_cid(entry.name)
+                except CIDError:
+                    continue  # a stray file someone dropped in: not a block
+
+    # -- CAR import / export --------------------------------------------------
+
+    def import_car(
+        self,
+        stream: BinaryIO,
+        *,
+        allow_incomplete: bool = False,
+        pin: bool = False,
+        name: str | None = None,
+    ) -> list[bytes]:
+        """Store every block of the CAR on ``stream``; return its roots.
+
+        Every block is verified against its CID before it is stored (``read_car``
+        with verification). Unless ``allow_incomplete``, each root's DAG must
+        then be complete in the store, otherwise ``MissingBlock`` is raised
+        (the blocks already written stay unpinned and ``gc`` reclaims them).
+        ``pin=True`` pins every root (with ``name``) while still holding the
+        import lock, so a concurrent ``gc`` cannot collect the fresh blocks in
+        between; a pin always requires the complete DAG, whatever
+        ``allow_incomplete`` says. Blocks are written in batches: temp files
+        first, synced together, then renamed (the same guarantees as ``put``,
+        with far fewer waits on the disk). Raises ``CARError`` for a malformed
+        or truncated CAR.
+        """
+        from bundlekit.car.reader import read_car
+
+        with self._gc_lock(exclusive=False):
+            car_roots, blocks = read_car(stream, verify=True)
+            roots: list[bytes] = list(car_roots)
+            pending: list[tuple[bytes, str]] = []
+            queued: set[str] = set()
+            try:
+                for cid, data in blocks:
+                    key = self._file(cid)
+                    if key in queued:
+                        continue
+                    tmp = self._write_temp(cid, data)
+                    if tmp is not None:
+                        pending.append((cid, tmp))
+                        queued.add(key)
+                    if len(pending) >= IMPORT_BATCH:
+                        self._commit(pending)
+                        pending, queued = [], set()
+                self._commit(pending)
+            except BaseException:
+                for _cid, tmp in pending:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                raise
+            if pin:
+                for root in roots:
+                    self.pin(root, name)  # walks the DAG: refuses an incomplete one
+            elif not allow_incomplete:
+                for root in roots:
+                    self.dag_size(root)
+        return roots
+
+    def export_car(self, root: bytes, out: BinaryIO) -> None:
+        """Stream the DAG under ``root`` as a CARv1 (single root) to ``out``.
+
+        Blocks are written as ``walk_dag`` verifies them, one at a time.
+        Raises ``MissingBlock`` if the DAG is incomplete (``out`` then holds a
+        partial CAR: write to a temp file if that matters).
+        """
+        from bundlekit.car.writer import CarWriter
+        from bundlekit.ipld.walk import walk_dag
+
+        writer = CarWriter(out, [root])
+        for cid, data in walk_dag(root, self.get, verify=False):
+            writer.put(cid, data)
+        writer.close()
+
+    def dag_size(self, root: bytes) -> int:
+        """Total bytes of the distinct blocks of the DAG under ``root``; raises ``MissingBlock`` if incomplete."""
+        from bundlekit.ipld.walk import walk_dag
+
+        seen: set[bytes] = set()
+        total = 0
+        for cid, data in walk_dag(root, self.get, verify=False):
+            key = normalize_cid(cid)
+            if key not in seen:
+                seen.add(key)
+                total += len(data)
+        return total
+
+    # -- pins -----------------------------------------------------------------
+
+    def pin(self, root: bytes, name: str | None = None) -> None:
+        """Pin ``root`` (keep its DAG through ``gc``), recording ``name``, date and DAG size.
+
+        The DAG must be complete in the store (``MissingBlock`` otherwise):
+        a pin promises the content can be served. Pinning again updates the
+        name and keeps the original date.
+        """
+        size = self.dag_size(root)
+        key = cid_to_str(normalize_cid(root))
+        with self._pins_lock():
+            pins = self._read_pins()
+            previous = pins.get(key, {})
+            pins[key] = {
+                "name": name if name is not None else previous.get("name"),
+                "created": previous.get("created")
+                or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "size": size,
+            }
+            self._write_pins(pins)
+
+    def unpin(self, root: bytes) -> None:
+        """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""
+        key = cid_to_str(normalize_cid(root))
+        with self._pins_lock():
+            pins = self._read_pins()
+            if key not in pins:
+                raise UsageError(f"{cid_to_str(root)} is not pinned in {self.root}; see `bundlekit store ls`")
+            del pins[key]
+            self._write_pins(pins)
+
+    def pins(self) -> dict[bytes, dict[str, Any]]:
+        """Pinned roots (CIDv1) mapped to ``{"name", "created", "size"}``."""
+        return {parse_cid(key): dict(meta) for key, meta in self._read_pins().items()}
+
+    def _pins_path(self) -> Path:
+        return self.root / PINS_FILE
+
+    def _read_pins(self) -> dict[str, dict[str, Any]]:
+        path = self._pins_path()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            doc = json.loads(raw)
+            pins = doc["pins"]
+            if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
+                raise ValueError("unknown version")
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise BundlekitError(
+                f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
+            ) from exc
+        return pins
+
+    def _write_pins(self, pins: dict[str, dict[str, Any]]) -> None:
+        doc = {"version": PINS_VERSION, "pins": dict(sorted(pins.items()))}
+        payload = json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-pins-", dir=self.root)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self._pins_path())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @contextlib.contextmanager
+    def protect(self) -> Iterator[BlockStore]:
+        """Hold off ``gc`` (in any process) while the block runs; yields the store.
+
+        Blocks ``put`` inside and then pinned before the block exits cannot be
+        collected in between::
+
+            with store.protect():
+                result = import_tree(files, store, profile)
+                store.pin(result.root, "agent")
+        """
+        with self._gc_lock(exclusive=False):
+            yield self
+
+    @contextlib.contextmanager
+    def _pins_lock(self) -> Iterator[None]:
+        with self._flock("pins.lock", exclusive=True):
+            yield
+
+    @contextlib.contextmanager
+    def _gc_lock(self, *, exclusive: bool) -> Iterator[None]:
+        with self._flock("gc.lock", exclusive=exclusive):
+            yield
+
+    @contextlib.contextmanager
+    def _flock(self, name: str, *, exclusive: bool) -> Iterator[None]:
+        # flock locks belong to the open file description, so this also
+        # serialises threads of one process that each open the file.
+        fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- garbage collection ---------------------------------------------------
+
+    def gc(self) -> int:
+        """Delete every block not reachable from a pin, and stale temp files; return blocks removed.
+
+        Runs under the exclusive gc lock, so it waits for running imports.
+        Raises ``MissingBlock`` if a pinned DAG has lost a block (nothing is
+        deleted then: re-import the pinned CAR first).
+        """
+        from bundlekit.ipld.walk import walk_dag
+
+        removed = 0
+        with self._gc_lock(exclusive=True):
+            keep: set[bytes] = set()
+            for root in self.pins():
+                for cid, _data in walk_dag(root, self.get, verify=False):
+                    keep.add(normalize_cid(cid))
+            for cid in self.iter_blocks():
+                if normalize_cid(cid) in keep:
+                    continue
+                try:
+                    os.unlink(self._file(cid))
+                    removed += 1
+                except FileNotFoundError:
+                    pass
+            self._remove_stale_temps()
+        return removed
+
+    def _remove_stale_temps(self) -> None:
+        cutoff = time.time() - STALE_TEMP_SECONDS
+        for shard in os.scandir(self.blocks_dir):
+            if not shard.is_dir():
+                continue
+            for entry in os.scandir(shard.path):
+                if entry.name.startswith(".tmp-"):
+                    try:
+                        if entry.stat().st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOENT:
+                            raise

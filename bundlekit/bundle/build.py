@@ -1,0 +1,313 @@
+"""Memory tree -> bundle layout + canonical manifest -> blocks in a CAR.
+
+The layout (``specs/bundle.md``)::
+
+    <root>/                      UnixFS directory, the bundle's root CID
+      manifest.json              canonical JSON (bundlekit.manifest)
+      memory/
+        MEMORY.md                the index (always plaintext)
+        <key>.md                 one per memory      (<key>.md.enc when encrypted)
+        timeline/YYYY-MM-DD.jsonl                    (.jsonl.enc when encrypted)
+
+Build steps, in order: validate the tree (``Memory.check``: keys,
+frontmatter, secret guard); take its files with a freshly regenerated index
+(``Memory.bundle_files``); encrypt memory and timeline files when a key is
+given (and render the plaintext link index); compute each stored file's CID
+with the chosen profile; write the manifest; import the whole tree into a CAR
+written atomically. The same tree, options and ``created`` give the same root
+CID (encryption draws a fresh salt and nonce per file, so encrypted builds
+differ unless the randomness is injected through ``rng``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bundlekit.bundle.manifest import (
+    ENC_SUFFIX,
+    INDEX_PATH,
+    MANIFEST_NAME,
+    MEMORY_DIR,
+    canonical_json,
+    make_manifest,
+    parse_created,
+)
+from bundlekit.errors import BundleError, UsageError
+from bundlekit.ipld.cid import cid_to_str
+
+if TYPE_CHECKING:
+    from bundlekit.crypto._keys import KeySpec
+    from bundlekit.memory import Memory, MemoryRecord
+
+__all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
+
+SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
+
+
+@dataclass
+class BundleResult:
+    """What a build produced: the root CID (binary), the manifest, the number of
+    files under ``memory/`` (index included), the CAR's size in bytes and its path."""
+
+    root: bytes
+    manifest: dict[str, Any]
+    files: int
+    bytes: int
+    car: Path
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def root_str(self) -> str:
+        """The root CID as text."""
+        return cid_to_str(self.root)
+
+    @property
+    def manifest_uri(self) -> str:
+        """``ipfs://<root>/manifest.json``."""
+        return f"ipfs://{self.root_str}/{MANIFEST_NAME}"
+
+
+def resolve_created(
+    created: datetime | None,
+    *,
+    env: dict[str, str] | None = None,
+    clock: Callable[[], datetime] | None = None,
+    content_time: Callable[[], datetime] | None = None,
+) -> datetime:
+    """The bundle's creation time.
+
+    In order: ``created`` if given; else ``$SOURCE_DATE_EPOCH``; else
+    ``clock()`` if a clock is injected; else ``content_time()`` (the builder
+    passes the newest ``updated`` or timeline timestamp of the tree, so the
+    same tree always gives the same root CID); else the Unix epoch.
+
+    Raises ``UsageError`` for a ``SOURCE_DATE_EPOCH`` that is not an integer.
+    """
+    if created is not None:
+        return created if created.tzinfo else created.replace(tzinfo=UTC)
+    source = os.environ if env is None else env
+    epoch = source.get(SOURCE_DATE_EPOCH)
+    if epoch:
+        if not epoch.strip().isdigit():
+            raise UsageError(f"{SOURCE_DATE_EPOCH}={epoch[:40]!r} is not an integer number of seconds")
+        return parse_created(epoch)
+    if clock is not None:
+        return clock()
+    if content_time is not None:
+        return content_time()
+    return datetime.fromtimestamp(0, UTC)
+
+
+def newest_content_time(mem: Memory) -> datetime:
+    """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
+
+    The default ``created`` of a bundle: it moves only when the content does,
+    so building or pinning an unchanged tree twice gives the same root CID.
+    """
+    newest = datetime.fromtimestamp(0, UTC)
+    for record in mem.list():
+        newest = max(newest, record.updated)
+    for entry in mem.timeline(limit=1):
+        ts = entry.get("ts")
+        if isinstance(ts, str):
+            try:
+                newest = max(newest, parse_created(ts))
+            except UsageError:
+                pass  # Memory.check() already vetted the timeline; an odd ts just does not count
+    return newest
+
+
+def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
+    """The plaintext index of an encrypted bundle.
+
+    The layout of ``MEMORY.md`` (``bundlekit.memory.index``: title, sections by
+    type, keys sorted, the same line limit), but each line links the encrypted
+    file by CID so any gateway can serve it:
+    ``- Name ([<key>.md](ipfs://<cid>)) — description``. With ``redact`` the
+    `` — description`` part is left out. ``links`` maps each key to its
+    encrypted file's CID string. Names stay visible by design.
+    """
+    from bundlekit.memory.index import INDEX_TITLE, MAX_INDEX_LINES, SECTION_TITLES, omitted_line
+    from bundlekit.memory.record import MEMORY_TYPES
+
+    lines = [INDEX_TITLE]
+    for type_name in MEMORY_TYPES:
+        group = sorted((r for r in records if r.type == type_name), key=lambda r: r.key)
+        if not group:
+            continue
+        lines.append("")
+        lines.append(f"## {SECTION_TITLES[type_name]}")
+        for record in group:
+            line = f"- {record.name} ([{record.key}.md](ipfs://{links[record.key]}))"
+            if not redact:
+                line += f" \u2014 {record.description}"
+            lines.append(line)
+    if len(lines) > MAX_INDEX_LINES:
+        kept = lines[: MAX_INDEX_LINES - 1]
+        while kept and (kept[-1] == "" or kept[-1].startswith("## ")):
+            kept.pop()
+        left_out = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
+        lines = [*kept, omitted_line(left_out)]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def file_cid(data: bytes, profile: Any) -> bytes:
+    """The CID ``data`` gets as a file under ``profile`` (nothing stored)."""
+    from bundlekit.unixfs.importer import NullSink, import_file
+
+    entry = import_file(io.BytesIO(data), NullSink(), profile)
+    cid: bytes = entry.cid
+    return cid
+
+
+def build_bundle(
+    memory_dir: str | os.PathLike[str],
+    out_car: str | os.PathLike[str],
+    *,
+    namespace: str | None = None,
+    profile: str | None = None,
+    created: datetime | None = None,
+    key: KeySpec | None = None,
+    redact_index: bool = False,
+    clock: Callable[[], datetime] | None = None,
+    rng: Callable[[int], bytes] | None = None,
+) -> BundleResult:
+    """Build the bundle of the memory tree at ``memory_dir`` into the CAR ``out_car``.
+
+    ``namespace`` defaults to the tree's namespace, else the directory's name.
+    ``profile`` names a UnixFS profile (default: ``profiles.DEFAULT_PROFILE``).
+    ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` when one is
+    injected, else the newest ``updated``/timeline time of the tree (so an
+    unchanged tree always builds to the same root CID).
+    With ``key`` the memory and timeline files are encrypted
+    (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
+    plaintext index. ``rng(n)`` is the source of randomness for the key salt
+    and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
+
+    Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
+    a secret), ``DeviceMemoryError`` for device-bound memories (they never
+    leave the machine), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
+    and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
+    The CAR appears only when the build succeeded (temp file, fsync, rename).
+    """
+    from bundlekit.convert import refuse_device_memory
+    from bundlekit.memory import Memory
+    from bundlekit.unixfs.profiles import get_profile
+
+    root_dir = Path(memory_dir)
+    if not root_dir.is_dir():
+        raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
+    if redact_index and key is None:
+        raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
+    if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):
+        raise UsageError(
+            f"namespace {namespace[:60]!r} is empty or holds a control character; "
+            "pass a one-line name such as the agent's id"
+        )
+    mem = Memory(root_dir)
+    tree_files = mem.bundle_files()  # validates the whole tree first (Memory.check)
+    records = mem.list()
+    if not (root_dir / "MEMORY.md").is_file() and not records:
+        raise UsageError(
+            f"{str(root_dir)!r} is not a memory tree (no MEMORY.md, no memory files); "
+            "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
+        )
+    refuse_device_memory(records)
+    ns = namespace or mem.namespace  # Memory names itself after the directory
+    if not ns.strip():
+        raise UsageError("the bundle needs a namespace; pass --namespace")
+    prof = get_profile(profile)
+    when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem))
+
+    stored: list[tuple[str, bytes]] = []  # bundle path -> stored bytes, index last
+    index_bytes: bytes | None = None
+    encryption: dict[str, Any] | None = None
+    timeline: list[str] = []
+    if key is None:
+        for path, data in tree_files:
+            if path == "MEMORY.md":
+                index_bytes = data
+                continue
+            stored.append((f"{MEMORY_DIR}/{path}", data))
+    else:
+        from bundlekit.crypto import _encrypt_stream
+
+        # One random source for the bundle key and every file's salt and nonce
+        # prefix, so an injected ``rng`` makes the whole build reproducible.
+        source = rng or os.urandom
+        bundle_key, encryption = key.new_bundle_key(ns, source)
+        for path, data in tree_files:
+            if path == "MEMORY.md":
+                continue
+            bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
+            out = io.BytesIO()
+            _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
+            stored.append((bundle_path, out.getvalue()))
+    for bundle_path, _data in stored:
+        if bundle_path.startswith(f"{MEMORY_DIR}/timeline/"):
+            timeline.append(bundle_path)
+
+    cids = {path: file_cid(data, prof) for path, data in stored}
+    if key is not None:
+        links: dict[str, str] = {}
+        for path, cid in cids.items():
+            name = path[len(MEMORY_DIR) + 1 :]
+            if "/" not in name:
+                links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
+        index_bytes = render_encrypted_index(records, links, redact=redact_index)
+    if index_bytes is None:
+        raise BundleError(f"the memory tree {str(root_dir)!r} produced no MEMORY.md index")
+    stored.append((INDEX_PATH, index_bytes))
+    cids[INDEX_PATH] = file_cid(index_bytes, prof)
+
+    manifest = make_manifest(
+        namespace=ns,
+        created=when,
+        profile=prof.name,
+        files={path: (cids[path], len(data)) for path, data in stored},
+        timeline=timeline,
+        encryption=encryption,
+    )
+    manifest_bytes = canonical_json(manifest)
+    root = _write_car(out_car, [(MANIFEST_NAME, manifest_bytes), *stored], prof, cids)
+    car_path = Path(out_car)
+    return BundleResult(
+        root=root,
+        manifest=manifest,
+        files=len(stored),
+        bytes=car_path.stat().st_size,
+        car=car_path,
+        paths=sorted(path for path, _ in stored),
+    )
+
+
+def _write_car(
+    out_car: str | os.PathLike[str],
+    files: list[tuple[str, bytes]],
+    prof: Any,
+    cids: dict[str, bytes],
+) -> bytes:
+    """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""
+    from bundlekit.car.writer import CarFileWriter
+    from bundlekit.unixfs.importer import import_tree
+
+    ordered = sorted(files, key=lambda item: item[0])
+    with CarFileWriter(Path(out_car)) as writer:
+        result = import_tree(((path, data) for path, data in ordered), writer, prof)
+        for entry in result.entries:
+            expected = cids.get(entry.path)
+            if expected is not None and expected != entry.cid:
+                # Would mean the importer is not deterministic: never publish such a bundle.
+                raise BundleError(
+                    f"{entry.path}: CID changed between the manifest pass and the CAR pass; "
+                    "this is a bundlekit bug, please report it"
+                )
+        writer.finish(result.root)
+    root: bytes = result.root
+    return root

@@ -1,0 +1,162 @@
+"""Memories added, removed and changed between two bundles or memory trees.
+
+Each side is a memory directory, a local CAR, or anything ``load_bundle``
+accepts (a CID, ``ipfs://``, a gateway URL). Bundles are loaded verified (and
+decrypted when a key is given). Memories are matched by key and compared by
+content: every frontmatter field and the body. The result names the fields
+that differ, so a release pipeline can review "description changed" apart
+from "body changed". Timeline entries are compared as a set (an entry is
+its canonical JSON) and reported as counts added and removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bundlekit.crypto._keys import KeySpec
+    from bundlekit.memory import MemoryRecord
+    from bundlekit.net.fetch import Gateway
+
+__all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side"]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One memory present on both sides with different content; ``fields`` sorted, ``body`` included."""
+
+    key: str
+    fields: tuple[str, ...]
+
+
+@dataclass
+class DiffResult:
+    """Keys added (only in B), removed (only in A) and changed; ``unchanged`` counts the rest."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[Changed] = field(default_factory=list)
+    unchanged: int = 0
+    warnings: list[str] = field(default_factory=list)
+    timeline_added: int = 0
+    timeline_removed: int = 0
+
+    @property
+    def different(self) -> bool:
+        """True when any memory was added, removed or changed, or a timeline entry differs."""
+        return bool(self.added or self.removed or self.changed or self.timeline_added or self.timeline_removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (stable key order for pipelines)."""
+        return {
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": [{"key": c.key, "fields": list(c.fields)} for c in self.changed],
+            "unchanged": self.unchanged,
+            "timeline": {"added": self.timeline_added, "removed": self.timeline_removed},
+            "warnings": list(self.warnings),
+        }
+
+
+def diff_memories(a: Mapping[str, MemoryRecord], b: Mapping[str, MemoryRecord]) -> DiffResult:
+    """Compare two key -> record maps. Pure: no I/O."""
+    result = DiffResult(
+        added=sorted(set(b) - set(a)),
+        removed=sorted(set(a) - set(b)),
+    )
+    for key in sorted(set(a) & set(b)):
+        fields = _changed_fields(a[key], b[key])
+        if fields:
+            result.changed.append(Changed(key, fields))
+        else:
+            result.unchanged += 1
+    return result
+
+
+_MISSING = object()
+
+
+def _changed_fields(old: MemoryRecord, new: MemoryRecord) -> tuple[str, ...]:
+    names = set(old.meta) | set(new.meta)
+    fields = {n for n in names if old.meta.get(n, _MISSING) != new.meta.get(n, _MISSING)}
+    if old.body != new.body:
+        fields.add("body")
+    return tuple(sorted(fields))
+
+
+@dataclass
+class Side:
+    """One side of a diff: memories by key, timeline entries (canonical JSON text), loader warnings."""
+
+    records: dict[str, MemoryRecord]
+    timeline: set[str]
+    warnings: list[str]
+
+
+def _entry_id(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_side(
+    spec: str,
+    *,
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    **load_options: Any,
+) -> Side:
+    """The memories and timeline of one side.
+
+    A directory is read as a memory tree; anything else is loaded as a bundle
+    (verified; files skipped by the loader come back as warnings). Raises what
+    ``Memory.list`` and ``load_bundle`` raise, ``UsageError`` for a missing path.
+    """
+    from bundlekit.memory import Memory, parse_memory_file
+    from bundlekit.memory.timeline import parse_day
+
+    path = Path(spec)
+    if path.is_dir():
+        mem = Memory(path)
+        return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
+    from bundlekit.bundle.fork import utf8_text
+    from bundlekit.bundle.load import load_bundle
+
+    loaded = load_bundle(spec, gateways=gateways, key=key, **load_options)
+    records: dict[str, MemoryRecord] = {}
+    timeline: set[str] = set()
+    for rel, data in loaded.files.items():
+        if rel.startswith("timeline/"):
+            timeline.update(_entry_id(e) for e in parse_day(rel[len("timeline/") :], data))
+            continue
+        if "/" in rel or not rel.endswith(".md") or rel == "MEMORY.md":
+            continue
+        key_name = rel[: -len(".md")]
+        text = utf8_text(data, f"{spec}: {rel}")
+        records[key_name] = parse_memory_file(text, key=key_name, where=f"{spec}: {rel}")
+    return Side(records, timeline, list(loaded.warnings))
+
+
+def diff_sources(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    **load_options: Any,
+) -> DiffResult:
+    """Diff two sides (directory, CAR, CID or URI): memories, then timeline entries by count.
+
+    Loader warnings are carried into the result.
+    """
+    gws = list(gateways)
+    left = read_side(os.fspath(a), gateways=gws, key=key, **load_options)
+    right = read_side(os.fspath(b), gateways=gws, key=key, **load_options)
+    result = diff_memories(left.records, right.records)
+    result.timeline_added = len(right.timeline - left.timeline)
+    result.timeline_removed = len(left.timeline - right.timeline)
+    result.warnings = [f"A: {w}" for w in left.warnings] + [f"B: {w}" for w in right.warnings]
+    return result

@@ -1,0 +1,137 @@
+"""Fork: load a bundle, verified, and import it into a new or existing memory tree.
+
+Steps: ``load_bundle`` (verified, decrypted with a key); every memory file is
+re-rendered with ``source`` set to the bundle's address (``ipfs://<root>``; a
+plain HTTPS manifest URL when there is no root); the files and timeline go to
+``Memory.import_`` as one export blob, which validates everything before it
+writes anything (all or nothing). ``merge`` keeps local files on conflict;
+``replace`` takes the bundle's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bundlekit.errors import FrontmatterError, UsageError
+
+if TYPE_CHECKING:
+    from bundlekit.bundle.load import LoadResult
+    from bundlekit.crypto._keys import KeySpec
+    from bundlekit.net.fetch import Gateway
+
+__all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
+
+STRATEGIES = ("merge", "replace")
+EXPORT_VERSION = "memory/0.1"
+
+
+@dataclass
+class ForkResult:
+    """The load that was imported, the destination, and what ``Memory.import_`` reported."""
+
+    loaded: LoadResult
+    dest: Path
+    strategy: str
+    memories: int
+    report: Any
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        out = self.loaded.summary()
+        out.update({"dest": str(self.dest), "strategy": self.strategy, "memories": self.memories,
+                    "source": self.loaded.source})
+        to_dict = getattr(self.report, "to_dict", None)
+        if callable(to_dict):
+            out["import"] = to_dict()
+        return out
+
+
+def export_blob(loaded: LoadResult) -> dict[str, Any]:
+    """The loaded bundle as a ``Memory.import_`` blob, each memory's ``source`` set to the bundle.
+
+    Raises ``FrontmatterError`` / ``MemoryStoreError`` for a memory file or
+    timeline line the memory store would not accept (the bytes verified, so
+    the bundle itself was built that way).
+    """
+    from bundlekit.memory import parse_memory_file, render_memory_file
+    from bundlekit.memory.timeline import parse_day
+
+    source = loaded.source
+    files: dict[str, str] = {}
+    timeline: list[dict[str, Any]] = []
+    for rel, data in sorted(loaded.files.items()):
+        if rel == "MEMORY.md":
+            continue
+        if rel.startswith("timeline/"):
+            timeline.extend(parse_day(rel[len("timeline/") :], data))
+            continue
+        text = utf8_text(data, f"memory/{rel}")
+        key = rel[: -len(".md")]
+        record = parse_memory_file(text, key=key, where=f"memory/{rel}")
+        meta = dict(record.meta)
+        meta["source"] = source
+        files[rel] = render_memory_file(meta, record.body)
+    return {
+        "version": EXPORT_VERSION,
+        "namespace": loaded.manifest.get("namespace"),
+        "index": utf8_text(loaded.files.get("MEMORY.md", b""), "memory/MEMORY.md"),
+        "files": files,
+        "timeline": timeline,
+    }
+
+
+def utf8_text(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text; ``FrontmatterError`` naming ``where`` if it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"{where} is not UTF-8 text; the bundle is malformed") from exc
+
+
+def fork_bundle(
+    uri: str,
+    dest: str | os.PathLike[str],
+    *,
+    strategy: str = "merge",
+    gateways: Iterable[str | Gateway] = (),
+    key: KeySpec | None = None,
+    allow_secrets: bool = False,
+    **load_options: Any,
+) -> ForkResult:
+    """Load ``uri`` and import it into the memory tree at ``dest`` (created if missing).
+
+    Raises ``UsageError`` for an unknown strategy, whatever ``load_bundle``
+    raises (nothing is written then), and ``Memory.import_``'s errors
+    (``FrontmatterError``, ``SecretDetectedError``...; the tree is unchanged,
+    and a destination this call created is removed again).
+    """
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    from bundlekit.bundle.load import load_bundle
+    from bundlekit.memory import Memory
+
+    loaded = load_bundle(uri, gateways=gateways, key=key, **load_options)
+    blob = export_blob(loaded)
+    target = Path(dest)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{str(target)!r} exists and is not a directory; give a memory tree directory")
+    created = not target.exists()
+    try:
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the memory tree {str(target)!r}: {exc.strerror or exc} "
+                "(is a file in the way of its parent directory?); choose another destination"
+            ) from exc
+        report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
+    except BaseException:
+        if created:
+            shutil.rmtree(target, ignore_errors=True)
+        raise
+    return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)

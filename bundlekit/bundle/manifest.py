@@ -1,0 +1,274 @@
+"""The bundle manifest: canonical JSON bytes and schema validation.
+
+A manifest is the one plaintext JSON document at the root of a bundle
+(``manifest.json``). Its bytes are canonical so that the same tree and options
+always give the same root CID (see ``specs/bundle.md``):
+
+* keys sorted (by code point), separators ``","`` and ``":"`` (no whitespace);
+* UTF-8, non-ASCII characters written as themselves (``ensure_ascii=False``);
+* exactly one trailing ``"\\n"``;
+* no floats (only strings, integers, booleans, null, lists and objects).
+
+``validate_manifest`` is what a loader runs on bytes it fetched: anything that
+is not a well-formed ``bundlekit/1`` manifest raises ``ManifestError`` before a
+single memory file is fetched, and every path it lists is checked to be a safe
+relative path under ``memory/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from bundlekit.errors import CIDError, ManifestError, UsageError
+from bundlekit.ipld.cid import cid_to_str, parse_cid, parse_cid_bytes
+
+__all__ = [
+    "ENC_SUFFIX",
+    "FORMAT",
+    "INDEX_PATH",
+    "MANIFEST_NAME",
+    "MAX_MANIFEST_BYTES",
+    "MEMORY_DIR",
+    "canonical_json",
+    "check_bundle_path",
+    "cid_from_text",
+    "format_created",
+    "make_manifest",
+    "parse_created",
+    "parse_manifest",
+    "validate_manifest",
+]
+
+FORMAT = "bundlekit/1"
+MANIFEST_NAME = "manifest.json"
+MEMORY_DIR = "memory"
+INDEX_PATH = "memory/MEMORY.md"
+ENC_SUFFIX = ".enc"
+
+# Bundle paths are what the importer turns into UnixFS links and what a loader
+# turns into file names: keep them portable and unable to escape ``memory/``.
+_SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
+_CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+_V1_SHA256_PREFIXES = frozenset({bytes([0x01, 0x55, 0x12, 0x20]), bytes([0x01, 0x70, 0x12, 0x20])})
+_B32_BODY = re.compile(r"[a-z2-7]+")
+_B32_TO_INT = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Serialise ``value`` as canonical JSON bytes (sorted keys, compact, UTF-8, trailing newline).
+
+    Raises ``ManifestError`` for floats or non-JSON values: a float's text form
+    is not stable across implementations, so it has no place in a hashed document.
+    """
+    _reject_floats(value)
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"manifest holds a value that is not canonical JSON: {exc}") from exc
+    return text.encode("utf-8") + b"\n"
+
+
+def _reject_floats(value: Any) -> None:
+    if isinstance(value, float):
+        raise ManifestError("manifest holds a float; use an integer or a string")
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _reject_floats(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _reject_floats(item)
+
+
+def format_created(when: datetime) -> str:
+    """``when`` in UTC, whole seconds: ``YYYY-MM-DDTHH:MM:SSZ``. Naive datetimes are taken as UTC."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    w = when.astimezone(UTC)
+    # Not strftime: it does not zero-pad years before 1000 on every platform.
+    return f"{w.year:04d}-{w.month:02d}-{w.day:02d}T{w.hour:02d}:{w.minute:02d}:{w.second:02d}Z"
+
+
+def parse_created(text: str) -> datetime:
+    """Parse a ``--created`` value: ISO 8601 (``Z`` or offset; naive = UTC) or integer Unix seconds.
+
+    Raises ``UsageError`` when the text is neither (it comes from the user).
+    """
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        try:
+            when = datetime.fromtimestamp(int(text), tz=UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise UsageError(f"created time {text[:60]!r} is out of range; use Unix seconds from 0") from exc
+    else:
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise UsageError(
+                f"created time {text[:60]!r} is not ISO 8601 or Unix seconds; use e.g. 2026-01-31T12:00:00Z"
+            ) from exc
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+    try:
+        when = when.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise UsageError(f"created time {text[:60]!r} is out of range") from exc
+    if not _EARLIEST <= when <= _LATEST:
+        raise UsageError(
+            f"created time {text[:60]!r} is outside 1970-01-01T00:00:00Z .. 9999-12-31T23:59:59Z; "
+            "a manifest's created is a four-digit-year UTC time"
+        )
+    return when
+
+
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def make_manifest(
+    *,
+    namespace: str,
+    created: datetime,
+    profile: str,
+    files: Mapping[str, tuple[bytes, int]],
+    timeline: list[str],
+    encryption: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Assemble a ``bundlekit/1`` manifest dict (validated) from the build's results.
+
+    ``files`` maps each bundle path under ``memory/`` (the index included) to
+    ``(binary cid, size in bytes of the stored file)``.
+    """
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "namespace": namespace,
+        "created": format_created(created),
+        "profile": profile,
+        "encryption": dict(encryption) if encryption is not None else None,
+        "memory": {
+            "index": INDEX_PATH,
+            "files": {path: {"cid": cid_to_str(cid), "size": size} for path, (cid, size) in sorted(files.items())},
+            "timeline": sorted(timeline),
+        },
+    }
+    validate_manifest(manifest)
+    return manifest
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def cid_from_text(text: str) -> bytes:
+    """Parse a CID string; the canonical base32 CIDv1 form takes a fast path.
+
+    ``multiformats`` costs milliseconds per CID and ``base64.b32decode`` is a
+    Python loop; both dominate a manifest of thousands of files. The fast path
+    maps the RFC 4648 alphabet onto Python's base-32 digits and lets ``int``
+    do the work. It accepts only canonical text (lower case, no padding, the
+    spare low bits zero); anything else goes through ``parse_cid``. Results
+    are cached (a loader parses each manifest CID when validating and again
+    when checking the file). Raises ``CIDError``.
+    """
+    if len(text) > 1 and text[0] == "b" and _B32_BODY.fullmatch(text, 1):
+        body = text[1:]
+        nbits = len(body) * 5
+        spare = nbits % 8
+        value = int(body.translate(_B32_TO_INT), 32)
+        if spare < 5 and not value & ((1 << spare) - 1):
+            cid = (value >> spare).to_bytes(nbits // 8, "big")
+            if len(cid) == 36 and cid[:4] in _V1_SHA256_PREFIXES:  # the usual case is already valid
+                return cid
+            # Only a CIDv1 has a multibase form: base32 bytes of a CIDv0 are left to parse_cid to refuse.
+            if cid[:1] == b"\x01":
+                parse_cid_bytes(cid)
+                return cid
+    return parse_cid(text)
+
+
+def check_bundle_path(path: str) -> None:
+    """Raise ``ManifestError`` unless ``path`` is a safe relative path under ``memory/``."""
+    parts = path.split("/")
+    if len(parts) < 2 or parts[0] != MEMORY_DIR or any(not _SEGMENT.match(p) for p in parts[1:]):
+        raise ManifestError(f"manifest lists an unsafe or foreign path {path[:120]!r}; refusing the bundle")
+    if len(parts) > 3 or (len(parts) == 3 and parts[1] != "timeline"):
+        raise ManifestError(f"manifest lists a path outside the bundle layout: {path[:120]!r}")
+
+
+def validate_manifest(manifest: Any) -> dict[str, Any]:
+    """Check that ``manifest`` is a well-formed ``bundlekit/1`` manifest and return it.
+
+    Raises ``ManifestError`` naming the first problem: wrong format, a missing
+    or mistyped field, an unsafe path, a CID that does not parse, a timeline
+    path not listed in ``files``, or an encrypted bundle whose files lack the
+    ``.enc`` suffix (and the reverse).
+    """
+    if not isinstance(manifest, dict):
+        raise ManifestError("manifest is not a JSON object")
+    fmt = manifest.get("format")
+    if fmt != FORMAT:
+        raise ManifestError(f"manifest format is {fmt!r}, expected {FORMAT!r}; upgrade bundlekit or check the URI")
+    for field in ("namespace", "created", "profile"):
+        if not isinstance(manifest.get(field), str) or not manifest[field]:
+            raise ManifestError(f"manifest field {field!r} is missing or not a non-empty string")
+    if not _CREATED.match(manifest["created"]):
+        raise ManifestError(f"manifest 'created' is {manifest['created'][:40]!r}, expected YYYY-MM-DDTHH:MM:SSZ")
+    encryption = manifest.get("encryption", "missing")
+    if encryption == "missing" or not (encryption is None or isinstance(encryption, dict)):
+        raise ManifestError("manifest field 'encryption' must be null or an object")
+    memory = manifest.get("memory")
+    if not isinstance(memory, dict):
+        raise ManifestError("manifest field 'memory' is missing or not an object")
+    if memory.get("index") != INDEX_PATH:
+        raise ManifestError(f"manifest 'memory.index' must be {INDEX_PATH!r}")
+    files = memory.get("files")
+    if not isinstance(files, dict):
+        raise ManifestError("manifest 'memory.files' is missing or not an object")
+    if INDEX_PATH not in files:
+        raise ManifestError(f"manifest 'memory.files' does not list the index {INDEX_PATH!r}")
+    for path, entry in files.items():
+        check_bundle_path(path)
+        if not isinstance(entry, dict) or not isinstance(entry.get("cid"), str):
+            raise ManifestError(f"manifest entry for {path!r} has no 'cid' string")
+        size = entry.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ManifestError(f"manifest entry for {path!r} has no non-negative integer 'size'")
+        try:
+            cid_from_text(entry["cid"])
+        except CIDError as exc:
+            raise ManifestError(f"manifest entry for {path!r} has an invalid CID") from exc
+        encrypted_name = path.endswith(ENC_SUFFIX)
+        if path != INDEX_PATH and encrypted_name != (encryption is not None):
+            state = "encrypted" if encryption is not None else "plaintext"
+            raise ManifestError(f"manifest lists {path!r} in a {state} bundle; '.enc' files and encryption must agree")
+    timeline = memory.get("timeline")
+    if not isinstance(timeline, list) or not all(isinstance(p, str) for p in timeline):
+        raise ManifestError("manifest 'memory.timeline' is missing or not a list of paths")
+    for path in timeline:
+        if not _TIMELINE.match(path) or path not in files:
+            raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
+    return manifest
+
+
+def parse_manifest(data: bytes) -> dict[str, Any]:
+    """Decode and validate manifest bytes. Raises ``ManifestError``.
+
+    Non-canonical bytes are accepted (a hand-written manifest behind a plain
+    HTTPS URL is still usable); only the content is checked.
+    """
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"manifest is {len(data)} bytes, over the {MAX_MANIFEST_BYTES}-byte limit")
+    try:
+        value = json.loads(data.decode("utf-8"), parse_float=_no_float)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        raise ManifestError(f"manifest is not valid UTF-8 JSON: {exc}") from exc
+    except RecursionError as exc:  # hostile nesting: malformed input, not a crash
+        raise ManifestError("manifest JSON is nested too deeply to be a bundlekit manifest") from exc
+    return validate_manifest(value)
+
+
+def _no_float(text: str) -> float:
+    raise ValueError(f"float {text!r} in manifest")

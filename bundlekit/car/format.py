@@ -1,0 +1,71 @@
+"""CARv1 framing: the header (dag-cbor roots) and its limits."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from bundlekit.errors import CARError, CIDError
+from bundlekit.ipld.cid import encode_varint
+
+__all__ = ["MAX_HEADER_SIZE", "CARV2_PRAGMA", "encode_header", "decode_header"]
+
+# A header holds a few roots; anything this large is hostile or not a CAR.
+MAX_HEADER_SIZE = 1024 * 1024
+# CIDs we can verify are 34-36 bytes; this bounds how far read_cid may look.
+_MAX_CID_PEEK = 256
+# CARv2: the fixed 11-byte pragma (varint 10 + dag-cbor {"version": 2}) and 40-byte header.
+CARV2_PRAGMA = bytes.fromhex("0aa16776657273696f6e02")
+_CARV2_HEADER_SIZE = 40
+_READ_CHUNK = 256 * 1024
+_PREAD = getattr(os, "pread", None)
+
+
+def encode_header(roots: Sequence[bytes]) -> bytes:
+    """The CARv1 header for ``roots`` (binary CIDs), varint length prefix included."""
+    import dag_cbor
+    from multiformats import CID
+
+    try:
+        cids = [CID.decode(bytes(root)) for root in roots]
+    except Exception as exc:  # multiformats raises assorted ValueError/KeyError subclasses
+        raise CIDError("a CAR root is not a valid binary CID") from exc
+    header: dict[str, dag_cbor.IPLDKind] = {"roots": list(cids), "version": 1}
+    body = dag_cbor.encode(header)
+    return encode_varint(len(body)) + body
+
+
+def decode_header(body: bytes) -> tuple[int, list[bytes]]:
+    """Decode a header body (without its length prefix) into ``(version, roots)``.
+
+    Returns ``(2, [])`` for the CARv2 pragma. Raises ``CARError`` for anything
+    that is not dag-cbor, not a map, or has a wrong ``version`` / ``roots``.
+    """
+    import dag_cbor
+    from multiformats import CID
+
+    try:
+        header = dag_cbor.decode(body)
+    except Exception as exc:  # dag_cbor raises CBORDecodingError and friends
+        raise CARError(
+            f"CAR header is not valid dag-cbor ({exc}); the file is not a CAR or is corrupt"
+        ) from exc
+    if not isinstance(header, dict):
+        raise CARError("CAR header is not a dag-cbor map; the file is not a CAR")
+    version = header.get("version")
+    if version == 2 and set(header) == {"version"}:
+        return 2, []
+    if version != 1 or type(version) is not int:
+        raise CARError(f"unsupported CAR version {version!r}; only CARv1 (and CARv2 wrapping v1) are read")
+    if set(header) != {"roots", "version"}:
+        extra = sorted(str(k) for k in set(header) - {"roots", "version"})
+        raise CARError(f"CARv1 header has unexpected keys {extra} or lacks 'roots'")
+    roots = header["roots"]
+    if not isinstance(roots, list):
+        raise CARError("CARv1 header 'roots' is not a list of CIDs")
+    out: list[bytes] = []
+    for root in roots:
+        if not isinstance(root, CID):
+            raise CARError("CARv1 header 'roots' is not a list of CIDs")
+        out.append(bytes(root))
+    return 1, out

@@ -1,0 +1,135 @@
+"""The STREAM construction over AES-256-GCM: the private, hazardous layer.
+
+Nothing here chooses keys, nonces or sizes; :mod:`bundlekit.crypto` (the recipe)
+does that and is the only caller. This module only cuts a stream into
+``CHUNK_SIZE`` chunks and seals or opens them, one at a time, so memory stays
+bounded (two chunks at most, for the one-chunk lookahead).
+
+Each chunk ``i`` is sealed under the nonce ``prefix(7) || uint32be(i) || flag(1)``,
+where ``flag`` is ``0x01`` for the final chunk and ``0x00`` otherwise (the STREAM
+construction of Hoang, Reyhanitabar, Rogaway and Vizár, laid out like age's
+payload). Reordering changes the counter, truncation at a chunk boundary leaves a
+chunk sealed with flag 0 in last position, and appended data leaves the real last
+chunk (flag 1) in a non-final position: every one of them fails authentication.
+
+The final chunk is the only one that may be short, and it may be empty only when
+the whole plaintext is empty (then the payload is one empty final chunk, 16
+bytes of tag). See specs/encryption.md, section 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO, Final
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from bundlekit.errors import PayloadDecryptionError, UsageError
+from bundlekit.unixfs.chunker import iter_chunks
+
+__all__ = [
+    "CHUNK_SIZE",
+    "TAG_SIZE",
+    "NONCE_PREFIX_SIZE",
+    "MAX_CHUNKS",
+    "slice_pieces",
+    "seal_pieces",
+    "seal_stream",
+    "open_pieces",
+    "open_stream",
+]
+
+CHUNK_SIZE: Final = 64 * 1024
+TAG_SIZE: Final = 16
+NONCE_PREFIX_SIZE: Final = 7
+ENCRYPTED_CHUNK_SIZE: Final = CHUNK_SIZE + TAG_SIZE
+# The counter is 32 bits wide; 2**32 chunks of 64 KiB is 256 TiB per file.
+MAX_CHUNKS: Final = 2**32
+
+_LAST: Final = b"\x01"
+_NOT_LAST: Final = b"\x00"
+
+
+def _nonce(prefix: bytes, counter: int, last: bool) -> bytes:
+    return prefix + counter.to_bytes(4, "big") + (_LAST if last else _NOT_LAST)
+
+
+Piece = bytes | memoryview
+
+
+def slice_pieces(data: bytes | memoryview, size: int) -> Iterator[memoryview]:
+    """The pieces :func:`~bundlekit.chunker.iter_chunks` cuts from a stream, as zero-copy views of ``data``."""
+    view = memoryview(data)
+    yield view[:size]
+    for start in range(size, len(view), size):
+        yield view[start : start + size]
+
+
+def _with_last(pieces: Iterator[Piece]) -> Iterator[tuple[Piece, bool]]:
+    """Pair each piece with whether it is the last one (one piece of lookahead)."""
+    current = next(pieces)
+    for following in pieces:
+        yield current, False
+        current = following
+    yield current, True
+
+
+def seal_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece]) -> Iterator[bytes]:
+    """Seal plaintext pieces (``CHUNK_SIZE`` each, the last 0 to ``CHUNK_SIZE``) into chunks.
+
+    ``key`` is a 32-byte AES-256-GCM key used for this one stream only; ``prefix``
+    is the 7-byte nonce prefix; ``aad`` is the associated data of every chunk.
+    Raises ``UsageError`` past ``MAX_CHUNKS`` chunks.
+    """
+    if len(key) != 32 or len(prefix) != NONCE_PREFIX_SIZE:
+        raise UsageError("internal: the STREAM layer needs a 32-byte key and a 7-byte nonce prefix")
+    aead = AESGCM(key)
+    for counter, (piece, last) in enumerate(_with_last(pieces)):
+        if counter >= MAX_CHUNKS:
+            raise UsageError("cannot encrypt: the input is larger than 256 TiB, the per-file limit")
+        yield aead.encrypt(_nonce(prefix, counter, last), piece, aad)
+
+
+def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:
+    """Seal ``src`` chunk by chunk into ``dst`` (see :func:`seal_pieces`); memory stays bounded."""
+    dst.writelines(seal_pieces(key, prefix, aad, iter_chunks(src, CHUNK_SIZE)))
+
+
+def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], what: str) -> Iterator[bytes]:
+    """Open sealed pieces (``CHUNK_SIZE + TAG_SIZE`` each, the last shorter) one by one.
+
+    Each chunk is authenticated before its plaintext is yielded, but earlier
+    chunks are already out when a later one fails: callers write to a temporary
+    place and discard it on error. ``what`` names the file in errors.
+
+    Raises ``PayloadDecryptionError`` when a chunk does not authenticate, the
+    payload is missing, truncated, reordered or extended, or a non-first final
+    chunk is empty.
+    """
+    aead = AESGCM(key)
+    for counter, (sealed, last) in enumerate(_with_last(pieces)):
+        if len(sealed) < TAG_SIZE or counter >= MAX_CHUNKS:
+            raise _payload_failure(what)
+        if last and counter > 0 and len(sealed) == TAG_SIZE:
+            # Only an empty plaintext ends in an empty chunk; elsewhere it means
+            # the stream was cut or spliced.
+            raise _payload_failure(what)
+        try:
+            yield aead.decrypt(_nonce(prefix, counter, last), sealed, aad)
+        except InvalidTag:
+            raise _payload_failure(what) from None
+
+
+def open_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO, what: str) -> None:
+    """Open a sealed stream from ``src`` into ``dst`` (see :func:`open_pieces`)."""
+    dst.writelines(open_pieces(key, prefix, aad, iter_chunks(src, ENCRYPTED_CHUNK_SIZE), what))
+
+
+def _payload_failure(what: str) -> PayloadDecryptionError:
+    # One message for every payload failure: which chunk or byte failed is no
+    # business of the reader's, and telling would help an attacker probe.
+    return PayloadDecryptionError(
+        f"cannot decrypt {what}: payload failure (the encrypted content is tampered, truncated or "
+        "reordered); fetch the bundle again from a trusted source"
+    )

@@ -1,0 +1,8 @@
+"""The local trustless gateway (``bundlekit serve``): HTTP server, request rules, DAG selection, block sources.
+
+Modules: ``server`` (the threading HTTP server and ``serve_in_thread``),
+``respond`` (the trustless-gateway request rules: formats, scopes, ranges,
+paths), ``dag`` (which blocks a request selects) and ``sources`` (block sources:
+the block store, CAR files through ``CarIndex``, a chain of them). Not to be
+confused with a *remote* gateway, which ``bundlekit.net.fetch`` reads from.
+"""

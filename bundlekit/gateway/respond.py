@@ -1,0 +1,464 @@
+"""Gateway request -> response logic: the trustless and path gateway rules, no sockets.
+
+``Gateway.respond(method, target, headers)`` turns one request into a
+``Response`` (status, headers, a lazily produced body); ``bundlekit.gateway``
+puts it on the wire. Keeping the rules here, apart from the server, lets them
+be read against ``specs/gateway.md`` in one place and tested without HTTP.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import html
+import logging
+import mimetypes
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, BinaryIO, cast
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
+
+from bundlekit.bundle.manifest import cid_from_text
+from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsafePathError
+from bundlekit.gateway.dag import (
+    DAG_SCOPES,
+    DirCache,
+    Resolved,
+    parse_entity_bytes,
+    range_blocks,
+    resolve_path,
+    resolve_range,
+    scope_blocks,
+)
+from bundlekit.gateway.sources import BlockSource
+from bundlekit.ipld.cid import cid_to_str, parse_cid_bytes
+
+if TYPE_CHECKING:
+    from bundlekit.unixfs.reader import UnixFSReader
+
+__all__ = ["CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "RAW_MEDIA_TYPE", "Gateway", "Response"]
+
+logger = logging.getLogger("bundlekit.gateway")
+
+RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
+CAR_MEDIA_TYPE = "application/vnd.ipld.car"
+# walk_dag emits parents before children, depth first, each block once.
+CAR_CONTENT_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
+IMMUTABLE = "public, max-age=29030400, immutable"
+STREAM_CHUNK = 64 * 1024
+IDENTITY_HASH = 0x00
+DIR_INDEX_VERSION = "bundlekit-1"
+
+
+@dataclass
+class Response:
+    """A status, headers and a body; ``length=None`` means streamed with chunked encoding."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: Iterable[bytes] = ()
+    length: int | None = 0
+
+    def header(self, name: str) -> str | None:
+        lname = name.lower()
+        return next((v for k, v in self.headers if k.lower() == lname), None)
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str, headers: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = list(headers)
+
+
+class _Drain:
+    """A write-only file that hands back what was written since the last ``take``."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self._parts.append(bytes(data))
+        self.size += len(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        out = b"".join(self._parts)
+        self._parts.clear()
+        self.size = 0
+        return out
+
+
+class Gateway:
+    """Request -> ``Response`` logic over a block source; holds no per-request state."""
+
+    def __init__(self, source: BlockSource, *, dir_cache_bytes: int = 64 * 1024 * 1024) -> None:
+        self.source = source
+        self.dirs = DirCache(dir_cache_bytes)
+
+    # -- entry point ---------------------------------------------------------
+
+    def respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        """Answer one request. ``headers`` keys are lower-case. Never raises."""
+        try:
+            if method not in ("GET", "HEAD"):
+                raise _HTTPError(
+                    405, f"method {method} is not allowed: use GET or HEAD", [("Allow", "GET, HEAD, OPTIONS")]
+                )
+            return self._respond(method, target, headers)
+        except _HTTPError as exc:
+            return _error(exc.status, exc.message, exc.headers)
+        except BlockMismatch as exc:
+            logger.error("damaged block while answering %s: %s", target, exc)
+            return _error(500, f"the gateway's copy of a block is damaged: {exc}")
+        except Exception:  # a bug must not kill the server thread; the client gets a 500
+            logger.exception("internal error while answering %s", target)
+            return _error(500, "internal gateway error; see the gateway's log")
+
+    def _block(self, cid: bytes) -> bytes:
+        info = parse_cid_bytes(cid)
+        if info.hash_code == IDENTITY_HASH:
+            return info.digest  # identity CIDs carry their block (the spec's bafkqaaa probe)
+        return self.source.get(cid)
+
+    def _respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        url = urlsplit(target)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        path = url.path
+        labels = headers.get("host", "").split(":")[0].split(".")
+        if len(labels) >= 3 and labels[1] == "ipfs" and not path.startswith("/ipfs/"):
+            # Subdomain gateway form, http://<cidv1>.ipfs.<host>/<path>: same content, other URL.
+            path = f"/ipfs/{labels[0]}{path}"
+        if path.startswith("/ipns/"):
+            raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
+        if not path.startswith("/ipfs/"):
+            raise _HTTPError(404, "not found: request /ipfs/{cid}[/{path}]")
+        rest = path[len("/ipfs/") :]
+        cid_text, _, subpath = rest.partition("/")
+        segments = [unquote(s) for s in subpath.split("/") if s]
+        for segment in segments:
+            if segment in (".", "..") or "\x00" in segment or "/" in segment:
+                raise _HTTPError(400, f"path segment {segment!r} is not allowed in an immutable path")
+        try:
+            root = _parse_cid_text(unquote(cid_text))
+        except CIDError:
+            raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
+
+        fmt = _negotiate(query.get("format"), headers.get("accept"))
+        scope = query.get("dag-scope", "all")
+        if fmt == "car":
+            if scope not in DAG_SCOPES:
+                raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
+            if query.get("car-version", "1") != "1":
+                raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
+        entity_bytes: tuple[int, int | None] | None = None
+        if fmt == "car" and "entity-bytes" in query:
+            try:
+                entity_bytes = parse_entity_bytes(query["entity-bytes"])
+            except ValueError:
+                raise _HTTPError(
+                    400, f"entity-bytes={query['entity-bytes']!r} is not from:to (integers, to may be *)"
+                ) from None
+            scope = "entity"  # entity-bytes implies it
+        if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
+            raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
+
+        resolved = self._resolve(root, segments)
+        display_path = "/ipfs/" + cid_to_str(root) + "".join("/" + s for s in segments)
+        common = [
+            ("X-Content-Type-Options", "nosniff"),
+            ("X-Ipfs-Path", quote(display_path)),
+            ("X-Ipfs-Roots", ",".join(cid_to_str(c) for c in resolved.cids)),
+            ("Vary", "Accept"),
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Expose-Headers", "Content-Length, Etag, X-Ipfs-Path, X-Ipfs-Roots"),
+        ]
+        if fmt == "raw":
+            response = self._raw(resolved, common)
+        elif fmt == "car":
+            response = self._car(
+                method, resolved, scope, entity_bytes, query.get("entity-bytes", ""), display_path, common
+            )
+        else:
+            response = self._deserialized(method, url, resolved, segments, common)
+        etag = response.header("Etag")
+        if etag is not None and response.status == 200 and _etag_matches(headers.get("if-none-match"), etag):
+            kept = [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")]
+            return Response(304, kept, (), None)
+        return response
+
+    def _has(self, cid: bytes) -> bool:
+        return parse_cid_bytes(cid).hash_code == IDENTITY_HASH or self.source.has(cid)
+
+    def _resolve(self, root: bytes, segments: list[str]) -> Resolved:
+        try:
+            return resolve_path(self._block, root, segments, self.dirs)
+        except BlockMismatch:
+            raise
+        except MissingBlock:
+            if not self._has(root):
+                raise _HTTPError(404, f"{cid_to_str(root)} is not in this gateway's store") from None
+            raise _HTTPError(
+                404, f"/{'/'.join(segments)} cannot be resolved under {cid_to_str(root)}: a block is missing"
+            ) from None
+        except UnsafePathError as exc:
+            raise _HTTPError(400, str(exc)) from None
+        except BundlekitError as exc:
+            # A name that is not in its directory, or a path through a file: nothing there.
+            raise _HTTPError(
+                404, f"/{'/'.join(segments)} does not exist under {cid_to_str(root)}: {exc}"
+            ) from None
+
+    # -- response kinds -----------------------------------------------------------
+
+    def _raw(self, resolved: Resolved, common: list[tuple[str, str]]) -> Response:
+        cid = resolved.terminal
+        data = resolved.path_blocks[0][1] if len(resolved.cids) == 1 else self._fetch(cid)
+        name = cid_to_str(cid)
+        headers = common + [
+            ("Content-Type", RAW_MEDIA_TYPE),
+            ("Content-Disposition", f'attachment; filename="{name}.bin"'),
+            ("Etag", f'"{name}.raw"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        return Response(200, headers, [data], len(data))
+
+    def _fetch(self, cid: bytes) -> bytes:
+        try:
+            return self._block(cid)
+        except MissingBlock:
+            raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
+
+    def _car(
+        self,
+        method: str,
+        resolved: Resolved,
+        scope: str,
+        entity_bytes: tuple[int, int | None] | None,
+        entity_bytes_text: str,
+        display_path: str,
+        common: list[tuple[str, str]],
+    ) -> Response:
+        root = resolved.cids[0]
+        tag = hashlib.sha256(f"{display_path}\0{scope}\0{entity_bytes_text}".encode()).hexdigest()[:16]
+        headers = common + [
+            ("Content-Type", CAR_CONTENT_TYPE),
+            ("Content-Disposition", f'attachment; filename="{cid_to_str(root)}.car"'),
+            ("Etag", f'"{cid_to_str(resolved.terminal)}.car.{scope}.{tag}"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        # The terminal block is fetched now so that an absent one is a 404, not a cut stream.
+        self._fetch(resolved.terminal)
+        byte_range: tuple[int, int] | None = None
+        if entity_bytes is not None:
+            scope, byte_range = self._range_plan(resolved.terminal, entity_bytes)
+        if method == "HEAD":
+            return Response(200, headers, (), None)
+        if byte_range is not None:
+            blocks = range_blocks(self._block, resolved.terminal, *byte_range)
+        else:
+            blocks = scope_blocks(self._block, resolved.terminal, scope, self.dirs)
+        return Response(200, headers, self._car_body(root, resolved, blocks), None)
+
+    def _range_plan(
+        self, cid: bytes, entity_bytes: tuple[int, int | None]
+    ) -> tuple[str, tuple[int, int] | None]:
+        """What ``entity-bytes`` selects at ``cid``: ``("range", (first, last))`` for a file,
+        ``("block", None)`` for an empty range (the spec: the root block lets the client
+        see why), ``("entity", None)`` for anything that is not a byte array.
+        Raises a 400 when the range starts after the end of the file.
+        """
+        from bundlekit.unixfs.reader import UnixFSReader
+
+        try:
+            stat = UnixFSReader(self._block, verify=False).stat(cid)
+        except BlockMismatch:
+            raise
+        except BundlekitError:
+            return "entity", None  # not UnixFS: the parameter does not apply
+        if stat.kind not in ("file", "raw"):
+            return "entity", None
+        try:
+            byte_range = resolve_range(entity_bytes[0], entity_bytes[1], stat.size)
+        except ValueError as exc:
+            raise _HTTPError(400, f"entity-bytes: {exc}") from None
+        return ("range", byte_range) if byte_range is not None else ("block", None)
+
+    def _car_body(
+        self, root: bytes, resolved: Resolved, blocks: Iterable[tuple[bytes, bytes]]
+    ) -> Iterator[bytes]:
+        from bundlekit.car.writer import CarWriter
+
+        drain = _Drain()
+        writer = CarWriter(cast(BinaryIO, drain), [root])
+        for cid, data in resolved.path_blocks:
+            writer.put(cid, data)
+        for cid, data in blocks:
+            writer.put(cid, data)
+            if drain.size >= STREAM_CHUNK:
+                yield drain.take()
+        writer.close()
+        tail = drain.take()
+        if tail:
+            yield tail
+
+    def _deserialized(
+        self,
+        method: str,
+        url: SplitResult,
+        resolved: Resolved,
+        segments: list[str],
+        common: list[tuple[str, str]],
+    ) -> Response:
+        from bundlekit.unixfs.reader import UnixFSReader
+
+        reader = UnixFSReader(self._block, verify=False)
+        cid = resolved.terminal
+        try:
+            stat = reader.stat(cid)
+        except MissingBlock:
+            raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
+        except BlockMismatch:
+            raise
+        except BundlekitError as exc:  # a codec or UnixFS node kind we do not render
+            raise _HTTPError(
+                501,
+                f"{cid_to_str(cid)} is not UnixFS data this gateway can render ({exc}); ask for ?format=car",
+            ) from None
+        if stat.kind == "directory":
+            if not url.path.endswith("/"):
+                location = url.path + "/" + (f"?{url.query}" if url.query else "")
+                return Response(301, common + [("Location", location)], [], 0)
+            entries = self.dirs.listing(self._block, cid).order
+            index = dict(entries).get("index.html")
+            if index is not None:
+                return self._file(method, reader, index, "index.html", common)
+            body = _listing_html(url.path, entries).encode("utf-8")
+            headers = common + [
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Etag", f'"DirIndex-{DIR_INDEX_VERSION}_CID-{cid_to_str(cid)}"'),
+                ("Cache-Control", IMMUTABLE),
+            ]
+            return Response(200, headers, [body] if method == "GET" else [], len(body))
+        if stat.kind in ("file", "raw"):
+            name = segments[-1] if segments else ""
+            return self._file(method, reader, cid, name, common, size=stat.size)
+        raise _HTTPError(
+            501, f"{cid_to_str(cid)} is a UnixFS {stat.kind}, which this gateway does not render"
+        )
+
+    def _file(
+        self,
+        method: str,
+        reader: UnixFSReader,
+        cid: bytes,
+        name: str,
+        common: list[tuple[str, str]],
+        size: int | None = None,
+    ) -> Response:
+        if size is None:
+            size = reader.stat(cid).size
+        content_type, _ = mimetypes.guess_type(name, strict=False)
+        if name.endswith(".md"):
+            content_type = "text/markdown; charset=utf-8"
+        elif name.endswith((".jsonl", ".ndjson")):
+            content_type = "application/x-ndjson"
+        headers = common + [
+            ("Content-Type", content_type or "application/octet-stream"),
+            ("Etag", f'"{cid_to_str(cid)}"'),
+            ("Cache-Control", IMMUTABLE),
+        ]
+        body: Iterable[bytes] = reader.iter_file(cid) if method == "GET" else ()
+        return Response(200, headers, body, size)
+
+
+# manifest.cid_from_text's base32 fast path (multiformats takes milliseconds per CID and a
+# loader asks for every block of a bundle), memoized here with a smaller bound: the keys
+# are request input.
+_parse_cid_text = functools.lru_cache(maxsize=4096)(cid_from_text.__wrapped__)
+
+
+def _negotiate(fmt: str | None, accept: str | None) -> str | None:
+    """``"raw"``, ``"car"`` or ``None`` (deserialized); ``format`` wins over ``Accept``."""
+    if fmt is not None:
+        if fmt in ("raw", "car"):
+            return fmt
+        raise _HTTPError(
+            400,
+            f"format={fmt!r} is not served here: use format=raw or format=car, or no format for file bytes",
+        )
+    if not accept:
+        return None
+    best: str | None = None
+    best_q = 0.0
+    refused_car = False
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        version: str | None = None
+        for param in params:
+            key, _, value = param.partition("=")
+            key, value = key.strip().lower(), value.strip().strip('"')
+            if key == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+            elif key == "version":
+                version = value
+        media = media.lower()
+        if media == RAW_MEDIA_TYPE:
+            candidate = "raw"
+        elif media == CAR_MEDIA_TYPE:
+            if version not in (None, "1"):
+                refused_car = True
+                continue
+            candidate = "car"
+        else:
+            continue
+        if q > best_q:
+            best, best_q = candidate, q
+    if best is None and refused_car:
+        raise _HTTPError(406, "only application/vnd.ipld.car; version=1 is served")
+    return best
+
+
+def _etag_matches(if_none_match: str | None, etag: str) -> bool:
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    tags = [t.strip().removeprefix("W/") for t in if_none_match.split(",")]
+    return etag in tags
+
+
+def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
+    body = (message + "\n").encode("utf-8")
+    headers = [
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+        ("Access-Control-Allow-Origin", "*"),
+        *extra,
+    ]
+    return Response(status, headers, [body], len(body))
+
+
+def _listing_html(url_path: str, entries: Sequence[tuple[str, bytes]]) -> str:
+    title = html.escape(unquote(url_path))
+    rows = "".join(
+        f'<li><a href="{quote(name)}">{html.escape(name)}</a> <code>{cid_to_str(cid)}</code></li>\n'
+        for name, cid in entries
+    )
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{title}</title></head>\n<body><h1>Index of {title}</h1>\n<ul>\n{rows}</ul>\n</body></html>\n"
+    )

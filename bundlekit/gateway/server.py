@@ -1,0 +1,246 @@
+"""The local trustless HTTP gateway (``bundlekit serve``), see ``specs/gateway.md``.
+
+It answers ``GET``/``HEAD /ipfs/{cid}[/{path}]`` from a block source (the
+local ``BlockStore``, CAR files indexed on disk, or anything with ``get`` and
+``has``) following the IPFS trustless gateway spec: ``format=raw`` /
+``application/vnd.ipld.raw`` for one block, ``format=car`` /
+``application/vnd.ipld.car`` for a streamed CARv1 with ``dag-scope`` block,
+entity or all, and ``entity-bytes``. Without either it behaves as a small path gateway: a file's
+bytes, or a directory listing (``index.html`` when the directory has one).
+
+It runs on the standard library's ``ThreadingHTTPServer``: one thread per
+connection is plenty for a loopback gateway, keeps the code synchronous like
+the rest of bundlekit, and needs no extra dependency. Responses stream: a CAR
+goes out block by block with chunked transfer encoding, a file chunk by chunk
+with a known ``Content-Length``. When a block turns out to be missing after
+the status line went out, the connection is cut without the final chunk, so
+a client sees a truncated transfer, never a short "complete" answer.
+
+The request rules live in ``bundlekit.gateway_respond`` (``Gateway``, plain
+request -> response logic); this module wires them to HTTP
+(``GatewayServer``), builds block sources (``make_source``) and runs a server
+on a free loopback port for tests and benchmarks (``serve_in_thread``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import cast
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.gateway.respond import CAR_MEDIA_TYPE, RAW_MEDIA_TYPE, Gateway, Response
+from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
+
+__all__ = [
+    "CAR_MEDIA_TYPE",
+    "RAW_MEDIA_TYPE",
+    "Gateway",
+    "GatewayServer",
+    "Response",
+    "create_server",
+    "make_source",
+    "serve_in_thread",
+]
+
+logger = logging.getLogger("bundlekit.gateway")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer encoding
+    # Headers and body go out in separate writes; with Nagle on, a keep-alive
+    # client waits for the delayed ACK (~40 ms) on every small response.
+    disable_nagle_algorithm = True
+    timeout = 120  # seconds: an idle keep-alive connection does not hold a thread forever
+    server: GatewayServer
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self.send_response(204)
+        self.send_header("Allow", "GET, HEAD, OPTIONS")
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+        self.send_header("Access-Control-Allow-Headers", "Accept, Cache-Control, If-None-Match")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def _other(self) -> None:
+        self._serve(self.command)
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _other
+
+    def _serve(self, method: str) -> None:
+        headers: dict[str, str] = {}
+        for key, value in self.headers.items():
+            k = key.lower()
+            headers[k] = f"{headers[k]}, {value}" if k in headers else value
+        response = self.server.gateway.respond(method, self.path, headers)
+        if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
+            self.close_connection = True  # we did not read the request body
+        self.send_response(response.status)
+        for key, value in response.headers:
+            self.send_header(key, value)
+        no_body = method == "HEAD" or response.status in (204, 304)
+        if response.length is not None:
+            self.send_header("Content-Length", str(response.length))
+        elif not no_body:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if no_body:
+            return
+        try:
+            for chunk in response.body:
+                if not chunk:
+                    continue
+                if response.length is None:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                else:
+                    self.wfile.write(chunk)
+            if response.length is None:
+                self.wfile.write(b"0\r\n\r\n")
+        except BundlekitError as exc:
+            # The status line is out; cutting the connection is the only honest signal left.
+            logger.warning("response to %s cut short: %s", self.path, exc)
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        logger.info("%s " + format, self.address_string(), *args)
+
+
+class GatewayServer(ThreadingHTTPServer):
+    """A threading HTTP server bound to a ``Gateway``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], gateway: Gateway) -> None:
+        super().__init__(address, _Handler)
+        self.gateway = gateway
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8080`` (no trailing slash)."""
+        host, port = self.server_address[0], self.server_address[1]
+        host_text = host.decode() if isinstance(host, bytes) else str(host)
+        if ":" in host_text:
+            host_text = f"[{host_text}]"
+        return f"http://{host_text}:{port}"
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Log a failed connection: one quiet line for a client that hung up, a traceback otherwise.
+
+        A client that closes its keep-alive connection (or resets it mid-request,
+        as ``curl | head`` does) is routine, not a server fault: no traceback.
+        """
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("client %s went away: %s", client_address, exc)
+            return
+        logger.exception("error while serving %s", client_address)
+
+
+def make_source(
+    store: BlockStore | str | Path | None = None,
+    cars: Sequence[str | Path] = (),
+    *,
+    use_store: bool | None = None,
+) -> BlockSource:
+    """The gateway's block source: the CAR files (in order, indexed on disk), then the store.
+
+    The store is used when ``store`` is given, or when no CAR is (``use_store``
+    overrides). Raises ``CARError`` / ``BundlekitError`` for an unreadable CAR.
+    """
+    sources: list[BlockSource] = []
+    try:
+        for car in cars:
+            sources.append(CarFileSource(car))
+    except BaseException:
+        for source in sources:
+            cast(CarFileSource, source).close()
+        raise
+    if use_store is None:
+        use_store = store is not None or not cars
+    if use_store:
+        sources.append(store if isinstance(store, BlockStore) else BlockStore(store))
+    return sources[0] if len(sources) == 1 else ChainSource(sources)
+
+
+def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080) -> GatewayServer:
+    """A bound (not yet serving) gateway server; ``port=0`` picks a free port.
+
+    Raises ``UsageError`` when the address cannot be bound, or when ``host``
+    is empty: the socket layer reads "" as every interface, which must be
+    asked for explicitly (``0.0.0.0`` or ``::``), never reached by an unset variable.
+    """
+    if not host.strip():
+        raise UsageError(
+            "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
+        )
+    try:
+        return GatewayServer((host, port), Gateway(source))
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
+        ) from exc
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    source: BlockSource | None = None,
+    *,
+    store: BlockStore | str | Path | None = None,
+    cars: Sequence[str | Path] = (),
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Iterator[GatewayServer]:
+    """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.
+
+    With no ``source``, one is made from ``store`` and ``cars`` as in
+    ``make_source``. ``port=0`` (the default) picks a free port, so tests and
+    benchmarks can run side by side.
+    """
+    owned = source is None
+    if source is None:
+        source = make_source(store, cars)
+    try:
+        server = create_server(source, host, port)
+    except BaseException:
+        if owned:
+            _close_source(source)
+        raise
+    # A short poll interval makes shutdown prompt (tests start and stop many servers).
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},
+        name=f"bundlekit-gateway-{server.server_address[1]}",
+        daemon=True,
+    )
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+        if owned:
+            _close_source(source)
+
+
+def _close_source(source: BlockSource) -> None:
+    parts = source.sources if isinstance(source, ChainSource) else (source,)
+    for part in parts:
+        if isinstance(part, CarFileSource):
+            part.close()

@@ -1,0 +1,26 @@
+"""Block verification and the block limits: a block is accepted only if it hashes to its CID."""
+
+from __future__ import annotations
+
+from bundlekit.errors import (
+    CIDError,
+    UnsupportedBlock,
+)
+from bundlekit.ipld.cid import parse_cid_bytes, verify_block
+
+__all__ = ["MAX_BLOCK_SIZE", "block_codec", "check_block"]
+
+MAX_BLOCK_SIZE = 2 * 1024 * 1024
+
+
+def block_codec(cid: bytes) -> int:
+    """The codec of a binary CID (dag-pb for CIDv0); ``UnsupportedBlock`` if it cannot be parsed."""
+    try:
+        return parse_cid_bytes(cid).codec
+    except CIDError as exc:
+        raise UnsupportedBlock(f"cannot parse CID {cid.hex()}: {exc}") from exc
+
+
+def check_block(cid: bytes, data: bytes, max_size: int | None = MAX_BLOCK_SIZE) -> None:
+    """``cid.verify_block`` with the size limit defaulting to ``MAX_BLOCK_SIZE`` (same errors)."""
+    verify_block(cid, data, max_size=max_size)

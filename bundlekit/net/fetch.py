@@ -1,0 +1,438 @@
+"""Trustless retrieval: bundle URIs, gateways, and a verifying block getter.
+
+Nothing a gateway sends is trusted. Blocks are hashed against the CID they
+were asked for (``check_block``); a CAR response is drained into a spooled
+buffer, then read block by block and each block is verified the same way;
+blocks nobody asked for are ignored.
+
+Retrieval order for a root (see ``specs/bundle.md``, "Retrieval"):
+
+1. the local block store, when the caller enables it and it holds the root;
+2. one ``GET /ipfs/{root}?format=car&dag-scope=all`` request (``Accept:
+   application/vnd.ipld.car``) per gateway, in order, until one CAR streams to
+   its end; a truncated or malformed CAR counts as a failure of that gateway,
+   but the blocks verified before the failure are kept;
+3. for every block still missing, ``GET /ipfs/{cid}?format=raw`` (``Accept:
+   application/vnd.ipld.raw``) on each gateway in order.
+
+Every request has a timeout; connection errors, timeouts, 5xx and 429 are
+retried with exponential backoff (``RetryPolicy`` from the shared HTTP layer;
+``sleep`` and ``jitter`` are injectable). Any other status means "this gateway
+does not have it" and the next gateway is tried.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
+
+import httpx
+
+from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
+from bundlekit.ipld.block import check_block as _check_block
+from bundlekit.ipld.cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
+from bundlekit.net.http import RetryPolicy, parse_retry_after
+
+if TYPE_CHECKING:
+    from bundlekit.blockstore import BlockStore
+
+__all__ = [
+    "CAR_MEDIA_TYPE",
+    "DEFAULT_TIMEOUT",
+    "GATEWAYS_ENV",
+    "MAX_BLOCK_SIZE",
+    "OVER_LIMIT",
+    "RAW_MEDIA_TYPE",
+    "BundleURI",
+    "Gateway",
+    "GatewayFetcher",
+    "check_block",
+    "default_gateways",
+    "http_get",
+    "parse_gateway",
+    "parse_uri",
+]
+
+CAR_MEDIA_TYPE = "application/vnd.ipld.car"
+RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
+GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
+# Short connect timeout so a dead gateway falls through quickly; reads may be slow.
+DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
+# A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
+DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
+SPOOL_BYTES = 64 * 1024 * 1024  # a CAR response past this spills to a temporary file
+OVER_LIMIT = "response is over the"  # starts the reason http_get gives for a cut-off body
+MAX_BLOCK_SIZE = 2 * 1024 * 1024  # what verify_block accepts; the trustless gateway spec's block limit
+DEFAULT_RETRY = RetryPolicy(attempts=3, base=0.25, cap=5.0, max_retry_after=30.0)
+
+_SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """A trustless gateway: ``base`` is ``scheme://host[:port]`` (plus any path prefix).
+
+    ``subdomain`` gateways address content as ``scheme://{cidv1}.ipfs.{host}/``;
+    path gateways as ``{base}/ipfs/{cid}``.
+    """
+
+    base: str
+    subdomain: bool = False
+
+    def url(self, cid: bytes) -> str:
+        """The URL of ``cid`` on this gateway."""
+        if self.subdomain:
+            scheme, host = self.base.split("://", 1)
+            return f"{scheme}://{_v1_str(cid)}.ipfs.{host}/"
+        return f"{self.base}/ipfs/{cid_to_str(cid)}"
+
+
+def _v1_str(cid: bytes) -> str:
+    """Subdomains need case-insensitive base32, so a CIDv0 is written as its CIDv1 twin."""
+    info = parse_cid_bytes(cid)
+    if info.version == 0:
+        cid = cid_from_digest(1, DAG_PB, info.digest)
+    return cid_to_str(cid)
+
+
+@dataclass(frozen=True)
+class BundleURI:
+    """Where a bundle comes from.
+
+    ``kind`` is ``"ipfs"`` (``ipfs://CID[/manifest.json]``), ``"gateway"`` (a
+    path or subdomain gateway URL: ``gateway`` is set), ``"car"`` (a local CAR
+    file: ``car`` is set) or ``"https"`` (a plain manifest URL that is not
+    content-addressed: ``url`` is set, ``root`` is None).
+    """
+
+    kind: Literal["ipfs", "gateway", "car", "https"]
+    root: bytes | None = None
+    gateway: Gateway | None = None
+    car: Path | None = None
+    url: str | None = None
+
+
+def _root_path_ok(path: str, uri: str) -> None:
+    path = path.strip("/")
+    if path not in ("", "manifest.json"):
+        raise UsageError(
+            f"{uri[:200]!r} points inside a bundle ({path[:80]!r}); give the bundle root or its manifest.json"
+        )
+
+
+def _cid_or_usage(text: str, uri: str) -> bytes:
+    try:
+        return parse_cid(text)
+    except CIDError as exc:
+        raise UsageError(f"{uri[:200]!r} does not hold a valid CID ({text[:80]!r}); check the URI") from exc
+
+
+def parse_uri(uri: str) -> BundleURI:
+    """Classify a bundle URI. Raises ``UsageError`` for anything unrecognised.
+
+    Accepted: ``ipfs://CID``, ``ipfs://CID/manifest.json``, ``/ipfs/CID[/manifest.json]``,
+    ``http(s)://host/ipfs/CID[/manifest.json]``, ``https://CID.ipfs.host[/manifest.json]``,
+    a path to an existing local ``.car`` file, a bare CID, and any other
+    ``http(s)://.../manifest.json`` (the unverified form).
+    """
+    text = uri.strip()
+    if text.startswith("ipfs://"):
+        rest = text[len("ipfs://"):]
+        cid_text, _, path = rest.partition("/")
+        _root_path_ok(path, text)
+        return BundleURI("ipfs", root=_cid_or_usage(cid_text, text))
+    if text.startswith("/ipfs/"):
+        cid_text, _, path = text[len("/ipfs/"):].partition("/")
+        _root_path_ok(path, text)
+        return BundleURI("ipfs", root=_cid_or_usage(cid_text, text))
+    if text.startswith(("http://", "https://")):
+        url = httpx.URL(text)
+        host = url.host
+        port = f":{url.port}" if url.port else ""
+        m = _SUBDOMAIN.match(host)
+        if m:
+            _root_path_ok(url.path, text)
+            root = _cid_or_usage(m["cid"], text)
+            return BundleURI("gateway", root=root, gateway=Gateway(f"{url.scheme}://{m['host']}{port}", True))
+        path = url.path
+        if "/ipfs/" in path:
+            prefix, _, rest = path.partition("/ipfs/")
+            cid_text, _, inner = rest.partition("/")
+            _root_path_ok(inner, text)
+            root = _cid_or_usage(cid_text, text)
+            return BundleURI("gateway", root=root, gateway=Gateway(f"{url.scheme}://{host}{port}{prefix}"))
+        if not path.endswith(".json"):
+            raise UsageError(
+                f"{text[:200]!r} is neither a gateway URL (/ipfs/CID) nor a manifest .json URL; check the URI"
+            )
+        return BundleURI("https", url=text)
+    if text.lower().endswith(".car") or os.path.isfile(text):
+        path_obj = Path(text)
+        if not path_obj.is_file():
+            raise UsageError(f"CAR file {text!r} does not exist; check the path")
+        return BundleURI("car", car=path_obj)
+    try:
+        return BundleURI("ipfs", root=parse_cid(text))
+    except CIDError as exc:
+        raise UsageError(
+            f"cannot tell what {text[:200]!r} is: expected ipfs://CID, a gateway URL, a .car file or a manifest URL"
+        ) from exc
+
+
+def parse_gateway(text: str) -> Gateway:
+    """A ``--gateway`` value: ``http(s)://host[:port][/prefix]`` (a path gateway).
+
+    A value containing ``{cid}.ipfs.`` style hosts is not accepted here: give
+    the parent host and the gateway is addressed by path. Raises ``UsageError``.
+    """
+    text = text.strip().rstrip("/")
+    if not text.startswith(("http://", "https://")):
+        raise UsageError(f"gateway {text[:200]!r} must be an http:// or https:// URL")
+    text = text.removesuffix("/ipfs")
+    return Gateway(text)
+
+
+def default_gateways(env: dict[str, str] | None = None) -> list[Gateway]:
+    """Gateways from ``$BUNDLEKIT_GATEWAYS`` (comma- or space-separated URLs), in order."""
+    source = os.environ if env is None else env
+    value = source.get(GATEWAYS_ENV, "")
+    return [parse_gateway(item) for item in re.split(r"[,\s]+", value) if item]
+
+
+def http_get(
+    client: httpx.Client,
+    url: str,
+    *,
+    params: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    max_bytes: int = MAX_BLOCK_SIZE,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    sleep: Callable[[float], None] = time.sleep,
+    jitter: Callable[[], float] = random.random,
+) -> tuple[bytes | None, str]:
+    """GET ``url`` with retries on connection errors, timeouts, 5xx and 429.
+
+    Returns ``(body, "")`` on a 2xx, or ``(None, reason)`` when the server
+    does not have it (any other status), kept failing, or sent more than
+    ``max_bytes`` (the body is streamed and cut there: a hostile server cannot
+    make the loader buffer more than it expects). Never raises for HTTP
+    trouble: the caller decides what "not here" means.
+    """
+    reason = ""
+    for attempt in range(retry.attempts):
+        wait = retry.backoff(attempt, jitter())
+        try:
+            with client.stream("GET", url, params=params, headers=headers) as response:
+                status = response.status_code
+                if response.is_success:
+                    parts: list[bytes] = []
+                    seen = 0
+                    for chunk in response.iter_bytes():
+                        seen += len(chunk)
+                        if seen > max_bytes:
+                            return None, f"{OVER_LIMIT} {max_bytes}-byte limit"
+                        parts.append(chunk)
+                    return b"".join(parts), ""
+                retry_after = response.headers.get("Retry-After")
+        except httpx.TimeoutException as exc:
+            reason = f"timed out ({type(exc).__name__})"
+        except httpx.TransportError as exc:
+            reason = f"connection failed ({type(exc).__name__})"
+        else:
+            reason = f"HTTP {status}"
+            if status != 429 and status < 500:
+                return None, reason
+            after = parse_retry_after(retry_after, _utcnow)
+            if after is not None:
+                wait = min(after, retry.max_retry_after)
+        if attempt + 1 < retry.attempts:
+            sleep(wait)
+    return None, reason
+
+
+def check_block(cid: bytes, data: bytes) -> None:
+    """``verify.check_block`` at the trustless gateway block limit (same fast path, same errors)."""
+    _check_block(cid, data, MAX_BLOCK_SIZE)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class GatewayFetcher:
+    """A verifying block getter over a local store and a list of gateways.
+
+    Use ``prefetch_car(root)`` once, then ``get`` as the ``Callable[[bytes],
+    bytes]`` block getter for ``UnixFSReader``. ``get`` raises ``MissingBlock``
+    when no source has the block and ``BlockMismatch`` when every source that
+    answered sent wrong bytes. Thread-safe: files are read concurrently.
+    ``notes`` records, for the result, which sources failed and why.
+    """
+
+    def __init__(
+        self,
+        gateways: Sequence[Gateway],
+        *,
+        store: BlockStore | None = None,
+        client: httpx.Client | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        max_car_bytes: int = DEFAULT_MAX_CAR_BYTES,
+    ) -> None:
+        self.gateways = list(gateways)
+        self.store = store
+        self._own_client = client is None
+        self.client = client or httpx.Client(timeout=timeout, follow_redirects=True)
+        self.retry = retry
+        self.sleep = sleep
+        self.jitter = jitter
+        self.max_car_bytes = max_car_bytes
+        self.cache: dict[bytes, bytes] = {}
+        self.notes: list[str] = []
+        self._lock = threading.Lock()
+        self.car_complete = False
+        self.root_in_store = False
+
+    def close(self) -> None:
+        """Close the HTTP client if this fetcher created it."""
+        if self._own_client:
+            self.client.close()
+
+    def __enter__(self) -> GatewayFetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _note(self, text: str) -> None:
+        with self._lock:
+            self.notes.append(text)
+
+    def prefetch_car(self, root: bytes) -> bool:
+        """Fetch the whole DAG under ``root`` as one CAR from the first gateway that streams it fully.
+
+        Returns True when a CAR was read to its end (blocks may still be
+        missing if the gateway sent an incomplete DAG: ``get`` fills them in).
+        Skipped when the local store already holds ``root``.
+        """
+        if self.store is not None and self.store.has(root):
+            self.root_in_store = True
+            return False
+        for gw in self.gateways:
+            if self._car_from(gw, root):
+                self.car_complete = True
+                return True
+        return False
+
+    def _car_from(self, gw: Gateway, root: bytes) -> bool:
+        from bundlekit.car.reader import read_car
+
+        url = gw.url(root)
+        params = {"format": "car", "dag-scope": "all"}
+        headers = {"Accept": CAR_MEDIA_TYPE}
+        for attempt in range(self.retry.attempts):
+            after: float | None = None
+            try:
+                with self.client.stream("GET", url, params=params, headers=headers) as response:
+                    status = response.status_code
+                    if response.is_success:
+                        # Drain the response into a spooled buffer first (memory, then
+                        # disk past SPOOL_BYTES), then parse: the gateway finishes at
+                        # wire speed instead of waiting on our hashing through TCP
+                        # back-pressure, and the connection is free sooner.
+                        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+                            seen = 0
+                            for chunk in response.iter_bytes():
+                                seen += len(chunk)
+                                if seen > self.max_car_bytes:
+                                    raise CARError(f"CAR response is over the {self.max_car_bytes}-byte limit")
+                                spool.write(chunk)
+                            spool.seek(0)
+                            _roots, blocks = read_car(cast(BinaryIO, spool), verify=False)
+                            for cid, data in blocks:
+                                self._accept(cid, data, gw)
+                        return True
+                    retry_after = response.headers.get("Retry-After")
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                self._note(f"{gw.base}: CAR request failed ({type(exc).__name__})")
+            except (CARError, CIDError, UnsupportedBlock) as exc:
+                # Truncated or malformed: a failure, but keep what verified so far.
+                self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
+                return False
+            else:
+                self._note(f"{gw.base}: CAR request answered HTTP {status}")
+                if status != 429 and status < 500:
+                    return False
+                after = parse_retry_after(retry_after, _utcnow)
+            if attempt + 1 < self.retry.attempts:
+                wait = self.retry.backoff(attempt, self.jitter())
+                self.sleep(wait if after is None else min(after, self.retry.max_retry_after))
+        return False
+
+    def _accept(self, cid: bytes, data: bytes, gw: Gateway) -> None:
+        """Keep a CAR block only if it verifies; other blocks are ignored, bad ones noted."""
+        try:
+            check_block(cid, data)
+        except UnsupportedBlock:
+            return
+        except BlockMismatch:
+            self._note(f"{gw.base}: sent block {cid_to_str(cid)} with wrong content")
+            return
+        self.cache[cid] = data
+
+    def get(self, cid: bytes) -> bytes:
+        """The verified bytes of block ``cid``. Raises ``MissingBlock`` or ``BlockMismatch``."""
+        data = self.cache.get(cid)
+        if data is not None:
+            return data
+        if self.store is not None:
+            try:
+                data = self.store.get(cid)
+            except MissingBlock:
+                data = None
+            if data is not None:
+                # BlockStore.get has hashed the bytes already; only the trustless block-size
+                # limit is left, and check_block raises the same UnsupportedBlock for it.
+                if len(data) > MAX_BLOCK_SIZE:
+                    check_block(cid, data)
+                self.cache[cid] = data
+                return data
+        mismatched: list[str] = []
+        for gw in self.gateways:
+            data, reason = http_get(
+                self.client,
+                gw.url(cid),
+                params={"format": "raw"},
+                headers={"Accept": RAW_MEDIA_TYPE},
+                retry=self.retry,
+                sleep=self.sleep,
+                jitter=self.jitter,
+            )
+            if data is None:
+                self._note(f"{gw.base}: block {cid_to_str(cid)}: {reason}")
+                continue
+            try:
+                check_block(cid, data)
+            except BlockMismatch:
+                mismatched.append(gw.base)
+                self._note(f"{gw.base}: sent block {cid_to_str(cid)} with wrong content")
+                continue
+            self.cache[cid] = data
+            return data
+        if mismatched:
+            raise BlockMismatch(
+                f"block {cid_to_str(cid)} does not match its CID on {', '.join(mismatched)}; "
+                "the gateway altered it: try another gateway"
+            )
+        raise MissingBlock(f"block {cid_to_str(cid)} is not available from any source")

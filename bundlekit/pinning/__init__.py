@@ -1,0 +1,69 @@
+"""Publishing: the ``Pinner`` protocol, the pinner registry, and multi-pinner orchestration.
+
+A pinner publishes a CAR whose root we computed ourselves. The contract is as
+small as httpx's ``BaseTransport``: one verb to publish (``pin``), ``status``,
+``unpin``, ``close`` and a context manager. Retries, redaction and timeouts
+live in ``bundlekit.net.http``; choosing pinners, running them concurrently
+and checking that every service reports *our* root live here.
+
+Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
+``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group),
+``orchestrate`` (``pin_all``, ``PinReport``, CID equality) and ``source`` (what
+``bundlekit pin SRC`` publishes).
+
+Pinners are found only through the ``bundlekit.pinners`` entry-point group:
+the built-ins in ``pinners/`` register exactly as a third-party package would
+(see ``specs/pinning.md``). A registered object is a class (or factory) with
+
+* ``from_env(env) -> Pinner``: build from settings, raising
+  ``PinnerNotConfigured`` that names the missing variables (never values);
+* ``is_configured(env) -> bool``;
+* optional ``description: str`` and ``env_vars: tuple[str, ...]`` for
+  ``bundlekit pinners``.
+
+Errors: ``PinnerNotFound`` (unknown name), ``PinnerNotConfigured``, and the
+``PinError`` family raised by pinners (see ``bundlekit.errors``).
+"""
+
+from __future__ import annotations
+
+from bundlekit.pinning.orchestrate import PinReport, pin_all, same_cid
+from bundlekit.pinning.protocol import (
+    FAILED,
+    MISSING,
+    PINNED,
+    PINNING,
+    QUEUED,
+    REQUIRE_MODES,
+    BasePinner,
+    Pinner,
+    PinnerFactory,
+    PinResult,
+    require_env,
+)
+from bundlekit.pinning.registry import ENTRY_POINT_GROUP, available_pinners, create_pinner, pinner_factory
+from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FAILED",
+    "MISSING",
+    "PINNED",
+    "PINNING",
+    "QUEUED",
+    "REQUIRE_MODES",
+    "BasePinner",
+    "PinReport",
+    "PinResult",
+    "Pinner",
+    "PinnerFactory",
+    "PreparedSource",
+    "available_pinners",
+    "create_pinner",
+    "is_memory_dir",
+    "pin_all",
+    "pinner_factory",
+    "prepare_source",
+    "require_env",
+    "same_cid",
+]

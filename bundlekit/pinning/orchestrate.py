@@ -1,0 +1,168 @@
+"""Publishing to several pinners at once, and checking every service reports our root."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from bundlekit.errors import (
+    BundlekitError,
+    CIDError,
+    CIDMismatch,
+    UsageError,
+)
+from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.pinning.protocol import FAILED, REQUIRE_MODES, Pinner, PinResult
+
+__all__ = ["same_cid", "PinReport", "ProgressCallback", "pin_all"]
+
+log = logging.getLogger("bundlekit.pinning")
+
+
+def _as_v1(cid: bytes) -> bytes:
+    """CIDv0 is shorthand for a CIDv1 dag-pb sha2-256 CID; spell it out for comparison."""
+    if len(cid) == 34 and cid[0] == 0x12 and cid[1] == 0x20:
+        return bytes((0x01, 0x70)) + cid
+    return cid
+
+
+def same_cid(a: str, b: bytes) -> bool:
+    """True when the CID text ``a`` (any multibase) names exactly the block ``b`` (binary CID).
+
+    CIDv0 and the CIDv1 dag-pb form of the same multihash name the same
+    block and compare equal (a service may answer in either version). A
+    different codec or multihash (the service re-encoded the content) does not.
+    """
+    try:
+        return _as_v1(parse_cid(a)) == _as_v1(b)
+    except CIDError:
+        return False
+
+
+@dataclass
+class PinReport:
+    """The outcome of ``pin_all``: our root, every pinner's result, and whether ``require`` holds."""
+
+    root: str
+    require: str
+    pins: list[PinResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """``all``: every pin durable; ``any``: at least one."""
+        durable = [p.durable for p in self.pins]
+        if not durable:
+            return False
+        return all(durable) if self.require == "all" else any(durable)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` shape: ``{"root", "pins": [{"pinner","cid","status","url","error"}]}``."""
+        return {"root": self.root, "pins": [asdict(p) for p in self.pins]}
+
+
+ProgressCallback = Callable[[str, int], None]
+
+
+class _CountingReader:
+    """A read-only file wrapper that reports bytes read to a progress callback."""
+
+    def __init__(self, raw: BinaryIO, pinner: str, progress: ProgressCallback) -> None:
+        self._raw = raw
+        self._pinner = pinner
+        self._progress = progress
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        if data:
+            self._progress(self._pinner, len(data))
+        return data
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._raw, attr)
+
+    def __iter__(self) -> Any:
+        # httpx iterates file bodies; route iteration through read() so progress counts.
+        while True:
+            chunk = self.read(64 * 1024)
+            if not chunk:
+                return
+            yield chunk
+
+
+def _pin_one(
+    pinner: Pinner,
+    car_path: Path,
+    root: bytes,
+    name: str | None,
+    size: int,
+    progress: ProgressCallback | None,
+) -> PinResult:
+    """Pin with one pinner on its own file handle; never raises (errors become a failed result)."""
+    label = getattr(pinner, "name", type(pinner).__name__)
+    root_text = cid_to_str(root)
+    try:
+        with open(car_path, "rb") as fh:
+            stream: BinaryIO = fh
+            if progress is not None:
+                stream = _CountingReader(fh, label, progress)  # type: ignore[assignment]
+            result = pinner.pin(stream, root, name=name, size=size)
+    except BundlekitError as exc:
+        return PinResult(label, root_text, FAILED, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a third-party pinner's bug must not sink the other pins
+        log.debug("pinner %s raised %s", label, type(exc).__name__)
+        return PinResult(label, root_text, FAILED, error=f"pinner {label!r} crashed: {type(exc).__name__}")
+    if not same_cid(result.cid, root):
+        mismatch = CIDMismatch(
+            f"{label} reports CID {result.cid} but the local root is {root_text}; "
+            "the service re-encoded the content: do not rely on this pin"
+        )
+        return PinResult(label, result.cid, FAILED, url=result.url, error=str(mismatch))
+    return result
+
+
+def pin_all(
+    car_path: str | os.PathLike[str],
+    root: bytes,
+    pinners: Sequence[Pinner],
+    *,
+    name: str | None = None,
+    require: str = "all",
+    progress: ProgressCallback | None = None,
+    max_workers: int | None = None,
+) -> PinReport:
+    """Pin the CAR at ``car_path`` (root ``root``) to every pinner concurrently.
+
+    Each pinner gets its own file handle. A pinner that raises yields a
+    ``failed`` result; a pinner reporting a CID other than ``root`` yields a
+    ``failed`` result carrying the ``CIDMismatch`` message. Results keep the
+    order of ``pinners``. ``progress(pinner_name, nbytes)`` is called from
+    worker threads as each pinner reads the CAR.
+
+    Raises UsageError for an unknown ``require`` or an empty pinner list.
+    """
+    if require not in REQUIRE_MODES:
+        raise UsageError(f"--require must be one of {', '.join(REQUIRE_MODES)}, not {require!r}")
+    if not pinners:
+        raise UsageError("no pinner given: name at least one with --pinner")
+    path = Path(car_path)
+    size = path.stat().st_size
+    lock = threading.Lock()
+    safe_progress: ProgressCallback | None = None
+    if progress is not None:
+        user_progress = progress
+
+        def safe_progress(pinner: str, n: int) -> None:
+            with lock:  # the callback usually draws on one terminal
+                user_progress(pinner, n)
+
+    workers = max_workers or max(1, len(pinners))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bundlekit-pin") as pool:
+        futures = [pool.submit(_pin_one, p, path, root, name, size, safe_progress) for p in pinners]
+        results = [f.result() for f in futures]
+    return PinReport(root=cid_to_str(root), require=require, pins=results)

@@ -1,0 +1,147 @@
+"""The Pinner protocol: the small contract every publisher implements, its result and statuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, Protocol, Self, runtime_checkable
+
+from bundlekit.errors import (
+    PinnerNotConfigured,
+)
+
+__all__ = [
+    "PINNED",
+    "QUEUED",
+    "PINNING",
+    "FAILED",
+    "MISSING",
+    "REQUIRE_MODES",
+    "PinResult",
+    "Pinner",
+    "PinnerFactory",
+    "BasePinner",
+    "require_env",
+]
+
+# Pin statuses. Only PINNED is durable: QUEUED/PINNING mean the service has not
+# finished (e.g. a Pinning Service API still fetching), FAILED carries an error,
+# MISSING is what status() answers for content the service does not hold.
+PINNED = "pinned"
+QUEUED = "queued"
+PINNING = "pinning"
+FAILED = "failed"
+MISSING = "missing"
+
+REQUIRE_MODES = ("all", "any")
+
+
+@dataclass
+class PinResult:
+    """What one pinner reports: its name, the CID it holds, the status, where to find it, what went wrong."""
+
+    pinner: str
+    cid: str
+    status: str
+    url: str | None = None
+    error: str | None = None
+
+    @property
+    def durable(self) -> bool:
+        """True only for a completed pin."""
+        return self.status == PINNED and self.error is None
+
+
+@runtime_checkable
+class Pinner(Protocol):
+    """A publishing backend.
+
+    ``pin`` reads ``car`` (a CARv1 stream positioned at its start) whose root
+    is ``root`` (binary CID), publishes it, and returns a ``PinResult``
+    whose ``cid`` is the CID the *service* reports; it must not return a
+    different root silently (raise ``CIDMismatch``) and should reuse an
+    existing pin of the same root rather than create a duplicate.
+    ``size`` is the CAR's length when known, ``name`` a human label.
+    ``status`` reports on a root; ``unpin`` removes our pin (no error if
+    absent); ``close`` releases connections. Errors are ``PinError``
+    subclasses, with no secret in their text.
+    """
+
+    name: str
+
+    def pin(
+        self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None
+    ) -> PinResult: ...
+
+    def status(self, cid: bytes) -> PinResult: ...
+
+    def unpin(self, cid: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class PinnerFactory(Protocol):
+    """What an entry point in ``bundlekit.pinners`` must load to."""
+
+    def from_env(self, env: Mapping[str, str]) -> Pinner: ...
+
+    def is_configured(self, env: Mapping[str, str]) -> bool: ...
+
+
+class BasePinner:
+    """Optional convenience base: context manager, no-op ``close``/``check``, env helpers.
+
+    Subclasses set ``name``, ``description`` and ``env_vars`` (required
+    variables first; optional ones in ``optional_env``).
+    """
+
+    name: str = ""
+    description: str = ""
+    env_vars: tuple[str, ...] = ()
+    optional_env: tuple[str, ...] = ()
+
+    @classmethod
+    def is_configured(cls, env: Mapping[str, str]) -> bool:
+        """True when every required variable is set and not blank (as ``require_env`` counts them)."""
+        return all(env.get(var, "").strip() for var in cls.env_vars)
+
+    def check(self) -> None:
+        """A cheap authenticated call; raise a ``PinError`` when it fails. Default: nothing to check."""
+
+    def close(self) -> None:
+        """Release resources. Default: nothing held."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
+    """Return the named variables; raise ``PinnerNotConfigured`` naming every missing (unset, empty or
+    blank) one, or every one holding a control character such as a line break (never a value)."""
+    names = list(names)
+    missing = [n for n in names if not env.get(n, "").strip()]
+    if missing:
+        raise PinnerNotConfigured(
+            f"pinner {pinner!r} is not configured: set {', '.join(missing)} in the environment "
+            "(in CI, from the pipeline's secrets)"
+        )
+    # A pasted secret with a line break or other control character cannot go into an HTTP header.
+    garbled = [n for n in names if any(ord(c) < 0x20 or ord(c) == 0x7F for c in env[n])]
+    if garbled:
+        raise PinnerNotConfigured(
+            f"pinner {pinner!r}: {', '.join(garbled)} holds a line break or control character; "
+            "set it again without one (check how the secret was pasted)"
+        )
+    return {n: env[n] for n in names}

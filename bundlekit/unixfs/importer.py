@@ -1,0 +1,430 @@
+"""The UnixFS importer: files and directories in, blocks with CIDs out.
+
+Three entry points, all emitting blocks into a sink (anything with
+``put(cid, data)``) children before parents, each distinct block once:
+
+* ``import_file(stream, sink, profile)``: one byte stream.
+* ``import_path(path, sink, profile, hidden=False)``: a file or a directory on
+  disk; the root is the path itself (never a wrapping directory).
+* ``import_tree(files, sink, profile, dirs=())``: a virtual tree of
+  ``(path, source)`` pairs with implied intermediate directories.
+
+What the bytes look like is fixed by the profile (``bundlekit.profiles``) and
+described in ``specs/unixfs-profiles.md``: ``chunker`` cuts, ``layout`` builds
+file DAGs, ``hamt`` writes directories.
+
+Filesystem rules for ``import_path``: names starting with ``.`` are skipped
+unless ``hidden=True``; symbolic links (and sockets, FIFOs, devices) are never
+followed or read: they are skipped and reported in ``ImportResult.warnings``;
+a file or directory that cannot be read, or a name that is not valid UTF-8,
+raises ``SourceError`` naming the path.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO, Union
+
+from bundlekit.errors import SourceError, UsageError
+from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks, read_full
+from bundlekit.unixfs.hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
+from bundlekit.unixfs.layout import BlockSink, FileBuilder, make_leaf
+from bundlekit.unixfs.profiles import Profile
+
+__all__ = [
+    "ImportResult",
+    "ImportedEntry",
+    "ListSink",
+    "NullSink",
+    "Source",
+    "import_file",
+    "import_path",
+    "import_tree",
+]
+
+Source = Union[bytes, "os.PathLike[str]", Callable[[], BinaryIO]]
+
+
+@dataclass
+class ImportedEntry:
+    """One imported file or directory. ``path`` is relative to the root ("" = root).
+
+    ``size`` is the content size (for a directory, the sum over its files);
+    ``tsize`` is the DAG size as written in a parent link.
+    """
+
+    path: str
+    cid: bytes
+    size: int
+    tsize: int
+    kind: str
+
+
+@dataclass
+class ImportResult:
+    """The root CID, every entry (root last), and the distinct blocks emitted."""
+
+    root: bytes
+    entries: list[ImportedEntry]
+    blocks: int
+    bytes: int
+    warnings: list[str] = field(default_factory=list)
+
+
+class NullSink:
+    """Discards blocks: for computing CIDs only."""
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        pass
+
+
+class ListSink:
+    """Keeps ``(cid, data)`` pairs in the order received."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[bytes, bytes]] = []
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        self.blocks.append((cid, data))
+
+
+class _Counter:
+    """Forwards each distinct block once and counts them."""
+
+    __slots__ = ("blocks", "bytes", "seen", "sink")
+
+    def __init__(self, sink: BlockSink) -> None:
+        self.sink = sink
+        self.seen: set[bytes] = set()
+        self.blocks = 0
+        self.bytes = 0
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        if cid in self.seen:
+            return
+        self.seen.add(cid)
+        self.blocks += 1
+        self.bytes += len(data)
+        self.sink.put(cid, data)
+
+
+def _file_from_chunks(chunks: Iterable[bytes], sink: BlockSink, profile: Profile, path: str) -> ImportedEntry:
+    builder = FileBuilder(profile, sink)
+    for chunk in chunks:
+        builder.add(chunk)
+    node = builder.finish()
+    return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
+
+
+def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> ImportedEntry:
+    """Import one byte stream as a UnixFS file; return its entry (path "").
+
+    Raises ``SourceError`` when reading the stream fails.
+    """
+    try:
+        return _file_from_chunks(iter_chunks(stream, profile.chunk_size), _Counter(sink), profile, "")
+    except OSError as exc:
+        raise SourceError(f"error reading the input stream: {exc.strerror or exc}") from exc
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _open_file(path: str) -> int:
+    """Open for reading without following a symlink swapped in after the walk saw a file."""
+    try:
+        return os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise SourceError(f"cannot read {path!r}: {exc.strerror or exc}; check it exists and is readable") from exc
+
+
+def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+    """Import one regular file by its descriptor; most files are one chunk, so that path is direct."""
+    fd = _open_file(path)
+    read = functools.partial(os.read, fd)
+    try:
+        size = profile.chunk_size
+        chunk = read_full(read, size)
+        if len(chunk) < size:
+            node = make_leaf(chunk, profile, sink)
+        else:
+            builder = FileBuilder(profile, sink)
+            while chunk:
+                builder.add(chunk)
+                if len(chunk) < size:
+                    break
+                chunk = read_full(read, size)
+            node = builder.finish()
+        return ImportedEntry(rel, node.cid, node.size, node.tsize, "file")
+    except OSError as exc:
+        raise SourceError(f"error reading {path!r}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _finish_dir(children: list[Child], sizes: int, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+    node: DirNode
+    if needs_shard(children, profile):
+        node = encode_hamt(children, profile, sink)
+    else:
+        node = encode_flat(children, profile, sink)
+    return ImportedEntry(rel, node.cid, sizes, node.tsize, "directory")
+
+
+def _check_name(name: str, where: str) -> bytes:
+    try:
+        return name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        shown = os.path.join(where, name).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise SourceError(f"file name {shown!r} is not valid UTF-8; rename it to import this tree") from exc
+
+
+class _DiskDir:
+    """A directory being walked: its pending names and the children finished so far."""
+
+    __slots__ = ("children", "path", "pending", "rel", "size")
+
+    def __init__(self, path: str, rel: str, pending: list[tuple[bytes, str, int]]) -> None:
+        self.path = path
+        self.rel = rel
+        self.pending = pending  # reversed: pop() yields names in byte order
+        self.children: list[Child] = []
+        self.size = 0
+
+
+_DIR, _FILE, _LINK, _OTHER = range(4)
+
+
+def _list_dir(path: str, hidden: bool) -> list[tuple[bytes, str, int]]:
+    """``(utf8 name, name, kind)`` for each entry, reverse-sorted so ``pop()`` gives byte order.
+
+    ``scandir`` reports the entry type without following symlinks and,
+    on most filesystems, without a ``stat`` call per entry.
+    """
+    out = []
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                name = entry.name
+                if not hidden and name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    kind = _DIR
+                elif entry.is_file(follow_symlinks=False):
+                    kind = _FILE
+                elif entry.is_symlink():
+                    kind = _LINK
+                else:
+                    kind = _OTHER
+                out.append((_check_name(name, path), name, kind))
+    except OSError as exc:
+        raise SourceError(f"cannot list directory {path!r}: {exc.strerror or exc}") from exc
+    out.sort(reverse=True)
+    return out
+
+
+def _join(rel: str, name: str) -> str:
+    return name if not rel else f"{rel}/{name}"
+
+
+def _holds_a_file(path: str, hidden: bool) -> bool:
+    """Whether a regular file (not skipped as hidden) lies anywhere under ``path``."""
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        for _bname, name, kind in _list_dir(current, hidden):
+            if kind == _FILE:
+                return True
+            if kind == _DIR:
+                stack.append(current + os.sep + name)
+    return False
+
+
+def _common_file_dir(top: str, hidden: bool) -> str:
+    """The deepest directory under ``top`` that holds every file imported from ``top``.
+
+    ``ipfs-car pack DIR`` strips the path prefix common to all the files it
+    finds, so when everything sits inside one sub-directory (empty
+    directories, hidden names and symlinks do not count) its root is that
+    sub-directory. Profiles with ``root_at_common_dir`` reproduce that.
+    """
+    while True:
+        holding = []
+        for _bname, name, kind in _list_dir(top, hidden):
+            if kind == _FILE:
+                return top
+            if kind == _DIR and _holds_a_file(top + os.sep + name, hidden):
+                holding.append(name)
+                if len(holding) > 1:
+                    return top
+        if len(holding) != 1:
+            return top
+        top = top + os.sep + holding[0]
+
+
+def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile, *, hidden: bool = False) -> ImportResult:
+    """Import a file or a directory tree from disk; the root is ``path`` itself.
+
+    Except with a profile whose ``root_at_common_dir`` is set (``ipfs-car``):
+    there the root is the deepest directory holding every file, as ``ipfs-car
+    pack`` does, and entry paths are relative to it.
+
+    Raises ``SourceError`` when ``path`` (or anything under it) cannot be read,
+    when a name is not valid UTF-8, or when ``path`` is a symlink or not a
+    regular file or directory. Skipped entries are listed in ``warnings``.
+    """
+    top = os.fspath(path)
+    counter = _Counter(sink)
+    try:
+        st = os.lstat(top)
+    except OSError as exc:
+        raise SourceError(f"cannot read {top!r}: {exc.strerror or exc}; check the path") from exc
+    if stat.S_ISREG(st.st_mode):
+        entry = _import_disk_file(top, "", counter, profile)
+        return ImportResult(entry.cid, [entry], counter.blocks, counter.bytes)
+    if not stat.S_ISDIR(st.st_mode):
+        raise SourceError(f"{top!r} is not a regular file or directory (symlinks are not followed)")
+    if profile.root_at_common_dir:
+        top = _common_file_dir(top, hidden)
+
+    entries: list[ImportedEntry] = []
+    warnings: list[str] = []
+    # Iterative post-order walk: deep trees cannot hit the recursion limit, and
+    # only the open directories' pending names are held in memory.
+    stack = [_DiskDir(top, "", _list_dir(top, hidden))]
+    while True:
+        cur = stack[-1]
+        if cur.pending:
+            bname, name, kind = cur.pending.pop()
+            full = cur.path + os.sep + name
+            rel = _join(cur.rel, name)
+            if kind == _DIR:
+                stack.append(_DiskDir(full, rel, _list_dir(full, hidden)))
+                # Placeholder keeps the name until the sub-directory is finished.
+                cur.children.append(Child(bname, b"", -1))
+            elif kind == _FILE:
+                entry = _import_disk_file(full, rel, counter, profile)
+                entries.append(entry)
+                cur.children.append(Child(bname, entry.cid, entry.tsize))
+                cur.size += entry.size
+            else:
+                what = "symbolic link" if kind == _LINK else "special file"
+                warnings.append(f"skipped {what} {rel!r} (not followed)")
+            continue
+        stack.pop()
+        if not cur.children and not profile.keep_empty_dirs and stack:
+            parent = stack[-1]
+            parent.children.pop()  # drop the placeholder: empty directories vanish
+            continue
+        entry = _finish_dir(cur.children, cur.size, cur.rel, counter, profile)
+        entries.append(entry)
+        if not stack:
+            return ImportResult(entry.cid, entries, counter.blocks, counter.bytes, warnings)
+        parent = stack[-1]
+        placeholder = parent.children[-1]
+        parent.children[-1] = Child(placeholder.name, entry.cid, entry.tsize, not cur.children)
+        parent.size += entry.size
+
+
+def _split(path: str) -> list[str]:
+    parts = path.split("/")
+    for part in parts:
+        if part in ("", ".", "..") or "\\" in part or "\0" in part:
+            raise UsageError(f"invalid path {path!r} in import tree: use '/'-separated names without '.', '..' or empty parts")
+    return parts
+
+
+class _VDir:
+    __slots__ = ("dirs", "files")
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, _VDir] = {}
+        self.files: dict[str, Source] = {}
+
+
+def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _file_from_chunks(iter_bytes_chunks(bytes(source), profile.chunk_size), sink, profile, rel)
+    if isinstance(source, os.PathLike):
+        return _import_disk_file(os.fspath(source), rel, sink, profile)
+    if callable(source):
+        try:
+            stream = source()
+        except OSError as exc:
+            raise SourceError(f"cannot open the source for {rel!r}: {exc}") from exc
+        with stream:
+            try:
+                return _file_from_chunks(iter_chunks(stream, profile.chunk_size), sink, profile, rel)
+            except OSError as exc:
+                raise SourceError(f"error reading the source for {rel!r}: {exc}") from exc
+    raise UsageError(f"unsupported source type {type(source).__name__} for {rel!r}: use bytes, a path or an opener")
+
+
+def import_tree(
+    files: Iterable[tuple[str, Source]],
+    sink: BlockSink,
+    profile: Profile,
+    *,
+    dirs: Iterable[str] = (),
+) -> ImportResult:
+    """Import a virtual tree: ``files`` are ``("a/b.md", source)`` pairs.
+
+    A source is ``bytes``, an ``os.PathLike`` (read from disk) or a callable
+    returning a binary stream (closed after reading). Intermediate directories
+    are implied; ``dirs`` adds directories that may be empty. The root is the
+    tree itself. Raises ``UsageError`` for a malformed or duplicate path, or a
+    path that is both a file and a directory; ``SourceError`` when a source
+    cannot be read.
+    """
+    root = _VDir()
+    for path in dirs:
+        node = root
+        for part in _split(path):
+            if part in node.files:
+                raise UsageError(f"{path!r} is both a file and a directory in the import tree")
+            node = node.dirs.setdefault(part, _VDir())
+    for path, source in files:
+        parts = _split(path)
+        node = root
+        for part in parts[:-1]:
+            if part in node.files:
+                raise UsageError(f"{path!r} is both a file and a directory in the import tree")
+            node = node.dirs.setdefault(part, _VDir())
+        leaf = parts[-1]
+        if leaf in node.files or leaf in node.dirs:
+            raise UsageError(f"duplicate path {path!r} in the import tree")
+        node.files[leaf] = source
+
+    counter = _Counter(sink)
+    entries: list[ImportedEntry] = []
+
+    def build(node: _VDir, rel: str) -> ImportedEntry | None:
+        children: list[Child] = []
+        size = 0
+        names = sorted([(n.encode("utf-8"), n, True) for n in node.dirs] + [(n.encode("utf-8"), n, False) for n in node.files])
+        for bname, name, is_dir in names:
+            sub_rel = _join(rel, name)
+            if is_dir:
+                sub = node.dirs[name]
+                entry = build(sub, sub_rel)
+                if entry is None:
+                    continue
+                children.append(Child(bname, entry.cid, entry.tsize, not (sub.dirs or sub.files)))
+            else:
+                entry = _import_source(node.files[name], sub_rel, counter, profile)
+                entries.append(entry)
+                children.append(Child(bname, entry.cid, entry.tsize))
+            size += entry.size
+        if not children and not profile.keep_empty_dirs and rel:
+            return None
+        entry = _finish_dir(children, size, rel, counter, profile)
+        entries.append(entry)
+        return entry
+
+    result = build(root, "")
+    assert result is not None  # the root is always written
+    return ImportResult(result.cid, entries, counter.blocks, counter.bytes)

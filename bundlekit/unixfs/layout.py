@@ -1,0 +1,113 @@
+"""The balanced file layout: chunks in, a UnixFS file DAG out, streaming.
+
+Leaves are collected into file nodes of at most ``max_links`` links; full
+nodes are pushed one level up, and so on. At the end each level's remainder is
+closed bottom-up. The result is the same tree ipfs-unixfs-importer's
+``balanced`` layout and @ipld/unixfs's ``withWidth`` build (and kubo's
+balanced builder), but only ``max_links`` pending links per level are ever
+held, so memory does not grow with the file.
+
+A file of exactly one chunk is that leaf itself (a raw block, or a dag-pb
+leaf carrying the data) rather than a node with one link.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import FILE, PBLink, UnixFSData, encode_node
+from bundlekit.unixfs.profiles import Profile
+
+__all__ = ["BlockSink", "FileBuilder", "FileNode", "make_leaf"]
+
+
+class BlockSink(Protocol):
+    """Anything with ``put(cid, data)``; see DEVELOPERS.md."""
+
+    def put(self, cid: bytes, data: bytes) -> None: ...
+
+
+class FileNode(NamedTuple):
+    """A finished leaf or file node: its CID, content bytes below it, and Tsize."""
+
+    cid: bytes
+    size: int
+    tsize: int
+
+
+def make_leaf(chunk: bytes, profile: Profile, emit: BlockSink) -> FileNode:
+    """Write one leaf block for ``chunk``; a single-chunk file is exactly this leaf."""
+    if profile.raw_leaves:
+        # CIDv0 cannot address raw blocks, so raw leaves are always CIDv1
+        # (what kubo and the JS importer do with --raw-leaves on CIDv0).
+        cid = make_cid(1, RAW, chunk)
+        emit.put(cid, chunk)
+        return FileNode(cid, len(chunk), len(chunk))
+    block = encode_node((), UnixFSData(FILE, data=chunk or None, filesize=len(chunk)).encode())
+    cid = make_cid(profile.cid_version, DAG_PB, block)
+    emit.put(cid, block)
+    return FileNode(cid, len(chunk), len(block))
+
+
+class FileBuilder:
+    """Accumulates one file's chunks into a balanced DAG.
+
+    ``emit(cid, data)`` receives every block as soon as it exists (children
+    before parents). Call ``add(chunk)`` for each chunk in order, then
+    ``finish()`` once.
+    """
+
+    __slots__ = ("_count", "_emit", "_levels", "_max", "_profile", "_version")
+
+    def __init__(self, profile: Profile, emit: BlockSink) -> None:
+        self._emit = emit
+        self._profile = profile
+        self._version = profile.cid_version
+        self._max = profile.max_links
+        self._levels: list[list[FileNode]] = [[]]
+        self._count = 0
+
+    def add(self, chunk: bytes) -> None:
+        """Turn one chunk into a leaf block and place it in the tree."""
+        self._count += 1
+        self._push(0, make_leaf(chunk, self._profile, self._emit))
+
+    def _push(self, level: int, node: FileNode) -> None:
+        levels = self._levels
+        row = levels[level]
+        row.append(node)
+        if len(row) == self._max:
+            levels[level] = []
+            if level + 1 == len(levels):
+                levels.append([])
+            self._push(level + 1, self._reduce(row))
+
+    def _reduce(self, children: list[FileNode]) -> FileNode:
+        """One file node over ``children``: links with empty names, blocksizes = content sizes."""
+        sizes = [c.size for c in children]
+        data = UnixFSData(FILE, filesize=sum(sizes), blocksizes=sizes).encode()
+        block = encode_node([PBLink(c.cid, b"", c.tsize) for c in children], data)
+        cid = make_cid(self._version, DAG_PB, block)
+        self._emit.put(cid, block)
+        return FileNode(cid, sum(sizes), len(block) + sum(c.tsize for c in children))
+
+    def finish(self) -> FileNode:
+        """Close every level bottom-up and return the root."""
+        if self._count == 0:
+            self.add(b"")
+        if self._count == 1:
+            return self._levels[0][0]
+        levels = self._levels
+        level = 0
+        while True:
+            row = levels[level]
+            higher = any(levels[j] for j in range(level + 1, len(levels)))
+            if not higher and len(row) == 1 and level > 0:
+                return row[0]
+            if row:
+                levels[level] = []
+                if level + 1 == len(levels):
+                    levels.append([])
+                self._push(level + 1, self._reduce(row))
+            level += 1

@@ -1,0 +1,266 @@
+"""Safe extraction of a UnixFS DAG to a directory (or, for a file root, a file).
+
+Rules (specs/car.md, "Unpacking"):
+
+1. Every block read is verified against its CID; file sizes are checked
+   (``UnixFSReader``). Link names are checked before anything is created:
+   empty, ``.``, ``..``, ``/``, ``\\``, NUL, non-UTF-8 or duplicated names raise
+   ``UnsafePathError`` naming the name and its directory.
+2. Nothing is written outside ``dest``: the tree is built inside a fresh
+   temporary directory beside ``dest`` (``mkdtemp``, so nobody else has placed
+   symlinks in it), files are created with ``O_EXCL | O_NOFOLLOW``, and
+   UnixFS symlinks are refused rather than recreated.
+3. Nothing half-written: the finished tree is flushed to disk (one
+   ``os.sync()``, or an fsync per file where that does not exist) and renamed
+   onto ``dest`` in one step. On any error the temporary tree is removed and
+   ``dest`` is untouched.
+4. ``dest`` may be absent or an empty directory. Anything else is refused
+   (``UsageError``) unless ``force``, which replaces it: the old ``dest`` is
+   renamed aside, the new tree renamed in, then the old one deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundlekit._fs import fsync_dir
+from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.walk import MAX_DEPTH
+from bundlekit.unixfs.reader import MAX_ENTRIES, UnixFSReader
+
+__all__ = ["UnpackResult", "unpack"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True)
+class UnpackResult:
+    """What was extracted: the root, where it went, and counts (the root directory included)."""
+
+    root: bytes
+    path: Path
+    files: int
+    directories: int
+    bytes: int
+
+
+def unpack(
+    get_block: Callable[[bytes], bytes],
+    root: bytes,
+    dest: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    verify: bool = True,
+    max_bytes: int | None = None,
+    max_entries: int = MAX_ENTRIES,
+    max_depth: int = MAX_DEPTH,
+    fsync: bool = True,
+) -> UnpackResult:
+    """Extract the UnixFS DAG at ``root`` to ``dest`` atomically (see the module rules).
+
+    A directory root becomes the directory ``dest``; a file root becomes the
+    file ``dest``. ``max_bytes`` caps the total content written (a DAG can
+    reuse one subtree many times to claim a huge size): ``DAGLimitExceeded``.
+
+    Raises ``UsageError`` when ``dest`` is occupied and ``force`` is off,
+    ``UnsafePathError`` for hostile names or symlinks, the verification and
+    codec errors of ``UnixFSReader``, and ``BundlekitError`` when the file
+    system refuses a write.
+    """
+    reader = UnixFSReader(get_block, verify=verify, max_depth=max_depth, max_entries=max_entries)
+    # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
+    dest = Path(os.path.abspath(dest))
+    _check_dest(dest, force)
+    parent = dest.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # mkdir says "File exists" when a file stands where a directory must be: say that plainly.
+        reason = (
+            "a file is in the way where a directory is needed"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise BundlekitError(
+            f"cannot create the output's parent {parent}: {reason}; choose another -o"
+        ) from exc
+    written = _Budget(max_bytes, root)
+    if reader.stat(root).kind in ("file", "raw"):
+        fd, tmp_name = _mkstemp(parent, dest.name)
+        try:
+            os.chmod(tmp_name, 0o644)  # mkstemp's 0600 is for secrets; this is ordinary output
+            _write_file(reader, root, fd, tmp_name, written, fsync)
+            _move_into_place(Path(tmp_name), dest)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return UnpackResult(root, dest, 1, 0, written.used)
+
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{dest.name}.unpack-"))
+    except OSError as exc:
+        raise BundlekitError(f"cannot create a temporary directory in {parent}: {exc.strerror}") from exc
+    files = directories = 0
+    # One os.sync() before the rename makes the whole tree durable at the cost of
+    # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
+    # Without os.sync (Windows) each file is fsynced instead.
+    sync_all = fsync and hasattr(os, "sync")
+    try:
+        os.chmod(tmp, 0o755)
+        tmp_str = os.fspath(tmp)
+        for path, cid, kind, _size in reader.walk(root):
+            # Plain string joins: pathlib costs more than the syscalls for small files.
+            target = os.path.join(tmp_str, path) if path else tmp_str
+            if kind == "directory":
+                directories += 1
+                if path:
+                    _mkdir(target, path)
+            elif kind == "file":
+                files += 1
+                _write_file(reader, cid, _create(target, path), path, written, fsync and not sync_all)
+            else:
+                raise UnsafePathError(
+                    f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
+                    "outside the output directory)"
+                )
+        if sync_all:
+            os.sync()
+        elif fsync:
+            fsync_dir(tmp)
+        _move_into_place(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return UnpackResult(root, dest, files, directories, written.used)
+
+
+class _Budget:
+    def __init__(self, limit: int | None, root: bytes) -> None:
+        self.limit = limit
+        self.root = root
+        self.used = 0
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.limit is not None and self.used > self.limit:
+            raise DAGLimitExceeded(
+                f"{cid_to_str(self.root)} holds more than {self.limit} bytes of content; "
+                "refusing to extract it (raise the limit if you expect that much)"
+            )
+
+
+def _is_empty_dir(path: Path) -> bool:
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as it:
+            return not any(it)
+    except OSError as exc:
+        raise BundlekitError(f"cannot read output directory {path}: {exc.strerror}") from exc
+
+
+def _check_dest(dest: Path, force: bool) -> None:
+    if not os.path.lexists(dest) or _is_empty_dir(dest):
+        return
+    if dest.is_dir() and not dest.is_symlink():
+        what = "is a directory that is not empty"
+    else:
+        what = "already exists"
+    if not force:
+        raise UsageError(f"output {dest} {what}; choose another path or pass --force to replace it")
+    _refuse_to_replace_home_or_cwd(dest)
+
+
+def _refuse_to_replace_home_or_cwd(dest: Path) -> None:
+    """``--force`` replaces ``dest`` whole: never the file system root, the home directory,
+    or the current directory or one of its parents (``-o . --force`` would delete the
+    user's working tree, ``-o ~ --force`` their home)."""
+    real = Path(os.path.realpath(dest))
+    protected = {Path(real.anchor)}
+    home = os.path.expanduser("~")
+    if home != "~":  # no $HOME and no password entry: no home to protect
+        protected.add(Path(os.path.realpath(home)))
+    try:
+        cwd = Path(os.path.realpath(os.getcwd()))
+    except OSError:  # the working directory was deleted: nothing to protect
+        cwd = None
+    if real in protected or (cwd is not None and (real == cwd or real in cwd.parents)):
+        raise UsageError(
+            f"refusing to replace {dest} with --force: it is the root, your home, or the current "
+            "directory or one of its parents; unpack into a new directory"
+        )
+
+
+def _mkstemp(parent: Path, name: str) -> tuple[int, str]:
+    try:
+        return tempfile.mkstemp(dir=parent, prefix=f".{name}.", suffix=".unpack-tmp")
+    except OSError as exc:
+        raise BundlekitError(f"cannot create a temporary file in {parent}: {exc.strerror}") from exc
+
+
+def _mkdir(target: str, path: str) -> None:
+    try:
+        os.mkdir(target, 0o755)
+    except FileExistsError as exc:
+        # Names are unique per directory, so this is a case-insensitive file system folding two names.
+        raise UnsafePathError(
+            f"{path!r} collides with another entry on this file system (case folding?)"
+        ) from exc
+    except OSError as exc:
+        raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
+
+
+def _create(target: str, path: str) -> int:
+    try:
+        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
+    except FileExistsError as exc:
+        raise UnsafePathError(
+            f"{path!r} collides with another entry on this file system (case folding?)"
+        ) from exc
+    except OSError as exc:
+        raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
+
+
+def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, budget: _Budget, fsync: bool) -> None:
+    """Stream the file at ``cid`` into ``fd`` (closed on return), counting bytes against ``budget``."""
+    try:
+        for chunk in reader.iter_file(cid):
+            budget.spend(len(chunk))
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    except OSError as exc:
+        raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
+def _move_into_place(tmp: Path, dest: Path) -> None:
+    """Rename ``tmp`` onto ``dest``; an occupied ``dest`` (checked earlier) is moved aside first."""
+    try:
+        if not os.path.lexists(dest):
+            os.replace(tmp, dest)
+        elif tmp.is_dir() and _is_empty_dir(dest):
+            os.rename(tmp, dest)  # POSIX rename replaces an empty directory in one step
+        else:
+            aside = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old-"))
+            old = aside / "old"
+            os.rename(dest, old)
+            try:
+                os.rename(tmp, dest)
+            except OSError:
+                os.rename(old, dest)  # put the original back
+                raise
+            shutil.rmtree(aside, ignore_errors=True)
+    except OSError as exc:
+        raise BundlekitError(f"cannot move the extracted tree into {dest}: {exc.strerror}") from exc
+    fsync_dir(dest.parent)
