@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
 from bundlekit.ipld.cid import (
     DAG_PB,
@@ -46,6 +48,7 @@ from bundlekit.ipld.cid import (
     parse_cid_bytes,
     verify_block,
 )
+from bundlekit.ipld.walk import walk_dag
 
 __all__ = ["BlockStore", "default_store_root", "normalize_cid"]
 
@@ -310,7 +313,6 @@ class BlockStore:
         with far fewer waits on the disk). Raises ``CARError`` for a malformed
         or truncated CAR.
         """
-        from bundlekit.car.reader import read_car
 
         with self._gc_lock(exclusive=False):
             car_roots, blocks = read_car(stream, verify=True)
@@ -350,8 +352,6 @@ class BlockStore:
         Raises ``MissingBlock`` if the DAG is incomplete (``out`` then holds a
         partial CAR: write to a temp file if that matters).
         """
-        from bundlekit.car.writer import CarWriter
-        from bundlekit.ipld.walk import walk_dag
 
         writer = CarWriter(out, [root])
         for cid, data in walk_dag(root, self.get, verify=False):
@@ -360,7 +360,6 @@ class BlockStore:
 
     def dag_size(self, root: bytes) -> int:
         """Total bytes of the distinct blocks of the DAG under ``root``; raises ``MissingBlock`` if incomplete."""
-        from bundlekit.ipld.walk import walk_dag
 
         seen: set[bytes] = set()
         total = 0
@@ -486,7 +485,6 @@ class BlockStore:
         Raises ``MissingBlock`` if a pinned DAG has lost a block (nothing is
         deleted then: re-import the pinned CAR first).
         """
-        from bundlekit.ipld.walk import walk_dag
 
         removed = 0
         with self._gc_lock(exclusive=True):

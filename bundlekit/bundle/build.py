@@ -38,8 +38,16 @@ from bundlekit.bundle.manifest import (
     make_manifest,
     parse_created,
 )
+from bundlekit.car.writer import CarFileWriter
+from bundlekit.crypto import _encrypt_stream
 from bundlekit.errors import BundleError, UsageError
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory import Memory
+from bundlekit.memory.device import refuse_device_memory
+from bundlekit.memory.index import INDEX_TITLE, MAX_INDEX_LINES, SECTION_TITLES, omitted_line
+from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.unixfs.importer import NullSink, import_file, import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -133,8 +141,6 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
     `` — description`` part is left out. ``links`` maps each key to its
     encrypted file's CID string. Names stay visible by design.
     """
-    from bundlekit.memory.index import INDEX_TITLE, MAX_INDEX_LINES, SECTION_TITLES, omitted_line
-    from bundlekit.memory.record import MEMORY_TYPES
 
     lines = [INDEX_TITLE]
     for type_name in MEMORY_TYPES:
@@ -159,7 +165,6 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
 
 def file_cid(data: bytes, profile: Any) -> bytes:
     """The CID ``data`` gets as a file under ``profile`` (nothing stored)."""
-    from bundlekit.unixfs.importer import NullSink, import_file
 
     entry = import_file(io.BytesIO(data), NullSink(), profile)
     cid: bytes = entry.cid
@@ -196,9 +201,6 @@ def build_bundle(
     and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
-    from bundlekit.convert import refuse_device_memory
-    from bundlekit.memory import Memory
-    from bundlekit.unixfs.profiles import get_profile
 
     root_dir = Path(memory_dir)
     if not root_dir.is_dir():
@@ -236,7 +238,6 @@ def build_bundle(
                 continue
             stored.append((f"{MEMORY_DIR}/{path}", data))
     else:
-        from bundlekit.crypto import _encrypt_stream
 
         # One random source for the bundle key and every file's salt and nonce
         # prefix, so an injected ``rng`` makes the whole build reproducible.
@@ -294,8 +295,6 @@ def _write_car(
     cids: dict[str, bytes],
 ) -> bytes:
     """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""
-    from bundlekit.car.writer import CarFileWriter
-    from bundlekit.unixfs.importer import import_tree
 
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:

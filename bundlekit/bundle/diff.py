@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.fork import utf8_text
+from bundlekit.bundle.load import load_bundle
+from bundlekit.memory import Memory, parse_memory_file
+from bundlekit.memory.timeline import parse_day
+
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.memory import MemoryRecord
@@ -115,15 +120,11 @@ def read_side(
     (verified; files skipped by the loader come back as warnings). Raises what
     ``Memory.list`` and ``load_bundle`` raise, ``UsageError`` for a missing path.
     """
-    from bundlekit.memory import Memory, parse_memory_file
-    from bundlekit.memory.timeline import parse_day
 
     path = Path(spec)
     if path.is_dir():
         mem = Memory(path)
         return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
-    from bundlekit.bundle.fork import utf8_text
-    from bundlekit.bundle.load import load_bundle
 
     loaded = load_bundle(spec, gateways=gateways, key=key, **load_options)
     records: dict[str, MemoryRecord] = {}

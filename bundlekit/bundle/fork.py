@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.load import load_bundle
 from bundlekit.errors import FrontmatterError, UsageError
+from bundlekit.memory import Memory, parse_memory_file, render_memory_file
+from bundlekit.memory.timeline import parse_day
 
 if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
@@ -58,8 +61,6 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
     timeline line the memory store would not accept (the bytes verified, so
     the bundle itself was built that way).
     """
-    from bundlekit.memory import parse_memory_file, render_memory_file
-    from bundlekit.memory.timeline import parse_day
 
     source = loaded.source
     files: dict[str, str] = {}
@@ -112,8 +113,6 @@ def fork_bundle(
     """
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
-    from bundlekit.bundle.load import load_bundle
-    from bundlekit.memory import Memory
 
     loaded = load_bundle(uri, gateways=gateways, key=key, **load_options)
     blob = export_blob(loaded)

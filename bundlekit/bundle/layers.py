@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.load import load_bundle
 from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory, MemoryRecord
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
@@ -112,7 +113,6 @@ def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None) -> Me
     path = Path(src)
     if path.is_dir():
         return Memory(path)
-    from bundlekit.bundle.load import load_bundle  # lazy: network and crypto layers
 
     result = load_bundle(src, gateways=gateways, key=key)
     texts: dict[str, str] = {}

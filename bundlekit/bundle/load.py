@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -48,6 +50,7 @@ from bundlekit.bundle.manifest import (
     parse_manifest,
 )
 from bundlekit.car.index import CarIndex
+from bundlekit.crypto import decrypt_stream
 from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
@@ -62,6 +65,7 @@ from bundlekit.errors import (
     VerificationError,
 )
 from bundlekit.ipld.cid import RAW, cid_to_str
+from bundlekit.memory import Memory
 from bundlekit.net.fetch import (
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT,
@@ -75,6 +79,8 @@ from bundlekit.net.fetch import (
     parse_uri,
 )
 from bundlekit.net.http import RetryPolicy
+from bundlekit.unixfs.profiles import get_profile
+from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
     from bundlekit.blockstore import BlockStore
@@ -204,7 +210,6 @@ def _load_dag(
     concurrency: int,
     prefer_car: bool,
 ) -> LoadResult:
-    from bundlekit.unixfs.reader import UnixFSReader
 
     notes: list[str] = []
     fetcher: GatewayFetcher | None = None
@@ -230,7 +235,6 @@ def _load_dag(
         if target.kind == "ipfs" and not gws:
             gws = default_gateways()
         if use_store and store is None:
-            from bundlekit.blockstore import BlockStore
 
             store = BlockStore()
         if not gws and not use_store:
@@ -361,8 +365,6 @@ def _load_https(
     jitter: Callable[[], float],
     concurrency: int,
 ) -> LoadResult:
-    from bundlekit.bundle.build import file_cid
-    from bundlekit.unixfs.profiles import get_profile
 
     assert target.url is not None
     own = client is None
@@ -448,7 +450,6 @@ def _fetch_all(
 
 
 def _decrypt(data: bytes, bundle_key: Any, path: str) -> bytes:
-    from bundlekit.crypto import decrypt_stream
 
     out = io.BytesIO()
     try:
@@ -487,7 +488,6 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool) -
                 fh.flush()
                 os.fsync(fh.fileno())
         if regenerate_index:
-            from bundlekit.memory import Memory
 
             text = Memory(tmp).index_text()
             with open(tmp / "MEMORY.md", "wb") as fh:

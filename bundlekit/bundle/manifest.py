@@ -17,7 +17,6 @@ relative path under ``memory/``.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bundlekit.errors import CIDError, ManifestError, UsageError
-from bundlekit.ipld.cid import cid_to_str, parse_cid, parse_cid_bytes
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
 
 __all__ = [
     "ENC_SUFFIX",
@@ -56,9 +55,6 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
 _CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-_V1_SHA256_PREFIXES = frozenset({bytes([0x01, 0x55, 0x12, 0x20]), bytes([0x01, 0x70, 0x12, 0x20])})
-_B32_BODY = re.compile(r"[a-z2-7]+")
-_B32_TO_INT = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -159,34 +155,6 @@ def make_manifest(
     }
     validate_manifest(manifest)
     return manifest
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def cid_from_text(text: str) -> bytes:
-    """Parse a CID string; the canonical base32 CIDv1 form takes a fast path.
-
-    ``multiformats`` costs milliseconds per CID and ``base64.b32decode`` is a
-    Python loop; both dominate a manifest of thousands of files. The fast path
-    maps the RFC 4648 alphabet onto Python's base-32 digits and lets ``int``
-    do the work. It accepts only canonical text (lower case, no padding, the
-    spare low bits zero); anything else goes through ``parse_cid``. Results
-    are cached (a loader parses each manifest CID when validating and again
-    when checking the file). Raises ``CIDError``.
-    """
-    if len(text) > 1 and text[0] == "b" and _B32_BODY.fullmatch(text, 1):
-        body = text[1:]
-        nbits = len(body) * 5
-        spare = nbits % 8
-        value = int(body.translate(_B32_TO_INT), 32)
-        if spare < 5 and not value & ((1 << spare) - 1):
-            cid = (value >> spare).to_bytes(nbits // 8, "big")
-            if len(cid) == 36 and cid[:4] in _V1_SHA256_PREFIXES:  # the usual case is already valid
-                return cid
-            # Only a CIDv1 has a multibase form: base32 bytes of a CIDv0 are left to parse_cid to refuse.
-            if cid[:1] == b"\x01":
-                parse_cid_bytes(cid)
-                return cid
-    return parse_cid(text)
 
 
 def check_bundle_path(path: str) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.manifest import parse_created
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 
@@ -29,8 +31,6 @@ __all__ = ["build"]
 def build(memdir: Path, output: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
-    from bundlekit.bundle.build import build_bundle
-    from bundlekit.bundle.manifest import parse_created
 
     key = resolve_key_spec(**params)
     if encrypt and key is None:

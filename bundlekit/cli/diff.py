@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from bundlekit.bundle.diff import diff_sources
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 
 __all__ = ["diff"]
@@ -21,7 +22,6 @@ __all__ = ["diff"]
 @key_options
 def diff(a: str, b: str, gateways: tuple[str, ...], as_json: bool, exit_code: bool, **params: Any) -> None:
     """Compare A and B (each a memory directory, CAR, CID or bundle URI) memory by memory."""
-    from bundlekit.bundle.diff import diff_sources
 
     result = diff_sources(a, b, gateways=gateways, key=resolve_key_spec(**params))
     for line in result.warnings:

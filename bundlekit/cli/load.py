@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from bundlekit.bundle.fork import fork_bundle
+from bundlekit.bundle.layers import load_layered, parse_layer_option
+from bundlekit.bundle.load import load_bundle
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 
@@ -40,7 +43,6 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
             raise UsageError("give either URI or --layer NAME=URI options, not both")
         if output is None:
             raise UsageError("--layer needs -o DIR")
-        from bundlekit.bundle.layers import load_layered, parse_layer_option
 
         outcome = load_layered(parse_layer_option(layers), output, gateways=list(gateways), key=key)
         _warn(outcome.warnings)
@@ -51,7 +53,6 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
         return
     if uri is None:
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
-    from bundlekit.bundle.load import load_bundle
 
     result = load_bundle(uri, gateways=gateways, key=key, into=output)
     _warn(result.warnings)
@@ -76,7 +77,6 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
 @key_options
 def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, **params: Any) -> None:
     """Import the bundle at URI into the memory tree DEST (all or nothing), source = the bundle's CID."""
-    from bundlekit.bundle.fork import fork_bundle
 
     result = fork_bundle(uri, dest, strategy=strategy, gateways=gateways, key=resolve_key_spec(**params))
     _warn(result.loaded.warnings)

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
-from bundlekit.errors import PinError
+from bundlekit.errors import BundlekitError, PinError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import available_pinners, create_pinner, pinner_factory
@@ -102,7 +102,6 @@ def pin(
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def pinners(check: bool, as_json: bool) -> None:
     """List the registered pinners and whether each is configured (never showing a secret)."""
-    from bundlekit.errors import BundlekitError
 
     rows: list[dict[str, Any]] = []
     env = os.environ

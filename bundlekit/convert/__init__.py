@@ -16,14 +16,17 @@ directions unless ``include_device=True, local_only=True``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bundlekit.convert import claude_code, magic_context, magicfrog, massgen, threews
 from bundlekit.convert._common import Entry, ForeignTree
 from bundlekit.convert._tree import read_tree, write_tree
+from bundlekit.convert.magicfrog import check_device, is_device_entry
 from bundlekit.errors import UsageError
+from bundlekit.memory.device import device_bound_keys, refuse_device_memory
 
 __all__ = [
     "FORMATS",
@@ -79,7 +82,6 @@ class ConvertResult:
 
 
 def _massgen() -> Format:
-    from bundlekit.convert import massgen
 
     return Format(
         "massgen",
@@ -92,7 +94,6 @@ def _massgen() -> Format:
 
 
 def _claude_code() -> Format:
-    from bundlekit.convert import claude_code
 
     return Format(
         "claude-code",
@@ -105,7 +106,6 @@ def _claude_code() -> Format:
 
 
 def _threews() -> Format:
-    from bundlekit.convert import threews
 
     return Format(
         "three.ws",
@@ -118,7 +118,6 @@ def _threews() -> Format:
 
 
 def _magic_context() -> Format:
-    from bundlekit.convert import magic_context
 
     return Format(
         "magic-context",
@@ -131,7 +130,6 @@ def _magic_context() -> Format:
 
 
 def _magicfrog() -> Format:
-    from bundlekit.convert import magicfrog
 
     device = {"include_device", "local_only", "exclude_device"}
     return Format(
@@ -192,7 +190,6 @@ def write_foreign(
     **options: Any,
 ) -> list[Path]:
     """Write neutral records into a foreign store, applying the device rule first."""
-    from bundlekit.convert.magicfrog import check_device, is_device_entry
 
     spec = get_format(fmt)
     _check_options(spec, options, spec.write_options, "export")
@@ -269,7 +266,6 @@ def export_to(
     ``DeviceMemoryError`` unless ``include_device`` and ``local_only`` are both
     set, or left out with ``exclude_device``.
     """
-    from bundlekit.convert.magicfrog import is_device_entry
 
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
@@ -295,30 +291,3 @@ def export_to(
                 f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
             )
     return ConvertResult(spec.name, "export", Path(dest), len(written), len(tree.timeline), paths, warnings)
-
-
-def device_bound_keys(records: Iterable[Any]) -> list[str]:
-    """Keys of the memories (anything with ``.key`` and ``.meta``) bound to this machine.
-
-    Those are MagicFrog device notes: ``x-magicfrog-dimension: device`` or
-    ``x-magicfrog-local-only: true``.
-    """
-    from bundlekit.convert.magicfrog import is_device_entry
-
-    return sorted(r.key for r in records if is_device_entry(Entry(str(r.key), dict(r.meta), "")))
-
-
-def refuse_device_memory(records: Iterable[Any], *, action: str = "bundle") -> None:
-    """Raise ``DeviceMemoryError`` if any memory is bound to this machine.
-
-    For code that moves a whole tree off the machine (the bundle builder,
-    publishers): device memory never leaves it (``specs/interop.md``, section 7).
-    """
-    from bundlekit.errors import DeviceMemoryError
-
-    keys = device_bound_keys(records)
-    if keys:
-        raise DeviceMemoryError(
-            f"refusing to {action} {len(keys)} device memories (first: {keys[0]!r}): device memory never "
-            "leaves this machine; forget them or convert the tree with --exclude-device first"
-        )

@@ -15,6 +15,7 @@ from typing import Any
 
 from bundlekit.convert._common import Entry, ForeignTree, output_dir_problem
 from bundlekit.errors import ConvertError
+from bundlekit.memory import Memory
 from bundlekit.memory.record import KNOWN_ORDER, render_memory_file
 from bundlekit.memory.transfer import build_export
 
@@ -52,7 +53,6 @@ def write_tree(
     ``FrontmatterError``, ``SecretDetectedError``) and ``ConvertError`` when
     ``dest`` exists and is not a directory.
     """
-    from bundlekit.memory import Memory
 
     path = Path(dest)
     if path.exists() and not path.is_dir():
@@ -76,7 +76,6 @@ def read_tree(src: str | os.PathLike[str]) -> ForeignTree:
     ``ConvertError`` when ``src`` is not a directory, and what ``Memory`` raises
     for a malformed file.
     """
-    from bundlekit.memory import Memory
 
     path = Path(src)
     if not path.is_dir():

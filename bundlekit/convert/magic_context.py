@@ -35,6 +35,7 @@ from bundlekit.convert._common import (
     single_line,
 )
 from bundlekit.errors import ConvertError
+from bundlekit.memory import Memory
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
 
 __all__ = [
@@ -401,7 +402,6 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
     ``""`` when there is nothing to inject.
     """
     if isinstance(memory, (str, os.PathLike)):
-        from bundlekit.memory import Memory
 
         lister: _Lister = Memory(memory)
     else:

@@ -38,6 +38,7 @@ from bundlekit.convert._common import (
     same_instant,
 )
 from bundlekit.errors import ConvertError, DeviceMemoryError
+from bundlekit.memory.device import LOCAL_ONLY_FIELD, is_device_bound
 
 __all__ = [
     "CHAIN",
@@ -65,7 +66,7 @@ DIMENSION_TYPES = {
     "device": "reference",
 }
 
-_LOCAL_ONLY = "x-magicfrog-local-only"
+_LOCAL_ONLY = LOCAL_ONLY_FIELD
 
 
 def path_to_key(path: str, dimension: str | None = None) -> str:
@@ -86,7 +87,7 @@ def format_mf_time(dt: datetime) -> str:
 
 def is_device_entry(entry: Entry) -> bool:
     """True for memory bound to one machine (a MagicFrog device note)."""
-    return entry.meta.get("x-magicfrog-dimension") == "device" or entry.meta.get(_LOCAL_ONLY) is True
+    return is_device_bound(entry.meta)
 
 
 def check_device(entries: list[Entry], *, include_device: bool, local_only: bool, action: str) -> list[Entry]:

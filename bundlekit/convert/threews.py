@@ -39,6 +39,7 @@ from bundlekit.convert._common import (
     single_line,
     split_frontmatter,
 )
+from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, MemoryStoreError
 from bundlekit.memory.timeline import validate_entry
 
@@ -272,7 +273,6 @@ def decrypt_files(blob: dict[str, Any], key: KeySpec, agent_id: str | None) -> d
     (three.ws pins it in plaintext). Raises ``DecryptionError`` for a wrong key
     or a tampered file, ``KeySourceError`` for a key that is not a wallet's.
     """
-    from bundlekit.crypto.threews import threews_decrypt, threews_key_from_spec
 
     agent = agent_id or blob.get("namespace")
     if not agent:
@@ -297,7 +297,6 @@ def encrypt_files(
     timeline and never hydrates one from IPFS). ``rng`` supplies each 12-byte
     IV (default ``os.urandom``); inject one for reproducible output.
     """
-    from bundlekit.crypto.threews import _threews_encrypt, threews_key_from_spec
 
     tkey = threews_key_from_spec(key, agent_id)
     source = rng or os.urandom

@@ -21,7 +21,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from bundlekit.errors import CodecError, PathNotFound, UnsafePathError
 from bundlekit.ipld.cid import DAG_PB, cid_to_str, parse_cid_bytes
+from bundlekit.ipld.dagpb import UnixFSData, decode_node
+from bundlekit.ipld.walk import walk_dag
+from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = [
     "DAG_SCOPES",
@@ -101,7 +105,6 @@ class DirCache:
             if hit is not None:
                 self._entries.move_to_end(cid)
                 return hit
-        from bundlekit.unixfs.reader import UnixFSReader
 
         recorder = RecordingGetter(get_block)
         order = UnixFSReader(recorder, verify=False).list_dir(cid)
@@ -127,7 +130,6 @@ def resolve_path(
     ``..`` segment or one holding ``/``, ``PathNotFound`` for a missing entry
     or a path through a file, and whatever reading the directories raises.
     """
-    from bundlekit.errors import PathNotFound, UnsafePathError
 
     cache = cache if cache is not None else DirCache(max_bytes=0)
     blocks: dict[bytes, bytes] = {root: get_block(root)}
@@ -155,13 +157,11 @@ def scope_blocks(
     are not hashed twice. Raises ``MissingBlock`` (possibly mid-iteration)
     when the source lacks one.
     """
-    from bundlekit.ipld.walk import walk_dag
 
     if scope == "all":
         yield from walk_dag(cid, get_block, verify=False)
         return
     if scope == "entity" and parse_cid_bytes(cid).codec == DAG_PB:
-        from bundlekit.unixfs.reader import UnixFSReader
 
         kind = UnixFSReader(get_block, verify=False).stat(cid).kind
         if kind == "file":
@@ -213,8 +213,6 @@ def range_blocks(get_block: Getter, cid: bytes, first: int, last: int) -> Iterat
     using the ``blocksizes`` of each file node. Raises ``CodecError`` for a
     malformed node and ``MissingBlock`` when a needed block is absent.
     """
-    from bundlekit.errors import CodecError
-    from bundlekit.ipld.dagpb import UnixFSData, decode_node
 
     stack: list[tuple[bytes, int]] = [(cid, 0)]  # (cid, offset of its first byte)
     while stack:

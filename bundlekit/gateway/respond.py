@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
-from bundlekit.bundle.manifest import cid_from_text
+from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsafePathError
 from bundlekit.gateway.dag import (
     DAG_SCOPES,
@@ -31,7 +31,8 @@ from bundlekit.gateway.dag import (
     scope_blocks,
 )
 from bundlekit.gateway.sources import BlockSource
-from bundlekit.ipld.cid import cid_to_str, parse_cid_bytes
+from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
+from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
     from bundlekit.unixfs.reader import UnixFSReader
@@ -276,7 +277,6 @@ class Gateway:
         see why), ``("entity", None)`` for anything that is not a byte array.
         Raises a 400 when the range starts after the end of the file.
         """
-        from bundlekit.unixfs.reader import UnixFSReader
 
         try:
             stat = UnixFSReader(self._block, verify=False).stat(cid)
@@ -295,7 +295,6 @@ class Gateway:
     def _car_body(
         self, root: bytes, resolved: Resolved, blocks: Iterable[tuple[bytes, bytes]]
     ) -> Iterator[bytes]:
-        from bundlekit.car.writer import CarWriter
 
         drain = _Drain()
         writer = CarWriter(cast(BinaryIO, drain), [root])
@@ -318,7 +317,6 @@ class Gateway:
         segments: list[str],
         common: list[tuple[str, str]],
     ) -> Response:
-        from bundlekit.unixfs.reader import UnixFSReader
 
         reader = UnixFSReader(self._block, verify=False)
         cid = resolved.terminal
@@ -380,7 +378,7 @@ class Gateway:
         return Response(200, headers, body, size)
 
 
-# manifest.cid_from_text's base32 fast path (multiformats takes milliseconds per CID and a
+# ipld.cid.cid_from_text's base32 fast path (multiformats takes milliseconds per CID and a
 # loader asks for every block of a bundle), memoized here with a smaller bound: the keys
 # are request input.
 _parse_cid_text = functools.lru_cache(maxsize=4096)(cid_from_text.__wrapped__)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from bundlekit.blockstore import normalize_cid
+from bundlekit.car.index import CarIndex
 from bundlekit.errors import CARError, CIDError, MissingBlock
 from bundlekit.ipld.cid import cid_to_str, verify_block
 
@@ -46,7 +47,6 @@ class CarFileSource:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from bundlekit.car.index import CarIndex
 
         self.path = Path(path)
         with CarIndex(self.path, verify=True) as index:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import httpx
 
+from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
 from bundlekit.ipld.block import check_block as _check_block
 from bundlekit.ipld.cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
@@ -336,7 +337,6 @@ class GatewayFetcher:
         return False
 
     def _car_from(self, gw: Gateway, root: bytes) -> bool:
-        from bundlekit.car.reader import read_car
 
         url = gw.url(root)
         params = {"format": "car", "dag-scope": "all"}

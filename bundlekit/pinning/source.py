@@ -7,9 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundlekit.bundle.build import build_bundle
+from bundlekit.car.reader import read_car
+from bundlekit.car.verify import verify_car
+from bundlekit.car.writer import CarFileWriter
 from bundlekit.errors import (
     UsageError,
 )
+from bundlekit.unixfs.importer import import_path
+from bundlekit.unixfs.profiles import get_profile
 
 __all__ = ["MEMORY_INDEX", "PreparedSource", "is_memory_dir", "prepare_source"]
 
@@ -89,7 +95,6 @@ def prepare_source(
             raise UsageError(
                 f"{path} is a CAR: it is published as is, so key options, --profile and --namespace cannot apply"
             )
-        from bundlekit.car.reader import read_car
 
         with open(path, "rb") as fh:
             roots, _blocks = read_car(fh, verify=False)
@@ -98,7 +103,6 @@ def prepare_source(
                 f"{path} names {len(roots)} roots; bundlekit pins single-root CARs: re-pack it with `bundlekit pack`"
             )
         # A pin of a partial or corrupt DAG is a pin no one can fetch: check before any upload.
-        from bundlekit.car.verify import verify_car
 
         report = verify_car(path)
         if report.problem is not None:
@@ -107,7 +111,6 @@ def prepare_source(
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
-        from bundlekit.bundle.build import build_bundle
 
         result = build_bundle(path, out, namespace=namespace, profile=profile, key=key)
         return PreparedSource(Path(result.car), result.root, "memory")
@@ -118,9 +121,6 @@ def prepare_source(
         )
     if namespace is not None:
         raise UsageError("--namespace applies to memory directories only")
-    from bundlekit.car.writer import CarFileWriter
-    from bundlekit.unixfs.importer import import_path
-    from bundlekit.unixfs.profiles import get_profile
 
     with CarFileWriter(out) as writer:
         imported = import_path(path, writer, get_profile(profile))

@@ -1,0 +1,128 @@
+"""The package layers, enforced from the code's own imports (an AST walk, nothing imported).
+
+Lowest first; a module may import from its own layer and from those below it,
+never from above. ``pinners/`` sits above ``pinning`` (a pinner is a plugin and
+uses only the library below the CLI). The order is DEVELOPERS.md's module map.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+LAYERS: list[tuple[str, ...]] = [
+    ("bundlekit.errors", "bundlekit._fs"),
+    ("bundlekit.ipld",),
+    ("bundlekit.unixfs",),
+    ("bundlekit.car",),
+    ("bundlekit.blockstore",),
+    ("bundlekit.net",),
+    ("bundlekit.gateway",),
+    ("bundlekit.memory",),
+    ("bundlekit.crypto",),
+    ("bundlekit.bundle",),
+    ("bundlekit.pinning",),
+    ("pinners",),
+    ("bundlekit.convert",),
+    ("bundlekit.cli", "bundlekit.__main__"),
+    ("bundlekit",),  # the package's lazy public API re-exports everything
+]
+
+# The one call that points up, with its reason.
+ALLOWED_UPWARD = {
+    # Memory.load(uri) is part of the public API that DEVELOPERS.md promises; it hands the
+    # URI to the loader, imported when called so the memory layer never needs the network.
+    ("bundlekit.memory.tree", "bundlekit.bundle.load"),
+}
+
+# Imports that may stay inside a function: heavy third-party modules that most
+# commands never need (kept lazy so `bundlekit --help` stays fast).
+LAZY_THIRD_PARTY = {"boto3", "botocore", "eth_account", "dag_cbor", "multiformats"}
+
+
+def layer_of(module: str) -> int:
+    best = (-1, -1)
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if module == name or module.startswith(name + "."):
+                best = max(best, (len(name), index))
+    assert best[1] >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_files() -> list[Path]:
+    return sorted([*ROOT.joinpath("bundlekit").rglob("*.py"), *ROOT.joinpath("pinners").rglob("*.py")])
+
+
+def imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported module, line, inside a function) for every import in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, child.lineno, in_function) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                found.append((target, child.lineno, in_function))
+            visit(child, nested)
+
+    visit(tree, False)
+    return found
+
+
+def is_ours(module: str) -> bool:
+    return module == "bundlekit" or module.startswith(("bundlekit.", "pinners"))
+
+
+@pytest.mark.parametrize("path", source_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_import_points_to_a_higher_layer(path: Path) -> None:
+    source = module_name(path)
+    mine = layer_of(source)
+    upward = [
+        f"{source}:{line} imports {target}"
+        for target, line, _ in imports(path)
+        if is_ours(target) and layer_of(target) > mine and (source, target) not in ALLOWED_UPWARD
+    ]
+    assert not upward, "imports pointing up the layers:\n" + "\n".join(upward)
+
+
+@pytest.mark.parametrize("path", source_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_stay_at_the_top_of_the_module(path: Path) -> None:
+    source = module_name(path)
+    inside = [
+        f"{source}:{line} imports {target} inside a function"
+        for target, line, in_function in imports(path)
+        if in_function
+        and (source, target) not in ALLOWED_UPWARD
+        and (is_ours(target) or target.split(".")[0] not in LAZY_THIRD_PARTY)
+    ]
+    assert not inside, "\n".join(inside)
+
+
+def test_every_layer_named_here_exists() -> None:
+    for names in LAYERS:
+        for name in names:
+            path = ROOT.joinpath(*name.split("."))
+            assert path.is_dir() or path.with_suffix(".py").is_file(), name
