@@ -7,6 +7,11 @@ content: every frontmatter field and the body. The result names the fields
 that differ, so a release pipeline can review "description changed" apart
 from "body changed". Timeline entries are compared as a set (an entry is
 its canonical JSON) and reported as counts added and removed.
+
+The direction is ``diff OLD NEW``, as with ``diff`` and ``git diff``: *added*
+means only in the second side, *removed* only in the first. The result carries
+each side's label (how the user named it, e.g. ``bundle.car`` and ``memory``)
+so a report can say "only in memory" instead of a bare ``+``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ if TYPE_CHECKING:
     from bundlekit.memory import MemoryRecord
     from bundlekit.net.fetch import Gateway
 
-__all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side"]
+__all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side", "side_labels"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,11 @@ class Changed:
 
 @dataclass
 class DiffResult:
-    """Keys added (only in B), removed (only in A) and changed; ``unchanged`` counts the rest."""
+    """Keys added (only in the new side), removed (only in the old side) and changed; ``unchanged`` counts the rest.
+
+    ``old_label`` and ``new_label`` name the two sides as the user gave them
+    (``diff OLD NEW``), for reports such as "only in bundle.car".
+    """
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -50,6 +59,8 @@ class DiffResult:
     warnings: list[str] = field(default_factory=list)
     timeline_added: int = 0
     timeline_removed: int = 0
+    old_label: str = "A"
+    new_label: str = "B"
 
     @property
     def different(self) -> bool:
@@ -59,6 +70,8 @@ class DiffResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (stable key order for pipelines)."""
         return {
+            "old": self.old_label,
+            "new": self.new_label,
             "added": list(self.added),
             "removed": list(self.removed),
             "changed": [{"key": c.key, "fields": list(c.fields)} for c in self.changed],
@@ -68,11 +81,19 @@ class DiffResult:
         }
 
 
-def diff_memories(a: Mapping[str, MemoryRecord], b: Mapping[str, MemoryRecord]) -> DiffResult:
-    """Compare two key -> record maps. Pure: no I/O."""
+def diff_memories(
+    a: Mapping[str, MemoryRecord],
+    b: Mapping[str, MemoryRecord],
+    *,
+    old_label: str = "A",
+    new_label: str = "B",
+) -> DiffResult:
+    """Compare two key -> record maps, ``a`` the old side and ``b`` the new one. Pure: no I/O."""
     result = DiffResult(
         added=sorted(set(b) - set(a)),
         removed=sorted(set(a) - set(b)),
+        old_label=old_label,
+        new_label=new_label,
     )
     for key in sorted(set(a) & set(b)):
         fields = _changed_fields(a[key], b[key])
@@ -141,6 +162,18 @@ def read_side(
     return Side(records, timeline, list(loaded.warnings))
 
 
+def side_labels(a: str, b: str) -> tuple[str, str]:
+    """How a report names the old side ``a`` and the new side ``b``: as given, without a trailing ``/``.
+
+    Two sides spelled the same (``diff memory memory/``) get ``(old)`` and
+    ``(new)`` appended, so "only in X" never names both.
+    """
+    old, new = (spec.rstrip("/") or spec for spec in (a, b))
+    if old == new:
+        return f"{old} (old)", f"{new} (new)"
+    return old, new
+
+
 def diff_sources(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
@@ -149,15 +182,19 @@ def diff_sources(
     key: KeySpec | None = None,
     **load_options: Any,
 ) -> DiffResult:
-    """Diff two sides (directory, CAR, CID or URI): memories, then timeline entries by count.
+    """Diff the old side ``a`` against the new side ``b`` (directory, CAR, CID or URI).
 
-    Loader warnings are carried into the result.
+    Memories are compared, then timeline entries by count; *added* means only
+    in ``b``. Loader warnings are carried into the result, each prefixed with
+    its side's label.
     """
     gws = list(gateways)
-    left = read_side(os.fspath(a), gateways=gws, key=key, **load_options)
-    right = read_side(os.fspath(b), gateways=gws, key=key, **load_options)
-    result = diff_memories(left.records, right.records)
+    old_spec, new_spec = os.fspath(a), os.fspath(b)
+    old_label, new_label = side_labels(old_spec, new_spec)
+    left = read_side(old_spec, gateways=gws, key=key, **load_options)
+    right = read_side(new_spec, gateways=gws, key=key, **load_options)
+    result = diff_memories(left.records, right.records, old_label=old_label, new_label=new_label)
     result.timeline_added = len(right.timeline - left.timeline)
     result.timeline_removed = len(left.timeline - right.timeline)
-    result.warnings = [f"A: {w}" for w in left.warnings] + [f"B: {w}" for w in right.warnings]
+    result.warnings = [f"{old_label}: {w}" for w in left.warnings] + [f"{new_label}: {w}" for w in right.warnings]
     return result

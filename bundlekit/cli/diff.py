@@ -1,4 +1,4 @@
-"""``bundlekit diff A B``: memories added, removed and changed."""
+"""``bundlekit diff OLD NEW``: memories added, removed and changed, each line labelled by its side."""
 
 from __future__ import annotations
 
@@ -7,36 +7,50 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.diff import diff_sources
+from bundlekit.bundle.diff import DiffResult, diff_sources
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 
 __all__ = ["diff"]
 
 
 @click.command("diff")
-@click.argument("a")
-@click.argument("b")
+@click.argument("old")
+@click.argument("new")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
-@click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
-@click.option("--exit-code", is_flag=True, help="Exit 1 when A and B differ (like git diff --exit-code).")
+@click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON (with the two sides as old and new).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when OLD and NEW differ (like git diff --exit-code).")
 @key_options
-def diff(a: str, b: str, gateways: tuple[str, ...], as_json: bool, exit_code: bool, **params: Any) -> None:
-    """Compare A and B (each a memory directory, CAR, CID or bundle URI) memory by memory."""
+def diff(old: str, new: str, gateways: tuple[str, ...], as_json: bool, exit_code: bool, **params: Any) -> None:
+    """Compare OLD with NEW (each a memory directory, CAR, CID or bundle URI) memory by memory.
 
-    result = diff_sources(a, b, gateways=gateways, key=resolve_key_spec(**params))
+    The order is that of `diff OLD NEW`: "+ KEY  only in NEW" is a memory
+    NEW added, "- KEY  only in OLD" one it removed, "~ KEY  changed: FIELDS"
+    one in both whose named fields (or body) differ. To see what changed in
+    a tree since its bundle was built: bundlekit diff bundle.car memory
+    """
+
+    result = diff_sources(old, new, gateways=gateways, key=resolve_key_spec(**params))
     for line in result.warnings:
         click.echo(f"warning: {line}", err=True)
     if as_json:
         click.echo(json.dumps(result.to_dict(), sort_keys=True))
     else:
-        for key in result.added:
-            click.echo(f"+ {key}")
-        for key in result.removed:
-            click.echo(f"- {key}")
-        for change in result.changed:
-            click.echo(f"~ {change.key} ({', '.join(change.fields)})")
-        click.echo(f"{len(result.added)} added, {len(result.removed)} removed, "
-                   f"{len(result.changed)} changed, {result.unchanged} unchanged; timeline "
-                   f"+{result.timeline_added} -{result.timeline_removed} entries")
+        for line in _lines(result):
+            click.echo(line)
     if exit_code and result.different:
         click.get_current_context().exit(1)
+
+
+def _lines(result: DiffResult) -> list[str]:
+    """One line per differing memory (labelled by side), then the counts."""
+    rows = [("-", key, f"only in {result.old_label}") for key in result.removed]
+    rows += [("+", key, f"only in {result.new_label}") for key in result.added]
+    rows += [("~", c.key, f"changed: {', '.join(c.fields)}") for c in result.changed]
+    width = max((len(key) for _mark, key, _what in rows), default=0)
+    lines = [f"{mark} {key.ljust(width)}  {what}" for mark, key, what in rows]
+    lines.append(
+        f"{result.old_label} -> {result.new_label}: {len(result.added)} added, {len(result.removed)} removed, "
+        f"{len(result.changed)} changed, {result.unchanged} unchanged; timeline entries: "
+        f"{result.timeline_added} added, {result.timeline_removed} removed"
+    )
+    return lines
