@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import signal
-from types import FrameType
+import json
 
 import click
 
-from bundlekit.gateway.server import create_server, make_source
+from bundlekit.gateway.server import (
+    STOP_POLL_INTERVAL,
+    create_server,
+    make_source,
+    served_roots,
+    stop_on_signals,
+)
 
 __all__ = ["serve"]
 
@@ -29,28 +34,33 @@ __all__ = ["serve"]
     type=click.Path(file_okay=False),
     help="Serve this block store (default: the local store, unless CAR files are given).",
 )
+@click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def serve(host: str, port: int, store_dir: str | None, cars: tuple[str, ...]) -> None:
-    """Serve blocks over a local trustless HTTP gateway until Ctrl-C.
+def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tuple[str, ...]) -> None:
+    """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first; the
-    block store is served when --store is given or no CAR is. The listening
-    URL (e.g. http://127.0.0.1:8080) goes to stderr; requests go to
-    URL/ipfs/CID[/PATH].
+    block store is served when --store is given or no CAR is. On stdout: the
+    URL (e.g. http://127.0.0.1:8080), then one line per root served,
+    CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
+    pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
+    end. Requests go to URL/ipfs/CID[/PATH]. Ctrl-C and SIGTERM stop it at
+    once, with exit 0.
     """
     source = make_source(store_dir, cars)
     server = create_server(source, host, port)
     try:
-        # SIGTERM (service managers, `kill`) stops as cleanly as Ctrl-C; set inside
-        # the try so a signal right after the URL is printed is still caught.
-        signal.signal(signal.SIGTERM, _interrupt)
-        click.echo(f"serving on {server.url}", err=True)
-        server.serve_forever()
-    except KeyboardInterrupt:
+        roots = served_roots(source)
+        # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
+        with stop_on_signals(server):
+            if as_json:
+                click.echo(json.dumps({"url": server.url, "roots": [r.to_dict() for r in roots]}, sort_keys=True))
+            else:
+                click.echo(server.url)
+                for root in roots:
+                    click.echo(f"{root.cid}\t{root.source}\t{root.name or '-'}")
+            click.echo(f"serving on {server.url}", err=True)
+            server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
         click.echo("stopped", err=True)
     finally:
         server.server_close()
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt

@@ -18,17 +18,21 @@ a client sees a truncated transfer, never a short "complete" answer.
 
 The request rules live in ``bundlekit.gateway_respond`` (``Gateway``, plain
 request -> response logic); this module wires them to HTTP
-(``GatewayServer``), builds block sources (``make_source``) and runs a server
-on a free loopback port for tests and benchmarks (``serve_in_thread``).
+(``GatewayServer``), builds block sources (``make_source``), lists the roots a
+source serves (``served_roots``), stops a foreground server on SIGINT/SIGTERM
+(``stop_on_signals``) and runs one on a free loopback port for tests and
+benchmarks (``serve_in_thread``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import cast
@@ -37,19 +41,28 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.gateway.respond import CAR_MEDIA_TYPE, RAW_MEDIA_TYPE, Gateway, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
+from bundlekit.ipld.cid import cid_to_str
 
 __all__ = [
     "CAR_MEDIA_TYPE",
     "RAW_MEDIA_TYPE",
+    "STOP_POLL_INTERVAL",
     "Gateway",
     "GatewayServer",
     "Response",
+    "ServedRoot",
     "create_server",
     "make_source",
     "serve_in_thread",
+    "served_roots",
+    "stop_on_signals",
 ]
 
 logger = logging.getLogger("bundlekit.gateway")
+
+# Seconds between checks of a stop request in serve_forever: the longest a stop waits.
+# The check is one flag read, so a short interval costs nothing measurable.
+STOP_POLL_INTERVAL = 0.05
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -197,6 +210,68 @@ def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080
         ) from exc
 
 
+@dataclass(frozen=True)
+class ServedRoot:
+    """One root a gateway serves: its CID, where it comes from (a CAR path or ``store``), its pin name."""
+
+    cid: str
+    source: str
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """A JSON-ready form."""
+        return {"cid": self.cid, "source": self.source, "name": self.name}
+
+
+def served_roots(source: BlockSource) -> list[ServedRoot]:
+    """The roots ``source`` serves, in serving order: each CAR's roots, then the store's pins.
+
+    A store's pins come with their names (oldest pin first, as ``store ls``
+    lists them); a source of another kind contributes nothing. Raises what
+    ``BlockStore.pins`` raises for an unreadable pin file.
+    """
+    parts = source.sources if isinstance(source, ChainSource) else (source,)
+    roots: list[ServedRoot] = []
+    for part in parts:
+        if isinstance(part, CarFileSource):
+            roots.extend(ServedRoot(cid_to_str(root), str(part.path)) for root in part.roots)
+        elif isinstance(part, BlockStore):
+            pins = sorted(part.pins().items(), key=lambda item: str(item[1].get("created") or ""))
+            roots.extend(ServedRoot(cid_to_str(cid), "store", info.get("name")) for cid, info in pins)
+    return roots
+
+
+@contextlib.contextmanager
+def stop_on_signals(
+    server: GatewayServer,
+    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+) -> Iterator[list[signal.Signals]]:
+    """While in the block, each of ``signals`` asks ``server`` to stop; yields the signals received.
+
+    Use it around ``server.serve_forever(poll_interval=STOP_POLL_INTERVAL)`` in
+    the main thread, and announce the server inside the block, so a signal
+    sent as soon as the announcement is seen is already handled. The handler
+    asks the server to stop from a helper thread (``shutdown`` waits for
+    ``serve_forever`` to return, so it cannot run in the serving thread)
+    instead of raising inside whatever the server was doing; the serve loop
+    sees the request within its poll interval, and a request made before the
+    loop starts ends the loop at once. The previous handlers are restored on
+    exit.
+    """
+    received: list[signal.Signals] = []
+
+    def _stop(signum: int, _frame: object) -> None:
+        received.append(signal.Signals(signum))
+        threading.Thread(target=server.shutdown, name="bundlekit-gateway-stop", daemon=True).start()
+
+    previous = {sig: signal.signal(sig, _stop) for sig in signals}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 @contextlib.contextmanager
 def serve_in_thread(
     source: BlockSource | None = None,
@@ -224,7 +299,7 @@ def serve_in_thread(
     # A short poll interval makes shutdown prompt (tests start and stop many servers).
     thread = threading.Thread(
         target=server.serve_forever,
-        kwargs={"poll_interval": 0.05},
+        kwargs={"poll_interval": STOP_POLL_INTERVAL},
         name=f"bundlekit-gateway-{server.server_address[1]}",
         daemon=True,
     )

@@ -1,0 +1,126 @@
+"""`bundlekit serve`: prints its URL and the roots it serves on stdout, stops at once on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.gateway.server import STOP_POLL_INTERVAL, create_server, stop_on_signals
+from bundlekit.gateway.sources import CarFileSource
+from bundlekit.ipld.cid import cid_to_str
+
+from .conftest import Dag
+
+HANG_GUARD = 10  # seconds: only so a broken stop fails the test instead of hanging it
+
+
+@contextmanager
+def _serving(*args: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``bundlekit serve --port 0 ARGS`` in a child, once it serves; yields it and its first stdout line."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stderr.readline().startswith("serving on http://127.0.0.1:")
+        yield proc, [proc.stdout.readline().rstrip("\n")]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def _stdout_lines(proc: subprocess.Popen[str], first: list[str]) -> list[str]:
+    """Every stdout line, once the process has ended."""
+    assert proc.stdout is not None
+    return first + proc.stdout.read().splitlines()
+
+
+def test_sigterm_stops_serve_with_exit_0(sample_car: Path) -> None:
+    with _serving(str(sample_car)) as (proc, _lines):
+        proc.terminate()
+        assert proc.wait(timeout=HANG_GUARD) == 0
+
+
+def test_sigint_stops_serve_with_exit_0(sample_car: Path) -> None:
+    with _serving(str(sample_car)) as (proc, _lines):
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=HANG_GUARD) == 0
+
+
+def test_serve_says_stopped_on_stderr_when_signalled(sample_car: Path) -> None:
+    with _serving(str(sample_car)) as (proc, _lines):
+        proc.terminate()
+        _out, err = proc.communicate(timeout=HANG_GUARD)
+    assert err.strip().splitlines()[-1] == "stopped"
+
+
+def test_serve_prints_its_url_then_each_car_root_on_stdout(sample_car: Path, sample_dag: Dag) -> None:
+    with _serving(str(sample_car)) as (proc, first):
+        proc.terminate()
+        proc.wait(timeout=HANG_GUARD)
+        lines = _stdout_lines(proc, first)
+    assert lines[0].startswith("http://127.0.0.1:")
+    assert lines[1:] == [f"{cid_to_str(sample_dag.root)}\t{sample_car}\t-"]
+
+
+def test_serve_lists_the_stores_pins_with_their_names(tmp_path: Path, sample_car: Path, sample_dag: Dag) -> None:
+    store = BlockStore(tmp_path / "s", fsync=False)
+    with sample_car.open("rb") as fh:
+        store.import_car(fh, pin=True, name="agent")
+    with _serving("--store", str(tmp_path / "s")) as (proc, first):
+        proc.terminate()
+        proc.wait(timeout=HANG_GUARD)
+        lines = _stdout_lines(proc, first)
+    assert lines[1:] == [f"{cid_to_str(sample_dag.root)}\tstore\tagent"]
+
+
+def test_serve_json_is_one_line_with_the_url_and_roots(sample_car: Path, sample_dag: Dag) -> None:
+    with _serving("--json", str(sample_car)) as (proc, first):
+        proc.terminate()
+        proc.wait(timeout=HANG_GUARD)
+        lines = _stdout_lines(proc, first)
+    assert len(lines) == 1
+    data = json.loads(lines[0])
+    assert data["url"].startswith("http://127.0.0.1:")
+    assert data["roots"] == [{"cid": cid_to_str(sample_dag.root), "source": str(sample_car), "name": None}]
+
+
+def test_a_signal_in_the_stop_block_ends_serve_forever(sample_car: Path) -> None:
+    source = CarFileSource(sample_car)
+    server = create_server(source, "127.0.0.1", 0)
+    guard = threading.Timer(HANG_GUARD, server.shutdown)
+    guard.start()
+    try:
+        with stop_on_signals(server) as received:
+            threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
+    finally:
+        guard.cancel()
+        server.server_close()
+        source.close()
+    assert received == [signal.SIGTERM]
+
+
+def test_the_previous_handler_is_restored_after_the_stop_block(sample_car: Path) -> None:
+    source = CarFileSource(sample_car)
+    server = create_server(source, "127.0.0.1", 0)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with stop_on_signals(server):
+            pass
+    finally:
+        server.server_close()
+        source.close()
+    assert signal.getsignal(signal.SIGTERM) is before
