@@ -13,7 +13,10 @@ holds the secret. At most one may be given::
 
 A command applies ``@key_options`` and calls ``resolve_key_spec(**params)``,
 which returns the :class:`~bundlekit.keys.KeySpec` or ``None`` when no key
-option was given.
+option was given. A command that encrypts anew (``build``, ``pin``) also
+applies ``@strict_option`` and passes ``new_key=True``: a passphrase shorter
+than ``PASSPHRASE_MIN_CHARS`` then draws a warning on stderr, or with
+``--strict`` a usage error (exit 2), before any work is done.
 """
 
 from __future__ import annotations
@@ -26,16 +29,18 @@ from typing import Any, TypeVar
 import click
 
 from bundlekit.crypto._keys import (
+    PASSPHRASE_MIN_CHARS,
     KeySpec,
     PassphraseKey,
     PrivateKeySigner,
     RawKeyFile,
     SignatureKey,
     parse_signature_hex,
+    weak_passphrase,
 )
 from bundlekit.errors import KeySourceError, UsageError
 
-__all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec"]
+__all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec", "strict_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,7 +70,12 @@ def key_options(func: F) -> F:
             type=click.Path(dir_okay=False, path_type=Path),
             help="Key from a wallet signature, hex in FILE.",
         ),
-        click.option("--passphrase-env", metavar="VAR", help="Key from a passphrase in env var VAR (scrypt)."),
+        click.option(
+            "--passphrase-env",
+            metavar="VAR",
+            help=f"Key from a passphrase in env var VAR (scrypt; to encrypt, at least {PASSPHRASE_MIN_CHARS} "
+            "characters, else a warning).",
+        ),
         click.option(
             "--key-file",
             metavar="FILE",
@@ -83,6 +93,26 @@ def key_options(func: F) -> F:
     return func
 
 
+def strict_option(func: F) -> F:
+    """Add ``--strict`` (refuse a weak passphrase) to a command that encrypts with a new key."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        help=f"Refuse (exit 2) a passphrase shorter than {PASSPHRASE_MIN_CHARS} characters; "
+        "without it such a passphrase is used with a warning.",
+    )(func)
+
+
+def _new_passphrase(passphrase: str, *, strict: bool) -> str:
+    """``passphrase``, after warning on stderr (or, ``strict``, refusing) when it is weak."""
+    problem = weak_passphrase(passphrase)
+    if problem is not None:
+        if strict:
+            raise UsageError(f"{problem} (--strict refuses it)")
+        click.echo(f"warning: {problem}", err=True)
+    return passphrase
+
+
 def _env(var: str, environ: Mapping[str, str], what: str) -> str:
     value = environ.get(var)
     if not value:
@@ -90,13 +120,21 @@ def _env(var: str, environ: Mapping[str, str], what: str) -> str:
     return value
 
 
-def resolve_key_spec(*, environ: Mapping[str, str] | None = None, **params: Any) -> KeySpec | None:
+def resolve_key_spec(
+    *,
+    environ: Mapping[str, str] | None = None,
+    new_key: bool = False,
+    strict: bool = False,
+    **params: Any,
+) -> KeySpec | None:
     """Turn a command's parameters into a :class:`KeySpec`, or ``None`` if no key option was given.
 
     Other parameters of the command are ignored, so a command can pass all of
-    its ``**params``. Raises ``UsageError`` if more than one key option is
-    given, ``KeySourceError`` if the named variable or file is missing or holds
-    no usable key (the secret itself is never shown).
+    its ``**params``. With ``new_key`` (the key will encrypt, not open) a weak
+    passphrase is warned about on stderr, or refused when ``strict``. Raises
+    ``UsageError`` if more than one key option is given or ``strict`` refuses
+    the passphrase, ``KeySourceError`` if the named variable or file is
+    missing or holds no usable key (the secret itself is never shown).
     """
     env = os.environ if environ is None else environ
     given = {name: params[name] for name in KEY_OPTION_PARAMS if params.get(name)}
@@ -111,7 +149,8 @@ def resolve_key_spec(*, environ: Mapping[str, str] | None = None, **params: Any)
     if name == "signature_file":
         return SignatureKey(parse_signature_hex(_read_text(Path(value)), where=Path(value).name))
     if name == "passphrase_env":
-        return PassphraseKey(_env(value, env, "passphrase"))
+        passphrase = _env(value, env, "passphrase")
+        return PassphraseKey(_new_passphrase(passphrase, strict=strict) if new_key else passphrase)
     if name == "key_file":
         return RawKeyFile.from_path(Path(value))
     return PrivateKeySigner(_env(value, env, "private key").strip())

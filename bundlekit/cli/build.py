@@ -10,7 +10,7 @@ import click
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.manifest import parse_created
-from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.errors import UsageError
 
 __all__ = ["build"]
@@ -28,11 +28,12 @@ __all__ = ["build"]
 @click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @key_options
+@strict_option
 def build(memdir: Path, output: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
-    key = resolve_key_spec(**params)
+    key = resolve_key_spec(new_key=True, **params)
     if encrypt and key is None:
         raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
     if key is not None and not encrypt:

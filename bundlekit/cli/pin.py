@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.errors import BundlekitError, PinError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
 from bundlekit.pinning.protocol import REQUIRE_MODES
@@ -51,6 +51,7 @@ def _table(report: PinReport) -> str:
 @click.option("--profile", help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
 @key_options
+@strict_option
 def pin(
     src: Path,
     pinner_names: tuple[str, ...],
@@ -67,7 +68,7 @@ def pin(
     option), a CAR file (published as is) or any directory (packed). Exit 0
     when --require holds, 4 otherwise.
     """
-    key = resolve_key_spec(**key_params)
+    key = resolve_key_spec(new_key=True, **key_params)
     names = list(dict.fromkeys(pinner_names or ("local",)))
     # Build every pinner first: a missing secret fails the run before any upload.
     built = []

@@ -45,6 +45,7 @@ __all__ = [
     "SCRYPT_DEFAULT_N",
     "SCRYPT_MIN_N",
     "SCRYPT_MAX_N",
+    "PASSPHRASE_MIN_CHARS",
     "Rng",
     "BundleKey",
     "KeySpec",
@@ -56,6 +57,7 @@ __all__ = [
     "normalize_signature",
     "parse_signature_hex",
     "parse_key_file",
+    "weak_passphrase",
 ]
 
 Rng = Callable[[int], bytes]
@@ -76,6 +78,11 @@ SCRYPT_MIN_N: Final = 2**15
 SCRYPT_MAX_N: Final = 2**20
 SCRYPT_R: Final = 8
 SCRYPT_P: Final = 1
+
+# The shortest passphrase bundlekit encrypts with without a warning (characters after NFC).
+# Whoever holds a bundle can guess offline without limit; scrypt makes each guess cost, but a
+# short passphrase still falls to a search. Readers never check it (old bundles still open).
+PASSPHRASE_MIN_CHARS: Final = 12
 
 _INFO_BUNDLE_KEY: Final = b"bundlekit-enc/1 bundle key"
 _INFO_KEY_ID: Final = b"bundlekit-enc/1 key id"
@@ -442,6 +449,22 @@ class PrivateKeySigner(KeySpec):
 
     def _ikm(self, namespace: str, salt: bytes, kdf: Mapping[str, Any]) -> bytes:
         return self.sign(signature_message(namespace))
+
+
+def weak_passphrase(passphrase: str) -> str | None:
+    """Why ``passphrase`` is too weak to encrypt with, or ``None``: a check the caller reports.
+
+    Weak means shorter than :data:`PASSPHRASE_MIN_CHARS` characters once
+    NFC-normalised (as :class:`PassphraseKey` counts them). The message never
+    contains the passphrase or its length. Only new encryption needs this: a
+    bundle made with a short passphrase still opens with it.
+    """
+    if len(unicodedata.normalize("NFC", passphrase)) >= PASSPHRASE_MIN_CHARS:
+        return None
+    return (
+        f"the passphrase is shorter than {PASSPHRASE_MIN_CHARS} characters, short enough to guess; "
+        f"use a longer one (a few random words), or a wallet signature or key file"
+    )
 
 
 class PassphraseKey(KeySpec):
