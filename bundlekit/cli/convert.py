@@ -169,8 +169,10 @@ def convert(
     if as_json:
         click.echo(json.dumps(result.to_dict(), sort_keys=True))
         return
-    what = f"{result.memories} memories"
+    # Counts of what was written: events a format cannot hold were warned about above.
+    what = f"{result.memories} {'memory' if result.memories == 1 else 'memories'}"
     if result.timeline:
-        what += f" and {result.timeline} timeline events"
+        events = "event" if result.timeline == 1 else "events"
+        what += f" and {result.timeline} {'new ' if importing else ''}timeline {events}"
     direction = f"from {fmt}" if importing else f"as {fmt}"
     click.echo(f"converted {what} {direction} into {result.dest}")

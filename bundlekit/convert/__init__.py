@@ -16,7 +16,7 @@ directions unless ``include_device=True, local_only=True``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,19 @@ __all__ = [
 ]
 
 
+def _has_no_timeline(options: Mapping[str, Any]) -> str:
+    return "has no timeline"
+
+
 @dataclass(frozen=True)
 class Format:
-    """A foreign memory format: how to read it, how to write it, which options each takes."""
+    """A foreign memory format: how to read it, how to write it, which options each takes.
+
+    ``timeline_dropped(write_options)`` says why the writer leaves the
+    timeline out under those options (a clause after the format's name, e.g.
+    "has no timeline"), or ``None`` when it writes every event; an export
+    counts only the events written and warns about the rest.
+    """
 
     name: str
     summary: str
@@ -54,11 +64,17 @@ class Format:
     write: Callable[..., list[Path]]
     read_options: frozenset[str]
     write_options: frozenset[str]
+    timeline_dropped: Callable[[Mapping[str, Any]], str | None] = _has_no_timeline
 
 
 @dataclass
 class ConvertResult:
-    """What a conversion did: counts, the paths written, and what was left out."""
+    """What a conversion did: counts of what was written, the paths written, and what was left out.
+
+    ``timeline`` counts the events written: on import the ones new to the
+    tree (events it already had are not written again), on export none for a
+    format without a timeline (a warning then says how many were left out).
+    """
 
     format: str
     direction: str  # "import" | "export"
@@ -114,6 +130,7 @@ def _threews() -> Format:
         threews.write_threews,
         frozenset({"agent_id", "now", "key"}),
         frozenset({"namespace", "mode", "storage", "key", "rng"}),
+        threews.timeline_dropped,
     )
 
 
@@ -237,13 +254,14 @@ def import_from(
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
     tree = read_foreign(spec.name, src, **options)
-    path = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
+    report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
+    path = Path(dest)
     return ConvertResult(
         spec.name,
         "import",
         path,
         len(tree.entries),
-        len(tree.timeline),
+        report.timeline_added,
         [path / f"{e.key}.md" for e in tree.entries],
         list(tree.warnings),
     )
@@ -290,4 +308,10 @@ def export_to(
             warnings.append(
                 f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
             )
-    return ConvertResult(spec.name, "export", Path(dest), len(written), len(tree.timeline), paths, warnings)
+    timeline = len(tree.timeline)
+    dropped = spec.timeline_dropped(options)
+    if dropped is not None:
+        if timeline:
+            warnings.append(f"left out {timeline} timeline events: {spec.name} {dropped}")
+        timeline = 0
+    return ConvertResult(spec.name, "export", Path(dest), len(written), timeline, paths, warnings)

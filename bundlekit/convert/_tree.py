@@ -17,7 +17,7 @@ from bundlekit.convert._common import Entry, ForeignTree, output_dir_problem
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
 from bundlekit.memory.record import KNOWN_ORDER, render_memory_file
-from bundlekit.memory.transfer import build_export
+from bundlekit.memory.transfer import ImportReport, build_export
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
 
@@ -44,11 +44,12 @@ def write_tree(
     strategy: str = "replace",
     allow_secrets: bool = False,
     namespace: str | None = None,
-) -> Path:
-    """Write ``tree`` into the bundlekit memory tree at ``dest`` (created if needed).
+) -> ImportReport:
+    """Write ``tree`` into the bundlekit memory tree at ``dest`` (created if needed); return what was written.
 
     ``strategy`` is the memory store's import strategy: ``replace`` (incoming
     wins on a key conflict) or ``merge`` (the file already in ``dest`` wins).
+    The report's ``timeline_added`` counts only events the tree did not have.
     Raises what ``Memory.import_`` raises (``InvalidKeyError``,
     ``FrontmatterError``, ``SecretDetectedError``) and ``ConvertError`` when
     ``dest`` exists and is not a directory.
@@ -63,10 +64,9 @@ def write_tree(
         raise ConvertError(
             f"cannot create {path}: {output_dir_problem(exc)}; choose another output directory"
         ) from exc
-    Memory(path, namespace=namespace).import_(
+    return Memory(path, namespace=namespace).import_(
         tree_blob(tree, namespace=namespace), strategy=strategy, allow_secrets=allow_secrets
     )
-    return path
 
 
 def read_tree(src: str | os.PathLike[str]) -> ForeignTree:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,7 @@ __all__ = [
     "read_blob",
     "read_threews",
     "render_index",
+    "timeline_dropped",
     "tree_to_blob",
     "write_threews",
 ]
@@ -305,6 +306,14 @@ def encrypt_files(
     }
     index = "# Agent Memory\n\n" + "".join(f"- `{name}`\n" for name in files) if files else "# Agent Memory\n"
     return {**blob, "index": index, "files": files, "timeline": []}
+
+
+def timeline_dropped(options: Mapping[str, Any]) -> str | None:
+    """Why :func:`write_threews` leaves the timeline out under ``options``, or ``None`` when it writes it.
+
+    Only the encrypted form drops it (see :func:`encrypt_files`).
+    """
+    return "has no timeline in its encrypted form" if options.get("key") is not None else None
 
 
 def read_threews(
