@@ -44,14 +44,14 @@ from bundlekit.errors import BundleError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
-from bundlekit.memory.index import INDEX_TITLE, MAX_INDEX_LINES, SECTION_TITLES, omitted_line
-from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.index import linked_index_line, render_index
+from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import NullSink, import_file, import_tree
 from bundlekit.unixfs.profiles import get_profile
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
-    from bundlekit.memory import Memory, MemoryRecord
+    from bundlekit.memory import MemoryRecord
 
 __all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
 
@@ -60,8 +60,8 @@ SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
 
 @dataclass
 class BundleResult:
-    """What a build produced: the root CID (binary), the manifest, the number of
-    files under ``memory/`` (index included), the CAR's size in bytes and its path."""
+    """What a build produced: the root CID (binary; ``root_cid`` is its text), the manifest,
+    the number of files under ``memory/`` (index included), the CAR's size in bytes and its path."""
 
     root: bytes
     manifest: dict[str, Any]
@@ -71,14 +71,14 @@ class BundleResult:
     paths: list[str] = field(default_factory=list)
 
     @property
-    def root_str(self) -> str:
-        """The root CID as text."""
+    def root_cid(self) -> str:
+        """The root CID as text (``bafy...``)."""
         return cid_to_str(self.root)
 
     @property
     def manifest_uri(self) -> str:
-        """``ipfs://<root>/manifest.json``."""
-        return f"ipfs://{self.root_str}/{MANIFEST_NAME}"
+        """``ipfs://<root>/manifest.json``: what ``load_bundle`` and ``Memory.load`` take."""
+        return f"ipfs://{self.root_cid}/{MANIFEST_NAME}"
 
 
 def resolve_created(
@@ -134,33 +134,14 @@ def newest_content_time(mem: Memory) -> datetime:
 def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
     """The plaintext index of an encrypted bundle.
 
-    The layout of ``MEMORY.md`` (``bundlekit.memory.index``: title, sections by
-    type, keys sorted, the same line limit), but each line links the encrypted
-    file by CID so any gateway can serve it:
-    ``- Name ([<key>.md](ipfs://<cid>)) — description``. With ``redact`` the
-    `` — description`` part is left out. ``links`` maps each key to its
-    encrypted file's CID string. Names stay visible by design.
+    The layout of ``MEMORY.md`` (``bundlekit.memory.index.render_index``:
+    title, sections by type, keys sorted, the same line limit), but each line
+    links the encrypted file by CID so any gateway can serve it
+    (``linked_index_line``); with ``redact`` descriptions are left out.
+    ``links`` maps each key to its encrypted file's CID string.
     """
-
-    lines = [INDEX_TITLE]
-    for type_name in MEMORY_TYPES:
-        group = sorted((r for r in records if r.type == type_name), key=lambda r: r.key)
-        if not group:
-            continue
-        lines.append("")
-        lines.append(f"## {SECTION_TITLES[type_name]}")
-        for record in group:
-            line = f"- {record.name} ([{record.key}.md](ipfs://{links[record.key]}))"
-            if not redact:
-                line += f" \u2014 {record.description}"
-            lines.append(line)
-    if len(lines) > MAX_INDEX_LINES:
-        kept = lines[: MAX_INDEX_LINES - 1]
-        while kept and (kept[-1] == "" or kept[-1].startswith("## ")):
-            kept.pop()
-        left_out = sum(1 for line in lines[len(kept) :] if line.startswith("- "))
-        lines = [*kept, omitted_line(left_out)]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    text = render_index(records, line=lambda record: linked_index_line(record, links[record.key], redact=redact))
+    return text.encode("utf-8")
 
 
 def file_cid(data: bytes, profile: Any) -> bytes:
@@ -172,7 +153,7 @@ def file_cid(data: bytes, profile: Any) -> bytes:
 
 
 def build_bundle(
-    memory_dir: str | os.PathLike[str],
+    memory_dir: str | os.PathLike[str] | Memory,
     out_car: str | os.PathLike[str],
     *,
     namespace: str | None = None,
@@ -183,9 +164,13 @@ def build_bundle(
     clock: Callable[[], datetime] | None = None,
     rng: Callable[[int], bytes] | None = None,
 ) -> BundleResult:
-    """Build the bundle of the memory tree at ``memory_dir`` into the CAR ``out_car``.
+    """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
 
-    ``namespace`` defaults to the tree's namespace, else the directory's name.
+    ``memory_dir`` is the tree's directory or a :class:`Memory` (a directory
+    tree, or ``Memory(None)`` built from what it holds).
+    ``namespace`` defaults to the tree's namespace: a ``Memory``'s own
+    (``Memory("memory", namespace="coach")`` builds a ``coach`` bundle), else
+    the directory's name.
     ``profile`` names a UnixFS profile (default: ``profiles.DEFAULT_PROFILE``).
     ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` when one is
     injected, else the newest ``updated``/timeline time of the tree (so an
@@ -202,71 +187,28 @@ def build_bundle(
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
 
-    root_dir = Path(memory_dir)
-    if not root_dir.is_dir():
-        raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
-    if redact_index and key is None:
-        raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
-    if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):
-        raise UsageError(
-            f"namespace {namespace[:60]!r} is empty or holds a control character; "
-            "pass a one-line name such as the agent's id"
-        )
-    mem = Memory(root_dir)
-    tree_files = mem.bundle_files()  # validates the whole tree first (Memory.check)
+    mem = _open_tree(memory_dir)
+    _check_options(namespace, key, redact_index)
+    # Steps 1-2: validate the tree and take its files (index regenerated).
+    tree_files = mem.bundle_files()
     records = mem.list()
-    if not (root_dir / "MEMORY.md").is_file() and not records:
-        raise UsageError(
-            f"{str(root_dir)!r} is not a memory tree (no MEMORY.md, no memory files); "
-            "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
-        )
+    _check_is_memory_tree(mem, records)
+    # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)
-    ns = namespace or mem.namespace  # Memory names itself after the directory
+    ns = namespace or mem.namespace
     if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
     prof = get_profile(profile)
     when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem))
-
-    stored: list[tuple[str, bytes]] = []  # bundle path -> stored bytes, index last
-    index_bytes: bytes | None = None
-    encryption: dict[str, Any] | None = None
-    timeline: list[str] = []
-    if key is None:
-        for path, data in tree_files:
-            if path == "MEMORY.md":
-                index_bytes = data
-                continue
-            stored.append((f"{MEMORY_DIR}/{path}", data))
-    else:
-
-        # One random source for the bundle key and every file's salt and nonce
-        # prefix, so an injected ``rng`` makes the whole build reproducible.
-        source = rng or os.urandom
-        bundle_key, encryption = key.new_bundle_key(ns, source)
-        for path, data in tree_files:
-            if path == "MEMORY.md":
-                continue
-            bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
-            out = io.BytesIO()
-            _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
-            stored.append((bundle_path, out.getvalue()))
-    for bundle_path, _data in stored:
-        if bundle_path.startswith(f"{MEMORY_DIR}/timeline/"):
-            timeline.append(bundle_path)
-
+    # Step 4: the stored files (encrypted with a key); step 5: their CIDs.
+    stored, encryption = _stored_files(tree_files, ns, key, rng)
+    timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
     cids = {path: file_cid(data, prof) for path, data in stored}
-    if key is not None:
-        links: dict[str, str] = {}
-        for path, cid in cids.items():
-            name = path[len(MEMORY_DIR) + 1 :]
-            if "/" not in name:
-                links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
-        index_bytes = render_encrypted_index(records, links, redact=redact_index)
-    if index_bytes is None:
-        raise BundleError(f"the memory tree {str(root_dir)!r} produced no MEMORY.md index")
+    # Step 6: the index, last.
+    index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=redact_index)
     stored.append((INDEX_PATH, index_bytes))
     cids[INDEX_PATH] = file_cid(index_bytes, prof)
-
+    # Step 7: the manifest; step 8: one tree into the CAR.
     manifest = make_manifest(
         namespace=ns,
         created=when,
@@ -275,8 +217,7 @@ def build_bundle(
         timeline=timeline,
         encryption=encryption,
     )
-    manifest_bytes = canonical_json(manifest)
-    root = _write_car(out_car, [(MANIFEST_NAME, manifest_bytes), *stored], prof, cids)
+    root = _write_car(out_car, [(MANIFEST_NAME, canonical_json(manifest)), *stored], prof, cids)
     car_path = Path(out_car)
     return BundleResult(
         root=root,
@@ -286,6 +227,89 @@ def build_bundle(
         car=car_path,
         paths=sorted(path for path, _ in stored),
     )
+
+
+def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
+    """The tree to build: the given ``Memory``, or one over the directory (which must exist)."""
+    if isinstance(memory_dir, Memory):
+        root_dir = memory_dir.root
+        if root_dir is not None and not root_dir.is_dir():
+            raise UsageError(
+                f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`"
+            )
+        return memory_dir
+    root_dir = Path(memory_dir)
+    if not root_dir.is_dir():
+        raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
+    return Memory(root_dir)  # names itself after the directory
+
+
+def _check_options(namespace: str | None, key: KeySpec | None, redact_index: bool) -> None:
+    if redact_index and key is None:
+        raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
+    if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):
+        raise UsageError(
+            f"namespace {namespace[:60]!r} is empty or holds a control character; "
+            "pass a one-line name such as the agent's id"
+        )
+
+
+def _check_is_memory_tree(mem: Memory, records: Sequence[MemoryRecord]) -> None:
+    """Refuse a directory that is no memory tree at all (no index, no memories): ``pack`` is for those."""
+    if mem.root is not None and not (mem.root / INDEX_NAME).is_file() and not records:
+        raise UsageError(
+            f"{str(mem.root)!r} is not a memory tree (no MEMORY.md, no memory files); "
+            "create one with `bundlekit memory init`, or use `bundlekit pack` for any other directory"
+        )
+
+
+def _stored_files(
+    tree_files: Sequence[tuple[str, bytes]],
+    namespace: str,
+    key: KeySpec | None,
+    rng: Callable[[int], bytes] | None,
+) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None]:
+    """Every tree file but the index at its bundle path, encrypted when a key is given; the encryption params.
+
+    One random source serves the bundle key and every file's salt and nonce
+    prefix, so an injected ``rng`` makes the whole build reproducible.
+    """
+    files = [(path, data) for path, data in tree_files if path != INDEX_NAME]
+    if key is None:
+        return [(f"{MEMORY_DIR}/{path}", data) for path, data in files], None
+    source = rng or os.urandom
+    bundle_key, encryption = key.new_bundle_key(namespace, source)
+    stored: list[tuple[str, bytes]] = []
+    for path, data in files:
+        bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
+        out = io.BytesIO()
+        _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
+        stored.append((bundle_path, out.getvalue()))
+    return stored, encryption
+
+
+def _index_file(
+    mem: Memory,
+    tree_files: Sequence[tuple[str, bytes]],
+    records: Sequence[MemoryRecord],
+    cids: dict[str, bytes],
+    *,
+    encrypted: bool,
+    redact: bool,
+) -> bytes:
+    """The stored ``MEMORY.md``: as regenerated, or (encrypted) linking each stored file by its CID."""
+    if encrypted:
+        links: dict[str, str] = {}
+        for path, cid in cids.items():
+            name = path[len(MEMORY_DIR) + 1 :]
+            if "/" not in name:
+                links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
+        return render_encrypted_index(records, links, redact=redact)
+    for path, data in tree_files:
+        if path == INDEX_NAME:
+            return data
+    where = str(mem.root) if mem.root is not None else "in memory"
+    raise BundleError(f"the memory tree {where!r} produced no MEMORY.md index")
 
 
 def _write_car(

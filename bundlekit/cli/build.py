@@ -42,7 +42,7 @@ def build(memdir: Path, output: Path, namespace: str | None, profile: str | None
     result = build_bundle(memdir, output, namespace=namespace, profile=profile, created=when,
                           key=key, redact_index=redact_index)
     if as_json:
-        click.echo(json.dumps({"root": result.root_str, "manifest_uri": result.manifest_uri,
+        click.echo(json.dumps({"root": result.root_cid, "manifest_uri": result.manifest_uri,
                                "files": result.files, "bytes": result.bytes}, sort_keys=True))
     else:
-        click.echo(result.root_str)
+        click.echo(result.root_cid)

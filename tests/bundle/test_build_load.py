@@ -185,9 +185,9 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     car = result.car.read_bytes()
     with respx.mock:
-        route = respx.get(f"https://{result.root_str}.ipfs.gw.test/", params={"format": "car"}).mock(
+        route = respx.get(f"https://{result.root_cid}.ipfs.gw.test/", params={"format": "car"}).mock(
             return_value=httpx.Response(200, content=car))
-        loaded = load_bundle(f"https://{result.root_str}.ipfs.gw.test/manifest.json")
+        loaded = load_bundle(f"https://{result.root_cid}.ipfs.gw.test/manifest.json")
     assert route.called and loaded.root == result.root and len(loaded.files) == len(result.paths)
     assert loaded.files == _tree_files_bundle(tree)
 

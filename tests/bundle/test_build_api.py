@@ -1,0 +1,89 @@
+"""build_bundle as a library: one index renderer, a Memory as the tree, the result's text root and URI."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bundlekit.bundle.build import build_bundle, render_encrypted_index
+from bundlekit.bundle.load import load_bundle
+from bundlekit.errors import UsageError
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory import Memory, MemoryRecord
+from bundlekit.memory.record import MEMORY_TYPES
+
+from .conftest import CREATED
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
+
+# sha256 of render_encrypted_index's bytes as rendered by the former copy of the
+# index layout in bundle/build.py (before memory/index.py became the one renderer).
+PINNED = {
+    (3, False): "89bfb1685035df6a0b68396929826245376ab9b6d6198da0479f719678ed0582",
+    (3, True): "5221f4bb9469b8235ff99030821ca39821b728dc45e3964a99a4521444281f9c",
+    (260, False): "42dd99068cf81c6224e80bfb3f96e47d79ea1a2a548a4c56eef88cc420d2fac3",
+    (260, True): "b708da4cba5c8356939c58be3a0993e9ff14f73d4cc94f5d5df24f9f06eb0547",
+}
+
+
+def _records(count: int) -> list[MemoryRecord]:
+    mem = Memory(None, clock=lambda: datetime(2026, 4, 14, tzinfo=UTC))
+    for i in range(count):
+        kind = MEMORY_TYPES[i % 4]
+        mem.write(f"{kind}_{i:03d}", name=f"Name {i}", description=f"desc {i}", type=kind, body="b")
+    return mem.list()
+
+
+@pytest.mark.parametrize(("count", "redact"), sorted(PINNED))
+def test_encrypted_index_bytes_are_unchanged_by_the_one_renderer(count: int, redact: bool) -> None:
+    records = _records(260)[:count]
+    links = {r.key: f"bafy{r.key}" for r in records}
+    data = render_encrypted_index(records, links, redact=redact)
+    assert hashlib.sha256(data).hexdigest() == PINNED[(count, redact)]
+
+
+def test_plain_bundle_index_is_the_fixture_trees_committed_index(tmp_path: Path) -> None:
+    result = build_bundle(FIXTURE, tmp_path / "b.car", created=CREATED)
+    loaded = load_bundle(str(result.car))
+    assert loaded.files["MEMORY.md"] == (FIXTURE / "MEMORY.md").read_bytes()
+
+
+def test_build_takes_the_namespace_of_a_memory_object(tree: Path, tmp_path: Path) -> None:
+    mem = Memory(tree, namespace="coach-v2")
+    result = build_bundle(mem, tmp_path / "b.car", created=CREATED)
+    assert result.manifest["namespace"] == "coach-v2"
+
+
+def test_namespace_option_wins_over_the_memory_objects(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(Memory(tree, namespace="coach-v2"), tmp_path / "b.car", created=CREATED, namespace="ns")
+    assert result.manifest["namespace"] == "ns"
+
+
+def test_a_memory_object_builds_the_same_root_as_its_directory_under_the_same_namespace(
+    tree: Path, tmp_path: Path
+) -> None:
+    by_dir = build_bundle(tree, tmp_path / "a.car", created=CREATED, namespace="coach")
+    by_memory = build_bundle(Memory(tree, namespace="coach"), tmp_path / "b.car", created=CREATED)
+    assert by_dir.root == by_memory.root
+
+
+def test_an_in_memory_tree_builds_a_bundle(tmp_path: Path) -> None:
+    mem = Memory(None, namespace="scratch", clock=lambda: CREATED)
+    mem.write("user_role", name="Role", description="d", type="user", body="b")
+    result = build_bundle(mem, tmp_path / "b.car", created=CREATED)
+    assert result.paths == ["memory/MEMORY.md", "memory/user_role.md"]
+    assert result.manifest["namespace"] == "scratch"
+
+
+def test_a_memory_object_over_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="not a directory"):
+        build_bundle(Memory(tmp_path / "nowhere"), tmp_path / "b.car")
+
+
+def test_result_gives_the_root_as_text_and_the_manifest_uri(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    assert result.root_cid == cid_to_str(result.root)
+    assert result.manifest_uri == f"ipfs://{result.root_cid}/manifest.json"
