@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundlekit.bundle.fork import utf8_text
 from bundlekit.bundle.load import load_bundle
-from bundlekit.memory import Memory, parse_memory_file
-from bundlekit.memory.timeline import parse_day
+from bundlekit.memory import Memory
+from bundlekit.memory.files import read_tree_files
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -148,18 +147,8 @@ def read_side(
         return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
 
     loaded = load_bundle(spec, gateways=gateways, key=key, **load_options)
-    records: dict[str, MemoryRecord] = {}
-    timeline: set[str] = set()
-    for rel, data in loaded.files.items():
-        if rel.startswith("timeline/"):
-            timeline.update(_entry_id(e) for e in parse_day(rel[len("timeline/") :], data))
-            continue
-        if "/" in rel or not rel.endswith(".md") or rel == "MEMORY.md":
-            continue
-        key_name = rel[: -len(".md")]
-        text = utf8_text(data, f"{spec}: {rel}")
-        records[key_name] = parse_memory_file(text, key=key_name, where=f"{spec}: {rel}")
-    return Side(records, timeline, list(loaded.warnings))
+    tree = read_tree_files(loaded.files, source=spec)
+    return Side(tree.records, {_entry_id(e) for e in tree.timeline}, list(loaded.warnings))
 
 
 def side_labels(a: str, b: str) -> tuple[str, str]:

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.load import load_bundle
-from bundlekit.errors import FrontmatterError, UsageError
-from bundlekit.memory import Memory, parse_memory_file, render_memory_file
-from bundlekit.memory.timeline import parse_day
+from bundlekit.errors import UsageError
+from bundlekit.memory import Memory, render_memory_file
+from bundlekit.memory.files import read_tree_files, utf8_text
+from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.memory.transfer import STRATEGIES
 
 if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
@@ -29,8 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
-STRATEGIES = ("merge", "replace")
-EXPORT_VERSION = "memory/0.1"
 
 
 @dataclass
@@ -63,35 +63,16 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
     """
 
     source = loaded.source
-    files: dict[str, str] = {}
-    timeline: list[dict[str, Any]] = []
-    for rel, data in sorted(loaded.files.items()):
-        if rel == "MEMORY.md":
-            continue
-        if rel.startswith("timeline/"):
-            timeline.extend(parse_day(rel[len("timeline/") :], data))
-            continue
-        text = utf8_text(data, f"memory/{rel}")
-        key = rel[: -len(".md")]
-        record = parse_memory_file(text, key=key, where=f"memory/{rel}")
-        meta = dict(record.meta)
-        meta["source"] = source
-        files[rel] = render_memory_file(meta, record.body)
-    return {
-        "version": EXPORT_VERSION,
-        "namespace": loaded.manifest.get("namespace"),
-        "index": utf8_text(loaded.files.get("MEMORY.md", b""), "memory/MEMORY.md"),
-        "files": files,
-        "timeline": timeline,
+    tree = read_tree_files(loaded.files, source=source)
+    blob = tree.export_blob(
+        namespace=loaded.manifest.get("namespace"),
+        index=utf8_text(loaded.files.get(INDEX_NAME, b""), f"{source}: {INDEX_NAME}"),
+    )
+    blob["files"] = {
+        record.filename: render_memory_file({**record.meta, "source": source}, record.body)
+        for record in tree.records.values()
     }
-
-
-def utf8_text(data: bytes, where: str) -> str:
-    """``data`` as UTF-8 text; ``FrontmatterError`` naming ``where`` if it is not."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FrontmatterError(f"{where} is not UTF-8 text; the bundle is malformed") from exc
+    return blob
 
 
 def fork_bundle(

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.load import load_bundle
-from bundlekit.errors import LoadError, UsageError
+from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, MemoryRecord
+from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
-from bundlekit.memory.timeline import parse_day
 from bundlekit.memory.transfer import EXPORT_VERSION
 
 if TYPE_CHECKING:
@@ -115,20 +115,8 @@ def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None) -> Me
         return Memory(path)
 
     result = load_bundle(src, gateways=gateways, key=key)
-    texts: dict[str, str] = {}
-    timeline: list[dict[str, Any]] = []
-    for name, data in sorted(result.files.items()):
-        if name.startswith("timeline/"):
-            timeline.extend(parse_day(name[len("timeline/") :], data))
-        elif name != "MEMORY.md" and name.endswith(".md"):
-            try:
-                texts[name] = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise LoadError(
-                    f"{name} in layer {src} is not UTF-8 text; the bundle is not a memory tree"
-                ) from exc
     memory = Memory(None)
-    memory.import_({"version": EXPORT_VERSION, "files": texts, "timeline": timeline}, "replace")
+    memory.import_(read_tree_files(result.files, source=src).export_blob(), "replace")
     return memory
 
 

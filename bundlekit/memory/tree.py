@@ -20,6 +20,7 @@ from typing import Any
 from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
+from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
 from bundlekit.memory.naming import INDEX_NAME, check_unique, filename_for, key_from_filename, validate_key
@@ -41,7 +42,7 @@ from bundlekit.memory.timeline import (
     merge_entries,
     parse_day,
 )
-from bundlekit.memory.transfer import EXPORT_VERSION, STRATEGIES, ImportReport, build_export, validate_blob
+from bundlekit.memory.transfer import STRATEGIES, ImportReport, build_export, validate_blob
 
 __all__ = ["Memory"]
 
@@ -480,22 +481,8 @@ class Memory:
         if into is not None:
             return cls(into, namespace=namespace)
         memory = cls(None, namespace=namespace)
-        memory._hydrate(getattr(result, "files", result))
+        memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace")
         return memory
-
-    def _hydrate(self, files: Any) -> None:
-        """Fill an in-memory tree from loaded ``(path, bytes)`` pairs or a ``{path: bytes}`` mapping."""
-        pairs = files.items() if isinstance(files, Mapping) else files
-        texts: dict[str, str] = {}
-        timeline: builtins.list[dict[str, Any]] = []
-        for path, data in pairs:
-            raw = data if isinstance(data, bytes) else bytes(data)
-            path = str(path)
-            if path.startswith("timeline/"):
-                timeline.extend(parse_day(path[len("timeline/") :], raw))
-            elif path != INDEX_NAME and path.endswith(".md"):
-                texts[path] = self._decode(path, raw)
-        self.import_({"version": EXPORT_VERSION, "files": texts, "timeline": timeline}, "replace")
 
     def list(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""

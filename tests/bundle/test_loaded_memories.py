@@ -1,0 +1,56 @@
+"""The one conversion from loaded files to memories gives the same memories through all four callers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.diff import read_side
+from bundlekit.bundle.fork import fork_bundle
+from bundlekit.bundle.layers import layered_memory
+from bundlekit.memory import Memory, MemoryRecord
+
+from .conftest import CREATED
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> BundleResult:
+    return build_bundle(FIXTURE, tmp_path / "fixture.car", created=CREATED)
+
+
+def _content(records: Any) -> list[tuple[str, dict[str, Any], str]]:
+    """Key, frontmatter without ``source`` (fork sets it) and body of each memory."""
+    listed: list[MemoryRecord] = list(records)
+    return [(r.key, {k: v for k, v in r.meta.items() if k != "source"}, r.body) for r in listed]
+
+
+EXPECTED = _content(Memory(FIXTURE).list())
+
+
+def test_memory_load_gives_the_trees_memories(bundle: BundleResult) -> None:
+    assert [(r.key, r.raw) for r in Memory.load(str(bundle.car)).list()] == [
+        (r.key, r.raw) for r in Memory(FIXTURE).list()
+    ]
+
+
+def test_a_layer_gives_the_same_memories(bundle: BundleResult) -> None:
+    assert _content(layered_memory([("agent", str(bundle.car))]).list()) == EXPECTED
+
+
+def test_a_diff_side_gives_the_same_memories(bundle: BundleResult) -> None:
+    side = read_side(str(bundle.car))
+    assert _content(side.records.values()) == EXPECTED
+    assert len(side.timeline) == len(Memory(FIXTURE).timeline())
+
+
+def test_a_fork_gives_the_same_memories_with_the_bundle_as_source(bundle: BundleResult, tmp_path: Path) -> None:
+    fork_bundle(str(bundle.car), tmp_path / "forked")
+    forked = Memory(tmp_path / "forked")
+    assert _content(forked.list()) == EXPECTED
+    assert {r.meta["source"] for r in forked.list()} == {f"ipfs://{bundle.root_cid}"}
+    assert forked.timeline() == Memory(FIXTURE).timeline()
