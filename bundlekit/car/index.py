@@ -6,7 +6,7 @@ import os
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 from bundlekit.car.format import _PREAD
 from bundlekit.car.reader import iter_sections
@@ -35,7 +35,7 @@ class CarIndex:
         self.path = Path(path)
         self.max_block_size = max_block_size
         try:
-            self._file: BinaryIO = open(self.path, "rb")
+            self._file: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - held open until close()
         except OSError as exc:
             raise CARError(f"cannot open CAR {self.path}: {exc.strerror}") from exc
         self._lock = threading.Lock()
@@ -62,20 +62,23 @@ class CarIndex:
         return len(self.index)
 
     def read(self, cid: bytes) -> bytes:
-        """The stored bytes of ``cid``, unverified; ``MissingBlock`` if the CAR lacks it."""
+        """The stored bytes of ``cid``, unverified; ``MissingBlock`` if the CAR lacks it, ``CARError`` if unreadable."""
         where = self.index.get(cid)
         if where is None:
             raise MissingBlock(f"block {cid_to_str(cid)} is not in {self.path}; the CAR is incomplete")
         offset, length = where
         if self._file.closed:
             raise UsageError(f"the index of {self.path} is closed; read blocks inside its `with` block")
-        if _PREAD is not None:
-            # pread has no shared file position, so concurrent readers (the gateway) cannot interleave.
-            data: bytes = _PREAD(self._file.fileno(), length, offset)
-        else:
-            with self._lock:
-                self._file.seek(offset)
-                data = self._file.read(length)
+        try:
+            if _PREAD is not None:
+                # pread has no shared file position, so concurrent readers (the gateway) cannot interleave.
+                data: bytes = _PREAD(self._file.fileno(), length, offset)
+            else:
+                with self._lock:
+                    self._file.seek(offset)
+                    data = self._file.read(length)
+        except OSError as exc:
+            raise CARError(f"cannot read CAR {self.path}: {exc.strerror}; check the file is still there") from exc
         if len(data) != length:
             raise CARError(f"CAR {self.path} shrank while reading block {cid_to_str(cid)} at offset {offset}")
         return data
@@ -89,7 +92,7 @@ class CarIndex:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> CarIndex:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

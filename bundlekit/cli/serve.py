@@ -8,6 +8,7 @@ import click
 
 from bundlekit.gateway.server import (
     STOP_POLL_INTERVAL,
+    close_source,
     create_server,
     make_source,
     served_roots,
@@ -48,7 +49,11 @@ def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tupl
     once, with exit 0.
     """
     source = make_source(store_dir, cars)
-    server = create_server(source, host, port)
+    try:
+        server = create_server(source, host, port)
+    except BaseException:
+        close_source(source)
+        raise
     try:
         roots = served_roots(source)
         # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
@@ -64,3 +69,4 @@ def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tupl
         click.echo("stopped", err=True)
     finally:
         server.server_close()
+        close_source(source)

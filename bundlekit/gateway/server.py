@@ -51,6 +51,7 @@ __all__ = [
     "GatewayServer",
     "Response",
     "ServedRoot",
+    "close_source",
     "create_server",
     "make_source",
     "serve_in_thread",
@@ -294,7 +295,7 @@ def serve_in_thread(
         server = create_server(source, host, port)
     except BaseException:
         if owned:
-            _close_source(source)
+            close_source(source)
         raise
     # A short poll interval makes shutdown prompt (tests start and stop many servers).
     thread = threading.Thread(
@@ -311,10 +312,11 @@ def serve_in_thread(
         server.server_close()
         thread.join()
         if owned:
-            _close_source(source)
+            close_source(source)
 
 
-def _close_source(source: BlockSource) -> None:
+def close_source(source: BlockSource) -> None:
+    """Close the CAR files of a source ``make_source`` built (the store needs no closing)."""
     parts = source.sources if isinstance(source, ChainSource) else (source,)
     for part in parts:
         if isinstance(part, CarFileSource):

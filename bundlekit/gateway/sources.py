@@ -1,4 +1,4 @@
-"""Block sources for the gateway: CAR files indexed by offset, and a chain of sources.
+"""Block sources for the gateway: CAR files (through ``car.CarIndex``), and a chain of sources.
 
 A *block source* is the smallest thing the gateway can serve from: ``get(cid)``
 (verified bytes or ``MissingBlock``) and ``has(cid)``. ``BlockStore`` is one;
@@ -9,17 +9,19 @@ several in order. Sources must be safe to call from many threads at once.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from bundlekit.blockstore import normalize_cid
 from bundlekit.car.index import CarIndex
-from bundlekit.errors import CARError, CIDError, MissingBlock
-from bundlekit.ipld.cid import cid_to_str, verify_block
+from bundlekit.errors import CIDError, MissingBlock
+from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, cid_to_str
 
 __all__ = ["BlockSource", "CarFileSource", "ChainSource"]
+
+# A dag-pb sha2-256 CIDv1 starts with these bytes; without its first two it is the CIDv0.
+_DAG_PB_SHA2_256_V1 = bytes((0x01, DAG_PB, SHA2_256, SHA2_256_LEN))
 
 
 @runtime_checkable
@@ -36,58 +38,48 @@ class BlockSource(Protocol):
 
 
 class CarFileSource:
-    """Serve the blocks of one CAR file, read on demand with ``os.pread``.
+    """Serve the blocks of one CAR file: a thin adapter over ``car.CarIndex``.
 
-    Opening indexes the file once through ``car.CarIndex`` (verifying every
-    block) and keeps only ``cid -> (offset, length)``: memory grows with the
-    number of blocks, not their size. ``pread`` needs no shared file position,
-    so many request threads read at once without a lock. Each ``get``
-    re-verifies the block, so a file changed after indexing is reported, not
-    served. Raises ``CARError`` for a malformed, truncated or unreadable CAR.
+    ``CarIndex`` does the work: opening indexes the file once (verifying every
+    block) and keeps only ``cid -> (offset, length)``, so memory grows with the
+    number of blocks, not their size; blocks are read on demand with ``pread``
+    (many request threads at once, no lock) and each ``get`` re-verifies the
+    block, so a file changed after indexing is reported, not served. The
+    adapter adds what a block source needs: a CID asked for in either form
+    (CIDv0 or its dag-pb CIDv1) finds the block stored under the other, and
+    ``has`` never raises. Raises ``CARError`` for a malformed, truncated or
+    unreadable CAR.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-
-        self.path = Path(path)
-        with CarIndex(self.path, verify=True) as index:
-            self.roots: list[bytes] = list(index.roots)
-            self._index = {normalize_cid(cid): span for cid, span in index.index.items()}
-        try:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        except OSError as exc:
-            raise CARError(f"cannot open CAR {self.path}: {exc.strerror}; check the path") from exc
-        self._lock = threading.Lock()
+        self._index = CarIndex(path, verify=True)
+        self.path: Path = self._index.path
+        self.roots: list[bytes] = list(self._index.roots)
         self.blocks = len(self._index)
 
-    def has(self, cid: bytes) -> bool:
+    def _stored(self, cid: bytes) -> bytes | None:
+        """The CID ``cid``'s block is stored under in the CAR (either form), or None."""
+        if cid in self._index:
+            return cid
         try:
-            return normalize_cid(cid) in self._index
+            v1 = normalize_cid(cid)
         except CIDError:
-            return False
+            return None
+        forms = (v1, v1[2:]) if v1[:4] == _DAG_PB_SHA2_256_V1 else (v1,)
+        return next((form for form in forms if form in self._index), None)
+
+    def has(self, cid: bytes) -> bool:
+        return self._stored(cid) is not None
 
     def get(self, cid: bytes) -> bytes:
         """The verified block; ``MissingBlock`` if the CAR lacks it, ``BlockMismatch`` if the file changed."""
-        try:
-            span = self._index.get(normalize_cid(cid))
-        except CIDError:
-            span = None
-        if span is None:
+        stored = self._stored(cid)
+        if stored is None:
             raise MissingBlock(f"block {cid_to_str(cid)} is not in {self.path.name}")
-        offset, length = span
-        try:
-            data = os.pread(self._fd, length, offset)
-        except OSError as exc:
-            raise CARError(f"cannot read {self.path}: {exc.strerror}; restart the gateway") from exc
-        if len(data) != length:
-            raise CARError(f"{self.path} shrank after it was indexed; restart the gateway")
-        verify_block(cid, data, max_size=None)
-        return data
+        return self._index.get(stored)
 
     def close(self) -> None:
-        with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._index.close()
 
 
 class ChainSource:

@@ -78,3 +78,41 @@ def test_make_source_uses_the_store_only_when_no_car_is_given(sample_car: Path, 
     only_car = make_source(None, [sample_car])
     assert isinstance(only_car, CarFileSource)
     only_car.close()
+
+
+def test_car_file_source_reads_through_a_car_index(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    from bundlekit.car.index import CarIndex
+
+    source = CarFileSource(sample_car)
+    try:
+        assert isinstance(source._index, CarIndex)
+        assert source.blocks == len(source._index) == len(sample_dag.blocks)
+    finally:
+        source.close()
+
+
+def test_car_file_source_answers_cidv1_for_a_cidv0_block(tmp_path: Path) -> None:
+    from bundlekit.car.writer import CarWriter
+
+    node = b"\x0a\x02\x08\x01"
+    path = tmp_path / "one.car"
+    with path.open("wb") as fh:
+        writer = CarWriter(fh, [make_cid(0, DAG_PB, node)])
+        writer.put(make_cid(0, DAG_PB, node), node)
+        writer.close()
+    source = CarFileSource(path)
+    try:
+        assert source.has(make_cid(1, DAG_PB, node))
+        assert source.get(make_cid(1, DAG_PB, node)) == node
+    finally:
+        source.close()
+
+
+def test_car_file_source_says_no_to_a_malformed_cid(sample_car: Path) -> None:
+    source = CarFileSource(sample_car)
+    try:
+        assert not source.has(b"\x01\x02not a cid")
+        with pytest.raises(MissingBlock):
+            source.get(b"\x01\x02not a cid")
+    finally:
+        source.close()
