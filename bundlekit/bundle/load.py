@@ -17,7 +17,7 @@
    verified blocks. A file no source can supply is skipped and named in
    ``warnings``; a file whose bytes do not match its CID (or whose ciphertext
    fails authentication) raises ``IntegrityError`` naming the file.
-5. With ``into``, the tree is written to a temporary directory beside it and
+5. With ``out_dir``, the tree is written to a temporary directory beside it and
    renamed into place: nothing half-written reaches the destination.
 """
 
@@ -101,7 +101,7 @@ class LoadResult:
     ``timeline/YYYY-MM-DD.jsonl``) to plaintext bytes. ``root`` is the bundle's
     root CID (None for a plain HTTPS manifest). ``manifest_verified`` is False
     only for that plain HTTPS form. ``warnings`` names every skipped file.
-    ``into`` is the directory written, if any. ``notes`` says which sources
+    ``out_dir`` is the directory written, if any; ``root_cid`` is the root as text. ``notes`` says which sources
     failed along the way (diagnostics, not errors).
     """
 
@@ -110,7 +110,7 @@ class LoadResult:
     manifest_verified: bool
     files: dict[str, bytes]
     warnings: list[str] = field(default_factory=list)
-    into: Path | None = None
+    out_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
     encrypted: bool = False
     url: str | None = None
@@ -120,10 +120,15 @@ class LoadResult:
         """What imported memories record as their ``source``: ``ipfs://<root>`` (or the manifest URL)."""
         return f"ipfs://{cid_to_str(self.root)}" if self.root is not None else (self.url or "")
 
+    @property
+    def root_cid(self) -> str | None:
+        """The root CID as text (``bafy...``); None for a plain HTTPS manifest."""
+        return cid_to_str(self.root) if self.root is not None else None
+
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary (no file contents)."""
         return {
-            "root": cid_to_str(self.root) if self.root is not None else None,
+            "root": self.root_cid,
             "manifest_verified": self.manifest_verified,
             "namespace": self.manifest.get("namespace"),
             "created": self.manifest.get("created"),
@@ -131,7 +136,7 @@ class LoadResult:
             "files": sorted(self.files),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
-            "into": str(self.into) if self.into is not None else None,
+            "out_dir": str(self.out_dir) if self.out_dir is not None else None,
         }
 
 
@@ -146,7 +151,7 @@ def load_bundle(
     *,
     gateways: Iterable[str | Gateway] = (),
     key: KeySpec | None = None,
-    into: str | os.PathLike[str] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
     use_store: bool | None = None,
     store: BlockStore | None = None,
     client: httpx.Client | None = None,
@@ -157,7 +162,7 @@ def load_bundle(
     concurrency: int = DEFAULT_CONCURRENCY,
     prefer_car: bool = True,
 ) -> LoadResult:
-    """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``into``.
+    """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
 
     ``gateways`` are tried in order (strings like ``http://127.0.0.1:8080``).
     For ``ipfs://`` with no gateway given, the local block store is tried
@@ -165,7 +170,7 @@ def load_bundle(
     A gateway URL's own host is tried before the others. ``prefer_car=False``
     skips the whole-DAG CAR request (per-block only; used by the benchmark).
 
-    Raises ``UsageError`` (bad URI, ``into`` not empty), ``LoadError``
+    Raises ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
     (manifest or index unavailable from every source), ``ManifestError``,
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
     ``IntegrityError`` (a file does not match its CID or fails decryption).
@@ -174,7 +179,7 @@ def load_bundle(
         raise UsageError("concurrency must be at least 1")
     target = parse_uri(uri)
     gws = [g if isinstance(g, Gateway) else parse_gateway(g) for g in gateways]
-    dest = Path(into) if into is not None else None
+    dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
     if target.kind == "https":
@@ -184,7 +189,7 @@ def load_bundle(
                            concurrency, prefer_car)
     if dest is not None:
         write_tree(result.files, dest, regenerate_index=result.encrypted or bool(result.warnings))
-        result.into = dest
+        result.out_dir = dest
     return result
 
 

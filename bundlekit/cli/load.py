@@ -54,7 +54,7 @@ def load(uri: str | None, output: Path | None, gateways: tuple[str, ...], layers
     if uri is None:
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
 
-    result = load_bundle(uri, gateways=gateways, key=key, into=output)
+    result = load_bundle(uri, gateways=gateways, key=key, out_dir=output)
     _warn(result.warnings)
     if as_json:
         click.echo(json.dumps(result.summary(), sort_keys=True))

@@ -87,3 +87,10 @@ def test_result_gives_the_root_as_text_and_the_manifest_uri(tree: Path, tmp_path
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     assert result.root_cid == cid_to_str(result.root)
     assert result.manifest_uri == f"ipfs://{result.root_cid}/manifest.json"
+
+
+def test_load_result_gives_the_root_as_text_and_the_directory_it_wrote(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
+    assert loaded.root_cid == result.root_cid
+    assert loaded.out_dir == tmp_path / "out" and loaded.summary()["out_dir"] == str(tmp_path / "out")

@@ -68,7 +68,7 @@ def test_manifest_in_the_car_is_canonical(tree: Path, tmp_path: Path) -> None:
 
 def test_load_from_local_car_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
-    loaded = load_bundle(str(result.car), into=tmp_path / "out")
+    loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
     assert loaded.manifest_verified and loaded.warnings == []
 
@@ -82,7 +82,7 @@ def _tree_files_bundle(tree: Path) -> dict[str, bytes]:
 def test_build_serve_load_over_http_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     with serve_in_thread(cars=[result.car]) as server:
-        loaded = load_bundle(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], into=tmp_path / "out")
+        loaded = load_bundle(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], out_dir=tmp_path / "out")
     assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
     assert loaded.warnings == [] and loaded.manifest_verified
 
@@ -99,7 +99,7 @@ def test_load_into_a_non_empty_directory_is_refused(tree: Path, tmp_path: Path) 
 
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     with pytest.raises(UsageError, match="not an empty directory"):
-        load_bundle(str(result.car), into=tree)
+        load_bundle(str(result.car), out_dir=tree)
 
 
 def test_invalid_tree_is_refused_and_no_car_written(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_memory_load_delegates_to_the_loader(tree: Path, tmp_path: Path) -> None
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
     with serve_in_thread(cars=[result.car]) as server:
         in_memory = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url])
-        on_disk = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], into=tmp_path / "out")
+        on_disk = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], out_dir=tmp_path / "out")
     assert {r.key for r in in_memory.list()} == {r.key for r in on_disk.list()} == {
         "user_role", "feedback_tone", "project_season", "reference_reel"}
 
@@ -163,7 +163,7 @@ def test_an_empty_tree_builds_and_loads(tmp_path: Path) -> None:
     Memory(tmp_path / "empty").init()
     result = build_bundle(tmp_path / "empty", tmp_path / "e.car", created=CREATED, namespace="empty")
     assert result.paths == ["memory/MEMORY.md"] and result.manifest["memory"]["timeline"] == []
-    loaded = load_bundle(str(result.car), into=tmp_path / "out")
+    loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert sorted(loaded.files) == ["MEMORY.md"]
 
 

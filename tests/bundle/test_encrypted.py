@@ -81,7 +81,7 @@ def test_plaintext_build_does_contain_the_canaries(tree: Path, tmp_path: Path) -
 
 
 def test_encrypted_round_trip_gives_the_plaintext_tree(enc: BundleResult, tree: Path, tmp_path: Path) -> None:
-    loaded = load_bundle(str(enc.car), key=KEY, into=tmp_path / "out")
+    loaded = load_bundle(str(enc.car), key=KEY, out_dir=tmp_path / "out")
     expected = dict(Memory(tree).bundle_files())
     assert loaded.files.keys() == expected.keys()
     for rel, data in expected.items():
@@ -115,7 +115,7 @@ def test_tampered_encrypted_block_is_an_integrity_error_naming_the_file(
     gateway.blocks.update(car_blocks(enc.car))
     gateway.tamper.add(parse_cid(enc.manifest["memory"]["files"]["memory/feedback_tone.md.enc"]["cid"]))
     with pytest.raises(IntegrityError, match="memory/feedback_tone.md.enc"):
-        load_bundle(f"ipfs://{cid_to_str(enc.root)}", gateways=[url], key=KEY, into=tmp_path / "out",
+        load_bundle(f"ipfs://{cid_to_str(enc.root)}", gateways=[url], key=KEY, out_dir=tmp_path / "out",
                     sleep=lambda s: None)
     assert not (tmp_path / "out").exists()
 

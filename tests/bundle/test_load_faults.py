@@ -55,7 +55,7 @@ def test_altered_block_gives_an_integrity_error_naming_the_file(
     gateway, url = gw
     gateway.tamper.add(_file_cid(bundle, "memory/user_role.md"))
     with pytest.raises(IntegrityError, match="memory/user_role.md"):
-        load_bundle(_uri(bundle), gateways=[url], into=tmp_path / "out", **NO_SLEEP)
+        load_bundle(_uri(bundle), gateways=[url], out_dir=tmp_path / "out", **NO_SLEEP)
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
@@ -93,7 +93,7 @@ def test_missing_block_skips_the_file_with_a_warning(
 ) -> None:
     gateway, url = gw
     gateway.missing.add(_file_cid(bundle, "memory/reference_reel.md"))
-    loaded = load_bundle(_uri(bundle), gateways=[url], into=tmp_path / "out", **NO_SLEEP)
+    loaded = load_bundle(_uri(bundle), gateways=[url], out_dir=tmp_path / "out", **NO_SLEEP)
     assert "reference_reel.md" not in loaded.files
     assert len(loaded.warnings) == 1 and "memory/reference_reel.md" in loaded.warnings[0]
     assert ("raw" in {fmt for _p, fmt in gateway.requests})  # the per-block fallback was tried

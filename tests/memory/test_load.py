@@ -27,13 +27,13 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return recorded
 
 
-def test_load_without_into_returns_an_in_memory_tree(calls: list[dict[str, Any]]) -> None:
+def test_load_without_out_dir_returns_an_in_memory_tree(calls: list[dict[str, Any]]) -> None:
     memory = Memory.load("ipfs://bafy/manifest.json", gateways=("https://gw.example",), namespace="coach")
     assert memory.mode == "none" and memory.namespace == "coach"
-    assert calls == [{"uri": "ipfs://bafy/manifest.json", "gateways": ("https://gw.example",), "into": None}]
+    assert calls == [{"uri": "ipfs://bafy/manifest.json", "gateways": ("https://gw.example",), "out_dir": None}]
     assert memory.bundle_files() == Memory(fixture_tree.FIXTURE_DIR).bundle_files()
 
 
 def test_load_into_a_directory_returns_a_memory_on_it(calls: list[dict[str, Any]], tmp_path: Path) -> None:
-    memory = Memory.load("ipfs://bafy/manifest.json", into=tmp_path / "dest")
-    assert memory.root == tmp_path / "dest" and calls[0]["into"] == tmp_path / "dest"
+    memory = Memory.load("ipfs://bafy/manifest.json", out_dir=tmp_path / "dest")
+    assert memory.root == tmp_path / "dest" and calls[0]["out_dir"] == tmp_path / "dest"
