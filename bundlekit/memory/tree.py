@@ -179,69 +179,22 @@ class Memory:
         :class:`SecretDetectedError`, :class:`ConflictError`,
         :class:`LockTimeoutError`, :class:`UsageError`; on any of them nothing changes.
         """
-        validate_key(key)
-        filename = filename_for(key)
-        if expected_revision is not None and (
-            isinstance(expected_revision, bool)
-            or not isinstance(expected_revision, int)
-            or expected_revision < 0
-        ):
-            raise UsageError(f"expected_revision must be an integer of 0 or more, not {expected_revision!r}")
-        if not isinstance(body, str):
-            raise UsageError(f"the body of {filename} must be a string")
-        if extra:
-            clash = sorted(k for k in extra if k in _KNOWN)
-            if clash:
-                raise UsageError(
-                    f"extra cannot set the known key(s) {', '.join(clash)}; pass them as arguments"
-                )
+        # Step 1: the arguments; steps 2-3: the lock and the tree.
+        filename = _check_write_args(key, body, expected_revision, extra)
         with self._backend.hold():
             records = self._records()
-            current = None
-            for record in records:
-                if record.key == key:
-                    current = record
-                elif record.key.lower() == key.lower():
-                    raise InvalidKeyError(
-                        f"memory key {key!r} differs only in case from the existing {record.key!r}; "
-                        "use that key or another name"
-                    )
-            current_revision = current.revision if current is not None else 0
-            if expected_revision is not None and expected_revision != current_revision:
-                state = f"is at revision {current_revision}" if current is not None else "does not exist"
-                raise ConflictError(
-                    f"{filename} {state}, not revision {expected_revision}: someone else changed it; "
-                    "read it again and retry"
-                )
-            now = format_timestamp(self._now())
-            meta: dict[str, Any] = {
-                "name": name,
-                "description": description,
-                "type": type,
-                "created": current.meta["created"] if current is not None else now,
-                "updated": now,
-                "revision": current_revision + 1,
-            }
-            given = {
+            current = _current(records, key)
+            # Step 4: the revision; step 5: the frontmatter.
+            revision = _check_revision(current, expected_revision, filename)
+            given: dict[str, Any] = {
                 "source": source,
                 "decay": decay,
                 "tags": None if tags is None else builtins.list(tags),
                 "important": important,
             }
-            for field_name, value in given.items():
-                if value is not None:
-                    meta[field_name] = value
-                elif current is not None and field_name in current.meta:
-                    meta[field_name] = current.meta[field_name]
-            if current is not None:
-                for field_name, value in current.meta.items():
-                    if field_name not in _KNOWN:
-                        meta[field_name] = value
-            for field_name, extra_value in (extra or {}).items():
-                if extra_value is None:
-                    meta.pop(field_name, None)
-                else:
-                    meta[field_name] = extra_value
+            required = {"name": name, "description": description, "type": type}
+            meta = _new_meta(current, required, given, extra, format_timestamp(self._now()), revision + 1)
+            # Step 6: validate, render, guard; steps 7-8: the file, then the index.
             validate_meta(meta, filename)
             text = render_memory_file(meta, body)
             guard(text, filename, allow_secrets=allow_secrets)
@@ -487,3 +440,81 @@ class Memory:
     def list(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""
         return self._records()
+
+
+def _check_write_args(
+    key: str, body: object, expected_revision: int | None, extra: Mapping[str, object] | None
+) -> str:
+    """Step 1 of a write: the key, ``expected_revision``, the body, ``extra``; returns the file name."""
+    validate_key(key)
+    filename = filename_for(key)
+    if expected_revision is not None and (
+        isinstance(expected_revision, bool) or not isinstance(expected_revision, int) or expected_revision < 0
+    ):
+        raise UsageError(f"expected_revision must be an integer of 0 or more, not {expected_revision!r}")
+    if not isinstance(body, str):
+        raise UsageError(f"the body of {filename} must be a string")
+    if extra:
+        clash = sorted(k for k in extra if k in _KNOWN)
+        if clash:
+            raise UsageError(f"extra cannot set the known key(s) {', '.join(clash)}; pass them as arguments")
+    return filename
+
+
+def _current(records: Sequence[MemoryRecord], key: str) -> MemoryRecord | None:
+    """Step 3: the stored memory ``key``, if any; a key equal to it ignoring case is refused."""
+    current = None
+    for record in records:
+        if record.key == key:
+            current = record
+        elif record.key.lower() == key.lower():
+            raise InvalidKeyError(
+                f"memory key {key!r} differs only in case from the existing {record.key!r}; "
+                "use that key or another name"
+            )
+    return current
+
+
+def _check_revision(current: MemoryRecord | None, expected: int | None, filename: str) -> int:
+    """Step 4: the current revision (0 when new), which ``expected`` must match when given."""
+    revision = current.revision if current is not None else 0
+    if expected is not None and expected != revision:
+        state = f"is at revision {revision}" if current is not None else "does not exist"
+        raise ConflictError(
+            f"{filename} {state}, not revision {expected}: someone else changed it; read it again and retry"
+        )
+    return revision
+
+
+def _new_meta(
+    current: MemoryRecord | None,
+    required: Mapping[str, object],
+    given: Mapping[str, object],
+    extra: Mapping[str, object] | None,
+    now: str,
+    revision: int,
+) -> dict[str, Any]:
+    """Step 5: the frontmatter.
+
+    ``required`` (name, description, type) from the arguments; ``created``
+    kept, else now; ``updated`` now; ``revision``; each ``given`` optional field replaces
+    the stored value, or keeps it when ``None``; unknown stored keys carried
+    over in order; ``extra`` last (``None`` removes a key).
+    """
+    meta: dict[str, Any] = dict(required)
+    meta["created"] = current.meta["created"] if current is not None else now
+    meta["updated"] = now
+    meta["revision"] = revision
+    for field_name, value in given.items():
+        if value is not None:
+            meta[field_name] = value
+        elif current is not None and field_name in current.meta:
+            meta[field_name] = current.meta[field_name]
+    if current is not None:
+        meta.update((k, v) for k, v in current.meta.items() if k not in _KNOWN)
+    for field_name, extra_value in (extra or {}).items():
+        if extra_value is None:
+            meta.pop(field_name, None)
+        else:
+            meta[field_name] = extra_value
+    return meta
