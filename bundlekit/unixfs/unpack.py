@@ -77,20 +77,8 @@ def unpack(
     reader = UnixFSReader(get_block, verify=verify, max_depth=max_depth, max_entries=max_entries)
     # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
     dest = Path(os.path.abspath(dest))
-    _check_dest(dest, force)
-    parent = dest.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        # mkdir says "File exists" when a file stands where a directory must be: say that plainly.
-        reason = (
-            "a file is in the way where a directory is needed"
-            if isinstance(exc, (FileExistsError, NotADirectoryError))
-            else exc.strerror
-        )
-        raise BundlekitError(
-            f"cannot create the output's parent {parent}: {reason}; choose another -o"
-        ) from exc
+    _check_dest(dest, force)  # rule 4
+    parent = _make_parent(dest)
     written = _Budget(max_bytes, root)
     if reader.stat(root).kind in ("file", "raw"):
         fd, tmp_name = _mkstemp(parent, dest.name)
@@ -107,29 +95,13 @@ def unpack(
         tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{dest.name}.unpack-"))
     except OSError as exc:
         raise BundlekitError(f"cannot create a temporary directory in {parent}: {exc.strerror}") from exc
-    files = directories = 0
     # One os.sync() before the rename makes the whole tree durable at the cost of
     # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
     # Without os.sync (Windows) each file is fsynced instead.
     sync_all = fsync and hasattr(os, "sync")
     try:
         os.chmod(tmp, 0o755)
-        tmp_str = os.fspath(tmp)
-        for path, cid, kind, _size in reader.walk(root):
-            # Plain string joins: pathlib costs more than the syscalls for small files.
-            target = os.path.join(tmp_str, path) if path else tmp_str
-            if kind == "directory":
-                directories += 1
-                if path:
-                    _mkdir(target, path)
-            elif kind == "file":
-                files += 1
-                _write_file(reader, cid, _create(target, path), path, written, fsync and not sync_all)
-            else:
-                raise UnsafePathError(
-                    f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
-                    "outside the output directory)"
-                )
+        files, directories = _extract_tree(reader, root, os.fspath(tmp), written, fsync and not sync_all)
         if sync_all:
             os.sync()
         elif fsync:
@@ -139,6 +111,48 @@ def unpack(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return UnpackResult(root, dest, files, directories, written.used)
+
+
+def _make_parent(dest: Path) -> Path:
+    """Create ``dest``'s parent (the temporary tree is built there); return it."""
+    parent = dest.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # mkdir says "File exists" when a file stands where a directory must be: say that plainly.
+        reason = (
+            "a file is in the way where a directory is needed"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise BundlekitError(f"cannot create the output's parent {parent}: {reason}; choose another -o") from exc
+    return parent
+
+
+def _extract_tree(reader: UnixFSReader, root: bytes, top: str, budget: _Budget, fsync: bool) -> tuple[int, int]:
+    """Rules 1-2: walk the DAG at ``root`` (names checked by the reader) into the empty directory ``top``.
+
+    Directories are created, files written with ``O_EXCL | O_NOFOLLOW`` and
+    counted against ``budget``; a symlink (or any other kind) is refused.
+    Returns (files, directories), the root directory included.
+    """
+    files = directories = 0
+    for path, cid, kind, _size in reader.walk(root):
+        # Plain string joins: pathlib costs more than the syscalls for small files.
+        target = os.path.join(top, path) if path else top
+        if kind == "directory":
+            directories += 1
+            if path:
+                _mkdir(target, path)
+        elif kind == "file":
+            files += 1
+            _write_file(reader, cid, _create(target, path), path, budget, fsync)
+        else:
+            raise UnsafePathError(
+                f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
+                "outside the output directory)"
+            )
+    return files, directories
 
 
 class _Budget:
