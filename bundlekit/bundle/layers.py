@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bundlekit.bundle.load import load_bundle
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, MemoryRecord
+from bundlekit.memory.device import LAYERS
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
 from bundlekit.memory.transfer import EXPORT_VERSION
@@ -48,8 +49,6 @@ __all__ = [
     "render_layered_context",
 ]
 
-#: The chain, least to most specific.
-LAYERS = ("account", "user", "agent", "task")
 
 
 @dataclass

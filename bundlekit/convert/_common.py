@@ -28,7 +28,7 @@ import yaml
 
 from bundlekit.errors import ConvertError, InvalidKeyError
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
-from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
@@ -182,9 +182,6 @@ def _yaml_value(value: Any) -> Any:
     return value
 
 
-_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-
-
 class _KeepLoader(yaml.SafeLoader):
     """Safe loader that leaves timestamps as the strings they were written as."""
 
@@ -198,14 +195,8 @@ class _KeepDumper(yaml.SafeDumper):
 
 # Foreign files are read and written back with dates as text: a bare
 # ``created: 2026-03-22`` stays exactly that, in both directions.
-_KeepLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_KeepDumper.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP_TAG]
-    for first, resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items()
-}
+_KeepLoader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
+_KeepDumper.yaml_implicit_resolvers = without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
 
 
 def load_yaml(text: str, *, where: str) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from bundlekit.convert._common import (
     same_instant,
 )
 from bundlekit.errors import ConvertError, DeviceMemoryError
-from bundlekit.memory.device import LOCAL_ONLY_FIELD, is_device_bound
+from bundlekit.memory.device import LAYERS, LOCAL_ONLY_FIELD, is_device_bound
 
 __all__ = [
     "CHAIN",
@@ -51,8 +51,8 @@ __all__ = [
     "write_magicfrog",
 ]
 
-#: The override chain, least to most specific.
-CHAIN = ("account", "user", "agent", "task")
+#: The override chain, least to most specific (the memory layers).
+CHAIN = LAYERS
 #: Every dimension; ``device`` sits outside the chain.
 DIMENSIONS = CHAIN + ("device",)
 #: Legacy three-tier directories and the dimension they read as.

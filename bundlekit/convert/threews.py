@@ -42,6 +42,7 @@ from bundlekit.convert._common import (
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, MemoryStoreError
 from bundlekit.memory.timeline import validate_entry
+from bundlekit.memory.transfer import EXPORT_VERSION
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -60,7 +61,8 @@ __all__ = [
     "write_threews",
 ]
 
-BLOB_VERSION = "memory/0.1"
+#: The three.ws blob is bundlekit's export blob: one version.
+BLOB_VERSION = EXPORT_VERSION
 #: The localStorage key three.ws keeps one agent's blob under.
 STORAGE_KEY = "agent:{agent_id}:memory"
 

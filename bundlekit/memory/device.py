@@ -14,10 +14,20 @@ from typing import Any
 
 from bundlekit.errors import DeviceMemoryError
 
-__all__ = ["DIMENSION_FIELD", "LOCAL_ONLY_FIELD", "device_bound_keys", "is_device_bound", "refuse_device_memory"]
+__all__ = [
+    "DIMENSION_FIELD",
+    "LAYERS",
+    "LOCAL_ONLY_FIELD",
+    "device_bound_keys",
+    "is_device_bound",
+    "refuse_device_memory",
+]
 
 DIMENSION_FIELD = "x-magicfrog-dimension"
 LOCAL_ONLY_FIELD = "x-magicfrog-local-only"
+#: The dimensions that merge (MagicFrog's override chain), least to most specific.
+#: ``device`` is not one of them: it never merges across machines.
+LAYERS = ("account", "user", "agent", "task")
 
 
 def is_device_bound(meta: Mapping[str, Any]) -> bool:

@@ -31,10 +31,12 @@ __all__ = [
     "MEMORY_TYPES",
     "OPTIONAL_KEYS",
     "REQUIRED_KEYS",
+    "YAML_TIMESTAMP_TAG",
     "MemoryRecord",
     "parse_memory_file",
     "render_memory_file",
     "validate_meta",
+    "without_timestamps",
 ]
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
@@ -54,7 +56,7 @@ KNOWN_ORDER = (
     "important",
 )
 OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
-_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+YAML_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -62,10 +64,15 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
+    """A YAML class's ``yaml_implicit_resolvers`` without the timestamp one: dates stay the text written."""
+    return {
+        first: [(tag, regexp) for tag, regexp in entries if tag != YAML_TIMESTAMP_TAG]
+        for first, entries in resolvers.items()
+    }
+
+
+_Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
 
 
 class _Dumper(yaml.SafeDumper):
