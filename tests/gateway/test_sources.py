@@ -22,18 +22,24 @@ def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_da
         source.close()
 
 
-def test_car_file_source_answers_cidv0_for_a_cidv1_block(tmp_path: Path) -> None:
+NODE = b"\x0a\x02\x08\x01"
+
+
+def _one_block_car(path: Path, cid_version: int) -> Path:
+    """A CAR holding the dag-pb node NODE under its CID of ``cid_version``."""
     from bundlekit.car.writer import CarWriter
 
-    node = b"\x0a\x02\x08\x01"
-    path = tmp_path / "one.car"
     with path.open("wb") as fh:
-        writer = CarWriter(fh, [make_cid(1, DAG_PB, node)])
-        writer.put(make_cid(1, DAG_PB, node), node)
+        writer = CarWriter(fh, [make_cid(cid_version, DAG_PB, NODE)])
+        writer.put(make_cid(cid_version, DAG_PB, NODE), NODE)
         writer.close()
-    source = CarFileSource(path)
+    return path
+
+
+def test_car_file_source_answers_cidv0_for_a_cidv1_block(tmp_path: Path) -> None:
+    source = CarFileSource(_one_block_car(tmp_path / "one.car", 1))
     try:
-        assert source.get(make_cid(0, DAG_PB, node)) == node
+        assert source.get(make_cid(0, DAG_PB, NODE)) == NODE
     finally:
         source.close()
 
@@ -92,18 +98,10 @@ def test_car_file_source_reads_through_a_car_index(sample_car: Path, sample_dag)
 
 
 def test_car_file_source_answers_cidv1_for_a_cidv0_block(tmp_path: Path) -> None:
-    from bundlekit.car.writer import CarWriter
-
-    node = b"\x0a\x02\x08\x01"
-    path = tmp_path / "one.car"
-    with path.open("wb") as fh:
-        writer = CarWriter(fh, [make_cid(0, DAG_PB, node)])
-        writer.put(make_cid(0, DAG_PB, node), node)
-        writer.close()
-    source = CarFileSource(path)
+    source = CarFileSource(_one_block_car(tmp_path / "one.car", 0))
     try:
-        assert source.has(make_cid(1, DAG_PB, node))
-        assert source.get(make_cid(1, DAG_PB, node)) == node
+        assert source.has(make_cid(1, DAG_PB, NODE))
+        assert source.get(make_cid(1, DAG_PB, NODE)) == NODE
     finally:
         source.close()
 
