@@ -17,10 +17,11 @@ from bundlekit.bundle.manifest import canonical_json
 from bundlekit.errors import IntegrityError, LoadError, ManifestError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks
 
-NO_SLEEP: dict[str, Any] = {"sleep": lambda s: None, "jitter": lambda: 0.0}
+NO_SLEEP: dict[str, Any] = {"http": HttpOptions(sleep=lambda s: None, jitter=lambda: 0.0)}
 
 
 @pytest.fixture
@@ -43,10 +44,24 @@ def _uri(bundle: BundleResult) -> str:
     return f"ipfs://{cid_to_str(bundle.root)}"
 
 
-def test_car_path_is_tried_first_and_suffices(gw: tuple[BlockGateway, str], bundle: BundleResult) -> None:
+def _dir_entry(blocks: dict[bytes, bytes], root: bytes, name: str) -> bytes:
+    from bundlekit.unixfs.reader import UnixFSReader
+
+    return dict(UnixFSReader(blocks.__getitem__).list_dir(root))[name]
+
+
+def test_manifest_comes_first_then_one_car_suffices_for_the_files(
+    gw: tuple[BlockGateway, str], bundle: BundleResult
+) -> None:
     gateway, url = gw
     load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
-    assert [fmt for _path, fmt in gateway.requests] == ["car"]
+    manifest = _dir_entry(gateway.blocks, bundle.root, "manifest.json")
+    memory = _dir_entry(gateway.blocks, bundle.root, "memory")
+    assert gateway.requests == [
+        (f"/ipfs/{cid_to_str(bundle.root)}", "raw"),
+        (f"/ipfs/{cid_to_str(manifest)}", "raw"),
+        (f"/ipfs/{cid_to_str(memory)}", "car"),
+    ]
 
 
 def test_altered_block_gives_an_integrity_error_naming_the_file(
