@@ -130,6 +130,43 @@ def test_missing_manifest_is_a_load_error(gw: tuple[BlockGateway, str], bundle: 
         load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
 
 
+def _bundle_like_dag(tmp_path: Path, manifest: bytes | None) -> tuple[Path, bytes]:
+    """A CAR laid out like a bundle (memory/ with files) with the given manifest.json, or none; and its root."""
+    from bundlekit.car.writer import CarFileWriter
+    from bundlekit.unixfs.importer import import_tree
+    from bundlekit.unixfs.profiles import get_profile
+
+    files = [("memory/MEMORY.md", b"# index\n"), *[(f"memory/m{i}.md", b"x" * 300) for i in range(20)]]
+    if manifest is not None:
+        files.append(("manifest.json", manifest))
+    with CarFileWriter(tmp_path / "dag.car") as writer:
+        result = import_tree(files, writer, get_profile())
+        writer.finish(result.root)
+    return tmp_path / "dag.car", result.root
+
+
+def test_a_dag_without_manifest_fails_before_any_file_block_is_requested(
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    car, root = _bundle_like_dag(tmp_path, None)
+    gateway.blocks.update(car_blocks(car))
+    with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
+    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", "raw")]  # the root block, nothing more
+
+
+def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    car, root = _bundle_like_dag(tmp_path, b'{"format": "bundlekit/99"}')
+    gateway.blocks.update(car_blocks(car))
+    with pytest.raises(ManifestError, match="bundlekit/99"):
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
+    assert [fmt for _path, fmt in gateway.requests] == ["raw", "raw"]  # root, manifest; no CAR, no file
+
+
 def test_no_gateway_and_no_store_is_a_usage_error(bundle: BundleResult, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUNDLEKIT_GATEWAYS", raising=False)
     with pytest.raises(UsageError, match="gateway"):
