@@ -51,40 +51,26 @@ def _fetcher(sleeps: list[float], *gws: Gateway) -> GatewayFetcher:
     return GatewayFetcher(list(gws or [GW1]), http=HttpOptions(sleep=sleeps.append, jitter=lambda: 0.0))
 
 
+# (first answer, the wait before the second attempt): the policy's rules, whatever is fetched.
+WAITS = {
+    "408-backoff": (httpx.Response(408), 0.125),
+    "503-retry-after": (httpx.Response(503, headers={"Retry-After": "3"}), 3.0),
+    "429-retry-after-capped": (httpx.Response(429, headers={"Retry-After": "3600"}), 30.0),
+}
+
+
 @pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("scenario", sorted(WAITS))
 @respx.mock
-def test_a_408_is_retried_with_the_backoff(kind: str) -> None:
+def test_a_retryable_answer_waits_by_the_one_policy(kind: str, scenario: str) -> None:
     body, call = KINDS[kind]
+    first, wait = WAITS[scenario]
     route = respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
-        side_effect=[httpx.Response(408), httpx.Response(200, content=body)])
+        side_effect=[first, httpx.Response(200, content=body)])
     sleeps: list[float] = []
     with _fetcher(sleeps) as f:
         assert call(f)
-    assert route.call_count == 2 and sleeps == [0.125]
-
-
-@pytest.mark.parametrize("kind", sorted(KINDS))
-@respx.mock
-def test_retry_after_is_honoured(kind: str) -> None:
-    body, call = KINDS[kind]
-    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
-        side_effect=[httpx.Response(503, headers={"Retry-After": "3"}), httpx.Response(200, content=body)])
-    sleeps: list[float] = []
-    with _fetcher(sleeps) as f:
-        assert call(f)
-    assert sleeps == [3.0]
-
-
-@pytest.mark.parametrize("kind", sorted(KINDS))
-@respx.mock
-def test_retry_after_is_capped_by_the_policy(kind: str) -> None:
-    body, call = KINDS[kind]
-    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}").mock(
-        side_effect=[httpx.Response(429, headers={"Retry-After": "3600"}), httpx.Response(200, content=body)])
-    sleeps: list[float] = []
-    with _fetcher(sleeps) as f:
-        assert call(f)
-    assert sleeps == [30.0]
+    assert route.call_count == 2 and sleeps == [wait]
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
