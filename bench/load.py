@@ -39,6 +39,7 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.net.http import HttpOptions
 
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = ["drill", "session", "knee", "bike", "cool-down", "season", "focus", "tempo", "recovery", "coach", "week", "plan", "sprint", "stretch", "match", "review", "tactics", "squad", "pass", "press", "shape", "width", "depth", "rest", "hydration", "sleep"]
@@ -124,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
                         pass
 
             def car_path() -> None:
-                result = load_bundle(f"ipfs://{root}", gateways=[server.url], client=client)
+                result = load_bundle(f"ipfs://{root}", gateways=[server.url], http=HttpOptions(client=client))
                 assert not result.warnings and len(result.files) == built.files
 
             def per_block() -> None:
-                result = load_bundle(f"ipfs://{root}", gateways=[server.url], client=client, prefer_car=False)
+                result = load_bundle(f"ipfs://{root}", gateways=[server.url], http=HttpOptions(client=client),
+                                     prefer_car=False)
                 assert not result.warnings and len(result.files) == built.files
 
             baseline()  # warm the gateway's CAR index and the connection pool

@@ -21,7 +21,7 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpClient
+from bundlekit.pinning.http import HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult, require_env
 

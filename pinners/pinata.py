@@ -32,7 +32,7 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpClient
+from bundlekit.pinning.http import HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpClient
+from bundlekit.pinning.http import HttpClient
 from bundlekit.pinning.protocol import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
 
 __all__ = ["PSAPinner"]

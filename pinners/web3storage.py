@@ -50,7 +50,7 @@ from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
-from bundlekit.net.http import HttpClient
+from bundlekit.pinning.http import HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 

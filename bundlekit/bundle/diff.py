@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.memory import MemoryRecord
     from bundlekit.net.fetch import Gateway
+    from bundlekit.net.http import HttpOptions
 
 __all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side", "side_labels"]
 
@@ -132,6 +133,7 @@ def read_side(
     *,
     gateways: Iterable[str | Gateway] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
     **load_options: Any,
 ) -> Side:
     """The memories and timeline of one side.
@@ -146,7 +148,7 @@ def read_side(
         mem = Memory(path)
         return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
 
-    loaded = load_bundle(spec, gateways=gateways, key=key, **load_options)
+    loaded = load_bundle(spec, gateways=gateways, key=key, http=http, **load_options)
     tree = read_tree_files(loaded.files, source=spec)
     return Side(tree.records, {_entry_id(e) for e in tree.timeline}, list(loaded.warnings))
 
@@ -169,6 +171,7 @@ def diff_sources(
     *,
     gateways: Iterable[str | Gateway] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
     **load_options: Any,
 ) -> DiffResult:
     """Diff the old side ``a`` against the new side ``b`` (directory, CAR, CID or URI).
@@ -180,8 +183,8 @@ def diff_sources(
     gws = list(gateways)
     old_spec, new_spec = os.fspath(a), os.fspath(b)
     old_label, new_label = side_labels(old_spec, new_spec)
-    left = read_side(old_spec, gateways=gws, key=key, **load_options)
-    right = read_side(new_spec, gateways=gws, key=key, **load_options)
+    left = read_side(old_spec, gateways=gws, key=key, http=http, **load_options)
+    right = read_side(new_spec, gateways=gws, key=key, http=http, **load_options)
     result = diff_memories(left.records, right.records, old_label=old_label, new_label=new_label)
     result.timeline_added = len(right.timeline - left.timeline)
     result.timeline_removed = len(left.timeline - right.timeline)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.net.fetch import Gateway
+    from bundlekit.net.http import HttpOptions
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
@@ -83,6 +84,7 @@ def fork_bundle(
     gateways: Iterable[str | Gateway] = (),
     key: KeySpec | None = None,
     allow_secrets: bool = False,
+    http: HttpOptions | None = None,
     **load_options: Any,
 ) -> ForkResult:
     """Load ``uri`` and import it into the memory tree at ``dest`` (created if missing).
@@ -95,7 +97,7 @@ def fork_bundle(
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
-    loaded = load_bundle(uri, gateways=gateways, key=key, **load_options)
+    loaded = load_bundle(uri, gateways=gateways, key=key, http=http, **load_options)
     blob = export_blob(loaded)
     target = Path(dest)
     if target.exists() and not target.is_dir():

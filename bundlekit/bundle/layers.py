@@ -36,6 +36,7 @@ from bundlekit.memory.transfer import EXPORT_VERSION
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
+    from bundlekit.net.http import HttpOptions
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -107,13 +108,13 @@ def _check_layers(layers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted(layers, key=lambda layer: LAYERS.index(layer[0]))
 
 
-def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None) -> Memory:
+def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None) -> Memory:
     """A Memory over one layer: the directory itself, or a verified bundle held in memory."""
     path = Path(src)
     if path.is_dir():
         return Memory(path)
 
-    result = load_bundle(src, gateways=gateways, key=key)
+    result = load_bundle(src, gateways=gateways, key=key, http=http)
     memory = Memory(None)
     memory.import_(read_tree_files(result.files, source=src).export_blob(), "replace")
     return memory
@@ -124,6 +125,7 @@ def effective_view(
     *,
     gateways: Sequence[str] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
 ) -> LayeredView:
     """Merge ``layers`` (``(name, directory or URI)``) into the effective view.
 
@@ -134,7 +136,7 @@ def effective_view(
     overridden: list[tuple[str, str, str]] = []
     timeline: dict[str, dict[str, Any]] = {}
     for name, src in _check_layers(layers):
-        memory = _open_layer(src, gateways=gateways, key=key)
+        memory = _open_layer(src, gateways=gateways, key=key, http=http)
         for record in memory.list():
             folded = record.key.lower()
             if folded in winners:
@@ -152,13 +154,14 @@ def layered_memory(
     *,
     gateways: Sequence[str] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
 ) -> Memory:
     """The effective view of ``layers`` as an in-memory :class:`Memory` (nothing written).
 
     Lets code use ``recall``, ``context_block`` or ``export`` on the merged view.
     Raises what :func:`effective_view` raises.
     """
-    view = effective_view(layers, gateways=gateways, key=key)
+    view = effective_view(layers, gateways=gateways, key=key, http=http)
     memory = Memory(None)
     memory.import_(_view_blob(view), strategy="replace")
     return memory
@@ -181,6 +184,7 @@ def load_layered(
     out_dir: str | os.PathLike[str],
     gateways: Sequence[str] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
 ) -> LayeredResult:
     """Write the effective view of ``layers`` as a memory tree at ``out_dir``.
 
@@ -193,7 +197,7 @@ def load_layered(
     dest = Path(out_dir)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest} exists and is not an empty directory; choose a new output directory")
-    view = effective_view(layers, gateways=gateways, key=key)
+    view = effective_view(layers, gateways=gateways, key=key, http=http)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".layers", dir=dest.parent))
     try:
@@ -227,6 +231,7 @@ def render_layered_context(
     *,
     gateways: Sequence[str] = (),
     key: KeySpec | None = None,
+    http: HttpOptions | None = None,
 ) -> str:
     """Render the effective view of ``layers`` as one ``<memory>`` block, most specific first.
 
@@ -240,7 +245,7 @@ def render_layered_context(
     """
     if max_tokens < 0:
         raise UsageError(f"max_tokens must be 0 or more, not {max_tokens}")
-    view = effective_view(layers, gateways=gateways, key=key)
+    view = effective_view(layers, gateways=gateways, key=key, http=http)
     budget = max_tokens * CHARS_PER_TOKEN
     head, tail = "<memory>\n", "</memory>"
     used = len(head) + len(tail)

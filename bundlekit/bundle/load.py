@@ -3,35 +3,36 @@
 ``load_bundle`` is the trustless loader behind ``Memory.load`` and
 ``bundlekit load``. Steps (``specs/bundle.md``, "Loading"):
 
-1. Classify the URI (``fetch.parse_uri``).
-2. Content-addressed forms (``ipfs://``, gateway URLs, a local CAR): get a
-   verifying block getter (local store, one CAR request per gateway, per-block
-   fallback), resolve ``manifest.json`` under the root and validate it.
+1. Classify the URI (``fetch.parse_uri``) and open its block source: a local
+   CAR, or the local store and gateways (``GatewayFetcher``) in spec order.
+2. The manifest first: list the root directory, read ``manifest.json`` from
+   verified blocks and validate it. A DAG without one fails here
+   (``ManifestError``), before any memory file is asked for.
    Plain ``https://.../manifest.json``: fetch it; it is *unverified*
    (``manifest_verified=False``) and every file is fetched next to it and
    checked by recomputing its CID with the manifest's profile.
 3. Encrypted bundle: open the bundle key (``WrongKeyError`` before any file is
-   decrypted).
-4. The index first, then the other files concurrently (bounded threads). For
-   each file the CID in the DAG must equal the manifest's; its bytes come from
-   verified blocks. A file no source can supply is skipped and named in
-   ``warnings``; a file whose bytes do not match its CID (or whose ciphertext
-   fails authentication) raises ``IntegrityError`` naming the file.
+   fetched or decrypted).
+4. The files: ask for the ``memory/`` directory as one CAR (per-block
+   fallback), then the index first, then the other files concurrently
+   (bounded threads). For each file the CID in the DAG must equal the
+   manifest's; its bytes come from verified blocks. A file no source can
+   supply is skipped and named in ``warnings``; a file whose bytes do not
+   match its CID (or whose ciphertext fails authentication) raises
+   ``IntegrityError`` naming the file.
 5. With ``out_dir``, the tree is written to a temporary directory beside it and
    renamed into place: nothing half-written reaches the destination.
 """
-
 from __future__ import annotations
 
 import io
 import os
-import random
 import shutil
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,6 @@ from bundlekit.errors import (
 from bundlekit.ipld.cid import RAW, cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.net.fetch import (
-    DEFAULT_RETRY,
-    DEFAULT_TIMEOUT,
-    OVER_LIMIT,
     BundleURI,
     Gateway,
     GatewayFetcher,
@@ -78,14 +76,12 @@ from bundlekit.net.fetch import (
     parse_gateway,
     parse_uri,
 )
-from bundlekit.net.http import RetryPolicy
-from bundlekit.unixfs.profiles import get_profile
+from bundlekit.net.http import Failure, HttpOptions, open_client
+from bundlekit.unixfs.profiles import Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
-    from bundlekit.blockstore import BlockStore
     from bundlekit.crypto._keys import KeySpec
-    from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = ["LoadResult", "load_bundle", "tree_path", "write_tree"]
 
@@ -154,11 +150,7 @@ def load_bundle(
     out_dir: str | os.PathLike[str] | None = None,
     use_store: bool | None = None,
     store: BlockStore | None = None,
-    client: httpx.Client | None = None,
-    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-    retry: RetryPolicy = DEFAULT_RETRY,
-    sleep: Callable[[float], None] = time.sleep,
-    jitter: Callable[[], float] = random.random,
+    http: HttpOptions | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     prefer_car: bool = True,
 ) -> LoadResult:
@@ -167,11 +159,14 @@ def load_bundle(
     ``gateways`` are tried in order (strings like ``http://127.0.0.1:8080``).
     For ``ipfs://`` with no gateway given, the local block store is tried
     first (``use_store`` defaults to that case), then ``$BUNDLEKIT_GATEWAYS``.
-    A gateway URL's own host is tried before the others. ``prefer_car=False``
-    skips the whole-DAG CAR request (per-block only; used by the benchmark).
+    A gateway URL's own host is tried before the others. ``http`` carries the
+    HTTP client, timeouts, retry policy and limits (``HttpOptions()`` when
+    None). ``prefer_car=False`` skips the CAR request for the files (per-block
+    only; used by the benchmark).
 
     Raises ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
-    (manifest or index unavailable from every source), ``ManifestError``,
+    (manifest or index unavailable from every source), ``ManifestError`` (no
+    valid ``manifest.json``: raised before any memory file is fetched),
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
     ``IntegrityError`` (a file does not match its CID or fails decryption).
     """
@@ -182,11 +177,15 @@ def load_bundle(
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
+    options = http or HttpOptions()
     if target.kind == "https":
-        result = _load_https(target, key, client, timeout, retry, sleep, jitter, concurrency)
+        result = _load_https(target, key, options, concurrency)
     else:
-        result = _load_dag(target, gws, key, use_store, store, client, timeout, retry, sleep, jitter,
-                           concurrency, prefer_car)
+        source = _open_source(target, gws, use_store, store, options)
+        try:
+            result = _load_dag(source, key, concurrency, prefer_car)
+        finally:
+            source.close()
     if dest is not None:
         write_tree(result.files, dest, regenerate_index=result.encrypted or bool(result.warnings))
         result.out_dir = dest
@@ -201,111 +200,165 @@ def _check_destination(dest: Path) -> None:
         )
 
 
-def _load_dag(
-    target: BundleURI,
-    gws: list[Gateway],
-    key: KeySpec | None,
-    use_store: bool | None,
-    store: BlockStore | None,
-    client: httpx.Client | None,
-    timeout: httpx.Timeout | float,
-    retry: RetryPolicy,
-    sleep: Callable[[float], None],
-    jitter: Callable[[], float],
-    concurrency: int,
-    prefer_car: bool,
-) -> LoadResult:
+# -- the content-addressed forms: ipfs://, gateway URLs, a local CAR ---------------------------
 
-    notes: list[str] = []
+
+@dataclass
+class _DagSource:
+    """Where a content-addressed bundle's verified blocks come from: a local CAR, or the store and gateways.
+
+    ``get`` returns only blocks it has already hashed against their CIDs
+    (``GatewayFetcher.get``, ``CarIndex.get``). ``where`` and ``advice`` name
+    the source in error messages.
+    """
+
+    root: bytes
+    get: Callable[[bytes], bytes]
+    where: str
+    advice: str
     fetcher: GatewayFetcher | None = None
     car_index: CarIndex | None = None
+
+    def prefetch(self, cid: bytes) -> None:
+        """Ask the gateways for the DAG under ``cid`` as one CAR (nothing to do for a local CAR)."""
+        if self.fetcher is not None:
+            self.fetcher.prefetch_car(cid)
+
+    @property
+    def local(self) -> bool:
+        """True when every block is already here: a local CAR, a complete CAR read, the local store."""
+        return self.fetcher is None or self.fetcher.car_complete or self.fetcher.root_in_store
+
+    @property
+    def notes(self) -> list[str]:
+        """Which sources failed along the way."""
+        return list(self.fetcher.notes) if self.fetcher is not None else []
+
+    def close(self) -> None:
+        if self.fetcher is not None:
+            self.fetcher.close()
+        if self.car_index is not None:
+            self.car_index.close()
+
+
+def _open_source(
+    target: BundleURI, gws: list[Gateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
+) -> _DagSource:
+    """The block source for ``target`` (a local CAR, or the store and gateways in spec order)."""
     if target.kind == "car":
         assert target.car is not None
-        # Indexed once, read block by block: a large CAR is never held in memory.
-        car_index = CarIndex(target.car, verify=False)
-        if len(car_index.roots) != 1:
-            car_index.close()
-            raise LoadError(
-                f"CAR {str(target.car)!r} has {len(car_index.roots)} roots; a bundle CAR has exactly one"
-            )
-        root = car_index.roots[0]
-        get = _locked(car_index.get)  # CarIndex seeks one shared file handle: not thread-safe
-    else:
-        assert target.root is not None
-        root = target.root
-        if target.gateway is not None:
-            gws = [target.gateway, *[g for g in gws if g != target.gateway]]
-        if use_store is None:
-            use_store = target.kind == "ipfs" and not gws
-        if target.kind == "ipfs" and not gws:
-            gws = default_gateways()
-        if use_store and store is None:
+        return _car_source(target.car)
+    assert target.root is not None
+    if target.gateway is not None:
+        gws = [target.gateway, *[g for g in gws if g != target.gateway]]
+    if use_store is None:
+        use_store = target.kind == "ipfs" and not gws
+    if target.kind == "ipfs" and not gws:
+        gws = default_gateways()
+    if use_store and store is None:
+        store = BlockStore()
+    if not gws and not use_store:
+        raise UsageError("no gateway to load from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
+    fetcher = GatewayFetcher(gws, store=store if use_store else None, http=http)
+    where = ", ".join(g.base for g in gws) or "the local store"
+    return _DagSource(target.root, fetcher.get, where, "check the CID or try another --gateway", fetcher=fetcher)
 
-            store = BlockStore()
-        if not gws and not use_store:
-            raise UsageError("no gateway to load from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
-        fetcher = GatewayFetcher(gws, store=store if use_store else None, client=client, timeout=timeout,
-                                 retry=retry, sleep=sleep, jitter=jitter)
-        get = fetcher.get
-    try:
-        if fetcher is not None and prefer_car:
-            fetcher.prefetch_car(root)
-        # Every getter here returns only blocks it has already hashed against
-        # their CIDs (GatewayFetcher, CarIndex.get): no second hash in the reader.
-        reader = UnixFSReader(get, verify=False)
-        try:
-            manifest_cid = reader.resolve(root, MANIFEST_NAME)
-            manifest_bytes = b"".join(reader.iter_file(manifest_cid))
-        except (MissingBlock, BlockMismatch) as exc:
-            if target.kind == "car":
-                where, advice = f"CAR {str(target.car)!r}", "the CAR is damaged or incomplete; rebuild or re-download it"
-            else:
-                where = ", ".join(g.base for g in gws) or "the local store"
-                advice = "check the CID or try another --gateway"
-            message = f"cannot read {MANIFEST_NAME} of {cid_to_str(root)} from {where} ({exc}); {advice}"
-            if isinstance(exc, BlockMismatch):
-                raise IntegrityError(message) from exc  # bytes that do not match their CID: exit 3
-            raise LoadError(message) from exc
-        except VerificationError:
-            raise
-        except (BundlekitError, LookupError) as exc:  # no manifest.json under the root
-            raise ManifestError(f"{cid_to_str(root)} is not a bundle: no readable {MANIFEST_NAME} ({exc})") from exc
-        manifest = parse_manifest(manifest_bytes)
-        bundle_key = _open_key(manifest, key)
 
-        dag_paths = _bundle_paths(reader, root)
+def _car_source(path: Path) -> _DagSource:
+    """A local CAR with exactly one root, indexed once and read block by block (never held in memory)."""
+    car_index = CarIndex(path, verify=False)
+    if len(car_index.roots) != 1:
+        car_index.close()
+        raise LoadError(f"CAR {str(path)!r} has {len(car_index.roots)} roots; a bundle CAR has exactly one")
+    # CarIndex seeks one shared file handle: not thread-safe.
+    return _DagSource(car_index.roots[0], _locked(car_index.get), f"CAR {str(path)!r}",
+                      "the CAR is damaged or incomplete; rebuild or re-download it", car_index=car_index)
 
-        def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-            listed = cid_from_text(entry["cid"])
-            actual = dag_paths.get(path)
-            if actual is None:
-                raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
-            if actual != listed:
-                raise IntegrityError(
-                    f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(actual)}"
-                )
-            try:
-                data = _read_file(reader, get, actual)
-            except MissingBlock:
-                return None
-            except BlockMismatch as exc:
-                raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
-            if len(data) != entry["size"]:
-                raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {entry['size']}")
-            return data
 
-        # Threads only pay when blocks still have to come over the network.
-        local = fetcher is None or fetcher.car_complete or fetcher.root_in_store
-        files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if local else concurrency, "a gateway")
-        if fetcher is not None:
-            notes.extend(fetcher.notes)
-    finally:
-        if fetcher is not None:
-            fetcher.close()
-        if car_index is not None:
-            car_index.close()
+def _load_dag(source: _DagSource, key: KeySpec | None, concurrency: int, prefer_car: bool) -> LoadResult:
+    """The loading steps of ``specs/bundle.md`` over verified blocks: manifest first, then the files."""
+    root = source.root
+    reader = UnixFSReader(source.get, verify=False)  # the getter has hashed every block already
+    top = _root_entries(reader, source)
+    manifest = _read_manifest(reader, source, top)
+    bundle_key = _open_key(manifest, key)
+    memory_cid = top.get(MEMORY_DIR)
+    if memory_cid is None:
+        raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
+    if prefer_car:
+        source.prefetch(memory_cid)
+    dag_paths = _bundle_paths(reader, root, memory_cid)
+    fetch = _dag_fetcher(reader, source, dag_paths)
+    # Threads only pay when blocks still have to come over the network.
+    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if source.local else concurrency, "a gateway")
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
-                      notes=notes, encrypted=bundle_key is not None)
+                      notes=source.notes, encrypted=bundle_key is not None)
+
+
+@contextmanager
+def _reading_manifest(source: _DagSource) -> Iterator[None]:
+    """Map failures while reaching ``manifest.json``: unavailable -> ``LoadError``, altered ->
+    ``IntegrityError``, other verification errors as they are, anything else -> not a bundle."""
+    root = cid_to_str(source.root)
+    try:
+        yield
+    except (MissingBlock, BlockMismatch) as exc:
+        message = f"cannot read {MANIFEST_NAME} of {root} from {source.where} ({exc}); {source.advice}"
+        if isinstance(exc, BlockMismatch):
+            raise IntegrityError(message) from exc  # bytes that do not match their CID: exit 3
+        raise LoadError(message) from exc
+    except VerificationError:
+        raise
+    except (BundlekitError, LookupError) as exc:
+        raise ManifestError(f"{root} is not a bundle: no readable {MANIFEST_NAME} ({exc})") from exc
+
+
+def _root_entries(reader: UnixFSReader, source: _DagSource) -> dict[str, bytes]:
+    """Step 1a: the bundle root directory's entries (name -> CID), one block for a bundle root."""
+    with _reading_manifest(source):
+        return dict(reader.list_dir(source.root))
+
+
+def _read_manifest(reader: UnixFSReader, source: _DagSource, top: dict[str, bytes]) -> dict[str, Any]:
+    """Step 1b: ``manifest.json`` under the root, read from verified blocks and validated.
+
+    Runs before any memory file is asked for: a DAG that is not a bundle fails
+    here, having cost the root block only.
+    """
+    manifest_cid = top.get(MANIFEST_NAME)
+    if manifest_cid is None:
+        raise ManifestError(
+            f"{cid_to_str(source.root)} is not a bundle: no {MANIFEST_NAME} at its root "
+            f"(it holds {', '.join(sorted(top)[:5]) or 'nothing'}); check the CID"
+        )
+    with _reading_manifest(source):
+        return parse_manifest(b"".join(reader.iter_file(manifest_cid)))
+
+
+def _dag_fetcher(
+    reader: UnixFSReader, source: _DagSource, dag_paths: dict[str, bytes]
+) -> Callable[[str, dict[str, Any]], bytes | None]:
+    """Step 4 for one file of a DAG: CID at its path == the manifest's, verified bytes, right length."""
+    root = cid_to_str(source.root)
+
+    def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
+        listed = cid_from_text(entry["cid"])
+        actual = dag_paths.get(path)
+        if actual is None:
+            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {root}")
+        if actual != listed:
+            raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(actual)}")
+        try:
+            data = _read_file(reader, source.get, actual)
+        except MissingBlock:
+            return None
+        except BlockMismatch as exc:
+            raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
+        if len(data) != entry["size"]:
+            raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {entry['size']}")
+        return data
+
+    return fetch
 
 
 def _read_file(reader: UnixFSReader, get: Callable[[bytes], bytes], cid: bytes) -> bytes:
@@ -321,7 +374,7 @@ def _read_file(reader: UnixFSReader, get: Callable[[bytes], bytes], cid: bytes) 
     return b"".join(reader.iter_file(cid))
 
 
-def _bundle_paths(reader: UnixFSReader, root: bytes) -> dict[str, bytes]:
+def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[str, bytes]:
     """Bundle path -> CID for every file under ``memory/``, listing each directory once.
 
     (Resolving each path separately would decode the ``memory/`` directory
@@ -330,10 +383,6 @@ def _bundle_paths(reader: UnixFSReader, root: bytes) -> dict[str, bytes]:
     """
     paths: dict[str, bytes] = {}
     try:
-        top = dict(reader.list_dir(root))
-        memory_cid = top.get(MEMORY_DIR)
-        if memory_cid is None:
-            raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
         for name, cid in reader.list_dir(memory_cid):
             paths[f"{MEMORY_DIR}/{name}"] = cid
         timeline_cid = paths.pop(f"{MEMORY_DIR}/timeline", None)
@@ -360,55 +409,52 @@ def _locked(get: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
     return locked_get
 
 
-def _load_https(
-    target: BundleURI,
-    key: KeySpec | None,
-    client: httpx.Client | None,
-    timeout: httpx.Timeout | float,
-    retry: RetryPolicy,
-    sleep: Callable[[float], None],
-    jitter: Callable[[], float],
-    concurrency: int,
-) -> LoadResult:
+# -- the plain https:// manifest (not content-addressed) ---------------------------------------
 
+
+def _load_https(target: BundleURI, key: KeySpec | None, http: HttpOptions, concurrency: int) -> LoadResult:
+    """The manifest fetched as is and validated, then each file fetched beside it and its CID recomputed."""
     assert target.url is not None
-    own = client is None
-    http = client or httpx.Client(timeout=timeout, follow_redirects=True)
+    client, owned = open_client(http)
     try:
-        body, reason = http_get(http, target.url, max_bytes=MAX_MANIFEST_BYTES, retry=retry, sleep=sleep,
-                                jitter=jitter)
-        if body is None:
-            raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {reason}; check the URL")
-        manifest = parse_manifest(body)
-        profile = get_profile(manifest["profile"])
+        got = http_get(client, target.url, http=http, max_bytes=MAX_MANIFEST_BYTES)
+        if isinstance(got, Failure):
+            raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
+        manifest = parse_manifest(got)
         bundle_key = _open_key(manifest, key)
-        base = target.url.rsplit("/", 1)[0] + "/"
-
-        def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-            # The manifest says how long the file is: never buffer more than that.
-            data, why = http_get(http, base + path, max_bytes=entry["size"], retry=retry, sleep=sleep,
-                                 jitter=jitter)
-            if data is None:
-                if why.startswith(OVER_LIMIT):
-                    raise IntegrityError(
-                        f"{path}: {base + path} sent more than the {entry['size']} bytes the manifest lists; "
-                        "the server altered it"
-                    )
-                return None
-            actual = file_cid(data, profile)
-            if actual != cid_from_text(entry["cid"]):
-                raise IntegrityError(
-                    f"{path}: content fetched from {base + path} has CID {cid_to_str(actual)}, "
-                    f"the manifest lists {entry['cid']}; the server altered it"
-                )
-            return data
-
+        fetch = _https_fetcher(client, http, target.url.rsplit("/", 1)[0] + "/", get_profile(manifest["profile"]))
         files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url)
     finally:
-        if own:
-            http.close()
+        if owned:
+            client.close()
     return LoadResult(root=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
                       encrypted=bundle_key is not None, url=target.url)
+
+
+def _https_fetcher(
+    client: httpx.Client, http: HttpOptions, base: str, profile: Profile
+) -> Callable[[str, dict[str, Any]], bytes | None]:
+    """One file beside a plain manifest: at most ``size`` bytes, its CID recomputed with ``profile``."""
+
+    def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
+        # The manifest says how long the file is: never buffer more than that.
+        got = http_get(client, base + path, http=http, max_bytes=entry["size"])
+        if isinstance(got, Failure):
+            if got.too_large:
+                raise IntegrityError(
+                    f"{path}: {base + path} sent more than the {entry['size']} bytes the manifest lists; "
+                    "the server altered it"
+                )
+            return None
+        actual = file_cid(got, profile)
+        if actual != cid_from_text(entry["cid"]):
+            raise IntegrityError(
+                f"{path}: content fetched from {base + path} has CID {cid_to_str(actual)}, "
+                f"the manifest lists {entry['cid']}; the server altered it"
+            )
+        return got
+
+    return fetch
 
 
 def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> Any:

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from bundlekit.errors import CARError, CIDError
 from bundlekit.ipld.cid import encode_varint
 
-__all__ = ["MAX_HEADER_SIZE", "CARV2_PRAGMA", "encode_header", "decode_header"]
+__all__ = ["CARV2_PRAGMA", "CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "MAX_HEADER_SIZE", "decode_header", "encode_header"]
+
+# The media type of a CAR over HTTP (trustless gateway ``format=car``), and the full
+# Content-Type a CAR of ours is served with: walk_dag emits parents before children,
+# depth first, each block once.
+CAR_MEDIA_TYPE = "application/vnd.ipld.car"
+CAR_CONTENT_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
 
 # A header holds a few roots; anything this large is hostile or not a CAR.
 MAX_HEADER_SIZE = 1024 * 1024

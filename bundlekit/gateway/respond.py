@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
+from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsafePathError
 from bundlekit.gateway.dag import (
@@ -31,6 +32,7 @@ from bundlekit.gateway.dag import (
     scope_blocks,
 )
 from bundlekit.gateway.sources import BlockSource
+from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
 from bundlekit.unixfs.reader import UnixFSReader
 
@@ -41,10 +43,6 @@ __all__ = ["CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "RAW_MEDIA_TYPE", "Gateway", "R
 
 logger = logging.getLogger("bundlekit.gateway")
 
-RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
-CAR_MEDIA_TYPE = "application/vnd.ipld.car"
-# walk_dag emits parents before children, depth first, each block once.
-CAR_CONTENT_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
 IMMUTABLE = "public, max-age=29030400, immutable"
 STREAM_CHUNK = 64 * 1024
 IDENTITY_HASH = 0x00

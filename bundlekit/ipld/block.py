@@ -8,9 +8,12 @@ from bundlekit.errors import (
 )
 from bundlekit.ipld.cid import parse_cid_bytes, verify_block
 
-__all__ = ["MAX_BLOCK_SIZE", "block_codec", "check_block"]
+__all__ = ["MAX_BLOCK_SIZE", "RAW_MEDIA_TYPE", "block_codec", "check_block"]
 
+# The trustless gateway spec's block limit: what a verifier accepts from an untrusted source.
 MAX_BLOCK_SIZE = 2 * 1024 * 1024
+# The media type of one block's bytes over HTTP (trustless gateway ``format=raw``).
+RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
 
 
 def block_codec(cid: bytes) -> int:

@@ -1,5 +1,7 @@
 """The network: the one HTTP layer (``http``) and trustless retrieval from remote gateways (``fetch``).
 
 Built on the block store, CAR and ipld layers; everything that talks HTTP,
-the pinners included, goes through ``bundlekit.net.http``.
+the pinners included, goes through ``bundlekit.net.http``: one options object
+(``HttpOptions``), one retry policy, one retry loop. What an answer means is
+decided above it (``fetch``: "not here"; ``bundlekit.pinning.http``: a ``PinError``).
 """

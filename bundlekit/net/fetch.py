@@ -5,54 +5,52 @@ were asked for (``check_block``); a CAR response is drained into a spooled
 buffer, then read block by block and each block is verified the same way;
 blocks nobody asked for are ignored.
 
-Retrieval order for a root (see ``specs/bundle.md``, "Retrieval"):
+Retrieval order for a CID (see ``specs/bundle.md``, "Retrieval"); the loader
+first reads the root and the manifest block by block, then asks for the
+``memory/`` directory as one CAR:
 
-1. the local block store, when the caller enables it and it holds the root;
-2. one ``GET /ipfs/{root}?format=car&dag-scope=all`` request (``Accept:
-   application/vnd.ipld.car``) per gateway, in order, until one CAR streams to
-   its end; a truncated or malformed CAR counts as a failure of that gateway,
-   but the blocks verified before the failure are kept;
-3. for every block still missing, ``GET /ipfs/{cid}?format=raw`` (``Accept:
-   application/vnd.ipld.raw``) on each gateway in order.
+1. the local block store, when the caller enables it and it holds the CID;
+2. ``prefetch_car``: one ``GET /ipfs/{cid}?format=car&dag-scope=all`` request
+   (``Accept: application/vnd.ipld.car``) per gateway, in order, until one CAR
+   streams to its end; a truncated or malformed CAR counts as a failure of that
+   gateway, but the blocks verified before the failure are kept;
+3. ``get``: for every block still missing, ``GET /ipfs/{cid}?format=raw``
+   (``Accept: application/vnd.ipld.raw``) on each gateway in order.
 
-Every request has a timeout; connection errors, timeouts, 5xx and 429 are
-retried with exponential backoff (``RetryPolicy`` from the shared HTTP layer;
-``sleep`` and ``jitter`` are injectable). Any other status means "this gateway
-does not have it" and the next gateway is tried.
+Every request goes through the one retry loop of ``bundlekit.net.http`` with
+the caller's ``HttpOptions``: timeouts, retries of 408, 429, 5xx and
+connection errors, ``Retry-After``. Any other status means "this gateway does
+not have it" and the next gateway is tried. A gateway that kept failing
+(every attempt retryable and failed) is tried last for the rest of the load,
+so a dead gateway costs its retries once, not once per block.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import re
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, Self, cast
 
 import httpx
 
+from bundlekit.car.format import CAR_MEDIA_TYPE
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
+from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE
 from bundlekit.ipld.block import check_block as _check_block
 from bundlekit.ipld.cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
-from bundlekit.net.http import RetryPolicy, parse_retry_after
+from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
 
 if TYPE_CHECKING:
     from bundlekit.blockstore import BlockStore
 
 __all__ = [
-    "CAR_MEDIA_TYPE",
-    "DEFAULT_TIMEOUT",
     "GATEWAYS_ENV",
-    "MAX_BLOCK_SIZE",
-    "OVER_LIMIT",
-    "RAW_MEDIA_TYPE",
     "BundleURI",
     "Gateway",
     "GatewayFetcher",
@@ -63,17 +61,10 @@ __all__ = [
     "parse_uri",
 ]
 
-CAR_MEDIA_TYPE = "application/vnd.ipld.car"
-RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
 GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
-# Short connect timeout so a dead gateway falls through quickly; reads may be slow.
-DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
-# A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
-DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
 SPOOL_BYTES = 64 * 1024 * 1024  # a CAR response past this spills to a temporary file
-OVER_LIMIT = "response is over the"  # starts the reason http_get gives for a cut-off body
-MAX_BLOCK_SIZE = 2 * 1024 * 1024  # what verify_block accepts; the trustless gateway spec's block limit
-DEFAULT_RETRY = RetryPolicy(attempts=3, base=0.25, cap=5.0, max_retry_after=30.0)
+_CAR_QUERY = {"format": "car", "dag-scope": "all"}
+_RAW_QUERY = {"format": "raw"}
 
 _SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECASE)
 
@@ -213,51 +204,23 @@ def http_get(
     client: httpx.Client,
     url: str,
     *,
+    http: HttpOptions,
     params: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
     max_bytes: int = MAX_BLOCK_SIZE,
-    retry: RetryPolicy = DEFAULT_RETRY,
-    sleep: Callable[[float], None] = time.sleep,
-    jitter: Callable[[], float] = random.random,
-) -> tuple[bytes | None, str]:
-    """GET ``url`` with retries on connection errors, timeouts, 5xx and 429.
+) -> bytes | Failure:
+    """GET ``url`` through the one retry loop; the body, or the ``Failure`` that ended it.
 
-    Returns ``(body, "")`` on a 2xx, or ``(None, reason)`` when the server
-    does not have it (any other status), kept failing, or sent more than
-    ``max_bytes`` (the body is streamed and cut there: a hostile server cannot
-    make the loader buffer more than it expects). Never raises for HTTP
-    trouble: the caller decides what "not here" means.
+    A ``Failure`` means the server does not have it (any final status), kept
+    failing, or sent more than ``max_bytes`` (``too_large``: the body is
+    streamed and cut there, so a hostile server cannot make the loader buffer
+    more than it expects). Never raises for HTTP trouble: the caller decides
+    what "not here" means.
     """
-    reason = ""
-    for attempt in range(retry.attempts):
-        wait = retry.backoff(attempt, jitter())
-        try:
-            with client.stream("GET", url, params=params, headers=headers) as response:
-                status = response.status_code
-                if response.is_success:
-                    parts: list[bytes] = []
-                    seen = 0
-                    for chunk in response.iter_bytes():
-                        seen += len(chunk)
-                        if seen > max_bytes:
-                            return None, f"{OVER_LIMIT} {max_bytes}-byte limit"
-                        parts.append(chunk)
-                    return b"".join(parts), ""
-                retry_after = response.headers.get("Retry-After")
-        except httpx.TimeoutException as exc:
-            reason = f"timed out ({type(exc).__name__})"
-        except httpx.TransportError as exc:
-            reason = f"connection failed ({type(exc).__name__})"
-        else:
-            reason = f"HTTP {status}"
-            if status != 429 and status < 500:
-                return None, reason
-            after = parse_retry_after(retry_after, _utcnow)
-            if after is not None:
-                wait = min(after, retry.max_retry_after)
-        if attempt + 1 < retry.attempts:
-            sleep(wait)
-    return None, reason
+    return send_with_retries(
+        client, "GET", url, options=http, params=params, headers=headers,
+        read=lambda response: read_capped(response, max_bytes),
+    )
 
 
 def check_block(cid: bytes, data: bytes) -> None:
@@ -265,18 +228,15 @@ def check_block(cid: bytes, data: bytes) -> None:
     _check_block(cid, data, MAX_BLOCK_SIZE)
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class GatewayFetcher:
     """A verifying block getter over a local store and a list of gateways.
 
-    Use ``prefetch_car(root)`` once, then ``get`` as the ``Callable[[bytes],
-    bytes]`` block getter for ``UnixFSReader``. ``get`` raises ``MissingBlock``
-    when no source has the block and ``BlockMismatch`` when every source that
-    answered sent wrong bytes. Thread-safe: files are read concurrently.
-    ``notes`` records, for the result, which sources failed and why.
+    Use ``prefetch_car(cid)`` for a whole DAG, and ``get`` as the
+    ``Callable[[bytes], bytes]`` block getter for ``UnixFSReader``. ``get``
+    raises ``MissingBlock`` when no source has the block and ``BlockMismatch``
+    when every source that answered sent wrong bytes. Thread-safe: files are
+    read concurrently. ``notes`` records, for the result, which sources failed
+    and why. ``http`` carries the client, timeouts, retry policy and limits.
     """
 
     def __init__(
@@ -284,24 +244,16 @@ class GatewayFetcher:
         gateways: Sequence[Gateway],
         *,
         store: BlockStore | None = None,
-        client: httpx.Client | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy = DEFAULT_RETRY,
-        sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
-        max_car_bytes: int = DEFAULT_MAX_CAR_BYTES,
+        http: HttpOptions | None = None,
     ) -> None:
         self.gateways = list(gateways)
         self.store = store
-        self._own_client = client is None
-        self.client = client or httpx.Client(timeout=timeout, follow_redirects=True)
-        self.retry = retry
-        self.sleep = sleep
-        self.jitter = jitter
-        self.max_car_bytes = max_car_bytes
+        self.http = http or HttpOptions()
+        self.client, self._own_client = open_client(self.http)
         self.cache: dict[bytes, bytes] = {}
         self.notes: list[str] = []
         self._lock = threading.Lock()
+        self._failing: set[Gateway] = set()
         self.car_complete = False
         self.root_in_store = False
 
@@ -310,7 +262,7 @@ class GatewayFetcher:
         if self._own_client:
             self.client.close()
 
-    def __enter__(self) -> GatewayFetcher:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -319,6 +271,19 @@ class GatewayFetcher:
     def _note(self, text: str) -> None:
         with self._lock:
             self.notes.append(text)
+
+    def _gave_up(self, gw: Gateway, what: str, failure: Failure) -> None:
+        """Note a failed request; a gateway that failed retryably to the end is tried last from now on."""
+        with self._lock:
+            self.notes.append(f"{gw.base}: {what}: {failure.reason}")
+            if failure.retryable:
+                self._failing.add(gw)
+
+    def _ordered(self) -> list[Gateway]:
+        """The gateways in order, those that kept failing moved to the end."""
+        with self._lock:
+            failing = set(self._failing)
+        return [g for g in self.gateways if g not in failing] + [g for g in self.gateways if g in failing]
 
     def prefetch_car(self, root: bytes) -> bool:
         """Fetch the whole DAG under ``root`` as one CAR from the first gateway that streams it fully.
@@ -330,55 +295,49 @@ class GatewayFetcher:
         if self.store is not None and self.store.has(root):
             self.root_in_store = True
             return False
-        for gw in self.gateways:
+        for gw in self._ordered():
             if self._car_from(gw, root):
                 self.car_complete = True
                 return True
         return False
 
     def _car_from(self, gw: Gateway, root: bytes) -> bool:
+        """One gateway's CAR of ``root``, its verified blocks cached; False if it failed."""
+        try:
+            outcome = send_with_retries(
+                self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
+                headers={"Accept": CAR_MEDIA_TYPE}, read=lambda response: self._read_car(response, gw),
+            )
+        except (CARError, CIDError, UnsupportedBlock) as exc:
+            # Truncated or malformed: a failure, but keep what verified so far.
+            self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
+            return False
+        if isinstance(outcome, Failure):
+            self._gave_up(gw, f"CAR request for {cid_to_str(root)}", outcome)
+            return False
+        return True
 
-        url = gw.url(root)
-        params = {"format": "car", "dag-scope": "all"}
-        headers = {"Accept": CAR_MEDIA_TYPE}
-        for attempt in range(self.retry.attempts):
-            after: float | None = None
-            try:
-                with self.client.stream("GET", url, params=params, headers=headers) as response:
-                    status = response.status_code
-                    if response.is_success:
-                        # Drain the response into a spooled buffer first (memory, then
-                        # disk past SPOOL_BYTES), then parse: the gateway finishes at
-                        # wire speed instead of waiting on our hashing through TCP
-                        # back-pressure, and the connection is free sooner.
-                        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-                            seen = 0
-                            for chunk in response.iter_bytes():
-                                seen += len(chunk)
-                                if seen > self.max_car_bytes:
-                                    raise CARError(f"CAR response is over the {self.max_car_bytes}-byte limit")
-                                spool.write(chunk)
-                            spool.seek(0)
-                            _roots, blocks = read_car(cast(BinaryIO, spool), verify=False)
-                            for cid, data in blocks:
-                                self._accept(cid, data, gw)
-                        return True
-                    retry_after = response.headers.get("Retry-After")
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                self._note(f"{gw.base}: CAR request failed ({type(exc).__name__})")
-            except (CARError, CIDError, UnsupportedBlock) as exc:
-                # Truncated or malformed: a failure, but keep what verified so far.
-                self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
-                return False
-            else:
-                self._note(f"{gw.base}: CAR request answered HTTP {status}")
-                if status != 429 and status < 500:
-                    return False
-                after = parse_retry_after(retry_after, _utcnow)
-            if attempt + 1 < self.retry.attempts:
-                wait = self.retry.backoff(attempt, self.jitter())
-                self.sleep(wait if after is None else min(after, self.retry.max_retry_after))
-        return False
+    def _read_car(self, response: httpx.Response, gw: Gateway) -> bool:
+        """Drain a CAR answer into a spooled buffer, then verify and cache its blocks.
+
+        Draining first (memory, then disk past SPOOL_BYTES) lets the gateway
+        finish at wire speed instead of waiting on our hashing through TCP
+        back-pressure, and frees the connection sooner. Raises ``CARError``
+        past ``max_car_bytes`` and for a malformed CAR.
+        """
+        limit = self.http.max_car_bytes
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+            seen = 0
+            for chunk in response.iter_bytes():
+                seen += len(chunk)
+                if seen > limit:
+                    raise CARError(f"CAR response is over the {limit}-byte limit")
+                spool.write(chunk)
+            spool.seek(0)
+            _roots, blocks = read_car(cast(BinaryIO, spool), verify=False)
+            for cid, data in blocks:
+                self._accept(cid, data, gw)
+        return True
 
     def _accept(self, cid: bytes, data: bytes, gw: Gateway) -> None:
         """Keep a CAR block only if it verifies; other blocks are ignored, bad ones noted."""
@@ -391,45 +350,46 @@ class GatewayFetcher:
             return
         self.cache[cid] = data
 
+    def _from_store(self, cid: bytes) -> bytes | None:
+        """The block from the local store, if it is there (already hashed by ``BlockStore.get``)."""
+        if self.store is None:
+            return None
+        try:
+            data = self.store.get(cid)
+        except MissingBlock:
+            return None
+        # Only the trustless block-size limit is left, and check_block raises the same
+        # UnsupportedBlock for it.
+        if len(data) > MAX_BLOCK_SIZE:
+            check_block(cid, data)
+        return data
+
     def get(self, cid: bytes) -> bytes:
         """The verified bytes of block ``cid``. Raises ``MissingBlock`` or ``BlockMismatch``."""
         data = self.cache.get(cid)
-        if data is not None:
-            return data
-        if self.store is not None:
-            try:
-                data = self.store.get(cid)
-            except MissingBlock:
-                data = None
-            if data is not None:
-                # BlockStore.get has hashed the bytes already; only the trustless block-size
-                # limit is left, and check_block raises the same UnsupportedBlock for it.
-                if len(data) > MAX_BLOCK_SIZE:
-                    check_block(cid, data)
-                self.cache[cid] = data
-                return data
+        if data is None:
+            data = self._from_store(cid)
+        if data is None:
+            data = self._from_gateways(cid)
+        self.cache[cid] = data
+        return data
+
+    def _from_gateways(self, cid: bytes) -> bytes:
+        """The block from the first gateway that sends bytes matching ``cid``."""
         mismatched: list[str] = []
-        for gw in self.gateways:
-            data, reason = http_get(
-                self.client,
-                gw.url(cid),
-                params={"format": "raw"},
-                headers={"Accept": RAW_MEDIA_TYPE},
-                retry=self.retry,
-                sleep=self.sleep,
-                jitter=self.jitter,
-            )
-            if data is None:
-                self._note(f"{gw.base}: block {cid_to_str(cid)}: {reason}")
+        for gw in self._ordered():
+            got = http_get(self.client, gw.url(cid), http=self.http, params=_RAW_QUERY,
+                           headers={"Accept": RAW_MEDIA_TYPE})
+            if isinstance(got, Failure):
+                self._gave_up(gw, f"block {cid_to_str(cid)}", got)
                 continue
             try:
-                check_block(cid, data)
+                check_block(cid, got)
             except BlockMismatch:
                 mismatched.append(gw.base)
                 self._note(f"{gw.base}: sent block {cid_to_str(cid)} with wrong content")
                 continue
-            self.cache[cid] = data
-            return data
+            return got
         if mismatched:
             raise BlockMismatch(
                 f"block {cid_to_str(cid)} does not match its CID on {', '.join(mismatched)}; "

@@ -1,26 +1,30 @@
-"""The one shared HTTP layer every HTTP pinner goes through.
+"""The one HTTP layer: an options object, one retry policy, one retry loop, redaction.
 
-Why one layer: release pipelines lose uploads to hung connections, 429s and
-tokens echoed into CI logs. Timeouts, retries and redaction are decided here
-once, so every pinner behaves the same way and none can forget.
+Why one layer: loaders lose bundles to dead gateways, release pipelines lose
+uploads to hung connections and 429s, and tokens get echoed into CI logs.
+Timeouts, retries and redaction are decided here once, so retrieval
+(``bundlekit.net.fetch``) and every pinner (through ``bundlekit.pinning.http``)
+follow the same rules and none can forget one.
 
-Behaviour (each point is tested in ``tests/pinners/test_http.py``):
+The rules (tested in ``tests/net/``):
 
-* Every call has a timeout (``DEFAULT_TIMEOUT`` unless the caller passes one).
-* Connection errors, timeouts, 408, 429 and 5xx are retried with exponential
-  backoff and jitter: attempt ``n`` (0-based) waits
-  ``min(cap, base * 2**n) * (0.5 + jitter() / 2)``. A ``Retry-After`` header
-  (delta-seconds or an HTTP date) replaces that wait, capped at
-  ``RetryPolicy.max_retry_after``.
-* 401/403 (``PinAuthError``) and other 4xx (``PinRejected``) are never
-  retried. A sunset answer (HTTP 410, or a body the caller's ``sunset``
-  predicate recognises) raises ``PinServiceSunset`` at once.
-* After the last attempt: 429 -> ``PinRateLimited``; 5xx, connection errors
-  and timeouts -> ``PinUnavailable``.
-* Every message, log line and exception text passes through ``redact`` with
-  the client's secrets, so a token never leaves this module in clear.
+* Every request has a timeout (``HttpOptions.timeout``).
+* A *retryable* failure is a connection error, a timeout, or an answer with
+  HTTP 408, 429 or 5xx. Any other status (401, 403, 404, other 4xx) is final:
+  retrying cannot change the answer.
+* Attempt ``n`` (0-based) that failed retryably waits ``Retry-After`` when the
+  answer carries one (delta-seconds or an HTTP date), capped at
+  ``RetryPolicy.max_retry_after``; otherwise the backoff
+  ``min(cap, base * 2**n) * (0.5 + jitter / 2)``.
+* After ``RetryPolicy.attempts`` tries the last failure is returned; the
+  caller decides what it means ("not here" for a gateway, ``PinUnavailable``
+  for a pinning service).
 
-``sleep``, ``jitter`` and ``now`` are injectable so tests never really sleep.
+``send_with_retries`` is that loop, in the steps the rules name: ``send_once``
+sends and reads one answer, ``classify`` turns a failed answer into a
+``Failure``, the ``Failure`` says whether it is retryable, and
+``RetryPolicy.wait`` says how long to wait. ``sleep``, ``jitter`` and
+``clock`` come in through ``HttpOptions`` so tests never really sleep.
 """
 
 from __future__ import annotations
@@ -30,43 +34,53 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, TypeVar
 
 import httpx
 
-from bundlekit.errors import (
-    PinAuthError,
-    PinError,
-    PinnerNotConfigured,
-    PinRateLimited,
-    PinRejected,
-    PinServiceSunset,
-    PinUnavailable,
-)
-
 __all__ = [
+    "DEFAULT_MAX_CAR_BYTES",
     "DEFAULT_TIMEOUT",
-    "HttpClient",
+    "HTTPX_LOGGERS",
+    "BodyFactory",
+    "Failure",
+    "HttpOptions",
     "RetryPolicy",
+    "classify",
+    "is_retryable_status",
+    "open_client",
     "parse_retry_after",
+    "read_capped",
     "redact",
     "redact_library_logs",
+    "send_once",
+    "send_with_retries",
 ]
 
-log = logging.getLogger("bundlekit.http")
+T = TypeVar("T")
 
-# Connect fast, but allow slow reads/writes: a 100 MB CAR on a CI runner's uplink
-# can take minutes, and the service may take a while to answer after the last byte.
-DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=120.0, write=120.0, pool=15.0)
+# Short connect timeout so a dead gateway falls through quickly; reads may be slow.
+DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
+# A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
+DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
+# How much of a failed answer's body is kept for messages and service-specific checks.
+ERROR_BODY_LIMIT = 64 * 1024
 
 REDACTED = "***"
 # Secrets shorter than this are not redacted: replacing "a" everywhere would
 # mangle every message and protects nothing.
 _MIN_SECRET_LEN = 4
-_BODY_SNIPPET = 300
+
+# The statuses that say "try again": request timeout, rate limited, and every server error.
+_RETRY_STATUSES = frozenset({408, 429})
+
+
+def is_retryable_status(status: int) -> bool:
+    """True for HTTP 408, 429 and 5xx: the answers a later attempt may change."""
+    return status in _RETRY_STATUSES or 500 <= status <= 599
 
 
 @dataclass(frozen=True)
@@ -74,17 +88,237 @@ class RetryPolicy:
     """How often and how long to retry a retryable failure.
 
     ``attempts`` counts every try, the first included (so 1 means no retry).
+    The defaults suit retrieval: a dead gateway is given up quickly so the
+    next one is tried (uploads use a more patient policy, see
+    ``bundlekit.pinning.http``).
     """
 
-    attempts: int = 5
-    base: float = 0.5
-    cap: float = 30.0
-    max_retry_after: float = 300.0
+    attempts: int = 3
+    base: float = 0.25
+    cap: float = 5.0
+    max_retry_after: float = 30.0
 
     def backoff(self, attempt: int, jitter: float) -> float:
         """The wait before retry number ``attempt`` (0-based) given a jitter sample in [0, 1)."""
         growth: float = self.base * float(2**attempt)
         return min(self.cap, growth) * (0.5 + jitter / 2)
+
+    def wait(self, attempt: int, retry_after: float | None, jitter: Callable[[], float]) -> float:
+        """The wait after failed attempt ``attempt``: ``Retry-After`` (capped) if given, else the backoff."""
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after)
+        return self.backoff(attempt, jitter())
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Everything a caller may choose about HTTP, in one value passed down instead of loose parameters.
+
+    ``client`` is an ``httpx.Client`` to use as is (its owner closes it);
+    without one, a client is made from ``timeout`` for the duration of the
+    call. ``retry`` is the policy; ``sleep``, ``jitter`` (a sample in [0, 1))
+    and ``clock`` (now, timezone-aware, for ``Retry-After`` dates) are seams
+    for tests. ``max_car_bytes`` caps a CAR response a loader buffers.
+    ``HttpOptions()`` is what every public function uses when given nothing.
+    """
+
+    client: httpx.Client | None = None
+    timeout: httpx.Timeout | float = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    retry: RetryPolicy = RetryPolicy()
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
+    clock: Callable[[], datetime] = _utcnow
+    max_car_bytes: int = DEFAULT_MAX_CAR_BYTES
+
+
+def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:
+    """``(client, owned)``: the caller's client, or a new one (``owned``: close it when done)."""
+    if options.client is not None:
+        return options.client, False
+    return httpx.Client(timeout=options.timeout, follow_redirects=True), True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a request did not succeed: a failed answer, a transport error, or an over-long body.
+
+    ``reason`` is short and safe to show ("HTTP 503", "timed out (ReadTimeout)").
+    ``response`` is the failed answer with its body read (at most
+    ``ERROR_BODY_LIMIT`` bytes). ``error`` is the transport exception.
+    ``too_large`` marks a success whose body passed the caller's limit.
+    """
+
+    reason: str
+    retryable: bool
+    status: int | None = None
+    response: httpx.Response | None = None
+    error: Exception | None = None
+    retry_after: float | None = None
+    too_large: bool = False
+
+    @property
+    def unusable_url(self) -> bool:
+        """True when the URL itself is wrong (no http(s) scheme, malformed): a settings mistake."""
+        return isinstance(self.error, (httpx.UnsupportedProtocol, httpx.InvalidURL))
+
+
+def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date); None if absent or invalid."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now()).total_seconds())
+
+
+def _read_upto(response: httpx.Response, limit: int) -> bytes | None:
+    """The body, streamed, or None as soon as it passes ``limit`` bytes."""
+    parts: list[bytes] = []
+    seen = 0
+    for chunk in response.iter_bytes():
+        seen += len(chunk)
+        if seen > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def read_capped(response: httpx.Response, max_bytes: int) -> bytes | Failure:
+    """A successful answer's body, or a non-retryable ``Failure`` once it passes ``max_bytes``.
+
+    The body is streamed and cut at the limit: a hostile server cannot make
+    the caller buffer more than it expects.
+    """
+    body = _read_upto(response, max_bytes)
+    if body is None:
+        return Failure(f"response is over the {max_bytes}-byte limit", retryable=False,
+                       status=response.status_code, too_large=True)
+    return body
+
+
+def _detached(response: httpx.Response) -> httpx.Response:
+    """A copy of a failed answer holding at most ``ERROR_BODY_LIMIT`` bytes of its (decoded) body."""
+    parts: list[bytes] = []
+    seen = 0
+    for chunk in response.iter_bytes():
+        parts.append(chunk)
+        seen += len(chunk)
+        if seen >= ERROR_BODY_LIMIT:
+            break
+    body = b"".join(parts)[:ERROR_BODY_LIMIT]
+    skip = {"content-encoding", "content-length", "transfer-encoding"}
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in skip]
+    return httpx.Response(response.status_code, headers=headers, content=body, request=response.request)
+
+
+def classify(
+    response: httpx.Response, clock: Callable[[], datetime], final: Callable[[httpx.Response], bool] | None = None
+) -> Failure:
+    """The ``Failure`` for an answer that is not a success: retryable for 408, 429 and 5xx.
+
+    ``final`` recognises answers the caller knows are final whatever their
+    status (a service's shutdown notice); those are never retried.
+    """
+    answer = _detached(response)
+    status = answer.status_code
+    retryable = is_retryable_status(status) and not (final is not None and final(answer))
+    return Failure(f"HTTP {status}", retryable=retryable, status=status, response=answer,
+                   retry_after=parse_retry_after(answer.headers.get("Retry-After"), clock))
+
+
+def _is_success(response: httpx.Response) -> bool:
+    return response.is_success
+
+
+BodyFactory = Callable[[], Mapping[str, Any]]
+
+
+def send_once(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    read: Callable[[httpx.Response], T | Failure],
+    ok: Callable[[httpx.Response], bool] = _is_success,
+    final: Callable[[httpx.Response], bool] | None = None,
+    clock: Callable[[], datetime] = _utcnow,
+    request: Mapping[str, Any] | None = None,
+) -> T | Failure:
+    """One attempt: send, then ``read`` a success (inside the stream) or ``classify`` the answer.
+
+    ``request`` holds the httpx keyword arguments (``params``, ``headers``,
+    ``json``, ``content``...). Transport errors and timeouts are retryable
+    failures; an unusable URL is a final one. Errors ``read`` raises (a
+    malformed body) pass through to the caller.
+    """
+    try:
+        with client.stream(method, url, **dict(request or {})) as response:
+            if ok(response):
+                return read(response)
+            return classify(response, clock, final)
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        return Failure("not a usable http(s) URL", retryable=False, error=exc)
+    except httpx.TimeoutException as exc:
+        return Failure(f"timed out ({type(exc).__name__})", retryable=True, error=exc)
+    except httpx.TransportError as exc:
+        return Failure(f"connection failed ({type(exc).__name__})", retryable=True, error=exc)
+
+
+def send_with_retries(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    options: HttpOptions,
+    read: Callable[[httpx.Response], T | Failure],
+    ok: Callable[[httpx.Response], bool] = _is_success,
+    final: Callable[[httpx.Response], bool] | None = None,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    json: Any = None,
+    body: BodyFactory | None = None,
+    retry: bool = True,
+    on_retry: Callable[[Failure, float], None] | None = None,
+) -> T | Failure:
+    """Send until an attempt succeeds, fails for good, or the attempts run out; return its outcome.
+
+    ``read`` turns a successful answer (``ok``, default 2xx) into the result.
+    ``body`` is called before *each* attempt and returns the httpx keyword
+    arguments carrying the payload, so a file body can be rewound and re-sent.
+    ``retry=False`` makes a single attempt (a call the caller cannot safely
+    repeat). ``on_retry(failure, wait)`` is told before each wait.
+    """
+    attempts = options.retry.attempts if retry else 1
+    attempt = 0
+    while True:
+        request: dict[str, Any] = {"params": params, "headers": headers, "json": json}
+        if body is not None:
+            request.update(body())
+        outcome = send_once(client, method, url, read=read, ok=ok, final=final, clock=options.clock,
+                            request=request)
+        if not isinstance(outcome, Failure) or not outcome.retryable or attempt + 1 >= attempts:
+            return outcome
+        wait = options.retry.wait(attempt, outcome.retry_after, options.jitter)
+        if on_retry is not None:
+            on_retry(outcome, wait)
+        options.sleep(wait)
+        attempt += 1
+
+
+# -- redaction ------------------------------------------------------------------------------
 
 
 def _secret_forms(secret: str) -> set[str]:
@@ -144,7 +378,8 @@ class _RedactingFilter(logging.Filter):
 
 
 _LIBRARY_FILTER = _RedactingFilter()
-_HTTPX_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy")
+# The loggers httpx and httpcore write requests to.
+HTTPX_LOGGERS = ("httpx", "httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy")
 _FILTERED_LOGGERS: set[str] = set()
 
 
@@ -160,204 +395,3 @@ def redact_library_logs(secrets: Iterable[str], loggers: Iterable[str]) -> None:
         if name not in _FILTERED_LOGGERS:
             logging.getLogger(name).addFilter(_LIBRARY_FILTER)
             _FILTERED_LOGGERS.add(name)
-
-
-def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date); None if absent or invalid."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now()).total_seconds())
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-BodyFactory = Callable[[], Mapping[str, Any]]
-
-
-class HttpClient:
-    """An ``httpx.Client`` wrapper with timeouts, retries, error translation and redaction.
-
-    ``service`` names the service in messages ("Pinata", "kubo", ...).
-    ``secrets`` are redacted from every message and log line. ``sunset`` is
-    an optional predicate over a failed response that recognises the
-    service's "this API is gone" answer. ``transport`` lets tests plug in
-    ``httpx.MockTransport``; respx patches the default transport instead.
-    """
-
-    def __init__(
-        self,
-        service: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        auth: httpx.Auth | tuple[str, str] | None = None,
-        secrets: Sequence[str] = (),
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
-        now: Callable[[], datetime] = _utcnow,
-        sunset: Callable[[httpx.Response], bool] | None = None,
-        sunset_hint: str = "",
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.service = service
-        self.secrets = tuple(secrets)
-        self.retry = retry or RetryPolicy()
-        self.sleep = sleep
-        self.jitter = jitter
-        self.now = now
-        self._sunset = sunset
-        self._sunset_hint = sunset_hint
-        redact_library_logs(self.secrets, _HTTPX_LOGGERS)
-        self._client = httpx.Client(
-            headers=dict(headers or {}),
-            auth=auth,
-            timeout=timeout,
-            transport=transport,
-            follow_redirects=False,
-        )
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def redact(self, text: str) -> str:
-        """``text`` with this client's secrets removed."""
-        return redact(text, self.secrets)
-
-    def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        json: Any = None,
-        body: BodyFactory | None = None,
-        retry: bool = True,
-        ok: Callable[[httpx.Response], bool] | None = None,
-        what: str = "",
-    ) -> httpx.Response:
-        """Send one request, retrying per the policy; return the successful response.
-
-        ``body`` is called before *each* attempt and returns the httpx keyword
-        arguments carrying the payload (``content=``, ``files=``, ``data=``),
-        so a file body can be rewound and re-sent. ``ok`` decides which
-        responses count as success (default: 2xx). ``retry=False`` makes a
-        single attempt (non-idempotent calls the caller cannot safely repeat).
-        ``what`` describes the call for messages ("upload CAR").
-
-        Raises PinAuthError, PinRejected, PinServiceSunset (never retried),
-        PinRateLimited or PinUnavailable (after the last attempt).
-        """
-        is_ok = ok or (lambda r: r.is_success)
-        label = what or method
-        attempts = self.retry.attempts if retry else 1
-        last_error: PinError | None = None
-        last_exc: BaseException | None = None
-        for attempt in range(attempts):
-            extra = dict(body()) if body is not None else {}
-            try:
-                response = self._client.request(
-                    method, url, params=params, headers=headers, json=json, **extra
-                )
-            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-                # A settings mistake, not an outage: retrying cannot help.
-                raise PinnerNotConfigured(
-                    self.redact(
-                        f"{self.service}: {url!r} is not a usable http(s) URL; "
-                        "fix the service's *_URL setting (it must start with http:// or https://)"
-                    )
-                ) from exc
-            except httpx.TimeoutException as exc:
-                last_error = PinUnavailable(
-                    self.redact(
-                        f"{self.service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
-                        "the service may be overloaded: retry later or raise the timeout"
-                    )
-                )
-                last_exc = exc
-                wait = self.retry.backoff(attempt, self.jitter())
-            except httpx.TransportError as exc:
-                last_error = PinUnavailable(
-                    self.redact(
-                        f"{self.service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
-                        "check the service URL and your network, then retry"
-                    )
-                )
-                last_exc = exc
-                wait = self.retry.backoff(attempt, self.jitter())
-            else:
-                if is_ok(response):
-                    log.debug(self.redact(f"{self.service}: {method} {url} -> {response.status_code}"))
-                    return response
-                error, retryable = self._classify(response, label)
-                if not retryable:
-                    raise error
-                last_error = error
-                last_exc = None
-                after = parse_retry_after(response.headers.get("Retry-After"), self.now)
-                if after is not None:
-                    wait = min(after, self.retry.max_retry_after)
-                else:
-                    wait = self.retry.backoff(attempt, self.jitter())
-            if attempt + 1 < attempts:
-                log.info(self.redact(f"{self.service}: {label}: {last_error}; retrying in {wait:.2f}s"))
-                self.sleep(wait)
-        assert last_error is not None
-        raise last_error from last_exc
-
-    def _classify(self, response: httpx.Response, label: str) -> tuple[PinError, bool]:
-        """Map a failed response to (error, retryable)."""
-        status = response.status_code
-        snippet = self.redact(_snippet(response))
-        where = f"{self.service}: {label} answered HTTP {status}"
-        detail = f": {snippet}" if snippet else ""
-        if status == 410 or (self._sunset is not None and self._sunset(response)):
-            hint = self._sunset_hint or "use another pinner (Pinata, Filebase or a kubo node)"
-            return PinServiceSunset(f"{where}{detail}; this API no longer accepts uploads: {hint}"), False
-        if status in (401, 403):
-            return PinAuthError(
-                f"{where}: the credentials were refused; check the token's value and permissions"
-            ), False
-        if status == 429:
-            return PinRateLimited(f"{where}: rate limited after every retry; wait and run again"), True
-        if status >= 500 or status == 408:
-            return PinUnavailable(f"{where}{detail}; the service is failing: retry later"), True
-        return PinRejected(f"{where}{detail}; the request was refused: check the input and settings"), False
-
-
-def _host(url: str) -> str:
-    try:
-        return httpx.URL(url).host or url
-    except httpx.InvalidURL:
-        return "the service"
-
-
-def _snippet(response: httpx.Response) -> str:
-    """The start of a response body, on one line, for an error message."""
-    try:
-        text = response.read().decode("utf-8", errors="replace")
-    except httpx.HTTPError:
-        return ""
-    text = " ".join(text.split())
-    return text[:_BODY_SNIPPET] + ("..." if len(text) > _BODY_SNIPPET else "")

@@ -3,13 +3,15 @@
 A pinner publishes a CAR whose root we computed ourselves. The contract is as
 small as httpx's ``BaseTransport``: one verb to publish (``pin``), ``status``,
 ``unpin``, ``close`` and a context manager. Retries, redaction and timeouts
-live in ``bundlekit.net.http``; choosing pinners, running them concurrently
-and checking that every service reports *our* root live here.
+live in ``bundlekit.net.http``; what a service's answer means for a pin (the
+``PinError`` map) lives in ``http``; choosing pinners, running them
+concurrently and checking that every service reports *our* root live here.
 
 Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group),
-``orchestrate`` (``pin_all``, ``PinReport``, CID equality) and ``source`` (what
-``bundlekit pin SRC`` publishes).
+``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
+``bundlekit pin SRC`` publishes) and ``http`` (``HttpClient``: the shared
+retry loop plus the pinning error map).
 
 Pinners are found only through the ``bundlekit.pinners`` entry-point group:
 the built-ins in ``pinners/`` register exactly as a third-party package would

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -182,14 +183,34 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
     import httpx
     import respx
 
+    from bundlekit.car.writer import CarWriter
+    from bundlekit.ipld.cid import parse_cid
+
+    from .conftest import car_blocks
+
     result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
-    car = result.car.read_bytes()
+    blocks = car_blocks(result.car)
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        # Any block of the bundle, as raw bytes or (with every block) as a CAR.
+        cid = parse_cid(request.url.host.split(".", 1)[0])
+        if request.url.params["format"] == "raw":
+            return httpx.Response(200, content=blocks[cid])
+        out = io.BytesIO()
+        writer = CarWriter(out, [cid])
+        for block_cid, data in blocks.items():
+            writer.put(block_cid, data)
+        writer.close()
+        return httpx.Response(200, content=out.getvalue())
+
     with respx.mock:
-        route = respx.get(f"https://{result.root_cid}.ipfs.gw.test/", params={"format": "car"}).mock(
-            return_value=httpx.Response(200, content=car))
+        route = respx.get(url__regex=r"^https://[a-z0-9]+\.ipfs\.gw\.test/").mock(side_effect=serve)
         loaded = load_bundle(f"https://{result.root_cid}.ipfs.gw.test/manifest.json")
     assert route.called and loaded.root == result.root and len(loaded.files) == len(result.paths)
     assert loaded.files == _tree_files_bundle(tree)
+    hosts = {call.request.url.host for call in route.calls}
+    assert f"{result.root_cid}.ipfs.gw.test" in hosts
+    assert all(host.startswith("baf") for host in hosts)  # CIDv1 base32 subdomains only
 
 
 @pytest.mark.parametrize("profile", ["unixfs-v0-2015", "kubo-cidv1", "ipfs-car"])

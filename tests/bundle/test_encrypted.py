@@ -17,6 +17,7 @@ from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.errors import IntegrityError, KeySourceError, UsageError, WrongKeyError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.net.http import HttpOptions
 from bundlekit.unixfs.reader import UnixFSReader
 
 from .conftest import BODY_CANARY, CREATED, TIMELINE_CANARY, BlockGateway, car_blocks
@@ -116,7 +117,7 @@ def test_tampered_encrypted_block_is_an_integrity_error_naming_the_file(
     gateway.tamper.add(parse_cid(enc.manifest["memory"]["files"]["memory/feedback_tone.md.enc"]["cid"]))
     with pytest.raises(IntegrityError, match="memory/feedback_tone.md.enc"):
         load_bundle(f"ipfs://{cid_to_str(enc.root)}", gateways=[url], key=KEY, out_dir=tmp_path / "out",
-                    sleep=lambda s: None)
+                    http=HttpOptions(sleep=lambda s: None))
     assert not (tmp_path / "out").exists()
 
 

@@ -13,6 +13,7 @@ from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, MissingBlock
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 from bundlekit.net.fetch import Gateway, GatewayFetcher
+from bundlekit.net.http import HttpOptions
 
 A = b"alpha block"
 B = b"beta block"
@@ -33,7 +34,7 @@ def _car(blocks: list[tuple[bytes, bytes]], root: bytes = CA) -> bytes:
 
 def _fetcher(*gws: Gateway, sleeps: list[float] | None = None) -> GatewayFetcher:
     log = sleeps if sleeps is not None else []
-    return GatewayFetcher(list(gws), sleep=log.append, jitter=lambda: 0.0)
+    return GatewayFetcher(list(gws), http=HttpOptions(sleep=log.append, jitter=lambda: 0.0))
 
 
 @respx.mock

@@ -14,6 +14,7 @@ from bundlekit.errors import IntegrityError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
 
@@ -77,7 +78,8 @@ def test_fork_of_a_tampered_bundle_changes_nothing(
     _local(tmp_path / "dest")
     before = sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md"))
     with pytest.raises(IntegrityError):
-        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "dest", gateways=[url], sleep=lambda s: None)
+        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "dest", gateways=[url],
+                     http=HttpOptions(sleep=lambda s: None))
     assert sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md")) == before
 
 

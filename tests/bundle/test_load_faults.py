@@ -17,10 +17,11 @@ from bundlekit.bundle.manifest import canonical_json
 from bundlekit.errors import IntegrityError, LoadError, ManifestError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks
 
-NO_SLEEP: dict[str, Any] = {"sleep": lambda s: None, "jitter": lambda: 0.0}
+NO_SLEEP: dict[str, Any] = {"http": HttpOptions(sleep=lambda s: None, jitter=lambda: 0.0)}
 
 
 @pytest.fixture
@@ -43,10 +44,24 @@ def _uri(bundle: BundleResult) -> str:
     return f"ipfs://{cid_to_str(bundle.root)}"
 
 
-def test_car_path_is_tried_first_and_suffices(gw: tuple[BlockGateway, str], bundle: BundleResult) -> None:
+def _dir_entry(blocks: dict[bytes, bytes], root: bytes, name: str) -> bytes:
+    from bundlekit.unixfs.reader import UnixFSReader
+
+    return dict(UnixFSReader(blocks.__getitem__).list_dir(root))[name]
+
+
+def test_manifest_comes_first_then_one_car_suffices_for_the_files(
+    gw: tuple[BlockGateway, str], bundle: BundleResult
+) -> None:
     gateway, url = gw
     load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
-    assert [fmt for _path, fmt in gateway.requests] == ["car"]
+    manifest = _dir_entry(gateway.blocks, bundle.root, "manifest.json")
+    memory = _dir_entry(gateway.blocks, bundle.root, "memory")
+    assert gateway.requests == [
+        (f"/ipfs/{cid_to_str(bundle.root)}", "raw"),
+        (f"/ipfs/{cid_to_str(manifest)}", "raw"),
+        (f"/ipfs/{cid_to_str(memory)}", "car"),
+    ]
 
 
 def test_altered_block_gives_an_integrity_error_naming_the_file(
@@ -113,6 +128,43 @@ def test_missing_manifest_is_a_load_error(gw: tuple[BlockGateway, str], bundle: 
     gateway.missing.add(bundle.root)
     with pytest.raises(LoadError, match="manifest.json"):
         load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
+
+
+def _bundle_like_dag(tmp_path: Path, manifest: bytes | None) -> tuple[Path, bytes]:
+    """A CAR laid out like a bundle (memory/ with files) with the given manifest.json, or none; and its root."""
+    from bundlekit.car.writer import CarFileWriter
+    from bundlekit.unixfs.importer import import_tree
+    from bundlekit.unixfs.profiles import get_profile
+
+    files = [("memory/MEMORY.md", b"# index\n"), *[(f"memory/m{i}.md", b"x" * 300) for i in range(20)]]
+    if manifest is not None:
+        files.append(("manifest.json", manifest))
+    with CarFileWriter(tmp_path / "dag.car") as writer:
+        result = import_tree(files, writer, get_profile())
+        writer.finish(result.root)
+    return tmp_path / "dag.car", result.root
+
+
+def test_a_dag_without_manifest_fails_before_any_file_block_is_requested(
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    car, root = _bundle_like_dag(tmp_path, None)
+    gateway.blocks.update(car_blocks(car))
+    with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
+    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", "raw")]  # the root block, nothing more
+
+
+def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    car, root = _bundle_like_dag(tmp_path, b'{"format": "bundlekit/99"}')
+    gateway.blocks.update(car_blocks(car))
+    with pytest.raises(ManifestError, match="bundlekit/99"):
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
+    assert [fmt for _path, fmt in gateway.requests] == ["raw", "raw"]  # root, manifest; no CAR, no file
 
 
 def test_no_gateway_and_no_store_is_a_usage_error(bundle: BundleResult, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from bundlekit.car.writer import CarWriter
 from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
+from bundlekit.pinning.http import UPLOAD_OPTIONS
 
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
 
@@ -73,8 +74,8 @@ def sleeps() -> Sleeps:
 
 @pytest.fixture
 def http_kwargs(sleeps: Sleeps) -> dict[str, object]:
-    """Keyword arguments for HttpClient-based pinners: no real sleep, no jitter."""
-    return {"sleep": sleeps, "jitter": lambda: 0.0}
+    """Keyword arguments for HttpClient-based pinners: the upload options with no real sleep, no jitter."""
+    return {"options": replace(UPLOAD_OPTIONS, sleep=sleeps, jitter=lambda: 0.0)}
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ CID other than our root.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import respx
 
 from bundlekit.errors import CIDMismatch, PinAuthError, PinServiceSunset, PinUnavailable
 from bundlekit.net.http import RetryPolicy
+from bundlekit.pinning.http import UPLOAD_OPTIONS
 from bundlekit.pinning.protocol import PINNED
 from pinners.kubo import KuboPinner
 from pinners.pinata import PinataPinner
@@ -84,7 +86,7 @@ def run(service: str, car: Car, sleeps: Sleeps, fault: list[Any] | httpx.Respons
             route.mock(return_value=fault)
         else:
             route.mock(side_effect=[*fault, *success])
-        pinner = factory(env, sleep=sleeps, jitter=lambda: 0.0)
+        pinner = factory(env, options=replace(UPLOAD_OPTIONS, sleep=sleeps, jitter=lambda: 0.0))
         pinner.http.retry = RetryPolicy(attempts=ATTEMPTS)
         try:
             with car.open() as fh:

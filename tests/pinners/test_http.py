@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import httpx
@@ -10,7 +11,8 @@ import pytest
 import respx
 
 from bundlekit.errors import PinAuthError, PinRateLimited, PinRejected, PinServiceSunset, PinUnavailable
-from bundlekit.net.http import HttpClient, RetryPolicy, parse_retry_after, redact
+from bundlekit.net.http import RetryPolicy, parse_retry_after, redact
+from bundlekit.pinning.http import UPLOAD_OPTIONS, UPLOAD_RETRY, HttpClient
 
 from .conftest import SECRET, Sleeps
 
@@ -18,11 +20,9 @@ URL = "https://svc.test/thing"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-def client(sleeps: Sleeps, **kw: object) -> HttpClient:
-    return HttpClient(
-        "svc", headers={"Authorization": f"Bearer {SECRET}"}, secrets=[SECRET],
-        sleep=sleeps, jitter=lambda: 0.0, now=lambda: NOW, **kw,  # type: ignore[arg-type]
-    )
+def client(sleeps: Sleeps, *, retry: RetryPolicy = UPLOAD_RETRY) -> HttpClient:
+    options = replace(UPLOAD_OPTIONS, retry=retry, sleep=sleeps, jitter=lambda: 0.0, clock=lambda: NOW)
+    return HttpClient("svc", headers={"Authorization": f"Bearer {SECRET}"}, secrets=[SECRET], options=options)
 
 
 @respx.mock

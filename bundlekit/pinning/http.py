@@ -1,0 +1,257 @@
+"""The pinning error map over the one HTTP layer: what a service's answer means for a pin.
+
+``bundlekit.net.http`` sends, retries and waits; this module only says what
+the final outcome means to a pinner, in one place for every HTTP pinner:
+
+* success (2xx, or the caller's ``ok``)         -> the response, body read
+* a URL without http(s)                          -> ``PinnerNotConfigured`` (never sent again)
+* HTTP 410, or the service's ``sunset`` answer   -> ``PinServiceSunset`` (never retried)
+* HTTP 401 / 403                                 -> ``PinAuthError`` (never retried)
+* any other 4xx except 408 / 429                 -> ``PinRejected`` (never retried)
+* 429 after the last attempt                     -> ``PinRateLimited``
+* 408, 5xx, timeouts, connection errors, after the last attempt -> ``PinUnavailable``
+
+Every message and log line passes through ``redact`` with the client's
+secrets, so a token never leaves this module in clear.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self
+
+import httpx
+
+from bundlekit.errors import (
+    PinAuthError,
+    PinError,
+    PinnerNotConfigured,
+    PinRateLimited,
+    PinRejected,
+    PinServiceSunset,
+    PinUnavailable,
+)
+from bundlekit.net.http import (
+    HTTPX_LOGGERS,
+    BodyFactory,
+    Failure,
+    HttpOptions,
+    RetryPolicy,
+    redact,
+    redact_library_logs,
+    send_with_retries,
+)
+
+__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "HttpClient", "pin_error"]
+
+log = logging.getLogger("bundlekit.http")
+
+# Connect fast, but allow slow reads/writes: a 100 MB CAR on a CI runner's uplink
+# can take minutes, and the service may take a while to answer after the last byte.
+UPLOAD_TIMEOUT = httpx.Timeout(connect=15.0, read=120.0, write=120.0, pool=15.0)
+# Uploads are worth waiting for: more attempts and longer waits than retrieval.
+UPLOAD_RETRY = RetryPolicy(attempts=5, base=0.5, cap=30.0, max_retry_after=300.0)
+UPLOAD_OPTIONS = HttpOptions(timeout=UPLOAD_TIMEOUT, retry=UPLOAD_RETRY)
+
+_BODY_SNIPPET = 300
+_DEFAULT_SUNSET_HINT = "use another pinner (Pinata, Filebase or a kubo node)"
+
+
+def _host(url: str) -> str:
+    try:
+        return httpx.URL(url).host or url
+    except httpx.InvalidURL:
+        return "the service"
+
+
+def _snippet(response: httpx.Response) -> str:
+    """The start of a response body, on one line, for an error message."""
+    text = " ".join(response.content.decode("utf-8", errors="replace").split())
+    return text[:_BODY_SNIPPET] + ("..." if len(text) > _BODY_SNIPPET else "")
+
+
+def pin_error(
+    failure: Failure,
+    *,
+    service: str,
+    url: str,
+    label: str,
+    sunset: Callable[[httpx.Response], bool] | None = None,
+    sunset_hint: str = "",
+    clean: Callable[[str], str] = str,
+) -> PinError:
+    """The pinning error for a final ``Failure``; ``clean`` redacts its message."""
+    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint)
+    return kind(clean(message))
+
+
+def _meaning(
+    failure: Failure,
+    service: str,
+    url: str,
+    label: str,
+    sunset: Callable[[httpx.Response], bool] | None,
+    sunset_hint: str,
+) -> tuple[type[PinError], str]:
+    """The error class and message the table in the module docstring gives ``failure``."""
+    if failure.unusable_url:
+        return PinnerNotConfigured, (
+            f"{service}: {url!r} is not a usable http(s) URL; "
+            "fix the service's *_URL setting (it must start with http:// or https://)"
+        )
+    response = failure.response
+    if response is None:
+        exc = failure.error
+        if isinstance(exc, httpx.TimeoutException):
+            return PinUnavailable, (
+                f"{service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
+                "the service may be overloaded: retry later or raise the timeout"
+            )
+        return PinUnavailable, (
+            f"{service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
+            "check the service URL and your network, then retry"
+        )
+    status = response.status_code
+    snippet = _snippet(response)
+    where = f"{service}: {label} answered HTTP {status}"
+    detail = f": {snippet}" if snippet else ""
+    if status == 410 or (sunset is not None and sunset(response)):
+        hint = sunset_hint or _DEFAULT_SUNSET_HINT
+        return PinServiceSunset, f"{where}{detail}; this API no longer accepts uploads: {hint}"
+    if status in (401, 403):
+        return PinAuthError, f"{where}: the credentials were refused; check the token's value and permissions"
+    if status == 429:
+        return PinRateLimited, f"{where}: rate limited after every retry; wait and run again"
+    if failure.retryable:
+        return PinUnavailable, f"{where}{detail}; the service is failing: retry later"
+    return PinRejected, f"{where}{detail}; the request was refused: check the input and settings"
+
+
+def _buffered(ok: Callable[[httpx.Response], bool] | None) -> Callable[[httpx.Response], bool]:
+    """``ok`` over a response whose body is read first (service predicates look at ``.text``)."""
+
+    def check(response: httpx.Response) -> bool:
+        response.read()
+        return ok(response) if ok is not None else response.is_success
+
+    return check
+
+
+def _whole(response: httpx.Response) -> httpx.Response:
+    return response
+
+
+class HttpClient:
+    """A pinning service's HTTP client: the shared retry loop plus the pinning error map.
+
+    ``service`` names the service in messages ("Pinata", "kubo", ...).
+    ``secrets`` are redacted from every message and log line. ``options``
+    defaults to ``UPLOAD_OPTIONS`` (its ``client`` is not used: the client
+    carries this service's headers and auth). ``sunset`` is an optional
+    predicate over a failed response that recognises the service's "this API
+    is gone" answer. ``transport`` lets tests plug in ``httpx.MockTransport``;
+    respx patches the default transport instead.
+    """
+
+    def __init__(
+        self,
+        service: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | tuple[str, str] | None = None,
+        secrets: Sequence[str] = (),
+        options: HttpOptions = UPLOAD_OPTIONS,
+        sunset: Callable[[httpx.Response], bool] | None = None,
+        sunset_hint: str = "",
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.service = service
+        self.secrets = tuple(secrets)
+        self.options = options
+        self._sunset = sunset
+        self._sunset_hint = sunset_hint
+        redact_library_logs(self.secrets, HTTPX_LOGGERS)
+        self._client = httpx.Client(
+            headers=dict(headers or {}),
+            auth=auth,
+            timeout=options.timeout,
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy in use (assignable, e.g. by tests)."""
+        return self.options.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self.options = dataclasses.replace(self.options, retry=policy)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait as the options say (the injected sleep in tests)."""
+        self.options.sleep(seconds)
+
+    def jitter(self) -> float:
+        """A jitter sample in [0, 1) from the options."""
+        return self.options.jitter()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def redact(self, text: str) -> str:
+        """``text`` with this client's secrets removed."""
+        return redact(text, self.secrets)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json: Any = None,
+        body: BodyFactory | None = None,
+        retry: bool = True,
+        ok: Callable[[httpx.Response], bool] | None = None,
+        what: str = "",
+    ) -> httpx.Response:
+        """Send one request through the shared retry loop; return the successful response (body read).
+
+        ``body`` is called before *each* attempt and returns the httpx keyword
+        arguments carrying the payload (``content=``, ``files=``, ``data=``),
+        so a file body can be rewound and re-sent. ``ok`` decides which
+        responses count as success (default: 2xx). ``retry=False`` makes a
+        single attempt (non-idempotent calls the caller cannot safely repeat).
+        ``what`` describes the call for messages ("upload CAR").
+
+        Raises PinnerNotConfigured, PinAuthError, PinRejected, PinServiceSunset
+        (never retried), PinRateLimited or PinUnavailable (after the last attempt).
+        """
+        label = what or method
+
+        def note_retry(failure: Failure, wait: float) -> None:
+            log.info(self.redact(f"{self.service}: {label}: {self._error(failure, url, label)}; "
+                                 f"retrying in {wait:.2f}s"))
+
+        outcome = send_with_retries(
+            self._client, method, url, options=self.options, read=_whole, ok=_buffered(ok), final=self._sunset,
+            params=params, headers=headers, json=json, body=body, retry=retry, on_retry=note_retry,
+        )
+        if isinstance(outcome, Failure):
+            raise self._error(outcome, url, label) from outcome.error
+        log.debug(self.redact(f"{self.service}: {method} {url} -> {outcome.status_code}"))
+        return outcome
+
+    def _error(self, failure: Failure, url: str, label: str) -> PinError:
+        return pin_error(failure, service=self.service, url=url, label=label, sunset=self._sunset,
+                         sunset_hint=self._sunset_hint, clean=self.redact)
