@@ -30,7 +30,7 @@ from bundlekit.memory.files import read_tree_files
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.memory import MemoryRecord
-    from bundlekit.net.fetch import Gateway
+    from bundlekit.net.fetch import RemoteGateway
     from bundlekit.net.http import HttpOptions
 
 __all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side", "side_labels"]
@@ -131,7 +131,7 @@ def _entry_id(entry: Mapping[str, Any]) -> str:
 def read_side(
     spec: str,
     *,
-    gateways: Iterable[str | Gateway] = (),
+    gateways: Iterable[str | RemoteGateway] = (),
     key: KeySpec | None = None,
     http: HttpOptions | None = None,
     **load_options: Any,
@@ -169,7 +169,7 @@ def diff_sources(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
     *,
-    gateways: Iterable[str | Gateway] = (),
+    gateways: Iterable[str | RemoteGateway] = (),
     key: KeySpec | None = None,
     http: HttpOptions | None = None,
     **load_options: Any,

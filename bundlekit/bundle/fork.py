@@ -27,7 +27,7 @@ from bundlekit.memory.transfer import STRATEGIES
 if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
     from bundlekit.crypto._keys import KeySpec
-    from bundlekit.net.fetch import Gateway
+    from bundlekit.net.fetch import RemoteGateway
     from bundlekit.net.http import HttpOptions
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
@@ -81,7 +81,7 @@ def fork_bundle(
     dest: str | os.PathLike[str],
     *,
     strategy: str = "merge",
-    gateways: Iterable[str | Gateway] = (),
+    gateways: Iterable[str | RemoteGateway] = (),
     key: KeySpec | None = None,
     allow_secrets: bool = False,
     http: HttpOptions | None = None,

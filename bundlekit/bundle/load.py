@@ -69,8 +69,8 @@ from bundlekit.ipld.cid import RAW, cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.net.fetch import (
     BundleURI,
-    Gateway,
     GatewayFetcher,
+    RemoteGateway,
     default_gateways,
     http_get,
     parse_gateway,
@@ -145,7 +145,7 @@ def tree_path(bundle_path: str) -> str:
 def load_bundle(
     uri: str,
     *,
-    gateways: Iterable[str | Gateway] = (),
+    gateways: Iterable[str | RemoteGateway] = (),
     key: KeySpec | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     use_store: bool | None = None,
@@ -173,7 +173,7 @@ def load_bundle(
     if concurrency < 1:
         raise UsageError("concurrency must be at least 1")
     target = parse_uri(uri)
-    gws = [g if isinstance(g, Gateway) else parse_gateway(g) for g in gateways]
+    gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
@@ -242,7 +242,7 @@ class _DagSource:
 
 
 def _open_source(
-    target: BundleURI, gws: list[Gateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
+    target: BundleURI, gws: list[RemoteGateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
 ) -> _DagSource:
     """The block source for ``target`` (a local CAR, or the store and gateways in spec order)."""
     if target.kind == "car":

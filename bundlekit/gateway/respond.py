@@ -1,6 +1,6 @@
-"""Gateway request -> response logic: the trustless and path gateway rules, no sockets.
+"""The local gateway's request -> response logic: the trustless and path gateway rules, no sockets.
 
-``Gateway.respond(method, target, headers)`` turns one request into a
+``GatewayResponder.respond(method, target, headers)`` turns one request into a
 ``Response`` (status, headers, a lazily produced body); ``bundlekit.gateway``
 puts it on the wire. Keeping the rules here, apart from the server, lets them
 be read against ``specs/gateway.md`` in one place and tested without HTTP.
@@ -39,7 +39,7 @@ from bundlekit.unixfs.reader import UnixFSReader
 if TYPE_CHECKING:
     from bundlekit.unixfs.reader import UnixFSReader
 
-__all__ = ["CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "RAW_MEDIA_TYPE", "Gateway", "Response"]
+__all__ = ["CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "RAW_MEDIA_TYPE", "GatewayResponder", "Response"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -96,7 +96,7 @@ class _Drain:
         return out
 
 
-class Gateway:
+class GatewayResponder:
     """Request -> ``Response`` logic over a block source; holds no per-request state."""
 
     def __init__(self, source: BlockSource, *, dir_cache_bytes: int = 64 * 1024 * 1024) -> None:

@@ -16,7 +16,7 @@ with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
 a client sees a truncated transfer, never a short "complete" answer.
 
-The request rules live in ``bundlekit.gateway_respond`` (``Gateway``, plain
+The request rules live in ``bundlekit.gateway.respond`` (``GatewayResponder``, plain
 request -> response logic); this module wires them to HTTP
 (``GatewayServer``), builds block sources (``make_source``), lists the roots a
 source serves (``served_roots``), stops a foreground server on SIGINT/SIGTERM
@@ -39,7 +39,7 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.respond import CAR_MEDIA_TYPE, RAW_MEDIA_TYPE, Gateway, Response
+from bundlekit.gateway.respond import CAR_MEDIA_TYPE, RAW_MEDIA_TYPE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
 
@@ -47,7 +47,7 @@ __all__ = [
     "CAR_MEDIA_TYPE",
     "RAW_MEDIA_TYPE",
     "STOP_POLL_INTERVAL",
-    "Gateway",
+    "GatewayResponder",
     "GatewayServer",
     "Response",
     "ServedRoot",
@@ -135,12 +135,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class GatewayServer(ThreadingHTTPServer):
-    """A threading HTTP server bound to a ``Gateway``."""
+    """A threading HTTP server bound to a ``GatewayResponder``."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], gateway: Gateway) -> None:
+    def __init__(self, address: tuple[str, int], gateway: GatewayResponder) -> None:
         super().__init__(address, _Handler)
         self.gateway = gateway
 
@@ -204,7 +204,7 @@ def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080
             "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
         )
     try:
-        return GatewayServer((host, port), Gateway(source))
+        return GatewayServer((host, port), GatewayResponder(source))
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GATEWAYS_ENV",
     "BundleURI",
-    "Gateway",
+    "RemoteGateway",
     "GatewayFetcher",
     "check_block",
     "default_gateways",
@@ -70,7 +70,7 @@ _SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECA
 
 
 @dataclass(frozen=True)
-class Gateway:
+class RemoteGateway:
     """A trustless gateway: ``base`` is ``scheme://host[:port]`` (plus any path prefix).
 
     ``subdomain`` gateways address content as ``scheme://{cidv1}.ipfs.{host}/``;
@@ -108,7 +108,7 @@ class BundleURI:
 
     kind: Literal["ipfs", "gateway", "car", "https"]
     root: bytes | None = None
-    gateway: Gateway | None = None
+    gateway: RemoteGateway | None = None
     car: Path | None = None
     url: str | None = None
 
@@ -154,14 +154,14 @@ def parse_uri(uri: str) -> BundleURI:
         if m:
             _root_path_ok(url.path, text)
             root = _cid_or_usage(m["cid"], text)
-            return BundleURI("gateway", root=root, gateway=Gateway(f"{url.scheme}://{m['host']}{port}", True))
+            return BundleURI("gateway", root=root, gateway=RemoteGateway(f"{url.scheme}://{m['host']}{port}", True))
         path = url.path
         if "/ipfs/" in path:
             prefix, _, rest = path.partition("/ipfs/")
             cid_text, _, inner = rest.partition("/")
             _root_path_ok(inner, text)
             root = _cid_or_usage(cid_text, text)
-            return BundleURI("gateway", root=root, gateway=Gateway(f"{url.scheme}://{host}{port}{prefix}"))
+            return BundleURI("gateway", root=root, gateway=RemoteGateway(f"{url.scheme}://{host}{port}{prefix}"))
         if not path.endswith(".json"):
             raise UsageError(
                 f"{text[:200]!r} is neither a gateway URL (/ipfs/CID) nor a manifest .json URL; check the URI"
@@ -180,7 +180,7 @@ def parse_uri(uri: str) -> BundleURI:
         ) from exc
 
 
-def parse_gateway(text: str) -> Gateway:
+def parse_gateway(text: str) -> RemoteGateway:
     """A ``--gateway`` value: ``http(s)://host[:port][/prefix]`` (a path gateway).
 
     A value containing ``{cid}.ipfs.`` style hosts is not accepted here: give
@@ -190,10 +190,10 @@ def parse_gateway(text: str) -> Gateway:
     if not text.startswith(("http://", "https://")):
         raise UsageError(f"gateway {text[:200]!r} must be an http:// or https:// URL")
     text = text.removesuffix("/ipfs")
-    return Gateway(text)
+    return RemoteGateway(text)
 
 
-def default_gateways(env: dict[str, str] | None = None) -> list[Gateway]:
+def default_gateways(env: dict[str, str] | None = None) -> list[RemoteGateway]:
     """Gateways from ``$BUNDLEKIT_GATEWAYS`` (comma- or space-separated URLs), in order."""
     source = os.environ if env is None else env
     value = source.get(GATEWAYS_ENV, "")
@@ -241,7 +241,7 @@ class GatewayFetcher:
 
     def __init__(
         self,
-        gateways: Sequence[Gateway],
+        gateways: Sequence[RemoteGateway],
         *,
         store: BlockStore | None = None,
         http: HttpOptions | None = None,
@@ -253,7 +253,7 @@ class GatewayFetcher:
         self.cache: dict[bytes, bytes] = {}
         self.notes: list[str] = []
         self._lock = threading.Lock()
-        self._failing: set[Gateway] = set()
+        self._failing: set[RemoteGateway] = set()
         self.car_complete = False
         self.root_in_store = False
 
@@ -272,14 +272,14 @@ class GatewayFetcher:
         with self._lock:
             self.notes.append(text)
 
-    def _gave_up(self, gw: Gateway, what: str, failure: Failure) -> None:
+    def _gave_up(self, gw: RemoteGateway, what: str, failure: Failure) -> None:
         """Note a failed request; a gateway that failed retryably to the end is tried last from now on."""
         with self._lock:
             self.notes.append(f"{gw.base}: {what}: {failure.reason}")
             if failure.retryable:
                 self._failing.add(gw)
 
-    def _ordered(self) -> list[Gateway]:
+    def _ordered(self) -> list[RemoteGateway]:
         """The gateways in order, those that kept failing moved to the end."""
         with self._lock:
             failing = set(self._failing)
@@ -301,7 +301,7 @@ class GatewayFetcher:
                 return True
         return False
 
-    def _car_from(self, gw: Gateway, root: bytes) -> bool:
+    def _car_from(self, gw: RemoteGateway, root: bytes) -> bool:
         """One gateway's CAR of ``root``, its verified blocks cached; False if it failed."""
         try:
             outcome = send_with_retries(
@@ -317,7 +317,7 @@ class GatewayFetcher:
             return False
         return True
 
-    def _read_car(self, response: httpx.Response, gw: Gateway) -> bool:
+    def _read_car(self, response: httpx.Response, gw: RemoteGateway) -> bool:
         """Drain a CAR answer into a spooled buffer, then verify and cache its blocks.
 
         Draining first (memory, then disk past SPOOL_BYTES) lets the gateway
@@ -339,7 +339,7 @@ class GatewayFetcher:
                 self._accept(cid, data, gw)
         return True
 
-    def _accept(self, cid: bytes, data: bytes, gw: Gateway) -> None:
+    def _accept(self, cid: bytes, data: bytes, gw: RemoteGateway) -> None:
         """Keep a CAR block only if it verifies; other blocks are ignored, bad ones noted."""
         try:
             check_block(cid, data)

@@ -12,15 +12,15 @@ import respx
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, MissingBlock
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
-from bundlekit.net.fetch import Gateway, GatewayFetcher
+from bundlekit.net.fetch import GatewayFetcher, RemoteGateway
 from bundlekit.net.http import HttpOptions
 
 A = b"alpha block"
 B = b"beta block"
 CA = make_cid(1, RAW, A)
 CB = make_cid(1, RAW, B)
-GW1 = Gateway("http://gw1.test")
-GW2 = Gateway("http://gw2.test")
+GW1 = RemoteGateway("http://gw1.test")
+GW2 = RemoteGateway("http://gw2.test")
 
 
 def _car(blocks: list[tuple[bytes, bytes]], root: bytes = CA) -> bytes:
@@ -32,7 +32,7 @@ def _car(blocks: list[tuple[bytes, bytes]], root: bytes = CA) -> bytes:
     return out.getvalue()
 
 
-def _fetcher(*gws: Gateway, sleeps: list[float] | None = None) -> GatewayFetcher:
+def _fetcher(*gws: RemoteGateway, sleeps: list[float] | None = None) -> GatewayFetcher:
     log = sleeps if sleeps is not None else []
     return GatewayFetcher(list(gws), http=HttpOptions(sleep=log.append, jitter=lambda: 0.0))
 

@@ -8,7 +8,7 @@ import pytest
 
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import DAG_PB, cid_to_str, make_cid
-from bundlekit.net.fetch import Gateway, default_gateways, parse_gateway, parse_uri
+from bundlekit.net.fetch import RemoteGateway, default_gateways, parse_gateway, parse_uri
 
 ROOT = make_cid(1, DAG_PB, b"root")
 ROOT_S = cid_to_str(ROOT)
@@ -23,22 +23,22 @@ def test_ipfs_forms_give_the_root(uri: str) -> None:
 
 def test_path_gateway_url_gives_root_and_gateway() -> None:
     target = parse_uri(f"http://127.0.0.1:8080/ipfs/{ROOT_S}/manifest.json")
-    assert (target.kind, target.root, target.gateway) == ("gateway", ROOT, Gateway("http://127.0.0.1:8080"))
+    assert (target.kind, target.root, target.gateway) == ("gateway", ROOT, RemoteGateway("http://127.0.0.1:8080"))
 
 
 def test_subdomain_gateway_url_gives_root_and_gateway() -> None:
     target = parse_uri(f"https://{ROOT_S}.ipfs.dweb.link/manifest.json")
     assert target.root == ROOT
-    assert target.gateway == Gateway("https://dweb.link", subdomain=True)
+    assert target.gateway == RemoteGateway("https://dweb.link", subdomain=True)
 
 
 def test_subdomain_gateway_addresses_v0_as_base32_v1() -> None:
-    url = Gateway("https://dweb.link", subdomain=True).url(V0)
+    url = RemoteGateway("https://dweb.link", subdomain=True).url(V0)
     assert url.startswith("https://bafy") and url.endswith(".ipfs.dweb.link/")
 
 
 def test_path_gateway_addresses_by_path() -> None:
-    assert Gateway("http://h:1").url(ROOT) == f"http://h:1/ipfs/{ROOT_S}"
+    assert RemoteGateway("http://h:1").url(ROOT) == f"http://h:1/ipfs/{ROOT_S}"
 
 
 def test_plain_https_manifest_is_the_unverified_form() -> None:
@@ -68,7 +68,7 @@ def test_bad_cid_is_a_usage_error() -> None:
 
 
 def test_gateway_option_strips_trailing_ipfs() -> None:
-    assert parse_gateway("https://ipfs.io/ipfs/") == Gateway("https://ipfs.io")
+    assert parse_gateway("https://ipfs.io/ipfs/") == RemoteGateway("https://ipfs.io")
 
 
 def test_gateway_option_needs_http() -> None:
@@ -78,4 +78,4 @@ def test_gateway_option_needs_http() -> None:
 
 def test_default_gateways_come_from_the_environment() -> None:
     gws = default_gateways({"BUNDLEKIT_GATEWAYS": "https://a.example, https://b.example"})
-    assert gws == [Gateway("https://a.example"), Gateway("https://b.example")]
+    assert gws == [RemoteGateway("https://a.example"), RemoteGateway("https://b.example")]

@@ -12,13 +12,13 @@ import respx
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import MissingBlock
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
-from bundlekit.net.fetch import Gateway, GatewayFetcher
+from bundlekit.net.fetch import GatewayFetcher, RemoteGateway
 from bundlekit.net.http import HttpOptions
 
 A = b"alpha block"
 CA = make_cid(1, RAW, A)
-GW1 = Gateway("http://gw1.test")
-GW2 = Gateway("http://gw2.test")
+GW1 = RemoteGateway("http://gw1.test")
+GW2 = RemoteGateway("http://gw2.test")
 
 
 def _car() -> bytes:
@@ -47,7 +47,7 @@ KINDS: dict[str, tuple[bytes, Callable[[GatewayFetcher], bool]]] = {
 }
 
 
-def _fetcher(sleeps: list[float], *gws: Gateway) -> GatewayFetcher:
+def _fetcher(sleeps: list[float], *gws: RemoteGateway) -> GatewayFetcher:
     return GatewayFetcher(list(gws or [GW1]), http=HttpOptions(sleep=sleeps.append, jitter=lambda: 0.0))
 
 
