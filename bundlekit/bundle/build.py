@@ -47,7 +47,7 @@ from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import linked_index_line, render_index
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import NullSink, import_file, import_tree
-from bundlekit.unixfs.profiles import get_profile
+from bundlekit.unixfs.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -144,7 +144,7 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
     return text.encode("utf-8")
 
 
-def file_cid(data: bytes, profile: Any) -> bytes:
+def file_cid(data: bytes, profile: Profile) -> bytes:
     """The CID ``data`` gets as a file under ``profile`` (nothing stored)."""
 
     entry = import_file(io.BytesIO(data), NullSink(), profile)
@@ -315,7 +315,7 @@ def _index_file(
 def _write_car(
     out_car: str | os.PathLike[str],
     files: list[tuple[str, bytes]],
-    prof: Any,
+    prof: Profile,
     cids: dict[str, bytes],
 ) -> bytes:
     """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""

@@ -22,7 +22,7 @@ from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, render_memory_file
 from bundlekit.memory.files import read_tree_files, utf8_text
 from bundlekit.memory.naming import INDEX_NAME
-from bundlekit.memory.transfer import STRATEGIES
+from bundlekit.memory.transfer import STRATEGIES, ImportReport
 
 if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
@@ -42,7 +42,7 @@ class ForkResult:
     dest: Path
     strategy: str
     memories: int
-    report: Any
+    report: ImportReport
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary."""

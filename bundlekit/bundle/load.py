@@ -51,7 +51,7 @@ from bundlekit.bundle.manifest import (
     parse_manifest,
 )
 from bundlekit.car.index import CarIndex
-from bundlekit.crypto import decrypt_stream
+from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
@@ -473,7 +473,7 @@ def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> Any:
 def _fetch_all(
     manifest: dict[str, Any],
     fetch: Callable[[str, dict[str, Any]], bytes | None],
-    bundle_key: Any,
+    bundle_key: BundleKey | None,
     concurrency: int,
     where: str,
 ) -> tuple[dict[str, bytes], list[str]]:
@@ -500,7 +500,7 @@ def _fetch_all(
     return files, warnings
 
 
-def _decrypt(data: bytes, bundle_key: Any, path: str) -> bytes:
+def _decrypt(data: bytes, bundle_key: BundleKey, path: str) -> bytes:
 
     out = io.BytesIO()
     try:

@@ -10,7 +10,7 @@ bundle builder, publishers, converters) asks here first
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from bundlekit.errors import DeviceMemoryError
 
@@ -22,6 +22,16 @@ __all__ = [
     "is_device_bound",
     "refuse_device_memory",
 ]
+
+class HasKeyAndMeta(Protocol):
+    """A memory as the device rule sees it: a key and its frontmatter (records and converter entries)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def meta(self) -> Mapping[str, Any]: ...
+
 
 DIMENSION_FIELD = "x-magicfrog-dimension"
 LOCAL_ONLY_FIELD = "x-magicfrog-local-only"
@@ -35,12 +45,12 @@ def is_device_bound(meta: Mapping[str, Any]) -> bool:
     return meta.get(DIMENSION_FIELD) == "device" or meta.get(LOCAL_ONLY_FIELD) is True
 
 
-def device_bound_keys(records: Iterable[Any]) -> list[str]:
+def device_bound_keys(records: Iterable[HasKeyAndMeta]) -> list[str]:
     """Sorted keys of the memories (anything with ``.key`` and ``.meta``) bound to this machine."""
     return sorted(str(r.key) for r in records if is_device_bound(r.meta))
 
 
-def refuse_device_memory(records: Iterable[Any], *, action: str = "bundle") -> None:
+def refuse_device_memory(records: Iterable[HasKeyAndMeta], *, action: str = "bundle") -> None:
     """Raise ``DeviceMemoryError`` if any memory is bound to this machine."""
     keys = device_bound_keys(records)
     if keys:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.car.reader import read_car
 from bundlekit.car.verify import verify_car
 from bundlekit.car.writer import CarFileWriter
+from bundlekit.crypto import KeySpec
 from bundlekit.errors import (
     UsageError,
 )
@@ -74,7 +74,7 @@ def prepare_source(
     *,
     profile: str | None = None,
     namespace: str | None = None,
-    key: Any = None,
+    key: KeySpec | None = None,
 ) -> PreparedSource:
     """Turn SRC into a CAR and its root, writing any new CAR under ``workdir``.
 
