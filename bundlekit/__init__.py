@@ -91,6 +91,7 @@ __all__ = [
     "SourceError",
     "CodecError",
     "CARError",
+    "CARFileError",
     "VerificationError",
     "BlockMismatch",
     "MissingBlock",

@@ -5,7 +5,14 @@ libraries and services are translated at the boundary (``raise X(...) from exc``
 and never leak raw. Messages say what happened, to what, and what to do next;
 they never contain a secret (token, key, signature, passphrase).
 
-The CLI maps each class to the exit code in its ``exit_code`` attribute.
+The CLI maps each class to the exit code in its ``exit_code`` attribute, the
+codes README promises ("Output and exit codes"): 1 general, 2 usage (bad
+arguments, or settings the user must supply: a key source, a pinner's name or
+its environment variables), 3 verification, integrity or wrong key (content
+that does not match its address, a malformed or truncated CAR or block, a key
+that does not open the bundle), 4 publishing; 130 is Ctrl-C, set by the CLI
+itself. A subclass that belongs to another class of failure than its parent
+says so below.
 
 ::
 
@@ -14,8 +21,9 @@ The CLI maps each class to the exit code in its ``exit_code`` attribute.
     ├── CIDError                    a CID string or bytes that cannot be parsed
     ├── ProfileError                unknown UnixFS profile or invalid override
     ├── SourceError                 an input file or directory that cannot be read or imported
-    ├── CodecError                  malformed dag-pb or UnixFS data
-    ├── CARError                    malformed or truncated CAR stream
+    ├── CodecError                  malformed dag-pb or UnixFS data (exit 3)
+    ├── CARError                    malformed or truncated CAR stream (exit 3)
+    │   └── CARFileError            the CAR file cannot be created, opened or written: an OS error (exit 1)
     ├── VerificationError           content does not verify (exit 3)
     │   ├── BlockMismatch           a block's bytes do not hash to its CID
     │   ├── MissingBlock            a block the DAG needs is absent
@@ -35,14 +43,14 @@ The CLI maps each class to the exit code in its ``exit_code`` attribute.
     │   ├── ManifestError           manifest missing, malformed or of an unknown format
     │   └── LoadError               a bundle could not be retrieved from any source
     ├── CryptoError                 encryption layer (says little on purpose)
-    │   ├── KeySourceError          no usable key: missing env var, bad key file, bad signature shape
-    │   ├── WrongKeyError           the key does not match the bundle's key commitment
-    │   └── DecryptionError         a ciphertext failed authentication (tampered, truncated, moved)
+    │   ├── KeySourceError          no usable key: missing env var, bad key file, bad signature shape (exit 2)
+    │   ├── WrongKeyError           the key does not match the bundle's key commitment (exit 3)
+    │   └── DecryptionError         a ciphertext failed authentication: tampered, truncated, moved (exit 3)
     │       ├── HeaderDecryptionError   an encrypted file's header is malformed or does not authenticate
     │       └── PayloadDecryptionError  a chunk of an encrypted file does not authenticate
     ├── PinError                    publishing failed (exit 4)
-    │   ├── PinnerNotFound          no pinner registered under that name
-    │   ├── PinnerNotConfigured     a pinner's settings (env vars) are missing
+    │   ├── PinnerNotFound          no pinner registered under that name (exit 2)
+    │   ├── PinnerNotConfigured     a pinner's settings (env vars) are missing (exit 2)
     │   ├── PinAuthError            the service refused our credentials (never retried)
     │   ├── PinRateLimited          429 after all retries
     │   ├── PinUnavailable          connection errors, timeouts, 5xx after all retries
@@ -63,6 +71,7 @@ __all__ = [
     "SourceError",
     "CodecError",
     "CARError",
+    "CARFileError",
     "VerificationError",
     "BlockMismatch",
     "MissingBlock",
@@ -126,11 +135,24 @@ class SourceError(BundlekitError):
 
 
 class CodecError(BundlekitError, ValueError):
-    """Malformed dag-pb or UnixFS data."""
+    """Malformed dag-pb or UnixFS data (content that cannot be what its address claims: exit 3)."""
+
+    exit_code = 3
 
 
 class CARError(BundlekitError):
-    """A malformed or truncated CAR stream."""
+    """A malformed or truncated CAR stream (an integrity failure: exit 3)."""
+
+    exit_code = 3
+
+
+class CARFileError(CARError):
+    """The CAR file itself cannot be created, opened or written (permissions, a full disk).
+
+    An operating-system failure, not a statement about the CAR's content: a general error (exit 1).
+    """
+
+    exit_code = 1
 
 
 class VerificationError(BundlekitError):
@@ -212,15 +234,24 @@ class CryptoError(BundlekitError):
 
 
 class KeySourceError(CryptoError):
-    """No usable key: a missing environment variable, a bad key file, a malformed signature."""
+    """No usable key: a missing environment variable, a bad key file, a malformed signature.
+
+    A setting the user must fix before running again, so a usage error (exit 2).
+    """
+
+    exit_code = 2
 
 
 class WrongKeyError(CryptoError):
-    """The key does not match the bundle's key commitment."""
+    """The key does not match the bundle's key commitment (exit 3)."""
+
+    exit_code = 3
 
 
 class DecryptionError(CryptoError):
-    """A ciphertext failed authentication: tampered, truncated, reordered or moved."""
+    """A ciphertext failed authentication: tampered, truncated, reordered or moved (exit 3)."""
+
+    exit_code = 3
 
 
 class HeaderDecryptionError(DecryptionError):
@@ -238,11 +269,18 @@ class PinError(BundlekitError):
 
 
 class PinnerNotFound(PinError):
-    """No pinner is registered under the requested name."""
+    """No pinner is registered under the requested name: a usage error (exit 2), nothing was published."""
+
+    exit_code = 2
 
 
 class PinnerNotConfigured(PinError):
-    """A pinner's required settings (usually environment variables) are missing."""
+    """A pinner's required settings (usually environment variables) are missing.
+
+    A setting the user must supply, checked before any upload: a usage error (exit 2).
+    """
+
+    exit_code = 2
 
 
 class PinAuthError(PinError):

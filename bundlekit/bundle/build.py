@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
@@ -46,7 +46,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import linked_index_line, render_index
 from bundlekit.memory.naming import INDEX_NAME
-from bundlekit.unixfs.importer import NullSink, import_file, import_tree
+from bundlekit.unixfs.importer import NullSink, Source, import_file, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
@@ -163,6 +163,7 @@ def build_bundle(
     redact_index: bool = False,
     clock: Callable[[], datetime] | None = None,
     rng: Callable[[int], bytes] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BundleResult:
     """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
 
@@ -179,6 +180,8 @@ def build_bundle(
     (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
     plaintext index. ``rng(n)`` is the source of randomness for the key salt
     and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
+    ``progress(done, total)`` is called as each file is written into the CAR
+    (the manifest and the index count as files).
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``DeviceMemoryError`` for device-bound memories (they never
@@ -217,7 +220,7 @@ def build_bundle(
         timeline=timeline,
         encryption=encryption,
     )
-    root = _write_car(out_car, [(MANIFEST_NAME, canonical_json(manifest)), *stored], prof, cids)
+    root = _write_car(out_car, [(MANIFEST_NAME, canonical_json(manifest)), *stored], prof, cids, progress)
     car_path = Path(out_car)
     return BundleResult(
         root=root,
@@ -317,12 +320,14 @@ def _write_car(
     files: list[tuple[str, bytes]],
     prof: Profile,
     cids: dict[str, bytes],
+    progress: Callable[[int, int], None] | None = None,
 ) -> bytes:
     """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""
 
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
-        result = import_tree(((path, data) for path, data in ordered), writer, prof)
+        sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
+        result = import_tree(sources, writer, prof)
         for entry in result.entries:
             expected = cids.get(entry.path)
             if expected is not None and expected != entry.cid:
@@ -332,5 +337,24 @@ def _write_car(
                     "this is a bundlekit bug, please report it"
                 )
         writer.finish(result.root)
+    if progress is not None:
+        progress(len(ordered), len(ordered))
     root: bytes = result.root
     return root
+
+
+def _reporting(files: list[tuple[str, bytes]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:
+    """``files`` as sources the importer opens one by one; each opening reports ``progress(done, total)``."""
+    total = len(files)
+    opened = 0
+
+    def source(data: bytes) -> Callable[[], BinaryIO]:
+        def open_source() -> BinaryIO:
+            nonlocal opened
+            progress(opened, total)
+            opened += 1
+            return io.BytesIO(data)
+
+        return open_source
+
+    return [(path, source(data)) for path, data in files]

@@ -153,6 +153,7 @@ def load_bundle(
     http: HttpOptions | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     prefer_car: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LoadResult:
     """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
 
@@ -162,7 +163,9 @@ def load_bundle(
     A gateway URL's own host is tried before the others. ``http`` carries the
     HTTP client, timeouts, retry policy and limits (``HttpOptions()`` when
     None). ``prefer_car=False`` skips the CAR request for the files (per-block
-    only; used by the benchmark).
+    only; used by the benchmark). ``progress(done, total)`` is called as each
+    file listed in the manifest has been fetched and verified (possibly from
+    worker threads).
 
     Raises ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
     (manifest or index unavailable from every source), ``ManifestError`` (no
@@ -179,11 +182,11 @@ def load_bundle(
         _check_destination(dest)
     options = http or HttpOptions()
     if target.kind == "https":
-        result = _load_https(target, key, options, concurrency)
+        result = _load_https(target, key, options, concurrency, progress)
     else:
         source = _open_source(target, gws, use_store, store, options)
         try:
-            result = _load_dag(source, key, concurrency, prefer_car)
+            result = _load_dag(source, key, concurrency, prefer_car, progress)
         finally:
             source.close()
     if dest is not None:
@@ -275,7 +278,13 @@ def _car_source(path: Path) -> _DagSource:
                       "the CAR is damaged or incomplete; rebuild or re-download it", car_index=car_index)
 
 
-def _load_dag(source: _DagSource, key: KeySpec | None, concurrency: int, prefer_car: bool) -> LoadResult:
+def _load_dag(
+    source: _DagSource,
+    key: KeySpec | None,
+    concurrency: int,
+    prefer_car: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadResult:
     """The loading steps of ``specs/bundle.md`` over verified blocks: manifest first, then the files."""
     root = source.root
     reader = UnixFSReader(source.get, verify=False)  # the getter has hashed every block already
@@ -290,7 +299,8 @@ def _load_dag(source: _DagSource, key: KeySpec | None, concurrency: int, prefer_
     dag_paths = _bundle_paths(reader, root, memory_cid)
     fetch = _dag_fetcher(reader, source, dag_paths)
     # Threads only pay when blocks still have to come over the network.
-    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if source.local else concurrency, "a gateway")
+    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if source.local else concurrency, "a gateway",
+                                 progress)
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None)
 
@@ -412,7 +422,13 @@ def _locked(get: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
 
 
-def _load_https(target: BundleURI, key: KeySpec | None, http: HttpOptions, concurrency: int) -> LoadResult:
+def _load_https(
+    target: BundleURI,
+    key: KeySpec | None,
+    http: HttpOptions,
+    concurrency: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadResult:
     """The manifest fetched as is and validated, then each file fetched beside it and its CID recomputed."""
     assert target.url is not None
     client, owned = open_client(http)
@@ -423,7 +439,7 @@ def _load_https(target: BundleURI, key: KeySpec | None, http: HttpOptions, concu
         manifest = parse_manifest(got)
         bundle_key = _open_key(manifest, key)
         fetch = _https_fetcher(client, http, target.url.rsplit("/", 1)[0] + "/", get_profile(manifest["profile"]))
-        files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url)
+        files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, progress)
     finally:
         if owned:
             client.close()
@@ -476,9 +492,12 @@ def _fetch_all(
     bundle_key: BundleKey | None,
     concurrency: int,
     where: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Index first, then the rest concurrently; decrypt; map to tree paths."""
     entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+    if progress is not None:
+        fetch = _counting(fetch, len(entries), progress)
     index = fetch(INDEX_PATH, entries[INDEX_PATH])
     if index is None:
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
@@ -498,6 +517,25 @@ def _fetch_all(
             data = _decrypt(data, bundle_key, path)
         files[tree_path(path)] = data
     return files, warnings
+
+
+def _counting(
+    fetch: Callable[[str, dict[str, Any]], bytes | None], total: int, progress: Callable[[int, int], None]
+) -> Callable[[str, dict[str, Any]], bytes | None]:
+    """``fetch`` that reports ``progress(done, total)`` after each file (thread-safe count)."""
+    lock = threading.Lock()
+    done = 0
+    progress(0, total)
+
+    def counted(path: str, entry: dict[str, Any]) -> bytes | None:
+        nonlocal done
+        data = fetch(path, entry)
+        with lock:
+            done += 1
+            progress(done, total)
+        return data
+
+    return counted
 
 
 def _decrypt(data: bytes, bundle_key: BundleKey, path: str) -> bytes:

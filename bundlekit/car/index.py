@@ -10,7 +10,7 @@ from typing import BinaryIO, Self
 
 from bundlekit.car.format import _PREAD
 from bundlekit.car.reader import iter_sections
-from bundlekit.errors import CARError, MissingBlock, UsageError
+from bundlekit.errors import CARError, CARFileError, MissingBlock, UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, check_block
 from bundlekit.ipld.cid import cid_to_str
 
@@ -37,7 +37,7 @@ class CarIndex:
         try:
             self._file: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - held open until close()
         except OSError as exc:
-            raise CARError(f"cannot open CAR {self.path}: {exc.strerror}") from exc
+            raise CARFileError(f"cannot open CAR {self.path}: {exc.strerror}") from exc
         self._lock = threading.Lock()
         self.index: dict[bytes, tuple[int, int]] = {}
         self.sections = 0

@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from bundlekit._fs import fsync_dir
 from bundlekit.car.format import _READ_CHUNK, encode_header
-from bundlekit.errors import CARError, UsageError
+from bundlekit.errors import CARError, CARFileError, UsageError
 from bundlekit.ipld.cid import cid_to_str, encode_varint
 
 __all__ = ["CarWriter", "CarFileWriter"]
@@ -87,7 +87,7 @@ class CarFileWriter:
         try:
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{self.dest.name}.", suffix=".car-tmp")
         except OSError as exc:
-            raise CARError(f"cannot create a temporary CAR file in {parent}: {exc.strerror}") from exc
+            raise CARFileError(f"cannot create a temporary CAR file in {parent}: {exc.strerror}") from exc
         self._tmp = Path(tmp)
         try:
             # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like any written file.
@@ -96,7 +96,7 @@ class CarFileWriter:
         except OSError as exc:
             os.close(fd)
             self._tmp.unlink(missing_ok=True)
-            raise CARError(f"cannot prepare a temporary CAR file in {parent}: {exc.strerror}") from exc
+            raise CARFileError(f"cannot prepare a temporary CAR file in {parent}: {exc.strerror}") from exc
         self._reserved = 0
         self._writer: _BodyWriter | None = None
         self.done = False
@@ -130,7 +130,7 @@ class CarFileWriter:
         """Write the header for ``root``, fsync, and move the file to ``dest``; return ``dest``.
 
         Raises ``UsageError`` if ``root`` was never put (the CAR would be
-        incomplete), ``CARError`` if the file cannot be written.
+        incomplete), ``CARFileError`` if the file cannot be written.
         """
         out = self._live()
         try:
@@ -152,7 +152,7 @@ class CarFileWriter:
             fsync_dir(self.dest.parent)
         except OSError as exc:
             self.abort()
-            raise CARError(f"cannot write CAR {self.dest}: {exc.strerror}") from exc
+            raise CARFileError(f"cannot write CAR {self.dest}: {exc.strerror}") from exc
         except BaseException:
             self.abort()
             raise

@@ -2,8 +2,11 @@
 
 Each command lives in its own small module and is imported only when it runs,
 so ``bundlekit --help`` stays fast (no boto3, no server, no crypto). The CLI
-parses, calls the library and prints; it never computes. Any
-``BundlekitError`` becomes one line on stderr and the error's exit code.
+parses, calls the library and prints through ``cli.output`` (data on
+stdout, everything else on stderr); it never computes. Errors are handled
+once, here: a ``BundlekitError`` becomes one ``error: ...`` line on stderr and
+the error's exit code; Ctrl-C becomes ``interrupted`` and exit 130; a
+mistyped command is a usage error (exit 2) naming the closest command.
 """
 
 from __future__ import annotations
@@ -13,9 +16,13 @@ from typing import Any
 
 import click
 
+from bundlekit.cli import output
+from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import BundlekitError
 
-__all__ = ["main", "cli"]
+__all__ = ["EXIT_INTERRUPTED", "cli", "main"]
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 # name -> (module, attribute, short help). The help is repeated here so that
 # listing commands does not import every module.
@@ -39,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(SuggestingGroup):
     """A click group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -68,8 +75,11 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BundlekitError as exc:
-            click.echo(f"error: {exc}", err=True)
+            output.error(str(exc))
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            output.status("interrupted")
+            ctx.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

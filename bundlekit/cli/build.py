@@ -1,8 +1,12 @@
-"""``bundlekit build``: a memory tree in, a bundle CAR out, the root CID printed."""
+"""``bundlekit build``: a memory tree in, a bundle CAR out.
+
+The root CID goes to stdout (or, with ``--json``, one line of JSON); where the
+CAR was written (path, root, file count, and whether it replaced a file) goes
+to stderr, with a progress bar on a terminal.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +14,7 @@ import click
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.manifest import parse_created
+from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.errors import UsageError
 
@@ -18,8 +23,8 @@ __all__ = ["build"]
 
 @click.command("build")
 @click.argument("memdir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("bundle.car"),
-              show_default=True, help="Where to write the bundle CAR (atomically).")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("bundle.car"), show_default=True, help="Where to write the bundle CAR (atomically).")
 @click.option("--namespace", help="Bundle namespace (default: the tree's namespace, else the directory name).")
 @click.option("--profile", help="UnixFS profile (default: unixfs-v1-2025).")
 @click.option("--created", metavar="TIME",
@@ -29,7 +34,7 @@ __all__ = ["build"]
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @key_options
 @strict_option
-def build(memdir: Path, output: Path, namespace: str | None, profile: str | None, created: str | None,
+def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
@@ -39,10 +44,15 @@ def build(memdir: Path, output: Path, namespace: str | None, profile: str | None
     if key is not None and not encrypt:
         raise UsageError("a key option was given without --encrypt; add --encrypt to build an encrypted bundle")
     when = parse_created(created) if created is not None else None
-    result = build_bundle(memdir, output, namespace=namespace, profile=profile, created=when,
-                          key=key, redact_index=redact_index)
+    replacing = output_path.exists()
+    with output.Progress("building", unit="files") as progress:
+        result = build_bundle(memdir, output_path, namespace=namespace, profile=profile, created=when,
+                              key=key, redact_index=redact_index, progress=progress.callback)
+    verb = "replaced" if replacing else "wrote"
+    output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
+                  f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")
     if as_json:
-        click.echo(json.dumps({"root": result.root_cid, "manifest_uri": result.manifest_uri,
-                               "files": result.files, "bytes": result.bytes}, sort_keys=True))
+        output.data_json({"root": result.root_cid, "manifest_uri": result.manifest_uri,
+                          "files": result.files, "bytes": result.bytes})
     else:
-        click.echo(result.root_cid)
+        output.data(result.root_cid)

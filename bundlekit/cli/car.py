@@ -1,12 +1,14 @@
 """``bundlekit verify``, ``unpack`` and ``ls``: thin commands over car, verify, unpack and unixfs_read.
 
-Results go to stdout (one summary line, or the listing); errors go to stderr as
-``error: ...`` with the error's exit code (handled once in ``cli/__init__``).
+The listing (and every ``--json`` result) goes to stdout; the one-line
+summaries of ``verify`` and ``unpack`` go to stderr; errors go to stderr as
+``error: ...`` with the error's exit code (handled once in ``cli/__init__``):
+3 for a truncated, malformed or non-verifying CAR.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -14,13 +16,14 @@ import click
 from bundlekit.car.extract import unpack_car
 from bundlekit.car.index import CarIndex
 from bundlekit.car.verify import verify_car
+from bundlekit.cli import output
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str, parse_cid
 from bundlekit.ipld.walk import MAX_DEPTH, MAX_LINKS
 from bundlekit.unixfs.reader import UnixFSReader
 
-__all__ = ["verify", "unpack", "ls"]
+__all__ = ["ls", "unpack", "verify"]
 
 _car_arg = click.argument("car", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 _block_opt = click.option(
@@ -47,16 +50,16 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
 def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, as_json: bool) -> None:
     """Check that every block of CAR matches its CID and each root's DAG is complete.
 
-    Exits 0 with a one-line summary, or non-zero naming the first bad or missing block.
+    Exits 0 with a one-line summary (stderr), or 3 naming the first bad or missing block.
     """
     report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size)
     if report.problem is not None:
         raise report.problem
     roots = [cid_to_str(r) for r in report.roots]
     if as_json:
-        click.echo(json.dumps({"ok": True, "roots": roots, "blocks": report.blocks, "bytes": report.bytes}))
+        output.data_json({"ok": True, "roots": roots, "blocks": report.blocks, "bytes": report.bytes})
         return
-    click.echo(
+    output.status(
         f"ok {' '.join(roots)}: {_plural(report.blocks, 'block')}, {_plural(report.bytes, 'byte')}, "
         f"{_plural(report.reachable, 'block')} reachable from {_plural(len(roots), 'root')}"
     )
@@ -64,19 +67,26 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, as_js
 
 @click.command("unpack")
 @_car_arg
-@click.option("-o", "--output", "output", required=True, type=click.Path(path_type=Path),
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(path_type=Path),
               help="Directory to create (or file, for a file root). Must be absent or empty unless --force.")
 @click.option("--root", "root_text", help="Which root to extract when the CAR lists several.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=None,
               help="Refuse to extract more than this many bytes of content.")
 @_block_opt
-def unpack(car: Path, output: Path, root_text: str | None, force: bool, max_bytes: int | None,
-           max_block_size: int) -> None:
-    """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically."""
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"root", "path", "files", "directories", "bytes"} on stdout.')
+def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max_bytes: int | None,
+           max_block_size: int, as_json: bool) -> None:
+    """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically; the summary goes to stderr."""
     root = parse_cid(root_text) if root_text else None
-    result = unpack_car(car, output, root=root, force=force, max_bytes=max_bytes, max_block_size=max_block_size)
-    click.echo(
+    result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes,
+                        max_block_size=max_block_size)
+    if as_json:
+        output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
+                          "directories": result.directories, "bytes": result.bytes})
+        return
+    output.status(
         f"unpacked {cid_to_str(result.root)} into {result.path}: {_plural(result.files, 'file')}, "
         f"{_plural(result.directories, 'directory', 'directories')}, "
         f"{_plural(result.bytes, 'byte')}"
@@ -104,20 +114,21 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> 
                 raise UsageError(f"{root_text} is not a root of {car}")
             roots = [wanted]
         reader = UnixFSReader(index.get, verify=False)  # get verifies at --max-block-size
-        first = True
-        if as_json:
-            click.echo("[", nl=False)
-        for root in roots:
-            root_str = cid_to_str(root)
-            for path, cid, kind, size in reader.listing(root):
-                if as_json:
-                    entry = {"root": root_str, "path": path, "cid": cid_to_str(cid), "kind": kind, "size": size}
-                    click.echo(("" if first else ",\n") + json.dumps(entry), nl=False)
-                else:
-                    shown = path or "."
-                    if len(roots) > 1:
-                        shown = f"{root_str}/{path}" if path else root_str
-                    click.echo(f"{shown}\t{cid_to_str(cid)}\t{size}")
-                first = False
-        if as_json:
-            click.echo("]")
+
+        def entries() -> Iterator[tuple[str, str, str, str, int]]:
+            for root in roots:
+                root_str = cid_to_str(root)
+                for path, cid, kind, size in reader.listing(root):
+                    yield root_str, path, cid_to_str(cid), kind, size
+
+        if as_json:  # streamed: a huge CAR's listing is never held in memory
+            output.data_json_array(
+                {"root": root_str, "path": path, "cid": cid, "kind": kind, "size": size}
+                for root_str, path, cid, kind, size in entries()
+            )
+            return
+        for root_str, path, cid, _kind, size in entries():
+            shown = path or "."
+            if len(roots) > 1:
+                shown = f"{root_str}/{path}" if path else root_str
+            output.data(f"{shown}\t{cid}\t{size}")

@@ -9,12 +9,12 @@ The command only maps options to :func:`bundlekit.convert.import_from` /
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bundlekit.cli import output
 from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
 from bundlekit.convert import FORMATS, export_to, import_from
 from bundlekit.errors import UsageError
@@ -164,10 +164,9 @@ def convert(
         if allow_secrets or strategy != "replace":
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
         result = export_to(fmt, src, dest, **device, **options)
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    output.warn_all(result.warnings)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), sort_keys=True))
+        output.data_json(result.to_dict())
         return
     # Counts of what was written: events a format cannot hold were warned about above.
     what = f"{result.memories} {'memory' if result.memories == 1 else 'memories'}"
@@ -175,4 +174,4 @@ def convert(
         events = "event" if result.timeline == 1 else "events"
         what += f" and {result.timeline} {'new ' if importing else ''}timeline {events}"
     direction = f"from {fmt}" if importing else f"as {fmt}"
-    click.echo(f"converted {what} {direction} into {result.dest}")
+    output.status(f"converted {what} {direction} into {result.dest}")

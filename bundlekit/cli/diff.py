@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from bundlekit.bundle.diff import DiffResult, diff_sources
+from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 
 __all__ = ["diff"]
@@ -30,13 +30,14 @@ def diff(old: str, new: str, gateways: tuple[str, ...], as_json: bool, exit_code
     """
 
     result = diff_sources(old, new, gateways=gateways, key=resolve_key_spec(**params))
-    for line in result.warnings:
-        click.echo(f"warning: {line}", err=True)
+    output.warn_all(result.warnings)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), sort_keys=True))
+        output.data_json(result.to_dict())
     else:
-        for line in _lines(result):
-            click.echo(line)
+        *rows, summary = _lines(result)
+        for line in rows:
+            output.data(line)
+        output.status(summary)
     if exit_code and result.different:
         click.get_current_context().exit(1)
 

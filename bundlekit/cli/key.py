@@ -2,14 +2,17 @@
 
 ``bundlekit key message --namespace NS`` prints the exact message to sign with
 any wallet tool (EIP-191 personal_sign); the signature then goes to
-``--signature-env`` or ``--signature-file``. The message is printed without a
-trailing newline, so it can be piped into a signer byte for byte.
+``--signature-env`` or ``--signature-file``. The message is printed with a
+final newline, which is not part of the message: a signer reading stdout must
+drop it (``--hex`` and ``--json`` give the exact bytes unambiguously).
 """
 
 from __future__ import annotations
 
 import click
 
+from bundlekit.cli import output
+from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.crypto._keys import signature_message
 from bundlekit.crypto.threews import threews_message
 from bundlekit.errors import UsageError
@@ -17,7 +20,7 @@ from bundlekit.errors import UsageError
 __all__ = ["key"]
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 def key() -> None:
     """Key helpers: the exact message to sign with a wallet."""
 
@@ -30,10 +33,9 @@ def key() -> None:
     help="Print the message another runtime signs instead (needs --agent-id).",
 )
 @click.option("--agent-id", help="The three.ws agent id (with --compat three.ws).")
-@click.option(
-    "--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex, with a newline."
-)
-def message(namespace: str | None, compat: str | None, agent_id: str | None, as_hex: bool) -> None:
+@click.option("--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"message", "hex"} as one line of JSON.')
+def message(namespace: str | None, compat: str | None, agent_id: str | None, as_hex: bool, as_json: bool) -> None:
     """Print the exact message a wallet signs to key bundles of NAMESPACE."""
     if compat == "three.ws":
         if namespace is not None:
@@ -51,7 +53,8 @@ def message(namespace: str | None, compat: str | None, agent_id: str | None, as_
         if namespace is None:
             raise UsageError("give --namespace NS: the namespace of the bundles this key opens")
         text = signature_message(namespace)
-    if as_hex:
-        click.echo("0x" + text.encode("utf-8").hex())
+    hex_text = "0x" + text.encode("utf-8").hex()
+    if as_json:
+        output.data_json({"message": text, "hex": hex_text})
     else:
-        click.echo(text, nl=False)
+        output.data(hex_text if as_hex else text)

@@ -1,7 +1,9 @@
 """``bundlekit memory``: read and write a memory tree (thin: parse, call ``bundlekit.memory``, print).
 
-Data goes to stdout (JSON with ``--json``); notes go to stderr; errors are
-``BundlekitError`` and are printed once by the top-level group.
+Data goes to stdout (memory files, listings, the context block, and
+``--json`` results as one line); what was done ("forgot x.md", "wrote x.md
+revision 2") goes to stderr; errors are ``BundlekitError`` and are printed
+once by the top-level group.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 
 import click
 
+from bundlekit.cli import output
+from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import BundlekitError, MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
@@ -26,8 +30,10 @@ DEFAULT_MAX_TOKENS = 8192
 MAGIC_CONTEXT_MAX_TOKENS = 4000
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)
+
+_json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as one line of JSON."
+)
 
 
 def _mem(ctx: click.Context) -> Memory:
@@ -49,7 +55,7 @@ def _optional_function(module: str, attr: str, what: str) -> Any:
     return function
 
 
-@click.group("memory")
+@click.group("memory", cls=SuggestingGroup)
 @click.option(
     "-d",
     "--dir",
@@ -67,12 +73,16 @@ def memory(ctx: click.Context, directory: Path) -> None:
 
 
 @memory.command("init")
+@_json_option
 @click.pass_context
-def init_cmd(ctx: click.Context) -> None:
+def init_cmd(ctx: click.Context, as_json: bool) -> None:
     """Create the tree (directory, timeline/, MEMORY.md)."""
     mem = _mem(ctx)
     mem.init()
-    click.echo(f"memory tree ready at {mem.root}", err=True)
+    if as_json:
+        output.data_json({"root": str(mem.root)})
+    else:
+        output.status(f"memory tree ready at {mem.root}")
 
 
 @memory.command("write")
@@ -136,9 +146,9 @@ def write_cmd(
         allow_secrets=allow_secrets,
     )
     if as_json:
-        click.echo(_json({"key": record.key, "meta": record.meta}))
+        output.data_json({"key": record.key, "meta": record.meta})
     else:
-        click.echo(f"{record.filename} revision {record.revision}")
+        output.status(f"wrote {record.filename} revision {record.revision}")
 
 
 @memory.command("show")
@@ -152,9 +162,9 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     if record is None:
         raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
     if as_json:
-        click.echo(_json({"key": record.key, "meta": record.meta, "body": record.body}))
+        output.data_json({"key": record.key, "meta": record.meta, "body": record.body})
     else:
-        click.echo(record.raw, nl=False)
+        output.data(record.raw, newline=False)
 
 
 @memory.command("list")
@@ -178,27 +188,32 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
             }
             for r in records
         ]
-        click.echo(_json(rows))
+        output.data_json(rows)
         return
     for r in records:
-        click.echo(f"{r.key}\t{r.type}\tr{r.revision}\t{r.meta['updated']}\t{r.name} — {r.description}")
+        output.data(f"{r.key}\t{r.type}\tr{r.revision}\t{r.meta['updated']}\t{r.name} — {r.description}")
 
 
 @memory.command("forget")
 @click.argument("key")
+@_json_option
 @click.pass_context
-def forget_cmd(ctx: click.Context, key: str) -> None:
+def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     """Delete the memory KEY (the timeline records that it was forgotten)."""
     _mem(ctx).forget(key)
-    click.echo(f"forgot {key}.md", err=True)
+    if as_json:
+        output.data_json({"forgot": key})
+    else:
+        output.status(f"forgot {key}.md")
 
 
 @memory.command("note")
 @click.argument("type_", metavar="TYPE")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--json", "as_json", is_flag=True, help="Accepted for uniformity: the entry is always one line of JSON.")
 @click.pass_context
-def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...]) -> None:
-    """Append a TYPE event to today's timeline; values are strings. Prints the entry."""
+def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bool) -> None:
+    """Append a TYPE event to today's timeline; values are strings. Prints the entry as JSON."""
     data: dict[str, str] = {}
     for pair in pairs:
         field, sep, value = pair.partition("=")
@@ -206,7 +221,7 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...]) -> None:
             raise UsageError(f"timeline data must be KEY=VALUE, got {pair!r}")
         data[field] = value
     entry = _mem(ctx).note(type_, **data)
-    click.echo(json.dumps(entry, ensure_ascii=False, separators=(",", ":")))
+    output.data_json(entry)
 
 
 @memory.command("recall")
@@ -218,10 +233,10 @@ def recall_cmd(ctx: click.Context, query: str, limit: int, as_json: bool) -> Non
     """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
     hits = _mem(ctx).recall(query, limit=limit)
     if as_json:
-        click.echo(_json([hit.to_dict() for hit in hits]))
+        output.data_json([hit.to_dict() for hit in hits])
         return
     for hit in hits:
-        click.echo(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
+        output.data(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
 
 
 def _parse_layer(value: str) -> tuple[str, str]:
@@ -245,8 +260,11 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @click.option(
     "--layer", "layers", multiple=True, metavar="NAME=DIR", help="Layer several trees (repeatable)."
 )
+@click.option("--json", "as_json", is_flag=True, help='Print {"context": TEXT} as one line of JSON.')
 @click.pass_context
-def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...]) -> None:
+def context_cmd(
+    ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], as_json: bool
+) -> None:
     """Print the context block an agent would inject before an LLM turn."""
     if layers:
         if style != "default":
@@ -263,22 +281,31 @@ def context_cmd(ctx: click.Context, max_tokens: int | None, style: str, layers: 
         text = render(_mem(ctx), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
     else:
         text = _mem(ctx).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
-    click.echo(str(text), nl=not str(text).endswith("\n"))
+    if as_json:
+        output.data_json({"context": str(text)})
+    else:
+        output.data(str(text), newline=not str(text).endswith("\n"))
 
 
 @memory.command("export")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here (atomically)."
+    "-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write here (atomically).",
 )
+@click.option("--json", "as_json", is_flag=True,
+              help='With -o, print {"path", "files", "timeline"} (without -o the blob is JSON already).')
 @click.pass_context
-def export_cmd(ctx: click.Context, output: Path | None) -> None:
-    """Export the tree as a JSON blob (stdout, or -o FILE)."""
-    text = _json(_mem(ctx).export()) + "\n"
-    if output is None:
-        click.echo(text, nl=False)
+def export_cmd(ctx: click.Context, output_path: Path | None, as_json: bool) -> None:
+    """Export the tree as a JSON blob, one line (stdout, or -o FILE)."""
+    blob = _mem(ctx).export()
+    if output_path is None:
+        output.data_json(blob)
+        return
+    atomic_write_bytes(output_path, (output.json_line(blob) + "\n").encode("utf-8"))
+    if as_json:
+        output.data_json({"path": str(output_path), "files": len(blob["files"]), "timeline": len(blob["timeline"])})
     else:
-        atomic_write_bytes(output, text.encode("utf-8"))
-        click.echo(f"exported to {output}", err=True)
+        output.status(f"exported to {output_path}")
 
 
 @memory.command("import")
@@ -295,9 +322,9 @@ def import_cmd(ctx: click.Context, file: Any, strategy: str, allow_secrets: bool
         raise MemoryStoreError(f"{file.name} is not a JSON export blob; export it again") from exc
     report = _mem(ctx).import_(blob, strategy, allow_secrets=allow_secrets)
     if as_json:
-        click.echo(_json(report.to_dict()))
+        output.data_json(report.to_dict())
     else:
-        click.echo(
+        output.status(
             f"added {len(report.added)}, replaced {len(report.replaced)}, kept {len(report.kept)}, "
             f"timeline entries added {report.timeline_added}"
         )

@@ -1,13 +1,13 @@
 """``bundlekit pack`` and ``bundlekit cid``: import a file or directory as UnixFS.
 
 Both print the root CID alone on stdout (base58btc for CIDv0, base32 for
-CIDv1); warnings (skipped symlinks) go to stderr. ``pack -o OUT.car`` also
+CIDv1), or with ``--json`` one line ``{"root", "profile", "blocks", "bytes"}``;
+warnings (skipped symlinks) go to stderr. ``pack -o OUT.car`` also
 writes the blocks to a CAR, atomically; ``cid`` never writes anything.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from bundlekit.car.writer import CarFileWriter
+from bundlekit.cli import output
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
@@ -76,9 +77,19 @@ def _refuse_overwriting_input(path: Path, output: Path, hidden: bool) -> None:
         )
 
 
-def _warn(result: ImportResult) -> None:
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+def _report(result: ImportResult, profile: Profile, as_json: bool) -> None:
+    """Warnings on stderr; the root CID (or the JSON summary) on stdout."""
+    output.warn_all(result.warnings)
+    root = cid_to_str(result.root)
+    if as_json:
+        output.data_json({"root": root, "profile": profile.name, "blocks": result.blocks, "bytes": result.bytes})
+    else:
+        output.data(root)
+
+
+_json_option = click.option(
+    "--json", "as_json", is_flag=True, help='Print {"root", "profile", "blocks", "bytes"} instead.'
+)
 
 
 @click.command("pack")
@@ -89,7 +100,7 @@ def _warn(result: ImportResult) -> None:
 )
 @_profile_options
 @click.option("--hidden", is_flag=True, help="Include names starting with '.'.")
-@click.option("--json", "as_json", is_flag=True, help='Print {"root", "profile", "blocks", "bytes"} instead.')
+@_json_option
 def pack(
     path: Path,
     output: Path | None,
@@ -114,18 +125,14 @@ def pack(
         with CarFileWriter(output) as car:
             result = import_path(path, car, profile, hidden=hidden)
             car.finish(result.root)
-    _warn(result)
-    root = cid_to_str(result.root)
-    if as_json:
-        click.echo(json.dumps({"root": root, "profile": profile.name, "blocks": result.blocks, "bytes": result.bytes}))
-    else:
-        click.echo(root)
+    _report(result, profile, as_json)
 
 
 @click.command("cid")
 @click.argument("path", type=click.Path(path_type=Path))
 @_profile_options
 @click.option("--hidden", is_flag=True, help="Include names starting with '.'.")
+@_json_option
 def cid(
     path: Path,
     profile_name: str,
@@ -134,9 +141,9 @@ def cid(
     cid_version: str | None,
     raw_leaves: bool | None,
     hidden: bool,
+    as_json: bool,
 ) -> None:
     """Print the CID of PATH (a file or a directory); write nothing."""
     profile = _profile(profile_name, chunk_size, max_links, cid_version, raw_leaves)
     result = import_path(path, NullSink(), profile, hidden=hidden)
-    _warn(result)
-    click.echo(cid_to_str(result.root))
+    _report(result, profile, as_json)

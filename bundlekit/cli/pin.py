@@ -1,21 +1,21 @@
 """``bundlekit pin`` and ``bundlekit pinners``: thin commands over ``bundlekit.pinning``.
 
-``pin`` prints the root CID alone on stdout (or the ``--json`` report) so a
-pipeline can capture it; the summary table and the progress bar go to stderr.
-The progress bar appears only when stderr is a terminal and ``CI`` is unset.
+``pin`` prints the root CID alone on stdout (or the ``--json`` report, one
+line) so a pipeline can capture it; the summary table and the progress bars
+(building, then uploading) go to stderr. The progress bars appear only when
+stderr is a terminal and ``CI`` is unset (``cli.output``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.errors import BundlekitError, PinError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
@@ -24,10 +24,6 @@ from bundlekit.pinning.registry import available_pinners, create_pinner, pinner_
 from bundlekit.pinning.source import prepare_source
 
 __all__ = ["pin", "pinners"]
-
-
-def _show_progress() -> bool:
-    return sys.stderr.isatty() and not os.environ.get("CI")
 
 
 def _table(report: PinReport) -> str:
@@ -76,22 +72,21 @@ def pin(
         for pinner_name in names:
             built.append(create_pinner(pinner_name))
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
-            source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key)
+            with output.Progress("building", unit="files") as building:
+                source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
+                                        progress=building.callback)
             size = source.car.stat().st_size
-            if _show_progress():
-                with click.progressbar(length=size * len(built), label="uploading", file=sys.stderr) as bar:
-                    report = pin_all(source.car, source.root, built, name=name, require=require,
-                                     progress=lambda _p, n: bar.update(n))
-            else:
-                report = pin_all(source.car, source.root, built, name=name, require=require)
+            with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
+                counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
+                report = pin_all(source.car, source.root, built, name=name, require=require, progress=counted)
     finally:
         for p in built:
             p.close()
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        output.data_json(report.to_json())
     else:
-        click.echo(_table(report), err=True)
-        click.echo(report.root)
+        output.status(_table(report))
+        output.data(report.root)
     if not report.ok:
         failed = sum(1 for p in report.pins if not p.durable)
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
@@ -134,13 +129,13 @@ def pinners(check: bool, as_json: bool) -> None:
                     row["error"] = str(exc)
         rows.append(row)
     if as_json:
-        click.echo(json.dumps(rows, indent=2, sort_keys=True))
+        output.data_json(rows)
         return
     for row in rows:
         state = "configured" if row["configured"] else "not configured"
         if check:
             state += f", check {row.get('check', 'skipped')}"
         env_names = ", ".join(row.get("env") or []) or "-"
-        click.echo(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
+        output.data(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
         if row.get("error"):
-            click.echo(f"{'':<14} {row['error']}")
+            output.data(f"{'':<14} {row['error']}")

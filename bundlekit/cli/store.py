@@ -1,8 +1,12 @@
-"""``bundlekit store``: list and remove pins, collect garbage, import and export CARs of the local block store."""
+"""``bundlekit store``: list and remove pins, collect garbage, import and export CARs of the local block store.
+
+Results (the pin listing, imported or exported root CIDs, ``--json``) go to
+stdout; what was done ("removed 3 blocks", "unpinned ...", "wrote out.car")
+goes to stderr.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -10,7 +14,9 @@ from pathlib import Path
 import click
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.errors import CARError
+from bundlekit.cli import output
+from bundlekit.cli._suggest import SuggestingGroup
+from bundlekit.errors import CARFileError
 from bundlekit.ipld.cid import cid_to_str, parse_cid
 
 __all__ = ["store"]
@@ -20,7 +26,7 @@ def _open(store_dir: str | None) -> BlockStore:
     return BlockStore(store_dir)
 
 
-@click.group()
+@click.group(cls=SuggestingGroup)
 @click.option(
     "--store",
     "store_dir",
@@ -52,26 +58,40 @@ def ls(store_dir: str | None, as_json: bool) -> None:
         key=lambda r: (str(r["created"]), str(r["cid"])),
     )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        output.data_json(rows)
         return
     for row in rows:
-        click.echo(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+        output.data(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as one line of JSON.")
 
 
 @store.command("unpin")
 @click.argument("cid")
+@_json_option
 @click.pass_obj
-def unpin(store_dir: str | None, cid: str) -> None:
+def unpin(store_dir: str | None, cid: str, as_json: bool) -> None:
     """Remove the pin on CID; its blocks go at the next `store gc`."""
-    _open(store_dir).unpin(parse_cid(cid))
+    parsed = parse_cid(cid)
+    _open(store_dir).unpin(parsed)
+    root = cid_to_str(parsed)
+    if as_json:
+        output.data_json({"unpinned": root})
+    else:
+        output.status(f"unpinned {root}; its blocks go at the next `bundlekit store gc`")
 
 
 @store.command("gc")
+@_json_option
 @click.pass_obj
-def gc(store_dir: str | None) -> None:
+def gc(store_dir: str | None, as_json: bool) -> None:
     """Delete every block not reachable from a pin; print how many were removed (stderr)."""
     removed = _open(store_dir).gc()
-    click.echo(f"removed {removed} block{'s' if removed != 1 else ''}", err=True)
+    if as_json:
+        output.data_json({"removed": removed})
+    else:
+        output.status(f"removed {removed} block{'s' if removed != 1 else ''}")
 
 
 @store.command("import")
@@ -81,32 +101,39 @@ def gc(store_dir: str | None) -> None:
 @click.option(
     "--allow-incomplete", is_flag=True, help="Accept a CAR whose DAG is not complete (implies --no-pin)."
 )
+@_json_option
 @click.pass_obj
-def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_incomplete: bool) -> None:
+def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_incomplete: bool,
+            as_json: bool) -> None:
     """Import a CAR (every block verified) into the store; print its root CIDs."""
     with open(car, "rb") as fh:
         roots = _open(store_dir).import_car(
             fh, allow_incomplete=allow_incomplete, pin=pin and not allow_incomplete, name=name
         )
-    for root in roots:
-        click.echo(cid_to_str(root))
+    texts = [cid_to_str(root) for root in roots]
+    if as_json:
+        output.data_json({"roots": texts, "pinned": pin and not allow_incomplete})
+        return
+    for text in texts:
+        output.data(text)
 
 
 @store.command("export")
 @click.argument("cid")
 @click.option(
-    "-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="CAR file to write."
+    "-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="CAR file to write."
 )
+@_json_option
 @click.pass_obj
-def export(store_dir: str | None, cid: str, output: str) -> None:
-    """Write the DAG under CID from the store to a CAR file (atomically)."""
+def export(store_dir: str | None, cid: str, output_path: str, as_json: bool) -> None:
+    """Write the DAG under CID from the store to a CAR file (atomically); print the root CID."""
     root = parse_cid(cid)
-    dest = Path(output)
+    dest = Path(output_path)
     parent = dest.parent if str(dest.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=parent)
     except OSError as exc:
-        raise CARError(
+        raise CARFileError(
             f"cannot create a temporary CAR file in {parent}: {exc.strerror}; choose another -o"
         ) from exc
     try:
@@ -119,8 +146,12 @@ def export(store_dir: str | None, cid: str, output: str) -> None:
         os.replace(tmp, dest)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise CARError(f"cannot write CAR {dest}: {exc.strerror}; choose another -o") from exc
+        raise CARFileError(f"cannot write CAR {dest}: {exc.strerror}; choose another -o") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    click.echo(cid_to_str(root), err=True)
+    output.status(f"wrote {dest}")
+    if as_json:
+        output.data_json({"root": cid_to_str(root), "path": str(dest)})
+    else:
+        output.data(cid_to_str(root))

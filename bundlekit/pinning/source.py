@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def prepare_source(
     profile: str | None = None,
     namespace: str | None = None,
     key: KeySpec | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PreparedSource:
     """Turn SRC into a CAR and its root, writing any new CAR under ``workdir``.
 
@@ -87,6 +89,8 @@ def prepare_source(
     a key for a non-memory source), CARError (a file that is not a CAR),
     VerificationError / CodecError (a CAR whose blocks do not verify or whose
     DAG is incomplete: nothing is published), and the builders' errors.
+    ``progress(done, total)`` reports the build of a memory directory
+    (``build_bundle``'s callback); CARs and packed directories do not report.
     """
     path = Path(src)
     out = Path(workdir) / "bundle.car"
@@ -112,7 +116,7 @@ def prepare_source(
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
 
-        result = build_bundle(path, out, namespace=namespace, profile=profile, key=key)
+        result = build_bundle(path, out, namespace=namespace, profile=profile, key=key, progress=progress)
         return PreparedSource(Path(result.car), result.root, "memory")
     if key is not None:
         raise UsageError(

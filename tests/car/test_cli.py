@@ -27,8 +27,9 @@ def test_verify_good_car_exits_zero_with_one_line(sample_tree: Tree, write_car: 
     blocks, root, _ = sample_tree
     code, out, err = _run("verify", str(write_car(blocks.car([root]))))
     assert code == 0, err
-    assert out.count("\n") == 1
-    assert out.startswith(f"ok {cid_to_str(root)}: {len(blocks.blocks)} blocks")
+    assert out == ""  # the summary is status, not data: stderr
+    assert err.count("\n") == 1
+    assert err.startswith(f"ok {cid_to_str(root)}: {len(blocks.blocks)} blocks")
 
 
 def test_verify_json_reports_roots_and_counts(sample_tree: Tree, write_car: Callable[[bytes], Path]) -> None:
@@ -74,7 +75,8 @@ def test_unpack_extracts_and_summarises(sample_tree: Tree, write_car: Callable[[
     out_dir = car.parent / "out"
     code, out, err = _run("unpack", str(car), "-o", str(out_dir))
     assert code == 0, err
-    assert out.startswith(f"unpacked {cid_to_str(root)} into {out_dir}: 5 files, 4 directories")
+    assert out == ""  # the summary is status, not data: stderr
+    assert err.startswith(f"unpacked {cid_to_str(root)} into {out_dir}: 5 files, 4 directories")
     for path, data in files.items():
         assert (out_dir / path).read_bytes() == data
 

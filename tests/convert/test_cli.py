@@ -19,8 +19,8 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_import_then_export_round_trips_massgen(massgen_workspace: Path, tmp_path: Path) -> None:
-    code, out, _ = run("convert", "--from", "massgen", str(massgen_workspace), "-o", str(tmp_path / "mem"))
-    assert code == 0 and "converted 2 memories from massgen" in out
+    code, _, err = run("convert", "--from", "massgen", str(massgen_workspace), "-o", str(tmp_path / "mem"))
+    assert code == 0 and "converted 2 memories from massgen" in err
     code, out, _ = run("convert", "--to", "massgen", str(tmp_path / "mem"), "-o", str(tmp_path / "back"))
     assert code == 0
     assert tree_files(tmp_path / "back") == tree_files(massgen_workspace)
@@ -83,7 +83,7 @@ def test_device_memory_left_out_with_a_warning(magicfrog_with_device: Path, tmp_
         "--exclude-device",
     )
     assert code == 0 and "warning: left out 1 device memories" in err
-    assert "converted 5 memories" in out
+    assert "converted 5 memories" in err
 
 
 def test_magic_context_import_with_project(mc_db: Path, tmp_path: Path) -> None:

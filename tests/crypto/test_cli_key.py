@@ -12,8 +12,8 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_key_message_prints_the_exact_message_without_a_trailing_newline() -> None:
-    assert invoke("--namespace", "work") == (0, "bundlekit memory key v1\nnamespace: work")
+def test_key_message_prints_the_exact_message_then_a_final_newline() -> None:
+    assert invoke("--namespace", "work") == (0, "bundlekit memory key v1\nnamespace: work\n")
 
 
 def test_key_message_hex_prints_the_utf8_bytes() -> None:
@@ -22,7 +22,7 @@ def test_key_message_hex_prints_the_utf8_bytes() -> None:
 
 
 def test_key_message_for_three_ws_prints_that_runtime_s_message() -> None:
-    assert invoke("--compat", "three.ws", "--agent-id", "agent-42") == (0, "agent-3d:memory:v1:agent-42")
+    assert invoke("--compat", "three.ws", "--agent-id", "agent-42") == (0, "agent-3d:memory:v1:agent-42\n")
 
 
 def test_key_message_needs_a_namespace() -> None:

@@ -101,15 +101,15 @@ def test_unrelated_command_parameters_are_ignored() -> None:
     assert resolve_key_spec(out="x.car", namespace="demo", redact_index=True) is None
 
 
-def test_a_missing_env_var_is_named_and_exits_1() -> None:
+def test_a_missing_env_var_is_named_and_exits_2() -> None:
     result = run("--passphrase-env", "NOPE_NOT_SET", env={"NOPE_NOT_SET": ""})
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a setting the user must supply: a usage error
     assert "NOPE_NOT_SET is not set" in result.output
 
 
 def test_a_bad_signature_never_reaches_the_output() -> None:
     result = run("--signature-env", "SIG", env={"SIG": "0xdeadbeefcafe"})
-    assert result.exit_code == 1 and "65" in result.output
+    assert result.exit_code == 2 and "65" in result.output
     assert "deadbeef" not in result.output
 
 

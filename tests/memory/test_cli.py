@@ -38,7 +38,8 @@ def test_init_creates_the_tree(run: Any, tree: Path) -> None:
 def test_write_prints_file_and_revision(run: Any, tree: Path) -> None:
     result = run(*WRITE, "--body", "Saturdays.", "--tag", "football", "--important", "--decay", "90d")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "user_role.md revision 1\n"
+    assert result.stdout == ""  # what was done is status: stderr
+    assert result.stderr == "wrote user_role.md revision 1\n"
     record = Memory(tree).read("user_role")
     assert record is not None and record.tags == ["football"] and record.important and record.decay == "90d"
 
@@ -139,7 +140,7 @@ def test_export_to_file_then_import_into_another_tree(run: Any, tmp_path: Path) 
     result = CliRunner().invoke(
         cli, ["memory", "-d", str(other), "import", str(out), "--strategy", "replace"]
     )
-    assert result.exit_code == 0 and result.stdout.startswith("added 1,")
+    assert result.exit_code == 0 and result.stderr.startswith("added 1,")
     assert Memory(other).read("user_role") is not None
 
 

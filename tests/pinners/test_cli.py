@@ -98,13 +98,13 @@ def test_no_secret_appears_in_any_output_or_log(
 
 def test_an_unconfigured_pinner_fails_before_any_upload(runner: CliRunner, car: Car) -> None:
     result = runner.invoke(cli, ["pin", str(car.path), "--pinner", "memory", "--pinner", "pinata"])
-    assert result.exit_code == 4
+    assert result.exit_code == 2  # a missing setting is a usage error; nothing was published
     assert "PINATA_JWT" in result.stderr
 
 
 def test_an_unknown_pinner_is_reported(runner: CliRunner, car: Car) -> None:
     result = runner.invoke(cli, ["pin", str(car.path), "--pinner", "ipfs-magic"])
-    assert result.exit_code == 4 and "ipfs-magic" in result.stderr
+    assert result.exit_code == 2 and "ipfs-magic" in result.stderr
 
 
 def test_a_file_that_is_not_a_car_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
@@ -141,13 +141,13 @@ def test_pinners_check_reports_a_refused_token(runner: CliRunner, monkeypatch: p
 def test_progress_bar_only_on_a_terminal_outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from bundlekit.cli import pin as pin_cli
+    from bundlekit.cli import output
 
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert pin_cli._show_progress()
+    assert output.progress_enabled()
     monkeypatch.setenv("CI", "true")
-    assert not pin_cli._show_progress()
+    assert not output.progress_enabled()
     monkeypatch.delenv("CI")
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert not pin_cli._show_progress()
+    assert not output.progress_enabled()

@@ -1,0 +1,177 @@
+"""The CLI output contract, written once: every command prints through this module.
+
+* **Data** goes to stdout: CIDs, listings, file contents, and ``--json``
+  results (:func:`data`, :func:`data_json`, :func:`data_json_lines`). A
+  pipeline can capture stdout and get nothing else.
+* **Everything else** goes to stderr: status lines and summaries
+  (:func:`status`), warnings (:func:`warn`, :func:`warn_all`, ``warning: ...``), errors
+  (:func:`error`, ``error: ...``) and progress (:class:`Progress`).
+* **JSON** is one line: ``json.dumps(obj, separators=(",", ":"),
+  sort_keys=True, ensure_ascii=False)`` then a newline. Keys are sorted so the
+  same result always prints the same bytes (diffable, cacheable); non-ASCII
+  text stays readable (stdout is UTF-8 text, like the memory files).
+* **Progress** is shown only when stderr is a terminal and ``CI`` is unset;
+  otherwise a :class:`Progress` is silent, so logs and pipes never see it.
+
+Exit codes are not printed here: ``cli/__init__`` maps each ``BundlekitError``
+to its ``exit_code`` (README, "Output and exit codes").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, Self, TextIO
+
+import click
+
+__all__ = [
+    "Progress",
+    "data",
+    "data_json",
+    "data_json_array",
+    "error",
+    "json_line",
+    "progress_enabled",
+    "status",
+    "warn",
+    "warn_all",
+]
+
+_BAR_WIDTH = 24
+_REDRAW_SECONDS = 0.1
+
+
+def json_line(obj: Any) -> str:
+    """``obj`` as compact, key-sorted, one-line JSON (no newline)."""
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def data(text: str, *, newline: bool = True) -> None:
+    """Print data on stdout (``newline=False`` for content that already ends as it should)."""
+    click.echo(text, nl=newline)
+
+
+def data_json(obj: Any) -> None:
+    """Print ``obj`` on stdout as one line of JSON."""
+    click.echo(json_line(obj))
+
+
+def data_json_array(items: Iterable[Any]) -> None:
+    """Print ``items`` on stdout as one JSON array on one line, streamed item by item."""
+    click.echo("[", nl=False)
+    for n, item in enumerate(items):
+        click.echo(("," if n else "") + json_line(item), nl=False)
+    click.echo("]")
+
+
+def status(message: str) -> None:
+    """A status line or summary, on stderr."""
+    click.echo(message, err=True)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, as ``warning: message``."""
+    click.echo(f"warning: {message}", err=True)
+
+
+def warn_all(messages: Iterable[str]) -> None:
+    """Each of ``messages`` as a warning on stderr (a result's ``warnings`` list)."""
+    for message in messages:
+        warn(message)
+
+
+def error(message: str) -> None:
+    """An error on stderr, as ``error: message`` (the caller sets the exit code)."""
+    click.echo(f"error: {message}", err=True)
+
+
+def progress_enabled(stream: TextIO | None = None) -> bool:
+    """True when ``stream`` (default: stderr) is a terminal and ``CI`` is not set."""
+    target = sys.stderr if stream is None else stream
+    isatty = getattr(target, "isatty", None)
+    return bool(callable(isatty) and isatty()) and not os.environ.get("CI")
+
+
+def _amount(n: int, unit: str) -> str:
+    if unit != "bytes":
+        return str(n)
+    size = float(n)
+    for suffix in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or suffix == "GiB":
+            return f"{size:.0f} {suffix}" if suffix == "B" else f"{size:.1f} {suffix}"
+        size /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when :func:`progress_enabled`.
+
+    Call it as ``progress(done, total)`` (the library's progress callback
+    shape), or :meth:`advance` by a number of units for callbacks that report
+    increments. Safe to call from worker threads. Use as a context manager:
+    on exit the line is ended so the next status line starts clean.
+    """
+
+    def __init__(self, label: str, *, total: int = 0, unit: str = "", enabled: bool | None = None) -> None:
+        self.label = label
+        self.unit = unit
+        self.enabled = progress_enabled() if enabled is None else enabled
+        self._total = total
+        self._done = 0
+        self._drawn_at = 0.0
+        self._shown = False
+        self._lock = threading.Lock()
+
+    @property
+    def callback(self) -> Callable[[int, int], None] | None:
+        """This bar as a library ``progress(done, total)`` callback, or ``None`` when it is off
+        (so the library skips its progress bookkeeping entirely)."""
+        return self if self.enabled else None
+
+    def __call__(self, done: int, total: int) -> None:
+        with self._lock:
+            self._done, self._total = done, total
+            self._draw()
+
+    def advance(self, n: int) -> None:
+        """Add ``n`` units to the count (for callbacks that report increments)."""
+        with self._lock:
+            self._done += n
+            self._draw()
+
+    def _draw(self) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        finished = self._total > 0 and self._done >= self._total
+        if self._shown and not finished and now - self._drawn_at < _REDRAW_SECONDS:
+            return
+        self._drawn_at = now
+        self._shown = True
+        fraction = min(1.0, self._done / self._total) if self._total > 0 else 0.0
+        filled = int(fraction * _BAR_WIDTH)
+        bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+        unit = f" {self.unit}" if self.unit and self.unit != "bytes" else ""
+        count = f"{_amount(self._done, self.unit)}/{_amount(self._total, self.unit)}{unit}"
+        click.echo(f"\r{self.label} [{bar}] {fraction:4.0%} {count}\x1b[K", nl=False, err=True)  # \x1b[K: clear the rest
+
+    def close(self) -> None:
+        """End the progress line, if one was drawn."""
+        with self._lock:
+            if self._shown:
+                click.echo("", err=True)
+                self._shown = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
