@@ -1,0 +1,121 @@
+"""Exit codes exactly as README promises: 0 ok, 1 general, 2 usage, 3 integrity or wrong key, 4 publishing, 130 Ctrl-C.
+
+Every failure is one ``error: ...`` line on stderr (``interrupted`` for Ctrl-C) and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import respx
+
+from bundlekit.cli import car as car_cli
+
+from .conftest import Run
+
+PINATA_API = "https://api.pinata.test"
+
+
+def _failed(result_stdout: str, result_stderr: str, code: int, actual: int) -> None:
+    assert actual == code, result_stderr
+    assert result_stdout == ""
+    assert result_stderr.startswith("error: "), result_stderr
+    assert result_stderr.count("\n") == 1, result_stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["pack"],  # missing argument (click)
+        ["unpack", "{car}"],  # missing -o (click)
+        ["verify", "{car}", "--max-depth", "0"],  # out of range (click)
+        ["build", "{tree}", "--encrypt"],  # a bundlekit UsageError: --encrypt without a key
+        ["key", "message"],  # no --namespace
+    ],
+    ids=["missing-argument", "missing-option", "bad-value", "encrypt-without-key", "key-without-namespace"],
+)
+def test_usage_errors_exit_2(args: list[str], run: Run, plain_car: Path, tree: Path) -> None:
+    result = run(*[a.format(car=plain_car, tree=tree) for a in args])
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["verify", "unpack", "ls"])
+def test_a_truncated_car_exits_3(
+    command: str, run: Run, plain_car: Path, truncated: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    extra = ["-o", str(tmp_path / "out")] if command == "unpack" else []
+    result = run(command, truncated(plain_car), *extra)
+    _failed(result.stdout, result.stderr, 3, result.exit_code)
+    assert "truncated" in result.stderr
+
+
+def test_load_of_a_truncated_bundle_exits_3(run: Run, bundle: Path, truncated: Callable[[Path], Path]) -> None:
+    result = run("load", truncated(bundle))
+    _failed(result.stdout, result.stderr, 3, result.exit_code)
+
+
+def test_a_wrong_passphrase_exits_3(run: Run, tree: Path, tmp_path: Path) -> None:
+    car = tmp_path / "secret.car"
+    env = {"RIGHT": "correct horse battery staple", "WRONG": "incorrect mule battery staple"}
+    built = run("build", tree, "-o", car, "--encrypt", "--passphrase-env", "RIGHT", env=env)
+    assert built.exit_code == 0, built.stderr
+    result = run("load", car, "--passphrase-env", "WRONG", env=env)
+    _failed(result.stdout, result.stderr, 3, result.exit_code)
+
+
+def test_a_missing_key_env_var_exits_2(run: Run, tree: Path) -> None:
+    result = run("build", tree, "--encrypt", "--passphrase-env", "NOT_SET_ANYWHERE")
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+
+
+def test_an_unknown_pinner_exits_2(run: Run, plain_car: Path) -> None:
+    result = run("pin", plain_car, "--pinner", "no-such-pinner")
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+    assert "no-such-pinner" in result.stderr
+
+
+def test_an_unconfigured_pinner_exits_2(run: Run, plain_car: Path) -> None:
+    result = run("pin", plain_car, "--pinner", "pinata")
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+
+
+@respx.mock
+def test_a_failed_pin_exits_4(run: Run, plain_car: Path) -> None:
+    env = {"PINATA_JWT": "jwt-for-tests", "BUNDLEKIT_PINATA_API_URL": PINATA_API,
+           "BUNDLEKIT_PINATA_UPLOAD_URL": "https://uploads.pinata.test"}
+    respx.get(f"{PINATA_API}/v3/files/public").mock(return_value=httpx.Response(401))
+    result = run("pin", plain_car, "--pinner", "pinata", env=env)
+    assert result.exit_code == 4, result.stderr
+    assert result.stdout.strip()  # the root is still printed: it was computed
+    assert result.stderr.splitlines()[-1].startswith("error: --require all not met")
+
+
+def test_a_general_error_exits_1(run: Run, tmp_path: Path) -> None:
+    result = run("memory", "-d", tmp_path, "show", "nobody")  # MemoryNotFoundError: a general error
+    _failed(result.stdout, result.stderr, 1, result.exit_code)
+
+
+def test_ctrl_c_exits_130_with_interrupted_on_stderr(
+    run: Run, plain_car: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(car_cli, "verify_car", interrupted)
+    result = run("verify", plain_car)
+    assert result.exit_code == 130
+    assert result.stdout == ""
+    assert result.stderr == "interrupted\n"
+
+
+def test_a_car_that_cannot_be_written_is_a_general_error_not_an_integrity_one(
+    run: Run, files: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    result = run("pack", files, "-o", blocker / "out.car")
+    _failed(result.stdout, result.stderr, 1, result.exit_code)
