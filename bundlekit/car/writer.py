@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from bundlekit._fs import fsync_dir
 from bundlekit.car.format import _READ_CHUNK, encode_header
-from bundlekit.errors import CARError, CARFileError, UsageError
+from bundlekit.errors import CARFileError, UsageError
 from bundlekit.ipld.cid import cid_to_str, encode_varint
 
 __all__ = ["CarWriter", "CarFileWriter"]

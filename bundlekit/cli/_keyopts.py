@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import click
 
+from bundlekit.cli import output
 from bundlekit.crypto._keys import (
     PASSPHRASE_MIN_CHARS,
     KeySpec,
@@ -109,7 +110,7 @@ def _new_passphrase(passphrase: str, *, strict: bool) -> str:
     if problem is not None:
         if strict:
             raise UsageError(f"{problem} (--strict refuses it)")
-        click.echo(f"warning: {problem}", err=True)
+        output.warn(problem)
     return passphrase
 
 

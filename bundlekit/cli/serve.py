@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from bundlekit.cli import output
 from bundlekit.gateway.server import (
     STOP_POLL_INTERVAL,
     close_source,
@@ -59,14 +58,14 @@ def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tupl
         # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
         with stop_on_signals(server):
             if as_json:
-                click.echo(json.dumps({"url": server.url, "roots": [r.to_dict() for r in roots]}, sort_keys=True))
+                output.data_json({"url": server.url, "roots": [r.to_dict() for r in roots]})
             else:
-                click.echo(server.url)
+                output.data(server.url)
                 for root in roots:
-                    click.echo(f"{root.cid}\t{root.source}\t{root.name or '-'}")
-            click.echo(f"serving on {server.url}", err=True)
+                    output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
+            output.status(f"serving on {server.url}")
             server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
-        click.echo("stopped", err=True)
+        output.status("stopped")
     finally:
         server.server_close()
         close_source(source)

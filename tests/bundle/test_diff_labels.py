@@ -58,8 +58,8 @@ def test_swapping_the_sides_swaps_added_and_removed(tree: Path, tmp_path: Path) 
 
 def test_the_summary_names_the_direction_old_to_new(tree: Path, tmp_path: Path) -> None:
     car = _changed_tree(tree, tmp_path)
-    _code, out = _diff(str(car), str(tree))
-    assert out.splitlines()[-1] == (
+    result = CliRunner().invoke(cli, ["diff", str(car), str(tree)], catch_exceptions=False)
+    assert result.stderr.splitlines()[-1] == (  # a summary: stderr (README, "Output and exit codes")
         f"{car} -> {tree}: 1 added, 1 removed, 1 changed, 2 unchanged; timeline entries: 1 added, 0 removed"
     )
 

@@ -10,6 +10,7 @@ import pytest
 import bundlekit.car.writer as car
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarFileWriter, CarWriter
+from bundlekit.errors import CARFileError
 from bundlekit.ipld.cid import RAW, make_cid
 
 
@@ -72,6 +73,6 @@ def test_a_temp_file_that_cannot_be_prepared_is_a_car_error_and_is_removed(
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(car.os, "chmod", refuse)
-    with pytest.raises(car.CARError, match="cannot prepare a temporary CAR file"):
+    with pytest.raises(CARFileError, match="cannot prepare a temporary CAR file"):
         CarFileWriter(tmp_path / "out.car")
     assert list(tmp_path.iterdir()) == []

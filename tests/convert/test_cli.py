@@ -21,7 +21,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_import_then_export_round_trips_massgen(massgen_workspace: Path, tmp_path: Path) -> None:
     code, _, err = run("convert", "--from", "massgen", str(massgen_workspace), "-o", str(tmp_path / "mem"))
     assert code == 0 and "converted 2 memories from massgen" in err
-    code, out, _ = run("convert", "--to", "massgen", str(tmp_path / "mem"), "-o", str(tmp_path / "back"))
+    code, _, _ = run("convert", "--to", "massgen", str(tmp_path / "mem"), "-o", str(tmp_path / "back"))
     assert code == 0
     assert tree_files(tmp_path / "back") == tree_files(massgen_workspace)
 
@@ -73,7 +73,7 @@ def test_device_memory_local_only_copy(magicfrog_with_device: Path, tmp_path: Pa
 
 
 def test_device_memory_left_out_with_a_warning(magicfrog_with_device: Path, tmp_path: Path) -> None:
-    code, out, err = run(
+    code, _, err = run(
         "convert",
         "--from",
         "magicfrog",
