@@ -1,6 +1,6 @@
 """The ``local`` pinner (the default): the embedded block store.
 
-Imports the CAR into ``bundlekit.store.BlockStore`` (every block verified,
+Imports the CAR into ``bundlekit.blockstore.BlockStore`` (every block verified,
 the DAG checked complete) and pins the root under the given name, so
 ``bundlekit serve`` can serve it. The store lives at ``$BUNDLEKIT_HOME``, else
 the XDG data directory. A root that is already pinned with all its blocks is

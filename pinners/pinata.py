@@ -104,7 +104,7 @@ class PinataPinner(BasePinner):
         """Upload the CAR unless Pinata already holds ``root``.
 
         Raises CIDMismatch when Pinata's CID differs from ``root``, and the
-        HTTP errors of ``bundlekit._http``.
+        HTTP errors of ``bundlekit.pinning.http``.
         """
         root_text = cid_to_str(root)
         for existing in self._files(root_text):

@@ -3,7 +3,7 @@
 The layout (``specs/bundle.md``)::
 
     <root>/                      UnixFS directory, the bundle's root CID
-      manifest.json              canonical JSON (bundlekit.manifest)
+      manifest.json              canonical JSON (bundlekit.bundle.manifest)
       memory/
         MEMORY.md                the index (always plaintext)
         <key>.md                 one per memory      (<key>.md.enc when encrypted)

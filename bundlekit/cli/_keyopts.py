@@ -12,7 +12,7 @@ holds the secret. At most one may be given::
                             key message itself (needs bundlekit[wallet])
 
 A command applies ``@key_options`` and calls ``resolve_key_spec(**params)``,
-which returns the :class:`~bundlekit.keys.KeySpec` or ``None`` when no key
+which returns the :class:`~bundlekit.crypto.KeySpec` or ``None`` when no key
 option was given. A command that encrypts anew (``build``, ``pin``) also
 applies ``@strict_option`` and passes ``new_key=True``: a passphrase shorter
 than ``PASSPHRASE_MIN_CHARS`` then draws a warning on stderr, or with

@@ -1,4 +1,4 @@
-"""``bundlekit verify``, ``unpack`` and ``ls``: thin commands over car, verify, unpack and unixfs_read.
+"""``bundlekit verify``, ``unpack`` and ``ls``: thin commands over bundlekit.car and bundlekit.unixfs.
 
 The listing (and every ``--json`` result) goes to stdout; the one-line
 summaries of ``verify`` and ``unpack`` go to stderr; errors go to stderr as

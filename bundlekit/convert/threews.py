@@ -271,7 +271,7 @@ def decrypt_files(blob: dict[str, Any], key: KeySpec, agent_id: str | None) -> d
     """Decrypt every file of a blob in three.ws's encrypted per-file form (pure except the KDF).
 
     The key is three.ws's: HKDF over a wallet signature of
-    ``agent-3d:memory:v1:<agentId>`` (see :mod:`bundlekit.compat_threews`);
+    ``agent-3d:memory:v1:<agentId>`` (see :mod:`bundlekit.crypto.threews`);
     ``agent_id`` defaults to the blob's namespace. The index stays as it is
     (three.ws pins it in plaintext). Raises ``DecryptionError`` for a wrong key
     or a tampered file, ``KeySourceError`` for a key that is not a wallet's.

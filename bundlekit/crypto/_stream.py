@@ -59,7 +59,7 @@ Piece = bytes | memoryview
 
 
 def slice_pieces(data: bytes | memoryview, size: int) -> Iterator[memoryview]:
-    """The pieces :func:`~bundlekit.chunker.iter_chunks` cuts from a stream, as zero-copy views of ``data``."""
+    """The pieces :func:`~bundlekit.unixfs.chunker.iter_chunks` cuts from a stream, as zero-copy views of ``data``."""
     view = memoryview(data)
     yield view[:size]
     for start in range(size, len(view), size):

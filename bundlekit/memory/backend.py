@@ -1,7 +1,7 @@
 """Where a memory tree lives: a directory on disk, or a dict (``Memory(None)``).
 
 Both backends offer the same small set of file operations on names relative
-to the tree root, plus the tree lock. The store (``store.py``) holds all the
+to the tree root, plus the tree lock. The tree (``tree.py``) holds all the
 rules; the backends only move text. Directory writes are atomic: a hidden
 temp file in the same directory, fsync, ``os.replace``. Readers see the old
 file or the new one, never a torn one. (The directory itself is not fsynced:

@@ -417,7 +417,7 @@ class Memory:
     ) -> Memory:
         """Load a bundle (manifest URI) verified into a tree and return it.
 
-        Delegates to :func:`bundlekit.load.load_bundle` (``options`` go to it,
+        Delegates to :func:`bundlekit.bundle.load.load_bundle` (``options`` go to it,
         except ``namespace``, which names the returned Memory; by default the
         bundle's own namespace from its manifest). With ``out_dir`` the files
         land in that directory and the returned Memory reads it; without, the

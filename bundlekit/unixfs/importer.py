@@ -9,7 +9,7 @@ Three entry points, all emitting blocks into a sink (anything with
 * ``import_tree(files, sink, profile, dirs=())``: a virtual tree of
   ``(path, source)`` pairs with implied intermediate directories.
 
-What the bytes look like is fixed by the profile (``bundlekit.profiles``) and
+What the bytes look like is fixed by the profile (``bundlekit.unixfs.profiles``) and
 described in ``specs/unixfs-profiles.md``: ``chunker`` cuts, ``layout`` builds
 file DAGs, ``hamt`` writes directories.
 

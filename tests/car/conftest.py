@@ -1,4 +1,4 @@
-"""Helpers that build UnixFS DAGs by hand (bundlekit.dagpb + bundlekit.cid).
+"""Helpers that build UnixFS DAGs by hand (bundlekit.ipld.dagpb + bundlekit.ipld.cid).
 
 They let the CAR/verify/unpack tests build honest and hostile DAGs alike
 without the importer: cycles, `../` names, over-deep chains, duplicates.

@@ -93,7 +93,7 @@ def test_file_without_dates_needs_now(threews_blob: dict[str, Any]) -> None:
     assert blob_to_tree(blob, now="2026-01-01T00:00:00Z").entries[0].meta["updated"] == "2026-01-01T00:00:00Z"
 
 
-# --- the encrypted per-file form (bundlekit.compat_threews) ---------------------------------
+# --- the encrypted per-file form (bundlekit.crypto.threews) ---------------------------------
 
 WALLET = "0x" + "4c" * 32  # a throwaway test private key
 

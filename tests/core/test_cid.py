@@ -1,4 +1,4 @@
-"""bundlekit.cid's hand-built CIDs agree with multiformats, the oracle."""
+"""bundlekit.ipld.cid's hand-built CIDs agree with multiformats, the oracle."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Shared fixtures for the store and gateway tests.
 
-Small UnixFS DAGs are built here directly with ``bundlekit.dagpb`` so the
+Small UnixFS DAGs are built here directly with ``bundlekit.ipld.dagpb`` so the
 tests do not depend on the importer's chunking choices: every block and CID
 is known, which lets a test remove or damage exactly one block.
 """

@@ -1,4 +1,4 @@
-"""Memory.load delegates to bundlekit.load.load_bundle (another area's code), lazily."""
+"""Memory.load delegates to bundlekit.bundle.load.load_bundle (another area's code), lazily."""
 
 from __future__ import annotations
 
