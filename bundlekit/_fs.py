@@ -1,14 +1,70 @@
 """Durable file-system writes: the one place that knows how to make a write survive a crash.
 
 Lowest layer beside ``bundlekit.errors``: every module that lands bytes in a
-user's files goes through here.
+user's files goes through here (``atomic_write`` and friends for a file,
+``atomic_directory`` for a whole tree).
+
+The pattern: write to a temp file (or directory) beside the destination,
+fsync it, ``os.replace`` it onto the destination, fsync the directory. A
+reader sees the old content or the new, never a torn file. On any exception
+the temp is removed and the destination is untouched; an ``OSError`` becomes
+the caller's error class (a ``BundlekitError``), with a message naming the
+destination and the OS reason. No raw ``OSError`` leaves these functions.
+
+Temp names are hidden and recognisable, ``.<name>.<pid>.<8 hex>.tmp`` (a
+directory too), so a crash's leftovers can be found later: ``is_temp_name``.
+
+File-mode rule (the one rule for everything bundlekit writes):
+
+* A new file gets ``0o666 & ~umask`` and a new directory ``0o777 & ~umask``,
+  exactly what a plain ``open()`` or ``mkdir()`` gives (default ACLs apply).
+* Replacing an existing file keeps that file's permission bits; replacing an
+  existing directory keeps the directory's.
+* A caller writing secrets passes ``mode=`` (``0o600`` for a file, ``0o700``
+  for a directory), applied exactly. Callers that do: ``bundle.load``
+  (a tree decrypted from an encrypted bundle) and ``bundle.layers`` (a
+  merged view read with a key), both ``0o700`` on the tree's directory.
+
+A temp directory is created ``0o700`` (nobody else can place a symlink in it
+while it is filled) and given its final mode just before it is moved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["fsync_dir"]
+from bundlekit.errors import BundlekitError
+
+__all__ = [
+    "AtomicFile",
+    "ErrorClass",
+    "atomic_directory",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "fsync_dir",
+    "is_temp_name",
+    "os_reason",
+]
+
+ErrorClass = Callable[[str], BundlekitError]
+"""What a caller passes as ``error``: a ``BundlekitError`` subclass (called with the message)."""
+
+_TEMP_NAME = re.compile(r"\..*\.[0-9]+\.[0-9a-f]{8}\.tmp")
+# Room for the pid, the token and the suffix within the usual 255-byte name limit.
+_NAME_KEEP = 160
+_ATTEMPTS = 100
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -23,3 +79,314 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temp file or directory these helpers create (a crash leaves them behind)."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
+def os_reason(exc: OSError) -> str:
+    """An OS error in words: a file standing where a directory must be is said plainly.
+
+    ``mkdir`` reports that as "File exists", ``open`` below a file as "Not a directory".
+    """
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        return "a file is in the way where a directory is needed"
+    return exc.strerror or str(exc)
+
+
+def _failure(error: ErrorClass, dest: Path, exc: OSError, hint: str | None) -> BundlekitError:
+    return error(f"cannot write {dest}: {os_reason(exc)}" + (f"; {hint}" if hint else ""))
+
+
+def _temp_name(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name[:_NAME_KEEP]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def _create_temp(dest: Path, make: Callable[[Path], int | None]) -> tuple[Path, int | None]:
+    """Create a fresh temp beside ``dest`` with ``make`` (which must fail if the name exists)."""
+    for _ in range(_ATTEMPTS):
+        tmp = _temp_name(dest)
+        try:
+            return tmp, make(tmp)
+        except FileExistsError:
+            continue  # a clash with another writer's temp name: draw again
+    raise FileExistsError(f"no free temporary name beside {dest}")
+
+
+def _existing_mode(dest: Path, is_kind: Callable[[int], bool]) -> int | None:
+    """Permission bits of ``dest`` if it is an entry of the given kind (not following a symlink)."""
+    try:
+        st = os.lstat(dest)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) & 0o777 if is_kind(st.st_mode) else None
+
+
+def _install(tmp: Path, dest: Path, *, replace_any: bool) -> None:
+    """Rename ``tmp`` onto ``dest`` in one step.
+
+    ``os.replace`` covers an absent ``dest``, a file over a file and (POSIX) a
+    directory over an empty directory. With ``replace_any``, whatever else
+    stands at ``dest`` (a directory with content, a file under a directory)
+    is renamed aside first, put back if the rename fails, deleted after.
+    """
+    try:
+        os.replace(tmp, dest)
+        return
+    except OSError:
+        if not (replace_any and os.path.lexists(dest)):
+            raise
+    aside, _ = _create_temp(dest, lambda p: os.mkdir(p, 0o700))
+    old = aside / "old"
+    try:
+        os.rename(dest, old)
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            os.rename(old, dest)  # put the original back
+            raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+class AtomicFile:
+    """A temp file beside ``dest`` that becomes ``dest`` on ``commit()``, or vanishes on ``discard()``.
+
+    For writers that hold the file open for a long time or commit many files
+    together (the CAR writer, the block store); others use ``atomic_write``.
+    Write through ``file``. Every failure here raises ``error`` and removes
+    the temp file; for an ``OSError`` of its own, a caller raises ``fail(exc)``.
+
+    ``parents`` creates missing parent directories. ``sync=False`` skips the
+    file's fsync (scratch data), ``sync_dir=False`` the directory's (a rename
+    that may be lost in a crash, where redoing it is cheap). ``replace_any``
+    also replaces a directory standing at ``dest``. ``mode``: see the module's
+    file-mode rule.
+    """
+
+    def __init__(
+        self,
+        dest: str | os.PathLike[str],
+        *,
+        error: ErrorClass,
+        mode: int | None = None,
+        hint: str | None = None,
+        parents: bool = False,
+        sync: bool = True,
+        sync_dir: bool = True,
+        replace_any: bool = False,
+    ) -> None:
+        self.dest = Path(dest)
+        self._error, self._hint = error, hint
+        self._sync, self._sync_dir, self._replace_any = sync, sync_dir, replace_any
+        self._synced = self._done = False
+        keep = mode if mode is not None else _existing_mode(self.dest, stat.S_ISREG)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
+        try:
+            if parents:
+                self.dest.parent.mkdir(parents=True, exist_ok=True)
+            self.temp, fd = _create_temp(self.dest, lambda p: os.open(p, flags, 0o666))
+        except OSError as exc:
+            raise _failure(error, self.dest, exc, hint) from exc
+        assert fd is not None
+        try:
+            if keep is not None:
+                os.fchmod(fd, keep)
+            self._file: BinaryIO | None = os.fdopen(fd, "wb")
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._file = None
+            raise self.fail(exc) from exc
+
+    @property
+    def file(self) -> BinaryIO:
+        """The open temp file (the caller's error after ``close``, ``commit`` or ``discard``)."""
+        if self._file is None:
+            raise self._error(f"the temporary file for {self.dest} is already closed")
+        return self._file
+
+    def fail(self, exc: OSError) -> BundlekitError:
+        """Discard the temp file and return the caller's error for ``exc``, naming ``dest``."""
+        self.discard()
+        return _failure(self._error, self.dest, exc, self._hint)
+
+    def close(self) -> None:
+        """Flush and close the temp file without committing it (frees its descriptor in a batch)."""
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError as exc:
+                raise self.fail(exc) from exc
+            finally:
+                self._file = None
+
+    def sync(self) -> None:
+        """fsync the temp file now (several can sync in parallel before their commits)."""
+        try:
+            if self._file is not None:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            else:
+                fd = os.open(self.temp, os.O_RDONLY | _CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise self.fail(exc) from exc
+        self._synced = True
+
+    def commit(self) -> Path:
+        """fsync (unless ``sync=False`` or already synced), close, rename onto ``dest``; return ``dest``."""
+        try:
+            if self._sync and not self._synced:
+                self.sync()
+            self.close()
+            _install(self.temp, self.dest, replace_any=self._replace_any)
+        except OSError as exc:
+            raise self.fail(exc) from exc
+        except BaseException:
+            self.discard()
+            raise
+        self._done = True
+        if self._sync_dir:
+            fsync_dir(self.dest.parent)
+        return self.dest
+
+    def discard(self) -> None:
+        """Close and remove the temp file; ``dest`` is left untouched. Safe to call twice."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        if not self._done:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
+            self._done = True
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str],
+    *,
+    error: ErrorClass,
+    mode: int | None = None,
+    hint: str | None = None,
+    parents: bool = False,
+    sync: bool = True,
+    sync_dir: bool = True,
+    replace_any: bool = False,
+) -> Iterator[BinaryIO]:
+    """Yield a binary file that becomes ``path`` when the ``with`` block ends without an exception.
+
+    An exception inside the block removes the temp file; an ``OSError``
+    becomes ``error`` (message: ``cannot write <path>: <reason>[; <hint>]``).
+    The keywords are ``AtomicFile``'s.
+    """
+    pending = AtomicFile(
+        path,
+        error=error,
+        mode=mode,
+        hint=hint,
+        parents=parents,
+        sync=sync,
+        sync_dir=sync_dir,
+        replace_any=replace_any,
+    )
+    try:
+        yield pending.file
+    except OSError as exc:
+        raise pending.fail(exc) from exc
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    error: ErrorClass,
+    mode: int | None = None,
+    hint: str | None = None,
+    parents: bool = False,
+    sync_dir: bool = True,
+) -> None:
+    """Write ``data`` to ``path`` atomically (see ``atomic_write``)."""
+    with atomic_write(path, error=error, mode=mode, hint=hint, parents=parents, sync_dir=sync_dir) as fh:
+        fh.write(data)
+
+
+def atomic_write_text(
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    error: ErrorClass,
+    mode: int | None = None,
+    hint: str | None = None,
+    parents: bool = False,
+    sync_dir: bool = True,
+) -> None:
+    """Write ``text`` as UTF-8 to ``path`` atomically (see ``atomic_write``)."""
+    atomic_write_bytes(
+        path, text.encode("utf-8"), error=error, mode=mode, hint=hint, parents=parents, sync_dir=sync_dir
+    )
+
+
+@contextlib.contextmanager
+def atomic_directory(
+    dest: str | os.PathLike[str],
+    *,
+    error: ErrorClass,
+    mode: int | None = None,
+    hint: str | None = None,
+    parents: bool = False,
+    replace_any: bool = False,
+) -> Iterator[Path]:
+    """Yield a fresh private temp directory beside ``dest``; fill it, and it becomes ``dest`` in one rename.
+
+    ``dest`` may be absent or an empty directory; with ``replace_any``,
+    anything at ``dest`` is replaced (renamed aside, then deleted). The
+    caller makes the files durable (an fsync each, or one ``os.sync()``);
+    the directory gets its final mode (module rule), is renamed into place,
+    and the parent is fsynced. Any exception removes the temp tree; an
+    ``OSError`` becomes ``error`` naming ``dest``.
+    """
+    target = Path(dest)
+    keep = mode if mode is not None else _existing_mode(target, stat.S_ISDIR)
+    try:
+        if parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        tmp, _ = _create_temp(target, lambda p: os.mkdir(p, 0o700))
+    except OSError as exc:
+        raise _failure(error, target, exc, hint) from exc
+    try:
+        if keep is None:
+            keep = _new_directory_mode(tmp)
+        yield tmp
+        os.chmod(tmp, keep)
+        _install(tmp, target, replace_any=replace_any)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise _failure(error, target, exc, hint) from exc
+        raise
+    fsync_dir(target.parent)
+
+
+def _new_directory_mode(inside: Path) -> int:
+    """The mode a plain ``mkdir`` gives here (``0o777 & ~umask``), learnt by making one.
+
+    Reading the umask with ``os.umask`` would change it for a moment under
+    every other thread; a probe inside the still empty private temp directory does not.
+    """
+    probe = inside / ".mode-probe"
+    os.mkdir(probe, 0o777)
+    try:
+        return stat.S_IMODE(os.stat(probe).st_mode) & 0o777
+    finally:
+        os.rmdir(probe)
