@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from bundlekit._fs import fsync_dir
+from bundlekit._fs import AtomicFile
 from bundlekit.car.format import _READ_CHUNK, encode_header
 from bundlekit.errors import CARFileError, UsageError
 from bundlekit.ipld.cid import cid_to_str, encode_varint
@@ -81,22 +80,11 @@ class CarFileWriter:
     the temp file: no file ever appears at ``dest`` half-written.
     """
 
-    def __init__(self, dest: str | os.PathLike[str]) -> None:
+    def __init__(self, dest: str | os.PathLike[str], *, hint: str | None = None) -> None:
         self.dest = Path(dest)
-        parent = self.dest.parent
-        try:
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{self.dest.name}.", suffix=".car-tmp")
-        except OSError as exc:
-            raise CARFileError(f"cannot create a temporary CAR file in {parent}: {exc.strerror}") from exc
-        self._tmp = Path(tmp)
-        try:
-            # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like any written file.
-            os.chmod(self._tmp, 0o644)
-            self._file: BinaryIO | None = os.fdopen(fd, "wb")
-        except OSError as exc:
-            os.close(fd)
-            self._tmp.unlink(missing_ok=True)
-            raise CARFileError(f"cannot prepare a temporary CAR file in {parent}: {exc.strerror}") from exc
+        self._hint = hint
+        self._pending = AtomicFile(self.dest, error=CARFileError, hint=hint)
+        self._file: BinaryIO | None = self._pending.file
         self._reserved = 0
         self._writer: _BodyWriter | None = None
         self.done = False
@@ -117,14 +105,18 @@ class CarFileWriter:
         return self._file
 
     def put(self, cid: bytes, data: bytes) -> None:
-        """Append one block (deduplicated by CID)."""
+        """Append one block (deduplicated by CID); ``CARFileError`` (nothing left behind) if the disk refuses."""
         out = self._live()
-        if self._writer is None:
-            # Reserve the header for a root shaped like this CID; patched at finish.
-            self._reserved = len(encode_header([cid]))
-            out.write(b"\0" * self._reserved)
-            self._writer = _BodyWriter(out)
-        self._writer.put(cid, data)
+        try:
+            if self._writer is None:
+                # Reserve the header for a root shaped like this CID; patched at finish.
+                self._reserved = len(encode_header([cid]))
+                out.write(b"\0" * self._reserved)
+                self._writer = _BodyWriter(out)
+            self._writer.put(cid, data)
+        except OSError as exc:
+            self.abort()
+            raise self._pending.fail(exc) from exc
 
     def finish(self, root: bytes) -> Path:
         """Write the header for ``root``, fsync, and move the file to ``dest``; return ``dest``.
@@ -144,54 +136,45 @@ class CarFileWriter:
             if len(header) == self._reserved:
                 out.seek(0)
                 out.write(header)
-                _sync_close(out)
-                final = self._tmp
             else:
-                final = self._rewrite(out, header)
-            os.replace(final, self.dest)
-            fsync_dir(self.dest.parent)
+                self._rewrite(header)
+            self._file = None
+            self._pending.commit()
         except OSError as exc:
             self.abort()
-            raise CARFileError(f"cannot write CAR {self.dest}: {exc.strerror}") from exc
+            raise self._pending.fail(exc) from exc
         except BaseException:
             self.abort()
             raise
-        self._file = None
         self.done = True
         return self.dest
 
-    def _rewrite(self, out: BinaryIO, header: bytes) -> Path:
-        """Copy the body behind a header of a different size into a second temp file."""
-        _sync_close(out)
-        fd, tmp2 = tempfile.mkstemp(dir=self.dest.parent, prefix=f".{self.dest.name}.", suffix=".car-tmp")
+    def _rewrite(self, header: bytes) -> None:
+        """Copy the body behind a header of a different size into a second temp file, which takes over."""
+        first = self._pending
+        first.close()
+        second = AtomicFile(self.dest, error=CARFileError, hint=self._hint)
         try:
-            os.chmod(tmp2, 0o644)
-            with os.fdopen(fd, "wb") as dst, open(self._tmp, "rb") as src:
-                dst.write(header)
+            with open(first.temp, "rb") as src:
+                second.file.write(header)
                 src.seek(self._reserved)
                 while chunk := src.read(_READ_CHUNK):
-                    dst.write(chunk)
-                dst.flush()
-                os.fsync(dst.fileno())
+                    second.file.write(chunk)
+        except OSError as exc:
+            raise second.fail(exc) from exc
         except BaseException:
-            Path(tmp2).unlink(missing_ok=True)
+            second.discard()
             raise
-        self._tmp.unlink(missing_ok=True)
-        self._tmp = Path(tmp2)
-        return self._tmp
+        first.discard()
+        self._pending = second
 
     def abort(self) -> None:
         """Drop everything written so far; ``dest`` is left untouched. Safe to call twice."""
         if self._writer is not None:
             self._writer.join()  # never close the file under a background sync
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass  # the temp file is removed below either way
-            self._file = None
+        self._file = None
         if not self.done:
-            self._tmp.unlink(missing_ok=True)
+            self._pending.discard()
 
     def __enter__(self) -> CarFileWriter:
         return self
@@ -248,10 +231,4 @@ def _datasync_quietly(fd: int) -> None:
         getattr(os, "fdatasync", os.fsync)(fd)
     except OSError:
         pass
-
-
-def _sync_close(out: BinaryIO) -> None:
-    out.flush()
-    os.fsync(out.fileno())
-    out.close()
 

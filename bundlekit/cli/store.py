@@ -7,12 +7,11 @@ goes to stderr.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
+from bundlekit._fs import atomic_write
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
@@ -129,27 +128,8 @@ def export(store_dir: str | None, cid: str, output_path: str, as_json: bool) -> 
     """Write the DAG under CID from the store to a CAR file (atomically); print the root CID."""
     root = parse_cid(cid)
     dest = Path(output_path)
-    parent = dest.parent if str(dest.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".car", dir=parent)
-    except OSError as exc:
-        raise CARFileError(
-            f"cannot create a temporary CAR file in {parent}: {exc.strerror}; choose another -o"
-        ) from exc
-    try:
-        # mkstemp's 0600 suits secrets; a CAR is ordinary output, readable like `pack -o` writes it.
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            _open(store_dir).export_car(root, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CARFileError(f"cannot write CAR {dest}: {exc.strerror}; choose another -o") from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(dest, error=CARFileError, hint="choose another -o") as fh:
+        _open(store_dir).export_car(root, fh)
     output.status(f"wrote {dest}")
     if as_json:
         output.data_json({"root": cid_to_str(root), "path": str(dest)})

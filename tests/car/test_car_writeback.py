@@ -69,10 +69,10 @@ def test_writeback_works_where_the_os_has_no_fdatasync(tmp_path: Path, monkeypat
 def test_a_temp_file_that_cannot_be_prepared_is_a_car_error_and_is_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(path: object, mode: int) -> None:
+    def refuse(fd: int, mode: str) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(car.os, "chmod", refuse)
-    with pytest.raises(CARFileError, match="cannot prepare a temporary CAR file"):
+    monkeypatch.setattr(car.os, "fdopen", refuse)
+    with pytest.raises(CARFileError, match="cannot write .*out.car: Operation not permitted"):
         CarFileWriter(tmp_path / "out.car")
     assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import httpx
 from click.testing import CliRunner
 
+from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
@@ -74,7 +76,7 @@ def test_store_export_of_an_unknown_root_fails_with_exit_3_and_no_file(tmp_path:
     )
     assert result.exit_code == 3  # type: ignore[attr-defined]
     assert result.stderr.startswith("error: ")  # type: ignore[attr-defined]
-    assert list(tmp_path.glob("*.car")) == [] and list(tmp_path.glob(".tmp-*")) == []
+    assert list(tmp_path.glob("*.car")) == [] and [p for p in os.listdir(tmp_path) if is_temp_name(p)] == []
 
 
 def test_serve_prints_its_url_serves_and_stops_cleanly_on_ctrl_c(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]

@@ -28,7 +28,7 @@ def test_export_under_a_file_is_a_one_line_error(tmp_path: Path, sample_car: Pat
     )
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert result.stderr.startswith("error: cannot create a temporary CAR file in")
+    assert result.stderr.startswith(f"error: cannot write {blocker / 'x.car'}: a file is in the way")
     assert "Traceback" not in result.output
 
 
