@@ -13,8 +13,9 @@ The shard is the two characters before the last one of that name (the
 "next-to-last/2" rule of go-ipfs flatfs): the leading characters of a CID are
 its constant prefix, the last one carries only a few digest bits.
 
-Every block is written to a ``.tmp-*`` file in its shard directory, fsynced and
-then renamed over its final name, so a crash never leaves a torn block under a
+Every block is written to a hidden temp file in its shard directory
+(``bundlekit._fs``: ``.<cid>.<pid>.<random>.tmp``), fsynced and then renamed
+over its final name, so a crash never leaves a torn block under a
 CID name; leftover temp files are never listed as blocks and ``gc`` removes
 them. Every ``get`` re-hashes the block, so even a file damaged on disk is
 reported (``BlockMismatch``), never served, and removed so a re-import repairs it.
@@ -28,7 +29,6 @@ import fcntl
 import functools
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bundlekit._fs import AtomicFile, atomic_write_bytes, is_temp_name
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
@@ -59,6 +60,9 @@ IMPORT_BATCH = 256
 FSYNC_THREADS = 8
 # Temp files younger than this may belong to a put running in another process.
 STALE_TEMP_SECONDS = 3600.0
+# Temp files of bundlekit before the shared write helper (``_fs``): gc still removes them.
+LEGACY_TEMP_PREFIX = ".tmp-"
+_WRITE_HINT = "check free space and permissions"
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -78,14 +82,6 @@ def normalize_cid(cid: bytes) -> bytes:
         return bytes((0x01, DAG_PB)) + cid
     parse_cid_bytes(cid)
     return cid
-
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read_whole(path: str) -> bytes:
@@ -212,65 +208,58 @@ class BlockStore:
         self._write(cid, data)
 
     def _write(self, cid: bytes, data: bytes) -> None:
-        tmp = self._write_temp(cid, data)
-        if tmp is not None:
-            self._commit([(cid, tmp)])
+        pending = self._write_temp(cid, data)
+        if pending is not None:
+            self._commit([pending])
 
-    def _write_temp(self, cid: bytes, data: bytes) -> str | None:
-        """Write ``data`` to a fresh temp file in its shard (not synced); None if the block exists."""
+    def _write_temp(self, cid: bytes, data: bytes) -> AtomicFile | None:
+        """Write ``data`` to a fresh temp file in its shard (closed, not synced); None if the block exists."""
         dest = self._file(cid)
         if os.path.exists(dest):
             return None
-        shard = os.path.dirname(dest)
+        # A block lost to a crash before its shard's entry is durable is simply
+        # fetched or imported again: no directory fsync per block.
         try:
-            try:
-                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
-            except FileNotFoundError:  # first block of this shard
-                os.makedirs(shard, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=shard)
+            pending = self._temp_file(dest, parents=False)
+        except BundlekitError:
+            if os.path.isdir(os.path.dirname(dest)):
+                raise
+            pending = self._temp_file(dest, parents=True)  # first block of this shard
+        try:
+            pending.file.write(data)
         except OSError as exc:
-            raise self._write_error(cid, exc) from exc
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise self._write_error(cid, exc) from exc
+            raise pending.fail(exc) from exc
+        except BaseException:
+            pending.discard()
             raise
-        return tmp
+        pending.close()
+        return pending
 
-    def _commit(self, pending: list[tuple[bytes, str]]) -> None:
+    def _temp_file(self, dest: str, *, parents: bool) -> AtomicFile:
+        return AtomicFile(
+            dest, error=BundlekitError, hint=_WRITE_HINT, parents=parents, sync=self._fsync, sync_dir=False
+        )
+
+    def _commit(self, pending: list[AtomicFile]) -> None:
         """Make temp files durable (fsync, several at once) and rename each onto its block name.
 
         Syncing in parallel lets the filesystem fold many journal commits into
         one; every file is synced before any rename, so a name never points at
         unsynced data. On failure, the temp files not yet renamed are removed.
         """
-        done = 0
         try:
             if self._fsync:
                 if len(pending) == 1:
-                    _fsync_path(pending[0][1])
+                    pending[0].sync()
                 else:
                     with ThreadPoolExecutor(max_workers=FSYNC_THREADS) as pool:
-                        list(pool.map(_fsync_path, [tmp for _cid, tmp in pending]))
-            for cid, tmp in pending:
-                os.replace(tmp, self._file(cid))
-                done += 1
-        except BaseException as exc:
-            for _cid, tmp in pending[done:]:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise self._write_error(pending[min(done, len(pending) - 1)][0], exc) from exc
+                        list(pool.map(AtomicFile.sync, pending))
+            for block in pending:
+                block.commit()
+        except BaseException:
+            for block in pending:
+                block.discard()
             raise
-
-    def _write_error(self, cid: bytes, exc: OSError) -> BundlekitError:
-        return BundlekitError(
-            f"cannot write block {cid_to_str(cid)} to {self.root}: {exc.strerror}; check free space and permissions"
-        )
 
     def iter_blocks(self) -> Iterator[bytes]:
         """Every stored block's CID (CIDv1), in no particular order; temp files are skipped."""
@@ -317,25 +306,24 @@ class BlockStore:
         with self._gc_lock(exclusive=False):
             car_roots, blocks = read_car(stream, verify=True)
             roots: list[bytes] = list(car_roots)
-            pending: list[tuple[bytes, str]] = []
+            pending: list[AtomicFile] = []
             queued: set[str] = set()
             try:
                 for cid, data in blocks:
                     key = self._file(cid)
                     if key in queued:
                         continue
-                    tmp = self._write_temp(cid, data)
-                    if tmp is not None:
-                        pending.append((cid, tmp))
+                    block = self._write_temp(cid, data)
+                    if block is not None:
+                        pending.append(block)
                         queued.add(key)
                     if len(pending) >= IMPORT_BATCH:
                         self._commit(pending)
                         pending, queued = [], set()
                 self._commit(pending)
             except BaseException:
-                for _cid, tmp in pending:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
+                for block in pending:
+                    block.discard()
                 raise
             if pin:
                 for root in roots:
@@ -429,17 +417,7 @@ class BlockStore:
     def _write_pins(self, pins: dict[str, dict[str, Any]]) -> None:
         doc = {"version": PINS_VERSION, "pins": dict(sorted(pins.items()))}
         payload = json.dumps(doc, indent=2, sort_keys=True).encode("utf-8") + b"\n"
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-pins-", dir=self.root)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self._pins_path())
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_bytes(self._pins_path(), payload, error=BundlekitError, hint=_WRITE_HINT)
 
     @contextlib.contextmanager
     def protect(self) -> Iterator[BlockStore]:
@@ -509,7 +487,7 @@ class BlockStore:
             if not shard.is_dir():
                 continue
             for entry in os.scandir(shard.path):
-                if entry.name.startswith(".tmp-"):
+                if is_temp_name(entry.name) or entry.name.startswith(LEGACY_TEMP_PREFIX):
                     try:
                         if entry.stat().st_mtime < cutoff:
                             os.unlink(entry.path)

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore, default_store_root
-from bundlekit.errors import BlockMismatch, MissingBlock, UsageError
+from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock, UsageError
 from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
+
+
+def _temp_files(directory: Path) -> list[Path]:
+    """Temp files the shared write helper left under ``directory`` (a crash's leftovers)."""
+    return [p for p in directory.rglob(".*") if is_temp_name(p.name)]
 
 
 def test_put_then_get_returns_the_same_bytes(store: BlockStore) -> None:
@@ -87,7 +94,7 @@ def test_put_leaves_no_temp_files_behind(store: BlockStore) -> None:
     for i in range(20):
         data = str(i).encode()
         store.put(make_cid(1, RAW, data), data)
-    leftovers = [p for p in store.blocks_dir.rglob(".tmp-*")]
+    leftovers = _temp_files(store.blocks_dir)
     assert leftovers == []
 
 
@@ -134,7 +141,7 @@ def test_pins_file_is_valid_json_with_no_temp_left(filled_store: BlockStore, sam
     doc = json.loads((filled_store.root / "pins.json").read_text())
     assert doc["version"] == 1
     assert list(doc["pins"]) == [cid_to_str(sample_dag.root)]
-    assert [p.name for p in filled_store.root.iterdir() if p.name.startswith(".tmp")] == []
+    assert [p.name for p in filled_store.root.iterdir() if is_temp_name(p.name)] == []
 
 
 def test_pins_survive_reopening_the_store(filled_store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
@@ -178,6 +185,32 @@ def test_gc_removes_stale_temp_files_but_not_fresh_ones(store: BlockStore) -> No
     store.gc()
     assert not stale.exists()
     assert fresh.exists()
+
+
+def test_gc_removes_a_stale_temp_file_of_the_write_helper(store: BlockStore) -> None:
+    shard = store.blocks_dir / "aa"
+    shard.mkdir()
+    stale = shard / ".bafkreiexample.4242.0123abcd.tmp"  # a put killed before its rename, long ago
+    stale.write_bytes(b"")
+    os.utime(stale, (0, 0))
+    store.gc()
+    assert not stale.exists()
+
+
+def test_a_pin_file_that_cannot_be_written_is_a_bundlekit_error_and_leaves_no_temp(
+    filled_store: BlockStore, sample_dag, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Regression: the pin file's write let a raw OSError escape (and a traceback reach the CLI)."""
+
+    def disk_full(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    with pytest.raises(BundlekitError, match="cannot write .*pins.json: No space left on device"):
+        filled_store.pin(sample_dag.root, "a")
+    monkeypatch.undo()
+    assert filled_store.pins() == {}
+    assert [p.name for p in filled_store.root.iterdir() if is_temp_name(p.name)] == []
 
 
 def test_concurrent_pins_from_many_threads_all_land(store: BlockStore) -> None:

@@ -8,11 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, CARError, MissingBlock
 from bundlekit.ipld.cid import RAW, make_cid
+
+
+def _temp_files(directory: Path) -> list[Path]:
+    """Temp files the shared write helper left under ``directory`` (a crash's leftovers)."""
+    return [p for p in directory.rglob(".*") if is_temp_name(p.name)]
 
 
 def car_bytes(roots: list[bytes], blocks: list[tuple[bytes, bytes]]) -> bytes:
@@ -105,7 +111,7 @@ def test_a_put_interrupted_before_its_rename_leaves_no_block(
         store.put(cid, b"data")
     monkeypatch.undo()
     assert not store.has(cid)
-    assert list(store.blocks_dir.rglob(".tmp-*")) == []
+    assert _temp_files(store.blocks_dir) == []
 
 
 def test_a_killed_writer_leaves_only_a_temp_file_that_gc_ignores_and_get_misses(tmp_path: Path) -> None:
@@ -119,6 +125,7 @@ def test_a_killed_writer_leaves_only_a_temp_file_that_gc_ignores_and_get_misses(
 import os, signal
 from bundlekit.blockstore import BlockStore
 from bundlekit.ipld.cid import make_cid, RAW
+
 s = BlockStore({str(root)!r})
 def die(*a): os.kill(os.getpid(), signal.SIGKILL)
 os.replace = die
@@ -127,7 +134,7 @@ s.put(make_cid(1, RAW, b"payload"), b"payload")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
     assert proc.returncode == -signal.SIGKILL
     store = BlockStore(root)
-    assert len(list(store.blocks_dir.rglob(".tmp-*"))) == 1
+    assert len(_temp_files(store.blocks_dir)) == 1
     assert list(store.iter_blocks()) == []
     with pytest.raises(MissingBlock):
         store.get(make_cid(1, RAW, b"payload"))
@@ -144,7 +151,7 @@ def test_import_in_several_batches_stores_everything_and_leaves_no_temp_files(
     durable = BlockStore(store.root, fsync=True)  # exercise the parallel fsync path too
     durable.import_car(io.BytesIO(car_bytes([sample_dag.root], list(sample_dag.blocks.items()))), pin=True)
     assert sorted(durable.iter_blocks()) == sorted(sample_dag.blocks)
-    assert list(durable.blocks_dir.rglob(".tmp-*")) == []
+    assert _temp_files(durable.blocks_dir) == []
 
 
 def test_an_import_that_fails_midway_leaves_no_temp_files(store: BlockStore, sample_dag) -> None:  # type: ignore[no-untyped-def]
@@ -152,5 +159,5 @@ def test_an_import_that_fails_midway_leaves_no_temp_files(store: BlockStore, sam
     bad_cid = make_cid(1, RAW, b"honest")
     with pytest.raises(BlockMismatch):
         store.import_car(io.BytesIO(car_bytes([sample_dag.root], good + [(bad_cid, b"forged")])))
-    assert list(store.blocks_dir.rglob(".tmp-*")) == []
+    assert _temp_files(store.blocks_dir) == []
     assert not store.has(bad_cid)
