@@ -2,23 +2,25 @@
 
 Both backends offer the same small set of file operations on names relative
 to the tree root, plus the tree lock. The tree (``tree.py``) holds all the
-rules; the backends only move text. Directory writes are atomic: a hidden
-temp file in the same directory, fsync, ``os.replace``. Readers see the old
-file or the new one, never a torn one. (The directory itself is not fsynced:
-that would only make the rename durable sooner, at several ms per write.)
+rules; the backends only move text. Directory writes are atomic
+(``bundlekit._fs``: a hidden temp file in the same directory, fsync,
+``os.replace``; the file-mode rule is ``_fs``'s). Readers see the old file or
+the new one, never a torn one. (The directory itself is not fsynced: that
+would only make the rename durable sooner, at several ms per write.)
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
+from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
+from bundlekit._fs import os_reason
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 from bundlekit.memory.naming import INDEX_NAME
@@ -26,6 +28,7 @@ from bundlekit.memory.naming import INDEX_NAME
 __all__ = ["TIMELINE_DIR", "Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
 
 TIMELINE_DIR = "timeline"
+_HINT = "choose another path or fix its permissions"
 
 
 class Backend(Protocol):
@@ -46,44 +49,17 @@ class Backend(Protocol):
 
 
 def os_failure(action: str, path: Path | str, exc: OSError) -> MemoryStoreError:
-    """A ``MemoryStoreError`` for an OS error on ``path``, in words a user can act on.
-
-    ``mkdir``/``scandir`` report a file standing where a directory must be as
-    "File exists" or "Not a directory"; both are said plainly here.
-    """
-    if isinstance(exc, (FileExistsError, NotADirectoryError)):
-        reason = "a file is in the way where a directory is needed"
-    else:
-        reason = exc.strerror or type(exc).__name__
-    return MemoryStoreError(f"cannot {action} {path}: {reason}; choose another path or fix its permissions")
+    """A ``MemoryStoreError`` for an OS error on ``path``, in words a user can act on (``_fs.os_reason``)."""
+    return MemoryStoreError(f"cannot {action} {path}: {os_reason(exc)}; {_HINT}")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename.
+    """Write ``data`` to ``path`` atomically (``_fs``; parents created, directory not fsynced).
 
     Raises :class:`MemoryStoreError` (naming ``path``) when it cannot be
     written; the temp file is removed, nothing is left half-written.
     """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise os_failure("write", path, exc) from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), 0o644)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise os_failure("write", path, exc) from exc
-        raise
+    _atomic_write_bytes(path, data, error=MemoryStoreError, hint=_HINT, parents=True, sync_dir=False)
 
 
 def _read(path: Path) -> bytes | None:
