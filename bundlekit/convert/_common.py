@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -26,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from bundlekit._fs import atomic_write_bytes, os_reason
 from bundlekit.errors import ConvertError, InvalidKeyError
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
@@ -285,42 +285,18 @@ def single_line(value: object) -> str:
 
 def output_dir_problem(exc: OSError) -> str:
     """What went wrong creating an output directory, in words (``makedirs`` says "File exists" for a file in the way)."""
-    if isinstance(exc, (FileExistsError, NotADirectoryError)):
-        return "a file is in the way where a directory is needed"
-    return exc.strerror or str(exc)
+    return os_reason(exc)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temp file in the same directory, fsync, rename.
+    """Write ``data`` to ``path`` atomically (``bundlekit._fs``: temp file beside it, fsync, rename).
 
     Parent directories are created. Nothing half-written is ever left at ``path``.
     Raises :class:`ConvertError` when the file cannot be written (a parent is a
     file, ``path`` is a directory, no permission, disk full), naming ``path``.
     """
-    target = os.fspath(path)
-    directory = os.path.dirname(target) or "."
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".bk-", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise ConvertError(
-            f"cannot write {target}: {output_dir_problem(exc)}; choose another output path"
-        ) from exc
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise ConvertError(f"cannot write {target}: {exc.strerror}; choose another output path") from exc
-        raise
+    atomic_write_bytes(path, raw, error=ConvertError, hint="choose another output path", parents=True)
 
 
 def same_instant(original: Any, current: Any) -> Any:

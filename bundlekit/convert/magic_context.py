@@ -24,12 +24,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from bundlekit._fs import AtomicFile
 from bundlekit.convert._common import (
     Entry,
     ForeignTree,
     first_line,
     format_time,
-    output_dir_problem,
     parse_time,
     sanitize_key,
     single_line,
@@ -332,16 +332,10 @@ def write_magic_context(
     if path.exists():
         raise ConvertError(f"{path} already exists; export to a new database file")
     rows = [_row_for(e, project) for e in tree.entries]
+    pending = AtomicFile(path, error=ConvertError, hint="choose another output path", parents=True)
+    pending.close()  # SQLite fills the empty temp file by name
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConvertError(
-            f"cannot create the directory of {path}: {output_dir_problem(exc)}; choose another output path"
-        ) from exc
-    tmp = path.with_name(f".{path.name}.bk-tmp")
-    tmp.unlink(missing_ok=True)
-    try:
-        conn = sqlite3.connect(tmp)
+        conn = sqlite3.connect(pending.temp)
         try:
             conn.executescript(SCHEMA)
             known = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
@@ -369,14 +363,10 @@ def write_magic_context(
             raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
         finally:
             conn.close()
-        try:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise ConvertError(f"cannot write {path}: {exc.strerror}; choose another output path") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+    except BaseException:
+        pending.discard()
+        raise
+    pending.commit()
     return [path]
 
 

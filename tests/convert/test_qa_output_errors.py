@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bundlekit._fs import is_temp_name
 from bundlekit.cli import cli
 from bundlekit.convert._common import atomic_write
 from bundlekit.errors import ConvertError
@@ -56,7 +57,7 @@ def test_threews_export_over_a_directory_is_a_one_line_error(tree: Path, tmp_pat
     code, err, exc = run("convert", "--to", "three.ws", str(tree), "-o", str(target))
     _one_line_error(code, err, exc)
     assert os.listdir(target) == []
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".bk-")]
+    assert not [n for n in os.listdir(tmp_path) if is_temp_name(n)]
 
 
 def test_magic_context_export_under_a_file_is_a_one_line_error(tree: Path, blocker: Path) -> None:
