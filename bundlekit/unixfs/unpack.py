@@ -7,13 +7,14 @@ Rules (specs/car.md, "Unpacking"):
    empty, ``.``, ``..``, ``/``, ``\\``, NUL, non-UTF-8 or duplicated names raise
    ``UnsafePathError`` naming the name and its directory.
 2. Nothing is written outside ``dest``: the tree is built inside a fresh
-   temporary directory beside ``dest`` (``mkdtemp``, so nobody else has placed
-   symlinks in it), files are created with ``O_EXCL | O_NOFOLLOW``, and
-   UnixFS symlinks are refused rather than recreated.
+   private temporary directory beside ``dest`` (``_fs.atomic_directory``, so
+   nobody else has placed symlinks in it), files are created with
+   ``O_EXCL | O_NOFOLLOW``, and UnixFS symlinks are refused rather than recreated.
 3. Nothing half-written: the finished tree is flushed to disk (one
    ``os.sync()``, or an fsync per file where that does not exist) and renamed
-   onto ``dest`` in one step. On any error the temporary tree is removed and
-   ``dest`` is untouched.
+   onto ``dest`` in one step (a file root: ``_fs.atomic_write``). On any error
+   the temporary tree is removed and ``dest`` is untouched. Modes follow
+   ``_fs``'s rule (umask; a replaced file or directory keeps its mode).
 4. ``dest`` may be absent or an empty directory. Anything else is refused
    (``UsageError``) unless ``force``, which replaces it: the old ``dest`` is
    renamed aside, the new tree renamed in, then the old one deleted.
@@ -22,13 +23,11 @@ Rules (specs/car.md, "Unpacking"):
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlekit._fs import fsync_dir
+from bundlekit._fs import atomic_directory, atomic_write, fsync_dir, os_reason
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import MAX_DEPTH
@@ -36,6 +35,7 @@ from bundlekit.unixfs.reader import MAX_ENTRIES, UnixFSReader
 
 __all__ = ["UnpackResult", "unpack"]
 
+_HINT = "choose another -o"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
@@ -78,55 +78,38 @@ def unpack(
     # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
     dest = Path(os.path.abspath(dest))
     _check_dest(dest, force)  # rule 4
-    parent = _make_parent(dest)
+    _make_parent(dest)
     written = _Budget(max_bytes, root)
+    # ``dest`` was checked above: whatever still stands there (an empty directory,
+    # or anything with ``force``) is replaced.
     if reader.stat(root).kind in ("file", "raw"):
-        fd, tmp_name = _mkstemp(parent, dest.name)
-        try:
-            os.chmod(tmp_name, 0o644)  # mkstemp's 0600 is for secrets; this is ordinary output
-            _write_file(reader, root, fd, tmp_name, written, fsync)
-            _move_into_place(Path(tmp_name), dest)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        with atomic_write(dest, error=BundlekitError, hint=_HINT, sync=fsync, replace_any=True) as out:
+            for chunk in reader.iter_file(root):
+                written.spend(len(chunk))
+                out.write(chunk)
         return UnpackResult(root, dest, 1, 0, written.used)
 
-    try:
-        tmp = Path(tempfile.mkdtemp(dir=parent, prefix=f".{dest.name}.unpack-"))
-    except OSError as exc:
-        raise BundlekitError(f"cannot create a temporary directory in {parent}: {exc.strerror}") from exc
     # One os.sync() before the rename makes the whole tree durable at the cost of
     # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
     # Without os.sync (Windows) each file is fsynced instead.
     sync_all = fsync and hasattr(os, "sync")
-    try:
-        os.chmod(tmp, 0o755)
+    with atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True) as tmp:
         files, directories = _extract_tree(reader, root, os.fspath(tmp), written, fsync and not sync_all)
         if sync_all:
             os.sync()
         elif fsync:
             fsync_dir(tmp)
-        _move_into_place(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return UnpackResult(root, dest, files, directories, written.used)
 
 
-def _make_parent(dest: Path) -> Path:
-    """Create ``dest``'s parent (the temporary tree is built there); return it."""
-    parent = dest.parent
+def _make_parent(dest: Path) -> None:
+    """Create ``dest``'s parent (the temporary tree is built there)."""
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        # mkdir says "File exists" when a file stands where a directory must be: say that plainly.
-        reason = (
-            "a file is in the way where a directory is needed"
-            if isinstance(exc, (FileExistsError, NotADirectoryError))
-            else exc.strerror
-        )
-        raise BundlekitError(f"cannot create the output's parent {parent}: {reason}; choose another -o") from exc
-    return parent
+        raise BundlekitError(
+            f"cannot create the output's parent {dest.parent}: {os_reason(exc)}; {_HINT}"
+        ) from exc
 
 
 def _extract_tree(reader: UnixFSReader, root: bytes, top: str, budget: _Budget, fsync: bool) -> tuple[int, int]:
@@ -212,13 +195,6 @@ def _refuse_to_replace_home_or_cwd(dest: Path) -> None:
         )
 
 
-def _mkstemp(parent: Path, name: str) -> tuple[int, str]:
-    try:
-        return tempfile.mkstemp(dir=parent, prefix=f".{name}.", suffix=".unpack-tmp")
-    except OSError as exc:
-        raise BundlekitError(f"cannot create a temporary file in {parent}: {exc.strerror}") from exc
-
-
 def _mkdir(target: str, path: str) -> None:
     try:
         os.mkdir(target, 0o755)
@@ -256,25 +232,3 @@ def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, budget: 
         raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
     finally:
         os.close(fd)
-
-
-def _move_into_place(tmp: Path, dest: Path) -> None:
-    """Rename ``tmp`` onto ``dest``; an occupied ``dest`` (checked earlier) is moved aside first."""
-    try:
-        if not os.path.lexists(dest):
-            os.replace(tmp, dest)
-        elif tmp.is_dir() and _is_empty_dir(dest):
-            os.rename(tmp, dest)  # POSIX rename replaces an empty directory in one step
-        else:
-            aside = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.old-"))
-            old = aside / "old"
-            os.rename(dest, old)
-            try:
-                os.rename(tmp, dest)
-            except OSError:
-                os.rename(old, dest)  # put the original back
-                raise
-            shutil.rmtree(aside, ignore_errors=True)
-    except OSError as exc:
-        raise BundlekitError(f"cannot move the extracted tree into {dest}: {exc.strerror}") from exc
-    fsync_dir(dest.parent)

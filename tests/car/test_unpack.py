@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -218,6 +219,19 @@ def test_file_root_replaces_an_empty_directory(blocks: Blocks, tmp_path: Path) -
     assert (tmp_path / "out").read_bytes() == b"content"
 
 
-def test_unpacked_files_are_world_readable(blocks: Blocks, tmp_path: Path) -> None:
-    unpack(blocks.get, blocks.raw(b"content"), tmp_path / "f")
-    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o644
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_unpacked_files_follow_the_umask(blocks: Blocks, tmp_path: Path, umask: int, mode: int) -> None:
+    old = os.umask(umask)
+    try:
+        unpack(blocks.get, blocks.raw(b"content"), tmp_path / "f")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f").stat().st_mode & 0o777 == mode
+
+
+def test_an_unpacked_tree_replacing_an_empty_directory_keeps_its_mode(blocks: Blocks, tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out").chmod(0o750)
+    unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out")
+    assert (tmp_path / "out" / "a.md").read_bytes() == b"a"
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bundlekit.cli import cli
@@ -45,13 +46,18 @@ def test_export_of_a_missing_root_leaves_no_temp_file(tmp_path: Path, sample_car
     assert os.listdir(out) == []
 
 
-def test_exported_car_is_world_readable_like_pack_output(
-    tmp_path: Path, sample_car: Path, sample_dag
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_exported_car_mode_follows_the_umask_like_pack_output(
+    tmp_path: Path, sample_car: Path, sample_dag, umask: int, mode: int
 ) -> None:  # type: ignore[no-untyped-def]
     store = _import(tmp_path, sample_car)
     dest = tmp_path / "x.car"
-    result = CliRunner().invoke(
-        cli, ["store", "--store", str(store), "export", cid_to_str(sample_dag.root), "-o", str(dest)]
-    )
+    old = os.umask(umask)
+    try:
+        result = CliRunner().invoke(
+            cli, ["store", "--store", str(store), "export", cid_to_str(sample_dag.root), "-o", str(dest)]
+        )
+    finally:
+        os.umask(old)
     assert result.exit_code == 0, result.output
-    assert dest.stat().st_mode & 0o777 == 0o644
+    assert dest.stat().st_mode & 0o777 == mode
