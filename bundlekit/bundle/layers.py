@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit._fs import atomic_directory
 from bundlekit.bundle.load import load_bundle
-from bundlekit.errors import UsageError
+from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory, MemoryRecord
 from bundlekit.memory.device import LAYERS
 from bundlekit.memory.files import read_tree_files
@@ -189,8 +188,9 @@ def load_layered(
     """Write the effective view of ``layers`` as a memory tree at ``out_dir``.
 
     ``out_dir`` must not exist or be empty. The tree is built in a temporary
-    directory beside it and renamed into place, so nothing half-merged is ever
-    left behind. Memory files are copied byte for byte from the winning layer;
+    directory beside it and renamed into place (``_fs.atomic_directory``), so
+    nothing half-merged is ever left behind; an OS failure is a ``LoadError``.
+    Memory files are copied byte for byte from the winning layer;
     ``MEMORY.md`` is rebuilt. Raises ``UsageError`` for bad layers or a
     non-empty ``out_dir``.
     """
@@ -198,19 +198,14 @@ def load_layered(
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest} exists and is not an empty directory; choose a new output directory")
     view = effective_view(layers, gateways=gateways, key=key, http=http)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".layers", dir=dest.parent))
-    try:
-        blob = _view_blob(view)
+    # A view read with a key holds decrypted memories: a private directory then.
+    mode = 0o700 if key is not None else None
+    with atomic_directory(
+        dest, error=LoadError, mode=mode, hint="choose another output directory", parents=True
+    ) as tmp:
         # The layers were validated when they were written or loaded; imported
         # memory is re-checked here, secrets included, before anything lands.
-        Memory(tmp).import_(blob, strategy="replace")
-        if dest.exists():
-            dest.rmdir()
-        os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        Memory(tmp).import_(_view_blob(view), strategy="replace")
     return LayeredResult(
         dest, {record.key: layer for layer, record in view.records}, view.overridden, view.warnings
     )

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.manifest import (
@@ -190,7 +189,12 @@ def load_bundle(
         finally:
             source.close()
     if dest is not None:
-        write_tree(result.files, dest, regenerate_index=result.encrypted or bool(result.warnings))
+        write_tree(
+            result.files,
+            dest,
+            regenerate_index=result.encrypted or bool(result.warnings),
+            private=result.encrypted,
+        )
         result.out_dir = dest
     return result
 
@@ -550,25 +554,22 @@ def _decrypt(data: bytes, bundle_key: BundleKey, path: str) -> bytes:
     return out.getvalue()
 
 
-def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool) -> None:
+def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool, private: bool = False) -> None:
     """Write ``files`` as a memory tree at ``dest`` (new or empty), all or nothing.
 
     The tree is written and fsynced in a temporary directory beside ``dest``,
-    then renamed into place. With ``regenerate_index`` the index is rebuilt
-    from the files actually written (an encrypted bundle's index links CIDs;
-    a skipped file must not stay listed). Raises ``UsageError`` when ``dest``
-    is not empty, ``LoadError`` on an OS failure.
+    then renamed into place (``_fs.atomic_directory``). With ``regenerate_index``
+    the index is rebuilt from the files actually written (an encrypted bundle's
+    index links CIDs; a skipped file must not stay listed). ``private`` (a
+    decrypted bundle) makes the tree's directory ``0o700``; otherwise modes
+    follow ``_fs``'s rule. Raises ``UsageError`` when ``dest`` is not empty,
+    ``LoadError`` on an OS failure.
     """
     _check_destination(dest)
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".loading", dir=dest.parent))
-    except OSError as exc:
-        raise LoadError(
-            f"cannot create the memory tree {str(dest)!r}: {exc.strerror or exc} "
-            "(is a file in the way of its parent directory?); choose another destination"
-        ) from exc
-    try:
+    mode = 0o700 if private else None
+    with atomic_directory(
+        dest, error=LoadError, mode=mode, hint="choose another destination", parents=True
+    ) as tmp:
         for rel, data in sorted(files.items()):
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -577,17 +578,8 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool) -
                 fh.flush()
                 os.fsync(fh.fileno())
         if regenerate_index:
-
             text = Memory(tmp).index_text()
             with open(tmp / "MEMORY.md", "wb") as fh:
                 fh.write(text.encode("utf-8"))
                 fh.flush()
                 os.fsync(fh.fileno())
-        if dest.exists():
-            dest.rmdir()  # empty, checked above; rename cannot replace a directory portably
-        os.replace(tmp, dest)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise LoadError(f"cannot write the memory tree to {str(dest)!r}: {exc.strerror}") from exc
-        raise

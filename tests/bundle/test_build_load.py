@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.manifest import canonical_json, parse_manifest
+from bundlekit.errors import LoadError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 
@@ -72,6 +74,24 @@ def test_load_from_local_car_gives_byte_identical_files(tree: Path, tmp_path: Pa
     loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
     assert loaded.manifest_verified and loaded.warnings == []
+
+
+def test_a_loaded_tree_follows_the_umask(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    old = os.umask(0o027)
+    try:
+        load_bundle(str(result.car), out_dir=tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
+
+
+def test_a_tree_under_a_file_is_a_load_error_naming_it(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    with pytest.raises(LoadError, match=f"cannot write {blocker / 'out'}: a file is in the way"):
+        load_bundle(str(result.car), out_dir=blocker / "out")
 
 
 def _tree_files_bundle(tree: Path) -> dict[str, bytes]:

@@ -91,6 +91,11 @@ def test_encrypted_round_trip_gives_the_plaintext_tree(enc: BundleResult, tree: 
     assert (tmp_path / "out" / "MEMORY.md").read_bytes() == expected["MEMORY.md"]  # regenerated, no CID links
 
 
+def test_a_decrypted_tree_is_private(enc: BundleResult, tmp_path: Path) -> None:
+    load_bundle(str(enc.car), key=KEY, out_dir=tmp_path / "out")
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o700
+
+
 def test_encrypted_bundle_without_a_key_is_refused(enc: BundleResult) -> None:
     with pytest.raises(KeySourceError, match="encrypted"):
         load_bundle(str(enc.car))

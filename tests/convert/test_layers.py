@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bundlekit.bundle.layers import effective_view, load_layered, parse_layer_option, render_layered_context
-from bundlekit.errors import UsageError
+from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory
 
 
@@ -150,3 +151,21 @@ def test_load_cli_writes_the_layered_view(layers: list[tuple[str, str]], tmp_pat
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "Style.md").read_bytes() == (tmp_path / "task" / "Style.md").read_bytes()
+
+
+def test_an_output_under_a_file_is_a_load_error(layers: list[tuple[str, str]], tmp_path: Path) -> None:
+    """Regression: the merged tree's write let a raw OSError (FileExistsError) escape."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    with pytest.raises(LoadError, match=f"cannot write {blocker / 'out'}: a file is in the way"):
+        load_layered(layers, blocker / "out")
+    assert blocker.read_text() == "x"
+
+
+def test_a_merged_tree_follows_the_umask(layers: list[tuple[str, str]], tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        load_layered(layers, tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
