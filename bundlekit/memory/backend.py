@@ -136,7 +136,7 @@ class DirectoryBackend:
         directory = self.root / TIMELINE_DIR
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise os_failure("append to", directory / name, exc) from exc
         try:

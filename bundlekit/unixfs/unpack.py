@@ -197,7 +197,7 @@ def _refuse_to_replace_home_or_cwd(dest: Path) -> None:
 
 def _mkdir(target: str, path: str) -> None:
     try:
-        os.mkdir(target, 0o755)
+        os.mkdir(target, 0o777)  # & ~umask: the _fs mode rule
     except FileExistsError as exc:
         # Names are unique per directory, so this is a case-insensitive file system folding two names.
         raise UnsafePathError(
@@ -208,8 +208,8 @@ def _mkdir(target: str, path: str) -> None:
 
 
 def _create(target: str, path: str) -> int:
-    try:
-        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o644)
+    try:  # 0o666 & ~umask: the _fs mode rule
+        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
     except FileExistsError as exc:
         raise UnsafePathError(
             f"{path!r} collides with another entry on this file system (case folding?)"

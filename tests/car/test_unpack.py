@@ -235,3 +235,15 @@ def test_an_unpacked_tree_replacing_an_empty_directory_keeps_its_mode(blocks: Bl
     unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out")
     assert (tmp_path / "out" / "a.md").read_bytes() == b"a"
     assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
+
+
+def test_files_and_directories_inside_a_tree_follow_the_umask(blocks: Blocks, tmp_path: Path) -> None:
+    root = blocks.directory({"sub": blocks.directory({"a.md": blocks.raw(b"a")})})
+    old = os.umask(0o002)
+    try:
+        unpack(blocks.get, root, tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o775
+    assert (tmp_path / "out" / "sub").stat().st_mode & 0o777 == 0o775
+    assert (tmp_path / "out" / "sub" / "a.md").stat().st_mode & 0o777 == 0o664

@@ -125,3 +125,10 @@ def test_edit_by_another_writer_is_seen_despite_the_cache(tree: Path, clock: Clo
     assert first.list()[0].description == "one"
     second.write("k", **fields(description="two"))
     assert first.list()[0].description == "two"
+
+
+def test_rewriting_a_memory_keeps_the_mode_its_owner_gave_it(mem: Memory, tree: Path) -> None:
+    mem.write("k", **fields())
+    (tree / "k.md").chmod(0o600)
+    mem.write("k", **fields(body="New body."))
+    assert (tree / "k.md").stat().st_mode & 0o777 == 0o600
