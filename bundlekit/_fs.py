@@ -1,7 +1,8 @@
 """Durable file-system writes: the one place that knows how to make a write survive a crash.
 
 Lowest layer beside ``bundlekit.errors``: every module that lands bytes in a
-user's files goes through here (``atomic_write`` and friends for a file,
+user's files goes through here (``atomic_write``, ``atomic_write_bytes`` or
+``AtomicFile`` for a file,
 ``atomic_directory`` for a whole tree).
 
 The pattern: write to a temp file (or directory) beside the destination,
@@ -49,7 +50,6 @@ __all__ = [
     "atomic_directory",
     "atomic_write",
     "atomic_write_bytes",
-    "atomic_write_text",
     "fsync_dir",
     "is_temp_name",
     "os_reason",
@@ -156,8 +156,9 @@ class AtomicFile:
 
     For writers that hold the file open for a long time or commit many files
     together (the CAR writer, the block store); others use ``atomic_write``.
-    Write through ``file``. Every failure here raises ``error`` and removes
-    the temp file; for an ``OSError`` of its own, a caller raises ``fail(exc)``.
+    Write through ``file`` inside ``with guard():``. Every failure here raises
+    ``error`` and removes the temp file; for an ``OSError`` of its own
+    elsewhere, a caller raises ``fail(exc)``.
 
     ``parents`` creates missing parent directories. ``sync=False`` skips the
     file's fsync (scratch data), ``sync_dir=False`` the directory's (a rename
@@ -239,6 +240,17 @@ class AtomicFile:
             raise self.fail(exc) from exc
         self._synced = True
 
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[BinaryIO]:
+        """Wrap a run of writes to ``file``: an exception discards the temp file, an ``OSError`` becomes ``error``."""
+        try:
+            yield self.file
+        except OSError as exc:
+            raise self.fail(exc) from exc
+        except BaseException:
+            self.discard()
+            raise
+
     def commit(self) -> Path:
         """fsync (unless ``sync=False`` or already synced), close, rename onto ``dest``; return ``dest``."""
         try:
@@ -296,13 +308,8 @@ def atomic_write(
         sync_dir=sync_dir,
         replace_any=replace_any,
     )
-    try:
-        yield pending.file
-    except OSError as exc:
-        raise pending.fail(exc) from exc
-    except BaseException:
-        pending.discard()
-        raise
+    with pending.guard() as fh:
+        yield fh
     pending.commit()
 
 
@@ -319,22 +326,6 @@ def atomic_write_bytes(
     """Write ``data`` to ``path`` atomically (see ``atomic_write``)."""
     with atomic_write(path, error=error, mode=mode, hint=hint, parents=parents, sync_dir=sync_dir) as fh:
         fh.write(data)
-
-
-def atomic_write_text(
-    path: str | os.PathLike[str],
-    text: str,
-    *,
-    error: ErrorClass,
-    mode: int | None = None,
-    hint: str | None = None,
-    parents: bool = False,
-    sync_dir: bool = True,
-) -> None:
-    """Write ``text`` as UTF-8 to ``path`` atomically (see ``atomic_write``)."""
-    atomic_write_bytes(
-        path, text.encode("utf-8"), error=error, mode=mode, hint=hint, parents=parents, sync_dir=sync_dir
-    )
 
 
 @contextlib.contextmanager

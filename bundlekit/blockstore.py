@@ -225,13 +225,8 @@ class BlockStore:
             if os.path.isdir(os.path.dirname(dest)):
                 raise
             pending = self._temp_file(dest, parents=True)  # first block of this shard
-        try:
-            pending.file.write(data)
-        except OSError as exc:
-            raise pending.fail(exc) from exc
-        except BaseException:
-            pending.discard()
-            raise
+        with pending.guard() as out:
+            out.write(data)
         pending.close()
         return pending
 

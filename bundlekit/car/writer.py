@@ -154,17 +154,11 @@ class CarFileWriter:
         first = self._pending
         first.close()
         second = AtomicFile(self.dest, error=CARFileError, hint=self._hint)
-        try:
-            with open(first.temp, "rb") as src:
-                second.file.write(header)
-                src.seek(self._reserved)
-                while chunk := src.read(_READ_CHUNK):
-                    second.file.write(chunk)
-        except OSError as exc:
-            raise second.fail(exc) from exc
-        except BaseException:
-            second.discard()
-            raise
+        with second.guard() as out, open(first.temp, "rb") as src:
+            out.write(header)
+            src.seek(self._reserved)
+            while chunk := src.read(_READ_CHUNK):
+                out.write(chunk)
         first.discard()
         self._pending = second
 

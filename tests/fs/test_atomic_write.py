@@ -16,7 +16,6 @@ from bundlekit._fs import (
     atomic_directory,
     atomic_write,
     atomic_write_bytes,
-    atomic_write_text,
     is_temp_name,
 )
 from bundlekit.errors import CARError, ConvertError, LoadError, MemoryStoreError
@@ -38,11 +37,6 @@ def umask_027() -> Iterator[None]:
 def test_written_bytes_land_at_the_path(tmp_path: Path) -> None:
     atomic_write_bytes(tmp_path / "f", b"data", error=ConvertError)
     assert (tmp_path / "f").read_bytes() == b"data"
-
-
-def test_text_is_written_as_utf8(tmp_path: Path) -> None:
-    atomic_write_text(tmp_path / "f", "é\n", error=ConvertError)
-    assert (tmp_path / "f").read_bytes() == "é\n".encode()
 
 
 def test_a_new_file_mode_follows_the_umask(tmp_path: Path, umask_027: None) -> None:
@@ -79,8 +73,9 @@ def test_a_failure_mid_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> 
 
 def test_an_os_error_mid_write_is_the_callers_error_naming_the_path(tmp_path: Path) -> None:
     target = tmp_path / "f"
-    with pytest.raises(MemoryStoreError, match=f"cannot write {target}: No space left on device"), atomic_write(
-        target, error=MemoryStoreError
+    with (
+        pytest.raises(MemoryStoreError, match=f"cannot write {target}: No space left on device"),
+        atomic_write(target, error=MemoryStoreError),
     ):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     assert os.listdir(tmp_path) == []
@@ -161,6 +156,13 @@ def test_a_commit_can_follow_an_explicit_sync_and_close(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["f"]
 
 
+def test_a_guarded_os_error_discards_the_temp_and_names_the_path(tmp_path: Path) -> None:
+    pending = AtomicFile(tmp_path / "f", error=CARError)
+    with pytest.raises(CARError, match=f"cannot write {tmp_path / 'f'}: Input/output error"), pending.guard():
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+    assert os.listdir(tmp_path) == []
+
+
 def test_parents_are_created_on_request(tmp_path: Path) -> None:
     atomic_write_bytes(tmp_path / "a" / "b" / "f", b"x", error=ConvertError, parents=True)
     assert (tmp_path / "a" / "b" / "f").read_bytes() == b"x"
@@ -209,7 +211,10 @@ def test_a_directory_over_one_with_content_is_the_callers_error(tmp_path: Path) 
     dest = tmp_path / "tree"
     dest.mkdir()
     (dest / "old").write_text("keep me")
-    with pytest.raises(LoadError, match=f"cannot write {dest}"), atomic_directory(dest, error=LoadError) as tmp:
+    with (
+        pytest.raises(LoadError, match=f"cannot write {dest}"),
+        atomic_directory(dest, error=LoadError) as tmp,
+    ):
         (tmp / "new").write_text("x")
     assert os.listdir(dest) == ["old"]
     assert os.listdir(tmp_path) == ["tree"]
@@ -227,7 +232,8 @@ def test_replace_any_swaps_a_directory_with_content(tmp_path: Path) -> None:
 
 def test_a_directory_under_a_file_is_the_callers_error(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
-    with pytest.raises(LoadError, match="a file is in the way"), atomic_directory(
-        tmp_path / "afile" / "tree", error=LoadError, parents=True
+    with (
+        pytest.raises(LoadError, match="a file is in the way"),
+        atomic_directory(tmp_path / "afile" / "tree", error=LoadError, parents=True),
     ):
         pass
