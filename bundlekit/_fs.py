@@ -147,8 +147,11 @@ def _install(tmp: Path, dest: Path, *, replace_any: bool) -> None:
         except OSError:
             os.rename(old, dest)  # put the original back
             raise
-    finally:
-        shutil.rmtree(aside, ignore_errors=True)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.rmdir(aside)  # only when empty: never delete an original that could not be put back
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 class AtomicFile:

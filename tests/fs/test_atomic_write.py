@@ -237,3 +237,25 @@ def test_a_directory_under_a_file_is_the_callers_error(tmp_path: Path) -> None:
         atomic_directory(tmp_path / "afile" / "tree", error=LoadError, parents=True),
     ):
         pass
+
+
+def test_a_failed_swap_puts_the_original_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dest = tmp_path / "tree"
+    dest.mkdir()
+    (dest / "old").write_text("keep me")
+    real_rename = os.rename
+
+    def refuse_the_new_tree(src: str | Path, dst: str | Path) -> None:
+        if Path(dst) == dest and is_temp_name(Path(src).name):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(_fs.os, "rename", refuse_the_new_tree)
+    with (
+        pytest.raises(LoadError, match="Input/output error"),
+        atomic_directory(dest, error=LoadError, replace_any=True) as tmp,
+    ):
+        (tmp / "new").write_text("x")
+    monkeypatch.undo()
+    assert (dest / "old").read_text() == "keep me"
+    assert os.listdir(tmp_path) == ["tree"]
