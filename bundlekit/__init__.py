@@ -14,10 +14,10 @@ The flow, one way and back::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bundlekit import errors
+from bundlekit._lazy import lazy_getattr
 from bundlekit.errors import *  # noqa: F403  (the error tree is part of the public API)
 
 __version__ = "0.1.0"
@@ -177,13 +177,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'bundlekit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -29,22 +29,55 @@ Errors: ``PinnerNotFound`` (unknown name), ``PinnerNotConfigured``, and the
 
 from __future__ import annotations
 
-from bundlekit.pinning.orchestrate import PinReport, pin_all, same_cid
-from bundlekit.pinning.protocol import (
-    FAILED,
-    MISSING,
-    PINNED,
-    PINNING,
-    QUEUED,
-    REQUIRE_MODES,
-    BasePinner,
-    Pinner,
-    PinnerFactory,
-    PinResult,
-    require_env,
-)
-from bundlekit.pinning.registry import ENTRY_POINT_GROUP, available_pinners, create_pinner, pinner_factory
-from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
+from typing import TYPE_CHECKING
+
+from bundlekit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from bundlekit.pinning.orchestrate import PinReport, pin_all, same_cid
+    from bundlekit.pinning.protocol import (
+        FAILED,
+        MISSING,
+        PINNED,
+        PINNING,
+        QUEUED,
+        REQUIRE_MODES,
+        BasePinner,
+        Pinner,
+        PinnerFactory,
+        PinResult,
+        require_env,
+    )
+    from bundlekit.pinning.registry import ENTRY_POINT_GROUP, available_pinners, create_pinner, pinner_factory
+    from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
+
+# Loaded on first use (PEP 562), so importing one submodule does not import the others.
+_LAZY: dict[str, str] = {
+    "PinReport": "bundlekit.pinning.orchestrate",
+    "pin_all": "bundlekit.pinning.orchestrate",
+    "same_cid": "bundlekit.pinning.orchestrate",
+    "FAILED": "bundlekit.pinning.protocol",
+    "MISSING": "bundlekit.pinning.protocol",
+    "PINNED": "bundlekit.pinning.protocol",
+    "PINNING": "bundlekit.pinning.protocol",
+    "QUEUED": "bundlekit.pinning.protocol",
+    "REQUIRE_MODES": "bundlekit.pinning.protocol",
+    "BasePinner": "bundlekit.pinning.protocol",
+    "Pinner": "bundlekit.pinning.protocol",
+    "PinnerFactory": "bundlekit.pinning.protocol",
+    "PinResult": "bundlekit.pinning.protocol",
+    "require_env": "bundlekit.pinning.protocol",
+    "ENTRY_POINT_GROUP": "bundlekit.pinning.registry",
+    "available_pinners": "bundlekit.pinning.registry",
+    "create_pinner": "bundlekit.pinning.registry",
+    "pinner_factory": "bundlekit.pinning.registry",
+    "PreparedSource": "bundlekit.pinning.source",
+    "is_memory_dir": "bundlekit.pinning.source",
+    "prepare_source": "bundlekit.pinning.source",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY)
+
 
 __all__ = [
     "ENTRY_POINT_GROUP",
