@@ -277,8 +277,7 @@ def _car_source(path: Path) -> _DagSource:
     if len(car_index.roots) != 1:
         car_index.close()
         raise LoadError(f"CAR {str(path)!r} has {len(car_index.roots)} roots; a bundle CAR has exactly one")
-    # CarIndex seeks one shared file handle: not thread-safe.
-    return _DagSource(car_index.roots[0], _locked(car_index.get), f"CAR {str(path)!r}",
+    return _DagSource(car_index.roots[0], car_index.get, f"CAR {str(path)!r}",
                       "the CAR is damaged or incomplete; rebuild or re-download it", car_index=car_index)
 
 
@@ -411,16 +410,6 @@ def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[
     except BlockMismatch as exc:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
     return paths
-
-
-def _locked(get: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
-    lock = threading.Lock()
-
-    def locked_get(cid: bytes) -> bytes:
-        with lock:
-            return get(cid)
-
-    return locked_get
 
 
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
