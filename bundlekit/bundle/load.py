@@ -54,7 +54,6 @@ from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
-    CryptoError,
     DecryptionError,
     IntegrityError,
     KeySourceError,
@@ -466,7 +465,7 @@ def _https_fetcher(
     return fetch
 
 
-def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> Any:
+def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | None:
     """The bundle key for an encrypted manifest (WrongKeyError on a mismatch), else None."""
     params = manifest["encryption"]
     if params is None:
@@ -532,14 +531,11 @@ def _counting(
 
 
 def _decrypt(data: bytes, bundle_key: BundleKey, path: str) -> bytes:
-
     out = io.BytesIO()
     try:
         decrypt_stream(io.BytesIO(data), out, bundle_key, path)
     except DecryptionError as exc:
         raise IntegrityError(f"{path}: the encrypted file fails authentication (tampered, truncated or moved)") from exc
-    except CryptoError:
-        raise
     return out.getvalue()
 
 
