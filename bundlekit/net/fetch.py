@@ -41,8 +41,7 @@ import httpx
 from bundlekit.car.format import CAR_MEDIA_TYPE
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
-from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE
-from bundlekit.ipld.block import check_block as _check_block
+from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE, check_block
 from bundlekit.ipld.cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
 from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
 
@@ -52,8 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "GATEWAYS_ENV",
     "BundleURI",
-    "RemoteGateway",
     "GatewayFetcher",
+    "RemoteGateway",
     "check_block",
     "default_gateways",
     "http_get",
@@ -221,11 +220,6 @@ def http_get(
         client, "GET", url, options=http, params=params, headers=headers,
         read=lambda response: read_capped(response, max_bytes),
     )
-
-
-def check_block(cid: bytes, data: bytes) -> None:
-    """``verify.check_block`` at the trustless gateway block limit (same fast path, same errors)."""
-    _check_block(cid, data, MAX_BLOCK_SIZE)
 
 
 class GatewayFetcher:
