@@ -15,7 +15,7 @@ import logging
 import mimetypes
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
 from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
@@ -36,10 +36,7 @@ from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
 from bundlekit.unixfs.reader import UnixFSReader
 
-if TYPE_CHECKING:
-    from bundlekit.unixfs.reader import UnixFSReader
-
-__all__ = ["CAR_CONTENT_TYPE", "CAR_MEDIA_TYPE", "RAW_MEDIA_TYPE", "GatewayResponder", "Response"]
+__all__ = ["GatewayResponder", "Response"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -275,7 +272,6 @@ class GatewayResponder:
         see why), ``("entity", None)`` for anything that is not a byte array.
         Raises a 400 when the range starts after the end of the file.
         """
-
         try:
             stat = UnixFSReader(self._block, verify=False).stat(cid)
         except BlockMismatch:
@@ -293,7 +289,6 @@ class GatewayResponder:
     def _car_body(
         self, root: bytes, resolved: Resolved, blocks: Iterable[tuple[bytes, bytes]]
     ) -> Iterator[bytes]:
-
         drain = _Drain()
         writer = CarWriter(cast(BinaryIO, drain), [root])
         for cid, data in resolved.path_blocks:
@@ -315,7 +310,6 @@ class GatewayResponder:
         segments: list[str],
         common: list[tuple[str, str]],
     ) -> Response:
-
         reader = UnixFSReader(self._block, verify=False)
         cid = resolved.terminal
         try:

@@ -39,13 +39,11 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.respond import CAR_MEDIA_TYPE, RAW_MEDIA_TYPE, GatewayResponder, Response
+from bundlekit.gateway.respond import GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
 
 __all__ = [
-    "CAR_MEDIA_TYPE",
-    "RAW_MEDIA_TYPE",
     "STOP_POLL_INTERVAL",
     "GatewayResponder",
     "GatewayServer",
