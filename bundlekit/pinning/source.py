@@ -12,17 +12,12 @@ from bundlekit.car.reader import read_car
 from bundlekit.car.verify import verify_car
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import KeySpec
-from bundlekit.errors import (
-    UsageError,
-)
+from bundlekit.errors import UsageError
+from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import import_path
 from bundlekit.unixfs.profiles import get_profile
 
-__all__ = ["MEMORY_INDEX", "PreparedSource", "is_memory_dir", "prepare_source"]
-
-# -- what `bundlekit pin SRC` publishes ------------------------------------------
-
-MEMORY_INDEX = "MEMORY.md"
+__all__ = ["PreparedSource", "is_memory_dir", "prepare_source"]
 
 
 @dataclass
@@ -60,7 +55,7 @@ def is_memory_dir(path: str | os.PathLike[str]) -> bool:
     root = Path(path)
     if not root.is_dir():
         return False
-    if (root / MEMORY_INDEX).is_file():
+    if (root / INDEX_NAME).is_file():
         return True
     return any(
         entry.is_file() and _has_frontmatter(entry)
@@ -99,7 +94,6 @@ def prepare_source(
             raise UsageError(
                 f"{path} is a CAR: it is published as is, so key options, --profile and --namespace cannot apply"
             )
-
         with open(path, "rb") as fh:
             roots, _blocks = read_car(fh, verify=False)
         if len(roots) != 1:
@@ -107,7 +101,6 @@ def prepare_source(
                 f"{path} names {len(roots)} roots; bundlekit pins single-root CARs: re-pack it with `bundlekit pack`"
             )
         # A pin of a partial or corrupt DAG is a pin no one can fetch: check before any upload.
-
         report = verify_car(path)
         if report.problem is not None:
             raise report.problem
@@ -115,17 +108,15 @@ def prepare_source(
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
-
         result = build_bundle(path, out, namespace=namespace, profile=profile, key=key, progress=progress)
         return PreparedSource(Path(result.car), result.root, "memory")
     if key is not None:
         raise UsageError(
-            f"{path} is not a memory directory (no {MEMORY_INDEX}, no memory files): only bundles can be "
+            f"{path} is not a memory directory (no {INDEX_NAME}, no memory files): only bundles can be "
             "encrypted; drop the key option or point at the memory tree"
         )
     if namespace is not None:
         raise UsageError("--namespace applies to memory directories only")
-
     with CarFileWriter(out) as writer:
         imported = import_path(path, writer, get_profile(profile))
         writer.finish(imported.root)
