@@ -21,7 +21,8 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.pinning.http import HttpClient
+from bundlekit.net.http import HttpOptions
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult, require_env
 
@@ -43,7 +44,7 @@ class KuboPinner(BasePinner):
         *,
         token: str | None = None,
         basic_auth: str | None = None,
-        **http: Any,
+        options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         headers: dict[str, str] = {}
@@ -58,10 +59,10 @@ class KuboPinner(BasePinner):
                 raise UsageError("BUNDLEKIT_KUBO_BASIC_AUTH must be user:password")
             auth = (user, password)
             secrets += [basic_auth, password]
-        self.http = HttpClient("kubo", headers=headers, auth=auth, secrets=secrets, **http)
+        self.http = HttpClient("kubo", headers=headers, auth=auth, secrets=secrets, options=options)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **http: Any) -> KuboPinner:
+    def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> KuboPinner:
         """Build from ``BUNDLEKIT_KUBO_*``; every setting has a default, so this never raises for missing ones.
 
         A blank credential counts as unset; one holding a line break or control
@@ -73,7 +74,7 @@ class KuboPinner(BasePinner):
             env.get("BUNDLEKIT_KUBO_URL") or DEFAULT_URL,
             token=secrets.get("BUNDLEKIT_KUBO_TOKEN"),
             basic_auth=secrets.get("BUNDLEKIT_KUBO_BASIC_AUTH"),
-            **http,
+            options=options,
         )
 
     @classmethod

@@ -32,7 +32,8 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.pinning.http import HttpClient
+from bundlekit.net.http import HttpOptions
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 
@@ -67,23 +68,23 @@ class PinataPinner(BasePinner):
         api_url: str = DEFAULT_API_URL,
         tus_threshold: int = TUS_THRESHOLD,
         tus_chunk: int = TUS_CHUNK,
-        **http: Any,
+        options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.upload_url = upload_url.rstrip("/")
         self.api_url = api_url.rstrip("/")
         self.tus_threshold = tus_threshold
         self.tus_chunk = tus_chunk
-        self.http = HttpClient("Pinata", headers={"Authorization": f"Bearer {jwt}"}, secrets=[jwt], **http)
+        self.http = HttpClient("Pinata", headers={"Authorization": f"Bearer {jwt}"}, secrets=[jwt], options=options)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **http: Any) -> PinataPinner:
+    def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> PinataPinner:
         """Raises PinnerNotConfigured naming PINATA_JWT when it is missing."""
         values = require_env(env, cls.env_vars, cls.name)
         return cls(
             values["PINATA_JWT"],
             upload_url=env.get("BUNDLEKIT_PINATA_UPLOAD_URL") or DEFAULT_UPLOAD_URL,
             api_url=env.get("BUNDLEKIT_PINATA_API_URL") or DEFAULT_API_URL,
-            **http,
+            options=options,
         )
 
     # -- queries --------------------------------------------------------------

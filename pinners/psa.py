@@ -27,7 +27,8 @@ from typing import Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.pinning.http import HttpClient
+from bundlekit.net.http import HttpOptions
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.protocol import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
 
 __all__ = ["PSAPinner"]
@@ -70,7 +71,7 @@ class PSAPinner(BasePinner):
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         deadline: float = DEFAULT_DEADLINE,
         clock: Callable[[], float] = time.monotonic,
-        **http: Any,
+        options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.origins = list(origins)
@@ -78,11 +79,11 @@ class PSAPinner(BasePinner):
         self.deadline = deadline
         self.clock = clock
         self.http = HttpClient(
-            "pinning service", headers={"Authorization": f"Bearer {token}"}, secrets=[token], **http
+            "pinning service", headers={"Authorization": f"Bearer {token}"}, secrets=[token], options=options
         )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **http: Any) -> PSAPinner:
+    def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> PSAPinner:
         """Raises PinnerNotConfigured naming BUNDLEKIT_PSA_URL / PSA_TOKEN when missing."""
         values = require_env(env, cls.env_vars, cls.name)
         origins = [o.strip() for o in env.get("BUNDLEKIT_PSA_ORIGINS", "").split(",") if o.strip()]
@@ -92,7 +93,7 @@ class PSAPinner(BasePinner):
             origins=origins,
             poll_interval=_float_env(env, "BUNDLEKIT_PSA_POLL_INTERVAL", DEFAULT_POLL_INTERVAL),
             deadline=_float_env(env, "BUNDLEKIT_PSA_DEADLINE", DEFAULT_DEADLINE),
-            **http,
+            options=options,
         )
 
     def _existing(self, cid: str, statuses: str = ACTIVE_STATUSES) -> list[dict[str, Any]]:

@@ -50,7 +50,8 @@ from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
-from bundlekit.pinning.http import HttpClient
+from bundlekit.net.http import HttpOptions
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 
@@ -114,7 +115,7 @@ class Web3StoragePinner(BasePinner):
         bridge: tuple[str, str, str] | None = None,
         base_url: str | None = None,
         split_size: int = SPLIT_SIZE,
-        **http: Any,
+        options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         if (token is None) == (bridge is None):
             raise PinnerNotConfigured(
@@ -136,7 +137,7 @@ class Web3StoragePinner(BasePinner):
             secrets = [secret, auth]
         # Credentials go per request, never as client defaults: the bridge's PUT
         # goes to a presigned storage URL that must not see them.
-        self.http = HttpClient("web3.storage", secrets=secrets, sunset=is_sunset, sunset_hint=SUNSET_HINT, **http)
+        self.http = HttpClient("web3.storage", secrets=secrets, sunset=is_sunset, sunset_hint=SUNSET_HINT, options=options)
 
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:
@@ -144,7 +145,7 @@ class Web3StoragePinner(BasePinner):
         return _all_set(env, LEGACY_ENV) or _all_set(env, BRIDGE_ENV)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **http: Any) -> Web3StoragePinner:
+    def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> Web3StoragePinner:
         """Legacy mode when WEB3_STORAGE_TOKEN is set, else bridge mode.
 
         PinnerNotConfigured names what is missing, or a variable holding a line
@@ -153,11 +154,11 @@ class Web3StoragePinner(BasePinner):
         base = env.get("BUNDLEKIT_WEB3_STORAGE_URL") or None
         if _any_set(env, LEGACY_ENV):
             token = require_env(env, LEGACY_ENV, cls.name)["WEB3_STORAGE_TOKEN"]
-            return cls(token=token, base_url=base, **http)
+            return cls(token=token, base_url=base, options=options)
         if _any_set(env, BRIDGE_ENV):
             v = require_env(env, BRIDGE_ENV, cls.name)
             bridge = (v["STORACHA_AUTH_SECRET"], v["STORACHA_AUTH_TOKEN"], v["STORACHA_SPACE_DID"])
-            return cls(bridge=bridge, base_url=base, **http)
+            return cls(bridge=bridge, base_url=base, options=options)
         raise PinnerNotConfigured(
             "pinner 'web3-storage' is not configured: set WEB3_STORAGE_TOKEN (legacy API) or "
             "STORACHA_AUTH_SECRET, STORACHA_AUTH_TOKEN and STORACHA_SPACE_DID (bridge). "
