@@ -178,7 +178,8 @@ class PinataPinner(BasePinner):
             except (PinUnavailable, PinRateLimited):
                 if resumes >= TUS_RESUMES:
                     raise
-                self.http.sleep(self.http.retry.backoff(resumes, self.http.jitter()))
+                options = self.http.options
+                options.sleep(options.retry.backoff(resumes, options.jitter()))
                 resumes += 1
                 offset = self._tus_offset(location)
                 continue

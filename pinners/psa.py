@@ -159,7 +159,7 @@ class PSAPinner(BasePinner):
                     error=f"still {state or 'queued'} after {self.deadline:.0f}s (request {requestid}); "
                           "not durable yet: check later with the service",
                 )
-            self.http.sleep(self.poll_interval)
+            self.http.options.sleep(self.poll_interval)
             status = self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status").json()
 
     def status(self, cid: bytes) -> PinResult:

@@ -17,7 +17,6 @@ secrets, so a token never leaves this module in clear.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
@@ -180,23 +179,6 @@ class HttpClient:
             transport=transport,
             follow_redirects=False,
         )
-
-    @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy in use (assignable, e.g. by tests)."""
-        return self.options.retry
-
-    @retry.setter
-    def retry(self, policy: RetryPolicy) -> None:
-        self.options = dataclasses.replace(self.options, retry=policy)
-
-    def sleep(self, seconds: float) -> None:
-        """Wait as the options say (the injected sleep in tests)."""
-        self.options.sleep(seconds)
-
-    def jitter(self) -> float:
-        """A jitter sample in [0, 1) from the options."""
-        return self.options.jitter()
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -86,8 +86,8 @@ def run(service: str, car: Car, sleeps: Sleeps, fault: list[Any] | httpx.Respons
             route.mock(return_value=fault)
         else:
             route.mock(side_effect=[*fault, *success])
-        pinner = factory(env, options=replace(UPLOAD_OPTIONS, sleep=sleeps, jitter=lambda: 0.0))
-        pinner.http.retry = RetryPolicy(attempts=ATTEMPTS)
+        options = replace(UPLOAD_OPTIONS, sleep=sleeps, jitter=lambda: 0.0, retry=RetryPolicy(attempts=ATTEMPTS))
+        pinner = factory(env, options=options)
         try:
             with car.open() as fh:
                 return pinner.pin(fh, car.root, size=car.size), route

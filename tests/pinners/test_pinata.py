@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -10,6 +11,7 @@ import respx
 
 from bundlekit.errors import CIDMismatch, PinAuthError, PinRateLimited, PinUnavailable
 from bundlekit.net.http import RetryPolicy
+from bundlekit.pinning.http import UPLOAD_OPTIONS
 from bundlekit.pinning.protocol import PINNED
 from pinners.pinata import PinataPinner
 
@@ -83,11 +85,10 @@ def test_429_then_success_honours_retry_after(car: Car, http_kwargs: dict[str, o
 
 
 @respx.mock
-def test_5xx_until_giving_up_raises_unavailable(car: Car, http_kwargs: dict[str, object], sleeps: Sleeps) -> None:
+def test_5xx_until_giving_up_raises_unavailable(car: Car, sleeps: Sleeps) -> None:
     respx.get(f"{API}/v3/files/public").mock(return_value=no_files())
     upload = respx.post(f"{UP}/v3/files").mock(return_value=httpx.Response(503))
-    pinner = pinata(http_kwargs)
-    pinner.http.retry = RetryPolicy(attempts=3)
+    pinner = pinata({"options": replace(UPLOAD_OPTIONS, sleep=sleeps, jitter=lambda: 0.0, retry=RetryPolicy(attempts=3))})
     with car.open() as fh, pytest.raises(PinUnavailable):
         pinner.pin(fh, car.root)
     assert upload.call_count == 3 and len(sleeps.calls) == 2
