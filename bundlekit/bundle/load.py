@@ -1,27 +1,31 @@
 """Manifest URI -> verified blocks -> decrypted files -> memory tree.
 
 ``load_bundle`` is the trustless loader behind ``Memory.load`` and
-``bundlekit load``. Steps (``specs/bundle.md``, "Loading"):
+``bundlekit load``. It classifies the URI (``fetch.parse_uri``) and opens its
+block source (``_open_source``: a local CAR, or the local store and gateways
+through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
+"Loading", with the spec's numbers:
 
-1. Classify the URI (``fetch.parse_uri``) and open its block source: a local
-   CAR, or the local store and gateways (``GatewayFetcher``) in spec order.
-2. The manifest first: list the root directory, read ``manifest.json`` from
-   verified blocks and validate it. A DAG without one fails here
-   (``ManifestError``), before any memory file is asked for.
-   Plain ``https://.../manifest.json``: fetch it; it is *unverified*
-   (``manifest_verified=False``) and every file is fetched next to it and
-   checked by recomputing its CID with the manifest's profile.
-3. Encrypted bundle: open the bundle key (``WrongKeyError`` before any file is
-   fetched or decrypted).
-4. The files: ask for the ``memory/`` directory as one CAR (per-block
-   fallback), then the index first, then the other files concurrently
-   (bounded threads). For each file the CID in the DAG must equal the
-   manifest's; its bytes come from verified blocks. A file no source can
-   supply is skipped and named in ``warnings``; a file whose bytes do not
-   match its CID (or whose ciphertext fails authentication) raises
-   ``IntegrityError`` naming the file.
-5. With ``out_dir``, the tree is written to a temporary directory beside it and
-   renamed into place: nothing half-written reaches the destination.
+1. The manifest first (``_root_entries``, ``_read_manifest``): list the root
+   directory, read ``manifest.json`` from verified blocks and validate it. A
+   DAG without one fails here (``ManifestError``), before any memory file is
+   asked for. Plain ``https://.../manifest.json`` (``_load_https``): fetch it;
+   it is *unverified* (``manifest_verified=False``) and every file is fetched
+   next to it and checked by recomputing its CID with the manifest's profile.
+2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
+   before any file is fetched or decrypted).
+3. The files: ask for the ``memory/`` directory as one CAR (per-block
+   fallback), list it (``_bundle_paths``), then the index first (``_fetch_all``).
+4. The other files concurrently (bounded threads). For each file
+   (``_dag_fetcher``) the CID in the DAG must equal the manifest's; its bytes
+   come from verified blocks. A file no source can supply is skipped and named
+   in ``warnings``; a file whose bytes do not match its CID (or whose
+   ciphertext fails authentication, ``_decrypt``) raises ``IntegrityError``
+   naming the file.
+5. Bundle paths become tree paths (``tree_path``).
+6. With ``out_dir`` (``write_tree``), the tree is written to a temporary
+   directory beside it and renamed into place: nothing half-written reaches
+   the destination.
 """
 from __future__ import annotations
 
