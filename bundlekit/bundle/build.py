@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,14 +112,15 @@ def resolve_created(
     return datetime.fromtimestamp(0, UTC)
 
 
-def newest_content_time(mem: Memory) -> datetime:
+def newest_content_time(mem: Memory, records: Iterable[MemoryRecord] | None = None) -> datetime:
     """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
 
     The default ``created`` of a bundle: it moves only when the content does,
     so building or pinning an unchanged tree twice gives the same root CID.
+    ``records`` are the tree's memories when the caller has already listed them.
     """
     newest = datetime.fromtimestamp(0, UTC)
-    for record in mem.list():
+    for record in mem.list() if records is None else records:
         newest = max(newest, record.updated)
     for entry in mem.timeline(limit=1):
         ts = entry.get("ts")
@@ -202,7 +203,7 @@ def build_bundle(
     if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
     prof = get_profile(profile)
-    when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem))
+    when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem, records))
     # Step 4: the stored files (encrypted with a key); step 5: their CIDs.
     stored, encryption = _stored_files(tree_files, ns, key, rng)
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
