@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit._fs import AtomicFile, atomic_write_bytes, is_temp_name
+from bundlekit._fs import AtomicFile, atomic_write_bytes, is_temp_name, os_reason
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
@@ -398,6 +398,8 @@ class BlockStore:
             raw = path.read_bytes()
         except FileNotFoundError:
             return {}
+        except OSError as exc:
+            raise BundlekitError(f"cannot read the pin file {path}: {os_reason(exc)}; check its permissions") from exc
         try:
             doc = json.loads(raw)
             pins = doc["pins"]
@@ -442,7 +444,11 @@ class BlockStore:
     def _flock(self, name: str, *, exclusive: bool) -> Iterator[None]:
         # flock locks belong to the open file description, so this also
         # serialises threads of one process that each open the file.
-        fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.root / name
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BundlekitError(f"cannot open the lock file {path}: {os_reason(exc)}; {_WRITE_HINT}") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield

@@ -213,6 +213,20 @@ def test_a_pin_file_that_cannot_be_written_is_a_bundlekit_error_and_leaves_no_te
     assert [p.name for p in filled_store.root.iterdir() if is_temp_name(p.name)] == []
 
 
+def test_a_pin_file_that_cannot_be_read_is_a_bundlekit_error(store: BlockStore) -> None:
+    """Regression: only a missing pin file was handled; any other OSError escaped raw (a traceback)."""
+    (store.root / "pins.json").mkdir()
+    with pytest.raises(BundlekitError, match="cannot read the pin file .*pins.json: Is a directory"):
+        store.pins()
+
+
+def test_a_lock_file_that_cannot_be_opened_is_a_bundlekit_error(store: BlockStore) -> None:
+    """Regression: opening gc.lock or pins.lock let a raw OSError escape (a read-only store, say)."""
+    (store.root / "gc.lock").mkdir()
+    with pytest.raises(BundlekitError, match="cannot open the lock file .*gc.lock: Is a directory"):
+        store.gc()
+
+
 def test_concurrent_pins_from_many_threads_all_land(store: BlockStore) -> None:
     import threading
 
