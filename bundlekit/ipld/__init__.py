@@ -2,8 +2,9 @@
 
 The lowest layer: it imports only ``bundlekit.errors``. Modules:
 
-* ``cid``    binary CIDs in the hot path (multiformats only at the edges), varints
+* ``cid``    binary CIDs in the hot path (multiformats only at the edges), varints,
+             ``verify_block`` and the block limit ``MAX_BLOCK_SIZE``
 * ``dagpb``  dag-pb nodes and UnixFS ``Data`` messages
-* ``block``  a block is accepted only if it hashes to its CID; ``MAX_BLOCK_SIZE``
+* ``block``  a block is accepted only if it hashes to its CID (``check_block``, ``block_codec``)
 * ``walk``   the iterative, limit-checked DAG walk (``walk_dag``)
 """

@@ -1,4 +1,7 @@
-"""Block verification and the block limits: a block is accepted only if it hashes to its CID."""
+"""Block verification and the block limit: a block is accepted only if it hashes to its CID.
+
+``MAX_BLOCK_SIZE`` is defined beside ``cid.verify_block`` (its default) and re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,10 @@ from bundlekit.errors import (
     CIDError,
     UnsupportedBlock,
 )
-from bundlekit.ipld.cid import parse_cid_bytes, verify_block
+from bundlekit.ipld.cid import MAX_BLOCK_SIZE, parse_cid_bytes, verify_block
 
 __all__ = ["MAX_BLOCK_SIZE", "RAW_MEDIA_TYPE", "block_codec", "check_block"]
 
-# The trustless gateway spec's block limit: what a verifier accepts from an untrusted source.
-MAX_BLOCK_SIZE = 2 * 1024 * 1024
 # The media type of one block's bytes over HTTP (trustless gateway ``format=raw``).
 RAW_MEDIA_TYPE = "application/vnd.ipld.raw"
 
@@ -25,5 +26,5 @@ def block_codec(cid: bytes) -> int:
 
 
 def check_block(cid: bytes, data: bytes, max_size: int | None = MAX_BLOCK_SIZE) -> None:
-    """``cid.verify_block`` with the size limit defaulting to ``MAX_BLOCK_SIZE`` (same errors)."""
+    """``cid.verify_block`` with ``max_size`` positional (same default ``MAX_BLOCK_SIZE``, same errors)."""
     verify_block(cid, data, max_size=max_size)

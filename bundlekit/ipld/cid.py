@@ -23,19 +23,20 @@ from bundlekit.errors import BlockMismatch, CIDError, UnsupportedBlock
 
 __all__ = [
     "DAG_PB",
+    "MAX_BLOCK_SIZE",
     "RAW",
     "SHA2_256",
     "CIDInfo",
-    "make_cid",
     "cid_from_digest",
+    "cid_from_text",
+    "cid_to_str",
+    "decode_varint",
+    "encode_varint",
+    "make_cid",
+    "parse_cid",
     "parse_cid_bytes",
     "read_cid",
-    "cid_to_str",
-    "parse_cid",
-    "cid_from_text",
     "verify_block",
-    "encode_varint",
-    "decode_varint",
 ]
 
 DAG_PB = 0x70
@@ -44,6 +45,8 @@ SHA2_256 = 0x12
 SHA2_256_LEN = 32
 
 SUPPORTED_CODECS = frozenset({DAG_PB, RAW})
+# The trustless gateway spec's block limit: what a verifier accepts from an untrusted source.
+MAX_BLOCK_SIZE = 2 * 1024 * 1024
 
 _V0_PREFIX = bytes([SHA2_256, SHA2_256_LEN])
 _V1_PREFIX = {
@@ -197,7 +200,7 @@ def parse_cid(text: str) -> bytes:
         ) from exc
 
 
-def verify_block(cid: bytes, data: bytes, *, max_size: int | None = 2 * 1024 * 1024) -> None:
+def verify_block(cid: bytes, data: bytes, *, max_size: int | None = MAX_BLOCK_SIZE) -> None:
     """Check that ``data`` hashes to ``cid``.
 
     Raises ``UnsupportedBlock`` for an unknown codec, hash function or an
