@@ -240,7 +240,6 @@ def _b58encode(data: bytes) -> str:
 
 
 # The canonical base32 text of a CIDv1 parsed without multiformats (see cid_from_text).
-_V1_SHA256_PREFIXES = frozenset({bytes([0x01, 0x55, 0x12, 0x20]), bytes([0x01, 0x70, 0x12, 0x20])})
 _B32_BODY = re.compile(r"[a-z2-7]+")
 _B32_TO_INT = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
 
@@ -264,7 +263,7 @@ def cid_from_text(text: str) -> bytes:
         value = int(body.translate(_B32_TO_INT), 32)
         if spare < 5 and not value & ((1 << spare) - 1):
             cid = (value >> spare).to_bytes(nbits // 8, "big")
-            if len(cid) == 36 and cid[:4] in _V1_SHA256_PREFIXES:  # the usual case is already valid
+            if len(cid) == 36 and cid[:4] in _V1_PREFIX_CODEC:  # the usual case is already valid
                 return cid
             # Only a CIDv1 has a multibase form: base32 bytes of a CIDv0 are left to parse_cid to refuse.
             if cid[:1] == b"\x01":
