@@ -41,17 +41,14 @@ from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
 from bundlekit.ipld.cid import (
-    DAG_PB,
-    SHA2_256,
-    SHA2_256_LEN,
+    as_cidv1,
     cid_to_str,
     parse_cid,
-    parse_cid_bytes,
     verify_block,
 )
 from bundlekit.ipld.walk import walk_dag
 
-__all__ = ["BlockStore", "default_store_root", "normalize_cid"]
+__all__ = ["BlockStore", "default_store_root"]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
@@ -74,14 +71,6 @@ def default_store_root(env: dict[str, str] | None = None) -> Path:
     data = env.get("XDG_DATA_HOME")
     base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
     return base / "bundlekit"
-
-
-def normalize_cid(cid: bytes) -> bytes:
-    """The CIDv1 form of ``cid`` (a CIDv0 becomes dag-pb CIDv1); raises ``CIDError``."""
-    if len(cid) == 34 and cid[0] == SHA2_256 and cid[1] == SHA2_256_LEN:
-        return bytes((0x01, DAG_PB)) + cid
-    parse_cid_bytes(cid)
-    return cid
 
 
 def _read_whole(path: str) -> bytes:
@@ -111,7 +100,7 @@ def _utc_now() -> datetime:
 @functools.lru_cache(maxsize=1 << 16)
 def _block_name(cid: bytes) -> tuple[str, str]:
     """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
-    name = cid_to_str(normalize_cid(cid))
+    name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
 
 
@@ -347,7 +336,7 @@ class BlockStore:
         seen: set[bytes] = set()
         total = 0
         for cid, data in walk_dag(root, self.get, verify=False):
-            key = normalize_cid(cid)
+            key = as_cidv1(cid)
             if key not in seen:
                 seen.add(key)
                 total += len(data)
@@ -363,7 +352,7 @@ class BlockStore:
         name and keeps the original date.
         """
         size = self.dag_size(root)
-        key = cid_to_str(normalize_cid(root))
+        key = cid_to_str(as_cidv1(root))
         with self._pins_lock():
             pins = self._read_pins()
             previous = pins.get(key, {})
@@ -377,7 +366,7 @@ class BlockStore:
 
     def unpin(self, root: bytes) -> None:
         """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""
-        key = cid_to_str(normalize_cid(root))
+        key = cid_to_str(as_cidv1(root))
         with self._pins_lock():
             pins = self._read_pins()
             if key not in pins:
@@ -470,9 +459,9 @@ class BlockStore:
             keep: set[bytes] = set()
             for root in self.pins():
                 for cid, _data in walk_dag(root, self.get, verify=False):
-                    keep.add(normalize_cid(cid))
+                    keep.add(as_cidv1(cid))
             for cid in self.iter_blocks():
-                if normalize_cid(cid) in keep:
+                if as_cidv1(cid) in keep:
                     continue
                 try:
                     os.unlink(self._file(cid))

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import BinaryIO
 
-from bundlekit.blockstore import BlockStore, default_store_root, normalize_cid
+from bundlekit.blockstore import BlockStore, default_store_root
 from bundlekit.errors import PinRejected, UsageError
-from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.cid import as_cidv1, cid_to_str
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult
 
 __all__ = ["LocalPinner"]
@@ -40,7 +40,7 @@ class LocalPinner(BasePinner):
         return True
 
     def _pinned(self, root: bytes) -> bool:
-        return normalize_cid(root) in self.store.pins()
+        return as_cidv1(root) in self.store.pins()
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
         """Import the CAR (unless ``root`` is already pinned) and pin ``root``.
@@ -57,9 +57,9 @@ class LocalPinner(BasePinner):
         # Pin inside the import (one DAG walk, and no window for a concurrent gc);
         # pins this call added for a CAR of the wrong root are undone below.
         roots = self.store.import_car(car, pin=True, name=name)
-        if normalize_cid(root) not in {normalize_cid(r) for r in roots}:
+        if as_cidv1(root) not in {as_cidv1(r) for r in roots}:
             for other in roots:
-                if normalize_cid(other) not in before:
+                if as_cidv1(other) not in before:
                     self.unpin(other)
             raise PinRejected(
                 f"local: the CAR's roots ({', '.join(cid_to_str(r) for r in roots) or 'none'}) "

@@ -13,10 +13,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from bundlekit.blockstore import normalize_cid
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import CIDError, MissingBlock
-from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, cid_to_str
+from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, as_cidv1, cid_to_str
 
 __all__ = ["BlockSource", "CarFileSource", "ChainSource"]
 
@@ -62,7 +61,7 @@ class CarFileSource:
         if cid in self._index:
             return cid
         try:
-            v1 = normalize_cid(cid)
+            v1 = as_cidv1(cid)
         except CIDError:
             return None
         forms = (v1, v1[2:]) if v1[:4] == _DAG_PB_SHA2_256_V1 else (v1,)

@@ -29,6 +29,7 @@ __all__ = [
     "CIDInfo",
     "cid_from_digest",
     "cid_from_text",
+    "as_cidv1",
     "cid_to_str",
     "decode_varint",
     "encode_varint",
@@ -178,6 +179,18 @@ def parse_cid_bytes(cid: bytes) -> CIDInfo:
     if len(digest) != length:
         raise CIDError("CID digest length does not match its multihash header")
     return CIDInfo(1, codec, hash_code, bytes(digest))
+
+
+def as_cidv1(cid: bytes) -> bytes:
+    """The CIDv1 form of a binary CID: a CIDv0 becomes its dag-pb CIDv1 twin; raises ``CIDError``.
+
+    Both forms name the same block, so stores key blocks by this form and
+    comparisons of CIDs from different sources go through it.
+    """
+    if len(cid) == 34 and cid[:2] == _V0_PREFIX:
+        return bytes((0x01, DAG_PB)) + cid
+    parse_cid_bytes(cid)
+    return cid
 
 
 def cid_to_str(cid: bytes) -> str:

@@ -42,7 +42,7 @@ from bundlekit.car.format import CAR_MEDIA_TYPE
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE, check_block
-from bundlekit.ipld.cid import DAG_PB, cid_from_digest, cid_to_str, parse_cid, parse_cid_bytes
+from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
 
 if TYPE_CHECKING:
@@ -83,16 +83,8 @@ class RemoteGateway:
         """The URL of ``cid`` on this gateway."""
         if self.subdomain:
             scheme, host = self.base.split("://", 1)
-            return f"{scheme}://{_v1_str(cid)}.ipfs.{host}/"
+            return f"{scheme}://{cid_to_str(as_cidv1(cid))}.ipfs.{host}/"
         return f"{self.base}/ipfs/{cid_to_str(cid)}"
-
-
-def _v1_str(cid: bytes) -> str:
-    """Subdomains need case-insensitive base32, so a CIDv0 is written as its CIDv1 twin."""
-    info = parse_cid_bytes(cid)
-    if info.version == 0:
-        cid = cid_from_digest(1, DAG_PB, info.digest)
-    return cid_to_str(cid)
 
 
 @dataclass(frozen=True)

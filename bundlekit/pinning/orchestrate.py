@@ -17,19 +17,12 @@ from bundlekit.errors import (
     CIDMismatch,
     UsageError,
 )
-from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.pinning.protocol import FAILED, REQUIRE_MODES, Pinner, PinResult
 
 __all__ = ["same_cid", "PinReport", "ProgressCallback", "pin_all"]
 
 log = logging.getLogger("bundlekit.pinning")
-
-
-def _as_v1(cid: bytes) -> bytes:
-    """CIDv0 is shorthand for a CIDv1 dag-pb sha2-256 CID; spell it out for comparison."""
-    if len(cid) == 34 and cid[0] == 0x12 and cid[1] == 0x20:
-        return bytes((0x01, 0x70)) + cid
-    return cid
 
 
 def same_cid(a: str, b: bytes) -> bool:
@@ -40,7 +33,7 @@ def same_cid(a: str, b: bytes) -> bool:
     different codec or multihash (the service re-encoded the content) does not.
     """
     try:
-        return _as_v1(parse_cid(a)) == _as_v1(b)
+        return as_cidv1(parse_cid(a)) == as_cidv1(b)
     except CIDError:
         return False
 
