@@ -290,6 +290,7 @@ def export_to(
     dropped = spec.timeline_dropped(options)
     if dropped is not None:
         if timeline:
-            warnings.append(f"left out {timeline} timeline events: {spec.name} {dropped}")
+            events = "event" if timeline == 1 else "events"
+            warnings.append(f"left out {timeline} timeline {events}: {spec.name} {dropped}")
         timeline = 0
     return ConvertResult(spec.name, "export", Path(dest), len(written), timeline, paths, warnings)
