@@ -5,13 +5,16 @@ so ``bundlekit --help`` stays fast (no boto3, no server, no crypto). The CLI
 parses, calls the library and prints through ``cli.output`` (data on
 stdout, everything else on stderr); it never computes. Errors are handled
 once, here: a ``BundlekitError`` becomes one ``error: ...`` line on stderr and
-the error's exit code; Ctrl-C becomes ``interrupted`` and exit 130; a
-mistyped command is a usage error (exit 2) naming the closest command.
+the error's exit code; click's own usage errors (a missing argument, a bad
+value, a mistyped command, which names the closest one) become one
+``error: ...`` line and exit 2; Ctrl-C becomes ``interrupted`` and exit 130.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -23,6 +26,8 @@ from bundlekit.errors import BundlekitError
 __all__ = ["EXIT_INTERRUPTED", "cli", "main"]
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+# click 8.2+ raises this for a bare group (8.1 prints the help itself)
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 # name -> (module, attribute, short help). The help is repeated here so that
 # listing commands does not import every module.
@@ -70,6 +75,26 @@ class LazyGroup(SuggestingGroup):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def main(  # type: ignore[override]  # one signature for click's two overloads
+        self, args: Sequence[str] | None = None, prog_name: str | None = None, standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the CLI; standalone, every error is one ``error: ...`` line (click's own would be four)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as exc:  # a bare group prints its help, as click does
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            output.error(exc.format_message())
+            sys.exit(exc.exit_code)
+        except click.Abort:  # Ctrl-C while click parses
+            output.status("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

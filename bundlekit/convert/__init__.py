@@ -97,89 +97,67 @@ class ConvertResult:
         }
 
 
-def _massgen() -> Format:
+_DEVICE_OPTIONS = frozenset({"include_device", "local_only", "exclude_device"})
 
-    return Format(
-        "massgen",
-        "MassGen workspace memory/short_term and memory/long_term",
-        massgen.read_massgen,
-        massgen.write_massgen,
-        frozenset(),
-        frozenset({"agent_id"}),
+_FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "massgen",
+            "MassGen workspace memory/short_term and memory/long_term",
+            massgen.read_massgen,
+            massgen.write_massgen,
+            frozenset(),
+            frozenset({"agent_id"}),
+        ),
+        Format(
+            "claude-code",
+            "Claude Code memory directory (MEMORY.md + topic files)",
+            claude_code.read_claude_code,
+            claude_code.write_claude_code,
+            frozenset(),
+            frozenset({"form"}),
+        ),
+        Format(
+            "three.ws",
+            "three.ws export blob or localStorage dump (JSON)",
+            threews.read_threews,
+            threews.write_threews,
+            frozenset({"agent_id", "now", "key"}),
+            frozenset({"namespace", "mode", "storage", "key", "rng"}),
+            threews.timeline_dropped,
+        ),
+        Format(
+            "magic-context",
+            "Magic Context SQLite database (memories table, one project)",
+            magic_context.read_magic_context,
+            magic_context.write_magic_context,
+            frozenset({"project", "repo", "clock"}),
+            frozenset({"project"}),
+        ),
+        Format(
+            "magicfrog",
+            "MagicFrog five-dimension memory tree",
+            magicfrog.read_magicfrog,
+            magicfrog.write_magicfrog,
+            frozenset({"dimension", "project", "effective"}) | _DEVICE_OPTIONS,
+            frozenset({"dimension", "project"}) | _DEVICE_OPTIONS,
+        ),
     )
-
-
-def _claude_code() -> Format:
-
-    return Format(
-        "claude-code",
-        "Claude Code memory directory (MEMORY.md + topic files)",
-        claude_code.read_claude_code,
-        claude_code.write_claude_code,
-        frozenset(),
-        frozenset({"form"}),
-    )
-
-
-def _threews() -> Format:
-
-    return Format(
-        "three.ws",
-        "three.ws export blob or localStorage dump (JSON)",
-        threews.read_threews,
-        threews.write_threews,
-        frozenset({"agent_id", "now", "key"}),
-        frozenset({"namespace", "mode", "storage", "key", "rng"}),
-        threews.timeline_dropped,
-    )
-
-
-def _magic_context() -> Format:
-
-    return Format(
-        "magic-context",
-        "Magic Context SQLite database (memories table, one project)",
-        magic_context.read_magic_context,
-        magic_context.write_magic_context,
-        frozenset({"project", "repo", "clock"}),
-        frozenset({"project"}),
-    )
-
-
-def _magicfrog() -> Format:
-
-    device = {"include_device", "local_only", "exclude_device"}
-    return Format(
-        "magicfrog",
-        "MagicFrog five-dimension memory tree",
-        magicfrog.read_magicfrog,
-        magicfrog.write_magicfrog,
-        frozenset({"dimension", "project", "effective"} | device),
-        frozenset({"dimension", "project"} | device),
-    )
-
-
-# Loaded on first use, so importing bundlekit.convert stays cheap.
-_FACTORIES: dict[str, Callable[[], Format]] = {
-    "massgen": _massgen,
-    "claude-code": _claude_code,
-    "three.ws": _threews,
-    "magic-context": _magic_context,
-    "magicfrog": _magicfrog,
 }
 _ALIASES = {"threews": "three.ws", "claude_code": "claude-code", "magic_context": "magic-context"}
 
 #: The format names, as the CLI offers them.
-FORMATS: tuple[str, ...] = tuple(_FACTORIES)
+FORMATS: tuple[str, ...] = tuple(_FORMATS)
 
 
 def get_format(name: str) -> Format:
     """The :class:`Format` registered as ``name`` (or an alias). Raises ``UsageError``."""
     canonical = _ALIASES.get(name, name)
-    factory = _FACTORIES.get(canonical)
-    if factory is None:
+    fmt = _FORMATS.get(canonical)
+    if fmt is None:
         raise UsageError(f"unknown memory format {name!r}; use one of {', '.join(FORMATS)}")
-    return factory()
+    return fmt
 
 
 def _check_options(fmt: Format, options: dict[str, Any], allowed: frozenset[str], verb: str) -> None:
@@ -312,6 +290,7 @@ def export_to(
     dropped = spec.timeline_dropped(options)
     if dropped is not None:
         if timeline:
-            warnings.append(f"left out {timeline} timeline events: {spec.name} {dropped}")
+            events = "event" if timeline == 1 else "events"
+            warnings.append(f"left out {timeline} timeline {events}: {spec.name} {dropped}")
         timeline = 0
     return ConvertResult(spec.name, "export", Path(dest), len(written), timeline, paths, warnings)

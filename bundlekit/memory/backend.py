@@ -23,11 +23,10 @@ from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
 from bundlekit._fs import os_reason
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
-from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
 
-__all__ = ["TIMELINE_DIR", "Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
+__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
 
-TIMELINE_DIR = "timeline"
 _HINT = "choose another path or fix its permissions"
 
 

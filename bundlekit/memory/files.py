@@ -24,14 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundlekit.errors import FrontmatterError
-from bundlekit.memory.naming import INDEX_NAME, check_unique, key_from_filename
+from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR, check_unique, key_from_filename
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 from bundlekit.memory.timeline import parse_day
 from bundlekit.memory.transfer import build_export
 
-__all__ = ["TIMELINE_DIR", "TreeFiles", "read_tree_files", "utf8_text"]
-
-TIMELINE_DIR = "timeline"
+__all__ = ["TreeFiles", "read_tree_files", "utf8_text"]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from bundlekit.errors import InvalidKeyError
 __all__ = [
     "INDEX_NAME",
     "MAX_KEY_LENGTH",
+    "TIMELINE_DIR",
     "check_unique",
     "filename_for",
     "key_from_filename",
@@ -28,6 +29,7 @@ __all__ = [
 
 MAX_KEY_LENGTH = 128
 INDEX_NAME = "MEMORY.md"
+TIMELINE_DIR = "timeline"  # the day files: timeline/YYYY-MM-DD.jsonl
 _RESERVED = "memory"  # compared case-folded
 _KEY_RE = re.compile(r"[A-Za-z0-9_.-]+")
 

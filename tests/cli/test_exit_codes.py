@@ -39,8 +39,19 @@ def _failed(result_stdout: str, result_stderr: str, code: int, actual: int) -> N
 )
 def test_usage_errors_exit_2(args: list[str], run: Run, plain_car: Path, tree: Path) -> None:
     result = run(*[a.format(car=plain_car, tree=tree) for a in args])
-    assert result.exit_code == 2, result.stderr
-    assert result.stdout == ""
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+
+
+def test_a_mistyped_command_is_one_error_line(run: Run) -> None:
+    result = run("buld")
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+    assert result.stderr == "error: no such command 'buld'; did you mean 'build'?\n"
+
+
+def test_a_bare_command_group_still_prints_its_help(run: Run) -> None:
+    result = run("memory")
+    assert result.exit_code == 2
+    assert "Usage:" in result.stderr and "Commands:" in result.stderr
 
 
 @pytest.mark.parametrize("command", ["verify", "unpack", "ls"])

@@ -37,6 +37,14 @@ def test_the_events_left_out_are_named_in_a_warning(tree: Path, tmp_path: Path) 
     assert "left out 2 timeline events: massgen has no timeline" in result.warnings
 
 
+def test_one_event_left_out_is_named_in_the_singular(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("user_role", name="Role", description="d", type="user", body="b")
+    mem.note("played_clip", name="demo-kick")
+    result = export_to("massgen", tmp_path / "mem", tmp_path / "out")
+    assert "left out 1 timeline event: massgen has no timeline" in result.warnings
+
+
 def test_a_tree_without_timeline_events_draws_no_warning(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "mem")
     mem.write("user_role", name="Role", description="plays 5-a-side", type="user", body="Saturdays.")
