@@ -18,7 +18,7 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
-from bundlekit.errors import BundlekitError, MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
@@ -41,18 +41,14 @@ def _mem(ctx: click.Context) -> Memory:
     return memory
 
 
-def _optional_function(module: str, attr: str, what: str) -> Any:
-    """Import ``module.attr`` written by another area; fail clearly if this build lacks it."""
-    try:
-        loaded = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not module.startswith(exc.name):
-            raise
-        raise BundlekitError(f"{what} needs {module}.{attr}, which is not available in this build") from exc
-    function = getattr(loaded, attr, None)
-    if function is None:
-        raise BundlekitError(f"{what} needs {module}.{attr}, which is not available in this build")
-    return function
+def _load_on_use(module: str, attr: str) -> Any:
+    """``module.attr``, imported only when an option needs it.
+
+    The layered view pulls in the loader (network, crypto) and Magic Context's
+    renderer the converters: ~70 ms that every other ``memory`` command, run
+    on each agent turn, does not pay.
+    """
+    return getattr(importlib.import_module(module), attr)
 
 
 @click.group("memory", cls=SuggestingGroup)
@@ -269,15 +265,13 @@ def context_cmd(
     if layers:
         if style != "default":
             raise UsageError("--layer and --style magic-context cannot be combined")
-        render_layered = _optional_function("bundlekit.bundle.layers", "render_layered_context", "--layer")
+        render_layered = _load_on_use("bundlekit.bundle.layers", "render_layered_context")
         text = render_layered(
             [_parse_layer(v) for v in layers],
             max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
         )
     elif style == "magic-context":
-        render = _optional_function(
-            "bundlekit.convert.magic_context", "render_project_memory", "--style magic-context"
-        )
+        render = _load_on_use("bundlekit.convert.magic_context", "render_project_memory")
         text = render(_mem(ctx), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
     else:
         text = _mem(ctx).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -197,10 +198,17 @@ def test_layers_delegate_to_render_layered_context(run: Any, monkeypatch: pytest
     assert result.stdout == "LAYERED\n" and calls == [([("team", "/a"), ("me", "/b")], 99)]
 
 
-def test_missing_layers_module_fails_with_a_clear_error(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "bundlekit.bundle.layers", None)
-    result = run("context", "--layer", "team=/a")
-    assert result.exit_code == 1 and "not available in this build" in result.stderr
+def test_plain_memory_commands_do_not_load_the_network_or_the_converters(tmp_path: Path) -> None:
+    # --layer and --style magic-context import their modules on use: the per-turn commands stay light.
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bundlekit.cli import cli\n"
+        f"CliRunner().invoke(cli, ['memory', '-d', {str(fixture_tree.FIXTURE_DIR)!r}, 'context'])\n"
+        "print(sorted(m for m in ('bundlekit.bundle.layers', 'bundlekit.convert', 'httpx') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
