@@ -128,55 +128,15 @@ class GatewayResponder:
     def _respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
-        path = url.path
-        labels = headers.get("host", "").split(":")[0].split(".")
-        if len(labels) >= 3 and labels[1] == "ipfs" and not path.startswith("/ipfs/"):
-            # Subdomain gateway form, http://<cidv1>.ipfs.<host>/<path>: same content, other URL.
-            path = f"/ipfs/{labels[0]}{path}"
-        if path.startswith("/ipns/"):
-            raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
-        if not path.startswith("/ipfs/"):
-            raise _HTTPError(404, "not found: request /ipfs/{cid}[/{path}]")
-        rest = path[len("/ipfs/") :]
-        cid_text, _, subpath = rest.partition("/")
-        segments = [unquote(s) for s in subpath.split("/") if s]
-        for segment in segments:
-            if segment in (".", "..") or "\x00" in segment or "/" in segment:
-                raise _HTTPError(400, f"path segment {segment!r} is not allowed in an immutable path")
-        try:
-            root = _parse_cid_text(unquote(cid_text))
-        except CIDError:
-            raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
-
+        root, segments = _content_path(url.path, headers.get("host", ""))
         fmt = _negotiate(query.get("format"), headers.get("accept"))
-        scope = query.get("dag-scope", "all")
-        if fmt == "car":
-            if scope not in DAG_SCOPES:
-                raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
-            if query.get("car-version", "1") != "1":
-                raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
-        entity_bytes: tuple[int, int | None] | None = None
-        if fmt == "car" and "entity-bytes" in query:
-            try:
-                entity_bytes = parse_entity_bytes(query["entity-bytes"])
-            except ValueError:
-                raise _HTTPError(
-                    400, f"entity-bytes={query['entity-bytes']!r} is not from:to (integers, to may be *)"
-                ) from None
-            scope = "entity"  # entity-bytes implies it
+        scope, entity_bytes = _car_selection(query) if fmt == "car" else ("all", None)
         if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
             raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
 
         resolved = self._resolve(root, segments)
         display_path = "/ipfs/" + cid_to_str(root) + "".join("/" + s for s in segments)
-        common = [
-            ("X-Content-Type-Options", "nosniff"),
-            ("X-Ipfs-Path", quote(display_path)),
-            ("X-Ipfs-Roots", ",".join(cid_to_str(c) for c in resolved.cids)),
-            ("Vary", "Accept"),
-            ("Access-Control-Allow-Origin", "*"),
-            ("Access-Control-Expose-Headers", "Content-Length, Etag, X-Ipfs-Path, X-Ipfs-Roots"),
-        ]
+        common = _common_headers(display_path, resolved.cids)
         if fmt == "raw":
             response = self._raw(resolved, common)
         elif fmt == "car":
@@ -374,6 +334,60 @@ class GatewayResponder:
 # loader asks for every block of a bundle), memoized here with a smaller bound: the keys
 # are request input.
 _parse_cid_text = functools.lru_cache(maxsize=4096)(cid_from_text.__wrapped__)
+
+
+def _content_path(path: str, host: str) -> tuple[bytes, list[str]]:
+    """The root CID and the path segments a request names; ``_HTTPError`` for anything else.
+
+    The subdomain form ``http://<cidv1>.ipfs.<host>/<path>`` names the same
+    content as ``/ipfs/<cid>/<path>``; ``/ipns/`` is not served.
+    """
+    labels = host.split(":")[0].split(".")
+    if len(labels) >= 3 and labels[1] == "ipfs" and not path.startswith("/ipfs/"):
+        path = f"/ipfs/{labels[0]}{path}"
+    if path.startswith("/ipns/"):
+        raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
+    if not path.startswith("/ipfs/"):
+        raise _HTTPError(404, "not found: request /ipfs/{cid}[/{path}]")
+    cid_text, _, subpath = path[len("/ipfs/") :].partition("/")
+    segments = [unquote(s) for s in subpath.split("/") if s]
+    for segment in segments:
+        if segment in (".", "..") or "\x00" in segment or "/" in segment:
+            raise _HTTPError(400, f"path segment {segment!r} is not allowed in an immutable path")
+    try:
+        root = _parse_cid_text(unquote(cid_text))
+    except CIDError:
+        raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
+    return root, segments
+
+
+def _car_selection(query: Mapping[str, str]) -> tuple[str, tuple[int, int | None] | None]:
+    """A CAR request's ``dag-scope`` and ``entity-bytes`` range (which implies ``entity``)."""
+    scope = query.get("dag-scope", "all")
+    if scope not in DAG_SCOPES:
+        raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
+    if query.get("car-version", "1") != "1":
+        raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
+    if "entity-bytes" not in query:
+        return scope, None
+    try:
+        return "entity", parse_entity_bytes(query["entity-bytes"])
+    except ValueError:
+        raise _HTTPError(
+            400, f"entity-bytes={query['entity-bytes']!r} is not from:to (integers, to may be *)"
+        ) from None
+
+
+def _common_headers(display_path: str, roots: Sequence[bytes]) -> list[tuple[str, str]]:
+    """The headers every content response carries (path, roots, caching and CORS rules)."""
+    return [
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Ipfs-Path", quote(display_path)),
+        ("X-Ipfs-Roots", ",".join(cid_to_str(c) for c in roots)),
+        ("Vary", "Accept"),
+        ("Access-Control-Allow-Origin", "*"),
+        ("Access-Control-Expose-Headers", "Content-Length, Etag, X-Ipfs-Path, X-Ipfs-Roots"),
+    ]
 
 
 def _negotiate(fmt: str | None, accept: str | None) -> str | None:
