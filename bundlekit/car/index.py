@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from types import TracebackType
-from typing import BinaryIO, Self
+from typing import BinaryIO
 
+from bundlekit._closing import Closing
 from bundlekit.car.format import _PREAD
 from bundlekit.car.reader import iter_sections
 from bundlekit.errors import CARError, CARFileError, MissingBlock, UsageError
@@ -17,7 +17,7 @@ from bundlekit.ipld.cid import cid_to_str
 __all__ = ["CarIndex"]
 
 
-class CarIndex:
+class CarIndex(Closing):
     """A CAR file as a block getter: ``get(cid)`` reads one block from disk on demand.
 
     Opening makes one streaming pass over the file recording
@@ -92,10 +92,3 @@ class CarIndex:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

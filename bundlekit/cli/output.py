@@ -25,10 +25,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import Any, Self, TextIO
+from typing import Any, TextIO
 
 import click
+
+from bundlekit._closing import Closing
 
 __all__ = [
     "Progress",
@@ -109,7 +110,7 @@ def _amount(n: int, unit: str) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class Progress:
+class Progress(Closing):
     """A one-line progress bar on stderr, drawn only when :func:`progress_enabled`.
 
     Call it as ``progress(done, total)`` (the library's progress callback
@@ -168,10 +169,3 @@ class Progress:
                 click.echo("", err=True)
                 self._shown = False
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

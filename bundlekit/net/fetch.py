@@ -34,10 +34,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Literal, Self, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import httpx
 
+from bundlekit._closing import Closing
 from bundlekit.car.format import CAR_MEDIA_TYPE
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
@@ -214,7 +215,7 @@ def http_get(
     )
 
 
-class GatewayFetcher:
+class GatewayFetcher(Closing):
     """A verifying block getter over a local store and a list of gateways.
 
     Use ``prefetch_car(cid)`` for a whole DAG, and ``get`` as the
@@ -248,11 +249,6 @@ class GatewayFetcher:
         if self._own_client:
             self.client.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _note(self, text: str) -> None:
         with self._lock:

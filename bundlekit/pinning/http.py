@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
+from bundlekit._closing import Closing
 from bundlekit.errors import (
     PinAuthError,
     PinError,
@@ -142,7 +143,7 @@ def _whole(response: httpx.Response) -> httpx.Response:
     return response
 
 
-class HttpClient:
+class HttpClient(Closing):
     """A pinning service's HTTP client: the shared retry loop plus the pinning error map.
 
     ``service`` names the service in messages ("Pinata", "kubo", ...).
@@ -184,11 +185,6 @@ class HttpClient:
         """Close the connection pool."""
         self._client.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def redact(self, text: str) -> str:
         """``text`` with this client's secrets removed."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import BinaryIO, Protocol, Self, runtime_checkable
 
+from bundlekit._closing import Closing
 from bundlekit.errors import (
     PinnerNotConfigured,
 )
@@ -95,7 +96,7 @@ class PinnerFactory(Protocol):
     def is_configured(self, env: Mapping[str, str]) -> bool: ...
 
 
-class BasePinner:
+class BasePinner(Closing):
     """Optional convenience base: context manager, no-op ``close``/``check``, env helpers.
 
     Subclasses set ``name``, ``description`` and ``env_vars`` (required
@@ -118,13 +119,6 @@ class BasePinner:
     def close(self) -> None:
         """Release resources. Default: nothing held."""
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
