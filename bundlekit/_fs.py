@@ -157,8 +157,10 @@ def _install(tmp: Path, dest: Path, *, replace_any: bool) -> None:
 class AtomicFile:
     """A temp file beside ``dest`` that becomes ``dest`` on ``commit()``, or vanishes on ``discard()``.
 
-    For writers that hold the file open for a long time or commit many files
-    together (the CAR writer, the block store); others use ``atomic_write``.
+    As a context manager (spelled ``atomic_write``) it yields the file and
+    commits when the block ends. Writers that hold the file open for a long
+    time or commit many files together (the CAR writer, the block store) call
+    ``commit()`` themselves.
     Write through ``file`` inside ``with guard():``. Every failure here raises
     ``error`` and removes the temp file; for an ``OSError`` of its own
     elsewhere, a caller raises ``fail(exc)``.
@@ -282,38 +284,23 @@ class AtomicFile:
                 os.unlink(self.temp)
             self._done = True
 
+    def __enter__(self) -> BinaryIO:
+        return self.file
 
-@contextlib.contextmanager
-def atomic_write(
-    path: str | os.PathLike[str],
-    *,
-    error: ErrorClass,
-    mode: int | None = None,
-    hint: str | None = None,
-    parents: bool = False,
-    sync: bool = True,
-    sync_dir: bool = True,
-    replace_any: bool = False,
-) -> Iterator[BinaryIO]:
-    """Yield a binary file that becomes ``path`` when the ``with`` block ends without an exception.
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            self.commit()
+        elif isinstance(exc, OSError):
+            raise self.fail(exc) from exc
+        else:
+            self.discard()
 
-    An exception inside the block removes the temp file; an ``OSError``
-    becomes ``error`` (message: ``cannot write <path>: <reason>[; <hint>]``).
-    The keywords are ``AtomicFile``'s.
-    """
-    pending = AtomicFile(
-        path,
-        error=error,
-        mode=mode,
-        hint=hint,
-        parents=parents,
-        sync=sync,
-        sync_dir=sync_dir,
-        replace_any=replace_any,
-    )
-    with pending.guard() as fh:
-        yield fh
-    pending.commit()
+
+atomic_write = AtomicFile
+"""``with atomic_write(path, error=...) as fh:`` yields a binary file that becomes ``path``
+when the block ends without an exception; an exception removes the temp file and an
+``OSError`` becomes ``error`` (``cannot write <path>: <reason>[; <hint>]``). The keywords
+are ``AtomicFile``'s: it is the same object, used as a context manager."""
 
 
 def atomic_write_bytes(
