@@ -91,4 +91,3 @@ class CarIndex(Closing):
 
     def close(self) -> None:
         self._file.close()
-

@@ -168,4 +168,3 @@ class Progress(Closing):
             if self._shown:
                 click.echo("", err=True)
                 self._shown = False
-

@@ -23,6 +23,7 @@ __all__ = [
     "refuse_device_memory",
 ]
 
+
 class HasKeyAndMeta(Protocol):
     """A memory as the device rule sees it: a key and its frontmatter (records and converter entries)."""
 

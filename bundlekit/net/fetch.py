@@ -249,7 +249,6 @@ class GatewayFetcher(Closing):
         if self._own_client:
             self.client.close()
 
-
     def _note(self, text: str) -> None:
         with self._lock:
             self.notes.append(text)

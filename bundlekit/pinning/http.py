@@ -185,7 +185,6 @@ class HttpClient(Closing):
         """Close the connection pool."""
         self._client.close()
 
-
     def redact(self, text: str) -> str:
         """``text`` with this client's secrets removed."""
         return redact(text, self.secrets)
