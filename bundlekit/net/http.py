@@ -184,16 +184,16 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float |
     return max(0.0, (when - now()).total_seconds())
 
 
-def _read_upto(response: httpx.Response, limit: int) -> bytes | None:
-    """The body, streamed, or None as soon as it passes ``limit`` bytes."""
+def _read_prefix(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of the body, streamed, and whether it went on past them (reading stops there)."""
     parts: list[bytes] = []
     seen = 0
     for chunk in response.iter_bytes():
+        parts.append(chunk)
         seen += len(chunk)
         if seen > limit:
-            return None
-        parts.append(chunk)
-    return b"".join(parts)
+            return b"".join(parts)[:limit], True
+    return b"".join(parts), False
 
 
 def read_capped(response: httpx.Response, max_bytes: int) -> bytes | Failure:
@@ -202,8 +202,8 @@ def read_capped(response: httpx.Response, max_bytes: int) -> bytes | Failure:
     The body is streamed and cut at the limit: a hostile server cannot make
     the caller buffer more than it expects.
     """
-    body = _read_upto(response, max_bytes)
-    if body is None:
+    body, over = _read_prefix(response, max_bytes)
+    if over:
         return Failure(f"response is over the {max_bytes}-byte limit", retryable=False,
                        status=response.status_code, too_large=True)
     return body
@@ -211,14 +211,7 @@ def read_capped(response: httpx.Response, max_bytes: int) -> bytes | Failure:
 
 def _detached(response: httpx.Response) -> httpx.Response:
     """A copy of a failed answer holding at most ``ERROR_BODY_LIMIT`` bytes of its (decoded) body."""
-    parts: list[bytes] = []
-    seen = 0
-    for chunk in response.iter_bytes():
-        parts.append(chunk)
-        seen += len(chunk)
-        if seen >= ERROR_BODY_LIMIT:
-            break
-    body = b"".join(parts)[:ERROR_BODY_LIMIT]
+    body, _more = _read_prefix(response, ERROR_BODY_LIMIT)
     skip = {"content-encoding", "content-length", "transfer-encoding"}
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in skip]
     return httpx.Response(response.status_code, headers=headers, content=body, request=response.request)
