@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "key": ("bundlekit.cli.key", "key", "Key helpers: the exact message to sign with a wallet."),
     "pin": ("bundlekit.cli.pin", "pin", "Build or pack, then publish to one or more pinners."),
     "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
+    "mcp": ("bundlekit.cli.mcp", "mcp", "Serve memory tools to MCP clients (needs bundlekit[mcp])."),
     "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),
 }
 

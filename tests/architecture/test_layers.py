@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.pinning",),
     ("pinners",),
     ("bundlekit.convert",),
+    ("bundlekit.mcp_server",),  # the MCP front end: memory, bundles and pinning for MCP clients
     ("bundlekit.cli", "bundlekit.__main__"),
     ("bundlekit",),  # the package's lazy public API re-exports everything
 ]

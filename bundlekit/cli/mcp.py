@@ -1,0 +1,95 @@
+"""``bundlekit mcp``: serve a memory tree or a verified bundle to MCP clients (thin: parse, open, run).
+
+The SDK lives in the optional extra ``bundlekit[mcp]``; it is imported only
+here, when the command runs, so ``bundlekit --help`` and every other command
+stay as fast as without it. The source is opened (and a bundle verified)
+before the server starts: a tampered bundle is refused with exit 3 and no
+server ever answers from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import click
+
+from bundlekit.bundle.layers import parse_layer_option
+from bundlekit.cli import output
+from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.errors import UsageError
+from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
+
+__all__ = ["mcp"]
+
+_EXTRA_HINT = "the MCP server needs the optional extra: pip install -e '.[mcp]' (from a bundlekit clone)"
+
+
+def _sdk_server() -> ModuleType:
+    try:
+        return importlib.import_module("bundlekit.mcp_server.server")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in {"mcp", "pydantic", "uvicorn", "starlette"}:
+            raise UsageError(f"{_EXTRA_HINT} ({exc.name} is not installed)") from None
+        raise
+
+
+def _http_address(value: str, host: str | None) -> tuple[str, int]:
+    addr_host, sep, port_text = value.rpartition(":")
+    if not sep:
+        addr_host, port_text = "127.0.0.1", value
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(f"--http {value!r}: give PORT or 127.0.0.1:PORT (a port from 1 to 65535)")
+    if host is not None:
+        return host, int(port_text)
+    if addr_host.strip("[]") not in {"127.0.0.1", "localhost", "::1"}:
+        raise UsageError(
+            f"--http {value!r} listens beyond loopback; add --host {addr_host} to say that is intended"
+        )
+    return addr_host.strip("[]"), int(port_text)
+
+
+@click.command("mcp")
+@click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="The memory tree (read-write); with --from or --layer, where the loaded tree goes and writes land.")
+@click.option("--from", "from_uri", metavar="URI",
+              help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")
+@click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Serve the layered view (repeatable).")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
+@click.option("--allow-publish", is_flag=True, help="Offer the bundle_publish tool (build and pin the tree).")
+@click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
+              help="Default pinners of bundle_publish (repeatable; default: local).")
+@click.option("--http", "http_addr", metavar="[HOST:]PORT",
+              help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
+@click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+@key_options
+def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
+        allow_publish: bool, pinner_names: tuple[str, ...], http_addr: str | None, host: str | None,
+        **key_params: Any) -> None:
+    """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
+
+    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go.
+    """
+    if host is not None and http_addr is None:
+        raise UsageError("--host applies to --http only")
+    address = _http_address(http_addr, host) if http_addr is not None else None
+    server = _sdk_server()  # before any load: a missing extra fails fast
+    key = resolve_key_spec(**key_params)
+    served = open_served_memory(
+        memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
+    )
+    with served:
+        publish = PublishSettings(key=key, default_pinners=pinner_names or ("local",)) if allow_publish else None
+        tools = MemoryTools(served, publish=publish)
+        if allow_publish and not tools.can_publish:
+            raise UsageError("--allow-publish needs a tree on disk: add --memory DIR")
+        mode = "read-only" if served.read_only else "read-write"
+        where = f" ({served.root})" if served.root else ""
+        if address is None:
+            output.status(f"serving {served.origin}{where} {mode} over stdio")
+            server.run_stdio(tools)
+        else:
+            output.status(f"serving {served.origin}{where} {mode} at http://{address[0]}:{address[1]}/mcp")
+            server.run_http(tools, *address)

@@ -1,0 +1,14 @@
+"""``bundlekit mcp``: memory tools for any Model Context Protocol client (specs/mcp.md).
+
+``source`` opens what is served (a tree, a verified bundle, a layered view),
+``tools`` holds the operations and their rules, ``server`` exposes them through
+the official ``mcp`` SDK (the optional extra ``bundlekit[mcp]``; only that
+module imports it).
+"""
+
+from __future__ import annotations
+
+from bundlekit.mcp_server.source import ServedMemory, open_served_memory
+from bundlekit.mcp_server.tools import MemoryTools, PublishSettings
+
+__all__ = ["MemoryTools", "PublishSettings", "ServedMemory", "open_served_memory"]

@@ -1,0 +1,127 @@
+"""What ``bundlekit mcp`` serves: a memory tree, a verified bundle, or a layered view.
+
+Three sources, chosen by the options of ``bundlekit mcp``:
+
+* ``--memory DIR`` alone: the tree at ``DIR``, read-write. It must exist
+  (``bundlekit memory init`` makes one), so a typo never starts a server
+  over an empty, new tree.
+* ``--from URI``: the bundle is loaded and verified exactly as
+  ``bundlekit load`` does (every byte checked, decrypted with the key
+  options), into ``--memory DIR`` (then read-write: DIR is where writes go)
+  or into a private temporary directory removed on close (read-only).
+* ``--layer NAME=URI`` (repeatable): the effective view of the layers, held
+  in memory (read-only), or written to ``--memory DIR`` (read-write).
+
+A load that fails verification raises before the server starts, so a
+tampered bundle is refused at start with the loader's message (exit 3).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundlekit._closing import Closing
+from bundlekit.bundle.layers import layered_memory, load_layered
+from bundlekit.bundle.load import load_bundle
+from bundlekit.crypto import KeySpec
+from bundlekit.errors import UsageError
+from bundlekit.memory import Memory
+from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.net.http import HttpOptions
+
+__all__ = ["ServedMemory", "open_served_memory"]
+
+
+@dataclass
+class ServedMemory(Closing):
+    """The memory a server answers from.
+
+    ``read_only`` is True when nothing may be written (a URI or layers without
+    ``--memory``); ``origin`` says where it came from (a directory, a URI, or
+    ``layers:<names>``); ``root`` is the verified root CID of a loaded bundle.
+    """
+
+    memory: Memory
+    read_only: bool
+    origin: str
+    root: str | None = None
+    _scratch: Path | None = field(default=None, repr=False)
+
+    @property
+    def tree_dir(self) -> Path | None:
+        """The tree's directory on disk (None for a layered view held in memory)."""
+        return self.memory.root
+
+    def close(self) -> None:
+        """Remove the temporary tree of a read-only load (decrypted files included)."""
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+def _existing_tree(path: Path) -> Memory:
+    if not path.is_dir() or not (path / INDEX_NAME).is_file():
+        raise UsageError(f"no memory tree at {path}: run `bundlekit memory init -d {path}` first")
+    return Memory(path)
+
+
+def open_served_memory(
+    *,
+    memory_dir: Path | None = None,
+    from_uri: str | None = None,
+    layers: Sequence[tuple[str, str]] = (),
+    gateways: Sequence[str] = (),
+    key: KeySpec | None = None,
+    http: HttpOptions | None = None,
+) -> ServedMemory:
+    """Open the source the options name (see the module docstring).
+
+    Raises ``UsageError`` for a missing or conflicting source, and what
+    ``load_bundle`` / the layer loader raise (``IntegrityError``, ``WrongKeyError``,
+    ``LoadError`` ...) for a bundle that cannot be loaded and verified.
+    """
+    if from_uri is not None and layers:
+        raise UsageError("give either --from URI or --layer NAME=URI options, not both")
+    if from_uri is not None:
+        return _from_bundle(from_uri, memory_dir, gateways, key, http)
+    if layers:
+        return _from_layers(layers, memory_dir, gateways, key, http)
+    if memory_dir is None:
+        raise UsageError("say what to serve: --memory DIR, --from URI or --layer NAME=URI")
+    return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
+
+
+def _from_bundle(
+    uri: str, memory_dir: Path | None, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None
+) -> ServedMemory:
+    if memory_dir is not None:
+        result = load_bundle(uri, gateways=gateways, key=key, out_dir=memory_dir, http=http)
+        return ServedMemory(Memory(memory_dir), read_only=False, origin=uri, root=result.root_cid)
+    scratch = Path(tempfile.mkdtemp(prefix="bundlekit-mcp-"))  # mkdtemp makes it 0o700
+    try:
+        result = load_bundle(uri, gateways=gateways, key=key, out_dir=scratch / "tree", http=http)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return ServedMemory(
+        Memory(scratch / "tree"), read_only=True, origin=uri, root=result.root_cid, _scratch=scratch
+    )
+
+
+def _from_layers(
+    layers: Sequence[tuple[str, str]],
+    memory_dir: Path | None,
+    gateways: Sequence[str],
+    key: KeySpec | None,
+    http: HttpOptions | None,
+) -> ServedMemory:
+    origin = "layers:" + ",".join(name for name, _uri in layers)
+    if memory_dir is not None:
+        load_layered(list(layers), memory_dir, gateways=gateways, key=key, http=http)
+        return ServedMemory(Memory(memory_dir), read_only=False, origin=origin)
+    memory = layered_memory(layers, gateways=gateways, key=key, http=http)
+    return ServedMemory(memory, read_only=True, origin=origin)

@@ -1,0 +1,188 @@
+"""The memory operations ``bundlekit mcp`` offers, as plain Python over a :class:`ServedMemory`.
+
+Each method returns JSON-ready data and raises :class:`~bundlekit.errors.BundlekitError`
+on bad input (the server turns that into a tool error carrying the message). Nothing
+here knows about the MCP SDK, so the rules (read-only, publish opt-in, argument checks)
+are tested without it. The shapes match ``bundlekit memory ... --json``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bundlekit.crypto import KeySpec
+from bundlekit.errors import MemoryNotFoundError, UsageError
+from bundlekit.mcp_server.source import ServedMemory
+from bundlekit.memory.record import MemoryRecord
+from bundlekit.pinning.orchestrate import pin_all
+from bundlekit.pinning.protocol import REQUIRE_MODES
+from bundlekit.pinning.registry import create_pinner
+from bundlekit.pinning.source import prepare_source
+
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "PublishSettings", "record_summary"]
+
+DEFAULT_CONTEXT_TOKENS = 8192
+MAX_RECALL_LIMIT = 100
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def record_summary(record: MemoryRecord) -> dict[str, Any]:
+    """One memory without its body: the row ``memory list --json`` prints."""
+    return {
+        "key": record.key,
+        "name": record.name,
+        "description": record.description,
+        "type": record.type,
+        "revision": record.revision,
+        "created": record.meta.get("created"),
+        "updated": record.meta.get("updated"),
+        "tags": record.tags,
+        "important": record.important,
+    }
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """What ``bundle_publish`` may use: the key that encrypts the bundle, the default pinners."""
+
+    key: KeySpec | None = None
+    default_pinners: tuple[str, ...] = ("local",)
+
+
+class MemoryTools:
+    """The tools and resources of one server, over ``served``.
+
+    ``publish`` is None unless the server was started with ``--allow-publish``;
+    ``bundle_publish`` is then offered (and refused otherwise).
+    """
+
+    def __init__(self, served: ServedMemory, *, publish: PublishSettings | None = None) -> None:
+        self.served = served
+        self.publish_settings = publish
+
+    @property
+    def read_only(self) -> bool:
+        return self.served.read_only
+
+    @property
+    def can_publish(self) -> bool:
+        return self.publish_settings is not None and self.served.tree_dir is not None
+
+    def _writable(self, tool: str) -> None:
+        if self.read_only:
+            raise UsageError(
+                f"{tool}: this server is read-only ({self.served.origin}); "
+                "restart it with --memory DIR to say where writes go"
+            )
+
+    # -- reading ----------------------------------------------------------------
+
+    def recall(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Memories containing ``query`` (case-insensitive substring), best first, with their bodies."""
+        if not query.strip():
+            raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
+        if limit < 1 or limit > MAX_RECALL_LIMIT:
+            raise UsageError(f"memory_recall: limit must be between 1 and {MAX_RECALL_LIMIT}, not {limit}")
+        return [{**hit.to_dict(), "body": hit.record.body} for hit in self.served.memory.recall(query, limit)]
+
+    def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:
+        """The context block (index, top memories, recent timeline) within ``max_tokens``."""
+        if max_tokens < 1:
+            raise UsageError(f"memory_context: max_tokens must be at least 1, not {max_tokens}")
+        return self.served.memory.context_block(max_tokens)
+
+    def show(self, key: str) -> dict[str, Any]:
+        """One memory: its frontmatter and body."""
+        record = self._record(key)
+        return {"key": record.key, "meta": record.meta, "body": record.body}
+
+    def raw(self, key: str) -> str:
+        """One memory file exactly as stored (frontmatter and body)."""
+        return self._record(key).raw
+
+    def _record(self, key: str) -> MemoryRecord:
+        record = self.served.memory.read(key)
+        if record is None:
+            raise MemoryNotFoundError(f"no memory {key!r}; memory_list names the keys there are")
+        return record
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every memory without bodies, sorted by key."""
+        return [record_summary(record) for record in self.served.memory.list()]
+
+    def index(self) -> str:
+        """The tree's ``MEMORY.md``, as the tree would write it now."""
+        return self.served.memory.index_text()
+
+    def timeline_day(self, date: str) -> builtins.list[dict[str, Any]]:
+        """The timeline entries of one UTC day (``YYYY-MM-DD``), oldest first."""
+        if not _DATE_RE.fullmatch(date):
+            raise UsageError(f"timeline date {date!r} is not YYYY-MM-DD")
+        return [entry for entry in self.served.memory.timeline() if str(entry.get("ts", ""))[:10] == date]
+
+    # -- writing ----------------------------------------------------------------
+
+    def write(
+        self,
+        key: str,
+        name: str,
+        description: str,
+        type: str,
+        body: str,
+        tags: Sequence[str] | None = None,
+        important: bool | None = None,
+        expected_revision: int | None = None,
+    ) -> dict[str, Any]:
+        """Create or update ``key``; the secret guard and the revision check apply as in the CLI."""
+        self._writable("memory_write")
+        record = self.served.memory.write(
+            key,
+            name=name,
+            description=description,
+            type=type,
+            body=body,
+            tags=None if tags is None else list(tags),
+            important=important,
+            expected_revision=expected_revision,
+        )
+        return {"key": record.key, "revision": record.revision, "file": record.key + ".md"}
+
+    def forget(self, key: str) -> dict[str, Any]:
+        """Delete ``key`` (the timeline notes that it was forgotten, never its body)."""
+        self._writable("memory_forget")
+        self.served.memory.forget(key)
+        return {"forgot": key}
+
+    def note(self, type: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Append an event to today's timeline; returns the entry as written."""
+        self._writable("memory_note")
+        return self.served.memory.note(type, **dict(data or {}))
+
+    # -- publishing -------------------------------------------------------------
+
+    def publish(self, pinners: Sequence[str] | None = None, require: str = "all") -> dict[str, Any]:
+        """Build the tree into a bundle and pin it; the ``bundlekit pin --json`` report."""
+        settings = self.publish_settings
+        tree = self.served.tree_dir
+        if settings is None or tree is None:
+            raise UsageError("bundle_publish: start the server with --allow-publish and a tree on disk")
+        if require not in REQUIRE_MODES:
+            raise UsageError(f"bundle_publish: require must be one of {', '.join(REQUIRE_MODES)}, not {require!r}")
+        names = list(dict.fromkeys(pinners or settings.default_pinners))
+        built = []
+        try:
+            for name in names:
+                built.append(create_pinner(name))
+            with tempfile.TemporaryDirectory(prefix="bundlekit-mcp-pin-") as workdir:
+                source = prepare_source(tree, workdir, key=settings.key)
+                report = pin_all(source.car, source.root, built, require=require)
+        finally:
+            for pinner in built:
+                pinner.close()
+        return {**report.to_json(), "ok": report.ok}
+
