@@ -24,7 +24,7 @@ def test_unknown_attribute_raises_attribute_error() -> None:
 def test_importing_the_cli_loads_no_heavy_module() -> None:
     code = (
         "import sys, bundlekit.cli\n"
-        "heavy = [m for m in ('boto3', 'httpx', 'yaml', 'cryptography', 'eth_account', 'multiformats')"
+        "heavy = [m for m in ('boto3', 'httpx', 'yaml', 'cryptography', 'eth_account', 'multiformats', 'mcp')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))"
     )

@@ -1,0 +1,67 @@
+"""Fixtures for the MCP tests: a small memory tree, a built bundle, and an SDK client over stdio or HTTP.
+
+The client is the official ``mcp`` SDK's own (``mcp.Client``), talking to
+``bundlekit mcp`` started as a subprocess, exactly as an MCP client would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from bundlekit.memory import Memory
+
+ROOT = Path(__file__).resolve().parents[2]
+CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
+T = TypeVar("T")
+
+
+def make_tree(root: Path) -> Path:
+    """Three memories and a timeline entry, with a fixed clock."""
+    mem = Memory(root, namespace="coach", clock=lambda: CREATED)
+    mem.write("user_role", name="Role", description="plays 5-a-side on Saturdays", type="user",
+              body="Plays as a winger; prefers green tea.")
+    mem.write("feedback_tone", name="Tone", description="stay warm but direct", type="feedback",
+              body="Direct critique, no fluff.", tags=["style"])
+    mem.write("project_season", name="Season goal", description="a June tournament", type="project",
+              body="Three drills per session.")
+    mem.note("session", summary="talked about drills")
+    return root
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "coach")
+
+
+def server_env() -> dict[str, str]:
+    """The environment of a ``bundlekit mcp`` subprocess: this checkout first, no CI progress, no home store."""
+    env = {"PYTHONPATH": str(ROOT), "CI": "true"}
+    for name in ("HOME", "BUNDLEKIT_HOME", "PATH", "TMPDIR"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def stdio_params(*args: str) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "bundlekit", "mcp", *args], env=server_env())
+
+
+def run_client(server: Any, session: Callable[[Any], Awaitable[T]]) -> T:
+    """Connect the SDK's ``Client`` to ``server`` (stdio parameters or a URL) and run ``session(client)``."""
+    from mcp import Client
+
+    async def main() -> T:
+        async with Client(server, read_timeout_seconds=60) as client:
+            return await session(client)
+
+    return asyncio.run(main())

@@ -1,0 +1,79 @@
+"""``bundlekit mcp --http``: the streamable HTTP transport on loopback, driven by the SDK's own client."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import run_client, server_env
+
+pytest.importorskip("mcp")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_server(tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree), "--http", f"127.0.0.1:{port}"],
+        env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"bundlekit mcp --http did not start: {proc.communicate()[1]}")
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_tools_work_over_the_http_transport(http_server: tuple[str, subprocess.Popen[str]], tree: Path) -> None:
+    url, _proc = http_server
+
+    async def session(client: Any) -> tuple[set[str], Any, Any, Any]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        written = await client.call_tool("memory_write", {
+            "key": "project_http", "name": "Over HTTP", "description": "written over HTTP",
+            "type": "project", "body": "streamable transport",
+        })
+        recalled = await client.call_tool("memory_recall", {"query": "streamable"})
+        index = await client.read_resource("memory://index")
+        return tools, written, recalled, index
+
+    tools, written, recalled, index = run_client(url, session)
+    assert {"memory_write", "memory_recall"} <= tools
+    assert not written.is_error
+    assert [hit["key"] for hit in recalled.structured_content["result"]] == ["project_http"]
+    assert "project_http.md" in index.contents[0].text
+    assert (tree / "project_http.md").is_file()
+
+
+def test_interrupting_the_http_server_exits_cleanly(http_server: tuple[str, subprocess.Popen[str]]) -> None:
+    _url, proc = http_server
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err  # an interrupt, as everywhere in the CLI
+    assert "Traceback" not in err

@@ -1,0 +1,167 @@
+"""What ``bundlekit mcp`` serves from a bundle URI or layers: verified first, read-only unless --memory says where writes go."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bundlekit.bundle.build import build_bundle
+from bundlekit.gateway.server import serve_in_thread
+from tests.mcp.conftest import make_tree, run_client, server_env, stdio_params
+
+pytest.importorskip("mcp")
+
+WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, tree: Path) -> tuple[Path, str]:
+    car = tmp_path / "coach.car"
+    result = build_bundle(tree, car, created=None)
+    return car, result.root_cid
+
+
+def _names(params: Any) -> set[str]:
+    async def session(client: Any) -> set[str]:
+        return {tool.name for tool in (await client.list_tools()).tools}
+
+    return run_client(params, session)
+
+
+def test_a_bundle_loaded_through_a_gateway_is_served_read_only(bundle: tuple[Path, str]) -> None:
+    car, root = bundle
+    with serve_in_thread(cars=[car]) as gateway:
+        params = stdio_params("--from", f"ipfs://{root}", "--gateway", gateway.url)
+
+        async def session(client: Any) -> tuple[set[str], Any]:
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            return tools, await client.call_tool("memory_recall", {"query": "winger"})
+
+        tools, hits = run_client(params, session)
+    assert not tools & WRITE_TOOLS  # a read-only server does not list the write tools
+    assert [hit["key"] for hit in hits.structured_content["result"]] == ["user_role"]
+
+
+@contextmanager
+def tampering_proxy(upstream: str, old: bytes, new: bytes) -> Iterator[str]:
+    """A gateway in front of ``upstream`` that swaps ``old`` for ``new`` (same length) in every answer."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            answer = httpx.get(upstream + self.path, headers={"Accept": self.headers.get("Accept", "*/*")})
+            body = answer.content.replace(old, new)
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_tampered_bundle_is_refused_at_start_with_exit_3(bundle: tuple[Path, str]) -> None:
+    car, root = bundle
+    with serve_in_thread(cars=[car]) as gateway, \
+            tampering_proxy(gateway.url, b"Plays as a winger", b"Plays as a keeper") as evil:
+        run = subprocess.run(
+            [sys.executable, "-m", "bundlekit", "mcp", "--from", f"ipfs://{root}", "--gateway", evil],
+            env=server_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False,
+        )
+    assert run.returncode == 3, run.stderr
+    assert run.stderr.startswith("error: ") and "Traceback" not in run.stderr
+    assert run.stdout == ""  # no server ever answered
+
+
+def test_from_with_memory_dir_loads_there_and_is_writable(tmp_path: Path, bundle: tuple[Path, str]) -> None:
+    car, _root = bundle
+    work = tmp_path / "work"
+    params = stdio_params("--from", str(car), "--memory", str(work))
+
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_write", {
+            "key": "project_new", "name": "New", "description": "added over MCP", "type": "project", "body": "x",
+        })
+
+    result = run_client(params, session)
+    assert not result.is_error, result.content
+    assert (work / "project_new.md").is_file() and (work / "user_role.md").is_file()
+
+
+def test_layers_are_served_as_the_effective_view_read_only(tmp_path: Path, tree: Path) -> None:
+    user_layer = make_tree(tmp_path / "user")
+    params = stdio_params("--layer", f"user={user_layer}", "--layer", f"agent={tree}")
+
+    async def session(client: Any) -> tuple[set[str], Any]:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        return tools, await client.call_tool("memory_list", {})
+
+    tools, listed = run_client(params, session)
+    assert not tools & WRITE_TOOLS
+    assert len(listed.structured_content["result"]) == 3
+
+
+def test_publish_is_offered_only_when_allowed_and_pins_locally(tmp_path: Path, tree: Path) -> None:
+    assert "bundle_publish" not in _names(stdio_params("--memory", str(tree)))
+    params = stdio_params("--memory", str(tree), "--allow-publish")
+    params.env["BUNDLEKIT_HOME"] = str(tmp_path / "home")
+
+    async def session(client: Any) -> Any:
+        return await client.call_tool("bundle_publish", {"pinners": ["local"]})
+
+    result = run_client(params, session)
+    assert not result.is_error, result.content
+    report = result.structured_content
+    assert report["ok"] is True and report["root"].startswith("bafy")
+    assert [pin["pinner"] for pin in report["pins"]] == ["local"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "say what to serve"),
+        (["--memory", "nowhere"], "no memory tree at nowhere"),
+        (["--memory", ".", "--http", "0.0.0.0:9"], "add --host 0.0.0.0"),
+        (["--memory", ".", "--host", "0.0.0.0"], "--host applies to --http only"),
+        (["--memory", ".", "--http", "99999"], "a port from 1 to 65535"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bundlekit", "mcp", *args], cwd=tmp_path, env=server_env(), check=False,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert message in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_missing_sdk_names_the_extra(tmp_path: Path, tree: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "mcp.py").write_text("raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n")
+    env = server_env()
+    env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
+    run = subprocess.run(
+        [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree)], env=env, check=False,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 2
+    assert "pip install -e '.[mcp]'" in run.stderr and "Traceback" not in run.stderr

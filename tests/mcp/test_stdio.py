@@ -1,0 +1,143 @@
+"""``bundlekit mcp`` over stdio, driven by the official MCP SDK's client (``mcp.Client``).
+
+Source checked: the ``mcp`` Python SDK 2.3.0 (PyPI ``mcp``; github modelcontextprotocol/python-sdk):
+``mcp.Client`` with ``StdioServerParameters``, ``list_tools``/``call_tool``/``read_resource``/``get_prompt``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import run_client, stdio_params
+
+pytest.importorskip("mcp")
+
+READ_TOOLS = {"memory_recall", "memory_context", "memory_show", "memory_list"}
+WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}
+
+
+def _structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    data = result.structured_content
+    return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
+
+
+def test_a_writable_tree_lists_read_and_write_tools_with_schemas(tree: Path) -> None:
+    async def session(client: Any) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = run_client(stdio_params("--memory", str(tree)), session)
+    names = {tool.name for tool in tools}
+    assert names == READ_TOOLS | WRITE_TOOLS  # no bundle_publish without --allow-publish
+    write = next(tool for tool in tools if tool.name == "memory_write")
+    assert set(write.input_schema["required"]) == {"key", "name", "description", "type", "body"}
+    assert "expected_revision" in write.input_schema["properties"]
+    assert all(tool.description for tool in tools)
+
+
+def test_write_then_recall_show_and_forget_round_trip(tree: Path) -> None:
+    async def session(client: Any) -> tuple[Any, ...]:
+        written = await client.call_tool("memory_write", {
+            "key": "reference_pitch", "name": "Pitch", "description": "where Saturday games are",
+            "type": "reference", "body": "Riverside pitch 3, gate code on the fence.", "tags": ["place"],
+        })
+        recalled = await client.call_tool("memory_recall", {"query": "riverside", "limit": 3})
+        shown = await client.call_tool("memory_show", {"key": "reference_pitch"})
+        forgot = await client.call_tool("memory_forget", {"key": "reference_pitch"})
+        listed = await client.call_tool("memory_list", {})
+        return written, recalled, shown, forgot, listed
+
+    written, recalled, shown, forgot, listed = run_client(stdio_params("--memory", str(tree)), session)
+    assert _structured(written) == {"key": "reference_pitch", "revision": 1, "file": "reference_pitch.md"}
+    hits = _structured(recalled)
+    assert [hit["key"] for hit in hits] == ["reference_pitch"]
+    assert hits[0]["body"] == "Riverside pitch 3, gate code on the fence."
+    assert _structured(shown)["meta"]["tags"] == ["place"]
+    assert _structured(forgot) == {"forgot": "reference_pitch"}
+    assert "reference_pitch" not in {row["key"] for row in _structured(listed)}
+    assert not (tree / "reference_pitch.md").exists()
+
+
+def test_a_credential_is_refused_as_a_tool_error_and_nothing_is_written(tree: Path) -> None:
+    secret = "sk-ant-api03-" + "Q" * 93 + "AA"
+
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_write", {
+            "key": "leak", "name": "Leak", "description": "a key", "type": "reference", "body": secret,
+        })
+
+    result = run_client(stdio_params("--memory", str(tree)), session)
+    assert result.is_error
+    text = result.content[0].text
+    assert "Anthropic API key" in text and secret not in text
+    assert not (tree / "leak.md").exists()
+
+
+def test_a_stale_expected_revision_is_refused(tree: Path) -> None:
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_write", {
+            "key": "user_role", "name": "Role", "description": "changed", "type": "user",
+            "body": "new body", "expected_revision": 0,
+        })
+
+    result = run_client(stdio_params("--memory", str(tree)), session)
+    assert result.is_error
+    assert "revision" in result.content[0].text
+    assert "new body" not in (tree / "user_role.md").read_text(encoding="utf-8")
+
+
+def test_an_unknown_key_and_a_bad_type_are_tool_errors_not_crashes(tree: Path) -> None:
+    async def session(client: Any) -> tuple[Any, Any, Any]:
+        missing = await client.call_tool("memory_show", {"key": "nope"})
+        bad = await client.call_tool("memory_write", {
+            "key": "x", "name": "X", "description": "d", "type": "diary", "body": "b",
+        })
+        still_alive = await client.call_tool("memory_list", {})
+        return missing, bad, still_alive
+
+    missing, bad, alive = run_client(stdio_params("--memory", str(tree)), session)
+    assert missing.is_error and "no memory 'nope'" in missing.content[0].text
+    assert bad.is_error and "must be one of user, feedback, project, reference" in bad.content[0].text
+    assert len(_structured(alive)) == 3
+
+
+def test_resources_serve_the_index_a_memory_and_a_timeline_day(tree: Path) -> None:
+    async def session(client: Any) -> tuple[Any, ...]:
+        index = await client.read_resource("memory://index")
+        one = await client.read_resource("memory://user_role")
+        day = await client.read_resource("memory://timeline/2026-04-14")
+        templates = await client.list_resource_templates()
+        return index, one, day, templates
+
+    index, one, day, templates = run_client(stdio_params("--memory", str(tree)), session)
+    assert index.contents[0].text == (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert one.contents[0].text == (tree / "user_role.md").read_text(encoding="utf-8")
+    entries = json.loads(day.contents[0].text)
+    assert [entry["type"] for entry in entries] == ["session"]
+    assert {t.uri_template for t in templates.resource_templates} == {"memory://{key}", "memory://timeline/{date}"}
+
+
+def test_the_memory_context_prompt_and_tool_return_the_context_block(tree: Path) -> None:
+    async def session(client: Any) -> tuple[Any, Any]:
+        prompt = await client.get_prompt("memory_context", {"max_tokens": "4000"})
+        tool = await client.call_tool("memory_context", {"max_tokens": 4000})
+        return prompt, tool
+
+    prompt, tool = run_client(stdio_params("--memory", str(tree)), session)
+    text = prompt.messages[0].content.text
+    assert "Plays as a winger" in text
+    assert tool.content[0].text == text
+
+
+def test_a_note_lands_in_todays_timeline(tree: Path) -> None:
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_note", {"type": "decision", "data": {"summary": "drills first"}})
+
+    entry = _structured(run_client(stdio_params("--memory", str(tree)), session))
+    assert entry["type"] == "decision" and entry["summary"] == "drills first"
+    day = tree / "timeline" / f"{entry['ts'][:10]}.jsonl"
+    assert "drills first" in day.read_text(encoding="utf-8")

@@ -1,0 +1,79 @@
+"""The rules of the MCP tools, checked on ``MemoryTools`` directly (no SDK needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.errors import MemoryNotFoundError, UsageError
+from bundlekit.mcp_server import MemoryTools, PublishSettings, ServedMemory, open_served_memory
+from bundlekit.memory import Memory
+
+
+def test_a_read_only_source_refuses_every_write(tree: Path) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=True, origin="ipfs://x"))
+    with pytest.raises(UsageError, match="read-only .*--memory DIR"):
+        tools.write("k", "N", "d", "user", "b")
+    with pytest.raises(UsageError, match="read-only"):
+        tools.forget("user_role")
+    with pytest.raises(UsageError, match="read-only"):
+        tools.note("session", {"summary": "x"})
+    assert (tree / "user_role.md").is_file()
+
+
+def test_publish_needs_the_opt_in_and_a_tree_on_disk(tree: Path) -> None:
+    assert not MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x")).can_publish
+    with pytest.raises(UsageError, match="--allow-publish"):
+        MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x")).publish()
+    in_memory = ServedMemory(Memory(None), read_only=True, origin="layers:user")
+    assert not MemoryTools(in_memory, publish=PublishSettings()).can_publish
+
+
+def test_recall_arguments_are_checked(tree: Path) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"))
+    with pytest.raises(UsageError, match="query is empty"):
+        tools.recall("  ")
+    with pytest.raises(UsageError, match="between 1 and 100"):
+        tools.recall("tea", limit=0)
+
+
+def test_timeline_day_takes_only_a_date(tree: Path) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"))
+    assert [e["type"] for e in tools.timeline_day("2026-04-14")] == ["session"]
+    assert tools.timeline_day("2026-04-15") == []
+    with pytest.raises(UsageError, match="YYYY-MM-DD"):
+        tools.timeline_day("../etc")
+
+
+def test_show_of_a_missing_key_names_it(tree: Path) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"))
+    with pytest.raises(MemoryNotFoundError, match="'ghost'"):
+        tools.show("ghost")
+
+
+def test_a_temporary_tree_of_a_read_only_load_is_removed_on_close(tmp_path: Path, tree: Path) -> None:
+    from bundlekit.bundle.build import build_bundle
+
+    car = tmp_path / "b.car"
+    build_bundle(tree, car)
+    with open_served_memory(from_uri=str(car)) as served:
+        scratch = served.tree_dir
+        assert served.read_only and scratch is not None and (scratch / "user_role.md").is_file()
+    assert not scratch.exists()
+
+
+def test_mcp_help_does_not_import_the_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bundlekit.cli import cli\n"
+        "result = CliRunner().invoke(cli, ['mcp', '--help'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(sorted(m for m in ('mcp', 'pydantic', 'uvicorn', 'starlette') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
