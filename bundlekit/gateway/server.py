@@ -31,7 +31,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,6 +45,7 @@ from bundlekit.ipld.cid import cid_to_str
 
 __all__ = [
     "STOP_POLL_INTERVAL",
+    "App",
     "GatewayResponder",
     "GatewayServer",
     "Response",
@@ -58,6 +59,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bundlekit.gateway")
+
+# An extra application mounted beside the gateway paths: (method, target, lower-case headers) -> Response.
+# It must never raise (like GatewayResponder.respond). The browsing interface (bundlekit.ui) is one, at /ui/.
+App = Callable[[str, str, Mapping[str, str]], Response]
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
 # The check is one flag read, so a short interval costs nothing measurable.
@@ -97,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
-        response = self.server.gateway.respond(method, self.path, headers)
+        response = self.server.responder_for(self.path)(method, self.path, headers)
         if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
             self.close_connection = True  # we did not read the request body
         self.send_response(response.status)
@@ -138,9 +143,21 @@ class GatewayServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], gateway: GatewayResponder) -> None:
+    def __init__(
+        self, address: tuple[str, int], gateway: GatewayResponder, apps: Mapping[str, App] | None = None
+    ) -> None:
         super().__init__(address, _Handler)
         self.gateway = gateway
+        # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
+        self.apps = dict(apps or {})
+
+    def responder_for(self, target: str) -> App:
+        """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
+        path = target.split("?", 1)[0]
+        for prefix in sorted(self.apps, key=len, reverse=True):
+            if path == prefix.rstrip("/") or path.startswith(prefix):
+                return self.apps[prefix]
+        return self.gateway.respond
 
     @property
     def url(self) -> str:
@@ -190,8 +207,10 @@ def make_source(
     return sources[0] if len(sources) == 1 else ChainSource(sources)
 
 
-def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080) -> GatewayServer:
-    """A bound (not yet serving) gateway server; ``port=0`` picks a free port.
+def create_server(
+    source: BlockSource, host: str = "127.0.0.1", port: int = 8080, *, apps: Mapping[str, App] | None = None
+) -> GatewayServer:
+    """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it.
 
     Raises ``UsageError`` when the address cannot be bound, or when ``host``
     is empty: the socket layer reads "" as every interface, which must be
@@ -202,7 +221,7 @@ def create_server(source: BlockSource, host: str = "127.0.0.1", port: int = 8080
             "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
         )
     try:
-        return GatewayServer((host, port), GatewayResponder(source))
+        return GatewayServer((host, port), GatewayResponder(source), apps)
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
@@ -279,6 +298,7 @@ def serve_in_thread(
     cars: Sequence[str | Path] = (),
     host: str = "127.0.0.1",
     port: int = 0,
+    apps: Mapping[str, App] | None = None,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.
 
@@ -290,7 +310,7 @@ def serve_in_thread(
     if source is None:
         source = make_source(store, cars)
     try:
-        server = create_server(source, host, port)
+        server = create_server(source, host, port, apps=apps)
     except BaseException:
         if owned:
             close_source(source)
