@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "memory": ("bundlekit.cli.memory", "memory", "Read and write a memory tree."),
     "build": ("bundlekit.cli.build", "build", "Build a memory bundle (CAR) from a memory tree."),
     "serve": ("bundlekit.cli.serve", "serve", "Serve blocks over a local trustless HTTP gateway."),
+    "open": ("bundlekit.cli.serve", "open_cmd", "Show one bundle, verified, in the browsing interface."),
     "store": ("bundlekit.cli.store", "store", "Inspect and clean the local block store."),
     "load": ("bundlekit.cli.load", "load", "Load a bundle from a manifest URI, verified, into a memory tree."),
     "fork": ("bundlekit.cli.load", "fork", "Import a bundle into another memory tree."),

@@ -1,20 +1,56 @@
-"""``bundlekit serve``: the local trustless gateway in the foreground."""
+"""``bundlekit serve`` (the local trustless gateway, optionally with the browsing interface) and ``bundlekit open``."""
 
 from __future__ import annotations
+
+import importlib
+import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from bundlekit.cli import output
+from bundlekit.errors import UsageError
 from bundlekit.gateway.server import (
     STOP_POLL_INTERVAL,
+    App,
+    GatewayServer,
     close_source,
     create_server,
     make_source,
     served_roots,
     stop_on_signals,
 )
+from bundlekit.gateway.sources import BlockSource
+from bundlekit.ipld.cid import cid_to_str
 
-__all__ = ["serve"]
+__all__ = ["open_cmd", "serve"]
+
+_UI_EXTRA = "the interface needs the optional extra: pip install -e '.[ui]' (from a bundlekit clone)"
+
+
+def _ui_module(name: str) -> Any:
+    """``bundlekit.ui.<name>``, imported only when the interface is asked for (Jinja2, markdown-it-py)."""
+    try:
+        return importlib.import_module(f"bundlekit.ui.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in {"jinja2", "markdown_it", "markupsafe"}:
+            raise UsageError(f"{_UI_EXTRA} ({exc.name} is not installed)") from None
+        raise
+
+
+def _ui_apps(source: BlockSource) -> dict[str, App]:
+    app_module = _ui_module("app")
+    app: App = app_module.UIApp(source.get, lambda: served_roots(source))
+    return {app_module.MOUNT: app}
+
+
+def _run(server: GatewayServer, announce: Callable[[], None]) -> None:
+    # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
+    with stop_on_signals(server):
+        announce()
+        server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
+    output.status("stopped")
 
 
 @click.command()
@@ -34,9 +70,10 @@ __all__ = ["serve"]
     type=click.Path(file_okay=False),
     help="Serve this block store (default: the local store, unless CAR files are given).",
 )
+@click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tuple[str, ...]) -> None:
+def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first; the
@@ -44,28 +81,61 @@ def serve(host: str, port: int, store_dir: str | None, as_json: bool, cars: tupl
     URL (e.g. http://127.0.0.1:8080), then one line per root served,
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
-    end. Requests go to URL/ipfs/CID[/PATH]. Ctrl-C and SIGTERM stop it at
-    once, with exit 0.
+    end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
+    Ctrl-C and SIGTERM stop it at once, with exit 0.
     """
     source = make_source(store_dir, cars)
     try:
-        server = create_server(source, host, port)
+        server = create_server(source, host, port, apps=_ui_apps(source) if ui else None)
     except BaseException:
         close_source(source)
         raise
     try:
         roots = served_roots(source)
-        # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
-        with stop_on_signals(server):
+
+        def announce() -> None:
             if as_json:
                 output.data_json({"url": server.url, "roots": [r.to_dict() for r in roots]})
             else:
                 output.data(server.url)
                 for root in roots:
                     output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
-            output.status(f"serving on {server.url}")
-            server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
-        output.status("stopped")
+            output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
+
+        _run(server, announce)
     finally:
         server.server_close()
         close_source(source)
+
+
+@click.command("open")
+@click.argument("uri")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port (0 picks a free one).")
+def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int) -> None:
+    """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
+
+    Every block is checked against its CID before anything is shown. The page
+    URL goes to stdout; the server runs until Ctrl-C or SIGTERM (exit 0).
+    Encrypted bundles show their plaintext index and names; no key is asked for.
+    """
+    open_module = _ui_module("open")  # before any download: a missing extra fails fast
+    with tempfile.TemporaryDirectory(prefix="bundlekit-open-") as workdir:
+        source, root = open_module.open_bundle(uri, workdir, gateways=gateways)
+        try:
+            server = create_server(source, host, port, apps=_ui_apps(source))
+        except BaseException:
+            source.close()
+            raise
+        try:
+            page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
+
+            def announce() -> None:
+                output.data(page)
+                output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
+
+            _run(server, announce)
+        finally:
+            server.server_close()
+            source.close()

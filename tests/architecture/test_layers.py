@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pinners",),
     ("bundlekit.convert",),
     ("bundlekit.mcp_server",),  # the MCP front end: memory, bundles and pinning for MCP clients
+    ("bundlekit.ui",),  # the browsing interface mounted by `serve --ui` and `open`
     ("bundlekit.cli", "bundlekit.__main__"),
     ("bundlekit",),  # the package's lazy public API re-exports everything
 ]

@@ -1,0 +1,185 @@
+"""What the browsing interface shows, read from the gateway's own blocks: bundles, memories, timeline days.
+
+Every value here comes from a bundle and is untrusted: the templates escape it
+and render Markdown with raw HTML off (``render.py``). Reading is bounded: a file
+larger than :data:`MAX_SHOWN_FILE` is not read (its page says so), so a hostile
+bundle cannot make a page hold gigabytes. Blocks come from the server's block
+source, whose blocks were verified when they entered it (a CAR indexed by
+``bundlekit serve``, the block store, or a bundle ``bundlekit open`` fetched
+block by block against its CIDs).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bundlekit.bundle.diff import DiffResult, diff_memories
+from bundlekit.bundle.manifest import ENC_SUFFIX, MANIFEST_NAME, MEMORY_DIR, parse_manifest
+from bundlekit.errors import BundlekitError, CodecError
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.memory.record import MemoryRecord, parse_memory_file
+from bundlekit.memory.timeline import DAY_FILE_RE, parse_day
+from bundlekit.unixfs.reader import UnixFSReader
+
+__all__ = [
+    "MAX_SHOWN_FILE",
+    "BodyDiff",
+    "BundleView",
+    "MemoryItem",
+    "bundle_diff",
+    "read_bundle",
+    "read_manifest",
+]
+
+MAX_SHOWN_FILE = 4 * 1024 * 1024  # bytes: larger files are listed, not read into a page
+_TIMELINE_PREFIX = f"{MEMORY_DIR}/timeline/"
+
+
+@dataclass
+class MemoryItem:
+    """One memory of a bundle: its record when readable, else why not (encrypted, too large, malformed)."""
+
+    key: str
+    path: str
+    size: int
+    record: MemoryRecord | None = None
+    problem: str | None = None
+
+    @property
+    def encrypted(self) -> bool:
+        return self.path.endswith(ENC_SUFFIX)
+
+    @property
+    def type(self) -> str:
+        return self.record.type if self.record is not None else "unknown"
+
+
+@dataclass
+class BundleView:
+    """A bundle as the pages show it."""
+
+    root: str
+    manifest: dict[str, Any]
+    index_text: str
+    memories: list[MemoryItem]
+    timeline: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # day -> entries, plaintext only
+    encrypted_days: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def encrypted(self) -> bool:
+        return self.manifest.get("encryption") is not None
+
+    def memory(self, key: str) -> MemoryItem | None:
+        return next((item for item in self.memories if item.key == key), None)
+
+    def by_type(self) -> list[tuple[str, list[MemoryItem]]]:
+        """Memories grouped by type, in the index's order of types, then any other type."""
+        order = ["user", "feedback", "project", "reference"]
+        groups: dict[str, list[MemoryItem]] = {}
+        for item in self.memories:
+            groups.setdefault(item.type, []).append(item)
+        names = [t for t in order if t in groups] + sorted(t for t in groups if t not in order)
+        return [(name, groups[name]) for name in names]
+
+    def records(self) -> dict[str, MemoryRecord]:
+        return {item.key: item.record for item in self.memories if item.record is not None}
+
+
+def _read_small(reader: UnixFSReader, cid: bytes, size: int, path: str) -> bytes:
+    if size > MAX_SHOWN_FILE:
+        raise CodecError(f"{path} is {size} bytes; the interface shows files up to {MAX_SHOWN_FILE} bytes")
+    out = bytearray()
+    for chunk in reader.iter_file(cid):
+        out += chunk
+        if len(out) > size:
+            raise CodecError(f"{path} holds more bytes than the manifest's {size}")
+    return bytes(out)
+
+
+def read_manifest(get: Callable[[bytes], bytes], root: bytes) -> dict[str, Any]:
+    """The validated manifest of the bundle at ``root``. Raises ``BundlekitError`` when it is not a bundle."""
+    reader = UnixFSReader(get, verify=False)  # the source's blocks are verified already
+    return _manifest(reader, root)
+
+
+def _manifest(reader: UnixFSReader, root: bytes) -> dict[str, Any]:
+    manifest_cid = reader.resolve(root, MANIFEST_NAME)
+    return parse_manifest(_read_small(reader, manifest_cid, MAX_SHOWN_FILE, MANIFEST_NAME))
+
+
+def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
+    """Read the bundle at ``root`` from verified blocks. Raises ``BundlekitError`` when it is not a bundle."""
+    reader = UnixFSReader(get, verify=False)  # the source's blocks are verified already
+    manifest = _manifest(reader, root)
+    files: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+    view = BundleView(cid_to_str(root), manifest, "", [])
+    for path, info in sorted(files.items()):
+        name = path[len(MEMORY_DIR) + 1 :]
+        try:
+            if name == INDEX_NAME:
+                data = _read_small(reader, reader.resolve(root, path), int(info["size"]), path)
+                view.index_text = data.decode("utf-8", errors="replace")
+            elif path.startswith(_TIMELINE_PREFIX):
+                _read_day(reader, root, path, int(info["size"]), view)
+            else:
+                view.memories.append(_read_memory(reader, root, path, int(info["size"])))
+        except BundlekitError as exc:
+            view.problems.append(f"{path}: {exc}")
+    return view
+
+
+def _read_memory(reader: UnixFSReader, root: bytes, path: str, size: int) -> MemoryItem:
+    name = path[len(MEMORY_DIR) + 1 :].removesuffix(ENC_SUFFIX)
+    item = MemoryItem(key=name.removesuffix(".md"), path=path, size=size)
+    if item.encrypted:
+        item.problem = "encrypted: the body is not shown (no key ever reaches the browser)"
+        return item
+    try:
+        text = _read_small(reader, reader.resolve(root, path), size, path).decode("utf-8")
+        item.record = parse_memory_file(text, key=item.key, where=path)
+    except (BundlekitError, UnicodeDecodeError) as exc:
+        item.problem = f"cannot show this memory: {exc}"
+    return item
+
+
+def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: BundleView) -> None:
+    name = path[len(_TIMELINE_PREFIX) :]
+    if name.endswith(ENC_SUFFIX):
+        view.encrypted_days.append(name.removesuffix(ENC_SUFFIX).removesuffix(".jsonl"))
+        return
+    match = DAY_FILE_RE.fullmatch(name)
+    if match is None:
+        view.problems.append(f"{path}: not a timeline day file")
+        return
+    data = _read_small(reader, reader.resolve(root, path), size, path)
+    view.timeline[match.group(1)] = parse_day(name, data, strict=False)
+
+
+@dataclass
+class BodyDiff:
+    """One changed memory: the fields that differ and a unified line diff of the bodies."""
+
+    key: str
+    fields: tuple[str, ...]
+    lines: list[str]
+
+
+def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[BodyDiff]]:
+    """Added, removed and changed memories between two bundles (readable memories only), with body diffs."""
+    a, b = old.records(), new.records()
+    result = diff_memories(a, b, old_label=old.root, new_label=new.root)
+    bodies = []
+    for changed in result.changed:
+        lines = list(
+            difflib.unified_diff(
+                a[changed.key].body.splitlines(), b[changed.key].body.splitlines(),
+                fromfile=f"{changed.key} (old)", tofile=f"{changed.key} (new)", lineterm="",
+            )
+        )
+        bodies.append(BodyDiff(changed.key, changed.fields, lines))
+    return result, bodies
