@@ -1,0 +1,124 @@
+"""The /ui/ pages over HTTP (no browser): content, escaping, safety headers, read-only, gateway paths unchanged."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bundlekit.bundle.build import build_bundle
+from bundlekit.crypto import RawKeyFile
+from bundlekit.gateway.server import GatewayServer, close_source, make_source, serve_in_thread, served_roots
+from bundlekit.ui.app import CONTENT_SECURITY_POLICY, MOUNT, UIApp
+from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
+
+
+def _get(server: GatewayServer, path: str) -> httpx.Response:
+    return httpx.get(server.url + path, timeout=30)
+
+
+@pytest.mark.parametrize("path", ["/ui/", "/ui/bundle/{old}", "/ui/bundle/{old}/memory/user_role",
+                                  "/ui/bundle/{old}/timeline", "/ui/diff?old={old}&new={new}", "/ui/nope"])
+def test_every_page_carries_the_safety_headers(ui_server: GatewayServer, bundles: Bundles, path: str) -> None:
+    response = _get(ui_server, path.format(old=bundles.old, new=bundles.new))
+    assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "script-src 'none'" in CONTENT_SECURITY_POLICY
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+def test_the_home_page_lists_both_bundles(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, "/ui/").text
+    assert bundles.old in text and bundles.new in text
+    assert "coach" in text and "plaintext" in text
+
+
+def test_the_bundle_page_groups_memories_by_type_and_shows_the_index(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/bundle/{bundles.old}").text
+    for heading in ("<h3>User</h3>", "<h3>Feedback</h3>", "<h3>Project</h3>", "<h3>Reference</h3>"):
+        assert heading in text
+    assert "Season goal" in text and "a June tournament" in text
+    assert "Index (MEMORY.md)" in text
+
+
+def test_search_filters_names_and_descriptions(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/bundle/{bundles.old}?q=JUNE").text
+    assert "Season goal" in text and "Highlight reel" not in text.split("Index (MEMORY.md)")[0]
+
+
+def test_hostile_values_are_escaped_text(ui_server: GatewayServer, bundles: Bundles) -> None:
+    listing = _get(ui_server, f"/ui/bundle/{bundles.old}").text.split("Index (MEMORY.md)")[0]
+    page = _get(ui_server, f"/ui/bundle/{bundles.old}/memory/reference_hostile").text
+    for text in (listing, page):
+        assert XSS_NAME not in text and XSS_DESCRIPTION not in text
+        assert "&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;" in text
+    assert "<script" not in page and "<iframe" not in page and "<img" not in page
+    assert 'href="javascript' not in page and "onclick=" not in page.replace("onclick=&quot;", "")
+    article = page.split('<article class="markdown" id="body">')[1].split("</article>")[0]
+    assert re.search(r"<[a-z][^>]*\ssrc=", article) is None  # no element in a body makes the browser fetch
+
+
+def test_a_memory_page_renders_markdown_and_the_frontmatter(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/bundle/{bundles.old}/memory/user_role").text
+    assert "<h1>Winger</h1>" in text and "<em>winger</em>" in text
+    assert "<th>revision</th>" in text and "<th>created</th>" in text
+
+
+def test_the_timeline_chart_is_svg_and_a_day_lists_its_entries(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/bundle/{bundles.old}/timeline?day=2026-04-15").text
+    assert text.count("<rect") == 3
+    assert "day 1 note 2" in text and "day 0 note 0" not in text
+
+
+def test_the_diff_page_shows_the_changed_memory_and_its_body_lines(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/diff?old={bundles.old}&new={bundles.new}").text
+    assert 'data-key="project_season"' in text
+    assert "-Tournament in June." in text and "+Tournament in July." in text
+
+
+def test_nothing_writes(ui_server: GatewayServer, bundles: Bundles) -> None:
+    response = httpx.post(f"{ui_server.url}/ui/bundle/{bundles.old}", content=b"x", timeout=30)
+    assert response.status_code == 405
+
+
+@pytest.mark.parametrize(("path", "status"), [("/ui/bundle/notacid", 400), ("/ui/bundle/{old}/memory/ghost", 404),
+                                              ("/ui/elsewhere", 404), ("/ui/diff?old={old}", 400)])
+def test_bad_paths_get_an_error_page(ui_server: GatewayServer, bundles: Bundles, path: str, status: int) -> None:
+    response = _get(ui_server, path.format(old=bundles.old))
+    assert response.status_code == status
+    assert 'id="error"' in response.text
+
+
+def test_gateway_paths_are_unchanged_beside_the_interface(ui_server: GatewayServer, bundles: Bundles) -> None:
+    raw = httpx.get(f"{ui_server.url}/ipfs/{bundles.old}?format=raw", timeout=30)
+    assert raw.status_code == 200 and raw.headers["content-type"] == "application/vnd.ipld.raw"
+    manifest = httpx.get(f"{ui_server.url}/ipfs/{bundles.old}/manifest.json", timeout=30)
+    assert manifest.json()["namespace"] == "coach"
+    assert "content-security-policy" not in manifest.headers
+
+
+def test_the_index_links_open_the_memory_pages(ui_server: GatewayServer, bundles: Bundles) -> None:
+    text = _get(ui_server, f"/ui/bundle/{bundles.old}").text
+    index = text.split("Index (MEMORY.md)")[1]
+    assert f'href="/ui/bundle/{bundles.old}/memory/user_role"' in index or "user_role.md" in index
+
+
+def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
+    car = tmp_path / "enc.car"
+    result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", key=RawKeyFile(b"k" * 32))
+    source = make_source(cars=[car])
+    app = UIApp(source.get, lambda: served_roots(source))
+    try:
+        with serve_in_thread(source, apps={MOUNT: app}) as server:
+            home = _get(server, "/ui/").text
+            page = _get(server, f"/ui/bundle/{result.root_cid}").text
+            memory = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_role").text
+            timeline = _get(server, f"/ui/bundle/{result.root_cid}/timeline").text
+    finally:
+        close_source(source)
+    assert "encrypted" in home
+    assert "key from key-file" in page and "Season goal" in page  # names come from the plaintext index
+    assert "Plays as a" not in page + memory and "no key ever reaches the browser" in memory
+    assert "3 encrypted" in timeline
