@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -46,10 +47,13 @@ def _ui_apps(source: BlockSource) -> dict[str, App]:
 
 
 def _run(server: GatewayServer, announce: Callable[[], None]) -> None:
+    """Serve until a signal: SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere."""
     # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
-    with stop_on_signals(server):
+    with stop_on_signals(server) as received:
         announce()
         server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
+    if signal.SIGINT in received:
+        raise KeyboardInterrupt  # the CLI prints "interrupted" and exits 130
     output.status("stopped")
 
 
@@ -82,7 +86,7 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, 
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
     end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
-    Ctrl-C and SIGTERM stop it at once, with exit 0.
+    SIGTERM stops it at once with exit 0; Ctrl-C too, with exit 130.
     """
     source = make_source(store_dir, cars)
     try:
@@ -117,7 +121,7 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
-    URL goes to stdout; the server runs until Ctrl-C or SIGTERM (exit 0).
+    URL goes to stdout; the server runs until SIGTERM (exit 0) or Ctrl-C (exit 130).
     Encrypted bundles show their plaintext index and names; no key is asked for.
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast

@@ -53,10 +53,10 @@ def test_sigterm_stops_serve_with_exit_0(sample_car: Path) -> None:
         assert proc.wait(timeout=HANG_GUARD) == 0
 
 
-def test_sigint_stops_serve_with_exit_0(sample_car: Path) -> None:
+def test_sigint_stops_serve_as_an_interrupt_with_exit_130(sample_car: Path) -> None:
     with _serving(str(sample_car)) as (proc, _lines):
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=HANG_GUARD) == 0
+        assert proc.wait(timeout=HANG_GUARD) == 130
 
 
 def test_serve_says_stopped_on_stderr_when_signalled(sample_car: Path) -> None:

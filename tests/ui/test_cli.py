@@ -20,8 +20,8 @@ def _start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
                             env={"PYTHONPATH": str(ROOT), "CI": "true", **(env or {})})
 
 
-def _stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    proc.send_signal(signal.SIGINT)
+def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=30)
     return proc.returncode, err
 
@@ -35,8 +35,8 @@ def test_open_a_car_prints_the_bundle_page_url_which_answers(bundles: Bundles) -
         page = httpx.get(url, timeout=30)
         assert page.status_code == 200 and "Season goal" in page.text
     finally:
-        code, err = _stop(proc)
-    assert code == 0 and "Traceback" not in err
+        code, err = _stop(proc, signal.SIGINT)
+    assert code == 130 and "interrupted" in err and "Traceback" not in err
 
 
 def test_open_through_a_gateway_fetches_and_verifies_the_bundle(bundles: Bundles) -> None:
