@@ -50,7 +50,7 @@ from bundlekit.ipld.cid import (
 )
 from bundlekit.ipld.walk import walk_dag
 
-__all__ = ["BlockStore", "default_store_root"]
+__all__ = ["IPNS_RECORD_MEDIA_TYPE", "BlockStore", "default_store_root"]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
@@ -62,6 +62,8 @@ STALE_TEMP_SECONDS = 3600.0
 # Temp files of bundlekit before the shared write helper (``_fs``): gc still removes them.
 LEGACY_TEMP_PREFIX = ".tmp-"
 _WRITE_HINT = "check free space and permissions"
+# How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
+IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
 _IPNS_NAME = re.compile(r"^k[0-9a-z]{40,120}$")
 
 

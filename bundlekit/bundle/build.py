@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -39,7 +40,6 @@ from bundlekit.bundle.manifest import (
     make_manifest,
     parse_created,
 )
-from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import _encrypt_stream

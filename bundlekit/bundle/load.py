@@ -71,6 +71,7 @@ from bundlekit.errors import (
 )
 from bundlekit.ipld.cid import RAW, cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.names.resolve import resolve_uri
 from bundlekit.net.fetch import (
     BundleURI,
     GatewayFetcher,
@@ -80,7 +81,6 @@ from bundlekit.net.fetch import (
     parse_gateway,
     parse_uri,
 )
-from bundlekit.names.resolve import resolve_uri
 from bundlekit.net.http import Failure, HttpOptions, open_client
 from bundlekit.unixfs.profiles import Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader

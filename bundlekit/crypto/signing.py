@@ -36,8 +36,8 @@ from bundlekit.errors import KeySourceError, SignatureError, UsageError
 __all__ = [
     "DID_KEY_PREFIX",
     "ED25519_PUB_MULTICODEC",
-    "EthSigner",
     "Ed25519Signer",
+    "EthSigner",
     "Signer",
     "b58decode",
     "b58encode",

@@ -7,7 +7,14 @@ best valid record across the local store and gateways.
 
 from __future__ import annotations
 
-from bundlekit.names.publish import DEFAULT_LIFETIME, DEFAULT_TTL, Published, create_name, parse_duration, publish
+from bundlekit.names.publish import (
+    DEFAULT_LIFETIME,
+    DEFAULT_TTL,
+    Published,
+    create_name,
+    parse_duration,
+    publish,
+)
 from bundlekit.names.record import IpnsRecord, create_record, name_from_key, parse_name, verify_record
 from bundlekit.names.resolve import Resolution, resolve, resolve_uri
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
 from bundlekit.crypto.signing import Ed25519Signer, libp2p_ed25519_public_key
 from bundlekit.errors import CIDError, SignatureError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, decode_varint, encode_varint
@@ -52,7 +53,7 @@ __all__ = [
     "verify_record",
 ]
 
-RECORD_MEDIA_TYPE: Final = "application/vnd.ipfs.ipns-record"
+RECORD_MEDIA_TYPE: Final = IPNS_RECORD_MEDIA_TYPE
 SIGNATURE_PREFIX: Final = b"ipns-signature:"
 MAX_RECORD_SIZE: Final = 10 * 1024
 LIBP2P_KEY: Final = 0x72

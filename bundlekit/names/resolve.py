@@ -19,7 +19,14 @@ from datetime import UTC, datetime
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, LoadError, SignatureError, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.names.record import MAX_RECORD_SIZE, RECORD_MEDIA_TYPE, IpnsRecord, name_text, parse_name, verify_record
+from bundlekit.names.record import (
+    MAX_RECORD_SIZE,
+    RECORD_MEDIA_TYPE,
+    IpnsRecord,
+    name_text,
+    parse_name,
+    verify_record,
+)
 from bundlekit.net.fetch import RemoteGateway, http_get
 from bundlekit.net.http import Failure, HttpOptions, open_client
 
