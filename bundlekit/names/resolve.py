@@ -77,14 +77,15 @@ def resolve(
 ) -> Resolution:
     """The best valid record for ``name`` across ``store`` and ``gateways``.
 
-    Raises ``UsageError`` for a malformed name or no source at all,
+    With neither, the local block store (``BlockStore()``) is asked.
+    Raises ``UsageError`` for a malformed name,
     ``SignatureError`` when records were found but none verifies (the first
     failure is named), ``LoadError`` when no source has a record.
     """
     binary = parse_name(name)
     label = name_text(binary)
     if not gateways and store is None:
-        raise UsageError("no source for IPNS records: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
+        store = BlockStore()
     notes: list[str] = []
     offered: list[tuple[str, bytes]] = []
     if store is not None:

@@ -9,10 +9,11 @@ import pytest
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
-from bundlekit.bundle.signature import ExternalSignature, manifest_message
-from bundlekit.crypto.signing import Ed25519Signer, EthSigner
+from bundlekit.bundle.signature import ExternalSignature, manifest_message, sign_manifest
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner, b58decode, did_key, did_key_public
 from bundlekit.errors import SignatureError
-from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
+from bundlekit.names.record import name_from_key
 
 from .conftest import CREATED, ETH_ADDRESS, ETH_KEY, bundle_files, make_tree, rebundle
 
@@ -116,3 +117,22 @@ def test_external_signature_of_another_manifest_fails_the_build(tree: Path, tmp_
     with pytest.raises(SignatureError, match="does not verify"):
         build_bundle(tree, tmp_path / "b.car", created=CREATED, sign=ExternalSignature(ETH_ADDRESS, signature))
     assert not (tmp_path / "b.car").exists()
+
+
+def test_did_key_matches_a_published_ed25519_example() -> None:
+    # openwallet-foundation/acapy aries_cloudagent/did/tests/test_dids.py (did-method-key form).
+    public = b58decode("8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K")
+    assert did_key(public) == "did:key:z6MkmjY8GnV5i9YTDtPETC2uUAW6ejw3nk5mXF5yci5ab7th"
+    assert did_key_public("did:key:z6MkmjY8GnV5i9YTDtPETC2uUAW6ejw3nk5mXF5yci5ab7th") == public
+
+
+def test_eth_signer_identity_is_the_eip55_address_of_its_key() -> None:
+    assert EthSigner(ETH_KEY).identity == ETH_ADDRESS  # Hardhat's documented account #0
+
+
+def test_spec_vectors_are_what_the_code_writes() -> None:
+    spec = (Path(__file__).resolve().parents[2] / "specs" / "provenance.md").read_text()
+    cid = cid_from_text("bafkqaaa")
+    for signer in (Ed25519Signer.from_seed(bytes([7]) * 32), EthSigner(ETH_KEY)):
+        assert "    " + sign_manifest(cid, signer).decode().rstrip("\n") + "\n" in spec
+    assert name_from_key(Ed25519Signer.from_seed(bytes([7]) * 32).public) in spec
