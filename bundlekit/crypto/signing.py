@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from bundlekit._fs import atomic_write_bytes
 from bundlekit.crypto._keys import PrivateKeySigner, normalize_signature
 from bundlekit.errors import KeySourceError, SignatureError, UsageError
+from bundlekit.ipld.bases import BASE58BTC, decode, encode
 
 __all__ = [
     "DID_KEY_PREFIX",
@@ -39,8 +40,6 @@ __all__ = [
     "Ed25519Signer",
     "EthSigner",
     "Signer",
-    "b58decode",
-    "b58encode",
     "did_key",
     "did_key_public",
     "is_identity",
@@ -53,39 +52,19 @@ ED25519_PUB_MULTICODEC: Final = b"\xed\x01"  # varint of 0xed
 # libp2p crypto.proto PublicKey {Type=1: KeyType Ed25519 = 1, Data=2: 32 bytes}, deterministic encoding.
 _LIBP2P_ED25519_PREFIX: Final = b"\x08\x01\x12\x20"
 _ETH_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _MAX_KEY_FILE = 4096
 _WALLET_HINT: Final = "install the wallet extra: pip install 'bundlekit[wallet]'"
 
 
-def b58encode(data: bytes) -> str:
-    """Bitcoin base58 (multibase ``z`` without the prefix)."""
-    number = int.from_bytes(data, "big")
-    out = ""
-    while number:
-        number, digit = divmod(number, 58)
-        out = _B58[digit] + out
-    return "1" * (len(data) - len(data.lstrip(b"\0"))) + out
-
-
-def b58decode(text: str) -> bytes:
-    """Inverse of :func:`b58encode`; ``ValueError`` for a character outside the alphabet."""
-    number = 0
-    for char in text:
-        number = number * 58 + _B58.index(char)
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    return b"\0" * (len(text) - len(text.lstrip("1"))) + body
-
-
 def did_key(public: bytes) -> str:
     """The ``did:key`` of a 32-byte Ed25519 public key."""
-    return DID_KEY_PREFIX + b58encode(ED25519_PUB_MULTICODEC + public)
+    return DID_KEY_PREFIX + encode(ED25519_PUB_MULTICODEC + public, BASE58BTC)
 
 
 def did_key_public(did: str) -> bytes:
     """The Ed25519 public key a ``did:key`` names; ``SignatureError`` for any other kind of did:key."""
     try:
-        raw = b58decode(did[len(DID_KEY_PREFIX):]) if did.startswith(DID_KEY_PREFIX) else b""
+        raw = decode(did[len(DID_KEY_PREFIX):], BASE58BTC) if did.startswith(DID_KEY_PREFIX) else b""
     except ValueError:
         raw = b""
     if len(raw) != 34 or raw[:2] != ED25519_PUB_MULTICODEC:

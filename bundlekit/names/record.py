@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
 from bundlekit.crypto.signing import Ed25519Signer, libp2p_ed25519_public_key
 from bundlekit.errors import CIDError, SignatureError, UsageError
+from bundlekit.ipld.bases import BASE36, decode, encode
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, decode_varint, encode_varint
 
 __all__ = [
@@ -59,7 +60,6 @@ MAX_RECORD_SIZE: Final = 10 * 1024
 LIBP2P_KEY: Final = 0x72
 _IDENTITY: Final = 0x00
 _EOL: Final = 0
-_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _VALIDITY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
 
 # IpnsEntry field numbers and whether each is a varint (else length-delimited bytes).
@@ -71,28 +71,11 @@ _FIELDS: Final = {1: ("value", False), 2: ("signatureV1", False), 3: ("validityT
 # -- names ----------------------------------------------------------------------------------
 
 
-def _base36(data: bytes) -> str:
-    number = int.from_bytes(data, "big")
-    out = ""
-    while number:
-        number, digit = divmod(number, 36)
-        out = _BASE36[digit] + out
-    return "0" * (len(data) - len(data.lstrip(b"\0"))) + out
-
-
-def _unbase36(text: str) -> bytes:
-    number = 0
-    for char in text:
-        number = number * 36 + _BASE36.index(char)
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    return b"\0" * (len(text) - len(text.lstrip("0"))) + body
-
-
 def name_from_key(public: bytes) -> str:
     """The IPNS name (``k51...``) of a 32-byte Ed25519 public key."""
     key = libp2p_ed25519_public_key(public)
     cid = b"\x01" + encode_varint(LIBP2P_KEY) + bytes([_IDENTITY]) + encode_varint(len(key)) + key
-    return "k" + _base36(cid)
+    return "k" + encode(cid, BASE36)
 
 
 def parse_name(text: str) -> bytes:
@@ -102,7 +85,7 @@ def parse_name(text: str) -> bytes:
     """
     name = text.strip()
     try:
-        cid = _unbase36(name[1:].lower()) if name[:1] in ("k", "K") else cid_from_text(name)
+        cid = decode(name[1:].lower(), BASE36) if name[:1] in ("k", "K") else cid_from_text(name)
     except (ValueError, CIDError):
         cid = b""
     if cid[:1] != b"\x01" or cid[1:2] != bytes([LIBP2P_KEY]):
@@ -124,7 +107,7 @@ def name_public_key(name: bytes) -> bytes | None:
 
 def name_text(name: bytes) -> str:
     """A binary name as ``k51...``."""
-    return "k" + _base36(name)
+    return "k" + encode(name, BASE36)
 
 
 # -- protobuf -------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ import pytest
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.signature import ExternalSignature, manifest_message, sign_manifest
-from bundlekit.crypto.signing import Ed25519Signer, EthSigner, b58decode, did_key, did_key_public
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner, did_key, did_key_public
 from bundlekit.errors import SignatureError
+from bundlekit.ipld.bases import BASE58BTC, decode
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.names.record import name_from_key
 
@@ -121,7 +122,7 @@ def test_external_signature_of_another_manifest_fails_the_build(tree: Path, tmp_
 
 def test_did_key_matches_a_published_ed25519_example() -> None:
     # openwallet-foundation/acapy aries_cloudagent/did/tests/test_dids.py (did-method-key form).
-    public = b58decode("8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K")
+    public = decode("8HH5gYEeNc3z7PYXmd54d4x6qAfCNrqQqEB3nS7Zfu7K", BASE58BTC)
     assert did_key(public) == "did:key:z6MkmjY8GnV5i9YTDtPETC2uUAW6ejw3nk5mXF5yci5ab7th"
     assert did_key_public("did:key:z6MkmjY8GnV5i9YTDtPETC2uUAW6ejw3nk5mXF5yci5ab7th") == public
 
