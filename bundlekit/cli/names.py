@@ -41,12 +41,16 @@ def name() -> None:
 
 @name.command("create")
 @_KEY_FILE
-def create(key_file: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print {name, key_file, generated} as JSON.")
+def create(key_file: Path, as_json: bool) -> None:
     """Print the IPNS name of KEY_FILE's Ed25519 key (a new key is written, mode 0600, when the file is missing)."""
     text, generated = create_name(key_file)
     if generated:
         output.status(f"generated a new Ed25519 key in {key_file} (keep it secret: it controls the name)")
-    output.data(text)
+    if as_json:
+        output.data_json({"name": text, "key_file": str(key_file), "generated": generated})
+    else:
+        output.data(text)
 
 
 def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Router]]:
