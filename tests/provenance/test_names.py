@@ -73,6 +73,15 @@ def test_gateway_serves_the_kept_record_as_ipns_record(tmp_path: Path, ed_key: t
     assert missing.status_code == 404
 
 
+def test_gateway_still_refuses_ipns_paths_asked_as_content(tmp_path: Path,
+                                                           ed_key: tuple[Path, Ed25519Signer]) -> None:
+    store = _store(tmp_path, "s")
+    out = publish(ed_key[0], CID_A, store=store)
+    with serve_in_thread(store=store) as server:
+        got = httpx.get(f"{server.url}/ipns/{out.name}")
+    assert got.status_code == 501 and "ipns-record" in got.text
+
+
 def test_resolve_takes_the_highest_sequence_and_notes_a_lower_one_from_a_second_gateway(
     tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]
 ) -> None:
