@@ -77,6 +77,11 @@ _LAZY: dict[str, str] = {
     "import_from": "bundlekit.convert",
     "export_to": "bundlekit.convert",
     "load_layered": "bundlekit.bundle.layers",
+    # provenance
+    "Ed25519Signer": "bundlekit.crypto.signing",
+    "EthSigner": "bundlekit.crypto.signing",
+    "ExternalSignature": "bundlekit.bundle.signature",
+    "walk_lineage": "bundlekit.bundle.log",
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
@@ -98,6 +103,7 @@ __all__ = [
     "UnsupportedBlock",
     "DAGLimitExceeded",
     "IntegrityError",
+    "SignatureError",
     "UnsafePathError",
     "PathNotFound",
     "MemoryStoreError",
@@ -174,6 +180,10 @@ __all__ = [
     "import_from",
     "export_to",
     "load_layered",
+    "Ed25519Signer",
+    "EthSigner",
+    "ExternalSignature",
+    "walk_lineage",
 ]
 
 
@@ -191,6 +201,8 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.bundle.fork import fork_bundle
     from bundlekit.bundle.layers import load_layered
     from bundlekit.bundle.load import LoadResult, load_bundle
+    from bundlekit.bundle.log import walk_lineage
+    from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.car.extract import unpack_car
     from bundlekit.car.index import CarIndex
     from bundlekit.car.reader import read_car
@@ -205,6 +217,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
         SignatureKey,
         signature_message,
     )
+    from bundlekit.crypto.signing import Ed25519Signer, EthSigner
     from bundlekit.gateway.server import serve_in_thread
     from bundlekit.ipld.cid import cid_to_str, parse_cid
     from bundlekit.ipld.walk import walk_dag

@@ -6,6 +6,7 @@ Layout (``specs/gateway.md`` has the full description)::
     <root>/pins.json              the pin set, rewritten atomically
     <root>/pins.lock              fcntl lock guarding read-modify-write of pins.json
     <root>/gc.lock                shared while importing, exclusive while collecting
+    <root>/ipns/<name>            the latest IPNS record published for a name (``bundlekit.names``)
 
 A block file is named by the canonical CIDv1 string of its CID (a CIDv0 is
 stored as the equivalent dag-pb CIDv1, so both spellings find the same file).
@@ -29,6 +30,7 @@ import fcntl
 import functools
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +50,7 @@ from bundlekit.ipld.cid import (
 )
 from bundlekit.ipld.walk import walk_dag
 
-__all__ = ["BlockStore", "default_store_root"]
+__all__ = ["IPNS_RECORD_MEDIA_TYPE", "BlockStore", "default_store_root"]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
@@ -60,6 +62,9 @@ STALE_TEMP_SECONDS = 3600.0
 # Temp files of bundlekit before the shared write helper (``_fs``): gc still removes them.
 LEGACY_TEMP_PREFIX = ".tmp-"
 _WRITE_HINT = "check free space and permissions"
+# How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
+IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
+_IPNS_NAME = re.compile(r"^k[0-9a-z]{40,120}$")
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -341,6 +346,30 @@ class BlockStore:
                 seen.add(key)
                 total += len(data)
         return total
+
+    # -- IPNS records -----------------------------------------------------------
+
+    def _record_path(self, name: str) -> Path:
+        if not _IPNS_NAME.match(name):
+            raise UsageError(f"{name[:80]!r} is not an IPNS name (k51...); check the name")
+        return self.root / "ipns" / name
+
+    def put_record(self, name: str, record: bytes) -> None:
+        """Keep ``record`` as the latest IPNS record of ``name`` (``k51...``), replacing the one before.
+
+        The store does not read records: ``bundlekit.names`` verifies them
+        before it calls this and after it reads one back.
+        """
+        atomic_write_bytes(self._record_path(name), record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
+
+    def get_record(self, name: str) -> bytes | None:
+        """The IPNS record kept for ``name``, or None."""
+        try:
+            return self._record_path(name).read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BundlekitError(f"cannot read the IPNS record of {name}: {os_reason(exc)}") from exc
 
     # -- pins -----------------------------------------------------------------
 

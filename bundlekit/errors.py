@@ -29,7 +29,8 @@ says so below.
     │   ├── MissingBlock            a block the DAG needs is absent
     │   ├── UnsupportedBlock        unknown codec or hash function, or block over the size limit
     │   ├── DAGLimitExceeded        depth or link-count limit hit (hostile or cyclic DAG)
-    │   └── IntegrityError          a file's bytes do not match the CID a manifest lists
+    │   ├── IntegrityError          a file's bytes do not match the CID a manifest lists
+    │   └── SignatureError          a manifest signature or IPNS record that does not verify, or the wrong signer
     ├── UnsafePathError             a link name that would escape or corrupt an output directory
     ├── PathNotFound                a path that does not exist inside a UnixFS DAG
     ├── MemoryStoreError            memory tree problems
@@ -78,6 +79,7 @@ __all__ = [
     "UnsupportedBlock",
     "DAGLimitExceeded",
     "IntegrityError",
+    "SignatureError",
     "UnsafePathError",
     "PathNotFound",
     "MemoryStoreError",
@@ -179,6 +181,10 @@ class DAGLimitExceeded(VerificationError):
 
 class IntegrityError(VerificationError):
     """A file's bytes do not match the CID its manifest lists for it."""
+
+
+class SignatureError(VerificationError):
+    """A manifest signature or IPNS record that does not verify, or a signer other than the expected ones."""
 
 
 class UnsafePathError(BundlekitError):

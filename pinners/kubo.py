@@ -141,6 +141,18 @@ class KuboPinner(BasePinner):
             what="pin/rm",
         )
 
+    def put_ipns_record(self, name: str, record: bytes) -> None:
+        """``routing/put?arg=/ipns/<name>&allow-offline=true`` with the record as the multipart file.
+
+        kubo validates the record itself (kubo ``core/commands/routing.go``,
+        ``putValueRoutingCmd``: key argument, ``value-file`` file argument,
+        ``allow-offline`` saves it to the node's store when it has no peers).
+        Raises the HTTP errors (``PinRejected`` when kubo refuses the record).
+        """
+        self._rpc("routing/put", params={"arg": f"/ipns/{name}", "allow-offline": "true"},
+                  body=lambda: {"files": {"file": ("record", record, "application/vnd.ipfs.ipns-record")}},
+                  what="routing/put")
+
     def check(self) -> None:
         """``version``: cheap, and authenticated when the node sits behind a proxy."""
         self._rpc("version", retry=False, what="version")

@@ -21,6 +21,7 @@ differ unless the randomness is injected through ``rng``).
 
 from __future__ import annotations
 
+import builtins
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -38,6 +40,7 @@ from bundlekit.bundle.manifest import (
     make_manifest,
     parse_created,
 )
+from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import _encrypt_stream
 from bundlekit.errors import BundleError, UsageError
@@ -51,6 +54,7 @@ from bundlekit.unixfs.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
+    from bundlekit.crypto.signing import Signer
     from bundlekit.memory import MemoryRecord
 
 __all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
@@ -61,7 +65,9 @@ SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
 @dataclass
 class BundleResult:
     """What a build produced: the root CID (binary; ``root_cid`` is its text), the manifest,
-    the number of files under ``memory/`` (index included), the CAR's size in bytes and its path."""
+    the number of files under ``memory/`` (index included), the CAR's size in bytes and its path;
+    ``manifest_cid`` is the CID of ``manifest.json`` (what a signature names), ``signer`` the
+    identity that signed it (None when unsigned)."""
 
     root: bytes
     manifest: dict[str, Any]
@@ -69,6 +75,8 @@ class BundleResult:
     bytes: int
     car: Path
     paths: list[str] = field(default_factory=list)
+    manifest_cid: builtins.bytes = b""
+    signer: str | None = None
 
     @property
     def root_cid(self) -> str:
@@ -165,6 +173,8 @@ def build_bundle(
     clock: Callable[[], datetime] | None = None,
     rng: Callable[[int], bytes] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    sign: Signer | ExternalSignature | None = None,
+    parents: Sequence[str] | None = None,
 ) -> BundleResult:
     """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
 
@@ -183,10 +193,15 @@ def build_bundle(
     and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
     ``progress(done, total)`` is called as each file is written into the CAR
     (the manifest and the index count as files).
+    With ``sign`` (a ``crypto.signing.Signer``, or an ``ExternalSignature`` made
+    elsewhere) ``signature.json`` is added beside the manifest (``specs/provenance.md``).
+    ``parents`` default to the roots the tree remembers it was loaded or forked
+    from (``bundle.lineage``); they go into the manifest's ``parents``.
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``DeviceMemoryError`` for device-bound memories (they never
     leave the machine), ``ProfileError``, ``UsageError``, ``CryptoError`` from the key,
+    ``SignatureError`` for an external signature that does not cover the manifest,
     and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
@@ -220,8 +235,14 @@ def build_bundle(
         files={path: (cids[path], len(data)) for path, data in stored},
         timeline=timeline,
         encryption=encryption,
+        parents=read_parents(mem.root) if parents is None else parents,
     )
-    root = _write_car(out_car, [(MANIFEST_NAME, canonical_json(manifest)), *stored], prof, cids, progress)
+    manifest_bytes = canonical_json(manifest)
+    manifest_cid = file_cid(manifest_bytes, prof)
+    top = [(MANIFEST_NAME, manifest_bytes)]
+    if sign is not None:  # step 7b: signature.json beside the manifest
+        top.append((SIGNATURE_NAME, signature_document(manifest_cid, sign)))
+    root = _write_car(out_car, [*top, *stored], prof, cids, progress)
     car_path = Path(out_car)
     return BundleResult(
         root=root,
@@ -230,6 +251,8 @@ def build_bundle(
         bytes=car_path.stat().st_size,
         car=car_path,
         paths=sorted(path for path, _ in stored),
+        manifest_cid=manifest_cid,
+        signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
     )
 
 

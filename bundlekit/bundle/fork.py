@@ -5,7 +5,8 @@ re-rendered with ``source`` set to the bundle's address (``ipfs://<root>``; a
 plain HTTPS manifest URL when there is no root); the files and timeline go to
 ``Memory.import_`` as one export blob, which validates everything before it
 writes anything (all or nothing). ``merge`` keeps local files on conflict;
-``replace`` takes the bundle's.
+``replace`` takes the bundle's. The tree then remembers the bundle's root as
+one of its parents (``bundle.lineage``), so its next build names it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.load import load_bundle
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, render_memory_file
@@ -112,6 +114,8 @@ def fork_bundle(
                 "(is a file in the way of its parent directory?); choose another destination"
             ) from exc
         report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
+        if loaded.root is not None:
+            record_parent(target, loaded.root)
     except BaseException:
         if created:
             shutil.rmtree(target, ignore_errors=True)

@@ -44,6 +44,7 @@ import httpx
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import file_cid
+from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -53,6 +54,7 @@ from bundlekit.bundle.manifest import (
     cid_from_text,
     parse_manifest,
 )
+from bundlekit.bundle.signature import SIGNATURE_NAME, check_signature, parse_publishers
 from bundlekit.car.index import CarIndex
 from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.errors import (
@@ -69,6 +71,7 @@ from bundlekit.errors import (
 )
 from bundlekit.ipld.cid import RAW, cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.names.resolve import resolve_uri
 from bundlekit.net.fetch import (
     BundleURI,
     GatewayFetcher,
@@ -100,7 +103,8 @@ class LoadResult:
     root CID (None for a plain HTTPS manifest). ``manifest_verified`` is False
     only for that plain HTTPS form. ``warnings`` names every skipped file.
     ``out_dir`` is the directory written, if any; ``root_cid`` is the root as text. ``notes`` says which sources
-    failed along the way (diagnostics, not errors).
+    failed along the way (diagnostics, not errors). ``publisher`` is the verified signer of the manifest
+    (None when unsigned); ``parents`` the roots the manifest names as its lineage.
     """
 
     root: bytes | None
@@ -112,6 +116,12 @@ class LoadResult:
     notes: list[str] = field(default_factory=list)
     encrypted: bool = False
     url: str | None = None
+    publisher: str | None = None
+
+    @property
+    def parents(self) -> list[str]:
+        """The root CIDs this bundle's tree was loaded or forked from (the manifest's ``parents``)."""
+        return list(self.manifest.get("parents", []))
 
     @property
     def source(self) -> str:
@@ -134,6 +144,8 @@ class LoadResult:
             "files": sorted(self.files),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "publisher": self.publisher,
+            "parents": self.parents,
             "out_dir": str(self.out_dir) if self.out_dir is not None else None,
         }
 
@@ -156,6 +168,7 @@ def load_bundle(
     concurrency: int = DEFAULT_CONCURRENCY,
     prefer_car: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
 
@@ -167,9 +180,15 @@ def load_bundle(
     None). ``prefer_car=False`` skips the CAR request for the files (per-block
     only; used by the benchmark). ``progress(done, total)`` is called as each
     file listed in the manifest has been fetched and verified (possibly from
-    worker threads).
+    worker threads). ``ipns://NAME/manifest.json`` is resolved first
+    (``names.resolve_uri``: the store and the gateways, verified records, highest
+    sequence). With ``publishers`` (addresses or ``did:key``s) the bundle must be
+    signed by one of them; any ``signature.json`` must verify (``bundle.signature``),
+    checked right after the manifest and before any memory file is fetched.
+    A tree written to ``out_dir`` remembers the root as its parent (``bundle.lineage``).
 
-    Raises ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
+    Raises ``SignatureError`` (invalid signature, unsigned or another signer
+    with ``publishers``, an IPNS record that does not verify), ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
     (manifest or index unavailable from every source), ``ManifestError`` (no
     valid ``manifest.json``: raised before any memory file is fetched),
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
@@ -177,20 +196,26 @@ def load_bundle(
     """
     if concurrency < 1:
         raise UsageError("concurrency must be at least 1")
-    target = parse_uri(uri)
+    wanted = parse_publishers(publishers)
     gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
+    options = http or HttpOptions()
+    resolved_notes: list[str] = []
+    if uri.strip().startswith("ipns://"):
+        uri, resolution = _resolve_name(uri, gws, use_store, store, options)
+        resolved_notes = resolution.notes
+    target = parse_uri(uri)
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
-    options = http or HttpOptions()
     if target.kind == "https":
-        result = _load_https(target, key, options, concurrency, progress)
+        result = _load_https(target, key, options, concurrency, progress, wanted)
     else:
         source = _open_source(target, gws, use_store, store, options)
         try:
-            result = _load_dag(source, key, concurrency, prefer_car, progress)
+            result = _load_dag(source, key, concurrency, prefer_car, progress, wanted)
         finally:
             source.close()
+    result.notes[:0] = resolved_notes
     if dest is not None:
         write_tree(
             result.files,
@@ -198,8 +223,21 @@ def load_bundle(
             regenerate_index=result.encrypted or bool(result.warnings),
             private=result.encrypted,
         )
+        if result.root is not None:
+            record_parent(dest, result.root)
         result.out_dir = dest
     return result
+
+
+def _resolve_name(
+    uri: str, gws: list[RemoteGateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
+) -> tuple[str, Any]:
+    """``ipns://`` -> ``ipfs://<cid>/manifest.json`` through the records of the store (as for ``ipfs://``) and gateways."""
+    if use_store is None:
+        use_store = not gws
+    if not gws:
+        gws = default_gateways()
+    return resolve_uri(uri, gateways=gws, store=(store or BlockStore()) if use_store else None, http=http)
 
 
 def _check_destination(dest: Path) -> None:
@@ -290,12 +328,16 @@ def _load_dag(
     concurrency: int,
     prefer_car: bool,
     progress: Callable[[int, int], None] | None = None,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """The loading steps of ``specs/bundle.md`` over verified blocks: manifest first, then the files."""
     root = source.root
     reader = UnixFSReader(source.get, verify=False)  # the getter has hashed every block already
     top = _root_entries(reader, source)
     manifest = _read_manifest(reader, source, top)
+    with _reading_manifest(source):  # step 1c: the signature (specs/provenance.md), before any memory file
+        publisher = check_signature(top, lambda cid: _read_file(reader, source.get, cid), top[MANIFEST_NAME],
+                                    publishers, cid_to_str(root))
     bundle_key = _open_key(manifest, key)
     memory_cid = top.get(MEMORY_DIR)
     if memory_cid is None:
@@ -308,7 +350,7 @@ def _load_dag(
     files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if source.local else concurrency, "a gateway",
                                  progress)
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
-                      notes=source.notes, encrypted=bundle_key is not None)
+                      notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
 
 
 @contextmanager
@@ -424,23 +466,31 @@ def _load_https(
     http: HttpOptions,
     concurrency: int,
     progress: Callable[[int, int], None] | None = None,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """The manifest fetched as is and validated, then each file fetched beside it and its CID recomputed."""
     assert target.url is not None
     client, owned = open_client(http)
+    base = target.url.rsplit("/", 1)[0] + "/"
     try:
         got = http_get(client, target.url, http=http, max_bytes=MAX_MANIFEST_BYTES)
         if isinstance(got, Failure):
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
         manifest = parse_manifest(got)
+        profile = get_profile(manifest["profile"])
+        signature = http_get(client, base + SIGNATURE_NAME, http=http, max_bytes=64 * 1024)
+        # The signature names the manifest's CID, recomputed here from the bytes fetched.
+        entries = {} if isinstance(signature, Failure) else {SIGNATURE_NAME: b""}
+        publisher = check_signature(entries, lambda _cid: signature if isinstance(signature, bytes) else b"",
+                                    file_cid(got, profile), publishers, target.url)
         bundle_key = _open_key(manifest, key)
-        fetch = _https_fetcher(client, http, target.url.rsplit("/", 1)[0] + "/", get_profile(manifest["profile"]))
+        fetch = _https_fetcher(client, http, base, profile)
         files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, progress)
     finally:
         if owned:
             client.close()
     return LoadResult(root=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
-                      encrypted=bundle_key is not None, url=target.url)
+                      encrypted=bundle_key is not None, url=target.url, publisher=publisher)
 
 
 def _https_fetcher(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "INDEX_PATH",
     "MANIFEST_NAME",
     "MAX_MANIFEST_BYTES",
+    "MAX_PARENTS",
     "MEMORY_DIR",
     "canonical_json",
     "check_bundle_path",
@@ -55,6 +56,7 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
 _CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+MAX_PARENTS = 64
 
 
 def canonical_json(value: Any) -> bytes:
@@ -135,11 +137,14 @@ def make_manifest(
     files: Mapping[str, tuple[bytes, int]],
     timeline: list[str],
     encryption: Mapping[str, Any] | None,
+    parents: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Assemble a ``bundlekit/1`` manifest dict (validated) from the build's results.
 
     ``files`` maps each bundle path under ``memory/`` (the index included) to
-    ``(binary cid, size in bytes of the stored file)``.
+    ``(binary cid, size in bytes of the stored file)``. ``parents`` are the root
+    CIDs the tree was loaded or forked from (``specs/provenance.md``, "Lineage");
+    the field is written only when there is one, so other manifests keep their bytes.
     """
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -153,6 +158,8 @@ def make_manifest(
             "timeline": sorted(timeline),
         },
     }
+    if parents:
+        manifest["parents"] = sorted(set(parents))
     validate_manifest(manifest)
     return manifest
 
@@ -218,7 +225,22 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
     for path in timeline:
         if not _TIMELINE.match(path) or path not in files:
             raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
+    _check_parents(manifest)
     return manifest
+
+
+def _check_parents(manifest: dict[str, Any]) -> None:
+    """The optional ``parents``: 1 to ``MAX_PARENTS`` root CIDs as text."""
+    if "parents" not in manifest:
+        return
+    parents = manifest["parents"]
+    if not isinstance(parents, list) or not 0 < len(parents) <= MAX_PARENTS:
+        raise ManifestError(f"manifest 'parents' must be a list of 1 to {MAX_PARENTS} root CIDs")
+    for parent in parents:
+        try:
+            cid_from_text(parent if isinstance(parent, str) else "")
+        except CIDError as exc:
+            raise ManifestError(f"manifest 'parents' holds {str(parent)[:80]!r}, which is not a CID") from exc
 
 
 def parse_manifest(data: bytes) -> dict[str, Any]:

@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
     "mcp": ("bundlekit.cli.mcp", "mcp", "Serve memory tools to MCP clients (needs bundlekit[mcp])."),
     "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),
+    "name": ("bundlekit.cli.names", "name", "IPNS names: create one, publish a bundle under it, resolve it."),
+    "log": ("bundlekit.cli.log", "log", "Walk a bundle's parents back: root, created, publisher, changes."),
 }
 
 

@@ -3,10 +3,17 @@
 The root CID goes to stdout (or, with ``--json``, one line of JSON); where the
 CAR was written (path, root, file count, and whether it replaced a file) goes
 to stderr, with a progress bar on a terminal.
+
+``--sign`` adds ``signature.json`` (``specs/provenance.md``); the key option
+names the signer: ``--private-key-env`` (EIP-191; with ``--encrypt`` the same key
+also encrypts), ``--key-file`` holding an Ed25519 PEM key (did:key), or
+``--signature-file`` with ``--signer ADDRESS`` for a signature made elsewhere of
+the text ``bundlekit key message --manifest CID`` prints.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +21,13 @@ import click
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.manifest import parse_created
+from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
-from bundlekit.errors import UsageError
+from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec, strict_option
+from bundlekit.crypto._keys import parse_signature_hex
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner, Signer
+from bundlekit.errors import KeySourceError, UsageError
+from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["build"]
 
@@ -32,13 +43,24 @@ __all__ = ["build"]
 @click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")
 @click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
+@click.option("--sign", is_flag=True,
+              help="Sign the manifest (signature.json): --private-key-env, an Ed25519 --key-file, "
+                   "or --signature-file with --signer.")
+@click.option("--signer", "signer_address", metavar="ADDRESS",
+              help="The Ethereum address that made the --signature-file signature (with --sign).")
 @key_options
 @strict_option
 def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
-          as_json: bool, encrypt: bool, redact_index: bool, **params: Any) -> None:
+          as_json: bool, encrypt: bool, redact_index: bool, sign: bool, signer_address: str | None,
+          **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
-    key = resolve_key_spec(new_key=True, **params)
+    signer = _signer(signer_address, params) if sign else None
+    if signer_address is not None and not sign:
+        raise UsageError("--signer goes with --sign --signature-file; add --sign")
+    if sign and encrypt and not params.get("private_key_env"):
+        raise UsageError("--sign with --encrypt needs --private-key-env: the one key option both signs and encrypts")
+    key = resolve_key_spec(new_key=True, **params) if encrypt or not sign else None
     if encrypt and key is None:
         raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
     if key is not None and not encrypt:
@@ -47,12 +69,40 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
     replacing = output_path.exists()
     with output.Progress("building", unit="files") as progress:
         result = build_bundle(memdir, output_path, namespace=namespace, profile=profile, created=when,
-                              key=key, redact_index=redact_index, progress=progress.callback)
+                              key=key, redact_index=redact_index, progress=progress.callback, sign=signer)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
                   f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")
+    if result.signer is not None:
+        output.status(f"signed by {result.signer}")
     if as_json:
         output.data_json({"root": result.root_cid, "manifest_uri": result.manifest_uri,
-                          "files": result.files, "bytes": result.bytes})
+                          "files": result.files, "bytes": result.bytes,
+                          "manifest_cid": cid_to_str(result.manifest_cid), "signer": result.signer})
     else:
         output.data(result.root_cid)
+
+
+def _signer(signer_address: str | None, params: dict[str, Any]) -> Signer | ExternalSignature:
+    """The manifest's signer from the key option (``--sign``); secrets are read, never shown."""
+    given = [KEY_OPTION_PARAMS[name] for name in KEY_OPTION_PARAMS if params.get(name)]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} cannot be combined; give exactly one key option")
+    if params.get("private_key_env"):
+        var = params["private_key_env"]
+        value = os.environ.get(var, "").strip()
+        if not value:
+            raise KeySourceError(f"environment variable {var} is not set or empty; export the private key in it")
+        return EthSigner(value)
+    if params.get("key_file"):
+        return Ed25519Signer.from_file(params["key_file"])
+    if params.get("signature_file"):
+        if not signer_address:
+            raise UsageError("--signature-file with --sign needs --signer ADDRESS: the address that signed")
+        path = Path(params["signature_file"])
+        try:
+            text = path.read_text(encoding="ascii", errors="replace")[:4096]
+        except OSError as exc:
+            raise KeySourceError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        return ExternalSignature(signer_address.strip(), parse_signature_hex(text, where=path.name))
+    raise UsageError("--sign needs --private-key-env VAR, an Ed25519 --key-file, or --signature-file with --signer")

@@ -2,7 +2,8 @@
 
 ``bundlekit key message --namespace NS`` prints the exact message to sign with
 any wallet tool (EIP-191 personal_sign); the signature then goes to
-``--signature-env`` or ``--signature-file``. The message is printed with a
+``--signature-env`` or ``--signature-file``. ``--manifest CID`` prints the
+message that signs a manifest instead (``build --sign --signature-file``). The message is printed with a
 final newline, which is not part of the message: a signer reading stdout must
 drop it (``--hex`` and ``--json`` give the exact bytes unambiguously).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from bundlekit.bundle.signature import manifest_message
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.crypto._keys import signature_message
@@ -33,11 +35,18 @@ def key() -> None:
     help="Print the message another runtime signs instead (needs --agent-id).",
 )
 @click.option("--agent-id", help="The three.ws agent id (with --compat three.ws).")
+@click.option("--manifest", "manifest_cid", metavar="CID",
+              help="Print the message that signs the manifest CID (see `build --json`) instead.")
 @click.option("--hex", "as_hex", is_flag=True, help="Print the message's UTF-8 bytes as 0x-hex.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"message", "hex"} as one line of JSON.')
-def message(namespace: str | None, compat: str | None, agent_id: str | None, as_hex: bool, as_json: bool) -> None:
-    """Print the exact message a wallet signs to key bundles of NAMESPACE."""
-    if compat == "three.ws":
+def message(namespace: str | None, compat: str | None, agent_id: str | None, manifest_cid: str | None,
+            as_hex: bool, as_json: bool) -> None:
+    """Print the exact message a wallet signs to key bundles of NAMESPACE (or to sign a manifest)."""
+    if manifest_cid is not None:
+        if namespace is not None or compat is not None or agent_id is not None:
+            raise UsageError("--manifest takes no --namespace, --compat or --agent-id; give only the manifest CID")
+        text = manifest_message(manifest_cid.strip())
+    elif compat == "three.ws":
         if namespace is not None:
             raise UsageError("--compat three.ws takes --agent-id, not --namespace; drop --namespace")
         if agent_id is None:

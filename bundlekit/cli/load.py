@@ -19,6 +19,10 @@ from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 
+_PUBLISHER = click.option(
+    "--publisher", "publishers", multiple=True, metavar="ID",
+    help="Require a signature by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
+
 __all__ = ["fork", "load"]
 
 
@@ -29,10 +33,11 @@ __all__ = ["fork", "load"]
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@_PUBLISHER
 @key_options
 def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], layers: tuple[str, ...],
-         as_json: bool, **params: Any) -> None:
-    """Load the bundle at URI (ipfs://CID, gateway URL, .car, manifest URL), verified.
+         as_json: bool, publishers: tuple[str, ...], **params: Any) -> None:
+    """Load the bundle at URI (ipfs://CID, ipns://NAME, gateway URL, .car, manifest URL), verified.
 
     Skipped files are listed as warnings on stderr; a file that does not match
     its CID fails the load (exit 3) and nothing is written.
@@ -43,6 +48,8 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
             raise UsageError("give either URI or --layer NAME=URI options, not both")
         if output_path is None:
             raise UsageError("--layer needs -o DIR")
+        if publishers:
+            raise UsageError("--publisher applies to one URI, not to --layer loads")
 
         outcome = load_layered(parse_layer_option(layers), output_path, gateways=list(gateways), key=key)
         output.warn_all(outcome.warnings)
@@ -55,8 +62,11 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
 
     with output.Progress("loading", unit="files") as progress:
-        result = load_bundle(uri, gateways=gateways, key=key, out_dir=output_path, progress=progress.callback)
+        result = load_bundle(uri, gateways=gateways, key=key, out_dir=output_path, progress=progress.callback,
+                             publishers=publishers)
     output.warn_all(result.warnings)
+    if result.publisher is not None:
+        output.status(f"signed by {result.publisher} (signature verified)")
     if as_json:
         output.data_json(result.summary())
         return
@@ -79,11 +89,14 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
               help="merge keeps local memories on conflict; replace takes the bundle's.")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@_PUBLISHER
 @key_options
-def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, **params: Any) -> None:
+def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, publishers: tuple[str, ...],
+         **params: Any) -> None:
     """Import the bundle at URI into the memory tree DEST (all or nothing), source = the bundle's CID."""
 
-    result = fork_bundle(uri, dest, strategy=strategy, gateways=gateways, key=resolve_key_spec(**params))
+    result = fork_bundle(uri, dest, strategy=strategy, gateways=gateways, key=resolve_key_spec(**params),
+                         publishers=publishers)
     output.warn_all(result.loaded.warnings)
     if as_json:
         output.data_json(result.summary())

@@ -17,6 +17,8 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
+from bundlekit.cli.names import publish_name, published_line
+from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
 from bundlekit.pinning.protocol import REQUIRE_MODES
@@ -46,6 +48,8 @@ def _table(report: PinReport) -> str:
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
 @click.option("--profile", help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
+@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+              help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
 @key_options
 @strict_option
 def pin(
@@ -56,6 +60,7 @@ def pin(
     as_json: bool,
     profile: str | None,
     namespace: str | None,
+    name_key: Path | None,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
@@ -65,6 +70,7 @@ def pin(
     when --require holds, 4 otherwise.
     """
     key = resolve_key_spec(new_key=True, **key_params)
+    name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     names = list(dict.fromkeys(pinner_names or ("local",)))
     # Build every pinner first: a missing secret fails the run before any upload.
     built = []
@@ -82,15 +88,24 @@ def pin(
     finally:
         for p in built:
             p.close()
+    published = None
+    if report.ok and name_signer is not None:  # the name moves only once the pins hold
+        published = publish_name(name_signer, source.root)
+    doc = report.to_json()
     if as_json:
-        output.data_json(report.to_json())
+        if published is not None:
+            doc["name"] = published.to_dict()
+        output.data_json(doc)
     else:
         output.status(_table(report))
+        if published is not None:
+            output.status(published_line(published))
         output.data(report.root)
     if not report.ok:
         failed = sum(1 for p in report.pins if not p.durable)
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
-        raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable")
+        raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable"
+                       + ("; the IPNS name was not published" if name_key is not None else ""))
 
 
 @click.command("pinners")

@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
+from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore
 from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsafePathError
+from bundlekit.errors import (
+    BlockMismatch,
+    BundlekitError,
+    CIDError,
+    MissingBlock,
+    UnsafePathError,
+    UsageError,
+)
 from bundlekit.gateway.dag import (
     DAG_SCOPES,
     DirCache,
@@ -31,7 +39,7 @@ from bundlekit.gateway.dag import (
     resolve_range,
     scope_blocks,
 )
-from bundlekit.gateway.sources import BlockSource
+from bundlekit.gateway.sources import BlockSource, ChainSource
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
 from bundlekit.unixfs.reader import UnixFSReader
@@ -99,6 +107,9 @@ class GatewayResponder:
     def __init__(self, source: BlockSource, *, dir_cache_bytes: int = 64 * 1024 * 1024) -> None:
         self.source = source
         self.dirs = DirCache(dir_cache_bytes)
+        # IPNS records come from the block store the gateway serves, if it serves one.
+        parts = source.sources if isinstance(source, ChainSource) else (source,)
+        self.records = next((p for p in parts if isinstance(p, BlockStore)), None)
 
     # -- entry point ---------------------------------------------------------
 
@@ -128,6 +139,8 @@ class GatewayResponder:
     def _respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith("/ipns/") and _wants_record(query, headers):
+            return self._ipns_record(url.path)
         root, segments = _content_path(url.path, headers.get("host", ""))
         fmt = _negotiate(query.get("format"), headers.get("accept"))
         scope, entity_bytes = _car_selection(query) if fmt == "car" else ("all", None)
@@ -150,6 +163,29 @@ class GatewayResponder:
             kept = [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")]
             return Response(304, kept, (), None)
         return response
+
+    def _ipns_record(self, path: str) -> Response:
+        """``/ipns/{name}`` as ``application/vnd.ipfs.ipns-record``: the record kept in the store, as stored.
+
+        The trustless gateway specification serves records unverified: the client verifies.
+        """
+        name, _, rest = unquote(path[len("/ipns/") :]).partition("/")
+        if rest:
+            raise _HTTPError(400, "an IPNS record is requested as /ipns/{name}, without a path")
+        try:
+            record = self.records.get_record(name) if self.records is not None else None
+        except UsageError as exc:
+            raise _HTTPError(400, str(exc)) from None
+        if record is None:
+            raise _HTTPError(404, f"no IPNS record for {name[:80]} in this gateway's store")
+        headers = [
+            ("Content-Type", IPNS_RECORD_MEDIA_TYPE),
+            ("X-Ipfs-Path", f"/ipns/{name}"),
+            ("Cache-Control", "public, max-age=60"),
+            ("Vary", "Accept"),
+            ("Access-Control-Allow-Origin", "*"),
+        ]
+        return Response(200, headers, [record], len(record))
 
     def _has(self, cid: bytes) -> bool:
         return parse_cid_bytes(cid).hash_code == IDENTITY_HASH or self.source.has(cid)
@@ -340,13 +376,14 @@ def _content_path(path: str, host: str) -> tuple[bytes, list[str]]:
     """The root CID and the path segments a request names; ``_HTTPError`` for anything else.
 
     The subdomain form ``http://<cidv1>.ipfs.<host>/<path>`` names the same
-    content as ``/ipfs/<cid>/<path>``; ``/ipns/`` is not served.
+    content as ``/ipfs/<cid>/<path>``; ``/ipns/`` is served only as a record (``_ipns_record``).
     """
     labels = host.split(":")[0].split(".")
     if len(labels) >= 3 and labels[1] == "ipfs" and not path.startswith("/ipfs/"):
         path = f"/ipfs/{labels[0]}{path}"
     if path.startswith("/ipns/"):
-        raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths only, not /ipns/")
+        raise _HTTPError(501, "this gateway serves immutable /ipfs/ paths and IPNS records only; "
+                         "ask /ipns/{name} with Accept: application/vnd.ipfs.ipns-record")
     if not path.startswith("/ipfs/"):
         raise _HTTPError(404, "not found: request /ipfs/{cid}[/{path}]")
     cid_text, _, subpath = path[len("/ipfs/") :].partition("/")
@@ -359,6 +396,11 @@ def _content_path(path: str, host: str) -> tuple[bytes, list[str]]:
     except CIDError:
         raise _HTTPError(400, f"{unquote(cid_text)[:80]!r} is not a valid CID") from None
     return root, segments
+
+
+def _wants_record(query: Mapping[str, str], headers: Mapping[str, str]) -> bool:
+    """A request for an IPNS record: ``?format=ipns-record`` or ``Accept: application/vnd.ipfs.ipns-record``."""
+    return query.get("format") == "ipns-record" or IPNS_RECORD_MEDIA_TYPE in headers.get("accept", "").lower()
 
 
 def _car_selection(query: Mapping[str, str]) -> tuple[str, tuple[int, int | None] | None]:

@@ -6,5 +6,6 @@ The lowest layer: it imports only ``bundlekit.errors``. Modules:
              ``verify_block`` and the block limit ``MAX_BLOCK_SIZE``
 * ``dagpb``  dag-pb nodes and UnixFS ``Data`` messages
 * ``block``  a block is accepted only if it hashes to its CID (``check_block``, ``block_codec``)
+* ``bases``  base58btc and base36 (``did:key``, IPNS names)
 * ``walk``   the iterative, limit-checked DAG walk (``walk_dag``)
 """

@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.gateway",),
     ("bundlekit.memory",),
     ("bundlekit.crypto",),
+    ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
     ("bundlekit.bundle",),
     ("bundlekit.pinning",),
     ("pinners",),

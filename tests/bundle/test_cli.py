@@ -27,10 +27,10 @@ def test_build_prints_the_root_cid_only(tree: Path, tmp_path: Path) -> None:
     assert (tmp_path / "b.car").is_file()
 
 
-def test_build_json_has_root_manifest_uri_files_bytes(tree: Path, tmp_path: Path) -> None:
+def test_build_json_has_root_manifest_uri_files_bytes_manifest_cid_signer(tree: Path, tmp_path: Path) -> None:
     code, out, _err = _run("build", str(tree), "-o", str(tmp_path / "b.car"), "--created", CREATED_ARG, "--json")
     data = json.loads(out)
-    assert code == 0 and set(data) == {"root", "manifest_uri", "files", "bytes"}
+    assert code == 0 and set(data) == {"root", "manifest_uri", "files", "bytes", "manifest_cid", "signer"}
     assert data["manifest_uri"] == f"ipfs://{data['root']}/manifest.json"
     assert data["files"] == 6 and data["bytes"] == (tmp_path / "b.car").stat().st_size
 

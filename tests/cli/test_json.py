@@ -17,7 +17,10 @@ import pytest
 
 from bundlekit.cli import COMMANDS
 from bundlekit.cli import serve as serve_cli
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.ipld.cid import parse_cid
 from bundlekit.memory import Memory
+from bundlekit.names import publish
 
 from .conftest import Run
 
@@ -36,6 +39,18 @@ def _export_blob(f: Fixtures) -> Path:
     blob = f["tmp"] / "blob.json"
     blob.write_text(json.dumps(Memory(f["tree"]).export()), encoding="utf-8")
     return blob
+
+
+def _name_key(f: Fixtures) -> Path:
+    """A new Ed25519 key file for the IPNS commands."""
+    path: Path = f["tmp"] / "name.pem"
+    Ed25519Signer.generate().write(path)
+    return path
+
+
+def _published_name(f: Fixtures) -> str:
+    """An IPNS name with a record kept in the (per-test) local store."""
+    return publish(_name_key(f), parse_cid("bafkqaaa")).name
 
 
 CASES: dict[str, Case] = {
@@ -71,6 +86,10 @@ CASES: dict[str, Case] = {
     "memory import": lambda f: ["memory", "-d", f["tmp"] / "other", "import", _export_blob(f), "--json"],
     "key message": lambda f: ["key", "message", "--namespace", "coach", "--json"],
     "convert": lambda f: ["convert", "--to", "massgen", f["tree"], "-o", f["tmp"] / "massgen", "--json"],
+    "name create": lambda f: ["name", "create", "--key-file", f["tmp"] / "new.pem", "--json"],
+    "name publish": lambda f: ["name", "publish", "--key-file", _name_key(f), "bafkqaaa", "--json"],
+    "name resolve": lambda f: ["name", "resolve", _published_name(f), "--json"],
+    "log": lambda f: ["log", f["bundle"], "--json"],
 }
 
 

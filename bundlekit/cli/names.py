@@ -1,0 +1,113 @@
+"""``bundlekit name``: IPNS names for "the latest memory" (create, publish, resolve).
+
+``name create --key-file K`` prints the name (``k51...``) of the Ed25519 key in
+K, generating the key when K does not exist. ``name publish --key-file K CID``
+signs a V2 record (sequence one above the last one kept), keeps it in the local
+store (``bundlekit serve`` serves it at ``/ipns/<name>``) and, when
+``$BUNDLEKIT_KUBO_URL`` is set, puts it to kubo (``routing/put``). ``name
+resolve NAME`` prints the CID the best valid record points at. Data on
+stdout, status on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import click
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.cli import output
+from bundlekit.cli._suggest import SuggestingGroup
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.names import Published, create_name, parse_duration, publish, resolve
+from bundlekit.names.publish import Router
+from bundlekit.names.record import format_validity
+from bundlekit.net.fetch import default_gateways, parse_gateway
+from pinners.kubo import KuboPinner
+
+__all__ = ["name", "publish_name", "routers_from_env"]
+
+_KEY_FILE = click.option("--key-file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+                         help="The Ed25519 key file (PEM) the name belongs to.")
+
+
+@click.group(cls=SuggestingGroup)
+def name() -> None:
+    """IPNS names: create one, publish a CID under it, resolve it."""
+
+
+@name.command("create")
+@_KEY_FILE
+@click.option("--json", "as_json", is_flag=True, help="Print {name, key_file, generated} as JSON.")
+def create(key_file: Path, as_json: bool) -> None:
+    """Print the IPNS name of KEY_FILE's Ed25519 key (a new key is written, mode 0600, when the file is missing)."""
+    text, generated = create_name(key_file)
+    if generated:
+        output.status(f"generated a new Ed25519 key in {key_file} (keep it secret: it controls the name)")
+    if as_json:
+        output.data_json({"name": text, "key_file": str(key_file), "generated": generated})
+    else:
+        output.data(text)
+
+
+def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Router]]:
+    """kubo's ``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set, else nothing beyond the local store."""
+    source = os.environ if env is None else env
+    if not source.get("BUNDLEKIT_KUBO_URL"):
+        return []
+
+    def put(name_text: str, record: bytes) -> None:
+        with KuboPinner.from_env(source) as kubo:
+            kubo.put_ipns_record(name_text, record)
+
+    return [("kubo", put)]
+
+
+def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m") -> Published:
+    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers."""
+    return publish(key_file, cid, lifetime=parse_duration(lifetime), ttl=parse_duration(ttl), store=BlockStore(),
+                   routers=routers_from_env())
+
+
+def published_line(published: Published) -> str:
+    """The status line for a published record."""
+    return (f"published {published.name} -> {published.value} (sequence {published.sequence}, "
+            f"valid until {format_validity(published.validity)}) to {', '.join(published.routers)}")
+
+
+@name.command("publish")
+@_KEY_FILE
+@click.argument("cid")
+@click.option("--lifetime", default="720h", show_default=True, help="How long the record stays valid (Go duration).")
+@click.option("--ttl", default="5m", show_default=True, help="How long resolvers may cache it (Go duration).")
+@click.option("--json", "as_json", is_flag=True, help="Print {name, value, sequence, validity, routers} as JSON.")
+def publish_cmd(key_file: Path, cid: str, lifetime: str, ttl: str, as_json: bool) -> None:
+    """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last."""
+    published = publish_name(key_file, parse_cid(cid.removeprefix("ipfs://").split("/")[0]),
+                             lifetime=lifetime, ttl=ttl)
+    output.status(published_line(published))
+    if as_json:
+        output.data_json(published.to_dict())
+    else:
+        output.data(published.name)
+
+
+@name.command("resolve")
+@click.argument("name_text", metavar="NAME")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, asked for records.")
+@click.option("--json", "as_json", is_flag=True, help="Print {name, cid, sequence, validity, sources} as JSON.")
+def resolve_cmd(name_text: str, gateways: tuple[str, ...], as_json: bool) -> None:
+    """Print the CID NAME points at: the highest valid record of the local store and the gateways."""
+    gws = [parse_gateway(g) for g in gateways] or default_gateways()
+    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws,
+                    store=BlockStore() if not gateways else None)
+    output.warn_all(found.notes)
+    cid = cid_to_str(found.cid)
+    if as_json:
+        output.data_json({"name": found.record.name, "cid": cid, "sequence": found.record.sequence,
+                          "validity": format_validity(found.record.validity), "sources": found.sources})
+    else:
+        output.data(cid)

@@ -1,0 +1,141 @@
+"""Create an IPNS name from an Ed25519 key file, and publish records for it.
+
+``create_name`` reads (or, when the file does not exist, generates and writes
+with mode 0600) the Ed25519 key file and returns its name. ``publish`` makes a
+V2 record pointing at ``/ipfs/<cid>`` with a sequence one above the last one
+known for the name (the record kept in the local store, which also keeps
+the new one, where ``bundlekit serve`` serves it at ``/ipns/<name>``), then
+hands it to each extra ``router`` (``bundlekit name publish`` passes kubo's
+``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.names.record import (
+    cid_value,
+    create_record,
+    format_validity,
+    name_from_key,
+    parse_name,
+    verify_record,
+)
+
+__all__ = [
+    "DEFAULT_LIFETIME",
+    "DEFAULT_TTL",
+    "Published",
+    "Router",
+    "create_name",
+    "parse_duration",
+    "publish",
+]
+
+DEFAULT_LIFETIME: Final = timedelta(hours=720)
+DEFAULT_TTL: Final = timedelta(minutes=5)
+_DURATION = re.compile(r"(\d+)(ms|h|m|s)")
+_UNITS: Final = {"h": 3600_000, "m": 60_000, "s": 1000, "ms": 1}
+
+# A router takes the name (k51...) and the record bytes and publishes them elsewhere; raises on failure.
+Router = Callable[[str, bytes], Any]
+
+
+def parse_duration(text: str) -> timedelta:
+    """A Go-style duration (``720h``, ``5m``, ``1h30m``, ``90s``); ``UsageError`` otherwise."""
+    value = text.strip()
+    parts = _DURATION.findall(value)
+    if not value or "".join(n + u for n, u in parts) != value:
+        raise UsageError(f"duration {text[:40]!r} is not like 720h, 5m, 1h30m or 90s")
+    return timedelta(milliseconds=sum(int(n) * _UNITS[u] for n, u in parts))
+
+
+def create_name(key_file: str | os.PathLike[str]) -> tuple[str, bool]:
+    """The name of the Ed25519 key in ``key_file``, and whether the key was generated now.
+
+    A missing file gets a new key (PEM PKCS#8, mode 0600); an existing one is
+    read (``KeySourceError`` when it is not an Ed25519 key).
+    """
+    path = Path(key_file)
+    if path.exists():
+        return name_from_key(Ed25519Signer.from_file(path).public), False
+    signer = Ed25519Signer.generate()
+    signer.write(path)
+    return name_from_key(signer.public), True
+
+
+@dataclass
+class Published:
+    """The record made: its name, value, sequence and end of validity, its bytes, and where it went."""
+
+    name: str
+    value: str
+    sequence: int
+    validity: datetime
+    record: bytes
+    routers: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "sequence": self.sequence,
+                "validity": format_validity(self.validity), "routers": list(self.routers)}
+
+
+def _last_sequence(store: BlockStore, name: str) -> int | None:
+    """The sequence of the record the store keeps for ``name`` (expired or not), or None."""
+    kept = store.get_record(name)
+    if kept is None:
+        return None
+    try:
+        # An expired record still counts: its sequence was used.
+        return verify_record(parse_name(name), kept, now=lambda: datetime.min.replace(tzinfo=UTC)).sequence
+    except BundlekitError as exc:
+        raise BundlekitError(f"the record kept for {name} in {store.root} is damaged ({exc}); "
+                             f"delete {store.root / 'ipns' / name} and publish again") from exc
+
+
+def publish(
+    key_file: str | os.PathLike[str] | Ed25519Signer,
+    cid: bytes,
+    *,
+    lifetime: timedelta = DEFAULT_LIFETIME,
+    ttl: timedelta = DEFAULT_TTL,
+    store: BlockStore | None = None,
+    routers: Sequence[tuple[str, Router]] = (),
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Published:
+    """Sign and publish a record pointing ``key_file``'s name at ``/ipfs/<cid>``.
+
+    The sequence is one above the record kept in ``store`` (0 for the
+    first). The record goes into the store first, then to each named router
+    in order; a router's error propagates (the store keeps the record, so a
+    retry continues the sequence). Raises ``KeySourceError`` for the key,
+    ``UsageError`` for a non-positive lifetime.
+    """
+    if lifetime <= timedelta(0):
+        raise UsageError("the record lifetime must be positive, e.g. 720h")
+    signer = key_file if isinstance(key_file, Ed25519Signer) else Ed25519Signer.from_file(key_file)
+    name = name_from_key(signer.public)
+    store = store if store is not None else BlockStore()
+    last = _last_sequence(store, name)
+    sequence = 0 if last is None else last + 1
+    validity = now() + lifetime
+    value = cid_value(cid)
+    record = create_record(signer, value, sequence=sequence, validity=validity,
+                           ttl_ns=int(ttl.total_seconds() * 1_000_000_000))
+    store.put_record(name, record)
+    published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
+                          routers=["store"])
+    for label, router in routers:
+        router(name, record)
+        published.routers.append(label)
+    return published
+

@@ -1,0 +1,306 @@
+"""IPNS names and V2 records: encode, sign, decode, verify (``specs/provenance.md``, "IPNS").
+
+Follows the IPNS Record specification (github.com/ipfs/specs, ``src/ipns/ipns-record.md``,
+commit 0005ac87):
+
+* A *name* is the CIDv1 (codec ``libp2p-key``, 0x72) of the identity multihash of
+  the signer's libp2p ``PublicKey`` protobuf; bundlekit names are Ed25519 keys,
+  written in base36 (``k51...``).
+* A *record* is the protobuf ``IpnsEntry``. bundlekit creates V2-only records:
+  ``signatureV2`` (8) and ``data`` (9), no ``pubKey`` (an Ed25519 key is inlined in
+  the name). ``data`` is DAG-CBOR ``{Value, Validity, ValidityType, Sequence, TTL}``
+  and ``signatureV2`` signs ``b"ipns-signature:" + data``.
+* Verification, in the spec's order: size at most 10 KiB; ``signatureV2`` and
+  ``data`` present; public key from ``pubKey`` (which must match the name) or
+  from the name's identity multihash; DAG-CBOR ``data``; the V2 signature; the V1
+  copies (fields 1, 3-6) equal to ``data`` when present; ``Validity`` (RFC 3339)
+  after now. ``signatureV1`` is never used.
+
+The protobuf codec here is the few lines these nine fields need (varint and
+length-delimited wire types); it is tested against records the npm ``ipns``
+package wrote (``fixtures/vectors/ipns/``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
+from bundlekit.crypto.signing import Ed25519Signer, libp2p_ed25519_public_key
+from bundlekit.errors import CIDError, SignatureError, UsageError
+from bundlekit.ipld.bases import BASE36, decode, encode
+from bundlekit.ipld.cid import cid_from_text, cid_to_str, decode_varint, encode_varint
+
+__all__ = [
+    "LIBP2P_KEY",
+    "MAX_RECORD_SIZE",
+    "RECORD_MEDIA_TYPE",
+    "SIGNATURE_PREFIX",
+    "IpnsRecord",
+    "create_record",
+    "decode_entry",
+    "encode_entry",
+    "format_validity",
+    "name_from_key",
+    "name_public_key",
+    "parse_name",
+    "verify_record",
+]
+
+RECORD_MEDIA_TYPE: Final = IPNS_RECORD_MEDIA_TYPE
+SIGNATURE_PREFIX: Final = b"ipns-signature:"
+MAX_RECORD_SIZE: Final = 10 * 1024
+LIBP2P_KEY: Final = 0x72
+_IDENTITY: Final = 0x00
+_EOL: Final = 0
+_VALIDITY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
+
+# IpnsEntry field numbers and whether each is a varint (else length-delimited bytes).
+_FIELDS: Final = {1: ("value", False), 2: ("signatureV1", False), 3: ("validityType", True),
+                  4: ("validity", False), 5: ("sequence", True), 6: ("ttl", True), 7: ("pubKey", False),
+                  8: ("signatureV2", False), 9: ("data", False)}
+
+
+# -- names ----------------------------------------------------------------------------------
+
+
+def name_from_key(public: bytes) -> str:
+    """The IPNS name (``k51...``) of a 32-byte Ed25519 public key."""
+    key = libp2p_ed25519_public_key(public)
+    cid = b"\x01" + encode_varint(LIBP2P_KEY) + bytes([_IDENTITY]) + encode_varint(len(key)) + key
+    return "k" + encode(cid, BASE36)
+
+
+def parse_name(text: str) -> bytes:
+    """The binary CID of an IPNS name (``k51...`` base36, or any multibase CIDv1 with the libp2p-key codec).
+
+    Raises ``UsageError`` for anything else (a CIDv0 peer id, a DNSLink name).
+    """
+    name = text.strip()
+    try:
+        cid = decode(name[1:].lower(), BASE36) if name[:1] in ("k", "K") else cid_from_text(name)
+    except (ValueError, CIDError):
+        cid = b""
+    if cid[:1] != b"\x01" or cid[1:2] != bytes([LIBP2P_KEY]):
+        raise UsageError(f"{name[:80]!r} is not an IPNS name; expected a k51... name from `bundlekit name create`")
+    return cid
+
+
+def name_public_key(name: bytes) -> bytes | None:
+    """The Ed25519 public key inlined in a name's identity multihash, or None when it is not inlined."""
+    digest_part = name[2:]
+    if digest_part[:1] != bytes([_IDENTITY]):
+        return None
+    length, offset = decode_varint(digest_part, 1)
+    key = digest_part[offset:offset + length]
+    if len(key) != 36 or key[:4] != libp2p_ed25519_public_key(b"")[:4]:
+        return None
+    return key[4:]
+
+
+def name_text(name: bytes) -> str:
+    """A binary name as ``k51...``."""
+    return "k" + encode(name, BASE36)
+
+
+# -- protobuf -------------------------------------------------------------------------------
+
+
+def encode_entry(fields: dict[str, bytes | int]) -> bytes:
+    """Serialise ``IpnsEntry`` fields (by name) in field-number order."""
+    out = bytearray()
+    for number, (name, varint) in _FIELDS.items():
+        value = fields.get(name)
+        if value is None:
+            continue
+        if varint:
+            assert isinstance(value, int)
+            out += encode_varint(number << 3) + encode_varint(value)
+        else:
+            assert isinstance(value, bytes)
+            out += encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
+    return bytes(out)
+
+
+def decode_entry(data: bytes) -> dict[str, bytes | int]:
+    """Parse an ``IpnsEntry``; unknown fields are skipped. ``SignatureError`` for malformed bytes."""
+    fields: dict[str, bytes | int] = {}
+    pos = 0
+    try:
+        while pos < len(data):
+            key, pos = decode_varint(data, pos)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                value: bytes | int
+                value, pos = decode_varint(data, pos)
+            elif wire == 2:
+                length, pos = decode_varint(data, pos)
+                if pos + length > len(data):
+                    raise ValueError("truncated field")
+                value, pos = data[pos:pos + length], pos + length
+            elif wire in (1, 5):
+                size = 8 if wire == 1 else 4
+                value, pos = data[pos:pos + size], pos + size
+            else:
+                raise ValueError(f"wire type {wire}")
+            known = _FIELDS.get(number)
+            if known is not None:
+                if known[1] != isinstance(value, int):
+                    raise ValueError(f"field {number} has the wrong wire type")
+                fields[known[0]] = value
+    except (ValueError, IndexError, CIDError) as exc:
+        raise SignatureError(f"the IPNS record is not a valid IpnsEntry protobuf ({exc})") from exc
+    return fields
+
+
+# -- records --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IpnsRecord:
+    """A verified record's content: the name it is for, the path it points at and its validity."""
+
+    name: str
+    value: str
+    sequence: int
+    validity: datetime
+    ttl_ns: int
+
+    @property
+    def cid(self) -> bytes:
+        """The CID of an ``/ipfs/<cid>[/...]`` value; ``SignatureError`` for any other value."""
+        if not self.value.startswith("/ipfs/"):
+            raise SignatureError(f"the record for {self.name} points at {self.value[:100]!r}, not an /ipfs/ path")
+        try:
+            return cid_from_text(self.value[len("/ipfs/"):].split("/")[0])
+        except CIDError as exc:
+            raise SignatureError(f"the record for {self.name} names an invalid CID") from exc
+
+
+def format_validity(when: datetime) -> str:
+    """RFC 3339 in UTC with nine fractional digits, as the npm ``ipns`` package writes it."""
+    w = when.astimezone(UTC)
+    return (f"{w.year:04d}-{w.month:02d}-{w.day:02d}T{w.hour:02d}:{w.minute:02d}:{w.second:02d}."
+            f"{w.microsecond * 1000:09d}Z")
+
+
+def _parse_validity(text: str) -> datetime:
+    m = _VALIDITY.match(text)
+    if m is None:
+        raise SignatureError(f"the IPNS record's validity {text[:60]!r} is not an RFC 3339 time")
+    year, month, day, hour, minute, second, fraction, zone = m.groups()
+    offset = timedelta(0)
+    if zone not in ("Z", "z"):
+        sign = 1 if zone[0] == "+" else -1
+        offset = sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    try:
+        base = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
+    except ValueError as exc:
+        raise SignatureError(f"the IPNS record's validity {text[:60]!r} is not a valid time") from exc
+    micro = int((fraction or "0").ljust(9, "0")) // 1000
+    return base + timedelta(microseconds=micro) - offset
+
+
+def create_record(
+    signer: Ed25519Signer,
+    value: str,
+    *,
+    sequence: int,
+    validity: datetime,
+    ttl_ns: int,
+) -> bytes:
+    """A signed V2-only ``IpnsEntry`` for ``signer``'s name pointing at ``value`` (``/ipfs/<cid>``)."""
+    if sequence < 0 or ttl_ns < 0:
+        raise UsageError("an IPNS record's sequence and TTL are non-negative")
+    import dag_cbor  # lazy: 25 ms to import, and only names need it
+
+    data = dag_cbor.encode({
+        "Value": value.encode("utf-8"),
+        "Validity": format_validity(validity).encode("ascii"),
+        "ValidityType": _EOL,
+        "Sequence": sequence,
+        "TTL": ttl_ns,
+    })
+    entry = encode_entry({"signatureV2": signer.sign(SIGNATURE_PREFIX + data), "data": data})
+    if len(entry) > MAX_RECORD_SIZE:
+        raise UsageError(f"the IPNS record would be {len(entry)} bytes, over the {MAX_RECORD_SIZE}-byte limit")
+    return entry
+
+
+def _decode_data(data: bytes) -> dict[str, Any]:
+    import dag_cbor  # lazy: see create_record
+
+    try:
+        doc = dag_cbor.decode(data)
+    except Exception as exc:  # noqa: BLE001  (dag_cbor raises several unrelated classes for bad input)
+        raise SignatureError(f"the IPNS record's data is not DAG-CBOR ({type(exc).__name__})") from None
+    if not isinstance(doc, dict):
+        raise SignatureError("the IPNS record's data is not a DAG-CBOR map")
+    for key, kind in (("Value", bytes), ("Validity", bytes), ("ValidityType", int), ("Sequence", int), ("TTL", int)):
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            raise SignatureError(f"the IPNS record's data lacks a valid {key!r}")
+    if doc["ValidityType"] != _EOL:
+        raise SignatureError(f"the IPNS record's validity type {doc['ValidityType']} is not EOL (0)")
+    return doc
+
+
+def verify_record(
+    name: bytes, record: bytes, *, now: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> IpnsRecord:
+    """Verify ``record`` as the IPNS record of ``name`` (binary) at ``now()``; return its content.
+
+    Raises ``SignatureError`` (exit 3) at the first failed step of the spec's
+    verification: too large, no V2 signature or data, a public key that is
+    not the name's, malformed data, a bad signature, V1 copies that differ from
+    the signed data, or an expired validity.
+    """
+    label = name_text(name)
+    if len(record) > MAX_RECORD_SIZE:
+        raise SignatureError(f"the IPNS record for {label} is {len(record)} bytes, over the 10 KiB limit")
+    entry = decode_entry(record)
+    signature, data = entry.get("signatureV2"), entry.get("data")
+    if not isinstance(signature, bytes) or not isinstance(data, bytes) or not signature or not data:
+        raise SignatureError(f"the IPNS record for {label} has no V2 signature or data; refusing it")
+    public = _record_key(name, entry, label)
+    doc = _decode_data(data)
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, SIGNATURE_PREFIX + data)
+    except (InvalidSignature, ValueError):
+        raise SignatureError(
+            f"the IPNS record for {label} is not signed by the name's key (tampered, or signed by another key)"
+        ) from None
+    if "signatureV1" in entry or "value" in entry:
+        copies = {"value": doc["Value"], "validity": doc["Validity"], "validityType": doc["ValidityType"],
+                  "sequence": doc["Sequence"], "ttl": doc["TTL"]}
+        for field, expected in copies.items():
+            if entry.get(field, b"" if isinstance(expected, bytes) else 0) != expected:
+                raise SignatureError(f"the IPNS record for {label}: V1 field {field!r} differs from the signed data")
+    validity = _parse_validity(doc["Validity"].decode("ascii", "replace"))
+    if validity <= now():
+        raise SignatureError(f"the IPNS record for {label} expired at {format_validity(validity)}; "
+                             "the publisher must publish it again")
+    return IpnsRecord(name=label, value=doc["Value"].decode("utf-8", "replace"), sequence=doc["Sequence"],
+                      validity=validity, ttl_ns=doc["TTL"])
+
+
+def _record_key(name: bytes, entry: dict[str, bytes | int], label: str) -> bytes:
+    """The Ed25519 key that must have signed: inlined in the name (``pubKey``, if present, must be the same)."""
+    public = name_public_key(name)
+    if public is None:
+        raise SignatureError(f"{label} does not inline an Ed25519 key; bundlekit resolves Ed25519 names only")
+    embedded = entry.get("pubKey")
+    if embedded is not None and embedded != libp2p_ed25519_public_key(public):
+        raise SignatureError(f"the IPNS record for {label} embeds a public key that is not the name's; refusing it")
+    return public
+
+
+def cid_value(cid: bytes) -> str:
+    """The record value for a CID: ``/ipfs/<CIDv1 base32>``."""
+    return f"/ipfs/{cid_to_str(cid)}"
