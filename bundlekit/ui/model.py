@@ -18,6 +18,7 @@ from typing import Any
 
 from bundlekit.bundle.diff import DiffResult, diff_memories
 from bundlekit.bundle.manifest import ENC_SUFFIX, MANIFEST_NAME, MEMORY_DIR, parse_manifest
+from bundlekit.bundle.signature import SIGNATURE_NAME, verify_signature_file
 from bundlekit.errors import BundlekitError, CodecError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory.naming import INDEX_NAME
@@ -69,6 +70,15 @@ class BundleView:
     timeline: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # day -> entries, plaintext only
     encrypted_days: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    signer: str | None = None  # who signed the manifest, when signature.json verifies
+    signature_problem: str | None = None  # why a signature.json present does not verify
+
+    @property
+    def signature_status(self) -> str:
+        """``signed``, ``invalid`` or ``unsigned`` (specs/provenance.md)."""
+        if self.signer is not None:
+            return "signed"
+        return "invalid" if self.signature_problem is not None else "unsigned"
 
     @property
     def encrypted(self) -> bool:
@@ -118,6 +128,7 @@ def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
     manifest = _manifest(reader, root)
     files: dict[str, dict[str, Any]] = manifest["memory"]["files"]
     view = BundleView(cid_to_str(root), manifest, "", [])
+    _check_signature(reader, root, view)
     for path, info in sorted(files.items()):
         name = path[len(MEMORY_DIR) + 1 :]
         try:
@@ -131,6 +142,18 @@ def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
         except BundlekitError as exc:
             view.problems.append(f"{path}: {exc}")
     return view
+
+
+def _check_signature(reader: UnixFSReader, root: bytes, view: BundleView) -> None:
+    """Verify ``signature.json`` (when the root has one) against the manifest it sits beside."""
+    entries = dict(reader.list_dir(root))
+    if SIGNATURE_NAME not in entries:
+        return
+    try:
+        data = _read_small(reader, entries[SIGNATURE_NAME], MAX_SHOWN_FILE, SIGNATURE_NAME)
+        view.signer = verify_signature_file(data, entries[MANIFEST_NAME])
+    except BundlekitError as exc:
+        view.signature_problem = str(exc)
 
 
 def _read_memory(reader: UnixFSReader, root: bytes, path: str, size: int) -> MemoryItem:

@@ -10,6 +10,7 @@ import pytest
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.crypto import RawKeyFile
+from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import GatewayServer, close_source, make_source, serve_in_thread, served_roots
 from bundlekit.ui.app import CONTENT_SECURITY_POLICY, MOUNT, UIApp
 from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
@@ -122,3 +123,22 @@ def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Pat
     assert "key from key-file" in page and "Season goal" in page  # names come from the plaintext index
     assert "Plays as a" not in page + memory and "no key ever reaches the browser" in memory
     assert "3 encrypted" in timeline
+
+
+def test_a_signed_bundle_with_parents_shows_its_signer_and_lineage(tmp_path: Path, bundles: Bundles) -> None:
+    signer = Ed25519Signer.from_seed(bytes([7]) * 32)
+    car = tmp_path / "signed.car"
+    result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", sign=signer, parents=[bundles.old])
+    source = make_source(cars=[car])
+    app = UIApp(source.get, lambda: served_roots(source))
+    try:
+        with serve_in_thread(source, apps={MOUNT: app}) as server:
+            page = _get(server, f"/ui/bundle/{result.root_cid}").text
+    finally:
+        close_source(source)
+    assert f"signed by <span class=\"cid\">{signer.identity}</span> (valid)" in page
+    assert f'href="/ui/bundle/{bundles.old}"' in page
+
+
+def test_an_unsigned_bundle_says_so(ui_server: GatewayServer, bundles: Bundles) -> None:
+    assert '<dd id="signature">unsigned</dd>' in _get(ui_server, f"/ui/bundle/{bundles.old}").text
