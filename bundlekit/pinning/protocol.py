@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -10,6 +11,7 @@ from typing import BinaryIO, Protocol, Self, runtime_checkable
 from bundlekit._closing import Closing
 from bundlekit.errors import (
     PinnerNotConfigured,
+    UsageError,
 )
 
 __all__ = [
@@ -19,11 +21,13 @@ __all__ = [
     "FAILED",
     "MISSING",
     "REQUIRE_MODES",
+    "PinEntry",
     "PinResult",
     "Pinner",
     "PinnerFactory",
     "BasePinner",
     "require_env",
+    "seconds_env",
 ]
 
 # Pin statuses. Only PINNED is durable: QUEUED/PINNING mean the service has not
@@ -52,6 +56,15 @@ class PinResult:
     def durable(self) -> bool:
         """True only for a completed pin."""
         return self.status == PINNED and self.error is None
+
+
+@dataclass(frozen=True)
+class PinEntry:
+    """One pin a service lists for retention: its CID (text), its name, and when it was made (ISO 8601 text)."""
+
+    cid: str
+    name: str | None = None
+    created: str | None = None
 
 
 @runtime_checkable
@@ -116,9 +129,18 @@ class BasePinner(Closing):
     def check(self) -> None:
         """A cheap authenticated call; raise a ``PinError`` when it fails. Default: nothing to check."""
 
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """The pins whose name starts with ``name_prefix`` (retention). Default: this pinner cannot list.
+
+        Raises UsageError for a pinner that cannot list its pins by name.
+        """
+        raise UsageError(
+            f"pinner {self.name!r} cannot list its pins by name, so it cannot retire old releases; "
+            "retention works with local, kubo, psa, pinata and cluster"
+        )
+
     def close(self) -> None:
         """Release resources. Default: nothing held."""
-
 
 
 def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
@@ -139,3 +161,20 @@ def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> di
             "set it again without one (check how the secret was pasted)"
         )
     return {n: env[n] for n in names}
+
+
+def seconds_env(env: Mapping[str, str], name: str, default: float) -> float:
+    """A non-negative number of seconds from ``env[name]`` (``default`` when unset); UsageError otherwise."""
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from exc
+    if math.isnan(value):
+        # float() takes "nan"; as a deadline it never passes, as an interval sleep() refuses it.
+        raise UsageError(f"{name} must be a number of seconds, not {raw!r}")
+    if value < 0:
+        raise UsageError(f"{name} must not be negative")
+    return value
