@@ -10,8 +10,10 @@ concurrently and checking that every service reports *our* root live here.
 Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group),
 ``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
-``bundlekit pin SRC`` publishes) and ``http`` (``HttpClient``: the shared
-retry loop plus the pinning error map).
+``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
+retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
+Pinning Service API fetches the content from) and ``retention``
+(``retire``: which old releases ``bundlekit unpin`` removes).
 
 Pinners are found only through the ``bundlekit.pinners`` entry-point group:
 the built-ins in ``pinners/`` register exactly as a third-party package would
