@@ -198,6 +198,12 @@ class KuboPinner(BasePinner):
                   body=lambda: {"files": {"file": ("record", record, "application/vnd.ipfs.ipns-record")}},
                   what="routing/put")
 
+    def origins(self) -> list[str]:
+        """The node's multiaddrs from ``id`` (``Addresses``), for a Pinning Service API to fetch from."""
+        response = self._rpc("id", what="id")
+        addresses = response.json().get("Addresses") or []
+        return [str(a) for a in addresses if isinstance(a, str) and "/p2p/" in a]
+
     def list(self, name_prefix: str = "") -> list[PinEntry]:
         """``pin/ls?type=recursive&names=true``: recursive pins whose name starts with ``name_prefix``."""
         response = self._rpc("pin/ls", params={"type": "recursive", "names": "true"}, what="pin/ls")
@@ -205,12 +211,6 @@ class KuboPinner(BasePinner):
         found = [PinEntry(cid, str(info.get("Name") or "") or None)
                  for cid, info in keys.items() if isinstance(info, dict)]
         return [e for e in found if (e.name or "").startswith(name_prefix)]
-
-    def origins(self) -> list[str]:
-        """The node's multiaddrs from ``id`` (``Addresses``), for a Pinning Service API to fetch from."""
-        response = self._rpc("id", what="id")
-        addresses = response.json().get("Addresses") or []
-        return [str(a) for a in addresses if isinstance(a, str) and "/p2p/" in a]
 
     def check(self) -> None:
         """``version``: cheap, and authenticated when the node sits behind a proxy."""

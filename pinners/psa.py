@@ -43,7 +43,17 @@ from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
-from bundlekit.pinning.protocol import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinEntry, PinResult, require_env, seconds_env
+from bundlekit.pinning.protocol import (
+    FAILED,
+    MISSING,
+    PINNED,
+    QUEUED,
+    BasePinner,
+    PinEntry,
+    PinResult,
+    require_env,
+    seconds_env,
+)
 
 __all__ = ["PSAPinner"]
 

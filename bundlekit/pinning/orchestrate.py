@@ -22,7 +22,7 @@ from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.pinning.origins import fetches_content
 from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, Pinner, PinResult
 
-__all__ = ["Cancelled", "same_cid", "PinReport", "ProgressCallback", "pin_all"]
+__all__ = ["Cancelled", "PinReport", "ProgressCallback", "pin_all", "same_cid"]
 
 log = logging.getLogger("bundlekit.pinning")
 

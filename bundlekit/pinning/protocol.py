@@ -15,17 +15,17 @@ from bundlekit.errors import (
 )
 
 __all__ = [
-    "PINNED",
-    "QUEUED",
-    "PINNING",
     "FAILED",
     "MISSING",
+    "PINNED",
+    "PINNING",
+    "QUEUED",
     "REQUIRE_MODES",
+    "BasePinner",
     "PinEntry",
     "PinResult",
     "Pinner",
     "PinnerFactory",
-    "BasePinner",
     "require_env",
     "seconds_env",
 ]

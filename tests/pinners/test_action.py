@@ -41,7 +41,7 @@ def run_step(step: dict[str, Any], inputs: dict[str, str], env: dict[str, str], 
     script = cwd / "step.sh"
     script.write_text(render(step["run"], inputs), encoding="utf-8")
     assert step["shell"] == "bash"
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env={**env, **step_env}, cwd=cwd, timeout=120).returncode
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env={**env, **step_env}, cwd=cwd, timeout=120, check=False).returncode
 
 
 def outputs(path: Path) -> dict[str, str]:
