@@ -41,8 +41,7 @@ cluster's own setting; -1 pins everywhere); ``BUNDLEKIT_CLUSTER_LOCAL``
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 import httpx
@@ -50,8 +49,9 @@ import httpx
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import Failure, HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials
 from bundlekit.pinning.orchestrate import same_cid
+from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
     MISSING,
     PINNED,
@@ -60,13 +60,11 @@ from bundlekit.pinning.protocol import (
     PinEntry,
     PinResult,
     require_env,
-    seconds_env,
 )
 
 __all__ = ["ClusterPinner"]
 
 DEFAULT_POLL_INTERVAL = 2.0
-DEFAULT_DEADLINE = 600.0
 _ERROR_STATUSES = frozenset({"pin_error", "error", "unexpectedly_unpinned"})
 _NOT_HERE = frozenset({"remote", "unpinned", "sharded"})
 
@@ -111,31 +109,17 @@ class ClusterPinner(BasePinner):
         replication_min: int = 0,
         replication_max: int = 0,
         local: bool = False,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        deadline: float = DEFAULT_DEADLINE,
-        clock: Callable[[], float] = time.monotonic,
+        polling: Polling | None = None,
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.replication_min = replication_min
         self.replication_max = replication_max
         self.local = local
-        self.poll_interval = poll_interval
-        self.deadline = deadline
-        self.clock = clock
-        headers: dict[str, str] = {}
-        auth: tuple[str, str] | None = None
-        secrets: list[str] = []
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-            secrets.append(token)
-        elif basic_auth:
-            user, sep, password = basic_auth.partition(":")
-            if not sep:
-                raise UsageError("BUNDLEKIT_CLUSTER_BASIC_AUTH must be user:password")
-            auth = (user, password)
-            secrets += [basic_auth, password]
-        self.http = HttpClient("IPFS Cluster", headers=headers, auth=auth, secrets=secrets, options=options)
+        self.polling = polling or Polling(DEFAULT_POLL_INTERVAL)
+        creds = node_credentials(token, basic_auth, "BUNDLEKIT_CLUSTER_BASIC_AUTH")
+        self.http = HttpClient("IPFS Cluster", headers=creds.headers, auth=creds.auth, secrets=creds.secrets,
+                               options=options)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> ClusterPinner:
@@ -150,8 +134,7 @@ class ClusterPinner(BasePinner):
             replication_min=_int_env(env, "BUNDLEKIT_CLUSTER_REPLICATION_MIN"),
             replication_max=_int_env(env, "BUNDLEKIT_CLUSTER_REPLICATION_MAX"),
             local=env.get("BUNDLEKIT_CLUSTER_LOCAL", "").strip().lower() in ("1", "true", "yes"),
-            poll_interval=seconds_env(env, "BUNDLEKIT_CLUSTER_POLL_INTERVAL", DEFAULT_POLL_INTERVAL),
-            deadline=seconds_env(env, "BUNDLEKIT_CLUSTER_DEADLINE", DEFAULT_DEADLINE),
+            polling=Polling.from_env(env, "CLUSTER", DEFAULT_POLL_INTERVAL),
             options=options,
         )
 
@@ -211,7 +194,7 @@ class ClusterPinner(BasePinner):
         return info
 
     def _wait(self, cid: str) -> PinResult:
-        give_up = self.clock() + self.deadline
+        give_up = self.polling.give_up_at()
         while True:
             info = self._status(cid)
             waiting, failed = _progress(info)
@@ -221,13 +204,13 @@ class ClusterPinner(BasePinner):
                     "check those peers' IPFS daemons, then `ipfs-cluster-ctl recover` or pin again"))
             if not waiting:
                 return PinResult(self.name, cid, PINNED, url=f"ipfs://{cid}")
-            if self.clock() >= give_up:
+            if self.polling.passed(give_up):
                 return PinResult(
                     self.name, cid, PINNING,
-                    error=f"still pinning after {self.deadline:.0f}s on {', '.join(waiting)}; "
+                    error=f"still pinning after {self.polling.deadline:.0f}s on {', '.join(waiting)}; "
                           "not durable yet: check later with `ipfs-cluster-ctl status`",
                 )
-            self.http.options.sleep(self.poll_interval)
+            self.http.options.sleep(self.polling.interval)
 
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)

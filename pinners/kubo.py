@@ -41,10 +41,10 @@ from typing import Any, BinaryIO
 
 import httpx
 
-from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
+from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult, require_env
 
@@ -87,19 +87,9 @@ class KuboPinner(BasePinner):
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        headers: dict[str, str] = {}
-        auth: tuple[str, str] | None = None
-        secrets: list[str] = []
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-            secrets.append(token)
-        elif basic_auth:
-            user, sep, password = basic_auth.partition(":")
-            if not sep:
-                raise UsageError("BUNDLEKIT_KUBO_BASIC_AUTH must be user:password")
-            auth = (user, password)
-            secrets += [basic_auth, password]
-        self.http = HttpClient("kubo", headers=headers, auth=auth, secrets=secrets, options=options,
+        creds = node_credentials(token, basic_auth, "BUNDLEKIT_KUBO_BASIC_AUTH")
+        self.http = HttpClient("kubo", headers=creds.headers, auth=creds.auth, secrets=creds.secrets,
+                               options=options,
                                refused=is_command_error)
 
     @classmethod

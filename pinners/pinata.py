@@ -44,7 +44,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
@@ -55,6 +54,7 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import Failure, HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
+from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
     MISSING,
     PINNED,
@@ -63,7 +63,6 @@ from bundlekit.pinning.protocol import (
     PinEntry,
     PinResult,
     require_env,
-    seconds_env,
 )
 
 __all__ = ["TUS_CHUNK", "TUS_THRESHOLD", "PinataPinner"]
@@ -73,7 +72,6 @@ DEFAULT_API_URL = "https://api.pinata.cloud"
 TUS_THRESHOLD = 94_371_840  # 90 MiB: where the official SDK switches to TUS
 PENDING = "pending"
 DEFAULT_POLL_INTERVAL = 5.0
-DEFAULT_DEADLINE = 600.0
 PAGE_LIMIT = 1000
 MAX_PAGES = 100
 TUS_CHUNK = 50 * 1024 * 1024  # what Pinata's own SDK sends per PATCH
@@ -111,18 +109,14 @@ class PinataPinner(BasePinner):
         api_url: str = DEFAULT_API_URL,
         tus_threshold: int = TUS_THRESHOLD,
         tus_chunk: int = TUS_CHUNK,
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        deadline: float = DEFAULT_DEADLINE,
-        clock: Callable[[], float] = time.monotonic,
+        polling: Polling | None = None,
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.upload_url = upload_url.rstrip("/")
         self.api_url = api_url.rstrip("/")
         self.tus_threshold = tus_threshold
         self.tus_chunk = tus_chunk
-        self.poll_interval = poll_interval
-        self.deadline = deadline
-        self.clock = clock
+        self.polling = polling or Polling(DEFAULT_POLL_INTERVAL)
         self.group: str | None = None
         self.keyvalues: dict[str, str] = {}
         self.http = HttpClient("Pinata", headers={"Authorization": f"Bearer {jwt}"}, secrets=[jwt], options=options)
@@ -135,8 +129,7 @@ class PinataPinner(BasePinner):
             values["PINATA_JWT"],
             upload_url=env.get("BUNDLEKIT_PINATA_UPLOAD_URL") or DEFAULT_UPLOAD_URL,
             api_url=env.get("BUNDLEKIT_PINATA_API_URL") or DEFAULT_API_URL,
-            poll_interval=seconds_env(env, "BUNDLEKIT_PINATA_POLL_INTERVAL", DEFAULT_POLL_INTERVAL),
-            deadline=seconds_env(env, "BUNDLEKIT_PINATA_DEADLINE", DEFAULT_DEADLINE),
+            polling=Polling.from_env(env, "PINATA", DEFAULT_POLL_INTERVAL),
             options=options,
         )
 
@@ -193,7 +186,7 @@ class PinataPinner(BasePinner):
             if data.get("cid") == PENDING:
                 return PinResult(
                     self.name, root_text, PINNING,
-                    error=f"Pinata is still processing the CAR after {self.deadline:.0f}s (file {data.get('id')}); "
+                    error=f"Pinata is still processing the CAR after {self.polling.deadline:.0f}s (file {data.get('id')}); "
                           "not durable yet: run the pin again later to check",
                 )
         cid = str(data.get("cid", ""))
@@ -209,9 +202,9 @@ class PinataPinner(BasePinner):
         file_id = str(data.get("id", ""))
         if not file_id:
             raise PinUnavailable("Pinata: a pending upload came back without a file id; run the pin again")
-        give_up = self.clock() + self.deadline
-        while data.get("cid") == PENDING and self.clock() < give_up:
-            self.http.options.sleep(self.poll_interval)
+        give_up = self.polling.give_up_at()
+        while data.get("cid") == PENDING and not self.polling.passed(give_up):
+            self.http.options.sleep(self.polling.interval)
             record = self.http.request("GET", f"{self.api_url}/v3/files/public/{file_id}", what="file record")
             data = record.json().get("data") or data
         return data

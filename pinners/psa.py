@@ -35,7 +35,6 @@ Source: ipfs/pinning-services-api-spec ``ipfs-pinning-service.yaml``
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
@@ -43,6 +42,7 @@ from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
     FAILED,
     MISSING,
@@ -52,7 +52,6 @@ from bundlekit.pinning.protocol import (
     PinEntry,
     PinResult,
     require_env,
-    seconds_env,
 )
 
 __all__ = ["PSAPinner"]
@@ -61,7 +60,6 @@ ACTIVE_STATUSES = "queued,pinning,pinned"
 ALL_STATUSES = "queued,pinning,pinned,failed"
 LIST_LIMIT = 1000  # the spec's maximum page
 DEFAULT_POLL_INTERVAL = 5.0
-DEFAULT_DEADLINE = 600.0
 
 
 class PSAPinner(BasePinner):
@@ -80,18 +78,14 @@ class PSAPinner(BasePinner):
         token: str,
         *,
         origins: Sequence[str] = (),
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        deadline: float = DEFAULT_DEADLINE,
-        clock: Callable[[], float] = time.monotonic,
+        polling: Polling | None = None,
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.origins = list(origins)
         # Set by link_origins when a kubo pinner runs too: its node's addresses, read after it pinned.
         self.origin_source: Callable[[], list[str]] | None = None
-        self.poll_interval = poll_interval
-        self.deadline = deadline
-        self.clock = clock
+        self.polling = polling or Polling(DEFAULT_POLL_INTERVAL)
         self.http = HttpClient(
             "pinning service", headers={"Authorization": f"Bearer {token}"}, secrets=[token], options=options
         )
@@ -105,8 +99,7 @@ class PSAPinner(BasePinner):
             values["BUNDLEKIT_PSA_URL"],
             values["PSA_TOKEN"],
             origins=origins,
-            poll_interval=seconds_env(env, "BUNDLEKIT_PSA_POLL_INTERVAL", DEFAULT_POLL_INTERVAL),
-            deadline=seconds_env(env, "BUNDLEKIT_PSA_DEADLINE", DEFAULT_DEADLINE),
+            polling=Polling.from_env(env, "PSA", DEFAULT_POLL_INTERVAL),
             options=options,
         )
 
@@ -150,7 +143,7 @@ class PSAPinner(BasePinner):
         requestid = str(status.get("requestid", ""))
         if not requestid:
             raise PinUnavailable("pinning service: the answer carries no requestid; is BUNDLEKIT_PSA_URL a Pinning Service API?")
-        give_up = self.clock() + self.deadline
+        give_up = self.polling.give_up_at()
         while True:
             state = str(status.get("status", ""))
             reported = str((status.get("pin") or {}).get("cid") or cid)
@@ -169,13 +162,13 @@ class PSAPinner(BasePinner):
                     + "; make sure a node holding the blocks is reachable over libp2p "
                     "(--psa-origin MULTIADDR, or --pinner kubo) and retry"
                 ))
-            if self.clock() >= give_up:
+            if self.polling.passed(give_up):
                 return PinResult(
                     self.name, reported, state or QUEUED,
-                    error=f"still {state or 'queued'} after {self.deadline:.0f}s (request {requestid}); "
+                    error=f"still {state or 'queued'} after {self.polling.deadline:.0f}s (request {requestid}); "
                           "not durable yet: check later with the service",
                 )
-            self.http.options.sleep(self.poll_interval)
+            self.http.options.sleep(self.polling.interval)
             status = self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status").json()
 
     def status(self, cid: bytes) -> PinResult:

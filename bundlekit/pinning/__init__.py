@@ -12,7 +12,8 @@ Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
 ``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
 ``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
 retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
-Pinning Service API fetches the content from) and ``retention``
+Pinning Service API fetches the content from), ``polling`` (waiting for a
+service that finishes a pin later) and ``retention``
 (``retire``: which old releases ``bundlekit unpin`` removes).
 
 Pinners are found only through the ``bundlekit.pinners`` entry-point group:

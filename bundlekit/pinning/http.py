@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -34,6 +35,7 @@ from bundlekit.errors import (
     PinRejected,
     PinServiceSunset,
     PinUnavailable,
+    UsageError,
 )
 from bundlekit.net.http import (
     HTTPX_LOGGERS,
@@ -46,7 +48,7 @@ from bundlekit.net.http import (
     send_with_retries,
 )
 
-__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "HttpClient", "pin_error"]
+__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "Credentials", "HttpClient", "node_credentials", "pin_error"]
 
 log = logging.getLogger("bundlekit.http")
 
@@ -59,6 +61,30 @@ UPLOAD_OPTIONS = HttpOptions(timeout=UPLOAD_TIMEOUT, retry=UPLOAD_RETRY)
 
 _BODY_SNIPPET = 300
 _DEFAULT_SUNSET_HINT = "use another pinner (Pinata, Filebase or a kubo node)"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a node's API behind a proxy needs: headers, HTTP auth, and the secrets to redact."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: tuple[str, str] | None = None
+    secrets: tuple[str, ...] = ()
+
+
+def node_credentials(token: str | None, basic_auth: str | None, basic_var: str) -> Credentials:
+    """A bearer ``token``, else HTTP basic from ``basic_auth`` (``user:password``), else none.
+
+    Raises UsageError naming ``basic_var`` for a ``basic_auth`` without a colon (never its value).
+    """
+    if token:
+        return Credentials({"Authorization": f"Bearer {token}"}, None, (token,))
+    if basic_auth:
+        user, sep, password = basic_auth.partition(":")
+        if not sep:
+            raise UsageError(f"{basic_var} must be user:password")
+        return Credentials({}, (user, password), (basic_auth, password))
+    return Credentials()
 
 
 def _host(url: str) -> str:

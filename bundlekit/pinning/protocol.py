@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -27,7 +26,6 @@ __all__ = [
     "Pinner",
     "PinnerFactory",
     "require_env",
-    "seconds_env",
 ]
 
 # Pin statuses. Only PINNED is durable: QUEUED/PINNING mean the service has not
@@ -162,19 +160,3 @@ def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> di
         )
     return {n: env[n] for n in names}
 
-
-def seconds_env(env: Mapping[str, str], name: str, default: float) -> float:
-    """A non-negative number of seconds from ``env[name]`` (``default`` when unset); UsageError otherwise."""
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from exc
-    if math.isnan(value):
-        # float() takes "nan"; as a deadline it never passes, as an interval sleep() refuses it.
-        raise UsageError(f"{name} must be a number of seconds, not {raw!r}")
-    if value < 0:
-        raise UsageError(f"{name} must not be negative")
-    return value
