@@ -12,6 +12,8 @@ bitswap from libp2p peers. ``link_origins`` gives every such pinner (one with
 4. else, when another pinner puts the content on the IPFS network (anything
    but ``local`` and ``memory``), no origins: the service finds it there;
 5. else the run is refused at once (``UsageError``) saying why and what to add.
+
+Origins given with no fetching pinner in the run are a ``UsageError`` too.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def fetches_content(pinner: Any) -> bool:
 
 def link_origins(pinners: Sequence[Any], origins: Sequence[str] = ()) -> None:
     """Give every fetching pinner its origins (the rules in the module docstring); UsageError when none can be found."""
+    if origins and not any(fetches_content(p) for p in pinners):
+        raise UsageError("--psa-origin applies to --pinner psa only (a service that fetches the content)")
     nodes = [p for p in pinners if callable(getattr(p, "origins", None))]
     on_network = [p for p in pinners if not fetches_content(p) and getattr(p, "name", "") not in OFF_NETWORK]
     for pinner in pinners:

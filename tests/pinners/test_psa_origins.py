@@ -14,7 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
+from click.testing import CliRunner
 
+from bundlekit.cli import cli
 from bundlekit.errors import PinRejected, UsageError
 from bundlekit.pinning.orchestrate import pin_all
 from bundlekit.pinning.origins import link_origins
@@ -94,3 +96,18 @@ def test_the_specs_error_body_is_quoted_and_rejected(car: Car, http_kwargs: dict
     link_origins([pinner], [NODE])
     with car.open() as fh, pytest.raises(PinRejected, match="BAD_REQUEST"):
         pinner.pin(fh, car.root)
+
+
+def test_an_origin_without_psa_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--pinner psa only"):
+        link_origins([LocalPinner.from_env({"BUNDLEKIT_HOME": str(tmp_path)})], [NODE])
+
+
+def test_cli_refuses_psa_alone_before_anything_is_built(car: Car, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_PSA_URL", BASE)
+    monkeypatch.setenv("PSA_TOKEN", SECRET)
+    monkeypatch.delenv("BUNDLEKIT_PSA_ORIGINS", raising=False)
+    with respx.mock(assert_all_called=False) as router:
+        result = CliRunner().invoke(cli, ["pin", str(car.path), "--pinner", "psa"])
+        assert router.calls.call_count == 0
+    assert result.exit_code == 2 and "--psa-origin MULTIADDR" in result.stderr

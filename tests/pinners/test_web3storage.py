@@ -12,9 +12,13 @@ import pytest
 import respx
 
 from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarFileWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
+from bundlekit.ipld.walk import block_links
 from bundlekit.pinning.protocol import PINNED
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
 from pinners.web3storage import Web3StoragePinner
 
 from .conftest import SECRET, Car, build_car
@@ -216,11 +220,6 @@ def test_every_split_part_holds_the_root_block_and_the_path_to_its_blocks(
 ) -> None:
     """issue 13: the official client splits with a tree walk (alanshaw/carbites lib/treewalk/splitter.js,
     used by web3-storage/web3.storage packages/client/src/lib.js putCar at 10 MiB per part)."""
-    from bundlekit.car.writer import CarFileWriter
-    from bundlekit.ipld.walk import block_links
-    from bundlekit.unixfs.importer import import_tree
-    from bundlekit.unixfs.profiles import get_profile
-
     with CarFileWriter(tmp_path / "deep.car") as writer:
         files = [(f"d{i}/f{j}.bin", bytes([i, j]) * 700) for i in range(3) for j in range(3)]
         imported = import_tree(files, writer, get_profile(chunk_size=256, max_links=3))
