@@ -13,7 +13,12 @@ Settings: ``FILEBASE_ACCESS_KEY_ID``, ``FILEBASE_SECRET_ACCESS_KEY``,
 ``FILEBASE_BUCKET``; ``BUNDLEKIT_FILEBASE_ENDPOINT`` (default
 ``https://s3.filebase.com``). Region ``us-east-1``, path-style addressing.
 boto3 is imported only when this pinner is built, so ``bundlekit --help``
-and the other pinners never pay for it.
+and the other pinners never pay for it. The client computes and validates
+checksums only when an operation requires them
+(``request_checksum_calculation`` / ``response_checksum_validation`` =
+``when_required``): botocore 1.36 otherwise uploads with ``Content-Encoding:
+aws-chunked`` and a trailing checksum instead of a ``Content-Length``
+(boto/botocore ``botocore/config.py``, ``botocore/httpchecksum.py``).
 """
 
 from __future__ import annotations
@@ -222,6 +227,10 @@ def _make_client(endpoint: str, access_key: str, secret_key: str) -> Any:
         connect_timeout=15,
         read_timeout=120,
         retries={"max_attempts": 5, "mode": "standard"},
+        # botocore >= 1.36 otherwise sends PutObject/UploadPart as aws-chunked with a trailing
+        # CRC checksum and no Content-Length, which S3-compatible services such as Filebase refuse.
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
     )
     return boto3.session.Session().client(
         "s3", endpoint_url=endpoint, aws_access_key_id=access_key,

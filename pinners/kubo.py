@@ -1,14 +1,36 @@
 """The ``kubo`` pinner: a kubo (go-ipfs) node's RPC API.
 
-``POST {base}/api/v0/dag/import?pin-roots=true`` with the CAR as the
-multipart ``file`` field. kubo answers NDJSON, one object per line; a root
-line is ``{"Root": {"Cid": {"/": "<cid>"}, "PinErrorMsg": ""}}`` and a
-non-empty ``PinErrorMsg`` means the pin failed. kubo's pin set is keyed by
-CID, so importing again creates no duplicate.
+``POST {base}/api/v0/dag/import?pin-roots=true&allow-big-block=true`` with
+the CAR as the multipart ``file`` field (kubo refuses blocks over its soft
+limit of 1 MiB unless ``allow-big-block`` is set; our profiles allow 2 MiB).
+kubo answers NDJSON, one object per line; a root line is
+``{"Root": {"Cid": {"/": "<cid>"}, "PinErrorMsg": ""}}`` and a non-empty
+``PinErrorMsg`` means the pin failed. kubo's pin set is keyed by CID, so
+importing again creates no duplicate.
+
+kubo answers an ordinary command error (a bad CAR, a block too big, a CID
+that is not pinned) with HTTP 500 and ``{"Message": ..., "Code": ...,
+"Type": "error"}`` (go-ipfs-cmds' error encoding). That is a refusal, not an
+outage: it is never retried and becomes ``PinRejected`` quoting the message.
+A 5xx without that body (a proxy's 502/503/504) is retried as usual.
+
+With a name, ``pin/add?arg=<cid>&name=<name>`` then labels the pin, which
+``list(name_prefix)`` (``pin/ls?type=recursive&names=true``) reads back for
+retention.
+
+``origins()`` reads ``id``'s ``Addresses`` (each ending ``/p2p/<ID>``): the
+node's multiaddrs, which a Pinning Service API pins from (``psa``).
 
 Settings: ``BUNDLEKIT_KUBO_URL`` (default ``http://127.0.0.1:5001``), and for
 a node behind a proxy either ``BUNDLEKIT_KUBO_TOKEN`` (bearer) or
-``BUNDLEKIT_KUBO_BASIC_AUTH`` (``user:password``).
+``BUNDLEKIT_KUBO_BASIC_AUTH`` (``user:password``). The pinner counts as
+configured only when ``BUNDLEKIT_KUBO_URL`` is set (naming it is how a user
+says a node is there).
+
+Sources: ipfs/kubo ``core/commands/dag/dag.go`` (``dag import`` options) and
+``core/commands/cmdutils/utils.go`` (``allow-big-block``, ``SoftBlockLimit``),
+``core/commands/pin/pin.go`` (``pin add --name``, ``pin ls --names``), ``core/commands/id.go``,
+ipfs/go-ipfs-cmds ``http/responseemitter.go`` (errors as 500 + ``cmds.Error`` JSON).
 """
 
 from __future__ import annotations
@@ -19,16 +41,34 @@ from typing import Any, BinaryIO
 
 import httpx
 
-from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
+from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials
 from bundlekit.pinning.orchestrate import same_cid
-from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult, require_env
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult, require_env
 
-__all__ = ["DEFAULT_URL", "KuboPinner"]
+__all__ = ["DEFAULT_URL", "KuboPinner", "is_command_error"]
 
 DEFAULT_URL = "http://127.0.0.1:5001"
+
+
+def is_command_error(response: httpx.Response) -> bool:
+    """True for kubo's own refusal: HTTP 500 whose body is a cmds error ``{"Message": ..., "Type": "error"}``."""
+    if response.status_code != 500:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get("Message"), str) and body.get("Type", "error") == "error"
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("Message", ""))
+    except (ValueError, AttributeError):
+        return ""
 
 
 class KuboPinner(BasePinner):
@@ -47,19 +87,10 @@ class KuboPinner(BasePinner):
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        headers: dict[str, str] = {}
-        auth: tuple[str, str] | None = None
-        secrets: list[str] = []
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-            secrets.append(token)
-        elif basic_auth:
-            user, sep, password = basic_auth.partition(":")
-            if not sep:
-                raise UsageError("BUNDLEKIT_KUBO_BASIC_AUTH must be user:password")
-            auth = (user, password)
-            secrets += [basic_auth, password]
-        self.http = HttpClient("kubo", headers=headers, auth=auth, secrets=secrets, options=options)
+        creds = node_credentials(token, basic_auth, "BUNDLEKIT_KUBO_BASIC_AUTH")
+        self.http = HttpClient("kubo", headers=creds.headers, auth=creds.auth, secrets=creds.secrets,
+                               options=options,
+                               refused=is_command_error)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> KuboPinner:
@@ -79,7 +110,8 @@ class KuboPinner(BasePinner):
 
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:
-        return True  # the default URL is a local node
+        """True only when ``BUNDLEKIT_KUBO_URL`` is set: the default URL is a guess, not a configuration."""
+        return bool(env.get("BUNDLEKIT_KUBO_URL", "").strip())
 
     def _rpc(self, command: str, **kwargs: Any) -> httpx.Response:
         # kubo's RPC is POST-only; an error answers 500 with {"Message": ...}.
@@ -94,7 +126,7 @@ class KuboPinner(BasePinner):
             return {"files": {"file": ("bundle.car", car, "application/vnd.ipld.car")}}
 
         response = self._rpc(
-            "dag/import", params={"pin-roots": "true"}, body=body, what="dag/import"
+            "dag/import", params={"pin-roots": "true", "allow-big-block": "true"}, body=body, what="dag/import"
         )
         roots: list[tuple[str, str]] = []
         for line in response.text.splitlines():
@@ -117,6 +149,9 @@ class KuboPinner(BasePinner):
         cid, err = ours[0]
         if err:
             raise PinRejected(self.http.redact(f"kubo: imported {cid} but could not pin it: {err}"))
+        if name:
+            # dag/import pins without a name; pin/add names the pin (kubo >= 0.26), which retention lists.
+            self._rpc("pin/add", params={"arg": cid, "name": name}, what="pin/add")
         return PinResult(self.name, cid, PINNED, url=f"ipfs://{cid}")
 
     def status(self, cid: bytes) -> PinResult:
@@ -125,7 +160,7 @@ class KuboPinner(BasePinner):
         response = self._rpc(
             "pin/ls",
             params={"arg": text, "type": "recursive"},
-            ok=lambda r: r.is_success or (r.status_code == 500 and "not pinned" in r.text),
+            ok=_ok_or_not_pinned,
             what="pin/ls",
         )
         if response.is_success and text in (response.json().get("Keys") or {}):
@@ -137,7 +172,7 @@ class KuboPinner(BasePinner):
         self._rpc(
             "pin/rm",
             params={"arg": cid_to_str(cid)},
-            ok=lambda r: r.is_success or (r.status_code == 500 and "not pinned" in r.text),
+            ok=_ok_or_not_pinned,
             what="pin/rm",
         )
 
@@ -153,9 +188,28 @@ class KuboPinner(BasePinner):
                   body=lambda: {"files": {"file": ("record", record, "application/vnd.ipfs.ipns-record")}},
                   what="routing/put")
 
+    def origins(self) -> list[str]:
+        """The node's multiaddrs from ``id`` (``Addresses``), for a Pinning Service API to fetch from."""
+        response = self._rpc("id", what="id")
+        addresses = response.json().get("Addresses") or []
+        return [str(a) for a in addresses if isinstance(a, str) and "/p2p/" in a]
+
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """``pin/ls?type=recursive&names=true``: recursive pins whose name starts with ``name_prefix``."""
+        response = self._rpc("pin/ls", params={"type": "recursive", "names": "true"}, what="pin/ls")
+        keys = response.json().get("Keys") or {}
+        found = [PinEntry(cid, str(info.get("Name") or "") or None)
+                 for cid, info in keys.items() if isinstance(info, dict)]
+        return [e for e in found if (e.name or "").startswith(name_prefix)]
+
     def check(self) -> None:
         """``version``: cheap, and authenticated when the node sits behind a proxy."""
         self._rpc("version", retry=False, what="version")
 
     def close(self) -> None:
         self.http.close()
+
+
+def _ok_or_not_pinned(response: httpx.Response) -> bool:
+    """Success, or kubo's "not pinned" command error (the outcome ``status``/``unpin`` accept)."""
+    return response.is_success or (is_command_error(response) and "not pinned" in _message(response))

@@ -15,7 +15,7 @@ from typing import BinaryIO
 from bundlekit.blockstore import BlockStore, default_store_root
 from bundlekit.errors import PinRejected, UsageError
 from bundlekit.ipld.cid import as_cidv1, cid_to_str
-from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinResult
+from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult
 
 __all__ = ["LocalPinner"]
 
@@ -26,6 +26,8 @@ class LocalPinner(BasePinner):
     name = "local"
     description = "the local block store ($BUNDLEKIT_HOME), served by `bundlekit serve`"
     optional_env = ("BUNDLEKIT_HOME",)
+    # A Ctrl-C'd run must leave no pin here (pin_all removes one this run made).
+    rollback_on_interrupt = True
 
     def __init__(self, store: BlockStore) -> None:
         self.store = store
@@ -71,6 +73,14 @@ class LocalPinner(BasePinner):
         pinned = self._pinned(cid)
         return PinResult(self.name, cid_to_str(cid), PINNED if pinned else MISSING,
                          url=f"ipfs://{cid_to_str(cid)}" if pinned else None)
+
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """Pins whose name starts with ``name_prefix``, with the date each was first pinned."""
+        return [
+            PinEntry(cid_to_str(cid), meta.get("name"), meta.get("created"))
+            for cid, meta in self.store.pins().items()
+            if (meta.get("name") or "").startswith(name_prefix)
+        ]
 
     def unpin(self, cid: bytes) -> None:
         """Remove the pin if present; the blocks go at the next ``gc``."""

@@ -1,29 +1,48 @@
-"""The ``pinata`` pinner: Pinata's v3 Files API.
+"""The ``pinata`` pinner: Pinata's v3 Files API, as the official SDK calls it.
+
+Source: PinataCloud/pinata (commit 8c033da81d401149aff8693a202b914f91f5d612),
+``src/core/functions/uploads/file.ts`` (multipart fields, the 94,371,840-byte
+switch to TUS, the final PATCH's ``upload-cid`` header then
+``/files/{network}?cid=``) and ``src/core/functions/files/list.ts`` (the
+``cid``, ``name``, ``cidPending``, ``limit``, ``pageToken`` filters).
 
 * Existing pin: ``GET {api}/v3/files/public?cid=<root>``; a file already
-  holding our root is reused (no duplicate upload).
-* Upload (CAR up to ``TUS_THRESHOLD`` bytes): ``POST {upload}/v3/files``,
-  multipart with the CAR as ``file``, ``network=public``, ``car=true`` and
-  ``name``; the answer's ``data.cid`` must equal our root.
-* Upload (larger CARs): resumable TUS 1.0.0. ``POST {upload}/v3/files`` with
-  ``Upload-Length`` and ``Upload-Metadata`` (base64 ``filename``, ``name``,
-  ``network``, ``car``) answers 201 with a ``Location``; each chunk is a
+  holding our root is reused (no duplicate upload). A file of ours still
+  being processed (``GET ...?cidPending=true&name=<name>``, its ``cid`` is
+  ``"pending"``) is awaited instead of uploaded again.
+* Upload (CAR up to ``TUS_THRESHOLD`` = 94,371,840 bytes, as the SDK):
+  ``POST {upload}/v3/files``, multipart with the CAR as ``file`` and the
+  fields ``network=public``, ``name``, ``group_id`` (``--group``),
+  ``keyvalues`` (JSON of ``--meta``) and ``car=true``. One attempt only: a
+  retried POST can create a duplicate file (the answer's ``is_duplicate``);
+  after a timeout the file is looked up as above before giving up.
+* Upload (larger CARs; Pinata requires it over 100 MB): resumable TUS 1.0.0.
+  ``POST {upload}/v3/files`` with ``Upload-Length`` and ``Upload-Metadata``
+  (base64 ``filename``, ``filetype``, ``network``, ``group_id``,
+  ``keyvalues``, ``car``) answers 201 with a ``Location``; each chunk is a
   ``PATCH`` with ``Upload-Offset`` and ``Content-Type:
   application/offset+octet-stream``. After a failed chunk the offset is
   re-read with ``HEAD`` (``Upload-Offset``) and the upload resumes there.
-  The file id is the last segment of the location; its record
-  (``GET {api}/v3/files/public/{id}``) gives the CID.
+  The final PATCH's ``upload-cid`` header names the CID; the file record is
+  ``GET {api}/v3/files/public?cid=<cid>``.
+* A ``cid`` of ``"pending"`` (CAR imports are processed asynchronously) is
+  polled with ``GET {api}/v3/files/public/{id}`` every ``poll_interval``
+  until it resolves or ``deadline`` passes (the result stays ``pinning``).
 * Status: the list call above. Unpin: ``DELETE {api}/v3/files/public/{id}``
-  for every file holding the CID. Check: ``GET {api}/data/testAuthentication``.
+  for every file holding the CID. ``list(name_prefix)``: ``GET
+  {api}/v3/files/public?name=<prefix>`` pages, names starting with the prefix.
+  Check: ``GET {api}/data/testAuthentication``.
 
 Settings: ``PINATA_JWT``; ``BUNDLEKIT_PINATA_UPLOAD_URL`` (default
-``https://uploads.pinata.cloud``) and ``BUNDLEKIT_PINATA_API_URL`` (default
-``https://api.pinata.cloud``).
+``https://uploads.pinata.cloud``), ``BUNDLEKIT_PINATA_API_URL`` (default
+``https://api.pinata.cloud``), ``BUNDLEKIT_PINATA_POLL_INTERVAL`` (seconds,
+default 5) and ``BUNDLEKIT_PINATA_DEADLINE`` (seconds, default 600).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
@@ -32,20 +51,41 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpOptions
+from bundlekit.net.http import Failure, HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
-from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
+from bundlekit.pinning.polling import Polling
+from bundlekit.pinning.protocol import (
+    MISSING,
+    PINNED,
+    PINNING,
+    BasePinner,
+    PinEntry,
+    PinResult,
+    require_env,
+)
 
 __all__ = ["TUS_CHUNK", "TUS_THRESHOLD", "PinataPinner"]
 
 DEFAULT_UPLOAD_URL = "https://uploads.pinata.cloud"
 DEFAULT_API_URL = "https://api.pinata.cloud"
-TUS_THRESHOLD = 100 * 1024 * 1024
+TUS_THRESHOLD = 94_371_840  # 90 MiB: where the official SDK switches to TUS
+PENDING = "pending"
+DEFAULT_POLL_INTERVAL = 5.0
+PAGE_LIMIT = 1000
+MAX_PAGES = 100
 TUS_CHUNK = 50 * 1024 * 1024  # what Pinata's own SDK sends per PATCH
 TUS_VERSION = "1.0.0"
 # How many times a TUS upload may resume from HEAD after a failed chunk.
 TUS_RESUMES = 5
+
+
+class _Landed(Exception):
+    """A timed-out upload that reached Pinata after all: its file record."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__("landed")
+        self.data = data
 
 
 def _b64(text: str) -> str:
@@ -56,9 +96,10 @@ class PinataPinner(BasePinner):
     """Uploads CARs to Pinata's public IPFS network."""
 
     name = "pinata"
-    description = "Pinata v3 Files API (CAR upload, resumable above 100 MB)"
+    description = "Pinata v3 Files API (CAR upload, resumable above 90 MiB)"
     env_vars = ("PINATA_JWT",)
-    optional_env = ("BUNDLEKIT_PINATA_UPLOAD_URL", "BUNDLEKIT_PINATA_API_URL")
+    optional_env = ("BUNDLEKIT_PINATA_UPLOAD_URL", "BUNDLEKIT_PINATA_API_URL",
+                    "BUNDLEKIT_PINATA_POLL_INTERVAL", "BUNDLEKIT_PINATA_DEADLINE")
 
     def __init__(
         self,
@@ -68,12 +109,16 @@ class PinataPinner(BasePinner):
         api_url: str = DEFAULT_API_URL,
         tus_threshold: int = TUS_THRESHOLD,
         tus_chunk: int = TUS_CHUNK,
+        polling: Polling | None = None,
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.upload_url = upload_url.rstrip("/")
         self.api_url = api_url.rstrip("/")
         self.tus_threshold = tus_threshold
         self.tus_chunk = tus_chunk
+        self.polling = polling or Polling(DEFAULT_POLL_INTERVAL)
+        self.group: str | None = None
+        self.keyvalues: dict[str, str] = {}
         self.http = HttpClient("Pinata", headers={"Authorization": f"Bearer {jwt}"}, secrets=[jwt], options=options)
 
     @classmethod
@@ -84,17 +129,31 @@ class PinataPinner(BasePinner):
             values["PINATA_JWT"],
             upload_url=env.get("BUNDLEKIT_PINATA_UPLOAD_URL") or DEFAULT_UPLOAD_URL,
             api_url=env.get("BUNDLEKIT_PINATA_API_URL") or DEFAULT_API_URL,
+            polling=Polling.from_env(env, "PINATA", DEFAULT_POLL_INTERVAL),
             options=options,
         )
 
+    def describe(self, *, group: str | None = None, keyvalues: Mapping[str, str] | None = None) -> None:
+        """Metadata for the next uploads: a group id (``group_id``) and key-values (``keyvalues``)."""
+        self.group = group
+        self.keyvalues = dict(keyvalues or {})
+
     # -- queries --------------------------------------------------------------
 
-    def _files(self, cid: str) -> list[dict[str, Any]]:
-        response = self.http.request(
-            "GET", f"{self.api_url}/v3/files/public", params={"cid": cid}, what="list files"
-        )
+    def _list(self, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
+        """One page of ``GET {api}/v3/files/public``: its files and ``next_page_token``."""
+        response = self.http.request("GET", f"{self.api_url}/v3/files/public", params=params, what="list files")
         data = response.json().get("data") or {}
-        return [f for f in (data.get("files") or []) if isinstance(f, dict)]
+        files = [f for f in (data.get("files") or []) if isinstance(f, dict)]
+        return files, str(data.get("next_page_token") or "")
+
+    def _files(self, cid: str) -> list[dict[str, Any]]:
+        return self._list({"cid": cid})[0]
+
+    def _pending(self, label: str) -> list[dict[str, Any]]:
+        """Files named ``label`` whose CID Pinata has not computed yet (``cidPending``)."""
+        files = self._list({"cidPending": "true", "name": label})[0]
+        return [f for f in files if f.get("cid") == PENDING and f.get("name") == label and f.get("id")]
 
     def _result(self, cid: str) -> PinResult:
         return PinResult(self.name, cid, PINNED, url=f"ipfs://{cid}")
@@ -102,7 +161,7 @@ class PinataPinner(BasePinner):
     # -- the verbs ------------------------------------------------------------
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
-        """Upload the CAR unless Pinata already holds ``root``.
+        """Upload the CAR unless Pinata already holds ``root`` or is still processing our upload of it.
 
         Raises CIDMismatch when Pinata's CID differs from ``root``, and the
         HTTP errors of ``bundlekit.pinning.http``.
@@ -115,13 +174,22 @@ class PinataPinner(BasePinner):
             size = _stream_size(car)
         label = name or f"{root_text}.car"
         filename = label if label.endswith(".car") else f"{label}.car"
-        if size > self.tus_threshold:
+        pending = self._pending(label)
+        if pending:
+            data = pending[0]
+        elif size > self.tus_threshold:
             data = self._upload_tus(car, size, label, filename)
         else:
-            data = self._upload_multipart(car, label, filename)
+            data = self._upload_multipart(car, root, label, filename)
+        if data.get("cid") == PENDING:
+            data = self._await_cid(data)
+            if data.get("cid") == PENDING:
+                return PinResult(
+                    self.name, root_text, PINNING,
+                    error=f"Pinata is still processing the CAR after {self.polling.deadline:.0f}s (file {data.get('id')}); "
+                          "not durable yet: run the pin again later to check",
+                )
         cid = str(data.get("cid", ""))
-        if cid == "pending":
-            return PinResult(self.name, root_text, PINNING, error="Pinata is still processing the CAR")
         if not same_cid(cid, root):
             raise CIDMismatch(
                 f"Pinata reports CID {cid or '(none)'} for the upload, but the local root is {root_text}; "
@@ -129,29 +197,66 @@ class PinataPinner(BasePinner):
             )
         return self._result(cid)
 
-    def _upload_multipart(self, car: BinaryIO, label: str, filename: str) -> dict[str, Any]:
+    def _await_cid(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Poll ``GET {api}/v3/files/public/{id}`` until the CID is no longer pending or the deadline passes."""
+        file_id = str(data.get("id", ""))
+        if not file_id:
+            raise PinUnavailable("Pinata: a pending upload came back without a file id; run the pin again")
+        give_up = self.polling.give_up_at()
+        while data.get("cid") == PENDING and not self.polling.passed(give_up):
+            self.http.options.sleep(self.polling.interval)
+            record = self.http.request("GET", f"{self.api_url}/v3/files/public/{file_id}", what="file record")
+            data = record.json().get("data") or data
+        return data
+
+    def _fields(self, label: str) -> dict[str, str]:
+        """The SDK's metadata fields: ``network``, ``name``, ``group_id``, ``keyvalues`` (JSON), ``car``."""
+        fields = {"network": "public", "name": label}
+        if self.group:
+            fields["group_id"] = self.group
+        if self.keyvalues:
+            fields["keyvalues"] = json.dumps(self.keyvalues, separators=(",", ":"))
+        fields["car"] = "true"
+        return fields
+
+    def _upload_multipart(self, car: BinaryIO, root: bytes, label: str, filename: str) -> dict[str, Any]:
+        """POST the CAR. A timed-out POST may have stored the file, so it is never sent again: the file is
+        looked up (by CID, then pending by name) and used, or the run fails asking for a re-run (which finds it).
+        Refusals (429, 5xx) and connections that never opened are retried as usual."""
         start = car.tell()
 
         def body() -> dict[str, Any]:
             car.seek(start)
-            return {
-                "files": {"file": (filename, car, "application/vnd.ipld.car")},
-                "data": {"network": "public", "car": "true", "name": label},
-            }
+            return {"files": {"file": (filename, car, "application/vnd.ipld.car")}, "data": self._fields(label)}
 
-        response = self.http.request("POST", f"{self.upload_url}/v3/files", body=body, what="upload CAR")
+        def before_retry(failure: Failure) -> None:
+            if not isinstance(failure.error, (httpx.ReadTimeout, httpx.WriteTimeout)):
+                return
+            found = [f for f in self._files(cid_to_str(root)) if same_cid(str(f.get("cid", "")), root)]
+            found = found or self._pending(label)
+            if found:
+                raise _Landed(found[0])
+            raise PinUnavailable(
+                f"Pinata: the upload of {cid_to_str(root)} timed out and is not sent again (a second POST can "
+                "store a duplicate); Pinata does not list it yet: run the pin again later, which finds it"
+            )
+
+        try:
+            response = self.http.request("POST", f"{self.upload_url}/v3/files", body=body, what="upload CAR",
+                                         before_retry=before_retry)
+        except _Landed as landed:
+            return landed.data
         data: dict[str, Any] = response.json().get("data") or {}
         return data
 
     def _upload_tus(self, car: BinaryIO, size: int, label: str, filename: str) -> dict[str, Any]:
         start = car.tell()
         tus = {"Tus-Resumable": TUS_VERSION}
-        metadata = ",".join([
-            f"filename {_b64(filename)}",
-            f"name {_b64(label)}",
-            f"network {_b64('public')}",
-            f"car {_b64('true')}",
-        ])
+        fields = self._fields(label)
+        metadata = ",".join(
+            [f"filename {_b64(label)}", f"filetype {_b64('application/vnd.ipld.car')}"]
+            + [f"{key} {_b64(value)}" for key, value in fields.items() if key != "name"]
+        )
         created = self.http.request(
             "POST", f"{self.upload_url}/v3/files",
             headers={**tus, "Upload-Length": str(size), "Upload-Metadata": metadata},
@@ -161,6 +266,7 @@ class PinataPinner(BasePinner):
         location = str(httpx.URL(f"{self.upload_url}/v3/files/").join(created.headers["location"]))
         offset = 0
         resumes = 0
+        response: httpx.Response | None = None
         while offset < size:
             car.seek(start + offset)
             chunk = car.read(min(self.tus_chunk, size - offset))
@@ -185,10 +291,17 @@ class PinataPinner(BasePinner):
                 continue
             new_offset = response.headers.get("Upload-Offset")
             offset = int(new_offset) if new_offset and new_offset.isdigit() else offset + len(chunk)
-        file_id = location.rstrip("/").rsplit("/", 1)[-1]
-        record = self.http.request("GET", f"{self.api_url}/v3/files/public/{file_id}", what="file record")
-        data: dict[str, Any] = record.json().get("data") or {}
-        return data
+        cid = response.headers.get("upload-cid", "") if response is not None else ""
+        if cid and cid != PENDING:
+            files = self._files(cid)
+            if files:
+                return files[0]
+            return {"cid": cid}
+        pending = self._pending(label)
+        if not pending:
+            raise PinUnavailable("Pinata: the upload finished without an upload-cid and no file of that name "
+                                 "is pending; run the pin again")
+        return pending[0]
 
     def _tus_offset(self, location: str) -> int:
         """Where the server has the upload up to (HEAD ``Upload-Offset``)."""
@@ -203,6 +316,24 @@ class PinataPinner(BasePinner):
         if any(same_cid(str(f.get("cid", "")), cid) for f in self._files(text)):
             return self._result(text)
         return PinResult(self.name, text, MISSING)
+
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """Public files whose name starts with ``name_prefix`` (``name`` filter, every page)."""
+        entries: list[PinEntry] = []
+        token = ""
+        for _ in range(MAX_PAGES):
+            params = {"limit": str(PAGE_LIMIT)}
+            if name_prefix:
+                params["name"] = name_prefix
+            if token:
+                params["pageToken"] = token
+            files, token = self._list(params)
+            entries += [PinEntry(str(f.get("cid", "")), str(f.get("name") or "") or None,
+                                 str(f.get("created_at") or "") or None)
+                        for f in files if str(f.get("name") or "").startswith(name_prefix)]
+            if not token or not files:
+                break
+        return entries
 
     def unpin(self, cid: bytes) -> None:
         """Delete every public file holding ``cid``."""

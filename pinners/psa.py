@@ -1,8 +1,16 @@
 """The ``psa`` pinner: any IPFS Pinning Service API endpoint.
 
 The Pinning Service API does not take uploads: the service fetches the DAG
-itself, from the IPFS network or the ``origins`` we give it. So ``pin``
-publishes nothing; it asks the service to pin our root and waits.
+itself over bitswap, from libp2p peers: the ``origins`` we give it (multiaddrs
+ending ``/p2p/<peer ID>`` of a node that holds the blocks) or the IPFS
+network. An HTTP gateway (``bundlekit serve``) is not a libp2p peer and cannot
+be an origin. So ``pin`` publishes nothing; it asks the service to pin our
+root by CID and waits. The origins come from ``--psa-origin MULTIADDR``
+(``BUNDLEKIT_PSA_ORIGINS``), or from the kubo pinner's node (its ``id``
+addresses) when both run; ``pinning.origins.link_origins`` refuses at once a
+run where ``psa`` has neither and no other pinner puts the content on the
+network. ``psa`` runs after the other pinners (``fetches_content``), so the
+node holding the blocks has them when the service asks.
 
 1. ``GET {base}/pins?cid=<root>&status=queued,pinning,pinned``: an existing
    request for the same CID is reused (no duplicate pin).
@@ -11,47 +19,47 @@ publishes nothing; it asks the service to pin our root and waits.
    ``pinned`` (durable), ``failed`` (PinRejected) or the deadline (the result
    keeps status ``queued``/``pinning``, which does not count as durable).
 
+Retention: ``list`` reads ``GET {base}/pins?name=<prefix>&match=partial``
+(every status) and keeps names starting with the prefix; ``unpin`` deletes
+each request for the CID.
+
 Settings: ``BUNDLEKIT_PSA_URL``, ``PSA_TOKEN`` (bearer); optional
-``BUNDLEKIT_PSA_ORIGINS`` (comma-separated multiaddrs of a node serving the
-content, e.g. ``bundlekit serve`` behind a public address),
-``BUNDLEKIT_PSA_POLL_INTERVAL`` (seconds, default 5) and
+``BUNDLEKIT_PSA_ORIGINS`` (comma-separated libp2p multiaddrs of a node holding
+the blocks), ``BUNDLEKIT_PSA_POLL_INTERVAL`` (seconds, default 5) and
 ``BUNDLEKIT_PSA_DEADLINE`` (seconds, default 600).
+
+Source: ipfs/pinning-services-api-spec ``ipfs-pinning-service.yaml``
+(commit bbfaa5896d9378c8c613f2ed18d227a7a18d2880): ``Pin.origins`` and
+"Provider hints", the ``name``/``match``/``status``/``limit`` filters.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
-from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
+from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
-from bundlekit.pinning.protocol import FAILED, MISSING, PINNED, QUEUED, BasePinner, PinResult, require_env
+from bundlekit.pinning.polling import Polling
+from bundlekit.pinning.protocol import (
+    FAILED,
+    MISSING,
+    PINNED,
+    QUEUED,
+    BasePinner,
+    PinEntry,
+    PinResult,
+    require_env,
+)
 
 __all__ = ["PSAPinner"]
 
 ACTIVE_STATUSES = "queued,pinning,pinned"
+ALL_STATUSES = "queued,pinning,pinned,failed"
+LIST_LIMIT = 1000  # the spec's maximum page
 DEFAULT_POLL_INTERVAL = 5.0
-DEFAULT_DEADLINE = 600.0
-
-
-def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from exc
-    if math.isnan(value):
-        # float() takes "nan"; as a deadline it never passes, as an interval sleep() refuses it.
-        raise UsageError(f"{name} must be a number of seconds, not {raw!r}")
-    if value < 0:
-        raise UsageError(f"{name} must not be negative")
-    return value
 
 
 class PSAPinner(BasePinner):
@@ -61,6 +69,8 @@ class PSAPinner(BasePinner):
     description = "any IPFS Pinning Service API (the service fetches the content)"
     env_vars = ("BUNDLEKIT_PSA_URL", "PSA_TOKEN")
     optional_env = ("BUNDLEKIT_PSA_ORIGINS", "BUNDLEKIT_PSA_POLL_INTERVAL", "BUNDLEKIT_PSA_DEADLINE")
+    # The service fetches the DAG itself: run after the pinners that put it on the network.
+    fetches_content = True
 
     def __init__(
         self,
@@ -68,16 +78,14 @@ class PSAPinner(BasePinner):
         token: str,
         *,
         origins: Sequence[str] = (),
-        poll_interval: float = DEFAULT_POLL_INTERVAL,
-        deadline: float = DEFAULT_DEADLINE,
-        clock: Callable[[], float] = time.monotonic,
+        polling: Polling | None = None,
         options: HttpOptions = UPLOAD_OPTIONS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.origins = list(origins)
-        self.poll_interval = poll_interval
-        self.deadline = deadline
-        self.clock = clock
+        # Set by link_origins when a kubo pinner runs too: its node's addresses, read after it pinned.
+        self.origin_source: Callable[[], list[str]] | None = None
+        self.polling = polling or Polling(DEFAULT_POLL_INTERVAL)
         self.http = HttpClient(
             "pinning service", headers={"Authorization": f"Bearer {token}"}, secrets=[token], options=options
         )
@@ -91,8 +99,7 @@ class PSAPinner(BasePinner):
             values["BUNDLEKIT_PSA_URL"],
             values["PSA_TOKEN"],
             origins=origins,
-            poll_interval=_float_env(env, "BUNDLEKIT_PSA_POLL_INTERVAL", DEFAULT_POLL_INTERVAL),
-            deadline=_float_env(env, "BUNDLEKIT_PSA_DEADLINE", DEFAULT_DEADLINE),
+            polling=Polling.from_env(env, "PSA", DEFAULT_POLL_INTERVAL),
             options=options,
         )
 
@@ -116,7 +123,8 @@ class PSAPinner(BasePinner):
             existing.sort(key=lambda r: r.get("status") != PINNED)
             status = existing[0]
         else:
-            body: dict[str, Any] = {"cid": cid, "origins": self.origins, "meta": {"app": "bundlekit"}}
+            origins = self.origins or (self.origin_source() if self.origin_source is not None else [])
+            body: dict[str, Any] = {"cid": cid, "origins": origins, "meta": {"app": "bundlekit"}}
             if name:
                 body["name"] = name
             # Not retried blindly: a retried POST could create the duplicate we avoid.
@@ -135,7 +143,7 @@ class PSAPinner(BasePinner):
         requestid = str(status.get("requestid", ""))
         if not requestid:
             raise PinUnavailable("pinning service: the answer carries no requestid; is BUNDLEKIT_PSA_URL a Pinning Service API?")
-        give_up = self.clock() + self.deadline
+        give_up = self.polling.give_up_at()
         while True:
             state = str(status.get("status", ""))
             reported = str((status.get("pin") or {}).get("cid") or cid)
@@ -151,20 +159,21 @@ class PSAPinner(BasePinner):
                 raise PinRejected(self.http.redact(
                     f"pinning service: request {requestid} for {cid} failed"
                     + (f" ({info})" if info else "")
-                    + "; make sure the content is reachable (BUNDLEKIT_PSA_ORIGINS) and retry"
+                    + "; make sure a node holding the blocks is reachable over libp2p "
+                    "(--psa-origin MULTIADDR, or --pinner kubo) and retry"
                 ))
-            if self.clock() >= give_up:
+            if self.polling.passed(give_up):
                 return PinResult(
                     self.name, reported, state or QUEUED,
-                    error=f"still {state or 'queued'} after {self.deadline:.0f}s (request {requestid}); "
+                    error=f"still {state or 'queued'} after {self.polling.deadline:.0f}s (request {requestid}); "
                           "not durable yet: check later with the service",
                 )
-            self.http.options.sleep(self.poll_interval)
+            self.http.options.sleep(self.polling.interval)
             status = self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status").json()
 
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)
-        existing = self._existing(text, "queued,pinning,pinned,failed")
+        existing = self._existing(text, ALL_STATUSES)
         if not existing:
             return PinResult(self.name, text, MISSING)
         existing.sort(key=lambda r: r.get("status") != PINNED)
@@ -172,8 +181,24 @@ class PSAPinner(BasePinner):
 
     def unpin(self, cid: bytes) -> None:
         """Delete every request for ``cid``."""
-        for item in self._existing(cid_to_str(cid), "queued,pinning,pinned,failed"):
+        for item in self._existing(cid_to_str(cid), ALL_STATUSES):
             self.http.request("DELETE", f"{self.base_url}/pins/{item['requestid']}", what="delete pin")
+
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID."""
+        params = {"status": ALL_STATUSES, "limit": str(LIST_LIMIT)}
+        if name_prefix:
+            params.update(name=name_prefix, match="partial")
+        response = self.http.request("GET", f"{self.base_url}/pins", params=params, what="list pins")
+        entries: dict[str, PinEntry] = {}
+        for item in response.json().get("results") or []:
+            pin = item.get("pin") if isinstance(item, dict) else None
+            if not isinstance(pin, dict) or not str(pin.get("name") or "").startswith(name_prefix):
+                continue
+            cid = str(pin.get("cid", ""))
+            entries.setdefault(cid, PinEntry(cid, str(pin.get("name") or "") or None, str(item.get("created") or "")
+                                             or None))
+        return list(entries.values())
 
     def check(self) -> None:
         """``GET /pins?limit=1``: authenticated and cheap."""

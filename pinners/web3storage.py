@@ -9,11 +9,17 @@ Filebase or a kubo node, instead of retrying into a dead endpoint.
 Legacy mode (``WEB3_STORAGE_TOKEN`` set):
 ``POST {base}/car`` with the CAR as body, ``Authorization: Bearer <token>``,
 ``X-NAME: <name>``, ``Content-Type: application/vnd.ipld.car``; the answer
-``{"cid": ...}`` must equal our root. The service refuses bodies over 100 MB,
-so a larger CAR is sent as several CARs, each under ``SPLIT_SIZE``, each with
-our root in its header, holding consecutive runs of the original blocks (the
-service assembles the DAG from the parts). The service keys uploads by root,
-so sending the same CAR again creates no duplicate.
+``{"cid": ...}`` must equal our root. A CAR over ``SPLIT_SIZE`` (10 MiB, the
+official client's chunk size) is split as the official client splits it, by a
+tree walk: a depth-first walk from the root fills parts of at most
+``SPLIT_SIZE`` bytes, and each new part starts with the blocks on the path
+from the root to the next block, so every part has our root in its header,
+holds the root block, and is a connected piece of the DAG. The service's CAR
+check refuses a part without its root block ("missing root block"). The
+service keys uploads by root, so sending the same CAR again creates no
+duplicate. Sources: web3-storage/web3.storage ``packages/client/src/lib.js``
+(``putCar``: ``TreewalkCarSplitter``, ``MAX_CHUNK_SIZE`` 10 MiB) and
+alanshaw/carbites ``lib/treewalk/splitter.js`` (the walk).
 
 Bridge mode (``STORACHA_AUTH_SECRET``, ``STORACHA_AUTH_TOKEN`` and
 ``STORACHA_SPACE_DID`` set): ``POST {base}/bridge`` with headers
@@ -40,16 +46,18 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import IO, Any, BinaryIO
 from urllib.parse import quote
 
 import httpx
 
 from bundlekit.car.format import encode_header
-from bundlekit.car.reader import read_car
+from bundlekit.car.index import CarIndex
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
+from bundlekit.ipld.walk import block_links
 from bundlekit.net.http import HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
 from bundlekit.pinning.orchestrate import same_cid
@@ -60,8 +68,8 @@ __all__ = ["SPLIT_SIZE", "Web3StoragePinner", "car_cid", "is_sunset"]
 LEGACY_URL = "https://api.web3.storage"
 BRIDGE_URL = "https://up.storacha.network"
 CAR_CODEC = 0x0202
-# The legacy API refused request bodies over 100 MB; stay a little under.
-SPLIT_SIZE = 100 * 1000 * 1000
+# The official client's chunk size (it splits every CAR with a tree walk to parts of about this).
+SPLIT_SIZE = 10 * 1024 * 1024
 SUNSET_HINT = "publish with Pinata (--pinner pinata), Filebase (--pinner filebase) or a kubo node (--pinner kubo)"
 _SUNSET_WORDS = ("sunset", "no longer available", "no longer accept", "has been shut down", "decommissioned")
 LEGACY_ENV = ("WEB3_STORAGE_TOKEN",)
@@ -201,7 +209,7 @@ class Web3StoragePinner(BasePinner):
 
             return self._post_car(body, size, name)
         cid = ""
-        for part in _split_car(car, root, self.split_size):
+        for part in _treewalk_parts(car, root, self.split_size):
             with part:
                 def part_body(part: IO[bytes] = part) -> dict[str, Any]:
                     part.seek(0)
@@ -303,33 +311,64 @@ def _iter_file(stream: IO[bytes], chunk: int = 256 * 1024) -> Iterator[bytes]:
         yield data
 
 
-def _split_car(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
-    """Consecutive runs of the CAR's blocks as CARs under ``limit`` bytes, each headed by ``root``.
+def _treewalk_parts(car: BinaryIO, root: bytes, limit: int) -> Iterator[IO[bytes]]:
+    """The CAR as parts of at most ``limit`` bytes by a depth-first tree walk from ``root``.
 
-    Parts are spooled to temporary files (memory stays bounded) and yielded
-    rewound; the caller closes each.
+    Each part has header roots ``[root]`` and starts with the blocks on the
+    path from ``root`` to its first block, so every part holds the root block
+    and reaches each of its blocks from it. Parts are spooled to temporary
+    files (memory stays bounded) and yielded rewound; the caller closes each.
+    Raises PinRejected when ``root`` is not the CAR's root.
     """
-    roots, blocks = read_car(car, verify=True)
-    if root not in roots:
-        raise PinRejected(f"web3.storage: the CAR's roots do not include {cid_to_str(root)}; pass the matching CAR")
-    header = len(encode_header([root]))
-    part: IO[bytes] | None = None
-    writer: CarWriter | None = None
-    used = 0
-    for cid, data in blocks:
-        section = len(cid) + len(data) + 10  # + varint length, at most 10 bytes
-        if writer is not None and part is not None and used + section > limit:
+    with _car_file(car) as path, CarIndex(path) as index:
+        if root not in index.roots:
+            raise PinRejected(
+                f"web3.storage: the CAR's roots do not include {cid_to_str(root)}; pass the matching CAR")
+        header = len(encode_header([root]))
+        part: IO[bytes] | None = None
+        writer: CarWriter | None = None
+        used = 0
+        stack: list[tuple[bytes, tuple[bytes, ...]]] = [(root, ())]
+        while stack:
+            cid, parents = stack.pop()
+            data = index.get(cid)
+            if writer is not None and part is not None and used + _section(cid, data) > limit:
+                writer.close()
+                part.seek(0)
+                yield part
+                writer = None
+            if writer is None:
+                part = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - the caller closes it
+                writer = CarWriter(part, [root])  # type: ignore[arg-type]
+                used = header
+                for parent in parents:  # the path from the root to this block
+                    parent_data = index.get(parent)
+                    writer.put(parent, parent_data)
+                    used += _section(parent, parent_data)
+            writer.put(cid, data)
+            used += _section(cid, data)
+            path_here = (*parents, cid)
+            stack.extend((child, path_here) for child, _name in reversed(block_links(cid, data)))
+        if writer is not None and part is not None:
             writer.close()
             part.seek(0)
             yield part
-            writer = None
-        if writer is None:
-            part = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)  # noqa: SIM115 - the caller closes it
-            writer = CarWriter(part, [root])  # type: ignore[arg-type]
-            used = header
-        writer.put(cid, data)
-        used += section
-    if writer is not None and part is not None:
-        writer.close()
-        part.seek(0)
-        yield part
+
+
+def _section(cid: bytes, data: bytes) -> int:
+    """A block's bytes in a CAR, at most: CID, data and the length varint (at most 10 bytes)."""
+    return len(cid) + len(data) + 10
+
+
+@contextmanager
+def _car_file(car: BinaryIO) -> Iterator[str]:
+    """The CAR's path on disk: the stream's own file, or a temporary copy of a stream that has none."""
+    name = getattr(car, "name", None)
+    if isinstance(name, str) and os.path.isfile(name) and car.tell() == 0:
+        yield name
+        return
+    with tempfile.NamedTemporaryFile(suffix=".car") as copy:
+        while chunk := car.read(1024 * 1024):
+            copy.write(chunk)
+        copy.flush()
+        yield copy.name

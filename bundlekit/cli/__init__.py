@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "pin": ("bundlekit.cli.pin", "pin", "Build or pack, then publish to one or more pinners."),
     "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
     "mcp": ("bundlekit.cli.mcp", "mcp", "Serve memory tools to MCP clients (needs bundlekit[mcp])."),
+    "unpin": ("bundlekit.cli.unpin", "unpin", "Retire old releases: keep the newest N pins named PREFIX*."),
     "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),
     "name": ("bundlekit.cli.names", "name", "IPNS names: create one, publish a bundle under it, resolve it."),
     "log": ("bundlekit.cli.log", "log", "Walk a bundle's parents back: root, created, publisher, changes."),

@@ -19,8 +19,9 @@ from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.cli.names import publish_name, published_line
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import BundlekitError, PinError
+from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
+from bundlekit.pinning.origins import link_origins
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import available_pinners, create_pinner, pinner_factory
 from bundlekit.pinning.source import prepare_source
@@ -45,6 +46,11 @@ def _table(report: PinReport) -> str:
 @click.option("--require", type=click.Choice(REQUIRE_MODES), default="all", show_default=True,
               help="Succeed when every pinner, or at least one, holds a durable pin.")
 @click.option("--name", help="A label for the pin on the services.")
+@click.option("--psa-origin", "psa_origins", multiple=True, metavar="MULTIADDR",
+              help="A libp2p node holding the blocks, for --pinner psa (repeatable; ends /p2p/<peer ID>).")
+@click.option("--group", help="Pinata group id to file the upload under (pinata only).")
+@click.option("--meta", "meta", multiple=True, metavar="K=V",
+              help="A key-value stored with the upload (pinata only; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
 @click.option("--profile", help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
@@ -57,6 +63,9 @@ def pin(
     pinner_names: tuple[str, ...],
     require: str,
     name: str | None,
+    psa_origins: tuple[str, ...],
+    group: str | None,
+    meta: tuple[str, ...],
     as_json: bool,
     profile: str | None,
     namespace: str | None,
@@ -67,16 +76,20 @@ def pin(
 
     SRC is a memory directory (built into a bundle, encrypted with a key
     option), a CAR file (published as is) or any directory (packed). Exit 0
-    when --require holds, 4 otherwise.
+    when --require holds, 4 otherwise; Ctrl-C cancels the uploads, leaves no
+    local pin of this run, and exits 130.
     """
     key = resolve_key_spec(new_key=True, **key_params)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     names = list(dict.fromkeys(pinner_names or ("local",)))
+    keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
     built = []
     try:
         for pinner_name in names:
             built.append(create_pinner(pinner_name))
+        link_origins(built, psa_origins)
+        _describe(built, group, keyvalues)
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
             with output.Progress("building", unit="files") as building:
                 source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
@@ -108,11 +121,36 @@ def pin(
                        + ("; the IPNS name was not published" if name_key is not None else ""))
 
 
+def _keyvalues(meta: tuple[str, ...]) -> dict[str, str]:
+    """``--meta k=v`` options as a dict; UsageError for one without ``=`` or with an empty key."""
+    pairs: dict[str, str] = {}
+    for item in meta:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"--meta takes KEY=VALUE, not {item!r}")
+        pairs[k.strip()] = v
+    return pairs
+
+
+def _describe(built: list[Any], group: str | None, keyvalues: dict[str, str]) -> None:
+    """Hand --group/--meta to the pinners that store them (``describe``); UsageError when none does."""
+    if group is None and not keyvalues:
+        return
+    takers = [p for p in built if callable(getattr(p, "describe", None))]
+    if not takers:
+        raise UsageError("--group and --meta apply to --pinner pinata only")
+    for p in takers:
+        p.describe(group=group, keyvalues=keyvalues)
+
+
 @click.command("pinners")
 @click.option("--check", is_flag=True, help="Make a cheap authenticated call to each configured pinner.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def pinners(check: bool, as_json: bool) -> None:
-    """List the registered pinners and whether each is configured (never showing a secret)."""
+    """List the registered pinners and whether each is configured (never showing a secret).
+
+    With --check, exit 4 when any configured pinner's check fails.
+    """
 
     rows: list[dict[str, Any]] = []
     env = os.environ
@@ -143,9 +181,16 @@ def pinners(check: bool, as_json: bool) -> None:
                     row["check"] = "failed"
                     row["error"] = str(exc)
         rows.append(row)
+    failed = [row["name"] for row in rows if row.get("check") == "failed"]
     if as_json:
         output.data_json(rows)
-        return
+    else:
+        _print_rows(rows, check)
+    if failed:
+        raise PinError(f"pinner check failed for {', '.join(failed)}; see the messages above")
+
+
+def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:
     for row in rows:
         state = "configured" if row["configured"] else "not configured"
         if check:

@@ -10,8 +10,11 @@ concurrently and checking that every service reports *our* root live here.
 Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group),
 ``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
-``bundlekit pin SRC`` publishes) and ``http`` (``HttpClient``: the shared
-retry loop plus the pinning error map).
+``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
+retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
+Pinning Service API fetches the content from), ``polling`` (waiting for a
+service that finishes a pin later) and ``retention``
+(``retire``: which old releases ``bundlekit unpin`` removes).
 
 Pinners are found only through the ``bundlekit.pinners`` entry-point group:
 the built-ins in ``pinners/`` register exactly as a third-party package would
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
         QUEUED,
         REQUIRE_MODES,
         BasePinner,
+        PinEntry,
         Pinner,
         PinnerFactory,
         PinResult,
@@ -64,6 +68,7 @@ _LAZY: dict[str, str] = {
     "REQUIRE_MODES": "bundlekit.pinning.protocol",
     "BasePinner": "bundlekit.pinning.protocol",
     "Pinner": "bundlekit.pinning.protocol",
+    "PinEntry": "bundlekit.pinning.protocol",
     "PinnerFactory": "bundlekit.pinning.protocol",
     "PinResult": "bundlekit.pinning.protocol",
     "require_env": "bundlekit.pinning.protocol",
@@ -88,6 +93,7 @@ __all__ = [
     "QUEUED",
     "REQUIRE_MODES",
     "BasePinner",
+    "PinEntry",
     "PinReport",
     "PinResult",
     "Pinner",

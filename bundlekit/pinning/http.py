@@ -6,6 +6,8 @@ the final outcome means to a pinner, in one place for every HTTP pinner:
 * success (2xx, or the caller's ``ok``)         -> the response, body read
 * a URL without http(s)                          -> ``PinnerNotConfigured`` (never sent again)
 * HTTP 410, or the service's ``sunset`` answer   -> ``PinServiceSunset`` (never retried)
+* the service's ``refused`` answer (kubo's 500 with ``{"Message": ...}``: a command
+  error, not an outage)                          -> ``PinRejected`` (never retried)
 * HTTP 401 / 403                                 -> ``PinAuthError`` (never retried)
 * any other 4xx except 408 / 429                 -> ``PinRejected`` (never retried)
 * 429 after the last attempt                     -> ``PinRateLimited``
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -32,6 +35,7 @@ from bundlekit.errors import (
     PinRejected,
     PinServiceSunset,
     PinUnavailable,
+    UsageError,
 )
 from bundlekit.net.http import (
     HTTPX_LOGGERS,
@@ -44,7 +48,7 @@ from bundlekit.net.http import (
     send_with_retries,
 )
 
-__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "HttpClient", "pin_error"]
+__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "Credentials", "HttpClient", "node_credentials", "pin_error"]
 
 log = logging.getLogger("bundlekit.http")
 
@@ -57,6 +61,30 @@ UPLOAD_OPTIONS = HttpOptions(timeout=UPLOAD_TIMEOUT, retry=UPLOAD_RETRY)
 
 _BODY_SNIPPET = 300
 _DEFAULT_SUNSET_HINT = "use another pinner (Pinata, Filebase or a kubo node)"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a node's API behind a proxy needs: headers, HTTP auth, and the secrets to redact."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: tuple[str, str] | None = None
+    secrets: tuple[str, ...] = ()
+
+
+def node_credentials(token: str | None, basic_auth: str | None, basic_var: str) -> Credentials:
+    """A bearer ``token``, else HTTP basic from ``basic_auth`` (``user:password``), else none.
+
+    Raises UsageError naming ``basic_var`` for a ``basic_auth`` without a colon (never its value).
+    """
+    if token:
+        return Credentials({"Authorization": f"Bearer {token}"}, None, (token,))
+    if basic_auth:
+        user, sep, password = basic_auth.partition(":")
+        if not sep:
+            raise UsageError(f"{basic_var} must be user:password")
+        return Credentials({}, (user, password), (basic_auth, password))
+    return Credentials()
 
 
 def _host(url: str) -> str:
@@ -81,9 +109,10 @@ def pin_error(
     sunset: Callable[[httpx.Response], bool] | None = None,
     sunset_hint: str = "",
     clean: Callable[[str], str] = str,
+    refused: Callable[[httpx.Response], bool] | None = None,
 ) -> PinError:
     """The pinning error for a final ``Failure``; ``clean`` redacts its message."""
-    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint)
+    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint, refused)
     return kind(clean(message))
 
 
@@ -94,6 +123,7 @@ def _meaning(
     label: str,
     sunset: Callable[[httpx.Response], bool] | None,
     sunset_hint: str,
+    refused: Callable[[httpx.Response], bool] | None = None,
 ) -> tuple[type[PinError], str]:
     """The error class and message the table in the module docstring gives ``failure``."""
     if failure.unusable_url:
@@ -120,6 +150,8 @@ def _meaning(
     if status == 410 or (sunset is not None and sunset(response)):
         hint = sunset_hint or _DEFAULT_SUNSET_HINT
         return PinServiceSunset, f"{where}{detail}; this API no longer accepts uploads: {hint}"
+    if refused is not None and refused(response):
+        return PinRejected, f"{where}{detail}; the service refused the request (not retried): check the input"
     if status in (401, 403):
         return PinAuthError, f"{where}: the credentials were refused; check the token's value and permissions"
     if status == 429:
@@ -151,7 +183,9 @@ class HttpClient(Closing):
     defaults to ``UPLOAD_OPTIONS`` (its ``client`` is not used: the client
     carries this service's headers and auth). ``sunset`` is an optional
     predicate over a failed response that recognises the service's "this API
-    is gone" answer. ``transport`` lets tests plug in ``httpx.MockTransport``;
+    is gone" answer; ``refused`` one over a 5xx answer that is the service's
+    own refusal of the request rather than an outage (never retried,
+    ``PinRejected``). ``transport`` lets tests plug in ``httpx.MockTransport``;
     respx patches the default transport instead.
     """
 
@@ -165,6 +199,7 @@ class HttpClient(Closing):
         options: HttpOptions = UPLOAD_OPTIONS,
         sunset: Callable[[httpx.Response], bool] | None = None,
         sunset_hint: str = "",
+        refused: Callable[[httpx.Response], bool] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.service = service
@@ -172,6 +207,7 @@ class HttpClient(Closing):
         self.options = options
         self._sunset = sunset
         self._sunset_hint = sunset_hint
+        self._refused = refused
         redact_library_logs(self.secrets, HTTPX_LOGGERS)
         self._client = httpx.Client(
             headers=dict(headers or {}),
@@ -201,6 +237,7 @@ class HttpClient(Closing):
         retry: bool = True,
         ok: Callable[[httpx.Response], bool] | None = None,
         what: str = "",
+        before_retry: Callable[[Failure], None] | None = None,
     ) -> httpx.Response:
         """Send one request through the shared retry loop; return the successful response (body read).
 
@@ -210,6 +247,9 @@ class HttpClient(Closing):
         responses count as success (default: 2xx). ``retry=False`` makes a
         single attempt (non-idempotent calls the caller cannot safely repeat).
         ``what`` describes the call for messages ("upload CAR").
+        ``before_retry(failure)`` runs before each retry; it may raise to stop
+        retrying (a non-idempotent upload that first checks whether the lost
+        attempt landed).
 
         Raises PinnerNotConfigured, PinAuthError, PinRejected, PinServiceSunset
         (never retried), PinRateLimited or PinUnavailable (after the last attempt).
@@ -217,11 +257,13 @@ class HttpClient(Closing):
         label = what or method
 
         def note_retry(failure: Failure, wait: float) -> None:
+            if before_retry is not None:
+                before_retry(failure)
             log.info(self.redact(f"{self.service}: {label}: {self._error(failure, url, label)}; "
                                  f"retrying in {wait:.2f}s"))
 
         outcome = send_with_retries(
-            self._client, method, url, options=self.options, read=_whole, ok=_buffered(ok), final=self._sunset,
+            self._client, method, url, options=self.options, read=_whole, ok=_buffered(ok), final=self._final,
             params=params, headers=headers, json=json, body=body, retry=retry, on_retry=note_retry,
         )
         if isinstance(outcome, Failure):
@@ -229,6 +271,10 @@ class HttpClient(Closing):
         log.debug(self.redact(f"{self.service}: {method} {url} -> {outcome.status_code}"))
         return outcome
 
+    def _final(self, response: httpx.Response) -> bool:
+        """A failed answer never worth retrying: the sunset or the service's own refusal."""
+        return any(p is not None and p(response) for p in (self._sunset, self._refused))
+
     def _error(self, failure: Failure, url: str, label: str) -> PinError:
         return pin_error(failure, service=self.service, url=url, label=label, sunset=self._sunset,
-                         sunset_hint=self._sunset_hint, clean=self.redact)
+                         sunset_hint=self._sunset_hint, clean=self.redact, refused=self._refused)

@@ -15,12 +15,14 @@ from bundlekit.errors import (
     BundlekitError,
     CIDError,
     CIDMismatch,
+    PinError,
     UsageError,
 )
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
-from bundlekit.pinning.protocol import FAILED, REQUIRE_MODES, Pinner, PinResult
+from bundlekit.pinning.origins import fetches_content
+from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, Pinner, PinResult
 
-__all__ = ["same_cid", "PinReport", "ProgressCallback", "pin_all"]
+__all__ = ["Cancelled", "PinReport", "ProgressCallback", "pin_all", "same_cid"]
 
 log = logging.getLogger("bundlekit.pinning")
 
@@ -62,17 +64,25 @@ class PinReport:
 ProgressCallback = Callable[[str, int], None]
 
 
-class _CountingReader:
-    """A read-only file wrapper that reports bytes read to a progress callback."""
+class Cancelled(PinError):
+    """The run was interrupted (Ctrl-C): an upload stops at its next read of the CAR."""
 
-    def __init__(self, raw: BinaryIO, pinner: str, progress: ProgressCallback) -> None:
+
+class _CountingReader:
+    """A read-only file wrapper that reports bytes read to a progress callback and stops once cancelled."""
+
+    def __init__(self, raw: BinaryIO, pinner: str, progress: ProgressCallback | None,
+                 cancel: threading.Event) -> None:
         self._raw = raw
         self._pinner = pinner
         self._progress = progress
+        self._cancel = cancel
 
     def read(self, n: int = -1) -> bytes:
+        if self._cancel.is_set():
+            raise Cancelled(f"{self._pinner}: upload cancelled (interrupted)")
         data = self._raw.read(n)
-        if data:
+        if data and self._progress is not None:
             self._progress(self._pinner, len(data))
         return data
 
@@ -95,15 +105,16 @@ def _pin_one(
     name: str | None,
     size: int,
     progress: ProgressCallback | None,
+    cancel: threading.Event,
 ) -> PinResult:
     """Pin with one pinner on its own file handle; never raises (errors become a failed result)."""
     label = getattr(pinner, "name", type(pinner).__name__)
     root_text = cid_to_str(root)
     try:
+        if cancel.is_set():
+            raise Cancelled(f"{label}: not started (interrupted)")
         with open(car_path, "rb") as fh:
-            stream: BinaryIO = fh
-            if progress is not None:
-                stream = _CountingReader(fh, label, progress)  # type: ignore[assignment]
+            stream: BinaryIO = _CountingReader(fh, label, progress, cancel)  # type: ignore[assignment]
             result = pinner.pin(stream, root, name=name, size=size)
     except BundlekitError as exc:
         return PinResult(label, root_text, FAILED, error=str(exc))
@@ -135,7 +146,13 @@ def pin_all(
     ``failed`` result; a pinner reporting a CID other than ``root`` yields a
     ``failed`` result carrying the ``CIDMismatch`` message. Results keep the
     order of ``pinners``. ``progress(pinner_name, nbytes)`` is called from
-    worker threads as each pinner reads the CAR.
+    worker threads as each pinner reads the CAR. Pinners whose service
+    fetches the content (``fetches_content``) start after the others end.
+
+    On Ctrl-C (``KeyboardInterrupt``) every upload is cancelled (its next read
+    of the CAR raises ``Cancelled``; connections are closed), the workers are
+    awaited, a pin a ``rollback_on_interrupt`` pinner (``local``) made in
+    this run is removed, and the interrupt propagates.
 
     Raises UsageError for an unknown ``require`` or an empty pinner list.
     """
@@ -154,8 +171,38 @@ def pin_all(
             with lock:  # the callback usually draws on one terminal
                 user_progress(pinner, n)
 
+    cancel = threading.Event()
+    # Pinners that keep a pin on this machine: an interrupted run must leave none it made.
+    local = [p for p in pinners if getattr(p, "rollback_on_interrupt", False)]
+    had = {id(p) for p in local if p.status(root).status == PINNED}
+    # A service that fetches the content itself runs after the pinners that put it on the network.
+    waves = [[p for p in pinners if not fetches_content(p)], [p for p in pinners if fetches_content(p)]]
+    results: dict[int, PinResult] = {}
     workers = max_workers or max(1, len(pinners))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bundlekit-pin") as pool:
-        futures = [pool.submit(_pin_one, p, path, root, name, size, safe_progress) for p in pinners]
-        results = [f.result() for f in futures]
-    return PinReport(root=cid_to_str(root), require=require, pins=results)
+        try:
+            for wave in waves:
+                futures = {id(p): pool.submit(_pin_one, p, path, root, name, size, safe_progress, cancel)
+                           for p in wave}
+                results.update({key: f.result() for key, f in futures.items()})
+        except KeyboardInterrupt:
+            _abort(pinners, local, had, root, cancel, pool)
+            raise
+    return PinReport(root=cid_to_str(root), require=require, pins=[results[id(p)] for p in pinners])
+
+
+def _abort(pinners: Sequence[Pinner], local: Sequence[Pinner], had: set[int], root: bytes,
+           cancel: threading.Event, pool: ThreadPoolExecutor) -> None:
+    """Ctrl-C: stop every upload (cancel reads, close connections), wait for the workers, undo new local pins."""
+    cancel.set()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for pinner in pinners:
+        if pinner not in local:
+            try:
+                pinner.close()  # a worker waiting on the network gets an error at once
+            except Exception:  # noqa: BLE001 - closing is best effort while interrupted
+                log.debug("closing %s while interrupted failed", getattr(pinner, "name", pinner))
+    pool.shutdown(wait=True)
+    for pinner in local:
+        if id(pinner) not in had:
+            pinner.unpin(root)

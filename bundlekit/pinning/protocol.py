@@ -10,19 +10,21 @@ from typing import BinaryIO, Protocol, Self, runtime_checkable
 from bundlekit._closing import Closing
 from bundlekit.errors import (
     PinnerNotConfigured,
+    UsageError,
 )
 
 __all__ = [
-    "PINNED",
-    "QUEUED",
-    "PINNING",
     "FAILED",
     "MISSING",
+    "PINNED",
+    "PINNING",
+    "QUEUED",
     "REQUIRE_MODES",
+    "BasePinner",
+    "PinEntry",
     "PinResult",
     "Pinner",
     "PinnerFactory",
-    "BasePinner",
     "require_env",
 ]
 
@@ -52,6 +54,15 @@ class PinResult:
     def durable(self) -> bool:
         """True only for a completed pin."""
         return self.status == PINNED and self.error is None
+
+
+@dataclass(frozen=True)
+class PinEntry:
+    """One pin a service lists for retention: its CID (text), its name, and when it was made (ISO 8601 text)."""
+
+    cid: str
+    name: str | None = None
+    created: str | None = None
 
 
 @runtime_checkable
@@ -116,9 +127,18 @@ class BasePinner(Closing):
     def check(self) -> None:
         """A cheap authenticated call; raise a ``PinError`` when it fails. Default: nothing to check."""
 
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """The pins whose name starts with ``name_prefix`` (retention). Default: this pinner cannot list.
+
+        Raises UsageError for a pinner that cannot list its pins by name.
+        """
+        raise UsageError(
+            f"pinner {self.name!r} cannot list its pins by name, so it cannot retire old releases; "
+            "retention works with local, kubo, psa, pinata and cluster"
+        )
+
     def close(self) -> None:
         """Release resources. Default: nothing held."""
-
 
 
 def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
@@ -139,3 +159,4 @@ def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> di
             "set it again without one (check how the secret was pasted)"
         )
     return {n: env[n] for n in names}
+

@@ -13,7 +13,7 @@ from bundlekit.errors import (
 )
 from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["ENTRY_POINT_GROUP", "available_pinners", "pinner_factory", "create_pinner"]
+__all__ = ["ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_factory"]
 
 log = logging.getLogger("bundlekit.pinning")
 

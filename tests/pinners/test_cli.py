@@ -131,7 +131,7 @@ def test_pinners_check_reports_a_refused_token(runner: CliRunner, monkeypatch: p
     respx.get(f"{API}/data/testAuthentication").mock(return_value=httpx.Response(401))
     respx.post("http://kubo.test:5001/api/v0/version").mock(return_value=httpx.Response(200, json={}))
     result = runner.invoke(cli, ["pinners", "--check"])
-    assert result.exit_code == 0
+    assert result.exit_code == 4  # issue 13: a failed check is a non-zero exit
     line = next(l for l in result.stdout.splitlines() if l.startswith("pinata"))
     assert "check failed" in line
     assert "credentials were refused" in result.stdout

@@ -220,3 +220,32 @@ def test_no_credential_reaches_the_debug_logs(
     assert "Authorization" in caplog.text or "Sending http request" in caplog.text  # boto did log requests
     assert ACCESS not in caplog.text and SECRET_KEY not in caplog.text
     assert "Signature=***" in caplog.text or "Signature=" not in caplog.text
+
+
+def test_uploads_carry_content_length_not_aws_chunked(s3_endpoint: str, bucket: str, tmp_path: Path) -> None:
+    """issue 13: botocore >= 1.36 defaults to aws-chunked bodies with trailing checksums and no
+    Content-Length (boto/botocore botocore/httpchecksum.py; botocore/config.py
+    ``request_checksum_calculation``); the pinner asks for checksums only when required."""
+    big = build_car(tmp_path / "big.car", [bytes([i]) * 40_000 for i in range(4)])
+    small = build_car(tmp_path / "small.car", [b"tiny"])
+    pinner, _calls = make_pinner(s3_endpoint, multipart_threshold=100_000, multipart_chunk=5 * 1024 * 1024)
+    sent: list[tuple[str, dict[str, str]]] = []
+
+    def record(request: Any, **kwargs: Any) -> None:
+        sent.append((kwargs["event_name"].rsplit(".", 1)[-1], {k.lower(): str(v) for k, v in request.headers.items()}))
+
+    for op in ("PutObject", "UploadPart"):
+        pinner.client.meta.events.register(f"before-send.s3.{op}", record)
+    assert pin(pinner, small).status == PINNED
+    assert pin(pinner, big).status == PINNED
+    assert {op for op, _ in sent} == {"PutObject", "UploadPart"}
+    for op, headers in sent:
+        assert "content-length" in headers, op
+        assert "aws-chunked" not in headers.get("content-encoding", ""), op
+        assert "x-amz-trailer" not in headers, op
+        # Over plain HTTP (this moto server) the default puts the flexible checksum in a header; over
+        # HTTPS (Filebase) the same default moves it to an aws-chunked trailer. Neither may be sent.
+        assert "x-amz-sdk-checksum-algorithm" not in headers and "x-amz-checksum-crc32" not in headers, op
+    config = pinner.client.meta.config
+    assert (config.request_checksum_calculation, config.response_checksum_validation) == (
+        "when_required", "when_required")

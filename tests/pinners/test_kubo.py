@@ -115,3 +115,68 @@ def test_a_blank_token_counts_as_unset(http_kwargs: dict[str, object]) -> None:
     route = respx.post(f"{BASE}/api/v0/version").mock(return_value=httpx.Response(200, json={"Version": "0.30.0"}))
     kubo(http_kwargs, BUNDLEKIT_KUBO_TOKEN="  ").check()
     assert "authorization" not in route.calls.last.request.headers
+
+
+# issue 13. Sources: ipfs/kubo core/commands/dag/dag.go + core/commands/cmdutils/utils.go
+# (dag import's allow-big-block option; SoftBlockLimit), ipfs/go-ipfs-cmds http/responseemitter.go
+# (a command error is HTTP 500 with {"Message", "Code", "Type": "error"}), core/commands/id.go (Addresses).
+
+
+@respx.mock
+def test_dag_import_allows_big_blocks(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/api/v0/dag/import").mock(return_value=httpx.Response(
+        200, text=ndjson({"Root": {"Cid": {"/": car.root_text}, "PinErrorMsg": ""}})))
+    with car.open() as fh:
+        kubo(http_kwargs).pin(fh, car.root)
+    assert route.calls.last.request.url.params["allow-big-block"] == "true"
+
+
+@respx.mock
+def test_a_command_error_500_is_rejected_at_once_not_retried(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/api/v0/dag/import").mock(return_value=httpx.Response(
+        500, json={"Message": "produced block is over 1MiB", "Code": 0, "Type": "error"}))
+    with car.open() as fh, pytest.raises(PinRejected, match="over 1MiB"):
+        kubo(http_kwargs).pin(fh, car.root)
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_a_500_without_kubos_error_body_is_retried_as_an_outage(car: Car, http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/api/v0/dag/import").mock(side_effect=[
+        httpx.Response(500, text="<html>bad gateway</html>"),
+        httpx.Response(200, text=ndjson({"Root": {"Cid": {"/": car.root_text}, "PinErrorMsg": ""}})),
+    ])
+    with car.open() as fh:
+        assert kubo(http_kwargs).pin(fh, car.root).status == PINNED
+    assert route.call_count == 2
+
+
+def test_kubo_counts_as_configured_only_with_its_url() -> None:
+    assert not KuboPinner.is_configured({})
+    assert KuboPinner.is_configured({"BUNDLEKIT_KUBO_URL": BASE})
+
+
+@respx.mock
+def test_origins_are_the_nodes_p2p_addresses(http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/api/v0/id").mock(return_value=httpx.Response(200, json={
+        "ID": "12D3KooWabc", "Addresses": ["/ip4/203.0.113.5/tcp/4001/p2p/12D3KooWabc", "/ip4/127.0.0.1/tcp/4001"]}))
+    assert kubo(http_kwargs).origins() == ["/ip4/203.0.113.5/tcp/4001/p2p/12D3KooWabc"]
+
+
+@respx.mock
+def test_list_reads_named_recursive_pins(http_kwargs: dict[str, object]) -> None:
+    route = respx.post(f"{BASE}/api/v0/pin/ls").mock(return_value=httpx.Response(200, json={"Keys": {
+        "bafy-a": {"Type": "recursive", "Name": "memory-1"}, "bafy-b": {"Type": "recursive", "Name": "other"}}}))
+    entries = kubo(http_kwargs).list(name_prefix="memory-")
+    assert [(e.cid, e.name) for e in entries] == [("bafy-a", "memory-1")]
+    assert route.calls.last.request.url.params["names"] == "true"
+
+
+@respx.mock
+def test_a_named_pin_is_labelled_with_pin_add(car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.post(f"{BASE}/api/v0/dag/import").mock(return_value=httpx.Response(
+        200, text=ndjson({"Root": {"Cid": {"/": car.root_text}, "PinErrorMsg": ""}})))
+    label = respx.post(f"{BASE}/api/v0/pin/add").mock(return_value=httpx.Response(200, json={"Pins": [car.root_text]}))
+    with car.open() as fh:
+        kubo(http_kwargs).pin(fh, car.root, name="memory-7")
+    assert dict(label.calls.last.request.url.params) == {"arg": car.root_text, "name": "memory-7"}

@@ -44,7 +44,7 @@ def test_upload_is_multipart_with_network_public_and_car_true(car: Car, http_kwa
     with car.open() as fh:
         result = pinata(http_kwargs).pin(fh, car.root, name="release", size=car.size)
     assert (result.cid, result.status) == (car.root_text, PINNED)
-    assert listing.calls.last.request.url.params["cid"] == car.root_text
+    assert listing.calls[0].request.url.params["cid"] == car.root_text
     request = upload.calls.last.request
     assert request.headers["authorization"] == f"Bearer {SECRET}"
     body = request.content
@@ -104,18 +104,30 @@ def test_401_is_not_retried(car: Car, http_kwargs: dict[str, object]) -> None:
 
 
 @respx.mock
-def test_a_timeout_on_upload_is_retried(car: Car, http_kwargs: dict[str, object]) -> None:
-    respx.get(f"{API}/v3/files/public").mock(return_value=no_files())
-    respx.post(f"{UP}/v3/files").mock(side_effect=[httpx.WriteTimeout("slow"), uploaded(car.root_text)])
+def test_a_timed_out_upload_is_not_sent_again_and_a_landed_file_is_used(car: Car, http_kwargs: dict[str, object]) -> None:
+    # issue 13: a re-sent POST can store a duplicate file; the lost attempt is looked up instead.
+    respx.get(f"{API}/v3/files/public").mock(side_effect=[no_files(), no_files(), httpx.Response(
+        200, json={"data": {"files": [{"id": "f-1", "cid": car.root_text}], "next_page_token": ""}})])
+    upload = respx.post(f"{UP}/v3/files").mock(side_effect=[httpx.WriteTimeout("slow"), uploaded(car.root_text)])
     with car.open() as fh:
         assert pinata(http_kwargs).pin(fh, car.root).status == PINNED
+    assert upload.call_count == 1
+
+
+@respx.mock
+def test_a_timed_out_upload_not_listed_yet_fails_without_a_second_post(car: Car, http_kwargs: dict[str, object]) -> None:
+    respx.get(f"{API}/v3/files/public").mock(return_value=no_files())
+    upload = respx.post(f"{UP}/v3/files").mock(side_effect=[httpx.ReadTimeout("slow"), uploaded(car.root_text)])
+    with car.open() as fh, pytest.raises(PinUnavailable, match="not sent again"):
+        pinata(http_kwargs).pin(fh, car.root)
+    assert upload.call_count == 1
 
 
 @respx.mock
 def test_large_cars_use_tus_and_resume_from_head_after_a_failed_chunk(
     car: Car, http_kwargs: dict[str, object]
 ) -> None:
-    respx.get(f"{API}/v3/files/public").mock(return_value=no_files())
+    respx.get(f"{API}/v3/files/public", params={"cidPending": "true"}).mock(return_value=no_files())
     create = respx.post(f"{UP}/v3/files").mock(return_value=httpx.Response(
         201, headers={"Location": f"{UP}/v3/files/upl-42", "Tus-Resumable": "1.0.0"}))
     data = car.path.read_bytes()
@@ -132,10 +144,19 @@ def test_large_cars_use_tus_and_resume_from_head_after_a_failed_chunk(
         received.extend(request.content)
         return httpx.Response(204, headers={"Upload-Offset": str(len(received))})
 
-    patches = respx.patch(f"{UP}/v3/files/upl-42").mock(side_effect=patch)
+    def patch_with_cid(request: httpx.Request) -> httpx.Response:
+        # The SDK (file.ts) reads the CID from the final PATCH's upload-cid header.
+        answer = patch(request)
+        if answer.status_code == 204 and len(received) == len(data):
+            answer.headers["upload-cid"] = car.root_text
+        return answer
+
+    patches = respx.patch(f"{UP}/v3/files/upl-42").mock(side_effect=patch_with_cid)
     head = respx.head(f"{UP}/v3/files/upl-42").mock(
         side_effect=lambda request: httpx.Response(200, headers={"Upload-Offset": str(len(received))}))
-    record = respx.get(f"{API}/v3/files/public/upl-42").mock(return_value=uploaded(car.root_text))
+    record = respx.get(f"{API}/v3/files/public", params={"cid": car.root_text}).mock(
+        side_effect=[no_files(), httpx.Response(200, json={"data": {"files": [
+            {"id": "f-42", "cid": car.root_text, "name": "big"}], "next_page_token": ""}})])
     with car.open() as fh:
         result = pinata(http_kwargs, tus_threshold=10, tus_chunk=40).pin(fh, car.root, name="big", size=car.size)
     assert result.status == PINNED
@@ -144,10 +165,10 @@ def test_large_cars_use_tus_and_resume_from_head_after_a_failed_chunk(
     assert created["upload-length"] == str(car.size) and created["tus-resumable"] == "1.0.0"
     meta = dict(item.split(" ") for item in created["upload-metadata"].split(","))
     assert base64.b64decode(meta["network"]) == b"public" and base64.b64decode(meta["car"]) == b"true"
-    assert base64.b64decode(meta["filename"]) == b"big.car"
+    assert base64.b64decode(meta["filename"]) == b"big"
     first = patches.calls[0].request.headers
     assert first["content-type"] == "application/offset+octet-stream" and first["tus-resumable"] == "1.0.0"
-    assert head.call_count == 1 and record.call_count == 1
+    assert head.call_count == 1 and record.call_count == 2  # the existing-pin check, then the lookup by upload-cid
 
 
 @respx.mock

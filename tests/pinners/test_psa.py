@@ -71,7 +71,7 @@ def test_the_deadline_leaves_a_non_durable_result(car: Car, http_kwargs: dict[st
     respx.get(f"{BASE}/pins/r1").mock(return_value=httpx.Response(200, json=status(car, "queued")))
     ticks = iter(range(0, 1000, 10))
     pinner = psa(http_kwargs, BUNDLEKIT_PSA_DEADLINE="25")
-    pinner.clock = lambda: float(next(ticks))
+    pinner.polling.clock = lambda: float(next(ticks))
     with car.open() as fh:
         result = pinner.pin(fh, car.root)
     assert result.status == QUEUED and not result.durable

@@ -12,9 +12,13 @@ import pytest
 import respx
 
 from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarFileWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
+from bundlekit.ipld.walk import block_links
 from bundlekit.pinning.protocol import PINNED
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
 from pinners.web3storage import Web3StoragePinner
 
 from .conftest import SECRET, Car, build_car
@@ -61,7 +65,7 @@ def test_legacy_splits_large_cars_into_parts_rooted_at_our_root(tmp_path: Path, 
 
     def record(request: httpx.Request) -> httpx.Response:
         bodies.append(request.content)
-        return httpx.Response(200, json={"cid": big.root_text})
+        return _w3s_car_check(request.content)
 
     respx.post(f"{BASE}/car").mock(side_effect=record)
     pinner = legacy(http_kwargs)
@@ -197,3 +201,47 @@ def test_a_secret_holding_a_line_break_is_a_configuration_error_naming_it(var: s
     with pytest.raises(PinnerNotConfigured, match=var) as info:
         Web3StoragePinner.from_env(env)
     assert SECRET not in str(info.value) and AUTH not in str(info.value)
+
+
+def _w3s_car_check(body: bytes) -> httpx.Response:
+    """The legacy API's CAR check (web3-storage/web3.storage packages/api/src/car.js ``carStat`` at
+    045d026de16d9cb9da4b2571f837482edd22ff00): a CAR whose root block is not in it is refused
+    (``InvalidCarError('missing root block')``, an HTTP 400)."""
+    roots, blocks = read_car(io.BytesIO(body))
+    present = dict(blocks)
+    if roots[0] not in present:
+        return httpx.Response(400, json={"name": "HTTPError", "message": "missing root block"})
+    return httpx.Response(200, json={"cid": cid_to_str(roots[0])})
+
+
+@respx.mock
+def test_every_split_part_holds_the_root_block_and_the_path_to_its_blocks(
+    tmp_path: Path, http_kwargs: dict[str, object]
+) -> None:
+    """issue 13: the official client splits with a tree walk (alanshaw/carbites lib/treewalk/splitter.js,
+    used by web3-storage/web3.storage packages/client/src/lib.js putCar at 10 MiB per part)."""
+    with CarFileWriter(tmp_path / "deep.car") as writer:
+        files = [(f"d{i}/f{j}.bin", bytes([i, j]) * 700) for i in range(3) for j in range(3)]
+        imported = import_tree(files, writer, get_profile(chunk_size=256, max_links=3))
+        writer.finish(imported.root)
+    bodies: list[bytes] = []
+    route = respx.post(f"{BASE}/car").mock(side_effect=lambda r: bodies.append(r.content) or _w3s_car_check(r.content))
+    pinner = legacy(http_kwargs)
+    pinner.split_size = 2000
+    with open(tmp_path / "deep.car", "rb") as fh:
+        assert pinner.pin(fh, imported.root).status == PINNED
+    assert route.call_count == len(bodies) > 2
+    seen: dict[bytes, bytes] = {}
+    for body in bodies:
+        assert len(body) <= 2000
+        roots, blocks = read_car(io.BytesIO(body))
+        part = dict(blocks)
+        assert roots == [imported.root] and imported.root in part
+        reachable = {imported.root}
+        for cid, data in part.items():  # blocks come in walk order: each one's parent is already in
+            if cid in reachable:
+                reachable.update(child for child, _ in block_links(cid, data))
+        assert set(part) <= reachable
+        seen.update(part)
+    with open(tmp_path / "deep.car", "rb") as fh:
+        assert seen == dict(read_car(fh)[1])

@@ -1,0 +1,67 @@
+"""Release retention: which old pins ``bundlekit unpin --name-prefix P --keep N`` retires.
+
+A pinner that supports retention lists its pins by name (``list(name_prefix)``
+returning ``PinEntry``) and removes one by CID (``unpin``); ``local``,
+``kubo``, ``psa``, ``pinata`` and ``cluster`` do, the others raise
+``UsageError`` saying they cannot. The plan:
+
+1. the pins whose name starts with the prefix, one per CID (the newest entry
+   of a CID stands for it);
+2. newest first: by ``created`` (ISO 8601 text; an entry without a date
+   counts as oldest), then by name, descending;
+3. the first ``keep`` are kept, the rest retired. A CID kept under one name is
+   never retired under another.
+
+Nothing is removed unless ``act`` is true (the CLI's ``--yes``): a dry run
+returns the same plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bundlekit.errors import UsageError
+from bundlekit.ipld.cid import parse_cid
+from bundlekit.pinning.protocol import PinEntry
+
+__all__ = ["RetirePlan", "plan_retirement", "retire"]
+
+
+@dataclass
+class RetirePlan:
+    """What a retention run keeps and retires, newest first, and whether it acted."""
+
+    pinner: str
+    keep: list[PinEntry] = field(default_factory=list)
+    retire: list[PinEntry] = field(default_factory=list)
+    acted: bool = False
+
+
+def _newest_first(entry: PinEntry) -> tuple[str, str]:
+    return (entry.created or "", entry.name or "")
+
+
+def plan_retirement(pinner: str, entries: list[PinEntry], keep: int) -> RetirePlan:
+    """Split ``entries`` into the ``keep`` newest and the rest (the rules in the module docstring)."""
+    if keep < 0:
+        raise UsageError(f"--keep must be 0 or more, not {keep}")
+    by_cid: dict[str, PinEntry] = {}
+    for entry in sorted(entries, key=_newest_first, reverse=True):
+        by_cid.setdefault(entry.cid, entry)
+    ordered = sorted(by_cid.values(), key=_newest_first, reverse=True)
+    return RetirePlan(pinner, keep=ordered[:keep], retire=ordered[keep:])
+
+
+def retire(pinner: Any, name_prefix: str, keep: int, *, act: bool = False) -> RetirePlan:
+    """Plan (and with ``act``, carry out) the retirement of ``pinner``'s old pins named ``name_prefix``...
+
+    Raises UsageError for a pinner that cannot list its pins, and the pinner's
+    ``PinError`` when listing or unpinning fails.
+    """
+    plan = plan_retirement(getattr(pinner, "name", "?"), pinner.list(name_prefix=name_prefix), keep)
+    if act:
+        for entry in plan.retire:
+            pinner.unpin(parse_cid(entry.cid))
+        plan.acted = True
+    return plan
