@@ -153,6 +153,9 @@ def _entry_meta(
             meta[field] = mtime
     if "modified" in top:
         meta["x-claude-code-modified"] = top["modified"]
+    if "type" in top and "type" in metadata:
+        # Shadowed by metadata.type (Claude Code's merge); kept so the file comes back as it was.
+        meta["x-claude-code-top-type"] = top["type"]
     extra = {k: v for k, v in top.items() if k not in _CORE and k not in _TIMES and k != "modified"}
     if extra:
         meta["x-claude-code-extra"] = extra
@@ -263,6 +266,8 @@ def _topic_file(entry: Entry, form: str) -> str:
     else:
         block, held = _metadata_block(entry, form, core)
         fm.update({k: v for k, v in core.items() if k not in held and not (form == "metadata" and k == "type")})
+        if form != "metadata" and "x-claude-code-top-type" in meta:
+            fm["type"] = meta["x-claude-code-top-type"]
         fm["metadata"] = block
     for field in _TIMES:
         if f"x-claude-code-{field}" in meta:

@@ -16,7 +16,8 @@ string holding the JSON document; import decodes that second layer too.
 
 Mapping (``specs/interop.md``): label -> key (``x-letta-label``), value -> body
 (blank lines the memory store would strip are kept in ``x-letta-lead`` /
-``x-letta-trail``), description -> description (raw in ``x-letta-description``),
+``x-letta-trail``), description -> description (raw in ``x-letta-description``, a null as
+``x-letta-no-description: true``),
 ``limit``, ``read_only``, ``metadata``, ``id`` -> ``x-letta-*``; ``human`` reads
 as type ``user``, ``persona`` as ``feedback``, every other label as ``reference``.
 """
@@ -119,8 +120,11 @@ def _block_meta(block: dict[str, Any], when: str) -> tuple[dict[str, Any], str]:
         "created": when,
         "updated": when,
         "x-letta-label": label,
-        "x-letta-description": description,
     }
+    if description is None:
+        meta["x-letta-no-description"] = True  # a null the tree cannot hold as a value
+    else:
+        meta["x-letta-description"] = description
     lead, trail = value[: len(value) - len(value.lstrip("\n"))], value[len(value.rstrip("\n")) :]
     if body and lead:
         meta["x-letta-lead"] = lead
@@ -181,7 +185,11 @@ def _block(entry: Entry, index: int) -> dict[str, Any]:
     limit = meta.get("x-letta-limit", DEFAULT_LIMIT)
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ConvertError(f"memory {entry.key!r} has a bad x-letta-limit {limit!r}; use a positive integer")
-    description = meta["x-letta-description"] if "x-letta-description" in meta else meta.get("description")
+    description = (
+        None
+        if meta.get("x-letta-no-description") is True
+        else meta.get("x-letta-description", meta.get("description"))
+    )
     block: dict[str, Any] = {
         "value": value,
         "limit": limit,
@@ -223,9 +231,11 @@ def write_letta(
     labels = [b["label"] for b in blocks]
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
-        raise ConvertError(f"two memories share the Letta block label {dupes[0]!r}; rename one (x-letta-label)")
+        raise ConvertError(
+            f"two memories share the Letta block label {dupes[0]!r}; rename one (x-letta-label)"
+        )
     newest = max((str(e.meta.get("updated", "")) for e in entries), default="")
-    document = {
+    document: dict[str, Any] = {
         "agents": [
             {
                 "name": agent_id or Path(dest).stem,

@@ -45,8 +45,10 @@ from bundlekit.memory.ranking import CHARS_PER_TOKEN
 __all__ = [
     "CATEGORIES",
     "CATEGORY_TYPES",
+    "DEFAULT_IMPORTANCE",
     "SCHEMA",
     "TYPE_CATEGORIES",
+    "directory_identity",
     "normalized_hash",
     "project_identity",
     "read_magic_context",
@@ -170,7 +172,8 @@ def normalized_hash(content: str) -> str:
     return hashlib.md5(normalized.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def _directory_identity(path: str) -> str:
+def directory_identity(path: str) -> str:
+    """``dir:<first 12 hex digits of the MD5 of the absolute path>``: the identity outside git."""
     digest = hashlib.md5(os.path.abspath(path).encode("utf-8"), usedforsecurity=False).hexdigest()
     return f"dir:{digest[:12]}"
 
@@ -197,10 +200,10 @@ def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return _directory_identity(where)
+        return directory_identity(where)
     roots = sorted(r[:64] for r in (line.strip() for line in proc.stdout.splitlines()) if _ROOT_SHA.match(r[:64]))
     if proc.returncode != 0 or not roots:
-        return _directory_identity(where)
+        return directory_identity(where)
     return f"git:{roots[0]}"
 
 

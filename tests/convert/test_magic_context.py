@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-
 import sqlite3
 import subprocess
 from datetime import UTC, datetime
