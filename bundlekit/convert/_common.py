@@ -314,7 +314,7 @@ def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> l
     counts: dict[str, int] = {}
     for entry in entries:
         for k, v in entry.meta.items():
-            if v is None or k in keep or k.startswith(own):
+            if v is None or k in keep or k.startswith(own) or f"{own}{k}" in entry.meta:
                 continue
             counts[k] = counts.get(k, 0) + 1
     if not counts:
