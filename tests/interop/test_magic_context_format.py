@@ -9,12 +9,12 @@ the plugin's own DDL (``storage-db.ts`` ``memories``, ``migrations.ts`` v80
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -46,21 +46,19 @@ def test_normalized_hash_is_the_plugins(content: str) -> None:
     assert normalized_hash(content) == EXPECTED["hashes"][content]
 
 
+def _generator() -> ModuleType:
+    """The fixture generator, for the one repository recipe it shares with this test."""
+    spec = importlib.util.spec_from_file_location("mc_generate", FIXTURES / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_identity_of_a_repository_with_two_roots_is_the_smallest_root(tmp_path: Path) -> None:
-    env = {**os.environ, **EXPECTED["git_env"]}
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    git("commit", "-q", "--allow-empty", "-m", "first root")
-    git("checkout", "-q", "--orphan", "other")
-    git("commit", "-q", "--allow-empty", "-m", "second root")
-    git("checkout", "-q", "main")
-    git("merge", "-q", "--allow-unrelated-histories", "-m", "join", "other")
-    assert (
-        project_identity(tmp_path) == EXPECTED["identities"]["two_roots"] == f"git:{min(EXPECTED['roots'])}"
-    )
+    roots = _generator().two_root_repo(tmp_path / "repo")  # fixed dates: the shas the plugin saw
+    assert sorted(roots) == sorted(EXPECTED["roots"])
+    assert project_identity(tmp_path / "repo") == EXPECTED["identities"]["two_roots"] == f"git:{min(roots)}"
 
 
 def test_identity_outside_git_is_the_plugins() -> None:
