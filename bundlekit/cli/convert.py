@@ -16,14 +16,14 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
-from bundlekit.convert import FORMATS, export_to, import_from
+from bundlekit.convert import FORMATS, export_to, get_format, import_from
 from bundlekit.errors import UsageError
 
 __all__ = ["convert"]
 
 # CLI option -> (library option, formats that take it on import, formats that take it on export)
 _OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "agent_id": ("agent_id", ("three.ws",), ("massgen",)),
+    "agent_id": ("agent_id", ("three.ws", "letta"), ("massgen", "letta")),
     "namespace": ("namespace", (), ("three.ws",)),
     "mode": ("mode", (), ("three.ws",)),
     "local_storage": ("storage", (), ("three.ws",)),
@@ -34,6 +34,9 @@ _OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "dimension": ("dimension", ("magicfrog",), ("magicfrog",)),
     "project_dir": ("project", ("magicfrog",), ("magicfrog",)),
     "effective": ("effective", ("magicfrog",), ()),
+    "agent": ("agent", ("magicfrog",), ()),
+    "task": ("task", ("magicfrog",), ()),
+    "timezone": ("timezone", ("massgen",), ()),
 }
 _DEVICE = ("include_device", "local_only", "exclude_device")
 
@@ -53,7 +56,14 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
     return out
 
 
-@click.command("convert")
+def _lossy_epilog() -> str:
+    """The help text's list of what each format cannot hold, from the format registry."""
+    lines = ["\b", "Lossy (reported as warnings, also in --json):"]
+    lines += [f"  {name}: {get_format(name).lossy}" for name in FORMATS]
+    return "\n".join(lines)
+
+
+@click.command("convert", epilog=_lossy_epilog())
 @click.option(
     "--from",
     "from_fmt",
@@ -85,7 +95,8 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
 @click.option(
     "--agent-id",
     help="three.ws import: the agent in a localStorage dump (and the key's agent); "
-    "massgen export: agent_id for memories without one.",
+    "massgen export: agent_id for memories without one; letta: the agent (id or name) to read, "
+    "or the name of the agent written.",
 )
 @click.option("--namespace", help="three.ws export: the agent id (namespace) of the blob.")
 @click.option("--mode", help="three.ws export: the blob's mode (default local, encrypted-ipfs with a key).")
@@ -121,6 +132,13 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
     is_flag=True,
     help="magicfrog import: the merged view (the most specific dimension wins for a path).",
 )
+@click.option("--agent", help="magicfrog --effective: the agent the view is for (agent/<ID>/ notes win).")
+@click.option("--task", help="magicfrog --effective: the task the view is for (task/<ID>/ notes win).")
+@click.option(
+    "--timezone",
+    help="massgen import: the zone its naive timestamps were written in (IANA name or UTC; "
+    "default: this machine's, with a warning).",
+)
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
 @click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")
@@ -136,11 +154,13 @@ def convert(
     as_json: bool,
     **params: Any,
 ) -> None:
-    """Convert memory between bundlekit trees and MassGen, Claude Code, three.ws, Magic Context, MagicFrog.
+    """Convert memory between bundlekit trees and MassGen, Claude Code, three.ws, Magic Context, MagicFrog, Letta.
 
     Each format's own fields travel in x-<format>-* frontmatter keys, so
-    converting back gives the original. Device memory (MagicFrog's device
-    dimension) is refused unless --include-device --local-only.
+    converting back gives the original. What a conversion cannot carry
+    (fields, timeline events, skipped files or rows) is printed as warnings.
+    Device memory (MagicFrog's device dimension) is refused unless
+    --include-device --local-only.
     """
     if (from_fmt is None) == (to_fmt is None):
         raise UsageError("give exactly one of --from FORMAT (import) or --to FORMAT (export)")

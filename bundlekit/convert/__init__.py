@@ -7,8 +7,10 @@ registry and the two public verbs::
     import_from("massgen", "workspace1", "memory")      # foreign -> bundlekit tree
     export_to("claude-code", "memory", "claude-mem")    # bundlekit tree -> foreign
 
-Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context`` and
-``magicfrog`` (``specs/interop.md`` maps every field and lists what is lossy).
+Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context``,
+``magicfrog`` and ``letta`` (``specs/interop.md`` maps every field and lists
+what is lossy). Every conversion reports what it left out (fields a format has
+no place for, timeline events, files and rows it skipped) as warnings.
 Device-bound memory (MagicFrog's ``device`` dimension) is refused in both
 directions unless ``include_device=True, local_only=True``.
 """
@@ -21,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bundlekit.convert import claude_code, magic_context, magicfrog, massgen, threews
-from bundlekit.convert._common import Entry, ForeignTree
+from bundlekit.convert import claude_code, letta, magic_context, magicfrog, massgen, threews
+from bundlekit.convert._common import Entry, ForeignTree, dropped_fields
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
 from bundlekit.errors import UsageError
@@ -48,6 +50,15 @@ def _has_no_timeline(options: Mapping[str, Any]) -> str:
     return "has no timeline"
 
 
+def _fields(*names: str) -> Callable[[Mapping[str, Any]], frozenset[str]]:
+    kept = frozenset(names)
+    return lambda options: kept
+
+
+def _claude_code_fields(options: Mapping[str, Any]) -> frozenset[str]:
+    return claude_code.kept_fields(str(options.get("form") or "top"))
+
+
 @dataclass(frozen=True)
 class Format:
     """A foreign memory format: how to read it, how to write it, which options each takes.
@@ -56,6 +67,10 @@ class Format:
     timeline out under those options (a clause after the format's name, e.g.
     "has no timeline"), or ``None`` when it writes every event; an export
     counts only the events written and warns about the rest.
+    ``kept(write_options)`` are the bundlekit frontmatter fields the writer
+    carries (besides its own ``x-<format>-*`` keys); an export names every
+    other field it met in a warning. ``lossy`` says in a few words what the
+    format cannot hold (``convert --help`` lists it).
     """
 
     name: str
@@ -64,6 +79,8 @@ class Format:
     write: Callable[..., list[Path]]
     read_options: frozenset[str]
     write_options: frozenset[str]
+    kept: Callable[[Mapping[str, Any]], frozenset[str]]
+    lossy: str
     timeline_dropped: Callable[[Mapping[str, Any]], str | None] = _has_no_timeline
 
 
@@ -107,8 +124,10 @@ _FORMATS: dict[str, Format] = {
             "MassGen workspace memory/short_term and memory/long_term",
             massgen.read_massgen,
             massgen.write_massgen,
-            frozenset(),
+            frozenset({"timezone"}),
             frozenset({"agent_id"}),
+            _fields(*massgen.KEPT_FIELDS),
+            "type, tags, source, decay, revision; the timeline",
         ),
         Format(
             "claude-code",
@@ -117,6 +136,8 @@ _FORMATS: dict[str, Format] = {
             claude_code.write_claude_code,
             frozenset(),
             frozenset({"form"}),
+            _claude_code_fields,
+            "tags, source, decay, important, revision, created; the timeline",
         ),
         Format(
             "three.ws",
@@ -125,6 +146,8 @@ _FORMATS: dict[str, Format] = {
             threews.write_threews,
             frozenset({"agent_id", "now", "key"}),
             frozenset({"namespace", "mode", "storage", "key", "rng"}),
+            _fields("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
+            "revision; the timeline in the encrypted form",
             threews.timeline_dropped,
         ),
         Format(
@@ -134,14 +157,29 @@ _FORMATS: dict[str, Format] = {
             magic_context.write_magic_context,
             frozenset({"project", "repo", "clock"}),
             frozenset({"project"}),
+            _fields("created", "updated", "important", "type"),
+            "name, description, tags, source, decay, revision; the timeline",
         ),
         Format(
             "magicfrog",
             "MagicFrog five-dimension memory tree",
             magicfrog.read_magicfrog,
             magicfrog.write_magicfrog,
-            frozenset({"dimension", "project", "effective"}) | _DEVICE_OPTIONS,
+            frozenset({"dimension", "project", "effective", "agent", "task"}) | _DEVICE_OPTIONS,
             frozenset({"dimension", "project"}) | _DEVICE_OPTIONS,
+            _fields("updated", "revision"),
+            "name, description, type, tags, source, decay, important, created; the timeline",
+        ),
+        Format(
+            "letta",
+            "Letta Agent File (.af): one agent's core-memory blocks",
+            letta.read_letta,
+            letta.write_letta,
+            frozenset({"agent_id"}),
+            frozenset({"agent_id"}),
+            _fields(*letta.KEPT_FIELDS),
+            "name, type, created, updated, tags, source, decay, important, revision; the timeline; "
+            "blocks over their character limit are refused",
         ),
     )
 }
@@ -195,6 +233,7 @@ def write_foreign(
         if exclude_device and not include_device:
             entries = [e for e in entries if not is_device_entry(e)]
         entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
+        # The same warnings list: what the writer reports reaches the caller's tree.
         tree = ForeignTree(entries, tree.timeline, tree.warnings)
     return spec.write(tree, dest, **{k: v for k, v in options.items() if v is not None})
 
@@ -279,13 +318,14 @@ def export_to(
         **options,
     )
     written = tree.entries
-    warnings = list(tree.warnings)
     if exclude_device and not include_device:
         written = [e for e in tree.entries if not is_device_entry(e)]
-        if len(written) != len(tree.entries):
-            warnings.append(
-                f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
-            )
+    warnings = list(tree.warnings)
+    if len(written) != len(tree.entries):
+        warnings.append(
+            f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
+        )
+    warnings.extend(dropped_fields(written, spec.kept(options), spec.name))
     timeline = len(tree.timeline)
     dropped = spec.timeline_dropped(options)
     if dropped is not None:

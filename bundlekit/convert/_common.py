@@ -38,18 +38,22 @@ __all__ = [
     "ForeignTree",
     "atomic_write",
     "derive_keys",
+    "dropped_fields",
     "dump_yaml",
     "first_line",
     "format_time",
     "is_valid_key",
+    "line_fields",
     "load_yaml",
     "output_dir_problem",
     "parse_time",
+    "read_frontmatter",
     "read_markdown",
     "render_markdown",
     "same_instant",
     "sanitize_key",
     "single_line",
+    "split_at_dashes",
     "split_frontmatter",
 ]
 
@@ -254,6 +258,69 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
             body = "".join(lines[i + 1 :])
             return fm, body.strip("\r\n")
     return None, text.strip("\r\n")
+
+
+def split_at_dashes(text: str) -> tuple[str | None, str]:
+    """Split frontmatter the way MassGen (``content.split("---", 2)``) and Claude Code find it.
+
+    The text must start with ``---``; the frontmatter then ends at the next
+    ``---`` *anywhere*, even inside a value. Returns ``(frontmatter_text,
+    body)`` with both stripped of surrounding whitespace, or ``(None, text)``
+    when there is no such frontmatter.
+    """
+    if not text.startswith("---"):
+        return None, text.strip()
+    parts = text.split("---", 2)
+    if len(parts) < 3:
+        return None, text.strip()
+    return parts[1].strip(), parts[2].strip()
+
+
+def line_fields(text: str) -> dict[str, str]:
+    """``key: value`` lines split on the first colon, both sides stripped (the non-YAML readers' rule)."""
+    fields: dict[str, str] = {}
+    for line in text.split("\n"):
+        line = line.strip()
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    return fields
+
+
+def read_frontmatter(fm_text: str | None, *, where: str, warnings: list[str]) -> dict[str, Any]:
+    """Parse foreign frontmatter as YAML; when that fails, read it line by line and warn.
+
+    The fallback is the first-colon line splitter (what MassGen and three.ws
+    use): a file an agent wrote by hand with ``description: Note: x`` is read as
+    the agent meant it, and ``warnings`` says which file was read that way.
+    """
+    if fm_text is None:
+        return {}
+    try:
+        return load_yaml(fm_text, where=where)
+    except ConvertError:
+        warnings.append(f"{where}: frontmatter is not valid YAML; read it line by line (key: value)")
+        return dict(line_fields(fm_text))
+
+
+def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> list[str]:
+    """One warning naming the frontmatter fields a writer for ``fmt`` leaves out, with counts.
+
+    ``kept`` are the fields the writer carries; the format's own ``x-<fmt>-*``
+    keys are carried by definition. Returns ``[]`` when nothing is left out.
+    """
+    keep = set(kept)
+    own = f"x-{fmt.replace('.', '')}-"
+    counts: dict[str, int] = {}
+    for entry in entries:
+        for k, v in entry.meta.items():
+            if v is None or k in keep or k.startswith(own) or f"{own}{k}" in entry.meta:
+                continue
+            counts[k] = counts.get(k, 0) + 1
+    if not counts:
+        return []
+    parts = [f"{k} ({n} {'memory' if n == 1 else 'memories'})" for k, n in sorted(counts.items())]
+    return [f"left out fields {fmt} has no place for: {', '.join(parts)}"]
 
 
 def read_markdown(path: os.PathLike[str]) -> tuple[dict[str, Any], str]:

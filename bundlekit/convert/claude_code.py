@@ -1,15 +1,21 @@
-"""Claude Code memory directory <-> neutral records.
+"""Claude Code auto-memory directory <-> neutral records.
 
 A Claude Code memory directory holds ``MEMORY.md`` (one line per memory:
-``- [Title](file.md) — hook``) and one topic file per memory whose YAML
-frontmatter carries ``name``, ``description`` and ``type`` either at the top
-level or under a ``metadata:`` mapping. We read both forms and write the
-top-level form unless asked for ``form="metadata"`` (or ``form="source"``: each
-memory in the form it was read in).
+``- [Title](file.md) — hook``) and topic files, found recursively (``*.md`` at
+any depth except ``MEMORY.md``). Claude Code reads ``name`` and ``description``
+at the top level of a topic file's frontmatter and ``type`` and ``modified``
+from its ``metadata:`` mapping merged over the top level; when it rewrites a
+memory it writes ``name``, ``description`` and ``metadata: {node_type: memory,
+type, originSessionId, modified}``. Its frontmatter ends at the first ``---``
+anywhere (:func:`~bundlekit.convert._common.split_at_dashes`).
 
-Claude Code's types are bundlekit's (user, feedback, project, reference); an
-unknown type is kept in ``x-claude-code-type`` and read as ``reference``.
-Topic files carry no timestamps; we use the file's modification time (UTC).
+We read every one of those forms (and the older one with ``name`` and
+``description`` under ``metadata:`` too), keep the whole ``metadata`` mapping
+(``originSessionId`` included) in ``x-claude-code-metadata`` so a round trip
+gives it back, and write the top-level form (``form="top"``), Claude Code's own
+form (``form="metadata"``) or each memory as read (``form="source"``).
+A memory in a subfolder gets a key from its relative path (``team/a.md`` ->
+``team.a``) and ``x-claude-code-file`` (``team/a``) to find the way back.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundlekit.convert._common import (
@@ -29,14 +35,15 @@ from bundlekit.convert._common import (
     first_line,
     format_time,
     parse_time,
-    read_markdown,
+    read_frontmatter,
     render_markdown,
     same_instant,
     single_line,
+    split_at_dashes,
 )
 from bundlekit.errors import ConvertError
 
-__all__ = ["FORMS", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
+__all__ = ["FORMS", "kept_fields", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
 
 #: Frontmatter forms ``write_claude_code`` accepts.
 FORMS = ("top", "metadata", "source")
@@ -48,6 +55,9 @@ _LINK = re.compile(
     r"^\s*[-*+]\s*\[(?P<title>(?:\\.|[^\]\\])*)\]\((?P<file>[^)\s]+)\)\s*(?:(?:—|–|-{1,2})\s*(?P<hook>.*?))?\s*$"
 )
 _CORE = ("name", "description", "type")
+# Read from metadata: merged over the top level (Claude Code's rule); name and description are top-level keys.
+_MERGED = ("type", "modified")
+_TIMES = ("created", "updated")
 
 
 def parse_index(text: str) -> list[tuple[str, str, str]]:
@@ -78,75 +88,161 @@ def render_index(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _time(raw: Any, path: Path, field: str) -> str:
-    return format_time(parse_time(raw, what=f"{field} in {path}"))
+def _time(raw: Any, where: str, field: str) -> str:
+    return format_time(parse_time(raw, what=f"{field} in {where}"))
+
+
+def _claude_time(dt_text: str) -> str:
+    """Claude Code's ``modified`` spelling (JavaScript ``toISOString``): UTC, milliseconds, ``Z``."""
+    dt = parse_time(dt_text)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _topic_paths(root: Path) -> list[PurePosixPath]:
+    """Every topic file under ``root`` (relative, sorted): ``*.md`` at any depth except ``MEMORY.md``; hidden parts skipped."""
+    found = []
+    for path in root.rglob("*.md"):
+        rel = PurePosixPath(path.relative_to(root).as_posix())
+        if path.name == INDEX or not path.is_file() or any(p.startswith(".") for p in rel.parts):
+            continue
+        found.append(rel)
+    return sorted(found)
+
+
+def _read_topic(path: Path, where: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
+    fm_text, body = split_at_dashes(text.removeprefix("\ufeff"))
+    if fm_text is None:
+        warnings.append(f"{where} has no frontmatter; name taken from the index or the file name")
+    return read_frontmatter(fm_text, where=where, warnings=warnings), body
+
+
+def _entry_meta(
+    fm: dict[str, Any], body: str, rel: PurePosixPath, where: str, mtime: str, link: tuple[int, str, str] | None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    inner = fm.get("metadata")
+    metadata = {str(k): v for k, v in inner.items()} if isinstance(inner, dict) else {}
+    top = {k: v for k, v in fm.items() if k != "metadata"}
+    if isinstance(inner, dict):
+        meta["x-claude-code-form"] = "metadata"
+        meta["x-claude-code-metadata"] = metadata
+    # name/description: top level first (Claude Code's rule), then the older nested form.
+    core = {k: top.get(k, metadata.get(k)) for k in ("name", "description")}
+    core.update({k: metadata.get(k, top.get(k)) for k in _MERGED})
+    title = link[1] if link else None
+    hook = link[2] if link else None
+    name = single_line(core["name"] or title or rel.stem)
+    description = single_line(core["description"] or hook or first_line(body) or name)
+    meta.update({"name": name, "description": description})
+    ctype = core["type"]
+    meta["type"] = ctype if ctype in MEMORY_TYPES else "reference"
+    if ctype is not None and ctype not in MEMORY_TYPES:
+        meta["x-claude-code-type"] = ctype
+    modified = core["modified"]
+    for field in _TIMES:
+        if field in top:
+            meta[field] = _time(top[field], where, field)
+            meta[f"x-claude-code-{field}"] = top[field]
+        elif modified is not None:
+            meta[field] = _time(modified, where, "modified")
+        else:
+            meta[field] = mtime
+    if "modified" in top:
+        meta["x-claude-code-modified"] = top["modified"]
+    if "type" in top and "type" in metadata:
+        # Shadowed by metadata.type (Claude Code's merge); kept so the file comes back as it was.
+        meta["x-claude-code-top-type"] = top["type"]
+    extra = {k: v for k, v in top.items() if k not in _CORE and k not in _TIMES and k != "modified"}
+    if extra:
+        meta["x-claude-code-extra"] = extra
+    if link is None:
+        meta["x-claude-code-indexed"] = False
+    else:
+        meta["x-claude-code-order"] = link[0]
+        if title != name:
+            meta["x-claude-code-title"] = title
+        if hook != description:
+            meta["x-claude-code-hook"] = hook
+    return meta
 
 
 def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
-    """Read a Claude Code memory directory (``MEMORY.md`` plus topic files).
+    """Read a Claude Code memory directory (``MEMORY.md`` plus topic files at any depth).
 
-    Every ``*.md`` file next to ``MEMORY.md`` is a memory, linked from the index
-    or not; links to missing files are ignored. Raises ``ConvertError`` on a
-    missing directory or malformed frontmatter (naming the file).
+    Every ``*.md`` file under the directory except ``MEMORY.md`` is a memory,
+    linked from the index or not; links to missing files are ignored and index
+    lines that are not links are reported as left out. Frontmatter that is not
+    valid YAML is read line by line with a warning; a file without frontmatter
+    is read with its name from the index or the file name. Raises
+    ``ConvertError`` on a missing directory or a file that is not UTF-8.
     """
     root = Path(src)
     if not root.is_dir():
         raise ConvertError(f"{root} is not a directory; pass a Claude Code memory directory")
+    tree = ForeignTree()
     index_path = root / INDEX
-    links = parse_index(index_path.read_text(encoding="utf-8")) if index_path.is_file() else []
+    links: list[tuple[str, str, str]] = []
+    if index_path.is_file():
+        index_text = index_path.read_text(encoding="utf-8")
+        links = parse_index(index_text)
+        prose = sum(1 for line in index_text.splitlines() if line.strip()) - len(links)
+        if prose > 0:
+            tree.warnings.append(
+                f"left out {prose} line{'s' if prose != 1 else ''} of {INDEX} that are not memory links "
+                "(headings, prose); the index is rebuilt from the memories"
+            )
     by_file: dict[str, tuple[int, str, str]] = {}
     for pos, (link_title, link_file, link_hook) in enumerate(links):
         by_file.setdefault(link_file, (pos, link_title, link_hook))
 
-    paths = sorted(p for p in root.glob("*.md") if p.name != INDEX and p.is_file())
-    keys = derive_keys(p.stem for p in paths)
-    entries = []
-    for key, path in zip(keys, paths):
-        fm, body = read_markdown(path)
-        meta: dict[str, Any] = {}
-        core = fm
-        if isinstance(fm.get("metadata"), dict) and not any(k in fm for k in _CORE):
-            core = {str(k): v for k, v in fm["metadata"].items()}
-            meta["x-claude-code-form"] = "metadata"
-            rest = {k: v for k, v in core.items() if k not in _CORE}
-            if rest:
-                meta["x-claude-code-metadata"] = rest
-            fm = {k: v for k, v in fm.items() if k != "metadata"}
-        link = by_file.get(path.name)
-        title = link[1] if link else None
-        hook = link[2] if link else None
-        name = single_line(core.get("name") or title or path.stem)
-        description = single_line(core.get("description") or hook or first_line(body) or name)
-        ctype = core.get("type")
-        meta.update({"name": name, "description": description})
-        if ctype in MEMORY_TYPES:
-            meta["type"] = ctype
-        else:
-            meta["type"] = "reference"
-            if ctype is not None:
-                meta["x-claude-code-type"] = ctype
+    rels = _topic_paths(root)
+    keys = derive_keys(str(rel.with_suffix("")).replace("/", ".") for rel in rels)
+    for key, rel in zip(keys, rels):
+        path = root / rel
+        where = str(path)
+        fm, body = _read_topic(path, where, tree.warnings)
         mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
-        for field in ("created", "updated"):
-            if field in fm:
-                meta[field] = _time(fm[field], path, field)
-                meta[f"x-claude-code-{field}"] = fm[field]
-            else:
-                meta[field] = mtime
-        extra = {k: v for k, v in fm.items() if k not in _CORE and k not in ("created", "updated")}
-        if extra:
-            meta["x-claude-code-extra"] = extra
-        if link is None:
-            meta["x-claude-code-indexed"] = False
-        else:
-            meta["x-claude-code-order"] = link[0]
-            if title != name:
-                meta["x-claude-code-title"] = title
-            if hook != description:
-                meta["x-claude-code-hook"] = hook
-        if key != path.stem:
-            meta["x-claude-code-file"] = path.stem
-        entries.append(Entry(key, meta, body))
-    return ForeignTree(entries)
+        meta = _entry_meta(fm, body, rel, where, mtime, by_file.get(str(rel)))
+        stem = str(rel.with_suffix(""))
+        if key != stem:
+            meta["x-claude-code-file"] = stem
+        tree.entries.append(Entry(key, meta, body))
+    return tree
+
+
+def _metadata_block(entry: Entry, form: str, core: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """The ``metadata:`` mapping to write and the core keys it holds."""
+    meta = entry.meta
+    recorded = meta.get("x-claude-code-metadata")
+    block: dict[str, Any] = dict(recorded) if isinstance(recorded, dict) else {}
+    if form == "metadata":
+        # Claude Code's own rewrite: name and description at the top level, the rest here.
+        block.pop("name", None)
+        block.pop("description", None)
+        block = {"node_type": block.pop("node_type", "memory"), "type": core["type"], **block}
+    held = {k for k in _CORE if k in block}
+    for k in held:
+        block[k] = core[k]
+    if "modified" in block or form == "metadata":
+        block["modified"] = _modified(entry, block.get("modified"))
+    return block, held
+
+
+def _modified(entry: Entry, original: Any) -> str:
+    current = _claude_time(str(entry.meta.get("updated") or entry.meta.get("created")))
+    return str(same_instant(original, current)) if original is not None else current
+
+
+def kept_fields(form: str = "top") -> frozenset[str]:
+    """The bundlekit fields a Claude Code export writes in ``form`` (the rest is reported as left out)."""
+    base = {"name", "description", "type"}
+    if form in ("metadata", "source"):
+        base |= {"updated"}
+    return frozenset(base)
 
 
 def _topic_file(entry: Entry, form: str) -> str:
@@ -156,37 +252,61 @@ def _topic_file(entry: Entry, form: str) -> str:
         "description": meta.get("description", ""),
         "type": meta.get("x-claude-code-type", meta.get("type", "reference")),
     }
+    for field in ("name", "description"):
+        if "---" in str(core[field]):
+            raise ConvertError(
+                f"memory {entry.key!r}: its {field} holds '---', where Claude Code ends the frontmatter; "
+                "edit it and retry"
+            )
     if form == "source":
-        form = "metadata" if meta.get("x-claude-code-form") == "metadata" else "top"
+        form = "metadata-kept" if meta.get("x-claude-code-form") == "metadata" else "top"
     fm: dict[str, Any] = {}
-    if form == "metadata":
-        inner = dict(core)
-        extra_meta = meta.get("x-claude-code-metadata")
-        if isinstance(extra_meta, dict):
-            inner.update({k: v for k, v in extra_meta.items() if k not in inner})
-        fm["metadata"] = inner
-    else:
+    if form == "top":
         fm.update(core)
-    for field in ("created", "updated"):
+    else:
+        block, held = _metadata_block(entry, form, core)
+        fm.update({k: v for k, v in core.items() if k not in held and not (form == "metadata" and k == "type")})
+        if form != "metadata" and "x-claude-code-top-type" in meta:
+            fm["type"] = meta["x-claude-code-top-type"]
+        fm["metadata"] = block
+    for field in _TIMES:
         if f"x-claude-code-{field}" in meta:
             # The file had its own timestamp: the original spelling while it
             # still names the same instant, else the current value.
             fm[field] = same_instant(meta[f"x-claude-code-{field}"], meta.get(field))
+    if "x-claude-code-modified" in meta:
+        fm["modified"] = _modified(entry, meta["x-claude-code-modified"])
     extra = meta.get("x-claude-code-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm and k != "metadata"})
     return render_markdown(fm, entry.body)
 
 
+def _safe_stem(entry: Entry) -> str:
+    stem = str(entry.meta.get("x-claude-code-file") or entry.key)
+    rel = PurePosixPath(stem)
+    if (
+        "\\" in stem
+        or rel.is_absolute()
+        or not rel.parts
+        or any(p in ("", ".", "..") or p.startswith(".") for p in rel.parts)
+        or rel.name.upper() == "MEMORY"
+    ):
+        raise ConvertError(f"memory {entry.key!r} names an unsafe file {stem!r}; fix x-claude-code-file")
+    return stem
+
+
 def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top") -> list[Path]:
     """Write ``tree`` as a Claude Code memory directory at ``dest``.
 
-    One topic file per entry (``x-claude-code-file`` or the key, plus ``.md``)
-    and a ``MEMORY.md`` listing them in their original index order, then by
-    key; entries read from files the index did not link stay unlinked.
-    ``form`` is ``top`` (default), ``metadata`` or ``source``. Returns the
-    paths written. Every name is checked before anything is written: a bad
-    ``form``, an unsafe or a doubly used file name raise ``ConvertError``.
+    One topic file per entry (``x-claude-code-file`` or the key, plus ``.md``;
+    a recorded subfolder path is kept) and a ``MEMORY.md`` listing them in their
+    original index order, then by key; entries read from files the index did
+    not link stay unlinked. ``form`` is ``top`` (default), ``metadata`` (what
+    Claude Code itself writes) or ``source``. Returns the paths written. Every
+    name is checked before anything is written: a bad ``form``, an unsafe or a
+    doubly used file name, a name or description holding ``---`` raise
+    ``ConvertError``.
     """
     if form not in FORMS:
         raise ConvertError(f"unknown Claude Code frontmatter form {form!r}; use one of {', '.join(FORMS)}")
@@ -195,10 +315,7 @@ def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: 
     rows: list[tuple[float, str, tuple[str, str, str]]] = []
     seen: set[str] = set()
     for entry in tree.entries:
-        stem = str(entry.meta.get("x-claude-code-file") or entry.key)
-        if "/" in stem or "\\" in stem or stem.startswith(".") or stem.upper() == "MEMORY":
-            raise ConvertError(f"memory {entry.key!r} names an unsafe file {stem!r}; fix x-claude-code-file")
-        filename = f"{stem}.md"
+        filename = f"{_safe_stem(entry)}.md"
         if filename.lower() in seen:
             raise ConvertError(f"two memories would both be written to {filename}; rename one and retry")
         seen.add(filename.lower())

@@ -8,15 +8,19 @@ database shared by its harnesses. The columns we rely on (``specs/interop.md``):
 row is carried opaquely in ``x-magic-context-columns`` and written back.
 
 Import opens the database read-only (``file:...?mode=ro``) and takes the
-``active`` and ``permanent``, unexpired memories of one project, identified as
-``git:<root commit sha>`` (the oldest root commit of the repository, as
-``git rev-list --max-parents=0 HEAD`` lists them).
+``active`` and ``permanent``, unexpired memories of one project. The project
+identity is the plugin's (``memory/project-identity.ts`` and
+``memory/normalize-hash.ts`` in ahrav/magic-context): ``git:<sha>`` with the
+lexicographically smallest root commit of the repository, ``dir:<first 12 hex
+of the MD5 of the absolute path>`` outside git. On current schemas the seen and
+retrieval counts and the effective ``updated_at`` live in ``memory_stats``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -41,8 +45,11 @@ from bundlekit.memory.ranking import CHARS_PER_TOKEN
 __all__ = [
     "CATEGORIES",
     "CATEGORY_TYPES",
+    "DEFAULT_IMPORTANCE",
     "SCHEMA",
     "TYPE_CATEGORIES",
+    "directory_identity",
+    "normalized_hash",
     "project_identity",
     "read_magic_context",
     "render_project_memory",
@@ -69,7 +76,9 @@ TYPE_CATEGORIES = {
     "reference": "CONFIG_VALUES",
 }
 
-#: The table export creates (Magic Context's ``memories`` table).
+#: The tables export creates: Magic Context's ``memories`` table and the
+#: ``memory_stats`` side table, with the column names, types and defaults of
+#: the plugin's ``storage-db.ts`` and migration v80 (ahrav/magic-context 413bb72).
 SCHEMA = """\
 CREATE TABLE IF NOT EXISTS memories (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -77,27 +86,45 @@ CREATE TABLE IF NOT EXISTS memories (
     category TEXT NOT NULL,
     content TEXT NOT NULL,
     normalized_hash TEXT NOT NULL,
+    importance INTEGER,
+    scope TEXT NOT NULL DEFAULT 'project',
+    shareable INTEGER NOT NULL DEFAULT 0,
     source_session_id TEXT,
     source_type TEXT DEFAULT 'historian',
-    seen_count INTEGER NOT NULL DEFAULT 1,
-    retrieval_count INTEGER NOT NULL DEFAULT 0,
+    seen_count INTEGER DEFAULT 1,
+    retrieval_count INTEGER DEFAULT 0,
     first_seen_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     last_seen_at INTEGER NOT NULL,
     last_retrieved_at INTEGER,
-    status TEXT NOT NULL DEFAULT 'active',
+    status TEXT DEFAULT 'active',
     expires_at INTEGER,
     verification_status TEXT DEFAULT 'unverified',
     verified_at INTEGER,
+    classified_at INTEGER,
     superseded_by_memory_id INTEGER,
     merged_from TEXT,
     metadata_json TEXT,
-    importance REAL,
+    mural_cue TEXT,
+    mural_cue_hash TEXT,
+    mural_cue_at INTEGER,
+    mural_cue_rejection_count INTEGER NOT NULL DEFAULT 0,
     UNIQUE(project_path, category, normalized_hash)
+);
+CREATE TABLE IF NOT EXISTS memory_stats (
+    memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    seen_count INTEGER NOT NULL CHECK (typeof(seen_count) = 'integer' AND seen_count >= 0),
+    retrieval_count INTEGER NOT NULL CHECK (typeof(retrieval_count) = 'integer' AND retrieval_count >= 0),
+    last_seen_at INTEGER NOT NULL,
+    last_retrieved_at INTEGER,
+    updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_memories_project_status ON memories(project_path, status);
 """
+
+#: What the plugin reads a NULL ``importance`` as (``dreamer/classify.ts``).
+DEFAULT_IMPORTANCE = 50
 
 _STATUSES = ("active", "permanent", "archived")
 # Columns mapped to bundlekit fields or namespaced keys of their own.
@@ -125,33 +152,59 @@ def _to_ms(dt: datetime) -> int:
     return (dt - _EPOCH) // timedelta(milliseconds=1)
 
 
-def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
-    """The Magic Context identity ``git:<sha>`` of the git repository at ``repo`` (default: cwd).
+_ROOT_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+# JavaScript's \s and String.prototype.trim (what the plugin's normalisation uses), not Python's whitespace set.
+_JS_SPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_JS_SPACES = re.compile("[" + re.escape(_JS_SPACE) + "]+")
 
-    ``<sha>`` is the oldest root commit (``git rev-list --max-parents=0 HEAD``
-    lists roots newest first; we take the last). Raises ``ConvertError`` when
-    git is missing or ``repo`` is not a repository with a commit.
+
+def normalized_hash(content: str) -> str:
+    """The plugin's ``normalized_hash``: MD5 hex of the content lower-cased, whitespace runs to one space, trimmed.
+
+    Whitespace is JavaScript's ``\\s`` set, so the hash matches the one its
+    idempotent insert (``UNIQUE(project_path, category, normalized_hash)``) compares.
     """
+    normalized = _JS_SPACES.sub(" ", content.lower()).strip(_JS_SPACE)
+    return hashlib.md5(normalized.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def directory_identity(path: str) -> str:
+    """``dir:<first 12 hex digits of the MD5 of the absolute path>``: the identity outside git."""
+    digest = hashlib.md5(os.path.abspath(path).encode("utf-8"), usedforsecurity=False).hexdigest()
+    return f"dir:{digest[:12]}"
+
+
+def project_identity(repo: str | os.PathLike[str] | None = None) -> str:
+    """The Magic Context project identity of the directory ``repo`` (default: the current directory).
+
+    In a git repository with a commit: ``git:<sha>``, the lexicographically
+    smallest root commit (``git rev-list --max-parents=0 HEAD``; a grafted
+    history has several). Elsewhere (no repository, no commit, no git):
+    ``dir:<first 12 hex digits of the MD5 of the absolute path>``. Raises
+    ``ConvertError`` when ``repo`` is not a directory.
+    """
+    where = os.path.abspath(os.fspath(repo) if repo is not None else os.getcwd())
+    if not os.path.isdir(where):
+        raise ConvertError(f"{where} is not a directory; pass a project directory or project='git:<sha>'")
     try:
         proc = subprocess.run(
             ["git", "rev-list", "--max-parents=0", "HEAD"],
-            cwd=os.fspath(repo) if repo is not None else None,
+            cwd=where,
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConvertError(
-            "cannot run git to find the project identity; pass project='git:<root sha>'"
-        ) from exc
-    roots = proc.stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return directory_identity(where)
+    roots = sorted(r[:64] for r in (line.strip() for line in proc.stdout.splitlines()) if _ROOT_SHA.match(r[:64]))
     if proc.returncode != 0 or not roots:
-        where = os.fspath(repo) if repo is not None else "the current directory"
-        raise ConvertError(
-            f"{where} is not a git repository with a commit; pass project='git:<root commit sha>'"
-        )
-    return f"git:{roots[-1]}"
+        return directory_identity(where)
+    return f"git:{roots[0]}"
 
 
 def _key_for(category: str, row_id: object) -> str:
@@ -201,11 +254,59 @@ def rows_to_tree(rows: list[dict[str, Any]]) -> ForeignTree:
         ):
             if row.get(col) is not None:
                 meta[k] = row[col]
-        others = {c: v for c, v in row.items() if c not in _MAPPED and v is not None}
+        if row.get("x-base-updated-at") is not None:
+            meta["x-magic-context-base-updated-at"] = row["x-base-updated-at"]
+        others = {
+            c: v for c, v in row.items() if c not in _MAPPED and v is not None and not c.startswith("x-")
+        }
         if others:
             meta["x-magic-context-columns"] = dict(sorted(others.items()))
         tree.entries.append(Entry(key, meta, content))
     return tree
+
+
+_STATS = ("seen_count", "retrieval_count", "last_seen_at", "last_retrieved_at")
+
+
+def _query(path: Path) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]] | None]:
+    """Every ``memories`` row, and the ``memory_stats`` rows by memory id (None when the table is absent)."""
+    try:
+        # mode=ro: an import must never write to (or create) the user's database.
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise ConvertError(f"cannot open {path} read-only as SQLite: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM memories ORDER BY id")]
+        has_stats = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_stats'"
+        ).fetchone()
+        stats = (
+            {int(r["memory_id"]): dict(r) for r in conn.execute("SELECT * FROM memory_stats")}
+            if has_stats
+            else None
+        )
+    except sqlite3.Error as exc:
+        raise ConvertError(
+            f"{path} is not a Magic Context database (no usable memories table): {exc}"
+        ) from exc
+    finally:
+        conn.close()
+    return rows, stats
+
+
+def _with_stats(row: dict[str, Any], stats: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The row as the plugin sees it: counters from ``memory_stats``, ``updated_at`` the later of the two."""
+    stat = stats.get(int(row["id"]))
+    if stat is None:
+        return row
+    out = dict(row)
+    for col in _STATS:
+        out[col] = stat.get(col)
+    if stat.get("updated_at") is not None and int(stat["updated_at"]) > int(row["updated_at"]):
+        out["updated_at"] = int(stat["updated_at"])
+        out["x-base-updated-at"] = int(row["updated_at"])
+    return out
 
 
 def read_magic_context(
@@ -217,43 +318,56 @@ def read_magic_context(
 ) -> ForeignTree:
     """Read one project's live memories from a Magic Context database, read-only.
 
-    ``project`` is ``git:<root commit sha>``; without it the identity of the git
-    repository at ``repo`` (default: the current directory) is used. ``clock``
-    gives "now" for the expiry check. Raises ``ConvertError`` when the file is
-    not a Magic Context database.
+    ``project`` is the identity (``git:<sha>`` or ``dir:<md5-12>``); without it
+    the identity of the directory ``repo`` (default: the current directory) is
+    derived by :func:`project_identity`. ``clock`` gives "now" for the expiry
+    check. Archived, expired and other projects' rows are left out and counted
+    in a warning. Raises ``ConvertError`` when the file is not a Magic Context
+    database, and when a derived identity matches no row at all (naming the
+    identities the database holds).
     """
     path = Path(src)
     if not path.is_file():
         raise ConvertError(f"{path} does not exist; pass the Magic Context SQLite database")
     ident = project if project is not None else project_identity(repo)
     now_ms = _to_ms((clock or (lambda: datetime.now(UTC)))().astimezone(UTC))
-    try:
-        # mode=ro: an import must never write to (or create) the user's database.
-        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise ConvertError(f"cannot open {path} read-only as SQLite: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        rows = conn.execute(
-            "SELECT * FROM memories WHERE project_path = ? AND status IN ('active', 'permanent') "
-            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY id",
-            (ident, now_ms),
-        ).fetchall()
-        records = [dict(r) for r in rows]
-    except sqlite3.Error as exc:
+    rows, stats = _query(path)
+    mine = [r for r in rows if r.get("project_path") == ident]
+    if not mine and project is None:
+        held = sorted({str(r.get("project_path")) for r in rows})
         raise ConvertError(
-            f"{path} is not a Magic Context database (no usable memories table): {exc}"
-        ) from exc
-    finally:
-        conn.close()
-    tree = rows_to_tree(records)
-    if not records:
+            f"no memories in {path} belong to project {ident!r} (derived from "
+            f"{os.path.abspath(os.fspath(repo) if repo is not None else os.getcwd())}); the database holds "
+            f"{', '.join(held) if held else 'no memories'}: pass --project or --repo for one of them"
+        )
+    live = [
+        r
+        for r in mine
+        if str(r.get("status") or "active") in ("active", "permanent")
+        and (r.get("expires_at") is None or int(r["expires_at"]) > now_ms)
+    ]
+    if stats is not None:
+        live = [_with_stats(r, stats) for r in live]
+    tree = rows_to_tree(live)
+    if not live:
         tree.warnings.append(f"no active or permanent, unexpired memories for project {ident!r} in {path}")
+    left = {
+        "archived or other status": sum(
+            1 for r in mine if str(r.get("status") or "active") not in ("active", "permanent")
+        ),
+        "expired": sum(
+            1
+            for r in mine
+            if str(r.get("status") or "active") in ("active", "permanent")
+            and r.get("expires_at") is not None
+            and int(r["expires_at"]) <= now_ms
+        ),
+        "of other projects": len(rows) - len(mine),
+    }
+    parts = [f"{n} {what}" for what, n in left.items() if n]
+    if parts:
+        tree.warnings.append(f"left out memories that are not live for {ident!r}: {', '.join(parts)}")
     return tree
-
-
-def _normalized_hash(content: str) -> str:
-    return hashlib.sha256(" ".join(content.lower().split()).encode("utf-8")).hexdigest()
 
 
 def _ms_field(meta: dict[str, Any], field: str, key: str) -> int:
@@ -267,7 +381,21 @@ def _ms_field(meta: dict[str, Any], field: str, key: str) -> int:
     return ms
 
 
-def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
+def _importance(entry: Entry, warnings: list[str]) -> int | None:
+    """The INTEGER ``importance`` column's value (NULL reads as 50 in the plugin)."""
+    value = entry.meta.get("x-magic-context-importance")
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    warnings.append(
+        f"memory {entry.key!r}: importance {value!r} is not an integer; written as NULL "
+        f"(Magic Context reads that as {DEFAULT_IMPORTANCE})"
+    )
+    return None
+
+
+def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str, Any]:
     meta = entry.meta
     category = meta.get("x-magic-context-category")
     if category not in CATEGORIES:
@@ -290,11 +418,7 @@ def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
         status = "active"
     created = _ms_field(meta, "created", entry.key)
     updated = _ms_field(meta, "updated", entry.key)
-    row: dict[str, Any] = {
-        "first_seen_at": created,
-        "last_seen_at": updated,
-        "normalized_hash": _normalized_hash(entry.body),
-    }
+    row: dict[str, Any] = {"first_seen_at": created, "last_seen_at": updated}
     columns = meta.get("x-magic-context-columns")
     if isinstance(columns, dict):
         row.update({str(k): v for k, v in columns.items()})
@@ -303,15 +427,18 @@ def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
             "project_path": project_path,
             "category": category,
             "content": entry.body,
+            # Always the plugin's hash of this content: a carried one may be stale or another algorithm's.
+            "normalized_hash": normalized_hash(entry.body),
             "status": status,
-            "importance": meta.get("x-magic-context-importance"),
+            "importance": _importance(entry, warnings),
             "seen_count": meta.get("x-magic-context-seen-count", 1),
             "retrieval_count": meta.get("x-magic-context-retrieval-count", 0),
             "created_at": created,
-            "updated_at": updated,
+            "updated_at": meta.get("x-magic-context-base-updated-at", updated),
             "expires_at": meta.get("x-magic-context-expires-at"),
         }
     )
+    row["x-stats-updated-at"] = updated
     rid = meta.get("x-magic-context-id")
     if isinstance(rid, int) and not isinstance(rid, bool):
         row["id"] = rid
@@ -321,17 +448,20 @@ def _row_for(entry: Entry, project: str | None) -> dict[str, Any]:
 def write_magic_context(
     tree: ForeignTree, dest: str | os.PathLike[str], *, project: str | None = None
 ) -> list[Path]:
-    """Write ``tree`` as a new Magic Context database at ``dest`` (same schema).
+    """Write ``tree`` as a new Magic Context database at ``dest`` (:data:`SCHEMA`).
 
     ``project`` fills ``project_path`` for memories that carry none. Original
     ids are kept where free; extra columns a memory carries are added to the
-    table. The file is built beside ``dest`` and renamed into place; an
-    existing ``dest`` is refused (we never rewrite someone's live database).
+    table; every memory gets its ``memory_stats`` row (counters and the
+    effective ``updated_at``). The file is built beside ``dest`` and renamed
+    into place; an existing ``dest`` is refused (we never rewrite someone's
+    live database). Values the schema cannot hold are reported in ``tree.warnings``.
     """
     path = Path(dest)
     if path.exists():
         raise ConvertError(f"{path} already exists; export to a new database file")
-    rows = [_row_for(e, project) for e in tree.entries]
+    rows = [_row_for(e, project, tree.warnings) for e in tree.entries]
+    stats_updated = [row.pop("x-stats-updated-at") for row in rows]
     pending = AtomicFile(path, error=ConvertError, hint="choose another output path", parents=True)
     pending.close()  # SQLite fills the empty temp file by name
     try:
@@ -348,7 +478,9 @@ def write_magic_context(
                     conn.execute(f'ALTER TABLE memories ADD COLUMN "{col}"')
                     known.add(col)
             used: set[int] = set()
-            for row in sorted(rows, key=lambda r: (r.get("id") is None, r.get("id") or 0)):
+            order = sorted(range(len(rows)), key=lambda i: (rows[i].get("id") is None, rows[i].get("id") or 0))
+            for i in order:
+                row = rows[i]
                 if row.get("id") in used:
                     del row["id"]
                 cols = sorted(row)
@@ -357,7 +489,20 @@ def write_magic_context(
                     f"VALUES ({', '.join('?' for _ in cols)})",
                     [row[c] for c in cols],
                 )
-                used.add(int(row.get("id", cur.lastrowid or 0)))
+                rid = int(row.get("id", cur.lastrowid or 0))
+                used.add(rid)
+                conn.execute(
+                    "INSERT INTO memory_stats (memory_id, seen_count, retrieval_count, last_seen_at, "
+                    "last_retrieved_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        rid,
+                        _count(row.get("seen_count"), 1),
+                        _count(row.get("retrieval_count"), 0),
+                        row.get("last_seen_at") or stats_updated[i],
+                        row.get("last_retrieved_at"),
+                        stats_updated[i],
+                    ),
+                )
             conn.commit()
         except sqlite3.Error as exc:
             raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
@@ -368,6 +513,10 @@ def write_magic_context(
         raise
     pending.commit()
     return [path]
+
+
+def _count(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 class _Lister(Protocol):

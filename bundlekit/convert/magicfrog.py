@@ -143,6 +143,8 @@ def read_magicfrog(
     local_only: bool = False,
     exclude_device: bool = False,
     effective: bool = False,
+    agent: str | None = None,
+    task: str | None = None,
 ) -> ForeignTree:
     """Read a MagicFrog memory tree into neutral records.
 
@@ -153,10 +155,18 @@ def read_magicfrog(
     instead: for a path found in several chain dimensions only the most
     specific (account < user < agent < task) is kept, keys come from paths
     alone, and device notes (outside the chain) keep a ``device.`` prefix.
-    Device notes follow :func:`check_device`. Raises ``ConvertError`` on bad input.
+    ``agent`` and ``task`` (effective view only) name who the view is for:
+    ``agent/<agent>/P`` is then path ``P`` for that agent and overrides the
+    shared ``agent/P`` (likewise ``task/<task>/P``). Device notes follow
+    :func:`check_device`. Raises ``ConvertError`` on bad input.
     """
     if effective and dimension is not None:
         raise ConvertError("choose either one dimension or the effective view, not both")
+    if (agent is not None or task is not None) and not effective:
+        raise ConvertError("--agent and --task choose whose effective view to read; add --effective")
+    for label, scope in (("agent", agent), ("task", task)):
+        if scope is not None and (not scope or "/" in scope or scope.startswith(".")):
+            raise ConvertError(f"{label} id {scope!r} is not a single path segment; pass the bare id")
     if dimension is not None and dimension not in DIMENSIONS:
         raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
     found: list[tuple[str, str, str, Path]] = []
@@ -175,10 +185,8 @@ def read_magicfrog(
     # Canonical dimensions first, so a legacy duplicate gets the suffixed key.
     found.sort(key=lambda f: (DIMENSIONS.index(f[0]), f[1] in LEGACY or f[1] == ".magicfrog", f[2]))
     if effective:
-        found = _effective(found, tree)
-        keys = derive_keys(
-            path_to_key(rel, "device" if dim == "device" else None) for dim, _d, rel, _p in found
-        )
+        found, views = _effective(found, tree, {"agent": agent, "task": task})
+        keys = derive_keys(path_to_key(view, "device" if item[0] == "device" else None) for item, view in zip(found, views))
     else:
         keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
@@ -228,29 +236,48 @@ def read_magicfrog(
     return tree
 
 
+def _scoped(item: tuple[str, str, str, Path], scopes: dict[str, str | None]) -> tuple[float, str]:
+    """(specificity rank, path in the merged view) of one note.
+
+    The chain ranks are account 0, user 1, agent 2, task 3; a note under the
+    chosen agent's or task's id prefix ranks half a step above its dimension's
+    shared notes, and its path loses the prefix.
+    """
+    dim, _dirname, rel, _path = item
+    rank = float(CHAIN.index(dim))
+    scope = scopes.get(dim)
+    if scope is not None and rel.startswith(scope + "/"):
+        return rank + 0.5, rel[len(scope) + 1 :]
+    return rank, rel
+
+
 def _effective(
-    found: list[tuple[str, str, str, Path]], tree: ForeignTree
-) -> list[tuple[str, str, str, Path]]:
-    """Keep, per path (ignoring case), the note of the most specific chain dimension.
+    found: list[tuple[str, str, str, Path]], tree: ForeignTree, scopes: dict[str, str | None]
+) -> tuple[list[tuple[str, str, str, Path]], list[str]]:
+    """Keep, per path in the merged view (ignoring case), the note of the most specific level.
 
     Notes are visited least specific first, legacy directories before
-    canonical ones within a dimension, so a later note overrides an earlier
-    one. Device notes are outside the chain and all kept. Each override is
-    noted in ``tree.warnings``.
+    canonical ones within a level, so a later note overrides an earlier one.
+    Device notes are outside the chain and all kept. Each override is noted in
+    ``tree.warnings``. Returns the notes kept and their paths in the view.
     """
-    winners: dict[str, tuple[str, str, str, Path]] = {}
-    device = []
-    for item in sorted(found, key=lambda f: (DIMENSIONS.index(f[0]), f[1] not in LEGACY, f[2])):
+    winners: dict[str, tuple[tuple[str, str, str, Path], str]] = {}
+    device: list[tuple[tuple[str, str, str, Path], str]] = []
+    ranked = []
+    for item in found:
         if item[0] == "device":
-            device.append(item)
+            device.append((item, item[2]))
             continue
-        folded = item[2].lower()
+        rank, view = _scoped(item, scopes)
+        ranked.append((rank, item[1] not in LEGACY, view, item))
+    for _rank, _canonical, view, item in sorted(ranked, key=lambda r: (r[0], r[1], r[2])):
+        folded = view.lower()
         if folded in winners:
-            lost = winners[folded]
+            lost = winners[folded][0]
             tree.warnings.append(f"{lost[0]}/{lost[2]} is overridden by {item[0]}/{item[2]}")
-        winners[folded] = item
-    chosen = sorted(winners.values(), key=lambda f: f[2]) + device
-    return chosen
+        winners[folded] = (item, view)
+    chosen = sorted(winners.values(), key=lambda w: w[1]) + device
+    return [c[0] for c in chosen], [c[1] for c in chosen]
 
 
 def _safe_rel(rel: str, key: str) -> PurePosixPath:

@@ -1,26 +1,35 @@
 """MassGen filesystem memory mode <-> neutral records.
 
-A MassGen workspace keeps ``memory/short_term/*.md`` and ``memory/long_term/*.md``.
-Each file has a frontmatter block of ``key: value`` lines (``name``,
-``description``, ``tier``, ``agent_id``, ``created``, ``updated``) and the
-memory content as its body. MassGen's parser is not YAML: it splits each line
-on the first colon and strips both sides. So we read exactly that way (a
-``description: Note: x`` line is fine for them and for us), and we write only
-single-line, unquoted values that their parser reads back unchanged.
+A MassGen workspace keeps ``memory/short_term/*.md`` and ``memory/long_term/*.md``;
+when an agent submits an answer MassGen archives that ``memory/`` directory to
+``.massgen/sessions/<session>/archived_memories/<agent>_answer_<n>/``. Each file
+has a frontmatter block of ``key: value`` lines (``name``, ``description``,
+``created``, ``updated``, sometimes ``tier`` and ``agent_id``) and the memory
+content as its body. MassGen's reader (``SystemMessageBuilder._parse_memory_file``
+in massgen 0.1.97) is not YAML: the file must start with ``---``, the frontmatter
+ends at the next ``---`` anywhere (``content.split("---", 2)``), and each line
+is split on its first colon, both sides stripped. We read exactly that way and
+write only single-line, unquoted values that parser reads back unchanged.
 
-Mapping (see ``specs/interop.md``): ``short_term`` -> type ``project`` and
-``important: true`` (always in context); ``long_term`` -> type ``reference``
-(loaded on demand). Timestamps without a zone are read as UTC; the original
-strings are kept in ``x-massgen-created`` / ``x-massgen-updated`` and written
-back verbatim while they still denote the same instant.
+Mapping (see ``specs/interop.md``): the tier is the directory the file is in
+(moving a file from ``short_term/`` to ``long_term/`` is how MassGen promotes a
+memory; a ``tier:`` line that says otherwise is kept but loses). ``short_term``
+-> type ``project`` and ``important: true`` (always in context); ``long_term``
+-> type ``reference`` (loaded on demand). MassGen writes naive local
+timestamps; they are read in the zone given (default: this machine's, said in
+a warning) and the original strings are written back while they still denote
+the same instant.
 """
 
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bundlekit.convert._common import (
     Entry,
@@ -29,72 +38,108 @@ from bundlekit.convert._common import (
     derive_keys,
     first_line,
     format_time,
+    line_fields,
     parse_time,
     same_instant,
     single_line,
+    split_at_dashes,
 )
 from bundlekit.errors import ConvertError
 
-__all__ = ["TIERS", "parse_massgen_file", "read_massgen", "render_massgen_file", "write_massgen"]
+__all__ = [
+    "KEPT_FIELDS",
+    "TIERS",
+    "parse_massgen_file",
+    "read_massgen",
+    "render_massgen_file",
+    "resolve_timezone",
+    "write_massgen",
+]
 
 #: MassGen's two tiers, in the order we read them.
 TIERS = ("short_term", "long_term")
 
+#: The bundlekit fields a MassGen export carries (``important`` becomes the tier).
+KEPT_FIELDS = frozenset({"name", "description", "created", "updated", "important"})
+
 _KNOWN = ("name", "description", "tier", "agent_id", "created", "updated")
+_ARCHIVE_DIR = re.compile(r"^.+_answer_\d+$")
+_ARCHIVES = "archived_memories"
 
 
-def parse_massgen_file(text: str) -> tuple[dict[str, str], str]:
+def parse_massgen_file(text: str) -> tuple[dict[str, str] | None, str]:
     """Parse one memory file the way MassGen does.
 
-    Returns ``(fields, content)``: every frontmatter line holding a colon is
-    split on its first colon, both sides stripped; other lines are ignored.
-    Raises ``ConvertError`` when the text does not open with a ``---`` fence.
+    Returns ``(fields, content)``: ``fields`` is None when the text does not
+    start with ``---`` or has no second ``---`` (MassGen skips such a file);
+    otherwise every frontmatter line holding a colon is split on its first
+    colon, both sides stripped. ``content`` is stripped, as MassGen strips it.
     """
-    text = text.removeprefix("\ufeff")
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
-        raise ConvertError("no frontmatter: the file must start with a '---' line")
-    for end in range(1, len(lines)):
-        if lines[end].strip() == "---":
-            break
-    else:
-        raise ConvertError("frontmatter is never closed: add a '---' line after it")
-    fields: dict[str, str] = {}
-    for line in lines[1:end]:
-        if ":" in line:
-            k, v = line.split(":", 1)
-            fields[k.strip()] = v.strip()
-    content = "\n".join(lines[end + 1 :]).strip("\n")
-    return fields, content
+    fm_text, content = split_at_dashes(text)
+    if fm_text is None:
+        return None, content
+    return line_fields(fm_text), content
 
 
 def render_massgen_file(fields: dict[str, str], content: str) -> str:
     """Render a memory file MassGen reads back to the same fields and content.
 
     Values are flattened to one line and left unquoted (their parser would keep
-    quotes literally). Known fields come first in MassGen's order.
+    quotes literally). Known fields come first in MassGen's order. A value
+    holding ``---`` would end MassGen's frontmatter early: ``ConvertError``.
     """
     order = [k for k in _KNOWN if k in fields] + sorted(k for k in fields if k not in _KNOWN)
+    for k in order:
+        if "---" in single_line(fields[k]) or "---" in k:
+            raise ConvertError(
+                f"the {k} {fields[k]!r} holds '---', where MassGen ends the frontmatter; edit it and retry"
+            )
     head = "".join(f"{k}: {single_line(fields[k])}\n" for k in order)
     return f"---\n{head}---\n\n{content.strip(chr(10))}\n"
 
 
-def _memory_roots(src: Path) -> list[tuple[str | None, Path]]:
-    """The ``memory/`` directories under ``src``: (workspace label or None, path)."""
+def resolve_timezone(name: str | None) -> tuple[tzinfo, str]:
+    """The zone naive MassGen timestamps are read in, and its name.
+
+    ``None`` or ``"local"`` is this machine's zone; otherwise an IANA name
+    (``Europe/Berlin``) or ``UTC``. Raises ``ConvertError`` for an unknown name.
+    """
+    if name is None or name == "local":
+        local = datetime.now().astimezone().tzinfo or UTC
+        return local, str(datetime.now(local).tzname() or "local")
+    try:
+        return ZoneInfo(name), name
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConvertError(
+            f"unknown time zone {name!r}; pass an IANA name such as Europe/Berlin, or UTC"
+        ) from exc
+
+
+def _archive_roots(base: Path) -> list[tuple[str, Path]]:
+    """``<agent>_answer_<n>`` directories under an ``archived_memories`` directory."""
+    return [(d.name, d) for d in sorted(base.iterdir()) if d.is_dir() and _ARCHIVE_DIR.match(d.name)]
+
+
+def _memory_roots(src: Path) -> list[tuple[str | None, str | None, Path]]:
+    """The memory directories under ``src``: (workspace label, archive label, path)."""
     if not src.is_dir():
         raise ConvertError(f"{src} is not a directory; pass a MassGen workspace or its memory/ directory")
     if any((src / t).is_dir() for t in TIERS):
-        return [(None, src)]
+        return [(None, None, src)]
     if (src / "memory").is_dir():
-        return [(None, src / "memory")]
+        return [(None, None, src / "memory")]
+    for base in (src, src / _ARCHIVES):
+        archives = _archive_roots(base) if base.is_dir() else []
+        if archives:
+            return [(None, name, path) for name, path in archives]
     # A folder of workspaces (workspace1/, workspace2/, ...): the orchestrator's view.
-    found: list[tuple[str | None, Path]] = [
-        (d.name, d / "memory") for d in sorted(src.iterdir()) if (d / "memory").is_dir()
+    found: list[tuple[str | None, str | None, Path]] = [
+        (d.name, None, d / "memory") for d in sorted(src.iterdir()) if (d / "memory").is_dir()
     ]
     if not found:
         raise ConvertError(
-            f"no MassGen memory under {src}: expected memory/short_term or memory/long_term; "
-            "pass a workspace directory"
+            f"no MassGen memory under {src}: expected memory/short_term or memory/long_term, or "
+            "archived_memories/<agent>_answer_<n>/; pass a workspace directory"
         )
     return found
 
@@ -103,61 +148,117 @@ def _file_time(path: Path) -> datetime:
     return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
 
 
-def read_massgen(src: str | os.PathLike[str]) -> ForeignTree:
-    """Read a MassGen workspace (or its ``memory/`` dir, or a folder of workspaces).
+def _walk(root: Path, tree: ForeignTree) -> Iterator[tuple[str, Path]]:
+    """(tier, file) for every memory file under ``root``, tier by tier; anything else is listed in ``tree.warnings``."""
+    found: list[tuple[int, str, Path]] = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root)
+        if len(rel.parts) == 2 and rel.parts[0] in TIERS and path.suffix == ".md":
+            found.append((TIERS.index(rel.parts[0]), rel.parts[0], path))
+        else:
+            tree.warnings.append(f"skipped {path}: not a memory file (MassGen reads memory/<tier>/*.md only)")
+    for _rank, tier, path in sorted(found):
+        yield tier, path
 
-    Files are taken in a fixed order (workspace, tier, file name), so derived
-    keys are deterministic. A file missing ``created``/``updated`` gets its
-    modification time. Raises ``ConvertError`` naming the file on bad input.
+
+def _read_time(value: str, zone: tzinfo, where: str, naive: list[str]) -> str:
+    dt = parse_time(value, what=where) if value else None
+    if dt is None:
+        raise ConvertError(f"{where} is empty")
+    probe = value.strip()
+    if not probe.endswith(("Z", "z")) and datetime.fromisoformat(probe).tzinfo is None:
+        naive.append(where)
+        return format_time(datetime.fromisoformat(probe).replace(tzinfo=zone))
+    return format_time(dt)
+
+
+def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) -> ForeignTree:
+    """Read a MassGen workspace, its ``memory/`` dir, a folder of workspaces or an ``archived_memories`` dir.
+
+    Files are taken in a fixed order (workspace or archive, tier, file name), so
+    derived keys are deterministic. The tier is the directory. A file without
+    frontmatter (which MassGen itself skips) is imported with its file name as
+    name, and a warning. Timestamps without a zone are read in ``timezone``
+    (default: this machine's zone, with a warning). A file missing
+    ``created``/``updated`` gets its modification time. Files that are not
+    memories are listed as skipped. Raises ``ConvertError`` naming the file on
+    bad input.
     """
-    raw: list[tuple[str | None, str, Path, dict[str, str], str]] = []
-    for workspace, root in _memory_roots(Path(src)):
-        for tier in TIERS:
-            tier_dir = root / tier
-            if not tier_dir.is_dir():
-                continue
-            # Only regular files, as the other readers take them: a directory named x.md is not a memory.
-            for path in sorted(p for p in tier_dir.glob("*.md") if p.is_file()):
-                try:
-                    fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
-                except (ConvertError, UnicodeDecodeError, OSError) as exc:
-                    raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
-                raw.append((workspace, tier, path, fields, content))
+    zone, zone_name = resolve_timezone(timezone)
+    tree = ForeignTree()
+    raw: list[tuple[str | None, str | None, str, Path, dict[str, str] | None, str]] = []
+    for workspace, archive, root in _memory_roots(Path(src)):
+        for tier, path in _walk(root, tree):
+            try:
+                fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, OSError) as exc:
+                raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
+            if fields is None:
+                tree.warnings.append(
+                    f"{path} has no frontmatter (MassGen itself skips it); imported with name {path.stem!r}"
+                )
+            raw.append((workspace, archive, tier, path, fields, content))
 
-    keys = derive_keys(fields.get("name") or path.stem for _w, _t, path, fields, _c in raw)
-    entries: list[Entry] = []
-    for key, (workspace, tier, path, fields, content) in zip(keys, raw):
-        name = fields.get("name") or path.stem
-        file_tier = fields.get("tier") or tier
-        meta: dict[str, Any] = {
-            "name": name,
-            "description": fields.get("description") or first_line(content) or name,
-            "type": "project" if file_tier == "short_term" else "reference",
-            "x-massgen-tier": file_tier,
-        }
-        if file_tier == "short_term":
-            meta["important"] = True
-        for field in ("created", "updated"):
-            value = fields.get(field)
-            where = f"{field} in {path}"
-            meta[field] = format_time(parse_time(value, what=where) if value else _file_time(path))
-            if value:
-                meta[f"x-massgen-{field}"] = value
-        if "agent_id" in fields:
-            meta["x-massgen-agent-id"] = fields["agent_id"]
-        if key != name:
-            meta["x-massgen-name"] = name
-        if path.stem != name:
-            meta["x-massgen-file"] = path.stem
-        if workspace is not None:
-            meta["x-massgen-workspace"] = workspace
-        if tier != file_tier:
-            meta["x-massgen-dir"] = tier
-        extra = {k: v for k, v in fields.items() if k not in _KNOWN}
-        if extra:
-            meta["x-massgen-extra"] = extra
-        entries.append(Entry(key, meta, content))
-    return ForeignTree(entries)
+    keys = derive_keys((fields or {}).get("name") or path.stem for _w, _a, _t, path, fields, _c in raw)
+    naive: list[str] = []
+    for key, (workspace, archive, tier, path, fields, content) in zip(keys, raw):
+        tree.entries.append(_entry(key, workspace, archive, tier, path, fields, content, zone, naive))
+    if naive and timezone is None:
+        tree.warnings.append(
+            f"read {len(naive)} timestamps without a zone as this machine's local time ({zone_name}); "
+            "pass --timezone to choose the zone MassGen ran in"
+        )
+    return tree
+
+
+def _entry(
+    key: str,
+    workspace: str | None,
+    archive: str | None,
+    tier: str,
+    path: Path,
+    fields: dict[str, str] | None,
+    content: str,
+    zone: tzinfo,
+    naive: list[str],
+) -> Entry:
+    found = fields or {}
+    name = found.get("name") or path.stem
+    meta: dict[str, Any] = {
+        "name": name,
+        "description": found.get("description") or first_line(content) or name,
+        "type": "project" if tier == "short_term" else "reference",
+        "x-massgen-tier": tier,
+    }
+    if tier == "short_term":
+        meta["important"] = True
+    if fields is None:
+        meta["x-massgen-frontmatter"] = False
+    elif found.get("tier", "") != tier:
+        # The directory wins; the line is kept as it was ("" when there was none).
+        meta["x-massgen-tier-field"] = found.get("tier", "")
+    for field in ("created", "updated"):
+        value = found.get(field)
+        where = f"{field} in {path}"
+        meta[field] = _read_time(value, zone, where, naive) if value else format_time(_file_time(path))
+        if value:
+            meta[f"x-massgen-{field}"] = value
+    if "agent_id" in found:
+        meta["x-massgen-agent-id"] = found["agent_id"]
+    if key != name:
+        meta["x-massgen-name"] = name
+    if path.stem != name:
+        meta["x-massgen-file"] = path.stem
+    if workspace is not None:
+        meta["x-massgen-workspace"] = workspace
+    if archive is not None:
+        meta["x-massgen-archive"] = archive
+    extra = {k: v for k, v in found.items() if k not in _KNOWN}
+    if extra:
+        meta["x-massgen-extra"] = extra
+    return Entry(key, meta, content)
 
 
 def _time_field(meta: dict[str, Any], field: str) -> str | None:
@@ -177,11 +278,14 @@ def write_massgen(
 ) -> list[Path]:
     """Write ``tree`` as a MassGen workspace at ``dest`` (``dest/memory/<tier>/<name>.md``).
 
-    The tier is ``x-massgen-tier`` when present, else ``short_term`` for
-    important memories and ``long_term`` for the rest. The MassGen name is
+    The tier (the directory) is ``x-massgen-tier`` when present, else
+    ``short_term`` for important memories and ``long_term`` for the rest; a
+    ``tier:`` line that disagreed with the directory is written back as read.
+    A file read without frontmatter is written back without one. The MassGen name is
     ``x-massgen-name`` or the key (always filesystem-safe). ``agent_id`` fills
     ``agent_id`` where an entry has none. Entries that came from several
-    workspaces go back to ``dest/<workspace>/memory/``. Returns the paths
+    workspaces go back to ``dest/<workspace>/memory/``, archived answers to
+    ``dest/<agent>_answer_<n>/``. Returns the paths
     written. Raises ``ConvertError`` when two entries would land on one file.
     """
     out = Path(dest)
@@ -196,8 +300,12 @@ def write_massgen(
         fields: dict[str, str] = {
             "name": name,
             "description": single_line(meta.get("description", "")),
-            "tier": str(tier),
         }
+        tier_field = meta.get("x-massgen-tier-field")
+        if tier_field is None:
+            fields["tier"] = str(tier)
+        elif tier_field != "":
+            fields["tier"] = str(tier_field)
         agent = meta.get("x-massgen-agent-id", agent_id)
         if agent is not None:
             fields["agent_id"] = str(agent)
@@ -211,19 +319,24 @@ def write_massgen(
                 if str(k) not in fields and ":" not in str(k):
                     fields[str(k)] = str(v)
         workspace = meta.get("x-massgen-workspace")
-        folder = str(meta.get("x-massgen-dir") or tier)
+        archive = meta.get("x-massgen-archive")
         stem = str(meta.get("x-massgen-file") or name)
         for part, field in (
             (stem, "x-massgen-file"),
-            (folder, "x-massgen-dir"),
             (workspace, "x-massgen-workspace"),
+            (archive, "x-massgen-archive"),
         ):
             if part is not None and (
                 not str(part) or "/" in str(part) or "\\" in str(part) or str(part).startswith(".")
             ):
                 raise ConvertError(f"memory {entry.key!r} has an unsafe {field} {part!r}; fix it and retry")
-        base = out / str(workspace) / "memory" if workspace is not None else out / "memory"
-        path = base / folder / f"{stem}.md"
+        if archive is not None:
+            base = out / str(archive)
+        elif workspace is not None:
+            base = out / str(workspace) / "memory"
+        else:
+            base = out / "memory"
+        path = base / str(tier) / f"{stem}.md"
         where = str(path).lower()
         if where in seen:
             raise ConvertError(
@@ -231,7 +344,13 @@ def write_massgen(
                 "rename one (x-massgen-name) and retry"
             )
         seen[where] = entry.key
-        planned.append((path, render_massgen_file(fields, entry.body)))
+        try:
+            text = render_massgen_file(fields, entry.body)
+        except ConvertError as exc:
+            raise ConvertError(f"memory {entry.key!r}: {exc}") from exc
+        if meta.get("x-massgen-frontmatter") is False:
+            text = entry.body.strip("\n") + "\n"
+        planned.append((path, text))
     # Everything was checked before the first write.
     for path, text in planned:
         atomic_write(path, text)

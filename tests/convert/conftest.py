@@ -168,13 +168,13 @@ NOW_MS = 1_780_000_000_000  # 2026-05-28T...
 
 def make_magic_context_db(path: Path, rows: list[dict[str, Any]]) -> Path:
     """A database with Magic Context's memories table, as the system creates it."""
-    from bundlekit.convert.magic_context import SCHEMA
+    from bundlekit.convert.magic_context import SCHEMA, normalized_hash
 
     conn = sqlite3.connect(path)
     conn.executescript(SCHEMA)
     for row in rows:
         full = {
-            "normalized_hash": str(hash(row["content"])),
+            "normalized_hash": normalized_hash(row["content"]),
             "first_seen_at": row["created_at"],
             "last_seen_at": row["updated_at"],
             "seen_count": 1,
@@ -223,7 +223,7 @@ def mc_db(tmp_path: Path) -> Path:
                 1,
                 "ARCHITECTURE",
                 "Event sourcing for orders because audit trail is a hard requirement.",
-                importance=0.8,
+                importance=80,
                 seen_count=4,
                 retrieval_count=2,
                 source_session_id="ses_1",

@@ -16,14 +16,14 @@ from .conftest import MASSGEN_PREFS, PROJECT, tree_files, write
 from .test_magic_context import clock, rows
 
 
-def test_registry_lists_the_five_formats() -> None:
-    assert FORMATS == ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog")
+def test_registry_lists_the_six_formats() -> None:
+    assert FORMATS == ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog", "letta")
     assert get_format("threews").name == "three.ws"
 
 
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown memory format"):
-        import_from("letta", tmp_path, tmp_path / "out")
+        import_from("mem0", tmp_path, tmp_path / "out")
 
 
 def test_unknown_option_is_a_usage_error(massgen_workspace: Path, tmp_path: Path) -> None:

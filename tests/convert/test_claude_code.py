@@ -75,10 +75,14 @@ def test_default_export_writes_top_level_form(claude_dir: Path, tmp_path: Path) 
     )
 
 
-def test_metadata_form_on_request(claude_dir: Path, tmp_path: Path) -> None:
-    write_claude_code(read_claude_code(claude_dir), tmp_path, form="metadata")
-    assert (tmp_path / "feedback_tone.md").read_text().startswith("---\nmetadata:\n  name: Tone\n")
-    assert {e.key: e.meta["name"] for e in read_claude_code(tmp_path).entries} == {
+def test_metadata_form_on_request_writes_what_claude_code_writes(claude_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_claude_code(read_claude_code(claude_dir), out, form="metadata")
+    assert (out / "feedback_tone.md").read_text().startswith(
+        "---\nname: Tone\ndescription: direct critique, not encouragement-first\nmetadata:\n"
+        "  node_type: memory\n  type: feedback\n  modified: 2025-10-09T08:53:20.000Z\n---\n"
+    )
+    assert {e.key: e.meta["name"] for e in read_claude_code(out).entries} == {
         "feedback_tone": "Tone",
         "user_role": "User role",
     }
@@ -91,10 +95,11 @@ def test_unknown_frontmatter_keys_survive_the_round_trip(tmp_path: Path) -> None
     assert "owner: alex" in (tmp_path / "out" / "x.md").read_text()
 
 
-def test_malformed_frontmatter_is_refused_naming_the_file(tmp_path: Path) -> None:
+def test_malformed_frontmatter_is_read_line_by_line_with_a_warning_naming_the_file(tmp_path: Path) -> None:
     write(tmp_path / "bad.md", "---\nname: [unclosed\n---\nbody\n")
-    with pytest.raises(ConvertError, match="bad.md"):
-        read_claude_code(tmp_path)
+    tree = read_claude_code(tmp_path)
+    assert tree.entries[0].meta["name"] == "[unclosed"
+    assert any("bad.md" in w and "line by line" in w for w in tree.warnings)
 
 
 def test_unknown_form_is_refused(claude_dir: Path, tmp_path: Path) -> None:

@@ -169,3 +169,22 @@ def test_threews_encrypted_round_trip_with_a_wallet_key(threews_file: Path, tmp_
     assert blob["timeline"] == [] and "direct critique" not in blob["index"]
     memories = {k: v for k, v in tree_files(tmp_path / "m").items() if not k.startswith("timeline/")}
     assert tree_files(tmp_path / "m2") == memories
+
+
+def test_massgen_timezone_option_reads_naive_times_in_that_zone(massgen_workspace: Path, tmp_path: Path) -> None:
+    code, _out, err = run(
+        "convert", "--from", "massgen", str(massgen_workspace), "-o", str(tmp_path / "m"), "--timezone", "Asia/Tokyo"
+    )
+    assert code == 0, err
+    record = Memory(tmp_path / "m").read("project_history")
+    assert record is not None and record.meta["updated"] == "2025-01-12T23:00:00Z"
+
+
+def test_magicfrog_agent_option_chooses_whose_view(magicfrog_tree: Path, tmp_path: Path) -> None:
+    code, _out, err = run(
+        "convert", "--from", "magicfrog", str(magicfrog_tree), "-o", str(tmp_path / "v"), "--effective",
+        "--agent", "reviewer",
+    )
+    assert code == 0, err
+    record = Memory(tmp_path / "v").read("notes.style")
+    assert record is not None and record.body == "Prefer functional array methods over for loops."

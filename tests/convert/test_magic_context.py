@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import subprocess
 from datetime import UTC, datetime
@@ -152,9 +153,15 @@ def test_project_identity_is_the_root_commit(tmp_path: Path) -> None:
     assert project_identity(tmp_path) == f"git:{root}"
 
 
-def test_project_identity_outside_a_repository_says_what_to_pass(tmp_path: Path) -> None:
-    with pytest.raises(ConvertError, match="git:<root commit sha>"):
-        project_identity(tmp_path)
+def test_project_identity_outside_a_repository_is_the_md5_prefix_of_the_path(tmp_path: Path) -> None:
+    # ahrav/magic-context memory/project-identity.ts directoryFallback: md5(path.resolve(dir)).slice(0, 12)
+    digest = hashlib.md5(str(tmp_path).encode()).hexdigest()[:12]
+    assert project_identity(tmp_path) == f"dir:{digest}"
+
+
+def test_project_identity_of_a_missing_directory_says_what_to_pass(tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="git:<sha>"):
+        project_identity(tmp_path / "gone")
 
 
 class Rec:

@@ -190,3 +190,33 @@ def test_effective_view_prefers_the_canonical_directory_over_legacy(tmp_path: Pa
     write(tmp_path / "task" / "plan.md", mf_note(2, "2026-01-02T00:00:00.000Z", "canonical"))
     e = by_key(read_magicfrog(tmp_path, effective=True))["plan"]
     assert e.body == "canonical"
+
+
+def test_effective_view_for_an_agent_lets_its_prefixed_note_win(magicfrog_tree: Path) -> None:
+    # Seed 004: agent/<agentId>/notes/style.md applies only to that agent and overrides shared notes.
+    tree = read_magicfrog(magicfrog_tree, effective=True, agent="reviewer")
+    notes = {e.key: e for e in tree.entries}
+    assert notes["notes.style"].body == "Prefer functional array methods over for loops."
+    assert notes["notes.style"].meta["x-magicfrog-path"] == "reviewer/notes/style.md"
+    assert "reviewer.notes.style" not in notes
+    assert any("is overridden by agent/reviewer/notes/style.md" in w for w in tree.warnings)
+
+
+def test_effective_view_for_a_task_lets_its_prefixed_note_win(magicfrog_tree: Path) -> None:
+    write(
+        magicfrog_tree / "memory" / "task" / "notes" / "progress.md",
+        mf_note(1, "2026-10-21T09:00:00.000Z", "Shared progress."),
+    )
+    notes = {e.key: e for e in read_magicfrog(magicfrog_tree, effective=True, task="t-42").entries}
+    assert notes["notes.progress"].body == "Step 2 of 5."
+
+
+def test_another_agents_notes_keep_their_prefix_in_the_view(magicfrog_tree: Path) -> None:
+    notes = {e.key for e in read_magicfrog(magicfrog_tree, effective=True, agent="writer").entries}
+    assert "reviewer.notes.style" in notes
+    assert "notes.style" in notes  # the user's note, unshadowed for this agent
+
+
+def test_agent_without_effective_is_refused(magicfrog_tree: Path) -> None:
+    with pytest.raises(ConvertError, match="--effective"):
+        read_magicfrog(magicfrog_tree, agent="reviewer")

@@ -33,8 +33,8 @@ def test_reads_long_term_as_reference_memory(massgen_workspace: Path) -> None:
     assert e.meta["x-massgen-tier"] == "long_term"
 
 
-def test_timestamps_without_zone_are_read_as_utc(massgen_workspace: Path) -> None:
-    e = by_key(read_massgen(massgen_workspace))["project_history"]
+def test_timestamps_without_zone_are_read_in_the_given_zone(massgen_workspace: Path) -> None:
+    e = by_key(read_massgen(massgen_workspace, timezone="UTC"))["project_history"]
     assert e.meta["created"] == "2025-01-12T10:30:00Z"
     assert e.meta["updated"] == "2025-01-13T08:00:00Z"
     assert e.meta["x-massgen-created"] == "2025-01-12T10:30:00.123456"
@@ -70,10 +70,11 @@ def test_same_name_in_both_tiers_gets_distinct_keys(tmp_path: Path) -> None:
     assert keys == ["notes", "Notes-2"]
 
 
-def test_file_without_frontmatter_is_refused_naming_it(tmp_path: Path) -> None:
+def test_file_without_frontmatter_is_imported_by_its_stem_with_a_warning_naming_it(tmp_path: Path) -> None:
     write(tmp_path / "memory" / "short_term" / "bad.md", "just text\n")
-    with pytest.raises(ConvertError, match="bad.md"):
-        read_massgen(tmp_path)
+    tree = read_massgen(tmp_path, timezone="UTC")
+    assert (tree.entries[0].meta["name"], tree.entries[0].body) == ("bad", "just text")
+    assert any("bad.md" in w and "no frontmatter" in w for w in tree.warnings)
 
 
 def test_directory_named_like_a_memory_file_is_skipped(tmp_path: Path) -> None:

@@ -75,3 +75,36 @@ def test_the_cli_summary_leaves_out_unwritten_events_and_warns_on_stderr(tree: P
     assert result.exit_code == 0
     assert "warning: left out 2 timeline events: massgen has no timeline" in result.stderr
     assert "timeline" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("fmt", "lost"),
+    [("massgen", "type"), ("claude-code", "created"), ("magicfrog", "description"), ("letta", "name")],
+)
+def test_every_export_names_the_fields_the_format_has_no_place_for(
+    fmt: str, lost: str, tree: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / ("out.af" if fmt == "letta" else "out")
+    warnings = export_to(fmt, tree, dest).warnings
+    assert any(w.startswith(f"left out fields {fmt} has no place for") and f"{lost} (" in w for w in warnings)
+
+
+def test_magic_context_export_names_the_fields_it_leaves_out(tree: Path, tmp_path: Path) -> None:
+    result = export_to("magic-context", tree, tmp_path / "out.db", project="git:" + "0" * 40)
+    assert any("left out fields magic-context has no place for" in w and "name (2 memories)" in w for w in result.warnings)
+
+
+def test_the_json_summary_carries_every_warning(tree: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["convert", "--to", "massgen", str(tree), "-o", str(tmp_path / "o"), "--json"])
+    assert result.exit_code == 0, result.stderr
+    warnings = __import__("json").loads(result.stdout)["warnings"]
+    assert "left out 2 timeline events: massgen has no timeline" in warnings
+    assert any(w.startswith("left out fields massgen has no place for") for w in warnings)
+
+
+def test_help_says_which_formats_are_lossy() -> None:
+    result = CliRunner().invoke(cli, ["convert", "--help"])
+    assert result.exit_code == 0
+    for fmt in ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog", "letta"):
+        assert f"  {fmt}: " in result.stdout
+    assert "Lossy" in result.stdout
