@@ -1,7 +1,7 @@
 """The hostile-input harness: inputs built by ``make_inputs.py``, commands run in a bounded subprocess.
 
-Each command runs as ``python -m bundlekit ...`` in a child process whose
-address space is capped (``RLIMIT_AS``, ``MEMORY_LIMIT``) and which is killed
+Each command runs as ``bundlekit ...`` in a child process whose address
+space is capped (``RLIMIT_AS``, ``MEMORY_LIMIT``, set by ``bounded.py``) and which is killed
 after ``TIMEOUT`` seconds. A command that grows without bound dies of the cap
 (a ``MemoryError`` traceback, or a kill) and one that runs for ever hits the
 timeout: both fail the test. These are bounds, not timing assertions.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -42,9 +41,9 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def limit_memory() -> None:
-    """``preexec_fn`` of every child: cap its address space."""
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+def bounded(*args: str) -> list[str]:
+    """The command line running ``bundlekit ARGS`` with its address space capped at ``MEMORY_LIMIT``."""
+    return [sys.executable, str(HERE / "bounded.py"), str(MEMORY_LIMIT), *args]
 
 
 def child_env() -> dict[str, str]:
@@ -70,13 +69,12 @@ def run_cli(tmp_path: Path) -> Iterator[RunCli]:
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "bundlekit", *args],
+            bounded(*args),
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
             env=env,
             cwd=tmp_path,
-            preexec_fn=limit_memory,
             check=False,
         )
 
@@ -99,12 +97,11 @@ def gateway_url(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     env = child_env()
     env["BUNDLEKIT_HOME"] = str(tmp_path_factory.mktemp("gateway-home"))
     with subprocess.Popen(
-        [sys.executable, "-m", "bundlekit", "serve", "--port", "0", "--json", *map(str, inputs.values())],
+        bounded("serve", "--port", "0", "--json", *map(str, inputs.values())),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         env=env,
-        preexec_fn=limit_memory,
     ) as child:
         try:
             assert child.stdout is not None
