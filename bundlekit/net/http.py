@@ -43,6 +43,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from bundlekit.errors import UsageError
+
 __all__ = [
     "DEFAULT_MAX_CAR_BYTES",
     "DEFAULT_TIMEOUT",
@@ -51,6 +53,7 @@ __all__ = [
     "Failure",
     "HttpOptions",
     "RetryPolicy",
+    "check_http_url",
     "classify",
     "is_retryable_status",
     "open_client",
@@ -232,6 +235,18 @@ def classify(
     retryable = is_retryable_status(status) and not (final is not None and final(answer))
     return Failure(f"HTTP {status}", retryable=retryable, status=status, response=answer,
                    retry_after=parse_retry_after(answer.headers.get("Retry-After"), clock))
+
+
+def check_http_url(text: str, *, what: str) -> str:
+    """Return ``text``; when it is an ``http(s)://`` URL httpx cannot parse (``https://h:X/``,
+    ``http://[::1``), raise ``UsageError`` naming ``what`` and the reason (never a raw
+    ``httpx.InvalidURL``). Anything else passes through for its own parser to judge."""
+    if text.strip().lower().startswith(("http://", "https://")):
+        try:
+            httpx.URL(text.strip())
+        except httpx.InvalidURL as exc:
+            raise UsageError(f"{what} {text[:200]!r} is not a valid URL ({exc}); check it") from exc
+    return text
 
 
 def _is_success(response: httpx.Response) -> bool:
