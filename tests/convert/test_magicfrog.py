@@ -190,3 +190,16 @@ def test_effective_view_prefers_the_canonical_directory_over_legacy(tmp_path: Pa
     write(tmp_path / "task" / "plan.md", mf_note(2, "2026-01-02T00:00:00.000Z", "canonical"))
     e = by_key(read_magicfrog(tmp_path, effective=True))["plan"]
     assert e.body == "canonical"
+
+
+@pytest.mark.parametrize("recorded", ["a\0b.md", "a\nb.md", "dir\\x.md"])
+def test_a_recorded_path_with_a_nul_control_character_or_backslash_is_refused(
+    tmp_path: Path, recorded: str
+) -> None:
+    meta = {
+        "name": "x", "description": "d", "type": "user", "x-magicfrog-dimension": "user",
+        "x-magicfrog-path": recorded, "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z",
+    }
+    with pytest.raises(ConvertError, match="unsafe MagicFrog path"):
+        write_magicfrog(ForeignTree([Entry("x", meta, "b")]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
