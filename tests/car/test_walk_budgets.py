@@ -6,6 +6,7 @@ handful of blocks claiming far more visits, entries or bytes.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import namedtuple
 from pathlib import Path
@@ -18,6 +19,7 @@ from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData
 from bundlekit.ipld.walk import (
     CANCEL_POLL,
     MAX_BYTES,
+    MAX_LINKS,
     WalkBudget,
     WalkCancelled,
     WalkLimits,
@@ -158,3 +160,16 @@ def test_verify_strict_reports_reuse_and_refuses_a_claim_past_the_limits(
 def test_plain_verify_does_not_measure(blocks: Blocks, write_car: object) -> None:
     car = write_car(blocks.car([_doubling_dir(blocks, 10)]))  # type: ignore[operator]
     assert verify_car(car).expansions == []
+
+
+def test_the_spec_lists_every_budget_default_as_the_code_has_it() -> None:
+    spec = (Path(__file__).parents[2] / "specs" / "car.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", spec, flags=re.MULTILINE))
+    limits = WalkLimits()
+    assert rows["max_visits"].strip() == f"{limits.max_visits:,}"
+    assert rows["max_entries"].strip() == f"{limits.max_entries:,}"
+    assert limits.max_bytes is not None
+    assert rows["max_bytes"].strip() == f"{limits.max_bytes // 1024**3} GiB"
+    assert rows["max_depth"].strip() == str(limits.max_depth)
+    assert rows["max_links"].strip() == f"{MAX_LINKS:,}"
+    assert f"`CANCEL_POLL = {CANCEL_POLL}`" in spec
