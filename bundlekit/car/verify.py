@@ -119,7 +119,7 @@ def verify_car(
 def _expansion(
     root: bytes, structure: GetBlock, get: GetBlock, max_depth: int, max_links: int
 ) -> RootExpansion:
-    dag = expand_dag(root, structure, max_depth=max_depth, max_links=max_links, verify=False)
+    dag = expand_dag(root, walk_dag(root, structure, max_depth=max_depth, max_links=max_links, verify=False))
     entries = size = None
     if block_codec(root) == DAG_PB and _is_unixfs(get, root):
         # Measuring reads each distinct block once whatever the claim; only the limits on depth apply.

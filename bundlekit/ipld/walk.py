@@ -12,7 +12,7 @@ many visits a DAG claims (specs/car.md, "Limits").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from bundlekit.errors import (
@@ -280,25 +280,16 @@ def walk_dag(
         yield child, enter(child, name)
 
 
-def expand_dag(
-    root: bytes,
-    get_block: GetBlock,
-    *,
-    max_depth: int = MAX_DEPTH,
-    max_links: int = MAX_LINKS,
-    verify: bool = True,
-    max_block_size: int | None = MAX_BLOCK_SIZE,
-) -> Expansion:
+def expand_dag(root: bytes, blocks: Iterable[tuple[bytes, bytes]]) -> Expansion:
     """Count the distinct blocks under ``root`` and the visits a full expansion would make.
 
-    Each distinct block is read once (``walk_dag``, with its limits and
-    errors); the visit count is computed bottom-up, so a DAG claiming 256**4
-    visits costs no more than its few blocks.
+    ``blocks`` is ``walk_dag(root, ...)`` (with the caller's limits; its errors
+    pass through): each distinct block is read once, and the visit count is
+    computed bottom-up, so a DAG claiming 256**4 visits costs no more than its
+    few blocks.
     """
     children: dict[bytes, list[bytes]] = {}
-    for cid, data in walk_dag(
-        root, get_block, max_depth=max_depth, max_links=max_links, verify=verify, max_block_size=max_block_size
-    ):
+    for cid, data in blocks:
         children[cid] = [child for child, _name in block_links(cid, data)]
     visits: dict[bytes, int] = {}
     stack = [root]

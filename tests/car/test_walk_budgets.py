@@ -51,13 +51,13 @@ def _doubling_dir(blocks: Blocks, levels: int) -> bytes:
 
 def test_expand_dag_counts_every_visit_from_the_distinct_blocks(blocks: Blocks) -> None:
     root = _doubling_dir(blocks, 40)
-    expansion = expand_dag(root, blocks.get)
+    expansion = expand_dag(root, walk_dag(root, blocks.get))
     assert (expansion.blocks, expansion.visits, expansion.reuses) == (41, 2**41 - 1, True)
 
 
 def test_expand_dag_of_a_tree_without_reuse(blocks: Blocks) -> None:
     root = blocks.directory({"a": blocks.raw(b"1"), "b": blocks.raw(b"2")})
-    expansion = expand_dag(root, blocks.get)
+    expansion = expand_dag(root, walk_dag(root, blocks.get))
     assert (expansion.blocks, expansion.visits, expansion.reuses) == (3, 3, False)
 
 

@@ -11,27 +11,13 @@ import socket
 
 import pytest
 
-from bundlekit.errors import DAGLimitExceeded, MissingBlock
+from bundlekit.errors import DAGLimitExceeded
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder
 from bundlekit.gateway.server import _Handler
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 from bundlekit.ipld.walk import WalkCancelled, WalkLimits
 
-from .conftest import Dag
-
-
-class _Source:
-    def __init__(self, dag: Dag) -> None:
-        self.blocks = dag.blocks
-
-    def get(self, cid: bytes) -> bytes:
-        try:
-            return self.blocks[cid]
-        except KeyError:
-            raise MissingBlock(cid_to_str(cid)) from None
-
-    def has(self, cid: bytes) -> bool:
-        return cid in self.blocks
+from .conftest import Dag, DictSource
 
 
 def _wide_dir(files: int) -> Dag:
@@ -41,7 +27,7 @@ def _wide_dir(files: int) -> Dag:
 
 
 def test_a_car_of_more_blocks_than_the_visit_limit_is_cut(sample_dag: Dag) -> None:
-    responder = GatewayResponder(_Source(sample_dag), limits=WalkLimits(max_visits=2))
+    responder = GatewayResponder(DictSource(sample_dag.blocks), limits=WalkLimits(max_visits=2))
     response = responder.respond("GET", f"/ipfs/{cid_to_str(sample_dag.root)}?format=car", {})
     assert response.status == 200  # the status line goes out first; the stream is cut
     with pytest.raises(DAGLimitExceeded, match="more than 2 block visits"):
@@ -50,10 +36,10 @@ def test_a_car_of_more_blocks_than_the_visit_limit_is_cut(sample_dag: Dag) -> No
 
 def test_a_listing_past_the_entry_limit_is_a_500() -> None:
     dag = _wide_dir(20)
-    responder = GatewayResponder(_Source(dag), limits=WalkLimits(max_visits=5))
+    responder = GatewayResponder(DictSource(dag.blocks), limits=WalkLimits(max_visits=5))
     response = responder.respond("GET", f"/ipfs/{cid_to_str(dag.root)}/f0003", {})
     assert response.status == 200  # one listing and one file: within the limit
-    refused = GatewayResponder(_Source(dag), limits=WalkLimits(max_visits=1))
+    refused = GatewayResponder(DictSource(dag.blocks), limits=WalkLimits(max_visits=1))
     response = refused.respond("GET", f"/ipfs/{cid_to_str(dag.root)}/f0003", {})
     assert response.status == 500
     assert b"past this gateway's limits" in b"".join(response.body)
@@ -61,7 +47,7 @@ def test_a_listing_past_the_entry_limit_is_a_500() -> None:
 
 def test_work_for_a_client_that_has_gone_stops() -> None:
     dag = _wide_dir(600)
-    response = GatewayResponder(_Source(dag)).respond(
+    response = GatewayResponder(DictSource(dag.blocks)).respond(
         "GET", f"/ipfs/{cid_to_str(dag.root)}?format=car", {}, cancelled=lambda: True
     )
     with pytest.raises(WalkCancelled):
@@ -74,7 +60,7 @@ def test_a_request_cancelled_before_its_answer_gets_client_gone() -> None:
     for _ in range(300):  # 300 directories deep: resolving the path lists each one
         node, _tsize = dag.directory({"a": (node, 1)})
     path = "/".join(["a"] * 300)
-    response = GatewayResponder(_Source(dag)).respond(
+    response = GatewayResponder(DictSource(dag.blocks)).respond(
         "GET", f"/ipfs/{cid_to_str(node)}/{path}", {}, cancelled=lambda: True
     )
     assert (response.status, list(response.body)) == (CLIENT_GONE, [])
