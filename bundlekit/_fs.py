@@ -14,6 +14,11 @@ destination and the OS reason. No raw ``OSError`` leaves these functions.
 
 Temp names are hidden and recognisable, ``.<name>.<pid>.<8 hex>.tmp`` (a
 directory too), so a crash's leftovers can be found later: ``is_temp_name``.
+``sweep_stale_temps`` removes the ones a dead process left (its pid no longer
+runs here and the temp is older than ``DEAD_TEMP_AGE`` seconds); a directory
+write (``atomic_directory``: unpack, load, layers), ``pack -o`` and
+``store gc`` sweep the directory they write into, so a ``kill -9`` costs disk
+only until the next of them.
 
 File-mode rule (the one rule for everything bundlekit writes):
 
@@ -38,6 +43,7 @@ import re
 import secrets
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -51,14 +57,19 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "fsync_dir",
+    "DEAD_TEMP_AGE",
     "is_temp_name",
+    "sweep_stale_temps",
     "os_reason",
 ]
 
 ErrorClass = Callable[[str], BundlekitError]
 """What a caller passes as ``error``: a ``BundlekitError`` subclass (called with the message)."""
 
-_TEMP_NAME = re.compile(r"\..*\.[0-9]+\.[0-9a-f]{8}\.tmp")
+_TEMP_NAME = re.compile(r"\..*\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
+#: Seconds a dead process's temp is left alone: a pid seen dead is only trusted on a temp
+#: that nothing has touched for this long (a writer in another pid namespace stays safe).
+DEAD_TEMP_AGE = 60.0
 # Room for the pid, the token and the suffix within the usual 255-byte name limit.
 _NAME_KEEP = 160
 _ATTEMPTS = 100
@@ -84,6 +95,62 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 def is_temp_name(name: str) -> bool:
     """Whether ``name`` is a temp file or directory these helpers create (a crash leaves them behind)."""
     return _TEMP_NAME.fullmatch(name) is not None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process, or no answer: assume it is writing
+    return True
+
+
+def sweep_stale_temps(
+    directory: str | os.PathLike[str],
+    *,
+    min_age: float = DEAD_TEMP_AGE,
+    max_age: float | None = None,
+    now: float | None = None,
+) -> int:
+    """Remove the temps in ``directory`` whose writer is dead; return how many went.
+
+    A temp (``is_temp_name``) is stale when the pid in its name runs no
+    process here and it was last modified ``min_age`` seconds ago or more,
+    or (with ``max_age``) when it is older than ``max_age`` whatever its pid
+    (the block store's hour: no put takes that long). Files and symlinks are unlinked, directories removed whole (never
+    following a link). Best effort: an unreadable directory or a temp that
+    vanishes or resists removal is skipped, never an error.
+    """
+    clock = time.time() if now is None else now
+    cutoff = clock - min_age
+    ancient = None if max_age is None else clock - max_age
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None:
+            continue
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+            if not (ancient is not None and mtime < ancient) and (
+                mtime > cutoff or _pid_alive(int(match["pid"]))
+            ):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def os_reason(exc: OSError) -> str:
@@ -342,6 +409,7 @@ def atomic_directory(
     try:
         if parents:
             target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temps(target.parent)  # a killed unpack's tree (module docstring)
         tmp, _ = _create_temp(target, lambda p: os.mkdir(p, 0o700))
     except OSError as exc:
         raise _failure(error, target, exc, hint) from exc

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit._fs import AtomicFile, atomic_write_bytes, is_temp_name, os_reason
+from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
@@ -501,12 +501,15 @@ class BlockStore:
         return removed
 
     def _remove_stale_temps(self) -> None:
+        """Temps of dead writers (``_fs.sweep_stale_temps``), any older than ``STALE_TEMP_SECONDS``,
+        and the legacy ``.tmp-`` names by age."""
         cutoff = time.time() - STALE_TEMP_SECONDS
         for shard in os.scandir(self.blocks_dir):
             if not shard.is_dir():
                 continue
+            sweep_stale_temps(shard.path, max_age=STALE_TEMP_SECONDS)
             for entry in os.scandir(shard.path):
-                if is_temp_name(entry.name) or entry.name.startswith(LEGACY_TEMP_PREFIX):
+                if entry.name.startswith(LEGACY_TEMP_PREFIX):
                     try:
                         if entry.stat().st_mtime < cutoff:
                             os.unlink(entry.path)

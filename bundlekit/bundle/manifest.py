@@ -52,9 +52,12 @@ ENC_SUFFIX = ".enc"
 
 # Bundle paths are what the importer turns into UnixFS links and what a loader
 # turns into file names: keep them portable and unable to escape ``memory/``.
-_SEGMENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}$")
-_CREATED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-_TIMELINE = re.compile(r"^memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?$")
+# Used with fullmatch only: "$" would also match before a trailing newline ("memory/evil.md\n").
+_SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}")
+_CREATED = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_TIMELINE = re.compile(r"memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?")
+#: The string fields of ``encryption`` (the crypto layer checks their values).
+_ENCRYPTION_STRINGS = ("scheme", "key_source", "salt", "key_id", "commitment")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 MAX_PARENTS = 64
 
@@ -167,7 +170,7 @@ def make_manifest(
 def check_bundle_path(path: str) -> None:
     """Raise ``ManifestError`` unless ``path`` is a safe relative path under ``memory/``."""
     parts = path.split("/")
-    if len(parts) < 2 or parts[0] != MEMORY_DIR or any(not _SEGMENT.match(p) for p in parts[1:]):
+    if len(parts) < 2 or parts[0] != MEMORY_DIR or any(not _SEGMENT.fullmatch(p) for p in parts[1:]):
         raise ManifestError(f"manifest lists an unsafe or foreign path {path[:120]!r}; refusing the bundle")
     if len(parts) > 3 or (len(parts) == 3 and parts[1] != "timeline"):
         raise ManifestError(f"manifest lists a path outside the bundle layout: {path[:120]!r}")
@@ -189,11 +192,13 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
     for field in ("namespace", "created", "profile"):
         if not isinstance(manifest.get(field), str) or not manifest[field]:
             raise ManifestError(f"manifest field {field!r} is missing or not a non-empty string")
-    if not _CREATED.match(manifest["created"]):
+    if not _CREATED.fullmatch(manifest["created"]):
         raise ManifestError(f"manifest 'created' is {manifest['created'][:40]!r}, expected YYYY-MM-DDTHH:MM:SSZ")
     encryption = manifest.get("encryption", "missing")
     if encryption == "missing" or not (encryption is None or isinstance(encryption, dict)):
         raise ManifestError("manifest field 'encryption' must be null or an object")
+    if encryption is not None:
+        _check_encryption_types(encryption)
     memory = manifest.get("memory")
     if not isinstance(memory, dict):
         raise ManifestError("manifest field 'memory' is missing or not an object")
@@ -223,7 +228,7 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
     if not isinstance(timeline, list) or not all(isinstance(p, str) for p in timeline):
         raise ManifestError("manifest 'memory.timeline' is missing or not a list of paths")
     for path in timeline:
-        if not _TIMELINE.match(path) or path not in files:
+        if not _TIMELINE.fullmatch(path) or path not in files:
             raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
     _check_parents(manifest)
     return manifest
@@ -241,6 +246,15 @@ def _check_parents(manifest: dict[str, Any]) -> None:
             cid_from_text(parent if isinstance(parent, str) else "")
         except CIDError as exc:
             raise ManifestError(f"manifest 'parents' holds {str(parent)[:80]!r}, which is not a CID") from exc
+
+
+def _check_encryption_types(encryption: dict[str, Any]) -> None:
+    """The shape of ``encryption`` the crypto layer relies on: strings and a ``kdf`` object."""
+    for name in _ENCRYPTION_STRINGS:
+        if name in encryption and not isinstance(encryption[name], str):
+            raise ManifestError(f"manifest encryption.{name} must be a string; the manifest is damaged")
+    if "kdf" in encryption and not isinstance(encryption["kdf"], dict):
+        raise ManifestError("manifest encryption.kdf must be an object; the manifest is damaged")
 
 
 def parse_manifest(data: bytes) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from bundlekit.car.index import CarIndex
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_VISITS
 from bundlekit.unixfs.unpack import UnpackResult, unpack
 
 __all__ = ["unpack_car"]
@@ -19,7 +20,10 @@ def unpack_car(
     *,
     root: bytes | None = None,
     force: bool = False,
-    max_bytes: int | None = None,
+    max_bytes: int | None = MAX_BYTES,
+    max_entries: int = MAX_ENTRIES,
+    max_visits: int = MAX_VISITS,
+    max_depth: int = MAX_DEPTH,
     max_block_size: int = MAX_BLOCK_SIZE,
     fsync: bool = True,
 ) -> UnpackResult:
@@ -29,7 +33,7 @@ def unpack_car(
     then read from disk and verified as it is extracted. Raises ``UsageError``
     when the CAR has several roots and none was chosen, or ``root`` is not
     among them; ``CARError`` for a malformed CAR; ``MissingBlock`` when the
-    DAG is incomplete; and everything ``unpack`` raises.
+    DAG is incomplete; and everything ``unpack`` raises (its limits included).
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
         if root is None:
@@ -43,4 +47,7 @@ def unpack_car(
             raise UsageError(f"{cid_to_str(root)} is not a root of CAR {car}; `bundlekit ls` shows the roots")
         # index.get verifies every block at this CAR's max_block_size (the reader's own check
         # would hold blocks to the default limit whatever the caller allowed).
-        return unpack(index.get, root, dest, force=force, verify=False, max_bytes=max_bytes, fsync=fsync)
+        return unpack(
+            index.get, root, dest, force=force, verify=False, max_bytes=max_bytes, max_entries=max_entries,
+            max_visits=max_visits, max_depth=max_depth, fsync=fsync,
+        )

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from bundlekit._fs import AtomicFile
+from bundlekit._fs import AtomicFile, sweep_stale_temps
 from bundlekit.car.format import _READ_CHUNK, encode_header
 from bundlekit.errors import CARFileError, UsageError
 from bundlekit.ipld.cid import cid_to_str, encode_varint
@@ -77,12 +77,14 @@ class CarFileWriter:
     header in place, or copies the body once behind a correctly sized header if
     the root's CID length differs. Then fsync and ``os.replace``. ``abort()``,
     an exception inside ``with``, or leaving ``with`` without ``finish`` remove
-    the temp file: no file ever appears at ``dest`` half-written.
+    the temp file: no file ever appears at ``dest`` half-written. Temps a
+    killed writer left beside ``dest`` are swept first (``_fs.sweep_stale_temps``).
     """
 
     def __init__(self, dest: str | os.PathLike[str], *, hint: str | None = None) -> None:
         self.dest = Path(dest)
         self._hint = hint
+        sweep_stale_temps(self.dest.parent)
         self._pending = AtomicFile(self.dest, error=CARFileError, hint=hint)
         self._file: BinaryIO | None = self._pending.file
         self._reserved = 0

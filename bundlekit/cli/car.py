@@ -20,7 +20,15 @@ from bundlekit.cli import output
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str, parse_cid
-from bundlekit.ipld.walk import MAX_DEPTH, MAX_LINKS
+from bundlekit.ipld.walk import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_ENTRIES,
+    MAX_LINKS,
+    MAX_VISITS,
+    WalkBudget,
+    WalkLimits,
+)
 from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = ["ls", "unpack", "verify"]
@@ -32,6 +40,15 @@ _block_opt = click.option(
     default=MAX_BLOCK_SIZE,
     show_default=True,
     help="Reject blocks larger than this many bytes.",
+)
+
+_entries_opt = click.option(
+    "--max-entries", type=click.IntRange(min=1), default=MAX_ENTRIES, show_default=True,
+    help="Refuse DAGs with more entries (paths) than this, a reused directory counted at every path.",
+)
+_visits_opt = click.option(
+    "--max-visits", type=click.IntRange(min=1), default=MAX_VISITS, show_default=True,
+    help="Refuse DAGs that need more block reads than this, a reused block counted at every read.",
 )
 
 
@@ -46,23 +63,50 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
               help="Reject DAGs nested deeper than this.")
 @click.option("--max-links", type=click.IntRange(min=1), default=MAX_LINKS, show_default=True,
               help="Reject DAGs with more links than this.")
-@click.option("--json", "as_json", is_flag=True, help='Print {"ok", "roots", "blocks", "bytes"} on success.')
-def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, as_json: bool) -> None:
+@click.option("--strict", is_flag=True,
+              help="Also measure what each root claims to expand to (blocks reused) and refuse one past "
+                   "--max-visits, --max-entries or --max-bytes.")
+@_visits_opt
+@_entries_opt
+@click.option("--max-bytes", type=click.IntRange(min=0), default=MAX_BYTES, show_default=True,
+              help="With --strict: refuse a root whose files claim more bytes than this.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"ok", "roots", "blocks", "bytes"} on success (with --strict, "expansion" too).')
+def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, strict: bool, max_visits: int,
+           max_entries: int, max_bytes: int, as_json: bool) -> None:
     """Check that every block of CAR matches its CID and each root's DAG is complete.
 
     Exits 0 with a one-line summary (stderr), or 3 naming the first bad or missing block.
+    With --strict, a line per root that reuses blocks says what it claims to expand to.
     """
-    report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size)
+    limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
+    report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size,
+                        strict=strict, limits=limits)
     if report.problem is not None:
         raise report.problem
     roots = [cid_to_str(r) for r in report.roots]
     if as_json:
-        output.data_json({"ok": True, "roots": roots, "blocks": report.blocks, "bytes": report.bytes})
+        result: dict[str, object] = {"ok": True, "roots": roots, "blocks": report.blocks, "bytes": report.bytes}
+        if strict:
+            result["expansion"] = [
+                {"root": cid_to_str(e.root), "blocks": e.blocks, "visits": e.visits, "reuses": e.reuses,
+                 "entries": e.entries, "bytes": e.bytes}
+                for e in report.expansions
+            ]
+        output.data_json(result)
         return
     output.status(
         f"ok {' '.join(roots)}: {_plural(report.blocks, 'block')}, {_plural(report.bytes, 'byte')}, "
         f"{_plural(report.reachable, 'block')} reachable from {_plural(len(roots), 'root')}"
     )
+    for e in report.expansions:
+        if e.reuses:
+            claims = f", {_plural(e.entries, 'entry', 'entries')}, {_plural(e.bytes, 'byte')}" if (
+                e.entries is not None and e.bytes is not None) else ""
+            output.status(
+                f"{cid_to_str(e.root)} reuses blocks: {_plural(e.blocks, 'distinct block')} expand to "
+                f"{_plural(e.visits, 'block visit')}{claims}"
+            )
 
 
 @click.command("unpack")
@@ -71,17 +115,23 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, as_js
               help="Directory to create (or file, for a file root). Must be absent or empty unless --force.")
 @click.option("--root", "root_text", help="Which root to extract when the CAR lists several.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=None,
-              help="Refuse to extract more than this many bytes of content.")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=MAX_BYTES, show_default=True,
+              help="Refuse to extract more than this many bytes of content (checked against the "
+                   "declared size first).")
+@_entries_opt
+@_visits_opt
 @_block_opt
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"root", "path", "files", "directories", "bytes"} on stdout.')
-def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max_bytes: int | None,
-           max_block_size: int, as_json: bool) -> None:
-    """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically; the summary goes to stderr."""
+def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max_bytes: int,
+           max_entries: int, max_visits: int, max_block_size: int, as_json: bool) -> None:
+    """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically; the summary goes to stderr.
+
+    Refused before anything is written when the DAG claims more than the limits or than the free space.
+    """
     root = parse_cid(root_text) if root_text else None
-    result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes,
-                        max_block_size=max_block_size)
+    result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes, max_entries=max_entries,
+                        max_visits=max_visits, max_block_size=max_block_size)
     if as_json:
         output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
                           "directories": result.directories, "bytes": result.bytes})
@@ -99,7 +149,10 @@ def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max
 @click.option("--json", "as_json", is_flag=True,
               help='Print a JSON array of {"root", "path", "cid", "kind", "size"}.')
 @_block_opt
-def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> None:
+@_entries_opt
+@_visits_opt
+def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int, max_entries: int,
+       max_visits: int) -> None:
     """List every entry under the CAR's roots: path, CID and size, tab-separated.
 
     The root itself is listed as "." (path "" in --json); with several roots,
@@ -113,7 +166,9 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int) -> 
             if wanted not in roots:
                 raise UsageError(f"{root_text} is not a root of {car}")
             roots = [wanted]
-        reader = UnixFSReader(index.get, verify=False)  # get verifies at --max-block-size
+        # get verifies at --max-block-size; one budget bounds the whole listing
+        budget = WalkBudget(WalkLimits(max_visits=max_visits, max_entries=max_entries), what=f"CAR {car}")
+        reader = UnixFSReader(index.get, verify=False, budget=budget)
 
         def entries() -> Iterator[tuple[str, str, str, str, int]]:
             for root in roots:

@@ -9,14 +9,16 @@ import click
 from bundlekit.bundle.diff import DiffResult, diff_sources
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli.load import check_urls
 
 __all__ = ["diff"]
 
 
 @click.command("diff")
-@click.argument("old")
-@click.argument("new")
-@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
+@click.argument("old", callback=check_urls)
+@click.argument("new", callback=check_urls)
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
+              help="Trustless gateway, tried in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON (with the two sides as old and new).")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when OLD and NEW differ (like git diff --exit-code).")
 @key_options

@@ -18,19 +18,28 @@ from bundlekit.bundle.load import load_bundle
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
+from bundlekit.net.http import check_http_url
 
 _PUBLISHER = click.option(
     "--publisher", "publishers", multiple=True, metavar="ID",
     help="Require a signature by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
 
-__all__ = ["fork", "load"]
+__all__ = ["check_urls", "fork", "load"]
+
+
+def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Click callback: a malformed http(s) URI or ``--gateway`` is a usage error (exit 2), not a traceback."""
+    for text in (value,) if isinstance(value, str) else value or ():
+        check_http_url(text, what=param.opts[-1] if param.opts[-1].startswith("--") else "URI")
+    return value
 
 
 @click.command("load")
-@click.argument("uri", required=False)
+@click.argument("uri", required=False, callback=check_urls)
 @click.option("-o", "--output", "output_path", type=click.Path(file_okay=False, path_type=Path),
               help="Write the memory tree here (a new or empty directory); without it, only verify.")
-@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
+              help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @_PUBLISHER
@@ -83,11 +92,12 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 
 
 @click.command("fork")
-@click.argument("uri")
+@click.argument("uri", callback=check_urls)
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--strategy", type=click.Choice(["merge", "replace"]), default="merge", show_default=True,
               help="merge keeps local memories on conflict; replace takes the bundle's.")
-@click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
+              help="Trustless gateway, tried in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @_PUBLISHER
 @key_options

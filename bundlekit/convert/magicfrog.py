@@ -286,6 +286,7 @@ def _safe_rel(rel: str, key: str) -> PurePosixPath:
         path.is_absolute()
         or not path.parts
         or any(p in ("", ".", "..") or p.startswith(".") for p in path.parts)
+        or any(ord(c) < 0x20 or c in "\x7f\\" for c in rel)  # NUL, line breaks: no file name holds them
     ):
         raise ConvertError(f"memory {key!r} has an unsafe MagicFrog path {rel!r}; fix x-magicfrog-path")
     if path.suffix != ".md":

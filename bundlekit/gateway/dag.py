@@ -12,6 +12,12 @@ followed by the blocks the scope asks for, at the terminal CID:
   its node and, for a HAMT, every shard (enough to list it, not its
   children); anything else: the terminal block;
 * ``all``    - the whole DAG under the terminal CID.
+
+Every function takes an optional ``WalkBudget`` (one per request): block
+reads count as visits, a reused block at each read, so a few kilobytes of
+blocks that claim billions of entries or petabytes are cut off while being
+walked, and the budget's ``cancelled`` check stops the work for a client that
+has gone (``WalkCancelled``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from bundlekit.errors import CodecError, PathNotFound, UnsafePathError
 from bundlekit.ipld.cid import DAG_PB, cid_to_str, parse_cid_bytes
 from bundlekit.ipld.dagpb import UnixFSData, decode_node
-from bundlekit.ipld.walk import walk_dag
+from bundlekit.ipld.walk import WalkBudget, walk_dag
 from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = [
@@ -94,11 +100,12 @@ class DirCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def listing(self, get_block: Getter, cid: bytes) -> _Listing:
-        """The listing of directory ``cid``, read through ``get_block`` on a miss.
+    def listing(self, get_block: Getter, cid: bytes, budget: WalkBudget | None = None) -> _Listing:
+        """The listing of directory ``cid``, read through ``get_block`` on a miss (charged to ``budget``).
 
         Raises what ``UnixFSReader.list_dir`` raises (``PathNotFound`` for a
-        non-directory, ``UnsafePathError``, ``MissingBlock``...).
+        non-directory, ``UnsafePathError``, ``MissingBlock``, ``CodecError``
+        for a HAMT that reuses a shard, ``DAGLimitExceeded``...).
         """
         with self._lock:
             hit = self._entries.get(cid)
@@ -107,7 +114,7 @@ class DirCache:
                 return hit
 
         recorder = RecordingGetter(get_block)
-        order = UnixFSReader(recorder, verify=False).list_dir(cid)
+        order = UnixFSReader(recorder, verify=False, budget=budget).list_dir(cid)
         cost = sum(len(data) for _c, data in recorder.blocks) + 100 * len(order)
         listing = _Listing(dict(order), order, recorder.blocks, cost)
         with self._lock:
@@ -121,7 +128,11 @@ class DirCache:
 
 
 def resolve_path(
-    get_block: Getter, root: bytes, segments: list[str], cache: DirCache | None = None
+    get_block: Getter,
+    root: bytes,
+    segments: list[str],
+    cache: DirCache | None = None,
+    budget: WalkBudget | None = None,
 ) -> Resolved:
     """Resolve ``segments`` under ``root`` one at a time, collecting the blocks read.
 
@@ -137,7 +148,7 @@ def resolve_path(
     for depth, segment in enumerate(segments):
         if segment in ("", ".", "..") or "/" in segment:
             raise UnsafePathError(f"path segment {segment!r} is not a plain name")
-        listing = cache.listing(get_block, cids[-1])
+        listing = cache.listing(get_block, cids[-1], budget)
         for cid, data in listing.blocks:
             blocks.setdefault(cid, data)
         child = listing.names.get(segment)
@@ -149,7 +160,11 @@ def resolve_path(
 
 
 def scope_blocks(
-    get_block: Getter, cid: bytes, scope: str, cache: DirCache | None = None
+    get_block: Getter,
+    cid: bytes,
+    scope: str,
+    cache: DirCache | None = None,
+    budget: WalkBudget | None = None,
 ) -> Iterator[tuple[bytes, bytes]]:
     """The blocks ``dag-scope=scope`` selects at ``cid``, verified, parents first.
 
@@ -159,17 +174,17 @@ def scope_blocks(
     """
 
     if scope == "all":
-        yield from walk_dag(cid, get_block, verify=False)
+        yield from walk_dag(cid, get_block, verify=False, budget=budget)
         return
     if scope == "entity" and parse_cid_bytes(cid).codec == DAG_PB:
 
-        kind = UnixFSReader(get_block, verify=False).stat(cid).kind
+        kind = UnixFSReader(get_block, verify=False, budget=budget).stat(cid).kind
         if kind == "file":
-            yield from walk_dag(cid, get_block, verify=False)
+            yield from walk_dag(cid, get_block, verify=False, budget=budget)
             return
         if kind == "directory":
             cache = cache if cache is not None else DirCache(max_bytes=0)
-            yield from cache.listing(get_block, cid).blocks
+            yield from cache.listing(get_block, cid, budget).blocks
             return
     yield cid, get_block(cid)
 
@@ -205,18 +220,25 @@ def resolve_range(start: int, end: int | None, size: int) -> tuple[int, int] | N
     return first, last
 
 
-def range_blocks(get_block: Getter, cid: bytes, first: int, last: int) -> Iterator[tuple[bytes, bytes]]:
+def range_blocks(
+    get_block: Getter, cid: bytes, first: int, last: int, budget: WalkBudget | None = None
+) -> Iterator[tuple[bytes, bytes]]:
     """The blocks of the UnixFS file at ``cid`` needed to verify bytes ``first..last`` (inclusive).
 
     Depth first, parents before children: a node is sent when its byte span
     meets the range, and only the children whose spans meet it are followed,
-    using the ``blocksizes`` of each file node. Raises ``CodecError`` for a
-    malformed node and ``MissingBlock`` when a needed block is absent.
+    using the ``blocksizes`` of each file node; a block wholly inside the
+    range is followed once, however often the file links it. Raises ``CodecError`` for a
+    malformed node and ``MissingBlock`` when a needed block is absent; a
+    ``budget`` is charged a visit per block read (a reused block at each).
     """
 
     stack: list[tuple[bytes, int]] = [(cid, 0)]  # (cid, offset of its first byte)
+    sent_whole: set[bytes] = set()
     while stack:
         node_cid, offset = stack.pop()
+        if budget is not None:
+            budget.visit()
         data = get_block(node_cid)
         yield node_cid, data
         if parse_cid_bytes(node_cid).codec != DAG_PB:
@@ -232,7 +254,14 @@ def range_blocks(get_block: Getter, cid: bytes, first: int, last: int) -> Iterat
         child_offset = offset + len(ufs.data or b"")
         wanted: list[tuple[bytes, int]] = []
         for link, size in zip(links, ufs.blocksizes):
-            if size and child_offset <= last and child_offset + size - 1 >= first:
-                wanted.append((link.cid, child_offset))
+            end = child_offset + size - 1
+            if size and child_offset <= last and end >= first:
+                # A block wholly inside the range brings its whole subtree: once is enough
+                # (a file that reuses a subtree would otherwise be walked at every reuse).
+                whole = first <= child_offset and end <= last
+                if not (whole and link.cid in sent_whole):
+                    wanted.append((link.cid, child_offset))
+                    if whole:
+                        sent_whole.add(link.cid)
             child_offset += size
         stack.extend(reversed(wanted))

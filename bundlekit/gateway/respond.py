@@ -13,7 +13,7 @@ import hashlib
 import html
 import logging
 import mimetypes
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
@@ -25,6 +25,8 @@ from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
     CIDError,
+    CodecError,
+    DAGLimitExceeded,
     MissingBlock,
     UnsafePathError,
     UsageError,
@@ -42,6 +44,7 @@ from bundlekit.gateway.dag import (
 from bundlekit.gateway.sources import BlockSource, ChainSource
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
+from bundlekit.ipld.walk import WalkBudget, WalkCancelled, WalkLimits
 from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = ["GatewayResponder", "Response"]
@@ -52,6 +55,8 @@ IMMUTABLE = "public, max-age=29030400, immutable"
 STREAM_CHUNK = 64 * 1024
 IDENTITY_HASH = 0x00
 DIR_INDEX_VERSION = "bundlekit-1"
+#: The status of a request whose client went away before the answer (nginx's convention); never sent.
+CLIENT_GONE = 499
 
 
 @dataclass
@@ -102,27 +107,59 @@ class _Drain:
 
 
 class GatewayResponder:
-    """Request -> ``Response`` logic over a block source; holds no per-request state."""
+    """Request -> ``Response`` logic over a block source; holds no per-request state.
 
-    def __init__(self, source: BlockSource, *, dir_cache_bytes: int = 64 * 1024 * 1024) -> None:
+    Each request walks under its own ``WalkBudget`` with ``limits`` (default
+    ``WalkLimits()``, specs/gateway.md "Limits").
+    """
+
+    def __init__(
+        self,
+        source: BlockSource,
+        *,
+        dir_cache_bytes: int = 64 * 1024 * 1024,
+        limits: WalkLimits | None = None,
+    ) -> None:
         self.source = source
         self.dirs = DirCache(dir_cache_bytes)
         # IPNS records come from the block store the gateway serves, if it serves one.
         parts = source.sources if isinstance(source, ChainSource) else (source,)
         self.records = next((p for p in parts if isinstance(p, BlockStore)), None)
+        self.limits = limits if limits is not None else WalkLimits()
 
     # -- entry point ---------------------------------------------------------
 
-    def respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
-        """Answer one request. ``headers`` keys are lower-case. Never raises."""
+    def respond(
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        *,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Response:
+        """Answer one request. ``headers`` keys are lower-case. Never raises.
+
+        ``cancelled`` (the server's "has the client gone?") is polled while
+        the DAG is walked; when it says yes the work stops and the response
+        has status ``CLIENT_GONE``, which is not sent. A body still being
+        streamed raises ``WalkCancelled`` or ``DAGLimitExceeded`` from its
+        iterator: the server cuts the connection.
+        """
+        budget = WalkBudget(self.limits, what=target, cancelled=cancelled)
         try:
             if method not in ("GET", "HEAD"):
                 raise _HTTPError(
                     405, f"method {method} is not allowed: use GET or HEAD", [("Allow", "GET, HEAD, OPTIONS")]
                 )
-            return self._respond(method, target, headers)
+            return self._respond(method, target, headers, budget)
         except _HTTPError as exc:
             return _error(exc.status, exc.message, exc.headers)
+        except WalkCancelled:
+            return Response(CLIENT_GONE, [], (), 0)
+        except DAGLimitExceeded as exc:
+            return _error(500, f"the DAG is past this gateway's limits: {exc}")
+        except CodecError as exc:
+            return _error(500, f"the DAG is malformed: {exc}")
         except BlockMismatch as exc:
             logger.error("damaged block while answering %s: %s", target, exc)
             return _error(500, f"the gateway's copy of a block is damaged: {exc}")
@@ -136,7 +173,7 @@ class GatewayResponder:
             return info.digest  # identity CIDs carry their block (the spec's bafkqaaa probe)
         return self.source.get(cid)
 
-    def _respond(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+    def _respond(self, method: str, target: str, headers: Mapping[str, str], budget: WalkBudget) -> Response:
         url = urlsplit(target)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith("/ipns/") and _wants_record(query, headers):
@@ -147,17 +184,17 @@ class GatewayResponder:
         if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
             raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
 
-        resolved = self._resolve(root, segments)
+        resolved = self._resolve(root, segments, budget)
         display_path = "/ipfs/" + cid_to_str(root) + "".join("/" + s for s in segments)
         common = _common_headers(display_path, resolved.cids)
         if fmt == "raw":
             response = self._raw(resolved, common)
         elif fmt == "car":
             response = self._car(
-                method, resolved, scope, entity_bytes, query.get("entity-bytes", ""), display_path, common
+                method, resolved, scope, entity_bytes, query.get("entity-bytes", ""), display_path, common, budget
             )
         else:
-            response = self._deserialized(method, url, resolved, segments, common)
+            response = self._deserialized(method, url, resolved, segments, common, budget)
         etag = response.header("Etag")
         if etag is not None and response.status == 200 and _etag_matches(headers.get("if-none-match"), etag):
             kept = [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")]
@@ -190,10 +227,10 @@ class GatewayResponder:
     def _has(self, cid: bytes) -> bool:
         return parse_cid_bytes(cid).hash_code == IDENTITY_HASH or self.source.has(cid)
 
-    def _resolve(self, root: bytes, segments: list[str]) -> Resolved:
+    def _resolve(self, root: bytes, segments: list[str], budget: WalkBudget) -> Resolved:
         try:
-            return resolve_path(self._block, root, segments, self.dirs)
-        except BlockMismatch:
+            return resolve_path(self._block, root, segments, self.dirs, budget)
+        except (BlockMismatch, DAGLimitExceeded, CodecError):
             raise
         except MissingBlock:
             if not self._has(root):
@@ -238,6 +275,7 @@ class GatewayResponder:
         entity_bytes_text: str,
         display_path: str,
         common: list[tuple[str, str]],
+        budget: WalkBudget,
     ) -> Response:
         root = resolved.cids[0]
         tag = hashlib.sha256(f"{display_path}\0{scope}\0{entity_bytes_text}".encode()).hexdigest()[:16]
@@ -255,9 +293,9 @@ class GatewayResponder:
         if method == "HEAD":
             return Response(200, headers, (), None)
         if byte_range is not None:
-            blocks = range_blocks(self._block, resolved.terminal, *byte_range)
+            blocks = range_blocks(self._block, resolved.terminal, *byte_range, budget=budget)
         else:
-            blocks = scope_blocks(self._block, resolved.terminal, scope, self.dirs)
+            blocks = scope_blocks(self._block, resolved.terminal, scope, self.dirs, budget)
         return Response(200, headers, self._car_body(root, resolved, blocks), None)
 
     def _range_plan(
@@ -305,14 +343,15 @@ class GatewayResponder:
         resolved: Resolved,
         segments: list[str],
         common: list[tuple[str, str]],
+        budget: WalkBudget,
     ) -> Response:
-        reader = UnixFSReader(self._block, verify=False)
+        reader = UnixFSReader(self._block, verify=False, budget=budget)
         cid = resolved.terminal
         try:
             stat = reader.stat(cid)
         except MissingBlock:
             raise _HTTPError(404, f"block {cid_to_str(cid)} is not in this gateway's store") from None
-        except BlockMismatch:
+        except (BlockMismatch, DAGLimitExceeded):
             raise
         except BundlekitError as exc:  # a codec or UnixFS node kind we do not render
             raise _HTTPError(
@@ -323,7 +362,7 @@ class GatewayResponder:
             if not url.path.endswith("/"):
                 location = url.path + "/" + (f"?{url.query}" if url.query else "")
                 return Response(301, common + [("Location", location)], [], 0)
-            entries = self.dirs.listing(self._block, cid).order
+            entries = self.dirs.listing(self._block, cid, budget).order
             index = dict(entries).get("index.html")
             if index is not None:
                 return self._file(method, reader, index, "index.html", common)
@@ -362,6 +401,8 @@ class GatewayResponder:
             ("Etag", f'"{cid_to_str(cid)}"'),
             ("Cache-Control", IMMUTABLE),
         ]
+        if method == "GET":
+            reader.budget.check_bytes(size)  # before the status line: a reused subtree can claim a petabyte
         body: Iterable[bytes] = reader.iter_file(cid) if method == "GET" else ()
         return Response(200, headers, body, size)
 

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,9 +41,10 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.respond import GatewayResponder, Response
+from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.walk import WalkCancelled
 
 __all__ = [
     "STOP_POLL_INTERVAL",
@@ -102,7 +105,16 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
-        response = self.server.responder_for(self.path)(method, self.path, headers)
+        app = self.server.responder_for(self.path)
+        if app == self.server.gateway.respond:
+            # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
+            response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
+        else:
+            response = app(method, self.path, headers)
+        if response.status == CLIENT_GONE:
+            logger.info("client %s went away before the answer to %s", self.address_string(), self.path)
+            self.close_connection = True
+            return
         if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
             self.close_connection = True  # we did not read the request body
         self.send_response(response.status)
@@ -130,8 +142,20 @@ class _Handler(BaseHTTPRequestHandler):
             # The status line is out; cutting the connection is the only honest signal left.
             logger.warning("response to %s cut short: %s", self.path, exc)
             self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, WalkCancelled):
             self.close_connection = True
+
+    def _client_gone(self) -> bool:
+        """Whether the client has closed its end: readable with nothing to read (EOF) or reset.
+
+        Pipelined request bytes make the socket readable too; a peek tells them apart.
+        """
+        sock = self.connection
+        try:
+            readable, _w, _x = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def log_message(self, format: str, *args: object) -> None:
         logger.info("%s " + format, self.address_string(), *args)

@@ -29,6 +29,8 @@ sends and reads one answer, ``classify`` turns a failed answer into a
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email.utils
 import logging
 import random
@@ -41,6 +43,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from bundlekit.errors import UsageError
+
 __all__ = [
     "DEFAULT_MAX_CAR_BYTES",
     "DEFAULT_TIMEOUT",
@@ -49,6 +53,7 @@ __all__ = [
     "Failure",
     "HttpOptions",
     "RetryPolicy",
+    "check_http_url",
     "classify",
     "is_retryable_status",
     "open_client",
@@ -232,6 +237,18 @@ def classify(
                    retry_after=parse_retry_after(answer.headers.get("Retry-After"), clock))
 
 
+def check_http_url(text: str, *, what: str) -> str:
+    """Return ``text``; when it is an ``http(s)://`` URL httpx cannot parse (``https://h:X/``,
+    ``http://[::1``), raise ``UsageError`` naming ``what`` and the reason (never a raw
+    ``httpx.InvalidURL``). Anything else passes through for its own parser to judge."""
+    if text.strip().lower().startswith(("http://", "https://")):
+        try:
+            httpx.URL(text.strip())
+        except httpx.InvalidURL as exc:
+            raise UsageError(f"{what} {text[:200]!r} is not a valid URL ({exc}); check it") from exc
+    return text
+
+
 def _is_success(response: httpx.Response) -> bool:
     return response.is_success
 
@@ -324,19 +341,77 @@ def _secret_forms(secret: str) -> set[str]:
     return {f for f in forms if len(f) >= _MIN_SECRET_LEN}
 
 
+def _char_pattern(char: str) -> str:
+    """One character as it may be spelled: itself, percent-encoded (its UTF-8 bytes, either hex
+    case; ``+`` for a space), or JSON-escaped (``\\uXXXX`` either case, ``\\/``, ``\\"``, ``\\\\``)."""
+    spellings = [re.escape(char)]
+    pct = "".join(f"%(?i:{byte:02x})" for byte in char.encode("utf-8", "surrogatepass"))
+    spellings.append(pct)
+    if char == " ":
+        spellings.append(r"\+")
+    if len(char.encode("utf-16-le", "surrogatepass")) == 2:
+        spellings.append(rf"\\u(?i:{ord(char):04x})")
+    short = {"/": r"\\/", '"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t"}
+    if char in short:
+        spellings.append(short[char])
+    return "(?:" + "|".join(spellings) + ")"
+
+
+def _encoded_pattern(secret: str) -> re.Pattern[str]:
+    """The secret with each character in any of its percent- or JSON-escaped spellings."""
+    return re.compile("".join(_char_pattern(c) for c in secret))
+
+
+# A run of base64 or base64url characters long enough to hide a 4-character secret.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{6,}={0,2}")
+
+
+def _decoded_base64(run: str) -> str:
+    """``run`` decoded as base64 or base64url (padding optional), as Latin-1 text; "" if it is neither."""
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        body = body[:-1]  # a dangling character cannot decode; the rest still can
+    padded = body + "=" * (-len(body) % 4)
+    alphabet = b"-_" if ("-" in body or "_" in body) else None
+    try:
+        raw = base64.b64decode(padded, altchars=alphabet, validate=True)
+    except (binascii.Error, ValueError):
+        return ""
+    return raw.decode("latin-1")
+
+
+def _hides_secret(decoded: str, secrets: Iterable[str]) -> bool:
+    for secret in secrets:
+        if secret in decoded or secret.encode("utf-8").decode("latin-1") in decoded:
+            return True
+    return False
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """Return ``text`` with every secret (of 4+ characters) replaced by ``***``.
 
-    Escaped spellings and the pieces of a secret holding whitespace or control
-    characters are replaced too: an HTTP library quoting a bad header prints
-    ``\\n`` where the secret has a line break.
+    Replaced too: escaped spellings and the pieces of a secret holding
+    whitespace or control characters (an HTTP library quoting a bad header
+    prints ``\\n`` where the secret has a line break); the secret
+    percent-encoded or JSON-escaped, wholly or in part (a service echoing a
+    query string or a JSON body); and any base64 or base64url run that decodes
+    to text holding it, at any alignment (a Basic ``Authorization`` header is
+    base64 of ``user:password``).
     """
+    kept = [s for s in secrets if s and len(s) >= _MIN_SECRET_LEN]
     forms: set[str] = set()
-    for secret in secrets:
-        if secret and len(secret) >= _MIN_SECRET_LEN:
-            forms |= _secret_forms(secret)
+    for secret in kept:
+        forms |= _secret_forms(secret)
+    for secret in kept:  # first: the pieces below would break up an escaped spelling
+        text = _encoded_pattern(secret).sub(REDACTED, text)
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, REDACTED)
+    if kept:
+        # Base64 of a secret shares no characters with the secret at any fixed place,
+        # so decode each run and look inside (text with no base64-looking run costs one scan).
+        text = _BASE64_RUN.sub(
+            lambda m: REDACTED if _hides_secret(_decoded_base64(m.group(0)), kept) else m.group(0), text
+        )
     return text
 
 

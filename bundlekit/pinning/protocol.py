@@ -143,7 +143,8 @@ class BasePinner(Closing):
 
 def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> dict[str, str]:
     """Return the named variables; raise ``PinnerNotConfigured`` naming every missing (unset, empty or
-    blank) one, or every one holding a control character such as a line break (never a value)."""
+    blank) one, every one holding a control character such as a line break, and every credential
+    (a name not ending in ``_URL``) holding a non-ASCII character (never a value)."""
     names = list(names)
     missing = [n for n in names if not env.get(n, "").strip()]
     if missing:
@@ -157,6 +158,14 @@ def require_env(env: Mapping[str, str], names: Iterable[str], pinner: str) -> di
         raise PinnerNotConfigured(
             f"pinner {pinner!r}: {', '.join(garbled)} holds a line break or control character; "
             "set it again without one (check how the secret was pasted)"
+        )
+    # HTTP headers carry ASCII only: a token with a typographic quote or a non-breaking space would
+    # fail deep inside the HTTP library (URLs may be international: httpx encodes them).
+    foreign = [n for n in names if not n.endswith("_URL") and not env[n].isascii()]
+    if foreign:
+        raise PinnerNotConfigured(
+            f"pinner {pinner!r}: {', '.join(foreign)} holds a non-ASCII character; tokens are ASCII, "
+            "set it again (check how the secret was pasted)"
         )
     return {n: env[n] for n in names}
 

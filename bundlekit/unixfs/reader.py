@@ -14,8 +14,16 @@ checked:
 * HAMT shards: murmur3 hash type, power-of-two fanout, link names of the
   exact shape (uppercase hex slot, then the entry name; the slot alone for a
   sub-shard), bitfield agreeing with the links;
-* depth (``max_depth``) and, in ``walk``, the number of entries
-  (``max_entries``), both ``DAGLimitExceeded``. Everything is iterative.
+* a ``WalkBudget`` (``bundlekit.ipld.walk``), shared by every call on one
+  reader: every block read is a visit (a reused block at each read), every
+  entry ``walk`` yields counts, every byte ``iter_file`` yields is spent and a
+  file's declared size is checked against ``max_bytes`` before its first
+  byte, depth is bounded; all ``DAGLimitExceeded``, checked while walking.
+  A HAMT that links one shard twice is refused at once (``CodecError``: its
+  entries would be duplicated), and when ``walk`` meets a directory it has
+  already expanded it asks ``claim`` what the whole DAG expands to and
+  refuses it up front when that passes ``max_entries``. Everything is
+  iterative.
 
 HAMT lookups iterate all shard links instead of hashing names: shards are
 small and it keeps this module free of the hash function.
@@ -40,11 +48,10 @@ from bundlekit.ipld.dagpb import (
     UnixFSData,
     decode_node,
 )
-from bundlekit.ipld.walk import MAX_DEPTH
+from bundlekit.ipld.walk import MAX_DEPTH, MAX_ENTRIES, WalkBudget, WalkLimits
 
-__all__ = ["Stat", "UnixFSReader", "check_name", "MAX_ENTRIES", "HAMT_MURMUR3"]
+__all__ = ["Claim", "Stat", "UnixFSReader", "check_name", "MAX_ENTRIES", "HAMT_MURMUR3"]
 
-MAX_ENTRIES = 10_000_000
 HAMT_MURMUR3 = 0x22  # multicodec murmur3-x64-64, the only HAMT hash UnixFS uses
 _HEX = frozenset(b"0123456789ABCDEF")
 
@@ -59,6 +66,17 @@ class Stat:
     cid: bytes
     kind: str
     size: int
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a UnixFS DAG claims to expand to, every reuse counted: ``entries`` (paths,
+    the root included) and ``bytes`` (the declared sizes of its files), read from
+    ``blocks`` distinct blocks (directory nodes, HAMT shards, file roots)."""
+
+    entries: int
+    bytes: int
+    blocks: int
 
 
 @dataclass
@@ -110,18 +128,29 @@ class UnixFSReader:
         verify: bool = True,
         max_depth: int = MAX_DEPTH,
         max_entries: int = MAX_ENTRIES,
+        budget: WalkBudget | None = None,
     ) -> None:
         self._get_block = get_block
         self._verify = verify
-        self.max_depth = max_depth
-        self.max_entries = max_entries
+        # Without a caller's budget, the defaults with this reader's depth and entry limits.
+        self._own_budget = budget is None
+        self.budget = budget if budget is not None else WalkBudget(
+            WalkLimits(max_depth=max_depth, max_entries=max_entries)
+        )
+        self.max_depth = self.budget.limits.max_depth
+        self.max_entries = self.budget.limits.max_entries
         self._last: _Node | None = None
+
+    def _name_walk(self, root: bytes) -> None:
+        if self._own_budget:
+            self.budget.what = f"the DAG under {cid_to_str(root)}"
 
     # -- blocks -------------------------------------------------------------
 
     def _load(self, cid: bytes) -> _Node:
         # One node is remembered: walk() loads a file's root and the caller's
         # iter_file() on it (unpack does exactly that) then costs no second read.
+        self.budget.visit()
         last = self._last
         if last is not None and last.cid == cid:
             return last
@@ -187,7 +216,11 @@ class UnixFSReader:
         root = self._load(cid)
         if root.kind not in ("file", "raw"):
             raise PathNotFound(f"{cid_to_str(cid)} is a {root.kind}, not a file")
+        budget = self.budget
+        # The declared size is checked first: a file reusing one subtree can claim a petabyte.
+        budget.check_bytes(budget.bytes + root.size)
         if root.data:
+            budget.spend(len(root.data))
             yield root.data
         # Each frame: the node whose links are being read, and the next link index.
         stack: list[tuple[_Node, int]] = [(root, 0)] if root.links else []
@@ -212,6 +245,7 @@ class UnixFSReader:
                     f"{cid_to_str(node.cid)} says {expected}; the file DAG is corrupt"
                 )
             if child.data:
+                budget.spend(len(child.data))
                 yield child.data
             if child.links:
                 stack.append((child, 0))
@@ -252,6 +286,7 @@ class UnixFSReader:
         out: list[tuple[bytes, bytes]] = []
         fanout = self._check_shard(root, None, path)
         width = len(f"{fanout - 1:X}")
+        shards = {root.cid}
         stack: list[tuple[_Node, int]] = [(root, 0)]
         while stack:
             shard, depth = stack.pop()
@@ -264,7 +299,20 @@ class UnixFSReader:
                     )
                 if rest:
                     out.append((rest, link.cid))
+                    if len(out) > self.max_entries:
+                        raise DAGLimitExceeded(
+                            f"directory {path or cid_to_str(root.cid)!r} has more than {self.max_entries} "
+                            "entries; refusing to list it (raise --max-entries only for DAGs you trust)"
+                        )
                     continue
+                if link.cid in shards:
+                    # Each sub-shard holds the names of one hash prefix: linked twice, its names repeat.
+                    raise CodecError(
+                        f"HAMT directory {path or cid_to_str(root.cid)!r} links shard {cid_to_str(link.cid)} "
+                        "more than once (a HAMT never reuses a shard: its entries would repeat); the "
+                        "directory is hostile or corrupt"
+                    )
+                shards.add(link.cid)
                 if depth + 1 > self.max_depth:
                     raise DAGLimitExceeded(f"HAMT under {cid_to_str(root.cid)} is deeper than {self.max_depth}")
                 sub = self._load(link.cid)
@@ -324,28 +372,87 @@ class UnixFSReader:
         """Yield ``(path, cid, kind, size)`` for ``root`` (path "") and everything under it, pre-order.
 
         ``kind`` is "file", "directory" or "symlink" (a raw block is a "file"),
-        as the importer reports entries. ``DAGLimitExceeded`` past
-        ``max_entries`` entries or ``max_depth`` levels.
+        as the importer reports entries. ``DAGLimitExceeded`` past the
+        budget's entries, visits or depth; a DAG that reuses a directory is
+        measured first (``claim``) and refused before its first repeated
+        entry when it claims more entries than the budget allows.
         """
+        self._name_walk(root)
+        budget = self.budget
+        expanded: set[bytes] = set()
+        measured = False
         stack: list[tuple[str, bytes, int]] = [("", root, 0)]
-        count = 0
         while stack:
             path, cid, depth = stack.pop()
-            count += 1
-            if count > self.max_entries:
-                raise DAGLimitExceeded(
-                    f"{cid_to_str(root)} has more than {self.max_entries} entries; refusing to list further"
-                )
+            budget.entry()
             node = self._load(cid)
             kind = "file" if node.kind == "raw" else node.kind
             yield path, cid, kind, node.size
             if kind != "directory":
                 continue
+            if cid in expanded and not measured:
+                measured = True
+                self._refuse_claim(root, budget.entries - 1)
+            expanded.add(cid)
             children = self._entries(node, path)
             if children and depth >= self.max_depth:
                 raise DAGLimitExceeded(f"{cid_to_str(root)} nests directories deeper than {self.max_depth}")
             for name, child in reversed(children):
                 stack.append((f"{path}/{name}" if path else name, child, depth + 1))
+
+    def _refuse_claim(self, root: bytes, spent: int) -> None:
+        claim = self.claim(root)
+        if spent + claim.entries > self.max_entries:
+            raise DAGLimitExceeded(
+                f"{self.budget.what} has more than {self.max_entries} entries: it reuses directories and "
+                f"claims {claim.entries}; refusing to list it (raise --max-entries only for DAGs you trust)"
+            )
+
+    def claim(self, root: bytes) -> Claim:
+        """What the DAG at ``root`` claims to expand to (``Claim``), reading each distinct
+        directory node, HAMT shard and file root once, whatever the claimed size.
+
+        The reads are charged to a fresh budget with this reader's limits (so a
+        walk after it is not charged twice). Raises what ``walk`` raises for
+        names, codecs and depth.
+        """
+        own = self.budget
+        self.budget = WalkBudget(own.limits, what=own.what, cancelled=own.cancelled)
+        try:
+            return self._claim(root)
+        finally:
+            self.budget = own
+
+    def _claim(self, root: bytes) -> Claim:
+        memo: dict[bytes, tuple[int, int]] = {}
+        # (cid, children once listed, depth, path for messages)
+        stack: list[tuple[bytes, list[bytes] | None, int, str]] = [(root, None, 0, "")]
+        while stack:
+            cid, kids, depth, path = stack[-1]
+            if cid in memo:
+                stack.pop()
+                continue
+            if kids is None:
+                node = self._load(cid)
+                if node.kind != "directory":
+                    memo[cid] = (1, node.size)
+                    stack.pop()
+                    continue
+                entries = self._entries(node, path)
+                kids = [child for _name, child in entries]
+                stack[-1] = (cid, kids, depth, path)
+                if kids:
+                    self.budget.check_depth(depth + 1)
+                pushed: set[bytes] = set()
+                for name, child in entries:
+                    if child not in memo and child not in pushed:
+                        pushed.add(child)
+                        stack.append((child, None, depth + 1, f"{path}/{name}" if path else name))
+                continue
+            memo[cid] = (1 + sum(memo[c][0] for c in kids), sum(memo[c][1] for c in kids))
+            stack.pop()
+        entries_total, size = memo[root]
+        return Claim(entries_total, size, len(memo))
 
     def listing(self, root: bytes) -> list[tuple[str, bytes, str, int]]:
         """``walk`` collected into a list, with each directory's size set to the sum

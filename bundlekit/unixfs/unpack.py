@@ -15,7 +15,12 @@ Rules (specs/car.md, "Unpacking"):
    onto ``dest`` in one step (a file root: ``_fs.atomic_write``). On any error
    the temporary tree is removed and ``dest`` is untouched. Modes follow
    ``_fs``'s rule (umask; a replaced file or directory keeps its mode).
-4. ``dest`` may be absent or an empty directory. Anything else is refused
+4. Limits (specs/car.md, "Limits"): before anything is created, the DAG's
+   claimed expansion (``UnixFSReader.claim``: every reuse counted) is checked
+   against ``max_entries`` and ``max_bytes`` (default 64 GiB) and its declared
+   size against the free space where the tree is built; while writing, the
+   same budget counts visits, entries and bytes (``DAGLimitExceeded``).
+5. ``dest`` may be absent or an empty directory. Anything else is refused
    (``UsageError``) unless ``force``, which replaces it: the old ``dest`` is
    renamed aside, the new tree renamed in, then the old one deleted.
 """
@@ -23,6 +28,7 @@ Rules (specs/car.md, "Unpacking"):
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +36,7 @@ from pathlib import Path
 from bundlekit._fs import atomic_directory, atomic_write, fsync_dir, os_reason
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.ipld.walk import MAX_DEPTH
+from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_VISITS, WalkBudget, WalkLimits
 from bundlekit.unixfs.reader import MAX_ENTRIES, UnixFSReader
 
 __all__ = ["UnpackResult", "unpack"]
@@ -58,48 +64,81 @@ def unpack(
     *,
     force: bool = False,
     verify: bool = True,
-    max_bytes: int | None = None,
+    max_bytes: int | None = MAX_BYTES,
     max_entries: int = MAX_ENTRIES,
     max_depth: int = MAX_DEPTH,
+    max_visits: int = MAX_VISITS,
     fsync: bool = True,
 ) -> UnpackResult:
     """Extract the UnixFS DAG at ``root`` to ``dest`` atomically (see the module rules).
 
     A directory root becomes the directory ``dest``; a file root becomes the
-    file ``dest``. ``max_bytes`` caps the total content written (a DAG can
-    reuse one subtree many times to claim a huge size): ``DAGLimitExceeded``.
+    file ``dest``. ``max_bytes`` (``None``: no cap), ``max_entries``,
+    ``max_depth`` and ``max_visits`` bound the work (a DAG can reuse one
+    subtree many times to claim a huge size): ``DAGLimitExceeded``, before
+    anything is written when the DAG's claim already passes them. A DAG
+    declaring more bytes than the free space beside ``dest`` is refused up
+    front (``BundlekitError``).
 
     Raises ``UsageError`` when ``dest`` is occupied and ``force`` is off,
     ``UnsafePathError`` for hostile names or symlinks, the verification and
     codec errors of ``UnixFSReader``, and ``BundlekitError`` when the file
     system refuses a write.
     """
-    reader = UnixFSReader(get_block, verify=verify, max_depth=max_depth, max_entries=max_entries)
+    limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
+    written = WalkBudget(limits, what=cid_to_str(root))
+    reader = UnixFSReader(get_block, verify=verify, budget=written)
     # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
     dest = Path(os.path.abspath(dest))
-    _check_dest(dest, force)  # rule 4
+    _check_dest(dest, force)  # rule 5
     _make_parent(dest)
-    written = _Budget(max_bytes, root)
     # ``dest`` was checked above: whatever still stands there (an empty directory,
     # or anything with ``force``) is replaced.
-    if reader.stat(root).kind in ("file", "raw"):
+    stat = reader.stat(root)
+    is_file = stat.kind in ("file", "raw")
+    _check_claim(reader, root, dest, stat.size if is_file else None)  # rule 4
+    if is_file:
         with atomic_write(dest, error=BundlekitError, hint=_HINT, sync=fsync, replace_any=True) as out:
             for chunk in reader.iter_file(root):
-                written.spend(len(chunk))
                 out.write(chunk)
-        return UnpackResult(root, dest, 1, 0, written.used)
+        return UnpackResult(root, dest, 1, 0, written.bytes)
 
     # One os.sync() before the rename makes the whole tree durable at the cost of
     # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
     # Without os.sync (Windows) each file is fsynced instead.
     sync_all = fsync and hasattr(os, "sync")
     with atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True) as tmp:
-        files, directories = _extract_tree(reader, root, os.fspath(tmp), written, fsync and not sync_all)
+        files, directories = _extract_tree(reader, root, os.fspath(tmp), fsync and not sync_all)
         if sync_all:
             os.sync()
         elif fsync:
             fsync_dir(tmp)
-    return UnpackResult(root, dest, files, directories, written.used)
+    return UnpackResult(root, dest, files, directories, written.bytes)
+
+
+def _check_claim(reader: UnixFSReader, root: bytes, dest: Path, file_size: int | None) -> None:
+    """Rule 4, up front: the claimed entries and bytes against the limits, the bytes against free space."""
+    budget = reader.budget
+    if file_size is None:
+        claim = reader.claim(root)
+        if claim.entries > budget.limits.max_entries:
+            raise DAGLimitExceeded(
+                f"{budget.what} claims {claim.entries} entries, more than {budget.limits.max_entries}; "
+                "refusing to extract it (raise --max-entries only for DAGs you trust)"
+            )
+        size = claim.bytes
+    else:
+        size = file_size
+    budget.check_bytes(size)
+    try:
+        free = shutil.disk_usage(dest.parent).free
+    except OSError:
+        return  # no figure to compare against: writing reports a full disk itself
+    if size > free:
+        raise BundlekitError(
+            f"{budget.what} declares {size} bytes of content but only {free} bytes are free in "
+            f"{dest.parent}; free some space or {_HINT}"
+        )
 
 
 def _make_parent(dest: Path) -> None:
@@ -112,11 +151,11 @@ def _make_parent(dest: Path) -> None:
         ) from exc
 
 
-def _extract_tree(reader: UnixFSReader, root: bytes, top: str, budget: _Budget, fsync: bool) -> tuple[int, int]:
+def _extract_tree(reader: UnixFSReader, root: bytes, top: str, fsync: bool) -> tuple[int, int]:
     """Rules 1-2: walk the DAG at ``root`` (names checked by the reader) into the empty directory ``top``.
 
-    Directories are created, files written with ``O_EXCL | O_NOFOLLOW`` and
-    counted against ``budget``; a symlink (or any other kind) is refused.
+    Directories are created, files written with ``O_EXCL | O_NOFOLLOW`` (the
+    reader's budget counts them); a symlink (or any other kind) is refused.
     Returns (files, directories), the root directory included.
     """
     files = directories = 0
@@ -129,28 +168,13 @@ def _extract_tree(reader: UnixFSReader, root: bytes, top: str, budget: _Budget, 
                 _mkdir(target, path)
         elif kind == "file":
             files += 1
-            _write_file(reader, cid, _create(target, path), path, budget, fsync)
+            _write_file(reader, cid, _create(target, path), path, fsync)
         else:
             raise UnsafePathError(
                 f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
                 "outside the output directory)"
             )
     return files, directories
-
-
-class _Budget:
-    def __init__(self, limit: int | None, root: bytes) -> None:
-        self.limit = limit
-        self.root = root
-        self.used = 0
-
-    def spend(self, n: int) -> None:
-        self.used += n
-        if self.limit is not None and self.used > self.limit:
-            raise DAGLimitExceeded(
-                f"{cid_to_str(self.root)} holds more than {self.limit} bytes of content; "
-                "refusing to extract it (raise the limit if you expect that much)"
-            )
 
 
 def _is_empty_dir(path: Path) -> bool:
@@ -218,11 +242,10 @@ def _create(target: str, path: str) -> int:
         raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
 
 
-def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, budget: _Budget, fsync: bool) -> None:
-    """Stream the file at ``cid`` into ``fd`` (closed on return), counting bytes against ``budget``."""
+def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, fsync: bool) -> None:
+    """Stream the file at ``cid`` into ``fd`` (closed on return); the reader's budget counts the bytes."""
     try:
         for chunk in reader.iter_file(cid):
-            budget.spend(len(chunk))
             view = memoryview(chunk)
             while view:
                 view = view[os.write(fd, view) :]

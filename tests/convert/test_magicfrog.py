@@ -220,3 +220,16 @@ def test_another_agents_notes_keep_their_prefix_in_the_view(magicfrog_tree: Path
 def test_agent_without_effective_is_refused(magicfrog_tree: Path) -> None:
     with pytest.raises(ConvertError, match="--effective"):
         read_magicfrog(magicfrog_tree, agent="reviewer")
+
+
+@pytest.mark.parametrize("recorded", ["a\0b.md", "a\nb.md", "dir\\x.md"])
+def test_a_recorded_path_with_a_nul_control_character_or_backslash_is_refused(
+    tmp_path: Path, recorded: str
+) -> None:
+    meta = {
+        "name": "x", "description": "d", "type": "user", "x-magicfrog-dimension": "user",
+        "x-magicfrog-path": recorded, "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z",
+    }
+    with pytest.raises(ConvertError, match="unsafe MagicFrog path"):
+        write_magicfrog(ForeignTree([Entry("x", meta, "b")]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -16,10 +16,27 @@ import httpx
 import pytest
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.errors import MissingBlock
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.ipld.dagpb import DIRECTORY, FILE, PBLink, UnixFSData, encode_node
 
 FIXED_TIME = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+class DictSource:
+    """A block source over a dict: any object with get/has can be served."""
+
+    def __init__(self, blocks: dict[bytes, bytes]) -> None:
+        self.blocks = blocks
+
+    def get(self, cid: bytes) -> bytes:
+        try:
+            return self.blocks[cid]
+        except KeyError:
+            raise MissingBlock(cid_to_str(cid)) from None
+
+    def has(self, cid: bytes) -> bool:
+        return cid in self.blocks
 
 
 @dataclass

@@ -12,6 +12,8 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
+from .conftest import DictSource
+
 CAR_TYPE = "application/vnd.ipld.car; version=1; order=dfs; dups=n"
 
 
@@ -331,28 +333,10 @@ def test_a_directory_with_index_html_serves_it(tree_builder) -> None:  # type: i
     from bundlekit.gateway.server import serve_in_thread
 
     dag = tree_builder({"site/index.html": b"<p>hi</p>", "site/x.txt": b"x"})
-    with serve_in_thread(source=_DictSource(dag.blocks)) as server, httpx.Client(base_url=server.url) as c:
+    with serve_in_thread(source=DictSource(dag.blocks)) as server, httpx.Client(base_url=server.url) as c:
         r = c.get(f"/ipfs/{cid_to_str(dag.root)}/site/")
         assert r.content == b"<p>hi</p>"
         assert r.headers["content-type"] == "text/html"
-
-
-class _DictSource:
-    """A block source over a dict: any object with get/has can be served."""
-
-    def __init__(self, blocks: dict[bytes, bytes]) -> None:
-        self.blocks = blocks
-
-    def get(self, cid: bytes) -> bytes:
-        from bundlekit.errors import MissingBlock
-
-        try:
-            return self.blocks[cid]
-        except KeyError:
-            raise MissingBlock(cid_to_str(cid)) from None
-
-    def has(self, cid: bytes) -> bool:
-        return cid in self.blocks
 
 
 def test_head_car_of_a_path_whose_terminal_block_is_absent_is_404(
