@@ -24,10 +24,10 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
 2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
    before any file is fetched or decrypted). A check of the publisher belongs
    here too: after the manifest, before any file.
-3. The plan (``_bundle_paths``, ``_plan``): list ``memory/``; every file the
-   manifest lists must be in the DAG under the manifest's CID
-   (``IntegrityError``), and all of them together may claim at most
-   ``max_bytes``.
+3. The plan (``_dag_files``, ``_plan``): list ``memory/`` (``timeline/`` when
+   the CAR reaches it); every file the manifest lists must be in the DAG under
+   the manifest's CID (``IntegrityError``), and all of them together may claim
+   at most ``max_bytes``.
 4. The files, index first, then in DAG order (the CAR's order). Each file's
    bytes come from verified blocks (``_dag_fetcher``, ``_bounded.read_bounded``):
    more bytes than the manifest's size, or more block visits than its budget,
@@ -103,7 +103,7 @@ from bundlekit.unixfs.reader import UnixFSReader
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
 
-__all__ = ["LoadResult", "load_bundle", "tree_path", "write_tree"]
+__all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_BYTES", "LoadResult", "bounded_options", "load_bundle", "tree_path", "write_tree"]
 
 DEFAULT_CONCURRENCY = 8
 # The whole load, and each response in it, must end within this many seconds.
@@ -212,7 +212,7 @@ def load_bundle(
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
-    options = _with_deadline(http or HttpOptions(), deadline, follow_redirects)
+    options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
     out = _Output(dest, deadline, options, max_bytes)
     if target.kind == "https":
         result = _load_https(target, key, options, concurrency, out, progress)
@@ -226,8 +226,11 @@ def load_bundle(
     return result
 
 
-def _with_deadline(options: HttpOptions, deadline: float | None, follow_redirects: bool) -> HttpOptions:
-    """``options`` bounded by one deadline for the whole load (``until``) and for each response."""
+def bounded_options(options: HttpOptions, deadline: float | None, follow_redirects: bool = False) -> HttpOptions:
+    """``options`` bounded by one deadline for everything done with them (``until``) and for each response.
+
+    For callers that run several loads under one deadline (``load --layer``).
+    """
     until = None if deadline is None else options.monotonic() + deadline
     if options.until is not None:
         until = options.until if until is None else min(until, options.until)
@@ -363,14 +366,18 @@ def _load_dag(
     memory_cid = top.get(MEMORY_DIR)
     if memory_cid is None:
         raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
-    # Step 3: the plan: each listed file's CID checked against the DAG, in the DAG's (the CAR's) order.
-    plan = _plan(manifest, _bundle_paths(reader, root, memory_cid), root, out)
+    # Step 3: the plan: the files in the DAG's (the CAR's) order, timeline/ listed when the CAR reaches it.
+    out.check_total(manifest)
+    with _listing(root):
+        memory_entries = reader.list_dir(memory_cid)
+    dag_paths = {f"{MEMORY_DIR}/{name}": cid for name, cid in memory_entries}
+    plan: Iterable[str] = _plan(manifest, _dag_files(reader, root, memory_entries), dag_paths, root)
     if not source.streaming:  # per-block path, or a CAR that failed already: fetch blocks concurrently
-        source.prefetch_files([cid for _path, cid in plan], out.total_bytes(manifest), concurrency)
-    # Steps 4-6: the files, in the order the DAG holds them (the CAR's order), written as they come.
-    fetch = _dag_fetcher(source, out)
-    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress,
-                                 order=[path for path, _cid in plan])
+        plan = list(plan)
+        source.prefetch_files([dag_paths[path] for path in plan], out.total_bytes(manifest), concurrency)
+    # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
+    fetch = _dag_fetcher(source, out, dag_paths, root)
+    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None)
 
@@ -425,34 +432,43 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
     return parse_manifest(data)
 
 
-def _plan(manifest: dict[str, Any], dag_paths: dict[str, bytes], root: bytes, out: _Output) -> list[tuple[str, bytes]]:
-    """Step 3: every file the manifest lists, with its CID in the DAG (== the manifest's), in DAG order.
+def _plan(
+    manifest: dict[str, Any], dag_files: Iterator[tuple[str, bytes]], dag_paths: dict[str, bytes], root: bytes
+) -> Iterator[str]:
+    """Step 3: the paths of the manifest's files (index aside) in DAG order, recording each CID in ``dag_paths``.
 
-    Raises ``IntegrityError`` for a listed file missing from the DAG or held
-    under another CID, ``LoadError`` when the files claim more than ``max_bytes``.
+    Lazy, so a streamed CAR is followed in its own order. Ends with
+    ``IntegrityError`` when a file the manifest lists is not in the DAG.
     """
     entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
-    out.check_total(manifest)
-    for path, entry in entries.items():
-        actual = dag_paths.get(path)
-        if actual is None:
+    for path, cid in dag_files:
+        dag_paths[path] = cid
+        if path in entries and path != INDEX_PATH:
+            yield path
+    for path in entries:
+        if path not in dag_paths:
             raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
-        if actual != cid_from_text(entry["cid"]):
-            raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(actual)}")
-    return [(path, cid) for path, cid in dag_paths.items() if path in entries]
 
 
-def _dag_fetcher(source: _DagSource, out: _Output) -> Callable[[str, dict[str, Any]], bytes | None]:
-    """Step 4 for one file of a DAG: verified bytes, never more than the manifest's size, exactly that size."""
+def _dag_fetcher(
+    source: _DagSource, out: _Output, dag_paths: dict[str, bytes], root: bytes
+) -> Callable[[str, dict[str, Any]], bytes | None]:
+    """Step 4 for one file of a DAG: its CID in the DAG == the manifest's; verified bytes, never
+    more than the manifest's size, exactly that size."""
 
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
         size: int = entry["size"]
+        cid = dag_paths.get(path)
+        if cid is None:
+            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
+        if cid != cid_from_text(entry["cid"]):
+            raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(cid)}")
 
         def too_big(seen: int) -> BundlekitError:
             return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, the manifest says {size}")
 
         try:
-            data = read_bounded(source.get, cid_from_text(entry["cid"]), size, too_big, path)
+            data = read_bounded(source.get, cid, size, too_big, path)
         except MissingBlock:
             out.check_time(path)
             return None
@@ -465,22 +481,11 @@ def _dag_fetcher(source: _DagSource, out: _Output) -> Callable[[str, dict[str, A
     return fetch
 
 
-def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[str, bytes]:
-    """Bundle path -> CID for every file under ``memory/``, in DAG order, listing each directory once.
-
-    (Resolving each path separately would decode the ``memory/`` directory
-    once per file: quadratic in the number of memories.) DAG order is the
-    order a gateway's CAR sends the files in. Raises ``LoadError`` when a
-    directory block is unavailable and ``IntegrityError`` when one is altered.
-    """
-    paths: dict[str, bytes] = {}
+@contextmanager
+def _listing(root: bytes) -> Iterator[None]:
+    """Map failures while listing ``memory/``: unavailable -> ``LoadError``, altered -> ``IntegrityError``."""
     try:
-        for name, cid in reader.list_dir(memory_cid):
-            if name == "timeline":
-                for day, day_cid in reader.list_dir(cid):
-                    paths[f"{MEMORY_DIR}/timeline/{day}"] = day_cid
-            else:
-                paths[f"{MEMORY_DIR}/{name}"] = cid
+        yield
     except MissingBlock as exc:
         raise LoadError(
             f"the {MEMORY_DIR}/ directory of {cid_to_str(root)} is not available from any source ({exc}); "
@@ -488,7 +493,25 @@ def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[
         ) from exc
     except BlockMismatch as exc:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
-    return paths
+
+
+def _dag_files(
+    reader: UnixFSReader, root: bytes, memory_entries: list[tuple[str, bytes]]
+) -> Iterator[tuple[str, bytes]]:
+    """Bundle path -> CID for every file under ``memory/``, in DAG order, each directory listed once.
+
+    ``timeline/`` is listed when it is reached, which is when a gateway's CAR
+    (depth first, in link order) brings its block. (Resolving each path
+    separately would decode ``memory/`` once per file: quadratic.)
+    """
+    for name, cid in memory_entries:
+        if name != "timeline":
+            yield f"{MEMORY_DIR}/{name}", cid
+            continue
+        with _listing(root):
+            days = reader.list_dir(cid)
+        for day, day_cid in days:
+            yield f"{MEMORY_DIR}/timeline/{day}", day_cid
 
 
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
@@ -573,7 +596,7 @@ def _fetch_all(
     where: str,
     out: _Output,
     progress: Callable[[int, int], None] | None = None,
-    order: list[str] | None = None,
+    order: Iterable[str] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Index first, then the rest (in ``order``, else sorted; concurrently when ``concurrency`` > 1);
     decrypt; each file written to the destination's temp tree as it comes; the tree committed at the end."""
@@ -584,13 +607,16 @@ def _fetch_all(
     if index is None:
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
     warnings: list[str] = []
-    rest = [p for p in (order if order is not None else sorted(entries)) if p != INDEX_PATH]
+    rest = (p for p in (order if order is not None else sorted(entries)) if p != INDEX_PATH)
     with _tree(out.dest, private=bundle_key is not None) as tree:
         tree.put("MEMORY.md", index)
         with ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else nullcontext() as pool:
-            results = (pool.map(lambda p: fetch(p, entries[p]), rest) if pool is not None
-                       else (fetch(p, entries[p]) for p in rest))
-            for path, data in zip(rest, results):
+            if pool is None:  # lazily: a streamed CAR is followed as the plan walks it
+                fetched: Iterable[tuple[str, bytes | None]] = ((p, fetch(p, entries[p])) for p in rest)
+            else:
+                paths = list(rest)
+                fetched = zip(paths, pool.map(lambda p: fetch(p, entries[p]), paths))
+            for path, data in fetched:
                 if data is None:
                     warnings.append(f"{path}: skipped, its blocks are not available from any source")
                     continue
