@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from bundlekit.errors import BundlekitError, DAGLimitExceeded
 from bundlekit.ipld.cid import RAW, cid_to_str
-from bundlekit.unixfs.reader import UnixFSReader
+from bundlekit.unixfs.reader import UnixFSReader, _Node
 
 __all__ = ["VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budget"]
 
@@ -23,7 +23,7 @@ __all__ = ["VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budg
 # 1 MiB, plus one node per 174 or 1024 links); a budget keyed to bytes lets a DAG of
 # empty nodes linked over and over stop as surely as one that claims bytes.
 VISITS_BASE = 1024
-VISITS_PER_BYTE_DIVISOR = 16
+VISITS_PER_BYTE_DIVISOR = 1024
 _RAW_V1_PREFIX = bytes([0x01, RAW])
 
 
@@ -52,20 +52,7 @@ def read_bounded(
         if len(data) > max_bytes:
             raise too_big(len(data))
         return data
-    budget = visit_budget(max_bytes)
-    visits = 0
-
-    def counted(block: bytes) -> bytes:
-        nonlocal visits
-        visits += 1
-        if visits > budget:
-            raise DAGLimitExceeded(
-                f"{what}: reading {cid_to_str(cid)} takes more than {budget} block visits for at most "
-                f"{max_bytes} bytes; the DAG reuses blocks to claim more than it holds"
-            )
-        return get(block)
-
-    reader = UnixFSReader(counted, verify=False)
+    reader = _CountingReader(get, visit_budget(max_bytes), what, cid, max_bytes)
     claimed = reader.stat(cid).size
     if claimed > max_bytes:
         raise too_big(claimed)
@@ -77,3 +64,29 @@ def read_bounded(
             raise too_big(seen)
         parts.append(chunk)
     return b"".join(parts)
+
+
+class _CountingReader(UnixFSReader):
+    """A reader that counts every node visit, a reused block once per visit.
+
+    The count sits in ``_load`` because every visit goes through it, also
+    the visits the reader answers from its one-node cache (a node linking
+    one empty block thousands of times would otherwise cost no count at all).
+    """
+
+    def __init__(self, get: Callable[[bytes], bytes], budget: int, what: str, cid: bytes, max_bytes: int) -> None:
+        super().__init__(get, verify=False)  # the getter returns verified blocks
+        self._budget = budget
+        self._visits = 0
+        self._what = what
+        self._cid = cid
+        self._max_bytes = max_bytes
+
+    def _load(self, cid: bytes) -> _Node:
+        self._visits += 1
+        if self._visits > self._budget:
+            raise DAGLimitExceeded(
+                f"{self._what}: reading {cid_to_str(self._cid)} takes more than {self._budget} block visits "
+                f"for at most {self._max_bytes} bytes; the DAG reuses blocks to claim more than it holds"
+            )
+        return super()._load(cid)
