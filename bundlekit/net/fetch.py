@@ -464,11 +464,13 @@ class GatewayFetcher(Closing):
     def _from_gateways(self, cid: bytes) -> bytes:
         """The block from the first gateway that sends bytes matching ``cid``."""
         mismatched: list[str] = []
+        failures: list[str] = []
         for gw in self._ordered():
             got = http_get(self.client, gw.url(cid), http=self.http, params=_RAW_QUERY,
                            headers={"Accept": RAW_MEDIA_TYPE})
             if isinstance(got, Failure):
                 self._gave_up(gw, f"block {cid_to_str(cid)}", got)
+                failures.append(f"{gw.base}: {got.reason}")
                 continue
             try:
                 check_block(cid, got)
@@ -482,4 +484,5 @@ class GatewayFetcher(Closing):
                 f"block {cid_to_str(cid)} does not match its CID on {', '.join(mismatched)}; "
                 "the gateway altered it: try another gateway"
             )
-        raise MissingBlock(f"block {cid_to_str(cid)} is not available from any source")
+        why = f" ({'; '.join(failures)})" if failures else ""
+        raise MissingBlock(f"block {cid_to_str(cid)} is not available from any source{why}")
