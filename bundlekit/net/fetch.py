@@ -71,6 +71,8 @@ GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
 # Blocks fetched at once by ``get_many`` (one connection each, from httpx's pool).
 FETCH_CONCURRENCY = 8
 _CAR_QUERY = {"format": "car", "dag-scope": "all"}
+# The order the loader reads in (trustless gateway spec, "CAR order": a hint; any order still loads).
+_STREAM_ACCEPT = f"{CAR_MEDIA_TYPE}; order=dfs"
 _RAW_QUERY = {"format": "raw"}
 
 _SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECASE)
@@ -316,7 +318,7 @@ class GatewayFetcher(Closing):
         for gw in self._ordered():
             opened = send_with_retries(
                 self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
-                headers={"Accept": CAR_MEDIA_TYPE}, read=lambda response: response, keep_open=True,
+                headers={"Accept": _STREAM_ACCEPT}, read=lambda response: response, keep_open=True,
             )
             if isinstance(opened, Failure):
                 self._gave_up(gw, f"CAR request for {cid_to_str(root)}", opened)

@@ -26,8 +26,8 @@ sends and reads one answer, ``classify`` turns a failed answer into a
 ``RetryPolicy.wait`` says how long to wait. ``sleep``, ``jitter`` and
 ``clock`` come in through ``HttpOptions`` so tests never really sleep.
 
-Two more rules bound what a server can make a caller do (``specs/gateway.md``,
-"Loading from remote gateways"):
+Two more rules bound what a server can make a caller do (``specs/bundle.md``,
+"Retrieval", steps 6 and 7):
 
 * Redirects (clients made by ``open_client``): followed only within the same
   origin (scheme, host and port) unless ``HttpOptions.follow_redirects``; an
