@@ -154,26 +154,17 @@ def _bundle_like_dag(tmp_path: Path, manifest: bytes | None) -> tuple[Path, byte
     return tmp_path / "dag.car", result.root
 
 
+@pytest.mark.parametrize(("prefer_car", "fmt"), [(False, "raw"), (True, "car")])
 def test_a_dag_without_manifest_fails_before_any_file_block_is_requested(
-    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path, prefer_car: bool, fmt: str
 ) -> None:
     gateway, url, _server = block_gateway
     car, root = _bundle_like_dag(tmp_path, None)
     gateway.blocks.update(car_blocks(car))
     with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=False, **NO_SLEEP)
-    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", "raw")]  # the root block, nothing more
-
-
-def test_a_dag_without_manifest_fails_on_the_one_car_request(
-    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
-) -> None:
-    gateway, url, _server = block_gateway
-    car, root = _bundle_like_dag(tmp_path, None)
-    gateway.blocks.update(car_blocks(car))
-    with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
-    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", "car")]  # no per-block request for any file
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=prefer_car, **NO_SLEEP)
+    # Per block: the root block, nothing more. With the CAR: that one request, no block asked for alone.
+    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", fmt)]
 
 
 def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
