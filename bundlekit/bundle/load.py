@@ -300,6 +300,11 @@ class _DagSource:
                     children.extend(child for child, _name in block_links(cid, data))
             level = children
 
+    def finish(self) -> None:
+        """After a load that went well: end the CAR stream so its connection can be reused."""
+        if self.fetcher is not None:
+            self.fetcher.finish_stream()
+
     @property
     def notes(self) -> list[str]:
         """Which sources failed along the way."""
@@ -378,6 +383,7 @@ def _load_dag(
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
     fetch = _dag_fetcher(source, out, dag_paths, root)
     files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
+    source.finish()
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None)
 

@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
@@ -50,7 +51,7 @@ from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, Un
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE, check_block
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
-from bundlekit.net.stream import CarPull, ChunkReader
+from bundlekit.net.stream import DRAIN_BYTES, CarPull, ChunkReader
 
 if TYPE_CHECKING:
     from bundlekit.blockstore import BlockStore
@@ -267,6 +268,14 @@ class GatewayFetcher(Closing):
         self.root_in_store = False
         self._pull: CarPull | None = None
 
+    def finish_stream(self) -> None:
+        """After a load that went well: read a CAR still open to its end if that is near, and close it.
+
+        The connection then goes back to httpx's pool for the next load.
+        """
+        if self._pull is not None:
+            self._pull.close(drain=DRAIN_BYTES)
+
     def close(self) -> None:
         """Close a CAR still open, then the HTTP client if this fetcher created it."""
         if self._pull is not None:
@@ -340,15 +349,13 @@ class GatewayFetcher(Closing):
     ) -> CarPull:
         """A ``CarPull`` over ``gw``'s open CAR of ``root``: blocks verified, the end noted."""
 
-        def accept(cid: bytes, data: bytes) -> bool:
-            return self._verified(cid, data, gw)
-
         def ended(error: Exception | None) -> None:
             if error is None:
                 self.car_complete = True
             else:
                 self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({error})")
 
+        accept = partial(self._verified, gw=gw)
         if window is None:
             return CarPull(blocks, accept, response.close, ended)
         return CarPull(blocks, accept, response.close, ended, window)
@@ -389,11 +396,11 @@ class GatewayFetcher(Closing):
         body = ChunkReader(response.iter_bytes(), self.http.max_car_bytes)
         _roots, blocks = read_car(cast(BinaryIO, body), verify=False)
         for cid, data in blocks:
-            if self._verified(cid, data, gw):
+            if self._verified(cid, data, gw=gw):
                 sink(cid, data)
         return True
 
-    def _verified(self, cid: bytes, data: bytes, gw: RemoteGateway) -> bool:
+    def _verified(self, cid: bytes, data: bytes, *, gw: RemoteGateway) -> bool:
         """True for a CAR block that matches its CID; other blocks are ignored, bad ones noted."""
         try:
             check_block(cid, data)

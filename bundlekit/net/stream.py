@@ -22,10 +22,12 @@ import httpx
 
 from bundlekit.errors import BundlekitError, CARError
 
-__all__ = ["WINDOW_BYTES", "CarPull", "ChunkReader"]
+__all__ = ["DRAIN_BYTES", "WINDOW_BYTES", "CarPull", "ChunkReader"]
 
 # Verified blocks a CAR pull may keep for the loader, which asked for others first.
 WINDOW_BYTES = 32 * 1024 * 1024
+# What closing a CAR pull still reads to reach the end of the response (and keep its connection).
+DRAIN_BYTES = 256 * 1024
 
 
 class ChunkReader:
@@ -125,11 +127,30 @@ class CarPull:
         self._close()
         self._on_end(error)
 
-    def close(self) -> None:
-        """Stop reading: close the response and drop the kept blocks."""
+    def close(self, drain: int = 0) -> None:
+        """Stop reading and drop the kept blocks; close the response.
+
+        With ``drain`` (``DRAIN_BYTES`` after a load that went well), a stream
+        within that many bytes of its end is read to it first, so the
+        connection goes back to the pool instead of being dropped (the loader
+        usually takes the last block just before the CAR ends).
+        """
         with self._lock:
             if not self._done:
                 self._done = True
+                self._drain(drain)
                 self._close()
             self._kept.clear()
             self._bytes = 0
+
+    def _drain(self, limit: int) -> None:
+        if limit <= 0:
+            return
+        seen = 0
+        try:
+            for _cid, data in self._blocks:
+                seen += len(data)
+                if seen > limit:
+                    return
+        except (BundlekitError, httpx.HTTPError):
+            return

@@ -93,3 +93,19 @@ def test_the_chunk_reader_stops_past_its_byte_cap() -> None:
 def test_the_chunk_reader_splits_chunks_to_the_size_asked() -> None:
     reader = ChunkReader(iter([b"abcdef"]), limit=100)
     assert [reader.read(4), reader.read(4), reader.read(4)] == [b"abcd", b"ef", b""]
+
+
+def test_closing_with_a_drain_reads_a_short_rest_to_the_end() -> None:
+    stream = _Stream(BLOCKS)
+    pull = stream.pull()
+    pull.take(BLOCKS[0][0])
+    pull.close(drain=1000)
+    assert stream.pulled == len(BLOCKS) and stream.closed
+
+
+def test_closing_without_a_drain_reads_nothing_more() -> None:
+    stream = _Stream(BLOCKS)
+    pull = stream.pull()
+    pull.take(BLOCKS[0][0])
+    pull.close()
+    assert stream.pulled == 1 and stream.closed
