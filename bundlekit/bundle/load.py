@@ -21,9 +21,13 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
    (``_load_https``): fetch it; it is *unverified* (``manifest_verified=False``)
    and every file is fetched next to it and checked by recomputing its CID
    with the manifest's profile.
+   Then the signature (``bundle.signature.check_signature``, specs/provenance.md):
+   ``signature.json`` is read on its own (it sorts after ``memory/``, so the
+   CAR would bring it last), capped at ``MAX_SIGNATURE_BYTES``, and any
+   signature must verify (``publishers``: must be one of them) before any
+   memory file is read.
 2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
-   before any file is fetched or decrypted). A check of the publisher belongs
-   here too: after the manifest, before any file.
+   before any file is fetched or decrypted).
 3. The plan (``_dag_files``, ``_plan``): list ``memory/`` (``timeline/`` when
    the CAR reaches it); every file the manifest lists must be in the DAG under
    the manifest's CID (``IntegrityError``), and all of them together may claim
@@ -52,6 +56,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +66,7 @@ from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.build import file_cid
+from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -70,6 +76,7 @@ from bundlekit.bundle.manifest import (
     cid_from_text,
     parse_manifest,
 )
+from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES, SIGNATURE_NAME, check_signature, parse_publishers
 from bundlekit.car.index import CarIndex
 from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.errors import (
@@ -81,12 +88,14 @@ from bundlekit.errors import (
     LoadError,
     ManifestError,
     MissingBlock,
+    SignatureError,
     UsageError,
     VerificationError,
 )
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import MAX_DEPTH, block_links
 from bundlekit.memory import Memory
+from bundlekit.names.resolve import resolve_uri
 from bundlekit.net.fetch import (
     BundleURI,
     GatewayFetcher,
@@ -122,7 +131,8 @@ class LoadResult:
     root CID (None for a plain HTTPS manifest). ``manifest_verified`` is False
     only for that plain HTTPS form. ``warnings`` names every skipped file.
     ``out_dir`` is the directory written, if any; ``root_cid`` is the root as text. ``notes`` says which sources
-    failed along the way (diagnostics, not errors).
+    failed along the way (diagnostics, not errors). ``publisher`` is the verified signer of the manifest
+    (None when unsigned); ``parents`` the roots the manifest names as its lineage.
     """
 
     root: bytes | None
@@ -134,6 +144,12 @@ class LoadResult:
     notes: list[str] = field(default_factory=list)
     encrypted: bool = False
     url: str | None = None
+    publisher: str | None = None
+
+    @property
+    def parents(self) -> list[str]:
+        """The root CIDs this bundle's tree was loaded or forked from (the manifest's ``parents``)."""
+        return list(self.manifest.get("parents", []))
 
     @property
     def source(self) -> str:
@@ -156,6 +172,8 @@ class LoadResult:
             "files": sorted(self.files),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "publisher": self.publisher,
+            "parents": self.parents,
             "out_dir": str(self.out_dir) if self.out_dir is not None else None,
         }
 
@@ -181,6 +199,7 @@ def load_bundle(
     deadline: float | None = DEFAULT_DEADLINE,
     follow_redirects: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
 
@@ -196,8 +215,16 @@ def load_bundle(
     load and each response in it; ``follow_redirects`` lets gateways redirect
     to other origins (never https -> http); both override ``http``'s.
     ``max_bytes`` bounds what the manifest's files may claim together.
+    ``ipns://NAME/manifest.json`` is resolved first (``names.resolve_uri``: the
+    store and the gateways, verified records, highest sequence). With
+    ``publishers`` (addresses or ``did:key``s) the bundle must be signed by one
+    of them; any ``signature.json`` must verify (``bundle.signature``), checked
+    right after the manifest and before any memory file is read. A tree
+    written to ``out_dir`` remembers the root as its parent (``bundle.lineage``).
 
-    Raises ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
+    Raises ``SignatureError`` (invalid signature, unsigned or another signer
+    with ``publishers``, an IPNS record that does not verify), ``UsageError``
+    (bad URI, ``out_dir`` not empty), ``LoadError``
     (manifest or index unavailable from every source, the deadline passed), ``ManifestError`` (no
     valid ``manifest.json``: raised before any memory file is fetched),
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
@@ -207,23 +234,42 @@ def load_bundle(
         raise UsageError("concurrency must be at least 1")
     if deadline is not None and deadline <= 0:
         raise UsageError("the deadline must be a positive number of seconds")
-    target = parse_uri(uri)
+    wanted = parse_publishers(publishers)
     gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
+    options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
+    resolved_notes: list[str] = []
+    if uri.strip().startswith("ipns://"):
+        uri, resolution = _resolve_name(uri, gws, use_store, store, options)
+        resolved_notes = resolution.notes
+    target = parse_uri(uri)
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
-    options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
     out = _Output(dest, deadline, options, max_bytes)
     if target.kind == "https":
-        result = _load_https(target, key, options, concurrency, out, progress)
+        result = _load_https(target, key, options, concurrency, out, progress, wanted)
     else:
         source = _open_source(target, gws, use_store, store, options)
         try:
-            result = _load_dag(source, key, concurrency, prefer_car, out, progress)
+            result = _load_dag(source, key, concurrency, prefer_car, out, progress, wanted)
         finally:
             source.close()
+    result.notes[:0] = resolved_notes
+    if dest is not None and result.root is not None:
+        record_parent(dest, result.root)
     result.out_dir = dest
     return result
+
+
+def _resolve_name(
+    uri: str, gws: list[RemoteGateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
+) -> tuple[str, Any]:
+    """``ipns://`` -> ``ipfs://<cid>/manifest.json`` through the records of the store (as for ``ipfs://``) and gateways."""
+    if use_store is None:
+        use_store = not gws
+    if not gws:
+        gws = default_gateways()
+    return resolve_uri(uri, gateways=gws, store=(store or BlockStore()) if use_store else None, http=http)
 
 
 def bounded_options(options: HttpOptions, deadline: float | None, follow_redirects: bool = False) -> HttpOptions:
@@ -265,6 +311,10 @@ class _DagSource:
     advice: str
     fetcher: GatewayFetcher | None = None
     car_index: CarIndex | None = None
+
+    def get_alone(self, cid: bytes) -> bytes:
+        """A block without reading on through the open CAR (``GatewayFetcher.get_alone``)."""
+        return self.fetcher.get_alone(cid) if self.fetcher is not None else self.get(cid)
 
     @property
     def streaming(self) -> bool:
@@ -357,6 +407,7 @@ def _load_dag(
     prefer_car: bool,
     out: _Output,
     progress: Callable[[int, int], None] | None = None,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """The loading steps of ``specs/bundle.md`` over verified blocks: manifest, plan, files, tree."""
     root = source.root
@@ -366,7 +417,12 @@ def _load_dag(
     # Step 1: the manifest, from verified blocks, capped while it streams in.
     top = _root_entries(reader, source, out)
     manifest = _read_manifest(source, top, out)
-    # Step 2: the key (a publisher check belongs here too: before any file is asked for).
+    # Step 1c: the signature (specs/provenance.md), before any memory file. Read on its own:
+    # signature.json sorts after memory/, so the CAR brings it last.
+    with _reading_manifest(source, out):
+        publisher = check_signature(top, partial(_read_signature, source.get_alone), top[MANIFEST_NAME],
+                                    publishers, cid_to_str(root))
+    # Step 2: the key.
     bundle_key = _open_key(manifest, key)
     memory_cid = top.get(MEMORY_DIR)
     if memory_cid is None:
@@ -385,7 +441,16 @@ def _load_dag(
     files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
     source.finish()
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
-                      notes=source.notes, encrypted=bundle_key is not None)
+                      notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
+
+
+def _read_signature(get: Callable[[bytes], bytes], cid: bytes) -> bytes:
+    """``signature.json``'s verified bytes, refused past ``MAX_SIGNATURE_BYTES`` while they stream."""
+
+    def too_big(seen: int) -> BundlekitError:
+        return SignatureError(f"{SIGNATURE_NAME} holds at least {seen} bytes, over the {MAX_SIGNATURE_BYTES}-byte limit")
+
+    return read_bounded(get, cid, MAX_SIGNATURE_BYTES, too_big, SIGNATURE_NAME)
 
 
 @contextmanager
@@ -530,26 +595,34 @@ def _load_https(
     concurrency: int,
     out: _Output,
     progress: Callable[[int, int], None] | None = None,
+    publishers: Iterable[str] = (),
 ) -> LoadResult:
     """The manifest fetched as is and validated, then each file fetched beside it and its CID recomputed."""
     assert target.url is not None
     client, owned = open_client(http)
+    base = target.url.rsplit("/", 1)[0] + "/"
     try:
         got = http_get(client, target.url, http=http, max_bytes=MAX_MANIFEST_BYTES)
         if isinstance(got, Failure):
             out.check_time(f"fetching {target.url[:200]!r}")
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
         manifest = parse_manifest(got)
+        profile = get_profile(manifest["profile"])
+        # Fetched past the signature limit so that check_signature names an over-long one.
+        signature = http_get(client, base + SIGNATURE_NAME, http=http, max_bytes=4 * MAX_SIGNATURE_BYTES)
+        # The signature names the manifest's CID, recomputed here from the bytes fetched.
+        entries = {} if isinstance(signature, Failure) else {SIGNATURE_NAME: b""}
+        publisher = check_signature(entries, lambda _cid: signature if isinstance(signature, bytes) else b"",
+                                    file_cid(got, profile), publishers, target.url)
         bundle_key = _open_key(manifest, key)
         out.check_total(manifest)
-        fetch = _https_fetcher(client, http, target.url.rsplit("/", 1)[0] + "/", get_profile(manifest["profile"]),
-                               out)
+        fetch = _https_fetcher(client, http, base, profile, out)
         files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, out, progress)
     finally:
         if owned:
             client.close()
     return LoadResult(root=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
-                      encrypted=bundle_key is not None, url=target.url)
+                      encrypted=bundle_key is not None, url=target.url, publisher=publisher)
 
 
 def _https_fetcher(

@@ -441,6 +441,17 @@ class GatewayFetcher(Closing):
             data = self._pull.take(cid)
             if data is not None:
                 return data
+        return self.get_alone(cid)
+
+    def get_alone(self, cid: bytes) -> bytes:
+        """Like ``get``, without reading on through an open CAR: the cache, the store, then one request.
+
+        For a small block the loader needs before the CAR would bring it (a
+        bundle's ``signature.json`` sorts after ``memory/``).
+        """
+        data = self.cache.get(cid)
+        if data is not None:
+            return data
         data = self._from_store(cid)
         if data is None:
             data = self._from_gateways(cid)
