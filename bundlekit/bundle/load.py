@@ -6,26 +6,46 @@ block source (``_open_source``: a local CAR, or the local store and gateways
 through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
 "Loading", with the spec's numbers:
 
+0. One request: for a gateway, ``GET /ipfs/<root>?format=car&dag-scope=all``
+   is opened (``GatewayFetcher.stream_car``) and its blocks are verified and
+   taken as the steps below ask for them (``net.stream.CarPull``): the files
+   are checked and written while the response is still arriving, and memory
+   holds at most one window of blocks that came before they were asked for.
+   A block the CAR does not bring is fetched alone (per-block fallback; with
+   ``prefer_car=False`` every block, level by level, ``concurrency`` at a time).
 1. The manifest first (``_root_entries``, ``_read_manifest``): list the root
-   directory, read ``manifest.json`` from verified blocks and validate it. A
+   directory, read ``manifest.json`` from verified blocks (refused as soon as
+   it claims or streams more than ``MAX_MANIFEST_BYTES``) and validate it. A
    DAG without one fails here (``ManifestError``), before any memory file is
-   asked for. Plain ``https://.../manifest.json`` (``_load_https``): fetch it;
-   it is *unverified* (``manifest_verified=False``) and every file is fetched
-   next to it and checked by recomputing its CID with the manifest's profile.
+   read (the CAR is closed unread). Plain ``https://.../manifest.json``
+   (``_load_https``): fetch it; it is *unverified* (``manifest_verified=False``)
+   and every file is fetched next to it and checked by recomputing its CID
+   with the manifest's profile.
+   Then the signature (``bundle.signature.check_signature``, specs/provenance.md):
+   ``signature.json`` is read on its own (it sorts after ``memory/``, so the
+   CAR would bring it last), capped at ``MAX_SIGNATURE_BYTES``, and any
+   signature must verify (``publishers``: must be one of them) before any
+   memory file is read.
 2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
    before any file is fetched or decrypted).
-3. The files: ask for the ``memory/`` directory as one CAR (per-block
-   fallback), list it (``_bundle_paths``), then the index first (``_fetch_all``).
-4. The other files concurrently (bounded threads). For each file
-   (``_dag_fetcher``) the CID in the DAG must equal the manifest's; its bytes
-   come from verified blocks. A file no source can supply is skipped and named
-   in ``warnings``; a file whose bytes do not match its CID (or whose
-   ciphertext fails authentication, ``_decrypt``) raises ``IntegrityError``
-   naming the file.
+3. The plan (``_dag_files``, ``_plan``): list ``memory/`` (``timeline/`` when
+   the CAR reaches it); every file the manifest lists must be in the DAG under
+   the manifest's CID (``IntegrityError``), and all of them together may claim
+   at most ``max_bytes``.
+4. The files, index first, then in DAG order (the CAR's order). Each file's
+   bytes come from verified blocks (``_dag_fetcher``, ``_bounded.read_bounded``):
+   more bytes than the manifest's size, or more block visits than its budget,
+   stop the read at once. A file no source can supply is skipped and named in
+   ``warnings``; a file whose bytes do not match its CID (or whose ciphertext
+   fails authentication, ``_decrypt``) raises ``IntegrityError`` naming the file.
 5. Bundle paths become tree paths (``tree_path``).
-6. With ``out_dir`` (``write_tree``), the tree is written to a temporary
-   directory beside it and renamed into place: nothing half-written reaches
-   the destination.
+6. With ``out_dir`` each file is written (fsynced) into a temporary directory
+   beside it as soon as it is verified (``_tree``), which is renamed into place
+   at the end: nothing half-written reaches the destination.
+
+``deadline`` bounds the whole load and each response in it
+(``HttpOptions.until``/``deadline``); when it passes, the load fails with
+``LoadError`` instead of skipping files.
 """
 from __future__ import annotations
 
@@ -34,8 +54,9 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +64,7 @@ import httpx
 
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
+from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.manifest import (
@@ -54,7 +76,7 @@ from bundlekit.bundle.manifest import (
     cid_from_text,
     parse_manifest,
 )
-from bundlekit.bundle.signature import SIGNATURE_NAME, check_signature, parse_publishers
+from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES, SIGNATURE_NAME, check_signature, parse_publishers
 from bundlekit.car.index import CarIndex
 from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.errors import (
@@ -66,10 +88,12 @@ from bundlekit.errors import (
     LoadError,
     ManifestError,
     MissingBlock,
+    SignatureError,
     UsageError,
     VerificationError,
 )
-from bundlekit.ipld.cid import RAW, cid_to_str
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.walk import MAX_DEPTH, block_links
 from bundlekit.memory import Memory
 from bundlekit.names.resolve import resolve_uri
 from bundlekit.net.fetch import (
@@ -88,10 +112,14 @@ from bundlekit.unixfs.reader import UnixFSReader
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
 
-__all__ = ["LoadResult", "load_bundle", "tree_path", "write_tree"]
+__all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_BYTES", "LoadResult", "bounded_options", "load_bundle", "tree_path", "write_tree"]
 
 DEFAULT_CONCURRENCY = 8
-_RAW_V1_PREFIX = bytes([0x01, RAW])
+# The whole load, and each response in it, must end within this many seconds.
+DEFAULT_DEADLINE = 600.0
+# The files a manifest lists may claim this many bytes together (decrypted files hold
+# slightly less than they claim, so the limit bounds them too).
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024 * 1024
 
 
 @dataclass
@@ -168,6 +196,9 @@ def load_bundle(
     concurrency: int = DEFAULT_CONCURRENCY,
     prefer_car: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
+    follow_redirects: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     publishers: Iterable[str] = (),
 ) -> LoadResult:
     """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
@@ -180,25 +211,32 @@ def load_bundle(
     None). ``prefer_car=False`` skips the CAR request for the files (per-block
     only; used by the benchmark). ``progress(done, total)`` is called as each
     file listed in the manifest has been fetched and verified (possibly from
-    worker threads). ``ipns://NAME/manifest.json`` is resolved first
-    (``names.resolve_uri``: the store and the gateways, verified records, highest
-    sequence). With ``publishers`` (addresses or ``did:key``s) the bundle must be
-    signed by one of them; any ``signature.json`` must verify (``bundle.signature``),
-    checked right after the manifest and before any memory file is fetched.
-    A tree written to ``out_dir`` remembers the root as its parent (``bundle.lineage``).
+    worker threads). ``deadline`` (seconds, None for none) bounds the whole
+    load and each response in it; ``follow_redirects`` lets gateways redirect
+    to other origins (never https -> http); both override ``http``'s.
+    ``max_bytes`` bounds what the manifest's files may claim together.
+    ``ipns://NAME/manifest.json`` is resolved first (``names.resolve_uri``: the
+    store and the gateways, verified records, highest sequence). With
+    ``publishers`` (addresses or ``did:key``s) the bundle must be signed by one
+    of them; any ``signature.json`` must verify (``bundle.signature``), checked
+    right after the manifest and before any memory file is read. A tree
+    written to ``out_dir`` remembers the root as its parent (``bundle.lineage``).
 
     Raises ``SignatureError`` (invalid signature, unsigned or another signer
-    with ``publishers``, an IPNS record that does not verify), ``UsageError`` (bad URI, ``out_dir`` not empty), ``LoadError``
-    (manifest or index unavailable from every source), ``ManifestError`` (no
+    with ``publishers``, an IPNS record that does not verify), ``UsageError``
+    (bad URI, ``out_dir`` not empty), ``LoadError``
+    (manifest or index unavailable from every source, the deadline passed), ``ManifestError`` (no
     valid ``manifest.json``: raised before any memory file is fetched),
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
     ``IntegrityError`` (a file does not match its CID or fails decryption).
     """
     if concurrency < 1:
         raise UsageError("concurrency must be at least 1")
+    if deadline is not None and deadline <= 0:
+        raise UsageError("the deadline must be a positive number of seconds")
     wanted = parse_publishers(publishers)
     gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
-    options = http or HttpOptions()
+    options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
     resolved_notes: list[str] = []
     if uri.strip().startswith("ipns://"):
         uri, resolution = _resolve_name(uri, gws, use_store, store, options)
@@ -207,25 +245,19 @@ def load_bundle(
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
+    out = _Output(dest, deadline, options, max_bytes)
     if target.kind == "https":
-        result = _load_https(target, key, options, concurrency, progress, wanted)
+        result = _load_https(target, key, options, concurrency, out, progress, wanted)
     else:
         source = _open_source(target, gws, use_store, store, options)
         try:
-            result = _load_dag(source, key, concurrency, prefer_car, progress, wanted)
+            result = _load_dag(source, key, concurrency, prefer_car, out, progress, wanted)
         finally:
             source.close()
     result.notes[:0] = resolved_notes
-    if dest is not None:
-        write_tree(
-            result.files,
-            dest,
-            regenerate_index=result.encrypted or bool(result.warnings),
-            private=result.encrypted,
-        )
-        if result.root is not None:
-            record_parent(dest, result.root)
-        result.out_dir = dest
+    if dest is not None and result.root is not None:
+        record_parent(dest, result.root)
+    result.out_dir = dest
     return result
 
 
@@ -238,6 +270,19 @@ def _resolve_name(
     if not gws:
         gws = default_gateways()
     return resolve_uri(uri, gateways=gws, store=(store or BlockStore()) if use_store else None, http=http)
+
+
+def bounded_options(options: HttpOptions, deadline: float | None, follow_redirects: bool = False) -> HttpOptions:
+    """``options`` bounded by one deadline for everything done with them (``until``) and for each response.
+
+    For callers that run several loads under one deadline (``load --layer``).
+    """
+    until = None if deadline is None else options.monotonic() + deadline
+    if options.until is not None:
+        until = options.until if until is None else min(until, options.until)
+    each = deadline if options.deadline is None or deadline is None else min(deadline, options.deadline)
+    return replace(options, until=until, deadline=each if deadline is not None else options.deadline,
+                   follow_redirects=follow_redirects or options.follow_redirects)
 
 
 def _check_destination(dest: Path) -> None:
@@ -267,15 +312,48 @@ class _DagSource:
     fetcher: GatewayFetcher | None = None
     car_index: CarIndex | None = None
 
-    def prefetch(self, cid: bytes) -> None:
-        """Ask the gateways for the DAG under ``cid`` as one CAR (nothing to do for a local CAR)."""
-        if self.fetcher is not None:
-            self.fetcher.prefetch_car(cid)
+    def get_alone(self, cid: bytes) -> bytes:
+        """A block without reading on through the open CAR (``GatewayFetcher.get_alone``)."""
+        return self.fetcher.get_alone(cid) if self.fetcher is not None else self.get(cid)
 
     @property
-    def local(self) -> bool:
-        """True when every block is already here: a local CAR, a complete CAR read, the local store."""
-        return self.fetcher is None or self.fetcher.car_complete or self.fetcher.root_in_store
+    def streaming(self) -> bool:
+        """True while a CAR of the bundle is on its way (or finished complete): no per-block prefetch needed."""
+        return self.fetcher is not None and (self.fetcher.streaming or self.fetcher.car_complete)
+
+    def stream(self, cid: bytes) -> None:
+        """Start reading the DAG under ``cid`` as one CAR in the background (nothing to do for a local CAR)."""
+        if self.fetcher is not None:
+            self.fetcher.stream_car(cid)
+
+    def prefetch_files(self, cids: list[bytes], max_bytes: int, concurrency: int) -> None:
+        """Per-block path: fetch the files' blocks level by level, ``concurrency`` requests at a time.
+
+        Stops expanding past ``max_bytes`` fetched (the reads that follow
+        enforce each file's own caps); blocks that fail are fetched again,
+        one by one, when their file is read (and skipped or refused there).
+        """
+        if self.fetcher is None or self.fetcher.root_in_store:
+            return
+        level, fetched = cids, 0
+        for _depth in range(MAX_DEPTH):
+            if not level or fetched > max_bytes:
+                return
+            self.fetcher.get_many(level, concurrency)
+            children: list[bytes] = []
+            for cid in level:
+                data = self.fetcher.cache.get(cid)
+                if data is None:
+                    continue
+                fetched += len(data)
+                with suppress(BundlekitError):  # a malformed node fails properly when its file is read
+                    children.extend(child for child, _name in block_links(cid, data))
+            level = children
+
+    def finish(self) -> None:
+        """After a load that went well: end the CAR stream so its connection can be reused."""
+        if self.fetcher is not None:
+            self.fetcher.finish_stream()
 
     @property
     def notes(self) -> list[str]:
@@ -327,40 +405,63 @@ def _load_dag(
     key: KeySpec | None,
     concurrency: int,
     prefer_car: bool,
+    out: _Output,
     progress: Callable[[int, int], None] | None = None,
     publishers: Iterable[str] = (),
 ) -> LoadResult:
-    """The loading steps of ``specs/bundle.md`` over verified blocks: manifest first, then the files."""
+    """The loading steps of ``specs/bundle.md`` over verified blocks: manifest, plan, files, tree."""
     root = source.root
     reader = UnixFSReader(source.get, verify=False)  # the getter has hashed every block already
-    top = _root_entries(reader, source)
-    manifest = _read_manifest(reader, source, top)
-    with _reading_manifest(source):  # step 1c: the signature (specs/provenance.md), before any memory file
-        publisher = check_signature(top, lambda cid: _read_file(reader, source.get, cid), top[MANIFEST_NAME],
+    if prefer_car:  # one request for the whole bundle, read as the steps below need its blocks
+        source.stream(root)
+    # Step 1: the manifest, from verified blocks, capped while it streams in.
+    top = _root_entries(reader, source, out)
+    manifest = _read_manifest(source, top, out)
+    # Step 1c: the signature (specs/provenance.md), before any memory file. Read on its own:
+    # signature.json sorts after memory/, so the CAR brings it last.
+    with _reading_manifest(source, out):
+        publisher = check_signature(top, partial(_read_signature, source.get_alone), top[MANIFEST_NAME],
                                     publishers, cid_to_str(root))
+    # Step 2: the key.
     bundle_key = _open_key(manifest, key)
     memory_cid = top.get(MEMORY_DIR)
     if memory_cid is None:
         raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
-    if prefer_car:
-        source.prefetch(memory_cid)
-    dag_paths = _bundle_paths(reader, root, memory_cid)
-    fetch = _dag_fetcher(reader, source, dag_paths)
-    # Threads only pay when blocks still have to come over the network.
-    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1 if source.local else concurrency, "a gateway",
-                                 progress)
+    # Step 3: the plan: the files in the DAG's (the CAR's) order, timeline/ listed when the CAR reaches it.
+    out.check_total(manifest)
+    with _listing(root):
+        memory_entries = reader.list_dir(memory_cid)
+    dag_paths = {f"{MEMORY_DIR}/{name}": cid for name, cid in memory_entries}
+    plan: Iterable[str] = _plan(manifest, _dag_files(reader, root, memory_entries), dag_paths, root)
+    if not source.streaming:  # per-block path, or a CAR that failed already: fetch blocks concurrently
+        plan = list(plan)
+        source.prefetch_files([dag_paths[path] for path in plan], out.total_bytes(manifest), concurrency)
+    # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
+    fetch = _dag_fetcher(source, out, dag_paths, root)
+    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
+    source.finish()
     return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
 
 
+def _read_signature(get: Callable[[bytes], bytes], cid: bytes) -> bytes:
+    """``signature.json``'s verified bytes, refused past ``MAX_SIGNATURE_BYTES`` while they stream."""
+
+    def too_big(seen: int) -> BundlekitError:
+        return SignatureError(f"{SIGNATURE_NAME} holds at least {seen} bytes, over the {MAX_SIGNATURE_BYTES}-byte limit")
+
+    return read_bounded(get, cid, MAX_SIGNATURE_BYTES, too_big, SIGNATURE_NAME)
+
+
 @contextmanager
-def _reading_manifest(source: _DagSource) -> Iterator[None]:
+def _reading_manifest(source: _DagSource, out: _Output) -> Iterator[None]:
     """Map failures while reaching ``manifest.json``: unavailable -> ``LoadError``, altered ->
     ``IntegrityError``, other verification errors as they are, anything else -> not a bundle."""
     root = cid_to_str(source.root)
     try:
         yield
     except (MissingBlock, BlockMismatch) as exc:
+        out.check_time(f"reading {MANIFEST_NAME}")
         message = f"cannot read {MANIFEST_NAME} of {root} from {source.where} ({exc}); {source.advice}"
         if isinstance(exc, BlockMismatch):
             raise IntegrityError(message) from exc  # bytes that do not match their CID: exit 3
@@ -371,17 +472,18 @@ def _reading_manifest(source: _DagSource) -> Iterator[None]:
         raise ManifestError(f"{root} is not a bundle: no readable {MANIFEST_NAME} ({exc})") from exc
 
 
-def _root_entries(reader: UnixFSReader, source: _DagSource) -> dict[str, bytes]:
+def _root_entries(reader: UnixFSReader, source: _DagSource, out: _Output) -> dict[str, bytes]:
     """Step 1a: the bundle root directory's entries (name -> CID), one block for a bundle root."""
-    with _reading_manifest(source):
+    with _reading_manifest(source, out):
         return dict(reader.list_dir(source.root))
 
 
-def _read_manifest(reader: UnixFSReader, source: _DagSource, top: dict[str, bytes]) -> dict[str, Any]:
+def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> dict[str, Any]:
     """Step 1b: ``manifest.json`` under the root, read from verified blocks and validated.
 
     Runs before any memory file is asked for: a DAG that is not a bundle fails
-    here, having cost the root block only.
+    here, having cost the root block only. A manifest DAG claiming or
+    streaming more than ``MAX_MANIFEST_BYTES`` is refused as soon as it does.
     """
     manifest_cid = top.get(MANIFEST_NAME)
     if manifest_cid is None:
@@ -389,64 +491,72 @@ def _read_manifest(reader: UnixFSReader, source: _DagSource, top: dict[str, byte
             f"{cid_to_str(source.root)} is not a bundle: no {MANIFEST_NAME} at its root "
             f"(it holds {', '.join(sorted(top)[:5]) or 'nothing'}); check the CID"
         )
-    with _reading_manifest(source):
-        return parse_manifest(b"".join(reader.iter_file(manifest_cid)))
+
+    def too_big(seen: int) -> BundlekitError:
+        return ManifestError(
+            f"{MANIFEST_NAME} of {cid_to_str(source.root)} holds at least {seen} bytes, over the "
+            f"{MAX_MANIFEST_BYTES}-byte limit; this is not a bundle bundlekit loads"
+        )
+
+    with _reading_manifest(source, out):
+        data = read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
+    return parse_manifest(data)
+
+
+def _plan(
+    manifest: dict[str, Any], dag_files: Iterator[tuple[str, bytes]], dag_paths: dict[str, bytes], root: bytes
+) -> Iterator[str]:
+    """Step 3: the paths of the manifest's files (index aside) in DAG order, recording each CID in ``dag_paths``.
+
+    Lazy, so a streamed CAR is followed in its own order. Ends with
+    ``IntegrityError`` when a file the manifest lists is not in the DAG.
+    """
+    entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+    for path, cid in dag_files:
+        dag_paths[path] = cid
+        if path in entries and path != INDEX_PATH:
+            yield path
+    for path in entries:
+        if path not in dag_paths:
+            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
 
 
 def _dag_fetcher(
-    reader: UnixFSReader, source: _DagSource, dag_paths: dict[str, bytes]
+    source: _DagSource, out: _Output, dag_paths: dict[str, bytes], root: bytes
 ) -> Callable[[str, dict[str, Any]], bytes | None]:
-    """Step 4 for one file of a DAG: CID at its path == the manifest's, verified bytes, right length."""
-    root = cid_to_str(source.root)
+    """Step 4 for one file of a DAG: its CID in the DAG == the manifest's; verified bytes, never
+    more than the manifest's size, exactly that size."""
 
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-        listed = cid_from_text(entry["cid"])
-        actual = dag_paths.get(path)
-        if actual is None:
-            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {root}")
-        if actual != listed:
-            raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(actual)}")
+        size: int = entry["size"]
+        cid = dag_paths.get(path)
+        if cid is None:
+            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
+        if cid != cid_from_text(entry["cid"]):
+            raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(cid)}")
+
+        def too_big(seen: int) -> BundlekitError:
+            return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, the manifest says {size}")
+
         try:
-            data = _read_file(reader, source.get, actual)
+            data = read_bounded(source.get, cid, size, too_big, path)
         except MissingBlock:
+            out.check_time(path)
             return None
         except BlockMismatch as exc:
             raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
-        if len(data) != entry["size"]:
-            raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {entry['size']}")
+        if len(data) != size:
+            raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {size}")
         return data
 
     return fetch
 
 
-def _read_file(reader: UnixFSReader, get: Callable[[bytes], bytes], cid: bytes) -> bytes:
-    """The content of the file at ``cid``.
-
-    A raw-codec CID addresses the file's bytes themselves (a single-block file
-    with raw leaves), and the getter only returns verified blocks, so the block
-    is the content; anything else is read through the UnixFS reader. This
-    skips the reader's per-file overhead for the common small memory file.
-    """
-    if cid[:2] == _RAW_V1_PREFIX:
-        return get(cid)
-    return b"".join(reader.iter_file(cid))
-
-
-def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[str, bytes]:
-    """Bundle path -> CID for every file under ``memory/``, listing each directory once.
-
-    (Resolving each path separately would decode the ``memory/`` directory
-    once per file: quadratic in the number of memories.) Raises ``LoadError``
-    when a directory block is unavailable and ``IntegrityError`` when one is altered.
-    """
-    paths: dict[str, bytes] = {}
+@contextmanager
+def _listing(root: bytes) -> Iterator[None]:
+    """Map failures while listing ``memory/``: unavailable -> ``LoadError``, altered -> ``IntegrityError``."""
     try:
-        for name, cid in reader.list_dir(memory_cid):
-            paths[f"{MEMORY_DIR}/{name}"] = cid
-        timeline_cid = paths.pop(f"{MEMORY_DIR}/timeline", None)
-        if timeline_cid is not None:
-            for name, cid in reader.list_dir(timeline_cid):
-                paths[f"{MEMORY_DIR}/timeline/{name}"] = cid
+        yield
     except MissingBlock as exc:
         raise LoadError(
             f"the {MEMORY_DIR}/ directory of {cid_to_str(root)} is not available from any source ({exc}); "
@@ -454,7 +564,25 @@ def _bundle_paths(reader: UnixFSReader, root: bytes, memory_cid: bytes) -> dict[
         ) from exc
     except BlockMismatch as exc:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
-    return paths
+
+
+def _dag_files(
+    reader: UnixFSReader, root: bytes, memory_entries: list[tuple[str, bytes]]
+) -> Iterator[tuple[str, bytes]]:
+    """Bundle path -> CID for every file under ``memory/``, in DAG order, each directory listed once.
+
+    ``timeline/`` is listed when it is reached, which is when a gateway's CAR
+    (depth first, in link order) brings its block. (Resolving each path
+    separately would decode ``memory/`` once per file: quadratic.)
+    """
+    for name, cid in memory_entries:
+        if name != "timeline":
+            yield f"{MEMORY_DIR}/{name}", cid
+            continue
+        with _listing(root):
+            days = reader.list_dir(cid)
+        for day, day_cid in days:
+            yield f"{MEMORY_DIR}/timeline/{day}", day_cid
 
 
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
@@ -465,6 +593,7 @@ def _load_https(
     key: KeySpec | None,
     http: HttpOptions,
     concurrency: int,
+    out: _Output,
     progress: Callable[[int, int], None] | None = None,
     publishers: Iterable[str] = (),
 ) -> LoadResult:
@@ -475,17 +604,20 @@ def _load_https(
     try:
         got = http_get(client, target.url, http=http, max_bytes=MAX_MANIFEST_BYTES)
         if isinstance(got, Failure):
+            out.check_time(f"fetching {target.url[:200]!r}")
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
         manifest = parse_manifest(got)
         profile = get_profile(manifest["profile"])
-        signature = http_get(client, base + SIGNATURE_NAME, http=http, max_bytes=64 * 1024)
+        # Fetched past the signature limit so that check_signature names an over-long one.
+        signature = http_get(client, base + SIGNATURE_NAME, http=http, max_bytes=4 * MAX_SIGNATURE_BYTES)
         # The signature names the manifest's CID, recomputed here from the bytes fetched.
         entries = {} if isinstance(signature, Failure) else {SIGNATURE_NAME: b""}
         publisher = check_signature(entries, lambda _cid: signature if isinstance(signature, bytes) else b"",
                                     file_cid(got, profile), publishers, target.url)
         bundle_key = _open_key(manifest, key)
-        fetch = _https_fetcher(client, http, base, profile)
-        files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, progress)
+        out.check_total(manifest)
+        fetch = _https_fetcher(client, http, base, profile, out)
+        files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, out, progress)
     finally:
         if owned:
             client.close()
@@ -494,7 +626,7 @@ def _load_https(
 
 
 def _https_fetcher(
-    client: httpx.Client, http: HttpOptions, base: str, profile: Profile
+    client: httpx.Client, http: HttpOptions, base: str, profile: Profile, out: _Output
 ) -> Callable[[str, dict[str, Any]], bytes | None]:
     """One file beside a plain manifest: at most ``size`` bytes, its CID recomputed with ``profile``."""
 
@@ -507,6 +639,7 @@ def _https_fetcher(
                     f"{path}: {base + path} sent more than the {entry['size']} bytes the manifest lists; "
                     "the server altered it"
                 )
+            out.check_time(path)
             return None
         actual = file_cid(got, profile)
         if actual != cid_from_text(entry["cid"]):
@@ -524,6 +657,8 @@ def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | None
     params = manifest["encryption"]
     if params is None:
         return None
+    if not isinstance(params.get("key_source"), str):
+        raise ManifestError("manifest encryption.key_source must be signature, passphrase or key-file")
     if key is None:
         raise KeySourceError(
             "this bundle is encrypted; pass a key option (--signature-env, --signature-file, "
@@ -538,31 +673,38 @@ def _fetch_all(
     bundle_key: BundleKey | None,
     concurrency: int,
     where: str,
+    out: _Output,
     progress: Callable[[int, int], None] | None = None,
+    order: Iterable[str] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
-    """Index first, then the rest concurrently; decrypt; map to tree paths."""
+    """Index first, then the rest (in ``order``, else sorted; concurrently when ``concurrency`` > 1);
+    decrypt; each file written to the destination's temp tree as it comes; the tree committed at the end."""
     entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
     if progress is not None:
         fetch = _counting(fetch, len(entries), progress)
     index = fetch(INDEX_PATH, entries[INDEX_PATH])
     if index is None:
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
-    files: dict[str, bytes] = {"MEMORY.md": index}
     warnings: list[str] = []
-    rest = sorted(p for p in entries if p != INDEX_PATH)
-    if concurrency == 1:
-        results = [fetch(p, entries[p]) for p in rest]
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            results = list(pool.map(lambda p: fetch(p, entries[p]), rest))
-    for path, data in zip(rest, results):
-        if data is None:
-            warnings.append(f"{path}: skipped, its blocks are not available from any source")
-            continue
-        if bundle_key is not None:
-            data = _decrypt(data, bundle_key, path)
-        files[tree_path(path)] = data
-    return files, warnings
+    rest = (p for p in (order if order is not None else sorted(entries)) if p != INDEX_PATH)
+    with _tree(out.dest, private=bundle_key is not None) as tree:
+        tree.put("MEMORY.md", index)
+        with ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else nullcontext() as pool:
+            if pool is None:  # lazily: a streamed CAR is followed as the plan walks it
+                fetched: Iterable[tuple[str, bytes | None]] = ((p, fetch(p, entries[p])) for p in rest)
+            else:
+                paths = list(rest)
+                fetched = zip(paths, pool.map(lambda p: fetch(p, entries[p]), paths))
+            for path, data in fetched:
+                if data is None:
+                    warnings.append(f"{path}: skipped, its blocks are not available from any source")
+                    continue
+                if bundle_key is not None:
+                    data = _decrypt(data, bundle_key, path)
+                tree.put(tree_path(path), data)
+        if bundle_key is not None or warnings:
+            tree.regenerate_index()
+    return tree.files, warnings
 
 
 def _counting(
@@ -604,21 +746,77 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool, p
     follow ``_fs``'s rule. Raises ``UsageError`` when ``dest`` is not empty,
     ``LoadError`` on an OS failure.
     """
-    _check_destination(dest)
-    mode = 0o700 if private else None
-    with atomic_directory(
-        dest, error=LoadError, mode=mode, hint="choose another destination", parents=True
-    ) as tmp:
+    with _tree(dest, private=private) as tree:
         for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            tree.put(rel, data)
         if regenerate_index:
-            text = Memory(tmp).index_text()
-            with open(tmp / "MEMORY.md", "wb") as fh:
-                fh.write(text.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
+            tree.regenerate_index()
+
+
+class _TreeWriter:
+    """Verified files as they come: kept for the result, and written (fsynced) into ``tmp`` when there is one."""
+
+    def __init__(self, tmp: Path | None) -> None:
+        self.tmp = tmp
+        self.files: dict[str, bytes] = {}
+
+    def put(self, rel: str, data: bytes) -> None:
+        self.files[rel] = data
+        if self.tmp is not None:
+            _write_synced(self.tmp / rel, data)
+
+    def regenerate_index(self) -> None:
+        """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
+        if self.tmp is not None:
+            _write_synced(self.tmp / "MEMORY.md", Memory(self.tmp).index_text().encode("utf-8"))
+
+
+@contextmanager
+def _tree(dest: Path | None, *, private: bool) -> Iterator[_TreeWriter]:
+    """A ``_TreeWriter`` over a temp tree beside ``dest`` that becomes ``dest`` on a clean exit (none without ``dest``)."""
+    if dest is None:
+        yield _TreeWriter(None)
+        return
+    _check_destination(dest)
+    with atomic_directory(
+        dest, error=LoadError, mode=0o700 if private else None, hint="choose another destination", parents=True
+    ) as tmp:
+        yield _TreeWriter(tmp)
+
+
+def _write_synced(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Where a load goes and what bounds it: the destination, the deadline, the total size the files may claim."""
+
+    dest: Path | None
+    deadline: float | None
+    http: HttpOptions
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def check_time(self, what: str) -> None:
+        """Raise ``LoadError`` when the load's deadline has passed (a failure is then the deadline's doing)."""
+        until = self.http.until
+        if until is not None and self.http.monotonic() >= until:
+            limit = f"{self.deadline:g}-second " if self.deadline is not None else ""
+            raise LoadError(f"the load did not finish within its {limit}deadline ({what}); "
+                            "try a faster gateway or raise --deadline")
+
+    @staticmethod
+    def total_bytes(manifest: dict[str, Any]) -> int:
+        """The bytes the manifest's files claim, all together."""
+        return sum(int(entry["size"]) for entry in manifest["memory"]["files"].values())
+
+    def check_total(self, manifest: dict[str, Any]) -> None:
+        """Refuse (``LoadError``) a manifest whose files claim more than ``max_bytes`` together."""
+        total = self.total_bytes(manifest)
+        if total > self.max_bytes:
+            raise LoadError(f"the bundle's files claim {total} bytes, over the {self.max_bytes}-byte load limit; "
+                            "raise --max-bytes only for a bundle you trust")

@@ -14,11 +14,11 @@ import click
 
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.layers import load_layered, parse_layer_option
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, bounded_options, load_bundle
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
-from bundlekit.net.http import check_http_url
+from bundlekit.net.http import HttpOptions, check_http_url
 
 _PUBLISHER = click.option(
     "--publisher", "publishers", multiple=True, metavar="ID",
@@ -42,10 +42,17 @@ def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
               help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_DEADLINE,
+              show_default=True, metavar="SECONDS", help="Give up when the load (and each response) takes longer.")
+@click.option("--follow-redirects", is_flag=True,
+              help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Refuse a bundle whose files claim more bytes than this, together.")
 @_PUBLISHER
 @key_options
 def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], layers: tuple[str, ...],
-         as_json: bool, publishers: tuple[str, ...], **params: Any) -> None:
+         as_json: bool, deadline: float, follow_redirects: bool, max_bytes: int, publishers: tuple[str, ...],
+         **params: Any) -> None:
     """Load the bundle at URI (ipfs://CID, ipns://NAME, gateway URL, .car, manifest URL), verified.
 
     Skipped files are listed as warnings on stderr; a file that does not match
@@ -60,7 +67,8 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         if publishers:
             raise UsageError("--publisher applies to one URI, not to --layer loads")
 
-        outcome = load_layered(parse_layer_option(layers), output_path, gateways=list(gateways), key=key)
+        outcome = load_layered(parse_layer_option(layers), output_path, gateways=list(gateways), key=key,
+                               http=bounded_options(HttpOptions(), deadline, follow_redirects))
         output.warn_all(outcome.warnings)
         if as_json:
             output.data_json(outcome.to_dict())
@@ -72,6 +80,7 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 
     with output.Progress("loading", unit="files") as progress:
         result = load_bundle(uri, gateways=gateways, key=key, out_dir=output_path, progress=progress.callback,
+                             deadline=deadline, follow_redirects=follow_redirects, max_bytes=max_bytes,
                              publishers=publishers)
     output.warn_all(result.warnings)
     if result.publisher is not None:

@@ -1,21 +1,26 @@
 """Trustless retrieval: bundle URIs, gateways, and a verifying block getter.
 
 Nothing a gateway sends is trusted. Blocks are hashed against the CID they
-were asked for (``check_block``); a CAR response is drained into a spooled
-buffer, then read block by block and each block is verified the same way;
-blocks nobody asked for are ignored.
+were asked for (``check_block``); a CAR response is parsed as it arrives
+(``net.stream.ChunkReader``) and each block is verified the same way before
+anyone sees it.
 
 Retrieval order for a CID (see ``specs/bundle.md``, "Retrieval"); the loader
 first reads the root and the manifest block by block, then asks for the
 ``memory/`` directory as one CAR:
 
 1. the local block store, when the caller enables it and it holds the CID;
-2. ``prefetch_car``: one ``GET /ipfs/{cid}?format=car&dag-scope=all`` request
+2. one ``GET /ipfs/{cid}?format=car&dag-scope=all`` request
    (``Accept: application/vnd.ipld.car``) per gateway, in order, until one CAR
    streams to its end; a truncated or malformed CAR counts as a failure of that
-   gateway, but the blocks verified before the failure are kept;
+   gateway, but the blocks verified before the failure are kept.
+   ``prefetch_car`` reads it to the end and caches every block;
+   ``stream_car`` opens it and leaves it open: ``get`` pulls blocks from it
+   as the loader asks for them (``net.stream.CarPull``, bounded memory; the
+   loader writes files while the response is still coming);
 3. ``get``: for every block still missing, ``GET /ipfs/{cid}?format=raw``
-   (``Accept: application/vnd.ipld.raw``) on each gateway in order.
+   (``Accept: application/vnd.ipld.raw``) on each gateway in order;
+   ``get_many`` fetches a batch of them with ``HttpOptions``-bounded threads.
 
 Every request goes through the one retry loop of ``bundlekit.net.http`` with
 the caller's ``HttpOptions``: timeouts, retries of 408, 429, 5xx and
@@ -29,10 +34,11 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
@@ -45,6 +51,7 @@ from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, Un
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE, check_block
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
+from bundlekit.net.stream import DRAIN_BYTES, CarPull, ChunkReader
 
 if TYPE_CHECKING:
     from bundlekit.blockstore import BlockStore
@@ -62,8 +69,11 @@ __all__ = [
 ]
 
 GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
-SPOOL_BYTES = 64 * 1024 * 1024  # a CAR response past this spills to a temporary file
+# Blocks fetched at once by ``get_many`` (one connection each, from httpx's pool).
+FETCH_CONCURRENCY = 8
 _CAR_QUERY = {"format": "car", "dag-scope": "all"}
+# The order the loader reads in (trustless gateway spec, "CAR order": a hint; any order still loads).
+_STREAM_ACCEPT = f"{CAR_MEDIA_TYPE}; order=dfs"
 _RAW_QUERY = {"format": "raw"}
 
 _SUBDOMAIN = re.compile(r"^(?P<cid>[a-z0-9]+)\.ipfs\.(?P<host>.+)$", re.IGNORECASE)
@@ -120,6 +130,17 @@ def _cid_or_usage(text: str, uri: str) -> bytes:
         raise UsageError(f"{uri[:200]!r} does not hold a valid CID ({text[:80]!r}); check the URI") from exc
 
 
+def _url_or_usage(text: str, what: str) -> httpx.URL:
+    """``text`` as a URL with a host, or ``UsageError`` (a bad port, an unclosed ``[``...)."""
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"{what} {text[:200]!r} is not a valid URL ({exc}); check it") from exc
+    if not url.host:
+        raise UsageError(f"{what} {text[:200]!r} has no host; check it")
+    return url
+
+
 def parse_uri(uri: str) -> BundleURI:
     """Classify a bundle URI. Raises ``UsageError`` for anything unrecognised.
 
@@ -139,7 +160,7 @@ def parse_uri(uri: str) -> BundleURI:
         _root_path_ok(path, text)
         return BundleURI("ipfs", root=_cid_or_usage(cid_text, text))
     if text.startswith(("http://", "https://")):
-        url = httpx.URL(text)
+        url = _url_or_usage(text, "URI")
         host = url.host
         port = f":{url.port}" if url.port else ""
         m = _SUBDOMAIN.match(host)
@@ -176,12 +197,14 @@ def parse_gateway(text: str) -> RemoteGateway:
     """A ``--gateway`` value: ``http(s)://host[:port][/prefix]`` (a path gateway).
 
     A value containing ``{cid}.ipfs.`` style hosts is not accepted here: give
-    the parent host and the gateway is addressed by path. Raises ``UsageError``.
+    the parent host and the gateway is addressed by path. Raises ``UsageError``
+    (also for a value httpx cannot parse, e.g. ``http://[::1``).
     """
     text = text.strip().rstrip("/")
     if not text.startswith(("http://", "https://")):
         raise UsageError(f"gateway {text[:200]!r} must be an http:// or https:// URL")
     text = text.removesuffix("/ipfs")
+    _url_or_usage(text, "gateway")
     return RemoteGateway(text)
 
 
@@ -243,9 +266,20 @@ class GatewayFetcher(Closing):
         self._failing: set[RemoteGateway] = set()
         self.car_complete = False
         self.root_in_store = False
+        self._pull: CarPull | None = None
+
+    def finish_stream(self) -> None:
+        """After a load that went well: read a CAR still open to its end if that is near, and close it.
+
+        The connection then goes back to httpx's pool for the next load.
+        """
+        if self._pull is not None:
+            self._pull.close(drain=DRAIN_BYTES)
 
     def close(self) -> None:
-        """Close the HTTP client if this fetcher created it."""
+        """Close a CAR still open, then the HTTP client if this fetcher created it."""
+        if self._pull is not None:
+            self._pull.close()
         if self._own_client:
             self.client.close()
 
@@ -276,18 +310,74 @@ class GatewayFetcher(Closing):
         if self.store is not None and self.store.has(root):
             self.root_in_store = True
             return False
+        return self._car_from_gateways(root, self._cache_block)
+
+    def stream_car(self, root: bytes, *, window: int | None = None) -> bool:
+        """Open the CAR of ``root`` on the first gateway that answers; ``get`` then pulls blocks from it.
+
+        At most ``window`` bytes (``net.stream.WINDOW_BYTES``) of verified
+        blocks that arrived before they were asked for are kept; a block the
+        stream cannot bring is fetched on its own. ``close`` closes the
+        response. Returns True when a CAR is open. Skipped when the local
+        store holds ``root``.
+        """
+        if self.store is not None and self.store.has(root):
+            self.root_in_store = True
+            return False
         for gw in self._ordered():
-            if self._car_from(gw, root):
+            opened = send_with_retries(
+                self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
+                headers={"Accept": _STREAM_ACCEPT}, read=lambda response: response, keep_open=True,
+            )
+            if isinstance(opened, Failure):
+                self._gave_up(gw, f"CAR request for {cid_to_str(root)}", opened)
+                continue
+            try:
+                _roots, blocks = read_car(cast(BinaryIO, ChunkReader(opened.iter_bytes(), self.http.max_car_bytes)),
+                                          verify=False)
+            except (CARError, CIDError, UnsupportedBlock) as exc:
+                opened.close()
+                self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
+                continue
+            self._pull = self._pulling(gw, root, blocks, opened, window)
+            return True
+        return False
+
+    def _pulling(
+        self, gw: RemoteGateway, root: bytes, blocks: Iterator[tuple[bytes, bytes]], response: httpx.Response,
+        window: int | None,
+    ) -> CarPull:
+        """A ``CarPull`` over ``gw``'s open CAR of ``root``: blocks verified, the end noted."""
+
+        def ended(error: Exception | None) -> None:
+            if error is None:
+                self.car_complete = True
+            else:
+                self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({error})")
+
+        accept = partial(self._verified, gw=gw)
+        if window is None:
+            return CarPull(blocks, accept, response.close, ended)
+        return CarPull(blocks, accept, response.close, ended, window)
+
+    @property
+    def streaming(self) -> bool:
+        """True when a CAR opened by ``stream_car`` may still bring blocks, or brought them all."""
+        return self._pull is not None
+
+    def _car_from_gateways(self, root: bytes, sink: Callable[[bytes, bytes], None]) -> bool:
+        for gw in self._ordered():
+            if self._car_from(gw, root, sink):
                 self.car_complete = True
                 return True
         return False
 
-    def _car_from(self, gw: RemoteGateway, root: bytes) -> bool:
-        """One gateway's CAR of ``root``, its verified blocks cached; False if it failed."""
+    def _car_from(self, gw: RemoteGateway, root: bytes, sink: Callable[[bytes, bytes], None]) -> bool:
+        """One gateway's CAR of ``root``, each verified block given to ``sink``; False if it failed."""
         try:
             outcome = send_with_retries(
                 self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
-                headers={"Accept": CAR_MEDIA_TYPE}, read=lambda response: self._read_car(response, gw),
+                headers={"Accept": CAR_MEDIA_TYPE}, read=lambda response: self._read_car(response, gw, sink),
             )
         except (CARError, CIDError, UnsupportedBlock) as exc:
             # Truncated or malformed: a failure, but keep what verified so far.
@@ -298,37 +388,30 @@ class GatewayFetcher(Closing):
             return False
         return True
 
-    def _read_car(self, response: httpx.Response, gw: RemoteGateway) -> bool:
-        """Drain a CAR answer into a spooled buffer, then verify and cache its blocks.
+    def _read_car(self, response: httpx.Response, gw: RemoteGateway, sink: Callable[[bytes, bytes], None]) -> bool:
+        """Parse a CAR answer as it arrives; each block is verified, then given to ``sink``.
 
-        Draining first (memory, then disk past SPOOL_BYTES) lets the gateway
-        finish at wire speed instead of waiting on our hashing through TCP
-        back-pressure, and frees the connection sooner. Raises ``CARError``
-        past ``max_car_bytes`` and for a malformed CAR.
+        Raises ``CARError`` past ``max_car_bytes`` and for a malformed CAR.
         """
-        limit = self.http.max_car_bytes
-        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-            seen = 0
-            for chunk in response.iter_bytes():
-                seen += len(chunk)
-                if seen > limit:
-                    raise CARError(f"CAR response is over the {limit}-byte limit")
-                spool.write(chunk)
-            spool.seek(0)
-            _roots, blocks = read_car(cast(BinaryIO, spool), verify=False)
-            for cid, data in blocks:
-                self._accept(cid, data, gw)
+        body = ChunkReader(response.iter_bytes(), self.http.max_car_bytes)
+        _roots, blocks = read_car(cast(BinaryIO, body), verify=False)
+        for cid, data in blocks:
+            if self._verified(cid, data, gw=gw):
+                sink(cid, data)
         return True
 
-    def _accept(self, cid: bytes, data: bytes, gw: RemoteGateway) -> None:
-        """Keep a CAR block only if it verifies; other blocks are ignored, bad ones noted."""
+    def _verified(self, cid: bytes, data: bytes, *, gw: RemoteGateway) -> bool:
+        """True for a CAR block that matches its CID; other blocks are ignored, bad ones noted."""
         try:
             check_block(cid, data)
         except UnsupportedBlock:
-            return
+            return False
         except BlockMismatch:
             self._note(f"{gw.base}: sent block {cid_to_str(cid)} with wrong content")
-            return
+            return False
+        return True
+
+    def _cache_block(self, cid: bytes, data: bytes) -> None:
         self.cache[cid] = data
 
     def _from_store(self, cid: bytes) -> bytes | None:
@@ -346,23 +429,68 @@ class GatewayFetcher(Closing):
         return data
 
     def get(self, cid: bytes) -> bytes:
-        """The verified bytes of block ``cid``. Raises ``MissingBlock`` or ``BlockMismatch``."""
+        """The verified bytes of block ``cid``. Raises ``MissingBlock`` or ``BlockMismatch``.
+
+        A block taken from a streaming CAR is handed over, not cached (the
+        window's bound is the point); every other block is cached.
+        """
         data = self.cache.get(cid)
-        if data is None:
-            data = self._from_store(cid)
+        if data is not None:
+            return data
+        if self._pull is not None:
+            data = self._pull.take(cid)
+            if data is not None:
+                return data
+        return self.get_alone(cid)
+
+    def get_alone(self, cid: bytes) -> bytes:
+        """Like ``get``, without reading on through an open CAR: the cache, the store, then one request.
+
+        For a small block the loader needs before the CAR would bring it (a
+        bundle's ``signature.json`` sorts after ``memory/``).
+        """
+        data = self.cache.get(cid)
+        if data is not None:
+            return data
+        data = self._from_store(cid)
         if data is None:
             data = self._from_gateways(cid)
         self.cache[cid] = data
         return data
 
+    def get_many(self, cids: Iterable[bytes], concurrency: int = FETCH_CONCURRENCY) -> dict[bytes, Exception]:
+        """Fetch the blocks not yet cached, ``concurrency`` at a time; what each missing or bad one raised.
+
+        The blocks land in the cache (``get`` then returns them at once);
+        ``MissingBlock`` / ``BlockMismatch`` are returned per CID, not raised.
+        """
+        wanted = list(dict.fromkeys(c for c in cids if c not in self.cache))
+        failed: dict[bytes, Exception] = {}
+
+        def one(cid: bytes) -> None:
+            try:
+                self.get(cid)
+            except (MissingBlock, BlockMismatch) as exc:
+                failed[cid] = exc
+
+        if len(wanted) <= 1 or concurrency <= 1:
+            for cid in wanted:
+                one(cid)
+        else:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(wanted))) as pool:
+                list(pool.map(one, wanted))
+        return failed
+
     def _from_gateways(self, cid: bytes) -> bytes:
         """The block from the first gateway that sends bytes matching ``cid``."""
         mismatched: list[str] = []
+        failures: list[str] = []
         for gw in self._ordered():
             got = http_get(self.client, gw.url(cid), http=self.http, params=_RAW_QUERY,
                            headers={"Accept": RAW_MEDIA_TYPE})
             if isinstance(got, Failure):
                 self._gave_up(gw, f"block {cid_to_str(cid)}", got)
+                failures.append(f"{gw.base}: {got.reason}")
                 continue
             try:
                 check_block(cid, got)
@@ -376,4 +504,5 @@ class GatewayFetcher(Closing):
                 f"block {cid_to_str(cid)} does not match its CID on {', '.join(mismatched)}; "
                 "the gateway altered it: try another gateway"
             )
-        raise MissingBlock(f"block {cid_to_str(cid)} is not available from any source")
+        why = f" ({'; '.join(failures)})" if failures else ""
+        raise MissingBlock(f"block {cid_to_str(cid)} is not available from any source{why}")

@@ -25,6 +25,20 @@ sends and reads one answer, ``classify`` turns a failed answer into a
 ``Failure``, the ``Failure`` says whether it is retryable, and
 ``RetryPolicy.wait`` says how long to wait. ``sleep``, ``jitter`` and
 ``clock`` come in through ``HttpOptions`` so tests never really sleep.
+
+Two more rules bound what a server can make a caller do (``specs/bundle.md``,
+"Retrieval", steps 6 and 7):
+
+* Redirects (clients made by ``open_client``): followed only within the same
+  origin (scheme, host and port) unless ``HttpOptions.follow_redirects``; an
+  https -> http redirect is never followed. A refused redirect is a final
+  ``Failure`` naming both URLs' origins.
+* Deadlines: ``HttpOptions.deadline`` bounds one response (connect, headers
+  and the whole body, per attempt) and ``HttpOptions.until`` (a ``monotonic``
+  time) bounds everything a caller does: a server sending one byte every few
+  seconds is cut off there, not kept alive by the per-read timeout. No
+  attempt starts and no retry waits past ``until``. A deadline is a final
+  ``Failure`` with ``deadline=True``.
 """
 
 from __future__ import annotations
@@ -36,10 +50,10 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -49,9 +63,11 @@ __all__ = [
     "DEFAULT_MAX_CAR_BYTES",
     "DEFAULT_TIMEOUT",
     "HTTPX_LOGGERS",
+    "MAX_REDIRECTS",
     "BodyFactory",
     "Failure",
     "HttpOptions",
+    "RedirectRefused",
     "RetryPolicy",
     "check_http_url",
     "classify",
@@ -71,6 +87,8 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
 # A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
 DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
+# Redirect hops one request may take (httpx's own default is 20).
+MAX_REDIRECTS = 10
 # How much of a failed answer's body is kept for messages and service-specific checks.
 ERROR_BODY_LIMIT = 64 * 1024
 
@@ -127,7 +145,11 @@ class HttpOptions:
     without one, a client is made from ``timeout`` for the duration of the
     call. ``retry`` is the policy; ``sleep``, ``jitter`` (a sample in [0, 1))
     and ``clock`` (now, timezone-aware, for ``Retry-After`` dates) are seams
-    for tests. ``max_car_bytes`` caps a CAR response a loader buffers.
+    for tests. ``max_car_bytes`` caps a CAR response a loader reads.
+    ``follow_redirects`` lets a client made by ``open_client`` follow
+    redirects to other origins (never https -> http). ``deadline`` (seconds)
+    bounds each response, body included; ``until`` (a ``monotonic()`` time)
+    bounds all requests made with these options; ``monotonic`` is their clock.
     ``HttpOptions()`` is what every public function uses when given nothing.
     """
 
@@ -138,13 +160,61 @@ class HttpOptions:
     jitter: Callable[[], float] = random.random
     clock: Callable[[], datetime] = _utcnow
     max_car_bytes: int = DEFAULT_MAX_CAR_BYTES
+    follow_redirects: bool = False
+    deadline: float | None = None
+    until: float | None = None
+    monotonic: Callable[[], float] = time.monotonic
+
+    def ends(self) -> float | None:
+        """When a response started now must be over (``monotonic`` time), or None without a deadline."""
+        ends = self.until
+        if self.deadline is not None:
+            own = self.monotonic() + self.deadline
+            ends = own if ends is None else min(ends, own)
+        return ends
+
+
+class RedirectRefused(Exception):
+    """A redirect the options do not allow (raised inside httpx by the response hook, caught in ``send_once``)."""
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+def _redirect_guard(follow_other_origins: bool) -> Callable[[httpx.Response], None]:
+    """The response hook that refuses redirects to other origins (unless allowed) and https -> http always."""
+
+    def check(response: httpx.Response) -> None:
+        if not response.has_redirect_location:
+            return
+        here = response.request.url
+        there = here.join(response.headers["Location"])
+        if here.scheme == "https" and there.scheme != "https":
+            raise RedirectRefused(f"refused a redirect from https to {there.scheme} ({there.host})")
+        if not follow_other_origins and _origin(there) != _origin(here):
+            raise RedirectRefused(
+                f"refused a redirect from {here.host} to another origin ({there.scheme}://{there.host}"
+                f"{':' + str(there.port) if there.port else ''}); pass --follow-redirects to allow it"
+            )
+
+    return check
 
 
 def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:
-    """``(client, owned)``: the caller's client, or a new one (``owned``: close it when done)."""
+    """``(client, owned)``: the caller's client, or a new one (``owned``: close it when done).
+
+    A new client follows redirects by the options' rule (same origin only
+    unless ``follow_redirects``; never https -> http), at most ``MAX_REDIRECTS`` hops.
+    """
     if options.client is not None:
         return options.client, False
-    return httpx.Client(timeout=options.timeout, follow_redirects=True), True
+    client = httpx.Client(
+        timeout=options.timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS,
+        event_hooks={"response": [_redirect_guard(options.follow_redirects)]},
+    )
+    return client, True
 
 
 @dataclass(frozen=True)
@@ -154,7 +224,8 @@ class Failure:
     ``reason`` is short and safe to show ("HTTP 503", "timed out (ReadTimeout)").
     ``response`` is the failed answer with its body read (at most
     ``ERROR_BODY_LIMIT`` bytes). ``error`` is the transport exception.
-    ``too_large`` marks a success whose body passed the caller's limit.
+    ``too_large`` marks a success whose body passed the caller's limit;
+    ``deadline`` an answer cut off at the total deadline.
     """
 
     reason: str
@@ -164,6 +235,7 @@ class Failure:
     error: Exception | None = None
     retry_after: float | None = None
     too_large: bool = False
+    deadline: bool = False
 
     @property
     def unusable_url(self) -> bool:
@@ -256,6 +328,42 @@ def _is_success(response: httpx.Response) -> bool:
 BodyFactory = Callable[[], Mapping[str, Any]]
 
 
+class _DeadlineExceeded(httpx.TimeoutException):
+    """The total deadline passed while the body was still arriving."""
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    """A response body that stops with ``_DeadlineExceeded`` once ``monotonic()`` passes ``ends``."""
+
+    def __init__(self, inner: httpx.SyncByteStream, ends: float, monotonic: Callable[[], float]) -> None:
+        self._inner = inner
+        self._ends = ends
+        self._monotonic = monotonic
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if self._monotonic() > self._ends:
+                raise _DeadlineExceeded("the total deadline passed while reading the body")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _bounded_timeout(client: httpx.Client, remaining: float) -> httpx.Timeout:
+    """The client's timeouts, each cut to ``remaining`` seconds: no single wait outlives the deadline."""
+    base = client.timeout
+
+    def cut(value: float | None) -> float:
+        return max(0.001, remaining if value is None else min(value, remaining))
+
+    return httpx.Timeout(connect=cut(base.connect), read=cut(base.read), write=cut(base.write), pool=cut(base.pool))
+
+
+def _deadline_failure(exc: Exception | None = None) -> Failure:
+    return Failure("gave up at the total deadline", retryable=False, error=exc, deadline=True)
+
+
 def send_once(
     client: httpx.Client,
     method: str,
@@ -266,22 +374,50 @@ def send_once(
     final: Callable[[httpx.Response], bool] | None = None,
     clock: Callable[[], datetime] = _utcnow,
     request: Mapping[str, Any] | None = None,
+    ends: float | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    keep_open: bool = False,
 ) -> T | Failure:
     """One attempt: send, then ``read`` a success (inside the stream) or ``classify`` the answer.
 
     ``request`` holds the httpx keyword arguments (``params``, ``headers``,
     ``json``, ``content``...). Transport errors and timeouts are retryable
-    failures; an unusable URL is a final one. Errors ``read`` raises (a
-    malformed body) pass through to the caller.
+    failures; an unusable URL, a refused redirect, too many redirects and
+    the deadline ``ends`` (a ``monotonic()`` time: every timeout is cut to
+    it and the body stops there) are final ones. Errors ``read`` raises (a
+    malformed body) pass through to the caller. With ``keep_open`` a
+    successful answer is left open for the caller to read on and close
+    (``read`` returns it, typically); the deadline still bounds its body.
     """
+    kwargs = dict(request or {})
+    if ends is not None:
+        remaining = ends - monotonic()
+        if remaining <= 0:
+            return _deadline_failure()
+        kwargs["timeout"] = _bounded_timeout(client, remaining)
     try:
-        with client.stream(method, url, **dict(request or {})) as response:
+        response = client.send(client.build_request(method, url, **kwargs), stream=True)
+        keep = False
+        try:
+            if ends is not None:
+                response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends, monotonic)
             if ok(response):
-                return read(response)
+                outcome = read(response)
+                keep = keep_open and not isinstance(outcome, Failure)
+                return outcome
             return classify(response, clock, final)
+        finally:
+            if not keep:
+                response.close()
+    except RedirectRefused as exc:
+        return Failure(str(exc), retryable=False, error=exc)
+    except httpx.TooManyRedirects as exc:
+        return Failure(f"more than {MAX_REDIRECTS} redirects", retryable=False, error=exc)
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         return Failure("not a usable http(s) URL", retryable=False, error=exc)
     except httpx.TimeoutException as exc:
+        if ends is not None and (isinstance(exc, _DeadlineExceeded) or monotonic() >= ends):
+            return _deadline_failure(exc)
         return Failure(f"timed out ({type(exc).__name__})", retryable=True, error=exc)
     except httpx.TransportError as exc:
         return Failure(f"connection failed ({type(exc).__name__})", retryable=True, error=exc)
@@ -302,6 +438,7 @@ def send_with_retries(
     body: BodyFactory | None = None,
     retry: bool = True,
     on_retry: Callable[[Failure, float], None] | None = None,
+    keep_open: bool = False,
 ) -> T | Failure:
     """Send until an attempt succeeds, fails for good, or the attempts run out; return its outcome.
 
@@ -309,7 +446,10 @@ def send_with_retries(
     ``body`` is called before *each* attempt and returns the httpx keyword
     arguments carrying the payload, so a file body can be rewound and re-sent.
     ``retry=False`` makes a single attempt (a call the caller cannot safely
-    repeat). ``on_retry(failure, wait)`` is told before each wait.
+    repeat). ``on_retry(failure, wait)`` is told before each wait. Each
+    attempt gets ``options.ends()`` as its deadline; a wait that would end
+    past ``options.until`` is not waited: the last failure is returned.
+    ``keep_open`` leaves a successful answer open (see ``send_once``).
     """
     attempts = options.retry.attempts if retry else 1
     attempt = 0
@@ -318,10 +458,13 @@ def send_with_retries(
         if body is not None:
             request.update(body())
         outcome = send_once(client, method, url, read=read, ok=ok, final=final, clock=options.clock,
-                            request=request)
+                            request=request, ends=options.ends(), monotonic=options.monotonic,
+                            keep_open=keep_open)
         if not isinstance(outcome, Failure) or not outcome.retryable or attempt + 1 >= attempts:
             return outcome
         wait = options.retry.wait(attempt, outcome.retry_after, options.jitter)
+        if options.until is not None and options.monotonic() + wait >= options.until:
+            return outcome
         if on_retry is not None:
             on_retry(outcome, wait)
         options.sleep(wait)

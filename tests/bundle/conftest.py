@@ -51,7 +51,8 @@ class BlockGateway:
 
     ``tamper`` CIDs are served with altered bytes (raw and in CARs); ``missing``
     CIDs are never served. ``dead`` answers every request with a 503.
-    Requests are logged as (path, format).
+    Requests are logged as (path, format); ``max_in_flight`` is the most
+    requests it was answering at once.
     """
 
     def __init__(self, blocks: dict[bytes, bytes]) -> None:
@@ -60,6 +61,9 @@ class BlockGateway:
         self.missing: set[bytes] = set()
         self.dead = False
         self.requests: list[tuple[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
 
     def body(self, cid: bytes) -> bytes | None:
         if cid in self.missing or cid not in self.blocks:
@@ -83,6 +87,16 @@ def _handler(gw: BlockGateway) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
+            with gw._lock:
+                gw.in_flight += 1
+                gw.max_in_flight = max(gw.max_in_flight, gw.in_flight)
+            try:
+                self._answer()
+            finally:
+                with gw._lock:
+                    gw.in_flight -= 1
+
+        def _answer(self) -> None:
             url = urlsplit(self.path)
             fmt = parse_qs(url.query).get("format", [""])[0]
             gw.requests.append((url.path, fmt))

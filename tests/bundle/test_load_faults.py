@@ -50,17 +50,26 @@ def _dir_entry(blocks: dict[bytes, bytes], root: bytes, name: str) -> bytes:
     return dict(UnixFSReader(blocks.__getitem__).list_dir(root))[name]
 
 
-def test_manifest_comes_first_then_one_car_suffices_for_the_files(
+def test_one_car_request_of_the_root_suffices_for_the_whole_bundle(
     gw: tuple[BlockGateway, str], bundle: BundleResult
 ) -> None:
     gateway, url = gw
-    load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
+    loaded = load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
+    assert gateway.requests == [(f"/ipfs/{cid_to_str(bundle.root)}", "car")]
+    assert loaded.warnings == [] and len(loaded.files) == 6
+
+
+def test_per_block_path_reads_the_manifest_before_the_memory_directory(
+    gw: tuple[BlockGateway, str], bundle: BundleResult
+) -> None:
+    gateway, url = gw
+    load_bundle(_uri(bundle), gateways=[url], prefer_car=False, **NO_SLEEP)
     manifest = _dir_entry(gateway.blocks, bundle.root, "manifest.json")
     memory = _dir_entry(gateway.blocks, bundle.root, "memory")
-    assert gateway.requests == [
+    assert gateway.requests[:3] == [
         (f"/ipfs/{cid_to_str(bundle.root)}", "raw"),
         (f"/ipfs/{cid_to_str(manifest)}", "raw"),
-        (f"/ipfs/{cid_to_str(memory)}", "car"),
+        (f"/ipfs/{cid_to_str(memory)}", "raw"),
     ]
 
 
@@ -145,15 +154,17 @@ def _bundle_like_dag(tmp_path: Path, manifest: bytes | None) -> tuple[Path, byte
     return tmp_path / "dag.car", result.root
 
 
+@pytest.mark.parametrize(("prefer_car", "fmt"), [(False, "raw"), (True, "car")])
 def test_a_dag_without_manifest_fails_before_any_file_block_is_requested(
-    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path, prefer_car: bool, fmt: str
 ) -> None:
     gateway, url, _server = block_gateway
     car, root = _bundle_like_dag(tmp_path, None)
     gateway.blocks.update(car_blocks(car))
     with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
-    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", "raw")]  # the root block, nothing more
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=prefer_car, **NO_SLEEP)
+    # Per block: the root block, nothing more. With the CAR: that one request, no block asked for alone.
+    assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", fmt)]
 
 
 def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
@@ -163,7 +174,7 @@ def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
     car, root = _bundle_like_dag(tmp_path, b'{"format": "bundlekit/99"}')
     gateway.blocks.update(car_blocks(car))
     with pytest.raises(ManifestError, match="bundlekit/99"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], **NO_SLEEP)
+        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=False, **NO_SLEEP)
     assert [fmt for _path, fmt in gateway.requests] == ["raw", "raw"]  # root, manifest; no CAR, no file
 
 

@@ -79,3 +79,15 @@ def test_gateway_option_needs_http() -> None:
 def test_default_gateways_come_from_the_environment() -> None:
     gws = default_gateways({"BUNDLEKIT_GATEWAYS": "https://a.example, https://b.example"})
     assert gws == [RemoteGateway("https://a.example"), RemoteGateway("https://b.example")]
+
+
+@pytest.mark.parametrize("uri", ["https://bafy.ipfs.localhost:X/", "http://[::1/manifest.json", "https:///x.json"])
+def test_a_uri_that_is_no_usable_url_is_a_usage_error(uri: str) -> None:
+    with pytest.raises(UsageError, match="URI"):
+        parse_uri(uri)
+
+
+@pytest.mark.parametrize("value", ["http://[::1", "http://host:port", "https://"])
+def test_a_gateway_that_is_no_usable_url_is_a_usage_error(value: str) -> None:
+    with pytest.raises(UsageError, match="gateway"):
+        parse_gateway(value)

@@ -1,0 +1,156 @@
+"""A CAR response read while the loader needs it: a file view of the body, and blocks pulled on demand.
+
+``ChunkReader`` lets ``car.read_car`` parse an HTTP body as it streams in
+(no spooling), counting bytes against a cap and turning a broken or
+timed-out body into ``CARError``. ``CarPull`` hands the loader the blocks of
+one open CAR response in the loader's own thread: ``take(cid)`` reads on
+through the response until that block arrives, keeping the verified blocks
+it passes on the way (at most ``limit`` bytes of them). No thread, no queue:
+the socket's buffers let the gateway run ahead while the loader works, and
+the loader's pace holds the gateway back (TCP flow control) instead of
+memory growing. When the block cannot come this way (the stream ended or
+broke, the kept blocks fill the window, or it was taken already) ``take``
+returns None and the caller fetches that block by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+
+import httpx
+
+from bundlekit.errors import BundlekitError, CARError
+
+__all__ = ["DRAIN_BYTES", "WINDOW_BYTES", "CarPull", "ChunkReader"]
+
+# Verified blocks a CAR pull may keep for the loader, which asked for others first.
+WINDOW_BYTES = 32 * 1024 * 1024
+# What closing a CAR pull still reads to reach the end of the response (and keep its connection).
+DRAIN_BYTES = 256 * 1024
+
+
+class ChunkReader:
+    """A ``read(n)`` view of an iterator of byte chunks, raising ``CARError`` past ``limit`` bytes.
+
+    A body that breaks off (a transport error, a timeout, the deadline) is a
+    ``CARError`` saying so: to the CAR parser it is a truncated CAR.
+    """
+
+    def __init__(self, chunks: Iterator[bytes], limit: int) -> None:
+        self._chunks = chunks
+        self._limit = limit
+        self._rest = b""
+        self._seen = 0
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes (a short read is not the end; ``b""`` is)."""
+        while not self._rest:
+            try:
+                chunk = next(self._chunks, None)
+            except httpx.HTTPError as exc:
+                raise CARError(f"CAR response broke off ({type(exc).__name__}: {exc})") from exc
+            if chunk is None:
+                return b""
+            self._seen += len(chunk)
+            if self._seen > self._limit:
+                raise CARError(f"CAR response is over the {self._limit}-byte limit")
+            self._rest = chunk
+        if n < 0 or n >= len(self._rest):
+            out, self._rest = self._rest, b""
+        else:
+            out, self._rest = self._rest[:n], self._rest[n:]
+        return out
+
+
+class CarPull:
+    """The blocks of one open CAR response, pulled as ``take`` needs them; at most ``limit`` bytes kept.
+
+    ``blocks`` yields ``(cid, data)`` as parsed; ``accept(cid, data)`` says
+    whether a block verified (the others are dropped); ``close`` closes the
+    response; ``on_end(error)`` is told once how the stream ended (None: at
+    its end). Thread-safe (one reader at a time).
+    """
+
+    def __init__(
+        self,
+        blocks: Iterator[tuple[bytes, bytes]],
+        accept: Callable[[bytes, bytes], bool],
+        close: Callable[[], None],
+        on_end: Callable[[Exception | None], None],
+        limit: int = WINDOW_BYTES,
+    ) -> None:
+        self._blocks = blocks
+        self._accept = accept
+        self._close = close
+        self._on_end = on_end
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._kept: dict[bytes, bytes] = {}
+        self._bytes = 0
+        self._taken: set[bytes] = set()
+        self._done = False
+
+    def take(self, cid: bytes) -> bytes | None:
+        """The verified block ``cid`` from the stream; None when it cannot come this way."""
+        with self._lock:
+            data = self._kept.pop(cid, None)
+            if data is not None:
+                self._bytes -= len(data)
+                self._taken.add(cid)
+                return data
+            if self._done or cid in self._taken or self._bytes > self._limit:
+                return None
+            return self._read_until(cid)
+
+    def _read_until(self, cid: bytes) -> bytes | None:
+        try:
+            for got, data in self._blocks:
+                if not self._accept(got, data) or got in self._taken:
+                    continue
+                if got == cid:
+                    self._taken.add(got)
+                    return data
+                if got not in self._kept:
+                    self._kept[got] = data
+                    self._bytes += len(data)
+                    if self._bytes > self._limit:
+                        return None  # the window is full: the caller fetches this one by itself
+        except (BundlekitError, httpx.HTTPError) as exc:
+            self._end(exc)
+            return None
+        self._end(None)
+        return None
+
+    def _end(self, error: Exception | None) -> None:
+        self._done = True
+        self._close()
+        self._on_end(error)
+
+    def close(self, drain: int = 0) -> None:
+        """Stop reading and drop the kept blocks; close the response.
+
+        With ``drain`` (``DRAIN_BYTES`` after a load that went well), a stream
+        within that many bytes of its end is read to it first, so the
+        connection goes back to the pool instead of being dropped (the loader
+        usually takes the last block just before the CAR ends).
+        """
+        with self._lock:
+            if not self._done:
+                self._done = True
+                self._drain(drain)
+                self._close()
+            self._kept.clear()
+            self._bytes = 0
+
+    def _drain(self, limit: int) -> None:
+        if limit <= 0:
+            return
+        seen = 0
+        try:
+            for _cid, data in self._blocks:
+                seen += len(data)
+                if seen > limit:
+                    return
+        except (BundlekitError, httpx.HTTPError):
+            return
