@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bundlekit.errors import BundlekitError, DAGLimitExceeded
+from bundlekit.errors import BundlekitError
 from bundlekit.ipld.cid import RAW, cid_to_str
-from bundlekit.unixfs.reader import UnixFSReader, _Node
+from bundlekit.ipld.walk import WalkBudget, WalkLimits
+from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = ["VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budget"]
 
@@ -52,7 +53,10 @@ def read_bounded(
         if len(data) > max_bytes:
             raise too_big(len(data))
         return data
-    reader = _CountingReader(get, visit_budget(max_bytes), what, cid, max_bytes)
+    # The reader counts every visit, a reused block once per visit (ipld/walk.WalkBudget);
+    # the bytes are checked here, so the caller's too_big error names the file.
+    limits = WalkLimits(max_visits=visit_budget(max_bytes), max_bytes=None)
+    reader = UnixFSReader(get, verify=False, budget=WalkBudget(limits, what=f"{what}: {cid_to_str(cid)}"))
     claimed = reader.stat(cid).size
     if claimed > max_bytes:
         raise too_big(claimed)
@@ -64,29 +68,3 @@ def read_bounded(
             raise too_big(seen)
         parts.append(chunk)
     return b"".join(parts)
-
-
-class _CountingReader(UnixFSReader):
-    """A reader that counts every node visit, a reused block once per visit.
-
-    The count sits in ``_load`` because every visit goes through it, also
-    the visits the reader answers from its one-node cache (a node linking
-    one empty block thousands of times would otherwise cost no count at all).
-    """
-
-    def __init__(self, get: Callable[[bytes], bytes], budget: int, what: str, cid: bytes, max_bytes: int) -> None:
-        super().__init__(get, verify=False)  # the getter returns verified blocks
-        self._budget = budget
-        self._visits = 0
-        self._what = what
-        self._cid = cid
-        self._max_bytes = max_bytes
-
-    def _load(self, cid: bytes) -> _Node:
-        self._visits += 1
-        if self._visits > self._budget:
-            raise DAGLimitExceeded(
-                f"{self._what}: reading {cid_to_str(self._cid)} takes more than {self._budget} block visits "
-                f"for at most {self._max_bytes} bytes; the DAG reuses blocks to claim more than it holds"
-            )
-        return super()._load(cid)
