@@ -90,6 +90,16 @@ def _int_env(env: Mapping[str, str], name: str) -> int:
         raise UsageError(f"{name} must be a whole number of peers (-1 for everywhere), not {raw!r}") from exc
 
 
+def _bool_env(env: Mapping[str, str], name: str) -> bool:
+    """``true``/``1``/``yes`` or ``false``/``0``/``no`` (unset is false); UsageError for anything else."""
+    raw = env.get(name, "").strip().lower()
+    if raw in ("1", "true", "yes"):
+        return True
+    if raw in ("", "0", "false", "no"):
+        return False
+    raise UsageError(f"{name} must be true or false, not {raw[:40]!r}")
+
+
 class ClusterPinner(BasePinner):
     """Adds CARs to an IPFS Cluster and waits until the allocated peers have pinned them."""
 
@@ -123,7 +133,7 @@ class ClusterPinner(BasePinner):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> ClusterPinner:
-        """Raises PinnerNotConfigured naming BUNDLEKIT_CLUSTER_URL when it is missing, UsageError for a bad number."""
+        """Raises PinnerNotConfigured naming BUNDLEKIT_CLUSTER_URL when it is missing, UsageError for a bad number or flag."""
         url = require_env(env, cls.env_vars, cls.name)["BUNDLEKIT_CLUSTER_URL"]
         given = [n for n in ("BUNDLEKIT_CLUSTER_TOKEN", "BUNDLEKIT_CLUSTER_BASIC_AUTH") if env.get(n, "").strip()]
         secrets = require_env(env, given, cls.name)
@@ -133,7 +143,7 @@ class ClusterPinner(BasePinner):
             basic_auth=secrets.get("BUNDLEKIT_CLUSTER_BASIC_AUTH"),
             replication_min=_int_env(env, "BUNDLEKIT_CLUSTER_REPLICATION_MIN"),
             replication_max=_int_env(env, "BUNDLEKIT_CLUSTER_REPLICATION_MAX"),
-            local=env.get("BUNDLEKIT_CLUSTER_LOCAL", "").strip().lower() in ("1", "true", "yes"),
+            local=_bool_env(env, "BUNDLEKIT_CLUSTER_LOCAL"),
             polling=Polling.from_env(env, "CLUSTER", DEFAULT_POLL_INTERVAL),
             options=options,
         )

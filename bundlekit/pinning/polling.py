@@ -3,8 +3,8 @@
 ``psa``, ``pinata`` (a CID still ``pending``) and ``cluster`` poll until the
 service reports the pin done or the deadline passes. Each reads
 ``BUNDLEKIT_<SERVICE>_POLL_INTERVAL`` and ``BUNDLEKIT_<SERVICE>_DEADLINE``
-(seconds; a value that is not a non-negative number, ``nan`` included, is a
-``UsageError``). The clock is injectable, so tests never wait.
+(seconds; a value that is not a finite non-negative number, ``nan`` and ``inf``
+included, is a ``UsageError``). The clock is injectable, so tests never wait.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ DEFAULT_DEADLINE = 600.0
 
 
 def seconds_env(env: Mapping[str, str], name: str, default: float) -> float:
-    """A non-negative number of seconds from ``env[name]`` (``default`` when unset); UsageError otherwise."""
+    """A finite, non-negative number of seconds from ``env[name]`` (``default`` when unset); UsageError otherwise."""
     raw = env.get(name)
     if not raw:
         return default
@@ -30,8 +30,8 @@ def seconds_env(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError as exc:
         raise UsageError(f"{name} must be a number of seconds, not {raw!r}") from exc
-    if math.isnan(value):
-        # float() takes "nan"; as a deadline it never passes, as an interval sleep() refuses it.
+    if not math.isfinite(value):
+        # float() takes "nan" and "inf"; as a deadline nan never passes, as an interval sleep() refuses both.
         raise UsageError(f"{name} must be a number of seconds, not {raw!r}")
     if value < 0:
         raise UsageError(f"{name} must not be negative")

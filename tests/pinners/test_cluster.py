@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
-from bundlekit.errors import PinAuthError, PinnerNotConfigured, PinRejected
+from bundlekit.errors import PinAuthError, PinnerNotConfigured, PinRejected, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.pinning import registry
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING
@@ -102,6 +102,20 @@ def cluster(http_kwargs: dict[str, object], **env: str) -> ClusterPinner:
 def test_the_url_is_required() -> None:
     with pytest.raises(PinnerNotConfigured, match="BUNDLEKIT_CLUSTER_URL"):
         ClusterPinner.from_env({})
+
+
+@pytest.mark.parametrize("raw", ["maybe", "on", "2"])
+def test_a_local_flag_that_is_not_true_or_false_is_refused(raw: str, http_kwargs: dict[str, object]) -> None:
+    with pytest.raises(UsageError, match="BUNDLEKIT_CLUSTER_LOCAL"):
+        cluster(http_kwargs, BUNDLEKIT_CLUSTER_LOCAL=raw)
+
+
+@pytest.mark.parametrize("raw", ["inf", "nan", "-1"])
+def test_a_poll_interval_that_is_not_a_finite_number_of_seconds_is_refused(
+    raw: str, http_kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(UsageError, match="BUNDLEKIT_CLUSTER_POLL_INTERVAL"):
+        cluster(http_kwargs, BUNDLEKIT_CLUSTER_POLL_INTERVAL=raw)
 
 
 def test_add_sends_format_car_name_replication_and_local(car: Car, http_kwargs: dict[str, object]) -> None:

@@ -95,7 +95,7 @@ def test_unpin_deletes_every_request_for_the_cid(car: Car, http_kwargs: dict[str
 
 
 @pytest.mark.parametrize("var", ["BUNDLEKIT_PSA_POLL_INTERVAL", "BUNDLEKIT_PSA_DEADLINE"])
-@pytest.mark.parametrize("raw", ["nan", "NaN", "-1", "soon"])
+@pytest.mark.parametrize("raw", ["nan", "NaN", "inf", "-Infinity", "-1", "soon"])
 def test_a_poll_interval_or_deadline_that_is_not_a_number_of_seconds_is_refused(var: str, raw: str) -> None:
     with pytest.raises(UsageError, match=var):
         PSAPinner.from_env({"BUNDLEKIT_PSA_URL": BASE, "PSA_TOKEN": SECRET, var: raw})
