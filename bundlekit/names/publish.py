@@ -56,7 +56,10 @@ def parse_duration(text: str) -> timedelta:
     parts = _DURATION.findall(value)
     if not value or "".join(n + u for n, u in parts) != value:
         raise UsageError(f"duration {text[:40]!r} is not like 720h, 5m, 1h30m or 90s")
-    return timedelta(milliseconds=sum(int(n) * _UNITS[u] for n, u in parts))
+    try:
+        return timedelta(milliseconds=sum(int(n) * _UNITS[u] for n, u in parts))
+    except OverflowError:
+        raise UsageError(f"duration {text[:40]!r} is too long; give at most a few years, e.g. 8760h") from None
 
 
 def create_name(key_file: str | os.PathLike[str]) -> tuple[str, bool]:
@@ -118,7 +121,7 @@ def publish(
     first). The record goes into the store first, then to each named router
     in order; a router's error propagates (the store keeps the record, so a
     retry continues the sequence). Raises ``KeySourceError`` for the key,
-    ``UsageError`` for a non-positive lifetime.
+    ``UsageError`` for a non-positive lifetime or one past the year 9999.
     """
     if lifetime <= timedelta(0):
         raise UsageError("the record lifetime must be positive, e.g. 720h")
@@ -127,7 +130,10 @@ def publish(
     store = store if store is not None else BlockStore()
     last = _last_sequence(store, name)
     sequence = 0 if last is None else last + 1
-    validity = now() + lifetime
+    try:
+        validity = now() + lifetime
+    except OverflowError:
+        raise UsageError("the record lifetime reaches past the year 9999; give a shorter one, e.g. 8760h") from None
     value = cid_value(cid)
     record = create_record(signer, value, sequence=sequence, validity=validity,
                            ttl_ns=int(ttl.total_seconds() * 1_000_000_000))

@@ -142,3 +142,16 @@ def test_parse_duration_reads_go_durations() -> None:
     assert parse_duration("720h") == timedelta(hours=720) and parse_duration("1h30m") == timedelta(minutes=90)
     with pytest.raises(UsageError):
         parse_duration("3 days")
+
+
+def test_a_duration_too_long_for_a_timedelta_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="too long"):
+        parse_duration("99999999999999h")
+
+
+def test_a_lifetime_past_the_year_9999_is_a_usage_error(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
+    key_file, _ = ed_key
+    store = BlockStore(tmp_path / "store")
+    with pytest.raises(UsageError, match="9999"):
+        publish(key_file, bytes.fromhex("01701220" + "00" * 32), lifetime=timedelta(days=999_999_999), store=store)
+    assert store.get_record(name_from_key(ed_key[1].public)) is None
