@@ -121,10 +121,14 @@ def publish(
     first). The record goes into the store first, then to each named router
     in order; a router's error propagates (the store keeps the record, so a
     retry continues the sequence). Raises ``KeySourceError`` for the key,
-    ``UsageError`` for a non-positive lifetime or one past the year 9999.
+    ``UsageError`` for a non-positive lifetime or one past the year 9999, and
+    for a TTL outside an unsigned 64-bit count of nanoseconds.
     """
     if lifetime <= timedelta(0):
         raise UsageError("the record lifetime must be positive, e.g. 720h")
+    ttl_ns = int(ttl.total_seconds() * 1_000_000_000)
+    if not 0 <= ttl_ns < 2**64:  # the record's TTL is an unsigned 64-bit count of nanoseconds
+        raise UsageError("the record TTL must be between 0 and about 584 years, e.g. 5m")
     signer = key_file if isinstance(key_file, Ed25519Signer) else Ed25519Signer.from_file(key_file)
     name = name_from_key(signer.public)
     store = store if store is not None else BlockStore()
@@ -136,7 +140,7 @@ def publish(
         raise UsageError("the record lifetime reaches past the year 9999; give a shorter one, e.g. 8760h") from None
     value = cid_value(cid)
     record = create_record(signer, value, sequence=sequence, validity=validity,
-                           ttl_ns=int(ttl.total_seconds() * 1_000_000_000))
+                           ttl_ns=ttl_ns)
     store.put_record(name, record)
     published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
                           routers=["store"])

@@ -155,3 +155,9 @@ def test_a_lifetime_past_the_year_9999_is_a_usage_error(tmp_path: Path, ed_key: 
     with pytest.raises(UsageError, match="9999"):
         publish(key_file, bytes.fromhex("01701220" + "00" * 32), lifetime=timedelta(days=999_999_999), store=store)
     assert store.get_record(name_from_key(ed_key[1].public)) is None
+
+
+def test_a_ttl_beyond_64_bits_of_nanoseconds_is_a_usage_error(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
+    with pytest.raises(UsageError, match="TTL"):
+        publish(ed_key[0], bytes.fromhex("01701220" + "00" * 32), ttl=timedelta(hours=99_999_999),
+                store=BlockStore(tmp_path / "store"))
