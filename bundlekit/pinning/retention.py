@@ -8,7 +8,8 @@ returning ``PinEntry``) and removes one by CID (``unpin``); ``local``,
 1. the pins whose name starts with the prefix, one per CID (the newest entry
    of a CID stands for it);
 2. newest first: by ``created`` (ISO 8601 text; an entry without a date
-   counts as oldest), then by name, descending;
+   counts as oldest), then by name, descending, digit runs compared as
+   numbers (kubo lists no dates: ``memory-v1.10.0`` is newer than ``memory-v1.9.0``);
 3. the first ``keep`` are kept, the rest retired. A CID kept under one name is
    never retired under another.
 
@@ -18,6 +19,7 @@ returns the same plan.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,8 @@ from bundlekit.ipld.cid import parse_cid
 from bundlekit.pinning.protocol import PinEntry
 
 __all__ = ["RetirePlan", "plan_retirement", "retire"]
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 @dataclass
@@ -38,8 +42,13 @@ class RetirePlan:
     acted: bool = False
 
 
-def _newest_first(entry: PinEntry) -> tuple[str, str]:
-    return (entry.created or "", entry.name or "")
+def _name_order(name: str) -> tuple[str | int, ...]:
+    """``name`` with its digit runs as numbers: ``memory-v1.10.0`` sorts after ``memory-v1.9.0``."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(name)))
+
+
+def _newest_first(entry: PinEntry) -> tuple[str, tuple[str | int, ...]]:
+    return (entry.created or "", _name_order(entry.name or ""))
 
 
 def plan_retirement(pinner: str, entries: list[PinEntry], keep: int) -> RetirePlan:

@@ -44,6 +44,14 @@ def test_the_newest_are_kept_by_date_then_name() -> None:
     assert [e.cid for e in plan.keep] == ["b", "c"] and [e.cid for e in plan.retire] == ["a", "d"]
 
 
+def test_without_dates_version_numbers_in_names_order_as_numbers() -> None:
+    """kubo lists pins without a date: ``v1.10.0`` is newer than ``v1.9.0``, not older as text would have it."""
+    entries = [PinEntry("a", "memory-v1.9.0"), PinEntry("b", "memory-v1.10.0"), PinEntry("c", "memory-v1.8.2")]
+    plan = plan_retirement("kubo", entries, keep=1)
+    assert [e.name for e in plan.keep] == ["memory-v1.10.0"]
+    assert [e.name for e in plan.retire] == ["memory-v1.9.0", "memory-v1.8.2"]
+
+
 def test_a_cid_kept_under_one_name_is_not_retired_under_another() -> None:
     entries = [PinEntry("a", "memory-2", "2026-01-02T00:00:00Z"), PinEntry("a", "memory-1", "2026-01-01T00:00:00Z")]
     plan = plan_retirement("local", entries, keep=1)
