@@ -42,6 +42,7 @@ from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.origins import check_origins
 from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
     FAILED,
@@ -92,9 +93,10 @@ class PSAPinner(BasePinner):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> PSAPinner:
-        """Raises PinnerNotConfigured naming BUNDLEKIT_PSA_URL / PSA_TOKEN when missing."""
+        """Raises PinnerNotConfigured naming BUNDLEKIT_PSA_URL / PSA_TOKEN when missing, UsageError for a bad origin."""
         values = require_env(env, cls.env_vars, cls.name)
-        origins = [o.strip() for o in env.get("BUNDLEKIT_PSA_ORIGINS", "").split(",") if o.strip()]
+        origins = check_origins([o.strip() for o in env.get("BUNDLEKIT_PSA_ORIGINS", "").split(",") if o.strip()],
+                                "BUNDLEKIT_PSA_ORIGINS")
         return cls(
             values["BUNDLEKIT_PSA_URL"],
             values["PSA_TOKEN"],

@@ -13,7 +13,9 @@ bitswap from libp2p peers. ``link_origins`` gives every such pinner (one with
    but ``local`` and ``memory``), no origins: the service finds it there;
 5. else the run is refused at once (``UsageError``) saying why and what to add.
 
-Origins given with no fetching pinner in the run are a ``UsageError`` too.
+Origins given with no fetching pinner in the run are a ``UsageError`` too, and
+so is an origin that is not a multiaddr ending ``/p2p/<peer ID>`` (``check_origins``):
+the service dials that peer, so an address without one cannot be used.
 """
 
 from __future__ import annotations
@@ -23,10 +25,21 @@ from typing import Any
 
 from bundlekit.errors import UsageError
 
-__all__ = ["OFF_NETWORK", "fetches_content", "link_origins"]
+__all__ = ["OFF_NETWORK", "check_origins", "fetches_content", "link_origins"]
 
 # Pinners that keep the content to themselves: no IPFS peer can fetch it from them.
 OFF_NETWORK = frozenset({"local", "memory"})
+
+
+def check_origins(origins: Sequence[str], where: str) -> list[str]:
+    """``origins`` as given, each a multiaddr ending ``/p2p/<peer ID>``; UsageError naming ``where`` otherwise."""
+    for origin in origins:
+        parts = origin.split("/")
+        if (not origin.startswith("/") or len(parts) < 5 or parts[-2] not in ("p2p", "ipfs") or not parts[-1]
+                or any(c.isspace() for c in origin)):
+            raise UsageError(f"{where}: {origin[:120]!r} is not a libp2p multiaddr ending /p2p/<peer ID>, "
+                             "e.g. /ip4/203.0.113.5/tcp/4001/p2p/12D3KooW... (`ipfs id` lists a node's)")
+    return list(origins)
 
 
 def fetches_content(pinner: Any) -> bool:
@@ -38,6 +51,7 @@ def link_origins(pinners: Sequence[Any], origins: Sequence[str] = ()) -> None:
     """Give every fetching pinner its origins (the rules in the module docstring); UsageError when none can be found."""
     if origins and not any(fetches_content(p) for p in pinners):
         raise UsageError("--psa-origin applies to --pinner psa only (a service that fetches the content)")
+    origins = check_origins(origins, "--psa-origin")
     nodes = [p for p in pinners if callable(getattr(p, "origins", None))]
     on_network = [p for p in pinners if not fetches_content(p) and getattr(p, "name", "") not in OFF_NETWORK]
     for pinner in pinners:

@@ -98,6 +98,18 @@ def test_the_specs_error_body_is_quoted_and_rejected(car: Car, http_kwargs: dict
         pinner.pin(fh, car.root)
 
 
+@pytest.mark.parametrize("origin", ["/ip4/203.0.113.5/tcp/4001", "203.0.113.5:4001", "http://127.0.0.1:8080",
+                                    "/ip4/203.0.113.5/tcp/4001/p2p/"])
+def test_an_origin_without_a_peer_id_is_a_usage_error(origin: str, http_kwargs: dict[str, object]) -> None:
+    with pytest.raises(UsageError, match="--psa-origin.*/p2p/<peer ID>"):
+        link_origins([psa(http_kwargs)], [origin])
+
+
+def test_an_env_origin_without_a_peer_id_is_a_usage_error(http_kwargs: dict[str, object]) -> None:
+    with pytest.raises(UsageError, match="BUNDLEKIT_PSA_ORIGINS"):
+        psa(http_kwargs, BUNDLEKIT_PSA_ORIGINS=f"{NODE},garbage")
+
+
 def test_an_origin_without_psa_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--pinner psa only"):
         link_origins([LocalPinner.from_env({"BUNDLEKIT_HOME": str(tmp_path)})], [NODE])
