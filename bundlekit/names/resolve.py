@@ -104,7 +104,8 @@ def resolve(
     if not valid:
         if failures:
             raise failures[0]
-        raise LoadError(f"no source has an IPNS record for {label} ({'; '.join(notes) or 'nothing asked'}); "
+        asked = ([f"the local store {store.root} keeps none"] if store is not None else []) + notes
+        raise LoadError(f"no source has an IPNS record for {label} ({'; '.join(asked)}); "
                         "check the name or publish it with `bundlekit name publish`")
     best = max((r for _, r in valid), key=lambda r: (r.sequence, r.validity))
     sources = [where for where, r in valid if r == best]

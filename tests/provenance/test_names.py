@@ -14,7 +14,7 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.cli.names import routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import SignatureError, UsageError
+from bundlekit.errors import LoadError, SignatureError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.names import create_name, parse_duration, publish, resolve
 from bundlekit.names.record import create_record, name_from_key
@@ -161,3 +161,8 @@ def test_a_ttl_beyond_64_bits_of_nanoseconds_is_a_usage_error(tmp_path: Path, ed
     with pytest.raises(UsageError, match="TTL"):
         publish(ed_key[0], bytes.fromhex("01701220" + "00" * 32), ttl=timedelta(hours=99_999_999),
                 store=BlockStore(tmp_path / "store"))
+
+
+def test_no_record_anywhere_says_the_local_store_was_asked(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
+    with pytest.raises(LoadError, match="the local store .* keeps none"):
+        resolve(name_from_key(ed_key[1].public), store=_store(tmp_path, "empty"))
