@@ -13,6 +13,9 @@ returning ``PinEntry``) and removes one by CID (``unpin``); ``local``,
 3. the first ``keep`` are kept, the rest retired. A CID kept under one name is
    never retired under another.
 
+An empty prefix is refused (``UsageError``): it would match every pin on the
+service, unnamed ones and those bundlekit never made included.
+
 Nothing is removed unless ``act`` is true (the CLI's ``--yes``): a dry run
 returns the same plan.
 """
@@ -65,9 +68,14 @@ def plan_retirement(pinner: str, entries: list[PinEntry], keep: int) -> RetirePl
 def retire(pinner: Any, name_prefix: str, keep: int, *, act: bool = False) -> RetirePlan:
     """Plan (and with ``act``, carry out) the retirement of ``pinner``'s old pins named ``name_prefix``...
 
-    Raises UsageError for a pinner that cannot list its pins, and the pinner's
+    Raises UsageError for an empty ``name_prefix`` (it would match every pin)
+    and for a pinner that cannot list its pins, and the pinner's
     ``PinError`` when listing or unpinning fails.
     """
+    if not name_prefix.strip():
+        # An empty prefix matches every pin, unnamed ones and those bundlekit never made included.
+        raise UsageError("--name-prefix must not be empty: retention only touches pins named like releases "
+                         "(e.g. memory-)")
     plan = plan_retirement(getattr(pinner, "name", "?"), pinner.list(name_prefix=name_prefix), keep)
     if act:
         for entry in plan.retire:

@@ -75,6 +75,15 @@ def test_acting_unpins_all_but_the_newest(tmp_path: Path) -> None:
     assert {e.cid for e in pinner.list("memory-")} == set(roots[2:])
 
 
+@pytest.mark.parametrize("prefix", ["", "  "])
+def test_an_empty_prefix_is_refused_before_listing(prefix: str, tmp_path: Path) -> None:
+    releases(tmp_path / "home", tmp_path, 2)
+    pinner = LocalPinner(BlockStore(tmp_path / "home", fsync=False))
+    with pytest.raises(UsageError, match="--name-prefix must not be empty"):
+        retire(pinner, prefix, 0, act=True)
+    assert len(pinner.store.pins()) == 3
+
+
 def test_a_pinner_that_cannot_list_says_so() -> None:
     pinner = FilebasePinner("AKIA0000", "secret-value-0000", "bucket", client=object())
     with pytest.raises(UsageError, match="cannot list its pins by name"):
