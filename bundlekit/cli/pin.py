@@ -102,8 +102,12 @@ def pin(
         for p in built:
             p.close()
     published = None
+    name_error: BundlekitError | None = None
     if report.ok and name_signer is not None:  # the name moves only once the pins hold
-        published = publish_name(name_signer, source.root)
+        try:
+            published = publish_name(name_signer, source.root)
+        except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
+            name_error = exc
     doc = report.to_json()
     if as_json:
         if published is not None:
@@ -114,6 +118,8 @@ def pin(
         if published is not None:
             output.status(published_line(published))
         output.data(report.root)
+    if name_error is not None:
+        raise name_error
     if not report.ok:
         failed = sum(1 for p in report.pins if not p.durable)
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.signature import manifest_message
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer, EthSigner
+from bundlekit.errors import PinUnavailable
 
 from .conftest import ETH_ADDRESS, ETH_KEY
 
@@ -78,6 +80,19 @@ def test_pin_with_name_key_publishes_after_the_pins_hold(tree: Path, tmp_path: P
     assert code == 0, err
     doc = json.loads(out)
     assert doc["name"]["value"] == f"/ipfs/{doc['root']}" and doc["name"]["sequence"] == 0
+
+
+def test_pin_whose_name_publication_fails_still_prints_the_pins(tree: Path, tmp_path: Path,
+                                                               ed_key: tuple[Path, Ed25519Signer],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def kubo_down(*args: object, **kwargs: object) -> None:
+        raise PinUnavailable("kubo: routing/put failed (connection refused)")
+
+    monkeypatch.setattr("bundlekit.cli.pin.publish_name", kubo_down)
+    code, out, err = _run("pin", str(tree), "--pinner", "local", "--name-key", str(ed_key[0]), "--json")
+    doc = json.loads(out)
+    assert code == 4 and "routing/put failed" in err
+    assert [(p["pinner"], p["status"]) for p in doc["pins"]] == [("local", "pinned")] and "name" not in doc
 
 
 def test_log_prints_one_line_per_step(tree: Path, tmp_path: Path) -> None:
