@@ -120,4 +120,6 @@ def test_the_readme_workflow_uses_the_action_with_its_inputs() -> None:
     steps = workflow["jobs"]["pin"]["steps"]
     step = next(s for s in steps if str(s.get("uses", "")).endswith("/bundlekit@v1"))
     assert set(step["with"]) <= set(ACTION["inputs"]) and "path" in step["with"]
-    assert any("steps.pin.outputs.cid" in str(s.get("run", "")) for s in steps)
+    # The outputs reach later steps through env (never spliced into a script: injection).
+    assert any("steps.pin.outputs.cid" in str(s.get("env", {})) for s in steps)
+    assert not any("${{" in str(s.get("run", "")) for s in steps)
