@@ -66,10 +66,16 @@ def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Ro
     return [("kubo", put)]
 
 
-def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m") -> Published:
-    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers."""
+def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m",
+                 gateways: tuple[str, ...] = ()) -> Published:
+    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers.
+
+    The sequence continues the highest one known to the store and to the gateways
+    (``gateways``, else ``$BUNDLEKIT_GATEWAYS``), so a fresh machine does not restart at 0.
+    """
+    gws = [parse_gateway(g) for g in gateways] or default_gateways()
     return publish(key_file, cid, lifetime=parse_duration(lifetime), ttl=parse_duration(ttl), store=BlockStore(),
-                   routers=routers_from_env())
+                   routers=routers_from_env(), gateways=gws)
 
 
 def published_line(published: Published) -> str:
@@ -83,11 +89,13 @@ def published_line(published: Published) -> str:
 @click.argument("cid")
 @click.option("--lifetime", default="720h", show_default=True, help="How long the record stays valid (Go duration).")
 @click.option("--ttl", default="5m", show_default=True, help="How long resolvers may cache it (Go duration).")
+@click.option("--gateway", "gateways", multiple=True, metavar="URL",
+              help="Ask this gateway for the name's latest record first (default: $BUNDLEKIT_GATEWAYS).")
 @click.option("--json", "as_json", is_flag=True, help="Print {name, value, sequence, validity, routers} as JSON.")
-def publish_cmd(key_file: Path, cid: str, lifetime: str, ttl: str, as_json: bool) -> None:
-    """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last."""
+def publish_cmd(key_file: Path, cid: str, lifetime: str, ttl: str, gateways: tuple[str, ...], as_json: bool) -> None:
+    """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last known."""
     published = publish_name(key_file, parse_cid(cid.removeprefix("ipfs://").split("/")[0]),
-                             lifetime=lifetime, ttl=ttl)
+                             lifetime=lifetime, ttl=ttl, gateways=gateways)
     output.status(published_line(published))
     if as_json:
         output.data_json(published.to_dict())

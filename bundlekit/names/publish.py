@@ -30,6 +30,9 @@ from bundlekit.names.record import (
     parse_name,
     verify_record,
 )
+from bundlekit.names.resolve import gateway_records
+from bundlekit.net.fetch import RemoteGateway
+from bundlekit.net.http import HttpOptions
 
 __all__ = [
     "DEFAULT_LIFETIME",
@@ -92,6 +95,10 @@ class Published:
                 "validity": format_validity(self.validity), "routers": list(self.routers)}
 
 
+def _any_time() -> datetime:
+    return datetime.min.replace(tzinfo=UTC)
+
+
 def _last_sequence(store: BlockStore, name: str) -> int | None:
     """The sequence of the record the store keeps for ``name`` (expired or not), or None."""
     kept = store.get_record(name)
@@ -99,10 +106,28 @@ def _last_sequence(store: BlockStore, name: str) -> int | None:
         return None
     try:
         # An expired record still counts: its sequence was used.
-        return verify_record(parse_name(name), kept, now=lambda: datetime.min.replace(tzinfo=UTC)).sequence
+        return verify_record(parse_name(name), kept, now=_any_time).sequence
     except BundlekitError as exc:
         raise BundlekitError(f"the record kept for {name} in {store.root} is damaged ({exc}); "
                              f"delete {store.root / 'ipns' / name} and publish again") from exc
+
+
+def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOptions | None) -> int | None:
+    """The highest sequence among the records ``gateways`` serve for ``name`` that verify (expired or not).
+
+    A fresh machine (a CI runner) keeps no record: without this, it would publish
+    sequence 0 below the one already published, and resolvers keep the higher one.
+    Records that do not verify against the name are ignored; unreachable gateways too.
+    """
+    notes: list[str] = []
+    best: int | None = None
+    for _where, data in gateway_records(name, gateways, http or HttpOptions(), notes):
+        try:
+            sequence = verify_record(parse_name(name), data, now=_any_time).sequence
+        except BundlekitError:
+            continue
+        best = sequence if best is None else max(best, sequence)
+    return best
 
 
 def publish(
@@ -113,12 +138,14 @@ def publish(
     ttl: timedelta = DEFAULT_TTL,
     store: BlockStore | None = None,
     routers: Sequence[tuple[str, Router]] = (),
+    gateways: Sequence[RemoteGateway] = (),
+    http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Published:
     """Sign and publish a record pointing ``key_file``'s name at ``/ipfs/<cid>``.
 
-    The sequence is one above the record kept in ``store`` (0 for the
-    first). The record goes into the store first, then to each named router
+    The sequence is one above the last known: the highest of the record kept in
+    ``store`` and the valid records ``gateways`` serve (0 for the first). The record goes into the store first, then to each named router
     in order; a router's error propagates (the store keeps the record, so a
     retry continues the sequence). Raises ``KeySourceError`` for the key,
     ``UsageError`` for a non-positive lifetime or one past the year 9999, and
@@ -132,8 +159,8 @@ def publish(
     signer = key_file if isinstance(key_file, Ed25519Signer) else Ed25519Signer.from_file(key_file)
     name = name_from_key(signer.public)
     store = store if store is not None else BlockStore()
-    last = _last_sequence(store, name)
-    sequence = 0 if last is None else last + 1
+    known = [seq for seq in (_last_sequence(store, name), _remote_sequence(name, gateways, http)) if seq is not None]
+    sequence = max(known) + 1 if known else 0
     try:
         validity = now() + lifetime
     except OverflowError:

@@ -46,9 +46,11 @@ class Resolution:
         return self.record.cid
 
 
-def _gateway_records(
+def gateway_records(
     name: str, gateways: Sequence[RemoteGateway], http: HttpOptions, notes: list[str]
 ) -> list[tuple[str, bytes]]:
+    """``(gateway base, record bytes)`` from each gateway that answers ``/ipns/<name>`` (unverified);
+    each failure is appended to ``notes``."""
     found: list[tuple[str, bytes]] = []
     if not gateways:
         return found
@@ -92,7 +94,7 @@ def resolve(
         kept = store.get_record(label)
         if kept is not None:
             offered.append(("store", kept))
-    offered += _gateway_records(label, gateways, http or HttpOptions(), notes)
+    offered += gateway_records(label, gateways, http or HttpOptions(), notes)
     valid: list[tuple[str, IpnsRecord]] = []
     failures: list[BundlekitError] = []
     for where, data in offered:

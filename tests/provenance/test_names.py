@@ -44,6 +44,22 @@ def test_publish_sequence_is_one_above_the_last_kept(tmp_path: Path, ed_key: tup
     assert store.get_record(first.name) == second.record
 
 
+def test_publish_continues_the_highest_sequence_a_gateway_serves(tmp_path: Path,
+                                                                 ed_key: tuple[Path, Ed25519Signer]) -> None:
+    # A fresh machine (a CI runner) keeps no record; the published one is sequence 7 elsewhere.
+    elsewhere = _store(tmp_path, "elsewhere")
+    name = name_from_key(ed_key[1].public)
+    elsewhere.put_record(name, create_record(ed_key[1], "/ipfs/bafkqaaa", sequence=7,
+                                             validity=datetime(2000, 1, 1, tzinfo=UTC), ttl_ns=1))  # expired: still used
+    other = Ed25519Signer.from_seed(bytes([9]) * 32)
+    forged = _store(tmp_path, "forged")
+    forged.put_record(name, create_record(other, "/ipfs/bafkqaaa", sequence=99, validity=FUTURE, ttl_ns=1))
+    with serve_in_thread(store=elsewhere) as good, serve_in_thread(store=forged) as bad:
+        out = publish(ed_key[0], CID_A, store=_store(tmp_path, "fresh"),
+                      gateways=[parse_gateway(bad.url), parse_gateway(good.url), parse_gateway("http://127.0.0.1:9")])
+    assert out.sequence == 8  # the forged record's 99 does not verify against the name: ignored
+
+
 def test_publish_hands_the_record_to_routers_after_the_store(tmp_path: Path,
                                                              ed_key: tuple[Path, Ed25519Signer]) -> None:
     seen: list[tuple[str, bytes]] = []
