@@ -6,7 +6,8 @@ rules; the backends only move text. Directory writes are atomic
 (``bundlekit._fs``: a hidden temp file in the same directory, fsync,
 ``os.replace``; the file-mode rule is ``_fs``'s). Readers see the old file or
 the new one, never a torn one. (The directory itself is not fsynced: that
-would only make the rename durable sooner, at several ms per write.)
+would only make the rename durable sooner, at several ms per write.) No read
+or write follows a symbolic link inside the tree (``links``).
 """
 
 from __future__ import annotations
@@ -14,20 +15,34 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
 from bundlekit._fs import os_reason
 from bundlekit.errors import MemoryStoreError
+from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
 
-__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "atomic_write_bytes"]
+__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "Scan", "Signature", "atomic_write_bytes"]
 
 _HINT = "choose another path or fix its permissions"
+
+
+Signature = tuple[int, int, int]
+"""A file's stat signature ``(inode, mtime_ns, size)``: an atomic replace makes a new inode, an edit a new mtime."""
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One listing of a tree: each memory file's signature by name, and ``MEMORY.md``'s (``None`` if absent)."""
+
+    memories: dict[str, Signature]
+    index: Signature | None
 
 
 class Backend(Protocol):
@@ -35,10 +50,11 @@ class Backend(Protocol):
 
     persistent: bool
 
-    def scan_memories(self) -> list[tuple[str, Hashable]]: ...
+    def scan(self) -> Scan: ...
     def read(self, name: str) -> bytes | None: ...
     def write(self, name: str, data: bytes) -> None: ...
     def delete(self, name: str) -> bool: ...
+    def signature(self, name: str) -> Signature | None: ...
     def timeline_files(self) -> list[str]: ...
     def read_timeline(self, name: str) -> bytes | None: ...
     def append_timeline(self, name: str, line: bytes) -> None: ...
@@ -62,18 +78,30 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def _read(path: Path) -> bytes | None:
+    """The bytes of ``path`` (``None`` when absent); a link is refused, never followed."""
     try:
-        return path.read_bytes()
+        fd = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    except IsADirectoryError as exc:
-        raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree") from exc
     except OSError as exc:
         raise os_failure("read", path, exc) from exc
+    try:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise os_failure("read", path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def _signature(st: os.stat_result) -> Signature:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 class DirectoryBackend:
-    """A memory tree in a directory (created on first write)."""
+    """A memory tree in a directory (created on first write). Links inside it are refused (``links``)."""
 
     persistent = True
 
@@ -81,32 +109,58 @@ class DirectoryBackend:
         self.root = root
         self._lock = TreeLock(root, lock_timeout)
 
-    def scan_memories(self) -> list[tuple[str, Hashable]]:
+    def scan(self) -> Scan:
+        """One ``scandir`` of the root: memory files and ``MEMORY.md`` with their signatures.
+
+        Hidden names (the store's folder, temp files) are skipped; a link named
+        ``*.md`` or ``timeline`` raises :class:`MemoryStoreError`.
+        """
         try:
             entries = os.scandir(self.root)
         except FileNotFoundError:
-            return []
+            return Scan({}, None)
         except OSError as exc:
             raise os_failure("list the memory tree", self.root, exc) from exc
-        found: list[tuple[str, Hashable]] = []
+        found: dict[str, Signature] = {}
+        index: Signature | None = None
         with entries:
             for entry in entries:
                 name = entry.name
-                if name[-3:] != ".md" or name[0] == "." or name == INDEX_NAME:
+                if name[0] == ".":
+                    continue
+                is_md = name[-3:] == ".md"
+                if not is_md and name != TIMELINE_DIR:
                     continue
                 try:
-                    st = entry.stat()
+                    st = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:  # removed by another process since the listing
                     continue
-                if stat.S_ISREG(st.st_mode):
-                    # A new inode per atomic replace, plus mtime and size, tells us the file changed.
-                    found.append((name, (st.st_ino, st.st_mtime_ns, st.st_size)))
-        return found
+                if stat.S_ISLNK(st.st_mode):
+                    raise link_error(self.root / name)
+                if not is_md or not stat.S_ISREG(st.st_mode):
+                    continue
+                if name == INDEX_NAME:
+                    index = _signature(st)
+                else:
+                    found[name] = _signature(st)
+        return Scan(found, index)
+
+    def signature(self, name: str) -> Signature | None:
+        try:
+            st = os.lstat(self.root / name)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise os_failure("inspect", self.root / name, exc) from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise link_error(self.root / name)
+        return _signature(st)
 
     def read(self, name: str) -> bytes | None:
         return _read(self.root / name)
 
     def write(self, name: str, data: bytes) -> None:
+        refuse_link(self.root / name)
         atomic_write_bytes(self.root / name, data)
 
     def delete(self, name: str) -> bool:
@@ -114,28 +168,40 @@ class DirectoryBackend:
             os.unlink(self.root / name)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise os_failure("delete", self.root / name, exc) from exc
         return True
 
+    def _timeline(self) -> Path:
+        directory = self.root / TIMELINE_DIR
+        refuse_link(directory)
+        return directory
+
     def timeline_files(self) -> list[str]:
+        directory = self._timeline()
+        names = []
         try:
-            return sorted(
-                e.name
-                for e in os.scandir(self.root / TIMELINE_DIR)
-                if not e.name.startswith(".") and e.is_file()
-            )
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_symlink():
+                        raise link_error(directory / entry.name)
+                    if entry.is_file(follow_symlinks=False):
+                        names.append(entry.name)
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise os_failure("list the timeline in", self.root / TIMELINE_DIR, exc) from exc
+            raise os_failure("list the timeline in", directory, exc) from exc
+        return sorted(names)
 
     def read_timeline(self, name: str) -> bytes | None:
-        return _read(self.root / TIMELINE_DIR / name)
+        return _read(self._timeline() / name)
 
     def append_timeline(self, name: str, line: bytes) -> None:
-        directory = self.root / TIMELINE_DIR
+        directory = ensure_real_dir(self._timeline())
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = open_nofollow(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as exc:
             raise os_failure("append to", directory / name, exc) from exc
         try:
@@ -144,17 +210,23 @@ class DirectoryBackend:
             if written != len(line):
                 raise MemoryStoreError(f"short write appending to timeline/{name}; check free disk space")
             os.fsync(fd)
+        except OSError as exc:
+            raise os_failure("append to", directory / name, exc) from exc
         finally:
             os.close(fd)
 
     def write_timeline(self, name: str, data: bytes) -> None:
-        atomic_write_bytes(self.root / TIMELINE_DIR / name, data)
+        directory = self._timeline()
+        refuse_link(directory / name)
+        atomic_write_bytes(directory / name, data)
 
     def delete_timeline(self, name: str) -> bool:
         try:
-            os.unlink(self.root / TIMELINE_DIR / name)
+            os.unlink(self._timeline() / name)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise os_failure("delete", self.root / TIMELINE_DIR / name, exc) from exc
         return True
 
     def hold(self) -> AbstractContextManager[None]:
@@ -173,8 +245,12 @@ class InMemoryBackend:
         self._counter = 0
         self._lock = threading.RLock()
 
-    def scan_memories(self) -> list[tuple[str, Hashable]]:
-        return [(name, self._versions[name]) for name in self._files]
+    def scan(self) -> Scan:
+        return Scan({name: (0, self._versions[name], len(data)) for name, data in self._files.items()}, None)
+
+    def signature(self, name: str) -> Signature | None:
+        data = self._files.get(name)
+        return None if data is None else (0, self._versions[name], len(data))
 
     def read(self, name: str) -> bytes | None:
         return self._files.get(name)

@@ -1,11 +1,14 @@
-"""A cross-process lock on a memory tree: ``fcntl.flock`` on a hidden lock file.
+"""A cross-process lock on a memory tree: ``fcntl.flock`` on ``.bundlekit/lock``.
 
 Every read-modify-write of the tree (a memory plus the index rebuild, a
 timeline append, an import) runs under it, so several processes writing at
 once lose no update and never leave a torn index. ``flock`` locks belong to
 an open file description, so threads of one process that use different
 :class:`TreeLock` objects also exclude each other; one :class:`TreeLock` is
-re-entrant for the thread that holds it.
+re-entrant for the thread that holds it. The lock file lives in the tree's one
+hidden folder beside the derived index; neither the folder nor the file may be a
+symbolic link (``links``), so a planted link never makes the lock open a file
+outside the tree.
 """
 
 from __future__ import annotations
@@ -19,20 +22,23 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bundlekit.errors import LockTimeoutError, MemoryStoreError
+from bundlekit.memory.links import ensure_real_dir, open_nofollow
+from bundlekit.memory.naming import HIDDEN_DIR
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "LOCK_NAME", "TreeLock"]
 
-LOCK_NAME = ".memory.lock"
+LOCK_NAME = "lock"  # inside HIDDEN_DIR
 DEFAULT_LOCK_TIMEOUT = 30.0
 _POLL_MIN = 0.001
 _POLL_MAX = 0.01
 
 
 class TreeLock:
-    """Exclusive lock on ``<root>/.memory.lock`` with a timeout."""
+    """Exclusive lock on ``<root>/.bundlekit/lock`` with a timeout."""
 
     def __init__(self, root: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
-        self._path = root / LOCK_NAME
+        self._root = root
+        self._path = root / HIDDEN_DIR / LOCK_NAME
         self._timeout = timeout
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -59,8 +65,10 @@ class TreeLock:
 
     def _acquire(self, deadline: float) -> None:
         try:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            ensure_real_dir(self._path.parent)
+            fd = open_nofollow(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except MemoryStoreError as exc:
+            raise MemoryStoreError(f"cannot lock the memory tree {self._root}: {exc}") from exc
         except OSError as exc:
             # A file where the tree should be, or a read-only place: say which tree, not errno.
             reason = (
@@ -69,7 +77,7 @@ class TreeLock:
                 else exc.strerror or type(exc).__name__
             )
             raise MemoryStoreError(
-                f"cannot lock the memory tree {self._path.parent}: {reason}; choose another directory "
+                f"cannot lock the memory tree {self._root}: {reason}; choose another directory "
                 "(-d / $BUNDLEKIT_MEMORY_DIR) or fix its permissions"
             ) from exc
         delay = _POLL_MIN
@@ -94,6 +102,6 @@ class TreeLock:
 
     def _timeout_error(self) -> LockTimeoutError:
         return LockTimeoutError(
-            f"could not lock the memory tree {self._path.parent} within {self._timeout:g}s "
+            f"could not lock the memory tree {self._root} within {self._timeout:g}s "
             "(another process is writing to it); retry, or check for a stuck process"
         )

@@ -4,7 +4,7 @@ A key names one memory file, ``<key>.md``. The rules keep a tree portable to
 macOS and Windows (case-insensitive file systems) and safe to join to a path:
 
 * letters, digits, ``_``, ``-`` and ``.`` only (ASCII);
-* no leading dot (hidden files are the store's own: the lock, temp files);
+* no leading dot (hidden names are the store's own: ``.bundlekit/``, temp files);
 * at most :data:`MAX_KEY_LENGTH` characters;
 * not ``MEMORY`` in any case (that name is the index);
 * unique ignoring case within one tree.
@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from bundlekit.errors import InvalidKeyError
 
 __all__ = [
+    "HIDDEN_DIR",
     "INDEX_NAME",
     "MAX_KEY_LENGTH",
     "TIMELINE_DIR",
@@ -30,6 +31,8 @@ __all__ = [
 MAX_KEY_LENGTH = 128
 INDEX_NAME = "MEMORY.md"
 TIMELINE_DIR = "timeline"  # the day files: timeline/YYYY-MM-DD.jsonl
+# The store's own files (the derived index, the lock): one hidden folder, never bundled, exported or converted.
+HIDDEN_DIR = ".bundlekit"
 _RESERVED = "memory"  # compared case-folded
 _KEY_RE = re.compile(r"[A-Za-z0-9_.-]+")
 

@@ -11,6 +11,11 @@ The formula (specs/memory.md, "Ranking")::
     score    = salience * recency * decay
 
 Ties are broken by key (code-point order), so results are deterministic.
+With ``rank="relevance"`` recall multiplies the score by a relevance term from
+the derived index's BM25 (``catalog``): each candidate's BM25 divided by the
+best candidate's, so the best textual match keeps its score and weaker ones
+lose up to all of it. Without a BM25 (a query under 3 characters, an index
+without FTS5, a tree in memory) the term is 1.0 and the order is the default.
 """
 
 from __future__ import annotations
@@ -29,15 +34,24 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "DECAY_HORIZONS",
     "HALF_LIFE",
+    "RANKS",
     "TYPE_BONUS",
+    "Basis",
     "RecallHit",
+    "basis",
+    "best_first",
     "context_block",
+    "context_text",
     "decay_factor",
+    "fit_pieces",
+    "needle",
+    "piece_length",
     "ranked_records",
     "recall",
     "recency",
     "salience",
     "score",
+    "score_of",
 ]
 
 TYPE_BONUS = {"feedback": 0.3, "user": 0.2, "project": 0.1, "reference": 0.0}
@@ -46,6 +60,10 @@ DECAY_HORIZONS = {"30d": timedelta(days=30), "90d": timedelta(days=90)}
 CHARS_PER_TOKEN = 4
 MEMORY_HEADING = "\n## Memory files\n"
 TIMELINE_HEADING = "\n## Recent timeline\n\n"
+RANKS = ("salience", "relevance")  # salience: salience x recency x decay (the default); relevance: x BM25 term
+
+Basis = tuple[float, float, "float | None"]
+"""What a score needs of a record: (salience, ``updated`` as POSIX seconds, decay horizon in seconds or None)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,7 @@ class RecallHit:
     recency: float
     decay: float
     matches: int
+    relevance: float | None = None  # set only when ranked with rank="relevance"
 
     @property
     def key(self) -> str:
@@ -78,8 +97,8 @@ class RecallHit:
         return seed_shape[name]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no body), as ``memory recall --json`` prints it."""
-        return {
+        """A JSON-ready summary (no body), as ``memory recall --json`` prints it (``relevance`` when ranked by it)."""
+        summary = {
             "key": self.key,
             "name": self.record.name,
             "description": self.record.description,
@@ -91,6 +110,9 @@ class RecallHit:
             "decay": round(self.decay, 6),
             "matches": self.matches,
         }
+        if self.relevance is not None:
+            summary["relevance"] = round(self.relevance, 6)
+        return summary
 
 
 _HALF_LIFE_S = HALF_LIFE.total_seconds()
@@ -128,18 +150,18 @@ def score(record: MemoryRecord, now: datetime) -> float:
     return salience(record) * recency(record, now) * decay_factor(record, now)
 
 
-def _basis(record: MemoryRecord) -> tuple[float, float, float | None]:
+def basis(record: MemoryRecord) -> Basis:
     """(salience, updated as POSIX seconds, decay horizon in seconds or None), memoised on the record."""
-    basis: tuple[float, float, float | None] | None = record.memo.get("rank")
-    if basis is None:
-        basis = (salience(record), record.updated_epoch, _HORIZONS_S.get(record.meta.get("decay") or "never"))
-        record.memo["rank"] = basis
-    return basis
+    found: Basis | None = record.memo.get("rank")
+    if found is None:
+        found = (salience(record), record.updated_epoch, _HORIZONS_S.get(record.meta.get("decay") or "never"))
+        record.memo["rank"] = found
+    return found
 
 
-def _parts(record: MemoryRecord, now_s: float) -> tuple[float, float, float]:
-    """(salience, recency, decay) on float seconds: the hot path of recall and context_block."""
-    sal, updated_s, horizon = _basis(record)
+def _parts(rank_basis: Basis, now_s: float) -> tuple[float, float, float]:
+    """(salience, recency, decay) on float seconds: the hot path of recall and the context block."""
+    sal, updated_s, horizon = rank_basis
     age = now_s - updated_s
     if age < 0:
         age = 0.0
@@ -147,42 +169,72 @@ def _parts(record: MemoryRecord, now_s: float) -> tuple[float, float, float]:
     return sal, 0.5 ** (age / _HALF_LIFE_S), 1.0 if past <= 0 else 0.5 ** (past / _HALF_LIFE_S)
 
 
-def _hit(record: MemoryRecord, now: datetime, matches: int) -> RecallHit:
-    s, r, d = _parts(record, now.timestamp())
-    return RecallHit(record, s * r * d, s, r, d, matches)
-
-
-def _score(record: MemoryRecord, now_s: float) -> float:
-    s, r, d = _parts(record, now_s)
+def score_of(rank_basis: Basis, now_s: float) -> float:
+    """salience x recency x decay from a :data:`Basis` (what the derived index stores per memory)."""
+    s, r, d = _parts(rank_basis, now_s)
     return s * r * d
+
+
+def _hit(record: MemoryRecord, now: datetime, needle_text: str, relevance: float | None) -> RecallHit:
+    s, r, d = _parts(basis(record), now.timestamp())
+    total = s * r * d * (1.0 if relevance is None else relevance)
+    return RecallHit(record, total, s, r, d, record.folded_text.count(needle_text), relevance)
+
+
+def best_first(scored: Iterable[tuple[float, str]], limit: int | None = None) -> list[str]:
+    """Keys ordered by score descending, then key; the first ``limit`` (all when None)."""
+    order = [(-value, key) for value, key in scored]
+    chosen = sorted(order) if limit is None else heapq.nsmallest(limit, order)
+    return [key for _value, key in chosen]
 
 
 def ranked_records(records: Iterable[MemoryRecord], now: datetime) -> list[MemoryRecord]:
     """Every record, best first (score descending, then key), without building hits."""
     now_s = now.timestamp()
-    scored = [(-_score(record, now_s), record.key, record) for record in records]
-    scored.sort()  # keys are unique, so records themselves are never compared
-    return [item[2] for item in scored]
+    by_key = {record.key: record for record in records}
+    return [by_key[key] for key in best_first((score_of(basis(r), now_s), r.key) for r in by_key.values())]
 
 
-def recall(records: Iterable[MemoryRecord], query: str, now: datetime, limit: int = 5) -> list[RecallHit]:
-    """Records whose name, description or body contains ``query`` (case-insensitive), best first.
+def needle(query: object, limit: int) -> str:
+    """The text recall looks for: ``query`` case-folded, NUL removed.
 
-    ``matches`` counts the occurrences over the three fields; it does not
-    change the order. Raises :class:`UsageError` for an empty query or a
-    negative limit.
+    Raises :class:`UsageError` for an empty query or a negative limit.
     """
-    needle = query.casefold().replace("\0", "") if isinstance(query, str) else ""
-    if not needle.strip():
+    text = query.casefold().replace("\0", "") if isinstance(query, str) else ""
+    if not text.strip():
         raise UsageError("recall needs a non-empty query (a phrase to look for)")
     if limit < 0:
         raise UsageError(f"recall limit must be 0 or more, not {limit}")
+    return text
+
+
+def recall(
+    records: Iterable[MemoryRecord],
+    query: str,
+    now: datetime,
+    limit: int = 5,
+    *,
+    relevance: dict[str, float] | None = None,
+) -> list[RecallHit]:
+    """Records whose name, description or body contains ``query`` (case-insensitive), best first.
+
+    ``matches`` counts the occurrences over the three fields; it does not
+    change the order. ``relevance`` (by key, from the derived index's BM25)
+    multiplies each score when given. Raises :class:`UsageError` for an empty
+    query or a negative limit.
+    """
+    text = needle(query, limit)
     now_s = now.timestamp()
-    matched = [(-_score(r, now_s), r.key, r) for r in records if needle in r.folded_text]
-    # Only the returned hits are built (with their occurrence counts); keys are unique, so
-    # the tuples never compare records.
-    best = heapq.nsmallest(limit, matched)
-    return [_hit(record, now, record.folded_text.count(needle)) for _score_neg, _key, record in best]
+    matched = {r.key: r for r in records if text in r.folded_text}
+    scored = (
+        (score_of(basis(r), now_s) * (1.0 if relevance is None else relevance.get(key, 1.0)), key)
+        for key, r in matched.items()
+    )
+    # Only the returned hits are built (with their occurrence counts).
+    return [
+        _hit(matched[key], now, text, None if relevance is None else relevance.get(key, 1.0))
+        for key in best_first(scored, limit)
+    ]
 
 
 def _memory_piece(record: MemoryRecord) -> str:
@@ -190,46 +242,63 @@ def _memory_piece(record: MemoryRecord) -> str:
     return f"{heading}\n{record.body}\n" if record.body else heading
 
 
+def piece_length(name: str, key: str, body: str) -> int:
+    """The length of a memory's piece in the context block (``_memory_piece``) without building it."""
+    length = len(name) + len(key) + 14  # "\n### ", " (`", ".md`)", "\n"
+    return length + len(body) + 2 if body else length
+
+
 def _piece_length(record: MemoryRecord) -> int:
-    # len(_memory_piece(record)) without building the string: most pieces are only measured.
     length: int | None = record.memo.get("piece_length")
     if length is None:
-        length = len(record.name) + len(record.key) + 14  # "\n### ", " (`", ".md`)", "\n"
-        if record.body:
-            length += len(record.body) + 2
+        length = piece_length(record.name, record.key, record.body)
         record.memo["piece_length"] = length
     return length
 
 
-def context_block(
+def _check_tokens(max_tokens: object) -> int:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        raise UsageError(f"max_tokens must be an integer of 0 or more, not {max_tokens!r}")
+    return max_tokens * CHARS_PER_TOKEN
+
+
+def fit_pieces(index_text: str, lengths: Iterable[int], max_tokens: int) -> list[int]:
+    """Positions (in rank order) of the memory pieces that go into the context block.
+
+    The index always goes in whole; then each piece in rank order is taken if it
+    still fits (else skipped and the next tried). The section heading is counted
+    with the first piece taken. Raises :class:`UsageError` for a bad ``max_tokens``.
+    """
+    budget = _check_tokens(max_tokens)
+    used = len(index_text)
+    chosen: list[int] = []
+    for position, length in enumerate(lengths):
+        cost = length + (0 if chosen else len(MEMORY_HEADING))
+        if used + cost <= budget:
+            chosen.append(position)
+            used += cost
+    return chosen
+
+
+def context_text(
     index_text: str,
-    ranked: Iterable[MemoryRecord],
+    pieces: Iterable[MemoryRecord],
     timeline_newest_first: Iterator[dict[str, Any]],
     max_tokens: int,
 ) -> str:
-    """Assemble the context block within ``max_tokens * 4`` characters.
-
-    The index always goes in whole; then memory pieces in rank order, each
-    skipped if it does not fit (the next is tried); then timeline entries,
-    newest first, until one does not fit; they are printed oldest first.
-    A section heading is counted with the first piece under it and left out
-    when nothing goes under it.
+    """Assemble the block from the index, the chosen pieces (:func:`fit_pieces`, in rank order) and the
+    timeline: entries newest first until one does not fit, printed oldest first.
+    A section heading is left out when nothing goes under it.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-        raise UsageError(f"max_tokens must be an integer of 0 or more, not {max_tokens!r}")
-    budget = max_tokens * CHARS_PER_TOKEN
+    budget = _check_tokens(max_tokens)
     parts = [index_text]
     used = len(index_text)
-    heading_done = False
-    for record in ranked:
-        cost = _piece_length(record) + (0 if heading_done else len(MEMORY_HEADING))
-        if used + cost > budget:
-            continue
-        if not heading_done:
+    for record in pieces:
+        if len(parts) == 1:
             parts.append(MEMORY_HEADING)
-            heading_done = True
+            used += len(MEMORY_HEADING)
         parts.append(_memory_piece(record))
-        used += cost
+        used += _piece_length(record)
     lines: list[str] = []
     for entry in timeline_newest_first:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -242,3 +311,15 @@ def context_block(
         parts.append(TIMELINE_HEADING)
         parts.extend(reversed(lines))
     return "".join(parts)
+
+
+def context_block(
+    index_text: str,
+    ranked: Iterable[MemoryRecord],
+    timeline_newest_first: Iterator[dict[str, Any]],
+    max_tokens: int,
+) -> str:
+    """Assemble the context block within ``max_tokens * 4`` characters (:func:`fit_pieces`, :func:`context_text`)."""
+    records = list(ranked)
+    chosen = fit_pieces(index_text, [_piece_length(r) for r in records], max_tokens)
+    return context_text(index_text, [records[i] for i in chosen], timeline_newest_first, max_tokens)

@@ -7,8 +7,8 @@ The blob is the three.ws export shape::
 
 Import is all or nothing: :func:`validate_blob` checks the version, every file
 name (key rules, case-insensitive uniqueness), every file's frontmatter, every
-timeline entry and, unless allowed, the secret guard, before the store
-changes anything.
+timeline entry and, unless allowed, the secret guard (on the text and on the
+parsed values; on file names always), before the store changes anything.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from bundlekit.errors import InvalidKeyError, MemoryStoreError
 from bundlekit.memory.naming import INDEX_NAME, check_unique, key_from_filename
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
-from bundlekit.memory.secrets import guard
+from bundlekit.memory.screen import guard_entry, guard_key, guard_record
 from bundlekit.memory.timeline import encode_entry, validate_entry
 
 __all__ = ["EXPORT_VERSION", "STRATEGIES", "ImportPlan", "ImportReport", "build_export", "validate_blob"]
@@ -93,12 +93,13 @@ def validate_blob(blob: object, *, allow_secrets: bool = False) -> ImportPlan:
             continue
         if not isinstance(name, str):
             raise InvalidKeyError("import blob has a non-string file name")
+        guard_key(name, "an import file name")  # before anything echoes the name
         key = key_from_filename(name)
         raw = files[name]
         if not isinstance(raw, str):
             raise MemoryStoreError(f"import blob file {name!r} is not text")
         record = parse_memory_file(raw, key=key, where=f"import file {name}")
-        guard(raw, f"import file {name}", allow_secrets=allow_secrets)
+        guard_record(record, f"import file {name}", allow_secrets=allow_secrets)
         records[key] = record
     check_unique(records, where="the import blob")
     timeline = blob.get("timeline", [])
@@ -112,6 +113,6 @@ def validate_blob(blob: object, *, allow_secrets: bool = False) -> ImportPlan:
             line = encode_entry(checked).decode("utf-8")
         except (TypeError, ValueError) as exc:
             raise MemoryStoreError(f"{where} cannot be written as JSON") from exc
-        guard(line, where, allow_secrets=allow_secrets)
+        guard_entry(checked, line, where, allow_secrets=allow_secrets, can_allow=True)
         entries.append(checked)
     return ImportPlan(records=records, timeline=entries)

@@ -2,28 +2,33 @@
 
 A tree is a directory (or, with ``Memory(None)``, dicts in memory):
 ``MEMORY.md`` (regenerated index), one ``<key>.md`` per memory and
-``timeline/YYYY-MM-DD.jsonl``. Every change runs under the tree lock and
-rewrites the index; reads take no lock (each file is replaced atomically).
-Parsed files are cached per instance, keyed on (inode, mtime, size), so
-repeated recall over thousands of memories does not re-parse YAML.
+``timeline/YYYY-MM-DD.jsonl``, plus one hidden folder of the store's own
+(``.bundlekit/``: the derived index and the lock). Every change runs under the
+tree lock. Reads and writes go through the derived index (``indexer``,
+``catalog``): each command lists the tree once, re-parses only the files whose
+stat signature changed, and answers from SQLite; reads take no lock unless the
+index needs catching up (each file is replaced atomically).
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
+from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
+from bundlekit.memory.catalog import Catalog, CatalogUnusable, RankRow
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
+from bundlekit.memory.indexer import Indexer, decode
+from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
-from bundlekit.memory.naming import INDEX_NAME, check_unique, filename_for, key_from_filename, validate_key
+from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR, filename_for, validate_key
 from bundlekit.memory.record import (
     OPTIONAL_KEYS,
     REQUIRED_KEYS,
@@ -32,6 +37,7 @@ from bundlekit.memory.record import (
     render_memory_file,
     validate_meta,
 )
+from bundlekit.memory.screen import guard_entry, guard_key, guard_record
 from bundlekit.memory.secrets import guard
 from bundlekit.memory.timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 from bundlekit.memory.timeline import (
@@ -47,6 +53,7 @@ from bundlekit.memory.transfer import STRATEGIES, ImportReport, build_export, va
 __all__ = ["Memory"]
 
 _KNOWN = frozenset(REQUIRED_KEYS) | frozenset(OPTIONAL_KEYS)
+_T = TypeVar("_T")
 
 
 class Memory:
@@ -54,7 +61,8 @@ class Memory:
 
     ``clock`` returns the current time (a naive value is taken as UTC); inject
     one for deterministic output. ``lock_timeout`` bounds the wait for the
-    cross-process lock (:class:`LockTimeoutError`).
+    cross-process lock (:class:`LockTimeoutError`). Warnings (a broken index
+    rebuilt) are kept in :attr:`warnings` and passed to ``on_warning``.
     """
 
     def __init__(
@@ -64,6 +72,7 @@ class Memory:
         namespace: str | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.root: Path | None = Path(root) if root is not None else None
         self._backend: Backend
@@ -73,10 +82,10 @@ class Memory:
             self._backend = DirectoryBackend(self.root, lock_timeout=lock_timeout)
         self.namespace = namespace or (self.root.resolve().name if self.root is not None else "default")
         self._clock = clock or utc_now
-        self._cache: dict[str, tuple[Hashable, MemoryRecord]] = {}
-        self._checked_names: frozenset[str] | None = None
-        self._last_scan: builtins.list[tuple[str, Hashable]] | None = None
-        self._last_records: tuple[MemoryRecord, ...] = ()
+        self.warnings: builtins.list[str] = []
+        self._on_warning = on_warning
+        self._index = Indexer(self._backend, warn=self._warn, timeout=lock_timeout)
+        self._cached: tuple[Catalog, int, tuple[MemoryRecord, ...]] | None = None
 
     # -- basics ---------------------------------------------------------------
 
@@ -91,56 +100,52 @@ class Memory:
     def _now(self) -> datetime:
         return as_utc(self._clock())
 
-    def _decode(self, name: str, data: bytes) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FrontmatterError(f"{name} is not UTF-8 text; re-save it as UTF-8") from exc
+    def exists(self) -> bool:
+        """Whether the tree is there to read: its directory exists (always true in memory)."""
+        return self.root is None or self.root.is_dir()
 
-    def _load(self, name: str, signature: Hashable) -> MemoryRecord | None:
-        cached = self._cache.get(name)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        data = self._backend.read(name)
-        if data is None:  # removed between scan and read by another process
-            self._cache.pop(name, None)
-            return None
-        record = parse_memory_file(self._decode(name, data), key=name[:-3], where=name)
-        self._cache[name] = (signature, record)
-        return record
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        if self._on_warning is not None:
+            self._on_warning(message)
+
+    def _read(self, op: Callable[[Catalog], _T]) -> _T:
+        """Run a read on the up-to-date index; an index found broken mid-way is rebuilt and the read run again."""
+        try:
+            return op(self._index.refresh())
+        except CatalogUnusable as exc:
+            self._index.rebuild(str(exc))
+            return op(self._index.refresh())
+
+    def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
+        """Every memory in ``catalog``, sorted by key (kept while its generation stands)."""
+        gen = catalog.gen
+        cached = self._cached
+        if cached is not None and cached[0] is catalog and cached[1] == gen:
+            return builtins.list(cached[2])
+        records = catalog.records()
+        self._cached = (catalog, gen, tuple(records))
+        return records
 
     def _records(self) -> builtins.list[MemoryRecord]:
-        """Every memory, sorted by key; validates names, case-uniqueness and frontmatter."""
-        scanned = self._backend.scan_memories()
-        if scanned == self._last_scan:
-            # Same names with the same (inode, mtime, size): nothing changed since the last call.
-            return builtins.list(self._last_records)
-        names = frozenset(name for name, _sig in scanned)
-        if names != self._checked_names:
-            for name in names:
-                key_from_filename(name)
-            check_unique((name[:-3] for name in names), where=self._where())
-            for stale in [n for n in self._cache if n not in names]:
-                del self._cache[stale]
-            self._checked_names = names
-        records = []
-        for name, signature in scanned:
-            record = self._load(name, signature)
-            if record is not None:
-                records.append(record)
-        records.sort(key=lambda r: r.key)
-        if len(records) == len(scanned):
-            self._last_scan, self._last_records = scanned, tuple(records)
-        return records
+        """Every memory, sorted by key; validates names, case-uniqueness and frontmatter of changed files."""
+        return self._read(self._all)
 
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
 
-    def _write_index(self, records: Sequence[MemoryRecord]) -> None:
-        data = render_index(records).encode("utf-8")
-        # Regenerated on every change, but only rewritten when it differs (a body edit leaves it alone).
-        if self._backend.read(INDEX_NAME) != data:
-            self._backend.write(INDEX_NAME, data)
+    def _stored(
+        self,
+        catalog: Catalog,
+        records: Sequence[MemoryRecord],
+        previous: Mapping[str, MemoryRecord | None],
+        removed: Sequence[str] = (),
+    ) -> None:
+        """Index files just written (under the lock); a broken index is dropped and rebuilt next time."""
+        try:
+            self._index.stored(catalog, builtins.list(records), dict(previous), builtins.list(removed))
+        except CatalogUnusable as exc:
+            self._index.rebuild(str(exc))
 
     # -- memories -------------------------------------------------------------
 
@@ -148,8 +153,9 @@ class Memory:
         """Create the tree (directory, ``timeline/``, an index) if it does not exist yet."""
         with self._backend.hold():
             if self.root is not None:
-                (self.root / "timeline").mkdir(parents=True, exist_ok=True)
-            self._write_index(self._records())
+                ensure_real_dir(self.root / TIMELINE_DIR)
+            catalog = self._index.refresh(locked=True)
+            self._index.upkeep_index(catalog, self._backend.signature(INDEX_NAME), force=True)
 
     def write(
         self,
@@ -176,14 +182,17 @@ class Memory:
         not exist yet") a stale write raises :class:`ConflictError`.
 
         Raises :class:`InvalidKeyError`, :class:`FrontmatterError`,
-        :class:`SecretDetectedError`, :class:`ConflictError`,
-        :class:`LockTimeoutError`, :class:`UsageError`; on any of them nothing changes.
+        :class:`SecretDetectedError` (the key, the text, or a parsed value),
+        :class:`ConflictError`, :class:`LockTimeoutError`, :class:`UsageError`;
+        on any of them nothing changes.
         """
         # Step 1: the arguments; steps 2-3: the lock and the tree.
+        if isinstance(key, str):
+            guard_key(key)  # before any message could echo it
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._backend.hold():
-            records = self._records()
-            current = _current(records, key)
+            catalog = self._index.refresh(locked=True)
+            current = _current(catalog, key)
             # Step 4: the revision; step 5: the frontmatter.
             revision = _check_revision(current, expected_revision, filename)
             given: dict[str, Any] = {
@@ -194,22 +203,34 @@ class Memory:
             }
             required = {"name": name, "description": description, "type": type}
             meta = _new_meta(current, required, given, extra, format_timestamp(self._now()), revision + 1)
-            # Step 6: validate, render, guard; steps 7-8: the file, then the index.
+            # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
             text = render_memory_file(meta, body)
-            guard(text, filename, allow_secrets=allow_secrets)
             record = parse_memory_file(text, key=key, where=filename)
+            guard_record(record, filename, allow_secrets=allow_secrets)
             self._backend.write(filename, text.encode("utf-8"))
-            self._write_index([r for r in records if r.key != key] + [record])
+            self._stored(catalog, [record], {key: current})
             return record
 
     def read(self, key: str) -> MemoryRecord | None:
-        """The memory ``key``, or ``None`` if there is none. Raises :class:`FrontmatterError` for a bad file."""
+        """The memory ``key``, or ``None`` if there is none. Raises :class:`FrontmatterError` for a bad file.
+
+        Answered from the index when the file's signature matches it; else the file is parsed.
+        """
         filename = filename_for(key)
+        signature = self._backend.signature(filename)
+        if signature is None:
+            return None
+        try:
+            record = self._index.peek().fresh_record(filename, signature)
+        except CatalogUnusable:
+            record = None
+        if record is not None:
+            return record
         data = self._backend.read(filename)
         if data is None:
             return None
-        return parse_memory_file(self._decode(filename, data), key=key, where=filename)
+        return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
         """Delete a memory, rebuild the index, and note ``{"type": "forgot", "key", "name"}`` (never the body).
@@ -218,36 +239,43 @@ class Memory:
         """
         filename = filename_for(key)
         with self._backend.hold():
-            records = self._records()
-            current = next((r for r in records if r.key == key), None)
+            catalog = self._index.refresh(locked=True)
+            current = catalog.record(key)
             if current is None:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `memory list` shows the keys"
                 )
             self._backend.delete(filename)
-            self._cache.pop(filename, None)
-            self._write_index([r for r in records if r.key != key])
+            self._stored(catalog, [], {}, [filename])
             self._append(make_entry("forgot", {"key": key, "name": current.name}, self._now()))
 
     def check(self) -> None:
         """Validate the whole tree: key names and case-uniqueness, frontmatter, timeline files, secret guard.
 
-        Raises the first problem found (:class:`InvalidKeyError`, :class:`FrontmatterError`,
-        :class:`MemoryStoreError`, :class:`SecretDetectedError`).
+        The guard runs on each file's text, on each parsed value (kept by the
+        index for unchanged files), on each key and on each timeline entry.
+        Raises the first problem found (:class:`InvalidKeyError`,
+        :class:`FrontmatterError`, :class:`MemoryStoreError`, :class:`SecretDetectedError`).
         """
         self._snapshot()
 
     def _snapshot(self) -> tuple[builtins.list[MemoryRecord], builtins.list[tuple[str, bytes]]]:
-        records = self._records()
+        records, flagged = self._read(lambda catalog: (self._all(catalog), set(catalog.with_secrets())))
         for record in records:
+            guard_key(record.key, f"a memory file name in {self._where()}")
             guard(record.raw, record.filename, can_allow=False)
+            if record.key in flagged:
+                guard_record(record, record.filename, can_allow=False)
         days: builtins.list[tuple[str, bytes]] = []
         for name in self._backend.timeline_files():
             data = self._backend.read_timeline(name)
             if data is None:
                 continue
-            parse_day(name, data)
-            guard(data.decode("utf-8"), f"timeline/{name}", can_allow=False)
+            where = f"timeline/{name}"
+            entries = parse_day(name, data)
+            guard(data.decode("utf-8"), where, can_allow=False)
+            for number, entry in enumerate(entries, start=1):
+                guard_entry(entry, "", f"{where} entry {number}")
             days.append((name, data))
         return records, days
 
@@ -264,14 +292,19 @@ class Memory:
 
     def index_text(self) -> str:
         """The index (``MEMORY.md``) as it would be regenerated now."""
-        return render_index(self._records())
+        return self._read(self._index_text)
+
+    def _index_text(self, catalog: Catalog) -> str:
+        text = self._index.current_index_text(catalog)
+        return text if text is not None else render_index(self._all(catalog))
 
     # -- timeline -------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = encode_entry(entry)
-        guard(line.decode("utf-8"), f"timeline entry {entry['type']!r}", can_allow=False)
+        guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
         with self._backend.hold():
+            self._index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
             self._backend.append_timeline(day_file_for(entry), line)
 
     def note(self, type: str, **data: Any) -> dict[str, Any]:
@@ -327,23 +360,50 @@ class Memory:
 
     # -- retrieval --------------------------------------------------------------
 
-    def recall(self, query: str, limit: int = 5) -> builtins.list[ranking.RecallHit]:
+    def recall(self, query: str, limit: int = 5, *, rank: str = "salience") -> builtins.list[ranking.RecallHit]:
         """Memories containing ``query`` (case-insensitive, name/description/body), best first.
 
         Ranked by salience x recency x decay (specs/memory.md); ties by key.
+        ``rank="relevance"`` multiplies by the BM25 relevance term. The index's
+        full-text search picks the candidates; only the returned hits are loaded.
         """
-        return ranking.recall(self._records(), query, self._now(), limit)
+        needle = ranking.needle(query, limit)
+        if rank not in ranking.RANKS:
+            raise UsageError(f"rank must be one of {', '.join(ranking.RANKS)}, not {rank!r}")
+        now = self._now()
+
+        def search(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
+            rows = catalog.search(needle)
+            if rows is None:  # a needle the index cannot answer exactly: scan the records
+                return ranking.recall(self._all(catalog), query, now, limit)
+            relevance = _relevance(rows) if rank == "relevance" else None
+            now_s = now.timestamp()
+            keys = ranking.best_first(
+                (ranking.score_of(row.basis, now_s) * (relevance[row.key] if relevance else 1.0), row.key)
+                for row in rows
+            )[:limit]
+            return ranking.recall(catalog.records(keys), query, now, limit, relevance=relevance)
+
+        return self._read(search)
 
     def context_block(self, max_tokens: int = 8192) -> str:
-        """The text injected before an LLM turn, within ``max_tokens * 4`` characters (see specs/memory.md)."""
-        records = self._records()
-        now = self._now()
-        return ranking.context_block(
-            render_index(records),
-            ranking.ranked_records(records, now),
-            self._timeline_newest_first(),
-            max_tokens,
-        )
+        """The text injected before an LLM turn, within ``max_tokens * 4`` characters (see specs/memory.md).
+
+        Pieces are chosen from the index's ranking columns; only those that fit are loaded.
+        """
+        now_s = self._now().timestamp()
+
+        def assemble(catalog: Catalog) -> str:
+            index_text = self._index_text(catalog)
+            rows = {row.key: row for row in catalog.rank_rows()}
+            keys = ranking.best_first((ranking.score_of(row.basis, now_s), key) for key, row in rows.items())
+            chosen = [keys[i] for i in ranking.fit_pieces(index_text, [rows[k].piece for k in keys], max_tokens)]
+            by_key = {record.key: record for record in catalog.records(chosen)}
+            return ranking.context_text(
+                index_text, [by_key[k] for k in chosen], self._timeline_newest_first(), max_tokens
+            )
+
+        return self._read(assemble)
 
     # -- export / import ------------------------------------------------------
 
@@ -371,7 +431,11 @@ class Memory:
         plan = validate_blob(blob, allow_secrets=allow_secrets)
         report = ImportReport()
         with self._backend.hold():
-            records = {r.key.lower(): r for r in self._records()}
+            catalog = self._index.refresh(locked=True)
+            records = {r.key.lower(): r for r in self._all(catalog)}
+            written: builtins.list[MemoryRecord] = []
+            previous: dict[str, MemoryRecord | None] = {}
+            removed: builtins.list[str] = []
             for key in sorted(plan.records):
                 incoming = plan.records[key]
                 local = records.get(key.lower())
@@ -384,10 +448,13 @@ class Memory:
                     report.replaced.append(key)
                     if local.key != key:
                         self._backend.delete(local.filename)
+                        removed.append(local.filename)
                 self._backend.write(incoming.filename, incoming.raw.encode("utf-8"))
+                previous[key] = local if local is not None and local.key == key else None
+                written.append(incoming)
                 records[key.lower()] = incoming
             report.timeline_added = self._merge_timeline(plan.timeline)
-            self._write_index(builtins.list(records.values()))
+            self._stored(catalog, written, previous, removed)
         return report
 
     def _merge_timeline(self, incoming: Sequence[dict[str, Any]]) -> int:
@@ -441,6 +508,10 @@ class Memory:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""
         return self._records()
 
+    def close(self) -> None:
+        """Close the index database (a later call opens it again)."""
+        self._index.close()
+
 
 def _check_write_args(
     key: str, body: object, expected_revision: int | None, extra: Mapping[str, object] | None
@@ -461,18 +532,22 @@ def _check_write_args(
     return filename
 
 
-def _current(records: Sequence[MemoryRecord], key: str) -> MemoryRecord | None:
+def _current(catalog: Catalog, key: str) -> MemoryRecord | None:
     """Step 3: the stored memory ``key``, if any; a key equal to it ignoring case is refused."""
-    current = None
-    for record in records:
-        if record.key == key:
-            current = record
-        elif record.key.lower() == key.lower():
-            raise InvalidKeyError(
-                f"memory key {key!r} differs only in case from the existing {record.key!r}; "
-                "use that key or another name"
-            )
-    return current
+    other = catalog.same_key_other_case(key)
+    if other is not None:
+        raise InvalidKeyError(
+            f"memory key {key!r} differs only in case from the existing {other!r}; use that key or another name"
+        )
+    return catalog.record(key)
+
+
+def _relevance(rows: Sequence[RankRow]) -> dict[str, float]:
+    """Each row's BM25 over the best one's (BM25 is negative, lower is better): 1.0 for the best match."""
+    best = min((row.bm25 for row in rows if row.bm25 is not None), default=None)
+    if not best:
+        return {row.key: 1.0 for row in rows}
+    return {row.key: (row.bm25 / best if row.bm25 is not None else 1.0) for row in rows}
 
 
 def _check_revision(current: MemoryRecord | None, expected: int | None, filename: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bundlekit.memory import Memory
+from bundlekit.memory.naming import HIDDEN_DIR
 
 FIXTURE_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
 
@@ -201,11 +202,11 @@ def build(directory: Path) -> Memory:
 
 
 def regenerate(target: Path = FIXTURE_DIR) -> None:
-    """Rebuild the committed fixture in place (leaves no lock file behind)."""
+    """Rebuild the committed fixture in place (leaves no index or lock behind)."""
     if target.exists():
         shutil.rmtree(target)
     build(target)
-    (target / ".memory.lock").unlink(missing_ok=True)
+    shutil.rmtree(target / HIDDEN_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ def _files(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.name.startswith(".")
+        # The store's hidden folder (the derived index, the lock) is a cache, not part of the tree.
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
     }
 
 

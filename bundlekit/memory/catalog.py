@@ -1,0 +1,442 @@
+"""The derived index of a memory tree: SQLite tables of each memory file's parsed form and search text.
+
+Stored in ``<tree>/.bundlekit/index.sqlite`` (WAL mode, so ``-wal`` and ``-shm``
+sit beside it), in the tree's one hidden folder with the lock; a tree in memory
+gets a private in-memory database. It is a cache, never the source of truth:
+``indexer`` checks it against the files on every command and this module only
+stores and queries (specs/memory.md, "Derived index").
+
+Tables:
+
+* ``memory``: one row per memory file: its name and stat signature (inode,
+  mtime in ns, size), ``racy`` (modified so recently that a same-size edit within
+  the file system's timestamp tick would keep the signature: such rows are
+  compared by content until they settle), the parsed record (frontmatter as JSON
+  when JSON holds it exactly, else ``NULL`` and the raw text is parsed again on
+  use; body; raw text), the ranking basis (salience, ``updated`` in POSIX
+  seconds, decay horizon), the context-block piece length and whether a parsed
+  value matches a secret rule;
+* ``search``: name, description and body case-folded (``str.casefold``, as
+  recall folds the query), an FTS5 table with the trigram tokenizer
+  (``case_sensitive 1``: the folding is ours), or a plain table scanned with
+  ``instr`` where this SQLite has no FTS5;
+* ``state``: ``gen`` (bumped by every change of ``memory``) and the signature
+  and generation of the ``MEMORY.md`` last written from it.
+
+A file of another schema version or application, or one SQLite cannot read,
+raises :class:`CatalogUnusable`; the indexer then deletes and rebuilds it.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundlekit.errors import MemoryStoreError
+from bundlekit.memory.record import MemoryRecord, parse_memory_file
+
+__all__ = [
+    "APPLICATION_ID",
+    "CATALOG_FILE",
+    "SCHEMA_VERSION",
+    "Catalog",
+    "CatalogUnavailable",
+    "CatalogUnusable",
+    "IndexedFile",
+    "RankRow",
+    "catalog_files",
+    "fts5_available",
+]
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x626B6D69  # "bkmi"
+CATALOG_FILE = "index.sqlite"
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+TRIGRAM = 3  # FTS5's trigram tokenizer matches substrings of at least 3 characters
+# Errors that say "busy", not "broken": never a reason to rebuild.
+_TRANSIENT = {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_FULL", "SQLITE_IOERR"}
+_NOT_HERE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"}
+
+Signature = tuple[int, int, int]
+NUL_STAND_IN = "\ufffe"  # a Unicode noncharacter
+_RECORD_COLUMNS = "key, meta, body, raw, salience, updated, horizon, piece"
+
+
+class CatalogUnusable(Exception):
+    """The index file is corrupt, truncated, or of another version or program: rebuild it."""
+
+
+class CatalogUnavailable(OSError):
+    """The index file cannot be opened or written here (permissions, a read-only tree)."""
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """What the indexer knows of one file: its signature, whether it is racy, and the stored text."""
+
+    signature: Signature
+    racy: bool
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """What ranking needs of a memory without loading it: key, basis, piece length, BM25 (when searched)."""
+
+    key: str
+    salience: float
+    updated: float
+    horizon: float | None
+    piece: int
+    bm25: float | None = None
+
+    @property
+    def basis(self) -> tuple[float, float, float | None]:
+        return (self.salience, self.updated, self.horizon)
+
+
+@functools.cache
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 with the trigram tokenizer (``case_sensitive`` option)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram case_sensitive 1')")
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+def catalog_files(directory: Path) -> list[Path]:
+    """The database file and its WAL, shared-memory and journal companions in ``directory``."""
+    return [directory / (CATALOG_FILE + suffix) for suffix in _SIDE_FILES]
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """SQLite errors that mean a broken or foreign file become :class:`CatalogUnusable`; those that mean
+    "not here" :class:`CatalogUnavailable`; transient ones (busy, disk full, I/O) pass through."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        primary = "_".join(str(getattr(exc, "sqlite_errorname", "")).split("_")[:2])  # SQLITE_IOERR_READ -> SQLITE_IOERR
+        if primary in _NOT_HERE:
+            raise CatalogUnavailable(errno.EACCES, str(exc)) from exc
+        if primary in _TRANSIENT:
+            raise MemoryStoreError(
+                f"the memory index could not be used ({exc}); retry, and check free disk space"
+            ) from exc
+        raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _exact_json(meta: dict[str, Any]) -> str | None:
+    """``meta`` as JSON when it reads back exactly (types included), else ``None`` (parse the raw text)."""
+    try:
+        text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text if _same(json.loads(text), meta) else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _fold(text: str) -> str:
+    # SQLite's tokenizer stops at NUL: index a stand-in a needle cannot usefully hold (see search()).
+    return text.casefold().replace("\0", NUL_STAND_IN)
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    key, meta, body, raw, sal, updated, horizon, piece = row
+    if meta is None:
+        record = parse_memory_file(raw, key=key, where=f"{key}.md")
+    else:
+        record = MemoryRecord(key=key, meta=json.loads(meta), body=body, raw=raw)
+    record.memo["rank"] = (sal, updated, horizon)
+    record.memo["piece_length"] = piece
+    return record
+
+
+_SCHEMA = """
+CREATE TABLE memory (
+    id INTEGER PRIMARY KEY,
+    file TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    racy INTEGER NOT NULL,
+    meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL,
+    salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
+    piece INTEGER NOT NULL,
+    secret INTEGER NOT NULL
+);
+CREATE TABLE state (name TEXT PRIMARY KEY, value INTEGER);
+INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
+    ('index_size', NULL), ('fts', {fts});
+"""
+_FTS = "CREATE VIRTUAL TABLE search USING fts5(name, description, body, tokenize='trigram case_sensitive 1')"
+_PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
+
+
+class Catalog:
+    """One open index database. Not thread-safe; one per :class:`Memory`.
+
+    Reads run in :meth:`reading` (one snapshot), changes in :meth:`writing`
+    (one transaction, taken only under the tree lock).
+    """
+
+    def __init__(self, path: Path | None, *, fts: bool | None = None, timeout: float = 30.0) -> None:
+        self.path = path
+        want_fts = fts5_available() if fts is None else fts and fts5_available()
+        with _translated():
+            conn = sqlite3.connect(
+                ":memory:" if path is None else os.fspath(path), timeout=timeout, isolation_level=None
+            )
+        self._conn = conn
+        try:
+            with _translated():
+                conn.execute("PRAGMA trusted_schema = OFF")
+                self._check_or_create(want_fts)
+                if path is not None:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
+                self.fts = bool(self._state("fts"))
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _check_or_create(self, fts: bool) -> None:
+        conn = self._conn
+        app, version = self._header()
+        if (app, version) == (APPLICATION_ID, SCHEMA_VERSION):
+            return
+        if (app, version) != (0, 0):
+            raise CatalogUnusable(f"application id {app:#x}, schema version {version}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            app, version = self._header()  # another process may have created it meanwhile
+            if (app, version) == (0, 0):
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    raise CatalogUnusable("tables without our schema version")
+                for statement in _SCHEMA.format(fts=int(fts)).split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(_FTS if fts else _PLAIN)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif (app, version) != (APPLICATION_ID, SCHEMA_VERSION):
+                raise CatalogUnusable(f"application id {app:#x}, schema version {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _header(self) -> tuple[int, int]:
+        app = self._conn.execute("PRAGMA application_id").fetchone()[0]
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        return int(app), int(version)
+
+    # -- transactions -----------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[Catalog]:
+        """One consistent snapshot for the queries in the ``with`` body."""
+        with _translated():
+            self._conn.execute("BEGIN")
+            try:
+                yield self
+            finally:
+                self._conn.execute("COMMIT")
+
+    @contextmanager
+    def writing(self) -> Iterator[Catalog]:
+        """One transaction (all or nothing) for the changes in the ``with`` body."""
+        with _translated():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- state ------------------------------------------------------------------
+
+    def _state(self, name: str) -> int | None:
+        with _translated():
+            row = self._conn.execute("SELECT value FROM state WHERE name = ?", (name,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def _set(self, name: str, value: int | None) -> None:
+        self._conn.execute("UPDATE state SET value = ? WHERE name = ?", (value, name))
+
+    @property
+    def gen(self) -> int:
+        """The generation: bumped by every change to the indexed memories."""
+        return self._state("gen") or 0
+
+    def index_state(self) -> tuple[Signature | None, int]:
+        """The signature of the ``MEMORY.md`` last written from this index, and the generation it shows."""
+        with _translated():
+            rows = dict(self._conn.execute("SELECT name, value FROM state WHERE name LIKE 'index_%'").fetchall())
+        sig = (rows["index_ino"], rows["index_mtime"], rows["index_size"])
+        known = None if None in sig else (int(sig[0]), int(sig[1]), int(sig[2]))
+        return known, int(rows["index_gen"])
+
+    def set_index_state(self, signature: Signature | None, gen: int) -> None:
+        ino, mtime, size = signature if signature is not None else (None, None, None)
+        for name, value in (("index_ino", ino), ("index_mtime", mtime), ("index_size", size), ("index_gen", gen)):
+            self._set(name, value)
+
+    # -- files --------------------------------------------------------------------
+
+    def files(self) -> dict[str, IndexedFile]:
+        """Every indexed file by name."""
+        with _translated():
+            rows = self._conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
+        return {file: IndexedFile((ino, mtime, size), bool(racy)) for file, ino, mtime, size, racy in rows}
+
+    def raw(self, file: str) -> str | None:
+        row = self._conn.execute("SELECT raw FROM memory WHERE file = ?", (file,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(
+        self,
+        file: str,
+        signature: Signature,
+        racy: bool,
+        record: MemoryRecord,
+        basis: tuple[float, float, float | None],
+        piece: int,
+        secret: bool,
+    ) -> None:
+        """Index one parsed file (replacing what was there). Inside :meth:`writing`."""
+        self.remove(file)
+        sal, updated, horizon = basis
+        cursor = self._conn.execute(
+            "INSERT INTO memory (file, key, ino, mtime_ns, size, racy, meta, body, raw, salience, updated, "
+            "horizon, piece, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, record.key, *signature, int(racy), _exact_json(record.meta), record.body, record.raw,
+             sal, updated, horizon, piece, int(secret)),
+        )
+        self._conn.execute(
+            "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
+            (cursor.lastrowid, _fold(record.name), _fold(record.description), _fold(record.body)),
+        )
+        self._bump()
+
+    def remove(self, file: str) -> None:
+        """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
+        row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
+        if row is not None:
+            self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
+            self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
+            self._bump()
+
+    def settle(self, files: Iterable[str]) -> None:
+        """Mark files no longer racy (their content was compared and is unchanged). Inside :meth:`writing`."""
+        self._conn.executemany("UPDATE memory SET racy = 0 WHERE file = ?", [(f,) for f in files])
+
+    def _bump(self) -> None:
+        self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
+
+    # -- queries ----------------------------------------------------------------
+
+    def count(self) -> int:
+        with _translated():
+            return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
+
+    def records(self, keys: Iterable[str] | None = None) -> list[MemoryRecord]:
+        """Records sorted by key: all of them, or those of ``keys``."""
+        with _translated():
+            if keys is None:
+                rows = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM memory ORDER BY key").fetchall()
+            else:
+                wanted = list(keys)
+                rows = self._conn.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM memory WHERE key IN (SELECT value FROM json_each(?)) ORDER BY key",
+                    (json.dumps(wanted),),
+                ).fetchall()
+        return [_record(row) for row in rows]
+
+    def record(self, key: str) -> MemoryRecord | None:
+        with _translated():
+            row = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM memory WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _record(row)
+
+    def fresh_record(self, file: str, signature: Signature) -> MemoryRecord | None:
+        """The indexed record of ``file`` if its row has ``signature`` and is not racy, else ``None``."""
+        with _translated():
+            row = self._conn.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM memory WHERE file = ? AND ino = ? AND mtime_ns = ? AND size = ? "
+                "AND NOT racy",
+                (file, *signature),
+            ).fetchone()
+        return None if row is None else _record(row)
+
+    def same_key_other_case(self, key: str) -> str | None:
+        """An indexed key equal to ``key`` ignoring (ASCII) case but not equal to it."""
+        with _translated():
+            row = self._conn.execute(
+                "SELECT key FROM memory WHERE lower(key) = lower(?) AND key != ? LIMIT 1", (key, key)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def keys(self) -> list[str]:
+        with _translated():
+            return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory ORDER BY key")]
+
+    def with_secrets(self) -> list[str]:
+        """Keys of memories one of whose parsed values matches a secret rule."""
+        with _translated():
+            return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory WHERE secret ORDER BY key")]
+
+    def rank_rows(self) -> list[RankRow]:
+        """Every memory's ranking basis and piece length."""
+        with _translated():
+            rows = self._conn.execute("SELECT key, salience, updated, horizon, piece FROM memory").fetchall()
+        return [RankRow(*row) for row in rows]
+
+    def search(self, needle: str) -> list[RankRow] | None:
+        """Memories whose folded name, description or body contains ``needle`` (already case-folded).
+
+        FTS5 trigram match (with BM25) for 3 characters or more; a scan of the
+        indexed text (no BM25) for shorter needles or without FTS5. ``None`` for
+        the one needle the index cannot answer exactly (one holding the NUL
+        stand-in): the caller then scans the records.
+        """
+        if NUL_STAND_IN in needle:
+            return None
+        columns = "m.key, m.salience, m.updated, m.horizon, m.piece"
+        with _translated():
+            if self.fts and len(needle) >= TRIGRAM:
+                phrase = '"' + needle.replace('"', '""') + '"'
+                rows = self._conn.execute(
+                    f"SELECT {columns}, bm25(search) FROM search JOIN memory m ON m.id = search.rowid "
+                    "WHERE search MATCH ?",
+                    (phrase,),
+                ).fetchall()
+                return [RankRow(*row) for row in rows]
+            rows = self._conn.execute(
+                f"SELECT {columns} FROM search JOIN memory m ON m.id = search.rowid "
+                "WHERE instr(search.name, ?1) > 0 OR instr(search.description, ?1) > 0 OR instr(search.body, ?1) > 0",
+                (needle,),
+            ).fetchall()
+        return [RankRow(*row) for row in rows]

@@ -1,0 +1,304 @@
+"""Keeping the derived index (``catalog``) in step with the files, and ``MEMORY.md`` with the index.
+
+Every command calls :meth:`Indexer.refresh` first. It lists the tree once
+(``scandir``, stat signatures) and compares with the index: files added or
+whose signature changed are parsed again, files gone are dropped, and racy rows
+(changed within :data:`RACY_NS` of being indexed, where a same-size edit in the
+same timestamp tick would keep the signature) are compared by content. When
+nothing differs and ``MEMORY.md`` is the one last written from this generation
+of the index, nothing is locked or written: readers run beside writers. Any
+difference is applied under the tree lock (listing again under it), so a
+process killed at any point leaves files the next command reconciles.
+
+The index file is opened lazily; one that is corrupt, truncated or of another
+version is deleted and rebuilt, with a warning. Where it cannot be created (a
+read-only tree) or is not wanted yet (a directory with no memories and no
+index), a private in-memory index serves the command and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bundlekit.errors import FrontmatterError, MemoryStoreError
+from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
+from bundlekit.memory.catalog import Catalog, CatalogUnusable, catalog_files
+from bundlekit.memory.index import index_line, render_index
+from bundlekit.memory.links import refuse_link
+from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename
+from bundlekit.memory.ranking import basis, piece_length
+from bundlekit.memory.record import MemoryRecord, parse_memory_file
+from bundlekit.memory.screen import record_values_clean
+
+__all__ = ["RACY_NS", "Indexer", "decode"]
+
+RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
+
+
+def decode(name: str, data: bytes) -> str:
+    """A memory file's bytes as text; :class:`FrontmatterError` naming it when they are not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"{name} is not UTF-8 text; re-save it as UTF-8") from exc
+
+
+class Indexer:
+    """The derived index of one tree (``backend``), opened on first use."""
+
+    def __init__(self, backend: Backend, *, warn: Callable[[str], None], timeout: float) -> None:
+        self._backend = backend
+        self._warn = warn
+        self._timeout = timeout
+        self._catalog: Catalog | None = None
+        self.private = True  # an in-memory index nothing else sees (no lock, no MEMORY.md upkeep)
+        root = backend.root if isinstance(backend, DirectoryBackend) else None
+        self._dir = None if root is None else root / HIDDEN_DIR
+
+    # -- opening ------------------------------------------------------------------
+
+    def _open(self, scan: Scan | None, *, for_write: bool) -> Catalog:
+        if self._catalog is not None and not (self.private and for_write and self._dir is not None):
+            return self._catalog
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
+        if self._dir is not None and (for_write or self._wanted(scan)):
+            for path in (self._dir, *catalog_files(self._dir)):
+                refuse_link(path)  # a planted link is an error, not a reason to fall back
+            try:
+                self._catalog = self._open_file(self._dir)
+                self.private = False
+                return self._catalog
+            except OSError as exc:  # a read-only tree: reads are served from memory
+                if for_write:
+                    raise MemoryStoreError(
+                        f"cannot open the memory index in {self._dir}: {exc.strerror or exc}; "
+                        "fix the tree's permissions"
+                    ) from exc
+        self._catalog = Catalog(None, timeout=self._timeout)
+        self.private = True
+        return self._catalog
+
+    def _wanted(self, scan: Scan | None) -> bool:
+        assert self._dir is not None
+        return refuse_link(self._dir) or bool(scan and (scan.memories or scan.index))
+
+    def _open_file(self, directory: Path) -> Catalog:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = catalog_files(directory)[0]
+        try:
+            return Catalog(path, timeout=self._timeout)
+        except CatalogUnusable as exc:
+            with self._backend.hold():
+                self._reset(directory, str(exc))
+            return Catalog(path, timeout=self._timeout)
+
+    def _reset(self, directory: Path, reason: str) -> None:
+        """Delete the index files (under the lock) so they are built again."""
+        for path in catalog_files(directory):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise MemoryStoreError(f"cannot remove the broken index {path}: {exc.strerror}; remove it by hand") from exc
+        self._warn(
+            f"the memory index {directory / catalog_files(directory)[0].name} could not be used ({reason[:120]}); "
+            "rebuilt it from the memory files"
+        )
+
+    def rebuild(self, reason: str) -> None:
+        """Drop the index after it failed mid-command; the next :meth:`refresh` builds it again."""
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
+        if self._dir is not None and not self.private:
+            with self._backend.hold():
+                self._reset(self._dir, reason)
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
+
+    # -- refresh ------------------------------------------------------------------
+
+    def refresh(self, *, locked: bool = False) -> Catalog:
+        """The index, agreeing with the files (and ``MEMORY.md`` repaired). ``locked``: the caller holds the lock.
+
+        Raises what parsing a changed file raises (:class:`InvalidKeyError`,
+        :class:`FrontmatterError`, ...); nothing of that refresh is stored then.
+        """
+        try:
+            return self._refresh(locked)
+        except CatalogUnusable as exc:
+            self.rebuild(str(exc))
+            return self._refresh(locked)
+
+    def _refresh(self, locked: bool) -> Catalog:
+        scan = self._backend.scan()
+        catalog = self._open(scan, for_write=locked)
+        if locked:
+            self._sync(catalog, scan)
+            return catalog
+        if not self._work(catalog, scan):
+            return catalog
+        if self.private:
+            self._apply(catalog, scan)
+            return catalog
+        with self._backend.hold():
+            self._sync(catalog, self._backend.scan())
+        return catalog
+
+    def _sync(self, catalog: Catalog, scan: Scan) -> None:
+        self._apply(catalog, scan)
+        self.upkeep_index(catalog, scan.index)
+
+    def _work(self, catalog: Catalog, scan: Scan) -> bool:
+        """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
+        with catalog.reading():
+            known = catalog.files()
+            if len(known) != len(scan.memories) or any(
+                known.get(name) is None or known[name].signature != sig for name, sig in scan.memories.items()
+            ):
+                return True
+            for name, entry in known.items():
+                if entry.racy and self._racy_changed(catalog, name, entry.signature):
+                    return True
+            return self._index_stale(catalog, scan.index, force=False)
+
+    def _index_stale(self, catalog: Catalog, current: Signature | None, *, force: bool) -> bool:
+        """``MEMORY.md`` is not the one written for this generation (and one is wanted)."""
+        if self.private or (current is None and not force and catalog.count() == 0):
+            return False
+        index_sig, index_gen = catalog.index_state()
+        return current is None or index_sig != current or index_gen != catalog.gen
+
+    def _racy_changed(self, catalog: Catalog, name: str, signature: Signature) -> bool:
+        """A racy row's file differs from the stored text, or it is old enough to be settled."""
+        if time.time_ns() - signature[1] >= RACY_NS:
+            return True
+        data = self._backend.read(name)
+        raw = catalog.raw(name)
+        return data is None or raw is None or data != raw.encode("utf-8")
+
+    def _apply(self, catalog: Catalog, scan: Scan) -> None:
+        """Parse what changed, check names, and store it all in one transaction."""
+        known = catalog.files()
+        now = time.time_ns()
+        changed: list[tuple[str, Signature]] = []
+        settled: list[str] = []
+        for name, sig in sorted(scan.memories.items()):
+            entry = known.get(name)
+            if entry is None or entry.signature != sig:
+                changed.append((name, sig))
+            elif entry.racy:
+                data, raw = self._backend.read(name), catalog.raw(name)
+                if data is None or raw is None or data != raw.encode("utf-8"):
+                    changed.append((name, sig))
+                elif now - sig[1] >= RACY_NS:
+                    settled.append(name)
+        removed = [name for name in known if name not in scan.memories]
+        if not (changed or removed or settled):
+            return
+        if changed or removed:
+            for name, _sig in changed:
+                if name not in known:
+                    key_from_filename(name)
+            check_unique((name[:-3] for name in scan.memories), where=f"memory tree {self._where()}")
+        parsed = []
+        for name, sig in changed:
+            data = self._backend.read(name)
+            if data is None:  # removed since the listing
+                removed.append(name)
+                continue
+            record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
+            parsed.append((name, sig, record))
+        with catalog.writing():
+            for name in removed:
+                catalog.remove(name)
+            for name, sig, record in parsed:
+                self._put(catalog, name, sig, record, now)
+            catalog.settle(settled)
+
+    def _where(self) -> str:
+        return str(self._backend.root) if isinstance(self._backend, DirectoryBackend) else "in memory"
+
+    @staticmethod
+    def _put(catalog: Catalog, name: str, sig: Signature, record: MemoryRecord, now: int) -> None:
+        catalog.put(
+            name,
+            sig,
+            now - sig[1] < RACY_NS,
+            record,
+            basis(record),
+            piece_length(record.name, record.key, record.body),
+            not record_values_clean(record),
+        )
+
+    # -- changes made by the tree (under the lock) -----------------------------
+
+    def peek(self) -> Catalog:
+        """The index as it is, without checking it against the files (for a one-file lookup)."""
+        return self._open(None, for_write=False)
+
+    def stored(
+        self,
+        catalog: Catalog,
+        records: list[MemoryRecord],
+        previous: dict[str, MemoryRecord | None],
+        removed: list[str],
+    ) -> None:
+        """Index the files just written (``records``; ``previous`` their former records by key) or
+        deleted (``removed``), under the lock, and update ``MEMORY.md``.
+
+        ``MEMORY.md`` is rendered again only when an index line could have changed.
+        """
+        now = time.time_ns()
+        index_sig, index_gen = catalog.index_state()
+        was_fresh = not self.private and index_gen == catalog.gen and index_sig == self._backend.signature(INDEX_NAME)
+        with catalog.writing():
+            for name in removed:
+                catalog.remove(name)
+            for record in records:
+                sig = self._backend.signature(record.filename)
+                if sig is None:
+                    raise MemoryStoreError(f"{record.filename} vanished right after it was written; retry")
+                self._put(catalog, record.filename, sig, record, now)
+            same_lines = not removed and all(
+                (old := previous.get(r.key)) is not None and old.type == r.type and index_line(old) == index_line(r)
+                for r in records
+            )
+            if was_fresh and same_lines:
+                catalog.set_index_state(index_sig, catalog.gen)
+        self.upkeep_index(catalog, None if self.private else self._backend.signature(INDEX_NAME))
+
+    def current_index_text(self, catalog: Catalog) -> str | None:
+        """``MEMORY.md`` as stored when it is the one written for the index's generation, else ``None``."""
+        if self.private:
+            return None
+        index_sig, index_gen = catalog.index_state()
+        if index_sig is None or index_gen != catalog.gen or index_sig != self._backend.signature(INDEX_NAME):
+            return None
+        data = self._backend.read(INDEX_NAME)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:
+        """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation.
+
+        ``current`` is its signature now. A directory with neither memories nor
+        ``MEMORY.md`` gets none, unless ``force`` (``init``).
+        """
+        if not self._index_stale(catalog, current, force=force):
+            return
+        gen = catalog.gen
+        data = render_index(catalog.records()).encode("utf-8")
+        # Only rewritten when it differs (a body edit leaves it alone).
+        if self._backend.read(INDEX_NAME) != data:
+            self._backend.write(INDEX_NAME, data)
+        with catalog.writing():
+            catalog.set_index_state(self._backend.signature(INDEX_NAME), gen)

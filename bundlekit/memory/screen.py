@@ -1,0 +1,77 @@
+"""Where the secret guard runs: on the text as stored *and* on what it parses to.
+
+A credential can be written so the stored text does not show it: YAML escapes
+(``"\\x73k-ant-..."``, ``\\u`` escapes, line continuations) or JSON escapes in a
+timeline line. So a memory is checked twice, on its raw text and on each parsed
+value (name, description, every frontmatter value and key, the body); a
+timeline entry on its line and on each of its string values and keys. A
+memory key is checked too: it becomes a file name and an index line, which
+stay readable even in an encrypted bundle, so that check has no bypass.
+The scanner itself is ``secrets`` (``find_secrets``/``guard``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from bundlekit.memory.record import MemoryRecord
+from bundlekit.memory.secrets import find_secrets, guard
+
+__all__ = ["guard_entry", "guard_key", "guard_record", "record_values_clean"]
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` (mapping keys included) with a name saying where it sits."""
+    if isinstance(value, str):
+        yield value, where
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key, f"{where} key")
+            yield from _strings(item, f"{where}[{key!r}]" if isinstance(key, str) else where)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _strings(item, where)
+    elif isinstance(value, bytes):
+        yield value.decode("latin-1"), where
+
+
+def _values(record: MemoryRecord, where: str) -> Iterator[tuple[str, str]]:
+    for key, value in record.meta.items():
+        yield from _strings(key, f"{where} frontmatter key")
+        yield from _strings(value, f"{where} frontmatter {key!r}")
+    yield record.body, f"{where} body"
+
+
+def guard_key(key: str, where: str = "memory key") -> None:
+    """Refuse a memory key (or file name) that looks like a credential (:class:`SecretDetectedError`).
+
+    No bypass: ``allow_secrets`` is for text that only looks like a secret, and a
+    key ends up in file names and plaintext index lines.
+    """
+    guard(key, where, can_allow=False)
+
+
+def guard_record(record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:
+    """The guard on a memory's raw text, then on each parsed value (see the module docstring)."""
+    if allow_secrets:
+        return
+    guard(record.raw, where, can_allow=can_allow)
+    for text, place in _values(record, where):
+        guard(text, place, can_allow=can_allow)
+
+
+def record_values_clean(record: MemoryRecord) -> bool:
+    """True when no parsed value of ``record`` matches a secret rule (the derived index keeps this)."""
+    return not any(find_secrets(text) for text, _place in _values(record, record.filename))
+
+
+def guard_entry(
+    entry: Mapping[str, Any], line: str, where: str, *, allow_secrets: bool = False, can_allow: bool = False
+) -> None:
+    """The guard on a timeline entry: its encoded ``line``, then each string in it (keys included)."""
+    if allow_secrets:
+        return
+    guard(line, where, can_allow=can_allow)
+    for text, place in _strings(entry, where):
+        guard(text, place, can_allow=can_allow)
