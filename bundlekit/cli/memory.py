@@ -21,6 +21,7 @@ from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
 
 __all__ = ["memory"]
@@ -36,8 +37,35 @@ _json_option = click.option(
 )
 
 
-def _mem(ctx: click.Context) -> Memory:
-    memory: Memory = ctx.obj
+_DIR_KEY = "bundlekit.memory.dir"
+
+
+def _set_dir(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.meta[_DIR_KEY] = value
+
+
+_dir_option = click.option(
+    "-d",
+    "--dir",
+    "sub_directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    expose_value=False,
+    callback=_set_dir,
+    help="The memory tree (also accepted before the subcommand).",
+)
+
+
+def _mem(ctx: click.Context, *, existing: bool = False) -> Memory:
+    """The tree named by ``-d`` (after the subcommand, else before it, else $BUNDLEKIT_MEMORY_DIR, else ./memory).
+
+    ``existing``: a command that reads refuses a tree that is not there (exit 2).
+    """
+    directory: Path = ctx.meta.get(_DIR_KEY) or ctx.obj
+    memory = Memory(directory, on_warning=output.warn)
+    if existing and not memory.exists():
+        raise UsageError(f"no memory tree at {directory}: run `bundlekit memory init`")
     return memory
 
 
@@ -65,10 +93,11 @@ def _load_on_use(module: str, attr: str) -> Any:
 @click.pass_context
 def memory(ctx: click.Context, directory: Path) -> None:
     """Read and write a memory tree."""
-    ctx.obj = Memory(directory)
+    ctx.obj = directory
 
 
 @memory.command("init")
+@_dir_option
 @_json_option
 @click.pass_context
 def init_cmd(ctx: click.Context, as_json: bool) -> None:
@@ -82,6 +111,7 @@ def init_cmd(ctx: click.Context, as_json: bool) -> None:
 
 
 @memory.command("write")
+@_dir_option
 @click.argument("key")
 @click.option("--name", required=True, help="Human-readable title.")
 @click.option("--description", required=True, help="One-line summary (shown in the index).")
@@ -148,12 +178,13 @@ def write_cmd(
 
 
 @memory.command("show")
+@_dir_option
 @click.argument("key")
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print the memory KEY (its file as stored)."""
-    mem = _mem(ctx)
+    mem = _mem(ctx, existing=True)
     record = mem.read(key)
     if record is None:
         raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
@@ -164,11 +195,12 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
 
 
 @memory.command("list")
+@_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """List the memories, sorted by key."""
-    records = _mem(ctx).list()
+    records = _mem(ctx, existing=True).list()
     if as_json:
         rows = [
             {
@@ -191,12 +223,13 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
 
 
 @memory.command("forget")
+@_dir_option
 @click.argument("key")
 @_json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     """Delete the memory KEY (the timeline records that it was forgotten)."""
-    _mem(ctx).forget(key)
+    _mem(ctx, existing=True).forget(key)
     if as_json:
         output.data_json({"forgot": key})
     else:
@@ -204,6 +237,7 @@ def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
 
 
 @memory.command("note")
+@_dir_option
 @click.argument("type_", metavar="TYPE")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option("--json", "as_json", is_flag=True, help="Accepted for uniformity: the entry is always one line of JSON.")
@@ -221,13 +255,21 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
 
 
 @memory.command("recall")
+@_dir_option
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option(
+    "--rank",
+    type=click.Choice(RANKS),
+    default="salience",
+    show_default=True,
+    help="relevance: also weigh how well the text matches (BM25).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.pass_context
-def recall_cmd(ctx: click.Context, query: str, limit: int, as_json: bool) -> None:
+def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: bool) -> None:
     """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
-    hits = _mem(ctx).recall(query, limit=limit)
+    hits = _mem(ctx, existing=True).recall(query, limit=limit, rank=rank)
     if as_json:
         output.data_json([hit.to_dict() for hit in hits])
         return
@@ -243,6 +285,7 @@ def _parse_layer(value: str) -> tuple[str, str]:
 
 
 @memory.command("context")
+@_dir_option
 @click.option(
     "--max-tokens", type=click.IntRange(min=0), help="Token budget (4 characters each). [default: 8192]"
 )
@@ -272,9 +315,9 @@ def context_cmd(
         )
     elif style == "magic-context":
         render = _load_on_use("bundlekit.convert.magic_context", "render_project_memory")
-        text = render(_mem(ctx), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
+        text = render(_mem(ctx, existing=True), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
     else:
-        text = _mem(ctx).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+        text = _mem(ctx, existing=True).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
     if as_json:
         output.data_json({"context": str(text)})
     else:
@@ -282,6 +325,7 @@ def context_cmd(
 
 
 @memory.command("export")
+@_dir_option
 @click.option(
     "-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
     help="Write here (atomically).",
@@ -291,7 +335,7 @@ def context_cmd(
 @click.pass_context
 def export_cmd(ctx: click.Context, output_path: Path | None, as_json: bool) -> None:
     """Export the tree as a JSON blob, one line (stdout, or -o FILE)."""
-    blob = _mem(ctx).export()
+    blob = _mem(ctx, existing=True).export()
     if output_path is None:
         output.data_json(blob)
         return
@@ -303,6 +347,7 @@ def export_cmd(ctx: click.Context, output_path: Path | None, as_json: bool) -> N
 
 
 @memory.command("import")
+@_dir_option
 @click.argument("file", type=click.File("rb"))
 @click.option("--strategy", type=click.Choice(["merge", "replace"]), default="merge", show_default=True)
 @click.option("--allow-secrets", is_flag=True, help="Skip the secret guard.")

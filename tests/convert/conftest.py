@@ -36,11 +36,11 @@ def through_bundlekit(tree: ForeignTree) -> ForeignTree:
 
 
 def tree_files(root: Path) -> dict[str, str]:
-    """Every file under ``root`` (relative posix path -> text)."""
+    """Every file under ``root`` (relative posix path -> text), without a tree's own ``.bundlekit/`` cache."""
     return {
         p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and ".bundlekit" not in p.relative_to(root).parts
     }
 
 

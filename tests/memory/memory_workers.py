@@ -50,3 +50,27 @@ def increment(root: str, count: int) -> None:
         except ConflictError:
             continue
         done += 1
+
+
+def read_many(root: str, rounds: int) -> None:
+    """List and recall ``rounds`` times while others write: every answer is whole and parses."""
+    memory = Memory(root)
+    for _ in range(rounds):
+        records = memory.list()
+        assert all(r.name and r.raw.startswith("---") for r in records)
+        memory.recall("worker")
+        memory.context_block(512)
+
+
+def write_acknowledged(root: str, worker: int, ack_path: str) -> None:
+    """Write memories for ever; after each write returns, append its key to ``ack_path`` (fsynced)."""
+    import os
+
+    memory = Memory(root)
+    with open(ack_path, "a", encoding="utf-8") as ack:
+        for i in range(100_000):
+            key = f"k{worker}_{i:05d}"
+            memory.write(key, name=f"Item {i}", description=f"by {worker}", type="project", body=f"body {i} " * 20)
+            ack.write(key + "\n")
+            ack.flush()
+            os.fsync(ack.fileno())

@@ -185,6 +185,7 @@ def test_magic_context_style_delegates_with_a_4000_token_default(
     fake = types.ModuleType("bundlekit.convert.magic_context")
     fake.render_project_memory = lambda memory, max_tokens: calls.append((memory, max_tokens)) or "MAGIC"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "bundlekit.convert.magic_context", fake)
+    run("init")  # reading a tree that does not exist is an error
     result = run("context", "--style", "magic-context")
     assert result.stdout == "MAGIC\n" and isinstance(calls[0][0], Memory) and calls[0][1] == 4000
 
@@ -214,3 +215,36 @@ def test_plain_memory_commands_do_not_load_the_network_or_the_converters(tmp_pat
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
     result = run("context", "--layer", "no-equals")
     assert result.exit_code == 2 and "NAME=DIR" in result.stderr
+
+
+# -- the tree option after the subcommand, and a missing tree -----------------------
+
+
+def test_dir_option_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
+    target = tmp_path / "after"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["memory", "init", "-d", str(target)]).exit_code == 0
+    wrote = runner.invoke(
+        cli, ["memory", "write", "k", "--name", "N", "--description", "D", "--type", "user", "--body", "B", "-d", str(target)]
+    )
+    assert wrote.exit_code == 0 and (target / "k.md").is_file()
+    listed = runner.invoke(cli, ["memory", "-d", str(tmp_path / "ignored"), "list", "--dir", str(target)])
+    assert listed.exit_code == 0 and listed.stdout.startswith("k\tuser")
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["recall", "x"], ["show", "k"], ["context"], ["export"], ["forget", "k"]]
+)
+def test_reading_a_tree_that_does_not_exist_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
+    missing = tmp_path / "nowhere"
+    result = CliRunner().invoke(cli, ["memory", *args, "-d", str(missing)])
+    assert result.exit_code == 2
+    assert f"no memory tree at {missing}: run `bundlekit memory init`" in result.stderr
+    assert not missing.exists()
+
+
+def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
+    run(*WRITE, "--body", "kick kick kick")
+    hits = json.loads(run("recall", "kick", "--rank", "relevance", "--json").stdout)
+    assert hits[0]["relevance"] == 1.0
+    assert "relevance" not in json.loads(run("recall", "kick", "--json").stdout)[0]

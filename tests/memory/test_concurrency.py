@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import time
 from pathlib import Path
 
 import pytest
 
 from bundlekit.errors import LockTimeoutError
 from bundlekit.memory import Memory
+from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.index import render_index
 from bundlekit.memory.lock import TreeLock
 
 from .conftest import fields
@@ -52,6 +55,49 @@ def test_processes_writing_at_once_lose_nothing(tree: Path, workers) -> None:  #
         (w, i) for w in range(WORKERS) for i in range(PER_WORKER)
     ]
     assert not [p for p in tree.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_readers_run_while_processes_write(tree: Path, workers) -> None:  # type: ignore[no-untyped-def]
+    Memory(tree).init()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=workers.write_many, args=(str(tree), w, 20)) for w in range(2)]
+    procs += [ctx.Process(target=workers.read_many, args=(str(tree), 30)) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=300)
+        assert proc.exitcode == 0
+    memory = Memory(tree)
+    assert len(memory.list()) == 2 * 20 + 1
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == memory.index_text()
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_kill_9_of_writers_loses_no_acknowledged_write_and_the_next_command_repairs(
+    tree: Path, tmp_path: Path, workers, round_: int  # type: ignore[no-untyped-def]
+) -> None:
+    Memory(tree).init()
+    ctx = multiprocessing.get_context("spawn")
+    acks = [tmp_path / f"ack{w}" for w in range(2)]
+    procs = [ctx.Process(target=workers.write_acknowledged, args=(str(tree), w, str(acks[w]))) for w in range(2)]
+    for proc in procs:
+        proc.start()
+    deadline = time.monotonic() + 60
+    while not all(a.exists() and a.stat().st_size > 0 for a in acks) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05 * (round_ + 1))
+    for proc in procs:
+        proc.kill()  # SIGKILL: no cleanup, at whatever step the write was
+        proc.join()
+    acknowledged = {key for a in acks for key in a.read_text(encoding="utf-8").split()}
+    assert acknowledged
+    memory = Memory(tree)
+    keys = {r.key for r in memory.list()}  # the next command: every file parses (no torn file)
+    assert acknowledged <= keys
+    assert len(keys - acknowledged) <= 2  # at most one unacknowledged write per killed writer
+    on_disk = read_tree_files({p.name: p.read_bytes() for p in tree.glob("*.md")}).records
+    assert [r.raw for r in memory.list()] == [on_disk[k].raw for k in sorted(on_disk)]
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == render_index(on_disk.values())
 
 
 def test_expected_revision_counter_across_processes_counts_every_increment(

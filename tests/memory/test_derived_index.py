@@ -1,0 +1,189 @@
+"""The derived index (.bundlekit/index.sqlite): a cache that follows the files and repairs itself."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bundlekit.memory import Memory
+from bundlekit.memory import catalog as catalog_module
+from bundlekit.memory.catalog import CATALOG_FILE
+from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.naming import HIDDEN_DIR
+from bundlekit.memory.ranking import recall as pure_recall
+
+from .conftest import Clock, fields
+
+
+def _index(tree: Path) -> Path:
+    return tree / HIDDEN_DIR / CATALOG_FILE
+
+
+def _three(mem: Memory) -> None:
+    mem.write("a", **fields(name="Alpha", body="kick drills on saturday"))
+    mem.write("b", **fields(name="Beta", type="user", body="the striker volley"))
+    mem.write("c", **fields(name="Gamma", type="project", body="rondo then sprint"))
+
+
+def test_index_and_lock_live_in_one_hidden_folder(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    assert _index(tree).is_file() and (tree / HIDDEN_DIR / "lock").is_file()
+    assert sorted(p.name for p in tree.iterdir() if p.name.startswith(".")) == [HIDDEN_DIR]
+
+
+def test_hidden_folder_is_never_bundled_or_exported(mem: Memory) -> None:
+    _three(mem)
+    assert not [path for path, _data in mem.bundle_files() if HIDDEN_DIR in path]
+    assert not [name for name in mem.export()["files"] if HIDDEN_DIR in name]
+
+
+def test_same_size_edit_by_hand_right_after_a_write_is_seen(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    assert [h.key for h in mem.recall("kick")] == ["a"]
+    path = tree / "a.md"
+    text = path.read_text(encoding="utf-8")
+    stat = path.stat()
+    path.write_text(text.replace("kick", "KICK").replace("saturday", "tuesdays"), encoding="utf-8")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, inode and mtime: only the content moved
+    assert [h.key for h in Memory(tree).recall("tuesdays")] == ["a"]
+    assert mem.read("a").body.startswith("KICK")  # type: ignore[union-attr]
+
+
+def test_files_added_deleted_and_renamed_by_hand_are_followed(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    (tree / "b.md").rename(tree / "b2.md")
+    (tree / "c.md").unlink()
+    (tree / "d.md").write_text((tree / "a.md").read_text(encoding="utf-8"), encoding="utf-8")
+    fresh = Memory(tree)
+    assert [r.key for r in fresh.list()] == ["a", "b2", "d"]
+    assert [h.key for h in fresh.recall("volley")] == ["b2"]
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == fresh.index_text()
+
+
+def test_deleted_index_is_rebuilt_without_loss(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    before = [r.raw for r in mem.list()]
+    mem.close()
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
+        path.unlink()
+    fresh = Memory(tree)
+    assert [r.raw for r in fresh.list()] == before and fresh.warnings == []
+
+
+def test_truncated_index_is_rebuilt_with_a_warning(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "-*"):
+        path.unlink()
+    data = _index(tree).read_bytes()
+    _index(tree).write_bytes(data[: len(data) // 3])
+    fresh = Memory(tree)
+    assert [h.key for h in fresh.recall("rondo")] == ["c"]
+    assert fresh.warnings and "rebuilt it from the memory files" in fresh.warnings[0]
+
+
+def test_index_from_a_future_version_is_rebuilt_with_a_warning(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    conn = sqlite3.connect(_index(tree))
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    fresh = Memory(tree)
+    assert len(fresh.list()) == 3
+    assert "schema version 99" in fresh.warnings[0]
+    conn = sqlite3.connect(_index(tree))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == catalog_module.SCHEMA_VERSION
+    conn.close()
+
+
+def test_garbage_in_place_of_the_index_is_rebuilt(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
+        path.unlink()
+    _index(tree).write_bytes(b"not a database at all" * 100)
+    fresh = Memory(tree)
+    assert len(fresh.list()) == 3 and fresh.warnings
+
+
+def test_stale_memory_md_left_by_a_crash_is_repaired_by_the_next_read(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    good = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    (tree / "MEMORY.md").write_text("# Agent Memory\n", encoding="utf-8")  # what a kill -9 mid-write leaves
+    Memory(tree).recall("kick")
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == good
+
+
+def test_file_written_without_its_index_update_is_picked_up(mem: Memory, tree: Path, clock: Clock) -> None:
+    _three(mem)
+    other = Memory(tree / ".." / "elsewhere", clock=clock)
+    record = other.write("e", **fields(name="Epsilon", body="cooldown"))
+    (tree / "e.md").write_text(record.raw, encoding="utf-8")  # as if killed after the file, before the index
+    assert [h.key for h in Memory(tree).recall("cooldown")] == ["e"]
+    assert "Epsilon" in (tree / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_short_queries_scan_the_indexed_text(mem: Memory) -> None:
+    _three(mem)
+    assert sorted(h.key for h in mem.recall("ro")) == ["c"]
+    assert sorted(h.key for h in mem.recall("y")) == ["a", "b"]
+
+
+def test_without_fts5_recall_scans_and_agrees(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_module, "fts5_available", lambda: False)
+    mem = Memory(tree, clock=clock)
+    _three(mem)
+    conn = sqlite3.connect(_index(tree))
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'search'").fetchone()[0]
+    conn.close()
+    assert "fts5" not in sql.lower()
+    assert [h.key for h in mem.recall("sprint")] == ["c"]
+    assert sorted(h.key for h in mem.recall("e")) == ["a", "b", "c"]
+
+
+def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
+    mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
+    mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
+    assert [h.key for h in mem.recall("volley")] == ["a_weak", "b_strong"]  # equal scores: by key
+    hits = mem.recall("volley", rank="relevance")
+    assert [h.key for h in hits] == ["b_strong", "a_weak"]
+    assert hits[0].relevance == 1.0 and 0 < hits[1].relevance < 1  # type: ignore[operator]
+
+
+def test_default_ranking_matches_the_formula_over_parsed_files(mem: Memory, tree: Path, clock: Clock) -> None:
+    _three(mem)
+    clock.advance(days=3)
+    mem.write("d", **fields(name="Delta", body="kick and volley", important=True))
+    files = {p.name: p.read_bytes() for p in tree.glob("*.md")}
+    records = read_tree_files(files).records.values()
+    for query in ("kick", "volley", "e", "the"):
+        assert mem.recall(query) == pure_recall(records, query, clock())
+
+
+def test_unknown_rank_is_a_usage_error(mem: Memory) -> None:
+    from bundlekit.errors import UsageError
+
+    _three(mem)
+    with pytest.raises(UsageError, match="rank must be one of"):
+        mem.recall("kick", rank="bogus")
+
+
+def test_a_read_only_tree_is_read_from_a_private_index(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    for path in (tree / HIDDEN_DIR).iterdir():
+        path.unlink()
+    (tree / HIDDEN_DIR).rmdir()
+    tree.chmod(0o555)
+    try:
+        if os.access(tree, os.W_OK):
+            pytest.skip("running as a user who can write anyway")
+        assert [h.key for h in Memory(tree).recall("rondo")] == ["c"]
+        assert not (tree / HIDDEN_DIR).exists()
+    finally:
+        tree.chmod(0o755)
