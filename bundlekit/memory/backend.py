@@ -51,6 +51,7 @@ class Backend(Protocol):
     persistent: bool
 
     def scan(self) -> Scan: ...
+    def stamp(self) -> object: ...
     def read(self, name: str) -> bytes | None: ...
     def write(self, name: str, data: bytes) -> None: ...
     def delete(self, name: str) -> bool: ...
@@ -144,6 +145,14 @@ class DirectoryBackend:
                 else:
                     found[name] = _signature(st)
         return Scan(found, index)
+
+    def stamp(self) -> object:
+        """The tree directory's own (inode, mtime): it moves when an entry is added, removed or replaced."""
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
 
     def signature(self, name: str) -> Signature | None:
         try:
@@ -248,6 +257,9 @@ class InMemoryBackend:
     def scan(self) -> Scan:
         return Scan({name: (0, self._versions[name], len(data)) for name, data in self._files.items()}, None)
 
+    def stamp(self) -> object:
+        return self._counter, len(self._files)
+
     def signature(self, name: str) -> Signature | None:
         data = self._files.get(name)
         return None if data is None else (0, self._versions[name], len(data))
@@ -263,6 +275,7 @@ class InMemoryBackend:
         self._versions[name] = self._counter
 
     def delete(self, name: str) -> bool:
+        self._counter += 1
         self._versions.pop(name, None)
         return self._files.pop(name, None) is not None
 

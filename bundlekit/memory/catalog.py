@@ -8,14 +8,16 @@ stores and queries (specs/memory.md, "Derived index").
 
 Tables:
 
-* ``memory``: one row per memory file: its name and stat signature (inode,
-  mtime in ns, size), ``racy`` (modified so recently that a same-size edit within
-  the file system's timestamp tick would keep the signature: such rows are
-  compared by content until they settle), the parsed record (frontmatter as JSON
-  when JSON holds it exactly, else ``NULL`` and the raw text is parsed again on
-  use; body; raw text), the ranking basis (salience, ``updated`` in POSIX
-  seconds, decay horizon), the context-block piece length and whether a parsed
-  value matches a secret rule;
+* ``memory`` (narrow, read whole by every command): one row per memory file:
+  its name, key and stat signature (inode, mtime in ns, size), ``racy``
+  (modified so recently that a same-size edit within the file system's timestamp
+  tick would keep the signature: such rows are compared by content until they
+  settle), the ranking basis (salience, ``updated`` in POSIX seconds, decay
+  horizon), the context-block piece length and whether a parsed value matches a
+  secret rule;
+* ``content`` (read only for the memories a command returns): the parsed
+  frontmatter as JSON when JSON holds it exactly (else ``NULL``: the raw text is
+  parsed again on use), the body and the raw text;
 * ``search``: name, description and body case-folded (``str.casefold``, as
   recall folds the query), an FTS5 table with the trigram tokenizer
   (``case_sensitive 1``: the folding is ours), or a plain table scanned with
@@ -38,9 +40,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bundlekit.errors import MemoryStoreError
+from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
 __all__ = [
@@ -51,12 +54,12 @@ __all__ = [
     "CatalogUnavailable",
     "CatalogUnusable",
     "IndexedFile",
-    "RankRow",
+    "Ranked",
     "catalog_files",
     "fts5_available",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -66,8 +69,10 @@ _TRANSIENT = {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_FULL",
 _NOT_HERE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"}
 
 Signature = tuple[int, int, int]
+HALF_LIFE_S = HALF_LIFE.total_seconds()
 NUL_STAND_IN = "\ufffe"  # a Unicode noncharacter
-_RECORD_COLUMNS = "key, meta, body, raw, salience, updated, horizon, piece"
+_RECORD_COLUMNS = "m.key, c.meta, c.body, c.raw, m.salience, m.updated, m.horizon, m.piece"
+_RECORDS = "memory m JOIN content c ON c.id = m.id"
 
 
 class CatalogUnusable(Exception):
@@ -86,20 +91,12 @@ class IndexedFile:
     racy: bool
 
 
-@dataclass(frozen=True)
-class RankRow:
-    """What ranking needs of a memory without loading it: key, basis, piece length, BM25 (when searched)."""
+class Ranked(NamedTuple):
+    """One memory in rank order: its key, its context-block piece length, its relevance term (if asked)."""
 
     key: str
-    salience: float
-    updated: float
-    horizon: float | None
     piece: int
-    bm25: float | None = None
-
-    @property
-    def basis(self) -> tuple[float, float, float | None]:
-        return (self.salience, self.updated, self.horizon)
+    relevance: float | None
 
 
 @functools.cache
@@ -112,6 +109,15 @@ def fts5_available() -> bool:
         return False
     finally:
         conn.close()
+    return True
+
+
+def _has_pow(conn: sqlite3.Connection) -> bool:
+    """Whether this SQLite has the math functions (``pow``) to rank in SQL."""
+    try:
+        conn.execute("SELECT pow(0.5, 2.0)").fetchone()
+    except sqlite3.Error:
+        return False
     return True
 
 
@@ -176,14 +182,14 @@ _SCHEMA = """
 CREATE TABLE memory (
     id INTEGER PRIMARY KEY,
     file TEXT NOT NULL UNIQUE,
-    key TEXT NOT NULL,
+    key TEXT NOT NULL UNIQUE,
     ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     racy INTEGER NOT NULL,
-    meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
     piece INTEGER NOT NULL,
     secret INTEGER NOT NULL
 );
+CREATE TABLE content (id INTEGER PRIMARY KEY, meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value INTEGER);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
     ('index_size', NULL), ('fts', {fts});
@@ -215,6 +221,7 @@ class Catalog:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
                 self.fts = bool(self._state("fts"))
+                self._math = _has_pow(conn)
         except BaseException:
             conn.close()
             raise
@@ -287,6 +294,11 @@ class Catalog:
     def _set(self, name: str, value: int | None) -> None:
         self._conn.execute("UPDATE state SET value = ? WHERE name = ?", (value, name))
 
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: it moves when another connection commits a change."""
+        with _translated():
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
     @property
     def gen(self) -> int:
         """The generation: bumped by every change to the indexed memories."""
@@ -314,7 +326,7 @@ class Catalog:
         return {file: IndexedFile((ino, mtime, size), bool(racy)) for file, ino, mtime, size, racy in rows}
 
     def raw(self, file: str) -> str | None:
-        row = self._conn.execute("SELECT raw FROM memory WHERE file = ?", (file,)).fetchone()
+        row = self._conn.execute(f"SELECT c.raw FROM {_RECORDS} WHERE m.file = ?", (file,)).fetchone()
         return None if row is None else str(row[0])
 
     def put(
@@ -331,10 +343,13 @@ class Catalog:
         self.remove(file)
         sal, updated, horizon = basis
         cursor = self._conn.execute(
-            "INSERT INTO memory (file, key, ino, mtime_ns, size, racy, meta, body, raw, salience, updated, "
-            "horizon, piece, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (file, record.key, *signature, int(racy), _exact_json(record.meta), record.body, record.raw,
-             sal, updated, horizon, piece, int(secret)),
+            "INSERT INTO memory (file, key, ino, mtime_ns, size, racy, salience, updated, horizon, piece, secret) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, record.key, *signature, int(racy), sal, updated, horizon, piece, int(secret)),
+        )
+        self._conn.execute(
+            "INSERT INTO content (id, meta, body, raw) VALUES (?, ?, ?, ?)",
+            (cursor.lastrowid, _exact_json(record.meta), record.body, record.raw),
         )
         self._conn.execute(
             "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
@@ -347,6 +362,7 @@ class Catalog:
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
+            self._conn.execute("DELETE FROM content WHERE id = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
             self._bump()
 
@@ -367,26 +383,27 @@ class Catalog:
         """Records sorted by key: all of them, or those of ``keys``."""
         with _translated():
             if keys is None:
-                rows = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM memory ORDER BY key").fetchall()
+                rows = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} ORDER BY m.key").fetchall()
             else:
                 wanted = list(keys)
                 rows = self._conn.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM memory WHERE key IN (SELECT value FROM json_each(?)) ORDER BY key",
+                    f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.key IN (SELECT value FROM json_each(?)) "
+                    "ORDER BY m.key",
                     (json.dumps(wanted),),
                 ).fetchall()
         return [_record(row) for row in rows]
 
     def record(self, key: str) -> MemoryRecord | None:
         with _translated():
-            row = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM memory WHERE key = ?", (key,)).fetchone()
+            row = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.key = ?", (key,)).fetchone()
         return None if row is None else _record(row)
 
     def fresh_record(self, file: str, signature: Signature) -> MemoryRecord | None:
         """The indexed record of ``file`` if its row has ``signature`` and is not racy, else ``None``."""
         with _translated():
             row = self._conn.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM memory WHERE file = ? AND ino = ? AND mtime_ns = ? AND size = ? "
-                "AND NOT racy",
+                f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.file = ? AND m.ino = ? AND m.mtime_ns = ? "
+                "AND m.size = ? AND NOT m.racy",
                 (file, *signature),
             ).fetchone()
         return None if row is None else _record(row)
@@ -408,35 +425,57 @@ class Catalog:
         with _translated():
             return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory WHERE secret ORDER BY key")]
 
-    def rank_rows(self) -> list[RankRow]:
-        """Every memory's ranking basis and piece length."""
-        with _translated():
-            rows = self._conn.execute("SELECT key, salience, updated, horizon, piece FROM memory").fetchall()
-        return [RankRow(*row) for row in rows]
+    def ranked(
+        self, now_s: float, *, needle: str | None = None, relevance: bool = False, limit: int | None = None
+    ) -> list[Ranked] | None:
+        """Memories best first (score descending, then key), the first ``limit``; with ``needle`` only those
+        whose folded name, description or body contains it (``needle`` already case-folded).
 
-    def search(self, needle: str) -> list[RankRow] | None:
-        """Memories whose folded name, description or body contains ``needle`` (already case-folded).
-
-        FTS5 trigram match (with BM25) for 3 characters or more; a scan of the
-        indexed text (no BM25) for shorter needles or without FTS5. ``None`` for
-        the one needle the index cannot answer exactly (one holding the NUL
-        stand-in): the caller then scans the records.
+        The score is ``ranking.score_of`` (times the relevance term with
+        ``relevance``), computed by SQLite where it has ``pow`` (the same IEEE
+        operations in the same order, so the same order as the pure path) and in
+        Python otherwise. A needle of 3 characters or more is an FTS5 trigram
+        match (BM25 when ``relevance``); a shorter one, or any without FTS5, a scan
+        of the indexed text (relevance 1.0). ``None`` for the one needle the index
+        cannot answer exactly (holding the NUL stand-in): the caller scans the records.
         """
-        if NUL_STAND_IN in needle:
+        if needle is not None and NUL_STAND_IN in needle:
             return None
-        columns = "m.key, m.salience, m.updated, m.horizon, m.piece"
+        source, params = self._candidates(needle, relevance)
         with _translated():
-            if self.fts and len(needle) >= TRIGRAM:
-                phrase = '"' + needle.replace('"', '""') + '"'
+            if self._math:
                 rows = self._conn.execute(
-                    f"SELECT {columns}, bm25(search) FROM search JOIN memory m ON m.id = search.rowid "
-                    "WHERE search MATCH ?",
-                    (phrase,),
+                    f"WITH c AS ({source}), a AS (SELECT key, piece, salience AS s, max(? - updated, 0.0) AS age, "
+                    "horizon AS h, bm25, min(bm25) OVER () AS best FROM c), "
+                    "r AS (SELECT key, piece, CASE WHEN best IS NULL OR best = 0 THEN 1.0 ELSE bm25 / best END AS rel, "
+                    "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 "
+                    "ELSE pow(0.5, (age - h) / ?) END) AS score FROM a) "
+                    "SELECT key, piece, rel FROM r ORDER BY (CASE WHEN ? THEN score * rel ELSE score END) DESC, key "
+                    "LIMIT ?",
+                    (*params, now_s, HALF_LIFE_S, HALF_LIFE_S, int(relevance), -1 if limit is None else limit),
                 ).fetchall()
-                return [RankRow(*row) for row in rows]
-            rows = self._conn.execute(
-                f"SELECT {columns} FROM search JOIN memory m ON m.id = search.rowid "
-                "WHERE instr(search.name, ?1) > 0 OR instr(search.description, ?1) > 0 OR instr(search.body, ?1) > 0",
-                (needle,),
-            ).fetchall()
-        return [RankRow(*row) for row in rows]
+                return [Ranked(key, piece, rel if relevance else None) for key, piece, rel in rows]
+            rows = self._conn.execute(source, params).fetchall()
+        best = min((row[5] for row in rows if row[5] is not None), default=None)
+        rel = {row[0]: (row[5] / best if best and row[5] is not None else 1.0) for row in rows}
+        scored = ((score_of((row[1], row[2], row[3]), now_s) * (rel[row[0]] if relevance else 1.0), row[0]) for row in rows)
+        pieces = {row[0]: row[4] for row in rows}
+        return [Ranked(key, pieces[key], rel[key] if relevance else None) for key in best_first(scored, limit)]
+
+    def _candidates(self, needle: str | None, relevance: bool) -> tuple[str, tuple[object, ...]]:
+        """SQL selecting (key, salience, updated, horizon, piece, bm25) of the candidates, and its parameters."""
+        columns = "m.key AS key, m.salience AS salience, m.updated AS updated, m.horizon AS horizon, m.piece AS piece"
+        if needle is None:
+            return f"SELECT {columns}, NULL AS bm25 FROM memory m", ()
+        if self.fts and len(needle) >= TRIGRAM:
+            bm25 = "bm25(search)" if relevance else "NULL"
+            phrase = '"' + needle.replace('"', '""') + '"'
+            return (
+                f"SELECT {columns}, {bm25} AS bm25 FROM search JOIN memory m ON m.id = search.rowid WHERE search MATCH ?",
+                (phrase,),
+            )
+        scan = (
+            f"SELECT {columns}, NULL AS bm25 FROM search JOIN memory m ON m.id = search.rowid "
+            "WHERE instr(search.name, ?) > 0 OR instr(search.description, ?) > 0 OR instr(search.body, ?) > 0"
+        )
+        return scan, (needle, needle, needle)

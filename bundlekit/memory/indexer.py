@@ -36,6 +36,7 @@ from bundlekit.memory.screen import record_values_clean
 __all__ = ["RACY_NS", "Indexer", "decode"]
 
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
+REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 
 
 def decode(name: str, data: bytes) -> str:
@@ -54,6 +55,7 @@ class Indexer:
         self._warn = warn
         self._timeout = timeout
         self._catalog: Catalog | None = None
+        self._checked: tuple[object, int, float] | None = None  # (directory stamp, data_version, monotonic time)
         self.private = True  # an in-memory index nothing else sees (no lock, no MEMORY.md upkeep)
         root = backend.root if isinstance(backend, DirectoryBackend) else None
         self._dir = None if root is None else root / HIDDEN_DIR
@@ -113,6 +115,7 @@ class Indexer:
 
     def rebuild(self, reason: str) -> None:
         """Drop the index after it failed mid-command; the next :meth:`refresh` builds it again."""
+        self._checked = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
@@ -121,6 +124,7 @@ class Indexer:
                 self._reset(self._dir, reason)
 
     def close(self) -> None:
+        self._checked = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
@@ -140,19 +144,39 @@ class Indexer:
             return self._refresh(locked)
 
     def _refresh(self, locked: bool) -> Catalog:
+        if not locked and self._catalog is not None and self._recently_checked(self._catalog):
+            return self._catalog
+        stamp = self._backend.stamp()
         scan = self._backend.scan()
         catalog = self._open(scan, for_write=locked)
         if locked:
             self._sync(catalog, scan)
-            return catalog
-        if not self._work(catalog, scan):
-            return catalog
-        if self.private:
+        elif not self._work(catalog, scan):
+            pass
+        elif self.private:
             self._apply(catalog, scan)
-            return catalog
-        with self._backend.hold():
-            self._sync(catalog, self._backend.scan())
+        else:
+            with self._backend.hold():
+                stamp = self._backend.stamp()
+                self._sync(catalog, self._backend.scan())
+        self._checked = (stamp, catalog.data_version(), time.monotonic())
         return catalog
+
+    def _recently_checked(self, catalog: Catalog) -> bool:
+        """Within :data:`REUSE_S` of a full check, with the directory and the index as they were then.
+
+        Every write here or by another process moves one of them (an atomic
+        replace changes the directory; another process's index update changes
+        SQLite's ``data_version``). An edit in place that keeps the directory
+        as it was is seen at the next full check, at most :data:`REUSE_S` later.
+        """
+        checked = self._checked
+        return (
+            checked is not None
+            and time.monotonic() - checked[2] < REUSE_S
+            and checked[0] == self._backend.stamp()
+            and checked[1] == catalog.data_version()
+        )
 
     def _sync(self, catalog: Catalog, scan: Scan) -> None:
         self._apply(catalog, scan)

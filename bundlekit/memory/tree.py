@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
-from bundlekit.memory.catalog import Catalog, CatalogUnusable, RankRow
+from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.indexer import Indexer, decode
@@ -373,16 +373,11 @@ class Memory:
         now = self._now()
 
         def search(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
-            rows = catalog.search(needle)
-            if rows is None:  # a needle the index cannot answer exactly: scan the records
+            best = catalog.ranked(now.timestamp(), needle=needle, relevance=rank == "relevance", limit=limit)
+            if best is None:  # a needle the index cannot answer exactly: scan the records
                 return ranking.recall(self._all(catalog), query, now, limit)
-            relevance = _relevance(rows) if rank == "relevance" else None
-            now_s = now.timestamp()
-            keys = ranking.best_first(
-                (ranking.score_of(row.basis, now_s) * (relevance[row.key] if relevance else 1.0), row.key)
-                for row in rows
-            )[:limit]
-            return ranking.recall(catalog.records(keys), query, now, limit, relevance=relevance)
+            relevance = {r.key: r.relevance for r in best if r.relevance is not None} if rank == "relevance" else None
+            return ranking.recall(catalog.records(r.key for r in best), query, now, limit, relevance=relevance)
 
         return self._read(search)
 
@@ -395,9 +390,8 @@ class Memory:
 
         def assemble(catalog: Catalog) -> str:
             index_text = self._index_text(catalog)
-            rows = {row.key: row for row in catalog.rank_rows()}
-            keys = ranking.best_first((ranking.score_of(row.basis, now_s), key) for key, row in rows.items())
-            chosen = [keys[i] for i in ranking.fit_pieces(index_text, [rows[k].piece for k in keys], max_tokens)]
+            order = catalog.ranked(now_s) or []
+            chosen = [order[i].key for i in ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)]
             by_key = {record.key: record for record in catalog.records(chosen)}
             return ranking.context_text(
                 index_text, [by_key[k] for k in chosen], self._timeline_newest_first(), max_tokens
@@ -540,14 +534,6 @@ def _current(catalog: Catalog, key: str) -> MemoryRecord | None:
             f"memory key {key!r} differs only in case from the existing {other!r}; use that key or another name"
         )
     return catalog.record(key)
-
-
-def _relevance(rows: Sequence[RankRow]) -> dict[str, float]:
-    """Each row's BM25 over the best one's (BM25 is negative, lower is better): 1.0 for the best match."""
-    best = min((row.bm25 for row in rows if row.bm25 is not None), default=None)
-    if not best:
-        return {row.key: 1.0 for row in rows}
-    return {row.key: (row.bm25 / best if row.bm25 is not None else 1.0) for row in rows}
 
 
 def _check_revision(current: MemoryRecord | None, expected: int | None, filename: str) -> int:

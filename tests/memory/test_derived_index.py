@@ -187,3 +187,40 @@ def test_a_read_only_tree_is_read_from_a_private_index(mem: Memory, tree: Path) 
         assert not (tree / HIDDEN_DIR).exists()
     finally:
         tree.chmod(0o755)
+
+
+def test_one_memory_sees_an_edit_in_place_once_its_last_check_is_older_than_the_reuse_window(
+    mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bundlekit.memory import indexer
+
+    _three(mem)
+    assert [h.key for h in mem.recall("kick")] == ["a"]
+    path = tree / "a.md"
+    with path.open("r+", encoding="utf-8") as handle:  # in place: the directory does not change
+        text = handle.read()
+        handle.seek(0)
+        handle.write(text.replace("kick", "lob "))
+    monkeypatch.setattr(indexer, "REUSE_S", 0.0)
+    assert mem.recall("kick") == [] and [h.key for h in mem.recall("lob")] == ["a"]
+
+
+def test_a_write_by_another_memory_is_seen_at_once(mem: Memory, tree: Path, clock: Clock) -> None:
+    _three(mem)
+    assert mem.recall("cooldown") == []
+    Memory(tree, clock=clock).write("z", **fields(body="cooldown"))
+    assert [h.key for h in mem.recall("cooldown")] == ["z"]
+
+
+def test_without_sql_math_functions_ranking_runs_in_python_and_agrees(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = Memory(tree, clock=clock)
+    _three(mem)
+    mem.write("d", **fields(name="Delta", body="kick and volley", important=True))
+    with_sql = [mem.recall(q, rank=r) for q in ("kick", "e", "volley") for r in ("salience", "relevance")]
+    context = mem.context_block(100)
+    monkeypatch.setattr(catalog_module, "_has_pow", lambda conn: False)
+    plain = Memory(tree, clock=clock)
+    assert [plain.recall(q, rank=r) for q in ("kick", "e", "volley") for r in ("salience", "relevance")] == with_sql
+    assert plain.context_block(100) == context

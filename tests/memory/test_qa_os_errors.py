@@ -53,23 +53,24 @@ def test_atomic_write_over_a_directory_removes_its_temp_file(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "code"),
     [
-        ("init",),
-        ("list",),
-        ("write", "k", "--name", "n", "--description", "d", "--type", "user", "--body", "b"),
-        ("note", "decision", "what=x"),
-        ("context",),
+        (("init",), 1),
+        (("list",), 2),  # a read of a tree that is not there: a usage error
+        (("write", "k", "--name", "n", "--description", "d", "--type", "user", "--body", "b"), 1),
+        (("note", "decision", "what=x"), 1),
+        (("context",), 2),
     ],
 )
-def test_memory_cli_under_a_file_is_a_one_line_error(blocker: Path, args: tuple[str, ...]) -> None:
+def test_memory_cli_under_a_file_is_a_one_line_error(blocker: Path, args: tuple[str, ...], code: int) -> None:
     result = CliRunner().invoke(cli, ["memory", "-d", str(blocker / "sub"), *args])
-    assert result.exit_code == 1
+    assert result.exit_code == code
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
 
 
 def test_memory_export_under_a_file_is_a_one_line_error(tmp_path: Path, blocker: Path) -> None:
+    (tmp_path / "mem").mkdir()  # the tree exists; the output path is what fails
     result = CliRunner().invoke(
         cli, ["memory", "-d", str(tmp_path / "mem"), "export", "-o", str(blocker / "x.json")]
     )
