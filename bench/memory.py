@@ -1,7 +1,9 @@
 """Benchmark: the memory commands as agents run them, a fresh CLI process per call, at 1,000 and 10,000 memories.
 
 Everything is measured against baselines taken in the same run, so the ratios
-mean something on a loaded or slower machine:
+mean something on a loaded or slower machine; wall and CPU time (ours plus the
+child processes') are both printed, and the targets apply to the CPU ratios,
+which a machine shared with other work distorts least:
 
 * each of ``memory recall``, ``list``, ``show``, ``context`` and ``write`` as a
   whole CLI process (``python -m bundlekit ...``), cold (the first command on a
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,11 +40,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bundlekit.memory import Memory  # noqa: E402
-from bundlekit.memory.naming import HIDDEN_DIR  # noqa: E402
-from bundlekit.memory.record import MEMORY_TYPES  # noqa: E402
-from bundlekit.memory.secrets import find_secrets  # noqa: E402
-from bundlekit.memory.timefmt import format_timestamp  # noqa: E402
+from bundlekit.memory import Memory
+from bundlekit.memory.naming import HIDDEN_DIR
+from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.secrets import find_secrets
+from bundlekit.memory.timefmt import format_timestamp
 
 NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = "kick pass drill knee tournament saturday tone pacing clip reel striker volley rondo sprint cooldown".split()  # noqa: SIM905
@@ -82,13 +85,27 @@ def generate(root: Path, count: int, seed: int = 7) -> None:
     shutil.rmtree(root / HIDDEN_DIR, ignore_errors=True)  # notes made the index; start unindexed
 
 
+CPU: dict[str, float] = {}  # the median CPU time (ours plus our children's) of the last wall() call
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def wall(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``repeat`` calls, in milliseconds."""
-    times = []
+    """Median wall time of ``repeat`` calls, in milliseconds (median CPU time kept in ``CPU["last"]``).
+
+    CPU time is printed too: on a loaded machine wall time mostly measures the
+    wait for a core, and CPU time is close to what an idle machine shows.
+    """
+    times, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), _cpu()
         fn()
         times.append((time.perf_counter() - start) * 1000)
+        cpu.append((_cpu() - start_cpu) * 1000)
+    CPU["last"] = statistics.median(cpu)
     return statistics.median(times)
 
 
@@ -102,11 +119,13 @@ def cli(args: Sequence[str], cwd: Path) -> Callable[[], object]:
     return run
 
 
-def line(name: str, ms: float, base: float, target: float | None, unit: str = "x --help") -> bool:
-    ratio = ms / base
-    ok = target is None or ratio <= target
-    verdict = "" if target is None else f"  target <= {target:g}{unit[0]}  {'OK' if ok else 'MISSED'}"
-    print(f"  {name:26s} {ms:9.1f} ms  {ratio:6.2f} {unit}{verdict}")
+def line(name: str, ms: float, base: tuple[float, float], target: float | None, unit: str = "x --help") -> bool:
+    """Print wall and CPU time with their ratios to ``base`` (wall, CPU); the target applies to the CPU ratio."""
+    cpu = CPU["last"]
+    ratio, cpu_ratio = ms / base[0], cpu / base[1]
+    ok = target is None or cpu_ratio <= target
+    verdict = "" if target is None else f"  target <= {target:g}x  {'OK' if ok else 'MISSED'}"
+    print(f"  {name:28s} wall {ms:8.1f} ms {ratio:6.2f}   cpu {cpu:8.1f} ms {cpu_ratio:6.2f} {unit}{verdict}")
     return ok
 
 
@@ -119,10 +138,11 @@ def bench_count(count: int, repeat: int, work: Path) -> bool:
     ok = True
     tree = ["-d", str(root)]
     help_ms = wall(cli(["--help"], work), repeat)
-    print(f"  {'bundlekit --help':26s} {help_ms:9.1f} ms  (baseline)")
+    help_base = (help_ms, CPU["last"])
+    print(f"  {'bundlekit --help (baseline)':28s} wall {help_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms")
     # Cold: the first command on a tree with no derived index builds it.
     cold = wall(cli(["memory", "recall", "rondo sprint", *tree], work), 1)
-    line("recall, cold (builds index)", cold, help_ms, None)
+    line("recall, cold (builds index)", cold, help_base, None)
     commands = {
         "recall": ["memory", "recall", "rondo sprint", *tree],
         "list": ["memory", "list", *tree],
@@ -130,42 +150,49 @@ def bench_count(count: int, repeat: int, work: Path) -> bool:
         "context": ["memory", "context", *tree],
     }
     for name, args in commands.items():
-        ok &= line(f"{name}, warm", wall(cli(args, work), repeat), help_ms, CLI_RATIO if count >= 10_000 else None)
+        ok &= line(f"{name}, warm", wall(cli(args, work), repeat), help_base, CLI_RATIO if count >= 10_000 else None)
     counter = iter(range(10**6))
 
     def write() -> None:
         cli(["memory", "write", f"new_{next(counter)}", "--name", "New", "--description", "fresh",
              "--type", "project", "--body", "a new memory", *tree], work)()
 
-    ok &= line("write (new key), warm", wall(write, repeat), help_ms, CLI_RATIO if count >= 10_000 else None)
+    ok &= line("write (new key), warm", wall(write, repeat), help_base, CLI_RATIO if count >= 10_000 else None)
     rewrite = cli(["memory", "write", "mem_00042", "--name", "Memory 42", "--description", "rewritten",
                    "--type", "reference", "--body", "changed", *tree], work)
-    line("write (same key), warm", wall(rewrite, repeat), help_ms, None)
+    line("write (same key), warm", wall(rewrite, repeat), help_base, None)
 
     memory = Memory(root, clock=lambda: NOW)
-    memory.recall("rondo sprint")
-    recall_ms = wall(lambda: memory.recall("rondo sprint"), max(repeat, 20))
-    target_ok = recall_ms < RECALL_MS or count < 10_000
-    ok &= target_ok
-    print(f"  {'recall in process, warm':26s} {recall_ms:9.1f} ms  target < {RECALL_MS:g} ms  {'OK' if target_ok else 'MISSED'}")
+    # "rondo sprint" matches ~60% of these memories (a 15-word vocabulary); "memory 4242" one of them.
+    for query in ("rondo sprint", "memory 4242"):
+        memory.recall(query)
+        recall_ms = wall(lambda query=query: memory.recall(query), max(repeat, 20))
+        target_ok = CPU["last"] < RECALL_MS or count < 10_000
+        ok &= target_ok
+        print(
+            f"  {'recall ' + repr(query) + ' in process':28s} wall {recall_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms"
+            f"  target < {RECALL_MS:g} ms  {'OK' if target_ok else 'MISSED'}"
+        )
     memory.close()
 
     shutil.rmtree(root / HIDDEN_DIR)
-    start = time.perf_counter()
-    Memory(root).list()
-    first = time.perf_counter() - start
-    first_ok = first < FIRST_OPEN_S or count < 10_000
+    first = wall(lambda: Memory(root).list(), 1)
+    first_ok = CPU["last"] < FIRST_OPEN_S * 1000 or count < 10_000
     ok &= first_ok
-    print(f"  {'first open (index build)':26s} {first * 1000:9.1f} ms  target < {FIRST_OPEN_S:g} s  {'OK' if first_ok else 'MISSED'}")
+    print(
+        f"  {'first open (index build)':28s} wall {first:8.1f} ms          cpu {CPU['last']:8.1f} ms"
+        f"  target < {FIRST_OPEN_S:g} s  {'OK' if first_ok else 'MISSED'}"
+    )
 
     texts = [p.read_text(encoding="utf-8") for p in root.glob("*.md")]
     guard_ms = wall(lambda: [find_secrets(t) for t in texts], 1)
-    print(f"  {'secret guard on the bytes':26s} {guard_ms:9.1f} ms  (what build still pays per run)")
+    print(f"  {'secret guard on the bytes':28s} wall {guard_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms  (build still pays it)")
 
     pack_ms = wall(cli(["pack", str(root), "-o", str(work / "pack.car")], work), max(1, repeat // 2))
+    pack_base = (pack_ms, CPU["last"])
+    print(f"  {'pack (baseline)':28s} wall {pack_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms")
     build_ms = wall(cli(["build", str(root), "-o", str(work / "bundle.car")], work), max(1, repeat // 2))
-    print(f"  {'pack':26s} {pack_ms:9.1f} ms  (baseline)")
-    ok &= line("build", build_ms, pack_ms, BUILD_RATIO if count >= 10_000 else None, unit="x pack")
+    ok &= line("build", build_ms, pack_base, BUILD_RATIO if count >= 10_000 else None, unit="x pack")
     return ok
 
 
@@ -176,7 +203,8 @@ def main() -> int:
     args = parser.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cpus")
     with tempfile.TemporaryDirectory() as tmp:
-        ok = all([bench_count(count, args.repeat, Path(tmp)) for count in args.counts])
+        results = [bench_count(count, args.repeat, Path(tmp)) for count in args.counts]  # run every count
+    ok = all(results)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
     return 0 if ok else 1
 

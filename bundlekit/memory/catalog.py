@@ -9,7 +9,8 @@ stores and queries (specs/memory.md, "Derived index").
 Tables:
 
 * ``memory`` (narrow, read whole by every command): one row per memory file:
-  its name, key and stat signature (inode, mtime in ns, size), ``racy``
+  its name, key, frontmatter ``name``, ``description`` and ``type`` (what an
+  index line shows) and stat signature (inode, mtime in ns, size), ``racy``
   (modified so recently that a same-size edit within the file system's timestamp
   tick would keep the signature: such rows are compared by content until they
   settle), the ranking basis (salience, ``updated`` in POSIX seconds, decay
@@ -59,7 +60,7 @@ __all__ = [
     "fts5_available",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -183,6 +184,7 @@ CREATE TABLE memory (
     id INTEGER PRIMARY KEY,
     file TEXT NOT NULL UNIQUE,
     key TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL, description TEXT NOT NULL, type TEXT NOT NULL,
     ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     racy INTEGER NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
@@ -343,9 +345,10 @@ class Catalog:
         self.remove(file)
         sal, updated, horizon = basis
         cursor = self._conn.execute(
-            "INSERT INTO memory (file, key, ino, mtime_ns, size, racy, salience, updated, horizon, piece, secret) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (file, record.key, *signature, int(racy), sal, updated, horizon, piece, int(secret)),
+            "INSERT INTO memory (file, key, name, description, type, ino, mtime_ns, size, racy, salience, updated, "
+            "horizon, piece, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, record.key, record.name, record.description, record.type, *signature, int(racy), sal, updated,
+             horizon, piece, int(secret)),
         )
         self._conn.execute(
             "INSERT INTO content (id, meta, body, raw) VALUES (?, ?, ?, ?)",
@@ -392,6 +395,17 @@ class Catalog:
                     (json.dumps(wanted),),
                 ).fetchall()
         return [_record(row) for row in rows]
+
+    def summaries(self) -> list[MemoryRecord]:
+        """Every memory as a summary record, sorted by key: frontmatter ``name``, ``description`` and
+        ``type`` only, no body or text. Enough to render ``MEMORY.md`` (one line per memory from these
+        fields) without loading every memory; never handed out beyond that."""
+        with _translated():
+            rows = self._conn.execute("SELECT key, name, description, type FROM memory ORDER BY key").fetchall()
+        return [
+            MemoryRecord(key=key, meta={"name": name, "description": description, "type": kind}, body="", raw="")
+            for key, name, description, kind in rows
+        ]
 
     def record(self, key: str) -> MemoryRecord | None:
         with _translated():

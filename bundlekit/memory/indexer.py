@@ -320,7 +320,7 @@ class Indexer:
         if not self._index_stale(catalog, current, force=force):
             return
         gen = catalog.gen
-        data = render_index(catalog.records()).encode("utf-8")
+        data = render_index(catalog.summaries()).encode("utf-8")
         # Only rewritten when it differs (a body edit leaves it alone).
         if self._backend.read(INDEX_NAME) != data:
             self._backend.write(INDEX_NAME, data)

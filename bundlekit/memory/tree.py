@@ -296,7 +296,7 @@ class Memory:
 
     def _index_text(self, catalog: Catalog) -> str:
         text = self._index.current_index_text(catalog)
-        return text if text is not None else render_index(self._all(catalog))
+        return text if text is not None else render_index(catalog.summaries())
 
     # -- timeline -------------------------------------------------------------
 
