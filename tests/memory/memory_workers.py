@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from bundlekit.errors import ConflictError
 from bundlekit.memory import Memory
 
@@ -64,8 +66,6 @@ def read_many(root: str, rounds: int) -> None:
 
 def write_acknowledged(root: str, worker: int, ack_path: str) -> None:
     """Write memories for ever; after each write returns, append its key to ``ack_path`` (fsynced)."""
-    import os
-
     memory = Memory(root)
     with open(ack_path, "a", encoding="utf-8") as ack:
         for i in range(100_000):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.memory import Memory
+from bundlekit.errors import UsageError
+from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
@@ -166,8 +167,6 @@ def test_default_ranking_matches_the_formula_over_parsed_files(mem: Memory, tree
 
 
 def test_unknown_rank_is_a_usage_error(mem: Memory) -> None:
-    from bundlekit.errors import UsageError
-
     _three(mem)
     with pytest.raises(UsageError, match="rank must be one of"):
         mem.recall("kick", rank="bogus")
@@ -192,8 +191,6 @@ def test_a_read_only_tree_is_read_from_a_private_index(mem: Memory, tree: Path) 
 def test_one_memory_sees_an_edit_in_place_once_its_last_check_is_older_than_the_reuse_window(
     mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bundlekit.memory import indexer
-
     _three(mem)
     assert [h.key for h in mem.recall("kick")] == ["a"]
     path = tree / "a.md"
