@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
@@ -221,3 +222,10 @@ def test_without_sql_math_functions_ranking_runs_in_python_and_agrees(
     plain = Memory(tree, clock=clock)
     assert [plain.recall(q, rank=r) for q in ("kick", "e", "volley") for r in ("salience", "relevance")] == with_sql
     assert plain.context_block(100) == context
+
+
+def test_a_built_bundle_carries_no_part_of_the_hidden_folder(mem: Memory, tree: Path, tmp_path: Path) -> None:
+    _three(mem)
+    assert (tree / HIDDEN_DIR).is_dir()
+    result = build_bundle(tree, tmp_path / "b.car")
+    assert result.paths and not [p for p in result.paths if HIDDEN_DIR in p]
