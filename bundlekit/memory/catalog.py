@@ -201,7 +201,7 @@ _PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description
 
 
 class Catalog:
-    """One open index database. Not thread-safe; one per :class:`Memory`.
+    """One open index database, one per :class:`Memory`, which serializes the threads that use it.
 
     Reads run in :meth:`reading` (one snapshot), changes in :meth:`writing`
     (one transaction, taken only under the tree lock).
@@ -212,7 +212,10 @@ class Catalog:
         want_fts = fts5_available() if fts is None else fts and fts5_available()
         with _translated():
             conn = sqlite3.connect(
-                ":memory:" if path is None else os.fspath(path), timeout=timeout, isolation_level=None
+                ":memory:" if path is None else os.fspath(path),
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,  # a Memory serializes its own use (tree.Memory._mutex)
             )
         self._conn = conn
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -86,6 +87,8 @@ class Memory:
         self._on_warning = on_warning
         self._index = Indexer(self._backend, warn=self._warn, timeout=lock_timeout)
         self._cached: tuple[Catalog, int, tuple[MemoryRecord, ...]] | None = None
+        # One index connection per Memory: threads (an MCP server) take turns, before the tree lock.
+        self._mutex = threading.RLock()
 
     # -- basics ---------------------------------------------------------------
 
@@ -111,11 +114,12 @@ class Memory:
 
     def _read(self, op: Callable[[Catalog], _T]) -> _T:
         """Run a read on the up-to-date index; an index found broken mid-way is rebuilt and the read run again."""
-        try:
-            return op(self._index.refresh())
-        except CatalogUnusable as exc:
-            self._index.rebuild(str(exc))
-            return op(self._index.refresh())
+        with self._mutex:
+            try:
+                return op(self._index.refresh())
+            except CatalogUnusable as exc:
+                self._index.rebuild(str(exc))
+                return op(self._index.refresh())
 
     def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
         """Every memory in ``catalog``, sorted by key (kept while its generation stands)."""
@@ -151,7 +155,7 @@ class Memory:
 
     def init(self) -> None:
         """Create the tree (directory, ``timeline/``, an index) if it does not exist yet."""
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             if self.root is not None:
                 ensure_real_dir(self.root / TIMELINE_DIR)
             catalog = self._index.refresh(locked=True)
@@ -190,7 +194,7 @@ class Memory:
         if isinstance(key, str):
             guard_key(key)  # before any message could echo it
         filename = _check_write_args(key, body, expected_revision, extra)
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
             current = _current(catalog, key)
             # Step 4: the revision; step 5: the frontmatter.
@@ -221,10 +225,11 @@ class Memory:
         signature = self._backend.signature(filename)
         if signature is None:
             return None
-        try:
-            record = self._index.peek().fresh_record(filename, signature)
-        except CatalogUnusable:
-            record = None
+        with self._mutex:
+            try:
+                record = self._index.peek().fresh_record(filename, signature)
+            except CatalogUnusable:
+                record = None
         if record is not None:
             return record
         data = self._backend.read(filename)
@@ -238,7 +243,7 @@ class Memory:
         Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
         filename = filename_for(key)
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
             current = catalog.record(key)
             if current is None:
@@ -303,7 +308,7 @@ class Memory:
     def _append(self, entry: dict[str, Any]) -> None:
         line = encode_entry(entry)
         guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             self._index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
             self._backend.append_timeline(day_file_for(entry), line)
 
@@ -351,7 +356,7 @@ class Memory:
             raise UsageError(f"keep_days must be an integer of 0 or more, not {keep_days!r}")
         cutoff = (self._now() - timedelta(days=keep_days - 1)).strftime("%Y-%m-%d")
         removed = 0
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             for name in self._backend.timeline_files():
                 match = DAY_FILE_RE.fullmatch(name)
                 if match and (keep_days == 0 or match.group(1) < cutoff):
@@ -424,7 +429,7 @@ class Memory:
             raise UsageError(f"import strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         plan = validate_blob(blob, allow_secrets=allow_secrets)
         report = ImportReport()
-        with self._backend.hold():
+        with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
             records = {r.key.lower(): r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
@@ -504,7 +509,8 @@ class Memory:
 
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""
-        self._index.close()
+        with self._mutex:
+            self._index.close()
 
 
 def _check_write_args(

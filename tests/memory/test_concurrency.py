@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
 import time
 from pathlib import Path
 
@@ -123,3 +124,25 @@ def test_lock_is_reentrant_for_one_memory(tree: Path) -> None:
     memory.write("k", **fields())
     memory.forget("k")  # forget takes the lock and notes under it again
     assert memory.timeline()[-1]["type"] == "forgot"
+
+
+def test_threads_share_one_memory_and_its_index(tree: Path) -> None:
+    memory = Memory(tree)
+    memory.write("seed", **fields(body="kick"))
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(15):
+                memory.write(f"t{n}_{i}", **fields(body=f"kick {n} {i}"))
+                memory.recall("kick")
+                memory.context_block(256)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(memory.list()) == 46
