@@ -129,7 +129,7 @@ def test_lock_is_reentrant_for_one_memory(tree: Path) -> None:
 def test_threads_share_one_memory_and_its_index(tree: Path) -> None:
     memory = Memory(tree)
     memory.write("seed", **fields(body="kick"))
-    errors: list[BaseException] = []
+    errors: list[Exception] = []
 
     def work(n: int) -> None:
         try:
@@ -137,7 +137,7 @@ def test_threads_share_one_memory_and_its_index(tree: Path) -> None:
                 memory.write(f"t{n}_{i}", **fields(body=f"kick {n} {i}"))
                 memory.recall("kick")
                 memory.context_block(256)
-        except BaseException as exc:  # reported below
+        except Exception as exc:  # noqa: BLE001 - any failure in a thread is reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
