@@ -7,14 +7,19 @@
   fetched, not even from the server), and links kept only for the schemes in
   :data:`SAFE_LINK_SCHEMES` or relative targets; a kept link gets
   ``rel="nofollow noopener noreferrer"``.
+* Frontmatter values and timeline entries are shown through :func:`value_text`,
+  which never fails and stays small: a hostile file can hold YAML binary
+  or set values, anchors that repeat one list into billions of items, or
+  nesting deeper than a JSON encoder can recurse.
 * The timeline chart is inline SVG built from numbers (:func:`day_chart`):
   readable without JavaScript, and the pages carry none.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -23,7 +28,16 @@ import jinja2
 import markupsafe
 from markdown_it import MarkdownIt
 
-__all__ = ["SAFE_LINK_SCHEMES", "ChartBar", "day_chart", "environment", "markdown_html"]
+__all__ = [
+    "MAX_VALUE_DEPTH",
+    "MAX_VALUE_ITEMS",
+    "SAFE_LINK_SCHEMES",
+    "ChartBar",
+    "day_chart",
+    "environment",
+    "markdown_html",
+    "value_text",
+]
 
 SAFE_LINK_SCHEMES = ("http", "https", "mailto", "ipfs", "ipns")
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
@@ -31,6 +45,9 @@ _MEMORY_LINK_RE = re.compile(r"([A-Za-z0-9_.-]+)\.md")
 CHART_HEIGHT = 120
 BAR_WIDTH = 14
 BAR_GAP = 4
+MAX_VALUE_ITEMS = 2000  # scalars and containers shown per value; the rest is "…"
+MAX_VALUE_DEPTH = 32  # containers nested deeper show as "…"
+_ELLIPSIS = "…"
 
 
 def _safe_link(url: str) -> bool:
@@ -71,6 +88,55 @@ def markdown_html(text: str, *, memory_base: str | None = None) -> str:
     return html
 
 
+def value_text(value: Any) -> str:
+    """``value`` (from a bundle's frontmatter or timeline) as JSON-like text, bounded; never raises.
+
+    A top-level string is shown as it is. Containers are written as JSON, at most
+    :data:`MAX_VALUE_ITEMS` items and :data:`MAX_VALUE_DEPTH` levels (beyond them: "…"),
+    so a YAML alias bomb or absurd nesting cannot hold a page; values JSON has no
+    form for (YAML ``!!binary``, ``!!set``) are written as their Python ``repr``.
+    """
+    if isinstance(value, str):
+        return value
+    out: list[str] = []
+    budget = [MAX_VALUE_ITEMS]
+    _write_value(value, out, budget, 0)
+    return "".join(out)
+
+
+def _write_value(value: Any, out: list[str], budget: list[int], depth: int) -> None:
+    if budget[0] <= 0:
+        out.append(_ELLIPSIS)
+        return
+    budget[0] -= 1
+    if value is None or isinstance(value, (bool, int, float, str)):
+        out.append(json.dumps(value, ensure_ascii=False))
+        return
+    if isinstance(value, Mapping):
+        pairs: Iterable[tuple[str | None, Any]] = ((str(k), v) for k, v in value.items())
+        opening, closing = "{", "}"
+    elif isinstance(value, (list, tuple)):
+        pairs = ((None, v) for v in value)
+        opening, closing = "[", "]"
+    else:  # bytes, set...: no JSON form; repr is text, bounded like the rest
+        out.append(repr(value)[: MAX_VALUE_ITEMS * 8])
+        return
+    if depth >= MAX_VALUE_DEPTH:
+        out.append(_ELLIPSIS)
+        return
+    out.append(opening)
+    for i, (name, item) in enumerate(pairs):
+        if i:
+            out.append(", ")
+        if budget[0] <= 0:
+            out.append(_ELLIPSIS)
+            break
+        if name is not None:
+            out.append(json.dumps(name, ensure_ascii=False) + ": ")
+        _write_value(item, out, budget, depth + 1)
+    out.append(closing)
+
+
 @dataclass(frozen=True)
 class ChartBar:
     """One day's bar of the timeline chart, in SVG user units."""
@@ -106,5 +172,6 @@ def environment() -> jinja2.Environment:
     env.filters["markdown"] = lambda text, memory_base=None: markupsafe.Markup(
         markdown_html(str(text), memory_base=memory_base)
     )
+    env.filters["value_text"] = value_text
     env.globals["bar_width"] = BAR_WIDTH
     return env

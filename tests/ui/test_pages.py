@@ -100,10 +100,11 @@ def test_gateway_paths_are_unchanged_beside_the_interface(ui_server: GatewayServ
     assert "content-security-policy" not in manifest.headers
 
 
-def test_the_index_links_open_the_memory_pages(ui_server: GatewayServer, bundles: Bundles) -> None:
+def test_the_index_is_rendered_naming_each_memory_file(ui_server: GatewayServer, bundles: Bundles) -> None:
+    # A plaintext index names files as code (`key.md`), not links; links to key.md are rewritten (test_render).
     text = _get(ui_server, f"/ui/bundle/{bundles.old}").text
     index = text.split("Index (MEMORY.md)")[1]
-    assert f'href="/ui/bundle/{bundles.old}/memory/user_role"' in index or "user_role.md" in index
+    assert "<h1>Agent Memory</h1>" in index and "<code>user_role.md</code>" in index
 
 
 def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
@@ -142,3 +143,32 @@ def test_a_signed_bundle_with_parents_shows_its_signer_and_lineage(tmp_path: Pat
 
 def test_an_unsigned_bundle_says_so(ui_server: GatewayServer, bundles: Bundles) -> None:
     assert '<dd id="signature">unsigned</dd>' in _get(ui_server, f"/ui/bundle/{bundles.old}").text
+
+
+HOSTILE_FRONTMATTER = (
+    "---\nname: Odd values\ndescription: frontmatter JSON cannot hold\ntype: user\n"
+    "created: 2026-04-14T12:00:00Z\nupdated: 2026-04-14T12:00:00Z\n"
+    "blob: !!binary aGVsbG8=\nset: !!set {a, b}\n"
+    "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "deep: " + "[" * 3000 + "]" * 3000 + "\n---\nBody.\n"
+)
+
+
+def test_frontmatter_values_with_no_json_form_show_as_bounded_text(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "user_odd.md").write_text(HOSTILE_FRONTMATTER, encoding="utf-8")
+    car = tmp_path / "odd.car"
+    result = build_bundle(tree, car, namespace="coach")
+    source = make_source(cars=[car])
+    app = UIApp(source.get, lambda: served_roots(source))
+    try:
+        with serve_in_thread(source, apps={MOUNT: app}) as server:
+            page = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_odd")
+    finally:
+        close_source(source)
+    assert page.status_code == 200
+    assert "<th>blob</th><td>b&#39;hello&#39;</td>" in page.text
+    assert "<th>deep</th><td>[[[[" in page.text and "…]]]]" in page.text
+    assert len(page.text) < 200_000  # the anchors' 1,000 items in 'c' are cut at the item budget
+
