@@ -2,8 +2,10 @@
 
 Every value here comes from a bundle and is untrusted: the templates escape it
 and render Markdown with raw HTML off (``render.py``). Reading is bounded: a file
-larger than :data:`MAX_SHOWN_FILE` is not read (its page says so), so a hostile
-bundle cannot make a page hold gigabytes. Blocks come from the server's block
+larger than :data:`MAX_SHOWN_FILE` is not read (its page says so), and one bundle
+is read up to :data:`MAX_SHOWN_BUNDLE` bytes in all (files past it are listed, not
+read), so a hostile bundle cannot make a page hold gigabytes, not even a small CAR
+whose manifest lists thousands of paths that share one large file's blocks. Blocks come from the server's block
 source, whose blocks were verified when they entered it (a CAR indexed by
 ``bundlekit serve``, the block store, or a bundle ``bundlekit open`` fetched
 block by block against its CIDs).
@@ -17,16 +19,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bundlekit.bundle.diff import DiffResult, diff_memories
-from bundlekit.bundle.manifest import ENC_SUFFIX, MANIFEST_NAME, MEMORY_DIR, parse_manifest
+from bundlekit.bundle.manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
 from bundlekit.bundle.signature import SIGNATURE_NAME, verify_signature_file
 from bundlekit.errors import BundlekitError, CodecError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 from bundlekit.memory.timeline import DAY_FILE_RE, parse_day
 from bundlekit.unixfs.reader import UnixFSReader
 
 __all__ = [
+    "MAX_SHOWN_BUNDLE",
     "MAX_SHOWN_FILE",
     "BodyDiff",
     "BundleView",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 MAX_SHOWN_FILE = 4 * 1024 * 1024  # bytes: larger files are listed, not read into a page
+MAX_SHOWN_BUNDLE = 32 * 1024 * 1024  # bytes read from one bundle's files in all (memories, index, days)
 _TIMELINE_PREFIX = f"{MEMORY_DIR}/timeline/"
 
 
@@ -100,9 +103,25 @@ class BundleView:
         return {item.key: item.record for item in self.memories if item.record is not None}
 
 
-def _read_small(reader: UnixFSReader, cid: bytes, size: int, path: str) -> bytes:
+class _Budget:
+    """The bytes one bundle may still have read: each file takes its manifest size before it is read."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+
+    def take(self, size: int, path: str) -> None:
+        if size > self.left:
+            raise CodecError(
+                f"{path} is not read: the interface reads at most {MAX_SHOWN_BUNDLE} bytes of one bundle"
+            )
+        self.left -= size
+
+
+def _read_small(reader: UnixFSReader, cid: bytes, size: int, path: str, budget: _Budget | None = None) -> bytes:
     if size > MAX_SHOWN_FILE:
         raise CodecError(f"{path} is {size} bytes; the interface shows files up to {MAX_SHOWN_FILE} bytes")
+    if budget is not None:
+        budget.take(size, path)
     out = bytearray()
     for chunk in reader.iter_file(cid):
         out += chunk
@@ -129,16 +148,17 @@ def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
     files: dict[str, dict[str, Any]] = manifest["memory"]["files"]
     view = BundleView(cid_to_str(root), manifest, "", [])
     _check_signature(reader, root, view)
-    for path, info in sorted(files.items()):
-        name = path[len(MEMORY_DIR) + 1 :]
+    budget = _Budget(MAX_SHOWN_BUNDLE)
+    # The index first, so a bundle over the budget still shows its names.
+    for path, info in sorted(files.items(), key=lambda item: (item[0] != INDEX_PATH, item[0])):
         try:
-            if name == INDEX_NAME:
-                data = _read_small(reader, reader.resolve(root, path), int(info["size"]), path)
+            if path == INDEX_PATH:
+                data = _read_small(reader, reader.resolve(root, path), int(info["size"]), path, budget)
                 view.index_text = data.decode("utf-8", errors="replace")
             elif path.startswith(_TIMELINE_PREFIX):
-                _read_day(reader, root, path, int(info["size"]), view)
+                _read_day(reader, root, path, int(info["size"]), view, budget)
             else:
-                view.memories.append(_read_memory(reader, root, path, int(info["size"])))
+                view.memories.append(_read_memory(reader, root, path, int(info["size"]), budget))
         except BundlekitError as exc:
             view.problems.append(f"{path}: {exc}")
     return view
@@ -156,21 +176,21 @@ def _check_signature(reader: UnixFSReader, root: bytes, view: BundleView) -> Non
         view.signature_problem = str(exc)
 
 
-def _read_memory(reader: UnixFSReader, root: bytes, path: str, size: int) -> MemoryItem:
+def _read_memory(reader: UnixFSReader, root: bytes, path: str, size: int, budget: _Budget) -> MemoryItem:
     name = path[len(MEMORY_DIR) + 1 :].removesuffix(ENC_SUFFIX)
     item = MemoryItem(key=name.removesuffix(".md"), path=path, size=size)
     if item.encrypted:
         item.problem = "encrypted: the body is not shown (no key ever reaches the browser)"
         return item
     try:
-        text = _read_small(reader, reader.resolve(root, path), size, path).decode("utf-8")
+        text = _read_small(reader, reader.resolve(root, path), size, path, budget).decode("utf-8")
         item.record = parse_memory_file(text, key=item.key, where=path)
     except (BundlekitError, UnicodeDecodeError) as exc:
         item.problem = f"cannot show this memory: {exc}"
     return item
 
 
-def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: BundleView) -> None:
+def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: BundleView, budget: _Budget) -> None:
     name = path[len(_TIMELINE_PREFIX) :]
     if name.endswith(ENC_SUFFIX):
         view.encrypted_days.append(name.removesuffix(ENC_SUFFIX).removesuffix(".jsonl"))
@@ -179,7 +199,7 @@ def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: Bun
     if match is None:
         view.problems.append(f"{path}: not a timeline day file")
         return
-    data = _read_small(reader, reader.resolve(root, path), size, path)
+    data = _read_small(reader, reader.resolve(root, path), size, path, budget)
     view.timeline[match.group(1)] = parse_day(name, data, strict=False)
 
 

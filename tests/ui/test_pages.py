@@ -9,9 +9,12 @@ import httpx
 import pytest
 
 from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.manifest import INDEX_PATH
 from bundlekit.crypto import RawKeyFile
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import GatewayServer, close_source, make_source, serve_in_thread, served_roots
+from bundlekit.ipld.cid import cid_from_text
+from bundlekit.ui import model
 from bundlekit.ui.app import CONTENT_SECURITY_POLICY, MOUNT, UIApp
 from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
 
@@ -172,3 +175,20 @@ def test_frontmatter_values_with_no_json_form_show_as_bounded_text(tmp_path: Pat
     assert "<th>deep</th><td>[[[[" in page.text and "…]]]]" in page.text
     assert len(page.text) < 200_000  # the anchors' 1,000 items in 'c' are cut at the item budget
 
+
+def test_a_bundle_is_read_up_to_the_budget_then_listed_unread(monkeypatch: pytest.MonkeyPatch,
+                                                               bundles: Bundles) -> None:
+    # A small CAR can list thousands of paths sharing one large file's blocks: reading stops at the budget.
+    source = make_source(cars=[bundles.old_car])
+    try:
+        full = model.read_bundle(source.get, cid_from_text(bundles.old))
+        sizes = full.manifest["memory"]["files"]
+        monkeypatch.setattr(model, "MAX_SHOWN_BUNDLE", sizes[INDEX_PATH]["size"] + sizes["memory/feedback_tone.md"]["size"])
+        view = model.read_bundle(source.get, cid_from_text(bundles.old))
+    finally:
+        close_source(source)
+    assert view.index_text == full.index_text  # the index is read first: the names stay visible
+    assert [item.key for item in view.memories] == [item.key for item in full.memories]
+    assert [item.key for item in view.memories if item.record is not None] == ["feedback_tone"]
+    unread = [item for item in view.memories if item.record is None]
+    assert unread and all("is not read: the interface reads at most" in str(item.problem) for item in unread)
