@@ -105,3 +105,18 @@ def test_a_missing_extra_is_named(tmp_path: Path, bundles: Bundles) -> None:
                          env={"PYTHONPATH": f"{blocker}:{ROOT}", "CI": "true"})
     assert run.returncode == 2
     assert "pip install -e '.[ui]'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_help_does_not_import_the_interface_libraries() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bundlekit.cli import cli\n"
+        "for args in ([], ['serve'], ['open'], ['mcp']):\n"
+        "    result = CliRunner().invoke(cli, [*args, '--help'])\n"
+        "    assert result.exit_code == 0, result.output\n"
+        "print(sorted(m for m in ('jinja2', 'markdown_it', 'markupsafe', 'mcp') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT), "CI": "true"})
+    assert out.stdout.strip() == "[]"
