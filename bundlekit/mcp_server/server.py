@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from importlib.metadata import PackageNotFoundError, version
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, TypeVar
 
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from bundlekit.errors import BundlekitError
@@ -203,12 +205,14 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
 
     @server.prompt(name="memory_context", description="The memory context block, ready to read before a task.")
     def memory_context_prompt(max_tokens: str = str(DEFAULT_CONTEXT_TOKENS)) -> str:
-        def render() -> str:
-            if not max_tokens.isdigit():
-                raise ToolError(f"max_tokens must be a positive integer, not {max_tokens!r}")
+        # The SDK turns any other exception of a prompt into "Internal server error": only an
+        # MCPError reaches the client with its message, so bad arguments are INVALID_PARAMS.
+        if not (max_tokens.isascii() and max_tokens.isdigit()):
+            raise MCPError(INVALID_PARAMS, f"memory_context: max_tokens must be a positive integer, not {max_tokens!r}")
+        try:
             return tools.context(int(max_tokens))
-
-        return _tool_call(render)
+        except BundlekitError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
 
 
 def run_stdio(tools: MemoryTools) -> None:

@@ -65,7 +65,7 @@ class ServedMemory(Closing):
 
 def _existing_tree(path: Path) -> Memory:
     if not path.is_dir() or not (path / INDEX_NAME).is_file():
-        raise UsageError(f"no memory tree at {path}: run `bundlekit memory init -d {path}` first")
+        raise UsageError(f"no memory tree at {path}: run `bundlekit memory -d {path} init` first")
     return Memory(path)
 
 

@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "Publish
 DEFAULT_CONTEXT_TOKENS = 8192
 MAX_RECALL_LIMIT = 100
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NOTE_RESERVED = frozenset({"ts", "type"})
 
 
 def record_summary(record: MemoryRecord) -> dict[str, Any]:
@@ -159,9 +160,20 @@ class MemoryTools:
         return {"forgot": key}
 
     def note(self, type: str, data: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Append an event to today's timeline; returns the entry as written."""
+        """Append an event to today's timeline; returns the entry as written.
+
+        ``data`` may not hold ``ts`` or ``type``: the server sets both (a model
+        passing them would otherwise see its value dropped, or a crash).
+        """
         self._writable("memory_note")
-        return self.served.memory.note(type, **dict(data or {}))
+        fields = dict(data or {})
+        reserved = sorted(_NOTE_RESERVED & fields.keys())
+        if reserved:
+            raise UsageError(
+                f"memory_note: data may not set {', '.join(map(repr, reserved))}: the server writes the time "
+                "and the type argument; rename that field"
+            )
+        return self.served.memory.note(type, **fields)
 
     # -- publishing -------------------------------------------------------------
 

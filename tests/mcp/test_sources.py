@@ -165,3 +165,16 @@ def test_a_missing_sdk_names_the_extra(tmp_path: Path, tree: Path) -> None:
     )
     assert run.returncode == 2
     assert "pip install -e '.[mcp]'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_missing_tree_hint_is_a_command_that_makes_the_tree(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bundlekit", "mcp", "--memory", "fresh"], cwd=tmp_path, env=server_env(), check=False,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    hint = run.stderr.split("run `")[1].split("`")[0]
+    assert hint == "bundlekit memory -d fresh init"
+    made = subprocess.run([sys.executable, "-m", *hint.split()], cwd=tmp_path, env=server_env(), check=False,
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "fresh" / "MEMORY.md").is_file()

@@ -141,3 +141,24 @@ def test_a_note_lands_in_todays_timeline(tree: Path) -> None:
     assert entry["type"] == "decision" and entry["summary"] == "drills first"
     day = tree / "timeline" / f"{entry['ts'][:10]}.jsonl"
     assert "drills first" in day.read_text(encoding="utf-8")
+
+
+def test_errors_carry_bundlekit_messages_and_the_server_survives(tree: Path) -> None:
+    from mcp import MCPError
+
+    async def session(client: Any) -> tuple[Any, str, str, Any]:
+        note = await client.call_tool("memory_note", {"type": "decision", "data": {"type": "other"}})
+        prompt_errors = []
+        for value in ("many", "0"):
+            try:
+                await client.get_prompt("memory_context", {"max_tokens": value})
+            except MCPError as exc:
+                prompt_errors.append(exc.message)
+        alive = await client.call_tool("memory_list", {})
+        return note, prompt_errors[0], prompt_errors[1], alive
+
+    note, not_a_number, zero, alive = run_client(stdio_params("--memory", str(tree)), session)
+    assert note.is_error and "data may not set 'type'" in note.content[0].text
+    assert "max_tokens must be a positive integer, not 'many'" in not_a_number
+    assert "max_tokens must be at least 1" in zero
+    assert len(_structured(alive)) == 3

@@ -77,3 +77,12 @@ def test_mcp_help_does_not_import_the_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("field", ["type", "ts"])
+def test_a_note_whose_data_sets_the_type_or_time_is_refused(tree: Path, field: str) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"))
+    before = tools.served.memory.timeline()
+    with pytest.raises(UsageError, match=f"data may not set '{field}'"):
+        tools.note("decision", {field: "1999-01-01", "summary": "x"})
+    assert tools.served.memory.timeline() == before
