@@ -91,6 +91,21 @@ def test_a_tampered_bundle_is_refused_at_start_with_exit_3(bundle: tuple[Path, s
     assert run.stdout == ""  # no server ever answered
 
 
+def test_a_write_called_on_a_read_only_server_is_a_tool_error(tmp_path: Path, tree: Path) -> None:
+    params = stdio_params("--layer", f"agent={tree}")
+
+    async def session(client: Any) -> tuple[Any, Any]:
+        written = await client.call_tool("memory_write", {
+            "key": "project_new", "name": "New", "description": "d", "type": "project", "body": "x",
+        })
+        return written, await client.call_tool("memory_list", {})
+
+    written, listed = run_client(params, session)
+    assert written.is_error and written.content[0].text == "Unknown tool: memory_write"
+    assert "project_new" not in {row["key"] for row in listed.structured_content["result"]}
+    assert not (tree / "project_new.md").exists()
+
+
 def test_from_with_memory_dir_loads_there_and_is_writable(tmp_path: Path, bundle: tuple[Path, str]) -> None:
     car, _root = bundle
     work = tmp_path / "work"
