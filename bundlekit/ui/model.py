@@ -213,9 +213,23 @@ class BodyDiff:
 
 
 def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[BodyDiff]]:
-    """Added, removed and changed memories between two bundles (readable memories only), with body diffs."""
+    """Added, removed and changed memories between two bundles, with body diffs.
+
+    Memories are compared by content where both sides can be read; an encrypted or
+    unreadable memory still counts as added or removed by its key, and one present on
+    both sides but unreadable on either is named in ``warnings`` (not compared, not
+    counted unchanged).
+    """
     a, b = old.records(), new.records()
     result = diff_memories(a, b, old_label=old.root, new_label=new.root)
+    old_keys, new_keys = {item.key for item in old.memories}, {item.key for item in new.memories}
+    result.added = sorted(set(result.added) | (new_keys - old_keys))
+    result.removed = sorted(set(result.removed) | (old_keys - new_keys))
+    unread = sorted(key for key in old_keys & new_keys if key not in a or key not in b)
+    if unread:
+        result.warnings.append(
+            f"{len(unread)} memories on both sides are encrypted or unreadable, so not compared: {', '.join(unread)}"
+        )
     bodies = []
     for changed in result.changed:
         lines = list(

@@ -14,6 +14,7 @@ from bundlekit.crypto import RawKeyFile
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import GatewayServer, close_source, make_source, serve_in_thread, served_roots
 from bundlekit.ipld.cid import cid_from_text
+from bundlekit.memory import Memory
 from bundlekit.ui import model
 from bundlekit.ui.app import CONTENT_SECURITY_POLICY, MOUNT, UIApp
 from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
@@ -192,3 +193,22 @@ def test_a_bundle_is_read_up_to_the_budget_then_listed_unread(monkeypatch: pytes
     assert [item.key for item in view.memories if item.record is not None] == ["feedback_tone"]
     unread = [item for item in view.memories if item.record is None]
     assert unread and all("is not read: the interface reads at most" in str(item.problem) for item in unread)
+
+
+def test_a_diff_of_encrypted_bundles_names_added_keys_and_says_what_it_cannot_compare(tmp_path: Path) -> None:
+    key = RawKeyFile(b"k" * 32)
+    old_tree = make_tree(tmp_path / "old")
+    new_tree = make_tree(tmp_path / "new")
+    Memory(new_tree).write("project_cup", name="Cup", description="a cup run", type="project", body="Cup.")
+    old = build_bundle(old_tree, tmp_path / "old.car", namespace="coach", key=key)
+    new = build_bundle(new_tree, tmp_path / "new.car", namespace="coach", key=key)
+    source = make_source(cars=[tmp_path / "old.car", tmp_path / "new.car"])
+    app = UIApp(source.get, lambda: served_roots(source))
+    try:
+        with serve_in_thread(source, apps={MOUNT: app}) as server:
+            text = _get(server, f"/ui/diff?old={old.root_cid}&new={new.root_cid}").text
+    finally:
+        close_source(source)
+    assert '<ul id="added"><li>' in text and ">project_cup</a>" in text
+    assert "1 added, 0 removed, 0 changed, 0 unchanged" in text
+    assert "5 memories on both sides are encrypted or unreadable, so not compared" in text
