@@ -5,8 +5,8 @@
 * Markdown is rendered by markdown-it-py's CommonMark preset with ``html``
   off (raw HTML in a body is shown as text), images off (nothing is ever
   fetched, not even from the server), and links kept only for the schemes in
-  :data:`SAFE_LINK_SCHEMES` or relative targets; a kept link gets
-  ``rel="nofollow noopener noreferrer"``.
+  :data:`SAFE_LINK_SCHEMES`, fragments and ``<key>.md`` (rewritten to that
+  memory's page); a kept link gets ``rel="nofollow noopener noreferrer"``.
 * Frontmatter values and timeline entries are shown through :func:`value_text`,
   which never fails and stays small: a hostile file can hold YAML binary
   or set values, anchors that repeat one list into billions of items, or
@@ -51,9 +51,16 @@ _ELLIPSIS = "…"
 
 
 def _safe_link(url: str) -> bool:
-    match = _SCHEME_RE.match(url.strip())
+    """Keep a link with a safe scheme, a fragment (``#...``) or a ``<key>.md`` (a memory's page).
+
+    Any other relative target is refused: on this origin ``/ipfs/...`` is the gateway,
+    which serves a bundle's ``.html`` file as ``text/html`` without this interface's CSP,
+    so a link there would run the bundle's script on the interface's origin.
+    """
+    url = url.strip()
+    match = _SCHEME_RE.match(url)
     if match is None:
-        return not url.strip().startswith("//")  # relative; a scheme-relative URL would leave the server
+        return url.startswith("#") or _MEMORY_LINK_RE.fullmatch(url) is not None
     return match.group(1).lower() in SAFE_LINK_SCHEMES
 
 
@@ -66,7 +73,7 @@ def _markdown() -> MarkdownIt:
         token = tokens[idx]
         base = env.get("memory_base") if isinstance(env, dict) else None
         target = _MEMORY_LINK_RE.fullmatch(str(token.attrGet("href") or ""))
-        if base and target:  # the index's `- [name](key.md)` links open the memory's page
+        if base and target:  # `[name](key.md)` (in the index or a body) opens that memory's page
             token.attrSet("href", base + quote(target.group(1)))
         token.attrSet("rel", "nofollow noopener noreferrer")
         return str(renderer.renderToken(tokens, idx, options, env))

@@ -53,7 +53,15 @@ def test_index_links_to_key_md_open_the_memory_pages() -> None:
         "[a](//203.0.113.1/x)",
         "<javascript:alert(1)>",
         "[a][r]\n\n[r]: javascript:alert(1)",
+        "[a](/ipfs/bafkqaaa/page.html)",  # the gateway on this origin serves a bundle's HTML as text/html
+        "[a](../../../ipfs/bafkqaaa/page.html)",
+        "[a](notes.html)",
     ],
 )
 def test_unsafe_links_are_not_links(link: str) -> None:
     assert "<a " not in markdown_html(link)
+
+
+def test_fragment_and_memory_links_stay_links() -> None:
+    html = markdown_html("[top](#top) [role](user_role.md)", memory_base="/ui/bundle/b/memory/")
+    assert 'href="#top"' in html and 'href="/ui/bundle/b/memory/user_role"' in html
