@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,18 @@ from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
 
 def _get(server: GatewayServer, path: str) -> httpx.Response:
     return httpx.get(server.url + path, timeout=30)
+
+
+@contextmanager
+def _serving(*cars: Path) -> Iterator[GatewayServer]:
+    """A server with the interface mounted over ``cars``, for a test's own bundles."""
+    source = make_source(cars=list(cars))
+    app = UIApp(source.get, lambda: served_roots(source))
+    try:
+        with serve_in_thread(source, apps={MOUNT: app}) as server:
+            yield server
+    finally:
+        close_source(source)
 
 
 @pytest.mark.parametrize("path", ["/ui/", "/ui/bundle/{old}", "/ui/bundle/{old}/memory/user_role",
@@ -114,16 +128,11 @@ def test_the_index_is_rendered_naming_each_memory_file(ui_server: GatewayServer,
 def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
     car = tmp_path / "enc.car"
     result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", key=RawKeyFile(b"k" * 32))
-    source = make_source(cars=[car])
-    app = UIApp(source.get, lambda: served_roots(source))
-    try:
-        with serve_in_thread(source, apps={MOUNT: app}) as server:
-            home = _get(server, "/ui/").text
-            page = _get(server, f"/ui/bundle/{result.root_cid}").text
-            memory = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_role").text
-            timeline = _get(server, f"/ui/bundle/{result.root_cid}/timeline").text
-    finally:
-        close_source(source)
+    with _serving(car) as server:
+        home = _get(server, "/ui/").text
+        page = _get(server, f"/ui/bundle/{result.root_cid}").text
+        memory = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_role").text
+        timeline = _get(server, f"/ui/bundle/{result.root_cid}/timeline").text
     assert "encrypted" in home
     assert "key from key-file" in page and "Season goal" in page  # names come from the plaintext index
     assert "Plays as a" not in page + memory and "no key ever reaches the browser" in memory
@@ -134,13 +143,8 @@ def test_a_signed_bundle_with_parents_shows_its_signer_and_lineage(tmp_path: Pat
     signer = Ed25519Signer.from_seed(bytes([7]) * 32)
     car = tmp_path / "signed.car"
     result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", sign=signer, parents=[bundles.old])
-    source = make_source(cars=[car])
-    app = UIApp(source.get, lambda: served_roots(source))
-    try:
-        with serve_in_thread(source, apps={MOUNT: app}) as server:
-            page = _get(server, f"/ui/bundle/{result.root_cid}").text
-    finally:
-        close_source(source)
+    with _serving(car) as server:
+        page = _get(server, f"/ui/bundle/{result.root_cid}").text
     assert f"signed by <span class=\"cid\">{signer.identity}</span> (valid)" in page
     assert f'href="/ui/bundle/{bundles.old}"' in page
 
@@ -164,13 +168,8 @@ def test_frontmatter_values_with_no_json_form_show_as_bounded_text(tmp_path: Pat
     (tree / "user_odd.md").write_text(HOSTILE_FRONTMATTER, encoding="utf-8")
     car = tmp_path / "odd.car"
     result = build_bundle(tree, car, namespace="coach")
-    source = make_source(cars=[car])
-    app = UIApp(source.get, lambda: served_roots(source))
-    try:
-        with serve_in_thread(source, apps={MOUNT: app}) as server:
-            page = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_odd")
-    finally:
-        close_source(source)
+    with _serving(car) as server:
+        page = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_odd")
     assert page.status_code == 200
     assert "<th>blob</th><td>b&#39;hello&#39;</td>" in page.text
     assert "<th>deep</th><td>[[[[" in page.text and "…]]]]" in page.text
@@ -202,13 +201,8 @@ def test_a_diff_of_encrypted_bundles_names_added_keys_and_says_what_it_cannot_co
     Memory(new_tree).write("project_cup", name="Cup", description="a cup run", type="project", body="Cup.")
     old = build_bundle(old_tree, tmp_path / "old.car", namespace="coach", key=key)
     new = build_bundle(new_tree, tmp_path / "new.car", namespace="coach", key=key)
-    source = make_source(cars=[tmp_path / "old.car", tmp_path / "new.car"])
-    app = UIApp(source.get, lambda: served_roots(source))
-    try:
-        with serve_in_thread(source, apps={MOUNT: app}) as server:
-            text = _get(server, f"/ui/diff?old={old.root_cid}&new={new.root_cid}").text
-    finally:
-        close_source(source)
+    with _serving(tmp_path / "old.car", tmp_path / "new.car") as server:
+        text = _get(server, f"/ui/diff?old={old.root_cid}&new={new.root_cid}").text
     assert '<ul id="added"><li>' in text and ">project_cup</a>" in text
     assert "1 added, 0 removed, 0 changed, 0 unchanged" in text
     assert "5 memories on both sides are encrypted or unreadable, so not compared" in text
