@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,12 +73,19 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> Bundles:
     return Bundles(old.root_cid, new.root_cid, old_car, new_car)
 
 
-@pytest.fixture(scope="module")
-def ui_server(bundles: Bundles) -> Iterator[GatewayServer]:
-    source = make_source(cars=[bundles.old_car, bundles.new_car])
+@contextmanager
+def serving_ui(*cars: Path) -> Iterator[GatewayServer]:
+    """A server with the interface mounted over ``cars`` (for tests that build their own bundles)."""
+    source = make_source(cars=list(cars))
     app = UIApp(source.get, lambda: served_roots(source))
     try:
         with serve_in_thread(source, apps={MOUNT: app}) as server:
             yield server
     finally:
         close_source(source)
+
+
+@pytest.fixture(scope="module")
+def ui_server(bundles: Bundles) -> Iterator[GatewayServer]:
+    with serving_ui(bundles.old_car, bundles.new_car) as server:
+        yield server

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -14,28 +12,16 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.manifest import INDEX_PATH
 from bundlekit.crypto import RawKeyFile
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.gateway.server import GatewayServer, close_source, make_source, serve_in_thread, served_roots
+from bundlekit.gateway.server import GatewayServer, close_source, make_source
 from bundlekit.ipld.cid import cid_from_text
 from bundlekit.memory import Memory
 from bundlekit.ui import model
-from bundlekit.ui.app import CONTENT_SECURITY_POLICY, MOUNT, UIApp
-from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree
+from bundlekit.ui.app import CONTENT_SECURITY_POLICY
+from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree, serving_ui
 
 
 def _get(server: GatewayServer, path: str) -> httpx.Response:
     return httpx.get(server.url + path, timeout=30)
-
-
-@contextmanager
-def _serving(*cars: Path) -> Iterator[GatewayServer]:
-    """A server with the interface mounted over ``cars``, for a test's own bundles."""
-    source = make_source(cars=list(cars))
-    app = UIApp(source.get, lambda: served_roots(source))
-    try:
-        with serve_in_thread(source, apps={MOUNT: app}) as server:
-            yield server
-    finally:
-        close_source(source)
 
 
 @pytest.mark.parametrize("path", ["/ui/", "/ui/bundle/{old}", "/ui/bundle/{old}/memory/user_role",
@@ -128,7 +114,7 @@ def test_the_index_is_rendered_naming_each_memory_file(ui_server: GatewayServer,
 def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
     car = tmp_path / "enc.car"
     result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", key=RawKeyFile(b"k" * 32))
-    with _serving(car) as server:
+    with serving_ui(car) as server:
         home = _get(server, "/ui/").text
         page = _get(server, f"/ui/bundle/{result.root_cid}").text
         memory = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_role").text
@@ -143,7 +129,7 @@ def test_a_signed_bundle_with_parents_shows_its_signer_and_lineage(tmp_path: Pat
     signer = Ed25519Signer.from_seed(bytes([7]) * 32)
     car = tmp_path / "signed.car"
     result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", sign=signer, parents=[bundles.old])
-    with _serving(car) as server:
+    with serving_ui(car) as server:
         page = _get(server, f"/ui/bundle/{result.root_cid}").text
     assert f"signed by <span class=\"cid\">{signer.identity}</span> (valid)" in page
     assert f'href="/ui/bundle/{bundles.old}"' in page
@@ -168,7 +154,7 @@ def test_frontmatter_values_with_no_json_form_show_as_bounded_text(tmp_path: Pat
     (tree / "user_odd.md").write_text(HOSTILE_FRONTMATTER, encoding="utf-8")
     car = tmp_path / "odd.car"
     result = build_bundle(tree, car, namespace="coach")
-    with _serving(car) as server:
+    with serving_ui(car) as server:
         page = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_odd")
     assert page.status_code == 200
     assert "<th>blob</th><td>b&#39;hello&#39;</td>" in page.text
@@ -201,7 +187,7 @@ def test_a_diff_of_encrypted_bundles_names_added_keys_and_says_what_it_cannot_co
     Memory(new_tree).write("project_cup", name="Cup", description="a cup run", type="project", body="Cup.")
     old = build_bundle(old_tree, tmp_path / "old.car", namespace="coach", key=key)
     new = build_bundle(new_tree, tmp_path / "new.car", namespace="coach", key=key)
-    with _serving(tmp_path / "old.car", tmp_path / "new.car") as server:
+    with serving_ui(tmp_path / "old.car", tmp_path / "new.car") as server:
         text = _get(server, f"/ui/diff?old={old.root_cid}&new={new.root_cid}").text
     assert '<ul id="added"><li>' in text and ">project_cup</a>" in text
     assert "1 added, 0 removed, 0 changed, 0 unchanged" in text
