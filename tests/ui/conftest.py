@@ -33,6 +33,8 @@ XSS_BODY = (
     "[click me](javascript:alert('link')) and ![pixel](http://203.0.113.9/pixel.png)\n\n"
     "<a href=\"http://203.0.113.8/\" onclick=\"alert('a')\">raw anchor</a>"
 )
+XSS_TAG = "<svg onload=alert('tag')>"
+XSS_TIMELINE = "<img src=http://203.0.113.10/t.png onerror=alert('timeline')>"
 
 
 def make_tree(root: Path, *, season_body: str = "Tournament in June.\n\n**Three drills** per session.") -> Path:
@@ -47,11 +49,14 @@ def make_tree(root: Path, *, season_body: str = "Tournament in June.\n\n**Three 
               body=season_body)
     mem.write("reference_reel", name="Highlight reel", description="shared Drive folder", type="reference",
               body="Clips live in the [team folder](https://example.org/reel).")
-    mem.write("reference_hostile", name=XSS_NAME, description=XSS_DESCRIPTION, type="reference", body=XSS_BODY)
+    mem.write("reference_hostile", name=XSS_NAME, description=XSS_DESCRIPTION, type="reference", body=XSS_BODY,
+              tags=[XSS_TAG])
     for day, count in ((0, 1), (1, 3), (2, 2)):
         for i in range(count):
             clock["now"] = START + timedelta(days=day, minutes=i)
             mem.note("session", summary=f"day {day} note {i}")
+    clock["now"] = START + timedelta(minutes=30)
+    mem.note(XSS_TIMELINE, summary=XSS_TIMELINE)  # day 0: a hostile type and field
     return root
 
 

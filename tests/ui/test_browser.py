@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bundlekit.gateway.server import GatewayServer
-from tests.ui.conftest import XSS_NAME, Bundles
+from tests.ui.conftest import XSS_NAME, XSS_TAG, XSS_TIMELINE, Bundles
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
 CHROMIUM = os.environ.get("BUNDLEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -114,8 +114,13 @@ def test_injected_script_and_html_show_as_text_and_run_nothing(watched: Watched,
     assert watched.page.locator("#body script, #body iframe, #body img").count() == 0
     for link in watched.page.locator("#body a").all():  # only the safe links survived
         assert not (link.get_attribute("href") or "").lower().startswith("javascript")
+    assert XSS_TAG in watched.page.inner_text("#frontmatter")
     watched.page.wait_for_timeout(300)  # give any injected handler a chance to fire
     _shot(watched, tmp_path, "hostile")
+    watched.visit(f"{ui_server.url}/ui/bundle/{bundles.old}/timeline?day=2026-04-14")
+    assert XSS_TIMELINE in watched.page.inner_text("#entries")
+    assert watched.page.locator("#entries img, #entries svg").count() == 0
+    watched.page.wait_for_timeout(300)
     watched.check_clean(ui_server.url)
 
 

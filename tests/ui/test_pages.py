@@ -61,6 +61,9 @@ def test_hostile_values_are_escaped_text(ui_server: GatewayServer, bundles: Bund
         assert "&lt;script&gt;alert(&#39;name&#39;)&lt;/script&gt;" in text
     assert "<script" not in page and "<iframe" not in page and "<img" not in page
     assert 'href="javascript' not in page and "onclick=" not in page.replace("onclick=&quot;", "")
+    assert "&lt;svg onload=alert(&#39;tag&#39;)&gt;" in page  # a tag, in the frontmatter table
+    day = _get(ui_server, f"/ui/bundle/{bundles.old}/timeline?day=2026-04-14").text
+    assert "<img" not in day and "&lt;img src=http://203.0.113.10/t.png" in day
     article = page.split('<article class="markdown" id="body">')[1].split("</article>")[0]
     assert re.search(r"<[a-z][^>]*\ssrc=", article) is None  # no element in a body makes the browser fetch
 
