@@ -77,3 +77,26 @@ def test_interrupting_the_http_server_exits_cleanly(http_server: tuple[str, subp
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err  # an interrupt, as everywhere in the CLI
     assert "Traceback" not in err
+
+
+def test_a_secret_and_a_stale_revision_are_tool_errors_over_http(
+    http_server: tuple[str, subprocess.Popen[str]], tree: Path
+) -> None:
+    url, proc = http_server
+    secret = "sk-ant-api03-" + "Q" * 93 + "AA"
+
+    async def session(client: Any) -> tuple[Any, Any, Any]:
+        leak = await client.call_tool("memory_write", {
+            "key": "leak", "name": "Leak", "description": "a key", "type": "reference", "body": secret,
+        })
+        stale = await client.call_tool("memory_write", {
+            "key": "user_role", "name": "Role", "description": "changed", "type": "user",
+            "body": "new body", "expected_revision": 0,
+        })
+        return leak, stale, await client.call_tool("memory_list", {})
+
+    leak, stale, listed = run_client(url, session)
+    assert leak.is_error and "Anthropic API key" in leak.content[0].text and secret not in leak.content[0].text
+    assert stale.is_error and "revision" in stale.content[0].text
+    assert not listed.is_error and proc.poll() is None  # the server answers on
+    assert not (tree / "leak.md").exists()
