@@ -148,7 +148,7 @@ HOSTILE_FRONTMATTER = (
     "blob: !!binary aGVsbG8=\nset: !!set {a, b}\n"
     "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
     "c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-    "deep: " + "[" * 3000 + "]" * 3000 + "\n---\nBody.\n"
+    "deep: " + "[" * 100 + "]" * 100 + "\n---\nBody.\n"
 )
 
 
