@@ -52,6 +52,9 @@ __all__ = ["GatewayResponder", "Response"]
 logger = logging.getLogger("bundlekit.gateway")
 
 IMMUTABLE = "public, max-age=29030400, immutable"
+# Content read from a DAG is untrusted: a browser renders it (HTML, SVG) in a sandbox, an opaque
+# origin with scripts off, so nothing served can read this origin's other pages (the /ui/ interface).
+_SANDBOX = ("Content-Security-Policy", "sandbox")
 STREAM_CHUNK = 64 * 1024
 IDENTITY_HASH = 0x00
 DIR_INDEX_VERSION = "bundlekit-1"
@@ -369,6 +372,7 @@ class GatewayResponder:
             body = _listing_html(url.path, entries).encode("utf-8")
             headers = common + [
                 ("Content-Type", "text/html; charset=utf-8"),
+                _SANDBOX,
                 ("Etag", f'"DirIndex-{DIR_INDEX_VERSION}_CID-{cid_to_str(cid)}"'),
                 ("Cache-Control", IMMUTABLE),
             ]
@@ -398,6 +402,7 @@ class GatewayResponder:
             content_type = "application/x-ndjson"
         headers = common + [
             ("Content-Type", content_type or "application/octet-stream"),
+            _SANDBOX,
             ("Etag", f'"{cid_to_str(cid)}"'),
             ("Cache-Control", IMMUTABLE),
         ]

@@ -10,13 +10,16 @@ import pytest
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.manifest import INDEX_PATH
+from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import RawKeyFile
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import GatewayServer, close_source, make_source
-from bundlekit.ipld.cid import cid_from_text
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.ui import model
 from bundlekit.ui.app import CONTENT_SECURITY_POLICY
+from bundlekit.unixfs.importer import import_path
+from bundlekit.unixfs.profiles import get_profile
 from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree, serving_ui
 
 
@@ -104,7 +107,24 @@ def test_gateway_paths_are_unchanged_beside_the_interface(ui_server: GatewayServ
     assert raw.status_code == 200 and raw.headers["content-type"] == "application/vnd.ipld.raw"
     manifest = httpx.get(f"{ui_server.url}/ipfs/{bundles.old}/manifest.json", timeout=30)
     assert manifest.json()["namespace"] == "coach"
-    assert "content-security-policy" not in manifest.headers
+    # The gateway's own header (content is sandboxed), not the interface's policy.
+    assert manifest.headers["content-security-policy"] == "sandbox"
+
+
+def test_html_inside_a_served_dag_is_sandboxed_away_from_the_interface(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "x.html").write_text("<script>fetch('/ui/').then(r => r.text()).then(alert)</script>")
+    car = tmp_path / "site.car"
+    with CarFileWriter(car) as writer:
+        root = cid_to_str(import_path(site, writer, get_profile()).root)
+        writer.finish(cid_from_text(root))
+    with serving_ui(car) as server:
+        page = _get(server, f"/ipfs/{root}/x.html")
+        listing = _get(server, f"/ipfs/{root}/")
+    assert page.headers["content-type"].startswith("text/html")
+    assert page.headers["content-security-policy"] == "sandbox"  # an opaque origin, scripts off
+    assert listing.headers["content-security-policy"] == "sandbox"
 
 
 def test_the_index_is_rendered_naming_each_memory_file(ui_server: GatewayServer, bundles: Bundles) -> None:
