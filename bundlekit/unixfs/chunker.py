@@ -22,8 +22,11 @@ def read_full(read: Callable[[int], bytes], size: int) -> bytes:
     data = read(size)
     if not data or len(data) == size:
         return data or b""
-    parts = [data]
-    have = len(data)
+    more = read(size - len(data))
+    if not more:  # the usual end of a file: no join, so no copy of the last chunk
+        return data
+    parts = [data, more]
+    have = len(data) + len(more)
     while have < size:
         more = read(size - have)
         if not more:
