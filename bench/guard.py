@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
-from collections.abc import Callable
 
-from encrypt import _memory_file
+from encrypt import _memory_file, best
 
 from bundlekit.memory.secrets import SECRET_RULES, find_secrets
 
@@ -36,15 +34,6 @@ def plain_scan(text: str) -> int:
                 text.count("\n", 0, match.start())
                 found += 1
     return found
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         ("per file", lambda: [find_secrets(f) for f in files], lambda: [plain_scan(f) for f in files]),
         ("one text", lambda: find_secrets(text), lambda: plain_scan(text)),
     ):
-        t_new, t_old = best(new, args.repeat), best(old, args.repeat)
+        t_new, t_old = best([new, old], args.repeat)
         print(
             f"guard {label:9s} {mb / t_new:7.0f} MB/s (target >= 300)   "
             f"plain scan {mb / t_old:6.0f} MB/s   {t_old / t_new:4.1f}x faster"
