@@ -136,6 +136,8 @@ def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> Imported
         hasher.close()
 
 
+# Where pread exists (not on Windows), the pool's threads read the chunks after the first.
+_PREAD = hasattr(os, "pread")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -158,8 +160,12 @@ def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile, ha
             node = make_leaf(chunk, profile, sink)
         else:
             builder = FileBuilder(profile, sink)
-            for leaf, block in hasher.leaves(_rest_of_file(chunk, read, size)):
-                builder.add_leaf(leaf, block)
+            leaves = hasher.file_leaves(fd, chunk) if _PREAD else hasher.leaves(_rest_of_file(chunk, read, size))
+            try:
+                for leaf, block in leaves:
+                    builder.add_leaf(leaf, block)
+            finally:
+                leaves.close()  # every pool read of fd is over before fd is closed
             node = builder.finish()
         return ImportedEntry(rel, node.cid, node.size, node.tsize, "file")
     except OSError as exc:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple, Protocol
 
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.ipld.dagpb import FILE, PBLink, UnixFSData, encode_node
+from bundlekit.unixfs.chunker import pread_full
 from bundlekit.unixfs.profiles import Profile
 
 __all__ = ["BlockSink", "FileBuilder", "FileNode", "LeafHasher", "leaf_block", "make_leaf"]
@@ -62,6 +63,12 @@ def make_leaf(chunk: bytes, profile: Profile, emit: BlockSink) -> FileNode:
     return node
 
 
+def _read_leaf(fd: int, size: int, offset: int, profile: Profile) -> tuple[FileNode, bytes] | None:
+    """The leaf of the chunk at ``offset`` in ``fd``; ``None`` past the end of the file."""
+    chunk = pread_full(fd, size, offset)
+    return leaf_block(chunk, profile) if chunk else None
+
+
 class LeafHasher:
     """Turns the chunks of a file into leaves on a thread pool, in order, a few chunks ahead.
 
@@ -79,7 +86,7 @@ class LeafHasher:
         self._workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
 
-    def leaves(self, chunks: Iterable[bytes]) -> Iterator[tuple[FileNode, bytes]]:
+    def leaves(self, chunks: Iterable[bytes]) -> Generator[tuple[FileNode, bytes], None, None]:
         """``leaf_block`` of each chunk, in order."""
         profile = self._profile
         it = iter(chunks)
@@ -108,6 +115,53 @@ class LeafHasher:
                 yield window.popleft().result()
         while window:
             yield window.popleft().result()
+
+    def file_leaves(self, fd: int, first: bytes) -> Generator[tuple[FileNode, bytes], None, None]:
+        """The leaves of the regular file open at ``fd``, whose first chunk (a full one) is ``first``.
+
+        The chunks after it are read with ``pread`` by the pool's threads, so
+        reading (page cache copies) runs on both cores as well as hashing; a
+        short or empty chunk ends the file, as it ends :func:`read_full`'s
+        reading. ``OSError`` from a read propagates. Every read has finished
+        when the iterator is exhausted or closed, so the caller may close ``fd``.
+        """
+        profile = self._profile
+        size = profile.chunk_size
+        if self._workers < 2:
+            yield leaf_block(first, profile)
+            offset = size
+            while True:
+                chunk = pread_full(fd, size, offset)
+                if not chunk:
+                    return
+                yield leaf_block(chunk, profile)
+                if len(chunk) < size:
+                    return
+                offset += size
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="bundlekit-hash")
+        submit = self._pool.submit
+        window: deque[Future[tuple[FileNode, bytes] | None]] = deque()
+        offset = size
+        try:
+            yield leaf_block(first, profile)
+            while True:
+                while len(window) < 2 * self._workers:
+                    window.append(submit(_read_leaf, fd, size, offset, profile))
+                    offset += size
+                leaf = window.popleft().result()
+                if leaf is None:
+                    return
+                yield leaf
+                if leaf[0].size < size:
+                    return
+        finally:
+            # Reads past the end (or after an error) finish before the caller closes fd.
+            for future in window:
+                future.cancel()
+            for future in window:
+                if not future.cancelled():
+                    future.exception()
 
     def close(self) -> None:
         """Stop the pool (waiting for chunks still being hashed); the hasher can start it again."""

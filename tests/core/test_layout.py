@@ -131,8 +131,12 @@ def test_pooled_hashing_emits_the_same_blocks_in_the_same_order(raw_leaves: bool
     assert sink.blocks == _sequential_blocks(data, raw_leaves)
 
 
-def test_pooled_disk_import_emits_the_same_blocks_as_the_sequential_layout(tmp_path: os.PathLike[str]) -> None:
-    data = os.urandom(16 * 25)
+@pytest.mark.parametrize("size", [16, 17, 16 * 25, 16 * 25 + 3])
+def test_pooled_disk_import_emits_the_same_blocks_as_the_sequential_layout(
+    tmp_path: os.PathLike[str], size: int
+) -> None:
+    """Chunks after the first are read with pread on the pool; a file may end on a chunk boundary."""
+    data = os.urandom(size)
     path = os.path.join(tmp_path, "f.bin")
     with open(path, "wb") as fh:
         fh.write(data)
@@ -171,3 +175,20 @@ def test_leaf_hasher_keeps_a_bounded_number_of_chunks_in_flight() -> None:
         assert pulled <= 2 * 2 + 1
     finally:
         hasher.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_file_leaves_read_the_rest_of_the_file_in_order(tmp_path: os.PathLike[str], workers: int) -> None:
+    profile = get_profile(chunk_size=8)
+    data = os.urandom(8 * 13 + 5)
+    path = os.path.join(tmp_path, "f.bin")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    hasher = LeafHasher(profile, workers=workers)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        leaves = list(hasher.file_leaves(fd, data[:8]))
+    finally:
+        os.close(fd)
+        hasher.close()
+    assert leaves == [leaf_block(c, profile) for c in iter_bytes_chunks(data, 8)]
