@@ -63,6 +63,13 @@ def make_leaf(chunk: bytes, profile: Profile, emit: BlockSink) -> FileNode:
     return node
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (a container's cpuset, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _read_leaf(fd: int, size: int, offset: int, profile: Profile) -> tuple[FileNode, bytes] | None:
     """The leaf of the chunk at ``offset`` in ``fd``; ``None`` past the end of the file."""
     chunk = pread_full(fd, size, offset)
@@ -83,7 +90,7 @@ class LeafHasher:
 
     def __init__(self, profile: Profile, workers: int | None = None) -> None:
         self._profile = profile
-        self._workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self._workers = workers if workers is not None else min(4, _usable_cpus())
         self._pool: ThreadPoolExecutor | None = None
 
     def leaves(self, chunks: Iterable[bytes]) -> Generator[tuple[FileNode, bytes], None, None]:
