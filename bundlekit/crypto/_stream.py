@@ -35,16 +35,16 @@ from bundlekit.unixfs.chunker import iter_chunks, read_full
 
 __all__ = [
     "CHUNK_SIZE",
-    "TAG_SIZE",
-    "NONCE_PREFIX_SIZE",
     "MAX_CHUNKS",
-    "slice_pieces",
-    "seal_pieces",
-    "seal_into",
-    "seal_stream",
-    "sealed_size",
+    "NONCE_PREFIX_SIZE",
+    "TAG_SIZE",
     "open_pieces",
     "open_stream",
+    "seal_into",
+    "seal_pieces",
+    "seal_stream",
+    "sealed_size",
+    "slice_pieces",
 ]
 
 CHUNK_SIZE: Final = 64 * 1024
