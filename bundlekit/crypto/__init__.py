@@ -166,9 +166,11 @@ def encrypt_bytes(data: bytes, key: BundleKey, path: str) -> bytes:
 def _encrypt_bytes(data: bytes, key: BundleKey, path: str, rng: Rng) -> bytes:
     path_b = _path_bytes(path)
     header, payload_key, prefix = _seal_header(key, path_b, rng)
-    aad = header + key.key_id + path_b
-    sealed = _stream.seal_pieces(payload_key, prefix, aad, _stream.slice_pieces(data, CHUNK_SIZE))
-    return b"".join([header, *sealed])
+    # One buffer for the whole file: the header, then every chunk sealed in place.
+    out = bytearray(encrypted_size(len(data)))
+    out[:HEADER_SIZE] = header
+    _stream.seal_into(payload_key, prefix, header + key.key_id + path_b, data, memoryview(out)[HEADER_SIZE:])
+    return bytes(out)
 
 
 def decrypt_bytes(data: bytes, key: BundleKey, path: str) -> bytes:
@@ -185,5 +187,4 @@ def encrypted_size(plaintext_size: int) -> int:
     """The exact ciphertext size of a ``plaintext_size``-byte file (header + chunks + tags)."""
     if plaintext_size < 0:
         raise UsageError("a plaintext size cannot be negative")
-    chunks = max(1, -(-plaintext_size // CHUNK_SIZE))
-    return HEADER_SIZE + plaintext_size + chunks * _stream.TAG_SIZE
+    return HEADER_SIZE + _stream.sealed_size(plaintext_size)

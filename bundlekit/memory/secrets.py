@@ -4,6 +4,16 @@ Memory must never carry credentials (seed 003: "Secrets, API keys, or tokens —
 ever"). Each rule is a regular expression with realistic lengths so that prose
 like "sk-learn" or "xoxo" does not trip it. A finding names the rule and the
 line; it never repeats the matched text.
+
+Speed: the guard reads every memory a build packs, so it must run at hundreds
+of MB/s. Each rule carries a ``trigger``: a literal search that every match of
+the rule implies (``AKIA``/``ASIA`` for AWS, ``k-`` for the ``sk-`` keys, ...).
+The scan runs the triggers (a literal search runs at GB/s when its first
+character is rare), and a rule's full pattern only over a text its trigger
+fired on, so clean prose costs a few literal scans. One alternation of all the triggers
+would read as one pass, but ``re`` cannot search an alternation by a literal
+prefix and stops at every ``e`` or ``s`` (measured 88 MB/s, against ~500 MB/s
+for the separate literal scans).
 """
 
 from __future__ import annotations
@@ -28,14 +38,27 @@ def _token(first: str, rest: str) -> re.Pattern[str]:
     return re.compile(re.escape(first) + _GLUED + rest)
 
 
+def _always(match: str) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class SecretRule:
-    """A named credential pattern; ``accept`` can veto a match (false-positive filter)."""
+    """A named credential pattern; ``accept`` can veto a match (false-positive filter).
+
+    ``trigger`` is a cheap search that finds something in every text the
+    pattern matches (a literal the pattern cannot match without); ``None``
+    runs the pattern on every text. ``anchor``, when set, is one character
+    every match holds, checked before the trigger (a one-character ``in`` runs
+    at memory speed, ten times faster than the trigger's search).
+    """
 
     name: str
     description: str
     pattern: re.Pattern[str]
-    accept: Callable[[str], bool] = lambda match: True
+    accept: Callable[[str], bool] = _always
+    trigger: re.Pattern[str] | None = None
+    anchor: str = ""
 
 
 def _not_kebab_prose(match: str) -> bool:
@@ -45,43 +68,59 @@ def _not_kebab_prose(match: str) -> bool:
     return not (re.fullmatch(r"[a-z-]+", tail) and tail.count("-") >= 1)
 
 
+# Both "sk-" rules share one trigger, scanned once per text. "k-", not "sk-": a
+# literal search is as fast as its first character is rare, and "s" is common.
+_SK = re.compile(r"k-")
+
 SECRET_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "aws-access-key-id",
         "an AWS access key id",
         _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
+        trigger=re.compile(r"A[KS]IA"),
     ),
     SecretRule(
         "github-token",
         "a GitHub token",
         _token("g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
+        trigger=re.compile(r"g(?:h[pousr]_|ithub_pat_)"),
+        anchor="_",
     ),
     # Before the OpenAI rule: Anthropic keys also start with "sk-".
     SecretRule(
         "anthropic-api-key",
         "an Anthropic API key",
         _token("s", r"k-ant-[A-Za-z0-9_-]{20,}"),
+        trigger=_SK,
     ),
     SecretRule(
         "openai-api-key",
         "an OpenAI API key",
         _token("s", r"k-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
         _not_kebab_prose,
+        trigger=_SK,
     ),
     SecretRule(
         "slack-token",
         "a Slack token",
         _token("x", r"ox[baprs]-[A-Za-z0-9-]{10,}"),
+        trigger=re.compile(r"xox"),
+        anchor="x",
     ),
     SecretRule(
         "pem-private-key",
         "a PEM private key",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+        trigger=re.compile(r"-----BEGIN "),
+        anchor="G",
     ),
     SecretRule(
         "jwt",
         "a JSON Web Token",
         _token("e", r"yJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
+        # "yJ", not "eyJ": the search runs at the speed of its first character's rarity.
+        trigger=re.compile(r"yJ"),
+        anchor="J",
     ),
 )
 
@@ -95,16 +134,40 @@ class Finding:
     line: int
 
 
+_Group = tuple[str, Callable[[str], object] | None, tuple[tuple[int, SecretRule], ...]]
+
+
+def _plan(rules: tuple[SecretRule, ...]) -> tuple[_Group, ...]:
+    """The rules grouped by (anchor, trigger) in first appearance order, each with its place in ``rules``."""
+    groups: dict[tuple[str, re.Pattern[str] | None], list[tuple[int, SecretRule]]] = {}
+    for order, rule in enumerate(rules):
+        groups.setdefault((rule.anchor, rule.trigger), []).append((order, rule))
+    return tuple((anchor, None if t is None else t.search, tuple(g)) for (anchor, t), g in groups.items())
+
+
+_PLAN = _plan(SECRET_RULES)
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every rule match in ``text``, ordered by line then rule order."""
-    findings: list[Finding] = []
-    for rule in SECRET_RULES:
-        for match in rule.pattern.finditer(text):
-            if rule.accept(match.group(0)):
-                line = text.count("\n", 0, match.start()) + 1
-                findings.append(Finding(rule.name, rule.description, line))
-    findings.sort(key=lambda f: f.line)
-    return findings
+    found: list[tuple[int, int, Finding]] = []
+    for anchor, search, rules in _PLAN:
+        if anchor not in text or (search is not None and search(text) is None):
+            continue
+        for order, rule in rules:
+            # Matches come in text order, so lines are counted on from the previous match.
+            line, counted = 1, 0
+            for match in rule.pattern.finditer(text):
+                if rule.accept(match.group(0)):
+                    start = match.start()
+                    line += text.count("\n", counted, start)
+                    counted = start
+                    found.append((line, order, Finding(rule.name, rule.description, line)))
+    if not found:
+        return []
+    # Stable: one rule's matches on one line stay in text order.
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [finding for _line, _order, finding in found]
 
 
 def guard(text: str, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:

@@ -7,10 +7,11 @@ file is still one leaf; the reference importers do the same).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-__all__ = ["iter_bytes_chunks", "iter_chunks", "read_full"]
+__all__ = ["iter_bytes_chunks", "iter_chunks", "pread_full", "read_full"]
 
 
 def read_full(read: Callable[[int], bytes], size: int) -> bytes:
@@ -22,8 +23,11 @@ def read_full(read: Callable[[int], bytes], size: int) -> bytes:
     data = read(size)
     if not data or len(data) == size:
         return data or b""
-    parts = [data]
-    have = len(data)
+    more = read(size - len(data))
+    if not more:  # the usual end of a file: no join, so no copy of the last chunk
+        return data
+    parts = [data, more]
+    have = len(data) + len(more)
     while have < size:
         more = read(size - have)
         if not more:
@@ -31,6 +35,25 @@ def read_full(read: Callable[[int], bytes], size: int) -> bytes:
         parts.append(more)
         have += len(more)
     return b"".join(parts)
+
+
+def pread_full(fd: int, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes of ``fd`` from ``offset`` (no shared file position: safe from threads).
+
+    Fewer only at end of file, like :func:`read_full`.
+    """
+    data = os.pread(fd, size, offset)
+    if not data or len(data) == size:
+        return data
+    parts = [data]
+    have = len(data)
+    while have < size:
+        more = os.pread(fd, size - have, offset + have)
+        if not more:
+            break
+        parts.append(more)
+        have += len(more)
+    return b"".join(parts) if len(parts) > 1 else data
 
 
 def iter_chunks(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:

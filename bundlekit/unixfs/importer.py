@@ -25,14 +25,14 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
 from bundlekit.errors import SourceError, UsageError
 from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks, read_full
 from bundlekit.unixfs.hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
-from bundlekit.unixfs.layout import BlockSink, FileBuilder, make_leaf
+from bundlekit.unixfs.layout import BlockSink, FileBuilder, LeafHasher, make_leaf
 from bundlekit.unixfs.profiles import Profile
 
 __all__ = [
@@ -112,10 +112,12 @@ class _Counter:
         self.sink.put(cid, data)
 
 
-def _file_from_chunks(chunks: Iterable[bytes], sink: BlockSink, profile: Profile, path: str) -> ImportedEntry:
+def _file_from_chunks(
+    chunks: Iterable[bytes], sink: BlockSink, profile: Profile, path: str, hasher: LeafHasher
+) -> ImportedEntry:
     builder = FileBuilder(profile, sink)
-    for chunk in chunks:
-        builder.add(chunk)
+    for node, block in hasher.leaves(chunks):
+        builder.add_leaf(node, block)
     node = builder.finish()
     return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
 
@@ -125,12 +127,17 @@ def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> Imported
 
     Raises ``SourceError`` when reading the stream fails.
     """
+    hasher = LeafHasher(profile)
     try:
-        return _file_from_chunks(iter_chunks(stream, profile.chunk_size), _Counter(sink), profile, "")
+        return _file_from_chunks(iter_chunks(stream, profile.chunk_size), _Counter(sink), profile, "", hasher)
     except OSError as exc:
         raise SourceError(f"error reading the input stream: {exc.strerror or exc}") from exc
+    finally:
+        hasher.close()
 
 
+# Where pread exists (not on Windows), the pool's threads read the chunks after the first.
+_PREAD = hasattr(os, "pread")
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -142,7 +149,7 @@ def _open_file(path: str) -> int:
         raise SourceError(f"cannot read {path!r}: {exc.strerror or exc}; check it exists and is readable") from exc
 
 
-def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile, hasher: LeafHasher) -> ImportedEntry:
     """Import one regular file by its descriptor; most files are one chunk, so that path is direct."""
     fd = _open_file(path)
     read = functools.partial(os.read, fd)
@@ -153,17 +160,28 @@ def _import_disk_file(path: str, rel: str, sink: BlockSink, profile: Profile) ->
             node = make_leaf(chunk, profile, sink)
         else:
             builder = FileBuilder(profile, sink)
-            while chunk:
-                builder.add(chunk)
-                if len(chunk) < size:
-                    break
-                chunk = read_full(read, size)
+            leaves = hasher.file_leaves(fd, chunk) if _PREAD else hasher.leaves(_rest_of_file(chunk, read, size))
+            try:
+                for leaf, block in leaves:
+                    builder.add_leaf(leaf, block)
+            finally:
+                leaves.close()  # every pool read of fd is over before fd is closed
             node = builder.finish()
         return ImportedEntry(rel, node.cid, node.size, node.tsize, "file")
     except OSError as exc:
         raise SourceError(f"error reading {path!r}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
+
+
+def _rest_of_file(first: bytes, read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
+    """``first`` (a full chunk) and the chunks after it, the last one short (possibly none)."""
+    chunk = first
+    while chunk:
+        yield chunk
+        if len(chunk) < size:
+            return
+        chunk = read_full(read, size)
 
 
 def _finish_dir(children: list[Child], sizes: int, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
@@ -277,14 +295,21 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
     when a name is not valid UTF-8, or when ``path`` is a symlink or not a
     regular file or directory. Skipped entries are listed in ``warnings``.
     """
-    top = os.fspath(path)
-    counter = _Counter(sink)
+    hasher = LeafHasher(profile)
+    try:
+        return _import_path(os.fspath(path), _Counter(sink), profile, hidden, hasher)
+    finally:
+        hasher.close()
+
+
+def _import_path(top: str, counter: _Counter, profile: Profile, hidden: bool, hasher: LeafHasher) -> ImportResult:
+    """The walk behind :func:`import_path`."""
     try:
         st = os.lstat(top)
     except OSError as exc:
         raise SourceError(f"cannot read {top!r}: {exc.strerror or exc}; check the path") from exc
     if stat.S_ISREG(st.st_mode):
-        entry = _import_disk_file(top, "", counter, profile)
+        entry = _import_disk_file(top, "", counter, profile, hasher)
         return ImportResult(entry.cid, [entry], counter.blocks, counter.bytes)
     if not stat.S_ISDIR(st.st_mode):
         raise SourceError(f"{top!r} is not a regular file or directory (symlinks are not followed)")
@@ -307,7 +332,7 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
                 # Placeholder keeps the name until the sub-directory is finished.
                 cur.children.append(Child(bname, b"", -1))
             elif kind == _FILE:
-                entry = _import_disk_file(full, rel, counter, profile)
+                entry = _import_disk_file(full, rel, counter, profile, hasher)
                 entries.append(entry)
                 cur.children.append(Child(bname, entry.cid, entry.tsize))
                 cur.size += entry.size
@@ -346,11 +371,11 @@ class _VDir:
         self.files: dict[str, Source] = {}
 
 
-def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile, hasher: LeafHasher) -> ImportedEntry:
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _file_from_chunks(iter_bytes_chunks(bytes(source), profile.chunk_size), sink, profile, rel)
+        return _file_from_chunks(iter_bytes_chunks(bytes(source), profile.chunk_size), sink, profile, rel, hasher)
     if isinstance(source, os.PathLike):
-        return _import_disk_file(os.fspath(source), rel, sink, profile)
+        return _import_disk_file(os.fspath(source), rel, sink, profile, hasher)
     if callable(source):
         try:
             stream = source()
@@ -358,7 +383,7 @@ def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile) 
             raise SourceError(f"cannot open the source for {rel!r}: {exc}") from exc
         with stream:
             try:
-                return _file_from_chunks(iter_chunks(stream, profile.chunk_size), sink, profile, rel)
+                return _file_from_chunks(iter_chunks(stream, profile.chunk_size), sink, profile, rel, hasher)
             except OSError as exc:
                 raise SourceError(f"error reading the source for {rel!r}: {exc}") from exc
     raise UsageError(f"unsupported source type {type(source).__name__} for {rel!r}: use bytes, a path or an opener")
@@ -415,7 +440,7 @@ def import_tree(
                     continue
                 children.append(Child(bname, entry.cid, entry.tsize, not (sub.dirs or sub.files)))
             else:
-                entry = _import_source(node.files[name], sub_rel, counter, profile)
+                entry = _import_source(node.files[name], sub_rel, counter, profile, hasher)
                 entries.append(entry)
                 children.append(Child(bname, entry.cid, entry.tsize))
             size += entry.size
@@ -425,6 +450,10 @@ def import_tree(
         entries.append(entry)
         return entry
 
-    result = build(root, "")
+    hasher = LeafHasher(profile)
+    try:
+        result = build(root, "")
+    finally:
+        hasher.close()
     assert result is not None  # the root is always written
     return ImportResult(result.cid, entries, counter.blocks, counter.bytes)

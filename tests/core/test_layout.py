@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
+from collections.abc import Iterator
+
+import pytest
 
 from bundlekit.ipld.cid import DAG_PB, RAW, parse_cid_bytes
 from bundlekit.ipld.dagpb import FILE, UnixFSData, decode_node
 from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks
-from bundlekit.unixfs.importer import ListSink, import_file
-from bundlekit.unixfs.layout import FileBuilder
+from bundlekit.unixfs.importer import ListSink, import_file, import_path
+from bundlekit.unixfs.layout import FileBuilder, LeafHasher, leaf_block
 from bundlekit.unixfs.profiles import get_profile
 
 
@@ -105,3 +109,86 @@ def test_raw_leaves_stay_cidv1_under_cidv0() -> None:
     assert parse_cid_bytes(entry.cid).version == 0
     leaves = [cid for cid, _ in sink.blocks if cid != entry.cid]
     assert all(parse_cid_bytes(c).version == 1 and parse_cid_bytes(c).codec == RAW for c in leaves)
+
+
+def _sequential_blocks(data: bytes, raw_leaves: bool) -> list[tuple[bytes, bytes]]:
+    """The blocks of ``data`` built one chunk at a time, no pool: the reference order."""
+    profile = get_profile(chunk_size=16, max_links=3, raw_leaves=raw_leaves)
+    sink = ListSink()
+    builder = FileBuilder(profile, sink)
+    for chunk in iter_bytes_chunks(data, profile.chunk_size):
+        builder.add(chunk)
+    builder.finish()
+    return sink.blocks
+
+
+@pytest.mark.parametrize("raw_leaves", [True, False])
+def test_pooled_hashing_emits_the_same_blocks_in_the_same_order(raw_leaves: bool) -> None:
+    data = os.urandom(16 * 40 + 5)
+    profile = get_profile(chunk_size=16, max_links=3, raw_leaves=raw_leaves)
+    sink = ListSink()
+    import_file(io.BytesIO(data), sink, profile)
+    assert sink.blocks == _sequential_blocks(data, raw_leaves)
+
+
+@pytest.mark.parametrize("size", [16, 17, 16 * 25, 16 * 25 + 3])
+def test_pooled_disk_import_emits_the_same_blocks_as_the_sequential_layout(
+    tmp_path: os.PathLike[str], size: int
+) -> None:
+    """Chunks after the first are read with pread on the pool; a file may end on a chunk boundary."""
+    data = os.urandom(size)
+    path = os.path.join(tmp_path, "f.bin")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    sink = ListSink()
+    import_path(path, sink, get_profile(chunk_size=16, max_links=3, raw_leaves=True))
+    assert sink.blocks == _sequential_blocks(data, True)
+
+
+def test_leaf_hasher_returns_leaves_in_chunk_order_and_can_restart() -> None:
+    profile = get_profile(chunk_size=8)
+    chunks = [bytes([i]) * 8 for i in range(30)]
+    hasher = LeafHasher(profile, workers=2)
+    try:
+        first = list(hasher.leaves(iter(chunks)))
+        hasher.close()
+        again = list(hasher.leaves(iter(chunks)))
+    finally:
+        hasher.close()
+    assert first == again == [leaf_block(c, profile) for c in chunks]
+
+
+def test_leaf_hasher_keeps_a_bounded_number_of_chunks_in_flight() -> None:
+    profile = get_profile(chunk_size=8)
+    pulled = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal pulled
+        for i in range(100):
+            pulled += 1
+            yield bytes([i]) * 8
+
+    hasher = LeafHasher(profile, workers=2)
+    try:
+        leaves = hasher.leaves(chunks())
+        next(leaves)
+        assert pulled <= 2 * 2 + 1
+    finally:
+        hasher.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_file_leaves_read_the_rest_of_the_file_in_order(tmp_path: os.PathLike[str], workers: int) -> None:
+    profile = get_profile(chunk_size=8)
+    data = os.urandom(8 * 13 + 5)
+    path = os.path.join(tmp_path, "f.bin")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    hasher = LeafHasher(profile, workers=workers)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        leaves = list(hasher.file_leaves(fd, data[:8]))
+    finally:
+        os.close(fd)
+        hasher.close()
+    assert leaves == [leaf_block(c, profile) for c in iter_bytes_chunks(data, 8)]

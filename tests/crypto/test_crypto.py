@@ -230,3 +230,20 @@ def test_the_in_memory_and_streaming_forms_give_the_same_bytes(key: BundleKey, s
     back = io.BytesIO()
     crypto.decrypt_stream(io.BytesIO(out.getvalue()), back, key, "p")
     assert back.getvalue() == data
+
+
+def _fixed_rng(n: int) -> bytes:
+    return bytes(range(n))
+
+
+@pytest.mark.parametrize("size", [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 3 * CHUNK + 7])
+def test_in_place_sealing_writes_the_bytes_of_the_chunk_by_chunk_seal(key: BundleKey, size: int) -> None:
+    """encrypt_bytes and encrypt_stream (encrypt_into into one buffer) equal seal_pieces' chunks."""
+    data = bytes(i % 251 for i in range(size))
+    path = "memory/a.md.enc"
+    header, payload_key, prefix = crypto._seal_header(key, path.encode(), _fixed_rng)
+    aad = header + key.key_id + path.encode()
+    reference = header + b"".join(_stream.seal_pieces(payload_key, prefix, aad, _stream.slice_pieces(data, CHUNK)))
+    streamed = io.BytesIO()
+    crypto._encrypt_stream(io.BytesIO(data), streamed, key, path, _fixed_rng)
+    assert crypto._encrypt_bytes(data, key, path, _fixed_rng) == streamed.getvalue() == reference
