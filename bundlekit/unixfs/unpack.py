@@ -27,16 +27,12 @@ Rules (specs/car.md, "Unpacking"):
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlekit._closing import Closing
 from bundlekit._fs import atomic_directory, atomic_write, fsync_dir, os_reason
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
@@ -112,8 +108,7 @@ def unpack(
     # Without os.sync (Windows) each file is fsynced instead.
     sync_all = fsync and hasattr(os, "sync")
     with atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True) as tmp:
-        with _SmallFiles(fsync and not sync_all) as small:
-            files, directories = _extract_tree(reader, root, os.fspath(tmp), small)
+        files, directories = _extract_tree(reader, root, os.fspath(tmp), fsync and not sync_all)
         if sync_all:
             os.sync()
         elif fsync:
@@ -156,7 +151,7 @@ def _make_parent(dest: Path) -> None:
         ) from exc
 
 
-def _extract_tree(reader: UnixFSReader, root: bytes, top: str, small: _SmallFiles) -> tuple[int, int]:
+def _extract_tree(reader: UnixFSReader, root: bytes, top: str, fsync: bool) -> tuple[int, int]:
     """Rules 1-2: walk the DAG at ``root`` (names checked by the reader) into the empty directory ``top``.
 
     Directories are created, files written with ``O_EXCL | O_NOFOLLOW`` (the
@@ -164,7 +159,7 @@ def _extract_tree(reader: UnixFSReader, root: bytes, top: str, small: _SmallFile
     Returns (files, directories), the root directory included.
     """
     files = directories = 0
-    for path, cid, kind, size in reader.walk(root):
+    for path, cid, kind, _size in reader.walk(root):
         # Plain string joins: pathlib costs more than the syscalls for small files.
         target = os.path.join(top, path) if path else top
         if kind == "directory":
@@ -173,74 +168,13 @@ def _extract_tree(reader: UnixFSReader, root: bytes, top: str, small: _SmallFile
                 _mkdir(target, path)
         elif kind == "file":
             files += 1
-            if size <= _SMALL_FILE:  # read and verified here, created and written on the pool
-                small.write(reader.iter_file(cid), target, path)
-            else:
-                _write_file(reader, cid, _create(target, path), path, small.fsync)
+            _write_file(reader, cid, _create(target, path), path, fsync)
         else:
             raise UnsafePathError(
                 f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
                 "outside the output directory)"
             )
     return files, directories
-
-
-# Files up to this size are read (and verified) on the calling thread, then
-# created and written by a few threads: creating 10,000 files is syscall-bound,
-# and the syscalls of several files overlap each other and the reading and
-# hashing of the next blocks. Larger files stream on the calling thread.
-_SMALL_FILE = 8 * 1024 * 1024
-_WRITERS = 4
-_IN_FLIGHT = 64  # files queued at most
-_IN_FLIGHT_BYTES = 32 * 1024 * 1024  # and at most this much content (one file may exceed it alone)
-
-
-def _write_small(chunks: list[bytes], target: str, path: str, fsync: bool) -> None:
-    _write_chunks(chunks, _create(target, path), path, fsync)
-
-
-class _SmallFiles(Closing):
-    """Creates and writes small files on a thread pool, a bounded number and size queued.
-
-    Errors surface in the order the files were given: ``close()`` (also on the
-    way out of a ``with`` block left by the caller's error) waits for every
-    queued file and raises the first file's error, which is the error writing
-    them one by one would have raised first. ``fsync`` each file when set.
-    """
-
-    def __init__(self, fsync: bool) -> None:
-        self.fsync = fsync
-        self._pool = ThreadPoolExecutor(_WRITERS, thread_name_prefix="bundlekit-unpack")
-        self._pending: deque[tuple[Future[None], int]] = deque()
-        self._bytes = 0
-
-    def write(self, chunks: Iterator[bytes], target: str, path: str) -> None:
-        """Read ``chunks`` here and queue the file; one larger than it claimed streams here instead."""
-        content: list[bytes] = []
-        size = 0
-        for chunk in chunks:
-            content.append(chunk)
-            size += len(chunk)
-            if size > _SMALL_FILE:
-                _write_chunks(itertools.chain(content, chunks), _create(target, path), path, self.fsync)
-                return
-        self._pending.append((self._pool.submit(_write_small, content, target, path, self.fsync), size))
-        self._bytes += size
-        pending = self._pending
-        while len(pending) > _IN_FLIGHT or self._bytes > _IN_FLIGHT_BYTES or (pending and pending[0][0].done()):
-            self._wait_first()
-
-    def _wait_first(self) -> None:
-        future, size = self._pending.popleft()
-        self._bytes -= size
-        future.result()
-
-    def close(self) -> None:
-        try:
-            while self._pending:
-                self._wait_first()
-        finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _is_empty_dir(path: Path) -> bool:
@@ -310,13 +244,8 @@ def _create(target: str, path: str) -> int:
 
 def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, fsync: bool) -> None:
     """Stream the file at ``cid`` into ``fd`` (closed on return); the reader's budget counts the bytes."""
-    _write_chunks(reader.iter_file(cid), fd, target, fsync)
-
-
-def _write_chunks(chunks: Iterable[bytes], fd: int, target: str, fsync: bool) -> None:
-    """Write ``chunks`` to ``fd`` (closed on return) and fsync it when asked."""
     try:
-        for chunk in chunks:
+        for chunk in reader.iter_file(cid):
             view = memoryview(chunk)
             while view:
                 view = view[os.write(fd, view) :]
