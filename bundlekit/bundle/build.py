@@ -47,7 +47,7 @@ from bundlekit.errors import BundleError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
-from bundlekit.memory.index import linked_index_line, render_index
+from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import NullSink, Source, import_file, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
@@ -145,12 +145,12 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
 
     The layout of ``MEMORY.md`` (``bundlekit.memory.index.render_index``:
     title, sections by type, keys sorted, the same line limit), but each line
-    links the encrypted file by CID so any gateway can serve it
-    (``linked_index_line``); with ``redact`` descriptions are left out.
-    ``links`` maps each key to its encrypted file's CID string.
+    links the encrypted file by CID the way three.ws's encrypted index does,
+    ``- [<key>.md](ipfs://<cid>) — description``, so any gateway can serve it;
+    with ``redact`` descriptions are left out. ``links`` maps each key to its
+    encrypted file's CID string.
     """
-    text = render_index(records, line=lambda record: linked_index_line(record, links[record.key], redact=redact))
-    return text.encode("utf-8")
+    return render_index(records, links=links, redact=redact).encode("utf-8")
 
 
 def file_cid(data: bytes, profile: Profile) -> bytes:
