@@ -4,11 +4,14 @@ Two kinds of program read a memory file's frontmatter: YAML parsers
 (bundlekit, Claude Code, MassGen) and three.ws's runtime, which splits each
 line at its first ``:`` and trims both sides (``parseFrontmatter`` in
 ``src/memory/index.js`` of ``nirholas/three.ws``). :func:`dump_frontmatter`
-writes only what both read as the same text: every scalar plain (no quotes,
-no escapes: the line reader would keep them), lists and mappings in YAML flow
+writes what both read as the same text: every scalar plain (no quotes, no
+escapes: the line reader would keep them), lists and mappings in YAML flow
 style on their key's line (``tags: [a, b]``: the line reader sees that text as
-the value, never a stray key). A value that has no such form is refused with
-:class:`FrontmatterError`, naming the key and the reason, never the value
+the value, never a stray key). For the ``strict`` keys (the memory schema's,
+which three.ws reads), a value that has no such form is refused with
+:class:`FrontmatterError`, naming the key and the reason, never the value;
+other keys (carried data no runtime interprets) fall back to YAML
+double-quoted scalars, which every YAML reader decodes alike
 (specs/memory.md, "Canonical rendering").
 
 :func:`load_frontmatter` reads YAML within budgets, because a file may come
@@ -23,7 +26,7 @@ within 64 bits. Every failure is a :class:`FrontmatterError` naming the line.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any, Final
 
 import yaml
@@ -38,6 +41,7 @@ __all__ = [
     "dump_frontmatter",
     "load_frontmatter",
     "plain_problem",
+    "plainer",
     "split_lines",
     "without_timestamps",
 ]
@@ -76,7 +80,7 @@ class _Analyzer(yaml.SafeDumper):
 _Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
 _Resolver.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
 _RESOLVER = _Resolver()
-_ANALYZER = _Analyzer(None, allow_unicode=True)
+_ANALYZER = _Analyzer(None, allow_unicode=True)  # type: ignore[arg-type]  # never writes
 _INT_BUILDER = yaml.SafeLoader("")
 
 
@@ -85,7 +89,7 @@ def _where_line(where: str, mark: Any, first_line: int) -> str:
 
 
 def _resolve(value: str) -> str:
-    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     return tag
 
 
@@ -213,16 +217,31 @@ def plain_problem(value: str, *, flow: bool = False) -> str | None:
     return None
 
 
-def _scalar(value: Any, key: str, where: str, *, flow: bool) -> str:
+def plainer(value: str) -> str:
+    """``value`` with each ``': '`` and ``' #'`` given a no-break space (U+00A0) instead of the space.
+
+    For an importer (which reports it) of values written by three.ws, whose
+    runtime writes them unquoted (``description: Note: written by three.ws``):
+    YAML reads such text only in quotes, which the runtime would then keep.
+    With the no-break space the text looks the same and both kinds of reader
+    read it alike. Nothing else is changed.
+    """
+    return value.replace(": ", ":\u00a0").replace(" #", "\u00a0#")
+
+
+def _quoted(value: str) -> str:
+    dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=1_000_000)
+    return str(dumped).rstrip("\n")
+
+
+def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         if abs(value) > MAX_INT:
-            raise FrontmatterError(
-                f"{where}: frontmatter {key!r} holds an integer outside 64 bits; write it as text"
-            )
+            raise FrontmatterError(f"{where}: frontmatter {key!r} holds an integer outside 64 bits; write it as text")
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
@@ -233,50 +252,52 @@ def _scalar(value: Any, key: str, where: str, *, flow: bool) -> str:
         return str(yaml.safe_dump(value)).split("\n", 1)[0]
     if isinstance(value, str):
         problem = plain_problem(value, flow=flow)
-        if problem is not None:
-            raise FrontmatterError(
-                f"{where}: frontmatter {key!r} {problem}; every value is written unquoted so YAML readers "
-                "and three.ws's line reader see the same text: rephrase it"
-            )
-        return value
+        if problem is None:
+            return value
+        if not strict:
+            return _quoted(value)
+        raise FrontmatterError(
+            f"{where}: frontmatter {key!r} {problem}; its value is written unquoted so YAML readers "
+            "and three.ws's line reader see the same text: rephrase it"
+        )
     raise FrontmatterError(
         f"{where}: frontmatter {key!r} is not plain data (strings, numbers, booleans, lists, mappings) "
         "and cannot be written as YAML"
     )
 
 
-def _flow(value: Any, key: str, where: str) -> str:
+def _flow(value: Any, key: str, where: str, strict: bool) -> str:
     if isinstance(value, Mapping):
-        items = (f"{_flow_key(k, key, where)}: {_flow(v, key, where)}" for k, v in value.items())
+        items = (f"{_flow_key(k, key, where, strict)}: {_flow(v, key, where, strict)}" for k, v in value.items())
         return "{" + ", ".join(items) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_flow(v, key, where) for v in value) + "]"
-    return _scalar(value, key, where, flow=True)
+        return "[" + ", ".join(_flow(v, key, where, strict) for v in value) + "]"
+    return _scalar(value, key, where, flow=True, strict=strict)
 
 
-def _flow_key(name: Any, key: str, where: str) -> str:
+def _flow_key(name: Any, key: str, where: str, strict: bool) -> str:
     if not isinstance(name, str):
         raise FrontmatterError(f"{where}: frontmatter {key!r} holds a mapping with a key that is not text")
-    return _scalar(name, key, where, flow=True)
+    return _scalar(name, key, where, flow=True, strict=strict)
 
 
-def dump_frontmatter(meta: Mapping[str, Any], *, where: str) -> str:
+def dump_frontmatter(meta: Mapping[str, Any], *, where: str, strict: Container[str] = ()) -> str:
     """The frontmatter lines (each ending in ``\\n``) of ``meta`` in its order: ``key: value``.
 
     Scalars plain, lists and mappings in flow style on one line (module
-    docstring). Keys must be plain text without ``:``. Raises
-    :class:`FrontmatterError` naming ``where`` and the key for a value that
-    has no such form.
+    docstring); a key that is not plain text without ``:`` is double-quoted. A
+    value with no plain form is refused for a key in ``strict`` and
+    double-quoted otherwise.
+    Raises :class:`FrontmatterError` naming ``where`` and the key.
     """
     lines = []
     for key, value in meta.items():
-        if not isinstance(key, str) or ":" in key or plain_problem(key) is not None:
-            raise FrontmatterError(
-                f"{where}: a frontmatter key is not plain text without ':' (three.ws's reader splits at the "
-                "first colon); rename it"
-            )
+        if not isinstance(key, str):
+            raise FrontmatterError(f"{where}: frontmatter keys must be text, found a {type(key).__name__} key")
+        # Schema keys are plain words; another key three.ws's reader could not split is quoted.
+        label = key if ":" not in key and plain_problem(key) is None else _quoted(key)
         if isinstance(value, (Mapping, list, tuple)):
-            lines.append(f"{key}: {_flow(value, key, where)}\n")
+            lines.append(f"{label}: {_flow(value, key, where, key in strict)}\n")
         else:
-            lines.append(f"{key}: {_scalar(value, key, where, flow=False)}\n")
+            lines.append(f"{label}: {_scalar(value, key, where, flow=False, strict=key in strict)}\n")
     return "".join(lines)

@@ -11,7 +11,8 @@ Rendering is deterministic: the keys come in a fixed order (required, then
 original order) and every value is written plain, lists and mappings in flow
 style (:func:`bundlekit.memory.frontmatter.dump_frontmatter`), so YAML readers
 and three.ws's line reader see the same text and every machine writes the
-same bytes. A value with no such form is refused.
+same bytes. A value of a schema key with no such form is refused; an unknown
+key's is double-quoted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bundlekit.memory.frontmatter import (
     YAML_TIMESTAMP_TAG,
     dump_frontmatter,
     load_frontmatter,
+    plain_problem,
     without_timestamps,
 )
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
@@ -42,6 +44,7 @@ __all__ = [
     "MemoryRecord",
     "parse_memory_file",
     "render_memory_file",
+    "unplain_keys",
     "validate_meta",
     "without_timestamps",
 ]
@@ -239,12 +242,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
+def unplain_keys(meta: Mapping[str, Any]) -> list[str]:
+    """The schema keys of ``meta`` whose text has no plain form (``render_memory_file`` refuses them)."""
+    out = []
+    for name in KNOWN_ORDER:
+        value = meta.get(name)
+        texts = value if isinstance(value, list) else [value]
+        flow = isinstance(value, list)
+        if any(isinstance(t, str) and plain_problem(t, flow=flow) is not None for t in texts):
+            out.append(name)
+    return out
+
+
+def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = True) -> str:
     """Render frontmatter and body into the canonical text of a memory file.
 
     The frontmatter is validated first (:class:`FrontmatterError`); the body is
     stripped of surrounding whitespace. Layout: ``---``, the YAML, ``---``, a
     blank line, the body, a final newline (no blank line or body when empty).
+    A schema key's text with no plain form is refused; with ``strict=False``
+    (imports of foreign files, which report :func:`unplain_keys`) it is
+    double-quoted instead.
     """
     validate_meta(meta, str(meta.get("name") or "memory"))
     ordered: dict[str, Any] = {}
@@ -257,7 +275,7 @@ def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
     plain = _plain(ordered)
     for name in ("created", "updated"):
         plain[name] = format_timestamp(parse_timestamp(plain[name]))
-    dumped = dump_frontmatter(plain, where=str(meta.get("name") or "memory"))
+    dumped = dump_frontmatter(plain, where=str(meta.get("name") or "memory"), strict=KNOWN_ORDER if strict else ())
     body = body.strip()
     text = f"---\n{dumped}---\n"
     return f"{text}\n{body}\n" if body else text

@@ -70,7 +70,7 @@ def test_index_lists_memories_by_type() -> None:
         ]
     )
     assert tree_to_blob(tree, namespace=None)["index"] == (
-        "# Agent Memory\n\n## User\n- U (`u.md`) — du\n\n## Reference\n- R (`r.md`) — dr\n"
+        "# Memory\n\n## User\n- [U](u.md) — du\n\n## Reference\n- [R](r.md) — dr\n"
     )
 
 
