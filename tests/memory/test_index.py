@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from bundlekit.memory import Memory
-from bundlekit.memory.index import MAX_INDEX_LINES
+from bundlekit.memory.index import MAX_INDEX_LINES, IndexLink, parse_index, render_index
 
 from .conftest import Clock, fields
 
@@ -123,3 +125,55 @@ def test_one_memory_left_out_is_singular(fast: Memory) -> None:
     from bundlekit.memory.index import omitted_line
 
     assert omitted_line(1) == "_1 more memory not listed: the index stops at 200 lines._"
+
+
+# --- the link form: escapes and the one parser (three.ws's _rebuildIndex / _loadIPFS, nirholas/three.ws
+# src/memory/index.js at 2071392c; Claude Code reads the same lines) --------------------------------------
+
+THREEWS_LINK = re.compile(r"\[([^\]]+)\]\(([^)]+\.md)\)")
+
+
+def test_brackets_and_backslashes_in_text_are_character_references(mem: Memory) -> None:
+    mem.write("a", **fields(name="Notes [draft] \\ x", description="see [x](y.md) & &#91;", type="user"))
+    line = mem.index_text().splitlines()[-1]
+    assert line == "- [Notes &#91;draft&#93; &#92; x](a.md) — see &#91;x&#93;(y.md) & &amp;#91;"
+
+
+def test_the_three_ws_pattern_finds_exactly_one_link_per_memory_whatever_the_text(mem: Memory) -> None:
+    mem.write("a", **fields(name="x](evil.md) [y", description="see [z](other.md)", type="user"))
+    mem.write("b", **fields(name="Plain", description="plain", type="project"))
+    assert [m[1] for m in THREEWS_LINK.findall(mem.index_text())] == ["a.md", "b.md"]
+
+
+def test_parse_index_reads_back_what_render_index_writes(mem: Memory) -> None:
+    mem.write("a", **fields(name="Notes [draft] \\ x &#93;", description="see [x](y.md) — more", type="user"))
+    assert parse_index(mem.index_text()) == [IndexLink("Notes [draft] \\ x &#93;", "a.md", "see [x](y.md) — more")]
+
+
+def test_parse_index_reads_the_encrypted_form() -> None:
+    text = "# Memory\n\n## User\n- [a.md](ipfs://bafyx) — d\n- [b.md](ipfs://bafyy)\n"
+    assert parse_index(text) == [IndexLink("a.md", "ipfs://bafyx", "d"), IndexLink("b.md", "ipfs://bafyy", "")]
+
+
+def test_render_index_takes_any_record_shaped_rows() -> None:
+    @dataclass(frozen=True)
+    class Row:
+        key: str
+        name: str
+        description: str
+        type: str
+
+    rows = [Row("b", "B", "db", "reference"), Row("a", "A", "da", "reference")]
+    assert render_index(rows) == "# Memory\n\n## Reference\n- [A](a.md) — da\n- [B](b.md) — db\n"
+    assert render_index(rows, links={"a": "bafya", "b": "bafyb"}, redact=True) == (
+        "# Memory\n\n## Reference\n- [a.md](ipfs://bafya)\n- [b.md](ipfs://bafyb)\n"
+    )
+
+
+def test_the_index_of_a_tree_is_what_three_ws_writes_for_the_same_files(mem: Memory) -> None:
+    """three.ws's _rebuildIndex: '# Memory', '', then per type heading, lines, '' (joined by newlines)."""
+    mem.write("u", **fields(name="U", description="du", type="user"))
+    mem.write("r", **fields(name="R", description="dr", type="reference"))
+    # lines = ['# Memory', '', '## User', '- [U](u.md) — du', '', '## Reference', '- [R](r.md) — dr', '']
+    runtime = "# Memory\n\n## User\n- [U](u.md) — du\n\n## Reference\n- [R](r.md) — dr\n"
+    assert mem.index_text() == runtime
