@@ -41,7 +41,7 @@ from bundlekit.convert._common import (
     split_at_dashes,
 )
 from bundlekit.errors import ConvertError
-from bundlekit.memory.index import parse_index, render_links
+from bundlekit.memory.index import IndexLink, parse_index, render_links
 
 __all__ = ["FORMS", "kept_fields", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
 
@@ -156,7 +156,7 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
         raise ConvertError(f"{root} is not a directory; pass a Claude Code memory directory")
     tree = ForeignTree()
     index_path = root / INDEX
-    links: list[tuple[str, str, str]] = []
+    links: list[IndexLink] = []
     if index_path.is_file():
         index_text = index_path.read_text(encoding="utf-8")
         links = parse_index(index_text)
