@@ -353,7 +353,7 @@ def _threews_files(
         for path, data in tree_files
         if path != INDEX_NAME
     ]
-    return stored, {"scheme": THREEWS_SCHEME, "agent_id": namespace}
+    return stored, {"scheme": THREEWS_SCHEME, "key_source": "signature", "agent_id": namespace}
 
 
 def _index_file(

@@ -71,7 +71,7 @@ def test_compat_files_are_the_runtimes_base64_of_iv_and_ciphertext(compat: Bundl
     raw = base64.b64decode(text, validate=True)
     assert raw[:12] == b"\x07" * 12
     assert threews_decrypt(text, threews_key(SIGNATURE)) == (SAMPLE / "user_role.md").read_bytes()
-    assert compat.manifest["encryption"] == {"scheme": "three.ws", "agent_id": "agent-7"}
+    assert compat.manifest["encryption"] == {"scheme": "three.ws", "key_source": "signature", "agent_id": "agent-7"}
 
 
 def test_compat_bundle_loads_back_with_the_same_wallet(compat: BundleResult, tmp_path: Path) -> None:
