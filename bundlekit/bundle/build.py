@@ -43,11 +43,12 @@ from bundlekit.bundle.manifest import (
 from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import _encrypt_stream
+from bundlekit.crypto.threews import THREEWS_SCHEME, _threews_encrypt, threews_key_from_spec
 from bundlekit.errors import BundleError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
-from bundlekit.memory.index import linked_index_line, render_index
+from bundlekit.memory.index import parse_index, render_index
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import NullSink, Source, import_file, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
@@ -57,9 +58,11 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
+__all__ = ["COMPAT_FORMS", "SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
 
 SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
+#: Encrypted forms other than bundlekit-enc/1 that ``build_bundle(compat=...)`` writes.
+COMPAT_FORMS = ("three.ws",)
 
 
 @dataclass
@@ -145,12 +148,12 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
 
     The layout of ``MEMORY.md`` (``bundlekit.memory.index.render_index``:
     title, sections by type, keys sorted, the same line limit), but each line
-    links the encrypted file by CID so any gateway can serve it
-    (``linked_index_line``); with ``redact`` descriptions are left out.
-    ``links`` maps each key to its encrypted file's CID string.
+    links the encrypted file by CID the way three.ws's encrypted index does,
+    ``- [<key>.md](ipfs://<cid>) — description``, so any gateway can serve it;
+    with ``redact`` descriptions are left out. ``links`` maps each key to its
+    encrypted file's CID string.
     """
-    text = render_index(records, line=lambda record: linked_index_line(record, links[record.key], redact=redact))
-    return text.encode("utf-8")
+    return render_index(records, links=links, redact=redact).encode("utf-8")
 
 
 def file_cid(data: bytes, profile: Profile) -> bytes:
@@ -175,6 +178,7 @@ def build_bundle(
     progress: Callable[[int, int], None] | None = None,
     sign: Signer | ExternalSignature | None = None,
     parents: Sequence[str] | None = None,
+    compat: str | None = None,
 ) -> BundleResult:
     """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
 
@@ -197,6 +201,12 @@ def build_bundle(
     elsewhere) ``signature.json`` is added beside the manifest (``specs/provenance.md``).
     ``parents`` default to the roots the tree remembers it was loaded or forked
     from (``bundle.lineage``); they go into the manifest's ``parents``.
+    ``compat="three.ws"`` (with a wallet ``key``) encrypts in the three.ws
+    runtime's form instead (specs/encryption.md, "three.ws compatibility"):
+    each file is base64(IV || AES-GCM ciphertext and tag) under the key of a
+    signature of ``agent-3d:memory:v1:<namespace>``, and the index links each
+    by CID, which the runtime's ``encrypted-ipfs`` loader follows. It is
+    refused when the index cannot list every memory (the 200-line rule).
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``DeviceMemoryError`` for device-bound memories (they never
@@ -207,7 +217,7 @@ def build_bundle(
     """
 
     mem = _open_tree(memory_dir)
-    _check_options(namespace, key, redact_index)
+    _check_options(namespace, key, redact_index, compat)
     # Steps 1-2: validate the tree and take its files (index regenerated).
     tree_files = mem.bundle_files()
     records = mem.list()
@@ -220,11 +230,19 @@ def build_bundle(
     prof = get_profile(profile)
     when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem, records))
     # Step 4: the stored files (encrypted with a key); step 5: their CIDs.
-    stored, encryption = _stored_files(tree_files, ns, key, rng)
+    stored, encryption = (
+        _threews_files(tree_files, ns, key, rng) if compat is not None and key is not None
+        else _stored_files(tree_files, ns, key, rng)
+    )
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
     cids = {path: file_cid(data, prof) for path, data in stored}
     # Step 6: the index, last.
     index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=redact_index)
+    if compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
+        raise UsageError(
+            f"the index lists only part of the {len(records)} memories (it stops at 200 lines) and three.ws "
+            "reaches a file only through its index; build a smaller tree for --compat three.ws"
+        )
     stored.append((INDEX_PATH, index_bytes))
     cids[INDEX_PATH] = file_cid(index_bytes, prof)
     # Step 7: the manifest; step 8: one tree into the CAR.
@@ -271,7 +289,11 @@ def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
     return Memory(root_dir)  # names itself after the directory
 
 
-def _check_options(namespace: str | None, key: KeySpec | None, redact_index: bool) -> None:
+def _check_options(namespace: str | None, key: KeySpec | None, redact_index: bool, compat: str | None) -> None:
+    if compat is not None and compat not in COMPAT_FORMS:
+        raise UsageError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_FORMS)}")
+    if compat is not None and key is None:
+        raise UsageError("--compat three.ws is an encrypted form; add --encrypt and a wallet key option")
     if redact_index and key is None:
         raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
     if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):
@@ -313,6 +335,25 @@ def _stored_files(
         _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
         stored.append((bundle_path, out.getvalue()))
     return stored, encryption
+
+
+def _threews_files(
+    tree_files: Sequence[tuple[str, bytes]], namespace: str, key: KeySpec, rng: Callable[[int], bytes] | None
+) -> tuple[list[tuple[str, bytes]], dict[str, Any]]:
+    """Every tree file but the index, encrypted in the three.ws form for agent ``namespace``; the params.
+
+    The stored file is the runtime's text form (ASCII base64), at the same
+    ``.enc`` path as a bundlekit-enc/1 file. ``KeySourceError`` for a key that
+    is not a wallet's.
+    """
+    tkey = threews_key_from_spec(key, namespace)
+    source = rng or os.urandom
+    stored = [
+        (f"{MEMORY_DIR}/{path}{ENC_SUFFIX}", _threews_encrypt(data, tkey, source).encode("ascii"))
+        for path, data in tree_files
+        if path != INDEX_NAME
+    ]
+    return stored, {"scheme": THREEWS_SCHEME, "key_source": "signature", "agent_id": namespace}
 
 
 def _index_file(

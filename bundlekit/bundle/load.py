@@ -79,6 +79,7 @@ from bundlekit.bundle.manifest import (
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES, SIGNATURE_NAME, check_signature, parse_publishers
 from bundlekit.car.index import CarIndex
 from bundlekit.crypto import BundleKey, decrypt_stream
+from bundlekit.crypto.threews import THREEWS_SCHEME, ThreewsKey, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
@@ -652,8 +653,13 @@ def _https_fetcher(
     return fetch
 
 
-def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | None:
-    """The bundle key for an encrypted manifest (WrongKeyError on a mismatch), else None."""
+def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | ThreewsKey | None:
+    """The bundle key for an encrypted manifest (WrongKeyError on a mismatch), else None.
+
+    A ``--compat three.ws`` bundle has no key commitment: its key is derived
+    from the wallet signature for the manifest's agent, and a wrong one shows
+    up as the first file failing to decrypt.
+    """
     params = manifest["encryption"]
     if params is None:
         return None
@@ -664,13 +670,15 @@ def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | None
             "this bundle is encrypted; pass a key option (--signature-env, --signature-file, "
             "--passphrase-env, --key-file or --private-key-env)"
         )
+    if isinstance(params, dict) and params.get("scheme") == THREEWS_SCHEME:
+        return threews_key_from_spec(key, str(params.get("agent_id") or manifest["namespace"]))
     return key.open_bundle_key(params, manifest["namespace"])
 
 
 def _fetch_all(
     manifest: dict[str, Any],
     fetch: Callable[[str, dict[str, Any]], bytes | None],
-    bundle_key: BundleKey | None,
+    bundle_key: BundleKey | ThreewsKey | None,
     concurrency: int,
     where: str,
     out: _Output,
@@ -726,7 +734,9 @@ def _counting(
     return counted
 
 
-def _decrypt(data: bytes, bundle_key: BundleKey, path: str) -> bytes:
+def _decrypt(data: bytes, bundle_key: BundleKey | ThreewsKey, path: str) -> bytes:
+    if isinstance(bundle_key, ThreewsKey):
+        return threews_decrypt(data, bundle_key, name=path)  # DecryptionError: wrong wallet or tampered
     out = io.BytesIO()
     try:
         decrypt_stream(io.BytesIO(data), out, bundle_key, path)

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
 from bundlekit.bundle.manifest import parse_created
 from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
@@ -43,6 +43,8 @@ __all__ = ["build"]
 @click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")
 @click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
+@click.option("--compat", type=click.Choice(COMPAT_FORMS),
+              help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
 @click.option("--sign", is_flag=True,
               help="Sign the manifest (signature.json): --private-key-env, an Ed25519 --key-file, "
                    "or --signature-file with --signer.")
@@ -51,8 +53,8 @@ __all__ = ["build"]
 @key_options
 @strict_option
 def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
-          as_json: bool, encrypt: bool, redact_index: bool, sign: bool, signer_address: str | None,
-          **params: Any) -> None:
+          as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, sign: bool,
+          signer_address: str | None, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
     signer = _signer(signer_address, params) if sign else None
@@ -65,11 +67,14 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
         raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
     if key is not None and not encrypt:
         raise UsageError("a key option was given without --encrypt; add --encrypt to build an encrypted bundle")
+    if compat is not None and not encrypt:
+        raise UsageError(f"--compat {compat} is an encrypted form; add --encrypt and a wallet key option")
     when = parse_created(created) if created is not None else None
     replacing = output_path.exists()
     with output.Progress("building", unit="files") as progress:
         result = build_bundle(memdir, output_path, namespace=namespace, profile=profile, created=when,
-                              key=key, redact_index=redact_index, progress=progress.callback, sign=signer)
+                              key=key, redact_index=redact_index, progress=progress.callback, sign=signer,
+                              compat=compat)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
                   f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")

@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from bundlekit._fs import atomic_write_bytes, os_reason
-from bundlekit.errors import ConvertError, InvalidKeyError
+from bundlekit.errors import ConvertError, FrontmatterError, InvalidKeyError
+from bundlekit.memory.frontmatter import load_frontmatter
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
@@ -186,10 +187,6 @@ def _yaml_value(value: Any) -> Any:
     return value
 
 
-class _KeepLoader(yaml.SafeLoader):
-    """Safe loader that leaves timestamps as the strings they were written as."""
-
-
 class _KeepDumper(yaml.SafeDumper):
     """Safe dumper that writes date-like strings bare (as they were read) and never uses aliases."""
 
@@ -199,21 +196,22 @@ class _KeepDumper(yaml.SafeDumper):
 
 # Foreign files are read and written back with dates as text: a bare
 # ``created: 2026-03-22`` stays exactly that, in both directions.
-_KeepLoader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
 _KeepDumper.yaml_implicit_resolvers = without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
 
 
 def load_yaml(text: str, *, where: str) -> dict[str, Any]:
     """Parse foreign frontmatter (safe YAML, timestamps kept as strings) into a mapping.
 
-    Raises ``ConvertError`` naming ``where`` for bad YAML or a non-mapping.
+    The memory store's bounded reader (``bundlekit.memory.frontmatter``: no
+    aliases or tags, 64-bit integers, a value budget). Raises ``ConvertError``
+    naming ``where`` for bad YAML or a non-mapping.
     """
     if not text.strip():
         return {}
     try:
-        data = yaml.load(text, Loader=_KeepLoader)
-    except (yaml.YAMLError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-        raise ConvertError(f"malformed YAML frontmatter in {where}; fix it and retry") from exc
+        data = load_frontmatter(text, where=where)
+    except FrontmatterError as exc:
+        raise ConvertError(f"malformed YAML frontmatter in {where}; fix it and retry ({exc})") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -16,7 +16,7 @@ from typing import Any
 from bundlekit.convert._common import Entry, ForeignTree, output_dir_problem
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
-from bundlekit.memory.record import KNOWN_ORDER, render_memory_file
+from bundlekit.memory.record import KNOWN_ORDER, render_memory_file, unplain_keys
 from bundlekit.memory.transfer import ImportReport, build_export
 
 __all__ = ["ordered_meta", "read_tree", "tree_blob", "write_tree"]
@@ -32,7 +32,13 @@ def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 def tree_blob(tree: ForeignTree, *, namespace: str | None = None) -> dict[str, Any]:
     """The bundlekit export blob (``memory/0.1``) holding ``tree``'s entries and timeline."""
-    files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body) for e in tree.entries}
+    files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body, strict=False) for e in tree.entries}
+    for e in tree.entries:
+        for name in unplain_keys(e.meta):
+            tree.warnings.append(
+                f"{e.key}.md: {name} has no plain YAML form and is kept double-quoted "
+                "(three.ws's line reader will show the quotes; bundlekit refuses such values in new writes)"
+            )
     timeline = sorted(tree.timeline, key=lambda ev: str(ev.get("ts", "")))
     return build_export(namespace, "", files, timeline)
 

@@ -21,7 +21,6 @@ A memory in a subfolder gets a key from its relative path (``team/a.md`` ->
 from __future__ import annotations
 
 import os
-import re
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -42,50 +41,22 @@ from bundlekit.convert._common import (
     split_at_dashes,
 )
 from bundlekit.errors import ConvertError
+from bundlekit.memory.index import IndexLink, parse_index, render_links
 
 __all__ = ["FORMS", "kept_fields", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
+
+#: The index lines Claude Code reads, in the one form of ``bundlekit.memory.index``.
+render_index = render_links
 
 #: Frontmatter forms ``write_claude_code`` accepts.
 FORMS = ("top", "metadata", "source")
 
 INDEX = "MEMORY.md"
 
-# ``- [Title](file.md) — hook``; the dash may be an em dash, an en dash or a hyphen.
-_LINK = re.compile(
-    r"^\s*[-*+]\s*\[(?P<title>(?:\\.|[^\]\\])*)\]\((?P<file>[^)\s]+)\)\s*(?:(?:—|–|-{1,2})\s*(?P<hook>.*?))?\s*$"
-)
 _CORE = ("name", "description", "type")
 # Read from metadata: merged over the top level (Claude Code's rule); name and description are top-level keys.
 _MERGED = ("type", "modified")
 _TIMES = ("created", "updated")
-
-
-def parse_index(text: str) -> list[tuple[str, str, str]]:
-    """The ``(title, file, hook)`` of every link line of a ``MEMORY.md``, in order.
-
-    Other lines (headings, prose) are ignored.
-    """
-    out: list[tuple[str, str, str]] = []
-    for line in text.splitlines():
-        m = _LINK.match(line)
-        if m:
-            title = re.sub(r"\\(.)", r"\1", m.group("title"))
-            out.append((title, m.group("file"), m.group("hook") or ""))
-    return out
-
-
-def _escape_title(title: str) -> str:
-    return title.replace("\\", "\\\\").replace("]", "\\]").replace("[", "\\[")
-
-
-def render_index(rows: list[tuple[str, str, str]]) -> str:
-    """Render ``MEMORY.md`` link lines (one per row) as Claude Code writes them."""
-    lines = []
-    for title, file, hook in rows:
-        line = f"- [{_escape_title(single_line(title))}]({file})"
-        hook = single_line(hook)
-        lines.append(f"{line} — {hook}" if hook else line)
-    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _time(raw: Any, where: str, field: str) -> str:
@@ -185,7 +156,7 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
         raise ConvertError(f"{root} is not a directory; pass a Claude Code memory directory")
     tree = ForeignTree()
     index_path = root / INDEX
-    links: list[tuple[str, str, str]] = []
+    links: list[IndexLink] = []
     if index_path.is_file():
         index_text = index_path.read_text(encoding="utf-8")
         links = parse_index(index_text)
@@ -328,7 +299,7 @@ def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: 
         rank = float(order) if isinstance(order, int) and not isinstance(order, bool) else float("inf")
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
-    planned.append((root / INDEX, render_index([r[2] for r in rows])))
+    planned.append((root / INDEX, render_links([r[2] for r in rows])))
     for path, text in planned:
         atomic_write(path, text)
     return [path for path, _text in planned]

@@ -1,17 +1,25 @@
 """three.ws memory <-> neutral records.
 
+Checked against the runtime itself: ``src/memory/index.js`` and
+``src/memory/crypto.js`` of ``nirholas/three.ws`` (commit
+2071392cf490202c2c8a9f21a5991197c6fbc130); specs/interop.md, "three.ws".
 Two plaintext forms are read and written:
 
-* the export blob of ``memory.export()``: ``{"version": "memory/0.1", "mode",
-  "namespace", "index", "files": {"<key>.md": "<markdown>"}, "timeline": [...]}``;
+* the export blob of ``memory.export()``: ``{"version": "memory/0.1", "index",
+  "files": {"<key>.md": "<markdown>"}, "timeline": [...]}`` (bundlekit adds
+  ``mode`` and ``namespace``, which the runtime's ``import`` ignores);
 * its ``localStorage`` dump: a JSON object mapping ``agent:<agentId>:memory`` to
-  that blob serialized as a JSON string (a blob object is accepted too).
+  the value ``_persist`` stores, ``{"index": {"text"}, "files", "timeline"}``
+  serialized as a JSON string (the last 200 timeline events). A blob, or an
+  object instead of the string, is read too.
 
-three.ws files use bundlekit's own frontmatter fields (``name``,
-``description``, ``type``, ``created``, ``updated``, ``source``, ``decay``),
-but with bare ISO dates. Dates are read as midnight UTC and the original
-spelling is kept in ``x-threews-created`` / ``x-threews-updated`` so it is
-written back unchanged while the instant is the same.
+Files are split and read as the runtime does: its frontmatter pattern, then
+YAML; when YAML cannot read a file, the runtime's own line reader (each line
+split at its first colon) with a warning. Written files hold only plain
+values (``bundlekit.memory.frontmatter``), so both readers see the same text.
+three.ws dates are bare ISO dates: they are read as midnight UTC and the
+original spelling is kept in ``x-threews-created`` / ``x-threews-updated``
+so it is written back unchanged while the instant is the same.
 """
 
 from __future__ import annotations
@@ -24,25 +32,33 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
     MEMORY_TYPES,
     Entry,
     ForeignTree,
     atomic_write,
     derive_keys,
-    dump_yaml,
     first_line,
     format_time,
-    load_yaml,
     parse_time,
     same_instant,
     single_line,
-    split_frontmatter,
 )
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
-from bundlekit.errors import ConvertError, MemoryStoreError
+from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory import index as memory_index
+from bundlekit.memory.frontmatter import (
+    dump_frontmatter,
+    load_frontmatter,
+    plain_problem,
+    plainer,
+    split_lines,
+)
 from bundlekit.memory.timeline import validate_entry
 from bundlekit.memory.transfer import EXPORT_VERSION
+from bundlekit.unixfs.profiles import get_profile
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -50,12 +66,16 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOB_VERSION",
     "STORAGE_KEY",
+    "STORAGE_TIMELINE",
+    "blob_entries",
     "blob_to_tree",
     "decrypt_files",
     "encrypt_files",
+    "parse_threews_file",
     "read_blob",
     "read_threews",
     "render_index",
+    "storage_value",
     "timeline_dropped",
     "tree_to_blob",
     "write_threews",
@@ -66,11 +86,15 @@ BLOB_VERSION = EXPORT_VERSION
 #: The localStorage key three.ws keeps one agent's blob under.
 STORAGE_KEY = "agent:{agent_id}:memory"
 
+#: How many timeline events the runtime's ``_persist`` keeps in localStorage (the last ones).
+STORAGE_TIMELINE = 200
+
 _STORAGE_RE = re.compile(r"^agent:(?P<id>.+):memory$")
+# The runtime's FRONTMATTER_RE (JavaScript ``$`` without the m flag is the end of the text: ``\Z``).
+_FRONTMATTER_RE = re.compile(r"---\n([\s\S]*?)\n---\n?([\s\S]*)\Z")
 _B64_RE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 # Frontmatter keys three.ws and bundlekit share, carried as they are.
 _SHARED = ("name", "description", "type", "created", "updated", "source", "decay", "tags", "important")
-_SECTIONS = (("user", "User"), ("feedback", "Feedback"), ("project", "Project"), ("reference", "Reference"))
 
 
 def _check_blob(blob: Any, where: str) -> dict[str, Any]:
@@ -82,6 +106,9 @@ def _check_blob(blob: Any, where: str) -> dict[str, Any]:
     version = blob.get("version", BLOB_VERSION)
     if version != BLOB_VERSION:
         raise ConvertError(f"{where} has blob version {version!r}; only {BLOB_VERSION!r} is understood")
+    index = blob.get("index")
+    if isinstance(index, dict):  # the localStorage value keeps the index as {"text": ...}
+        return {**blob, "index": str(index.get("text") or "")}
     return blob
 
 
@@ -125,11 +152,49 @@ def read_blob(data: Any, *, agent_id: str | None = None, where: str = "input") -
     return blob
 
 
-def _parse_file(name: str, text: str) -> tuple[dict[str, Any], str]:
-    fm_text, body = split_frontmatter(text)
-    if fm_text is None:
-        return {}, body
-    return load_yaml(fm_text, where=f"three.ws file {name!r}"), body
+def parse_threews_file(name: str, text: str, warnings: list[str] | None = None) -> tuple[dict[str, Any], str]:
+    """A three.ws memory file's frontmatter and body, split as the runtime splits them.
+
+    The frontmatter is read as YAML (bounded, ``bundlekit.memory.frontmatter``);
+    when YAML cannot read it, by the runtime's own line reader, and a warning
+    saying so is appended to ``warnings``. A file the runtime's pattern does
+    not split has no frontmatter (``{}``, the whole text is the body).
+    """
+    m = _FRONTMATTER_RE.match(text)
+    if m is None:
+        return {}, text
+    fm_text, body = m.group(1), m.group(2)
+    problem: str | None = None
+    try:
+        loaded = load_frontmatter(fm_text, where=f"three.ws file {name!r}")
+    except FrontmatterError as exc:
+        loaded, problem = None, str(exc)
+    if loaded is not None and not isinstance(loaded, dict):
+        problem = f"three.ws file {name!r}: its frontmatter is not a YAML mapping"
+    if problem is None:
+        return ({str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}), body
+    if warnings is not None:
+        reason = problem.removesuffix("; fix the syntax")
+        warnings.append(f"{reason}: read line by line instead, as the three.ws runtime reads it")
+    return dict(split_lines(fm_text)), body
+
+
+def _plain_text(value: Any, what: str, warnings: list[str]) -> Any:
+    """``value`` (recursively) with text that has no plain form only for ``': '`` or ``' #'`` made plain.
+
+    See :func:`bundlekit.memory.frontmatter.plainer`; each change is reported in ``warnings``.
+    """
+    if isinstance(value, str):
+        fixed = plainer(value)
+        if fixed != value and plain_problem(value) is not None and plain_problem(fixed) is None:
+            warnings.append(f"{what}: ': ' or ' #' kept with a no-break space, so YAML and three.ws read it alike")
+            return fixed
+        return value
+    if isinstance(value, list):
+        return [_plain_text(v, what, warnings) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain_text(v, what, warnings) for k, v in value.items()}
+    return value
 
 
 def _valid_optional(field: str, value: Any) -> bool:
@@ -164,7 +229,8 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
         raw = files[filename]
         if not isinstance(raw, str):
             raise ConvertError(f"three.ws file {filename!r} is not text")
-        fm, body = _parse_file(filename, raw)
+        fm, body = parse_threews_file(filename, raw, tree.warnings)
+        fm = {k: _plain_text(v, f"three.ws file {filename!r}, {k}", tree.warnings) for k, v in fm.items()}
         meta: dict[str, Any] = {}
         for k in ("source", "decay", "tags", "important"):
             if k in fm:
@@ -199,21 +265,41 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
     return tree
 
 
-def render_index(entries: list[Entry]) -> str:
-    """The ``MEMORY.md`` text three.ws keeps in a blob's ``index`` field."""
-    lines = ["# Agent Memory"]
-    for type_, title in _SECTIONS:
-        rows = sorted((e for e in entries if e.meta.get("type") == type_), key=lambda e: e.key)
-        if rows:
-            lines += ["", f"## {title}"]
-            for e in rows:
-                name = single_line(e.meta.get("name", e.key))
-                lines.append(f"- {name} (`{_filename(e)}`) — {single_line(e.meta.get('description', ''))}")
-    return "\n".join(lines) + "\n"
+class _Listed:
+    """An entry as the index sees it: its three.ws file stem as the key."""
+
+    def __init__(self, entry: Entry) -> None:
+        self.key = _filename(entry)[: -len(".md")]
+        self.name = str(entry.meta.get("name", entry.key))
+        self.description = str(entry.meta.get("description", ""))
+        self.type = str(entry.meta.get("type", "reference"))
+
+
+def render_index(entries: list[Entry], links: Mapping[str, str] | None = None) -> str:
+    """The ``MEMORY.md`` text of ``entries`` in the form the runtime's ``_rebuildIndex`` writes.
+
+    With ``links`` (file stem -> CID of its encrypted text), the form of its
+    ``_rebuildEncryptedIndex`` without descriptions: ``- [file.md](ipfs://<cid>)``.
+    The one renderer is ``bundlekit.memory.index.render_index``.
+    """
+    return memory_index.render_index([_Listed(e) for e in entries], links=links, redact=links is not None)
 
 
 def _filename(entry: Entry) -> str:
     return str(entry.meta.get("x-threews-file") or f"{entry.key}.md")
+
+
+def _runtime_line(key: str, value: Any, where: str) -> str:
+    """One frontmatter line as the runtime's ``stringifyFrontmatter`` writes a string: ``key: value``, as is.
+
+    The runtime reads it back exactly (first colon, trimmed); so does bundlekit,
+    through YAML or, when YAML cannot read the line, the same line reader. A
+    value that is not one line of text is written as bundlekit writes it (plain
+    or flow, double-quoted where it must be).
+    """
+    if isinstance(value, str) and value.splitlines() == [value] and ":" not in key:
+        return f"{key}: {value}\n"
+    return dump_frontmatter({key: value}, where=f"memory {where!r}")
 
 
 def _render_file(entry: Entry) -> str:
@@ -238,7 +324,7 @@ def _render_file(entry: Entry) -> str:
     extra = meta.get("x-threews-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm})
-    head = dump_yaml(fm)
+    head = "".join(_runtime_line(k, v, entry.key) for k, v in fm.items())
     body = entry.body.strip("\n")
     return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
 
@@ -306,8 +392,31 @@ def encrypt_files(
     files = {
         name: _threews_encrypt(text.encode("utf-8"), tkey, source) for name, text in blob["files"].items()
     }
-    index = "# Agent Memory\n\n" + "".join(f"- `{name}`\n" for name in files) if files else "# Agent Memory\n"
+    profile = get_profile(None)
+    links = {name[: -len(".md")]: cid_to_str(file_cid(text.encode("ascii"), profile)) for name, text in files.items()}
+    index = render_index(list(blob_entries(blob)), links)
     return {**blob, "index": index, "files": files, "timeline": []}
+
+
+def blob_entries(blob: Mapping[str, Any]) -> list[Entry]:
+    """The entries an index of ``blob``'s plaintext files lists (name, description, type as three.ws reads them)."""
+    entries = []
+    for name, text in (blob.get("files") or {}).items():
+        fm, _body = parse_threews_file(str(name), str(text))
+        meta = {k: fm[k] for k in ("name", "description") if isinstance(fm.get(k), str)}
+        meta["type"] = fm.get("type") if fm.get("type") in MEMORY_TYPES else "reference"
+        meta["x-threews-file"] = str(name)
+        entries.append(Entry(str(name)[: -len(".md")], meta, ""))
+    return entries
+
+
+def storage_value(blob: Mapping[str, Any]) -> dict[str, Any]:
+    """The value the runtime's ``_persist`` keeps in localStorage for ``blob``: index text, files, last events."""
+    return {
+        "index": {"text": blob.get("index", "")},
+        "files": dict(blob.get("files") or {}),
+        "timeline": list(blob.get("timeline") or [])[-STORAGE_TIMELINE:],
+    }
 
 
 def timeline_dropped(options: Mapping[str, Any]) -> str | None:
@@ -386,7 +495,9 @@ def write_threews(
     if storage:
         if not namespace:
             raise ConvertError("a localStorage dump needs the agent id: pass namespace")
-        data: Any = {STORAGE_KEY.format(agent_id=namespace): json.dumps(blob, ensure_ascii=False)}
+        # JSON.stringify's form: no spaces, non-ASCII as itself.
+        value = json.dumps(storage_value(blob), ensure_ascii=False, separators=(",", ":"))
+        data: Any = {STORAGE_KEY.format(agent_id=namespace): value}
     else:
         data = blob
     path = Path(dest)

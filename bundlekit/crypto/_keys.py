@@ -392,10 +392,15 @@ class SignatureKey(KeySpec):
     source = "signature"
 
     def __init__(self, sig: bytes) -> None:
-        self._sig = normalize_signature(bytes(sig))
+        self._raw = bytes(sig)
+        self._sig = normalize_signature(self._raw)
 
     def _signature(self) -> bytes:
         return self._sig
+
+    def _signature_as_given(self) -> bytes:
+        """The 65 bytes as the user gave them (three.ws hashes those, with no normalisation)."""
+        return self._raw
 
     def _ikm(self, namespace: str, salt: bytes, kdf: Mapping[str, Any]) -> bytes:
         return self._sig

@@ -6,7 +6,9 @@ ciphertext || tag(16)``, with no associated data, under the key::
     key = HKDF-SHA256(ikm = SHA-256(signature), salt = 32 zero bytes, info = "agent-3d-memory-aes-gcm")
 
 where ``signature`` is the 65-byte EIP-191 personal_sign signature of
-``"agent-3d:memory:v1:" + agentId``. It is weaker than ``bundlekit-enc/1`` on
+``"agent-3d:memory:v1:" + agentId``, its bytes hashed as given (the runtime's
+``deriveEncryptionKey`` in ``src/memory/crypto.js`` of ``nirholas/three.ws``;
+bundlekit-enc/1 normalises v and s, this form does not). It is weaker than ``bundlekit-enc/1`` on
 purpose of compatibility only: nothing binds a file to its name (a file moved
 or swapped within one agent's memory still decrypts), there is no key
 commitment (a wrong key shows up as a failed file), and the whole file is one
@@ -29,18 +31,21 @@ from bundlekit.crypto._keys import KeySpec, PrivateKeySigner, Rng, SignatureKey,
 from bundlekit.errors import HeaderDecryptionError, KeySourceError, PayloadDecryptionError, UsageError
 
 __all__ = [
-    "THREEWS_MESSAGE_PREFIX",
-    "THREEWS_INFO",
     "IV_SIZE",
+    "THREEWS_INFO",
+    "THREEWS_MESSAGE_PREFIX",
+    "THREEWS_SCHEME",
     "ThreewsKey",
-    "threews_message",
+    "threews_decrypt",
+    "threews_encrypt",
     "threews_key",
     "threews_key_from_spec",
-    "threews_encrypt",
-    "threews_decrypt",
+    "threews_message",
 ]
 
 THREEWS_MESSAGE_PREFIX: Final = "agent-3d:memory:v1:"
+#: ``manifest["encryption"]["scheme"]`` of a bundle built with ``--compat three.ws``.
+THREEWS_SCHEME: Final = "three.ws"
 THREEWS_INFO: Final = b"agent-3d-memory-aes-gcm"
 IV_SIZE: Final = 12
 _TAG_SIZE: Final = 16
@@ -73,11 +78,14 @@ class ThreewsKey:
 def threews_key(signature: bytes) -> ThreewsKey:
     """Derive the three.ws key from a 65-byte signature of :func:`threews_message`.
 
-    The signature is first put in the form browser wallets return (v = 27/28,
-    low s), so the v = 0/1 or high-s encodings other tools emit reach the same
-    key the runtime used. Raises ``KeySourceError`` for a malformed signature.
+    The bytes are hashed as given, as the runtime's ``deriveEncryptionKey``
+    does (``crypto.js``: the wallet's hex decoded, no v or s normalisation), so
+    a signature in another encoding (v = 0/1, high s) gives another key, as it
+    would in the runtime. The signature is still checked to be a well-formed
+    secp256k1 signature. Raises ``KeySourceError`` for a malformed one.
     """
-    sig = normalize_signature(bytes(signature))
+    sig = bytes(signature)
+    normalize_signature(sig)  # the checks only: length, v, r and s ranges
     ikm = hashlib.sha256(sig).digest()
     return ThreewsKey(_hkdf(ikm, bytes(32), THREEWS_INFO, 32))
 
@@ -91,9 +99,10 @@ def threews_key_from_spec(spec: KeySpec, agent_id: str) -> ThreewsKey:
     """
     message = threews_message(agent_id)
     if isinstance(spec, PrivateKeySigner):
+        # eth-account signs with v = 27/28 and a low s, as browser wallets do: the runtime's bytes.
         return threews_key(spec.sign(message))
     if isinstance(spec, SignatureKey):
-        return threews_key(spec._signature())
+        return threews_key(spec._signature_as_given())
     raise KeySourceError(
         "three.ws memory is keyed by a wallet signature; give --signature-env, --signature-file "
         "or --private-key-env (sign: " + message + ")"

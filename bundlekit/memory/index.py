@@ -1,51 +1,124 @@
-"""The ``MEMORY.md`` index: regenerated from the memory files on every change, never trusted.
+"""The ``MEMORY.md`` index: the one renderer and the one parser of its link lines.
 
-Layout (specs/memory.md, "Index"): ``# Agent Memory``; then for each
-non-empty type, in the order user, feedback, project, reference, a blank
-line, ``## <Title>`` and one line per memory sorted by key (code-point
-order): ``- Name (`key.md`) — description``. At most :data:`MAX_INDEX_LINES`
+The index is regenerated from the memory files on every change and never
+trusted as data. Its form is the one three.ws's runtime writes and reads
+(``_rebuildIndex`` in ``src/memory/index.js`` of ``nirholas/three.ws``) and
+Claude Code reads (specs/memory.md, "Index")::
+
+    # Memory
+
+    ## User
+    - [Name](key.md) — description
+
+    ## Feedback
+    ...
+
+Sections come in the order user, feedback, project, reference (empty ones left
+out), lines sorted by key in code-point order. At most :data:`MAX_INDEX_LINES`
 lines: past that the tail is cut and a last line says how many memories were
 left out.
 
-The same renderer draws the plaintext index of an encrypted bundle: only the
-line changes (:func:`linked_index_line`, passed as ``line``), so the layout
-and the line limit cannot drift apart.
+An encrypted bundle's plaintext index has the same layout, but each line links
+the encrypted file by CID the way three.ws's ``_rebuildEncryptedIndex`` does:
+``- [key.md](ipfs://<cid>) — description`` (the `` — description`` part left
+out when redacted). Pass ``links`` to :func:`render_index`.
+
+Text inside a line never holds ``[``, ``]`` or ``\\``: they are written as the
+HTML character references ``&#91;``, ``&#93;``, ``&#92;`` (and ``&`` as
+``&amp;`` where it would start one of those), which every Markdown reader
+shows as the character and which cannot close a link early or forge one:
+three.ws's link pattern has no escapes. :func:`parse_index` decodes them (and
+CommonMark's backslash escapes, for indexes written by others).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol
 
-from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord
+from bundlekit.memory.record import MEMORY_TYPES
 
 __all__ = [
     "INDEX_TITLE",
     "MAX_INDEX_LINES",
     "SECTION_TITLES",
-    "index_line",
-    "linked_index_line",
+    "IndexLink",
+    "IndexRecord",
+    "link_line",
     "omitted_line",
+    "parse_index",
     "render_index",
+    "render_links",
 ]
 
-INDEX_TITLE = "# Agent Memory"
+INDEX_TITLE = "# Memory"
 SECTION_TITLES = {"user": "User", "feedback": "Feedback", "project": "Project", "reference": "Reference"}
 MAX_INDEX_LINES = 200
+_DASH = "\u2014"  # EM DASH, between spaces, before a description
 
 
-def index_line(record: MemoryRecord) -> str:
-    """The index line of one memory."""
-    return f"- {record.name} (`{record.key}.md`) — {record.description}"
+class IndexRecord(Protocol):
+    """What the index needs of a memory: a ``MemoryRecord``, or a row of a derived index."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
 
 
-def linked_index_line(record: MemoryRecord, cid: str, *, redact: bool = False) -> str:
-    """The index line of one memory in an encrypted bundle: it links the encrypted file by CID.
+class IndexLink(NamedTuple):
+    """One link line of an index: its link text, its target and the text after the dash ("" if none)."""
 
-    ``- Name ([<key>.md](ipfs://<cid>)) — description``; with ``redact`` the
-    `` — description`` part is left out (names stay visible by design).
+    title: str
+    target: str
+    description: str
+
+
+_ESCAPES = {"[": "&#91;", "\\": "&#92;", "]": "&#93;"}
+_NEEDS_ESCAPE = re.compile(r"[\[\]\\]|&(?=#9[123];|amp;)")
+# CommonMark: a backslash escapes ASCII punctuation only.
+_DECODE = re.compile(r"&(#91|#92|#93|amp);|\\([!-/:-@\[-`{-~])")
+_DECODED = {"#91": "[", "#92": "\\", "#93": "]", "amp": "&"}
+# ``- [Title](target) — text``; bullet ``-``, ``*`` or ``+``; the dash may be an em dash, an en dash,
+# ``-`` or ``--``; the text is optional. A backslash escapes a bracket in the title (CommonMark).
+_LINK = re.compile(
+    r"^\s*[-*+]\s*\[(?P<title>(?:\\.|[^\]\\])*)\]\((?P<target>[^)\s]+)\)"
+    r"\s*(?:(?:\u2014|\u2013|-{1,2})\s*(?P<text>.*?))?\s*$"
+)
+
+
+def _escape(text: str) -> str:
+    """``text`` as it may stand in an index line: one line, no bracket or backslash (see the module)."""
+    flat = " ".join(text.replace("\t", " ").splitlines()).strip()
+    return _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), "&amp;"), flat)
+
+
+def _unescape(text: str) -> str:
+    return _DECODE.sub(lambda m: _DECODED[m.group(1)] if m.group(1) else m.group(2), text)
+
+
+def link_line(title: str, target: str, description: str | None = None) -> str:
+    """``- [title](target) — description`` (without the dash part when ``description`` is None or empty).
+
+    ``title`` and ``description`` are escaped (module docstring); ``target``
+    is written as given and must not hold ``)`` or white space.
     """
-    line = f"- {record.name} ([{record.key}.md](ipfs://{cid}))"
-    return line if redact else f"{line} — {record.description}"
+    line = f"- [{_escape(title)}]({target})"
+    text = _escape(description) if description is not None else ""
+    return f"{line} {_DASH} {text}" if text else line
+
+
+def render_links(rows: Iterable[tuple[str, str, str]]) -> str:
+    """Link lines for ``(title, target, description)`` rows in the given order, each ending in a newline."""
+    return "".join(link_line(title, target, description) + "\n" for title, target, description in rows)
 
 
 def omitted_line(count: int) -> str:
@@ -54,25 +127,39 @@ def omitted_line(count: int) -> str:
     return f"_{count} more {noun} not listed: the index stops at {MAX_INDEX_LINES} lines._"
 
 
+def _record_line(record: IndexRecord, links: Mapping[str, str] | None, redact: bool) -> str:
+    filename = f"{record.key}.md"
+    if links is None:
+        return link_line(record.name, filename, record.description)
+    return link_line(filename, f"ipfs://{links[record.key]}", None if redact else record.description)
+
+
 def render_index(
-    records: Iterable[MemoryRecord], *, line: Callable[[MemoryRecord], str] = index_line
+    records: Iterable[IndexRecord], *, links: Mapping[str, str] | None = None, redact: bool = False
 ) -> str:
-    """Render the index text (ending in a newline) for ``records``, one ``line(record)`` per memory."""
-    by_type: dict[str, list[MemoryRecord]] = {t: [] for t in MEMORY_TYPES}
+    """Render the index text (ending in a newline) of ``records``.
+
+    Plain: ``- [name](key.md) — description`` per memory. With ``links`` (key
+    -> CID text of the encrypted file) the encrypted form
+    ``- [key.md](ipfs://<cid>) — description``, and with ``redact`` the
+    description is left out. Records are read through :class:`IndexRecord`
+    (``key``, ``name``, ``description``, ``type`` in the four types).
+    """
+    by_type: dict[str, list[IndexRecord]] = {t: [] for t in MEMORY_TYPES}
     for record in records:
         by_type[record.type].append(record)
     lines = [INDEX_TITLE]
     total = sum(len(section) for section in by_type.values())
     for memory_type in MEMORY_TYPES:
-        section = by_type[memory_type]
+        section: Sequence[IndexRecord] = by_type[memory_type]
         if not section or len(lines) > MAX_INDEX_LINES:
             continue
-        section.sort(key=lambda r: r.key)
+        section = sorted(section, key=lambda r: r.key)
         lines.append("")
         lines.append(f"## {SECTION_TITLES[memory_type]}")
         # Format only what can be kept (plus one line to know the limit is passed): the rest is counted.
         room = MAX_INDEX_LINES + 1 - len(lines)
-        lines.extend(line(r) for r in section[: max(room, 0)])
+        lines.extend(_record_line(r, links, redact) for r in section[: max(room, 0)])
     if len(lines) > MAX_INDEX_LINES:
         kept = lines[: MAX_INDEX_LINES - 1]
         # Do not end on a blank line or a heading with no entries under it.
@@ -81,3 +168,19 @@ def render_index(
         left_out = total - sum(1 for text in kept if text.startswith("- "))
         lines = [*kept, omitted_line(left_out)]
     return "\n".join(lines) + "\n"
+
+
+def parse_index(text: str) -> list[IndexLink]:
+    """Every link line of an index, in order, decoded; other lines (headings, prose) are ignored.
+
+    Reads what :func:`render_index` and :func:`render_links` write (so
+    ``parse_index(render_links(rows)) == rows`` for one-line text), and the
+    variants other writers use: bullets ``*`` and ``+``, an en dash or hyphens
+    before the description, backslash escapes in the title.
+    """
+    out: list[IndexLink] = []
+    for line in text.splitlines():
+        m = _LINK.match(line)
+        if m:
+            out.append(IndexLink(_unescape(m.group("title")), m.group("target"), _unescape(m.group("text") or "")))
+    return out

@@ -1,15 +1,18 @@
-"""One memory file: YAML frontmatter plus a Markdown body, parsed and rendered canonically.
+"""One memory file: frontmatter plus a Markdown body, parsed and rendered canonically.
 
-Parsing goes through python-frontmatter with a YAML loader that does *not*
-turn unquoted timestamps into ``datetime`` objects, so every value reads back
-as the plain scalar it was written as and unknown keys survive untouched.
+Parsing splits the ``---`` fences with python-frontmatter and reads the YAML
+with :func:`bundlekit.memory.frontmatter.load_frontmatter` (bounded, no
+aliases or tags, timestamps left as the strings written), so every value reads
+back as the plain scalar it was written as and unknown keys survive untouched.
 ``created`` and ``updated`` are then normalised to ``YYYY-MM-DDTHH:MM:SSZ``.
 
 Rendering is deterministic: the keys come in a fixed order (required, then
 ``revision``, then the optional known keys, then unknown keys in their
-original order) and values are dumped by PyYAML's pure-Python safe dumper, so
-every machine produces the same bytes. Strings that a YAML reader would take
-for timestamps (our ``created``/``updated``) come out quoted.
+original order) and every value is written plain, lists and mappings in flow
+style (:func:`bundlekit.memory.frontmatter.dump_frontmatter`), so YAML readers
+and three.ws's line reader see the same text and every machine writes the
+same bytes. A value of a schema key with no such form is refused; an unknown
+key's is double-quoted.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ from datetime import date, datetime
 from functools import cached_property
 from typing import Any
 
-import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from bundlekit.errors import FrontmatterError
+from bundlekit.memory.frontmatter import (
+    YAML_TIMESTAMP_TAG,
+    dump_frontmatter,
+    load_frontmatter,
+    plain_problem,
+    without_timestamps,
+)
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
 
 __all__ = [
@@ -35,6 +44,7 @@ __all__ = [
     "MemoryRecord",
     "parse_memory_file",
     "render_memory_file",
+    "unplain_keys",
     "validate_meta",
     "without_timestamps",
 ]
@@ -56,51 +66,8 @@ KNOWN_ORDER = (
     "important",
 )
 OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
-YAML_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
-
-
-def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
-    """A YAML class's ``yaml_implicit_resolvers`` without the timestamp one: dates stay the text written."""
-    return {
-        first: [(tag, regexp) for tag, regexp in entries if tag != YAML_TIMESTAMP_TAG]
-        for first, entries in resolvers.items()
-    }
-
-
-_Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
-
-
-class _Dumper(yaml.SafeDumper):
-    """Pure-Python safe dumper (identical output everywhere) that never writes anchors/aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-# PyYAML may emit NEL / LINE SEPARATOR / PARAGRAPH SEPARATOR inside plain or single-quoted
-# scalars, where a reader folds them into spaces. Double quotes escape them, so they read back.
-_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = '"' if any(ch in data for ch in _YAML_BREAKS) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
-class _Handler(YAMLHandler):
-    def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_Loader)
-
-
-_HANDLER = _Handler()
+# Only the fence splitting of python-frontmatter is used; the YAML is read by load_frontmatter.
+_HANDLER = YAMLHandler()
 
 
 @dataclass(frozen=True)
@@ -251,12 +218,9 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
         fm_text, body = _HANDLER.split(text.strip())
     except ValueError as exc:
         raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line") from exc
-    try:
-        loaded = _HANDLER.load(fm_text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" near frontmatter line {mark.line + 1}" if mark is not None else ""
-        raise FrontmatterError(f"{where}: frontmatter is not valid YAML{line}; fix the syntax") from exc
+    # python-frontmatter's split keeps the newline after the opening fence: line 0 of fm_text is that fence.
+    fence_line = text[: len(text) - len(text.lstrip())].count("\n") + 1
+    loaded = load_frontmatter(fm_text, where=where, first_line=fence_line)
     if not isinstance(loaded, dict):
         raise FrontmatterError(f"{where}: frontmatter must be a YAML mapping of keys to values")
     validate_meta(loaded, where)
@@ -278,12 +242,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
+def unplain_keys(meta: Mapping[str, Any]) -> list[str]:
+    """The schema keys of ``meta`` whose text has no plain form (``render_memory_file`` refuses them)."""
+    out = []
+    for name in KNOWN_ORDER:
+        value = meta.get(name)
+        texts = value if isinstance(value, list) else [value]
+        flow = isinstance(value, list)
+        if any(isinstance(t, str) and plain_problem(t, flow=flow) is not None for t in texts):
+            out.append(name)
+    return out
+
+
+def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = True) -> str:
     """Render frontmatter and body into the canonical text of a memory file.
 
     The frontmatter is validated first (:class:`FrontmatterError`); the body is
     stripped of surrounding whitespace. Layout: ``---``, the YAML, ``---``, a
     blank line, the body, a final newline (no blank line or body when empty).
+    A schema key's text with no plain form is refused; with ``strict=False``
+    (imports of foreign files, which report :func:`unplain_keys`) it is
+    double-quoted instead.
     """
     validate_meta(meta, str(meta.get("name") or "memory"))
     ordered: dict[str, Any] = {}
@@ -296,20 +275,7 @@ def render_memory_file(meta: Mapping[str, Any], body: str) -> str:
     plain = _plain(ordered)
     for name in ("created", "updated"):
         plain[name] = format_timestamp(parse_timestamp(plain[name]))
-    try:
-        dumped = yaml.dump(
-            plain,
-            Dumper=_Dumper,
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=False,
-            width=1_000_000,  # one line per scalar: no folding that depends on length
-        )
-    except yaml.YAMLError as exc:
-        raise FrontmatterError(
-            f"{meta.get('name')!r}: a frontmatter value is not plain data (strings, numbers, booleans, "
-            "lists, mappings) and cannot be written as YAML"
-        ) from exc
+    dumped = dump_frontmatter(plain, where=str(meta.get("name") or "memory"), strict=KNOWN_ORDER if strict else ())
     body = body.strip()
     text = f"---\n{dumped}---\n"
     return f"{text}\n{body}\n" if body else text

@@ -19,13 +19,13 @@ from .conftest import CREATED
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
 
-# sha256 of render_encrypted_index's bytes as rendered by the former copy of the
-# index layout in bundle/build.py (before memory/index.py became the one renderer).
+# sha256 of render_encrypted_index's bytes in three.ws's encrypted link form
+# (``- [key.md](ipfs://cid) — description``, issue 11), pinned so the one renderer cannot drift.
 PINNED = {
-    (3, False): "89bfb1685035df6a0b68396929826245376ab9b6d6198da0479f719678ed0582",
-    (3, True): "5221f4bb9469b8235ff99030821ca39821b728dc45e3964a99a4521444281f9c",
-    (260, False): "42dd99068cf81c6224e80bfb3f96e47d79ea1a2a548a4c56eef88cc420d2fac3",
-    (260, True): "b708da4cba5c8356939c58be3a0993e9ff14f73d4cc94f5d5df24f9f06eb0547",
+    (3, False): "896cf6e92b7df5d78422a15450c3b77ded6a0df5cee59991a079f7cd4145743d",
+    (3, True): "b3db9a3d8a2ec79fe84d8db79c07567ddf54a21e62172ebf01287de4e471aa58",
+    (260, False): "c2b175bcb23e590f12d8952022fa61418f0294cd6e0b3c6d50a7b7d956701539",
+    (260, True): "d6fd5880d5aab80aa661e4b03148a1ed17a684d0eaaae5f138cfa2696ad71e51",
 }
 
 

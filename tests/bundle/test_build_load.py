@@ -163,7 +163,8 @@ def test_memory_load_delegates_to_the_loader(tree: Path, tmp_path: Path) -> None
 
 
 def test_a_seed_003_style_loader_can_fetch_the_index_and_its_links(tree: Path, tmp_path: Path) -> None:
-    """Plain fetches of <base>memory/MEMORY.md and the files it links, as seed 003's loader does."""
+    """Plain fetches of <base>memory/MEMORY.md and the files it links, as seed 003's loader does
+    (three.ws's _loadIPFS link pattern, src/memory/index.js of nirholas/three.ws)."""
     import re
 
     import httpx
@@ -172,7 +173,7 @@ def test_a_seed_003_style_loader_can_fetch_the_index_and_its_links(tree: Path, t
     with serve_in_thread(cars=[result.car]) as server, httpx.Client() as client:
         base = f"{server.url}/ipfs/{cid_to_str(result.root)}/"
         index = client.get(base + "memory/MEMORY.md").text
-        links = re.findall(r"\(`([^`]+\.md)`\)", index)
+        links = [target for _title, target in re.findall(r"\[([^\]]+)\]\(([^)]+\.md)\)", index)]
         assert sorted(links) == ["feedback_tone.md", "project_season.md", "reference_reel.md", "user_role.md"]
         assert "Plays as a winger" in client.get(base + "memory/user_role.md").text
         assert client.get(base + "manifest.json").json()["format"] == "bundlekit/1"

@@ -54,14 +54,14 @@ def test_encrypted_layout_has_enc_files_and_a_plaintext_index(enc: BundleResult)
 def test_encrypted_index_links_each_file_by_cid(enc: BundleResult) -> None:
     index = _stored(enc, "memory/MEMORY.md").decode()
     cid = enc.manifest["memory"]["files"]["memory/user_role.md.enc"]["cid"]
-    assert f"- Role ([user_role.md](ipfs://{cid})) \u2014 Argentina fan" in index
-    assert index.startswith("# Agent Memory\n\n## User\n")
+    assert f"- [user_role.md](ipfs://{cid}) \u2014 Argentina fan" in index
+    assert index.startswith("# Memory\n\n## User\n")
 
 
 def test_redacted_index_leaves_descriptions_out(tree: Path, tmp_path: Path) -> None:
     result = build_bundle(tree, tmp_path / "r.car", created=CREATED, key=KEY, redact_index=True)
     index = _stored(result, "memory/MEMORY.md").decode()
-    assert "Argentina" not in index and "Role ([user_role.md](ipfs://" in index
+    assert "Argentina" not in index and "- [user_role.md](ipfs://" in index
     assert "Argentina" not in result.car.read_bytes().decode("latin-1")
 
 

@@ -70,7 +70,7 @@ def test_index_lists_memories_by_type() -> None:
         ]
     )
     assert tree_to_blob(tree, namespace=None)["index"] == (
-        "# Agent Memory\n\n## User\n- U (`u.md`) — du\n\n## Reference\n- R (`r.md`) — dr\n"
+        "# Memory\n\n## User\n- [U](u.md) — du\n\n## Reference\n- [R](r.md) — dr\n"
     )
 
 
@@ -156,3 +156,50 @@ def test_encrypted_export_reads_back(threews_blob: dict[str, Any], tmp_path: Pat
 def test_index_listed_as_a_file_is_not_a_memory(threews_blob: dict[str, Any]) -> None:
     blob = {**threews_blob, "files": {**threews_blob["files"], "MEMORY.md": "# Agent Memory\n"}}
     assert sorted(by_key(blob_to_tree(blob))) == ["feedback_tone", "reference_reel"]
+
+
+# --- the runtime's localStorage value (``_persist`` in src/memory/index.js of nirholas/three.ws) ----------
+
+
+def test_storage_value_is_the_runtimes_index_text_files_and_timeline(
+    threews_blob: dict[str, Any], tmp_path: Path
+) -> None:
+    write_threews(blob_to_tree(threews_blob), tmp_path / "ls.json", namespace="agent-7", storage=True)
+    value = json.loads(json.loads((tmp_path / "ls.json").read_text())["agent:agent-7:memory"])
+    assert list(value) == ["index", "files", "timeline"]
+    assert value["index"]["text"].startswith("# Memory\n\n## Feedback\n- [Tone](feedback_tone.md) — ")
+
+
+def test_storage_value_keeps_the_last_200_timeline_events(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    events = [{"ts": f"2026-04-14T12:{i // 60:02d}:{i % 60:02d}Z", "type": "tick", "n": i} for i in range(250)]
+    tree = blob_to_tree({**threews_blob, "timeline": events})
+    write_threews(tree, tmp_path / "ls.json", namespace="agent-7", storage=True)
+    value = json.loads(json.loads((tmp_path / "ls.json").read_text())["agent:agent-7:memory"])
+    assert [ev["n"] for ev in value["timeline"]] == list(range(50, 250))
+
+
+def test_storage_value_is_written_as_json_stringify_writes_it(threews_blob: dict[str, Any], tmp_path: Path) -> None:
+    write_threews(blob_to_tree(threews_blob), tmp_path / "ls.json", namespace="agent-7", storage=True)
+    raw = json.loads((tmp_path / "ls.json").read_text())["agent:agent-7:memory"]
+    assert raw == json.dumps(json.loads(raw), ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_runtime_storage_value_with_index_text_reads(threews_blob: dict[str, Any]) -> None:
+    value = {"index": {"text": "# Memory\n"}, "files": threews_blob["files"], "timeline": []}
+    blob = read_blob({"agent:a1:memory": json.dumps(value)})
+    assert (blob["index"], blob["namespace"]) == ("# Memory\n", "a1")
+
+
+def test_yaml_failure_falls_back_to_the_runtimes_line_reader_with_a_warning(threews_blob: dict[str, Any]) -> None:
+    text = THREEWS_REEL.replace("description: shared Drive folder where user stores match clips",
+                                "description: Drive: shared folder")
+    tree = blob_to_tree({**threews_blob, "files": {"reference_reel.md": text}})
+    assert tree.entries[0].meta["description"] == "Drive:\u00a0shared folder"
+    assert any("read line by line" in w for w in tree.warnings)
+
+
+def test_export_writes_strings_as_the_runtime_writes_them(threews_blob: dict[str, Any]) -> None:
+    tree = blob_to_tree(threews_blob)
+    tree.entries[0].meta["description"] = "He said \"go\": now"
+    text = tree_to_blob(tree, namespace="agent-7")["files"]["feedback_tone.md"]
+    assert "\ndescription: He said \"go\": now\n" in text

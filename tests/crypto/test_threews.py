@@ -47,3 +47,20 @@ def test_the_text_form_is_plain_base64_and_accepts_surrounding_whitespace() -> N
     text = threews_encrypt(b"", key)
     assert text.isascii() and "\n" not in text
     assert threews_decrypt("  " + text + "\n", key) == b""
+
+
+def test_the_signature_is_hashed_as_given_like_the_runtime() -> None:
+    """three.ws's deriveEncryptionKey (src/memory/crypto.js, nirholas/three.ws) hashes the wallet's bytes
+    as they come: the same signature written with v = 0/1 is another key there, and so here."""
+    sig = PrivateKeySigner(TEST_KEY).sign(threews_message("a1"))
+    as_v0 = sig[:64] + bytes([sig[64] - 27])
+    text = threews_encrypt(b"memory", threews_key_from_spec(SignatureKey(as_v0), "a1"))
+    assert threews_decrypt(text, threews_key(as_v0)) == b"memory"
+    with pytest.raises(PayloadDecryptionError):
+        threews_decrypt(text, threews_key(sig))
+
+
+def test_bundlekit_enc_still_normalises_the_signature() -> None:
+    sig = PrivateKeySigner(TEST_KEY).sign("any message")
+    as_v0 = sig[:64] + bytes([sig[64] - 27])
+    assert SignatureKey(as_v0)._signature() == SignatureKey(sig)._signature()

@@ -123,7 +123,7 @@ WRITES: list[tuple[str, str, dict[str, Any]]] = [
         "project_knee_rehab",
         {
             "name": "Knee rehab",
-            "description": "physio plan: strength work twice a week, no jumping until May",
+            "description": "physio plan, strength work twice a week, no jumping until May",
             "type": "project",
             "body": "Physio plan after the March knee strain: single-leg squats and bridges twice\n"
             "a week; no box jumps or sprint starts until the May check-up.",

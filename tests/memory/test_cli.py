@@ -32,7 +32,7 @@ WRITE = ["write", "user_role", "--name", "Role", "--description", "plays 5-a-sid
 def test_init_creates_the_tree(run: Any, tree: Path) -> None:
     result = run("init")
     assert result.exit_code == 0
-    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == "# Agent Memory\n"
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == "# Memory\n"
     assert (tree / "timeline").is_dir()
 
 
@@ -129,7 +129,7 @@ def test_recall_json_lists_hits_best_first(run: Any) -> None:
 def test_context_respects_max_tokens(run: Any) -> None:
     run(*WRITE, "--body", "x" * 4000)
     small = run("context", "--max-tokens", "50").stdout
-    assert "xxxx" not in small and small.startswith("# Agent Memory")
+    assert "xxxx" not in small and small.startswith("# Memory")
     assert "x" * 4000 in run("context").stdout
 
 

@@ -23,13 +23,13 @@ def _small_tree(mem: Memory, clock: Clock) -> None:
 def test_context_block_layout_is_exact_for_a_fixed_clock(mem: Memory, clock: Clock) -> None:
     _small_tree(mem, clock)
     assert mem.context_block() == (
-        "# Agent Memory\n"
+        "# Memory\n"
         "\n"
         "## Feedback\n"
-        "- Tone (`feedback_tone.md`) — direct\n"
+        "- [Tone](feedback_tone.md) — direct\n"
         "\n"
         "## Reference\n"
-        "- Reel (`reference_reel.md`) — clips\n"
+        "- [Reel](reference_reel.md) — clips\n"
         "\n"
         "## Memory files\n"
         "\n"

@@ -40,7 +40,7 @@ def test_missing_revision_reads_as_revision_one() -> None:
     assert parse_memory_file(SEED_TONE).revision == 1
 
 
-def test_render_uses_fixed_key_order_and_quoted_timestamps() -> None:
+def test_render_uses_fixed_key_order_plain_timestamps_and_flow_lists() -> None:
     meta = {
         "zeta": 1,
         "important": True,
@@ -56,13 +56,12 @@ def test_render_uses_fixed_key_order_and_quoted_timestamps() -> None:
         "name: Tone\n"
         "description: direct critique\n"
         "type: feedback\n"
-        "created: '2026-03-22T09:00:00Z'\n"
-        "updated: '2026-04-14T12:03:12Z'\n"
+        "created: 2026-03-22T09:00:00Z\n"
+        "updated: 2026-04-14T12:03:12Z\n"
         "revision: 3\n"
         "source: s4\n"
         "decay: 30d\n"
-        "tags:\n"
-        "- a\n"
+        "tags: [a]\n"
         "important: true\n"
         "zeta: 1\n"
         "---\n"
@@ -155,10 +154,12 @@ def test_body_lines_that_look_like_fences_stay_in_the_body() -> None:
     assert record.body == body
 
 
-def test_awkward_strings_are_quoted_and_read_back_unchanged() -> None:
-    meta = {**VALID_META, "name": "Tone: #1 - 'direct' \"critique\"", "description": "yes", "note": "null"}
-    record = parse_memory_file(render_memory_file(meta, "b"))
-    assert record.name == meta["name"] and record.description == "yes" and record.meta["note"] == "null"
+def test_awkward_plain_strings_are_written_unquoted_and_read_back_unchanged() -> None:
+    meta = {**VALID_META, "name": "Tone no.1 - 'direct' \"critique\"", "description": "a:b, c#d, 50% café", "note": "x"}
+    text = render_memory_file(meta, "b")
+    record = parse_memory_file(text)
+    assert record.name == meta["name"] and record.description == meta["description"]
+    assert "name: Tone no.1 - 'direct' \"critique\"\n" in text
 
 
 def test_value_that_is_not_plain_data_is_refused() -> None:

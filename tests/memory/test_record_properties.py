@@ -1,13 +1,17 @@
-"""Property tests: any plain-data frontmatter and body survive render -> parse, and rendering is a fixed point."""
+"""Property tests: any plain-data frontmatter and body survive render -> parse, and rendering is a fixed point;
+any text either renders and reads back unchanged or is refused with FrontmatterError."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundlekit.errors import FrontmatterError
 from bundlekit.memory import parse_memory_file, render_memory_file
+from bundlekit.memory.frontmatter import plain_problem
 
 BASE = {
     "name": "N",
@@ -16,17 +20,23 @@ BASE = {
     "created": "2026-03-22T09:00:00Z",
     "updated": "2026-04-14T12:03:12Z",
 }
-# Scalars YAML keeps exactly: no floats (repr drift), no surrogates.
+# Scalars YAML keeps exactly: no floats (repr drift), no surrogates; text that has a plain form
+# (anything else is refused on write, tested below).
+plain_text = st.text(
+    st.characters(whitelist_categories=("L", "N", "Zs"), whitelist_characters="-_.'\"/()%@!?"),
+    min_size=1,
+    max_size=30,
+).filter(lambda t: plain_problem(t, flow=True) is None)
 scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**12), max_value=10**12),
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    plain_text,
 )
 values = st.recursive(
     scalars,
     lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)
+        st.lists(inner, max_size=4) | st.dictionaries(plain_text, inner, max_size=4)
     ),
     max_leaves=8,
 )
@@ -54,3 +64,30 @@ def test_unknown_keys_and_body_round_trip(extra: dict[str, Any], body: str) -> N
     assert list(record.meta)[len(BASE) :] == list(extra)
     assert record.body == body.strip()
     assert render_memory_file(record.meta, record.body) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=30))
+def test_schema_text_is_written_plain_or_refused(value: str) -> None:
+    try:
+        text = render_memory_file({**BASE, "source": value, "tags": [value]}, "b")
+    except FrontmatterError:
+        assert plain_problem(value, flow=True) is not None
+        return
+    record = parse_memory_file(text)
+    assert record.meta["source"] == value and record.meta["tags"] == [value]
+    # three.ws's reader (first colon, trimmed) sees the same text.
+    assert f"\nsource: {value}\n" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=30))
+def test_any_text_of_an_unknown_key_reads_back_unchanged(value: str) -> None:
+    record = parse_memory_file(render_memory_file({**BASE, "note": value, f"k{value}": [value]}, "b"))
+    assert record.meta["note"] == value and record.meta[f"k{value}"] == [value]
+
+
+def test_refused_text_names_the_key_not_the_value() -> None:
+    with pytest.raises(FrontmatterError, match="'source'") as caught:
+        render_memory_file({**BASE, "source": "sk-secret: value"}, "b")
+    assert "sk-secret" not in str(caught.value)

@@ -130,4 +130,4 @@ def test_index_entry_in_files_is_ignored(source: Memory, mem: Memory, tree: Path
     blob = copy.deepcopy(source.export())
     blob["files"]["MEMORY.md"] = "# forged\n"
     mem.import_(blob)
-    assert (tree / "MEMORY.md").read_text(encoding="utf-8").startswith("# Agent Memory")
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8").startswith("# Memory")

@@ -143,7 +143,8 @@ def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Pat
         memory = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_role").text
         timeline = _get(server, f"/ui/bundle/{result.root_cid}/timeline").text
     assert "encrypted" in home
-    assert "key from key-file" in page and "Season goal" in page  # names come from the plaintext index
+    # file names and descriptions come from the plaintext index (three.ws's encrypted link form)
+    assert "key from key-file" in page and "project_season.md" in page and "a June tournament" in page
     assert "Plays as a" not in page + memory and "no key ever reaches the browser" in memory
     assert "3 encrypted" in timeline
 

@@ -1,0 +1,303 @@
+"""Frontmatter text <-> mapping: a bounded YAML reader, a plain-scalar writer, and three.ws's line reader.
+
+Two kinds of program read a memory file's frontmatter: YAML parsers
+(bundlekit, Claude Code, MassGen) and three.ws's runtime, which splits each
+line at its first ``:`` and trims both sides (``parseFrontmatter`` in
+``src/memory/index.js`` of ``nirholas/three.ws``). :func:`dump_frontmatter`
+writes what both read as the same text: every scalar plain (no quotes, no
+escapes: the line reader would keep them), lists and mappings in YAML flow
+style on their key's line (``tags: [a, b]``: the line reader sees that text as
+the value, never a stray key). For the ``strict`` keys (the memory schema's,
+which three.ws reads), a value that has no such form is refused with
+:class:`FrontmatterError`, naming the key and the reason, never the value;
+other keys (carried data no runtime interprets) fall back to YAML
+double-quoted scalars, which every YAML reader decodes alike
+(specs/memory.md, "Canonical rendering").
+
+:func:`load_frontmatter` reads YAML within budgets, because a file may come
+from anywhere: no anchors or aliases (a few hundred bytes of aliases expand to
+gigabytes), no explicit tags (``!!int ''`` and friends crash constructors), at
+most :data:`MAX_NODES` nodes nested at most :data:`MAX_DEPTH` deep, integers
+within 64 bits. Every failure is a :class:`FrontmatterError` naming the line.
+
+:func:`split_lines` is three.ws's reader, for foreign files YAML cannot read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Container, Mapping
+from typing import Any, Final
+
+import yaml
+
+from bundlekit.errors import FrontmatterError
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT",
+    "MAX_NODES",
+    "YAML_TIMESTAMP_TAG",
+    "dump_frontmatter",
+    "load_frontmatter",
+    "plain_problem",
+    "plainer",
+    "split_lines",
+    "without_timestamps",
+]
+
+MAX_NODES: Final = 10_000
+MAX_DEPTH: Final = 64
+MAX_INT: Final = 2**63 - 1
+YAML_TIMESTAMP_TAG: Final = "tag:yaml.org,2002:timestamp"
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+# Longer than any 64-bit integer in any YAML spelling (binary, with underscores, sexagesimal).
+_MAX_INT_TEXT = 80
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
+    """A YAML class's ``yaml_implicit_resolvers`` without the timestamp one: dates stay the text written."""
+    return {
+        first: [(tag, regexp) for tag, regexp in entries if tag != YAML_TIMESTAMP_TAG]
+        for first, entries in resolvers.items()
+    }
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
+
+
+class _Resolver(yaml.resolver.Resolver):
+    """The implicit typing ``_Loader`` applies, usable without a stream."""
+
+
+class _Analyzer(yaml.SafeDumper):
+    """Only for ``analyze_scalar``: whether PyYAML's emitter may write a string plain."""
+
+
+_Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
+_Resolver.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+_RESOLVER = _Resolver()
+_ANALYZER = _Analyzer(None, allow_unicode=True)  # type: ignore[arg-type]  # never writes
+_INT_BUILDER = yaml.SafeLoader("")
+
+
+def _where_line(where: str, mark: Any, first_line: int) -> str:
+    return f"{where} line {mark.line + first_line}" if mark is not None else f"{where}: frontmatter"
+
+
+def _resolve(value: str) -> str:
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    return tag
+
+
+def _check_int(value: str, where: str, mark: Any, first_line: int) -> None:
+    if len(value) > _MAX_INT_TEXT:
+        raise FrontmatterError(
+            f"{_where_line(where, mark, first_line)}: an integer longer than 64 bits; write it as text"
+        )
+    number = _INT_BUILDER.construct_yaml_int(yaml.ScalarNode(_INT_TAG, value))
+    if abs(number) > MAX_INT:
+        raise FrontmatterError(
+            f"{_where_line(where, mark, first_line)}: an integer outside 64 bits; write it as text"
+        )
+
+
+def _check_events(text: str, where: str, first_line: int) -> None:
+    """Walk the YAML events once, refusing what must never reach the constructor (module docstring)."""
+    nodes = 0
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        mark = event.start_mark
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise FrontmatterError(
+                f"{_where_line(where, mark, first_line)}: YAML anchors and aliases (& and *) are not accepted; write the value out"
+            )
+        if isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            if event.tag is not None:
+                raise FrontmatterError(
+                    f"{_where_line(where, mark, first_line)}: YAML tags (such as !!int or !!bool) are not accepted; "
+                    "write the plain value"
+                )
+            nodes += 1
+            if nodes > MAX_NODES:
+                raise FrontmatterError(
+                    f"{_where_line(where, mark, first_line)}: more than {MAX_NODES} values in the frontmatter"
+                )
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise FrontmatterError(
+                    f"{_where_line(where, mark, first_line)}: values nested more than {MAX_DEPTH} deep"
+                )
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.ScalarEvent) and event.implicit[0] and _resolve(event.value) == _INT_TAG:
+            _check_int(event.value, where, mark, first_line)
+
+
+def load_frontmatter(text: str, *, where: str, first_line: int = 2) -> Any:
+    """Parse frontmatter YAML (timestamps kept as strings) within the module's budgets.
+
+    ``first_line`` is the file's line number of ``text``'s first line (2: right
+    after the opening ``---``), so errors name the line of the file.
+    Returns what the YAML holds (the caller checks it is a mapping). Raises
+    :class:`FrontmatterError` naming ``where`` and the line for bad YAML, an
+    anchor, alias or tag, too many or too deep values, an integer outside 64
+    bits, and anything else a constructor trips on.
+    """
+    try:
+        _check_events(text, where, first_line)
+        return yaml.load(text, Loader=_Loader)
+    except FrontmatterError:
+        raise
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FrontmatterError(
+            f"{_where_line(where, mark, first_line)}: frontmatter is not valid YAML; fix the syntax"
+        ) from exc
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+    ) as exc:
+        raise FrontmatterError(f"{where}: frontmatter holds a value YAML cannot read; fix it") from exc
+
+
+def split_lines(text: str) -> dict[str, str]:
+    """three.ws's frontmatter reader: each line split at its first ``:``, both sides trimmed.
+
+    A line without a colon becomes a key with an empty value; a line with
+    nothing before its colon is skipped; a later key replaces an earlier one.
+    Every value is a string, exactly as three.ws's ``parseFrontmatter`` sees it.
+    """
+    meta: dict[str, str] = {}
+    for line in text.split("\n"):
+        key, _, value = line.partition(":")
+        if not key:
+            continue
+        meta[key.strip()] = value.strip()
+    return meta
+
+
+def plain_problem(value: str, *, flow: bool = False) -> str | None:
+    """Why ``value`` cannot be written as a plain scalar both kinds of reader read alike, or ``None``.
+
+    ``flow`` is for an item inside ``[...]`` or ``{...}``, where ``,`` and
+    brackets are also taken.
+    """
+    if not value:
+        return "is empty (YAML reads an empty value as null)"
+    if value != value.strip():
+        return "has leading or trailing white space (three.ws's reader trims it)"
+    if value.splitlines() != [value]:
+        return "holds a line break"
+    if "---" in value:
+        return "holds '---' (MassGen's and three.ws's readers take it for the end of the frontmatter)"
+    if ": " in value or value.endswith(":"):
+        return "holds ': ' or ends with ':' (YAML reads that only in quotes, and three.ws keeps quotes)"
+    if " #" in value or value.startswith("#"):
+        return "holds ' #' or starts with '#' (YAML reads a comment there)"
+    if _resolve(value) != _STR_TAG:
+        return "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)"
+    analysis = _ANALYZER.analyze_scalar(value)
+    if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
+        where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
+        return (
+            f"starts with {where}, holds a flow indicator or a control character"
+            if flow
+            else (f"starts with {where} or holds a control character such as a tab")
+        )
+    return None
+
+
+def plainer(value: str) -> str:
+    """``value`` with each ``': '`` and ``' #'`` given a no-break space (U+00A0) instead of the space.
+
+    For an importer (which reports it) of values written by three.ws, whose
+    runtime writes them unquoted (``description: Note: written by three.ws``):
+    YAML reads such text only in quotes, which the runtime would then keep.
+    With the no-break space the text looks the same and both kinds of reader
+    read it alike. Nothing else is changed.
+    """
+    return value.replace(": ", ":\u00a0").replace(" #", "\u00a0#")
+
+
+def _quoted(value: str) -> str:
+    dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=1_000_000)
+    return str(dumped).rstrip("\n")
+
+
+def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if abs(value) > MAX_INT:
+            raise FrontmatterError(f"{where}: frontmatter {key!r} holds an integer outside 64 bits; write it as text")
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        # PyYAML's own spelling of a float, which every YAML reader resolves back to the float.
+        return str(yaml.safe_dump(value)).split("\n", 1)[0]
+    if isinstance(value, str):
+        problem = plain_problem(value, flow=flow)
+        if problem is None:
+            return value
+        if not strict:
+            return _quoted(value)
+        raise FrontmatterError(
+            f"{where}: frontmatter {key!r} {problem}; its value is written unquoted so YAML readers "
+            "and three.ws's line reader see the same text: rephrase it"
+        )
+    raise FrontmatterError(
+        f"{where}: frontmatter {key!r} is not plain data (strings, numbers, booleans, lists, mappings) "
+        "and cannot be written as YAML"
+    )
+
+
+def _flow(value: Any, key: str, where: str, strict: bool) -> str:
+    if isinstance(value, Mapping):
+        items = (f"{_flow_key(k, key, where, strict)}: {_flow(v, key, where, strict)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v, key, where, strict) for v in value) + "]"
+    return _scalar(value, key, where, flow=True, strict=strict)
+
+
+def _flow_key(name: Any, key: str, where: str, strict: bool) -> str:
+    if not isinstance(name, str):
+        raise FrontmatterError(f"{where}: frontmatter {key!r} holds a mapping with a key that is not text")
+    return _scalar(name, key, where, flow=True, strict=strict)
+
+
+def dump_frontmatter(meta: Mapping[str, Any], *, where: str, strict: Container[str] = ()) -> str:
+    """The frontmatter lines (each ending in ``\\n``) of ``meta`` in its order: ``key: value``.
+
+    Scalars plain, lists and mappings in flow style on one line (module
+    docstring); a key that is not plain text without ``:`` is double-quoted. A
+    value with no plain form is refused for a key in ``strict`` and
+    double-quoted otherwise.
+    Raises :class:`FrontmatterError` naming ``where`` and the key.
+    """
+    lines = []
+    for key, value in meta.items():
+        if not isinstance(key, str):
+            raise FrontmatterError(f"{where}: frontmatter keys must be text, found a {type(key).__name__} key")
+        # Schema keys are plain words; another key three.ws's reader could not split is quoted.
+        label = key if ":" not in key and plain_problem(key) is None else _quoted(key)
+        if isinstance(value, (Mapping, list, tuple)):
+            lines.append(f"{label}: {_flow(value, key, where, key in strict)}\n")
+        else:
+            lines.append(f"{label}: {_scalar(value, key, where, flow=False, strict=key in strict)}\n")
+    return "".join(lines)
