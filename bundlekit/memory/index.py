@@ -45,6 +45,7 @@ __all__ = [
     "SECTION_TITLES",
     "IndexLink",
     "IndexRecord",
+    "index_line",
     "link_line",
     "omitted_line",
     "parse_index",
@@ -127,10 +128,15 @@ def omitted_line(count: int) -> str:
     return f"_{count} more {noun} not listed: the index stops at {MAX_INDEX_LINES} lines._"
 
 
+def index_line(record: IndexRecord) -> str:
+    """The plain index's line for ``record``: ``- [name](key.md) — description``."""
+    return link_line(record.name, f"{record.key}.md", record.description)
+
+
 def _record_line(record: IndexRecord, links: Mapping[str, str] | None, redact: bool) -> str:
     filename = f"{record.key}.md"
     if links is None:
-        return link_line(record.name, filename, record.description)
+        return index_line(record)
     return link_line(filename, f"ipfs://{links[record.key]}", None if redact else record.description)
 
 

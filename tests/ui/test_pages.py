@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bundlekit.bundle.build import build_bundle
-from bundlekit.bundle.manifest import INDEX_PATH
+from bundlekit.bundle.manifest import INDEX_PATH, canonical_json, make_manifest
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import RawKeyFile
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import FrontmatterError
 from bundlekit.gateway.server import GatewayServer, close_source, make_source
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.ui import model
 from bundlekit.ui.app import CONTENT_SECURITY_POLICY
-from bundlekit.unixfs.importer import import_path
+from bundlekit.unixfs.importer import ListSink, import_file, import_path, import_tree
 from bundlekit.unixfs.profiles import get_profile
 from tests.ui.conftest import XSS_DESCRIPTION, XSS_NAME, Bundles, make_tree, serving_ui
 
@@ -127,11 +130,12 @@ def test_html_inside_a_served_dag_is_sandboxed_away_from_the_interface(tmp_path:
     assert listing.headers["content-security-policy"] == "sandbox"
 
 
-def test_the_index_is_rendered_naming_each_memory_file(ui_server: GatewayServer, bundles: Bundles) -> None:
-    # A plaintext index names files as code (`key.md`), not links; links to key.md are rewritten (test_render).
+def test_the_index_links_open_each_memory_page(ui_server: GatewayServer, bundles: Bundles) -> None:
+    # The index's `- [name](key.md)` links (the three.ws form) point at the interface's memory pages.
     text = _get(ui_server, f"/ui/bundle/{bundles.old}").text
     index = text.split("Index (MEMORY.md)")[1]
-    assert "<h1>Agent Memory</h1>" in index and "<code>user_role.md</code>" in index
+    assert "<h1>Memory</h1>" in index
+    assert f'<a href="/ui/bundle/{bundles.old}/memory/user_role" rel="nofollow noopener noreferrer">Role</a>' in index
 
 
 def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
@@ -173,17 +177,32 @@ HOSTILE_FRONTMATTER = (
 )
 
 
-def test_frontmatter_values_with_no_json_form_show_as_bounded_text(tmp_path: Path) -> None:
+def _foreign_bundle(files: dict[str, bytes], car: Path) -> str:
+    """A bundle CAR made without bundlekit's build (which refuses what another tool may write)."""
+    profile = get_profile()
+    listed = {}
+    for path, data in files.items():
+        entry = import_file(io.BytesIO(data), ListSink(), profile)
+        listed[path] = (entry.cid, len(data))
+    manifest = make_manifest(namespace="coach", created=datetime(2026, 4, 14, tzinfo=UTC), profile=profile.name,
+                             files=listed, timeline=[], encryption=None)
+    with CarFileWriter(car) as writer:
+        result = import_tree([("manifest.json", canonical_json(manifest)), *files.items()], writer, profile)
+        writer.finish(result.root)
+    return cid_to_str(result.root)
+
+
+def test_a_memory_whose_frontmatter_is_refused_shows_the_reason_not_a_crash(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     (tree / "user_odd.md").write_text(HOSTILE_FRONTMATTER, encoding="utf-8")
-    car = tmp_path / "odd.car"
-    result = build_bundle(tree, car, namespace="coach")
-    with serving_ui(car) as server:
-        page = _get(server, f"/ui/bundle/{result.root_cid}/memory/user_odd")
+    with pytest.raises(FrontmatterError):  # bundlekit never builds it ...
+        build_bundle(tree, tmp_path / "x.car")
+    root = _foreign_bundle({"memory/MEMORY.md": b"# Memory\n", "memory/user_odd.md": HOSTILE_FRONTMATTER.encode()},
+                           tmp_path / "odd.car")  # ... but another tool may
+    with serving_ui(tmp_path / "odd.car") as server:
+        page = _get(server, f"/ui/bundle/{root}/memory/user_odd")
     assert page.status_code == 200
-    assert "<th>blob</th><td>b&#39;hello&#39;</td>" in page.text
-    assert "<th>deep</th><td>[[[[" in page.text and "…]]]]" in page.text
-    assert len(page.text) < 200_000  # the anchors' 1,000 items in 'c' are cut at the item budget
+    assert "cannot show this memory" in page.text and "YAML tags (such as !!int or !!bool) are not accepted" in page.text
 
 
 def test_a_bundle_is_read_up_to_the_budget_then_listed_unread(monkeypatch: pytest.MonkeyPatch,
