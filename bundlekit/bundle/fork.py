@@ -72,7 +72,7 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
         index=utf8_text(loaded.files.get(INDEX_NAME, b""), f"{source}: {INDEX_NAME}"),
     )
     blob["files"] = {
-        record.filename: render_memory_file({**record.meta, "source": source}, record.body)
+        record.filename: render_memory_file({**record.meta, "source": source}, record.body, where=record.filename)
         for record in tree.records.values()
     }
     return blob

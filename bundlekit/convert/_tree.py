@@ -32,7 +32,7 @@ def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 def tree_blob(tree: ForeignTree, *, namespace: str | None = None) -> dict[str, Any]:
     """The bundlekit export blob (``memory/0.1``) holding ``tree``'s entries and timeline."""
-    files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body, strict=False) for e in tree.entries}
+    files = {f"{e.key}.md": render_memory_file(ordered_meta(e.meta), e.body, strict=False, where=f"{e.key}.md") for e in tree.entries}
     for e in tree.entries:
         for name in unplain_keys(e.meta):
             tree.warnings.append(

@@ -254,7 +254,7 @@ def unplain_keys(meta: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = True) -> str:
+def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = True, where: str = "memory") -> str:
     """Render frontmatter and body into the canonical text of a memory file.
 
     The frontmatter is validated first (:class:`FrontmatterError`); the body is
@@ -264,7 +264,7 @@ def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = Tru
     (imports of foreign files, which report :func:`unplain_keys`) it is
     double-quoted instead.
     """
-    validate_meta(meta, str(meta.get("name") or "memory"))
+    validate_meta(meta, where)
     ordered: dict[str, Any] = {}
     for name in KNOWN_ORDER:
         if name in meta and meta[name] is not None:
@@ -275,7 +275,8 @@ def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = Tru
     plain = _plain(ordered)
     for name in ("created", "updated"):
         plain[name] = format_timestamp(parse_timestamp(plain[name]))
-    dumped = dump_frontmatter(plain, where=str(meta.get("name") or "memory"), strict=KNOWN_ORDER if strict else ())
+    # ``where`` names the file, never a value: a value may be what the secret guard is about to refuse.
+    dumped = dump_frontmatter(plain, where=where, strict=KNOWN_ORDER if strict else ())
     body = body.strip()
     text = f"---\n{dumped}---\n"
     return f"{text}\n{body}\n" if body else text

@@ -209,7 +209,7 @@ class Memory:
             meta = _new_meta(current, required, given, extra, format_timestamp(self._now()), revision + 1)
             # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
-            text = render_memory_file(meta, body)
+            text = render_memory_file(meta, body, where=filename)
             record = parse_memory_file(text, key=key, where=filename)
             guard_record(record, filename, allow_secrets=allow_secrets)
             self._backend.write(filename, text.encode("utf-8"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.errors import MemoryStoreError, SecretDetectedError
+from bundlekit.errors import FrontmatterError, MemoryStoreError, SecretDetectedError
 from bundlekit.memory import Memory
 
 from .conftest import fields
@@ -147,3 +147,11 @@ def test_a_planted_hidden_folder_link_is_refused(tree: Path, tmp_path: Path) -> 
     with pytest.raises(MemoryStoreError, match="symbolic link"):
         Memory(tree).write("k", **fields())
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_refused_frontmatter_value_is_named_by_its_file_never_echoed(tmp_path: Path) -> None:
+    secret_like = "ghp_" + "a1B2c3D4e5" * 4 + ": more"
+    with pytest.raises(FrontmatterError) as caught:
+        Memory(tmp_path / "m").write("goal", name=secret_like, description="d", type="project", body="b")
+    assert str(caught.value).startswith("goal.md: frontmatter 'name'")
+    assert "ghp_" not in str(caught.value)
