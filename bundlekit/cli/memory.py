@@ -200,28 +200,28 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """List the memories, sorted by key."""
-    records = _mem(ctx, existing=True).list()
-    if as_json:
-        rows = [
-            {
-                "key": r.key,
-                "name": r.name,
-                "description": r.description,
-                "type": r.type,
-                "revision": r.revision,
-                "created": r.meta["created"],
-                "updated": r.meta["updated"],
-                "tags": r.tags,
-                "important": r.important,
-            }
-            for r in records
-        ]
-        output.data_json(rows)
+    mem = _mem(ctx, existing=True)
+    if not as_json:  # the stored lines, one write: no record loaded, no per-line echo
+        lines = mem.list_lines()
+        if lines:
+            output.data("\n".join(lines))
         return
-    if records:  # one write: per-line echo costs more than the rest of the command at 10,000 memories
-        output.data(
-            "\n".join(f"{r.key}\t{r.type}\tr{r.revision}\t{r.meta['updated']}\t{r.name} — {r.description}" for r in records)
-        )
+    records = mem.list()
+    rows = [
+        {
+            "key": r.key,
+            "name": r.name,
+            "description": r.description,
+            "type": r.type,
+            "revision": r.revision,
+            "created": r.meta["created"],
+            "updated": r.meta["updated"],
+            "tags": r.tags,
+            "important": r.important,
+        }
+        for r in records
+    ]
+    output.data_json(rows)
 
 
 @memory.command("forget")

@@ -15,7 +15,7 @@ Tables:
   tick would keep the signature: such rows are compared by content until they
   settle), the ranking basis (salience, ``updated`` in POSIX seconds, decay
   horizon), the context-block piece length and whether a parsed value matches a
-  secret rule;
+  secret rule, and its ``memory list`` line (:func:`list_line`);
 * ``content`` (read only for the memories a command returns): the parsed
   frontmatter as JSON when JSON holds it exactly (else ``NULL``: the raw text is
   parsed again on use), the body and the raw text;
@@ -58,9 +58,10 @@ __all__ = [
     "Ranked",
     "catalog_files",
     "fts5_available",
+    "list_line",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -74,6 +75,11 @@ HALF_LIFE_S = HALF_LIFE.total_seconds()
 NUL_STAND_IN = "\ufffe"  # a Unicode noncharacter
 _RECORD_COLUMNS = "m.key, c.meta, c.body, c.raw, m.salience, m.updated, m.horizon, m.piece"
 _RECORDS = "memory m JOIN content c ON c.id = m.id"
+# ranking.score_of in SQL, from a row's salience s, age in seconds and decay horizon h (parameters: 2 half-lives)
+_SCORE = (
+    "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 ELSE pow(0.5, (age - h) / ?) END)"
+)
+_TOP = 64  # recall first looks for its hits among this many best memories (see Catalog._best_of_top)
 
 
 class CatalogUnusable(Exception):
@@ -168,6 +174,20 @@ def _fold(text: str) -> str:
     return text.casefold().replace("\0", NUL_STAND_IN)
 
 
+def list_line(record: MemoryRecord) -> str:
+    """The memory's line in ``bundlekit memory list``: key, type, revision, updated, name — description
+    (tab-separated). Stored per row so a listing reads one column instead of every record."""
+    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+
+
+@functools.cache
+def _line_format() -> str:
+    """:func:`list_line` of a fixed record: stored lines written by a program with another format (and the
+    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt)."""
+    meta = {"name": "N", "description": "D", "type": "user", "updated": "U", "revision": 2}
+    return list_line(MemoryRecord(key="k", meta=meta, body="", raw=""))
+
+
 def _record(row: Sequence[Any]) -> MemoryRecord:
     key, meta, body, raw, sal, updated, horizon, piece = row
     if meta is None:
@@ -189,7 +209,8 @@ CREATE TABLE memory (
     racy INTEGER NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
     piece INTEGER NOT NULL,
-    secret INTEGER NOT NULL
+    secret INTEGER NOT NULL,
+    line TEXT NOT NULL
 );
 CREATE TABLE content (id INTEGER PRIMARY KEY, meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value INTEGER);
@@ -227,6 +248,9 @@ class Catalog:
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
                 self.fts = bool(self._state("fts"))
                 self._math = _has_pow(conn)
+                stored = conn.execute("SELECT value FROM state WHERE name = 'line_format'").fetchone()
+                if stored is None or stored[0] != _line_format():
+                    raise CatalogUnusable("stored list lines of another format")
         except BaseException:
             conn.close()
             raise
@@ -251,6 +275,7 @@ class Catalog:
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(_FTS if fts else _PLAIN)
+                conn.execute("INSERT INTO state VALUES ('line_format', ?)", (_line_format(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             elif (app, version) != (APPLICATION_ID, SCHEMA_VERSION):
@@ -330,6 +355,14 @@ class Catalog:
             rows = self._conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
         return {file: IndexedFile((ino, mtime, size), bool(racy)) for file, ino, mtime, size, racy in rows}
 
+    def signatures(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
+        """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
+        (one SELECT; a ``dict`` equal to the listing's means no signature moved)."""
+        with _translated():
+            rows = self._conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
+        signatures = {file: (ino, mtime, size) for file, ino, mtime, size, _racy in rows}
+        return signatures, {row[0]: signatures[row[0]] for row in rows if row[4]}
+
     def raw(self, file: str) -> str | None:
         row = self._conn.execute(f"SELECT c.raw FROM {_RECORDS} WHERE m.file = ?", (file,)).fetchone()
         return None if row is None else str(row[0])
@@ -349,9 +382,9 @@ class Catalog:
         sal, updated, horizon = basis
         cursor = self._conn.execute(
             "INSERT INTO memory (file, key, name, description, type, ino, mtime_ns, size, racy, salience, updated, "
-            "horizon, piece, secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "horizon, piece, secret, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (file, record.key, record.name, record.description, record.type, *signature, int(racy), sal, updated,
-             horizon, piece, int(secret)),
+             horizon, piece, int(secret), list_line(record)),
         )
         self._conn.execute(
             "INSERT INTO content (id, meta, body, raw) VALUES (?, ?, ?, ?)",
@@ -410,6 +443,11 @@ class Catalog:
             for key, name, description, kind in rows
         ]
 
+    def list_lines(self) -> list[str]:
+        """Every memory's :func:`list_line`, sorted by key (one column read: no record is loaded)."""
+        with _translated():
+            return [str(r[0]) for r in self._conn.execute("SELECT line FROM memory ORDER BY key").fetchall()]
+
     def record(self, key: str) -> MemoryRecord | None:
         with _translated():
             row = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.key = ?", (key,)).fetchone()
@@ -458,15 +496,18 @@ class Catalog:
         """
         if needle is not None and NUL_STAND_IN in needle:
             return None
+        if needle is not None and not relevance and self._math and limit is not None and 0 < limit <= _TOP:
+            found = self._best_of_top(now_s, needle, limit)
+            if found is not None:
+                return found
         source, params = self._candidates(needle, relevance)
         with _translated():
             if self._math:
                 rows = self._conn.execute(
                     f"WITH c AS ({source}), a AS (SELECT key, piece, salience AS s, max(? - updated, 0.0) AS age, "
                     "horizon AS h, bm25, min(bm25) OVER () AS best FROM c), "
-                    "r AS (SELECT key, piece, CASE WHEN best IS NULL OR best = 0 THEN 1.0 ELSE bm25 / best END AS rel, "
-                    "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 "
-                    "ELSE pow(0.5, (age - h) / ?) END) AS score FROM a) "
+                    f"r AS (SELECT key, piece, CASE WHEN best IS NULL OR best = 0 THEN 1.0 ELSE bm25 / best END AS rel, "
+                    f"{_SCORE} AS score FROM a) "
                     "SELECT key, piece, rel FROM r ORDER BY (CASE WHEN ? THEN score * rel ELSE score END) DESC, key "
                     "LIMIT ?",
                     (*params, now_s, HALF_LIFE_S, HALF_LIFE_S, int(relevance), -1 if limit is None else limit),
@@ -478,6 +519,26 @@ class Catalog:
         scored = ((score_of((row[1], row[2], row[3]), now_s) * (rel[row[0]] if relevance else 1.0), row[0]) for row in rows)
         pieces = {row[0]: row[4] for row in rows}
         return [Ranked(key, pieces[key], rel[key] if relevance else None) for key in best_first(scored, limit)]
+
+    def _best_of_top(self, now_s: float, needle: str, limit: int) -> list[Ranked] | None:
+        """The first ``limit`` memories holding ``needle`` when that many are among the :data:`_TOP` best of
+        all (a common phrase: no full-text search over every match), else ``None``.
+
+        Exact: the order is the full one (score, then key), and a memory below
+        the first :data:`_TOP` ranks below every one of them. ``instr`` on the
+        folded text is the substring test the trigram match and the scan make.
+        """
+        with _translated():
+            rows = self._conn.execute(
+                "WITH a AS (SELECT id, key, piece, salience AS s, max(? - updated, 0.0) AS age, horizon AS h "
+                f"FROM memory), r AS (SELECT id, key, piece, {_SCORE} AS score FROM a), "
+                "t AS (SELECT id, key, piece, score FROM r ORDER BY score DESC, key LIMIT ?) "
+                "SELECT t.key, t.piece FROM t CROSS JOIN search ON search.rowid = t.id "  # t first: 64 rowid lookups
+                "WHERE instr(search.name, ?) > 0 OR instr(search.description, ?) > 0 OR instr(search.body, ?) > 0 "
+                "ORDER BY t.score DESC, t.key LIMIT ?",
+                (now_s, HALF_LIFE_S, HALF_LIFE_S, _TOP, needle, needle, needle, limit),
+            ).fetchall()
+        return [Ranked(key, piece, None) for key, piece in rows] if len(rows) == limit else None
 
     def _candidates(self, needle: str | None, relevance: bool) -> tuple[str, tuple[object, ...]]:
         """SQL selecting (key, salience, updated, horizon, piece, bm25) of the candidates, and its parameters."""

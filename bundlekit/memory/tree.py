@@ -507,6 +507,11 @@ class Memory:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""
         return self._records()
 
+    def list_lines(self) -> builtins.list[str]:
+        """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
+        sorted by key: what :meth:`list` would give, read from the index's stored lines. Raises as :meth:`list`."""
+        return self._read(lambda catalog: catalog.list_lines())
+
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""
         with self._mutex:

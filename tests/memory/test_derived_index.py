@@ -167,6 +167,43 @@ def test_default_ranking_matches_the_formula_over_parsed_files(mem: Memory, tree
         assert mem.recall(query) == pure_recall(records, query, clock())
 
 
+def test_recall_over_more_memories_than_the_first_ranked_window_matches_the_formula(
+    mem: Memory, tree: Path, clock: Clock
+) -> None:
+    # More memories than catalog._TOP: common words are answered from the best ones, rare ones by full search.
+    for i in range(catalog_module._TOP + 30):
+        clock.advance(hours=1)
+        words = "volley" if i % 2 else "rondo"
+        mem.write(f"m{i:03d}", **fields(name=f"M {i}", body=f"{words} drill {'rare' if i in (3, 70) else ''}",
+                                         important=i % 5 == 0))
+    files = {p.name: p.read_bytes() for p in tree.glob("*.md")}
+    records = read_tree_files(files).records.values()
+    for query in ("drill", "rondo", "rare", "m 9", "nowhere"):
+        for limit in (1, 5, 40):
+            assert mem.recall(query, limit=limit) == pure_recall(records, query, clock(), limit)
+
+
+def test_list_lines_are_the_lines_of_the_parsed_records(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.write("a", **fields(name="Alpha 2", description="changed", type="project"))
+    records = read_tree_files({p.name: p.read_bytes() for p in tree.glob("*.md")}).records
+    assert mem.list_lines() == [catalog_module.list_line(records[k]) for k in sorted(records)]
+    assert mem.list_lines()[0].split("\t")[:3] == ["a", "project", "r2"]
+
+
+def test_index_with_list_lines_of_another_format_is_rebuilt(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    conn = sqlite3.connect(_index(tree))
+    conn.execute("UPDATE state SET value = 'old format' WHERE name = 'line_format'")
+    conn.execute("UPDATE memory SET line = 'stale'")
+    conn.commit()
+    conn.close()
+    fresh = Memory(tree)
+    assert [line.split("\t")[0] for line in fresh.list_lines()] == ["a", "b", "c"]
+    assert "another format" in fresh.warnings[0]
+
+
 def test_unknown_rank_is_a_usage_error(mem: Memory) -> None:
     _three(mem)
     with pytest.raises(UsageError, match="rank must be one of"):

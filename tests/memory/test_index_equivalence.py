@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundlekit.memory import Memory, indexer, ranking
+from bundlekit.memory.catalog import list_line
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.record import MEMORY_TYPES, render_memory_file
@@ -58,6 +59,7 @@ def _rescan(root: Path) -> list:  # type: ignore[type-arg]
 def _compare(memory: Memory, root: Path, query: str, tokens: int) -> None:
     records = _rescan(root)
     assert [r.raw for r in memory.list()] == [r.raw for r in records]
+    assert memory.list_lines() == [list_line(r) for r in records]
     if query.strip():
         assert memory.recall(query, limit=4) == ranking.recall(records, query, NOW, 4)
     expected = ranking.context_block(render_index(records), ranking.ranked_records(records, NOW), iter([]), tokens)
