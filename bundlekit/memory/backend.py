@@ -143,7 +143,7 @@ class DirectoryBackend:
                 if name == INDEX_NAME:
                     index = _signature(st)
                 else:
-                    found[name] = _signature(st)
+                    found[name] = (st.st_ino, st.st_mtime_ns, st.st_size)  # _signature, inlined: 10,000 calls
         return Scan(found, index)
 
     def stamp(self) -> object:

@@ -185,13 +185,11 @@ class Indexer:
     def _work(self, catalog: Catalog, scan: Scan) -> bool:
         """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
         with catalog.reading():
-            known = catalog.files()
-            if len(known) != len(scan.memories) or any(
-                known.get(name) is None or known[name].signature != sig for name, sig in scan.memories.items()
-            ):
+            known, racy = catalog.signatures()
+            if known != scan.memories:  # one comparison of the two dicts
                 return True
-            for name, entry in known.items():
-                if entry.racy and self._racy_changed(catalog, name, entry.signature):
+            for name, signature in racy.items():
+                if self._racy_changed(catalog, name, signature):
                     return True
             return self._index_stale(catalog, scan.index, force=False)
 
@@ -212,6 +210,9 @@ class Indexer:
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
+        signatures, racy = catalog.signatures()
+        if not racy and signatures == scan.memories:  # the usual case: nothing moved
+            return
         known = catalog.files()
         now = time.time_ns()
         changed: list[tuple[str, Signature]] = []
