@@ -110,8 +110,14 @@ def wall(fn: Callable[[], object], repeat: int) -> float:
 
 
 def cli(args: Sequence[str], cwd: Path) -> Callable[[], object]:
-    """A call that runs ``python -m bundlekit ARGS`` as a fresh process and checks it succeeded."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    """A call that runs ``python -m bundlekit ARGS`` as a fresh process and checks it succeeded.
+
+    Compiled bytecode is cached (in ``cwd``, outside the repository) whatever
+    ``PYTHONDONTWRITEBYTECODE`` says, as for an installed package: else every
+    process, the baseline too, compiles each module it imports again.
+    """
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONPYCACHEPREFIX": str(cwd / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def run() -> None:
         subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=env, check=True, capture_output=True)
