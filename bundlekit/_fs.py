@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import shutil
 import stat
 import time
@@ -168,7 +167,8 @@ def _failure(error: ErrorClass, dest: Path, exc: OSError, hint: str | None) -> B
 
 
 def _temp_name(dest: Path) -> Path:
-    return dest.with_name(f".{dest.name[:_NAME_KEEP]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # os.urandom: what secrets.token_hex reads, without the ~2 ms import of hmac every memory command paid
+    return dest.with_name(f".{dest.name[:_NAME_KEEP]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def _create_temp(dest: Path, make: Callable[[Path], int | None]) -> tuple[Path, int | None]:
