@@ -359,9 +359,11 @@ class Catalog:
         """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
         (one SELECT; a ``dict`` equal to the listing's means no signature moved)."""
         with _translated():
-            rows = self._conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
-        signatures = {file: (ino, mtime, size) for file, ino, mtime, size, _racy in rows}
-        return signatures, {row[0]: signatures[row[0]] for row in rows if row[4]}
+            rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+            racy = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
+        return {file: (ino, mtime, size) for file, ino, mtime, size in rows}, {
+            file: (ino, mtime, size) for file, ino, mtime, size in racy
+        }
 
     def raw(self, file: str) -> str | None:
         row = self._conn.execute(f"SELECT c.raw FROM {_RECORDS} WHERE m.file = ?", (file,)).fetchone()
@@ -502,6 +504,13 @@ class Catalog:
                 return found
         source, params = self._candidates(needle, relevance)
         with _translated():
+            if self._math and not relevance:  # the same order without BM25's window over every candidate
+                rows = self._conn.execute(
+                    f"WITH c AS ({source}), a AS (SELECT key, piece, salience AS s, max(? - updated, 0.0) AS age, "
+                    f"horizon AS h FROM c) SELECT key, piece, NULL FROM a ORDER BY {_SCORE} DESC, key LIMIT ?",
+                    (*params, now_s, HALF_LIFE_S, HALF_LIFE_S, -1 if limit is None else limit),
+                ).fetchall()
+                return list(map(Ranked._make, rows))
             if self._math:
                 rows = self._conn.execute(
                     f"WITH c AS ({source}), a AS (SELECT key, piece, salience AS s, max(? - updated, 0.0) AS age, "
