@@ -116,15 +116,31 @@ class DirectoryBackend:
         Hidden names (the store's folder, temp files) are skipped; a link named
         ``*.md`` or ``timeline`` raises :class:`MemoryStoreError`.
         """
+        dir_fd = None
         try:
-            entries = os.scandir(self.root)
+            # Listed through a descriptor where the OS allows: each lstat is then one name, not a path walk
+            # (the entries stat relative to it, so it stays open until the listing is done).
+            if os.scandir in os.supports_fd:
+                dir_fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            entries = os.scandir(self.root if dir_fd is None else dir_fd)
         except FileNotFoundError:
+            if dir_fd is not None:
+                os.close(dir_fd)
             return Scan({}, None)
         except OSError as exc:
+            if dir_fd is not None:
+                os.close(dir_fd)
             raise os_failure("list the memory tree", self.root, exc) from exc
+        try:
+            return self._listed(entries)
+        finally:
+            if dir_fd is not None:
+                os.close(dir_fd)
+
+    def _listed(self, entries: Iterator[os.DirEntry[str]]) -> Scan:
         found: dict[str, Signature] = {}
         index: Signature | None = None
-        with entries:
+        with entries:  # type: ignore[attr-defined]  # os.scandir's iterator is a context manager
             for entry in entries:
                 name = entry.name
                 if name[0] == ".":
