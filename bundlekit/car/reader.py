@@ -154,35 +154,85 @@ def _open(stream: BinaryIO) -> tuple[_Reader, list[bytes]]:
     return reader, roots
 
 
+def _section(reader: _Reader, max_block_size: int | None, with_data: bool) -> Section:
+    """The next section, read with every check and error message (the reader is not at its end)."""
+    start = reader.offset
+    length = reader.read_varint("section")
+    if length == 0:
+        raise CARError(f"empty CAR section at offset {start}; the file is corrupt")
+    head = reader.peek(min(length, _MAX_CID_PEEK))
+    try:
+        cid, cid_len = read_cid(head, 0)
+    except CIDError as exc:
+        if len(head) < min(length, _MAX_CID_PEEK):
+            raise CARError(f"CAR truncated at offset {reader.offset}: section CID is cut short") from exc
+        raise CARError(f"malformed CID in the section at offset {start}: {exc}") from exc
+    if cid_len > length:
+        raise CARError(f"the CID of the section at offset {start} runs past its section length {length}")
+    reader.read_exact(cid_len, "the section CID")
+    data_len = length - cid_len
+    if max_block_size is not None and data_len > max_block_size:
+        raise UnsupportedBlock(
+            f"block {cid_to_str(cid)} at offset {start} is {data_len} bytes, over the "
+            f"{max_block_size}-byte limit; raise the limit only for CARs you trust"
+        )
+    data_offset = reader.offset
+    if with_data:
+        return Section(cid, data_offset, data_len, reader.read_exact(data_len, cid))
+    reader.skip(data_len, cid)
+    return Section(cid, data_offset, data_len, None)
+
+
 def _sections(reader: _Reader, max_block_size: int | None, with_data: bool) -> Iterator[Section]:
     while not reader.at_eof():
-        start = reader.offset
-        length = reader.read_varint("section")
-        if length == 0:
-            raise CARError(f"empty CAR section at offset {start}; the file is corrupt")
-        head = reader.peek(min(length, _MAX_CID_PEEK))
-        try:
-            cid, cid_len = read_cid(head, 0)
-        except CIDError as exc:
-            if len(head) < min(length, _MAX_CID_PEEK):
-                raise CARError(f"CAR truncated at offset {reader.offset}: section CID is cut short") from exc
-            raise CARError(f"malformed CID in the section at offset {start}: {exc}") from exc
-        if cid_len > length:
-            raise CARError(f"the CID of the section at offset {start} runs past its section length {length}")
-        reader.read_exact(cid_len, "the section CID")
-        data_len = length - cid_len
-        if max_block_size is not None and data_len > max_block_size:
-            raise UnsupportedBlock(
-                f"block {cid_to_str(cid)} at offset {start} is {data_len} bytes, over the "
-                f"{max_block_size}-byte limit; raise the limit only for CARs you trust"
-            )
-        data_offset = reader.offset
-        if with_data:
-            data = reader.read_exact(data_len, cid)
-            yield Section(cid, data_offset, data_len, data)
-        else:
-            reader.skip(data_len, cid)
-            yield Section(cid, data_offset, data_len, None)
+        yield _section(reader, max_block_size, with_data)
+
+
+def _blocks(reader: _Reader, max_block_size: int) -> Iterator[tuple[bytes, bytes]]:
+    """``(cid, data)`` of each section: the same sections, checks and errors as ``_sections``, faster.
+
+    Sections that lie whole in the buffer, with a varint length of at most
+    3 bytes and a sha2-256 CID of the shape UnixFS writes (CIDv0, or CIDv1 with
+    a one-byte codec), are cut straight out of it; anything else (a section
+    that crosses the buffer's end, a limit, or any unusual or malformed bytes)
+    is read by ``_section``, which raises the errors.
+    """
+    while True:
+        buf, i = reader._buf, reader._i
+        stop = len(buf)
+        if reader.end is not None:
+            stop = min(stop, i + reader.end - reader.offset)
+        start = i
+        while i < stop:
+            b0 = buf[i]
+            if b0 < 0x80:
+                length, j = b0, i + 1
+            elif i + 1 < stop and 0 < buf[i + 1] < 0x80:
+                length, j = (b0 & 0x7F) | (buf[i + 1] << 7), i + 2
+            elif i + 2 < stop and buf[i + 1] >= 0x80 and 0 < buf[i + 2] < 0x80:
+                length, j = (b0 & 0x7F) | ((buf[i + 1] & 0x7F) << 7) | (buf[i + 2] << 14), i + 3
+            else:
+                break
+            end = j + length
+            if length < 34 or end > stop:
+                break
+            if buf[j] == 1 and length >= 36 and buf[j + 2] == 0x12 and buf[j + 3] == 0x20 and buf[j + 1] < 0x80:
+                cid_end = j + 36
+            elif buf[j] == 0x12 and length >= 34 and buf[j + 1] == 0x20:
+                cid_end = j + 34
+            else:
+                break
+            if end - cid_end > max_block_size:
+                break
+            i = end
+            yield buf[j:cid_end], buf[cid_end:end]
+        reader.offset += i - start
+        reader._i = i
+        if reader.at_eof():
+            return
+        section = _section(reader, max_block_size, True)
+        assert section.data is not None  # with_data=True
+        yield section.cid, section.data
 
 
 def iter_sections(
@@ -208,14 +258,13 @@ def read_car(
     ``UnsupportedBlock`` before their data is read. Truncation or garbage raise
     ``CARError`` naming the offset. Repeated blocks are yielded as stored.
     """
-    roots, sections = iter_sections(stream, max_block_size=max_block_size)
+    reader, roots = _open(stream)
+    if not verify:
+        return roots, _blocks(reader, max_block_size)
 
-    def blocks() -> Iterator[tuple[bytes, bytes]]:
-        for section in sections:
-            data = section.data
-            assert data is not None  # with_data=True
-            if verify:
-                check_block(section.cid, data, max_block_size)
-            yield section.cid, data
+    def verified() -> Iterator[tuple[bytes, bytes]]:
+        for cid, data in _blocks(reader, max_block_size):
+            check_block(cid, data, max_block_size)
+            yield cid, data
 
-    return roots, blocks()
+    return roots, verified()
