@@ -114,17 +114,64 @@ def _decode_link(buf: bytes) -> PBLink:
     return PBLink(cid, name, tsize)
 
 
+def _canonical_link(buf: bytes, pos: int, n: int) -> tuple[PBLink, int] | None:
+    """The link whose length prefix starts at ``pos``, if it has the canonical shape; else None.
+
+    Canonical: ``Links`` length in 1-2 varint bytes, then ``Hash`` and ``Name``
+    with one-byte lengths and a ``Tsize`` varint ending exactly at the link's
+    end (what bundlekit, kubo and ipfs-car write). The result equals the
+    careful ``_read_len`` + ``_decode_link``; None sends the caller there
+    (which raises for anything malformed).
+    """
+    if pos + 1 >= n:
+        return None
+    length = buf[pos]
+    if length < 0x80:
+        q = pos + 1
+    elif 0 < buf[pos + 1] < 0x80:
+        length, q = (length & 0x7F) | (buf[pos + 1] << 7), pos + 2
+    else:
+        return None
+    end = q + length
+    if end > n or length < 6 or buf[q] != 0x0A or buf[q + 1] >= 0x80:
+        return None
+    cid_end = q + 2 + buf[q + 1]
+    if cid_end + 2 >= end or buf[cid_end] != 0x12 or buf[cid_end + 1] >= 0x80:
+        return None
+    name_end = cid_end + 2 + buf[cid_end + 1]
+    if name_end + 1 >= end or buf[name_end] != 0x18:
+        return None
+    try:
+        tsize, after = decode_varint(buf, name_end + 1)
+    except ValueError:
+        return None
+    if after != end:
+        return None
+    return PBLink(buf[q + 2 : cid_end], buf[cid_end + 2 : name_end], tsize), end
+
+
 def decode_node(buf: bytes) -> tuple[list[PBLink], bytes | None]:
     """Parse a dag-pb block into ``(links, data)``; raise ``CodecError`` if malformed."""
+    return _decode_node(buf, fast=True)
+
+
+def _decode_node(buf: bytes, *, fast: bool) -> tuple[list[PBLink], bytes | None]:
+    """``decode_node``; with ``fast`` canonical links take ``_canonical_link`` (the tests compare both ways)."""
     links: list[PBLink] = []
     data: bytes | None = None
     pos = 0
-    while pos < len(buf):
+    n = len(buf)
+    while pos < n:
         key = buf[pos]
         pos += 1
         if key == 0x12:
             if data is not None:
                 raise CodecError("dag-pb Links after Data")
+            got = _canonical_link(buf, pos, n) if fast else None
+            if got is not None:
+                link, pos = got
+                links.append(link)
+                continue
             body, pos = _read_len(buf, pos, "link")
             links.append(_decode_link(body))
         elif key == 0x0A:
