@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import re
 from typing import NamedTuple
 
 from bundlekit.errors import BlockMismatch, CIDError, UnsupportedBlock
@@ -252,9 +251,12 @@ def _b58encode(data: bytes) -> str:
     return (b"1" * pad + bytes(reversed(out))).decode("ascii")
 
 
-# The canonical base32 text of a CIDv1 parsed without multiformats (see cid_from_text).
-_B32_BODY = re.compile(r"[a-z2-7]+")
-_B32_TO_INT = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
+# The canonical base32 text of a CIDv1 parsed without multiformats (see cid_from_text): RFC 4648
+# lower-case letters become Python's base-32 digits; every other byte becomes "!", which int() refuses.
+_B32_ALPHABET = b"abcdefghijklmnopqrstuvwxyz234567"
+_B32_TO_INT = bytes(
+    b"0123456789abcdefghijklmnopqrstuv"[_B32_ALPHABET.index(i)] if i in _B32_ALPHABET else ord("!") for i in range(256)
+)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -263,17 +265,20 @@ def cid_from_text(text: str) -> bytes:
 
     ``multiformats`` costs milliseconds per CID and ``base64.b32decode`` is a
     Python loop; both dominate a manifest of thousands of files. The fast path
-    maps the RFC 4648 alphabet onto Python's base-32 digits and lets ``int``
-    do the work. It accepts only canonical text (lower case, no padding, the
-    spare low bits zero); anything else goes through ``parse_cid``. Results
+    maps the RFC 4648 alphabet onto Python's base-32 digits (one
+    ``bytes.translate``) and lets ``int`` do the work. It accepts only
+    canonical text (lower case, no padding, the spare low bits zero); anything else goes through ``parse_cid``. Results
     are cached (a loader parses each manifest CID when validating and again
     when checking the file). Raises ``CIDError``.
     """
-    if len(text) > 1 and text[0] == "b" and _B32_BODY.fullmatch(text, 1):
-        body = text[1:]
+    if len(text) > 1 and text[0] == "b" and text.isascii():
+        body = text.encode("ascii")[1:].translate(_B32_TO_INT)
         nbits = len(body) * 5
         spare = nbits % 8
-        value = int(body.translate(_B32_TO_INT), 32)
+        try:
+            value = int(body, 32)
+        except ValueError:  # a byte outside the alphabet
+            return parse_cid(text)
         if spare < 5 and not value & ((1 << spare) - 1):
             cid = (value >> spare).to_bytes(nbits // 8, "big")
             if len(cid) == 36 and cid[:4] in _V1_PREFIX_CODEC:  # the usual case is already valid
