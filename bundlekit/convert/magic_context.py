@@ -407,7 +407,7 @@ def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str
     project_path = meta.get("x-magic-context-project") or project
     if not project_path:
         raise ConvertError(
-            f"memory {entry.key!r} has no Magic Context project; pass project='git:<root sha>'"
+            f"memory {entry.key!r} has no Magic Context project; pass --project git:<root sha> (library: project=)"
         )
     recorded = meta.get("x-magic-context-status")
     if meta.get("important") is True:

@@ -158,10 +158,13 @@ def parse_threews_file(name: str, text: str, warnings: list[str] | None = None) 
     The frontmatter is read as YAML (bounded, ``bundlekit.memory.frontmatter``);
     when YAML cannot read it, by the runtime's own line reader, and a warning
     saying so is appended to ``warnings``. A file the runtime's pattern does
-    not split has no frontmatter (``{}``, the whole text is the body).
+    not split has no frontmatter (``{}``, the whole text is the body; a warning
+    says so).
     """
     m = _FRONTMATTER_RE.match(text)
     if m is None:
+        if warnings is not None:
+            warnings.append(f"three.ws file {name!r} has no frontmatter; name taken from the file name")
         return {}, text
     fm_text, body = m.group(1), m.group(2)
     problem: str | None = None
@@ -245,7 +248,7 @@ def blob_to_tree(blob: dict[str, Any], *, now: str | None = None) -> ForeignTree
         for field in ("created", "updated"):
             value = fm.get(field) or (fm.get("created") if field == "updated" else None) or now
             if value is None:
-                raise ConvertError(f"three.ws file {filename!r} has no {field}; pass now= to fill it")
+                raise ConvertError(f"three.ws file {filename!r} has no {field}; pass --now (library: now=) with the time to fill it")
             meta[field] = format_time(parse_time(value, what=f"{field} in {filename!r}"))
             if field in fm:
                 meta[f"x-threews-{field}"] = (

@@ -127,7 +127,7 @@ def test_export_without_a_project_is_refused(tmp_path: Path) -> None:
             )
         ]
     )
-    with pytest.raises(ConvertError, match="project"):
+    with pytest.raises(ConvertError, match="pass --project git:<root sha>"):
         write_magic_context(tree, tmp_path / "o.db")
 
 

@@ -88,7 +88,7 @@ def test_storage_form_needs_the_agent_id(threews_blob: dict[str, Any], tmp_path:
 
 def test_file_without_dates_needs_now(threews_blob: dict[str, Any]) -> None:
     blob = {**threews_blob, "files": {"x.md": "---\nname: X\ndescription: d\ntype: user\n---\nbody\n"}}
-    with pytest.raises(ConvertError, match="no created"):
+    with pytest.raises(ConvertError, match="no created; pass --now"):
         blob_to_tree(blob)
     assert blob_to_tree(blob, now="2026-01-01T00:00:00Z").entries[0].meta["updated"] == "2026-01-01T00:00:00Z"
 
@@ -196,6 +196,13 @@ def test_yaml_failure_falls_back_to_the_runtimes_line_reader_with_a_warning(thre
     tree = blob_to_tree({**threews_blob, "files": {"reference_reel.md": text}})
     assert tree.entries[0].meta["description"] == "Drive:\u00a0shared folder"
     assert any("read line by line" in w for w in tree.warnings)
+
+
+def test_file_without_frontmatter_imports_with_a_warning(threews_blob: dict[str, Any]) -> None:
+    # The runtime's parseFrontmatter finds no frontmatter and keeps the whole text as the body.
+    tree = blob_to_tree({**threews_blob, "files": {"loose.md": "just a note\n"}}, now="2026-01-01T00:00:00Z")
+    assert (tree.entries[0].meta["name"], tree.entries[0].body) == ("loose", "just a note\n")
+    assert tree.warnings == ["three.ws file 'loose.md' has no frontmatter; name taken from the file name"]
 
 
 def test_export_writes_strings_as_the_runtime_writes_them(threews_blob: dict[str, Any]) -> None:
