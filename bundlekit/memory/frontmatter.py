@@ -186,35 +186,57 @@ def split_lines(text: str) -> dict[str, str]:
     return meta
 
 
+def _problem(value: str, flow: bool) -> tuple[str, str] | None:
+    """Why ``value`` has no plain form both kinds of reader read alike, and what to write instead."""
+    if not value:
+        return "is empty (YAML reads an empty value as null)", "give it some text"
+    if value != value.strip():
+        return "has leading or trailing white space (three.ws's reader trims it)", "remove the spaces at its ends"
+    if value.splitlines() != [value]:
+        return "holds a line break", "write it on one line"
+    if "---" in value:
+        return (
+            "holds '---' (MassGen's and three.ws's readers take it for the end of the frontmatter)",
+            "write '--' or an em dash instead",
+        )
+    if ": " in value or value.endswith(":"):
+        return (
+            "holds ': ' or ends with ':' (YAML reads that only in quotes, and three.ws keeps quotes)",
+            "write ' - ' instead of ': ' (e.g. 'Goal - win') or leave the colon out",
+        )
+    if " #" in value or value.startswith("#"):
+        return (
+            "holds ' #' or starts with '#' (YAML reads a comment there)",
+            "leave out the space before '#' (e.g. 'issue#12') or the '#'",
+        )
+    if _resolve(value) != _STR_TAG:
+        return (
+            "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)",
+            "add a word so it reads as text (e.g. 'answer yes', 'version 12')",
+        )
+    analysis = _ANALYZER.analyze_scalar(value)
+    if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
+        where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
+        if flow:
+            return (
+                f"starts with {where}, holds a flow indicator or a control character",
+                "start it with a letter or digit, with no , [ ] { } or control character in it",
+            )
+        return (
+            f"starts with {where} or holds a control character such as a tab",
+            "start it with a letter or digit, with no control character in it",
+        )
+    return None
+
+
 def plain_problem(value: str, *, flow: bool = False) -> str | None:
     """Why ``value`` cannot be written as a plain scalar both kinds of reader read alike, or ``None``.
 
     ``flow`` is for an item inside ``[...]`` or ``{...}``, where ``,`` and
     brackets are also taken.
     """
-    if not value:
-        return "is empty (YAML reads an empty value as null)"
-    if value != value.strip():
-        return "has leading or trailing white space (three.ws's reader trims it)"
-    if value.splitlines() != [value]:
-        return "holds a line break"
-    if "---" in value:
-        return "holds '---' (MassGen's and three.ws's readers take it for the end of the frontmatter)"
-    if ": " in value or value.endswith(":"):
-        return "holds ': ' or ends with ':' (YAML reads that only in quotes, and three.ws keeps quotes)"
-    if " #" in value or value.startswith("#"):
-        return "holds ' #' or starts with '#' (YAML reads a comment there)"
-    if _resolve(value) != _STR_TAG:
-        return "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)"
-    analysis = _ANALYZER.analyze_scalar(value)
-    if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
-        where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
-        return (
-            f"starts with {where}, holds a flow indicator or a control character"
-            if flow
-            else (f"starts with {where} or holds a control character such as a tab")
-        )
-    return None
+    found = _problem(value, flow)
+    return None if found is None else found[0]
 
 
 def plainer(value: str) -> str:
@@ -251,14 +273,15 @@ def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> st
         # PyYAML's own spelling of a float, which every YAML reader resolves back to the float.
         return str(yaml.safe_dump(value)).split("\n", 1)[0]
     if isinstance(value, str):
-        problem = plain_problem(value, flow=flow)
-        if problem is None:
+        found = _problem(value, flow)
+        if found is None:
             return value
         if not strict:
             return _quoted(value)
+        problem, fix = found
         raise FrontmatterError(
-            f"{where}: frontmatter {key!r} {problem}; its value is written unquoted so YAML readers "
-            "and three.ws's line reader see the same text: rephrase it"
+            f"{where}: {'a value in ' if flow else ''}frontmatter {key!r} {problem}; {fix}. Values are written unquoted, so that YAML readers "
+            "and three.ws's line reader see the same text"
         )
     raise FrontmatterError(
         f"{where}: frontmatter {key!r} is not plain data (strings, numbers, booleans, lists, mappings) "
