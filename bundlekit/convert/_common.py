@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -54,6 +55,7 @@ __all__ = [
     "same_instant",
     "sanitize_key",
     "single_line",
+    "skipped_link",
     "split_at_dashes",
     "split_frontmatter",
 ]
@@ -332,6 +334,18 @@ def read_markdown(path: os.PathLike[str]) -> tuple[dict[str, Any], str]:
     except UnicodeDecodeError as exc:
         raise ConvertError(f"{os.fspath(path)} is not UTF-8 text; convert it and retry") from exc
     return (load_yaml(fm_text, where=os.fspath(path)) if fm_text is not None else {}), body
+
+
+def skipped_link(path: Path, warnings: list[str]) -> bool:
+    """Whether ``path`` is a symbolic link, which an importer leaves out (and says so in ``warnings``).
+
+    A link inside a foreign store may point anywhere on the machine (``/etc/passwd``, a key file);
+    following it would copy that file into a memory tree that may be published.
+    """
+    if not path.is_symlink():
+        return False
+    warnings.append(f"skipped {path}: a symbolic link (not followed; copy the file in instead)")
+    return True
 
 
 def first_line(body: str, limit: int = 120) -> str:

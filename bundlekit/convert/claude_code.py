@@ -38,6 +38,7 @@ from bundlekit.convert._common import (
     render_markdown,
     same_instant,
     single_line,
+    skipped_link,
     split_at_dashes,
 )
 from bundlekit.errors import ConvertError
@@ -69,12 +70,17 @@ def _claude_time(dt_text: str) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
-def _topic_paths(root: Path) -> list[PurePosixPath]:
-    """Every topic file under ``root`` (relative, sorted): ``*.md`` at any depth except ``MEMORY.md``; hidden parts skipped."""
+def _topic_paths(root: Path, warnings: list[str]) -> list[PurePosixPath]:
+    """Every topic file under ``root`` (relative, sorted): ``*.md`` at any depth except ``MEMORY.md``; hidden parts skipped.
+
+    A symbolic link is left out with a warning (``skipped_link``).
+    """
     found = []
-    for path in root.rglob("*.md"):
+    for path in sorted(root.rglob("*.md")):
         rel = PurePosixPath(path.relative_to(root).as_posix())
-        if path.name == INDEX or not path.is_file() or any(p.startswith(".") for p in rel.parts):
+        if path.name == INDEX or any(p.startswith(".") for p in rel.parts) or skipped_link(path, warnings):
+            continue
+        if not path.is_file():
             continue
         found.append(rel)
     return sorted(found)
@@ -170,7 +176,7 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     for pos, (link_title, link_file, link_hook) in enumerate(links):
         by_file.setdefault(link_file, (pos, link_title, link_hook))
 
-    rels = _topic_paths(root)
+    rels = _topic_paths(root, tree.warnings)
     keys = derive_keys(str(rel.with_suffix("")).replace("/", ".") for rel in rels)
     for key, rel in zip(keys, rels):
         path = root / rel

@@ -36,6 +36,7 @@ from bundlekit.convert._common import (
     parse_time,
     read_markdown,
     same_instant,
+    skipped_link,
 )
 from bundlekit.errors import ConvertError, DeviceMemoryError
 from bundlekit.memory.device import LAYERS, LOCAL_ONLY_FIELD, is_device_bound
@@ -176,7 +177,9 @@ def read_magicfrog(
             continue
         for path in sorted(root.rglob("*")):
             posix = PurePosixPath(path.relative_to(root).as_posix())
-            if not path.is_file() or any(part.startswith(".") for part in posix.parts):
+            if any(part.startswith(".") for part in posix.parts):
+                continue
+            if skipped_link(path, tree.warnings) or not path.is_file():
                 continue
             if posix.suffix != ".md":
                 tree.warnings.append(f"{path} is not a Markdown note; left out")

@@ -42,6 +42,7 @@ from bundlekit.convert._common import (
     parse_time,
     same_instant,
     single_line,
+    skipped_link,
     split_at_dashes,
 )
 from bundlekit.errors import ConvertError
@@ -152,7 +153,7 @@ def _walk(root: Path, tree: ForeignTree) -> Iterator[tuple[str, Path]]:
     """(tier, file) for every memory file under ``root``, tier by tier; anything else is listed in ``tree.warnings``."""
     found: list[tuple[int, str, Path]] = []
     for path in sorted(root.rglob("*")):
-        if not path.is_file():
+        if skipped_link(path, tree.warnings) or not path.is_file():
             continue
         rel = path.relative_to(root)
         if len(rel.parts) == 2 and rel.parts[0] in TIERS and path.suffix == ".md":
