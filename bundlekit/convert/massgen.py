@@ -194,7 +194,9 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
         for tier, path in _walk(root, tree):
             try:
                 fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
-            except (UnicodeDecodeError, OSError) as exc:
+            except UnicodeDecodeError as exc:
+                raise ConvertError(f"MassGen memory {path} is not UTF-8 text; convert it and retry") from exc
+            except OSError as exc:
                 raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
             if fields is None:
                 tree.warnings.append(

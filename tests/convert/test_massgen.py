@@ -171,3 +171,11 @@ def test_unsafe_recorded_workspace_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="unsafe"):
         write_massgen(tree, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+    tier = tmp_path / "memory" / "short_term"
+    tier.mkdir(parents=True)
+    (tier / "latin1.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
+    with pytest.raises(ConvertError, match=r"latin1\.md is not UTF-8 text; convert it and retry"):
+        read_massgen(tmp_path, timezone="UTC")
