@@ -148,6 +148,36 @@ def _from_ms(ms: int) -> datetime:
     return _EPOCH + timedelta(milliseconds=int(ms))
 
 
+_TIME_COLUMNS = ("created_at", "updated_at", "expires_at", "last_seen_at", "last_retrieved_at")
+_INT_COLUMNS = ("id", "memory_id", "importance", "seen_count", "retrieval_count", *_TIME_COLUMNS)
+
+
+def _checked(row: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
+    """``row`` with its integer columns as ints; ``ConvertError`` naming the row and column otherwise.
+
+    The plugin's schema declares them INTEGER (times in milliseconds since the
+    epoch); another value means the file is not what the plugin wrote.
+    """
+    out = dict(row)
+    for col in _INT_COLUMNS:
+        value = out.get(col)
+        if value is None:
+            continue
+        try:
+            if isinstance(value, (bytes, float, bool)):
+                raise TypeError(col)
+            out[col] = int(value)
+            if col in _TIME_COLUMNS:
+                _from_ms(out[col])
+        except (TypeError, ValueError, OverflowError) as exc:
+            what = "a time in milliseconds since the epoch" if col in _TIME_COLUMNS else "an integer"
+            raise ConvertError(
+                f"{path}: {table} row {row.get('id', row.get('memory_id'))!r}: column {col!r} is not {what} "
+                "as Magic Context writes it; is this a Magic Context database?"
+            ) from exc
+    return out
+
+
 def _to_ms(dt: datetime) -> int:
     return (dt - _EPOCH) // timedelta(milliseconds=1)
 
@@ -222,10 +252,14 @@ def rows_to_tree(rows: list[dict[str, Any]]) -> ForeignTree:
     seen: set[str] = set()
     for row in sorted(rows, key=lambda r: (str(r.get("category")), int(r.get("id") or 0))):
         try:
-            row_id, category, content = row["id"], str(row["category"]), str(row["content"])
+            row_id, category, content = row["id"], str(row["category"]), row["content"]
+            if not isinstance(content, str):
+                raise TypeError("'content' is not text")
             created, updated = int(row["created_at"]), int(row["updated_at"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
             raise ConvertError(f"memory row {row.get('id')!r} lacks a column we need: {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            raise ConvertError(f"memory row {row.get('id')!r}: {exc}; is this a Magic Context database?") from exc
         key = _key_for(category, row_id)
         if key.lower() in seen:
             raise ConvertError(f"two rows map to the memory key {key!r}; their ids must be unique")
@@ -281,11 +315,10 @@ def _query(path: Path) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]] 
         has_stats = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_stats'"
         ).fetchone()
-        stats = (
-            {int(r["memory_id"]): dict(r) for r in conn.execute("SELECT * FROM memory_stats")}
-            if has_stats
-            else None
-        )
+        stats: dict[int, dict[str, Any]] | None = None
+        if has_stats:
+            checked = (_checked(dict(r), "memory_stats", path) for r in conn.execute("SELECT * FROM memory_stats"))
+            stats = {r["memory_id"]: r for r in checked if r.get("memory_id") is not None}
     except sqlite3.Error as exc:
         raise ConvertError(
             f"{path} is not a Magic Context database (no usable memories table): {exc}"
@@ -297,8 +330,9 @@ def _query(path: Path) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]] 
 
 def _with_stats(row: dict[str, Any], stats: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """The row as the plugin sees it: counters from ``memory_stats``, ``updated_at`` the later of the two."""
-    stat = stats.get(int(row["id"]))
-    if stat is None:
+    row_id = row.get("id")  # a missing id is reported by rows_to_tree
+    stat = stats.get(row_id) if isinstance(row_id, int) else None
+    if stat is None or row.get("updated_at") is None:
         return row
     out = dict(row)
     for col in _STATS:
@@ -332,7 +366,7 @@ def read_magic_context(
     ident = project if project is not None else project_identity(repo)
     now_ms = _to_ms((clock or (lambda: datetime.now(UTC)))().astimezone(UTC))
     rows, stats = _query(path)
-    mine = [r for r in rows if r.get("project_path") == ident]
+    mine = [_checked(r, "memories", path) for r in rows if r.get("project_path") == ident]
     if not mine and project is None:
         held = sorted({str(r.get("project_path")) for r in rows})
         raise ConvertError(

@@ -260,3 +260,48 @@ def test_archived_memories_do_not_inject() -> None:
         ]
     )
     assert render_project_memory(mem) == "<project-memory>\n<NAMING>\n#b: live\n</NAMING>\n</project-memory>"
+
+
+def hostile_db(path: Path, columns: str, values: tuple[object, ...], stats: tuple[object, object] | None = None) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE memories ({columns})")
+    conn.execute(f"INSERT INTO memories VALUES ({', '.join('?' * len(values))})", values)
+    if stats is not None:
+        conn.execute("CREATE TABLE memory_stats (memory_id, updated_at)")
+        conn.execute("INSERT INTO memory_stats VALUES (?, ?)", stats)
+    conn.commit()
+    conn.close()
+    return path
+
+
+COLUMNS = "id, project_path, category, content, status, created_at, updated_at, expires_at"
+
+
+@pytest.mark.parametrize(
+    ("values", "column"),
+    [
+        ((1, PROJECT, "NAMING", "x", "active", 1, 2, "soon"), "expires_at"),
+        (("abc", PROJECT, "NAMING", "x", "active", 1, 2, None), "id"),
+        ((1, PROJECT, "NAMING", "x", "active", "yesterday", 2, None), "created_at"),
+        ((1, PROJECT, "NAMING", "x", "active", 1, 10**17, None), "updated_at"),
+    ],
+)
+def test_a_column_that_is_not_the_plugins_integer_is_refused_naming_it(
+    tmp_path: Path, values: tuple[object, ...], column: str
+) -> None:
+    # storage-db.ts (ahrav/magic-context 413bb72) declares id and the *_at times INTEGER (milliseconds).
+    db = hostile_db(tmp_path / "x.db", COLUMNS, values)
+    with pytest.raises(ConvertError, match=f"column '{column}' is not"):
+        read(db)
+
+
+def test_a_stats_row_that_is_not_the_plugins_is_refused_naming_it(tmp_path: Path) -> None:
+    db = hostile_db(tmp_path / "x.db", COLUMNS, (1, PROJECT, "NAMING", "x", "active", 1, 2, None), ("x", "y"))
+    with pytest.raises(ConvertError, match="memory_stats row 'x': column 'memory_id' is not an integer"):
+        read(db)
+
+
+def test_content_that_is_not_text_is_refused(tmp_path: Path) -> None:
+    db = hostile_db(tmp_path / "x.db", COLUMNS, (1, PROJECT, "NAMING", b"\xff\xfe", "active", 1, 2, None))
+    with pytest.raises(ConvertError, match="'content' is not text"):
+        read(db)
