@@ -106,11 +106,30 @@ def _left_out(data: dict[str, Any], chosen: dict[str, Any] | None, skipped_block
     return f"left out what is not a memory block: {', '.join(parts)}" if parts else None
 
 
+def _check_block_types(block: dict[str, Any]) -> None:
+    """Refuse a ``limit``, ``read_only`` or ``metadata`` of another type than Letta's ``Block`` schema.
+
+    Carried as they are, they would fail the export back (a limit of ``"big"``)
+    or be lost there (a list as ``metadata``).
+    """
+    limit, read_only, metadata = block.get("limit"), block.get("read_only"), block.get("metadata")
+    problems = []
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        problems.append("limit is not a positive integer")
+    if read_only is not None and not isinstance(read_only, bool):
+        problems.append("read_only is not true or false")
+    if metadata is not None and not isinstance(metadata, dict):
+        problems.append("metadata is not a JSON object")
+    if problems:
+        raise ConvertError(f"block {block.get('id')!r}: {', '.join(problems)}; fix the agent file")
+
+
 def _block_meta(block: dict[str, Any], when: str) -> tuple[dict[str, Any], str]:
     label = str(block.get("label") or "")
     value = block.get("value")
     if not label or not isinstance(value, str):
         raise ConvertError(f"block {block.get('id')!r} has no label or no text value; fix the agent file")
+    _check_block_types(block)
     body = value.strip("\n")
     description = block.get("description")
     meta: dict[str, Any] = {

@@ -103,3 +103,25 @@ def test_several_agents_need_a_choice(tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="several agents"):
         read_letta(path)
     assert len(read_letta(path, agent_id="other").entries) == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("limit", "big", "limit is not a positive integer"),
+        ("limit", 0, "limit is not a positive integer"),
+        ("read_only", "no", "read_only is not true or false"),
+        ("metadata", [1, 2], "metadata is not a JSON object"),
+    ],
+)
+def test_a_block_field_of_another_type_than_lettas_schema_is_refused(
+    tmp_path: Path, field: str, value: object, problem: str
+) -> None:
+    # letta/schemas/block.py: limit int, read_only bool, metadata dict; carried as read, "big" failed the
+    # export back and a list was lost on it.
+    doc = json.loads(AGENT.read_text(encoding="utf-8"))
+    doc["blocks"][0][field] = value
+    path = tmp_path / "odd.af"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ConvertError, match=f"block 'block-0': {problem}; fix the agent file"):
+        read_letta(path)
