@@ -137,7 +137,7 @@ _FORMATS: dict[str, Format] = {
             frozenset(),
             frozenset({"form"}),
             _claude_code_fields,
-            "tags, source, decay, important, revision, created; the timeline",
+            "tags, source, decay, important, revision, created, updated (--form top); the timeline",
         ),
         Format(
             "three.ws",

@@ -108,3 +108,20 @@ def test_help_says_which_formats_are_lossy() -> None:
     for fmt in ("massgen", "claude-code", "three.ws", "magic-context", "magicfrog", "letta"):
         assert f"  {fmt}: " in result.stdout
     assert "Lossy" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["massgen", "claude-code", "three.ws", "magic-context", "magicfrog", "letta"])
+def test_help_names_every_field_an_export_leaves_out(fmt: str, tmp_path: Path) -> None:
+    from bundlekit.convert import get_format
+
+    mem = Memory(tmp_path / "mem")
+    mem.write("a", name="A", description="d", type="user", body="b", tags=["t"], source="chat",
+              decay="30d", important=True)
+    dest = tmp_path / {"magic-context": "o.db", "letta": "o.af", "three.ws": "o.json"}.get(fmt, "o")
+    options = {"project": "git:" + "0" * 40} if fmt == "magic-context" else {}
+    result = export_to(fmt, tmp_path / "mem", dest, **options)
+    prefix = f"left out fields {fmt} has no place for: "
+    left_out = [w.removeprefix(prefix) for w in result.warnings if w.startswith(prefix)]
+    fields = {part.split(" (")[0] for w in left_out for part in w.split(", ")}
+    lossy = get_format(fmt).lossy
+    assert fields and all(field in lossy for field in fields), (fields, lossy)
