@@ -94,9 +94,13 @@ def _host(url: str) -> str:
         return "the service"
 
 
-def _snippet(response: httpx.Response) -> str:
-    """The start of a response body, on one line, for an error message."""
-    text = " ".join(response.content.decode("utf-8", errors="replace").split())
+def _snippet(response: httpx.Response, clean: Callable[[str], str]) -> str:
+    """The start of a response body, on one line, for an error message.
+
+    The whole body is cleaned (redacted) before it is cut: a secret echoed across
+    the cut would otherwise leave its first characters, which no redaction finds.
+    """
+    text = clean(" ".join(response.content.decode("utf-8", errors="replace").split()))
     return text[:_BODY_SNIPPET] + ("..." if len(text) > _BODY_SNIPPET else "")
 
 
@@ -112,7 +116,7 @@ def pin_error(
     refused: Callable[[httpx.Response], bool] | None = None,
 ) -> PinError:
     """The pinning error for a final ``Failure``; ``clean`` redacts its message."""
-    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint, refused)
+    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint, refused, clean)
     return kind(clean(message))
 
 
@@ -124,6 +128,7 @@ def _meaning(
     sunset: Callable[[httpx.Response], bool] | None,
     sunset_hint: str,
     refused: Callable[[httpx.Response], bool] | None = None,
+    clean: Callable[[str], str] = str,
 ) -> tuple[type[PinError], str]:
     """The error class and message the table in the module docstring gives ``failure``."""
     if failure.unusable_url:
@@ -144,7 +149,7 @@ def _meaning(
             "check the service URL and your network, then retry"
         )
     status = response.status_code
-    snippet = _snippet(response)
+    snippet = _snippet(response, clean)
     where = f"{service}: {label} answered HTTP {status}"
     detail = f": {snippet}" if snippet else ""
     if status == 410 or (sunset is not None and sunset(response)):

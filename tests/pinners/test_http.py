@@ -142,6 +142,17 @@ def test_secrets_echoed_by_the_service_are_redacted_from_errors_and_logs(
     assert SECRET not in caplog.text
 
 
+@respx.mock
+@pytest.mark.parametrize("cut", [1, len(SECRET) // 2, len(SECRET) - 1])
+def test_a_secret_cut_by_the_body_excerpt_leaves_none_of_it(sleeps: Sleeps, cut: int) -> None:
+    # The error quotes the first 300 characters of the body; a token echoed across that
+    # limit was cut before redaction, so its first characters were printed (review of issue 12).
+    respx.get(URL).mock(return_value=httpx.Response(400, text="x" * (300 - cut) + SECRET + " tail"))
+    with pytest.raises(PinRejected) as info:
+        client(sleeps).request("GET", URL)
+    assert "x" + SECRET[:cut] not in str(info.value)
+
+
 def test_redact_replaces_every_secret_and_ignores_tiny_ones() -> None:
     assert redact("a abcd abcdef", ["abcdef", "abcd", "a"]) == "a *** ***"
 
