@@ -9,6 +9,7 @@ the foreign ``created``/``updated``/``revision`` values as given, and rebuilds
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -64,15 +65,24 @@ def write_tree(
     path = Path(dest)
     if path.exists() and not path.is_dir():
         raise ConvertError(f"{path} exists and is not a directory; choose another output directory")
+    created = not path.exists()
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConvertError(
             f"cannot create {path}: {output_dir_problem(exc)}; choose another output directory"
         ) from exc
-    return Memory(path, namespace=namespace).import_(
-        tree_blob(tree, namespace=namespace), strategy=strategy, allow_secrets=allow_secrets
-    )
+    try:
+        return Memory(path, namespace=namespace).import_(
+            tree_blob(tree, namespace=namespace), strategy=strategy, allow_secrets=allow_secrets
+        )
+    except BaseException:
+        if created:
+            # A refused import (a credential, a bad key or frontmatter) checks everything before
+            # writing: the directory made for it is still empty and goes again, leaving nothing.
+            with contextlib.suppress(OSError):
+                path.rmdir()
+        raise
 
 
 def read_tree(src: str | os.PathLike[str]) -> ForeignTree:

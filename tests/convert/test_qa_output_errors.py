@@ -84,3 +84,15 @@ def test_atomic_write_failure_removes_its_temp_file(tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="cannot write"):
         atomic_write(target, "data")
     assert sorted(os.listdir(tmp_path)) == ["adir"]
+
+
+def test_a_refused_import_leaves_no_output_directory(tmp_path: Path) -> None:
+    # Review of issue 12: a credential refused by the secret guard left an empty DEST behind.
+    src = tmp_path / "claude"
+    src.mkdir()
+    escaped = "".join(f"\\x{ord(c):02x}" for c in "ghp_" + "a1B2" * 9)
+    (src / "a.md").write_text(f'---\nname: n\ndescription: "{escaped}"\ntype: user\n---\nbody\n', encoding="utf-8")
+    code, err, _ = run("convert", "--from", "claude-code", str(src), "-o", str(tmp_path / "out"))
+    assert code == 1, err
+    assert "looks like a GitHub token" in err
+    assert not (tmp_path / "out").exists()
