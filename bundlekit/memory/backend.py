@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Protocol
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
-from bundlekit._fs import os_reason
+from bundlekit._fs import os_reason, sweep_stale_temps
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
-from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
+from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR
 
 __all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "Scan", "Signature", "atomic_write_bytes"]
 
@@ -109,6 +109,7 @@ class DirectoryBackend:
     def __init__(self, root: Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.root = root
         self._lock = TreeLock(root, lock_timeout)
+        self._swept = False
 
     def scan(self) -> Scan:
         """One ``scandir`` of the root: memory files and ``MEMORY.md`` with their signatures.
@@ -255,7 +256,30 @@ class DirectoryBackend:
         return True
 
     def hold(self) -> AbstractContextManager[None]:
-        return self._lock.hold()
+        return self._hold()
+
+    @contextmanager
+    def _hold(self) -> Iterator[None]:
+        with self._lock.hold():
+            if not self._swept:
+                self._swept = True
+                self._sweep_dead_temps()
+            yield
+
+    def _sweep_dead_temps(self) -> None:
+        """Remove the temps a killed writer left in the root, ``timeline/`` and the store's folder.
+
+        ``_fs.sweep_stale_temps`` decides (pid gone, untouched for a minute); it runs
+        once per backend, at its first write under the lock, so a ``kill -9`` mid-write
+        costs disk only until the next writing command. A folder that is a link is
+        skipped (the commands refuse it; a sweep must not reach outside the tree).
+        """
+        for folder in (self.root, self.root / TIMELINE_DIR, self.root / HIDDEN_DIR):
+            try:
+                if stat.S_ISDIR(os.lstat(folder).st_mode):
+                    sweep_stale_temps(folder)
+            except OSError:
+                continue
 
 
 class InMemoryBackend:
