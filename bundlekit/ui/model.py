@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.diff import DiffResult, diff_memories
 from bundlekit.bundle.manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
 from bundlekit.bundle.signature import SIGNATURE_NAME, verify_signature_file
@@ -38,6 +39,7 @@ __all__ = [
     "read_manifest",
 ]
 
+_Getter = Callable[[bytes], bytes]  # a verified block source (the server's)
 MAX_SHOWN_FILE = 4 * 1024 * 1024  # bytes: larger files are listed, not read into a page
 MAX_SHOWN_BUNDLE = 32 * 1024 * 1024  # bytes read from one bundle's files in all (memories, index, days)
 _TIMELINE_PREFIX = f"{MEMORY_DIR}/timeline/"
@@ -117,80 +119,84 @@ class _Budget:
         self.left -= size
 
 
-def _read_small(reader: UnixFSReader, cid: bytes, size: int, path: str, budget: _Budget | None = None) -> bytes:
+def _read_small(get: _Getter, cid: bytes, size: int, path: str, budget: _Budget | None = None) -> bytes:
+    # read_bounded also counts block visits against a budget keyed to ``size``: a DAG linking
+    # one block over and over is refused after a few thousand visits, not the walker's million
+    # (a 138 KB CAR kept every page request of it busy for seconds; review of issue 12).
     if size > MAX_SHOWN_FILE:
         raise CodecError(f"{path} is {size} bytes; the interface shows files up to {MAX_SHOWN_FILE} bytes")
     if budget is not None:
         budget.take(size, path)
-    out = bytearray()
-    for chunk in reader.iter_file(cid):
-        out += chunk
-        if len(out) > size:
-            raise CodecError(f"{path} holds more bytes than the manifest's {size}")
-    return bytes(out)
+
+    def too_big(seen: int) -> CodecError:
+        return CodecError(f"{path} holds more bytes than the manifest's {size}")
+
+    return read_bounded(get, cid, size, too_big, path)
 
 
 def read_manifest(get: Callable[[bytes], bytes], root: bytes) -> dict[str, Any]:
     """The validated manifest of the bundle at ``root``. Raises ``BundlekitError`` when it is not a bundle."""
     reader = UnixFSReader(get, verify=False)  # the source's blocks are verified already
-    return _manifest(reader, root)
+    return _manifest(get, reader, root)
 
 
-def _manifest(reader: UnixFSReader, root: bytes) -> dict[str, Any]:
+def _manifest(get: _Getter, reader: UnixFSReader, root: bytes) -> dict[str, Any]:
     manifest_cid = reader.resolve(root, MANIFEST_NAME)
-    return parse_manifest(_read_small(reader, manifest_cid, MAX_SHOWN_FILE, MANIFEST_NAME))
+    return parse_manifest(_read_small(get, manifest_cid, MAX_SHOWN_FILE, MANIFEST_NAME))
 
 
 def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
     """Read the bundle at ``root`` from verified blocks. Raises ``BundlekitError`` when it is not a bundle."""
     reader = UnixFSReader(get, verify=False)  # the source's blocks are verified already
-    manifest = _manifest(reader, root)
+    manifest = _manifest(get, reader, root)
     files: dict[str, dict[str, Any]] = manifest["memory"]["files"]
     view = BundleView(cid_to_str(root), manifest, "", [])
-    _check_signature(reader, root, view)
+    _check_signature(get, reader, root, view)
     budget = _Budget(MAX_SHOWN_BUNDLE)
     # The index first, so a bundle over the budget still shows its names.
     for path, info in sorted(files.items(), key=lambda item: (item[0] != INDEX_PATH, item[0])):
         try:
             if path == INDEX_PATH:
-                data = _read_small(reader, reader.resolve(root, path), int(info["size"]), path, budget)
+                data = _read_small(get, reader.resolve(root, path), int(info["size"]), path, budget)
                 view.index_text = data.decode("utf-8", errors="replace")
             elif path.startswith(_TIMELINE_PREFIX):
-                _read_day(reader, root, path, int(info["size"]), view, budget)
+                _read_day(get, reader, root, path, int(info["size"]), view, budget)
             else:
-                view.memories.append(_read_memory(reader, root, path, int(info["size"]), budget))
+                view.memories.append(_read_memory(get, reader, root, path, int(info["size"]), budget))
         except BundlekitError as exc:
             view.problems.append(f"{path}: {exc}")
     return view
 
 
-def _check_signature(reader: UnixFSReader, root: bytes, view: BundleView) -> None:
+def _check_signature(get: _Getter, reader: UnixFSReader, root: bytes, view: BundleView) -> None:
     """Verify ``signature.json`` (when the root has one) against the manifest it sits beside."""
     entries = dict(reader.list_dir(root))
     if SIGNATURE_NAME not in entries:
         return
     try:
-        data = _read_small(reader, entries[SIGNATURE_NAME], MAX_SHOWN_FILE, SIGNATURE_NAME)
+        data = _read_small(get, entries[SIGNATURE_NAME], MAX_SHOWN_FILE, SIGNATURE_NAME)
         view.signer = verify_signature_file(data, entries[MANIFEST_NAME])
     except BundlekitError as exc:
         view.signature_problem = str(exc)
 
 
-def _read_memory(reader: UnixFSReader, root: bytes, path: str, size: int, budget: _Budget) -> MemoryItem:
+def _read_memory(get: _Getter, reader: UnixFSReader, root: bytes, path: str, size: int, budget: _Budget) -> MemoryItem:
     name = path[len(MEMORY_DIR) + 1 :].removesuffix(ENC_SUFFIX)
     item = MemoryItem(key=name.removesuffix(".md"), path=path, size=size)
     if item.encrypted:
         item.problem = "encrypted: the body is not shown (no key ever reaches the browser)"
         return item
     try:
-        text = _read_small(reader, reader.resolve(root, path), size, path, budget).decode("utf-8")
+        text = _read_small(get, reader.resolve(root, path), size, path, budget).decode("utf-8")
         item.record = parse_memory_file(text, key=item.key, where=path)
     except (BundlekitError, UnicodeDecodeError) as exc:
         item.problem = f"cannot show this memory: {exc}"
     return item
 
 
-def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: BundleView, budget: _Budget) -> None:
+def _read_day(
+    get: _Getter, reader: UnixFSReader, root: bytes, path: str, size: int, view: BundleView, budget: _Budget
+) -> None:
     name = path[len(_TIMELINE_PREFIX) :]
     if name.endswith(ENC_SUFFIX):
         view.encrypted_days.append(name.removesuffix(ENC_SUFFIX).removesuffix(".jsonl"))
@@ -199,7 +205,7 @@ def _read_day(reader: UnixFSReader, root: bytes, path: str, size: int, view: Bun
     if match is None:
         view.problems.append(f"{path}: not a timeline day file")
         return
-    data = _read_small(reader, reader.resolve(root, path), size, path, budget)
+    data = _read_small(get, reader.resolve(root, path), size, path, budget)
     view.timeline[match.group(1)] = parse_day(name, data, strict=False)
 
 
