@@ -110,6 +110,14 @@ class LazyGroup(SuggestingGroup):
         except KeyboardInterrupt:
             output.status("interrupted")
             ctx.exit(EXIT_INTERRUPTED)
+        except MemoryError:
+            # The last net: an input larger than the memory this process may use (a capped
+            # address space, a small machine) is one error line, never a traceback.
+            output.error(
+                "out of memory: the input is larger than this process can hold; "
+                "give it a smaller input or more memory"
+            )
+            ctx.exit(1)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -123,6 +123,19 @@ def test_ctrl_c_exits_130_with_interrupted_on_stderr(
     assert result.stderr == "interrupted\n"
 
 
+def test_running_out_of_memory_is_one_error_line_and_exit_1(
+    run: Run, plain_car: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Review of issue 12: `memory import` of a 300 MB blob under a 512 MB cap ended in a MemoryError traceback.
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(car_cli, "verify_car", exhausted)
+    result = run("verify", plain_car)
+    _failed(result.stdout, result.stderr, 1, result.exit_code)
+    assert "out of memory" in result.stderr
+
+
 def test_a_car_that_cannot_be_written_is_a_general_error_not_an_integrity_one(
     run: Run, files: Path, tmp_path: Path
 ) -> None:
