@@ -110,13 +110,19 @@ def test_a_general_error_exits_1(run: Run, tmp_path: Path) -> None:
     _failed(result.stdout, result.stderr, 1, result.exit_code)
 
 
+def _verify_raising(exc: type[BaseException], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``bundlekit verify`` raise ``exc`` from inside the library call."""
+
+    def raising(*args: object, **kwargs: object) -> None:
+        raise exc
+
+    monkeypatch.setattr(car_cli, "verify_car", raising)
+
+
 def test_ctrl_c_exits_130_with_interrupted_on_stderr(
     run: Run, plain_car: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def interrupted(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(car_cli, "verify_car", interrupted)
+    _verify_raising(KeyboardInterrupt, monkeypatch)
     result = run("verify", plain_car)
     assert result.exit_code == 130
     assert result.stdout == ""
@@ -127,10 +133,7 @@ def test_running_out_of_memory_is_one_error_line_and_exit_1(
     run: Run, plain_car: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Review of issue 12: `memory import` of a 300 MB blob under a 512 MB cap ended in a MemoryError traceback.
-    def exhausted(*args: object, **kwargs: object) -> None:
-        raise MemoryError
-
-    monkeypatch.setattr(car_cli, "verify_car", exhausted)
+    _verify_raising(MemoryError, monkeypatch)
     result = run("verify", plain_car)
     _failed(result.stdout, result.stderr, 1, result.exit_code)
     assert "out of memory" in result.stderr
