@@ -11,6 +11,7 @@ from bundlekit.errors import (
     CARError,
     CodecError,
     DAGLimitExceeded,
+    UnsafePathError,
     VerificationError,
 )
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, block_codec
@@ -72,7 +73,8 @@ def verify_car(
     from the same open file without hashing them a second time (raw blocks
     have no links: their presence in the index is all completeness needs). A CAR without roots fails: there is nothing to
     check completeness against. Never raises ``BundlekitError``; the first
-    problem (``CARError``, ``VerificationError``, ``CodecError``) is returned
+    problem (``CARError``, ``VerificationError``, ``CodecError``; with
+    ``strict`` also ``UnsafePathError`` for a hostile link name) is returned
     in the report.
 
     With ``strict``, each root's claimed expansion is measured too
@@ -111,7 +113,7 @@ def verify_car(
                     report.expansions.append(_expansion(root, structure, index.get, max_depth, max_links))
                 for expansion in report.expansions:
                     _check_expansion(expansion, limits if limits is not None else WalkLimits())
-    except (CARError, VerificationError, CodecError) as exc:
+    except (CARError, VerificationError, CodecError, UnsafePathError) as exc:
         report.problem = exc
     return report
 

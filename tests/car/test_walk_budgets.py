@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bundlekit.car.verify import verify_car
-from bundlekit.errors import BundlekitError, CodecError, DAGLimitExceeded
+from bundlekit.errors import BundlekitError, CodecError, DAGLimitExceeded, UnsafePathError
 from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, PBLink, UnixFSData
 from bundlekit.ipld.walk import (
     CANCEL_POLL,
@@ -173,3 +173,11 @@ def test_the_spec_lists_every_budget_default_as_the_code_has_it() -> None:
     assert rows["max_depth"].strip() == str(limits.max_depth)
     assert rows["max_links"].strip() == f"{MAX_LINKS:,}"
     assert f"`CANCEL_POLL = {CANCEL_POLL}`" in spec
+
+
+def test_verify_strict_reports_a_hostile_name_as_the_problem(blocks: Blocks, write_car: object) -> None:
+    root = blocks.node([PBLink(blocks.raw(b"x"), b"../evil", 1)], UnixFSData(DIRECTORY))
+    car = write_car(blocks.car([root]))  # type: ignore[operator]
+    report = verify_car(car, strict=True)
+    assert isinstance(report.problem, UnsafePathError)
+    assert "../evil" in str(report.problem)
