@@ -50,7 +50,14 @@ from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE, RAW_MEDIA_TYPE, check_block
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
-from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
+from bundlekit.net.http import (
+    Failure,
+    HttpOptions,
+    check_http_url,
+    open_client,
+    read_capped,
+    send_with_retries,
+)
 from bundlekit.net.stream import DRAIN_BYTES, CarPull, ChunkReader
 
 if TYPE_CHECKING:
@@ -131,11 +138,8 @@ def _cid_or_usage(text: str, uri: str) -> bytes:
 
 
 def _url_or_usage(text: str, what: str) -> httpx.URL:
-    """``text`` as a URL with a host, or ``UsageError`` (a bad port, an unclosed ``[``...)."""
-    try:
-        url = httpx.URL(text)
-    except httpx.InvalidURL as exc:
-        raise UsageError(f"{what} {text[:200]!r} is not a valid URL ({exc}); check it") from exc
+    """``text`` as a URL with a host, or ``UsageError`` (a bad port, an unclosed ``[``: ``check_http_url``)."""
+    url = httpx.URL(check_http_url(text, what=what).strip())
     if not url.host:
         raise UsageError(f"{what} {text[:200]!r} has no host; check it")
     return url
