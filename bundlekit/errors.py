@@ -28,7 +28,7 @@ says so below.
     │   ├── BlockMismatch           a block's bytes do not hash to its CID
     │   ├── MissingBlock            a block the DAG needs is absent
     │   ├── UnsupportedBlock        unknown codec or hash function, or block over the size limit
-    │   ├── DAGLimitExceeded        depth or link-count limit hit (hostile or cyclic DAG)
+    │   ├── DAGLimitExceeded        a walk limit hit: depth, links, visits, entries, bytes (hostile, reused or cyclic DAG)
     │   ├── IntegrityError          a file's bytes do not match the CID a manifest lists
     │   └── SignatureError          a manifest signature or IPNS record that does not verify, or the wrong signer
     ├── UnsafePathError             a link name that would escape or corrupt an output directory
@@ -176,7 +176,7 @@ class UnsupportedBlock(VerificationError):
 
 
 class DAGLimitExceeded(VerificationError):
-    """A depth or link-count limit was hit while walking a DAG."""
+    """A walk limit was hit: depth, links, block visits, entries or content bytes (``ipld.walk.WalkLimits``)."""
 
 
 class IntegrityError(VerificationError):
