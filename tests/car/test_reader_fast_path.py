@@ -83,6 +83,7 @@ def test_fast_loop_yields_the_same_blocks_in_any_chunking(chunk: int) -> None:
 
 def test_fast_loop_refuses_an_oversized_block_as_the_careful_reader_does() -> None:
     _same(_mixed_car(), 1 << 30, max_block_size=16_384)
+    assert _outcome(read_car, _mixed_car(), 1 << 30, 16_384)[1].startswith("UnsupportedBlock: ")
 
 
 def test_fast_loop_fails_like_the_careful_reader_on_every_truncation() -> None:
