@@ -10,6 +10,7 @@ import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
+from bundlekit.gateway.respond import GatewayResponder
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 from .conftest import DictSource
@@ -364,3 +365,10 @@ def test_subdomain_host_with_a_raw_request(client: httpx.Client, sample_dag) -> 
     host = f"{cid_to_str(sample_dag.root)}.ipfs.localhost:8080"
     r = client.get("/?format=raw", headers={"Host": host})
     assert r.content == sample_dag.blocks[sample_dag.root]
+
+
+@pytest.mark.parametrize("target", ["/ipns/not-a-name", "/ipns/k51" + "q" * 50 + "/a/path"])
+def test_an_ipns_record_request_for_a_bad_name_or_with_a_path_is_400(store: BlockStore, target: str) -> None:
+    """specs/gateway.md 3, step 1: only ``/ipns/{k51...}`` names a record."""
+    response = GatewayResponder(store).respond("GET", target, {"accept": "application/vnd.ipfs.ipns-record"})
+    assert response.status == 400
