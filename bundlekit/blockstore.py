@@ -64,7 +64,7 @@ LEGACY_TEMP_PREFIX = ".tmp-"
 _WRITE_HINT = "check free space and permissions"
 # How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
 IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
-_IPNS_NAME = re.compile(r"^k[0-9a-z]{40,120}$")
+_IPNS_NAME = re.compile(r"k[0-9a-z]{40,120}")  # fullmatch: "$" would let a trailing newline in
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -350,7 +350,7 @@ class BlockStore:
     # -- IPNS records -----------------------------------------------------------
 
     def _record_path(self, name: str) -> Path:
-        if not _IPNS_NAME.match(name):
+        if not _IPNS_NAME.fullmatch(name):
             raise UsageError(f"{name[:80]!r} is not an IPNS name (k51...); check the name")
         return self.root / "ipns" / name
 

@@ -372,3 +372,10 @@ def test_an_ipns_record_request_for_a_bad_name_or_with_a_path_is_400(store: Bloc
     """specs/gateway.md 3, step 1: only ``/ipns/{k51...}`` names a record."""
     response = GatewayResponder(store).respond("GET", target, {"accept": "application/vnd.ipfs.ipns-record"})
     assert response.status == 400
+
+
+def test_an_ipns_name_with_a_trailing_newline_is_not_a_name(store: BlockStore) -> None:
+    response = GatewayResponder(store).respond(
+        "GET", "/ipns/k51" + "q" * 50 + "%0A", {"accept": "application/vnd.ipfs.ipns-record"}
+    )
+    assert response.status == 400
