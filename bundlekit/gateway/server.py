@@ -174,6 +174,11 @@ class GatewayServer(ThreadingHTTPServer):
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
         self.apps = dict(apps or {})
+        for prefix in self.apps:
+            path = prefix.rstrip("/")
+            if not prefix.startswith("/") or path in ("", "/ipfs", "/ipns") or path.startswith(("/ipfs/", "/ipns/")):
+                self.server_close()
+                raise UsageError(f"cannot mount an app at {prefix!r}: mount it under its own path, such as /ui/")
 
     def responder_for(self, target: str) -> App:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""

@@ -10,7 +10,9 @@ import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
+from bundlekit.errors import UsageError
 from bundlekit.gateway.respond import GatewayResponder
+from bundlekit.gateway.server import create_server
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 
 from .conftest import DictSource
@@ -379,3 +381,9 @@ def test_an_ipns_name_with_a_trailing_newline_is_not_a_name(store: BlockStore) -
         "GET", "/ipns/k51" + "q" * 50 + "%0A", {"accept": "application/vnd.ipfs.ipns-record"}
     )
     assert response.status == 400
+
+
+@pytest.mark.parametrize("prefix", ["/", "/ipfs/", "/ipns", "/ipfs/sub/", "ui/"])
+def test_an_app_cannot_be_mounted_over_the_gateway_paths(store: BlockStore, prefix: str) -> None:
+    with pytest.raises(UsageError, match="cannot mount an app"):
+        create_server(store, port=0, apps={prefix: GatewayResponder(store).respond})
