@@ -1,4 +1,5 @@
-"""The network: the one HTTP layer (``http``) and trustless retrieval from remote gateways (``fetch``).
+"""The network: the one HTTP layer (``http``), trustless retrieval from remote gateways (``fetch``)
+and a CAR response read as it streams in (``stream``).
 
 Built on the block store, CAR and ipld layers; everything that talks HTTP,
 the pinners included, goes through ``bundlekit.net.http``: one options object
