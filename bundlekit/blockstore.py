@@ -502,17 +502,21 @@ class BlockStore:
 
     def _remove_stale_temps(self) -> None:
         """Temps of dead writers (``_fs.sweep_stale_temps``), any older than ``STALE_TEMP_SECONDS``,
-        and the legacy ``.tmp-`` names by age."""
+        and the legacy ``.tmp-`` names by age: in the shards, the root (``pins.json``'s) and ``ipns/``."""
         cutoff = time.time() - STALE_TEMP_SECONDS
-        for shard in os.scandir(self.blocks_dir):
-            if not shard.is_dir():
-                continue
-            sweep_stale_temps(shard.path, max_age=STALE_TEMP_SECONDS)
-            for entry in os.scandir(shard.path):
-                if entry.name.startswith(LEGACY_TEMP_PREFIX):
-                    try:
-                        if entry.stat().st_mtime < cutoff:
-                            os.unlink(entry.path)
-                    except OSError as exc:
-                        if exc.errno != errno.ENOENT:
-                            raise
+        sweep_stale_temps(self.root, max_age=STALE_TEMP_SECONDS)
+        sweep_stale_temps(self.root / "ipns", max_age=STALE_TEMP_SECONDS)
+        with os.scandir(self.blocks_dir) as shards:
+            for shard in shards:
+                if not shard.is_dir():
+                    continue
+                sweep_stale_temps(shard.path, max_age=STALE_TEMP_SECONDS)
+                with os.scandir(shard.path) as entries:
+                    for entry in entries:
+                        if entry.name.startswith(LEGACY_TEMP_PREFIX):
+                            try:
+                                if entry.stat().st_mtime < cutoff:
+                                    os.unlink(entry.path)
+                            except OSError as exc:
+                                if exc.errno != errno.ENOENT:
+                                    raise

@@ -94,3 +94,15 @@ def test_store_gc_sweeps_a_dead_writers_temp_before_the_hour(tmp_path: Path, dea
     temp = _temp(shard, dead_pid, age=DEAD_TEMP_AGE + 5)
     store.gc()
     assert not temp.exists()
+
+
+@pytest.mark.parametrize("folder", [".", "ipns"])
+def test_store_gc_sweeps_a_dead_writers_temp_of_the_pins_or_an_ipns_record(
+    tmp_path: Path, dead_pid: int, folder: str
+) -> None:
+    store = BlockStore(tmp_path / "store")
+    store.put(make_cid(1, RAW, b"x"), b"x")
+    (store.root / folder).mkdir(exist_ok=True)
+    temp = _temp(store.root / folder, dead_pid, age=DEAD_TEMP_AGE + 5)
+    store.gc()
+    assert not temp.exists()
