@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, TypeVar
@@ -26,7 +27,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from bundlekit.errors import BundlekitError
+from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
 __all__ = ["READ_TOOLS", "SERVER_NAME", "WRITE_TOOLS", "build_server", "run_http", "run_stdio"]
@@ -236,7 +237,10 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
     headers; on another interface (``--host``) the Host header is not checked.
     uvicorn returns (or re-raises) only when a signal stopped it: either way this
     raises ``KeyboardInterrupt``, so the CLI exits 130 like any interrupted command.
+    An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
+    not uvicorn's own log line and exit status 3 (which is bundlekit's verification code).
     """
+    _check_bindable(host, port)
     security = None
     if _is_loopback(host):
         allowed = [f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")]
@@ -245,5 +249,23 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
             allowed_hosts=allowed,
             allowed_origins=[f"http://{h}" for h in allowed],
         )
-    build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
+    try:
+        build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
+    except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
+        if exc.code not in (0, None):
+            raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None
     raise KeyboardInterrupt
+
+
+def _check_bindable(host: str, port: int) -> None:
+    """``UsageError`` when ``host:port`` cannot be listened on (in use, not an address of this machine)."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+        family, kind, proto, _name, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --http port or --host"
+        ) from None

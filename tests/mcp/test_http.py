@@ -100,3 +100,18 @@ def test_a_secret_and_a_stale_revision_are_tool_errors_over_http(
     assert stale.is_error and "revision" in stale.content[0].text
     assert not listed.is_error and proc.poll() is None  # the server answers on
     assert not (tree / "leak.md").exists()
+
+
+def test_a_port_in_use_is_a_usage_error_not_uvicorns_exit_3(tree: Path) -> None:
+    # uvicorn logs its own "ERROR:" line and exits 3 (bundlekit's verification code) when it cannot bind.
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree), "--http", str(port)],
+            env=server_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False,
+        )
+    assert proc.returncode == 2
+    assert f"error: cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "Traceback" not in proc.stderr and "ERROR:" not in proc.stderr
