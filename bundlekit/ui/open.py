@@ -16,8 +16,9 @@ from pathlib import Path
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.errors import UsageError
+from bundlekit.errors import LoadError, MissingBlock, UsageError
 from bundlekit.gateway.sources import CarFileSource
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import walk_dag
 from bundlekit.net.fetch import GatewayFetcher, default_gateways, parse_gateway, parse_uri
 from bundlekit.net.http import HttpOptions
@@ -35,7 +36,7 @@ def open_bundle(
     """The verified blocks of the bundle at ``uri`` as a ``CarFileSource``, and its root CID.
 
     Raises ``UsageError`` (bad URI, plain HTTPS manifest, no gateway), and what
-    retrieval raises: ``MissingBlock``/``LoadError`` when no source has a block,
+    retrieval raises: ``LoadError`` when no source has a block,
     ``BlockMismatch`` when bytes do not match their CID, ``DAGLimitExceeded``.
     """
     target = parse_uri(uri)
@@ -62,10 +63,16 @@ def open_bundle(
     if not gws and store is None:
         raise UsageError("no gateway to fetch from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
     out = Path(workdir) / "bundle.car"
-    with GatewayFetcher(gws, store=store, http=http) as fetcher:
-        fetcher.prefetch_car(target.root)
-        with CarFileWriter(out) as writer:
-            for cid, data in walk_dag(target.root, fetcher.get):
-                writer.put(cid, data)
-            writer.finish(target.root)
+    try:
+        with GatewayFetcher(gws, store=store, http=http) as fetcher:
+            fetcher.prefetch_car(target.root)
+            with CarFileWriter(out) as writer:
+                for cid, data in walk_dag(target.root, fetcher.get):
+                    writer.put(cid, data)
+                writer.finish(target.root)
+    except MissingBlock as exc:  # no source could supply a block: unavailable (exit 1, as load), not altered
+        detail = exc.__cause__ if exc.__cause__ is not None else exc  # the fetcher's reason, when the walk wraps it
+        raise LoadError(
+            f"cannot fetch {cid_to_str(target.root)}: {detail}; check the CID or try another --gateway"
+        ) from exc
     return CarFileSource(out), target.root

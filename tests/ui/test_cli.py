@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,18 @@ def test_open_refuses_a_plain_manifest_url() -> None:
                          env={"PYTHONPATH": str(ROOT), "CI": "true"})
     assert run.returncode == 2
     assert "not content-addressed" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_an_unreachable_gateway_is_a_load_error_not_an_integrity_failure(bundles: Bundles) -> None:
+    with socket.socket() as sock:  # a loopback port nothing listens on: connection refused at once
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = subprocess.run([sys.executable, "-m", "bundlekit", "open", f"ipfs://{bundles.new}", "--gateway",
+                          f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, check=False,
+                         env={"PYTHONPATH": str(ROOT), "CI": "true"})
+    assert run.returncode == 1 and run.stdout == ""
+    assert "not available from any source" in run.stderr and "connection failed" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_a_tampered_car_is_refused_before_serving(tmp_path: Path, bundles: Bundles) -> None:
