@@ -2,11 +2,11 @@
 
 ``name create --key-file K`` prints the name (``k51...``) of the Ed25519 key in
 K, generating the key when K does not exist. ``name publish --key-file K CID``
-signs a V2 record (sequence one above the last one kept), keeps it in the local
-store (``bundlekit serve`` serves it at ``/ipns/<name>``) and, when
-``$BUNDLEKIT_KUBO_URL`` is set, puts it to kubo (``routing/put``). ``name
-resolve NAME`` prints the CID the best valid record points at. Data on
-stdout, status on stderr.
+signs a V2 record (sequence one above the last one known to the local store
+and the gateways), keeps it in the local store (``bundlekit serve`` serves it
+at ``/ipns/<name>``) and, when ``$BUNDLEKIT_KUBO_URL`` is set, puts it to kubo
+(``routing/put``). ``name resolve NAME`` prints the CID the best valid record
+points at. Data on stdout, status on stderr.
 """
 
 from __future__ import annotations

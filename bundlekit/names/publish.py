@@ -3,8 +3,9 @@
 ``create_name`` reads (or, when the file does not exist, generates and writes
 with mode 0600) the Ed25519 key file and returns its name. ``publish`` makes a
 V2 record pointing at ``/ipfs/<cid>`` with a sequence one above the last one
-known for the name (the record kept in the local store, which also keeps
-the new one, where ``bundlekit serve`` serves it at ``/ipns/<name>``), then
+known for the name (the record kept in the local store and the valid records
+the given gateways serve), keeps it in the local store (where ``bundlekit
+serve`` serves it at ``/ipns/<name>``), then
 hands it to each extra ``router`` (``bundlekit name publish`` passes kubo's
 ``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set).
 """
