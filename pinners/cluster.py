@@ -200,7 +200,8 @@ class ClusterPinner(BasePinner):
                               "check the CAR's header")
 
     def _status(self, cid: str) -> dict[str, Any]:
-        info: dict[str, Any] = self.http.request("GET", f"{self.base_url}/pins/{cid}", what="pin status").json()
+        info: dict[str, Any] = self.http.json(
+            self.http.request("GET", f"{self.base_url}/pins/{cid}", what="pin status"), "pin status")
         return info
 
     def _wait(self, cid: str) -> PinResult:

@@ -163,7 +163,7 @@ class KuboPinner(BasePinner):
             ok=_ok_or_not_pinned,
             what="pin/ls",
         )
-        if response.is_success and text in (response.json().get("Keys") or {}):
+        if response.is_success and text in (self.http.json(response, "pin/ls").get("Keys") or {}):
             return PinResult(self.name, text, PINNED, url=f"ipfs://{text}")
         return PinResult(self.name, text, MISSING)
 
@@ -191,13 +191,13 @@ class KuboPinner(BasePinner):
     def origins(self) -> list[str]:
         """The node's multiaddrs from ``id`` (``Addresses``), for a Pinning Service API to fetch from."""
         response = self._rpc("id", what="id")
-        addresses = response.json().get("Addresses") or []
+        addresses = self.http.json(response, "id").get("Addresses") or []
         return [str(a) for a in addresses if isinstance(a, str) and "/p2p/" in a]
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
         """``pin/ls?type=recursive&names=true``: recursive pins whose name starts with ``name_prefix``."""
         response = self._rpc("pin/ls", params={"type": "recursive", "names": "true"}, what="pin/ls")
-        keys = response.json().get("Keys") or {}
+        keys = self.http.json(response, "pin/ls").get("Keys") or {}
         found = [PinEntry(cid, str(info.get("Name") or "") or None)
                  for cid, info in keys.items() if isinstance(info, dict)]
         return [e for e in found if (e.name or "").startswith(name_prefix)]

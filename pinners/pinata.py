@@ -143,7 +143,7 @@ class PinataPinner(BasePinner):
     def _list(self, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
         """One page of ``GET {api}/v3/files/public``: its files and ``next_page_token``."""
         response = self.http.request("GET", f"{self.api_url}/v3/files/public", params=params, what="list files")
-        data = response.json().get("data") or {}
+        data = self.http.json(response, "list files").get("data") or {}
         files = [f for f in (data.get("files") or []) if isinstance(f, dict)]
         return files, str(data.get("next_page_token") or "")
 
@@ -206,7 +206,7 @@ class PinataPinner(BasePinner):
         while data.get("cid") == PENDING and not self.polling.passed(give_up):
             self.http.options.sleep(self.polling.interval)
             record = self.http.request("GET", f"{self.api_url}/v3/files/public/{file_id}", what="file record")
-            data = record.json().get("data") or data
+            data = self.http.json(record, "file record").get("data") or data
         return data
 
     def _fields(self, label: str) -> dict[str, str]:
@@ -246,7 +246,7 @@ class PinataPinner(BasePinner):
                                          before_retry=before_retry)
         except _Landed as landed:
             return landed.data
-        data: dict[str, Any] = response.json().get("data") or {}
+        data: dict[str, Any] = self.http.json(response, "upload CAR").get("data") or {}
         return data
 
     def _upload_tus(self, car: BinaryIO, size: int, label: str, filename: str) -> dict[str, Any]:

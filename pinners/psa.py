@@ -109,7 +109,7 @@ class PSAPinner(BasePinner):
         response = self.http.request(
             "GET", f"{self.base_url}/pins", params={"cid": cid, "status": statuses}, what="list pins"
         )
-        results = response.json().get("results") or []
+        results = self.http.json(response, "list pins").get("results") or []
         return [r for r in results if isinstance(r, dict)]
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
@@ -132,8 +132,8 @@ class PSAPinner(BasePinner):
             # Not retried blindly: a retried POST could create the duplicate we avoid.
             # A lost answer is recovered by listing again.
             try:
-                status = self.http.request("POST", f"{self.base_url}/pins", json=body, retry=False,
-                                           what="create pin").json()
+                status = self.http.json(self.http.request("POST", f"{self.base_url}/pins", json=body, retry=False,
+                                                             what="create pin"), "create pin")
             except PinUnavailable:
                 found = self._existing(cid)
                 if not found:
@@ -171,7 +171,8 @@ class PSAPinner(BasePinner):
                           "not durable yet: check later with the service",
                 )
             self.http.options.sleep(self.polling.interval)
-            status = self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status").json()
+            status = self.http.json(
+                self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status"), "pin status")
 
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)
@@ -193,7 +194,7 @@ class PSAPinner(BasePinner):
             params.update(name=name_prefix, match="partial")
         response = self.http.request("GET", f"{self.base_url}/pins", params=params, what="list pins")
         entries: dict[str, PinEntry] = {}
-        for item in response.json().get("results") or []:
+        for item in self.http.json(response, "list pins").get("results") or []:
             pin = item.get("pin") if isinstance(item, dict) else None
             if not isinstance(pin, dict) or not str(pin.get("name") or "").startswith(name_prefix):
                 continue

@@ -195,7 +195,7 @@ class Web3StoragePinner(BasePinner):
         if name:
             headers["X-NAME"] = quote(name)
         response = self.http.request("POST", f"{self.base_url}/car", headers=headers, body=body, what="upload CAR")
-        return str(response.json().get("cid", ""))
+        return str(self.http.json(response, "upload CAR").get("cid", ""))
 
     def _pin_legacy(self, car: BinaryIO, root: bytes, name: str | None, size: int | None) -> str:
         start = car.tell()
@@ -227,7 +227,7 @@ class Web3StoragePinner(BasePinner):
             "POST", f"{self.base_url}/bridge", headers=self._headers,
             json={"tasks": [[capability, self.space, args]]}, retry=retry, what=what,
         )
-        receipts = response.json()
+        receipts = self.http.json(response, what, anything=True)
         try:
             out = receipts[0]["p"]["out"]
         except (KeyError, IndexError, TypeError) as exc:
@@ -269,7 +269,7 @@ class Web3StoragePinner(BasePinner):
             )
             if response.status_code == 404:
                 return PinResult(self.name, text, MISSING)
-            pins = response.json().get("pins") or []
+            pins = self.http.json(response, "status").get("pins") or []
             state = PINNED if any(p.get("status") == "Pinned" for p in pins) else PINNING
             return PinResult(self.name, text, state, url=f"ipfs://{text}")
         cursor: str | None = None

@@ -87,6 +87,9 @@ def node_credentials(token: str | None, basic_auth: str | None, basic_var: str) 
     return Credentials()
 
 
+_NOT_JSON: Any = object()  # HttpClient.json: the body did not parse
+
+
 def _host(url: str) -> str:
     try:
         return httpx.URL(url).host or url
@@ -229,6 +232,26 @@ class HttpClient(Closing):
     def redact(self, text: str) -> str:
         """``text`` with this client's secrets removed."""
         return redact(text, self.secrets)
+
+    def json(self, response: httpx.Response, what: str = "", *, anything: bool = False) -> Any:
+        """``response``'s JSON body, an object unless ``anything``; ``PinUnavailable`` otherwise.
+
+        A 2xx answer that is not JSON (a proxy's login page, a wrong URL) would
+        otherwise escape as a bare ``JSONDecodeError`` (a traceback from the CLI,
+        "crashed" in a pin report), and one that is not an object as an
+        ``AttributeError`` at the first ``.get``.
+        """
+        try:
+            body = response.json()
+        except ValueError:
+            body = _NOT_JSON
+        if body is _NOT_JSON or not (anything or isinstance(body, dict)):
+            raise PinUnavailable(self.redact(
+                f"{self.service}: {what or 'the answer'}: {_host(str(response.url))} did not answer a JSON "
+                f"{'document' if anything else 'object'} ({_snippet(response, self.redact)}); "
+                "check that the URL is the service's API"
+            ))
+        return body
 
     def request(
         self,

@@ -180,3 +180,21 @@ def test_a_url_without_scheme_is_a_settings_error_not_retried(sleeps: Sleeps) ->
     with pytest.raises(PinnerNotConfigured, match="http"):
         client(sleeps).request("GET", "localhost:5001/api/v0/version")
     assert sleeps.calls == []
+
+
+@respx.mock
+def test_a_2xx_answer_that_is_not_json_is_unavailable_not_a_decode_error(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(return_value=httpx.Response(200, text=f"<html>proxy login {SECRET}</html>"))
+    http = client(sleeps)
+    with pytest.raises(PinUnavailable, match="did not answer a JSON object") as caught:
+        http.json(http.request("GET", URL), "list pins")
+    assert "list pins" in str(caught.value) and SECRET not in str(caught.value)
+
+
+@respx.mock
+def test_a_json_answer_that_is_not_an_object_is_unavailable(sleeps: Sleeps) -> None:
+    respx.get(URL).mock(return_value=httpx.Response(200, json=[1, 2]))
+    http = client(sleeps)
+    with pytest.raises(PinUnavailable, match="JSON object"):
+        http.json(http.request("GET", URL))
+    assert http.json(http.request("GET", URL), anything=True) == [1, 2]

@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
+from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected, PinUnavailable
 from bundlekit.pinning.protocol import MISSING, PINNED
 from pinners.kubo import KuboPinner
 
@@ -170,6 +170,14 @@ def test_list_reads_named_recursive_pins(http_kwargs: dict[str, object]) -> None
     entries = kubo(http_kwargs).list(name_prefix="memory-")
     assert [(e.cid, e.name) for e in entries] == [("bafy-a", "memory-1")]
     assert route.calls.last.request.url.params["names"] == "true"
+
+
+@respx.mock
+def test_a_list_answer_that_is_not_json_is_unavailable(http_kwargs: dict[str, object]) -> None:
+    # A proxy's login page instead of kubo's RPC: `bundlekit unpin --pinner kubo` printed a JSONDecodeError traceback.
+    respx.post(f"{BASE}/api/v0/pin/ls").mock(return_value=httpx.Response(200, text="<html>sign in</html>"))
+    with pytest.raises(PinUnavailable, match="kubo: pin/ls: .* did not answer a JSON object"):
+        kubo(http_kwargs).list(name_prefix="memory-")
 
 
 @respx.mock
