@@ -240,7 +240,11 @@ class ClusterPinner(BasePinner):
         """Cluster pins (``/allocations?filter=pin``) whose name starts with ``name_prefix``."""
         response = self.http.request("GET", f"{self.base_url}/allocations", params={"filter": "pin"},
                                      what="list pins")
-        pins = [p for p in _json_lines(response.text) if isinstance(p, dict)]
+        try:
+            pins = [p for p in _json_lines(response.text) if isinstance(p, dict)]
+        except ValueError:
+            raise PinUnavailable(f"IPFS Cluster: /allocations answered something that is not JSON; is {self.base_url} "
+                                 "a cluster REST API?") from None
         return [PinEntry(str(p.get("cid", "")), str(p.get("name") or "") or None, str(p.get("timestamp") or "") or None)
                 for p in pins if str(p.get("name") or "").startswith(name_prefix)]
 

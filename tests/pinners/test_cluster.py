@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from bundlekit.car.reader import read_car
 from bundlekit.cli import cli
-from bundlekit.errors import PinAuthError, PinnerNotConfigured, PinRejected, UsageError
+from bundlekit.errors import PinAuthError, PinnerNotConfigured, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.pinning import registry
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING
@@ -172,6 +172,14 @@ def test_status_unpin_and_list(car: Car, http_kwargs: dict[str, object]) -> None
         assert routes["list"].calls.last.request.url.params["filter"] == "pin"
         pinner.unpin(car.root)
         assert pinner.status(car.root).status == MISSING
+
+
+@respx.mock
+def test_a_list_answer_that_is_not_json_is_unavailable(http_kwargs: dict[str, object]) -> None:
+    # A proxy's page instead of the REST API: `bundlekit unpin --pinner cluster` printed a JSONDecodeError traceback.
+    respx.get(f"{BASE}/allocations").mock(return_value=httpx.Response(200, text="<html>sign in</html>"))
+    with pytest.raises(PinUnavailable, match="/allocations answered something that is not JSON"):
+        cluster(http_kwargs).list(name_prefix="memory-")
 
 
 @respx.mock
