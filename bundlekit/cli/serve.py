@@ -117,7 +117,8 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, 
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port (0 picks a free one).")
-def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int) -> None:
+@click.option("--json", "as_json", is_flag=True, help='Print {"url", "root"} as one line instead of the URL.')
+def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
@@ -136,7 +137,10 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int) -> None:
             page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
 
             def announce() -> None:
-                output.data(page)
+                if as_json:
+                    output.data_json({"url": page, "root": cid_to_str(root)})
+                else:
+                    output.data(page)
                 output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
 
             _run(server, announce)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -38,6 +39,18 @@ def test_open_a_car_prints_the_bundle_page_url_which_answers(bundles: Bundles) -
     finally:
         code, err = _stop(proc, signal.SIGINT)
     assert code == 130 and "interrupted" in err and "Traceback" not in err
+
+
+def test_open_json_prints_one_line_with_the_url_and_root(bundles: Bundles) -> None:
+    proc = _start("open", str(bundles.old_car), "--json")
+    try:
+        assert proc.stdout is not None
+        doc = json.loads(proc.stdout.readline())
+        assert doc["root"] == bundles.old and doc["url"].endswith(f"/ui/bundle/{bundles.old}")
+        assert httpx.get(doc["url"], timeout=30).status_code == 200
+    finally:
+        code, _err = _stop(proc)
+    assert code == 0
 
 
 def test_open_through_a_gateway_fetches_and_verifies_the_bundle(bundles: Bundles) -> None:
