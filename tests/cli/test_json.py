@@ -145,7 +145,8 @@ def test_every_command_with_a_result_is_covered() -> None:
     """A command added to the table without a --json case fails here.
 
     The servers run until stopped and print no result: serve (its --json announcement has its own
-    test above), open (prints the page URL) and mcp (speaks the protocol on stdout).
+    test above), open (its --json announcement is tested in tests/ui/test_cli.py) and mcp (speaks
+    the protocol on stdout).
     """
     covered = {name.split()[0] for name in CASES}
     assert set(COMMANDS) - covered == {"serve", "open", "mcp"}
