@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
+import signal
 import socket
+import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, TypeVar
@@ -217,8 +220,25 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
 
 
 def run_stdio(tools: MemoryTools) -> None:
-    """Serve over stdin/stdout until the client closes the stream."""
-    build_server(tools).run("stdio")
+    """Serve over stdin/stdout until the client closes the stream; Ctrl-C stops it at once with exit 130.
+
+    The SDK reads stdin in a worker thread that a cancelled event loop waits for, so
+    an interrupt would otherwise hang until stdin closes. The handler removes a
+    read-only load's temporary tree, says "interrupted" and ends the process; every
+    write is atomic (temp file and rename), so nothing is left half-written.
+    """
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        tools.served.close()
+        sys.stderr.write("interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        build_server(tools).run("stdio")
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _is_loopback(host: str) -> bool:

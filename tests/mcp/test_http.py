@@ -115,3 +115,4 @@ def test_a_port_in_use_is_a_usage_error_not_uvicorns_exit_3(tree: Path) -> None:
     assert proc.returncode == 2
     assert f"error: cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr and "ERROR:" not in proc.stderr
+

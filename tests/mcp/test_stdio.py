@@ -7,12 +7,16 @@ Source checked: the ``mcp`` Python SDK 2.3.0 (PyPI ``mcp``; github modelcontextp
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.conftest import run_client, stdio_params
+from tests.mcp.conftest import run_client, server_env, stdio_params
 
 pytest.importorskip("mcp")
 
@@ -162,3 +166,21 @@ def test_errors_carry_bundlekit_messages_and_the_server_survives(tree: Path) -> 
     assert "max_tokens must be a positive integer, not 'many'" in not_a_number
     assert "max_tokens must be at least 1" in zero
     assert len(_structured(alive)) == 3
+
+
+def test_ctrl_c_stops_a_stdio_server_at_once_with_exit_130(tree: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree)],
+        env=server_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        assert "over stdio" in proc.stderr.readline()  # serving, with stdin still open
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 130
+        assert "interrupted" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
