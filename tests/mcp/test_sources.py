@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ import pytest
 from bundlekit.bundle.build import build_bundle
 from bundlekit.gateway.server import serve_in_thread
 from tests.mcp.conftest import make_tree, run_client, server_env, stdio_params
+from tests.net.loopback import Answer, send, serve
 
 pytest.importorskip("mcp")
 
@@ -51,37 +49,21 @@ def test_a_bundle_loaded_through_a_gateway_is_served_read_only(bundle: tuple[Pat
     assert [hit["key"] for hit in hits.structured_content["result"]] == ["user_role"]
 
 
-@contextmanager
-def tampering_proxy(upstream: str, old: bytes, new: bytes) -> Iterator[str]:
+def tampering_proxy(upstream: str, old: bytes, new: bytes) -> Answer:
     """A gateway in front of ``upstream`` that swaps ``old`` for ``new`` (same length) in every answer."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        got = httpx.get(upstream + handler.path, headers={"Accept": handler.headers.get("Accept", "*/*")})
+        content_type = got.headers.get("Content-Type", "application/octet-stream")
+        send(handler, got.status_code, got.content.replace(old, new), {"Content-Type": content_type})
 
-        def do_GET(self) -> None:
-            answer = httpx.get(upstream + self.path, headers={"Accept": self.headers.get("Accept", "*/*")})
-            body = answer.content.replace(old, new)
-            self.send_response(answer.status_code)
-            self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return answer
 
 
 def test_a_tampered_bundle_is_refused_at_start_with_exit_3(bundle: tuple[Path, str]) -> None:
     car, root = bundle
     with serve_in_thread(cars=[car]) as gateway, \
-            tampering_proxy(gateway.url, b"Plays as a winger", b"Plays as a keeper") as evil:
+            serve(tampering_proxy(gateway.url, b"Plays as a winger", b"Plays as a keeper")) as evil:
         run = subprocess.run(
             [sys.executable, "-m", "bundlekit", "mcp", "--from", f"ipfs://{root}", "--gateway", evil],
             env=server_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False,
