@@ -21,9 +21,9 @@ from bundlekit.cli.names import publish_name, published_line
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
-from bundlekit.pinning.origins import link_origins
+from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.pinning.registry import available_pinners, create_pinner, pinner_factory
+from bundlekit.pinning.registry import available_pinners, pinner_factory
 from bundlekit.pinning.source import prepare_source
 
 __all__ = ["pin", "pinners"]
@@ -81,14 +81,10 @@ def pin(
     """
     key = resolve_key_spec(new_key=True, **key_params)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
-    names = list(dict.fromkeys(pinner_names or ("local",)))
     keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
-    built = []
+    built = open_pinners(pinner_names or ("local",), psa_origins)
     try:
-        for pinner_name in names:
-            built.append(create_pinner(pinner_name))
-        link_origins(built, psa_origins)
         _describe(built, group, keyvalues)
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
             with output.Progress("building", unit="files") as building:

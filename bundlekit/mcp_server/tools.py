@@ -20,8 +20,8 @@ from bundlekit.errors import MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
 from bundlekit.memory.record import MemoryRecord
 from bundlekit.pinning.orchestrate import pin_all
+from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.pinning.registry import create_pinner
 from bundlekit.pinning.source import prepare_source
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "PublishSettings", "record_summary"]
@@ -185,11 +185,8 @@ class MemoryTools:
             raise UsageError("bundle_publish: start the server with --allow-publish and a tree on disk")
         if require not in REQUIRE_MODES:
             raise UsageError(f"bundle_publish: require must be one of {', '.join(REQUIRE_MODES)}, not {require!r}")
-        names = list(dict.fromkeys(pinners or settings.default_pinners))
-        built = []
+        built = open_pinners(pinners or settings.default_pinners)
         try:
-            for name in names:
-                built.append(create_pinner(name))
             with tempfile.TemporaryDirectory(prefix="bundlekit-mcp-pin-") as workdir:
                 source = prepare_source(tree, workdir, key=settings.key)
                 report = pin_all(source.car, source.root, built, require=require)

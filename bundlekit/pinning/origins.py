@@ -24,8 +24,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bundlekit.errors import UsageError
+from bundlekit.pinning.protocol import Pinner
+from bundlekit.pinning.registry import create_pinner
 
-__all__ = ["OFF_NETWORK", "check_origins", "fetches_content", "link_origins"]
+__all__ = ["OFF_NETWORK", "check_origins", "fetches_content", "link_origins", "open_pinners"]
 
 # Pinners that keep the content to themselves: no IPFS peer can fetch it from them.
 OFF_NETWORK = frozenset({"local", "memory"})
@@ -71,3 +73,22 @@ def link_origins(pinners: Sequence[Any], origins: Sequence[str] = ()) -> None:
                 "--psa-origin MULTIADDR (a node's address ending /p2p/<peer ID>) or --pinner kubo (its node "
                 "becomes the origin); an HTTP gateway such as `bundlekit serve` cannot be an origin"
             )
+
+
+def open_pinners(names: Sequence[str], origins: Sequence[str] = ()) -> list[Pinner]:
+    """The pinners named (each once, in order), built from the environment and linked to their origins.
+
+    Every pinner is built before any upload, so a missing secret or a psa pinner with no
+    origin fails the run at once; on any error the pinners already built are closed.
+    Raises what :func:`create_pinner` and :func:`link_origins` raise.
+    """
+    built: list[Pinner] = []
+    try:
+        for name in dict.fromkeys(names):
+            built.append(create_pinner(name))
+        link_origins(built, origins)
+    except BaseException:
+        for pinner in built:
+            pinner.close()
+        raise
+    return built

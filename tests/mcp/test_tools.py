@@ -86,3 +86,12 @@ def test_a_note_whose_data_sets_the_type_or_time_is_refused(tree: Path, field: s
     with pytest.raises(UsageError, match=f"data may not set '{field}'"):
         tools.note("decision", {field: "1999-01-01", "summary": "x"})
     assert tools.served.memory.timeline() == before
+
+
+def test_publish_refuses_psa_without_an_origin_before_any_build(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same rule as `bundlekit pin --pinner psa` (pinning.origins.open_pinners): no libp2p node, no pin.
+    monkeypatch.setenv("BUNDLEKIT_PSA_URL", "https://psa.example/api/v1")
+    monkeypatch.setenv("PSA_TOKEN", "token")
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"), publish=PublishSettings())
+    with pytest.raises(UsageError, match="--psa-origin"):
+        tools.publish(["psa"])
