@@ -102,6 +102,7 @@ from bundlekit.net.fetch import (
     GatewayFetcher,
     RemoteGateway,
     default_gateways,
+    gateway_order,
     http_get,
     parse_gateway,
     parse_uri,
@@ -376,16 +377,9 @@ def _open_source(
         assert target.car is not None
         return _car_source(target.car)
     assert target.root is not None
-    if target.gateway is not None:
-        gws = [target.gateway, *[g for g in gws if g != target.gateway]]
-    if use_store is None:
-        use_store = target.kind == "ipfs" and not gws
-    if target.kind == "ipfs" and not gws:
-        gws = default_gateways()
+    gws, use_store = gateway_order(target, gws, use_store)
     if use_store and store is None:
         store = BlockStore()
-    if not gws and not use_store:
-        raise UsageError("no gateway to load from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
     fetcher = GatewayFetcher(gws, store=store if use_store else None, http=http)
     where = ", ".join(g.base for g in gws) or "the local store"
     return _DagSource(target.root, fetcher.get, where, "check the CID or try another --gateway", fetcher=fetcher)

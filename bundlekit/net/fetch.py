@@ -70,6 +70,7 @@ __all__ = [
     "RemoteGateway",
     "check_block",
     "default_gateways",
+    "gateway_order",
     "http_get",
     "parse_gateway",
     "parse_uri",
@@ -217,6 +218,28 @@ def default_gateways(env: dict[str, str] | None = None) -> list[RemoteGateway]:
     source = os.environ if env is None else env
     value = source.get(GATEWAYS_ENV, "")
     return [parse_gateway(item) for item in re.split(r"[,\s]+", value) if item]
+
+
+def gateway_order(
+    target: BundleURI, gateways: Sequence[RemoteGateway], use_store: bool | None = None
+) -> tuple[list[RemoteGateway], bool]:
+    """Where the blocks of a content-addressed ``target`` are asked for: ``(gateways in order, use the store)``.
+
+    The URI's own gateway comes first, then ``gateways``. For ``ipfs://`` with no
+    gateway given, the local store is asked first (unless ``use_store`` says
+    otherwise), then ``$BUNDLEKIT_GATEWAYS``. Raises ``UsageError`` when that
+    leaves nothing to ask.
+    """
+    gws = list(gateways)
+    if target.gateway is not None:
+        gws = [target.gateway, *[g for g in gws if g != target.gateway]]
+    if use_store is None:
+        use_store = target.kind == "ipfs" and not gws
+    if target.kind == "ipfs" and not gws:
+        gws = default_gateways()
+    if not gws and not use_store:
+        raise UsageError("no gateway to load from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
+    return gws, use_store
 
 
 def http_get(

@@ -20,7 +20,7 @@ from bundlekit.errors import LoadError, MissingBlock, UsageError
 from bundlekit.gateway.sources import CarFileSource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import walk_dag
-from bundlekit.net.fetch import GatewayFetcher, default_gateways, parse_gateway, parse_uri
+from bundlekit.net.fetch import GatewayFetcher, gateway_order, parse_gateway, parse_uri
 from bundlekit.net.http import HttpOptions
 
 __all__ = ["open_bundle"]
@@ -53,15 +53,9 @@ def open_bundle(
             raise UsageError(f"{target.car} has {len(source.roots)} roots; a bundle CAR has exactly one")
         return source, source.roots[0]
     assert target.root is not None
-    gws = [parse_gateway(g) for g in gateways]
-    if target.gateway is not None:
-        gws = [target.gateway, *[g for g in gws if g != target.gateway]]
-    # As `bundlekit load`: ipfs:// with no gateway given tries the local store, then $BUNDLEKIT_GATEWAYS.
-    store = BlockStore() if target.kind == "ipfs" and not gws else None
-    if target.kind == "ipfs" and not gws:
-        gws = default_gateways()
-    if not gws and store is None:
-        raise UsageError("no gateway to fetch from: pass --gateway URL or set $BUNDLEKIT_GATEWAYS")
+    # The same sources in the same order as `bundlekit load`.
+    gws, use_store = gateway_order(target, [parse_gateway(g) for g in gateways])
+    store = BlockStore() if use_store else None
     out = Path(workdir) / "bundle.car"
     try:
         with GatewayFetcher(gws, store=store, http=http) as fetcher:
