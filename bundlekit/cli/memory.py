@@ -207,20 +207,7 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
             output.data("\n".join(lines))
         return
     records = mem.list()
-    rows = [
-        {
-            "key": r.key,
-            "name": r.name,
-            "description": r.description,
-            "type": r.type,
-            "revision": r.revision,
-            "created": r.meta["created"],
-            "updated": r.meta["updated"],
-            "tags": r.tags,
-            "important": r.important,
-        }
-        for r in records
-    ]
+    rows = [r.summary() for r in records]
     output.data_json(rows)
 
 

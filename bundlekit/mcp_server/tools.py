@@ -24,27 +24,12 @@ from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.source import prepare_source
 
-__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "PublishSettings", "record_summary"]
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "PublishSettings"]
 
 DEFAULT_CONTEXT_TOKENS = 8192
 MAX_RECALL_LIMIT = 100
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _NOTE_RESERVED = frozenset({"ts", "type"})
-
-
-def record_summary(record: MemoryRecord) -> dict[str, Any]:
-    """One memory without its body: the row ``memory list --json`` prints."""
-    return {
-        "key": record.key,
-        "name": record.name,
-        "description": record.description,
-        "type": record.type,
-        "revision": record.revision,
-        "created": record.meta.get("created"),
-        "updated": record.meta.get("updated"),
-        "tags": record.tags,
-        "important": record.important,
-    }
 
 
 @dataclass(frozen=True)
@@ -114,7 +99,7 @@ class MemoryTools:
 
     def list(self) -> list[dict[str, Any]]:
         """Every memory without bodies, sorted by key."""
-        return [record_summary(record) for record in self.served.memory.list()]
+        return [record.summary() for record in self.served.memory.list()]
 
     def index(self) -> str:
         """The tree's ``MEMORY.md``, as the tree would write it now."""

@@ -139,6 +139,20 @@ class MemoryRecord:
     def filename(self) -> str:
         return f"{self.key}.md"
 
+    def summary(self) -> dict[str, Any]:
+        """The memory without its body, as ``memory list --json`` and the MCP ``memory_list`` tool show it."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "revision": self.revision,
+            "created": self.meta["created"],
+            "updated": self.meta["updated"],
+            "tags": self.tags,
+            "important": self.important,
+        }
+
 
 def _single_line_str(meta: Mapping[str, Any], name: str, where: str, *, required: bool) -> None:
     if name not in meta or meta[name] is None:
