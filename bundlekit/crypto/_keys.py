@@ -36,27 +36,28 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
 
 __all__ = [
-    "SCHEME",
-    "SIGNATURE_MESSAGE_PREFIX",
-    "KEY_SIZE",
-    "SALT_SIZE",
-    "KEY_ID_SIZE",
     "COMMITMENT_SIZE",
-    "SCRYPT_DEFAULT_N",
-    "SCRYPT_MIN_N",
-    "SCRYPT_MAX_N",
+    "KEY_ID_SIZE",
+    "KEY_SIZE",
     "PASSPHRASE_MIN_CHARS",
-    "Rng",
+    "SALT_SIZE",
+    "SCHEME",
+    "SCRYPT_DEFAULT_N",
+    "SCRYPT_MAX_N",
+    "SCRYPT_MIN_N",
+    "SIGNATURE_MESSAGE_PREFIX",
     "BundleKey",
     "KeySpec",
-    "SignatureKey",
     "PassphraseKey",
-    "RawKeyFile",
     "PrivateKeySigner",
-    "signature_message",
+    "RawKeyFile",
+    "Rng",
+    "SignatureKey",
+    "eth_account_api",
     "normalize_signature",
-    "parse_signature_hex",
     "parse_key_file",
+    "parse_signature_hex",
+    "signature_message",
     "weak_passphrase",
 ]
 
@@ -406,6 +407,26 @@ class SignatureKey(KeySpec):
         return self._sig
 
 
+def eth_account_api(purpose: str) -> tuple[Any, Any]:
+    """eth-account's ``Account`` and ``encode_defunct``, imported on first use (the wallet extra).
+
+    Raises ``KeySourceError`` ("<purpose> needs eth-account; ...") naming the extra when it is not installed.
+    """
+    limit = sys.getrecursionlimit()
+    try:
+        from eth_account import Account
+        from eth_account.messages import encode_defunct
+    except ImportError as exc:
+        raise KeySourceError(f"{purpose} needs eth-account; {_WALLET_HINT}") from exc
+    finally:
+        # eth-account's dependency py_ecc raises the process's recursion limit to
+        # 100000 when imported; past that, deep JSON elsewhere (a hostile manifest,
+        # a three.ws file) overflows the C stack and crashes instead of raising
+        # RecursionError. Signing needs no deep recursion.
+        sys.setrecursionlimit(limit)
+    return Account, encode_defunct
+
+
 class PrivateKeySigner(KeySpec):
     """Sign :func:`signature_message` locally with an Ethereum private key (eth-account).
 
@@ -423,22 +444,11 @@ class PrivateKeySigner(KeySpec):
 
     def sign(self, message: str) -> bytes:
         """Return the normalised 65-byte EIP-191 signature of ``message``."""
-        limit = sys.getrecursionlimit()
-        try:
-            from eth_account import Account
-            from eth_account.messages import encode_defunct
-        except ImportError as exc:
-            raise KeySourceError(f"signing with a private key needs eth-account; {_WALLET_HINT}") from exc
-        finally:
-            # eth-account's dependency py_ecc raises the process's recursion limit to
-            # 100000 when imported; past that, deep JSON elsewhere (a hostile manifest,
-            # a three.ws file) overflows the C stack and crashes instead of raising
-            # RecursionError. Signing needs no deep recursion.
-            sys.setrecursionlimit(limit)
+        account, encode_defunct = eth_account_api("signing with a private key")
         signatures = []
         for _ in range(2):
             try:
-                signed = Account.sign_message(encode_defunct(text=message), self._private_key)
+                signed = account.sign_message(encode_defunct(text=message), self._private_key)
             except Exception:  # noqa: BLE001  (eth-account raises many types for a bad key)
                 # eth-account's messages may quote the key material; say nothing of it.
                 raise KeySourceError(

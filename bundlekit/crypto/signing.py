@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from bundlekit._fs import atomic_write_bytes
-from bundlekit.crypto._keys import PrivateKeySigner, normalize_signature
+from bundlekit.crypto._keys import PrivateKeySigner, eth_account_api, normalize_signature
 from bundlekit.errors import KeySourceError, SignatureError, UsageError
 from bundlekit.ipld.bases import BASE58BTC, decode, encode
 
@@ -53,7 +52,6 @@ ED25519_PUB_MULTICODEC: Final = b"\xed\x01"  # varint of 0xed
 _LIBP2P_ED25519_PREFIX: Final = b"\x08\x01\x12\x20"
 _ETH_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _MAX_KEY_FILE = 4096
-_WALLET_HINT: Final = "install the wallet extra: pip install 'bundlekit[wallet]'"
 
 
 def did_key(public: bytes) -> str:
@@ -163,19 +161,6 @@ class Ed25519Signer(Signer):
         return self._private.sign(message)
 
 
-def _eth_account() -> Any:
-    """eth-account's ``Account`` and ``encode_defunct``, imported lazily (the wallet extra)."""
-    limit = sys.getrecursionlimit()
-    try:
-        from eth_account import Account
-        from eth_account.messages import encode_defunct
-    except ImportError as exc:
-        raise KeySourceError(f"Ethereum signatures need eth-account; {_WALLET_HINT}") from exc
-    finally:
-        sys.setrecursionlimit(limit)  # see crypto._keys.PrivateKeySigner.sign: py_ecc raises it
-    return Account, encode_defunct
-
-
 class EthSigner(Signer):
     """An Ethereum private key signing EIP-191 ``personal_sign`` messages; identity the EIP-55 address."""
 
@@ -183,7 +168,7 @@ class EthSigner(Signer):
 
     def __init__(self, private_key: str) -> None:
         self._signer = PrivateKeySigner(private_key)
-        account, _ = _eth_account()
+        account, _ = eth_account_api("an Ethereum signature")
         try:
             self._address: str = account.from_key(private_key).address
         except Exception:  # noqa: BLE001  (eth-account raises many types for a bad key)
@@ -198,7 +183,7 @@ class EthSigner(Signer):
 
 
 def _recover_address(message: bytes, signature: bytes) -> str | None:
-    account, encode_defunct = _eth_account()
+    account, encode_defunct = eth_account_api("an Ethereum signature")
     try:
         sig = normalize_signature(signature)
         address: str = account.recover_message(encode_defunct(primitive=message), signature=sig)
