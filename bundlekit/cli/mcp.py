@@ -9,7 +9,6 @@ server ever answers from it.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,22 +17,17 @@ import click
 
 from bundlekit.bundle.layers import parse_layer_option
 from bundlekit.cli import output
+from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
 
 __all__ = ["mcp"]
 
-_EXTRA_HINT = "the MCP server needs the optional extra: pip install -e '.[mcp]' (from a bundlekit clone)"
-
 
 def _sdk_server() -> ModuleType:
-    try:
-        return importlib.import_module("bundlekit.mcp_server.server")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in {"mcp", "pydantic", "uvicorn", "starlette"}:
-            raise UsageError(f"{_EXTRA_HINT} ({exc.name} is not installed)") from None
-        raise
+    return import_extra("bundlekit.mcp_server.server", extra="mcp", needs="the MCP server",
+                        packages={"mcp", "pydantic", "uvicorn", "starlette"})
 
 
 def _http_address(value: str, host: str | None) -> tuple[str, int]:

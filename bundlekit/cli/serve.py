@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import signal
 import tempfile
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from typing import Any
 import click
 
 from bundlekit.cli import output
-from bundlekit.errors import UsageError
+from bundlekit.cli._extras import import_extra
 from bundlekit.gateway.server import (
     STOP_POLL_INTERVAL,
     App,
@@ -27,17 +26,11 @@ from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["open_cmd", "serve"]
 
-_UI_EXTRA = "the interface needs the optional extra: pip install -e '.[ui]' (from a bundlekit clone)"
-
 
 def _ui_module(name: str) -> Any:
     """``bundlekit.ui.<name>``, imported only when the interface is asked for (Jinja2, markdown-it-py)."""
-    try:
-        return importlib.import_module(f"bundlekit.ui.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in {"jinja2", "markdown_it", "markupsafe"}:
-            raise UsageError(f"{_UI_EXTRA} ({exc.name} is not installed)") from None
-        raise
+    return import_extra(f"bundlekit.ui.{name}", extra="ui", needs="the interface",
+                        packages={"jinja2", "markdown_it", "markupsafe"})
 
 
 def _ui_apps(source: BlockSource) -> dict[str, App]:
