@@ -39,12 +39,31 @@ def _ui_apps(source: BlockSource) -> dict[str, App]:
     return {app_module.MOUNT: app}
 
 
-def _run(server: GatewayServer, announce: Callable[[], None]) -> None:
-    """Serve until a signal: SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere."""
-    # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
-    with stop_on_signals(server) as received:
-        announce()
-        server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
+def _serve(
+    source: BlockSource,
+    host: str,
+    port: int,
+    announce: Callable[[GatewayServer], None],
+    *,
+    ui: bool = False,
+) -> None:
+    """Serve ``source`` (closed at the end, whatever happens) until a signal.
+
+    SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere.
+    """
+    try:
+        server = create_server(source, host, port, apps=_ui_apps(source) if ui else None)
+    except BaseException:
+        close_source(source)
+        raise
+    try:
+        # Announce inside the handlers' block: a signal sent as soon as the URL is seen stops cleanly.
+        with stop_on_signals(server) as received:
+            announce(server)
+            server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
+    finally:
+        server.server_close()
+        close_source(source)
     if signal.SIGINT in received:
         raise KeyboardInterrupt  # the CLI prints "interrupted" and exits 130
     output.status("stopped")
@@ -82,27 +101,18 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, 
     SIGTERM stops it at once with exit 0; Ctrl-C too, with exit 130.
     """
     source = make_source(store_dir, cars)
-    try:
-        server = create_server(source, host, port, apps=_ui_apps(source) if ui else None)
-    except BaseException:
-        close_source(source)
-        raise
-    try:
+
+    def announce(server: GatewayServer) -> None:
         roots = served_roots(source)
+        if as_json:
+            output.data_json({"url": server.url, "roots": [r.to_dict() for r in roots]})
+        else:
+            output.data(server.url)
+            for root in roots:
+                output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
+        output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
 
-        def announce() -> None:
-            if as_json:
-                output.data_json({"url": server.url, "roots": [r.to_dict() for r in roots]})
-            else:
-                output.data(server.url)
-                for root in roots:
-                    output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
-            output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
-
-        _run(server, announce)
-    finally:
-        server.server_close()
-        close_source(source)
+    _serve(source, host, port, announce, ui=ui)
 
 
 @click.command("open")
@@ -121,22 +131,13 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
     with tempfile.TemporaryDirectory(prefix="bundlekit-open-") as workdir:
         source, root = open_module.open_bundle(uri, workdir, gateways=gateways)
-        try:
-            server = create_server(source, host, port, apps=_ui_apps(source))
-        except BaseException:
-            source.close()
-            raise
-        try:
+
+        def announce(server: GatewayServer) -> None:
             page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
+            if as_json:
+                output.data_json({"url": page, "root": cid_to_str(root)})
+            else:
+                output.data(page)
+            output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
 
-            def announce() -> None:
-                if as_json:
-                    output.data_json({"url": page, "root": cid_to_str(root)})
-                else:
-                    output.data(page)
-                output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
-
-            _run(server, announce)
-        finally:
-            server.server_close()
-            source.close()
+        _serve(source, host, port, announce, ui=True)
