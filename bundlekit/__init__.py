@@ -85,8 +85,8 @@ _LAZY: dict[str, str] = {
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
-# tests/test_public_api.py checks it equals that union.
-__all__ = [
+# tests/test_public_api.py checks it equals that union, in that order (so not sorted).
+__all__ = [  # noqa: RUF022
     "errors",
     "__version__",
     "BundlekitError",

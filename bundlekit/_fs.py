@@ -50,16 +50,16 @@ from typing import BinaryIO
 from bundlekit.errors import BundlekitError
 
 __all__ = [
+    "DEAD_TEMP_AGE",
     "AtomicFile",
     "ErrorClass",
     "atomic_directory",
     "atomic_write",
     "atomic_write_bytes",
     "fsync_dir",
-    "DEAD_TEMP_AGE",
     "is_temp_name",
-    "sweep_stale_temps",
     "os_reason",
+    "sweep_stale_temps",
 ]
 
 ErrorClass = Callable[[str], BundlekitError]

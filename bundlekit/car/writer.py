@@ -14,7 +14,7 @@ from bundlekit.car.format import _READ_CHUNK, encode_header
 from bundlekit.errors import CARFileError, UsageError
 from bundlekit.ipld.cid import cid_to_str, encode_varint
 
-__all__ = ["CarWriter", "CarFileWriter"]
+__all__ = ["CarFileWriter", "CarWriter"]
 
 # Blocks up to this size are joined with their section prefix into one write.
 _JOIN_LIMIT = 64 * 1024

@@ -48,22 +48,22 @@ from bundlekit.errors import HeaderDecryptionError, UsageError
 from bundlekit.unixfs.chunker import read_full
 
 __all__ = [
+    "CHUNK_SIZE",
+    "HEADER_SIZE",
+    "MAGIC",
+    "VERSION",
     "BundleKey",
     "KeySpec",
     "PassphraseKey",
     "PrivateKeySigner",
     "RawKeyFile",
     "SignatureKey",
-    "signature_message",
-    "MAGIC",
-    "VERSION",
-    "CHUNK_SIZE",
-    "HEADER_SIZE",
-    "encrypt_stream",
+    "decrypt_bytes",
     "decrypt_stream",
     "encrypt_bytes",
-    "decrypt_bytes",
+    "encrypt_stream",
     "encrypted_size",
+    "signature_message",
 ]
 
 MAGIC: Final = b"BKENC"

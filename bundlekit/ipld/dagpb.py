@@ -23,16 +23,16 @@ from bundlekit.errors import CodecError
 from bundlekit.ipld.cid import decode_varint, encode_varint
 
 __all__ = [
-    "PBLink",
-    "encode_node",
-    "decode_node",
-    "UnixFSData",
-    "RAW_T",
     "DIRECTORY",
     "FILE",
-    "METADATA",
-    "SYMLINK",
     "HAMT_SHARD",
+    "METADATA",
+    "RAW_T",
+    "SYMLINK",
+    "PBLink",
+    "UnixFSData",
+    "decode_node",
+    "encode_node",
 ]
 
 # UnixFS Data.DataType

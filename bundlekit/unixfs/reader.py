@@ -50,7 +50,7 @@ from bundlekit.ipld.dagpb import (
 )
 from bundlekit.ipld.walk import MAX_DEPTH, MAX_ENTRIES, WalkBudget, WalkLimits
 
-__all__ = ["Claim", "Stat", "UnixFSReader", "check_name", "MAX_ENTRIES", "HAMT_MURMUR3"]
+__all__ = ["HAMT_MURMUR3", "MAX_ENTRIES", "Claim", "Stat", "UnixFSReader", "check_name"]
 
 HAMT_MURMUR3 = 0x22  # multicodec murmur3-x64-64, the only HAMT hash UnixFS uses
 _HEX = frozenset(b"0123456789ABCDEF")
