@@ -17,9 +17,10 @@ from bundlekit.car.extract import unpack_car
 from bundlekit.car.index import CarIndex
 from bundlekit.car.verify import verify_car
 from bundlekit.cli import output
+from bundlekit.cli._params import CID
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
-from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import (
     MAX_BYTES,
     MAX_DEPTH,
@@ -113,7 +114,7 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, stric
 @_car_arg
 @click.option("-o", "--output", "output_path", required=True, type=click.Path(path_type=Path),
               help="Directory to create (or file, for a file root). Must be absent or empty unless --force.")
-@click.option("--root", "root_text", help="Which root to extract when the CAR lists several.")
+@click.option("--root", "root", type=CID, help="Which root to extract when the CAR lists several.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=MAX_BYTES, show_default=True,
               help="Refuse to extract more than this many bytes of content (checked against the "
@@ -123,13 +124,12 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, stric
 @_block_opt
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"root", "path", "files", "directories", "bytes"} on stdout.')
-def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max_bytes: int,
+def unpack(car: Path, output_path: Path, root: bytes | None, force: bool, max_bytes: int,
            max_entries: int, max_visits: int, max_block_size: int, as_json: bool) -> None:
     """Extract the verified UnixFS DAG in CAR into OUTPUT, atomically; the summary goes to stderr.
 
     Refused before anything is written when the DAG claims more than the limits or than the free space.
     """
-    root = parse_cid(root_text) if root_text else None
     result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes, max_entries=max_entries,
                         max_visits=max_visits, max_block_size=max_block_size)
     if as_json:
@@ -145,13 +145,13 @@ def unpack(car: Path, output_path: Path, root_text: str | None, force: bool, max
 
 @click.command("ls")
 @_car_arg
-@click.option("--root", "root_text", help="List only this root (a CID).")
+@click.option("--root", "wanted", type=CID, help="List only this root (a CID).")
 @click.option("--json", "as_json", is_flag=True,
               help='Print a JSON array of {"root", "path", "cid", "kind", "size"}.')
 @_block_opt
 @_entries_opt
 @_visits_opt
-def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int, max_entries: int,
+def ls(car: Path, wanted: bytes | None, as_json: bool, max_block_size: int, max_entries: int,
        max_visits: int) -> None:
     """List every entry under the CAR's roots: path, CID and size, tab-separated.
 
@@ -161,10 +161,9 @@ def ls(car: Path, root_text: str | None, as_json: bool, max_block_size: int, max
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
         roots = index.roots
-        if root_text:
-            wanted = parse_cid(root_text)
+        if wanted is not None:
             if wanted not in roots:
-                raise UsageError(f"{root_text} is not a root of {car}")
+                raise UsageError(f"{cid_to_str(wanted)} is not a root of {car}")
             roots = [wanted]
         # get verifies at --max-block-size; one budget bounds the whole listing
         budget = WalkBudget(WalkLimits(max_visits=max_visits, max_entries=max_entries), what=f"CAR {car}")

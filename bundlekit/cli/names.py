@@ -19,9 +19,10 @@ import click
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
+from bundlekit.cli._params import CID_OR_IPFS_URI
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names import Published, create_name, parse_duration, publish, resolve
 from bundlekit.names.publish import Router
 from bundlekit.names.record import format_validity
@@ -86,15 +87,15 @@ def published_line(published: Published) -> str:
 
 @name.command("publish")
 @_KEY_FILE
-@click.argument("cid")
+@click.argument("cid", type=CID_OR_IPFS_URI)
 @click.option("--lifetime", default="720h", show_default=True, help="How long the record stays valid (Go duration).")
 @click.option("--ttl", default="5m", show_default=True, help="How long resolvers may cache it (Go duration).")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL",
               help="Ask this gateway for the name's latest record first (default: $BUNDLEKIT_GATEWAYS).")
 @click.option("--json", "as_json", is_flag=True, help="Print {name, value, sequence, validity, routers} as JSON.")
-def publish_cmd(key_file: Path, cid: str, lifetime: str, ttl: str, gateways: tuple[str, ...], as_json: bool) -> None:
+def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: tuple[str, ...], as_json: bool) -> None:
     """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last known."""
-    published = publish_name(key_file, parse_cid(cid.removeprefix("ipfs://").split("/")[0]),
+    published = publish_name(key_file, cid,
                              lifetime=lifetime, ttl=ttl, gateways=gateways)
     output.status(published_line(published))
     if as_json:

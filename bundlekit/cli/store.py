@@ -14,9 +14,10 @@ import click
 from bundlekit._fs import atomic_write
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
+from bundlekit.cli._params import CID
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import CARFileError
-from bundlekit.ipld.cid import cid_to_str, parse_cid
+from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["store"]
 
@@ -67,14 +68,13 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the r
 
 
 @store.command("unpin")
-@click.argument("cid")
+@click.argument("cid", type=CID)
 @_json_option
 @click.pass_obj
-def unpin(store_dir: str | None, cid: str, as_json: bool) -> None:
+def unpin(store_dir: str | None, cid: bytes, as_json: bool) -> None:
     """Remove the pin on CID; its blocks go at the next `store gc`."""
-    parsed = parse_cid(cid)
-    _open(store_dir).unpin(parsed)
-    root = cid_to_str(parsed)
+    _open(store_dir).unpin(cid)
+    root = cid_to_str(cid)
     if as_json:
         output.data_json({"unpinned": root})
     else:
@@ -118,15 +118,15 @@ def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_
 
 
 @store.command("export")
-@click.argument("cid")
+@click.argument("cid", type=CID)
 @click.option(
     "-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="CAR file to write."
 )
 @_json_option
 @click.pass_obj
-def export(store_dir: str | None, cid: str, output_path: str, as_json: bool) -> None:
+def export(store_dir: str | None, cid: bytes, output_path: str, as_json: bool) -> None:
     """Write the DAG under CID from the store to a CAR file (atomically); print the root CID."""
-    root = parse_cid(cid)
+    root = cid
     dest = Path(output_path)
     with atomic_write(dest, error=CARFileError, hint="choose another -o") as fh:
         _open(store_dir).export_car(root, fh)

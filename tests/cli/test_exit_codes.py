@@ -42,6 +42,26 @@ def test_usage_errors_exit_2(args: list[str], run: Run, plain_car: Path, tree: P
     _failed(result.stdout, result.stderr, 2, result.exit_code)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["name", "publish", "--key-file", "{tree}/k.key", "notacid"],
+        ["name", "publish", "--key-file", "{tree}/k.key", "ipfs://notacid/x"],
+        ["store", "unpin", "notacid"],
+        ["store", "export", "notacid", "-o", "{tree}/x.car"],
+        ["ls", "{car}", "--root", "notacid"],
+        ["unpack", "{car}", "-o", "{tree}/out", "--root", "notacid"],
+    ],
+    ids=["name-publish", "name-publish-uri", "store-unpin", "store-export", "ls-root", "unpack-root"],
+)
+def test_a_malformed_cid_on_the_command_line_exits_2_naming_the_parameter(
+    args: list[str], run: Run, plain_car: Path, tree: Path
+) -> None:
+    result = run(*[a.format(car=plain_car, tree=tree) for a in args])
+    _failed(result.stdout, result.stderr, 2, result.exit_code)
+    assert "Invalid value for" in result.stderr and "not a valid CID: 'notacid'" in result.stderr
+
+
 def test_a_mistyped_command_is_one_error_line(run: Run) -> None:
     result = run("buld")
     _failed(result.stdout, result.stderr, 2, result.exit_code)

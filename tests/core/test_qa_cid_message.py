@@ -15,7 +15,7 @@ def test_parse_cid_error_says_what_to_give() -> None:
         parse_cid("garbage")
 
 
-def test_store_unpin_of_garbage_is_a_one_line_error(tmp_path: object) -> None:
+def test_store_unpin_of_garbage_is_a_one_line_usage_error(tmp_path: object) -> None:
     result = CliRunner().invoke(cli, ["store", "--store", str(tmp_path), "unpin", "garbage"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "give a CID string" in result.stderr
