@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.load import load_bundle
-from bundlekit.errors import UsageError
+from bundlekit.errors import SecretDetectedError, UsageError
 from bundlekit.memory import Memory, render_memory_file
 from bundlekit.memory.files import read_tree_files, utf8_text
 from bundlekit.memory.naming import INDEX_NAME
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
+# Where the secret guard's finding ends and its advice (remove it, or --allow-secrets) begins.
+_GUARD_ADVICE = "; memory must not carry credentials"
 
 
 @dataclass
@@ -93,7 +95,7 @@ def fork_bundle(
 
     Raises ``UsageError`` for an unknown strategy, whatever ``load_bundle``
     raises (nothing is written then), and ``Memory.import_``'s errors
-    (``FrontmatterError``, ``SecretDetectedError``...; the tree is unchanged,
+    (``FrontmatterError``, ``SecretDetectedError`` with advice for a forker...; the tree is unchanged,
     and a destination this call created is removed again).
     """
     if strategy not in STRATEGIES:
@@ -113,7 +115,10 @@ def fork_bundle(
                 f"cannot create the memory tree {str(target)!r}: {exc.strerror or exc} "
                 "(is a file in the way of its parent directory?); choose another destination"
             ) from exc
-        report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
+        try:
+            report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
+        except SecretDetectedError as exc:
+            raise SecretDetectedError(_secret_refusal(str(exc), loaded.source)) from exc
         if loaded.root is not None:
             record_parent(target, loaded.root)
     except BaseException:
@@ -121,3 +126,13 @@ def fork_bundle(
             shutil.rmtree(target, ignore_errors=True)
         raise
     return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)
+
+
+def _secret_refusal(message: str, source: str) -> str:
+    """The guard's finding, with advice a forker can follow: the file is in someone else's bundle, and
+    ``bundlekit fork`` has no ``--allow-secrets`` (a published credential should not spread by forks)."""
+    finding = message.split(_GUARD_ADVICE, 1)[0]
+    return (
+        f"{finding}; {source} carries what looks like a credential, so nothing was forked: ask its publisher "
+        "to remove it and publish again, or `bundlekit load` the bundle into a directory and remove it there"
+    )

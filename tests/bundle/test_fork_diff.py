@@ -5,15 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from bundlekit.bundle.build import BundleResult, build_bundle
 from bundlekit.bundle.diff import diff_sources
 from bundlekit.bundle.fork import fork_bundle
+from bundlekit.cli import cli
 from bundlekit.crypto._keys import RawKeyFile
-from bundlekit.errors import IntegrityError, UsageError
+from bundlekit.errors import IntegrityError, SecretDetectedError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.memory import tree as tree_module
 from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
@@ -139,3 +142,26 @@ def test_diff_counts_timeline_entries_added(tree: Path, bundle: BundleResult) ->
     result = diff_sources(bundle.car, tree)
     assert (result.timeline_added, result.timeline_removed) == (1, 0)
     assert result.different and not result.changed
+
+
+def test_fork_refusing_a_secret_names_what_a_forker_can_do_not_a_missing_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bundle another tool built with a credential in it (bundlekit's own build refuses one):
+    # the tree's guard is switched off for the build only.
+    tree = tmp_path / "tree"
+    Memory(tree, clock=lambda: CREATED).write(
+        "leak", name="Leak", description="a key", type="reference",
+        body="sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZabcd", allow_secrets=True,
+    )
+    with monkeypatch.context() as patched:
+        for name in ("guard", "guard_key", "guard_record"):
+            patched.setattr(tree_module, name, lambda *a, **k: None)
+        built = build_bundle(tree, tmp_path / "leak.car", created=CREATED)
+    result = CliRunner().invoke(cli, ["fork", str(built.car), str(tmp_path / "fork")])
+    assert result.exit_code == SecretDetectedError.exit_code
+    assert "leak.md line" in result.stderr and "rule anthropic-api-key" in result.stderr
+    assert "--allow-secrets" not in result.stderr
+    assert "ask its publisher to remove it" in result.stderr and "`bundlekit load`" in result.stderr
+    assert "sk-ant-api03" not in result.stderr
+    assert not (tmp_path / "fork").exists()
