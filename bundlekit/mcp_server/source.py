@@ -3,7 +3,8 @@
 Three sources, chosen by the options of ``bundlekit mcp``:
 
 * ``--memory DIR`` alone: the tree at ``DIR``, read-write. It must exist
-  (``bundlekit memory init`` makes one), so a typo never starts a server
+  (``Memory.exists``, as for ``bundlekit memory`` commands that read;
+  ``bundlekit memory init`` makes one), so a typo never starts a server
   over an empty, new tree.
 * ``--from URI``: the bundle is loaded and verified exactly as
   ``bundlekit load`` does (every byte checked, decrypted with the key
@@ -30,7 +31,6 @@ from bundlekit.bundle.load import load_bundle
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
-from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.net.http import HttpOptions
 
 __all__ = ["ServedMemory", "open_served_memory"]
@@ -64,9 +64,11 @@ class ServedMemory(Closing):
 
 
 def _existing_tree(path: Path) -> Memory:
-    if not path.is_dir() or not (path / INDEX_NAME).is_file():
+    """The tree at ``path`` if it is there to read (``Memory.exists``, the rule every ``memory`` command uses)."""
+    memory = Memory(path)
+    if not memory.exists():
         raise UsageError(f"no memory tree at {path}: run `bundlekit memory -d {path} init` first")
-    return Memory(path)
+    return memory
 
 
 def open_served_memory(

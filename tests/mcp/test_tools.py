@@ -95,3 +95,19 @@ def test_publish_refuses_psa_without_an_origin_before_any_build(tree: Path, monk
     tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin="x"), publish=PublishSettings())
     with pytest.raises(UsageError, match="--psa-origin"):
         tools.publish(["psa"])
+
+
+def test_a_tree_is_served_whenever_the_memory_commands_would_read_it(tmp_path: Path) -> None:
+    # One definition of "a tree is there" (Memory.exists): a directory without MEMORY.md qualifies.
+    tree = tmp_path / "tree"
+    Memory(tree).write("k", name="K", description="d", type="user", body="b.")
+    (tree / "MEMORY.md").unlink()
+    assert Memory(tree).exists()
+    with open_served_memory(memory_dir=tree) as served:
+        assert [row["key"] for row in MemoryTools(served).list()] == ["k"]
+
+
+def test_a_missing_tree_is_refused_as_memory_exists_says(tmp_path: Path) -> None:
+    assert not Memory(tmp_path / "nowhere").exists()
+    with pytest.raises(UsageError, match="no memory tree at .*nowhere: run `bundlekit memory -d .*nowhere init`"):
+        open_served_memory(memory_dir=tmp_path / "nowhere")
