@@ -21,6 +21,7 @@ from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
+from bundlekit.mcp_server.address import is_loopback
 
 __all__ = ["mcp"]
 
@@ -38,7 +39,7 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
         raise UsageError(f"--http {value!r}: give PORT or 127.0.0.1:PORT (a port from 1 to 65535)")
     if host is not None:
         return host, int(port_text)
-    if addr_host.strip("[]") not in {"127.0.0.1", "localhost", "::1"}:
+    if not is_loopback(addr_host):
         raise UsageError(
             f"--http {value!r} listens beyond loopback; add --host {addr_host} to say that is intended"
         )

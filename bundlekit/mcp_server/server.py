@@ -13,7 +13,6 @@ This module imports the SDK at the top: only ``bundlekit mcp`` loads it (through
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
@@ -31,6 +30,7 @@ from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.mcp_server.address import allowed_hosts, is_loopback
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
 __all__ = ["READ_TOOLS", "SERVER_NAME", "WRITE_TOOLS", "build_server", "run_http", "run_stdio"]
@@ -241,20 +241,12 @@ def run_stdio(tools: MemoryTools) -> None:
         signal.signal(signal.SIGINT, previous)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def run_http(tools: MemoryTools, host: str, port: int) -> None:
     """Serve the streamable HTTP transport at ``http://host:port/mcp`` until interrupted.
 
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
-    headers; on another interface (``--host``) the Host header is not checked.
+    headers (``address.allowed_hosts``: the usual names and the bound address);
+    on another interface (``--host``) the Host header is not checked.
     uvicorn returns (or re-raises) only when a signal stopped it: either way this
     raises ``KeyboardInterrupt``, so the CLI exits 130 like any interrupted command.
     An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
@@ -262,8 +254,8 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
     """
     _check_bindable(host, port)
     security = None
-    if _is_loopback(host):
-        allowed = [f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")]
+    if is_loopback(host):
+        allowed = allowed_hosts(host, port)
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=allowed,

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.mcp.conftest import run_client, server_env
@@ -27,15 +28,19 @@ def _free_port() -> int:
 
 @pytest.fixture
 def http_server(tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    yield from _serving(tree, "127.0.0.1")
+
+
+def _serving(tree: Path, host: str, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree), "--http", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree), "--http", f"{host}:{port}", *extra],
         env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 60
     while True:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((host, port), timeout=1).close()
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -43,7 +48,7 @@ def http_server(tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
                 pytest.fail(f"bundlekit mcp --http did not start: {proc.communicate()[1]}")
             time.sleep(0.1)
     try:
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        yield f"http://{host}:{port}/mcp", proc
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -116,3 +121,46 @@ def test_a_port_in_use_is_a_usage_error_not_uvicorns_exit_3(tree: Path) -> None:
     assert f"error: cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Traceback" not in proc.stderr and "ERROR:" not in proc.stderr
 
+
+def _second_loopback_address_works() -> bool:
+    try:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.2", 0))
+        return True
+    except OSError:  # macOS configures only 127.0.0.1
+        return False
+
+
+_other_loopback = pytest.mark.skipif(not _second_loopback_address_works(), reason="127.0.0.2 is not configured")
+
+
+@_other_loopback
+@pytest.mark.parametrize("extra", [(), ("--host", "127.0.0.2")], ids=["http-only", "with-host"])
+def test_a_server_on_another_loopback_address_answers_clients_of_that_address(
+    tree: Path, extra: tuple[str, ...]
+) -> None:
+    # The SDK checks the Host header against allowed_hosts exactly (mcp/server/transport_security.py,
+    # modelcontextprotocol/python-sdk 2.3.0): the bound address must be in it.
+    served = _serving(tree, "127.0.0.2", *extra)
+    url, _proc = next(served)
+    try:
+        async def session(client: Any) -> Any:
+            return await client.call_tool("memory_list", {})
+
+        listed = run_client(url, session)
+        assert not listed.is_error
+        assert "user_role" in {row["key"] for row in listed.structured_content["result"]}
+    finally:
+        served.close()
+
+
+@_other_loopback
+def test_a_server_on_another_loopback_address_still_refuses_a_foreign_host_header(tree: Path) -> None:
+    served = _serving(tree, "127.0.0.2")
+    url, _proc = next(served)
+    try:
+        answer = httpx.post(url, headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"},
+                            json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert answer.status_code == 421
+    finally:
+        served.close()
