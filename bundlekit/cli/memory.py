@@ -191,7 +191,7 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     if as_json:
         output.data_json({"key": record.key, "meta": record.meta, "body": record.body})
     else:
-        output.data(record.raw, newline=False)
+        output.data(output.printable(record.raw), newline=False)
 
 
 @memory.command("list")
@@ -204,7 +204,7 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     if not as_json:  # the stored lines, one write: no record loaded, no per-line echo
         lines = mem.list_lines()
         if lines:
-            output.data("\n".join(lines))
+            output.data(output.printable("\n".join(lines)))
         return
     records = mem.list()
     rows = [r.summary() for r in records]
@@ -263,7 +263,7 @@ def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: b
         output.data_json([hit.to_dict() for hit in hits])
         return
     for hit in hits:
-        output.data(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
+        output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}"))
 
 
 def _parse_layer(value: str) -> tuple[str, str]:
@@ -310,7 +310,7 @@ def context_cmd(
     if as_json:
         output.data_json({"context": str(text)})
     else:
-        output.data(str(text), newline=not str(text).endswith("\n"))
+        output.data(output.printable(str(text)), newline=not str(text).endswith("\n"))
 
 
 @memory.command("export")

@@ -12,6 +12,11 @@
   text stays readable (stdout is UTF-8 text, like the memory files).
 * **Progress** is shown only when stderr is a terminal and ``CI`` is unset;
   otherwise a :class:`Progress` is silent, so logs and pipes never see it.
+* **Text from files** (memory names, descriptions, keys, bodies) goes through
+  :func:`printable` in human output, so a hand-written file cannot drive the
+  terminal (escape sequences, a lone carriage return that overwrites a line,
+  bidi overrides that reorder it). ``--json`` needs nothing: ``json.dumps``
+  escapes C0 controls, and a JSON reader sees the real text.
 
 Exit codes are not printed here: ``cli/__init__`` maps each ``BundlekitError``
 to its ``exit_code`` (README, "Output and exit codes").
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -38,6 +44,7 @@ __all__ = [
     "data_json_array",
     "error",
     "json_line",
+    "printable",
     "progress_enabled",
     "status",
     "warn",
@@ -46,6 +53,23 @@ __all__ = [
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
+
+
+# C0 controls but tab and newline, a carriage return not ending a line, DEL, C1 controls, and the
+# Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal: each control character that could move the cursor, recolour,
+    retitle or reorder what is shown becomes a visible escape (ESC as ``\\x1b``, a lone CR as ``\\x0d``,
+    RLO as ``\\u202e``). Tab, newline and CRLF line ends stay as they are; everything else is unchanged."""
+    return _UNPRINTABLE.sub(_escaped, text)
 
 
 def json_line(obj: Any) -> str:

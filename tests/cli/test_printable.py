@@ -1,0 +1,68 @@
+"""Human output escapes terminal control characters from memory files; ``--json`` carries the real text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundlekit.cli.output import printable
+from bundlekit.memory import Memory
+
+from .conftest import Run
+
+# A hand-written memory file: YAML double-quoted escapes put ESC, BEL and RLO in the name and description
+# (a CR there is refused as a line break); the body holds raw ESC sequences and a lone CR.
+_PLANTED = """---
+name: "Evil \\e[2J\\e]0;pwned\\a name"
+description: "safe \\u202Etxt.exe"
+type: reference
+created: 2026-01-01T00:00:00Z
+updated: 2026-01-01T00:00:00Z
+revision: 1
+---
+Body with \x1b[31mred\x1b[0m text, safe\rOVERWRITTEN.
+"""
+_RAW_CONTROLS = ("\x1b", "\x07", "\u202e")
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    Memory(tree).init()
+    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
+    return tree
+
+
+def _clean(text: str) -> None:
+    assert not any(c in text for c in _RAW_CONTROLS), repr(text)
+    assert "\r" not in text.replace("\r\n", ""), repr(text)
+
+
+def test_printable_escapes_controls_and_keeps_tabs_newlines_and_crlf() -> None:
+    assert printable("a\x1b[31mb\rc\r\nd\te\u202ef\x85g\x7f\x00") == "a\\x1b[31mb\\x0dc\r\nd\te\\u202ef\\x85g\\x7f\\x00"
+
+
+def test_printable_leaves_ordinary_text_alone() -> None:
+    text = "Name — déjà vu, 東京, emoji 🎉\tcolumn\nnext line"
+    assert printable(text) == text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["recall", "evil"], ["recall", "body"], ["context"], ["show", "evil"]],
+    ids=["list", "recall-name", "recall-body", "context", "show"],
+)
+def test_human_output_shows_control_characters_escaped(run: Run, planted: Path, args: list[str]) -> None:
+    result = run("memory", "-d", planted, *args)
+    assert result.exit_code == 0, result.stderr
+    _clean(result.stdout)
+    assert "\\x1b" in result.stdout
+
+
+def test_list_json_keeps_the_real_text(run: Run, planted: Path) -> None:
+    result = run("memory", "-d", planted, "list", "--json")
+    (row,) = json.loads(result.stdout)
+    assert row["name"] == "Evil \x1b[2J\x1b]0;pwned\x07 name"
+    assert row["description"] == "safe \u202etxt.exe"
