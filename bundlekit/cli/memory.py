@@ -185,7 +185,7 @@ def write_cmd(
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
     """Print the memory KEY (its file as stored)."""
     mem = _mem(ctx, existing=True)
-    record = mem.read(key)
+    record = mem.read(key, withhold=as_json)  # as stored: the file, printable; parsed: credentials withheld
     if record is None:
         raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
     if as_json:
@@ -206,7 +206,7 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
         if lines:
             output.data(output.printable("\n".join(lines)))
         return
-    records = mem.list()
+    records = mem.list(withhold=True)
     rows = [r.summary() for r in records]
     output.data_json(rows)
 

@@ -581,7 +581,8 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
         lister = memory
     budget = max_tokens * CHARS_PER_TOKEN
     items = []
-    for record in lister.list():
+    # A tree's memories as output may show them (a credential in a hand-planted file withheld).
+    for record in lister.list(withhold=True) if isinstance(lister, Memory) else lister.list():
         meta = dict(record.meta)
         if meta.get("x-magic-context-status") == "archived":
             continue  # archived memories do not inject

@@ -19,6 +19,7 @@ from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
 from bundlekit.memory.record import MemoryRecord
+from bundlekit.memory.screen import record_values_clean
 from bundlekit.pinning.orchestrate import pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
@@ -83,23 +84,30 @@ class MemoryTools:
         return self.served.memory.context_block(max_tokens)
 
     def show(self, key: str) -> dict[str, Any]:
-        """One memory: its frontmatter and body."""
-        record = self._record(key)
+        """One memory: its frontmatter and body (what looks like a credential withheld)."""
+        record = self._record(key, withhold=True)
         return {"key": record.key, "meta": record.meta, "body": record.body}
 
     def raw(self, key: str) -> str:
-        """One memory file exactly as stored (frontmatter and body)."""
-        return self._record(key).raw
+        """One memory file exactly as stored (frontmatter and body); refused for a file holding what looks
+        like a credential (a YAML escape can hide one from the stored text, not from a reader)."""
+        record = self._record(key)
+        if not record_values_clean(record):
+            raise UsageError(
+                f"memory://{key}: {record.filename} holds what looks like a credential, so its file is withheld; "
+                "memory_show gives the memory with it withheld"
+            )
+        return record.raw
 
-    def _record(self, key: str) -> MemoryRecord:
-        record = self.served.memory.read(key)
+    def _record(self, key: str, *, withhold: bool = False) -> MemoryRecord:
+        record = self.served.memory.read(key, withhold=withhold)
         if record is None:
             raise MemoryNotFoundError(f"no memory {key!r}; memory_list names the keys there are")
         return record
 
     def list(self) -> list[dict[str, Any]]:
         """Every memory without bodies, sorted by key."""
-        return [record.summary() for record in self.served.memory.list()]
+        return [record.summary() for record in self.served.memory.list(withhold=True)]
 
     def index(self) -> str:
         """The tree's ``MEMORY.md``, as the tree would write it now."""

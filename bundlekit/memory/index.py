@@ -23,6 +23,9 @@ the encrypted file by CID the way three.ws's ``_rebuildEncryptedIndex`` does:
 ``- [key.md](ipfs://<cid>) — description`` (the `` — description`` part left
 out when redacted). Pass ``links`` to :func:`render_index`.
 
+What looks like a credential in a name or description is written as
+``[withheld]`` (``withhold``): a hand-planted file never puts one in the index.
+
 Text inside a line never holds ``[``, ``]`` or ``\\``: they are written as the
 HTML character references ``&#91;``, ``&#93;``, ``&#92;`` (and ``&`` as
 ``&amp;`` where it would start one of those), which every Markdown reader
@@ -38,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit.memory.withhold import mask
 
 __all__ = [
     "INDEX_TITLE",
@@ -109,11 +113,13 @@ def _unescape(text: str) -> str:
 def link_line(title: str, target: str, description: str | None = None) -> str:
     """``- [title](target) — description`` (without the dash part when ``description`` is None or empty).
 
-    ``title`` and ``description`` are escaped (module docstring); ``target``
-    is written as given and must not hold ``)`` or white space.
+    ``title`` and ``description`` are escaped (module docstring), and what
+    looks like a credential in them is withheld (``withhold.mask``: an index is
+    plaintext, even in an encrypted bundle); ``target`` is written as given and
+    must not hold ``)`` or white space.
     """
-    line = f"- [{_escape(title)}]({target})"
-    text = _escape(description) if description is not None else ""
+    line = f"- [{_escape(mask(title))}]({target})"
+    text = _escape(mask(description)) if description is not None else ""
     return f"{line} {_DASH} {text}" if text else line
 
 

@@ -8,6 +8,11 @@ tree lock. Reads and writes go through the derived index (``indexer``,
 ``catalog``): each command lists the tree once, re-parses only the files whose
 stat signature changed, and answers from SQLite; reads take no lock unless the
 index needs catching up (each file is replaced atomically).
+
+What shows memories (``list_lines``, ``recall``, ``context_block``,
+``index_text``, and ``list``/``read`` with ``withhold=True``) shows a memory
+the index flags as holding a credential with that credential withheld, and
+warns naming the file (``withhold``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any, TypeVar
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
-from bundlekit.memory.catalog import Catalog, CatalogUnusable
+from bundlekit.memory.catalog import Catalog, CatalogUnusable, list_line
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.indexer import Indexer, decode
@@ -38,8 +43,8 @@ from bundlekit.memory.record import (
     render_memory_file,
     validate_meta,
 )
-from bundlekit.memory.screen import guard_entry, guard_key, guard_record
-from bundlekit.memory.secrets import guard
+from bundlekit.memory.screen import guard_entry, guard_key, guard_record, record_values_clean
+from bundlekit.memory.secrets import find_secrets, guard
 from bundlekit.memory.timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 from bundlekit.memory.timeline import (
     DAY_FILE_RE,
@@ -50,6 +55,8 @@ from bundlekit.memory.timeline import (
     parse_day,
 )
 from bundlekit.memory.transfer import STRATEGIES, ImportReport, build_export, validate_blob
+from bundlekit.memory.withhold import withheld_warning
+from bundlekit.memory.withhold import withhold as withheld_copy
 
 __all__ = ["Memory"]
 
@@ -135,6 +142,18 @@ class Memory:
         """Every memory, sorted by key; validates names, case-uniqueness and frontmatter of changed files."""
         return self._read(self._all)
 
+    def _withheld(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` with its credentials withheld (a warning names the file), or itself when it holds none."""
+        shown, fields = withheld_copy(record)
+        if fields:
+            self._warn(withheld_warning(record.filename, fields))
+        return shown
+
+    def _shown(self, catalog: Catalog, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
+        """``records`` as output may show them: those the index flags have their credentials withheld."""
+        flagged = set(catalog.with_secrets()) if records else set()
+        return [self._withheld(r) if r.key in flagged else r for r in records]
+
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
 
@@ -216,11 +235,18 @@ class Memory:
             self._stored(catalog, [record], {key: current})
             return record
 
-    def read(self, key: str) -> MemoryRecord | None:
+    def read(self, key: str, *, withhold: bool = False) -> MemoryRecord | None:
         """The memory ``key``, or ``None`` if there is none. Raises :class:`FrontmatterError` for a bad file.
 
         Answered from the index when the file's signature matches it; else the file is parsed.
+        ``withhold=True`` gives the memory as output may show it (credentials withheld, see the module).
         """
+        record = self._read_record(key)
+        if record is None or not withhold or record_values_clean(record):
+            return record
+        return self._withheld(record)
+
+    def _read_record(self, key: str) -> MemoryRecord | None:
         filename = filename_for(key)
         signature = self._backend.signature(filename)
         if signature is None:
@@ -301,7 +327,8 @@ class Memory:
 
     def _index_text(self, catalog: Catalog) -> str:
         text = self._index.current_index_text(catalog)
-        return text if text is not None else render_index(catalog.summaries())
+        # A MEMORY.md written before credentials were withheld from it is rendered again.
+        return text if text is not None and not find_secrets(text) else render_index(catalog.summaries())
 
     # -- timeline -------------------------------------------------------------
 
@@ -379,10 +406,12 @@ class Memory:
 
         def search(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
             best = catalog.ranked(now.timestamp(), needle=needle, relevance=rank == "relevance", limit=limit)
+            # Matched on the withheld text: a query cannot probe a credential it does not show.
             if best is None:  # a needle the index cannot answer exactly: scan the records
-                return ranking.recall(self._all(catalog), query, now, limit)
+                return ranking.recall(self._shown(catalog, self._all(catalog)), query, now, limit)
             relevance = {r.key: r.relevance for r in best if r.relevance is not None} if rank == "relevance" else None
-            return ranking.recall(catalog.records(r.key for r in best), query, now, limit, relevance=relevance)
+            records = self._shown(catalog, catalog.records(r.key for r in best))
+            return ranking.recall(records, query, now, limit, relevance=relevance)
 
         return self._read(search)
 
@@ -397,7 +426,7 @@ class Memory:
             index_text = self._index_text(catalog)
             order = catalog.ranked(now_s) or []
             chosen = [order[i].key for i in ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)]
-            by_key = {record.key: record for record in catalog.records(chosen)}
+            by_key = {record.key: record for record in self._shown(catalog, catalog.records(chosen))}
             return ranking.context_text(
                 index_text, [by_key[k] for k in chosen], self._timeline_newest_first(), max_tokens
             )
@@ -503,14 +532,28 @@ class Memory:
         memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace")
         return memory
 
-    def list(self) -> builtins.list[MemoryRecord]:
-        """Every memory, sorted by key. Raises on an invalid file name or frontmatter."""
-        return self._records()
+    def list(self, *, withhold: bool = False) -> builtins.list[MemoryRecord]:
+        """Every memory, sorted by key. Raises on an invalid file name or frontmatter.
+
+        ``withhold=True`` gives the memories as output may show them (credentials withheld, see the module).
+        """
+        if not withhold:
+            return self._records()
+        return self._read(lambda catalog: self._shown(catalog, self._all(catalog)))
 
     def list_lines(self) -> builtins.list[str]:
         """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
-        sorted by key: what :meth:`list` would give, read from the index's stored lines. Raises as :meth:`list`."""
-        return self._read(lambda catalog: catalog.list_lines())
+        sorted by key: what :meth:`list` would give, read from the index's stored lines, credentials
+        withheld. Raises as :meth:`list`."""
+        return self._read(self._list_lines)
+
+    def _list_lines(self, catalog: Catalog) -> builtins.list[str]:
+        lines = catalog.list_lines()
+        flagged = catalog.with_secrets()
+        if not flagged:
+            return lines
+        shown = {r.key: list_line(r) for r in self._shown(catalog, catalog.records(flagged))}
+        return [shown.get(line.split("\t", 1)[0], line) for line in lines]
 
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""

@@ -1,0 +1,87 @@
+"""What output shows of a memory that holds a credential: the memory with the credential withheld.
+
+The guard refuses a credential on every write and before every build, but a
+file planted by hand is still read: ``list``, ``recall``, ``context``,
+``MEMORY.md`` and the MCP tools would show its parsed values, and a YAML
+escape (``"\\x73k-ant-..."``) hides the credential from the stored text, not
+from what it decodes to. Everything that shows a memory therefore shows
+:func:`withhold`'s copy of a record the derived index flags (``secret``, from
+``screen.record_values_clean``): each match of a secret rule in a parsed value
+(name, description, every frontmatter value and key, the body) is replaced by
+:data:`WITHHELD`. The rest of the memory stays readable, so the memory can still
+be found and fixed. ``WITHHELD`` is shorter than any match of a rule, so a
+withheld text never outgrows the budget the original was fitted into.
+
+The stored file is unchanged: the warning names the file (``bundlekit build``
+refuses the tree and names the line), and its writer removes the credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bundlekit.memory.record import MemoryRecord
+from bundlekit.memory.secrets import SECRET_RULES, SecretRule, find_secrets
+
+__all__ = ["WITHHELD", "mask", "withheld_warning", "withhold"]
+
+WITHHELD = "[withheld]"
+
+
+def _masker(rule: SecretRule) -> Any:
+    def replace(match: Any) -> str:
+        text: str = match.group(0)
+        return WITHHELD if rule.accept(text) else text
+
+    return replace
+
+
+def mask(text: str) -> str:
+    """``text`` with every match of a secret rule replaced by :data:`WITHHELD` (``text`` itself when none)."""
+    if not find_secrets(text):
+        return text
+    for rule in SECRET_RULES:
+        text = rule.pattern.sub(_masker(rule), text)
+    return text
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, Mapping):
+        return {_masked(k): _masked(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item) for item in value]
+    return value
+
+
+def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:
+    """A copy of ``record`` with every credential in its parsed values withheld, and which fields held one
+    (``name``, ``description``, ``frontmatter 'tags'``, ``a frontmatter key``, ``body``; never the text).
+
+    The copy's ``raw`` is the stored text with its literal matches withheld too.
+    """
+    fields: list[str] = []
+    meta: dict[Any, Any] = {}
+    for key, value in record.meta.items():
+        shown_key, shown = _masked(key), _masked(value)
+        if shown_key != key:
+            fields.append("a frontmatter key")
+        if shown != value:
+            fields.append(key if key in ("name", "description") else f"frontmatter {key!r}")
+        meta[shown_key] = shown
+    body = mask(record.body)
+    if body != record.body:
+        fields.append("body")
+    if not fields:
+        return record, []
+    return MemoryRecord(key=record.key, meta=meta, body=body, raw=mask(record.raw)), fields
+
+
+def withheld_warning(filename: str, fields: list[str]) -> str:
+    """The warning for a memory shown with ``fields`` withheld: the file and the fields, never the text."""
+    return (
+        f"{filename}: {', '.join(fields)} withheld from the output: it looks like a credential; "
+        "remove it from the file (`bundlekit build` refuses the tree and names the line)"
+    )
