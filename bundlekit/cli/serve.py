@@ -12,6 +12,7 @@ import click
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.gateway.server import (
+    MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
     GatewayServer,
@@ -46,13 +47,16 @@ def _serve(
     announce: Callable[[GatewayServer], None],
     *,
     ui: bool = False,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
     SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere.
     """
     try:
-        server = create_server(source, host, port, apps=_ui_apps(source) if ui else None)
+        server = create_server(
+            source, host, port, apps=_ui_apps(source) if ui else None, max_connections=max_connections
+        )
     except BaseException:
         close_source(source)
         raise
@@ -87,9 +91,17 @@ def _serve(
     help="Serve this block store (default: the local store, unless CAR files are given).",
 )
 @click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
+@click.option(
+    "--max-connections",
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, cars: tuple[str, ...]) -> None:
+def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections: int, as_json: bool,
+          cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first; the
@@ -112,7 +124,7 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, as_json: bool, 
                 output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
         output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
 
-    _serve(source, host, port, announce, ui=ui)
+    _serve(source, host, port, announce, ui=ui, max_connections=max_connections)
 
 
 @click.command("open")

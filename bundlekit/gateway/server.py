@@ -10,7 +10,14 @@ bytes, or a directory listing (``index.html`` when the directory has one).
 
 It runs on the standard library's ``ThreadingHTTPServer``: one thread per
 connection is plenty for a loopback gateway, keeps the code synchronous like
-the rest of bundlekit, and needs no extra dependency. Responses stream: a CAR
+the rest of bundlekit, and needs no extra dependency. The threads are bounded:
+at most ``max_connections`` (:data:`MAX_CONNECTIONS`) connections are served at
+once, and one more is answered ``503`` with ``Retry-After`` and closed at
+once, so a flood of slow clients cannot grow the process without bound. A
+request's head (request line and headers) must arrive within
+:data:`HEAD_TIMEOUT` of its first byte, and each read waits at most
+:data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
+for ever. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
@@ -27,12 +34,14 @@ benchmarks (``serve_in_thread``).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import select
 import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +56,9 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 
 __all__ = [
+    "HEAD_TIMEOUT",
+    "IDLE_TIMEOUT",
+    "MAX_CONNECTIONS",
     "STOP_POLL_INTERVAL",
     "App",
     "GatewayResponder",
@@ -71,14 +83,64 @@ App = Callable[[str, str, Mapping[str, str]], Response]
 # The check is one flag read, so a short interval costs nothing measurable.
 STOP_POLL_INTERVAL = 0.05
 
+# Connections served at once; one more is answered 503 and closed (each holds a thread).
+MAX_CONNECTIONS = 64
+# Seconds a read may wait: an idle keep-alive connection, or a stalled client, is closed after it.
+IDLE_TIMEOUT = 120.0
+# Seconds from a request's first byte to the end of its headers: a client trickling them is cut off.
+HEAD_TIMEOUT = 30.0
+
+
+class _HeadReader(io.RawIOBase):
+    """The connection's reads, each bounded by the idle timeout and, once a request has begun, by its
+    head deadline (``start`` clears it for the next request)."""
+
+    def __init__(self, sock: socket.socket, idle: float, head: float) -> None:
+        self._sock = sock
+        self._idle = idle
+        self._head = head
+        self._deadline: float | None = None
+
+    def start(self) -> None:
+        self._deadline = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        wait = self._idle
+        if self._deadline is not None:
+            wait = min(wait, self._deadline - time.monotonic())
+            if wait <= 0:
+                raise TimeoutError("the request headers took too long")
+        self._sock.settimeout(wait)
+        try:
+            count = self._sock.recv_into(buffer)
+        finally:
+            self._sock.settimeout(self._idle)  # writes keep the idle bound
+        if count and self._deadline is None:
+            self._deadline = time.monotonic() + self._head
+        return count
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer encoding
     # Headers and body go out in separate writes; with Nagle on, a keep-alive
     # client waits for the delayed ACK (~40 ms) on every small response.
     disable_nagle_algorithm = True
-    timeout = 120  # seconds: an idle keep-alive connection does not hold a thread forever
+    timeout = IDLE_TIMEOUT  # an idle keep-alive connection does not hold a thread for ever
     server: GatewayServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the standard reader, replaced by one that bounds the head
+        self._reader = _HeadReader(self.connection, self.server.idle_timeout, self.server.head_timeout)
+        self.connection.settimeout(self.server.idle_timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.start()  # the head deadline starts at the next request's first byte
+        super().handle_one_request()
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -162,15 +224,34 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class GatewayServer(ThreadingHTTPServer):
-    """A threading HTTP server bound to a ``GatewayResponder``."""
+    """A threading HTTP server bound to a ``GatewayResponder``, serving at most ``max_connections`` at once.
+
+    ``idle_timeout`` bounds each read (and write); ``head_timeout`` a request's head from its first byte.
+    """
 
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog: a burst of connections waits in the kernel to be accepted (and served or
+    # answered 503) instead of having its SYNs dropped and retried a second later (the default is 5).
+    request_queue_size = 128
 
     def __init__(
-        self, address: tuple[str, int], gateway: GatewayResponder, apps: Mapping[str, App] | None = None
+        self,
+        address: tuple[str, int],
+        gateway: GatewayResponder,
+        apps: Mapping[str, App] | None = None,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout: float = IDLE_TIMEOUT,
+        head_timeout: float = HEAD_TIMEOUT,
     ) -> None:
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+            raise UsageError(f"the connection limit must be 1 or more, not {max_connections!r}")
         super().__init__(address, _Handler)
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self._slots = threading.BoundedSemaphore(max_connections)
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
         self.apps = dict(apps or {})
@@ -196,6 +277,40 @@ class GatewayServer(ThreadingHTTPServer):
         if ":" in host_text:
             host_text = f"[{host_text}]"
         return f"http://{host_text}:{port}"
+
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        """Serve the connection on a thread of its own if a slot is free; otherwise answer 503 and close it."""
+        if not self._slots.acquire(blocking=False):
+            self._refuse(cast(socket.socket, request), client_address)
+            return
+        try:
+            super().process_request(request, client_address)  # type: ignore[arg-type]
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[arg-type]
+        finally:
+            self._slots.release()
+
+    def _refuse(self, request: socket.socket, client_address: object) -> None:
+        """The over-the-limit answer, written from the accepting thread: small, bounded, then closed."""
+        logger.warning("refused %s: already serving %d connections", client_address, self.max_connections)
+        body = (
+            f"the gateway is serving its limit of {self.max_connections} connections; retry shortly\n"
+        ).encode()
+        head = (
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        try:
+            request.settimeout(1.0)
+            request.sendall(head + body)
+        except OSError:
+            pass  # the client is gone or not reading: closing is all that is left
+        self.shutdown_request(request)
 
     def handle_error(self, request: object, client_address: object) -> None:
         """Log a failed connection: one quiet line for a client that hung up, a traceback otherwise.
@@ -237,9 +352,15 @@ def make_source(
 
 
 def create_server(
-    source: BlockSource, host: str = "127.0.0.1", port: int = 8080, *, apps: Mapping[str, App] | None = None
+    source: BlockSource,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    apps: Mapping[str, App] | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> GatewayServer:
-    """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it.
+    """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
+    at most ``max_connections`` connections are served at once (one more is answered 503).
 
     Raises ``UsageError`` when the address cannot be bound, or when ``host``
     is empty: the socket layer reads "" as every interface, which must be
@@ -250,7 +371,7 @@ def create_server(
             "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
         )
     try:
-        return GatewayServer((host, port), GatewayResponder(source), apps)
+        return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections)
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
@@ -328,6 +449,7 @@ def serve_in_thread(
     host: str = "127.0.0.1",
     port: int = 0,
     apps: Mapping[str, App] | None = None,
+    max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.
 
@@ -339,7 +461,7 @@ def serve_in_thread(
     if source is None:
         source = make_source(store, cars)
     try:
-        server = create_server(source, host, port, apps=apps)
+        server = create_server(source, host, port, apps=apps, max_connections=max_connections)
     except BaseException:
         if owned:
             close_source(source)
