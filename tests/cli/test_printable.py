@@ -20,7 +20,6 @@ description: "safe \\u202Etxt.exe"
 type: reference
 created: 2026-01-01T00:00:00Z
 updated: 2026-01-01T00:00:00Z
-revision: 1
 ---
 Body with \x1b[31mred\x1b[0m text, safe\rOVERWRITTEN.
 """
