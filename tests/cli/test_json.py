@@ -131,7 +131,7 @@ class _InstantServer:
 def test_serve_json_is_one_compact_line_on_stdout(
     run: Run, plain_car: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(serve_cli, "create_server", lambda source, host, port, apps=None: _InstantServer())
+    monkeypatch.setattr(serve_cli, "create_server", lambda source, host, port, **_options: _InstantServer())
     result = run("serve", plain_car, "--json")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.count("\n") == 1
