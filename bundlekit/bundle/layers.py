@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from bundlekit.memory.device import LAYERS
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
 from bundlekit.memory.transfer import EXPORT_VERSION
+from bundlekit.memory.withhold import withheld_warning, withhold
 
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
@@ -227,6 +228,7 @@ def render_layered_context(
     gateways: Sequence[str] = (),
     key: KeySpec | None = None,
     http: HttpOptions | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> str:
     """Render the effective view of ``layers`` as one ``<memory>`` block, most specific first.
 
@@ -237,6 +239,7 @@ def render_layered_context(
     ``</memory>``. The whole block fits ``max_tokens`` at 4 characters per
     token: an entry that does not fit is left out and the next one tried.
     Returns ``""`` when no memory fits. Layers are directories or bundle URIs.
+    What looks like a credential is withheld (``memory.withhold``; ``on_warning`` hears which file).
     """
     if max_tokens < 0:
         raise UsageError(f"max_tokens must be 0 or more, not {max_tokens}")
@@ -246,7 +249,7 @@ def render_layered_context(
     used = len(head) + len(tail)
     parts = [head]
     for layer in reversed(LAYERS):
-        records = [r for name, r in view.records if name == layer]
+        records = [_shown(r, layer, on_warning) for name, r in view.records if name == layer]
         records.sort(key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
         heading = f"## {layer}\n\n"
         chosen: list[str] = []
@@ -261,3 +264,11 @@ def render_layered_context(
         return ""
     parts.append(tail)
     return "".join(parts)
+
+
+def _shown(record: MemoryRecord, layer: str, on_warning: Callable[[str], None] | None) -> MemoryRecord:
+    """``record`` as the context may show it: credentials withheld, a warning naming the layer's file."""
+    shown, fields = withhold(record)
+    if fields and on_warning is not None:
+        on_warning(withheld_warning(f"{layer}: {record.filename}", fields))
+    return shown

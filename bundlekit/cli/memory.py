@@ -301,6 +301,7 @@ def context_cmd(
         text = render_layered(
             [_parse_layer(v) for v in layers],
             max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+            on_warning=output.warn,
         )
     elif style == "magic-context":
         render = _load_on_use("bundlekit.convert.magic_context", "render_project_memory")

@@ -140,3 +140,10 @@ def test_mcp_tools_withhold_the_credential_and_refuse_the_raw_file(tree: Path) -
             tools.raw("planted")
         assert TAIL not in str(refused.value)
         assert "nothing to hide" in tools.raw("clean")
+
+
+def test_layered_context_withholds_the_credential_and_warns_naming_the_file(tree: Path) -> None:
+    result = CliRunner().invoke(cli, ["memory", "context", "--layer", f"agent={tree}"])
+    assert result.exit_code == 0, result.stderr
+    assert "Deploy" in result.stdout and TAIL not in result.stdout and TAIL not in result.stderr
+    assert "warning: agent: planted.md:" in result.stderr
