@@ -193,7 +193,9 @@ def test_magic_context_style_delegates_with_a_4000_token_default(
 def test_layers_delegate_to_render_layered_context(run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, int]] = []
     fake = types.ModuleType("bundlekit.bundle.layers")
-    fake.render_layered_context = lambda layers, max_tokens: calls.append((layers, max_tokens)) or "LAYERED\n"  # type: ignore[attr-defined]
+    fake.render_layered_context = (  # type: ignore[attr-defined]
+        lambda layers, max_tokens, on_warning: calls.append((layers, max_tokens)) or "LAYERED\n"
+    )
     monkeypatch.setitem(sys.modules, "bundlekit.bundle.layers", fake)
     result = run("context", "--layer", "team=/a", "--layer", "me=/b", "--max-tokens", "99")
     assert result.stdout == "LAYERED\n" and calls == [([("team", "/a"), ("me", "/b")], 99)]
