@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Final
 
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from bundlekit.crypto._hmac import hmac_pads, hmac_sha256, hmac_with
 from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
 
 __all__ = [
@@ -237,9 +238,18 @@ class BundleKey:
 
 
 def _file_keys(key: BundleKey, salt: bytes, path: bytes) -> tuple[bytes, bytes]:
-    """The (header MAC key, payload AES key) pair of one file; see specs/encryption.md."""
-    okm = _hkdf(key._key, salt, _INFO_FILE + b"\x00" + key.key_id + path, 64)
-    return okm[:32], okm[32:]
+    """The (header MAC key, payload AES key) pair of one file; see specs/encryption.md.
+
+    ``HKDF(bundle_key, salt, INFO_FILE || 0x00 || key_id || P, 64)`` cut in two,
+    written out for speed since it runs once per file: the extract and the two
+    expand blocks on :mod:`~bundlekit.crypto._hmac`, with the pseudorandom key's
+    pads computed once for both blocks. The bytes are :func:`_hkdf`'s (a test
+    proves it; an empty salt pads to the same zero block as the RFC's default).
+    """
+    prk = hmac_pads(hmac_sha256(salt, key._key))
+    info = _INFO_FILE + b"\x00" + key.key_id + path
+    header_key = hmac_with(prk, info + b"\x01")
+    return header_key, hmac_with(prk, header_key + info + b"\x02")
 
 
 def _bundle_key(ikm: bytes, salt: bytes, source: str, namespace: bytes) -> BundleKey:

@@ -16,10 +16,10 @@ The final chunk is the only one that may be short, and it may be empty only when
 the whole plaintext is empty (then the payload is one empty final chunk, 16
 bytes of tag). See specs/encryption.md, section 3.
 
-Sealing is written for speed (issue 16): one cipher object per stream, and each
-chunk sealed with ``encrypt_into`` straight into a buffer allocated once (the
-whole ciphertext for :func:`seal_into`, one chunk for :func:`seal_stream`), so
-a chunk costs the AES-GCM call and a slice, with no per-chunk allocation or join.
+Sealing is written for speed (issue 16): one cipher object per stream.
+:func:`seal_stream` seals each chunk with ``encrypt_into`` into one reused
+chunk buffer; :func:`seal_bytes` (a whole file in memory) makes one pass over
+its output, a single concatenation for a one-chunk file.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = [
     "TAG_SIZE",
     "open_pieces",
     "open_stream",
-    "seal_into",
+    "seal_bytes",
     "seal_pieces",
     "seal_stream",
     "sealed_size",
@@ -111,27 +111,31 @@ def _too_large() -> UsageError:
     return UsageError("cannot encrypt: the input is larger than 256 TiB, the per-file limit")
 
 
-def seal_into(key: bytes, prefix: bytes, aad: bytes, data: bytes | memoryview, out: memoryview) -> None:
-    """Seal all of ``data`` into ``out``, which must be exactly ``sealed_size(len(data))`` bytes.
+def seal_bytes(key: bytes, prefix: bytes, aad: bytes, head: bytes, data: bytes | memoryview) -> bytes:
+    """``head`` then the sealed chunks of ``data`` (those of :func:`seal_pieces`), as one ``bytes``.
 
-    The same chunks as :func:`seal_pieces` over ``slice_pieces(data, CHUNK_SIZE)``,
-    written in place. Raises ``UsageError`` past ``MAX_CHUNKS`` chunks.
+    One pass over the output: each chunk is sealed into a fresh ``bytes`` by
+    ``AESGCM.encrypt`` and one join copies them after ``head`` (a file of one
+    chunk, most memory files, is one concatenation). Preallocating the output
+    as a ``bytearray`` and sealing into it costs more: the zero-fill, then the
+    copy into the ``bytes`` returned, each touching fresh pages. Raises
+    ``UsageError`` past ``MAX_CHUNKS`` chunks.
     """
     size = len(data)
-    if len(out) != sealed_size(size):
-        raise UsageError("internal: the output buffer does not fit the sealed payload")
-    chunks = max(1, -(-size // CHUNK_SIZE))
+    encrypt = _aead(key, prefix).encrypt
+    if size <= CHUNK_SIZE:
+        return head + encrypt(_nonce(prefix, 0, True), data, aad)
+    chunks = -(-size // CHUNK_SIZE)
     if chunks > MAX_CHUNKS:
         raise _too_large()
-    encrypt_into = _aead(key, prefix).encrypt_into
     view = memoryview(data)
     last = chunks - 1
-    at = 0
-    for counter in range(chunks):
-        piece = view[counter * CHUNK_SIZE : (counter + 1) * CHUNK_SIZE]
-        end = at + len(piece) + TAG_SIZE
-        encrypt_into(_nonce(prefix, counter, counter == last), piece, aad, out[at:end])
-        at = end
+    parts = [head]
+    parts += [
+        encrypt(_nonce(prefix, counter, counter == last), view[counter * CHUNK_SIZE : (counter + 1) * CHUNK_SIZE], aad)
+        for counter in range(chunks)
+    ]
+    return b"".join(parts)
 
 
 def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:

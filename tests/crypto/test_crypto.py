@@ -238,7 +238,7 @@ def _fixed_rng(n: int) -> bytes:
 
 @pytest.mark.parametrize("size", [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 3 * CHUNK + 7])
 def test_in_place_sealing_writes_the_bytes_of_the_chunk_by_chunk_seal(key: BundleKey, size: int) -> None:
-    """encrypt_bytes and encrypt_stream (encrypt_into into one buffer) equal seal_pieces' chunks."""
+    """encrypt_bytes (seal_bytes) and encrypt_stream (encrypt_into one chunk buffer) equal seal_pieces' chunks."""
     data = bytes(i % 251 for i in range(size))
     path = "memory/a.md.enc"
     header, payload_key, prefix = crypto._seal_header(key, path.encode(), _fixed_rng)
