@@ -42,7 +42,7 @@ from bundlekit.bundle.manifest import (
 )
 from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.crypto import _encrypt_stream
+from bundlekit.crypto import _encrypt_bytes
 from bundlekit.crypto.threews import THREEWS_SCHEME, _threews_encrypt, threews_key_from_spec
 from bundlekit.errors import BundleError, UsageError
 from bundlekit.ipld.cid import cid_to_str
@@ -331,9 +331,7 @@ def _stored_files(
     stored: list[tuple[str, bytes]] = []
     for path, data in files:
         bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
-        out = io.BytesIO()
-        _encrypt_stream(io.BytesIO(data), out, bundle_key, bundle_path, source)
-        stored.append((bundle_path, out.getvalue()))
+        stored.append((bundle_path, _encrypt_bytes(data, bundle_key, bundle_path, source)))
     return stored, encryption
 
 
