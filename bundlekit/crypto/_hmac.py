@@ -44,5 +44,11 @@ def hmac_with(pads: Pads, msg: bytes) -> bytes:
 
 
 def hmac_sha256(key: bytes, msg: bytes) -> bytes:
-    """HMAC-SHA-256 of ``msg`` under ``key``: the bytes of ``hmac.digest(key, msg, "sha256")``."""
-    return hmac_with(hmac_pads(key), msg)
+    """HMAC-SHA-256 of ``msg`` under ``key``: the bytes of ``hmac.digest(key, msg, "sha256")``.
+
+    :func:`hmac_with` over :func:`hmac_pads`, written out: it runs twice per file.
+    """
+    if len(key) > BLOCK_SIZE:
+        key = sha256(key).digest()
+    block = key.ljust(BLOCK_SIZE, b"\x00")
+    return sha256(block.translate(_OPAD) + sha256(block.translate(_IPAD) + msg).digest()).digest()
