@@ -56,6 +56,7 @@ MAX_CHUNKS: Final = 2**32
 
 _LAST: Final = b"\x01"
 _NOT_LAST: Final = b"\x00"
+_ONLY_CHUNK: Final = (0).to_bytes(4, "big") + _LAST  # the nonce tail of a one-chunk stream: counter 0, last
 
 
 def _nonce(prefix: bytes, counter: int, last: bool) -> bytes:
@@ -124,7 +125,7 @@ def seal_bytes(key: bytes, prefix: bytes, aad: bytes, head: bytes, data: bytes |
     size = len(data)
     encrypt = _aead(key, prefix).encrypt
     if size <= CHUNK_SIZE:
-        return head + encrypt(_nonce(prefix, 0, True), data, aad)
+        return head + encrypt(prefix + _ONLY_CHUNK, data, aad)
     chunks = -(-size // CHUNK_SIZE)
     if chunks > MAX_CHUNKS:
         raise _too_large()
