@@ -18,8 +18,8 @@ bytes of tag). See specs/encryption.md, section 3.
 
 Sealing is written for speed (issue 16): one cipher object per stream.
 :func:`seal_stream` seals each chunk with ``encrypt_into`` into one reused
-chunk buffer; :func:`seal_bytes` (a whole file in memory) makes one pass over
-its output, a single concatenation for a one-chunk file.
+chunk buffer; :func:`seal_bytes` (a whole file in memory) seals a one-chunk
+file with one call and one concatenation.
 """
 
 from __future__ import annotations
@@ -115,12 +115,11 @@ def _too_large() -> UsageError:
 def seal_bytes(key: bytes, prefix: bytes, aad: bytes, head: bytes, data: bytes | memoryview) -> bytes:
     """``head`` then the sealed chunks of ``data`` (those of :func:`seal_pieces`), as one ``bytes``.
 
-    One pass over the output: each chunk is sealed into a fresh ``bytes`` by
-    ``AESGCM.encrypt`` and one join copies them after ``head`` (a file of one
-    chunk, most memory files, is one concatenation). Preallocating the output
-    as a ``bytearray`` and sealing into it costs more: the zero-fill, then the
-    copy into the ``bytes`` returned, each touching fresh pages. Raises
-    ``UsageError`` past ``MAX_CHUNKS`` chunks.
+    A file of one chunk (most memory files) is one ``AESGCM.encrypt`` call and
+    one concatenation. Longer ones: each chunk is sealed into its own ``bytes``
+    and one join copies them after ``head``; sealing in place into a
+    ``bytearray`` would add its zero-fill to the same final copy into ``bytes``.
+    Raises ``UsageError`` past ``MAX_CHUNKS`` chunks.
     """
     size = len(data)
     encrypt = _aead(key, prefix).encrypt
