@@ -19,11 +19,13 @@ bytes of tag). See specs/encryption.md, section 3.
 Sealing is written for speed (issue 16): one cipher object per stream.
 :func:`seal_stream` seals each chunk with ``encrypt_into`` into one reused
 chunk buffer; :func:`seal_bytes` (a whole file in memory) seals a one-chunk
-file with one call and one concatenation.
+file with one call and one concatenation, a longer one in place into the
+buffer it returns.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
@@ -116,26 +118,36 @@ def seal_bytes(key: bytes, prefix: bytes, aad: bytes, head: bytes, data: bytes |
     """``head`` then the sealed chunks of ``data`` (those of :func:`seal_pieces`), as one ``bytes``.
 
     A file of one chunk (most memory files) is one ``AESGCM.encrypt`` call and
-    one concatenation. Longer ones: each chunk is sealed into its own ``bytes``
-    and one join copies them after ``head``; sealing in place into a
-    ``bytearray`` would add its zero-fill to the same final copy into ``bytes``.
-    Raises ``UsageError`` past ``MAX_CHUNKS`` chunks.
+    one concatenation. A longer one is sealed in place, chunk by chunk, into the
+    buffer of a ``BytesIO`` sized once (``getbuffer()`` is a writable view of
+    it), which ``getvalue()`` then returns without copying it in CPython: one
+    zero-fill and the AES pass, where sealing into a ``bytearray`` adds the copy
+    out to ``bytes`` and a ``bytes`` per chunk adds a join copy. Raises
+    ``UsageError`` past ``MAX_CHUNKS`` chunks.
     """
     size = len(data)
-    encrypt = _aead(key, prefix).encrypt
+    aead = _aead(key, prefix)
     if size <= CHUNK_SIZE:
-        return head + encrypt(prefix + _ONLY_CHUNK, data, aad)
+        return head + aead.encrypt(prefix + _ONLY_CHUNK, data, aad)
     chunks = -(-size // CHUNK_SIZE)
     if chunks > MAX_CHUNKS:
         raise _too_large()
+    out = io.BytesIO()
+    out.seek(len(head) + sealed_size(size) - 1)
+    out.write(b"\x00")  # the buffer at its final size, zero-filled
+    out.seek(0)
+    out.write(head)
+    encrypt_into = aead.encrypt_into
     view = memoryview(data)
     last = chunks - 1
-    parts = [head]
-    parts += [
-        encrypt(_nonce(prefix, counter, counter == last), view[counter * CHUNK_SIZE : (counter + 1) * CHUNK_SIZE], aad)
-        for counter in range(chunks)
-    ]
-    return b"".join(parts)
+    at = len(head)
+    with out.getbuffer() as sealed:
+        for counter in range(chunks):
+            piece = view[counter * CHUNK_SIZE : (counter + 1) * CHUNK_SIZE]
+            end = at + len(piece) + TAG_SIZE
+            encrypt_into(_nonce(prefix, counter, counter == last), piece, aad, sealed[at:end])
+            at = end
+    return out.getvalue()
 
 
 def seal_stream(key: bytes, prefix: bytes, aad: bytes, src: BinaryIO, dst: BinaryIO) -> None:
