@@ -63,6 +63,12 @@ def test_seal_bytes_is_the_header_then_the_chunk_by_chunk_seal(size: int) -> Non
     assert _stream.seal_bytes(key, prefix, aad, head, data) == reference
 
 
+def test_seal_bytes_takes_a_memoryview_as_it_takes_bytes() -> None:
+    data, key, prefix = os.urandom(2 * _stream.CHUNK_SIZE + 5), os.urandom(32), os.urandom(7)
+    view = memoryview(b"xx" + data)[2:]
+    assert _stream.seal_bytes(key, prefix, b"ad", b"h", view) == _stream.seal_bytes(key, prefix, b"ad", b"h", data)
+
+
 def test_a_pool_record_has_the_record_size() -> None:
     assert {len(_pool.RandomPool(23, batch=4).take()) for _ in range(10)} == {23}
 
