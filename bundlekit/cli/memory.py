@@ -183,9 +183,9 @@ def write_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
-    """Print the memory KEY (its file as stored)."""
+    """Print the memory KEY (its file as stored; one holding what looks like a credential, with it withheld)."""
     mem = _mem(ctx, existing=True)
-    record = mem.read(key, withhold=as_json)  # as stored: the file, printable; parsed: credentials withheld
+    record = mem.read(key, withhold=True)
     if record is None:
         raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
     if as_json:

@@ -10,7 +10,9 @@ from what it decodes to. Everything that shows a memory therefore shows
 (name, description, every frontmatter value and key, the body) is replaced by
 :data:`WITHHELD`. The rest of the memory stays readable, so the memory can still
 be found and fixed. ``WITHHELD`` is shorter than any match of a rule, so a
-withheld text never outgrows the budget the original was fitted into.
+withheld text never outgrows the budget the original was fitted into. The
+copy's file text (``raw``) is rendered again from the withheld values: the
+stored text would still carry the credential behind its escapes.
 
 The stored file is unchanged: the warning names the file (``bundlekit build``
 refuses the tree and names the line), and its writer removes the credential.
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bundlekit.memory.record import MemoryRecord
+from bundlekit.memory.record import MemoryRecord, render_memory_file
 from bundlekit.memory.secrets import SECRET_RULES, SecretRule, find_secrets
 
 __all__ = ["WITHHELD", "mask", "withheld_warning", "withhold"]
@@ -60,7 +62,8 @@ def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:
     """A copy of ``record`` with every credential in its parsed values withheld, and which fields held one
     (``name``, ``description``, ``frontmatter 'tags'``, ``a frontmatter key``, ``body``; never the text).
 
-    The copy's ``raw`` is the stored text with its literal matches withheld too.
+    The copy's ``raw`` is the file rendered from the withheld values, not the stored text: an escape
+    (``\\x73k-ant-...``) hides a credential from :func:`mask` as it does from the guard's first look.
     """
     fields: list[str] = []
     meta: dict[Any, Any] = {}
@@ -69,14 +72,15 @@ def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:
         if shown_key != key:
             fields.append("a frontmatter key")
         if shown != value:
-            fields.append(key if key in ("name", "description") else f"frontmatter {key!r}")
+            fields.append(key if key in ("name", "description") else f"frontmatter {shown_key!r}")
         meta[shown_key] = shown
     body = mask(record.body)
     if body != record.body:
         fields.append("body")
     if not fields:
         return record, []
-    return MemoryRecord(key=record.key, meta=meta, body=body, raw=mask(record.raw)), fields
+    raw = render_memory_file(meta, body, strict=False, where=record.filename)
+    return MemoryRecord(key=record.key, meta=meta, body=body, raw=raw), fields
 
 
 def withheld_warning(filename: str, fields: list[str]) -> str:

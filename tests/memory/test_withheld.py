@@ -122,7 +122,7 @@ def test_the_file_itself_is_left_as_stored(tree: Path) -> None:
 
 @pytest.mark.parametrize(
     "args", [["list"], ["list", "--json"], ["recall", "deploy"], ["recall", "deploy", "--json"], ["context"],
-             ["context", "--style", "magic-context"], ["show", "planted", "--json"]],
+             ["context", "--style", "magic-context"], ["show", "planted", "--json"], ["show", "planted"]],
 )
 def test_cli_output_withholds_the_credential_and_warns_naming_the_file(tree: Path, args: list[str]) -> None:
     result = CliRunner().invoke(cli, ["memory", "-d", str(tree), *args])
@@ -147,3 +147,22 @@ def test_layered_context_withholds_the_credential_and_warns_naming_the_file(tree
     assert result.exit_code == 0, result.stderr
     assert "Deploy" in result.stdout and TAIL not in result.stdout and TAIL not in result.stderr
     assert "warning: agent: planted.md:" in result.stderr
+
+
+def test_show_prints_the_file_rendered_with_the_credential_withheld(tree: Path) -> None:
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "show", "planted"])
+    assert result.exit_code == 0, result.stderr
+    assert TAIL not in result.stdout and f"name: Deploy {WITHHELD}" in result.stdout
+    assert "Rotate it monthly." in result.stdout
+
+
+def test_a_credential_as_a_frontmatter_key_is_never_named_in_the_warning(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    Memory(root).init()
+    (root / "keyed.md").write_text(
+        PLANTED.replace('x-note: "also', f'"\\x73k-ant-api03-{TAIL}": "also'), encoding="utf-8"
+    )
+    mem = Memory(root)
+    shown = mem.read("keyed", withhold=True)
+    assert shown is not None and TAIL not in json.dumps(shown.meta) and TAIL not in shown.raw
+    assert mem.warnings and not any(TAIL in w for w in mem.warnings)
