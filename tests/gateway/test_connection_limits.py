@@ -122,3 +122,18 @@ def test_a_limit_below_one_is_refused(tmp_path: Path) -> None:
 def test_serve_max_connections_below_one_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s"), "--max-connections", "0"])
     assert result.exit_code == 2 and "--max-connections" in result.stderr
+
+
+def test_the_slot_of_a_client_cut_off_at_the_head_deadline_serves_the_next_one(tmp_path: Path) -> None:
+    with serve_in_thread(store=BlockStore(tmp_path / "s"), max_connections=1) as server:
+        server.head_timeout = 0.2  # taken by each connection as it is set up
+        with _slow_clients(server, 1):
+            assert _until_served(server.url).status_code != 503
+
+
+def test_the_slot_of_an_idle_connection_serves_the_next_one_after_the_idle_timeout(tmp_path: Path) -> None:
+    with serve_in_thread(store=BlockStore(tmp_path / "s"), max_connections=1) as server:
+        server.idle_timeout = 0.2  # taken by each connection as it is set up
+        host, port = server.server_address[0], server.server_address[1]
+        with socket.create_connection((str(host), int(port)), timeout=10):
+            assert _until_served(server.url).status_code != 503
