@@ -38,7 +38,7 @@ def diff(old: str, new: str, gateways: tuple[str, ...], as_json: bool, exit_code
     else:
         *rows, summary = _lines(result)
         for line in rows:
-            output.data(line)
+            output.data(output.printable(line))  # a changed field is a frontmatter key: file-derived text
         output.status(summary)
     if exit_code and result.different:
         click.get_current_context().exit(1)

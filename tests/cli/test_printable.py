@@ -65,3 +65,14 @@ def test_list_json_keeps_the_real_text(run: Run, planted: Path) -> None:
     (row,) = json.loads(result.stdout)
     assert row["name"] == "Evil \x1b[2J\x1b]0;pwned\x07 name"
     assert row["description"] == "safe \u202etxt.exe"
+
+
+def test_diff_shows_a_changed_frontmatter_key_escaped(run: Run, planted: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    Memory(other).init()
+    (other / "evil.md").write_text(_PLANTED.replace("type: reference", 'type: reference\n"x-\\e]0;pwned\\a": 1'),
+                                   encoding="utf-8")
+    result = run("diff", planted, other)
+    assert result.exit_code == 0, result.stderr
+    _clean(result.stdout)
+    assert "x-\\x1b]0;pwned\\x07" in result.stdout
