@@ -114,10 +114,10 @@ class MemoryTools:
         return self.served.memory.index_text()
 
     def timeline_day(self, date: str) -> builtins.list[dict[str, Any]]:
-        """The timeline entries of one UTC day (``YYYY-MM-DD``), oldest first."""
+        """The timeline entries of one UTC day (``YYYY-MM-DD``), oldest first (what looks like a credential withheld)."""
         if not _DATE_RE.fullmatch(date):
             raise UsageError(f"timeline date {date!r} is not YYYY-MM-DD")
-        return [entry for entry in self.served.memory.timeline() if str(entry.get("ts", ""))[:10] == date]
+        return [entry for entry in self.served.memory.timeline(withhold=True) if str(entry.get("ts", ""))[:10] == date]
 
     # -- writing ----------------------------------------------------------------
 

@@ -12,7 +12,8 @@ index needs catching up (each file is replaced atomically).
 What shows memories (``list_lines``, ``recall``, ``context_block``,
 ``index_text``, and ``list``/``read`` with ``withhold=True``) shows a memory
 the index flags as holding a credential with that credential withheld, and
-warns naming the file (``withhold``).
+warns naming the file (``withhold``); so do the timeline entries of
+``context_block`` and ``timeline(withhold=True)``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from bundlekit.memory.timeline import (
     parse_day,
 )
 from bundlekit.memory.transfer import STRATEGIES, ImportReport, build_export, validate_blob
-from bundlekit.memory.withhold import withheld_warning
+from bundlekit.memory.withhold import withheld_warning, withhold_entry
 from bundlekit.memory.withhold import withhold as withheld_copy
 
 __all__ = ["Memory"]
@@ -349,7 +350,7 @@ class Memory:
         self._append(entry)
         return entry
 
-    def _timeline_newest_first(self) -> Iterator[dict[str, Any]]:
+    def _timeline_newest_first(self, *, withhold: bool = False) -> Iterator[dict[str, Any]]:
         for name in reversed(self._backend.timeline_files()):
             if not DAY_FILE_RE.fullmatch(name):
                 continue
@@ -358,16 +359,28 @@ class Memory:
                 continue
             entries = parse_day(name, data, strict=False)
             entries.sort(key=lambda e: parse_timestamp(e["ts"]))
-            yield from reversed(entries)
+            for entry in reversed(entries):
+                yield self._withheld_entry(name, entry) if withhold else entry
 
-    def timeline(self, limit: int | None = None) -> builtins.list[dict[str, Any]]:
-        """The most recent ``limit`` entries across days (all when ``None``), oldest first."""
+    def _withheld_entry(self, day_file: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """``entry`` with its credentials withheld (a warning names the day file), or itself when it holds none."""
+        shown = withhold_entry(entry)
+        if shown == entry:
+            return entry
+        self._warn(withheld_warning(f"timeline/{day_file}", ["an entry"]))
+        return shown
+
+    def timeline(self, limit: int | None = None, *, withhold: bool = False) -> builtins.list[dict[str, Any]]:
+        """The most recent ``limit`` entries across days (all when ``None``), oldest first.
+
+        ``withhold=True`` gives them as output may show them (credentials withheld, see the module).
+        """
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise UsageError(f"timeline limit must be an integer of 0 or more, not {limit!r}")
         newest: builtins.list[dict[str, Any]] = []
         if limit == 0:
             return newest
-        for entry in self._timeline_newest_first():
+        for entry in self._timeline_newest_first(withhold=withhold):
             newest.append(entry)
             if limit is not None and len(newest) >= limit:
                 break
@@ -428,7 +441,7 @@ class Memory:
             chosen = [order[i].key for i in ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)]
             by_key = {record.key: record for record in self._shown(catalog, catalog.records(chosen))}
             return ranking.context_text(
-                index_text, [by_key[k] for k in chosen], self._timeline_newest_first(), max_tokens
+                index_text, [by_key[k] for k in chosen], self._timeline_newest_first(withhold=True), max_tokens
             )
 
         return self._read(assemble)

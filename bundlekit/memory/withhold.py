@@ -14,6 +14,8 @@ withheld text never outgrows the budget the original was fitted into. The
 copy's file text (``raw``) is rendered again from the withheld values: the
 stored text would still carry the credential behind its escapes.
 
+A timeline entry planted by hand is shown the same way (:func:`withhold_entry`).
+
 The stored file is unchanged: the warning names the file (``bundlekit build``
 refuses the tree and names the line), and its writer removes the credential.
 """
@@ -26,7 +28,7 @@ from typing import Any
 from bundlekit.memory.record import MemoryRecord, render_memory_file
 from bundlekit.memory.secrets import SECRET_RULES, SecretRule, find_secrets
 
-__all__ = ["WITHHELD", "mask", "withheld_warning", "withhold"]
+__all__ = ["WITHHELD", "mask", "withheld_warning", "withhold", "withhold_entry"]
 
 WITHHELD = "[withheld]"
 
@@ -81,6 +83,12 @@ def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:
         return record, []
     raw = render_memory_file(meta, body, strict=False, where=record.filename)
     return MemoryRecord(key=record.key, meta=meta, body=body, raw=raw), fields
+
+
+def withhold_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the timeline ``entry`` with every credential in its strings (keys included) withheld."""
+    shown: dict[str, Any] = _masked(entry)
+    return shown
 
 
 def withheld_warning(filename: str, fields: list[str]) -> str:

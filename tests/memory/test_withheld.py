@@ -166,3 +166,31 @@ def test_a_credential_as_a_frontmatter_key_is_never_named_in_the_warning(tmp_pat
     shown = mem.read("keyed", withhold=True)
     assert shown is not None and TAIL not in json.dumps(shown.meta) and TAIL not in shown.raw
     assert mem.warnings and not any(TAIL in w for w in mem.warnings)
+
+
+def _plant_timeline_entry(root: Path) -> None:
+    """A day file written by hand: a JSON escape (``\\u0073`` is ``s``) hides the credential from its line."""
+    line = '{"ts":"2026-01-01T00:00:00.000Z","type":"note","text":"key \\u0073k-ant-api03-' + TAIL + '"}\n'
+    (root / "timeline").mkdir(exist_ok=True)
+    (root / "timeline" / "2026-01-01.jsonl").write_text(line, encoding="utf-8")
+
+
+def test_a_planted_timeline_entry_is_withheld_from_the_context_and_warned_about(tree: Path) -> None:
+    _plant_timeline_entry(tree)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "context"])
+    assert result.exit_code == 0, result.stderr
+    assert f"key {WITHHELD}" in result.stdout and TAIL not in result.stdout and TAIL not in result.stderr
+    assert "warning: timeline/2026-01-01.jsonl: an entry withheld" in result.stderr
+
+
+def test_a_planted_timeline_entry_is_withheld_from_the_mcp_tools(tree: Path) -> None:
+    _plant_timeline_entry(tree)
+    with open_served_memory(memory_dir=tree) as served:
+        tools = MemoryTools(served)
+        assert [entry["text"] for entry in tools.timeline_day("2026-01-01")] == [f"key {WITHHELD}"]
+        assert TAIL not in tools.context()
+
+
+def test_the_timeline_without_withhold_gives_the_entries_as_parsed(tree: Path) -> None:
+    _plant_timeline_entry(tree)
+    assert [entry["text"] for entry in Memory(tree).timeline()] == [f"key {SECRET}"]
