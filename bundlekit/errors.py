@@ -217,7 +217,15 @@ class MemoryNotFoundError(MemoryStoreError, LookupError):
 
 
 class SecretDetectedError(MemoryStoreError):
-    """Content matches a credential pattern; the message names the rule and line, never the secret."""
+    """Content matches a credential pattern; the message names the rule and line, never the secret.
+
+    ``finding`` is that naming alone (where, line, rule), without the advice the
+    message goes on with, for a caller whose user has other choices (``fork``).
+    """
+
+    def __init__(self, message: str, *, finding: str | None = None) -> None:
+        super().__init__(message)
+        self.finding = message if finding is None else finding
 
 
 class LockTimeoutError(MemoryStoreError):

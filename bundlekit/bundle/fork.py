@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
-# Where the secret guard's finding ends and its advice (remove it, or --allow-secrets) begins.
-_GUARD_ADVICE = "; memory must not carry credentials"
-
 
 @dataclass
 class ForkResult:
@@ -118,7 +115,7 @@ def fork_bundle(
         try:
             report = Memory(target).import_(blob, strategy, allow_secrets=allow_secrets)
         except SecretDetectedError as exc:
-            raise SecretDetectedError(_secret_refusal(str(exc), loaded.source)) from exc
+            raise SecretDetectedError(_secret_refusal(exc.finding, loaded.source), finding=exc.finding) from exc
         if loaded.root is not None:
             record_parent(target, loaded.root)
     except BaseException:
@@ -128,10 +125,9 @@ def fork_bundle(
     return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)
 
 
-def _secret_refusal(message: str, source: str) -> str:
+def _secret_refusal(finding: str, source: str) -> str:
     """The guard's finding, with advice a forker can follow: the file is in someone else's bundle, and
     ``bundlekit fork`` has no ``--allow-secrets`` (a published credential should not spread by forks)."""
-    finding = message.split(_GUARD_ADVICE, 1)[0]
     return (
         f"{finding}; {source} carries what looks like a credential, so nothing was forked: ask its publisher "
         "to remove it and publish again, or `bundlekit load` the bundle into a directory and remove it there"

@@ -184,12 +184,14 @@ def guard(text: str, where: str, *, allow_secrets: bool = False, can_allow: bool
     if findings:
         first = findings[0]
         more = f" (and {len(findings) - 1} more match(es))" if len(findings) > 1 else ""
+        finding = f"{where} line {first.line} looks like {first.description} (rule {first.rule}){more}"
         raise SecretDetectedError(
-            f"{where} line {first.line} looks like {first.description} (rule {first.rule}){more}; "
+            f"{finding}; "
             + (
                 "memory must not carry credentials: remove it, or pass allow_secrets=True / --allow-secrets "
                 "if it is not a real secret"
                 if can_allow
                 else "memory must not carry credentials: remove it (this check has no bypass)"
-            )
+            ),
+            finding=finding,
         )

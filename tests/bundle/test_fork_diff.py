@@ -17,6 +17,7 @@ from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory import tree as tree_module
+from bundlekit.memory.secrets import guard
 from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
@@ -165,3 +166,10 @@ def test_fork_refusing_a_secret_names_what_a_forker_can_do_not_a_missing_option(
     assert "ask its publisher to remove it" in result.stderr and "`bundlekit load`" in result.stderr
     assert "sk-ant-api03" not in result.stderr
     assert not (tmp_path / "fork").exists()
+
+
+def test_the_guard_hands_its_finding_apart_from_its_advice() -> None:
+    with pytest.raises(SecretDetectedError) as caught:
+        guard("token: sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZabcd", "x.md")
+    assert caught.value.finding == "x.md line 1 looks like an Anthropic API key (rule anthropic-api-key)"
+    assert str(caught.value).startswith(f"{caught.value.finding}; memory must not carry credentials")
