@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bundlekit.memory import secrets
 from bundlekit.memory.record import MemoryRecord, render_memory_file
-from bundlekit.memory.secrets import SECRET_RULES, SecretRule, find_secrets
+from bundlekit.memory.secrets import SecretRule, find_secrets
 
 __all__ = ["WITHHELD", "mask", "withheld_warning", "withhold", "withhold_entry"]
 
@@ -45,7 +46,7 @@ def mask(text: str) -> str:
     """``text`` with every match of a secret rule replaced by :data:`WITHHELD` (``text`` itself when none)."""
     if not find_secrets(text):
         return text
-    for rule in SECRET_RULES:
+    for rule in secrets.SECRET_RULES:  # looked up here: the rules may be compiled on first use
         text = rule.pattern.sub(_masker(rule), text)
     return text
 
