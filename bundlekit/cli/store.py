@@ -126,12 +126,11 @@ def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_
 @click.pass_obj
 def export(store_dir: str | None, cid: bytes, output_path: str, as_json: bool) -> None:
     """Write the DAG under CID from the store to a CAR file (atomically); print the root CID."""
-    root = cid
     dest = Path(output_path)
     with atomic_write(dest, error=CARFileError, hint="choose another -o") as fh:
-        _open(store_dir).export_car(root, fh)
+        _open(store_dir).export_car(cid, fh)
     output.status(f"wrote {dest}")
     if as_json:
-        output.data_json({"root": cid_to_str(root), "path": str(dest)})
+        output.data_json({"root": cid_to_str(cid), "path": str(dest)})
     else:
-        output.data(cid_to_str(root))
+        output.data(cid_to_str(cid))
