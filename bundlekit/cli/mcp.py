@@ -21,7 +21,7 @@ from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
-from bundlekit.mcp_server.address import is_loopback
+from bundlekit.mcp_server.address import host_header, is_loopback
 
 __all__ = ["mcp"]
 
@@ -86,5 +86,5 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
             output.status(f"serving {served.origin}{where} {mode} over stdio")
             server.run_stdio(tools)
         else:
-            output.status(f"serving {served.origin}{where} {mode} at http://{address[0]}:{address[1]}/mcp")
+            output.status(f"serving {served.origin}{where} {mode} at http://{host_header(*address)}/mcp")
             server.run_http(tools, *address)

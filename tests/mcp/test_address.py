@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+from click.testing import CliRunner
+
+from bundlekit.cli import cli
+from bundlekit.cli import mcp as mcp_cli
 from bundlekit.mcp_server.address import allowed_hosts, host_header, is_loopback
+from bundlekit.memory import Memory
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.255.0.9", "localhost", "::1", "[::1]"])
@@ -29,3 +36,19 @@ def test_the_usual_loopback_names_are_not_listed_twice() -> None:
 def test_an_ipv6_host_header_is_bracketed() -> None:
     assert host_header("::1", 80) == "[::1]:80"
     assert host_header("[::1]", 80) == "[::1]:80"
+
+
+def test_the_status_line_of_an_ipv6_server_names_a_url_with_brackets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served_at: list[tuple[str, int]] = []
+
+    def run_http(_tools: object, host: str, port: int) -> None:
+        served_at.append((host, port))
+
+    monkeypatch.setattr(mcp_cli, "_sdk_server", lambda: SimpleNamespace(run_http=run_http))
+    Memory(tmp_path / "tree").init()
+    result = CliRunner().invoke(cli, ["mcp", "--memory", str(tmp_path / "tree"), "--http", "[::1]:8765"])
+    assert result.exit_code == 0, result.stderr
+    assert served_at == [("::1", 8765)]
+    assert "at http://[::1]:8765/mcp" in result.stderr
