@@ -10,7 +10,7 @@ When one key serves several messages (HKDF-Expand), :func:`hmac_pads` is
 computed once and :func:`hmac_with` applied to each message.
 
 The output is the same bytes as ``hmac.digest(key, msg, "sha256")``;
-``tests/crypto/test_hmac.py`` proves it over random keys and messages of every
+``tests/crypto/test_fast_paths.py`` proves it over random keys and messages of every
 length class. Keys and digests are secrets: nothing here prints, logs or
 raises with them.
 """
