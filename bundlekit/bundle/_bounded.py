@@ -17,7 +17,7 @@ from bundlekit.ipld.cid import RAW, cid_to_str
 from bundlekit.ipld.walk import WalkBudget, WalkLimits
 from bundlekit.unixfs.reader import UnixFSReader
 
-__all__ = ["VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budget"]
+__all__ = ["RAW_V1_PREFIX", "VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budget"]
 
 # Block visits allowed for a file of n bytes: VISITS_BASE + n // VISITS_PER_BYTE_DIVISOR.
 # Any importer's file of n bytes has far fewer blocks (one per chunk of 256 KiB or
@@ -25,7 +25,8 @@ __all__ = ["VISITS_BASE", "VISITS_PER_BYTE_DIVISOR", "read_bounded", "visit_budg
 # empty nodes linked over and over stop as surely as one that claims bytes.
 VISITS_BASE = 1024
 VISITS_PER_BYTE_DIVISOR = 1024
-_RAW_V1_PREFIX = bytes([0x01, RAW])
+# A CIDv1 starting with these bytes is one raw block: its bytes are the whole file.
+RAW_V1_PREFIX = bytes([0x01, RAW])
 
 
 def visit_budget(max_bytes: int) -> int:
@@ -48,7 +49,7 @@ def read_bounded(
     needs more block visits than ``visit_budget(max_bytes)``. A raw-codec CID
     is a single block and is its own content (no reader needed).
     """
-    if cid[:2] == _RAW_V1_PREFIX:
+    if cid[:2] == RAW_V1_PREFIX:
         data = get(cid)
         if len(data) > max_bytes:
             raise too_big(len(data))

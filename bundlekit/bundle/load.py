@@ -64,7 +64,7 @@ import httpx
 
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle._bounded import read_bounded
+from bundlekit.bundle._bounded import RAW_V1_PREFIX, read_bounded
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.manifest import (
@@ -522,6 +522,8 @@ def _dag_fetcher(
     """Step 4 for one file of a DAG: its CID in the DAG == the manifest's; verified bytes, never
     more than the manifest's size, exactly that size."""
 
+    get = source.get
+
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
         size: int = entry["size"]
         cid = dag_paths.get(path)
@@ -534,7 +536,12 @@ def _dag_fetcher(
             return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, the manifest says {size}")
 
         try:
-            data = read_bounded(source.get, cid, size, too_big, path)
+            if cid[:2] == RAW_V1_PREFIX:  # one raw block is the whole file: read_bounded's first case, inline
+                data = get(cid)
+                if len(data) > size:
+                    raise too_big(len(data))
+            else:
+                data = read_bounded(get, cid, size, too_big, path)
         except MissingBlock:
             out.check_time(path)
             return None
@@ -688,14 +695,16 @@ def _fetch_all(
     if index is None:
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
     warnings: list[str] = []
-    rest = (p for p in (order if order is not None else sorted(entries)) if p != INDEX_PATH)
+    rest = order if order is not None else sorted(entries)
     with _tree(out.dest, private=bundle_key is not None) as tree:
         tree.put("MEMORY.md", index)
         with ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else nullcontext() as pool:
             if pool is None:  # lazily: a streamed CAR is followed as the plan walks it
-                fetched: Iterable[tuple[str, bytes | None]] = ((p, fetch(p, entries[p])) for p in rest)
+                fetched: Iterable[tuple[str, bytes | None]] = (
+                    (p, fetch(p, entries[p])) for p in rest if p != INDEX_PATH
+                )
             else:
-                paths = list(rest)
+                paths = [p for p in rest if p != INDEX_PATH]
                 fetched = zip(paths, pool.map(lambda p: fetch(p, entries[p]), paths))
             for path, data in fetched:
                 if data is None:

@@ -94,33 +94,35 @@ class CarPull:
     def take(self, cid: bytes) -> bytes | None:
         """The verified block ``cid`` from the stream; None when it cannot come this way."""
         with self._lock:
-            data = self._kept.pop(cid, None)
-            if data is not None:
-                self._bytes -= len(data)
-                self._taken.add(cid)
-                return data
-            if self._done or cid in self._taken or self._bytes > self._limit:
-                return None
-            return self._read_until(cid)
-
-    def _read_until(self, cid: bytes) -> bytes | None:
-        try:
-            for got, data in self._blocks:
-                if not self._accept(got, data) or got in self._taken:
-                    continue
-                if got == cid:
-                    self._taken.add(got)
+            kept, taken = self._kept, self._taken
+            if kept:
+                data = kept.pop(cid, None)
+                if data is not None:
+                    self._bytes -= len(data)
+                    taken.add(cid)
                     return data
-                if got not in self._kept:
-                    self._kept[got] = data
+            if self._done or cid in taken or self._bytes > self._limit:
+                return None
+            # Read on until it comes (one loop, no call per block beyond ``accept``: this runs for every block).
+            accept = self._accept
+            try:
+                for got, data in self._blocks:
+                    if got == cid:  # nearly always the very next block
+                        if accept(got, data):
+                            taken.add(got)
+                            return data
+                        continue
+                    if not accept(got, data) or got in taken or got in kept:
+                        continue
+                    kept[got] = data
                     self._bytes += len(data)
                     if self._bytes > self._limit:
                         return None  # the window is full: the caller fetches this one by itself
-        except (BundlekitError, httpx.HTTPError) as exc:
-            self._end(exc)
+            except (BundlekitError, httpx.HTTPError) as exc:
+                self._end(exc)
+                return None
+            self._end(None)
             return None
-        self._end(None)
-        return None
 
     def _end(self, error: Exception | None) -> None:
         self._done = True
