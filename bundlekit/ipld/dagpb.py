@@ -54,6 +54,9 @@ class PBLink(NamedTuple):
     tsize: int
 
 
+_new_link = tuple.__new__
+
+
 def _len_field(tag: int, payload: bytes) -> bytes:
     return bytes((tag,)) + encode_varint(len(payload)) + payload
 
@@ -141,13 +144,20 @@ def _canonical_link(buf: bytes, pos: int, n: int) -> tuple[PBLink, int] | None:
     name_end = cid_end + 2 + buf[cid_end + 1]
     if name_end + 1 >= end or buf[name_end] != 0x18:
         return None
-    try:
-        tsize, after = decode_varint(buf, name_end + 1)
-    except ValueError:
-        return None
-    if after != end:
-        return None
-    return PBLink(buf[q + 2 : cid_end], buf[cid_end + 2 : name_end], tsize), end
+    # Tsize in one or two varint bytes (minimal: a last byte of 0 is left to decode_varint to refuse).
+    if end == name_end + 2 and buf[name_end + 1] < 0x80:
+        tsize = buf[name_end + 1]
+    elif end == name_end + 3 and buf[name_end + 1] >= 0x80 and 0 < buf[name_end + 2] < 0x80:
+        tsize = (buf[name_end + 1] & 0x7F) | (buf[name_end + 2] << 7)
+    else:
+        try:
+            tsize, after = decode_varint(buf, name_end + 1)
+        except ValueError:
+            return None
+        if after != end:
+            return None
+    # tuple.__new__ builds the PBLink without the Python-level __new__ of a NamedTuple (once per link).
+    return _new_link(PBLink, (buf[q + 2 : cid_end], buf[cid_end + 2 : name_end], tsize)), end
 
 
 def decode_node(buf: bytes) -> tuple[list[PBLink], bytes | None]:

@@ -31,6 +31,7 @@ small and it keeps this module free of the hash function.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -54,6 +55,8 @@ __all__ = ["HAMT_MURMUR3", "MAX_ENTRIES", "Claim", "Stat", "UnixFSReader", "chec
 
 HAMT_MURMUR3 = 0x22  # multicodec murmur3-x64-64, the only HAMT hash UnixFS uses
 _HEX = frozenset(b"0123456789ABCDEF")
+# Link names that check_name passes at once (besides "." and ".."): printable ASCII without "/" or "\\".
+_PLAIN_NAME = re.compile(rb"[ -.0-\[\]-~]+").fullmatch
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ def check_name(name: bytes, where: str) -> str:
     valid UTF-8. These are exactly the names that could escape or corrupt an
     output directory on some platform.
     """
+    if _PLAIN_NAME(name) is not None and name not in (b".", b".."):  # the usual name: nothing to refuse
+        return name.decode("ascii")
     shown = name.decode("utf-8", "backslashreplace")
     at = f"directory {where!r}" if where else "the root directory"
     if name in (b"", b".", b".."):

@@ -44,6 +44,25 @@ def test_header_decodes_back_to_binary_roots() -> None:
     assert decode_header(encode_header([LEAF_CID])[1:]) == (1, [LEAF_CID])
 
 
+@settings(max_examples=200)
+@given(st.sampled_from([DAG_PB, RAW]), st.binary(min_size=32, max_size=32))
+def test_one_root_header_reads_as_dag_cbor_decodes_it(codec: int, digest: bytes) -> None:
+    # decode_header reads the usual one-root header without dag_cbor: the result must be dag_cbor's.
+    root = bytes((1, codec, 0x12, 0x20)) + digest
+    body = encode_header([root])[1:]
+    decoded = dag_cbor.decode(body)
+    assert isinstance(decoded, dict) and isinstance(decoded["roots"], list)
+    assert decode_header(body) == (decoded["version"], [bytes(r) for r in decoded["roots"]]) == (1, [root])
+
+
+def test_one_root_header_with_an_unusual_cid_still_goes_through_dag_cbor() -> None:
+    # Same length and framing, but the "CID" bytes do not parse: the careful path refuses it.
+    body = bytearray(encode_header([LEAF_CID])[1:])
+    body[13] = 0x09  # CID version 9
+    with pytest.raises(CARError):
+        decode_header(bytes(body))
+
+
 def test_cidv0_root_round_trips_in_header() -> None:
     root = make_cid(0, DAG_PB, b"\x0a\x02\x08\x01")
     assert decode_header(encode_header([root])[1:]) == (1, [root])

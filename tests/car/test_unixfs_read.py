@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bundlekit.errors import (
     BlockMismatch,
@@ -203,6 +205,22 @@ def test_duplicate_names_in_one_directory_are_refused(blocks: Blocks) -> None:
 
 def test_check_name_accepts_unicode_and_dots_inside_names() -> None:
     assert check_name("ünï.côdé..md".encode(), "") == "ünï.côdé..md"
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=12) | st.text(alphabet=st.sampled_from("ab./\\\0é -~"), max_size=8).map(str.encode))
+def test_check_name_accepts_exactly_the_safe_utf8_names(name: bytes) -> None:
+    # The rule of check_name's docstring, stated here on its own: the plain-ASCII shortcut must agree with it.
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    safe = text is not None and name not in (b"", b".", b"..") and not any(c in name for c in (b"/", b"\\", b"\0"))
+    if safe:
+        assert check_name(name, "d") == text
+    else:
+        with pytest.raises(UnsafePathError):
+            check_name(name, "d")
 
 
 def test_resolve_walks_nested_path(sample_tree: Tree) -> None:

@@ -71,3 +71,20 @@ def test_fast_path_fails_like_the_careful_decoder_on_mutated_nodes(node_links: l
 @given(st.binary(max_size=80))
 def test_fast_path_fails_like_the_careful_decoder_on_arbitrary_bytes(buf: bytes) -> None:
     _same(b"\x12" + buf)
+
+
+def test_fast_path_reads_one_and_two_byte_tsizes_like_the_careful_decoder() -> None:
+    # The fast path reads a Tsize of one or two varint bytes itself; the edges of both, and the next size up.
+    for tsize in (0, 1, 127, 128, 129, 255, 256, 16383, 16384, 2**21 - 1, 2**21):
+        link = PBLink(make_cid(1, RAW, b"x"), b"name.md", tsize)
+        block = encode_node([link], b"\x08\x01")
+        assert decode_node(block) == _decode_node(block, fast=False) == ([link], b"\x08\x01")
+
+
+def test_fast_path_refuses_a_non_minimal_two_byte_tsize_like_the_careful_decoder() -> None:
+    block = bytearray(encode_node([PBLink(make_cid(1, RAW, b"x"), b"n", 1)], None))
+    # Tsize 1 written as 0x81 0x00 (two bytes, the last zero): the link's length grows by one.
+    assert block[-2:] == b"\x18\x01"
+    body = bytes(block[2:-1]) + b"\x81\x00"
+    _same(b"\x12" + bytes([len(body)]) + body)
+    assert isinstance(_outcome(b"\x12" + bytes([len(body)]) + body, True), str)
