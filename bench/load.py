@@ -17,7 +17,14 @@ lock); ``--in-process`` uses ``gateway.serve_in_thread`` instead:
    request per block, fetched level by level, 8 requests in flight.
 4. ``raw GETs``: a plain ``httpx`` GET of every block of the CAR, one after
    another, bodies discarded: the floor for any loader that makes one request
-   per block (context for the per-block ratio, not a target).
+   per block through httpx (context for the per-block ratio, not a target).
+5. ``best GETs``: the same GETs with the lightest client found here, the
+   standard library's ``http.client`` on ``BEST_CONNECTIONS`` keep-alive
+   connections in threads: what one request per block costs at best on this
+   machine. With it the gateway's CPU per request is printed, and the time
+   that CPU alone adds up to for every block: a per-block loader cannot be
+   faster than its gateway (``bundlekit serve`` answers from one process, so
+   one core's worth of Python at most).
 
 It prints times and the ratios car/baseline (target <= 1.5, issue 16) and
 per-block/baseline (target <= 5), with the load average, and the CPU each
@@ -31,16 +38,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import os
 import random
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -55,6 +66,8 @@ from bundlekit.net.http import HttpOptions
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = ["drill", "session", "knee", "bike", "cool-down", "season", "focus", "tempo", "recovery", "coach", "week", "plan", "sprint", "stretch", "match", "review", "tactics", "squad", "pass", "press", "shape", "width", "depth", "rest", "hydration", "sleep"]
 TYPES = ("user", "feedback", "project", "reference")
+# Keep-alive connections (one thread each) of the best-client floor: more only add contention on 2 cores.
+BEST_CONNECTIONS = 4
 
 
 def make_tree(root: Path, count: int, seed: int = 7) -> None:
@@ -109,6 +122,36 @@ def serve_process(car: Path) -> Iterator[_Served]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class BestClient:
+    """GETs with ``http.client`` over ``BEST_CONNECTIONS`` keep-alive connections, one per worker thread."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.local = threading.local()
+        self.connections: list[http.client.HTTPConnection] = []
+        self.pool = ThreadPoolExecutor(max_workers=BEST_CONNECTIONS)
+
+    def _get(self, path: str) -> None:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+            self.connections.append(conn)
+        conn.request("GET", path, headers={"Accept": RAW_MEDIA_TYPE})
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"GET {path} answered {response.status}")
+
+    def get_all(self, paths: list[str]) -> None:
+        list(self.pool.map(self._get, paths))
+
+    def close(self) -> None:
+        self.pool.shutdown()
+        for conn in self.connections:
+            conn.close()
 
 
 class Timing:
@@ -179,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                     client.get(f"{server.url}/ipfs/{cid}", params={"format": "raw"},
                                headers={"Accept": RAW_MEDIA_TYPE}).raise_for_status()
 
+            best = BestClient(server.url)
+            paths = [f"/ipfs/{cid}?format=raw" for cid in blocks]
+
             baseline()  # warm the gateway's CAR index and the connection pool
             # Interleaved rounds, best of each: a load spike then hits all three alike.
             rounds = {name: Timing() for name in ("base", "car", "block", "raw")}
@@ -186,8 +232,11 @@ def main(argv: list[str] | None = None) -> int:
                 rounds["base"].run(baseline, server_cpu)
                 rounds["car"].run(car_path, server_cpu)
                 rounds["block"].run(per_block, server_cpu)
+            rounds["best"] = Timing()
             for _ in range(min(args.repeat, 2)):
                 rounds["raw"].run(raw_gets, server_cpu)
+                rounds["best"].run(lambda: best.get_all(paths), server_cpu)
+            best.close()
     base = rounds["base"]
     print(f"gateway: {'in-process thread' if args.in_process else 'bundlekit serve (child process)'}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -195,6 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     print(rounds["car"].line("load, CAR path:", base, "(target <= 1.5)"))
     print(rounds["block"].line("load, per-block path:", base, "(target <= 5)"))
     print(rounds["raw"].line(f"floor: {len(blocks)} plain httpx GETs:", base, "(one by one)"))
+    print(rounds["best"].line(f"floor: {len(blocks)} GETs, best client:", base,
+                              f"({BEST_CONNECTIONS} http.client)"))
+    if not args.in_process:
+        best_round = rounds["best"]
+        per_request = best_round.server_total / best_round.rounds / len(blocks)
+        alone = per_request * len(blocks)
+        print(f"gateway cpu per block GET: {per_request * 1e6:.0f} us; x {len(blocks)} blocks = {alone * 1000:.1f} ms "
+              f"= {alone / base.wall:.1f}x the baseline on the gateway alone (per-block <= 5x needs "
+              f"<= {5 * base.wall / len(blocks) * 1e6:.0f} us a request, each side)")
     return 0
 
 

@@ -82,7 +82,8 @@ FETCH_CONCURRENCY = 8
 _CAR_QUERY = {"format": "car", "dag-scope": "all"}
 # The order the loader reads in (trustless gateway spec, "CAR order": a hint; any order still loads).
 _STREAM_ACCEPT = f"{CAR_MEDIA_TYPE}; order=dfs"
-_RAW_QUERY = {"format": "raw"}
+# Written into the URL: httpx merging a params dict costs ~20 us a request, and the per-block path makes thousands.
+_RAW_QUERY = "?format=raw"
 # The CIDv1 prefixes of nearly every block: version 1, dag-pb or raw, sha2-256 of 32 bytes.
 _USUAL_PREFIXES = frozenset(bytes((1, codec, SHA2_256, 32)) for codec in (DAG_PB, RAW))
 
@@ -524,7 +525,7 @@ class GatewayFetcher(Closing):
         mismatched: list[str] = []
         failures: list[str] = []
         for gw in self._ordered():
-            got = http_get(self.client, gw.url(cid), http=self.http, params=_RAW_QUERY,
+            got = http_get(self.client, gw.url(cid) + _RAW_QUERY, http=self.http,
                            headers={"Accept": RAW_MEDIA_TYPE})
             if isinstance(got, Failure):
                 self._gave_up(gw, f"block {cid_to_str(cid)}", got)
