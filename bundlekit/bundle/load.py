@@ -28,7 +28,7 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
    memory file is read.
 2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
    before any file is fetched or decrypted).
-3. The plan (``_dag_files``, ``_plan``): list ``memory/`` (``timeline/`` when
+3. The plan (``_plan``): list ``memory/`` (``timeline/`` when
    the CAR reaches it); every file the manifest lists must be in the DAG under
    the manifest's CID (``IntegrityError``), and all of them together may claim
    at most ``max_bytes``.
@@ -57,6 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -427,7 +428,7 @@ def _load_dag(
     with _listing(root):
         memory_entries = reader.list_dir(memory_cid)
     dag_paths = {f"{MEMORY_DIR}/{name}": cid for name, cid in memory_entries}
-    plan: Iterable[str] = _plan(manifest, _dag_files(reader, root, memory_entries), dag_paths, root)
+    plan: Iterable[str] = _plan(manifest, reader, memory_entries, dag_paths, root)
     if not source.streaming:  # per-block path, or a CAR that failed already: fetch blocks concurrently
         plan = list(plan)
         source.prefetch_files([dag_paths[path] for path in plan], out.total_bytes(manifest), concurrency)
@@ -499,21 +500,57 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
 
 
 def _plan(
-    manifest: dict[str, Any], dag_files: Iterator[tuple[str, bytes]], dag_paths: dict[str, bytes], root: bytes
+    manifest: dict[str, Any],
+    reader: UnixFSReader,
+    memory_entries: list[tuple[str, bytes]],
+    dag_paths: dict[str, bytes],
+    root: bytes,
 ) -> Iterator[str]:
     """Step 3: the paths of the manifest's files (index aside) in DAG order, recording each CID in ``dag_paths``.
 
-    Lazy, so a streamed CAR is followed in its own order. Ends with
-    ``IntegrityError`` when a file the manifest lists is not in the DAG.
+    Lazy where it must be: ``timeline/`` is listed when the plan reaches it,
+    which is when a gateway's CAR (depth first, in link order) brings its
+    block, so a streamed CAR is followed in its own order. The other paths
+    are lists chained together: following the plan costs no Python call per
+    file. Ends with ``IntegrityError`` when a file the manifest lists is not
+    in the DAG. (Resolving each path separately would decode ``memory/`` once
+    per file: quadratic.)
     """
     entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
-    for path, cid in dag_files:
+    parts: list[Iterable[str]] = []
+    run: list[str] = []
+    for name, cid in memory_entries:
+        if name == "timeline":
+            parts += [run, _timeline_plan(reader, cid, entries, dag_paths, root)]
+            run = []
+            continue
+        path = f"{MEMORY_DIR}/{name}"
         dag_paths[path] = cid
         if path in entries and path != INDEX_PATH:
+            run.append(path)
+    parts += [run, _all_in_dag(entries, dag_paths, root)]
+    return chain.from_iterable(parts)
+
+
+def _timeline_plan(
+    reader: UnixFSReader, cid: bytes, entries: dict[str, dict[str, Any]], dag_paths: dict[str, bytes], root: bytes
+) -> Iterator[str]:
+    """The manifest's paths under ``timeline/``, listed (once) when the plan reaches the directory."""
+    with _listing(root):
+        days = reader.list_dir(cid)
+    for day, day_cid in days:
+        path = f"{MEMORY_DIR}/timeline/{day}"
+        dag_paths[path] = day_cid
+        if path in entries:
             yield path
+
+
+def _all_in_dag(entries: dict[str, dict[str, Any]], dag_paths: dict[str, bytes], root: bytes) -> Iterator[str]:
+    """The plan's end (no paths of its own): ``IntegrityError`` when a file the manifest lists is not in the DAG."""
     for path in entries:
         if path not in dag_paths:
             raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
+    yield from ()
 
 
 def _dag_fetcher(
@@ -566,25 +603,6 @@ def _listing(root: bytes) -> Iterator[None]:
         ) from exc
     except BlockMismatch as exc:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
-
-
-def _dag_files(
-    reader: UnixFSReader, root: bytes, memory_entries: list[tuple[str, bytes]]
-) -> Iterator[tuple[str, bytes]]:
-    """Bundle path -> CID for every file under ``memory/``, in DAG order, each directory listed once.
-
-    ``timeline/`` is listed when it is reached, which is when a gateway's CAR
-    (depth first, in link order) brings its block. (Resolving each path
-    separately would decode ``memory/`` once per file: quadratic.)
-    """
-    for name, cid in memory_entries:
-        if name != "timeline":
-            yield f"{MEMORY_DIR}/{name}", cid
-            continue
-        with _listing(root):
-            days = reader.list_dir(cid)
-        for day, day_cid in days:
-            yield f"{MEMORY_DIR}/timeline/{day}", day_cid
 
 
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
