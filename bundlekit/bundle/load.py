@@ -569,26 +569,27 @@ def _dag_fetcher(
         if cid != cid_from_text(entry["cid"]):
             raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(cid)}")
 
-        def too_big(seen: int) -> BundlekitError:
-            return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, the manifest says {size}")
-
         try:
             if cid[:2] == RAW_V1_PREFIX:  # one raw block is the whole file: read_bounded's first case, inline
                 data = get(cid)
-                if len(data) > size:
-                    raise too_big(len(data))
             else:
-                data = read_bounded(get, cid, size, too_big, path)
+                data = read_bounded(get, cid, size, partial(_file_too_big, path, size), path)
         except MissingBlock:
             out.check_time(path)
             return None
         except BlockMismatch as exc:
             raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
         if len(data) != size:
+            if len(data) > size:  # only a raw block can be (read_bounded stops at the size)
+                raise _file_too_big(path, size, len(data))
             raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {size}")
         return data
 
     return fetch
+
+
+def _file_too_big(path: str, size: int, seen: int) -> BundlekitError:
+    return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, the manifest says {size}")
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundlekit.bundle.manifest import _BUNDLE_PATH, check_bundle_path
+from bundlekit.bundle.manifest import _BUNDLE_PATH, _usual_paths, check_bundle_path
 from bundlekit.errors import ManifestError
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}")
@@ -40,3 +40,18 @@ def test_fast_match_accepts_exactly_the_paths_the_rules_accept(parts: list[str],
     else:
         with pytest.raises(ManifestError):
             check_bundle_path(path)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(pieces, min_size=1, max_size=4).map("/".join), max_size=5))
+def test_all_paths_at_once_accepts_exactly_when_each_path_is_accepted(paths: list[str]) -> None:
+    # _usual_paths matches every path in one regex over their newline-joined text: a path holding
+    # a newline ("memory/a\nmemory/b") must not pass for two good ones.
+    keys = dict.fromkeys(paths, 0)
+    assert _usual_paths(keys) == (bool(keys) and all(_careful(p) for p in keys))
+
+
+def test_a_path_holding_a_newline_is_refused_even_when_its_lines_are_good_paths() -> None:
+    assert not _usual_paths({"memory/a.md\nmemory/b.md": 0, "memory/c.md": 0})
+    with pytest.raises(ManifestError):
+        check_bundle_path("memory/a.md\nmemory/b.md")
