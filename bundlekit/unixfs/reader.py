@@ -57,6 +57,8 @@ HAMT_MURMUR3 = 0x22  # multicodec murmur3-x64-64, the only HAMT hash UnixFS uses
 _HEX = frozenset(b"0123456789ABCDEF")
 # Link names that check_name passes at once (besides "." and ".."): printable ASCII without "/" or "\\".
 _PLAIN_NAME = re.compile(rb"[ -.0-\[\]-~]+").fullmatch
+# Such names, each followed by "/" (_plain_entries).
+_PLAIN_NAMES = re.compile(rb"(?:[ -.0-\[\]-~]+/)*").fullmatch
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,28 @@ def check_name(name: bytes, where: str) -> str:
         return name.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UnsafePathError(f"link name {shown!r} in {at} is not valid UTF-8; refusing it") from exc
+
+
+def _plain_entries(links: list[PBLink]) -> list[tuple[str, bytes]] | None:
+    """A flat directory's entries when every name is plain (``_PLAIN_NAME``) and unique; else None.
+
+    What ``check_name`` and the duplicate check make of such names, with one
+    regex, one set and one decode for the whole directory instead of calls per
+    name. None sends the caller through them (they name the problem). Names
+    are joined with ``/``, which no plain name holds: the count of separators
+    rules out a name that does.
+    """
+    names = [link.name for link in links]
+    joined = b"/".join(names)
+    if (
+        _PLAIN_NAMES(joined + b"/") is None
+        or joined.count(b"/") != len(names) - 1
+        or len(set(names)) != len(names)
+        or b"." in names
+        or b".." in names
+    ):
+        return None
+    return list(zip(joined.decode("ascii").split("/"), [link.cid for link in links], strict=True))
 
 
 class UnixFSReader:
@@ -270,6 +294,9 @@ class UnixFSReader:
             raise PathNotFound(f"{shown} is a {node.kind}, not a directory")
         assert node.ufs is not None
         if node.ufs.type == DIRECTORY:
+            plain = _plain_entries(node.links)
+            if plain is not None:
+                return plain
             raw_entries = [(link.name, link.cid) for link in node.links]
         else:
             raw_entries = self._hamt_entries(node, path)

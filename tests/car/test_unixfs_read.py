@@ -17,7 +17,7 @@ from bundlekit.errors import (
 )
 from bundlekit.ipld.cid import DAG_PB, make_cid
 from bundlekit.ipld.dagpb import DIRECTORY, FILE, HAMT_SHARD, SYMLINK, PBLink, UnixFSData, encode_node
-from bundlekit.unixfs.reader import UnixFSReader, check_name
+from bundlekit.unixfs.reader import UnixFSReader, _plain_entries, check_name
 
 from .conftest import Blocks
 
@@ -221,6 +221,29 @@ def test_check_name_accepts_exactly_the_safe_utf8_names(name: bytes) -> None:
     else:
         with pytest.raises(UnsafePathError):
             check_name(name, "d")
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from([b"a", b"b.md", b"", b".", b"..", b"a/b", b"\\", b"\0", "é".encode(), b"x y", b"/"]),
+                max_size=6))
+def test_plain_directory_shortcut_lists_what_the_name_checks_accept(names: list[bytes]) -> None:
+    # _plain_entries may only answer when check_name and the duplicate check would accept every
+    # name, and must then give what they give; otherwise it leaves the directory to them.
+    links = [PBLink(make_cid(1, DAG_PB, bytes([i])), name, 0) for i, name in enumerate(names)]
+    got = _plain_entries(links)
+    try:
+        careful = [(check_name(name, "d"), link.cid) for name, link in zip(names, links, strict=True)]
+    except UnsafePathError:
+        careful = None
+    if careful is not None and len({n for n, _ in careful}) != len(careful):
+        careful = None
+    if got is not None:
+        assert got == careful
+
+
+def test_plain_directory_shortcut_takes_a_usual_directory() -> None:
+    links = [PBLink(make_cid(1, DAG_PB, bytes([i])), f"mem_{i}.md".encode(), 0) for i in range(3)]
+    assert _plain_entries(links) == [(f"mem_{i}.md", link.cid) for i, link in enumerate(links)]
 
 
 def test_resolve_walks_nested_path(sample_tree: Tree) -> None:
