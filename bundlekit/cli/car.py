@@ -185,4 +185,4 @@ def ls(car: Path, wanted: bytes | None, as_json: bool, max_block_size: int, max_
             shown = path or "."
             if len(roots) > 1:
                 shown = f"{root_str}/{path}" if path else root_str
-            output.data(f"{shown}\t{cid}\t{size}")
+            output.data(f"{output.printable_field(shown)}\t{cid}\t{size}")

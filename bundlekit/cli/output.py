@@ -45,6 +45,7 @@ __all__ = [
     "error",
     "json_line",
     "printable",
+    "printable_field",
     "progress_enabled",
     "status",
     "warn",
@@ -58,6 +59,8 @@ _REDRAW_SECONDS = 0.1
 # C0 controls but tab and newline, a carriage return not ending a line, DEL, C1 controls, and the
 # Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates).
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+# One field of a tab-separated listing: tab and newline too, so a name cannot forge a column or a row.
+_UNPRINTABLE_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -70,6 +73,12 @@ def printable(text: str) -> str:
     retitle or reorder what is shown becomes a visible escape (ESC as ``\\x1b``, a lone CR as ``\\x0d``,
     RLO as ``\\u202e``). Tab, newline and CRLF line ends stay as they are; everything else is unchanged."""
     return _UNPRINTABLE.sub(_escaped, text)
+
+
+def printable_field(text: str) -> str:
+    """One field of a tab-separated listing (a file name from a foreign DAG) safe to show: as :func:`printable`,
+    and tab, newline and CR escaped too, so one name stays one field of one row."""
+    return _UNPRINTABLE_FIELD.sub(_escaped, text)
 
 
 def json_line(obj: Any) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.cli.output import printable
+from bundlekit.cli.output import printable, printable_field
 from bundlekit.memory import Memory
 
 from .conftest import Run
@@ -76,3 +76,25 @@ def test_diff_shows_a_changed_frontmatter_key_escaped(run: Run, planted: Path, t
     assert result.exit_code == 0, result.stderr
     _clean(result.stdout)
     assert "x-\\x1b]0;pwned\\x07" in result.stdout
+
+
+def test_printable_field_escapes_tab_and_newline_too() -> None:
+    assert printable_field("a\tb\nc\r\nd\x1be\u202e") == "a\\x09b\\x0ac\\x0d\\x0ad\\x1be\\u202e"
+
+
+def test_ls_shows_a_foreign_file_name_as_one_escaped_field(run: Run, tmp_path: Path) -> None:
+    """A CAR from elsewhere may name a file with ESC sequences, a tab or a newline (UnixFS allows them):
+    ``ls`` prints one row per entry with the name escaped; ``--json`` keeps the real name."""
+    src = tmp_path / "src"
+    src.mkdir()
+    name = "x\x1b[2J\tforged\t0\nrow"
+    (src / name).write_bytes(b"hi")
+    car = tmp_path / "a.car"
+    assert run("pack", src, "-o", car).exit_code == 0
+    shown = run("ls", car)
+    assert shown.exit_code == 0, shown.output
+    rows = shown.stdout.splitlines()
+    assert "x\\x1b[2J\\x09forged\\x090\\x0arow" in [row.split("\t")[0] for row in rows]
+    assert all(row.count("\t") == 2 for row in rows)
+    listed = run("ls", car, "--json")
+    assert name in [entry["path"] for entry in json.loads(listed.stdout)]
