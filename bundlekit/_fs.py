@@ -3,7 +3,7 @@
 Lowest layer beside ``bundlekit.errors``: every module that lands bytes in a
 user's files goes through here (``atomic_write``, ``atomic_write_bytes`` or
 ``AtomicFile`` for a file,
-``atomic_directory`` for a whole tree).
+``atomic_directory`` for a whole tree, made durable by ``sync_tree``).
 
 The pattern: write to a temp file (or directory) beside the destination,
 fsync it, ``os.replace`` it onto the destination, fsync the directory. A
@@ -38,10 +38,12 @@ while it is filled) and given its final mode just before it is moved.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +62,7 @@ __all__ = [
     "is_temp_name",
     "os_reason",
     "sweep_stale_temps",
+    "sync_tree",
 ]
 
 ErrorClass = Callable[[str], BundlekitError]
@@ -89,6 +92,66 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _libc_syncfs() -> Callable[[int], int] | None:
+    """glibc's (or musl's) ``syncfs(2)``: Linux only, and the stdlib ``os`` has no wrapper for it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):  # no dynamic libc, or one older than syncfs (glibc 2.14)
+        return None
+    syncfs.argtypes = [ctypes.c_int]
+    syncfs.restype = ctypes.c_int
+    return syncfs  # type: ignore[no-any-return]
+
+
+_SYNCFS: list[Callable[[int], int] | None] = []  # looked up on the first sync_tree, then kept
+
+
+def sync_tree(path: str | os.PathLike[str]) -> None:
+    """Make everything written under the directory ``path`` durable, as cheaply as the platform allows.
+
+    One flush for the whole tree instead of an fsync per file (a tree of
+    10,000 small files is 10,000 flushes of the disk cache):
+
+    * Linux: ``syncfs(2)`` on ``path``'s file system (through libc): it writes
+      back that file system only, where ``os.sync()`` would flush every mounted
+      file system of a shared machine, and (Linux 5.8+) it reports a writeback
+      error, where ``sync`` reports nothing.
+    * elsewhere with ``os.sync`` (macOS, the BSDs): one ``os.sync()``.
+    * otherwise (Windows): an fsync of every file and directory under ``path``.
+
+    Raises ``OSError`` when the file system reports the flush failed.
+    """
+    if not _SYNCFS:
+        _SYNCFS.append(_libc_syncfs())
+    syncfs = _SYNCFS[0]
+    if syncfs is not None:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        try:
+            if syncfs(fd) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), os.fspath(path))
+        finally:
+            os.close(fd)
+    elif hasattr(os, "sync"):
+        os.sync()
+    else:
+        _fsync_each(path)
+
+
+def _fsync_each(top: str | os.PathLike[str]) -> None:
+    """fsync every file under ``top`` (opened for writing: Windows' fsync needs it), then every directory."""
+    for where, _dirs, names in os.walk(top):
+        for name in names:
+            fd = os.open(os.path.join(where, name), os.O_RDWR | _BINARY | _NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(where)
 
 
 def is_temp_name(name: str) -> bool:
@@ -394,15 +457,17 @@ def atomic_directory(
     hint: str | None = None,
     parents: bool = False,
     replace_any: bool = False,
+    sync: bool = False,
 ) -> Iterator[Path]:
     """Yield a fresh private temp directory beside ``dest``; fill it, and it becomes ``dest`` in one rename.
 
     ``dest`` may be absent or an empty directory; with ``replace_any``,
-    anything at ``dest`` is replaced (renamed aside, then deleted). The
-    caller makes the files durable (an fsync each, or one ``os.sync()``);
-    the directory gets its final mode (module rule), is renamed into place,
-    and the parent is fsynced. Any exception removes the temp tree; an
-    ``OSError`` becomes ``error`` naming ``dest``.
+    anything at ``dest`` is replaced (renamed aside, then deleted). With
+    ``sync`` the filled tree is made durable (``sync_tree``: one flush, not
+    an fsync per file) before the rename; without it the caller makes the
+    files durable. The directory gets its final mode (module rule), is
+    renamed into place, and the parent is fsynced. Any exception removes the
+    temp tree; an ``OSError`` becomes ``error`` naming ``dest``.
     """
     target = Path(dest)
     keep = mode if mode is not None else _existing_mode(target, stat.S_ISDIR)
@@ -417,6 +482,8 @@ def atomic_directory(
         if keep is None:
             keep = _new_directory_mode(tmp)
         yield tmp
+        if sync:
+            sync_tree(tmp)
         os.chmod(tmp, keep)
         _install(tmp, target, replace_any=replace_any)
     except BaseException as exc:
