@@ -10,9 +10,14 @@ Rules (specs/car.md, "Unpacking"):
    private temporary directory beside ``dest`` (``_fs.atomic_directory``, so
    nobody else has placed symlinks in it), files are created with
    ``O_EXCL | O_NOFOLLOW``, and UnixFS symlinks are refused rather than recreated.
-3. Nothing half-written: the finished tree is flushed to disk (one
-   ``os.sync()``, or an fsync per file where that does not exist) and renamed
-   onto ``dest`` in one step (a file root: ``_fs.atomic_write``). On any error
+   The walk (every check above and below) runs in the calling thread; the
+   ``mkdir``/``open``/``write`` calls run in order on a worker thread
+   (``_tree_writer.TreeWriter``), so the kernel's work overlaps the hashing.
+3. Nothing half-written: the finished tree is flushed to disk in one step
+   (``_fs.sync_tree``: ``syncfs(2)`` of its file system on Linux, one
+   ``os.sync()`` or an fsync per file elsewhere; an fsync per small file costs
+   more than writing it) and renamed onto ``dest`` in one step (a file root:
+   ``_fs.atomic_write``, fsynced). On any error or interrupt the worker stops,
    the temporary tree is removed and ``dest`` is untouched. Modes follow
    ``_fs``'s rule (umask; a replaced file or directory keeps its mode).
 4. Limits (specs/car.md, "Limits"): before anything is created, the DAG's
@@ -33,17 +38,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlekit._fs import atomic_directory, atomic_write, fsync_dir, os_reason
+from bundlekit._fs import atomic_directory, atomic_write, os_reason
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_VISITS, WalkBudget, WalkLimits
+from bundlekit.unixfs._tree_writer import TreeWriter
 from bundlekit.unixfs.reader import MAX_ENTRIES, UnixFSReader
 
 __all__ = ["UnpackResult", "unpack"]
 
 _HINT = "choose another -o"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
 
 
 @dataclass(frozen=True)
@@ -103,16 +107,12 @@ def unpack(
                 out.write(chunk)
         return UnpackResult(root, dest, 1, 0, written.bytes)
 
-    # One os.sync() before the rename makes the whole tree durable at the cost of
-    # one flush; an fsync per file costs ~8 ms each (80 s for 10,000 small files).
-    # Without os.sync (Windows) each file is fsynced instead.
-    sync_all = fsync and hasattr(os, "sync")
-    with atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True) as tmp:
-        files, directories = _extract_tree(reader, root, os.fspath(tmp), fsync and not sync_all)
-        if sync_all:
-            os.sync()
-        elif fsync:
-            fsync_dir(tmp)
+    # sync: the whole tree made durable by one flush of its file system before the rename (rule 3).
+    with (
+        atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True, sync=fsync) as tmp,
+        TreeWriter() as writer,  # left (the worker stopped) before the tree is synced, renamed or removed
+    ):
+        files, directories = _extract_tree(reader, root, os.fspath(tmp), writer)
     return UnpackResult(root, dest, files, directories, written.bytes)
 
 
@@ -151,12 +151,13 @@ def _make_parent(dest: Path) -> None:
         ) from exc
 
 
-def _extract_tree(reader: UnixFSReader, root: bytes, top: str, fsync: bool) -> tuple[int, int]:
+def _extract_tree(reader: UnixFSReader, root: bytes, top: str, writer: TreeWriter) -> tuple[int, int]:
     """Rules 1-2: walk the DAG at ``root`` (names checked by the reader) into the empty directory ``top``.
 
-    Directories are created, files written with ``O_EXCL | O_NOFOLLOW`` (the
-    reader's budget counts them); a symlink (or any other kind) is refused.
-    Returns (files, directories), the root directory included.
+    ``writer`` creates the directories and the files (``O_EXCL | O_NOFOLLOW``)
+    in walk order; the reader's budget counts the bytes as they are read. A
+    symlink (or any other kind) is refused. Returns (files, directories), the
+    root directory included.
     """
     files = directories = 0
     for path, cid, kind, _size in reader.walk(root):
@@ -165,10 +166,13 @@ def _extract_tree(reader: UnixFSReader, root: bytes, top: str, fsync: bool) -> t
         if kind == "directory":
             directories += 1
             if path:
-                _mkdir(target, path)
+                writer.mkdir(target, path)
         elif kind == "file":
             files += 1
-            _write_file(reader, cid, _create(target, path), path, fsync)
+            writer.open(target, path)
+            for chunk in reader.iter_file(cid):
+                writer.write(chunk)
+            writer.close()
         else:
             raise UnsafePathError(
                 f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
@@ -217,41 +221,3 @@ def _refuse_to_replace_home_or_cwd(dest: Path) -> None:
             f"refusing to replace {dest} with --force: it is the root, your home, or the current "
             "directory or one of its parents; unpack into a new directory"
         )
-
-
-def _mkdir(target: str, path: str) -> None:
-    try:
-        os.mkdir(target, 0o777)  # & ~umask: the _fs mode rule
-    except FileExistsError as exc:
-        # Names are unique per directory, so this is a case-insensitive file system folding two names.
-        raise UnsafePathError(
-            f"{path!r} collides with another entry on this file system (case folding?)"
-        ) from exc
-    except OSError as exc:
-        raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
-
-
-def _create(target: str, path: str) -> int:
-    try:  # 0o666 & ~umask: the _fs mode rule
-        return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o666)
-    except FileExistsError as exc:
-        raise UnsafePathError(
-            f"{path!r} collides with another entry on this file system (case folding?)"
-        ) from exc
-    except OSError as exc:
-        raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
-
-
-def _write_file(reader: UnixFSReader, cid: bytes, fd: int, target: str, fsync: bool) -> None:
-    """Stream the file at ``cid`` into ``fd`` (closed on return); the reader's budget counts the bytes."""
-    try:
-        for chunk in reader.iter_file(cid):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-        if fsync:
-            os.fsync(fd)
-    except OSError as exc:
-        raise BundlekitError(f"cannot write {target}: {exc.strerror}") from exc
-    finally:
-        os.close(fd)

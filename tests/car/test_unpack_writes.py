@@ -1,0 +1,110 @@
+"""How unpack lands its tree: files written on a worker thread in walk order, one flush, the first error wins."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import bundlekit._fs as fs
+from bundlekit.errors import BundlekitError, MissingBlock
+from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.unixfs.unpack import unpack
+
+from .conftest import Blocks
+
+
+def _writers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "bundlekit-unpack-writer"]
+
+
+def test_a_tree_larger_than_a_batch_is_written_whole(blocks: Blocks, tmp_path: Path) -> None:
+    # 700 files (several hand-overs of operations) and one file of many blocks.
+    files = {f"d{i % 7}/n{i:03d}.md": f"note {i}\n".encode() for i in range(700)}
+    big = bytes(range(256)) * 40
+    root = blocks.directory(
+        {
+            **{d: blocks.directory({n.split("/")[1]: blocks.raw(b) for n, b in files.items() if n.startswith(d + "/")})
+               for d in {n.split("/")[0] for n in files}},
+            "big.bin": blocks.file(big, chunk=100),
+        }
+    )
+    result = unpack(blocks.get, root, tmp_path / "out")
+    assert (result.files, result.directories, result.bytes) == (701, 8, sum(map(len, files.values())) + len(big))
+    assert {p: (tmp_path / "out" / p).read_bytes() for p in files} == files
+    assert (tmp_path / "out" / "big.bin").read_bytes() == big
+    assert _writers() == []
+
+
+def test_the_tree_is_flushed_once_before_it_is_renamed_into_place(
+    blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dest = tmp_path / "out"
+    seen: list[tuple[bool, bytes]] = []
+    monkeypatch.setattr(fs, "sync_tree", lambda p: seen.append((dest.exists(), (Path(p) / "a.md").read_bytes())))
+    unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), dest)
+    assert seen == [(False, b"a")]
+
+
+def test_without_fsync_the_tree_is_not_flushed(
+    blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[object] = []
+    monkeypatch.setattr(fs, "sync_tree", seen.append)
+    unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out", fsync=False)
+    assert seen == []
+    assert (tmp_path / "out" / "a.md").read_bytes() == b"a"
+
+
+def _refuse_to_create(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    real_open = os.open
+
+    def full_disk(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if os.path.basename(path) == name:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", full_disk)
+
+
+def test_a_write_failure_leaves_nothing_behind(blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = blocks.directory({"a.md": blocks.raw(b"a"), "b.md": blocks.raw(b"b")})
+    _refuse_to_create(monkeypatch, "b.md")
+    with pytest.raises(BundlekitError, match="cannot create file 'b.md': No space left on device"):
+        unpack(blocks.get, root, tmp_path / "out")
+    assert os.listdir(tmp_path) == []
+    assert _writers() == []
+
+
+def test_an_earlier_write_failure_is_reported_before_a_later_missing_block(
+    blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if one entry were written after the other: a.md fails first, z.md's missing leaf
+    # (the claim reads only its root) is never reached.
+    root = blocks.directory({"a.md": blocks.raw(b"a"), "z.md": blocks.file(b"0123456789", chunk=4)})
+    del blocks.blocks[make_cid(1, RAW, b"4567")]
+    _refuse_to_create(monkeypatch, "a.md")
+    with pytest.raises(BundlekitError, match="cannot create file 'a.md'") as caught:
+        unpack(blocks.get, root, tmp_path / "out")
+    assert not isinstance(caught.value, MissingBlock)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_interrupt_stops_the_writer_and_leaves_nothing(blocks: Blocks, tmp_path: Path) -> None:
+    root = blocks.directory({f"n{i:03d}.md": blocks.raw(f"note {i}".encode()) for i in range(300)})
+    reads = 0
+
+    def interrupted(cid: bytes) -> bytes:
+        nonlocal reads
+        reads += 1
+        if reads == 600:  # the claim reads each file once, the walk again: well into the walk
+            raise KeyboardInterrupt
+        return blocks.get(cid)
+
+    with pytest.raises(KeyboardInterrupt):
+        unpack(interrupted, root, tmp_path / "out")
+    assert os.listdir(tmp_path) == []
+    assert _writers() == []
