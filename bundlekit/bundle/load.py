@@ -39,9 +39,10 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
    ``warnings``; a file whose bytes do not match its CID (or whose ciphertext
    fails authentication, ``_decrypt``) raises ``IntegrityError`` naming the file.
 5. Bundle paths become tree paths (``tree_path``).
-6. With ``out_dir`` each file is written (fsynced) into a temporary directory
-   beside it as soon as it is verified (``_tree``), which is renamed into place
-   at the end: nothing half-written reaches the destination.
+6. With ``out_dir`` each file is written into a temporary directory beside it
+   as soon as it is verified (``_tree``); at the end the tree is made durable in
+   one flush (``_fs.sync_tree``, not an fsync per file) and renamed into place:
+   nothing half-written reaches the destination.
 
 ``deadline`` bounds the whole load and each response in it
 (``HttpOptions.until``/``deadline``); when it passes, the load fails with
@@ -770,8 +771,8 @@ def _decrypt(data: bytes, bundle_key: BundleKey | ThreewsKey, path: str) -> byte
 def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool, private: bool = False) -> None:
     """Write ``files`` as a memory tree at ``dest`` (new or empty), all or nothing.
 
-    The tree is written and fsynced in a temporary directory beside ``dest``,
-    then renamed into place (``_fs.atomic_directory``). With ``regenerate_index``
+    The tree is written in a temporary directory beside ``dest``, synced in
+    one flush, then renamed into place (``_fs.atomic_directory``). With ``regenerate_index``
     the index is rebuilt from the files actually written (an encrypted bundle's
     index links CIDs; a skipped file must not stay listed). ``private`` (a
     decrypted bundle) makes the tree's directory ``0o700``; otherwise modes
@@ -786,7 +787,7 @@ def write_tree(files: dict[str, bytes], dest: Path, *, regenerate_index: bool, p
 
 
 class _TreeWriter:
-    """Verified files as they come: kept for the result, and written (fsynced) into ``tmp`` when there is one."""
+    """Verified files as they come: kept for the result, and written into ``tmp`` when there is one."""
 
     def __init__(self, tmp: Path | None) -> None:
         self.tmp = tmp
@@ -795,33 +796,36 @@ class _TreeWriter:
     def put(self, rel: str, data: bytes) -> None:
         self.files[rel] = data
         if self.tmp is not None:
-            _write_synced(self.tmp / rel, data)
+            _write(self.tmp / rel, data)
 
     def regenerate_index(self) -> None:
         """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
         if self.tmp is not None:
-            _write_synced(self.tmp / "MEMORY.md", Memory(self.tmp).index_text().encode("utf-8"))
+            _write(self.tmp / "MEMORY.md", Memory(self.tmp).index_text().encode("utf-8"))
 
 
 @contextmanager
 def _tree(dest: Path | None, *, private: bool) -> Iterator[_TreeWriter]:
-    """A ``_TreeWriter`` over a temp tree beside ``dest`` that becomes ``dest`` on a clean exit (none without ``dest``)."""
+    """A ``_TreeWriter`` over a temp tree beside ``dest`` that becomes ``dest`` on a clean exit (none without ``dest``).
+
+    The tree is made durable by one flush of its file system before the rename
+    (``sync=True``: ``_fs.sync_tree``); an fsync per file cost more than writing it.
+    """
     if dest is None:
         yield _TreeWriter(None)
         return
     _check_destination(dest)
     with atomic_directory(
-        dest, error=LoadError, mode=0o700 if private else None, hint="choose another destination", parents=True
+        dest, error=LoadError, mode=0o700 if private else None, hint="choose another destination", parents=True,
+        sync=True,
     ) as tmp:
         yield _TreeWriter(tmp)
 
 
-def _write_synced(target: Path, data: bytes) -> None:
+def _write(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 @dataclass(frozen=True)
