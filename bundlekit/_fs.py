@@ -110,7 +110,7 @@ def _libc_syncfs() -> Callable[[int], int] | None:
 _SYNCFS: list[Callable[[int], int] | None] = []  # looked up on the first sync_tree, then kept
 
 
-def sync_tree(path: str | os.PathLike[str]) -> None:
+def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None:
     """Make everything written under the directory ``path`` durable, as cheaply as the platform allows.
 
     One flush for the whole tree instead of an fsync per file (a tree of
@@ -123,7 +123,10 @@ def sync_tree(path: str | os.PathLike[str]) -> None:
     * elsewhere with ``os.sync`` (macOS, the BSDs): one ``os.sync()``.
     * otherwise (Windows): an fsync of every file and directory under ``path``.
 
-    Raises ``OSError`` when the file system reports the flush failed.
+    ``head_start=True`` is an early start while the tree is still being
+    written (the final call then has less to write); it does nothing where the
+    flush is an fsync per file, which would then run twice. Raises ``OSError``
+    when the file system reports the flush failed.
     """
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
@@ -138,7 +141,7 @@ def sync_tree(path: str | os.PathLike[str]) -> None:
             os.close(fd)
     elif hasattr(os, "sync"):
         os.sync()
-    else:
+    elif not head_start:
         _fsync_each(path)
 
 

@@ -10,6 +10,12 @@ that order. Operations travel in batches (a few hundred small files cost one
 hand-over, not one each) through a bounded queue, so memory stays bounded by
 a few batches whatever the tree's size.
 
+A tree that must be durable is flushed once at the end (``_fs.sync_tree``).
+Left entirely to the end, that flush writes every byte while nothing else
+happens; so, given a ``head_start``, the worker starts it in the background
+every ``_HEAD_START_EVERY`` bytes (one at a time, errors ignored: the final
+flush reports them), the way ``CarFileWriter`` syncs a CAR as it grows.
+
 Every check stays in the walking thread (names, budgets, block verification);
 the worker only runs ``mkdir``, ``open``, ``write`` and ``close`` on paths the
 walker joined from checked names, and raises the errors the sequential code
@@ -27,9 +33,11 @@ caller can remove the tree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -54,6 +62,8 @@ _CLOSE_OP = (_CLOSE, "", "")
 _BATCH_BYTES = 1 << 20
 _BATCH_OPS = 512
 _PENDING = 4
+# Written bytes between two background starts of the final flush.
+_HEAD_START_EVERY = 32 << 20
 
 
 class TreeWriter:
@@ -63,9 +73,13 @@ class TreeWriter:
     caller), ``path`` the entry's path inside the tree, for messages.
     Errors: ``UnsafePathError`` when a name is already taken (a case-folding
     file system), ``BundlekitError`` when the file system refuses.
+    ``head_start``: what the final flush will run (see the module docstring).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, head_start: Callable[[], None] | None = None) -> None:
+        self._head_start = head_start
+        self._flusher: threading.Thread | None = None
+        self._unflushed = 0
         self._queue: queue.Queue[list[Op] | None] = queue.Queue(maxsize=_PENDING)
         self._batch: list[Op] = []
         self._batch_bytes = 0
@@ -125,6 +139,8 @@ class TreeWriter:
             self._join()
         if self._error is not None and self._error is not exc:
             raise self._error
+        if exc is None and self._flusher is not None:
+            self._flusher.join()  # the final flush then has little left to write
 
     def _join(self) -> None:
         """Send the end marker and wait for the worker; a Ctrl-C meanwhile is re-raised once it stopped."""
@@ -163,6 +179,9 @@ class TreeWriter:
                 return
             if isinstance(op, bytes):
                 state.write(op)
+                self._unflushed += len(op)
+                if self._unflushed >= _HEAD_START_EVERY:
+                    self._start_flush()
                 continue
             kind, target, path = op
             if kind == _OPEN:
@@ -171,6 +190,19 @@ class TreeWriter:
                 state.close()
             else:
                 _mkdir(target, path)
+
+
+    def _start_flush(self) -> None:
+        if self._head_start is None or (self._flusher is not None and self._flusher.is_alive()):
+            return
+        self._unflushed = 0
+        self._flusher = threading.Thread(target=_quietly, args=(self._head_start,), daemon=True)
+        self._flusher.start()
+
+
+def _quietly(flush: Callable[[], None]) -> None:
+    with contextlib.suppress(OSError):  # only a head start: the final flush reports a real error
+        flush()
 
 
 class _FileState:

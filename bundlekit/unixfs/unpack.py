@@ -36,9 +36,10 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from bundlekit._fs import atomic_directory, atomic_write, os_reason
+from bundlekit._fs import atomic_directory, atomic_write, os_reason, sync_tree
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_VISITS, WalkBudget, WalkLimits
@@ -110,7 +111,8 @@ def unpack(
     # sync: the whole tree made durable by one flush of its file system before the rename (rule 3).
     with (
         atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True, sync=fsync) as tmp,
-        TreeWriter() as writer,  # left (the worker stopped) before the tree is synced, renamed or removed
+        # Left (the worker stopped) before the tree is synced, renamed or removed.
+        TreeWriter(partial(sync_tree, tmp, head_start=True) if fsync else None) as writer,
     ):
         files, directories = _extract_tree(reader, root, os.fspath(tmp), writer)
     return UnpackResult(root, dest, files, directories, written.bytes)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,13 @@ import pytest
 import bundlekit._fs as fs
 from bundlekit.errors import BundlekitError, MissingBlock
 from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.unixfs import _tree_writer
 from bundlekit.unixfs.unpack import unpack
 
 from .conftest import Blocks
+
+# The module (bundlekit.unixfs re-exports its function under the same name).
+unpack_module = importlib.import_module("bundlekit.unixfs.unpack")
 
 
 def _writers() -> list[threading.Thread]:
@@ -108,3 +114,36 @@ def test_an_interrupt_stops_the_writer_and_leaves_nothing(blocks: Blocks, tmp_pa
         unpack(interrupted, root, tmp_path / "out")
     assert os.listdir(tmp_path) == []
     assert _writers() == []
+
+
+def test_a_durable_tree_gets_its_flush_started_while_it_is_written(
+    blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    early: list[bool] = []
+    real = _tree_writer.TreeWriter
+
+    def watched(head_start: Callable[[], None] | None = None) -> _tree_writer.TreeWriter:
+        assert head_start is not None
+        return real(lambda: early.append(True))
+
+    monkeypatch.setattr(_tree_writer, "_HEAD_START_EVERY", 64)
+    monkeypatch.setattr(unpack_module, "TreeWriter", watched)
+    root = blocks.directory({"big.bin": blocks.file(bytes(1000), chunk=100)})
+    unpack(blocks.get, root, tmp_path / "out")
+    assert early  # at least one background start, before the final flush
+    assert (tmp_path / "out" / "big.bin").read_bytes() == bytes(1000)
+
+
+def test_without_fsync_no_flush_is_started_early(
+    blocks: Blocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given: list[object] = []
+    real = _tree_writer.TreeWriter
+
+    def watched(head_start: Callable[[], None] | None = None) -> _tree_writer.TreeWriter:
+        given.append(head_start)
+        return real(head_start)
+
+    monkeypatch.setattr(unpack_module, "TreeWriter", watched)
+    unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out", fsync=False)
+    assert given == [None]

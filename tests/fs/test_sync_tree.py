@@ -122,3 +122,15 @@ def test_a_failed_flush_leaves_nothing_and_names_the_destination(
     ):
         _fill(tmp)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_head_start_is_skipped_where_the_flush_is_an_fsync_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(fs, "_SYNCFS", [None])
+    monkeypatch.delattr(fs.os, "sync", raising=False)
+    monkeypatch.setattr(fs.os, "fsync", synced.append)
+    _fill(tmp_path)
+    sync_tree(tmp_path, head_start=True)
+    assert synced == []
