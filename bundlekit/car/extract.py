@@ -49,5 +49,5 @@ def unpack_car(
         # would hold blocks to the default limit whatever the caller allowed).
         return unpack(
             index.get, root, dest, force=force, verify=False, max_bytes=max_bytes, max_entries=max_entries,
-            max_visits=max_visits, max_depth=max_depth, fsync=fsync,
+            max_visits=max_visits, max_depth=max_depth, fsync=fsync, raw_size=index.length,
         )

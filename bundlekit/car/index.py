@@ -61,6 +61,11 @@ class CarIndex(Closing):
     def __len__(self) -> int:
         return len(self.index)
 
+    def length(self, cid: bytes) -> int | None:
+        """The stored length of ``cid``'s block (read from the index, not the file), or ``None`` if absent."""
+        where = self.index.get(cid)
+        return None if where is None else where[1]
+
     def read(self, cid: bytes) -> bytes:
         """The stored bytes of ``cid``, unverified; ``MissingBlock`` if the CAR lacks it, ``CARError`` if unreadable."""
         where = self.index.get(cid)

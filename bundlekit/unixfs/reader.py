@@ -158,9 +158,11 @@ class UnixFSReader:
         max_depth: int = MAX_DEPTH,
         max_entries: int = MAX_ENTRIES,
         budget: WalkBudget | None = None,
+        raw_size: Callable[[bytes], int | None] | None = None,
     ) -> None:
         self._get_block = get_block
         self._verify = verify
+        self._raw_size = raw_size
         # Without a caller's budget, the defaults with this reader's depth and entry limits.
         self._own_budget = budget is None
         self.budget = budget if budget is not None else WalkBudget(
@@ -443,6 +445,9 @@ class UnixFSReader:
     def claim(self, root: bytes) -> Claim:
         """What the DAG at ``root`` claims to expand to (``Claim``), reading each distinct
         directory node, HAMT shard and file root once, whatever the claimed size.
+        A raw block's size is its length: with ``raw_size`` (the getter's stored
+        length of a block, ``None`` when it has none: a CAR index knows it without
+        reading) such a file is not read here; the walk reads and verifies it.
 
         The reads are charged to a fresh budget with this reader's limits (so a
         walk after it is not charged twice). Raises what ``walk`` raises for
@@ -465,6 +470,11 @@ class UnixFSReader:
                 stack.pop()
                 continue
             if kids is None:
+                size = self._raw_size(cid) if self._raw_size is not None else None
+                if size is not None and block_codec(cid) == RAW:
+                    memo[cid] = (1, size)
+                    stack.pop()
+                    continue
                 node = self._load(cid)
                 if node.kind != "directory":
                     memo[cid] = (1, node.size)

@@ -74,6 +74,7 @@ def unpack(
     max_depth: int = MAX_DEPTH,
     max_visits: int = MAX_VISITS,
     fsync: bool = True,
+    raw_size: Callable[[bytes], int | None] | None = None,
 ) -> UnpackResult:
     """Extract the UnixFS DAG at ``root`` to ``dest`` atomically (see the module rules).
 
@@ -83,7 +84,9 @@ def unpack(
     subtree many times to claim a huge size): ``DAGLimitExceeded``, before
     anything is written when the DAG's claim already passes them. A DAG
     declaring more bytes than the free space beside ``dest`` is refused up
-    front (``BundlekitError``).
+    front (``BundlekitError``). ``raw_size`` (a block's stored length, or
+    ``None``) spares the up-front claim a read of every raw file (a CAR index
+    knows their lengths); the walk still reads and verifies each.
 
     Raises ``UsageError`` when ``dest`` is occupied and ``force`` is off,
     ``UnsafePathError`` for hostile names or symlinks, the verification and
@@ -92,7 +95,7 @@ def unpack(
     """
     limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
     written = WalkBudget(limits, what=cid_to_str(root))
-    reader = UnixFSReader(get_block, verify=verify, budget=written)
+    reader = UnixFSReader(get_block, verify=verify, budget=written, raw_size=raw_size)
     # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
     dest = Path(os.path.abspath(dest))
     _check_dest(dest, force)  # rule 5

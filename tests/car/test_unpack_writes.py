@@ -1,4 +1,5 @@
-"""How unpack lands its tree: files written on a worker thread in walk order, one flush, the first error wins."""
+"""How unpack lands its tree: a claim that reads no raw file, writes on a worker thread in walk order,
+one flush, the first error wins."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 
 import bundlekit._fs as fs
-from bundlekit.errors import BundlekitError, MissingBlock
+from bundlekit.car.extract import unpack_car
+from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock
 from bundlekit.ipld.cid import RAW, make_cid
 from bundlekit.unixfs import _tree_writer
+from bundlekit.unixfs.reader import UnixFSReader
 from bundlekit.unixfs.unpack import unpack
 
 from .conftest import Blocks
@@ -147,3 +150,31 @@ def test_without_fsync_no_flush_is_started_early(
     monkeypatch.setattr(unpack_module, "TreeWriter", watched)
     unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out", fsync=False)
     assert given == [None]
+
+
+def test_the_claim_takes_a_raw_files_size_from_its_stored_length_without_reading_it(blocks: Blocks) -> None:
+    small = blocks.raw(b"twelve bytes")
+    chunked = blocks.file(b"0123456789", chunk=4)  # a dag-pb root: read for its declared size
+    root = blocks.directory({"a.md": small, "b.bin": chunked})
+    read: list[bytes] = []
+
+    def get(cid: bytes) -> bytes:
+        read.append(cid)
+        return blocks.get(cid)
+
+    stored = {cid: len(data) for cid, data in blocks.blocks.items()}
+    claim = UnixFSReader(get, raw_size=stored.get).claim(root)
+    assert (claim.entries, claim.bytes) == (3, 22)
+    assert small not in read and chunked in read
+
+
+def test_a_forged_raw_file_in_a_car_is_still_refused_and_leaves_nothing(
+    blocks: Blocks, write_car: Callable[[bytes], Path]
+) -> None:
+    leaf = blocks.raw(b"honest")
+    root = blocks.directory({"a.md": blocks.raw(b"a"), "f": leaf})
+    blocks.blocks[leaf] = b"forged"  # same length: only the hash tells
+    car = write_car(blocks.car([root]))
+    with pytest.raises(BlockMismatch):
+        unpack_car(car, car.parent / "out")
+    assert [p.name for p in car.parent.iterdir()] == [car.name]
