@@ -94,8 +94,8 @@ class TreeWriter:
         """Create the directory ``target`` (after everything handed over before)."""
         self._add((_MKDIR, target, path))
 
-    def open(self, target: str, path: str) -> None:
-        """Create the file ``target``; the ``write`` calls that follow go into it until ``close``."""
+    def open_file(self, target: str, path: str) -> None:
+        """Create the file ``target``; the ``write`` calls that follow go into it until ``close_file``."""
         self._add((_OPEN, target, path))
 
     def write(self, data: bytes) -> None:
@@ -105,7 +105,7 @@ class TreeWriter:
         self._batch_bytes += len(data)
         self._add(data)
 
-    def close(self) -> None:
+    def close_file(self) -> None:
         """Close the open file."""
         self._add(_CLOSE_OP)
 
@@ -191,7 +191,6 @@ class TreeWriter:
             else:
                 _mkdir(target, path)
 
-
     def _start_flush(self) -> None:
         if self._head_start is None or (self._flusher is not None and self._flusher.is_alive()):
             return
@@ -240,10 +239,8 @@ class _FileState:
 
     def close_quietly(self) -> None:
         if self.fd >= 0:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self.fd)
-            except OSError:
-                pass
             self.fd = -1
 
 

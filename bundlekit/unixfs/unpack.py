@@ -174,10 +174,10 @@ def _extract_tree(reader: UnixFSReader, root: bytes, top: str, writer: TreeWrite
                 writer.mkdir(target, path)
         elif kind == "file":
             files += 1
-            writer.open(target, path)
+            writer.open_file(target, path)
             for chunk in reader.iter_file(cid):
                 writer.write(chunk)
-            writer.close()
+            writer.close_file()
         else:
             raise UnsafePathError(
                 f"{path!r} is a UnixFS {kind}; bundlekit does not extract symlinks (they could point "
