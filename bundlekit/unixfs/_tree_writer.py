@@ -39,7 +39,7 @@ import queue
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 from bundlekit.errors import BundlekitError, UnsafePathError
 
@@ -56,6 +56,7 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
 _MKDIR, _OPEN, _CLOSE = range(3)
 Op = bytes | tuple[int, str, str]
 _CLOSE_OP = (_CLOSE, "", "")
+_T = TypeVar("_T")
 
 # A batch is handed over once it holds this many bytes or operations; at most
 # _PENDING batches wait in the queue (memory: a few MiB plus a few blocks).
@@ -212,14 +213,7 @@ class _FileState:
         self.path = ""
 
     def open(self, target: str, path: str) -> None:
-        try:
-            self.fd = os.open(target, _CREATE, 0o666)
-        except FileExistsError as exc:
-            raise UnsafePathError(
-                f"{path!r} collides with another entry on this file system (case folding?)"
-            ) from exc
-        except OSError as exc:
-            raise BundlekitError(f"cannot create file {path!r}: {exc.strerror}") from exc
+        self.fd = _create(lambda: os.open(target, _CREATE, 0o666), "file", path)
         self.path = path
 
     def write(self, data: bytes) -> None:
@@ -245,12 +239,17 @@ class _FileState:
 
 
 def _mkdir(target: str, path: str) -> None:
+    _create(lambda: os.mkdir(target, 0o777), "directory", path)  # & ~umask: the _fs mode rule
+
+
+def _create(make: Callable[[], _T], what: str, path: str) -> _T:
+    """``make()`` (the ``open`` or ``mkdir`` of the entry at ``path``), its errors in the user's words."""
     try:
-        os.mkdir(target, 0o777)  # & ~umask: the _fs mode rule
+        return make()
     except FileExistsError as exc:
         # Names are unique per directory, so this is a case-insensitive file system folding two names.
         raise UnsafePathError(
             f"{path!r} collides with another entry on this file system (case folding?)"
         ) from exc
     except OSError as exc:
-        raise BundlekitError(f"cannot create directory {path!r}: {exc.strerror}") from exc
+        raise BundlekitError(f"cannot create {what} {path!r}: {exc.strerror}") from exc
