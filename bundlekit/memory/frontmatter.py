@@ -25,11 +25,10 @@ within 64 bits. Every failure is a :class:`FrontmatterError` naming the line.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Container, Mapping
 from typing import Any, Final
-
-import yaml
 
 from bundlekit.errors import FrontmatterError
 
@@ -54,7 +53,6 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 # Longer than any 64-bit integer in any YAML spelling (binary, with underscores, sexagesimal).
 _MAX_INT_TEXT = 80
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
@@ -65,23 +63,40 @@ def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any,
     }
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
+class _Yaml:
+    """PyYAML and the objects this module builds on it, made on first use (:func:`_yaml`).
+
+    Importing PyYAML costs about 9 ms, and a command reading an indexed tree
+    that has not changed parses no YAML at all: ``recall``, ``list`` and
+    ``context`` run on every agent turn, so they do not pay it.
+    """
+
+    def __init__(self) -> None:
+        import yaml  # lazy: see the class docstring (tests/architecture/test_layers.py allows it)
+
+        base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class Loader(base):  # type: ignore[misc,valid-type]
+            """Safe YAML loader that leaves timestamps as strings (what was written is what is read)."""
+
+        class Resolver(yaml.resolver.Resolver):
+            """The implicit typing ``Loader`` applies, usable without a stream."""
+
+        class Analyzer(yaml.SafeDumper):
+            """Only for ``analyze_scalar``: whether PyYAML's emitter may write a string plain."""
+
+        Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
+        Resolver.yaml_implicit_resolvers = Loader.yaml_implicit_resolvers
+        self.yaml = yaml
+        self.loader: Any = Loader
+        self.resolver = Resolver()
+        self.analyzer = Analyzer(None, allow_unicode=True)  # type: ignore[arg-type]  # never writes
+        self.int_builder = yaml.SafeLoader("")
 
 
-class _Resolver(yaml.resolver.Resolver):
-    """The implicit typing ``_Loader`` applies, usable without a stream."""
-
-
-class _Analyzer(yaml.SafeDumper):
-    """Only for ``analyze_scalar``: whether PyYAML's emitter may write a string plain."""
-
-
-_Loader.yaml_implicit_resolvers = without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
-_Resolver.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
-_RESOLVER = _Resolver()
-_ANALYZER = _Analyzer(None, allow_unicode=True)  # type: ignore[arg-type]  # never writes
-_INT_BUILDER = yaml.SafeLoader("")
+@functools.cache
+def _yaml() -> _Yaml:
+    return _Yaml()
 
 
 def _where_line(where: str, mark: Any, first_line: int) -> str:
@@ -89,7 +104,8 @@ def _where_line(where: str, mark: Any, first_line: int) -> str:
 
 
 def _resolve(value: str) -> str:
-    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    y = _yaml()
+    tag: str = y.resolver.resolve(y.yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     return tag
 
 
@@ -98,7 +114,8 @@ def _check_int(value: str, where: str, mark: Any, first_line: int) -> None:
         raise FrontmatterError(
             f"{_where_line(where, mark, first_line)}: an integer longer than 64 bits; write it as text"
         )
-    number = _INT_BUILDER.construct_yaml_int(yaml.ScalarNode(_INT_TAG, value))
+    y = _yaml()
+    number = y.int_builder.construct_yaml_int(y.yaml.ScalarNode(_INT_TAG, value))
     if abs(number) > MAX_INT:
         raise FrontmatterError(
             f"{_where_line(where, mark, first_line)}: an integer outside 64 bits; write it as text"
@@ -107,9 +124,10 @@ def _check_int(value: str, where: str, mark: Any, first_line: int) -> None:
 
 def _check_events(text: str, where: str, first_line: int) -> None:
     """Walk the YAML events once, refusing what must never reach the constructor (module docstring)."""
+    yaml = _yaml().yaml
     nodes = 0
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=_yaml().loader):
         mark = event.start_mark
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
             raise FrontmatterError(
@@ -148,12 +166,13 @@ def load_frontmatter(text: str, *, where: str, first_line: int = 2) -> Any:
     anchor, alias or tag, too many or too deep values, an integer outside 64
     bits, and anything else a constructor trips on.
     """
+    y = _yaml()
     try:
         _check_events(text, where, first_line)
-        return yaml.load(text, Loader=_Loader)
+        return y.yaml.load(text, Loader=y.loader)
     except FrontmatterError:
         raise
-    except yaml.YAMLError as exc:
+    except y.yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise FrontmatterError(
             f"{_where_line(where, mark, first_line)}: frontmatter is not valid YAML; fix the syntax"
@@ -214,7 +233,7 @@ def _problem(value: str, flow: bool) -> tuple[str, str] | None:
             "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)",
             "add a word so it reads as text (e.g. 'answer yes', 'version 12')",
         )
-    analysis = _ANALYZER.analyze_scalar(value)
+    analysis = _yaml().analyzer.analyze_scalar(value)
     if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
         where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
         if flow:
@@ -252,6 +271,7 @@ def plainer(value: str) -> str:
 
 
 def _quoted(value: str) -> str:
+    yaml = _yaml().yaml
     dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=1_000_000)
     return str(dumped).rstrip("\n")
 
@@ -271,7 +291,7 @@ def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> st
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
         # PyYAML's own spelling of a float, which every YAML reader resolves back to the float.
-        return str(yaml.safe_dump(value)).split("\n", 1)[0]
+        return str(_yaml().yaml.safe_dump(value)).split("\n", 1)[0]
     if isinstance(value, str):
         found = _problem(value, flow)
         if found is None:

@@ -17,13 +17,12 @@ key's is double-quoted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property
 from typing import Any
-
-from frontmatter.default_handlers import YAMLHandler
 
 from bundlekit.errors import FrontmatterError
 from bundlekit.memory.frontmatter import (
@@ -66,8 +65,16 @@ KNOWN_ORDER = (
     "important",
 )
 OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
-# Only the fence splitting of python-frontmatter is used; the YAML is read by load_frontmatter.
-_HANDLER = YAMLHandler()
+
+
+@functools.cache
+def _fences() -> Any:
+    """python-frontmatter's YAML handler, of which only the fence splitting is used (the YAML is read by
+    ``load_frontmatter``). Imported on first parse: it imports PyYAML, which a command reading an indexed
+    tree that has not changed never needs (``frontmatter._yaml``)."""
+    from frontmatter.default_handlers import YAMLHandler  # lazy: see the docstring
+
+    return YAMLHandler()
 
 
 @dataclass(frozen=True)
@@ -229,7 +236,7 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
     if not text.lstrip().startswith("---"):
         raise FrontmatterError(f"{where}: no YAML frontmatter (the file must start with a '---' line)")
     try:
-        fm_text, body = _HANDLER.split(text.strip())
+        fm_text, body = _fences().split(text.strip())
     except ValueError as exc:
         raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line") from exc
     # python-frontmatter's split keeps the newline after the opening fence: line 0 of fm_text is that fence.

@@ -44,7 +44,17 @@ ALLOWED_UPWARD = {
 
 # Imports that may stay inside a function: heavy third-party modules that most
 # commands never need (kept lazy so `bundlekit --help` stays fast).
-LAZY_THIRD_PARTY = {"boto3", "botocore", "eth_account", "dag_cbor", "multiformats"}
+LAZY_THIRD_PARTY = {
+    "boto3",
+    "botocore",
+    "eth_account",
+    "dag_cbor",
+    "multiformats",
+    # PyYAML and python-frontmatter (~9 ms): only a memory file that changed is parsed, so `memory recall`,
+    # `list` and `context` on an indexed tree that has not changed never need them (memory/frontmatter.py).
+    "yaml",
+    "frontmatter",
+}
 
 
 def layer_of(module: str) -> int:

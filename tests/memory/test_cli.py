@@ -214,6 +214,24 @@ def test_plain_memory_commands_do_not_load_the_network_or_the_converters(tmp_pat
     assert out.strip() == "[]"
 
 
+def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -> None:
+    # Only a changed file is parsed: recall, list and context, run on every agent turn, skip PyYAML's import.
+    memory = Memory(tmp_path / "tree")
+    memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
+    memory.write("k2", name="Pace", description="tone", type="user", body="pacing")
+    memory.close()
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bundlekit.cli import cli\n"
+        f"for args in (['recall', 'rondo'], ['list'], ['context']):\n"
+        f"    assert CliRunner().invoke(cli, ['memory', *args, '-d', {str(tmp_path / 'tree')!r}]).exit_code == 0\n"
+        "print(sorted(m for m in ('yaml', 'frontmatter') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
     result = run("context", "--layer", "no-equals")
     assert result.exit_code == 2 and "NAME=DIR" in result.stderr
