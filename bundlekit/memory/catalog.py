@@ -23,8 +23,14 @@ Tables:
   recall folds the query), an FTS5 table with the trigram tokenizer
   (``case_sensitive 1``: the folding is ours), or a plain table scanned with
   ``instr`` where this SQLite has no FTS5;
-* ``state``: ``gen`` (bumped by every change of ``memory``) and the signature
-  and generation of the ``MEMORY.md`` last written from it.
+* ``state``: ``gen`` (bumped by every change of ``memory``), the signature
+  and generation of the ``MEMORY.md`` last written from it, and a compact copy
+  of every row's signature and of the racy rows' (``sigs``, ``racy``: blobs,
+  :func:`_pack`) with the generation they are of (``sigs_gen``), rewritten in
+  the transaction that changes the rows. Checking an unchanged tree reads them
+  (one small read) instead of every row; where ``sigs_gen`` is not ``gen``
+  (missing, or rows changed by a program that does not keep them) the rows
+  are read instead.
 
 A file of another schema version or application, or one SQLite cannot read,
 raises :class:`CatalogUnusable`; the indexer then deletes and rebuilds it.
@@ -37,9 +43,12 @@ import functools
 import json
 import os
 import sqlite3
+import sys
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -169,6 +178,35 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _pack(signatures: dict[str, Signature]) -> bytes:
+    """``signatures`` as one blob: the length of the names' part (8 bytes), the names (UTF-8, NUL between),
+    then each signature's three numbers as little-endian signed 64-bit integers, in the names' order."""
+    names = "\0".join(signatures).encode("utf-8")
+    numbers = array("q", chain.from_iterable(signatures.values()))
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    return len(names).to_bytes(8, "little") + names + numbers.tobytes()
+
+
+def _unpack(blob: object) -> dict[str, Signature] | None:
+    """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
+    if not isinstance(blob, bytes) or len(blob) < 8:
+        return None
+    length = int.from_bytes(blob[:8], "little")
+    numbers = array("q")
+    try:
+        names = blob[8 : 8 + length].decode("utf-8").split("\0") if length else []
+        numbers.frombytes(blob[8 + length :])
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if len(numbers) != 3 * len(names) or 8 + length > len(blob):
+        return None
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    each = iter(numbers)
+    return dict(zip(names, zip(each, each, each, strict=True), strict=True))
+
+
 def _fold(text: str) -> str:
     # SQLite's tokenizer stops at NUL: index a stand-in a needle cannot usefully hold (see search()).
     return text.casefold().replace("\0", NUL_STAND_IN)
@@ -239,6 +277,8 @@ class Catalog:
                 check_same_thread=False,  # a Memory serializes its own use (tree.Memory._mutex)
             )
         self._conn = conn
+        # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
+        self._tracked: tuple[dict[str, Signature], dict[str, Signature]] | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -307,11 +347,16 @@ class Catalog:
         """One transaction (all or nothing) for the changes in the ``with`` body."""
         with _translated():
             self._conn.execute("BEGIN IMMEDIATE")
+            self._tracked = None
             try:
                 yield self
+                if self._tracked is not None:
+                    self._store_signatures(*self._tracked)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._tracked = None
             self._conn.execute("COMMIT")
 
     # -- state ------------------------------------------------------------------
@@ -357,13 +402,38 @@ class Catalog:
 
     def signatures(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
         """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
-        (one SELECT; a ``dict`` equal to the listing's means no signature moved)."""
+        (a ``dict`` equal to the listing's means no signature moved). Read from the compact copy in ``state``
+        when it is of the current generation (one small read), else from the rows (one SELECT each)."""
         with _translated():
-            rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
-            racy = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
-        return {file: (ino, mtime, size) for file, ino, mtime, size in rows}, {
-            file: (ino, mtime, size) for file, ino, mtime, size in racy
+            rows = dict(
+                self._conn.execute(
+                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'racy')"
+                ).fetchall()
+            )
+        if rows.get("sigs_gen") is not None and rows.get("sigs_gen") == rows.get("gen"):
+            known, racy = _unpack(rows.get("sigs")), _unpack(rows.get("racy"))
+            if known is not None and racy is not None:
+                return known, racy
+        with _translated():
+            found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+            racy_rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
+        return {file: (ino, mtime, size) for file, ino, mtime, size in found}, {
+            file: (ino, mtime, size) for file, ino, mtime, size in racy_rows
         }
+
+    def _track(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
+        """The signature maps to update with a row change (read before the transaction's first change)."""
+        if self._tracked is None:
+            self._tracked = self.signatures()
+        return self._tracked
+
+    def _store_signatures(self, known: dict[str, Signature], racy: dict[str, Signature]) -> None:
+        """Keep the compact copy of the signatures, of the generation the transaction ends at."""
+        self._conn.execute(
+            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs', ?), ('racy', ?), "
+            "('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))",
+            (_pack(known), _pack(racy)),
+        )
 
     def raw(self, file: str) -> str | None:
         row = self._conn.execute(f"SELECT c.raw FROM {_RECORDS} WHERE m.file = ?", (file,)).fetchone()
@@ -380,7 +450,11 @@ class Catalog:
         secret: bool,
     ) -> None:
         """Index one parsed file (replacing what was there). Inside :meth:`writing`."""
+        known, racy_rows = self._track()
         self.remove(file)
+        known[file] = signature
+        if racy:
+            racy_rows[file] = signature
         sal, updated, horizon = basis
         cursor = self._conn.execute(
             "INSERT INTO memory (file, key, name, description, type, ino, mtime_ns, size, racy, salience, updated, "
@@ -400,8 +474,11 @@ class Catalog:
 
     def remove(self, file: str) -> None:
         """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
+        known, racy = self._track()
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
+            known.pop(file, None)
+            racy.pop(file, None)
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
             self._conn.execute("DELETE FROM content WHERE id = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
@@ -409,6 +486,12 @@ class Catalog:
 
     def settle(self, files: Iterable[str]) -> None:
         """Mark files no longer racy (their content was compared and is unchanged). Inside :meth:`writing`."""
+        files = list(files)
+        if not files:
+            return
+        racy = self._track()[1]
+        for file in files:
+            racy.pop(file, None)
         self._conn.executemany("UPDATE memory SET racy = 0 WHERE file = ?", [(f,) for f in files])
 
     def _bump(self) -> None:

@@ -266,3 +266,47 @@ def test_a_built_bundle_carries_no_part_of_the_hidden_folder(mem: Memory, tree: 
     assert (tree / HIDDEN_DIR).is_dir()
     result = build_bundle(tree, tmp_path / "b.car")
     assert result.paths and not [p for p in result.paths if HIDDEN_DIR in p]
+
+
+def _rows(tree: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, tuple[int, int, int]]]:
+    with sqlite3.connect(_index(tree)) as conn:
+        rows = conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
+    return {f: (i, m, s) for f, i, m, s, _r in rows}, {f: (i, m, s) for f, i, m, s, r in rows if r}
+
+
+def test_compact_signatures_follow_every_row_change(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    (tree / "b.md").rename(tree / "b2.md")  # by hand: picked up by the next command
+    mem.forget("c")
+    mem.write("a", **fields(name="Alpha", body="changed"))
+    catalog = catalog_module.Catalog(_index(tree))
+    try:
+        with sqlite3.connect(_index(tree)) as conn:
+            stored = dict(conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen')").fetchall())
+        assert stored["sigs_gen"] == stored["gen"]
+        assert catalog.signatures() == _rows(tree) and set(_rows(tree)[0]) == {"a.md", "b2.md"}
+    finally:
+        catalog.close()
+
+
+def test_compact_signatures_of_another_generation_are_not_used(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    with sqlite3.connect(_index(tree)) as conn:  # as a program that does not keep them would leave it
+        (row,) = conn.execute("SELECT id FROM memory WHERE file = 'a.md'").fetchall()
+        for table, column in (("search", "rowid"), ("content", "id"), ("memory", "id")):
+            conn.execute(f"DELETE FROM {table} WHERE {column} = ?", row)
+        conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
+    catalog = catalog_module.Catalog(_index(tree))
+    try:
+        assert catalog.signatures() == _rows(tree) and "a.md" not in catalog.signatures()[0]
+    finally:
+        catalog.close()
+    assert [h.key for h in Memory(tree).recall("kick")] == ["a"]  # the missing row is indexed again
+
+
+def test_a_garbled_compact_copy_is_read_as_absent() -> None:
+    signatures = {"a.md": (1, -2, 3), "é.md": (2**62, 5, 6)}
+    packed = catalog_module._pack(signatures)
+    assert catalog_module._unpack(packed) == signatures and catalog_module._unpack(catalog_module._pack({})) == {}
+    assert catalog_module._unpack(packed[:-1]) is None and catalog_module._unpack(b"\xff" * 9) is None
+    assert catalog_module._unpack(7) is None
