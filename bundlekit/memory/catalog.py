@@ -54,7 +54,7 @@ from typing import Any, NamedTuple
 
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
-from bundlekit.memory.record import MemoryRecord, parse_memory_file
+from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, parse_memory_file
 
 __all__ = [
     "APPLICATION_ID",
@@ -517,12 +517,18 @@ class Catalog:
                 ).fetchall()
         return [_record(row) for row in rows]
 
-    def summaries(self) -> list[MemoryRecord]:
-        """Every memory as a summary record, sorted by key: frontmatter ``name``, ``description`` and
-        ``type`` only, no body or text. Enough to render ``MEMORY.md`` (one line per memory from these
-        fields) without loading every memory; never handed out beyond that."""
+    def summaries(self, per_type: int) -> list[MemoryRecord]:
+        """The first ``per_type`` memories of each type (by key; all an index of that many lines can show)
+        as summary records, grouped by type: frontmatter ``name``, ``description`` and ``type`` only, no
+        body or text. Enough to render ``MEMORY.md`` (one line per memory from these fields) without
+        loading every memory; never handed out beyond that."""
+        rows = []
         with _translated():
-            rows = self._conn.execute("SELECT key, name, description, type FROM memory ORDER BY key").fetchall()
+            for kind in MEMORY_TYPES:
+                rows += self._conn.execute(
+                    "SELECT key, name, description, type FROM memory WHERE type = ? ORDER BY key LIMIT ?",
+                    (kind, per_type),
+                ).fetchall()
         return [
             MemoryRecord(key=key, meta={"name": name, "description": description, "type": kind}, body="", raw="")
             for key, name, description, kind in rows

@@ -147,7 +147,11 @@ def _record_line(record: IndexRecord, links: Mapping[str, str] | None, redact: b
 
 
 def render_index(
-    records: Iterable[IndexRecord], *, links: Mapping[str, str] | None = None, redact: bool = False
+    records: Iterable[IndexRecord],
+    *,
+    links: Mapping[str, str] | None = None,
+    redact: bool = False,
+    total: int | None = None,
 ) -> str:
     """Render the index text (ending in a newline) of ``records``.
 
@@ -156,12 +160,15 @@ def render_index(
     ``- [key.md](ipfs://<cid>) — description``, and with ``redact`` the
     description is left out. Records are read through :class:`IndexRecord`
     (``key``, ``name``, ``description``, ``type`` in the four types).
+    ``total``: the number of memories when ``records`` holds only the first
+    :data:`MAX_INDEX_LINES` (by key) of each type, all that can be shown.
     """
     by_type: dict[str, list[IndexRecord]] = {t: [] for t in MEMORY_TYPES}
     for record in records:
         by_type[record.type].append(record)
     lines = [INDEX_TITLE]
-    total = sum(len(section) for section in by_type.values())
+    if total is None:
+        total = sum(len(section) for section in by_type.values())
     for memory_type in MEMORY_TYPES:
         section: Sequence[IndexRecord] = by_type[memory_type]
         if not section or len(lines) > MAX_INDEX_LINES:

@@ -26,7 +26,7 @@ from pathlib import Path
 from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import Catalog, CatalogUnusable, catalog_files
-from bundlekit.memory.index import index_line, render_index
+from bundlekit.memory.index import MAX_INDEX_LINES, index_line, render_index
 from bundlekit.memory.links import refuse_link
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename
 from bundlekit.memory.ranking import basis, piece_length
@@ -312,6 +312,13 @@ class Indexer:
         data = self._backend.read(INDEX_NAME)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    @staticmethod
+    def render(catalog: Catalog) -> str:
+        """``MEMORY.md`` rendered from the index: only the memories it can show are read (the first
+        :data:`MAX_INDEX_LINES` of each type, by key), and the others counted."""
+        with catalog.reading():
+            return render_index(catalog.summaries(MAX_INDEX_LINES), total=catalog.count())
+
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:
         """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation.
 
@@ -321,7 +328,7 @@ class Indexer:
         if not self._index_stale(catalog, current, force=force):
             return
         gen = catalog.gen
-        data = render_index(catalog.summaries()).encode("utf-8")
+        data = self.render(catalog).encode("utf-8")
         # Only rewritten when it differs (a body edit leaves it alone).
         if self._backend.read(INDEX_NAME) != data:
             self._backend.write(INDEX_NAME, data)

@@ -329,7 +329,7 @@ class Memory:
     def _index_text(self, catalog: Catalog) -> str:
         text = self._index.current_index_text(catalog)
         # A MEMORY.md written before credentials were withheld from it is rendered again.
-        return text if text is not None and not find_secrets(text) else render_index(catalog.summaries())
+        return text if text is not None and not find_secrets(text) else self._index.render(catalog)
 
     # -- timeline -------------------------------------------------------------
 

@@ -14,8 +14,10 @@ from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import HIDDEN_DIR
 from bundlekit.memory.ranking import recall as pure_recall
+from bundlekit.memory.record import parse_memory_file, render_memory_file
 
 from .conftest import Clock, fields
 
@@ -310,3 +312,17 @@ def test_a_garbled_compact_copy_is_read_as_absent() -> None:
     assert catalog_module._unpack(packed) == signatures and catalog_module._unpack(catalog_module._pack({})) == {}
     assert catalog_module._unpack(packed[:-1]) is None and catalog_module._unpack(b"\xff" * 9) is None
     assert catalog_module._unpack(7) is None
+
+
+def test_memory_md_read_from_the_first_lines_of_each_type_equals_the_full_render(mem: Memory, tree: Path) -> None:
+    # 30 feedback and 230 project memories (more than an index shows), keys interleaved: the index is cut.
+    mem.write("seed", **fields(type="user"))
+    for i in range(260):
+        meta = {"name": f"M {i}", "description": f"d {i}", "type": "feedback" if i % 9 == 0 else "project",
+                "created": "2026-04-14T12:00:00Z", "updated": "2026-04-14T12:00:00Z"}
+        (tree / f"k{i:03d}.md").write_text(render_memory_file(meta, "body"), encoding="utf-8")
+    mem.write("zz", **fields(type="reference"))  # the write renders MEMORY.md from the index
+    records = [parse_memory_file(p.read_text(encoding="utf-8"), key=p.stem) for p in tree.glob("*.md")
+               if p.name != "MEMORY.md"]
+    written = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert written == render_index(records) and "more memories not listed" in written
