@@ -47,7 +47,6 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -63,7 +62,6 @@ __all__ = [
     "Catalog",
     "CatalogUnavailable",
     "CatalogUnusable",
-    "IndexedFile",
     "Ranked",
     "catalog_files",
     "fts5_available",
@@ -97,14 +95,6 @@ class CatalogUnusable(Exception):
 
 class CatalogUnavailable(OSError):
     """The index file cannot be opened or written here (permissions, a read-only tree)."""
-
-
-@dataclass(frozen=True)
-class IndexedFile:
-    """What the indexer knows of one file: its signature, whether it is racy, and the stored text."""
-
-    signature: Signature
-    racy: bool
 
 
 class Ranked(NamedTuple):
@@ -279,6 +269,8 @@ class Catalog:
         self._conn = conn
         # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
         self._tracked: tuple[dict[str, Signature], dict[str, Signature]] | None = None
+        # The compact signature blobs last decoded, and what they hold (signatures() hands out copies).
+        self._unpacked: tuple[tuple[object, object], dict[str, Signature], dict[str, Signature]] | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -394,12 +386,6 @@ class Catalog:
 
     # -- files --------------------------------------------------------------------
 
-    def files(self) -> dict[str, IndexedFile]:
-        """Every indexed file by name."""
-        with _translated():
-            rows = self._conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
-        return {file: IndexedFile((ino, mtime, size), bool(racy)) for file, ino, mtime, size, racy in rows}
-
     def signatures(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
         """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
         (a ``dict`` equal to the listing's means no signature moved). Read from the compact copy in ``state``
@@ -410,10 +396,14 @@ class Catalog:
                     "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'racy')"
                 ).fetchall()
             )
+        blobs = (rows.get("sigs"), rows.get("racy"))
         if rows.get("sigs_gen") is not None and rows.get("sigs_gen") == rows.get("gen"):
-            known, racy = _unpack(rows.get("sigs")), _unpack(rows.get("racy"))
+            if self._unpacked is not None and self._unpacked[0] == blobs:  # read before: copies, no decoding
+                return dict(self._unpacked[1]), dict(self._unpacked[2])
+            known, racy = _unpack(blobs[0]), _unpack(blobs[1])
             if known is not None and racy is not None:
-                return known, racy
+                self._unpacked = (blobs, known, racy)
+                return dict(known), dict(racy)
         with _translated():
             found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
             racy_rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()

@@ -210,24 +210,25 @@ class Indexer:
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
-        signatures, racy = catalog.signatures()
-        if not racy and signatures == scan.memories:  # the usual case: nothing moved
+        known, racy = catalog.signatures()
+        same = known == scan.memories
+        if same and not racy:  # the usual case: nothing moved
             return
-        known = catalog.files()
         now = time.time_ns()
         changed: list[tuple[str, Signature]] = []
         settled: list[str] = []
-        for name, sig in sorted(scan.memories.items()):
-            entry = known.get(name)
-            if entry is None or entry.signature != sig:
+        # With every signature as indexed, only a racy row can hide a change: the others are not looked at.
+        for name in sorted(racy if same else scan.memories):
+            sig = scan.memories[name]
+            if known.get(name) != sig:
                 changed.append((name, sig))
-            elif entry.racy:
+            elif name in racy:
                 data, raw = self._backend.read(name), catalog.raw(name)
                 if data is None or raw is None or data != raw.encode("utf-8"):
                     changed.append((name, sig))
                 elif now - sig[1] >= RACY_NS:
                     settled.append(name)
-        removed = [name for name in known if name not in scan.memories]
+        removed = [] if same else [name for name in known if name not in scan.memories]
         if not (changed or removed or settled):
             return
         if changed or removed:
