@@ -88,13 +88,14 @@ class IndexLink(NamedTuple):
 
 
 _ESCAPES = {"[": "&#91;", "\\": "&#92;", "]": "&#93;"}
-_NEEDS_ESCAPE = re.compile(r"[\[\]\\]|&(?=#9[123];|amp;)")
+# Patterns compiled on first use (re caches them): a command that renders or parses no index skips that.
+_NEEDS_ESCAPE = r"[\[\]\\]|&(?=#9[123];|amp;)"
 # CommonMark: a backslash escapes ASCII punctuation only.
-_DECODE = re.compile(r"&(#91|#92|#93|amp);|\\([!-/:-@\[-`{-~])")
+_DECODE = r"&(#91|#92|#93|amp);|\\([!-/:-@\[-`{-~])"
 _DECODED = {"#91": "[", "#92": "\\", "#93": "]", "amp": "&"}
 # ``- [Title](target) — text``; bullet ``-``, ``*`` or ``+``; the dash may be an em dash, an en dash,
 # ``-`` or ``--``; the text is optional. A backslash escapes a bracket in the title (CommonMark).
-_LINK = re.compile(
+_LINK = (
     r"^\s*[-*+]\s*\[(?P<title>(?:\\.|[^\]\\])*)\]\((?P<target>[^)\s]+)\)"
     r"\s*(?:(?:\u2014|\u2013|-{1,2})\s*(?P<text>.*?))?\s*$"
 )
@@ -103,11 +104,11 @@ _LINK = re.compile(
 def _escape(text: str) -> str:
     """``text`` as it may stand in an index line: one line, no bracket or backslash (see the module)."""
     flat = " ".join(text.replace("\t", " ").splitlines()).strip()
-    return _NEEDS_ESCAPE.sub(lambda m: _ESCAPES.get(m.group(), "&amp;"), flat)
+    return re.sub(_NEEDS_ESCAPE, lambda m: _ESCAPES.get(m.group(), "&amp;"), flat)
 
 
 def _unescape(text: str) -> str:
-    return _DECODE.sub(lambda m: _DECODED[m.group(1)] if m.group(1) else m.group(2), text)
+    return re.sub(_DECODE, lambda m: _DECODED[m.group(1)] if m.group(1) else m.group(2), text)
 
 
 def link_line(title: str, target: str, description: str | None = None) -> str:
@@ -199,7 +200,7 @@ def parse_index(text: str) -> list[IndexLink]:
     """
     out: list[IndexLink] = []
     for line in text.splitlines():
-        m = _LINK.match(line)
+        m = re.match(_LINK, line)
         if m:
             out.append(IndexLink(_unescape(m.group("title")), m.group("target"), _unescape(m.group("text") or "")))
     return out

@@ -18,9 +18,11 @@ for the separate literal scans).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from bundlekit.errors import SecretDetectedError
 
@@ -68,61 +70,72 @@ def _not_kebab_prose(match: str) -> bool:
     return not (re.fullmatch(r"[a-z-]+", tail) and tail.count("-") >= 1)
 
 
-# Both "sk-" rules share one trigger, scanned once per text. "k-", not "sk-": a
-# literal search is as fast as its first character is rare, and "s" is common.
-_SK = re.compile(r"k-")
+SECRET_RULES: tuple[SecretRule, ...]  # the rules, in order: built on first use (module ``__getattr__``)
 
-SECRET_RULES: tuple[SecretRule, ...] = (
-    SecretRule(
-        "aws-access-key-id",
-        "an AWS access key id",
-        _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
-        trigger=re.compile(r"A[KS]IA"),
-    ),
-    SecretRule(
-        "github-token",
-        "a GitHub token",
-        _token("g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
-        trigger=re.compile(r"g(?:h[pousr]_|ithub_pat_)"),
-        anchor="_",
-    ),
-    # Before the OpenAI rule: Anthropic keys also start with "sk-".
-    SecretRule(
-        "anthropic-api-key",
-        "an Anthropic API key",
-        _token("s", r"k-ant-[A-Za-z0-9_-]{20,}"),
-        trigger=_SK,
-    ),
-    SecretRule(
-        "openai-api-key",
-        "an OpenAI API key",
-        _token("s", r"k-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-        _not_kebab_prose,
-        trigger=_SK,
-    ),
-    SecretRule(
-        "slack-token",
-        "a Slack token",
-        _token("x", r"ox[baprs]-[A-Za-z0-9-]{10,}"),
-        trigger=re.compile(r"xox"),
-        anchor="x",
-    ),
-    SecretRule(
-        "pem-private-key",
-        "a PEM private key",
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-        trigger=re.compile(r"-----BEGIN "),
-        anchor="G",
-    ),
-    SecretRule(
-        "jwt",
-        "a JSON Web Token",
-        _token("e", r"yJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
-        # "yJ", not "eyJ": the search runs at the speed of its first character's rarity.
-        trigger=re.compile(r"yJ"),
-        anchor="J",
-    ),
-)
+
+@functools.cache
+def _rules() -> tuple[SecretRule, ...]:
+    """The rules, compiled on first use: ~1 ms of regex compiling that commands writing nothing skip."""
+    # Both "sk-" rules share one trigger, scanned once per text. "k-", not "sk-": a
+    # literal search is as fast as its first character is rare, and "s" is common.
+    sk = re.compile(r"k-")
+    return (
+        SecretRule(
+            "aws-access-key-id",
+            "an AWS access key id",
+            _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
+            trigger=re.compile(r"A[KS]IA"),
+        ),
+        SecretRule(
+            "github-token",
+            "a GitHub token",
+            _token("g", r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{50,})(?![A-Za-z0-9_])"),
+            trigger=re.compile(r"g(?:h[pousr]_|ithub_pat_)"),
+            anchor="_",
+        ),
+        # Before the OpenAI rule: Anthropic keys also start with "sk-".
+        SecretRule(
+            "anthropic-api-key",
+            "an Anthropic API key",
+            _token("s", r"k-ant-[A-Za-z0-9_-]{20,}"),
+            trigger=sk,
+        ),
+        SecretRule(
+            "openai-api-key",
+            "an OpenAI API key",
+            _token("s", r"k-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+            _not_kebab_prose,
+            trigger=sk,
+        ),
+        SecretRule(
+            "slack-token",
+            "a Slack token",
+            _token("x", r"ox[baprs]-[A-Za-z0-9-]{10,}"),
+            trigger=re.compile(r"xox"),
+            anchor="x",
+        ),
+        SecretRule(
+            "pem-private-key",
+            "a PEM private key",
+            re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+            trigger=re.compile(r"-----BEGIN "),
+            anchor="G",
+        ),
+        SecretRule(
+            "jwt",
+            "a JSON Web Token",
+            _token("e", r"yJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
+            # "yJ", not "eyJ": the search runs at the speed of its first character's rarity.
+            trigger=re.compile(r"yJ"),
+            anchor="J",
+        ),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SECRET_RULES":
+        return _rules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -145,13 +158,17 @@ def _plan(rules: tuple[SecretRule, ...]) -> tuple[_Group, ...]:
     return tuple((anchor, None if t is None else t.search, tuple(g)) for (anchor, t), g in groups.items())
 
 
-_PLAN = _plan(SECRET_RULES)
+
+
+@functools.cache
+def _rule_plan() -> tuple[_Group, ...]:
+    return _plan(_rules())
 
 
 def find_secrets(text: str) -> list[Finding]:
     """Every rule match in ``text``, ordered by line then rule order."""
     found: list[tuple[int, int, Finding]] = []
-    for anchor, search, rules in _PLAN:
+    for anchor, search, rules in _rule_plan():
         if anchor not in text or (search is not None and search(text) is None):
             continue
         for order, rule in rules:
