@@ -562,10 +562,17 @@ class Catalog:
             return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory WHERE secret ORDER BY key")]
 
     def ranked(
-        self, now_s: float, *, needle: str | None = None, relevance: bool = False, limit: int | None = None
+        self,
+        now_s: float,
+        *,
+        needle: str | None = None,
+        relevance: bool = False,
+        limit: int | None = None,
+        longest: int | None = None,
     ) -> list[Ranked] | None:
         """Memories best first (score descending, then key), the first ``limit``; with ``needle`` only those
-        whose folded name, description or body contains it (``needle`` already case-folded).
+        whose folded name, description or body contains it (``needle`` already case-folded); with ``longest``
+        (no ``needle``) only those whose context-block piece is at most that long.
 
         The score is ``ranking.score_of`` (times the relevance term with
         ``relevance``), computed by SQLite where it has ``pow`` (the same IEEE
@@ -581,7 +588,7 @@ class Catalog:
             found = self._best_of_top(now_s, needle, limit)
             if found is not None:
                 return found
-        source, params = self._candidates(needle, relevance)
+        source, params = self._candidates(needle, relevance, longest)
         with _translated():
             if self._math and not relevance:  # the same order without BM25's window over every candidate
                 rows = self._conn.execute(
@@ -628,9 +635,13 @@ class Catalog:
             ).fetchall()
         return [Ranked(key, piece, None) for key, piece in rows] if len(rows) == limit else None
 
-    def _candidates(self, needle: str | None, relevance: bool) -> tuple[str, tuple[object, ...]]:
+    def _candidates(
+        self, needle: str | None, relevance: bool, longest: int | None = None
+    ) -> tuple[str, tuple[object, ...]]:
         """SQL selecting (key, salience, updated, horizon, piece, bm25) of the candidates, and its parameters."""
         columns = "m.key AS key, m.salience AS salience, m.updated AS updated, m.horizon AS horizon, m.piece AS piece"
+        if needle is None and longest is not None:
+            return f"SELECT {columns}, NULL AS bm25 FROM memory m WHERE m.piece <= ?", (longest,)
         if needle is None:
             return f"SELECT {columns}, NULL AS bm25 FROM memory m", ()
         if self.fts and len(needle) >= TRIGRAM:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "context_text",
     "decay_factor",
     "fit_pieces",
+    "largest_fitting",
     "needle",
     "piece_length",
     "ranked_records",
@@ -278,6 +279,13 @@ def fit_pieces(index_text: str, lengths: Iterable[int], max_tokens: int) -> list
             chosen.append(position)
             used += cost
     return chosen
+
+
+def largest_fitting(index_text: str, lengths: Sequence[int], chosen: Sequence[int], max_tokens: int) -> int:
+    """The longest piece that could still go in after :func:`fit_pieces` took ``chosen`` of ``lengths``
+    (negative when none can): a piece ranked later and longer than this is skipped."""
+    used = len(index_text) + sum(lengths[i] for i in chosen) + len(MEMORY_HEADING)
+    return _check_tokens(max_tokens) - used
 
 
 def context_text(

@@ -62,6 +62,7 @@ from bundlekit.memory.withhold import withhold as withheld_copy
 __all__ = ["Memory"]
 
 _KNOWN = frozenset(REQUIRED_KEYS) | frozenset(OPTIONAL_KEYS)
+_FIRST_RANKED = 64  # the context block first ranks this many memories, then only the pieces that could fit
 _T = TypeVar("_T")
 
 
@@ -437,8 +438,16 @@ class Memory:
 
         def assemble(catalog: Catalog) -> str:
             index_text = self._index_text(catalog)
-            order = catalog.ranked(now_s) or []
-            chosen = [order[i].key for i in ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)]
+            order = catalog.ranked(now_s, limit=_FIRST_RANKED) or []
+            taken = ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)
+            room = ranking.largest_fitting(index_text, [r.piece for r in order], taken, max_tokens)
+            if len(order) == _FIRST_RANKED and room >= 0:
+                # Past the best ones only a piece that fits the room left can go in: a longer one is skipped
+                # wherever it ranks (the room only shrinks), so only the shorter ones are ranked.
+                first = {r.key for r in order}
+                order += [r for r in catalog.ranked(now_s, longest=room) or [] if r.key not in first]
+                taken = ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)
+            chosen = [order[i].key for i in taken]
             by_key = {record.key: record for record in self._shown(catalog, catalog.records(chosen))}
             return ranking.context_text(
                 index_text, [by_key[k] for k in chosen], self._timeline_newest_first(withhold=True), max_tokens

@@ -16,6 +16,7 @@ from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import HIDDEN_DIR
+from bundlekit.memory.ranking import context_block, ranked_records
 from bundlekit.memory.ranking import recall as pure_recall
 from bundlekit.memory.record import parse_memory_file, render_memory_file
 
@@ -183,6 +184,22 @@ def test_recall_over_more_memories_than_the_first_ranked_window_matches_the_form
     for query in ("drill", "rondo", "rare", "m 9", "nowhere"):
         for limit in (1, 5, 40):
             assert mem.recall(query, limit=limit) == pure_recall(records, query, clock(), limit)
+
+
+def test_context_over_more_memories_than_it_first_ranks_matches_the_formula(
+    mem: Memory, tree: Path, clock: Clock
+) -> None:
+    # Long pieces first in rank (they fill the budget), short ones after the first 64 (they still fit).
+    for i in range(100):
+        clock.advance(hours=1)
+        body = "short" if i < 40 else "long " * (30 + i)
+        mem.write(f"m{i:03d}", **fields(name=f"M {i}", body=body, important=i % 7 == 0))
+    files = {p.name: p.read_bytes() for p in tree.glob("*.md")}
+    records = read_tree_files(files).records.values()
+    index_text = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    for max_tokens in (0, 700, 2000, 8192, 100_000):
+        expected = context_block(index_text, ranked_records(records, clock()), iter([]), max_tokens)
+        assert mem.context_block(max_tokens) == expected
 
 
 def test_list_lines_are_the_lines_of_the_parsed_records(mem: Memory, tree: Path) -> None:
