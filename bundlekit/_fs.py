@@ -45,7 +45,7 @@ import shutil
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -180,6 +180,7 @@ def sweep_stale_temps(
     min_age: float = DEAD_TEMP_AGE,
     max_age: float | None = None,
     now: float | None = None,
+    names: Iterable[str] | None = None,
 ) -> int:
     """Remove the temps in ``directory`` whose writer is dead; return how many went.
 
@@ -188,30 +189,33 @@ def sweep_stale_temps(
     or (with ``max_age``) when it is older than ``max_age`` whatever its pid
     (the block store's hour: no put takes that long). Files and symlinks are unlinked, directories removed whole (never
     following a link). Best effort: an unreadable directory or a temp that
-    vanishes or resists removal is skipped, never an error.
+    vanishes or resists removal is skipped, never an error. ``names``: the
+    entries to look at, from a listing the caller made anyway (else
+    ``directory`` is listed).
     """
     clock = time.time() if now is None else now
     cutoff = clock - min_age
     ancient = None if max_age is None else clock - max_age
     removed = 0
     try:
-        entries = list(os.scandir(directory))
+        listed = os.listdir(directory) if names is None else names
     except OSError:
         return 0
-    for entry in entries:
-        match = _TEMP_NAME.fullmatch(entry.name)
+    for name in listed:
+        match = _TEMP_NAME.fullmatch(name)
         if match is None:
             continue
+        path = os.path.join(directory, name)
         try:
-            mtime = entry.stat(follow_symlinks=False).st_mtime
-            if not (ancient is not None and mtime < ancient) and (
-                mtime > cutoff or _pid_alive(int(match["pid"]))
+            st = os.lstat(path)
+            if not (ancient is not None and st.st_mtime < ancient) and (
+                st.st_mtime > cutoff or _pid_alive(int(match["pid"]))
             ):
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(path)
             else:
-                os.unlink(entry.path)
+                os.unlink(path)
             removed += 1
         except OSError:
             continue

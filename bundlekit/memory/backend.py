@@ -110,6 +110,7 @@ class DirectoryBackend:
         self.root = root
         self._lock = TreeLock(root, lock_timeout)
         self._swept = False
+        self._root_sweep_due = False  # under the first hold, until a listing of the root sweeps it
 
     def scan(self) -> Scan:
         """One ``scandir`` of the root: memory files and ``MEMORY.md`` with their signatures.
@@ -132,19 +133,25 @@ class DirectoryBackend:
             if dir_fd is not None:
                 os.close(dir_fd)
             raise os_failure("list the memory tree", self.root, exc) from exc
+        hidden: list[str] = []
         try:
-            return self._listed(entries)
+            scan = self._listed(entries, hidden)
         finally:
             if dir_fd is not None:
                 os.close(dir_fd)
+        if self._root_sweep_due:  # the first listing under the lock: its hidden names hold any dead temps
+            self._root_sweep_due = False
+            sweep_stale_temps(self.root, names=hidden)
+        return scan
 
-    def _listed(self, entries: Iterator[os.DirEntry[str]]) -> Scan:
+    def _listed(self, entries: Iterator[os.DirEntry[str]], hidden: list[str]) -> Scan:
         found: dict[str, Signature] = {}
         index: Signature | None = None
         with entries:  # type: ignore[attr-defined]  # os.scandir's iterator is a context manager
             for entry in entries:
                 name = entry.name
                 if name[0] == ".":
+                    hidden.append(name)
                     continue
                 is_md = name[-3:] == ".md"
                 if not is_md and name != TIMELINE_DIR:
@@ -263,18 +270,27 @@ class DirectoryBackend:
         with self._lock.hold():
             if not self._swept:
                 self._swept = True
-                self._sweep_dead_temps()
-            yield
+                self._sweep_dead_temps((self.root / TIMELINE_DIR, self.root / HIDDEN_DIR))
+                self._root_sweep_due = True
+            try:
+                yield
+            finally:
+                if self._root_sweep_due:  # nothing listed the root under this hold
+                    self._root_sweep_due = False
+                    self._sweep_dead_temps((self.root,))
 
-    def _sweep_dead_temps(self) -> None:
-        """Remove the temps a killed writer left in the root, ``timeline/`` and the store's folder.
+    def _sweep_dead_temps(self, folders: tuple[Path, ...]) -> None:
+        """Remove the temps a killed writer left in ``folders`` (the root, ``timeline/``, the store's folder).
 
         ``_fs.sweep_stale_temps`` decides (pid gone, untouched for a minute); it runs
         once per backend, at its first write under the lock, so a ``kill -9`` mid-write
-        costs disk only until the next writing command. A folder that is a link is
-        skipped (the commands refuse it; a sweep must not reach outside the tree).
+        costs disk only until the next writing command. The root is swept from the
+        hidden names of the first listing under the lock (a write lists it anyway:
+        10,000 names are not listed twice), or at the end of that hold if none
+        listed it. A folder that is a link is skipped (the commands refuse it; a
+        sweep must not reach outside the tree).
         """
-        for folder in (self.root, self.root / TIMELINE_DIR, self.root / HIDDEN_DIR):
+        for folder in folders:
             try:
                 if stat.S_ISDIR(os.lstat(folder).st_mode):
                     sweep_stale_temps(folder)
