@@ -25,12 +25,14 @@ Tables:
   ``instr`` where this SQLite has no FTS5;
 * ``state``: ``gen`` (bumped by every change of ``memory``), the signature
   and generation of the ``MEMORY.md`` last written from it, and a compact copy
-  of every row's signature and of the racy rows' (``sigs``, ``racy``: blobs,
-  :func:`_pack`) with the generation they are of (``sigs_gen``), rewritten in
-  the transaction that changes the rows. Checking an unchanged tree reads them
-  (one small read) instead of every row; where ``sigs_gen`` is not ``gen``
-  (missing, or rows changed by a program that does not keep them) the rows
-  are read instead.
+  of every row's signature (``sigs``: a base, and ``sigs_delta``: the rows
+  changed since, a removed one with size -1) and of the racy rows'
+  (``racy``), blobs (:func:`_pack`) with the generation they are of
+  (``sigs_gen``), updated in the transaction that changes the rows (the base
+  is written again once more than :data:`_DELTA_MAX` rows changed). Checking
+  an unchanged tree reads them (one small read) instead of every row; where
+  ``sigs_gen`` is not ``gen`` (missing, or rows changed by a program that does
+  not keep them) the rows are read instead.
 
 A file of another schema version or application, or one SQLite cannot read,
 raises :class:`CatalogUnusable`; the indexer then deletes and rebuilds it.
@@ -86,6 +88,8 @@ _RECORDS = "memory m JOIN content c ON c.id = m.id"
 _SCORE = (
     "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 ELSE pow(0.5, (age - h) / ?) END)"
 )
+_DELTA_MAX = 512  # changed rows kept beside the compact signature copy before it is written whole again
+_GONE: Signature = (0, 0, -1)  # a removed row among those changes (no file has a negative size)
 _TOP = 64  # recall first looks for its hits among this many best memories (see Catalog._best_of_top)
 
 
@@ -268,9 +272,13 @@ class Catalog:
             )
         self._conn = conn
         # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
-        self._tracked: tuple[dict[str, Signature], dict[str, Signature]] | None = None
-        # The compact signature blobs last decoded, and what they hold (signatures() hands out copies).
-        self._unpacked: tuple[tuple[object, object], dict[str, Signature], dict[str, Signature]] | None = None
+        # The signature maps (all rows', racy rows'), the stored changes and the rows changed, as the open
+        # write transaction changes them; stored at its end.
+        self._tracked: (
+            tuple[dict[str, Signature], dict[str, Signature], dict[str, Signature] | None, set[str]] | None
+        ) = None
+        # The compact copy's base last decoded, and what it holds (signatures() hands out copies).
+        self._unpacked: tuple[object, dict[str, Signature]] | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -343,7 +351,7 @@ class Catalog:
             try:
                 yield self
                 if self._tracked is not None:
-                    self._store_signatures(*self._tracked)
+                    self._store_signatures()
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -390,39 +398,64 @@ class Catalog:
         """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
         (a ``dict`` equal to the listing's means no signature moved). Read from the compact copy in ``state``
         when it is of the current generation (one small read), else from the rows (one SELECT each)."""
+        known, racy, _delta = self._signatures()
+        return known, racy
+
+    def _signatures(self) -> tuple[dict[str, Signature], dict[str, Signature], dict[str, Signature] | None]:
+        """:meth:`signatures`, and the compact copy's changes since its base (``None`` when it was not used)."""
         with _translated():
             rows = dict(
                 self._conn.execute(
-                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'racy')"
+                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'sigs_delta', 'racy')"
                 ).fetchall()
             )
-        blobs = (rows.get("sigs"), rows.get("racy"))
         if rows.get("sigs_gen") is not None and rows.get("sigs_gen") == rows.get("gen"):
-            if self._unpacked is not None and self._unpacked[0] == blobs:  # read before: copies, no decoding
-                return dict(self._unpacked[1]), dict(self._unpacked[2])
-            known, racy = _unpack(blobs[0]), _unpack(blobs[1])
-            if known is not None and racy is not None:
-                self._unpacked = (blobs, known, racy)
-                return dict(known), dict(racy)
+            base, delta, racy = rows.get("sigs"), _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
+            if self._unpacked is None or self._unpacked[0] != base:  # decoded once per base, then copied
+                decoded = _unpack(base)
+                self._unpacked = None if decoded is None else (base, decoded)
+            if self._unpacked is not None and delta is not None and racy is not None:
+                known = dict(self._unpacked[1])
+                for name, signature in delta.items():
+                    if signature[2] < 0:
+                        known.pop(name, None)
+                    else:
+                        known[name] = signature
+                return known, racy, delta
         with _translated():
             found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
             racy_rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
-        return {file: (ino, mtime, size) for file, ino, mtime, size in found}, {
-            file: (ino, mtime, size) for file, ino, mtime, size in racy_rows
-        }
+        return (
+            {file: (ino, mtime, size) for file, ino, mtime, size in found},
+            {file: (ino, mtime, size) for file, ino, mtime, size in racy_rows},
+            None,
+        )
 
-    def _track(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
-        """The signature maps to update with a row change (read before the transaction's first change)."""
+    def _track(self, file: str | None = None) -> tuple[dict[str, Signature], dict[str, Signature]]:
+        """The signature maps to update with a row change (read before the transaction's first change);
+        ``file``: the row about to change."""
         if self._tracked is None:
-            self._tracked = self.signatures()
-        return self._tracked
+            known, racy, delta = self._signatures()
+            self._tracked = (known, racy, delta, set())
+        if file is not None:
+            self._tracked[3].add(file)
+        return self._tracked[0], self._tracked[1]
 
-    def _store_signatures(self, known: dict[str, Signature], racy: dict[str, Signature]) -> None:
-        """Keep the compact copy of the signatures, of the generation the transaction ends at."""
+    def _store_signatures(self) -> None:
+        """Keep the compact copy of the signatures, of the generation the transaction ends at: the changed
+        rows added to the stored changes, or (past :data:`_DELTA_MAX` of them, or with no usable copy) a new
+        base with no changes."""
+        assert self._tracked is not None
+        known, racy, delta, changed = self._tracked
+        update: dict[str, object] = {"racy": _pack(racy)}
+        if delta is not None and len(delta) + len(changed) <= _DELTA_MAX:
+            delta.update((name, known.get(name, _GONE)) for name in changed)
+            update["sigs_delta"] = _pack(delta)
+        else:
+            update["sigs"], update["sigs_delta"] = _pack(known), _pack({})
+        self._conn.executemany("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", list(update.items()))
         self._conn.execute(
-            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs', ?), ('racy', ?), "
-            "('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))",
-            (_pack(known), _pack(racy)),
+            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
         )
 
     def raw(self, file: str) -> str | None:
@@ -440,7 +473,7 @@ class Catalog:
         secret: bool,
     ) -> None:
         """Index one parsed file (replacing what was there). Inside :meth:`writing`."""
-        known, racy_rows = self._track()
+        known, racy_rows = self._track(file)
         self.remove(file)
         known[file] = signature
         if racy:
@@ -464,7 +497,7 @@ class Catalog:
 
     def remove(self, file: str) -> None:
         """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
-        known, racy = self._track()
+        known, racy = self._track(file)
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
             known.pop(file, None)

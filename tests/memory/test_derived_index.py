@@ -293,7 +293,11 @@ def _rows(tree: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, tuple[
     return {f: (i, m, s) for f, i, m, s, _r in rows}, {f: (i, m, s) for f, i, m, s, r in rows if r}
 
 
-def test_compact_signatures_follow_every_row_change(mem: Memory, tree: Path) -> None:
+@pytest.mark.parametrize("delta_max", [catalog_module._DELTA_MAX, 1])
+def test_compact_signatures_follow_every_row_change(
+    mem: Memory, tree: Path, delta_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_module, "_DELTA_MAX", delta_max)  # 1: the base is written again each time
     _three(mem)
     (tree / "b.md").rename(tree / "b2.md")  # by hand: picked up by the next command
     mem.forget("c")
