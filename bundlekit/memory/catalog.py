@@ -49,6 +49,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -99,6 +100,16 @@ class CatalogUnusable(Exception):
 
 class CatalogUnavailable(OSError):
     """The index file cannot be opened or written here (permissions, a read-only tree)."""
+
+
+@dataclass
+class _Tracked:
+    """A write transaction's changes to the compact signature copy: the stored changes it adds to
+    (``None``: no usable copy, the base is read from the rows at the end), the racy rows, the rows changed."""
+
+    delta: dict[str, Signature] | None
+    racy: dict[str, Signature]
+    changed: dict[str, Signature] = field(default_factory=dict)
 
 
 class Ranked(NamedTuple):
@@ -182,8 +193,9 @@ def _pack(signatures: dict[str, Signature]) -> bytes:
     return len(names).to_bytes(8, "little") + names + numbers.tobytes()
 
 
-def _unpack(blob: object) -> dict[str, Signature] | None:
-    """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
+def _unpack_lists(blob: object) -> tuple[list[str], array[int]] | None:
+    """The names and the numbers (three per name) :func:`_pack` wrote, or ``None`` when ``blob`` is not such
+    a blob."""
     if not isinstance(blob, bytes) or len(blob) < 8:
         return None
     length = int.from_bytes(blob[:8], "little")
@@ -197,8 +209,56 @@ def _unpack(blob: object) -> dict[str, Signature] | None:
         return None
     if sys.byteorder != "little":
         numbers.byteswap()
-    each = iter(numbers)
-    return dict(zip(names, zip(each, each, each, strict=True), strict=True))
+    return names, numbers
+
+
+def _unpack(blob: object) -> dict[str, Signature] | None:
+    """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
+    lists = _unpack_lists(blob)
+    if lists is None:
+        return None
+    each = iter(lists[1])
+    return dict(zip(lists[0], zip(each, each, each, strict=True), strict=True))
+
+
+def _listing_matches(
+    listing: dict[str, Signature], names: list[str], numbers: array[int], delta: dict[str, Signature]
+) -> bool:
+    """Whether ``listing`` is exactly the base (``names``, ``numbers``) with the changes ``delta`` applied.
+
+    The listing's numbers are laid out in the base's order and compared as bytes; only the changed
+    names are looked at one by one.
+    """
+    expected = numbers
+    kept = names
+    added = 0
+    if delta:
+        position = dict(zip(names, range(len(names)), strict=True))
+        expected = array("q", numbers)
+        gone: set[int] = set()
+        for name, signature in delta.items():
+            at = position.get(name)
+            if signature[2] < 0:
+                if at is not None:
+                    gone.add(at)
+                continue
+            if at is None:
+                added += 1
+                if listing.get(name) != signature:
+                    return False
+            else:
+                expected[3 * at : 3 * at + 3] = array("q", signature)
+        if gone:
+            kept = [name for at, name in enumerate(names) if at not in gone]
+            expected = array("q", (n for at, n in enumerate(expected) if at // 3 not in gone))
+    if len(listing) != len(kept) + added:
+        return False
+    try:
+        # Through a list: array() takes a list at C speed, an iterator one item at a time.
+        found = array("q", list(chain.from_iterable(map(listing.__getitem__, kept))))
+    except (KeyError, OverflowError):
+        return False
+    return found.tobytes() == expected.tobytes()
 
 
 def _fold(text: str) -> str:
@@ -272,13 +332,9 @@ class Catalog:
             )
         self._conn = conn
         # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
-        # The signature maps (all rows', racy rows'), the stored changes and the rows changed, as the open
-        # write transaction changes them; stored at its end.
-        self._tracked: (
-            tuple[dict[str, Signature], dict[str, Signature], dict[str, Signature] | None, set[str]] | None
-        ) = None
-        # The compact copy's base last decoded, and what it holds (signatures() hands out copies).
-        self._unpacked: tuple[object, dict[str, Signature]] | None = None
+        self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
+        # The compact copy's base last decoded, and its names and numbers.
+        self._unpacked: tuple[object, tuple[list[str], array[int]]] | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -351,7 +407,7 @@ class Catalog:
             try:
                 yield self
                 if self._tracked is not None:
-                    self._store_signatures()
+                    self._store_signatures(self._tracked)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -395,64 +451,69 @@ class Catalog:
     # -- files --------------------------------------------------------------------
 
     def signatures(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
-        """Every indexed file's signature by name, and those of the racy rows: what a listing is compared to
-        (a ``dict`` equal to the listing's means no signature moved). Read from the compact copy in ``state``
-        when it is of the current generation (one small read), else from the rows (one SELECT each)."""
-        known, racy, _delta = self._signatures()
-        return known, racy
+        """Every indexed file's signature by name, and those of the racy rows (one SELECT each)."""
+        with _translated():
+            found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+            racy = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
+        return {file: (ino, mtime, size) for file, ino, mtime, size in found}, {
+            file: (ino, mtime, size) for file, ino, mtime, size in racy
+        }
 
-    def _signatures(self) -> tuple[dict[str, Signature], dict[str, Signature], dict[str, Signature] | None]:
-        """:meth:`signatures`, and the compact copy's changes since its base (``None`` when it was not used)."""
+    def compare(self, listing: dict[str, Signature]) -> tuple[bool, dict[str, Signature]]:
+        """Whether ``listing`` holds exactly the indexed files with their signatures, and the racy rows'
+        signatures. From the compact copy when it is of the current generation (the listing's numbers,
+        put in the copy's order, against the copy's: no stored signature is turned into Python objects),
+        else from :meth:`signatures`."""
+        copy = self._copy()
+        if copy is None:
+            known, racy = self.signatures()
+            return known == listing, racy
+        (names, numbers), delta, racy = copy
+        return _listing_matches(listing, names, numbers, delta), racy
+
+    def _copy(
+        self,
+    ) -> tuple[tuple[list[str], array[int]], dict[str, Signature], dict[str, Signature]] | None:
+        """The compact copy (the base's names and numbers, the changes since, the racy rows) when it is of the
+        current generation and readable, else ``None``."""
         with _translated():
             rows = dict(
                 self._conn.execute(
                     "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'sigs_delta', 'racy')"
                 ).fetchall()
             )
-        if rows.get("sigs_gen") is not None and rows.get("sigs_gen") == rows.get("gen"):
-            base, delta, racy = rows.get("sigs"), _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
-            if self._unpacked is None or self._unpacked[0] != base:  # decoded once per base, then copied
-                decoded = _unpack(base)
-                self._unpacked = None if decoded is None else (base, decoded)
-            if self._unpacked is not None and delta is not None and racy is not None:
-                known = dict(self._unpacked[1])
-                for name, signature in delta.items():
-                    if signature[2] < 0:
-                        known.pop(name, None)
-                    else:
-                        known[name] = signature
-                return known, racy, delta
-        with _translated():
-            found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
-            racy_rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
-        return (
-            {file: (ino, mtime, size) for file, ino, mtime, size in found},
-            {file: (ino, mtime, size) for file, ino, mtime, size in racy_rows},
-            None,
-        )
+        if rows.get("sigs_gen") is None or rows.get("sigs_gen") != rows.get("gen"):
+            return None
+        base = rows.get("sigs")
+        if self._unpacked is None or self._unpacked[0] != base:  # decoded once per base
+            decoded = _unpack_lists(base)
+            self._unpacked = None if decoded is None else (base, decoded)
+        delta, racy = _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
+        if self._unpacked is None or delta is None or racy is None:
+            return None
+        return self._unpacked[1], delta, racy
 
-    def _track(self, file: str | None = None) -> tuple[dict[str, Signature], dict[str, Signature]]:
-        """The signature maps to update with a row change (read before the transaction's first change);
-        ``file``: the row about to change."""
+    def _track(self) -> _Tracked:
+        """What the open write transaction changes, read before its first change."""
         if self._tracked is None:
-            known, racy, delta = self._signatures()
-            self._tracked = (known, racy, delta, set())
-        if file is not None:
-            self._tracked[3].add(file)
-        return self._tracked[0], self._tracked[1]
+            copy = self._copy()
+            if copy is None:
+                self._tracked = _Tracked(None, self.signatures()[1])
+            else:
+                self._tracked = _Tracked(copy[1], copy[2])
+        return self._tracked
 
-    def _store_signatures(self) -> None:
+    def _store_signatures(self, tracked: _Tracked) -> None:
         """Keep the compact copy of the signatures, of the generation the transaction ends at: the changed
         rows added to the stored changes, or (past :data:`_DELTA_MAX` of them, or with no usable copy) a new
-        base with no changes."""
-        assert self._tracked is not None
-        known, racy, delta, changed = self._tracked
-        update: dict[str, object] = {"racy": _pack(racy)}
-        if delta is not None and len(delta) + len(changed) <= _DELTA_MAX:
-            delta.update((name, known.get(name, _GONE)) for name in changed)
-            update["sigs_delta"] = _pack(delta)
+        base read from the rows, with no changes."""
+        delta = tracked.delta
+        if delta is not None and len(delta.keys() | tracked.changed.keys()) <= _DELTA_MAX:
+            delta.update(tracked.changed)
+            update = {"sigs_delta": _pack(delta), "racy": _pack(tracked.racy)}
         else:
-            update["sigs"], update["sigs_delta"] = _pack(known), _pack({})
+            known, racy = self.signatures()
+            update = {"sigs": _pack(known), "sigs_delta": _pack({}), "racy": _pack(racy)}
         self._conn.executemany("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", list(update.items()))
         self._conn.execute(
             "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
@@ -473,11 +534,11 @@ class Catalog:
         secret: bool,
     ) -> None:
         """Index one parsed file (replacing what was there). Inside :meth:`writing`."""
-        known, racy_rows = self._track(file)
+        tracked = self._track()
         self.remove(file)
-        known[file] = signature
+        tracked.changed[file] = signature
         if racy:
-            racy_rows[file] = signature
+            tracked.racy[file] = signature
         sal, updated, horizon = basis
         cursor = self._conn.execute(
             "INSERT INTO memory (file, key, name, description, type, ino, mtime_ns, size, racy, salience, updated, "
@@ -497,11 +558,11 @@ class Catalog:
 
     def remove(self, file: str) -> None:
         """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
-        known, racy = self._track(file)
+        tracked = self._track()
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
-            known.pop(file, None)
-            racy.pop(file, None)
+            tracked.changed[file] = _GONE
+            tracked.racy.pop(file, None)
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
             self._conn.execute("DELETE FROM content WHERE id = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
@@ -512,7 +573,7 @@ class Catalog:
         files = list(files)
         if not files:
             return
-        racy = self._track()[1]
+        racy = self._track().racy
         for file in files:
             racy.pop(file, None)
         self._conn.executemany("UPDATE memory SET racy = 0 WHERE file = ?", [(f,) for f in files])

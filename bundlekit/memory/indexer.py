@@ -185,8 +185,8 @@ class Indexer:
     def _work(self, catalog: Catalog, scan: Scan) -> bool:
         """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
         with catalog.reading():
-            known, racy = catalog.signatures()
-            if known != scan.memories:  # one comparison of the two dicts
+            same, racy = catalog.compare(scan.memories)
+            if not same:
                 return True
             for name, signature in racy.items():
                 if self._racy_changed(catalog, name, signature):
@@ -210,10 +210,10 @@ class Indexer:
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
-        known, racy = catalog.signatures()
-        same = known == scan.memories
+        same, racy = catalog.compare(scan.memories)
         if same and not racy:  # the usual case: nothing moved
             return
+        known = racy if same else catalog.signatures()[0]
         now = time.time_ns()
         changed: list[tuple[str, Signature]] = []
         settled: list[str] = []

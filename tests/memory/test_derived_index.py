@@ -302,12 +302,15 @@ def test_compact_signatures_follow_every_row_change(
     (tree / "b.md").rename(tree / "b2.md")  # by hand: picked up by the next command
     mem.forget("c")
     mem.write("a", **fields(name="Alpha", body="changed"))
+    mem.write("d", **fields(name="Delta"))
+    known, racy = _rows(tree)
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        with sqlite3.connect(_index(tree)) as conn:
-            stored = dict(conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen')").fetchall())
-        assert stored["sigs_gen"] == stored["gen"]
-        assert catalog.signatures() == _rows(tree) and set(_rows(tree)[0]) == {"a.md", "b2.md"}
+        assert catalog._copy() is not None  # the compact copy is of the current generation
+        assert catalog.compare(known) == (True, racy) and set(known) == {"a.md", "b2.md", "d.md"}
+        moved = {**known, "a.md": (known["a.md"][0], known["a.md"][1] + 1, known["a.md"][2])}
+        for listing in (moved, {k: v for k, v in known.items() if k != "d.md"}, {**known, "e.md": (1, 2, 3)}):
+            assert catalog.compare(listing) == (False, racy)
     finally:
         catalog.close()
 
@@ -321,10 +324,22 @@ def test_compact_signatures_of_another_generation_are_not_used(mem: Memory, tree
         conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog.signatures() == _rows(tree) and "a.md" not in catalog.signatures()[0]
+        assert catalog._copy() is None and catalog.compare(_rows(tree)[0])[0]
     finally:
         catalog.close()
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]  # the missing row is indexed again
+
+
+def test_a_listing_matches_the_base_with_its_changes_exactly() -> None:
+    base = {"a.md": (1, 10, 100), "b.md": (2, 20, 200), "c.md": (3, 30, 300)}
+    names, numbers = catalog_module._unpack_lists(catalog_module._pack(base))  # type: ignore[misc]
+    delta = {"b.md": (2, 21, 200), "c.md": catalog_module._GONE, "d.md": (4, 40, 400)}
+    now = {"a.md": (1, 10, 100), "b.md": (2, 21, 200), "d.md": (4, 40, 400)}
+    assert catalog_module._listing_matches(now, names, numbers, delta)
+    assert catalog_module._listing_matches(base, names, numbers, {})
+    for wrong in (base, {**now, "c.md": (3, 30, 300)}, {**now, "d.md": (4, 41, 400)}, {**now, "b.md": (2, 20, 200)},
+                  {k: v for k, v in now.items() if k != "a.md"}, {**now, "a.md": (1, 10, 2**63)}):
+        assert not catalog_module._listing_matches(wrong, names, numbers, delta)
 
 
 def test_a_garbled_compact_copy_is_read_as_absent() -> None:
