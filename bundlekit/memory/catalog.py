@@ -603,17 +603,19 @@ class Catalog:
                 ).fetchall()
         return [_record(row) for row in rows]
 
-    def summaries(self, per_type: int) -> list[MemoryRecord]:
-        """The first ``per_type`` memories of each type (by key; all an index of that many lines can show)
-        as summary records, grouped by type: frontmatter ``name``, ``description`` and ``type`` only, no
+    def summaries(self, lines: int) -> list[MemoryRecord]:
+        """The memories an index of ``lines`` lines can show (by type in the index's order, then by key,
+        ``lines`` in all) as summary records: frontmatter ``name``, ``description`` and ``type`` only, no
         body or text. Enough to render ``MEMORY.md`` (one line per memory from these fields) without
         loading every memory; never handed out beyond that."""
-        rows = []
+        rows: list[Any] = []
         with _translated():
             for kind in MEMORY_TYPES:
+                if len(rows) >= lines:
+                    break
                 rows += self._conn.execute(
                     "SELECT key, name, description, type FROM memory WHERE type = ? ORDER BY key LIMIT ?",
-                    (kind, per_type),
+                    (kind, lines - len(rows)),
                 ).fetchall()
         return [
             MemoryRecord(key=key, meta={"name": name, "description": description, "type": kind}, body="", raw="")

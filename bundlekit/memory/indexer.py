@@ -315,8 +315,8 @@ class Indexer:
 
     @staticmethod
     def render(catalog: Catalog) -> str:
-        """``MEMORY.md`` rendered from the index: only the memories it can show are read (the first
-        :data:`MAX_INDEX_LINES` of each type, by key), and the others counted."""
+        """``MEMORY.md`` rendered from the index: only the memories it can show are read (by type, then key,
+        :data:`MAX_INDEX_LINES` in all), and the others counted."""
         with catalog.reading():
             return render_index(catalog.summaries(MAX_INDEX_LINES), total=catalog.count())
 
