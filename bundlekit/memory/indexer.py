@@ -33,9 +33,10 @@ from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 from bundlekit.memory.screen import record_values_clean
 
-__all__ = ["RACY_NS", "Indexer", "decode"]
+__all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode"]
 
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
+RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 
 
@@ -188,8 +189,11 @@ class Indexer:
             same, racy = catalog.compare(scan.memories)
             if not same:
                 return True
-            for name, signature in racy.items():
-                if self._racy_changed(catalog, name, signature):
+            now = time.time_ns()
+            if len(racy) > RACY_COMPARED and any(now - sig[1] >= RACY_NS for sig in racy.values()):
+                return True  # many rows compared on every command: settle them under the lock instead
+            for name in racy:
+                if self._racy_changed(catalog, name):
                     return True
             return self._index_stale(catalog, scan.index, force=False)
 
@@ -200,10 +204,9 @@ class Indexer:
         index_sig, index_gen = catalog.index_state()
         return current is None or index_sig != current or index_gen != catalog.gen
 
-    def _racy_changed(self, catalog: Catalog, name: str, signature: Signature) -> bool:
-        """A racy row's file differs from the stored text, or it is old enough to be settled."""
-        if time.time_ns() - signature[1] >= RACY_NS:
-            return True
+    def _racy_changed(self, catalog: Catalog, name: str) -> bool:
+        """A racy row's file differs from the stored text. (One old enough to be trusted by its signature
+        is settled by the next refresh under the lock; until then comparing it is only redundant.)"""
         data = self._backend.read(name)
         raw = catalog.raw(name)
         return data is None or raw is None or data != raw.encode("utf-8")

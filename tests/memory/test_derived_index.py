@@ -362,3 +362,15 @@ def test_memory_md_read_from_the_first_lines_of_each_type_equals_the_full_render
                if p.name != "MEMORY.md"]
     written = (tree / "MEMORY.md").read_text(encoding="utf-8")
     assert written == render_index(records) and "more memories not listed" in written
+
+
+@pytest.mark.parametrize(("compared", "settled"), [(indexer.RACY_COMPARED, False), (1, True)])
+def test_a_read_settles_old_racy_rows_under_the_lock_only_when_there_are_many(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, compared: int, settled: bool
+) -> None:
+    monkeypatch.setattr(indexer, "RACY_COMPARED", compared)
+    _three(Memory(tree))
+    assert len(_rows(tree)[1]) == 3  # just written: racy
+    monkeypatch.setattr(indexer, "RACY_NS", 1)  # and now old enough to be trusted by their signatures
+    assert [h.key for h in Memory(tree).recall("kick")] == ["a"]
+    assert (not _rows(tree)[1]) is settled
