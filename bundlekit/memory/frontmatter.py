@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Container, Mapping
 from typing import Any, Final
 
@@ -41,6 +42,7 @@ __all__ = [
     "load_frontmatter",
     "plain_problem",
     "plainer",
+    "reads_back",
     "split_lines",
     "without_timestamps",
 ]
@@ -103,7 +105,52 @@ def _where_line(where: str, mark: Any, first_line: int) -> str:
     return f"{where} line {mark.line + first_line}" if mark is not None else f"{where}: frontmatter"
 
 
+# Text that PyYAML reads as a plain string scalar, in block and flow context, without asking it (so a write of
+# ordinary text loads no YAML; tests/memory/test_plain_text.py checks each claim against PyYAML itself):
+# letters, digits and single inner spaces starting with a letter. PyYAML's implicit typing (yaml/resolver.py,
+# PyYAML 6.0.x) picks its patterns by a scalar's first character, and the only ones for a letter are the
+# boolean and null words below (y Y n N t T f F o O); the timestamp pattern is left out by our loader.
+# The emitter writes such text plain anywhere (no indicator, break, or special character).
+_PLAIN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*")
+_YAML_WORDS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()  # noqa: SIM905
+)
+# Our canonical timestamps (timefmt): a digit first, so PyYAML's number patterns are tried, and none matches
+# ('-' after four digits); plain in block context (':' is never followed by a space).
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _plain_text(value: str, flow: bool) -> bool:
+    """Whether ``value`` is certainly read and written as plain text by PyYAML (see ``_PLAIN_TEXT``)."""
+    if _PLAIN_TEXT.fullmatch(value):
+        return value not in _YAML_WORDS
+    return not flow and _TIMESTAMP.fullmatch(value) is not None
+
+
+def reads_back(meta: Mapping[str, Any]) -> bool:
+    """Whether YAML certainly reads :func:`dump_frontmatter`'s text of ``meta`` back as ``meta`` itself,
+    without asking PyYAML: keys and texts plain (``_plain_text``), integers within 64 bits, booleans, and
+    flat lists of plain texts, within the loader's node budget."""
+    nodes = 1
+    for key, value in meta.items():
+        nodes += 2
+        if not (isinstance(key, str) and _plain_text(key, False)):
+            return False
+        if isinstance(value, list):
+            nodes += len(value)
+            if not all(isinstance(item, str) and _plain_text(item, True) for item in value):
+                return False
+        elif isinstance(value, str):
+            if not _plain_text(value, False):
+                return False
+        elif not (isinstance(value, int) and abs(value) <= MAX_INT):  # bool is an int
+            return False
+    return nodes <= MAX_NODES
+
+
 def _resolve(value: str) -> str:
+    if _plain_text(value, False):
+        return _STR_TAG
     y = _yaml()
     tag: str = y.resolver.resolve(y.yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     return tag
@@ -233,6 +280,8 @@ def _problem(value: str, flow: bool) -> tuple[str, str] | None:
             "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)",
             "add a word so it reads as text (e.g. 'answer yes', 'version 12')",
         )
+    if _plain_text(value, flow):
+        return None
     analysis = _yaml().analyzer.analyze_scalar(value)
     if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
         where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"

@@ -30,6 +30,7 @@ from bundlekit.memory.frontmatter import (
     dump_frontmatter,
     load_frontmatter,
     plain_problem,
+    reads_back,
     without_timestamps,
 )
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
@@ -43,6 +44,7 @@ __all__ = [
     "MemoryRecord",
     "parse_memory_file",
     "render_memory_file",
+    "rendered_record",
     "unplain_keys",
     "validate_meta",
     "without_timestamps",
@@ -285,6 +287,11 @@ def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = Tru
     (imports of foreign files, which report :func:`unplain_keys`) it is
     double-quoted instead.
     """
+    return _render(meta, body, strict=strict, where=where)[0]
+
+
+def _render(meta: Mapping[str, Any], body: str, *, strict: bool, where: str) -> tuple[str, dict[str, Any]]:
+    """:func:`render_memory_file`, and the frontmatter values as written (dates as text, in order)."""
     validate_meta(meta, where)
     ordered: dict[str, Any] = {}
     for name in KNOWN_ORDER:
@@ -300,4 +307,16 @@ def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = Tru
     dumped = dump_frontmatter(plain, where=where, strict=KNOWN_ORDER if strict else ())
     body = body.strip()
     text = f"---\n{dumped}---\n"
-    return f"{text}\n{body}\n" if body else text
+    return (f"{text}\n{body}\n" if body else text), plain
+
+
+def rendered_record(key: str, meta: Mapping[str, Any], body: str, *, where: str) -> MemoryRecord:
+    """The record of the file :func:`render_memory_file` writes for ``meta`` and ``body``: what
+    :func:`parse_memory_file` reads from that text. When YAML certainly reads the frontmatter back as
+    written (``frontmatter.reads_back``: plain text, integers, booleans, lists of plain text) it is built
+    from the values as written, without parsing (nor loading PyYAML); else the text is parsed."""
+    text, plain = _render(meta, body, strict=True, where=where)
+    if not reads_back(plain):
+        return parse_memory_file(text, key=key, where=where)
+    validate_meta(plain, where)
+    return MemoryRecord(key=key, meta=plain, body=body.strip(), raw=text)

@@ -41,7 +41,7 @@ from bundlekit.memory.record import (
     REQUIRED_KEYS,
     MemoryRecord,
     parse_memory_file,
-    render_memory_file,
+    rendered_record,
     validate_meta,
 )
 from bundlekit.memory.screen import guard_entry, guard_key, guard_record, record_values_clean
@@ -230,10 +230,9 @@ class Memory:
             meta = _new_meta(current, required, given, extra, format_timestamp(self._now()), revision + 1)
             # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
-            text = render_memory_file(meta, body, where=filename)
-            record = parse_memory_file(text, key=key, where=filename)
+            record = rendered_record(key, meta, body, where=filename)
             guard_record(record, filename, allow_secrets=allow_secrets)
-            self._backend.write(filename, text.encode("utf-8"))
+            self._backend.write(filename, record.raw.encode("utf-8"))
             self._stored(catalog, [record], {key: current})
             return record
 
