@@ -70,7 +70,7 @@ __all__ = [
     "list_line",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -293,6 +293,8 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
     return record
 
 
+# memory_lines: the listing in key order read from one index (no row lookups); memory_secrets: the few
+# memories flagged as holding a credential, found without reading every row.
 _SCHEMA = """
 CREATE TABLE memory (
     id INTEGER PRIMARY KEY,
@@ -306,6 +308,8 @@ CREATE TABLE memory (
     secret INTEGER NOT NULL,
     line TEXT NOT NULL
 );
+CREATE INDEX memory_lines ON memory (key, line);
+CREATE INDEX memory_secrets ON memory (key) WHERE secret;
 CREATE TABLE content (id INTEGER PRIMARY KEY, meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value INTEGER);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
