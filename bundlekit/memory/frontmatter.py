@@ -111,20 +111,21 @@ def _where_line(where: str, mark: Any, first_line: int) -> str:
 # PyYAML 6.0.x) picks its patterns by a scalar's first character, and the only ones for a letter are the
 # boolean and null words below (y Y n N t T f F o O); the timestamp pattern is left out by our loader.
 # The emitter writes such text plain anywhere (no indicator, break, or special character).
-_PLAIN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*")
+# (Patterns as text: compiled on first use by ``re``, which caches them; reads never need them.)
+_PLAIN_TEXT = r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*"
 _YAML_WORDS = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()  # noqa: SIM905
 )
 # Our canonical timestamps (timefmt): a digit first, so PyYAML's number patterns are tried, and none matches
 # ('-' after four digits); plain in block context (':' is never followed by a space).
-_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+_TIMESTAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"
 
 
 def _plain_text(value: str, flow: bool) -> bool:
     """Whether ``value`` is certainly read and written as plain text by PyYAML (see ``_PLAIN_TEXT``)."""
-    if _PLAIN_TEXT.fullmatch(value):
+    if re.fullmatch(_PLAIN_TEXT, value):
         return value not in _YAML_WORDS
-    return not flow and _TIMESTAMP.fullmatch(value) is not None
+    return not flow and re.fullmatch(_TIMESTAMP, value) is not None
 
 
 def reads_back(meta: Mapping[str, Any]) -> bool:
