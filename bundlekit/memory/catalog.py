@@ -339,6 +339,7 @@ class Catalog:
         self._conn = conn
         # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
+        self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
         # The compact copy's base last decoded, and its names and numbers.
         self._unpacked: tuple[object, tuple[list[str], array[int]]] | None = None
         try:
@@ -410,6 +411,7 @@ class Catalog:
         with _translated():
             self._conn.execute("BEGIN IMMEDIATE")
             self._tracked = None
+            self._order = None
             try:
                 yield self
                 if self._tracked is not None:
@@ -419,6 +421,7 @@ class Catalog:
                 raise
             finally:
                 self._tracked = None
+                self._order = None
             self._conn.execute("COMMIT")
 
     # -- state ------------------------------------------------------------------
@@ -475,7 +478,26 @@ class Catalog:
             known, racy = self.signatures()
             return known == listing, racy
         (names, numbers), delta, racy = copy
+        if not delta and len(listing) == len(names) and "\0".join(listing).encode("utf-8") == self._names_part():
+            # In the copy's own order (the base is written in the order its directory lists the files, and
+            # a directory that has not changed lists them in the same order): its numbers, straight.
+            try:
+                found = array("q", list(chain.from_iterable(listing.values())))
+            except OverflowError:
+                return False, racy
+            return found.tobytes() == numbers.tobytes(), racy
         return _listing_matches(listing, names, numbers, delta), racy
+
+    def _names_part(self) -> bytes:
+        """The base's names as stored (UTF-8, NUL between): of the base :meth:`_copy` just decoded."""
+        assert self._unpacked is not None
+        base = self._unpacked[0]
+        assert isinstance(base, bytes)
+        return base[8 : 8 + int.from_bytes(base[:8], "little")]
+
+    def listed_order(self, names: Iterable[str]) -> None:
+        """The order a listing gave the files in: a base the open write transaction writes follows it."""
+        self._order = names
 
     def _copy(
         self,
@@ -519,6 +541,8 @@ class Catalog:
             update = {"sigs_delta": _pack(delta), "racy": _pack(tracked.racy)}
         else:
             known, racy = self.signatures()
+            if self._order is not None:  # listed order first (see compare); rows the listing lacked after
+                known = {**{name: known[name] for name in self._order if name in known}, **known}
             update = {"sigs": _pack(known), "sigs_delta": _pack({}), "racy": _pack(racy)}
         self._conn.executemany("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", list(update.items()))
         self._conn.execute(

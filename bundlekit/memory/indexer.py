@@ -248,6 +248,7 @@ class Indexer:
             record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
             parsed.append((name, sig, record))
         with catalog.writing():
+            catalog.listed_order(scan.memories)
             for name in removed:
                 catalog.remove(name)
             for name, sig, record in parsed:

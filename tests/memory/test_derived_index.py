@@ -12,6 +12,7 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
+from bundlekit.memory.backend import DirectoryBackend
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
@@ -374,3 +375,22 @@ def test_a_read_settles_old_racy_rows_under_the_lock_only_when_there_are_many(
     monkeypatch.setattr(indexer, "RACY_NS", 1)  # and now old enough to be trusted by their signatures
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]
     assert (not _rows(tree)[1]) is settled
+
+
+def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> None:
+    tree.mkdir()
+    for i in range(20):
+        meta = {"name": f"M {i}", "description": "d", "type": "user",
+                "created": "2026-04-14T12:00:00Z", "updated": "2026-04-14T12:00:00Z"}
+        (tree / f"k{i:02d}.md").write_text(render_memory_file(meta, "body"), encoding="utf-8")
+    Memory(tree).list()  # indexed in one transaction: the base follows the listing
+    listing = DirectoryBackend(tree).scan().memories
+    catalog = catalog_module.Catalog(_index(tree))
+    try:
+        assert catalog._copy() is not None and catalog._names_part() == "\0".join(listing).encode()
+        assert catalog.compare(listing)[0]
+        first = next(iter(listing))
+        assert not catalog.compare({**listing, first: (0, 0, 0)})[0]  # same order, one signature moved
+        assert catalog.compare(dict(reversed(listing.items())))[0]  # another order: compared by name
+    finally:
+        catalog.close()
