@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import shutil
@@ -108,6 +109,9 @@ def _libc_syncfs() -> Callable[[int], int] | None:
 
 
 _SYNCFS: list[Callable[[int], int] | None] = []  # looked up on the first sync_tree, then kept
+# syncfs(2) itself never fails so: a seccomp filter (EPERM is Docker's default answer) or an
+# emulating kernel (ENOSYS) refuses the system call, where os.sync() still works.
+_SYNCFS_REFUSED = frozenset((errno.ENOSYS, errno.EPERM))
 
 
 def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None:
@@ -119,7 +123,8 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
     * Linux: ``syncfs(2)`` on ``path``'s file system (through libc): it writes
       back that file system only, where ``os.sync()`` would flush every mounted
       file system of a shared machine, and (Linux 5.8+) it reports a writeback
-      error, where ``sync`` reports nothing.
+      error, where ``sync`` reports nothing. Where a sandbox refuses the
+      system call itself (``ENOSYS``, ``EPERM``), ``os.sync()`` instead.
     * elsewhere with ``os.sync`` (macOS, the BSDs): one ``os.sync()``.
     * otherwise (Windows): an fsync of every file and directory under ``path``.
 
@@ -134,12 +139,15 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
     if syncfs is not None:
         fd = os.open(path, os.O_RDONLY | _CLOEXEC)
         try:
-            if syncfs(fd) != 0:
-                err = ctypes.get_errno()
-                raise OSError(err, os.strerror(err), os.fspath(path))
+            err = ctypes.get_errno() if syncfs(fd) != 0 else 0
         finally:
             os.close(fd)
-    elif hasattr(os, "sync"):
+        if err == 0:
+            return
+        if err not in _SYNCFS_REFUSED:
+            raise OSError(err, os.strerror(err), os.fspath(path))
+        _SYNCFS[0] = None  # a sandbox refuses the call itself: os.sync() from now on
+    if hasattr(os, "sync"):
         os.sync()
     elif not head_start:
         _fsync_each(path)

@@ -134,3 +134,23 @@ def test_a_head_start_is_skipped_where_the_flush_is_an_fsync_per_file(
     _fill(tmp_path)
     sync_tree(tmp_path, head_start=True)
     assert synced == []
+
+
+@pytest.mark.parametrize("refused", [errno.ENOSYS, errno.EPERM])
+def test_a_sandbox_refusing_syncfs_falls_back_to_one_os_sync(
+    refused: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # syncfs(2) itself never fails with ENOSYS or EPERM: a seccomp filter (Docker's default answer is
+    # EPERM) or an emulating kernel refused the call, and the old os.sync() must still make the tree durable.
+    calls: list[str] = []
+
+    def syncfs(fd: int) -> int:
+        calls.append("syncfs")
+        ctypes.set_errno(refused)
+        return -1
+
+    monkeypatch.setattr(fs, "_SYNCFS", [syncfs])
+    monkeypatch.setattr(fs.os, "sync", lambda: calls.append("sync"))
+    sync_tree(tmp_path)
+    sync_tree(tmp_path)
+    assert calls == ["syncfs", "sync", "sync"]
