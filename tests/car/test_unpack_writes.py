@@ -159,3 +159,38 @@ def test_a_forged_raw_file_in_a_car_is_still_refused_and_leaves_nothing(
     with pytest.raises(BlockMismatch):
         unpack_car(car, car.parent / "out")
     assert [p.name for p in car.parent.iterdir()] == [car.name]
+
+
+def test_a_writer_failing_while_the_walker_waits_on_a_full_queue_raises_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker fails only once the queue is full (the walker then blocks in put): it must go on
+    # draining so the walker wakes up and raises its error at the next hand-over.
+    writers: list[_tree_writer.TreeWriter] = []
+
+    def full_disk(path: str, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        while not writers[0]._queue.full():
+            threading.Event().wait(0.001)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    caught: list[BaseException] = []
+
+    def walk() -> None:
+        try:
+            with _tree_writer.TreeWriter() as writer:
+                writers.append(writer)
+                writer.open_file(os.path.join(tmp_path, "a.md"), "a.md")
+                for _ in range(4 * _tree_writer._PENDING):
+                    writer.write(bytes(_tree_writer._BATCH_BYTES))  # one hand-over each
+        except BaseException as exc:  # noqa: BLE001  (the test inspects it)
+            caught.append(exc)
+
+    monkeypatch.setattr(_tree_writer.os, "open", full_disk)
+    walker = threading.Thread(target=walk, daemon=True)
+    walker.start()
+    walker.join(timeout=60)  # a guard against hanging the suite, not a timing assertion
+    assert not walker.is_alive()
+    assert len(caught) == 1 and isinstance(caught[0], BundlekitError)
+    assert "cannot create file 'a.md': No space left on device" in str(caught[0])
+    assert _writers() == []
+    assert os.listdir(tmp_path) == []
