@@ -80,7 +80,7 @@ elif mode == "copy":
 elif mode == "create":
     # The least work that writes the tree back: read every file, create the same
     # file (same folders) in a fresh directory, one flush of its file system at the end.
-    import ctypes
+    from bundlekit._fs import sync_tree  # the flush unpack makes, so the two compare like with like
     dest = out + f".created-{os.getpid()}"
     n = files = 0
     for folder, _dirs, names in os.walk(tree):
@@ -92,10 +92,7 @@ elif mode == "create":
                     dst.write(chunk)
                     n += len(chunk)
             files += 1
-    fd = os.open(dest, os.O_RDONLY)
-    if ctypes.CDLL(None, use_errno=True).syncfs(fd) != 0:
-        os.sync()
-    os.close(fd)
+    sync_tree(dest)
     result = {"bytes": n, "files": files}
 elif mode == "unpack":
     from bundlekit.car.extract import unpack_car
