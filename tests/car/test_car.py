@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multiformats import CID
 
+from bundlekit.car import format as car_format
 from bundlekit.car.format import decode_header, encode_header
 from bundlekit.car.index import CarIndex
 from bundlekit.car.reader import read_car
@@ -53,6 +54,29 @@ def test_one_root_header_reads_as_dag_cbor_decodes_it(codec: int, digest: bytes)
     decoded = dag_cbor.decode(body)
     assert isinstance(decoded, dict) and isinstance(decoded["roots"], list)
     assert decode_header(body) == (decoded["version"], [bytes(r) for r in decoded["roots"]]) == (1, [root])
+
+
+def _header_outcome(body: bytes) -> object:
+    try:
+        return decode_header(body)
+    except CARError as exc:
+        return f"CARError: {exc}"
+
+
+@settings(max_examples=300)
+@given(st.sampled_from([DAG_PB, RAW, 0x71]), st.sampled_from([0x12, 0x13, 0x00]), st.data())
+def test_a_mutated_one_root_header_reads_as_the_careful_decoder_reads_it(
+    codec: int, hash_code: int, draw: st.DataObject
+) -> None:
+    # Any byte of a one-root header changed (framing, CID version, codec, multihash, digest, version):
+    # decode_header must answer as it does with its dag_cbor-free shortcut switched off.
+    body = bytearray(encode_header([bytes((1, codec, hash_code, 0x20)) + bytes(range(32))])[1:])
+    at = draw.draw(st.integers(0, len(body) - 1))
+    body[at] = draw.draw(st.integers(0, 255))
+    fast = _header_outcome(bytes(body))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(car_format, "_ONE_ROOT_HEAD", b"\xff")  # no header starts so: the careful path only
+        assert fast == _header_outcome(bytes(body))
 
 
 def test_one_root_header_with_an_unusual_cid_still_goes_through_dag_cbor() -> None:
