@@ -241,6 +241,29 @@ def test_plain_directory_shortcut_lists_what_the_name_checks_accept(names: list[
         assert got == careful
 
 
+@settings(max_examples=500)
+@given(st.lists(st.binary(max_size=4) | st.sampled_from([b"a", b"a/", b"/a", b"a//b", b"a\n", b"\x7f", b"~", b"."]),
+                max_size=5))
+def test_plain_directory_shortcut_agrees_with_the_name_checks_on_any_bytes(names: list[bytes]) -> None:
+    # Any bytes, separators and controls included: the shortcut answers only with what check_name and
+    # the duplicate check give, and it does answer for unique printable-ASCII names.
+    links = [PBLink(make_cid(1, DAG_PB, bytes([i])), name, 0) for i, name in enumerate(names)]
+    try:
+        careful: list[tuple[str, bytes]] | None = [
+            (check_name(name, "d"), link.cid) for name, link in zip(names, links, strict=True)
+        ]
+    except UnsafePathError:
+        careful = None
+    if careful is not None and len({n for n, _ in careful}) != len(careful):
+        careful = None
+    got = _plain_entries(links)
+    if got is not None:
+        assert got == careful
+    plain = all(name.isascii() and all(0x20 <= b < 0x7F and b not in b"/\\" for b in name) for name in names)
+    if careful is not None and names and plain:
+        assert got == careful
+
+
 def test_plain_directory_shortcut_takes_a_usual_directory() -> None:
     links = [PBLink(make_cid(1, DAG_PB, bytes([i])), f"mem_{i}.md".encode(), 0) for i in range(3)]
     assert _plain_entries(links) == [(f"mem_{i}.md", link.cid) for i, link in enumerate(links)]
