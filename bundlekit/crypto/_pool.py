@@ -43,11 +43,6 @@ class RandomPool:
         self._records: deque[bytes] = deque()
         os.register_at_fork(after_in_child=self._records.clear)
 
-    @property
-    def size(self) -> int:
-        """The length of every record."""
-        return self._size
-
     def take(self) -> bytes:
         """One record, never handed out before (in this process or, after a fork, in the other one)."""
         try:
