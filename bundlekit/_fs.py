@@ -38,7 +38,6 @@ while it is filled) and given its final mode just before it is moved.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import re
@@ -99,6 +98,8 @@ def _libc_syncfs() -> Callable[[int], int] | None:
     """glibc's (or musl's) ``syncfs(2)``: Linux only, and the stdlib ``os`` has no wrapper for it."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # ~1 ms at import, and only a durable tree write needs it: not every memory command
+
     try:
         syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):  # no dynamic libc, or one older than syncfs (glibc 2.14)
@@ -139,7 +140,11 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
     if syncfs is not None:
         fd = os.open(path, os.O_RDONLY | _CLOEXEC)
         try:
-            err = ctypes.get_errno() if syncfs(fd) != 0 else 0
+            err = 0
+            if syncfs(fd) != 0:
+                import ctypes  # loaded already: _libc_syncfs found the function through it
+
+                err = ctypes.get_errno()
         finally:
             os.close(fd)
         if err == 0:

@@ -54,6 +54,8 @@ LAZY_THIRD_PARTY = {
     # `list` and `context` on an indexed tree that has not changed never need them (memory/frontmatter.py).
     "yaml",
     "frontmatter",
+    # The standard library's ctypes (~1 ms): only _fs.sync_tree's syncfs(2) needs it, when a tree is made durable.
+    "ctypes",
 }
 
 
