@@ -478,7 +478,12 @@ class Catalog:
             known, racy = self.signatures()
             return known == listing, racy
         (names, numbers), delta, racy = copy
-        if not delta and len(listing) == len(names) and "\0".join(listing).encode("utf-8") == self._names_part():
+        # surrogateescape: a listed name that is not UTF-8 (never stored) differs instead of raising.
+        if (
+            not delta
+            and len(listing) == len(names)
+            and "\0".join(listing).encode("utf-8", "surrogateescape") == self._names_part()
+        ):
             # In the copy's own order (the base is written in the order its directory lists the files, and
             # a directory that has not changed lists them in the same order): its numbers, straight.
             try:

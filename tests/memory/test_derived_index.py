@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bundlekit.bundle.build import build_bundle
-from bundlekit.errors import UsageError
+from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
 from bundlekit.memory.backend import DirectoryBackend
@@ -394,3 +394,14 @@ def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> Non
         assert catalog.compare(dict(reversed(listing.items())))[0]  # another order: compared by name
     finally:
         catalog.close()
+
+
+def test_a_file_renamed_to_a_name_that_is_not_utf8_is_refused_not_a_crash(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    mem.close()
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
+        path.unlink()
+    Memory(tree).list()  # rebuilt: the base follows the listing, with no changes beside it
+    os.rename(os.fsencode(tree / "b.md"), os.fsencode(tree) + b"/\xff.md")  # same number of files
+    with pytest.raises(InvalidKeyError):
+        Memory(tree).list()
