@@ -57,6 +57,28 @@ def test_text_called_plain_is_a_plain_string_to_pyyaml(value: str, flow: bool) -
         assert _pyyaml_resolves(value) == STR and _pyyaml_plain(value, flow)
 
 
+# Every spelling YAML 1.1 gives a non-string a letter or digit may start (yes On ~ 0x1f 1_000 .inf 2026-01-01
+# 12:30:00 0o17 -.5 1e3 NaN), spaces at the ends or doubled, ': ', ' #', and the characters YAML or Python take
+# for line breaks, byte order marks or letters and digits outside ASCII (LS, PS, NEL, BOM, NBSP, Kelvin sign,
+# Arabic-Indic digit, accented letters).
+tricky = st.text(
+    st.sampled_from("yYnNtTfFoOlLeEsSuUrRaAxXbBiIkK0123456789 ~-+:.,#_=<@'\"\t\u2028\u2029\x85\ufeff\xa0\u212a\u0661\xe9"),
+    min_size=1,
+    max_size=10,
+) | st.sampled_from(["yes", "On", "~", "0x1f", "1_000", ".inf", "2026-01-01", "12:30:00", "0o17", "1e3", "NaN", "y"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(tricky)
+def test_text_called_plain_reads_back_as_itself_through_pyyaml(value: str) -> None:
+    loader = frontmatter._yaml().loader
+    if frontmatter._plain_text(value, False):
+        assert yaml.load(f"k: {value}\n", Loader=loader) == {"k": value}
+        assert yaml.load(f"{value}: 1\n", Loader=loader) == {value: 1}
+    if frontmatter._plain_text(value, True):
+        assert yaml.load(f"k: [{value}, {value}]\n", Loader=loader) == {"k": [value, value]}
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)))
 def test_our_timestamps_are_plain_strings_to_pyyaml(moment: datetime) -> None:
