@@ -255,6 +255,8 @@ def split_lines(text: str) -> dict[str, str]:
 
 def _problem(value: str, flow: bool) -> tuple[str, str] | None:
     """Why ``value`` has no plain form both kinds of reader read alike, and what to write instead."""
+    if _plain_text(value, flow):  # every check below passes such text: none is run, nor PyYAML loaded
+        return None
     if not value:
         return "is empty (YAML reads an empty value as null)", "give it some text"
     if value != value.strip():
@@ -281,8 +283,6 @@ def _problem(value: str, flow: bool) -> tuple[str, str] | None:
             "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)",
             "add a word so it reads as text (e.g. 'answer yes', 'version 12')",
         )
-    if _plain_text(value, flow):
-        return None
     analysis = _yaml().analyzer.analyze_scalar(value)
     if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
         where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
