@@ -162,7 +162,8 @@ def render_index(
     description is left out. Records are read through :class:`IndexRecord`
     (``key``, ``name``, ``description``, ``type`` in the four types).
     ``total``: the number of memories when ``records`` holds only the first
-    :data:`MAX_INDEX_LINES` (by key) of each type, all that can be shown.
+    :data:`MAX_INDEX_LINES` in all (by type in the index's order, then by
+    key), all that can be shown.
     """
     by_type: dict[str, list[IndexRecord]] = {t: [] for t in MEMORY_TYPES}
     for record in records:
