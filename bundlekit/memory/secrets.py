@@ -158,8 +158,6 @@ def _plan(rules: tuple[SecretRule, ...]) -> tuple[_Group, ...]:
     return tuple((anchor, None if t is None else t.search, tuple(g)) for (anchor, t), g in groups.items())
 
 
-
-
 @functools.cache
 def _rule_plan() -> tuple[_Group, ...]:
     return _plan(_rules())
