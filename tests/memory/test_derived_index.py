@@ -351,7 +351,7 @@ def test_a_garbled_compact_copy_is_read_as_absent() -> None:
     assert catalog_module._unpack(7) is None
 
 
-def test_memory_md_read_from_the_first_lines_of_each_type_equals_the_full_render(mem: Memory, tree: Path) -> None:
+def test_memory_md_read_from_the_first_lines_in_type_order_equals_the_full_render(mem: Memory, tree: Path) -> None:
     # 30 feedback and 230 project memories (more than an index shows), keys interleaved: the index is cut.
     mem.write("seed", **fields(type="user"))
     for i in range(260):
@@ -363,6 +363,24 @@ def test_memory_md_read_from_the_first_lines_of_each_type_equals_the_full_render
                if p.name != "MEMORY.md"]
     written = (tree / "MEMORY.md").read_text(encoding="utf-8")
     assert written == render_index(records) and "more memories not listed" in written
+
+
+def test_memory_md_read_from_the_first_lines_withholds_credentials_as_the_full_render(
+    mem: Memory, tree: Path
+) -> None:
+    # A hand-written memory with a credential in its name and description, among more than an index shows.
+    secret = "AKIA" + "IOSFODNN7EXAMPLE"
+    mem.write("seed", **fields(type="user"))
+    for i in range(205):
+        meta = {"name": f"M {i} {secret}" if i == 3 else f"M {i}", "description": f"key {secret}" if i == 3 else "d",
+                "type": "project", "created": "2026-04-14T12:00:00Z", "updated": "2026-04-14T12:00:00Z"}
+        (tree / f"k{i:03d}.md").write_text(render_memory_file(meta, "body"), encoding="utf-8")
+    mem.write("zz", **fields(type="reference"))  # the write renders MEMORY.md from the index
+    records = [parse_memory_file(p.read_text(encoding="utf-8"), key=p.stem) for p in tree.glob("*.md")
+               if p.name != "MEMORY.md"]
+    written = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert written == render_index(records) and secret not in written
+    assert "- [M 3 &#91;withheld&#93;](k003.md) — key &#91;withheld&#93;" in written.splitlines()
 
 
 @pytest.mark.parametrize(("compared", "settled"), [(indexer.RACY_COMPARED, False), (1, True)])
