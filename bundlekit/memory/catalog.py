@@ -32,7 +32,8 @@ Tables:
   is written again once more than :data:`_DELTA_MAX` rows changed). Checking
   an unchanged tree reads them (one small read) instead of every row; where
   ``sigs_gen`` is not ``gen`` (missing, or rows changed by a program that does
-  not keep them) the rows are read instead.
+  not keep them), or a blob cannot be decoded, the rows are read instead (and
+  the next change writes a new base).
 
 A file of another schema version or application, or one SQLite cannot read,
 raises :class:`CatalogUnusable`; the indexer then deletes and rebuilds it.

@@ -423,3 +423,20 @@ def test_a_file_renamed_to_a_name_that_is_not_utf8_is_refused_not_a_crash(mem: M
     os.rename(os.fsencode(tree / "b.md"), os.fsencode(tree) + b"/\xff.md")  # same number of files
     with pytest.raises(InvalidKeyError):
         Memory(tree).list()
+
+
+@pytest.mark.parametrize("name", ["sigs", "sigs_delta", "racy"])
+def test_a_garbled_compact_copy_in_the_index_is_not_used_and_the_next_change_writes_it_again(
+    mem: Memory, tree: Path, name: str
+) -> None:
+    _three(mem)
+    with sqlite3.connect(_index(tree)) as conn:
+        conn.execute("UPDATE state SET value = ? WHERE name = ?", (b"\xff" * 13, name))
+    (tree / "b.md").unlink()  # by hand: the garbled copy must not hide it
+    fresh = Memory(tree)
+    assert [r.key for r in fresh.list()] == ["a", "c"]
+    catalog = catalog_module.Catalog(_index(tree))
+    try:
+        assert catalog._copy() is not None and catalog.compare(_rows(tree)[0]) == (True, _rows(tree)[1])
+    finally:
+        catalog.close()
