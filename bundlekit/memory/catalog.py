@@ -338,7 +338,6 @@ class Catalog:
                 check_same_thread=False,  # a Memory serializes its own use (tree.Memory._mutex)
             )
         self._conn = conn
-        # The signature maps (all rows', racy rows') as the open write transaction changes them; stored at its end.
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
         self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
         # The compact copy's base last decoded, and its names and numbers.
