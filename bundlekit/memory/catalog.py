@@ -397,7 +397,10 @@ class Catalog:
 
     @contextmanager
     def reading(self) -> Iterator[Catalog]:
-        """One consistent snapshot for the queries in the ``with`` body."""
+        """One consistent snapshot for the queries in the ``with`` body (inside another, that one's)."""
+        if self._conn.in_transaction:
+            yield self
+            return
         with _translated():
             self._conn.execute("BEGIN")
             try:

@@ -122,13 +122,20 @@ class Memory:
             self._on_warning(message)
 
     def _read(self, op: Callable[[Catalog], _T]) -> _T:
-        """Run a read on the up-to-date index; an index found broken mid-way is rebuilt and the read run again."""
+        """Run a read on the up-to-date index, in one snapshot (what it ranks, loads and finds flagged as
+        holding a credential are of one generation, whatever another process commits meanwhile); an index
+        found broken mid-way is rebuilt and the read run again."""
         with self._mutex:
             try:
-                return op(self._index.refresh())
+                return self._in_snapshot(op, self._index.refresh())
             except CatalogUnusable as exc:
                 self._index.rebuild(str(exc))
-                return op(self._index.refresh())
+                return self._in_snapshot(op, self._index.refresh())
+
+    @staticmethod
+    def _in_snapshot(op: Callable[[Catalog], _T], catalog: Catalog) -> _T:
+        with catalog.reading():
+            return op(catalog)
 
     def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
         """Every memory in ``catalog``, sorted by key (kept while its generation stands)."""

@@ -440,3 +440,38 @@ def test_a_garbled_compact_copy_in_the_index_is_not_used_and_the_next_change_wri
         assert catalog._copy() is not None and catalog.compare(_rows(tree)[0]) == (True, _rows(tree)[1])
     finally:
         catalog.close()
+
+
+def test_context_reads_one_snapshot_while_another_process_forgets_a_chosen_memory(
+    mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three(mem)
+    other = Memory(tree)
+    real = catalog_module.Catalog.records
+
+    def records_after_a_forget(self: catalog_module.Catalog, keys: object = None) -> object:
+        if other.read("a") is not None:
+            other.forget("a")  # committed by another connection between the ranking and the loading
+        return real(self, keys)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(catalog_module.Catalog, "records", records_after_a_forget)
+    block = mem.context_block()
+    assert "(`a.md`)" in block and "(`b.md`)" in block  # the memories of the snapshot the ranking read
+
+
+def test_list_reads_one_snapshot_while_another_process_rewrites_a_memory_holding_a_credential(
+    mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "AKIA" + "IOSFODNN7EXAMPLE"
+    mem.write("a", **fields(name="Alpha", description=f"key {secret}"), allow_secrets=True)
+    other = Memory(tree)
+    real = catalog_module.Catalog.list_lines
+
+    def lines_then_a_clean_rewrite(self: catalog_module.Catalog) -> list[str]:
+        lines = real(self)
+        other.write("a", **fields(name="Alpha", description="no key now"))  # committed before the flags are read
+        return lines
+
+    monkeypatch.setattr(catalog_module.Catalog, "list_lines", lines_then_a_clean_rewrite)
+    lines = mem.list_lines()
+    assert len(lines) == 1 and secret not in lines[0]
