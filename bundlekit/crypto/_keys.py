@@ -95,7 +95,7 @@ _INFO_FILE: Final = b"bundlekit-enc/1 file"
 # low-s form is the one canonical representative (EIP-2).
 _SECP256K1_N: Final = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
-_WALLET_HINT: Final = "install the wallet extra: pip install 'bundlekit[wallet]'"
+_WALLET_HINT: Final = "install the wallet extra: pip install -e '.[wallet]' (from a bundlekit clone)"
 
 
 def _hkdf(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> bytes:

@@ -117,7 +117,7 @@ def test_the_signer_refuses_two_different_signatures(monkeypatch: pytest.MonkeyP
 
 def test_a_missing_wallet_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "eth_account", None)
-    with pytest.raises(KeySourceError, match=r"bundlekit\[wallet\]"):
+    with pytest.raises(KeySourceError, match=r"pip install -e '\.\[wallet\]' \(from a bundlekit clone\)"):
         PrivateKeySigner(TEST_KEY).new_bundle_key("demo")
 
 
