@@ -19,9 +19,10 @@ node holding the blocks has them when the service asks.
    ``pinned`` (durable), ``failed`` (PinRejected) or the deadline (the result
    keeps status ``queued``/``pinning``, which does not count as durable).
 
-Retention: ``list`` reads ``GET {base}/pins?name=<prefix>&match=partial``
-(every status) and keeps names starting with the prefix; ``unpin`` deletes
-each request for the CID.
+Retention: ``list`` reads every page of ``GET {base}/pins?name=<prefix>&match=partial``
+(every status; ``before`` the oldest ``created`` above each page's oldest, so
+requests sharing the boundary timestamp are read again, kept once) and keeps
+names starting with the prefix; ``unpin`` deletes each request for the CID.
 
 Settings: ``BUNDLEKIT_PSA_URL``, ``PSA_TOKEN`` (bearer); optional
 ``BUNDLEKIT_PSA_ORIGINS`` (comma-separated libp2p multiaddrs of a node holding
@@ -30,12 +31,15 @@ the blocks), ``BUNDLEKIT_PSA_POLL_INTERVAL`` (seconds, default 5) and
 
 Source: ipfs/pinning-services-api-spec ``ipfs-pinning-service.yaml``
 (commit bbfaa5896d9378c8c613f2ed18d227a7a18d2880): ``Pin.origins`` and
-"Provider hints", the ``name``/``match``/``status``/``limit`` filters.
+"Provider hints", the ``name``/``match``/``status``/``limit`` filters, and
+"Pagination and filtering" (``count``, newest first, ``before``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
@@ -60,6 +64,8 @@ __all__ = ["PSAPinner"]
 ACTIVE_STATUSES = "queued,pinning,pinned"
 ALL_STATUSES = "queued,pinning,pinned,failed"
 LIST_LIMIT = 1000  # the spec's maximum page
+# A million requests: a listing still going after that is a service that never ends its pages.
+LIST_MAX_PAGES = 1000
 DEFAULT_POLL_INTERVAL = 5.0
 
 
@@ -188,14 +194,49 @@ class PSAPinner(BasePinner):
             self.http.request("DELETE", f"{self.base_url}/pins/{item['requestid']}", what="delete pin")
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
-        """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID."""
+        """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID (its newest).
+
+        Every page is read: ``count`` larger than the page means more, and the
+        next page is asked ``before`` the oldest ``created`` above the page's
+        oldest one, so requests sharing the boundary timestamp are read again
+        (and kept once, by ``requestid``) rather than skipped by the exclusive
+        ``before``. Raises ``PinUnavailable`` when the listing cannot be read to
+        its end: more than ``LIST_MAX_PAGES`` pages, a page that ignores
+        ``before`` or brings nothing new, a request without a ``created``
+        timestamp, or more requests sharing one timestamp than fit in a page.
+        """
         params = {"status": ALL_STATUSES, "limit": str(LIST_LIMIT)}
         if name_prefix:
             params.update(name=name_prefix, match="partial")
-        response = self.http.request("GET", f"{self.base_url}/pins", params=params, what="list pins")
+        read: dict[str, dict[str, Any]] = {}
+        before = ""
+        tie: _Tie | None = None
+        for _ in range(LIST_MAX_PAGES):
+            query = {**params, "before": before} if before else params
+            response = self.http.request("GET", f"{self.base_url}/pins", params=query, what="list pins")
+            data = self.http.json(response, "list pins")
+            page = [r for r in data.get("results") or [] if isinstance(r, dict)]
+            count = data.get("count")
+            if before:
+                self._check_before(page, before)
+            if tie is not None and isinstance(count, int) and tie.total - count > tie.read:
+                raise PinUnavailable(self._listing_error(
+                    f"{tie.total - count} requests were created at {tie.created}, more than a page of "
+                    f"{LIST_LIMIT}; paging by 'created' cannot reach the others sharing it"))
+            fresh = [r for r in page if _key(r) not in read]
+            read.update((_key(r), r) for r in fresh)
+            if not page or not isinstance(count, int) or count <= len(page):
+                break
+            if not fresh:
+                if len(page) < LIST_LIMIT:
+                    break  # only the boundary's requests again: the service's count runs ahead of its pages
+                raise PinUnavailable(self._listing_error(f"a page of {len(page)} requests brought none not read before"))
+            before, tie = self._next_before(page, count, read.values())
+        else:
+            raise PinUnavailable(self._listing_error(f"more than {LIST_MAX_PAGES} pages of {LIST_LIMIT}"))
         entries: dict[str, PinEntry] = {}
-        for item in self.http.json(response, "list pins").get("results") or []:
-            pin = item.get("pin") if isinstance(item, dict) else None
+        for item in sorted(read.values(), key=_newest_first):
+            pin = item.get("pin")
             if not isinstance(pin, dict) or not str(pin.get("name") or "").startswith(name_prefix):
                 continue
             cid = str(pin.get("cid", ""))
@@ -203,9 +244,90 @@ class PSAPinner(BasePinner):
                                              or None))
         return list(entries.values())
 
+    def _listing_error(self, problem: str) -> str:
+        return self.http.redact(
+            f"pinning service: listing pins at {self.base_url} stopped: {problem}; "
+            "the service does not page its list as the Pinning Service API says: report it to the service"
+        )
+
+    def _created(self, item: dict[str, Any]) -> datetime:
+        when = _parse_created(item.get("created"))
+        if when is None:
+            raise PinUnavailable(self._listing_error(
+                f"request {item.get('requestid', '?')} has no RFC 3339 'created' timestamp to page by"))
+        return when
+
+    def _check_before(self, page: Sequence[dict[str, Any]], before: str) -> None:
+        """Every request of a page asked ``before`` a timestamp MUST be older than it."""
+        limit = _parse_created(before)
+        for item in page:
+            if limit is not None and self._created(item) >= limit:
+                raise PinUnavailable(self._listing_error(
+                    f"asked for requests created before {before}, it answered request "
+                    f"{item.get('requestid', '?')} created {item.get('created')} (a page repeated or 'before' ignored)"))
+
+    def _next_before(self, page: Sequence[dict[str, Any]], count: int,
+                     read: Iterable[dict[str, Any]]) -> tuple[str, _Tie | None]:
+        """The ``before`` of the next page: the oldest ``created`` newer than the page's oldest.
+
+        ``before`` is exclusive, so asking before the oldest timestamp itself
+        would skip the requests sharing it that did not fit on this page. A
+        page whose requests all share one timestamp can only be followed by
+        asking before it; the returned ``_Tie`` lets the next page's ``count``
+        prove that no request at that timestamp was left unread.
+        """
+        times = [(self._created(item), str(item.get("created"))) for item in page]
+        oldest = min(when for when, _ in times)
+        newer = [(when, text) for when, text in times if when > oldest]
+        if newer:
+            return min(newer)[1], None
+        text = times[0][1]
+        at_oldest = sum(1 for item in read if _parse_created(item.get("created")) == oldest)
+        return text, _Tie(text, count, at_oldest)
+
     def check(self) -> None:
         """``GET /pins?limit=1``: authenticated and cheap."""
         self.http.request("GET", f"{self.base_url}/pins", params={"limit": "1"}, retry=False, what="list pins")
 
     def close(self) -> None:
         self.http.close()
+
+
+@dataclass(frozen=True)
+class _Tie:
+    """A page whose requests all shared ``created``: ``total`` is that query's ``count``, ``read`` the requests read at it.
+
+    Asked next ``before`` that timestamp, a service answering ``count`` C holds
+    ``total - C`` requests at it; more than ``read`` means some cannot be reached.
+    """
+
+    created: str
+    total: int
+    read: int
+
+
+def _parse_created(value: object) -> datetime | None:
+    """An RFC 3339 timestamp as an aware datetime (UTC when it names no zone); None when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _key(item: dict[str, Any]) -> str:
+    """A request's identity across pages: its ``requestid``, else its CID and ``created``."""
+    rid = item.get("requestid")
+    if rid:
+        return f"id:{rid}"
+    pin = item.get("pin")
+    cid = pin.get("cid") if isinstance(pin, dict) else None
+    return f"pin:{cid}@{item.get('created')}"
+
+
+def _newest_first(item: dict[str, Any]) -> float:
+    """Sort key putting the newest ``created`` first (unparseable ones last)."""
+    when = _parse_created(item.get("created"))
+    return -when.timestamp() if when is not None else float("inf")

@@ -1,0 +1,221 @@
+"""Pinning Service API listing: every page, ties at a page boundary, services that never end.
+
+The fake answers ``GET /pins`` as ipfs/pinning-services-api-spec ``ipfs-pinning-service.yaml``
+(commit bbfaa5896d9378c8c613f2ed18d227a7a18d2880) documents it: "Pagination and filtering"
+(newest first by ``created``; ``count`` is the total matching the filters; the client reads
+on with ``before`` = the oldest ``created`` of a page), ``before``/``after`` as exclusive
+"created before/after" filters, ``limit`` 1..1000 (default 10), ``name`` with ``match``
+(``exact`` by default, ``partial`` anywhere in the name), ``status`` (default ``pinned``),
+and errors as ``{"error": {"reason", "details"}}`` with 400/401.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import httpx
+import pytest
+import respx
+
+from bundlekit.errors import PinAuthError, PinUnavailable
+from pinners import psa as psa_module
+from pinners.psa import PSAPinner
+
+from .conftest import SECRET
+
+BASE = "https://psa.test/api"
+
+
+def failure(status: int, reason: str, details: str) -> httpx.Response:
+    return httpx.Response(status, json={"error": {"reason": reason, "details": details}})
+
+
+def when(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+@dataclass
+class FakeService:
+    """A Pinning Service API holding ``pins`` (PinStatus objects), answering ``GET /pins`` as the spec says."""
+
+    pins: list[dict[str, object]] = field(default_factory=list)
+    asked: list[httpx.QueryParams] = field(default_factory=list)
+
+    def add(self, rid: str, name: str, created: str, cid: str | None = None, state: str = "pinned") -> None:
+        self.pins.append({"requestid": rid, "status": state, "created": created,
+                          "pin": {"cid": cid or f"bafy{rid}", "name": name}, "delegates": [], "info": {}})
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        self.asked.append(params)
+        if request.headers.get("authorization") != f"Bearer {SECRET}":
+            return failure(401, "UNAUTHORIZED", "access token is missing or invalid")
+        try:
+            limit = int(params.get("limit", "10"))
+        except ValueError:
+            return failure(400, "BAD_REQUEST", "limit is not an integer")
+        if not 1 <= limit <= 1000:
+            return failure(400, "BAD_REQUEST", "limit must be between 1 and 1000")
+        statuses = params.get("status", "pinned").split(",")
+        name, match = params.get("name"), params.get("match", "exact")
+        matching = [p for p in self.pins if p["status"] in statuses and self._named(p, name, match)
+                    and ("before" not in params or when(str(p["created"])) < when(params["before"]))
+                    and ("after" not in params or when(str(p["created"])) > when(params["after"]))]
+        matching.sort(key=lambda p: when(str(p["created"])), reverse=True)  # stable: ties keep insertion order
+        return httpx.Response(200, json={"count": len(matching), "results": matching[:limit]})
+
+    @staticmethod
+    def _named(pin: dict[str, object], name: str | None, match: str) -> bool:
+        if name is None:
+            return True
+        own = str(pin["pin"]["name"])  # type: ignore[index]
+        return name in own if match == "partial" else name == own
+
+
+def pinner(http_kwargs: dict[str, object]) -> PSAPinner:
+    return PSAPinner.from_env({"BUNDLEKIT_PSA_URL": BASE, "PSA_TOKEN": SECRET}, **http_kwargs)  # type: ignore[arg-type]
+
+
+def stamp(second: int) -> str:
+    return f"2026-03-01T10:{second // 60:02d}:{second % 60:02d}.000Z"
+
+
+@respx.mock
+def test_list_reads_every_page_of_the_largest_size(http_kwargs: dict[str, object]) -> None:
+    service = FakeService()
+    for i in range(2100):
+        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    entries = pinner(http_kwargs).list("memory-")
+    assert sorted(e.name or "" for e in entries) == sorted(f"memory-{i}" for i in range(2100))
+    assert [e.name for e in entries[:2]] == ["memory-2099", "memory-2098"]  # newest first
+    assert len(service.asked) == 3 and all(p["limit"] == "1000" for p in service.asked)
+    assert "before" not in service.asked[0] and service.asked[1]["before"] == stamp(1101)
+
+
+@respx.mock
+def test_requests_sharing_the_boundary_timestamp_are_neither_lost_nor_duplicated(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 3)
+    service = FakeService()
+    for rid, second in [("a", 9), ("b", 8), ("c", 5), ("d", 5), ("e", 4), ("f", 3), ("g", 2)]:
+        service.add(rid, f"memory-{rid}", stamp(second))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    entries = pinner(http_kwargs).list("memory-")
+    assert [e.cid for e in entries] == [f"bafy{r}" for r in "abcdefg"]
+    # The page ending at 10:00:05 is followed by one asked before 10:00:08, not before 10:00:05.
+    assert [p.get("before") for p in service.asked] == [None, stamp(8), stamp(5)]
+
+
+@respx.mock
+def test_a_page_filled_by_one_timestamp_is_passed_when_the_count_shows_none_left_at_it(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 3)
+    service = FakeService()
+    for rid, second in [("a", 9), ("c", 5), ("d", 5), ("e", 5), ("g", 2)]:
+        service.add(rid, f"memory-{rid}", stamp(second))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    entries = pinner(http_kwargs).list("memory-")
+    assert [e.cid for e in entries] == [f"bafy{r}" for r in "acdeg"]
+    assert [p.get("before") for p in service.asked] == [None, stamp(9), stamp(5)]
+
+
+@respx.mock
+def test_one_entry_per_cid_keeps_the_newest_request_across_pages(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    service = FakeService()
+    service.add("new", "memory-2", stamp(30), cid="bafyshared")
+    service.add("x", "memory-x", stamp(20))
+    service.add("old", "memory-1", stamp(10), cid="bafyshared", state="failed")
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    entries = pinner(http_kwargs).list("memory-")
+    assert [(e.cid, e.name) for e in entries] == [("bafyshared", "memory-2"), ("bafyx", "memory-x")]
+
+
+@respx.mock
+def test_partial_name_matches_outside_the_prefix_are_left_out(http_kwargs: dict[str, object]) -> None:
+    service = FakeService()
+    service.add("a", "memory-1", stamp(1))
+    service.add("b", "old-memory-1", stamp(2))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    assert [e.name for e in pinner(http_kwargs).list("memory-")] == ["memory-1"]
+    assert service.asked[0]["match"] == "partial" and service.asked[0]["status"] == "queued,pinning,pinned,failed"
+
+
+@respx.mock
+def test_a_service_repeating_its_first_page_stops_with_an_error(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    service = FakeService()
+    for i in range(5):
+        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    first = service(httpx.Request("GET", f"{BASE}/pins?limit=2&status=pinned",
+                                  headers={"authorization": f"Bearer {SECRET}"})).json()
+    route = respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json=first))
+    with pytest.raises(PinUnavailable, match="'before' ignored") as caught:
+        pinner(http_kwargs).list("memory-")
+    assert route.call_count == 2 and SECRET not in str(caught.value)
+
+
+@respx.mock
+def test_a_service_whose_pages_never_end_stops_at_the_page_bound(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    monkeypatch.setattr(psa_module, "LIST_MAX_PAGES", 5)
+    service = FakeService()
+    for i in range(40):  # more than 5 pages, and count says so
+        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    route = respx.get(f"{BASE}/pins").mock(side_effect=service)
+    with pytest.raises(PinUnavailable, match="more than 5 pages"):
+        pinner(http_kwargs).list("memory-")
+    assert route.call_count == 5
+
+
+@respx.mock
+def test_more_requests_at_one_timestamp_than_a_page_is_an_error_not_a_silent_loss(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    service = FakeService()
+    for rid in "abc":
+        service.add(rid, f"memory-{rid}", stamp(7))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    with pytest.raises(PinUnavailable, match=f"3 requests were created at {stamp(7)}, more than a page of 2"):
+        pinner(http_kwargs).list("memory-")
+
+
+@respx.mock
+def test_a_count_that_runs_ahead_of_the_pages_ends_at_the_boundary_requests(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lenient service whose ``count`` ignores ``before``: the last page holds only requests read already."""
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    service = FakeService()
+    for i in range(3):
+        service.add(f"r{i}", f"memory-{i}", stamp(i))
+
+    def total_count(request: httpx.Request) -> httpx.Response:
+        answer = service(request).json()
+        return httpx.Response(200, json={"count": len(service.pins), "results": answer["results"]})
+
+    respx.get(f"{BASE}/pins").mock(side_effect=total_count)
+    assert sorted(e.name or "" for e in pinner(http_kwargs).list("memory-")) == ["memory-0", "memory-1", "memory-2"]
+
+
+@respx.mock
+def test_a_request_without_created_cannot_be_paged_past(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 1)
+    respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json={"count": 2, "results": [
+        {"requestid": "a", "status": "pinned", "pin": {"cid": "bafya", "name": "memory-a"}, "delegates": []}]}))
+    with pytest.raises(PinUnavailable, match="request a has no RFC 3339 'created'"):
+        pinner(http_kwargs).list("memory-")
+
+
+@respx.mock
+def test_a_401_failure_body_while_listing_is_an_auth_error(http_kwargs: dict[str, object]) -> None:
+    respx.get(f"{BASE}/pins").mock(side_effect=FakeService())
+    bad = PSAPinner.from_env({"BUNDLEKIT_PSA_URL": BASE, "PSA_TOKEN": "wrong"}, **http_kwargs)  # type: ignore[arg-type]
+    with pytest.raises(PinAuthError) as caught:
+        bad.list("memory-")
+    assert caught.value.exit_code == 4
