@@ -29,8 +29,12 @@ switch to TUS, the final PATCH's ``upload-cid`` header then
   polled with ``GET {api}/v3/files/public/{id}`` every ``poll_interval``
   until it resolves or ``deadline`` passes (the result stays ``pinning``).
 * Status: the list call above. Unpin: ``DELETE {api}/v3/files/public/{id}``
-  for every file holding the CID. ``list(name_prefix)``: ``GET
-  {api}/v3/files/public?name=<prefix>`` pages, names starting with the prefix.
+  for every file holding the CID (every page). ``list(name_prefix)``: every
+  page of ``GET {api}/v3/files/public`` (``pageToken`` = the last
+  ``next_page_token`` until none, as the SDK's ``FilterFiles`` iterator),
+  names starting with the prefix; no ``name`` filter is sent, since Pinata
+  does not document whether it matches exactly or in part. A token seen
+  before, or more than ``MAX_PAGES`` pages, raises ``PinUnavailable``.
   Check: ``GET {api}/data/testAuthentication``.
 
 Settings: ``PINATA_JWT``; ``BUNDLEKIT_PINATA_UPLOAD_URL`` (default
@@ -146,6 +150,31 @@ class PinataPinner(BasePinner):
         data = self.http.json(response, "list files").get("data") or {}
         files = [f for f in (data.get("files") or []) if isinstance(f, dict)]
         return files, str(data.get("next_page_token") or "")
+
+    def _every(self, params: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every page of ``GET {api}/v3/files/public``: ``pageToken`` = the last ``next_page_token`` until none.
+
+        Each file is kept once (by ``id``). Raises ``PinUnavailable`` when the
+        listing does not end: a token answered before comes back (the pages
+        would repeat forever), or more than ``MAX_PAGES`` pages of ``PAGE_LIMIT``.
+        """
+        files: dict[str, dict[str, Any]] = {}
+        tokens: set[str] = set()
+        token = ""
+        for _ in range(MAX_PAGES):
+            page, token = self._list({**params, "limit": str(PAGE_LIMIT), **({"pageToken": token} if token else {})})
+            for f in page:
+                files.setdefault(str(f.get("id") or "") or f"#{len(files)}", f)
+            if not token:
+                return list(files.values())
+            if token in tokens:
+                raise PinUnavailable(self._listing_error(f"next_page_token {token!r} came back a second time"))
+            tokens.add(token)
+        raise PinUnavailable(self._listing_error(f"more than {MAX_PAGES} pages of {PAGE_LIMIT} files"))
+
+    def _listing_error(self, problem: str) -> str:
+        return self.http.redact(f"Pinata: listing files stopped: {problem}; the pages would not end: retry later, "
+                                "or report it to Pinata")
 
     def _files(self, cid: str) -> list[dict[str, Any]]:
         return self._list({"cid": cid})[0]
@@ -318,26 +347,18 @@ class PinataPinner(BasePinner):
         return PinResult(self.name, text, MISSING)
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
-        """Public files whose name starts with ``name_prefix`` (``name`` filter, every page)."""
-        entries: list[PinEntry] = []
-        token = ""
-        for _ in range(MAX_PAGES):
-            params = {"limit": str(PAGE_LIMIT)}
-            if name_prefix:
-                params["name"] = name_prefix
-            if token:
-                params["pageToken"] = token
-            files, token = self._list(params)
-            entries += [PinEntry(str(f.get("cid", "")), str(f.get("name") or "") or None,
-                                 str(f.get("created_at") or "") or None)
-                        for f in files if str(f.get("name") or "").startswith(name_prefix)]
-            if not token or not files:
-                break
-        return entries
+        """Public files whose name starts with ``name_prefix``, from every page of the listing.
+
+        No ``name`` filter is sent: Pinata documents it only as "Filter files
+        by name", not whether it matches exactly or in part, and an exact match
+        would hide every release but one. The prefix is applied here.
+        """
+        return [PinEntry(str(f.get("cid", "")), str(f.get("name") or "") or None, str(f.get("created_at") or "") or None)
+                for f in self._every({}) if str(f.get("name") or "").startswith(name_prefix)]
 
     def unpin(self, cid: bytes) -> None:
-        """Delete every public file holding ``cid``."""
-        for f in self._files(cid_to_str(cid)):
+        """Delete every public file holding ``cid`` (every page of the ``cid`` listing)."""
+        for f in self._every({"cid": cid_to_str(cid)}):
             if f.get("id"):
                 self.http.request("DELETE", f"{self.api_url}/v3/files/public/{f['id']}", what="delete file")
 

@@ -100,7 +100,7 @@ def test_a_rerun_awaits_our_pending_file_instead_of_uploading_again(car: Car, ht
 
 
 @respx.mock
-def test_list_filters_by_name_and_follows_pages(http_kwargs: dict[str, object]) -> None:
+def test_list_filters_by_name_prefix_itself_and_follows_pages(http_kwargs: dict[str, object]) -> None:
     route = respx.get(f"{API}/v3/files/public").mock(side_effect=[
         files({"id": "a", "cid": "bafy-a", "name": "memory-1", "created_at": "2026-01-01T00:00:00Z"}, token="t2"),
         files({"id": "b", "cid": "bafy-b", "name": "memory-2"}, {"id": "c", "cid": "bafy-c", "name": "other-memory-"}),
@@ -108,5 +108,6 @@ def test_list_filters_by_name_and_follows_pages(http_kwargs: dict[str, object]) 
     entries = pinata(http_kwargs).list(name_prefix="memory-")
     assert [(e.cid, e.name) for e in entries] == [("bafy-a", "memory-1"), ("bafy-b", "memory-2")]
     assert entries[0].created == "2026-01-01T00:00:00Z"
-    assert route.calls[0].request.url.params["name"] == "memory-"
+    # Pinata does not document whether its name filter is exact or partial: none is sent.
+    assert "name" not in route.calls[0].request.url.params
     assert route.calls[1].request.url.params["pageToken"] == "t2"
