@@ -3,8 +3,9 @@
 Source: PinataCloud/pinata (commit 8c033da81d401149aff8693a202b914f91f5d612),
 ``src/core/functions/uploads/file.ts`` (multipart fields, the 94,371,840-byte
 switch to TUS, the final PATCH's ``upload-cid`` header then
-``/files/{network}?cid=``) and ``src/core/functions/files/list.ts`` (the
-``cid``, ``name``, ``cidPending``, ``limit``, ``pageToken`` filters).
+``/files/{network}?cid=``), ``src/core/functions/files/list.ts`` (the
+``cid``, ``name``, ``cidPending``, ``limit``, ``pageToken`` filters) and
+``src/core/classes/files/FilterFiles.ts`` (paging until ``next_page_token`` is empty).
 
 * Existing pin: ``GET {api}/v3/files/public?cid=<root>``; a file already
   holding our root is reused (no duplicate upload). A file of ours still

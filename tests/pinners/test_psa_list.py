@@ -17,7 +17,9 @@ from datetime import datetime
 import httpx
 import pytest
 import respx
+from click.testing import CliRunner
 
+from bundlekit.cli import cli
 from bundlekit.errors import PinAuthError, PinUnavailable
 from pinners import psa as psa_module
 from pinners.psa import PSAPinner
@@ -219,3 +221,18 @@ def test_a_401_failure_body_while_listing_is_an_auth_error(http_kwargs: dict[str
     with pytest.raises(PinAuthError) as caught:
         bad.list("memory-")
     assert caught.value.exit_code == 4
+
+
+@respx.mock
+def test_the_unpin_command_exits_4_on_a_listing_that_never_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_PSA_URL", BASE)
+    monkeypatch.setenv("PSA_TOKEN", SECRET)
+    looping = {"count": 5, "results": [
+        {"requestid": "a", "status": "pinned", "created": stamp(2), "pin": {"cid": "bafya", "name": "memory-a"},
+         "delegates": []},
+        {"requestid": "b", "status": "pinned", "created": stamp(1), "pin": {"cid": "bafyb", "name": "memory-b"},
+         "delegates": []}]}
+    respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json=looping))
+    result = CliRunner().invoke(cli, ["unpin", "--pinner", "psa", "--name-prefix", "memory-", "--keep", "1"])
+    assert result.exit_code == 4 and "'before' ignored" in result.stderr and result.stdout == ""
+    assert "Traceback" not in result.output and SECRET not in result.output
