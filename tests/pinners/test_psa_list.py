@@ -83,11 +83,17 @@ def stamp(second: int) -> str:
     return f"2026-03-01T10:{second // 60:02d}:{second % 60:02d}.000Z"
 
 
+def releases(count: int) -> FakeService:
+    """A service holding requests ``r<i>`` named ``memory-<i>``, created ``i`` seconds after 10:00."""
+    service = FakeService()
+    for i in range(count):
+        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    return service
+
+
 @respx.mock
 def test_list_reads_every_page_of_the_largest_size(http_kwargs: dict[str, object]) -> None:
-    service = FakeService()
-    for i in range(2100):
-        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    service = releases(2100)
     respx.get(f"{BASE}/pins").mock(side_effect=service)
     entries = pinner(http_kwargs).list("memory-")
     assert sorted(e.name or "" for e in entries) == sorted(f"memory-{i}" for i in range(2100))
@@ -96,31 +102,24 @@ def test_list_reads_every_page_of_the_largest_size(http_kwargs: dict[str, object
     assert "before" not in service.asked[0] and service.asked[1]["before"] == stamp(1101)
 
 
+@pytest.mark.parametrize(("seconds", "befores"), [
+    # A tie straddling the first page's end: the next page is asked before 10:00:08, not 10:00:05.
+    ({"a": 9, "b": 8, "c": 5, "d": 5, "e": 4, "f": 3, "g": 2}, [None, stamp(8), stamp(5)]),
+    # A tie filling the second page: asked before it, the count shows none was left at it.
+    ({"a": 9, "c": 5, "d": 5, "e": 5, "g": 2}, [None, stamp(9), stamp(5)]),
+], ids=["straddling", "filling-a-page"])
 @respx.mock
-def test_requests_sharing_the_boundary_timestamp_are_neither_lost_nor_duplicated(
-        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requests_sharing_a_boundary_timestamp_are_neither_lost_nor_duplicated(
+        seconds: dict[str, int], befores: list[str | None], http_kwargs: dict[str, object],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(psa_module, "LIST_LIMIT", 3)
     service = FakeService()
-    for rid, second in [("a", 9), ("b", 8), ("c", 5), ("d", 5), ("e", 4), ("f", 3), ("g", 2)]:
+    for rid, second in seconds.items():
         service.add(rid, f"memory-{rid}", stamp(second))
     respx.get(f"{BASE}/pins").mock(side_effect=service)
     entries = pinner(http_kwargs).list("memory-")
-    assert [e.cid for e in entries] == [f"bafy{r}" for r in "abcdefg"]
-    # The page ending at 10:00:05 is followed by one asked before 10:00:08, not before 10:00:05.
-    assert [p.get("before") for p in service.asked] == [None, stamp(8), stamp(5)]
-
-
-@respx.mock
-def test_a_page_filled_by_one_timestamp_is_passed_when_the_count_shows_none_left_at_it(
-        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(psa_module, "LIST_LIMIT", 3)
-    service = FakeService()
-    for rid, second in [("a", 9), ("c", 5), ("d", 5), ("e", 5), ("g", 2)]:
-        service.add(rid, f"memory-{rid}", stamp(second))
-    respx.get(f"{BASE}/pins").mock(side_effect=service)
-    entries = pinner(http_kwargs).list("memory-")
-    assert [e.cid for e in entries] == [f"bafy{r}" for r in "acdeg"]
-    assert [p.get("before") for p in service.asked] == [None, stamp(9), stamp(5)]
+    assert [e.cid for e in entries] == [f"bafy{r}" for r in seconds]
+    assert [p.get("before") for p in service.asked] == befores
 
 
 @respx.mock
@@ -150,9 +149,7 @@ def test_partial_name_matches_outside_the_prefix_are_left_out(http_kwargs: dict[
 def test_a_service_repeating_its_first_page_stops_with_an_error(
         http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
-    service = FakeService()
-    for i in range(5):
-        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    service = releases(5)
     first = service(httpx.Request("GET", f"{BASE}/pins?limit=2&status=pinned",
                                   headers={"authorization": f"Bearer {SECRET}"})).json()
     route = respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json=first))
@@ -166,9 +163,7 @@ def test_a_service_whose_pages_never_end_stops_at_the_page_bound(
         http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
     monkeypatch.setattr(psa_module, "LIST_MAX_PAGES", 5)
-    service = FakeService()
-    for i in range(40):  # more than 5 pages, and count says so
-        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    service = releases(40)  # more than 5 pages, and count says so
     route = respx.get(f"{BASE}/pins").mock(side_effect=service)
     with pytest.raises(PinUnavailable, match="more than 5 pages"):
         pinner(http_kwargs).list("memory-")
@@ -192,9 +187,7 @@ def test_a_count_that_runs_ahead_of_the_pages_ends_at_the_boundary_requests(
         http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
     """A lenient service whose ``count`` ignores ``before``: the last page holds only requests read already."""
     monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
-    service = FakeService()
-    for i in range(3):
-        service.add(f"r{i}", f"memory-{i}", stamp(i))
+    service = releases(3)
 
     def total_count(request: httpx.Request) -> httpx.Response:
         answer = service(request).json()
