@@ -55,7 +55,7 @@ import httpx
 from bundlekit.car.format import encode_header
 from bundlekit.car.index import CarIndex
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
+from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset, PinUnavailable
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
 from bundlekit.ipld.walk import block_links
 from bundlekit.net.http import HttpOptions
@@ -74,6 +74,9 @@ SUNSET_HINT = "publish with Pinata (--pinner pinata), Filebase (--pinner filebas
 _SUNSET_WORDS = ("sunset", "no longer available", "no longer accept", "has been shut down", "decommissioned")
 LEGACY_ENV = ("WEB3_STORAGE_TOKEN",)
 BRIDGE_ENV = ("STORACHA_AUTH_SECRET", "STORACHA_AUTH_TOKEN", "STORACHA_SPACE_DID")
+# status in bridge mode looks the root up in upload/list: at most this many pages of this many uploads.
+_STATUS_PAGE_SIZE = 100
+_STATUS_MAX_PAGES = 100
 
 
 def is_sunset(response: httpx.Response) -> bool:
@@ -273,8 +276,8 @@ class Web3StoragePinner(BasePinner):
             state = PINNED if any(p.get("status") == "Pinned" for p in pins) else PINNING
             return PinResult(self.name, text, state, url=f"ipfs://{text}")
         cursor: str | None = None
-        for _ in range(100):  # bounded: 100 pages of uploads
-            args: dict[str, Any] = {"size": 100}
+        for _ in range(_STATUS_MAX_PAGES):  # bounded: a service that never ends its listing cannot hold us
+            args: dict[str, Any] = {"size": _STATUS_PAGE_SIZE}
             if cursor:
                 args["cursor"] = cursor
             page = self._bridge("upload/list", args, "upload/list")
@@ -283,8 +286,12 @@ class Web3StoragePinner(BasePinner):
                     return PinResult(self.name, text, PINNED, url=f"ipfs://{text}")
             cursor = page.get("cursor") or page.get("after")
             if not cursor or not page.get("results"):
-                break
-        return PinResult(self.name, text, MISSING)
+                return PinResult(self.name, text, MISSING)  # the whole listing read: it is not there
+        # Not "missing": only the first pages were read, and the upload may be further on.
+        raise PinUnavailable(
+            f"{self.name}: {text} is not in the first {_STATUS_MAX_PAGES * _STATUS_PAGE_SIZE:,} uploads of "
+            "upload/list and the listing goes on; its status is unknown (check it in the web3.storage console)"
+        )
 
     def unpin(self, cid: bytes) -> None:
         if self.mode == "legacy":

@@ -13,10 +13,10 @@ import respx
 
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset
+from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset, PinUnavailable
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
 from bundlekit.ipld.walk import block_links
-from bundlekit.pinning.protocol import PINNED
+from bundlekit.pinning.protocol import MISSING, PINNED
 from bundlekit.unixfs.importer import import_tree
 from bundlekit.unixfs.profiles import get_profile
 from pinners.web3storage import Web3StoragePinner
@@ -245,3 +245,52 @@ def test_every_split_part_holds_the_root_block_and_the_path_to_its_blocks(
         seen.update(part)
     with open(tmp_path / "deep.car", "rb") as fh:
         assert seen == dict(read_car(fh)[1])
+
+
+def _upload_pages(pages: list[list[str]], *, endless: bool = False) -> tuple[list[object], object]:
+    """A bridge answering ``upload/list`` page by page (w3up's ``{results, size, cursor}``); ``endless``
+    hands out a cursor on every page, as a listing that never ends would."""
+    seen: list[object] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        task = json.loads(request.content)["tasks"][0]
+        assert task[0] == "upload/list"
+        seen.append(task[2].get("cursor"))
+        n = len(seen) - 1
+        roots = pages[n] if n < len(pages) else ["bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"]
+        more = endless or n + 1 < len(pages)
+        ok: dict[str, object] = {"results": [{"root": {"/": r}} for r in roots], "size": len(roots)}
+        if more:
+            ok["cursor"] = f"c{n + 1}"
+        return httpx.Response(200, json=receipt(ok))
+
+    return seen, answer
+
+
+@respx.mock
+def test_bridge_status_follows_the_upload_list_cursor_to_find_the_root(car: Car, http_kwargs: dict[str, object]) -> None:
+    other = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+    seen, answer = _upload_pages([[other], [cid_to_str(car.root)]])
+    respx.post(f"{BASE}/bridge").mock(side_effect=answer)
+    assert bridge(http_kwargs).status(car.root).status == PINNED
+    assert seen == [None, "c1"]
+
+
+@respx.mock
+def test_bridge_status_is_missing_only_when_the_whole_listing_was_read(car: Car, http_kwargs: dict[str, object]) -> None:
+    seen, answer = _upload_pages([["bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"]] * 3)
+    respx.post(f"{BASE}/bridge").mock(side_effect=answer)
+    assert bridge(http_kwargs).status(car.root).status == MISSING
+    assert len(seen) == 3
+
+
+@respx.mock
+def test_bridge_status_of_a_listing_past_the_page_bound_is_an_error_not_missing(
+    car: Car, http_kwargs: dict[str, object]
+) -> None:
+    seen, answer = _upload_pages([], endless=True)
+    respx.post(f"{BASE}/bridge").mock(side_effect=answer)
+    with pytest.raises(PinUnavailable, match="status is unknown") as info:
+        bridge(http_kwargs).status(car.root)
+    assert info.value.exit_code == 4
+    assert len(seen) == 100
