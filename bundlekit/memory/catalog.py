@@ -329,7 +329,6 @@ class Catalog:
 
     def __init__(self, path: Path | None, *, fts: bool | None = None, timeout: float = 30.0) -> None:
         self.path = path
-        want_fts = fts5_available() if fts is None else fts and fts5_available()
         with _translated():
             conn = sqlite3.connect(
                 ":memory:" if path is None else os.fspath(path),
@@ -345,7 +344,7 @@ class Catalog:
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
-                self._check_or_create(want_fts)
+                self._check_or_create(fts)
                 if path is not None:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
@@ -361,7 +360,9 @@ class Catalog:
     def close(self) -> None:
         self._conn.close()
 
-    def _check_or_create(self, fts: bool) -> None:
+    def _check_or_create(self, fts: bool | None) -> None:
+        """Check the schema version, or create the tables in an empty file: with an FTS5 search table when
+        ``fts`` is not False and this SQLite has FTS5 (probed only here: an existing index says which it has)."""
         conn = self._conn
         app, version = self._header()
         if (app, version) == (APPLICATION_ID, SCHEMA_VERSION):
@@ -374,6 +375,7 @@ class Catalog:
             if (app, version) == (0, 0):
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                     raise CatalogUnusable("tables without our schema version")
+                fts = fts5_available() if fts is None else fts and fts5_available()
                 for statement in _SCHEMA.format(fts=int(fts)).split(";"):
                     if statement.strip():
                         conn.execute(statement)

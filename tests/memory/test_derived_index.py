@@ -152,6 +152,18 @@ def test_without_fts5_recall_scans_and_agrees(
     assert sorted(h.key for h in mem.recall("e")) == ["a", "b", "c"]
 
 
+def test_an_existing_index_is_opened_without_probing_fts5(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three(Memory(tree, clock=clock))
+
+    def no_probe() -> bool:
+        raise AssertionError("probed FTS5 for an index that says whether it has it")
+
+    monkeypatch.setattr(catalog_module, "fts5_available", no_probe)
+    assert [h.key for h in Memory(tree, clock=clock).recall("sprint")] == ["c"]
+
+
 def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
     mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
     mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
