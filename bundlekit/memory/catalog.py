@@ -54,6 +54,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bundlekit._terminal import printable
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
 from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, parse_memory_file
@@ -271,15 +272,20 @@ def _fold(text: str) -> str:
 
 def list_line(record: MemoryRecord) -> str:
     """The memory's line in ``bundlekit memory list``: key, type, revision, updated, name — description
-    (tab-separated). Stored per row so a listing reads one column instead of every record."""
-    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+    (tab-separated), terminal-safe (:func:`bundlekit._terminal.printable`: the fields are single lines, so a
+    listing of these lines is the listing escaped). Stored per row so a listing reads one column instead of
+    every record, and prints it without searching it for control characters."""
+    return printable(
+        f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+    )
 
 
 @functools.cache
 def _line_format() -> str:
     """:func:`list_line` of a fixed record: stored lines written by a program with another format (and the
-    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt)."""
-    meta = {"name": "N", "description": "D", "type": "user", "updated": "U", "revision": 2}
+    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt). Its name holds a control
+    character, so lines stored before they were escaped are another format."""
+    meta = {"name": "N\x1b", "description": "D", "type": "user", "updated": "U", "revision": 2}
     return list_line(MemoryRecord(key="k", meta=meta, body="", raw=""))
 
 

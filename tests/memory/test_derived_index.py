@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit._terminal import printable
 from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
@@ -233,6 +234,43 @@ def test_index_with_list_lines_of_another_format_is_rebuilt(mem: Memory, tree: P
     conn.close()
     fresh = Memory(tree)
     assert [line.split("\t")[0] for line in fresh.list_lines()] == ["a", "b", "c"]
+    assert "another format" in fresh.warnings[0]
+
+
+# A hand-written file (writes refuse control characters): YAML escapes put ESC and RLO in the fields.
+_PLANTED = """---
+name: "Evil \\e[2J name"
+description: "safe \\u202Etxt.exe"
+type: reference
+created: 2026-01-01T00:00:00Z
+updated: 2026-01-01T00:00:00Z
+---
+body
+"""
+
+
+def test_list_lines_are_stored_with_control_characters_escaped(mem: Memory, tree: Path) -> None:
+    mem.init()
+    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
+    (line,) = mem.list_lines()
+    assert line.endswith("\tEvil \\x1b[2J name — safe \\u202etxt.exe")
+    assert printable(line) == line
+
+
+def test_index_with_list_lines_stored_unescaped_is_rebuilt(mem: Memory, tree: Path) -> None:
+    mem.init()
+    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
+    mem.list_lines()
+    mem.close()
+    conn = sqlite3.connect(_index(tree))
+    # What the program that stored the lines unescaped kept: its fixed record's line (name "N"), the raw line.
+    conn.execute("UPDATE state SET value = 'k\tuser\tr2\tU\tN — D' WHERE name = 'line_format'")
+    conn.execute("UPDATE memory SET line = replace(line, '\\x1b', char(27))")
+    conn.commit()
+    conn.close()
+    fresh = Memory(tree)
+    (line,) = fresh.list_lines()
+    assert "Evil \\x1b[2J name" in line and "\x1b" not in line
     assert "another format" in fresh.warnings[0]
 
 
