@@ -149,39 +149,38 @@ class Finding:
     line: int
 
 
-class _Rule:
-    """One rule as the guard runs it: its pattern compiled on the first text its trigger fires on."""
+def _found(text: str) -> bool:
+    return True
 
-    __slots__ = ("_finditer", "accept", "description", "name", "order", "source")
+
+class _Rule:
+    """One rule as the guard runs it. ``finditer`` compiles the pattern on its first call (the first text the
+    trigger fires on) and puts the compiled pattern's own ``finditer`` in its place."""
+
+    __slots__ = ("accept", "description", "finditer", "name", "order", "source")
 
     def __init__(self, order: int, name: str, description: str, source: str, accept: Callable[[str], bool]) -> None:
         self.order, self.name, self.description, self.source, self.accept = order, name, description, source, accept
-        self._finditer: Callable[[str], Iterator[re.Match[str]]] | None = None
+        self.finditer: Callable[[str], Iterator[re.Match[str]]] = self._compile_then_finditer
 
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        if self._finditer is None:
-            self._finditer = re.compile(self.source).finditer
-        return self._finditer(text)
+    def _compile_then_finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.finditer = re.compile(self.source).finditer
+        return self.finditer(text)
 
 
 class _Group:
-    """The rules sharing one (anchor, trigger), and their trigger's search, compiled on first use."""
+    """The rules sharing one (anchor, trigger). ``search`` compiles the trigger on its first call and puts the
+    compiled pattern's own ``search`` in its place (no trigger: every text fires)."""
 
-    __slots__ = ("_search", "anchor", "rules", "trigger")
+    __slots__ = ("anchor", "rules", "search", "trigger")
 
     def __init__(self, anchor: str, trigger: str | None, rules: tuple[_Rule, ...]) -> None:
-        self.anchor, self.trigger, self.rules = anchor, trigger, rules
-        self._search: Callable[[str], object] | None = None
+        self.anchor, self.trigger, self.rules = anchor, trigger or "", rules
+        self.search: Callable[[str], object] = _found if trigger is None else self._compile_then_search
 
-    def fired(self, text: str) -> bool:
-        """Whether ``text`` holds the anchor and the trigger (no trigger: always)."""
-        if self.anchor not in text:
-            return False
-        if self.trigger is None:
-            return True
-        if self._search is None:
-            self._search = re.compile(self.trigger).search
-        return self._search(text) is not None
+    def _compile_then_search(self, text: str) -> object:
+        self.search = re.compile(self.trigger).search
+        return self.search(text)
 
 
 @functools.cache
@@ -198,7 +197,7 @@ def find_secrets(text: str) -> list[Finding]:
     """Every rule match in ``text``, ordered by line then rule order."""
     found: list[tuple[int, int, Finding]] = []
     for group in _rule_plan():
-        if not group.fired(text):
+        if group.anchor not in text or group.search(text) is None:
             continue
         for rule in group.rules:
             # Matches come in text order, so lines are counted on from the previous match.
