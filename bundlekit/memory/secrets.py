@@ -74,14 +74,7 @@ def _not_kebab_prose(match: str) -> bool:
 # rules share one trigger, scanned once per text. "k-", not "sk-": a literal search is as fast as its
 # first character is rare, and "s" is common.
 _SPECS: tuple[tuple[str, str, str, Callable[[str], bool], str | None, str], ...] = (
-    (
-        "aws-access-key-id",
-        "an AWS access key id",
-        _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
-        _always,
-        r"A[KS]IA",
-        "",
-    ),
+    ("aws-access-key-id", "an AWS access key id", _token("A", r"(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _always, r"A[KS]IA", ""),
     (
         "github-token",
         "a GitHub token",
