@@ -10,7 +10,8 @@ of MB/s. Each rule carries a ``trigger``: a literal search that every match of
 the rule implies (``AKIA``/``ASIA`` for AWS, ``k-`` for the ``sk-`` keys, ...).
 The scan runs the triggers (a literal search runs at GB/s when its first
 character is rare), and a rule's full pattern only over a text its trigger
-fired on, so clean prose costs a few literal scans. One alternation of all the triggers
+fired on, so clean prose costs a few literal scans (and a process that only checks clean text never
+compiles the full patterns: each is compiled on the first text its trigger fires on). One alternation of all the triggers
 would read as one pass, but ``re`` cannot search an alternation by a literal
 prefix and stops at every ``e`` or ``s`` (measured 88 MB/s, against ~500 MB/s
 for the separate literal scans).
@@ -118,7 +119,7 @@ SECRET_RULES: tuple[SecretRule, ...]  # the rules, in order: built on first use 
 
 @functools.cache
 def _rules() -> tuple[SecretRule, ...]:
-    """The rules with every pattern compiled (~2 ms of regex compiling, paid only where they are asked for:
+    """The rules with every pattern compiled (~0.6 ms of regex compiling, paid only where they are asked for:
     the guard compiles a rule's pattern only when its trigger fires, see :class:`_Group`)."""
     triggers = {source: re.compile(source) for *_, source, _anchor in _SPECS if source is not None}
     return tuple(
