@@ -201,10 +201,10 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
 def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """List the memories, sorted by key."""
     mem = _mem(ctx, existing=True)
-    if not as_json:  # the stored lines, one write: no record loaded, no per-line echo
+    if not as_json:  # the stored lines (already terminal-safe), one write: no record loaded, no per-line echo
         lines = mem.list_lines()
         if lines:
-            output.data(output.printable("\n".join(lines)))
+            output.data("\n".join(lines))
         return
     records = mem.list(withhold=True)
     rows = [r.summary() for r in records]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import Any, TextIO
 import click
 
 from bundlekit._closing import Closing
+from bundlekit._terminal import printable, printable_field
 
 __all__ = [
     "Progress",
@@ -54,37 +54,6 @@ __all__ = [
 
 _BAR_WIDTH = 24
 _REDRAW_SECONDS = 0.1
-
-
-# C0 controls but tab and newline, a carriage return not ending a line, DEL, C1 controls, and the
-# Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates).
-_CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_UNPRINTABLE = re.compile(f"[{_CONTROLS}]|\r(?!\n)")
-# Any character _UNPRINTABLE can match (a CR ending a line too): one class, which ``re`` searches several
-# times faster than the alternation, so clean text (a 10,000-line listing: ~1 MB) costs one quick search.
-_MAYBE_UNPRINTABLE = re.compile(f"[{_CONTROLS}\r]")
-# One field of a tab-separated listing: tab and newline too, so a name cannot forge a column or a row.
-_UNPRINTABLE_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def printable(text: str) -> str:
-    """``text`` safe to show on a terminal: each control character that could move the cursor, recolour,
-    retitle or reorder what is shown becomes a visible escape (ESC as ``\\x1b``, a lone CR as ``\\x0d``,
-    RLO as ``\\u202e``). Tab, newline and CRLF line ends stay as they are; everything else is unchanged."""
-    if _MAYBE_UNPRINTABLE.search(text) is None:
-        return text
-    return _UNPRINTABLE.sub(_escaped, text)
-
-
-def printable_field(text: str) -> str:
-    """One field of a tab-separated listing (a file name from a foreign DAG) safe to show: as :func:`printable`,
-    and tab, newline and CR escaped too, so one name stays one field of one row."""
-    return _UNPRINTABLE_FIELD.sub(_escaped, text)
 
 
 def json_line(obj: Any) -> str:

@@ -54,6 +54,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bundlekit._terminal import printable
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
 from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, parse_memory_file
@@ -271,15 +272,20 @@ def _fold(text: str) -> str:
 
 def list_line(record: MemoryRecord) -> str:
     """The memory's line in ``bundlekit memory list``: key, type, revision, updated, name — description
-    (tab-separated). Stored per row so a listing reads one column instead of every record."""
-    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+    (tab-separated), terminal-safe (:func:`bundlekit._terminal.printable`: the fields are single lines, so a
+    listing of these lines is the listing escaped). Stored per row so a listing reads one column instead of
+    every record, and prints it without searching it for control characters."""
+    return printable(
+        f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+    )
 
 
 @functools.cache
 def _line_format() -> str:
     """:func:`list_line` of a fixed record: stored lines written by a program with another format (and the
-    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt)."""
-    meta = {"name": "N", "description": "D", "type": "user", "updated": "U", "revision": 2}
+    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt). Its name holds a control
+    character, so lines stored before they were escaped are another format."""
+    meta = {"name": "N\x1b", "description": "D", "type": "user", "updated": "U", "revision": 2}
     return list_line(MemoryRecord(key="k", meta=meta, body="", raw=""))
 
 
@@ -329,7 +335,6 @@ class Catalog:
 
     def __init__(self, path: Path | None, *, fts: bool | None = None, timeout: float = 30.0) -> None:
         self.path = path
-        want_fts = fts5_available() if fts is None else fts and fts5_available()
         with _translated():
             conn = sqlite3.connect(
                 ":memory:" if path is None else os.fspath(path),
@@ -345,7 +350,7 @@ class Catalog:
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
-                self._check_or_create(want_fts)
+                self._check_or_create(fts)
                 if path is not None:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
@@ -361,7 +366,9 @@ class Catalog:
     def close(self) -> None:
         self._conn.close()
 
-    def _check_or_create(self, fts: bool) -> None:
+    def _check_or_create(self, fts: bool | None) -> None:
+        """Check the schema version, or create the tables in an empty file: with an FTS5 search table when
+        ``fts`` is not False and this SQLite has FTS5 (probed only here: an existing index says which it has)."""
         conn = self._conn
         app, version = self._header()
         if (app, version) == (APPLICATION_ID, SCHEMA_VERSION):
@@ -374,6 +381,7 @@ class Catalog:
             if (app, version) == (0, 0):
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                     raise CatalogUnusable("tables without our schema version")
+                fts = fts5_available() if fts is None else fts and fts5_available()
                 for statement in _SCHEMA.format(fts=int(fts)).split(";"):
                     if statement.strip():
                         conn.execute(statement)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit._terminal import printable
 from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
@@ -152,6 +153,18 @@ def test_without_fts5_recall_scans_and_agrees(
     assert sorted(h.key for h in mem.recall("e")) == ["a", "b", "c"]
 
 
+def test_an_existing_index_is_opened_without_probing_fts5(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three(Memory(tree, clock=clock))
+
+    def no_probe() -> bool:
+        raise AssertionError("probed FTS5 for an index that says whether it has it")
+
+    monkeypatch.setattr(catalog_module, "fts5_available", no_probe)
+    assert [h.key for h in Memory(tree, clock=clock).recall("sprint")] == ["c"]
+
+
 def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
     mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
     mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
@@ -211,16 +224,49 @@ def test_list_lines_are_the_lines_of_the_parsed_records(mem: Memory, tree: Path)
     assert mem.list_lines()[0].split("\t")[:3] == ["a", "project", "r2"]
 
 
+def _store_lines(tree: Path, line_format: str, line: str) -> None:
+    """Put ``line_format`` in the index's state and set every stored line to the SQL expression ``line``."""
+    conn = sqlite3.connect(_index(tree))
+    conn.execute("UPDATE state SET value = ? WHERE name = 'line_format'", (line_format,))
+    conn.execute(f"UPDATE memory SET line = {line}")
+    conn.commit()
+    conn.close()
+
+
 def test_index_with_list_lines_of_another_format_is_rebuilt(mem: Memory, tree: Path) -> None:
     _three(mem)
     mem.close()
-    conn = sqlite3.connect(_index(tree))
-    conn.execute("UPDATE state SET value = 'old format' WHERE name = 'line_format'")
-    conn.execute("UPDATE memory SET line = 'stale'")
-    conn.commit()
-    conn.close()
+    _store_lines(tree, "old format", "'stale'")
     fresh = Memory(tree)
     assert [line.split("\t")[0] for line in fresh.list_lines()] == ["a", "b", "c"]
+    assert "another format" in fresh.warnings[0]
+
+
+# A hand-written file (writes refuse control characters): YAML escapes put ESC and RLO in name and description.
+_PLANTED = (
+    '---\nname: "Evil \\e[2J name"\ndescription: "safe \\u202Etxt.exe"\ntype: reference\n'
+    "created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n---\nbody\n"
+)
+
+
+def test_list_lines_are_stored_with_control_characters_escaped(mem: Memory, tree: Path) -> None:
+    mem.init()
+    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
+    (line,) = mem.list_lines()
+    assert line.endswith("\tEvil \\x1b[2J name — safe \\u202etxt.exe")
+    assert printable(line) == line
+
+
+def test_index_with_list_lines_stored_unescaped_is_rebuilt(mem: Memory, tree: Path) -> None:
+    mem.init()
+    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
+    mem.list_lines()
+    mem.close()
+    # What the program that stored the lines unescaped kept: its fixed record's line (name "N"), the raw line.
+    _store_lines(tree, "k\tuser\tr2\tU\tN — D", "replace(line, '\\x1b', char(27))")
+    fresh = Memory(tree)
+    (line,) = fresh.list_lines()
+    assert "Evil \\x1b[2J name" in line and "\x1b" not in line
     assert "another format" in fresh.warnings[0]
 
 
