@@ -22,7 +22,8 @@ node holding the blocks has them when the service asks.
 Retention: ``list`` reads every page of ``GET {base}/pins?name=<prefix>&match=partial``
 (every status; ``before`` the oldest ``created`` above each page's oldest, so
 requests sharing the boundary timestamp are read again, kept once) and keeps
-names starting with the prefix; ``unpin`` deletes each request for the CID.
+names starting with the prefix; ``unpin`` deletes each request for the CID
+(every page of ``GET {base}/pins?cid=<cid>``, paged the same way).
 
 Settings: ``BUNDLEKIT_PSA_URL``, ``PSA_TOKEN`` (bearer); optional
 ``BUNDLEKIT_PSA_ORIGINS`` (comma-separated libp2p multiaddrs of a node holding
@@ -188,26 +189,19 @@ class PSAPinner(BasePinner):
         existing.sort(key=lambda r: r.get("status") != PINNED)
         return PinResult(self.name, text, str(existing[0].get("status", MISSING)))
 
-    def unpin(self, cid: bytes) -> None:
-        """Delete every request for ``cid``."""
-        for item in self._existing(cid_to_str(cid), ALL_STATUSES):
-            self.http.request("DELETE", f"{self.base_url}/pins/{item['requestid']}", what="delete pin")
+    def _every(self, filters: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every request of every page of ``GET {base}/pins`` with ``filters``, each once.
 
-    def list(self, name_prefix: str = "") -> list[PinEntry]:
-        """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID (its newest).
-
-        Every page is read: ``count`` larger than the page means more, and the
-        next page is asked ``before`` the oldest ``created`` above the page's
-        oldest one, so requests sharing the boundary timestamp are read again
-        (and kept once, by ``requestid``) rather than skipped by the exclusive
-        ``before``. Raises ``PinUnavailable`` when the listing cannot be read to
-        its end: more than ``LIST_MAX_PAGES`` pages, a page that ignores
-        ``before`` or brings nothing new, a request without a ``created``
-        timestamp, or more requests sharing one timestamp than fit in a page.
+        ``count`` larger than the page means more, and the next page is asked
+        ``before`` the oldest ``created`` above the page's oldest one, so
+        requests sharing the boundary timestamp are read again (and kept once,
+        by ``requestid``) rather than skipped by the exclusive ``before``.
+        Raises ``PinUnavailable`` when the listing cannot be read to its end:
+        more than ``LIST_MAX_PAGES`` pages, a page that ignores ``before`` or
+        brings nothing new, a request without a ``created`` timestamp, or more
+        requests sharing one timestamp than fit in a page.
         """
-        params = {"status": ALL_STATUSES, "limit": str(LIST_LIMIT)}
-        if name_prefix:
-            params.update(name=name_prefix, match="partial")
+        params = {**filters, "limit": str(LIST_LIMIT)}
         read: dict[str, dict[str, Any]] = {}
         before = ""
         tie: _Tie | None = None
@@ -234,8 +228,24 @@ class PSAPinner(BasePinner):
             before, tie = self._next_before(page, count, read.values())
         else:
             raise PinUnavailable(self._listing_error(f"more than {LIST_MAX_PAGES} pages of {LIST_LIMIT}"))
+        return list(read.values())
+
+    def unpin(self, cid: bytes) -> None:
+        """Delete every request for ``cid`` (every page of the ``cid`` listing, read before the first delete)."""
+        for item in self._every({"cid": cid_to_str(cid), "status": ALL_STATUSES}):
+            if item.get("requestid"):
+                self.http.request("DELETE", f"{self.base_url}/pins/{item['requestid']}", what="delete pin")
+
+    def list(self, name_prefix: str = "") -> list[PinEntry]:
+        """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID (its newest).
+
+        Raises ``PinUnavailable`` when the listing cannot be read to its end (see :meth:`_every`).
+        """
+        params = {"status": ALL_STATUSES}
+        if name_prefix:
+            params.update(name=name_prefix, match="partial")
         entries: dict[str, PinEntry] = {}
-        for item in sorted(read.values(), key=_newest_first):
+        for item in sorted(self._every(params), key=_newest_first):
             pin = item.get("pin")
             if not isinstance(pin, dict) or not str(pin.get("name") or "").startswith(name_prefix):
                 continue

@@ -5,7 +5,7 @@ The fake answers ``GET /pins`` as ipfs/pinning-services-api-spec ``ipfs-pinning-
 (newest first by ``created``; ``count`` is the total matching the filters; the client reads
 on with ``before`` = the oldest ``created`` of a page), ``before``/``after`` as exclusive
 "created before/after" filters, ``limit`` 1..1000 (default 10), ``name`` with ``match``
-(``exact`` by default, ``partial`` anywhere in the name), ``status`` (default ``pinned``),
+(``exact`` by default, ``partial`` anywhere in the name), ``cid``, ``status`` (default ``pinned``),
 and errors as ``{"error": {"reason", "details"}}`` with 400/401.
 """
 
@@ -24,7 +24,7 @@ from bundlekit.errors import PinAuthError, PinUnavailable
 from pinners import psa as psa_module
 from pinners.psa import PSAPinner
 
-from .conftest import SECRET
+from .conftest import SECRET, Car
 
 BASE = "https://psa.test/api"
 
@@ -62,6 +62,7 @@ class FakeService:
         statuses = params.get("status", "pinned").split(",")
         name, match = params.get("name"), params.get("match", "exact")
         matching = [p for p in self.pins if p["status"] in statuses and self._named(p, name, match)
+                    and ("cid" not in params or p["pin"]["cid"] == params["cid"])  # type: ignore[index]
                     and ("before" not in params or when(str(p["created"])) < when(params["before"]))
                     and ("after" not in params or when(str(p["created"])) > when(params["after"]))]
         matching.sort(key=lambda p: when(str(p["created"])), reverse=True)  # stable: ties keep insertion order
@@ -205,6 +206,24 @@ def test_a_request_without_created_cannot_be_paged_past(
         {"requestid": "a", "status": "pinned", "pin": {"cid": "bafya", "name": "memory-a"}, "delegates": []}]}))
     with pytest.raises(PinUnavailable, match="request a has no RFC 3339 'created'"):
         pinner(http_kwargs).list("memory-")
+
+
+@respx.mock
+def test_unpin_deletes_the_requests_of_every_page_of_the_cid_listing(
+        car: Car, http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """More requests for the CID than the spec's default page of 10, read 5 to a page."""
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 5)
+    service = FakeService()
+    mine = [f"r{i}" for i in range(12)]
+    for i, rid in enumerate(mine):
+        service.add(rid, "memory-1", stamp(i), cid=car.root_text, state="failed" if i == 0 else "pinned")
+    service.add("other", "memory-2", stamp(30))
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    deletes = {rid: respx.delete(f"{BASE}/pins/{rid}").mock(return_value=httpx.Response(202))
+               for rid in [*mine, "other"]}
+    pinner(http_kwargs).unpin(car.root)
+    assert {rid: route.call_count for rid, route in deletes.items()} == {**dict.fromkeys(mine, 1), "other": 0}
+    assert all(p["cid"] == car.root_text for p in service.asked)
 
 
 @respx.mock
