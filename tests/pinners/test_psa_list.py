@@ -199,6 +199,15 @@ def test_a_count_that_runs_ahead_of_the_pages_ends_at_the_boundary_requests(
 
 
 @respx.mock
+def test_an_answer_without_count_ends_the_listing(http_kwargs: dict[str, object]) -> None:
+    page = releases(2)(httpx.Request("GET", f"{BASE}/pins?limit=1000&status=pinned",
+                                      headers={"authorization": f"Bearer {SECRET}"})).json()["results"]
+    route = respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json={"results": page}))
+    assert [e.name for e in pinner(http_kwargs).list("memory-")] == ["memory-1", "memory-0"]
+    assert route.call_count == 1
+
+
+@respx.mock
 def test_a_request_without_created_cannot_be_paged_past(
         http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(psa_module, "LIST_LIMIT", 1)
