@@ -572,7 +572,7 @@ class Memory:
     def list_lines(self) -> builtins.list[str]:
         """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
         sorted by key: what :meth:`list` would give, read from the index's stored lines, credentials
-        withheld, terminal control characters escaped as ``bundlekit.cli.output.printable`` escapes them.
+        withheld, terminal control characters escaped as ``bundlekit._terminal.printable`` escapes them.
         Raises as :meth:`list`."""
         return self._read(self._list_lines)
 
