@@ -165,6 +165,41 @@ def test_an_existing_index_is_opened_without_probing_fts5(
     assert [h.key for h in Memory(tree, clock=clock).recall("sprint")] == ["c"]
 
 
+def _search_sql(tree: Path) -> str:
+    conn = sqlite3.connect(_index(tree))
+    sql = str(conn.execute("SELECT sql FROM sqlite_master WHERE name = 'search'").fetchone()[0])
+    conn.close()
+    return sql
+
+
+def test_an_index_made_without_fts5_keeps_scanning_where_sqlite_has_it(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as without:
+        without.setattr(catalog_module, "fts5_available", lambda: False)
+        _three(Memory(tree, clock=clock))
+    mem = Memory(tree, clock=clock)
+    assert [h.key for h in mem.recall("sprint")] == ["c"] and not mem.warnings
+    assert "fts5" not in _search_sql(tree).lower()
+
+
+def test_an_index_made_with_fts5_is_rebuilt_without_it_where_sqlite_lacks_it(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _three(Memory(tree, clock=clock))
+    # This SQLite has FTS5: the search table naming a module it does not know stands for one without.
+    conn = sqlite3.connect(_index(tree))
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'fts5(', 'nofts5(') WHERE name = 'search'")
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(catalog_module, "fts5_available", lambda: False)
+    mem = Memory(tree, clock=clock)
+    assert [h.key for h in mem.recall("sprint")] == ["c"]
+    assert "no such module: nofts5" in mem.warnings[0] and "rebuilt" in mem.warnings[0]
+    assert "fts5" not in _search_sql(tree).lower()
+
+
 def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
     mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
     mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
