@@ -52,6 +52,7 @@ from typing import BinaryIO
 from bundlekit.errors import BundlekitError
 
 __all__ = [
+    "CREATE_NEW",
     "DEAD_TEMP_AGE",
     "AtomicFile",
     "ErrorClass",
@@ -78,6 +79,9 @@ _ATTEMPTS = 100
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+#: ``os.open`` flags of a file created new for writing: never an existing name, never through a
+#: symlink, not inherited by child processes, no newline translation (mode: 0o666 & ~umask).
+CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -339,11 +343,10 @@ class AtomicFile:
         self._sync, self._sync_dir, self._replace_any = sync, sync_dir, replace_any
         self._synced = self._done = False
         keep = mode if mode is not None else _existing_mode(self.dest, stat.S_ISREG)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
         try:
             if parents:
                 self.dest.parent.mkdir(parents=True, exist_ok=True)
-            self.temp, fd = _create_temp(self.dest, lambda p: os.open(p, flags, 0o666))
+            self.temp, fd = _create_temp(self.dest, lambda p: os.open(p, CREATE_NEW, 0o666))
         except OSError as exc:
             raise _failure(error, self.dest, exc, hint) from exc
         assert fd is not None

@@ -41,16 +41,11 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Self, TypeVar
 
+from bundlekit._fs import CREATE_NEW
 from bundlekit.errors import BundlekitError, UnsafePathError
 
 __all__ = ["TreeWriter"]
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-# One file's create flags: never an existing name (a case-folding collision is an
-# error), never through a symlink; 0o666 & ~umask, the _fs mode rule.
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY
 
 # Operations: bytes to append to the open file, or (_MKDIR | _OPEN | _CLOSE, target, path).
 _MKDIR, _OPEN, _CLOSE = range(3)
@@ -213,7 +208,8 @@ class _FileState:
         self.path = ""
 
     def open(self, target: str, path: str) -> None:
-        self.fd = _create(lambda: os.open(target, _CREATE, 0o666), "file", path)
+        # Never an existing name (a case-folding collision is an error), never through a symlink.
+        self.fd = _create(lambda: os.open(target, CREATE_NEW, 0o666), "file", path)
         self.path = path
 
     def write(self, data: bytes) -> None:
