@@ -22,7 +22,7 @@ _UNPRINTABLE = re.compile(f"[{_CONTROLS}]|\r(?!\n)")
 # times faster than the alternation, so clean text costs one quick search.
 _MAYBE_UNPRINTABLE = re.compile(f"[{_CONTROLS}\r]")
 # One field of a tab-separated listing: tab and newline too, so a name cannot forge a column or a row.
-_UNPRINTABLE_FIELD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_FIELD = re.compile(f"[\t\n\r{_CONTROLS}]")
 
 
 def _escaped(match: re.Match[str]) -> str:
