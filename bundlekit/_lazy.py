@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["extra_install_line", "lazy_getattr"]
 
 
 def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
@@ -31,3 +31,9 @@ def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]
         return value
 
     return __getattr__
+
+
+def extra_install_line(extra: str) -> str:
+    """The command that installs the optional ``extra`` (its modules are imported lazily, so a missing one
+    is only found when a command needs it): the form README uses, which works from a clone."""
+    return f"pip install -e '.[{extra}]' (from a bundlekit clone)"

@@ -6,6 +6,7 @@ import importlib
 from collections.abc import Collection
 from types import ModuleType
 
+from bundlekit._lazy import extra_install_line
 from bundlekit.errors import UsageError
 
 __all__ = ["import_extra"]
@@ -21,7 +22,7 @@ def import_extra(module: str, *, extra: str, needs: str, packages: Collection[st
     except ModuleNotFoundError as exc:
         if exc.name is not None and exc.name.split(".")[0] in packages:
             raise UsageError(
-                f"{needs} needs the optional extra: pip install -e '.[{extra}]' (from a bundlekit clone) "
+                f"{needs} needs the optional extra: {extra_install_line(extra)} "
                 f"({exc.name} is not installed)"
             ) from None
         raise

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Final
 
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from bundlekit._lazy import extra_install_line
 from bundlekit.crypto._hmac import hmac_pads, hmac_sha256, hmac_with
 from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
 
@@ -95,7 +96,7 @@ _INFO_FILE: Final = b"bundlekit-enc/1 file"
 # low-s form is the one canonical representative (EIP-2).
 _SECP256K1_N: Final = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
-_WALLET_HINT: Final = "install the wallet extra: pip install -e '.[wallet]' (from a bundlekit clone)"
+_WALLET_HINT: Final = f"install the wallet extra: {extra_install_line('wallet')}"
 
 
 def _hkdf(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> bytes:
