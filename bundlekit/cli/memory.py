@@ -202,9 +202,9 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """List the memories, sorted by key."""
     mem = _mem(ctx, existing=True)
     if not as_json:  # the stored lines (already terminal-safe), one write: no record loaded, no per-line echo
-        lines = mem.list_lines()
-        if lines:
-            output.data("\n".join(lines))
+        text = mem.list_text()
+        if text:
+            output.data(text)
         return
     records = mem.list(withhold=True)
     rows = [r.summary() for r in records]

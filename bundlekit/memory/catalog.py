@@ -93,6 +93,13 @@ _SCORE = (
 _DELTA_MAX = 512  # changed rows kept beside the compact signature copy before it is written whole again
 _GONE: Signature = (0, 0, -1)  # a removed row among those changes (no file has a negative size)
 _TOP = 64  # recall first looks for its hits among this many best memories (see Catalog._best_of_top)
+# The stored list lines in key order, joined: the aggregate's own ORDER BY where SQLite has it (3.44); before,
+# the order of an ORDER BY subquery, which SQLite's aggregate keeps (not flattened into an aggregate query).
+_LIST_TEXT = (
+    "SELECT group_concat(line, char(10) ORDER BY key) FROM memory"
+    if sqlite3.sqlite_version_info >= (3, 44, 0)
+    else "SELECT group_concat(line, char(10)) FROM (SELECT line FROM memory ORDER BY key)"
+)
 
 
 class CatalogUnusable(Exception):
@@ -666,10 +673,12 @@ class Catalog:
             for key, name, description, kind in rows
         ]
 
-    def list_lines(self) -> list[str]:
-        """Every memory's :func:`list_line`, sorted by key (one column read: no record is loaded)."""
+    def list_text(self) -> str:
+        """Every memory's :func:`list_line`, sorted by key, a newline between (none after the last; ``""`` for
+        no memory): one column read, joined by SQLite, so no record and no per-line object is made."""
         with _translated():
-            return [str(r[0]) for r in self._conn.execute("SELECT line FROM memory ORDER BY key").fetchall()]
+            row = self._conn.execute(_LIST_TEXT).fetchone()
+        return "" if row is None or row[0] is None else str(row[0])
 
     def record(self, key: str) -> MemoryRecord | None:
         with _translated():

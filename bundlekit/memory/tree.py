@@ -574,15 +574,21 @@ class Memory:
         sorted by key: what :meth:`list` would give, read from the index's stored lines, credentials
         withheld, terminal control characters escaped as ``bundlekit._terminal.printable`` escapes them.
         Raises as :meth:`list`."""
-        return self._read(self._list_lines)
+        text = self.list_text()
+        return text.split("\n") if text else []
 
-    def _list_lines(self, catalog: Catalog) -> builtins.list[str]:
-        lines = catalog.list_lines()
+    def list_text(self) -> str:
+        """:meth:`list_lines` joined by newlines (no newline after the last; ``""`` for an empty tree): the
+        listing as ``memory list`` prints it, read as one string (a line holds no newline: it is escaped)."""
+        return self._read(self._list_text)
+
+    def _list_text(self, catalog: Catalog) -> str:
+        text = catalog.list_text()
         flagged = catalog.with_secrets()
         if not flagged:
-            return lines
+            return text
         shown = {r.key: list_line(r) for r in self._shown(catalog, catalog.records(flagged))}
-        return [shown.get(line.split("\t", 1)[0], line) for line in lines]
+        return "\n".join(shown.get(line.split("\t", 1)[0], line) for line in text.split("\n"))
 
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""

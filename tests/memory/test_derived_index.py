@@ -259,6 +259,25 @@ def test_list_lines_are_the_lines_of_the_parsed_records(mem: Memory, tree: Path)
     assert mem.list_lines()[0].split("\t")[:3] == ["a", "project", "r2"]
 
 
+def test_list_text_is_the_lines_in_key_order_whatever_order_the_rows_were_stored_in(mem: Memory, tree: Path) -> None:
+    # Rows stored in reverse and shuffled key order: SQLite's join of the stored lines still follows the keys.
+    keys = [f"k{i:03d}" for i in range(120)]
+    for key in reversed(keys[::2]):
+        mem.write(key, **fields(name=key.upper()))
+    for key in keys[1::2]:
+        mem.write(key, **fields(name=key.upper()))
+    records = read_tree_files({p.name: p.read_bytes() for p in tree.glob("*.md")}).records
+    expected = [catalog_module.list_line(records[k]) for k in sorted(records)]
+    assert Memory(tree).list_text() == "\n".join(expected)
+    assert mem.list_lines() == expected
+
+
+def test_list_text_of_an_empty_tree_is_empty(tree: Path) -> None:
+    empty = Memory(tree / "empty")
+    empty.init()
+    assert empty.list_text() == "" and empty.list_lines() == []
+
+
 def _store_lines(tree: Path, line_format: str, line: str) -> None:
     """Put ``line_format`` in the index's state and set every stored line to the SQL expression ``line``."""
     conn = sqlite3.connect(_index(tree))
@@ -546,13 +565,13 @@ def test_list_reads_one_snapshot_while_another_process_rewrites_a_memory_holding
     secret = "AKIA" + "IOSFODNN7EXAMPLE"
     mem.write("a", **fields(name="Alpha", description=f"key {secret}"), allow_secrets=True)
     other = Memory(tree)
-    real = catalog_module.Catalog.list_lines
+    real = catalog_module.Catalog.list_text
 
-    def lines_then_a_clean_rewrite(self: catalog_module.Catalog) -> list[str]:
-        lines = real(self)
+    def lines_then_a_clean_rewrite(self: catalog_module.Catalog) -> str:
+        text = real(self)
         other.write("a", **fields(name="Alpha", description="no key now"))  # committed before the flags are read
-        return lines
+        return text
 
-    monkeypatch.setattr(catalog_module.Catalog, "list_lines", lines_then_a_clean_rewrite)
+    monkeypatch.setattr(catalog_module.Catalog, "list_text", lines_then_a_clean_rewrite)
     lines = mem.list_lines()
     assert len(lines) == 1 and secret not in lines[0]
