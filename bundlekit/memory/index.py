@@ -41,7 +41,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from bundlekit.memory.record import MEMORY_TYPES
-from bundlekit.memory.withhold import mask
 
 __all__ = [
     "INDEX_TITLE",
@@ -119,6 +118,8 @@ def link_line(title: str, target: str, description: str | None = None) -> str:
     plaintext, even in an encrypted bundle); ``target`` is written as given and
     must not hold ``)`` or white space.
     """
+    from bundlekit.memory.withhold import mask  # lazy: the secret rules, only when an index is rendered
+
     line = f"- [{_escape(mask(title))}]({target})"
     text = _escape(mask(description)) if description is not None else ""
     return f"{line} {_DASH} {text}" if text else line

@@ -31,7 +31,6 @@ from bundlekit.memory.links import refuse_link
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename
 from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
-from bundlekit.memory.screen import record_values_clean
 
 __all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode"]
 
@@ -260,6 +259,8 @@ class Indexer:
 
     @staticmethod
     def _put(catalog: Catalog, name: str, sig: Signature, record: MemoryRecord, now: int) -> None:
+        from bundlekit.memory.screen import record_values_clean  # lazy: the secret rules, only for a changed file
+
         catalog.put(
             name,
             sig,

@@ -24,13 +24,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable, list_line
-from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.indexer import Indexer, decode
 from bundlekit.memory.links import ensure_real_dir
@@ -44,20 +43,10 @@ from bundlekit.memory.record import (
     rendered_record,
     validate_meta,
 )
-from bundlekit.memory.screen import guard_entry, guard_key, guard_record, record_values_clean
-from bundlekit.memory.secrets import find_secrets, guard
 from bundlekit.memory.timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
-from bundlekit.memory.timeline import (
-    DAY_FILE_RE,
-    day_file_for,
-    encode_entry,
-    make_entry,
-    merge_entries,
-    parse_day,
-)
-from bundlekit.memory.transfer import STRATEGIES, ImportReport, build_export, validate_blob
-from bundlekit.memory.withhold import withheld_warning, withhold_entry
-from bundlekit.memory.withhold import withhold as withheld_copy
+
+if TYPE_CHECKING:
+    from bundlekit.memory.transfer import ImportReport
 
 __all__ = ["Memory"]
 
@@ -153,6 +142,9 @@ class Memory:
 
     def _withheld(self, record: MemoryRecord) -> MemoryRecord:
         """``record`` with its credentials withheld (a warning names the file), or itself when it holds none."""
+        from bundlekit.memory.withhold import withheld_warning
+        from bundlekit.memory.withhold import withhold as withheld_copy
+
         shown, fields = withheld_copy(record)
         if fields:
             self._warn(withheld_warning(record.filename, fields))
@@ -219,6 +211,8 @@ class Memory:
         on any of them nothing changes.
         """
         # Step 1: the arguments; steps 2-3: the lock and the tree.
+        from bundlekit.memory.screen import guard_key, guard_record
+
         if isinstance(key, str):
             guard_key(key)  # before any message could echo it
         filename = _check_write_args(key, body, expected_revision, extra)
@@ -249,6 +243,8 @@ class Memory:
         Answered from the index when the file's signature matches it; else the file is parsed.
         ``withhold=True`` gives the memory as output may show it (credentials withheld, see the module).
         """
+        from bundlekit.memory.screen import record_values_clean
+
         record = self._read_record(key)
         if record is None or not withhold or record_values_clean(record):
             return record
@@ -276,6 +272,8 @@ class Memory:
 
         Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
+        from bundlekit.memory.timeline import make_entry
+
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
@@ -299,6 +297,10 @@ class Memory:
         self._snapshot()
 
     def _snapshot(self) -> tuple[builtins.list[MemoryRecord], builtins.list[tuple[str, bytes]]]:
+        from bundlekit.memory.screen import guard_entry, guard_key, guard_record
+        from bundlekit.memory.secrets import guard
+        from bundlekit.memory.timeline import parse_day
+
         records, flagged = self._read(lambda catalog: (self._all(catalog), set(catalog.with_secrets())))
         for record in records:
             guard_key(record.key, f"a memory file name in {self._where()}")
@@ -334,6 +336,8 @@ class Memory:
         return self._read(self._index_text)
 
     def _index_text(self, catalog: Catalog) -> str:
+        from bundlekit.memory.secrets import find_secrets
+
         text = self._index.current_index_text(catalog)
         # A MEMORY.md written before credentials were withheld from it is rendered again.
         return text if text is not None and not find_secrets(text) else self._index.render(catalog)
@@ -341,6 +345,9 @@ class Memory:
     # -- timeline -------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any]) -> None:
+        from bundlekit.memory.screen import guard_entry
+        from bundlekit.memory.timeline import day_file_for, encode_entry
+
         line = encode_entry(entry)
         guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
         with self._mutex, self._backend.hold():
@@ -353,11 +360,15 @@ class Memory:
         ``ts`` is the clock's time with milliseconds; data cannot override ``ts`` or ``type``.
         Raises :class:`UsageError` (empty type, data not JSON) or :class:`SecretDetectedError`.
         """
+        from bundlekit.memory.timeline import make_entry
+
         entry = make_entry(type, data, self._now())
         self._append(entry)
         return entry
 
     def _timeline_newest_first(self, *, withhold: bool = False) -> Iterator[dict[str, Any]]:
+        from bundlekit.memory.timeline import DAY_FILE_RE, parse_day
+
         for name in reversed(self._backend.timeline_files()):
             if not DAY_FILE_RE.fullmatch(name):
                 continue
@@ -371,6 +382,8 @@ class Memory:
 
     def _withheld_entry(self, day_file: str, entry: dict[str, Any]) -> dict[str, Any]:
         """``entry`` with its credentials withheld (a warning names the day file), or itself when it holds none."""
+        from bundlekit.memory.withhold import withheld_warning, withhold_entry
+
         shown = withhold_entry(entry)
         if shown == entry:
             return entry
@@ -399,6 +412,8 @@ class Memory:
 
         ``keep_days=0`` removes every day. Returns the number of day files removed.
         """
+        from bundlekit.memory.timeline import DAY_FILE_RE
+
         if isinstance(keep_days, bool) or not isinstance(keep_days, int) or keep_days < 0:
             raise UsageError(f"keep_days must be an integer of 0 or more, not {keep_days!r}")
         cutoff = (self._now() - timedelta(days=keep_days - 1)).strftime("%Y-%m-%d")
@@ -465,6 +480,8 @@ class Memory:
 
     def export(self) -> dict[str, Any]:
         """The export blob: version, namespace, index, files (raw text by file name), full timeline."""
+        from bundlekit.memory.transfer import build_export
+
         records = self._records()
         timeline = self.timeline()
         return build_export(
@@ -482,6 +499,8 @@ class Memory:
         ``replace`` takes the incoming one. Timelines are merged by timestamp
         without duplicates. Returns an :class:`ImportReport`.
         """
+        from bundlekit.memory.transfer import STRATEGIES, ImportReport, validate_blob
+
         if strategy not in STRATEGIES:
             raise UsageError(f"import strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         plan = validate_blob(blob, allow_secrets=allow_secrets)
@@ -514,6 +533,8 @@ class Memory:
         return report
 
     def _merge_timeline(self, incoming: Sequence[dict[str, Any]]) -> int:
+        from bundlekit.memory.timeline import day_file_for, encode_entry, merge_entries, parse_day
+
         by_day: dict[str, builtins.list[dict[str, Any]]] = {}
         for entry in incoming:
             by_day.setdefault(day_file_for(entry), []).append(entry)
@@ -547,6 +568,7 @@ class Memory:
         result is a ``Memory(None)`` holding the loaded files.
         """
         from bundlekit.bundle.load import load_bundle  # lazy: loading pulls in the network and crypto layers
+        from bundlekit.memory.files import read_tree_files
 
         namespace = options.pop("namespace", None)
         result = load_bundle(uri, gateways=gateways, out_dir=out_dir, **options)

@@ -232,6 +232,24 @@ def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -
     assert out.strip() == "[]"
 
 
+def test_list_and_recall_of_an_unchanged_tree_do_not_import_the_secret_rules_export_or_timeline(tmp_path: Path) -> None:
+    # A per-turn listing or recall needs none of them (tests/architecture/test_layers.py, LAZY_MEMORY_MODULES).
+    memory = Memory(tmp_path / "tree")
+    memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
+    memory.close()
+    lazy = ("files", "screen", "secrets", "timeline", "transfer", "withhold")
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bundlekit.cli import cli\n"
+        f"for args in (['recall', 'rondo'], ['list']):\n"
+        f"    assert CliRunner().invoke(cli, ['memory', *args, '-d', {str(tmp_path / 'tree')!r}]).exit_code == 0\n"
+        f"print(sorted(m for m in {lazy!r} if 'bundlekit.memory.' + m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
     result = run("context", "--layer", "no-equals")
     assert result.exit_code == 2 and "NAME=DIR" in result.stderr
