@@ -118,7 +118,8 @@ def link_line(title: str, target: str, description: str | None = None) -> str:
     plaintext, even in an encrypted bundle); ``target`` is written as given and
     must not hold ``)`` or white space.
     """
-    from bundlekit.memory.withhold import mask  # lazy: the secret rules, only when an index is rendered
+    # Imported here: the secret rules are needed only when an index is rendered.
+    from bundlekit.memory.withhold import mask
 
     line = f"- [{_escape(mask(title))}]({target})"
     text = _escape(mask(description)) if description is not None else ""

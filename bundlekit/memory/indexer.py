@@ -259,7 +259,8 @@ class Indexer:
 
     @staticmethod
     def _put(catalog: Catalog, name: str, sig: Signature, record: MemoryRecord, now: int) -> None:
-        from bundlekit.memory.screen import record_values_clean  # lazy: the secret rules, only for a changed file
+        # Imported here: the secret rules are needed only when a changed file is indexed.
+        from bundlekit.memory.screen import record_values_clean
 
         catalog.put(
             name,
