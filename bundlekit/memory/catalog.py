@@ -52,12 +52,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bundlekit._terminal import printable
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
 from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, parse_memory_file
+
+if TYPE_CHECKING:
+    from bundlekit.memory.backend import Scan
 
 __all__ = [
     "APPLICATION_ID",
@@ -223,6 +226,48 @@ def _unpack_lists(blob: object) -> tuple[list[str], array[int]] | None:
     return names, numbers
 
 
+class _Base:
+    """The compact copy's base, decoded: its names' part as stored, how many names, their numbers; the names
+    themselves are split only when a listing that differs is compared name by name (:meth:`names`)."""
+
+    __slots__ = ("_names", "blob", "count", "names_part", "numbers", "text")
+
+    def __init__(self, blob: bytes, names_part: bytes, text: str, count: int, numbers: array[int]) -> None:
+        self.blob = blob
+        self.names_part = names_part
+        self.text = text
+        self.count = count
+        self.numbers = numbers
+        self._names: list[str] | None = None
+
+    def names(self) -> list[str]:
+        if self._names is None:
+            self._names = self.text.split("\0") if self.count else []
+        return self._names
+
+
+def _unpack_base(blob: object) -> _Base | None:
+    """:func:`_unpack_lists` of a base, its names left joined (checked as UTF-8 and counted, not split)."""
+    if not isinstance(blob, bytes) or len(blob) < 8:
+        return None
+    length = int.from_bytes(blob[:8], "little")
+    if 8 + length > len(blob):
+        return None
+    names_part = blob[8 : 8 + length]
+    numbers = array("q")
+    try:
+        text = names_part.decode("utf-8")
+        numbers.frombytes(blob[8 + length :])
+    except (UnicodeDecodeError, ValueError):
+        return None
+    count = text.count("\0") + 1 if length else 0
+    if len(numbers) != 3 * count:
+        return None
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    return _Base(blob, names_part, text, count, numbers)
+
+
 def _unpack(blob: object) -> dict[str, Signature] | None:
     """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
     lists = _unpack_lists(blob)
@@ -353,7 +398,7 @@ class Catalog:
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
         self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
         # The compact copy's base last decoded, and its names and numbers.
-        self._unpacked: tuple[object, tuple[list[str], array[int]]] | None = None
+        self._base: _Base | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -486,37 +531,35 @@ class Catalog:
             file: (ino, mtime, size) for file, ino, mtime, size in racy
         }
 
-    def compare(self, listing: dict[str, Signature]) -> tuple[bool, dict[str, Signature]]:
-        """Whether ``listing`` holds exactly the indexed files with their signatures, and the racy rows'
-        signatures. From the compact copy when it is of the current generation (the listing's numbers,
-        put in the copy's order, against the copy's: no stored signature is turned into Python objects),
+    def compare(self, scan: Scan) -> tuple[bool, dict[str, Signature]]:
+        """Whether the listing ``scan`` holds exactly the indexed files with their signatures, and the racy
+        rows' signatures. From the compact copy when it is of the current generation (the listing's packed
+        names and numbers against the copy's, as bytes: no stored signature is turned into Python objects),
         else from :meth:`signatures`."""
         copy = self._copy()
         if copy is None:
             known, racy = self.signatures()
-            return known == listing, racy
-        (names, numbers), delta, racy = copy
-        # surrogateescape: a listed name that is not UTF-8 (never stored) differs instead of raising.
-        if (
-            not delta
-            and len(listing) == len(names)
-            and "\0".join(listing).encode("utf-8", "surrogateescape") == self._names_part()
-        ):
-            # In the copy's own order (the base is written in the order its directory lists the files, and
-            # a directory that has not changed lists them in the same order): its numbers, straight.
-            try:
-                found = array("q", list(chain.from_iterable(listing.values())))
-            except OverflowError:
+            return known == scan.memories, racy
+        (count, numbers), delta, racy = copy
+        if not delta and len(scan) == count:
+            # The base is written in the order its directory lists the files, and a directory that has not
+            # changed lists them in the same order: its names and numbers, straight.
+            packed = scan.packed()
+            if packed is None:
                 return False, racy
-            return found.tobytes() == numbers.tobytes(), racy
-        return _listing_matches(listing, names, numbers, delta), racy
+            if packed[0] == self._names_part():
+                return packed[1] == numbers.tobytes(), racy
+        return _listing_matches(scan.memories, self._base_names(), numbers, delta), racy
 
     def _names_part(self) -> bytes:
         """The base's names as stored (UTF-8, NUL between): of the base :meth:`_copy` just decoded."""
-        assert self._unpacked is not None
-        base = self._unpacked[0]
-        assert isinstance(base, bytes)
-        return base[8 : 8 + int.from_bytes(base[:8], "little")]
+        assert self._base is not None
+        return self._base.names_part
+
+    def _base_names(self) -> list[str]:
+        """The base's names, in its order: of the base :meth:`_copy` just decoded."""
+        assert self._base is not None
+        return self._base.names()
 
     def listed_order(self, names: Iterable[str]) -> None:
         """The order a listing gave the files in: a base the open write transaction writes follows it."""
@@ -524,9 +567,9 @@ class Catalog:
 
     def _copy(
         self,
-    ) -> tuple[tuple[list[str], array[int]], dict[str, Signature], dict[str, Signature]] | None:
-        """The compact copy (the base's names and numbers, the changes since, the racy rows) when it is of the
-        current generation and readable, else ``None``."""
+    ) -> tuple[tuple[int, array[int]], dict[str, Signature], dict[str, Signature]] | None:
+        """The compact copy (the base's name count and numbers, the changes since, the racy rows) when it is
+        of the current generation and readable, else ``None``."""
         with _translated():
             rows = dict(
                 self._conn.execute(
@@ -535,14 +578,13 @@ class Catalog:
             )
         if rows.get("sigs_gen") is None or rows.get("sigs_gen") != rows.get("gen"):
             return None
-        base = rows.get("sigs")
-        if self._unpacked is None or self._unpacked[0] != base:  # decoded once per base
-            decoded = _unpack_lists(base)
-            self._unpacked = None if decoded is None else (base, decoded)
+        blob = rows.get("sigs")
+        if self._base is None or self._base.blob != blob:  # decoded once per base
+            self._base = _unpack_base(blob)
         delta, racy = _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
-        if self._unpacked is None or delta is None or racy is None:
+        if self._base is None or delta is None or racy is None:
             return None
-        return self._unpacked[1], delta, racy
+        return (self._base.count, self._base.numbers), delta, racy
 
     def _track(self) -> _Tracked:
         """What the open write transaction changes, read before its first change."""

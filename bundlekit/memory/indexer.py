@@ -87,7 +87,7 @@ class Indexer:
 
     def _wanted(self, scan: Scan | None) -> bool:
         assert self._dir is not None
-        return refuse_link(self._dir) or bool(scan and (scan.memories or scan.index))
+        return refuse_link(self._dir) or bool(scan is not None and (len(scan) or scan.index))
 
     def _open_file(self, directory: Path) -> Catalog:
         directory.mkdir(parents=True, exist_ok=True)
@@ -185,7 +185,7 @@ class Indexer:
     def _work(self, catalog: Catalog, scan: Scan) -> bool:
         """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
         with catalog.reading():
-            same, racy = catalog.compare(scan.memories)
+            same, racy = catalog.compare(scan)
             if not same:
                 return True
             now = time.time_ns()
@@ -212,7 +212,7 @@ class Indexer:
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
-        same, racy = catalog.compare(scan.memories)
+        same, racy = catalog.compare(scan)
         if same and not racy:  # the usual case: nothing moved
             return
         known = racy if same else catalog.signatures()[0]

@@ -16,7 +16,8 @@ from bundlekit.errors import IntegrityError, SecretDetectedError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
-from bundlekit.memory import tree as tree_module
+from bundlekit.memory import screen as screen_module
+from bundlekit.memory import secrets as secrets_module
 from bundlekit.memory.secrets import guard
 from bundlekit.net.http import HttpOptions
 
@@ -156,8 +157,9 @@ def test_fork_refusing_a_secret_names_what_a_forker_can_do_not_a_missing_option(
         body="sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZabcd", allow_secrets=True,
     )
     with monkeypatch.context() as patched:
-        for name in ("guard", "guard_key", "guard_record"):
-            patched.setattr(tree_module, name, lambda *a, **k: None)
+        patched.setattr(secrets_module, "guard", lambda *a, **k: None)  # imported by the tree when it runs
+        for name in ("guard_key", "guard_record"):
+            patched.setattr(screen_module, name, lambda *a, **k: None)
         built = build_bundle(tree, tmp_path / "leak.car", created=CREATED)
     result = CliRunner().invoke(cli, ["fork", str(built.car), str(tmp_path / "fork")])
     assert result.exit_code == SecretDetectedError.exit_code

@@ -13,7 +13,7 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
-from bundlekit.memory.backend import DirectoryBackend
+from bundlekit.memory.backend import DirectoryBackend, Scan
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
@@ -408,10 +408,10 @@ def test_compact_signatures_follow_every_row_change(
     catalog = catalog_module.Catalog(_index(tree))
     try:
         assert catalog._copy() is not None  # the compact copy is of the current generation
-        assert catalog.compare(known) == (True, racy) and set(known) == {"a.md", "b2.md", "d.md"}
+        assert catalog.compare(Scan(known, None)) == (True, racy) and set(known) == {"a.md", "b2.md", "d.md"}
         moved = {**known, "a.md": (known["a.md"][0], known["a.md"][1] + 1, known["a.md"][2])}
         for listing in (moved, {k: v for k, v in known.items() if k != "d.md"}, {**known, "e.md": (1, 2, 3)}):
-            assert catalog.compare(listing) == (False, racy)
+            assert catalog.compare(Scan(listing, None)) == (False, racy)
     finally:
         catalog.close()
 
@@ -425,7 +425,7 @@ def test_compact_signatures_of_another_generation_are_not_used(mem: Memory, tree
         conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is None and catalog.compare(_rows(tree)[0])[0]
+        assert catalog._copy() is None and catalog.compare(Scan(_rows(tree)[0], None))[0]
     finally:
         catalog.close()
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]  # the missing row is indexed again
@@ -506,10 +506,11 @@ def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> Non
     catalog = catalog_module.Catalog(_index(tree))
     try:
         assert catalog._copy() is not None and catalog._names_part() == "\0".join(listing).encode()
-        assert catalog.compare(listing)[0]
+        assert catalog.compare(Scan(listing, None))[0]
+        assert catalog.compare(DirectoryBackend(tree).scan())[0]  # listed by _statscan where it is built
         first = next(iter(listing))
-        assert not catalog.compare({**listing, first: (0, 0, 0)})[0]  # same order, one signature moved
-        assert catalog.compare(dict(reversed(listing.items())))[0]  # another order: compared by name
+        assert not catalog.compare(Scan({**listing, first: (0, 0, 0)}, None))[0]  # same order, one moved
+        assert catalog.compare(Scan(dict(reversed(listing.items())), None))[0]  # another order: by name
     finally:
         catalog.close()
 
@@ -537,7 +538,7 @@ def test_a_garbled_compact_copy_in_the_index_is_not_used_and_the_next_change_wri
     assert [r.key for r in fresh.list()] == ["a", "c"]
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is not None and catalog.compare(_rows(tree)[0]) == (True, _rows(tree)[1])
+        assert catalog._copy() is not None and catalog.compare(Scan(_rows(tree)[0], None)) == (True, _rows(tree)[1])
     finally:
         catalog.close()
 

@@ -1,0 +1,242 @@
+/* One listing of a memory tree's directory with every memory file's stat signature, in C.
+ *
+ * The pure-Python listing (bundlekit/memory/backend.py, DirectoryBackend._listed) spends about
+ * half its time making an os.stat_result per file; this does the same readdir(3) and fstatat(2)
+ * calls with the GIL released and returns the signatures packed, as the derived index stores
+ * them (specs/memory.md, "Derived index"). It decides exactly what _listed decides, and the
+ * tests compare the two on random trees (tests/memory/test_statscan.py). Optional: where it is
+ * not built, backend.py lists in Python.
+ *
+ * scan(dir_fd) -> None when a number does not fit a signed 64-bit integer (the caller lists in
+ * Python), else (names, numbers, count, index, hidden, link):
+ *   names    bytes: the memory files' names (not MEMORY.md) as the directory gives them, NUL between
+ *   numbers  bytes: per name its inode, mtime in ns and size, native-endian signed 64-bit integers
+ *   count    int: how many names
+ *   index    (inode, mtime_ns, size) of MEMORY.md when it is a regular file, else None
+ *   hidden   list[str]: names that begin with "." ("." and ".." left out)
+ *   link     str: the first *.md or "timeline" entry that is a symbolic link (the listing stops
+ *            there: the caller refuses the tree), else None
+ * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    char *data;
+    size_t used;
+    size_t size;
+} Buffer;
+
+/* Append n bytes; 0 on success, -1 when memory ran out (called without the GIL: plain malloc). */
+static int buffer_add(Buffer *buf, const void *bytes, size_t n) {
+    if (buf->used + n > buf->size) {
+        size_t size = buf->size ? buf->size : 4096;
+        while (size < buf->used + n) {
+            size *= 2;
+        }
+        char *grown = realloc(buf->data, size);
+        if (grown == NULL) {
+            return -1;
+        }
+        buf->data = grown;
+        buf->size = size;
+    }
+    memcpy(buf->data + buf->used, bytes, n);
+    buf->used += n;
+    return 0;
+}
+
+/* The signature's numbers, or 0 when one does not fit a signed 64-bit integer. */
+static int signature_of(const struct stat *st, int64_t out[3]) {
+    int64_t ns;
+    if ((uint64_t)st->st_ino > (uint64_t)INT64_MAX) {
+        return 0;
+    }
+    if (__builtin_mul_overflow((int64_t)st->st_mtim.tv_sec, (int64_t)1000000000, &ns) ||
+        __builtin_add_overflow(ns, (int64_t)st->st_mtim.tv_nsec, &ns)) {
+        return 0;
+    }
+    out[0] = (int64_t)st->st_ino;
+    out[1] = ns;
+    out[2] = (int64_t)st->st_size;
+    return 1;
+}
+
+static PyObject *split_names(const Buffer *buf) {
+    PyObject *list = PyList_New(0);
+    size_t start = 0;
+    if (list == NULL) {
+        return NULL;
+    }
+    while (start < buf->used) {
+        size_t len = strlen(buf->data + start);
+        PyObject *name = PyUnicode_DecodeFSDefaultAndSize(buf->data + start, (Py_ssize_t)len);
+        if (name == NULL || PyList_Append(list, name) < 0) {
+            Py_XDECREF(name);
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_DECREF(name);
+        start += len + 1;
+    }
+    return list;
+}
+
+static PyObject *scan(PyObject *module, PyObject *arg) {
+    long fd_value = PyLong_AsLong(arg);
+    Buffer names = {0}, numbers = {0}, hidden = {0};
+    Py_ssize_t count = 0;
+    int64_t index[3];
+    int has_index = 0, error = 0, no_memory = 0, too_big = 0;
+    char failed[NAME_MAX + 1] = "", link[NAME_MAX + 1] = "";
+    PyObject *result = NULL;
+    (void)module;
+    if (fd_value == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (fd_value < 0 || fd_value > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "scan() needs an open directory descriptor");
+        return NULL;
+    }
+    int dir_fd = (int)fd_value;
+
+    Py_BEGIN_ALLOW_THREADS
+    int own_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0); /* closedir closes it; the caller's stays open */
+    DIR *dir = own_fd < 0 ? NULL : fdopendir(own_fd);
+    if (dir == NULL) {
+        error = errno;
+        if (own_fd >= 0) {
+            close(own_fd);
+        }
+    } else {
+        rewinddir(dir); /* the duplicate shares the caller's offset: list from the start, and leave it there */
+        for (;;) {
+            struct dirent *entry;
+            struct stat st;
+            int64_t sig[3];
+            errno = 0;
+            entry = readdir(dir);
+            if (entry == NULL) {
+                error = errno;
+                break;
+            }
+            const char *name = entry->d_name;
+            size_t len = strlen(name);
+            if (name[0] == '.') {
+                if (len == 1 || (len == 2 && name[1] == '.')) {
+                    continue;
+                }
+                if (buffer_add(&hidden, name, len + 1) < 0) {
+                    no_memory = 1;
+                    break;
+                }
+                continue;
+            }
+            int is_md = len >= 3 && memcmp(name + len - 3, ".md", 3) == 0;
+            if (!is_md && strcmp(name, "timeline") != 0) {
+                continue;
+            }
+            if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                if (errno == ENOENT) { /* removed since the listing */
+                    continue;
+                }
+                error = errno;
+                memcpy(failed, name, len + 1);
+                break;
+            }
+            if (S_ISLNK(st.st_mode)) {
+                memcpy(link, name, len + 1);
+                break;
+            }
+            if (!is_md || !S_ISREG(st.st_mode)) {
+                continue;
+            }
+            if (!signature_of(&st, sig)) {
+                too_big = 1;
+                break;
+            }
+            if (strcmp(name, "MEMORY.md") == 0) {
+                memcpy(index, sig, sizeof(index));
+                has_index = 1;
+                continue;
+            }
+            if ((count && buffer_add(&names, "", 1) < 0) || buffer_add(&names, name, len) < 0 ||
+                buffer_add(&numbers, sig, sizeof(sig)) < 0) {
+                no_memory = 1;
+                break;
+            }
+            count++;
+        }
+        rewinddir(dir);
+        closedir(dir);
+    }
+    Py_END_ALLOW_THREADS
+
+    if (no_memory) {
+        PyErr_NoMemory();
+    } else if (error) {
+        if (failed[0]) {
+            PyObject *filename = PyUnicode_DecodeFSDefault(failed);
+            if (filename != NULL) {
+                PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, filename);
+                Py_DECREF(filename);
+            }
+        } else {
+            errno = error;
+            PyErr_SetFromErrno(PyExc_OSError);
+        }
+    } else if (too_big) {
+        result = Py_NewRef(Py_None);
+    } else {
+        /* names_blob: the buffer as is (one NUL between names, none after the last) */
+        PyObject *hidden_list = NULL, *names_blob = NULL, *numbers_blob = NULL, *index_sig = NULL, *link_name = NULL;
+        hidden_list = split_names(&hidden);
+        if (hidden_list != NULL) {
+            names_blob = PyBytes_FromStringAndSize(names.data ? names.data : "", (Py_ssize_t)names.used);
+        }
+        if (names_blob != NULL) {
+            numbers_blob = PyBytes_FromStringAndSize(numbers.data ? numbers.data : "", (Py_ssize_t)numbers.used);
+        }
+        if (numbers_blob != NULL) {
+            index_sig = has_index ? Py_BuildValue("(LLL)", (long long)index[0], (long long)index[1], (long long)index[2])
+                                  : Py_NewRef(Py_None);
+        }
+        if (index_sig != NULL) {
+            link_name = link[0] ? PyUnicode_DecodeFSDefault(link) : Py_NewRef(Py_None);
+        }
+        if (link_name != NULL) {
+            result = Py_BuildValue("(NNnNNN)", names_blob, numbers_blob, count, index_sig, hidden_list, link_name);
+        } else {
+            Py_XDECREF(hidden_list);
+            Py_XDECREF(names_blob);
+            Py_XDECREF(numbers_blob);
+            Py_XDECREF(index_sig);
+        }
+    }
+    free(names.data);
+    free(numbers.data);
+    free(hidden.data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_O, "scan(dir_fd): the memory files' names and packed signatures (see the module)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef statscan_module = {
+    PyModuleDef_HEAD_INIT, "_statscan", "A memory tree's listing with stat signatures (see _statscan.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__statscan(void) { return PyModule_Create(&statscan_module); }

@@ -1,0 +1,195 @@
+"""The C listing (``bundlekit.memory._statscan``) decides exactly what the Python listing decides.
+
+Both list one directory with every memory file's stat signature
+(``DirectoryBackend._listed_in_c`` and ``DirectoryBackend._listed``); the
+index compares either with its compact copy. Checked here against each other,
+and against ``os.lstat``, on random trees: hidden names, folders and other
+files named ``*.md``, ``MEMORY.md``, ``timeline``, names that are not UTF-8,
+and links (refused by both with the same error). The memory store then works
+the same with the C listing taken away.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bundlekit.errors import MemoryStoreError
+from bundlekit.memory import Memory
+from bundlekit.memory import backend as backend_module
+from bundlekit.memory.backend import DirectoryBackend, Scan
+
+pytestmark = pytest.mark.skipif(backend_module._statscan is None, reason="the C listing is not built here")
+
+_NAME = st.text(alphabet=string.ascii_letters + string.digits + "_-é", min_size=1, max_size=12)
+
+
+def _python_listing(root: Path) -> tuple[Scan | None, list[str], str | None]:
+    hidden: list[str] = []
+    try:
+        with os.scandir(root) as entries:
+            scan = DirectoryBackend(root)._listed(entries, hidden)
+    except MemoryStoreError as exc:
+        return None, hidden, str(exc)
+    return scan, hidden, None
+
+
+def _c_listing(root: Path) -> tuple[Scan | None, list[str], str | None]:
+    hidden: list[str] = []
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        scan = DirectoryBackend(root)._listed_in_c(fd, hidden)
+    except MemoryStoreError as exc:
+        return None, hidden, str(exc)
+    finally:
+        os.close(fd)
+    assert scan is not None  # no number past 64 bits in these trees
+    return scan, hidden, None
+
+
+def _same(root: Path) -> Scan | None:
+    py_scan, py_hidden, py_error = _python_listing(root)
+    c_scan, c_hidden, c_error = _c_listing(root)
+    assert c_error == py_error
+    if py_error is not None:
+        return None
+    assert py_scan is not None and c_scan is not None
+    assert sorted(c_hidden) == sorted(py_hidden)
+    assert list(c_scan.memories.items()) == list(py_scan.memories.items())  # the same order, too
+    assert len(c_scan) == len(py_scan) and c_scan.index == py_scan.index
+    assert c_scan.packed() == py_scan.packed()
+    return c_scan
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    memories=st.lists(_NAME, max_size=25, unique=True),
+    hidden=st.lists(_NAME, max_size=4, unique=True),
+    others=st.lists(_NAME, max_size=4, unique=True),
+    md_folders=st.lists(_NAME, max_size=3, unique=True),
+    with_index=st.booleans(),
+    timeline=st.sampled_from(["none", "folder", "file"]),
+    sizes=st.integers(min_value=0, max_value=3000),
+)
+def test_the_c_listing_is_the_python_listing_on_random_trees(
+    tmp_path_factory: pytest.TempPathFactory,
+    memories: list[str],
+    hidden: list[str],
+    others: list[str],
+    md_folders: list[str],
+    with_index: bool,
+    timeline: str,
+    sizes: int,
+) -> None:
+    root = tmp_path_factory.mktemp("tree")
+    for i, name in enumerate(memories):
+        (root / f"{name}.md").write_bytes(b"x" * ((sizes + i) % 2000))
+    for name in hidden:
+        (root / f".{name}.md").write_bytes(b"hidden")
+    for name in others:
+        (root / f"{name}.txt").write_bytes(b"other")
+    for name in md_folders:
+        if f"{name}.md" not in {f"{m}.md" for m in memories}:
+            (root / f"{name}.md").mkdir()
+    if with_index:
+        (root / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
+    if timeline == "folder":
+        (root / "timeline").mkdir()
+    elif timeline == "file":
+        (root / "timeline").write_bytes(b"")
+    scan = _same(root)
+    assert scan is not None
+    for name, signature in scan.memories.items():
+        st_ = os.lstat(root / name)
+        assert signature == (st_.st_ino, st_.st_mtime_ns, st_.st_size)
+
+
+def test_names_that_are_not_utf8_are_listed_as_python_lists_them(tmp_path: Path) -> None:
+    os.close(os.open(os.fsencode(tmp_path) + b"/\xff\xfe.md", os.O_CREAT | os.O_WRONLY, 0o644))
+    os.close(os.open(os.fsencode(tmp_path) + b"/.\xff", os.O_CREAT | os.O_WRONLY, 0o644))
+    (tmp_path / "plain.md").write_bytes(b"p")
+    scan = _same(tmp_path)
+    assert scan is not None and os.fsdecode(b"\xff\xfe.md") in scan.memories
+
+
+@pytest.mark.parametrize("name", ["a.md", "MEMORY.md", "timeline"])
+def test_a_link_is_refused_by_both_listings_with_the_same_error(tmp_path: Path, name: str) -> None:
+    (tmp_path / "target").mkdir()
+    (tmp_path / "b.md").write_bytes(b"b")
+    (tmp_path / name).symlink_to(tmp_path / "target")
+    assert _same(tmp_path) is None
+    with pytest.raises(MemoryStoreError, match="is a symbolic link"):
+        DirectoryBackend(tmp_path).scan()
+
+
+def test_a_link_with_another_name_is_ignored_by_both(tmp_path: Path) -> None:
+    (tmp_path / "b.md").write_bytes(b"b")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / "b.md")
+    scan = _same(tmp_path)
+    assert scan is not None and list(scan.memories) == ["b.md"]
+
+
+def test_an_mtime_past_64_bits_of_nanoseconds_is_listed_in_python(tmp_path: Path) -> None:
+    path = tmp_path / "far.md"
+    path.write_bytes(b"f")
+    far = 10_000_000_000 * 10**9  # the year 2286: more nanoseconds than a signed 64-bit integer holds
+    try:
+        os.utime(path, ns=(far, far))
+    except (OSError, OverflowError):
+        pytest.skip("this file system cannot hold that time")
+    if os.lstat(path).st_mtime_ns < 2**63:
+        pytest.skip("this file system clamped the time")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert backend_module._statscan.scan(fd) is None  # the C listing declines
+    finally:
+        os.close(fd)
+    scan = DirectoryBackend(tmp_path).scan()  # listed in Python instead
+    assert scan.memories == {"far.md": (os.lstat(path).st_ino, os.lstat(path).st_mtime_ns, 1)}
+    assert scan.packed() is None  # and no index row could hold it
+
+
+def test_the_c_listing_refuses_a_bad_descriptor(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="directory descriptor"):
+        backend_module._statscan.scan(-1)
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        with pytest.raises(NotADirectoryError):
+            backend_module._statscan.scan(fd)
+    finally:
+        os.close(fd)
+
+
+def test_the_store_works_the_same_with_the_c_listing_taken_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def run(root: Path) -> tuple[list[str], list[str], str]:
+        memory = Memory(root)
+        for i in range(30):
+            memory.write(f"k{i:02d}", name=f"K {i}", description="rondo", type="project", body=f"body {i}")
+        (root / "k03.md").unlink()  # by hand, between commands
+        (root / "k04.md").rename(root / "moved.md")
+        memory.forget("k05")
+        fresh = Memory(root)
+        return [r.key for r in fresh.list()], [h.key for h in fresh.recall("rondo", 50)], fresh.list_text()
+
+    with_c = run(tmp_path / "c")
+    monkeypatch.setattr(backend_module, "_statscan", None)
+    without = run(tmp_path / "py")
+    assert with_c[0] == without[0] and "moved" in with_c[0] and "k03" not in with_c[0]
+    assert sorted(with_c[1]) == sorted(without[1])
+
+
+def test_the_descriptor_is_left_at_the_start_of_the_listing(tmp_path: Path) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_bytes(b"x")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        first, second = backend_module._statscan.scan(fd), backend_module._statscan.scan(fd)
+        assert first is not None and first == second and first[2] == 3
+        assert sorted(os.listdir(fd)) == ["a.md", "b.md", "c.md"]  # a Python listing after it sees them all
+    finally:
+        os.close(fd)
