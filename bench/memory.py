@@ -208,6 +208,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cpus")
+    from bundlekit.memory import backend
+
+    listing = "C (bundlekit/memory/_statscan.c)" if backend._c_listing() else "Python (_statscan not built: pip install -e .)"
+    print(f"tree listing: {listing}")
     with tempfile.TemporaryDirectory() as tmp:
         results = [bench_count(count, args.repeat, Path(tmp)) for count in args.counts]  # run every count
     ok = all(results)
