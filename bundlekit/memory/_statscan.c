@@ -56,6 +56,15 @@ static int buffer_add(Buffer *buf, const void *bytes, size_t n) {
     return 0;
 }
 
+/* Copy a name into a NAME_MAX + 1 buffer (readdir never gives a longer one; cut, never overrun, if it did). */
+static void copy_name(char out[NAME_MAX + 1], const char *name, size_t len) {
+    if (len > NAME_MAX) {
+        len = NAME_MAX;
+    }
+    memcpy(out, name, len);
+    out[len] = '\0';
+}
+
 /* The signature's numbers, or 0 when one does not fit a signed 64-bit integer. */
 static int signature_of(const struct stat *st, int64_t out[3]) {
     int64_t ns;
@@ -151,11 +160,11 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
                     continue;
                 }
                 error = errno;
-                memcpy(failed, name, len + 1);
+                copy_name(failed, name, len);
                 break;
             }
             if (S_ISLNK(st.st_mode)) {
-                memcpy(link, name, len + 1);
+                copy_name(link, name, len);
                 break;
             }
             if (!is_md || !S_ISREG(st.st_mode)) {
