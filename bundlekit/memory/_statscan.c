@@ -65,14 +65,20 @@ static void copy_name(char out[NAME_MAX + 1], const char *name, size_t len) {
     out[len] = '\0';
 }
 
+#ifdef __APPLE__
+#define MTIME(st) ((st)->st_mtimespec)
+#else
+#define MTIME(st) ((st)->st_mtim)
+#endif
+
 /* The signature's numbers, or 0 when one does not fit a signed 64-bit integer. */
 static int signature_of(const struct stat *st, int64_t out[3]) {
     int64_t ns;
     if ((uint64_t)st->st_ino > (uint64_t)INT64_MAX) {
         return 0;
     }
-    if (__builtin_mul_overflow((int64_t)st->st_mtim.tv_sec, (int64_t)1000000000, &ns) ||
-        __builtin_add_overflow(ns, (int64_t)st->st_mtim.tv_nsec, &ns)) {
+    if (__builtin_mul_overflow((int64_t)MTIME(st).tv_sec, (int64_t)1000000000, &ns) ||
+        __builtin_add_overflow(ns, (int64_t)MTIME(st).tv_nsec, &ns)) {
         return 0;
     }
     out[0] = (int64_t)st->st_ino;
