@@ -116,7 +116,19 @@ class PSAPinner(BasePinner):
         response = self.http.request(
             "GET", f"{self.base_url}/pins", params={"cid": cid, "status": statuses}, what="list pins"
         )
-        results = self.http.json(response, "list pins").get("results") or []
+        return self._results(self.http.json(response, "list pins"))
+
+    def _results(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """A listing's pin statuses (``PinResults.results``, an array in the spec); one that is not an
+        array is a service that does not follow it (``PinUnavailable``), not a traceback."""
+        results = data.get("results")
+        if results is None:
+            return []
+        if not isinstance(results, list):
+            raise PinUnavailable(
+                f"psa: list pins: {type(results).__name__} where the Pinning Service API has an array of "
+                "pin statuses ('results'); check that the URL is the service's API"
+            )
         return [r for r in results if isinstance(r, dict)]
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
@@ -209,7 +221,7 @@ class PSAPinner(BasePinner):
             query = {**params, "before": before} if before else params
             response = self.http.request("GET", f"{self.base_url}/pins", params=query, what="list pins")
             data = self.http.json(response, "list pins")
-            page = [r for r in data.get("results") or [] if isinstance(r, dict)]
+            page = self._results(data)
             count = data.get("count")
             if before:
                 self._check_before(page, before)

@@ -257,3 +257,16 @@ def test_the_unpin_command_exits_4_on_a_listing_that_never_ends(monkeypatch: pyt
     result = CliRunner().invoke(cli, ["unpin", "--pinner", "psa", "--name-prefix", "memory-", "--keep", "1"])
     assert result.exit_code == 4 and "'before' ignored" in result.stderr and result.stdout == ""
     assert "Traceback" not in result.output and SECRET not in result.output
+
+
+@pytest.mark.parametrize("results", [5, True, 1.5], ids=["number", "boolean", "float"])
+@respx.mock
+def test_results_that_are_not_an_array_are_a_clear_error_not_a_traceback(
+    http_kwargs: dict[str, object], results: object
+) -> None:
+    # PinResults.results is an array of PinStatus in the spec; a service answering otherwise does not follow it.
+    respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json={"count": 1, "results": results}))
+    with pytest.raises(PinUnavailable, match="an array of pin statuses"):
+        pinner(http_kwargs).list()
+    with pytest.raises(PinUnavailable, match="an array of pin statuses"):
+        pinner(http_kwargs).unpin(bytes.fromhex("01551220" + "00" * 32))
