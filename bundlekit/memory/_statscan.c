@@ -161,7 +161,7 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
             if (!is_md && strcmp(name, "timeline") != 0) {
                 continue;
             }
-            if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) { /* the directory being read */
                 if (errno == ENOENT) { /* removed since the listing */
                     continue;
                 }
@@ -203,6 +203,7 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
         if (failed[0]) {
             PyObject *filename = PyUnicode_DecodeFSDefault(failed);
             if (filename != NULL) {
+                errno = error; /* the calls since the failure may have changed it */
                 PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, filename);
                 Py_DECREF(filename);
             }

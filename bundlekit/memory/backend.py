@@ -206,7 +206,10 @@ class DirectoryBackend:
             scan = None if entries is not None or dir_fd is None else self._listed_in_c(dir_fd, hidden)
             if scan is None:
                 if entries is None:  # a number past 64 bits: Python's integers hold it
-                    entries = os.scandir(dir_fd if dir_fd is not None else self.root)
+                    try:
+                        entries = os.scandir(dir_fd if dir_fd is not None else self.root)
+                    except OSError as exc:
+                        raise os_failure("list the memory tree", self.root, exc) from exc
                 scan = self._listed(entries, hidden)
         finally:
             if dir_fd is not None:
@@ -217,7 +220,12 @@ class DirectoryBackend:
         return scan
 
     def _listed_in_c(self, dir_fd: int, hidden: list[str]) -> Scan | None:
-        found = _statscan.scan(dir_fd)
+        try:
+            found = _statscan.scan(dir_fd)
+        except OSError as exc:
+            if exc.filename is not None:  # one entry's lstat failed: raised as the Python listing raises it
+                raise
+            raise os_failure("list the memory tree", self.root, exc) from exc  # opening or reading the folder
         if found is None:
             return None
         names, numbers, count, index, hidden_names, link = found

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,31 @@ def test_the_descriptor_is_left_at_the_start_of_the_listing(tmp_path: Path) -> N
         assert sorted(os.listdir(fd)) == ["a.md", "b.md", "c.md"]  # a Python listing after it sees them all
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("listing", ["c", "python"])
+def test_a_folder_that_cannot_be_read_is_a_store_error_from_both_listings(tmp_path: Path, listing: str) -> None:
+    # With one descriptor left, the root opens but the listing's own duplicate cannot: found by review.
+    (tmp_path / "a.md").write_bytes(b"x")
+    code = (
+        "import os, resource, sys\n"
+        "from pathlib import Path\n"
+        "from bundlekit.memory import backend\n"
+        "from bundlekit.errors import MemoryStoreError\n"
+        f"if {listing!r} == 'python':\n"
+        "    backend._statscan = None\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "held = []\n"
+        "try:\n"
+        "    while True:\n"
+        "        held.append(os.open(os.devnull, os.O_RDONLY))\n"
+        "except OSError:\n"
+        "    os.close(held.pop())\n"
+        "try:\n"
+        f"    backend.DirectoryBackend(Path({str(tmp_path)!r})).scan()\n"
+        "except MemoryStoreError as exc:\n"
+        "    print('store error:', exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.startswith("store error: cannot list the memory tree") and "Too many open files" in out
