@@ -38,9 +38,10 @@ Source: ipfs/pinning-services-api-spec ``ipfs-pinning-service.yaml``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
@@ -272,7 +273,7 @@ class PSAPinner(BasePinner):
             "the service does not page its list as the Pinning Service API says: report it to the service"
         )
 
-    def _created(self, item: dict[str, Any]) -> datetime:
+    def _created(self, item: dict[str, Any]) -> int:
         when = _parse_created(item.get("created"))
         if when is None:
             raise PinUnavailable(self._listing_error(
@@ -328,15 +329,28 @@ class _Tie:
     read: int
 
 
-def _parse_created(value: object) -> datetime | None:
-    """An RFC 3339 timestamp as an aware datetime (UTC when it names no zone); None when it is not one."""
+_FRACTION = re.compile(r"\.(\d+)")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _parse_created(value: object) -> int | None:
+    """An RFC 3339 timestamp as nanoseconds since the epoch (UTC when it names no zone), exactly: a service
+    written in Go sends up to 9 fractional digits (``time.RFC3339Nano``), where ``datetime`` keeps 6, and
+    two requests apart by less than a microsecond must not look alike when paging by ``before``. None when
+    it is not a timestamp."""
     if not isinstance(value, str):
         return None
+    fraction = _FRACTION.search(value)
+    digits = fraction.group(1) if fraction else ""
+    whole = value[: fraction.start()] + value[fraction.end() :] if fraction else value
     try:
-        when = datetime.fromisoformat(value)
+        when = datetime.fromisoformat(whole)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = (when - _EPOCH) // timedelta(seconds=1)
+    return seconds * 1_000_000_000 + (int(digits[:9].ljust(9, "0")) if digits else 0)
 
 
 def _key(item: dict[str, Any]) -> str:
@@ -352,4 +366,4 @@ def _key(item: dict[str, Any]) -> str:
 def _newest_first(item: dict[str, Any]) -> float:
     """Sort key putting the newest ``created`` first (unparseable ones last)."""
     when = _parse_created(item.get("created"))
-    return -when.timestamp() if when is not None else float("inf")
+    return -when if when is not None else float("inf")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import takewhile
 
 import httpx
 import pytest
@@ -33,8 +34,13 @@ def failure(status: int, reason: str, details: str) -> httpx.Response:
     return httpx.Response(status, json={"error": {"reason": reason, "details": details}})
 
 
-def when(text: str) -> datetime:
-    return datetime.fromisoformat(text)
+def when(text: str) -> tuple[datetime, int]:
+    """A timestamp to the nanosecond: services written in Go send up to 9 fractional digits (RFC3339Nano)."""
+    head, dot, rest = text.partition(".")
+    if not dot:
+        return datetime.fromisoformat(text), 0
+    digits = "".join(takewhile(str.isdigit, rest))
+    return datetime.fromisoformat(head + rest[len(digits):]), int(digits[:9].ljust(9, "0"))
 
 
 @dataclass
@@ -270,3 +276,30 @@ def test_results_that_are_not_an_array_are_a_clear_error_not_a_traceback(
         pinner(http_kwargs).list()
     with pytest.raises(PinUnavailable, match="an array of pin statuses"):
         pinner(http_kwargs).unpin(bytes.fromhex("01551220" + "00" * 32))
+
+
+@respx.mock
+def test_requests_apart_by_less_than_a_microsecond_page_in_order(
+        http_kwargs: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Go's RFC3339Nano: these five fall within one microsecond, which Python's datetime cannot tell apart.
+    monkeypatch.setattr(psa_module, "LIST_LIMIT", 2)
+    service = FakeService()
+    for rid, nanos in (("e", "000000900"), ("d", "0000007"), ("c", "000000500"), ("b", "0000003"), ("a", "000000001")):
+        service.add(rid, f"memory-{rid}", f"2026-03-01T10:00:00.{nanos}Z")
+    respx.get(f"{BASE}/pins").mock(side_effect=service)
+    entries = pinner(http_kwargs).list("memory-")
+    assert [e.cid for e in entries] == ["bafye", "bafyd", "bafyc", "bafyb", "bafya"]
+    # Each page is asked before the second-oldest of the one before (ties at the oldest are not skipped).
+    assert [p.get("before") for p in service.asked] == [
+        None, "2026-03-01T10:00:00.000000900Z", "2026-03-01T10:00:00.0000007Z", "2026-03-01T10:00:00.000000500Z"]
+
+
+def test_created_timestamps_are_read_to_the_nanosecond() -> None:
+    parse = psa_module._parse_created
+    assert parse("1970-01-01T00:00:01.000000001Z") == 1_000_000_001
+    assert parse("2026-03-01T10:00:00.0000007Z") == parse("2026-03-01T10:00:00.000000700Z")
+    assert parse("2026-03-01T11:00:00.5+01:00") == parse("2026-03-01T10:00:00.500Z")
+    assert parse("2026-03-01T10:00:00") == parse("2026-03-01T10:00:00Z")  # no zone: UTC
+    assert parse("2026-03-01T10:00:00.1234567891Z") == parse("2026-03-01T10:00:00.123456789Z")  # past 9: cut
+    for bad in ("yesterday", "", None, 5, "2026-13-01T00:00:00Z"):
+        assert parse(bad) is None
