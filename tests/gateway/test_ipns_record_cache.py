@@ -126,7 +126,8 @@ def test_an_unreadable_eol_leaves_the_ttl_uncut(tmp_path: Path) -> None:
     b"\xff\xff",  # not a protobuf
     encode_entry({"value": b"/ipfs/bafkqaaa", "signatureV1": bytes(64)}),  # V1-only: no DAG-CBOR data
     encode_entry({"signatureV2": bytes(64), "data": dag_cbor.encode([1, 2])}),  # data not a map
-], ids=["not-protobuf", "v1-only", "data-not-a-map"])
+    encode_entry({"signatureV2": bytes(64), "data": b"\xff"}),  # data not DAG-CBOR
+], ids=["not-protobuf", "v1-only", "data-not-a-map", "data-not-cbor"])
 def test_a_record_without_readable_dag_cbor_data_is_a_500(tmp_path: Path, record: bytes) -> None:
     got = _at_now(_store_with(tmp_path, NAME, record), NAME)
     assert got.status_code == 500 and "IPNS record" in got.text
