@@ -14,8 +14,10 @@ from pathlib import Path
 import dag_cbor
 import pytest
 
-from bundlekit.errors import CodecError
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import CodecError, SignatureError
 from bundlekit.ipld.ipns_entry import decode_data, decode_entry, encode_entry, format_validity, parse_validity
+from bundlekit.names.record import SIGNATURE_PREFIX, name_from_key, parse_name, verify_record
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "ipns"
 
@@ -54,3 +56,13 @@ def test_a_validity_on_a_day_the_month_lacks_is_not_a_valid_time() -> None:
 def test_a_formatted_validity_reads_back() -> None:
     when = datetime(2030, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
     assert parse_validity(format_validity(when)) == int(when.timestamp()) * 10**9 + 123_456_000
+
+
+def test_names_refuse_a_validity_before_year_one_in_utc() -> None:
+    """A well-formed RFC 3339 time that datetime cannot hold once moved to UTC is refused, not a crash."""
+    signer = Ed25519Signer.from_seed(bytes([7]) * 32)
+    data = dag_cbor.encode({"Value": b"/ipfs/bafkqaaa", "Validity": b"0001-01-01T00:00:00+01:00", "ValidityType": 0,
+                            "Sequence": 1, "TTL": 0})
+    record = encode_entry({"signatureV2": signer.sign(SIGNATURE_PREFIX + data), "data": data})
+    with pytest.raises(SignatureError, match="is not a valid time"):
+        verify_record(parse_name(name_from_key(signer.public)), record)
