@@ -11,30 +11,23 @@ Follows the reference gateway, boxo (github.com/ipfs/boxo, ``gateway/handler_ipn
 * A record that is not an ``IpnsEntry`` protobuf of at most 10 KiB whose ``data`` (field 9) is a
   DAG-CBOR map cannot be served (boxo answers 500): ``CodecError``.
 
-The gateway layer sits below ``bundlekit.names``, so the two fields are read here with what this
-layer has: the protobuf varints of ``bundlekit.ipld`` and ``dag_cbor``. Nothing is verified (the
-client verifies records, specs/gateway.md).
+The record is read with the IPNS record codec the names layer verifies with,
+``bundlekit.ipld.ipns_entry`` (the gateway sits below ``bundlekit.names``); its ``CodecError``
+is the caller's 500. Nothing is verified (the client verifies records, specs/gateway.md).
 """
 
 from __future__ import annotations
 
-import calendar
-import re
 from collections.abc import Mapping
 from email.utils import formatdate
-from typing import Final
+from typing import Any, Final
 
 from bundlekit.errors import CodecError
-from bundlekit.ipld.cid import decode_varint
+from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, decode_data, decode_entry, parse_validity
 
 __all__ = ["record_cache_headers", "record_max_age"]
 
-_MAX_RECORD_SIZE: Final = 10 * 1024  # the IPNS Record specification's limit, as boxo's ipns.MaxRecordSize
-_DATA_FIELD: Final = 9
-_EOL: Final = 0
 _NS: Final = 1_000_000_000
-# RFC 3339 as Go's time.RFC3339Nano parses it (boxo's util.ParseRFC3339).
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))")
 
 
 def record_cache_headers(record: bytes, now_ns: int) -> list[tuple[str, str]]:
@@ -58,59 +51,22 @@ def record_max_age(record: bytes, now_ns: int) -> int | None:
     return max(0, max_age) // _NS
 
 
-def _record_data(record: bytes) -> Mapping[str, object]:
+def _record_data(record: bytes) -> Mapping[str, Any]:
     """The DAG-CBOR map in the ``IpnsEntry``'s ``data`` field; ``CodecError`` when there is none."""
-    if len(record) > _MAX_RECORD_SIZE:
-        raise CodecError(f"the IPNS record is {len(record)} bytes, over the {_MAX_RECORD_SIZE}-byte limit")
-    data = b""
-    pos = 0
-    try:
-        while pos < len(record):
-            key, pos = decode_varint(record, pos)
-            wire = key & 7
-            if wire == 0:
-                _, pos = decode_varint(record, pos)
-            elif wire == 2:
-                length, pos = decode_varint(record, pos)
-                if pos + length > len(record):
-                    raise CodecError("a field runs past the end")
-                if key >> 3 == _DATA_FIELD:
-                    data = record[pos : pos + length]
-                pos += length
-            elif wire in (1, 5):
-                pos += 8 if wire == 1 else 4
-            else:
-                raise CodecError(f"wire type {wire}")
-        if pos > len(record):
-            raise CodecError("the last field runs past the end")
-    except ValueError as exc:  # a truncated or over-long varint, or a field past the end
-        raise CodecError(f"the IPNS record is not an IpnsEntry protobuf ({exc})") from None
-    if not data:
+    if len(record) > MAX_RECORD_SIZE:
+        raise CodecError(f"the IPNS record is {len(record)} bytes, over the {MAX_RECORD_SIZE}-byte limit")
+    data = decode_entry(record).get("data")
+    if not isinstance(data, bytes) or not data:
         raise CodecError("the IPNS record has no DAG-CBOR data (a V1-only record)")
-    import dag_cbor  # lazy: only IPNS record responses need it
-
-    try:
-        doc = dag_cbor.decode(data)
-    except Exception:  # noqa: BLE001  (dag_cbor raises several unrelated classes for bad input)
-        doc = None
-    if not isinstance(doc, dict):
-        raise CodecError("the IPNS record's data is not a DAG-CBOR map")
-    return doc
+    return decode_data(data)
 
 
-def _eol_ns(doc: Mapping[str, object]) -> int | None:
-    """The record's EOL ``Validity`` in Unix ns; None when it has none boxo can read (then TTL is not cut)."""
+def _eol_ns(doc: Mapping[str, Any]) -> int | None:
+    """The record's EOL ``Validity`` in Unix ns; None when it has none that reads (then the TTL is not cut)."""
     validity = doc.get("Validity")
-    if type(doc.get("ValidityType")) is not int or doc["ValidityType"] != _EOL or not isinstance(validity, bytes):
+    if type(doc.get("ValidityType")) is not int or doc["ValidityType"] != EOL or not isinstance(validity, bytes):
         return None
-    m = _RFC3339.fullmatch(validity.decode("ascii", "replace"))
-    if m is None:
+    try:
+        return parse_validity(validity.decode("ascii", "replace"))
+    except CodecError:
         return None
-    year, month, day, hour, minute, second, fraction, sign, off_h, off_m = m.groups()
-    parts = (int(year), int(month), int(day), int(hour), int(minute), int(second))
-    if not (parts[0] >= 1 and 1 <= parts[1] <= 12 and 1 <= parts[2] <= calendar.monthrange(*parts[:2])[1]
-            and parts[3] < 24 and parts[4] < 60 and parts[5] < 60 and (sign is None or (int(off_h) < 24 and int(off_m) < 60))):
-        return None
-    offset = 0 if sign is None else (1 if sign == "+" else -1) * (int(off_h) * 3600 + int(off_m) * 60)
-    seconds = calendar.timegm((*parts, 0, 0, 0)) - offset
-    return seconds * _NS + int((fraction or "0")[:9].ljust(9, "0"))
