@@ -21,7 +21,7 @@ says so below.
     ├── CIDError                    a CID string or bytes that cannot be parsed
     ├── ProfileError                unknown UnixFS profile or invalid override
     ├── SourceError                 an input file or directory that cannot be read or imported
-    ├── CodecError                  malformed dag-pb or UnixFS data (exit 3)
+    ├── CodecError                  malformed dag-pb, UnixFS or IPNS record data (exit 3)
     ├── CARError                    malformed or truncated CAR stream (exit 3)
     │   └── CARFileError            the CAR file cannot be created, opened or written: an OS error (exit 1)
     ├── VerificationError           content does not verify (exit 3)
@@ -138,7 +138,7 @@ class SourceError(BundlekitError):
 
 
 class CodecError(BundlekitError, ValueError):
-    """Malformed dag-pb or UnixFS data (content that cannot be what its address claims: exit 3)."""
+    """Malformed dag-pb, UnixFS or IPNS record data (content that cannot be what it claims to be: exit 3)."""
 
     exit_code = 3
 

@@ -13,6 +13,7 @@ import hashlib
 import html
 import logging
 import mimetypes
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
@@ -41,6 +42,7 @@ from bundlekit.gateway.dag import (
     resolve_range,
     scope_blocks,
 )
+from bundlekit.gateway.record_cache import record_cache_headers
 from bundlekit.gateway.sources import BlockSource, ChainSource
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
@@ -122,8 +124,10 @@ class GatewayResponder:
         *,
         dir_cache_bytes: int = 64 * 1024 * 1024,
         limits: WalkLimits | None = None,
+        clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.source = source
+        self.clock = clock  # Unix time in ns: an IPNS record's max-age or Last-Modified
         self.dirs = DirCache(dir_cache_bytes)
         # IPNS records come from the block store the gateway serves, if it serves one.
         parts = source.sources if isinstance(source, ChainSource) else (source,)
@@ -207,7 +211,9 @@ class GatewayResponder:
     def _ipns_record(self, path: str) -> Response:
         """``/ipns/{name}`` as ``application/vnd.ipfs.ipns-record``: the record kept in the store, as stored.
 
-        The trustless gateway specification serves records unverified: the client verifies.
+        The trustless gateway specification serves records unverified: the client verifies. How long a
+        cache may keep it comes from its TTL and validity, as in boxo (``record_cache``); a record whose
+        fields cannot be read is a damaged copy: 500.
         """
         name, _, rest = unquote(path[len("/ipns/") :]).partition("/")
         if rest:
@@ -218,10 +224,15 @@ class GatewayResponder:
             raise _HTTPError(400, str(exc)) from None
         if record is None:
             raise _HTTPError(404, f"no IPNS record for {name[:80]} in this gateway's store")
+        try:
+            cache = record_cache_headers(record, self.clock())
+        except CodecError as exc:
+            logger.error("damaged IPNS record of %s: %s", name, exc)
+            raise _HTTPError(500, f"the gateway's copy of the IPNS record of {name} is damaged: {exc}") from None
         headers = [
             ("Content-Type", IPNS_RECORD_MEDIA_TYPE),
             ("X-Ipfs-Path", f"/ipns/{name}"),
-            ("Cache-Control", "public, max-age=60"),
+            *cache,
             ("Vary", "Accept"),
             ("Access-Control-Allow-Origin", "*"),
         ]

@@ -8,4 +8,6 @@ The lowest layer: it imports only ``bundlekit.errors``. Modules:
 * ``block``  a block is accepted only if it hashes to its CID (``check_block``, ``block_codec``)
 * ``bases``  base58btc and base36 (``did:key``, IPNS names)
 * ``walk``   the iterative, limit-checked DAG walk (``walk_dag``)
+* ``ipns_entry`` an IPNS record's unsigned structure: the ``IpnsEntry`` protobuf, its DAG-CBOR
+             ``data`` map and RFC 3339 validity (no signatures: ``bundlekit.names`` verifies)
 """

@@ -16,14 +16,14 @@ commit 0005ac87):
   copies (fields 1, 3-6) equal to ``data`` when present; ``Validity`` (RFC 3339)
   after now. ``signatureV1`` is never used.
 
-The protobuf codec here is the few lines these nine fields need (varint and
-length-delimited wire types); it is tested against records the npm ``ipns``
-package wrote (``fixtures/vectors/ipns/``).
+The unsigned structure (the ``IpnsEntry`` protobuf, the DAG-CBOR ``data`` map, the
+RFC 3339 validity) is read and written by ``bundlekit.ipld.ipns_entry``, the codec the
+gateway shares; here its ``CodecError`` becomes ``SignatureError``: a record that cannot
+be read is refused.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -34,9 +34,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
 from bundlekit.crypto.signing import Ed25519Signer, libp2p_ed25519_public_key
-from bundlekit.errors import CIDError, SignatureError, UsageError
+from bundlekit.errors import CIDError, CodecError, SignatureError, UsageError
+from bundlekit.ipld import ipns_entry
 from bundlekit.ipld.bases import BASE36, decode, encode
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, decode_varint, encode_varint
+from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, encode_entry, format_validity
 
 __all__ = [
     "LIBP2P_KEY",
@@ -56,16 +58,9 @@ __all__ = [
 
 RECORD_MEDIA_TYPE: Final = IPNS_RECORD_MEDIA_TYPE
 SIGNATURE_PREFIX: Final = b"ipns-signature:"
-MAX_RECORD_SIZE: Final = 10 * 1024
 LIBP2P_KEY: Final = 0x72
 _IDENTITY: Final = 0x00
-_EOL: Final = 0
-_VALIDITY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
-
-# IpnsEntry field numbers and whether each is a varint (else length-delimited bytes).
-_FIELDS: Final = {1: ("value", False), 2: ("signatureV1", False), 3: ("validityType", True),
-                  4: ("validity", False), 5: ("sequence", True), 6: ("ttl", True), 7: ("pubKey", False),
-                  8: ("signatureV2", False), 9: ("data", False)}
+_UNIX_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -113,51 +108,12 @@ def name_text(name: bytes) -> str:
 # -- protobuf -------------------------------------------------------------------------------
 
 
-def encode_entry(fields: dict[str, bytes | int]) -> bytes:
-    """Serialise ``IpnsEntry`` fields (by name) in field-number order."""
-    out = bytearray()
-    for number, (name, varint) in _FIELDS.items():
-        value = fields.get(name)
-        if value is None:
-            continue
-        if varint:
-            assert isinstance(value, int)
-            out += encode_varint(number << 3) + encode_varint(value)
-        else:
-            assert isinstance(value, bytes)
-            out += encode_varint(number << 3 | 2) + encode_varint(len(value)) + value
-    return bytes(out)
-
-
 def decode_entry(data: bytes) -> dict[str, bytes | int]:
-    """Parse an ``IpnsEntry``; unknown fields are skipped. ``SignatureError`` for malformed bytes."""
-    fields: dict[str, bytes | int] = {}
-    pos = 0
+    """Parse an ``IpnsEntry`` (``ipns_entry.decode_entry``); ``SignatureError`` for malformed bytes."""
     try:
-        while pos < len(data):
-            key, pos = decode_varint(data, pos)
-            number, wire = key >> 3, key & 7
-            if wire == 0:
-                value: bytes | int
-                value, pos = decode_varint(data, pos)
-            elif wire == 2:
-                length, pos = decode_varint(data, pos)
-                if pos + length > len(data):
-                    raise ValueError("truncated field")
-                value, pos = data[pos:pos + length], pos + length
-            elif wire in (1, 5):
-                size = 8 if wire == 1 else 4
-                value, pos = data[pos:pos + size], pos + size
-            else:
-                raise ValueError(f"wire type {wire}")
-            known = _FIELDS.get(number)
-            if known is not None:
-                if known[1] != isinstance(value, int):
-                    raise ValueError(f"field {number} has the wrong wire type")
-                fields[known[0]] = value
-    except (ValueError, IndexError, CIDError) as exc:
-        raise SignatureError(f"the IPNS record is not a valid IpnsEntry protobuf ({exc})") from exc
-    return fields
+        return ipns_entry.decode_entry(data)
+    except CodecError as exc:
+        raise SignatureError(str(exc)) from exc
 
 
 # -- records --------------------------------------------------------------------------------
@@ -184,28 +140,14 @@ class IpnsRecord:
             raise SignatureError(f"the record for {self.name} names an invalid CID") from exc
 
 
-def format_validity(when: datetime) -> str:
-    """RFC 3339 in UTC with nine fractional digits, as the npm ``ipns`` package writes it."""
-    w = when.astimezone(UTC)
-    return (f"{w.year:04d}-{w.month:02d}-{w.day:02d}T{w.hour:02d}:{w.minute:02d}:{w.second:02d}."
-            f"{w.microsecond * 1000:09d}Z")
-
-
 def _parse_validity(text: str) -> datetime:
-    m = _VALIDITY.match(text)
-    if m is None:
-        raise SignatureError(f"the IPNS record's validity {text[:60]!r} is not an RFC 3339 time")
-    year, month, day, hour, minute, second, fraction, zone = m.groups()
-    offset = timedelta(0)
-    if zone not in ("Z", "z"):
-        sign = 1 if zone[0] == "+" else -1
-        offset = sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    """The record's RFC 3339 validity (to the microsecond); ``SignatureError`` when it is not a valid time."""
     try:
-        base = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=UTC)
-    except ValueError as exc:
-        raise SignatureError(f"the IPNS record's validity {text[:60]!r} is not a valid time") from exc
-    micro = int((fraction or "0").ljust(9, "0")) // 1000
-    return base + timedelta(microseconds=micro) - offset
+        return _UNIX_EPOCH + timedelta(microseconds=ipns_entry.parse_validity(text) // 1000)
+    except CodecError as exc:
+        raise SignatureError(str(exc)) from exc
+    except OverflowError:  # a valid RFC 3339 time outside datetime's years 1-9999 once moved to UTC
+        raise SignatureError(f"the IPNS record's validity {text[:60]!r} is not a valid time") from None
 
 
 def create_record(
@@ -224,7 +166,7 @@ def create_record(
     data = dag_cbor.encode({
         "Value": value.encode("utf-8"),
         "Validity": format_validity(validity).encode("ascii"),
-        "ValidityType": _EOL,
+        "ValidityType": EOL,
         "Sequence": sequence,
         "TTL": ttl_ns,
     })
@@ -235,18 +177,15 @@ def create_record(
 
 
 def _decode_data(data: bytes) -> dict[str, Any]:
-    import dag_cbor  # lazy: see create_record
-
+    """The record's DAG-CBOR data with the five keys a V2 record must hold; ``SignatureError`` otherwise."""
     try:
-        doc = dag_cbor.decode(data)
-    except Exception as exc:  # noqa: BLE001  (dag_cbor raises several unrelated classes for bad input)
-        raise SignatureError(f"the IPNS record's data is not DAG-CBOR ({type(exc).__name__})") from None
-    if not isinstance(doc, dict):
-        raise SignatureError("the IPNS record's data is not a DAG-CBOR map")
+        doc = ipns_entry.decode_data(data)
+    except CodecError as exc:
+        raise SignatureError(str(exc)) from None
     for key, kind in (("Value", bytes), ("Validity", bytes), ("ValidityType", int), ("Sequence", int), ("TTL", int)):
         if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
             raise SignatureError(f"the IPNS record's data lacks a valid {key!r}")
-    if doc["ValidityType"] != _EOL:
+    if doc["ValidityType"] != EOL:
         raise SignatureError(f"the IPNS record's validity type {doc['ValidityType']} is not EOL (0)")
     return doc
 
