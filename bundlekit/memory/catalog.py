@@ -380,7 +380,7 @@ class Catalog:
         self._conn = conn
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
         self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
-        # The compact copy's base last decoded, and its names and numbers.
+        # The compact copy's base last decoded (see _copy).
         self._base: _Unpacked | None = None
         try:
             with _translated():
@@ -523,26 +523,16 @@ class Catalog:
         if copy is None:
             known, racy = self.signatures()
             return known == scan.memories, racy
-        (count, numbers), delta, racy = copy
-        if not delta and len(scan) == count:
+        base, delta, racy = copy
+        if not delta and len(scan) == base.count:
             # The base is written in the order its directory lists the files, and a directory that has not
             # changed lists them in the same order: its names and numbers, straight.
             packed = scan.packed()
             if packed is None:
                 return False, racy
-            if packed[0] == self._names_part():
-                return packed[1] == numbers.tobytes(), racy
-        return _listing_matches(scan.memories, self._base_names(), numbers, delta), racy
-
-    def _names_part(self) -> bytes:
-        """The base's names as stored (UTF-8, NUL between): of the base :meth:`_copy` just decoded."""
-        assert self._base is not None
-        return self._base.names_part
-
-    def _base_names(self) -> list[str]:
-        """The base's names, in its order: of the base :meth:`_copy` just decoded."""
-        assert self._base is not None
-        return self._base.names()
+            if packed[0] == base.names_part:
+                return packed[1] == base.numbers.tobytes(), racy
+        return _listing_matches(scan.memories, base.names(), base.numbers, delta), racy
 
     def listed_order(self, names: Iterable[str]) -> None:
         """The order a listing gave the files in: a base the open write transaction writes follows it."""
@@ -550,9 +540,9 @@ class Catalog:
 
     def _copy(
         self,
-    ) -> tuple[tuple[int, array[int]], dict[str, Signature], dict[str, Signature]] | None:
-        """The compact copy (the base's name count and numbers, the changes since, the racy rows) when it is
-        of the current generation and readable, else ``None``."""
+    ) -> tuple[_Unpacked, dict[str, Signature], dict[str, Signature]] | None:
+        """The compact copy (the base, decoded once per base; the changes since; the racy rows) when it is of
+        the current generation and readable, else ``None``."""
         with _translated():
             rows = dict(
                 self._conn.execute(
@@ -567,7 +557,7 @@ class Catalog:
         delta, racy = _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
         if self._base is None or delta is None or racy is None:
             return None
-        return (self._base.count, self._base.numbers), delta, racy
+        return self._base, delta, racy
 
     def _track(self) -> _Tracked:
         """What the open write transaction changes, read before its first change."""
