@@ -329,7 +329,7 @@ class _Tie:
     read: int
 
 
-_FRACTION = re.compile(r"\.(\d+)")
+_FRACTION = re.compile(r"[.,](\d+)")  # the comma: ISO 8601's other decimal sign, which fromisoformat reads
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

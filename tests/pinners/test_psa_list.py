@@ -303,3 +303,10 @@ def test_created_timestamps_are_read_to_the_nanosecond() -> None:
     assert parse("2026-03-01T10:00:00.1234567891Z") == parse("2026-03-01T10:00:00.123456789Z")  # past 9: cut
     for bad in ("yesterday", "", None, 5, "2026-13-01T00:00:00Z"):
         assert parse(bad) is None
+
+
+def test_a_fraction_after_a_comma_is_kept_to_the_nanosecond() -> None:
+    # ISO 8601's decimal comma, which datetime.fromisoformat also reads: its digits were once cut to the second.
+    parse = psa_module._parse_created
+    assert parse("2026-03-01T10:00:00,5Z") == parse("2026-03-01T10:00:00.5Z") != parse("2026-03-01T10:00:00Z")
+    assert parse("2026-03-01T10:00:00,000000007Z") == parse("2026-03-01T10:00:00.000000007Z")
