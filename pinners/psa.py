@@ -126,10 +126,10 @@ class PSAPinner(BasePinner):
         if results is None:
             return []
         if not isinstance(results, list):
-            raise PinUnavailable(
-                f"psa: list pins: {type(results).__name__} where the Pinning Service API has an array of "
-                "pin statuses ('results'); check that the URL is the service's API"
-            )
+            raise PinUnavailable(self.http.redact(
+                f"{self.http.service}: list pins: {self.base_url} answered {type(results).__name__} 'results' where "
+                "the Pinning Service API has an array of pin statuses; check that the URL is the service's API"
+            ))
         return [r for r in results if isinstance(r, dict)]
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
@@ -329,7 +329,7 @@ class _Tie:
     read: int
 
 
-_FRACTION = re.compile(r"\.(\d+)")
+_FRACTION = re.compile(r"[.,](\d+)")  # the comma: ISO 8601's other decimal sign, which fromisoformat reads
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -223,8 +223,8 @@ class DirectoryBackend:
         try:
             found = _statscan.scan(dir_fd)
         except OSError as exc:
-            if exc.filename is not None:  # one entry's lstat failed: raised as the Python listing raises it
-                raise
+            if exc.filename is not None:  # one entry's lstat failed: as the Python listing says it
+                raise os_failure("inspect", self.root / exc.filename, exc) from exc
             raise os_failure("list the memory tree", self.root, exc) from exc  # opening or reading the folder
         if found is None:
             return None
@@ -250,6 +250,8 @@ class DirectoryBackend:
                     st = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:  # removed by another process since the listing
                     continue
+                except OSError as exc:  # a folder that can be read but not searched, say
+                    raise os_failure("inspect", self.root / name, exc) from exc
                 if stat.S_ISLNK(st.st_mode):
                     raise link_error(self.root / name)
                 if not is_md or not stat.S_ISREG(st.st_mode):

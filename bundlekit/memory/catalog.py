@@ -207,28 +207,10 @@ def _pack(signatures: dict[str, Signature]) -> bytes:
     return len(names).to_bytes(8, "little") + names + numbers.tobytes()
 
 
-def _unpack_lists(blob: object) -> tuple[list[str], array[int]] | None:
-    """The names and the numbers (three per name) :func:`_pack` wrote, or ``None`` when ``blob`` is not such
-    a blob."""
-    if not isinstance(blob, bytes) or len(blob) < 8:
-        return None
-    length = int.from_bytes(blob[:8], "little")
-    numbers = array("q")
-    try:
-        names = blob[8 : 8 + length].decode("utf-8").split("\0") if length else []
-        numbers.frombytes(blob[8 + length :])
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if len(numbers) != 3 * len(names) or 8 + length > len(blob):
-        return None
-    if sys.byteorder != "little":
-        numbers.byteswap()
-    return names, numbers
-
-
-class _Base:
-    """The compact copy's base, decoded: its names' part as stored, how many names, their numbers; the names
-    themselves are split only when a listing that differs is compared name by name (:meth:`names`)."""
+class _Unpacked:
+    """A blob :func:`_pack` wrote (the compact copy's base, its changes, the racy rows), decoded: its names'
+    part as stored, how many names, their numbers; the names themselves are split only when asked for
+    (:meth:`names`: a base, when a listing that differs is compared name by name)."""
 
     __slots__ = ("_names", "blob", "count", "names_part", "numbers", "text")
 
@@ -246,8 +228,9 @@ class _Base:
         return self._names
 
 
-def _unpack_base(blob: object) -> _Base | None:
-    """:func:`_unpack_lists` of a base, its names left joined (checked as UTF-8 and counted, not split)."""
+def _unpack_lists(blob: object) -> _Unpacked | None:
+    """The names (checked as UTF-8 and counted, not split) and the numbers (three per name) :func:`_pack`
+    wrote, or ``None`` when ``blob`` is not such a blob."""
     if not isinstance(blob, bytes) or len(blob) < 8:
         return None
     length = int.from_bytes(blob[:8], "little")
@@ -265,16 +248,16 @@ def _unpack_base(blob: object) -> _Base | None:
         return None
     if sys.byteorder != "little":
         numbers.byteswap()
-    return _Base(blob, names_part, text, count, numbers)
+    return _Unpacked(blob, names_part, text, count, numbers)
 
 
 def _unpack(blob: object) -> dict[str, Signature] | None:
     """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
-    lists = _unpack_lists(blob)
-    if lists is None:
+    unpacked = _unpack_lists(blob)
+    if unpacked is None:
         return None
-    each = iter(lists[1])
-    return dict(zip(lists[0], zip(each, each, each, strict=True), strict=True))
+    each = iter(unpacked.numbers)
+    return dict(zip(unpacked.names(), zip(each, each, each, strict=True), strict=True))
 
 
 def _listing_matches(
@@ -397,8 +380,8 @@ class Catalog:
         self._conn = conn
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
         self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
-        # The compact copy's base last decoded, and its names and numbers.
-        self._base: _Base | None = None
+        # The compact copy's base last decoded (see _copy).
+        self._base: _Unpacked | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -540,26 +523,16 @@ class Catalog:
         if copy is None:
             known, racy = self.signatures()
             return known == scan.memories, racy
-        (count, numbers), delta, racy = copy
-        if not delta and len(scan) == count:
+        base, delta, racy = copy
+        if not delta and len(scan) == base.count:
             # The base is written in the order its directory lists the files, and a directory that has not
             # changed lists them in the same order: its names and numbers, straight.
             packed = scan.packed()
             if packed is None:
                 return False, racy
-            if packed[0] == self._names_part():
-                return packed[1] == numbers.tobytes(), racy
-        return _listing_matches(scan.memories, self._base_names(), numbers, delta), racy
-
-    def _names_part(self) -> bytes:
-        """The base's names as stored (UTF-8, NUL between): of the base :meth:`_copy` just decoded."""
-        assert self._base is not None
-        return self._base.names_part
-
-    def _base_names(self) -> list[str]:
-        """The base's names, in its order: of the base :meth:`_copy` just decoded."""
-        assert self._base is not None
-        return self._base.names()
+            if packed[0] == base.names_part:
+                return packed[1] == base.numbers.tobytes(), racy
+        return _listing_matches(scan.memories, base.names(), base.numbers, delta), racy
 
     def listed_order(self, names: Iterable[str]) -> None:
         """The order a listing gave the files in: a base the open write transaction writes follows it."""
@@ -567,9 +540,9 @@ class Catalog:
 
     def _copy(
         self,
-    ) -> tuple[tuple[int, array[int]], dict[str, Signature], dict[str, Signature]] | None:
-        """The compact copy (the base's name count and numbers, the changes since, the racy rows) when it is
-        of the current generation and readable, else ``None``."""
+    ) -> tuple[_Unpacked, dict[str, Signature], dict[str, Signature]] | None:
+        """The compact copy (the base, decoded once per base; the changes since; the racy rows) when it is of
+        the current generation and readable, else ``None``."""
         with _translated():
             rows = dict(
                 self._conn.execute(
@@ -580,11 +553,11 @@ class Catalog:
             return None
         blob = rows.get("sigs")
         if self._base is None or self._base.blob != blob:  # decoded once per base
-            self._base = _unpack_base(blob)
+            self._base = _unpack_lists(blob)
         delta, racy = _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
         if self._base is None or delta is None or racy is None:
             return None
-        return (self._base.count, self._base.numbers), delta, racy
+        return self._base, delta, racy
 
     def _track(self) -> _Tracked:
         """What the open write transaction changes, read before its first change."""

@@ -9,7 +9,7 @@ tree lock. Reads and writes go through the derived index (``indexer``,
 stat signature changed, and answers from SQLite; reads take no lock unless the
 index needs catching up (each file is replaced atomically).
 
-What shows memories (``list_lines``, ``recall``, ``context_block``,
+What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``,
 ``index_text``, and ``list``/``read`` with ``withhold=True``) shows a memory
 the index flags as holding a credential with that credential withheld, and
 warns naming the file (``withhold``); so do the timeline entries of

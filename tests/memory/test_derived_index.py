@@ -433,7 +433,9 @@ def test_compact_signatures_of_another_generation_are_not_used(mem: Memory, tree
 
 def test_a_listing_matches_the_base_with_its_changes_exactly() -> None:
     base = {"a.md": (1, 10, 100), "b.md": (2, 20, 200), "c.md": (3, 30, 300)}
-    names, numbers = catalog_module._unpack_lists(catalog_module._pack(base))  # type: ignore[misc]
+    unpacked = catalog_module._unpack_lists(catalog_module._pack(base))
+    assert unpacked is not None
+    names, numbers = unpacked.names(), unpacked.numbers
     delta = {"b.md": (2, 21, 200), "c.md": catalog_module._GONE, "d.md": (4, 40, 400)}
     now = {"a.md": (1, 10, 100), "b.md": (2, 21, 200), "d.md": (4, 40, 400)}
     assert catalog_module._listing_matches(now, names, numbers, delta)
@@ -505,7 +507,8 @@ def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> Non
     listing = DirectoryBackend(tree).scan().memories
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is not None and catalog._names_part() == "\0".join(listing).encode()
+        copy = catalog._copy()
+        assert copy is not None and copy[0].names_part == "\0".join(listing).encode()
         assert catalog.compare(Scan(listing, None))[0]
         assert catalog.compare(DirectoryBackend(tree).scan())[0]  # listed by _statscan where it is built
         first = next(iter(listing))

@@ -272,7 +272,8 @@ def test_results_that_are_not_an_array_are_a_clear_error_not_a_traceback(
 ) -> None:
     # PinResults.results is an array of PinStatus in the spec; a service answering otherwise does not follow it.
     respx.get(f"{BASE}/pins").mock(return_value=httpx.Response(200, json={"count": 1, "results": results}))
-    with pytest.raises(PinUnavailable, match="an array of pin statuses"):
+    with pytest.raises(PinUnavailable, match=r"^pinning service: list pins: https://psa\.test/api answered "
+                       r"(int|bool|float) 'results' where the Pinning Service API has an array of pin statuses"):
         pinner(http_kwargs).list()
     with pytest.raises(PinUnavailable, match="an array of pin statuses"):
         pinner(http_kwargs).unpin(bytes.fromhex("01551220" + "00" * 32))
@@ -303,3 +304,10 @@ def test_created_timestamps_are_read_to_the_nanosecond() -> None:
     assert parse("2026-03-01T10:00:00.1234567891Z") == parse("2026-03-01T10:00:00.123456789Z")  # past 9: cut
     for bad in ("yesterday", "", None, 5, "2026-13-01T00:00:00Z"):
         assert parse(bad) is None
+
+
+def test_a_fraction_after_a_comma_is_kept_to_the_nanosecond() -> None:
+    # ISO 8601's decimal comma, which datetime.fromisoformat also reads: its digits were once cut to the second.
+    parse = psa_module._parse_created
+    assert parse("2026-03-01T10:00:00,5Z") == parse("2026-03-01T10:00:00.5Z") != parse("2026-03-01T10:00:00Z")
+    assert parse("2026-03-01T10:00:00,000000007Z") == parse("2026-03-01T10:00:00.000000007Z")
