@@ -260,6 +260,62 @@ def _unpack(blob: object) -> dict[str, Signature] | None:
     return dict(zip(unpacked.names(), zip(each, each, each, strict=True), strict=True))
 
 
+def _packed_matches(
+    names: bytes, numbers: bytes, base_names: bytes, base_numbers: bytes, delta: dict[str, Signature]
+) -> bool | None:
+    """Whether a listing (``names`` NUL-joined, ``numbers`` three native int64 per name) is exactly the base
+    with the changes ``delta`` applied, decided from the bytes; ``None`` when it cannot be decided so.
+
+    Each changed name is looked up in both name parts (a byte search: names hold no NUL): one removed must
+    be absent from the listing, one changed or added present there with its signature. Without the changed
+    names, the listing must then be the base byte for byte: the files nobody changed, listed in the order the
+    base was, as a directory lists files it kept. Any other difference (an order the directory changed, a
+    file added by hand) is ``None``: :func:`_listing_matches` compares name by name.
+    """
+    listed, stored = _wrapped(names), _wrapped(base_names)
+    cut: list[tuple[int, int, int]] = []
+    base_cut: list[tuple[int, int, int]] = []
+    for name, signature in delta.items():
+        key = b"\0" + name.encode("utf-8", "surrogateescape") + b"\0"
+        at = listed.find(key)
+        if signature[2] < 0:
+            if at >= 0:
+                return False  # removed, yet listed
+        else:
+            if at < 0:
+                return False  # changed or added, yet not listed
+            index = listed.count(b"\0", 0, at)  # the names before it, each followed by its NUL
+            if numbers[24 * index : 24 * index + 24] != array("q", signature).tobytes():
+                return False
+            cut.append((at, len(key) - 1, index))
+        at = stored.find(key)
+        if at >= 0:
+            base_cut.append((at, len(key) - 1, stored.count(b"\0", 0, at)))
+    return True if _without(listed, numbers, cut) == _without(stored, base_numbers, base_cut) else None
+
+
+def _wrapped(names: bytes) -> bytes:
+    """NUL-joined names with a NUL before the first and after the last, so each is found as NUL name NUL
+    (no name: one NUL, what cutting every name out of a list leaves)."""
+    return b"\0" + names + b"\0" if names else b"\0"
+
+
+def _without(wrapped: bytes, numbers: bytes, spans: list[tuple[int, int, int]]) -> tuple[bytes, bytes]:
+    """Names (NUL-joined, a NUL before the first and after the last) and their numbers (24 bytes each) without
+    the names at ``spans``: (offset of the NUL before the name, 1 + its length, its index). Cutting a name with
+    the NUL before it leaves the others joined as they were."""
+    name_parts: list[bytes] = []
+    number_parts: list[bytes] = []
+    offset = index = 0
+    for at, length, at_index in sorted(spans):
+        name_parts.append(wrapped[offset:at])
+        number_parts.append(numbers[24 * index : 24 * at_index])
+        offset, index = at + length, at_index + 1
+    name_parts.append(wrapped[offset:])
+    number_parts.append(numbers[24 * index :])
+    return b"".join(name_parts), b"".join(number_parts)
+
+
 def _listing_matches(
     listing: dict[str, Signature], names: list[str], numbers: array[int], delta: dict[str, Signature]
 ) -> bool:
@@ -524,14 +580,18 @@ class Catalog:
             known, racy = self.signatures()
             return known == scan.memories, racy
         base, delta, racy = copy
+        packed = scan.packed()
+        if packed is None:
+            return False, racy
         if not delta and len(scan) == base.count:
             # The base is written in the order its directory lists the files, and a directory that has not
             # changed lists them in the same order: its names and numbers, straight.
-            packed = scan.packed()
-            if packed is None:
-                return False, racy
             if packed[0] == base.names_part:
                 return packed[1] == base.numbers.tobytes(), racy
+        elif delta:  # after a change: the changed files looked up, the others compared as bytes
+            decided = _packed_matches(packed[0], packed[1], base.names_part, base.numbers.tobytes(), delta)
+            if decided is not None:
+                return decided, racy
         return _listing_matches(scan.memories, base.names(), base.numbers, delta), racy
 
     def listed_order(self, names: Iterable[str]) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bundlekit._terminal import printable
 from bundlekit.bundle.build import build_bundle
@@ -443,6 +446,55 @@ def test_a_listing_matches_the_base_with_its_changes_exactly() -> None:
     for wrong in (base, {**now, "c.md": (3, 30, 300)}, {**now, "d.md": (4, 41, 400)}, {**now, "b.md": (2, 20, 200)},
                   {k: v for k, v in now.items() if k != "a.md"}, {**now, "a.md": (1, 10, 2**63)}):
         assert not catalog_module._listing_matches(wrong, names, numbers, delta)
+
+
+def _packed(listing: dict[str, tuple[int, int, int]]) -> tuple[bytes, bytes]:
+    packed = Scan(listing, None).packed()
+    assert packed is not None
+    return packed
+
+
+_SIG = st.tuples(st.integers(1, 50), st.integers(0, 2**62), st.integers(0, 5000))
+_FILE = st.sampled_from([f"{c}{i}.md" for c in "abcé" for i in range(6)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.dictionaries(_FILE, _SIG, max_size=14),
+    changes=st.dictionaries(_FILE, st.one_of(_SIG, st.just(catalog_module._GONE)), min_size=1, max_size=5),
+    hand=st.dictionaries(_FILE, st.one_of(_SIG, st.none()), max_size=2),
+    shuffle=st.randoms(use_true_random=False),
+    reorder=st.booleans(),
+)
+def test_the_packed_comparison_after_changes_agrees_with_the_name_by_name_one(
+    base: dict[str, tuple[int, int, int]],
+    changes: dict[str, tuple[int, int, int]],
+    hand: dict[str, tuple[int, int, int] | None],
+    shuffle: Any,
+    reorder: bool,
+) -> None:
+    # The directory now: the base with the changes made (in base order, new names anywhere), then edits by hand.
+    now = {k: v for k, v in base.items() if changes.get(k) != catalog_module._GONE}
+    for name, signature in changes.items():
+        if signature != catalog_module._GONE:
+            now[name] = signature
+    items = list(now.items())
+    if reorder:
+        shuffle.shuffle(items)
+    listing = dict(items)
+    for name, signature in hand.items():
+        if signature is None:
+            listing.pop(name, None)
+        else:
+            listing[name] = signature
+    unpacked = catalog_module._unpack_lists(catalog_module._pack(base))
+    assert unpacked is not None
+    exact = catalog_module._listing_matches(listing, unpacked.names(), unpacked.numbers, changes)
+    names, numbers = _packed(listing)
+    decided = catalog_module._packed_matches(names, numbers, unpacked.names_part, unpacked.numbers.tobytes(), changes)
+    assert decided is None or decided == exact
+    if not reorder and not hand:
+        assert decided is True and exact  # the usual case after a change: decided from the bytes
 
 
 def test_a_garbled_compact_copy_is_read_as_absent() -> None:
