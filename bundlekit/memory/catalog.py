@@ -48,7 +48,7 @@ import os
 import sqlite3
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
@@ -435,7 +435,8 @@ class Catalog:
             )
         self._conn = conn
         self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
-        self._order: Iterable[str] | None = None  # listed order of the files, for a base written (listed_order)
+        # The files in listed order, for a base written (listed_order): asked for only when one is.
+        self._order: Callable[[], Iterable[str]] | None = None
         # The compact copy's base last decoded (see _copy).
         self._base: _Unpacked | None = None
         try:
@@ -594,8 +595,10 @@ class Catalog:
                 return decided, racy
         return _listing_matches(scan.memories, base.names(), base.numbers, delta), racy
 
-    def listed_order(self, names: Iterable[str]) -> None:
-        """The order a listing gave the files in: a base the open write transaction writes follows it."""
+    def listed_order(self, names: Callable[[], Iterable[str]]) -> None:
+        """How to get the order a listing gave the files in: a base the open write transaction writes follows
+        it (asked for only then: a listing's names are not made into objects for a transaction that writes
+        no base)."""
         self._order = names
 
     def _copy(
@@ -640,7 +643,7 @@ class Catalog:
         else:
             known, racy = self.signatures()
             if self._order is not None:  # listed order first (see compare); rows the listing lacked after
-                known = {**{name: known[name] for name in self._order if name in known}, **known}
+                known = {**{name: known[name] for name in self._order() if name in known}, **known}
             update = {"sigs": _pack(known), "sigs_delta": _pack({}), "racy": _pack(racy)}
         self._conn.executemany("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", list(update.items()))
         self._conn.execute(

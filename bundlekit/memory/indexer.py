@@ -219,9 +219,11 @@ class Indexer:
         now = time.time_ns()
         changed: list[tuple[str, Signature]] = []
         settled: list[str] = []
-        # With every signature as indexed, only a racy row can hide a change: the others are not looked at.
-        for name in sorted(racy if same else scan.memories):
-            sig = scan.memories[name]
+        # With every signature as indexed, only a racy row can hide a change: the others are not looked at
+        # (and the listing's signatures are the racy rows' own: its dict is not built).
+        listed = racy if same else scan.memories
+        for name in sorted(listed):
+            sig = listed[name]
             if known.get(name) != sig:
                 changed.append((name, sig))
             elif name in racy:
@@ -247,7 +249,7 @@ class Indexer:
             record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
             parsed.append((name, sig, record))
         with catalog.writing():
-            catalog.listed_order(scan.memories)
+            catalog.listed_order(lambda: scan.memories)
             for name in removed:
                 catalog.remove(name)
             for name, sig, record in parsed:
