@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -201,17 +202,25 @@ def test_layers_delegate_to_render_layered_context(run: Any, monkeypatch: pytest
     assert result.stdout == "LAYERED\n" and calls == [([("team", "/a"), ("me", "/b")], 99)]
 
 
-def test_plain_memory_commands_do_not_load_the_network_or_the_converters(tmp_path: Path) -> None:
-    # --layer and --style magic-context import their modules on use: the per-turn commands stay light.
+def _loaded_after(runs: list[list[str]], modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh process has imported after running each ``bundlekit memory`` argument list
+    of ``runs`` (each must succeed): what a per-turn command costs in imports."""
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
         "from bundlekit.cli import cli\n"
-        f"CliRunner().invoke(cli, ['memory', '-d', {str(fixture_tree.FIXTURE_DIR)!r}, 'context'])\n"
-        "print(sorted(m for m in ('bundlekit.bundle.layers', 'bundlekit.convert', 'httpx') if m in sys.modules))\n"
+        f"for args in {runs!r}:\n"
+        "    assert CliRunner().invoke(cli, ['memory', *args]).exit_code == 0, args\n"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    return list(ast.literal_eval(out.strip()))
+
+
+def test_plain_memory_commands_do_not_load_the_network_or_the_converters(tmp_path: Path) -> None:
+    # --layer and --style magic-context import their modules on use: the per-turn commands stay light.
+    runs = [["-d", str(fixture_tree.FIXTURE_DIR), "context"]]
+    assert _loaded_after(runs, ("bundlekit.bundle.layers", "bundlekit.convert", "httpx")) == []
 
 
 def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -> None:
@@ -220,16 +229,9 @@ def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -
     memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
     memory.write("k2", name="Pace", description="tone", type="user", body="pacing")
     memory.close()
-    code = (
-        "import sys\n"
-        "from click.testing import CliRunner\n"
-        "from bundlekit.cli import cli\n"
-        f"for args in (['recall', 'rondo'], ['list'], ['context']):\n"
-        f"    assert CliRunner().invoke(cli, ['memory', *args, '-d', {str(tmp_path / 'tree')!r}]).exit_code == 0\n"
-        "print(sorted(m for m in ('yaml', 'frontmatter') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    tree = str(tmp_path / "tree")
+    runs = [["recall", "rondo", "-d", tree], ["list", "-d", tree], ["context", "-d", tree]]
+    assert _loaded_after(runs, ("yaml", "frontmatter")) == []
 
 
 def test_list_and_recall_of_an_unchanged_tree_do_not_import_the_secret_rules_export_or_timeline(tmp_path: Path) -> None:
@@ -237,17 +239,9 @@ def test_list_and_recall_of_an_unchanged_tree_do_not_import_the_secret_rules_exp
     memory = Memory(tmp_path / "tree")
     memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
     memory.close()
-    lazy = ("files", "screen", "secrets", "timeline", "transfer", "withhold")
-    code = (
-        "import sys\n"
-        "from click.testing import CliRunner\n"
-        "from bundlekit.cli import cli\n"
-        f"for args in (['recall', 'rondo'], ['list']):\n"
-        f"    assert CliRunner().invoke(cli, ['memory', *args, '-d', {str(tmp_path / 'tree')!r}]).exit_code == 0\n"
-        f"print(sorted(m for m in {lazy!r} if 'bundlekit.memory.' + m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    lazy = tuple(f"bundlekit.memory.{m}" for m in ("files", "screen", "secrets", "timeline", "transfer", "withhold"))
+    tree = str(tmp_path / "tree")
+    assert _loaded_after([["recall", "rondo", "-d", tree], ["list", "-d", tree]], lazy) == []
 
 
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:
