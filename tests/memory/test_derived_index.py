@@ -32,6 +32,13 @@ def _index(tree: Path) -> Path:
     return tree / HIDDEN_DIR / CATALOG_FILE
 
 
+def _drop_index(mem: Memory, tree: Path) -> None:
+    """Close ``mem`` and delete its index with its WAL and shared-memory companions: the next command builds it."""
+    mem.close()
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
+        path.unlink()
+
+
 def _three(mem: Memory) -> None:
     mem.write("a", **fields(name="Alpha", body="kick drills on saturday"))
     mem.write("b", **fields(name="Beta", type="user", body="the striker volley"))
@@ -76,9 +83,7 @@ def test_files_added_deleted_and_renamed_by_hand_are_followed(mem: Memory, tree:
 def test_deleted_index_is_rebuilt_without_loss(mem: Memory, tree: Path) -> None:
     _three(mem)
     before = [r.raw for r in mem.list()]
-    mem.close()
-    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
-        path.unlink()
+    _drop_index(mem, tree)
     fresh = Memory(tree)
     assert [r.raw for r in fresh.list()] == before and fresh.warnings == []
 
@@ -111,9 +116,7 @@ def test_index_from_a_future_version_is_rebuilt_with_a_warning(mem: Memory, tree
 
 def test_garbage_in_place_of_the_index_is_rebuilt(mem: Memory, tree: Path) -> None:
     _three(mem)
-    mem.close()
-    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
-        path.unlink()
+    _drop_index(mem, tree)
     _index(tree).write_bytes(b"not a database at all" * 100)
     fresh = Memory(tree)
     assert len(fresh.list()) == 3 and fresh.warnings
@@ -572,9 +575,7 @@ def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> Non
 
 def test_a_file_renamed_to_a_name_that_is_not_utf8_is_refused_not_a_crash(mem: Memory, tree: Path) -> None:
     _three(mem)
-    mem.close()
-    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
-        path.unlink()
+    _drop_index(mem, tree)
     Memory(tree).list()  # rebuilt: the base follows the listing, with no changes beside it
     os.rename(os.fsencode(tree / "b.md"), os.fsencode(tree) + b"/\xff.md")  # same number of files
     with pytest.raises(InvalidKeyError):
