@@ -192,24 +192,17 @@ class DirectoryBackend:
             # (the entries stat relative to it, so it stays open until the listing is done).
             if os.scandir in os.supports_fd:
                 dir_fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            entries = None if dir_fd is not None and _c_listing() else os.scandir(self.root if dir_fd is None else dir_fd)
         except FileNotFoundError:
-            if dir_fd is not None:
-                os.close(dir_fd)
             return Scan({}, None)
         except OSError as exc:
-            if dir_fd is not None:
-                os.close(dir_fd)
             raise os_failure("list the memory tree", self.root, exc) from exc
         hidden: list[str] = []
         try:
-            scan = None if entries is not None or dir_fd is None else self._listed_in_c(dir_fd, hidden)
-            if scan is None:
-                if entries is None:  # a number past 64 bits: Python's integers hold it
-                    try:
-                        entries = os.scandir(dir_fd if dir_fd is not None else self.root)
-                    except OSError as exc:
-                        raise os_failure("list the memory tree", self.root, exc) from exc
+            scan = self._listed_in_c(dir_fd, hidden) if dir_fd is not None and _c_listing() else None
+            if scan is None:  # no C listing here, or a number past 64 bits: Python's integers hold it
+                entries = self._entries(dir_fd)
+                if entries is None:
+                    return Scan({}, None)
                 scan = self._listed(entries, hidden)
         finally:
             if dir_fd is not None:
@@ -218,6 +211,15 @@ class DirectoryBackend:
             self._root_sweep_due = False
             sweep_stale_temps(self.root, names=hidden)
         return scan
+
+    def _entries(self, dir_fd: int | None) -> Iterator[os.DirEntry[str]] | None:
+        """``os.scandir`` of the root (through ``dir_fd`` when there is one); ``None`` when the root is gone."""
+        try:
+            return os.scandir(self.root if dir_fd is None else dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise os_failure("list the memory tree", self.root, exc) from exc
 
     def _listed_in_c(self, dir_fd: int, hidden: list[str]) -> Scan | None:
         try:
