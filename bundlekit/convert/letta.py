@@ -50,7 +50,7 @@ from bundlekit.convert._common import (
 )
 from bundlekit.convert._tree import ordered_meta
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError, UsageError
-from bundlekit.memory.record import render_memory_file
+from bundlekit.memory.record import parse_memory_file, render_memory_file
 from bundlekit.memory.timeline import validate_entry
 
 __all__ = [
@@ -233,8 +233,9 @@ def _carried(meta: dict[str, Any], fields: Any, label: str, warnings: list[str])
     if fields.get("description") == meta.get("x-letta-description"):
         merged["description"] = fields["description"]
     try:
-        render_memory_file(ordered_meta(merged), "", strict=False, where=f"block {label!r}")
-    except (FrontmatterError, ValueError, TypeError) as exc:
+        where = f"block {label!r}"
+        parse_memory_file(render_memory_file(ordered_meta(merged), "", strict=False, where=where), where=where)
+    except (FrontmatterError, ValueError, TypeError, RecursionError) as exc:
         warnings.append(f"block {label!r}: metadata.{METADATA_KEY} does not fit a memory ({exc}); its fields are left out")
         return meta
     return merged
@@ -278,24 +279,49 @@ def _block_meta(block: dict[str, Any], when: str, attached: bool, warnings: list
     extra = {k: v for k, v in block.items() if k not in _BLOCK_FIELDS}
     if extra:
         meta["x-letta-extra"] = extra
+    for field in ("x-letta-metadata", "x-letta-extra"):
+        if field in meta and not _fits_frontmatter(field, meta[field], when):
+            meta[f"{field}-json"] = json.dumps(meta.pop(field), ensure_ascii=False)
+            warnings.append(f"block {label!r}: {field} does not fit frontmatter (too deep or too large); kept as JSON text in {field}-json")
     if isinstance(metadata, dict) and METADATA_KEY in metadata:
         carried = _carried(meta, metadata[METADATA_KEY], label, warnings)
         if carried is not meta:
-            meta = _without_defaults(carried)
+            meta = _without_defaults(carried, len(value))
     return meta, body
 
 
-def _without_defaults(meta: dict[str, Any]) -> dict[str, Any]:
+def _fits_frontmatter(field: str, value: Any, when: str) -> bool:
+    """Whether the memory store reads ``value`` back as the frontmatter key ``field`` (its depth and value budgets)."""
+    probe = {"name": "n", "description": "d", "type": "reference", "created": when, "updated": when, field: value}
+    try:
+        parse_memory_file(render_memory_file(probe, "", strict=False, where="block"), where="block")
+    except (FrontmatterError, ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _json_field(meta: dict[str, Any], field: str) -> Any:
+    """``meta[field]``, or the value its ``<field>-json`` text holds (see ``_fits_frontmatter``)."""
+    text = meta.get(f"{field}-json")
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    return meta.get(field)
+
+
+def _without_defaults(meta: dict[str, Any], size: int) -> dict[str, Any]:
     """A memory that came from bundlekit, without the ``x-letta-*`` keys an export writes the same without.
 
     The block id (renumbered on every export), the label when it is the name
-    the key gives, the description when it is the memory's, the default
-    limit, ``read_only: false``, empty metadata, and template fields at
+    the key gives, the description when it is the memory's, the limit an
+    export gives a value of ``size`` characters, ``read_only: false``, empty metadata, and template fields at
     Letta's defaults (null, false): so a tree that went to Letta and back
     reads as it was.
     """
     out = {k: v for k, v in meta.items() if k != "x-letta-id"}
-    defaults = {"x-letta-limit": DEFAULT_LIMIT, "x-letta-read-only": False, "x-letta-metadata": {}}
+    defaults = {"x-letta-limit": max(DEFAULT_LIMIT, size), "x-letta-read-only": False, "x-letta-metadata": {}}
     for key, value in defaults.items():
         if key in out and out[key] == value and type(out[key]) is type(value):
             del out[key]
@@ -425,7 +451,7 @@ def _block(entry: Entry, index: int, warnings: list[str]) -> dict[str, Any]:
         if meta.get("x-letta-no-description") is True
         else meta.get("x-letta-description", meta.get("description"))
     )
-    own = meta.get("x-letta-metadata")
+    own = _json_field(meta, "x-letta-metadata")
     metadata = dict(own) if isinstance(own, dict) else {}
     if METADATA_KEY in metadata:
         warnings.append(f"memory {entry.key!r}: its Letta metadata key {METADATA_KEY!r} is replaced by bundlekit's fields")
@@ -438,7 +464,7 @@ def _block(entry: Entry, index: int, warnings: list[str]) -> dict[str, Any]:
         "description": description,
         "metadata": metadata,
     }
-    extra = meta.get("x-letta-extra")
+    extra = _json_field(meta, "x-letta-extra")
     if isinstance(extra, dict):
         block.update({str(k): v for k, v in extra.items() if k not in block and k != "id"})
     block["id"] = f"block-{index}"

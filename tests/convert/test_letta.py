@@ -227,3 +227,20 @@ def test_convert_help_lists_letta_options_and_what_letta_cannot_hold() -> None:
                          text=True, check=True).stdout
     assert "--letta-model" in out and "--all-blocks" in out
     assert "letta: nothing of a memory" in " ".join(out.split())
+
+
+def test_block_metadata_nested_deeper_than_frontmatter_holds_travels_as_json_text(tmp_path: Path) -> None:
+    deep: dict[str, object] = {}
+    cur = deep
+    for _ in range(300):
+        cur["a"] = {}
+        cur = cur["a"]  # type: ignore[assignment]
+    doc = _doc(AGENT)
+    doc["blocks"][0]["metadata"] = {"x": deep}
+    (tmp_path / "d.af").write_text(json.dumps(doc), encoding="utf-8")
+    result = import_from("letta", tmp_path / "d.af", tmp_path / "tree")
+    assert result.memories == 3
+    assert any("kept as JSON text in x-letta-metadata-json" in w for w in result.warnings)
+    export_to("letta", tmp_path / "tree", tmp_path / "back.af")
+    back = {b["label"]: b for b in _doc(tmp_path / "back.af")["blocks"]}
+    assert back["human"]["metadata"]["x"] == deep
