@@ -41,13 +41,13 @@ AGENT_FILE_COMMIT = "78212eb571e59e10b35b924375a997319b89c280"
 AGENT_FILES = {
     "ezra.af": "agents/@letta-ai/ezra/ezra.af",  # blocks over their limit, path-like labels, 35 unattached
     "co-3.af": "agents/@cpfiffer/co-3/co-3.af",  # the labels human, persona and /note_directory
+    "lettabot.af": "agents/@letta-ai/lettabot/lettabot.af",  # system/human/* and system/persona/* labels
 }
 # Files read without the server: void.af does not import into Letta 0.16.8 itself ("Source with
 # name=folder-1765842590288 not found").
 OFFLINE_FILES = {
     "ezra.af": AGENT_FILES["ezra.af"],
     "void.af": "agents/@cpfiffer/void/void.af",  # a value of 31 line breaks, empty values
-    "lettabot.af": "agents/@letta-ai/lettabot/lettabot.af",  # system/human/* and system/persona/* labels
 }
 _DEFAULT_MIRROR = Path("/work/.mirror/letta-ai+agent-file/repo")
 _START_SECONDS = 300  # health answers in ~10-50 s on a loaded 2-core machine
