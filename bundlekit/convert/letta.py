@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -161,6 +162,24 @@ def _load(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("blocks"), list):
         raise ConvertError(f"{path} is not a Letta agent file: no 'blocks' list; pass an .af file")
     return data
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrubbed(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone UTF-16 surrogate (a JSON ``\\ud800`` escape no UTF-8 file can hold)
+    replaced by U+FFFD, and whether any was; ``json.loads`` already joined the valid pairs."""
+    if isinstance(value, str):
+        cleaned = _LONE_SURROGATE.sub("\ufffd", value)
+        return cleaned, cleaned != value
+    if isinstance(value, dict):
+        pairs = [(_scrubbed(k), _scrubbed(v)) for k, v in value.items()]
+        return {k: v for (k, _a), (v, _b) in pairs}, any(a or b for (_k, a), (_v, b) in pairs)
+    if isinstance(value, list):
+        items = [_scrubbed(v) for v in value]
+        return [v for v, _c in items], any(c for _v, c in items)
+    return value, False
 
 
 def _pick_agent(data: dict[str, Any], agent: str | None, path: Path) -> dict[str, Any] | None:
@@ -342,6 +361,7 @@ def _timeline(agent: dict[str, Any] | None, tree: ForeignTree) -> None:
     events = carried.get("timeline") if isinstance(carried, dict) else None
     if not isinstance(events, list):
         return
+    events = _scrubbed(events)[0]
     bad = 0
     for number, event in enumerate(events, start=1):
         try:
@@ -391,6 +411,14 @@ def read_letta(
         when = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
     tree = ForeignTree()
     chosen_blocks = [(b, True) for b in mine] + ([(b, False) for b in rest] if all_blocks else [])
+    for i, (block, attached) in enumerate(chosen_blocks):
+        clean, changed = _scrubbed(block)
+        if changed:
+            chosen_blocks[i] = (clean, attached)
+            tree.warnings.append(
+                f"block {clean.get('label')!r}: lone UTF-16 surrogates (no UTF-8 text can hold them) "
+                "are read as U+FFFD"
+            )
     parsed = [_block_meta(b, when, attached, tree.warnings) for b, attached in chosen_blocks]
     for key, (meta, body) in zip(derive_keys(m["x-letta-label"] for m, _b in parsed), parsed):
         if meta["x-letta-label"] == key and "x-letta-id" not in meta:

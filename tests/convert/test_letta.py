@@ -244,3 +244,14 @@ def test_block_metadata_nested_deeper_than_frontmatter_holds_travels_as_json_tex
     export_to("letta", tmp_path / "tree", tmp_path / "back.af")
     back = {b["label"]: b for b in _doc(tmp_path / "back.af")["blocks"]}
     assert back["human"]["metadata"]["x"] == deep
+
+
+def test_a_lone_surrogate_escape_reads_as_the_replacement_character_with_a_warning(tmp_path: Path) -> None:
+    # "\ud800" is valid JSON but no UTF-8 file holds it: the memory store failed with a traceback.
+    text = json.dumps(_doc(AGENT)).replace("Name: Alex", "Name: Alex \\ud800", 1)
+    (tmp_path / "s.af").write_text(text, encoding="utf-8")
+    result = import_from("letta", tmp_path / "s.af", tmp_path / "tree")
+    assert result.memories == 3
+    record = Memory(tmp_path / "tree").read("human")
+    assert record is not None and "Name: Alex \ufffd" in record.body
+    assert any("'human': lone UTF-16 surrogates" in w for w in result.warnings)
