@@ -255,3 +255,16 @@ def test_a_lone_surrogate_escape_reads_as_the_replacement_character_with_a_warni
     record = Memory(tmp_path / "tree").read("human")
     assert record is not None and "Name: Alex \ufffd" in record.body
     assert any("'human': lone UTF-16 surrogates" in w for w in result.warnings)
+
+
+def test_a_300_kb_memory_is_exported_with_exit_0_and_named_in_the_json_warnings(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("small", name="S", description="d", type="user", body="b")
+    mem.write("huge", name="H", description="d", type="reference", body="x" * 300_000)
+    result = CliRunner().invoke(cli, ["convert", "--to", "letta", str(tmp_path / "mem"), "-o", str(tmp_path / "a.af"),
+                                      "--json"])
+    assert result.exit_code == 0, result.stderr
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any("'huge' holds 300000 characters" in w and "exported with limit 300000" in w for w in warnings)
+    limits = {b["label"]: b["limit"] for b in _doc(tmp_path / "a.af")["blocks"]}
+    assert limits == {"huge": 300_000, "small": 100_000}
