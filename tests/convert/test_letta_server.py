@@ -9,7 +9,8 @@ calls are the ones a user makes: ``POST /v1/agents/import`` (multipart ``file``,
 
 The real agent files are letta-ai/agent-file's (commit 78212eb571e59e10b35b924375a997319b89c280),
 read from ``$BUNDLEKIT_LETTA_AGENT_FILES`` (a directory holding them by file name), else from
-``shared/letta-agent-file/`` beside the checkout, else from a fetched mirror of that repository
+``shared/letta-agent-file/`` beside the checkout or ``fixtures/interop/letta/agent-file/``, else
+from a fetched mirror of that repository
 (``$BUNDLEKIT_AGENT_FILE_GIT``, a git directory); they are not committed here. Without the venv or
 the files the tests skip, saying which is missing.
 """
@@ -143,7 +144,8 @@ def _files(tree: Path) -> dict[str, bytes]:
 
 def _agent_file(name: str, tmp_path: Path) -> Path:
     given = os.environ.get("BUNDLEKIT_LETTA_AGENT_FILES")
-    for folder in ([Path(given)] if given else []) + [ROOT.parent / "shared" / "letta-agent-file"]:
+    folders = [ROOT.parent / "shared" / "letta-agent-file", ROOT / "fixtures" / "interop" / "letta" / "agent-file"]
+    for folder in ([Path(given)] if given else []) + folders:
         if (folder / name).is_file():
             return folder / name
     mirror = Path(os.environ.get("BUNDLEKIT_AGENT_FILE_GIT") or _DEFAULT_MIRROR)
