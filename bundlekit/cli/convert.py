@@ -37,6 +37,8 @@ _OPTION_MAP: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "agent": ("agent", ("magicfrog",), ()),
     "task": ("task", ("magicfrog",), ()),
     "timezone": ("timezone", ("massgen",), ()),
+    "letta_model": ("model", (), ("letta",)),
+    "all_blocks": ("all_blocks", ("letta",), ()),
 }
 _DEVICE = ("include_device", "local_only", "exclude_device")
 
@@ -138,6 +140,18 @@ def _lossy_epilog() -> str:
     "--timezone",
     help="massgen import: the zone its naive timestamps were written in (IANA name or UTC; "
     "default: this machine's, with a warning).",
+)
+@click.option(
+    "--letta-model",
+    metavar="HANDLE",
+    help="letta export: the model (a Letta handle, provider/model) whose llm_config the agent carries, "
+    "which a Letta server needs to import it (default: letta/letta-free, the one model a server lists "
+    "with no provider set up).",
+)
+@click.option(
+    "--all-blocks",
+    is_flag=True,
+    help="letta import: also the blocks no chosen agent holds (kept unattached on the way back).",
 )
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")

@@ -55,6 +55,14 @@ def _fields(*names: str) -> Callable[[Mapping[str, Any]], frozenset[str]]:
     return lambda options: kept
 
 
+def _every_field(options: Mapping[str, Any]) -> None:
+    return None
+
+
+def _keeps_timeline(options: Mapping[str, Any]) -> None:
+    return None
+
+
 def _claude_code_fields(options: Mapping[str, Any]) -> frozenset[str]:
     return claude_code.kept_fields(str(options.get("form") or "top"))
 
@@ -68,8 +76,8 @@ class Format:
     "has no timeline"), or ``None`` when it writes every event; an export
     counts only the events written and warns about the rest.
     ``kept(write_options)`` are the bundlekit frontmatter fields the writer
-    carries (besides its own ``x-<format>-*`` keys); an export names every
-    other field it met in a warning. ``lossy`` says in a few words what the
+    carries (besides its own ``x-<format>-*`` keys), ``None`` when it carries
+    every field; an export names every other field it met in a warning. ``lossy`` says in a few words what the
     format cannot hold (``convert --help`` lists it).
     """
 
@@ -79,7 +87,7 @@ class Format:
     write: Callable[..., list[Path]]
     read_options: frozenset[str]
     write_options: frozenset[str]
-    kept: Callable[[Mapping[str, Any]], frozenset[str]]
+    kept: Callable[[Mapping[str, Any]], frozenset[str] | None]
     lossy: str
     timeline_dropped: Callable[[Mapping[str, Any]], str | None] = _has_no_timeline
 
@@ -175,11 +183,12 @@ _FORMATS: dict[str, Format] = {
             "Letta Agent File (.af): one agent's core-memory blocks",
             letta.read_letta,
             letta.write_letta,
-            frozenset({"agent_id"}),
-            frozenset({"agent_id"}),
-            _fields(*letta.KEPT_FIELDS),
-            "name, type, created, updated, tags, source, decay, important, revision; the timeline; "
-            "blocks over their character limit are refused",
+            frozenset({"agent_id", "all_blocks"}),
+            frozenset({"agent_id", "model"}),
+            _every_field,
+            "nothing of a memory (bundlekit's fields travel in block metadata, the timeline in the "
+            "agent's); a block over Letta's default limit gets its limit raised to fit",
+            _keeps_timeline,
         ),
     )
 }
@@ -325,7 +334,9 @@ def export_to(
         warnings.append(
             f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
         )
-    warnings.extend(dropped_fields(written, spec.kept(options), spec.name))
+    kept = spec.kept(options)
+    if kept is not None:
+        warnings.extend(dropped_fields(written, kept, spec.name))
     timeline = len(tree.timeline)
     dropped = spec.timeline_dropped(options)
     if dropped is not None:

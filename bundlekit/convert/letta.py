@@ -6,27 +6,36 @@ An agent file is one JSON document (``letta.schemas.agent_file.AgentFileSchema``
 core-memory blocks in ``block_ids``; a block (``BlockSchema``) is ``id``,
 ``label``, ``value``, ``limit`` (characters), ``description``, ``read_only``,
 ``metadata`` and template bookkeeping (``template_name``, ``is_template``,
-``preserve_on_migration``, ``hidden``, ...). Letta refuses a block whose value
-is longer than its limit.
+``preserve_on_migration``, ...). Since Letta 0.16.7 a block's limit is only
+metadata: a value longer than it is kept ("deprecate enforcing block limits").
 
 Only memory blocks are memories here: messages, tools, the system prompt, the
 model settings, files and sources are not carried, and an import says so. Some
 published files (``customer_service.af`` in letta-ai/agent-file) are a JSON
-string holding the JSON document; import decodes that second layer too.
+string holding the JSON document; import decodes that second layer too. The
+legacy single-agent format (``"version": "0.6.x"``, ``core_memory``) is refused
+with a message saying so: Letta itself no longer imports it.
 
 Mapping (``specs/interop.md``): label -> key (``x-letta-label``), value -> body
-(blank lines the memory store would strip are kept in ``x-letta-lead`` /
-``x-letta-trail``), description -> description (raw in ``x-letta-description``, a null as
-``x-letta-no-description: true``),
-``limit``, ``read_only``, ``metadata``, ``id`` -> ``x-letta-*``; ``human`` reads
-as type ``user``, ``persona`` as ``feedback``, every other label as ``reference``.
+(the whitespace the memory store strips kept in ``x-letta-lead`` /
+``x-letta-trail``, byte for byte), description -> description (raw in
+``x-letta-description``, a null as ``x-letta-no-description: true``),
+``limit``, ``read_only``, ``metadata``, ``id`` -> ``x-letta-*``; a label whose
+first path part (after ``system/``) is ``human`` reads as type ``user``,
+``persona`` as ``feedback``, every other as ``reference``. Every other
+frontmatter field of a memory (name, type, dates, revision, tags, source,
+decay, important and any other key) travels in the block's ``metadata`` under
+:data:`METADATA_KEY` and is read back from there, and the timeline in the
+agent's ``metadata`` under the same key, so a tree comes back whole.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+import re
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,24 +49,98 @@ from bundlekit.convert._common import (
     parse_time,
     single_line,
 )
-from bundlekit.errors import ConvertError
+from bundlekit.convert._tree import ordered_meta
+from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError, UsageError
+from bundlekit.memory.record import parse_memory_file, render_memory_file
+from bundlekit.memory.timeline import validate_entry
 
-__all__ = ["DEFAULT_LIMIT", "KEPT_FIELDS", "LABEL_TYPES", "read_letta", "write_letta"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "DEFAULT_MODEL",
+    "LABEL_TYPES",
+    "METADATA_KEY",
+    "label_type",
+    "llm_config",
+    "read_letta",
+    "write_letta",
+]
 
-#: The block limit written when a memory carries none: the value every block in
-#: letta-ai/agent-file's example agents uses (Letta's CORE_MEMORY_BLOCK_CHAR_LIMIT).
-DEFAULT_LIMIT = 20_000
+#: The block limit written when a memory carries none: Letta's ``CORE_MEMORY_BLOCK_CHAR_LIMIT``
+#: (``letta/constants.py`` at 0.16.8), the default of its ``Block`` schema.
+DEFAULT_LIMIT = 100_000
 
-#: Block label -> bundlekit type; any other label is ``reference``.
+#: The model an export names when none is chosen: the only one a Letta server lists without
+#: any provider configured (``letta/schemas/providers/letta.py``: ``LettaProvider``).
+DEFAULT_MODEL = "letta/letta-free"
+
+#: The key, in a block's and in the agent's ``metadata``, under which bundlekit's own fields travel.
+METADATA_KEY = "bundlekit"
+
+#: First label part -> bundlekit type; any other label is ``reference``.
 LABEL_TYPES = {"human": "user", "persona": "feedback"}
 
-#: The bundlekit fields an export carries (the key becomes the label, the body the value).
-KEPT_FIELDS = frozenset({"description"})
+# letta/schemas/llm_config.py (0.16.8): LLMConfig.model_endpoint_type's values.
+_ENDPOINT_TYPES = frozenset(
+    "openai anthropic google_ai google_vertex azure groq ollama webui webui-legacy lmstudio "
+    "lmstudio-legacy lmstudio-chatcompletions llamacpp koboldcpp vllm hugging-face minimax mistral "
+    "together bedrock deepseek xai zai zai_coding baseten fireworks openrouter chatgpt_oauth".split()
+)
+# letta/constants.py (0.16.8): DEFAULT_CONTEXT_WINDOW, for a model this module knows nothing of.
+_DEFAULT_CONTEXT_WINDOW = 128_000
 
 _BLOCK_FIELDS = ("id", "label", "value", "limit", "description", "read_only", "metadata")
 # Top-level parts of an agent file that are not memory blocks, as an import reports them.
 _OTHER_PARTS = ("groups", "files", "sources", "tools", "mcp_servers")
 _AGENT_PARTS = ("messages", "tool_ids", "tools", "source_ids", "tool_rules")
+
+
+def label_type(label: str) -> str:
+    """The bundlekit type of a block label: by its first path part, a leading ``system/`` skipped.
+
+    ``human`` and ``system/human/family`` read as ``user``; ``persona`` and
+    ``system/persona/soul`` as ``feedback``; anything else (``memory_persona``,
+    ``reference/faq``) as ``reference``.
+    """
+    parts = [p for p in label.split("/") if p]
+    if len(parts) > 1 and parts[0] == "system":
+        parts = parts[1:]
+    return LABEL_TYPES.get(parts[0] if parts else "", "reference")
+
+
+def llm_config(handle: str) -> dict[str, Any]:
+    """The ``llm_config`` an exported agent carries for the model ``handle`` (``provider/model``).
+
+    Letta's import (``AgentSerializationManager.import_file`` -> ``create_agent_async``)
+    requires an ``llm_config`` and never resolves a handle. ``letta/letta-free``
+    gets the config Letta's own ``LettaProvider`` lists; another handle gets
+    its provider as the endpoint type (one of Letta's) and Letta's default
+    context window. Raises ``UsageError`` for a handle of another form.
+    """
+    provider, sep, model = handle.partition("/")
+    if not sep or not provider or not model:
+        raise UsageError(f"--letta-model {handle!r} is not a Letta model handle; use provider/model, e.g. {DEFAULT_MODEL}")
+    if handle == DEFAULT_MODEL:
+        return {
+            "model": "letta-free",
+            "model_endpoint_type": "openai",
+            "model_endpoint": "https://inference.letta.com/v1/",
+            "context_window": 30_000,
+            "handle": handle,
+            "provider_name": "letta",
+            "provider_category": "base",
+        }
+    if provider not in _ENDPOINT_TYPES:
+        raise UsageError(
+            f"--letta-model {handle!r}: Letta knows no provider {provider!r}; "
+            f"use letta or one of {', '.join(sorted(_ENDPOINT_TYPES))}"
+        )
+    return {
+        "model": model,
+        "model_endpoint_type": provider,
+        "context_window": _DEFAULT_CONTEXT_WINDOW,
+        "handle": handle,
+        "provider_name": provider,
+    }
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -67,9 +150,36 @@ def _load(path: Path) -> dict[str, Any]:
             data = json.loads(data)  # a JSON string holding the document (double-encoded)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ConvertError(f"{path} is not a Letta agent file (JSON): {exc}") from exc
+    if isinstance(data, dict) and not isinstance(data.get("agents"), list) and (
+        "core_memory" in data or "version" in data
+    ):
+        version = data.get("version")
+        raise ConvertError(
+            f"{path} is a legacy Letta agent file (version {version if isinstance(version, str) else 'unknown'}, "
+            "one agent with core_memory), a format Letta itself no longer imports; open it in a Letta "
+            "server that still reads it and export the agent again, then convert that file"
+        )
     if not isinstance(data, dict) or not isinstance(data.get("blocks"), list):
         raise ConvertError(f"{path} is not a Letta agent file: no 'blocks' list; pass an .af file")
     return data
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _scrubbed(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone UTF-16 surrogate (a JSON ``\\ud800`` escape no UTF-8 file can hold)
+    replaced by U+FFFD, and whether any was; ``json.loads`` already joined the valid pairs."""
+    if isinstance(value, str):
+        cleaned = _LONE_SURROGATE.sub("\ufffd", value)
+        return cleaned, cleaned != value
+    if isinstance(value, dict):
+        pairs = [(_scrubbed(k), _scrubbed(v)) for k, v in value.items()]
+        return {k: v for (k, _a), (v, _b) in pairs}, any(a or b for (_k, a), (_v, b) in pairs)
+    if isinstance(value, list):
+        items = [_scrubbed(v) for v in value]
+        return [v for v, _c in items], any(c for _v, c in items)
+    return value, False
 
 
 def _pick_agent(data: dict[str, Any], agent: str | None, path: Path) -> dict[str, Any] | None:
@@ -86,7 +196,7 @@ def _pick_agent(data: dict[str, Any], agent: str | None, path: Path) -> dict[str
     return agents[0] if agents else None
 
 
-def _left_out(data: dict[str, Any], chosen: dict[str, Any] | None, skipped_blocks: int) -> str | None:
+def _left_out(data: dict[str, Any], chosen: dict[str, Any] | None, skipped: int, others: int) -> str | None:
     parts = []
     if chosen is not None:
         for part in _AGENT_PARTS:
@@ -101,8 +211,9 @@ def _left_out(data: dict[str, Any], chosen: dict[str, Any] | None, skipped_block
         value = data.get(part)
         if isinstance(value, list) and value:
             parts.append(f"{len(value)} {part.replace('_', ' ')}")
-    if skipped_blocks:
-        parts.append(f"{skipped_blocks} blocks of other agents")
+    if skipped:
+        whose = "attached to no agent" if not others else "of other agents or of none"
+        parts.append(f"{skipped} blocks {whose} (--all-blocks imports them)")
     return f"left out what is not a memory block: {', '.join(parts)}" if parts else None
 
 
@@ -124,18 +235,45 @@ def _check_block_types(block: dict[str, Any]) -> None:
         raise ConvertError(f"block {block.get('id')!r}: {', '.join(problems)}; fix the agent file")
 
 
-def _block_meta(block: dict[str, Any], when: str) -> tuple[dict[str, Any], str]:
-    label = str(block.get("label") or "")
+def _carried(meta: dict[str, Any], fields: Any, label: str, warnings: list[str]) -> dict[str, Any]:
+    """``meta`` with the bundlekit fields a block carried in its metadata, when the memory store takes them.
+
+    The carried description is taken only while the block's still equals it
+    (the block's is what Letta shows and edits), and ``x-letta-*`` keys are
+    never taken from there. Fields the memory store
+    would refuse (a foreign file's ``bundlekit`` key of another shape) leave
+    ``meta`` as derived from the block, with a warning.
+    """
+    if not isinstance(fields, dict):
+        warnings.append(f"block {label!r}: metadata.{METADATA_KEY} is not an object; kept as Letta metadata")
+        return meta
+    merged = dict(meta)
+    merged.update({k: v for k, v in fields.items() if k != "description" and not k.startswith("x-letta-")})
+    if fields.get("description") == meta.get("x-letta-description"):
+        merged["description"] = fields["description"]
+    try:
+        where = f"block {label!r}"
+        parse_memory_file(render_memory_file(ordered_meta(merged), "", strict=False, where=where), where=where)
+    except (FrontmatterError, ValueError, TypeError, RecursionError) as exc:
+        warnings.append(f"block {label!r}: metadata.{METADATA_KEY} does not fit a memory ({exc}); its fields are left out")
+        return meta
+    return merged
+
+
+def _block_meta(block: dict[str, Any], when: str, attached: bool, warnings: list[str]) -> tuple[dict[str, Any], str]:
+    label = block.get("label")
     value = block.get("value")
-    if not label or not isinstance(value, str):
+    if not isinstance(label, str) or not label or not isinstance(value, str):
         raise ConvertError(f"block {block.get('id')!r} has no label or no text value; fix the agent file")
     _check_block_types(block)
-    body = value.strip("\n")
+    body = value.strip()  # what the memory store keeps of a body (str.strip)
+    lead = value[: len(value) - len(value.lstrip())] if body else value
+    trail = value[len(value.rstrip()) :] if body else ""
     description = block.get("description")
     meta: dict[str, Any] = {
         "name": label,
         "description": single_line(description) if description else (first_line(body) or label),
-        "type": LABEL_TYPES.get(label, "reference"),
+        "type": label_type(label),
         "created": when,
         "updated": when,
         "x-letta-label": label,
@@ -144,29 +282,110 @@ def _block_meta(block: dict[str, Any], when: str) -> tuple[dict[str, Any], str]:
         meta["x-letta-no-description"] = True  # a null the tree cannot hold as a value
     else:
         meta["x-letta-description"] = description
-    lead, trail = value[: len(value) - len(value.lstrip("\n"))], value[len(value.rstrip("\n")) :]
-    if body and lead:
+    if lead:
         meta["x-letta-lead"] = lead
-    if body and trail:
+    if trail:
         meta["x-letta-trail"] = trail
-    for field in ("id", "limit", "read_only", "metadata"):
+    for field in ("id", "limit", "read_only"):
         if block.get(field) is not None:
             meta[f"x-letta-{field.replace('_', '-')}"] = block[field]
+    metadata = block.get("metadata")
+    if isinstance(metadata, dict):
+        own = {k: v for k, v in metadata.items() if k != METADATA_KEY}
+        meta["x-letta-metadata"] = own if isinstance(metadata.get(METADATA_KEY), dict) else dict(metadata)
+    if not attached:
+        meta["x-letta-attached"] = False
     extra = {k: v for k, v in block.items() if k not in _BLOCK_FIELDS}
     if extra:
         meta["x-letta-extra"] = extra
+    for field in ("x-letta-metadata", "x-letta-extra"):
+        if field in meta and not _fits_frontmatter(field, meta[field], when):
+            meta[f"{field}-json"] = json.dumps(meta.pop(field), ensure_ascii=False)
+            warnings.append(f"block {label!r}: {field} does not fit frontmatter (too deep or too large); kept as JSON text in {field}-json")
+    if isinstance(metadata, dict) and METADATA_KEY in metadata:
+        carried = _carried(meta, metadata[METADATA_KEY], label, warnings)
+        if carried is not meta:
+            meta = _without_defaults(carried, len(value))
     return meta, body
 
 
-def read_letta(src: str | os.PathLike[str], *, agent_id: str | None = None) -> ForeignTree:
+def _fits_frontmatter(field: str, value: Any, when: str) -> bool:
+    """Whether the memory store reads ``value`` back as the frontmatter key ``field`` (its depth and value budgets)."""
+    probe = {"name": "n", "description": "d", "type": "reference", "created": when, "updated": when, field: value}
+    try:
+        parse_memory_file(render_memory_file(probe, "", strict=False, where="block"), where="block")
+    except (FrontmatterError, ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _json_field(meta: dict[str, Any], field: str) -> Any:
+    """``meta[field]``, or the value its ``<field>-json`` text holds (see ``_fits_frontmatter``)."""
+    text = meta.get(f"{field}-json")
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    return meta.get(field)
+
+
+def _without_defaults(meta: dict[str, Any], size: int) -> dict[str, Any]:
+    """A memory that came from bundlekit, without the ``x-letta-*`` keys an export writes the same without.
+
+    The block id (renumbered on every export), the label when it is the name
+    the key gives, the description when it is the memory's, the limit an
+    export gives a value of ``size`` characters, ``read_only: false``, empty metadata, and template fields at
+    Letta's defaults (null, false): so a tree that went to Letta and back
+    reads as it was.
+    """
+    out = {k: v for k, v in meta.items() if k != "x-letta-id"}
+    defaults = {"x-letta-limit": max(DEFAULT_LIMIT, size), "x-letta-read-only": False, "x-letta-metadata": {}}
+    for key, value in defaults.items():
+        if key in out and out[key] == value and type(out[key]) is type(value):
+            del out[key]
+    if out.get("x-letta-description") == out.get("description"):
+        out.pop("x-letta-description", None)
+    extra = out.pop("x-letta-extra", None)
+    if isinstance(extra, dict):
+        kept = {k: v for k, v in extra.items() if v is not None and v is not False}
+        if kept:
+            out["x-letta-extra"] = kept
+    return out
+
+
+def _timeline(agent: dict[str, Any] | None, tree: ForeignTree) -> None:
+    """The events an export kept in the agent's ``metadata.bundlekit.timeline``, each checked."""
+    metadata = agent.get("metadata") if agent is not None else None
+    carried = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
+    events = carried.get("timeline") if isinstance(carried, dict) else None
+    if not isinstance(events, list):
+        return
+    events = _scrubbed(events)[0]
+    bad = 0
+    for number, event in enumerate(events, start=1):
+        try:
+            tree.timeline.append(validate_entry(event, f"timeline event {number}"))
+        except MemoryStoreError:
+            bad += 1
+    if bad:
+        tree.warnings.append(f"left out {bad} timeline events of the agent's metadata without a valid ts and type")
+
+
+def read_letta(
+    src: str | os.PathLike[str], *, agent_id: str | None = None, all_blocks: bool = False
+) -> ForeignTree:
     """Read the memory blocks of one agent of a Letta agent file.
 
     ``agent_id`` (id or name) chooses the agent when the file holds several;
     its ``block_ids`` are read in their order (a file without agents: every
-    block). A double-encoded file is accepted. Timestamps come from the file's
-    ``created_at``, else its modification time. What is not a memory block is
-    named in a warning. Raises ``ConvertError`` on a file that is not an agent
-    file, an unknown or ambiguous agent, or a block without label or value.
+    block). ``all_blocks`` reads the file's other blocks too (after the
+    agent's, in file order), marked ``x-letta-attached: false``. A
+    double-encoded file is accepted. Timestamps come from the file's
+    ``created_at``, else its modification time, unless a block carries
+    bundlekit's own fields. What is not read is named in a warning. Raises
+    ``ConvertError`` on a file that is not an agent file (a legacy one said
+    so), an unknown or ambiguous agent, or a block without label or value.
     """
     path = Path(src)
     if not path.is_file():
@@ -182,6 +401,8 @@ def read_letta(src: str | os.PathLike[str], *, agent_id: str | None = None) -> F
         mine = [by_id[i] for i in chosen["block_ids"]]
     else:
         mine = blocks
+    own_ids = {id(b) for b in mine}
+    rest = [b for b in blocks if id(b) not in own_ids]
     try:
         when = format_time(parse_time(data["created_at"])) if data.get("created_at") else None
     except ConvertError:
@@ -189,87 +410,156 @@ def read_letta(src: str | os.PathLike[str], *, agent_id: str | None = None) -> F
     if when is None:
         when = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
     tree = ForeignTree()
-    parsed = [_block_meta(b, when) for b in mine]
+    chosen_blocks = [(b, True) for b in mine] + ([(b, False) for b in rest] if all_blocks else [])
+    for i, (block, attached) in enumerate(chosen_blocks):
+        clean, changed = _scrubbed(block)
+        if changed:
+            chosen_blocks[i] = (clean, attached)
+            tree.warnings.append(
+                f"block {clean.get('label')!r}: lone UTF-16 surrogates (no UTF-8 text can hold them) "
+                "are read as U+FFFD"
+            )
+    parsed = [_block_meta(b, when, attached, tree.warnings) for b, attached in chosen_blocks]
     for key, (meta, body) in zip(derive_keys(m["x-letta-label"] for m, _b in parsed), parsed):
+        if meta["x-letta-label"] == key and "x-letta-id" not in meta:
+            # a memory that came from bundlekit (see _without_defaults): its key is its label
+            meta = {k: v for k, v in meta.items() if k != "x-letta-label"}
         tree.entries.append(Entry(key, meta, body))
-    note = _left_out(data, chosen, len(blocks) - len(mine))
+    _timeline(chosen, tree)
+    others = len([a for a in data.get("agents") or [] if isinstance(a, dict) and a is not chosen])
+    note = _left_out(data, chosen, 0 if all_blocks else len(rest), others)
     if note:
         tree.warnings.append(note)
     return tree
 
 
-def _block(entry: Entry, index: int) -> dict[str, Any]:
+def _carry(meta: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter fields a block's ``metadata`` carries: all but Letta's own ``x-letta-*``."""
+    return {k: v for k, v in ordered_meta(meta).items() if not k.startswith("x-letta-")}
+
+
+def _json_default(value: Any) -> str:
+    """A frontmatter date as JSON holds it: the text bundlekit writes (``json.dumps`` asks only for what it cannot write)."""
+    if isinstance(value, datetime):
+        return format_time(parse_time(value))
+    if isinstance(value, date):
+        return value.isoformat()
+    raise TypeError(f"a {type(value).__name__} has no JSON form")
+
+
+def _limit(entry: Entry, label: str, value: str, warnings: list[str]) -> int:
+    """The block's limit: ``x-letta-limit`` as given, else :data:`DEFAULT_LIMIT` raised to fit the value."""
+    limit = entry.meta.get("x-letta-limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        warnings.append(f"memory {entry.key!r}: x-letta-limit {limit!r} is not a positive integer; the default is used")
+        limit = None
+    if limit is None:
+        if len(value) <= DEFAULT_LIMIT:
+            return DEFAULT_LIMIT
+        warnings.append(
+            f"memory {entry.key!r} holds {len(value)} characters, over Letta's default block limit "
+            f"{DEFAULT_LIMIT}: exported with limit {len(value)}"
+        )
+        return len(value)
+    if len(value) > limit:
+        warnings.append(
+            f"block {label!r} holds {len(value)} characters, over its limit {limit}: kept as is "
+            "(Letta 0.16.7 and later keep such blocks; older servers refuse them)"
+        )
+    return int(limit)
+
+
+def _block(entry: Entry, index: int, warnings: list[str]) -> dict[str, Any]:
     meta = entry.meta
-    value = str(meta.get("x-letta-lead", "")) + entry.body + str(meta.get("x-letta-trail", ""))
-    limit = meta.get("x-letta-limit", DEFAULT_LIMIT)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ConvertError(f"memory {entry.key!r} has a bad x-letta-limit {limit!r}; use a positive integer")
+    lead, trail = meta.get("x-letta-lead", ""), meta.get("x-letta-trail", "")
+    value = (lead if isinstance(lead, str) else "") + entry.body + (trail if isinstance(trail, str) else "")
+    label = str(meta.get("x-letta-label") or entry.key)
     description = (
         None
         if meta.get("x-letta-no-description") is True
         else meta.get("x-letta-description", meta.get("description"))
     )
+    own = _json_field(meta, "x-letta-metadata")
+    metadata = dict(own) if isinstance(own, dict) else {}
+    if METADATA_KEY in metadata:
+        warnings.append(f"memory {entry.key!r}: its Letta metadata key {METADATA_KEY!r} is replaced by bundlekit's fields")
+    metadata[METADATA_KEY] = _carry(meta)
     block: dict[str, Any] = {
         "value": value,
-        "limit": limit,
-        "label": str(meta.get("x-letta-label") or entry.key),
+        "limit": _limit(entry, label, value, warnings),
+        "label": label,
         "read_only": bool(meta.get("x-letta-read-only", False)),
         "description": description,
-        "metadata": meta.get("x-letta-metadata") if isinstance(meta.get("x-letta-metadata"), dict) else {},
+        "metadata": metadata,
     }
-    extra = meta.get("x-letta-extra")
+    extra = _json_field(meta, "x-letta-extra")
     if isinstance(extra, dict):
         block.update({str(k): v for k, v in extra.items() if k not in block and k != "id"})
     block["id"] = f"block-{index}"
     return block
 
 
+def _attached(blocks: Iterable[tuple[Entry, dict[str, Any]]], warnings: list[str]) -> list[str]:
+    """The ids of the blocks the agent holds: every block not marked unattached, one per label.
+
+    Letta finds an agent's blocks by label; a later memory with a label already
+    held stays in the file unattached, named in a warning.
+    """
+    ids, labels = [], set()
+    for entry, block in blocks:
+        if entry.meta.get("x-letta-attached") is False:
+            continue
+        if block["label"] in labels:
+            warnings.append(
+                f"memory {entry.key!r} has the Letta label {block['label']!r} of an earlier memory: "
+                "written as a block the agent does not hold (give it another x-letta-label)"
+            )
+            continue
+        labels.add(block["label"])
+        ids.append(block["id"])
+    return ids
+
+
 def write_letta(
-    tree: ForeignTree, dest: str | os.PathLike[str], *, agent_id: str | None = None
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    agent_id: str | None = None,
+    model: str | None = None,
 ) -> list[Path]:
     """Write ``tree`` as a Letta agent file at ``dest``: one agent whose core memory is one block per memory.
 
-    The agent is named ``agent_id`` (default: ``dest``'s stem) and has no
-    messages, tools or model settings. Block ids are ``block-0``, ``block-1``,
-    ... in key order. Every block must fit its limit (``x-letta-limit``, else
-    :data:`DEFAULT_LIMIT` characters): when one does not, nothing is written
-    and ``ConvertError`` lists every block that does not fit with its size.
+    The agent is named ``agent_id`` (default: ``dest``'s stem), carries the
+    ``llm_config`` of ``model`` (a Letta handle, default :data:`DEFAULT_MODEL`)
+    so a Letta server imports it as it is, no messages or tools, and the
+    timeline in its ``metadata``. Block ids are ``block-0``, ``block-1``, ...
+    in key order; memories marked ``x-letta-attached: false`` are blocks the
+    agent does not hold. Every memory is written; what Letta would read
+    differently (a limit raised to fit, a duplicate label) is named in
+    ``tree.warnings``.
     """
+    config = llm_config(model or DEFAULT_MODEL)
     entries = sorted(tree.entries, key=lambda e: e.key)
-    blocks = [_block(e, i) for i, e in enumerate(entries)]
-    too_long = [
-        f"{b['label']} ({len(b['value'])} characters, limit {b['limit']})"
-        for b in blocks
-        if len(b["value"]) > b["limit"]
-    ]
-    if too_long:
-        raise ConvertError(
-            f"{len(too_long)} memory block{'s do' if len(too_long) != 1 else ' does'} not fit Letta's "
-            f"per-block character limit: {'; '.join(too_long)}; shorten them or raise x-letta-limit"
-        )
-    labels = [b["label"] for b in blocks]
-    dupes = sorted({label for label in labels if labels.count(label) > 1})
-    if dupes:
-        raise ConvertError(
-            f"two memories share the Letta block label {dupes[0]!r}; rename one (x-letta-label)"
-        )
+    blocks = [_block(e, i, tree.warnings) for i, e in enumerate(entries)]
+    agent: dict[str, Any] = {
+        "name": agent_id or Path(dest).stem,
+        "id": "agent-0",
+        "block_ids": _attached(zip(entries, blocks), tree.warnings),
+        "llm_config": config,
+        "memory_blocks": [],
+        "tool_ids": [],
+        "source_ids": [],
+        "tags": [],
+        "messages": [],
+        "in_context_message_ids": [],
+        "files_agents": [],
+        "group_ids": [],
+    }
+    if tree.timeline:
+        agent["metadata"] = {METADATA_KEY: {"timeline": tree.timeline}}
     newest = max((str(e.meta.get("updated", "")) for e in entries), default="")
     document: dict[str, Any] = {
-        "agents": [
-            {
-                "name": agent_id or Path(dest).stem,
-                "id": "agent-0",
-                "block_ids": [b["id"] for b in blocks],
-                "memory_blocks": [],
-                "tool_ids": [],
-                "source_ids": [],
-                "tags": [],
-                "messages": [],
-                "in_context_message_ids": [],
-                "files_agents": [],
-                "group_ids": [],
-            }
-        ],
+        "agents": [agent],
         "groups": [],
         "blocks": blocks,
         "files": [],
@@ -280,5 +570,9 @@ def write_letta(
         "created_at": newest or None,
     }
     path = Path(dest)
-    atomic_write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    try:
+        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
+    except (ValueError, TypeError) as exc:
+        raise ConvertError(f"a memory holds a value JSON cannot write ({exc}); fix it and retry") from exc
+    atomic_write(path, text + "\n")
     return [path]

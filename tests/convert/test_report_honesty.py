@@ -79,7 +79,7 @@ def test_the_cli_summary_leaves_out_unwritten_events_and_warns_on_stderr(tree: P
 
 @pytest.mark.parametrize(
     ("fmt", "lost"),
-    [("massgen", "type"), ("claude-code", "created"), ("magicfrog", "description"), ("letta", "name")],
+    [("massgen", "type"), ("claude-code", "created"), ("magicfrog", "description")],
 )
 def test_every_export_names_the_fields_the_format_has_no_place_for(
     fmt: str, lost: str, tree: Path, tmp_path: Path
@@ -110,7 +110,7 @@ def test_help_says_which_formats_are_lossy() -> None:
     assert "Lossy" in result.stdout
 
 
-@pytest.mark.parametrize("fmt", ["massgen", "claude-code", "three.ws", "magic-context", "magicfrog", "letta"])
+@pytest.mark.parametrize("fmt", ["massgen", "claude-code", "three.ws", "magic-context", "magicfrog"])
 def test_help_names_every_field_an_export_leaves_out(fmt: str, tmp_path: Path) -> None:
     from bundlekit.convert import get_format
 
