@@ -17,7 +17,9 @@ once, so a flood of slow clients cannot grow the process without bound. A
 request's head (request line and headers) must arrive within
 :data:`HEAD_TIMEOUT` of its first byte, and each read waits at most
 :data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
-for ever. Responses stream: a CAR
+for ever. A request body is read and dropped within a bound before the answer, or the
+answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one,
+and its bytes must never be read as the next request. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
@@ -50,6 +52,7 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.gateway.framing import discard_body, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
@@ -89,6 +92,33 @@ MAX_CONNECTIONS = 64
 IDLE_TIMEOUT = 120.0
 # Seconds from a request's first byte to the end of its headers: a client trickling them is cut off.
 HEAD_TIMEOUT = 30.0
+
+
+# A connection closed with request bytes still unread: it is shut for writing (the answer is out,
+# with its FIN) and read on for at most these seconds and bytes before the close, so the kernel does
+# not answer the unread bytes with a reset that can destroy the answer at the client (Apache's
+# "lingering close").
+LINGER_TIME = 2.0
+LINGER_BYTES = 16 * 1024 * 1024
+
+
+def _linger(sock: socket.socket) -> None:
+    """Shut ``sock`` for writing, then read and drop what the client still sends, within the linger bounds."""
+    deadline = time.monotonic() + LINGER_TIME
+    budget = LINGER_BYTES
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        while budget > 0:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return
+            sock.settimeout(wait)
+            data = sock.recv(min(budget, 64 * 1024))
+            if not data:
+                return
+            budget -= len(data)
+    except OSError:
+        pass  # gone, reset or timed out: closing is all that is left
 
 
 class _HeadReader(io.RawIOBase):
@@ -140,7 +170,47 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self._reader.start()  # the head deadline starts at the next request's first byte
+        self._must_close = False  # this request's body was not read whole: close after the answer
+        self._close_said = False
         super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line and headers, then its body settled (``framing``): read and dropped, or
+        the connection marked to close after the answer; invalid framing is answered 400 here."""
+        if not super().parse_request():
+            return False
+        framing = request_framing(self.headers)
+        if framing.kind == "invalid":
+            self._must_close = True
+            self.send_error(400, f"invalid request framing: {framing.problem}")
+            return False
+        waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
+        if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
+            self._must_close = True
+            self.close_connection = True
+        return True
+
+    def handle_expect_100(self) -> bool:
+        """Never ``100 Continue``: no answer here reads a body, so the final answer comes at once
+        (RFC 9110 10.1.1) and the unsent body closes the connection after it (``parse_request``)."""
+        return True
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        super().send_response(code, message)
+        if self._must_close:
+            self.send_header("Connection", "close")
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "connection" and value.lower() == "close":
+            if self._close_said:
+                return  # send_error says it too
+            self._close_said = True
+        super().send_header(keyword, value)
+
+    def finish(self) -> None:
+        super().finish()
+        if self._must_close:
+            _linger(self.connection)
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -177,8 +247,6 @@ class _Handler(BaseHTTPRequestHandler):
             logger.info("client %s went away before the answer to %s", self.address_string(), self.path)
             self.close_connection = True
             return
-        if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
-            self.close_connection = True  # we did not read the request body
         self.send_response(response.status)
         for key, value in response.headers:
             self.send_header(key, value)
