@@ -1,4 +1,4 @@
-"""A request's body on a keep-alive connection: how it is framed, and its bounded discard.
+"""A request on a keep-alive connection: its header lines checked, its body framed and discarded within a bound.
 
 The gateway and the interfaces mounted beside it use no request body: every
 method they accept (GET, HEAD, OPTIONS) means nothing with one, and every other
@@ -22,6 +22,15 @@ Length"), decided here before any answer is made:
   invalid, ``400`` with ``Connection: close``; both headers at once are read
   as chunked and the connection closes after the answer (RFC 9112 6.3, items 3-5).
 
+Every header line is checked as it is read (``header_line_problem``): a bare CR, a NUL, a
+field name followed by whitespace before its colon, a line folded onto the previous one
+(obs-fold) or a line with no colon is a ``400`` that closes the connection (RFC 9112 2.2,
+5.1, 5.2: a recipient may otherwise read one header where a proxy in front reads another,
+and so frame the body differently), and header lines over :data:`MAX_HEAD_BYTES` in all
+are a ``431``. An HTTP/1.0 request with ``Transfer-Encoding`` is answered without its body
+being read, and the connection closes (RFC 9112 6.1: its framing is faulty). A
+``Connection`` header listing ``close`` among other options closes the connection too.
+
 Reads happen under the connection's own bounds (the head deadline and the idle
 timeout of ``server.py``), so a client trickling a body is cut off like one
 trickling headers.
@@ -33,10 +42,13 @@ from dataclasses import dataclass
 from email.message import Message
 from typing import Protocol
 
-__all__ = ["MAX_DISCARDED_BODY", "BodyFraming", "discard_body", "request_framing"]
+__all__ = ["MAX_DISCARDED_BODY", "MAX_HEAD_BYTES", "BodyFraming", "discard_body", "header_line_problem",
+           "request_framing"]
 
 #: Bytes of a request body read and dropped to keep a connection open; a larger body closes it.
 MAX_DISCARDED_BODY = 64 * 1024
+#: Bytes of header lines (after the request line) one request may send; more is a 431.
+MAX_HEAD_BYTES = 64 * 1024
 #: Longest chunk-size line (size, extensions, CRLF) or trailer line read while discarding.
 _MAX_LINE = 4096
 
@@ -53,7 +65,7 @@ class Readable(Protocol):
 class BodyFraming:
     """How a request's body is delimited: ``kind`` is ``none``, ``length``, ``chunked`` or ``invalid``.
 
-    ``length`` holds a ``length`` body's size; ``problem`` says why the framing is invalid;
+    (``faulty``: a body that is never read, RFC 9112 6.1.) ``length`` holds a ``length`` body's size; ``problem`` says why the framing is invalid;
     ``close`` is set when the connection must close after the answer whatever is read
     (RFC 9112 6.3: a request with both ``Transfer-Encoding`` and ``Content-Length``).
     """
@@ -64,10 +76,32 @@ class BodyFraming:
     close: bool = False
 
 
-def request_framing(headers: Message) -> BodyFraming:
-    """The framing of a request body from its headers (every ``Content-Length`` and ``Transfer-Encoding`` line)."""
+def header_line_problem(line: bytes) -> str | None:
+    """Why one raw header line (as read, with its line ending) is refused, or None when it is well formed."""
+    if line in (b"\r\n", b"\n", b""):
+        return None  # the end of the head (or of the stream)
+    text = line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")
+    if b"\r" in text:
+        return "a header line holds a bare CR"
+    if b"\x00" in text:
+        return "a header line holds a NUL"
+    if text[:1] in (b" ", b"\t"):
+        return "a header line is folded onto the previous one (obs-fold)"
+    name, colon, _value = text.partition(b":")
+    if not colon or not name:
+        return "a header line has no field name and colon"
+    if name[-1:] in (b" ", b"\t"):
+        return "whitespace between a header field name and its colon"
+    return None
+
+
+def request_framing(headers: Message, *, http10: bool = False) -> BodyFraming:
+    """The framing of a request body from its headers (every ``Content-Length`` and ``Transfer-Encoding`` line);
+    ``http10`` for an HTTP/1.0 request, whose ``Transfer-Encoding`` is never trusted."""
     codings = [c.strip().lower() for line in headers.get_all("Transfer-Encoding") or [] for c in line.split(",")]
     lengths = [v.strip() for line in headers.get_all("Content-Length") or [] for v in line.split(",")]
+    if codings and http10:
+        return BodyFraming("faulty", close=True)
     if codings:
         if codings[-1] != "chunked":
             return BodyFraming("invalid", problem="Transfer-Encoding must end with chunked")
@@ -113,7 +147,9 @@ def _skip_chunked(stream: Readable, limit: int) -> bool:
         budget -= len(line)
         if not line.endswith(b"\n") or budget < 0:
             return False
-        size_text = line.split(b";", 1)[0].strip()
+        size_text, semicolon, _extensions = line.rstrip(b"\r\n").partition(b";")
+        if semicolon:
+            size_text = size_text.rstrip(b" \t")  # BWS is allowed only before an extension
         if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
             return False
         size = int(size_text, 16)

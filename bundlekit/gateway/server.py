@@ -52,7 +52,7 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.framing import discard_body, request_framing
+from bundlekit.gateway.framing import MAX_HEAD_BYTES, discard_body, header_line_problem, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
@@ -121,6 +121,31 @@ def _linger(sock: socket.socket) -> None:
         pass  # gone, reset or timed out: closing is all that is left
 
 
+class _CheckedLines:
+    """The connection's reader while a request's header lines are read: each line is checked
+    (``framing.header_line_problem``) and counted against ``MAX_HEAD_BYTES``; the first problem is
+    kept, and past the bound every read answers the empty end of the head, so nothing more is read."""
+
+    def __init__(self, stream: io.BufferedIOBase) -> None:
+        self._stream = stream
+        self._count = 0
+        self.problem: str | None = None
+        self.too_long = False
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.too_long:
+            return b"\r\n"
+        line = self._stream.readline(size)
+        self._count += len(line)
+        if self._count > MAX_HEAD_BYTES:
+            self.too_long = True
+            self.problem = f"the header lines are over {MAX_HEAD_BYTES} bytes"
+            return b"\r\n"
+        if self.problem is None:
+            self.problem = header_line_problem(line)
+        return line
+
+
 class _HeadReader(io.RawIOBase):
     """The connection's reads, each bounded by the idle timeout and, once a request has begun, by its
     head deadline (``start`` clears it for the next request)."""
@@ -170,23 +195,37 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self._reader.start()  # the head deadline starts at the next request's first byte
-        self._must_close = False  # this request's body was not read whole: close after the answer
+        self._unread = False  # bytes of this request were left unread: close after the answer, lingering
         self._close_said = False
         super().handle_one_request()
 
     def parse_request(self) -> bool:
-        """The request line and headers, then its body settled (``framing``): read and dropped, or
-        the connection marked to close after the answer; invalid framing is answered 400 here."""
-        if not super().parse_request():
+        """The request line and headers (each header line checked as it is read), then its body
+        settled (``framing``): read and dropped, or the connection marked to close after the answer;
+        a malformed header line or invalid framing is answered 400 here, too many header bytes 431."""
+        checked = _CheckedLines(self.rfile)
+        self.rfile, plain = cast(io.BufferedReader, checked), self.rfile
+        try:
+            parsed = super().parse_request()
+        finally:
+            self.rfile = plain
+        if not parsed:
             return False
-        framing = request_framing(self.headers)
+        if checked.problem is not None:
+            self._unread = True
+            status = 431 if checked.too_long else 400
+            self.send_error(status, f"malformed request head: {checked.problem}")
+            return False
+        if "close" in (t.strip().lower() for t in self.headers.get("Connection", "").split(",")):
+            self.close_connection = True
+        framing = request_framing(self.headers, http10=self.request_version == "HTTP/1.0")
         if framing.kind == "invalid":
-            self._must_close = True
+            self._unread = True
             self.send_error(400, f"invalid request framing: {framing.problem}")
             return False
         waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
         if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
-            self._must_close = True
+            self._unread = True
             self.close_connection = True
         return True
 
@@ -196,8 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
         return True
 
     def send_response(self, code: int, message: str | None = None) -> None:
+        """The status line; ``Connection: close`` too whenever the connection closes after this answer."""
         super().send_response(code, message)
-        if self._must_close:
+        if self.close_connection:
             self.send_header("Connection", "close")
 
     def send_header(self, keyword: str, value: str) -> None:
@@ -209,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def finish(self) -> None:
         super().finish()
-        if self._must_close:
+        if self._unread:
             _linger(self.connection)
 
     def do_GET(self) -> None:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.gateway.framing import MAX_DISCARDED_BODY
+from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES
 from bundlekit.gateway.respond import GatewayResponder
 from bundlekit.gateway.server import STOP_POLL_INTERVAL, App, GatewayServer, serve_in_thread
 
@@ -266,3 +266,39 @@ def test_a_body_trickled_past_the_head_deadline_is_cut_off(tmp_path: Path) -> No
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"Host: x\rContent-Length: 5",  # a bare CR: one header to a proxy, two here
+        b"Content-Length : 5",  # whitespace before the colon
+        b"X-Pad: a\r\n Content-Length: 5",  # obs-fold
+        b"X-Note: a\x00b",
+        b"no colon at all",
+    ],
+)
+def test_a_malformed_header_line_is_a_400_that_closes_the_connection(line: bytes, conn: _Conn) -> None:
+    head = b"POST " + PROBE.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + line + b"\r\n\r\nhello"
+    assert _answered_then_closed(conn, 400, head=head + _get())
+
+
+def test_header_lines_over_the_bound_are_a_431_that_closes_the_connection(conn: _Conn) -> None:
+    padding = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 8000) for i in range(MAX_HEAD_BYTES // 8000 + 1))
+    head = b"GET " + PROBE.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n" + padding + b"\r\n"
+    assert _answered_then_closed(conn, 431, head=head, rest=_get())
+
+
+def test_an_http10_request_with_transfer_encoding_is_answered_then_closed(conn: _Conn) -> None:
+    head = f"POST {PROBE} HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    assert _answered_then_closed(conn, 405, head=head + b"0\r\n\r\n" + _get())
+
+
+def test_a_connection_header_listing_close_among_others_closes(conn: _Conn) -> None:
+    head = f"GET {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive, close\r\n\r\n".encode()
+    assert _answered_then_closed(conn, 200, head=head + _get())
+
+
+def test_a_chunk_size_with_whitespace_and_no_extension_closes_the_connection(conn: _Conn) -> None:
+    head = f"POST {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    assert _answered_then_closed(conn, 405, head=head + b"5 \r\nhello\r\n0\r\n\r\n" + _get())
