@@ -57,6 +57,7 @@ from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
+from bundlekit.net.loopback import allowed_hosts, is_loopback
 
 __all__ = [
     "HEAD_TIMEOUT",
@@ -278,6 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
         app = self.server.responder_for(self.path)
+        if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
+            app = self.server.misdirected
         if app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
@@ -363,11 +366,29 @@ class GatewayServer(ThreadingHTTPServer):
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
         self.apps = dict(apps or {})
+        # Bound to loopback, the apps answer only loopback Host names (net/loopback: DNS rebinding).
+        bound, port = str(self.server_address[0]), int(self.server_address[1])
+        self.app_hosts = frozenset(allowed_hosts(bound, port)) if is_loopback(bound) else None
         for prefix in self.apps:
             path = prefix.rstrip("/")
             if not prefix.startswith("/") or path in ("", "/ipfs", "/ipns") or path.startswith(("/ipfs/", "/ipns/")):
                 self.server_close()
                 raise UsageError(f"cannot mount an app at {prefix!r}: mount it under its own path, such as /ui/")
+
+    def answers_host(self, host: str) -> bool:
+        """Whether a mounted app answers a request with this ``Host`` header: any, unless the server is
+        bound to loopback; then only the loopback names with this server's port (``net.loopback``), so a
+        page whose name was re-pointed at 127.0.0.1 (DNS rebinding) cannot read the app's pages."""
+        return self.app_hosts is None or host.strip().lower() in self.app_hosts
+
+    def misdirected(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        """The answer of a mounted app to a ``Host`` it does not answer: 421, naming the address to use."""
+        logger.warning("refused %s %s: Host %r is not a loopback name of this server", method, target[:200],
+                       headers.get("host", "")[:200])
+        body = (f"this page answers only at a loopback address of this server, such as {self.url}/; "
+                "a request for another host name is refused (DNS rebinding protection)\n").encode()
+        return Response(421, [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store"),
+                              ("X-Content-Type-Options", "nosniff")], [body], len(body))
 
     def responder_for(self, target: str) -> App:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
