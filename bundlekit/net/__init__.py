@@ -1,4 +1,4 @@
-"""The network: the one HTTP layer (``http``), trustless retrieval from remote gateways (``fetch``)
+"""The network: the one HTTP layer (``http``), trustless retrieval from remote gateways (``fetch``),
 a CAR response read as it streams in (``stream``), and the one loopback rule of the servers
 bundlekit runs (``loopback``: which Host headers a loopback server answers).
 
