@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import html
+import itertools
 import logging
 import mimetypes
 import time
@@ -349,9 +350,9 @@ class GatewayResponder:
     ) -> Iterator[bytes]:
         drain = _Drain()
         writer = CarWriter(cast(BinaryIO, drain), [root])
-        for cid, data in resolved.path_blocks:
-            writer.put(cid, data)
-        for cid, data in blocks:
+        for cid, data in itertools.chain(resolved.path_blocks, blocks):
+            if parse_cid_bytes(cid).hash_code == IDENTITY_HASH:
+                continue  # its bytes are in its CID: the trustless specification leaves it out of a CAR
             writer.put(cid, data)
             if drain.size >= STREAM_CHUNK:
                 yield drain.take()
