@@ -154,3 +154,7 @@ def test_a_timeline_resource_of_a_malformed_date_is_resource_not_found(tree: Pat
     error = _read_error(tree, "memory://timeline/yesterday")
     assert error.code == RESOURCE_NOT_FOUND
     assert "YYYY-MM-DD" in error.message
+
+
+def test_a_uri_matching_no_resource_or_template_is_resource_not_found(tree: Path) -> None:
+    assert _read_error(tree, "file:///etc/passwd").code == RESOURCE_NOT_FOUND
