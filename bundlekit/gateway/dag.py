@@ -22,6 +22,8 @@ has gone (``WalkCancelled``).
 
 from __future__ import annotations
 
+import re
+
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -189,6 +191,11 @@ def scope_blocks(
     yield cid, get_block(cid)
 
 
+# One offset of entity-bytes: decimal digits with an optional minus, as the specification writes
+# them (Python's int() would also take "1_0", " 1" or "+1"); 19 digits hold any int64.
+_OFFSET = re.compile(r"-?[0-9]{1,19}")
+
+
 def parse_entity_bytes(value: str) -> tuple[int, int | None]:
     """Parse ``from:to`` of the ``entity-bytes`` parameter; ``to`` is None for ``*``.
 
@@ -196,11 +203,9 @@ def parse_entity_bytes(value: str) -> tuple[int, int | None]:
     malformed.
     """
     start_text, sep, end_text = value.partition(":")
-    if not sep:
-        raise ValueError("entity-bytes must be from:to")
-    start = int(start_text)
-    end = None if end_text == "*" else int(end_text)
-    return start, end
+    if not sep or not _OFFSET.fullmatch(start_text) or not (end_text == "*" or _OFFSET.fullmatch(end_text)):
+        raise ValueError("entity-bytes must be from:to, each an integer (to may be *)")
+    return int(start_text), None if end_text == "*" else int(end_text)
 
 
 def resolve_range(start: int, end: int | None, size: int) -> tuple[int, int] | None:

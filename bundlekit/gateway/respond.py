@@ -11,13 +11,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import html
+import itertools
 import logging
 import mimetypes
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, cast
-from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit
 
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore
 from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
@@ -186,7 +187,13 @@ class GatewayResponder:
         if url.path.startswith("/ipns/") and _wants_record(query, headers):
             return self._ipns_record(url.path)
         root, segments = _content_path(url.path, headers.get("host", ""))
-        fmt = _negotiate(query.get("format"), headers.get("accept"))
+        fmt = _negotiate(query, headers.get("accept"))
+        if fmt == "raw" and segments:
+            raise _HTTPError(
+                400,
+                "a raw block is served only at /ipfs/{cid}, without a path (trustless gateway specification); "
+                "ask /ipfs/{cid}/{path}?format=car&dag-scope=block for the block at a path",
+            )
         scope, entity_bytes = _car_selection(query) if fmt == "car" else ("all", None)
         if "only-if-cached" in headers.get("cache-control", "") and not self._has(root):
             raise _HTTPError(412, f"{cid_to_str(root)} is not in this gateway's store")
@@ -202,6 +209,10 @@ class GatewayResponder:
             )
         else:
             response = self._deserialized(method, url, resolved, segments, common, budget)
+        if fmt is not None and response.status == 200:
+            location = _content_location(url, fmt, query, headers.get("accept"))
+            if location is not None:
+                response.headers.append(("Content-Location", location))
         etag = response.header("Etag")
         if etag is not None and response.status == 200 and _etag_matches(headers.get("if-none-match"), etag):
             kept = [h for h in response.headers if h[0] not in ("Content-Type", "Content-Disposition")]
@@ -263,8 +274,8 @@ class GatewayResponder:
     # -- response kinds -----------------------------------------------------------
 
     def _raw(self, resolved: Resolved, common: list[tuple[str, str]]) -> Response:
-        cid = resolved.terminal
-        data = resolved.path_blocks[0][1] if len(resolved.cids) == 1 else self._fetch(cid)
+        cid = resolved.terminal  # the root: a raw block is never asked at a path (_respond)
+        data = resolved.path_blocks[0][1]
         name = cid_to_str(cid)
         headers = common + [
             ("Content-Type", RAW_MEDIA_TYPE),
@@ -339,9 +350,9 @@ class GatewayResponder:
     ) -> Iterator[bytes]:
         drain = _Drain()
         writer = CarWriter(cast(BinaryIO, drain), [root])
-        for cid, data in resolved.path_blocks:
-            writer.put(cid, data)
-        for cid, data in blocks:
+        for cid, data in itertools.chain(resolved.path_blocks, blocks):
+            if parse_cid_bytes(cid).hash_code == IDENTITY_HASH:
+                continue  # its bytes are in its CID: the trustless specification leaves it out of a CAR
             writer.put(cid, data)
             if drain.size >= STREAM_CHUNK:
                 yield drain.take()
@@ -467,6 +478,14 @@ def _car_selection(query: Mapping[str, str]) -> tuple[str, tuple[int, int | None
         raise _HTTPError(400, f"dag-scope must be one of {', '.join(DAG_SCOPES)}, not {scope!r}")
     if query.get("car-version", "1") != "1":
         raise _HTTPError(400, "only CAR version 1 is served (car-version=1)")
+    order = query.get("car-order")
+    if order is not None and order not in _CAR_SERVED["order"]:
+        raise _HTTPError(400, f"car-order={order[:40]!r} is not served: this gateway's CARs are depth first "
+                              "(car-order=dfs; unk accepts them too)")
+    dups = query.get("car-dups")
+    if dups is not None and dups not in _CAR_SERVED["dups"]:
+        raise _HTTPError(400, f"car-dups={dups[:40]!r} is not served: this gateway's CARs carry each block "
+                              "once (car-dups=n)")
     if "entity-bytes" not in query:
         return scope, None
     try:
@@ -489,39 +508,43 @@ def _common_headers(display_path: str, roots: Sequence[bytes]) -> list[tuple[str
     ]
 
 
-def _negotiate(fmt: str | None, accept: str | None) -> str | None:
-    """``"raw"``, ``"car"`` or ``None`` (deserialized); ``format`` wins over ``Accept``."""
+# A CAR parameter of the Accept header and the query parameter that overrides it (trustless gateway
+# specification, "car-version", "car-order", "car-dups": the URL's value takes precedence).
+_CAR_QUERY = {"version": "car-version", "order": "car-order", "dups": "car-dups"}
+# The values this gateway's CARs satisfy (specs/gateway.md 3.4): CARv1, depth first, each block once.
+# `order=unk` asks for no particular order, so a depth-first CAR answers it (its Content-Type says dfs).
+_CAR_SERVED = {"version": ("1",), "order": ("dfs", "unk"), "dups": ("n",)}
+
+
+def _negotiate(query: Mapping[str, str], accept: str | None) -> str | None:
+    """``"raw"``, ``"car"`` or ``None`` (deserialized); the ``format`` parameter wins over ``Accept``.
+
+    Among the ``Accept`` entries for a raw block or a CAR with a ``q`` above 0, the highest ``q``
+    wins (ties to the first listed); a CAR entry counts only when its ``version``, ``order`` and
+    ``dups`` (each overridden by the URL's ``car-*`` parameter when given) are values served here.
+    When every CAR entry asked for something else and nothing else matched: 406.
+    """
+    fmt = query.get("format")
     if fmt is not None:
         if fmt in ("raw", "car"):
             return fmt
         raise _HTTPError(
             400,
-            f"format={fmt!r} is not served here: use format=raw or format=car, or no format for file bytes",
+            f"format={fmt[:40]!r} is not served here: use format=raw or format=car, or no format for file bytes",
         )
     if not accept:
         return None
     best: str | None = None
     best_q = 0.0
     refused_car = False
-    for part in accept.split(","):
-        media, *params = (p.strip() for p in part.split(";"))
-        q = 1.0
-        version: str | None = None
-        for param in params:
-            key, _, value = param.partition("=")
-            key, value = key.strip().lower(), value.strip().strip('"')
-            if key == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-            elif key == "version":
-                version = value
-        media = media.lower()
+    for media, q, params in _accept_entries(accept):
+        if q <= 0:
+            continue
         if media == RAW_MEDIA_TYPE:
             candidate = "raw"
         elif media == CAR_MEDIA_TYPE:
-            if version not in (None, "1"):
+            wanted = {key: query.get(name, params.get(key)) for key, name in _CAR_QUERY.items()}
+            if any(value is not None and value not in _CAR_SERVED[key] for key, value in wanted.items()):
                 refused_car = True
                 continue
             candidate = "car"
@@ -530,8 +553,53 @@ def _negotiate(fmt: str | None, accept: str | None) -> str | None:
         if q > best_q:
             best, best_q = candidate, q
     if best is None and refused_car:
-        raise _HTTPError(406, "only application/vnd.ipld.car; version=1 is served")
+        raise _HTTPError(
+            406, "only application/vnd.ipld.car; version=1; order=dfs; dups=n is served (order=unk is answered "
+                 "depth first)"
+        )
     return best
+
+
+def _accept_entries(accept: str) -> Iterator[tuple[str, float, dict[str, str]]]:
+    """Each entry of an ``Accept`` header: its media type (lower case), ``q`` (1 by default, 0 when
+    unreadable) and its other parameters (names lower case, values unquoted)."""
+    for part in accept.split(","):
+        media, *raw_params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        params: dict[str, str] = {}
+        for param in raw_params:
+            key, _, value = param.partition("=")
+            key, value = key.strip().lower(), value.strip().strip('"')
+            if key == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+            else:
+                params[key] = value
+        yield media.lower(), q, params
+
+
+def _content_location(url: SplitResult, fmt: str, query: Mapping[str, str], accept: str | None) -> str | None:
+    """Where this response lives when the URL alone does not name it (path gateway specification,
+    "Content-Location"; trustless gateway specification, "car-version", "car-order", "car-dups"):
+    the request's path and query with ``format`` and, for a CAR, the CAR parameters served, set.
+
+    Returned when the format came from ``Accept`` (no ``format`` in the URL), or for a CAR when the
+    URL's ``car-*`` parameters and ``Accept``'s CAR parameters were both given; else ``None``.
+    """
+    if "format" in query:
+        car_params_in_accept = any(
+            media == CAR_MEDIA_TYPE and params.keys() & _CAR_QUERY.keys()
+            for media, _q, params in _accept_entries(accept or "")
+        )
+        if fmt != "car" or not car_params_in_accept or not query.keys() & set(_CAR_QUERY.values()):
+            return None
+    served = {"format": fmt}
+    if fmt == "car":
+        served.update({"car-version": "1", "car-order": "dfs", "car-dups": "n"})
+    pairs = [(k, v) for k, v in parse_qsl(url.query, keep_blank_values=True) if k not in served]
+    return url.path + "?" + urlencode([*pairs, *served.items()], quote_via=quote)
 
 
 def _etag_matches(if_none_match: str | None, etag: str) -> bool:

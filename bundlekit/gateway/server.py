@@ -17,7 +17,9 @@ once, so a flood of slow clients cannot grow the process without bound. A
 request's head (request line and headers) must arrive within
 :data:`HEAD_TIMEOUT` of its first byte, and each read waits at most
 :data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
-for ever. Responses stream: a CAR
+for ever. A request body is read and dropped within a bound before the answer, or the
+answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one,
+and its bytes must never be read as the next request. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
@@ -50,10 +52,12 @@ from typing import cast
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.gateway.framing import MAX_HEAD_BYTES, discard_body, header_line_problem, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
+from bundlekit.net.loopback import allowed_hosts, is_loopback
 
 __all__ = [
     "HEAD_TIMEOUT",
@@ -89,6 +93,58 @@ MAX_CONNECTIONS = 64
 IDLE_TIMEOUT = 120.0
 # Seconds from a request's first byte to the end of its headers: a client trickling them is cut off.
 HEAD_TIMEOUT = 30.0
+
+
+# A connection closed with request bytes still unread: it is shut for writing (the answer is out,
+# with its FIN) and read on for at most these seconds and bytes before the close, so the kernel does
+# not answer the unread bytes with a reset that can destroy the answer at the client (Apache's
+# "lingering close").
+LINGER_TIME = 2.0
+LINGER_BYTES = 16 * 1024 * 1024
+
+
+def _linger(sock: socket.socket) -> None:
+    """Shut ``sock`` for writing, then read and drop what the client still sends, within the linger bounds."""
+    deadline = time.monotonic() + LINGER_TIME
+    budget = LINGER_BYTES
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        while budget > 0:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return
+            sock.settimeout(wait)
+            data = sock.recv(min(budget, 64 * 1024))
+            if not data:
+                return
+            budget -= len(data)
+    except OSError:
+        pass  # gone, reset or timed out: closing is all that is left
+
+
+class _CheckedLines:
+    """The connection's reader while a request's header lines are read: each line is checked
+    (``framing.header_line_problem``) and counted against ``MAX_HEAD_BYTES``; the first problem is
+    kept, and past the bound every read answers the empty end of the head, so nothing more is read."""
+
+    def __init__(self, stream: io.BufferedIOBase) -> None:
+        self._stream = stream
+        self._count = 0
+        self.problem: str | None = None
+        self.too_long = False
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.too_long:
+            return b"\r\n"
+        line = self._stream.readline(size)
+        self._count += len(line)
+        if self._count > MAX_HEAD_BYTES:
+            self.too_long = True
+            self.problem = f"the header lines are over {MAX_HEAD_BYTES} bytes"
+            return b"\r\n"
+        if self.problem is None:
+            self.problem = header_line_problem(line)
+        return line
 
 
 class _HeadReader(io.RawIOBase):
@@ -140,7 +196,62 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self._reader.start()  # the head deadline starts at the next request's first byte
+        self._unread = False  # bytes of this request were left unread: close after the answer, lingering
+        self._close_said = False
         super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """The request line and headers (each header line checked as it is read), then its body
+        settled (``framing``): read and dropped, or the connection marked to close after the answer;
+        a malformed header line or invalid framing is answered 400 here, too many header bytes 431."""
+        checked = _CheckedLines(self.rfile)
+        self.rfile, plain = cast(io.BufferedReader, checked), self.rfile
+        try:
+            parsed = super().parse_request()
+        finally:
+            self.rfile = plain
+        if not parsed:
+            return False
+        if checked.problem is not None:
+            self._unread = True
+            status = 431 if checked.too_long else 400
+            self.send_error(status, f"malformed request head: {checked.problem}")
+            return False
+        if "close" in (t.strip().lower() for t in self.headers.get("Connection", "").split(",")):
+            self.close_connection = True
+        framing = request_framing(self.headers, http10=self.request_version == "HTTP/1.0")
+        if framing.kind == "invalid":
+            self._unread = True
+            self.send_error(400, f"invalid request framing: {framing.problem}")
+            return False
+        waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
+        if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
+            self._unread = True
+            self.close_connection = True
+        return True
+
+    def handle_expect_100(self) -> bool:
+        """Never ``100 Continue``: no answer here reads a body, so the final answer comes at once
+        (RFC 9110 10.1.1) and the unsent body closes the connection after it (``parse_request``)."""
+        return True
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """The status line; ``Connection: close`` too whenever the connection closes after this answer."""
+        super().send_response(code, message)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "connection" and value.lower() == "close":
+            if self._close_said:
+                return  # send_error says it too
+            self._close_said = True
+        super().send_header(keyword, value)
+
+    def finish(self) -> None:
+        super().finish()
+        if self._unread:
+            _linger(self.connection)
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -168,6 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
         app = self.server.responder_for(self.path)
+        if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
+            app = self.server.misdirected
         if app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
@@ -177,8 +290,6 @@ class _Handler(BaseHTTPRequestHandler):
             logger.info("client %s went away before the answer to %s", self.address_string(), self.path)
             self.close_connection = True
             return
-        if method not in ("GET", "HEAD") and self.headers.get("Content-Length"):
-            self.close_connection = True  # we did not read the request body
         self.send_response(response.status)
         for key, value in response.headers:
             self.send_header(key, value)
@@ -255,11 +366,29 @@ class GatewayServer(ThreadingHTTPServer):
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
         self.apps = dict(apps or {})
+        # Bound to loopback, the apps answer only loopback Host names (net/loopback: DNS rebinding).
+        bound, port = str(self.server_address[0]), int(self.server_address[1])
+        self.app_hosts = frozenset(allowed_hosts(bound, port)) if is_loopback(bound) else None
         for prefix in self.apps:
             path = prefix.rstrip("/")
             if not prefix.startswith("/") or path in ("", "/ipfs", "/ipns") or path.startswith(("/ipfs/", "/ipns/")):
                 self.server_close()
                 raise UsageError(f"cannot mount an app at {prefix!r}: mount it under its own path, such as /ui/")
+
+    def answers_host(self, host: str) -> bool:
+        """Whether a mounted app answers a request with this ``Host`` header: any, unless the server is
+        bound to loopback; then only the loopback names with this server's port (``net.loopback``), so a
+        page whose name was re-pointed at 127.0.0.1 (DNS rebinding) cannot read the app's pages."""
+        return self.app_hosts is None or host.strip().lower() in self.app_hosts
+
+    def misdirected(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        """The answer of a mounted app to a ``Host`` it does not answer: 421, naming the address to use."""
+        logger.warning("refused %s %s: Host %r is not a loopback name of this server", method, target[:200],
+                       headers.get("host", "")[:200])
+        body = (f"this page answers only at a loopback address of this server, such as {self.url}/; "
+                "a request for another host name is refused (DNS rebinding protection)\n").encode()
+        return Response(421, [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store"),
+                              ("X-Content-Type-Options", "nosniff")], [body], len(body))
 
     def responder_for(self, target: str) -> App:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""

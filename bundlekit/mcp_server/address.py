@@ -1,45 +1,14 @@
 """Where ``bundlekit mcp --http`` listens, and which Host headers it then answers (SDK-free).
 
-One loopback rule for the whole command: :func:`is_loopback` decides both
-whether ``--http HOST:PORT`` needs ``--host`` (anything beyond loopback is an
-explicit choice) and whether the server turns on the SDK's DNS-rebinding
-protection. Under that protection the SDK answers only the Host headers (and
-Origins) it is given, compared as exact strings (``TransportSecurityMiddleware``
-in ``mcp/server/transport_security.py`` of modelcontextprotocol/python-sdk,
-release 2.3.0), so :func:`allowed_hosts` lists the usual loopback names *and*
-the address actually bound (``127.0.0.2``, ``[::1]``...): a client that
-connects to the address it was told sends that as its Host.
+One loopback rule for the whole command, and for every server bundlekit runs
+(``bundlekit.net.loopback``): :func:`is_loopback` decides both whether
+``--http HOST:PORT`` needs ``--host`` (anything beyond loopback is an explicit
+choice) and whether the server turns on the SDK's DNS-rebinding protection,
+which answers only the Host headers (and Origins) :func:`allowed_hosts` lists.
 """
 
 from __future__ import annotations
 
-import ipaddress
+from bundlekit.net.loopback import LOOPBACK_NAMES, allowed_hosts, host_header, is_loopback
 
 __all__ = ["LOOPBACK_NAMES", "allowed_hosts", "host_header", "is_loopback"]
-
-# The names a local client may use for a loopback server, whatever loopback address it is bound to.
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name, an IPv4 address, an IPv6 address with or without brackets) is loopback:
-    ``localhost`` or any address in 127.0.0.0/8 or ``::1``."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def host_header(host: str, port: int) -> str:
-    """``host:port`` as an HTTP Host header carries it (an IPv6 address in brackets)."""
-    bare = host.strip("[]")
-    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
-
-
-def allowed_hosts(host: str, port: int) -> list[str]:
-    """The Host headers a loopback server bound to ``host:port`` answers: the loopback names and ``host`` itself."""
-    names = [host_header(name, port) for name in LOOPBACK_NAMES]
-    bound = host_header(host, port)
-    return names if bound in names else [*names, bound]

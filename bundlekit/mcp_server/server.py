@@ -20,16 +20,16 @@ import socket
 import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypedDict, TypeVar, cast
 
 from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import INVALID_PARAMS
-from pydantic import Field
+from mcp.types import INVALID_PARAMS, ToolAnnotations
+from pydantic import ConfigDict, Field, with_config
 
-from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
@@ -48,6 +48,53 @@ _INSTRUCTIONS = (
 )
 
 Key = Annotated[str, Field(description="The memory's key: letters, digits, '_', '.', '-' (its file is KEY.md).")]
+#: The four memory types, as a JSON-schema enum: the memory tree's ``MEMORY_TYPES`` (a test holds them equal).
+MemoryType = Literal["user", "feedback", "project", "reference"]
+
+# What each tool may do, for a client deciding what to confirm (MCP ToolAnnotations): every memory tool
+# works on this server's own tree (a closed world); reads change nothing; a write may replace a memory;
+# forget deletes one, and a second forget of the same key changes nothing more; a note only appends.
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+_FORGET = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+_NOTE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_PUBLISH = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+
+
+# The structured results, so each tool's output schema names its fields (tools.py builds them).
+class ShowResult(TypedDict):
+    """``memory_show``."""
+
+    key: Annotated[str, Field(description="The memory's key.")]
+    meta: Annotated[
+        dict[str, Any],
+        Field(description="Its frontmatter: name, description, type, revision, created, updated, and any "
+                          "other fields (tags, source, decay, important, x-...); a value that looks like a "
+                          "credential is [withheld]."),
+    ]
+    body: Annotated[str, Field(description="Its body, in Markdown.")]
+
+
+class WriteResult(TypedDict):
+    """``memory_write``."""
+
+    key: Annotated[str, Field(description="The memory's key.")]
+    revision: Annotated[int, Field(description="Its revision after this write (1 for a new memory).")]
+    file: Annotated[str, Field(description="Its file in the tree, KEY.md.")]
+
+
+class ForgetResult(TypedDict):
+    """``memory_forget``."""
+
+    forgot: Annotated[str, Field(description="The key of the memory deleted.")]
+
+
+@with_config(ConfigDict(extra="allow"))
+class NoteResult(TypedDict):
+    """``memory_note``: the timeline entry as written, ``ts`` and ``type`` then the fields of ``data``."""
+
+    ts: Annotated[str, Field(description="When it was written, UTC, ISO 8601.")]
+    type: Annotated[str, Field(description="The event type.")]
 
 
 def _tool_call(call: Callable[[], _T]) -> _T:
@@ -57,9 +104,15 @@ def _tool_call(call: Callable[[], _T]) -> _T:
         raise ToolError(str(exc)) from None
 
 
-def _resource_call(call: Callable[[], _T]) -> _T:
+def _resource_call(
+    call: Callable[[], _T], not_found: tuple[type[BundlekitError], ...] = (MemoryNotFoundError, InvalidKeyError)
+) -> _T:
+    """``call()``; an error in ``not_found`` (the URI names no resource) is the protocol's "resource not
+    found", JSON-RPC -32602 since SEP-2164 (``ResourceNotFoundError``); any other is a resource error."""
     try:
         return call()
+    except not_found as exc:
+        raise ResourceNotFoundError(str(exc)) from None
     except BundlekitError as exc:
         raise ResourceError(str(exc)) from None
 
@@ -92,6 +145,7 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
             "Search long-term memory. Returns the memories whose name, description or body contain the "
             "query (case-insensitive substring), best first (salience x recency), with their bodies."
         ),
+        annotations=_READ,
     )
     async def memory_recall(
         query: Annotated[str, Field(description="A word or phrase to look for.")],
@@ -105,6 +159,7 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
             "The memory context block to read before working: the index of all memories, the most "
             "relevant ones in full and the recent timeline, within a token budget."
         ),
+        annotations=_READ,
     )
     async def memory_context(
         max_tokens: Annotated[int, Field(description="Budget in tokens (about 4 characters each).", ge=1)] = (
@@ -113,13 +168,16 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
     ) -> str:
         return _tool_call(lambda: tools.context(max_tokens))
 
-    @server.tool(name="memory_show", description="One memory in full: its frontmatter fields and its body.")
-    async def memory_show(key: Key) -> dict[str, Any]:
-        return _tool_call(lambda: tools.show(key))
+    @server.tool(
+        name="memory_show", description="One memory in full: its frontmatter fields and its body.", annotations=_READ
+    )
+    async def memory_show(key: Key) -> ShowResult:
+        return cast(ShowResult, _tool_call(lambda: tools.show(key)))
 
     @server.tool(
         name="memory_list",
         description="Every memory (key, name, description, type, revision, dates, tags), without bodies.",
+        annotations=_READ,
     )
     async def memory_list() -> list[dict[str, Any]]:
         return _tool_call(tools.list)
@@ -134,39 +192,46 @@ def _add_write_tools(server: MCPServer, tools: MemoryTools) -> None:
             "memory_show (0 for a new key) so a concurrent change is not overwritten. Credentials and "
             "secrets are refused."
         ),
+        annotations=_WRITE,
     )
     async def memory_write(
         key: Key,
         name: Annotated[str, Field(description="A short title, one line.")],
         description: Annotated[str, Field(description="One line saying what this memory is; shown in the index.")],
-        type: Annotated[str, Field(description="user, feedback, project or reference.")],
+        type: Annotated[
+            MemoryType,
+            Field(description="user (who the user is), feedback (how to work with them), project (ongoing work) "
+                              "or reference (where things are)."),
+        ],
         body: Annotated[str, Field(description="The memory itself, in Markdown.")],
         tags: Annotated[list[str] | None, Field(description="Optional tags.")] = None,
         important: Annotated[bool | None, Field(description="True keeps it near the top of recall.")] = None,
         expected_revision: Annotated[
             int | None, Field(description="The revision you last read (0: the key must be new).", ge=0)
         ] = None,
-    ) -> dict[str, Any]:
-        return _tool_call(
+    ) -> WriteResult:
+        return cast(WriteResult, _tool_call(
             lambda: tools.write(key, name, description, type, body, tags, important, expected_revision)
-        )
+        ))
 
     @server.tool(
         name="memory_forget",
         description="Delete one memory. The timeline records that it was forgotten, never its body.",
+        annotations=_FORGET,
     )
-    async def memory_forget(key: Key) -> dict[str, Any]:
-        return _tool_call(lambda: tools.forget(key))
+    async def memory_forget(key: Key) -> ForgetResult:
+        return cast(ForgetResult, _tool_call(lambda: tools.forget(key)))
 
     @server.tool(
         name="memory_note",
         description="Append an event to today's timeline (for example a session summary).",
+        annotations=_NOTE,
     )
     async def memory_note(
         type: Annotated[str, Field(description="The event type, e.g. session or decision.")],
         data: Annotated[dict[str, Any] | None, Field(description="JSON fields of the event.")] = None,
-    ) -> dict[str, Any]:
-        return _tool_call(lambda: tools.note(type, data))
+    ) -> NoteResult:
+        return cast(NoteResult, _tool_call(lambda: tools.note(type, data)))
 
 
 def _add_publish_tool(server: MCPServer, tools: MemoryTools) -> None:
@@ -176,6 +241,7 @@ def _add_publish_tool(server: MCPServer, tools: MemoryTools) -> None:
             "Build the memory tree into a content-addressed bundle and pin it; returns the root CID and "
             "each pinner's result."
         ),
+        annotations=_PUBLISH,
     )
     async def bundle_publish(
         pinners: Annotated[list[str] | None, Field(description="Pinner names (default: the server's).")] = None,
@@ -198,7 +264,9 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
         mime_type="application/json",
     )
     def timeline(date: str) -> str:
-        return json.dumps(_resource_call(lambda: tools.timeline_day(date)), ensure_ascii=False)
+        # A date that is not YYYY-MM-DD (tools' UsageError) names no resource either.
+        entries = _resource_call(lambda: tools.timeline_day(date), not_found=(UsageError,))
+        return json.dumps(entries, ensure_ascii=False)
 
     @server.resource(
         "memory://{key}", name="memory", description="One memory file (frontmatter and body).",
@@ -208,7 +276,13 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
         return _resource_call(lambda: tools.raw(key))
 
     @server.prompt(name="memory_context", description="The memory context block, ready to read before a task.")
-    def memory_context_prompt(max_tokens: str = str(DEFAULT_CONTEXT_TOKENS)) -> str:
+    def memory_context_prompt(
+        max_tokens: Annotated[
+            str,
+            Field(description=f"Budget in tokens (about 4 characters each): a positive integer, in decimal "
+                              f"digits; default {DEFAULT_CONTEXT_TOKENS}."),
+        ] = str(DEFAULT_CONTEXT_TOKENS),
+    ) -> str:
         # The SDK turns any other exception of a prompt into "Internal server error": only an
         # MCPError reaches the client with its message, so bad arguments are INVALID_PARAMS.
         if not (max_tokens.isascii() and max_tokens.isdigit()):

@@ -1,5 +1,6 @@
-"""The network: the one HTTP layer (``http``), trustless retrieval from remote gateways (``fetch``)
-and a CAR response read as it streams in (``stream``).
+"""The network: the one HTTP layer (``http``), trustless retrieval from remote gateways (``fetch``),
+a CAR response read as it streams in (``stream``), and the one loopback rule of the servers
+bundlekit runs (``loopback``: which Host headers a loopback server answers).
 
 Built on the block store, CAR and ipld layers; everything that talks HTTP,
 the pinners included, goes through ``bundlekit.net.http``: one options object

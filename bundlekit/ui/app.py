@@ -79,7 +79,7 @@ class UIApp:
         try:
             if method not in ("GET", "HEAD"):
                 return self._page(405, "error.html", message="this interface is read-only: use GET",
-                                  extra=[("Allow", "GET, HEAD")])
+                                  extra=[("Allow", "GET, HEAD, OPTIONS")])
             return self._route(target)
         except _NotFound as exc:
             return self._page(404, "error.html", message=str(exc))

@@ -325,11 +325,11 @@ def test_unrelated_accept_gives_the_deserialized_response(client: httpx.Client, 
     assert r.headers["content-type"] == "application/json"
 
 
-def test_raw_with_a_path_returns_the_terminal_block(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
-    cid = sample_dag.entries["memory"][0]
+def test_raw_with_a_path_is_refused(client: httpx.Client, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    """The trustless gateway specification serves a raw block only at /ipfs/{cid} (test_negotiation.py)."""
     r = client.get(f"/ipfs/{cid_to_str(sample_dag.root)}/memory?format=raw")
-    assert r.content == sample_dag.blocks[cid]
-    assert r.headers["etag"] == f'"{cid_to_str(cid)}.raw"'
+    assert r.status_code == 400
+    assert "dag-scope=block" in r.text
 
 
 def test_a_directory_with_index_html_serves_it(tree_builder) -> None:  # type: ignore[no-untyped-def]

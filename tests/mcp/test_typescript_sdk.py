@@ -1,0 +1,60 @@
+"""The server as the TypeScript SDK's client sees it (npm ``@modelcontextprotocol/sdk``, checked with 1.32.2).
+
+``ts_sdk_client.mjs`` lists the tools and prompts, calls the write tools and reads unknown
+resources through the SDK's ``Client`` over stdio; that client parses each answer with the SDK's
+schemas and checks every ``structuredContent`` against the tool's ``outputSchema``. The SDK is
+found in ``$BUNDLEKIT_MCP_TS_SDK`` (a ``node_modules`` folder holding it; default
+``/work/npmref/node_modules``): ``npm install @modelcontextprotocol/sdk`` in a scratch folder.
+Without node or the SDK the test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.conftest import ROOT
+
+HERE = Path(__file__).resolve().parent
+MODULES = Path(os.environ.get("BUNDLEKIT_MCP_TS_SDK", "/work/npmref/node_modules"))
+
+
+def _seen(tree: Path) -> dict[str, Any]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH")
+    if not (MODULES / "@modelcontextprotocol" / "sdk" / "package.json").is_file():
+        pytest.skip(f"@modelcontextprotocol/sdk not found under {MODULES} (set BUNDLEKIT_MCP_TS_SDK)")
+    done = subprocess.run(
+        [node, str(HERE / "ts_sdk_client.mjs"), str(MODULES), str(tree), sys.executable, str(ROOT)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
+
+
+def test_the_typescript_client_accepts_every_schema_result_and_error(tree: Path) -> None:
+    seen = _seen(tree)
+    assert seen["tools"]["memory_write"]["input"]["properties"]["type"]["enum"] == [
+        "user", "feedback", "project", "reference",
+    ]
+    assert seen["tools"]["memory_forget"]["annotations"]["destructiveHint"] is True
+    assert seen["tools"]["memory_show"]["annotations"]["readOnlyHint"] is True
+    outcomes = [(call["name"], call["outcome"]) for call in seen["calls"]]
+    assert outcomes == [
+        ("memory_write", "ok"), ("memory_show", "ok"), ("memory_note", "ok"), ("memory_forget", "ok"),
+        ("memory_write", "tool error"),  # the enum refuses "diary"
+    ]
+    assert seen["calls"][2]["fields"] == ["ts", "type", "summary", "n"]
+    assert {uri: answer["code"] for uri, answer in seen["resources"].items()} == {
+        "memory://ghost": -32602, "memory://timeline/yesterday": -32602,
+    }
+    (argument,) = seen["prompts"][0]["arguments"]
+    assert argument["description"]
