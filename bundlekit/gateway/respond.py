@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit
 
+from bundlekit._redact import redact
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore
 from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
 from bundlekit.car.writer import CarWriter
@@ -544,7 +545,9 @@ def _etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 
 def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
-    body = (message + "\n").encode("utf-8")
+    """A plain-text error answer; its message passes the one output redaction (``bundlekit._redact``), so a
+    credential in a requested path, name or query is never sent back."""
+    body = (redact(message) + "\n").encode("utf-8")
     headers = [
         ("Content-Type", "text/plain; charset=utf-8"),
         ("X-Content-Type-Options", "nosniff"),

@@ -48,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import cast
 
+from bundlekit._redact import redact
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
@@ -220,7 +221,8 @@ class _Handler(BaseHTTPRequestHandler):
             return True
 
     def log_message(self, format: str, *args: object) -> None:
-        logger.info("%s " + format, self.address_string(), *args)
+        # The request line holds the client's path and query: logged through the one output redaction.
+        logger.info("%s %s", self.address_string(), redact(format % args))
 
 
 class GatewayServer(ThreadingHTTPServer):

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jinja2
 
+from bundlekit._redact import redact
 from bundlekit.errors import BundlekitError
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import ServedRoot
@@ -86,7 +87,7 @@ class UIApp:
         except (_BadRequest, BundlekitError) as exc:
             return self._page(400, "error.html", message=str(exc))
         except Exception:
-            logger.exception("internal error in the interface while answering %s", target)
+            logger.exception("internal error in the interface while answering %s", redact(target))
             return self._page(500, "error.html", message="internal error; see the server's log")
 
     # -- routing ------------------------------------------------------------------

@@ -11,6 +11,16 @@
   which never fails and stays small: a hostile file can hold YAML binary
   or set values, anchors that repeat one list into billions of items, or
   nesting deeper than a JSON encoder can recurse.
+* Every value a page shows passes :func:`shown` (the environment's
+  ``finalize``, so no template can forget it): ``bundlekit._redact.redact``,
+  the one redaction the CLI and the MCP server print through, so a page
+  withholds exactly what they withhold (``[withheld]`` for what looks like a
+  credential in a body, a description, a timeline entry, a key, a query
+  echoed by an error); then control characters and the Unicode bidi controls
+  (U+200E/F, U+202A-202E, U+2066-2069, U+061C) are shown as visible escapes
+  (``\u202e``), as on a terminal (``_terminal.printable``), so a name
+  cannot reorder what a page shows. Rendered Markdown passes it as HTML:
+  neither step adds a character HTML gives a meaning to.
 * The timeline chart is inline SVG built from numbers (:func:`day_chart`):
   readable without JavaScript, and the pages carry none.
 """
@@ -28,6 +38,9 @@ import jinja2
 import markupsafe
 from markdown_it import MarkdownIt
 
+from bundlekit._redact import redact
+from bundlekit._terminal import printable
+
 __all__ = [
     "MAX_VALUE_DEPTH",
     "MAX_VALUE_ITEMS",
@@ -36,6 +49,7 @@ __all__ = [
     "day_chart",
     "environment",
     "markdown_html",
+    "shown",
     "value_text",
 ]
 
@@ -167,11 +181,23 @@ def day_chart(counts: Mapping[str, int]) -> tuple[list[ChartBar], int, int]:
     return bars, width, CHART_HEIGHT
 
 
+def shown(value: Any) -> Any:
+    """``value`` as a page may show it (the module docstring): redacted, controls escaped visibly. Rendered
+    Markdown stays markup; numbers stay numbers; anything else is shown as its text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(printable(redact(str(value))))
+    return printable(redact(value if isinstance(value, str) else str(value)))
+
+
 def environment() -> jinja2.Environment:
-    """The template environment: package templates, autoescape on, undefined names an error."""
+    """The template environment: package templates, autoescape on, every value through :func:`shown`,
+    undefined names an error."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bundlekit.ui", "templates"),
         autoescape=True,
+        finalize=shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
