@@ -16,7 +16,8 @@ of the value it refused. It replaces, in order:
   what the guard refuses is exactly what output withholds (:func:`mask`, which
   ``memory/withhold`` shows memories through);
 * **encoded forms** of those: a word holding a percent escape, a ``\\u``/``\\x``
-  escape, an escaped line break or an invisible character (zero-width, bidi),
+  escape, an escaped line break, a Markdown escape of ``-``, ``_`` or ``.``, or
+  an invisible character (zero-width, bidi),
   or a run of base64 (at any of its four alignments; in a text of at most
   :data:`BASE64_SEARCH_LIMIT` characters), that decodes to credential-looking
   text is replaced whole; and the rest of a credential after
@@ -205,16 +206,19 @@ _INVISIBLE = (
 )
 # What ends a word: the escaped word around a mark below is decoded whole.
 _WORD_END = frozenset(" \t\n\r\f\v\"'<>,;()[]{}")
-# A percent escape, a backslash (``\u0073``, ``\\x73``, ``\n`` as JSON or repr prints one) or an invisible
+# A percent escape, a backslash escape (``\u0073``, ``\\x73``, ``\n`` as JSON or repr prints one) or an invisible
 # character: the word holding one may decode to a credential. Led by one character, so clean text is
 # searched quickly.
-_ESCAPE_MARK = re.compile(f"%[0-9A-Fa-f]{{2}}|\\\\|[{_INVISIBLE}]")
+_ESCAPE_MARK = re.compile(f"%[0-9A-Fa-f]{{2}}|\\\\+[uUxXnrt_.-]|[{_INVISIBLE}]")
+_ESCAPE_STARTS = ("\\u", "\\U", "\\x", "\\X")
+# A Markdown backslash escape of a character the rules' tokens hold (``sk\-ant\-...`` renders as ``sk-ant-...``).
+_MARKDOWN_ESCAPES = ("\\-", "\\_", "\\.")
+_MARKDOWN_ESCAPE = re.compile(r"\\([_.-])")
 _BACKSLASH_ESCAPE = re.compile(r"\\+(?:[uU]([0-9A-Fa-f]{4})|[xX]([0-9A-Fa-f]{2}))")
-_LINE_BREAK_ESCAPE = re.compile(r"\\+[nrt]")
 _INVISIBLE_CHARS = re.compile(f"[{_INVISIBLE}]")
 # A run of base64 long enough to hold the shortest rule's match (20 characters encode to 28), looked for in
 # a text of at most this many characters: the search costs about fifteen times the rules' scan, so a whole
-# listing or export (a --json line of megabytes) is not searched; each message, MCP string and page value is.
+# listing or export (a --json line, an MCP answer or a page of megabytes) is not searched; a message is.
 _LONG_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{28,}={0,2}")
 BASE64_SEARCH_LIMIT = 64 * 1024
 # What is left of a credential after an escaped line break (``repr`` of a token pasted over two lines).
@@ -224,13 +228,24 @@ _CONTINUED = re.compile(re.escape(WITHHELD) + r"(?:\\+[nrt]|\\+x0[9ad]|\\+u000[9
 def _unescaped(word: str) -> str:
     """``word`` as it reads once decoded: percent and backslash escapes decoded (a few rounds: a double-encoded
     ``%2573``), then escaped line breaks and invisible characters removed (a token pasted over two lines, a
-    zero-width space inside one)."""
+    zero-width space inside one), and Markdown's escapes of ``-``, ``_`` and ``.`` undone (a body rendered by
+    the interface shows ``sk\\-ant\\-...`` as the key). Plain string searches where they do: a JSON answer quoting JSON holds
+    hundreds of thousands of backslashes."""
     for _round in range(3):
-        decoded = unquote(_BACKSLASH_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), word))
+        decoded = word
+        if any(escape in decoded for escape in _ESCAPE_STARTS):
+            decoded = _BACKSLASH_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), decoded)
+        if "%" in decoded:
+            decoded = unquote(decoded)
         if decoded == word:
             break
         word = decoded
-    return _INVISIBLE_CHARS.sub("", _LINE_BREAK_ESCAPE.sub("", word))
+    for escape in ("\\n", "\\r", "\\t"):
+        if escape in word:
+            word = word.replace(escape, "")
+    if any(escape in word for escape in _MARKDOWN_ESCAPES):
+        word = _MARKDOWN_ESCAPE.sub(r"\1", word)
+    return _INVISIBLE_CHARS.sub("", word) if _has_invisible(word) else word
 
 
 def _credential_inside(decoded: str) -> bool:
@@ -243,8 +258,12 @@ def _base64_hides_credential(run: str) -> bool:
     return any(_credential_inside(_decoded_base64(run[offset:])) for offset in range(4))
 
 
+def _has_invisible(text: str) -> bool:
+    return not text.isascii() and any(c in text for c in _INVISIBLE)
+
+
 def _may_hold_escapes(text: str) -> bool:
-    return "%" in text or "\\" in text or (not text.isascii() and any(c in text for c in _INVISIBLE))
+    return "%" in text or "\\" in text or _has_invisible(text)
 
 
 def _mask_escaped_words(text: str) -> str:
@@ -266,7 +285,9 @@ def _mask_escaped_words(text: str) -> str:
 
 
 def _mask_encoded(text: str) -> str:
-    if _may_hold_escapes(text):
+    # Decoded whole first (a few C-speed passes): only a text that then reads as holding a credential is
+    # looked at word by word (a JSON answer quoting JSON holds a backslash escape in every other word).
+    if _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
         text = _mask_escaped_words(text)
     if len(text) <= BASE64_SEARCH_LIMIT and _LONG_BASE64_RUN.search(text) is not None:
         text = _LONG_BASE64_RUN.sub(lambda m: WITHHELD if _base64_hides_credential(m.group(0)) else m.group(0), text)

@@ -81,10 +81,18 @@ def _redacted(value: Any) -> Any:
 
 
 def _redacted_model(model: _M) -> _M:
-    """A result model (``CallToolResult``, ``GetPromptResult``) with every string in it redacted."""
-    data = model.model_dump(by_alias=True, exclude_unset=True)
-    clean = _redacted(data)
-    return model if clean == data else type(model).model_validate(clean)
+    """A result model (``CallToolResult``, ``GetPromptResult``) as it may leave: its JSON redacted as one text
+    (a listing of 10,000 memories is one scan, not 80,000), read back only when something was replaced; a
+    replacement holds no character JSON escapes, and should the text not read back, each string is redacted
+    on its own instead."""
+    text = model.model_dump_json(by_alias=True, exclude_unset=True)
+    clean = redact(text)
+    if clean == text:
+        return model
+    try:
+        return type(model).model_validate_json(clean)
+    except ValidationError:
+        return type(model).model_validate(_redacted(model.model_dump(by_alias=True, exclude_unset=True)))
 
 
 def _redacted_error(exc: MCPError) -> MCPError:

@@ -11,16 +11,18 @@
   which never fails and stays small: a hostile file can hold YAML binary
   or set values, anchors that repeat one list into billions of items, or
   nesting deeper than a JSON encoder can recurse.
-* Every value a page shows passes :func:`shown` (the environment's
-  ``finalize``, so no template can forget it): ``bundlekit._redact.redact``,
-  the one redaction the CLI and the MCP server print through, so a page
-  withholds exactly what they withhold (``[withheld]`` for what looks like a
-  credential in a body, a description, a timeline entry, a key, a query
-  echoed by an error); then control characters and the Unicode bidi controls
-  (U+200E/F, U+202A-202E, U+2066-2069, U+061C) are shown as visible escapes
-  (``\u202e``), as on a terminal (``_terminal.printable``), so a name
-  cannot reorder what a page shows. Rendered Markdown passes it as HTML:
-  neither step adds a character HTML gives a meaning to.
+* Every page passes :func:`shown` whole, once, as it leaves the renderer
+  (:func:`render_page`): ``bundlekit._redact.redact``, the one redaction the
+  CLI and the MCP server print through, so a page withholds exactly what they
+  withhold (``[withheld]`` for what looks like a credential in a body, a
+  description, a timeline entry, a key, a query echoed by an error); then
+  control characters and the Unicode bidi controls (U+200E/F, U+202A-202E,
+  U+2066-2069, U+061C) are shown as visible escapes (``\\u202e``), as on a
+  terminal (``_terminal.printable``), so a name cannot reorder what a page
+  shows. Neither step adds a character HTML gives a meaning to, and HTML's
+  escapes (``&amp;``) leave the credentials' characters as they are. A
+  Markdown body is redacted before it is rendered too: emphasis or a link could
+  otherwise split a credential across tags.
 * The timeline chart is inline SVG built from numbers (:func:`day_chart`):
   readable without JavaScript, and the pages carry none.
 """
@@ -49,6 +51,7 @@ __all__ = [
     "day_chart",
     "environment",
     "markdown_html",
+    "render_page",
     "shown",
     "value_text",
 ]
@@ -181,29 +184,27 @@ def day_chart(counts: Mapping[str, int]) -> tuple[list[ChartBar], int, int]:
     return bars, width, CHART_HEIGHT
 
 
-def shown(value: Any) -> Any:
-    """``value`` as a page may show it (the module docstring): redacted, controls escaped visibly. Rendered
-    Markdown stays markup; numbers stay numbers; anything else is shown as its text."""
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, markupsafe.Markup):
-        return markupsafe.Markup(printable(redact(str(value))))
-    return printable(redact(value if isinstance(value, str) else str(value)))
+def shown(html: str) -> str:
+    """A rendered page as it may leave (the module docstring): redacted, controls escaped visibly."""
+    return printable(redact(html))
+
+
+def render_page(env: jinja2.Environment, template: str, **context: Any) -> str:
+    """``template`` rendered with ``context``, passed through :func:`shown`: the one way a page is made."""
+    return shown(env.get_template(template).render(**context))
 
 
 def environment() -> jinja2.Environment:
-    """The template environment: package templates, autoescape on, every value through :func:`shown`,
-    undefined names an error."""
+    """The template environment: package templates, autoescape on, undefined names an error."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("bundlekit.ui", "templates"),
         autoescape=True,
-        finalize=shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
     env.filters["markdown"] = lambda text, memory_base=None: markupsafe.Markup(
-        markdown_html(str(text), memory_base=memory_base)
+        markdown_html(redact(str(text)), memory_base=memory_base)
     )
     env.filters["value_text"] = value_text
     env.globals["bar_width"] = BAR_WIDTH

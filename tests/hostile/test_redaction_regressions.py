@@ -299,3 +299,27 @@ def test_the_gateway_error_answers_do_not_echo_a_credential(tree: Path, tmp_path
                 assert WITHHELD in body and KEY not in body, path
     finally:
         close_source(source)
+
+
+def test_a_credential_behind_markdown_escapes_is_withheld_by_show_and_by_the_interface(tmp_path: Path) -> None:
+    # "sk\-ant\-api03\-..." is no rule's match as stored, and Markdown renders it as the key.
+    escaped = KEY.replace("-", "\\-")
+    memory = Memory(tmp_path / "tree")
+    memory.write("escaped", name="Escaped", description="d", type="user", body=f"the key: {escaped}")
+    memory.close()
+    shown = _shown(_memory(tmp_path / "tree", "show", "escaped"))
+    assert escaped not in shown and WITHHELD in shown
+
+    from bundlekit.bundle.build import build_bundle
+
+    car = tmp_path / "escaped.car"
+    build_bundle(tmp_path / "tree", car)
+    pytest.importorskip("jinja2")
+    from bundlekit.car.index import CarIndex
+    from bundlekit.ipld.cid import cid_to_str
+    from bundlekit.ui.app import UIApp
+
+    with CarIndex(car) as index:
+        root = cid_to_str(index.roots[0])
+        page = b"".join(UIApp(index.get, lambda: [])("GET", f"/ui/bundle/{root}/memory/escaped", {}).body).decode()
+    assert KEY not in page and escaped not in page
