@@ -17,17 +17,19 @@ of the value it refused. It replaces, in order:
   ``memory/withhold`` shows memories through);
 * **encoded forms** of those: a word holding a percent escape, a ``\\u``/``\\x``
   escape, an escaped line break, a Markdown escape of ``-``, ``_`` or ``.``, or
-  an invisible character (zero-width, bidi),
-  or a run of base64 (at any of its four alignments; in a text of at most
-  :data:`BASE64_SEARCH_LIMIT` characters), that decodes to credential-looking
-  text is replaced whole; and the rest of a credential after
-  an escaped line break (``\\n`` as ``repr`` prints it) is replaced with it.
+  an invisible character (zero-width, bidi), or a run of base64 (at any of its
+  four alignments), that decodes to credential-looking text is replaced whole,
+  and so is what follows a replaced credential across an escape or an invisible
+  character; invisible characters and base64 are looked for in a text of at
+  most :data:`DEEP_SEARCH_LIMIT` characters (every message, not a whole
+  listing), and such a text that still decodes to a credential spread over
+  several words is withheld whole.
 
 ``WITHHELD`` is shorter than any rule's match and holds no character JSON
 escapes, so a redacted JSON line is still the same JSON with shorter strings.
 Text with nothing to replace costs the rules' literal trigger scans (the guard's
-speed, hundreds of MB/s), a few one-character searches for escapes and invisible
-characters, and, up to :data:`BASE64_SEARCH_LIMIT` characters, one search for a
+speed, hundreds of MB/s) and a few one-character searches for escapes; up to
+:data:`DEEP_SEARCH_LIMIT` characters, searches for invisible characters and a
 long base64 run; the rest runs only where one of them fires.
 
 A caller that holds a credential's value (a pinning service's token) also removes
@@ -216,13 +218,17 @@ _MARKDOWN_ESCAPES = ("\\-", "\\_", "\\.")
 _MARKDOWN_ESCAPE = re.compile(r"\\([_.-])")
 _BACKSLASH_ESCAPE = re.compile(r"\\+(?:[uU]([0-9A-Fa-f]{4})|[xX]([0-9A-Fa-f]{2}))")
 _INVISIBLE_CHARS = re.compile(f"[{_INVISIBLE}]")
-# A run of base64 long enough to hold the shortest rule's match (20 characters encode to 28), looked for in
-# a text of at most this many characters: the search costs about fifteen times the rules' scan, so a whole
-# listing or export (a --json line, an MCP answer or a page of megabytes) is not searched; a message is.
-_LONG_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{28,}={0,2}")
-BASE64_SEARCH_LIMIT = 64 * 1024
-# What is left of a credential after an escaped line break (``repr`` of a token pasted over two lines).
-_CONTINUED = re.compile(re.escape(WITHHELD) + r"(?:\\+[nrt]|\\+x0[9ad]|\\+u000[9ad])+[A-Za-z0-9_+/=.-]+")
+# A run of base64 long enough to hold the shortest rule's match (a Slack token's 15 characters encode to 20).
+# It, and an invisible character, are looked for in a text of at most DEEP_SEARCH_LIMIT characters: the two
+# searches cost about fifteen and five times the rules' scan, so a whole listing or export (a --json line, an
+# MCP answer or a page of megabytes) is not searched; a message is.
+_LONG_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
+DEEP_SEARCH_LIMIT = 64 * 1024
+# What is left of a credential after an escape or an invisible character (``repr`` of a token pasted over two
+# lines, a zero-width space inside one).
+_CONTINUED = re.compile(
+    re.escape(WITHHELD) + f"(?:(?:\\\\+(?:[nrt]|[xX][0-9A-Fa-f]{{2}}|[uU][0-9A-Fa-f]{{4}})|[{_INVISIBLE}])+[A-Za-z0-9_+/=.-]*)+"
+)
 
 
 def _unescaped(word: str) -> str:
@@ -263,7 +269,7 @@ def _has_invisible(text: str) -> bool:
 
 
 def _may_hold_escapes(text: str) -> bool:
-    return "%" in text or "\\" in text or _has_invisible(text)
+    return "%" in text or "\\" in text or (len(text) <= DEEP_SEARCH_LIMIT and _has_invisible(text))
 
 
 def _mask_escaped_words(text: str) -> str:
@@ -284,22 +290,34 @@ def _mask_escaped_words(text: str) -> str:
     return "".join(pieces) + text[done:] if pieces else text
 
 
-def _mask_encoded(text: str) -> str:
+def _mask_escapes(text: str) -> str:
+    """Each escaped word that decodes to a credential, replaced whole, before the rules look at the text: a
+    rule would match the part before an escape (``sk-ant-...\\u0041...``) and leave the rest shown."""
     # Decoded whole first (a few C-speed passes): only a text that then reads as holding a credential is
     # looked at word by word (a JSON answer quoting JSON holds a backslash escape in every other word).
     if _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
         text = _mask_escaped_words(text)
-    if len(text) <= BASE64_SEARCH_LIMIT and _LONG_BASE64_RUN.search(text) is not None:
+    return text
+
+
+def _mask_base64(text: str) -> str:
+    if len(text) <= DEEP_SEARCH_LIMIT and _LONG_BASE64_RUN.search(text) is not None:
         text = _LONG_BASE64_RUN.sub(lambda m: WITHHELD if _base64_hides_credential(m.group(0)) else m.group(0), text)
     return text
 
 
 def redact(text: str) -> str:
     """``text`` as it may leave the process: URL credentials, credential-looking text and their encoded forms
-    replaced (the module docstring); ``text`` itself when there is nothing to replace."""
-    text = _mask_encoded(mask(_mask_urls(text)))
-    if WITHHELD + "\\" in text:
+    replaced (the module docstring); ``text`` itself when there is nothing to replace.
+
+    A message (up to :data:`DEEP_SEARCH_LIMIT` characters) that still decodes to a credential once every
+    word was looked at (one spread over several escaped words: ``-----B\\u0045GIN RSA PRIVATE KEY-----``)
+    is withheld whole."""
+    text = _mask_base64(mask(_mask_escapes(_mask_urls(text))))
+    if WITHHELD + "\\" in text or (not text.isascii() and WITHHELD in text):
         text = _CONTINUED.sub(WITHHELD, text)
+    if len(text) <= DEEP_SEARCH_LIMIT and _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
+        return WITHHELD
     return text
 
 

@@ -169,10 +169,10 @@ class GatewayResponder:
         except CodecError as exc:
             return _error(500, f"the DAG is malformed: {exc}")
         except BlockMismatch as exc:
-            logger.error("damaged block while answering %s: %s", target, exc)
+            logger.error("damaged block while answering %s: %s", redact(target), exc)
             return _error(500, f"the gateway's copy of a block is damaged: {exc}")
         except Exception:  # a bug must not kill the server thread; the client gets a 500
-            logger.exception("internal error while answering %s", target)
+            logger.exception("internal error while answering %s", redact(target))
             return _error(500, "internal gateway error; see the gateway's log")
 
     def _block(self, cid: bytes) -> bytes:
@@ -228,7 +228,7 @@ class GatewayResponder:
         try:
             cache = record_cache_headers(record, self.clock())
         except CodecError as exc:
-            logger.error("damaged IPNS record of %s: %s", name, exc)
+            logger.error("damaged IPNS record of %s: %s", redact(name), exc)
             raise _HTTPError(500, f"the gateway's copy of the IPNS record of {name} is damaged: {exc}") from None
         headers = [
             ("Content-Type", IPNS_RECORD_MEDIA_TYPE),

@@ -203,7 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except BundlekitError as exc:
             # The status line is out; cutting the connection is the only honest signal left.
-            logger.warning("response to %s cut short: %s", self.path, exc)
+            logger.warning("response to %s cut short: %s", redact(self.path), exc)
             self.close_connection = True
         except (BrokenPipeError, ConnectionResetError, WalkCancelled):
             self.close_connection = True

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
@@ -41,6 +42,7 @@ from pydantic import BaseModel, Field, ValidationError
 from bundlekit._redact import each_string, redact
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
+from bundlekit.net.http import redact_handlers
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
 __all__ = ["READ_TOOLS", "SERVER_NAME", "WRITE_TOOLS", "build_server", "run_http", "run_stdio"]
@@ -163,6 +165,7 @@ def build_server(tools: MemoryTools) -> MCPServer:
     server: MCPServer = _RedactingServer(
         SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
+    redact_handlers(logging.getLogger().handlers)  # the SDK's own log lines (its stderr handler is on the root)
     _add_read_tools(server, tools)
     if not tools.read_only:
         _add_write_tools(server, tools)

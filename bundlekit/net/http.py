@@ -77,6 +77,7 @@ __all__ = [
     "parse_retry_after",
     "read_capped",
     "redact",
+    "redact_handlers",
     "redact_library_logs",
     "send_once",
     "send_with_retries",
@@ -520,3 +521,11 @@ def redact_library_logs(secrets: Iterable[str], loggers: Iterable[str]) -> None:
         if name not in _FILTERED_LOGGERS:
             logging.getLogger(name).addFilter(_LIBRARY_FILTER)
             _FILTERED_LOGGERS.add(name)
+
+
+def redact_handlers(handlers: Iterable[logging.Handler]) -> None:
+    """Pass every record ``handlers`` write through the same redaction (a handler's filter sees the records
+    of every logger that propagates to it: an SDK's ``Invalid Host header: ...`` warning on stderr)."""
+    for handler in handlers:
+        if _LIBRARY_FILTER not in handler.filters:
+            handler.addFilter(_LIBRARY_FILTER)

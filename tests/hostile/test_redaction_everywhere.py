@@ -11,6 +11,7 @@ through the SDK's in-process client.
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib.util
 import json
 import sys
@@ -245,3 +246,45 @@ def test_a_drawn_credential_in_any_mcp_argument_is_never_returned(tmp_path: Path
         Memory(tree).close()
     leaks = [text for text in _mcp_outputs(tree, credential) if credential.leaked_in(text)]
     assert not leaks, leaks[:3]
+
+
+# -- the redaction itself, over spellings of a credential -----------------------------------------
+
+SPELLINGS = ("plain", "percent", "percent twice", "one \\u escape", "repr split", "zero-width space", "base64",
+             "base64url", "markdown escapes", "json string")
+
+
+def _spelled(kind: str, text: str, at: int) -> str:
+    """``text`` spelled as ``kind``; ``at`` picks the place of a split, an escape or a zero-width space."""
+    from urllib.parse import quote
+
+    place = 1 + at % (len(text) - 1)
+    return {
+        "plain": lambda: text,
+        "percent": lambda: quote(text, safe=""),
+        "percent twice": lambda: quote(quote(text, safe=""), safe=""),
+        "one \\u escape": lambda: text[:place] + f"\\u{ord(text[place]):04x}" + text[place + 1:],
+        "repr split": lambda: repr(text[:place] + "\n" + text[place:])[1:-1],
+        "zero-width space": lambda: text[:place] + "\u200b" + text[place:],
+        "base64": lambda: base64.b64encode((":" * (at % 3) + text).encode()).decode(),
+        "base64url": lambda: base64.urlsafe_b64encode(text.encode()).decode().rstrip("="),
+        "markdown escapes": lambda: text.replace("-", "\\-").replace("_", "\\_"),
+        "json string": lambda: json.dumps(text)[1:-1],
+    }[kind]()
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(credential=creds.CREDENTIALS, kind=st.sampled_from(SPELLINGS), at=st.integers(0, 10_000),
+       before=st.sampled_from(["error: ", "'", '"', "(", "key=", "path/", "[", "<"]),
+       after=st.sampled_from(["", "'", '"', ")", " more", ".", ",x", "/y", ">"]))
+def test_no_spelling_of_a_credential_survives_the_redaction(
+    credential: Any, kind: str, at: int, before: str, after: str
+) -> None:
+    from bundlekit._redact import redact
+
+    if credential.family == "pem" and kind == "repr split":
+        return  # a PEM key holds line breaks already: repr spells them the same way
+    spelled = _spelled(kind, credential.text, at)
+    shown = redact(f"{before}{spelled}{after}")
+    assert not credential.leaked_in(shown), shown
+    assert kind == "plain" or spelled not in shown, shown

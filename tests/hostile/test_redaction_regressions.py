@@ -323,3 +323,17 @@ def test_a_credential_behind_markdown_escapes_is_withheld_by_show_and_by_the_int
         root = cid_to_str(index.roots[0])
         page = b"".join(UIApp(index.get, lambda: [])("GET", f"/ui/bundle/{root}/memory/escaped", {}).body).decode()
     assert KEY not in page and escaped not in page
+
+
+def test_the_mcp_sdks_log_lines_pass_the_redaction(tree: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The SDK warns "Invalid Host header: <the header>" on the server's stderr; a peer chooses the header.
+    pytest.importorskip("mcp")
+    import logging
+
+    from bundlekit.mcp_server.server import build_server
+    from bundlekit.mcp_server.source import ServedMemory
+    from bundlekit.mcp_server.tools import MemoryTools
+
+    build_server(MemoryTools(ServedMemory(Memory(tree), read_only=True, origin=str(tree))))
+    logging.getLogger("mcp.server.transport_security").warning("Invalid Host header: %s", KEY)
+    assert KEY not in caplog.text and WITHHELD in caplog.text
