@@ -57,7 +57,7 @@ import httpx
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import Failure, HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
@@ -147,7 +147,8 @@ class PinataPinner(BasePinner):
 
     def _list(self, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
         """One page of ``GET {api}/v3/files/public``: its files and ``next_page_token``."""
-        response = self.http.request("GET", f"{self.api_url}/v3/files/public", params=params, what="list files")
+        response = self.http.request("GET", service_url(self.api_url, "/v3/files/public"),
+            params=params, what="list files")
         data = self.http.json(response, "list files").get("data") or {}
         files = [f for f in (data.get("files") or []) if isinstance(f, dict)]
         return files, str(data.get("next_page_token") or "")
@@ -235,7 +236,8 @@ class PinataPinner(BasePinner):
         give_up = self.polling.give_up_at()
         while data.get("cid") == PENDING and not self.polling.passed(give_up):
             self.http.options.sleep(self.polling.interval)
-            record = self.http.request("GET", f"{self.api_url}/v3/files/public/{file_id}", what="file record")
+            record = self.http.request("GET", service_url(self.api_url, f"/v3/files/public/{file_id}"),
+                what="file record")
             data = self.http.json(record, "file record").get("data") or data
         return data
 
@@ -361,10 +363,12 @@ class PinataPinner(BasePinner):
         """Delete every public file holding ``cid`` (every page of the ``cid`` listing)."""
         for f in self._every({"cid": cid_to_str(cid)}):
             if f.get("id"):
-                self.http.request("DELETE", f"{self.api_url}/v3/files/public/{f['id']}", what="delete file")
+                self.http.request("DELETE", service_url(self.api_url, f"/v3/files/public/{f['id']}"),
+                    what="delete file")
 
     def check(self) -> None:
-        self.http.request("GET", f"{self.api_url}/data/testAuthentication", retry=False, what="test authentication")
+        self.http.request("GET", service_url(self.api_url, "/data/testAuthentication"),
+            retry=False, what="test authentication")
 
     def close(self) -> None:
         self.http.close()

@@ -47,7 +47,7 @@ from typing import Any, BinaryIO
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.origins import check_origins
 from bundlekit.pinning.polling import Polling
 from bundlekit.pinning.protocol import (
@@ -115,7 +115,8 @@ class PSAPinner(BasePinner):
 
     def _existing(self, cid: str, statuses: str = ACTIVE_STATUSES) -> list[dict[str, Any]]:
         response = self.http.request(
-            "GET", f"{self.base_url}/pins", params={"cid": cid, "status": statuses}, what="list pins"
+            "GET", service_url(self.base_url, "/pins"),
+                params={"cid": cid, "status": statuses}, what="list pins"
         )
         return self._results(self.http.json(response, "list pins"))
 
@@ -152,7 +153,8 @@ class PSAPinner(BasePinner):
             # Not retried blindly: a retried POST could create the duplicate we avoid.
             # A lost answer is recovered by listing again.
             try:
-                status = self.http.json(self.http.request("POST", f"{self.base_url}/pins", json=body, retry=False,
+                status = self.http.json(self.http.request("POST", service_url(self.base_url, "/pins"),
+                    json=body, retry=False,
                                                              what="create pin"), "create pin")
             except PinUnavailable:
                 found = self._existing(cid)
@@ -192,7 +194,8 @@ class PSAPinner(BasePinner):
                 )
             self.http.options.sleep(self.polling.interval)
             status = self.http.json(
-                self.http.request("GET", f"{self.base_url}/pins/{requestid}", what="pin status"), "pin status")
+                self.http.request("GET", service_url(self.base_url, f"/pins/{requestid}"),
+                    what="pin status"), "pin status")
 
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)
@@ -220,7 +223,8 @@ class PSAPinner(BasePinner):
         tie: _Tie | None = None
         for _ in range(LIST_MAX_PAGES):
             query = {**params, "before": before} if before else params
-            response = self.http.request("GET", f"{self.base_url}/pins", params=query, what="list pins")
+            response = self.http.request("GET", service_url(self.base_url, "/pins"),
+                params=query, what="list pins")
             data = self.http.json(response, "list pins")
             page = self._results(data)
             count = data.get("count")
@@ -247,7 +251,8 @@ class PSAPinner(BasePinner):
         """Delete every request for ``cid`` (every page of the ``cid`` listing, read before the first delete)."""
         for item in self._every({"cid": cid_to_str(cid), "status": ALL_STATUSES}):
             if item.get("requestid"):
-                self.http.request("DELETE", f"{self.base_url}/pins/{item['requestid']}", what="delete pin")
+                self.http.request("DELETE", service_url(self.base_url, f"/pins/{item['requestid']}"),
+                    what="delete pin")
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
         """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID (its newest).
@@ -310,7 +315,8 @@ class PSAPinner(BasePinner):
 
     def check(self) -> None:
         """``GET /pins?limit=1``: authenticated and cheap."""
-        self.http.request("GET", f"{self.base_url}/pins", params={"limit": "1"}, retry=False, what="list pins")
+        self.http.request("GET", service_url(self.base_url, "/pins"),
+            params={"limit": "1"}, retry=False, what="list pins")
 
     def close(self) -> None:
         self.http.close()

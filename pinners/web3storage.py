@@ -59,7 +59,7 @@ from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinS
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
 from bundlekit.ipld.walk import block_links
 from bundlekit.net.http import HttpOptions
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 
@@ -197,7 +197,8 @@ class Web3StoragePinner(BasePinner):
         headers = {**self._headers, "Content-Type": "application/vnd.ipld.car", "Content-Length": str(length)}
         if name:
             headers["X-NAME"] = quote(name)
-        response = self.http.request("POST", f"{self.base_url}/car", headers=headers, body=body, what="upload CAR")
+        response = self.http.request("POST", service_url(self.base_url, "/car"),
+            headers=headers, body=body, what="upload CAR")
         return str(self.http.json(response, "upload CAR").get("cid", ""))
 
     def _pin_legacy(self, car: BinaryIO, root: bytes, name: str | None, size: int | None) -> str:
@@ -227,7 +228,7 @@ class Web3StoragePinner(BasePinner):
     def _bridge(self, capability: str, args: dict[str, Any], what: str, *, retry: bool = True) -> dict[str, Any]:
         """One bridge task; return its ``ok`` value. PinRejected carries the task's error name and message."""
         response = self.http.request(
-            "POST", f"{self.base_url}/bridge", headers=self._headers,
+            "POST", service_url(self.base_url, "/bridge"), headers=self._headers,
             json={"tasks": [[capability, self.space, args]]}, retry=retry, what=what,
         )
         receipts = self.http.json(response, what, anything=True)
@@ -267,7 +268,7 @@ class Web3StoragePinner(BasePinner):
         text = cid_to_str(cid)
         if self.mode == "legacy":
             response = self.http.request(
-                "GET", f"{self.base_url}/status/{text}", headers=self._headers,
+                "GET", service_url(self.base_url, f"/status/{text}"), headers=self._headers,
                 ok=lambda r: r.is_success or r.status_code == 404, what="status",
             )
             if response.status_code == 404:
@@ -296,7 +297,7 @@ class Web3StoragePinner(BasePinner):
     def unpin(self, cid: bytes) -> None:
         if self.mode == "legacy":
             self.http.request(
-                "DELETE", f"{self.base_url}/user/uploads/{cid_to_str(cid)}", headers=self._headers,
+                "DELETE", service_url(self.base_url, f"/user/uploads/{cid_to_str(cid)}"), headers=self._headers,
                 ok=lambda r: r.is_success or r.status_code == 404, what="delete upload",
             )
         else:
@@ -304,7 +305,7 @@ class Web3StoragePinner(BasePinner):
 
     def check(self) -> None:
         if self.mode == "legacy":
-            self.http.request("GET", f"{self.base_url}/user/uploads", params={"size": "1"},
+            self.http.request("GET", service_url(self.base_url, "/user/uploads"), params={"size": "1"},
                               headers=self._headers, retry=False, what="list uploads")
         else:
             self._bridge("space/info", {}, "space/info", retry=False)

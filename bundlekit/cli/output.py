@@ -12,6 +12,12 @@
   text stays readable (stdout is UTF-8 text, like the memory files).
 * **Progress** is shown only when stderr is a terminal and ``CI`` is unset;
   otherwise a :class:`Progress` is silent, so logs and pipes never see it.
+* **Redaction**: everything printed here, data and messages alike, passes
+  ``bundlekit._redact.redact`` first (the one redaction every surface uses):
+  a credential in an argument echoed by an error, in a file name, a key, a
+  URL's query or a listing is replaced, never printed. Nothing else in the CLI
+  writes to stdout or stderr (``LazyGroup.main`` prints click's own usage
+  errors through :func:`error`).
 * **Text from files** (memory names, descriptions, keys, bodies) goes through
   :func:`printable` in human output, so a hand-written file cannot drive the
   terminal (escape sequences, a lone carriage return that overwrites a line,
@@ -35,6 +41,7 @@ from typing import Any, TextIO
 import click
 
 from bundlekit._closing import Closing
+from bundlekit._redact import redact
 from bundlekit._terminal import printable, printable_field
 
 __all__ = [
@@ -63,30 +70,31 @@ def json_line(obj: Any) -> str:
 
 def data(text: str, *, newline: bool = True) -> None:
     """Print data on stdout (``newline=False`` for content that already ends as it should)."""
-    click.echo(text, nl=newline)
+    click.echo(redact(text), nl=newline)
 
 
 def data_json(obj: Any) -> None:
-    """Print ``obj`` on stdout as one line of JSON."""
-    click.echo(json_line(obj))
+    """Print ``obj`` on stdout as one line of JSON (redacted as text: a replacement holds no character JSON
+    escapes, so the line stays the same JSON)."""
+    click.echo(redact(json_line(obj)))
 
 
 def data_json_array(items: Iterable[Any]) -> None:
     """Print ``items`` on stdout as one JSON array on one line, streamed item by item."""
     click.echo("[", nl=False)
     for n, item in enumerate(items):
-        click.echo(("," if n else "") + json_line(item), nl=False)
+        click.echo(("," if n else "") + redact(json_line(item)), nl=False)
     click.echo("]")
 
 
 def status(message: str) -> None:
     """A status line or summary, on stderr."""
-    click.echo(message, err=True)
+    click.echo(redact(message), err=True)
 
 
 def warn(message: str) -> None:
     """A warning on stderr, as ``warning: message``."""
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {redact(message)}", err=True)
 
 
 def warn_all(messages: Iterable[str]) -> None:
@@ -97,7 +105,7 @@ def warn_all(messages: Iterable[str]) -> None:
 
 def error(message: str) -> None:
     """An error on stderr, as ``error: message`` (the caller sets the exit code)."""
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {redact(message)}", err=True)
 
 
 def progress_enabled(stream: TextIO | None = None) -> bool:
@@ -128,7 +136,7 @@ class Progress(Closing):
     """
 
     def __init__(self, label: str, *, total: int = 0, unit: str = "", enabled: bool | None = None) -> None:
-        self.label = label
+        self.label = redact(label)
         self.unit = unit
         self.enabled = progress_enabled() if enabled is None else enabled
         self._total = total

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit
 
+from bundlekit._redact import redact
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore
 from bundlekit.car.format import CAR_CONTENT_TYPE, CAR_MEDIA_TYPE
 from bundlekit.car.writer import CarWriter
@@ -169,10 +170,10 @@ class GatewayResponder:
         except CodecError as exc:
             return _error(500, f"the DAG is malformed: {exc}")
         except BlockMismatch as exc:
-            logger.error("damaged block while answering %s: %s", target, exc)
+            logger.error("damaged block while answering %s: %s", redact(target), exc)
             return _error(500, f"the gateway's copy of a block is damaged: {exc}")
         except Exception:  # a bug must not kill the server thread; the client gets a 500
-            logger.exception("internal error while answering %s", target)
+            logger.exception("internal error while answering %s", redact(target))
             return _error(500, "internal gateway error; see the gateway's log")
 
     def _block(self, cid: bytes) -> bytes:
@@ -238,7 +239,7 @@ class GatewayResponder:
         try:
             cache = record_cache_headers(record, self.clock())
         except CodecError as exc:
-            logger.error("damaged IPNS record of %s: %s", name, exc)
+            logger.error("damaged IPNS record of %s: %s", redact(name), exc)
             raise _HTTPError(500, f"the gateway's copy of the IPNS record of {name} is damaged: {exc}") from None
         headers = [
             ("Content-Type", IPNS_RECORD_MEDIA_TYPE),
@@ -612,7 +613,9 @@ def _etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 
 def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
-    body = (message + "\n").encode("utf-8")
+    """A plain-text error answer; its message passes the one output redaction (``bundlekit._redact``), so a
+    credential in a requested path, name or query is never sent back."""
+    body = (redact(message) + "\n").encode("utf-8")
     headers = [
         ("Content-Type", "text/plain; charset=utf-8"),
         ("X-Content-Type-Options", "nosniff"),

@@ -50,6 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import cast
 
+from bundlekit._redact import redact
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, discard_body, header_line_problem, request_framing
@@ -313,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except BundlekitError as exc:
             # The status line is out; cutting the connection is the only honest signal left.
-            logger.warning("response to %s cut short: %s", self.path, exc)
+            logger.warning("response to %s cut short: %s", redact(self.path), exc)
             self.close_connection = True
         except (BrokenPipeError, ConnectionResetError, WalkCancelled):
             self.close_connection = True
@@ -331,7 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
             return True
 
     def log_message(self, format: str, *args: object) -> None:
-        logger.info("%s " + format, self.address_string(), *args)
+        # The request line holds the client's path and query: logged through the one output redaction.
+        logger.info("%s %s", self.address_string(), redact(format % args))
 
 
 class GatewayServer(ThreadingHTTPServer):

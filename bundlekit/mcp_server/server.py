@@ -7,30 +7,42 @@ server does not list the write tools; ``bundle_publish`` is listed only when
 publishing was allowed. Every :class:`~bundlekit.errors.BundlekitError` becomes
 a tool (or resource) error carrying bundlekit's message, never a crash.
 
+Everything the server answers passes ``bundlekit._redact.redact``, the one
+redaction every output of bundlekit passes (:class:`_RedactingServer`): tool
+results and tool errors (the SDK's own too, such as pydantic's echo of an
+argument it refused, or an unknown tool's name), resources, resource errors,
+prompts and prompt errors. A credential a client sends in any argument is never
+sent back.
+
 This module imports the SDK at the top: only ``bundlekit mcp`` loads it (through
 ``importlib``), so the base install and ``bundlekit --help`` never pay for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal, TypedDict, TypeVar, cast
 
 from mcp import MCPError
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import ConfigDict, Field, with_config
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, with_config
 
+from bundlekit._redact import each_string, redact
 from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
+from bundlekit.net.http import redact_handlers
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
 __all__ = ["READ_TOOLS", "SERVER_NAME", "WRITE_TOOLS", "build_server", "run_http", "run_stdio"]
@@ -40,6 +52,7 @@ READ_TOOLS = ("memory_recall", "memory_context", "memory_show", "memory_list")
 WRITE_TOOLS = ("memory_write", "memory_forget", "memory_note")
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
 
 _INSTRUCTIONS = (
     "Long-term memory for this agent, one Markdown file per memory (types: user, feedback, project, "
@@ -117,6 +130,82 @@ def _resource_call(
         raise ResourceError(str(exc)) from None
 
 
+def _redacted(value: Any) -> Any:
+    """``value`` (JSON-ready data) with every string, mapping keys included, passed through ``redact``."""
+    return each_string(value, redact)
+
+
+def _redacted_model(model: _M) -> _M:
+    """A result model (``CallToolResult``, ``GetPromptResult``) as it may leave: its JSON redacted as one text
+    (a listing of 10,000 memories is one scan, not 80,000), read back only when something was replaced; a
+    replacement holds no character JSON escapes, and should the text not read back, each string is redacted
+    on its own instead."""
+    text = model.model_dump_json(by_alias=True, exclude_unset=True)
+    clean = redact(text)
+    if clean == text:
+        return model
+    try:
+        return type(model).model_validate_json(clean)
+    except ValidationError:
+        return type(model).model_validate(_redacted(model.model_dump(by_alias=True, exclude_unset=True)))
+
+
+def _redacted_error(exc: MCPError) -> MCPError:
+    return MCPError(exc.code, redact(exc.message), _redacted(exc.data))
+
+
+def _invalid_arguments(tool: str, error: ValidationError) -> str:
+    """The arguments ``error`` refused, by field and reason, never with the value: pydantic's own text quotes
+    each refused value (cut to its first and last characters, so no rule can recognise what it shows)."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or 'arguments'}: {item['msg']}" for item in error.errors()
+    )
+    return f"Error executing tool {tool}: invalid arguments: {problems}"
+
+
+class _RedactingServer(MCPServer):
+    """``MCPServer`` whose every answer and error passes ``redact`` (the module docstring): the three
+    entry points every tool call, resource read and prompt goes through, overridden once."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:  # the SDK reads the message and whether its cause is a ValidationError
+            cause = exc.__cause__
+            message = _invalid_arguments(name, cause) if isinstance(cause, ValidationError) else str(exc)
+            raise type(exc)(redact(message)) from cause
+        except MCPError as exc:
+            raise _redacted_error(exc) from None
+        return _redacted_model(result) if isinstance(result, BaseModel) else result
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        try:
+            contents = await super().read_resource(uri, context)
+        except ResourceError as exc:
+            raise type(exc)(redact(str(exc))) from exc.__cause__
+        except MCPError as exc:
+            raise _redacted_error(exc) from None
+        if not isinstance(contents, Iterable):
+            return contents
+        return [
+            dataclasses.replace(item, content=redact(item.content))
+            if isinstance(item, ReadResourceContents) and isinstance(item.content, str)
+            else item
+            for item in contents
+        ]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            result = await super().get_prompt(name, arguments, context)
+        except MCPError as exc:
+            raise _redacted_error(exc) from None
+        except ValueError as exc:  # the SDK's form of every other prompt failure; its text reaches the client
+            raise ValueError(redact(str(exc))) from None
+        return _redacted_model(result) if isinstance(result, BaseModel) else result
+
+
 def _version() -> str:
     try:
         return version("bundlekit")
@@ -126,9 +215,10 @@ def _version() -> str:
 
 def build_server(tools: MemoryTools) -> MCPServer:
     """An ``MCPServer`` whose tools, resources and prompt answer from ``tools``."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _RedactingServer(
         SERVER_NAME, instructions=_INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
+    redact_handlers(logging.getLogger().handlers)  # the SDK's own log lines (its stderr handler is on the root)
     _add_read_tools(server, tools)
     if not tools.read_only:
         _add_write_tools(server, tools)

@@ -8,7 +8,8 @@ from what it decodes to. Everything that shows a memory therefore shows
 :func:`withhold`'s copy of a record the derived index flags (``secret``, from
 ``screen.record_values_clean``): each match of a secret rule in a parsed value
 (name, description, every frontmatter value and key, the body) is replaced by
-:data:`WITHHELD`. The rest of the memory stays readable, so the memory can still
+:data:`WITHHELD` (``bundlekit._redact.mask``: the one redaction every output passes, so the CLI, the MCP
+tools and the browsing interface withhold the same text). The rest of the memory stays readable, so the memory can still
 be found and fixed. ``WITHHELD`` is shorter than any match of a rule, so a
 withheld text never outgrows the budget the original was fitted into. The
 copy's file text (``raw``) is rendered again from the withheld values: the
@@ -25,40 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bundlekit.memory import secrets
+from bundlekit._redact import WITHHELD, each_string, mask
 from bundlekit.memory.record import MemoryRecord, render_memory_file
-from bundlekit.memory.secrets import SecretRule, find_secrets
 
 __all__ = ["WITHHELD", "mask", "withheld_warning", "withhold", "withhold_entry"]
 
-WITHHELD = "[withheld]"
-
-
-def _masker(rule: SecretRule) -> Any:
-    def replace(match: Any) -> str:
-        text: str = match.group(0)
-        return WITHHELD if rule.accept(text) else text
-
-    return replace
-
-
-def mask(text: str) -> str:
-    """``text`` with every match of a secret rule replaced by :data:`WITHHELD` (``text`` itself when none)."""
-    if not find_secrets(text):
-        return text
-    for rule in secrets.SECRET_RULES:  # looked up here: the rules may be compiled on first use
-        text = rule.pattern.sub(_masker(rule), text)
-    return text
-
 
 def _masked(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask(value)
-    if isinstance(value, Mapping):
-        return {_masked(k): _masked(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_masked(item) for item in value]
-    return value
+    return each_string(value, mask)
 
 
 def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:

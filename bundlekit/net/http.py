@@ -43,8 +43,6 @@ Two more rules bound what a server can make a caller do (``specs/bundle.md``,
 
 from __future__ import annotations
 
-import base64
-import binascii
 import email.utils
 import logging
 import random
@@ -57,6 +55,9 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
+from bundlekit._redact import MIN_SECRET_LEN, REDACTED
+from bundlekit._redact import redact as redact_output
+from bundlekit._redact import redact_known as redact  # re-exported: the pinners redact their own secrets with it
 from bundlekit.errors import UsageError
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "parse_retry_after",
     "read_capped",
     "redact",
+    "redact_handlers",
     "redact_library_logs",
     "send_once",
     "send_with_retries",
@@ -91,11 +93,6 @@ DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
 MAX_REDIRECTS = 10
 # How much of a failed answer's body is kept for messages and service-specific checks.
 ERROR_BODY_LIMIT = 64 * 1024
-
-REDACTED = "***"
-# Secrets shorter than this are not redacted: replacing "a" everywhere would
-# mangle every message and protects nothing.
-_MIN_SECRET_LEN = 4
 
 # The statuses that say "try again": request timeout, rate limited, and every server error.
 _RETRY_STATUSES = frozenset({408, 429})
@@ -471,91 +468,7 @@ def send_with_retries(
         attempt += 1
 
 
-# -- redaction ------------------------------------------------------------------------------
-
-
-def _secret_forms(secret: str) -> set[str]:
-    """The ways a secret shows up in messages: as is, escaped (as ``repr`` or an
-    ``Illegal header value b'...'`` error prints it), and each piece between
-    whitespace or control characters (a pasted token with a line break in it)."""
-    forms = {secret, repr(secret)[1:-1], repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
-    forms.add(secret.encode("unicode_escape").decode("ascii"))
-    forms.update(re.split(r"[\s\x00-\x1f\x7f]+", secret))
-    return {f for f in forms if len(f) >= _MIN_SECRET_LEN}
-
-
-def _char_pattern(char: str) -> str:
-    """One character as it may be spelled: itself, percent-encoded (its UTF-8 bytes, either hex
-    case; ``+`` for a space), or JSON-escaped (``\\uXXXX`` either case, ``\\/``, ``\\"``, ``\\\\``)."""
-    spellings = [re.escape(char)]
-    pct = "".join(f"%(?i:{byte:02x})" for byte in char.encode("utf-8", "surrogatepass"))
-    spellings.append(pct)
-    if char == " ":
-        spellings.append(r"\+")
-    if len(char.encode("utf-16-le", "surrogatepass")) == 2:
-        spellings.append(rf"\\u(?i:{ord(char):04x})")
-    short = {"/": r"\\/", '"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t"}
-    if char in short:
-        spellings.append(short[char])
-    return "(?:" + "|".join(spellings) + ")"
-
-
-def _encoded_pattern(secret: str) -> re.Pattern[str]:
-    """The secret with each character in any of its percent- or JSON-escaped spellings."""
-    return re.compile("".join(_char_pattern(c) for c in secret))
-
-
-# A run of base64 or base64url characters long enough to hide a 4-character secret.
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{6,}={0,2}")
-
-
-def _decoded_base64(run: str) -> str:
-    """``run`` decoded as base64 or base64url (padding optional), as Latin-1 text; "" if it is neither."""
-    body = run.rstrip("=")
-    if len(body) % 4 == 1:
-        body = body[:-1]  # a dangling character cannot decode; the rest still can
-    padded = body + "=" * (-len(body) % 4)
-    alphabet = b"-_" if ("-" in body or "_" in body) else None
-    try:
-        raw = base64.b64decode(padded, altchars=alphabet, validate=True)
-    except (binascii.Error, ValueError):
-        return ""
-    return raw.decode("latin-1")
-
-
-def _hides_secret(decoded: str, secrets: Iterable[str]) -> bool:
-    for secret in secrets:
-        if secret in decoded or secret.encode("utf-8").decode("latin-1") in decoded:
-            return True
-    return False
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Return ``text`` with every secret (of 4+ characters) replaced by ``***``.
-
-    Replaced too: escaped spellings and the pieces of a secret holding
-    whitespace or control characters (an HTTP library quoting a bad header
-    prints ``\\n`` where the secret has a line break); the secret
-    percent-encoded or JSON-escaped, wholly or in part (a service echoing a
-    query string or a JSON body); and any base64 or base64url run that decodes
-    to text holding it, at any alignment (a Basic ``Authorization`` header is
-    base64 of ``user:password``).
-    """
-    kept = [s for s in secrets if s and len(s) >= _MIN_SECRET_LEN]
-    forms: set[str] = set()
-    for secret in kept:
-        forms |= _secret_forms(secret)
-    for secret in kept:  # first: the pieces below would break up an escaped spelling
-        text = _encoded_pattern(secret).sub(REDACTED, text)
-    for form in sorted(forms, key=len, reverse=True):
-        text = text.replace(form, REDACTED)
-    if kept:
-        # Base64 of a secret shares no characters with the secret at any fixed place,
-        # so decode each run and look inside (text with no base64-looking run costs one scan).
-        text = _BASE64_RUN.sub(
-            lambda m: REDACTED if _hides_secret(_decoded_base64(m.group(0)), kept) else m.group(0), text
-        )
-    return text
+# -- redaction of library logs (the redaction itself is bundlekit._redact) ------------------------
 
 
 # Credentials a library may print in its own debug logs (botocore logs whole
@@ -569,7 +482,9 @@ _LOG_PATTERNS = (
 
 
 class _RedactingFilter(logging.Filter):
-    """Rewrites a library's log record with every known secret and credential pattern removed."""
+    """Rewrites a library's log record with every known secret removed (in every spelling), then as every
+    output is (``bundlekit._redact.redact``: credential-looking text), and the credential patterns of
+    request logs removed."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -580,7 +495,7 @@ class _RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a malformed record must not break logging
             return True
-        clean = redact(message, self.secrets)
+        clean = redact_output(redact(message, self.secrets))
         for pattern in _LOG_PATTERNS:
             clean = pattern.sub(lambda m: m.group(1) + REDACTED, clean)
         if clean != message:
@@ -601,8 +516,16 @@ def redact_library_logs(secrets: Iterable[str], loggers: Iterable[str]) -> None:
     ones that log requests, e.g. ``botocore.endpoint``); it is installed once
     and the secrets accumulate for the life of the process.
     """
-    _LIBRARY_FILTER.secrets.update(s for s in secrets if s and len(s) >= _MIN_SECRET_LEN)
+    _LIBRARY_FILTER.secrets.update(s for s in secrets if s and len(s) >= MIN_SECRET_LEN)
     for name in loggers:
         if name not in _FILTERED_LOGGERS:
             logging.getLogger(name).addFilter(_LIBRARY_FILTER)
             _FILTERED_LOGGERS.add(name)
+
+
+def redact_handlers(handlers: Iterable[logging.Handler]) -> None:
+    """Pass every record ``handlers`` write through the same redaction (a handler's filter sees the records
+    of every logger that propagates to it: an SDK's ``Invalid Host header: ...`` warning on stderr)."""
+    for handler in handlers:
+        if _LIBRARY_FILTER not in handler.filters:
+            handler.addFilter(_LIBRARY_FILTER)

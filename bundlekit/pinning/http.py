@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -48,7 +49,16 @@ from bundlekit.net.http import (
     send_with_retries,
 )
 
-__all__ = ["UPLOAD_OPTIONS", "UPLOAD_RETRY", "UPLOAD_TIMEOUT", "Credentials", "HttpClient", "node_credentials", "pin_error"]
+__all__ = [
+    "UPLOAD_OPTIONS",
+    "UPLOAD_RETRY",
+    "UPLOAD_TIMEOUT",
+    "Credentials",
+    "HttpClient",
+    "service_url",
+    "node_credentials",
+    "pin_error",
+]
 
 log = logging.getLogger("bundlekit.http")
 
@@ -181,6 +191,15 @@ def _buffered(ok: Callable[[httpx.Response], bool] | None) -> Callable[[httpx.Re
 
 def _whole(response: httpx.Response) -> httpx.Response:
     return response
+
+
+def service_url(base: str, path: str) -> str:
+    """``path`` (``api/v0/version``) joined onto the path of the service URL ``base``, whose query is kept:
+    ``http://node/kubo?token=T`` gives ``http://node/kubo/api/v0/version?token=T`` (a proxy's credential in
+    the query still reaches it), never ``...?token=T/api/v0/version``. A fragment is never sent."""
+    parts = urlsplit(base)
+    joined = parts.path.rstrip("/") + "/" + path.lstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, joined, parts.query, ""))
 
 
 class HttpClient(Closing):

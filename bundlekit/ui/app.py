@@ -27,12 +27,13 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jinja2
 
+from bundlekit._redact import redact
 from bundlekit.errors import BundlekitError
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import ServedRoot
 from bundlekit.ipld.cid import cid_from_text
 from bundlekit.ui.model import BundleView, MemoryItem, bundle_diff, read_bundle, read_manifest
-from bundlekit.ui.render import day_chart, environment
+from bundlekit.ui.render import day_chart, environment, render_page
 
 __all__ = ["CONTENT_SECURITY_POLICY", "MOUNT", "UIApp"]
 
@@ -86,7 +87,7 @@ class UIApp:
         except (_BadRequest, BundlekitError) as exc:
             return self._page(400, "error.html", message=str(exc))
         except Exception:
-            logger.exception("internal error in the interface while answering %s", target)
+            logger.exception("internal error in the interface while answering %s", redact(target))
             return self._page(500, "error.html", message="internal error; see the server's log")
 
     # -- routing ------------------------------------------------------------------
@@ -181,7 +182,7 @@ class UIApp:
 
     def _page(self, status: int, template: str, *, extra: list[tuple[str, str]] | None = None,
               **context: Any) -> Response:
-        html = self._env.get_template(template).render(mount=MOUNT, **context).encode("utf-8")
+        html = render_page(self._env, template, mount=MOUNT, **context).encode("utf-8")
         response = _respond(status, html, "text/html; charset=utf-8")
         response.headers.extend(extra or [])
         return response

@@ -11,6 +11,18 @@
   which never fails and stays small: a hostile file can hold YAML binary
   or set values, anchors that repeat one list into billions of items, or
   nesting deeper than a JSON encoder can recurse.
+* Every page passes :func:`shown` whole, once, as it leaves the renderer
+  (:func:`render_page`): ``bundlekit._redact.redact``, the one redaction the
+  CLI and the MCP server print through, so a page withholds exactly what they
+  withhold (``[withheld]`` for what looks like a credential in a body, a
+  description, a timeline entry, a key, a query echoed by an error); then
+  control characters and the Unicode bidi controls (U+200E/F, U+202A-202E,
+  U+2066-2069, U+061C) are shown as visible escapes (``\\u202e``), as on a
+  terminal (``_terminal.printable``), so a name cannot reorder what a page
+  shows. Neither step adds a character HTML gives a meaning to, and HTML's
+  escapes (``&amp;``) leave the credentials' characters as they are. A
+  Markdown body is redacted before it is rendered too: emphasis or a link could
+  otherwise split a credential across tags.
 * The timeline chart is inline SVG built from numbers (:func:`day_chart`):
   readable without JavaScript, and the pages carry none.
 """
@@ -28,6 +40,9 @@ import jinja2
 import markupsafe
 from markdown_it import MarkdownIt
 
+from bundlekit._redact import redact
+from bundlekit._terminal import printable
+
 __all__ = [
     "MAX_VALUE_DEPTH",
     "MAX_VALUE_ITEMS",
@@ -36,6 +51,8 @@ __all__ = [
     "day_chart",
     "environment",
     "markdown_html",
+    "render_page",
+    "shown",
     "value_text",
 ]
 
@@ -167,6 +184,16 @@ def day_chart(counts: Mapping[str, int]) -> tuple[list[ChartBar], int, int]:
     return bars, width, CHART_HEIGHT
 
 
+def shown(html: str) -> str:
+    """A rendered page as it may leave (the module docstring): redacted, controls escaped visibly."""
+    return printable(redact(html))
+
+
+def render_page(env: jinja2.Environment, template: str, **context: Any) -> str:
+    """``template`` rendered with ``context``, passed through :func:`shown`: the one way a page is made."""
+    return shown(env.get_template(template).render(**context))
+
+
 def environment() -> jinja2.Environment:
     """The template environment: package templates, autoescape on, undefined names an error."""
     env = jinja2.Environment(
@@ -177,7 +204,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["markdown"] = lambda text, memory_base=None: markupsafe.Markup(
-        markdown_html(str(text), memory_base=memory_base)
+        markdown_html(redact(str(text)), memory_base=memory_base)
     )
     env.filters["value_text"] = value_text
     env.globals["bar_width"] = BAR_WIDTH

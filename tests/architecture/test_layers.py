@@ -15,7 +15,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: list[tuple[str, ...]] = [
-    ("bundlekit.errors", "bundlekit._fs", "bundlekit._lazy", "bundlekit._closing", "bundlekit._terminal"),
+    (
+        "bundlekit.errors",
+        "bundlekit._fs",
+        "bundlekit._lazy",
+        "bundlekit._closing",
+        "bundlekit._terminal",
+        # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
+        # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
+        "bundlekit._redact",
+        "bundlekit.memory.secrets",
+    ),
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
     ("bundlekit.car",),

@@ -13,7 +13,7 @@ Answer = Callable[[BaseHTTPRequestHandler], None]
 
 @contextmanager
 def serve(answer: Answer) -> Iterator[str]:
-    """A server on 127.0.0.1 whose every GET is ``answer(handler)``; yields its base URL."""
+    """A server on 127.0.0.1 whose every GET and POST is ``answer(handler)``; yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -26,6 +26,8 @@ def serve(answer: Answer) -> Iterator[str]:
                 answer(self)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up: that is what these servers test
+
+        do_POST = do_GET  # an RPC API (kubo's) is POST only
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

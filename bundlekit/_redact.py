@@ -1,0 +1,333 @@
+"""The one redaction every message passes: what leaves the process never shows a credential.
+
+Every surface prints through :func:`redact` (``cli/output`` for stdout and
+stderr, the MCP server for tool results, tool errors, resources and prompts, the
+browsing interface for every value a page shows), so a credential a user, a
+client or a file hands us is replaced wherever it ends up: an argument echoed by
+an error, a key, a type, a file name, a URL's query, a validation library's echo
+of the value it refused. It replaces, in order:
+
+* **URL credentials** (:data:`WITHHELD`): the password of ``scheme://user:password@``
+  and the value of a query parameter whose name says it is one (``token``,
+  ``api_key``, ``password``, ``X-Amz-Signature``, ...);
+* **credential-looking text** (:data:`WITHHELD`): every match of the secret
+  guard's rules (``memory/secrets``: AWS, GitHub, Anthropic, OpenAI, Slack, PEM
+  private keys, whole, JWTs), the same rules that refuse a credential in a memory, so
+  what the guard refuses is exactly what output withholds (:func:`mask`, which
+  ``memory/withhold`` shows memories through);
+* **encoded forms** of those: a word holding a percent escape, a ``\\u``/``\\x``
+  escape, an escaped line break, a Markdown escape of ``-``, ``_`` or ``.``, or
+  an invisible character (zero-width, bidi), or a run of base64 (at any of its
+  four alignments), that decodes to credential-looking text is replaced whole,
+  and so is what follows a replaced credential across an escape or an invisible
+  character; invisible characters and base64 are looked for in a text of at
+  most :data:`DEEP_SEARCH_LIMIT` characters (every message, not a whole
+  listing), and such a text that still decodes to a credential spread over
+  several words is withheld whole.
+
+``WITHHELD`` is shorter than any rule's match and holds no character JSON
+escapes, so a redacted JSON line is still the same JSON with shorter strings.
+Text with nothing to replace costs the rules' literal trigger scans (the guard's
+speed, hundreds of MB/s) and a few one-character searches for escapes; up to
+:data:`DEEP_SEARCH_LIMIT` characters, searches for invisible characters and a
+long base64 run; the rest runs only where one of them fires.
+
+A caller that holds a credential's value (a pinning service's token) also removes
+that value in every spelling with :func:`redact_known` (``***``): the pinning
+layer does for each message of a service, and ``net/http``'s filter for the log
+records of the HTTP libraries. Those values are not kept process-wide: a short
+test secret would then change every later output of the process.
+
+This module sits at the lowest layer with the rules it uses (``memory/secrets``
+imports only ``errors``), so every layer above can print through it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+import bundlekit.memory.secrets as secrets
+from bundlekit.memory.secrets import find_secrets
+
+__all__ = ["REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known"]
+
+REDACTED = "***"
+WITHHELD = "[withheld]"
+# Known secrets shorter than this are not redacted: replacing "a" everywhere would
+# mangle every message and protects nothing.
+MIN_SECRET_LEN = 4
+
+
+# -- known secrets, in every spelling ---------------------------------------------------------------
+
+
+def _secret_forms(secret: str) -> set[str]:
+    """The ways a secret shows up in messages: as is, escaped (as ``repr`` or an
+    ``Illegal header value b'...'`` error prints it), and each piece between
+    whitespace or control characters (a pasted token with a line break in it)."""
+    forms = {secret, repr(secret)[1:-1], repr(secret.encode("utf-8", "backslashreplace"))[2:-1]}
+    forms.add(secret.encode("unicode_escape").decode("ascii"))
+    forms.update(re.split(r"[\s\x00-\x1f\x7f]+", secret))
+    return {f for f in forms if len(f) >= MIN_SECRET_LEN}
+
+
+def _char_pattern(char: str) -> str:
+    """One character as it may be spelled: itself, percent-encoded (its UTF-8 bytes, either hex
+    case; ``+`` for a space), or JSON-escaped (``\\uXXXX`` either case, ``\\/``, ``\\"``, ``\\\\``)."""
+    spellings = [re.escape(char)]
+    pct = "".join(f"%(?i:{byte:02x})" for byte in char.encode("utf-8", "surrogatepass"))
+    spellings.append(pct)
+    if char == " ":
+        spellings.append(r"\+")
+    if len(char.encode("utf-16-le", "surrogatepass")) == 2:
+        spellings.append(rf"\\u(?i:{ord(char):04x})")
+    short = {"/": r"\\/", '"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t"}
+    if char in short:
+        spellings.append(short[char])
+    return "(?:" + "|".join(spellings) + ")"
+
+
+def _encoded_pattern(secret: str) -> re.Pattern[str]:
+    """The secret with each character in any of its percent- or JSON-escaped spellings."""
+    return re.compile("".join(_char_pattern(c) for c in secret))
+
+
+# A run of base64 or base64url characters long enough to hide a 4-character secret.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{6,}={0,2}")
+
+
+def _decoded_base64(run: str) -> str:
+    """``run`` decoded as base64 or base64url (padding optional), as Latin-1 text; "" if it is neither."""
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        body = body[:-1]  # a dangling character cannot decode; the rest still can
+    padded = body + "=" * (-len(body) % 4)
+    alphabet = b"-_" if ("-" in body or "_" in body) else None
+    try:
+        raw = base64.b64decode(padded, altchars=alphabet, validate=True)
+    except (binascii.Error, ValueError):
+        return ""
+    return raw.decode("latin-1")
+
+
+def _hides_secret(decoded: str, known: Iterable[str]) -> bool:
+    for secret in known:
+        if secret in decoded or secret.encode("utf-8").decode("latin-1") in decoded:
+            return True
+    return False
+
+
+def redact_known(text: str, known: Iterable[str]) -> str:
+    """Return ``text`` with every secret of ``known`` (of 4+ characters) replaced by ``***``.
+
+    Replaced too: escaped spellings and the pieces of a secret holding
+    whitespace or control characters (an HTTP library quoting a bad header
+    prints ``\\n`` where the secret has a line break); the secret
+    percent-encoded or JSON-escaped, wholly or in part (a service echoing a
+    query string or a JSON body); and any base64 or base64url run that decodes
+    to text holding it, at any alignment (a Basic ``Authorization`` header is
+    base64 of ``user:password``).
+    """
+    kept = [s for s in known if s and len(s) >= MIN_SECRET_LEN]
+    forms: set[str] = set()
+    for secret in kept:
+        forms |= _secret_forms(secret)
+    for secret in kept:  # first: the pieces below would break up an escaped spelling
+        text = _encoded_pattern(secret).sub(REDACTED, text)
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
+    if kept:
+        # Base64 of a secret shares no characters with the secret at any fixed place,
+        # so decode each run and look inside (text with no base64-looking run costs one scan).
+        text = _BASE64_RUN.sub(
+            lambda m: REDACTED if _hides_secret(_decoded_base64(m.group(0)), kept) else m.group(0), text
+        )
+    return text
+
+
+# -- credential-looking text: the guard's rules ----------------------------------------------------
+
+
+def _masker(rule: secrets.SecretRule) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
+        text = match.group(0)
+        return WITHHELD if rule.accept(text) else text
+
+    return replace
+
+
+# A PEM private key from its header to its footer (or to the end of the text): the rule recognises the
+# header, but the key is the base64 between them.
+_PEM_BLOCK = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)", re.S)
+
+
+def mask(text: str) -> str:
+    """``text`` with every match of a secret rule replaced by :data:`WITHHELD` (``text`` itself when none);
+    a PEM private key is replaced whole, header, key and footer."""
+    if not find_secrets(text):
+        return text
+    if "PRIVATE KEY-----" in text:
+        text = _PEM_BLOCK.sub(WITHHELD, text)
+    for rule in secrets.SECRET_RULES:  # looked up here: the rules are compiled on first use
+        text = rule.pattern.sub(_masker(rule), text)
+    return text
+
+
+# -- URL credentials ---------------------------------------------------------------------------------
+
+# ``scheme://user:password@``: the password (the user name stays, it says whose it was). One slash or
+# more: a path normalised by the OS or a library (``https:/user:pw@host``) still carries it.
+_USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*:/+[^\s/?#@:\"'<>\\]*:)[^\s/?#@\"'<>\\]+(@)")
+# A query parameter whose name ends in a credential's word: ``?token=``, ``&api_key=``, ``;sig=``...
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
+    r"|credential|credentials|session|jwt)=)[^\s&#;\"'<>\\]+"
+)
+
+
+def _mask_urls(text: str) -> str:
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: m.group(1) + WITHHELD + m.group(2), text)
+    if "=" in text:
+        text = _QUERY_SECRET.sub(lambda m: m.group(1) + WITHHELD, text)
+    return text
+
+
+# -- encoded forms ----------------------------------------------------------------------------------
+
+# Characters that show as nothing (zero-width, bidi and other format characters): one inside a credential
+# hides it from every rule while the text shown is still the credential.
+_INVISIBLE = (
+    "\u00ad\u061c\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
+# What ends a word: the escaped word around a mark below is decoded whole.
+_WORD_END = frozenset(" \t\n\r\f\v\"'<>,;()[]{}")
+# A percent escape, a backslash escape (``\u0073``, ``\\x73``, ``\n`` as JSON or repr prints one) or an invisible
+# character: the word holding one may decode to a credential. Led by one character, so clean text is
+# searched quickly.
+_ESCAPE_MARK = re.compile(f"%[0-9A-Fa-f]{{2}}|\\\\+[uUxXnrt_.-]|[{_INVISIBLE}]")
+_ESCAPE_STARTS = ("\\u", "\\U", "\\x", "\\X")
+# A Markdown backslash escape of a character the rules' tokens hold (``sk\-ant\-...`` renders as ``sk-ant-...``).
+_MARKDOWN_ESCAPES = ("\\-", "\\_", "\\.")
+_MARKDOWN_ESCAPE = re.compile(r"\\([_.-])")
+_BACKSLASH_ESCAPE = re.compile(r"\\+(?:[uU]([0-9A-Fa-f]{4})|[xX]([0-9A-Fa-f]{2}))")
+_INVISIBLE_CHARS = re.compile(f"[{_INVISIBLE}]")
+# A run of base64 long enough to hold the shortest rule's match (a Slack token's 15 characters encode to 20).
+# It, and an invisible character, are looked for in a text of at most DEEP_SEARCH_LIMIT characters: the two
+# searches cost about fifteen and five times the rules' scan, so a whole listing or export (a --json line, an
+# MCP answer or a page of megabytes) is not searched; a message is.
+_LONG_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}")
+DEEP_SEARCH_LIMIT = 64 * 1024
+# What is left of a credential after an escape or an invisible character (``repr`` of a token pasted over two
+# lines, a zero-width space inside one).
+_CONTINUED = re.compile(
+    re.escape(WITHHELD) + f"(?:(?:\\\\+(?:[nrt]|[xX][0-9A-Fa-f]{{2}}|[uU][0-9A-Fa-f]{{4}})|[{_INVISIBLE}])+[A-Za-z0-9_+/=.-]*)+"
+)
+
+
+def _unescaped(word: str) -> str:
+    """``word`` as it reads once decoded: percent and backslash escapes decoded (a few rounds: a double-encoded
+    ``%2573``), then escaped line breaks and invisible characters removed (a token pasted over two lines, a
+    zero-width space inside one), and Markdown's escapes of ``-``, ``_`` and ``.`` undone (a body rendered by
+    the interface shows ``sk\\-ant\\-...`` as the key). Plain string searches where they do: a JSON answer quoting JSON holds
+    hundreds of thousands of backslashes."""
+    for _round in range(3):
+        decoded = word
+        if any(escape in decoded for escape in _ESCAPE_STARTS):
+            decoded = _BACKSLASH_ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), decoded)
+        if "%" in decoded:
+            decoded = unquote(decoded)
+        if decoded == word:
+            break
+        word = decoded
+    for escape in ("\\n", "\\r", "\\t"):
+        if escape in word:
+            word = word.replace(escape, "")
+    if any(escape in word for escape in _MARKDOWN_ESCAPES):
+        word = _MARKDOWN_ESCAPE.sub(r"\1", word)
+    return _INVISIBLE_CHARS.sub("", word) if _has_invisible(word) else word
+
+
+def _credential_inside(decoded: str) -> bool:
+    return bool(decoded) and (bool(find_secrets(decoded)) or _mask_urls(decoded) != decoded)
+
+
+def _base64_hides_credential(run: str) -> bool:
+    """``run`` decodes, at one of the four alignments, to text holding a credential (a run may start with
+    characters that are not part of the base64, such as the folders of a path: ``/tmp/c2st...``)."""
+    return any(_credential_inside(_decoded_base64(run[offset:])) for offset in range(4))
+
+
+def _has_invisible(text: str) -> bool:
+    return not text.isascii() and any(c in text for c in _INVISIBLE)
+
+
+def _may_hold_escapes(text: str) -> bool:
+    return "%" in text or "\\" in text or (len(text) <= DEEP_SEARCH_LIMIT and _has_invisible(text))
+
+
+def _mask_escaped_words(text: str) -> str:
+    """Each word around an escape mark that decodes to a credential, replaced whole."""
+    pieces: list[str] = []
+    done = 0
+    for mark in _ESCAPE_MARK.finditer(text):
+        if mark.start() < done:
+            continue  # inside the word just looked at
+        start, end = mark.start(), mark.end()
+        while start > done and text[start - 1] not in _WORD_END:
+            start -= 1
+        while end < len(text) and text[end] not in _WORD_END:
+            end += 1
+        word = text[start:end]
+        pieces += [text[done:start], WITHHELD if _credential_inside(_unescaped(word)) else word]
+        done = end
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _mask_escapes(text: str) -> str:
+    """Each escaped word that decodes to a credential, replaced whole, before the rules look at the text: a
+    rule would match the part before an escape (``sk-ant-...\\u0041...``) and leave the rest shown."""
+    # Decoded whole first (a few C-speed passes): only a text that then reads as holding a credential is
+    # looked at word by word (a JSON answer quoting JSON holds a backslash escape in every other word).
+    if _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
+        text = _mask_escaped_words(text)
+    return text
+
+
+def _mask_base64(text: str) -> str:
+    if len(text) <= DEEP_SEARCH_LIMIT and _LONG_BASE64_RUN.search(text) is not None:
+        text = _LONG_BASE64_RUN.sub(lambda m: WITHHELD if _base64_hides_credential(m.group(0)) else m.group(0), text)
+    return text
+
+
+def redact(text: str) -> str:
+    """``text`` as it may leave the process: URL credentials, credential-looking text and their encoded forms
+    replaced (the module docstring); ``text`` itself when there is nothing to replace.
+
+    A message (up to :data:`DEEP_SEARCH_LIMIT` characters) that still decodes to a credential once every
+    word was looked at (one spread over several escaped words: ``-----B\\u0045GIN RSA PRIVATE KEY-----``)
+    is withheld whole."""
+    text = _mask_base64(mask(_mask_escapes(_mask_urls(text))))
+    if WITHHELD + "\\" in text or (not text.isascii() and WITHHELD in text):
+        text = _CONTINUED.sub(WITHHELD, text)
+    if len(text) <= DEEP_SEARCH_LIMIT and _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
+        return WITHHELD
+    return text
+
+
+def each_string(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (parsed YAML or JSON data) with ``change`` applied to every string in it, mapping keys
+    included; mappings come back as dicts and sequences as lists, anything else as it is."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, Mapping):
+        return {each_string(k, change): each_string(v, change) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [each_string(item, change) for item in value]
+    return value
