@@ -268,11 +268,18 @@ class Memory:
         return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
-        """Delete a memory, rebuild the index, and note ``{"type": "forgot", "key", "name"}`` (never the body).
+        """Note ``{"type": "forgot", "key", "name"}`` (never the body), then delete the memory and rebuild the index.
 
-        Raises :class:`MemoryNotFoundError` when there is no such memory.
+        The audit entry comes first and is guarded before anything is
+        deleted: a credential in the key or name is withheld in it
+        (``withhold.mask``), and an entry the guard still refuses, or a
+        timeline that cannot be appended to, refuses the forget with the
+        memory in place. A delete that fails takes its entry back out of
+        the timeline, so either both happen or neither (``specs/memory.md``,
+        "Forget"). Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
         from bundlekit.memory.timeline import make_entry
+        from bundlekit.memory.withhold import mask
 
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
@@ -282,9 +289,24 @@ class Memory:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `memory list` shows the keys"
                 )
-            self._backend.delete(filename)
+            entry = make_entry("forgot", {"key": mask(key), "name": mask(current.name)}, self._now())
+            day, line = self._append(entry)
+            try:
+                self._backend.delete(filename)
+            except BaseException:
+                self._take_back(day, line)
+                raise
             self._stored(catalog, [], {}, [filename])
-            self._append(make_entry("forgot", {"key": key, "name": current.name}, self._now()))
+
+    def _take_back(self, day: str, line: bytes) -> None:
+        """Remove ``line``, just appended under the lock still held, from the end of ``timeline/<day>``."""
+        data = self._backend.read_timeline(day)
+        if data is None or not data.endswith(line):
+            return
+        if len(data) == len(line):
+            self._backend.delete_timeline(day)
+        else:
+            self._backend.write_timeline(day, data[: -len(line)])
 
     def check(self) -> None:
         """Validate the whole tree: key names and case-uniqueness, frontmatter, timeline files, secret guard.
@@ -344,15 +366,18 @@ class Memory:
 
     # -- timeline -------------------------------------------------------------
 
-    def _append(self, entry: dict[str, Any]) -> None:
+    def _append(self, entry: dict[str, Any]) -> tuple[str, bytes]:
+        """Guard ``entry``, then append it to its day file; returns the day file and the line written."""
         from bundlekit.memory.screen import guard_entry
         from bundlekit.memory.timeline import day_file_for, encode_entry
 
         line = encode_entry(entry)
         guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
+        day = day_file_for(entry)
         with self._mutex, self._backend.hold():
             self._index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
-            self._backend.append_timeline(day_file_for(entry), line)
+            self._backend.append_timeline(day, line)
+        return day, line
 
     def note(self, type: str, **data: Any) -> dict[str, Any]:
         """Append ``{"ts", "type", **data}`` to today's timeline file and return it.
