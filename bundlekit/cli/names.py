@@ -109,10 +109,12 @@ def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: t
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, asked for records.")
 @click.option("--json", "as_json", is_flag=True, help="Print {name, cid, sequence, validity, sources} as JSON.")
 def resolve_cmd(name_text: str, gateways: tuple[str, ...], as_json: bool) -> None:
-    """Print the CID NAME points at: the highest valid record of the local store and the gateways."""
+    """Print the CID NAME points at: the newest valid record of the local store and the gateways.
+
+    The newest record seen is kept in the local store, and an older one is never followed (no rollback).
+    """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
-    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws,
-                    store=BlockStore() if not gateways else None)
+    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws, store=BlockStore())
     output.warn_all(found.notes)
     cid = cid_to_str(found.cid)
     if as_json:

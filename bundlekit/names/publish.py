@@ -29,7 +29,7 @@ from bundlekit.names.record import (
     format_validity,
     name_from_key,
     parse_name,
-    verify_record,
+    verify_signed,
 )
 from bundlekit.names.resolve import gateway_records
 from bundlekit.net.fetch import RemoteGateway
@@ -96,10 +96,6 @@ class Published:
                 "validity": format_validity(self.validity), "routers": list(self.routers)}
 
 
-def _any_time() -> datetime:
-    return datetime.min.replace(tzinfo=UTC)
-
-
 def _last_sequence(store: BlockStore, name: str) -> int | None:
     """The sequence of the record the store keeps for ``name`` (expired or not), or None."""
     kept = store.get_record(name)
@@ -107,7 +103,7 @@ def _last_sequence(store: BlockStore, name: str) -> int | None:
         return None
     try:
         # An expired record still counts: its sequence was used.
-        return verify_record(parse_name(name), kept, now=_any_time).sequence
+        return verify_signed(parse_name(name), kept).sequence
     except BundlekitError as exc:
         raise BundlekitError(f"the record kept for {name} in {store.root} is damaged ({exc}); "
                              f"delete {store.root / 'ipns' / name} and publish again") from exc
@@ -124,7 +120,7 @@ def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOpt
     best: int | None = None
     for _where, data in gateway_records(name, gateways, http or HttpOptions(), notes):
         try:
-            sequence = verify_record(parse_name(name), data, now=_any_time).sequence
+            sequence = verify_signed(parse_name(name), data).sequence
         except BundlekitError:
             continue
         best = sequence if best is None else max(best, sequence)

@@ -54,6 +54,7 @@ __all__ = [
     "name_public_key",
     "parse_name",
     "verify_record",
+    "verify_signed",
 ]
 
 RECORD_MEDIA_TYPE: Final = IPNS_RECORD_MEDIA_TYPE
@@ -131,13 +132,32 @@ class IpnsRecord:
 
     @property
     def cid(self) -> bytes:
-        """The CID of an ``/ipfs/<cid>[/...]`` value; ``SignatureError`` for any other value."""
+        """The CID of an ``/ipfs/<cid>`` value (one trailing ``/`` allowed): the root of a bundle.
+
+        The spec lets a value be any content path; bundlekit loads a bundle at
+        its root only, so a value with a path inside the DAG (``/ipfs/<cid>/sub``)
+        is refused, never cut back to its CID, and so is any other value (another
+        name, a CID with white space or a line break around it): ``SignatureError``.
+        """
         if not self.value.startswith("/ipfs/"):
             raise SignatureError(f"the record for {self.name} points at {self.value[:100]!r}, not an /ipfs/ path")
+        cid_text, _, path = self.value[len("/ipfs/"):].partition("/")
+        if path:
+            raise SignatureError(
+                f"the record for {self.name} points at {self.value[:160]!r}, a path inside a DAG; bundlekit loads "
+                "a bundle at its root CID only: the publisher must publish the bundle's root (/ipfs/<CID>)"
+            )
+        if not (cid_text.isascii() and cid_text.isalnum()):
+            raise SignatureError(f"the record for {self.name} points at {self.value[:100]!r}, not an /ipfs/<CID> path")
         try:
-            return cid_from_text(self.value[len("/ipfs/"):].split("/")[0])
+            return cid_from_text(cid_text)
         except CIDError as exc:
             raise SignatureError(f"the record for {self.name} names an invalid CID") from exc
+
+    @property
+    def rank(self) -> tuple[int, datetime]:
+        """What makes a record newer (boxo ``ipns/record.go`` ``compare``): the higher sequence, then the later validity."""
+        return self.sequence, self.validity
 
 
 def _parse_validity(text: str) -> datetime:
@@ -227,6 +247,15 @@ def verify_record(
                              "the publisher must publish it again")
     return IpnsRecord(name=label, value=doc["Value"].decode("utf-8", "replace"), sequence=doc["Sequence"],
                       validity=validity, ttl_ns=doc["TTL"])
+
+
+def verify_signed(name: bytes, record: bytes) -> IpnsRecord:
+    """``verify_record`` without the validity step: the record is the name's, whenever it expires (or expired).
+
+    An expired record still proves its sequence was published: publishing
+    continues above it and resolution refuses to go back below it.
+    """
+    return verify_record(name, record, now=lambda: datetime.min.replace(tzinfo=UTC))
 
 
 def _record_key(name: bytes, entry: dict[str, bytes | int], label: str) -> bytes:
