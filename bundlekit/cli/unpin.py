@@ -12,6 +12,7 @@ from dataclasses import asdict
 import click
 
 from bundlekit.cli import output
+from bundlekit.cli._params import Count
 from bundlekit.pinning.registry import create_pinner
 from bundlekit.pinning.retention import RetirePlan, retire
 
@@ -28,7 +29,7 @@ def _lines(plan: RetirePlan) -> list[str]:
 @click.option("--pinner", "pinner_names", multiple=True, required=True, metavar="NAME",
               help="Retire from this pinner (repeatable): local, kubo, psa, pinata or cluster.")
 @click.option("--name-prefix", required=True, help="Only pins whose name starts with this (e.g. memory-).")
-@click.option("--keep", type=int, required=True, help="How many of the newest matching pins to keep.")
+@click.option("--keep", type=Count(0), required=True, help="How many of the newest matching pins to keep.")
 @click.option("--yes", is_flag=True, help="Unpin for real; without it nothing is removed (dry run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plans as JSON.")
 def unpin(pinner_names: tuple[str, ...], name_prefix: str, keep: int, yes: bool, as_json: bool) -> None:
