@@ -1,4 +1,5 @@
-"""``memory forget`` validates, then acts: its audit entry is written (or refused) before the file is deleted.
+"""``memory forget`` validates, then acts: its audit entry is written (or refused) before the file is deleted;
+an import (``memory import``, ``convert --strategy replace``) that fails part-way puts every file back.
 
 The reproduction (issue 24, item 4): a memory whose ``name`` holds a credential was
 deleted, then the ``forgot`` entry was refused by the secret guard: exit 1, no entry,
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,46 @@ def test_an_injected_failure_in_forget_leaves_files_and_timeline_as_they_were(
     root = tmp_path_factory.mktemp("forget")
     _forget_failing_at(root, keys, keys[pick % len(keys)], step, secret=secret)
     assert {r.key for r in Memory(root).list()} == set(keys)
+
+
+# -- import: the other multi-file change under the lock (memory import, convert --strategy replace) ---------
+
+
+def _import_failing_at(root: Path, step: str, after: int) -> dict[str, bytes]:
+    """Import a blob that replaces ``Foo`` by ``foo`` (a case variant: the old file is deleted first), adds ``b``
+    and a timeline entry, with call ``after + 1`` of the backend's ``step`` failing (the calls of the rollback
+    after it succeed); returns the files before."""
+    memory = Memory(root, clock=lambda: CLOCK)
+    memory.write("Foo", name="precious", description="d", type="user", body="the only copy")
+    memory.note("user_said", text="before")
+    source = Memory(root.parent / f"{root.name}-src", clock=lambda: CLOCK + timedelta(hours=1))
+    source.write("foo", name="new", description="d", type="user", body="incoming")
+    source.write("b", name="b", description="d", type="user", body="added")
+    source.note("user_said", text="imported")
+    before = _state(root)
+    real = getattr(memory._backend, step)
+    calls = {"n": 0}
+
+    def fail_later(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == after + 1:
+            raise MemoryStoreError("injected failure")
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory._backend, step, fail_later)
+        with pytest.raises(MemoryStoreError, match="injected failure"):
+            memory.import_(source.export(), strategy="replace")
+    return before
+
+
+def test_an_import_whose_write_fails_after_deleting_a_case_variant_puts_it_back(tmp_path: Path) -> None:
+    before = _import_failing_at(tmp_path / "t", "write", 0)
+    assert _state(tmp_path / "t") == before
+    assert Memory(tmp_path / "t").read("Foo").body.strip() == "the only copy"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("step", "after"), [("write", 1), ("write", 2), ("write_timeline", 0), ("delete", 0)])
+def test_an_import_failing_at_any_step_leaves_every_file_as_it_was(tmp_path: Path, step: str, after: int) -> None:
+    before = _import_failing_at(tmp_path / "t", step, after)
+    assert _state(tmp_path / "t") == before
