@@ -24,6 +24,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.names.record import (
+    MAX_UINT64,
     cid_value,
     create_record,
     format_validity,
@@ -158,6 +159,9 @@ def publish(
     store = store if store is not None else BlockStore()
     known = [seq for seq in (_last_sequence(store, name), _remote_sequence(name, gateways, http)) if seq is not None]
     sequence = max(known) + 1 if known else 0
+    if sequence > MAX_UINT64:
+        raise UsageError(f"{name} has used every sequence number (the last known is {MAX_UINT64}); "
+                         "no newer record can be signed: publish under a new key (`bundlekit name create`)")
     try:
         validity = now() + lifetime
     except OverflowError:

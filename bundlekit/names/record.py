@@ -43,6 +43,7 @@ from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, encode_entry, format
 __all__ = [
     "LIBP2P_KEY",
     "MAX_RECORD_SIZE",
+    "MAX_UINT64",
     "RECORD_MEDIA_TYPE",
     "SIGNATURE_PREFIX",
     "IpnsRecord",
@@ -62,6 +63,8 @@ SIGNATURE_PREFIX: Final = b"ipns-signature:"
 LIBP2P_KEY: Final = 0x72
 _IDENTITY: Final = 0x00
 _UNIX_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: The largest Sequence and TTL a record holds (``uint64`` in the spec's field list).
+MAX_UINT64: Final = 2**64 - 1
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -179,8 +182,8 @@ def create_record(
     ttl_ns: int,
 ) -> bytes:
     """A signed V2-only ``IpnsEntry`` for ``signer``'s name pointing at ``value`` (``/ipfs/<cid>``)."""
-    if sequence < 0 or ttl_ns < 0:
-        raise UsageError("an IPNS record's sequence and TTL are non-negative")
+    if not (0 <= sequence <= MAX_UINT64 and 0 <= ttl_ns <= MAX_UINT64):
+        raise UsageError(f"an IPNS record's sequence and TTL are unsigned 64-bit integers (0 to {MAX_UINT64})")
     import dag_cbor  # lazy: 25 ms to import, and only names need it
 
     data = dag_cbor.encode({
@@ -207,6 +210,9 @@ def _decode_data(data: bytes) -> dict[str, Any]:
             raise SignatureError(f"the IPNS record's data lacks a valid {key!r}")
     if doc["ValidityType"] != EOL:
         raise SignatureError(f"the IPNS record's validity type {doc['ValidityType']} is not EOL (0)")
+    for key in ("Sequence", "TTL"):  # uint64 in the spec: a negative one is no version and no duration
+        if not 0 <= doc[key] <= MAX_UINT64:
+            raise SignatureError(f"the IPNS record's {key} {doc[key]} is not an unsigned 64-bit integer")
     return doc
 
 

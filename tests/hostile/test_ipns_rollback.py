@@ -178,3 +178,59 @@ def test_a_value_with_white_space_or_control_characters_is_refused(home: BlockSt
 def test_a_value_with_one_trailing_slash_is_the_root(home: BlockStore) -> None:
     home.put_record(NAME, ours(f"/ipfs/{CID_A}/", 1))
     assert cid_to_str(resolve(NAME, store=home).cid) == CID_A
+
+
+def _signed_data(fields: dict[str, object]) -> bytes:
+    """A record whose DAG-CBOR data is ``fields``, signed by the name's key (what only its owner can make)."""
+    import dag_cbor
+
+    from bundlekit.names.record import SIGNATURE_PREFIX, encode_entry
+
+    data = dag_cbor.encode(fields)
+    return encode_entry({"signatureV2": SIGNER.sign(SIGNATURE_PREFIX + data), "data": data})
+
+
+@pytest.mark.parametrize("key", ["Sequence", "TTL"])
+def test_a_negative_sequence_or_ttl_is_refused_as_not_uint64(home: BlockStore, key: str) -> None:
+    fields: dict[str, object] = {"Value": f"/ipfs/{CID_A}".encode(), "Validity": b"2100-01-01T00:00:00.000000000Z",
+                                 "ValidityType": 0, "Sequence": 1, "TTL": 1}
+    fields[key] = -1
+    home.put_record(NAME, _signed_data(fields))
+    with pytest.raises(SignatureError, match=f"{key} -1 is not an unsigned 64-bit integer"):
+        resolve(NAME, store=home)
+
+
+def test_publishing_past_the_last_sequence_number_is_a_usage_error_not_a_traceback(tmp_path: Path,
+                                                                                    home: BlockStore) -> None:
+    last = create_record(SIGNER, f"/ipfs/{CID_A}", sequence=2**64 - 1, validity=FUTURE, ttl_ns=1)
+    home.put_record(NAME, last)
+    key = tmp_path / "k.pem"
+    SIGNER.write(key)
+    env = child_env()
+    env["BUNDLEKIT_HOME"] = str(home.root)
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "name", "publish", "--key-file", str(key), CID_B],
+                          capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert done.returncode == 2 and "has used every sequence number" in done.stderr
+    assert "Traceback" not in done.stderr and home.get_record(NAME) == last
+
+
+def test_resolutions_racing_to_remember_keep_the_newest(tmp_path: Path, home: BlockStore) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    with serve_in_thread(store=gateway_store(tmp_path, "3", npm("npm-v2-only"))) as older, \
+            serve_in_thread(store=gateway_store(tmp_path, "4", npm("npm-v1-v2"))) as newer:
+
+        def one(url: str) -> None:
+            try:
+                resolve(NAME, gateways=[parse_gateway(url)], store=home)
+            except BaseException as exc:  # a refusal (older than the store) is fine; anything else is not
+                if not isinstance(exc, SignatureError):
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=one, args=(url,)) for url in [older.url, newer.url] * 6]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == [] and home.get_record(NAME) == npm("npm-v1-v2")
