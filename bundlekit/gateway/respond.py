@@ -473,7 +473,7 @@ def _car_selection(query: Mapping[str, str]) -> tuple[str, tuple[int, int | None
         return "entity", parse_entity_bytes(query["entity-bytes"])
     except ValueError:
         raise _HTTPError(
-            400, f"entity-bytes={query['entity-bytes'][:60]!r} is not from:to (integers, to may be *)"
+            400, f"entity-bytes={query['entity-bytes']!r} is not from:to (integers, to may be *)"
         ) from None
 
 

@@ -93,8 +93,8 @@ def test_mcp_http_port_of_5000_digits_is_a_usage_error(tree: Path) -> None:
     assert len(result.stderr) < 200
 
 
-def test_gateway_entity_bytes_of_5000_digits_is_malformed_not_converted() -> None:
-    with pytest.raises(ValueError, match="5000 digits"):
+def test_gateway_entity_bytes_of_5000_digits_is_malformed() -> None:
+    with pytest.raises(ValueError):
         parse_entity_bytes(f"{DIGITS_5000}:*")
 
 
