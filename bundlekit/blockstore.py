@@ -354,13 +354,24 @@ class BlockStore:
             raise UsageError(f"{name[:80]!r} is not an IPNS name (k51...); check the name")
         return self.root / "ipns" / name
 
-    def put_record(self, name: str, record: bytes) -> None:
+    def put_record(self, name: str, record: bytes, *, keep: Callable[[bytes], bool] | None = None) -> bool:
         """Keep ``record`` as the latest IPNS record of ``name`` (``k51...``), replacing the one before.
 
+        With ``keep``, the record already kept is read under the store's record
+        lock and stays when ``keep(kept)`` is true (it is as new as ``record``):
+        two resolutions racing to remember what they saw cannot put an older
+        record over a newer one. Returns whether ``record`` was written.
         The store does not read records: ``bundlekit.names`` verifies them
-        before it calls this and after it reads one back.
+        before it calls this and after it reads one back (``keep`` is its judge).
         """
-        atomic_write_bytes(self._record_path(name), record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
+        path = self._record_path(name)
+        with self._flock("ipns.lock", exclusive=True):
+            if keep is not None:
+                kept = self.get_record(name)
+                if kept is not None and keep(kept):
+                    return False
+            atomic_write_bytes(path, record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
+        return True
 
     def get_record(self, name: str) -> bytes | None:
         """The IPNS record kept for ``name``, or None."""

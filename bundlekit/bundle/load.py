@@ -243,7 +243,7 @@ def load_bundle(
     options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
     resolved_notes: list[str] = []
     if uri.strip().startswith("ipns://"):
-        uri, resolution = _resolve_name(uri, gws, use_store, store, options)
+        uri, resolution = _resolve_name(uri, gws, store, options)
         resolved_notes = resolution.notes
     target = parse_uri(uri)
     dest = Path(out_dir) if out_dir is not None else None
@@ -266,14 +266,16 @@ def load_bundle(
 
 
 def _resolve_name(
-    uri: str, gws: list[RemoteGateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
+    uri: str, gws: list[RemoteGateway], store: BlockStore | None, http: HttpOptions
 ) -> tuple[str, Any]:
-    """``ipns://`` -> ``ipfs://<cid>/manifest.json`` through the records of the store (as for ``ipfs://``) and gateways."""
-    if use_store is None:
-        use_store = not gws
+    """``ipns://`` -> ``ipfs://<cid>/manifest.json`` through the records of the store and the gateways.
+
+    The store is always asked, whatever ``use_store`` says of blocks: it remembers the newest record seen
+    for the name, below which resolution never goes back (``names.resolve``).
+    """
     if not gws:
         gws = default_gateways()
-    return resolve_uri(uri, gateways=gws, store=(store or BlockStore()) if use_store else None, http=http)
+    return resolve_uri(uri, gateways=gws, store=store or BlockStore(), http=http)
 
 
 def bounded_options(options: HttpOptions, deadline: float | None, follow_redirects: bool = False) -> HttpOptions:

@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
+from bundlekit._bounds import MAX_COUNT, Bound, parse_seconds
 from bundlekit.errors import CIDError
 from bundlekit.ipld.cid import parse_cid
 
-__all__ = ["CID", "CID_OR_IPFS_URI", "CidParam"]
+__all__ = ["CID", "CID_OR_IPFS_URI", "CidParam", "Count", "Seconds"]
 
 
 class CidParam(click.ParamType[bytes]):
@@ -40,3 +41,34 @@ class CidParam(click.ParamType[bytes]):
 
 CID = CidParam()
 CID_OR_IPFS_URI = CidParam(uri=True)
+
+
+class Count(click.ParamType[int]):
+    """A whole number in ``low..high`` (``_bounds.Bound``: the digits checked before ``int()``, the range before
+    use); every integer option takes one, so no number reaches the library unbounded (exit 2 otherwise)."""
+
+    name = "integer"
+
+    def __init__(self, low: int = 0, high: int = MAX_COUNT) -> None:
+        self.bound = Bound(low, high)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        what = "the number"  # click names the option before the message
+        try:
+            if isinstance(value, int):
+                return self.bound.check(value, what)
+            return self.bound.parse(str(value), what)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Seconds(click.ParamType[float]):
+    """A duration in seconds: above 0, finite, bounded (``_bounds.parse_seconds``); ``nan`` and ``inf`` refused."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            return parse_seconds(str(value), "the number")
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)

@@ -17,7 +17,7 @@ from bundlekit.car.extract import unpack_car
 from bundlekit.car.index import CarIndex
 from bundlekit.car.verify import verify_car
 from bundlekit.cli import output
-from bundlekit.cli._params import CID
+from bundlekit.cli._params import CID, Count
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str
@@ -37,18 +37,18 @@ __all__ = ["ls", "unpack", "verify"]
 _car_arg = click.argument("car", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 _block_opt = click.option(
     "--max-block-size",
-    type=click.IntRange(min=1),
+    type=Count(1),
     default=MAX_BLOCK_SIZE,
     show_default=True,
     help="Reject blocks larger than this many bytes.",
 )
 
 _entries_opt = click.option(
-    "--max-entries", type=click.IntRange(min=1), default=MAX_ENTRIES, show_default=True,
+    "--max-entries", type=Count(1), default=MAX_ENTRIES, show_default=True,
     help="Refuse DAGs with more entries (paths) than this, a reused directory counted at every path.",
 )
 _visits_opt = click.option(
-    "--max-visits", type=click.IntRange(min=1), default=MAX_VISITS, show_default=True,
+    "--max-visits", type=Count(1), default=MAX_VISITS, show_default=True,
     help="Refuse DAGs that need more block reads than this, a reused block counted at every read.",
 )
 
@@ -60,16 +60,16 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
 @click.command("verify")
 @_car_arg
 @_block_opt
-@click.option("--max-depth", type=click.IntRange(min=1), default=MAX_DEPTH, show_default=True,
+@click.option("--max-depth", type=Count(1), default=MAX_DEPTH, show_default=True,
               help="Reject DAGs nested deeper than this.")
-@click.option("--max-links", type=click.IntRange(min=1), default=MAX_LINKS, show_default=True,
+@click.option("--max-links", type=Count(1), default=MAX_LINKS, show_default=True,
               help="Reject DAGs with more links than this.")
 @click.option("--strict", is_flag=True,
               help="Also measure what each root claims to expand to (blocks reused) and refuse one past "
                    "--max-visits, --max-entries or --max-bytes.")
 @_visits_opt
 @_entries_opt
-@click.option("--max-bytes", type=click.IntRange(min=0), default=MAX_BYTES, show_default=True,
+@click.option("--max-bytes", type=Count(0), default=MAX_BYTES, show_default=True,
               help="With --strict: refuse a root whose files claim more bytes than this.")
 @click.option("--json", "as_json", is_flag=True,
               help='Print {"ok", "roots", "blocks", "bytes"} on success (with --strict, "expansion" too).')
@@ -116,7 +116,7 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, stric
               help="Directory to create (or file, for a file root). Must be absent or empty unless --force.")
 @click.option("--root", "root", type=CID, help="Which root to extract when the CAR lists several.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=MAX_BYTES, show_default=True,
+@click.option("--max-bytes", type=Count(0), default=MAX_BYTES, show_default=True,
               help="Refuse to extract more than this many bytes of content (checked against the "
                    "declared size first).")
 @_entries_opt

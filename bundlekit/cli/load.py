@@ -17,6 +17,7 @@ from bundlekit.bundle.layers import load_layered, parse_layer_option
 from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, bounded_options, load_bundle
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._params import Count, Seconds
 from bundlekit.errors import UsageError
 from bundlekit.net.http import HttpOptions, check_http_url
 
@@ -42,11 +43,11 @@ def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
               help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-@click.option("--deadline", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_DEADLINE,
+@click.option("--deadline", type=Seconds(), default=DEFAULT_DEADLINE,
               show_default=True, metavar="SECONDS", help="Give up when the load (and each response) takes longer.")
 @click.option("--follow-redirects", is_flag=True,
               help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=DEFAULT_MAX_BYTES, show_default=True,
+@click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
               help="Refuse a bundle whose files claim more bytes than this, together.")
 @_PUBLISHER
 @key_options

@@ -14,6 +14,7 @@ import click
 from bundlekit.bundle.log import DEFAULT_DEPTH, walk_lineage
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._params import Count
 
 __all__ = ["log"]
 
@@ -21,7 +22,7 @@ __all__ = ["log"]
 @click.command("log")
 @click.argument("uri")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
-@click.option("--depth", type=int, default=DEFAULT_DEPTH, show_default=True, help="At most this many steps.")
+@click.option("--depth", type=Count(0), default=DEFAULT_DEPTH, show_default=True, help="At most this many steps.")
 @click.option("--json", "as_json", is_flag=True, help="Print the steps as JSON.")
 @key_options
 def log(uri: str, gateways: tuple[str, ...], depth: int, as_json: bool, **params: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
@@ -31,19 +32,24 @@ def _sdk_server() -> ModuleType:
                         packages={"mcp", "pydantic", "uvicorn", "starlette"})
 
 
+_PORT = Bound(1, 65535)
+
+
 def _http_address(value: str, host: str | None) -> tuple[str, int]:
     addr_host, sep, port_text = value.rpartition(":")
     if not sep:
         addr_host, port_text = "127.0.0.1", value
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise UsageError(f"--http {value!r}: give PORT or 127.0.0.1:PORT (a port from 1 to 65535)")
+    try:
+        port = _PORT.parse(port_text, "the port")
+    except ValueError:
+        raise UsageError(f"--http {value[:40]!r}: give PORT or 127.0.0.1:PORT (a port from 1 to 65535)") from None
     if host is not None:
-        return host, int(port_text)
+        return host, port
     if not is_loopback(addr_host):
         raise UsageError(
-            f"--http {value!r} listens beyond loopback; add --host {addr_host} to say that is intended"
+            f"--http {value[:80]!r} listens beyond loopback; add --host {addr_host[:60]} to say that is intended"
         )
-    return addr_host.strip("[]"), int(port_text)
+    return addr_host.strip("[]"), port
 
 
 @click.command("mcp")

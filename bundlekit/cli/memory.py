@@ -16,7 +16,9 @@ from typing import Any
 
 import click
 
+from bundlekit._bounds import CONTEXT_TOKENS, RECALL_LIMIT
 from bundlekit.cli import output
+from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
@@ -125,7 +127,7 @@ def init_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.option("--decay", type=click.Choice(DECAY_VALUES), help="Retrieval decay hint.")
 @click.option("--source", help="Which conversation or event produced this memory.")
 @click.option(
-    "--expect-revision", type=click.IntRange(min=0), help="Refuse the write unless at this revision."
+    "--expect-revision", type=Count(0), help="Refuse the write unless at this revision."
 )
 @click.option(
     "--allow-secrets", is_flag=True, help="Skip the secret guard (only for text that is not a credential)."
@@ -246,7 +248,7 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
 @memory.command("recall")
 @_dir_option
 @click.argument("query")
-@click.option("--limit", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--limit", type=Count(RECALL_LIMIT.low, RECALL_LIMIT.high), default=5, show_default=True)
 @click.option(
     "--rank",
     type=click.Choice(RANKS),
@@ -276,7 +278,7 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @memory.command("context")
 @_dir_option
 @click.option(
-    "--max-tokens", type=click.IntRange(min=0), help="Token budget (4 characters each). [default: 8192]"
+    "--max-tokens", type=Count(CONTEXT_TOKENS.low, CONTEXT_TOKENS.high), help="Token budget (4 characters each). [default: 8192]"
 )
 @click.option(
     "--style",

@@ -22,11 +22,13 @@ from bundlekit.cli import output
 from bundlekit.cli._params import CID_OR_IPFS_URI
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import PinnerNotConfigured
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names import Published, create_name, parse_duration, publish, resolve
 from bundlekit.names.publish import Router
 from bundlekit.names.record import format_validity
 from bundlekit.net.fetch import default_gateways, parse_gateway
+from bundlekit.net.http import check_http_url
 from pinners.kubo import KuboPinner
 
 __all__ = ["name", "publish_name", "routers_from_env"]
@@ -55,10 +57,21 @@ def create(key_file: Path, as_json: bool) -> None:
 
 
 def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Router]]:
-    """kubo's ``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set, else nothing beyond the local store."""
+    """kubo's ``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set, else nothing beyond the local store.
+
+    The configuration is checked here, before anything is published: a credential with a line
+    break or a URL that is not http(s) refuses the publish while the store still keeps the
+    record before it (they were found only after the store had taken the new one).
+    """
     source = os.environ if env is None else env
     if not source.get("BUNDLEKIT_KUBO_URL"):
         return []
+    with KuboPinner.from_env(source) as checked:  # PinnerNotConfigured for a credential it cannot send
+        url = checked.base_url
+    if not url.lower().startswith(("http://", "https://")):
+        raise PinnerNotConfigured("kubo: BUNDLEKIT_KUBO_URL is not a usable http(s) URL; "
+                                  "it must start with http:// or https://")
+    check_http_url(url, what="BUNDLEKIT_KUBO_URL")
 
     def put(name_text: str, record: bytes) -> None:
         with KuboPinner.from_env(source) as kubo:
@@ -68,15 +81,16 @@ def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Ro
 
 
 def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m",
-                 gateways: tuple[str, ...] = ()) -> Published:
-    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers.
+                 gateways: tuple[str, ...] = (), routers: list[tuple[str, Router]] | None = None) -> Published:
+    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers
+    (``routers``, checked earlier by the caller, else ``routers_from_env()``).
 
     The sequence continues the highest one known to the store and to the gateways
     (``gateways``, else ``$BUNDLEKIT_GATEWAYS``), so a fresh machine does not restart at 0.
     """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
     return publish(key_file, cid, lifetime=parse_duration(lifetime), ttl=parse_duration(ttl), store=BlockStore(),
-                   routers=routers_from_env(), gateways=gws)
+                   routers=routers_from_env() if routers is None else routers, gateways=gws)
 
 
 def published_line(published: Published) -> str:
@@ -109,10 +123,12 @@ def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: t
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, asked for records.")
 @click.option("--json", "as_json", is_flag=True, help="Print {name, cid, sequence, validity, sources} as JSON.")
 def resolve_cmd(name_text: str, gateways: tuple[str, ...], as_json: bool) -> None:
-    """Print the CID NAME points at: the highest valid record of the local store and the gateways."""
+    """Print the CID NAME points at: the newest valid record of the local store and the gateways.
+
+    The newest record seen is kept in the local store, and an older one is never followed (no rollback).
+    """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
-    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws,
-                    store=BlockStore() if not gateways else None)
+    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws, store=BlockStore())
     output.warn_all(found.notes)
     cid = cid_to_str(found.cid)
     if as_json:

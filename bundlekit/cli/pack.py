@@ -17,6 +17,7 @@ import click
 
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.cli import output
+from bundlekit.cli._params import Count
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
@@ -38,8 +39,8 @@ def _profile_options(func: F) -> F:
             show_default=True,
             help="UnixFS profile: which reference tool's CIDs to reproduce.",
         ),
-        click.option("--chunk-size", type=click.IntRange(min=1), default=None, help="Override the chunk size in bytes."),
-        click.option("--max-links", type=click.IntRange(min=2), default=None, help="Override the links per file node."),
+        click.option("--chunk-size", type=Count(1), default=None, help="Override the chunk size in bytes."),
+        click.option("--max-links", type=Count(2), default=None, help="Override the links per file node."),
         click.option("--cid-version", type=click.Choice(["0", "1"]), default=None, help="Override the CID version."),
         click.option(
             "--raw-leaves/--no-raw-leaves", default=None, help="Override whether file leaves are raw blocks."

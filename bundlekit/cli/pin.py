@@ -17,7 +17,7 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
-from bundlekit.cli.names import publish_name, published_line
+from bundlekit.cli.names import publish_name, published_line, routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, pin_all
@@ -81,6 +81,7 @@ def pin(
     """
     key = resolve_key_spec(new_key=True, **key_params)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
+    name_routers = routers_from_env() if name_key is not None else None  # so is kubo's configuration
     keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
     built = open_pinners(pinner_names or ("local",), psa_origins)
@@ -101,7 +102,7 @@ def pin(
     name_error: BundlekitError | None = None
     if report.ok and name_signer is not None:  # the name moves only once the pins hold
         try:
-            published = publish_name(name_signer, source.root)
+            published = publish_name(name_signer, source.root, routers=name_routers)
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
     doc = report.to_json()

@@ -11,6 +11,7 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
+from bundlekit.cli._params import Count
 from bundlekit.gateway.server import (
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
@@ -81,7 +82,7 @@ def _serve(
     "--port",
     default=8080,
     show_default=True,
-    type=click.IntRange(0, 65535),
+    type=Count(0, 65535),
     help="Port (0 picks a free one).",
 )
 @click.option(
@@ -95,7 +96,7 @@ def _serve(
     "--max-connections",
     default=MAX_CONNECTIONS,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=Count(1),
     help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
@@ -131,7 +132,7 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections
 @click.argument("uri")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
-@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port (0 picks a free one).")
+@click.option("--port", default=0, show_default=True, type=Count(0, 65535), help="Port (0 picks a free one).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "root"} as one line instead of the URL.')
 def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.

@@ -7,13 +7,15 @@ Data on stdout, one line per pin: ``keep`` / ``unpin`` (dry run) or
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import asdict
 
 import click
 
 from bundlekit.cli import output
+from bundlekit.cli._params import Count
 from bundlekit.pinning.registry import create_pinner
-from bundlekit.pinning.retention import RetirePlan, retire
+from bundlekit.pinning.retention import RetirePlan, carry_out, retire
 
 __all__ = ["unpin"]
 
@@ -28,15 +30,19 @@ def _lines(plan: RetirePlan) -> list[str]:
 @click.option("--pinner", "pinner_names", multiple=True, required=True, metavar="NAME",
               help="Retire from this pinner (repeatable): local, kubo, psa, pinata or cluster.")
 @click.option("--name-prefix", required=True, help="Only pins whose name starts with this (e.g. memory-).")
-@click.option("--keep", type=int, required=True, help="How many of the newest matching pins to keep.")
+@click.option("--keep", type=Count(0), required=True, help="How many of the newest matching pins to keep.")
 @click.option("--yes", is_flag=True, help="Unpin for real; without it nothing is removed (dry run).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plans as JSON.")
 def unpin(pinner_names: tuple[str, ...], name_prefix: str, keep: int, yes: bool, as_json: bool) -> None:
     """Keep the newest --keep pins named --name-prefix* on each pinner; unpin the rest with --yes."""
-    plans = []
-    for name in dict.fromkeys(pinner_names):
-        with create_pinner(name) as pinner:
-            plans.append(retire(pinner, name_prefix, keep, act=yes))
+    with ExitStack() as stack:
+        # Every pinner is built and listed, and every plan made, before the first unpin:
+        # a missing secret or a listing that fails on the second pinner leaves the first untouched.
+        pinners = [stack.enter_context(create_pinner(name)) for name in dict.fromkeys(pinner_names)]
+        plans = [retire(pinner, name_prefix, keep) for pinner in pinners]
+        if yes:
+            for pinner, plan in zip(pinners, plans, strict=True):
+                carry_out(pinner, plan)
     if as_json:
         output.data_json([asdict(p) for p in plans])
     else:

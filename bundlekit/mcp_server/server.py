@@ -39,6 +39,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, with_config
 
+from bundlekit._bounds import CONTEXT_TOKENS
 from bundlekit._redact import each_string, redact
 from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
@@ -252,9 +253,8 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
         annotations=_READ,
     )
     async def memory_context(
-        max_tokens: Annotated[int, Field(description="Budget in tokens (about 4 characters each).", ge=1)] = (
-            DEFAULT_CONTEXT_TOKENS
-        ),
+        max_tokens: Annotated[int, Field(description="Budget in tokens (about 4 characters each).", ge=1,
+                                         le=CONTEXT_TOKENS.high)] = DEFAULT_CONTEXT_TOKENS,
     ) -> str:
         return _tool_call(lambda: tools.context(max_tokens))
 
@@ -375,10 +375,12 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
     ) -> str:
         # The SDK turns any other exception of a prompt into "Internal server error": only an
         # MCPError reaches the client with its message, so bad arguments are INVALID_PARAMS.
-        if not (max_tokens.isascii() and max_tokens.isdigit()):
-            raise MCPError(INVALID_PARAMS, f"memory_context: max_tokens must be a positive integer, not {max_tokens!r}")
         try:
-            return tools.context(int(max_tokens))
+            budget = CONTEXT_TOKENS.parse(max_tokens, "memory_context: max_tokens")  # before int(): 5,000 digits
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        try:
+            return tools.context(budget)
         except BundlekitError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 

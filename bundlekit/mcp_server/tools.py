@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bundlekit._bounds import CONTEXT_TOKENS
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
@@ -79,9 +80,13 @@ class MemoryTools:
 
     def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:
         """The context block (index, top memories, recent timeline) within ``max_tokens``."""
-        if max_tokens < 1:
-            raise UsageError(f"memory_context: max_tokens must be at least 1, not {max_tokens}")
-        return self.served.memory.context_block(max_tokens)
+        try:
+            budget = CONTEXT_TOKENS.check(max_tokens, "memory_context: max_tokens")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if budget < 1:
+            raise UsageError(f"memory_context: max_tokens must be at least 1, not {budget}")
+        return self.served.memory.context_block(budget)
 
     def show(self, key: str) -> dict[str, Any]:
         """One memory: its frontmatter and body (what looks like a credential withheld)."""

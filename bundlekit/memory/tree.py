@@ -47,6 +47,7 @@ from bundlekit.memory.timefmt import as_utc, format_timestamp, parse_timestamp, 
 
 if TYPE_CHECKING:
     from bundlekit.memory.transfer import ImportReport
+    from bundlekit.memory.undo import Undo
 
 __all__ = ["Memory"]
 
@@ -268,11 +269,19 @@ class Memory:
         return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
-        """Delete a memory, rebuild the index, and note ``{"type": "forgot", "key", "name"}`` (never the body).
+        """Note ``{"type": "forgot", "key", "name"}`` (never the body), then delete the memory and rebuild the index.
 
-        Raises :class:`MemoryNotFoundError` when there is no such memory.
+        The audit entry comes first and is guarded before anything is
+        deleted: a credential in the key or name is withheld in it
+        (``withhold.mask``), and an entry the guard still refuses, or a
+        timeline that cannot be appended to, refuses the forget with the
+        memory in place. A delete that fails takes its entry back out of
+        the timeline, so either both happen or neither (``specs/memory.md``,
+        "Forget"). Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
-        from bundlekit.memory.timeline import make_entry
+        from bundlekit.memory.timeline import day_file_for, make_entry
+        from bundlekit.memory.undo import undo_on_failure
+        from bundlekit.memory.withhold import mask
 
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
@@ -282,9 +291,13 @@ class Memory:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `memory list` shows the keys"
                 )
-            self._backend.delete(filename)
+            entry = make_entry("forgot", {"key": mask(key), "name": mask(current.name)}, self._now())
+            with undo_on_failure(self._backend) as undo:
+                day = day_file_for(entry)
+                undo.day_file(day, self._backend.read_timeline(day))
+                self._append(entry)
+                self._backend.delete(filename)
             self._stored(catalog, [], {}, [filename])
-            self._append(make_entry("forgot", {"key": key, "name": current.name}, self._now()))
 
     def check(self) -> None:
         """Validate the whole tree: key names and case-uniqueness, frontmatter, timeline files, secret guard.
@@ -497,15 +510,18 @@ class Memory:
         secret guard); then, under the lock, incoming files are written:
         ``merge`` keeps the local file on conflict (same key ignoring case),
         ``replace`` takes the incoming one. Timelines are merged by timestamp
-        without duplicates. Returns an :class:`ImportReport`.
+        without duplicates. A write that fails part-way puts back every file
+        already changed (``memory.undo``): a case-variant key's old file, deleted
+        before the new one is written, is never lost. Returns an :class:`ImportReport`.
         """
         from bundlekit.memory.transfer import STRATEGIES, ImportReport, validate_blob
+        from bundlekit.memory.undo import undo_on_failure
 
         if strategy not in STRATEGIES:
             raise UsageError(f"import strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         plan = validate_blob(blob, allow_secrets=allow_secrets)
         report = ImportReport()
-        with self._mutex, self._backend.hold():
+        with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
             catalog = self._index.refresh(locked=True)
             records = {r.key.lower(): r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
@@ -522,17 +538,19 @@ class Memory:
                 else:
                     report.replaced.append(key)
                     if local.key != key:
+                        undo.memory_file(local.filename, self._backend.read(local.filename))
                         self._backend.delete(local.filename)
                         removed.append(local.filename)
+                undo.memory_file(incoming.filename, self._backend.read(incoming.filename))
                 self._backend.write(incoming.filename, incoming.raw.encode("utf-8"))
                 previous[key] = local if local is not None and local.key == key else None
                 written.append(incoming)
                 records[key.lower()] = incoming
-            report.timeline_added = self._merge_timeline(plan.timeline)
+            report.timeline_added = self._merge_timeline(plan.timeline, undo)
             self._stored(catalog, written, previous, removed)
         return report
 
-    def _merge_timeline(self, incoming: Sequence[dict[str, Any]]) -> int:
+    def _merge_timeline(self, incoming: Sequence[dict[str, Any]], undo: Undo) -> int:
         from bundlekit.memory.timeline import day_file_for, encode_entry, merge_entries, parse_day
 
         by_day: dict[str, builtins.list[dict[str, Any]]] = {}
@@ -544,6 +562,7 @@ class Memory:
             existing = parse_day(name, data) if data is not None else []
             merged, added = merge_entries(existing, by_day[name])
             if added:
+                undo.day_file(name, data)
                 self._backend.write_timeline(name, b"".join(encode_entry(e) for e in merged))
                 added_total += added
         return added_total

@@ -24,12 +24,13 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.names.record import (
+    MAX_UINT64,
     cid_value,
     create_record,
     format_validity,
     name_from_key,
     parse_name,
-    verify_record,
+    verify_signed,
 )
 from bundlekit.names.resolve import gateway_records
 from bundlekit.net.fetch import RemoteGateway
@@ -96,10 +97,6 @@ class Published:
                 "validity": format_validity(self.validity), "routers": list(self.routers)}
 
 
-def _any_time() -> datetime:
-    return datetime.min.replace(tzinfo=UTC)
-
-
 def _last_sequence(store: BlockStore, name: str) -> int | None:
     """The sequence of the record the store keeps for ``name`` (expired or not), or None."""
     kept = store.get_record(name)
@@ -107,7 +104,7 @@ def _last_sequence(store: BlockStore, name: str) -> int | None:
         return None
     try:
         # An expired record still counts: its sequence was used.
-        return verify_record(parse_name(name), kept, now=_any_time).sequence
+        return verify_signed(parse_name(name), kept).sequence
     except BundlekitError as exc:
         raise BundlekitError(f"the record kept for {name} in {store.root} is damaged ({exc}); "
                              f"delete {store.root / 'ipns' / name} and publish again") from exc
@@ -124,7 +121,7 @@ def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOpt
     best: int | None = None
     for _where, data in gateway_records(name, gateways, http or HttpOptions(), notes):
         try:
-            sequence = verify_record(parse_name(name), data, now=_any_time).sequence
+            sequence = verify_signed(parse_name(name), data).sequence
         except BundlekitError:
             continue
         best = sequence if best is None else max(best, sequence)
@@ -162,6 +159,9 @@ def publish(
     store = store if store is not None else BlockStore()
     known = [seq for seq in (_last_sequence(store, name), _remote_sequence(name, gateways, http)) if seq is not None]
     sequence = max(known) + 1 if known else 0
+    if sequence > MAX_UINT64:
+        raise UsageError(f"{name} has used every sequence number (the last known is {MAX_UINT64}); "
+                         "no newer record can be signed: publish under a new key (`bundlekit name create`)")
     try:
         validity = now() + lifetime
     except OverflowError:

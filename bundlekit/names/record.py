@@ -43,6 +43,7 @@ from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, encode_entry, format
 __all__ = [
     "LIBP2P_KEY",
     "MAX_RECORD_SIZE",
+    "MAX_UINT64",
     "RECORD_MEDIA_TYPE",
     "SIGNATURE_PREFIX",
     "IpnsRecord",
@@ -54,6 +55,7 @@ __all__ = [
     "name_public_key",
     "parse_name",
     "verify_record",
+    "verify_signed",
 ]
 
 RECORD_MEDIA_TYPE: Final = IPNS_RECORD_MEDIA_TYPE
@@ -61,6 +63,8 @@ SIGNATURE_PREFIX: Final = b"ipns-signature:"
 LIBP2P_KEY: Final = 0x72
 _IDENTITY: Final = 0x00
 _UNIX_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: The largest Sequence and TTL a record holds (``uint64`` in the spec's field list).
+MAX_UINT64: Final = 2**64 - 1
 
 
 # -- names ----------------------------------------------------------------------------------
@@ -131,13 +135,32 @@ class IpnsRecord:
 
     @property
     def cid(self) -> bytes:
-        """The CID of an ``/ipfs/<cid>[/...]`` value; ``SignatureError`` for any other value."""
+        """The CID of an ``/ipfs/<cid>`` value (one trailing ``/`` allowed): the root of a bundle.
+
+        The spec lets a value be any content path; bundlekit loads a bundle at
+        its root only, so a value with a path inside the DAG (``/ipfs/<cid>/sub``)
+        is refused, never cut back to its CID, and so is any other value (another
+        name, a CID with white space or a line break around it): ``SignatureError``.
+        """
         if not self.value.startswith("/ipfs/"):
             raise SignatureError(f"the record for {self.name} points at {self.value[:100]!r}, not an /ipfs/ path")
+        cid_text, _, path = self.value[len("/ipfs/"):].partition("/")
+        if path:
+            raise SignatureError(
+                f"the record for {self.name} points at {self.value[:160]!r}, a path inside a DAG; bundlekit loads "
+                "a bundle at its root CID only: the publisher must publish the bundle's root (/ipfs/<CID>)"
+            )
+        if not (cid_text.isascii() and cid_text.isalnum()):
+            raise SignatureError(f"the record for {self.name} points at {self.value[:100]!r}, not an /ipfs/<CID> path")
         try:
-            return cid_from_text(self.value[len("/ipfs/"):].split("/")[0])
+            return cid_from_text(cid_text)
         except CIDError as exc:
             raise SignatureError(f"the record for {self.name} names an invalid CID") from exc
+
+    @property
+    def rank(self) -> tuple[int, datetime]:
+        """What makes a record newer (boxo ``ipns/record.go`` ``compare``): the higher sequence, then the later validity."""
+        return self.sequence, self.validity
 
 
 def _parse_validity(text: str) -> datetime:
@@ -159,8 +182,8 @@ def create_record(
     ttl_ns: int,
 ) -> bytes:
     """A signed V2-only ``IpnsEntry`` for ``signer``'s name pointing at ``value`` (``/ipfs/<cid>``)."""
-    if sequence < 0 or ttl_ns < 0:
-        raise UsageError("an IPNS record's sequence and TTL are non-negative")
+    if not (0 <= sequence <= MAX_UINT64 and 0 <= ttl_ns <= MAX_UINT64):
+        raise UsageError(f"an IPNS record's sequence and TTL are unsigned 64-bit integers (0 to {MAX_UINT64})")
     import dag_cbor  # lazy: 25 ms to import, and only names need it
 
     data = dag_cbor.encode({
@@ -187,6 +210,9 @@ def _decode_data(data: bytes) -> dict[str, Any]:
             raise SignatureError(f"the IPNS record's data lacks a valid {key!r}")
     if doc["ValidityType"] != EOL:
         raise SignatureError(f"the IPNS record's validity type {doc['ValidityType']} is not EOL (0)")
+    for key in ("Sequence", "TTL"):  # uint64 in the spec: a negative one is no version and no duration
+        if not 0 <= doc[key] <= MAX_UINT64:
+            raise SignatureError(f"the IPNS record's {key} {doc[key]} is not an unsigned 64-bit integer")
     return doc
 
 
@@ -227,6 +253,15 @@ def verify_record(
                              "the publisher must publish it again")
     return IpnsRecord(name=label, value=doc["Value"].decode("utf-8", "replace"), sequence=doc["Sequence"],
                       validity=validity, ttl_ns=doc["TTL"])
+
+
+def verify_signed(name: bytes, record: bytes) -> IpnsRecord:
+    """``verify_record`` without the validity step: the record is the name's, whenever it expires (or expired).
+
+    An expired record still proves its sequence was published: publishing
+    continues above it and resolution refuses to go back below it.
+    """
+    return verify_record(name, record, now=lambda: datetime.min.replace(tzinfo=UTC))
 
 
 def _record_key(name: bytes, entry: dict[str, bytes | int], label: str) -> bytes:

@@ -1,13 +1,23 @@
-"""Resolve an IPNS name to a CID: records from the local store and gateways, verified, highest sequence.
+"""Resolve an IPNS name to a CID: records from the local store and gateways, verified, highest sequence, no rollback.
 
 Each gateway is asked ``GET {gateway}/ipns/{name}`` with
 ``Accept: application/vnd.ipfs.ipns-record`` (the trustless gateway
 specification's IPNS part, github.com/ipfs/specs ``src/http-gateways/trustless-gateway.md``);
-the local store is asked for the record it keeps. Every record is verified
-(``names.record.verify_record``: signature, name binding, validity); of the
-valid ones the highest sequence wins (a later validity breaks a tie). A
-source that answers nothing is a note; a record that does not verify is a
-note too, unless no valid record is left, when its error is raised.
+the local store is always asked too, for the record it keeps: the last one
+published or resolved here. Every record's signature is verified
+(``names.record.verify_signed``: signature, name binding); of those the newest
+wins as boxo picks it (github.com/ipfs/boxo ``ipns/record.go`` ``compare`` and
+``ipns/validation.go`` ``selectRecord``, commit d5aa650e: the higher sequence, then
+the later validity, then the greater record bytes, so equal sequences never
+depend on the order sources answered). The winner must still be valid now: when
+the newest record seen has expired, older ones are refused, never followed
+(``SignatureError``): the store's record, or a gateway's expired one, proves the
+publisher went past them. The winner, when it is newer than the store's, is
+kept in the store (``BlockStore.put_record`` with ``keep``: under a lock, never
+over a newer one), so the highest sequence seen survives to the next
+resolution, with or without the gateway that served it. A source that answers
+nothing is a note; a record that does not verify is a note too, unless no
+signed record is left, when its error is raised.
 """
 
 from __future__ import annotations
@@ -23,9 +33,10 @@ from bundlekit.names.record import (
     MAX_RECORD_SIZE,
     RECORD_MEDIA_TYPE,
     IpnsRecord,
+    format_validity,
     name_text,
     parse_name,
-    verify_record,
+    verify_signed,
 )
 from bundlekit.net.fetch import RemoteGateway, http_get
 from bundlekit.net.http import Failure, HttpOptions, open_client
@@ -69,6 +80,44 @@ def gateway_records(
     return found
 
 
+@dataclass(frozen=True)
+class _Offer:
+    """A record one source offered, its signature verified (its validity not yet judged)."""
+
+    where: str
+    data: bytes
+    record: IpnsRecord
+
+    @property
+    def order(self) -> tuple[int, datetime, bytes]:
+        return (*self.record.rank, self.data)
+
+
+def _signed(binary: bytes, offered: list[tuple[str, bytes]], notes: list[str]) -> tuple[list[_Offer], list[BundlekitError]]:
+    """The offers whose signature verifies for ``binary``; the failures (also noted) of the others."""
+    signed: list[_Offer] = []
+    failures: list[BundlekitError] = []
+    for where, data in offered:
+        try:
+            signed.append(_Offer(where, data, verify_signed(binary, data)))
+        except SignatureError as exc:
+            failures.append(exc)
+            notes.append(f"{where}: {exc}")
+    return signed, failures
+
+
+def _remember(store: BlockStore, label: str, best: _Offer) -> None:
+    """Keep ``best`` in ``store`` unless the record it keeps is as new (judged again under the store's lock)."""
+
+    def as_new(kept: bytes) -> bool:
+        try:
+            return (*verify_signed(parse_name(label), kept).rank, kept) >= best.order
+        except BundlekitError:
+            return False  # a damaged record is replaced by a verified one
+
+    store.put_record(label, best.data, keep=as_new)
+
+
 def resolve(
     name: str,
     *,
@@ -77,44 +126,52 @@ def resolve(
     http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Resolution:
-    """The best valid record for ``name`` across ``store`` and ``gateways``.
+    """The newest valid record for ``name`` across ``store`` (``BlockStore()`` when None) and ``gateways``.
 
-    With neither, the local block store (``BlockStore()``) is asked.
-    Raises ``UsageError`` for a malformed name,
-    ``SignatureError`` when records were found but none verifies (the first
-    failure is named), ``LoadError`` when no source has a record.
+    Raises ``UsageError`` for a malformed name, ``SignatureError`` when records
+    were found but none verifies (the first failure is named) or when the newest
+    one has expired (an older one is never taken instead), ``LoadError`` when no
+    source has a record.
     """
     binary = parse_name(name)
     label = name_text(binary)
-    if not gateways and store is None:
-        store = BlockStore()
+    store = store if store is not None else BlockStore()
     notes: list[str] = []
     offered: list[tuple[str, bytes]] = []
-    if store is not None:
-        kept = store.get_record(label)
-        if kept is not None:
-            offered.append(("store", kept))
+    kept = store.get_record(label)
+    if kept is not None:
+        offered.append(("store", kept))
     offered += gateway_records(label, gateways, http or HttpOptions(), notes)
-    valid: list[tuple[str, IpnsRecord]] = []
-    failures: list[BundlekitError] = []
-    for where, data in offered:
-        try:
-            valid.append((where, verify_record(binary, data, now=now)))
-        except SignatureError as exc:
-            failures.append(exc)
-            notes.append(f"{where}: {exc}")
-    if not valid:
+    signed, failures = _signed(binary, offered, notes)
+    if not signed:
         if failures:
             raise failures[0]
-        asked = ([f"the local store {store.root} keeps none"] if store is not None else []) + notes
+        asked = [f"the local store {store.root} keeps none", *notes]
         raise LoadError(f"no source has an IPNS record for {label} ({'; '.join(asked)}); "
                         "check the name or publish it with `bundlekit name publish`")
-    best = max((r for _, r in valid), key=lambda r: (r.sequence, r.validity))
-    sources = [where for where, r in valid if r == best]
-    for where, r in valid:
-        if r.sequence < best.sequence:
-            notes.append(f"{where}: served an older record (sequence {r.sequence} < {best.sequence}); ignored")
-    return Resolution(record=best, sources=sources, notes=notes)
+    best = max(signed, key=lambda offer: offer.order)
+    if best.record.validity <= now():
+        older = sorted({o.record.sequence for o in signed if o.record.sequence < best.record.sequence})
+        raise SignatureError(
+            f"the IPNS record for {label} expired at {format_validity(best.record.validity)} "
+            f"(sequence {best.record.sequence}, from {best.where})"
+            + (f"; older records (sequence {', '.join(map(str, older[-3:]))}) are refused, never followed back"
+               if older else "")
+            + "; the publisher must publish it again"
+        )
+    sources = [o.where for o in signed if o.data == best.data]
+    for offer in signed:
+        if offer.data == best.data:
+            continue
+        if offer.record.sequence < best.record.sequence:
+            notes.append(f"{offer.where}: served an older record (sequence {offer.record.sequence} < "
+                         f"{best.record.sequence}); ignored")
+        else:
+            notes.append(f"{offer.where}: served another record with the same sequence {offer.record.sequence}; "
+                         "took the one valid longest (then the greater record bytes, as boxo)")
+    if "store" not in sources:
+        _remember(store, label, best)
+    return Resolution(record=best.record, sources=sources, notes=notes)
 
 
 def resolve_uri(

@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bundlekit.errors import UsageError
+from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.ipld.cid import parse_cid
 from bundlekit.pinning.protocol import PinEntry
 
-__all__ = ["RetirePlan", "plan_retirement", "retire"]
+__all__ = ["RetirePlan", "carry_out", "plan_retirement", "retire"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -70,7 +70,7 @@ def retire(pinner: Any, name_prefix: str, keep: int, *, act: bool = False) -> Re
 
     Raises UsageError for an empty ``name_prefix`` (it would match every pin)
     and for a pinner that cannot list its pins, and the pinner's
-    ``PinError`` when listing or unpinning fails.
+    ``PinError`` when listing or unpinning fails (see :func:`carry_out`).
     """
     if not name_prefix.strip():
         # An empty prefix matches every pin, unnamed ones and those bundlekit never made included.
@@ -78,7 +78,26 @@ def retire(pinner: Any, name_prefix: str, keep: int, *, act: bool = False) -> Re
                          "(e.g. memory-)")
     plan = plan_retirement(getattr(pinner, "name", "?"), pinner.list(name_prefix=name_prefix), keep)
     if act:
-        for entry in plan.retire:
-            pinner.unpin(parse_cid(entry.cid))
-        plan.acted = True
+        carry_out(pinner, plan)
     return plan
+
+
+def carry_out(pinner: Any, plan: RetirePlan) -> None:
+    """Unpin every pin ``plan`` retires; validated first, so a bad entry stops it before the first unpin.
+
+    Each retired CID is parsed before anything is removed (a malformed one from the
+    service raises ``CIDError`` with every pin in place). An unpin cannot be undone (the
+    service may drop the content), so a failure part-way raises ``PinError`` naming what
+    was already unpinned and the failure; running the same retention again finishes it.
+    """
+    cids = [parse_cid(entry.cid) for entry in plan.retire]
+    for done, cid in enumerate(cids):
+        try:
+            pinner.unpin(cid)
+        except BundlekitError as exc:
+            gone = ", ".join(e.cid for e in plan.retire[:done]) or "none"
+            raise PinError(
+                f"{plan.pinner}: unpinned {done} of {len(cids)} pin(s) ({gone}), then {plan.retire[done].cid} "
+                f"failed: {exc}; run the same command again to retire the rest"
+            ) from exc
+    plan.acted = True

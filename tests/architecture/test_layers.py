@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "bundlekit._lazy",
         "bundlekit._closing",
         "bundlekit._terminal",
+        "bundlekit._bounds",
         # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
         # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
         "bundlekit._redact",
@@ -69,14 +70,15 @@ LAZY_THIRD_PARTY = {
 }
 
 # Our own modules a memory module may import inside a function: the secret rules and their screens, export and
-# import, and the timeline (~2 ms with their dataclasses). A per-turn `memory list` or `recall` is a fresh
-# process that never needs them on an unchanged tree (bench/memory.py times those processes).
+# import, the timeline and the undo journal of a change (~2 ms with their dataclasses). A per-turn `memory list`
+# or `recall` is a fresh process that never needs them on an unchanged tree (bench/memory.py times those processes).
 LAZY_MEMORY_MODULES = {
     "bundlekit.memory.files",
     "bundlekit.memory.screen",
     "bundlekit.memory.secrets",
     "bundlekit.memory.timeline",
     "bundlekit.memory.transfer",
+    "bundlekit.memory.undo",
     "bundlekit.memory.withhold",
 }
 

@@ -164,7 +164,7 @@ def test_errors_carry_bundlekit_messages_and_the_server_survives(tree: Path) -> 
 
     note, not_a_number, zero, alive = run_client(stdio_params("--memory", str(tree)), session)
     assert note.is_error and "data may not set 'type'" in note.content[0].text
-    assert "max_tokens must be a positive integer, not 'many'" in not_a_number
+    assert "max_tokens must be a whole number from 0 to 100000000, not 'many'" in not_a_number
     assert "max_tokens must be at least 1" in zero
     assert len(_structured(alive)) == 3
 
