@@ -142,6 +142,11 @@ def _lossy_epilog() -> str:
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
 @click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Export: fail (exit 1, nothing written) when a memory would be written changed or left out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @key_options
 def convert(
@@ -151,6 +156,7 @@ def convert(
     dest: Path,
     strategy: str,
     allow_secrets: bool,
+    strict: bool,
     as_json: bool,
     **params: Any,
 ) -> None:
@@ -159,6 +165,9 @@ def convert(
     Each format's own fields travel in x-<format>-* frontmatter keys, so
     converting back gives the original. What a conversion cannot carry
     (fields, timeline events, skipped files or rows) is printed as warnings.
+    Every memory is exported: one the format cannot hold exactly is written
+    in its nearest form or left out, and named in a warning; --strict makes
+    that an error instead.
     Device memory (MagicFrog's device dimension) is refused unless
     --include-device --local-only.
     """
@@ -175,6 +184,8 @@ def convert(
         options["key"] = key
     device = {name: bool(params.get(name)) for name in _DEVICE}
     if importing:
+        if strict:
+            raise UsageError("--strict applies to exports (--to)")
         if fmt == "magicfrog":
             options.update(device)
         elif any(device.values()):
@@ -183,7 +194,7 @@ def convert(
     else:
         if allow_secrets or strategy != "replace":
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
-        result = export_to(fmt, src, dest, **device, **options)
+        result = export_to(fmt, src, dest, **device, strict=strict, **options)
     output.warn_all(result.warnings)
     if as_json:
         output.data_json(result.to_dict())

@@ -21,30 +21,44 @@ A memory in a subfolder gets a key from its relative path (``team/a.md`` ->
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundlekit.convert._common import (
+    DELIMITER_STANDIN,
     MEMORY_TYPES,
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
     derive_keys,
     first_line,
     format_time,
+    line_key_problem,
     parse_time,
     read_frontmatter,
+    recorded_path_problem,
     render_markdown,
     same_instant,
     single_line,
     skipped_link,
     split_at_dashes,
+    without_delimiter,
+    write_planned,
 )
 from bundlekit.errors import ConvertError
 from bundlekit.memory.index import IndexLink, parse_index, render_links
 
-__all__ = ["FORMS", "kept_fields", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
+__all__ = [
+    "FORMS",
+    "kept_fields",
+    "parse_index",
+    "plan_claude_code",
+    "read_claude_code",
+    "render_index",
+    "write_claude_code",
+]
 
 #: The index lines Claude Code reads, in the one form of ``bundlekit.memory.index``.
 render_index = render_links
@@ -204,9 +218,29 @@ def _metadata_block(entry: Entry, form: str, core: dict[str, Any]) -> tuple[dict
     held = {k for k in _CORE if k in block}
     for k in held:
         block[k] = core[k]
-    if "modified" in block or form == "metadata":
+    if "modified" in block or (form == "metadata" and not _untimed(entry)):
         block["modified"] = _modified(entry, block.get("modified"))
     return block, held
+
+
+def _untimed(entry: Entry) -> bool:
+    """Whether ``entry`` was read from a Claude Code file without any timestamp and not changed since.
+
+    Its ``created``/``updated`` are then the file's mtime (section 3 of
+    ``specs/interop.md``), which is not written back: a file read with no
+    ``modified``, ``created`` or ``updated`` (none recorded) whose ``updated``
+    is still its ``created``. Every memory read from Claude Code carries
+    ``x-claude-code-order`` or ``x-claude-code-indexed``.
+    """
+    meta = entry.meta
+    if "x-claude-code-order" not in meta and "x-claude-code-indexed" not in meta:
+        return False
+    recorded = meta.get("x-claude-code-metadata")
+    if any(f"x-claude-code-{f}" in meta for f in ("created", "updated", "modified")):
+        return False
+    if isinstance(recorded, dict) and "modified" in recorded:
+        return False
+    return meta.get("updated") == meta.get("created")
 
 
 def _modified(entry: Entry, original: Any) -> str:
@@ -222,19 +256,42 @@ def kept_fields(form: str = "top") -> frozenset[str]:
     return frozenset(base)
 
 
-def _topic_file(entry: Entry, form: str) -> str:
+def _holdable(plan: ExportPlan, key: str, field: str, value: Any) -> Any:
+    """``value`` (a scalar, list or mapping) as a Claude Code frontmatter holds it; each change is a loss.
+
+    Claude Code ends the frontmatter at the first ``---`` anywhere: in text it
+    becomes an em dash. A mapping key that could not be one plain line key
+    (:func:`line_key_problem`) is not written.
+    """
+    if isinstance(value, str):
+        written = without_delimiter(value)
+        if written != value:
+            plan.altered(
+                key, f"{field}: '---' (where Claude Code ends frontmatter) written as {DELIMITER_STANDIN!r}"
+            )
+        return written
+    if isinstance(value, (list, tuple)):
+        return [_holdable(plan, key, f"{field}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = str(k)
+            problem = line_key_problem(name)
+            if problem:
+                plan.altered(key, f"{field or 'frontmatter'}: key {name!r} {problem}; not written")
+                continue
+            out[name] = _holdable(plan, key, f"{field}.{name}" if field else name, v)
+        return out
+    return value
+
+
+def _topic_file(entry: Entry, form: str, plan: ExportPlan) -> str:
     meta = entry.meta
     core: dict[str, Any] = {
         "name": meta.get("name", entry.key),
         "description": meta.get("description", ""),
         "type": meta.get("x-claude-code-type", meta.get("type", "reference")),
     }
-    for field in ("name", "description"):
-        if "---" in str(core[field]):
-            raise ConvertError(
-                f"memory {entry.key!r}: its {field} holds '---', where Claude Code ends the frontmatter; "
-                "edit it and retry"
-            )
     if form == "source":
         form = "metadata-kept" if meta.get("x-claude-code-form") == "metadata" else "top"
     fm: dict[str, Any] = {}
@@ -256,47 +313,68 @@ def _topic_file(entry: Entry, form: str) -> str:
     extra = meta.get("x-claude-code-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm and k != "metadata"})
-    return render_markdown(fm, entry.body)
+    return render_markdown(_holdable(plan, entry.key, "", fm), entry.body)
 
 
-def _safe_stem(entry: Entry) -> str:
-    stem = str(entry.meta.get("x-claude-code-file") or entry.key)
-    rel = PurePosixPath(stem)
-    if (
-        "\\" in stem
-        or rel.is_absolute()
-        or not rel.parts
-        or any(p in ("", ".", "..") or p.startswith(".") for p in rel.parts)
-        or rel.name.upper() == "MEMORY"
-    ):
-        raise ConvertError(f"memory {entry.key!r} names an unsafe file {stem!r}; fix x-claude-code-file")
-    return stem
+def _file_stem(entry: Entry, plan: ExportPlan) -> str:
+    """Where ``entry`` is written (no ``.md``): its recorded path, or its key when that cannot be used."""
+    recorded = entry.meta.get("x-claude-code-file")
+    if recorded is None:
+        return entry.key
+    stem = str(recorded)
+    problem = recorded_path_problem(stem)
+    if problem is None and PurePosixPath(stem).name.upper() == "MEMORY":
+        problem = "names the index MEMORY.md"
+    linked = entry.meta.get("x-claude-code-indexed") is not False
+    if problem is None and linked and re.search(r"[\s()<>]", stem):
+        problem = "holds a space or bracket, which a MEMORY.md link cannot point to"
+    if problem is None:
+        return stem
+    plan.altered(entry.key, f"x-claude-code-file {problem}; written as {entry.key}.md instead")
+    return entry.key
 
 
-def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top") -> list[Path]:
-    """Write ``tree`` as a Claude Code memory directory at ``dest``.
+def write_claude_code(
+    tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top", strict: bool = False
+) -> list[Path]:
+    """Write ``tree`` as a Claude Code memory directory at ``dest`` (:func:`plan_claude_code`); the paths.
+
+    With ``strict``, a memory that would be written changed or left out
+    refuses the export (``ConvertError``, nothing written).
+    """
+    return write_planned("claude-code", plan_claude_code, tree, dest, strict=strict, form=form)
+
+
+def plan_claude_code(
+    tree: ForeignTree, dest: str | os.PathLike[str], plan: ExportPlan, *, form: str = "top"
+) -> None:
+    """Plan ``tree`` as a Claude Code memory directory at ``dest``.
 
     One topic file per entry (``x-claude-code-file`` or the key, plus ``.md``;
     a recorded subfolder path is kept) and a ``MEMORY.md`` listing them in their
     original index order, then by key; entries read from files the index did
     not link stay unlinked. ``form`` is ``top`` (default), ``metadata`` (what
-    Claude Code itself writes) or ``source``. Returns the paths written. Every
-    name is checked before anything is written: a bad ``form``, an unsafe or a
-    doubly used file name, a name or description holding ``---`` raise
-    ``ConvertError``.
+    Claude Code itself writes) or ``source``; another raises ``ConvertError``.
+
+    What Claude Code cannot hold is recorded in ``plan`` (``specs/interop.md``
+    section 3): ``---`` in any frontmatter text becomes an em dash; a key that
+    is not a plain line key is not written; a recorded path that cannot name
+    the file (NUL or control character, absolute, ``..``, hidden, ``MEMORY``,
+    or for a linked memory a space or bracket) gives way to the key; a memory
+    whose file another already takes is left out.
     """
     if form not in FORMS:
         raise ConvertError(f"unknown Claude Code frontmatter form {form!r}; use one of {', '.join(FORMS)}")
     root = Path(dest)
-    planned: list[tuple[Path, str]] = []
     rows: list[tuple[float, str, tuple[str, str, str]]] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for entry in tree.entries:
-        filename = f"{_safe_stem(entry)}.md"
+        filename = f"{_file_stem(entry, plan)}.md"
         if filename.lower() in seen:
-            raise ConvertError(f"two memories would both be written to {filename}; rename one and retry")
-        seen.add(filename.lower())
-        planned.append((root / filename, _topic_file(entry, form)))
+            plan.left_out(entry.key, f"memory {seen[filename.lower()]!r} is already written to {filename}")
+            continue
+        seen[filename.lower()] = entry.key
+        plan.add(root / filename, _topic_file(entry, form, plan))
         if entry.meta.get("x-claude-code-indexed") is False:
             continue
         order = entry.meta.get("x-claude-code-order")
@@ -305,7 +383,4 @@ def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: 
         rank = float(order) if isinstance(order, int) and not isinstance(order, bool) else float("inf")
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
-    planned.append((root / INDEX, render_links([r[2] for r in rows])))
-    for path, text in planned:
-        atomic_write(path, text)
-    return [path for path, _text in planned]
+    plan.add(root / INDEX, render_links([r[2] for r in rows]))
