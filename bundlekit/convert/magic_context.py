@@ -39,6 +39,7 @@ from bundlekit.convert._common import (
     single_line,
     write_planned,
 )
+from bundlekit.convert._sqlite import ForeignDatabase
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
@@ -305,28 +306,18 @@ _STATS = ("seen_count", "retrieval_count", "last_seen_at", "last_retrieved_at")
 
 
 def _query(path: Path) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]] | None]:
-    """Every ``memories`` row, and the ``memory_stats`` rows by memory id (None when the table is absent)."""
-    try:
-        # mode=ro: an import must never write to (or create) the user's database.
-        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise ConvertError(f"cannot open {path} read-only as SQLite: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        rows = [dict(r) for r in conn.execute("SELECT * FROM memories ORDER BY id")]
-        has_stats = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_stats'"
-        ).fetchone()
+    """Every ``memories`` row, and the ``memory_stats`` rows by memory id (None when the table is absent).
+
+    Read through :class:`~bundlekit.convert._sqlite.ForeignDatabase`: read-only,
+    from real tables only (a view is refused), within a deadline and caps on
+    rows, bytes and SQLite's memory.
+    """
+    with ForeignDatabase(path, what="Magic Context database") as db:
+        rows = db.rows("memories")
         stats: dict[int, dict[str, Any]] | None = None
-        if has_stats:
-            checked = (_checked(dict(r), "memory_stats", path) for r in conn.execute("SELECT * FROM memory_stats"))
+        if db.kind("memory_stats") is not None:
+            checked = (_checked(r, "memory_stats", path) for r in db.rows("memory_stats"))
             stats = {r["memory_id"]: r for r in checked if r.get("memory_id") is not None}
-    except sqlite3.Error as exc:
-        raise ConvertError(
-            f"{path} is not a Magic Context database (no usable memories table): {exc}"
-        ) from exc
-    finally:
-        conn.close()
     return rows, stats
 
 
