@@ -145,7 +145,7 @@ def _lossy_epilog() -> str:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Export: fail (exit 1, nothing written) when a memory would be written changed or left out.",
+    help="Fail (exit 1, nothing written) when a memory would be written changed or left out.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @key_options
@@ -184,13 +184,13 @@ def convert(
         options["key"] = key
     device = {name: bool(params.get(name)) for name in _DEVICE}
     if importing:
-        if strict:
-            raise UsageError("--strict applies to exports (--to)")
         if fmt == "magicfrog":
             options.update(device)
         elif any(device.values()):
             raise UsageError("--include-device, --local-only and --exclude-device apply to --from magicfrog")
-        result = import_from(fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, **options)
+        result = import_from(
+            fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, strict=strict, **options
+        )
     else:
         if allow_secrets or strategy != "replace":
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")

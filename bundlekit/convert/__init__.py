@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from bundlekit.convert import claude_code, letta, magic_context, magicfrog, massgen, threews
-from bundlekit.convert._common import Entry, ExportPlan, ForeignTree, Loss, Unholdable, dropped_fields
+from bundlekit.convert._common import (
+    Entry,
+    ExportPlan,
+    ForeignTree,
+    Loss,
+    Unholdable,
+    dropped_fields,
+    strict_refusal,
+)
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
 from bundlekit.errors import UsageError
@@ -281,9 +289,15 @@ def import_from(
     *,
     strategy: str = "replace",
     allow_secrets: bool = False,
+    strict: bool = False,
     **options: Any,
 ) -> ConvertResult:
     """Convert the foreign store ``src`` (format ``fmt``) into the bundlekit tree ``dest``.
+
+    A foreign memory that cannot be read (not UTF-8, too large, a bad
+    timestamp read as the file's time) is left out or changed and named in a
+    warning and in ``losses``; with ``strict`` any such loss raises
+    ``ConvertError`` before the tree is touched.
 
     ``options`` are the format's reader options (see ``specs/interop.md``).
     ``strategy`` is how to treat memories already in ``dest``: ``replace``
@@ -298,6 +312,8 @@ def import_from(
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
     tree = read_foreign(spec.name, src, **options)
+    if strict and tree.losses:
+        raise strict_refusal(tree.losses, "into a bundlekit tree")
     report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
     path = Path(dest)
     return ConvertResult(
@@ -308,6 +324,7 @@ def import_from(
         report.timeline_added,
         [path / f"{e.key}.md" for e in tree.entries],
         list(tree.warnings),
+        list(tree.losses),
     )
 
 

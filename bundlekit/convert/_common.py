@@ -43,6 +43,8 @@ from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
     "KEY_MAX",
+    "MAX_MEMORY_FILE",
+    "MAX_STORE_FILE",
     "MEMORY_TYPES",
     "Entry",
     "ExportPlan",
@@ -50,12 +52,14 @@ __all__ = [
     "Loss",
     "Unholdable",
     "atomic_write",
+    "bad_time",
     "derive_keys",
     "dropped_fields",
     "dump_yaml",
     "first_line",
     "format_time",
     "is_valid_key",
+    "left_out_file",
     "line_fields",
     "line_key_problem",
     "merge_extra",
@@ -63,6 +67,7 @@ __all__ = [
     "load_yaml",
     "output_dir_problem",
     "parse_time",
+    "read_foreign_text",
     "read_frontmatter",
     "read_markdown",
     "render_markdown",
@@ -72,6 +77,8 @@ __all__ = [
     "skipped_link",
     "split_at_dashes",
     "split_frontmatter",
+    "strict_refusal",
+    "time_or",
     "DELIMITER_STANDIN",
     "without_delimiter",
     "write_planned",
@@ -188,13 +195,7 @@ class ExportPlan:
         and a memory was altered or left out, or when a ``new`` file exists.
         """
         if self.strict and self.losses:
-            n = len(self.losses)
-            shown = "; ".join(loss.warning() for loss in self.losses[:5])
-            more = f"; and {n - 5} more" if n > 5 else ""
-            raise ConvertError(
-                f"{n} {'memory' if n == 1 else 'memories'} cannot be carried exactly as {self.fmt} "
-                f"(strict): {shown}{more}; nothing was written"
-            )
+            raise strict_refusal(self.losses, f"as {self.fmt}")
         for path, _data, new in self._files:
             if new and (path.exists() or path.is_symlink()):
                 raise ConvertError(f"{path} already exists; export to a new file")
@@ -228,6 +229,17 @@ def merge_extra(
             plan.altered(key, f"{field} key {name!r} {problem}; not written")
         elif name not in into:
             into[name] = v
+
+
+def strict_refusal(losses: list[Loss], where: str) -> ConvertError:
+    """The error of a strict conversion with ``losses`` (``where``: "as massgen", ...), naming five."""
+    n = len(losses)
+    shown = "; ".join(loss.warning() for loss in losses[:5])
+    more = f"; and {n - 5} more" if n > 5 else ""
+    return ConvertError(
+        f"{n} {'memory' if n == 1 else 'memories'} cannot be carried exactly {where} "
+        f"(strict): {shown}{more}; nothing was written"
+    )
 
 
 def write_planned(
@@ -485,17 +497,68 @@ def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> l
     return [f"left out fields {fmt} has no place for: {', '.join(parts)}"]
 
 
+#: Bytes one foreign memory file (Markdown) may hold; a larger one is no memory.
+MAX_MEMORY_FILE = 16 * 1024 * 1024
+#: Bytes a whole foreign store in one file (a JSON export) may hold.
+MAX_STORE_FILE = 64 * 1024 * 1024
+
+
+def read_foreign_text(path: str | os.PathLike[str], *, limit: int = MAX_MEMORY_FILE, hint: str = "") -> str:
+    """The UTF-8 text of the foreign file ``path``, read only up to ``limit`` bytes.
+
+    Raises :class:`ConvertError` naming ``path`` when it is larger than
+    ``limit``, is not UTF-8 text or cannot be read (then ``hint`` follows),
+    without reading more than ``limit + 1`` bytes (a 300 MB file is refused,
+    not loaded).
+    """
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ConvertError(f"cannot read {where}: {os_reason(exc)}" + (f"; {hint}" if hint else "")) from exc
+    if len(raw) > limit:
+        raise ConvertError(f"{where} is larger than {limit // (1024 * 1024)} MiB; no memory is that large")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"{where} is not UTF-8 text; convert it and retry") from exc
+
+
 def read_markdown(path: os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """Read a foreign Markdown file: its frontmatter (``{}`` when it has none) and its body.
 
-    Raises :class:`ConvertError` naming ``path`` when it is not UTF-8 or its frontmatter is malformed.
+    Raises :class:`ConvertError` naming ``path`` when it cannot be read (see
+    :func:`read_foreign_text`) or its frontmatter is malformed.
     """
-    try:
-        with open(path, encoding="utf-8") as fh:
-            fm_text, body = split_frontmatter(fh.read())
-    except UnicodeDecodeError as exc:
-        raise ConvertError(f"{os.fspath(path)} is not UTF-8 text; convert it and retry") from exc
+    fm_text, body = split_frontmatter(read_foreign_text(path))
     return (load_yaml(fm_text, where=os.fspath(path)) if fm_text is not None else {}), body
+
+
+def left_out_file(tree: ForeignTree, path: str | os.PathLike[str], exc: ConvertError) -> None:
+    """Record that the foreign memory file ``path`` is not imported, because of ``exc`` (a loss, a warning).
+
+    One file that cannot be read never blocks the others (``specs/interop.md`` section 1.4).
+    """
+    tree.losses.append(Loss(os.fspath(path), str(exc), left_out=True))
+    tree.warnings.append(f"{exc}; left out (the other files are read)")
+
+
+def bad_time(tree: ForeignTree, where: str, field: str) -> None:
+    """Record that ``field`` of the foreign file ``where`` is no timestamp: the file's time is used."""
+    loss = Loss(where, f"{field} is not an ISO 8601 timestamp; the file's time is used")
+    if tree.losses[-1:] != [loss]:  # one value read for both created and updated is one loss
+        tree.losses.append(loss)
+        tree.warnings.append(f"{where}: {loss.change}")
+
+
+def time_or(tree: ForeignTree, value: object, fallback: str, *, where: str, field: str) -> str:
+    """``value`` as a bundlekit timestamp, or ``fallback`` (the file's time) with a loss when it is none."""
+    try:
+        return format_time(parse_time(value, what=f"{field} in {where}"))
+    except ConvertError:
+        bad_time(tree, where, field)
+        return fallback
 
 
 def skipped_link(path: Path, warnings: list[str]) -> bool:

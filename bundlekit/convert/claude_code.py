@@ -35,8 +35,10 @@ from bundlekit.convert._common import (
     derive_keys,
     first_line,
     format_time,
+    left_out_file,
     line_key_problem,
     parse_time,
+    read_foreign_text,
     read_frontmatter,
     recorded_path_problem,
     render_markdown,
@@ -44,6 +46,7 @@ from bundlekit.convert._common import (
     single_line,
     skipped_link,
     split_at_dashes,
+    time_or,
     without_delimiter,
     write_planned,
 )
@@ -74,10 +77,6 @@ _MERGED = ("type", "modified")
 _TIMES = ("created", "updated")
 
 
-def _time(raw: Any, where: str, field: str) -> str:
-    return format_time(parse_time(raw, what=f"{field} in {where}"))
-
-
 def _claude_time(dt_text: str) -> str:
     """Claude Code's ``modified`` spelling (JavaScript ``toISOString``): UTC, milliseconds, ``Z``."""
     dt = parse_time(dt_text)
@@ -101,18 +100,20 @@ def _topic_paths(root: Path, warnings: list[str]) -> list[PurePosixPath]:
 
 
 def _read_topic(path: Path, where: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-    fm_text, body = split_at_dashes(text.removeprefix("\ufeff"))
+    fm_text, body = split_at_dashes(read_foreign_text(path).removeprefix("\ufeff"))
     if fm_text is None:
         warnings.append(f"{where} has no frontmatter; name taken from the index or the file name")
     return read_frontmatter(fm_text, where=where, warnings=warnings), body
 
 
 def _entry_meta(
-    fm: dict[str, Any], body: str, rel: PurePosixPath, where: str, mtime: str, link: tuple[int, str, str] | None
+    tree: ForeignTree,
+    fm: dict[str, Any],
+    body: str,
+    rel: PurePosixPath,
+    where: str,
+    mtime: str,
+    link: tuple[int, str, str] | None,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     inner = fm.get("metadata")
@@ -136,10 +137,10 @@ def _entry_meta(
     modified = core["modified"]
     for field in _TIMES:
         if field in top:
-            meta[field] = _time(top[field], where, field)
+            meta[field] = time_or(tree, top[field], mtime, where=where, field=field)
             meta[f"x-claude-code-{field}"] = top[field]
         elif modified is not None:
-            meta[field] = _time(modified, where, "modified")
+            meta[field] = time_or(tree, modified, mtime, where=where, field="modified")
         else:
             meta[field] = mtime
     if "modified" in top:
@@ -177,8 +178,13 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     tree = ForeignTree()
     index_path = root / INDEX
     links: list[IndexLink] = []
+    index_text = ""
     if index_path.is_file():
-        index_text = index_path.read_text(encoding="utf-8")
+        try:
+            index_text = read_foreign_text(index_path)
+        except ConvertError as exc:
+            left_out_file(tree, index_path, exc)
+    if index_text:
         links = parse_index(index_text)
         prose = sum(1 for line in index_text.splitlines() if line.strip()) - len(links)
         if prose > 0:
@@ -195,9 +201,13 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     for key, rel in zip(keys, rels):
         path = root / rel
         where = str(path)
-        fm, body = _read_topic(path, where, tree.warnings)
+        try:
+            fm, body = _read_topic(path, where, tree.warnings)
+        except ConvertError as exc:
+            left_out_file(tree, path, exc)
+            continue
         mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
-        meta = _entry_meta(fm, body, rel, where, mtime, by_file.get(str(rel)))
+        meta = _entry_meta(tree, fm, body, rel, where, mtime, by_file.get(str(rel)))
         stem = str(rel.with_suffix(""))
         if key != stem:
             meta["x-claude-code-file"] = stem

@@ -34,12 +34,14 @@ from bundlekit.convert._common import (
     dump_yaml,
     first_line,
     format_time,
+    left_out_file,
     merge_extra,
     parse_time,
     read_markdown,
     recorded_path_problem,
     same_instant,
     skipped_link,
+    time_or,
     write_planned,
 )
 from bundlekit.errors import ConvertError, DeviceMemoryError
@@ -198,11 +200,16 @@ def read_magicfrog(
     else:
         keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
-        fm, body = read_markdown(path)
+        try:
+            fm, body = read_markdown(path)
+        except ConvertError as exc:
+            left_out_file(tree, path, exc)
+            continue
+        mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
+        stamp = mtime
         if "updated" in fm:
-            updated = parse_time(fm["updated"], what=f"updated in {path}")
-        else:
-            updated = datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+            stamp = time_or(tree, fm["updated"], mtime, where=str(path), field="updated")
+        updated = parse_time(stamp)
         name = PurePosixPath(rel).stem
         meta: dict[str, Any] = {
             "name": name,

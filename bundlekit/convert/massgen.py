@@ -36,13 +36,17 @@ from bundlekit.convert._common import (
     Entry,
     ExportPlan,
     ForeignTree,
+    Loss,
+    bad_time,
     derive_keys,
     first_line,
     format_time,
+    left_out_file,
     line_fields,
     line_key_problem,
     merge_extra,
     parse_time,
+    read_foreign_text,
     recorded_path_problem,
     same_instant,
     single_line,
@@ -201,11 +205,10 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     for workspace, archive, root in _memory_roots(Path(src)):
         for tier, path in _walk(root, tree):
             try:
-                fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
-            except UnicodeDecodeError as exc:
-                raise ConvertError(f"MassGen memory {path} is not UTF-8 text; convert it and retry") from exc
-            except OSError as exc:
-                raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
+                fields, content = parse_massgen_file(read_foreign_text(path))
+            except ConvertError as exc:
+                left_out_file(tree, path, exc)
+                continue
             if fields is None:
                 tree.warnings.append(
                     f"{path} has no frontmatter (MassGen itself skips it); imported with name {path.stem!r}"
@@ -215,7 +218,7 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     keys = derive_keys((fields or {}).get("name") or path.stem for _w, _a, _t, path, fields, _c in raw)
     naive: list[str] = []
     for key, (workspace, archive, tier, path, fields, content) in zip(keys, raw):
-        tree.entries.append(_entry(key, workspace, archive, tier, path, fields, content, zone, naive))
+        tree.entries.append(_entry(tree, key, workspace, archive, tier, path, fields, content, zone, naive))
     if naive and timezone is None:
         tree.warnings.append(
             f"read {len(naive)} timestamps without a zone as this machine's local time ({zone_name}); "
@@ -225,6 +228,7 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
 
 
 def _entry(
+    tree: ForeignTree,
     key: str,
     workspace: str | None,
     archive: str | None,
@@ -237,9 +241,16 @@ def _entry(
 ) -> Entry:
     found = fields or {}
     name = found.get("name") or path.stem
+    # MassGen splits lines at "\n" only: a value may hold U+2028 or a lone CR, which a tree's one-line
+    # name and description cannot; they are read as one line (the original name is kept below).
+    flat = single_line(name)
+    description = found.get("description") or first_line(content) or flat
+    if flat != name or single_line(description) != description:
+        tree.losses.append(Loss(str(path), "name or description read as one line"))
+        tree.warnings.append(f"{path}: name or description holds a line break; read as one line")
     meta: dict[str, Any] = {
-        "name": name,
-        "description": found.get("description") or first_line(content) or name,
+        "name": flat,
+        "description": single_line(description),
         "type": "project" if tier == "short_term" else "reference",
         "x-massgen-tier": tier,
     }
@@ -253,7 +264,12 @@ def _entry(
     for field in ("created", "updated"):
         value = found.get(field)
         where = f"{field} in {path}"
-        meta[field] = _read_time(value, zone, where, naive) if value else format_time(_file_time(path))
+        mtime = format_time(_file_time(path))
+        try:
+            meta[field] = _read_time(value, zone, where, naive) if value else mtime
+        except ConvertError:
+            bad_time(tree, str(path), field)
+            meta[field] = mtime
         if value:
             meta[f"x-massgen-{field}"] = value
     if "agent_id" in found:

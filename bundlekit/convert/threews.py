@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
+    MAX_STORE_FILE,
     MEMORY_TYPES,
     Entry,
     ExportPlan,
@@ -44,6 +45,7 @@ from bundlekit.convert._common import (
     line_key_problem,
     merge_extra,
     parse_time,
+    read_foreign_text,
     same_instant,
     single_line,
     write_planned,
@@ -467,18 +469,15 @@ def read_threews(
     is refused with a message saying which key options to pass.
     """
     path = Path(src)
+    if not path.exists():
+        raise ConvertError(f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)")
+    # Read up to MAX_STORE_FILE bytes: browsers keep localStorage to a few MiB, so a larger file is no store.
+    hint = "pass a three.ws export or localStorage dump (a JSON file)"
+    text = read_foreign_text(path, limit=MAX_STORE_FILE, hint=hint)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConvertError(
-            f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)"
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
-    except OSError as exc:  # a directory, no permission, ...
-        raise ConvertError(
-            f"cannot read {path}: {exc.strerror}; pass a three.ws export or localStorage dump (a JSON file)"
-        ) from exc
     blob = read_blob(data, agent_id=agent_id, where=str(path))
     if key is not None:
         blob = decrypt_files(blob, key, agent_id)

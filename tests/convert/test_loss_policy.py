@@ -83,13 +83,35 @@ def test_strict_without_a_loss_exports_as_usual(tmp_path: Path) -> None:
     assert len(list((tmp_path / "out" / "memory" / "long_term").iterdir())) == 12
 
 
-def test_strict_is_refused_on_import(tmp_path: Path) -> None:
-    src = tree_with_dashes(tmp_path / "tree")
-    run("convert", "--to", "massgen", str(src), "-o", str(tmp_path / "mg"))
-    code, _out, err = run(
-        "convert", "--from", "massgen", str(tmp_path / "mg"), "-o", str(tmp_path / "b"), "--strict"
+def test_an_unreadable_file_is_left_out_of_an_import_and_named(tmp_path: Path) -> None:
+    write(tmp_path / "cc" / "ok.md", "---\nname: ok\ndescription: d\ntype: user\n---\nbody\n")
+    (tmp_path / "cc" / "bad.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
+    code, out, err = run(
+        "convert", "--from", "claude-code", str(tmp_path / "cc"), "-o", str(tmp_path / "t"), "--json"
     )
-    assert code == 2 and "--strict applies to exports" in err
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["memories"] == 1
+    assert summary["losses"][0]["left_out"] is True and summary["losses"][0]["memory"].endswith("bad.md")
+    assert "bad.md is not UTF-8 text" in err
+
+
+def test_strict_refuses_an_import_that_leaves_a_file_out(tmp_path: Path) -> None:
+    write(tmp_path / "cc" / "ok.md", "---\nname: ok\ndescription: d\ntype: user\n---\nbody\n")
+    (tmp_path / "cc" / "bad.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
+    code, _out, err = run(
+        "convert", "--from", "claude-code", str(tmp_path / "cc"), "-o", str(tmp_path / "t"), "--strict"
+    )
+    assert code == 1 and "nothing was written" in err
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_timestamp_that_is_no_time_reads_as_the_file_time_with_a_warning(tmp_path: Path) -> None:
+    text = "---\nname: a\ndescription: d\ntype: user\nmetadata: {modified: soon}\n---\nb\n"
+    write(tmp_path / "cc" / "a.md", text)
+    tree = read_claude_code(tmp_path / "cc")
+    assert tree.entries[0].meta["updated"] == "2025-10-09T08:53:20Z"  # conftest.FIXED_MTIME
+    assert [loss.left_out for loss in tree.losses] == [False]
 
 
 def test_massgen_reads_the_em_dash_where_the_description_held_three_dashes(tmp_path: Path) -> None:
