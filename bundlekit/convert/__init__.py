@@ -31,7 +31,6 @@ from bundlekit.convert._common import (
     Loss,
     Unholdable,
     dropped_fields,
-    strict_refusal,
 )
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
@@ -312,9 +311,7 @@ def import_from(
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
     tree = read_foreign(spec.name, src, **options)
-    if strict and tree.losses:
-        raise strict_refusal(tree.losses, "into a bundlekit tree")
-    report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
+    report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets, strict=strict)
     path = Path(dest)
     return ConvertResult(
         spec.name,

@@ -499,8 +499,8 @@ def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> l
 
 #: Bytes one foreign memory file (Markdown) may hold; a larger one is no memory.
 MAX_MEMORY_FILE = 16 * 1024 * 1024
-#: Bytes a whole foreign store in one file (a JSON export) may hold.
-MAX_STORE_FILE = 64 * 1024 * 1024
+#: Bytes a whole foreign store in one file may hold (three.ws JSON: localStorage holds a few MiB).
+MAX_STORE_FILE = 16 * 1024 * 1024
 
 
 def read_foreign_text(path: str | os.PathLike[str], *, limit: int = MAX_MEMORY_FILE, hint: str = "") -> str:
@@ -518,7 +518,8 @@ def read_foreign_text(path: str | os.PathLike[str], *, limit: int = MAX_MEMORY_F
     except OSError as exc:
         raise ConvertError(f"cannot read {where}: {os_reason(exc)}" + (f"; {hint}" if hint else "")) from exc
     if len(raw) > limit:
-        raise ConvertError(f"{where} is larger than {limit // (1024 * 1024)} MiB; no memory is that large")
+        mib = limit // (1024 * 1024)
+        raise ConvertError(f"{where} is larger than {mib} MiB, more than foreign input is read")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

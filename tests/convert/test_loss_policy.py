@@ -210,3 +210,17 @@ def test_claude_code_writes_modified_once_a_timeless_memory_is_changed(tmp_path:
     tree.entries[0].meta["updated"] = "2026-05-05T05:05:05Z"
     write_claude_code(tree, tmp_path / "out", form="metadata")
     assert "  modified: 2026-05-05T05:05:05.000Z\n" in (tmp_path / "out" / "x.md").read_text()
+
+
+def test_a_memory_the_tree_cannot_hold_is_left_out_of_an_import_and_named(tmp_path: Path) -> None:
+    many = "".join(f"k{i}: v\n" for i in range(10_001))
+    tier = tmp_path / "mg" / "memory" / "long_term"
+    write(tier / "wide.md", f"---\nname: wide\ndescription: d\n{many}---\nb\n")
+    write(tier / "ok.md", "---\nname: ok\ndescription: d\n---\nb\n")
+    code, out, err = run(
+        "convert", "--from", "massgen", str(tmp_path / "mg"), "-o", str(tmp_path / "t"), "--json"
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["memories"] == 1 and [loss["memory"] for loss in summary["losses"]] == ["wide"]
+    assert sorted(p.name for p in (tmp_path / "t").glob("*.md")) == ["MEMORY.md", "ok.md"]
