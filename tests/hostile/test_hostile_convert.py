@@ -120,3 +120,49 @@ def test_a_recorded_file_name_with_a_nul_refuses_a_strict_export(run_cli: RunCli
     proc = run_cli("convert", "--to", "claude-code", str(src), "-o", str(tmp_path / "out"), "--strict")
     refused_cleanly(proc, "nothing was written")
     assert not (tmp_path / "out").exists()
+
+
+def _massgen(root: Path, files: dict[str, bytes]) -> Path:
+    tier = root / "memory" / "long_term"
+    tier.mkdir(parents=True)
+    for name, data in files.items():
+        (tier / name).write_bytes(data)
+    return root
+
+
+_OK = b"---\nname: ok\ndescription: d\n---\nbody\n"
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        (b"---\nname: a\ndescription: d\n---\n" + b"y" * (17 * 1024 * 1024), "larger than 16 MiB"),
+        (b"---\nname: caf\xe9\n---\nbody\n", "is not UTF-8 text"),
+        (b"---\nname: a\ndescription: d\n" + b"".join(b"k%d: v\n" % i for i in range(20_000)) + b"---\nb\n",
+         "a memory tree cannot hold it"),
+    ],
+    ids=["over-16-MiB", "not-utf8", "over-the-value-budget"],
+)
+def test_one_hostile_memory_file_is_left_out_and_the_rest_imported(
+    bad: bytes, said: str, run_cli: RunCli, tmp_path: Path
+) -> None:
+    src = _massgen(tmp_path / "ws", {"a.md": bad, "ok.md": _OK})
+    proc = run_cli("convert", "--from", "massgen", str(src), "-o", str(tmp_path / "tree"), "--timezone", "UTC")
+    assert proc.returncode == 0, proc.stderr
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+    assert (tmp_path / "tree" / "ok.md").is_file() and not (tmp_path / "tree" / "a.md").exists()
+
+
+def test_a_name_holding_a_line_separator_does_not_block_a_massgen_import(run_cli: RunCli, tmp_path: Path) -> None:
+    src = _massgen(tmp_path / "ws", {"a.md": "---\nname: a\u2028name: evil\ndescription: d\n---\nb\n".encode()})
+    proc = run_cli("convert", "--from", "massgen", str(src), "-o", str(tmp_path / "tree"), "--timezone", "UTC")
+    assert proc.returncode == 0, proc.stderr
+    assert "read as one line" in proc.stderr
+
+
+def test_a_three_ws_file_over_16_mib_is_refused_without_loading_it(run_cli: RunCli, tmp_path: Path) -> None:
+    events = ",".join('{"ts":"2026-01-01T00:00:00Z","type":"x"}' for _ in range(500_000))
+    path = tmp_path / "blob.json"
+    path.write_text('{"version":"memory/0.1","index":"","files":{},"timeline":[' + events + "]}")
+    proc = run_cli("convert", "--from", "three.ws", str(path), "-o", str(tmp_path / "tree"))
+    refused_cleanly(proc, "larger than 16 MiB")
