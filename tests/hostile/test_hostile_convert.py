@@ -133,6 +133,10 @@ def _massgen(root: Path, files: dict[str, bytes]) -> Path:
 _OK = b"---\nname: ok\ndescription: d\n---\nbody\n"
 
 
+def _import_massgen(run_cli: RunCli, src: Path, dest: Path) -> subprocess.CompletedProcess[str]:
+    return run_cli("convert", "--from", "massgen", str(src), "-o", str(dest), "--timezone", "UTC")
+
+
 @pytest.mark.parametrize(
     ("bad", "said"),
     [
@@ -147,15 +151,17 @@ def test_one_hostile_memory_file_is_left_out_and_the_rest_imported(
     bad: bytes, said: str, run_cli: RunCli, tmp_path: Path
 ) -> None:
     src = _massgen(tmp_path / "ws", {"a.md": bad, "ok.md": _OK})
-    proc = run_cli("convert", "--from", "massgen", str(src), "-o", str(tmp_path / "tree"), "--timezone", "UTC")
+    proc = _import_massgen(run_cli, src, tmp_path / "tree")
     assert proc.returncode == 0, proc.stderr
     assert said in proc.stderr and "Traceback" not in proc.stderr
     assert (tmp_path / "tree" / "ok.md").is_file() and not (tmp_path / "tree" / "a.md").exists()
 
 
-def test_a_name_holding_a_line_separator_does_not_block_a_massgen_import(run_cli: RunCli, tmp_path: Path) -> None:
-    src = _massgen(tmp_path / "ws", {"a.md": "---\nname: a\u2028name: evil\ndescription: d\n---\nb\n".encode()})
-    proc = run_cli("convert", "--from", "massgen", str(src), "-o", str(tmp_path / "tree"), "--timezone", "UTC")
+def test_a_name_holding_a_line_separator_does_not_block_a_massgen_import(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    text = "---\nname: a\u2028name: evil\ndescription: d\n---\nb\n"
+    proc = _import_massgen(run_cli, _massgen(tmp_path / "ws", {"a.md": text.encode()}), tmp_path / "tree")
     assert proc.returncode == 0, proc.stderr
     assert "read as one line" in proc.stderr
 
