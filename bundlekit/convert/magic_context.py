@@ -19,6 +19,7 @@ retrieval counts and the effective ``updated_at`` live in ``memory_stats``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import sqlite3
@@ -423,6 +424,15 @@ def _importance(entry: Entry, plan: ExportPlan) -> int | None:
     return None
 
 
+def _expiry(entry: Entry, plan: ExportPlan) -> int | None:
+    """The INTEGER ``expires_at`` (ms); a value that is no integer is written NULL (never expires), a loss."""
+    value = entry.meta.get("x-magic-context-expires-at")
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    plan.altered(entry.key, "x-magic-context-expires-at is not milliseconds since the epoch; written as NULL")
+    return None
+
+
 def _row_for(entry: Entry, project: str | None, plan: ExportPlan) -> dict[str, Any]:
     meta = entry.meta
     category = meta.get("x-magic-context-category")
@@ -454,6 +464,11 @@ def _row_for(entry: Entry, project: str | None, plan: ExportPlan) -> dict[str, A
                 plan.altered(
                     entry.key, f"x-magic-context-columns {str(k)!r} is not a column name; not written"
                 )
+            elif isinstance(v, (dict, list)):
+                # SQLite holds no mapping or list: JSON text, as the plugin keeps its own metadata_json.
+                what = f"x-magic-context-columns {str(k)!r}"
+                plan.altered(entry.key, f"{what} is not a scalar; written as JSON text")
+                row[str(k)] = json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
             else:
                 row[str(k)] = v
     row.update(
@@ -469,7 +484,7 @@ def _row_for(entry: Entry, project: str | None, plan: ExportPlan) -> dict[str, A
             "retrieval_count": meta.get("x-magic-context-retrieval-count", 0),
             "created_at": created,
             "updated_at": meta.get("x-magic-context-base-updated-at", updated),
-            "expires_at": meta.get("x-magic-context-expires-at"),
+            "expires_at": _expiry(entry, plan),
         }
     )
     row["x-stats-updated-at"] = updated
@@ -501,8 +516,10 @@ def plan_magic_context(
     effective ``updated_at``). The database is built in memory and planned as
     one new file; an existing ``dest`` is refused (we never rewrite someone's
     live database). Values the schema cannot hold are recorded in ``plan``: a
-    non-integer importance is written as NULL, a carried column whose name is
-    not an identifier is not written.
+    non-integer importance or expiry is written as NULL, a carried column
+    whose name is not an identifier is not written, one holding a mapping or
+    list is written as JSON text, and a memory whose content another of its
+    project and category already has (the table's UNIQUE key) is left out.
     """
     path = Path(dest)
     if path.exists():
@@ -524,11 +541,19 @@ def plan_magic_context(
             if row.get("id") in used:
                 del row["id"]
             cols = sorted(row)
-            cur = conn.execute(
-                f"INSERT INTO memories ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
-                f"VALUES ({', '.join('?' for _ in cols)})",
-                [row[c] for c in cols],
-            )
+            try:
+                cur = conn.execute(
+                    f"INSERT INTO memories ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})",
+                    [row[c] for c in cols],
+                )
+            except sqlite3.IntegrityError:
+                # UNIQUE(project_path, category, normalized_hash): the plugin keeps one memory of a content.
+                plan.left_out(
+                    tree.entries[i].key,
+                    "another memory of its project and category has its content (Magic Context keeps one)",
+                )
+                continue
             rid = int(row.get("id", cur.lastrowid or 0))
             used.add(rid)
             conn.execute(

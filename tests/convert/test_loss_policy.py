@@ -9,6 +9,7 @@ loss into exit 1 with nothing written.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from bundlekit.cli import cli
 from bundlekit.convert import ExportPlan, Unholdable
 from bundlekit.convert._common import Entry, ForeignTree
 from bundlekit.convert.claude_code import read_claude_code, write_claude_code
+from bundlekit.convert.magic_context import write_magic_context
 from bundlekit.convert.massgen import parse_massgen_file, write_massgen
 from bundlekit.convert.threews import tree_to_blob
 from bundlekit.errors import ConvertError
@@ -224,3 +226,24 @@ def test_a_memory_the_tree_cannot_hold_is_left_out_of_an_import_and_named(tmp_pa
     summary = json.loads(out)
     assert summary["memories"] == 1 and [loss["memory"] for loss in summary["losses"]] == ["wide"]
     assert sorted(p.name for p in (tmp_path / "t").glob("*.md")) == ["MEMORY.md", "ok.md"]
+
+
+def test_magic_context_leaves_out_a_second_memory_of_the_same_content(tmp_path: Path) -> None:
+    meta = {"x-magic-context-project": "p", "x-magic-context-category": "NAMING", "created": "2026-01-01"}
+    tree = ForeignTree([entry("a", **meta), entry("b", **meta)])  # both bodies are "body"
+    write_magic_context(tree, tmp_path / "out.db")
+    conn = sqlite3.connect(tmp_path / "out.db")
+    assert conn.execute("SELECT count(*) FROM memories").fetchone() == (1,)
+    conn.close()
+    assert [(loss.key, loss.left_out) for loss in tree.losses] == [("b", True)]
+
+
+def test_magic_context_writes_a_carried_mapping_as_json_text(tmp_path: Path) -> None:
+    meta = {"x-magic-context-project": "p", "x-magic-context-columns": {"extra_info": {"k": [1]}}}
+    meta["created"] = "2026-01-01"
+    tree = ForeignTree([entry("a", **meta)])
+    write_magic_context(tree, tmp_path / "out.db")
+    conn = sqlite3.connect(tmp_path / "out.db")
+    assert conn.execute("SELECT extra_info FROM memories").fetchone() == ('{"k": [1]}',)
+    conn.close()
+    assert [loss.key for loss in tree.losses] == ["a"]
