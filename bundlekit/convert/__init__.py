@@ -155,7 +155,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"timezone"}),
             frozenset({"agent_id"}),
             _fields(*massgen.KEPT_FIELDS),
-            "type, tags, source, decay, revision; the timeline",
+            "type, tags, source, decay, revision; the timeline; '---' in a value (written as an em dash)",
         ),
         Format(
             "claude-code",
@@ -165,7 +165,8 @@ _FORMATS: dict[str, Format] = {
             frozenset(),
             frozenset({"form"}),
             _claude_code_fields,
-            "tags, source, decay, important, revision, created, updated (--form top); the timeline",
+            "tags, source, decay, important, revision, created, updated (--form top); the timeline; "
+            "'---' in a value (written as an em dash)",
         ),
         Format(
             "three.ws",
