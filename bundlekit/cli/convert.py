@@ -156,6 +156,11 @@ def _lossy_epilog() -> str:
 @click.option("--include-device", is_flag=True, help="Carry device-bound memory (needs --local-only).")
 @click.option("--local-only", is_flag=True, help="Confirm the result stays on this machine.")
 @click.option("--exclude-device", is_flag=True, help="Leave device-bound memory out instead of refusing.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 1, nothing written) when a memory would be written changed or left out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @key_options
 def convert(
@@ -165,6 +170,7 @@ def convert(
     dest: Path,
     strategy: str,
     allow_secrets: bool,
+    strict: bool,
     as_json: bool,
     **params: Any,
 ) -> None:
@@ -173,6 +179,9 @@ def convert(
     Each format's own fields travel in x-<format>-* frontmatter keys, so
     converting back gives the original. What a conversion cannot carry
     (fields, timeline events, skipped files or rows) is printed as warnings.
+    Every memory is exported: one the format cannot hold exactly is written
+    in its nearest form or left out, and named in a warning; --strict makes
+    that an error instead.
     Device memory (MagicFrog's device dimension) is refused unless
     --include-device --local-only.
     """
@@ -193,11 +202,13 @@ def convert(
             options.update(device)
         elif any(device.values()):
             raise UsageError("--include-device, --local-only and --exclude-device apply to --from magicfrog")
-        result = import_from(fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, **options)
+        result = import_from(
+            fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, strict=strict, **options
+        )
     else:
         if allow_secrets or strategy != "replace":
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
-        result = export_to(fmt, src, dest, **device, **options)
+        result = export_to(fmt, src, dest, **device, strict=strict, **options)
     output.warn_all(result.warnings)
     if as_json:
         output.data_json(result.to_dict())

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from bundlekit.convert import claude_code, letta, magic_context, magicfrog, massgen, threews
-from bundlekit.convert._common import Entry, ForeignTree, dropped_fields
+from bundlekit.convert._common import (
+    Entry,
+    ExportPlan,
+    ForeignTree,
+    Loss,
+    Unholdable,
+    dropped_fields,
+)
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
 from bundlekit.errors import UsageError
@@ -34,8 +41,11 @@ __all__ = [
     "FORMATS",
     "ConvertResult",
     "Entry",
+    "ExportPlan",
     "ForeignTree",
     "Format",
+    "Loss",
+    "Unholdable",
     "device_bound_keys",
     "export_to",
     "get_format",
@@ -75,6 +85,10 @@ class Format:
     timeline out under those options (a clause after the format's name, e.g.
     "has no timeline"), or ``None`` when it writes every event; an export
     counts only the events written and warns about the rest.
+    ``write(tree, dest, strict=..., **write_options)`` writes through an
+    :class:`ExportPlan` (``_common.write_planned``): a memory the format cannot
+    hold exactly is written in its nearest form or left out, and named in
+    ``tree.losses``; ``strict`` refuses the export instead, writing nothing.
     ``kept(write_options)`` are the bundlekit frontmatter fields the writer
     carries (besides its own ``x-<format>-*`` keys), ``None`` when it carries
     every field; an export names every other field it met in a warning. ``lossy`` says in a few words what the
@@ -108,6 +122,8 @@ class ConvertResult:
     timeline: int
     paths: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Memories written changed or left out (export; each is also one of ``warnings``).
+    losses: list[Loss] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (paths as strings)."""
@@ -119,10 +135,22 @@ class ConvertResult:
             "timeline": self.timeline,
             "paths": [str(p) for p in self.paths],
             "warnings": list(self.warnings),
+            "losses": [loss.to_dict() for loss in self.losses],
         }
 
 
 _DEVICE_OPTIONS = frozenset({"include_device", "local_only", "exclude_device"})
+
+
+def _write_letta(
+    tree: ForeignTree, dest: str | os.PathLike[str], *, strict: bool = False, **options: Any
+) -> list[Path]:
+    """Letta's writer under the common ``strict`` option.
+
+    It refuses (``ConvertError``, nothing written) a tree it cannot hold whole
+    and records no losses yet, so ``strict`` changes nothing for it.
+    """
+    return letta.write_letta(tree, dest, **options)
 
 _FORMATS: dict[str, Format] = {
     f.name: f
@@ -135,7 +163,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"timezone"}),
             frozenset({"agent_id"}),
             _fields(*massgen.KEPT_FIELDS),
-            "type, tags, source, decay, revision; the timeline",
+            "type, tags, source, decay, revision; the timeline; '---' in a value (written as an em dash)",
         ),
         Format(
             "claude-code",
@@ -145,7 +173,8 @@ _FORMATS: dict[str, Format] = {
             frozenset(),
             frozenset({"form"}),
             _claude_code_fields,
-            "tags, source, decay, important, revision, created, updated (--form top); the timeline",
+            "tags, source, decay, important, revision, created, updated (--form top); the timeline; "
+            "'---' in a value (written as an em dash)",
         ),
         Format(
             "three.ws",
@@ -182,7 +211,7 @@ _FORMATS: dict[str, Format] = {
             "letta",
             "Letta Agent File (.af): one agent's core-memory blocks",
             letta.read_letta,
-            letta.write_letta,
+            _write_letta,
             frozenset({"agent_id", "all_blocks"}),
             frozenset({"agent_id", "model"}),
             _every_field,
@@ -229,9 +258,15 @@ def write_foreign(
     include_device: bool = False,
     local_only: bool = False,
     exclude_device: bool = False,
+    strict: bool = False,
     **options: Any,
 ) -> list[Path]:
-    """Write neutral records into a foreign store, applying the device rule first."""
+    """Write neutral records into a foreign store, applying the device rule first.
+
+    Memories the format cannot hold exactly are written in their nearest form
+    or left out, and named in ``tree.losses`` and ``tree.warnings``; with
+    ``strict`` any such loss raises ``ConvertError`` and nothing is written.
+    """
 
     spec = get_format(fmt)
     _check_options(spec, options, spec.write_options, "export")
@@ -243,8 +278,8 @@ def write_foreign(
             entries = [e for e in entries if not is_device_entry(e)]
         entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
         # The same warnings list: what the writer reports reaches the caller's tree.
-        tree = ForeignTree(entries, tree.timeline, tree.warnings)
-    return spec.write(tree, dest, **{k: v for k, v in options.items() if v is not None})
+        tree = ForeignTree(entries, tree.timeline, tree.warnings, tree.losses)
+    return spec.write(tree, dest, strict=strict, **{k: v for k, v in options.items() if v is not None})
 
 
 def _refuse_in_place(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
@@ -263,9 +298,15 @@ def import_from(
     *,
     strategy: str = "replace",
     allow_secrets: bool = False,
+    strict: bool = False,
     **options: Any,
 ) -> ConvertResult:
     """Convert the foreign store ``src`` (format ``fmt``) into the bundlekit tree ``dest``.
+
+    A foreign memory that cannot be read (not UTF-8, too large, a bad
+    timestamp read as the file's time) is left out or changed and named in a
+    warning and in ``losses``; with ``strict`` any such loss raises
+    ``ConvertError`` before the tree is touched.
 
     ``options`` are the format's reader options (see ``specs/interop.md``).
     ``strategy`` is how to treat memories already in ``dest``: ``replace``
@@ -280,7 +321,7 @@ def import_from(
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
     tree = read_foreign(spec.name, src, **options)
-    report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets)
+    report = write_tree(tree, dest, strategy=strategy, allow_secrets=allow_secrets, strict=strict)
     path = Path(dest)
     return ConvertResult(
         spec.name,
@@ -290,6 +331,7 @@ def import_from(
         report.timeline_added,
         [path / f"{e.key}.md" for e in tree.entries],
         list(tree.warnings),
+        list(tree.losses),
     )
 
 
@@ -301,11 +343,17 @@ def export_to(
     include_device: bool = False,
     local_only: bool = False,
     exclude_device: bool = False,
+    strict: bool = False,
     **options: Any,
 ) -> ConvertResult:
     """Convert the bundlekit tree ``src`` into format ``fmt`` at ``dest``.
 
-    ``options`` are the format's writer options. Device-bound memories (read
+    ``options`` are the format's writer options. Every memory is converted: a
+    value the format cannot hold exactly is written in its nearest faithful
+    form, or the memory is left out, and either way the memory is named in a
+    warning and in ``losses`` (``specs/interop.md`` section 1.4). With
+    ``strict`` any such loss raises ``ConvertError`` and nothing is written.
+    Device-bound memories (read
     from a MagicFrog ``device`` dimension) are refused with
     ``DeviceMemoryError`` unless ``include_device`` and ``local_only`` are both
     set, or left out with ``exclude_device``.
@@ -324,6 +372,7 @@ def export_to(
         include_device=include_device,
         local_only=local_only,
         exclude_device=exclude_device,
+        strict=strict,
         **options,
     )
     written = tree.entries
@@ -344,4 +393,7 @@ def export_to(
             events = "event" if timeline == 1 else "events"
             warnings.append(f"left out {timeline} timeline {events}: {spec.name} {dropped}")
         timeline = 0
-    return ConvertResult(spec.name, "export", Path(dest), len(written), timeline, paths, warnings)
+    left_out = len({loss.key for loss in tree.losses if loss.left_out})
+    return ConvertResult(
+        spec.name, "export", Path(dest), len(written) - left_out, timeline, paths, warnings, list(tree.losses)
+    )

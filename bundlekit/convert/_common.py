@@ -12,17 +12,25 @@ Conventions every format follows (``specs/interop.md`` has the tables):
 * Timestamps in bundlekit frontmatter are ISO 8601 strings in UTC with a ``Z``
   suffix. A foreign timestamp without a zone is read as UTC.
 * Keys derived from foreign names are valid bundlekit keys (see :func:`derive_keys`).
+* An export never fails as a whole because of one memory: a writer plans every
+  file in an :class:`ExportPlan`, writes a value the target cannot hold exactly
+  in its nearest faithful form (:meth:`ExportPlan.altered`) or leaves the
+  memory out (:meth:`ExportPlan.left_out`, or :class:`Unholdable` raised from
+  :meth:`ExportPlan.memories`), and :func:`write_planned` writes the plan in
+  one step: with ``strict`` any such loss refuses the export before the first
+  byte is written (``specs/interop.md`` section 1.4).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -35,20 +43,31 @@ from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
     "KEY_MAX",
+    "MAX_MEMORY_FILE",
+    "MAX_STORE_FILE",
     "MEMORY_TYPES",
     "Entry",
+    "ExportPlan",
     "ForeignTree",
+    "Loss",
+    "Unholdable",
     "atomic_write",
+    "bad_time",
     "derive_keys",
     "dropped_fields",
     "dump_yaml",
     "first_line",
     "format_time",
     "is_valid_key",
+    "left_out_file",
     "line_fields",
+    "line_key_problem",
+    "merge_extra",
+    "recorded_path_problem",
     "load_yaml",
     "output_dir_problem",
     "parse_time",
+    "read_foreign_text",
     "read_frontmatter",
     "read_markdown",
     "render_markdown",
@@ -58,6 +77,11 @@ __all__ = [
     "skipped_link",
     "split_at_dashes",
     "split_frontmatter",
+    "strict_refusal",
+    "time_or",
+    "DELIMITER_STANDIN",
+    "without_delimiter",
+    "write_planned",
 ]
 
 #: Longest bundlekit key (the memory store's limit).
@@ -80,6 +104,23 @@ class Entry:
     body: str
 
 
+@dataclass(frozen=True)
+class Loss:
+    """One memory an export could not carry exactly: written changed (``change`` says how) or ``left_out``."""
+
+    key: str
+    change: str
+    left_out: bool = False
+
+    def warning(self) -> str:
+        """The warning naming the memory: ``memory 'k': <change>`` or ``left out memory 'k': <why>``."""
+        return f"{'left out memory' if self.left_out else 'memory'} {self.key!r}: {self.change}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``--json``'s ``losses``)."""
+        return {"memory": self.key, "change": self.change, "left_out": self.left_out}
+
+
 @dataclass
 class ForeignTree:
     """What a format module reads or writes: entries plus timeline events."""
@@ -88,6 +129,139 @@ class ForeignTree:
     timeline: list[dict[str, Any]] = field(default_factory=list)
     #: Things a reader skipped or could not carry, one sentence each.
     warnings: list[str] = field(default_factory=list)
+    #: Memories an export wrote changed or left out (each also one of ``warnings``).
+    losses: list[Loss] = field(default_factory=list)
+
+
+class Unholdable(Exception):  # noqa: N818 - a verdict on one memory, caught by ExportPlan.memories
+    """Raised while planning one memory: the target cannot hold it in any faithful form, so it is left out.
+
+    The message says why, without the value (it may be anything, a credential included).
+    """
+
+
+_T = TypeVar("_T")
+
+
+class ExportPlan:
+    """Everything an export will write, and every memory it cannot carry exactly, before anything is written.
+
+    A format's planner adds each output file (:meth:`add`) and records each
+    loss: a memory written in its nearest faithful form (:meth:`altered`) or
+    left out (:meth:`left_out`). :meth:`commit` then writes the files, each
+    atomically; with ``strict`` it refuses instead (``ConvertError``, nothing
+    written) when there is any loss. One place decides, so no writer can write
+    half an export under ``strict``.
+    """
+
+    def __init__(self, fmt: str, *, strict: bool = False) -> None:
+        self.fmt = fmt
+        self.strict = strict
+        self.losses: list[Loss] = []
+        self._files: list[tuple[Path, bytes, bool]] = []
+
+    def altered(self, key: str, change: str) -> None:
+        """Record that memory ``key`` is written changed, as ``change`` says (the field, never the value)."""
+        self.losses.append(Loss(key, change))
+
+    def left_out(self, key: str, why: str) -> None:
+        """Record that memory ``key`` is not written at all, and why."""
+        self.losses.append(Loss(key, why, left_out=True))
+
+    def memories(self, entries: Iterable[Entry], plan: Callable[[Entry], _T]) -> list[tuple[Entry, _T]]:
+        """``plan(entry)`` for each entry, in order; one raising :class:`Unholdable` is left out."""
+        out: list[tuple[Entry, _T]] = []
+        for entry in entries:
+            try:
+                out.append((entry, plan(entry)))
+            except Unholdable as exc:
+                self.left_out(entry.key, str(exc))
+        return out
+
+    def add(self, path: str | os.PathLike[str], data: bytes | str, *, new: bool = False) -> None:
+        """Plan ``data`` for ``path``; with ``new`` the export refuses to replace an existing file there."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        self._files.append((Path(path), raw, new))
+
+    @property
+    def paths(self) -> list[Path]:
+        """The paths planned, in order."""
+        return [path for path, _data, _new in self._files]
+
+    def commit(self) -> list[Path]:
+        """Write every planned file (each atomically); return the paths.
+
+        Refuses with ``ConvertError`` before writing anything when ``strict``
+        and a memory was altered or left out, or when a ``new`` file exists.
+        """
+        if self.strict and self.losses:
+            raise strict_refusal(self.losses, f"as {self.fmt}")
+        for path, _data, new in self._files:
+            if new and (path.exists() or path.is_symlink()):
+                raise ConvertError(f"{path} already exists; export to a new file")
+        for path, data, _new in self._files:
+            atomic_write(path, data)
+        return self.paths
+
+
+def merge_extra(
+    plan: ExportPlan,
+    key: str,
+    field: str,
+    extra: object,
+    into: dict[str, Any],
+    *,
+    reserved: Iterable[str] = (),
+) -> None:
+    """Add a memory's ``x-<format>-extra`` mapping ``extra`` to the fields ``into``; fields already there win.
+
+    A key a line reader could misread (:func:`line_key_problem`) or one of
+    ``reserved`` (a field the format has, which an extra must not steer) is not
+    written, and that is recorded in ``plan`` as a change to memory ``key``.
+    """
+    if not isinstance(extra, Mapping):
+        return
+    taboo = set(reserved)
+    for k, v in extra.items():
+        name = str(k)
+        problem = line_key_problem(name) or ("is a field the format has" if name in taboo else None)
+        if problem:
+            plan.altered(key, f"{field} key {name!r} {problem}; not written")
+        elif name not in into:
+            into[name] = v
+
+
+def strict_refusal(losses: list[Loss], where: str) -> ConvertError:
+    """The error of a strict conversion with ``losses`` (``where``: "as massgen", ...), naming five."""
+    n = len(losses)
+    shown = "; ".join(loss.warning() for loss in losses[:5])
+    more = f"; and {n - 5} more" if n > 5 else ""
+    return ConvertError(
+        f"{n} {'memory' if n == 1 else 'memories'} cannot be carried exactly {where} "
+        f"(strict): {shown}{more}; nothing was written"
+    )
+
+
+def write_planned(
+    fmt: str,
+    planner: Callable[..., None],
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    **options: Any,
+) -> list[Path]:
+    """Run ``planner(tree, dest, plan, **options)``, then commit the plan; the one way every writer writes.
+
+    The losses reach ``tree.losses`` and, as warnings naming each memory,
+    ``tree.warnings``. Returns the paths written.
+    """
+    plan = ExportPlan(fmt, strict=strict)
+    planner(tree, dest, plan, **options)
+    paths = plan.commit()
+    tree.losses.extend(plan.losses)
+    tree.warnings.extend(loss.warning() for loss in plan.losses)
+    return paths
 
 
 def is_valid_key(key: str) -> bool:
@@ -323,17 +497,69 @@ def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> l
     return [f"left out fields {fmt} has no place for: {', '.join(parts)}"]
 
 
+#: Bytes one foreign memory file (Markdown) may hold; a larger one is no memory.
+MAX_MEMORY_FILE = 16 * 1024 * 1024
+#: Bytes a whole foreign store in one file may hold (three.ws JSON: localStorage holds a few MiB).
+MAX_STORE_FILE = 16 * 1024 * 1024
+
+
+def read_foreign_text(path: str | os.PathLike[str], *, limit: int = MAX_MEMORY_FILE, hint: str = "") -> str:
+    """The UTF-8 text of the foreign file ``path``, read only up to ``limit`` bytes.
+
+    Raises :class:`ConvertError` naming ``path`` when it is larger than
+    ``limit``, is not UTF-8 text or cannot be read (then ``hint`` follows),
+    without reading more than ``limit + 1`` bytes (a 300 MB file is refused,
+    not loaded).
+    """
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise ConvertError(f"cannot read {where}: {os_reason(exc)}" + (f"; {hint}" if hint else "")) from exc
+    if len(raw) > limit:
+        mib = limit // (1024 * 1024)
+        raise ConvertError(f"{where} is larger than {mib} MiB, more than foreign input is read")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"{where} is not UTF-8 text; convert it and retry") from exc
+
+
 def read_markdown(path: os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """Read a foreign Markdown file: its frontmatter (``{}`` when it has none) and its body.
 
-    Raises :class:`ConvertError` naming ``path`` when it is not UTF-8 or its frontmatter is malformed.
+    Raises :class:`ConvertError` naming ``path`` when it cannot be read (see
+    :func:`read_foreign_text`) or its frontmatter is malformed.
     """
-    try:
-        with open(path, encoding="utf-8") as fh:
-            fm_text, body = split_frontmatter(fh.read())
-    except UnicodeDecodeError as exc:
-        raise ConvertError(f"{os.fspath(path)} is not UTF-8 text; convert it and retry") from exc
+    fm_text, body = split_frontmatter(read_foreign_text(path))
     return (load_yaml(fm_text, where=os.fspath(path)) if fm_text is not None else {}), body
+
+
+def left_out_file(tree: ForeignTree, path: str | os.PathLike[str], exc: ConvertError) -> None:
+    """Record that the foreign memory file ``path`` is not imported, because of ``exc`` (a loss, a warning).
+
+    One file that cannot be read never blocks the others (``specs/interop.md`` section 1.4).
+    """
+    tree.losses.append(Loss(os.fspath(path), str(exc), left_out=True))
+    tree.warnings.append(f"{exc}; left out (the other files are read)")
+
+
+def bad_time(tree: ForeignTree, where: str, field: str) -> None:
+    """Record that ``field`` of the foreign file ``where`` is no timestamp: the file's time is used."""
+    loss = Loss(where, f"{field} is not an ISO 8601 timestamp; the file's time is used")
+    if tree.losses[-1:] != [loss]:  # one value read for both created and updated is one loss
+        tree.losses.append(loss)
+        tree.warnings.append(f"{where}: {loss.change}")
+
+
+def time_or(tree: ForeignTree, value: object, fallback: str, *, where: str, field: str) -> str:
+    """``value`` as a bundlekit timestamp, or ``fallback`` (the file's time) with a loss when it is none."""
+    try:
+        return format_time(parse_time(value, what=f"{field} in {where}"))
+    except ConvertError:
+        bad_time(tree, where, field)
+        return fallback
 
 
 def skipped_link(path: Path, warnings: list[str]) -> bool:
@@ -355,6 +581,61 @@ def first_line(body: str, limit: int = 120) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""
+
+
+def _has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character or a line or paragraph separator (NUL, LF, U+2028...)."""
+    return any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in text)
+
+
+def recorded_path_problem(rel: str) -> str | None:
+    """Why a relative path recorded in a memory (``x-<format>-file``) cannot name a file, or ``None``.
+
+    It must be relative, in ``/`` form, with no empty, ``.``, ``..`` or hidden
+    part, no backslash, and no NUL or other control character (no file system
+    name holds one, and a line break would split an index line).
+    """
+    if _has_control(rel):
+        return "holds a NUL, line break or other control character"
+    if "\\" in rel:
+        return "holds a backslash"
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        return "is not a plain relative path (absolute, empty, '..' or hidden part)"
+    return None
+
+
+#: What a line-based reader must never meet inside a key: the frontmatter fence and the field separator.
+_KEY_MARKS = ("---", ":")
+
+
+def line_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot be written as the key of a ``key: value`` line, or ``None`` when it can.
+
+    A key must be non-empty, without surrounding spaces (readers strip them, so
+    `` name`` would read as ``name``), without any line break or other control
+    character (Python's ``splitlines`` set included), colon or ``---``: any of
+    those would let the key end its line, split it elsewhere or close the
+    frontmatter, and so write a field the memory never had.
+    """
+    if not key or key != key.strip():
+        return "is empty or has surrounding spaces"
+    if _has_control(key):
+        return "holds a line break or control character"
+    for mark in _KEY_MARKS:
+        if mark in key:
+            return f"holds {mark!r}"
+    return None
+
+
+#: What replaces ``---`` inside a value written to a format whose reader ends the frontmatter at the
+#: first ``---`` anywhere (MassGen, Claude Code): an em dash, the typographic reading of ``---``.
+DELIMITER_STANDIN = "\u2014"
+
+
+def without_delimiter(text: str) -> str:
+    """``text`` with every ``---`` replaced by an em dash (:data:`DELIMITER_STANDIN`); the rest as is."""
+    return text.replace("---", DELIMITER_STANDIN)
 
 
 def single_line(value: object) -> str:

@@ -21,30 +21,47 @@ A memory in a subfolder gets a key from its relative path (``team/a.md`` ->
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bundlekit.convert._common import (
+    DELIMITER_STANDIN,
     MEMORY_TYPES,
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
     derive_keys,
     first_line,
     format_time,
+    left_out_file,
+    line_key_problem,
     parse_time,
+    read_foreign_text,
     read_frontmatter,
+    recorded_path_problem,
     render_markdown,
     same_instant,
     single_line,
     skipped_link,
     split_at_dashes,
+    time_or,
+    without_delimiter,
+    write_planned,
 )
 from bundlekit.errors import ConvertError
 from bundlekit.memory.index import IndexLink, parse_index, render_links
 
-__all__ = ["FORMS", "kept_fields", "parse_index", "read_claude_code", "render_index", "write_claude_code"]
+__all__ = [
+    "FORMS",
+    "kept_fields",
+    "parse_index",
+    "plan_claude_code",
+    "read_claude_code",
+    "render_index",
+    "write_claude_code",
+]
 
 #: The index lines Claude Code reads, in the one form of ``bundlekit.memory.index``.
 render_index = render_links
@@ -58,10 +75,6 @@ _CORE = ("name", "description", "type")
 # Read from metadata: merged over the top level (Claude Code's rule); name and description are top-level keys.
 _MERGED = ("type", "modified")
 _TIMES = ("created", "updated")
-
-
-def _time(raw: Any, where: str, field: str) -> str:
-    return format_time(parse_time(raw, what=f"{field} in {where}"))
 
 
 def _claude_time(dt_text: str) -> str:
@@ -87,18 +100,20 @@ def _topic_paths(root: Path, warnings: list[str]) -> list[PurePosixPath]:
 
 
 def _read_topic(path: Path, where: str, warnings: list[str]) -> tuple[dict[str, Any], str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConvertError(f"{path} is not UTF-8 text; convert it and retry") from exc
-    fm_text, body = split_at_dashes(text.removeprefix("\ufeff"))
+    fm_text, body = split_at_dashes(read_foreign_text(path).removeprefix("\ufeff"))
     if fm_text is None:
         warnings.append(f"{where} has no frontmatter; name taken from the index or the file name")
     return read_frontmatter(fm_text, where=where, warnings=warnings), body
 
 
 def _entry_meta(
-    fm: dict[str, Any], body: str, rel: PurePosixPath, where: str, mtime: str, link: tuple[int, str, str] | None
+    tree: ForeignTree,
+    fm: dict[str, Any],
+    body: str,
+    rel: PurePosixPath,
+    where: str,
+    mtime: str,
+    link: tuple[int, str, str] | None,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     inner = fm.get("metadata")
@@ -122,10 +137,10 @@ def _entry_meta(
     modified = core["modified"]
     for field in _TIMES:
         if field in top:
-            meta[field] = _time(top[field], where, field)
+            meta[field] = time_or(tree, top[field], mtime, where=where, field=field)
             meta[f"x-claude-code-{field}"] = top[field]
         elif modified is not None:
-            meta[field] = _time(modified, where, "modified")
+            meta[field] = time_or(tree, modified, mtime, where=where, field="modified")
         else:
             meta[field] = mtime
     if "modified" in top:
@@ -163,8 +178,13 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     tree = ForeignTree()
     index_path = root / INDEX
     links: list[IndexLink] = []
+    index_text = ""
     if index_path.is_file():
-        index_text = index_path.read_text(encoding="utf-8")
+        try:
+            index_text = read_foreign_text(index_path)
+        except ConvertError as exc:
+            left_out_file(tree, index_path, exc)
+    if index_text:
         links = parse_index(index_text)
         prose = sum(1 for line in index_text.splitlines() if line.strip()) - len(links)
         if prose > 0:
@@ -181,9 +201,13 @@ def read_claude_code(src: str | os.PathLike[str]) -> ForeignTree:
     for key, rel in zip(keys, rels):
         path = root / rel
         where = str(path)
-        fm, body = _read_topic(path, where, tree.warnings)
+        try:
+            fm, body = _read_topic(path, where, tree.warnings)
+        except ConvertError as exc:
+            left_out_file(tree, path, exc)
+            continue
         mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
-        meta = _entry_meta(fm, body, rel, where, mtime, by_file.get(str(rel)))
+        meta = _entry_meta(tree, fm, body, rel, where, mtime, by_file.get(str(rel)))
         stem = str(rel.with_suffix(""))
         if key != stem:
             meta["x-claude-code-file"] = stem
@@ -204,9 +228,29 @@ def _metadata_block(entry: Entry, form: str, core: dict[str, Any]) -> tuple[dict
     held = {k for k in _CORE if k in block}
     for k in held:
         block[k] = core[k]
-    if "modified" in block or form == "metadata":
+    if "modified" in block or (form == "metadata" and not _untimed(entry)):
         block["modified"] = _modified(entry, block.get("modified"))
     return block, held
+
+
+def _untimed(entry: Entry) -> bool:
+    """Whether ``entry`` was read from a Claude Code file without any timestamp and not changed since.
+
+    Its ``created``/``updated`` are then the file's mtime (section 3 of
+    ``specs/interop.md``), which is not written back: a file read with no
+    ``modified``, ``created`` or ``updated`` (none recorded) whose ``updated``
+    is still its ``created``. Every memory read from Claude Code carries
+    ``x-claude-code-order`` or ``x-claude-code-indexed``.
+    """
+    meta = entry.meta
+    if "x-claude-code-order" not in meta and "x-claude-code-indexed" not in meta:
+        return False
+    recorded = meta.get("x-claude-code-metadata")
+    if any(f"x-claude-code-{f}" in meta for f in ("created", "updated", "modified")):
+        return False
+    if isinstance(recorded, dict) and "modified" in recorded:
+        return False
+    return meta.get("updated") == meta.get("created")
 
 
 def _modified(entry: Entry, original: Any) -> str:
@@ -222,19 +266,42 @@ def kept_fields(form: str = "top") -> frozenset[str]:
     return frozenset(base)
 
 
-def _topic_file(entry: Entry, form: str) -> str:
+def _holdable(plan: ExportPlan, key: str, field: str, value: Any) -> Any:
+    """``value`` (a scalar, list or mapping) as a Claude Code frontmatter holds it; each change is a loss.
+
+    Claude Code ends the frontmatter at the first ``---`` anywhere: in text it
+    becomes an em dash. A mapping key that could not be one plain line key
+    (:func:`line_key_problem`) is not written.
+    """
+    if isinstance(value, str):
+        written = without_delimiter(value)
+        if written != value:
+            plan.altered(
+                key, f"{field}: '---' (where Claude Code ends frontmatter) written as {DELIMITER_STANDIN!r}"
+            )
+        return written
+    if isinstance(value, (list, tuple)):
+        return [_holdable(plan, key, f"{field}[{i}]", v) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = str(k)
+            problem = line_key_problem(name)
+            if problem:
+                plan.altered(key, f"{field or 'frontmatter'}: key {name!r} {problem}; not written")
+                continue
+            out[name] = _holdable(plan, key, f"{field}.{name}" if field else name, v)
+        return out
+    return value
+
+
+def _topic_file(entry: Entry, form: str, plan: ExportPlan) -> str:
     meta = entry.meta
     core: dict[str, Any] = {
         "name": meta.get("name", entry.key),
         "description": meta.get("description", ""),
         "type": meta.get("x-claude-code-type", meta.get("type", "reference")),
     }
-    for field in ("name", "description"):
-        if "---" in str(core[field]):
-            raise ConvertError(
-                f"memory {entry.key!r}: its {field} holds '---', where Claude Code ends the frontmatter; "
-                "edit it and retry"
-            )
     if form == "source":
         form = "metadata-kept" if meta.get("x-claude-code-form") == "metadata" else "top"
     fm: dict[str, Any] = {}
@@ -256,47 +323,68 @@ def _topic_file(entry: Entry, form: str) -> str:
     extra = meta.get("x-claude-code-extra")
     if isinstance(extra, dict):
         fm.update({str(k): v for k, v in extra.items() if k not in fm and k != "metadata"})
-    return render_markdown(fm, entry.body)
+    return render_markdown(_holdable(plan, entry.key, "", fm), entry.body)
 
 
-def _safe_stem(entry: Entry) -> str:
-    stem = str(entry.meta.get("x-claude-code-file") or entry.key)
-    rel = PurePosixPath(stem)
-    if (
-        "\\" in stem
-        or rel.is_absolute()
-        or not rel.parts
-        or any(p in ("", ".", "..") or p.startswith(".") for p in rel.parts)
-        or rel.name.upper() == "MEMORY"
-    ):
-        raise ConvertError(f"memory {entry.key!r} names an unsafe file {stem!r}; fix x-claude-code-file")
-    return stem
+def _file_stem(entry: Entry, plan: ExportPlan) -> str:
+    """Where ``entry`` is written (no ``.md``): its recorded path, or its key when that cannot be used."""
+    recorded = entry.meta.get("x-claude-code-file")
+    if recorded is None:
+        return entry.key
+    stem = str(recorded)
+    problem = recorded_path_problem(stem)
+    if problem is None and PurePosixPath(stem).name.upper() == "MEMORY":
+        problem = "names the index MEMORY.md"
+    linked = entry.meta.get("x-claude-code-indexed") is not False
+    if problem is None and linked and re.search(r"[\s()<>]", stem):
+        problem = "holds a space or bracket, which a MEMORY.md link cannot point to"
+    if problem is None:
+        return stem
+    plan.altered(entry.key, f"x-claude-code-file {problem}; written as {entry.key}.md instead")
+    return entry.key
 
 
-def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top") -> list[Path]:
-    """Write ``tree`` as a Claude Code memory directory at ``dest``.
+def write_claude_code(
+    tree: ForeignTree, dest: str | os.PathLike[str], *, form: str = "top", strict: bool = False
+) -> list[Path]:
+    """Write ``tree`` as a Claude Code memory directory at ``dest`` (:func:`plan_claude_code`); the paths.
+
+    With ``strict``, a memory that would be written changed or left out
+    refuses the export (``ConvertError``, nothing written).
+    """
+    return write_planned("claude-code", plan_claude_code, tree, dest, strict=strict, form=form)
+
+
+def plan_claude_code(
+    tree: ForeignTree, dest: str | os.PathLike[str], plan: ExportPlan, *, form: str = "top"
+) -> None:
+    """Plan ``tree`` as a Claude Code memory directory at ``dest``.
 
     One topic file per entry (``x-claude-code-file`` or the key, plus ``.md``;
     a recorded subfolder path is kept) and a ``MEMORY.md`` listing them in their
     original index order, then by key; entries read from files the index did
     not link stay unlinked. ``form`` is ``top`` (default), ``metadata`` (what
-    Claude Code itself writes) or ``source``. Returns the paths written. Every
-    name is checked before anything is written: a bad ``form``, an unsafe or a
-    doubly used file name, a name or description holding ``---`` raise
-    ``ConvertError``.
+    Claude Code itself writes) or ``source``; another raises ``ConvertError``.
+
+    What Claude Code cannot hold is recorded in ``plan`` (``specs/interop.md``
+    section 3): ``---`` in any frontmatter text becomes an em dash; a key that
+    is not a plain line key is not written; a recorded path that cannot name
+    the file (NUL or control character, absolute, ``..``, hidden, ``MEMORY``,
+    or for a linked memory a space or bracket) gives way to the key; a memory
+    whose file another already takes is left out.
     """
     if form not in FORMS:
         raise ConvertError(f"unknown Claude Code frontmatter form {form!r}; use one of {', '.join(FORMS)}")
     root = Path(dest)
-    planned: list[tuple[Path, str]] = []
     rows: list[tuple[float, str, tuple[str, str, str]]] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for entry in tree.entries:
-        filename = f"{_safe_stem(entry)}.md"
+        filename = f"{_file_stem(entry, plan)}.md"
         if filename.lower() in seen:
-            raise ConvertError(f"two memories would both be written to {filename}; rename one and retry")
-        seen.add(filename.lower())
-        planned.append((root / filename, _topic_file(entry, form)))
+            plan.left_out(entry.key, f"memory {seen[filename.lower()]!r} is already written to {filename}")
+            continue
+        seen[filename.lower()] = entry.key
+        plan.add(root / filename, _topic_file(entry, form, plan))
         if entry.meta.get("x-claude-code-indexed") is False:
             continue
         order = entry.meta.get("x-claude-code-order")
@@ -305,7 +393,4 @@ def write_claude_code(tree: ForeignTree, dest: str | os.PathLike[str], *, form: 
         rank = float(order) if isinstance(order, int) and not isinstance(order, bool) else float("inf")
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
-    planned.append((root / INDEX, render_links([r[2] for r in rows])))
-    for path, text in planned:
-        atomic_write(path, text)
-    return [path for path, _text in planned]
+    plan.add(root / INDEX, render_links([r[2] for r in rows]))

@@ -19,6 +19,7 @@ retrieval counts and the effective ``updated_at`` live in ``memory_stats``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import sqlite3
@@ -28,16 +29,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from bundlekit._fs import AtomicFile
 from bundlekit.convert._common import (
     Entry,
+    ExportPlan,
     ForeignTree,
     first_line,
     format_time,
     parse_time,
     sanitize_key,
     single_line,
+    write_planned,
 )
+from bundlekit.convert._sqlite import ForeignDatabase
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
@@ -50,6 +53,7 @@ __all__ = [
     "TYPE_CATEGORIES",
     "directory_identity",
     "normalized_hash",
+    "plan_magic_context",
     "project_identity",
     "read_magic_context",
     "render_project_memory",
@@ -303,28 +307,18 @@ _STATS = ("seen_count", "retrieval_count", "last_seen_at", "last_retrieved_at")
 
 
 def _query(path: Path) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]] | None]:
-    """Every ``memories`` row, and the ``memory_stats`` rows by memory id (None when the table is absent)."""
-    try:
-        # mode=ro: an import must never write to (or create) the user's database.
-        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise ConvertError(f"cannot open {path} read-only as SQLite: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        rows = [dict(r) for r in conn.execute("SELECT * FROM memories ORDER BY id")]
-        has_stats = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_stats'"
-        ).fetchone()
+    """Every ``memories`` row, and the ``memory_stats`` rows by memory id (None when the table is absent).
+
+    Read through :class:`~bundlekit.convert._sqlite.ForeignDatabase`: read-only,
+    from real tables only (a view is refused), within a deadline and caps on
+    rows, bytes and SQLite's memory.
+    """
+    with ForeignDatabase(path, what="Magic Context database") as db:
+        rows = db.rows("memories")
         stats: dict[int, dict[str, Any]] | None = None
-        if has_stats:
-            checked = (_checked(dict(r), "memory_stats", path) for r in conn.execute("SELECT * FROM memory_stats"))
+        if db.kind("memory_stats") is not None:
+            checked = (_checked(r, "memory_stats", path) for r in db.rows("memory_stats"))
             stats = {r["memory_id"]: r for r in checked if r.get("memory_id") is not None}
-    except sqlite3.Error as exc:
-        raise ConvertError(
-            f"{path} is not a Magic Context database (no usable memories table): {exc}"
-        ) from exc
-    finally:
-        conn.close()
     return rows, stats
 
 
@@ -415,21 +409,31 @@ def _ms_field(meta: dict[str, Any], field: str, key: str) -> int:
     return ms
 
 
-def _importance(entry: Entry, warnings: list[str]) -> int | None:
+def _importance(entry: Entry, plan: ExportPlan) -> int | None:
     """The INTEGER ``importance`` column's value (NULL reads as 50 in the plugin)."""
     value = entry.meta.get("x-magic-context-importance")
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    warnings.append(
-        f"memory {entry.key!r}: importance {value!r} is not an integer; written as NULL "
-        f"(Magic Context reads that as {DEFAULT_IMPORTANCE})"
+    plan.altered(
+        entry.key,
+        "x-magic-context-importance is not an integer; written as NULL "
+        f"(Magic Context reads that as {DEFAULT_IMPORTANCE})",
     )
     return None
 
 
-def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str, Any]:
+def _expiry(entry: Entry, plan: ExportPlan) -> int | None:
+    """The INTEGER ``expires_at`` (ms); a value that is no integer is written NULL (never expires), a loss."""
+    value = entry.meta.get("x-magic-context-expires-at")
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    plan.altered(entry.key, "x-magic-context-expires-at is not milliseconds since the epoch; written as NULL")
+    return None
+
+
+def _row_for(entry: Entry, project: str | None, plan: ExportPlan) -> dict[str, Any]:
     meta = entry.meta
     category = meta.get("x-magic-context-category")
     if category not in CATEGORIES:
@@ -455,7 +459,18 @@ def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str
     row: dict[str, Any] = {"first_seen_at": created, "last_seen_at": updated}
     columns = meta.get("x-magic-context-columns")
     if isinstance(columns, dict):
-        row.update({str(k): v for k, v in columns.items()})
+        for k, v in columns.items():
+            if not str(k).replace("_", "").isalnum() or not str(k).isascii():
+                plan.altered(
+                    entry.key, f"x-magic-context-columns {str(k)!r} is not a column name; not written"
+                )
+            elif isinstance(v, (dict, list)):
+                # SQLite holds no mapping or list: JSON text, as the plugin keeps its own metadata_json.
+                what = f"x-magic-context-columns {str(k)!r}"
+                plan.altered(entry.key, f"{what} is not a scalar; written as JSON text")
+                row[str(k)] = json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+            else:
+                row[str(k)] = v
     row.update(
         {
             "project_path": project_path,
@@ -464,12 +479,12 @@ def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str
             # Always the plugin's hash of this content: a carried one may be stale or another algorithm's.
             "normalized_hash": normalized_hash(entry.body),
             "status": status,
-            "importance": _importance(entry, warnings),
+            "importance": _importance(entry, plan),
             "seen_count": meta.get("x-magic-context-seen-count", 1),
             "retrieval_count": meta.get("x-magic-context-retrieval-count", 0),
             "created_at": created,
             "updated_at": meta.get("x-magic-context-base-updated-at", updated),
-            "expires_at": meta.get("x-magic-context-expires-at"),
+            "expires_at": _expiry(entry, plan),
         }
     )
     row["x-stats-updated-at"] = updated
@@ -480,73 +495,86 @@ def _row_for(entry: Entry, project: str | None, warnings: list[str]) -> dict[str
 
 
 def write_magic_context(
-    tree: ForeignTree, dest: str | os.PathLike[str], *, project: str | None = None
+    tree: ForeignTree, dest: str | os.PathLike[str], *, project: str | None = None, strict: bool = False
 ) -> list[Path]:
-    """Write ``tree`` as a new Magic Context database at ``dest`` (:data:`SCHEMA`).
+    """Write ``tree`` as a new Magic Context database at ``dest`` (:func:`plan_magic_context`); the path.
+
+    With ``strict``, a memory that would be written changed refuses the export
+    (``ConvertError``, nothing written).
+    """
+    return write_planned("magic-context", plan_magic_context, tree, dest, strict=strict, project=project)
+
+
+def plan_magic_context(
+    tree: ForeignTree, dest: str | os.PathLike[str], plan: ExportPlan, *, project: str | None = None
+) -> None:
+    """Plan ``tree`` as a new Magic Context database at ``dest`` (:data:`SCHEMA`).
 
     ``project`` fills ``project_path`` for memories that carry none. Original
     ids are kept where free; extra columns a memory carries are added to the
     table; every memory gets its ``memory_stats`` row (counters and the
-    effective ``updated_at``). The file is built beside ``dest`` and renamed
-    into place; an existing ``dest`` is refused (we never rewrite someone's
-    live database). Values the schema cannot hold are reported in ``tree.warnings``.
+    effective ``updated_at``). The database is built in memory and planned as
+    one new file; an existing ``dest`` is refused (we never rewrite someone's
+    live database). Values the schema cannot hold are recorded in ``plan``: a
+    non-integer importance or expiry is written as NULL, a carried column
+    whose name is not an identifier is not written, one holding a mapping or
+    list is written as JSON text, and a memory whose content another of its
+    project and category already has (the table's UNIQUE key) is left out.
     """
     path = Path(dest)
     if path.exists():
         raise ConvertError(f"{path} already exists; export to a new database file")
-    rows = [_row_for(e, project, tree.warnings) for e in tree.entries]
+    rows = [_row_for(e, project, plan) for e in tree.entries]
     stats_updated = [row.pop("x-stats-updated-at") for row in rows]
-    pending = AtomicFile(path, error=ConvertError, hint="choose another output path", parents=True)
-    pending.close()  # SQLite fills the empty temp file by name
+    conn = sqlite3.connect(":memory:")
     try:
-        conn = sqlite3.connect(pending.temp)
-        try:
-            conn.executescript(SCHEMA)
-            known = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
-            for row in rows:
-                for col in sorted(set(row) - known):
-                    if not col.replace("_", "").isalnum():
-                        raise ConvertError(
-                            f"column name {col!r} in x-magic-context-columns is not an identifier"
-                        )
-                    conn.execute(f'ALTER TABLE memories ADD COLUMN "{col}"')
-                    known.add(col)
-            used: set[int] = set()
-            order = sorted(range(len(rows)), key=lambda i: (rows[i].get("id") is None, rows[i].get("id") or 0))
-            for i in order:
-                row = rows[i]
-                if row.get("id") in used:
-                    del row["id"]
-                cols = sorted(row)
+        conn.executescript(SCHEMA)
+        known = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        for row in rows:
+            for col in sorted(set(row) - known):
+                conn.execute(f'ALTER TABLE memories ADD COLUMN "{col}"')
+                known.add(col)
+        used: set[int] = set()
+        order = sorted(range(len(rows)), key=lambda i: (rows[i].get("id") is None, rows[i].get("id") or 0))
+        for i in order:
+            row = rows[i]
+            if row.get("id") in used:
+                del row["id"]
+            cols = sorted(row)
+            try:
                 cur = conn.execute(
                     f"INSERT INTO memories ({', '.join(chr(34) + c + chr(34) for c in cols)}) "
                     f"VALUES ({', '.join('?' for _ in cols)})",
                     [row[c] for c in cols],
                 )
-                rid = int(row.get("id", cur.lastrowid or 0))
-                used.add(rid)
-                conn.execute(
-                    "INSERT INTO memory_stats (memory_id, seen_count, retrieval_count, last_seen_at, "
-                    "last_retrieved_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        rid,
-                        _count(row.get("seen_count"), 1),
-                        _count(row.get("retrieval_count"), 0),
-                        row.get("last_seen_at") or stats_updated[i],
-                        row.get("last_retrieved_at"),
-                        stats_updated[i],
-                    ),
+            except sqlite3.IntegrityError:
+                # UNIQUE(project_path, category, normalized_hash): the plugin keeps one memory of a content.
+                plan.left_out(
+                    tree.entries[i].key,
+                    "another memory of its project and category has its content (Magic Context keeps one)",
                 )
-            conn.commit()
-        except sqlite3.Error as exc:
-            raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
-        finally:
-            conn.close()
-    except BaseException:
-        pending.discard()
-        raise
-    pending.commit()
-    return [path]
+                continue
+            rid = int(row.get("id", cur.lastrowid or 0))
+            used.add(rid)
+            conn.execute(
+                "INSERT INTO memory_stats (memory_id, seen_count, retrieval_count, last_seen_at, "
+                "last_retrieved_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    rid,
+                    _count(row.get("seen_count"), 1),
+                    _count(row.get("retrieval_count"), 0),
+                    row.get("last_seen_at") or stats_updated[i],
+                    row.get("last_retrieved_at"),
+                    stats_updated[i],
+                ),
+            )
+        conn.commit()
+        data = conn.serialize()
+    except sqlite3.Error as exc:
+        raise ConvertError(f"cannot write Magic Context database {path}: {exc}") from exc
+    finally:
+        conn.close()
+    plan.add(path, data, new=True)
 
 
 def _count(value: Any, default: int) -> int:

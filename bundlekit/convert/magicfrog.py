@@ -27,16 +27,22 @@ from typing import Any
 
 from bundlekit.convert._common import (
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
+    Unholdable,
     derive_keys,
     dump_yaml,
     first_line,
     format_time,
+    left_out_file,
+    merge_extra,
     parse_time,
     read_markdown,
+    recorded_path_problem,
     same_instant,
     skipped_link,
+    time_or,
+    write_planned,
 )
 from bundlekit.errors import ConvertError, DeviceMemoryError
 from bundlekit.memory.device import LAYERS, LOCAL_ONLY_FIELD, is_device_bound
@@ -48,6 +54,7 @@ __all__ = [
     "LEGACY",
     "check_device",
     "path_to_key",
+    "plan_magicfrog",
     "read_magicfrog",
     "write_magicfrog",
 ]
@@ -193,11 +200,16 @@ def read_magicfrog(
     else:
         keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
     for key, (dim, dirname, rel, path) in zip(keys, found):
-        fm, body = read_markdown(path)
+        try:
+            fm, body = read_markdown(path)
+        except ConvertError as exc:
+            left_out_file(tree, path, exc)
+            continue
+        mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
+        stamp = mtime
         if "updated" in fm:
-            updated = parse_time(fm["updated"], what=f"updated in {path}")
-        else:
-            updated = datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
+            stamp = time_or(tree, fm["updated"], mtime, where=str(path), field="updated")
+        updated = parse_time(stamp)
         name = PurePosixPath(rel).stem
         meta: dict[str, Any] = {
             "name": name,
@@ -283,21 +295,20 @@ def _effective(
     return [c[0] for c in chosen], [c[1] for c in chosen]
 
 
-def _safe_rel(rel: str, key: str) -> PurePosixPath:
+def _safe_rel(entry: Entry, plan: ExportPlan) -> PurePosixPath:
+    """Where ``entry`` goes in its dimension: ``x-magicfrog-path``, else ``<key>.md``."""
+    rel = str(entry.meta.get("x-magicfrog-path") or f"{entry.key}.md")
+    problem = recorded_path_problem(rel)
+    if problem is not None:
+        plan.altered(entry.key, f"x-magicfrog-path {problem}; written as {entry.key}.md instead")
+        rel = f"{entry.key}.md"
     path = PurePosixPath(rel)
-    if (
-        path.is_absolute()
-        or not path.parts
-        or any(p in ("", ".", "..") or p.startswith(".") for p in path.parts)
-        or any(ord(c) < 0x20 or c in "\x7f\\" for c in rel)  # NUL, line breaks: no file name holds them
-    ):
-        raise ConvertError(f"memory {key!r} has an unsafe MagicFrog path {rel!r}; fix x-magicfrog-path")
     if path.suffix != ".md":
         path = path.with_name(path.name + ".md")
     return path
 
 
-def _render_note(entry: Entry) -> str:
+def _render_note(entry: Entry, plan: ExportPlan) -> str:
     meta = entry.meta
     fm: dict[str, Any] = {}
     if "revision" in meta:
@@ -311,9 +322,7 @@ def _render_note(entry: Entry) -> str:
         fm["updated"] = same_instant(original, current) if original is not None else current
     if "x-magicfrog-machine" in meta:
         fm["machine"] = meta["x-magicfrog-machine"]
-    extra = meta.get("x-magicfrog-extra")
-    if isinstance(extra, dict):
-        fm.update({str(k): v for k, v in extra.items() if k not in fm})
+    merge_extra(plan, entry.key, "x-magicfrog-extra", meta.get("x-magicfrog-extra"), fm)
     lines = []
     for k, v in fm.items():
         if k == "updated" and isinstance(v, str):
@@ -334,15 +343,40 @@ def write_magicfrog(
     include_device: bool = False,
     local_only: bool = False,
     exclude_device: bool = False,
+    strict: bool = False,
 ) -> list[Path]:
-    """Write ``tree`` as a MagicFrog data directory at ``dest`` (``dest/memory/<dimension>/...``).
+    """Write ``tree`` as a MagicFrog data directory at ``dest`` (:func:`plan_magicfrog`); return the paths.
+
+    With ``strict``, a memory that would be written changed or left out
+    refuses the export (``ConvertError``, nothing written).
+    """
+    device = {"include_device": include_device, "local_only": local_only, "exclude_device": exclude_device}
+    options = {"dimension": dimension, "project": project, **device}
+    return write_planned("magicfrog", plan_magicfrog, tree, dest, strict=strict, **options)
+
+
+def plan_magicfrog(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    plan: ExportPlan,
+    *,
+    dimension: str = "user",
+    project: str | os.PathLike[str] | None = None,
+    include_device: bool = False,
+    local_only: bool = False,
+    exclude_device: bool = False,
+) -> None:
+    """Plan ``tree`` as a MagicFrog data directory at ``dest`` (``dest/memory/<dimension>/...``).
 
     Each entry goes to its ``x-magicfrog-dimension`` (legacy directories are
     written to their canonical dimension, as MagicFrog does) at its
     ``x-magicfrog-path``; entries without them go to ``dimension`` at
     ``<key>.md``. Task notes read from a project's ``.magicfrog/memory/`` go
     back under ``project`` (default ``dest``). Device entries follow
-    :func:`check_device`. Returns the paths written.
+    :func:`check_device`. Losses recorded in ``plan``: an unusable recorded
+    path gives way to ``<key>.md``; an extra key that is not a plain line key
+    is not written; a memory naming an unknown dimension, or whose file
+    another already takes, is left out.
     """
     if dimension not in DIMENSIONS:
         raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
@@ -352,24 +386,23 @@ def write_magicfrog(
     entries = check_device(entries, include_device=include_device, local_only=local_only, action="export")
     out = Path(dest)
     proj = Path(project) if project is not None else out
-    planned: list[tuple[Path, str]] = []
     seen: dict[str, str] = {}
-    for entry in entries:
+
+    def place(entry: Entry) -> Path:
         dim = entry.meta.get("x-magicfrog-dimension", dimension)
         dim = LEGACY.get(str(dim), str(dim))
         if dim not in DIMENSIONS:
-            raise ConvertError(f"memory {entry.key!r} names an unknown MagicFrog dimension {dim!r}")
-        rel = _safe_rel(str(entry.meta.get("x-magicfrog-path") or f"{entry.key}.md"), entry.key)
+            raise Unholdable(f"it names an unknown MagicFrog dimension {dim!r}")
+        rel = _safe_rel(entry, plan)
         if dim == "task" and entry.meta.get("x-magicfrog-root") == "project":
             path = proj / ".magicfrog" / "memory" / rel
         else:
             path = out / "memory" / dim / rel
         where = str(path).lower()
         if where in seen:
-            raise ConvertError(f"memories {seen[where]!r} and {entry.key!r} would both be written to {path}")
+            raise Unholdable(f"memory {seen[where]!r} is already written to {path}")
         seen[where] = entry.key
-        planned.append((path, _render_note(entry)))
-    # Everything was checked before the first write.
-    for path, text in planned:
-        atomic_write(path, text)
-    return [path for path, _text in planned]
+        return path
+
+    for entry, path in plan.memories(entries, place):
+        plan.add(path, _render_note(entry, plan))

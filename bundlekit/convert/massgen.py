@@ -32,18 +32,28 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bundlekit.convert._common import (
+    DELIMITER_STANDIN,
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
+    Loss,
+    bad_time,
     derive_keys,
     first_line,
     format_time,
+    left_out_file,
     line_fields,
+    line_key_problem,
+    merge_extra,
     parse_time,
+    read_foreign_text,
+    recorded_path_problem,
     same_instant,
     single_line,
     skipped_link,
     split_at_dashes,
+    without_delimiter,
+    write_planned,
 )
 from bundlekit.errors import ConvertError
 
@@ -51,6 +61,7 @@ __all__ = [
     "KEPT_FIELDS",
     "TIERS",
     "parse_massgen_file",
+    "plan_massgen",
     "read_massgen",
     "render_massgen_file",
     "resolve_timezone",
@@ -86,15 +97,16 @@ def render_massgen_file(fields: dict[str, str], content: str) -> str:
     """Render a memory file MassGen reads back to the same fields and content.
 
     Values are flattened to one line and left unquoted (their parser would keep
-    quotes literally). Known fields come first in MassGen's order. A value
-    holding ``---`` would end MassGen's frontmatter early: ``ConvertError``.
+    quotes literally). Known fields come first in MassGen's order. The caller
+    passes keys :func:`~bundlekit.convert._common.line_key_problem` accepts and
+    values without ``---`` (:func:`write_massgen` sees to both); a key or value
+    that would still end a line or the frontmatter early raises ``ConvertError``.
     """
     order = [k for k in _KNOWN if k in fields] + sorted(k for k in fields if k not in _KNOWN)
     for k in order:
-        if "---" in single_line(fields[k]) or "---" in k:
-            raise ConvertError(
-                f"the {k} {fields[k]!r} holds '---', where MassGen ends the frontmatter; edit it and retry"
-            )
+        problem = line_key_problem(k) or ("holds '---'" if "---" in single_line(fields[k]) else None)
+        if problem:
+            raise ConvertError(f"the field {k!r} (or its value) {problem}, which MassGen would misread")
     head = "".join(f"{k}: {single_line(fields[k])}\n" for k in order)
     return f"---\n{head}---\n\n{content.strip(chr(10))}\n"
 
@@ -193,11 +205,10 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     for workspace, archive, root in _memory_roots(Path(src)):
         for tier, path in _walk(root, tree):
             try:
-                fields, content = parse_massgen_file(path.read_text(encoding="utf-8"))
-            except UnicodeDecodeError as exc:
-                raise ConvertError(f"MassGen memory {path} is not UTF-8 text; convert it and retry") from exc
-            except OSError as exc:
-                raise ConvertError(f"cannot read MassGen memory {path}: {exc}") from exc
+                fields, content = parse_massgen_file(read_foreign_text(path))
+            except ConvertError as exc:
+                left_out_file(tree, path, exc)
+                continue
             if fields is None:
                 tree.warnings.append(
                     f"{path} has no frontmatter (MassGen itself skips it); imported with name {path.stem!r}"
@@ -207,7 +218,7 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     keys = derive_keys((fields or {}).get("name") or path.stem for _w, _a, _t, path, fields, _c in raw)
     naive: list[str] = []
     for key, (workspace, archive, tier, path, fields, content) in zip(keys, raw):
-        tree.entries.append(_entry(key, workspace, archive, tier, path, fields, content, zone, naive))
+        tree.entries.append(_entry(tree, key, workspace, archive, tier, path, fields, content, zone, naive))
     if naive and timezone is None:
         tree.warnings.append(
             f"read {len(naive)} timestamps without a zone as this machine's local time ({zone_name}); "
@@ -217,6 +228,7 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
 
 
 def _entry(
+    tree: ForeignTree,
     key: str,
     workspace: str | None,
     archive: str | None,
@@ -229,9 +241,16 @@ def _entry(
 ) -> Entry:
     found = fields or {}
     name = found.get("name") or path.stem
+    # MassGen splits lines at "\n" only: a value may hold U+2028 or a lone CR, which a tree's one-line
+    # name and description cannot; they are read as one line (the original name is kept below).
+    flat = single_line(name)
+    description = found.get("description") or first_line(content) or flat
+    if flat != name or single_line(description) != description:
+        tree.losses.append(Loss(str(path), "name or description read as one line"))
+        tree.warnings.append(f"{path}: name or description holds a line break; read as one line")
     meta: dict[str, Any] = {
-        "name": name,
-        "description": found.get("description") or first_line(content) or name,
+        "name": flat,
+        "description": single_line(description),
         "type": "project" if tier == "short_term" else "reference",
         "x-massgen-tier": tier,
     }
@@ -245,7 +264,12 @@ def _entry(
     for field in ("created", "updated"):
         value = found.get(field)
         where = f"{field} in {path}"
-        meta[field] = _read_time(value, zone, where, naive) if value else format_time(_file_time(path))
+        mtime = format_time(_file_time(path))
+        try:
+            meta[field] = _read_time(value, zone, where, naive) if value else mtime
+        except ConvertError:
+            bad_time(tree, str(path), field)
+            meta[field] = mtime
         if value:
             meta[f"x-massgen-{field}"] = value
     if "agent_id" in found:
@@ -276,10 +300,74 @@ def _time_field(meta: dict[str, Any], field: str) -> str | None:
     return current
 
 
+def _line_value(plan: ExportPlan, key: str, field: str, value: object) -> str:
+    """``value`` as a MassGen line holds it: one line, ends trimmed, ``---`` an em dash; a change: a loss."""
+    text = str(value)
+    flat = single_line(text)
+    written = without_delimiter(flat)
+    if flat != text:
+        plan.altered(key, f"{field}: line breaks, tabs or surrounding spaces written as one trimmed line")
+    if written != flat:
+        plan.altered(
+            key, f"{field}: '---' (where MassGen ends the frontmatter) written as {DELIMITER_STANDIN!r}"
+        )
+    return written
+
+
+def _safe_part(plan: ExportPlan, key: str, field: str, part: object, fallback: str | None) -> str | None:
+    """A recorded file or folder name, or ``fallback`` (with a loss) when it cannot name one folder entry."""
+    if part is None:
+        return None
+    text = str(part)
+    problem = recorded_path_problem(text) or ("holds '/'" if "/" in text else None)
+    if problem is None:
+        return text
+    where = f"{fallback}.md" if field == "x-massgen-file" else "memory/"
+    plan.altered(key, f"{field} {problem}; written to {where} instead")
+    return fallback
+
+
+def _fields(plan: ExportPlan, entry: Entry, tier: str, name: str, agent_id: str | None) -> dict[str, str]:
+    """The frontmatter lines of one memory, every key and value one that MassGen's reader gives back."""
+    meta = entry.meta
+    fields: dict[str, str] = {
+        "name": _line_value(plan, entry.key, "name", name),
+        "description": _line_value(plan, entry.key, "description", meta.get("description", "")),
+    }
+    tier_field = meta.get("x-massgen-tier-field")
+    if tier_field is None:
+        fields["tier"] = tier
+    elif tier_field != "":
+        fields["tier"] = _line_value(plan, entry.key, "x-massgen-tier-field", tier_field)
+    agent = meta.get("x-massgen-agent-id", agent_id)
+    if agent is not None:
+        fields["agent_id"] = _line_value(plan, entry.key, "agent_id", agent)
+    for field in ("created", "updated"):
+        value = _time_field(meta, field)
+        if value is not None:
+            fields[field] = _line_value(plan, entry.key, field, value)
+    extra: dict[str, Any] = {}
+    merge_extra(plan, entry.key, "x-massgen-extra", meta.get("x-massgen-extra"), extra, reserved=_KNOWN)
+    for k, v in extra.items():
+        fields[k] = _line_value(plan, entry.key, f"x-massgen-extra {k}", v)
+    return fields
+
+
 def write_massgen(
-    tree: ForeignTree, dest: str | os.PathLike[str], *, agent_id: str | None = None
+    tree: ForeignTree, dest: str | os.PathLike[str], *, agent_id: str | None = None, strict: bool = False
 ) -> list[Path]:
-    """Write ``tree`` as a MassGen workspace at ``dest`` (``dest/memory/<tier>/<name>.md``).
+    """Write ``tree`` as a MassGen workspace at ``dest`` (:func:`plan_massgen`).
+
+    Returns the paths written. With ``strict``, a memory that would be written
+    changed or left out refuses the export (``ConvertError``, nothing written).
+    """
+    return write_planned("massgen", plan_massgen, tree, dest, strict=strict, agent_id=agent_id)
+
+
+def plan_massgen(
+    tree: ForeignTree, dest: str | os.PathLike[str], plan: ExportPlan, *, agent_id: str | None = None
+) -> None:
+    """Plan ``tree`` as a MassGen workspace at ``dest`` (``dest/memory/<tier>/<name>.md``).
 
     The tier (the directory) is ``x-massgen-tier`` when present, else
     ``short_term`` for important memories and ``long_term`` for the rest; a
@@ -288,11 +376,16 @@ def write_massgen(
     ``x-massgen-name`` or the key (always filesystem-safe). ``agent_id`` fills
     ``agent_id`` where an entry has none. Entries that came from several
     workspaces go back to ``dest/<workspace>/memory/``, archived answers to
-    ``dest/<agent>_answer_<n>/``. Returns the paths
-    written. Raises ``ConvertError`` when two entries would land on one file.
+    ``dest/<agent>_answer_<n>/``.
+
+    What MassGen cannot hold is recorded in ``plan`` (``specs/interop.md``
+    section 2): a value is flattened to one trimmed line and ``---`` in it
+    becomes an em dash; an ``x-massgen-extra`` key that is not a plain line key
+    is not written; an unusable recorded file, workspace or archive name gives
+    way to the key or ``memory/``; a memory whose file another memory already
+    takes is left out.
     """
     out = Path(dest)
-    planned: list[tuple[Path, str]] = []
     seen: dict[str, str] = {}
     for entry in tree.entries:
         meta = entry.meta
@@ -300,61 +393,28 @@ def write_massgen(
         if tier not in TIERS:
             tier = "short_term" if meta.get("important") is True else "long_term"
         name = str(meta.get("x-massgen-name") or entry.key)
-        fields: dict[str, str] = {
-            "name": name,
-            "description": single_line(meta.get("description", "")),
-        }
-        tier_field = meta.get("x-massgen-tier-field")
-        if tier_field is None:
-            fields["tier"] = str(tier)
-        elif tier_field != "":
-            fields["tier"] = str(tier_field)
-        agent = meta.get("x-massgen-agent-id", agent_id)
-        if agent is not None:
-            fields["agent_id"] = str(agent)
-        for field in ("created", "updated"):
-            value = _time_field(meta, field)
-            if value is not None:
-                fields[field] = value
-        extra = meta.get("x-massgen-extra")
-        if isinstance(extra, dict):
-            for k, v in extra.items():
-                if str(k) not in fields and ":" not in str(k):
-                    fields[str(k)] = str(v)
-        workspace = meta.get("x-massgen-workspace")
-        archive = meta.get("x-massgen-archive")
-        stem = str(meta.get("x-massgen-file") or name)
-        for part, field in (
-            (stem, "x-massgen-file"),
-            (workspace, "x-massgen-workspace"),
-            (archive, "x-massgen-archive"),
-        ):
-            if part is not None and (
-                not str(part) or "/" in str(part) or "\\" in str(part) or str(part).startswith(".")
-            ):
-                raise ConvertError(f"memory {entry.key!r} has an unsafe {field} {part!r}; fix it and retry")
+        if meta.get("x-massgen-file") is not None:
+            stem = _safe_part(plan, entry.key, "x-massgen-file", meta["x-massgen-file"], entry.key)
+        else:
+            stem = _safe_part(plan, entry.key, "x-massgen-name", name, entry.key)
+        workspace = _safe_part(plan, entry.key, "x-massgen-workspace", meta.get("x-massgen-workspace"), None)
+        archive = _safe_part(plan, entry.key, "x-massgen-archive", meta.get("x-massgen-archive"), None)
         if archive is not None:
-            base = out / str(archive)
+            base = out / archive
         elif workspace is not None:
-            base = out / str(workspace) / "memory"
+            base = out / workspace / "memory"
         else:
             base = out / "memory"
         path = base / str(tier) / f"{stem}.md"
         where = str(path).lower()
         if where in seen:
-            raise ConvertError(
-                f"memories {seen[where]!r} and {entry.key!r} would both be written to {path}; "
-                "rename one (x-massgen-name) and retry"
+            plan.left_out(
+                entry.key, f"memory {seen[where]!r} is already written to {path}; rename one (x-massgen-name)"
             )
+            continue
         seen[where] = entry.key
-        try:
-            text = render_massgen_file(fields, entry.body)
-        except ConvertError as exc:
-            raise ConvertError(f"memory {entry.key!r}: {exc}") from exc
         if meta.get("x-massgen-frontmatter") is False:
             text = entry.body.strip("\n") + "\n"
-        planned.append((path, text))
-    # Everything was checked before the first write.
-    for path, text in planned:
-        atomic_write(path, text)
-    return [path for path, _text in planned]
+        else:
+            text = render_massgen_file(_fields(plan, entry, str(tier), name, agent_id), entry.body)
+        plan.add(path, text)

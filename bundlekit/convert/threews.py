@@ -34,16 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
+    MAX_STORE_FILE,
     MEMORY_TYPES,
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
     derive_keys,
     first_line,
     format_time,
+    line_key_problem,
+    merge_extra,
     parse_time,
+    read_foreign_text,
     same_instant,
     single_line,
+    write_planned,
 )
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
@@ -77,6 +82,7 @@ __all__ = [
     "render_index",
     "storage_value",
     "timeline_dropped",
+    "plan_threews",
     "tree_to_blob",
     "write_threews",
 ]
@@ -305,7 +311,7 @@ def _runtime_line(key: str, value: Any, where: str) -> str:
     return dump_frontmatter({key: value}, where=f"memory {where!r}")
 
 
-def _render_file(entry: Entry) -> str:
+def _render_file(entry: Entry, plan: ExportPlan) -> str:
     meta = entry.meta
     fm: dict[str, Any] = {
         "name": meta.get("name", entry.key),
@@ -324,29 +330,48 @@ def _render_file(entry: Entry) -> str:
             fm[k] = meta[k]
         elif f"x-threews-{k}" in meta:
             fm[k] = meta[f"x-threews-{k}"]
-    extra = meta.get("x-threews-extra")
-    if isinstance(extra, dict):
-        fm.update({str(k): v for k, v in extra.items() if k not in fm})
+    # The runtime reads line by line: a key holding a line break would write another field.
+    merge_extra(plan, entry.key, "x-threews-extra", meta.get("x-threews-extra"), fm)
     head = "".join(_runtime_line(k, v, entry.key) for k, v in fm.items())
     body = entry.body.strip("\n")
     return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
 
 
-def tree_to_blob(tree: ForeignTree, *, namespace: str | None, mode: str = "local") -> dict[str, Any]:
-    """Build the three.ws export blob for ``tree`` (pure, deterministic)."""
+def tree_to_blob(
+    tree: ForeignTree, *, namespace: str | None, mode: str = "local", plan: ExportPlan | None = None
+) -> dict[str, Any]:
+    """Build the three.ws export blob for ``tree`` (pure, deterministic).
+
+    What the blob cannot hold is recorded in ``plan`` (without one, in
+    ``tree.warnings``): an extra key that is not a plain line key is not
+    written; a recorded file name that is not ``<name>.md`` without ``/`` or
+    control characters gives way to ``<key>.md``; a memory whose file name
+    another already takes is left out.
+    """
+    own = plan if plan is not None else ExportPlan("three.ws")
     files: dict[str, str] = {}
+    written: list[Entry] = []
     for entry in sorted(tree.entries, key=lambda e: e.key):
         name = _filename(entry)
-        if name in files or "/" in name or not name.endswith(".md"):
-            raise ConvertError(
-                f"memory {entry.key!r} would be written as {name!r}, which is taken or invalid"
+        if "/" in name or not name.endswith(".md") or line_key_problem(name) is not None:
+            own.altered(
+                entry.key, f"x-threews-file is not '<name>.md' on one line; written as {entry.key}.md"
             )
-        files[name] = _render_file(entry)
+            name = f"{entry.key}.md"
+        if name in files:
+            own.left_out(entry.key, f"its file name {name!r} is taken by another memory")
+            continue
+        files[name] = _render_file(entry, own)
+        if name != _filename(entry):
+            entry = Entry(entry.key, {**entry.meta, "x-threews-file": name}, entry.body)
+        written.append(entry)
+    if plan is None:
+        tree.warnings.extend(loss.warning() for loss in own.losses)
     return {
         "version": BLOB_VERSION,
         "mode": mode,
         "namespace": namespace,
-        "index": render_index(tree.entries),
+        "index": render_index(written),
         "files": files,
         "timeline": sorted(tree.timeline, key=lambda ev: str(ev.get("ts", ""))),
     }
@@ -444,18 +469,15 @@ def read_threews(
     is refused with a message saying which key options to pass.
     """
     path = Path(src)
+    if not path.exists():
+        raise ConvertError(f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)")
+    # Read up to MAX_STORE_FILE bytes: browsers keep localStorage to a few MiB, so a larger file is no store.
+    hint = "pass a three.ws export or localStorage dump (a JSON file)"
+    text = read_foreign_text(path, limit=MAX_STORE_FILE, hint=hint)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConvertError(
-            f"{path} does not exist; pass a three.ws export or localStorage dump (JSON)"
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ConvertError(f"{path} is not a JSON file; pass a three.ws export or localStorage dump") from exc
-    except OSError as exc:  # a directory, no permission, ...
-        raise ConvertError(
-            f"cannot read {path}: {exc.strerror}; pass a three.ws export or localStorage dump (a JSON file)"
-        ) from exc
     blob = read_blob(data, agent_id=agent_id, where=str(path))
     if key is not None:
         blob = decrypt_files(blob, key, agent_id)
@@ -478,17 +500,38 @@ def write_threews(
     storage: bool = False,
     key: KeySpec | None = None,
     rng: Callable[[int], bytes] | None = None,
+    strict: bool = False,
 ) -> list[Path]:
-    """Write ``tree`` as a three.ws blob to the JSON file ``dest``.
+    """Write ``tree`` as a three.ws blob to the JSON file ``dest`` (:func:`plan_threews`); return the path.
+
+    With ``strict``, a memory that would be written changed or left out
+    refuses the export (``ConvertError``, nothing written).
+    """
+    options = {"namespace": namespace, "mode": mode, "storage": storage, "key": key, "rng": rng}
+    return write_planned("three.ws", plan_threews, tree, dest, strict=strict, **options)
+
+
+def plan_threews(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    plan: ExportPlan,
+    *,
+    namespace: str | None = None,
+    mode: str | None = None,
+    storage: bool = False,
+    key: KeySpec | None = None,
+    rng: Callable[[int], bytes] | None = None,
+) -> None:
+    """Plan ``tree`` as a three.ws blob in the JSON file ``dest`` (losses: :func:`tree_to_blob`).
 
     With ``storage=True`` the file is a localStorage dump instead:
     ``{"agent:<namespace>:memory": "<blob as a JSON string>"}`` (``namespace``
     is then required). With ``key`` every file is written in three.ws's
     encrypted per-file form keyed to agent ``namespace`` (required), and
     ``mode`` defaults to ``encrypted-ipfs``; otherwise to ``local``.
-    Returns the path written.
     """
-    blob = tree_to_blob(tree, namespace=namespace, mode=mode or ("encrypted-ipfs" if key else "local"))
+    mode = mode or ("encrypted-ipfs" if key else "local")
+    blob = tree_to_blob(tree, namespace=namespace, mode=mode, plan=plan)
     if key is not None:
         if not namespace:
             raise ConvertError(
@@ -503,6 +546,4 @@ def write_threews(
         data: Any = {STORAGE_KEY.format(agent_id=namespace): value}
     else:
         data = blob
-    path = Path(dest)
-    atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    return [path]
+    plan.add(dest, json.dumps(data, ensure_ascii=False, indent=2) + "\n")

@@ -80,7 +80,7 @@ def test_metadata_form_on_request_writes_what_claude_code_writes(claude_dir: Pat
     write_claude_code(read_claude_code(claude_dir), out, form="metadata")
     assert (out / "feedback_tone.md").read_text().startswith(
         "---\nname: Tone\ndescription: direct critique, not encouragement-first\nmetadata:\n"
-        "  node_type: memory\n  type: feedback\n  modified: 2025-10-09T08:53:20.000Z\n---\n"
+        "  node_type: memory\n  type: feedback\n---\n"
     )
     assert {e.key: e.meta["name"] for e in read_claude_code(out).entries} == {
         "feedback_tone": "Tone",
@@ -114,9 +114,18 @@ def test_dates_in_unknown_keys_stay_bare(tmp_path: Path) -> None:
     assert "reviewed: 2026-02-03\n" in (tmp_path / "out" / "x.md").read_text()
 
 
-def test_nothing_is_written_when_a_later_name_is_unsafe(tmp_path: Path) -> None:
+def test_an_unsafe_recorded_path_gives_way_to_the_key_with_a_warning(tmp_path: Path) -> None:
     ok = Entry("a", {"name": "A", "description": "d", "type": "user"}, "x")
     bad = Entry("b", {"name": "B", "description": "d", "type": "user", "x-claude-code-file": "../b"}, "y")
-    with pytest.raises(ConvertError, match="unsafe"):
-        write_claude_code(ForeignTree([ok, bad]), tmp_path / "out")
+    tree = ForeignTree([ok, bad])
+    write_claude_code(tree, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["MEMORY.md", "a.md", "b.md"]
+    assert any(w.startswith("memory 'b': x-claude-code-file is not a plain relative") for w in tree.warnings)
+
+
+def test_nothing_is_written_when_a_strict_export_meets_an_unsafe_path(tmp_path: Path) -> None:
+    ok = Entry("a", {"name": "A", "description": "d", "type": "user"}, "x")
+    bad = Entry("b", {"name": "B", "description": "d", "type": "user", "x-claude-code-file": "../b"}, "y")
+    with pytest.raises(ConvertError, match="strict"):
+        write_claude_code(ForeignTree([ok, bad]), tmp_path / "out", strict=True)
     assert not (tmp_path / "out").exists()

@@ -122,7 +122,7 @@ def test_native_entries_land_in_the_chosen_dimension(tmp_path: Path) -> None:
     )
 
 
-def test_unsafe_recorded_path_is_refused(tmp_path: Path) -> None:
+def test_unsafe_recorded_path_gives_way_to_the_key_with_a_warning(tmp_path: Path) -> None:
     tree = ForeignTree(
         [
             Entry(
@@ -140,8 +140,9 @@ def test_unsafe_recorded_path_is_refused(tmp_path: Path) -> None:
             )
         ]
     )
-    with pytest.raises(ConvertError, match="unsafe"):
-        write_magicfrog(tree, tmp_path / "out")
+    assert write_magicfrog(tree, tmp_path / "out") == [tmp_path / "out" / "memory" / "user" / "x.md"]
+    assert not (tmp_path / "escape.md").exists()
+    assert any(w.startswith("memory 'x': x-magicfrog-path is not a plain relative") for w in tree.warnings)
 
 
 def test_no_dimensions_is_refused(tmp_path: Path) -> None:
@@ -223,13 +224,23 @@ def test_agent_without_effective_is_refused(magicfrog_tree: Path) -> None:
 
 
 @pytest.mark.parametrize("recorded", ["a\0b.md", "a\nb.md", "dir\\x.md"])
-def test_a_recorded_path_with_a_nul_control_character_or_backslash_is_refused(
+def test_a_recorded_path_with_a_nul_control_character_or_backslash_gives_way_to_the_key(
     tmp_path: Path, recorded: str
 ) -> None:
     meta = {
         "name": "x", "description": "d", "type": "user", "x-magicfrog-dimension": "user",
         "x-magicfrog-path": recorded, "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z",
     }
-    with pytest.raises(ConvertError, match="unsafe MagicFrog path"):
-        write_magicfrog(ForeignTree([Entry("x", meta, "b")]), tmp_path / "out")
+    tree = ForeignTree([Entry("x", meta, "b")])
+    assert write_magicfrog(tree, tmp_path / "out") == [tmp_path / "out" / "memory" / "user" / "x.md"]
+    assert [(loss.key, loss.left_out) for loss in tree.losses] == [("x", False)]
+
+
+def test_a_recorded_path_with_a_nul_refuses_a_strict_export(tmp_path: Path) -> None:
+    meta = {
+        "name": "x", "description": "d", "type": "user", "x-magicfrog-dimension": "user",
+        "x-magicfrog-path": "a\0b.md", "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z",
+    }
+    with pytest.raises(ConvertError, match="strict"):
+        write_magicfrog(ForeignTree([Entry("x", meta, "b")]), tmp_path / "out", strict=True)
     assert not (tmp_path / "out").exists()

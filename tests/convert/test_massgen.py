@@ -151,7 +151,7 @@ def test_changed_timestamp_is_written_in_the_new_value(massgen_workspace: Path, 
     assert fields["created"] == "2025-01-12T10:30:00.123456"
 
 
-def test_unsafe_recorded_workspace_is_refused(tmp_path: Path) -> None:
+def test_unsafe_recorded_workspace_gives_way_to_memory_dir_with_a_warning(tmp_path: Path) -> None:
     tree = ForeignTree(
         [
             Entry(
@@ -168,14 +168,18 @@ def test_unsafe_recorded_workspace_is_refused(tmp_path: Path) -> None:
             )
         ]
     )
-    with pytest.raises(ConvertError, match="unsafe"):
-        write_massgen(tree, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
+    paths = write_massgen(tree, tmp_path / "out")
+    assert paths == [tmp_path / "out" / "memory" / "long_term" / "x.md"]
+    assert any("memory 'x': x-massgen-workspace" in w for w in tree.warnings)
 
 
-def test_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+def test_file_that_is_not_utf8_is_left_out_naming_it_while_the_others_are_read(tmp_path: Path) -> None:
     tier = tmp_path / "memory" / "short_term"
     tier.mkdir(parents=True)
     (tier / "latin1.md").write_bytes(b"---\nname: caf\xe9\n---\nbody\n")
-    with pytest.raises(ConvertError, match=r"latin1\.md is not UTF-8 text; convert it and retry"):
-        read_massgen(tmp_path, timezone="UTC")
+    write(tier / "ok.md", "---\nname: ok\ndescription: d\n---\nbody\n")
+    tree = read_massgen(tmp_path, timezone="UTC")
+    assert [e.key for e in tree.entries] == ["ok"]
+    said = "latin1.md is not UTF-8 text; convert it and retry; left out (the other files are read)"
+    assert any(w.endswith(said) for w in tree.warnings)
+    assert [(loss.left_out, loss.key.endswith("latin1.md")) for loss in tree.losses] == [(True, True)]

@@ -108,13 +108,24 @@ def test_metadata_form_writes_exactly_what_claude_code_writes(tmp_path: Path) ->
         meta = fm["metadata"]
         assert set(meta) <= {"node_type", "type", "originSessionId", "modified"}, path
         assert meta["node_type"] == "memory" and meta["type"] in ("user", "feedback", "project", "reference")
-        assert TO_ISO_STRING.match(str(meta["modified"])), path
+        # A file that had no timestamp gets none (its file time is not written back).
+        assert "modified" not in meta or TO_ISO_STRING.match(str(meta["modified"])), path
 
 
-def test_a_name_or_description_holding_three_dashes_is_refused_on_export(tmp_path: Path) -> None:
+def test_a_description_holding_three_dashes_is_written_with_an_em_dash_and_a_warning(tmp_path: Path) -> None:
     bad = Entry(
         "x", {"name": "X", "description": "a --- b", "type": "user", "updated": "2026-01-01T00:00:00Z"}, "b"
     )
-    with pytest.raises(ConvertError, match="'---'"):
-        write_claude_code(ForeignTree([bad]), tmp_path / "out")
+    tree = ForeignTree([bad])
+    write_claude_code(tree, tmp_path / "out")
+    assert entries(read_claude_code(tmp_path / "out"))["x"].meta["description"] == "a \u2014 b"
+    assert [loss.key for loss in tree.losses] == ["x"]
+
+
+def test_a_description_holding_three_dashes_refuses_a_strict_export(tmp_path: Path) -> None:
+    bad = Entry(
+        "x", {"name": "X", "description": "a --- b", "type": "user", "updated": "2026-01-01T00:00:00Z"}, "b"
+    )
+    with pytest.raises(ConvertError, match="strict"):
+        write_claude_code(ForeignTree([bad]), tmp_path / "out", strict=True)
     assert not (tmp_path / "out").exists()
