@@ -83,8 +83,8 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         mode = "read-only" if served.read_only else "read-write"
         where = f" ({served.root})" if served.root else ""
         if address is None:
-            output.status(f"serving {served.origin}{where} {mode} over stdio")
-            server.run_stdio(tools)
+            server.run_stdio(tools, lambda: output.status(f"serving {served.origin}{where} {mode} over stdio"))
         else:
             output.status(f"serving {served.origin}{where} {mode} at http://{host_header(*address)}/mcp")
             server.run_http(tools, *address)
+            output.status("stopped")  # SIGTERM: a server's normal end (other signals raise)

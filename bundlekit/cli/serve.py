@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import signal
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from bundlekit._signals import Interrupted
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.gateway.server import (
@@ -51,7 +51,8 @@ def _serve(
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
-    SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere.
+    SIGTERM is a server's normal stop (exit 0); Ctrl-C and SIGHUP are interrupts
+    (exit 130 and 129, ``_signals``), as everywhere.
     """
     try:
         server = create_server(
@@ -68,8 +69,9 @@ def _serve(
     finally:
         server.server_close()
         close_source(source)
-    if signal.SIGINT in received:
-        raise KeyboardInterrupt  # the CLI prints "interrupted" and exits 130
+    interrupts = [sig for sig in received if sig != signal.SIGTERM]
+    if interrupts:
+        raise Interrupted(interrupts[0])  # the CLI prints "interrupted" and exits 128 + the signal
     output.status("stopped")
 
 
@@ -141,15 +143,14 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     Encrypted bundles show their plaintext index and names; no key is asked for.
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
-    with tempfile.TemporaryDirectory(prefix="bundlekit-open-") as workdir:
-        source, root = open_module.open_bundle(uri, workdir, gateways=gateways)
+    source, root = open_module.open_bundle(uri, gateways=gateways)  # manifest first; nothing written to disk
 
-        def announce(server: GatewayServer) -> None:
-            page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
-            if as_json:
-                output.data_json({"url": page, "root": cid_to_str(root)})
-            else:
-                output.data(page)
-            output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
+    def announce(server: GatewayServer) -> None:
+        page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
+        if as_json:
+            output.data_json({"url": page, "root": cid_to_str(root)})
+        else:
+            output.data(page)
+        output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
 
-        _serve(source, host, port, announce, ui=True)
+    _serve(source, host, port, announce, ui=True)

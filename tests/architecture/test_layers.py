@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS: list[tuple[str, ...]] = [
-    ("bundlekit.errors", "bundlekit._fs", "bundlekit._lazy", "bundlekit._closing", "bundlekit._terminal"),
+    ("bundlekit.errors", "bundlekit._fs", "bundlekit._lazy", "bundlekit._closing", "bundlekit._terminal", "bundlekit._signals"),
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
     ("bundlekit.car",),
