@@ -85,6 +85,6 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         if address is None:
             server.run_stdio(tools, lambda: output.status(f"serving {served.origin}{where} {mode} over stdio"))
         else:
-            output.status(f"serving {served.origin}{where} {mode} at http://{host_header(*address)}/mcp")
-            server.run_http(tools, *address)
+            url = f"http://{host_header(*address)}/mcp"
+            server.run_http(tools, *address, lambda: output.status(f"serving {served.origin}{where} {mode} at {url}"))
             output.status("stopped")  # SIGTERM: a server's normal end (other signals raise)

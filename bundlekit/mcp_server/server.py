@@ -254,7 +254,7 @@ def run_stdio(tools: MemoryTools, announce: Callable[[], None] | None = None) ->
             signal.signal(sig, handler)
 
 
-def run_http(tools: MemoryTools, host: str, port: int) -> None:
+def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], None] | None = None) -> None:
     """Serve the streamable HTTP transport at ``http://host:port/mcp`` until interrupted.
 
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
@@ -267,6 +267,8 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
     CLI exits 128 + the signal like any interrupted command. uvicorn handles
     SIGINT and SIGTERM only; SIGHUP asks for the same graceful shutdown as
     SIGTERM (``_hangup_as_sigterm``) and is then reported as SIGHUP.
+    ``announce`` runs inside that handling, so a signal sent as soon as the
+    announcement is seen takes this path.
     An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
     not uvicorn's own log line and exit status 3 (which is bundlekit's verification code).
     """
@@ -282,6 +284,8 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
     hangups: list[int] = []
     try:
         with _hangup_as_sigterm(hangups):
+            if announce is not None:
+                announce()
             build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
