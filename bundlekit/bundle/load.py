@@ -277,10 +277,12 @@ def load_bundle(
 
 @dataclass(frozen=True)
 class BundleBlocks:
-    """A content-addressed bundle whose manifest was read and validated: its root, manifest and verified getter."""
+    """A content-addressed bundle whose manifest was read and validated: its root, manifest (and its size
+    in bytes) and verified getter."""
 
     root: bytes
     manifest: dict[str, Any]
+    manifest_size: int
     get: Callable[[bytes], bytes]
 
 
@@ -315,9 +317,10 @@ def bundle_blocks(
     try:
         source.stream(source.root)
         top = _root_entries(UnixFSReader(source.get, verify=False), source, out)
-        manifest = _read_manifest(source, top, out)
+        data = _manifest_bytes(source, top, out)
+        manifest = parse_manifest(data)
         out.check_total(manifest)
-        yield BundleBlocks(source.root, manifest, source.get)
+        yield BundleBlocks(source.root, manifest, len(data), source.get)
     finally:
         source.close()
 
@@ -539,6 +542,11 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
     here, having cost the root block only. A manifest DAG claiming or
     streaming more than ``MAX_MANIFEST_BYTES`` is refused as soon as it does.
     """
+    return parse_manifest(_manifest_bytes(source, top, out))
+
+
+def _manifest_bytes(source: _DagSource, top: dict[str, bytes], out: _Output) -> bytes:
+    """The bytes of ``manifest.json`` under the root (``_read_manifest``), not yet validated."""
     manifest_cid = top.get(MANIFEST_NAME)
     if manifest_cid is None:
         raise ManifestError(
@@ -553,8 +561,7 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
         )
 
     with _reading_manifest(source, out):
-        data = read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
-    return parse_manifest(data)
+        return read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
 
 
 def _plan(

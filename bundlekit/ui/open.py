@@ -22,10 +22,8 @@ to serve: it is refused with a usage error.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from bundlekit.bundle.load import DEFAULT_MAX_BYTES, BundleBlocks, bundle_blocks
-from bundlekit.bundle.manifest import MAX_MANIFEST_BYTES
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES
 from bundlekit.errors import DAGLimitExceeded, LoadError, MissingBlock, UsageError
 from bundlekit.gateway.sources import BlockSource, CarFileSource, MemorySource
@@ -75,15 +73,15 @@ def open_bundle(
     return MemorySource(blocks, [bundle.root], "fetched"), bundle.root
 
 
-def _walk_allowance(manifest: dict[str, Any]) -> int:
+def _walk_allowance(bundle: BundleBlocks) -> int:
     """The bytes a bundle's DAG may hold: its files as the manifest claims them, the manifest, a signature, nodes."""
-    files = sum(int(entry["size"]) for entry in manifest["memory"]["files"].values())
-    return files + files // _NODE_SHARE + MAX_MANIFEST_BYTES + MAX_SIGNATURE_BYTES + _NODE_ALLOWANCE
+    files = sum(int(entry["size"]) for entry in bundle.manifest["memory"]["files"].values())
+    return files + files // _NODE_SHARE + bundle.manifest_size + MAX_SIGNATURE_BYTES + _NODE_ALLOWANCE
 
 
 def _fetch_all(bundle: BundleBlocks) -> dict[bytes, bytes]:
     """Every block under the root, verified (the getter hashes each), held in memory up to the allowance."""
-    allowance = _walk_allowance(bundle.manifest)
+    allowance = _walk_allowance(bundle)
     blocks: dict[bytes, bytes] = {}
     held = 0
     try:
