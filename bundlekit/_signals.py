@@ -9,6 +9,14 @@ path: while it is active each raises :class:`Interrupted` (a
 ``KeyboardInterrupt``) carrying the signal, and the CLI ends with
 ``128 + signal`` (SIGINT 130, SIGHUP 129, SIGTERM 143), as shells report it.
 
+A cleanup that removes what must not outlive the process (a half-written
+decrypted tree) runs under :func:`shielded`: a second signal arriving while it
+runs (supervisors repeat SIGTERM; people press Ctrl-C twice) is held until it
+ends instead of cutting it short, which once left the decrypted temp tree of an
+interrupted ``load -o`` behind. SIGKILL still ends anything at once. Ctrl-C is
+taken over too, to be held the same way; it still raises ``KeyboardInterrupt``
+(an ``Interrupted`` carrying SIGINT) and ends with 130.
+
 A signal the parent set to be ignored stays ignored (``nohup`` sets SIGHUP so;
 a job started in the background of a non-interactive shell has SIGINT so), and
 outside the main thread nothing is installed (Python delivers signals there only).
@@ -25,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["STOP_SIGNALS", "Interrupted", "exit_code", "is_ignored", "stop_signals_interrupt"]
+__all__ = ["STOP_SIGNALS", "Interrupted", "exit_code", "is_ignored", "shielded", "stop_signals_interrupt"]
 
 # The signals that end a command like Ctrl-C: sent by supervisors, MCP clients, `kill` and a closed terminal.
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
@@ -49,13 +57,45 @@ def is_ignored(sig: signal.Signals) -> bool:
     return signal.getsignal(sig) == signal.SIG_IGN
 
 
+class _Shield:
+    """How many :func:`shielded` blocks the main thread is in, and the signals held meanwhile."""
+
+    depth = 0
+    held: list[int] = []  # noqa: RUF012 - one per process, used from the main thread only
+
+
 def _raise(signum: int, _frame: FrameType | None) -> None:
+    if _Shield.depth:
+        _Shield.held.append(signum)
+        return
     raise Interrupted(signum)
 
 
 @contextmanager
-def stop_signals_interrupt(signals: Sequence[signal.Signals] = STOP_SIGNALS) -> Iterator[None]:
-    """While in the block, each of ``signals`` raises :class:`Interrupted` in the main thread.
+def shielded() -> Iterator[None]:
+    """Hold the signals of :func:`stop_signals_interrupt` while in the block; raise the first when it ends.
+
+    For a cleanup that must run to its end (removing a temp tree of plaintext).
+    The command then ends as interrupted by the held signal (128 + it); when
+    the block itself ends by an exception, that one goes on instead.
+    """
+    _Shield.depth += 1
+    try:
+        yield
+    finally:
+        _Shield.depth -= 1
+    if not _Shield.depth and _Shield.held:
+        signum = _Shield.held[0]
+        _Shield.held.clear()
+        raise Interrupted(signum)
+
+
+@contextmanager
+def stop_signals_interrupt(
+    signals: Sequence[signal.Signals] = (signal.SIGINT, *STOP_SIGNALS),
+) -> Iterator[None]:
+    """While in the block, each of ``signals`` raises :class:`Interrupted` in the main thread (held while
+    :func:`shielded`).
 
     Installed only in the main thread and only over a signal not ignored;
     the previous handlers are restored on exit.

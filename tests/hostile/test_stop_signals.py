@@ -197,21 +197,21 @@ def test_an_ignored_sighup_stays_ignored_as_nohup_asks(
     assert proc.returncode == 0 and "interrupted" not in err
 
 
-def test_sigterm_during_a_load_removes_the_half_written_tree_with_exit_143(
-    tmp_path: Path, encrypted: Encrypted
-) -> None:
-    """A load whose progress callback lingers is stopped mid-way: the temp tree beside ``out`` goes, exit 143."""
-    place = _place(tmp_path)
+def _paused_load(place: Place, encrypted: Encrypted) -> subprocess.Popen[str]:
+    """``load -o out`` that says ``writing`` and pauses half-way through its temp tree; removing a
+    tree says ``removing`` and takes a second, so a signal can land inside the cleanup."""
     script = (
-        "import sys, time\n"
+        "import shutil, sys, time\n"
         "import bundlekit.bundle.load as load\n"
-        "real = load._TreeWriter.put\n"
-        "def slow(self, rel, data):\n"
-        "    real(self, rel, data)\n"
+        "real_put, real_rmtree = load._TreeWriter.put, shutil.rmtree\n"
+        "def put(self, rel, data):\n"
+        "    real_put(self, rel, data)\n"
         "    if len(self.files) == 5:\n"
-        "        sys.stderr.write('writing\\n'); sys.stderr.flush()\n"
-        "        time.sleep(60)\n"
-        "load._TreeWriter.put = slow\n"
+        "        sys.stderr.write('writing\\n'); sys.stderr.flush(); time.sleep(60)\n"
+        "def rmtree(*args, **kwargs):\n"
+        "    sys.stderr.write('removing\\n'); sys.stderr.flush(); time.sleep(1)\n"
+        "    return real_rmtree(*args, **kwargs)\n"
+        "load._TreeWriter.put, shutil.rmtree = put, rmtree\n"
         "from bundlekit.cli import main\n"
         "sys.argv = ['bundlekit', *sys.argv[1:]]\n"
         "main()\n"
@@ -224,8 +224,28 @@ def test_sigterm_during_a_load_removes_the_half_written_tree_with_exit_143(
     assert proc.stderr is not None
     assert proc.stderr.readline() == "writing\n"
     assert any(name.startswith(".out.") for name in os.listdir(place.work))  # the temp tree, with plaintext
-    code, err = _stop(proc, signal.SIGTERM)
+    return proc
+
+
+def test_sigterm_during_a_load_removes_the_half_written_tree_with_exit_143(
+    tmp_path: Path, encrypted: Encrypted
+) -> None:
+    place = _place(tmp_path)
+    code, err = _stop(_paused_load(place, encrypted), signal.SIGTERM)
     assert (code, err.splitlines()[-1:]) == (143, ["interrupted"])
+    assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_second_signal_during_the_cleanup_does_not_cut_it_short(
+    second: signal.Signals, tmp_path: Path, encrypted: Encrypted
+) -> None:
+    place = _place(tmp_path)
+    proc = _paused_load(place, encrypted)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stderr is not None and proc.stderr.readline() == "removing\n"
+    code, err = _stop(proc, second)
+    assert (code, err.splitlines()[-1:]) == (128 + second, ["interrupted"])
     assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
 
 
