@@ -108,6 +108,10 @@ def _command(kind: str, encrypted: Encrypted, gateway: GatewayServer | None = No
     key = ["--passphrase-env", "BUNDLEKIT_PASSPHRASE"]
     if kind == "mcp":
         return ["mcp", "--from", str(encrypted.car), *key]
+    if kind == "serve-ui":
+        return ["serve", "--ui", "--port", "0", str(encrypted.car)]
+    if kind == "mcp-layer":
+        return ["mcp", "--layer", f"user={encrypted.car}", *key]
     if kind == "mcp-http":
         return ["mcp", "--from", str(encrypted.car), "--http", str(_free_port()), *key]
     if kind == "open":
@@ -150,7 +154,7 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
     return proc.returncode, err
 
 
-@pytest.mark.parametrize("kind", ["mcp", "open"])
+@pytest.mark.parametrize("kind", ["mcp", "mcp-layer", "open", "serve-ui"])
 def test_a_server_of_an_encrypted_bundle_writes_nothing_while_it_serves(
     kind: str, tmp_path: Path, encrypted: Encrypted, gateway: GatewayServer
 ) -> None:
@@ -168,7 +172,7 @@ _SERVER_ENDS = [(signal.SIGTERM, 0, "stopped"), (signal.SIGHUP, 129, "interrupte
 
 
 @pytest.mark.parametrize(("sig", "code", "said"), _SERVER_ENDS, ids=["SIGTERM", "SIGHUP"])
-@pytest.mark.parametrize("kind", ["mcp", "mcp-http", "open"])
+@pytest.mark.parametrize("kind", ["mcp", "mcp-http", "mcp-layer", "open", "serve-ui"])
 def test_a_stop_signal_ends_a_server_as_documented_and_leaves_nothing(
     kind: str, sig: signal.Signals, code: int, said: str, tmp_path: Path, encrypted: Encrypted,
     gateway: GatewayServer,
