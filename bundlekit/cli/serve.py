@@ -135,7 +135,10 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port (0 picks a free one).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "root"} as one line instead of the URL.')
-def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool) -> None:
+# The default is ui.open.FETCHED_MAX_BYTES, not imported here: the interface's modules load only when open runs.
+@click.option("--max-bytes", type=click.IntRange(min=0), default=512 * 1024 * 1024, show_default=True,
+              help="Refuse a fetched bundle (held in memory) whose files claim more bytes than this, together.")
+def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool, max_bytes: int) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
@@ -143,7 +146,8 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     Encrypted bundles show their plaintext index and names; no key is asked for.
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
-    source, root = open_module.open_bundle(uri, gateways=gateways)  # manifest first; nothing written to disk
+    # The manifest first; a fetched bundle is held in memory, nothing of it is written to disk.
+    source, root = open_module.open_bundle(uri, gateways=gateways, max_bytes=max_bytes)
 
     def announce(server: GatewayServer) -> None:
         page = f"{server.url}/ui/bundle/{cid_to_str(root)}"

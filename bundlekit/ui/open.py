@@ -32,7 +32,11 @@ from bundlekit.ipld.walk import walk_dag
 from bundlekit.net.fetch import parse_uri
 from bundlekit.net.http import HttpOptions
 
-__all__ = ["open_bundle"]
+__all__ = ["FETCHED_MAX_BYTES", "open_bundle"]
+
+# A fetched bundle is held in memory while it is shown: its files may claim this many bytes together
+# (``open --max-bytes``); the interface reads at most 32 MiB of one bundle anyway (``model.MAX_SHOWN_BUNDLE``).
+FETCHED_MAX_BYTES = 512 * 1024 * 1024
 
 # Directory and file-tree nodes a bundle needs beside its files' bytes: a fixed
 # allowance plus a share of the files (a link costs about 40 bytes per 256 KiB chunk,
@@ -46,9 +50,12 @@ def open_bundle(
     *,
     gateways: Sequence[str] = (),
     http: HttpOptions | None = None,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_bytes: int = FETCHED_MAX_BYTES,
 ) -> tuple[BlockSource, bytes]:
     """The verified blocks of the bundle at ``uri`` as a block source, and its root CID.
+
+    ``max_bytes`` bounds what the files of a fetched bundle (held in memory) may claim together;
+    a local CAR, served from its file, is bounded by the load limit (``DEFAULT_MAX_BYTES``).
 
     Raises ``UsageError`` (bad URI, plain HTTPS manifest, no gateway),
     ``ManifestError`` (not a bundle), ``LoadError`` (a block no source has, or
@@ -64,7 +71,7 @@ def open_bundle(
         )
     if target.kind == "car":
         assert target.car is not None
-        with bundle_blocks(uri, max_bytes=max_bytes) as bundle:  # one root, and a manifest, before the full index
+        with bundle_blocks(uri, max_bytes=DEFAULT_MAX_BYTES) as bundle:  # one root, a manifest, before the full index
             root = bundle.root
         source = CarFileSource(target.car)
         return source, root

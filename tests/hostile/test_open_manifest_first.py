@@ -127,3 +127,21 @@ def test_a_bundle_root_linking_a_large_foreign_file_is_not_fetched_past_its_mani
         done = _open(f"{server.url}/ipfs/{cid_to_str(root)}", cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     assert "bytes its manifest accounts for; refusing to fetch the rest" in done.stderr
+
+
+def test_a_fetched_bundle_claiming_more_than_max_bytes_is_refused_before_its_files(tmp_path: Path) -> None:
+    """A fetched bundle is held in memory: its manifest's claims are checked against --max-bytes first."""
+    memory = Memory(tmp_path / "tree")
+    memory.write("note", name="Note", description="a note", type="user", body="x" * 4096)
+    root = build_bundle(tmp_path / "tree", tmp_path / "b.car").root_cid
+    with serve_in_thread(cars=[tmp_path / "b.car"]) as server:
+        done = _open(f"{server.url}/ipfs/{root}", "--max-bytes", "1024", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "over the 1024-byte load limit" in done.stderr
+
+
+def test_the_cli_default_of_max_bytes_is_the_fetched_limit() -> None:
+    from bundlekit.cli.serve import open_cmd
+    from bundlekit.ui.open import FETCHED_MAX_BYTES
+
+    assert next(p for p in open_cmd.params if p.name == "max_bytes").default == FETCHED_MAX_BYTES
