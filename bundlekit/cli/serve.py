@@ -112,7 +112,7 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
     end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
-    SIGTERM stops it at once with exit 0; Ctrl-C too, with exit 130.
+    SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
     source = make_source(store_dir, cars)
 
@@ -142,8 +142,10 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
-    URL goes to stdout; the server runs until SIGTERM (exit 0) or Ctrl-C (exit 130).
-    Encrypted bundles show their plaintext index and names; no key is asked for.
+    URL goes to stdout; the server runs until SIGTERM (exit 0), Ctrl-C (exit 130) or SIGHUP (129).
+    The manifest is read first: a DAG that is no bundle is refused before the rest is fetched. A fetched
+    bundle is held in memory, never written to disk. Encrypted bundles show their plaintext index and
+    names; no key is asked for.
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
     # The manifest first; a fetched bundle is held in memory, nothing of it is written to disk.
