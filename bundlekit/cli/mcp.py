@@ -65,7 +65,9 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
-    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go.
+    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go;
+    read-only, it is held in memory and nothing of it is written to disk. SIGTERM stops the server
+    (exit 0); Ctrl-C and SIGHUP interrupt it (exit 130, 129).
     """
     if host is not None and http_addr is None:
         raise UsageError("--host applies to --http only")
