@@ -34,6 +34,7 @@ __all__ = [
     "MAX_SHOWN_BUNDLE",
     "MAX_SHOWN_FILE",
     "MAX_CACHED_DIFFS",
+    "MAX_DIFF_PAGE_LINES",
     "MAX_DIFF_PAIRS",
     "MAX_DIFF_SHOWN_LINES",
     "BodyDiff",
@@ -221,6 +222,7 @@ def _read_day(
 # past it a body's differing lines are shown as replaced whole, with a note saying so.
 MAX_DIFF_PAIRS = 1_000_000
 MAX_DIFF_SHOWN_LINES = 5_000  # lines of one body's diff put on the page; past it, a note
+MAX_DIFF_PAGE_LINES = 50_000  # lines of all bodies' diffs on one page; past it, notes only
 _CONTEXT = 3  # unchanged lines shown around each change, as diff -u
 MAX_CACHED_DIFFS = 16  # diffs kept per interface, by pair of roots
 
@@ -236,16 +238,24 @@ class BodyDiff:
 
 
 class _Pairs:
-    """The line pairs one diff may still compare (``MAX_DIFF_PAIRS``)."""
+    """The line pairs one diff may still compare (``MAX_DIFF_PAIRS``) and lines it may still show
+    (``MAX_DIFF_PAGE_LINES``)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, lines: int | None = None) -> None:
         self.left = total
+        self.lines = MAX_DIFF_PAGE_LINES if lines is None else lines
 
     def take(self, pairs: int) -> bool:
         if pairs > self.left:
             return False
         self.left -= pairs
         return True
+
+    def show(self, wanted: int) -> int:
+        """How many of ``wanted`` lines one body may show (its own cap and what the page has left)."""
+        shown = min(wanted, MAX_DIFF_SHOWN_LINES, self.lines)
+        self.lines -= shown
+        return shown
 
 
 def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[BodyDiff]]:
@@ -254,7 +264,7 @@ def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[Body
     Memories are compared by content where both sides can be read; an encrypted or
     unreadable memory still counts as added or removed by its key, and one present on
     both sides but unreadable on either is named in ``warnings`` (not compared, not
-    counted unchanged). Body diffs are bounded (``MAX_DIFF_PAIRS``, ``MAX_DIFF_SHOWN_LINES``):
+    counted unchanged). Body diffs are bounded (``MAX_DIFF_PAIRS``, ``MAX_DIFF_SHOWN_LINES``, ``MAX_DIFF_PAGE_LINES``):
     what is not compared line by line or not shown is said in the body's ``note``.
     """
     a, b = old.records(), new.records()
@@ -299,10 +309,12 @@ def _body_diff(key: str, fields: tuple[str, ...], old: str, new: str, pairs: _Pa
         lines.extend(_hunk(group, x_mid, y_mid, lo))
         if len(lines) > MAX_DIFF_SHOWN_LINES:
             break
-    if len(lines) > MAX_DIFF_SHOWN_LINES:
-        del lines[MAX_DIFF_SHOWN_LINES:]
-        shown = f"only the first {MAX_DIFF_SHOWN_LINES} lines of this diff are shown"
-        note = shown if note is None else f"{note}; {shown}"
+    shown = pairs.show(len(lines))
+    if shown < len(lines):
+        del lines[shown:]
+        cut = (f"only the first {shown} lines of this diff are shown" if shown else
+               f"this diff is not shown: the page shows {MAX_DIFF_PAGE_LINES} diff lines at most")
+        note = cut if note is None else f"{note}; {cut}"
     return BodyDiff(key, fields, lines, note)
 
 

@@ -91,6 +91,17 @@ def test_the_line_pair_budget_is_shared_by_every_body_of_one_diff(monkeypatch: p
     assert [body.note is None for body in bodies] == [True, False]
 
 
+def test_a_page_shows_at_most_its_line_cap_and_names_the_bodies_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    old, new = _swapped(100)
+    whole = len(model._body_diff("a", (), old, new, model._Pairs(model.MAX_DIFF_PAIRS)).lines)
+    monkeypatch.setattr(model, "MAX_DIFF_PAGE_LINES", whole + 50)  # room for one body, then 50 lines
+    _result, bodies = bundle_diff(_view("old", {k: old for k in "abc"}), _view("new", {k: new for k in "abc"}))
+    assert [len(body.lines) for body in bodies] == [whole, 50, 0]
+    assert bodies[0].note is None
+    assert bodies[1].note is not None and "only the first 50 lines" in bodies[1].note
+    assert bodies[2].note is not None and f"the page shows {whole + 50} diff lines at most" in bodies[2].note
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     old=st.lists(st.sampled_from(["a", "b", "c", "d", ""]), max_size=40),
