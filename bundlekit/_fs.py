@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from bundlekit._signals import shielded
 from bundlekit.errors import BundlekitError
 
 __all__ = [
@@ -510,7 +511,8 @@ def atomic_directory(
         os.chmod(tmp, keep)
         _install(tmp, target, replace_any=replace_any)
     except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with shielded():  # a second Ctrl-C or SIGTERM must not leave half a tree (of plaintext) behind
+            shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError):
             raise _failure(error, target, exc, hint) from exc
         raise

@@ -55,7 +55,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
@@ -116,7 +116,17 @@ from bundlekit.unixfs.reader import UnixFSReader
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
 
-__all__ = ["DEFAULT_DEADLINE", "DEFAULT_MAX_BYTES", "LoadResult", "bounded_options", "load_bundle", "tree_path", "write_tree"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_BYTES",
+    "BundleBlocks",
+    "LoadResult",
+    "bounded_options",
+    "bundle_blocks",
+    "load_bundle",
+    "tree_path",
+    "write_tree",
+]
 
 DEFAULT_CONCURRENCY = 8
 # The whole load, and each response in it, must end within this many seconds.
@@ -263,6 +273,56 @@ def load_bundle(
         record_parent(dest, result.root)
     result.out_dir = dest
     return result
+
+
+@dataclass(frozen=True)
+class BundleBlocks:
+    """A content-addressed bundle whose manifest was read and validated: its root, manifest (and its size
+    in bytes) and verified getter."""
+
+    root: bytes
+    manifest: dict[str, Any]
+    manifest_size: int
+    get: Callable[[bytes], bytes]
+
+
+@contextmanager
+def bundle_blocks(
+    uri: str,
+    *,
+    gateways: Iterable[str | RemoteGateway] = (),
+    http: HttpOptions | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[BundleBlocks]:
+    """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
+
+    Steps 0 and 1 of loading (the same sources in the same order, a gateway's
+    CAR streamed and taken as asked for) and the size check of step 3: a DAG
+    that is not a bundle is refused (``ManifestError``) having cost its root
+    block and at most ``MAX_MANIFEST_BYTES`` of manifest, and one whose files
+    claim more than ``max_bytes`` together with ``LoadError``, before any
+    other block is asked for. For readers that serve a bundle's blocks as
+    they are (``bundlekit open``); nothing is decrypted or written. A plain
+    ``https://`` manifest has no blocks: ``UsageError``. The sources are
+    closed when the block ends.
+    """
+    gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
+    options = bounded_options(http or HttpOptions(), deadline)
+    target = parse_uri(uri)
+    if target.kind == "https":
+        raise UsageError(f"{uri[:200]!r} is a plain manifest URL, not content-addressed: it has no blocks")
+    out = _Output(None, deadline, options, max_bytes)
+    source = _open_source(target, gws, None, None, options)
+    try:
+        source.stream(source.root)
+        top = _root_entries(UnixFSReader(source.get, verify=False), source, out)
+        data = _manifest_bytes(source, top, out)
+        manifest = parse_manifest(data)
+        out.check_total(manifest)
+        yield BundleBlocks(source.root, manifest, len(data), source.get)
+    finally:
+        source.close()
 
 
 def _resolve_name(
@@ -484,6 +544,11 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
     here, having cost the root block only. A manifest DAG claiming or
     streaming more than ``MAX_MANIFEST_BYTES`` is refused as soon as it does.
     """
+    return parse_manifest(_manifest_bytes(source, top, out))
+
+
+def _manifest_bytes(source: _DagSource, top: dict[str, bytes], out: _Output) -> bytes:
+    """The bytes of ``manifest.json`` under the root (``_read_manifest``), not yet validated."""
     manifest_cid = top.get(MANIFEST_NAME)
     if manifest_cid is None:
         raise ManifestError(
@@ -498,8 +563,7 @@ def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> d
         )
 
     with _reading_manifest(source, out):
-        data = read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
-    return parse_manifest(data)
+        return read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
 
 
 def _plan(
@@ -720,7 +784,7 @@ def _fetch_all(
     rest = order if order is not None else sorted(entries)
     with _tree(out.dest, private=bundle_key is not None) as tree:
         tree.put("MEMORY.md", index)
-        with ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else nullcontext() as pool:
+        with _workers(concurrency) as pool:
             if pool is None:  # lazily: a streamed CAR is followed as the plan walks it
                 fetched: Iterable[tuple[str, bytes | None]] = (
                     (p, fetch(p, entries[p])) for p in rest if p != INDEX_PATH
@@ -738,6 +802,23 @@ def _fetch_all(
         if bundle_key is not None or warnings:
             tree.regenerate_index()
     return tree.files, warnings
+
+
+@contextmanager
+def _workers(concurrency: int) -> Iterator[ThreadPoolExecutor | None]:
+    """A pool of ``concurrency`` fetch threads (None for one). On an error or an interrupt (Ctrl-C,
+    SIGTERM: ``_signals``) the fetches still queued are cancelled, not waited for, so the temp tree
+    is removed at once."""
+    if concurrency <= 1:
+        yield None
+        return
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _counting(

@@ -7,7 +7,9 @@ stdout, everything else on stderr); it never computes. Errors are handled
 once, here: a ``BundlekitError`` becomes one ``error: ...`` line on stderr and
 the error's exit code; click's own usage errors (a missing argument, a bad
 value, a mistyped command, which names the closest one) become one
-``error: ...`` line and exit 2; Ctrl-C becomes ``interrupted`` and exit 130.
+``error: ...`` line and exit 2; Ctrl-C becomes ``interrupted`` and exit 130,
+and SIGTERM and SIGHUP take the same path (``_signals``: every cleanup runs) with
+exit 143 and 129 (128 + the signal, as shells report it).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import click
 
+from bundlekit._signals import exit_code, stop_signals_interrupt
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import BundlekitError
@@ -103,13 +106,14 @@ class LazyGroup(SuggestingGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with stop_signals_interrupt():  # SIGTERM and SIGHUP unwind like Ctrl-C: every cleanup runs
+                return super().invoke(ctx)
         except BundlekitError as exc:
             output.error(str(exc))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, or a stop signal (_signals.Interrupted)
             output.status("interrupted")
-            ctx.exit(EXIT_INTERRUPTED)
+            ctx.exit(exit_code(exc))
         except MemoryError:
             # The last net: an input larger than the memory this process may use (a capped
             # address space, a small machine) is one error line, never a traceback.

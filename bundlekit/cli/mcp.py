@@ -71,7 +71,9 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
-    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go.
+    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go;
+    read-only, it is held in memory and nothing of it is written to disk. SIGTERM stops the server
+    (exit 0); Ctrl-C and SIGHUP interrupt it (exit 130, 129).
     """
     if host is not None and http_addr is None:
         raise UsageError("--host applies to --http only")
@@ -89,8 +91,8 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         mode = "read-only" if served.read_only else "read-write"
         where = f" ({served.root})" if served.root else ""
         if address is None:
-            output.status(f"serving {served.origin}{where} {mode} over stdio")
-            server.run_stdio(tools)
+            server.run_stdio(tools, lambda: output.status(f"serving {served.origin}{where} {mode} over stdio"))
         else:
-            output.status(f"serving {served.origin}{where} {mode} at http://{host_header(*address)}/mcp")
-            server.run_http(tools, *address)
+            url = f"http://{host_header(*address)}/mcp"
+            server.run_http(tools, *address, lambda: output.status(f"serving {served.origin}{where} {mode} at {url}"))
+            output.status("stopped")  # SIGTERM: a server's normal end (other signals raise)

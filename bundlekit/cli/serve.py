@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import signal
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from bundlekit._signals import Interrupted
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
@@ -52,7 +52,8 @@ def _serve(
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
-    SIGTERM is a normal stop (exit 0); Ctrl-C is an interrupt (exit 130), as everywhere.
+    SIGTERM is a server's normal stop (exit 0); Ctrl-C and SIGHUP are interrupts
+    (exit 130 and 129, ``_signals``), as everywhere.
     """
     try:
         server = create_server(
@@ -69,8 +70,9 @@ def _serve(
     finally:
         server.server_close()
         close_source(source)
-    if signal.SIGINT in received:
-        raise KeyboardInterrupt  # the CLI prints "interrupted" and exits 130
+    interrupts = [sig for sig in received if sig != signal.SIGTERM]
+    if interrupts:
+        raise Interrupted(interrupts[0])  # the CLI prints "interrupted" and exits 128 + the signal
     output.status("stopped")
 
 
@@ -111,7 +113,7 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
     end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
-    SIGTERM stops it at once with exit 0; Ctrl-C too, with exit 130.
+    SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
     source = make_source(store_dir, cars)
 
@@ -134,23 +136,28 @@ def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told otherwise).")
 @click.option("--port", default=0, show_default=True, type=Count(0, 65535), help="Port (0 picks a free one).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "root"} as one line instead of the URL.')
-def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool) -> None:
+# The default is ui.open.FETCHED_MAX_BYTES, not imported here: the interface's modules load only when open runs.
+@click.option("--max-bytes", type=click.IntRange(min=0), default=512 * 1024 * 1024, show_default=True,
+              help="Refuse a fetched bundle (held in memory) whose files claim more bytes than this, together.")
+def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool, max_bytes: int) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
-    URL goes to stdout; the server runs until SIGTERM (exit 0) or Ctrl-C (exit 130).
-    Encrypted bundles show their plaintext index and names; no key is asked for.
+    URL goes to stdout; the server runs until SIGTERM (exit 0), Ctrl-C (exit 130) or SIGHUP (129).
+    The manifest is read first: a DAG that is no bundle is refused before the rest is fetched. A fetched
+    bundle is held in memory, never written to disk. Encrypted bundles show their plaintext index and
+    names; no key is asked for.
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
-    with tempfile.TemporaryDirectory(prefix="bundlekit-open-") as workdir:
-        source, root = open_module.open_bundle(uri, workdir, gateways=gateways)
+    # The manifest first; a fetched bundle is held in memory, nothing of it is written to disk.
+    source, root = open_module.open_bundle(uri, gateways=gateways, max_bytes=max_bytes)
 
-        def announce(server: GatewayServer) -> None:
-            page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
-            if as_json:
-                output.data_json({"url": page, "root": cid_to_str(root)})
-            else:
-                output.data(page)
-            output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
+    def announce(server: GatewayServer) -> None:
+        page = f"{server.url}/ui/bundle/{cid_to_str(root)}"
+        if as_json:
+            output.data_json({"url": page, "root": cid_to_str(root)})
+        else:
+            output.data(page)
+        output.status(f"showing {uri} at {page} (Ctrl-C to stop)")
 
-        _serve(source, host, port, announce, ui=True)
+    _serve(source, host, port, announce, ui=True)

@@ -51,11 +51,12 @@ from pathlib import Path
 from typing import cast
 
 from bundlekit._redact import redact
+from bundlekit._signals import is_ignored
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, discard_body, header_line_problem, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
-from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource
+from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 from bundlekit.net.loopback import allowed_hosts, is_loopback
@@ -523,7 +524,7 @@ class ServedRoot:
 
 
 def served_roots(source: BlockSource) -> list[ServedRoot]:
-    """The roots ``source`` serves, in serving order: each CAR's roots, then the store's pins.
+    """The roots ``source`` serves, in serving order: each CAR's (or blocks held in memory's) roots, then the store's pins.
 
     A store's pins come with their names (oldest pin first, as ``store ls``
     lists them); a source of another kind contributes nothing. Raises what
@@ -534,6 +535,8 @@ def served_roots(source: BlockSource) -> list[ServedRoot]:
     for part in parts:
         if isinstance(part, CarFileSource):
             roots.extend(ServedRoot(cid_to_str(root), str(part.path)) for root in part.roots)
+        elif isinstance(part, MemorySource):
+            roots.extend(ServedRoot(cid_to_str(root), part.label) for root in part.roots)
         elif isinstance(part, BlockStore):
             pins = sorted(part.pins().items(), key=lambda item: str(item[1].get("created") or ""))
             roots.extend(ServedRoot(cid_to_str(cid), "store", info.get("name")) for cid, info in pins)
@@ -543,7 +546,7 @@ def served_roots(source: BlockSource) -> list[ServedRoot]:
 @contextlib.contextmanager
 def stop_on_signals(
     server: GatewayServer,
-    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+    signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
 ) -> Iterator[list[signal.Signals]]:
     """While in the block, each of ``signals`` asks ``server`` to stop; yields the signals received.
 
@@ -554,8 +557,8 @@ def stop_on_signals(
     ``serve_forever`` to return, so it cannot run in the serving thread)
     instead of raising inside whatever the server was doing; the serve loop
     sees the request within its poll interval, and a request made before the
-    loop starts ends the loop at once. The previous handlers are restored on
-    exit.
+    loop starts ends the loop at once. A signal set to be ignored (``nohup``'s
+    SIGHUP) stays ignored. The previous handlers are restored on exit.
     """
     received: list[signal.Signals] = []
 
@@ -563,7 +566,7 @@ def stop_on_signals(
         received.append(signal.Signals(signum))
         threading.Thread(target=server.shutdown, name="bundlekit-gateway-stop", daemon=True).start()
 
-    previous = {sig: signal.signal(sig, _stop) for sig in signals}
+    previous = {sig: signal.signal(sig, _stop) for sig in signals if not is_ignored(sig)}
     try:
         yield received
     finally:

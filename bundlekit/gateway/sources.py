@@ -1,15 +1,17 @@
-"""Block sources for the gateway: CAR files (through ``car.CarIndex``), and a chain of sources.
+"""Block sources for the gateway: CAR files (through ``car.CarIndex``), blocks in memory, and a chain of sources.
 
 A *block source* is the smallest thing the gateway can serve from: ``get(cid)``
 (verified bytes or ``MissingBlock``) and ``has(cid)``. ``BlockStore`` is one;
-``CarFileSource`` serves a CAR file without loading it; ``ChainSource`` asks
-several in order. Sources must be safe to call from many threads at once.
+``CarFileSource`` serves a CAR file without loading it; ``MemorySource``
+serves blocks held in memory (a bundle ``bundlekit open`` fetched: nothing of
+it touches the disk); ``ChainSource`` asks several in order. Sources must be
+safe to call from many threads at once.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -17,7 +19,7 @@ from bundlekit.car.index import CarIndex
 from bundlekit.errors import CIDError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, as_cidv1, cid_to_str
 
-__all__ = ["BlockSource", "CarFileSource", "ChainSource"]
+__all__ = ["BlockSource", "CarFileSource", "ChainSource", "MemorySource"]
 
 # A dag-pb sha2-256 CIDv1 starts with these bytes; without its first two it is the CIDv0.
 _DAG_PB_SHA2_256_V1 = bytes((0x01, DAG_PB, SHA2_256, SHA2_256_LEN))
@@ -34,6 +36,18 @@ class BlockSource(Protocol):
     def has(self, cid: bytes) -> bool:
         """True if ``get(cid)`` can be expected to succeed."""
         ...
+
+
+def _stored_form(cid: bytes, contains: Callable[[bytes], bool]) -> bytes | None:
+    """The form of ``cid`` (itself, or its CIDv0 / dag-pb CIDv1 twin) a source holds, or None."""
+    if contains(cid):
+        return cid
+    try:
+        v1 = as_cidv1(cid)
+    except CIDError:
+        return None
+    forms = (v1, v1[2:]) if v1[:4] == _DAG_PB_SHA2_256_V1 else (v1,)
+    return next((form for form in forms if contains(form)), None)
 
 
 class CarFileSource:
@@ -58,14 +72,7 @@ class CarFileSource:
 
     def _stored(self, cid: bytes) -> bytes | None:
         """The CID ``cid``'s block is stored under in the CAR (either form), or None."""
-        if cid in self._index:
-            return cid
-        try:
-            v1 = as_cidv1(cid)
-        except CIDError:
-            return None
-        forms = (v1, v1[2:]) if v1[:4] == _DAG_PB_SHA2_256_V1 else (v1,)
-        return next((form for form in forms if form in self._index), None)
+        return _stored_form(cid, self._index.__contains__)
 
     def has(self, cid: bytes) -> bool:
         return self._stored(cid) is not None
@@ -79,6 +86,29 @@ class CarFileSource:
 
     def close(self) -> None:
         self._index.close()
+
+
+class MemorySource:
+    """Blocks held in memory, each verified against its CID before it was given, served with their roots.
+
+    Looks a CID up in either form, as ``CarFileSource`` does. ``label`` names
+    where the blocks came from in the roots listing (``served_roots``). Read-only
+    once built, so safe for many threads.
+    """
+
+    def __init__(self, blocks: Mapping[bytes, bytes], roots: Sequence[bytes], label: str) -> None:
+        self._blocks = dict(blocks)
+        self.roots: list[bytes] = list(roots)
+        self.label = label
+
+    def has(self, cid: bytes) -> bool:
+        return _stored_form(cid, self._blocks.__contains__) is not None
+
+    def get(self, cid: bytes) -> bytes:
+        stored = _stored_form(cid, self._blocks.__contains__)
+        if stored is None:
+            raise MissingBlock(f"block {cid_to_str(cid)} is not in the bundle held in memory")
+        return self._blocks[stored]
 
 
 class ChainSource:

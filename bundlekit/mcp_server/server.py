@@ -20,6 +20,7 @@ This module imports the SDK at the top: only ``bundlekit mcp`` loads it (through
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -27,8 +28,9 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
+from types import FrameType
 from typing import Annotated, Any, Literal, TypedDict, TypeVar, cast
 
 from mcp import MCPError
@@ -41,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, with_config
 
 from bundlekit._bounds import CONTEXT_TOKENS
 from bundlekit._redact import each_string, redact
+from bundlekit._signals import STOP_SIGNALS, Interrupted, exit_code, is_ignored
 from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
 from bundlekit.net.http import redact_handlers
@@ -385,36 +388,53 @@ def _add_resources(server: MCPServer, tools: MemoryTools) -> None:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
 
-def run_stdio(tools: MemoryTools) -> None:
-    """Serve over stdin/stdout until the client closes the stream; Ctrl-C stops it at once with exit 130.
+def run_stdio(tools: MemoryTools, announce: Callable[[], None] | None = None) -> None:
+    """Serve over stdin/stdout until the client closes the stream; a signal stops it at once.
 
-    The SDK reads stdin in a worker thread that a cancelled event loop waits for, so
-    an interrupt would otherwise hang until stdin closes. The handler removes a
-    read-only load's temporary tree, says "interrupted" and ends the process; every
-    write is atomic (temp file and rename), so nothing is left half-written.
+    SIGTERM (how MCP clients stop a server) says "stopped" and exits 0; Ctrl-C
+    and SIGHUP say "interrupted" and exit 130 and 129 (``_signals``). The SDK
+    reads stdin in a worker thread that a cancelled event loop waits for, so
+    unwinding would hang until stdin closes: the handler closes the served
+    source, says what happened and ends the process. A read-only bundle is held
+    in memory (``source``), so nothing of it is on disk to remove; every write to
+    a tree is atomic (temp file and rename), so nothing is left half-written.
+    A signal set to be ignored (``nohup``'s SIGHUP) stays ignored. ``announce``
+    runs once the handlers are in place, so a signal sent as soon as the
+    announcement is seen already takes this path.
     """
 
-    def interrupted(_signum: int, _frame: object) -> None:
+    def stop(signum: int, _frame: object) -> None:
         tools.served.close()
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write("stopped\n" if signum == signal.SIGTERM else "interrupted\n")
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(0 if signum == signal.SIGTERM else exit_code(Interrupted(signum)))
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    signals = [sig for sig in (signal.SIGINT, *STOP_SIGNALS) if not is_ignored(sig)]
+    previous = {sig: signal.signal(sig, stop) for sig in signals}
     try:
+        if announce is not None:
+            announce()
         build_server(tools).run("stdio")
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def run_http(tools: MemoryTools, host: str, port: int) -> None:
+def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], None] | None = None) -> None:
     """Serve the streamable HTTP transport at ``http://host:port/mcp`` until interrupted.
 
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
     headers (``address.allowed_hosts``: the usual names and the bound address);
     on another interface (``--host``) the Host header is not checked.
-    uvicorn returns (or re-raises) only when a signal stopped it: either way this
-    raises ``KeyboardInterrupt``, so the CLI exits 130 like any interrupted command.
+    uvicorn returns (or re-raises) only when a signal stopped it. SIGTERM, which
+    uvicorn shuts down on and then re-raises (reaching the CLI's handler,
+    ``_signals``), is a server's normal end: this returns. Any other signal
+    raises ``KeyboardInterrupt`` (Ctrl-C) or ``Interrupted`` (SIGHUP), so the
+    CLI exits 128 + the signal like any interrupted command. uvicorn handles
+    SIGINT and SIGTERM only; SIGHUP asks for the same graceful shutdown as
+    SIGTERM (``_hangup_as_sigterm``) and is then reported as SIGHUP.
+    ``announce`` runs inside that handling, so a signal sent as soon as the
+    announcement is seen takes this path.
     An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
     not uvicorn's own log line and exit status 3 (which is bundlekit's verification code).
     """
@@ -427,12 +447,44 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
             allowed_hosts=allowed,
             allowed_origins=[f"http://{h}" for h in allowed],
         )
+    hangups: list[int] = []
     try:
-        build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
+        with _hangup_as_sigterm(hangups):
+            if announce is not None:
+                announce()
+            build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
             raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None
+    except Interrupted as exc:
+        if hangups:
+            raise Interrupted(signal.SIGHUP) from None
+        if exc.signum == signal.SIGTERM:
+            return
+        raise
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _hangup_as_sigterm(hangups: list[int]) -> Iterator[None]:
+    """While in the block, SIGHUP (recorded in ``hangups``) runs whatever handles SIGTERM at that moment:
+    uvicorn's graceful shutdown while it serves, the CLI's ``Interrupted`` before. Ignored stays ignored."""
+    if is_ignored(signal.SIGHUP):
+        yield
+        return
+
+    def hangup(signum: int, frame: FrameType | None) -> None:
+        hangups.append(signum)
+        handler = signal.getsignal(signal.SIGTERM)
+        if not callable(handler):
+            raise Interrupted(signum)
+        handler(signal.SIGTERM, frame)
+
+    previous = signal.signal(signal.SIGHUP, hangup)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
 
 
 def _check_bindable(host: str, port: int) -> None:

@@ -9,7 +9,10 @@ Three sources, chosen by the options of ``bundlekit mcp``:
 * ``--from URI``: the bundle is loaded and verified exactly as
   ``bundlekit load`` does (every byte checked, decrypted with the key
   options), into ``--memory DIR`` (then read-write: DIR is where writes go)
-  or into a private temporary directory removed on close (read-only).
+  or, read-only, held in memory (``Memory(None)``: the files, their index
+  and the timeline in dicts and an in-memory SQLite database), so no
+  decrypted byte is ever written to disk and nothing outlives the process,
+  however it ends.
 * ``--layer NAME=URI`` (repeatable): the effective view of the layers, held
   in memory (read-only), or written to ``--memory DIR`` (read-write).
 
@@ -19,10 +22,8 @@ tampered bundle is refused at start with the loader's message (exit 3).
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bundlekit._closing import Closing
@@ -31,6 +32,7 @@ from bundlekit.bundle.load import load_bundle
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
+from bundlekit.memory.files import read_tree_files
 from bundlekit.net.http import HttpOptions
 
 __all__ = ["ServedMemory", "open_served_memory"]
@@ -49,18 +51,14 @@ class ServedMemory(Closing):
     read_only: bool
     origin: str
     root: str | None = None
-    _scratch: Path | None = field(default=None, repr=False)
 
     @property
     def tree_dir(self) -> Path | None:
-        """The tree's directory on disk (None for a layered view held in memory)."""
+        """The tree's directory on disk (None for a bundle or layered view held in memory)."""
         return self.memory.root
 
     def close(self) -> None:
-        """Remove the temporary tree of a read-only load (decrypted files included)."""
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        """Nothing to remove: a read-only source lives in memory, a tree on disk is the user's."""
 
 
 def _existing_tree(path: Path) -> Memory:
@@ -103,15 +101,13 @@ def _from_bundle(
     if memory_dir is not None:
         result = load_bundle(uri, gateways=gateways, key=key, out_dir=memory_dir, http=http)
         return ServedMemory(Memory(memory_dir), read_only=False, origin=uri, root=result.root_cid)
-    scratch = Path(tempfile.mkdtemp(prefix="bundlekit-mcp-"))  # mkdtemp makes it 0o700
-    try:
-        result = load_bundle(uri, gateways=gateways, key=key, out_dir=scratch / "tree", http=http)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    return ServedMemory(
-        Memory(scratch / "tree"), read_only=True, origin=uri, root=result.root_cid, _scratch=scratch
-    )
+    result = load_bundle(uri, gateways=gateways, key=key, http=http)  # held in memory: nothing written
+    namespace = result.manifest.get("namespace") if isinstance(result.manifest, dict) else None
+    memory = Memory(None, namespace=namespace if isinstance(namespace, str) and namespace else None)
+    # The bundle's files as they are, as a tree on disk would hold them: a memory holding what looks
+    # like a credential is served withheld (the tools' rule), not refused as an import would.
+    memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace", allow_secrets=True)
+    return ServedMemory(memory, read_only=True, origin=uri, root=result.root_cid)
 
 
 def _from_layers(

@@ -32,7 +32,7 @@ from bundlekit.errors import BundlekitError
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import ServedRoot
 from bundlekit.ipld.cid import cid_from_text
-from bundlekit.ui.model import BundleView, MemoryItem, bundle_diff, read_bundle, read_manifest
+from bundlekit.ui.model import BundleView, DiffCache, MemoryItem, read_bundle, read_manifest
 from bundlekit.ui.render import day_chart, environment, render_page
 
 __all__ = ["CONTENT_SECURITY_POLICY", "MOUNT", "UIApp"]
@@ -71,6 +71,7 @@ class UIApp:
         self._roots = roots
         self._env: jinja2.Environment = environment()
         self._cache: OrderedDict[str, BundleView] = OrderedDict()
+        self._diffs = DiffCache()  # a diff page is made once per pair of roots
         self._lock = threading.Lock()
         static = resources.files("bundlekit.ui").joinpath("static")
         self._static = {name: (static.joinpath(name).read_bytes(), kind) for name, kind in _STATIC.items()}
@@ -155,7 +156,7 @@ class UIApp:
         if not old or not new:
             raise _BadRequest("give two bundles: /ui/diff?old=CID&new=CID")
         old_view, new_view = self._view(old), self._view(new)
-        result, bodies = bundle_diff(old_view, new_view)
+        result, bodies = self._diffs.diff(old_view, new_view)
         return self._page(200, "diff.html", old=old_view, new=new_view, result=result, bodies=bodies)
 
     # -- helpers ------------------------------------------------------------------

@@ -14,6 +14,8 @@ block by block against its CIDs).
 from __future__ import annotations
 
 import difflib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +33,13 @@ from bundlekit.unixfs.reader import UnixFSReader
 __all__ = [
     "MAX_SHOWN_BUNDLE",
     "MAX_SHOWN_FILE",
+    "MAX_CACHED_DIFFS",
+    "MAX_DIFF_PAGE_LINES",
+    "MAX_DIFF_PAIRS",
+    "MAX_DIFF_SHOWN_LINES",
     "BodyDiff",
     "BundleView",
+    "DiffCache",
     "MemoryItem",
     "bundle_diff",
     "read_bundle",
@@ -209,13 +216,46 @@ def _read_day(
     view.timeline[match.group(1)] = parse_day(name, data, strict=False)
 
 
+# Line-by-line comparison is quadratic at worst (difflib's matcher; two bodies of distinct lines
+# swapped pairwise took 47 s at 288 KB). After the common first and last lines are set aside (linear),
+# the lines left on both sides may make at most this many pairs in one diff page, all bodies together;
+# past it a body's differing lines are shown as replaced whole, with a note saying so.
+MAX_DIFF_PAIRS = 1_000_000
+MAX_DIFF_SHOWN_LINES = 5_000  # lines of one body's diff put on the page; past it, a note
+MAX_DIFF_PAGE_LINES = 50_000  # lines of all bodies' diffs on one page; past it, notes only
+_CONTEXT = 3  # unchanged lines shown around each change, as diff -u
+MAX_CACHED_DIFFS = 16  # diffs kept per interface, by pair of roots
+
+
 @dataclass
 class BodyDiff:
-    """One changed memory: the fields that differ and a unified line diff of the bodies."""
+    """One changed memory: the fields that differ, a unified line diff of the bodies, and why it is partial."""
 
     key: str
     fields: tuple[str, ...]
     lines: list[str]
+    note: str | None = None
+
+
+class _Pairs:
+    """The line pairs one diff may still compare (``MAX_DIFF_PAIRS``) and lines it may still show
+    (``MAX_DIFF_PAGE_LINES``)."""
+
+    def __init__(self, total: int, lines: int | None = None) -> None:
+        self.left = total
+        self.lines = MAX_DIFF_PAGE_LINES if lines is None else lines
+
+    def take(self, pairs: int) -> bool:
+        if pairs > self.left:
+            return False
+        self.left -= pairs
+        return True
+
+    def show(self, wanted: int) -> int:
+        """How many of ``wanted`` lines one body may show (its own cap and what the page has left)."""
+        shown = min(wanted, MAX_DIFF_SHOWN_LINES, self.lines)
+        self.lines -= shown
+        return shown
 
 
 def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[BodyDiff]]:
@@ -224,7 +264,8 @@ def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[Body
     Memories are compared by content where both sides can be read; an encrypted or
     unreadable memory still counts as added or removed by its key, and one present on
     both sides but unreadable on either is named in ``warnings`` (not compared, not
-    counted unchanged).
+    counted unchanged). Body diffs are bounded (``MAX_DIFF_PAIRS``, ``MAX_DIFF_SHOWN_LINES``, ``MAX_DIFF_PAGE_LINES``):
+    what is not compared line by line or not shown is said in the body's ``note``.
     """
     a, b = old.records(), new.records()
     result = diff_memories(a, b, old_label=old.root, new_label=new.root)
@@ -236,13 +277,97 @@ def bundle_diff(old: BundleView, new: BundleView) -> tuple[DiffResult, list[Body
         result.warnings.append(
             f"{len(unread)} memories on both sides are encrypted or unreadable, so not compared: {', '.join(unread)}"
         )
-    bodies = []
-    for changed in result.changed:
-        lines = list(
-            difflib.unified_diff(
-                a[changed.key].body.splitlines(), b[changed.key].body.splitlines(),
-                fromfile=f"{changed.key} (old)", tofile=f"{changed.key} (new)", lineterm="",
-            )
-        )
-        bodies.append(BodyDiff(changed.key, changed.fields, lines))
+    pairs = _Pairs(MAX_DIFF_PAIRS)
+    bodies = [
+        _body_diff(changed.key, changed.fields, a[changed.key].body, b[changed.key].body, pairs)
+        for changed in result.changed
+    ]
     return result, bodies
+
+
+def _body_diff(key: str, fields: tuple[str, ...], old: str, new: str, pairs: _Pairs) -> BodyDiff:
+    """A unified diff of two bodies: line by line within ``pairs``, else the differing lines as replaced."""
+    x, y = old.splitlines(), new.splitlines()
+    head = _common_head(x, y)
+    tail = _common_head(x[head:][::-1], y[head:][::-1])
+    if head == len(x) == len(y):
+        return BodyDiff(key, fields, [])
+    # The changed middle with its context; everything outside it is equal on both sides.
+    lo = max(head - _CONTEXT, 0)
+    x_mid, y_mid = x[lo : len(x) - max(tail - _CONTEXT, 0)], y[lo : len(y) - max(tail - _CONTEXT, 0)]
+    note = None
+    if pairs.take((len(x) - head - tail) * (len(y) - head - tail)):
+        groups = difflib.SequenceMatcher(None, x_mid, y_mid, autojunk=False).get_grouped_opcodes(_CONTEXT)
+    else:
+        groups = iter([[("replace", 0, len(x_mid), 0, len(y_mid))]])
+        note = (
+            f"{len(x) - head - tail} and {len(y) - head - tail} lines differ: too many to compare line by line "
+            f"here ({MAX_DIFF_PAIRS} line pairs per diff), so the differing lines are shown as replaced whole"
+        )
+    lines = [f"--- {key} (old)", f"+++ {key} (new)"]
+    for group in groups:
+        lines.extend(_hunk(group, x_mid, y_mid, lo))
+        if len(lines) > MAX_DIFF_SHOWN_LINES:
+            break
+    shown = pairs.show(len(lines))
+    if shown < len(lines):
+        del lines[shown:]
+        cut = (f"only the first {shown} lines of this diff are shown" if shown else
+               f"this diff is not shown: the page shows {MAX_DIFF_PAGE_LINES} diff lines at most")
+        note = cut if note is None else f"{note}; {cut}"
+    return BodyDiff(key, fields, lines, note)
+
+
+def _common_head(x: list[str], y: list[str]) -> int:
+    """How many first lines ``x`` and ``y`` share."""
+    n = 0
+    for left, right in zip(x, y):
+        if left != right:
+            break
+        n += 1
+    return n
+
+
+def _hunk(group: list[tuple[str, int, int, int, int]], x: list[str], y: list[str], offset: int) -> list[str]:
+    """One unified-diff hunk (``@@ -l,n +l,n @@`` and its lines) of opcodes over ``x``/``y``, numbered from ``offset``."""
+    first, last = group[0], group[-1]
+    lines = [f"@@ -{_range(offset + first[1], last[2] - first[1])} +{_range(offset + first[3], last[4] - first[3])} @@"]
+    for tag, i1, i2, j1, j2 in group:
+        if tag == "equal":
+            lines.extend(" " + line for line in x[i1:i2])
+            continue
+        lines.extend("-" + line for line in x[i1:i2])
+        lines.extend("+" + line for line in y[j1:j2])
+    return lines
+
+
+def _range(start: int, length: int) -> str:
+    """A hunk range as diff -u writes it (1-based; an empty range names the line before it)."""
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+class DiffCache:
+    """Body diffs by pair of roots (a root names its bytes: a diff once made stays right), the
+    ``MAX_CACHED_DIFFS`` most recent kept; safe for the server's threads."""
+
+    def __init__(self, size: int = MAX_CACHED_DIFFS) -> None:
+        self._size = size
+        self._diffs: OrderedDict[tuple[str, str], tuple[DiffResult, list[BodyDiff]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def diff(self, old: BundleView, new: BundleView) -> tuple[DiffResult, list[BodyDiff]]:
+        """``bundle_diff(old, new)``, made once per pair of roots while it stays among the most recent."""
+        pair = (old.root, new.root)
+        with self._lock:
+            cached = self._diffs.get(pair)
+            if cached is not None:
+                self._diffs.move_to_end(pair)
+                return cached
+        made = bundle_diff(old, new)
+        with self._lock:
+            self._diffs[pair] = made
+            while len(self._diffs) > self._size:
+                self._diffs.popitem(last=False)
+        return made

@@ -1,43 +1,67 @@
-"""``bundlekit open URI``: one bundle, fetched and verified, as a block source for the interface.
+"""``bundlekit open URI``: one bundle, its manifest read first, then its verified blocks as the interface's source.
 
-A local CAR is served as it is (``CarFileSource`` verifies every block when
-it indexes the file). An ``ipfs://`` URI or a gateway URL is fetched through
-the same trustless retrieval ``bundlekit load`` uses (a CAR request first,
-then block by block; every block hashed against its CID), walked from the
-root with the usual DAG limits, and written to a CAR in ``workdir`` that is
-then served. A plain ``https://.../manifest.json`` is not content-addressed,
-so there are no blocks to serve: it is refused with a usage error.
+The bundle is opened as ``bundlekit load`` opens it (``bundle.load.bundle_blocks``:
+the same sources in the same order, every block hashed against its CID) and
+its manifest is read and validated before anything else: a DAG that is not a
+bundle (a 300 MB file, a CAR with no ``manifest.json``) is refused having cost
+its root block and at most the manifest's limit, and one whose files claim more
+than ``max_bytes`` is refused before any of them is fetched.
+
+Then a local CAR is served as it is (``CarFileSource`` indexes and verifies the
+user's own file in place). A bundle fetched from ``ipfs://`` or a gateway URL is
+walked from the root with the usual DAG limits and held in memory
+(``MemorySource``), never written to a temporary file: an encrypted bundle's
+index and names are plaintext, and nothing of it may outlive the process. The
+walk stops past the bytes the manifest accounts for (its files, the manifest,
+a signature and the directory nodes, :func:`_walk_allowance`), so a bundle root
+that also links a large foreign file cannot make ``open`` fetch it. A plain
+``https://.../manifest.json`` is not content-addressed, so there are no blocks
+to serve: it is refused with a usage error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from bundlekit.blockstore import BlockStore
-from bundlekit.car.writer import CarFileWriter
-from bundlekit.errors import LoadError, MissingBlock, UsageError
-from bundlekit.gateway.sources import CarFileSource
+from bundlekit.bundle.load import DEFAULT_MAX_BYTES, BundleBlocks, bundle_blocks
+from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES
+from bundlekit.errors import DAGLimitExceeded, LoadError, MissingBlock, UsageError
+from bundlekit.gateway.sources import BlockSource, CarFileSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import walk_dag
-from bundlekit.net.fetch import GatewayFetcher, gateway_order, parse_gateway, parse_uri
+from bundlekit.net.fetch import parse_uri
 from bundlekit.net.http import HttpOptions
 
-__all__ = ["open_bundle"]
+__all__ = ["FETCHED_MAX_BYTES", "open_bundle"]
+
+# A fetched bundle is held in memory while it is shown: its files may claim this many bytes together
+# (``open --max-bytes``); the interface reads at most 32 MiB of one bundle anyway (``model.MAX_SHOWN_BUNDLE``).
+FETCHED_MAX_BYTES = 512 * 1024 * 1024
+
+# Directory and file-tree nodes a bundle needs beside its files' bytes: a fixed
+# allowance plus a share of the files (a link costs about 40 bytes per 256 KiB chunk,
+# a directory entry about 100 bytes per file).
+_NODE_ALLOWANCE = 16 * 1024 * 1024
+_NODE_SHARE = 64
 
 
 def open_bundle(
     uri: str,
-    workdir: str | Path,
     *,
     gateways: Sequence[str] = (),
     http: HttpOptions | None = None,
-) -> tuple[CarFileSource, bytes]:
-    """The verified blocks of the bundle at ``uri`` as a ``CarFileSource``, and its root CID.
+    max_bytes: int = FETCHED_MAX_BYTES,
+) -> tuple[BlockSource, bytes]:
+    """The verified blocks of the bundle at ``uri`` as a block source, and its root CID.
 
-    Raises ``UsageError`` (bad URI, plain HTTPS manifest, no gateway), and what
-    retrieval raises: ``LoadError`` when no source has a block,
-    ``BlockMismatch`` when bytes do not match their CID, ``DAGLimitExceeded``.
+    ``max_bytes`` bounds what the files of a fetched bundle (held in memory) may claim together;
+    a local CAR, served from its file, is bounded by the load limit (``DEFAULT_MAX_BYTES``).
+
+    Raises ``UsageError`` (bad URI, plain HTTPS manifest, no gateway),
+    ``ManifestError`` (not a bundle), ``LoadError`` (a block no source has, or
+    files claiming more than ``max_bytes``), ``BlockMismatch`` when bytes do not
+    match their CID, ``DAGLimitExceeded`` (a DAG past the walk limits or past
+    what the manifest accounts for).
     """
     target = parse_uri(uri)
     if target.kind == "https":
@@ -47,26 +71,38 @@ def open_bundle(
         )
     if target.kind == "car":
         assert target.car is not None
+        with bundle_blocks(uri, max_bytes=DEFAULT_MAX_BYTES) as bundle:  # one root, a manifest, before the full index
+            root = bundle.root
         source = CarFileSource(target.car)
-        if len(source.roots) != 1:
-            source.close()
-            raise UsageError(f"{target.car} has {len(source.roots)} roots; a bundle CAR has exactly one")
-        return source, source.roots[0]
-    assert target.root is not None
-    # The same sources in the same order as `bundlekit load`.
-    gws, use_store = gateway_order(target, [parse_gateway(g) for g in gateways])
-    store = BlockStore() if use_store else None
-    out = Path(workdir) / "bundle.car"
+        return source, root
+    with bundle_blocks(uri, gateways=gateways, http=http, max_bytes=max_bytes) as bundle:
+        blocks = _fetch_all(bundle)
+    return MemorySource(blocks, [bundle.root], "fetched"), bundle.root
+
+
+def _walk_allowance(bundle: BundleBlocks) -> int:
+    """The bytes a bundle's DAG may hold: its files as the manifest claims them, the manifest, a signature, nodes."""
+    files = sum(int(entry["size"]) for entry in bundle.manifest["memory"]["files"].values())
+    return files + files // _NODE_SHARE + bundle.manifest_size + MAX_SIGNATURE_BYTES + _NODE_ALLOWANCE
+
+
+def _fetch_all(bundle: BundleBlocks) -> dict[bytes, bytes]:
+    """Every block under the root, verified (the getter hashes each), held in memory up to the allowance."""
+    allowance = _walk_allowance(bundle)
+    blocks: dict[bytes, bytes] = {}
+    held = 0
     try:
-        with GatewayFetcher(gws, store=store, http=http) as fetcher:
-            fetcher.prefetch_car(target.root)
-            with CarFileWriter(out) as writer:
-                for cid, data in walk_dag(target.root, fetcher.get):
-                    writer.put(cid, data)
-                writer.finish(target.root)
+        for cid, data in walk_dag(bundle.root, bundle.get, verify=False):
+            held += len(data)
+            if held > allowance:
+                raise DAGLimitExceeded(
+                    f"{cid_to_str(bundle.root)} holds more than the {allowance} bytes its manifest accounts for; "
+                    "refusing to fetch the rest (it links more than a bundle's files)"
+                )
+            blocks[cid] = data
     except MissingBlock as exc:  # no source could supply a block: unavailable (exit 1, as load), not altered
         detail = exc.__cause__ if exc.__cause__ is not None else exc  # the fetcher's reason, when the walk wraps it
         raise LoadError(
-            f"cannot fetch {cid_to_str(target.root)}: {detail}; check the CID or try another --gateway"
+            f"cannot fetch {cid_to_str(bundle.root)}: {detail}; check the CID or try another --gateway"
         ) from exc
-    return CarFileSource(out), target.root
+    return blocks

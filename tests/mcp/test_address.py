@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,7 +44,8 @@ def test_the_status_line_of_an_ipv6_server_names_a_url_with_brackets(
 ) -> None:
     served_at: list[tuple[str, int]] = []
 
-    def run_http(_tools: object, host: str, port: int) -> None:
+    def run_http(_tools: object, host: str, port: int, announce: Callable[[], None]) -> None:
+        announce()
         served_at.append((host, port))
 
     monkeypatch.setattr(mcp_cli, "_sdk_server", lambda: SimpleNamespace(run_http=run_http))

@@ -52,15 +52,14 @@ def test_show_of_a_missing_key_names_it(tree: Path) -> None:
         tools.show("ghost")
 
 
-def test_a_temporary_tree_of_a_read_only_load_is_removed_on_close(tmp_path: Path, tree: Path) -> None:
+def test_a_read_only_load_is_held_in_memory_with_no_tree_on_disk(tmp_path: Path, tree: Path) -> None:
     from bundlekit.bundle.build import build_bundle
 
     car = tmp_path / "b.car"
     build_bundle(tree, car)
     with open_served_memory(from_uri=str(car)) as served:
-        scratch = served.tree_dir
-        assert served.read_only and scratch is not None and (scratch / "user_role.md").is_file()
-    assert not scratch.exists()
+        assert served.read_only and served.tree_dir is None
+        assert "user_role" in [record.key for record in served.memory.list()]
 
 
 def test_mcp_help_does_not_import_the_sdk() -> None:

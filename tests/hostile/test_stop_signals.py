@@ -1,0 +1,275 @@
+"""Issue 24, item 1: no plaintext outlives a stop; SIGTERM and SIGHUP end commands as cleanly as Ctrl-C.
+
+An encrypted bundle whose memory bodies hold a canary is served (``mcp --from``),
+shown (``open``, by a gateway URL: its index is plaintext in the bundle) and
+loaded (``load -o``) by ``bundlekit`` children whose ``TMPDIR`` and store
+(``BUNDLEKIT_HOME``) are fresh folders of the test. Before the fix, ``mcp --from``
+decrypted into a temporary tree that SIGTERM left behind (exit 143) and ``open``
+wrote the bundle to a temporary CAR. Every child is killed after ``TIMEOUT``
+seconds at the latest: a stop that hangs fails the test, no time is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bundlekit.bundle.build import build_bundle
+from bundlekit.crypto import PassphraseKey
+from bundlekit.gateway.server import GatewayServer, serve_in_thread
+from bundlekit.memory import Memory
+
+from .conftest import TIMEOUT, child_env
+
+CANARY = "CANARY-5d1e07b3-plaintext"
+PASSPHRASE = "correct horse battery staple"
+MEMORIES = 120  # enough that a load takes a while, so a random signal can land inside it
+
+
+@dataclass(frozen=True)
+class Encrypted:
+    car: Path
+    root: str
+
+
+@pytest.fixture(scope="module")
+def encrypted(tmp_path_factory: pytest.TempPathFactory) -> Encrypted:
+    """An encrypted bundle: the canary in every body (ciphertext) and in its names (the plaintext index)."""
+    base = tmp_path_factory.mktemp("encrypted")
+    memory = Memory(base / "tree", namespace="canary", clock=lambda: datetime(2026, 4, 14, tzinfo=UTC))
+    for i in range(MEMORIES):
+        memory.write(f"note_{i:03d}", name=f"{CANARY} {i}", description=f"{CANARY} description", type="user",
+                     body=f"{CANARY} body {i}\n" + "filler line\n" * 100)
+    memory.note("session", summary=CANARY)
+    result = build_bundle(base / "tree", base / "enc.car", key=PassphraseKey(PASSPHRASE))
+    return Encrypted(base / "enc.car", result.root_cid)
+
+
+@pytest.fixture(scope="module")
+def gateway(encrypted: Encrypted) -> Iterator[GatewayServer]:
+    with serve_in_thread(cars=[encrypted.car]) as server:
+        yield server
+
+
+@dataclass
+class Place:
+    """Where a child may write: its TMPDIR, its store, its working directory; ``out`` is the named output."""
+
+    tmp: Path
+    home: Path
+    work: Path
+
+    @property
+    def out(self) -> Path:
+        return self.work / "out"
+
+    def env(self) -> dict[str, str]:
+        env: dict[str, str] = child_env()
+        env.update(TMPDIR=str(self.tmp), BUNDLEKIT_HOME=str(self.home), BUNDLEKIT_PASSPHRASE=PASSPHRASE, CI="true")
+        env.pop("BUNDLEKIT_GATEWAYS", None)
+        return env
+
+    def holding_canary(self) -> list[Path]:
+        """Every file under the child's folders that holds the canary, the named output folder aside."""
+        found = []
+        for top in (self.tmp, self.home, self.work):
+            for folder, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if Path(folder, d) != self.out]
+                for name in files:
+                    path = Path(folder, name)
+                    if path.is_file() and CANARY.encode() in path.read_bytes():
+                        found.append(path)
+        return found
+
+    def leftovers(self) -> list[str]:
+        """What the child left in TMPDIR and beside the named output."""
+        return sorted(os.listdir(self.tmp)) + sorted(n for n in os.listdir(self.work) if n != "out")
+
+
+def _place(base: Path) -> Place:
+    place = Place(base / "tmp", base / "home", base / "work")
+    for folder in (place.tmp, place.home, place.work):
+        folder.mkdir(parents=True)
+    return place
+
+
+def _command(kind: str, encrypted: Encrypted, gateway: GatewayServer | None = None) -> list[str]:
+    key = ["--passphrase-env", "BUNDLEKIT_PASSPHRASE"]
+    if kind == "mcp":
+        return ["mcp", "--from", str(encrypted.car), *key]
+    if kind == "serve-ui":
+        return ["serve", "--ui", "--port", "0", str(encrypted.car)]
+    if kind == "mcp-layer":
+        return ["mcp", "--layer", f"user={encrypted.car}", *key]
+    if kind == "mcp-http":
+        return ["mcp", "--from", str(encrypted.car), "--http", str(_free_port()), *key]
+    if kind == "open":
+        assert gateway is not None
+        return ["open", f"{gateway.url}/ipfs/{encrypted.root}"]
+    assert kind == "load"
+    return ["load", str(encrypted.car), "-o", "out", *key]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _start(place: Place, args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", *args], cwd=place.work, env=place.env(),
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _serving(proc: subprocess.Popen[str]) -> str:
+    """The child's status line once it serves (read from stderr)."""
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith(("serving", "showing")), line
+    return line
+
+
+def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
+    proc.send_signal(sig)
+    try:
+        _out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"the child did not stop on {sig.name}") from None
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("kind", ["mcp", "mcp-layer", "open", "serve-ui"])
+def test_a_server_of_an_encrypted_bundle_writes_nothing_while_it_serves(
+    kind: str, tmp_path: Path, encrypted: Encrypted, gateway: GatewayServer
+) -> None:
+    place = _place(tmp_path)
+    proc = _start(place, _command(kind, encrypted, gateway))
+    try:
+        _serving(proc)
+        assert place.holding_canary() == [] and place.leftovers() == []
+    finally:
+        _stop(proc, signal.SIGTERM)
+
+
+# SIGTERM is how supervisors and MCP clients stop a server: its normal end. SIGHUP interrupts, as Ctrl-C.
+_SERVER_ENDS = [(signal.SIGTERM, 0, "stopped"), (signal.SIGHUP, 129, "interrupted")]
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), _SERVER_ENDS, ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("kind", ["mcp", "mcp-http", "mcp-layer", "open", "serve-ui"])
+def test_a_stop_signal_ends_a_server_as_documented_and_leaves_nothing(
+    kind: str, sig: signal.Signals, code: int, said: str, tmp_path: Path, encrypted: Encrypted,
+    gateway: GatewayServer,
+) -> None:
+    place = _place(tmp_path)
+    proc = _start(place, _command(kind, encrypted, gateway))
+    _serving(proc)
+    ended, err = _stop(proc, sig)
+    assert (ended, err.splitlines()[-1:]) == (code, [said])
+    assert "Traceback" not in err
+    assert place.holding_canary() == [] and place.leftovers() == []
+
+
+def test_an_ignored_sighup_stays_ignored_as_nohup_asks(
+    tmp_path: Path, encrypted: Encrypted, gateway: GatewayServer
+) -> None:
+    place = _place(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bundlekit", *_command("mcp", encrypted, gateway)], cwd=place.work, env=place.env(),
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does
+    )
+    _serving(proc)
+    proc.send_signal(signal.SIGHUP)
+    _out, err = proc.communicate(timeout=TIMEOUT)  # closes stdin, the stdio server's normal end
+    assert proc.returncode == 0 and "interrupted" not in err
+
+
+def _paused_load(place: Place, encrypted: Encrypted) -> subprocess.Popen[str]:
+    """``load -o out`` that says ``writing`` and pauses half-way through its temp tree; removing a
+    tree says ``removing`` and takes a second, so a signal can land inside the cleanup."""
+    script = (
+        "import shutil, sys, time\n"
+        "import bundlekit.bundle.load as load\n"
+        "real_put, real_rmtree = load._TreeWriter.put, shutil.rmtree\n"
+        "def put(self, rel, data):\n"
+        "    real_put(self, rel, data)\n"
+        "    if len(self.files) == 5:\n"
+        "        sys.stderr.write('writing\\n'); sys.stderr.flush(); time.sleep(60)\n"
+        "def rmtree(*args, **kwargs):\n"
+        "    sys.stderr.write('removing\\n'); sys.stderr.flush(); time.sleep(1)\n"
+        "    return real_rmtree(*args, **kwargs)\n"
+        "load._TreeWriter.put, shutil.rmtree = put, rmtree\n"
+        "from bundlekit.cli import main\n"
+        "sys.argv = ['bundlekit', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *_command("load", encrypted)],
+        cwd=place.work, env=place.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == "writing\n"
+    assert any(name.startswith(".out.") for name in os.listdir(place.work))  # the temp tree, with plaintext
+    return proc
+
+
+def test_sigterm_during_a_load_removes_the_half_written_tree_with_exit_143(
+    tmp_path: Path, encrypted: Encrypted
+) -> None:
+    place = _place(tmp_path)
+    code, err = _stop(_paused_load(place, encrypted), signal.SIGTERM)
+    assert (code, err.splitlines()[-1:]) == (143, ["interrupted"])
+    assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_second_signal_during_the_cleanup_does_not_cut_it_short(
+    second: signal.Signals, tmp_path: Path, encrypted: Encrypted
+) -> None:
+    place = _place(tmp_path)
+    proc = _paused_load(place, encrypted)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stderr is not None and proc.stderr.readline() == "removing\n"
+    code, err = _stop(proc, second)
+    assert (code, err.splitlines()[-1:]) == (128 + second, ["interrupted"])
+    assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("kind", ["mcp", "open", "load"])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(delay=st.floats(min_value=0.0, max_value=3.0))
+def test_a_stop_signal_at_any_moment_leaves_no_plaintext_but_the_named_output(
+    kind: str, sig: signal.Signals, delay: float, tmp_path_factory: pytest.TempPathFactory,
+    encrypted: Encrypted, gateway: GatewayServer,
+) -> None:
+    place = _place(tmp_path_factory.mktemp(f"stop-{kind}"))
+    proc = _start(place, _command(kind, encrypted, gateway))
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        pass
+    code, err = _stop(proc, sig)
+    # Before the handlers are in place the signal's default action ends it; after, 128 + signal or a normal end.
+    assert code in (0, 128 + sig, -sig), err
+    assert "Traceback" not in err
+    assert place.holding_canary() == []
+    assert place.leftovers() == []
