@@ -15,7 +15,9 @@ exit 143 and 129 (128 + the signal, as shells report it).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,6 +104,9 @@ class LazyGroup(SuggestingGroup):
         except click.Abort:  # Ctrl-C while click parses
             output.status("interrupted")
             sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # a defect of ours: still one line, and through the one redaction
+            _report_defect(exc)
+            sys.exit(1)
         sys.exit(result if isinstance(result, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -122,6 +127,15 @@ class LazyGroup(SuggestingGroup):
                 "give it a smaller input or more memory"
             )
             ctx.exit(1)
+
+
+def _report_defect(exc: Exception) -> None:
+    """An exception no layer translated: one ``error:`` line naming it, never a raw traceback, which
+    Python's own hook would print past the redaction with whatever the message and the frames' source
+    lines hold. ``BUNDLEKIT_TRACEBACK=1`` adds the traceback, redacted like every other line."""
+    output.error(f"internal error ({type(exc).__name__}: {exc}); please report it")
+    if os.environ.get("BUNDLEKIT_TRACEBACK") == "1":
+        output.status("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
