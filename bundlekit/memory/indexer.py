@@ -31,7 +31,7 @@ from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnusable, Row, catalog_files
 from bundlekit.memory.index import MAX_INDEX_LINES, index_line, render_index
 from bundlekit.memory.links import refuse_link
-from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename
+from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename, memory_files
 from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
@@ -235,6 +235,8 @@ class Indexer:
             return
         changed: list[str] = []
         settled = False
+        if not same:  # only the listing's files are read: a name from the index never reaches a path unchecked
+            racy = {name: mtime for name, mtime in racy.items() if name in scan.memories}
         for name, mtime in sorted(racy.items()):
             if self._racy_changed(catalog, name):
                 changed.append(name)
@@ -342,7 +344,7 @@ class Indexer:
         key, :data:`MAX_INDEX_LINES` in all), read now; the others counted."""
         with catalog.reading():
             keys, total = catalog.index_keys(MAX_INDEX_LINES), catalog.count()
-        records = [record for _name, _data, record in parse_files(self._backend, [f"{key}.md" for key in keys])]
+        records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys))]
         return render_index(records, total=total - len(keys) + len(records))
 
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:

@@ -38,7 +38,15 @@ from bundlekit.memory.index import list_line, render_index
 from bundlekit.memory.indexer import Indexer, decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
-from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR, check_unique, filename_for, key_from_filename, validate_key
+from bundlekit.memory.naming import (
+    INDEX_NAME,
+    TIMELINE_DIR,
+    check_unique,
+    filename_for,
+    key_from_filename,
+    memory_files,
+    validate_key,
+)
 from bundlekit.memory.record import (
     OPTIONAL_KEYS,
     REQUIRED_KEYS,
@@ -155,7 +163,7 @@ class Memory:
         """The memories ``keys`` (chosen by the index) read from their files now, in that order, as output
         shows them (credentials withheld); one gone is left out. A file whose SHA-256 is not the one the
         index took is noted (:attr:`_stale`): its row ranked other bytes."""
-        found = parse_files(self._backend, [filename_for(key) for key in keys])
+        found = parse_files(self._backend, memory_files(keys))
         for name, data, _record in found:
             if hashlib.sha256(data).digest() != catalog.sha256(name):
                 self._stale.add(name)
