@@ -586,3 +586,26 @@ def test_context_never_shows_a_chosen_memory_whose_file_another_process_forgot(
     monkeypatch.setattr(catalog_module.Catalog, "ranked", ranked_then_a_forget)
     block = mem.context_block()
     assert "(`a.md`)" not in block and "(`b.md`)" in block  # the file is gone: its row is never shown
+
+
+def _derived_fingerprint() -> str:
+    """What the stored rows are derived by: the schema, the ranking constants and formulas, the folding and
+    the secret rules the search text is withheld by."""
+    import inspect
+
+    from bundlekit.memory import ranking, secrets, withhold
+
+    parts = [
+        catalog_module._SCHEMA, catalog_module._FTS, catalog_module._PLAIN, inspect.getsource(catalog_module._fold),
+        repr(sorted(ranking.TYPE_BONUS.items())), repr(ranking.HALF_LIFE), repr(sorted(ranking.DECAY_HORIZONS.items())),
+        inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
+        repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
+        inspect.getsource(indexer.row_of),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
+    # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
+    # makes every existing index rebuild itself; then update both numbers here.
+    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (6, "8a9139480b146b6a")
