@@ -41,6 +41,7 @@ version or application, or one SQLite cannot read, raises
 
 from __future__ import annotations
 
+import bisect
 import errno
 import functools
 import os
@@ -189,6 +190,37 @@ def _split(blob: object) -> tuple[bytes, bytes] | None:
     return blob[8 : 8 + length], blob[8 + length :]
 
 
+def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
+    """The sorted signature blob ``blob`` with ``changes`` made (a signature set, or None: removed), or
+    ``None`` when ``blob`` is not one (the caller packs the rows then)."""
+    parts = _split(blob)
+    if parts is None:
+        return None
+    names = parts[0].decode("utf-8", "surrogateescape").split("\0") if parts[0] else []
+    numbers = array("q", parts[1])
+    if len(numbers) != 3 * len(names):
+        return None
+    keys = [name.encode("utf-8", "surrogateescape") for name in names] if any(not n.isascii() for n in names) else names
+    for name, signature in sorted(changes.items()):
+        key: str | bytes = name.encode("utf-8", "surrogateescape") if keys is not names else name
+        at = bisect.bisect_left(keys, key)  # type: ignore[arg-type]
+        present = at < len(names) and names[at] == name
+        if signature is None:
+            if present:
+                del names[at]
+                if keys is not names:
+                    del keys[at]
+                del numbers[3 * at : 3 * at + 3]
+        elif present:
+            numbers[3 * at : 3 * at + 3] = array("q", signature)
+        else:
+            names.insert(at, name)
+            if keys is not names:
+                keys.insert(at, key)  # type: ignore[arg-type]
+            numbers[3 * at : 3 * at] = array("q", signature)
+    return pack(names, numbers)
+
+
 def _fold(text: str) -> str:
     # SQLite's tokenizer stops at NUL: index a stand-in a needle cannot usefully hold (see ranked()).
     return text.casefold().replace("\0", NUL_STAND_IN)
@@ -232,6 +264,9 @@ class Catalog:
             )
         self._conn = conn
         self._rewrite = False  # the open write transaction changed a row or settled the racy ones
+        # The rows it changed (a removed one: None), and the blob it starts from when of the current generation.
+        self._changes: dict[str, Signature | None] = {}
+        self._start: bytes | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -307,6 +342,8 @@ class Catalog:
         with _translated():
             self._conn.execute("BEGIN IMMEDIATE")
             self._rewrite = False
+            self._changes = {}
+            self._start = None
             try:
                 yield self
                 if self._rewrite:
@@ -318,6 +355,8 @@ class Catalog:
                 raise
             finally:
                 self._rewrite = False
+                self._changes = {}
+                self._start = None
             self._conn.execute("COMMIT")
 
     # -- state ------------------------------------------------------------------
@@ -405,6 +444,7 @@ class Catalog:
     def put(self, file: str, row: Row) -> None:
         """Index one file (replacing what was there). Inside :meth:`writing`."""
         self.remove(file)
+        self._changes[file] = row.signature
         sal, updated, horizon = row.basis
         cursor = self._conn.execute(
             "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece) "
@@ -421,6 +461,7 @@ class Catalog:
         """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
+            self._changes[file] = None
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
             self._changed()
@@ -430,13 +471,24 @@ class Catalog:
         self._rewrite = True
 
     def _changed(self) -> None:
+        if not self._rewrite and self._start is None:  # before the first change: the blob it starts from
+            rows = dict(
+                self._conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')").fetchall()
+            )
+            blob = rows.get("sigs")
+            if rows.get("sigs_gen") == rows.get("gen") and isinstance(blob, bytes):
+                self._start = blob
         self._rewrite = True
         self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
 
     def _store_signatures(self, now_ns: int) -> None:
-        """The sorted signature blob, written whole from the rows, of the generation the transaction ends at."""
-        rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
-        blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
+        """The sorted signature blob of the generation the transaction ends at, written whole: the blob it
+        started from with its changes made (a few rows changed among thousands: no row is read), or the rows
+        read in file order."""
+        blob = _spliced(self._start, self._changes) if self._start is not None else None
+        if blob is None:
+            rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
+            blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
         self._set("sigs", blob)
         self._set("written_ns", now_ns)
         self._conn.execute(

@@ -41,57 +41,36 @@ __all__ = ["quick_frontmatter"]
 _WORDS = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()  # noqa: SIM905
 )
-_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_KEY = r"[A-Za-z][A-Za-z0-9_-]*"
 # A character PyYAML reads as itself inside a plain scalar and that is no break for str.splitlines either.
 _CHAR = r"[^\x00-\x20\x7f-\x9f:#\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
-_PLAIN = re.compile(rf"[A-Za-z](?:{_CHAR}|:(?={_CHAR}|[:#])|(?<! )#| (?=[^#]))*")
+_PLAIN = rf"[A-Za-z](?:{_CHAR}|:(?={_CHAR}|[:#])|(?<! )#| +(?=[^#\s]))*"
 _QUOTED_CHAR = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\\"
-_SINGLE = re.compile(rf"'({_QUOTED_CHAR}']*)'")
-_DOUBLE = re.compile(rf'"({_QUOTED_CHAR}"]*)"')
-_INT = re.compile(r"0|[1-9][0-9]{0,17}")
-_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-_WORD_LIST = re.compile(r"\[((?:[A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*)(?:, [A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*)*)?\]")
-_ITEM = re.compile(r"( *)- (.*)")
-# The common line, in one match: a key and a plain text value (still checked against the YAML words).
-_PLAIN_LINE = re.compile(rf"([A-Za-z][A-Za-z0-9_-]*): ({_PLAIN.pattern})")
-_SPECIAL_TEXT = frozenset(("30d", "90d"))
+_TEXT = rf"(?:{_PLAIN}|'{_QUOTED_CHAR}']*'|\"{_QUOTED_CHAR}\"]*\")"
+_WORD = r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z0-9]+)*"
+_VALUE = (
+    rf"(?:{_TEXT}|0|[1-9][0-9]{{0,17}}|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z|30d|90d"
+    rf"|\[(?:{_WORD}(?:, {_WORD})*)?\])"
+)
+# The whole frontmatter in one match: "key: value" lines and "key:" lines each followed by one or more "- item"
+# lines of one indentation (the backreference). Then its lines are split in one more call.
+_DOCUMENT = re.compile(rf"\n?(?:{_KEY}: {_VALUE}\n|{_KEY}:\n( *)- {_TEXT}\n(?:\1- {_TEXT}\n)*)+")
+_LINES = re.compile(rf"^(?:({_KEY}):(?: (.*))?| *- (.*))$", re.MULTILINE)
 
 
-def _text(value: str) -> str | None:
-    """``value`` as YAML reads it when it is plain or simply quoted text, else ``None``."""
-    first = value[:1]
-    if first == "'":
-        match = _SINGLE.fullmatch(value)
-        return None if match is None else match.group(1)
-    if first == '"':
-        match = _DOUBLE.fullmatch(value)
-        return None if match is None else match.group(1)
-    if _PLAIN.fullmatch(value) and value not in _WORDS:
-        return value
-    return None
-
-
-def _scalar(value: str) -> Any:
-    """The value of ``key: value`` as YAML reads it, or ``_UNSURE``."""
-    if value == "true":
-        return True
-    if value == "false":
-        return False
-    first = value[:1]
-    if first.isdigit() and first.isascii():
-        if _INT.fullmatch(value):
-            return int(value)
-        if _TIMESTAMP.fullmatch(value) or value in _SPECIAL_TEXT:
-            return value
-        return _UNSURE
+def _value(text: str) -> Any:
+    """A value :data:`_DOCUMENT` matched, as YAML reads it; ``_UNSURE`` for a YAML word it leaves to PyYAML."""
+    first = text[0]
+    if first == "'" or first == '"':
+        return text[1:-1]
     if first == "[":
-        match = _WORD_LIST.fullmatch(value)
-        if match is None:
-            return _UNSURE
-        items = match.group(1).split(", ") if match.group(1) else []
+        items = text[1:-1].split(", ") if len(text) > 2 else []
         return _UNSURE if any(item in _WORDS for item in items) else items
-    text = _text(value)
-    return _UNSURE if text is None else text
+    if first <= "9":  # a digit: an integer, or one of our timestamps, 30d, 90d (text)
+        return int(text) if text.isdigit() else text
+    if text in _WORDS:
+        return True if text == "true" else False if text == "false" else _UNSURE
+    return text
 
 
 _UNSURE: Any = object()
@@ -100,58 +79,28 @@ _UNSURE: Any = object()
 def quick_frontmatter(text: str) -> dict[str, Any] | None:
     """The mapping YAML reads from the frontmatter ``text`` (what lies between the fences) when it is of
     the simple forms in the module docstring, else ``None`` (read it with ``load_frontmatter``)."""
-    if "\r" in text or "\t" in text:
+    if _DOCUMENT.fullmatch(text) is None:
         return None
-    lines = text.split("\n")
-    if lines and lines[0] == "":
-        del lines[0]
-    if lines and lines[-1] == "":
-        del lines[-1]
     meta: dict[str, Any] = {}
+    items: list[Any] = []
     nodes = 1
-    items: list[str] | None = None  # the block list being read
-    indent: str | None = None
-    for line in lines:
-        if items is not None and line[:1] in (" ", "-"):
-            match = _ITEM.fullmatch(line)
-            if match is None or (indent is not None and match.group(1) != indent):
-                return None
-            indent = match.group(1)
-            item = _text(match.group(2))
-            if item is None:
-                return None
-            items.append(item)
-            nodes += 1
-            continue
-        if items is not None and not items:
-            return None  # "key:" with no items is null: PyYAML decides
-        items = indent = None
-        simple = _PLAIN_LINE.fullmatch(line)
-        if simple is not None and simple.group(2) not in _WORDS:
-            key, value = simple.groups()
+    for key, value, item in _LINES.findall(text):
+        if key:
             if key in _WORDS or key in meta:
-                return None
-            meta[key] = value
-            nodes += 2
-            continue
-        key, colon, value = line.partition(": ")
-        if not colon:
-            if not line.endswith(":"):
-                return None
-            key, value = line[:-1], ""
-        if not _KEY.fullmatch(key) or key in _WORDS or key in meta:
-            return None
-        if value:
-            scalar = _scalar(value)
-            if scalar is _UNSURE:
-                return None
-            meta[key] = scalar
-            nodes += 2 + (len(scalar) if isinstance(scalar, list) else 0)
+                return None  # a YAML word as a key, or a key twice (YAML keeps the last): PyYAML decides
+            if value:
+                converted = _value(value)
+                if converted is _UNSURE:
+                    return None
+                meta[key] = converted
+                nodes += 2 + (len(converted) if isinstance(converted, list) else 0)
+            else:
+                items = meta[key] = []
+                nodes += 2
         else:
-            items = meta[key] = []
-            nodes += 2
-        if nodes > MAX_NODES:
-            return None
-    if items is not None and not items:
-        return None
-    return meta if meta and nodes <= MAX_NODES else None
+            converted = _value(item)
+            if converted is _UNSURE or item[0] == "[" or item[0] <= "9":
+                return None  # only text is matched as an item; a word goes to PyYAML
+            items.append(converted)
+            nodes += 1
+    return meta if nodes <= MAX_NODES else None

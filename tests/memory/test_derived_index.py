@@ -609,3 +609,21 @@ def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
     # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
     # makes every existing index rebuild itself; then update both numbers here.
     assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (6, "8a9139480b146b6a")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.dictionaries(_FILE, _SIG, max_size=14),
+    changes=st.dictionaries(_FILE, st.one_of(_SIG, st.none()), max_size=5),
+)
+def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_after_them(
+    rows: dict[str, tuple[int, int, int]], changes: dict[str, tuple[int, int, int] | None]
+) -> None:
+    def blob(of: dict[str, tuple[int, int, int]]) -> bytes:
+        names = sorted(of, key=str.encode)
+        return catalog_module.pack(names, [n for name in names for n in of[name]])
+
+    after = {**rows, **{k: v for k, v in changes.items() if v is not None}}
+    for name in [k for k, v in changes.items() if v is None]:
+        after.pop(name, None)
+    assert catalog_module._spliced(blob(rows), changes) == blob(after)
