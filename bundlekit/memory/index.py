@@ -51,6 +51,7 @@ __all__ = [
     "IndexRecord",
     "index_line",
     "link_line",
+    "list_fields",
     "list_line",
     "omitted_line",
     "parse_index",
@@ -139,11 +140,17 @@ def omitted_line(count: int) -> str:
     return f"_{count} more {noun} not listed: the index stops at {MAX_INDEX_LINES} lines._"
 
 
+def list_fields(record: MemoryRecord) -> str:
+    """The memory's line in ``bundlekit memory list`` before it is escaped for a terminal: key, type,
+    revision, updated, name — description (tab-separated). Made at output time from the record just read
+    from its file."""
+    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+
+
 def list_line(record: MemoryRecord) -> str:
-    """The memory's line in ``bundlekit memory list``: key, type, revision, updated, name — description
-    (tab-separated), terminal-safe (:func:`bundlekit._terminal.printable`). Made at output time from the
-    record just read from its file."""
-    return printable(f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}")
+    """:func:`list_fields`, terminal-safe (:func:`bundlekit._terminal.printable`). The fields are single
+    lines, so a listing of these lines is the listing escaped."""
+    return printable(list_fields(record))
 
 
 def index_line(record: IndexRecord) -> str:

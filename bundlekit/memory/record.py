@@ -244,6 +244,7 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
         raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line")
     _before, fm_text, body = parts
     loaded = quick_frontmatter(fm_text)
+    verbatim = loaded is not None
     if loaded is None:
         # The split keeps the newline after the opening fence: line 0 of fm_text is that fence.
         fence_line = text[: len(text) - len(text.lstrip())].count("\n") + 1
@@ -253,7 +254,12 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
     validate_meta(loaded, where)
     meta: dict[str, Any] = dict(loaded)
     _normalise_timestamps(meta)
-    return MemoryRecord(key=key, meta=meta, body=body.strip(), raw=text)
+    record = MemoryRecord(key=key, meta=meta, body=body.strip(), raw=text)
+    if verbatim:
+        # Every text value is a stretch of ``text`` between characters no secret rule spans (quickyaml), and
+        # normalised timestamps hold none: a guard finding nothing in ``text`` finds nothing in the values.
+        record.memo["verbatim"] = True
+    return record
 
 
 def _plain(value: Any) -> Any:

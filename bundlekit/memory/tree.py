@@ -34,7 +34,7 @@ from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
-from bundlekit.memory.index import list_line, render_index
+from bundlekit.memory.index import list_fields, render_index
 from bundlekit.memory.indexer import Indexer, decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
@@ -331,7 +331,9 @@ class Memory:
         for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
             guard_key(record.key, f"a memory file name in {self._where()}")
             guard(record.raw, filename, can_allow=False)
-            if not record_values_clean(record):  # one scan of every value; the guard then names the place
+            # One scan of every value (the guard then names the place); none needed when the values are
+            # stretches of the text just guarded (record.memo["verbatim"], tests/memory/test_quickyaml.py).
+            if not record.memo.get("verbatim") and not record_values_clean(record):
                 guard_record(record, filename, can_allow=False)
         days: builtins.list[tuple[str, bytes]] = []
         for name in self._backend.timeline_files():
@@ -644,16 +646,19 @@ class Memory:
         return self._read(self._list_text)
 
     def _list_text(self, catalog: Catalog) -> str:
+        from bundlekit._terminal import printable
         from bundlekit.memory.secrets import find_secrets
 
         records = self._all(catalog)
-        text = "\n".join(map(list_line, records))
+        lines = [list_fields(r) for r in records]
+        text = "\n".join(lines)
         if find_secrets(text):  # the lines that show a credential, made again from the memory withheld
             text = "\n".join(
-                list_line(self._withheld(r)) if find_secrets(line) else line
-                for r, line in zip(records, map(list_line, records), strict=True)
+                list_fields(self._withheld(r)) if find_secrets(line) else line
+                for r, line in zip(records, lines, strict=True)
             )
-        return text
+        # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
+        return printable(text)
 
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""

@@ -85,3 +85,39 @@ def test_the_fence_is_python_frontmatters() -> None:
     # record splits with the same pattern python-frontmatter's YAMLHandler uses, without importing it.
     assert record._FENCE.pattern == YAMLHandler.FM_BOUNDARY.pattern
     assert record._FENCE.flags == YAMLHandler.FM_BOUNDARY.flags
+
+
+# Pieces of credentials and the characters around them, so generated values hold matches, near misses and
+# matches glued to their neighbours.
+_SECRETISH = st.lists(
+    st.sampled_from(["sk-ant-api03-", "sk-proj-", "AKIA", "IOSFODNN7EXAMPLE", "ghp_", "xoxb-", "eyJ", "Ab3Xy9" * 4,
+                     "-", "_", " ", "a", "Z", "0", "'", ":", "#", ",", ".", "-----BEGIN ", "PRIVATE KEY-----"]),
+    min_size=1, max_size=10,
+).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["name", "description", "x-a", "tags"]), _SECRETISH,
+                          st.sampled_from(["plain", "single", "double", "item", "flow"])), min_size=1, max_size=4),
+       _SECRETISH)
+def test_a_quickly_read_file_whose_text_the_guard_passes_has_no_credential_in_its_values(
+    fields: list[tuple[str, str, str]], body: str
+) -> None:
+    from bundlekit.memory.record import parse_memory_file
+    from bundlekit.memory.screen import record_values_clean
+    from bundlekit.memory.secrets import find_secrets
+
+    lines = ["name: N", "description: D", "type: user", "created: 2026-04-14T12:03:12Z", "updated: 2026-04-14T12:03:12Z"]
+    forms = {"plain": "{}", "single": "'{}'", "double": '"{}"', "flow": "[{}]"}
+    for key, value, form in fields:
+        if form == "item":
+            lines.append(f"{key}x:\n- {value}")
+        else:
+            lines.append(f"{key}x: " + forms[form].format(value))
+    text = "---\n" + "\n".join(lines) + f"\n---\n\n{body}\n"
+    try:
+        parsed = parse_memory_file(text, key="k")
+    except FrontmatterError:
+        return
+    if parsed.memo.get("verbatim") and not find_secrets(text):
+        assert record_values_clean(parsed)
