@@ -157,7 +157,8 @@ class Memory:
 
     def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
         """Every memory of the listing, sorted by key, read from its file now (no index row is shown)."""
-        return [record for _name, _data, record in parse_files(self._backend, self._listed())]
+        found = parse_files(self._backend, self._listed())
+        return sorted((record for _name, _data, record in found), key=lambda r: r.key)
 
     def _load(self, catalog: Catalog, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
         """The memories ``keys`` (chosen by the index) read from their files now, in that order, as output
@@ -364,14 +365,20 @@ class Memory:
 
     def bundle_files(self) -> builtins.list[tuple[str, bytes]]:
         """The files a bundle carries, sorted by path: the regenerated ``MEMORY.md``, each
-        ``<key>.md`` as stored, each ``timeline/YYYY-MM-DD.jsonl`` as stored. Validates first (see :meth:`check`).
+        ``<key>.md`` as read now, each ``timeline/YYYY-MM-DD.jsonl`` as read now. Validates first (see :meth:`check`).
         """
+        return self.bundle_contents()[0]
+
+    def bundle_contents(self) -> tuple[builtins.list[tuple[str, bytes]], builtins.list[MemoryRecord]]:
+        """:meth:`bundle_files` and the records of exactly those memory files, sorted by key: parsed from the
+        bytes bundled (one read of the tree: a build's index, checks and dates describe the files it packs)."""
         found, days = self._snapshot()
-        files = [(INDEX_NAME, render_index([record for _name, _data, record in found]).encode("utf-8"))]
+        records = sorted((record for _name, _data, record in found), key=lambda r: r.key)
+        files = [(INDEX_NAME, render_index(records).encode("utf-8"))]
         files += [(name, data) for name, data, _record in found]
         files += [(f"timeline/{name}", data) for name, data in days]
         files.sort(key=lambda item: item[0])
-        return files
+        return files, records
 
     def index_text(self) -> str:
         """The index (``MEMORY.md``) as it would be regenerated now."""

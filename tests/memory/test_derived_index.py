@@ -627,3 +627,13 @@ def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_afte
     for name in [k for k, v in changes.items() if v is None]:
         after.pop(name, None)
     assert catalog_module._spliced(blob(rows), changes) == blob(after)
+
+
+def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memory) -> None:
+    # "a-b.md" sorts before "a.md" by file name ('-' < '.'); keys sort "a" first.
+    for key in ("a-b", "a", "a.b"):
+        mem.write(key, **fields(name=key.upper()))
+    assert [line.split("\t")[0] for line in mem.list_lines()] == ["a", "a-b", "a.b"]
+    files, records = mem.bundle_contents()
+    assert [r.key for r in records] == ["a", "a-b", "a.b"] == [r.key for r in mem.list()]
+    assert dict(files)["a.md"] == next(r.raw for r in records if r.key == "a").encode()
