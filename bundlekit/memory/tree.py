@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bundlekit._terminal import printable
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
@@ -653,7 +654,6 @@ class Memory:
         return self._read(self._list_text)
 
     def _list_text(self, catalog: Catalog) -> str:
-        from bundlekit._terminal import printable
         from bundlekit.memory.secrets import find_secrets
 
         records = self._all(catalog)
