@@ -13,9 +13,6 @@ __all__ = ["printable", "printable_field"]
 
 # C0 controls but tab and newline, a carriage return not ending a line, DEL, C1 controls, and the
 # Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates).
-# The memory index stores lines escaped with these: a change to what is escaped must also change the
-# line of catalog._line_format's fixed record (or the schema version), or indexes stored before it keep
-# their lines escaped the old way.
 _CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _UNPRINTABLE = re.compile(f"[{_CONTROLS}]|\r(?!\n)")
 # Any character _UNPRINTABLE can match (a CR ending a line too): one class, which ``re`` searches several

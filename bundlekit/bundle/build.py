@@ -11,7 +11,7 @@ The layout (``specs/bundle.md``)::
 
 Build steps, in order: validate the tree (``Memory.check``: keys,
 frontmatter, secret guard); take its files with a freshly regenerated index
-(``Memory.bundle_files``); encrypt memory and timeline files when a key is
+(``Memory.bundle_contents``); encrypt memory and timeline files when a key is
 given (and render the plaintext link index); compute each stored file's CID
 with the chosen profile; write the manifest; import the whole tree into a CAR
 written atomically. The same tree, options and ``created`` give the same root
@@ -219,8 +219,7 @@ def build_bundle(
     mem = _open_tree(memory_dir)
     _check_options(namespace, key, redact_index, compat)
     # Steps 1-2: validate the tree and take its files (index regenerated).
-    tree_files = mem.bundle_files()
-    records = mem.list()
+    tree_files, records = mem.bundle_contents()  # the records of the very bytes packed
     _check_is_memory_tree(mem, records)
     # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)

@@ -1,63 +1,61 @@
-"""The derived index of a memory tree: SQLite tables of each memory file's parsed form and search text.
+"""The derived index of a memory tree: a stat cache and lookup tables, never a copy of a memory.
 
 Stored in ``<tree>/.bundlekit/index.sqlite`` (WAL mode, so ``-wal`` and ``-shm``
 sit beside it), in the tree's one hidden folder with the lock; a tree in memory
-gets a private in-memory database. It is a cache, never the source of truth:
-``indexer`` checks it against the files on every command and this module only
-stores and queries (specs/memory.md, "Derived index").
+gets a private in-memory database. It is built like git's index or restic's:
+it tells which files changed since they were indexed and chooses and ranks
+memories, and it holds nothing that output is made of. Whatever leaves the
+process (a listing, a shown memory, a recall hit, a context block, an export, a
+bundle) is read from the memory file at that moment (``tree``), so editing the
+index can change what is chosen, never the bytes shown or published
+(specs/memory.md, "Derived index").
 
 Tables:
 
-* ``memory`` (narrow, read whole by every command): one row per memory file:
-  its name, key, frontmatter ``name``, ``description`` and ``type`` (what an
-  index line shows) and stat signature (inode, mtime in ns, size), ``racy``
-  (modified so recently that a same-size edit within the file system's timestamp
-  tick would keep the signature: such rows are compared by content until they
-  settle), the ranking basis (salience, ``updated`` in POSIX seconds, decay
-  horizon), the context-block piece length and whether a parsed value matches a
-  secret rule, and its ``memory list`` line (:func:`list_line`);
-* ``content`` (read only for the memories a command returns): the parsed
-  frontmatter as JSON when JSON holds it exactly (else ``NULL``: the raw text is
-  parsed again on use), the body and the raw text;
-* ``search``: name, description and body case-folded (``str.casefold``, as
-  recall folds the query), an FTS5 table with the trigram tokenizer
-  (``case_sensitive 1``: the folding is ours), or a plain table scanned with
-  ``instr`` where this SQLite has no FTS5;
-* ``state``: ``gen`` (bumped by every change of ``memory``), the signature
-  and generation of the ``MEMORY.md`` last written from it, and a compact copy
-  of every row's signature (``sigs``: a base, and ``sigs_delta``: the rows
-  changed since, a removed one with size -1) and of the racy rows'
-  (``racy``), blobs (:func:`_pack`) with the generation they are of
-  (``sigs_gen``), updated in the transaction that changes the rows (the base
-  is written again once more than :data:`_DELTA_MAX` rows changed). Checking
-  an unchanged tree reads them (one small read) instead of every row; where
-  ``sigs_gen`` is not ``gen`` (missing, or rows changed by a program that does
-  not keep them), or a blob cannot be decoded, the rows are read instead (and
-  the next change writes a new base).
+* ``memory``: one row per memory file: its name and key, its ``type`` (which
+  section of ``MEMORY.md`` it goes in), its signature (inode, mtime in ns,
+  size, and the SHA-256 of the bytes it was indexed from) and its ranking
+  fields (salience, ``updated`` in POSIX seconds, decay horizon, context-block
+  piece length);
+* ``search``: name, description and body as recall matches them (credentials
+  withheld, ``withhold.mask``; case-folded with ``str.casefold``, as recall
+  folds the query), an FTS5 table with the trigram tokenizer (``case_sensitive
+  1``: the folding is ours), or a plain table scanned with ``instr`` where this
+  SQLite has no FTS5;
+* ``state``: ``gen`` (bumped by every change of ``memory``), the signature and
+  generation of the ``MEMORY.md`` last written from it, ``written_ns`` (when the
+  last transaction that changed ``memory`` began: rows whose file's mtime is
+  within :data:`RACY_NS` of it are *racy*, compared by SHA-256, git's rule) and
+  ``sigs``: every row's stat signature in one blob sorted by file name
+  (:func:`pack`), rewritten whole in each transaction that changes a row, with
+  the generation it is of (``sigs_gen``). Checking an unchanged tree compares
+  the tree's sorted listing with it byte for byte (one small read); where
+  ``sigs_gen`` is not ``gen`` the rows are read instead.
 
-A file of another schema version or application, or one SQLite cannot read,
-raises :class:`CatalogUnusable`; the indexer then deletes and rebuilds it.
+``PRAGMA user_version`` is :data:`DERIVED_VERSION`: it covers everything
+stored and every rule it is derived by (the schema, the ranking constants, the
+secret rules the search text is withheld by, the folding). A file of another
+version or application, or one SQLite cannot read, raises
+:class:`CatalogUnusable`; the indexer then deletes and rebuilds it.
 """
 
 from __future__ import annotations
 
+import bisect
 import errno
 import functools
-import json
 import os
 import sqlite3
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from bundlekit._terminal import printable
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
-from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, parse_memory_file
+from bundlekit.memory.record import MEMORY_TYPES
 
 if TYPE_CHECKING:
     from bundlekit.memory.backend import Scan
@@ -65,19 +63,25 @@ if TYPE_CHECKING:
 __all__ = [
     "APPLICATION_ID",
     "CATALOG_FILE",
-    "SCHEMA_VERSION",
+    "DERIVED_VERSION",
+    "RACY_NS",
     "Catalog",
     "CatalogUnavailable",
     "CatalogUnusable",
     "Ranked",
+    "Row",
     "catalog_files",
     "fts5_available",
-    "list_line",
+    "pack",
 ]
 
-SCHEMA_VERSION = 5
+# Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
+# HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
+# withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
+DERIVED_VERSION = 6
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
+RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
 TRIGRAM = 3  # FTS5's trigram tokenizer matches substrings of at least 3 characters
 # Errors that say "busy", not "broken": never a reason to rebuild.
@@ -87,22 +91,11 @@ _NOT_HERE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"}
 Signature = tuple[int, int, int]
 HALF_LIFE_S = HALF_LIFE.total_seconds()
 NUL_STAND_IN = "\ufffe"  # a Unicode noncharacter
-_RECORD_COLUMNS = "m.key, c.meta, c.body, c.raw, m.salience, m.updated, m.horizon, m.piece"
-_RECORDS = "memory m JOIN content c ON c.id = m.id"
 # ranking.score_of in SQL, from a row's salience s, age in seconds and decay horizon h (parameters: 2 half-lives)
 _SCORE = (
     "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 ELSE pow(0.5, (age - h) / ?) END)"
 )
-_DELTA_MAX = 512  # changed rows kept beside the compact signature copy before it is written whole again
-_GONE: Signature = (0, 0, -1)  # a removed row among those changes (no file has a negative size)
 _TOP = 64  # recall first looks for its hits among this many best memories (see Catalog._best_of_top)
-# The stored list lines in key order, joined: the aggregate's own ORDER BY where SQLite has it (3.44); before,
-# the order of an ORDER BY subquery, which SQLite's aggregate keeps (not flattened into an aggregate query).
-_LIST_TEXT = (
-    "SELECT group_concat(line, char(10) ORDER BY key) FROM memory"
-    if sqlite3.sqlite_version_info >= (3, 44, 0)
-    else "SELECT group_concat(line, char(10)) FROM (SELECT line FROM memory ORDER BY key)"
-)
 
 
 class CatalogUnusable(Exception):
@@ -113,25 +106,26 @@ class CatalogUnavailable(OSError):
     """The index file cannot be opened or written here (permissions, a read-only tree)."""
 
 
-class _Tracked:
-    """A write transaction's changes to the compact signature copy: the stored changes it adds to
-    (``None``: no usable copy, the base is read from the rows at the end), the racy rows, the rows changed.
-    (A plain class: a dataclass costs a few hundred microseconds at import, on every command.)"""
-
-    __slots__ = ("changed", "delta", "racy")
-
-    def __init__(self, delta: dict[str, Signature] | None, racy: dict[str, Signature]) -> None:
-        self.delta = delta
-        self.racy = racy
-        self.changed: dict[str, Signature] = {}
-
-
 class Ranked(NamedTuple):
     """One memory in rank order: its key, its context-block piece length, its relevance term (if asked)."""
 
     key: str
     piece: int
     relevance: float | None
+
+
+class Row(NamedTuple):
+    """What the index keeps of one memory file (no text of it): its type, signature, SHA-256 of its bytes,
+    ranking basis (salience, ``updated`` in POSIX seconds, decay horizon), context-block piece length and
+    search text (name, description, body: credentials withheld)."""
+
+    key: str
+    type: str
+    signature: Signature
+    sha256: bytes
+    basis: tuple[float, float, float | None]
+    piece: int
+    search: tuple[str, str, str]
 
 
 @functools.cache
@@ -178,240 +172,75 @@ def _translated() -> Iterator[None]:
         raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
 
 
-def _exact_json(meta: dict[str, Any]) -> str | None:
-    """``meta`` as JSON when it reads back exactly (types included), else ``None`` (parse the raw text)."""
-    try:
-        text = json.dumps(meta, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    return text if _same(json.loads(text), meta) else None
+def pack(names: Iterable[str], numbers: Iterable[int]) -> bytes:
+    """Signatures as the one blob the index keeps: the length of the names' part (8 bytes, little-endian), the
+    file names (UTF-8, NUL between), then each signature's three numbers as native signed 64-bit integers, in
+    the names' order. Given sorted by name, it is the sorted listing of the tree (``Scan.packed``) whole."""
+    encoded = "\0".join(names).encode("utf-8", "surrogateescape")
+    return len(encoded).to_bytes(8, "little") + encoded + array("q", numbers).tobytes()
 
 
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _pack(signatures: dict[str, Signature]) -> bytes:
-    """``signatures`` as one blob: the length of the names' part (8 bytes), the names (UTF-8, NUL between),
-    then each signature's three numbers as little-endian signed 64-bit integers, in the names' order."""
-    names = "\0".join(signatures).encode("utf-8")
-    numbers = array("q", chain.from_iterable(signatures.values()))
-    if sys.byteorder != "little":
-        numbers.byteswap()
-    return len(names).to_bytes(8, "little") + names + numbers.tobytes()
-
-
-class _Unpacked:
-    """A blob :func:`_pack` wrote (the compact copy's base, its changes, the racy rows), decoded: its names'
-    part as stored, how many names, their numbers; the names themselves are split only when asked for
-    (:meth:`names`: a base, when a listing that differs is compared name by name)."""
-
-    __slots__ = ("_names", "blob", "count", "names_part", "numbers", "text")
-
-    def __init__(self, blob: bytes, names_part: bytes, text: str, count: int, numbers: array[int]) -> None:
-        self.blob = blob
-        self.names_part = names_part
-        self.text = text
-        self.count = count
-        self.numbers = numbers
-        self._names: list[str] | None = None
-
-    def names(self) -> list[str]:
-        if self._names is None:
-            self._names = self.text.split("\0") if self.count else []
-        return self._names
-
-
-def _unpack_lists(blob: object) -> _Unpacked | None:
-    """The names (checked as UTF-8 and counted, not split) and the numbers (three per name) :func:`_pack`
-    wrote, or ``None`` when ``blob`` is not such a blob."""
+def _split(blob: object) -> tuple[bytes, bytes] | None:
+    """The names' part and the numbers' part of a :func:`pack` blob, or ``None`` when it is not one."""
     if not isinstance(blob, bytes) or len(blob) < 8:
         return None
     length = int.from_bytes(blob[:8], "little")
-    if 8 + length > len(blob):
+    if 8 + length > len(blob) or (len(blob) - 8 - length) % 24:
         return None
-    names_part = blob[8 : 8 + length]
-    numbers = array("q")
-    try:
-        text = names_part.decode("utf-8")
-        numbers.frombytes(blob[8 + length :])
-    except (UnicodeDecodeError, ValueError):
+    return blob[8 : 8 + length], blob[8 + length :]
+
+
+def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
+    """The sorted signature blob ``blob`` with ``changes`` made (a signature set, or None: removed), or
+    ``None`` when ``blob`` is not one (the caller packs the rows then)."""
+    parts = _split(blob)
+    if parts is None:
         return None
-    count = text.count("\0") + 1 if length else 0
-    if len(numbers) != 3 * count:
+    names = parts[0].decode("utf-8", "surrogateescape").split("\0") if parts[0] else []
+    numbers = array("q", parts[1])
+    if len(numbers) != 3 * len(names):
         return None
-    if sys.byteorder != "little":
-        numbers.byteswap()
-    return _Unpacked(blob, names_part, text, count, numbers)
-
-
-def _unpack(blob: object) -> dict[str, Signature] | None:
-    """The signatures :func:`_pack` wrote, or ``None`` when ``blob`` is not such a blob."""
-    unpacked = _unpack_lists(blob)
-    if unpacked is None:
-        return None
-    each = iter(unpacked.numbers)
-    return dict(zip(unpacked.names(), zip(each, each, each, strict=True), strict=True))
-
-
-def _packed_matches(
-    names: bytes, numbers: bytes, base_names: bytes, base_numbers: bytes, delta: dict[str, Signature]
-) -> bool | None:
-    """Whether a listing (``names`` NUL-joined, ``numbers`` three native int64 per name) is exactly the base
-    with the changes ``delta`` applied, decided from the bytes; ``None`` when it cannot be decided so.
-
-    Each changed name is looked up in both name parts (a byte search: names hold no NUL): one removed must
-    be absent from the listing, one changed or added present there with its signature. Without the changed
-    names, the listing must then be the base byte for byte: the files nobody changed, listed in the order the
-    base was, as a directory lists files it kept. Any other difference (an order the directory changed, a
-    file added by hand) is ``None``: :func:`_listing_matches` compares name by name.
-    """
-    listed, stored = _wrapped(names), _wrapped(base_names)
-    cut: list[tuple[int, int, int]] = []
-    base_cut: list[tuple[int, int, int]] = []
-    for name, signature in delta.items():
-        key = b"\0" + name.encode("utf-8", "surrogateescape") + b"\0"
-        at = listed.find(key)
-        if signature[2] < 0:
-            if at >= 0:
-                return False  # removed, yet listed
+    keys = [name.encode("utf-8", "surrogateescape") for name in names] if any(not n.isascii() for n in names) else names
+    for name, signature in sorted(changes.items()):
+        key: str | bytes = name.encode("utf-8", "surrogateescape") if keys is not names else name
+        at = bisect.bisect_left(keys, key)  # type: ignore[arg-type]
+        present = at < len(names) and names[at] == name
+        if signature is None:
+            if present:
+                del names[at]
+                if keys is not names:
+                    del keys[at]
+                del numbers[3 * at : 3 * at + 3]
+        elif present:
+            numbers[3 * at : 3 * at + 3] = array("q", signature)
         else:
-            if at < 0:
-                return False  # changed or added, yet not listed
-            index = listed.count(b"\0", 0, at)  # the names before it, each followed by its NUL
-            if numbers[24 * index : 24 * index + 24] != array("q", signature).tobytes():
-                return False
-            cut.append((at, len(key) - 1, index))
-        at = stored.find(key)
-        if at >= 0:
-            base_cut.append((at, len(key) - 1, stored.count(b"\0", 0, at)))
-    return True if _without(listed, numbers, cut) == _without(stored, base_numbers, base_cut) else None
-
-
-def _wrapped(names: bytes) -> bytes:
-    """NUL-joined names with a NUL before the first and after the last, so each is found as NUL name NUL
-    (no name: one NUL, what cutting every name out of a list leaves)."""
-    return b"\0" + names + b"\0" if names else b"\0"
-
-
-def _without(wrapped: bytes, numbers: bytes, spans: list[tuple[int, int, int]]) -> tuple[bytes, bytes]:
-    """Names (NUL-joined, a NUL before the first and after the last) and their numbers (24 bytes each) without
-    the names at ``spans``: (offset of the NUL before the name, 1 + its length, its index). Cutting a name with
-    the NUL before it leaves the others joined as they were."""
-    name_parts: list[bytes] = []
-    number_parts: list[bytes] = []
-    offset = index = 0
-    for at, length, at_index in sorted(spans):
-        name_parts.append(wrapped[offset:at])
-        number_parts.append(numbers[24 * index : 24 * at_index])
-        offset, index = at + length, at_index + 1
-    name_parts.append(wrapped[offset:])
-    number_parts.append(numbers[24 * index :])
-    return b"".join(name_parts), b"".join(number_parts)
-
-
-def _listing_matches(
-    listing: dict[str, Signature], names: list[str], numbers: array[int], delta: dict[str, Signature]
-) -> bool:
-    """Whether ``listing`` is exactly the base (``names``, ``numbers``) with the changes ``delta`` applied.
-
-    The listing's numbers are laid out in the base's order and compared as bytes; only the changed
-    names are looked at one by one.
-    """
-    expected = numbers
-    kept = names
-    added = 0
-    if delta:
-        position = dict(zip(names, range(len(names)), strict=True))
-        expected = array("q", numbers)
-        gone: set[int] = set()
-        for name, signature in delta.items():
-            at = position.get(name)
-            if signature[2] < 0:
-                if at is not None:
-                    gone.add(at)
-                continue
-            if at is None:
-                added += 1
-                if listing.get(name) != signature:
-                    return False
-            else:
-                expected[3 * at : 3 * at + 3] = array("q", signature)
-        if gone:
-            kept = [name for at, name in enumerate(names) if at not in gone]
-            expected = array("q", (n for at, n in enumerate(expected) if at // 3 not in gone))
-    if len(listing) != len(kept) + added:
-        return False
-    try:
-        # Through a list: array() takes a list at C speed, an iterator one item at a time.
-        found = array("q", list(chain.from_iterable(map(listing.__getitem__, kept))))
-    except (KeyError, OverflowError):
-        return False
-    return found.tobytes() == expected.tobytes()
+            names.insert(at, name)
+            if keys is not names:
+                keys.insert(at, key)  # type: ignore[arg-type]
+            numbers[3 * at : 3 * at] = array("q", signature)
+    return pack(names, numbers)
 
 
 def _fold(text: str) -> str:
-    # SQLite's tokenizer stops at NUL: index a stand-in a needle cannot usefully hold (see search()).
+    # SQLite's tokenizer stops at NUL: index a stand-in a needle cannot usefully hold (see ranked()).
     return text.casefold().replace("\0", NUL_STAND_IN)
 
 
-def list_line(record: MemoryRecord) -> str:
-    """The memory's line in ``bundlekit memory list``: key, type, revision, updated, name — description
-    (tab-separated), terminal-safe (:func:`bundlekit._terminal.printable`: the fields are single lines, so a
-    listing of these lines is the listing escaped). Stored per row so a listing reads one column instead of
-    every record, and prints it without searching it for control characters."""
-    return printable(
-        f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
-    )
-
-
-@functools.cache
-def _line_format() -> str:
-    """:func:`list_line` of a fixed record: stored lines written by a program with another format (and the
-    same schema version) are not used (:class:`CatalogUnusable`, then rebuilt). Its name holds a control
-    character, so lines stored before they were escaped are another format."""
-    meta = {"name": "N\x1b", "description": "D", "type": "user", "updated": "U", "revision": 2}
-    return list_line(MemoryRecord(key="k", meta=meta, body="", raw=""))
-
-
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    key, meta, body, raw, sal, updated, horizon, piece = row
-    if meta is None:
-        record = parse_memory_file(raw, key=key, where=f"{key}.md")
-    else:
-        record = MemoryRecord(key=key, meta=json.loads(meta), body=body, raw=raw)
-    record.memo["rank"] = (sal, updated, horizon)
-    record.memo["piece_length"] = piece
-    return record
-
-
-# memory_lines: the listing in key order read from one index (no row lookups); memory_secrets: the few
-# memories flagged as holding a credential, found without reading every row.
 _SCHEMA = """
 CREATE TABLE memory (
     id INTEGER PRIMARY KEY,
     file TEXT NOT NULL UNIQUE,
     key TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL, description TEXT NOT NULL, type TEXT NOT NULL,
+    type TEXT NOT NULL,
     ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
-    racy INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
-    piece INTEGER NOT NULL,
-    secret INTEGER NOT NULL,
-    line TEXT NOT NULL
+    piece INTEGER NOT NULL
 );
-CREATE INDEX memory_lines ON memory (key, line);
-CREATE INDEX memory_secrets ON memory (key) WHERE secret;
-CREATE TABLE content (id INTEGER PRIMARY KEY, meta TEXT, body TEXT NOT NULL, raw TEXT NOT NULL);
-CREATE TABLE state (name TEXT PRIMARY KEY, value INTEGER);
+CREATE INDEX memory_by_type ON memory (type, key);
+CREATE TABLE state (name TEXT PRIMARY KEY, value);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
-    ('index_size', NULL), ('fts', {fts});
+    ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0);
 """
 _FTS = "CREATE VIRTUAL TABLE search USING fts5(name, description, body, tokenize='trigram case_sensitive 1')"
 _PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
@@ -434,11 +263,10 @@ class Catalog:
                 check_same_thread=False,  # a Memory serializes its own use (tree.Memory._mutex)
             )
         self._conn = conn
-        self._tracked: _Tracked | None = None  # what the open write transaction changed; stored at its end
-        # The files in listed order, for a base written (listed_order): asked for only when one is.
-        self._order: Callable[[], Iterable[str]] | None = None
-        # The compact copy's base last decoded (see _copy).
-        self._base: _Unpacked | None = None
+        self._rewrite = False  # the open write transaction changed a row or settled the racy ones
+        # The rows it changed (a removed one: None), and the blob it starts from when of the current generation.
+        self._changes: dict[str, Signature | None] = {}
+        self._start: bytes | None = None
         try:
             with _translated():
                 conn.execute("PRAGMA trusted_schema = OFF")
@@ -448,9 +276,6 @@ class Catalog:
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
                 self.fts = bool(self._state("fts"))
                 self._math = _has_pow(conn)
-                stored = conn.execute("SELECT value FROM state WHERE name = 'line_format'").fetchone()
-                if stored is None or stored[0] != _line_format():
-                    raise CatalogUnusable("stored list lines of another format")
         except BaseException:
             conn.close()
             raise
@@ -459,30 +284,29 @@ class Catalog:
         self._conn.close()
 
     def _check_or_create(self, fts: bool | None) -> None:
-        """Check the schema version, or create the tables in an empty file: with an FTS5 search table when
-        ``fts`` is not False and this SQLite has FTS5 (probed only here: an existing index says which it has)."""
+        """Check the version, or create the tables in an empty file: with an FTS5 search table when ``fts`` is
+        not False and this SQLite has FTS5 (probed only here: an existing index says which it has)."""
         conn = self._conn
         app, version = self._header()
-        if (app, version) == (APPLICATION_ID, SCHEMA_VERSION):
+        if (app, version) == (APPLICATION_ID, DERIVED_VERSION):
             return
         if (app, version) != (0, 0):
-            raise CatalogUnusable(f"application id {app:#x}, schema version {version}")
+            raise CatalogUnusable(f"application id {app:#x}, derived version {version}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             app, version = self._header()  # another process may have created it meanwhile
             if (app, version) == (0, 0):
                 if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                    raise CatalogUnusable("tables without our schema version")
+                    raise CatalogUnusable("tables without our version")
                 fts = fts5_available() if fts is None else fts and fts5_available()
                 for statement in _SCHEMA.format(fts=int(fts)).split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(_FTS if fts else _PLAIN)
-                conn.execute("INSERT INTO state VALUES ('line_format', ?)", (_line_format(),))
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            elif (app, version) != (APPLICATION_ID, SCHEMA_VERSION):
-                raise CatalogUnusable(f"application id {app:#x}, schema version {version}")
+                conn.execute(f"PRAGMA user_version = {DERIVED_VERSION}")
+            elif (app, version) != (APPLICATION_ID, DERIVED_VERSION):
+                raise CatalogUnusable(f"application id {app:#x}, derived version {version}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -509,22 +333,30 @@ class Catalog:
                 self._conn.execute("COMMIT")
 
     @contextmanager
-    def writing(self) -> Iterator[Catalog]:
-        """One transaction (all or nothing) for the changes in the ``with`` body."""
+    def writing(self, now_ns: int | None = None) -> Iterator[Catalog]:
+        """One transaction (all or nothing) for the changes in the ``with`` body.
+
+        ``now_ns``: the time the caller took before reading the files it indexes (and before comparing the racy
+        rows' bytes): when the transaction changes a row, or when :meth:`settle` is called, it becomes
+        ``written_ns`` and the signature blob is rewritten whole."""
         with _translated():
             self._conn.execute("BEGIN IMMEDIATE")
-            self._tracked = None
-            self._order = None
+            self._rewrite = False
+            self._changes = {}
+            self._start = None
             try:
                 yield self
-                if self._tracked is not None:
-                    self._store_signatures(self._tracked)
+                if self._rewrite:
+                    if now_ns is None:
+                        raise ValueError("a transaction that changes rows needs the time it began")
+                    self._store_signatures(now_ns)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             finally:
-                self._tracked = None
-                self._order = None
+                self._rewrite = False
+                self._changes = {}
+                self._start = None
             self._conn.execute("COMMIT")
 
     # -- state ------------------------------------------------------------------
@@ -532,10 +364,10 @@ class Catalog:
     def _state(self, name: str) -> int | None:
         with _translated():
             row = self._conn.execute("SELECT value FROM state WHERE name = ?", (name,)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        return None if row is None or not isinstance(row[0], int) else int(row[0])
 
-    def _set(self, name: str, value: int | None) -> None:
-        self._conn.execute("UPDATE state SET value = ? WHERE name = ?", (value, name))
+    def _set(self, name: str, value: object) -> None:
+        self._conn.execute("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", (name, value))
 
     def data_version(self) -> int:
         """SQLite's ``data_version``: it moves when another connection commits a change."""
@@ -551,9 +383,10 @@ class Catalog:
         """The signature of the ``MEMORY.md`` last written from this index, and the generation it shows."""
         with _translated():
             rows = dict(self._conn.execute("SELECT name, value FROM state WHERE name LIKE 'index_%'").fetchall())
-        sig = (rows["index_ino"], rows["index_mtime"], rows["index_size"])
-        known = None if None in sig else (int(sig[0]), int(sig[1]), int(sig[2]))
-        return known, int(rows["index_gen"])
+        sig = (rows.get("index_ino"), rows.get("index_mtime"), rows.get("index_size"))
+        known = None if not all(isinstance(n, int) for n in sig) else (int(sig[0]), int(sig[1]), int(sig[2]))  # type: ignore[arg-type]
+        gen = rows.get("index_gen")
+        return known, gen if isinstance(gen, int) else -1
 
     def set_index_state(self, signature: Signature | None, gen: int) -> None:
         ino, mtime, size = signature if signature is not None else (None, None, None)
@@ -562,155 +395,105 @@ class Catalog:
 
     # -- files --------------------------------------------------------------------
 
-    def signatures(self) -> tuple[dict[str, Signature], dict[str, Signature]]:
-        """Every indexed file's signature by name, and those of the racy rows (one SELECT each)."""
+    def signatures(self) -> dict[str, Signature]:
+        """Every indexed file's signature by name (one SELECT)."""
         with _translated():
             found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
-            racy = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory WHERE racy").fetchall()
-        return {file: (ino, mtime, size) for file, ino, mtime, size in found}, {
-            file: (ino, mtime, size) for file, ino, mtime, size in racy
-        }
+        return {file: (ino, mtime, size) for file, ino, mtime, size in found}
 
-    def compare(self, scan: Scan) -> tuple[bool, dict[str, Signature]]:
+    def compare(self, scan: Scan) -> tuple[bool, dict[str, int]]:
         """Whether the listing ``scan`` holds exactly the indexed files with their signatures, and the racy
-        rows' signatures. From the compact copy when it is of the current generation (the listing's packed
-        names and numbers against the copy's, as bytes: no stored signature is turned into Python objects),
-        else from :meth:`signatures`."""
-        copy = self._copy()
-        if copy is None:
-            known, racy = self.signatures()
-            return known == scan.memories, racy
-        base, delta, racy = copy
-        packed = scan.packed()
-        if packed is None:
-            return False, racy
-        if not delta and len(scan) == base.count:
-            # The base is written in the order its directory lists the files, and a directory that has not
-            # changed lists them in the same order: its names and numbers, straight.
-            if packed[0] == base.names_part:
-                return packed[1] == base.numbers.tobytes(), racy
-        elif delta:  # after a change: the changed files looked up, the others compared as bytes
-            decided = _packed_matches(packed[0], packed[1], base.names_part, base.numbers.tobytes(), delta)
-            if decided is not None:
-                return decided, racy
-        return _listing_matches(scan.memories, base.names(), base.numbers, delta), racy
-
-    def listed_order(self, names: Callable[[], Iterable[str]]) -> None:
-        """How to get the order a listing gave the files in: a base the open write transaction writes follows
-        it (asked for only then: a listing's names are not made into objects for a transaction that writes
-        no base)."""
-        self._order = names
-
-    def _copy(
-        self,
-    ) -> tuple[_Unpacked, dict[str, Signature], dict[str, Signature]] | None:
-        """The compact copy (the base, decoded once per base; the changes since; the racy rows) when it is of
-        the current generation and readable, else ``None``."""
+        rows (git's rule: the file's mtime within :data:`RACY_NS` of ``written_ns``, the time the last change of
+        the rows began; a same-size edit in the same timestamp tick keeps the signature, so they are compared
+        by SHA-256). From the sorted signature blob when it is of the current generation (the sorted listing
+        against it, as bytes), else from the rows. The racy rows come as their files' mtimes by name."""
         with _translated():
             rows = dict(
                 self._conn.execute(
-                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'sigs_delta', 'racy')"
+                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'written_ns')"
                 ).fetchall()
             )
-        if rows.get("sigs_gen") is None or rows.get("sigs_gen") != rows.get("gen"):
-            return None
-        blob = rows.get("sigs")
-        if self._base is None or self._base.blob != blob:  # decoded once per base
-            self._base = _unpack_lists(blob)
-        delta, racy = _unpack(rows.get("sigs_delta")), _unpack(rows.get("racy"))
-        if self._base is None or delta is None or racy is None:
-            return None
-        return self._base, delta, racy
+        written = rows.get("written_ns")
+        written = written if isinstance(written, int) else 0
+        parts = _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+        if parts is None:
+            known = self.signatures()
+            racy = {name: sig[1] for name, sig in known.items() if sig[1] + RACY_NS > written}
+            return known == scan.memories, racy
+        names, numbers = parts
+        listed = scan.packed()
+        same = listed is not None and listed[0] == names and listed[1] == numbers
+        stored = array("q", numbers)
+        mtimes = stored[1::3]
+        if not mtimes or max(mtimes) + RACY_NS <= written:
+            return same, {}
+        split = names.decode("utf-8", "surrogateescape").split("\0")
+        return same, {name: mtime for name, mtime in zip(split, mtimes, strict=True) if mtime + RACY_NS > written}
 
-    def _track(self) -> _Tracked:
-        """What the open write transaction changes, read before its first change."""
-        if self._tracked is None:
-            copy = self._copy()
-            if copy is None:
-                self._tracked = _Tracked(None, self.signatures()[1])
-            else:
-                self._tracked = _Tracked(copy[1], copy[2])
-        return self._tracked
+    def sha256(self, file: str) -> bytes | None:
+        """The SHA-256 of the bytes ``file`` was indexed from (``None`` when it is not indexed)."""
+        with _translated():
+            row = self._conn.execute("SELECT sha256 FROM memory WHERE file = ?", (file,)).fetchone()
+        return None if row is None or not isinstance(row[0], bytes) else bytes(row[0])
 
-    def _store_signatures(self, tracked: _Tracked) -> None:
-        """Keep the compact copy of the signatures, of the generation the transaction ends at: the changed
-        rows added to the stored changes, or (past :data:`_DELTA_MAX` of them, or with no usable copy) a new
-        base read from the rows, with no changes."""
-        delta = tracked.delta
-        if delta is not None and len(delta.keys() | tracked.changed.keys()) <= _DELTA_MAX:
-            delta.update(tracked.changed)
-            update = {"sigs_delta": _pack(delta), "racy": _pack(tracked.racy)}
-        else:
-            known, racy = self.signatures()
-            if self._order is not None:  # listed order first (see compare); rows the listing lacked after
-                known = {**{name: known[name] for name in self._order() if name in known}, **known}
-            update = {"sigs": _pack(known), "sigs_delta": _pack({}), "racy": _pack(racy)}
-        self._conn.executemany("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", list(update.items()))
-        self._conn.execute(
-            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
-        )
+    def digests(self) -> dict[str, bytes]:
+        """Every indexed file's SHA-256 by name."""
+        with _translated():
+            return {str(f): bytes(d) for f, d in self._conn.execute("SELECT file, sha256 FROM memory") if isinstance(d, bytes)}
 
-    def raw(self, file: str) -> str | None:
-        row = self._conn.execute(f"SELECT c.raw FROM {_RECORDS} WHERE m.file = ?", (file,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def put(
-        self,
-        file: str,
-        signature: Signature,
-        racy: bool,
-        record: MemoryRecord,
-        basis: tuple[float, float, float | None],
-        piece: int,
-        secret: bool,
-    ) -> None:
-        """Index one parsed file (replacing what was there). Inside :meth:`writing`."""
-        tracked = self._track()
+    def put(self, file: str, row: Row) -> None:
+        """Index one file (replacing what was there). Inside :meth:`writing`."""
         self.remove(file)
-        tracked.changed[file] = signature
-        if racy:
-            tracked.racy[file] = signature
-        sal, updated, horizon = basis
+        self._changes[file] = row.signature
+        sal, updated, horizon = row.basis
         cursor = self._conn.execute(
-            "INSERT INTO memory (file, key, name, description, type, ino, mtime_ns, size, racy, salience, updated, "
-            "horizon, piece, secret, line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (file, record.key, record.name, record.description, record.type, *signature, int(racy), sal, updated,
-             horizon, piece, int(secret), list_line(record)),
-        )
-        self._conn.execute(
-            "INSERT INTO content (id, meta, body, raw) VALUES (?, ?, ?, ?)",
-            (cursor.lastrowid, _exact_json(record.meta), record.body, record.raw),
+            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece),
         )
         self._conn.execute(
             "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
-            (cursor.lastrowid, _fold(record.name), _fold(record.description), _fold(record.body)),
+            (cursor.lastrowid, *map(_fold, row.search)),
         )
-        self._bump()
+        self._changed()
 
     def remove(self, file: str) -> None:
         """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
-        tracked = self._track()
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
-            tracked.changed[file] = _GONE
-            tracked.racy.pop(file, None)
+            self._changes[file] = None
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
-            self._conn.execute("DELETE FROM content WHERE id = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
-            self._bump()
+            self._changed()
 
-    def settle(self, files: Iterable[str]) -> None:
-        """Mark files no longer racy (their content was compared and is unchanged). Inside :meth:`writing`."""
-        files = list(files)
-        if not files:
-            return
-        racy = self._track().racy
-        for file in files:
-            racy.pop(file, None)
-        self._conn.executemany("UPDATE memory SET racy = 0 WHERE file = ?", [(f,) for f in files])
+    def settle(self) -> None:
+        """Move ``written_ns`` on (the racy rows' bytes were compared and are unchanged). Inside :meth:`writing`."""
+        self._rewrite = True
 
-    def _bump(self) -> None:
+    def _changed(self) -> None:
+        if not self._rewrite and self._start is None:  # before the first change: the blob it starts from
+            rows = dict(
+                self._conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')").fetchall()
+            )
+            blob = rows.get("sigs")
+            if rows.get("sigs_gen") == rows.get("gen") and isinstance(blob, bytes):
+                self._start = blob
+        self._rewrite = True
         self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
+
+    def _store_signatures(self, now_ns: int) -> None:
+        """The sorted signature blob of the generation the transaction ends at, written whole: the blob it
+        started from with its changes made (a few rows changed among thousands: no row is read), or the rows
+        read in file order."""
+        blob = _spliced(self._start, self._changes) if self._start is not None else None
+        if blob is None:
+            rows = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
+            blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
+        self._set("sigs", blob)
+        self._set("written_ns", now_ns)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
+        )
 
     # -- queries ----------------------------------------------------------------
 
@@ -718,60 +501,21 @@ class Catalog:
         with _translated():
             return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
 
-    def records(self, keys: Iterable[str] | None = None) -> list[MemoryRecord]:
-        """Records sorted by key: all of them, or those of ``keys``."""
-        with _translated():
-            if keys is None:
-                rows = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} ORDER BY m.key").fetchall()
-            else:
-                wanted = list(keys)
-                rows = self._conn.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.key IN (SELECT value FROM json_each(?)) "
-                    "ORDER BY m.key",
-                    (json.dumps(wanted),),
-                ).fetchall()
-        return [_record(row) for row in rows]
-
-    def summaries(self, lines: int) -> list[MemoryRecord]:
-        """The memories an index of ``lines`` lines can show (by type in the index's order, then by key,
-        ``lines`` in all) as summary records: frontmatter ``name``, ``description`` and ``type`` only, no
-        body or text. Enough to render ``MEMORY.md`` (one line per memory from these fields) without
-        loading every memory; never handed out beyond that."""
-        rows: list[Any] = []
+    def index_keys(self, lines: int) -> list[str]:
+        """The keys of the memories an index of ``lines`` lines can show: by type in the index's order, then by
+        key, ``lines`` in all. ``MEMORY.md`` is rendered from their files, without reading every memory."""
+        keys: list[str] = []
         with _translated():
             for kind in MEMORY_TYPES:
-                if len(rows) >= lines:
+                if len(keys) >= lines:
                     break
-                rows += self._conn.execute(
-                    "SELECT key, name, description, type FROM memory WHERE type = ? ORDER BY key LIMIT ?",
-                    (kind, lines - len(rows)),
-                ).fetchall()
-        return [
-            MemoryRecord(key=key, meta={"name": name, "description": description, "type": kind}, body="", raw="")
-            for key, name, description, kind in rows
-        ]
-
-    def list_text(self) -> str:
-        """Every memory's :func:`list_line`, sorted by key, a newline between (none after the last; ``""`` for
-        no memory): one column read, joined by SQLite, so no record and no per-line object is made."""
-        with _translated():
-            row = self._conn.execute(_LIST_TEXT).fetchone()
-        return "" if row is None or row[0] is None else str(row[0])
-
-    def record(self, key: str) -> MemoryRecord | None:
-        with _translated():
-            row = self._conn.execute(f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.key = ?", (key,)).fetchone()
-        return None if row is None else _record(row)
-
-    def fresh_record(self, file: str, signature: Signature) -> MemoryRecord | None:
-        """The indexed record of ``file`` if its row has ``signature`` and is not racy, else ``None``."""
-        with _translated():
-            row = self._conn.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM {_RECORDS} WHERE m.file = ? AND m.ino = ? AND m.mtime_ns = ? "
-                "AND m.size = ? AND NOT m.racy",
-                (file, *signature),
-            ).fetchone()
-        return None if row is None else _record(row)
+                keys += [
+                    str(r[0])
+                    for r in self._conn.execute(
+                        "SELECT key FROM memory WHERE type = ? ORDER BY key LIMIT ?", (kind, lines - len(keys))
+                    )
+                ]
+        return keys
 
     def same_key_other_case(self, key: str) -> str | None:
         """An indexed key equal to ``key`` ignoring (ASCII) case but not equal to it."""
@@ -784,11 +528,6 @@ class Catalog:
     def keys(self) -> list[str]:
         with _translated():
             return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory ORDER BY key")]
-
-    def with_secrets(self) -> list[str]:
-        """Keys of memories one of whose parsed values matches a secret rule."""
-        with _translated():
-            return [str(r[0]) for r in self._conn.execute("SELECT key FROM memory WHERE secret ORDER BY key")]
 
     def ranked(
         self,

@@ -40,7 +40,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
-from bundlekit.memory.record import MEMORY_TYPES
+from bundlekit._terminal import printable
+from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord
 
 __all__ = [
     "INDEX_TITLE",
@@ -50,6 +51,8 @@ __all__ = [
     "IndexRecord",
     "index_line",
     "link_line",
+    "list_fields",
+    "list_line",
     "omitted_line",
     "parse_index",
     "render_index",
@@ -135,6 +138,19 @@ def omitted_line(count: int) -> str:
     """The last line of a cut index, saying how many memories it leaves out."""
     noun = "memory" if count == 1 else "memories"
     return f"_{count} more {noun} not listed: the index stops at {MAX_INDEX_LINES} lines._"
+
+
+def list_fields(record: MemoryRecord) -> str:
+    """The memory's line in ``bundlekit memory list`` before it is escaped for a terminal: key, type,
+    revision, updated, name — description (tab-separated). Made at output time from the record just read
+    from its file."""
+    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+
+
+def list_line(record: MemoryRecord) -> str:
+    """:func:`list_fields`, terminal-safe (:func:`bundlekit._terminal.printable`). The fields are single
+    lines, so a listing of these lines is the listing escaped."""
+    return printable(list_fields(record))
 
 
 def index_line(record: IndexRecord) -> str:

@@ -1,10 +1,11 @@
 """Keeping the derived index (``catalog``) in step with the files, and ``MEMORY.md`` with the index.
 
 Every command calls :meth:`Indexer.refresh` first. It lists the tree once
-(``scandir``, stat signatures) and compares with the index: files added or
-whose signature changed are parsed again, files gone are dropped, and racy rows
-(changed within :data:`RACY_NS` of being indexed, where a same-size edit in the
-same timestamp tick would keep the signature) are compared by content. When
+(``scandir``, stat signatures, sorted by name) and compares with the index's
+sorted signature blob: files added or whose signature changed are parsed again,
+files gone are dropped, and racy rows (git's rule: the file's mtime within
+:data:`RACY_NS` of the time the index was last written, where a same-size edit
+in the same timestamp tick would keep the signature) are compared by SHA-256. When
 nothing differs and ``MEMORY.md`` is the one last written from this generation
 of the index, nothing is locked or written: readers run beside writers. Any
 difference is applied under the tree lock (listing again under it), so a
@@ -18,23 +19,24 @@ index), a private in-memory index serves the command and nothing is written.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from pathlib import Path
 
 from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
-from bundlekit.memory.catalog import Catalog, CatalogUnusable, catalog_files
+from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnusable, Row, catalog_files
 from bundlekit.memory.index import MAX_INDEX_LINES, index_line, render_index
 from bundlekit.memory.links import refuse_link
-from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename
+from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename, memory_files
 from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
-__all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode"]
+__all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files"]
 
-RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 
@@ -47,6 +49,16 @@ def decode(name: str, data: bytes) -> str:
         raise FrontmatterError(f"{name} is not UTF-8 text; re-save it as UTF-8") from exc
 
 
+def parse_files(backend: Backend, names: list[str]) -> list[tuple[str, bytes, MemoryRecord]]:
+    """Each of the memory files ``names`` read now and parsed, with its bytes (a file gone since is left out).
+    Raises what parsing raises (:class:`FrontmatterError`, naming the file)."""
+    found = []
+    for name, data in zip(names, backend.read_many(names), strict=True):
+        if data is not None:
+            found.append((name, data, parse_memory_file(decode(name, data), key=name[:-3], where=name)))
+    return found
+
+
 class Indexer:
     """The derived index of one tree (``backend``), opened on first use."""
 
@@ -56,6 +68,7 @@ class Indexer:
         self._timeout = timeout
         self._catalog: Catalog | None = None
         self._checked: tuple[object, int, float] | None = None  # (directory stamp, data_version, monotonic time)
+        self.listing: Scan | None = None  # the tree's listing the index was last found to agree with
         self.private = True  # an in-memory index nothing else sees (no lock, no MEMORY.md upkeep)
         root = backend.root if isinstance(backend, DirectoryBackend) else None
         self._dir = None if root is None else root / HIDDEN_DIR
@@ -116,6 +129,7 @@ class Indexer:
     def rebuild(self, reason: str) -> None:
         """Drop the index after it failed mid-command; the next :meth:`refresh` builds it again."""
         self._checked = None
+        self.listing = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
@@ -125,6 +139,7 @@ class Indexer:
 
     def close(self) -> None:
         self._checked = None
+        self.listing = None
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
@@ -158,7 +173,9 @@ class Indexer:
         else:
             with self._backend.hold():
                 stamp = self._backend.stamp()
-                self._sync(catalog, self._backend.scan())
+                scan = self._backend.scan()
+                self._sync(catalog, scan)
+        self.listing = scan
         self._checked = (stamp, catalog.data_version(), time.monotonic())
         return catalog
 
@@ -189,7 +206,7 @@ class Indexer:
             if not same:
                 return True
             now = time.time_ns()
-            if len(racy) > RACY_COMPARED and any(now - sig[1] >= RACY_NS for sig in racy.values()):
+            if len(racy) > RACY_COMPARED and any(now - mtime >= RACY_NS for mtime in racy.values()):
                 return True  # many rows compared on every command: settle them under the lock instead
             for name in racy:
                 if self._racy_changed(catalog, name):
@@ -204,75 +221,76 @@ class Indexer:
         return current is None or index_sig != current or index_gen != catalog.gen
 
     def _racy_changed(self, catalog: Catalog, name: str) -> bool:
-        """A racy row's file differs from the stored text. (One old enough to be trusted by its signature
-        is settled by the next refresh under the lock; until then comparing it is only redundant.)"""
+        """A racy row's file differs from the bytes it was indexed from (by SHA-256). (One old enough to be
+        trusted by its signature is settled by the next refresh under the lock; until then comparing it is
+        only redundant.)"""
         data = self._backend.read(name)
-        raw = catalog.raw(name)
-        return data is None or raw is None or data != raw.encode("utf-8")
+        return data is None or hashlib.sha256(data).digest() != catalog.sha256(name)
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
+        now = time.time_ns()  # before any file is read: it becomes the index's write time (git's racy rule)
         same, racy = catalog.compare(scan)
         if same and not racy:  # the usual case: nothing moved
             return
-        known = racy if same else catalog.signatures()[0]
-        now = time.time_ns()
-        changed: list[tuple[str, Signature]] = []
-        settled: list[str] = []
-        # With every signature as indexed, only a racy row can hide a change: the others are not looked at
-        # (and the listing's signatures are the racy rows' own: its dict is not built).
-        listed = racy if same else scan.memories
-        for name in sorted(listed):
-            sig = listed[name]
-            if known.get(name) != sig:
-                changed.append((name, sig))
-            elif name in racy:
-                data, raw = self._backend.read(name), catalog.raw(name)
-                if data is None or raw is None or data != raw.encode("utf-8"):
-                    changed.append((name, sig))
-                elif now - sig[1] >= RACY_NS:
-                    settled.append(name)
-        removed = [] if same else [name for name in known if name not in scan.memories]
-        if not (changed or removed or settled):
-            return
-        if changed or removed:
-            for name, _sig in changed:
+        changed: list[str] = []
+        settled = False
+        if not same:  # only the listing's files are read: a name from the index never reaches a path unchecked
+            racy = {name: mtime for name, mtime in racy.items() if name in scan.memories}
+        for name, mtime in sorted(racy.items()):
+            if self._racy_changed(catalog, name):
+                changed.append(name)
+            elif now - mtime >= RACY_NS:
+                settled = True
+        removed: list[str] = []
+        if not same:
+            known = catalog.signatures()
+            listed = scan.memories
+            changed = sorted(set(changed) | {name for name, sig in listed.items() if known.get(name) != sig})
+            removed = [name for name in known if name not in listed]
+            for name in changed:
                 if name not in known:
                     key_from_filename(name)
-            check_unique((name[:-3] for name in scan.memories), where=f"memory tree {self._where()}")
-        parsed = []
-        for name, sig in changed:
-            data = self._backend.read(name)
-            if data is None:  # removed since the listing
-                removed.append(name)
-                continue
-            record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
-            parsed.append((name, sig, record))
-        with catalog.writing():
-            catalog.listed_order(lambda: scan.memories)
+            check_unique((name[:-3] for name in listed), where=f"memory tree {self._where()}")
+        if not (changed or removed or settled):
+            return
+        parsed = parse_files(self._backend, changed)
+        removed += sorted(set(changed) - {name for name, _data, _record in parsed})  # removed since the listing
+        signatures = {name: scan.memories[name] for name, _data, _record in parsed} if parsed else {}
+        with catalog.writing(now):
             for name in removed:
                 catalog.remove(name)
-            for name, sig, record in parsed:
-                self._put(catalog, name, sig, record, now)
-            catalog.settle(settled)
+            for name, data, record in parsed:
+                catalog.put(name, row_of(record, signatures[name], data))
+            catalog.settle()
+
+    def reindex(self, names: Iterable[str]) -> None:
+        """Index ``names`` again from their bytes now, under the lock (output found their SHA-256 not the
+        indexed one: an edit in place that kept the stat signature). Best effort: a file that no longer
+        parses is left for the next refresh to report."""
+        names = sorted(set(names))
+        if not names or self._catalog is None:
+            return
+        catalog = self._catalog
+        with nullcontext() if self.private else self._backend.hold():
+            now = time.time_ns()
+            try:
+                parsed = parse_files(self._backend, names)
+            except FrontmatterError:
+                return
+            found = {name for name, _data, _record in parsed}
+            with catalog.writing(now):
+                for name in names:
+                    if name not in found:
+                        catalog.remove(name)
+                for name, data, record in parsed:
+                    sig = self._backend.signature(name)
+                    if sig is not None:
+                        catalog.put(name, row_of(record, sig, data))
+        self._checked = None
 
     def _where(self) -> str:
         return str(self._backend.root) if isinstance(self._backend, DirectoryBackend) else "in memory"
-
-    @staticmethod
-    def _put(catalog: Catalog, name: str, sig: Signature, record: MemoryRecord, now: int) -> None:
-        # Imported here: the secret rules are needed only when a changed file is indexed.
-        from bundlekit.memory.screen import record_values_clean
-
-        catalog.put(
-            name,
-            sig,
-            now - sig[1] < RACY_NS,
-            record,
-            basis(record),
-            piece_length(record.name, record.key, record.body),
-            not record_values_clean(record),
-        )
 
     # -- changes made by the tree (under the lock) -----------------------------
 
@@ -295,14 +313,14 @@ class Indexer:
         now = time.time_ns()
         index_sig, index_gen = catalog.index_state()
         was_fresh = not self.private and index_gen == catalog.gen and index_sig == self._backend.signature(INDEX_NAME)
-        with catalog.writing():
+        with catalog.writing(now):
             for name in removed:
                 catalog.remove(name)
             for record in records:
                 sig = self._backend.signature(record.filename)
                 if sig is None:
                     raise MemoryStoreError(f"{record.filename} vanished right after it was written; retry")
-                self._put(catalog, record.filename, sig, record, now)
+                catalog.put(record.filename, row_of(record, sig, record.raw.encode("utf-8")))
             same_lines = not removed and all(
                 (old := previous.get(r.key)) is not None and old.type == r.type and index_line(old) == index_line(r)
                 for r in records
@@ -321,12 +339,13 @@ class Indexer:
         data = self._backend.read(INDEX_NAME)
         return None if data is None else data.decode("utf-8", errors="replace")
 
-    @staticmethod
-    def render(catalog: Catalog) -> str:
-        """``MEMORY.md`` rendered from the index: only the memories it can show are read (by type, then key,
-        :data:`MAX_INDEX_LINES` in all), and the others counted."""
+    def render(self, catalog: Catalog) -> str:
+        """``MEMORY.md`` rendered from the files of the memories it can show (chosen by the index: by type, then
+        key, :data:`MAX_INDEX_LINES` in all), read now; the others counted."""
         with catalog.reading():
-            return render_index(catalog.summaries(MAX_INDEX_LINES), total=catalog.count())
+            keys, total = catalog.index_keys(MAX_INDEX_LINES), catalog.count()
+        records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys))]
+        return render_index(records, total=total - len(keys) + len(records))
 
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:
         """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation.
@@ -343,3 +362,20 @@ class Indexer:
             self._backend.write(INDEX_NAME, data)
         with catalog.writing():
             catalog.set_index_state(self._backend.signature(INDEX_NAME), gen)
+
+
+def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:
+    """What the index keeps of a memory file whose bytes ``data`` parsed to ``record``: no text of it but
+    the search text, which is withheld as output withholds it (so a query cannot probe a credential)."""
+    # Imported here: the secret rules are needed only when a changed file is indexed.
+    from bundlekit.memory.withhold import mask
+
+    return Row(
+        record.key,
+        record.type,
+        signature,
+        hashlib.sha256(data).digest(),
+        basis(record),
+        piece_length(record.name, record.key, record.body),
+        (mask(record.name), mask(record.description), mask(record.body)),
+    )

@@ -25,6 +25,7 @@ __all__ = [
     "check_unique",
     "filename_for",
     "key_from_filename",
+    "memory_files",
     "validate_key",
 ]
 
@@ -59,6 +60,18 @@ def validate_key(key: object) -> str:
     if key.lower() == _RESERVED:
         raise InvalidKeyError(f"memory key {key!r} is reserved for the index (MEMORY.md); choose another key")
     return key
+
+
+def memory_files(keys: Iterable[object]) -> list[str]:
+    """The file names of those of ``keys`` that are valid keys (others, as a tampered index may hold, are
+    left out: no name from the index reaches a path unchecked)."""
+    names = []
+    for key in keys:
+        try:
+            names.append(filename_for(key))  # type: ignore[arg-type]
+        except InvalidKeyError:
+            continue
+    return names
 
 
 def filename_for(key: str) -> str:

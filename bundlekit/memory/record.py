@@ -17,7 +17,7 @@ key's is double-quoted.
 
 from __future__ import annotations
 
-import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -33,6 +33,7 @@ from bundlekit.memory.frontmatter import (
     reads_back,
     without_timestamps,
 )
+from bundlekit.memory.quickyaml import quick_frontmatter
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
 
 __all__ = [
@@ -69,14 +70,10 @@ KNOWN_ORDER = (
 OPTIONAL_KEYS = ("revision", "source", "decay", "tags", "important")
 
 
-@functools.cache
-def _fences() -> Any:
-    """python-frontmatter's YAML handler, of which only the fence splitting is used (the YAML is read by
-    ``load_frontmatter``). Imported on first parse: it imports PyYAML, which a command reading an indexed
-    tree that has not changed never needs (``frontmatter._yaml``)."""
-    from frontmatter.default_handlers import YAMLHandler  # lazy: see the docstring
-
-    return YAMLHandler()
+# python-frontmatter's fence (``frontmatter.default_handlers.YAMLHandler.FM_BOUNDARY``, 1.3.0: the same pattern and
+# flag, tests/memory/test_quickyaml.py checks it): its split is used here without importing it, since importing it
+# imports PyYAML, which a command reading simple frontmatter never needs (``quickyaml``).
+_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -221,10 +218,15 @@ def validate_meta(meta: Mapping[str, Any], where: str) -> None:
         raise FrontmatterError(f"{where}: frontmatter 'important' must be true or false")
 
 
+_CANONICAL_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
 def _normalise_timestamps(meta: dict[str, Any]) -> None:
     for name in ("created", "updated"):
-        if name in meta and meta[name] is not None:
-            meta[name] = format_timestamp(parse_timestamp(meta[name]))
+        value = meta.get(name)
+        # Already in our form (and valid: validate_meta parsed it): formatting it again gives it back.
+        if value is not None and not (isinstance(value, str) and _CANONICAL_TIMESTAMP.fullmatch(value)):
+            meta[name] = format_timestamp(parse_timestamp(value))
 
 
 def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> MemoryRecord:
@@ -237,19 +239,27 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
     where = where or (f"{key}.md" if key else "memory file")
     if not text.lstrip().startswith("---"):
         raise FrontmatterError(f"{where}: no YAML frontmatter (the file must start with a '---' line)")
-    try:
-        fm_text, body = _fences().split(text.strip())
-    except ValueError as exc:
-        raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line") from exc
-    # python-frontmatter's split keeps the newline after the opening fence: line 0 of fm_text is that fence.
-    fence_line = text[: len(text) - len(text.lstrip())].count("\n") + 1
-    loaded = load_frontmatter(fm_text, where=where, first_line=fence_line)
+    parts = _FENCE.split(text.strip(), 2)
+    if len(parts) != 3:
+        raise FrontmatterError(f"{where}: frontmatter is not closed by a '---' line")
+    _before, fm_text, body = parts
+    loaded = quick_frontmatter(fm_text)
+    verbatim = loaded is not None
+    if loaded is None:
+        # The split keeps the newline after the opening fence: line 0 of fm_text is that fence.
+        fence_line = text[: len(text) - len(text.lstrip())].count("\n") + 1
+        loaded = load_frontmatter(fm_text, where=where, first_line=fence_line)
     if not isinstance(loaded, dict):
         raise FrontmatterError(f"{where}: frontmatter must be a YAML mapping of keys to values")
     validate_meta(loaded, where)
     meta: dict[str, Any] = dict(loaded)
     _normalise_timestamps(meta)
-    return MemoryRecord(key=key, meta=meta, body=body.strip(), raw=text)
+    record = MemoryRecord(key=key, meta=meta, body=body.strip(), raw=text)
+    if verbatim:
+        # Every text value is a stretch of ``text`` between characters no secret rule spans (quickyaml), and
+        # normalised timestamps hold none: a guard finding nothing in ``text`` finds nothing in the values.
+        record.memo["verbatim"] = True
+    return record
 
 
 def _plain(value: Any) -> Any:

@@ -6,19 +6,23 @@ A tree is a directory (or, with ``Memory(None)``, dicts in memory):
 (``.bundlekit/``: the derived index and the lock). Every change runs under the
 tree lock. Reads and writes go through the derived index (``indexer``,
 ``catalog``): each command lists the tree once, re-parses only the files whose
-stat signature changed, and answers from SQLite; reads take no lock unless the
-index needs catching up (each file is replaced atomically).
+stat signature changed, and chooses and ranks from SQLite; reads take no lock
+unless the index needs catching up (each file is replaced atomically). What a
+command shows or publishes is read from the memory files at that moment (the
+index holds no copy of them), checked against the SHA-256 the index took of
+the file (a difference is indexed again) and passed through the secret guard.
 
 What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``,
 ``index_text``, and ``list``/``read`` with ``withhold=True``) shows a memory
-the index flags as holding a credential with that credential withheld, and
-warns naming the file (``withhold``); so do the timeline entries of
-``context_block`` and ``timeline(withhold=True)``.
+one of whose values (as read from its file now) holds a credential with that
+credential withheld, and warns naming the file (``withhold``); so do the
+timeline entries of ``context_block`` and ``timeline(withhold=True)``.
 """
 
 from __future__ import annotations
 
 import builtins
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,15 +30,24 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from bundlekit._terminal import printable
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
-from bundlekit.memory.catalog import Catalog, CatalogUnusable, list_line
-from bundlekit.memory.index import render_index
-from bundlekit.memory.indexer import Indexer, decode
+from bundlekit.memory.catalog import Catalog, CatalogUnusable
+from bundlekit.memory.index import list_fields, render_index
+from bundlekit.memory.indexer import Indexer, decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
-from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR, filename_for, validate_key
+from bundlekit.memory.naming import (
+    INDEX_NAME,
+    TIMELINE_DIR,
+    check_unique,
+    filename_for,
+    key_from_filename,
+    memory_files,
+    validate_key,
+)
 from bundlekit.memory.record import (
     OPTIONAL_KEYS,
     REQUIRED_KEYS,
@@ -85,7 +98,7 @@ class Memory:
         self.warnings: builtins.list[str] = []
         self._on_warning = on_warning
         self._index = Indexer(self._backend, warn=self._warn, timeout=lock_timeout)
-        self._cached: tuple[Catalog, int, tuple[MemoryRecord, ...]] | None = None
+        self._stale: set[str] = set()  # files output found not to be the bytes the index took (indexed again)
         # One index connection per Memory: threads (an MCP server) take turns, before the tree lock.
         self._mutex = threading.RLock()
 
@@ -112,30 +125,52 @@ class Memory:
             self._on_warning(message)
 
     def _read(self, op: Callable[[Catalog], _T]) -> _T:
-        """Run a read on the up-to-date index, in one snapshot (what it ranks, loads and finds flagged as
-        holding a credential are of one generation, whatever another process commits meanwhile); an index
-        found broken mid-way is rebuilt and the read run again."""
+        """Run a read on the up-to-date index, in one snapshot (what it ranks and chooses is of one
+        generation, whatever another process commits meanwhile); an index found broken mid-way is rebuilt
+        and the read run again. Files the read found changed behind signatures the index vouched for (an
+        edit in place that kept inode, mtime and size) are indexed again and the read run once more, so
+        its choice follows what the files hold."""
         with self._mutex:
-            try:
-                return self._in_snapshot(op, self._index.refresh())
-            except CatalogUnusable as exc:
-                self._index.rebuild(str(exc))
-                return self._in_snapshot(op, self._index.refresh())
+            for attempt in range(2):
+                self._stale = set()
+                try:
+                    result = self._in_snapshot(op, self._index.refresh())
+                except CatalogUnusable as exc:
+                    self._index.rebuild(str(exc))
+                    result = self._in_snapshot(op, self._index.refresh())
+                if not self._stale or attempt:
+                    return result
+                try:
+                    self._index.reindex(self._stale)
+                except CatalogUnusable as exc:
+                    self._index.rebuild(str(exc))
+            return result
 
     @staticmethod
     def _in_snapshot(op: Callable[[Catalog], _T], catalog: Catalog) -> _T:
         with catalog.reading():
             return op(catalog)
 
+    def _listed(self) -> builtins.list[str]:
+        """The memory files of the tree's listing (sorted), which the last refresh found the index agrees
+        with: the directory's, never the index's rows."""
+        listing = self._index.listing
+        return listing.names() if listing is not None else sorted(self._backend.scan().memories)
+
     def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
-        """Every memory in ``catalog``, sorted by key (kept while its generation stands)."""
-        gen = catalog.gen
-        cached = self._cached
-        if cached is not None and cached[0] is catalog and cached[1] == gen:
-            return builtins.list(cached[2])
-        records = catalog.records()
-        self._cached = (catalog, gen, tuple(records))
-        return records
+        """Every memory of the listing, sorted by key, read from its file now (no index row is shown)."""
+        found = parse_files(self._backend, self._listed())
+        return sorted((record for _name, _data, record in found), key=lambda r: r.key)
+
+    def _load(self, catalog: Catalog, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
+        """The memories ``keys`` (chosen by the index) read from their files now, in that order, as output
+        shows them (credentials withheld); one gone is left out. A file whose SHA-256 is not the one the
+        index took is noted (:attr:`_stale`): its row ranked other bytes."""
+        found = parse_files(self._backend, memory_files(keys))
+        for name, data, _record in found:
+            if hashlib.sha256(data).digest() != catalog.sha256(name):
+                self._stale.add(name)
+        return self._shown(catalog, [record for _name, _data, record in found])
 
     def _records(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key; validates names, case-uniqueness and frontmatter of changed files."""
@@ -151,10 +186,12 @@ class Memory:
             self._warn(withheld_warning(record.filename, fields))
         return shown
 
-    def _shown(self, catalog: Catalog, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """``records`` as output may show them: those the index flags have their credentials withheld."""
-        flagged = set(catalog.with_secrets()) if records else set()
-        return [self._withheld(r) if r.key in flagged else r for r in records]
+    def _shown(self, catalog: Catalog | None, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
+        """``records`` as output may show them: those holding a credential in a value have it withheld
+        (the guard runs here, on what was just read, whatever the index says)."""
+        from bundlekit.memory.screen import record_values_clean
+
+        return [r if record_values_clean(r) else self._withheld(r) for r in records]
 
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
@@ -219,7 +256,7 @@ class Memory:
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
-            current = _current(catalog, key)
+            current = _current(catalog, key, self._read_record)
             # Step 4: the revision; step 5: the frontmatter.
             revision = _check_revision(current, expected_revision, filename)
             given: dict[str, Any] = {
@@ -241,7 +278,7 @@ class Memory:
     def read(self, key: str, *, withhold: bool = False) -> MemoryRecord | None:
         """The memory ``key``, or ``None`` if there is none. Raises :class:`FrontmatterError` for a bad file.
 
-        Answered from the index when the file's signature matches it; else the file is parsed.
+        Read from the file now (the index holds no copy of it).
         ``withhold=True`` gives the memory as output may show it (credentials withheld, see the module).
         """
         from bundlekit.memory.screen import record_values_clean
@@ -252,17 +289,8 @@ class Memory:
         return self._withheld(record)
 
     def _read_record(self, key: str) -> MemoryRecord | None:
+        """The memory ``key`` parsed from its file now (``None`` when there is none)."""
         filename = filename_for(key)
-        signature = self._backend.signature(filename)
-        if signature is None:
-            return None
-        with self._mutex:
-            try:
-                record = self._index.peek().fresh_record(filename, signature)
-            except CatalogUnusable:
-                record = None
-        if record is not None:
-            return record
         data = self._backend.read(filename)
         if data is None:
             return None
@@ -286,7 +314,7 @@ class Memory:
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
-            current = catalog.record(key)
+            current = self._read_record(key)
             if current is None:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `memory list` shows the keys"
@@ -309,17 +337,19 @@ class Memory:
         """
         self._snapshot()
 
-    def _snapshot(self) -> tuple[builtins.list[MemoryRecord], builtins.list[tuple[str, bytes]]]:
-        from bundlekit.memory.screen import guard_entry, guard_key, guard_record
+    def _snapshot(self) -> tuple[builtins.list[tuple[str, bytes, MemoryRecord]], builtins.list[tuple[str, bytes]]]:
+        from bundlekit.memory.screen import guard_entry, guard_key, guard_record, record_values_clean
         from bundlekit.memory.secrets import guard
         from bundlekit.memory.timeline import parse_day
 
-        records, flagged = self._read(lambda catalog: (self._all(catalog), set(catalog.with_secrets())))
-        for record in records:
+        found = self._read(self._checked_files)
+        for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
             guard_key(record.key, f"a memory file name in {self._where()}")
-            guard(record.raw, record.filename, can_allow=False)
-            if record.key in flagged:
-                guard_record(record, record.filename, can_allow=False)
+            guard(record.raw, filename, can_allow=False)
+            # One scan of every value (the guard then names the place); none needed when the values are
+            # stretches of the text just guarded (record.memo["verbatim"], tests/memory/test_quickyaml.py).
+            if not record.memo.get("verbatim") and not record_values_clean(record):
+                guard_record(record, filename, can_allow=False)
         days: builtins.list[tuple[str, bytes]] = []
         for name in self._backend.timeline_files():
             data = self._backend.read_timeline(name)
@@ -331,18 +361,38 @@ class Memory:
             for number, entry in enumerate(entries, start=1):
                 guard_entry(entry, "", f"{where} entry {number}")
             days.append((name, data))
-        return records, days
+        return found, days
+
+    def _checked_files(self, catalog: Catalog) -> builtins.list[tuple[str, bytes, MemoryRecord]]:
+        """Every memory file of the listing, with its bytes read now and the record they parse to, as with no
+        index at all: names checked (key rules, case-uniqueness), every file parsed. Each file's SHA-256 is
+        checked against the one the index took; one that differs (an edit that kept the stat signature) is
+        indexed again after the read."""
+        names = self._listed()
+        for name in names:
+            key_from_filename(name)
+        check_unique((name[:-3] for name in names), where=self._where())
+        found = parse_files(self._backend, names)
+        digests = catalog.digests()
+        self._stale.update(name for name, data, _r in found if hashlib.sha256(data).digest() != digests.get(name))
+        return found
 
     def bundle_files(self) -> builtins.list[tuple[str, bytes]]:
         """The files a bundle carries, sorted by path: the regenerated ``MEMORY.md``, each
-        ``<key>.md`` as stored, each ``timeline/YYYY-MM-DD.jsonl`` as stored. Validates first (see :meth:`check`).
+        ``<key>.md`` as read now, each ``timeline/YYYY-MM-DD.jsonl`` as read now. Validates first (see :meth:`check`).
         """
-        records, days = self._snapshot()
+        return self.bundle_contents()[0]
+
+    def bundle_contents(self) -> tuple[builtins.list[tuple[str, bytes]], builtins.list[MemoryRecord]]:
+        """:meth:`bundle_files` and the records of exactly those memory files, sorted by key: parsed from the
+        bytes bundled (one read of the tree: a build's index, checks and dates describe the files it packs)."""
+        found, days = self._snapshot()
+        records = sorted((record for _name, _data, record in found), key=lambda r: r.key)
         files = [(INDEX_NAME, render_index(records).encode("utf-8"))]
-        files += [(r.filename, r.raw.encode("utf-8")) for r in records]
+        files += [(name, data) for name, data, _record in found]
         files += [(f"timeline/{name}", data) for name, data in days]
         files.sort(key=lambda item: item[0])
-        return files
+        return files, records
 
     def index_text(self) -> str:
         """The index (``MEMORY.md``) as it would be regenerated now."""
@@ -458,7 +508,7 @@ class Memory:
             if best is None:  # a needle the index cannot answer exactly: scan the records
                 return ranking.recall(self._shown(catalog, self._all(catalog)), query, now, limit)
             relevance = {r.key: r.relevance for r in best if r.relevance is not None} if rank == "relevance" else None
-            records = self._shown(catalog, catalog.records(r.key for r in best))
+            records = self._load(catalog, [r.key for r in best])
             return ranking.recall(records, query, now, limit, relevance=relevance)
 
         return self._read(search)
@@ -481,11 +531,10 @@ class Memory:
                 first = {r.key for r in order}
                 order += [r for r in catalog.ranked(now_s, longest=room) or [] if r.key not in first]
                 taken = ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)
-            chosen = [order[i].key for i in taken]
-            by_key = {record.key: record for record in self._shown(catalog, catalog.records(chosen))}
-            return ranking.context_text(
-                index_text, [by_key[k] for k in chosen], self._timeline_newest_first(withhold=True), max_tokens
-            )
+            # The chosen pieces read from their files now, fitted again by their lengths as read (the same
+            # pieces when the index's lengths are theirs; never past the budget when they are not).
+            pieces = self._load(catalog, [order[i].key for i in taken])
+            return ranking.context_block(index_text, pieces, self._timeline_newest_first(withhold=True), max_tokens)
 
         return self._read(assemble)
 
@@ -624,12 +673,18 @@ class Memory:
         return self._read(self._list_text)
 
     def _list_text(self, catalog: Catalog) -> str:
-        text = catalog.list_text()
-        flagged = catalog.with_secrets()
-        if not flagged:
-            return text
-        shown = {r.key: list_line(r) for r in self._shown(catalog, catalog.records(flagged))}
-        return "\n".join(shown.get(line.split("\t", 1)[0], line) for line in text.split("\n"))
+        from bundlekit.memory.secrets import find_secrets
+
+        records = self._all(catalog)
+        lines = [list_fields(r) for r in records]
+        text = "\n".join(lines)
+        if find_secrets(text):  # the lines that show a credential, made again from the memory withheld
+            text = "\n".join(
+                list_fields(self._withheld(r)) if find_secrets(line) else line
+                for r, line in zip(records, lines, strict=True)
+            )
+        # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
+        return printable(text)
 
     def close(self) -> None:
         """Close the index database (a later call opens it again)."""
@@ -656,14 +711,16 @@ def _check_write_args(
     return filename
 
 
-def _current(catalog: Catalog, key: str) -> MemoryRecord | None:
-    """Step 3: the stored memory ``key``, if any; a key equal to it ignoring case is refused."""
+def _current(
+    catalog: Catalog, key: str, read: Callable[[str], MemoryRecord | None]
+) -> MemoryRecord | None:
+    """Step 3: the stored memory ``key`` read from its file, if any; a key equal to it ignoring case is refused."""
     other = catalog.same_key_other_case(key)
     if other is not None:
         raise InvalidKeyError(
             f"memory key {key!r} differs only in case from the existing {other!r}; use that key or another name"
         )
-    return catalog.record(key)
+    return read(key)
 
 
 def _check_revision(current: MemoryRecord | None, expected: int | None, filename: str) -> int:

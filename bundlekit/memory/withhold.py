@@ -5,8 +5,8 @@ file planted by hand is still read: ``list``, ``recall``, ``context``,
 ``MEMORY.md`` and the MCP tools would show its parsed values, and a YAML
 escape (``"\\x73k-ant-..."``) hides the credential from the stored text, not
 from what it decodes to. Everything that shows a memory therefore shows
-:func:`withhold`'s copy of a record the derived index flags (``secret``, from
-``screen.record_values_clean``): each match of a secret rule in a parsed value
+:func:`withhold`'s copy of a record read from its file whose values hold one
+(``screen.record_values_clean``, run on what output is about to show): each match of a secret rule in a parsed value
 (name, description, every frontmatter value and key, the body) is replaced by
 :data:`WITHHELD` (``bundlekit._redact.mask``: the one redaction every output passes, so the CLI, the MCP
 tools and the browsing interface withhold the same text). The rest of the memory stays readable, so the memory can still

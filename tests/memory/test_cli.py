@@ -234,14 +234,13 @@ def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -
     assert _loaded_after(runs, ("yaml", "frontmatter")) == []
 
 
-def test_list_and_recall_of_an_unchanged_tree_do_not_import_the_screens_export_or_timeline(tmp_path: Path) -> None:
+def test_list_and_recall_of_a_clean_tree_do_not_import_export_timeline_or_withholding(tmp_path: Path) -> None:
     # A per-turn listing or recall needs none of them (tests/architecture/test_layers.py, LAZY_MEMORY_MODULES).
-    # The secret rules themselves are loaded: every output passes the redaction that applies them
-    # (bundlekit/_redact.py), though a rule's pattern is compiled only when its trigger fires.
+    # The secret rules do load: what is shown is read from the files now and guarded there.
     memory = Memory(tmp_path / "tree")
     memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
     memory.close()
-    lazy = tuple(f"bundlekit.memory.{m}" for m in ("files", "screen", "timeline", "transfer", "withhold"))
+    lazy = tuple(f"bundlekit.memory.{m}" for m in ("files", "timeline", "transfer", "withhold"))
     tree = str(tmp_path / "tree")
     assert _loaded_after([["recall", "rondo", "-d", tree], ["list", "-d", tree]], lazy) == []
 

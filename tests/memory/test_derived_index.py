@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from bundlekit.memory import catalog as catalog_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
-from bundlekit.memory.index import render_index
+from bundlekit.memory.index import list_line, render_index
 from bundlekit.memory.naming import HIDDEN_DIR
 from bundlekit.memory.ranking import context_block, ranked_records
 from bundlekit.memory.ranking import recall as pure_recall
@@ -108,9 +110,9 @@ def test_index_from_a_future_version_is_rebuilt_with_a_warning(mem: Memory, tree
     conn.close()
     fresh = Memory(tree)
     assert len(fresh.list()) == 3
-    assert "schema version 99" in fresh.warnings[0]
+    assert "derived version 99" in fresh.warnings[0]
     conn = sqlite3.connect(_index(tree))
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == catalog_module.SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == catalog_module.DERIVED_VERSION
     conn.close()
 
 
@@ -261,19 +263,18 @@ def test_list_lines_are_the_lines_of_the_parsed_records(mem: Memory, tree: Path)
     _three(mem)
     mem.write("a", **fields(name="Alpha 2", description="changed", type="project"))
     records = read_tree_files({p.name: p.read_bytes() for p in tree.glob("*.md")}).records
-    assert mem.list_lines() == [catalog_module.list_line(records[k]) for k in sorted(records)]
+    assert mem.list_lines() == [list_line(records[k]) for k in sorted(records)]
     assert mem.list_lines()[0].split("\t")[:3] == ["a", "project", "r2"]
 
 
-def test_list_text_is_the_lines_in_key_order_whatever_order_the_rows_were_stored_in(mem: Memory, tree: Path) -> None:
-    # Rows stored in reverse and shuffled key order: SQLite's join of the stored lines still follows the keys.
+def test_list_text_is_the_lines_in_key_order_whatever_order_the_files_were_written_in(mem: Memory, tree: Path) -> None:
     keys = [f"k{i:03d}" for i in range(120)]
     for key in reversed(keys[::2]):
         mem.write(key, **fields(name=key.upper()))
     for key in keys[1::2]:
         mem.write(key, **fields(name=key.upper()))
     records = read_tree_files({p.name: p.read_bytes() for p in tree.glob("*.md")}).records
-    expected = [catalog_module.list_line(records[k]) for k in sorted(records)]
+    expected = [list_line(records[k]) for k in sorted(records)]
     assert Memory(tree).list_text() == "\n".join(expected)
     assert mem.list_lines() == expected
 
@@ -284,22 +285,37 @@ def test_list_text_of_an_empty_tree_is_empty(tree: Path) -> None:
     assert empty.list_text() == "" and empty.list_lines() == []
 
 
-def _store_lines(tree: Path, line_format: str, line: str) -> None:
-    """Put ``line_format`` in the index's state and set every stored line to the SQL expression ``line``."""
-    conn = sqlite3.connect(_index(tree))
-    conn.execute("UPDATE state SET value = ? WHERE name = 'line_format'", (line_format,))
-    conn.execute(f"UPDATE memory SET line = {line}")
-    conn.commit()
-    conn.close()
+def _columns(tree: Path) -> dict[str, list[str]]:
+    with sqlite3.connect(_index(tree)) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
 
 
-def test_index_with_list_lines_of_another_format_is_rebuilt(mem: Memory, tree: Path) -> None:
+def test_the_index_holds_signatures_and_ranking_fields_and_no_copy_of_a_memory(mem: Memory, tree: Path) -> None:
+    _three(mem)
+    columns = _columns(tree)
+    assert columns["memory"] == [
+        "id", "file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece"
+    ]
+    assert "content" not in columns and columns["search"] == ["name", "description", "body"]
+    with sqlite3.connect(_index(tree)) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM state")}
+        assert names == {"gen", "index_gen", "index_ino", "index_mtime", "index_size", "fts", "sigs", "sigs_gen",
+                         "written_ns"}
+        digest = conn.execute("SELECT sha256 FROM memory WHERE file = 'a.md'").fetchone()[0]
+    assert digest == hashlib.sha256((tree / "a.md").read_bytes()).digest()
+
+
+def test_an_index_of_another_derived_version_is_rebuilt_with_a_warning(mem: Memory, tree: Path) -> None:
     _three(mem)
     mem.close()
-    _store_lines(tree, "old format", "'stale'")
+    with sqlite3.connect(_index(tree)) as conn:  # as a program with other rules (a new secret rule) left it
+        conn.execute(f"PRAGMA user_version = {catalog_module.DERIVED_VERSION - 1}")
     fresh = Memory(tree)
     assert [line.split("\t")[0] for line in fresh.list_lines()] == ["a", "b", "c"]
-    assert "another format" in fresh.warnings[0]
+    assert "rebuilt it" in fresh.warnings[0]
+    with sqlite3.connect(_index(tree)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == catalog_module.DERIVED_VERSION
 
 
 # A hand-written file (writes refuse control characters): YAML escapes put ESC and RLO in name and description.
@@ -309,25 +325,12 @@ _PLANTED = (
 )
 
 
-def test_list_lines_are_stored_with_control_characters_escaped(mem: Memory, tree: Path) -> None:
+def test_list_lines_have_control_characters_escaped(mem: Memory, tree: Path) -> None:
     mem.init()
     (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
     (line,) = mem.list_lines()
     assert line.endswith("\tEvil \\x1b[2J name — safe \\u202etxt.exe")
     assert printable(line) == line
-
-
-def test_index_with_list_lines_stored_unescaped_is_rebuilt(mem: Memory, tree: Path) -> None:
-    mem.init()
-    (tree / "evil.md").write_text(_PLANTED, encoding="utf-8")
-    mem.list_lines()
-    mem.close()
-    # What the program that stored the lines unescaped kept: its fixed record's line (name "N"), the raw line.
-    _store_lines(tree, "k\tuser\tr2\tU\tN — D", "replace(line, '\\x1b', char(27))")
-    fresh = Memory(tree)
-    (line,) = fresh.list_lines()
-    assert "Evil \\x1b[2J name" in line and "\x1b" not in line
-    assert "another format" in fresh.warnings[0]
 
 
 def test_unknown_rank_is_a_usage_error(mem: Memory) -> None:
@@ -394,27 +397,32 @@ def test_a_built_bundle_carries_no_part_of_the_hidden_folder(mem: Memory, tree: 
     assert result.paths and not [p for p in result.paths if HIDDEN_DIR in p]
 
 
-def _rows(tree: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, tuple[int, int, int]]]:
+def _rows(tree: Path) -> tuple[dict[str, tuple[int, int, int]], dict[str, int]]:
+    """Every row's signature, and the racy rows' mtimes (git's rule against the index's write time)."""
     with sqlite3.connect(_index(tree)) as conn:
-        rows = conn.execute("SELECT file, ino, mtime_ns, size, racy FROM memory").fetchall()
-    return {f: (i, m, s) for f, i, m, s, _r in rows}, {f: (i, m, s) for f, i, m, s, r in rows if r}
+        rows = conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+        written = conn.execute("SELECT value FROM state WHERE name = 'written_ns'").fetchone()[0]
+    known = {f: (i, m, s) for f, i, m, s in rows}
+    return known, {f: sig[1] for f, sig in known.items() if sig[1] + catalog_module.RACY_NS > written}
 
 
-@pytest.mark.parametrize("delta_max", [catalog_module._DELTA_MAX, 1])
-def test_compact_signatures_follow_every_row_change(
-    mem: Memory, tree: Path, delta_max: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(catalog_module, "_DELTA_MAX", delta_max)  # 1: the base is written again each time
+def _blob(tree: Path) -> bytes:
+    with sqlite3.connect(_index(tree)) as conn:
+        return bytes(conn.execute("SELECT value FROM state WHERE name = 'sigs'").fetchone()[0])
+
+
+def test_the_signature_blob_is_every_row_sorted_by_name_after_every_change(mem: Memory, tree: Path) -> None:
     _three(mem)
     (tree / "b.md").rename(tree / "b2.md")  # by hand: picked up by the next command
     mem.forget("c")
     mem.write("a", **fields(name="Alpha", body="changed"))
     mem.write("d", **fields(name="Delta"))
     known, racy = _rows(tree)
+    assert set(known) == {"a.md", "b2.md", "d.md"}
+    assert _blob(tree) == catalog_module.pack(sorted(known), [n for name in sorted(known) for n in known[name]])
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is not None  # the compact copy is of the current generation
-        assert catalog.compare(Scan(known, None)) == (True, racy) and set(known) == {"a.md", "b2.md", "d.md"}
+        assert catalog.compare(Scan(known, None)) == (True, racy)
         moved = {**known, "a.md": (known["a.md"][0], known["a.md"][1] + 1, known["a.md"][2])}
         for listing in (moved, {k: v for k, v in known.items() if k != "d.md"}, {**known, "e.md": (1, 2, 3)}):
             assert catalog.compare(Scan(listing, None)) == (False, racy)
@@ -422,90 +430,46 @@ def test_compact_signatures_follow_every_row_change(
         catalog.close()
 
 
-def test_compact_signatures_of_another_generation_are_not_used(mem: Memory, tree: Path) -> None:
+def test_a_signature_blob_of_another_generation_is_not_used(mem: Memory, tree: Path) -> None:
     _three(mem)
-    with sqlite3.connect(_index(tree)) as conn:  # as a program that does not keep them would leave it
+    with sqlite3.connect(_index(tree)) as conn:  # as a program that does not keep it would leave it
         (row,) = conn.execute("SELECT id FROM memory WHERE file = 'a.md'").fetchall()
-        for table, column in (("search", "rowid"), ("content", "id"), ("memory", "id")):
+        for table, column in (("search", "rowid"), ("memory", "id")):
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", row)
         conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is None and catalog.compare(Scan(_rows(tree)[0], None))[0]
+        assert catalog.compare(Scan(_rows(tree)[0], None))[0]  # answered from the rows
     finally:
         catalog.close()
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]  # the missing row is indexed again
-
-
-def test_a_listing_matches_the_base_with_its_changes_exactly() -> None:
-    base = {"a.md": (1, 10, 100), "b.md": (2, 20, 200), "c.md": (3, 30, 300)}
-    unpacked = catalog_module._unpack_lists(catalog_module._pack(base))
-    assert unpacked is not None
-    names, numbers = unpacked.names(), unpacked.numbers
-    delta = {"b.md": (2, 21, 200), "c.md": catalog_module._GONE, "d.md": (4, 40, 400)}
-    now = {"a.md": (1, 10, 100), "b.md": (2, 21, 200), "d.md": (4, 40, 400)}
-    assert catalog_module._listing_matches(now, names, numbers, delta)
-    assert catalog_module._listing_matches(base, names, numbers, {})
-    for wrong in (base, {**now, "c.md": (3, 30, 300)}, {**now, "d.md": (4, 41, 400)}, {**now, "b.md": (2, 20, 200)},
-                  {k: v for k, v in now.items() if k != "a.md"}, {**now, "a.md": (1, 10, 2**63)}):
-        assert not catalog_module._listing_matches(wrong, names, numbers, delta)
-
-
-def _packed(listing: dict[str, tuple[int, int, int]]) -> tuple[bytes, bytes]:
-    packed = Scan(listing, None).packed()
-    assert packed is not None
-    return packed
 
 
 _SIG = st.tuples(st.integers(1, 50), st.integers(0, 2**62), st.integers(0, 5000))
 _FILE = st.sampled_from([f"{c}{i}.md" for c in "abcé" for i in range(6)])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
-    base=st.dictionaries(_FILE, _SIG, max_size=14),
-    changes=st.dictionaries(_FILE, st.one_of(_SIG, st.just(catalog_module._GONE)), min_size=1, max_size=5),
+    rows=st.dictionaries(_FILE, _SIG, max_size=14),
     hand=st.dictionaries(_FILE, st.one_of(_SIG, st.none()), max_size=2),
     shuffle=st.randoms(use_true_random=False),
-    reorder=st.booleans(),
 )
-def test_the_packed_comparison_after_changes_agrees_with_the_name_by_name_one(
-    base: dict[str, tuple[int, int, int]],
-    changes: dict[str, tuple[int, int, int]],
-    hand: dict[str, tuple[int, int, int] | None],
-    shuffle: Any,
-    reorder: bool,
+def test_a_listing_matches_the_blob_exactly_when_it_holds_the_rows_in_any_directory_order(
+    rows: dict[str, tuple[int, int, int]], hand: dict[str, tuple[int, int, int] | None], shuffle: Any
 ) -> None:
-    # The directory now: the base with the changes made (in base order, new names anywhere), then edits by hand.
-    now = {k: v for k, v in base.items() if changes.get(k) != catalog_module._GONE}
-    for name, signature in changes.items():
-        if signature != catalog_module._GONE:
-            now[name] = signature
-    items = list(now.items())
-    if reorder:
-        shuffle.shuffle(items)
-    listing = dict(items)
+    listing = dict(rows)
     for name, signature in hand.items():
         if signature is None:
             listing.pop(name, None)
         else:
             listing[name] = signature
-    unpacked = catalog_module._unpack_lists(catalog_module._pack(base))
-    assert unpacked is not None
-    exact = catalog_module._listing_matches(listing, unpacked.names(), unpacked.numbers, changes)
-    names, numbers = _packed(listing)
-    decided = catalog_module._packed_matches(names, numbers, unpacked.names_part, unpacked.numbers.tobytes(), changes)
-    assert decided is None or decided == exact
-    if not reorder and not hand:
-        assert decided is True and exact  # the usual case after a change: decided from the bytes
-
-
-def test_a_garbled_compact_copy_is_read_as_absent() -> None:
-    signatures = {"a.md": (1, -2, 3), "é.md": (2**62, 5, 6)}
-    packed = catalog_module._pack(signatures)
-    assert catalog_module._unpack(packed) == signatures and catalog_module._unpack(catalog_module._pack({})) == {}
-    assert catalog_module._unpack(packed[:-1]) is None and catalog_module._unpack(b"\xff" * 9) is None
-    assert catalog_module._unpack(7) is None
+    items = list(listing.items())
+    shuffle.shuffle(items)  # the order a directory lists its files in is no part of the comparison
+    blob = catalog_module.pack(sorted(rows, key=str.encode), [n for k in sorted(rows, key=str.encode) for n in rows[k]])
+    packed = Scan(dict(items), None).packed()
+    assert packed is not None
+    assert (blob == len(packed[0]).to_bytes(8, "little") + packed[0] + packed[1]) == (listing == rows)
 
 
 def test_memory_md_read_from_the_first_lines_in_type_order_equals_the_full_render(mem: Memory, tree: Path) -> None:
@@ -540,6 +504,11 @@ def test_memory_md_read_from_the_first_lines_withholds_credentials_as_the_full_r
     assert "- [M 3 &#91;withheld&#93;](k003.md) — key &#91;withheld&#93;" in written.splitlines()
 
 
+def _written_ns(tree: Path) -> int:
+    with sqlite3.connect(_index(tree)) as conn:
+        return int(conn.execute("SELECT value FROM state WHERE name = 'written_ns'").fetchone()[0])
+
+
 @pytest.mark.parametrize(("compared", "settled"), [(indexer.RACY_COMPARED, False), (1, True)])
 def test_a_read_settles_old_racy_rows_under_the_lock_only_when_there_are_many(
     tree: Path, monkeypatch: pytest.MonkeyPatch, compared: int, settled: bool
@@ -547,28 +516,29 @@ def test_a_read_settles_old_racy_rows_under_the_lock_only_when_there_are_many(
     monkeypatch.setattr(indexer, "RACY_COMPARED", compared)
     _three(Memory(tree))
     assert len(_rows(tree)[1]) == 3  # just written: racy
-    monkeypatch.setattr(indexer, "RACY_NS", 1)  # and now old enough to be trusted by their signatures
+    written = _written_ns(tree)
+    # And now old enough to be trusted by their signatures: settling them writes the index's time again.
+    real = time.time_ns
+    monkeypatch.setattr(indexer.time, "time_ns", lambda: real() + 2 * catalog_module.RACY_NS)
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]
-    assert (not _rows(tree)[1]) is settled
+    assert (_written_ns(tree) > written) is settled
 
 
-def test_a_base_written_from_a_listing_compares_in_that_order(tree: Path) -> None:
+def test_the_blob_follows_names_not_the_order_the_directory_lists_them_in(tree: Path) -> None:
     tree.mkdir()
     for i in range(20):
         meta = {"name": f"M {i}", "description": "d", "type": "user",
                 "created": "2026-04-14T12:00:00Z", "updated": "2026-04-14T12:00:00Z"}
-        (tree / f"k{i:02d}.md").write_text(render_memory_file(meta, "body"), encoding="utf-8")
-    Memory(tree).list()  # indexed in one transaction: the base follows the listing
+        (tree / f"k{(i * 7) % 20:02d}.md").write_text(render_memory_file(meta, "body"), encoding="utf-8")
+    Memory(tree).list()
     listing = DirectoryBackend(tree).scan().memories
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        copy = catalog._copy()
-        assert copy is not None and copy[0].names_part == "\0".join(listing).encode()
         assert catalog.compare(Scan(listing, None))[0]
         assert catalog.compare(DirectoryBackend(tree).scan())[0]  # listed by _statscan where it is built
+        assert catalog.compare(Scan(dict(reversed(listing.items())), None))[0]
         first = next(iter(listing))
-        assert not catalog.compare(Scan({**listing, first: (0, 0, 0)}, None))[0]  # same order, one moved
-        assert catalog.compare(Scan(dict(reversed(listing.items())), None))[0]  # another order: by name
+        assert not catalog.compare(Scan({**listing, first: (0, 0, 0)}, None))[0]
     finally:
         catalog.close()
 
@@ -582,8 +552,8 @@ def test_a_file_renamed_to_a_name_that_is_not_utf8_is_refused_not_a_crash(mem: M
         Memory(tree).list()
 
 
-@pytest.mark.parametrize("name", ["sigs", "sigs_delta", "racy"])
-def test_a_garbled_compact_copy_in_the_index_is_not_used_and_the_next_change_writes_it_again(
+@pytest.mark.parametrize("name", ["sigs", "written_ns"])
+def test_a_garbled_signature_blob_in_the_index_is_not_trusted_and_the_next_change_writes_it_again(
     mem: Memory, tree: Path, name: str
 ) -> None:
     _three(mem)
@@ -594,41 +564,76 @@ def test_a_garbled_compact_copy_in_the_index_is_not_used_and_the_next_change_wri
     assert [r.key for r in fresh.list()] == ["a", "c"]
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog._copy() is not None and catalog.compare(Scan(_rows(tree)[0], None)) == (True, _rows(tree)[1])
+        assert catalog.compare(Scan(_rows(tree)[0], None)) == (True, _rows(tree)[1])
     finally:
         catalog.close()
+    assert _blob(tree) == catalog_module.pack(sorted(_rows(tree)[0]), [n for k in sorted(_rows(tree)[0]) for n in _rows(tree)[0][k]])
 
 
-def test_context_reads_one_snapshot_while_another_process_forgets_a_chosen_memory(
+def test_context_never_shows_a_chosen_memory_whose_file_another_process_forgot(
     mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _three(mem)
     other = Memory(tree)
-    real = catalog_module.Catalog.records
+    real = catalog_module.Catalog.ranked
 
-    def records_after_a_forget(self: catalog_module.Catalog, keys: object = None) -> object:
+    def ranked_then_a_forget(self: catalog_module.Catalog, *args: Any, **kwargs: Any) -> object:
+        found = real(self, *args, **kwargs)
         if other.read("a") is not None:
-            other.forget("a")  # committed by another connection between the ranking and the loading
-        return real(self, keys)  # type: ignore[arg-type]
+            other.forget("a")  # between the ranking and the reading of the chosen files
+        return found
 
-    monkeypatch.setattr(catalog_module.Catalog, "records", records_after_a_forget)
+    monkeypatch.setattr(catalog_module.Catalog, "ranked", ranked_then_a_forget)
     block = mem.context_block()
-    assert "(`a.md`)" in block and "(`b.md`)" in block  # the memories of the snapshot the ranking read
+    assert "(`a.md`)" not in block and "(`b.md`)" in block  # the file is gone: its row is never shown
 
 
-def test_list_reads_one_snapshot_while_another_process_rewrites_a_memory_holding_a_credential(
-    mem: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+def _derived_fingerprint() -> str:
+    """What the stored rows are derived by: the schema, the ranking constants and formulas, the folding and
+    the secret rules the search text is withheld by."""
+    import inspect
+
+    from bundlekit.memory import ranking, secrets, withhold
+
+    parts = [
+        catalog_module._SCHEMA, catalog_module._FTS, catalog_module._PLAIN, inspect.getsource(catalog_module._fold),
+        repr(sorted(ranking.TYPE_BONUS.items())), repr(ranking.HALF_LIFE), repr(sorted(ranking.DECAY_HORIZONS.items())),
+        inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
+        repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
+        inspect.getsource(indexer.row_of),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
+    # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
+    # makes every existing index rebuild itself; then update both numbers here.
+    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (6, "8a9139480b146b6a")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.dictionaries(_FILE, _SIG, max_size=14),
+    changes=st.dictionaries(_FILE, st.one_of(_SIG, st.none()), max_size=5),
+)
+def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_after_them(
+    rows: dict[str, tuple[int, int, int]], changes: dict[str, tuple[int, int, int] | None]
 ) -> None:
-    secret = "AKIA" + "IOSFODNN7EXAMPLE"
-    mem.write("a", **fields(name="Alpha", description=f"key {secret}"), allow_secrets=True)
-    other = Memory(tree)
-    real = catalog_module.Catalog.list_text
+    def blob(of: dict[str, tuple[int, int, int]]) -> bytes:
+        names = sorted(of, key=str.encode)
+        return catalog_module.pack(names, [n for name in names for n in of[name]])
 
-    def lines_then_a_clean_rewrite(self: catalog_module.Catalog) -> str:
-        text = real(self)
-        other.write("a", **fields(name="Alpha", description="no key now"))  # committed before the flags are read
-        return text
+    after = {**rows, **{k: v for k, v in changes.items() if v is not None}}
+    for name in [k for k, v in changes.items() if v is None]:
+        after.pop(name, None)
+    assert catalog_module._spliced(blob(rows), changes) == blob(after)
 
-    monkeypatch.setattr(catalog_module.Catalog, "list_text", lines_then_a_clean_rewrite)
-    lines = mem.list_lines()
-    assert len(lines) == 1 and secret not in lines[0]
+
+def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memory) -> None:
+    # "a-b.md" sorts before "a.md" by file name ('-' < '.'); keys sort "a" first.
+    for key in ("a-b", "a", "a.b"):
+        mem.write(key, **fields(name=key.upper()))
+    assert [line.split("\t")[0] for line in mem.list_lines()] == ["a", "a-b", "a.b"]
+    files, records = mem.bundle_contents()
+    assert [r.key for r in records] == ["a", "a-b", "a.b"] == [r.key for r in mem.list()]
+    assert dict(files)["a.md"] == next(r.raw for r in records if r.key == "a").encode()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundlekit.memory import Memory, indexer, ranking
-from bundlekit.memory.catalog import list_line
+from bundlekit.memory.index import list_line
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.index import render_index
 from bundlekit.memory.record import MEMORY_TYPES, render_memory_file

@@ -62,7 +62,8 @@ def _same(root: Path) -> Scan | None:
         return None
     assert py_scan is not None and c_scan is not None
     assert sorted(c_hidden) == sorted(py_hidden)
-    assert list(c_scan.memories.items()) == list(py_scan.memories.items())  # the same order, too
+    assert c_scan.memories == py_scan.memories
+    assert c_scan.names() == py_scan.names() and c_scan.packed() == py_scan.packed()  # sorted by name, both
     assert len(c_scan) == len(py_scan) and c_scan.index == py_scan.index
     assert c_scan.packed() == py_scan.packed()
     return c_scan

@@ -1,0 +1,241 @@
+"""A tampered derived index never decides the bytes that leave: they come from the files (issue 24, item 2).
+
+The index (``<tree>/.bundlekit/index.sqlite``) may choose and rank memories; what
+``show``, ``recall``, ``context``, ``list`` and ``build`` give out is read from the
+memory files at that moment and passed through the secret guard there
+(specs/memory.md, "Derived index"). Each test here edits the index as an
+attacker with write access to the tree would, then compares with the same tree
+whose index was deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bundlekit.bundle.build import build_bundle
+from bundlekit.errors import SecretDetectedError
+from bundlekit.memory import Memory
+from bundlekit.memory.catalog import CATALOG_FILE
+from bundlekit.memory.naming import HIDDEN_DIR
+
+CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
+OLD_NS = 1_600_000_000 * 10**9  # 2020: a settled file, far outside the racy window of any index write
+INJECTED = "INJECTED by the index"
+
+
+def _index(tree: Path) -> Path:
+    return tree / HIDDEN_DIR / CATALOG_FILE
+
+
+def _drop_index(tree: Path) -> None:
+    for path in (tree / HIDDEN_DIR).glob(CATALOG_FILE + "*"):
+        path.unlink()
+
+
+def _settled_tree(root: Path) -> Path:
+    """A tree of three memories whose files are old (no racy row): the index vouches for them by signature."""
+    mem = Memory(root)
+    mem.write("drills", name="Drills", description="kick drills", type="feedback", body="kick drills on saturday")
+    mem.write("striker", name="Striker", description="volleys", type="user", body="the striker volley")
+    mem.write("rondo", name="Rondo", description="warm up", type="project", body="rondo then sprint")
+    mem.close()
+    for path in root.glob("*.md"):
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    _drop_index(root)
+    Memory(root).list()  # indexed again: every row settled
+    return root
+
+
+def _sql(tree: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
+    with sqlite3.connect(_index(tree)) as conn:
+        for statement, params in statements:
+            conn.execute(statement, params)
+
+
+def _build(tree: Path, out: Path) -> str:
+    return build_bundle(tree, out, created=CREATED).root_cid
+
+
+def _outputs(tree: Path, out: Path) -> tuple[object, ...]:
+    """What leaves: shown bodies, list lines, recall hits' files, the context block, the built bundle."""
+    mem = Memory(tree)
+    shown = mem.read("drills", withhold=True)
+    hits = [(h.key, h.record.raw) for h in mem.recall("kick")]
+    result = (shown.raw if shown else None, mem.list_text(), hits, mem.context_block(), mem.bundle_files())
+    mem.close()
+    return (*result, _build(tree, out))
+
+
+def test_text_injected_into_a_settled_row_is_never_shown_nor_published(tmp_path: Path) -> None:
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(
+        tree,
+        ("UPDATE search SET body = ?, name = ?", (INJECTED.casefold(), INJECTED.casefold())),
+        ("UPDATE memory SET piece = 5, salience = 9, sha256 = zeroblob(32) WHERE key = 'drills'", ()),
+    )
+    tampered = _outputs(tree, tmp_path / "a.car")
+    assert all(INJECTED not in str(part) for part in tampered)
+    _drop_index(tree)
+    assert tampered == _outputs(tree, tmp_path / "b.car")  # as with no index at all
+
+
+def test_a_row_with_no_file_behind_it_never_appears(tmp_path: Path) -> None:
+    tree = _settled_tree(tmp_path / "tree")
+    with sqlite3.connect(_index(tree)) as conn:
+        # A ghost row, and the signature blob and generation kept agreeing with the listing: the index vouches.
+        gen = conn.execute("SELECT value FROM state WHERE name = 'gen'").fetchone()[0]
+        conn.execute(
+            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece) "
+            "VALUES ('ghost.md', 'ghost', 'feedback', 1, 1, 1, zeroblob(32), 1.0, 4e9, NULL, 10)"
+        )
+        rowid = conn.execute("SELECT id FROM memory WHERE key = 'ghost'").fetchone()[0]
+        conn.execute("INSERT INTO search (rowid, name, description, body) VALUES (?, 'ghost', 'kick', 'kick')", (rowid,))
+        conn.execute("INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, "
+                     "piece) VALUES ('../../outside.md', '../../outside', 'user', 1, 1, 1, zeroblob(32), 1.0, 4e9, "
+                     "NULL, 10)")
+        conn.execute("UPDATE state SET value = ? WHERE name IN ('gen', 'sigs_gen')", (gen,))
+    (tmp_path / "outside.md").write_text("---\nname: Outside\n---\nnot a memory of this tree\n", encoding="utf-8")
+    mem = Memory(tree)
+    assert [line.split("\t")[0] for line in mem.list_lines()] == ["drills", "rondo", "striker"]
+    assert [h.key for h in mem.recall("kick")] == ["drills"]
+    block = mem.context_block()
+    assert "ghost" not in block and "Outside" not in block and "ghost" not in mem.index_text()
+    assert [path for path, _data in mem.bundle_files()] == ["MEMORY.md", "drills.md", "rondo.md", "striker.md"]
+
+
+def _plant_in_place(path: Path, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` (same length) in the file, keeping its inode, size and mtime."""
+    st_ = path.stat()
+    text = path.read_text(encoding="utf-8")
+    assert len(old.encode()) == len(new.encode()) and old in text
+    with path.open("r+", encoding="utf-8") as handle:  # in place: same inode
+        handle.write(text.replace(old, new))
+    os.utime(path, ns=(st_.st_atime_ns, st_.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (st_.st_ino, st_.st_mtime_ns, st_.st_size)
+
+
+def test_an_in_place_edit_keeping_the_signature_that_hides_a_credential_is_refused_by_build(tmp_path: Path) -> None:
+    escaped = '"\\x73k-ant-api03-' + "Ab3Xy9" * 5 + '"'  # YAML reads sk-ant-api03-...: a credential
+    tree = tmp_path / "tree"
+    mem = Memory(tree)
+    mem.write("deploy", name="Deploy", description="p" * len(escaped), type="reference", body="rotate monthly")
+    mem.close()
+    os.utime(tree / "deploy.md", ns=(OLD_NS, OLD_NS))
+    _drop_index(tree)
+    Memory(tree).list()  # settled: the index vouches for the file by its signature
+    _plant_in_place(tree / "deploy.md", "p" * len(escaped), escaped)
+    with pytest.raises(SecretDetectedError) as tampered:
+        _build(tree, tmp_path / "a.car")
+    assert not (tmp_path / "a.car").exists()
+    _drop_index(tree)
+    with pytest.raises(SecretDetectedError) as without_index:
+        _build(tree, tmp_path / "b.car")
+    assert str(tampered.value) == str(without_index.value)
+
+
+def test_an_in_place_edit_keeping_the_signature_is_shown_and_published_as_the_file_holds_it(tmp_path: Path) -> None:
+    tree = _settled_tree(tmp_path / "tree")
+    _plant_in_place(tree / "drills.md", "kick drills on saturday", "lob passes on saturday!")
+    mem = Memory(tree)
+    shown = mem.read("drills")
+    assert shown is not None and shown.body == "lob passes on saturday!"
+    assert "lob passes" in mem.context_block() and [h.key for h in mem.recall("lob passes")] == ["drills"]
+    files = dict(mem.bundle_files())
+    assert files["drills.md"] == (tree / "drills.md").read_bytes()
+
+
+# -- random tampering ----------------------------------------------------------------------------------
+
+_COLUMNS = ["file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece"]
+_VALUES = st.one_of(
+    st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True), st.text(max_size=12), st.binary(max_size=40),
+    st.none(), st.sampled_from(["drills", "drills.md", "ghost", "ghost.md", "../x.md", "user", INJECTED]),
+)
+_STATE = st.sampled_from(["gen", "sigs", "sigs_gen", "written_ns", "index_gen", "index_ino", "fts"])
+_OPS = st.one_of(
+    st.tuples(st.just("update"), st.sampled_from(_COLUMNS), _VALUES, st.integers(0, 3)),
+    st.tuples(st.just("insert"), st.lists(_VALUES, min_size=len(_COLUMNS), max_size=len(_COLUMNS))),
+    st.tuples(st.just("delete"), st.integers(0, 3)),
+    st.tuples(st.just("state"), _STATE, _VALUES),
+    st.tuples(st.just("search"), st.sampled_from(["name", "description", "body"]), st.text(max_size=30)),
+    st.tuples(st.just("flip"), st.integers(0, 2**20), st.integers(1, 255)),
+)
+
+
+def _tamper(tree: Path, ops: list[tuple[object, ...]]) -> None:
+    path = _index(tree)
+    for op in ops:
+        kind = op[0]
+        if kind == "flip":
+            data = bytearray(path.read_bytes())
+            at = int(op[1]) % len(data)  # type: ignore[call-overload]
+            data[at] ^= int(op[2])  # type: ignore[call-overload]
+            path.write_bytes(bytes(data))
+            continue
+        try:
+            with sqlite3.connect(path) as conn:
+                if kind == "update":
+                    ids = [r[0] for r in conn.execute("SELECT id FROM memory ORDER BY id")]
+                    if ids:
+                        conn.execute(f"UPDATE memory SET {op[1]} = ? WHERE id = ?", (op[2], ids[int(op[3]) % len(ids)]))  # type: ignore[call-overload]
+                elif kind == "insert":
+                    conn.execute(f"INSERT INTO memory ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                                 tuple(op[1]))  # type: ignore[arg-type]
+                elif kind == "delete":
+                    ids = [r[0] for r in conn.execute("SELECT id FROM memory ORDER BY id")]
+                    if ids:
+                        conn.execute("DELETE FROM memory WHERE id = ?", (ids[int(op[1]) % len(ids)],))  # type: ignore[call-overload]
+                elif kind == "state":
+                    conn.execute("UPDATE state SET value = ? WHERE name = ?", (op[2], op[1]))
+                else:
+                    conn.execute(f"UPDATE search SET {op[1]} = ?", (op[2],))
+            conn.close()
+        except sqlite3.Error:
+            continue  # a constraint or a file already flipped into garbage: the next op, or none
+
+
+def _shown_and_built(tree: Path) -> tuple[object, ...]:
+    mem = Memory(tree)
+    try:
+        shown = {key: mem.read(key) for key in ("drills", "striker", "rondo")}
+        bodies = {key: (r.raw if r else None) for key, r in shown.items()}
+        hits = [(h.key, h.record.raw) for h in mem.recall("kick")]
+        files = mem.bundle_files()
+    finally:
+        mem.close()
+    return bodies, files, all(raw == (tree / f"{key}.md").read_text(encoding="utf-8") for key, raw in hits)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[object, ...]]:
+    root = _settled_tree(tmp_path_factory.mktemp("template") / "tree")
+    with sqlite3.connect(_index(root)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file: byte flips reach it
+    reference = tmp_path_factory.mktemp("reference") / "tree"
+    shutil.copytree(root, reference)
+    _drop_index(reference)
+    return root, _shown_and_built(reference)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_OPS, min_size=1, max_size=6))
+def test_random_tampering_of_the_index_never_changes_a_built_bundle_nor_a_shown_body(
+    template: tuple[Path, tuple[object, ...]], tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[object, ...]],
+) -> None:
+    root, expected = template
+    tree = tmp_path_factory.mktemp("tampered") / "tree"
+    shutil.copytree(root, tree)
+    _tamper(tree, ops)
+    bodies, files, hits_from_files = _shown_and_built(tree)
+    assert (bodies, files) == expected[:2]
+    assert hits_from_files  # every recall hit is its file as it is, whatever the index chose
