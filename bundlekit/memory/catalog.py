@@ -78,7 +78,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 6
+DERIVED_VERSION = 7
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
@@ -399,6 +399,10 @@ class Catalog:
         """Every indexed file's signature by name (one SELECT)."""
         with _translated():
             found = self._conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+        if not all(type(f) is str and type(i) is int and type(m) is int and type(s) is int for f, i, m, s in found):
+            # Only this program writes the rows; one of another type was put there by hand (SQLite keeps
+            # whatever type a row is given): the index is rebuilt, as for any file not of ours.
+            raise CatalogUnusable("the memory index holds a row that this program did not write")
         return {file: (ino, mtime, size) for file, ino, mtime, size in found}
 
     def compare(self, scan: Scan) -> tuple[bool, dict[str, int]]:
