@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bundlekit.bundle.build import build_bundle
@@ -228,6 +228,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[obje
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(_OPS, min_size=1, max_size=6))
+# A row of a type this program never writes (SQLite keeps whatever it is given): found by this test, it
+# reached the signature comparison and ended the command in a TypeError; such an index is now rebuilt.
+@example(ops=[("insert", [b"", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])
+@example(ops=[("insert", ["x.md", "x", "user", "one", 0, 0, b"", 1.0, 4e9, None, 1])])
 def test_random_tampering_of_the_index_never_changes_a_built_bundle_nor_a_shown_body(
     template: tuple[Path, tuple[object, ...]], tmp_path_factory: pytest.TempPathFactory,
     ops: list[tuple[object, ...]],
