@@ -4,11 +4,13 @@ Stored in ``<tree>/.bundlekit/index.sqlite`` (WAL mode, so ``-wal`` and ``-shm``
 sit beside it), in the tree's one hidden folder with the lock; a tree in memory
 gets a private in-memory database. It is built like git's index or restic's:
 it tells which files changed since they were indexed and chooses and ranks
-memories, and it holds nothing that output is made of. Whatever leaves the
-process (a listing, a shown memory, a recall hit, a context block, an export, a
-bundle) is read from the memory file at that moment (``tree``), so editing the
-index can change what is chosen, never the bytes shown or published
-(specs/memory.md, "Derived index").
+memories, and it holds nothing that output is made of but the listing fields
+of ``memory list`` (as ``git ls-files`` lists from git's index). Whatever else
+leaves the process (a shown memory, a recall hit, a context block, an export, a
+bundle, ``list --json``) is read from the memory file at that moment
+(``tree``), so editing the index can change what is chosen and what a ``memory
+list`` line prints, never the bytes shown or published (specs/memory.md,
+"Derived index").
 
 Tables:
 
@@ -16,7 +18,11 @@ Tables:
   section of ``MEMORY.md`` it goes in), its signature (inode, mtime in ns,
   size, and the SHA-256 of the bytes it was indexed from) and its ranking
   fields (salience, ``updated`` in POSIX seconds, decay horizon, context-block
-  piece length);
+  piece length); its listing fields (``revision``, ``updated_text`` as the
+  frontmatter holds it, ``name`` and ``description`` with credentials withheld,
+  and ``withheld``: the line made from the file shows a credential), from which
+  a ``memory list`` line is formatted at output time (:meth:`Catalog.listed`),
+  only when the rows are exactly the files of the tree's listing;
 * ``search``: name, description and body as recall matches them (credentials
   withheld, ``withhold.mask``; case-folded with ``str.casefold``, as recall
   folds the query), an FTS5 table with the trigram tokenizer (``case_sensitive
@@ -78,7 +84,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 7
+DERIVED_VERSION = 8
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
@@ -115,9 +121,9 @@ class Ranked(NamedTuple):
 
 
 class Row(NamedTuple):
-    """What the index keeps of one memory file (no text of it): its type, signature, SHA-256 of its bytes,
-    ranking basis (salience, ``updated`` in POSIX seconds, decay horizon), context-block piece length and
-    search text (name, description, body: credentials withheld)."""
+    """What the index keeps of one memory file (no body or frontmatter of it): its type, signature, SHA-256
+    of its bytes, ranking basis (salience, ``updated`` in POSIX seconds, decay horizon), context-block piece
+    length, search text (name, description, body: credentials withheld) and listing fields."""
 
     key: str
     type: str
@@ -126,6 +132,10 @@ class Row(NamedTuple):
     basis: tuple[float, float, float | None]
     piece: int
     search: tuple[str, str, str]
+    # The ``memory list`` line's fields: revision, ``updated`` as the frontmatter holds it, name and description
+    # (credentials withheld, ``withhold.mask``), and whether the line made from the file shows a credential
+    # (output then makes that line from the file, withheld, with the warning naming it).
+    listed: tuple[int, str, str, str, bool]
 
 
 @functools.cache
@@ -235,7 +245,9 @@ CREATE TABLE memory (
     ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
     sha256 BLOB NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
-    piece INTEGER NOT NULL
+    piece INTEGER NOT NULL,
+    revision INTEGER NOT NULL, updated_text TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+    withheld INTEGER NOT NULL
 );
 CREATE INDEX memory_by_type ON memory (type, key);
 CREATE TABLE state (name TEXT PRIMARY KEY, value);
@@ -450,10 +462,12 @@ class Catalog:
         self.remove(file)
         self._changes[file] = row.signature
         sal, updated, horizon = row.basis
+        revision, updated_text, name, description, withheld = row.listed
         cursor = self._conn.execute(
-            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece),
+            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, "
+            "revision, updated_text, name, description, withheld) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece,
+             revision, updated_text, name, description, int(withheld)),
         )
         self._conn.execute(
             "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
@@ -520,6 +534,23 @@ class Catalog:
                     )
                 ]
         return keys
+
+    def listed(self) -> tuple[list[str], list[str], list[str]]:
+        """Every row's file, sorted by file name as :func:`pack` sorts (bytewise: SQLite's ``BINARY`` order
+        of UTF-8 text); its ``memory list`` line, formatted now from its listing fields (key, type, revision,
+        updated, name — description, tab-separated; the key is the file name's), sorted (by key: a key holds
+        no character below the tab); and the files whose line made from the file shows a credential
+        (``Row.listed``). The caller shows them only when the files are exactly those of the tree's listing
+        (no row without its file)."""
+        with _translated():
+            rows = self._conn.execute(
+                "SELECT file, type, revision, updated_text, name, description, withheld FROM memory ORDER BY file"
+            ).fetchall()
+        # Formatted as this program writes them; a field of another type (put there by hand: SQLite keeps
+        # whatever it is given) is formatted as Python prints it, then escaped and redacted as any line is.
+        lines = [f"{f[:-3]}\t{t}\tr{r}\t{u}\t{n} \u2014 {d}" for f, t, r, u, n, d, _w in rows]
+        lines.sort()
+        return [row[0] for row in rows], lines, [row[0] for row in rows if row[6]]
 
     def same_key_other_case(self, key: str) -> str | None:
         """An indexed key equal to ``key`` ignoring (ASCII) case but not equal to it."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnusable, Row, catalog_files
-from bundlekit.memory.index import MAX_INDEX_LINES, index_line, render_index
+from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, render_index
 from bundlekit.memory.links import refuse_link
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename, memory_files
 from bundlekit.memory.ranking import basis, piece_length
@@ -368,8 +368,10 @@ def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:
     """What the index keeps of a memory file whose bytes ``data`` parsed to ``record``: no text of it but
     the search text, which is withheld as output withholds it (so a query cannot probe a credential)."""
     # Imported here: the secret rules are needed only when a changed file is indexed.
+    from bundlekit.memory.secrets import find_secrets
     from bundlekit.memory.withhold import mask
 
+    name, description = mask(record.name), mask(record.description)
     return Row(
         record.key,
         record.type,
@@ -377,5 +379,13 @@ def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:
         hashlib.sha256(data).digest(),
         basis(record),
         piece_length(record.name, record.key, record.body),
-        (mask(record.name), mask(record.description), mask(record.body)),
+        (name, description, mask(record.body)),
+        (
+            record.revision,
+            str(record.meta["updated"]),
+            name,
+            description,
+            # The line made from the file shows a credential: output makes it from the file, withheld and warned.
+            name != record.name or description != record.description or bool(find_secrets(list_fields(record))),
+        ),
     )

@@ -10,7 +10,10 @@ stat signature changed, and chooses and ranks from SQLite; reads take no lock
 unless the index needs catching up (each file is replaced atomically). What a
 command shows or publishes is read from the memory files at that moment (the
 index holds no copy of them), checked against the SHA-256 the index took of
-the file (a difference is indexed again) and passed through the secret guard.
+the file (a difference is indexed again) and passed through the secret guard;
+the one exception is the ``memory list`` lines (``list_lines``/``list_text``),
+formatted from the index's listing fields when its rows are exactly the files
+of the listing (specs/memory.md, "Derived index").
 
 What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``,
 ``index_text``, and ``list``/``read`` with ``withhold=True``) shows a memory
@@ -661,9 +664,10 @@ class Memory:
 
     def list_lines(self) -> builtins.list[str]:
         """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
-        sorted by key: what :meth:`list` would give, read from the index's stored lines, credentials
-        withheld, terminal control characters escaped as ``bundlekit._terminal.printable`` escapes them.
-        Raises as :meth:`list`."""
+        sorted by key: formatted now from the listing fields of the index's rows, shown only when the rows
+        are exactly the files of the tree's listing (else made from the files); a line that shows a credential
+        is made from its file with it withheld; terminal control characters escaped as
+        ``bundlekit._terminal.printable`` escapes them. Raises as :meth:`list`."""
         text = self.list_text()
         return text.split("\n") if text else []
 
@@ -673,6 +677,37 @@ class Memory:
         return self._read(self._list_text)
 
     def _list_text(self, catalog: Catalog) -> str:
+        """The listing from the index's listing fields when its rows are exactly the files of the tree's
+        listing (which the refresh found the index fresh against), else from the files. A line that shows a
+        credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
+        from bundlekit.memory.secrets import find_secrets
+
+        listing = self._index.listing
+        names = (listing if listing is not None else self._backend.scan()).names()
+        files, lines, flagged = catalog.listed()
+        if files != names:
+            return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
+        text = "\n".join(lines)
+        wanted = set(flagged)
+        if find_secrets(text):
+            wanted.update(line.split("\t", 1)[0] + ".md" for line in lines if find_secrets(line))
+        if wanted:
+            found = {name: (data, record) for name, data, record in parse_files(self._backend, sorted(wanted))}
+            made: builtins.list[str] = []
+            for line in lines:
+                file = line.split("\t", 1)[0] + ".md"
+                if file not in wanted:
+                    made.append(line)
+                elif file in found:  # else gone since the listing
+                    data, record = found[file]
+                    if hashlib.sha256(data).digest() != catalog.sha256(file):
+                        self._stale.add(file)
+                    made.append(list_fields(self._withheld(record)))
+            text = "\n".join(made)
+        # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
+        return printable(text)
+
+    def _list_text_of_files(self, catalog: Catalog) -> str:
         from bundlekit.memory.secrets import find_secrets
 
         records = self._all(catalog)

@@ -1,9 +1,10 @@
 """A tampered derived index never decides the bytes that leave: they come from the files (issue 24, item 2).
 
 The index (``<tree>/.bundlekit/index.sqlite``) may choose and rank memories; what
-``show``, ``recall``, ``context``, ``list`` and ``build`` give out is read from the
-memory files at that moment and passed through the secret guard there
-(specs/memory.md, "Derived index"). Each test here edits the index as an
+``show``, ``recall``, ``context`` and ``build`` give out is read from the memory
+files at that moment and passed through the secret guard there; ``memory list``
+is formatted from the index's listing fields, but only for rows that are exactly
+the files of the tree's listing (specs/memory.md, "Derived index"). Each test here edits the index as an
 attacker with write access to the tree would, then compares with the same tree
 whose index was deleted.
 """
@@ -64,12 +65,22 @@ def _build(tree: Path, out: Path) -> str:
     return build_bundle(tree, out, created=CREATED).root_cid
 
 
+def _file_keys(tree: Path) -> list[str]:
+    return sorted(path.name[:-3] for path in tree.glob("*.md") if path.name != "MEMORY.md")
+
+
+def _listed_keys(mem: Memory) -> list[str]:
+    return [line.split("\t")[0] for line in mem.list_lines()]
+
+
 def _outputs(tree: Path, out: Path) -> tuple[object, ...]:
-    """What leaves: shown bodies, list lines, recall hits' files, the context block, the built bundle."""
+    """What leaves from the files: shown bodies, recall hits' files, the context block, the built bundle. The
+    ``memory list`` lines are formatted from the index's listing fields (specs/memory.md, "Derived index"):
+    their keys, which must be exactly the files', are returned in their place."""
     mem = Memory(tree)
     shown = mem.read("drills", withhold=True)
     hits = [(h.key, h.record.raw) for h in mem.recall("kick")]
-    result = (shown.raw if shown else None, mem.list_text(), hits, mem.context_block(), mem.bundle_files())
+    result = (shown.raw if shown else None, _listed_keys(mem), hits, mem.context_block(), mem.bundle_files())
     mem.close()
     return (*result, _build(tree, out))
 
@@ -80,11 +91,45 @@ def test_text_injected_into_a_settled_row_is_never_shown_nor_published(tmp_path:
         tree,
         ("UPDATE search SET body = ?, name = ?", (INJECTED.casefold(), INJECTED.casefold())),
         ("UPDATE memory SET piece = 5, salience = 9, sha256 = zeroblob(32) WHERE key = 'drills'", ()),
+        ("UPDATE memory SET name = ?, description = ? WHERE key = 'rondo'", (INJECTED, INJECTED)),
     )
     tampered = _outputs(tree, tmp_path / "a.car")
     assert all(INJECTED not in str(part) for part in tampered)
+    assert tampered[1] == _file_keys(tree)
     _drop_index(tree)
     assert tampered == _outputs(tree, tmp_path / "b.car")  # as with no index at all
+
+
+def test_a_hand_edited_listing_field_changes_only_that_line_of_memory_list(tmp_path: Path) -> None:
+    # The documented consequence (specs/memory.md): `memory list` prints the index's name and description.
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, ("UPDATE memory SET name = ? WHERE key = 'rondo'", (INJECTED,)))
+    mem = Memory(tree)
+    assert [line for line in mem.list_lines() if INJECTED in line] == [
+        f"rondo\tproject\tr1\t{mem.read('rondo').meta['updated']}\t{INJECTED} — warm up"  # type: ignore[union-attr]
+    ]
+    assert INJECTED not in mem.context_block() and INJECTED not in mem.read("rondo").raw  # type: ignore[union-attr]
+
+
+def test_a_credential_put_into_a_listing_field_is_never_listed(tmp_path: Path) -> None:
+    credential = "sk-ant-api03-" + "Ab3Xy9" * 5
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, ("UPDATE memory SET description = ? WHERE key = 'rondo'", (credential,)))
+    mem = Memory(tree)
+    text = mem.list_text()
+    assert credential not in text and "Rondo — warm up" in text  # the line is made from its file instead
+    _drop_index(tree)
+    assert Memory(tree).list_text() == text
+
+
+def test_rows_renamed_behind_an_agreeing_signature_blob_are_listed_from_the_files(tmp_path: Path) -> None:
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, ("UPDATE memory SET file = 'ghost.md', key = 'ghost', name = ? WHERE key = 'rondo'", (INJECTED,)))
+    mem = Memory(tree)
+    text = mem.list_text()
+    assert _listed_keys(mem) == _file_keys(tree) and INJECTED not in text
+    _drop_index(tree)
+    assert Memory(tree).list_text() == text
 
 
 def test_a_row_with_no_file_behind_it_never_appears(tmp_path: Path) -> None:
@@ -93,18 +138,20 @@ def test_a_row_with_no_file_behind_it_never_appears(tmp_path: Path) -> None:
         # A ghost row, and the signature blob and generation kept agreeing with the listing: the index vouches.
         gen = conn.execute("SELECT value FROM state WHERE name = 'gen'").fetchone()[0]
         conn.execute(
-            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece) "
-            "VALUES ('ghost.md', 'ghost', 'feedback', 1, 1, 1, zeroblob(32), 1.0, 4e9, NULL, 10)"
+            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, "
+            "revision, updated_text, name, description, withheld) VALUES ('ghost.md', 'ghost', 'feedback', 1, 1, "
+            "1, zeroblob(32), 1.0, 4e9, NULL, 10, 1, '2026-04-14T12:00:00Z', 'Ghost', 'kick', 0)"
         )
         rowid = conn.execute("SELECT id FROM memory WHERE key = 'ghost'").fetchone()[0]
         conn.execute("INSERT INTO search (rowid, name, description, body) VALUES (?, 'ghost', 'kick', 'kick')", (rowid,))
         conn.execute("INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, "
-                     "piece) VALUES ('../../outside.md', '../../outside', 'user', 1, 1, 1, zeroblob(32), 1.0, 4e9, "
-                     "NULL, 10)")
+                     "piece, revision, updated_text, name, description, withheld) VALUES ('../../outside.md', "
+                     "'../../outside', 'user', 1, 1, 1, zeroblob(32), 1.0, 4e9, NULL, 10, 1, 'x', 'Outside', 'o', 0)")
         conn.execute("UPDATE state SET value = ? WHERE name IN ('gen', 'sigs_gen')", (gen,))
     (tmp_path / "outside.md").write_text("---\nname: Outside\n---\nnot a memory of this tree\n", encoding="utf-8")
     mem = Memory(tree)
-    assert [line.split("\t")[0] for line in mem.list_lines()] == ["drills", "rondo", "striker"]
+    assert _listed_keys(mem) == ["drills", "rondo", "striker"]
+    assert "Ghost" not in mem.list_text() and "Outside" not in mem.list_text()
     assert [h.key for h in mem.recall("kick")] == ["drills"]
     block = mem.context_block()
     assert "ghost" not in block and "Outside" not in block and "ghost" not in mem.index_text()
@@ -155,7 +202,8 @@ def test_an_in_place_edit_keeping_the_signature_is_shown_and_published_as_the_fi
 
 # -- random tampering ----------------------------------------------------------------------------------
 
-_COLUMNS = ["file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece"]
+_COLUMNS = ["file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece",
+            "revision", "updated_text", "name", "description", "withheld"]
 _VALUES = st.one_of(
     st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True), st.text(max_size=12), st.binary(max_size=40),
     st.none(), st.sampled_from(["drills", "drills.md", "ghost", "ghost.md", "../x.md", "user", INJECTED]),
@@ -210,8 +258,10 @@ def _shown_and_built(tree: Path) -> tuple[object, ...]:
         bodies = {key: (r.raw if r else None) for key, r in shown.items()}
         hits = [(h.key, h.record.raw) for h in mem.recall("kick")]
         files = mem.bundle_files()
+        listed = _listed_keys(mem)
     finally:
         mem.close()
+    assert listed == _file_keys(tree)  # no ghost row, no file left out: the listing's keys are the files'
     return bodies, files, all(raw == (tree / f"{key}.md").read_text(encoding="utf-8") for key, raw in hits)
 
 
@@ -230,8 +280,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[obje
 @given(ops=st.lists(_OPS, min_size=1, max_size=6))
 # A row of a type this program never writes (SQLite keeps whatever it is given): found by this test, it
 # reached the signature comparison and ended the command in a TypeError; such an index is now rebuilt.
-@example(ops=[("insert", [b"", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])
-@example(ops=[("insert", ["x.md", "x", "user", "one", 0, 0, b"", 1.0, 4e9, None, 1])])
+@example(ops=[("insert", [b"", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", "", "", 0])])
+@example(ops=[("insert", ["x.md", "x", "user", "one", 0, 0, b"", 1.0, 4e9, None, 1, 1, "x", "X", "x", 0])])
+@example(ops=[("insert", ["x.md", "x", "user", 1, 1, 1, b"", 1.0, 4e9, None, 1, 1, "x", "X", "x", 0]),
+              ("state", "sigs_gen", None)])  # a ghost row the index vouches for: never listed
 def test_random_tampering_of_the_index_never_changes_a_built_bundle_nor_a_shown_body(
     template: tuple[Path, tuple[object, ...]], tmp_path_factory: pytest.TempPathFactory,
     ops: list[tuple[object, ...]],

@@ -18,6 +18,7 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
+from bundlekit.memory import index as index_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
 from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.files import read_tree_files
@@ -295,7 +296,8 @@ def test_the_index_holds_signatures_and_ranking_fields_and_no_copy_of_a_memory(m
     _three(mem)
     columns = _columns(tree)
     assert columns["memory"] == [
-        "id", "file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece"
+        "id", "file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece",
+        "revision", "updated_text", "name", "description", "withheld",  # the listing fields of `memory list`
     ]
     assert "content" not in columns and columns["search"] == ["name", "description", "body"]
     with sqlite3.connect(_index(tree)) as conn:
@@ -600,7 +602,7 @@ def _derived_fingerprint() -> str:
         repr(sorted(ranking.TYPE_BONUS.items())), repr(ranking.HALF_LIFE), repr(sorted(ranking.DECAY_HORIZONS.items())),
         inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
         repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
-        inspect.getsource(indexer.row_of),
+        inspect.getsource(indexer.row_of), inspect.getsource(index_module.list_fields),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
@@ -608,7 +610,7 @@ def _derived_fingerprint() -> str:
 def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
     # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
     # makes every existing index rebuild itself; then update both numbers here.
-    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (7, "55d61e8d783cb4eb")
+    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (8, "5ce5ea0cb088ca71")
 
 
 @settings(max_examples=300, deadline=None)
