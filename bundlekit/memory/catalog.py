@@ -180,6 +180,8 @@ def _translated() -> Iterator[None]:
                 f"the memory index could not be used ({exc}); retry, and check free disk space"
             ) from exc
         raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
+    except UnicodeDecodeError as exc:  # text SQLite hands over that is not UTF-8 (a damaged schema or error text)
+        raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
 
 
 def pack(names: Iterable[str], numbers: Iterable[int]) -> bytes:
@@ -536,16 +538,22 @@ class Catalog:
         return keys
 
     def listed(self) -> tuple[list[str], list[str], list[str]]:
-        """Every row's file, sorted by file name as :func:`pack` sorts (bytewise: SQLite's ``BINARY`` order
-        of UTF-8 text); its ``memory list`` line, formatted now from its listing fields (key, type, revision,
+        """Every row's file, sorted by file name as :func:`pack` sorts (bytewise UTF-8, which is code-point
+        order); its ``memory list`` line, formatted now from its listing fields (key, type, revision,
         updated, name — description, tab-separated; the key is the file name's), sorted (by key: a key holds
         no character below the tab); and the files whose line made from the file shows a credential
         (``Row.listed``). The caller shows them only when the files are exactly those of the tree's listing
         (no row without its file)."""
         with _translated():
             rows = self._conn.execute(
-                "SELECT file, type, revision, updated_text, name, description, withheld FROM memory ORDER BY file"
+                "SELECT file, type, revision, updated_text, name, description, withheld FROM memory"
             ).fetchall()
+        # In table order, which is mostly file order: sorted here (the file names are unique, so only they are
+        # compared) at less cost than SQLite's walk of the file index; code-point order is bytewise UTF-8 order.
+        try:
+            rows.sort()
+        except TypeError:  # a file name of another type, put there by hand (SQLite keeps whatever it is given)
+            raise CatalogUnusable("the memory index holds a row that this program did not write") from None
         # Formatted as this program writes them; a field of another type (put there by hand: SQLite keeps
         # whatever it is given) is formatted as Python prints it, then escaped and redacted as any line is.
         lines = [f"{f[:-3]}\t{t}\tr{r}\t{u}\t{n} \u2014 {d}" for f, t, r, u, n, d, _w in rows]
