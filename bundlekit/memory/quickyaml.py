@@ -30,6 +30,7 @@ No blank lines, comments, duplicate keys, tabs or carriage returns; at most
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -54,12 +55,19 @@ _VALUE = (
 )
 # The whole frontmatter in one match: "key: value" lines and "key:" lines each followed by one or more "- item"
 # lines of one indentation (the backreference). Then its lines are split in one more call.
-_DOCUMENT = re.compile(rf"\n?(?:{_KEY}: {_VALUE}\n|{_KEY}:\n( *)- {_TEXT}\n(?:\1- {_TEXT}\n)*)+")
+# Compiled on first use (about 4 ms): a command that parses no file (``memory list`` from the index) skips it.
+_DOCUMENT_PATTERN = rf"\n?(?:{_KEY}: {_VALUE}\n|{_KEY}:\n( *)- {_TEXT}\n(?:\1- {_TEXT}\n)*)+"
+
+
+@functools.cache
+def _document() -> re.Pattern[str]:
+    return re.compile(_DOCUMENT_PATTERN)
+
 _LINES = re.compile(rf"^(?:({_KEY}):(?: (.*))?| *- (.*))$", re.MULTILINE)
 
 
 def _value(text: str) -> Any:
-    """A value :data:`_DOCUMENT` matched, as YAML reads it; ``_UNSURE`` for a YAML word it leaves to PyYAML."""
+    """A value :func:`_document` matched, as YAML reads it; ``_UNSURE`` for a YAML word it leaves to PyYAML."""
     first = text[0]
     if first == "'" or first == '"':
         return text[1:-1]
@@ -79,7 +87,7 @@ _UNSURE: Any = object()
 def quick_frontmatter(text: str) -> dict[str, Any] | None:
     """The mapping YAML reads from the frontmatter ``text`` (what lies between the fences) when it is of
     the simple forms in the module docstring, else ``None`` (read it with ``load_frontmatter``)."""
-    if _DOCUMENT.fullmatch(text) is None:
+    if _document().fullmatch(text) is None:
         return None
     meta: dict[str, Any] = {}
     items: list[Any] = []
