@@ -122,6 +122,14 @@ def test_a_credential_put_into_a_listing_field_is_never_listed(tmp_path: Path) -
     assert Memory(tree).list_text() == text
 
 
+def test_a_line_break_put_into_a_listing_field_cannot_forge_a_row(tmp_path: Path) -> None:
+    tree = _settled_tree(tmp_path / "tree")
+    forged = "Rondo\nghost\tuser\tr1\t2026-04-14T12:00:00Z\tGhost \u2014 " + INJECTED
+    _sql(tree, ("UPDATE memory SET name = ? WHERE key = 'rondo'", (forged,)))
+    mem = Memory(tree)
+    assert _listed_keys(mem) == _file_keys(tree) and INJECTED not in mem.list_text()
+
+
 def test_rows_renamed_behind_an_agreeing_signature_blob_are_listed_from_the_files(tmp_path: Path) -> None:
     tree = _settled_tree(tmp_path / "tree")
     _sql(tree, ("UPDATE memory SET file = 'ghost.md', key = 'ghost', name = ? WHERE key = 'rondo'", (INJECTED,)))
