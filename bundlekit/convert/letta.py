@@ -176,6 +176,14 @@ def _depth_problem(data: Any, limit: int) -> str | None:
     return None
 
 
+def _no_constant(name: str) -> Any:
+    """Refuse ``NaN`` / ``Infinity``, which Python's ``json`` reads but JSON (RFC 8259) has not.
+
+    Read, such a value could never be exported again (an agent file holds only JSON).
+    """
+    raise ValueError(f"{name} is not a JSON value (RFC 8259)")
+
+
 def _load(path: Path) -> dict[str, Any]:
     """The agent file at ``path`` as a JSON object, read bounded in bytes and depth.
 
@@ -185,12 +193,12 @@ def _load(path: Path) -> dict[str, Any]:
     """
     text = read_foreign_text(path, limit=MAX_AGENT_FILE, hint="pass a Letta agent file (.af)")
     try:
-        data: Any = json.loads(text)
+        data: Any = json.loads(text, parse_constant=_no_constant)
         if isinstance(data, str):
-            data = json.loads(data)  # a JSON string holding the document (double-encoded)
+            data = json.loads(data, parse_constant=_no_constant)  # a JSON string holding the document
     except RecursionError as exc:  # json's own bound, far past MAX_AGENT_DEPTH
         raise ConvertError(f"{path} is not a Letta agent file: its JSON nests deeper than {MAX_AGENT_DEPTH} levels") from exc
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError, or NaN / Infinity (_no_constant)
         raise ConvertError(f"{path} is not a Letta agent file (JSON): {exc}") from exc
     problem = _depth_problem(data, MAX_AGENT_DEPTH)
     if problem:
@@ -637,7 +645,8 @@ def write_letta(
     ``tree.losses`` (a duplicate label, a recorded Letta field of the wrong
     type: ``specs/interop.md`` section 1.4) or, when every byte is kept (a
     limit raised to fit), a warning; ``strict`` refuses any loss, writing
-    nothing.
+    nothing. A timeline event JSON cannot write (a NaN) is left out with a
+    warning, and ``tree.timeline`` keeps the events written.
     """
     return write_planned("letta", plan_letta, tree, dest, strict=strict, agent_id=agent_id, model=model)
 
@@ -672,8 +681,10 @@ def plan_letta(
         "files_agents": [],
         "group_ids": [],
     }
-    if tree.timeline:
-        agent["metadata"] = {METADATA_KEY: {"timeline": tree.timeline}}
+    events = _writable_events(tree.timeline, tree.warnings)
+    tree.timeline[:] = events  # what the export counts: the events written
+    if events:
+        agent["metadata"] = {METADATA_KEY: {"timeline": events}}
     newest = max((str(e.meta.get("updated", "")) for e in entries), default="")
     document: dict[str, Any] = {
         "agents": [agent],
@@ -686,8 +697,22 @@ def plan_letta(
         "metadata": {},
         "created_at": newest or None,
     }
-    try:
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
-    except (ValueError, TypeError, RecursionError) as exc:  # the timeline; every block was checked
-        raise ConvertError(f"a timeline event holds a value JSON cannot write ({exc}); fix it and retry") from exc
-    plan.add(dest, text + "\n")
+    # Every block and event was checked to have a JSON form; the rest is ours.
+    plan.add(dest, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n")
+
+
+def _writable_events(events: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
+    """The timeline events JSON can write; the others (a NaN a JSONL line may hold) are left out with a warning.
+
+    The timeline is no memory, so this is a warning, not a loss (``specs/interop.md`` section 1.4).
+    """
+    kept = []
+    for event in events:
+        try:
+            json.dumps(event, allow_nan=False, default=_json_default)
+        except (ValueError, TypeError, RecursionError):
+            continue
+        kept.append(event)
+    if len(kept) < len(events):
+        warnings.append(f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)")
+    return kept

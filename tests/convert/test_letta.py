@@ -432,3 +432,25 @@ def test_an_agent_file_nested_just_within_the_bound_converts_both_ways(tmp_path:
     back = _cli("convert", "--to", "letta", str(tmp_path / "tree"), "-o", str(tmp_path / "back.af"))
     assert back.returncode == 0, back.stderr
     assert {b["label"]: b for b in _doc(tmp_path / "back.af")["blocks"]}["human"]["metadata"]["x"] == deep
+
+
+def test_a_timeline_event_json_cannot_write_is_left_out_and_the_rest_exported(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("a", name="a", description="d", type="user", body="x")
+    (tmp_path / "mem" / "timeline").mkdir()
+    (tmp_path / "mem" / "timeline" / "2026-01-01.jsonl").write_text(
+        '{"ts": "2026-01-01T00:00:00Z", "type": "write", "x": NaN}\n{"ts": "2026-01-01T00:00:01Z", "type": "write"}\n'
+    )
+    result = export_to("letta", tmp_path / "mem", tmp_path / "a.af", strict=True)
+    assert result.memories == 1 and result.timeline == 1 and result.losses == []
+    assert any("left out 1 timeline events holding a value JSON cannot write" in w for w in result.warnings)
+    assert len(_doc(tmp_path / "a.af")["agents"][0]["metadata"][METADATA_KEY]["timeline"]) == 1
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_an_agent_file_holding_nan_or_infinity_is_refused_as_no_json(tmp_path: Path, constant: str) -> None:
+    # Python's json reads them; read, the memory could never be exported to an agent file again.
+    text = json.dumps(_doc(AGENT)).replace('"metadata": {}', '"metadata": {"score": ' + constant + "}", 1)
+    (tmp_path / "n.af").write_text(text, encoding="utf-8")
+    with pytest.raises(ConvertError, match=f"not a Letta agent file \\(JSON\\): {constant} is not a JSON value"):
+        read_letta(tmp_path / "n.af")
