@@ -78,7 +78,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 7
+DERIVED_VERSION = 8
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
