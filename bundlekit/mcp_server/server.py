@@ -205,8 +205,11 @@ class _RedactingServer(MCPServer):
             result = await super().get_prompt(name, arguments, context)
         except MCPError as exc:
             raise _redacted_error(exc) from None
-        except ValueError as exc:  # the SDK's form of every other prompt failure; its text reaches the client
-            raise ValueError(redact(str(exc))) from None
+        except ValueError as exc:
+            # The SDK's form of an unknown prompt name and of arguments the prompt refuses (missing, unexpected,
+            # invalid). The spec's answer to both is -32602 (specification, server/prompts, "Error Handling");
+            # as a ValueError it left as error code 0 with a traceback on the server's stderr.
+            raise MCPError(INVALID_PARAMS, redact(str(exc))) from None
         return _redacted_model(result) if isinstance(result, BaseModel) else result
 
 
