@@ -274,6 +274,10 @@ class Catalog:
                 if path is not None:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
+                else:
+                    # The index of a tree held in memory (an encrypted bundle served read-only): a large sort
+                    # or temp index would spill to a temp file under TMPDIR, plaintext bytes touching disk.
+                    conn.execute("PRAGMA temp_store = MEMORY")
                 self.fts = bool(self._state("fts"))
                 self._math = _has_pow(conn)
         except BaseException:
