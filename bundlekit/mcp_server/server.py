@@ -30,6 +30,7 @@ from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ConfigDict, Field, with_config
 
 from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
+from bundlekit.mcp_server import http_server
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
 
@@ -321,6 +322,9 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
     headers (``address.allowed_hosts``: the usual names and the bound address);
     on another interface (``--host``) the Host header is not checked.
+    The app is the SDK's (``streamable_http_app``), served by ``http_server``
+    within its bounds (connections, head and body deadlines), not by the SDK's
+    ``run``, which starts uvicorn with none.
     uvicorn returns (or re-raises) only when a signal stopped it: either way this
     raises ``KeyboardInterrupt``, so the CLI exits 130 like any interrupted command.
     An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
@@ -336,7 +340,8 @@ def run_http(tools: MemoryTools, host: str, port: int) -> None:
             allowed_origins=[f"http://{h}" for h in allowed],
         )
     try:
-        build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
+        app = build_server(tools).streamable_http_app(transport_security=security, host=host)
+        http_server.serve(app, host, port)
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
             raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None
