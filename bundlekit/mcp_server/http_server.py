@@ -21,6 +21,8 @@ connections are :class:`BoundedH11Protocol`:
   head; otherwise the connection is closed;
 * a head may be :data:`MAX_HEAD_BYTES` long (h11's incomplete-event limit: more
   is uvicorn's ``400``), a body the SDK's 4 MiB (``max_request_body_size``);
+* an answer whose client stops reading it (the transport's writing paused) for
+  :data:`WRITE_STALL_TIMEOUT` has its connection closed;
 * an idle keep-alive connection is closed after :data:`KEEP_ALIVE_TIMEOUT`, and
   a stop waits at most :data:`SHUTDOWN_TIMEOUT` for open streams.
 
@@ -53,6 +55,7 @@ __all__ = [
     "MAX_HEAD_BYTES",
     "REFUSAL_LINGER",
     "SHUTDOWN_TIMEOUT",
+    "WRITE_STALL_TIMEOUT",
     "BoundedH11Protocol",
     "serve",
 ]
@@ -69,6 +72,9 @@ KEEP_ALIVE_TIMEOUT = 5
 SHUTDOWN_TIMEOUT = 3
 #: Seconds a refused connection's bytes are read and dropped before it is closed.
 REFUSAL_LINGER = 1.0
+#: Seconds an answer may wait for a client that stopped reading it (writing paused) before the connection
+#: is closed; an event stream with nothing to send is not waiting, only one whose client does not read.
+WRITE_STALL_TIMEOUT = 30.0
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +108,7 @@ class BoundedH11Protocol(H11Protocol):
         self._refused = False
         self._phase: object = None
         self._deadline: asyncio.TimerHandle | None = None
+        self._stall: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         if len(self.connections) >= MAX_CONNECTIONS:
@@ -120,8 +127,27 @@ class BoundedH11Protocol(H11Protocol):
         super().on_response_complete()
         self._follow_phase()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stall is None:
+            self._stall = self.loop.call_later(WRITE_STALL_TIMEOUT, self._not_reading)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+
+    def _not_reading(self) -> None:
+        self._stall = None
+        logger.info("closed a connection that read no answer for %g s", WRITE_STALL_TIMEOUT)
+        self.transport.abort()  # close() would wait for the unread answer to be sent
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
         if self._refused:
             return
         super().connection_lost(exc)

@@ -22,7 +22,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from bundlekit.mcp_server.http_server import BODY_TIMEOUT, HEAD_TIMEOUT, MAX_CONNECTIONS  # noqa: E402
+from bundlekit.memory import Memory  # noqa: E402
+from bundlekit.mcp_server.http_server import (  # noqa: E402
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    MAX_CONNECTIONS,
+    WRITE_STALL_TIMEOUT,
+)
 from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
 from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
 
@@ -51,6 +57,23 @@ class Served:
             f"Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n{extra}\r\n"
         ).encode()
 
+    def call(self, sock: socket.socket, message: dict[str, object], session: str = "") -> None:
+        body = json.dumps(message).encode()
+        extra = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n" if session else ""
+        sock.sendall(self.head(extra=extra, length=len(body)) + body)
+
+    def session(self) -> str:
+        """A new initialized MCP session's id."""
+        with self.connect() as sock:
+            sock.sendall(self.head() + INITIALIZE)
+            answer = _answer(sock).decode("latin-1")
+            session = next(line.split(":", 1)[1].strip() for line in answer.split("\r\n")
+                           if line.lower().startswith("mcp-session-id:"))
+        with self.connect() as sock:
+            self.call(sock, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            assert _answer(sock).startswith(b"HTTP/1.1 202 ")
+        return session
+
     def stop(self) -> str:
         """Stop the server as Ctrl-C does; its stderr."""
         if self.proc.poll() is None:
@@ -64,8 +87,12 @@ class Served:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    tree = make_tree(tmp_path / "coach")
+def tree(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "coach")
+
+
+@pytest.fixture
+def served(tmp_path: Path, tree: Path) -> Iterator[Served]:
     port = free_port()
     env = child_env()
     env.update({"BUNDLEKIT_HOME": str(tmp_path / "home"), "CI": "true"})
@@ -154,6 +181,35 @@ def test_the_limit_frees_up_once_connections_close(served: Served) -> None:
     with served.connect() as sock:
         sock.sendall(served.head() + INITIALIZE)
         assert _answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.fixture
+def big_tree(tree: Path) -> Path:
+    """The tree plus 4 memories of about 2 MB each: one recall answers far more than socket buffers hold."""
+    memory = Memory(tree)
+    for n in range(4):
+        memory.write(f"big{n}", name="Big", description="a big body", type="project",
+                     body=f"line {n} of a big body\n" * 100_000)
+    return tree
+
+
+@pytest.mark.usefixtures("big_tree")
+def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(served: Served) -> None:
+    session = served.session()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", served.port))
+        recall = {"name": "memory_recall", "arguments": {"query": "big", "limit": 4}}
+        served.call(sock, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": recall}, session)
+        time.sleep(WRITE_STALL_TIMEOUT + SLACK)  # not reading: the server's writes stall
+        received = b""
+        sock.settimeout(TIMEOUT)
+        try:
+            while chunk := sock.recv(1 << 20):
+                received += chunk
+        except ConnectionResetError:
+            pass
+        assert not received.endswith(b"\r\n0\r\n\r\n")  # the answer never finished: the server cut it
 
 
 def test_a_client_gone_in_the_middle_of_an_expect_100_continue_body_leaves_no_traceback(
