@@ -18,6 +18,7 @@ import click
 from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
 from bundlekit.cli import output
+from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
@@ -83,6 +84,7 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
     served = open_served_memory(
         memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
     )
+    route_library_logs()  # the SDK's and uvicorn's records as one-line warnings and errors, never tracebacks
     with served:
         publish = PublishSettings(key=key, default_pinners=pinner_names or ("local",)) if allow_publish else None
         tools = MemoryTools(served, publish=publish)
