@@ -9,9 +9,9 @@ each HAMT threshold. Every per-path CID (root included) must equal what
 ipfs-unixfs-importer 17.1.1 or ipfs-car 3.1.0 computes; ``bundlekit pack -o``
 must hold exactly the blocks ``ipfs-car pack`` writes.
 
-All reference jobs run in one node process (``reference.mjs``). Skipped with
-the reason when node or the packages are missing (``BUNDLEKIT_NPMREF`` names a
-node_modules folder holding ipfs-car@3.1.0 and ipfs-unixfs-importer@17.1.1).
+All reference jobs run in one node process (``reference.mjs``). The tools are
+the ones ``tests/package.json`` pins, installed by ``npm ci`` in ``tests/`` (CI does);
+skipped with the reason when they are not installed.
 """
 
 from __future__ import annotations
