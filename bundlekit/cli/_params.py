@@ -3,7 +3,9 @@
 A malformed value given on the command line is a usage error (exit 2), named
 by its option or argument, like any other bad option: the conversion happens
 here, at the boundary, so the library's ``CIDError`` (exit 1, a CID that
-cannot be parsed wherever it came from) never stands for a typo.
+cannot be parsed wherever it came from) never stands for a typo (a memory key:
+``MEMORY_KEY`` in ``cli.memory``). ``PROFILE`` is the one choice of UnixFS profile every
+command offers, so an unknown one is the same usage error everywhere.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import click
 
 from bundlekit.errors import CIDError
 from bundlekit.ipld.cid import parse_cid
+from bundlekit.unixfs.profiles import PROFILES
 
-__all__ = ["CID", "CID_OR_IPFS_URI", "CidParam"]
+__all__ = ["CID", "CID_OR_IPFS_URI", "PROFILE", "CidParam"]
 
 
 class CidParam(click.ParamType[bytes]):
@@ -40,3 +43,4 @@ class CidParam(click.ParamType[bytes]):
 
 CID = CidParam()
 CID_OR_IPFS_URI = CidParam(uri=True)
+PROFILE = click.Choice(sorted(PROFILES))

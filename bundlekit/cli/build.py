@@ -23,6 +23,7 @@ from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
 from bundlekit.bundle.manifest import parse_created
 from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
+from bundlekit.cli._params import PROFILE
 from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec, strict_option
 from bundlekit.crypto._keys import parse_signature_hex
 from bundlekit.crypto.signing import Ed25519Signer, EthSigner, Signer
@@ -37,7 +38,7 @@ __all__ = ["build"]
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("bundle.car"), show_default=True, help="Where to write the bundle CAR (atomically).")
 @click.option("--namespace", help="Bundle namespace (default: the tree's namespace, else the directory name).")
-@click.option("--profile", help="UnixFS profile (default: unixfs-v1-2025).")
+@click.option("--profile", type=PROFILE, help="UnixFS profile (default: unixfs-v1-2025).")
 @click.option("--created", metavar="TIME",
               help="Creation time, ISO 8601 or Unix seconds (default: $SOURCE_DATE_EPOCH, else the newest time in the tree).")
 @click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")

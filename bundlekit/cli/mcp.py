@@ -22,6 +22,7 @@ from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
 from bundlekit.mcp_server.address import host_header, is_loopback
+from bundlekit.pinning.origins import open_pinners
 
 __all__ = ["mcp"]
 
@@ -72,11 +73,15 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
     address = _http_address(http_addr, host) if http_addr is not None else None
     server = _sdk_server()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
+    default_pinners = pinner_names or ("local",)
+    if allow_publish:  # an unknown or unconfigured pinner is a usage error now, not at the first publish
+        for pinner in open_pinners(default_pinners):
+            pinner.close()
     served = open_served_memory(
         memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
     )
     with served:
-        publish = PublishSettings(key=key, default_pinners=pinner_names or ("local",)) if allow_publish else None
+        publish = PublishSettings(key=key, default_pinners=default_pinners) if allow_publish else None
         tools = MemoryTools(served, publish=publish)
         if allow_publish and not tools.can_publish:
             raise UsageError("--allow-publish needs a tree on disk: add --memory DIR")

@@ -18,9 +18,10 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
-from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.naming import validate_key
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
 
@@ -36,6 +37,20 @@ _json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as one line of JSON."
 )
 
+
+class _MemoryKey(click.ParamType[str]):
+    """A memory key given on the command line: a malformed one is a usage error (exit 2), as a bad CID is."""
+
+    name = "key"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return validate_key(value)
+        except InvalidKeyError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+MEMORY_KEY = _MemoryKey()
 
 _DIR_KEY = "bundlekit.memory.dir"
 
@@ -112,7 +127,7 @@ def init_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @memory.command("write")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @click.option("--name", required=True, help="Human-readable title.")
 @click.option("--description", required=True, help="One-line summary (shown in the index).")
 @click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="Memory type.")
@@ -179,7 +194,7 @@ def write_cmd(
 
 @memory.command("show")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
@@ -213,7 +228,7 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @memory.command("forget")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @_json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:

@@ -17,10 +17,11 @@ import click
 
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.cli import output
+from bundlekit.cli._params import PROFILE
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
-from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from bundlekit.unixfs.profiles import DEFAULT_PROFILE, Profile, get_profile
 
 __all__ = ["cid", "pack"]
 
@@ -33,7 +34,7 @@ def _profile_options(func: F) -> F:
         click.option(
             "--profile",
             "profile_name",
-            type=click.Choice(sorted(PROFILES)),
+            type=PROFILE,
             default=DEFAULT_PROFILE,
             show_default=True,
             help="UnixFS profile: which reference tool's CIDs to reproduce.",
@@ -93,7 +94,7 @@ _json_option = click.option(
 
 
 @click.command("pack")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Write the CAR here (atomically). Without it, nothing is written.",
@@ -129,7 +130,7 @@ def pack(
 
 
 @click.command("cid")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @_profile_options
 @click.option("--hidden", is_flag=True, help="Include names starting with '.'.")
 @_json_option

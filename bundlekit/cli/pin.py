@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from bundlekit.cli import output
+from bundlekit.cli._params import PROFILE
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
 from bundlekit.cli.names import publish_name, published_line
 from bundlekit.crypto.signing import Ed25519Signer
@@ -52,7 +53,7 @@ def _table(report: PinReport) -> str:
 @click.option("--meta", "meta", multiple=True, metavar="K=V",
               help="A key-value stored with the upload (pinata only; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
-@click.option("--profile", help="UnixFS profile for building or packing SRC.")
+@click.option("--profile", type=PROFILE, help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
 @click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")

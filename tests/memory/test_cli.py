@@ -79,9 +79,9 @@ def test_secret_is_refused_unless_allowed(run: Any) -> None:
     assert run(*WRITE, "--body", secret, "--allow-secrets").exit_code == 0
 
 
-def test_bad_key_is_an_error(run: Any) -> None:
+def test_a_bad_key_on_the_command_line_is_a_usage_error(run: Any) -> None:
     result = run("write", "bad key", "--name", "n", "--description", "d", "--type", "user", "--body", "b")
-    assert result.exit_code == 1 and "error: memory key 'bad key'" in result.stderr
+    assert result.exit_code == 2 and "error: Invalid value for 'KEY': memory key 'bad key'" in result.stderr
 
 
 def test_show_prints_the_file_and_missing_key_fails(run: Any, tree: Path) -> None:
