@@ -17,7 +17,7 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.cli._params import PROFILE
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
 from bundlekit.cli.names import publish_name, published_line
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
@@ -57,6 +57,7 @@ def _table(report: PinReport) -> str:
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
 @click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
+@sign_options
 @key_options
 @strict_option
 def pin(
@@ -71,6 +72,8 @@ def pin(
     profile: str | None,
     namespace: str | None,
     name_key: Path | None,
+    sign: bool,
+    signer_address: str | None,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
@@ -78,9 +81,12 @@ def pin(
     SRC is a memory directory (built into a bundle, encrypted with a key
     option), a CAR file (published as is) or any directory (packed). Exit 0
     when --require holds, 4 otherwise; Ctrl-C cancels the uploads, leaves no
-    local pin of this run, and exits 130.
+    local pin of this run, and exits 130. With --sign the key option signs the
+    manifest instead of encrypting, as `build --sign` (a bundle both signed and
+    encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
-    key = resolve_key_spec(new_key=True, **key_params)
+    signer = resolve_signer(sign, signer_address, key_params)
+    key = None if sign else resolve_key_spec(new_key=True, **key_params)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
@@ -90,7 +96,7 @@ def pin(
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
             with output.Progress("building", unit="files") as building:
                 source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
-                                        progress=building.callback)
+                                        progress=building.callback, sign=signer)
             size = source.car.stat().st_size
             with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
                 counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
@@ -106,12 +112,16 @@ def pin(
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
     doc = report.to_json()
+    if source.signer is not None:
+        doc["signer"] = source.signer
     if as_json:
         if published is not None:
             doc["name"] = published.to_dict()
         output.data_json(doc)
     else:
         output.status(_table(report))
+        if source.signer is not None:
+            output.status(f"signed by {source.signer}")
         if published is not None:
             output.status(published_line(published))
         output.data(report.root)
