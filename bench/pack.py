@@ -187,7 +187,7 @@ def best(results: list[tuple[dict[str, object], float]]) -> tuple[dict[str, obje
 
 
 def find_ipfs_car(explicit: str | None) -> list[str] | None:
-    """ipfs-car's command line: ``--ipfs-car``/``IPFS_CAR_BIN`` (a ``bin.js``), else the pinned one in tests/."""
+    """ipfs-car's command line: ``--ipfs-car``/``IPFS_CAR_BIN`` (a bin.js), else the one tests/ pins."""
     spec = importlib.util.spec_from_file_location(
         "reference_tools", Path(__file__).resolve().parents[1] / "tests" / "reference_tools.py"
     )

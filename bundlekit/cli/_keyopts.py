@@ -44,7 +44,9 @@ from bundlekit.crypto._keys import (
 )
 from bundlekit.errors import KeySourceError, UsageError
 
-__all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec", "resolve_signer", "sign_options", "strict_option"]
+__all__ = [
+    "KEY_OPTION_PARAMS", "key_options", "resolve_key_spec", "resolve_signer", "sign_options", "strict_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
