@@ -80,7 +80,9 @@ def _mem(ctx: click.Context, *, existing: bool = False) -> Memory:
     directory: Path = ctx.meta.get(_DIR_KEY) or ctx.obj
     memory = Memory(directory, on_warning=output.warn)
     if existing and not memory.exists():
-        raise UsageError(f"no memory tree at {directory}: run `bundlekit memory init`")
+        raise UsageError(
+            f"no memory tree at {directory} (no MEMORY.md, no memory files): run `bundlekit memory init`"
+        )
     return memory
 
 
@@ -274,6 +276,8 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
 def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: bool) -> None:
     """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
     hits = _mem(ctx, existing=True).recall(query, limit=limit, rank=rank)
+    if not hits:
+        output.status(f"no memory matches {output.printable(query)!r}")
     if as_json:
         output.data_json([hit.to_dict() for hit in hits])
         return

@@ -67,7 +67,9 @@ def _existing_tree(path: Path) -> Memory:
     """The tree at ``path`` if it is there to read (``Memory.exists``, the rule every ``memory`` command uses)."""
     memory = Memory(path)
     if not memory.exists():
-        raise UsageError(f"no memory tree at {path}: run `bundlekit memory -d {path} init` first")
+        raise UsageError(
+            f"no memory tree at {path} (no MEMORY.md, no memory files): run `bundlekit memory -d {path} init`"
+        )
     return memory
 
 

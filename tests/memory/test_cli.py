@@ -271,8 +271,33 @@ def test_reading_a_tree_that_does_not_exist_is_a_usage_error(tmp_path: Path, arg
     missing = tmp_path / "nowhere"
     result = CliRunner().invoke(cli, ["memory", *args, "-d", str(missing)])
     assert result.exit_code == 2
-    assert f"no memory tree at {missing}: run `bundlekit memory init`" in result.stderr
+    assert f"no memory tree at {missing} (no MEMORY.md, no memory files): run `bundlekit memory init`" in result.stderr
     assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["recall", "x"], ["show", "k"], ["context"], ["export"], ["forget", "k"]]
+)
+def test_reading_a_folder_never_initialised_is_the_same_usage_error(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a memory\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["memory", *args, "-d", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "(no MEMORY.md, no memory files): run `bundlekit memory init`" in result.stderr
+
+
+def test_a_tree_of_memory_files_without_an_index_is_read(tmp_path: Path) -> None:
+    Memory(tmp_path / "hand").write("k", name="K", description="by hand", type="user", body="body")
+    (tmp_path / "hand" / "MEMORY.md").unlink()
+    result = CliRunner().invoke(cli, ["memory", "list", "-d", str(tmp_path / "hand")])
+    assert result.exit_code == 0 and result.stdout.startswith("k\tuser")
+
+
+def test_recall_that_matches_nothing_says_so_on_stderr(run: Any) -> None:
+    run(*WRITE, "--body", "Saturdays.")
+    result = run("recall", "zzzqqq")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == "no memory matches 'zzzqqq'\n"
 
 
 def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
