@@ -9,6 +9,7 @@ server ever answers from it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -49,7 +50,8 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
 
 @click.command("mcp")
 @click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="The memory tree (read-write); with --from or --layer, where the loaded tree goes and writes land.")
+              help="The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR when nothing else is named); "
+                   "with --from or --layer, where the loaded tree goes and writes land.")
 @click.option("--from", "from_uri", metavar="URI",
               help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Serve the layered view (repeatable).")
@@ -68,6 +70,8 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
 
     A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go.
     """
+    if memory_dir is None and from_uri is None and not layers and os.environ.get("BUNDLEKIT_MEMORY_DIR"):
+        memory_dir = Path(os.environ["BUNDLEKIT_MEMORY_DIR"])  # the tree every `memory` command reads
     if host is not None and http_addr is None:
         raise UsageError("--host applies to --http only")
     address = _http_address(http_addr, host) if http_addr is not None else None

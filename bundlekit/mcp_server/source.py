@@ -95,7 +95,7 @@ def open_served_memory(
     if layers:
         return _from_layers(layers, memory_dir, gateways, key, http)
     if memory_dir is None:
-        raise UsageError("say what to serve: --memory DIR, --from URI or --layer NAME=URI")
+        raise UsageError("say what to serve: --memory DIR (or $BUNDLEKIT_MEMORY_DIR), --from URI or --layer NAME=URI")
     return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
 
 
