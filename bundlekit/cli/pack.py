@@ -3,7 +3,9 @@
 Both print the root CID alone on stdout (base58btc for CIDv0, base32 for
 CIDv1), or with ``--json`` one line ``{"root", "profile", "blocks", "bytes"}``;
 warnings (skipped symlinks) go to stderr. ``pack -o OUT.car`` also
-writes the blocks to a CAR, atomically; ``cid`` never writes anything.
+writes the blocks to a CAR, atomically, and says so on stderr (``wrote OUT.car:
+root ..., N blocks, M bytes``); ``cid`` never writes anything. On a terminal
+outside CI both draw a progress bar on stderr over the bytes of the input.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bundlekit.cli._params import PROFILE
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
+from bundlekit.unixfs.layout import BlockSink
 from bundlekit.unixfs.profiles import DEFAULT_PROFILE, Profile, get_profile
 
 __all__ = ["cid", "pack"]
@@ -78,6 +81,41 @@ def _refuse_overwriting_input(path: Path, output: Path, hidden: bool) -> None:
         )
 
 
+class _ProgressSink:
+    """Forwards every block to ``sink`` and advances ``bar`` by its bytes (about the input's bytes read)."""
+
+    def __init__(self, sink: BlockSink, bar: output.Progress) -> None:
+        self.sink = sink
+        self.bar = bar
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        self.sink.put(cid, data)
+        self.bar.advance(len(data))
+
+
+def _input_bytes(path: Path) -> int:
+    """The bytes of the regular files under ``path`` (the bar's total; walked only when a bar is drawn)."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for folder, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue  # the importer reports what it cannot read
+    return total
+
+
+def _import(path: Path, sink: BlockSink, profile: Profile, hidden: bool, label: str) -> ImportResult:
+    """``import_path``, with a progress bar over the input's bytes on a terminal outside CI."""
+    with output.Progress(label, unit="bytes") as bar:
+        if not bar.enabled:
+            return import_path(path, sink, profile, hidden=hidden)
+        bar(0, _input_bytes(path))
+        return import_path(path, _ProgressSink(sink, bar), profile, hidden=hidden)
+
+
 def _report(result: ImportResult, profile: Profile, as_json: bool) -> None:
     """Warnings on stderr; the root CID (or the JSON summary) on stdout."""
     output.warn_all(result.warnings)
@@ -96,7 +134,7 @@ _json_option = click.option(
 @click.command("pack")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Write the CAR here (atomically). Without it, nothing is written.",
 )
 @_profile_options
@@ -104,7 +142,7 @@ _json_option = click.option(
 @_json_option
 def pack(
     path: Path,
-    output: Path | None,
+    output_path: Path | None,
     profile_name: str,
     chunk_size: int | None,
     max_links: int | None,
@@ -119,13 +157,16 @@ def pack(
     unless --hidden; symbolic links are skipped with a warning.
     """
     profile = _profile(profile_name, chunk_size, max_links, cid_version, raw_leaves)
-    if output is None:
-        result = import_path(path, NullSink(), profile, hidden=hidden)
+    if output_path is None:
+        result = _import(path, NullSink(), profile, hidden, "packing")
     else:
-        _refuse_overwriting_input(path, output, hidden)
-        with CarFileWriter(output) as car:
-            result = import_path(path, car, profile, hidden=hidden)
+        _refuse_overwriting_input(path, output_path, hidden)
+        replacing = output_path.exists()
+        with CarFileWriter(output_path) as car:
+            result = _import(path, car, profile, hidden, "packing")
             car.finish(result.root)
+        output.status(f"{'replaced' if replacing else 'wrote'} {output_path}: root {cid_to_str(result.root)}, "
+                      f"{result.blocks} blocks, {result.bytes} bytes")
     _report(result, profile, as_json)
 
 
@@ -146,5 +187,5 @@ def cid(
 ) -> None:
     """Print the CID of PATH (a file or a directory); write nothing."""
     profile = _profile(profile_name, chunk_size, max_links, cid_version, raw_leaves)
-    result = import_path(path, NullSink(), profile, hidden=hidden)
+    result = _import(path, NullSink(), profile, hidden, "hashing")
     _report(result, profile, as_json)
