@@ -279,7 +279,7 @@ def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: b
     if not hits:
         output.status(f"no memory matches {output.printable(query)!r}")
     if as_json:
-        output.data_json([hit.to_dict() for hit in hits])
+        output.data_json([hit.to_dict(rank) for rank, hit in enumerate(hits, 1)])
         return
     for hit in hits:
         output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}"))

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 import types
@@ -305,3 +306,13 @@ def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
     hits = json.loads(run("recall", "kick", "--rank", "relevance", "--json").stdout)
     assert hits[0]["relevance"] == 1.0
     assert "relevance" not in json.loads(run("recall", "kick", "--json").stdout)[0]
+
+
+def test_recall_json_carries_the_exact_score_and_the_rank_of_old_memories(tmp_path: Path) -> None:
+    tree = tmp_path / "fixture"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "recall", "user", "--json"])
+    hits = json.loads(result.stdout)
+    assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1)) and len(hits) > 1
+    assert all(0 < hit["score"] < 1e-6 for hit in hits)  # months old: tiny, yet not rounded away
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
