@@ -131,15 +131,15 @@ class LoadResult:
     """What a load produced.
 
     ``files`` maps memory-tree paths (``MEMORY.md``, ``<key>.md``,
-    ``timeline/YYYY-MM-DD.jsonl``) to plaintext bytes. ``root`` is the bundle's
-    root CID (None for a plain HTTPS manifest). ``manifest_verified`` is False
+    ``timeline/YYYY-MM-DD.jsonl``) to plaintext bytes. ``root_bytes`` is the bundle's
+    root CID as bytes (None for a plain HTTPS manifest; ``root`` is its old name). ``manifest_verified`` is False
     only for that plain HTTPS form. ``warnings`` names every skipped file.
     ``out_dir`` is the directory written, if any; ``root_cid`` is the root as text. ``notes`` says which sources
     failed along the way (diagnostics, not errors). ``publisher`` is the verified signer of the manifest
     (None when unsigned); ``parents`` the roots the manifest names as its lineage.
     """
 
-    root: bytes | None
+    root_bytes: bytes | None
     manifest: dict[str, Any]
     manifest_verified: bool
     files: dict[str, bytes]
@@ -149,6 +149,11 @@ class LoadResult:
     encrypted: bool = False
     url: str | None = None
     publisher: str | None = None
+
+    @property
+    def root(self) -> bytes | None:
+        """The old name of ``root_bytes`` (the binary CID), kept for existing callers."""
+        return self.root_bytes
 
     @property
     def parents(self) -> list[str]:
@@ -437,7 +442,7 @@ def _load_dag(
     fetch = _dag_fetcher(source, out, dag_paths, root)
     files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
     source.finish()
-    return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
+    return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
 
 
@@ -643,7 +648,7 @@ def _load_https(
     finally:
         if owned:
             client.close()
-    return LoadResult(root=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
+    return LoadResult(root_bytes=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
                       encrypted=bundle_key is not None, url=target.url, publisher=publisher)
 
 
