@@ -271,7 +271,7 @@ def test_pack_car_holds_exactly_the_ipfs_car_blocks(
     with open(out, "rb") as fh:
         roots, blocks = read_car(fh)
         ours = sorted({cid_to_str(cid) for cid, _ in blocks})
-    assert run.output.strip() == expected["root"]
+    assert run.stdout.strip() == expected["root"]
     assert [cid_to_str(r) for r in roots] == [expected["root"]]
     assert ours == expected["blocks"]
 
@@ -323,7 +323,7 @@ def test_cid_command_with_override_flags_prints_the_reference_root(
     base, results = reference
     run = CliRunner().invoke(cli, ["cid", str(base / tree.name), *_cli_flags(config)])
     assert run.exit_code == 0, run.output
-    assert run.output.strip() == results[f"{tree.name}|{config.label}"]["root"]
+    assert run.stdout.strip() == results[f"{tree.name}|{config.label}"]["root"]
 
 
 @pytest.mark.parametrize(("tree", "config"), BLOCK_CASES, ids=[f"{t.name}|{c.label}" for t, c in BLOCK_CASES])
