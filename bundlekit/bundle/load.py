@@ -806,7 +806,12 @@ class _TreeWriter:
     def regenerate_index(self) -> None:
         """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
         if self.tmp is not None:
-            _write(self.tmp / "MEMORY.md", Memory(self.tmp).index_text().encode("utf-8"))
+            tree = Memory(self.tmp)
+            try:
+                text = tree.index_text()
+            finally:
+                tree.close()  # the derived index's connection: left open, its -wal and -shm files stay behind
+            _write(self.tmp / "MEMORY.md", text.encode("utf-8"))
 
 
 @contextmanager
