@@ -37,7 +37,7 @@ __all__ = ["build"]
 @click.option("--profile", type=PROFILE, help="UnixFS profile (default: unixfs-v1-2025).")
 @click.option("--created", metavar="TIME",
               help="Creation time, ISO 8601 or Unix seconds (default: $SOURCE_DATE_EPOCH, else the newest time in the tree).")
-@click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes, manifest_cid, signer} as JSON.")
 @click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @click.option("--compat", type=click.Choice(COMPAT_FORMS),

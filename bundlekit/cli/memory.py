@@ -194,7 +194,7 @@ def write_cmd(
         output.status(f"wrote {record.filename} revision {record.revision}")
 
 
-@memory.command("show")
+@memory.command("show", short_help="Print the memory KEY's file as stored.")
 @_dir_option
 @click.argument("key", type=MEMORY_KEY)
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
@@ -228,7 +228,7 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     output.data_json(rows)
 
 
-@memory.command("forget")
+@memory.command("forget", short_help="Delete the memory KEY (the timeline records it).")
 @_dir_option
 @click.argument("key", type=MEMORY_KEY)
 @_json_option
@@ -260,10 +260,11 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
     output.data_json(entry)
 
 
-@memory.command("recall")
+@memory.command("recall", short_help="Find memories containing QUERY, best first.")
 @_dir_option
 @click.argument("query")
-@click.option("--limit", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=5, show_default=True,
+              help="At most this many hits, best first.")
 @click.option(
     "--rank",
     type=click.Choice(RANKS),

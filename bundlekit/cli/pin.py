@@ -200,7 +200,7 @@ def pinners(check: bool, as_json: bool) -> None:
     else:
         _print_rows(rows, check)
     if failed:
-        raise PinError(f"pinner check failed for {', '.join(failed)}; see the messages above")
+        raise PinError(f"pinner check failed for {', '.join(failed)}; its error is in the listing on stdout")
 
 
 def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:

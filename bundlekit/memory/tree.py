@@ -296,7 +296,7 @@ class Memory:
             current = catalog.record(key)
             if current is None:
                 raise MemoryNotFoundError(
-                    f"no memory {filename} in {self._where()}; `memory list` shows the keys"
+                    f"no memory {filename} in {self._where()}; `bundlekit memory list` shows the keys"
                 )
             self._backend.delete(filename)
             self._stored(catalog, [], {}, [filename])
