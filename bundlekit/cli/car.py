@@ -132,15 +132,14 @@ def unpack(car: Path, output_path: Path, root: bytes | None, force: bool, max_by
     """
     result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes, max_entries=max_entries,
                         max_visits=max_visits, max_block_size=max_block_size)
-    if as_json:
-        output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
-                          "directories": result.directories, "bytes": result.bytes})
-        return
-    output.status(
+    output.status(  # what was written, on stderr with --json too
         f"unpacked {cid_to_str(result.root)} into {result.path}: {_plural(result.files, 'file')}, "
         f"{_plural(result.directories, 'directory', 'directories')}, "
         f"{_plural(result.bytes, 'byte')}"
     )
+    if as_json:
+        output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
+                          "directories": result.directories, "bytes": result.bytes})
 
 
 @click.command("ls")
