@@ -78,3 +78,14 @@ def test_no_bar_under_ci(command: list[str], big_tree: Path, bundle: Path) -> No
     assert code == 0, seen
     assert "\r" not in seen.replace("\r\n", "\n") and "[#" not in seen and "[-" not in seen, seen
     assert ("wrote out.car" in seen) if command[0] == "pack" else ("loaded " in seen)
+
+
+@pytest.mark.parametrize(("command", "label"), [(["verify", "data.car"], "verifying"),
+                                                (["unpack", "data.car", "-o", "out"], "unpacking")],
+                         ids=["verify", "unpack"])
+def test_verify_and_unpack_draw_a_bar_on_a_terminal(command: list[str], label: str, big_tree: Path) -> None:
+    code, seen = _on_a_terminal(["pack", "data", "-o", "data.car"], big_tree.parent, ci=True)
+    assert code == 0, seen
+    code, seen = _on_a_terminal(command, big_tree.parent, ci=False)
+    assert code == 0, seen
+    assert f"\r{label} [" in seen, seen
