@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import click
 
+from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
 from bundlekit.crypto._keys import (
     PASSPHRASE_MIN_CHARS,
@@ -42,6 +43,7 @@ from bundlekit.crypto._keys import (
     parse_signature_hex,
     weak_passphrase,
 )
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner
 from bundlekit.errors import KeySourceError, UsageError
 
 __all__ = [
@@ -193,9 +195,6 @@ def resolve_signer(sign: bool, signer_address: str | None, params: dict[str, Any
         if signer_address is not None:
             raise UsageError("--signer goes with --sign --signature-file; add --sign")
         return None
-    from bundlekit.bundle.signature import ExternalSignature
-    from bundlekit.crypto.signing import Ed25519Signer, EthSigner
-
     given = [KEY_OPTION_PARAMS[name] for name in KEY_OPTION_PARAMS if params.get(name)]
     if len(given) > 1:
         raise UsageError(f"{' and '.join(given)} cannot be combined; give exactly one key option")

@@ -81,39 +81,10 @@ def _refuse_overwriting_input(path: Path, output: Path, hidden: bool) -> None:
         )
 
 
-class _ProgressSink:
-    """Forwards every block to ``sink`` and advances ``bar`` by its bytes (about the input's bytes read)."""
-
-    def __init__(self, sink: BlockSink, bar: output.Progress) -> None:
-        self.sink = sink
-        self.bar = bar
-
-    def put(self, cid: bytes, data: bytes) -> None:
-        self.sink.put(cid, data)
-        self.bar.advance(len(data))
-
-
-def _input_bytes(path: Path) -> int:
-    """The bytes of the regular files under ``path`` (the bar's total; walked only when a bar is drawn)."""
-    if path.is_file():
-        return path.stat().st_size
-    total = 0
-    for folder, _dirs, names in os.walk(path):
-        for name in names:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                continue  # the importer reports what it cannot read
-    return total
-
-
 def _import(path: Path, sink: BlockSink, profile: Profile, hidden: bool, label: str) -> ImportResult:
     """``import_path``, with a progress bar over the input's bytes on a terminal outside CI."""
     with output.Progress(label, unit="bytes") as bar:
-        if not bar.enabled:
-            return import_path(path, sink, profile, hidden=hidden)
-        bar(0, _input_bytes(path))
-        return import_path(path, _ProgressSink(sink, bar), profile, hidden=hidden)
+        return import_path(path, sink, profile, hidden=hidden, progress=bar.callback)
 
 
 def _report(result: ImportResult, profile: Profile, as_json: bool) -> None:

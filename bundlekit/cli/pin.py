@@ -25,7 +25,7 @@ from bundlekit.pinning.orchestrate import PinReport, pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import available_pinners, pinner_factory
-from bundlekit.pinning.source import prepare_source
+from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
 
@@ -94,7 +94,9 @@ def pin(
     try:
         _describe(built, group, keyvalues)
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
-            with output.Progress("building", unit="files") as building:
+            packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
+            label, unit = ("packing", "bytes") if packing else ("building", "files")
+            with output.Progress(label, unit=unit) as building:
                 source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
                                         progress=building.callback, sign=signer)
             size = source.car.stat().st_size

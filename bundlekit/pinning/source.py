@@ -89,8 +89,9 @@ def prepare_source(
     a key for a non-memory source), CARError (a file that is not a CAR),
     VerificationError / CodecError (a CAR whose blocks do not verify or whose
     DAG is incomplete: nothing is published), and the builders' errors.
-    ``progress(done, total)`` reports the build of a memory directory
-    (``build_bundle``'s callback); CARs and packed directories do not report.
+    ``progress(done, total)`` reports the build of a memory directory (files,
+    ``build_bundle``'s callback) or the packing of a directory (bytes, ``import_path``'s);
+    a CAR does not report.
     """
     path = Path(src)
     out = Path(workdir) / "bundle.car"
@@ -124,6 +125,6 @@ def prepare_source(
     if namespace is not None:
         raise UsageError("--namespace applies to memory directories only")
     with CarFileWriter(out) as writer:
-        imported = import_path(path, writer, get_profile(profile))
+        imported = import_path(path, writer, get_profile(profile), progress=progress)
         writer.finish(imported.root)
     return PreparedSource(out, imported.root, "directory")

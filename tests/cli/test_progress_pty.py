@@ -89,3 +89,9 @@ def test_verify_and_unpack_draw_a_bar_on_a_terminal(command: list[str], label: s
     code, seen = _on_a_terminal(command, big_tree.parent, ci=False)
     assert code == 0, seen
     assert f"\r{label} [" in seen, seen
+
+
+def test_pin_of_a_plain_directory_draws_a_packing_bar(big_tree: Path) -> None:
+    code, seen = _on_a_terminal(["pin", "data"], big_tree.parent, ci=False)
+    assert code == 0, seen
+    assert "\rpacking [" in seen and "100%" in seen, seen
