@@ -112,4 +112,6 @@ def test_every_tour_line_runs_in_order(tmp_path: Path) -> None:
         if server is not None:
             server.terminate()
             server.wait(timeout=30)
+            assert server.stdout is not None
+            server.stdout.close()
     assert (work / "latest" / "feedback_tone.md").is_file()
