@@ -29,6 +29,7 @@ Usage: python bench/pack.py [--big] [--repeat N] [--ipfs-car PATH/TO/bin.js] [--
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -186,15 +187,19 @@ def best(results: list[tuple[dict[str, object], float]]) -> tuple[dict[str, obje
 
 
 def find_ipfs_car(explicit: str | None) -> list[str] | None:
-    node = shutil.which("node")
-    if node is None:
-        return None
-    for candidate in [explicit, os.environ.get("IPFS_CAR_BIN"), "/work/npmref/node_modules/ipfs-car/bin.js",
-                      "/tmp/speed-npm/node_modules/ipfs-car/bin.js"]:
-        if candidate and Path(candidate).exists():
+    """ipfs-car's command line: ``--ipfs-car``/``IPFS_CAR_BIN`` (a bin.js), else the one tests/ pins."""
+    spec = importlib.util.spec_from_file_location(
+        "reference_tools", Path(__file__).resolve().parents[1] / "tests" / "reference_tools.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tools = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tools)
+    node = tools.node()
+    for candidate in [explicit, os.environ.get("IPFS_CAR_BIN")]:
+        if node and candidate and Path(candidate).exists():
             return [node, candidate]
-    exe = shutil.which("ipfs-car")
-    return [exe] if exe else None
+    pinned = tools.ipfs_car()
+    return None if isinstance(pinned, str) else list(pinned)
 
 
 def main() -> None:
@@ -251,7 +256,7 @@ def main() -> None:
 
         ipfs_car = find_ipfs_car(args.ipfs_car)
         if ipfs_car is None:
-            print("ipfs-car: not found (set --ipfs-car or IPFS_CAR_BIN); skipped")
+            print("ipfs-car: not found (run `npm ci` in tests/, or set --ipfs-car or IPFS_CAR_BIN); skipped")
         else:
             out = work / "ipfs-car.car"
             t0 = time.perf_counter()

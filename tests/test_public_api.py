@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,16 @@ def test_every_command_loads_and_has_help(command: str) -> None:
 
 def test_all_is_the_error_tree_plus_the_lazy_names() -> None:
     assert bundlekit.__all__ == ["errors", "__version__", *bundlekit.errors.__all__, *bundlekit._LAZY]
+
+
+def test_a_result_names_its_binary_root_apart_from_its_text(tmp_path: Path) -> None:
+    from bundlekit import Memory, build_bundle, load_bundle
+    from bundlekit.ipld.cid import cid_to_str
+
+    mem = Memory(tmp_path / "memory")
+    mem.write("k", name="K", description="d", type="user", body="b")
+    built = build_bundle(mem, tmp_path / "b.car")
+    loaded = load_bundle(str(tmp_path / "b.car"))
+    for result in (built, loaded):
+        assert isinstance(result.root_bytes, bytes) and cid_to_str(result.root_bytes) == result.root_cid
+        assert result.root == result.root_bytes  # the old name, kept

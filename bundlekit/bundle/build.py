@@ -67,12 +67,12 @@ COMPAT_FORMS = ("three.ws",)
 
 @dataclass
 class BundleResult:
-    """What a build produced: the root CID (binary; ``root_cid`` is its text), the manifest,
+    """What a build produced: the root CID as bytes (``root_bytes``) and as text (``root_cid``), the manifest,
     the number of files under ``memory/`` (index included), the CAR's size in bytes and its path;
     ``manifest_cid`` is the CID of ``manifest.json`` (what a signature names), ``signer`` the
     identity that signed it (None when unsigned)."""
 
-    root: bytes
+    root_bytes: bytes
     manifest: dict[str, Any]
     files: int
     bytes: int
@@ -84,7 +84,12 @@ class BundleResult:
     @property
     def root_cid(self) -> str:
         """The root CID as text (``bafy...``)."""
-        return cid_to_str(self.root)
+        return cid_to_str(self.root_bytes)
+
+    @property
+    def root(self) -> builtins.bytes:
+        """The old name of ``root_bytes`` (the binary CID), kept for existing callers."""
+        return self.root_bytes
 
     @property
     def manifest_uri(self) -> str:
@@ -262,7 +267,7 @@ def build_bundle(
     root = _write_car(out_car, [*top, *stored], prof, cids, progress)
     car_path = Path(out_car)
     return BundleResult(
-        root=root,
+        root_bytes=root,
         manifest=manifest,
         files=len(stored),
         bytes=car_path.stat().st_size,

@@ -141,15 +141,15 @@ class LoadResult:
     """What a load produced.
 
     ``files`` maps memory-tree paths (``MEMORY.md``, ``<key>.md``,
-    ``timeline/YYYY-MM-DD.jsonl``) to plaintext bytes. ``root`` is the bundle's
-    root CID (None for a plain HTTPS manifest). ``manifest_verified`` is False
+    ``timeline/YYYY-MM-DD.jsonl``) to plaintext bytes. ``root_bytes`` is the bundle's
+    root CID as bytes (None for a plain HTTPS manifest; ``root`` is its old name). ``manifest_verified`` is False
     only for that plain HTTPS form. ``warnings`` names every skipped file.
     ``out_dir`` is the directory written, if any; ``root_cid`` is the root as text. ``notes`` says which sources
     failed along the way (diagnostics, not errors). ``publisher`` is the verified signer of the manifest
     (None when unsigned); ``parents`` the roots the manifest names as its lineage.
     """
 
-    root: bytes | None
+    root_bytes: bytes | None
     manifest: dict[str, Any]
     manifest_verified: bool
     files: dict[str, bytes]
@@ -159,6 +159,11 @@ class LoadResult:
     encrypted: bool = False
     url: str | None = None
     publisher: str | None = None
+
+    @property
+    def root(self) -> bytes | None:
+        """The old name of ``root_bytes`` (the binary CID), kept for existing callers."""
+        return self.root_bytes
 
     @property
     def parents(self) -> list[str]:
@@ -499,7 +504,7 @@ def _load_dag(
     fetch = _dag_fetcher(source, out, dag_paths, root)
     files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
     source.finish()
-    return LoadResult(root=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
+    return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
 
 
@@ -709,7 +714,7 @@ def _load_https(
     finally:
         if owned:
             client.close()
-    return LoadResult(root=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
+    return LoadResult(root_bytes=None, manifest=manifest, manifest_verified=False, files=files, warnings=warnings,
                       encrypted=bundle_key is not None, url=target.url, publisher=publisher)
 
 
@@ -884,7 +889,12 @@ class _TreeWriter:
     def regenerate_index(self) -> None:
         """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
         if self.tmp is not None:
-            _write(self.tmp / "MEMORY.md", Memory(self.tmp).index_text().encode("utf-8"))
+            tree = Memory(self.tmp)
+            try:
+                text = tree.index_text()
+            finally:
+                tree.close()  # the derived index's connection: left open, its -wal and -shm files stay behind
+            _write(self.tmp / "MEMORY.md", text.encode("utf-8"))
 
 
 @contextmanager

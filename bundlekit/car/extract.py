@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import UsageError
@@ -26,6 +27,7 @@ def unpack_car(
     max_depth: int = MAX_DEPTH,
     max_block_size: int = MAX_BLOCK_SIZE,
     fsync: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> UnpackResult:
     """Extract a CAR file's DAG to ``dest``; ``root`` defaults to the CAR's only root.
 
@@ -34,6 +36,7 @@ def unpack_car(
     when the CAR has several roots and none was chosen, or ``root`` is not
     among them; ``CARError`` for a malformed CAR; ``MissingBlock`` when the
     DAG is incomplete; and everything ``unpack`` raises (its limits included).
+    ``progress(bytes, total)`` follows the blocks read against the CAR's block bytes.
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
         if root is None:
@@ -47,7 +50,17 @@ def unpack_car(
             raise UsageError(f"{cid_to_str(root)} is not a root of CAR {car}; `bundlekit ls` shows the roots")
         # index.get verifies every block at this CAR's max_block_size (the reader's own check
         # would hold blocks to the default limit whatever the caller allowed).
+        get = index.get
+        if progress is not None:
+            read = [0]
+
+            def get(cid: bytes) -> bytes:
+                block = index.get(cid)
+                read[0] += len(block)
+                progress(min(read[0], index.bytes), index.bytes)
+                return block
+
         return unpack(
-            index.get, root, dest, force=force, verify=False, max_bytes=max_bytes, max_entries=max_entries,
+            get, root, dest, force=force, verify=False, max_bytes=max_bytes, max_entries=max_entries,
             max_visits=max_visits, max_depth=max_depth, fsync=fsync, raw_size=index.length,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,8 +31,10 @@ class CarIndex(Closing):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, verify: bool = True, max_block_size: int = MAX_BLOCK_SIZE
+        self, path: str | os.PathLike[str], *, verify: bool = True, max_block_size: int = MAX_BLOCK_SIZE,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
+        """Index the CAR at ``path``; ``progress(bytes_read, file_size)`` after each section, when given."""
         self.path = Path(path)
         self.max_block_size = max_block_size
         try:
@@ -44,7 +47,10 @@ class CarIndex(Closing):
         self.bytes = 0
         try:
             self.roots, sections = iter_sections(self._file, with_data=verify, max_block_size=max_block_size)
+            size = os.fstat(self._file.fileno()).st_size if progress is not None else 0
             for section in sections:
+                if progress is not None:
+                    progress(section.offset + section.length, size)
                 if verify:
                     assert section.data is not None
                     check_block(section.cid, section.data, max_block_size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bundlekit.car.index import CarIndex
@@ -65,6 +66,7 @@ def verify_car(
     max_block_size: int = MAX_BLOCK_SIZE,
     strict: bool = False,
     limits: WalkLimits | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> VerifyReport:
     """Verify a CAR file: every block hashes to its CID and each root's DAG is complete.
 
@@ -82,12 +84,13 @@ def verify_car(
     refuses a HAMT that links one shard twice) and reported in
     ``expansions``; a root that reuses blocks and claims more visits,
     entries or bytes than ``limits`` (default ``WalkLimits()``) is the
-    problem (``DAGLimitExceeded``). Nothing is expanded to measure it.
+    problem (``DAGLimitExceeded``). Nothing is expanded to measure it. ``progress(bytes, file_size)``
+    follows the hashing pass, the bulk of the work.
     """
 
     report = VerifyReport(path=os.fspath(path))
     try:
-        with CarIndex(path, verify=True, max_block_size=max_block_size) as index:
+        with CarIndex(path, verify=True, max_block_size=max_block_size, progress=progress) as index:
             report.roots = list(index.roots)
             report.blocks = index.sections
             report.unique_blocks = len(index)

@@ -25,6 +25,7 @@ import click
 
 from bundlekit._signals import exit_code, stop_signals_interrupt
 from bundlekit.cli import output
+from bundlekit.cli._examples import add_examples
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.errors import BundlekitError
 
@@ -79,7 +80,7 @@ class LazyGroup(SuggestingGroup):
                 raise click.ClickException(f"command {cmd_name!r} is not available in this build") from exc
             raise
         command: click.Command = getattr(module, attr)
-        return command
+        return add_examples(cmd_name, command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -99,7 +100,7 @@ class LazyGroup(SuggestingGroup):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            output.error(exc.format_message())
+            output.error(" ".join(exc.format_message().split()))  # one line, even where click lists choices
             sys.exit(exc.exit_code)
         except click.Abort:  # Ctrl-C while click parses
             output.status("interrupted")
@@ -139,7 +140,7 @@ def _report_defect(exc: Exception) -> None:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="bundlekit")
+@click.version_option(None, "-V", "--version", package_name="bundlekit")
 def cli() -> None:
     """bundlekit: agent memory as content-addressed, verifiable, optionally encrypted bundles."""
 

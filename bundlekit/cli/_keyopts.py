@@ -11,6 +11,9 @@ holds the secret. At most one may be given::
     --private-key-env VAR   an Ethereum private key in $VAR; bundlekit signs the
                             key message itself (needs bundlekit[wallet])
 
+A command that builds a bundle also applies ``@sign_options`` (``--sign``, ``--signer``):
+with ``--sign``, ``resolve_signer`` turns the key option into the manifest's signer.
+
 A command applies ``@key_options`` and calls ``resolve_key_spec(**params)``,
 which returns the :class:`~bundlekit.crypto.KeySpec` or ``None`` when no key
 option was given. A command that encrypts anew (``build``, ``pin``) also
@@ -28,6 +31,7 @@ from typing import Any, TypeVar
 
 import click
 
+from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
 from bundlekit.crypto._keys import (
     PASSPHRASE_MIN_CHARS,
@@ -39,9 +43,12 @@ from bundlekit.crypto._keys import (
     parse_signature_hex,
     weak_passphrase,
 )
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner
 from bundlekit.errors import KeySourceError, UsageError
 
-__all__ = ["KEY_OPTION_PARAMS", "key_options", "resolve_key_spec", "strict_option"]
+__all__ = [
+    "KEY_OPTION_PARAMS", "key_options", "resolve_key_spec", "resolve_signer", "sign_options", "strict_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +99,15 @@ def key_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def sign_options(func: F) -> F:
+    """Add ``--sign`` and ``--signer`` to a command that builds a bundle (``build``, ``pin``)."""
+    func = click.option("--signer", "signer_address", metavar="ADDRESS",
+                        help="The Ethereum address that made the --signature-file signature (with --sign).")(func)
+    return click.option("--sign", is_flag=True,
+                        help="Sign the manifest (signature.json): --private-key-env, an Ed25519 --key-file, "
+                             "or --signature-file with --signer.")(func)
 
 
 def strict_option(func: F) -> F:
@@ -166,3 +182,37 @@ def _read_text(path: Path) -> str:
     if len(data) > _MAX_SECRET_FILE:
         raise KeySourceError(f"{path.name} is too large to be a signature file; give the hex signature only")
     return data.decode("ascii", "replace")
+
+
+def resolve_signer(sign: bool, signer_address: str | None, params: dict[str, Any]) -> Any:
+    """The manifest's signer (``--sign``) from the one key option, or ``None`` without ``--sign``.
+
+    ``--private-key-env`` gives an EIP-191 signer, ``--key-file`` an Ed25519 PEM key (did:key),
+    ``--signature-file`` with ``--signer ADDRESS`` a signature made elsewhere. Secrets are read,
+    never shown. Returns a ``crypto.signing.Signer`` or a ``bundle.signature.ExternalSignature``.
+    """
+    if not sign:
+        if signer_address is not None:
+            raise UsageError("--signer goes with --sign --signature-file; add --sign")
+        return None
+    given = [KEY_OPTION_PARAMS[name] for name in KEY_OPTION_PARAMS if params.get(name)]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} cannot be combined; give exactly one key option")
+    if params.get("private_key_env"):
+        var = params["private_key_env"]
+        value = os.environ.get(var, "").strip()
+        if not value:
+            raise KeySourceError(f"environment variable {var} is not set or empty; export the private key in it")
+        return EthSigner(value)
+    if params.get("key_file"):
+        return Ed25519Signer.from_file(params["key_file"])
+    if params.get("signature_file"):
+        if not signer_address:
+            raise UsageError("--signature-file with --sign needs --signer ADDRESS: the address that signed")
+        path = Path(params["signature_file"])
+        try:
+            text = path.read_text(encoding="ascii", errors="replace")[:4096]
+        except OSError as exc:
+            raise KeySourceError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        return ExternalSignature(signer_address.strip(), parse_signature_hex(text, where=path.name))
+    raise UsageError("--sign needs --private-key-env VAR, an Ed25519 --key-file, or --signature-file with --signer")

@@ -3,7 +3,9 @@
 A malformed value given on the command line is a usage error (exit 2), named
 by its option or argument, like any other bad option: the conversion happens
 here, at the boundary, so the library's ``CIDError`` (exit 1, a CID that
-cannot be parsed wherever it came from) never stands for a typo.
+cannot be parsed wherever it came from) never stands for a typo (a memory key:
+``MEMORY_KEY`` in ``cli.memory``). ``PROFILE`` is the one choice of UnixFS profile every
+command offers, so an unknown one is the same usage error everywhere.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import click
 from bundlekit._bounds import MAX_COUNT, Bound, parse_seconds
 from bundlekit.errors import CIDError
 from bundlekit.ipld.cid import parse_cid
+from bundlekit.unixfs.profiles import PROFILES
 
-__all__ = ["CID", "CID_OR_IPFS_URI", "CidParam", "Count", "Seconds"]
+__all__ = ["CID", "CID_OR_IPFS_URI", "PROFILE", "CidParam", "Count", "Seconds"]
 
 
 class CidParam(click.ParamType[bytes]):
@@ -72,3 +75,6 @@ class Seconds(click.ParamType[float]):
             return parse_seconds(str(value), "the number")
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+
+
+PROFILE = click.Choice(sorted(PROFILES))

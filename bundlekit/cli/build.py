@@ -13,7 +13,6 @@ the text ``bundlekit key message --manifest CID`` prints.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,10 @@ import click
 
 from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
 from bundlekit.bundle.manifest import parse_created
-from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec, strict_option
-from bundlekit.crypto._keys import parse_signature_hex
-from bundlekit.crypto.signing import Ed25519Signer, EthSigner, Signer
-from bundlekit.errors import KeySourceError, UsageError
+from bundlekit.cli._params import PROFILE
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
+from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["build"]
@@ -37,19 +34,15 @@ __all__ = ["build"]
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("bundle.car"), show_default=True, help="Where to write the bundle CAR (atomically).")
 @click.option("--namespace", help="Bundle namespace (default: the tree's namespace, else the directory name).")
-@click.option("--profile", help="UnixFS profile (default: unixfs-v1-2025).")
+@click.option("--profile", type=PROFILE, help="UnixFS profile (default: unixfs-v1-2025).")
 @click.option("--created", metavar="TIME",
               help="Creation time, ISO 8601 or Unix seconds (default: $SOURCE_DATE_EPOCH, else the newest time in the tree).")
-@click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes, manifest_cid, signer} as JSON.")
 @click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @click.option("--compat", type=click.Choice(COMPAT_FORMS),
               help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
-@click.option("--sign", is_flag=True,
-              help="Sign the manifest (signature.json): --private-key-env, an Ed25519 --key-file, "
-                   "or --signature-file with --signer.")
-@click.option("--signer", "signer_address", metavar="ADDRESS",
-              help="The Ethereum address that made the --signature-file signature (with --sign).")
+@sign_options
 @key_options
 @strict_option
 def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
@@ -57,9 +50,7 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
           signer_address: str | None, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
-    signer = _signer(signer_address, params) if sign else None
-    if signer_address is not None and not sign:
-        raise UsageError("--signer goes with --sign --signature-file; add --sign")
+    signer = resolve_signer(sign, signer_address, params)
     if sign and encrypt and not params.get("private_key_env"):
         raise UsageError("--sign with --encrypt needs --private-key-env: the one key option both signs and encrypts")
     key = resolve_key_spec(new_key=True, **params) if encrypt or not sign else None
@@ -87,27 +78,3 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
     else:
         output.data(result.root_cid)
 
-
-def _signer(signer_address: str | None, params: dict[str, Any]) -> Signer | ExternalSignature:
-    """The manifest's signer from the key option (``--sign``); secrets are read, never shown."""
-    given = [KEY_OPTION_PARAMS[name] for name in KEY_OPTION_PARAMS if params.get(name)]
-    if len(given) > 1:
-        raise UsageError(f"{' and '.join(given)} cannot be combined; give exactly one key option")
-    if params.get("private_key_env"):
-        var = params["private_key_env"]
-        value = os.environ.get(var, "").strip()
-        if not value:
-            raise KeySourceError(f"environment variable {var} is not set or empty; export the private key in it")
-        return EthSigner(value)
-    if params.get("key_file"):
-        return Ed25519Signer.from_file(params["key_file"])
-    if params.get("signature_file"):
-        if not signer_address:
-            raise UsageError("--signature-file with --sign needs --signer ADDRESS: the address that signed")
-        path = Path(params["signature_file"])
-        try:
-            text = path.read_text(encoding="ascii", errors="replace")[:4096]
-        except OSError as exc:
-            raise KeySourceError(f"cannot read {path}: {exc.strerror}; check the path") from exc
-        return ExternalSignature(signer_address.strip(), parse_signature_hex(text, where=path.name))
-    raise UsageError("--sign needs --private-key-env VAR, an Ed25519 --key-file, or --signature-file with --signer")

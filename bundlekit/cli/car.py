@@ -81,8 +81,9 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, stric
     With --strict, a line per root that reuses blocks says what it claims to expand to.
     """
     limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
-    report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size,
-                        strict=strict, limits=limits)
+    with output.Progress("verifying", unit="bytes") as bar:
+        report = verify_car(car, max_depth=max_depth, max_links=max_links, max_block_size=max_block_size,
+                            strict=strict, limits=limits, progress=bar.callback)
     if report.problem is not None:
         raise report.problem
     roots = [cid_to_str(r) for r in report.roots]
@@ -130,17 +131,18 @@ def unpack(car: Path, output_path: Path, root: bytes | None, force: bool, max_by
 
     Refused before anything is written when the DAG claims more than the limits or than the free space.
     """
-    result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes, max_entries=max_entries,
-                        max_visits=max_visits, max_block_size=max_block_size)
-    if as_json:
-        output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
-                          "directories": result.directories, "bytes": result.bytes})
-        return
-    output.status(
+    with output.Progress("unpacking", unit="bytes") as bar:
+        result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes,
+                            max_entries=max_entries, max_visits=max_visits, max_block_size=max_block_size,
+                            progress=bar.callback)
+    output.status(  # what was written, on stderr with --json too
         f"unpacked {cid_to_str(result.root)} into {result.path}: {_plural(result.files, 'file')}, "
         f"{_plural(result.directories, 'directory', 'directories')}, "
         f"{_plural(result.bytes, 'byte')}"
     )
+    if as_json:
+        output.data_json({"root": cid_to_str(result.root), "path": str(result.path), "files": result.files,
+                          "directories": result.directories, "bytes": result.bytes})
 
 
 @click.command("ls")

@@ -18,6 +18,7 @@ from bundlekit.cli import output
 from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
 from bundlekit.convert import FORMATS, export_to, get_format, import_from
 from bundlekit.errors import UsageError
+from bundlekit.memory.naming import INDEX_NAME
 
 __all__ = ["convert"]
 
@@ -87,9 +88,9 @@ def _lossy_epilog() -> str:
 @click.option(
     "--strategy",
     type=click.Choice(["replace", "merge"]),
-    default="replace",
-    show_default=True,
-    help="Import: on a key already in DEST, take the incoming memory (replace) or keep DEST's (merge).",
+    default=None,
+    help="Import: on a key already in DEST, take the incoming memory (replace) or keep DEST's (merge); "
+         "needed when DEST already holds memories.",
 )
 @click.option(
     "--allow-secrets", is_flag=True, help="Import: let content that looks like a credential through."
@@ -168,7 +169,7 @@ def convert(
     to_fmt: str | None,
     src: Path,
     dest: Path,
-    strategy: str,
+    strategy: str | None,
     allow_secrets: bool,
     strict: bool,
     as_json: bool,
@@ -197,16 +198,22 @@ def convert(
     if key is not None:
         options["key"] = key
     device = {name: bool(params.get(name)) for name in _DEVICE}
+    existing: set[str] = set()
     if importing:
         if fmt == "magicfrog":
             options.update(device)
         elif any(device.values()):
             raise UsageError("--include-device, --local-only and --exclude-device apply to --from magicfrog")
-        result = import_from(
-            fmt, src, dest, strategy=strategy, allow_secrets=allow_secrets, strict=strict, **options
-        )
+        existing = _existing_keys(dest)
+        if existing and strategy is None:
+            raise UsageError(
+                f"{dest} already holds {len(existing)} memories: say --strategy merge (keep them on a clash) "
+                "or --strategy replace (take the incoming ones)"
+            )
+        result = import_from(fmt, src, dest, strategy=strategy or "replace", allow_secrets=allow_secrets,
+                             strict=strict, **options)
     else:
-        if allow_secrets or strategy != "replace":
+        if allow_secrets or strategy is not None:
             raise UsageError("--strategy and --allow-secrets apply to imports (--from)")
         result = export_to(fmt, src, dest, **device, strict=strict, **options)
     output.warn_all(result.warnings)
@@ -220,3 +227,16 @@ def convert(
         what += f" and {result.timeline} {'new ' if importing else ''}timeline {events}"
     direction = f"from {fmt}" if importing else f"as {fmt}"
     output.status(f"converted {what} {direction} into {result.dest}")
+    if importing and existing:
+        incoming = {path.stem for path in result.paths}
+        clashes = len(incoming & existing)
+        output.status(f"{len(incoming - existing)} added, {clashes} "
+                      f"{'kept as they were (merge)' if strategy == 'merge' else 'replaced'}, "
+                      f"{len(existing - incoming)} untouched")
+
+
+def _existing_keys(dest: Path) -> set[str]:
+    """The keys of the memory files already in DEST (its top-level ``KEY.md`` files but the index), unparsed."""
+    if not dest.is_dir():
+        return set()
+    return {p.stem for p in dest.glob("*.md") if p.name != INDEX_NAME and not p.name.startswith(".") and p.is_file()}

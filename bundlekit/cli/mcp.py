@@ -9,6 +9,7 @@ server ever answers from it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,11 +19,13 @@ import click
 from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
 from bundlekit.cli import output
+from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
 from bundlekit.mcp_server.address import host_header, is_loopback
+from bundlekit.pinning.origins import open_pinners
 
 __all__ = ["mcp"]
 
@@ -54,7 +57,8 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
 
 @click.command("mcp")
 @click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="The memory tree (read-write); with --from or --layer, where the loaded tree goes and writes land.")
+              help="The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR when nothing else is named); "
+                   "with --from or --layer, where the loaded tree goes and writes land.")
 @click.option("--from", "from_uri", metavar="URI",
               help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Serve the layered view (repeatable).")
@@ -75,16 +79,23 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
     read-only, it is held in memory and nothing of it is written to disk. SIGTERM stops the server
     (exit 0); Ctrl-C and SIGHUP interrupt it (exit 130, 129).
     """
+    if memory_dir is None and from_uri is None and not layers and os.environ.get("BUNDLEKIT_MEMORY_DIR"):
+        memory_dir = Path(os.environ["BUNDLEKIT_MEMORY_DIR"])  # the tree every `memory` command reads
     if host is not None and http_addr is None:
         raise UsageError("--host applies to --http only")
     address = _http_address(http_addr, host) if http_addr is not None else None
     server = _sdk_server()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
+    default_pinners = pinner_names or ("local",)
+    if allow_publish:  # an unknown or unconfigured pinner is a usage error now, not at the first publish
+        for pinner in open_pinners(default_pinners):
+            pinner.close()
     served = open_served_memory(
         memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
     )
+    route_library_logs()  # the SDK's and uvicorn's records as one-line warnings and errors, never tracebacks
     with served:
-        publish = PublishSettings(key=key, default_pinners=pinner_names or ("local",)) if allow_publish else None
+        publish = PublishSettings(key=key, default_pinners=default_pinners) if allow_publish else None
         tools = MemoryTools(served, publish=publish)
         if allow_publish and not tools.can_publish:
             raise UsageError("--allow-publish needs a tree on disk: add --memory DIR")

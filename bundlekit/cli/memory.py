@@ -20,9 +20,10 @@ from bundlekit._bounds import CONTEXT_TOKENS, RECALL_LIMIT
 from bundlekit.cli import output
 from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
-from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.naming import validate_key
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
 
@@ -38,6 +39,20 @@ _json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as one line of JSON."
 )
 
+
+class _MemoryKey(click.ParamType[str]):
+    """A memory key given on the command line: a malformed one is a usage error (exit 2), as a bad CID is."""
+
+    name = "key"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return validate_key(value)
+        except InvalidKeyError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+MEMORY_KEY = _MemoryKey()
 
 _DIR_KEY = "bundlekit.memory.dir"
 
@@ -67,7 +82,9 @@ def _mem(ctx: click.Context, *, existing: bool = False) -> Memory:
     directory: Path = ctx.meta.get(_DIR_KEY) or ctx.obj
     memory = Memory(directory, on_warning=output.warn)
     if existing and not memory.exists():
-        raise UsageError(f"no memory tree at {directory}: run `bundlekit memory init`")
+        raise UsageError(
+            f"no memory tree at {directory} (no MEMORY.md, no memory files): run `bundlekit memory init`"
+        )
     return memory
 
 
@@ -114,7 +131,7 @@ def init_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @memory.command("write")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @click.option("--name", required=True, help="Human-readable title.")
 @click.option("--description", required=True, help="One-line summary (shown in the index).")
 @click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="Memory type.")
@@ -179,9 +196,9 @@ def write_cmd(
         output.status(f"wrote {record.filename} revision {record.revision}")
 
 
-@memory.command("show")
+@memory.command("show", short_help="Print the memory KEY's file as stored.")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
@@ -213,9 +230,9 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     output.data_json(rows)
 
 
-@memory.command("forget")
+@memory.command("forget", short_help="Delete the memory KEY (the timeline records it).")
 @_dir_option
-@click.argument("key")
+@click.argument("key", type=MEMORY_KEY)
 @_json_option
 @click.pass_context
 def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
@@ -245,10 +262,11 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
     output.data_json(entry)
 
 
-@memory.command("recall")
+@memory.command("recall", short_help="Find memories containing QUERY, best first.")
 @_dir_option
 @click.argument("query")
-@click.option("--limit", type=Count(RECALL_LIMIT.low, RECALL_LIMIT.high), default=5, show_default=True)
+@click.option("--limit", type=Count(RECALL_LIMIT.low, RECALL_LIMIT.high), default=5, show_default=True,
+              help="At most this many hits, best first.")
 @click.option(
     "--rank",
     type=click.Choice(RANKS),
@@ -261,8 +279,10 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
 def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: bool) -> None:
     """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
     hits = _mem(ctx, existing=True).recall(query, limit=limit, rank=rank)
+    if not hits:
+        output.status(f"no memory matches {output.printable(query)!r}")
     if as_json:
-        output.data_json([hit.to_dict() for hit in hits])
+        output.data_json([hit.to_dict(rank) for rank, hit in enumerate(hits, 1)])
         return
     for hit in hits:
         output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}"))

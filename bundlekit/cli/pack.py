@@ -3,7 +3,9 @@
 Both print the root CID alone on stdout (base58btc for CIDv0, base32 for
 CIDv1), or with ``--json`` one line ``{"root", "profile", "blocks", "bytes"}``;
 warnings (skipped symlinks) go to stderr. ``pack -o OUT.car`` also
-writes the blocks to a CAR, atomically; ``cid`` never writes anything.
+writes the blocks to a CAR, atomically, and says so on stderr (``wrote OUT.car:
+root ..., N blocks, M bytes``); ``cid`` never writes anything. On a terminal
+outside CI both draw a progress bar on stderr over the bytes of the input.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import click
 
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.cli import output
-from bundlekit.cli._params import Count
+from bundlekit.cli._params import PROFILE, Count
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.importer import ImportResult, NullSink, import_path
-from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from bundlekit.unixfs.layout import BlockSink
+from bundlekit.unixfs.profiles import DEFAULT_PROFILE, Profile, get_profile
 
 __all__ = ["cid", "pack"]
 
@@ -34,7 +37,7 @@ def _profile_options(func: F) -> F:
         click.option(
             "--profile",
             "profile_name",
-            type=click.Choice(sorted(PROFILES)),
+            type=PROFILE,
             default=DEFAULT_PROFILE,
             show_default=True,
             help="UnixFS profile: which reference tool's CIDs to reproduce.",
@@ -78,6 +81,12 @@ def _refuse_overwriting_input(path: Path, output: Path, hidden: bool) -> None:
         )
 
 
+def _import(path: Path, sink: BlockSink, profile: Profile, hidden: bool, label: str) -> ImportResult:
+    """``import_path``, with a progress bar over the input's bytes on a terminal outside CI."""
+    with output.Progress(label, unit="bytes") as bar:
+        return import_path(path, sink, profile, hidden=hidden, progress=bar.callback)
+
+
 def _report(result: ImportResult, profile: Profile, as_json: bool) -> None:
     """Warnings on stderr; the root CID (or the JSON summary) on stdout."""
     output.warn_all(result.warnings)
@@ -94,9 +103,9 @@ _json_option = click.option(
 
 
 @click.command("pack")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="Write the CAR here (atomically). Without it, nothing is written.",
 )
 @_profile_options
@@ -104,7 +113,7 @@ _json_option = click.option(
 @_json_option
 def pack(
     path: Path,
-    output: Path | None,
+    output_path: Path | None,
     profile_name: str,
     chunk_size: int | None,
     max_links: int | None,
@@ -119,18 +128,21 @@ def pack(
     unless --hidden; symbolic links are skipped with a warning.
     """
     profile = _profile(profile_name, chunk_size, max_links, cid_version, raw_leaves)
-    if output is None:
-        result = import_path(path, NullSink(), profile, hidden=hidden)
+    if output_path is None:
+        result = _import(path, NullSink(), profile, hidden, "packing")
     else:
-        _refuse_overwriting_input(path, output, hidden)
-        with CarFileWriter(output) as car:
-            result = import_path(path, car, profile, hidden=hidden)
+        _refuse_overwriting_input(path, output_path, hidden)
+        replacing = output_path.exists()
+        with CarFileWriter(output_path) as car:
+            result = _import(path, car, profile, hidden, "packing")
             car.finish(result.root)
+        output.status(f"{'replaced' if replacing else 'wrote'} {output_path}: root {cid_to_str(result.root)}, "
+                      f"{result.blocks} blocks, {result.bytes} bytes")
     _report(result, profile, as_json)
 
 
 @click.command("cid")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
 @_profile_options
 @click.option("--hidden", is_flag=True, help="Include names starting with '.'.")
 @_json_option
@@ -146,5 +158,5 @@ def cid(
 ) -> None:
     """Print the CID of PATH (a file or a directory); write nothing."""
     profile = _profile(profile_name, chunk_size, max_links, cid_version, raw_leaves)
-    result = import_path(path, NullSink(), profile, hidden=hidden)
+    result = _import(path, NullSink(), profile, hidden, "hashing")
     _report(result, profile, as_json)

@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, strict_option
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
+from bundlekit.cli._params import PROFILE
 from bundlekit.cli.names import publish_name, published_line, routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
@@ -24,7 +25,7 @@ from bundlekit.pinning.orchestrate import PinReport, pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import available_pinners, pinner_factory
-from bundlekit.pinning.source import prepare_source
+from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
 
@@ -52,10 +53,11 @@ def _table(report: PinReport) -> str:
 @click.option("--meta", "meta", multiple=True, metavar="K=V",
               help="A key-value stored with the upload (pinata only; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
-@click.option("--profile", help="UnixFS profile for building or packing SRC.")
+@click.option("--profile", type=PROFILE, help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
 @click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
+@sign_options
 @key_options
 @strict_option
 def pin(
@@ -70,6 +72,8 @@ def pin(
     profile: str | None,
     namespace: str | None,
     name_key: Path | None,
+    sign: bool,
+    signer_address: str | None,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
@@ -77,9 +81,12 @@ def pin(
     SRC is a memory directory (built into a bundle, encrypted with a key
     option), a CAR file (published as is) or any directory (packed). Exit 0
     when --require holds, 4 otherwise; Ctrl-C cancels the uploads, leaves no
-    local pin of this run, and exits 130.
+    local pin of this run, and exits 130. With --sign the key option signs the
+    manifest instead of encrypting, as `build --sign` (a bundle both signed and
+    encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
-    key = resolve_key_spec(new_key=True, **key_params)
+    signer = resolve_signer(sign, signer_address, key_params)
+    key = None if sign else resolve_key_spec(new_key=True, **key_params)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     name_routers = routers_from_env() if name_key is not None else None  # so is kubo's configuration
     keyvalues = _keyvalues(meta)
@@ -88,9 +95,11 @@ def pin(
     try:
         _describe(built, group, keyvalues)
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
-            with output.Progress("building", unit="files") as building:
+            packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
+            label, unit = ("packing", "bytes") if packing else ("building", "files")
+            with output.Progress(label, unit=unit) as building:
                 source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
-                                        progress=building.callback)
+                                        progress=building.callback, sign=signer)
             size = source.car.stat().st_size
             with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
                 counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
@@ -106,12 +115,16 @@ def pin(
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
     doc = report.to_json()
+    if source.signer is not None:
+        doc["signer"] = source.signer
     if as_json:
         if published is not None:
             doc["name"] = published.to_dict()
         output.data_json(doc)
     else:
         output.status(_table(report))
+        if source.signer is not None:
+            output.status(f"signed by {source.signer}")
         if published is not None:
             output.status(published_line(published))
         output.data(report.root)
@@ -190,7 +203,7 @@ def pinners(check: bool, as_json: bool) -> None:
     else:
         _print_rows(rows, check)
     if failed:
-        raise PinError(f"pinner check failed for {', '.join(failed)}; see the messages above")
+        raise PinError(f"pinner check failed for {', '.join(failed)}; its error is in the listing on stdout")
 
 
 def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:

@@ -12,6 +12,7 @@ from bundlekit._signals import Interrupted
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
+from bundlekit.errors import UsageError
 from bundlekit.gateway.server import (
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
@@ -91,7 +92,12 @@ def _serve(
     "--store",
     "store_dir",
     type=click.Path(file_okay=False),
-    help="Serve this block store (default: the local store, unless CAR files are given).",
+    help="Serve this block store (default: the local store), after the CAR files given.",
+)
+@click.option(
+    "--no-store",
+    is_flag=True,
+    help="Serve only the CAR files given: no block store, no IPNS records.",
 )
 @click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
 @click.option(
@@ -103,19 +109,24 @@ def _serve(
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-def serve(host: str, port: int, store_dir: str | None, ui: bool, max_connections: int, as_json: bool,
-          cars: tuple[str, ...]) -> None:
+def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
+          as_json: bool, cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
-    CAR files given as arguments are indexed on disk and served first; the
-    block store is served when --store is given or no CAR is. On stdout: the
+    CAR files given as arguments are indexed on disk and served first, then
+    the block store (--store DIR, else the local one): its pinned blocks and
+    the IPNS records `name publish` and `pin --name-key` keep in it, so
+    `load ipns://NAME/...` works against it; --no-store serves the CARs
+    alone. On stdout: the
     URL (e.g. http://127.0.0.1:8080), then one line per root served,
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
     end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
     SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
-    source = make_source(store_dir, cars)
+    if no_store and (store_dir is not None or not cars):
+        raise UsageError("--no-store serves the CAR files given alone: give CAR files, and no --store")
+    source = make_source(store_dir, cars, use_store=not no_store)
 
     def announce(server: GatewayServer) -> None:
         roots = served_roots(source)

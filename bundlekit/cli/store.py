@@ -110,8 +110,11 @@ def import_(store_dir: str | None, car: str, pin: bool, name: str | None, allow_
             fh, allow_incomplete=allow_incomplete, pin=pin and not allow_incomplete, name=name
         )
     texts = [cid_to_str(root) for root in roots]
+    pinned = pin and not allow_incomplete
+    output.status(f"imported {car} into the store: {len(texts)} root{'' if len(texts) == 1 else 's'}"
+                  + (", pinned" if pinned else ", not pinned"))
     if as_json:
-        output.data_json({"roots": texts, "pinned": pin and not allow_incomplete})
+        output.data_json({"roots": texts, "pinned": pinned})
         return
     for text in texts:
         output.data(text)

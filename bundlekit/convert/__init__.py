@@ -142,16 +142,6 @@ class ConvertResult:
 _DEVICE_OPTIONS = frozenset({"include_device", "local_only", "exclude_device"})
 
 
-def _write_letta(
-    tree: ForeignTree, dest: str | os.PathLike[str], *, strict: bool = False, **options: Any
-) -> list[Path]:
-    """Letta's writer under the common ``strict`` option.
-
-    It refuses (``ConvertError``, nothing written) a tree it cannot hold whole
-    and records no losses yet, so ``strict`` changes nothing for it.
-    """
-    return letta.write_letta(tree, dest, **options)
-
 _FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
@@ -211,7 +201,7 @@ _FORMATS: dict[str, Format] = {
             "letta",
             "Letta Agent File (.af): one agent's core-memory blocks",
             letta.read_letta,
-            _write_letta,
+            letta.write_letta,
             frozenset({"agent_id", "all_blocks"}),
             frozenset({"agent_id", "model"}),
             _every_field,

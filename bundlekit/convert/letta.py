@@ -40,14 +40,20 @@ from pathlib import Path
 from typing import Any
 
 from bundlekit.convert._common import (
+    MAX_STORE_FILE,
     Entry,
+    ExportPlan,
     ForeignTree,
-    atomic_write,
+    Loss,
+    Unholdable,
     derive_keys,
     first_line,
     format_time,
     parse_time,
+    read_foreign_text,
     single_line,
+    time_or,
+    write_planned,
 )
 from bundlekit.convert._tree import ordered_meta
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError, UsageError
@@ -61,6 +67,7 @@ __all__ = [
     "METADATA_KEY",
     "label_type",
     "llm_config",
+    "plan_letta",
     "read_letta",
     "write_letta",
 ]
@@ -143,13 +150,59 @@ def llm_config(handle: str) -> dict[str, Any]:
     }
 
 
+#: Bytes an agent file may hold, the cap of every one-file foreign store (16 MiB; the largest file of
+#: letta-ai/agent-file at 78212eb, lettabot-builder.af with its messages, is 1.1 MiB).
+MAX_AGENT_FILE = MAX_STORE_FILE
+#: How deep the JSON of an agent file may nest (objects and arrays). The files of letta-ai/agent-file
+#: at 78212eb nest 7 to 23 levels (co-3.af, its tool schemas); the bound keeps every recursive step after the read (surrogate scrub,
+#: frontmatter probe, the export's JSON) well inside Python's recursion limit of 1000.
+MAX_AGENT_DEPTH = 256
+
+
+def _depth_problem(data: Any, limit: int) -> str | None:
+    """Why ``data`` (parsed JSON) nests too deep, or ``None``; walked without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return f"its JSON nests deeper than {limit} levels"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _no_constant(name: str) -> Any:
+    """Refuse ``NaN`` / ``Infinity``, which Python's ``json`` reads but JSON (RFC 8259) has not.
+
+    Read, such a value could never be exported again (an agent file holds only JSON).
+    """
+    raise ValueError(f"{name} is not a JSON value (RFC 8259)")
+
+
 def _load(path: Path) -> dict[str, Any]:
+    """The agent file at ``path`` as a JSON object, read bounded in bytes and depth.
+
+    Raises ``ConvertError`` for a file over :data:`MAX_AGENT_FILE` bytes (not
+    read past it), nested deeper than :data:`MAX_AGENT_DEPTH`, no JSON, a
+    legacy agent file (said so) or a document without ``blocks``.
+    """
+    text = read_foreign_text(path, limit=MAX_AGENT_FILE, hint="pass a Letta agent file (.af)")
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(text, parse_constant=_no_constant)
         if isinstance(data, str):
-            data = json.loads(data)  # a JSON string holding the document (double-encoded)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            data = json.loads(data, parse_constant=_no_constant)  # a JSON string holding the document
+    except RecursionError as exc:  # json's own bound, far past MAX_AGENT_DEPTH
+        raise ConvertError(f"{path} is not a Letta agent file: its JSON nests deeper than {MAX_AGENT_DEPTH} levels") from exc
+    except ValueError as exc:  # json.JSONDecodeError, or NaN / Infinity (_no_constant)
         raise ConvertError(f"{path} is not a Letta agent file (JSON): {exc}") from exc
+    problem = _depth_problem(data, MAX_AGENT_DEPTH)
+    if problem:
+        raise ConvertError(f"{path} is not a Letta agent file: {problem}")
     if isinstance(data, dict) and not isinstance(data.get("agents"), list) and (
         "core_memory" in data or "version" in data
     ):
@@ -235,14 +288,18 @@ def _check_block_types(block: dict[str, Any]) -> None:
         raise ConvertError(f"block {block.get('id')!r}: {', '.join(problems)}; fix the agent file")
 
 
-def _carried(meta: dict[str, Any], fields: Any, label: str, warnings: list[str]) -> dict[str, Any]:
+def _carried(
+    meta: dict[str, Any], fields: Any, label: str, warnings: list[str], losses: list[str]
+) -> dict[str, Any]:
     """``meta`` with the bundlekit fields a block carried in its metadata, when the memory store takes them.
 
     The carried description is taken only while the block's still equals it
     (the block's is what Letta shows and edits), and ``x-letta-*`` keys are
     never taken from there. Fields the memory store
     would refuse (a foreign file's ``bundlekit`` key of another shape) leave
-    ``meta`` as derived from the block, with a warning.
+    ``meta`` as derived from the block: a loss (``losses``), since those fields
+    are then not read at all. A ``bundlekit`` value that is no object stays in
+    ``x-letta-metadata`` as it is (a warning: nothing is lost).
     """
     if not isinstance(fields, dict):
         warnings.append(f"block {label!r}: metadata.{METADATA_KEY} is not an object; kept as Letta metadata")
@@ -255,12 +312,15 @@ def _carried(meta: dict[str, Any], fields: Any, label: str, warnings: list[str])
         where = f"block {label!r}"
         parse_memory_file(render_memory_file(ordered_meta(merged), "", strict=False, where=where), where=where)
     except (FrontmatterError, ValueError, TypeError, RecursionError) as exc:
-        warnings.append(f"block {label!r}: metadata.{METADATA_KEY} does not fit a memory ({exc}); its fields are left out")
+        losses.append(f"metadata.{METADATA_KEY}: does not fit a memory ({exc}); its fields are left out")
         return meta
     return merged
 
 
-def _block_meta(block: dict[str, Any], when: str, attached: bool, warnings: list[str]) -> tuple[dict[str, Any], str]:
+def _block_meta(
+    block: dict[str, Any], when: str, attached: bool, warnings: list[str], losses: list[str]
+) -> tuple[dict[str, Any], str]:
+    """The frontmatter and body of one block; what of it is not read exactly is appended to ``losses``."""
     label = block.get("label")
     value = block.get("value")
     if not isinstance(label, str) or not label or not isinstance(value, str):
@@ -303,7 +363,7 @@ def _block_meta(block: dict[str, Any], when: str, attached: bool, warnings: list
             meta[f"{field}-json"] = json.dumps(meta.pop(field), ensure_ascii=False)
             warnings.append(f"block {label!r}: {field} does not fit frontmatter (too deep or too large); kept as JSON text in {field}-json")
     if isinstance(metadata, dict) and METADATA_KEY in metadata:
-        carried = _carried(meta, metadata[METADATA_KEY], label, warnings)
+        carried = _carried(meta, metadata[METADATA_KEY], label, warnings, losses)
         if carried is not meta:
             meta = _without_defaults(carried, len(value))
     return meta, body
@@ -403,28 +463,26 @@ def read_letta(
         mine = blocks
     own_ids = {id(b) for b in mine}
     rest = [b for b in blocks if id(b) not in own_ids]
-    try:
-        when = format_time(parse_time(data["created_at"])) if data.get("created_at") else None
-    except ConvertError:
-        when = None
-    if when is None:
-        when = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
     tree = ForeignTree()
+    mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
+    created = data.get("created_at")
+    when = time_or(tree, created, mtime, where=str(path), field="created_at") if created else mtime
     chosen_blocks = [(b, True) for b in mine] + ([(b, False) for b in rest] if all_blocks else [])
-    for i, (block, attached) in enumerate(chosen_blocks):
+    parsed = []
+    for block, attached in chosen_blocks:
         clean, changed = _scrubbed(block)
-        if changed:
-            chosen_blocks[i] = (clean, attached)
-            tree.warnings.append(
-                f"block {clean.get('label')!r}: lone UTF-16 surrogates (no UTF-8 text can hold them) "
-                "are read as U+FFFD"
-            )
-    parsed = [_block_meta(b, when, attached, tree.warnings) for b, attached in chosen_blocks]
-    for key, (meta, body) in zip(derive_keys(m["x-letta-label"] for m, _b in parsed), parsed):
+        losses = (
+            ["lone UTF-16 surrogates (no UTF-8 text can hold them) are read as U+FFFD"] if changed else []
+        )
+        parsed.append((*_block_meta(clean, when, attached, tree.warnings, losses), losses))
+    for key, (meta, body, losses) in zip(derive_keys(m["x-letta-label"] for m, _b, _l in parsed), parsed):
         if meta["x-letta-label"] == key and "x-letta-id" not in meta:
             # a memory that came from bundlekit (see _without_defaults): its key is its label
             meta = {k: v for k, v in meta.items() if k != "x-letta-label"}
         tree.entries.append(Entry(key, meta, body))
+        for change in losses:
+            tree.losses.append(Loss(key, change))
+            tree.warnings.append(tree.losses[-1].warning())
     _timeline(chosen, tree)
     others = len([a for a in data.get("agents") or [] if isinstance(a, dict) and a is not chosen])
     note = _left_out(data, chosen, 0 if all_blocks else len(rest), others)
@@ -447,11 +505,16 @@ def _json_default(value: Any) -> str:
     raise TypeError(f"a {type(value).__name__} has no JSON form")
 
 
-def _limit(entry: Entry, label: str, value: str, warnings: list[str]) -> int:
-    """The block's limit: ``x-letta-limit`` as given, else :data:`DEFAULT_LIMIT` raised to fit the value."""
+def _limit(entry: Entry, label: str, value: str, plan: ExportPlan, warnings: list[str]) -> int:
+    """The block's limit: ``x-letta-limit`` as given, else :data:`DEFAULT_LIMIT` raised to fit the value.
+
+    A limit raised to fit, or a recorded limit the value is longer than, keeps
+    every byte (Letta 0.16.7 and later keep such blocks): a warning, not a loss.
+    A recorded limit that is no positive integer is not written: a loss.
+    """
     limit = entry.meta.get("x-letta-limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        warnings.append(f"memory {entry.key!r}: x-letta-limit {limit!r} is not a positive integer; the default is used")
+        plan.altered(entry.key, "x-letta-limit: not a positive integer; the default limit is written")
         limit = None
     if limit is None:
         if len(value) <= DEFAULT_LIMIT:
@@ -469,50 +532,93 @@ def _limit(entry: Entry, label: str, value: str, warnings: list[str]) -> int:
     return int(limit)
 
 
-def _block(entry: Entry, index: int, warnings: list[str]) -> dict[str, Any]:
+def _text_field(entry: Entry, field: str, plan: ExportPlan) -> str:
+    """The text of ``x-letta-<field>`` (``""`` when absent); another value is not written, a loss."""
+    value = entry.meta.get(field, "")
+    if isinstance(value, str):
+        return value
+    plan.altered(entry.key, f"{field}: not text; not written")
+    return ""
+
+
+def _mapping_field(entry: Entry, field: str, plan: ExportPlan) -> dict[str, Any]:
+    """``x-letta-<field>`` (or its ``-json`` text) as a mapping; another value is not written, a loss."""
+    present = field in entry.meta or f"{field}-json" in entry.meta
+    value = _json_field(entry.meta, field)
+    if isinstance(value, dict):
+        return dict(value)
+    if present and value is not None:
+        plan.altered(entry.key, f"{field}: not a JSON object; not written")
+    elif f"{field}-json" in entry.meta:
+        plan.altered(entry.key, f"{field}-json: not the JSON text of an object; not written")
+    return {}
+
+
+def _block(entry: Entry, plan: ExportPlan, warnings: list[str]) -> dict[str, Any]:
+    """The block of one memory (its ``id`` is given when every memory is planned), every change Letta forces recorded in ``plan``.
+
+    Raises :class:`Unholdable` when a value has no JSON form (a NaN, say), so
+    that memory alone is left out.
+    """
     meta = entry.meta
-    lead, trail = meta.get("x-letta-lead", ""), meta.get("x-letta-trail", "")
-    value = (lead if isinstance(lead, str) else "") + entry.body + (trail if isinstance(trail, str) else "")
-    label = str(meta.get("x-letta-label") or entry.key)
+    value = _text_field(entry, "x-letta-lead", plan) + entry.body + _text_field(entry, "x-letta-trail", plan)
+    raw_label = meta.get("x-letta-label")
+    if raw_label is not None and not (isinstance(raw_label, str) and raw_label):
+        plan.altered(entry.key, "x-letta-label: not a non-empty text; the key is the label")
+        raw_label = None
+    label = raw_label or entry.key
     description = (
         None
         if meta.get("x-letta-no-description") is True
         else meta.get("x-letta-description", meta.get("description"))
     )
-    own = _json_field(meta, "x-letta-metadata")
-    metadata = dict(own) if isinstance(own, dict) else {}
+    if description is not None and not isinstance(description, str):
+        plan.altered(entry.key, "x-letta-description: not text; the memory's description is written")
+        description = meta.get("description")
+    read_only = meta.get("x-letta-read-only", False)
+    if not isinstance(read_only, bool):
+        plan.altered(entry.key, "x-letta-read-only: not true or false; written as false")
+        read_only = False
+    metadata = _mapping_field(entry, "x-letta-metadata", plan)
     if METADATA_KEY in metadata:
-        warnings.append(f"memory {entry.key!r}: its Letta metadata key {METADATA_KEY!r} is replaced by bundlekit's fields")
+        plan.altered(entry.key, f"x-letta-metadata: its key {METADATA_KEY!r} is replaced by bundlekit's fields")
     metadata[METADATA_KEY] = _carry(meta)
     block: dict[str, Any] = {
         "value": value,
-        "limit": _limit(entry, label, value, warnings),
+        "limit": _limit(entry, label, value, plan, warnings),
         "label": label,
-        "read_only": bool(meta.get("x-letta-read-only", False)),
+        "read_only": read_only,
         "description": description,
         "metadata": metadata,
     }
-    extra = _json_field(meta, "x-letta-extra")
-    if isinstance(extra, dict):
-        block.update({str(k): v for k, v in extra.items() if k not in block and k != "id"})
-    block["id"] = f"block-{index}"
+    for k, v in _mapping_field(entry, "x-letta-extra", plan).items():
+        if k in block or k == "id":
+            plan.altered(entry.key, f"x-letta-extra key {k!r} is a field the block has; not written")
+        else:
+            block[k] = v
+    try:
+        json.dumps(block, allow_nan=False, default=_json_default)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise Unholdable(f"a value has no JSON form ({type(exc).__name__}); an agent file cannot hold it") from exc
     return block
 
 
-def _attached(blocks: Iterable[tuple[Entry, dict[str, Any]]], warnings: list[str]) -> list[str]:
+def _attached(blocks: Iterable[tuple[Entry, dict[str, Any]]], plan: ExportPlan) -> list[str]:
     """The ids of the blocks the agent holds: every block not marked unattached, one per label.
 
     Letta finds an agent's blocks by label; a later memory with a label already
-    held stays in the file unattached, named in a warning.
+    held stays in the file as a block the agent does not hold: a loss, since
+    the agent no longer sees it.
     """
     ids, labels = [], set()
     for entry, block in blocks:
         if entry.meta.get("x-letta-attached") is False:
             continue
         if block["label"] in labels:
-            warnings.append(
-                f"memory {entry.key!r} has the Letta label {block['label']!r} of an earlier memory: "
-                "written as a block the agent does not hold (give it another x-letta-label)"
+            plan.altered(
+                entry.key,
+                f"x-letta-label: {block['label']!r} is held by an earlier memory; written as a block "
+                "the agent does not hold (give it another x-letta-label)",
             )
             continue
         labels.add(block["label"])
@@ -526,6 +632,7 @@ def write_letta(
     *,
     agent_id: str | None = None,
     model: str | None = None,
+    strict: bool = False,
 ) -> list[Path]:
     """Write ``tree`` as a Letta agent file at ``dest``: one agent whose core memory is one block per memory.
 
@@ -534,17 +641,36 @@ def write_letta(
     so a Letta server imports it as it is, no messages or tools, and the
     timeline in its ``metadata``. Block ids are ``block-0``, ``block-1``, ...
     in key order; memories marked ``x-letta-attached: false`` are blocks the
-    agent does not hold. Every memory is written; what Letta would read
-    differently (a limit raised to fit, a duplicate label) is named in
-    ``tree.warnings``.
+    agent does not hold. What Letta would read differently is a loss in
+    ``tree.losses`` (a duplicate label, a recorded Letta field of the wrong
+    type: ``specs/interop.md`` section 1.4) or, when every byte is kept (a
+    limit raised to fit), a warning; ``strict`` refuses any loss, writing
+    nothing. A timeline event JSON cannot write (a NaN) is left out with a
+    warning, and ``tree.timeline`` keeps the events written.
     """
+    return write_planned("letta", plan_letta, tree, dest, strict=strict, agent_id=agent_id, model=model)
+
+
+def plan_letta(
+    tree: ForeignTree,
+    dest: str | os.PathLike[str],
+    plan: ExportPlan,
+    *,
+    agent_id: str | None = None,
+    model: str | None = None,
+) -> None:
+    """Plan the agent file of :func:`write_letta` in ``plan`` (nothing is written here)."""
     config = llm_config(model or DEFAULT_MODEL)
-    entries = sorted(tree.entries, key=lambda e: e.key)
-    blocks = [_block(e, i, tree.warnings) for i, e in enumerate(entries)]
+    ordered = sorted(tree.entries, key=lambda e: e.key)
+    planned = plan.memories(ordered, lambda e: _block(e, plan, tree.warnings))
+    for index, (_entry, block) in enumerate(planned):
+        block["id"] = f"block-{index}"  # numbered among the blocks written, last as in Letta's own files
+    entries = [e for e, _b in planned]
+    blocks = [b for _e, b in planned]
     agent: dict[str, Any] = {
         "name": agent_id or Path(dest).stem,
         "id": "agent-0",
-        "block_ids": _attached(zip(entries, blocks), tree.warnings),
+        "block_ids": _attached(planned, plan),
         "llm_config": config,
         "memory_blocks": [],
         "tool_ids": [],
@@ -555,8 +681,10 @@ def write_letta(
         "files_agents": [],
         "group_ids": [],
     }
-    if tree.timeline:
-        agent["metadata"] = {METADATA_KEY: {"timeline": tree.timeline}}
+    events = _writable_events(tree.timeline, tree.warnings)
+    tree.timeline[:] = events  # what the export counts: the events written
+    if events:
+        agent["metadata"] = {METADATA_KEY: {"timeline": events}}
     newest = max((str(e.meta.get("updated", "")) for e in entries), default="")
     document: dict[str, Any] = {
         "agents": [agent],
@@ -569,10 +697,22 @@ def write_letta(
         "metadata": {},
         "created_at": newest or None,
     }
-    path = Path(dest)
-    try:
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
-    except (ValueError, TypeError) as exc:
-        raise ConvertError(f"a memory holds a value JSON cannot write ({exc}); fix it and retry") from exc
-    atomic_write(path, text + "\n")
-    return [path]
+    # Every block and event was checked to have a JSON form; the rest is ours.
+    plan.add(dest, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n")
+
+
+def _writable_events(events: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
+    """The timeline events JSON can write; the others (a NaN a JSONL line may hold) are left out with a warning.
+
+    The timeline is no memory, so this is a warning, not a loss (``specs/interop.md`` section 1.4).
+    """
+    kept = []
+    for event in events:
+        try:
+            json.dumps(event, allow_nan=False, default=_json_default)
+        except (ValueError, TypeError, RecursionError):
+            continue
+        kept.append(event)
+    if len(kept) < len(events):
+        warnings.append(f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)")
+    return kept

@@ -3,7 +3,8 @@
 ``source`` opens what is served (a tree, a verified bundle, a layered view),
 ``tools`` holds the operations and their rules, ``server`` exposes them through
 the official ``mcp`` SDK (the optional extra ``bundlekit[mcp]``; only that
-module imports it).
+module and ``http_server``, which serves its HTTP app with uvicorn within
+bounds, import it).
 """
 
 from __future__ import annotations

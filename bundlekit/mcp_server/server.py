@@ -45,6 +45,7 @@ from bundlekit._bounds import CONTEXT_TOKENS
 from bundlekit._redact import each_string, redact
 from bundlekit._signals import STOP_SIGNALS, Interrupted, exit_code, is_ignored
 from bundlekit.errors import BundlekitError, InvalidKeyError, MemoryNotFoundError, UsageError
+from bundlekit.mcp_server import http_server
 from bundlekit.mcp_server.address import allowed_hosts, is_loopback
 from bundlekit.net.http import redact_handlers
 from bundlekit.mcp_server.tools import DEFAULT_CONTEXT_TOKENS, MAX_RECALL_LIMIT, MemoryTools
@@ -205,8 +206,11 @@ class _RedactingServer(MCPServer):
             result = await super().get_prompt(name, arguments, context)
         except MCPError as exc:
             raise _redacted_error(exc) from None
-        except ValueError as exc:  # the SDK's form of every other prompt failure; its text reaches the client
-            raise ValueError(redact(str(exc))) from None
+        except ValueError as exc:
+            # The SDK's form of an unknown prompt name and of arguments the prompt refuses (missing, unexpected,
+            # invalid). The spec's answer to both is -32602 (specification, server/prompts, "Error Handling");
+            # as a ValueError it left as error code 0 with a traceback on the server's stderr.
+            raise MCPError(INVALID_PARAMS, redact(str(exc))) from None
         return _redacted_model(result) if isinstance(result, BaseModel) else result
 
 
@@ -426,6 +430,9 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
     headers (``address.allowed_hosts``: the usual names and the bound address);
     on another interface (``--host``) the Host header is not checked.
+    The app is the SDK's (``streamable_http_app``), served by ``http_server``
+    within its bounds (connections, head and body deadlines), not by the SDK's
+    ``run``, which starts uvicorn with none.
     uvicorn returns (or re-raises) only when a signal stopped it. SIGTERM, which
     uvicorn shuts down on and then re-raises (reaching the CLI's handler,
     ``_signals``), is a server's normal end: this returns. Any other signal
@@ -452,7 +459,8 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
         with _hangup_as_sigterm(hangups):
             if announce is not None:
                 announce()
-            build_server(tools).run("streamable-http", host=host, port=port, transport_security=security)
+            app = build_server(tools).streamable_http_app(transport_security=security, host=host)
+            http_server.serve(app, host, port)
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
             raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None

@@ -65,7 +65,9 @@ def _existing_tree(path: Path) -> Memory:
     """The tree at ``path`` if it is there to read (``Memory.exists``, the rule every ``memory`` command uses)."""
     memory = Memory(path)
     if not memory.exists():
-        raise UsageError(f"no memory tree at {path}: run `bundlekit memory -d {path} init` first")
+        raise UsageError(
+            f"no memory tree at {path} (no MEMORY.md, no memory files): run `bundlekit memory -d {path} init`"
+        )
     return memory
 
 
@@ -91,7 +93,7 @@ def open_served_memory(
     if layers:
         return _from_layers(layers, memory_dir, gateways, key, http)
     if memory_dir is None:
-        raise UsageError("say what to serve: --memory DIR, --from URI or --layer NAME=URI")
+        raise UsageError("say what to serve: --memory DIR (or $BUNDLEKIT_MEMORY_DIR), --from URI or --layer NAME=URI")
     return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
 
 

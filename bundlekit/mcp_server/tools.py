@@ -76,7 +76,8 @@ class MemoryTools:
             raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
         if limit < 1 or limit > MAX_RECALL_LIMIT:
             raise UsageError(f"memory_recall: limit must be between 1 and {MAX_RECALL_LIMIT}, not {limit}")
-        return [{**hit.to_dict(), "body": hit.record.body} for hit in self.served.memory.recall(query, limit)]
+        hits = self.served.memory.recall(query, limit)
+        return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
 
     def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:
         """The context block (index, top memories, recent timeline) within ``max_tokens``."""

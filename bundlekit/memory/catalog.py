@@ -84,7 +84,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 8
+DERIVED_VERSION = 9
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
@@ -288,6 +288,10 @@ class Catalog:
                 if path is not None:
                     conn.execute("PRAGMA journal_mode = WAL")
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
+                else:
+                    # The index of a tree held in memory (an encrypted bundle served read-only): a large sort
+                    # or temp index would spill to a temp file under TMPDIR, plaintext bytes touching disk.
+                    conn.execute("PRAGMA temp_store = MEMORY")
                 self.fts = bool(self._state("fts"))
                 self._math = _has_pow(conn)
         except BaseException:

@@ -97,22 +97,27 @@ class RecallHit:
             raise KeyError(name)
         return seed_shape[name]
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (no body), as ``memory recall --json`` prints it (``relevance`` when ranked by it)."""
-        summary = {
+    def to_dict(self, rank: int | None = None) -> dict[str, Any]:
+        """A JSON-ready summary (no body), as ``memory recall --json`` prints it (``relevance`` when ranked by it).
+
+        Scores are exact: a months-old memory scores around 1e-10, which rounding would flatten to 0.0 for
+        every hit and lose the order; ``rank`` (1 = best) is the hit's place in the recall, when given.
+        """
+        summary: dict[str, Any] = {} if rank is None else {"rank": rank}
+        summary |= {
             "key": self.key,
             "name": self.record.name,
             "description": self.record.description,
             "type": self.record.type,
             "updated": self.record.meta["updated"],
-            "score": round(self.score, 6),
-            "salience": round(self.salience, 6),
-            "recency": round(self.recency, 6),
-            "decay": round(self.decay, 6),
+            "score": self.score,
+            "salience": self.salience,
+            "recency": self.recency,
+            "decay": self.decay,
             "matches": self.matches,
         }
         if self.relevance is not None:
-            summary["relevance"] = round(self.relevance, 6)
+            summary["relevance"] = self.relevance
         return summary
 
 

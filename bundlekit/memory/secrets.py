@@ -95,6 +95,16 @@ _SPECS: tuple[tuple[str, str, str, Callable[[str], bool], str | None, str], ...]
         "",
     ),
     ("slack-token", "a Slack token", _token("x", r"ox[baprs]-[A-Za-z0-9-]{10,}"), _always, r"xox", "x"),
+    # The shapes of gitleaks' rules stripe-access-token and gcp-api-key (gitleaks/gitleaks config/gitleaks.toml).
+    (
+        "stripe-api-key",
+        "a Stripe API key",
+        r"(?<![A-Za-z0-9_])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,99}(?![A-Za-z0-9])",
+        _always,
+        r"k_(?:live|test|prod)_",
+        "_",
+    ),
+    ("google-api-key", "a Google API key", _token("A", r"Iza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"), _always, r"AIza", ""),
     (
         "pem-private-key",
         "a PEM private key",

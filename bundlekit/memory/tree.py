@@ -119,8 +119,24 @@ class Memory:
         return as_utc(self._clock())
 
     def exists(self) -> bool:
-        """Whether the tree is there to read: its directory exists (always true in memory)."""
-        return self.root is None or self.root.is_dir()
+        """Whether the tree is there to read: a directory holding ``MEMORY.md`` (``init`` writes it) or a
+        memory file (a tree written by hand or by another tool); always true in memory.
+
+        An empty or unrelated folder is no tree: a read of it is refused as one of a missing folder is,
+        not answered with an empty listing (``build`` refuses it the same way).
+        """
+        if self.root is None:
+            return True
+        if (self.root / INDEX_NAME).is_file():
+            return True
+        try:
+            with os.scandir(self.root) as entries:
+                return any(
+                    entry.name.endswith(".md") and not entry.name.startswith(".") and entry.is_file()
+                    for entry in entries
+                )
+        except OSError:
+            return False
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -320,7 +336,7 @@ class Memory:
             current = self._read_record(key)
             if current is None:
                 raise MemoryNotFoundError(
-                    f"no memory {filename} in {self._where()}; `memory list` shows the keys"
+                    f"no memory {filename} in {self._where()}; `bundlekit memory list` shows the keys"
                 )
             entry = make_entry("forgot", {"key": mask(key), "name": mask(current.name)}, self._now())
             with undo_on_failure(self._backend) as undo:

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.car.reader import read_car
 from bundlekit.car.verify import verify_car
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import KeySpec
+from bundlekit.crypto.signing import Signer
 from bundlekit.errors import UsageError
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import import_path
@@ -22,11 +24,12 @@ __all__ = ["PreparedSource", "is_memory_dir", "prepare_source"]
 
 @dataclass
 class PreparedSource:
-    """The CAR to publish, its root, and what SRC was: ``car``, ``memory`` or ``directory``."""
+    """The CAR to publish, its root, what SRC was (``car``, ``memory`` or ``directory``), and who signed it."""
 
     car: Path
     root: bytes
     kind: str
+    signer: str | None = None
 
 
 def _has_frontmatter(path: Path) -> bool:
@@ -72,27 +75,31 @@ def prepare_source(
     namespace: str | None = None,
     key: KeySpec | None = None,
     progress: Callable[[int, int], None] | None = None,
+    sign: Signer | ExternalSignature | None = None,
 ) -> PreparedSource:
     """Turn SRC into a CAR and its root, writing any new CAR under ``workdir``.
 
     * a file is read as a CAR; its header must name exactly one root;
     * a memory directory (``is_memory_dir``) is built with
-      ``bundlekit.bundle.build_bundle`` (encrypted when ``key`` is given);
+      ``bundlekit.bundle.build_bundle`` (encrypted when ``key`` is given, its
+      manifest signed by ``sign`` when given);
     * any other directory is packed with ``bundlekit.unixfs.import_path``.
 
     Raises UsageError (missing SRC, several roots, build options for a CAR,
     a key for a non-memory source), CARError (a file that is not a CAR),
     VerificationError / CodecError (a CAR whose blocks do not verify or whose
     DAG is incomplete: nothing is published), and the builders' errors.
-    ``progress(done, total)`` reports the build of a memory directory
-    (``build_bundle``'s callback); CARs and packed directories do not report.
+    ``progress(done, total)`` reports the build of a memory directory (files,
+    ``build_bundle``'s callback) or the packing of a directory (bytes, ``import_path``'s);
+    a CAR does not report.
     """
     path = Path(src)
     out = Path(workdir) / "bundle.car"
     if path.is_file():
-        if key is not None or profile is not None or namespace is not None:
+        if key is not None or profile is not None or namespace is not None or sign is not None:
             raise UsageError(
-                f"{path} is a CAR: it is published as is, so key options, --profile and --namespace cannot apply"
+                f"{path} is a CAR: it is published as is, so key options, --sign, --profile and --namespace "
+                "cannot apply"
             )
         with open(path, "rb") as fh:
             roots, _blocks = read_car(fh, verify=False)
@@ -108,16 +115,16 @@ def prepare_source(
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
-        result = build_bundle(path, out, namespace=namespace, profile=profile, key=key, progress=progress)
-        return PreparedSource(Path(result.car), result.root, "memory")
-    if key is not None:
+        result = build_bundle(path, out, namespace=namespace, profile=profile, key=key, progress=progress, sign=sign)
+        return PreparedSource(Path(result.car), result.root, "memory", result.signer)
+    if key is not None or sign is not None:
         raise UsageError(
             f"{path} is not a memory directory (no {INDEX_NAME}, no memory files): only bundles can be "
-            "encrypted; drop the key option or point at the memory tree"
+            "encrypted or signed; drop the key option or --sign, or point at the memory tree"
         )
     if namespace is not None:
         raise UsageError("--namespace applies to memory directories only")
     with CarFileWriter(out) as writer:
-        imported = import_path(path, writer, get_profile(profile))
+        imported = import_path(path, writer, get_profile(profile), progress=progress)
         writer.finish(imported.root)
     return PreparedSource(out, imported.root, "directory")

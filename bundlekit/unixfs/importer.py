@@ -92,6 +92,41 @@ class ListSink:
         self.blocks.append((cid, data))
 
 
+class _Reporting:
+    """Forwards every block and reports the bytes forwarded so far against ``total``."""
+
+    __slots__ = ("done", "progress", "sink", "total")
+
+    def __init__(self, sink: BlockSink, progress: Callable[[int, int], None], total: int) -> None:
+        self.sink = sink
+        self.progress = progress
+        self.total = total
+        self.done = 0
+        progress(0, total)
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        self.sink.put(cid, data)
+        self.done += len(data)
+        self.progress(min(self.done, self.total), self.total)
+
+
+def _input_bytes(path: str) -> int:
+    """The bytes of the regular files at or under ``path`` (what the importer will read, about)."""
+    try:
+        if not os.path.isdir(path):
+            return os.stat(path).st_size
+    except OSError:
+        return 0
+    total = 0
+    for folder, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue  # the import itself reports what it cannot read
+    return total
+
+
 class _Counter:
     """Forwards each distinct block once and counts them."""
 
@@ -284,8 +319,14 @@ def _common_file_dir(top: str, hidden: bool) -> str:
         top = top + os.sep + holding[0]
 
 
-def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile, *, hidden: bool = False) -> ImportResult:
+def import_path(
+    path: str | os.PathLike[str], sink: BlockSink, profile: Profile, *, hidden: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
     """Import a file or a directory tree from disk; the root is ``path`` itself.
+
+    ``progress(done, total)``, when given, follows the bytes of the blocks emitted against the
+    bytes of the input's regular files (walked once first, only then): about the input read.
 
     Except with a profile whose ``root_at_common_dir`` is set (``ipfs-car``):
     there the root is the deepest directory holding every file, as ``ipfs-car
@@ -296,6 +337,8 @@ def import_path(path: str | os.PathLike[str], sink: BlockSink, profile: Profile,
     regular file or directory. Skipped entries are listed in ``warnings``.
     """
     hasher = LeafHasher(profile)
+    if progress is not None:
+        sink = _Reporting(sink, progress, _input_bytes(os.fspath(path)))
     try:
         return _import_path(os.fspath(path), _Counter(sink), profile, hidden, hasher)
     finally:

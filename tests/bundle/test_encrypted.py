@@ -168,3 +168,9 @@ def test_default_randomness_makes_encrypted_builds_differ(tree: Path, tmp_path: 
     a = build_bundle(tree, tmp_path / "a.car", created=CREATED, key=KEY)
     b = build_bundle(tree, tmp_path / "b.car", created=CREATED, key=KEY)
     assert a.root != b.root
+
+
+def test_an_encrypted_load_into_a_folder_leaves_no_database_open(enc: BundleResult, tmp_path: Path) -> None:
+    load_bundle(str(enc.car), out_dir=tmp_path / "d1", key=KEY)
+    left = sorted(p.name for p in (tmp_path / "d1").rglob("*") if p.name.endswith(("-wal", "-shm", "-journal")))
+    assert left == []  # the index regenerated for MEMORY.md was closed, so SQLite removed its side files

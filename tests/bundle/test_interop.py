@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from bundlekit.bundle.build import build_bundle
+from tests import reference_tools
 
 from .conftest import CREATED
 
-IPFS_CAR = Path(os.environ.get("BUNDLEKIT_IPFS_CAR", "/work/npmref/node_modules/.bin/ipfs-car"))
+IPFS_CAR = reference_tools.ipfs_car()
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not IPFS_CAR.exists(), reason="reference ipfs-car not installed (set BUNDLEKIT_IPFS_CAR)"),
+    pytest.mark.skipif(isinstance(IPFS_CAR, str), reason=f"reference ipfs-car unavailable: {IPFS_CAR}"),
 ]
 
 
 def _ipfs_car(*args: str) -> str:
-    done = subprocess.run([str(IPFS_CAR), *args], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run([*IPFS_CAR, *args], capture_output=True, text=True, timeout=120, check=True)
     return done.stdout
 
 

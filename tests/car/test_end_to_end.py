@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,9 +18,10 @@ from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
 from bundlekit.unixfs.importer import ImportResult, import_path
 from bundlekit.unixfs.profiles import PROFILES, Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader
+from tests import reference_tools
 
 DATA = Path(__file__).parent / "data"
-IPFS_CAR = Path(os.environ.get("BUNDLEKIT_IPFS_CAR", "/work/npmref/node_modules/.bin/ipfs-car"))
+IPFS_CAR = reference_tools.ipfs_car()
 
 
 def _make_tree(root: Path, wide: int = 0) -> dict[str, bytes]:
@@ -152,18 +151,18 @@ def test_ipfs_car_tree_packs_to_the_same_root_and_blocks(tmp_path: Path) -> None
         assert set(dict(read_car(ours)[1])) == set(dict(read_car(ref)[1]))
 
 
-@pytest.mark.skipif(not IPFS_CAR.exists() or shutil.which("node") is None, reason="ipfs-car 3.1.0 not installed")
+@pytest.mark.skipif(isinstance(IPFS_CAR, str), reason=f"reference ipfs-car unavailable: {IPFS_CAR}")
 def test_ipfs_car_unpacks_our_car_and_lists_the_same_cids(
     src: tuple[Path, dict[str, bytes]], tmp_path: Path
 ) -> None:
     tree, files = src
     car = tmp_path / "t.car"
     result = _pack(tree, car, get_profile("unixfs-v1-2025", chunk_size=1024, max_links=4))
-    subprocess.run([str(IPFS_CAR), "unpack", str(car), "--output", str(tmp_path / "out")], check=True,
+    subprocess.run([*IPFS_CAR, "unpack", str(car), "--output", str(tmp_path / "out")], check=True,
                    capture_output=True, timeout=120)
     out = tmp_path / "out"
     got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert got == files
-    roots = subprocess.run([str(IPFS_CAR), "roots", str(car)], check=True, capture_output=True, text=True,
+    roots = subprocess.run([*IPFS_CAR, "roots", str(car)], check=True, capture_output=True, text=True,
                            timeout=120).stdout.split()
     assert roots == [cid_to_str(result.root)]

@@ -125,8 +125,8 @@ def test_a_failed_pin_exits_4(run: Run, plain_car: Path) -> None:
     assert result.stderr.splitlines()[-1].startswith("error: --require all not met")
 
 
-def test_a_general_error_exits_1(run: Run, tmp_path: Path) -> None:
-    result = run("memory", "-d", tmp_path, "show", "nobody")  # MemoryNotFoundError: a general error
+def test_a_general_error_exits_1(run: Run, tree: Path) -> None:
+    result = run("memory", "-d", tree, "show", "nobody")  # MemoryNotFoundError: a general error
     _failed(result.stdout, result.stderr, 1, result.exit_code)
 
 

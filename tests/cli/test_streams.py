@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conftest import Run
 
 
@@ -69,3 +71,22 @@ def test_key_message_ends_with_a_newline(run: Run) -> None:
 def test_memory_export_is_one_line_of_json(run: Run, tree: Path) -> None:
     result = run("memory", "-d", tree, "export")
     assert result.exit_code == 0 and result.stdout.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "summary"),
+    [
+        (["pack", "{files}", "-o", "{tmp}/p.car", "--json"], "wrote {tmp}/p.car: root "),
+        (["unpack", "{car}", "-o", "{tmp}/out", "--json"], "unpacked "),
+        (["store", "import", "{car}", "--json"], "imported {car} into the store: 1 root, pinned"),
+    ],
+    ids=["pack", "unpack", "store-import"],
+)
+def test_a_command_that_writes_says_so_on_stderr_with_json_too(
+    args: list[str], summary: str, run: Run, files: Path, plain_car: Path, tmp_path: Path
+) -> None:
+    fill = {"files": files, "car": plain_car, "tmp": tmp_path}
+    result = run(*[a.format(**fill) for a in args])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(summary.format(**fill)) and result.stderr.count("\n") == 1
+    assert result.stdout.startswith("{")

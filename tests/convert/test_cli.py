@@ -188,3 +188,32 @@ def test_magicfrog_agent_option_chooses_whose_view(magicfrog_tree: Path, tmp_pat
     assert code == 0, err
     record = Memory(tmp_path / "v").read("notes.style")
     assert record is not None and record.body == "Prefer functional array methods over for loops."
+
+
+def _tree_with_tone(path: Path) -> Memory:
+    mem = Memory(path)
+    mem.write("feedback_tone", name="Mine", description="kept or replaced", type="feedback", body="mine")
+    mem.write("local_only", name="Local", description="untouched", type="user", body="local")
+    return mem
+
+
+def test_an_import_into_a_tree_with_memories_needs_a_strategy(claude_dir: Path, tmp_path: Path) -> None:
+    _tree_with_tone(tmp_path / "m")
+    before = tree_files(tmp_path / "m")
+    code, out, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "m"))
+    assert code == 2 and out == "" and "already holds 2 memories: say --strategy merge" in err
+    assert tree_files(tmp_path / "m") == before
+
+
+def test_a_merge_into_a_tree_says_what_it_changed(claude_dir: Path, tmp_path: Path) -> None:
+    mem = _tree_with_tone(tmp_path / "m")
+    code, _out, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "m"),
+                          "--strategy", "merge")
+    assert code == 0 and "1 added, 1 kept as they were (merge), 1 untouched" in err
+    kept = mem.read("feedback_tone")
+    assert kept is not None and kept.name == "Mine"
+
+
+def test_an_import_into_an_empty_folder_needs_no_strategy(claude_dir: Path, tmp_path: Path) -> None:
+    code, _out, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "new"))
+    assert code == 0 and "added" not in err

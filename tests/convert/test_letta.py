@@ -21,7 +21,15 @@ from click.testing import CliRunner
 from bundlekit.cli import cli
 from bundlekit.convert import export_to, import_from
 from bundlekit.convert._common import Entry, ForeignTree
-from bundlekit.convert.letta import DEFAULT_MODEL, METADATA_KEY, label_type, read_letta, write_letta
+from bundlekit.convert.letta import (
+    DEFAULT_MODEL,
+    MAX_AGENT_DEPTH,
+    MAX_AGENT_FILE,
+    METADATA_KEY,
+    label_type,
+    read_letta,
+    write_letta,
+)
 from bundlekit.errors import ConvertError, UsageError
 from bundlekit.memory import Memory
 
@@ -181,21 +189,23 @@ def test_a_legacy_agent_file_is_named_as_the_format_letta_no_longer_imports(tmp_
         read_letta(path)
 
 
-def test_a_second_memory_with_a_taken_label_is_written_unattached_with_a_warning(tmp_path: Path) -> None:
+def test_a_second_memory_with_a_taken_label_is_written_unattached_as_a_loss(tmp_path: Path) -> None:
     tree = ForeignTree([Entry("a", _meta(**{"x-letta-label": "human"}), "one"),
                         Entry("b", _meta(**{"x-letta-label": "human"}), "two")])
     write_letta(tree, tmp_path / "o.af")
     doc = _doc(tmp_path / "o.af")
     assert [b["value"] for b in doc["blocks"]] == ["one", "two"]
     assert doc["agents"][0]["block_ids"] == ["block-0"]
-    assert any("'b' has the Letta label 'human'" in w for w in tree.warnings)
+    assert [(loss.key, loss.left_out) for loss in tree.losses] == [("b", False)]
+    assert "x-letta-label: 'human' is held by an earlier memory" in tree.losses[0].change
+    assert tree.losses[0].warning() in tree.warnings
 
 
-def test_a_bad_limit_in_the_tree_gives_the_default_with_a_warning(tmp_path: Path) -> None:
+def test_a_bad_limit_in_the_tree_gives_the_default_as_a_loss(tmp_path: Path) -> None:
     tree = ForeignTree([Entry("a", _meta(**{"x-letta-limit": "big"}), "x")])
     write_letta(tree, tmp_path / "o.af")
     assert _doc(tmp_path / "o.af")["blocks"][0]["limit"] == 100_000
-    assert any("x-letta-limit 'big' is not a positive integer" in w for w in tree.warnings)
+    assert [loss.change for loss in tree.losses] == ["x-letta-limit: not a positive integer; the default limit is written"]
 
 
 @pytest.mark.parametrize(
@@ -232,7 +242,7 @@ def test_convert_help_lists_letta_options_and_what_letta_cannot_hold() -> None:
 def test_block_metadata_nested_deeper_than_frontmatter_holds_travels_as_json_text(tmp_path: Path) -> None:
     deep: dict[str, object] = {}
     cur = deep
-    for _ in range(300):
+    for _ in range(200):  # past the memory store's 64, within MAX_AGENT_DEPTH
         cur["a"] = {}
         cur = cur["a"]  # type: ignore[assignment]
     doc = _doc(AGENT)
@@ -268,3 +278,179 @@ def test_a_300_kb_memory_is_exported_with_exit_0_and_named_in_the_json_warnings(
     assert any("'huge' holds 300000 characters" in w and "exported with limit 300000" in w for w in warnings)
     limits = {b["label"]: b["limit"] for b in _doc(tmp_path / "a.af")["blocks"]}
     assert limits == {"huge": 300_000, "small": 100_000}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bundlekit", *args], capture_output=True, text=True, timeout=120)
+
+
+def _two_on_one_label(tmp_path: Path) -> Path:
+    mem = Memory(tmp_path / "mem")
+    for key in ("a", "b"):
+        mem.write(key, name=key, description="d", type="user", body=key, extra={"x-letta-label": "human"})
+    return tmp_path / "mem"
+
+
+def test_strict_refuses_an_export_with_a_taken_label_writing_nothing(tmp_path: Path) -> None:
+    result = _cli("convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--strict")
+    assert result.returncode == 1
+    assert "cannot be carried exactly as letta (strict)" in result.stderr and "memory 'b'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "a.af").exists()
+
+
+def test_without_strict_the_taken_label_is_a_loss_in_json_and_the_export_exits_0(tmp_path: Path) -> None:
+    result = _cli("convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--json")
+    assert result.returncode == 0, result.stderr
+    losses = json.loads(result.stdout)["losses"]
+    assert [(loss["memory"], loss["left_out"]) for loss in losses] == [("b", False)]
+    assert len(_doc(tmp_path / "a.af")["blocks"]) == 2
+
+
+def test_strict_exports_a_memory_over_the_default_limit_since_every_byte_is_kept(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("huge", name="H", description="d", type="reference", body="x" * 150_000)
+    result = _cli("convert", "--to", "letta", str(tmp_path / "mem"), "-o", str(tmp_path / "a.af"), "--strict", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["losses"] == [] and any("exported with limit 150000" in w for w in report["warnings"])
+    assert _doc(tmp_path / "a.af")["blocks"][0]["limit"] == 150_000
+
+
+def test_a_memory_with_a_value_json_cannot_write_is_left_out_and_the_rest_written(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("a", _meta(score=float("nan")), "one"), Entry("b", _meta(), "two")])
+    write_letta(tree, tmp_path / "o.af")
+    doc = _doc(tmp_path / "o.af")
+    assert [b["value"] for b in doc["blocks"]] == ["two"] and doc["agents"][0]["block_ids"] == ["block-0"]
+    assert [(loss.key, loss.left_out) for loss in tree.losses] == [("a", True)]
+
+
+def test_strict_export_of_a_memory_json_cannot_write_raises_before_writing(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("a", _meta(score=float("nan")), "one"), Entry("b", _meta(), "two")])
+    with pytest.raises(ConvertError, match="left out memory 'a'.*nothing was written"):
+        write_letta(tree, tmp_path / "o.af", strict=True)
+    assert not (tmp_path / "o.af").exists()
+
+
+def test_an_extra_key_naming_a_block_field_is_not_written_and_is_a_loss(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("a", _meta(**{"x-letta-extra": {"value": "INJECTED", "hidden": True}}), "one")])
+    write_letta(tree, tmp_path / "o.af")
+    block = _doc(tmp_path / "o.af")["blocks"][0]
+    assert block["value"] == "one" and block["hidden"] is True
+    assert [loss.change for loss in tree.losses] == ["x-letta-extra key 'value' is a field the block has; not written"]
+
+
+def test_a_read_only_that_is_no_boolean_is_written_false_as_a_loss(tmp_path: Path) -> None:
+    tree = ForeignTree([Entry("a", _meta(**{"x-letta-read-only": "false"}), "one")])
+    write_letta(tree, tmp_path / "o.af")
+    assert _doc(tmp_path / "o.af")["blocks"][0]["read_only"] is False
+    assert [loss.key for loss in tree.losses] == ["a"]
+
+
+def _surrogate_file(tmp_path: Path) -> Path:
+    text = json.dumps(_doc(AGENT)).replace("Name: Alex", "Name: Alex \\ud800", 1)
+    (tmp_path / "s.af").write_text(text, encoding="utf-8")
+    return tmp_path / "s.af"
+
+
+def test_a_lone_surrogate_is_a_loss_of_its_memory_on_import(tmp_path: Path) -> None:
+    tree = read_letta(_surrogate_file(tmp_path))
+    assert [(loss.key, loss.left_out) for loss in tree.losses] == [("human", False)]
+
+
+def test_strict_refuses_an_import_with_a_lone_surrogate_before_the_tree_is_touched(tmp_path: Path) -> None:
+    result = _cli("convert", "--from", "letta", str(_surrogate_file(tmp_path)), "-o", str(tmp_path / "tree"), "--strict")
+    assert result.returncode == 1
+    assert "into a bundlekit tree (strict)" in result.stderr and "U+FFFD" in result.stderr
+    assert not (tmp_path / "tree").exists()
+
+
+def _unfitting_fields_file(tmp_path: Path) -> Path:
+    doc = _doc(AGENT)
+    doc["blocks"][0]["metadata"] = {METADATA_KEY: {"created": "yesterday", "tags": ["t"]}}
+    (tmp_path / "u.af").write_text(json.dumps(doc), encoding="utf-8")
+    return tmp_path / "u.af"
+
+
+def test_bundlekit_fields_that_do_not_fit_a_memory_are_a_loss_on_import(tmp_path: Path) -> None:
+    result = import_from("letta", _unfitting_fields_file(tmp_path), tmp_path / "tree")
+    assert result.memories == 3
+    assert [(loss.key, loss.left_out) for loss in result.losses] == [("human", False)]
+    assert result.losses[0].change.startswith(f"metadata.{METADATA_KEY}: does not fit a memory")
+
+
+def test_strict_refuses_an_import_whose_bundlekit_fields_do_not_fit(tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="strict"):
+        import_from("letta", _unfitting_fields_file(tmp_path), tmp_path / "tree", strict=True)
+    assert not (tmp_path / "tree").exists()
+
+
+def test_strict_imports_a_clean_agent_file(tmp_path: Path) -> None:
+    result = import_from("letta", AGENT, tmp_path / "tree", strict=True)
+    assert result.memories == 3 and result.losses == []
+
+
+def test_a_created_at_that_is_no_timestamp_is_a_loss_and_the_files_time_is_used(tmp_path: Path) -> None:
+    doc = _doc(AGENT)
+    doc["created_at"] = "last tuesday"
+    (tmp_path / "c.af").write_text(json.dumps(doc), encoding="utf-8")
+    tree = read_letta(tmp_path / "c.af")
+    assert [loss.change for loss in tree.losses] == ["created_at is not an ISO 8601 timestamp; the file's time is used"]
+
+
+def test_an_agent_file_over_16_mib_is_refused_without_being_read(tmp_path: Path) -> None:
+    path = tmp_path / "big.af"
+    with path.open("wb") as fh:
+        fh.truncate(MAX_AGENT_FILE + 1)  # sparse: the reader stops at the cap either way
+    result = _cli("convert", "--from", "letta", str(path), "-o", str(tmp_path / "tree"))
+    assert result.returncode == 1
+    assert "is larger than 16 MiB" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "tree").exists()
+
+
+@pytest.mark.parametrize("depth", [MAX_AGENT_DEPTH + 1, 100_000])
+def test_an_agent_file_nested_past_the_bound_is_refused_with_a_clear_error(tmp_path: Path, depth: int) -> None:
+    doc = _doc(AGENT)
+    text = json.dumps(doc).replace('"metadata": {}', '"metadata": {"x": ' + "[" * depth + "]" * depth + "}", 1)
+    assert text != json.dumps(doc)
+    (tmp_path / "d.af").write_text(text, encoding="utf-8")
+    result = _cli("convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
+    assert result.returncode == 1
+    assert f"nests deeper than {MAX_AGENT_DEPTH} levels" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_agent_file_nested_just_within_the_bound_converts_both_ways(tmp_path: Path) -> None:
+    doc = _doc(AGENT)
+    deep: object = []
+    for _ in range(MAX_AGENT_DEPTH - 5):  # + the innermost list, the metadata, block, blocks list, document
+        deep = [deep]
+    doc["blocks"][0]["metadata"] = {"x": deep}
+    doc["blocks"][0]["value"] += "\ud800"
+    (tmp_path / "d.af").write_text(json.dumps(doc), encoding="utf-8")
+    result = _cli("convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
+    assert result.returncode == 0, result.stderr
+    back = _cli("convert", "--to", "letta", str(tmp_path / "tree"), "-o", str(tmp_path / "back.af"))
+    assert back.returncode == 0, back.stderr
+    assert {b["label"]: b for b in _doc(tmp_path / "back.af")["blocks"]}["human"]["metadata"]["x"] == deep
+
+
+def test_a_timeline_event_json_cannot_write_is_left_out_and_the_rest_exported(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("a", name="a", description="d", type="user", body="x")
+    (tmp_path / "mem" / "timeline").mkdir()
+    (tmp_path / "mem" / "timeline" / "2026-01-01.jsonl").write_text(
+        '{"ts": "2026-01-01T00:00:00Z", "type": "write", "x": NaN}\n{"ts": "2026-01-01T00:00:01Z", "type": "write"}\n'
+    )
+    result = export_to("letta", tmp_path / "mem", tmp_path / "a.af", strict=True)
+    assert result.memories == 1 and result.timeline == 1 and result.losses == []
+    assert any("left out 1 timeline events holding a value JSON cannot write" in w for w in result.warnings)
+    assert len(_doc(tmp_path / "a.af")["agents"][0]["metadata"][METADATA_KEY]["timeline"]) == 1
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_an_agent_file_holding_nan_or_infinity_is_refused_as_no_json(tmp_path: Path, constant: str) -> None:
+    # Python's json reads them; read, the memory could never be exported to an agent file again.
+    text = json.dumps(_doc(AGENT)).replace('"metadata": {}', '"metadata": {"score": ' + constant + "}", 1)
+    (tmp_path / "n.af").write_text(text, encoding="utf-8")
+    with pytest.raises(ConvertError, match=f"not a Letta agent file \\(JSON\\): {constant} is not a JSON value"):
+        read_letta(tmp_path / "n.af")

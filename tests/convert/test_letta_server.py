@@ -50,7 +50,6 @@ OFFLINE_FILES = {
     "ezra.af": AGENT_FILES["ezra.af"],
     "void.af": "agents/@cpfiffer/void/void.af",  # a value of 31 line breaks, empty values
 }
-_DEFAULT_MIRROR = Path("/work/.mirror/letta-ai+agent-file/repo")
 _START_SECONDS = 300  # health answers in ~10-50 s on a loaded 2-core machine
 _CALL_SECONDS = 300
 
@@ -148,8 +147,9 @@ def _agent_file(name: str, tmp_path: Path) -> Path:
     for folder in ([Path(given)] if given else []) + folders:
         if (folder / name).is_file():
             return folder / name
-    mirror = Path(os.environ.get("BUNDLEKIT_AGENT_FILE_GIT") or _DEFAULT_MIRROR)
-    if mirror.is_dir() and shutil.which("git"):
+    git_dir = os.environ.get("BUNDLEKIT_AGENT_FILE_GIT")  # a git directory of letta-ai/agent-file
+    mirror = Path(git_dir) if git_dir else None
+    if mirror is not None and mirror.is_dir() and shutil.which("git"):
         shown = subprocess.run(
             ["git", f"--git-dir={mirror}", "show", f"{AGENT_FILE_COMMIT}:{OFFLINE_FILES.get(name) or AGENT_FILES[name]}"],
             capture_output=True, timeout=60,
@@ -157,7 +157,10 @@ def _agent_file(name: str, tmp_path: Path) -> Path:
         if shown.returncode == 0:
             (tmp_path / name).write_bytes(shown.stdout)
             return tmp_path / name
-    pytest.skip(f"letta-ai/agent-file's {name} is not here: set BUNDLEKIT_LETTA_AGENT_FILES to a folder holding it")
+    pytest.skip(
+        f"letta-ai/agent-file's {name} is not here: put it in ../shared/letta-agent-file/, or set "
+        "BUNDLEKIT_LETTA_AGENT_FILES to a folder holding it or BUNDLEKIT_AGENT_FILE_GIT to a git directory of the repository"
+    )
 
 
 def _four_type_tree(tmp_path: Path) -> Path:

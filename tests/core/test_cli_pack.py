@@ -88,9 +88,9 @@ def test_skipped_symlink_is_reported_on_stderr_only(tmp_path: Path) -> None:
     assert code == 0 and out.count("\n") == 1 and "warning: skipped symbolic link 'l'" in err
 
 
-def test_missing_path_is_an_error_with_exit_1(tmp_path: Path) -> None:
+def test_a_missing_path_is_a_usage_error_with_exit_2(tmp_path: Path) -> None:
     code, out, err = _run("cid", str(tmp_path / "missing"))
-    assert code == 1 and out == "" and err.startswith("error: cannot read")
+    assert code == 2 and out == "" and err.startswith("error: Invalid value for 'PATH'")
 
 
 def test_bad_override_is_an_error(tmp_path: Path) -> None:

@@ -1,14 +1,12 @@
 """Interop with the reference tool (npm ipfs-car 3.1.0): its CARs served, our CARs unpacked by it.
 
-Skipped when the reference tools are not installed (set BUNDLEKIT_NPMREF to
-the node_modules folder that holds ipfs-car; default /work/npmref/node_modules).
+The tool is the one ``tests/package.json`` pins (``npm ci`` in ``tests/``); skipped when it is
+not installed.
 """
 
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,12 +17,12 @@ import pytest
 from bundlekit.car.reader import read_car
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str, parse_cid
+from tests import reference_tools
 
-NPMREF = Path(os.environ.get("BUNDLEKIT_NPMREF", "/work/npmref/node_modules"))
-IPFS_CAR = NPMREF / ".bin" / "ipfs-car"
+IPFS_CAR = reference_tools.ipfs_car()
 
 pytestmark = pytest.mark.skipif(
-    not IPFS_CAR.exists() or shutil.which("node") is None, reason="reference ipfs-car not installed"
+    isinstance(IPFS_CAR, str), reason=f"reference ipfs-car unavailable: {IPFS_CAR}"
 )
 
 FILES = {
@@ -36,7 +34,7 @@ FILES = {
 
 def ipfs_car(*args: str, cwd: Path) -> str:
     proc = subprocess.run(
-        [str(IPFS_CAR), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [*IPFS_CAR, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

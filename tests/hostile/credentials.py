@@ -47,6 +47,10 @@ ANTHROPIC = _token("anthropic", "sk-ant-api03-", _mixed(20, 40))
 OPENAI = _token("openai", "sk-proj-", _mixed(20, 40))
 GITHUB = _token("github", "ghp_", _mixed(33, 40))
 SLACK = _token("slack", "xoxb-", _mixed(10, 30))
+STRIPE = _token("stripe", "sk_live_", _mixed(18, 40))
+GOOGLE = st.text(BASE62 + "_-", min_size=29, max_size=29).map(lambda s: "AIzaQz7" + s + "x9K").map(
+    lambda key: Credential("google", key, key)  # AIza and exactly 35 more, as Google's keys are
+)
 JWT = st.tuples(_mixed(8, 20), _mixed(8, 20), _mixed(10, 30)).map(
     lambda p: Credential("jwt", f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}", f"eyJ{p[0]}.eyJ{p[1]}.{p[2]}")
 )
@@ -61,7 +65,7 @@ URL_PASSWORD = _mixed(10, 24).map(
 )
 URL_TOKEN = _mixed(10, 24).map(lambda tok: Credential("url-token", f"http://127.0.0.1:9/api?token={tok}", tok))
 
-FAMILIES = (AWS, ANTHROPIC, OPENAI, GITHUB, SLACK, JWT, PEM, URL_PASSWORD, URL_TOKEN)
+FAMILIES = (AWS, ANTHROPIC, OPENAI, GITHUB, SLACK, STRIPE, GOOGLE, JWT, PEM, URL_PASSWORD, URL_TOKEN)
 CREDENTIALS: st.SearchStrategy[Credential] = st.one_of(*FAMILIES)
 
 
@@ -73,6 +77,8 @@ def examples() -> list[Credential]:
         Credential("openai", "sk-proj-Qz7pQ1rS2tU3vW4xY5zA6bC7x9K", "sk-proj-Qz7pQ1rS2tU3vW4xY5zA6bC7x9K"),
         Credential("github", "ghp_Qz7aaBBccDDeeFFggHHiiJJkkLLmmNNooPPx9K", "ghp_Qz7aaBBccDDeeFFggHHiiJJkkLLmmNNooPPx9K"),
         Credential("slack", "xoxb-Qz7k2k3k4k5k6x9K", "xoxb-Qz7k2k3k4k5k6x9K"),
+        Credential("stripe", "sk_live_Qz751HqW3eKz9Lm2Np4Qr6x9K", "sk_live_Qz751HqW3eKz9Lm2Np4Qr6x9K"),
+        Credential("google", "AIzaQz7D3x9K_f4Lq7Zp2Wm8Vn5Rt1Yb6Hc0x9K", "AIzaQz7D3x9K_f4Lq7Zp2Wm8Vn5Rt1Yb6Hc0x9K"),
         Credential("jwt", "eyJQz7hdr1x9K.eyJQz7pay1x9K.Qz7sig0123x9K", "eyJQz7hdr1x9K.eyJQz7pay1x9K.Qz7sig0123x9K"),
         Credential("pem", "-----BEGIN RSA PRIVATE KEY-----\nQz7MIIEowIBAAKCAQEAx9K\n-----END RSA PRIVATE KEY-----",
                    "Qz7MIIEowIBAAKCAQEAx9K"),

@@ -98,19 +98,16 @@ def test_gateway_entity_bytes_of_5000_digits_is_malformed() -> None:
         parse_entity_bytes(f"{DIGITS_5000}:*")
 
 
-def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(tree: Path) -> None:
-    pytest.importorskip("mcp")
+def _mcp_exchange(tree: Path, requests: list[dict[str, object]]) -> tuple[dict[int, dict[str, object]], str]:
+    """Send ``requests`` (after the handshake) to ``bundlekit mcp`` over stdio, raw: the answers by id, stderr."""
     import mcp.types
 
-    lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+    lines: list[dict[str, object]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
          "params": {"protocolVersion": mcp.types.LATEST_PROTOCOL_VERSION, "capabilities": {},
                     "clientInfo": {"name": "hostile", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
-         "params": {"name": "memory_context", "arguments": {"max_tokens": DIGITS_5000}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
-         "params": {"name": "memory_context", "arguments": {"max_tokens": JUST_OVER_64_BITS}}},
+        *requests,
     ]
     answers = {}
     with subprocess.Popen([sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree)], env=child_env(),
@@ -125,10 +122,39 @@ def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(tree: Path
         proc.stdin.close()  # end of input: the server stops
         proc.wait(timeout=60)
         stderr = proc.stderr.read()
+    return answers, stderr
+
+
+def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(tree: Path) -> None:
+    pytest.importorskip("mcp")
+    answers, stderr = _mcp_exchange(tree, [
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+         "params": {"name": "memory_context", "arguments": {"max_tokens": DIGITS_5000}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
+         "params": {"name": "memory_context", "arguments": {"max_tokens": JUST_OVER_64_BITS}}},
+    ])
     for request in (2, 3):
         error = answers[request]["error"]
+        assert isinstance(error, dict)
         assert error["code"] == -32602 and "must be from 0 to 100000000" in error["message"]
         assert DIGITS_5000[:40] not in error["message"]
+    assert "Traceback" not in stderr
+
+
+def test_mcp_unknown_prompt_and_unknown_prompt_argument_answer_invalid_params(tree: Path) -> None:
+    # The spec's code for an invalid prompt name or arguments (server/prompts, "Error Handling"); they left
+    # as error code 0 with a traceback on stderr. A credential named as the prompt is not echoed.
+    pytest.importorskip("mcp")
+    stripe = "sk_live_" + "Qz751HqW3eKz9Lm2Np4Qr6x9K"
+    answers, stderr = _mcp_exchange(tree, [
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "no_such_prompt"}},
+        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "memory_context", "arguments": {"zz": "1"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": stripe}},
+    ])
+    for request in (2, 3, 4):
+        error = answers[request]["error"]
+        assert isinstance(error, dict) and error["code"] == -32602, answers[request]
+    assert stripe not in json.dumps(answers) + stderr
     assert "Traceback" not in stderr
 
 

@@ -273,3 +273,15 @@ def test_a_stop_signal_at_any_moment_leaves_no_plaintext_but_the_named_output(
     assert "Traceback" not in err
     assert place.holding_canary() == []
     assert place.leftovers() == []
+
+
+def test_the_index_of_a_tree_held_in_memory_keeps_its_temp_storage_in_memory() -> None:
+    # SQLite spills a large sort or temp index to a file under TMPDIR unless told not to: for a decrypted
+    # tree served from memory that would put plaintext bytes on disk, if only until the process ends.
+    from bundlekit.memory.catalog import Catalog
+
+    catalog = Catalog(None)
+    try:
+        assert catalog._conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+    finally:
+        catalog.close()

@@ -19,6 +19,7 @@ other (``reference.mjs`` documents the job format). The mapping:
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -34,25 +35,22 @@ from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import Profile, get_profile
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_NPMREF = Path("/work/npmref/node_modules")
 REQUIRED = {"ipfs-car": "3.1.0", "ipfs-unixfs-importer": "17.1.1"}
+
+
+def _reference_tools() -> Any:
+    """``tests/reference_tools.py``, loaded by its path (this module is loaded by path too, by scripts)."""
+    spec = importlib.util.spec_from_file_location("reference_tools", HERE.parent / "reference_tools.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def find_reference() -> tuple[str, Path] | str:
     """``(node, node_modules)`` when the reference tools can run, else the reason they cannot."""
-    node = shutil.which("node")
-    if node is None:
-        return "node is not on PATH"
-    env = os.environ.get("BUNDLEKIT_NPMREF")
-    modules = Path(env) if env else DEFAULT_NPMREF
-    for package, version in REQUIRED.items():
-        manifest = modules / package / "package.json"
-        if not manifest.is_file():
-            return f"{package} not found under {modules} (set BUNDLEKIT_NPMREF to a node_modules folder)"
-        found = json.loads(manifest.read_text(encoding="utf-8")).get("version")
-        if found != version:
-            return f"{package} {found} under {modules}, the vectors need {version}"
-    return node, modules
+    found: tuple[str, Path] | str = _reference_tools().find(REQUIRED)
+    return found
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ regression tests (``test_vectors.py``) rebuild each tree and compare without
 node. Large trees record the root CID and a SHA-256 over every
 ``path<TAB>cid`` line (sorted) instead of listing thousands of paths.
 
-    python tests/interop/make_vectors.py [--npmref NODE_MODULES]
+    python tests/interop/make_vectors.py
 
-Without ``--npmref``, ``BUNDLEKIT_NPMREF`` or /work/npmref/node_modules is used.
+The reference tools are the ones ``npm ci`` installs in ``tests/`` (``tests/package.json``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import hashlib
 import importlib.util
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -187,13 +186,8 @@ def config_of(harness: ModuleType, c: dict[str, Any]) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--npmref", help="node_modules holding ipfs-car@3.1.0 and ipfs-unixfs-importer@17.1.1"
-    )
     parser.add_argument("--only", help="regenerate only scenarios whose name starts with this")
     args = parser.parse_args()
-    if args.npmref:
-        os.environ["BUNDLEKIT_NPMREF"] = args.npmref
     harness = _load("harness")
     treegen = _load("treegen")
     found = harness.find_reference()

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,3 +68,25 @@ def run_client(server: Any, session: Callable[[Any], Awaitable[T]]) -> T:
             return await session(client)
 
     return asyncio.run(main())
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_listening(proc: subprocess.Popen[Any], host: str, port: int, why: Callable[[], str]) -> None:
+    """Wait (60 s at most) until ``proc`` accepts connections on ``host:port``; fail with ``why()`` if it ends."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"bundlekit mcp --http did not start: {why()}")
+            time.sleep(0.1)

@@ -6,7 +6,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,16 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp.conftest import run_client, server_env
+from tests.mcp.conftest import free_port, run_client, server_env, wait_listening
 
 pytest.importorskip("mcp")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -32,21 +24,12 @@ def http_server(tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
 
 
 def _serving(tree: Path, host: str, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree), "--http", f"{host}:{port}", *extra],
         env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"bundlekit mcp --http did not start: {proc.communicate()[1]}")
-            time.sleep(0.1)
+    wait_listening(proc, host, port, lambda: proc.communicate()[1])
     try:
         yield f"http://{host}:{port}/mcp", proc
     finally:

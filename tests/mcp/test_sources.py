@@ -175,3 +175,13 @@ def test_the_missing_tree_hint_is_a_command_that_makes_the_tree(tmp_path: Path) 
                           capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "fresh" / "MEMORY.md").is_file()
+
+
+def test_without_a_source_option_it_serves_the_tree_bundlekit_memory_dir_names(tmp_path: Path, tree: Path) -> None:
+    env = {**server_env(), "BUNDLEKIT_MEMORY_DIR": str(tree)}
+    run = subprocess.run(
+        [sys.executable, "-m", "bundlekit", "mcp"], cwd=tmp_path, env=env, check=False,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr  # stdin closed at once: the client went away
+    assert f"serving {tree} read-write over stdio" in run.stderr

@@ -108,5 +108,5 @@ def test_a_tree_is_served_whenever_the_memory_commands_would_read_it(tmp_path: P
 
 def test_a_missing_tree_is_refused_as_memory_exists_says(tmp_path: Path) -> None:
     assert not Memory(tmp_path / "nowhere").exists()
-    with pytest.raises(UsageError, match="no memory tree at .*nowhere: run `bundlekit memory -d .*nowhere init`"):
+    with pytest.raises(UsageError, match="no memory tree at .*nowhere .*: run `bundlekit memory -d .*nowhere init`"):
         open_served_memory(memory_dir=tmp_path / "nowhere")

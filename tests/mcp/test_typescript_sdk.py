@@ -3,16 +3,13 @@
 ``ts_sdk_client.mjs`` lists the tools and prompts, calls the write tools and reads unknown
 resources through the SDK's ``Client`` over stdio; that client parses each answer with the SDK's
 schemas and checks every ``structuredContent`` against the tool's ``outputSchema``. The SDK is
-found in ``$BUNDLEKIT_MCP_TS_SDK`` (a ``node_modules`` folder holding it; default
-``/work/npmref/node_modules``): ``npm install @modelcontextprotocol/sdk`` in a scratch folder.
-Without node or the SDK the test is skipped with the reason.
+the one ``tests/package-lock.json`` pins (``npm ci`` in ``tests/``, as ``.ci/run`` does), found
+through ``tests/reference_tools``. Without node or the SDK the test is skipped with the reason.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,19 +18,18 @@ from typing import Any
 import pytest
 
 from tests.mcp.conftest import ROOT
+from tests.reference_tools import find
 
 HERE = Path(__file__).resolve().parent
-MODULES = Path(os.environ.get("BUNDLEKIT_MCP_TS_SDK", "/work/npmref/node_modules"))
 
 
 def _seen(tree: Path) -> dict[str, Any]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH")
-    if not (MODULES / "@modelcontextprotocol" / "sdk" / "package.json").is_file():
-        pytest.skip(f"@modelcontextprotocol/sdk not found under {MODULES} (set BUNDLEKIT_MCP_TS_SDK)")
+    found = find({"@modelcontextprotocol/sdk": "1.32.2"})
+    if isinstance(found, str):
+        pytest.skip(found)
+    node, modules = found
     done = subprocess.run(
-        [node, str(HERE / "ts_sdk_client.mjs"), str(MODULES), str(tree), sys.executable, str(ROOT)],
+        [node, str(HERE / "ts_sdk_client.mjs"), str(modules), str(tree), sys.executable, str(ROOT)],
         capture_output=True, text=True, timeout=120, check=True,
     )
     seen: dict[str, Any] = json.loads(done.stdout)

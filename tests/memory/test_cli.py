@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 import types
@@ -79,9 +80,9 @@ def test_secret_is_refused_unless_allowed(run: Any) -> None:
     assert run(*WRITE, "--body", secret, "--allow-secrets").exit_code == 0
 
 
-def test_bad_key_is_an_error(run: Any) -> None:
+def test_a_bad_key_on_the_command_line_is_a_usage_error(run: Any) -> None:
     result = run("write", "bad key", "--name", "n", "--description", "d", "--type", "user", "--body", "b")
-    assert result.exit_code == 1 and "error: memory key 'bad key'" in result.stderr
+    assert result.exit_code == 2 and "error: Invalid value for 'KEY': memory key 'bad key'" in result.stderr
 
 
 def test_show_prints_the_file_and_missing_key_fails(run: Any, tree: Path) -> None:
@@ -272,8 +273,33 @@ def test_reading_a_tree_that_does_not_exist_is_a_usage_error(tmp_path: Path, arg
     missing = tmp_path / "nowhere"
     result = CliRunner().invoke(cli, ["memory", *args, "-d", str(missing)])
     assert result.exit_code == 2
-    assert f"no memory tree at {missing}: run `bundlekit memory init`" in result.stderr
+    assert f"no memory tree at {missing} (no MEMORY.md, no memory files): run `bundlekit memory init`" in result.stderr
     assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["list"], ["recall", "x"], ["show", "k"], ["context"], ["export"], ["forget", "k"]]
+)
+def test_reading_a_folder_never_initialised_is_the_same_usage_error(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a memory\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["memory", *args, "-d", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "(no MEMORY.md, no memory files): run `bundlekit memory init`" in result.stderr
+
+
+def test_a_tree_of_memory_files_without_an_index_is_read(tmp_path: Path) -> None:
+    Memory(tmp_path / "hand").write("k", name="K", description="by hand", type="user", body="body")
+    (tmp_path / "hand" / "MEMORY.md").unlink()
+    result = CliRunner().invoke(cli, ["memory", "list", "-d", str(tmp_path / "hand")])
+    assert result.exit_code == 0 and result.stdout.startswith("k\tuser")
+
+
+def test_recall_that_matches_nothing_says_so_on_stderr(run: Any) -> None:
+    run(*WRITE, "--body", "Saturdays.")
+    result = run("recall", "zzzqqq")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == "no memory matches 'zzzqqq'\n"
 
 
 def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
@@ -281,3 +307,13 @@ def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
     hits = json.loads(run("recall", "kick", "--rank", "relevance", "--json").stdout)
     assert hits[0]["relevance"] == 1.0
     assert "relevance" not in json.loads(run("recall", "kick", "--json").stdout)[0]
+
+
+def test_recall_json_carries_the_exact_score_and_the_rank_of_old_memories(tmp_path: Path) -> None:
+    tree = tmp_path / "fixture"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "recall", "user", "--json"])
+    hits = json.loads(result.stdout)
+    assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1)) and len(hits) > 1
+    assert all(0 < hit["score"] < 1e-6 for hit in hits)  # months old: tiny, yet not rounded away
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)

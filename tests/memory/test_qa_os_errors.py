@@ -75,7 +75,7 @@ def test_memory_cli_under_a_file_is_a_one_line_error(blocker: Path, args: tuple[
 
 
 def test_memory_export_under_a_file_is_a_one_line_error(tmp_path: Path, blocker: Path) -> None:
-    (tmp_path / "mem").mkdir()  # the tree exists; the output path is what fails
+    Memory(tmp_path / "mem").init()  # the tree exists; the output path is what fails
     result = CliRunner().invoke(
         cli, ["memory", "-d", str(tmp_path / "mem"), "export", "-o", str(blocker / "x.json")]
     )

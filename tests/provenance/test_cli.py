@@ -82,6 +82,23 @@ def test_pin_with_name_key_publishes_after_the_pins_hold(tree: Path, tmp_path: P
     assert doc["name"]["value"] == f"/ipfs/{doc['root']}" and doc["name"]["sequence"] == 0
 
 
+def test_pin_sign_signs_the_manifest_the_name_then_points_at(tree: Path, tmp_path: Path,
+                                                              ed_key: tuple[Path, Ed25519Signer]) -> None:
+    key = str(ed_key[0])
+    code, out, err = _run("pin", str(tree), "--sign", "--key-file", key, "--name-key", key, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["signer"] == ed_key[1].identity and doc["name"]["value"] == f"/ipfs/{doc['root']}"
+    code, _out, err = _run("load", f"ipfs://{doc['root']}/manifest.json", "--publisher", ed_key[1].identity)
+    assert code == 0 and f"signed by {ed_key[1].identity}" in err
+
+
+def test_pin_sign_of_a_car_is_a_usage_error(tree: Path, tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
+    _build(tree, tmp_path / "b.car")
+    code, out, err = _run("pin", str(tmp_path / "b.car"), "--sign", "--key-file", str(ed_key[0]))
+    assert code == 2 and out == "" and "--sign" in err
+
+
 def test_pin_whose_name_publication_fails_still_prints_the_pins(tree: Path, tmp_path: Path,
                                                                ed_key: tuple[Path, Ed25519Signer],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,245 @@
+"""``bundlekit mcp --http`` against hostile clients: bounded connections, heads and bodies, no traceback.
+
+The server runs as a memory-capped child (``bounded``), driven with raw sockets on 127.0.0.1. Each wait
+is a bound far above the deadline it checks (the deadline plus ``SLACK``), never a timing assertion: a
+server without the deadline keeps the connection past the bound and the test fails. The bounds are
+``bundlekit.mcp_server.http_server``'s (specs/mcp.md, "Limits"); uvicorn 0.54.0 alone has none for a
+head (``uvicorn/protocols/http/h11_impl.py``: only an idle keep-alive connection is timed out) and
+the SDK (``mcp`` 2.3.0, ``MCPServer.run_streamable_http_async``) sets no ``limit_concurrency``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from bundlekit.memory import Memory  # noqa: E402
+from bundlekit.mcp_server.http_server import (  # noqa: E402
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    MAX_CONNECTIONS,
+    WRITE_STALL_TIMEOUT,
+)
+from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
+from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
+
+#: Seconds allowed past a deadline before the test says the server never enforced it.
+SLACK = 15.0
+INITIALIZE = json.dumps({
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+    },
+}).encode()
+
+
+class Served:
+    """A running ``bundlekit mcp --http`` child: its port and its stderr (a file, read once it stopped)."""
+
+    def __init__(self, port: int, proc: subprocess.Popen[bytes], stderr: Path) -> None:
+        self.port, self.proc, self.stderr_path = port, proc, stderr
+
+    def connect(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.port), timeout=10)
+
+    def head(self, method: str = "POST", extra: str = "", length: int = len(INITIALIZE)) -> bytes:
+        return (
+            f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n{extra}\r\n"
+        ).encode()
+
+    def call(self, sock: socket.socket, message: dict[str, object], session: str = "") -> None:
+        body = json.dumps(message).encode()
+        extra = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n" if session else ""
+        sock.sendall(self.head(extra=extra, length=len(body)) + body)
+
+    def session(self) -> str:
+        """A new initialized MCP session's id."""
+        with self.connect() as sock:
+            sock.sendall(self.head() + INITIALIZE)
+            answer = _answer(sock).decode("latin-1")
+            session = next(line.split(":", 1)[1].strip() for line in answer.split("\r\n")
+                           if line.lower().startswith("mcp-session-id:"))
+        with self.connect() as sock:
+            self.call(sock, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            assert _answer(sock).startswith(b"HTTP/1.1 202 ")
+        return session
+
+    def stop(self) -> str:
+        """Stop the server as Ctrl-C does; its stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "coach")
+
+
+@pytest.fixture
+def served(tmp_path: Path, tree: Path) -> Iterator[Served]:
+    port = free_port()
+    env = child_env()
+    env.update({"BUNDLEKIT_HOME": str(tmp_path / "home"), "CI": "true"})
+    stderr = tmp_path / "stderr.txt"
+    with stderr.open("wb") as err:
+        proc = subprocess.Popen(
+            bounded("mcp", "--memory", str(tree), "--http", f"127.0.0.1:{port}"),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+        )
+    wait_listening(proc, "127.0.0.1", port, stderr.read_text)
+    server = Served(port, proc, stderr)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> bool:
+    """Send ``trickle`` a byte at a time (a slowloris) while waiting; True once the server closed ``sock``."""
+    end = time.monotonic() + seconds
+    sock.settimeout(0.2)
+    pending = iter(trickle)
+    while time.monotonic() < end:
+        byte = next(pending, None)
+        try:
+            if byte is not None:
+                sock.send(bytes([byte]))
+            if sock.recv(4096) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset, or a send after the close
+            return True
+    return False
+
+
+def _answer(sock: socket.socket) -> bytes:
+    sock.settimeout(TIMEOUT)
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(served: Served) -> None:
+    with served.connect() as sock:
+        never_ending = served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
+        assert _closed_within(sock, HEAD_TIMEOUT + SLACK, trickle=never_ending)
+
+
+def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(served: Served) -> None:
+    with served.connect() as sock:
+        assert _closed_within(sock, HEAD_TIMEOUT + SLACK)
+
+
+def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline(served: Served) -> None:
+    with served.connect() as sock:
+        sock.sendall(served.head(length=100_000))
+        assert _closed_within(sock, BODY_TIMEOUT + SLACK, trickle=b" " * 100_000)
+
+
+def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_work(served: Served) -> None:
+    admitted = [served.connect() for _ in range(MAX_CONNECTIONS)]
+    extra = [served.connect() for _ in range(5)]
+    try:
+        for sock in extra:
+            answer = _answer(sock)
+            assert answer.startswith(b"HTTP/1.1 503 "), answer
+            assert b"connection: close" in answer.lower() and b"retry-after:" in answer.lower()
+        first = admitted[0]
+        first.sendall(served.head() + INITIALIZE)
+        assert _answer(first).startswith(b"HTTP/1.1 200 ")
+    finally:
+        for sock in admitted + extra:
+            sock.close()
+
+
+def test_the_limit_frees_up_once_connections_close(served: Served) -> None:
+    held = [served.connect() for _ in range(MAX_CONNECTIONS)]
+    for sock in held:
+        sock.close()
+    time.sleep(0.5)  # let the server see the closes (no timing is asserted)
+    with served.connect() as sock:
+        sock.sendall(served.head() + INITIALIZE)
+        assert _answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.fixture
+def big_tree(tree: Path) -> Path:
+    """The tree plus 4 memories of about 2 MB each: one recall answers far more than socket buffers hold."""
+    memory = Memory(tree)
+    for n in range(4):
+        memory.write(f"big{n}", name="Big", description="a big body", type="project",
+                     body=f"line {n} of a big body\n" * 100_000)
+    return tree
+
+
+@pytest.mark.usefixtures("big_tree")
+def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(served: Served) -> None:
+    session = served.session()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", served.port))
+        recall = {"name": "memory_recall", "arguments": {"query": "big", "limit": 4}}
+        served.call(sock, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": recall}, session)
+        time.sleep(WRITE_STALL_TIMEOUT + SLACK)  # not reading: the server's writes stall
+        received = b""
+        sock.settimeout(TIMEOUT)
+        try:
+            while chunk := sock.recv(1 << 20):
+                received += chunk
+        except ConnectionResetError:
+            pass
+        assert not received.endswith(b"\r\n0\r\n\r\n")  # the answer never finished: the server cut it
+
+
+def test_a_client_gone_in_the_middle_of_an_expect_100_continue_body_leaves_no_traceback(
+    served: Served,
+) -> None:
+    with served.connect() as sock:
+        sock.sendall(served.head(extra="Expect: 100-continue\r\n"))
+        assert _answer(sock).startswith(b"HTTP/1.1 100 ")
+        sock.sendall(INITIALIZE[:20])
+    with served.connect() as sock:  # the server answers on
+        sock.sendall(served.head() + INITIALIZE)
+        assert _answer(sock).startswith(b"HTTP/1.1 200 ")
+    err = served.stop()
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert lines[0].startswith("serving ") and lines[-1] == "interrupted", err
+    assert all(line.startswith(("warning: ", "error: ")) for line in lines[1:-1]), err
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [("Host: evil.example", b"421"), ("Origin: http://evil.example", b"403")],
+    ids=["foreign-host", "foreign-origin"],
+)
+def test_the_loopback_host_and_origin_rules_still_hold(served: Served, header: str, status: bytes) -> None:
+    request = served.head() + INITIALIZE
+    if header.startswith("Host:"):
+        request = request.replace(f"Host: 127.0.0.1:{served.port}".encode(), header.encode())
+    else:
+        request = request.replace(b"\r\n\r\n", f"\r\n{header}\r\n\r\n".encode(), 1)
+    with served.connect() as sock:
+        sock.sendall(request)
+        assert _answer(sock).startswith(b"HTTP/1.1 " + status + b" ")
