@@ -6,7 +6,27 @@ example that was correct (tests/net/test_stream_accept.py, 261 ms under load). E
 runs without it; a test may still set its own ``@settings``.
 """
 
+import signal
+
 from hypothesis import settings
 
 settings.register_profile("bundlekit", deadline=None)
 settings.load_profile("bundlekit")
+
+
+def _default_stop_signals() -> None:
+    """SIGINT and SIGHUP as a terminal gives them, whatever started the suite.
+
+    A runner started by ``nohup`` ignores SIGHUP, and a background job of a non-interactive shell
+    ignores SIGINT; children inherit an ignored signal, and bundlekit keeps a signal its parent ignores
+    ignored (the ``nohup`` rule, bundlekit/_signals.py). Run so, every test that stops a child with
+    SIGHUP, or presses Ctrl-C in-process, hung or failed (seen here: ``open`` ignoring SIGHUP until the
+    60 s timeout, again for each hypothesis example). The tests of that rule set the ignore themselves.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+_default_stop_signals()
