@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import pytest
 
 from bundlekit.bundle.build import build_bundle
 from bundlekit.memory import Memory
+from tests.net.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -44,11 +44,6 @@ def tour_lines() -> list[str]:
     return lines
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _inputs(work: Path, home: Path) -> None:
@@ -80,7 +75,7 @@ def test_every_tour_line_runs_in_order(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "PINATA_", "CI"))}
     env.update(HOME=str(home), BUNDLEKIT_HOME=str(tmp_path / "bkhome"), PATH=f"{tmp_path / 'bin'}:{env['PATH']}",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    port = str(_free_port())
+    port = str(free_port())
     filled: dict[str, str] = {}
     server: subprocess.Popen[str] | None = None
     try:

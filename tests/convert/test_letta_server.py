@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ import pytest
 
 from bundlekit.convert import export_to, import_from
 from bundlekit.memory import Memory
+from tests.net.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_DIR = Path(__file__).resolve().parent / "letta_server"
@@ -65,10 +65,6 @@ def _venv_python() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +74,7 @@ def letta(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     if python is None:
         pytest.skip("no Letta 0.16.8 venv: run `bash tests/convert/letta_server/setup.sh` (.ci/run does)")
     data = tmp_path_factory.mktemp("letta-server")
-    port = _free_port()
+    port = free_port()
     log = (data / "server.log").open("wb")
     proc = subprocess.Popen(
         [str(python), str(SERVER_DIR / "serve.py"), "--port", str(port), "--data", str(data)],

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,8 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.crypto import PassphraseKey
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.memory import Memory
+
+from tests.net.loopback import free_port
 
 from .conftest import TIMEOUT, child_env
 
@@ -113,7 +114,7 @@ def _command(kind: str, encrypted: Encrypted, gateway: GatewayServer | None = No
     if kind == "mcp-layer":
         return ["mcp", "--layer", f"user={encrypted.car}", *key]
     if kind == "mcp-http":
-        return ["mcp", "--from", str(encrypted.car), "--http", str(_free_port()), *key]
+        return ["mcp", "--from", str(encrypted.car), "--http", str(free_port()), *key]
     if kind == "open":
         assert gateway is not None
         return ["open", f"{gateway.url}/ipfs/{encrypted.root}"]
@@ -121,11 +122,6 @@ def _command(kind: str, encrypted: Encrypted, gateway: GatewayServer | None = No
     return ["load", str(encrypted.car), "-o", "out", *key]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _start(place: Place, args: list[str]) -> subprocess.Popen[str]:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import pytest
 
 from bundlekit.memory import Memory
+from tests.net.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
@@ -70,12 +71,6 @@ def run_client(server: Any, session: Callable[[Any], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_listening(proc: subprocess.Popen[Any], host: str, port: int, why: Callable[[], str]) -> None:
