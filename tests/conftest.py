@@ -7,7 +7,10 @@ runs without it; a test may still set its own ``@settings``.
 """
 
 import signal
+import sys
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("bundlekit", deadline=None)
@@ -30,3 +33,19 @@ def _default_stop_signals() -> None:
 
 
 _default_stop_signals()
+
+
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit (1000) for one test, whatever ran before.
+
+    A test feeding absurdly deep JSON or YAML checks that it is refused as malformed input, never
+    a ``RecursionError``: the nesting must be deeper than this limit, and the limit shallow enough
+    for the C stack (a library imported earlier in the run may have raised it far).
+    """
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.memory import Memory
@@ -122,3 +126,60 @@ def test_build_key_option_without_encrypt_is_a_usage_error(tree: Path, tmp_path:
     code, _out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--key-file", str(key))
     assert code == 2 and "--encrypt" in err
     assert not (tmp_path / "e.car").exists()
+
+
+# Bad inputs to build, load and fork: one clear error, the right exit code, nothing written.
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
+
+
+@pytest.fixture
+def fixture_car(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The committed sample tree (fixtures/memory) built by the command, with its own store."""
+    monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path / "home"))
+    shutil.copytree(FIXTURE, tmp_path / "mem")
+    run = CliRunner().invoke(cli, ["build", str(tmp_path / "mem"), "-o", str(tmp_path / "b.car")])
+    assert run.exit_code == 0, run.output
+    return tmp_path / "b.car"
+
+
+def test_load_under_a_file_is_one_line_error(fixture_car: Path, tmp_path: Path) -> None:
+    (tmp_path / "emptyf").write_bytes(b"")
+    run = CliRunner().invoke(cli, ["load", str(fixture_car), "-o", str(tmp_path / "emptyf" / "sub")])
+    assert run.exit_code != 0 and "error:" in run.output and "Traceback" not in run.output
+
+
+def test_fork_under_a_file_is_one_line_error(fixture_car: Path, tmp_path: Path) -> None:
+    (tmp_path / "emptyf").write_bytes(b"")
+    run = CliRunner().invoke(cli, ["fork", str(fixture_car), str(tmp_path / "emptyf" / "sub")])
+    assert run.exit_code == 2 and "file in the way" in run.output
+
+
+def test_a_car_whose_root_does_not_match_exits_3_and_names_the_car(fixture_car: Path, tmp_path: Path) -> None:
+    with open(fixture_car, "rb") as fh:
+        roots, it = read_car(fh, verify=False)
+        blocks = list(it)
+    bad = tmp_path / "bad.car"
+    with open(bad, "wb") as out:
+        writer = CarWriter(out, roots)
+        for cid, data in blocks:
+            writer.put(cid, data[:-1] + bytes([data[-1] ^ 1]) if cid == roots[0] else data)
+    run = CliRunner().invoke(cli, ["load", str(bad), "-o", str(tmp_path / "out")])
+    assert run.exit_code == 3
+    assert "bad.car" in run.output and "local store" not in run.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_of_a_directory_that_is_not_a_memory_tree_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print('hi')\n")
+    run = CliRunner().invoke(cli, ["build", str(tmp_path / "src"), "-o", str(tmp_path / "b.car")])
+    assert run.exit_code == 2 and "not a memory tree" in run.output
+    assert not (tmp_path / "b.car").exists()
+
+
+@pytest.mark.parametrize("namespace", ["", "two\nlines"])
+def test_build_with_a_bad_namespace_is_refused(tmp_path: Path, namespace: str) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "mem")
+    run = CliRunner().invoke(cli, ["build", str(tmp_path / "mem"), "-o", str(tmp_path / "b.car"), "--namespace", namespace])
+    assert run.exit_code == 2 and "namespace" in run.output

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from bundlekit.bundle.build import build_bundle
+from bundlekit.cli import cli
 from bundlekit.errors import DeviceMemoryError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
@@ -78,3 +80,13 @@ def test_memory_load_takes_the_bundle_namespace(tree: Path, tmp_path: Path) -> N
     build_bundle(tree, tmp_path / "ns.car", namespace="coach")
     assert Memory.load(str(tmp_path / "ns.car")).namespace == "coach"
     assert Memory.load(str(tmp_path / "ns.car"), namespace="other").namespace == "other"
+
+
+def test_a_source_date_epoch_out_of_range_is_a_one_line_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "mem")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "99999999999999999")
+    run = CliRunner().invoke(cli, ["build", str(tmp_path / "mem"), "-o", str(tmp_path / "b.car")])
+    assert run.exit_code == 2 and "out of range" in run.output
+    assert not (tmp_path / "b.car").exists()

@@ -14,7 +14,7 @@ from bundlekit.bundle.manifest import (
     parse_created,
     parse_manifest,
 )
-from bundlekit.errors import ManifestError
+from bundlekit.errors import ManifestError, UsageError
 from bundlekit.ipld.cid import RAW, make_cid
 
 CID = make_cid(1, RAW, b"x")
@@ -131,3 +131,13 @@ def test_fast_cid_parse_refuses_a_cidv0_written_in_base32() -> None:
     text = "b" + base64.b32encode(v0).decode().lower().rstrip("=")
     with pytest.raises(CIDError):
         cid_from_text(text)
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999", "-5", "0001-01-01T00:00:00-01:00", "10000-01-01"])
+def test_created_out_of_range_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_created(text)
+
+
+def test_created_is_always_a_four_digit_year() -> None:
+    assert format_created(datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC)) == "0999-01-02T03:04:05Z"

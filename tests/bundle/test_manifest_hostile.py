@@ -6,7 +6,9 @@ also matches before a trailing newline, which let ``memory/evil.md\\n`` in.
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -63,3 +65,20 @@ def test_no_path_holding_a_control_character_passes(before: str, control: str, a
 def test_an_encryption_field_of_the_wrong_type_is_a_manifest_error(field: str, value: Any) -> None:
     with pytest.raises(ManifestError, match=f"encryption.{field}"):
         parse_manifest(json.dumps(_encrypted(**{field: value})).encode())
+
+
+def test_deeply_nested_manifest_is_a_manifest_error() -> None:
+    # Pin the recursion limit: a library imported earlier in the run (py_ecc, via eth-account)
+    # may have raised it so far that this nesting would overflow the C stack instead.
+    # And hold the garbage collector off meanwhile: a collection that runs a finalizer at the bottom of that
+    # recursion (another test's leftovers) hits the limit inside pytest's unraisable-exception hook instead.
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(ManifestError, match="nested too deeply"):
+            parse_manifest(b"[" * 100_000 + b"]" * 100_000)
+    finally:
+        gc.enable()
+        sys.setrecursionlimit(old)

@@ -11,6 +11,7 @@ import pytest
 from bundlekit.car.extract import unpack_car
 from bundlekit.errors import (
     BlockMismatch,
+    BundlekitError,
     CARError,
     DAGLimitExceeded,
     MissingBlock,
@@ -247,3 +248,66 @@ def test_files_and_directories_inside_a_tree_follow_the_umask(blocks: Blocks, tm
     assert (tmp_path / "out").stat().st_mode & 0o777 == 0o775
     assert (tmp_path / "out" / "sub").stat().st_mode & 0o777 == 0o775
     assert (tmp_path / "out" / "sub" / "a.md").stat().st_mode & 0o777 == 0o664
+
+
+def test_unpack_under_a_file_names_the_problem(tmp_path: Path) -> None:
+    data = b"hello"
+    cid = make_cid(1, RAW, data)
+    blocks = {cid: data}
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    with pytest.raises(BundlekitError, match="a file is in the way where a directory is needed"):
+        unpack(blocks.__getitem__, cid, blocker / "sub" / "out")
+    assert sorted(os.listdir(tmp_path)) == ["afile"]
+
+
+# --force never replaces the current directory, its parents, or home.
+
+DATA = b"hello"
+CID = make_cid(1, RAW, DATA)
+
+
+def _get(cid: bytes) -> bytes:
+    assert cid == CID
+    return DATA
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The current directory for the test, two levels below tmp_path, holding a file to keep."""
+    work = tmp_path / "work" / "inner"
+    work.mkdir(parents=True)
+    (work / "keep.txt").write_text("precious")
+    monkeypatch.chdir(work)
+    return work
+
+
+def test_force_refuses_the_current_directory(workdir: Path) -> None:
+    with pytest.raises(UsageError, match="refusing to replace"):
+        unpack(_get, CID, ".", force=True)
+    assert (workdir / "keep.txt").read_text() == "precious"
+
+
+def test_force_refuses_a_parent_of_the_current_directory(workdir: Path) -> None:
+    with pytest.raises(UsageError, match="refusing to replace"):
+        unpack(_get, CID, workdir.parent, force=True)
+    assert (workdir / "keep.txt").exists()
+
+
+def test_force_refuses_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "keep.txt").write_text("precious")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="refusing to replace"):
+        unpack(_get, CID, home, force=True)
+    assert (home / "keep.txt").exists()
+
+
+def test_force_still_replaces_an_ordinary_occupied_output(workdir: Path) -> None:
+    target = workdir / "out"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    unpack(_get, CID, target, force=True)
+    assert target.read_bytes() == DATA

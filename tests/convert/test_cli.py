@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from bundlekit._fs import is_temp_name
 from bundlekit.cli import cli
 from bundlekit.memory import Memory
 
@@ -217,3 +220,104 @@ def test_a_merge_into_a_tree_says_what_it_changed(claude_dir: Path, tmp_path: Pa
 def test_an_import_into_an_empty_folder_needs_no_strategy(claude_dir: Path, tmp_path: Path) -> None:
     code, _out, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "new"))
     assert code == 0 and "added" not in err
+
+
+# Refusals: converting a store onto itself is refused before anything is read or written; unreadable
+# inputs and unwritable outputs are one-line errors, nothing left behind.
+
+FORMATS_TO_DIRS = ["massgen", "claude-code", "magicfrog"]
+
+
+def run_failing(*args: str) -> tuple[int, str, object]:
+    """Exit code, stderr and the exception the command ended with (None, or the SystemExit of an exit)."""
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stderr, result.exception
+
+
+def _one_line_error(code: int, err: str, exc: object) -> None:
+    assert code == 1
+    assert exc is None or isinstance(exc, SystemExit), exc
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+@pytest.fixture
+def massgen_tree(massgen_workspace: Path, tmp_path: Path) -> Path:
+    """A bundlekit tree converted from the MassGen workspace."""
+    dest = tmp_path / "mem"
+    code, _, err = run("convert", "--from", "massgen", str(massgen_workspace), "-o", str(dest))
+    assert code == 0, err
+    return dest
+
+
+@pytest.fixture
+def blocker(tmp_path: Path) -> Path:
+    """A plain file where a directory is needed."""
+    path = tmp_path / "afile"
+    path.write_text("x")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "massgen", "magicfrog"])
+def test_export_onto_the_source_tree_is_refused(fmt: str, massgen_tree: Path) -> None:
+    before = tree_files(massgen_tree)
+    result = CliRunner().invoke(cli, ["convert", "--to", fmt, str(massgen_tree), "-o", str(massgen_tree)])
+    assert result.exit_code == 2
+    assert "is the source itself" in result.stderr
+    assert tree_files(massgen_tree) == before
+
+
+def test_import_onto_the_foreign_store_is_refused(claude_dir: Path) -> None:
+    before = tree_files(claude_dir)
+    result = CliRunner().invoke(
+        cli, ["convert", "--from", "claude-code", str(claude_dir), "-o", str(claude_dir)]
+    )
+    assert result.exit_code == 2
+    assert tree_files(claude_dir) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS_TO_DIRS)
+def test_export_into_a_file_is_a_one_line_error(fmt: str, massgen_tree: Path, blocker: Path) -> None:
+    code, err, exc = run_failing("convert", "--to", fmt, str(massgen_tree), "-o", str(blocker))
+    _one_line_error(code, err, exc)
+    assert "a file is in the way" in err
+
+
+def test_threews_export_over_a_directory_is_a_one_line_error(massgen_tree: Path, tmp_path: Path) -> None:
+    target = tmp_path / "adir"
+    target.mkdir()
+    code, err, exc = run_failing("convert", "--to", "three.ws", str(massgen_tree), "-o", str(target))
+    _one_line_error(code, err, exc)
+    assert os.listdir(target) == []
+    assert not [n for n in os.listdir(tmp_path) if is_temp_name(n)]
+
+
+def test_magic_context_export_under_a_file_is_a_one_line_error(massgen_tree: Path, blocker: Path) -> None:
+    code, err, exc = run_failing(
+        "convert", "--to", "magic-context", str(massgen_tree), "-o", str(blocker / "db"), "--project", PROJECT
+    )
+    _one_line_error(code, err, exc)
+
+
+def test_import_under_a_file_is_a_one_line_error(massgen_workspace: Path, blocker: Path) -> None:
+    code, err, exc = run_failing(
+        "convert", "--from", "massgen", str(massgen_workspace), "-o", str(blocker / "sub")
+    )
+    _one_line_error(code, err, exc)
+
+
+def test_threews_import_of_a_directory_is_a_one_line_error(tmp_path: Path) -> None:
+    code, err, exc = run_failing("convert", "--from", "three.ws", str(tmp_path), "-o", str(tmp_path / "m"))
+    _one_line_error(code, err, exc)
+    assert "JSON file" in err
+
+
+def test_a_refused_import_leaves_no_output_directory(tmp_path: Path) -> None:
+    # Review of issue 12: a credential refused by the secret guard left an empty DEST behind.
+    src = tmp_path / "claude"
+    src.mkdir()
+    escaped = "".join(f"\\x{ord(c):02x}" for c in "ghp_" + "a1B2" * 9)
+    (src / "a.md").write_text(f'---\nname: n\ndescription: "{escaped}"\ntype: user\n---\nbody\n', encoding="utf-8")
+    code, err, _ = run_failing("convert", "--from", "claude-code", str(src), "-o", str(tmp_path / "out"))
+    assert code == 1, err
+    assert "looks like a GitHub token" in err
+    assert not (tmp_path / "out").exists()

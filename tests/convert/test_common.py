@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from bundlekit.convert._common import (
+    atomic_write,
     derive_keys,
     dump_yaml,
     is_valid_key,
@@ -73,3 +76,17 @@ def test_threews_values_bundlekit_refuses_are_carried_aside() -> None:
     assert "decay" not in meta and meta["x-threews-decay"] == "7d"
     assert "important" not in meta and meta["x-threews-important"] == "yes please"
     assert tree_to_blob(tree, namespace=None)["files"]["a.md"] == blob["files"]["a.md"]
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_deeply_nested_yaml_frontmatter_is_malformed() -> None:
+    with pytest.raises(ConvertError, match="malformed YAML frontmatter in a.md"):
+        load_yaml("tags: " + "[" * 3_000 + "]" * 3_000 + "\n", where="a.md")
+
+
+def test_atomic_write_failure_removes_its_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "adir"
+    target.mkdir()
+    with pytest.raises(ConvertError, match="cannot write"):
+        atomic_write(target, "data")
+    assert sorted(os.listdir(tmp_path)) == ["adir"]

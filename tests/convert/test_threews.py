@@ -210,3 +210,24 @@ def test_export_writes_strings_as_the_runtime_writes_them(threews_blob: dict[str
     tree.entries[0].meta["description"] = "He said \"go\": now"
     text = tree_to_blob(tree, namespace="agent-7")["files"]["feedback_tone.md"]
     assert "\ndescription: He said \"go\": now\n" in text
+
+
+# Absurdly deep JSON is a ConvertError, not a RecursionError.
+
+DEEP = "[" * 5_000 + "]" * 5_000
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_deep_json_file_is_not_a_json_file(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    with pytest.raises(ConvertError, match="is not a JSON file"):
+        read_threews(path)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_deep_json_in_a_local_storage_value_is_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps({"agent:a1:memory": DEEP}))
+    with pytest.raises(ConvertError, match="is not JSON"):
+        read_threews(path, agent_id="a1")

@@ -125,3 +125,8 @@ def test_verify_block_rejects_oversized_blocks() -> None:
     data = b"\0" * 17
     with pytest.raises(UnsupportedBlock):
         verify_block(make_cid(1, RAW, data), data, max_size=16)
+
+
+def test_parse_cid_error_says_what_to_give() -> None:
+    with pytest.raises(CIDError, match=r"not a valid CID: 'garbage'; give a CID string such as bafy"):
+        parse_cid("garbage")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from bundlekit._fs import is_temp_name
@@ -144,3 +145,64 @@ def test_serve_on_a_busy_port_is_a_usage_error(sample_car: Path) -> None:
         result = run("serve", "--port", str(port), str(sample_car))
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert "cannot listen on 127.0.0.1" in result.stderr  # type: ignore[attr-defined]
+
+
+def test_store_unpin_of_garbage_is_a_one_line_usage_error(tmp_path: object) -> None:
+    result = CliRunner().invoke(cli, ["store", "--store", str(tmp_path), "unpin", "garbage"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "give a CID string" in result.stderr
+
+
+# `store export`: output problems are one-line errors, nothing half-written.
+
+
+def _imported_store(tmp_path: Path, sample_car: Path) -> Path:
+    """A store at tmp_path/s holding sample_car, imported by the command."""
+    store = tmp_path / "s"
+    result = CliRunner().invoke(cli, ["store", "--store", str(store), "import", str(sample_car)])
+    assert result.exit_code == 0, result.output
+    return store
+
+
+def test_store_export_under_a_file_is_a_one_line_error(tmp_path: Path, sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
+    store = _imported_store(tmp_path, sample_car)
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    result = CliRunner().invoke(
+        cli,
+        ["store", "--store", str(store), "export", cid_to_str(sample_dag.root), "-o", str(blocker / "x.car")],
+    )
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stderr.startswith(f"error: cannot write {blocker / 'x.car'}: a file is in the way")
+    assert "Traceback" not in result.output
+
+
+def test_store_export_of_a_missing_root_leaves_no_temp_file(tmp_path: Path, sample_car: Path) -> None:
+    store = _imported_store(tmp_path, sample_car)
+    out = tmp_path / "out"
+    out.mkdir()
+    missing = "bafkreiey5jxe6ilpf62lnh77tm5ejbbmhbugzjuf6p2v3remlu73ced34q"
+    result = CliRunner().invoke(
+        cli, ["store", "--store", str(store), "export", missing, "-o", str(out / "x.car")]
+    )
+    assert result.exit_code != 0
+    assert result.stderr.startswith("error: ")
+    assert os.listdir(out) == []
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_store_export_car_mode_follows_the_umask_like_pack_output(
+    tmp_path: Path, sample_car: Path, sample_dag, umask: int, mode: int
+) -> None:  # type: ignore[no-untyped-def]
+    store = _imported_store(tmp_path, sample_car)
+    dest = tmp_path / "x.car"
+    old = os.umask(umask)
+    try:
+        result = CliRunner().invoke(
+            cli, ["store", "--store", str(store), "export", cid_to_str(sample_dag.root), "-o", str(dest)]
+        )
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.output
+    assert dest.stat().st_mode & 0o777 == mode

@@ -137,3 +137,11 @@ def test_the_slot_of_an_idle_connection_serves_the_next_one_after_the_idle_timeo
         host, port = server.server_address[0], server.server_address[1]
         with socket.create_connection((str(host), int(port)), timeout=10):
             assert _until_served(server.url).status_code != 503
+
+
+def test_an_empty_host_is_refused_rather_than_binding_every_interface(tmp_path: Path) -> None:
+    with (
+        pytest.raises(UsageError, match="--host is empty"),
+        serve_in_thread(store=BlockStore(tmp_path / "store"), host=""),
+    ):
+        pass

@@ -257,3 +257,11 @@ def test_gc_waits_for_a_protect_block_to_end(filled_store: BlockStore, sample_da
     worker.join()
     assert removed == [0]
     assert all(filled_store.has(cid) for cid in sample_dag.blocks)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_a_deeply_nested_pin_file_is_unreadable(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path / "s")
+    store._pins_path().write_text("[" * 5_000 + "]" * 5_000)
+    with pytest.raises(BundlekitError, match="the pin file .* is unreadable"):
+        store.pins()

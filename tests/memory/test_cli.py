@@ -317,3 +317,25 @@ def test_recall_json_carries_the_exact_score_and_the_rank_of_old_memories(tmp_pa
     assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1)) and len(hits) > 1
     assert all(0 < hit["score"] < 1e-6 for hit in hits)  # months old: tiny, yet not rounded away
     assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+
+
+def test_a_body_file_that_is_not_utf8_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
+    body = tmp_path / "latin1.txt"
+    body.write_bytes(b"caf\xe9\n")
+    tree = tmp_path / "mem"
+    args = ["memory", "-d", str(tree), "write", "k", "--name", "n", "--description", "d", "--type", "user"]
+    result = CliRunner().invoke(cli, [*args, "--body-file", str(body)])
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == f"error: --body-file {body} is not UTF-8 text; re-save it as UTF-8\n"
+    assert not (tree / "k.md").exists()
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_import_of_deeply_nested_json_is_a_one_line_error(tmp_path: Path) -> None:
+    blob = tmp_path / "deep.json"
+    blob.write_text("[" * 5_000 + "]" * 5_000)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tmp_path / "m"), "import", str(blob)])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == f"error: {blob} is not a JSON export blob; export it again\n"

@@ -116,3 +116,11 @@ def test_reader_skips_an_append_in_flight_but_check_refuses_it(mem: Memory, tree
     assert [e["type"] for e in mem.timeline()] == ["ok"]
     with pytest.raises(MemoryStoreError, match="line 2"):
         mem.check()
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
+def test_deeply_nested_timeline_line_is_reported_as_invalid_json(tmp_path: Path) -> None:
+    (tmp_path / "timeline").mkdir()
+    (tmp_path / "timeline" / "2026-01-01.jsonl").write_text("[" * 5_000 + "]" * 5_000 + "\n")
+    with pytest.raises(MemoryStoreError, match="line 1 is not valid JSON"):
+        Memory(tmp_path).timeline()

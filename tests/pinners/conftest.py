@@ -15,6 +15,8 @@ from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.pinning.http import UPLOAD_OPTIONS
 
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
+#: a token that must never appear in an error message, escaped or not
+CANARY = "CANARYtoken0123"
 
 
 @dataclass

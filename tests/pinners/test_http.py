@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import socket
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -10,11 +12,19 @@ import httpx
 import pytest
 import respx
 
-from bundlekit.errors import PinAuthError, PinRateLimited, PinRejected, PinServiceSunset, PinUnavailable
+from bundlekit.errors import (
+    BundlekitError,
+    PinAuthError,
+    PinRateLimited,
+    PinRejected,
+    PinServiceSunset,
+    PinUnavailable,
+)
 from bundlekit.net.http import RetryPolicy, parse_retry_after, redact
 from bundlekit.pinning.http import UPLOAD_OPTIONS, UPLOAD_RETRY, HttpClient
+from bundlekit.pinning.registry import create_pinner
 
-from .conftest import SECRET, Sleeps
+from .conftest import CANARY, SECRET, Sleeps
 
 URL = "https://svc.test/thing"
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -198,3 +208,48 @@ def test_a_json_answer_that_is_not_an_object_is_unavailable(sleeps: Sleeps) -> N
     with pytest.raises(PinUnavailable, match="JSON object"):
         http.json(http.request("GET", URL))
     assert http.json(http.request("GET", URL), anything=True) == [1, 2]
+
+
+# A token holding a line break never reaches an error message, escaped or not.
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [f"{CANARY}\n", f"{CANARY}\nmore", f"{CANARY}\r\nX-Injected: 1", f"caf\u00e9{CANARY}\t"],
+)
+def test_redact_removes_escaped_and_split_forms(secret: str) -> None:
+    messages = [
+        f"Illegal header value {('Bearer ' + secret).encode('utf-8')!r}",
+        f"value {secret!r}",
+        f"value {secret}",
+    ]
+    for message in messages:
+        assert CANARY not in redact(message, [secret])
+
+
+def test_redact_leaves_other_text_alone() -> None:
+    assert redact("connect to example.org failed", ["s3cr3t-value"]) == "connect to example.org failed"
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """The port of a bare loopback socket: the client fails on the bad header before any reply is needed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(4)
+        yield int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(("name", "variable"), [("pinata", "PINATA_JWT"), ("kubo", "BUNDLEKIT_KUBO_TOKEN")])
+def test_a_token_holding_a_newline_is_never_echoed(listener: int, name: str, variable: str) -> None:
+    url = f"http://127.0.0.1:{listener}"
+    env = {
+        variable: f"{CANARY}\nrest",
+        "BUNDLEKIT_PINATA_API_URL": url,
+        "BUNDLEKIT_PINATA_UPLOAD_URL": url,
+        "BUNDLEKIT_KUBO_URL": url,
+    }
+    # pinata refuses the value when built; kubo's optional token reaches the HTTP layer and fails there.
+    with pytest.raises(BundlekitError) as caught, create_pinner(name, env) as pinner:
+        pinner.check()  # type: ignore[attr-defined]
+    assert CANARY not in str(caught.value)

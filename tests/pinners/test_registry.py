@@ -10,6 +10,8 @@ import pytest
 from bundlekit import pinning
 from bundlekit.errors import PinnerNotConfigured, PinnerNotFound
 
+from .conftest import CANARY
+
 BUILTINS = {"local", "memory", "pinata", "web3-storage", "filebase", "kubo", "psa"}
 
 
@@ -91,3 +93,43 @@ def test_a_registered_pinner_that_cannot_import_is_reported_not_crashed(
     monkeypatch.delitem(sys.modules, "thirdparty_pinner", raising=False)
     with pytest.raises(PinnerNotFound, match="cannot be loaded"):
         pinning.create_pinner("thirdparty", {})
+
+
+# Credentials go into HTTP headers, which carry one line of ASCII: a value that cannot is a configuration
+# error naming the variable, never echoing the value (issue 12, item 5). Before, a token with a
+# typographic quote or a non-breaking space failed inside httpx with a ``UnicodeEncodeError`` traceback.
+
+
+@pytest.mark.parametrize(
+    ("name", "env", "variable"),
+    [
+        ("pinata", {"PINATA_JWT": f"{CANARY}\u201d"}, "PINATA_JWT"),
+        ("psa", {"BUNDLEKIT_PSA_URL": "https://psa.example", "PSA_TOKEN": f"\u00a0{CANARY}"}, "PSA_TOKEN"),
+    ],
+)
+def test_a_non_ascii_token_is_not_configured(name: str, env: dict[str, str], variable: str) -> None:
+    with pytest.raises(PinnerNotConfigured, match=f"{variable} holds a non-ASCII character") as caught:
+        pinning.create_pinner(name, env)
+    assert CANARY not in str(caught.value)
+
+
+def test_an_international_service_url_is_still_accepted() -> None:
+    env = {"BUNDLEKIT_PSA_URL": "https://épingle.example", "PSA_TOKEN": "t0ken"}
+    with pinning.create_pinner("psa", env):
+        pass
+
+
+@pytest.mark.parametrize("value", [f"{CANARY}\n", f"{CANARY}\r\nX-Injected: 1"])
+def test_a_token_with_a_line_break_is_a_configuration_error_naming_only_the_variable(value: str) -> None:
+    with pytest.raises(PinnerNotConfigured, match="PINATA_JWT holds a line break") as caught:
+        pinning.create_pinner("pinata", {"PINATA_JWT": value})
+    assert CANARY not in str(caught.value)
+
+
+def test_a_blank_token_is_not_configured() -> None:
+    with pytest.raises(PinnerNotConfigured, match="set PINATA_JWT"):
+        pinning.create_pinner("pinata", {"PINATA_JWT": "   "})
+
+
+def test_pinners_lists_a_blank_token_as_not_configured() -> None:
+    assert not pinning.pinner_factory("pinata").is_configured({"PINATA_JWT": "  "})  # type: ignore[attr-defined]

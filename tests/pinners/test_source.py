@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -10,8 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
-from bundlekit.errors import UsageError
+from bundlekit.errors import CodecError, MissingBlock, UsageError
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import DIRECTORY, PBLink, UnixFSData, encode_node
 from bundlekit.pinning.source import is_memory_dir, prepare_source
 from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import get_profile
@@ -109,3 +113,47 @@ def test_pin_with_a_key_option_encrypts_the_memory_bundle(
 def test_build_options_for_a_car_are_refused(car: Car, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="published as is"):
         prepare_source(car.path, tmp_path, profile="kubo-legacy")
+
+
+# A CAR given to `bundlekit pin` is verified (blocks and completeness) before any upload.
+
+
+def _write_car(path: Path, root: bytes, blocks: list[tuple[bytes, bytes]]) -> Path:
+    out = io.BytesIO()
+    writer = CarWriter(out, [root])
+    for cid, data in blocks:
+        writer.put(cid, data)
+    writer.close()
+    path.write_bytes(out.getvalue())
+    return path
+
+
+def _incomplete_car(path: Path) -> Path:
+    """A CAR of a directory whose one file's block is not in it."""
+    leaf = b"a leaf that is not in the CAR"
+    leaf_cid = make_cid(1, RAW, leaf)
+    node = encode_node([PBLink(leaf_cid, b"a.txt", len(leaf))], UnixFSData(type=DIRECTORY).encode())
+    root = make_cid(1, DAG_PB, node)
+    return _write_car(path, root, [(root, node)])
+
+
+def test_an_incomplete_car_is_refused_before_publishing(tmp_path: Path) -> None:
+    car = _incomplete_car(tmp_path / "partial.car")
+    with pytest.raises(MissingBlock):
+        prepare_source(car, tmp_path / "work")
+
+
+def test_an_undecodable_root_is_refused_before_publishing(tmp_path: Path) -> None:
+    junk = b"\xff\xff\xff"
+    root = make_cid(1, DAG_PB, junk)
+    car = _write_car(tmp_path / "junk.car", root, [(root, junk)])
+    with pytest.raises(CodecError):
+        prepare_source(car, tmp_path / "work")
+
+
+def test_pin_of_an_incomplete_car_exits_3_and_pins_nothing(tmp_path: Path) -> None:
+    car = _incomplete_car(tmp_path / "partial.car")
+    result = CliRunner().invoke(cli, ["pin", str(car), "--pinner", "memory"])
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and "is missing" in result.stderr

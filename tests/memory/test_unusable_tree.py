@@ -1,4 +1,4 @@
-"""QA regressions: a memory tree that cannot be used is a MemoryStoreError naming it, never a raw OSError."""
+"""A memory tree that cannot be used is a MemoryStoreError naming it, never a raw OSError."""
 
 from __future__ import annotations
 
