@@ -21,14 +21,16 @@ from bundlekit.memory import Memory, MemoryRecord
 
 from . import retrieval_eval as ev
 
-# Floors measured with a prototype (wordllama l2_supercat 256, the model issue 29 names; cosine over
-# name, description and body, times salience): recall@1 0.37 and recall@5 0.79 on this corpus, while
-# substring recall finds none. The floors leave room for a different (fair) way of combining scores,
-# not for a ranking that misses most questions.
+# Floors measured on this corpus with wordllama l2_supercat 256, the model issue 29 names: a scratch
+# prototype (cosine over name, description and body, times salience) finds 0.43 first and 0.82 within
+# five; weighting cosine 0.9 and BM25 over the query's words 0.1 keeps 0.46 and 0.76. Substring finds
+# none. The floors leave room for another fair way of combining scores, not for one where the words
+# a paraphrase shares with other memories outweigh what its meaning finds.
 SUBSTRING_AT_5_CEILING = 0.10
 AHEAD_OF_SUBSTRING_AT_5 = 0.40
-MEANING_AT_1_FLOOR = 0.30
-OTHER_WORDS_SHARE = 0.90  # of the questions share no word (stopwords aside) with their memory
+MEANING_AT_1_FLOOR = 0.35
+HYBRID_BEHIND_SEMANTIC_AT_5 = 0.10  # combining with BM25 may cost recall by meaning this much at most
+OTHER_WORDS_SHARE = 0.75  # of the questions share no word (stopwords aside) with their memory
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +119,11 @@ def test_recall_by_meaning_at_5_is_well_ahead_of_substring(
 def test_hybrid_recall_at_1_reaches_its_floor(scores: dict[str, ev.Score]) -> None:
     hybrid = _available(scores["hybrid"])
     assert hybrid.at_1 >= MEANING_AT_1_FLOOR, ev.table(scores.values())
+
+
+def test_hybrid_recall_at_5_keeps_what_semantic_recall_finds(scores: dict[str, ev.Score]) -> None:
+    semantic, hybrid = _available(scores["semantic"]), _available(scores["hybrid"])
+    assert hybrid.at_depth >= semantic.at_depth - HYBRID_BEHIND_SEMANTIC_AT_5, ev.table(scores.values())
 
 
 def test_a_ranking_recall_does_not_offer_is_reported_unavailable_not_scored(
