@@ -147,3 +147,14 @@ def test_an_aged_copy_spreads_the_memories_over_the_days_given(tmp_path: Path) -
     ages = [ev.NOW - r.updated for r in Memory(copy).list()]
     assert all(timedelta(0) <= age <= timedelta(days=60) for age in ages)
     assert max(ages) - min(ages) > timedelta(days=30)
+
+
+NOT_QUESTIONS = ['{"question": "Where are the videos?"}', '["Where?", "user_role"]', '{"question": 1, "expected": "x"}']
+
+
+@pytest.mark.parametrize("line", NOT_QUESTIONS)
+def test_a_question_line_without_question_and_key_strings_is_refused_naming_it(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "questions.jsonl"
+    path.write_text('{"question": "Where?", "expected": "user_role"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="questions.jsonl line 2"):
+        ev.load_questions(path)
