@@ -149,11 +149,11 @@ def test_an_aged_copy_spreads_the_memories_over_the_days_given(tmp_path: Path) -
     assert max(ages) - min(ages) > timedelta(days=30)
 
 
-NOT_QUESTIONS = ['{"question": "Where are the videos?"}', '["Where?", "user_role"]', '{"question": 1, "expected": "x"}']
+NOT_QUESTIONS = ['{"question": "Where?"}', '["Where?", "user_role"]', '{"question": 1, "expected": "x"}']
 
 
 @pytest.mark.parametrize("line", NOT_QUESTIONS)
-def test_a_question_line_without_question_and_key_strings_is_refused_naming_it(tmp_path: Path, line: str) -> None:
+def test_a_questions_line_without_question_and_key_strings_is_refused(tmp_path: Path, line: str) -> None:
     path = tmp_path / "questions.jsonl"
     path.write_text('{"question": "Where?", "expected": "user_role"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="questions.jsonl line 2"):
