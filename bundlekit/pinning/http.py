@@ -43,10 +43,11 @@ from bundlekit.net.http import (
     BodyFactory,
     Failure,
     HttpOptions,
+    HttpRequest,
     RetryPolicy,
     redact,
     redact_library_logs,
-    send_with_retries,
+    send,
 )
 
 __all__ = [
@@ -189,10 +190,6 @@ def _buffered(ok: Callable[[httpx.Response], bool] | None) -> Callable[[httpx.Re
     return check
 
 
-def _whole(response: httpx.Response) -> httpx.Response:
-    return response
-
-
 def service_url(base: str, path: str) -> str:
     """``path`` (``api/v0/version``) joined onto the path of the service URL ``base``, whose query is kept:
     ``http://node/kubo?token=T`` gives ``http://node/kubo/api/v0/version?token=T`` (a proxy's credential in
@@ -309,10 +306,9 @@ class HttpClient(Closing):
             log.info(self.redact(f"{self.service}: {label}: {self._error(failure, url, label)}; "
                                  f"retrying in {wait:.2f}s"))
 
-        outcome = send_with_retries(
-            self._client, method, url, options=self.options, read=_whole, ok=_buffered(ok), final=self._final,
-            params=params, headers=headers, json=json, body=body, retry=retry, on_retry=note_retry,
-        )
+        call = HttpRequest(method, url, params=params, headers=headers, json=json, body=body, ok=_buffered(ok),
+                           final=self._final, retry=retry, on_retry=note_retry)
+        outcome = send(self._client, call, self.options)
         if isinstance(outcome, Failure):
             raise self._error(outcome, url, label) from outcome.error
         log.debug(self.redact(f"{self.service}: {method} {url} -> {outcome.status_code}"))

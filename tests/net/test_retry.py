@@ -13,11 +13,12 @@ from bundlekit.net.http import (
     DEFAULT_TIMEOUT,
     Failure,
     HttpOptions,
+    HttpRequest,
     RetryPolicy,
     is_retryable_status,
     open_client,
     read_capped,
-    send_with_retries,
+    send,
 )
 
 URL = "https://svc.test/thing"
@@ -33,8 +34,7 @@ def _get(sleeps: list[float], *, retry: RetryPolicy | None = None, jitter: float
     options = HttpOptions(retry=retry or RetryPolicy(), sleep=sleeps.append, jitter=lambda: jitter,
                           clock=lambda: NOW)
     with httpx.Client() as client:
-        return send_with_retries(client, "GET", URL, options=options, read=_body,
-                                 final=final)  # type: ignore[arg-type]
+        return send(client, HttpRequest("GET", URL, final=final), options, read=_body)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 599])
@@ -139,7 +139,7 @@ def test_a_url_without_a_scheme_is_final_and_marked_unusable() -> None:
     sleeps: list[float] = []
     options = HttpOptions(sleep=sleeps.append)
     with httpx.Client() as client:
-        outcome = send_with_retries(client, "GET", "localhost:5001/x", options=options, read=_body)
+        outcome = send(client, HttpRequest("GET", "localhost:5001/x"), options, read=_body)
     assert isinstance(outcome, Failure) and outcome.unusable_url and not outcome.retryable
     assert sleeps == []
 
@@ -158,7 +158,7 @@ def test_a_body_over_the_limit_is_cut_and_not_retried() -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(200, content=b"x" * 100))
     options = HttpOptions(sleep=lambda s: None)
     with httpx.Client() as client:
-        outcome = send_with_retries(client, "GET", URL, options=options, read=lambda r: read_capped(r, 10))
+        outcome = send(client, HttpRequest("GET", URL), options, read=lambda r: read_capped(r, 10))
     assert isinstance(outcome, Failure) and outcome.too_large and not outcome.retryable
     assert route.call_count == 1
 
@@ -173,8 +173,8 @@ def test_a_body_factory_is_called_for_every_attempt() -> None:
 
     respx.post(URL).mock(side_effect=record)
     with httpx.Client() as client:
-        send_with_retries(client, "POST", URL, options=HttpOptions(sleep=lambda s: None), read=_body,
-                          body=lambda: {"content": b"payload"})
+        send(client, HttpRequest("POST", URL, body=lambda: {"content": b"payload"}), HttpOptions(sleep=lambda s: None),
+             read=_body)
     assert seen == [b"payload", b"payload"]
 
 
