@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
@@ -161,6 +163,34 @@ def test_a_body_over_the_limit_is_cut_and_not_retried() -> None:
         outcome = send(client, HttpRequest("GET", URL), options, read=lambda r: read_capped(r, 10))
     assert isinstance(outcome, Failure) and outcome.too_large and not outcome.retryable
     assert route.call_count == 1
+
+
+class _CutOff(httpx.SyncByteStream):
+    """A body that sends a few bytes, then the connection drops."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"ab"
+        raise httpx.ReadError("connection reset")
+
+
+@respx.mock
+def test_a_body_cut_off_midway_is_retried_and_the_next_answer_read_whole() -> None:
+    route = respx.get(URL).mock(side_effect=[httpx.Response(200, stream=_CutOff()),
+                                             httpx.Response(200, content=b"abcd")])
+    sleeps: list[float] = []
+    assert _get(sleeps) == b"abcd"
+    assert route.call_count == 2 and len(sleeps) == 1
+
+
+@respx.mock
+def test_a_compressed_body_is_cut_at_the_limit_of_what_it_decodes_to() -> None:
+    bomb = gzip.compress(b"\0" * (8 << 20))
+    respx.get(URL).mock(return_value=httpx.Response(200, content=bomb, headers={"Content-Encoding": "gzip"}))
+    with httpx.Client() as client:
+        outcome = send(client, HttpRequest("GET", URL), HttpOptions(sleep=lambda s: None),
+                       read=lambda r: read_capped(r, 1 << 20))
+    assert len(bomb) < 1 << 20
+    assert isinstance(outcome, Failure) and outcome.too_large and not outcome.retryable
 
 
 @respx.mock
