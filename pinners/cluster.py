@@ -48,7 +48,7 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import Failure, HttpOptions
+from bundlekit.net.http import Failure, HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.polling import Polling
@@ -162,8 +162,9 @@ class ClusterPinner(BasePinner):
         return self._wait(root_text)
 
     def _tracked(self, cid: str) -> bool:
-        response = self.http.request("GET", service_url(self.base_url, f"/allocations/{cid}"),
-                                     ok=lambda r: r.is_success or r.status_code == 404, what="allocation")
+        call = HttpRequest("GET", service_url(self.base_url, f"/allocations/{cid}"),
+                           ok=lambda r: r.is_success or r.status_code == 404)
+        response = self.http.request(call, "allocation")
         return response.status_code != 404
 
     def _add(self, car: BinaryIO, root: bytes, label: str) -> None:
@@ -181,8 +182,8 @@ class ClusterPinner(BasePinner):
                 raise _Added()
 
         try:
-            response = self.http.request("POST", service_url(self.base_url, "/add"), params=params, body=body,
-                                         what="add CAR", before_retry=before_retry)
+            response = self.http.request(HttpRequest("POST", service_url(self.base_url, "/add"), params=params, body=body),
+                                         "add CAR", before_retry=before_retry)
         except _Added:
             return
         stream_error = response.headers.get("X-Stream-Error", "")
@@ -201,7 +202,8 @@ class ClusterPinner(BasePinner):
 
     def _status(self, cid: str) -> dict[str, Any]:
         info: dict[str, Any] = self.http.json(
-            self.http.request("GET", service_url(self.base_url, f"/pins/{cid}"), what="pin status"), "pin status")
+            self.http.request(HttpRequest("GET", service_url(self.base_url, f"/pins/{cid}")), "pin status"),
+            "pin status")
         return info
 
     def _wait(self, cid: str) -> PinResult:
@@ -233,13 +235,13 @@ class ClusterPinner(BasePinner):
 
     def unpin(self, cid: bytes) -> None:
         """``DELETE /pins/<cid>``; a CID the cluster does not track is fine."""
-        self.http.request("DELETE", service_url(self.base_url, f"/pins/{cid_to_str(cid)}"),
-                          ok=lambda r: r.is_success or r.status_code == 404, what="unpin")
+        self.http.request(HttpRequest("DELETE", service_url(self.base_url, f"/pins/{cid_to_str(cid)}"),
+                                      ok=lambda r: r.is_success or r.status_code == 404), "unpin")
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
         """Cluster pins (``/allocations?filter=pin``) whose name starts with ``name_prefix``."""
-        response = self.http.request("GET", service_url(self.base_url, "/allocations"), params={"filter": "pin"},
-                                     what="list pins")
+        response = self.http.request(
+            HttpRequest("GET", service_url(self.base_url, "/allocations"), params={"filter": "pin"}), "list pins")
         try:
             pins = [p for p in _json_lines(response.text) if isinstance(p, dict)]
         except ValueError:
@@ -250,7 +252,7 @@ class ClusterPinner(BasePinner):
 
     def check(self) -> None:
         """``GET /id``: cheap, and authenticated when the API requires it."""
-        self.http.request("GET", service_url(self.base_url, "/id"), retry=False, what="id")
+        self.http.request(HttpRequest("GET", service_url(self.base_url, "/id"), retry=False), "id")
 
     def close(self) -> None:
         self.http.close()

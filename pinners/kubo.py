@@ -43,7 +43,7 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpOptions
+from bundlekit.net.http import HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult, require_env
@@ -113,9 +113,9 @@ class KuboPinner(BasePinner):
         """True only when ``BUNDLEKIT_KUBO_URL`` is set: the default URL is a guess, not a configuration."""
         return bool(env.get("BUNDLEKIT_KUBO_URL", "").strip())
 
-    def _rpc(self, command: str, **kwargs: Any) -> httpx.Response:
+    def _rpc(self, command: str, *, what: str, **call: Any) -> httpx.Response:
         # kubo's RPC is POST-only; an error answers 500 with {"Message": ...}.
-        return self.http.request("POST", service_url(self.base_url, f"/api/v0/{command}"), **kwargs)
+        return self.http.request(HttpRequest("POST", service_url(self.base_url, f"/api/v0/{command}"), **call), what)
 
     def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
         """Import and pin. Raises PinRejected (kubo's pin error), CIDMismatch, and the HTTP errors."""

@@ -56,7 +56,7 @@ import httpx
 
 from bundlekit.errors import CIDMismatch, PinRateLimited, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import Failure, HttpOptions
+from bundlekit.net.http import Failure, HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.polling import Polling
@@ -147,8 +147,8 @@ class PinataPinner(BasePinner):
 
     def _list(self, params: Mapping[str, str]) -> tuple[list[dict[str, Any]], str]:
         """One page of ``GET {api}/v3/files/public``: its files and ``next_page_token``."""
-        response = self.http.request("GET", service_url(self.api_url, "/v3/files/public"),
-            params=params, what="list files")
+        response = self.http.request(HttpRequest("GET", service_url(self.api_url, "/v3/files/public"), params=params),
+                                     "list files")
         data = self.http.json(response, "list files").get("data") or {}
         files = [f for f in (data.get("files") or []) if isinstance(f, dict)]
         return files, str(data.get("next_page_token") or "")
@@ -236,8 +236,8 @@ class PinataPinner(BasePinner):
         give_up = self.polling.give_up_at()
         while data.get("cid") == PENDING and not self.polling.passed(give_up):
             self.http.options.sleep(self.polling.interval)
-            record = self.http.request("GET", service_url(self.api_url, f"/v3/files/public/{file_id}"),
-                what="file record")
+            record = self.http.request(HttpRequest("GET", service_url(self.api_url, f"/v3/files/public/{file_id}")),
+                                       "file record")
             data = self.http.json(record, "file record").get("data") or data
         return data
 
@@ -274,7 +274,7 @@ class PinataPinner(BasePinner):
             )
 
         try:
-            response = self.http.request("POST", f"{self.upload_url}/v3/files", body=body, what="upload CAR",
+            response = self.http.request(HttpRequest("POST", f"{self.upload_url}/v3/files", body=body), "upload CAR",
                                          before_retry=before_retry)
         except _Landed as landed:
             return landed.data
@@ -289,12 +289,11 @@ class PinataPinner(BasePinner):
             [f"filename {_b64(label)}", f"filetype {_b64('application/vnd.ipld.car')}"]
             + [f"{key} {_b64(value)}" for key, value in fields.items() if key != "name"]
         )
-        created = self.http.request(
+        created = self.http.request(HttpRequest(
             "POST", f"{self.upload_url}/v3/files",
             headers={**tus, "Upload-Length": str(size), "Upload-Metadata": metadata},
             ok=lambda r: r.status_code == 201 and "location" in r.headers,
-            what="create resumable upload",
-        )
+        ), "create resumable upload")
         location = str(httpx.URL(f"{self.upload_url}/v3/files/").join(created.headers["location"]))
         offset = 0
         resumes = 0
@@ -305,14 +304,13 @@ class PinataPinner(BasePinner):
             if not chunk:
                 raise PinRejected(f"Pinata: the CAR ended at byte {offset} of {size}; it changed while uploading")
             try:
-                response = self.http.request(
+                response = self.http.request(HttpRequest(
                     "PATCH", location,
                     headers={**tus, "Upload-Offset": str(offset),
                              "Content-Type": "application/offset+octet-stream"},
                     body=_content(chunk),
                     retry=False,
-                    what="upload chunk",
-                )
+                ), "upload chunk")
             except (PinUnavailable, PinRateLimited):
                 if resumes >= TUS_RESUMES:
                     raise
@@ -337,7 +335,7 @@ class PinataPinner(BasePinner):
 
     def _tus_offset(self, location: str) -> int:
         """Where the server has the upload up to (HEAD ``Upload-Offset``)."""
-        head = self.http.request("HEAD", location, headers={"Tus-Resumable": TUS_VERSION}, what="resume upload")
+        head = self.http.request(HttpRequest("HEAD", location, headers={"Tus-Resumable": TUS_VERSION}), "resume upload")
         value = head.headers.get("Upload-Offset", "")
         if not value.isdigit():
             raise PinUnavailable("Pinata: the resumable upload lost its offset; run the pin again")
@@ -363,12 +361,12 @@ class PinataPinner(BasePinner):
         """Delete every public file holding ``cid`` (every page of the ``cid`` listing)."""
         for f in self._every({"cid": cid_to_str(cid)}):
             if f.get("id"):
-                self.http.request("DELETE", service_url(self.api_url, f"/v3/files/public/{f['id']}"),
-                    what="delete file")
+                self.http.request(HttpRequest("DELETE", service_url(self.api_url, f"/v3/files/public/{f['id']}")),
+                                  "delete file")
 
     def check(self) -> None:
-        self.http.request("GET", service_url(self.api_url, "/data/testAuthentication"),
-            retry=False, what="test authentication")
+        self.http.request(HttpRequest("GET", service_url(self.api_url, "/data/testAuthentication"), retry=False),
+                          "test authentication")
 
     def close(self) -> None:
         self.http.close()

@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.net.http import HttpOptions
+from bundlekit.net.http import HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.origins import check_origins
 from bundlekit.pinning.polling import Polling
@@ -115,8 +115,7 @@ class PSAPinner(BasePinner):
 
     def _existing(self, cid: str, statuses: str = ACTIVE_STATUSES) -> list[dict[str, Any]]:
         response = self.http.request(
-            "GET", service_url(self.base_url, "/pins"),
-                params={"cid": cid, "status": statuses}, what="list pins"
+            HttpRequest("GET", service_url(self.base_url, "/pins"), params={"cid": cid, "status": statuses}), "list pins"
         )
         return self._results(self.http.json(response, "list pins"))
 
@@ -153,9 +152,9 @@ class PSAPinner(BasePinner):
             # Not retried blindly: a retried POST could create the duplicate we avoid.
             # A lost answer is recovered by listing again.
             try:
-                status = self.http.json(self.http.request("POST", service_url(self.base_url, "/pins"),
-                    json=body, retry=False,
-                                                             what="create pin"), "create pin")
+                status = self.http.json(self.http.request(
+                    HttpRequest("POST", service_url(self.base_url, "/pins"), json=body, retry=False), "create pin"
+                ), "create pin")
             except PinUnavailable:
                 found = self._existing(cid)
                 if not found:
@@ -194,8 +193,8 @@ class PSAPinner(BasePinner):
                 )
             self.http.options.sleep(self.polling.interval)
             status = self.http.json(
-                self.http.request("GET", service_url(self.base_url, f"/pins/{requestid}"),
-                    what="pin status"), "pin status")
+                self.http.request(HttpRequest("GET", service_url(self.base_url, f"/pins/{requestid}")), "pin status"),
+                "pin status")
 
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)
@@ -223,8 +222,8 @@ class PSAPinner(BasePinner):
         tie: _Tie | None = None
         for _ in range(LIST_MAX_PAGES):
             query = {**params, "before": before} if before else params
-            response = self.http.request("GET", service_url(self.base_url, "/pins"),
-                params=query, what="list pins")
+            response = self.http.request(HttpRequest("GET", service_url(self.base_url, "/pins"), params=query),
+                                         "list pins")
             data = self.http.json(response, "list pins")
             page = self._results(data)
             count = data.get("count")
@@ -251,8 +250,8 @@ class PSAPinner(BasePinner):
         """Delete every request for ``cid`` (every page of the ``cid`` listing, read before the first delete)."""
         for item in self._every({"cid": cid_to_str(cid), "status": ALL_STATUSES}):
             if item.get("requestid"):
-                self.http.request("DELETE", service_url(self.base_url, f"/pins/{item['requestid']}"),
-                    what="delete pin")
+                self.http.request(HttpRequest("DELETE", service_url(self.base_url, f"/pins/{item['requestid']}")),
+                                  "delete pin")
 
     def list(self, name_prefix: str = "") -> list[PinEntry]:
         """Pin requests (any status) whose name starts with ``name_prefix``; one entry per CID (its newest).
@@ -315,8 +314,8 @@ class PSAPinner(BasePinner):
 
     def check(self) -> None:
         """``GET /pins?limit=1``: authenticated and cheap."""
-        self.http.request("GET", service_url(self.base_url, "/pins"),
-            params={"limit": "1"}, retry=False, what="list pins")
+        self.http.request(HttpRequest("GET", service_url(self.base_url, "/pins"), params={"limit": "1"}, retry=False),
+                          "list pins")
 
     def close(self) -> None:
         self.http.close()

@@ -58,7 +58,7 @@ from bundlekit.car.writer import CarWriter
 from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinServiceSunset, PinUnavailable
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
 from bundlekit.ipld.walk import block_links
-from bundlekit.net.http import HttpOptions
+from bundlekit.net.http import HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
@@ -197,8 +197,8 @@ class Web3StoragePinner(BasePinner):
         headers = {**self._headers, "Content-Type": "application/vnd.ipld.car", "Content-Length": str(length)}
         if name:
             headers["X-NAME"] = quote(name)
-        response = self.http.request("POST", service_url(self.base_url, "/car"),
-            headers=headers, body=body, what="upload CAR")
+        response = self.http.request(HttpRequest("POST", service_url(self.base_url, "/car"), headers=headers, body=body),
+                                     "upload CAR")
         return str(self.http.json(response, "upload CAR").get("cid", ""))
 
     def _pin_legacy(self, car: BinaryIO, root: bytes, name: str | None, size: int | None) -> str:
@@ -227,10 +227,10 @@ class Web3StoragePinner(BasePinner):
 
     def _bridge(self, capability: str, args: dict[str, Any], what: str, *, retry: bool = True) -> dict[str, Any]:
         """One bridge task; return its ``ok`` value. PinRejected carries the task's error name and message."""
-        response = self.http.request(
+        response = self.http.request(HttpRequest(
             "POST", service_url(self.base_url, "/bridge"), headers=self._headers,
-            json={"tasks": [[capability, self.space, args]]}, retry=retry, what=what,
-        )
+            json={"tasks": [[capability, self.space, args]]}, retry=retry,
+        ), what)
         receipts = self.http.json(response, what, anything=True)
         try:
             out = receipts[0]["p"]["out"]
@@ -258,7 +258,7 @@ class Web3StoragePinner(BasePinner):
                 car.seek(start)
                 return {"content": _iter_file(car)}
 
-            self.http.request("PUT", url, headers=put_headers, body=body, what="PUT CAR")
+            self.http.request(HttpRequest("PUT", url, headers=put_headers, body=body), "PUT CAR")
         added = self._bridge("upload/add", {"root": _link(root), "shards": [_link(shard)]}, "upload/add")
         return str((added.get("root") or {}).get("/", ""))
 
@@ -267,10 +267,10 @@ class Web3StoragePinner(BasePinner):
     def status(self, cid: bytes) -> PinResult:
         text = cid_to_str(cid)
         if self.mode == "legacy":
-            response = self.http.request(
+            response = self.http.request(HttpRequest(
                 "GET", service_url(self.base_url, f"/status/{text}"), headers=self._headers,
-                ok=lambda r: r.is_success or r.status_code == 404, what="status",
-            )
+                ok=lambda r: r.is_success or r.status_code == 404,
+            ), "status")
             if response.status_code == 404:
                 return PinResult(self.name, text, MISSING)
             pins = self.http.json(response, "status").get("pins") or []
@@ -296,17 +296,17 @@ class Web3StoragePinner(BasePinner):
 
     def unpin(self, cid: bytes) -> None:
         if self.mode == "legacy":
-            self.http.request(
+            self.http.request(HttpRequest(
                 "DELETE", service_url(self.base_url, f"/user/uploads/{cid_to_str(cid)}"), headers=self._headers,
-                ok=lambda r: r.is_success or r.status_code == 404, what="delete upload",
-            )
+                ok=lambda r: r.is_success or r.status_code == 404,
+            ), "delete upload")
         else:
             self._bridge("upload/remove", {"root": _link(cid)}, "upload/remove")
 
     def check(self) -> None:
         if self.mode == "legacy":
-            self.http.request("GET", service_url(self.base_url, "/user/uploads"), params={"size": "1"},
-                              headers=self._headers, retry=False, what="list uploads")
+            self.http.request(HttpRequest("GET", service_url(self.base_url, "/user/uploads"), params={"size": "1"},
+                                          headers=self._headers, retry=False), "list uploads")
         else:
             self._bridge("space/info", {}, "space/info", retry=False)
 

@@ -3,7 +3,9 @@ a CAR response read as it streams in (``stream``), and the one loopback rule of 
 bundlekit runs (``loopback``: which Host headers a loopback server answers).
 
 Built on the block store, CAR and ipld layers; everything that talks HTTP,
-the pinners included, goes through ``bundlekit.net.http``: one options object
-(``HttpOptions``), one retry policy, one retry loop. What an answer means is
-decided above it (``fetch``: "not here"; ``bundlekit.pinning.http``: a ``PinError``).
+the pinners included, goes through ``bundlekit.net.http``: one request value
+(``HttpRequest``), one options object (``HttpOptions``), one retry policy, one
+retry loop under its two verbs (``send`` and the ``stream`` context manager).
+What an answer means is decided above it (``fetch``: "not here";
+``bundlekit.pinning.http``: a ``PinError``).
 """

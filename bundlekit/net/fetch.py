@@ -32,6 +32,7 @@ so a dead gateway costs its retries once, not once per block.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -53,10 +54,12 @@ from bundlekit.ipld.cid import DAG_PB, RAW, SHA2_256, as_cidv1, cid_from_text, c
 from bundlekit.net.http import (
     Failure,
     HttpOptions,
+    HttpRequest,
     check_http_url,
     open_client,
     read_capped,
-    send_with_retries,
+    send,
+    stream,
 )
 from bundlekit.net.stream import DRAIN_BYTES, CarPull, ChunkReader
 
@@ -262,10 +265,8 @@ def http_get(
     more than it expects). Never raises for HTTP trouble: the caller decides
     what "not here" means.
     """
-    return send_with_retries(
-        client, "GET", url, options=http, params=params, headers=headers,
-        read=lambda response: read_capped(response, max_bytes),
-    )
+    return send(client, HttpRequest("GET", url, params=params, headers=headers), http,
+                read=lambda response: read_capped(response, max_bytes))
 
 
 class GatewayFetcher(Closing):
@@ -355,29 +356,29 @@ class GatewayFetcher(Closing):
             self.root_in_store = True
             return False
         for gw in self._ordered():
-            opened = send_with_retries(
-                self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
-                headers={"Accept": _STREAM_ACCEPT}, read=lambda response: response, keep_open=True,
-            )
-            if isinstance(opened, Failure):
-                self._gave_up(gw, f"CAR request for {cid_to_str(root)}", opened)
-                continue
-            try:
-                _roots, blocks = read_car(cast(BinaryIO, ChunkReader(opened.iter_bytes(), self.http.max_car_bytes)),
-                                          verify=False)
-            except (CARError, CIDError, UnsupportedBlock) as exc:
-                opened.close()
-                self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
-                continue
-            self._pull = self._pulling(gw, root, blocks, opened, window)
-            return True
+            request = HttpRequest("GET", gw.url(root), params=_CAR_QUERY, headers={"Accept": _STREAM_ACCEPT})
+            with contextlib.ExitStack() as stack:
+                opened = stack.enter_context(stream(self.client, request, self.http))
+                if isinstance(opened, Failure):
+                    self._gave_up(gw, f"CAR request for {cid_to_str(root)}", opened)
+                    continue
+                try:
+                    _roots, blocks = read_car(
+                        cast(BinaryIO, ChunkReader(opened.iter_bytes(), self.http.max_car_bytes)), verify=False
+                    )
+                except (CARError, CIDError, UnsupportedBlock) as exc:
+                    self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")
+                    continue
+                # The CAR stays open past this block: the pull closes it (and the answer) when done.
+                self._pull = self._pulling(gw, root, blocks, stack.pop_all().close, window)
+                return True
         return False
 
     def _pulling(
-        self, gw: RemoteGateway, root: bytes, blocks: Iterator[tuple[bytes, bytes]], response: httpx.Response,
+        self, gw: RemoteGateway, root: bytes, blocks: Iterator[tuple[bytes, bytes]], close: Callable[[], None],
         window: int | None,
     ) -> CarPull:
-        """A ``CarPull`` over ``gw``'s open CAR of ``root``: blocks verified, the end noted."""
+        """A ``CarPull`` over ``gw``'s open CAR of ``root`` (``close`` closes it): blocks verified, the end noted."""
 
         def ended(error: Exception | None) -> None:
             if error is None:
@@ -396,8 +397,8 @@ class GatewayFetcher(Closing):
             return verified(cid, data, gw=gw)
 
         if window is None:
-            return CarPull(blocks, accept, response.close, ended)
-        return CarPull(blocks, accept, response.close, ended, window)
+            return CarPull(blocks, accept, close, ended)
+        return CarPull(blocks, accept, close, ended, window)
 
     @property
     def streaming(self) -> bool:
@@ -414,10 +415,8 @@ class GatewayFetcher(Closing):
     def _car_from(self, gw: RemoteGateway, root: bytes, sink: Callable[[bytes, bytes], None]) -> bool:
         """One gateway's CAR of ``root``, each verified block given to ``sink``; False if it failed."""
         try:
-            outcome = send_with_retries(
-                self.client, "GET", gw.url(root), options=self.http, params=_CAR_QUERY,
-                headers={"Accept": CAR_MEDIA_TYPE}, read=lambda response: self._read_car(response, gw, sink),
-            )
+            request = HttpRequest("GET", gw.url(root), params=_CAR_QUERY, headers={"Accept": CAR_MEDIA_TYPE})
+            outcome = send(self.client, request, self.http, read=lambda response: self._read_car(response, gw, sink))
         except (CARError, CIDError, UnsupportedBlock) as exc:
             # Truncated or malformed: a failure, but keep what verified so far.
             self._note(f"{gw.base}: CAR for {cid_to_str(root)} is truncated or malformed ({exc})")

@@ -20,11 +20,19 @@ The rules (tested in ``tests/net/``):
   caller decides what it means ("not here" for a gateway, ``PinUnavailable``
   for a pinning service).
 
-``send_with_retries`` is that loop, in the steps the rules name: ``send_once``
-sends and reads one answer, ``classify`` turns a failed answer into a
-``Failure``, the ``Failure`` says whether it is retryable, and
-``RetryPolicy.wait`` says how long to wait. ``sleep``, ``jitter`` and
-``clock`` come in through ``HttpOptions`` so tests never really sleep.
+A call is two values, what to send (``HttpRequest``) and how (``HttpOptions``),
+and one of two verbs, shaped as httpx's own (httpx 0.28.1,
+``httpx/_client.py``: ``Client.send`` and the ``Client.stream`` context
+manager): ``send(client, request, options)`` returns the result read from the
+successful answer (its whole body by default, ``read_capped`` for a bounded
+one), and ``with stream(client, request, options) as answer`` yields the
+successful answer open and closes it after the block. Both run the one retry
+loop (``_retrying``), in the steps the rules name: an attempt sends and reads
+one answer, ``classify`` turns a failed answer into a ``Failure``, the
+``Failure`` says whether it is retryable, and ``RetryPolicy.wait`` says how
+long to wait. ``sleep``, ``jitter`` and ``clock`` come in through
+``HttpOptions`` so tests never really sleep. Neither raises for HTTP trouble:
+the outcome is the result or the ``Failure``.
 
 Two more rules bound what a server can make a caller do (``specs/bundle.md``,
 "Retrieval", steps 6 and 7):
@@ -49,9 +57,10 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 import httpx
 
@@ -68,6 +77,7 @@ __all__ = [
     "BodyFactory",
     "Failure",
     "HttpOptions",
+    "HttpRequest",
     "RedirectRefused",
     "RetryPolicy",
     "check_http_url",
@@ -75,12 +85,13 @@ __all__ = [
     "is_retryable_status",
     "open_client",
     "parse_retry_after",
+    "read_body",
     "read_capped",
     "redact",
     "redact_handlers",
     "redact_library_logs",
-    "send_once",
-    "send_with_retries",
+    "send",
+    "stream",
 ]
 
 T = TypeVar("T")
@@ -172,7 +183,7 @@ class HttpOptions:
 
 
 class RedirectRefused(Exception):
-    """A redirect the options do not allow (raised inside httpx by the response hook, caught in ``send_once``)."""
+    """A redirect the options do not allow (raised inside httpx by the response hook, caught by the attempt)."""
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
@@ -361,111 +372,183 @@ def _deadline_failure(exc: Exception | None = None) -> Failure:
     return Failure("gave up at the total deadline", retryable=False, error=exc, deadline=True)
 
 
-def send_once(
-    client: httpx.Client,
-    method: str,
-    url: str,
-    *,
-    read: Callable[[httpx.Response], T | Failure],
-    ok: Callable[[httpx.Response], bool] = _is_success,
-    final: Callable[[httpx.Response], bool] | None = None,
-    clock: Callable[[], datetime] = _utcnow,
-    request: Mapping[str, Any] | None = None,
-    ends: float | None = None,
-    monotonic: Callable[[], float] = time.monotonic,
-    keep_open: bool = False,
-) -> T | Failure:
-    """One attempt: send, then ``read`` a success (inside the stream) or ``classify`` the answer.
+@dataclass(frozen=True)
+class HttpRequest:
+    """One call to make through the retry loop: what to send, and what its answers mean.
 
-    ``request`` holds the httpx keyword arguments (``params``, ``headers``,
-    ``json``, ``content``...). Transport errors and timeouts are retryable
-    failures; an unusable URL, a refused redirect, too many redirects and
-    the deadline ``ends`` (a ``monotonic()`` time: every timeout is cut to
-    it and the body stops there) are final ones. Errors ``read`` raises (a
-    malformed body) pass through to the caller. With ``keep_open`` a
-    successful answer is left open for the caller to read on and close
-    (``read`` returns it, typically); the deadline still bounds its body.
+    ``params``, ``headers`` and ``json`` go to ``httpx.Client.build_request``.
+    ``body`` is called before *each* attempt and returns the httpx keyword
+    arguments carrying the payload (``content=``, ``files=``, ``data=``), so a
+    file body can be rewound and re-sent. ``ok`` says which answers are a
+    success (default 2xx); ``final`` recognises failed answers the caller
+    knows are final whatever their status (a service's shutdown notice).
+    ``retry=False`` makes a single attempt (a call the caller cannot safely
+    repeat). ``on_retry(failure, wait)`` is told before each wait.
     """
-    kwargs = dict(request or {})
-    if ends is not None:
-        remaining = ends - monotonic()
-        if remaining <= 0:
-            return _deadline_failure()
-        kwargs["timeout"] = _bounded_timeout(client, remaining)
-    try:
-        response = client.send(client.build_request(method, url, **kwargs), stream=True)
-        keep = False
-        try:
-            if ends is not None:
-                response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends, monotonic)
-            if ok(response):
-                outcome = read(response)
-                keep = keep_open and not isinstance(outcome, Failure)
-                return outcome
-            return classify(response, clock, final)
-        finally:
-            if not keep:
-                response.close()
-    except RedirectRefused as exc:
+
+    method: str
+    url: str
+    params: Mapping[str, str] | None = None
+    headers: Mapping[str, str] | None = None
+    json: Any = None
+    body: BodyFactory | None = None
+    ok: Callable[[httpx.Response], bool] = _is_success
+    final: Callable[[httpx.Response], bool] | None = None
+    retry: bool = True
+    on_retry: Callable[[Failure, float], None] | None = None
+
+    def build(self, client: httpx.Client, options: HttpOptions, ends: float | None) -> httpx.Request | Failure:
+        """This call as an ``httpx.Request`` for one attempt (its body made anew, every timeout cut to ``ends``),
+        or the deadline ``Failure`` when ``ends`` has already passed."""
+        kwargs: dict[str, Any] = {"params": self.params, "headers": self.headers, "json": self.json}
+        if self.body is not None:
+            kwargs.update(self.body())
+        if ends is not None:
+            remaining = ends - options.monotonic()
+            if remaining <= 0:
+                return _deadline_failure()
+            kwargs["timeout"] = _bounded_timeout(client, remaining)
+        return client.build_request(self.method, self.url, **kwargs)
+
+
+# What sending and reading one answer may raise that is a ``Failure``, not a bug: translated by ``_failure_of``.
+_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError)
+
+
+def _failure_of(exc: Exception, ends: float | None, monotonic: Callable[[], float]) -> Failure:
+    """The ``Failure`` for one of ``_SEND_ERRORS``: transport errors and timeouts are retryable; an unusable
+    URL, a refused redirect, too many redirects and the deadline ``ends`` are final."""
+    if isinstance(exc, RedirectRefused):
         return Failure(str(exc), retryable=False, error=exc)
-    except httpx.TooManyRedirects as exc:
+    if isinstance(exc, httpx.TooManyRedirects):
         return Failure(f"more than {MAX_REDIRECTS} redirects", retryable=False, error=exc)
-    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return Failure("not a usable http(s) URL", retryable=False, error=exc)
-    except httpx.TimeoutException as exc:
+    if isinstance(exc, httpx.TimeoutException):
         if ends is not None and (isinstance(exc, _DeadlineExceeded) or monotonic() >= ends):
             return _deadline_failure(exc)
         return Failure(f"timed out ({type(exc).__name__})", retryable=True, error=exc)
-    except httpx.TransportError as exc:
-        return Failure(f"connection failed ({type(exc).__name__})", retryable=True, error=exc)
+    return Failure(f"connection failed ({type(exc).__name__})", retryable=True, error=exc)
 
 
-def send_with_retries(
-    client: httpx.Client,
-    method: str,
-    url: str,
-    *,
-    options: HttpOptions,
-    read: Callable[[httpx.Response], T | Failure],
-    ok: Callable[[httpx.Response], bool] = _is_success,
-    final: Callable[[httpx.Response], bool] | None = None,
-    params: Mapping[str, str] | None = None,
-    headers: Mapping[str, str] | None = None,
-    json: Any = None,
-    body: BodyFactory | None = None,
-    retry: bool = True,
-    on_retry: Callable[[Failure, float], None] | None = None,
-    keep_open: bool = False,
+def _open(
+    client: httpx.Client, request: HttpRequest, options: HttpOptions, ends: float | None
+) -> httpx.Response | Failure:
+    """One attempt up to the answer: the successful response, open, its body bounded by ``ends``; or the
+    ``Failure`` (the failed answer ``classify``-ed and closed)."""
+    try:
+        built = request.build(client, options, ends)
+        if isinstance(built, Failure):
+            return built
+        response = client.send(built, stream=True)
+        try:
+            if ends is not None:
+                response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends,
+                                                  options.monotonic)
+            if request.ok(response):
+                return response
+            failure = classify(response, options.clock, request.final)
+        except BaseException:
+            response.close()
+            raise
+        response.close()
+        return failure
+    except _SEND_ERRORS as exc:
+        return _failure_of(exc, ends, options.monotonic)
+
+
+def _send_once(
+    client: httpx.Client, request: HttpRequest, options: HttpOptions, read: Callable[[httpx.Response], T | Failure]
 ) -> T | Failure:
-    """Send until an attempt succeeds, fails for good, or the attempts run out; return its outcome.
+    """One attempt: ``_open``, then ``read`` a success inside the attempt (a body cut off on the way is this
+    attempt's failure), then close the answer. Errors ``read`` raises (a malformed body) pass through."""
+    ends = options.ends()
+    opened = _open(client, request, options, ends)
+    if isinstance(opened, Failure):
+        return opened
+    try:
+        return read(opened)
+    except _SEND_ERRORS as exc:
+        return _failure_of(exc, ends, options.monotonic)
+    finally:
+        opened.close()
 
-    ``read`` turns a successful answer (``ok``, default 2xx) into the result.
-    ``body`` is called before *each* attempt and returns the httpx keyword
-    arguments carrying the payload, so a file body can be rewound and re-sent.
-    ``retry=False`` makes a single attempt (a call the caller cannot safely
-    repeat). ``on_retry(failure, wait)`` is told before each wait. Each
-    attempt gets ``options.ends()`` as its deadline; a wait that would end
-    past ``options.until`` is not waited: the last failure is returned.
-    ``keep_open`` leaves a successful answer open (see ``send_once``).
+
+def _retrying(request: HttpRequest, options: HttpOptions, attempt: Callable[[], T | Failure]) -> T | Failure:
+    """The one retry loop: run ``attempt`` until it succeeds, fails for good, or the attempts run out.
+
+    A retryable failure waits ``options.retry.wait`` (``Retry-After`` or the
+    backoff) first; a wait that would end past ``options.until`` is not
+    waited: the last failure is returned.
     """
-    attempts = options.retry.attempts if retry else 1
-    attempt = 0
+    attempts = options.retry.attempts if request.retry else 1
+    attempt_no = 0
     while True:
-        request: dict[str, Any] = {"params": params, "headers": headers, "json": json}
-        if body is not None:
-            request.update(body())
-        outcome = send_once(client, method, url, read=read, ok=ok, final=final, clock=options.clock,
-                            request=request, ends=options.ends(), monotonic=options.monotonic,
-                            keep_open=keep_open)
-        if not isinstance(outcome, Failure) or not outcome.retryable or attempt + 1 >= attempts:
+        outcome = attempt()
+        if not isinstance(outcome, Failure) or not outcome.retryable or attempt_no + 1 >= attempts:
             return outcome
-        wait = options.retry.wait(attempt, outcome.retry_after, options.jitter)
+        wait = options.retry.wait(attempt_no, outcome.retry_after, options.jitter)
         if options.until is not None and options.monotonic() + wait >= options.until:
             return outcome
-        if on_retry is not None:
-            on_retry(outcome, wait)
+        if request.on_retry is not None:
+            request.on_retry(outcome, wait)
         options.sleep(wait)
-        attempt += 1
+        attempt_no += 1
+
+
+def read_body(response: httpx.Response) -> httpx.Response:
+    """``send``'s default reader: the whole body read into the response (``response.content``), unbounded:
+    for answers from a service the caller chose; a gateway's body is read with ``read_capped``."""
+    response.read()
+    return response
+
+
+@overload
+def send(client: httpx.Client, request: HttpRequest, options: HttpOptions) -> httpx.Response | Failure: ...
+
+
+@overload
+def send(
+    client: httpx.Client, request: HttpRequest, options: HttpOptions, *, read: Callable[[httpx.Response], T | Failure]
+) -> T | Failure: ...
+
+
+def send(
+    client: httpx.Client, request: HttpRequest, options: HttpOptions, *,
+    read: Callable[[httpx.Response], Any] = read_body,
+) -> Any:
+    """Send ``request`` through the retry loop; ``read`` turns the successful answer into the result.
+
+    Like ``httpx.Client.send`` without ``stream=True`` (httpx 0.28.1,
+    ``httpx/_client.py``, ``Client.send``): the body is read before the
+    answer is closed, here by ``read`` (default ``read_body``, the whole
+    body; ``read_capped`` for a bounded one), inside each attempt, so a body
+    cut off on the way is retried like any transport failure. Returns the
+    result or the ``Failure`` that ended the loop; never raises for HTTP
+    trouble. Each attempt gets ``options.ends()`` as its deadline.
+    """
+    return _retrying(request, options, lambda: _send_once(client, request, options, read))
+
+
+@contextmanager
+def stream(client: httpx.Client, request: HttpRequest, options: HttpOptions) -> Iterator[httpx.Response | Failure]:
+    """Send ``request`` through the retry loop and yield the successful answer open, its body unread; close it
+    on leaving the block. Yields the ``Failure`` that ended the loop instead (never raises for HTTP trouble).
+
+    As ``httpx.Client.stream`` (httpx 0.28.1, ``httpx/_client.py``) is a
+    context manager over ``send(..., stream=True)``. Retries end once an
+    answer succeeds: reading its body is the caller's (errors on the way are
+    raised to it), still bounded by the deadline ``options.ends()`` gave the
+    attempt. To keep the answer open past the block (a loader reading a CAR
+    as it needs blocks), enter it on a ``contextlib.ExitStack`` and hand on
+    ``stack.pop_all().close``.
+    """
+    opened = _retrying(request, options, lambda: _open(client, request, options, options.ends()))
+    try:
+        yield opened
+    finally:
+        if not isinstance(opened, Failure):
+            opened.close()
 
 
 # -- redaction of library logs (the redaction itself is bundlekit._redact) ------------------------

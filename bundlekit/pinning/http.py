@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -40,13 +40,13 @@ from bundlekit.errors import (
 )
 from bundlekit.net.http import (
     HTTPX_LOGGERS,
-    BodyFactory,
     Failure,
     HttpOptions,
+    HttpRequest,
     RetryPolicy,
     redact,
     redact_library_logs,
-    send_with_retries,
+    send,
 )
 
 __all__ = [
@@ -179,18 +179,14 @@ def _meaning(
     return PinRejected, f"{where}{detail}; the request was refused: check the input and settings"
 
 
-def _buffered(ok: Callable[[httpx.Response], bool] | None) -> Callable[[httpx.Response], bool]:
+def _buffered(ok: Callable[[httpx.Response], bool]) -> Callable[[httpx.Response], bool]:
     """``ok`` over a response whose body is read first (service predicates look at ``.text``)."""
 
     def check(response: httpx.Response) -> bool:
         response.read()
-        return ok(response) if ok is not None else response.is_success
+        return ok(response)
 
     return check
-
-
-def _whole(response: httpx.Response) -> httpx.Response:
-    return response
 
 
 def service_url(base: str, path: str) -> str:
@@ -212,8 +208,8 @@ class HttpClient(Closing):
     predicate over a failed response that recognises the service's "this API
     is gone" answer; ``refused`` one over a 5xx answer that is the service's
     own refusal of the request rather than an outage (never retried,
-    ``PinRejected``). ``transport`` lets tests plug in ``httpx.MockTransport``;
-    respx patches the default transport instead.
+    ``PinRejected``). Tests answer for a service with respx, which patches
+    httpx's default transport.
     """
 
     def __init__(
@@ -227,7 +223,6 @@ class HttpClient(Closing):
         sunset: Callable[[httpx.Response], bool] | None = None,
         sunset_hint: str = "",
         refused: Callable[[httpx.Response], bool] | None = None,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.service = service
         self.secrets = tuple(secrets)
@@ -240,7 +235,6 @@ class HttpClient(Closing):
             headers=dict(headers or {}),
             auth=auth,
             timeout=options.timeout,
-            transport=transport,
             follow_redirects=False,
         )
 
@@ -273,49 +267,36 @@ class HttpClient(Closing):
         return body
 
     def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        json: Any = None,
-        body: BodyFactory | None = None,
-        retry: bool = True,
-        ok: Callable[[httpx.Response], bool] | None = None,
-        what: str = "",
-        before_retry: Callable[[Failure], None] | None = None,
+        self, call: HttpRequest, what: str = "", *, before_retry: Callable[[Failure], None] | None = None
     ) -> httpx.Response:
-        """Send one request through the shared retry loop; return the successful response (body read).
+        """Send ``call`` through the shared retry loop; return the successful response (body read).
 
-        ``body`` is called before *each* attempt and returns the httpx keyword
-        arguments carrying the payload (``content=``, ``files=``, ``data=``),
-        so a file body can be rewound and re-sent. ``ok`` decides which
-        responses count as success (default: 2xx). ``retry=False`` makes a
-        single attempt (non-idempotent calls the caller cannot safely repeat).
-        ``what`` describes the call for messages ("upload CAR").
-        ``before_retry(failure)`` runs before each retry; it may raise to stop
-        retrying (a non-idempotent upload that first checks whether the lost
-        attempt landed).
+        ``call`` says what to send (``body`` is called before *each* attempt,
+        so a file body can be rewound and re-sent), which answers count as
+        success (``ok``, default 2xx) and whether a lost attempt may be sent
+        again (``retry=False``: non-idempotent calls the caller cannot safely
+        repeat); its ``final`` and ``on_retry`` are this client's (the
+        service's sunset and refusal answers; a log line). ``what`` describes
+        the call for messages ("upload CAR"). ``before_retry(failure)`` runs
+        before each retry; it may raise to stop retrying (a non-idempotent
+        upload that first checks whether the lost attempt landed).
 
         Raises PinnerNotConfigured, PinAuthError, PinRejected, PinServiceSunset
         (never retried), PinRateLimited or PinUnavailable (after the last attempt).
         """
-        label = what or method
+        label = what or call.method
 
         def note_retry(failure: Failure, wait: float) -> None:
             if before_retry is not None:
                 before_retry(failure)
-            log.info(self.redact(f"{self.service}: {label}: {self._error(failure, url, label)}; "
+            log.info(self.redact(f"{self.service}: {label}: {self._error(failure, call.url, label)}; "
                                  f"retrying in {wait:.2f}s"))
 
-        outcome = send_with_retries(
-            self._client, method, url, options=self.options, read=_whole, ok=_buffered(ok), final=self._final,
-            params=params, headers=headers, json=json, body=body, retry=retry, on_retry=note_retry,
-        )
+        mine = replace(call, ok=_buffered(call.ok), final=self._final, on_retry=note_retry)
+        outcome = send(self._client, mine, self.options)
         if isinstance(outcome, Failure):
-            raise self._error(outcome, url, label) from outcome.error
-        log.debug(self.redact(f"{self.service}: {method} {url} -> {outcome.status_code}"))
+            raise self._error(outcome, call.url, label) from outcome.error
+        log.debug(self.redact(f"{self.service}: {call.method} {call.url} -> {outcome.status_code}"))
         return outcome
 
     def _final(self, response: httpx.Response) -> bool:

@@ -5,60 +5,44 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import respx
 
 from bundlekit.errors import LoadError
-from bundlekit.net.http import Failure, HttpOptions, open_client, read_capped, send_with_retries
+from bundlekit.net.http import Failure, HttpOptions, HttpRequest, open_client, read_capped, send
 
 from .loopback import drip, serve
+from .ticks import Ticks, chunks
 
 URL = "http://gw.test/slow"
-
-
-class _Ticks:
-    """A ``monotonic`` clock that advances one second per reading."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
-def _chunks(n: int) -> Iterator[bytes]:
-    for _ in range(n):
-        yield b"x"
 
 
 def _get(options: HttpOptions) -> bytes | Failure:
     client, _owned = open_client(options)
     with client:
-        return send_with_retries(client, "GET", URL, options=options, read=lambda r: read_capped(r, 1 << 20))
+        return send(client, HttpRequest("GET", URL), options, read=lambda r: read_capped(r, 1 << 20))
 
 
 @respx.mock
 def test_a_body_still_arriving_at_the_response_deadline_is_a_final_failure() -> None:
-    respx.get(URL).mock(return_value=httpx.Response(200, content=_chunks(100)))
-    got = _get(HttpOptions(deadline=10.0, monotonic=_Ticks(), sleep=lambda s: None))
+    respx.get(URL).mock(return_value=httpx.Response(200, content=chunks(100)))
+    got = _get(HttpOptions(deadline=10.0, monotonic=Ticks(), sleep=lambda s: None))
     assert isinstance(got, Failure) and got.deadline and not got.retryable
     assert "deadline" in got.reason
 
 
 @respx.mock
 def test_a_body_within_the_deadline_is_read_whole() -> None:
-    respx.get(URL).mock(return_value=httpx.Response(200, content=_chunks(5)))
-    assert _get(HttpOptions(deadline=100.0, monotonic=_Ticks())) == b"xxxxx"
+    respx.get(URL).mock(return_value=httpx.Response(200, content=chunks(5)))
+    assert _get(HttpOptions(deadline=100.0, monotonic=Ticks())) == b"xxxxx"
 
 
 @respx.mock
 def test_no_request_is_sent_once_the_callers_deadline_has_passed() -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(200, content=b"late"))
-    got = _get(HttpOptions(until=0.5, monotonic=_Ticks()))
+    got = _get(HttpOptions(until=0.5, monotonic=Ticks()))
     assert isinstance(got, Failure) and got.deadline
     assert not route.called
 
@@ -67,7 +51,7 @@ def test_no_request_is_sent_once_the_callers_deadline_has_passed() -> None:
 def test_no_retry_waits_past_the_callers_deadline() -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(503, headers={"Retry-After": "30"}))
     sleeps: list[float] = []
-    clock = _Ticks()
+    clock = Ticks()
     got = _get(HttpOptions(until=20.0, monotonic=clock, sleep=sleeps.append))
     assert isinstance(got, Failure) and got.status == 503
     assert sleeps == [] and route.call_count == 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import httpx
@@ -13,11 +15,12 @@ from bundlekit.net.http import (
     DEFAULT_TIMEOUT,
     Failure,
     HttpOptions,
+    HttpRequest,
     RetryPolicy,
     is_retryable_status,
     open_client,
     read_capped,
-    send_with_retries,
+    send,
 )
 
 URL = "https://svc.test/thing"
@@ -33,8 +36,7 @@ def _get(sleeps: list[float], *, retry: RetryPolicy | None = None, jitter: float
     options = HttpOptions(retry=retry or RetryPolicy(), sleep=sleeps.append, jitter=lambda: jitter,
                           clock=lambda: NOW)
     with httpx.Client() as client:
-        return send_with_retries(client, "GET", URL, options=options, read=_body,
-                                 final=final)  # type: ignore[arg-type]
+        return send(client, HttpRequest("GET", URL, final=final), options, read=_body)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 599])
@@ -139,7 +141,7 @@ def test_a_url_without_a_scheme_is_final_and_marked_unusable() -> None:
     sleeps: list[float] = []
     options = HttpOptions(sleep=sleeps.append)
     with httpx.Client() as client:
-        outcome = send_with_retries(client, "GET", "localhost:5001/x", options=options, read=_body)
+        outcome = send(client, HttpRequest("GET", "localhost:5001/x"), options, read=_body)
     assert isinstance(outcome, Failure) and outcome.unusable_url and not outcome.retryable
     assert sleeps == []
 
@@ -158,9 +160,37 @@ def test_a_body_over_the_limit_is_cut_and_not_retried() -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(200, content=b"x" * 100))
     options = HttpOptions(sleep=lambda s: None)
     with httpx.Client() as client:
-        outcome = send_with_retries(client, "GET", URL, options=options, read=lambda r: read_capped(r, 10))
+        outcome = send(client, HttpRequest("GET", URL), options, read=lambda r: read_capped(r, 10))
     assert isinstance(outcome, Failure) and outcome.too_large and not outcome.retryable
     assert route.call_count == 1
+
+
+class _CutOff(httpx.SyncByteStream):
+    """A body that sends a few bytes, then the connection drops."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b"ab"
+        raise httpx.ReadError("connection reset")
+
+
+@respx.mock
+def test_a_body_cut_off_midway_is_retried_and_the_next_answer_read_whole() -> None:
+    route = respx.get(URL).mock(side_effect=[httpx.Response(200, stream=_CutOff()),
+                                             httpx.Response(200, content=b"abcd")])
+    sleeps: list[float] = []
+    assert _get(sleeps) == b"abcd"
+    assert route.call_count == 2 and len(sleeps) == 1
+
+
+@respx.mock
+def test_a_compressed_body_is_cut_at_the_limit_of_what_it_decodes_to() -> None:
+    bomb = gzip.compress(b"\0" * (8 << 20))
+    respx.get(URL).mock(return_value=httpx.Response(200, content=bomb, headers={"Content-Encoding": "gzip"}))
+    with httpx.Client() as client:
+        outcome = send(client, HttpRequest("GET", URL), HttpOptions(sleep=lambda s: None),
+                       read=lambda r: read_capped(r, 1 << 20))
+    assert len(bomb) < 1 << 20
+    assert isinstance(outcome, Failure) and outcome.too_large and not outcome.retryable
 
 
 @respx.mock
@@ -173,8 +203,8 @@ def test_a_body_factory_is_called_for_every_attempt() -> None:
 
     respx.post(URL).mock(side_effect=record)
     with httpx.Client() as client:
-        send_with_retries(client, "POST", URL, options=HttpOptions(sleep=lambda s: None), read=_body,
-                          body=lambda: {"content": b"payload"})
+        send(client, HttpRequest("POST", URL, body=lambda: {"content": b"payload"}), HttpOptions(sleep=lambda s: None),
+             read=_body)
     assert seen == [b"payload", b"payload"]
 
 

@@ -47,7 +47,7 @@ cids_for = {
 
 def _accept(fetcher: GatewayFetcher) -> Callable[[bytes, bytes], bool]:
     response = httpx.Response(200, content=b"")
-    return fetcher._pulling(GW, b"", iter(()), response, None)._accept
+    return fetcher._pulling(GW, b"", iter(()), response.close, None)._accept
 
 
 def _outcome(check: Callable[[bytes, bytes], bool], cid: bytes, data: bytes) -> object:

@@ -20,7 +20,7 @@ from bundlekit.errors import (
     PinServiceSunset,
     PinUnavailable,
 )
-from bundlekit.net.http import RetryPolicy, parse_retry_after, redact
+from bundlekit.net.http import HttpRequest, RetryPolicy, parse_retry_after, redact
 from bundlekit.pinning.http import UPLOAD_OPTIONS, UPLOAD_RETRY, HttpClient
 from bundlekit.pinning.registry import create_pinner
 
@@ -38,7 +38,7 @@ def client(sleeps: Sleeps, *, retry: RetryPolicy = UPLOAD_RETRY) -> HttpClient:
 @respx.mock
 def test_429_then_success_waits_the_retry_after_seconds(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(side_effect=[httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(200)])
-    assert client(sleeps).request("GET", URL).status_code == 200
+    assert client(sleeps).request(HttpRequest("GET", URL)).status_code == 200
     assert route.call_count == 2
     assert sleeps.calls == [7.0]
 
@@ -48,7 +48,7 @@ def test_retry_after_as_an_http_date_is_honoured(sleeps: Sleeps) -> None:
     respx.get(URL).mock(side_effect=[
         httpx.Response(503, headers={"Retry-After": "Thu, 01 Jan 2026 12:00:42 GMT"}), httpx.Response(200),
     ])
-    client(sleeps).request("GET", URL)
+    client(sleeps).request(HttpRequest("GET", URL))
     assert sleeps.calls == [42.0]
 
 
@@ -56,7 +56,7 @@ def test_retry_after_as_an_http_date_is_honoured(sleeps: Sleeps) -> None:
 def test_5xx_is_retried_with_exponential_backoff_then_raises_unavailable(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(502, text="bad gateway"))
     with pytest.raises(PinUnavailable, match="HTTP 502"):
-        client(sleeps, retry=RetryPolicy(attempts=4, base=1.0, cap=30.0)).request("GET", URL)
+        client(sleeps, retry=RetryPolicy(attempts=4, base=1.0, cap=30.0)).request(HttpRequest("GET", URL))
     assert route.call_count == 4
     # jitter 0 -> half of base * 2**n
     assert sleeps.calls == [0.5, 1.0, 2.0]
@@ -66,7 +66,7 @@ def test_5xx_is_retried_with_exponential_backoff_then_raises_unavailable(sleeps:
 def test_backoff_is_capped(sleeps: Sleeps) -> None:
     respx.get(URL).mock(return_value=httpx.Response(500))
     with pytest.raises(PinUnavailable):
-        client(sleeps, retry=RetryPolicy(attempts=5, base=10.0, cap=15.0)).request("GET", URL)
+        client(sleeps, retry=RetryPolicy(attempts=5, base=10.0, cap=15.0)).request(HttpRequest("GET", URL))
     assert max(sleeps.calls) == 7.5
 
 
@@ -74,7 +74,7 @@ def test_backoff_is_capped(sleeps: Sleeps) -> None:
 def test_429_on_every_attempt_raises_rate_limited(sleeps: Sleeps) -> None:
     respx.get(URL).mock(return_value=httpx.Response(429))
     with pytest.raises(PinRateLimited):
-        client(sleeps, retry=RetryPolicy(attempts=3)).request("GET", URL)
+        client(sleeps, retry=RetryPolicy(attempts=3)).request(HttpRequest("GET", URL))
     assert len(sleeps.calls) == 2
 
 
@@ -82,7 +82,7 @@ def test_429_on_every_attempt_raises_rate_limited(sleeps: Sleeps) -> None:
 def test_401_is_not_retried(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(401, text="invalid token"))
     with pytest.raises(PinAuthError):
-        client(sleeps).request("GET", URL)
+        client(sleeps).request(HttpRequest("GET", URL))
     assert route.call_count == 1 and sleeps.calls == []
 
 
@@ -90,7 +90,7 @@ def test_401_is_not_retried(sleeps: Sleeps) -> None:
 def test_400_is_rejected_without_retry(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(400, json={"error": "bad car"}))
     with pytest.raises(PinRejected, match="bad car"):
-        client(sleeps).request("GET", URL)
+        client(sleeps).request(HttpRequest("GET", URL))
     assert route.call_count == 1
 
 
@@ -98,7 +98,7 @@ def test_400_is_rejected_without_retry(sleeps: Sleeps) -> None:
 def test_410_is_a_sunset_and_not_retried(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(return_value=httpx.Response(410))
     with pytest.raises(PinServiceSunset):
-        client(sleeps).request("GET", URL)
+        client(sleeps).request(HttpRequest("GET", URL))
     assert route.call_count == 1
 
 
@@ -106,14 +106,14 @@ def test_410_is_a_sunset_and_not_retried(sleeps: Sleeps) -> None:
 def test_a_timeout_is_retried_then_raises_unavailable(sleeps: Sleeps) -> None:
     route = respx.get(URL).mock(side_effect=httpx.ReadTimeout("read timed out"))
     with pytest.raises(PinUnavailable, match="timed out"):
-        client(sleeps, retry=RetryPolicy(attempts=2)).request("GET", URL)
+        client(sleeps, retry=RetryPolicy(attempts=2)).request(HttpRequest("GET", URL))
     assert route.call_count == 2
 
 
 @respx.mock
 def test_a_connection_error_then_success_recovers(sleeps: Sleeps) -> None:
     respx.get(URL).mock(side_effect=[httpx.ConnectError("refused"), httpx.Response(200)])
-    assert client(sleeps).request("GET", URL).status_code == 200
+    assert client(sleeps).request(HttpRequest("GET", URL)).status_code == 200
     assert len(sleeps.calls) == 1
 
 
@@ -126,7 +126,7 @@ def test_body_factory_is_called_for_every_attempt(sleeps: Sleeps) -> None:
         return httpx.Response(503 if len(bodies) == 1 else 200)
 
     respx.post(URL).mock(side_effect=record)
-    client(sleeps).request("POST", URL, body=lambda: {"content": b"payload"})
+    client(sleeps).request(HttpRequest("POST", URL, body=lambda: {"content": b"payload"}))
     assert bodies == [b"payload", b"payload"]
 
 
@@ -146,7 +146,7 @@ def test_secrets_echoed_by_the_service_are_redacted_from_errors_and_logs(
         httpx.Response(400, text=f"bad token {SECRET}"),
     ])
     with pytest.raises(PinRejected) as info:
-        client(sleeps).request("GET", URL)
+        client(sleeps).request(HttpRequest("GET", URL))
     assert SECRET not in str(info.value)
     assert "***" in str(info.value)
     assert SECRET not in caplog.text
@@ -159,7 +159,7 @@ def test_a_secret_cut_by_the_body_excerpt_leaves_none_of_it(sleeps: Sleeps, cut:
     # limit was cut before redaction, so its first characters were printed (review of issue 12).
     respx.get(URL).mock(return_value=httpx.Response(400, text="x" * (300 - cut) + SECRET + " tail"))
     with pytest.raises(PinRejected) as info:
-        client(sleeps).request("GET", URL)
+        client(sleeps).request(HttpRequest("GET", URL))
     assert "x" + SECRET[:cut] not in str(info.value)
 
 
@@ -188,7 +188,7 @@ def test_a_url_without_scheme_is_a_settings_error_not_retried(sleeps: Sleeps) ->
     from bundlekit.errors import PinnerNotConfigured
 
     with pytest.raises(PinnerNotConfigured, match="http"):
-        client(sleeps).request("GET", "localhost:5001/api/v0/version")
+        client(sleeps).request(HttpRequest("GET", "localhost:5001/api/v0/version"))
     assert sleeps.calls == []
 
 
@@ -197,7 +197,7 @@ def test_a_2xx_answer_that_is_not_json_is_unavailable_not_a_decode_error(sleeps:
     respx.get(URL).mock(return_value=httpx.Response(200, text=f"<html>proxy login {SECRET}</html>"))
     http = client(sleeps)
     with pytest.raises(PinUnavailable, match="did not answer a JSON object") as caught:
-        http.json(http.request("GET", URL), "list pins")
+        http.json(http.request(HttpRequest("GET", URL)), "list pins")
     assert "list pins" in str(caught.value) and SECRET not in str(caught.value)
 
 
@@ -206,8 +206,8 @@ def test_a_json_answer_that_is_not_an_object_is_unavailable(sleeps: Sleeps) -> N
     respx.get(URL).mock(return_value=httpx.Response(200, json=[1, 2]))
     http = client(sleeps)
     with pytest.raises(PinUnavailable, match="JSON object"):
-        http.json(http.request("GET", URL))
-    assert http.json(http.request("GET", URL), anything=True) == [1, 2]
+        http.json(http.request(HttpRequest("GET", URL)))
+    assert http.json(http.request(HttpRequest("GET", URL)), anything=True) == [1, 2]
 
 
 # A token holding a line break never reaches an error message, escaped or not.
