@@ -33,7 +33,7 @@ EXCEPTIONS: dict[str, str] = {
     "bundlekit/memory/tree.py::Memory.write": (
         "12 parameters: the binding interface in DEVELOPERS.md, one keyword per frontmatter field as "
         "`memory write` and the MCP write tool take them; a value object would make every caller build "
-        "one to write one memory, and other engineers' work meets in tree.py"
+        "one to write one memory"
     ),
     "bundlekit/convert/magicfrog.py::read_magicfrog": (
         "9 parameters: a reader's keywords are its format's import options by name: read_foreign and "
@@ -46,18 +46,6 @@ EXCEPTIONS: dict[str, str] = {
     ),
     "bundlekit/bundle/load.py::load_bundle": (
         "pending: issue 27 item 1 on branch load27 (LoadOptions, BlockSource); 14 parameters"
-    ),
-    "bundlekit/net/http.py::send_once": (
-        "pending: issue 27 item 2 on branch http27 (send/stream); 11 parameters"
-    ),
-    "bundlekit/net/http.py::send_with_retries": (
-        "pending: issue 27 item 2 on branch http27 (send/stream); 14 parameters"
-    ),
-    "bundlekit/pinning/http.py::HttpClient.__init__": (
-        "pending: issue 27 item 2 on branch http27 (the HTTP refactor); 9 parameters"
-    ),
-    "bundlekit/pinning/http.py::HttpClient.request": (
-        "pending: issue 27 item 2 on branch http27 (the HTTP refactor); 10 parameters"
     ),
     "bundlekit/names/publish.py::publish": (
         "pending: issue 28 on branch route28 (publishing through Delegated Routing rewrites it); "
