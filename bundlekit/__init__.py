@@ -48,6 +48,7 @@ _LAZY: dict[str, str] = {
     "verify_car": "bundlekit.car",
     "UnixFSReader": "bundlekit.unixfs.reader",
     "unpack_car": "bundlekit.car",
+    "UnpackOptions": "bundlekit.unixfs.unpack",
     "cid_to_str": "bundlekit.ipld.cid",
     "parse_cid": "bundlekit.ipld.cid",
     # bundles
@@ -155,6 +156,7 @@ __all__ = [  # noqa: RUF022
     "verify_car",
     "UnixFSReader",
     "unpack_car",
+    "UnpackOptions",
     "cid_to_str",
     "parse_cid",
     "BundleResult",
@@ -228,3 +230,4 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.unixfs.importer import ImportedEntry, ImportResult, import_file, import_path, import_tree
     from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
     from bundlekit.unixfs.reader import UnixFSReader
+    from bundlekit.unixfs.unpack import UnpackOptions

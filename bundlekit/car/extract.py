@@ -9,8 +9,7 @@ from bundlekit.car.index import CarIndex
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES, MAX_VISITS
-from bundlekit.unixfs.unpack import UnpackResult, unpack
+from bundlekit.unixfs.unpack import UnpackOptions, UnpackResult, unpack
 
 __all__ = ["unpack_car"]
 
@@ -20,13 +19,8 @@ def unpack_car(
     dest: str | os.PathLike[str],
     *,
     root: bytes | None = None,
-    force: bool = False,
-    max_bytes: int | None = MAX_BYTES,
-    max_entries: int = MAX_ENTRIES,
-    max_visits: int = MAX_VISITS,
-    max_depth: int = MAX_DEPTH,
+    options: UnpackOptions | None = None,
     max_block_size: int = MAX_BLOCK_SIZE,
-    fsync: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> UnpackResult:
     """Extract a CAR file's DAG to ``dest``; ``root`` defaults to the CAR's only root.
@@ -35,7 +29,8 @@ def unpack_car(
     then read from disk and verified as it is extracted. Raises ``UsageError``
     when the CAR has several roots and none was chosen, or ``root`` is not
     among them; ``CARError`` for a malformed CAR; ``MissingBlock`` when the
-    DAG is incomplete; and everything ``unpack`` raises (its limits included).
+    DAG is incomplete; and everything ``unpack`` raises (``options``: its
+    ``force``, limits and ``fsync``). Blocks over ``max_block_size`` bytes are refused.
     ``progress(bytes, total)`` follows the blocks read against the CAR's block bytes.
     """
     with CarIndex(car, verify=False, max_block_size=max_block_size) as index:
@@ -60,7 +55,4 @@ def unpack_car(
                 progress(min(read[0], index.bytes), index.bytes)
                 return block
 
-        return unpack(
-            get, root, dest, force=force, verify=False, max_bytes=max_bytes, max_entries=max_entries,
-            max_visits=max_visits, max_depth=max_depth, fsync=fsync, raw_size=index.length,
-        )
+        return unpack(get, root, dest, options=options, verify=False, raw_size=index.length)

@@ -31,6 +31,7 @@ from bundlekit.ipld.walk import (
     WalkLimits,
 )
 from bundlekit.unixfs.reader import UnixFSReader
+from bundlekit.unixfs.unpack import UnpackOptions
 
 __all__ = ["ls", "unpack", "verify"]
 
@@ -132,9 +133,9 @@ def unpack(car: Path, output_path: Path, root: bytes | None, force: bool, max_by
     Refused before anything is written when the DAG claims more than the limits or than the free space.
     """
     with output.Progress("unpacking", unit="bytes") as bar:
-        result = unpack_car(car, output_path, root=root, force=force, max_bytes=max_bytes,
-                            max_entries=max_entries, max_visits=max_visits, max_block_size=max_block_size,
-                            progress=bar.callback)
+        limits = WalkLimits(max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
+        result = unpack_car(car, output_path, root=root, options=UnpackOptions(force=force, limits=limits),
+                            max_block_size=max_block_size, progress=bar.callback)
     output.status(  # what was written, on stderr with --json too
         f"unpacked {cid_to_str(result.root)} into {result.path}: {_plural(result.files, 'file')}, "
         f"{_plural(result.directories, 'directory', 'directories')}, "

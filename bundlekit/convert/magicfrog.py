@@ -168,6 +168,28 @@ def read_magicfrog(
     shared ``agent/P`` (likewise ``task/<task>/P``). Device notes follow
     :func:`check_device`. Raises ``ConvertError`` on bad input.
     """
+    _check_view(dimension, effective, agent, task)
+    tree = ForeignTree()
+    found = _find_notes(Path(src), Path(project) if project is not None else None, dimension, tree)
+    if effective:
+        found, views = _effective(found, tree, {"agent": agent, "task": task})
+        keys = derive_keys(
+            path_to_key(view, "device" if item[0] == "device" else None) for item, view in zip(found, views)
+        )
+    else:
+        keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
+    for key, note in zip(keys, found):
+        entry = _read_note(tree, key, note)
+        if entry is not None:
+            tree.entries.append(entry)
+    _apply_device_rule(
+        tree, include_device=include_device, local_only=local_only, exclude_device=exclude_device
+    )
+    return tree
+
+
+def _check_view(dimension: str | None, effective: bool, agent: str | None, task: str | None) -> None:
+    """Refuse a contradictory or malformed choice of what to read (``ConvertError``) before reading."""
     if effective and dimension is not None:
         raise ConvertError("choose either one dimension or the effective view, not both")
     if (agent is not None or task is not None) and not effective:
@@ -177,9 +199,17 @@ def read_magicfrog(
             raise ConvertError(f"{label} id {scope!r} is not a single path segment; pass the bare id")
     if dimension is not None and dimension not in DIMENSIONS:
         raise ConvertError(f"unknown MagicFrog dimension {dimension!r}; use one of {', '.join(DIMENSIONS)}")
+
+
+def _find_notes(
+    src: Path, project: Path | None, dimension: str | None, tree: ForeignTree
+) -> list[tuple[str, str, str, Path]]:
+    """(dimension, directory name, path in the dimension, file) of every note, canonical dimensions first.
+
+    Hidden paths are skipped; links and files that are not Markdown are named in ``tree.warnings``.
+    """
     found: list[tuple[str, str, str, Path]] = []
-    tree = ForeignTree()
-    for dim, dirname, root in _dimension_roots(Path(src), Path(project) if project is not None else None):
+    for dim, dirname, root in _dimension_roots(src, project):
         if dimension is not None and dim != dimension:
             continue
         for path in sorted(root.rglob("*")):
@@ -194,52 +224,65 @@ def read_magicfrog(
             found.append((dim, dirname, str(posix), path))
     # Canonical dimensions first, so a legacy duplicate gets the suffixed key.
     found.sort(key=lambda f: (DIMENSIONS.index(f[0]), f[1] in LEGACY or f[1] == ".magicfrog", f[2]))
-    if effective:
-        found, views = _effective(found, tree, {"agent": agent, "task": task})
-        keys = derive_keys(path_to_key(view, "device" if item[0] == "device" else None) for item, view in zip(found, views))
-    else:
-        keys = derive_keys(path_to_key(rel, None if dimension else dim) for dim, _d, rel, _p in found)
-    for key, (dim, dirname, rel, path) in zip(keys, found):
-        try:
-            fm, body = read_markdown(path)
-        except ConvertError as exc:
-            left_out_file(tree, path, exc)
-            continue
-        mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
-        stamp = mtime
-        if "updated" in fm:
-            stamp = time_or(tree, fm["updated"], mtime, where=str(path), field="updated")
-        updated = parse_time(stamp)
-        name = PurePosixPath(rel).stem
-        meta: dict[str, Any] = {
-            "name": name,
-            "description": first_line(body) or name,
-            "type": DIMENSION_TYPES[dim],
-            "created": format_time(updated),
-            "updated": format_time(updated),
-            "x-magicfrog-dimension": dim,
-            "x-magicfrog-path": rel,
-        }
-        if "updated" in fm:
-            raw = fm["updated"]
-            meta["x-magicfrog-updated"] = format_mf_time(raw) if isinstance(raw, datetime) else str(raw)
-        revision = fm.get("revision")
-        if isinstance(revision, int) and not isinstance(revision, bool) and revision >= 1:
-            meta["revision"] = revision
-        elif revision is not None:
-            meta["x-magicfrog-revision"] = revision
-        if "machine" in fm:
-            meta["x-magicfrog-machine"] = fm["machine"]
-        if dirname in LEGACY:
-            meta["x-magicfrog-legacy"] = dirname
-        if dirname == ".magicfrog":
-            meta["x-magicfrog-root"] = "project"
-        if dim == "device":
-            meta[_LOCAL_ONLY] = True
-        extra = {k: v for k, v in fm.items() if k not in ("revision", "updated", "machine")}
-        if extra:
-            meta["x-magicfrog-extra"] = extra
-        tree.entries.append(Entry(key, meta, body))
+    return found
+
+
+def _read_note(tree: ForeignTree, key: str, note: tuple[str, str, str, Path]) -> Entry | None:
+    """The neutral record of one note; None when it cannot be read (named in ``tree``'s warnings, losses)."""
+    dim, dirname, rel, path = note
+    try:
+        fm, body = read_markdown(path)
+    except ConvertError as exc:
+        left_out_file(tree, path, exc)
+        return None
+    mtime = format_time(datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0))
+    stamp = mtime
+    if "updated" in fm:
+        stamp = time_or(tree, fm["updated"], mtime, where=str(path), field="updated")
+    updated = parse_time(stamp)
+    name = PurePosixPath(rel).stem
+    meta: dict[str, Any] = {
+        "name": name,
+        "description": first_line(body) or name,
+        "type": DIMENSION_TYPES[dim],
+        "created": format_time(updated),
+        "updated": format_time(updated),
+        "x-magicfrog-dimension": dim,
+        "x-magicfrog-path": rel,
+    }
+    meta.update(_kept_fields(fm, dim, dirname))
+    return Entry(key, meta, body)
+
+
+def _kept_fields(fm: dict[str, Any], dim: str, dirname: str) -> dict[str, Any]:
+    """What a note's frontmatter and place hold that a tree keeps (``revision``, ``x-magicfrog-*``)."""
+    meta: dict[str, Any] = {}
+    if "updated" in fm:
+        raw = fm["updated"]
+        meta["x-magicfrog-updated"] = format_mf_time(raw) if isinstance(raw, datetime) else str(raw)
+    revision = fm.get("revision")
+    if isinstance(revision, int) and not isinstance(revision, bool) and revision >= 1:
+        meta["revision"] = revision
+    elif revision is not None:
+        meta["x-magicfrog-revision"] = revision
+    if "machine" in fm:
+        meta["x-magicfrog-machine"] = fm["machine"]
+    if dirname in LEGACY:
+        meta["x-magicfrog-legacy"] = dirname
+    if dirname == ".magicfrog":
+        meta["x-magicfrog-root"] = "project"
+    if dim == "device":
+        meta[_LOCAL_ONLY] = True
+    extra = {k: v for k, v in fm.items() if k not in ("revision", "updated", "machine")}
+    if extra:
+        meta["x-magicfrog-extra"] = extra
+    return meta
+
+
+def _apply_device_rule(
+    tree: ForeignTree, *, include_device: bool, local_only: bool, exclude_device: bool
+) -> None:
+    """Leave device notes out (``exclude_device``, with a warning), or apply :func:`check_device`."""
     device = [e for e in tree.entries if is_device_entry(e)]
     if device and exclude_device and not include_device:
         tree.entries = [e for e in tree.entries if not is_device_entry(e)]
@@ -248,7 +291,6 @@ def read_magicfrog(
         tree.entries = check_device(
             tree.entries, include_device=include_device, local_only=local_only, action="convert"
         )
-    return tree
 
 
 def _scoped(item: tuple[str, str, str, Path], scopes: dict[str, str | None]) -> tuple[float, str]:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bundlekit.convert._common import (
@@ -176,6 +176,17 @@ def _walk(root: Path, tree: ForeignTree) -> Iterator[tuple[str, Path]]:
         yield tier, path
 
 
+class _MemoryFile(NamedTuple):
+    """One MassGen memory file as read: where it sat (workspace, archive, tier, path) and what it held."""
+
+    workspace: str | None
+    archive: str | None
+    tier: str
+    path: Path
+    fields: dict[str, str] | None  # None: the file had no frontmatter
+    content: str
+
+
 def _read_time(value: str, zone: tzinfo, where: str, naive: list[str]) -> str:
     dt = parse_time(value, what=where) if value else None
     if dt is None:
@@ -201,7 +212,7 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     """
     zone, zone_name = resolve_timezone(timezone)
     tree = ForeignTree()
-    raw: list[tuple[str | None, str | None, str, Path, dict[str, str] | None, str]] = []
+    raw: list[_MemoryFile] = []
     for workspace, archive, root in _memory_roots(Path(src)):
         for tier, path in _walk(root, tree):
             try:
@@ -213,12 +224,12 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
                 tree.warnings.append(
                     f"{path} has no frontmatter (MassGen itself skips it); imported with name {path.stem!r}"
                 )
-            raw.append((workspace, archive, tier, path, fields, content))
+            raw.append(_MemoryFile(workspace, archive, tier, path, fields, content))
 
-    keys = derive_keys((fields or {}).get("name") or path.stem for _w, _a, _t, path, fields, _c in raw)
+    keys = derive_keys((f.fields or {}).get("name") or f.path.stem for f in raw)
     naive: list[str] = []
-    for key, (workspace, archive, tier, path, fields, content) in zip(keys, raw):
-        tree.entries.append(_entry(tree, key, workspace, archive, tier, path, fields, content, zone, naive))
+    for key, file in zip(keys, raw):
+        tree.entries.append(_entry(tree, key, file, zone, naive))
     if naive and timezone is None:
         tree.warnings.append(
             f"read {len(naive)} timestamps without a zone as this machine's local time ({zone_name}); "
@@ -227,18 +238,9 @@ def read_massgen(src: str | os.PathLike[str], *, timezone: str | None = None) ->
     return tree
 
 
-def _entry(
-    tree: ForeignTree,
-    key: str,
-    workspace: str | None,
-    archive: str | None,
-    tier: str,
-    path: Path,
-    fields: dict[str, str] | None,
-    content: str,
-    zone: tzinfo,
-    naive: list[str],
-) -> Entry:
+def _entry(tree: ForeignTree, key: str, file: _MemoryFile, zone: tzinfo, naive: list[str]) -> Entry:
+    """The neutral record of one file; a time without a zone is read in ``zone``, noted in ``naive``."""
+    workspace, archive, tier, path, fields, content = file
     found = fields or {}
     name = found.get("name") or path.stem
     # MassGen splits lines at "\n" only: a value may hold U+2028 or a lone CR, which a tree's one-line

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
     from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
     from bundlekit.unixfs.reader import UnixFSReader
-    from bundlekit.unixfs.unpack import UnpackResult, unpack
+    from bundlekit.unixfs.unpack import UnpackOptions, UnpackResult, unpack
 
 # Loaded on first use (PEP 562), so importing one submodule does not import the others.
 _LAZY: dict[str, str] = {
@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "Profile": "bundlekit.unixfs.profiles",
     "get_profile": "bundlekit.unixfs.profiles",
     "UnixFSReader": "bundlekit.unixfs.reader",
+    "UnpackOptions": "bundlekit.unixfs.unpack",
     "UnpackResult": "bundlekit.unixfs.unpack",
     "unpack": "bundlekit.unixfs.unpack",
 }
@@ -57,6 +58,7 @@ __all__ = [
     "NullSink",
     "Profile",
     "UnixFSReader",
+    "UnpackOptions",
     "UnpackResult",
     "get_profile",
     "import_file",

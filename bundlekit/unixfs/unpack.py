@@ -35,20 +35,35 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from bundlekit._fs import atomic_directory, atomic_write, os_reason, sync_tree
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, UnsafePathError, UsageError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.ipld.walk import MAX_BYTES, MAX_DEPTH, MAX_VISITS, WalkBudget, WalkLimits
+from bundlekit.ipld.walk import WalkBudget, WalkLimits
 from bundlekit.unixfs._tree_writer import TreeWriter
-from bundlekit.unixfs.reader import MAX_ENTRIES, UnixFSReader
+from bundlekit.unixfs.reader import UnixFSReader
 
-__all__ = ["UnpackResult", "unpack"]
+__all__ = ["UnpackOptions", "UnpackResult", "unpack"]
 
 _HINT = "choose another -o"
+
+
+@dataclass(frozen=True)
+class UnpackOptions:
+    """How an extraction runs: one value for ``unpack``, ``unpack_car`` and ``bundlekit unpack``.
+
+    ``force`` replaces an occupied ``dest`` (rule 5). ``limits`` bound the
+    work (rule 4; ``max_bytes=None``: no byte cap): a DAG can reuse one
+    subtree many times to claim a huge size. ``fsync=False`` skips making the
+    tree durable before the rename (rule 3), for output nobody keeps.
+    """
+
+    force: bool = False
+    limits: WalkLimits = field(default_factory=WalkLimits)
+    fsync: bool = True
 
 
 @dataclass(frozen=True)
@@ -67,38 +82,32 @@ def unpack(
     root: bytes,
     dest: str | os.PathLike[str],
     *,
-    force: bool = False,
+    options: UnpackOptions | None = None,
     verify: bool = True,
-    max_bytes: int | None = MAX_BYTES,
-    max_entries: int = MAX_ENTRIES,
-    max_depth: int = MAX_DEPTH,
-    max_visits: int = MAX_VISITS,
-    fsync: bool = True,
     raw_size: Callable[[bytes], int | None] | None = None,
 ) -> UnpackResult:
     """Extract the UnixFS DAG at ``root`` to ``dest`` atomically (see the module rules).
 
     A directory root becomes the directory ``dest``; a file root becomes the
-    file ``dest``. ``max_bytes`` (``None``: no cap), ``max_entries``,
-    ``max_depth`` and ``max_visits`` bound the work (a DAG can reuse one
-    subtree many times to claim a huge size): ``DAGLimitExceeded``, before
-    anything is written when the DAG's claim already passes them. A DAG
+    file ``dest``. ``options`` (``UnpackOptions()`` when None) holds ``force``,
+    the limits and ``fsync``. Past a limit: ``DAGLimitExceeded``, before
+    anything is written when the DAG's claim already passes it. A DAG
     declaring more bytes than the free space beside ``dest`` is refused up
     front (``BundlekitError``). ``raw_size`` (a block's stored length, or
     ``None``) spares the up-front claim a read of every raw file (a CAR index
     knows their lengths); the walk still reads and verifies each.
 
-    Raises ``UsageError`` when ``dest`` is occupied and ``force`` is off,
+    Raises ``UsageError`` when ``dest`` is occupied and ``options.force`` is off,
     ``UnsafePathError`` for hostile names or symlinks, the verification and
     codec errors of ``UnixFSReader``, and ``BundlekitError`` when the file
     system refuses a write.
     """
-    limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
-    written = WalkBudget(limits, what=cid_to_str(root))
+    options = options or UnpackOptions()
+    written = WalkBudget(options.limits, what=cid_to_str(root))
     reader = UnixFSReader(get_block, verify=verify, budget=written, raw_size=raw_size)
     # Absolute, so "." or "x/.." name a real directory with a real parent to build beside.
     dest = Path(os.path.abspath(dest))
-    _check_dest(dest, force)  # rule 5
+    _check_dest(dest, options.force)  # rule 5
     _make_parent(dest)
     # ``dest`` was checked above: whatever still stands there (an empty directory,
     # or anything with ``force``) is replaced.
@@ -106,16 +115,18 @@ def unpack(
     is_file = stat.kind in ("file", "raw")
     _check_claim(reader, root, dest, stat.size if is_file else None)  # rule 4
     if is_file:
-        with atomic_write(dest, error=BundlekitError, hint=_HINT, sync=fsync, replace_any=True) as out:
+        with atomic_write(
+            dest, error=BundlekitError, hint=_HINT, sync=options.fsync, replace_any=True
+        ) as out:
             for chunk in reader.iter_file(root):
                 out.write(chunk)
         return UnpackResult(root, dest, 1, 0, written.bytes)
 
     # sync: the whole tree made durable by one flush of its file system before the rename (rule 3).
     with (
-        atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True, sync=fsync) as tmp,
+        atomic_directory(dest, error=BundlekitError, hint=_HINT, replace_any=True, sync=options.fsync) as tmp,
         # Left (the worker stopped) before the tree is synced, renamed or removed.
-        TreeWriter(partial(sync_tree, tmp, head_start=True) if fsync else None) as writer,
+        TreeWriter(partial(sync_tree, tmp, head_start=True) if options.fsync else None) as writer,
     ):
         files, directories = _extract_tree(reader, root, os.fspath(tmp), writer)
     return UnpackResult(root, dest, files, directories, written.bytes)

@@ -20,7 +20,8 @@ from bundlekit.errors import (
 )
 from bundlekit.ipld.cid import RAW, make_cid
 from bundlekit.ipld.dagpb import SYMLINK, UnixFSData
-from bundlekit.unixfs.unpack import unpack
+from bundlekit.ipld.walk import WalkLimits
+from bundlekit.unixfs.unpack import UnpackOptions, unpack
 
 from .conftest import Blocks
 
@@ -78,7 +79,7 @@ def test_unpack_with_force_replaces_a_non_empty_directory(sample_tree: Tree, tmp
     blocks, root, files = sample_tree
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "old").write_text("old")
-    unpack(blocks.get, root, tmp_path / "out", force=True)
+    unpack(blocks.get, root, tmp_path / "out", options=UnpackOptions(force=True))
     assert {p: d for p, d in _tree(tmp_path / "out").items() if d is not None} == files
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
@@ -159,7 +160,7 @@ def test_over_deep_dag_is_refused(blocks: Blocks, tmp_path: Path) -> None:
     for _ in range(30):
         node = blocks.directory({"d": node})
     with pytest.raises(DAGLimitExceeded):
-        unpack(blocks.get, node, tmp_path / "out", max_depth=10)
+        unpack(blocks.get, node, tmp_path / "out", options=UnpackOptions(limits=WalkLimits(max_depth=10)))
     _assert_nothing_written(tmp_path)
 
 
@@ -176,15 +177,16 @@ def test_link_cycle_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BlockMismatch):
         unpack(store.__getitem__, a, tmp_path / "out")
     # Not verifying (a getter that lies): the depth limit still ends the cycle.
+    deep = UnpackOptions(limits=WalkLimits(max_depth=50))
     with pytest.raises(DAGLimitExceeded):
-        unpack(store.__getitem__, a, tmp_path / "out", verify=False, max_depth=50)
+        unpack(store.__getitem__, a, tmp_path / "out", verify=False, options=deep)
     _assert_nothing_written(tmp_path)
 
 
 def test_max_bytes_stops_a_content_bomb(blocks: Blocks, tmp_path: Path) -> None:
     root = blocks.directory({f"f{i}": blocks.raw(b"x" * 100) for i in range(10)})
     with pytest.raises(DAGLimitExceeded, match="more than 500 bytes"):
-        unpack(blocks.get, root, tmp_path / "out", max_bytes=500)
+        unpack(blocks.get, root, tmp_path / "out", options=UnpackOptions(limits=WalkLimits(max_bytes=500)))
     _assert_nothing_written(tmp_path)
 
 
@@ -209,7 +211,7 @@ def test_force_replaces_an_existing_file_with_a_directory(sample_tree: Tree, tmp
     (tmp_path / "out").write_text("a file")
     with pytest.raises(UsageError, match="already exists"):
         unpack(blocks.get, root, tmp_path / "out")
-    unpack(blocks.get, root, tmp_path / "out", force=True)
+    unpack(blocks.get, root, tmp_path / "out", options=UnpackOptions(force=True))
     assert (tmp_path / "out" / "a.md").read_bytes() == files["a.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
 
@@ -284,13 +286,13 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_force_refuses_the_current_directory(workdir: Path) -> None:
     with pytest.raises(UsageError, match="refusing to replace"):
-        unpack(_get, CID, ".", force=True)
+        unpack(_get, CID, ".", options=UnpackOptions(force=True))
     assert (workdir / "keep.txt").read_text() == "precious"
 
 
 def test_force_refuses_a_parent_of_the_current_directory(workdir: Path) -> None:
     with pytest.raises(UsageError, match="refusing to replace"):
-        unpack(_get, CID, workdir.parent, force=True)
+        unpack(_get, CID, workdir.parent, options=UnpackOptions(force=True))
     assert (workdir / "keep.txt").exists()
 
 
@@ -301,7 +303,7 @@ def test_force_refuses_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError, match="refusing to replace"):
-        unpack(_get, CID, home, force=True)
+        unpack(_get, CID, home, options=UnpackOptions(force=True))
     assert (home / "keep.txt").exists()
 
 
@@ -309,5 +311,5 @@ def test_force_still_replaces_an_ordinary_occupied_output(workdir: Path) -> None
     target = workdir / "out"
     target.mkdir()
     (target / "old.txt").write_text("old")
-    unpack(_get, CID, target, force=True)
+    unpack(_get, CID, target, options=UnpackOptions(force=True))
     assert target.read_bytes() == DATA

@@ -18,7 +18,7 @@ from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock
 from bundlekit.ipld.cid import RAW, make_cid
 from bundlekit.unixfs import _tree_writer
 from bundlekit.unixfs.reader import UnixFSReader
-from bundlekit.unixfs.unpack import unpack
+from bundlekit.unixfs.unpack import UnpackOptions, unpack
 
 from .conftest import Blocks
 
@@ -65,7 +65,8 @@ def test_without_fsync_the_tree_is_not_flushed(
     monkeypatch.setattr(fs, "sync_tree", seen.append)
     monkeypatch.setattr(_tree_writer, "_HEAD_START_EVERY", 1)
     monkeypatch.setattr(unpack_module, "sync_tree", lambda p, head_start=False: seen.append(p))
-    unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), tmp_path / "out", fsync=False)
+    root = blocks.directory({"a.md": blocks.raw(b"a")})
+    unpack(blocks.get, root, tmp_path / "out", options=UnpackOptions(fsync=False))
     assert seen == []
     assert (tmp_path / "out" / "a.md").read_bytes() == b"a"
 

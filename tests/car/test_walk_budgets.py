@@ -27,7 +27,7 @@ from bundlekit.ipld.walk import (
     walk_dag,
 )
 from bundlekit.unixfs.reader import UnixFSReader
-from bundlekit.unixfs.unpack import unpack
+from bundlekit.unixfs.unpack import UnpackOptions, unpack
 
 from .conftest import Blocks
 
@@ -122,7 +122,8 @@ def test_a_hamt_linking_one_shard_twice_is_refused(blocks: Blocks) -> None:
 
 def test_unpack_refuses_a_claim_past_max_entries_before_writing(blocks: Blocks, tmp_path: Path) -> None:
     with pytest.raises(DAGLimitExceeded, match="claims 2047 entries, more than 1000"):
-        unpack(blocks.get, _doubling_dir(blocks, 10), tmp_path / "out", max_entries=1000)
+        limits = WalkLimits(max_entries=1000)
+        unpack(blocks.get, _doubling_dir(blocks, 10), tmp_path / "out", options=UnpackOptions(limits=limits))
     assert list(tmp_path.iterdir()) == []
 
 
