@@ -91,3 +91,15 @@ def test_a_registered_pinner_that_cannot_import_is_reported_not_crashed(
     monkeypatch.delitem(sys.modules, "thirdparty_pinner", raising=False)
     with pytest.raises(PinnerNotFound, match="cannot be loaded"):
         pinning.create_pinner("thirdparty", {})
+
+
+def test_the_listing_names_a_pinners_variables_never_their_values() -> None:
+    rows = pinning.pinner_listing({"PINATA_JWT": "jwt-value-never-shown"})
+    pinata = next(row for row in rows if row["name"] == "pinata")
+    assert pinata["configured"] and "PINATA_JWT" in pinata["env"]
+    assert "jwt-value-never-shown" not in repr(rows)
+
+
+def test_a_listing_check_skips_the_pinners_that_are_not_configured() -> None:
+    rows = pinning.pinner_listing({}, check=True)
+    assert {row["check"] for row in rows if row["name"] in {"pinata", "web3-storage", "filebase"}} == {"skipped"}
