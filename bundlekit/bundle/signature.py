@@ -316,7 +316,7 @@ def publish_keys(
     environ: Mapping[str, str] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> BundleKeys:
-    """The signer and key of ``bundlekit pin``: with ``sign`` the key option signs, else it encrypts (if given)."""
+    """The signer and key of ``bundlekit pin``: with ``sign`` the key option signs, else it encrypts (if any)."""
     signer = manifest_signer(options, sign=sign, signer_address=signer_address, environ=environ)
     key = None if sign else key_spec(options, environ=environ, new_key=True, warn=warn)
     return BundleKeys(signer, key)

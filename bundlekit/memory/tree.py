@@ -716,7 +716,7 @@ class Memory:
         records = self._all(catalog)
         lines = [list_fields(r) for r in records]
         text = "\n".join(lines)
-        if secrets.find_secrets(text):  # the lines that show a credential, made again from the memory withheld
+        if secrets.find_secrets(text):  # the lines showing a credential, made again from the memory withheld
             text = "\n".join(
                 list_fields(self._withheld(r)) if secrets.find_secrets(line) else line
                 for r, line in zip(records, lines, strict=True)

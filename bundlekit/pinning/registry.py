@@ -109,7 +109,10 @@ def _listing_row(name: str, ep: metadata.EntryPoint, registered: Mapping[str, me
 
 
 def _check_pinner(factory: Any, env: Mapping[str, str], row: dict[str, Any]) -> None:
-    """Build the pinner (create_pinner, minus a second registry scan) and run its ``check``; a failure goes in ``row``."""
+    """Build the pinner (create_pinner, minus a second registry scan) and run its ``check``.
+
+    A failure goes in ``row``: ``check`` ``"failed"`` and its ``error``.
+    """
     try:
         with factory.from_env(env) as pinner:
             checker = getattr(pinner, "check", None)
