@@ -102,3 +102,10 @@ def test_strict_refuses_a_weak_new_passphrase() -> None:
 def test_key_options_from_a_commands_parameters_ignore_the_others() -> None:
     options = KeyOptions.from_params({"passphrase_env": "PW", "namespace": "demo", "key_file": None})
     assert options == KeyOptions(passphrase_env="PW") and options.flags() == ["--passphrase-env"]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_an_endless_signature_file_is_refused_after_its_first_4096_characters() -> None:
+    # It was read whole before being cut to 4096 characters: /dev/zero ran the process out of memory.
+    with pytest.raises(KeySourceError, match="is not hex"):
+        manifest_signer(KeyOptions(signature_file="/dev/zero"), sign=True, signer_address="0x" + "ab" * 20)
