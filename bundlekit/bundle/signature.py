@@ -17,30 +17,44 @@ the bundle's root CID covers the signature too.
 ``check_signature`` is what a loader runs before it fetches a memory file:
 an invalid signature is always an error; with ``publishers`` an unsigned
 bundle or one signed by anybody else is refused too (``SignatureError``, exit 3).
+
+Who signs comes from the key options (``bundle.keyoptions.KeyOptions``):
+``manifest_signer`` reads the one option into a signer, and ``build_keys`` /
+``publish_keys`` hold the rules of which options go together when a bundle
+is built or published (signed, encrypted, both), for the CLI, the MCP server
+and the Python API alike.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
+from bundlekit.bundle.keyoptions import KeyOptions, key_spec
 from bundlekit.bundle.manifest import canonical_json
-from bundlekit.crypto.signing import Signer, is_identity, verify_signature
-from bundlekit.errors import CIDError, SignatureError, UsageError
+from bundlekit.crypto._keys import KeySpec, parse_signature_hex
+from bundlekit.crypto.signing import Ed25519Signer, EthSigner, Signer, is_identity, verify_signature
+from bundlekit.errors import CIDError, KeySourceError, SignatureError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 
 __all__ = [
     "MESSAGE_PREFIX",
     "SIGNATURE_FORMAT",
     "SIGNATURE_NAME",
+    "BundleKeys",
     "ExternalSignature",
+    "build_keys",
     "check_publishers",
     "check_signature",
     "external_signature",
     "manifest_message",
+    "manifest_signer",
     "parse_publishers",
+    "publish_keys",
     "sign_manifest",
     "signature_document",
     "verify_signature_file",
@@ -214,3 +228,95 @@ def check_signature(
     check_publishers(signer, wanted, where)
     return signer
 
+
+
+def manifest_signer(
+    options: KeyOptions,
+    *,
+    sign: bool,
+    signer_address: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Signer | ExternalSignature | None:
+    """The manifest's signer (``sign``) from the one key option, or ``None`` without ``sign``.
+
+    ``private_key_env`` gives an EIP-191 signer, ``key_file`` an Ed25519 PEM key (did:key),
+    ``signature_file`` with ``signer_address`` a signature made elsewhere. Secrets are read,
+    never shown. ``UsageError`` for options that do not go together, ``KeySourceError``
+    for a variable or file that holds no key.
+    """
+    if not sign:
+        if signer_address is not None:
+            raise UsageError("--signer goes with --sign --signature-file; add --sign")
+        return None
+    options.one()  # more than one key option: UsageError
+    if options.private_key_env:
+        var = options.private_key_env
+        value = (os.environ if environ is None else environ).get(var, "").strip()
+        if not value:
+            raise KeySourceError(f"environment variable {var} is not set or empty; export the private key in it")
+        return EthSigner(value)
+    if options.key_file:
+        return Ed25519Signer.from_file(options.key_file)
+    if options.signature_file:
+        if not signer_address:
+            raise UsageError("--signature-file with --sign needs --signer ADDRESS: the address that signed")
+        path = Path(options.signature_file)
+        try:
+            with open(path, encoding="ascii", errors="replace") as fh:
+                text = fh.read(4096)  # the first 4096 characters, never a whole wrong, huge file
+        except OSError as exc:
+            raise KeySourceError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        return ExternalSignature(signer_address.strip(), parse_signature_hex(text, where=path.name))
+    raise UsageError("--sign needs --private-key-env VAR, an Ed25519 --key-file, or --signature-file with --signer")
+
+
+@dataclass(frozen=True)
+class BundleKeys:
+    """What the key options make of a new bundle: its manifest's signer and its encryption key (each optional)."""
+
+    signer: Signer | ExternalSignature | None
+    key: KeySpec | None
+
+
+def build_keys(
+    options: KeyOptions,
+    *,
+    sign: bool,
+    encrypt: bool,
+    signer_address: str | None = None,
+    compat: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> BundleKeys:
+    """The signer and key of ``bundlekit build``: the key option encrypts with ``encrypt``, signs with ``sign``.
+
+    Signing and encrypting together takes ``private_key_env``, the one option that
+    does both. A key option without ``encrypt`` (unless it signs), ``encrypt`` without
+    one and ``compat`` without ``encrypt`` are ``UsageError``; the signer is read
+    first, then the key (a weak passphrase is handed to ``warn``, see ``key_spec``).
+    """
+    signer = manifest_signer(options, sign=sign, signer_address=signer_address, environ=environ)
+    if sign and encrypt and not options.private_key_env:
+        raise UsageError("--sign with --encrypt needs --private-key-env: the one key option both signs and encrypts")
+    key = key_spec(options, environ=environ, new_key=True, warn=warn) if encrypt or not sign else None
+    if encrypt and key is None:
+        raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
+    if key is not None and not encrypt:
+        raise UsageError("a key option was given without --encrypt; add --encrypt to build an encrypted bundle")
+    if compat is not None and not encrypt:
+        raise UsageError(f"--compat {compat} is an encrypted form; add --encrypt and a wallet key option")
+    return BundleKeys(signer, key)
+
+
+def publish_keys(
+    options: KeyOptions,
+    *,
+    sign: bool,
+    signer_address: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> BundleKeys:
+    """The signer and key of ``bundlekit pin``: with ``sign`` the key option signs, else it encrypts (if any)."""
+    signer = manifest_signer(options, sign=sign, signer_address=signer_address, environ=environ)
+    key = None if sign else key_spec(options, environ=environ, new_key=True, warn=warn)
+    return BundleKeys(signer, key)

@@ -19,11 +19,12 @@ from typing import Any
 import click
 
 from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
+from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.manifest import parse_created
+from bundlekit.bundle.signature import build_keys
 from bundlekit.cli import output
 from bundlekit.cli._params import PROFILE
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
-from bundlekit.errors import UsageError
+from bundlekit.cli._keyopts import key_options, sign_options, strict_option
 from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["build"]
@@ -50,16 +51,9 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
           signer_address: str | None, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
-    signer = resolve_signer(sign, signer_address, params)
-    if sign and encrypt and not params.get("private_key_env"):
-        raise UsageError("--sign with --encrypt needs --private-key-env: the one key option both signs and encrypts")
-    key = resolve_key_spec(new_key=True, **params) if encrypt or not sign else None
-    if encrypt and key is None:
-        raise UsageError("--encrypt needs a key option (--signature-env, --passphrase-env, --key-file, ...)")
-    if key is not None and not encrypt:
-        raise UsageError("a key option was given without --encrypt; add --encrypt to build an encrypted bundle")
-    if compat is not None and not encrypt:
-        raise UsageError(f"--compat {compat} is an encrypted form; add --encrypt and a wallet key option")
+    keys = build_keys(KeyOptions.from_params(params), sign=sign, encrypt=encrypt, signer_address=signer_address,
+                      compat=compat, warn=output.warn)
+    signer, key = keys.signer, keys.key
     when = parse_created(created) if created is not None else None
     replacing = output_path.exists()
     with output.Progress("building", unit="files") as progress:

@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
+from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import KEY_OPTION_PARAMS, key_options, resolve_key_spec
+from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.convert import FORMATS, export_to, get_format, import_from
 from bundlekit.errors import UsageError
 from bundlekit.memory.naming import INDEX_NAME
@@ -191,7 +192,7 @@ def convert(
     importing = from_fmt is not None
     fmt = from_fmt or to_fmt or ""
     options = _options(fmt, importing, params)
-    used = [flag for name, flag in KEY_OPTION_PARAMS.items() if params.get(name)]
+    used = KeyOptions.from_params(params).flags()
     if used and fmt != "three.ws":
         raise UsageError(f"{', '.join(used)} only applies to three.ws (its encrypted per-file form)")
     key = resolve_key_spec(**params)

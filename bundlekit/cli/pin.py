@@ -8,23 +8,24 @@ stderr is a terminal and ``CI`` is unset (``cli.output``).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from bundlekit.bundle.keyoptions import KeyOptions
+from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
+from bundlekit.cli._keyopts import key_options, sign_options, strict_option
 from bundlekit.cli._params import PROFILE
 from bundlekit.cli.names import publish_name, published_line, routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
-from bundlekit.pinning.orchestrate import PinReport, pin_all
+from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.pinning.registry import available_pinners, pinner_factory
+from bundlekit.pinning.registry import pinner_listing
 from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
@@ -85,21 +86,21 @@ def pin(
     manifest instead of encrypting, as `build --sign` (a bundle both signed and
     encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
-    signer = resolve_signer(sign, signer_address, key_params)
-    key = None if sign else resolve_key_spec(new_key=True, **key_params)
+    keys = publish_keys(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address,
+                        warn=output.warn)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     name_routers = routers_from_env() if name_key is not None else None  # so is kubo's configuration
     keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
     built = open_pinners(pinner_names or ("local",), psa_origins)
     try:
-        _describe(built, group, keyvalues)
+        describe_uploads(built, group, keyvalues)
         with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
             packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
             label, unit = ("packing", "bytes") if packing else ("building", "files")
             with output.Progress(label, unit=unit) as building:
-                source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=key,
-                                        progress=building.callback, sign=signer)
+                source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=keys.key,
+                                        progress=building.callback, sign=keys.signer)
             size = source.car.stat().st_size
             with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
                 counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
@@ -148,17 +149,6 @@ def _keyvalues(meta: tuple[str, ...]) -> dict[str, str]:
     return pairs
 
 
-def _describe(built: list[Any], group: str | None, keyvalues: dict[str, str]) -> None:
-    """Hand --group/--meta to the pinners that store them (``describe``); UsageError when none does."""
-    if group is None and not keyvalues:
-        return
-    takers = [p for p in built if callable(getattr(p, "describe", None))]
-    if not takers:
-        raise UsageError("--group and --meta apply to --pinner pinata only")
-    for p in takers:
-        p.describe(group=group, keyvalues=keyvalues)
-
-
 @click.command("pinners")
 @click.option("--check", is_flag=True, help="Make a cheap authenticated call to each configured pinner.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
@@ -168,35 +158,7 @@ def pinners(check: bool, as_json: bool) -> None:
     With --check, exit 4 when any configured pinner's check fails.
     """
 
-    rows: list[dict[str, Any]] = []
-    env = os.environ
-    registered = available_pinners()
-    for pinner_name, ep in registered.items():
-        row: dict[str, Any] = {"name": pinner_name, "entry_point": ep.value}
-        try:
-            factory = pinner_factory(pinner_name, registered)
-        except BundlekitError as exc:
-            row.update(configured=False, description="", env=[], error=str(exc))
-            rows.append(row)
-            continue
-        configured = bool(factory.is_configured(env))
-        row.update(
-            configured=configured,
-            description=getattr(factory, "description", ""),
-            env=list(getattr(factory, "env_vars", ())) + list(getattr(factory, "optional_env", ())),
-        )
-        if check:
-            row["check"] = "skipped" if not configured else "ok"
-            if configured:
-                try:
-                    with factory.from_env(env) as p:  # create_pinner, minus a second registry scan
-                        checker = getattr(p, "check", None)
-                        if callable(checker):
-                            checker()
-                except BundlekitError as exc:
-                    row["check"] = "failed"
-                    row["error"] = str(exc)
-        rows.append(row)
+    rows = pinner_listing(check=check)
     failed = [row["name"] for row in rows if row.get("check") == "failed"]
     if as_json:
         output.data_json(rows)

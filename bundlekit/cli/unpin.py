@@ -7,15 +7,13 @@ Data on stdout, one line per pin: ``keep`` / ``unpin`` (dry run) or
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from dataclasses import asdict
 
 import click
 
 from bundlekit.cli import output
 from bundlekit.cli._params import Count
-from bundlekit.pinning.registry import create_pinner
-from bundlekit.pinning.retention import RetirePlan, carry_out, retire
+from bundlekit.pinning.retention import RetirePlan, retire_everywhere
 
 __all__ = ["unpin"]
 
@@ -35,14 +33,7 @@ def _lines(plan: RetirePlan) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the plans as JSON.")
 def unpin(pinner_names: tuple[str, ...], name_prefix: str, keep: int, yes: bool, as_json: bool) -> None:
     """Keep the newest --keep pins named --name-prefix* on each pinner; unpin the rest with --yes."""
-    with ExitStack() as stack:
-        # Every pinner is built and listed, and every plan made, before the first unpin:
-        # a missing secret or a listing that fails on the second pinner leaves the first untouched.
-        pinners = [stack.enter_context(create_pinner(name)) for name in dict.fromkeys(pinner_names)]
-        plans = [retire(pinner, name_prefix, keep) for pinner in pinners]
-        if yes:
-            for pinner, plan in zip(pinners, plans, strict=True):
-                carry_out(pinner, plan)
+    plans = retire_everywhere(pinner_names, name_prefix, keep, act=yes)  # all plans made, then unpins
     if as_json:
         output.data_json([asdict(p) for p in plans])
     else:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from bundlekit._terminal import printable
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
-from bundlekit.memory import ranking
+from bundlekit.memory import ranking, screen, secrets
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.index import list_fields, render_index
@@ -208,9 +208,7 @@ class Memory:
     def _shown(self, catalog: Catalog | None, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
         """``records`` as output may show them: those holding a credential in a value have it withheld
         (the guard runs here, on what was just read, whatever the index says)."""
-        from bundlekit.memory.screen import record_values_clean
-
-        return [r if record_values_clean(r) else self._withheld(r) for r in records]
+        return [r if screen.record_values_clean(r) else self._withheld(r) for r in records]
 
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
@@ -268,10 +266,8 @@ class Memory:
         on any of them nothing changes.
         """
         # Step 1: the arguments; steps 2-3: the lock and the tree.
-        from bundlekit.memory.screen import guard_key, guard_record
-
         if isinstance(key, str):
-            guard_key(key)  # before any message could echo it
+            screen.guard_key(key)  # before any message could echo it
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
@@ -289,7 +285,7 @@ class Memory:
             # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
             record = rendered_record(key, meta, body, where=filename)
-            guard_record(record, filename, allow_secrets=allow_secrets)
+            screen.guard_record(record, filename, allow_secrets=allow_secrets)
             self._backend.write(filename, record.raw.encode("utf-8"))
             self._stored(catalog, [record], {key: current})
             return record
@@ -300,10 +296,8 @@ class Memory:
         Read from the file now (the index holds no copy of it).
         ``withhold=True`` gives the memory as output may show it (credentials withheld, see the module).
         """
-        from bundlekit.memory.screen import record_values_clean
-
         record = self._read_record(key)
-        if record is None or not withhold or record_values_clean(record):
+        if record is None or not withhold or screen.record_values_clean(record):
             return record
         return self._withheld(record)
 
@@ -357,18 +351,16 @@ class Memory:
         self._snapshot()
 
     def _snapshot(self) -> tuple[builtins.list[tuple[str, bytes, MemoryRecord]], builtins.list[tuple[str, bytes]]]:
-        from bundlekit.memory.screen import guard_entry, guard_key, guard_record, record_values_clean
-        from bundlekit.memory.secrets import guard
         from bundlekit.memory.timeline import parse_day
 
         found = self._read(self._checked_files)
         for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
-            guard_key(record.key, f"a memory file name in {self._where()}")
-            guard(record.raw, filename, can_allow=False)
+            screen.guard_key(record.key, f"a memory file name in {self._where()}")
+            secrets.guard(record.raw, filename, can_allow=False)
             # One scan of every value (the guard then names the place); none needed when the values are
             # stretches of the text just guarded (record.memo["verbatim"], tests/memory/test_quickyaml.py).
-            if not record.memo.get("verbatim") and not record_values_clean(record):
-                guard_record(record, filename, can_allow=False)
+            if not record.memo.get("verbatim") and not screen.record_values_clean(record):
+                screen.guard_record(record, filename, can_allow=False)
         days: builtins.list[tuple[str, bytes]] = []
         for name in self._backend.timeline_files():
             data = self._backend.read_timeline(name)
@@ -376,9 +368,9 @@ class Memory:
                 continue
             where = f"timeline/{name}"
             entries = parse_day(name, data)
-            guard(data.decode("utf-8"), where, can_allow=False)
+            secrets.guard(data.decode("utf-8"), where, can_allow=False)
             for number, entry in enumerate(entries, start=1):
-                guard_entry(entry, "", f"{where} entry {number}")
+                screen.guard_entry(entry, "", f"{where} entry {number}")
             days.append((name, data))
         return found, days
 
@@ -418,20 +410,17 @@ class Memory:
         return self._read(self._index_text)
 
     def _index_text(self, catalog: Catalog) -> str:
-        from bundlekit.memory.secrets import find_secrets
-
         text = self._index.current_index_text(catalog)
         # A MEMORY.md written before credentials were withheld from it is rendered again.
-        return text if text is not None and not find_secrets(text) else self._index.render(catalog)
+        return text if text is not None and not secrets.find_secrets(text) else self._index.render(catalog)
 
     # -- timeline -------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any]) -> None:
-        from bundlekit.memory.screen import guard_entry
         from bundlekit.memory.timeline import day_file_for, encode_entry
 
         line = encode_entry(entry)
-        guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
+        screen.guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
         with self._mutex, self._backend.hold():
             self._index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
             self._backend.append_timeline(day_file_for(entry), line)
@@ -696,8 +685,6 @@ class Memory:
         """The listing from the index's listing fields when its rows are exactly the files of the tree's
         listing (which the refresh found the index fresh against), else from the files. A line that shows a
         credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
-        from bundlekit.memory.secrets import find_secrets
-
         listing = self._index.listing
         names = (listing if listing is not None else self._backend.scan()).names()
         files, lines, flagged = catalog.listed()
@@ -707,8 +694,8 @@ class Memory:
         if text.count("\n") != len(files) - 1 and files:  # a field with a line break (the files' never have one:
             return self._list_text_of_files(catalog)  # validate_meta), put there by hand to forge a row
         wanted = set(flagged)
-        if find_secrets(text):
-            wanted.update(line.split("\t", 1)[0] + ".md" for line in lines if find_secrets(line))
+        if secrets.find_secrets(text):
+            wanted.update(line.split("\t", 1)[0] + ".md" for line in lines if secrets.find_secrets(line))
         if wanted:
             found = {name: (data, record) for name, data, record in parse_files(self._backend, sorted(wanted))}
             made: builtins.list[str] = []
@@ -726,14 +713,12 @@ class Memory:
         return printable(text)
 
     def _list_text_of_files(self, catalog: Catalog) -> str:
-        from bundlekit.memory.secrets import find_secrets
-
         records = self._all(catalog)
         lines = [list_fields(r) for r in records]
         text = "\n".join(lines)
-        if find_secrets(text):  # the lines that show a credential, made again from the memory withheld
+        if secrets.find_secrets(text):  # the lines showing a credential, made again from the memory withheld
             text = "\n".join(
-                list_fields(self._withheld(r)) if find_secrets(line) else line
+                list_fields(self._withheld(r)) if secrets.find_secrets(line) else line
                 for r, line in zip(records, lines, strict=True)
             )
         # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).

@@ -8,7 +8,8 @@ live in ``bundlekit.net.http``; what a service's answer means for a pin (the
 concurrently and checking that every service reports *our* root live here.
 
 Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
-``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group),
+``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group, and ``pinner_listing``: what
+``bundlekit pinners`` shows),
 ``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
 ``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
 retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING
 from bundlekit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from bundlekit.pinning.orchestrate import PinReport, pin_all, same_cid
+    from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all, same_cid
     from bundlekit.pinning.protocol import (
         FAILED,
         MISSING,
@@ -52,12 +53,19 @@ if TYPE_CHECKING:
         PinResult,
         require_env,
     )
-    from bundlekit.pinning.registry import ENTRY_POINT_GROUP, available_pinners, create_pinner, pinner_factory
+    from bundlekit.pinning.registry import (
+        ENTRY_POINT_GROUP,
+        available_pinners,
+        create_pinner,
+        pinner_factory,
+        pinner_listing,
+    )
     from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
 
 # Loaded on first use (PEP 562), so importing one submodule does not import the others.
 _LAZY: dict[str, str] = {
     "PinReport": "bundlekit.pinning.orchestrate",
+    "describe_uploads": "bundlekit.pinning.orchestrate",
     "pin_all": "bundlekit.pinning.orchestrate",
     "same_cid": "bundlekit.pinning.orchestrate",
     "FAILED": "bundlekit.pinning.protocol",
@@ -76,6 +84,7 @@ _LAZY: dict[str, str] = {
     "available_pinners": "bundlekit.pinning.registry",
     "create_pinner": "bundlekit.pinning.registry",
     "pinner_factory": "bundlekit.pinning.registry",
+    "pinner_listing": "bundlekit.pinning.registry",
     "PreparedSource": "bundlekit.pinning.source",
     "is_memory_dir": "bundlekit.pinning.source",
     "prepare_source": "bundlekit.pinning.source",
@@ -101,9 +110,11 @@ __all__ = [
     "PreparedSource",
     "available_pinners",
     "create_pinner",
+    "describe_uploads",
     "is_memory_dir",
     "pin_all",
     "pinner_factory",
+    "pinner_listing",
     "prepare_source",
     "require_env",
     "same_cid",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.pinning.origins import fetches_content
 from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, Pinner, PinResult
 
-__all__ = ["Cancelled", "PinReport", "ProgressCallback", "pin_all", "same_cid"]
+__all__ = ["Cancelled", "PinReport", "ProgressCallback", "describe_uploads", "pin_all", "same_cid"]
 
 log = logging.getLogger("bundlekit.pinning")
 
@@ -62,6 +62,20 @@ class PinReport:
 
 
 ProgressCallback = Callable[[str, int], None]
+
+
+def describe_uploads(pinners: Sequence[Pinner], group: str | None, keyvalues: Mapping[str, str]) -> None:
+    """Hand a group and key-values to the pinners that store them (``describe``); UsageError when none does.
+
+    Nothing given: nothing to do. Called before any upload, so a misplaced option refuses the run.
+    """
+    if group is None and not keyvalues:
+        return
+    takers = [p for p in pinners if callable(getattr(p, "describe", None))]
+    if not takers:
+        raise UsageError("--group and --meta apply to --pinner pinata only")
+    for p in takers:
+        p.describe(group=group, keyvalues=keyvalues)  # type: ignore[attr-defined]
 
 
 class Cancelled(PinError):

@@ -9,11 +9,12 @@ from importlib import metadata
 from typing import Any
 
 from bundlekit.errors import (
+    BundlekitError,
     PinnerNotFound,
 )
 from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_factory"]
+__all__ = ["ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_factory", "pinner_listing"]
 
 log = logging.getLogger("bundlekit.pinning")
 
@@ -71,3 +72,52 @@ def create_pinner(name: str, env: Mapping[str, str] | None = None) -> Pinner:
     factory = pinner_factory(name)
     pinner: Pinner = factory.from_env(os.environ if env is None else env)
     return pinner
+
+
+def pinner_listing(env: Mapping[str, str] | None = None, *, check: bool = False) -> list[dict[str, Any]]:
+    """One row per registered pinner: name, entry point, whether ``env`` configures it, its variables.
+
+    Never a secret: ``env`` lists variable names only. With ``check`` each configured
+    pinner is built and its ``check()`` (a cheap authenticated call) run: ``check`` is
+    then ``"ok"``, ``"failed"`` (with ``error``) or ``"skipped"`` (not configured).
+    A registered pinner that cannot be loaded is a row with its ``error``.
+    """
+    source = os.environ if env is None else env
+    registered = available_pinners()
+    return [_listing_row(name, ep, registered, source, check) for name, ep in registered.items()]
+
+
+def _listing_row(name: str, ep: metadata.EntryPoint, registered: Mapping[str, metadata.EntryPoint],
+                 env: Mapping[str, str], check: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": name, "entry_point": ep.value}
+    try:
+        factory = pinner_factory(name, registered)
+    except BundlekitError as exc:
+        row.update(configured=False, description="", env=[], error=str(exc))
+        return row
+    configured = bool(factory.is_configured(env))
+    row.update(
+        configured=configured,
+        description=getattr(factory, "description", ""),
+        env=list(getattr(factory, "env_vars", ())) + list(getattr(factory, "optional_env", ())),
+    )
+    if check:
+        row["check"] = "skipped" if not configured else "ok"
+        if configured:
+            _check_pinner(factory, env, row)
+    return row
+
+
+def _check_pinner(factory: Any, env: Mapping[str, str], row: dict[str, Any]) -> None:
+    """Build the pinner (create_pinner, minus a second registry scan) and run its ``check``.
+
+    A failure goes in ``row``: ``check`` ``"failed"`` and its ``error``.
+    """
+    try:
+        with factory.from_env(env) as pinner:
+            checker = getattr(pinner, "check", None)
+            if callable(checker):
+                checker()
+    except BundlekitError as exc:
+        row["check"] = "failed"
+        row["error"] = str(exc)

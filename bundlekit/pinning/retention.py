@@ -23,14 +23,17 @@ returns the same plan.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.ipld.cid import parse_cid
 from bundlekit.pinning.protocol import PinEntry
+from bundlekit.pinning.registry import create_pinner
 
-__all__ = ["RetirePlan", "carry_out", "plan_retirement", "retire"]
+__all__ = ["RetirePlan", "carry_out", "plan_retirement", "retire", "retire_everywhere"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -101,3 +104,21 @@ def carry_out(pinner: Any, plan: RetirePlan) -> None:
                 f"failed: {exc}; run the same command again to retire the rest"
             ) from exc
     plan.acted = True
+
+
+def retire_everywhere(
+    pinner_names: Iterable[str], name_prefix: str, keep: int, *, act: bool = False
+) -> list[RetirePlan]:
+    """:func:`retire` on each named pinner (a name given twice counts once), one plan per pinner, in order.
+
+    Validate, then act: every pinner is built (``create_pinner``, from the process
+    environment) and listed, and every plan made, before the first unpin, so a missing
+    secret or a listing that fails on the second pinner leaves the first untouched.
+    """
+    with ExitStack() as stack:
+        pinners = [stack.enter_context(create_pinner(name)) for name in dict.fromkeys(pinner_names)]
+        plans = [retire(pinner, name_prefix, keep) for pinner in pinners]
+        if act:
+            for pinner, plan in zip(pinners, plans, strict=True):
+                carry_out(pinner, plan)
+    return plans

@@ -54,33 +54,29 @@ ALLOWED_UPWARD = {
     ("bundlekit.memory.tree", "bundlekit.bundle.load"),
 }
 
-# Imports that may stay inside a function: heavy third-party modules that most
-# commands never need (kept lazy so `bundlekit --help` stays fast).
+# Imports that may stay inside a function: heavy third-party modules that most commands never need. Why each
+# one, with its measured cost, is DEVELOPERS.md's "Lazy imports" section (the one place that says so).
 LAZY_THIRD_PARTY = {
     "boto3",
     "botocore",
     "eth_account",
     "dag_cbor",
     "multiformats",
-    # PyYAML and python-frontmatter (~9 ms): only a memory file that changed is parsed, so `memory recall`,
-    # `list` and `context` on an indexed tree that has not changed never need them (memory/frontmatter.py).
     "yaml",
-    "frontmatter",
-    # The standard library's ctypes (~1 ms): only _fs.sync_tree's syncfs(2) needs it, when a tree is made durable.
     "ctypes",
 }
 
-# Our own modules a memory module may import inside a function: the secret rules and their screens, export and
-# import, the timeline and the undo journal of a change (~2 ms with their dataclasses). A per-turn `memory list`
-# or `recall` is a fresh process that never needs them on an unchanged tree (bench/memory.py times those processes).
-LAZY_MEMORY_MODULES = {
-    "bundlekit.memory.files",
-    "bundlekit.memory.screen",
-    "bundlekit.memory.secrets",
-    "bundlekit.memory.timeline",
-    "bundlekit.memory.transfer",
-    "bundlekit.memory.undo",
-    "bundlekit.memory.withhold",
+# Our own modules imported inside a function, as (importer, imported): the memory modules only writes, export,
+# import and the timeline need, which a per-turn `memory list` or `recall` never loads (DEVELOPERS.md, "Lazy imports").
+LAZY_OWN = {
+    ("bundlekit.memory.tree", "bundlekit.memory.files"),
+    ("bundlekit.memory.tree", "bundlekit.memory.timeline"),
+    ("bundlekit.memory.tree", "bundlekit.memory.transfer"),
+    ("bundlekit.memory.tree", "bundlekit.memory.undo"),
+    ("bundlekit.memory.tree", "bundlekit.memory.withhold"),
+    ("bundlekit.memory.index", "bundlekit.memory.withhold"),
+    ("bundlekit.memory.indexer", "bundlekit.memory.withhold"),
+    ("bundlekit.memory.indexer", "bundlekit.memory.secrets"),
 }
 
 
@@ -156,7 +152,7 @@ def test_imports_stay_at_the_top_of_the_module(path: Path) -> None:
         for target, line, in_function in imports(path)
         if in_function
         and (source, target) not in ALLOWED_UPWARD
-        and not (source.startswith("bundlekit.memory.") and target in LAZY_MEMORY_MODULES)
+        and (source, target) not in LAZY_OWN
         and (is_ours(target) or target.split(".")[0] not in LAZY_THIRD_PARTY)
     ]
     assert not inside, "\n".join(inside)

@@ -157,7 +157,7 @@ def test_fork_refusing_a_secret_names_what_a_forker_can_do_not_a_missing_option(
         body="sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZabcd", allow_secrets=True,
     )
     with monkeypatch.context() as patched:
-        patched.setattr(secrets_module, "guard", lambda *a, **k: None)  # imported by the tree when it runs
+        patched.setattr(secrets_module, "guard", lambda *a, **k: None)  # looked up by the tree when it runs
         for name in ("guard_key", "guard_record"):
             patched.setattr(screen_module, name, lambda *a, **k: None)
         built = build_bundle(tree, tmp_path / "leak.car", created=CREATED)

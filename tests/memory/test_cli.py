@@ -236,7 +236,7 @@ def test_reads_of_an_indexed_unchanged_tree_do_not_import_yaml(tmp_path: Path) -
 
 
 def test_list_and_recall_of_a_clean_tree_do_not_import_export_timeline_or_withholding(tmp_path: Path) -> None:
-    # A per-turn listing or recall needs none of them (tests/architecture/test_layers.py, LAZY_MEMORY_MODULES).
+    # A per-turn listing or recall needs none of them (tests/architecture/test_layers.py, LAZY_OWN).
     # The secret rules do load: what is shown is read from the files now and guarded there.
     memory = Memory(tmp_path / "tree")
     memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")

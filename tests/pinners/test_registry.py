@@ -133,3 +133,15 @@ def test_a_blank_token_is_not_configured() -> None:
 
 def test_pinners_lists_a_blank_token_as_not_configured() -> None:
     assert not pinning.pinner_factory("pinata").is_configured({"PINATA_JWT": "  "})  # type: ignore[attr-defined]
+
+
+def test_the_listing_names_a_pinners_variables_never_their_values() -> None:
+    rows = pinning.pinner_listing({"PINATA_JWT": "jwt-value-never-shown"})
+    pinata = next(row for row in rows if row["name"] == "pinata")
+    assert pinata["configured"] and "PINATA_JWT" in pinata["env"]
+    assert "jwt-value-never-shown" not in repr(rows)
+
+
+def test_a_listing_check_skips_the_pinners_that_are_not_configured() -> None:
+    rows = pinning.pinner_listing({}, check=True)
+    assert {row["check"] for row in rows if row["name"] in {"pinata", "web3-storage", "filebase"}} == {"skipped"}

@@ -13,7 +13,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.cli import cli
 from bundlekit.errors import UsageError
 from bundlekit.pinning.protocol import PinEntry
-from bundlekit.pinning.retention import plan_retirement, retire
+from bundlekit.pinning.retention import plan_retirement, retire, retire_everywhere
 from pinners.filebase import FilebasePinner
 from pinners.local import LocalPinner
 
@@ -109,3 +109,12 @@ def test_cli_is_a_dry_run_by_default_and_acts_with_yes(store_home: Path, tmp_pat
 def test_cli_refuses_a_pinner_without_retention() -> None:
     result = CliRunner().invoke(cli, ["unpin", "--pinner", "memory", "--name-prefix", "m", "--keep", "1"])
     assert result.exit_code == 2 and "cannot list its pins by name" in result.stderr
+
+
+def test_a_pinner_that_cannot_list_named_second_leaves_the_first_ones_pins_in_place(
+    store_home: Path, tmp_path: Path
+) -> None:
+    releases(store_home, tmp_path, 3)
+    with pytest.raises(UsageError, match="cannot list its pins by name"):
+        retire_everywhere(["local", "memory"], "memory-", 1, act=True)
+    assert len(BlockStore(store_home).pins()) == 4
