@@ -393,7 +393,9 @@ def _merge_days(
     days: dict[str, bytes] = {}
     added = 0
     for name in sorted(set(ours) | set(theirs)):
-        b, o, t = set(_lines(base.get(name))), set(_lines(ours.get(name))), set(_lines(theirs.get(name)))
+        b: set[bytes] = set(_lines(base.get(name)))
+        o: set[bytes] = set(_lines(ours.get(name)))
+        t: set[bytes] = set(_lines(theirs.get(name)))
         kept: set[bytes] = (o | t) - (b - o) - (b - t)
         if not kept:
             continue
@@ -401,5 +403,6 @@ def _merge_days(
         if kept == o and name in ours:
             days[name] = ours[name]
         else:
-            days[name] = b"".join(sorted(kept, key=_line_order))
+            ordered: list[bytes] = sorted(kept, key=_line_order)
+            days[name] = b"".join(ordered)
     return days, added
