@@ -106,7 +106,8 @@ def heads(tree: str | os.PathLike[str] | None) -> list[str]:
     return sorted({*read_parents(tree), *([last] if last else [])})
 
 
-def set_lineage(tree: str | os.PathLike[str], parents: list[str], last: bytes) -> None:
-    """After a merge: the tree's parents are exactly ``parents`` and its last root ``last``."""
+def set_lineage(tree: str | os.PathLike[str], parents: list[str], last: bytes | None = None) -> None:
+    """After a merge or a sync: the tree's parents are exactly ``parents`` (and its last root ``last``, when given)."""
     _write_parents(tree, {cid_to_str(cid_from_text(p)) for p in parents})
-    record_last(tree, last)
+    if last is not None:
+        record_last(tree, last)

@@ -14,8 +14,10 @@ Steps (``specs/sync.md``, "Merge"):
    bundle is then loaded and verified like theirs.
 3. Under the tree's lock: read ours, :func:`memory.merge.merge_trees`, write the changes
    (``Memory.apply_merge``: all or nothing) and the new lineage: parents = the bundle's
-   root and every head of ours the bundle does not descend from; last = the bundle's root.
-   ``dry_run`` stops before the writes.
+   root, the tree's last root and every other head of ours the bundle does not descend
+   from (the next build names both sides, so ``bundlekit log`` shows the merge). A CAR's
+   blocks are kept in the local block store (unpinned: a cache ``store gc`` may drop), so
+   the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
 
 The load and build calls of merge and sync are here and only here (``_load``,
 ``_manifest_parents``, :func:`build_tree`), so a change of the loader's or builder's
@@ -30,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BundleResult, build_bundle
-from bundlekit.bundle.lineage import heads, set_lineage
+from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.load import LoadResult, bundle_blocks, load_bundle
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.ipld.cid import cid_from_text
 from bundlekit.memory import Memory
 from bundlekit.memory.merge import MergeReport, TreeState, merge_trees
 
@@ -185,12 +187,22 @@ def merge_bundle(
             if not dry_run:
                 memory.apply_merge(files, days, allow_secrets=allow_secrets)
                 if root is not None and search.base != root:
-                    kept = [h for h in heads(tree) if h not in search.theirs]
-                    set_lineage(tree, [root, *kept], cid_from_text(root))
+                    last = read_last(tree)
+                    kept = [h for h in heads(tree) if h not in search.theirs or h == last]
+                    set_lineage(tree, [root, *kept])
+                    _keep_blocks(source)
     finally:
         memory.close()
     return MergeResult(outcome.report, root, search.base, not dry_run and bool(files or days), len(files) + len(days),
                        notes, list(theirs_load.warnings), theirs_load.publisher)
+
+
+def _keep_blocks(source: str) -> None:
+    """A merged CAR's blocks into the local store (verified as they go in), for later ancestor walks."""
+    path = Path(source)
+    if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
+        with open(path, "rb") as fh:
+            BlockStore().import_car(fh)
 
 
 def _state(loaded: LoadResult) -> TreeState:
