@@ -38,7 +38,8 @@ from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.load import LoadResult, bundle_blocks, load_bundle
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
-from bundlekit.memory.merge import MergeReport, TreeState, merge_trees
+from bundlekit.memory.device import is_device_bound
+from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
@@ -77,12 +78,13 @@ class MergeResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     publisher: str | None = None
+    converged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out = self.report.to_dict()
         out.update({"root": self.root, "base": self.base, "written": self.written,
                     "changed_files": self.changed_files, "notes": list(self.notes),
-                    "warnings": list(self.warnings), "publisher": self.publisher})
+                    "warnings": list(self.warnings), "publisher": self.publisher, "converged": self.converged})
         return out
 
 
@@ -194,7 +196,14 @@ def merge_bundle(
     finally:
         memory.close()
     return MergeResult(outcome.report, root, search.base, not dry_run and bool(files or days), len(files) + len(days),
-                       notes, list(theirs_load.warnings), theirs_load.publisher)
+                       notes, list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+
+
+def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
+    """True when the merged tree holds exactly what ``theirs`` holds (device-bound memories, which never
+    cross, aside): nothing of ours is missing from the bundle."""
+    mine = {k: r.raw for k, r in outcome.records.items() if not is_device_bound(r.meta)}
+    return mine == {k: r.raw for k, r in theirs.records.items()} and outcome.days == dict(theirs.days)
 
 
 def _keep_blocks(source: str) -> None:
