@@ -149,13 +149,19 @@ def test_parents_are_the_remote_root_and_the_trees_last_root(tmp_path: Path) -> 
     assert load_bundle(f"ipfs://{second.root}").manifest["parents"] == sorted({str(b_root), str(first.root)})
 
 
-def test_a_writer_the_name_moved_under_starts_again_and_keeps_both_writers_memories(tmp_path: Path) -> None:
+def _two_writers_with_changes(tmp_path: Path) -> tuple[Path, Path]:
+    """a published, b following it, then each with a change of its own."""
     clock = Clock()
     a, b = _tree(tmp_path / "a", clock, shared="v1"), _tree(tmp_path / "b", clock)
     _writer(a)
     sync(b, name=NAME)
     _write(a, clock, "project_a", "A's change.")
     _write(b, clock, "project_b", "B's change.")
+    return a, b
+
+
+def test_a_writer_the_name_moved_under_starts_again_and_keeps_both_writers_memories(tmp_path: Path) -> None:
+    a, b = _two_writers_with_changes(tmp_path)
     report = _writer(a, before=lambda: _writer(b))  # b publishes while a is pinning
     assert report.attempts == 2 and any("moved" in note for note in report.notes)
     assert report.published is not None and report.published.sequence == 2
@@ -164,12 +170,7 @@ def test_a_writer_the_name_moved_under_starts_again_and_keeps_both_writers_memor
 
 
 def test_a_writer_out_of_attempts_raises_name_moved_and_the_name_keeps_the_other_writer(tmp_path: Path) -> None:
-    clock = Clock()
-    a, b = _tree(tmp_path / "a", clock, shared="v1"), _tree(tmp_path / "b", clock)
-    _writer(a)
-    sync(b, name=NAME)
-    _write(a, clock, "project_a", "A's change.")
-    _write(b, clock, "project_b", "B's change.")
+    a, b = _two_writers_with_changes(tmp_path)
     with pytest.raises(NameMovedError, match="gave up after 1 rounds"):
         _writer(a, before=lambda: _writer(b), max_attempts=1)
     b_root = resolve(NAME).cid
