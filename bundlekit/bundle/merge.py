@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.net.http import HttpOptions
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base",
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
@@ -204,6 +204,10 @@ def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
     cross, aside): nothing of ours is missing from the bundle."""
     mine = {k: r.raw for k, r in outcome.records.items() if not is_device_bound(r.meta)}
     return mine == {k: r.raw for k, r in theirs.records.items()} and outcome.days == dict(theirs.days)
+
+
+#: The public API's name (``bundlekit.merge``).
+merge = merge_bundle
 
 
 def _keep_blocks(source: str) -> None:

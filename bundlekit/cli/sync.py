@@ -22,7 +22,7 @@ from bundlekit.cli.names import published_line, routers_from_env
 from bundlekit.errors import BundlekitError
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.sync import DEFAULT_ATTEMPTS, SyncReport, sync, sync_forever
+from bundlekit.syncer import DEFAULT_ATTEMPTS, SyncReport, sync, sync_forever
 
 __all__ = ["sync_cmd"]
 

@@ -24,7 +24,7 @@ from bundlekit.names.publish import publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
 from bundlekit.pinning.protocol import PinResult
-from bundlekit.sync import SyncReport, sync, sync_forever
+from bundlekit.syncer import SyncReport, sync, sync_forever
 from pinners.local import LocalPinner
 
 SIGNER = Ed25519Signer.from_seed(bytes([9]) * 32)
