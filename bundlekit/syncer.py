@@ -6,7 +6,10 @@ One round (``specs/sync.md``, "Sync"):
    the highest valid sequence; none yet is a first publish).
 2. Merge the bundle it points at into the tree (``bundle.merge.merge_bundle``: verified,
    over the common ancestor, all or nothing). A follower (no name key) stops here.
-3. A writer whose tree now holds exactly what the name points at has nothing to publish.
+   A writer whose tree descends from the name's root (it published or merged it last:
+   ``bundle.lineage.heads``) skips the load: merging an ancestor changes nothing.
+3. A writer whose tree now holds exactly what the name points at has nothing to publish
+   (judged by the merge, or, when the merge was skipped, by the built manifest's file CIDs).
    Otherwise it builds the tree (signed with ``sign``, encrypted with ``key``) with
    ``parents`` = [the remote root, the tree's last root], pins the CAR to every pinner
    (``pinning.pin_all``; ``require`` must hold, else ``PinError``) and publishes the
@@ -32,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.lineage import read_last, set_lineage
-from bundlekit.bundle.merge import MergeResult, build_tree, merge_bundle
+from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
+from bundlekit.bundle.merge import MergeResult, build_tree, merge_bundle, read_manifest
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, PinError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
@@ -157,6 +160,12 @@ def _merge_remote(
     report.notes.extend(resolution.notes)
     report.remote = cid_to_str(resolution.cid)
     report.remote_sequence = resolution.record.sequence
+    report.merge = None
+    if key is None and report.role == "writer" and report.remote in heads(tree):
+        # The tree descends from the name's root (it published or merged it): merging it changes nothing, so
+        # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
+        report.notes.append(f"the tree already descends from {report.remote}: nothing to merge")
+        return
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, on_conflict=on_conflict, gateways=gateways,
                                 key=key, publishers=publishers, http=http)
 
@@ -176,6 +185,12 @@ def _publish(
     parents = [p for p in (report.remote, last) if p is not None]
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign)
+        if last is not None:  # the build noted its root as the last; until it is published the last stays
+            record_last(tree, cid_from_text(last))
+        if report.merge is None and report.remote is not None and _same_files(built.manifest, report.remote, gws, http):
+            report.up_to_date = True
+            report.root = report.remote
+            return
         report.root = built.root_cid
         report.pins = pin_all(built.car, built.root, pinners, require=require, name=f"sync-{report.name[-10:]}")
     if not report.pins.ok:
@@ -186,6 +201,13 @@ def _publish(
     report.published = publish(signer, built.root, store=store, routers=routers, gateways=gws, http=http,
                                follows=follows)
     set_lineage(tree, [built.root_cid], built.root)
+
+
+def _same_files(manifest: dict[str, Any], remote: str, gws: list[RemoteGateway], http: HttpOptions | None) -> bool:
+    """True when the built bundle holds the very files of the remote one (same paths, same CIDs: plaintext
+    bundles only, whose file CIDs depend on nothing but the bytes)."""
+    theirs = read_manifest(remote, gateways=[g.base for g in gws], http=http)
+    return bool(theirs.get("memory", {}).get("files") == manifest["memory"]["files"])
 
 
 def sync_forever(

@@ -20,7 +20,7 @@ Steps (``specs/sync.md``, "Merge"):
    the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
 
 The load and build calls of merge and sync are here and only here (``_load``,
-``_manifest_parents``, :func:`build_tree`), so a change of the loader's or builder's
+:func:`read_manifest`, :func:`build_tree`), so a change of the loader's or builder's
 options meets them in one place.
 """
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from bundlekit.net.http import HttpOptions
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
-           "merge_bundle"]
+           "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -230,10 +230,15 @@ def _load(
     return load_bundle(uri, gateways=gateways, key=key, http=http, publishers=publishers)
 
 
-def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
-    """The ``parents`` of the bundle ``root``: its manifest read from verified blocks (no file fetched)."""
+def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
+    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
     with bundle_blocks(f"ipfs://{root}", gateways=gateways, http=http) as blocks:
-        return [str(p) for p in blocks.manifest.get("parents", [])]
+        return blocks.manifest
+
+
+def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
+    """The ``parents`` of the bundle ``root``."""
+    return [str(p) for p in read_manifest(root, gateways=gateways, http=http).get("parents", [])]
 
 
 def build_tree(

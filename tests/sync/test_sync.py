@@ -106,6 +106,7 @@ def test_a_writer_with_nothing_new_publishes_nothing(tmp_path: Path) -> None:
     first = _writer(tree)
     again = _writer(tree)
     assert again.up_to_date and again.published is None and again.root == first.root
+    assert again.merge is None and any("already descends" in note for note in again.notes)  # nothing loaded
     assert resolve(NAME).record.sequence == 0
 
 
