@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from bundlekit.net.http import HttpOptions
     from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["DEFAULT_ATTEMPTS", "SyncReport", "sync", "sync_forever"]
+__all__ = ["DEFAULT_ATTEMPTS", "BackgroundSync", "SyncReport", "sync", "sync_forever"]
 
 #: Rounds a writer tries when the name keeps moving under it.
 DEFAULT_ATTEMPTS: Final = 5
@@ -218,15 +219,22 @@ def sync_forever(
     on_error: Callable[[BundlekitError], None],
     sleep: Callable[[float], None] = time.sleep,
     rounds: int | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Call ``run`` every ``interval`` seconds until stopped (Ctrl-C, SIGTERM, SIGHUP: the interrupt propagates
-    from the sleep or the round, whose cleanups run). A round's ``BundlekitError`` goes to ``on_error`` and the
-    next round comes all the same (a gateway down for a minute must not end a long-running agent's sync).
-    ``rounds`` bounds the loop (tests)."""
+    from the sleep or the round, whose cleanups run; or ``stop`` set, which also ends the sleep at once).
+    A round's ``BundlekitError`` goes to ``on_error`` and the next round comes all the same (a gateway down
+    for a minute must not end a long-running agent's sync). ``rounds`` bounds the loop (tests)."""
     if interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
+    if stop is not None:
+        halt = stop
+
+        def sleep(seconds: float) -> None:
+            halt.wait(seconds)
+
     done = 0
-    while rounds is None or done < rounds:
+    while (rounds is None or done < rounds) and not (stop is not None and stop.is_set()):
         try:
             on_report(run())
         except BundlekitError as exc:
@@ -234,3 +242,26 @@ def sync_forever(
         done += 1
         if rounds is None or done < rounds:
             sleep(interval)
+
+
+class BackgroundSync:
+    """``sync_forever`` on a thread beside a server (``bundlekit mcp --sync-name-key``): started on entry,
+    stopped on exit (the sleep ends at once; a round in progress finishes, so its temporary CAR is removed)."""
+
+    def __init__(self, run: Callable[[], SyncReport], interval: float, *,
+                 on_report: Callable[[SyncReport], None], on_error: Callable[[BundlekitError], None]) -> None:
+        if interval <= 0:
+            raise UsageError("the sync interval must be a positive number of seconds")
+        self.stop = threading.Event()
+        self._thread = threading.Thread(
+            target=sync_forever, args=(run, interval),
+            kwargs={"on_report": on_report, "on_error": on_error, "stop": self.stop},
+            name="bundlekit-sync", daemon=True)
+
+    def __enter__(self) -> BackgroundSync:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self._thread.join()
