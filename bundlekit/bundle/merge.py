@@ -132,8 +132,8 @@ def find_base(
             search.base = min(common, key=lambda r: (max(search.ours[r], search.theirs[r]),
                                                      search.ours[r] + search.theirs[r], r))
             return search
-        if not frontiers[0] and not frontiers[1]:
-            return search
+        if not search.ours or (not frontiers[0] and not frontiers[1]):
+            return search  # no heads of ours (nothing can be common), or both walks ended
         frontiers = [expand(frontiers[0], search.ours), expand(frontiers[1], search.theirs)]
 
 
