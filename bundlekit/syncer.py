@@ -224,7 +224,8 @@ def sync_forever(
     """Call ``run`` every ``interval`` seconds until stopped (Ctrl-C, SIGTERM, SIGHUP: the interrupt propagates
     from the sleep or the round, whose cleanups run; or ``stop`` set, which also ends the sleep at once).
     A round's ``BundlekitError`` goes to ``on_error`` and the next round comes all the same (a gateway down
-    for a minute must not end a long-running agent's sync). ``rounds`` bounds the loop (tests)."""
+    for a minute must not end a long-running agent's sync), except a usage error or a missing setting
+    (exit 2), which ends the loop. ``rounds`` bounds the loop (tests)."""
     if interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
     if stop is not None:
@@ -238,6 +239,8 @@ def sync_forever(
         try:
             on_report(run())
         except BundlekitError as exc:
+            if exc.exit_code == UsageError.exit_code:
+                raise  # a usage mistake or a missing setting does not mend itself by waiting
             on_error(exc)
         done += 1
         if rounds is None or done < rounds:
