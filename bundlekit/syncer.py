@@ -256,10 +256,18 @@ class BackgroundSync:
         if interval <= 0:
             raise UsageError("the sync interval must be a positive number of seconds")
         self.stop = threading.Event()
-        self._thread = threading.Thread(
-            target=sync_forever, args=(run, interval),
-            kwargs={"on_report": on_report, "on_error": on_error, "stop": self.stop},
-            name="bundlekit-sync", daemon=True)
+        self._run, self._interval, self._on_report, self._on_error = run, interval, on_report, on_error
+        self._thread = threading.Thread(target=self._loop, name="bundlekit-sync", daemon=True)
+
+    def _loop(self) -> None:
+        """The rounds; an error that ends them (exit 2, or a defect) is reported, never a thread's traceback."""
+        try:
+            sync_forever(self._run, self._interval, on_report=self._on_report, on_error=self._on_error,
+                         stop=self.stop)
+        except BundlekitError as exc:
+            self._on_error(BundlekitError(f"{exc}; background sync stopped"))
+        except Exception as exc:  # noqa: BLE001 - a defect must not print a raw traceback beside a server
+            self._on_error(BundlekitError(f"background sync stopped by an internal error ({type(exc).__name__})"))
 
     def __enter__(self) -> BackgroundSync:
         self._thread.start()

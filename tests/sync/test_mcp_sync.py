@@ -16,7 +16,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import build_bundle
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import LoadError
+from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
@@ -78,3 +78,14 @@ def test_mcp_sync_without_a_tree_on_disk_is_a_usage_error(tmp_path: Path) -> Non
     Ed25519Signer.from_seed(bytes([5]) * 32).write(tmp_path / "name.pem")
     result = CliRunner().invoke(cli, ["mcp", "--from", str(car), "--sync-name-key", str(tmp_path / "name.pem")])
     assert result.exit_code == 2 and "--sync-name-key needs a tree on disk" in result.stderr
+
+
+def test_background_sync_ended_by_a_usage_error_reports_it_and_stops() -> None:
+    errors: list[str] = []
+
+    def run() -> SyncReport:
+        raise UsageError("the key file is gone")
+
+    with BackgroundSync(run, 0.01, on_report=lambda r: None, on_error=lambda e: errors.append(str(e))) as background:
+        background._thread.join(TIMEOUT)
+    assert errors == ["the key file is gone; background sync stopped"]
