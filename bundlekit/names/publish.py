@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.errors import BundlekitError, NameMovedError, UsageError
 from bundlekit.names.record import (
     MAX_UINT64,
     cid_value,
@@ -110,6 +110,14 @@ def _last_sequence(store: BlockStore, name: str) -> int | None:
                              f"delete {store.root / 'ipns' / name} and publish again") from exc
 
 
+def _last_sequence_of(name: str, kept: bytes) -> int:
+    """The sequence of a record the store keeps (a damaged one counts as none: -1)."""
+    try:
+        return verify_signed(parse_name(name), kept).sequence
+    except BundlekitError:
+        return -1
+
+
 def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOptions | None) -> int | None:
     """The highest sequence among the records ``gateways`` serve for ``name`` that verify (expired or not).
 
@@ -139,8 +147,15 @@ def publish(
     gateways: Sequence[RemoteGateway] = (),
     http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    follows: int | None = None,
 ) -> Published:
     """Sign and publish a record pointing ``key_file``'s name at ``/ipfs/<cid>``.
+
+    With ``follows`` (the sequence of the record the caller built on, ``-1`` when the name had
+    none: ``sync``) the record's sequence is ``follows + 1``, and the publish is refused with
+    ``NameMovedError`` when the store or the gateways know a later record, checked again under
+    the store's record lock as the record goes in (compare and swap: two writers racing
+    through one store never both win).
 
     The sequence is one above the last known: the highest of the record kept in
     ``store`` and the valid records ``gateways`` serve (0 for the first). The record goes into the store first, then to each named router
@@ -159,6 +174,10 @@ def publish(
     store = store if store is not None else BlockStore()
     known = [seq for seq in (_last_sequence(store, name), _remote_sequence(name, gateways, http)) if seq is not None]
     sequence = max(known) + 1 if known else 0
+    if follows is not None:
+        if known and max(known) > follows:
+            raise NameMovedError(f"{name} moved to sequence {max(known)} after {follows}: another writer published")
+        sequence = follows + 1
     if sequence > MAX_UINT64:
         raise UsageError(f"{name} has used every sequence number (the last known is {MAX_UINT64}); "
                          "no newer record can be signed: publish under a new key (`bundlekit name create`)")
@@ -169,7 +188,10 @@ def publish(
     value = cid_value(cid)
     record = create_record(signer, value, sequence=sequence, validity=validity,
                            ttl_ns=ttl_ns)
-    store.put_record(name, record)
+    if follows is None:
+        store.put_record(name, record)
+    elif not store.put_record(name, record, keep=lambda kept: _last_sequence_of(name, kept) > follows):
+        raise NameMovedError(f"{name} moved past sequence {follows} while publishing: another writer published")
     published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
                           routers=["store"])
     for label, router in routers:
