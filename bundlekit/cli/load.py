@@ -14,7 +14,8 @@ import click
 
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.layers import load_layered, parse_layer_option
-from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, bounded_options, load_bundle
+from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, LoadOptions, bounded_options, load_bundle
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, Seconds
@@ -68,8 +69,10 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         if publishers:
             raise UsageError("--publisher applies to one URI, not to --layer loads")
 
-        outcome = load_layered(parse_layer_option(layers), output_path, gateways=list(gateways), key=key,
-                               http=bounded_options(HttpOptions(), deadline, follow_redirects))
+        # One deadline for all the layers: folded into the HTTP options here, once.
+        bounded = bounded_options(HttpOptions(follow_redirects=follow_redirects), deadline)
+        outcome = load_layered(parse_layer_option(layers), output_path, source=gateway_source(gateways), key=key,
+                               options=LoadOptions(http=bounded))
         output.warn_all(outcome.warnings)
         if as_json:
             output.data_json(outcome.to_dict())
@@ -80,9 +83,9 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
 
     with output.Progress("loading", unit="files") as progress:
-        result = load_bundle(uri, gateways=gateways, key=key, out_dir=output_path, progress=progress.callback,
-                             deadline=deadline, follow_redirects=follow_redirects, max_bytes=max_bytes,
-                             publishers=publishers)
+        options = LoadOptions(http=HttpOptions(follow_redirects=follow_redirects), deadline=deadline,
+                              max_bytes=max_bytes, progress=progress.callback, publishers=publishers)
+        result = load_bundle(uri, source=gateway_source(gateways), key=key, out_dir=output_path, options=options)
     output.warn_all(result.warnings)
     if result.publisher is not None:
         output.status(f"signed by {result.publisher} (signature verified)")
@@ -115,8 +118,8 @@ def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json
          **params: Any) -> None:
     """Import the bundle at URI into the memory tree DEST (all or nothing), source = the bundle's CID."""
 
-    result = fork_bundle(uri, dest, strategy=strategy, gateways=gateways, key=resolve_key_spec(**params),
-                         publishers=publishers)
+    result = fork_bundle(uri, dest, strategy=strategy, source=gateway_source(gateways),
+                         key=resolve_key_spec(**params), options=LoadOptions(publishers=publishers))
     output.warn_all(result.loaded.warnings)
     if as_json:
         output.data_json(result.summary())

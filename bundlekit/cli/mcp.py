@@ -18,6 +18,7 @@ import click
 
 from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
@@ -91,7 +92,8 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         for pinner in open_pinners(default_pinners):
             pinner.close()
     served = open_served_memory(
-        memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
+        memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), source=gateway_source(gateways),
+        key=key,
     )
     route_library_logs()  # the SDK's and uvicorn's records as one-line warnings and errors, never tracebacks
     with served:

@@ -47,12 +47,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit",),  # the package's lazy public API re-exports everything
 ]
 
-# The one call that points up, with its reason.
-ALLOWED_UPWARD = {
-    # Memory.load(uri) is part of the public API that DEVELOPERS.md promises; it hands the
-    # URI to the loader, imported when called so the memory layer never needs the network.
-    ("bundlekit.memory.tree", "bundlekit.bundle.load"),
-}
+# Calls that point up, each with its reason: none (loading a tree from a URI is the bundle layer's
+# ``load_memory``, not a method of the memory layer's ``Memory``).
+ALLOWED_UPWARD: set[tuple[str, str]] = set()
 
 # Imports that may stay inside a function: heavy third-party modules that most
 # commands never need (kept lazy so `bundlekit --help` stays fast).
