@@ -13,7 +13,7 @@ lock); ``--in-process`` uses ``gateway.serve_in_thread`` instead:
 2. ``car``: ``load_bundle`` with the CAR path (one ``?format=car&dag-scope=all``
    request for the root, parsed as it arrives, every block verified, files
    reassembled and checked against the manifest while the response streams).
-3. ``per-block``: ``load_bundle(prefer_car=False)``: one ``?format=raw``
+3. ``per-block``: ``load_bundle`` with ``LoadOptions(prefer_car=False)``: one ``?format=raw``
    request per block, fetched level by level, 8 requests in flight.
 4. ``raw GETs``: a plain ``httpx`` GET of every block of the CAR, one after
    another, bodies discarded: the floor for any loader that makes one request

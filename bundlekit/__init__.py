@@ -60,6 +60,7 @@ _LAZY: dict[str, str] = {
     "load_memory": "bundlekit.bundle.load",
     "Gateways": "bundlekit.bundle.sources",
     "LocalStore": "bundlekit.bundle.sources",
+    "CarFile": "bundlekit.bundle.sources",
     "fork_bundle": "bundlekit.bundle.fork",
     "diff_sources": "bundlekit.bundle.diff",
     "BlockStore": "bundlekit.blockstore",
@@ -171,6 +172,7 @@ __all__ = [  # noqa: RUF022
     "load_memory",
     "Gateways",
     "LocalStore",
+    "CarFile",
     "fork_bundle",
     "diff_sources",
     "BlockStore",
@@ -212,7 +214,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.bundle.layers import load_layered
     from bundlekit.bundle.load import LoadOptions, LoadResult, load_bundle, load_memory
     from bundlekit.bundle.log import walk_lineage
-    from bundlekit.bundle.sources import Gateways, LocalStore
+    from bundlekit.bundle.sources import CarFile, Gateways, LocalStore
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.car.extract import unpack_car
     from bundlekit.car.index import CarIndex
