@@ -7,6 +7,9 @@ warnings and the progress bar go to stderr.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,24 @@ _PUBLISHER = click.option(
 __all__ = ["check_urls", "fork", "load"]
 
 
+def _load_limits(command: Callable[..., None]) -> Callable[..., None]:
+    """``--deadline``, ``--follow-redirects`` and ``--max-bytes``, given to ``command`` as one ``limits``
+    (``LoadOptions``: the options are the values it holds, checked by their click types already)."""
+
+    @click.option("--deadline", type=Seconds(), default=DEFAULT_DEADLINE, show_default=True, metavar="SECONDS",
+                  help="Give up when the load (and each response) takes longer.")
+    @click.option("--follow-redirects", is_flag=True,
+                  help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
+    @click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
+                  help="Refuse a bundle whose files claim more bytes than this, together.")
+    @functools.wraps(command)
+    def with_limits(*args: Any, deadline: float, follow_redirects: bool, max_bytes: int, **kwargs: Any) -> None:
+        http = HttpOptions(follow_redirects=follow_redirects)
+        command(*args, limits=LoadOptions(http=http, deadline=deadline, max_bytes=max_bytes), **kwargs)
+
+    return with_limits
+
+
 def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Click callback: a malformed http(s) URI or ``--gateway`` is a usage error (exit 2), not a traceback."""
     for text in (value,) if isinstance(value, str) else value or ():
@@ -44,17 +65,11 @@ def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
               help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-@click.option("--deadline", type=Seconds(), default=DEFAULT_DEADLINE,
-              show_default=True, metavar="SECONDS", help="Give up when the load (and each response) takes longer.")
-@click.option("--follow-redirects", is_flag=True,
-              help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
-@click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
-              help="Refuse a bundle whose files claim more bytes than this, together.")
+@_load_limits
 @_PUBLISHER
 @key_options
 def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], layers: tuple[str, ...],
-         as_json: bool, deadline: float, follow_redirects: bool, max_bytes: int, publishers: tuple[str, ...],
-         **params: Any) -> None:
+         as_json: bool, limits: LoadOptions, publishers: tuple[str, ...], **params: Any) -> None:
     """Load the bundle at URI (ipfs://CID, ipns://NAME, gateway URL, .car, manifest URL), verified.
 
     Skipped files are listed as warnings on stderr; a file that does not match
@@ -70,7 +85,7 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
             raise UsageError("--publisher applies to one URI, not to --layer loads")
 
         # One deadline for all the layers: folded into the HTTP options here, once.
-        bounded = bounded_options(HttpOptions(follow_redirects=follow_redirects), deadline)
+        bounded = bounded_options(limits.http, limits.deadline)
         outcome = load_layered(parse_layer_option(layers), output_path, source=gateway_source(gateways), key=key,
                                options=LoadOptions(http=bounded))
         output.warn_all(outcome.warnings)
@@ -83,8 +98,7 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
 
     with output.Progress("loading", unit="files") as progress:
-        options = LoadOptions(http=HttpOptions(follow_redirects=follow_redirects), deadline=deadline,
-                              max_bytes=max_bytes, progress=progress.callback, publishers=publishers)
+        options = replace(limits, progress=progress.callback, publishers=publishers)
         result = load_bundle(uri, source=gateway_source(gateways), key=key, out_dir=output_path, options=options)
     output.warn_all(result.warnings)
     if result.publisher is not None:

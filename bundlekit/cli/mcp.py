@@ -9,7 +9,9 @@ server ever answers from it.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -56,6 +58,21 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
     return addr_host.strip("[]"), port
 
 
+def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
+    """``--http`` and ``--host``, given to ``command`` as one ``address`` (``(host, port)``, None for stdio)."""
+
+    @click.option("--http", "http_addr", metavar="[HOST:]PORT",
+                  help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
+    @click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+    @functools.wraps(command)
+    def with_address(*args: Any, http_addr: str | None, host: str | None, **kwargs: Any) -> None:
+        if host is not None and http_addr is None:
+            raise UsageError("--host applies to --http only")
+        command(*args, address=_http_address(http_addr, host) if http_addr is not None else None, **kwargs)
+
+    return with_address
+
+
 @click.command("mcp")
 @click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
               help="The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR when nothing else is named); "
@@ -67,12 +84,10 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
 @click.option("--allow-publish", is_flag=True, help="Offer the bundle_publish tool (build and pin the tree).")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Default pinners of bundle_publish (repeatable; default: local).")
-@click.option("--http", "http_addr", metavar="[HOST:]PORT",
-              help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
-@click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+@_listen_address
 @key_options
 def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
-        allow_publish: bool, pinner_names: tuple[str, ...], http_addr: str | None, host: str | None,
+        allow_publish: bool, pinner_names: tuple[str, ...], address: tuple[str, int] | None,
         **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
@@ -82,9 +97,6 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
     """
     if memory_dir is None and from_uri is None and not layers and os.environ.get("BUNDLEKIT_MEMORY_DIR"):
         memory_dir = Path(os.environ["BUNDLEKIT_MEMORY_DIR"])  # the tree every `memory` command reads
-    if host is not None and http_addr is None:
-        raise UsageError("--host applies to --http only")
-    address = _http_address(http_addr, host) if http_addr is not None else None
     server = _sdk_server()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
     default_pinners = pinner_names or ("local",)
