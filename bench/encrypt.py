@@ -30,7 +30,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from bundlekit import crypto
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.unixfs.importer import NullSink, import_tree
 from bundlekit.unixfs.profiles import get_profile
@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = RawKeyFile(os.urandom(32))
         car = Path(scratch) / "out.car"
         t_build_plain, t_build_enc = best(
-            [lambda: build_bundle(tree, car, namespace="bench"),
-             lambda: build_bundle(tree, car, namespace="bench", key=spec)],
+            [lambda: build_bundle(tree, car, options=BuildOptions(namespace="bench")),
+             lambda: build_bundle(tree, car, key=spec, options=BuildOptions(namespace="bench"))],
             args.repeat,
         )
         print(f"build plain        {t_build_plain:8.3f} s")

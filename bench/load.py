@@ -13,7 +13,7 @@ lock); ``--in-process`` uses ``gateway.serve_in_thread`` instead:
 2. ``car``: ``load_bundle`` with the CAR path (one ``?format=car&dag-scope=all``
    request for the root, parsed as it arrives, every block verified, files
    reassembled and checked against the manifest while the response streams).
-3. ``per-block``: ``load_bundle(prefer_car=False)``: one ``?format=raw``
+3. ``per-block``: ``load_bundle`` with ``LoadOptions(prefer_car=False)``: one ``?format=raw``
    request per block, fetched level by level, 8 requests in flight.
 4. ``raw GETs``: a plain ``httpx`` GET of every block of the CAR, one after
    another, bodies discarded: the floor for any loader that makes one request
@@ -55,8 +55,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from bundlekit.bundle.build import build_bundle
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.car.reader import read_car
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bundlekit-bench-load-") as tmp:
         tree = Path(tmp) / "tree"
         make_tree(tree, args.memories)
-        built = build_bundle(tree, Path(tmp) / "bundle.car", created=CREATED)
+        built = build_bundle(tree, Path(tmp) / "bundle.car", options=BuildOptions(created=CREATED))
         root = cid_to_str(built.root)
         print(f"bundle: {args.memories} memories, {built.files} files, CAR {built.bytes:,} bytes, root {root}")
         serving = serve_in_thread(cars=[built.car]) if args.in_process else serve_process(built.car)
@@ -206,12 +207,13 @@ def main(argv: list[str] | None = None) -> int:
                         pass
 
             def car_path() -> None:
-                result = load_bundle(f"ipfs://{root}", gateways=[server.url], http=HttpOptions(client=client))
+                result = load_bundle(f"ipfs://{root}", source=Gateways([server.url]),
+                                     options=LoadOptions(http=HttpOptions(client=client)))
                 assert not result.warnings and len(result.files) == built.files
 
             def per_block() -> None:
-                result = load_bundle(f"ipfs://{root}", gateways=[server.url], http=HttpOptions(client=client),
-                                     prefer_car=False)
+                result = load_bundle(f"ipfs://{root}", source=Gateways([server.url]),
+                                     options=LoadOptions(http=HttpOptions(client=client), prefer_car=False))
                 assert not result.warnings and len(result.files) == built.files
 
             with built.car.open("rb") as fh:

@@ -9,7 +9,7 @@ The flow, one way and back::
 
     Memory (tree) -> build_bundle -> import_tree/import_path (blocks, CIDs)
         -> CarFileWriter / BlockStore -> Pinner (create_pinner, pin_all)
-    load_bundle (ipfs://, gateway URL, CAR) -> verified blocks -> Memory
+    load_bundle / load_memory (ipfs://, gateway URL, CAR) -> verified blocks -> Memory
 """
 
 from __future__ import annotations
@@ -52,10 +52,16 @@ _LAZY: dict[str, str] = {
     "cid_to_str": "bundlekit.ipld.cid",
     "parse_cid": "bundlekit.ipld.cid",
     # bundles
+    "BuildOptions": "bundlekit.bundle.build",
     "BundleResult": "bundlekit.bundle.build",
     "build_bundle": "bundlekit.bundle.build",
+    "LoadOptions": "bundlekit.bundle.load",
     "LoadResult": "bundlekit.bundle.load",
     "load_bundle": "bundlekit.bundle.load",
+    "load_memory": "bundlekit.bundle.load",
+    "Gateways": "bundlekit.bundle.sources",
+    "LocalStore": "bundlekit.bundle.sources",
+    "CarFile": "bundlekit.bundle.sources",
     "fork_bundle": "bundlekit.bundle.fork",
     "diff_sources": "bundlekit.bundle.diff",
     "BlockStore": "bundlekit.blockstore",
@@ -165,10 +171,16 @@ __all__ = [  # noqa: RUF022
     "UnpackOptions",
     "cid_to_str",
     "parse_cid",
+    "BuildOptions",
     "BundleResult",
     "build_bundle",
+    "LoadOptions",
     "LoadResult",
     "load_bundle",
+    "load_memory",
+    "Gateways",
+    "LocalStore",
+    "CarFile",
     "fork_bundle",
     "diff_sources",
     "BlockStore",
@@ -208,13 +220,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type checkers
     from bundlekit.blockstore import BlockStore
-    from bundlekit.bundle.build import BundleResult, build_bundle
+    from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
     from bundlekit.bundle.diff import diff_sources
     from bundlekit.bundle.fork import fork_bundle
     from bundlekit.bundle.layers import load_layered
-    from bundlekit.bundle.load import LoadResult, load_bundle
+    from bundlekit.bundle.load import LoadOptions, LoadResult, load_bundle, load_memory
     from bundlekit.bundle.log import walk_lineage
     from bundlekit.bundle.merge import MergeResult, merge
+    from bundlekit.bundle.sources import CarFile, Gateways, LocalStore
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.car.extract import unpack_car
     from bundlekit.car.index import CarIndex

@@ -59,10 +59,18 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["COMPAT_FORMS", "SOURCE_DATE_EPOCH", "BundleResult", "build_bundle", "render_encrypted_index", "resolve_created"]
+__all__ = [
+    "COMPAT_FORMS",
+    "SOURCE_DATE_EPOCH",
+    "BuildOptions",
+    "BundleResult",
+    "build_bundle",
+    "render_encrypted_index",
+    "resolve_created",
+]
 
 SOURCE_DATE_EPOCH = "SOURCE_DATE_EPOCH"
-#: Encrypted forms other than bundlekit-enc/1 that ``build_bundle(compat=...)`` writes.
+#: Encrypted forms other than bundlekit-enc/1 that ``BuildOptions(compat=...)`` builds.
 COMPAT_FORMS = ("three.ws",)
 
 
@@ -94,7 +102,7 @@ class BundleResult:
 
     @property
     def manifest_uri(self) -> str:
-        """``ipfs://<root>/manifest.json``: what ``load_bundle`` and ``Memory.load`` take."""
+        """``ipfs://<root>/manifest.json``: what ``load_bundle`` and ``load_memory`` take."""
         return f"ipfs://{self.root_cid}/{MANIFEST_NAME}"
 
 
@@ -170,26 +178,11 @@ def file_cid(data: bytes, profile: Profile) -> bytes:
     return cid
 
 
-def build_bundle(
-    memory_dir: str | os.PathLike[str] | Memory,
-    out_car: str | os.PathLike[str],
-    *,
-    namespace: str | None = None,
-    profile: str | None = None,
-    created: datetime | None = None,
-    key: KeySpec | None = None,
-    redact_index: bool = False,
-    clock: Callable[[], datetime] | None = None,
-    rng: Callable[[int], bytes] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    sign: Signer | ExternalSignature | None = None,
-    parents: Sequence[str] | None = None,
-    compat: str | None = None,
-) -> BundleResult:
-    """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a bundle is built: one value beside the tree, the CAR, the key and the signer; a new choice is a new
+    field with a default.
 
-    ``memory_dir`` is the tree's directory or a :class:`Memory` (a directory
-    tree, or ``Memory(None)`` built from what it holds).
     ``namespace`` defaults to the tree's namespace: a ``Memory``'s own
     (``Memory("memory", namespace="coach")`` builds a ``coach`` bundle), else
     the directory's name.
@@ -197,22 +190,49 @@ def build_bundle(
     ``created`` defaults to ``$SOURCE_DATE_EPOCH``, else ``clock()`` when one is
     injected, else the newest ``updated``/timeline time of the tree (so an
     unchanged tree always builds to the same root CID).
-    With ``key`` the memory and timeline files are encrypted
-    (``bundlekit-enc/1``) and ``redact_index`` leaves descriptions out of the
-    plaintext index. ``rng(n)`` is the source of randomness for the key salt
-    and every file's salt and nonce prefix (default ``os.urandom``; tests inject it).
-    ``progress(done, total)`` is called as each file is written into the CAR
-    (the manifest and the index count as files).
-    With ``sign`` (a ``crypto.signing.Signer``, or an ``ExternalSignature`` made
-    elsewhere) ``signature.json`` is added beside the manifest (``specs/provenance.md``).
-    ``parents`` default to the roots the tree remembers it was loaded or forked
-    from (``bundle.lineage``); they go into the manifest's ``parents``.
-    ``compat="three.ws"`` (with a wallet ``key``) encrypts in the three.ws
+    With a key, ``redact_index`` leaves descriptions out of the plaintext index,
+    and ``compat="three.ws"`` (with a wallet key) encrypts in the three.ws
     runtime's form instead (specs/encryption.md, "three.ws compatibility"):
     each file is base64(IV || AES-GCM ciphertext and tag) under the key of a
     signature of ``agent-3d:memory:v1:<namespace>``, and the index links each
     by CID, which the runtime's ``encrypted-ipfs`` loader follows. It is
     refused when the index cannot list every memory (the 200-line rule).
+    ``parents`` default to the roots the tree remembers it was loaded or forked
+    from (``bundle.lineage``); they go into the manifest's ``parents``.
+    ``rng(n)`` is the source of randomness for the key salt and every file's
+    salt and nonce prefix (default ``os.urandom``; tests inject it).
+    ``progress(done, total)`` is called as each file is written into the CAR
+    (the manifest and the index count as files).
+    """
+
+    namespace: str | None = None
+    profile: str | None = None
+    created: datetime | None = None
+    redact_index: bool = False
+    compat: str | None = None
+    parents: Sequence[str] | None = None
+    clock: Callable[[], datetime] | None = None
+    rng: Callable[[int], bytes] | None = None
+    progress: Callable[[int, int], None] | None = None
+
+
+def build_bundle(
+    memory_dir: str | os.PathLike[str] | Memory,
+    out_car: str | os.PathLike[str],
+    *,
+    key: KeySpec | None = None,
+    sign: Signer | ExternalSignature | None = None,
+    options: BuildOptions | None = None,
+) -> BundleResult:
+    """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``, as ``options`` say
+    (``BuildOptions()`` when None).
+
+    ``memory_dir`` is the tree's directory or a :class:`Memory` (a directory
+    tree, or ``Memory(None)`` built from what it holds).
+    With ``key`` the memory and timeline files are encrypted (``bundlekit-enc/1``,
+    or ``options.compat``'s form).
+    With ``sign`` (a ``crypto.signing.Signer``, or an ``ExternalSignature`` made
+    elsewhere) ``signature.json`` is added beside the manifest (``specs/provenance.md``).
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``DeviceMemoryError`` for device-bound memories (they never
@@ -221,35 +241,27 @@ def build_bundle(
     and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
-
+    options = options or BuildOptions()
     mem = _open_tree(memory_dir)
-    _check_options(namespace, key, redact_index, compat)
+    _check_options(options, key)
     # Steps 1-2: validate the tree and take its files (index regenerated).
     tree_files, records = mem.bundle_contents()  # the records of the very bytes packed
     _check_is_memory_tree(mem, records)
     # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)
-    ns = namespace or mem.namespace
+    ns = options.namespace or mem.namespace
     if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
-    prof = get_profile(profile)
-    when = resolve_created(created, clock=clock, content_time=lambda: newest_content_time(mem, records))
-    # Step 4: the stored files (encrypted with a key); step 5: their CIDs.
+    prof = get_profile(options.profile)
+    when = resolve_created(options.created, clock=options.clock,
+                           content_time=lambda: newest_content_time(mem, records))
+    # Steps 4-6: the stored files (encrypted with a key), their CIDs, the index last.
     stored, encryption = (
-        _threews_files(tree_files, ns, key, rng) if compat is not None and key is not None
-        else _stored_files(tree_files, ns, key, rng)
+        _threews_files(tree_files, ns, key, options.rng) if options.compat is not None and key is not None
+        else _stored_files(tree_files, ns, key, options.rng)
     )
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
-    cids = {path: file_cid(data, prof) for path, data in stored}
-    # Step 6: the index, last.
-    index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=redact_index)
-    if compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
-        raise UsageError(
-            f"the index lists only part of the {len(records)} memories (it stops at 200 lines) and three.ws "
-            "reaches a file only through its index; build a smaller tree for --compat three.ws"
-        )
-    stored.append((INDEX_PATH, index_bytes))
-    cids[INDEX_PATH] = file_cid(index_bytes, prof)
+    cids = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
     # Step 7: the manifest; step 8: one tree into the CAR.
     manifest = make_manifest(
         namespace=ns,
@@ -258,14 +270,14 @@ def build_bundle(
         files={path: (cids[path], len(data)) for path, data in stored},
         timeline=timeline,
         encryption=encryption,
-        parents=read_parents(mem.root) if parents is None else parents,
+        parents=read_parents(mem.root) if options.parents is None else options.parents,
     )
     manifest_bytes = canonical_json(manifest)
     manifest_cid = file_cid(manifest_bytes, prof)
     top = [(MANIFEST_NAME, manifest_bytes)]
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, signature_document(manifest_cid, sign)))
-    root = _write_car(out_car, [*top, *stored], prof, cids, progress)
+    root = _write_car(out_car, [*top, *stored], prof, cids, options.progress)
     if mem.root is not None:
         with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
             record_last(mem.root, root)
@@ -280,6 +292,30 @@ def build_bundle(
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
     )
+
+
+def _with_index(
+    mem: Memory,
+    tree_files: Sequence[tuple[str, bytes]],
+    records: Sequence[MemoryRecord],
+    stored: list[tuple[str, bytes]],
+    prof: Profile,
+    *,
+    key: KeySpec | None,
+    options: BuildOptions,
+) -> dict[str, bytes]:
+    """Steps 5-6: each stored file's CID; then the index, rendered last (an encrypted one links those CIDs),
+    appended to ``stored``. Returns the CIDs by bundle path, the index's included."""
+    cids = {path: file_cid(data, prof) for path, data in stored}
+    index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=options.redact_index)
+    if options.compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
+        raise UsageError(
+            f"the index lists only part of the {len(records)} memories (it stops at 200 lines) and three.ws "
+            "reaches a file only through its index; build a smaller tree for --compat three.ws"
+        )
+    stored.append((INDEX_PATH, index_bytes))
+    cids[INDEX_PATH] = file_cid(index_bytes, prof)
+    return cids
 
 
 def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
@@ -297,7 +333,9 @@ def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
     return Memory(root_dir)  # names itself after the directory
 
 
-def _check_options(namespace: str | None, key: KeySpec | None, redact_index: bool, compat: str | None) -> None:
+def _check_options(options: BuildOptions, key: KeySpec | None) -> None:
+    """The option combinations a build refuses (``UsageError``), before the tree is read."""
+    namespace, redact_index, compat = options.namespace, options.redact_index, options.compat
     if compat is not None and compat not in COMPAT_FORMS:
         raise UsageError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_FORMS)}")
     if compat is not None and key is None:

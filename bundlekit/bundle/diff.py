@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.memory import Memory
 from bundlekit.memory.files import read_tree_files
 
 if TYPE_CHECKING:
+    from bundlekit.bundle.sources import BlockSource
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.memory import MemoryRecord
-    from bundlekit.net.fetch import RemoteGateway
-    from bundlekit.net.http import HttpOptions
 
 __all__ = ["Changed", "DiffResult", "Side", "diff_memories", "diff_sources", "read_side", "side_labels"]
 
@@ -131,10 +130,9 @@ def _entry_id(entry: Mapping[str, Any]) -> str:
 def read_side(
     spec: str,
     *,
-    gateways: Iterable[str | RemoteGateway] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
-    **load_options: Any,
+    options: LoadOptions | None = None,
 ) -> Side:
     """The memories and timeline of one side.
 
@@ -148,7 +146,7 @@ def read_side(
         mem = Memory(path)
         return Side({r.key: r for r in mem.list()}, {_entry_id(e) for e in mem.timeline()}, [])
 
-    loaded = load_bundle(spec, gateways=gateways, key=key, http=http, **load_options)
+    loaded = load_bundle(spec, source=source, key=key, options=options)
     tree = read_tree_files(loaded.files, source=spec)
     return Side(tree.records, {_entry_id(e) for e in tree.timeline}, list(loaded.warnings))
 
@@ -169,22 +167,20 @@ def diff_sources(
     a: str | os.PathLike[str],
     b: str | os.PathLike[str],
     *,
-    gateways: Iterable[str | RemoteGateway] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
-    **load_options: Any,
+    options: LoadOptions | None = None,
 ) -> DiffResult:
     """Diff the old side ``a`` against the new side ``b`` (directory, CAR, CID or URI).
 
     Memories are compared, then timeline entries by count; *added* means only
     in ``b``. Loader warnings are carried into the result, each prefixed with
-    its side's label.
+    its side's label. A bundle side is loaded from ``source`` with ``options`` (``load_bundle``'s).
     """
-    gws = list(gateways)
     old_spec, new_spec = os.fspath(a), os.fspath(b)
     old_label, new_label = side_labels(old_spec, new_spec)
-    left = read_side(old_spec, gateways=gws, key=key, http=http, **load_options)
-    right = read_side(new_spec, gateways=gws, key=key, http=http, **load_options)
+    left = read_side(old_spec, source=source, key=key, options=options)
+    right = read_side(new_spec, source=source, key=key, options=options)
     result = diff_memories(left.records, right.records, old_label=old_label, new_label=new_label)
     result.timeline_added = len(right.timeline - left.timeline)
     result.timeline_removed = len(left.timeline - right.timeline)

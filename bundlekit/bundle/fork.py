@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.lineage import record_parent
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.errors import SecretDetectedError, UsageError
 from bundlekit.memory import Memory, render_memory_file
 from bundlekit.memory.files import read_tree_files, utf8_text
@@ -28,9 +27,8 @@ from bundlekit.memory.transfer import STRATEGIES, ImportReport
 
 if TYPE_CHECKING:
     from bundlekit.bundle.load import LoadResult
+    from bundlekit.bundle.sources import BlockSource
     from bundlekit.crypto._keys import KeySpec
-    from bundlekit.net.fetch import RemoteGateway
-    from bundlekit.net.http import HttpOptions
 
 __all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
 
@@ -82,13 +80,13 @@ def fork_bundle(
     dest: str | os.PathLike[str],
     *,
     strategy: str = "merge",
-    gateways: Iterable[str | RemoteGateway] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
     allow_secrets: bool = False,
-    http: HttpOptions | None = None,
-    **load_options: Any,
+    options: LoadOptions | None = None,
 ) -> ForkResult:
-    """Load ``uri`` and import it into the memory tree at ``dest`` (created if missing).
+    """Load ``uri`` (from ``source``, with ``options``: ``load_bundle``'s) and import it into the memory tree
+    at ``dest`` (created if missing).
 
     Raises ``UsageError`` for an unknown strategy, whatever ``load_bundle``
     raises (nothing is written then), and ``Memory.import_``'s errors
@@ -98,7 +96,7 @@ def fork_bundle(
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
-    loaded = load_bundle(uri, gateways=gateways, key=key, http=http, **load_options)
+    loaded = load_bundle(uri, source=source, key=key, options=options)
     blob = export_blob(loaded)
     target = Path(dest)
     if target.exists() and not target.is_dir():

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit._fs import atomic_directory
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory, MemoryRecord
 from bundlekit.memory.device import LAYERS
@@ -35,8 +35,8 @@ from bundlekit.memory.transfer import EXPORT_VERSION
 from bundlekit.memory.withhold import withheld_warning, withhold
 
 if TYPE_CHECKING:
+    from bundlekit.bundle.sources import BlockSource
     from bundlekit.crypto._keys import KeySpec
-    from bundlekit.net.http import HttpOptions
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -108,13 +108,13 @@ def _check_layers(layers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted(layers, key=lambda layer: LAYERS.index(layer[0]))
 
 
-def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None) -> Memory:
+def _open_layer(src: str, *, source: BlockSource | None, key: KeySpec | None, options: LoadOptions | None) -> Memory:
     """A Memory over one layer: the directory itself, or a verified bundle held in memory."""
     path = Path(src)
     if path.is_dir():
         return Memory(path)
 
-    result = load_bundle(src, gateways=gateways, key=key, http=http)
+    result = load_bundle(src, source=source, key=key, options=options)
     memory = Memory(None)
     memory.import_(read_tree_files(result.files, source=src).export_blob(), "replace")
     return memory
@@ -123,11 +123,12 @@ def _open_layer(src: str, *, gateways: Sequence[str], key: KeySpec | None, http:
 def effective_view(
     layers: Sequence[tuple[str, str]],
     *,
-    gateways: Sequence[str] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
+    options: LoadOptions | None = None,
 ) -> LayeredView:
-    """Merge ``layers`` (``(name, directory or URI)``) into the effective view.
+    """Merge ``layers`` (``(name, directory or URI)``) into the effective view; a bundle layer is loaded from
+    ``source`` with ``options`` (``load_bundle``'s).
 
     Raises ``UsageError`` for an unknown or repeated layer name, and whatever
     ``Memory`` or ``load_bundle`` raise for a layer that cannot be read.
@@ -136,7 +137,7 @@ def effective_view(
     overridden: list[tuple[str, str, str]] = []
     timeline: dict[str, dict[str, Any]] = {}
     for name, src in _check_layers(layers):
-        memory = _open_layer(src, gateways=gateways, key=key, http=http)
+        memory = _open_layer(src, source=source, key=key, options=options)
         for record in memory.list():
             folded = record.key.lower()
             if folded in winners:
@@ -152,16 +153,16 @@ def effective_view(
 def layered_memory(
     layers: Sequence[tuple[str, str]],
     *,
-    gateways: Sequence[str] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
+    options: LoadOptions | None = None,
 ) -> Memory:
     """The effective view of ``layers`` as an in-memory :class:`Memory` (nothing written).
 
     Lets code use ``recall``, ``context_block`` or ``export`` on the merged view.
     Raises what :func:`effective_view` raises.
     """
-    view = effective_view(layers, gateways=gateways, key=key, http=http)
+    view = effective_view(layers, source=source, key=key, options=options)
     memory = Memory(None)
     memory.import_(_view_blob(view), strategy="replace")
     return memory
@@ -182,9 +183,10 @@ def _event_id(event: dict[str, Any]) -> str:
 def load_layered(
     layers: list[tuple[str, str]],
     out_dir: str | os.PathLike[str],
-    gateways: Sequence[str] = (),
+    *,
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
+    options: LoadOptions | None = None,
 ) -> LayeredResult:
     """Write the effective view of ``layers`` as a memory tree at ``out_dir``.
 
@@ -198,7 +200,7 @@ def load_layered(
     dest = Path(out_dir)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest} exists and is not an empty directory; choose a new output directory")
-    view = effective_view(layers, gateways=gateways, key=key, http=http)
+    view = effective_view(layers, source=source, key=key, options=options)
     # A view read with a key holds decrypted memories: a private directory then.
     mode = 0o700 if key is not None else None
     with atomic_directory(
@@ -225,9 +227,9 @@ def render_layered_context(
     layers: list[tuple[str, str]],
     max_tokens: int = 8192,
     *,
-    gateways: Sequence[str] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
+    options: LoadOptions | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> str:
     """Render the effective view of ``layers`` as one ``<memory>`` block, most specific first.
@@ -243,7 +245,7 @@ def render_layered_context(
     """
     if max_tokens < 0:
         raise UsageError(f"max_tokens must be 0 or more, not {max_tokens}")
-    view = effective_view(layers, gateways=gateways, key=key, http=http)
+    view = effective_view(layers, source=source, key=key, options=options)
     budget = max_tokens * CHARS_PER_TOKEN
     head, tail = "<memory>\n", "</memory>"
     used = len(head) + len(tail)

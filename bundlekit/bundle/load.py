@@ -1,18 +1,20 @@
 """Manifest URI -> verified blocks -> decrypted files -> memory tree.
 
-``load_bundle`` is the trustless loader behind ``Memory.load`` and
-``bundlekit load``. It classifies the URI (``fetch.parse_uri``) and opens its
-block source (``_open_source``: a local CAR, or the local store and gateways
-through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
-"Loading", with the spec's numbers:
+``load_bundle`` is the trustless loader behind ``load_memory`` and
+``bundlekit load``. It classifies the URI (``fetch.parse_uri``) and opens a
+session on its block source (``bundle.sources``: a local CAR, the local store,
+gateways; the caller's ``source``, else the URI's in spec order), then follows
+``specs/bundle.md``, "Loading", with the spec's numbers. How it runs and what
+bounds it is one value, :class:`LoadOptions`:
 
 0. One request: for a gateway, ``GET /ipfs/<root>?format=car&dag-scope=all``
-   is opened (``GatewayFetcher.stream_car``) and its blocks are verified and
+   is opened (``BlockSession.stream``) and its blocks are verified and
    taken as the steps below ask for them (``net.stream.CarPull``): the files
    are checked and written while the response is still arriving, and memory
    holds at most one window of blocks that came before they were asked for.
    A block the CAR does not bring is fetched alone (per-block fallback; with
-   ``prefer_car=False`` every block, level by level, ``concurrency`` at a time).
+   ``prefer_car=False`` every block, level by level, ``concurrency`` at a time:
+   ``BlockSession.prefetch``).
 1. The manifest first (``_root_entries``, ``_read_manifest``): list the root
    directory, read ``manifest.json`` from verified blocks (refused as soon as
    it claims or streams more than ``MAX_MANIFEST_BYTES``) and validate it. A
@@ -28,10 +30,10 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
    memory file is read.
 2. Encrypted bundle: open the bundle key (``_open_key``; ``WrongKeyError``
    before any file is fetched or decrypted).
-3. The plan (``_plan``): list ``memory/`` (``timeline/`` when
-   the CAR reaches it); every file the manifest lists must be in the DAG under
-   the manifest's CID (``IntegrityError``), and all of them together may claim
-   at most ``max_bytes``.
+3. The plan (``_Plan``, made at once): list ``memory/``, ``timeline/`` when
+   the load reaches it (when a streamed CAR brings it); every file the manifest
+   lists must be in the DAG under the manifest's CID (``IntegrityError``), and
+   all of them together may claim at most ``max_bytes``.
 4. The files, index first, then in DAG order (the CAR's order). Each file's
    bytes come from verified blocks (``_dag_fetcher``, ``_bounded.read_bounded``):
    more bytes than the manifest's size, or more block visits than its budget,
@@ -44,18 +46,18 @@ through ``GatewayFetcher``, in spec order), then follows ``specs/bundle.md``,
    one flush (``_fs.sync_tree``, not an fsync per file) and renamed into place:
    nothing half-written reaches the destination.
 
-``deadline`` bounds the whole load and each response in it
-(``HttpOptions.until``/``deadline``); when it passes, the load fails with
-``LoadError`` instead of skipping files.
+``LoadOptions.deadline`` bounds the whole load and each response in it
+(``HttpOptions.until``/``deadline``, folded in once: ``bounded_options``); when
+it passes, the load fails with ``LoadError`` instead of skipping files.
 """
 from __future__ import annotations
 
 import io
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
@@ -79,7 +81,7 @@ from bundlekit.bundle.manifest import (
     parse_manifest,
 )
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES, SIGNATURE_NAME, check_signature, parse_publishers
-from bundlekit.car.index import CarIndex
+from bundlekit.bundle.sources import BlockSession, BlockSource, Gateways, LocalStore, source_for
 from bundlekit.crypto import BundleKey, decrypt_stream
 from bundlekit.crypto.threews import THREEWS_SCHEME, ThreewsKey, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import (
@@ -96,19 +98,10 @@ from bundlekit.errors import (
     VerificationError,
 )
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.ipld.walk import MAX_DEPTH, block_links
 from bundlekit.memory import Memory
+from bundlekit.memory.files import read_tree_files
 from bundlekit.names.resolve import resolve_uri
-from bundlekit.net.fetch import (
-    BundleURI,
-    GatewayFetcher,
-    RemoteGateway,
-    default_gateways,
-    gateway_order,
-    http_get,
-    parse_gateway,
-    parse_uri,
-)
+from bundlekit.net.fetch import BundleURI, default_gateways, http_get, parse_uri
 from bundlekit.net.http import Failure, HttpOptions, open_client
 from bundlekit.unixfs.profiles import Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader
@@ -117,13 +110,16 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_BYTES",
     "BundleBlocks",
+    "LoadOptions",
     "LoadResult",
     "bounded_options",
     "bundle_blocks",
     "load_bundle",
+    "load_memory",
     "tree_path",
     "write_tree",
 ]
@@ -134,6 +130,43 @@ DEFAULT_DEADLINE = 600.0
 # The files a manifest lists may claim this many bytes together (decrypted files hold
 # slightly less than they claim, so the limit bounds them too).
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a load runs and what bounds it: one value, passed down unchanged (``fork``, ``diff``, ``layers``,
+    ``log``, ``open``, ``mcp --from``); a new choice is a new field with a default.
+
+    ``http`` carries the HTTP client, timeouts, retry policy, limits and
+    ``follow_redirects`` (gateways may redirect to other origins, never
+    https -> http). ``deadline`` (seconds, None for none) bounds the whole load
+    and each response in it: it is folded into ``http`` once, when the load
+    starts (``bounded_options``). ``max_bytes`` bounds what the manifest's files
+    may claim together. ``concurrency`` is how many blocks the per-block path
+    asks for at once (and how many files a plain HTTPS manifest fetches at
+    once). ``prefer_car=False`` skips the CAR request for the files (per-block
+    only; used by the benchmark). ``progress(done, total)`` is called as each
+    file listed in the manifest has been fetched and verified (possibly from
+    worker threads). With ``publishers`` (addresses or ``did:key``s) the bundle
+    must be signed by one of them.
+
+    Raises ``UsageError`` for a concurrency below 1 or a deadline that is not positive.
+    """
+
+    http: HttpOptions = field(default_factory=HttpOptions)
+    deadline: float | None = DEFAULT_DEADLINE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    concurrency: int = DEFAULT_CONCURRENCY
+    prefer_car: bool = True
+    progress: Callable[[int, int], None] | None = None
+    publishers: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise UsageError("concurrency must be at least 1")
+        if self.deadline is not None and self.deadline <= 0:
+            raise UsageError("the deadline must be a positive number of seconds")
+        object.__setattr__(self, "publishers", tuple(self.publishers))
 
 
 @dataclass
@@ -206,39 +239,22 @@ def tree_path(bundle_path: str) -> str:
 def load_bundle(
     uri: str,
     *,
-    gateways: Iterable[str | RemoteGateway] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
     out_dir: str | os.PathLike[str] | None = None,
-    use_store: bool | None = None,
-    store: BlockStore | None = None,
-    http: HttpOptions | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-    prefer_car: bool = True,
-    progress: Callable[[int, int], None] | None = None,
-    deadline: float | None = DEFAULT_DEADLINE,
-    follow_redirects: bool = False,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    publishers: Iterable[str] = (),
+    options: LoadOptions | None = None,
 ) -> LoadResult:
     """Load and verify the bundle at ``uri``; optionally write it as a memory tree at ``out_dir``.
 
-    ``gateways`` are tried in order (strings like ``http://127.0.0.1:8080``).
-    For ``ipfs://`` with no gateway given, the local block store is tried
-    first (``use_store`` defaults to that case), then ``$BUNDLEKIT_GATEWAYS``.
-    A gateway URL's own host is tried before the others. ``http`` carries the
-    HTTP client, timeouts, retry policy and limits (``HttpOptions()`` when
-    None). ``prefer_car=False`` skips the CAR request for the files (per-block
-    only; used by the benchmark). ``progress(done, total)`` is called as each
-    file listed in the manifest has been fetched and verified (possibly from
-    worker threads). ``deadline`` (seconds, None for none) bounds the whole
-    load and each response in it; ``follow_redirects`` lets gateways redirect
-    to other origins (never https -> http); both override ``http``'s.
-    ``max_bytes`` bounds what the manifest's files may claim together.
-    ``ipns://NAME/manifest.json`` is resolved first (``names.resolve_uri``: the
-    store and the gateways, verified records, highest sequence). With
-    ``publishers`` (addresses or ``did:key``s) the bundle must be signed by one
-    of them; any ``signature.json`` must verify (``bundle.signature``), checked
-    right after the manifest and before any memory file is read. A tree
+    ``source`` says where blocks come from (``bundle.sources``: ``Gateways([...])``
+    tried in order, ``LocalStore()``, ``CarFile(path)``); without one, ``ipfs://``
+    asks the local block store first, then ``$BUNDLEKIT_GATEWAYS``. A ``.car``
+    URI is read from its file, and a gateway URL's own host is tried before the
+    source's gateways. ``options`` (``LoadOptions()`` when None) says how the load
+    runs and what bounds it. ``ipns://NAME/manifest.json`` is resolved first
+    (``names.resolve_uri``: the store and the source's gateways, verified records,
+    highest sequence). Any ``signature.json`` must verify (``bundle.signature``),
+    checked right after the manifest and before any memory file is read. A tree
     written to ``out_dir`` remembers the root as its parent (``bundle.lineage``).
 
     Raises ``SignatureError`` (invalid signature, unsigned or another signer
@@ -249,35 +265,56 @@ def load_bundle(
     ``KeySourceError`` (encrypted bundle, no key), ``WrongKeyError``,
     ``IntegrityError`` (a file does not match its CID or fails decryption).
     """
-    if concurrency < 1:
-        raise UsageError("concurrency must be at least 1")
-    if deadline is not None and deadline <= 0:
-        raise UsageError("the deadline must be a positive number of seconds")
-    wanted = parse_publishers(publishers)
-    gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
-    options = bounded_options(http or HttpOptions(), deadline, follow_redirects)
+    options = options or LoadOptions()
+    options = replace(options, publishers=tuple(parse_publishers(options.publishers)))
+    _check_gateways(source)
+    bounds = _Bounds.start(options)
     resolved_notes: list[str] = []
     if uri.strip().startswith("ipns://"):
-        uri, resolution = _resolve_name(uri, gws, store, options)
+        uri, resolution = _resolve_name(uri, source, bounds.http)
         resolved_notes = resolution.notes
     target = parse_uri(uri)
     dest = Path(out_dir) if out_dir is not None else None
     if dest is not None:
         _check_destination(dest)
-    out = _Output(dest, deadline, options, max_bytes)
     if target.kind == "https":
-        result = _load_https(target, key, options, concurrency, out, progress, wanted)
+        result = _load_https(target, key, options, bounds, dest)
     else:
-        source = _open_source(target, gws, use_store, store, options)
-        try:
-            result = _load_dag(source, key, concurrency, prefer_car, out, progress, wanted)
-        finally:
-            source.close()
+        with closing(source_for(target, source).open(target, bounds.http)) as session:
+            result = _load_dag(session, key, options, bounds, dest)
     result.notes[:0] = resolved_notes
     if dest is not None and result.root is not None:
         record_parent(dest, result.root)
     result.out_dir = dest
     return result
+
+
+def load_memory(
+    uri: str,
+    *,
+    source: BlockSource | None = None,
+    key: KeySpec | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    namespace: str | None = None,
+    options: LoadOptions | None = None,
+) -> Memory:
+    """Load the bundle at ``uri`` (verified, as :func:`load_bundle` loads it) and return it as a memory tree.
+
+    With ``out_dir`` the files land in that directory and the returned Memory
+    reads it; without, the result is a ``Memory(None)`` holding the loaded files
+    (nothing written). ``namespace`` names the returned Memory; by default the
+    bundle's own, from its manifest. Raises what :func:`load_bundle` raises.
+    """
+    result = load_bundle(uri, source=source, key=key, out_dir=out_dir, options=options)
+    if namespace is None:
+        manifest = getattr(result, "manifest", None)
+        loaded_ns = manifest.get("namespace") if isinstance(manifest, dict) else None
+        namespace = loaded_ns if isinstance(loaded_ns, str) and loaded_ns else None
+    if out_dir is not None:
+        return Memory(out_dir, namespace=namespace)
+    memory = Memory(None, namespace=namespace)
+    memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace")
+    return memory
 
 
 @dataclass(frozen=True)
@@ -293,12 +330,7 @@ class BundleBlocks:
 
 @contextmanager
 def bundle_blocks(
-    uri: str,
-    *,
-    gateways: Iterable[str | RemoteGateway] = (),
-    http: HttpOptions | None = None,
-    deadline: float | None = DEFAULT_DEADLINE,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None
 ) -> Iterator[BundleBlocks]:
     """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
 
@@ -306,44 +338,45 @@ def bundle_blocks(
     CAR streamed and taken as asked for) and the size check of step 3: a DAG
     that is not a bundle is refused (``ManifestError``) having cost its root
     block and at most ``MAX_MANIFEST_BYTES`` of manifest, and one whose files
-    claim more than ``max_bytes`` together with ``LoadError``, before any
-    other block is asked for. For readers that serve a bundle's blocks as
+    claim more than ``options.max_bytes`` together with ``LoadError``, before
+    any other block is asked for. For readers that serve a bundle's blocks as
     they are (``bundlekit open``); nothing is decrypted or written. A plain
     ``https://`` manifest has no blocks: ``UsageError``. The sources are
     closed when the block ends.
     """
-    gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
-    options = bounded_options(http or HttpOptions(), deadline)
+    _check_gateways(source)
+    bounds = _Bounds.start(options or LoadOptions())
     target = parse_uri(uri)
     if target.kind == "https":
         raise UsageError(f"{uri[:200]!r} is a plain manifest URL, not content-addressed: it has no blocks")
-    out = _Output(None, deadline, options, max_bytes)
-    source = _open_source(target, gws, None, None, options)
-    try:
-        source.stream(source.root)
-        top = _root_entries(UnixFSReader(source.get, verify=False), source, out)
-        data = _manifest_bytes(source, top, out)
+    with closing(source_for(target, source).open(target, bounds.http)) as session:
+        session.stream()
+        top = _root_entries(UnixFSReader(session.get, verify=False), session, bounds)
+        data = _manifest_bytes(session, top, bounds)
         manifest = parse_manifest(data)
-        out.check_total(manifest)
-        yield BundleBlocks(source.root, manifest, len(data), source.get)
-    finally:
-        source.close()
+        bounds.check_total(manifest)
+        yield BundleBlocks(session.root, manifest, len(data), session.get)
 
 
-def _resolve_name(
-    uri: str, gws: list[RemoteGateway], store: BlockStore | None, http: HttpOptions
-) -> tuple[str, Any]:
+def _check_gateways(source: BlockSource | None) -> None:
+    """A gateway URL that is not one is a usage error before anything is done, whether or not the URI needs it."""
+    if isinstance(source, Gateways):
+        source.gateways  # noqa: B018 (parsed for its UsageError)
+
+
+def _resolve_name(uri: str, source: BlockSource | None, http: HttpOptions) -> tuple[str, Any]:
     """``ipns://`` -> ``ipfs://<cid>/manifest.json`` through the records of the store and the gateways.
 
-    The store is always asked, whatever ``use_store`` says of blocks: it remembers the newest record seen
-    for the name, below which resolution never goes back (``names.resolve``).
+    The gateways are the source's (``$BUNDLEKIT_GATEWAYS`` when it names none). The store is always asked,
+    whether or not the source asks it for blocks: it remembers the newest record seen for the name, below
+    which resolution never goes back (``names.resolve``).
     """
-    if not gws:
-        gws = default_gateways()
-    return resolve_uri(uri, gateways=gws, store=store or BlockStore(), http=http)
+    gws = list(source.gateways) if isinstance(source, Gateways) else []
+    store = source.store if isinstance(source, (Gateways, LocalStore)) else None
+    return resolve_uri(uri, gateways=gws or default_gateways(), store=store or BlockStore(), http=http)
 
 
-def bounded_options(options: HttpOptions, deadline: float | None, follow_redirects: bool = False) -> HttpOptions:
+def bounded_options(options: HttpOptions, deadline: float | None) -> HttpOptions:
     """``options`` bounded by one deadline for everything done with them (``until``) and for each response.
 
     For callers that run several loads under one deadline (``load --layer``).
@@ -352,8 +385,7 @@ def bounded_options(options: HttpOptions, deadline: float | None, follow_redirec
     if options.until is not None:
         until = options.until if until is None else min(until, options.until)
     each = deadline if options.deadline is None or deadline is None else min(deadline, options.deadline)
-    return replace(options, until=until, deadline=each if deadline is not None else options.deadline,
-                   follow_redirects=follow_redirects or options.follow_redirects)
+    return replace(options, until=until, deadline=each if deadline is not None else options.deadline)
 
 
 def _check_destination(dest: Path) -> None:
@@ -364,148 +396,79 @@ def _check_destination(dest: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Bounds:
+    """What bounds one load in progress: its deadline, its HTTP options bounded by it, the total size the files
+    may claim."""
+
+    deadline: float | None
+    http: HttpOptions
+    max_bytes: int
+
+    @classmethod
+    def start(cls, options: LoadOptions) -> _Bounds:
+        """The bounds of a load starting now: ``options.deadline`` folded into its HTTP options once."""
+        return cls(options.deadline, bounded_options(options.http, options.deadline), options.max_bytes)
+
+    def check_time(self, what: str) -> None:
+        """Raise ``LoadError`` when the load's deadline has passed (a failure is then the deadline's doing)."""
+        until = self.http.until
+        if until is not None and self.http.monotonic() >= until:
+            limit = f"{self.deadline:g}-second " if self.deadline is not None else ""
+            raise LoadError(f"the load did not finish within its {limit}deadline ({what}); "
+                            "try a faster gateway or raise --deadline")
+
+    @staticmethod
+    def total_bytes(manifest: dict[str, Any]) -> int:
+        """The bytes the manifest's files claim, all together."""
+        return sum(int(entry["size"]) for entry in manifest["memory"]["files"].values())
+
+    def check_total(self, manifest: dict[str, Any]) -> None:
+        """Refuse (``LoadError``) a manifest whose files claim more than ``max_bytes`` together."""
+        total = self.total_bytes(manifest)
+        if total > self.max_bytes:
+            raise LoadError(f"the bundle's files claim {total} bytes, over the {self.max_bytes}-byte load limit; "
+                            "raise --max-bytes only for a bundle you trust")
+
+
 # -- the content-addressed forms: ipfs://, gateway URLs, a local CAR ---------------------------
 
 
-@dataclass
-class _DagSource:
-    """Where a content-addressed bundle's verified blocks come from: a local CAR, or the store and gateways.
-
-    ``get`` returns only blocks it has already hashed against their CIDs
-    (``GatewayFetcher.get``, ``CarIndex.get``). ``where`` and ``advice`` name
-    the source in error messages.
-    """
-
-    root: bytes
-    get: Callable[[bytes], bytes]
-    where: str
-    advice: str
-    fetcher: GatewayFetcher | None = None
-    car_index: CarIndex | None = None
-
-    def get_alone(self, cid: bytes) -> bytes:
-        """A block without reading on through the open CAR (``GatewayFetcher.get_alone``)."""
-        return self.fetcher.get_alone(cid) if self.fetcher is not None else self.get(cid)
-
-    @property
-    def streaming(self) -> bool:
-        """True while a CAR of the bundle is on its way (or finished complete): no per-block prefetch needed."""
-        return self.fetcher is not None and (self.fetcher.streaming or self.fetcher.car_complete)
-
-    def stream(self, cid: bytes) -> None:
-        """Start reading the DAG under ``cid`` as one CAR in the background (nothing to do for a local CAR)."""
-        if self.fetcher is not None:
-            self.fetcher.stream_car(cid)
-
-    def prefetch_files(self, cids: list[bytes], max_bytes: int, concurrency: int) -> None:
-        """Per-block path: fetch the files' blocks level by level, ``concurrency`` requests at a time.
-
-        Stops expanding past ``max_bytes`` fetched (the reads that follow
-        enforce each file's own caps); blocks that fail are fetched again,
-        one by one, when their file is read (and skipped or refused there).
-        """
-        if self.fetcher is None or self.fetcher.root_in_store:
-            return
-        level, fetched = cids, 0
-        for _depth in range(MAX_DEPTH):
-            if not level or fetched > max_bytes:
-                return
-            self.fetcher.get_many(level, concurrency)
-            children: list[bytes] = []
-            for cid in level:
-                data = self.fetcher.cache.get(cid)
-                if data is None:
-                    continue
-                fetched += len(data)
-                with suppress(BundlekitError):  # a malformed node fails properly when its file is read
-                    children.extend(child for child, _name in block_links(cid, data))
-            level = children
-
-    def finish(self) -> None:
-        """After a load that went well: end the CAR stream so its connection can be reused."""
-        if self.fetcher is not None:
-            self.fetcher.finish_stream()
-
-    @property
-    def notes(self) -> list[str]:
-        """Which sources failed along the way."""
-        return list(self.fetcher.notes) if self.fetcher is not None else []
-
-    def close(self) -> None:
-        if self.fetcher is not None:
-            self.fetcher.close()
-        if self.car_index is not None:
-            self.car_index.close()
-
-
-def _open_source(
-    target: BundleURI, gws: list[RemoteGateway], use_store: bool | None, store: BlockStore | None, http: HttpOptions
-) -> _DagSource:
-    """The block source for ``target`` (a local CAR, or the store and gateways in spec order)."""
-    if target.kind == "car":
-        assert target.car is not None
-        return _car_source(target.car)
-    assert target.root is not None
-    gws, use_store = gateway_order(target, gws, use_store)
-    if use_store and store is None:
-        store = BlockStore()
-    fetcher = GatewayFetcher(gws, store=store if use_store else None, http=http)
-    where = ", ".join(g.base for g in gws) or "the local store"
-    return _DagSource(target.root, fetcher.get, where, "check the CID or try another --gateway", fetcher=fetcher)
-
-
-def _car_source(path: Path) -> _DagSource:
-    """A local CAR with exactly one root, indexed once and read block by block (never held in memory)."""
-    car_index = CarIndex(path, verify=False)
-    if len(car_index.roots) != 1:
-        car_index.close()
-        raise LoadError(f"CAR {str(path)!r} has {len(car_index.roots)} roots; a bundle CAR has exactly one")
-    return _DagSource(car_index.roots[0], car_index.get, f"CAR {str(path)!r}",
-                      "the CAR is damaged or incomplete; rebuild or re-download it", car_index=car_index)
-
-
 def _load_dag(
-    source: _DagSource,
-    key: KeySpec | None,
-    concurrency: int,
-    prefer_car: bool,
-    out: _Output,
-    progress: Callable[[int, int], None] | None = None,
-    publishers: Iterable[str] = (),
+    session: BlockSession, key: KeySpec | None, options: LoadOptions, bounds: _Bounds, dest: Path | None
 ) -> LoadResult:
     """The loading steps of ``specs/bundle.md`` over verified blocks: manifest, plan, files, tree."""
-    root = source.root
-    reader = UnixFSReader(source.get, verify=False)  # the getter has hashed every block already
-    if prefer_car:  # one request for the whole bundle, read as the steps below need its blocks
-        source.stream(root)
+    root = session.root
+    reader = UnixFSReader(session.get, verify=False)  # the session has hashed every block already
+    # One request for the whole bundle, read as the steps below need its blocks.
+    streaming = session.stream() if options.prefer_car else False
     # Step 1: the manifest, from verified blocks, capped while it streams in.
-    top = _root_entries(reader, source, out)
-    manifest = _read_manifest(source, top, out)
+    top = _root_entries(reader, session, bounds)
+    manifest = _read_manifest(session, top, bounds)
     # Step 1c: the signature (specs/provenance.md), before any memory file. Read on its own:
     # signature.json sorts after memory/, so the CAR brings it last.
-    with _reading_manifest(source, out):
-        publisher = check_signature(top, partial(_read_signature, source.get_alone), top[MANIFEST_NAME],
-                                    publishers, cid_to_str(root))
+    with _reading_manifest(session, bounds):
+        publisher = check_signature(top, partial(_read_signature, session.get_aside), top[MANIFEST_NAME],
+                                    options.publishers, cid_to_str(root))
     # Step 2: the key.
     bundle_key = _open_key(manifest, key)
     memory_cid = top.get(MEMORY_DIR)
     if memory_cid is None:
         raise ManifestError(f"{cid_to_str(root)} has a manifest but no {MEMORY_DIR}/ directory")
     # Step 3: the plan: the files in the DAG's (the CAR's) order, timeline/ listed when the CAR reaches it.
-    out.check_total(manifest)
-    with _listing(root):
-        memory_entries = reader.list_dir(memory_cid)
-    dag_paths = {f"{MEMORY_DIR}/{name}": cid for name, cid in memory_entries}
-    plan: Iterable[str] = _plan(manifest, reader, memory_entries, dag_paths, root)
-    if not source.streaming:  # per-block path, or a CAR that failed already: fetch blocks concurrently
-        plan = list(plan)
-        source.prefetch_files([dag_paths[path] for path in plan], out.total_bytes(manifest), concurrency)
+    bounds.check_total(manifest)
+    plan = _Plan(manifest, reader, memory_cid, root)
+    order: Iterable[str] = plan.paths()
+    if not streaming:  # per-block path, a CAR file, or a CAR that failed already: fetch blocks concurrently
+        order = list(order)
+        session.prefetch([plan.cids[path] for path in order], bounds.total_bytes(manifest), options.concurrency)
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
-    fetch = _dag_fetcher(source, out, dag_paths, root)
-    files, warnings = _fetch_all(manifest, fetch, bundle_key, 1, "a gateway", out, progress, order=plan)
-    source.finish()
+    fetch = _dag_fetcher(session, bounds, plan)
+    files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where="a gateway",
+                                 progress=options.progress, order=order)
+    session.finish()
     return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
-                      notes=source.notes, encrypted=bundle_key is not None, publisher=publisher)
+                      notes=session.notes, encrypted=bundle_key is not None, publisher=publisher)
 
 
 def _read_signature(get: Callable[[bytes], bytes], cid: bytes) -> bytes:
@@ -518,15 +481,15 @@ def _read_signature(get: Callable[[bytes], bytes], cid: bytes) -> bytes:
 
 
 @contextmanager
-def _reading_manifest(source: _DagSource, out: _Output) -> Iterator[None]:
+def _reading_manifest(session: BlockSession, bounds: _Bounds) -> Iterator[None]:
     """Map failures while reaching ``manifest.json``: unavailable -> ``LoadError``, altered ->
     ``IntegrityError``, other verification errors as they are, anything else -> not a bundle."""
-    root = cid_to_str(source.root)
+    root = cid_to_str(session.root)
     try:
         yield
     except (MissingBlock, BlockMismatch) as exc:
-        out.check_time(f"reading {MANIFEST_NAME}")
-        message = f"cannot read {MANIFEST_NAME} of {root} from {source.where} ({exc}); {source.advice}"
+        bounds.check_time(f"reading {MANIFEST_NAME}")
+        message = f"cannot read {MANIFEST_NAME} of {root} from {session.where} ({exc}); {session.advice}"
         if isinstance(exc, BlockMismatch):
             raise IntegrityError(message) from exc  # bytes that do not match their CID: exit 3
         raise LoadError(message) from exc
@@ -536,108 +499,116 @@ def _reading_manifest(source: _DagSource, out: _Output) -> Iterator[None]:
         raise ManifestError(f"{root} is not a bundle: no readable {MANIFEST_NAME} ({exc})") from exc
 
 
-def _root_entries(reader: UnixFSReader, source: _DagSource, out: _Output) -> dict[str, bytes]:
+def _root_entries(reader: UnixFSReader, session: BlockSession, bounds: _Bounds) -> dict[str, bytes]:
     """Step 1a: the bundle root directory's entries (name -> CID), one block for a bundle root."""
-    with _reading_manifest(source, out):
-        return dict(reader.list_dir(source.root))
+    with _reading_manifest(session, bounds):
+        return dict(reader.list_dir(session.root))
 
 
-def _read_manifest(source: _DagSource, top: dict[str, bytes], out: _Output) -> dict[str, Any]:
+def _read_manifest(session: BlockSession, top: dict[str, bytes], bounds: _Bounds) -> dict[str, Any]:
     """Step 1b: ``manifest.json`` under the root, read from verified blocks and validated.
 
     Runs before any memory file is asked for: a DAG that is not a bundle fails
     here, having cost the root block only. A manifest DAG claiming or
     streaming more than ``MAX_MANIFEST_BYTES`` is refused as soon as it does.
     """
-    return parse_manifest(_manifest_bytes(source, top, out))
+    return parse_manifest(_manifest_bytes(session, top, bounds))
 
 
-def _manifest_bytes(source: _DagSource, top: dict[str, bytes], out: _Output) -> bytes:
+def _manifest_bytes(session: BlockSession, top: dict[str, bytes], bounds: _Bounds) -> bytes:
     """The bytes of ``manifest.json`` under the root (``_read_manifest``), not yet validated."""
     manifest_cid = top.get(MANIFEST_NAME)
     if manifest_cid is None:
         raise ManifestError(
-            f"{cid_to_str(source.root)} is not a bundle: no {MANIFEST_NAME} at its root "
+            f"{cid_to_str(session.root)} is not a bundle: no {MANIFEST_NAME} at its root "
             f"(it holds {', '.join(sorted(top)[:5]) or 'nothing'}); check the CID"
         )
 
     def too_big(seen: int) -> BundlekitError:
         return ManifestError(
-            f"{MANIFEST_NAME} of {cid_to_str(source.root)} holds at least {seen} bytes, over the "
+            f"{MANIFEST_NAME} of {cid_to_str(session.root)} holds at least {seen} bytes, over the "
             f"{MAX_MANIFEST_BYTES}-byte limit; this is not a bundle bundlekit loads"
         )
 
-    with _reading_manifest(source, out):
-        return read_bounded(source.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
+    with _reading_manifest(session, bounds):
+        return read_bounded(session.get, manifest_cid, MAX_MANIFEST_BYTES, too_big, MANIFEST_NAME)
 
 
-def _plan(
-    manifest: dict[str, Any],
-    reader: UnixFSReader,
-    memory_entries: list[tuple[str, bytes]],
-    dag_paths: dict[str, bytes],
-    root: bytes,
-) -> Iterator[str]:
-    """Step 3: the paths of the manifest's files (index aside) in DAG order, recording each CID in ``dag_paths``.
 
-    Lazy where it must be: ``timeline/`` is listed when the plan reaches it,
-    which is when a gateway's CAR (depth first, in link order) brings its
-    block, so a streamed CAR is followed in its own order. The other paths
-    are lists chained together: following the plan costs no Python call per
-    file. Ends with ``IntegrityError`` when a file the manifest lists is not
-    in the DAG. (Resolving each path separately would decode ``memory/`` once
-    per file: quadratic.)
+
+class _Plan:
+    """Step 3: the DAG paths of the manifest's files (index aside) in DAG order, and the CID of each.
+
+    Made at once from the ``memory/`` listing; only ``timeline/`` waits: it is
+    listed when the load reaches it (``paths``), which is when a gateway's CAR
+    (depth first, in link order) brings its block, so a streamed CAR is followed
+    in its own order. The paths before and after it are lists chained together:
+    following the plan costs no Python call per file. (Resolving each path
+    separately would decode ``memory/`` once per file: quadratic.)
     """
-    entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
-    parts: list[Iterable[str]] = []
-    run: list[str] = []
-    for name, cid in memory_entries:
-        if name == "timeline":
-            parts += [run, _timeline_plan(reader, cid, entries, dag_paths, root)]
-            run = []
-            continue
-        path = f"{MEMORY_DIR}/{name}"
-        dag_paths[path] = cid
-        if path in entries and path != INDEX_PATH:
-            run.append(path)
-    parts += [run, _all_in_dag(entries, dag_paths, root)]
-    return chain.from_iterable(parts)
+
+    def __init__(self, manifest: dict[str, Any], reader: UnixFSReader, memory_cid: bytes, root: bytes) -> None:
+        self.entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+        self.root = root
+        self._reader = reader
+        self.cids: dict[str, bytes] = {}  # DAG path -> CID: memory/ now, timeline/ once listed
+        self._before: list[str] = []  # the manifest's paths before timeline/ in memory/, then those after it
+        self._after: list[str] = []
+        self._timeline: bytes | None = None
+        with _listing(root):
+            memory_entries = reader.list_dir(memory_cid)
+        run = self._before
+        for name, cid in memory_entries:
+            if name == "timeline":
+                self._timeline, run = cid, self._after
+                continue
+            path = f"{MEMORY_DIR}/{name}"
+            self.cids[path] = cid
+            if path in self.entries and path != INDEX_PATH:
+                run.append(path)
+
+    def paths(self) -> Iterator[str]:
+        """The paths in DAG order; ends with ``IntegrityError`` when a file the manifest lists is not in the DAG."""
+        return chain(self._before, self._timeline_paths(), self._after, self._all_in_dag())
+
+    def _timeline_paths(self) -> Iterator[str]:
+        """The manifest's paths under ``timeline/``, listed (once) when the load reaches the directory."""
+        if self._timeline is None:
+            return
+        with _listing(self.root):
+            days = self._reader.list_dir(self._timeline)
+        for day, day_cid in days:
+            path = f"{MEMORY_DIR}/timeline/{day}"
+            self.cids[path] = day_cid
+            if path in self.entries:
+                yield path
+
+    def _all_in_dag(self) -> Iterator[str]:
+        """The plan's end (no paths of its own): every file the manifest lists was found in the DAG."""
+        for path in self.entries:
+            if path not in self.cids:
+                raise _not_in_dag(path, self.root)
+        yield from ()
 
 
-def _timeline_plan(
-    reader: UnixFSReader, cid: bytes, entries: dict[str, dict[str, Any]], dag_paths: dict[str, bytes], root: bytes
-) -> Iterator[str]:
-    """The manifest's paths under ``timeline/``, listed (once) when the plan reaches the directory."""
-    with _listing(root):
-        days = reader.list_dir(cid)
-    for day, day_cid in days:
-        path = f"{MEMORY_DIR}/timeline/{day}"
-        dag_paths[path] = day_cid
-        if path in entries:
-            yield path
-
-
-def _all_in_dag(entries: dict[str, dict[str, Any]], dag_paths: dict[str, bytes], root: bytes) -> Iterator[str]:
-    """The plan's end (no paths of its own): ``IntegrityError`` when a file the manifest lists is not in the DAG."""
-    for path in entries:
-        if path not in dag_paths:
-            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
-    yield from ()
+def _not_in_dag(path: str, root: bytes) -> IntegrityError:
+    return IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
 
 
 def _dag_fetcher(
-    source: _DagSource, out: _Output, dag_paths: dict[str, bytes], root: bytes
+    session: BlockSession, bounds: _Bounds, plan: _Plan
 ) -> Callable[[str, dict[str, Any]], bytes | None]:
     """Step 4 for one file of a DAG: its CID in the DAG == the manifest's; verified bytes, never
     more than the manifest's size, exactly that size."""
 
-    get = source.get
+    get = session.get
+    cids = plan.cids
 
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
         size: int = entry["size"]
-        cid = dag_paths.get(path)
+        cid = cids.get(path)
         if cid is None:
-            raise IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
+            raise _not_in_dag(path, plan.root)
         if cid != cid_from_text(entry["cid"]):
             raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(cid)}")
 
@@ -647,7 +618,7 @@ def _dag_fetcher(
             else:
                 data = read_bounded(get, cid, size, partial(_file_too_big, path, size), path)
         except MissingBlock:
-            out.check_time(path)
+            bounds.check_time(path)
             return None
         except BlockMismatch as exc:
             raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
@@ -678,26 +649,23 @@ def _listing(root: bytes) -> Iterator[None]:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
 
 
+
+
 # -- the plain https:// manifest (not content-addressed) ---------------------------------------
 
 
 def _load_https(
-    target: BundleURI,
-    key: KeySpec | None,
-    http: HttpOptions,
-    concurrency: int,
-    out: _Output,
-    progress: Callable[[int, int], None] | None = None,
-    publishers: Iterable[str] = (),
+    target: BundleURI, key: KeySpec | None, options: LoadOptions, bounds: _Bounds, dest: Path | None
 ) -> LoadResult:
     """The manifest fetched as is and validated, then each file fetched beside it and its CID recomputed."""
     assert target.url is not None
+    http = bounds.http
     client, owned = open_client(http)
     base = target.url.rsplit("/", 1)[0] + "/"
     try:
         got = http_get(client, target.url, http=http, max_bytes=MAX_MANIFEST_BYTES)
         if isinstance(got, Failure):
-            out.check_time(f"fetching {target.url[:200]!r}")
+            bounds.check_time(f"fetching {target.url[:200]!r}")
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
         manifest = parse_manifest(got)
         profile = get_profile(manifest["profile"])
@@ -706,11 +674,12 @@ def _load_https(
         # The signature names the manifest's CID, recomputed here from the bytes fetched.
         entries = {} if isinstance(signature, Failure) else {SIGNATURE_NAME: b""}
         publisher = check_signature(entries, lambda _cid: signature if isinstance(signature, bytes) else b"",
-                                    file_cid(got, profile), publishers, target.url)
+                                    file_cid(got, profile), options.publishers, target.url)
         bundle_key = _open_key(manifest, key)
-        out.check_total(manifest)
-        fetch = _https_fetcher(client, http, base, profile, out)
-        files, warnings = _fetch_all(manifest, fetch, bundle_key, concurrency, target.url, out, progress)
+        bounds.check_total(manifest)
+        fetch = _https_fetcher(client, bounds, base, profile)
+        files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where=target.url,
+                                     progress=options.progress, workers=options.concurrency)
     finally:
         if owned:
             client.close()
@@ -719,20 +688,20 @@ def _load_https(
 
 
 def _https_fetcher(
-    client: httpx.Client, http: HttpOptions, base: str, profile: Profile, out: _Output
+    client: httpx.Client, bounds: _Bounds, base: str, profile: Profile
 ) -> Callable[[str, dict[str, Any]], bytes | None]:
     """One file beside a plain manifest: at most ``size`` bytes, its CID recomputed with ``profile``."""
 
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
         # The manifest says how long the file is: never buffer more than that.
-        got = http_get(client, base + path, http=http, max_bytes=entry["size"])
+        got = http_get(client, base + path, http=bounds.http, max_bytes=entry["size"])
         if isinstance(got, Failure):
             if got.too_large:
                 raise IntegrityError(
                     f"{path}: {base + path} sent more than the {entry['size']} bytes the manifest lists; "
                     "the server altered it"
                 )
-            out.check_time(path)
+            bounds.check_time(path)
             return None
         actual = file_cid(got, profile)
         if actual != cid_from_text(entry["cid"]):
@@ -743,6 +712,8 @@ def _https_fetcher(
         return got
 
     return fetch
+
+
 
 
 def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | ThreewsKey | None:
@@ -770,15 +741,17 @@ def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | Thre
 def _fetch_all(
     manifest: dict[str, Any],
     fetch: Callable[[str, dict[str, Any]], bytes | None],
+    *,
     bundle_key: BundleKey | ThreewsKey | None,
-    concurrency: int,
+    dest: Path | None,
     where: str,
-    out: _Output,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None,
+    workers: int = 1,
     order: Iterable[str] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
-    """Index first, then the rest (in ``order``, else sorted; concurrently when ``concurrency`` > 1);
-    decrypt; each file written to the destination's temp tree as it comes; the tree committed at the end."""
+    """Index first, then the rest (in ``order``, else sorted; ``workers`` at a time when more than one);
+    decrypt; each file written to ``dest``'s temp tree as it comes; the tree committed at the end.
+    ``where`` names the source when the index is unavailable."""
     entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
     if progress is not None:
         fetch = _counting(fetch, len(entries), progress)
@@ -787,9 +760,9 @@ def _fetch_all(
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
     warnings: list[str] = []
     rest = order if order is not None else sorted(entries)
-    with _tree(out.dest, private=bundle_key is not None) as tree:
+    with _tree(dest, private=bundle_key is not None) as tree:
         tree.put("MEMORY.md", index)
-        with _workers(concurrency) as pool:
+        with _workers(workers) as pool:
             if pool is None:  # lazily: a streamed CAR is followed as the plan walks it
                 fetched: Iterable[tuple[str, bytes | None]] = (
                     (p, fetch(p, entries[p])) for p in rest if p != INDEX_PATH
@@ -810,14 +783,14 @@ def _fetch_all(
 
 
 @contextmanager
-def _workers(concurrency: int) -> Iterator[ThreadPoolExecutor | None]:
-    """A pool of ``concurrency`` fetch threads (None for one). On an error or an interrupt (Ctrl-C,
+def _workers(count: int) -> Iterator[ThreadPoolExecutor | None]:
+    """A pool of ``count`` fetch threads (None for one). On an error or an interrupt (Ctrl-C,
     SIGTERM: ``_signals``) the fetches still queued are cancelled, not waited for, so the temp tree
     is removed at once."""
-    if concurrency <= 1:
+    if count <= 1:
         yield None
         return
-    pool = ThreadPoolExecutor(max_workers=concurrency)
+    pool = ThreadPoolExecutor(max_workers=count)
     try:
         yield pool
     except BaseException:
@@ -920,32 +893,3 @@ def _write(target: Path, data: bytes) -> None:
     with open(target, "wb") as fh:
         fh.write(data)
 
-
-@dataclass(frozen=True)
-class _Output:
-    """Where a load goes and what bounds it: the destination, the deadline, the total size the files may claim."""
-
-    dest: Path | None
-    deadline: float | None
-    http: HttpOptions
-    max_bytes: int = DEFAULT_MAX_BYTES
-
-    def check_time(self, what: str) -> None:
-        """Raise ``LoadError`` when the load's deadline has passed (a failure is then the deadline's doing)."""
-        until = self.http.until
-        if until is not None and self.http.monotonic() >= until:
-            limit = f"{self.deadline:g}-second " if self.deadline is not None else ""
-            raise LoadError(f"the load did not finish within its {limit}deadline ({what}); "
-                            "try a faster gateway or raise --deadline")
-
-    @staticmethod
-    def total_bytes(manifest: dict[str, Any]) -> int:
-        """The bytes the manifest's files claim, all together."""
-        return sum(int(entry["size"]) for entry in manifest["memory"]["files"].values())
-
-    def check_total(self, manifest: dict[str, Any]) -> None:
-        """Refuse (``LoadError``) a manifest whose files claim more than ``max_bytes`` together."""
-        total = self.total_bytes(manifest)
-        if total > self.max_bytes:
-            raise LoadError(f"the bundle's files claim {total} bytes, over the {self.max_bytes}-byte load limit; "
-                            "raise --max-bytes only for a bundle you trust")

@@ -8,16 +8,17 @@ its root, created time, verified publisher and the memory diff from its parent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit.bundle.diff import diff_memories
-from bundlekit.bundle.load import LoadResult, load_bundle
+from bundlekit.bundle.load import LoadOptions, LoadResult, load_bundle
 from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory.files import read_tree_files
 
 if TYPE_CHECKING:
+    from bundlekit.bundle.sources import BlockSource
     from bundlekit.crypto._keys import KeySpec
 
 __all__ = ["DEFAULT_DEPTH", "Lineage", "LogStep", "walk_lineage"]
@@ -63,9 +64,10 @@ def _summary(child: LoadResult, parent: LoadResult) -> dict[str, int]:
 def walk_lineage(
     uri: str,
     *,
-    gateways: Iterable[str] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
     depth: int = DEFAULT_DEPTH,
+    options: LoadOptions | None = None,
     load: Callable[..., LoadResult] = load_bundle,
 ) -> Lineage:
     """Walk from the bundle at ``uri`` back through its first parents, each loaded and verified.
@@ -73,13 +75,13 @@ def walk_lineage(
     The first step must load (its errors propagate); a parent that no source
     can supply ends the walk with ``note`` saying which and why. ``depth``
     bounds the number of steps (``UsageError`` below 1). Each step but the
-    oldest carries the memory diff from its parent to it.
+    oldest carries the memory diff from its parent to it. Every step is loaded from ``source`` with
+    ``options`` (``load_bundle``'s).
     """
     if depth < 1:
         raise UsageError("--depth must be at least 1")
-    gws = list(gateways)
     lineage = Lineage()
-    current = load(uri, gateways=gws, key=key)
+    current = load(uri, source=source, key=key, options=options)
     previous: LoadResult | None = None
     while True:
         if previous is not None:
@@ -96,7 +98,7 @@ def walk_lineage(
         parent = current.parents[0]
         previous = current
         try:
-            current = load(f"ipfs://{parent}", gateways=gws, key=key)
+            current = load(f"ipfs://{parent}", source=source, key=key, options=options)
         except (LoadError, UsageError) as exc:
             lineage.note = f"parent {parent} is not reachable ({exc}); the walk stops here"
             return lineage

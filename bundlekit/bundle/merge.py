@@ -34,20 +34,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
-from bundlekit.bundle.load import LoadResult, bundle_blocks, load_bundle
+from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
+from bundlekit.net.http import HttpOptions
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
-    from bundlekit.net.http import HttpOptions
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle", "read_manifest"]
@@ -242,12 +243,14 @@ def _load(
     publishers: Sequence[str] = (),
 ) -> LoadResult:
     """The one call of the loader: ``uri`` verified (publishers enforced), nothing written."""
-    return load_bundle(uri, gateways=gateways, key=key, http=http, publishers=publishers)
+    options = LoadOptions(http=http or HttpOptions(), publishers=tuple(publishers))
+    return load_bundle(uri, source=gateway_source(gateways), key=key, options=options)
 
 
 def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
     """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
-    with bundle_blocks(f"ipfs://{root}", gateways=gateways, http=http) as blocks:
+    options = LoadOptions(http=http or HttpOptions())
+    with bundle_blocks(f"ipfs://{root}", source=gateway_source(gateways), options=options) as blocks:
         return blocks.manifest
 
 
@@ -267,5 +270,5 @@ def build_tree(
     namespace: str | None = None,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
-    return build_bundle(tree, car, parents=sorted(set(parents)), key=key, sign=sign, profile=profile,
-                        namespace=namespace)
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace)
+    return build_bundle(tree, car, key=key, sign=sign, options=options)

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
+from bundlekit.bundle.build import COMPAT_FORMS, BuildOptions, build_bundle
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.manifest import parse_created
 from bundlekit.bundle.signature import build_keys
@@ -57,9 +57,9 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
     when = parse_created(created) if created is not None else None
     replacing = output_path.exists()
     with output.Progress("building", unit="files") as progress:
-        result = build_bundle(memdir, output_path, namespace=namespace, profile=profile, created=when,
-                              key=key, redact_index=redact_index, progress=progress.callback, sign=signer,
-                              compat=compat)
+        options = BuildOptions(namespace=namespace, profile=profile, created=when, redact_index=redact_index,
+                               compat=compat, progress=progress.callback)
+        result = build_bundle(memdir, output_path, key=key, sign=signer, options=options)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
                   f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")

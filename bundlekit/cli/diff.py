@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from bundlekit.bundle.diff import DiffResult, diff_sources
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli.load import check_urls
@@ -31,7 +32,7 @@ def diff(old: str, new: str, gateways: tuple[str, ...], as_json: bool, exit_code
     a tree since its bundle was built: bundlekit diff bundle.car memory
     """
 
-    result = diff_sources(old, new, gateways=gateways, key=resolve_key_spec(**params))
+    result = diff_sources(old, new, source=gateway_source(gateways), key=resolve_key_spec(**params))
     output.warn_all(result.warnings)
     if as_json:
         output.data_json(result.to_dict())

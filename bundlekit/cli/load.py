@@ -7,6 +7,9 @@ warnings and the progress bar go to stderr.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,8 @@ import click
 
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.layers import load_layered, parse_layer_option
-from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, bounded_options, load_bundle
+from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, LoadOptions, bounded_options, load_bundle
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, Seconds
@@ -26,6 +30,24 @@ _PUBLISHER = click.option(
     help="Require a signature by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
 
 __all__ = ["check_urls", "fork", "load"]
+
+
+def _load_limits(command: Callable[..., None]) -> Callable[..., None]:
+    """``--deadline``, ``--follow-redirects`` and ``--max-bytes``, given to ``command`` as one ``limits``
+    (``LoadOptions``: the options are the values it holds, checked by their click types already)."""
+
+    @click.option("--deadline", type=Seconds(), default=DEFAULT_DEADLINE, show_default=True, metavar="SECONDS",
+                  help="Give up when the load (and each response) takes longer.")
+    @click.option("--follow-redirects", is_flag=True,
+                  help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
+    @click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
+                  help="Refuse a bundle whose files claim more bytes than this, together.")
+    @functools.wraps(command)
+    def with_limits(*args: Any, deadline: float, follow_redirects: bool, max_bytes: int, **kwargs: Any) -> None:
+        http = HttpOptions(follow_redirects=follow_redirects)
+        command(*args, limits=LoadOptions(http=http, deadline=deadline, max_bytes=max_bytes), **kwargs)
+
+    return with_limits
 
 
 def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -43,17 +65,11 @@ def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
               help="Trustless gateway, tried in order.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Load layered bundles (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
-@click.option("--deadline", type=Seconds(), default=DEFAULT_DEADLINE,
-              show_default=True, metavar="SECONDS", help="Give up when the load (and each response) takes longer.")
-@click.option("--follow-redirects", is_flag=True,
-              help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
-@click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
-              help="Refuse a bundle whose files claim more bytes than this, together.")
+@_load_limits
 @_PUBLISHER
 @key_options
 def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], layers: tuple[str, ...],
-         as_json: bool, deadline: float, follow_redirects: bool, max_bytes: int, publishers: tuple[str, ...],
-         **params: Any) -> None:
+         as_json: bool, limits: LoadOptions, publishers: tuple[str, ...], **params: Any) -> None:
     """Load the bundle at URI (ipfs://CID, ipns://NAME, gateway URL, .car, manifest URL), verified.
 
     Skipped files are listed as warnings on stderr; a file that does not match
@@ -68,8 +84,10 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         if publishers:
             raise UsageError("--publisher applies to one URI, not to --layer loads")
 
-        outcome = load_layered(parse_layer_option(layers), output_path, gateways=list(gateways), key=key,
-                               http=bounded_options(HttpOptions(), deadline, follow_redirects))
+        # One deadline for all the layers: folded into the HTTP options here, once.
+        bounded = bounded_options(limits.http, limits.deadline)
+        outcome = load_layered(parse_layer_option(layers), output_path, source=gateway_source(gateways), key=key,
+                               options=LoadOptions(http=bounded))
         output.warn_all(outcome.warnings)
         if as_json:
             output.data_json(outcome.to_dict())
@@ -80,9 +98,8 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
         raise UsageError("give a bundle URI (or --layer NAME=URI)")
 
     with output.Progress("loading", unit="files") as progress:
-        result = load_bundle(uri, gateways=gateways, key=key, out_dir=output_path, progress=progress.callback,
-                             deadline=deadline, follow_redirects=follow_redirects, max_bytes=max_bytes,
-                             publishers=publishers)
+        options = replace(limits, progress=progress.callback, publishers=publishers)
+        result = load_bundle(uri, source=gateway_source(gateways), key=key, out_dir=output_path, options=options)
     output.warn_all(result.warnings)
     if result.publisher is not None:
         output.status(f"signed by {result.publisher} (signature verified)")
@@ -115,8 +132,8 @@ def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json
          **params: Any) -> None:
     """Import the bundle at URI into the memory tree DEST (all or nothing), source = the bundle's CID."""
 
-    result = fork_bundle(uri, dest, strategy=strategy, gateways=gateways, key=resolve_key_spec(**params),
-                         publishers=publishers)
+    result = fork_bundle(uri, dest, strategy=strategy, source=gateway_source(gateways),
+                         key=resolve_key_spec(**params), options=LoadOptions(publishers=publishers))
     output.warn_all(result.loaded.warnings)
     if as_json:
         output.data_json(result.summary())

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from bundlekit.bundle.log import DEFAULT_DEPTH, walk_lineage
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count
@@ -27,7 +28,7 @@ __all__ = ["log"]
 @key_options
 def log(uri: str, gateways: tuple[str, ...], depth: int, as_json: bool, **params: Any) -> None:
     """Walk URI's parents back: root, created, publisher and memory changes per step."""
-    lineage = walk_lineage(uri, gateways=gateways, key=resolve_key_spec(**params), depth=depth)
+    lineage = walk_lineage(uri, source=gateway_source(gateways), key=resolve_key_spec(**params), depth=depth)
     if as_json:
         output.data_json(lineage.to_dict())
     else:

@@ -9,7 +9,9 @@ server ever answers from it.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +21,7 @@ import click
 
 from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
@@ -58,6 +61,21 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
     return addr_host.strip("[]"), port
 
 
+def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
+    """``--http`` and ``--host``, given to ``command`` as one ``address`` (``(host, port)``, None for stdio)."""
+
+    @click.option("--http", "http_addr", metavar="[HOST:]PORT",
+                  help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
+    @click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+    @functools.wraps(command)
+    def with_address(*args: Any, http_addr: str | None, host: str | None, **kwargs: Any) -> None:
+        if host is not None and http_addr is None:
+            raise UsageError("--host applies to --http only")
+        command(*args, address=_http_address(http_addr, host) if http_addr is not None else None, **kwargs)
+
+    return with_address
+
+
 @click.command("mcp")
 @click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
               help="The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR when nothing else is named); "
@@ -69,16 +87,14 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
 @click.option("--allow-publish", is_flag=True, help="Offer the bundle_publish tool (build and pin the tree).")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Default pinners of bundle_publish (repeatable; default: local).")
-@click.option("--http", "http_addr", metavar="[HOST:]PORT",
-              help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
-@click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+@_listen_address
 @click.option("--sync-name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
               help="Meanwhile, sync the --memory tree with this key's IPNS name (as `bundlekit sync --name-key`).")
 @click.option("--sync-interval", type=Seconds(), default=60.0, show_default=True, metavar="SECONDS",
               help="Seconds between the background sync rounds.")
 @key_options
 def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
-        allow_publish: bool, pinner_names: tuple[str, ...], http_addr: str | None, host: str | None,
+        allow_publish: bool, pinner_names: tuple[str, ...], address: tuple[str, int] | None,
         sync_name_key: Path | None, sync_interval: float, **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
@@ -88,9 +104,6 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
     """
     if memory_dir is None and from_uri is None and not layers and os.environ.get("BUNDLEKIT_MEMORY_DIR"):
         memory_dir = Path(os.environ["BUNDLEKIT_MEMORY_DIR"])  # the tree every `memory` command reads
-    if host is not None and http_addr is None:
-        raise UsageError("--host applies to --http only")
-    address = _http_address(http_addr, host) if http_addr is not None else None
     server = _sdk_server()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
     default_pinners = pinner_names or ("local",)
@@ -98,7 +111,8 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         for pinner in open_pinners(default_pinners):
             pinner.close()
     served = open_served_memory(
-        memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), gateways=gateways, key=key
+        memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), source=gateway_source(gateways),
+        key=key,
     )
     route_library_logs()  # the SDK's and uvicorn's records as one-line warnings and errors, never tracebacks
     with served:

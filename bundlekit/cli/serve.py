@@ -161,7 +161,9 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     """
     open_module = _ui_module("open")  # before any download: a missing extra fails fast
     # The manifest first; a fetched bundle is held in memory, nothing of it is written to disk.
-    source, root = open_module.open_bundle(uri, gateways=gateways, max_bytes=max_bytes)
+    # The load's values come through the interface's module: loading (httpx) is imported only when open runs.
+    source, root = open_module.open_bundle(uri, source=open_module.gateway_source(gateways),
+                                           options=open_module.LoadOptions(max_bytes=max_bytes))
 
     def announce(server: GatewayServer) -> None:
         page = f"{server.url}/ui/bundle/{cid_to_str(root)}"

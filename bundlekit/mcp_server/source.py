@@ -28,12 +28,12 @@ from pathlib import Path
 
 from bundlekit._closing import Closing
 from bundlekit.bundle.layers import layered_memory, load_layered
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.sources import BlockSource
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.files import read_tree_files
-from bundlekit.net.http import HttpOptions
 
 __all__ = ["ServedMemory", "open_served_memory"]
 
@@ -76,11 +76,12 @@ def open_served_memory(
     memory_dir: Path | None = None,
     from_uri: str | None = None,
     layers: Sequence[tuple[str, str]] = (),
-    gateways: Sequence[str] = (),
+    source: BlockSource | None = None,
     key: KeySpec | None = None,
-    http: HttpOptions | None = None,
+    options: LoadOptions | None = None,
 ) -> ServedMemory:
-    """Open the source the options name (see the module docstring).
+    """Open the source the options name (see the module docstring); bundles are loaded from ``source`` with
+    ``options`` (``load_bundle``'s).
 
     Raises ``UsageError`` for a missing or conflicting source, and what
     ``load_bundle`` / the layer loader raise (``IntegrityError``, ``WrongKeyError``,
@@ -89,21 +90,21 @@ def open_served_memory(
     if from_uri is not None and layers:
         raise UsageError("give either --from URI or --layer NAME=URI options, not both")
     if from_uri is not None:
-        return _from_bundle(from_uri, memory_dir, gateways, key, http)
+        return _from_bundle(from_uri, memory_dir, source, key, options)
     if layers:
-        return _from_layers(layers, memory_dir, gateways, key, http)
+        return _from_layers(layers, memory_dir, source, key, options)
     if memory_dir is None:
         raise UsageError("say what to serve: --memory DIR (or $BUNDLEKIT_MEMORY_DIR), --from URI or --layer NAME=URI")
     return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
 
 
 def _from_bundle(
-    uri: str, memory_dir: Path | None, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None
+    uri: str, memory_dir: Path | None, source: BlockSource | None, key: KeySpec | None, options: LoadOptions | None
 ) -> ServedMemory:
     if memory_dir is not None:
-        result = load_bundle(uri, gateways=gateways, key=key, out_dir=memory_dir, http=http)
+        result = load_bundle(uri, source=source, key=key, out_dir=memory_dir, options=options)
         return ServedMemory(Memory(memory_dir), read_only=False, origin=uri, root=result.root_cid)
-    result = load_bundle(uri, gateways=gateways, key=key, http=http)  # held in memory: nothing written
+    result = load_bundle(uri, source=source, key=key, options=options)  # held in memory: nothing written
     namespace = result.manifest.get("namespace") if isinstance(result.manifest, dict) else None
     memory = Memory(None, namespace=namespace if isinstance(namespace, str) and namespace else None)
     # The bundle's files as they are, as a tree on disk would hold them: a memory holding what looks
@@ -115,13 +116,13 @@ def _from_bundle(
 def _from_layers(
     layers: Sequence[tuple[str, str]],
     memory_dir: Path | None,
-    gateways: Sequence[str],
+    source: BlockSource | None,
     key: KeySpec | None,
-    http: HttpOptions | None,
+    options: LoadOptions | None,
 ) -> ServedMemory:
     origin = "layers:" + ",".join(name for name, _uri in layers)
     if memory_dir is not None:
-        load_layered(list(layers), memory_dir, gateways=gateways, key=key, http=http)
+        load_layered(list(layers), memory_dir, source=source, key=key, options=options)
         return ServedMemory(Memory(memory_dir), read_only=False, origin=origin)
-    memory = layered_memory(layers, gateways=gateways, key=key, http=http)
+    memory = layered_memory(layers, source=source, key=key, options=options)
     return ServedMemory(memory, read_only=True, origin=origin)

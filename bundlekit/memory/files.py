@@ -1,6 +1,6 @@
 """Loaded files back into memories: ``(path, bytes)`` pairs -> records by key and timeline entries.
 
-The one conversion behind ``Memory.load``, ``fork``, ``diff`` and layered
+The one conversion behind ``bundle.load.load_memory``, ``fork``, ``diff`` and layered
 loading: each gets a memory tree's files as a loader returns them
 (``MEMORY.md``, ``<key>.md``, ``timeline/YYYY-MM-DD.jsonl``; plaintext) and
 needs memories. Rules:

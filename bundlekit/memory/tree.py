@@ -692,40 +692,6 @@ class Memory:
                     self._backend.write_timeline(name, data)
             self._stored(catalog, written, previous, removed)
 
-    # -- loading ----------------------------------------------------------------
-
-    @classmethod
-    def load(
-        cls,
-        uri: str,
-        *,
-        gateways: Sequence[str] = (),
-        out_dir: str | os.PathLike[str] | None = None,
-        **options: Any,
-    ) -> Memory:
-        """Load a bundle (manifest URI) verified into a tree and return it.
-
-        Delegates to :func:`bundlekit.bundle.load.load_bundle` (``options`` go to it,
-        except ``namespace``, which names the returned Memory; by default the
-        bundle's own namespace from its manifest). With ``out_dir`` the files
-        land in that directory and the returned Memory reads it; without, the
-        result is a ``Memory(None)`` holding the loaded files.
-        """
-        from bundlekit.bundle.load import load_bundle  # lazy: loading pulls in the network and crypto layers
-        from bundlekit.memory.files import read_tree_files
-
-        namespace = options.pop("namespace", None)
-        result = load_bundle(uri, gateways=gateways, out_dir=out_dir, **options)
-        if namespace is None:
-            manifest = getattr(result, "manifest", None)
-            loaded_ns = manifest.get("namespace") if isinstance(manifest, Mapping) else None
-            namespace = loaded_ns if isinstance(loaded_ns, str) and loaded_ns else None
-        if out_dir is not None:
-            return cls(out_dir, namespace=namespace)
-        memory = cls(None, namespace=namespace)
-        memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace")
-        return memory
-
     def list(self, *, withhold: bool = False) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key. Raises on an invalid file name or frontmatter.
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.car.reader import read_car
 from bundlekit.car.verify import verify_car
@@ -115,7 +115,8 @@ def prepare_source(
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
-        result = build_bundle(path, out, namespace=namespace, profile=profile, key=key, progress=progress, sign=sign)
+        result = build_bundle(path, out, key=key, sign=sign,
+                              options=BuildOptions(namespace=namespace, profile=profile, progress=progress))
         return PreparedSource(Path(result.car), result.root, "memory", result.signer)
     if key is not None or sign is not None:
         raise UsageError(

@@ -21,18 +21,17 @@ to serve: it is refused with a usage error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from bundlekit.bundle.load import DEFAULT_MAX_BYTES, BundleBlocks, bundle_blocks
+from bundlekit.bundle.load import BundleBlocks, LoadOptions, bundle_blocks
+from bundlekit.bundle.sources import BlockSource as LoadSource
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES
 from bundlekit.errors import DAGLimitExceeded, LoadError, MissingBlock, UsageError
 from bundlekit.gateway.sources import BlockSource, CarFileSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import walk_dag
 from bundlekit.net.fetch import parse_uri
-from bundlekit.net.http import HttpOptions
 
-__all__ = ["FETCHED_MAX_BYTES", "open_bundle"]
+__all__ = ["FETCHED_MAX_BYTES", "LoadOptions", "gateway_source", "open_bundle"]
 
 # A fetched bundle is held in memory while it is shown: its files may claim this many bytes together
 # (``open --max-bytes``); the interface reads at most 32 MiB of one bundle anyway (``model.MAX_SHOWN_BUNDLE``).
@@ -46,16 +45,14 @@ _NODE_SHARE = 64
 
 
 def open_bundle(
-    uri: str,
-    *,
-    gateways: Sequence[str] = (),
-    http: HttpOptions | None = None,
-    max_bytes: int = FETCHED_MAX_BYTES,
+    uri: str, *, source: LoadSource | None = None, options: LoadOptions | None = None
 ) -> tuple[BlockSource, bytes]:
-    """The verified blocks of the bundle at ``uri`` as a block source, and its root CID.
+    """The verified blocks of the bundle at ``uri`` as a block source to serve, and its root CID.
 
-    ``max_bytes`` bounds what the files of a fetched bundle (held in memory) may claim together;
-    a local CAR, served from its file, is bounded by the load limit (``DEFAULT_MAX_BYTES``).
+    The bundle is fetched from ``source`` with ``options`` (``load_bundle``'s; ``LoadOptions(max_bytes=
+    FETCHED_MAX_BYTES)`` when None): ``max_bytes`` bounds what the files of a fetched bundle (held in
+    memory) may claim together; a local CAR, served from its file, is bounded by the load limit
+    (``DEFAULT_MAX_BYTES``) whatever ``options`` say.
 
     Raises ``UsageError`` (bad URI, plain HTTPS manifest, no gateway),
     ``ManifestError`` (not a bundle), ``LoadError`` (a block no source has, or
@@ -71,11 +68,11 @@ def open_bundle(
         )
     if target.kind == "car":
         assert target.car is not None
-        with bundle_blocks(uri, max_bytes=DEFAULT_MAX_BYTES) as bundle:  # one root, a manifest, before the full index
+        with bundle_blocks(uri) as bundle:  # one root, a manifest, before the full index
             root = bundle.root
-        source = CarFileSource(target.car)
-        return source, root
-    with bundle_blocks(uri, gateways=gateways, http=http, max_bytes=max_bytes) as bundle:
+        return CarFileSource(target.car), root
+    options = options or LoadOptions(max_bytes=FETCHED_MAX_BYTES)
+    with bundle_blocks(uri, source=source, options=options) as bundle:
         blocks = _fetch_all(bundle)
     return MemorySource(blocks, [bundle.root], "fetched"), bundle.root
 

@@ -41,12 +41,6 @@ EXCEPTIONS: dict[str, str] = {
         "('it takes: ...'); grouping them would change that interface"
     ),
     # Pending: cut down on other branches now.
-    "bundlekit/bundle/build.py::build_bundle": (
-        "pending: issue 27 item 1 on branch load27 (BuildOptions); 107 lines, 13 parameters"
-    ),
-    "bundlekit/bundle/load.py::load_bundle": (
-        "pending: issue 27 item 1 on branch load27 (LoadOptions, BlockSource); 14 parameters"
-    ),
     "bundlekit/bundle/merge.py::merge_bundle": "pending: issue 28, merge and sync options values (after load27); 11 parameters",
     "bundlekit/syncer.py::sync": "pending: issue 28, merge and sync options values (after load27); 14 parameters",
     "bundlekit/syncer.py::_merge_remote": "pending: issue 28, merge and sync options values; 9 parameters",

@@ -48,12 +48,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit",),  # the package's lazy public API re-exports everything
 ]
 
-# The one call that points up, with its reason.
-ALLOWED_UPWARD = {
-    # Memory.load(uri) is part of the public API that DEVELOPERS.md promises; it hands the
-    # URI to the loader, imported when called so the memory layer never needs the network.
-    ("bundlekit.memory.tree", "bundlekit.bundle.load"),
-}
+# Calls that point up, each with its reason: none (loading a tree from a URI is the bundle layer's
+# ``load_memory``, not a method of the memory layer's ``Memory``).
+ALLOWED_UPWARD: set[tuple[str, str]] = set()
 
 # Imports that may stay inside a function: heavy third-party modules that most commands never need. Why each
 # one, with its measured cost, is DEVELOPERS.md's "Lazy imports" section (the one place that says so).
@@ -70,7 +67,6 @@ LAZY_THIRD_PARTY = {
 # Our own modules imported inside a function, as (importer, imported): the memory modules only writes, export,
 # import and the timeline need, which a per-turn `memory list` or `recall` never loads (DEVELOPERS.md, "Lazy imports").
 LAZY_OWN = {
-    ("bundlekit.memory.tree", "bundlekit.memory.files"),
     ("bundlekit.memory.tree", "bundlekit.memory.timeline"),
     ("bundlekit.memory.tree", "bundlekit.memory.transfer"),
     ("bundlekit.memory.tree", "bundlekit.memory.undo"),

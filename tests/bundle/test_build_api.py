@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle.build import build_bundle, render_encrypted_index
+from bundlekit.bundle.build import BuildOptions, build_bundle, render_encrypted_index
 from bundlekit.bundle.load import load_bundle
 from bundlekit.errors import UsageError
 from bundlekit.ipld.cid import cid_to_str
@@ -46,34 +46,36 @@ def test_encrypted_index_bytes_are_unchanged_by_the_one_renderer(count: int, red
 
 
 def test_plain_bundle_index_is_the_fixture_trees_committed_index(tmp_path: Path) -> None:
-    result = build_bundle(FIXTURE, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(FIXTURE, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car))
     assert loaded.files["MEMORY.md"] == (FIXTURE / "MEMORY.md").read_bytes()
 
 
 def test_build_takes_the_namespace_of_a_memory_object(tree: Path, tmp_path: Path) -> None:
     mem = Memory(tree, namespace="coach-v2")
-    result = build_bundle(mem, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(mem, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert result.manifest["namespace"] == "coach-v2"
 
 
 def test_namespace_option_wins_over_the_memory_objects(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(Memory(tree, namespace="coach-v2"), tmp_path / "b.car", created=CREATED, namespace="ns")
+    result = build_bundle(Memory(tree, namespace="coach-v2"), tmp_path / "b.car",
+                          options=BuildOptions(created=CREATED, namespace="ns"))
     assert result.manifest["namespace"] == "ns"
 
 
 def test_a_memory_object_builds_the_same_root_as_its_directory_under_the_same_namespace(
     tree: Path, tmp_path: Path
 ) -> None:
-    by_dir = build_bundle(tree, tmp_path / "a.car", created=CREATED, namespace="coach")
-    by_memory = build_bundle(Memory(tree, namespace="coach"), tmp_path / "b.car", created=CREATED)
+    by_dir = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(created=CREATED, namespace="coach"))
+    by_memory = build_bundle(Memory(tree, namespace="coach"), tmp_path / "b.car",
+                             options=BuildOptions(created=CREATED))
     assert by_dir.root == by_memory.root
 
 
 def test_an_in_memory_tree_builds_a_bundle(tmp_path: Path) -> None:
     mem = Memory(None, namespace="scratch", clock=lambda: CREATED)
     mem.write("user_role", name="Role", description="d", type="user", body="b")
-    result = build_bundle(mem, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(mem, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert result.paths == ["memory/MEMORY.md", "memory/user_role.md"]
     assert result.manifest["namespace"] == "scratch"
 
@@ -84,13 +86,13 @@ def test_a_memory_object_over_a_missing_directory_is_refused(tmp_path: Path) -> 
 
 
 def test_result_gives_the_root_as_text_and_the_manifest_uri(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert result.root_cid == cid_to_str(result.root)
     assert result.manifest_uri == f"ipfs://{result.root_cid}/manifest.json"
 
 
 def test_load_result_gives_the_root_as_text_and_the_directory_it_wrote(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert loaded.root_cid == result.root_cid
     assert loaded.out_dir == tmp_path / "out" and loaded.summary()["out_dir"] == str(tmp_path / "out")

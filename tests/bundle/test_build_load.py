@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle.build import build_bundle
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.load import load_bundle, load_memory
 from bundlekit.bundle.manifest import canonical_json, parse_manifest
+from bundlekit.bundle.sources import Gateways
 from bundlekit.errors import LoadError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
@@ -24,7 +25,7 @@ def _tree_files(root: Path) -> dict[str, bytes]:
 
 
 def test_build_writes_a_car_with_the_seed_003_layout(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert result.car.is_file() and result.bytes == result.car.stat().st_size
     assert result.paths == sorted(["memory/MEMORY.md", "memory/feedback_tone.md", "memory/project_season.md",
                                    "memory/reference_reel.md", "memory/user_role.md",
@@ -36,8 +37,8 @@ def test_build_writes_a_car_with_the_seed_003_layout(tree: Path, tmp_path: Path)
 
 
 def test_same_tree_and_created_give_the_same_root(tree: Path, tmp_path: Path) -> None:
-    a = build_bundle(tree, tmp_path / "a.car", created=CREATED)
-    b = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    a = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(created=CREATED))
+    b = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert a.root == b.root
     assert (tmp_path / "a.car").read_bytes() == (tmp_path / "b.car").read_bytes()
 
@@ -45,39 +46,39 @@ def test_same_tree_and_created_give_the_same_root(tree: Path, tmp_path: Path) ->
 def test_source_date_epoch_sets_created(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(CREATED.timestamp())))
     a = build_bundle(tree, tmp_path / "a.car")
-    b = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    b = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert a.root == b.root
 
 
 def test_a_different_created_gives_a_different_root(tree: Path, tmp_path: Path) -> None:
-    a = build_bundle(tree, tmp_path / "a.car", created=CREATED)
-    b = build_bundle(tree, tmp_path / "b.car", created=CREATED.replace(second=1))
+    a = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(created=CREATED))
+    b = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED.replace(second=1)))
     assert a.root != b.root
 
 
 def test_stale_index_on_disk_is_not_trusted(tree: Path, tmp_path: Path) -> None:
-    good = build_bundle(tree, tmp_path / "a.car", created=CREATED)
+    good = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(created=CREATED))
     (tree / "MEMORY.md").write_text("# stale\n")
-    again = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    again = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert again.root == good.root
 
 
 def test_manifest_in_the_car_is_canonical(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car))
     assert loaded.root == result.root
     assert canonical_json(loaded.manifest) == canonical_json(result.manifest)
 
 
 def test_load_from_local_car_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
     assert loaded.manifest_verified and loaded.warnings == []
 
 
 def test_a_loaded_tree_follows_the_umask(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     old = os.umask(0o027)
     try:
         load_bundle(str(result.car), out_dir=tmp_path / "out")
@@ -87,7 +88,7 @@ def test_a_loaded_tree_follows_the_umask(tree: Path, tmp_path: Path) -> None:
 
 
 def test_a_tree_under_a_file_is_a_load_error_naming_it(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     blocker = tmp_path / "afile"
     blocker.write_text("x")
     with pytest.raises(LoadError, match=f"cannot write {blocker / 'out'}: a file is in the way"):
@@ -101,15 +102,16 @@ def _tree_files_bundle(tree: Path) -> dict[str, bytes]:
 
 
 def test_build_serve_load_over_http_gives_byte_identical_files(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     with serve_in_thread(cars=[result.car]) as server:
-        loaded = load_bundle(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], out_dir=tmp_path / "out")
+        loaded = load_bundle(f"ipfs://{cid_to_str(result.root)}", source=Gateways([server.url]),
+                             out_dir=tmp_path / "out")
     assert _tree_files(tmp_path / "out") == _tree_files_bundle(tree)
     assert loaded.warnings == [] and loaded.manifest_verified
 
 
 def test_path_gateway_uri_loads_without_extra_gateways(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     with serve_in_thread(cars=[result.car]) as server:
         loaded = load_bundle(f"{server.url}/ipfs/{cid_to_str(result.root)}/manifest.json")
     assert loaded.files == _tree_files_bundle(tree)
@@ -118,7 +120,7 @@ def test_path_gateway_uri_loads_without_extra_gateways(tree: Path, tmp_path: Pat
 def test_load_into_a_non_empty_directory_is_refused(tree: Path, tmp_path: Path) -> None:
     from bundlekit.errors import UsageError
 
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     with pytest.raises(UsageError, match="not an empty directory"):
         load_bundle(str(result.car), out_dir=tree)
 
@@ -129,7 +131,7 @@ def test_invalid_tree_is_refused_and_no_car_written(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "t")
     (root / "broken.md").write_text("no frontmatter here\n")
     with pytest.raises(FrontmatterError):
-        build_bundle(root, tmp_path / "b.car", created=CREATED)
+        build_bundle(root, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     assert not (tmp_path / "b.car").exists()
 
 
@@ -140,24 +142,23 @@ def test_secret_in_tree_is_refused(tmp_path: Path) -> None:
     text = (root / "user_role.md").read_text()
     (root / "user_role.md").write_text(text + "\nkey AKIAIOSFODNN7EXAMPLE\n")
     with pytest.raises(SecretDetectedError):
-        build_bundle(root, tmp_path / "b.car", created=CREATED)
+        build_bundle(root, tmp_path / "b.car", options=BuildOptions(created=CREATED))
 
 
 def test_manifest_lists_every_file_with_its_cid(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car))
     files = parse_manifest(canonical_json(loaded.manifest))["memory"]["files"]
     assert sorted(files) == result.paths
     assert all(entry["size"] > 0 for entry in files.values())
 
 
-def test_memory_load_delegates_to_the_loader(tree: Path, tmp_path: Path) -> None:
-    from bundlekit.memory import Memory
-
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+def test_load_memory_delegates_to_the_loader(tree: Path, tmp_path: Path) -> None:
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     with serve_in_thread(cars=[result.car]) as server:
-        in_memory = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url])
-        on_disk = Memory.load(f"ipfs://{cid_to_str(result.root)}", gateways=[server.url], out_dir=tmp_path / "out")
+        in_memory = load_memory(f"ipfs://{cid_to_str(result.root)}", source=Gateways([server.url]))
+        on_disk = load_memory(f"ipfs://{cid_to_str(result.root)}", source=Gateways([server.url]),
+                              out_dir=tmp_path / "out")
     assert {r.key for r in in_memory.list()} == {r.key for r in on_disk.list()} == {
         "user_role", "feedback_tone", "project_season", "reference_reel"}
 
@@ -169,7 +170,7 @@ def test_a_seed_003_style_loader_can_fetch_the_index_and_its_links(tree: Path, t
 
     import httpx
 
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     with serve_in_thread(cars=[result.car]) as server, httpx.Client() as client:
         base = f"{server.url}/ipfs/{cid_to_str(result.root)}/"
         index = client.get(base + "memory/MEMORY.md").text
@@ -183,7 +184,8 @@ def test_an_empty_tree_builds_and_loads(tmp_path: Path) -> None:
     from bundlekit.memory import Memory
 
     Memory(tmp_path / "empty").init()
-    result = build_bundle(tmp_path / "empty", tmp_path / "e.car", created=CREATED, namespace="empty")
+    result = build_bundle(tmp_path / "empty", tmp_path / "e.car",
+                          options=BuildOptions(created=CREATED, namespace="empty"))
     assert result.paths == ["memory/MEMORY.md"] and result.manifest["memory"]["timeline"] == []
     loaded = load_bundle(str(result.car), out_dir=tmp_path / "out")
     assert sorted(loaded.files) == ["MEMORY.md"]
@@ -195,7 +197,7 @@ def test_keys_with_dots_and_dashes_round_trip(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "t", clock=lambda: CREATED)
     for key in ("-dash-first", "v1.2_notes", "a"):
         mem.write(key, name=key, description="d", type="user", body="b")
-    result = build_bundle(tmp_path / "t", tmp_path / "k.car", created=CREATED)
+    result = build_bundle(tmp_path / "t", tmp_path / "k.car", options=BuildOptions(created=CREATED))
     loaded = load_bundle(str(result.car))
     assert {"-dash-first.md", "v1.2_notes.md", "a.md"} <= set(loaded.files)
 
@@ -209,7 +211,7 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
 
     from .conftest import car_blocks
 
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     blocks = car_blocks(result.car)
 
     def serve(request: httpx.Request) -> httpx.Response:
@@ -236,7 +238,7 @@ def test_subdomain_gateway_uri_uses_cid_subdomains(tree: Path, tmp_path: Path) -
 
 @pytest.mark.parametrize("profile", ["unixfs-v0-2015", "kubo-cidv1", "ipfs-car"])
 def test_other_profiles_build_and_load(tree: Path, tmp_path: Path, profile: str) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED, profile=profile)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED, profile=profile))
     assert result.manifest["profile"] == profile
     loaded = load_bundle(str(result.car))
     assert loaded.files == _tree_files_bundle(tree)

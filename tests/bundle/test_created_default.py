@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.load import load_memory
 from bundlekit.cli import cli
 from bundlekit.errors import DeviceMemoryError
 from bundlekit.ipld.cid import cid_to_str
@@ -62,7 +63,7 @@ def test_empty_tree_defaults_to_the_epoch(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     mem = Memory(tmp_path / "empty")
     mem.init()
-    result = build_bundle(tmp_path / "empty", tmp_path / "e.car", namespace="empty")
+    result = build_bundle(tmp_path / "empty", tmp_path / "e.car", options=BuildOptions(namespace="empty"))
     assert json.loads(json.dumps(_manifest(result)))["created"] == "1970-01-01T00:00:00Z"
 
 
@@ -76,10 +77,10 @@ def test_device_memories_are_refused_and_no_car_is_written(tree: Path, tmp_path:
     assert not (tmp_path / "d.car").exists()
 
 
-def test_memory_load_takes_the_bundle_namespace(tree: Path, tmp_path: Path) -> None:
-    build_bundle(tree, tmp_path / "ns.car", namespace="coach")
-    assert Memory.load(str(tmp_path / "ns.car")).namespace == "coach"
-    assert Memory.load(str(tmp_path / "ns.car"), namespace="other").namespace == "other"
+def test_load_memory_takes_the_bundle_namespace(tree: Path, tmp_path: Path) -> None:
+    build_bundle(tree, tmp_path / "ns.car", options=BuildOptions(namespace="coach"))
+    assert load_memory(str(tmp_path / "ns.car")).namespace == "coach"
+    assert load_memory(str(tmp_path / "ns.car"), namespace="other").namespace == "other"
 
 
 def test_a_source_date_epoch_out_of_range_is_a_one_line_usage_error(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.diff import diff_sources, side_labels
 from bundlekit.cli import cli
 from bundlekit.memory import Memory
@@ -18,7 +18,7 @@ from .conftest import CREATED
 def _changed_tree(tree: Path, tmp_path: Path) -> Path:
     """Build ``tree`` into tmp_path/bundle.car, then add, remove and change one memory each."""
     car = tmp_path / "bundle.car"
-    build_bundle(tree, car, created=CREATED)
+    build_bundle(tree, car, options=BuildOptions(created=CREATED))
     mem = Memory(tree, clock=lambda: CREATED.replace(day=15))
     mem.write("new_one", name="New", description="fresh", type="project", body="New.")
     mem.forget("reference_reel")

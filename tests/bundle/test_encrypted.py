@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle.build import BundleResult, build_bundle
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.errors import IntegrityError, KeySourceError, UsageError, WrongKeyError
 from bundlekit.ipld.cid import cid_to_str
@@ -34,7 +35,7 @@ def _rng() -> Callable[[int], bytes]:
 
 @pytest.fixture
 def enc(tree: Path, tmp_path: Path) -> BundleResult:
-    return build_bundle(tree, tmp_path / "enc.car", created=CREATED, key=KEY)
+    return build_bundle(tree, tmp_path / "enc.car", key=KEY, options=BuildOptions(created=CREATED))
 
 
 def _stored(bundle: BundleResult, path: str) -> bytes:
@@ -59,7 +60,8 @@ def test_encrypted_index_links_each_file_by_cid(enc: BundleResult) -> None:
 
 
 def test_redacted_index_leaves_descriptions_out(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "r.car", created=CREATED, key=KEY, redact_index=True)
+    result = build_bundle(tree, tmp_path / "r.car", key=KEY,
+                          options=BuildOptions(created=CREATED, redact_index=True))
     index = _stored(result, "memory/MEMORY.md").decode()
     assert "Argentina" not in index and "- [user_role.md](ipfs://" in index
     assert "Argentina" not in result.car.read_bytes().decode("latin-1")
@@ -67,7 +69,7 @@ def test_redacted_index_leaves_descriptions_out(tree: Path, tmp_path: Path) -> N
 
 def test_redact_index_without_a_key_is_refused(tree: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="redact"):
-        build_bundle(tree, tmp_path / "r.car", created=CREATED, redact_index=True)
+        build_bundle(tree, tmp_path / "r.car", options=BuildOptions(created=CREATED, redact_index=True))
 
 
 def test_no_body_or_timeline_plaintext_anywhere_in_the_car(enc: BundleResult) -> None:
@@ -77,7 +79,7 @@ def test_no_body_or_timeline_plaintext_anywhere_in_the_car(enc: BundleResult) ->
 
 
 def test_plaintext_build_does_contain_the_canaries(tree: Path, tmp_path: Path) -> None:
-    raw = build_bundle(tree, tmp_path / "p.car", created=CREATED).car.read_bytes()
+    raw = build_bundle(tree, tmp_path / "p.car", options=BuildOptions(created=CREATED)).car.read_bytes()
     assert BODY_CANARY.encode() in raw and TIMELINE_CANARY.encode() in raw  # the canary test can fail
 
 
@@ -121,8 +123,8 @@ def test_tampered_encrypted_block_is_an_integrity_error_naming_the_file(
     gateway.blocks.update(car_blocks(enc.car))
     gateway.tamper.add(parse_cid(enc.manifest["memory"]["files"]["memory/feedback_tone.md.enc"]["cid"]))
     with pytest.raises(IntegrityError, match="memory/feedback_tone.md.enc"):
-        load_bundle(f"ipfs://{cid_to_str(enc.root)}", gateways=[url], key=KEY, out_dir=tmp_path / "out",
-                    http=HttpOptions(sleep=lambda s: None))
+        load_bundle(f"ipfs://{cid_to_str(enc.root)}", source=Gateways([url]), key=KEY,
+                    out_dir=tmp_path / "out", options=LoadOptions(http=HttpOptions(sleep=lambda s: None)))
     assert not (tmp_path / "out").exists()
 
 
@@ -159,14 +161,14 @@ def test_ciphertext_moved_to_another_path_fails_decryption_as_integrity_error(
 
 
 def test_injected_randomness_makes_encrypted_builds_reproducible(tree: Path, tmp_path: Path) -> None:
-    a = build_bundle(tree, tmp_path / "a.car", created=CREATED, key=KEY, rng=_rng())
-    b = build_bundle(tree, tmp_path / "b.car", created=CREATED, key=KEY, rng=_rng())
+    a = build_bundle(tree, tmp_path / "a.car", key=KEY, options=BuildOptions(created=CREATED, rng=_rng()))
+    b = build_bundle(tree, tmp_path / "b.car", key=KEY, options=BuildOptions(created=CREATED, rng=_rng()))
     assert a.root == b.root
 
 
 def test_default_randomness_makes_encrypted_builds_differ(tree: Path, tmp_path: Path) -> None:
-    a = build_bundle(tree, tmp_path / "a.car", created=CREATED, key=KEY)
-    b = build_bundle(tree, tmp_path / "b.car", created=CREATED, key=KEY)
+    a = build_bundle(tree, tmp_path / "a.car", key=KEY, options=BuildOptions(created=CREATED))
+    b = build_bundle(tree, tmp_path / "b.car", key=KEY, options=BuildOptions(created=CREATED))
     assert a.root != b.root
 
 

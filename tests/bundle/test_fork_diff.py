@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.diff import diff_sources
 from bundlekit.bundle.fork import fork_bundle
+from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.sources import Gateways
 from bundlekit.cli import cli
 from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.errors import IntegrityError, SecretDetectedError, UsageError
@@ -26,7 +28,7 @@ from .conftest import CREATED, BlockGateway, car_blocks, make_tree
 
 @pytest.fixture
 def bundle(tree: Path, tmp_path: Path) -> BundleResult:
-    return build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    return build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
 
 
 def _local(root: Path) -> Memory:
@@ -49,7 +51,7 @@ def test_fork_into_a_new_tree_sets_source_to_the_root(bundle: BundleResult, tmp_
 
 def test_fork_over_http_gateway(bundle: BundleResult, tmp_path: Path) -> None:
     with serve_in_thread(cars=[bundle.car]) as server:
-        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "fork", gateways=[server.url])
+        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "fork", source=Gateways([server.url]))
     assert Memory(tmp_path / "fork").read("feedback_tone") is not None
 
 
@@ -83,16 +85,16 @@ def test_fork_of_a_tampered_bundle_changes_nothing(
     _local(tmp_path / "dest")
     before = sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md"))
     with pytest.raises(IntegrityError):
-        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "dest", gateways=[url],
-                     http=HttpOptions(sleep=lambda s: None))
+        fork_bundle(f"ipfs://{cid_to_str(bundle.root)}", tmp_path / "dest", source=Gateways([url]),
+                    options=LoadOptions(http=HttpOptions(sleep=lambda s: None)))
     assert sorted((p.name, p.read_bytes()) for p in (tmp_path / "dest").glob("*.md")) == before
 
 
 def test_fork_into_a_new_tree_that_fails_leaves_no_directory(bundle: BundleResult, tmp_path: Path) -> None:
     from bundlekit.errors import KeySourceError
 
-    enc = build_bundle(make_tree(tmp_path / "t2"), tmp_path / "e.car", created=CREATED,
-                       key=RawKeyFile(bytes(32)))
+    enc = build_bundle(make_tree(tmp_path / "t2"), tmp_path / "e.car", key=RawKeyFile(bytes(32)),
+                       options=BuildOptions(created=CREATED))
     with pytest.raises(KeySourceError):
         fork_bundle(str(enc.car), tmp_path / "new")
     assert not (tmp_path / "new").exists()
@@ -100,7 +102,8 @@ def test_fork_into_a_new_tree_that_fails_leaves_no_directory(bundle: BundleResul
 
 def test_fork_of_an_encrypted_bundle_decrypts(tmp_path: Path) -> None:
     key = RawKeyFile(bytes(32))
-    enc = build_bundle(make_tree(tmp_path / "t"), tmp_path / "e.car", created=CREATED, key=key)
+    enc = build_bundle(make_tree(tmp_path / "t"), tmp_path / "e.car", key=key,
+                       options=BuildOptions(created=CREATED))
     fork_bundle(str(enc.car), tmp_path / "fork", key=key)
     role = Memory(tmp_path / "fork").read("user_role")
     assert role is not None and "Plays as a winger" in role.body
@@ -133,9 +136,9 @@ def test_diff_names_added_removed_and_changed_fields(tree: Path, bundle: BundleR
 
 def test_diff_of_two_cids_over_a_gateway(tree: Path, bundle: BundleResult, tmp_path: Path) -> None:
     Memory(tree, clock=lambda: CREATED).write("extra", name="X", description="x", type="user", body="x")
-    second = build_bundle(tree, tmp_path / "c.car", created=CREATED)
+    second = build_bundle(tree, tmp_path / "c.car", options=BuildOptions(created=CREATED))
     with serve_in_thread(cars=[bundle.car, second.car]) as server:
-        result = diff_sources(cid_to_str(bundle.root), cid_to_str(second.root), gateways=[server.url])
+        result = diff_sources(cid_to_str(bundle.root), cid_to_str(second.root), source=Gateways([server.url]))
     assert result.added == ["extra"] and not result.removed and not result.changed
 
 
@@ -160,7 +163,7 @@ def test_fork_refusing_a_secret_names_what_a_forker_can_do_not_a_missing_option(
         patched.setattr(secrets_module, "guard", lambda *a, **k: None)  # looked up by the tree when it runs
         for name in ("guard_key", "guard_record"):
             patched.setattr(screen_module, name, lambda *a, **k: None)
-        built = build_bundle(tree, tmp_path / "leak.car", created=CREATED)
+        built = build_bundle(tree, tmp_path / "leak.car", options=BuildOptions(created=CREATED))
     result = CliRunner().invoke(cli, ["fork", str(built.car), str(tmp_path / "fork")])
     assert result.exit_code == SecretDetectedError.exit_code
     assert "leak.md line" in result.stderr and "rule anthropic-api-key" in result.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from tests import reference_tools
 
 from .conftest import CREATED
@@ -25,7 +25,7 @@ def _ipfs_car(*args: str) -> str:
 
 
 def test_ipfs_car_lists_the_bundle_layout(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     listed = {line.strip() for line in _ipfs_car("ls", str(result.car)).splitlines()}
     assert {"./manifest.json", "./memory/MEMORY.md", "./memory/user_role.md",
             "./memory/timeline/2026-04-14.jsonl"} <= listed
@@ -33,7 +33,7 @@ def test_ipfs_car_lists_the_bundle_layout(tree: Path, tmp_path: Path) -> None:
 
 
 def test_ipfs_car_repacks_the_unpacked_bundle_to_the_same_root(tree: Path, tmp_path: Path) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    result = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     _ipfs_car("unpack", str(result.car), "--output", str(tmp_path / "out"))
     repacked = _ipfs_car("pack", str(tmp_path / "out"), "--no-wrap", "--output", str(tmp_path / "x.car"))
     assert repacked.split()[-1] == result.root_cid

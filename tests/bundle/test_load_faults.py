@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from bundlekit.bundle.build import BundleResult, build_bundle
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.bundle.manifest import canonical_json
+from bundlekit.bundle.sources import Gateways
 from bundlekit.errors import IntegrityError, LoadError, ManifestError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str, parse_cid
@@ -21,12 +22,12 @@ from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks
 
-NO_SLEEP: dict[str, Any] = {"http": HttpOptions(sleep=lambda s: None, jitter=lambda: 0.0)}
+NO_SLEEP = HttpOptions(sleep=lambda s: None, jitter=lambda: 0.0)
 
 
 @pytest.fixture
 def bundle(tree: Path, tmp_path: Path) -> BundleResult:
-    return build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    return build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_one_car_request_of_the_root_suffices_for_the_whole_bundle(
     gw: tuple[BlockGateway, str], bundle: BundleResult
 ) -> None:
     gateway, url = gw
-    loaded = load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
+    loaded = load_bundle(_uri(bundle), source=Gateways([url]), options=LoadOptions(http=NO_SLEEP))
     assert gateway.requests == [(f"/ipfs/{cid_to_str(bundle.root)}", "car")]
     assert loaded.warnings == [] and len(loaded.files) == 6
 
@@ -63,7 +64,7 @@ def test_per_block_path_reads_the_manifest_before_the_memory_directory(
     gw: tuple[BlockGateway, str], bundle: BundleResult
 ) -> None:
     gateway, url = gw
-    load_bundle(_uri(bundle), gateways=[url], prefer_car=False, **NO_SLEEP)
+    load_bundle(_uri(bundle), source=Gateways([url]), options=LoadOptions(prefer_car=False, http=NO_SLEEP))
     manifest = _dir_entry(gateway.blocks, bundle.root, "manifest.json")
     memory = _dir_entry(gateway.blocks, bundle.root, "memory")
     assert gateway.requests[:3] == [
@@ -79,7 +80,8 @@ def test_altered_block_gives_an_integrity_error_naming_the_file(
     gateway, url = gw
     gateway.tamper.add(_file_cid(bundle, "memory/user_role.md"))
     with pytest.raises(IntegrityError, match="memory/user_role.md"):
-        load_bundle(_uri(bundle), gateways=[url], out_dir=tmp_path / "out", **NO_SLEEP)
+        load_bundle(_uri(bundle), source=Gateways([url]), out_dir=tmp_path / "out",
+                    options=LoadOptions(http=NO_SLEEP))
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
@@ -90,7 +92,8 @@ def test_altered_block_is_replaced_from_an_honest_gateway(
     evil, evil_url = gw
     evil.tamper.add(_file_cid(bundle, "memory/user_role.md"))
     with serve_in_thread(cars=[bundle.car]) as honest:
-        loaded = load_bundle(_uri(bundle), gateways=[evil_url, honest.url], **NO_SLEEP)
+        loaded = load_bundle(_uri(bundle), source=Gateways([evil_url, honest.url]),
+                             options=LoadOptions(http=NO_SLEEP))
     assert b"Plays as a winger" in loaded.files["user_role.md"]
     assert any("wrong content" in note for note in loaded.notes)
 
@@ -101,14 +104,16 @@ def test_dead_first_gateway_falls_through_to_the_next(
     dead, dead_url, _server = block_gateway
     dead.dead = True
     with serve_in_thread(cars=[bundle.car]) as server:
-        loaded = load_bundle(_uri(bundle), gateways=[dead_url, server.url], **NO_SLEEP)
+        loaded = load_bundle(_uri(bundle), source=Gateways([dead_url, server.url]),
+                             options=LoadOptions(http=NO_SLEEP))
     assert loaded.warnings == [] and "user_role.md" in loaded.files
     assert len(dead.requests) == 3  # the CAR request, retried on 503, then given up
 
 
 def test_unreachable_first_gateway_falls_through(bundle: BundleResult) -> None:
     with serve_in_thread(cars=[bundle.car]) as server:
-        loaded = load_bundle(_uri(bundle), gateways=["http://127.0.0.1:9", server.url], **NO_SLEEP)
+        loaded = load_bundle(_uri(bundle), source=Gateways(["http://127.0.0.1:9", server.url]),
+                             options=LoadOptions(http=NO_SLEEP))
     assert "feedback_tone.md" in loaded.files
 
 
@@ -117,7 +122,8 @@ def test_missing_block_skips_the_file_with_a_warning(
 ) -> None:
     gateway, url = gw
     gateway.missing.add(_file_cid(bundle, "memory/reference_reel.md"))
-    loaded = load_bundle(_uri(bundle), gateways=[url], out_dir=tmp_path / "out", **NO_SLEEP)
+    loaded = load_bundle(_uri(bundle), source=Gateways([url]), out_dir=tmp_path / "out",
+                         options=LoadOptions(http=NO_SLEEP))
     assert "reference_reel.md" not in loaded.files
     assert len(loaded.warnings) == 1 and "memory/reference_reel.md" in loaded.warnings[0]
     assert ("raw" in {fmt for _p, fmt in gateway.requests})  # the per-block fallback was tried
@@ -127,7 +133,8 @@ def test_missing_block_skips_the_file_with_a_warning(
 
 def test_per_block_path_alone_loads_everything(gw: tuple[BlockGateway, str], bundle: BundleResult) -> None:
     gateway, url = gw
-    loaded = load_bundle(_uri(bundle), gateways=[url], prefer_car=False, **NO_SLEEP)
+    loaded = load_bundle(_uri(bundle), source=Gateways([url]),
+                         options=LoadOptions(prefer_car=False, http=NO_SLEEP))
     assert {fmt for _p, fmt in gateway.requests} == {"raw"}
     assert loaded.warnings == [] and len(loaded.files) == 6
 
@@ -136,7 +143,7 @@ def test_missing_manifest_is_a_load_error(gw: tuple[BlockGateway, str], bundle: 
     gateway, url = gw
     gateway.missing.add(bundle.root)
     with pytest.raises(LoadError, match="manifest.json"):
-        load_bundle(_uri(bundle), gateways=[url], **NO_SLEEP)
+        load_bundle(_uri(bundle), source=Gateways([url]), options=LoadOptions(http=NO_SLEEP))
 
 
 def _bundle_like_dag(tmp_path: Path, manifest: bytes | None) -> tuple[Path, bytes]:
@@ -162,7 +169,8 @@ def test_a_dag_without_manifest_fails_before_any_file_block_is_requested(
     car, root = _bundle_like_dag(tmp_path, None)
     gateway.blocks.update(car_blocks(car))
     with pytest.raises(ManifestError, match="not a bundle: no manifest.json"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=prefer_car, **NO_SLEEP)
+        load_bundle(f"ipfs://{cid_to_str(root)}", source=Gateways([url]),
+                    options=LoadOptions(prefer_car=prefer_car, http=NO_SLEEP))
     # Per block: the root block, nothing more. With the CAR: that one request, no block asked for alone.
     assert gateway.requests == [(f"/ipfs/{cid_to_str(root)}", fmt)]
 
@@ -174,14 +182,15 @@ def test_an_invalid_manifest_fails_before_any_file_block_is_requested(
     car, root = _bundle_like_dag(tmp_path, b'{"format": "bundlekit/99"}')
     gateway.blocks.update(car_blocks(car))
     with pytest.raises(ManifestError, match="bundlekit/99"):
-        load_bundle(f"ipfs://{cid_to_str(root)}", gateways=[url], prefer_car=False, **NO_SLEEP)
+        load_bundle(f"ipfs://{cid_to_str(root)}", source=Gateways([url]),
+                    options=LoadOptions(prefer_car=False, http=NO_SLEEP))
     assert [fmt for _path, fmt in gateway.requests] == ["raw", "raw"]  # root, manifest; no CAR, no file
 
 
 def test_no_gateway_and_no_store_is_a_usage_error(bundle: BundleResult, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BUNDLEKIT_GATEWAYS", raising=False)
     with pytest.raises(UsageError, match="gateway"):
-        load_bundle(_uri(bundle), use_store=False)
+        load_bundle(_uri(bundle), source=Gateways())
 
 
 def test_ipfs_uri_reads_the_local_store_first(
@@ -241,7 +250,7 @@ def static_site(bundle: BundleResult, tmp_path: Path) -> Iterator[tuple[Path, st
 
 def test_plain_manifest_url_verifies_files_but_not_the_manifest(static_site: tuple[Path, str]) -> None:
     _site, url = static_site
-    loaded = load_bundle(url, **NO_SLEEP)
+    loaded = load_bundle(url, options=LoadOptions(http=NO_SLEEP))
     assert loaded.manifest_verified is False and loaded.root is None
     assert loaded.warnings == [] and b"Plays as a winger" in loaded.files["user_role.md"]
     assert loaded.source == url
@@ -252,13 +261,13 @@ def test_plain_manifest_url_rejects_an_altered_file(static_site: tuple[Path, str
     target = site / "memory" / "feedback_tone.md"
     target.write_bytes(target.read_bytes().replace(b"direct", b"gentle"))
     with pytest.raises(IntegrityError, match="memory/feedback_tone.md"):
-        load_bundle(url, **NO_SLEEP)
+        load_bundle(url, options=LoadOptions(http=NO_SLEEP))
 
 
 def test_plain_manifest_url_skips_a_missing_file_with_a_warning(static_site: tuple[Path, str]) -> None:
     site, url = static_site
     (site / "memory" / "project_season.md").unlink()
-    loaded = load_bundle(url, **NO_SLEEP)
+    loaded = load_bundle(url, options=LoadOptions(http=NO_SLEEP))
     assert "project_season.md" not in loaded.files
     assert loaded.warnings and "memory/project_season.md" in loaded.warnings[0]
 
@@ -268,4 +277,4 @@ def test_plain_manifest_url_rejects_a_file_longer_than_listed(static_site: tuple
     target = site / "memory" / "user_role.md"
     target.write_bytes(target.read_bytes() + b"\ninjected instructions\n")
     with pytest.raises(IntegrityError, match="memory/user_role.md"):
-        load_bundle(url, **NO_SLEEP)
+        load_bundle(url, options=LoadOptions(http=NO_SLEEP))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import bundlekit._fs as fs
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
 
 from .conftest import CREATED
@@ -18,7 +18,7 @@ from .conftest import CREATED
 def test_a_loaded_tree_is_flushed_once_before_it_is_renamed_into_place(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    car = build_bundle(tree, tmp_path / "b.car", created=CREATED).car
+    car = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED)).car
     dest = tmp_path / "out"
     flushes: list[tuple[bool, bool]] = []
     monkeypatch.setattr(fs, "sync_tree", lambda p: flushes.append((dest.exists(), (Path(p) / "MEMORY.md").exists())))
@@ -31,7 +31,7 @@ def test_a_loaded_tree_is_flushed_once_before_it_is_renamed_into_place(
 def test_no_loaded_memory_file_is_fsynced_on_its_own(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    car = build_bundle(tree, tmp_path / "b.car", created=CREATED).car
+    car = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED)).car
     synced: list[str] = []
     real_fsync = os.fsync
 

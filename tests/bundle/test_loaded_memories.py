@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.diff import read_side
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.layers import layered_memory
+from bundlekit.bundle.load import load_memory
 from bundlekit.memory import Memory, MemoryRecord
 
 from .conftest import CREATED
@@ -20,7 +21,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> BundleResult:
-    return build_bundle(FIXTURE, tmp_path / "fixture.car", created=CREATED)
+    return build_bundle(FIXTURE, tmp_path / "fixture.car", options=BuildOptions(created=CREATED))
 
 
 def _content(records: Any) -> list[tuple[str, dict[str, Any], str]]:
@@ -32,8 +33,8 @@ def _content(records: Any) -> list[tuple[str, dict[str, Any], str]]:
 EXPECTED = _content(Memory(FIXTURE).list())
 
 
-def test_memory_load_gives_the_trees_memories(bundle: BundleResult) -> None:
-    assert [(r.key, r.raw) for r in Memory.load(str(bundle.car)).list()] == [
+def test_load_memory_gives_the_trees_memories(bundle: BundleResult) -> None:
+    assert [(r.key, r.raw) for r in load_memory(str(bundle.car)).list()] == [
         (r.key, r.raw) for r in Memory(FIXTURE).list()
     ]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.bundle.layers import effective_view, load_layered, parse_layer_option, render_layered_context
 from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory
@@ -66,7 +67,7 @@ def test_layer_given_as_a_bundle(layers: list[tuple[str, str]], tmp_path: Path) 
     from bundlekit.bundle.build import build_bundle
 
     car = tmp_path / "task.car"
-    build_bundle(dict(layers)["task"], car, created=clock())
+    build_bundle(dict(layers)["task"], car, options=BuildOptions(created=clock()))
     mixed = [("account", dict(layers)["account"]), ("task", str(car))]
     result = load_layered(mixed, tmp_path / "out")
     assert result.winners["Style"] == "task"

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.errors import SecretDetectedError
 from bundlekit.memory import Memory
 from bundlekit.memory.catalog import CATALOG_FILE
@@ -62,7 +62,7 @@ def _sql(tree: Path, *statements: tuple[str, tuple[object, ...]]) -> None:
 
 
 def _build(tree: Path, out: Path) -> str:
-    return build_bundle(tree, out, created=CREATED).root_cid
+    return build_bundle(tree, out, options=BuildOptions(created=CREATED)).root_cid
 
 
 def _file_keys(tree: Path) -> list[str]:

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import SignatureError
 from bundlekit.gateway.server import serve_in_thread
@@ -91,14 +92,14 @@ def test_load_ipns_with_a_gateway_loads_the_stores_newer_record(tmp_path: Path, 
         tree = tmp_path / label
         Memory(tree, clock=lambda: FUTURE - timedelta(days=1)).write(
             "which", name=label, description="d", type="user", body=f"the {label} bundle")
-        built = build_bundle(tree, tmp_path / f"{label}.car", created=PAST)
+        built = build_bundle(tree, tmp_path / f"{label}.car", options=BuildOptions(created=PAST))
         with open(built.car, "rb") as fh:
             gateway.import_car(fh)
         roots.append(built.root)
     gateway.put_record(NAME, ours(f"/ipfs/{cid_to_str(roots[0])}", 0))
     home.put_record(NAME, ours(f"/ipfs/{cid_to_str(roots[1])}", 1))
     with serve_in_thread(store=gateway) as served:
-        result = load_bundle(f"ipns://{NAME}/manifest.json", gateways=[served.url])
+        result = load_bundle(f"ipns://{NAME}/manifest.json", source=Gateways([served.url]))
     assert result.root == roots[1]
 
 
@@ -165,7 +166,7 @@ def test_a_value_with_a_path_inside_the_dag_is_refused_not_cut_to_its_cid(home: 
 def test_load_of_a_name_whose_value_has_a_path_is_refused(home: BlockStore) -> None:
     home.put_record(NAME, npm("npm-path-value"))
     with pytest.raises(SignatureError, match="a path inside a DAG"):
-        load_bundle(f"ipns://{NAME}/manifest.json", gateways=["http://127.0.0.1:9"])
+        load_bundle(f"ipns://{NAME}/manifest.json", source=Gateways(["http://127.0.0.1:9"]))
 
 
 @pytest.mark.parametrize("value", [f"/ipfs/{CID_A}\n", f"/ipfs/{CID_A}/sub\n", f"/ipfs/ {CID_A}", f"/ipfs/{CID_A}\x00"])

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bundlekit._redact import WITHHELD, redact
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.cli import cli
 from bundlekit.memory import Memory
 
@@ -158,7 +159,7 @@ def _planted_bundle(tmp_path: Path) -> Path:
     noop = lambda *args, **kwargs: None  # noqa: E731
     with mock.patch.object(secrets, "guard", noop), mock.patch.object(screen, "guard", noop), \
             mock.patch.object(screen, "guard_record", noop), mock.patch.object(screen, "guard_entry", noop):
-        build_bundle(root, car, created=clock, namespace="coach")
+        build_bundle(root, car, options=BuildOptions(created=clock, namespace="coach"))
     return car
 
 

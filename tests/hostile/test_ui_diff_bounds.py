@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 pytest.importorskip("jinja2")
 pytest.importorskip("markdown_it")
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.memory import Memory
 from bundlekit.ui import model
 from bundlekit.ui.model import BodyDiff, BundleView, DiffCache, MemoryItem, bundle_diff
@@ -142,7 +142,8 @@ def test_the_diff_page_shows_the_note(tmp_path: Path) -> None:
     roots = []
     for name, body in (("old", old), ("new", new)):
         Memory(tmp_path / name).write("k", name="K", description="d", type="user", body=body)
-        roots.append(build_bundle(tmp_path / name, tmp_path / f"{name}.car", created=created).root_cid)
+        roots.append(build_bundle(tmp_path / name, tmp_path / f"{name}.car",
+                                  options=BuildOptions(created=created)).root_cid)
     with serving_ui(tmp_path / "old.car", tmp_path / "new.car") as server:
         text = httpx.get(f"{server.url}/ui/diff?old={roots[0]}&new={roots[1]}", timeout=60).text
     assert '<p class="problem note">' in text and "too many to compare line by line" in text

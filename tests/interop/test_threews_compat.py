@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.car.index import CarIndex
 from bundlekit.cli import cli
@@ -42,7 +42,8 @@ def rng(size: int) -> bytes:
 @pytest.fixture(scope="module")
 def compat(tmp_path_factory: pytest.TempPathFactory) -> BundleResult:
     out = tmp_path_factory.mktemp("compat") / "b.car"
-    return build_bundle(SAMPLE, out, namespace="agent-7", key=SignatureKey(SIGNATURE), compat="three.ws", rng=rng)
+    return build_bundle(SAMPLE, out, key=SignatureKey(SIGNATURE),
+                        options=BuildOptions(namespace="agent-7", compat="three.ws", rng=rng))
 
 
 def test_the_plain_pattern_finds_every_memory_of_a_plain_bundle(tmp_path: Path) -> None:
@@ -52,7 +53,8 @@ def test_the_plain_pattern_finds_every_memory_of_a_plain_bundle(tmp_path: Path) 
 
 
 def test_the_encrypted_pattern_finds_every_memory_of_a_bundlekit_encrypted_bundle(tmp_path: Path) -> None:
-    bundle = build_bundle(SAMPLE, tmp_path / "b.car", key=RawKeyFile(b"k" * 32), rng=rng)
+    bundle = build_bundle(SAMPLE, tmp_path / "b.car", key=RawKeyFile(b"k" * 32),
+                          options=BuildOptions(rng=rng))
     links = ENCRYPTED_LINK.findall(stored(bundle, "memory/MEMORY.md").decode())
     assert sorted(name for name, _href in links) == MEMORIES
     files = bundle.manifest["memory"]["files"]
@@ -88,12 +90,13 @@ def test_compat_key_hashes_the_signature_as_given_so_v_0_is_another_key(compat: 
 
 def test_compat_needs_a_wallet_key(tmp_path: Path) -> None:
     with pytest.raises(KeySourceError, match="wallet signature"):
-        build_bundle(SAMPLE, tmp_path / "b.car", key=PassphraseKey("correct horse battery staple"), compat="three.ws")
+        build_bundle(SAMPLE, tmp_path / "b.car", key=PassphraseKey("correct horse battery staple"),
+                     options=BuildOptions(compat="three.ws"))
 
 
 def test_compat_without_a_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--encrypt"):
-        build_bundle(SAMPLE, tmp_path / "b.car", compat="three.ws")
+        build_bundle(SAMPLE, tmp_path / "b.car", options=BuildOptions(compat="three.ws"))
 
 
 def test_compat_is_refused_when_the_index_cannot_list_every_memory(tmp_path: Path) -> None:
@@ -101,7 +104,8 @@ def test_compat_is_refused_when_the_index_cannot_list_every_memory(tmp_path: Pat
     for i in range(200):
         mem.write(f"m{i:03d}", name=f"M{i}", description="d", type="user", body="b")
     with pytest.raises(UsageError, match="200 lines"):
-        build_bundle(mem, tmp_path / "b.car", key=SignatureKey(SIGNATURE), compat="three.ws")
+        build_bundle(mem, tmp_path / "b.car", key=SignatureKey(SIGNATURE),
+                     options=BuildOptions(compat="three.ws"))
 
 
 def test_cli_compat_without_encrypt_is_a_usage_error(tmp_path: Path) -> None:

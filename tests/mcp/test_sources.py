@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.gateway.server import serve_in_thread
 from tests.mcp.conftest import make_tree, run_client, server_env, stdio_params
 from tests.net.loopback import Answer, send, serve
@@ -24,7 +24,7 @@ WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}
 @pytest.fixture
 def bundle(tmp_path: Path, tree: Path) -> tuple[Path, str]:
     car = tmp_path / "coach.car"
-    result = build_bundle(tree, car, created=None)
+    result = build_bundle(tree, car, options=BuildOptions(created=None))
     return car, result.root_cid
 
 

@@ -10,8 +10,9 @@ import pytest
 import respx
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.cli.names import routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import LoadError, SignatureError, UsageError
@@ -141,15 +142,15 @@ def test_tampered_record_loses_to_a_valid_one(tmp_path: Path, ed_key: tuple[Path
 
 def test_load_ipns_uri_loads_the_cid_the_record_names(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
     store = _store(tmp_path, "s")
-    a = build_bundle(make_tree(tmp_path / "a"), tmp_path / "a.car", created=CREATED)
+    a = build_bundle(make_tree(tmp_path / "a"), tmp_path / "a.car", options=BuildOptions(created=CREATED))
     b = build_bundle(make_tree(tmp_path / "b", extra={"project_b": "only in b"}), tmp_path / "b.car",
-                     created=CREATED)
+                     options=BuildOptions(created=CREATED))
     for car in (a.car, b.car):
         with open(car, "rb") as fh:
             store.import_car(fh)
     published = publish(ed_key[0], b.root, store=store)  # the record names B, not A
     with serve_in_thread(store=store) as server:
-        result = load_bundle(f"ipns://{published.name}/manifest.json", gateways=[server.url])
+        result = load_bundle(f"ipns://{published.name}/manifest.json", source=Gateways([server.url]))
     assert result.root == b.root and "project_b.md" in result.files
     assert any(note.startswith(f"resolved ipns://{published.name} to {b.root_cid}") for note in result.notes)
 

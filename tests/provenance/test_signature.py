@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bundlekit.bundle.build import build_bundle
-from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.bundle.signature import ExternalSignature, manifest_message, sign_manifest
 from bundlekit.crypto.signing import Ed25519Signer, EthSigner, did_key, did_key_public
 from bundlekit.errors import SignatureError
@@ -20,13 +20,13 @@ from .conftest import CREATED, ETH_ADDRESS, ETH_KEY, bundle_files, make_tree, re
 
 
 def _signed(tree: Path, out: Path, signer: Ed25519Signer | EthSigner | ExternalSignature) -> Path:
-    build_bundle(tree, out, created=CREATED, sign=signer)
+    build_bundle(tree, out, sign=signer, options=BuildOptions(created=CREATED))
     return out
 
 
 def test_signature_file_names_signer_manifest_cid_and_message(tree: Path, tmp_path: Path,
                                                                ed_key: tuple[Path, Ed25519Signer]) -> None:
-    result = build_bundle(tree, tmp_path / "b.car", created=CREATED, sign=ed_key[1])
+    result = build_bundle(tree, tmp_path / "b.car", sign=ed_key[1], options=BuildOptions(created=CREATED))
     doc = json.loads(bundle_files(result.car)["signature.json"])
     assert doc["format"] == "bundlekit-signature/1" and doc["scheme"] == "ed25519"
     assert doc["signer"] == ed_key[1].identity and doc["signer"].startswith("did:key:z6Mk")
@@ -35,7 +35,7 @@ def test_signature_file_names_signer_manifest_cid_and_message(tree: Path, tmp_pa
 
 
 def test_unsigned_build_keeps_its_root_cid(tree: Path, tmp_path: Path) -> None:
-    a = build_bundle(tree, tmp_path / "a.car", created=CREATED)
+    a = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(created=CREATED))
     assert "signature.json" not in bundle_files(a.car) and a.signer is None
 
 
@@ -48,20 +48,21 @@ def test_load_reports_a_valid_ed25519_signature(tree: Path, tmp_path: Path,
 def test_load_with_matching_publisher_succeeds(tree: Path, tmp_path: Path,
                                                ed_key: tuple[Path, Ed25519Signer]) -> None:
     car = _signed(tree, tmp_path / "b.car", ed_key[1])
-    result = load_bundle(str(car), publishers=[ed_key[1].identity])
+    result = load_bundle(str(car), options=LoadOptions(publishers=[ed_key[1].identity]))
     assert result.publisher == ed_key[1].identity
 
 
 def test_eip191_signature_verifies_with_checksummed_or_lowercase_address(tree: Path, tmp_path: Path) -> None:
     car = _signed(tree, tmp_path / "b.car", EthSigner(ETH_KEY))
-    assert load_bundle(str(car), publishers=[ETH_ADDRESS.lower()]).publisher == ETH_ADDRESS
+    lowercase = LoadOptions(publishers=[ETH_ADDRESS.lower()])
+    assert load_bundle(str(car), options=lowercase).publisher == ETH_ADDRESS
 
 
 def test_unsigned_bundle_is_refused_when_a_publisher_is_required(tree: Path, tmp_path: Path) -> None:
-    build_bundle(tree, tmp_path / "b.car", created=CREATED)
+    build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED))
     out = tmp_path / "out"
     with pytest.raises(SignatureError, match="not signed"):
-        load_bundle(str(tmp_path / "b.car"), publishers=[ETH_ADDRESS], out_dir=out)
+        load_bundle(str(tmp_path / "b.car"), out_dir=out, options=LoadOptions(publishers=[ETH_ADDRESS]))
     assert not out.exists()
 
 
@@ -70,7 +71,7 @@ def test_bundle_signed_by_another_identity_is_refused(tree: Path, tmp_path: Path
     car = _signed(tree, tmp_path / "b.car", Ed25519Signer.from_seed(bytes([9]) * 32))
     out = tmp_path / "out"
     with pytest.raises(SignatureError, match="signed by did:key") as info:
-        load_bundle(str(car), publishers=[ed_key[1].identity], out_dir=out)
+        load_bundle(str(car), out_dir=out, options=LoadOptions(publishers=[ed_key[1].identity]))
     assert info.value.exit_code == 3 and not out.exists()
 
 
@@ -93,30 +94,34 @@ def test_signature_from_another_key_under_the_claimed_signer_is_refused(tree: Pa
     doc["signer"] = ed_key[1].identity  # claims our key; the signature is the other key's
     files["signature.json"] = json.dumps(doc).encode()
     with pytest.raises(SignatureError, match="not did:key"):
-        load_bundle(str(rebundle(files, tmp_path / "t.car")), publishers=[ed_key[1].identity])
+        load_bundle(str(rebundle(files, tmp_path / "t.car")),
+                    options=LoadOptions(publishers=[ed_key[1].identity]))
 
 
 def test_signature_moved_onto_another_manifest_is_refused(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
     a = _signed(make_tree(tmp_path / "a"), tmp_path / "a.car", ed_key[1])
-    b = build_bundle(make_tree(tmp_path / "b", extra={"project_x": "other"}), tmp_path / "b.car", created=CREATED)
+    b = build_bundle(make_tree(tmp_path / "b", extra={"project_x": "other"}), tmp_path / "b.car",
+                     options=BuildOptions(created=CREATED))
     files = bundle_files(b.car)
     files["signature.json"] = bundle_files(a)["signature.json"]
     with pytest.raises(SignatureError, match="moved from another bundle"):
-        load_bundle(str(rebundle(files, tmp_path / "moved.car")), publishers=[ed_key[1].identity])
+        load_bundle(str(rebundle(files, tmp_path / "moved.car")),
+                    options=LoadOptions(publishers=[ed_key[1].identity]))
 
 
 def test_external_eip191_signature_of_the_printed_message_is_accepted(tree: Path, tmp_path: Path) -> None:
-    probe = build_bundle(tree, tmp_path / "probe.car", created=CREATED)
+    probe = build_bundle(tree, tmp_path / "probe.car", options=BuildOptions(created=CREATED))
     # What a hardware wallet does with the text `bundlekit key message --manifest CID` prints.
     signature = EthSigner(ETH_KEY).sign(manifest_message(probe.manifest_cid).encode())
     car = _signed(tree, tmp_path / "b.car", ExternalSignature(ETH_ADDRESS, signature))
-    assert load_bundle(str(car), publishers=[ETH_ADDRESS]).publisher == ETH_ADDRESS
+    assert load_bundle(str(car), options=LoadOptions(publishers=[ETH_ADDRESS])).publisher == ETH_ADDRESS
 
 
 def test_external_signature_of_another_manifest_fails_the_build(tree: Path, tmp_path: Path) -> None:
     signature = EthSigner(ETH_KEY).sign(manifest_message("bafkqaaa").encode())
     with pytest.raises(SignatureError, match="does not verify"):
-        build_bundle(tree, tmp_path / "b.car", created=CREATED, sign=ExternalSignature(ETH_ADDRESS, signature))
+        build_bundle(tree, tmp_path / "b.car", sign=ExternalSignature(ETH_ADDRESS, signature),
+                     options=BuildOptions(created=CREATED))
     assert not (tmp_path / "b.car").exists()
 
 

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("jinja2")
 pytest.importorskip("markdown_it")
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.gateway.server import (
     GatewayServer,
     close_source,
@@ -72,9 +72,10 @@ class Bundles:
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> Bundles:
     base = tmp_path_factory.mktemp("ui-bundles")
     old_car, new_car = base / "old.car", base / "new.car"
-    old = build_bundle(make_tree(base / "old"), old_car, created=START, namespace="coach")
+    old = build_bundle(make_tree(base / "old"), old_car,
+                       options=BuildOptions(created=START, namespace="coach"))
     new = build_bundle(make_tree(base / "new", season_body="Tournament in July.\n\n**Four drills** per session."),
-                       new_car, created=START + timedelta(days=3), namespace="coach")
+                       new_car, options=BuildOptions(created=START + timedelta(days=3), namespace="coach"))
     return Bundles(old.root_cid, new.root_cid, old_car, new_car)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.gateway.server import close_source, make_source, serve_in_thread, served_roots
 from bundlekit.memory import Memory
 from bundlekit.ui.app import MOUNT, UIApp
@@ -39,7 +39,8 @@ def make_bundle(workdir: Path) -> tuple[Path, str]:
             clock["now"] = START + timedelta(days=day, minutes=i)
             mem.note("session", summary=f"day {day} note {i}")
     car = workdir / "coach.car"
-    result = build_bundle(workdir / "coach", car, created=START + timedelta(days=3), namespace="coach")
+    result = build_bundle(workdir / "coach", car,
+                          options=BuildOptions(created=START + timedelta(days=3), namespace="coach"))
     return car, result.root_cid
 
 

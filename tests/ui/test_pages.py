@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bundlekit.bundle.build import build_bundle
+from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.manifest import INDEX_PATH, canonical_json, make_manifest
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import RawKeyFile
@@ -140,7 +140,8 @@ def test_the_index_links_open_each_memory_page(ui_server: GatewayServer, bundles
 
 def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Path) -> None:
     car = tmp_path / "enc.car"
-    result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", key=RawKeyFile(b"k" * 32))
+    result = build_bundle(make_tree(tmp_path / "tree"), car, key=RawKeyFile(b"k" * 32),
+                          options=BuildOptions(namespace="coach"))
     with serving_ui(car) as server:
         home = _get(server, "/ui/").text
         page = _get(server, f"/ui/bundle/{result.root_cid}").text
@@ -156,7 +157,8 @@ def test_an_encrypted_bundle_shows_its_index_and_names_but_no_body(tmp_path: Pat
 def test_a_signed_bundle_with_parents_shows_its_signer_and_lineage(tmp_path: Path, bundles: Bundles) -> None:
     signer = Ed25519Signer.from_seed(bytes([7]) * 32)
     car = tmp_path / "signed.car"
-    result = build_bundle(make_tree(tmp_path / "tree"), car, namespace="coach", sign=signer, parents=[bundles.old])
+    result = build_bundle(make_tree(tmp_path / "tree"), car, sign=signer,
+                          options=BuildOptions(namespace="coach", parents=[bundles.old]))
     with serving_ui(car) as server:
         page = _get(server, f"/ui/bundle/{result.root_cid}").text
     assert f"signed by <span class=\"cid\">{signer.identity}</span> (valid)" in page
@@ -228,8 +230,8 @@ def test_a_diff_of_encrypted_bundles_names_added_keys_and_says_what_it_cannot_co
     old_tree = make_tree(tmp_path / "old")
     new_tree = make_tree(tmp_path / "new")
     Memory(new_tree).write("project_cup", name="Cup", description="a cup run", type="project", body="Cup.")
-    old = build_bundle(old_tree, tmp_path / "old.car", namespace="coach", key=key)
-    new = build_bundle(new_tree, tmp_path / "new.car", namespace="coach", key=key)
+    old = build_bundle(old_tree, tmp_path / "old.car", key=key, options=BuildOptions(namespace="coach"))
+    new = build_bundle(new_tree, tmp_path / "new.car", key=key, options=BuildOptions(namespace="coach"))
     with serving_ui(tmp_path / "old.car", tmp_path / "new.car") as server:
         text = _get(server, f"/ui/diff?old={old.root_cid}&new={new.root_cid}").text
     assert '<ul id="added"><li>' in text and ">project_cup</a>" in text

@@ -1,0 +1,268 @@
+"""Where a loaded bundle's verified blocks come from: one implementation per source.
+
+A :class:`BlockSource` is what a caller passes down (``load_bundle``, ``fork``,
+``diff``, ``layers``, ``log``, ``open``, ``mcp --from``): a CAR file
+(:class:`CarFile`), the local block store (:class:`LocalStore`) or remote
+trustless gateways (:class:`Gateways`, the store asked first when it is given,
+as boxo's blockservice asks its blockstore before the exchange). It is a plain
+value, reusable for any number of loads. Each load opens it for one DAG
+(``open``, boxo's ``NewSession``) and reads that DAG through the
+:class:`BlockSession` it returns: one block (``get``, boxo's ``GetBlock``), many
+(``get_many``, ``GetBlocks``), and, for a gateway, the whole DAG as one CAR
+streamed while the load asks for its blocks (``stream``).
+
+With no source given, the URI chooses (``source_for``, specs/bundle.md,
+"Retrieval"): a CAR path is read from its file; ``ipfs://CID`` from the local
+store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL from that gateway. A
+gateway URL's own gateway is always asked first. Every block a session returns
+has been hashed against its CID.
+
+The gateway's serving sources (``gateway.sources``) answer requests for blocks
+a process already holds (``get``, ``has``); these fetch them for a load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from bundlekit._closing import Closing
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.index import CarIndex
+from bundlekit.errors import BundlekitError, LoadError
+from bundlekit.ipld.walk import MAX_DEPTH, block_links
+from bundlekit.net.fetch import BundleURI, GatewayFetcher, RemoteGateway, gateway_order, parse_gateway
+from bundlekit.net.http import HttpOptions
+
+__all__ = ["BlockSession", "BlockSource", "CarFile", "Gateways", "LocalStore", "gateway_source", "source_for"]
+
+_GATEWAY_ADVICE = "check the CID or try another --gateway"
+
+
+class BlockSession(Protocol):
+    """One load's verified blocks of one DAG, from one source; closed when the load ends.
+
+    ``root`` is the DAG's root; ``where`` and ``advice`` name the source and
+    what to try in error messages; ``notes`` say which of its sources failed
+    along the way (diagnostics for the result, not errors). ``get`` and
+    ``get_many`` may be called from several threads at once.
+    """
+
+    root: bytes
+    where: str
+    advice: str
+
+    @property
+    def notes(self) -> list[str]: ...
+
+    def get(self, cid: bytes) -> bytes:
+        """The verified bytes of ``cid`` (``MissingBlock`` when no source has it, ``BlockMismatch`` when
+        every source that answered sent other bytes); taken from an open CAR stream when there is one."""
+        ...
+
+    def get_aside(self, cid: bytes) -> bytes:
+        """Like ``get``, without reading on through an open CAR stream: a small block the load needs
+        before the stream would bring it (a bundle's ``signature.json`` sorts after ``memory/``)."""
+        ...
+
+    def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
+        """The verified blocks of ``cids`` this session can supply, ``concurrency`` asked at a time; the
+        others are left out (asked for again by ``get``, which raises for them)."""
+        ...
+
+    def stream(self) -> bool:
+        """Start bringing the whole DAG in one piece for ``get`` to take from as it arrives (a gateway's
+        CAR). True while that stream is open (or it came complete): the load then follows the DAG in the
+        stream's order and fetches nothing ahead."""
+        ...
+
+    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
+        """Fetch the DAGs under ``cids`` ahead of their reads, where that saves round trips: level by
+        level, ``concurrency`` at a time, stopping past ``max_bytes``. Nothing for a local source."""
+        ...
+
+    def finish(self) -> None:
+        """After a load that went well: end a CAR stream so its connection can be reused."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class BlockSource(Protocol):
+    """Where a load's blocks come from: a value a caller passes, opened once per load."""
+
+    def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
+        """A session over the DAG ``target`` names, fetching (if at all) with ``http``.
+
+        Raises ``UsageError`` when the source has nothing to ask (no gateway
+        at all), ``LoadError``/``CARError`` for a CAR that is not one bundle.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class CarFile:
+    """A local CAR file: indexed once, read block by block (never held in memory), each block verified.
+
+    For a ``.car`` URI the CAR is the bundle, with exactly one root; given as
+    the source of ``ipfs://CID`` it supplies that root's blocks.
+    """
+
+    path: Path
+
+    def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
+        return _CarSession(self.path, target.root)
+
+
+@dataclass(frozen=True)
+class LocalStore:
+    """The local block store (``$BUNDLEKIT_HOME``'s when ``store`` is None), alone; a gateway URL's
+    own gateway is asked after it."""
+
+    store: BlockStore | None = None
+
+    def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
+        gws = [target.gateway] if target.gateway is not None else []
+        return _GatewaySession(target, gws, self.store or BlockStore(), http)
+
+
+@dataclass(frozen=True)
+class Gateways:
+    """Remote trustless gateways, tried in order (``http(s)://host[:port][/prefix]`` or ``RemoteGateway``).
+
+    With no gateway given, ``ipfs://`` asks ``$BUNDLEKIT_GATEWAYS``. With
+    ``store``, the local store is asked first for every block, and a DAG whose
+    root it holds is not streamed. The URLs are parsed when a load starts
+    (``gateways``: ``UsageError`` for one that is not a gateway URL), so a
+    value that no load uses (every side of a diff a directory) never trips
+    over one. The value holds no connection: any number of loads may use it.
+    """
+
+    urls: tuple[str | RemoteGateway, ...] = field(default=())
+    store: BlockStore | None = None
+
+    def __init__(self, urls: Iterable[str | RemoteGateway] = (), *, store: BlockStore | None = None) -> None:
+        object.__setattr__(self, "urls", tuple(urls))
+        object.__setattr__(self, "store", store)
+
+    @property
+    def gateways(self) -> list[RemoteGateway]:
+        """The gateways, parsed; ``UsageError`` for a value that is not a gateway URL."""
+        return [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in self.urls]
+
+    def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
+        gws, use_store = gateway_order(target, self.gateways, self.store is not None)
+        return _GatewaySession(target, gws, self.store if use_store else None, http)
+
+
+def source_for(target: BundleURI, given: BlockSource | None) -> BlockSource:
+    """The source of ``target``'s blocks: a CAR path's own file; else ``given``; else the spec's order
+    (``ipfs://``: the local store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL: that gateway)."""
+    if target.kind == "car":
+        assert target.car is not None
+        return CarFile(target.car)
+    if given is not None:
+        return given
+    return Gateways(store=BlockStore()) if target.kind == "ipfs" else Gateways()
+
+
+class _CarSession(Closing):
+    """A CAR file's blocks (``CarIndex.get`` hashes each); everything is local, nothing to fetch ahead."""
+
+    advice = "the CAR is damaged or incomplete; rebuild or re-download it"
+
+    def __init__(self, path: Path, root: bytes | None) -> None:
+        self._index = CarIndex(path, verify=False)
+        self.where = f"CAR {str(path)!r}"
+        if root is None and len(self._index.roots) != 1:
+            self._index.close()
+            raise LoadError(f"CAR {str(path)!r} has {len(self._index.roots)} roots; a bundle CAR has exactly one")
+        self.root: bytes = root if root is not None else self._index.roots[0]
+        self.get = self.get_aside = self._index.get
+
+    @property
+    def notes(self) -> list[str]:
+        return []
+
+    def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
+        return {cid: self._index.get(cid) for cid in cids if cid in self._index}
+
+    def stream(self) -> bool:
+        """False: a CAR file is read where its blocks lie, in any order."""
+        return False
+
+    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
+        """Nothing: the blocks are on the local disk."""
+
+    def finish(self) -> None:
+        """Nothing to end."""
+
+    def close(self) -> None:
+        self._index.close()
+
+
+class _GatewaySession(Closing):
+    """The store and the gateways through one ``GatewayFetcher`` (``get`` verifies every block)."""
+
+    advice = _GATEWAY_ADVICE
+
+    def __init__(
+        self, target: BundleURI, gateways: Sequence[RemoteGateway], store: BlockStore | None, http: HttpOptions
+    ) -> None:
+        assert target.root is not None
+        self.root: bytes = target.root
+        self.where = ", ".join(g.base for g in gateways) or "the local store"
+        self._fetcher = GatewayFetcher(gateways, store=store, http=http)
+        self.get = self._fetcher.get
+        self.get_aside = self._fetcher.get_alone
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self._fetcher.notes)
+
+    def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
+        self._fetcher.get_many(cids, concurrency)
+        cache = self._fetcher.cache
+        return {cid: cache[cid] for cid in cids if cid in cache}
+
+    def stream(self) -> bool:
+        """Open the DAG's CAR on the first gateway that answers (not when the store holds its root)."""
+        self._fetcher.stream_car(self.root)
+        return self._fetcher.streaming or self._fetcher.car_complete
+
+    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
+        """Level by level, ``concurrency`` requests at a time, past ``max_bytes`` fetched no further (the
+        reads that follow enforce each file's own caps); a block that fails is fetched again, alone, when
+        its file is read (and skipped or refused there)."""
+        if self._fetcher.root_in_store:
+            return
+        level, fetched = list(cids), 0
+        for _depth in range(MAX_DEPTH):
+            if not level or fetched > max_bytes:
+                return
+            got = self.get_many(level, concurrency)
+            children: list[bytes] = []
+            for cid in level:  # in link order, a block linked twice counted twice
+                data = got.get(cid)
+                if data is None:
+                    continue
+                fetched += len(data)
+                with suppress(BundlekitError):  # a malformed node fails properly when its file is read
+                    children.extend(child for child, _name in block_links(cid, data))
+            level = children
+
+    def finish(self) -> None:
+        self._fetcher.finish_stream()
+
+    def close(self) -> None:
+        self._fetcher.close()
+
+
+def gateway_source(gateways: Iterable[str | RemoteGateway]) -> Gateways | None:
+    """The ``--gateway`` values a user gave as a source: ``Gateways`` of them, or None (the URI decides)
+    when there are none."""
+    given = tuple(gateways)
+    return Gateways(given) if given else None
