@@ -131,6 +131,7 @@ __all__ = [  # noqa: RUF022
     "PinRejected",
     "PinServiceSunset",
     "CIDMismatch",
+    "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
     "Memory",

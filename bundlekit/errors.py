@@ -57,7 +57,8 @@ says so below.
     │   ├── PinUnavailable          connection errors, timeouts, 5xx after all retries
     │   ├── PinRejected             the service refused the request (4xx other than auth)
     │   ├── PinServiceSunset        the service no longer accepts uploads (never retried)
-    │   └── CIDMismatch             the service reports a CID different from our root
+    │   ├── CIDMismatch             the service reports a CID different from our root
+    │   └── NameMovedError          an IPNS name moved past the record a publish was based on (another writer)
     └── ConvertError                a foreign memory format cannot be read or written
         └── DeviceMemoryError       device-bound memory asked to leave its machine
 """
@@ -108,6 +109,7 @@ __all__ = [  # noqa: RUF022
     "PinRejected",
     "PinServiceSunset",
     "CIDMismatch",
+    "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
 ]
@@ -320,6 +322,10 @@ class PinServiceSunset(PinError):
 
 class CIDMismatch(PinError):
     """The service reports a CID different from the root we computed."""
+
+
+class NameMovedError(PinError):
+    """An IPNS name moved past the record a publish was based on: another writer published meanwhile."""
 
 
 class ConvertError(BundlekitError):
