@@ -82,6 +82,11 @@ _LAZY: dict[str, str] = {
     "EthSigner": "bundlekit.crypto.signing",
     "ExternalSignature": "bundlekit.bundle.signature",
     "walk_lineage": "bundlekit.bundle.log",
+    # many writers
+    "merge": "bundlekit.bundle.merge",
+    "MergeResult": "bundlekit.bundle.merge",
+    "sync": "bundlekit.syncer",
+    "SyncReport": "bundlekit.syncer",
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
@@ -185,6 +190,10 @@ __all__ = [  # noqa: RUF022
     "EthSigner",
     "ExternalSignature",
     "walk_lineage",
+    "merge",
+    "MergeResult",
+    "sync",
+    "SyncReport",
 ]
 
 
@@ -203,6 +212,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.bundle.layers import load_layered
     from bundlekit.bundle.load import LoadResult, load_bundle
     from bundlekit.bundle.log import walk_lineage
+    from bundlekit.bundle.merge import MergeResult, merge
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.car.extract import unpack_car
     from bundlekit.car.index import CarIndex
@@ -226,6 +236,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.pinning.orchestrate import PinReport, pin_all
     from bundlekit.pinning.protocol import Pinner, PinResult
     from bundlekit.pinning.registry import available_pinners, create_pinner
+    from bundlekit.syncer import SyncReport, sync
     from bundlekit.unixfs.importer import ImportedEntry, ImportResult, import_file, import_path, import_tree
     from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
     from bundlekit.unixfs.reader import UnixFSReader

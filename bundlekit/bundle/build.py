@@ -25,12 +25,13 @@ import builtins
 import io
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from bundlekit.bundle.lineage import read_parents
+from bundlekit.bundle.lineage import read_parents, record_last
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -44,7 +45,7 @@ from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signat
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import _encrypt_bytes
 from bundlekit.crypto.threews import THREEWS_SCHEME, _threews_encrypt, threews_key_from_spec
-from bundlekit.errors import BundleError, UsageError
+from bundlekit.errors import BundleError, MemoryStoreError, UsageError
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
@@ -265,6 +266,9 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, signature_document(manifest_cid, sign)))
     root = _write_car(out_car, [*top, *stored], prof, cids, progress)
+    if mem.root is not None:
+        with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
+            record_last(mem.root, root)
     car_path = Path(out_car)
     return BundleResult(
         root_bytes=root,

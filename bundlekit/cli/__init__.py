@@ -59,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),
     "name": ("bundlekit.cli.names", "name", "IPNS names: create one, publish a bundle under it, resolve it."),
     "log": ("bundlekit.cli.log", "log", "Walk a bundle's parents back: root, created, publisher, changes."),
+    "merge": ("bundlekit.cli.merge", "merge", "Merge a bundle into a memory tree over their common ancestor."),
+    "sync": ("bundlekit.cli.sync", "sync_cmd", "Keep a memory tree in step with an IPNS name (merge, pin, publish)."),
 }
 
 

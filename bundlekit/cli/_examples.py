@@ -52,6 +52,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                 "bundlekit convert --to massgen memory -o workspace1"),
     "name": ("bundlekit name create --key-file agent.pem",),
     "name create": ("bundlekit name create --key-file agent.pem",),
+    "merge": ("bundlekit merge other.car --into memory --dry-run",
+              "bundlekit merge ipfs://bafy.../manifest.json --into memory --on-conflict newer --json"),
+    "sync": ("bundlekit sync memory --name-key agent.pem", "bundlekit sync memory --name k51... --interval 60"),
     "log": ("bundlekit log bundle.car", "bundlekit log ipfs://bafy.../manifest.json --gateway http://127.0.0.1:8080"),
 }
 

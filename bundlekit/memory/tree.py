@@ -29,6 +29,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -634,6 +635,74 @@ class Memory:
                 self._backend.write_timeline(name, b"".join(encode_entry(e) for e in merged))
                 added_total += added
         return added_total
+
+    # -- merging ----------------------------------------------------------------
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold the tree's lock (re-entrant for this thread): read, decide and write as one change
+        (``bundle.merge`` reads ours, merges and calls :meth:`apply_merge` inside it)."""
+        with self._mutex, self._backend.hold():
+            yield
+
+    def timeline_days(self) -> dict[str, bytes]:
+        """Every timeline day file (``YYYY-MM-DD.jsonl`` -> its bytes), as stored."""
+        days: dict[str, bytes] = {}
+        for name in self._backend.timeline_files():
+            data = self._backend.read_timeline(name)
+            if data is not None:
+                days[name] = data
+        return days
+
+    def apply_merge(
+        self, files: Mapping[str, str | None], days: Mapping[str, bytes | None], *, allow_secrets: bool = False
+    ) -> None:
+        """Write a merge: memory file name -> text (``None`` deletes it), day file name -> bytes (``None`` deletes).
+
+        All or nothing: every file and day is validated first (names, frontmatter, timeline lines, the
+        secret guard, ``allow_secrets`` as for a write); then, under the lock, each change is journalled
+        (``memory.undo``) so a failing step puts every file back.
+        """
+        from bundlekit.memory.screen import guard_entry, guard_key, guard_record
+        from bundlekit.memory.timeline import parse_day
+        from bundlekit.memory.undo import undo_on_failure
+
+        incoming: dict[str, MemoryRecord] = {}
+        for name, text in files.items():
+            guard_key(name, "a merged file name")
+            key = key_from_filename(name)
+            if text is not None:
+                record = parse_memory_file(text, key=key, where=f"merged {name}")
+                guard_record(record, f"merged {name}", allow_secrets=allow_secrets)
+                incoming[name] = record
+        for name, data in days.items():
+            if data is not None:
+                for number, entry in enumerate(parse_day(name, data), start=1):
+                    guard_entry(entry, "", f"merged timeline/{name} entry {number}")
+        with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
+            catalog = self._index.refresh(locked=True)
+            current = {r.filename: r for r in self._all(catalog)}
+            written: builtins.list[MemoryRecord] = []
+            previous: dict[str, MemoryRecord | None] = {}
+            removed: builtins.list[str] = []
+            for name in sorted(files):
+                undo.memory_file(name, self._backend.read(name))
+                merged = incoming.get(name)
+                if merged is None:
+                    self._backend.delete(name)
+                    removed.append(name)
+                    continue
+                self._backend.write(name, merged.raw.encode("utf-8"))
+                written.append(merged)
+                previous[merged.key] = current.get(name)
+            for name in sorted(days):
+                data = days[name]
+                undo.day_file(name, self._backend.read_timeline(name))
+                if data is None:
+                    self._backend.delete_timeline(name)
+                else:
+                    self._backend.write_timeline(name, data)
+            self._stored(catalog, written, previous, removed)
 
     # -- loading ----------------------------------------------------------------
 

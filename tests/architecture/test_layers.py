@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
     ("bundlekit.bundle",),
     ("bundlekit.pinning",),
+    ("bundlekit.syncer",),  # many writers at one name: merge (bundle), pins (pinning), names
     ("pinners",),
     ("bundlekit.convert",),
     ("bundlekit.mcp_server",),  # the MCP front end: memory, bundles and pinning for MCP clients

@@ -58,6 +58,10 @@ CASES: dict[str, list[list[str]]] = {
         ["memory", "-d", NOSUCH, "context"],
         ["memory", "-d", "{tree}", "import", NOSUCH + ".json"],
         ["name", "publish", "--key-file", NOSUCH + ".pem", CID],
+        ["merge", NOSUCH + ".car", "--into", "{tree}"],
+        ["merge", "{bundle}", "--into", NOSUCH],
+        ["sync", NOSUCH, "--name-key", "{tmp}/k.pem"],
+        ["sync", "{tree}", "--name-key", NOSUCH + ".pem"],
     ],
     "unknown choice": [
         ["pack", "{tree}", "--profile", "nope"],
@@ -73,6 +77,8 @@ CASES: dict[str, list[list[str]]] = {
         ["convert", "--from", "nope", "{tree}", "-o", "{tmp}/out"],
         ["convert", "--to", "nope", "{tree}", "-o", "{tmp}/out"],
         ["memory", "-d", "{tree}", "write", "k", "--type", "nope", "--name", "n", "--description", "d"],
+        ["merge", "{bundle}", "--into", "{tree}", "--on-conflict", "nope"],
+        ["sync", "{tree}", "--name-key", "{tmp}/k.pem", "--pinner", "nope"],
     ],
     "malformed value": [
         ["unpack", "{bundle}", "-o", "{tmp}/out", "--root", "notacid"],
@@ -93,6 +99,8 @@ CASES: dict[str, list[list[str]]] = {
         ["memory", "-d", "{tree}", "write", "bad key", "--type", "user", "--name", "n", "--description", "d"],
         ["memory", "-d", "{tree}", "show", "bad key"],
         ["memory", "-d", "{tree}", "forget", "bad/key"],
+        ["merge", "ipfs://notacid", "--into", "{tree}"],
+        ["sync", "{tree}", "--name", "notaname"],
     ],
     "missing setting": [
         ["build", "{tree}", "--encrypt", "-o", "{tmp}/x.car"],
@@ -111,6 +119,7 @@ CASES: dict[str, list[list[str]]] = {
         ["convert", "--to", "three.ws", "{tree}", "-o", "{tmp}/tw", "--passphrase-env", "UNSET_VAR"],
         ["key", "message"],
         ["name", "create"],
+        ["merge", "{encrypted}", "--into", "{tree}"],
     ],
 }
 

@@ -91,6 +91,8 @@ CASES: dict[str, Case] = {
     "name publish": lambda f: ["name", "publish", "--key-file", _name_key(f), "bafkqaaa", "--json"],
     "name resolve": lambda f: ["name", "resolve", _published_name(f), "--json"],
     "log": lambda f: ["log", f["bundle"], "--json"],
+    "merge": lambda f: ["merge", f["bundle"], "--into", _written_tree(f), "--json"],
+    "sync": lambda f: ["sync", _written_tree(f), "--name-key", _name_key(f), "--json"],
 }
 
 

@@ -1,0 +1,256 @@
+"""``bundlekit merge``: a bundle merged into a memory tree over their nearest common ancestor.
+
+Steps (``specs/sync.md``, "Merge"):
+
+1. Load the bundle (``load_bundle``: any URI it takes, verified, decrypted with a key,
+   ``publishers`` enforced): *theirs*.
+2. The base (:func:`find_base`): walk back from the tree's heads (``bundle.lineage``:
+   the roots it was loaded, forked, merged or synced from) and from the bundle's root
+   through each manifest's ``parents``, level by level on both sides at once, every
+   manifest read from verified blocks, at most ``max_manifests`` of them; the first root
+   both walks reach is the base (the one nearest to both; then the smallest CID text).
+   None found (no lineage, a parent no source supplies, the bound): an empty base, so
+   every key both sides hold differently is a conflict (nothing is lost). The base
+   bundle is then loaded and verified like theirs.
+3. Under the tree's lock: read ours, :func:`memory.merge.merge_trees`, write the changes
+   (``Memory.apply_merge``: all or nothing) and the new lineage: parents = the bundle's
+   root, the tree's last root and every other head of ours the bundle does not descend
+   from (the next build names both sides, so ``bundlekit log`` shows the merge). A CAR's
+   blocks are kept in the local block store (unpinned: a cache ``store gc`` may drop), so
+   the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
+
+The load and build calls of merge and sync are here and only here (``_load``,
+:func:`read_manifest`, :func:`build_tree`), so a change of the loader's or builder's
+options meets them in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.build import BundleResult, build_bundle
+from bundlekit.bundle.lineage import heads, read_last, set_lineage
+from bundlekit.bundle.load import LoadResult, bundle_blocks, load_bundle
+from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.memory import Memory
+from bundlekit.memory.device import is_device_bound
+from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
+
+if TYPE_CHECKING:
+    from bundlekit.bundle.signature import ExternalSignature
+    from bundlekit.crypto._keys import KeySpec
+    from bundlekit.crypto.signing import Signer
+    from bundlekit.net.http import HttpOptions
+
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
+           "merge_bundle", "read_manifest"]
+
+#: At most this many manifests are read looking for the common ancestor (both sides together).
+DEFAULT_MAX_MANIFESTS: Final = 256
+#: What the working tree is called in a report and in a conflict sibling that came from it.
+LOCAL_LABEL: Final = "local"
+
+
+@dataclass
+class BaseSearch:
+    """The common ancestor found (CID text or None), the roots each side reaches (with their distance) and notes."""
+
+    base: str | None
+    ours: dict[str, int] = field(default_factory=dict)
+    theirs: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MergeResult:
+    """A merge: the report, the bundle merged (``root``), the base, whether the tree was written, notes."""
+
+    report: MergeReport
+    root: str | None
+    base: str | None
+    written: bool
+    changed_files: int
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    publisher: str | None = None
+    converged: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.report.to_dict()
+        out.update({"root": self.root, "base": self.base, "written": self.written,
+                    "changed_files": self.changed_files, "notes": list(self.notes),
+                    "warnings": list(self.warnings), "publisher": self.publisher, "converged": self.converged})
+        return out
+
+
+def find_base(
+    ours: Iterable[str],
+    theirs: str,
+    *,
+    parents_of: Callable[[str], list[str]],
+    max_manifests: int = DEFAULT_MAX_MANIFESTS,
+) -> BaseSearch:
+    """The nearest common ancestor of the roots ``ours`` and the root ``theirs`` (see the module, step 2).
+
+    ``parents_of(root)`` reads a manifest's ``parents`` (raising ``BundlekitError`` when no source has it:
+    that line of ancestry ends there, noted). Deterministic: the same lineage gives the same base.
+    """
+    if max_manifests < 0:
+        raise UsageError("the manifest bound must be 0 or more")
+    search = BaseSearch(None, {r: 0 for r in ours}, {theirs: 0})
+    frontiers = [sorted(search.ours), [theirs]]
+    budget = [max_manifests]
+
+    def expand(frontier: list[str], reached: dict[str, int]) -> list[str]:
+        nxt: set[str] = set()
+        for root in frontier:
+            if budget[0] <= 0:
+                search.notes.append(f"stopped looking for a common ancestor after {max_manifests} manifests")
+                return []
+            budget[0] -= 1
+            try:
+                found = parents_of(root)
+            except BundlekitError as exc:
+                search.notes.append(f"the ancestry stops at {root}: {exc}")
+                continue
+            for parent in found:
+                if parent not in reached:
+                    reached[parent] = reached[root] + 1
+                    nxt.add(parent)
+        return sorted(nxt)
+
+    while True:
+        common = set(search.ours) & set(search.theirs)
+        if common:
+            search.base = min(common, key=lambda r: (max(search.ours[r], search.theirs[r]),
+                                                     search.ours[r] + search.theirs[r], r))
+            return search
+        if not frontiers[0] and not frontiers[1]:
+            return search
+        frontiers = [expand(frontiers[0], search.ours), expand(frontiers[1], search.theirs)]
+
+
+def merge_bundle(
+    source: str,
+    into: str | os.PathLike[str],
+    *,
+    on_conflict: str = "both",
+    dry_run: bool = False,
+    gateways: Sequence[str] = (),
+    key: KeySpec | None = None,
+    publishers: Sequence[str] = (),
+    http: HttpOptions | None = None,
+    max_manifests: int = DEFAULT_MAX_MANIFESTS,
+    allow_secrets: bool = False,
+    loaded: LoadResult | None = None,
+) -> MergeResult:
+    """Merge the bundle at ``source`` into the memory tree ``into`` (module steps); returns the report.
+
+    ``loaded`` is the bundle when the caller loaded it already (``sync``). Raises ``UsageError`` (no tree,
+    an unknown policy), the loader's errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``,
+    and the tree's ``MemoryStoreError``s (nothing written).
+    """
+    tree = Path(into)
+    if not tree.is_dir():
+        raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
+    theirs_load = loaded or _load(source, gateways=gateways, key=key, publishers=publishers, http=http)
+    theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
+    root = theirs_load.root_cid
+    notes = list(theirs_load.notes)
+    search = BaseSearch(None)
+    if root is not None:
+        known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
+
+        def parents_of(r: str) -> list[str]:
+            return known[r] if r in known else _manifest_parents(r, gateways=gateways, http=http)
+
+        search = find_base(heads(tree), root, max_manifests=max_manifests, parents_of=parents_of)
+        notes += search.notes
+    base = TreeState.empty()
+    if search.base is not None:
+        try:
+            base = (theirs if search.base == root else
+                    _state(_load(f"ipfs://{search.base}", gateways=gateways, key=key, http=http)))
+        except BundlekitError as exc:
+            notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
+            search.base = None
+    memory = Memory(tree)
+    try:
+        with memory.holding():
+            ours = TreeState.from_memory(LOCAL_LABEL, memory)
+            outcome = merge_trees(base, ours, theirs, on_conflict=on_conflict)
+            outcome.report.base = search.base
+            files, days = outcome.changes(ours)
+            if not dry_run:
+                memory.apply_merge(files, days, allow_secrets=allow_secrets)
+                if root is not None and search.base != root:
+                    last = read_last(tree)
+                    kept = [h for h in heads(tree) if h not in search.theirs or h == last]
+                    set_lineage(tree, [root, *kept])
+                    _keep_blocks(source)
+    finally:
+        memory.close()
+    return MergeResult(outcome.report, root, search.base, not dry_run and bool(files or days), len(files) + len(days),
+                       notes, list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+
+
+def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
+    """True when the merged tree holds exactly what ``theirs`` holds (device-bound memories, which never
+    cross, aside): nothing of ours is missing from the bundle."""
+    mine = {k: r.raw for k, r in outcome.records.items() if not is_device_bound(r.meta)}
+    return mine == {k: r.raw for k, r in theirs.records.items()} and outcome.days == dict(theirs.days)
+
+
+#: The public API's name (``bundlekit.merge``).
+merge = merge_bundle
+
+
+def _keep_blocks(source: str) -> None:
+    """A merged CAR's blocks into the local store (verified as they go in), for later ancestor walks."""
+    path = Path(source)
+    if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
+        with open(path, "rb") as fh:
+            BlockStore().import_car(fh)
+
+
+def _state(loaded: LoadResult) -> TreeState:
+    return TreeState.from_files(loaded.source, loaded.files)
+
+
+def _load(
+    uri: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None,
+    publishers: Sequence[str] = (),
+) -> LoadResult:
+    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written."""
+    return load_bundle(uri, gateways=gateways, key=key, http=http, publishers=publishers)
+
+
+def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
+    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
+    with bundle_blocks(f"ipfs://{root}", gateways=gateways, http=http) as blocks:
+        return blocks.manifest
+
+
+def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
+    """The ``parents`` of the bundle ``root``."""
+    return [str(p) for p in read_manifest(root, gateways=gateways, http=http).get("parents", [])]
+
+
+def build_tree(
+    tree: str | os.PathLike[str],
+    car: str | os.PathLike[str],
+    *,
+    parents: Sequence[str],
+    key: KeySpec | None = None,
+    sign: Signer | ExternalSignature | None = None,
+    profile: str | None = None,
+    namespace: str | None = None,
+) -> BundleResult:
+    """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
+    return build_bundle(tree, car, parents=sorted(set(parents)), key=key, sign=sign, profile=profile,
+                        namespace=namespace)

@@ -1,0 +1,101 @@
+"""``bundlekit sync DIR --name-key KEY`` (writer) / ``--name NAME`` (follower): a memory tree kept in step with a name.
+
+Each round prints the root the name points at afterwards on stdout (or one line of JSON with
+``--json``); the merge report's rows, the pins and the summary go to stderr. ``--interval``
+repeats until Ctrl-C, SIGTERM or SIGHUP (exit 130, 143, 129, the round's cleanups run); a
+round that fails then is a warning and the next round comes all the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bundlekit.cli import output
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options
+from bundlekit.cli._params import Count, Seconds
+from bundlekit.cli.load import check_urls
+from bundlekit.cli.merge import ON_CONFLICT, report_rows, summary_line
+from bundlekit.cli.names import published_line, routers_from_env
+from bundlekit.errors import BundlekitError
+from bundlekit.pinning.origins import open_pinners
+from bundlekit.pinning.protocol import REQUIRE_MODES
+from bundlekit.syncer import DEFAULT_ATTEMPTS, SyncReport, sync, sync_forever
+
+__all__ = ["sync_cmd"]
+
+
+def _show(report: SyncReport, as_json: bool) -> None:
+    """One round's output: stdout the root (or the JSON line), stderr the rest."""
+    if report.merge is not None:
+        for row in report_rows(report.merge):
+            output.status(row)
+        output.status(summary_line(report.merge, dry_run=False))
+    if report.pins is not None:
+        for pin in report.pins.pins:
+            output.status(f"pinned {pin.cid} with {pin.pinner}: {pin.status}" + (f" ({pin.error})" if pin.error else ""))
+    if report.published is not None:
+        output.status(published_line(report.published))
+    elif report.up_to_date:
+        output.status(f"{report.name} already holds this tree ({report.root})")
+    if report.attempts > 1:
+        output.status(f"took {report.attempts} rounds: the name moved under this writer")
+    if as_json:
+        output.data_json(report.to_dict())
+    elif report.root is not None or report.remote is not None:
+        output.data(report.root or report.remote or "")
+
+
+@click.command("sync")
+@click.argument("tree", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+              help="Write: the Ed25519 key file of the name; merge, build, pin, publish.")
+@click.option("--name", "name_text", metavar="NAME", help="Follow: the name (k51...) to merge from; nothing published.")
+@click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
+              help="Pin with this pinner (repeatable; default: local). See `bundlekit pinners`.")
+@click.option("--require", type=click.Choice(REQUIRE_MODES), default="all", show_default=True,
+              help="The pins that must hold before the name moves.")
+@ON_CONFLICT
+@click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
+              help="Trustless gateway for records and blocks, tried in order.")
+@click.option("--publisher", "publishers", multiple=True, metavar="ID",
+              help="Require the name's bundles signed by ID (repeatable): refuse others, exit 3.")
+@click.option("--interval", type=Seconds(), default=None, metavar="SECONDS",
+              help="Sync again every SECONDS until stopped.")
+@click.option("--max-attempts", type=Count(1), default=DEFAULT_ATTEMPTS, show_default=True,
+              help="Rounds a writer tries when other writers keep moving the name.")
+@click.option("--json", "as_json", is_flag=True, help="Print each round's report as one line of JSON.")
+@sign_options
+@key_options
+def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_names: tuple[str, ...], require: str,
+             on_conflict: str, gateways: tuple[str, ...], publishers: tuple[str, ...], interval: float | None,
+             max_attempts: int, as_json: bool, sign: bool, signer_address: str | None, **key_params: Any) -> None:
+    """Keep the memory tree TREE in step with an IPNS name.
+
+    A writer (--name-key) resolves the name, merges its bundle, builds the tree (signed with --sign),
+    pins it and publishes it one sequence above the record it merged; when another writer moved the
+    name meanwhile it starts again from the new record. A follower (--name) only merges.
+    """
+    signer = resolve_signer(sign, signer_address, key_params)
+    key = None if sign else resolve_key_spec(new_key=name_key is not None, **key_params)
+    routers = routers_from_env() if name_key is not None else []
+    pinners = open_pinners(pinner_names or ("local",)) if name_key is not None else []
+    try:
+        def once() -> SyncReport:
+            return sync(tree, name_key=name_key, name=name_text, pinners=pinners, require=require,
+                        on_conflict=on_conflict, key=key, sign=signer, publishers=publishers, gateways=gateways,
+                        routers=routers, max_attempts=max_attempts)
+
+        if interval is None:
+            _show(once(), as_json)
+            return
+
+        def failed(exc: BundlekitError) -> None:
+            output.warn(f"this round failed ({exc}); trying again in {interval:g} s")
+
+        sync_forever(once, interval, on_report=lambda r: _show(r, as_json), on_error=failed)
+    finally:
+        for pinner in pinners:
+            pinner.close()

@@ -1,0 +1,408 @@
+"""Three-way merge of memory trees: base, ours, theirs -> one tree and a report (pure, deterministic).
+
+The rules (``specs/sync.md``, "Merge rules"), per memory key, comparing each side's
+file text with the base's:
+
+* unchanged on one side: the other side's version (a deletion included: a memory one
+  side forgot and the other left alone stays forgotten); the same text on both: it;
+* deleted on one side, changed on the other: the change is kept, the deletion reported;
+* changed on both: first a field-level merge, when the two sides changed different
+  frontmatter fields (or one the body and the other a field): each side's fields, tags as
+  a three-way set union, ``updated`` the later, ``revision`` one above both; otherwise a
+  conflict, resolved by the policy (``CONFLICT_POLICIES``): ``newer`` (the later
+  ``updated`` wins; equal times: the greater file text, so the outcome never depends on
+  which side is which), ``ours``, ``theirs``, ``both`` (the ``newer`` winner keeps the key,
+  the other side's memory is kept under a sibling key ``<key>.conflict-<tag>`` whose
+  frontmatter names the key and where it came from: nothing is lost) or ``fail``;
+* no base version and both sides have one (added on both, or no common ancestor): a
+  conflict, unless the texts are equal; one side only: that side's, unless the other side's
+  timeline holds a ``forgot`` of that key at or after the memory's ``updated`` (forgets
+  stay forgotten even without a common ancestor);
+* a device-bound memory (``memory.device``) on any side: ours stays exactly as it is;
+  theirs never comes in.
+
+The timeline, per day file: the union of both sides' lines (deduplicated by their exact
+bytes) minus the base lines one side removed (``prune_timeline``); a day whose lines are
+exactly ours keeps our bytes, any other is ordered by time (then bytes).
+
+Nothing here touches a file: :func:`merge_trees` takes three :class:`TreeState`s and returns a
+:class:`MergeOutcome` (the merged memories and day files, the report); ``Memory.apply_merge``
+writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from bundlekit.errors import ConflictError, UsageError
+from bundlekit.memory.device import is_device_bound
+from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.naming import MAX_KEY_LENGTH, TIMELINE_DIR, check_unique
+from bundlekit.memory.record import MemoryRecord, rendered_record
+from bundlekit.memory.timefmt import parse_timestamp
+from bundlekit.memory.timeline import parse_day
+
+if TYPE_CHECKING:
+    from bundlekit.memory.tree import Memory
+
+__all__ = [
+    "CONFLICT_FROM",
+    "CONFLICT_OF",
+    "CONFLICT_POLICIES",
+    "Conflict",
+    "MergeEntry",
+    "MergeOutcome",
+    "MergeReport",
+    "TreeState",
+    "merge_trees",
+    "sibling_key",
+]
+
+#: How a conflict (both sides changed the same field differently) is resolved.
+CONFLICT_POLICIES: Final = ("both", "newer", "ours", "theirs", "fail")
+#: The frontmatter of a conflict sibling: the key it lost and where it came from.
+CONFLICT_OF: Final = "x-bundlekit-conflict-of"
+CONFLICT_FROM: Final = "x-bundlekit-conflict-from"
+_SAME_EVERYWHERE: Final = frozenset({"updated", "revision"})  # bookkeeping, not a change of content
+_TAG_CHARS = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """One side of a merge: where it came from (``label``: ``ipfs://<root>``, or a name for a local
+    tree), its memories by key and its timeline day files (``YYYY-MM-DD.jsonl`` -> bytes)."""
+
+    label: str
+    records: Mapping[str, MemoryRecord]
+    days: Mapping[str, bytes]
+
+    @classmethod
+    def empty(cls, label: str = "nothing") -> TreeState:
+        return cls(label, {}, {})
+
+    @classmethod
+    def from_files(cls, label: str, files: Mapping[str, bytes]) -> TreeState:
+        """A tree's loaded files (``<key>.md``, ``timeline/<day>``; ``MEMORY.md`` ignored), validated
+        as ``memory.files`` validates them."""
+        tree = read_tree_files(files, source=label)
+        prefix = f"{TIMELINE_DIR}/"
+        days = {path[len(prefix):]: bytes(data) for path, data in files.items() if path.startswith(prefix)}
+        return cls(label, tree.records, days)
+
+    @classmethod
+    def from_memory(cls, label: str, memory: Memory) -> TreeState:
+        """A tree's memories and day files as they are now (each day file checked as a loaded one is);
+        call it under the tree's lock (``Memory.holding``) when the merge is to be written."""
+        days = memory.timeline_days()
+        for name, data in days.items():
+            parse_day(name, data)
+        return cls(label, {r.key: r for r in memory.list()}, days)
+
+
+@dataclass(frozen=True)
+class MergeEntry:
+    """What happened to one key: ``action`` (added, updated, deleted, kept, merged, conflict, device,
+    forgotten, sibling), the side it came ``source``d from (ours, theirs, both) and a detail."""
+
+    key: str
+    action: str
+    source: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"key": self.key, "action": self.action, "from": self.source, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A key both sides changed differently: how it was resolved, which side kept the key, the sibling made."""
+
+    key: str
+    resolution: str
+    winner: str
+    sibling: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"key": self.key, "resolution": self.resolution, "winner": self.winner, "sibling": self.sibling}
+
+
+@dataclass
+class MergeReport:
+    """Every key something happened to (sorted), every conflict, and the timeline lines taken in."""
+
+    ours: str
+    theirs: str
+    base: str | None
+    entries: list[MergeEntry] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    timeline_added: int = 0
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for entry in self.entries:
+            out[entry.action] = out.get(entry.action, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ours": self.ours, "theirs": self.theirs, "base": self.base, "counts": self.counts(),
+                "entries": [e.to_dict() for e in self.entries],
+                "conflicts": [c.to_dict() for c in self.conflicts], "timeline_added": self.timeline_added}
+
+
+@dataclass
+class MergeOutcome:
+    """The merged tree (memories by key, day files) and its report."""
+
+    records: dict[str, MemoryRecord]
+    days: dict[str, bytes]
+    report: MergeReport
+
+    def changes(self, ours: TreeState) -> tuple[dict[str, str | None], dict[str, bytes | None]]:
+        """What turns ``ours`` into this outcome: memory file name -> new text (None: delete), and day file
+        name -> new bytes (None: delete); only what differs."""
+        files: dict[str, str | None] = {}
+        for key in sorted(set(ours.records) | set(self.records)):
+            new, old = self.records.get(key), ours.records.get(key)
+            if (new.raw if new else None) != (old.raw if old else None):
+                files[f"{key}.md"] = new.raw if new is not None else None
+        days: dict[str, bytes | None] = {}
+        for day in sorted(set(ours.days) | set(self.days)):
+            if self.days.get(day) != ours.days.get(day):
+                days[day] = self.days.get(day)
+        return files, days
+
+
+def sibling_key(key: str, label: str) -> str:
+    """``<key>.conflict-<tag>``: the key of the memory a ``both`` conflict keeps beside ``key``; ``tag`` names
+    where it came from (the last 10 characters of a root CID, else the label in key characters)."""
+    text = label.removeprefix("ipfs://").split("/")[0].lower()
+    tag = _TAG_CHARS.sub("-", text).strip("-")
+    tag = (tag[-10:] if label.startswith("ipfs://") else tag[:20]).strip("-") or "other"
+    suffix = f".conflict-{tag}"
+    return key[: MAX_KEY_LENGTH - len(suffix)] + suffix
+
+
+def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_conflict: str = "both") -> MergeOutcome:
+    """Merge ``theirs`` into ``ours`` over their common ``base`` (module rules).
+
+    Raises ``UsageError`` for an unknown policy and ``ConflictError`` naming the keys with ``fail``
+    when any key conflicts (nothing is decided then).
+    """
+    if on_conflict not in CONFLICT_POLICIES:
+        raise UsageError(f"--on-conflict must be one of {', '.join(CONFLICT_POLICIES)}, not {on_conflict!r}")
+    report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
+    forgot = {"ours": _forgotten(ours.days), "theirs": _forgotten(theirs.days)}
+    result: dict[str, MemoryRecord] = {}
+    siblings: list[tuple[str, MemoryRecord, str]] = []  # (key it lost, the memory, where it came from)
+    failed: list[str] = []
+    for key in sorted(set(base.records) | set(ours.records) | set(theirs.records)):
+        b, o, t = base.records.get(key), ours.records.get(key), theirs.records.get(key)
+        decided = _decide(key, b, o, t, forgot, report)
+        if decided is not _CONFLICT:
+            if isinstance(decided, MemoryRecord):
+                result[key] = decided
+            continue
+        assert o is not None and t is not None
+        if on_conflict == "fail":
+            failed.append(key)
+            continue
+        winner = _winner(o, t, on_conflict)
+        loser, loser_side = (t, theirs.label) if winner == "ours" else (o, ours.label)
+        result[key] = o if winner == "ours" else t
+        sibling = None
+        if on_conflict == "both":
+            sibling = sibling_key(key, loser_side)
+            siblings.append((key, loser, loser_side))
+        report.conflicts.append(Conflict(key, on_conflict, winner, sibling))
+        report.entries.append(MergeEntry(key, "conflict", winner, f"resolved {on_conflict}"
+                                         + (f"; the other kept as {sibling}" if sibling else "")))
+    if failed:
+        raise ConflictError(f"{len(failed)} memories changed differently on both sides (first: {failed[0]!r}); "
+                            "nothing was merged: choose --on-conflict newer, ours, theirs or both")
+    for key, loser, label in siblings:
+        _add_sibling(result, key, loser, label, report)
+    check_unique(result, where="the merged tree")
+    days, added = _merge_days(base.days, ours.days, theirs.days)
+    report.timeline_added = added
+    report.entries.sort(key=lambda e: (e.key, e.action))
+    return MergeOutcome(result, days, report)
+
+
+_CONFLICT: Final = object()
+
+
+def _decide(
+    key: str, b: MemoryRecord | None, o: MemoryRecord | None, t: MemoryRecord | None,
+    forgot: Mapping[str, Mapping[str, str]], report: MergeReport,
+) -> MemoryRecord | None | object:
+    """The merged memory of one key, ``None`` for none, or ``_CONFLICT``; notes what it did in ``report``."""
+    note = report.entries.append
+    if any(r is not None and is_device_bound(r.meta) for r in (b, o, t)):
+        if t is not None and (o is None or t.raw != o.raw):
+            note(MergeEntry(key, "device", "ours", "device-bound memory: never crosses machines"))
+        return o
+    if _raw(o) == _raw(t):
+        return o
+    if b is not None:
+        if _raw(o) == b.raw:  # only theirs changed
+            note(MergeEntry(key, "deleted" if t is None else "updated", "theirs"))
+            return t
+        if _raw(t) == b.raw:  # only ours changed
+            return o
+        if o is None or t is None:  # deleted on one side, changed on the other
+            kept, gone = ("theirs", "ours") if o is None else ("ours", "theirs")
+            note(MergeEntry(key, "kept", kept, f"deleted by {gone} but changed by {kept}: the change is kept"))
+            return t if o is None else o
+        merged = _field_merge(key, b, o, t)
+        if merged is not None:
+            note(MergeEntry(key, "merged", "both", "different fields changed on each side"))
+            return merged
+        return _CONFLICT
+    if o is None:
+        assert t is not None
+        if _forgotten_since(forgot["ours"], t):
+            note(MergeEntry(key, "forgotten", "ours", "forgotten by ours after theirs last changed it"))
+            return None
+        note(MergeEntry(key, "added", "theirs"))
+        return t
+    if t is None:
+        if _forgotten_since(forgot["theirs"], o):
+            note(MergeEntry(key, "deleted", "theirs", "forgotten by theirs after ours last changed it"))
+            return None
+        return o
+    return _CONFLICT
+
+
+def _raw(record: MemoryRecord | None) -> str | None:
+    return None if record is None else record.raw
+
+
+def _winner(o: MemoryRecord, t: MemoryRecord, policy: str) -> str:
+    """Which side keeps the key: the named one, else the later ``updated`` (then the greater text)."""
+    if policy in ("ours", "theirs"):
+        return policy
+    return "ours" if (o.updated, o.raw) > (t.updated, t.raw) else "theirs"
+
+
+def _fields(record: MemoryRecord) -> dict[str, Any]:
+    return {**{k: v for k, v in record.meta.items() if k not in _SAME_EVERYWHERE}, "\0body": record.body}
+
+
+def _field_merge(key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord) -> MemoryRecord | None:
+    """Both sides' changes when no field (tags aside) changed differently on both; else None."""
+    fb, fo, ft = _fields(b), _fields(o), _fields(t)
+    names = sorted(set(fb) | set(fo) | set(ft))
+    merged: dict[str, Any] = {}
+    for name in names:
+        vb, vo, vt = fb.get(name, _ABSENT), fo.get(name, _ABSENT), ft.get(name, _ABSENT)
+        if vo == vt or vt == vb:
+            value = vo
+        elif vo == vb:
+            value = vt
+        elif name == "tags" and all(isinstance(v, list) or v is _ABSENT for v in (vb, vo, vt)):
+            value = _tag_union(vb, vo, vt)
+        else:
+            return None
+        if value is not _ABSENT:
+            merged[name] = value
+    body = merged.pop("\0body", "")
+    meta = {name: merged[name] for name in names if name in merged and name != "\0body"}
+    meta["updated"] = max(o.meta["updated"], t.meta["updated"], key=parse_timestamp)
+    meta["revision"] = max(o.revision, t.revision) + 1
+    return rendered_record(key, meta, str(body), where=f"the merge of {key}.md")
+
+
+def _tag_union(vb: object, vo: object, vt: object) -> list[str]:
+    """Three-way set union: every tag either side has, minus those a side removed from the base; sorted."""
+    base, ours, theirs = ({str(x) for x in v} if isinstance(v, list) else set() for v in (vb, vo, vt))
+    return sorted((ours | theirs) - (base - ours) - (base - theirs))
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT: Final = _Absent()
+
+
+def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord, label: str,
+                 report: MergeReport) -> None:
+    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another)."""
+    meta = {**loser.meta, CONFLICT_OF: key, CONFLICT_FROM: label}
+    base = sibling_key(key, label)
+    candidate, n = base, 1
+    while True:
+        record = rendered_record(candidate, meta, loser.body, where=f"{candidate}.md")
+        held = result.get(candidate)
+        if held is None or held.raw == record.raw:
+            break
+        n += 1
+        suffix = f"-{n}"
+        candidate = base[: MAX_KEY_LENGTH - len(suffix)] + suffix
+    result[candidate] = record
+    report.entries.append(MergeEntry(candidate, "sibling", "ours" if label == report.ours else "theirs",
+                                     f"the losing side of the conflict on {key}"))
+
+
+def _forgotten(days: Mapping[str, bytes]) -> dict[str, str]:
+    """Key -> the latest ``ts`` of a ``forgot`` entry in these day files."""
+    latest: dict[str, str] = {}
+    for line in _all_lines(days):
+        if b'"forgot"' not in line:
+            continue
+        entry = json.loads(line)
+        key, ts = entry.get("key"), entry.get("ts")
+        if entry.get("type") == "forgot" and isinstance(key, str) and isinstance(ts, str):
+            if key not in latest or parse_timestamp(ts) > parse_timestamp(latest[key]):
+                latest[key] = ts
+    return latest
+
+
+def _forgotten_since(forgot: Mapping[str, str], record: MemoryRecord) -> bool:
+    ts = forgot.get(record.key)
+    return ts is not None and parse_timestamp(ts) >= record.updated
+
+
+def _lines(data: bytes | None) -> list[bytes]:
+    """A day file's non-blank lines, each ending in one newline."""
+    if data is None:
+        return []
+    return [line.rstrip(b"\r") + b"\n" for line in data.split(b"\n") if line.strip()]
+
+
+def _all_lines(days: Mapping[str, bytes]) -> Iterable[bytes]:
+    for name in sorted(days):
+        yield from _lines(days[name])
+
+
+def _line_order(line: bytes) -> tuple[Any, bytes]:
+    """A merged day's order: by ``ts``, then by the bytes (the same order whichever side is which)."""
+    return parse_timestamp(json.loads(line)["ts"]), line
+
+
+def _merge_days(
+    base: Mapping[str, bytes], ours: Mapping[str, bytes], theirs: Mapping[str, bytes]
+) -> tuple[dict[str, bytes], int]:
+    """Per day: (ours | theirs) minus the base lines either side removed; returns the days and the lines added
+    to ours."""
+    days: dict[str, bytes] = {}
+    added = 0
+    for name in sorted(set(ours) | set(theirs)):
+        b: set[bytes] = set(_lines(base.get(name)))
+        o: set[bytes] = set(_lines(ours.get(name)))
+        t: set[bytes] = set(_lines(theirs.get(name)))
+        kept: set[bytes] = (o | t) - (b - o) - (b - t)
+        if not kept:
+            continue
+        added += len(kept - o)
+        if kept == o and name in ours:
+            days[name] = ours[name]
+        else:
+            ordered: list[bytes] = sorted(kept, key=_line_order)
+            days[name] = b"".join(ordered)
+    return days, added

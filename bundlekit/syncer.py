@@ -1,0 +1,236 @@
+"""``bundlekit sync``: many writers, one memory, met at an IPNS name.
+
+One round (``specs/sync.md``, "Sync"):
+
+1. Resolve the name (``names.resolve``: the store and the gateways, verified records,
+   the highest valid sequence; none yet is a first publish).
+2. Merge the bundle it points at into the tree (``bundle.merge.merge_bundle``: verified,
+   over the common ancestor, all or nothing). A follower (no name key) stops here.
+   A writer whose tree descends from the name's root (it published or merged it last:
+   ``bundle.lineage.heads``) skips the load: merging an ancestor changes nothing.
+3. A writer whose tree now holds exactly what the name points at has nothing to publish
+   (judged by the merge, or, when the merge was skipped, by the built manifest's file CIDs).
+   Otherwise it builds the tree (signed with ``sign``, encrypted with ``key``) with
+   ``parents`` = [the remote root, the tree's last root], pins the CAR to every pinner
+   (``pinning.pin_all``; ``require`` must hold, else ``PinError``) and publishes the
+   root under the name with the sequence one above the record it merged
+   (``names.publish(follows=...)``: refused when the name moved meanwhile).
+4. The name moved (another writer published between 1 and 3): start again from the new
+   record, at most ``max_attempts`` rounds (``NameMovedError`` after). Each new round merges
+   the other writer's bundle over the one merged before, so neither loses the other's
+   memories.
+
+The tree then remembers the published root as its parent and last root. The CAR is
+built in a temporary directory removed when the round ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
+from bundlekit.bundle.merge import MergeResult, build_tree, merge_bundle, read_manifest
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import BundlekitError, LoadError, NameMovedError, PinError, UsageError
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
+from bundlekit.names.publish import Published, Router, publish
+from bundlekit.names.record import name_from_key
+from bundlekit.names.resolve import resolve
+from bundlekit.net.fetch import RemoteGateway, parse_gateway
+from bundlekit.pinning.orchestrate import PinReport, pin_all
+
+if TYPE_CHECKING:
+    from bundlekit.bundle.signature import ExternalSignature
+    from bundlekit.crypto._keys import KeySpec
+    from bundlekit.crypto.signing import Signer
+    from bundlekit.net.http import HttpOptions
+    from bundlekit.pinning.protocol import Pinner
+
+__all__ = ["DEFAULT_ATTEMPTS", "SyncReport", "sync", "sync_forever"]
+
+#: Rounds a writer tries when the name keeps moving under it.
+DEFAULT_ATTEMPTS: Final = 5
+
+
+@dataclass
+class SyncReport:
+    """One sync: the name, the role, the record merged (root and sequence), the merge report, the root built,
+    pinned and published (writer), the rounds it took and whether the name already held the tree."""
+
+    name: str
+    role: str
+    remote: str | None = None
+    remote_sequence: int | None = None
+    merge: MergeResult | None = None
+    root: str | None = None
+    pins: PinReport | None = None
+    published: Published | None = None
+    attempts: int = 0
+    up_to_date: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "role": self.role, "remote": self.remote, "remote_sequence": self.remote_sequence,
+            "merge": self.merge.to_dict() if self.merge is not None else None, "root": self.root,
+            "pins": self.pins.to_json()["pins"] if self.pins is not None else None,
+            "published": self.published.to_dict() if self.published is not None else None,
+            "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
+        }
+
+
+def sync(
+    tree: str | os.PathLike[str],
+    *,
+    name_key: str | os.PathLike[str] | Ed25519Signer | None = None,
+    name: str | None = None,
+    pinners: Sequence[Pinner] = (),
+    require: str = "all",
+    on_conflict: str = "both",
+    key: KeySpec | None = None,
+    sign: Signer | ExternalSignature | None = None,
+    publishers: Sequence[str] = (),
+    gateways: Sequence[str] = (),
+    routers: Sequence[tuple[str, Router]] = (),
+    http: HttpOptions | None = None,
+    max_attempts: int = DEFAULT_ATTEMPTS,
+    store: BlockStore | None = None,
+) -> SyncReport:
+    """One sync of the memory tree ``tree`` with a name (module steps); returns its report.
+
+    A writer gives ``name_key`` (the Ed25519 key file or signer of the name) and ``pinners``;
+    a follower gives ``name`` and only merges. Raises ``UsageError`` (neither or both, no tree,
+    a writer without pinners), the resolver's, loader's and merge's errors, ``PinError`` when
+    ``require`` does not hold (the name is not moved), ``NameMovedError`` after ``max_attempts``
+    rounds lost to other writers.
+    """
+    if (name_key is None) == (name is None):
+        raise UsageError("give --name-key KEY (a writer) or --name NAME (a follower), not both or neither")
+    if not Path(tree).is_dir():
+        raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
+    if max_attempts < 1:
+        raise UsageError("sync needs at least one attempt")
+    signer = None
+    if name_key is not None:
+        signer = name_key if isinstance(name_key, Ed25519Signer) else Ed25519Signer.from_file(name_key)
+        if not pinners:
+            raise UsageError("a writer needs at least one pinner (--pinner); the default is local")
+    label = name_from_key(signer.public) if signer is not None else str(name).removeprefix("ipns://").split("/")[0]
+    gws = [parse_gateway(g) for g in gateways]
+    store = store if store is not None else BlockStore()
+    report = SyncReport(label, "writer" if signer is not None else "follower")
+    while True:
+        report.attempts += 1
+        _merge_remote(report, tree, gws, gateways, store, http, on_conflict=on_conflict, key=key,
+                      publishers=publishers)
+        if signer is None:
+            return report
+        try:
+            _publish(report, tree, signer, pinners, require=require, key=key, sign=sign, routers=routers,
+                     gws=gws, store=store, http=http)
+            return report
+        except NameMovedError as exc:
+            report.notes.append(f"round {report.attempts}: {exc}")
+            if report.attempts >= max_attempts:
+                raise NameMovedError(f"{exc}; gave up after {max_attempts} rounds (the tree holds every "
+                                     "merge so far: sync again)") from exc
+
+
+def _merge_remote(
+    report: SyncReport, tree: str | os.PathLike[str], gws: list[RemoteGateway], gateways: Sequence[str],
+    store: BlockStore, http: HttpOptions | None, *, on_conflict: str, key: KeySpec | None,
+    publishers: Sequence[str],
+) -> None:
+    """Steps 1-2: the name's newest record and its bundle merged into the tree (nothing when there is none)."""
+    try:
+        resolution = resolve(report.name, gateways=gws, store=store, http=http)
+    except LoadError as exc:
+        if report.role == "follower":
+            raise
+        report.notes.append(f"no record for {report.name} yet ({exc}); publishing the first")
+        report.remote, report.remote_sequence, report.merge = None, None, None
+        return
+    report.notes.extend(resolution.notes)
+    report.remote = cid_to_str(resolution.cid)
+    report.remote_sequence = resolution.record.sequence
+    report.merge = None
+    if key is None and report.role == "writer" and report.remote in heads(tree):
+        # The tree descends from the name's root (it published or merged it): merging it changes nothing, so
+        # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
+        report.notes.append(f"the tree already descends from {report.remote}: nothing to merge")
+        return
+    report.merge = merge_bundle(f"ipfs://{report.remote}", tree, on_conflict=on_conflict, gateways=gateways,
+                                key=key, publishers=publishers, http=http)
+
+
+def _publish(
+    report: SyncReport, tree: str | os.PathLike[str], signer: Ed25519Signer, pinners: Sequence[Pinner], *,
+    require: str, key: KeySpec | None, sign: Signer | ExternalSignature | None,
+    routers: Sequence[tuple[str, Router]], gws: list[RemoteGateway], store: BlockStore, http: HttpOptions | None,
+) -> None:
+    """Step 3: build, pin, publish (``NameMovedError`` when another writer published first)."""
+    if report.merge is not None and report.merge.converged and report.remote is not None:
+        report.up_to_date = True
+        report.root = report.remote
+        set_lineage(tree, [report.remote], cid_from_text(report.remote))
+        return
+    last = read_last(tree)
+    parents = [p for p in (report.remote, last) if p is not None]
+    with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
+        built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign)
+        if last is not None:  # the build noted its root as the last; until it is published the last stays
+            record_last(tree, cid_from_text(last))
+        if report.merge is None and report.remote is not None and _same_files(built.manifest, report.remote, gws, http):
+            report.up_to_date = True
+            report.root = report.remote
+            return
+        report.root = built.root_cid
+        report.pins = pin_all(built.car, built.root, pinners, require=require, name=f"sync-{report.name[-10:]}")
+    if not report.pins.ok:
+        failed = sum(1 for p in report.pins.pins if not p.durable)
+        raise PinError(f"--require {require} not met: {failed} of {len(report.pins.pins)} pin(s) not durable; "
+                       "the name was not moved")
+    follows = report.remote_sequence if report.remote_sequence is not None else -1
+    report.published = publish(signer, built.root, store=store, routers=routers, gateways=gws, http=http,
+                               follows=follows)
+    set_lineage(tree, [built.root_cid], built.root)
+
+
+def _same_files(manifest: dict[str, Any], remote: str, gws: list[RemoteGateway], http: HttpOptions | None) -> bool:
+    """True when the built bundle holds the very files of the remote one (same paths, same CIDs: plaintext
+    bundles only, whose file CIDs depend on nothing but the bytes)."""
+    theirs = read_manifest(remote, gateways=[g.base for g in gws], http=http)
+    return bool(theirs.get("memory", {}).get("files") == manifest["memory"]["files"])
+
+
+def sync_forever(
+    run: Callable[[], SyncReport],
+    interval: float,
+    *,
+    on_report: Callable[[SyncReport], None],
+    on_error: Callable[[BundlekitError], None],
+    sleep: Callable[[float], None] = time.sleep,
+    rounds: int | None = None,
+) -> None:
+    """Call ``run`` every ``interval`` seconds until stopped (Ctrl-C, SIGTERM, SIGHUP: the interrupt propagates
+    from the sleep or the round, whose cleanups run). A round's ``BundlekitError`` goes to ``on_error`` and the
+    next round comes all the same (a gateway down for a minute must not end a long-running agent's sync).
+    ``rounds`` bounds the loop (tests)."""
+    if interval <= 0:
+        raise UsageError("--interval must be a positive number of seconds")
+    done = 0
+    while rounds is None or done < rounds:
+        try:
+            on_report(run())
+        except BundlekitError as exc:
+            on_error(exc)
+        done += 1
+        if rounds is None or done < rounds:
+            sleep(interval)

@@ -1,0 +1,164 @@
+"""The merge rules of specs/sync.md, one per test, on trees held in memory (memory/merge.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundlekit.errors import ConflictError, UsageError
+from bundlekit.memory.merge import CONFLICT_FROM, CONFLICT_OF, TreeState, merge_trees, sibling_key
+from bundlekit.memory.naming import MAX_KEY_LENGTH
+
+from .conftest import line, record, state
+
+THEIRS = "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"
+B = record("k", "base body")
+
+
+def test_a_change_on_theirs_only_is_taken() -> None:
+    t = record("k", "theirs body", updated="2026-04-15T00:00:00Z", revision=2)
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS, t))
+    assert out.records["k"] == t and [(e.action, e.source) for e in out.report.entries] == [("updated", "theirs")]
+
+
+def test_a_change_on_ours_only_is_kept_and_not_reported() -> None:
+    o = record("k", "ours body", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, B))
+    assert out.records["k"] == o and out.report.entries == []
+
+
+def test_the_same_change_on_both_sides_is_taken_without_a_conflict() -> None:
+    same = record("k", "same body", revision=2)
+    out = merge_trees(state("base", B), state("local", same), state(THEIRS, same))
+    assert out.records == {"k": same} and out.report.conflicts == []
+
+
+def test_a_both_conflict_keeps_the_newer_under_the_key_and_the_other_as_a_named_sibling() -> None:
+    o = record("k", "ours body", updated="2026-04-16T00:00:00Z", revision=2)
+    t = record("k", "theirs body", updated="2026-04-15T00:00:00Z", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
+    sibling = sibling_key("k", THEIRS)
+    assert sibling.startswith("k.conflict-") and sibling.endswith(THEIRS[-10:])
+    assert out.records["k"] == o
+    kept = out.records[sibling]
+    assert kept.body == "theirs body" and kept.meta[CONFLICT_OF] == "k" and kept.meta[CONFLICT_FROM] == THEIRS
+    assert [c.to_dict() for c in out.report.conflicts] == [
+        {"key": "k", "resolution": "both", "winner": "ours", "sibling": sibling}]
+
+
+@pytest.mark.parametrize(("policy", "winner"), [("newer", "theirs"), ("ours", "ours"), ("theirs", "theirs")])
+def test_newer_ours_and_theirs_keep_one_side_and_no_sibling(policy: str, winner: str) -> None:
+    o = record("k", "ours body", updated="2026-04-15T00:00:00Z", revision=2)
+    t = record("k", "theirs body", updated="2026-04-16T00:00:00Z", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t), on_conflict=policy)
+    assert out.records == {"k": o if winner == "ours" else t}
+    assert out.report.conflicts[0].winner == winner and out.report.conflicts[0].sibling is None
+
+
+def test_fail_refuses_a_conflict_naming_the_key() -> None:
+    o, t = record("k", "ours body", revision=2), record("k", "theirs body", revision=2)
+    with pytest.raises(ConflictError, match="'k'"):
+        merge_trees(state("base", B), state("local", o), state(THEIRS, t), on_conflict="fail")
+
+
+def test_an_unknown_policy_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="on-conflict"):
+        merge_trees(TreeState.empty(), TreeState.empty(), TreeState.empty(), on_conflict="mine")
+
+
+def test_different_fields_changed_on_each_side_merge_with_revision_above_both() -> None:
+    o = record("k", "base body", updated="2026-04-15T00:00:00Z", revision=3, description="ours description")
+    t = record("k", "theirs body", updated="2026-04-16T00:00:00Z", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
+    merged = out.records["k"]
+    assert (merged.description, merged.body) == ("ours description", "theirs body")
+    assert merged.revision == 4 and merged.meta["updated"] == "2026-04-16T00:00:00Z"
+    assert out.report.conflicts == [] and out.report.entries[0].action == "merged"
+
+
+def test_tags_changed_on_both_sides_are_a_three_way_set_union() -> None:
+    base = record("k", tags=["a", "b"])
+    o = record("k", tags=["a", "b", "ours"], revision=2)
+    t = record("k", tags=["b", "theirs"], revision=2)  # theirs removed "a"
+    out = merge_trees(state("base", base), state("local", o), state(THEIRS, t))
+    assert out.records["k"].tags == ["b", "ours", "theirs"] and out.report.conflicts == []
+
+
+def test_deleted_on_one_side_and_changed_on_the_other_keeps_the_change_and_reports_the_deletion() -> None:
+    t = record("k", "theirs body", revision=2)
+    out = merge_trees(state("base", B), state("local"), state(THEIRS, t))
+    assert out.records == {"k": t}
+    assert [(e.action, e.source) for e in out.report.entries] == [("kept", "theirs")]
+    assert "deleted by ours" in out.report.entries[0].detail
+
+
+def test_a_memory_forgotten_on_one_side_and_unchanged_on_the_other_stays_forgotten() -> None:
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS))
+    assert out.records == {} and out.report.entries[0].action == "deleted"
+
+
+def test_without_a_base_a_forget_after_the_last_change_keeps_the_memory_forgotten() -> None:
+    forgot = {"2026-04-15.jsonl": line("2026-04-15T09:00:00.000Z", "forgot", key="k", name="k")}
+    out = merge_trees(TreeState.empty(), state("local", days=forgot), state(THEIRS, B))
+    assert "k" not in out.records and out.report.entries[0].action == "forgotten"
+
+
+def test_without_a_base_a_memory_changed_after_the_forget_comes_back() -> None:
+    forgot = {"2026-04-13.jsonl": line("2026-04-13T09:00:00.000Z", "forgot", key="k", name="k")}
+    out = merge_trees(TreeState.empty(), state("local", days=forgot), state(THEIRS, B))
+    assert out.records["k"] == B and out.report.entries[0].action == "added"
+
+
+def test_without_a_base_different_memories_under_one_key_are_a_conflict() -> None:
+    o, t = record("k", "ours"), record("k", "theirs")
+    out = merge_trees(TreeState.empty(), state("local", o), state(THEIRS, t))
+    assert len(out.report.conflicts) == 1 and len(out.records) == 2
+
+
+def test_a_device_memory_of_theirs_never_comes_in() -> None:
+    t = record("k", "theirs", **{"x-magicfrog-dimension": "device"})
+    out = merge_trees(TreeState.empty(), state("local"), state(THEIRS, t))
+    assert out.records == {} and out.report.entries[0].action == "device"
+
+
+def test_a_device_memory_of_ours_stays_whatever_theirs_did() -> None:
+    o = record("k", "ours", **{"x-magicfrog-local-only": True})
+    for theirs in (state(THEIRS), state(THEIRS, record("k", "theirs", revision=5))):
+        out = merge_trees(state("base", o), state("local", o), theirs)
+        assert out.records == {"k": o}
+
+
+def test_the_timeline_is_the_union_of_both_sides_deduplicated_by_bytes_and_ordered_by_time() -> None:
+    day = "2026-04-14.jsonl"
+    shared = line("2026-04-14T08:00:00.000Z", text="shared")
+    ours_new = line("2026-04-14T10:00:00.000Z", text="ours")
+    theirs_new = line("2026-04-14T09:00:00.000Z", text="theirs")
+    out = merge_trees(state("base", days={day: shared}), state("local", days={day: shared + ours_new}),
+                      state(THEIRS, days={day: shared + theirs_new + ours_new}))
+    assert out.days == {day: shared + theirs_new + ours_new} and out.report.timeline_added == 1
+
+
+def test_timeline_lines_one_side_pruned_stay_pruned() -> None:
+    old, new = line("2026-04-01T08:00:00.000Z"), line("2026-04-14T08:00:00.000Z")
+    days = {"2026-04-01.jsonl": old, "2026-04-14.jsonl": new}
+    out = merge_trees(state("base", days=days), state("local", days={"2026-04-14.jsonl": new}), state(THEIRS, days=days))
+    assert out.days == {"2026-04-14.jsonl": new}
+
+
+def test_changes_name_only_the_files_that_differ_from_ours() -> None:
+    t = record("new", "theirs")
+    ours = state("local", B, days={"2026-04-14.jsonl": line("2026-04-14T08:00:00.000Z")})
+    out = merge_trees(state("base", B), ours, state(THEIRS, t))
+    files, days = out.changes(ours)
+    assert files == {"k.md": None, "new.md": t.raw} and days == {}
+
+
+def test_a_sibling_key_fits_the_key_length_limit() -> None:
+    key = "k" * MAX_KEY_LENGTH
+    sibling = sibling_key(key, THEIRS)
+    assert len(sibling) == MAX_KEY_LENGTH and sibling.endswith(THEIRS[-10:])
+
+
+def test_merging_a_tree_with_itself_changes_nothing() -> None:
+    o = state("local", B, record("x", "x"), days={"2026-04-14.jsonl": line("2026-04-14T08:00:00.000Z")})
+    out = merge_trees(o, o, TreeState(THEIRS, o.records, o.days))
+    assert out.changes(o) == ({}, {}) and out.report.entries == []
