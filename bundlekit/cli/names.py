@@ -35,9 +35,9 @@ from bundlekit.net.fetch import default_gateways, parse_gateway
 from bundlekit.net.http import check_http_url
 from pinners.kubo import KuboPinner
 
-__all__ = ["name", "publish_name", "routers_from_env", "routing_endpoints"]
+__all__ = ["ROUTING_OPTION", "name", "publish_name", "routers_from_env", "routing_endpoints"]
 
-_ROUTING = click.option(
+ROUTING_OPTION = click.option(
     "--routing", "routing", multiple=True, metavar="URL",
     help="Delegated Routing V1 HTTP API endpoint (a `bundlekit serve`, kubo) for the name's records; "
          "repeatable (default: $BUNDLEKIT_ROUTING).")
@@ -122,7 +122,7 @@ def published_line(published: Published) -> str:
 @click.option("--ttl", default="5m", show_default=True, help="How long resolvers may cache it (Go duration).")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL",
               help="Ask this gateway for the name's latest record first (default: $BUNDLEKIT_GATEWAYS).")
-@_ROUTING
+@ROUTING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {name, value, sequence, validity, routers} as JSON.")
 def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: tuple[str, ...],
                 routing: tuple[str, ...], as_json: bool) -> None:
@@ -143,7 +143,7 @@ def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: t
 @name.command("resolve")
 @click.argument("name_text", metavar="NAME")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, asked for records.")
-@_ROUTING
+@ROUTING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {name, cid, sequence, validity, sources} as JSON.")
 def resolve_cmd(name_text: str, gateways: tuple[str, ...], routing: tuple[str, ...], as_json: bool) -> None:
     """Print the CID NAME points at: the newest valid record of the local store, the routing endpoints and the gateways.
