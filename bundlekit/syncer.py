@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from bundlekit.net.http import HttpOptions
     from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["DEFAULT_ATTEMPTS", "SyncReport", "sync", "sync_forever"]
+__all__ = ["DEFAULT_ATTEMPTS", "BackgroundSync", "SyncReport", "sync", "sync_forever"]
 
 #: Rounds a writer tries when the name keeps moving under it.
 DEFAULT_ATTEMPTS: Final = 5
@@ -224,19 +225,60 @@ def sync_forever(
     on_error: Callable[[BundlekitError], None],
     sleep: Callable[[float], None] = time.sleep,
     rounds: int | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Call ``run`` every ``interval`` seconds until stopped (Ctrl-C, SIGTERM, SIGHUP: the interrupt propagates
-    from the sleep or the round, whose cleanups run). A round's ``BundlekitError`` goes to ``on_error`` and the
-    next round comes all the same (a gateway down for a minute must not end a long-running agent's sync).
-    ``rounds`` bounds the loop (tests)."""
+    from the sleep or the round, whose cleanups run; or ``stop`` set, which also ends the sleep at once).
+    A round's ``BundlekitError`` goes to ``on_error`` and the next round comes all the same (a gateway down
+    for a minute must not end a long-running agent's sync), except a usage error or a missing setting
+    (exit 2), which ends the loop. ``rounds`` bounds the loop (tests)."""
     if interval <= 0:
         raise UsageError("--interval must be a positive number of seconds")
+    if stop is not None:
+        halt = stop
+
+        def sleep(seconds: float) -> None:
+            halt.wait(seconds)
+
     done = 0
-    while rounds is None or done < rounds:
+    while (rounds is None or done < rounds) and not (stop is not None and stop.is_set()):
         try:
             on_report(run())
         except BundlekitError as exc:
+            if exc.exit_code == UsageError.exit_code:
+                raise  # a usage mistake or a missing setting does not mend itself by waiting
             on_error(exc)
         done += 1
         if rounds is None or done < rounds:
             sleep(interval)
+
+
+class BackgroundSync:
+    """``sync_forever`` on a thread beside a server (``bundlekit mcp --sync-name-key``): started on entry,
+    stopped on exit (the sleep ends at once; a round in progress finishes, so its temporary CAR is removed)."""
+
+    def __init__(self, run: Callable[[], SyncReport], interval: float, *,
+                 on_report: Callable[[SyncReport], None], on_error: Callable[[BundlekitError], None]) -> None:
+        if interval <= 0:
+            raise UsageError("the sync interval must be a positive number of seconds")
+        self.stop = threading.Event()
+        self._run, self._interval, self._on_report, self._on_error = run, interval, on_report, on_error
+        self._thread = threading.Thread(target=self._loop, name="bundlekit-sync", daemon=True)
+
+    def _loop(self) -> None:
+        """The rounds; an error that ends them (exit 2, or a defect) is reported, never a thread's traceback."""
+        try:
+            sync_forever(self._run, self._interval, on_report=self._on_report, on_error=self._on_error,
+                         stop=self.stop)
+        except BundlekitError as exc:
+            self._on_error(BundlekitError(f"{exc}; background sync stopped"))
+        except Exception as exc:  # noqa: BLE001 - a defect must not print a raw traceback beside a server
+            self._on_error(BundlekitError(f"background sync stopped by an internal error ({type(exc).__name__})"))
+
+    def __enter__(self) -> BackgroundSync:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self._thread.join()

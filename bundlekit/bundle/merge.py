@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
+from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadResult, bundle_blocks, load_bundle
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
@@ -130,8 +132,8 @@ def find_base(
             search.base = min(common, key=lambda r: (max(search.ours[r], search.theirs[r]),
                                                      search.ours[r] + search.theirs[r], r))
             return search
-        if not frontiers[0] and not frontiers[1]:
-            return search
+        if not search.ours or (not frontiers[0] and not frontiers[1]):
+            return search  # no heads of ours (nothing can be common), or both walks ended
         frontiers = [expand(frontiers[0], search.ours), expand(frontiers[1], search.theirs)]
 
 
@@ -186,12 +188,11 @@ def merge_bundle(
             outcome = merge_trees(base, ours, theirs, on_conflict=on_conflict)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
+            parents = _merged_parents(tree, root, search)
             if not dry_run:
                 memory.apply_merge(files, days, allow_secrets=allow_secrets)
-                if root is not None and search.base != root:
-                    last = read_last(tree)
-                    kept = [h for h in heads(tree) if h not in search.theirs or h == last]
-                    set_lineage(tree, [root, *kept])
+                if parents is not None:
+                    set_lineage(tree, parents)
                     _keep_blocks(source)
     finally:
         memory.close()
@@ -206,6 +207,20 @@ def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
     return mine == {k: r.raw for k, r in theirs.records.items()} and outcome.days == dict(theirs.days)
 
 
+def _merged_parents(tree: Path, root: str | None, search: BaseSearch) -> list[str] | None:
+    """The tree's parents after merging ``root``: it, the tree's last root and every other head ``root`` does
+    not descend from (None: the lineage stays, ``root`` being an ancestor already). Checked before anything is
+    written: a merge the lineage file could not record is refused whole (``UsageError``)."""
+    if root is None or search.base == root:
+        return None
+    last = read_last(tree)
+    parents = sorted({root, *(h for h in heads(tree) if h not in search.theirs or h == last)})
+    if len(parents) > MAX_PARENTS:
+        raise UsageError(f"the merge would give {tree} {len(parents)} parents; a manifest holds {MAX_PARENTS}: "
+                         "build and publish the tree first, then merge")
+    return parents
+
+
 #: The public API's name (``bundlekit.merge``).
 merge = merge_bundle
 
@@ -214,7 +229,7 @@ def _keep_blocks(source: str) -> None:
     """A merged CAR's blocks into the local store (verified as they go in), for later ancestor walks."""
     path = Path(source)
     if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
-        with open(path, "rb") as fh:
+        with suppress(BundlekitError, OSError), open(path, "rb") as fh:  # a cache: the merge is done either way
             BlockStore().import_car(fh)
 
 

@@ -10,6 +10,7 @@ server ever answers from it.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +23,8 @@ from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._params import Seconds
+from bundlekit.cli.sync import background_sync
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
 from bundlekit.mcp_server.address import host_header, is_loopback
@@ -69,10 +72,14 @@ def _http_address(value: str, host: str | None) -> tuple[str, int]:
 @click.option("--http", "http_addr", metavar="[HOST:]PORT",
               help="Serve the streamable HTTP transport at http://HOST:PORT/mcp instead of stdio (loopback).")
 @click.option("--host", help="Listen on this interface with --http (beyond loopback: an explicit choice).")
+@click.option("--sync-name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+              help="Meanwhile, sync the --memory tree with this key's IPNS name (as `bundlekit sync --name-key`).")
+@click.option("--sync-interval", type=Seconds(), default=60.0, show_default=True, metavar="SECONDS",
+              help="Seconds between the background sync rounds.")
 @key_options
 def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
         allow_publish: bool, pinner_names: tuple[str, ...], http_addr: str | None, host: str | None,
-        **key_params: Any) -> None:
+        sync_name_key: Path | None, sync_interval: float, **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
     A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go;
@@ -99,11 +106,18 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         tools = MemoryTools(served, publish=publish)
         if allow_publish and not tools.can_publish:
             raise UsageError("--allow-publish needs a tree on disk: add --memory DIR")
+        tree_dir = None if served.read_only else served.tree_dir
+        if sync_name_key is not None and tree_dir is None:
+            raise UsageError("--sync-name-key needs a tree on disk to sync: add --memory DIR")
+        syncing = (background_sync(tree_dir, sync_name_key, default_pinners, key, sync_interval)
+                   if sync_name_key is not None and tree_dir is not None else nullcontext())
         mode = "read-only" if served.read_only else "read-write"
         where = f" ({served.root})" if served.root else ""
-        if address is None:
-            server.run_stdio(tools, lambda: output.status(f"serving {served.origin}{where} {mode} over stdio"))
-        else:
-            url = f"http://{host_header(*address)}/mcp"
-            server.run_http(tools, *address, lambda: output.status(f"serving {served.origin}{where} {mode} at {url}"))
-            output.status("stopped")  # SIGTERM: a server's normal end (other signals raise)
+        with syncing:
+            if address is None:
+                server.run_stdio(tools, lambda: output.status(f"serving {served.origin}{where} {mode} over stdio"))
+            else:
+                url = f"http://{host_header(*address)}/mcp"
+                server.run_http(tools, *address,
+                                lambda: output.status(f"serving {served.origin}{where} {mode} at {url}"))
+                output.status("stopped")  # SIGTERM: a server's normal end (other signals raise)

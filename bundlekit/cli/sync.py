@@ -22,9 +22,11 @@ from bundlekit.cli.names import ROUTING_OPTION, published_line, routers_from_env
 from bundlekit.errors import BundlekitError
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.syncer import DEFAULT_ATTEMPTS, SyncReport, sync, sync_forever
+from bundlekit.crypto import KeySpec
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.syncer import DEFAULT_ATTEMPTS, BackgroundSync, SyncReport, sync, sync_forever
 
-__all__ = ["sync_cmd"]
+__all__ = ["background_sync", "sync_cmd"]
 
 
 def _show(report: SyncReport, as_json: bool) -> None:
@@ -104,3 +106,31 @@ def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_na
     finally:
         for pinner in pinners:
             pinner.close()
+
+
+def background_sync(tree: str | Path, name_key: Path, pinner_names: tuple[str, ...], key: KeySpec | None,
+                    interval: float) -> BackgroundSync:
+    """``bundlekit mcp --sync-name-key``: the writer's rounds on a thread beside the server, each round's
+    summary and every failure one line on stderr (stdout may be the MCP transport). The key file, the
+    routers and the pinners are checked now, before the server starts."""
+    signer = Ed25519Signer.from_file(name_key)
+    routers = routers_from_env()
+    for pinner in open_pinners(pinner_names or ("local",)):
+        pinner.close()
+
+    def once() -> SyncReport:
+        pinners = open_pinners(pinner_names or ("local",))
+        try:
+            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers)
+        finally:
+            for pinner in pinners:
+                pinner.close()
+
+    def report(done: SyncReport) -> None:
+        merged = done.merge.report.counts() if done.merge is not None else {}
+        state = ("up to date" if done.up_to_date else
+                 f"published {done.root} (sequence {done.published.sequence})" if done.published else "merged")
+        output.status(f"sync {done.name}: {state}" + (f"; merged {merged}" if merged else ""))
+
+    return BackgroundSync(once, interval, on_report=report,
+                          on_error=lambda exc: output.warn(f"sync round failed ({exc}); trying again in {interval:g} s"))

@@ -8,6 +8,7 @@ SIGTERM or SIGHUP exits as Ctrl-C does and leaves no temporary CAR behind. Child
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,12 +20,13 @@ import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import file_cid
-from bundlekit.bundle.manifest import canonical_json, make_manifest
+from bundlekit.bundle.manifest import MAX_PARENTS, canonical_json, make_manifest
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.bundle.lineage import LAST_ROOT_NAME, heads, read_last
+from bundlekit.bundle.lineage import LAST_ROOT_NAME, LINEAGE_NAME, heads, read_last
 from bundlekit.bundle.merge import find_base, merge_bundle
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import InvalidKeyError, LoadError, SecretDetectedError
+from bundlekit.errors import InvalidKeyError, LoadError, SecretDetectedError, UsageError
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.names.record import name_from_key
 from bundlekit.syncer import sync
@@ -162,3 +164,14 @@ def test_a_sync_loop_stopped_by_a_signal_exits_as_ctrl_c_does_and_leaves_no_temp
             child.wait()
     assert child.returncode == 128 + stop and "interrupted" in err
     assert list(temp.iterdir()) == []
+
+
+def test_a_tree_whose_lineage_is_full_refuses_a_merge_before_writing(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "a", project_a="A.")
+    fillers = [cid_to_str(file_cid(str(i).encode(), get_profile())) for i in range(MAX_PARENTS)]
+    (tree / LINEAGE_NAME).write_text(json.dumps({"parents": fillers}), "utf-8")
+    car = _raw_bundle_of(tmp_path, "project_x.md", _memory_text("project_x", "new"))
+    before = _files(tree)
+    with pytest.raises(UsageError, match="parents"):
+        merge_bundle(str(car), tree)
+    assert _files(tree) == before

@@ -1,9 +1,10 @@
-"""The merge rules of specs/sync.md, one per test, on trees held in memory (memory/merge.py)."""
+"""The merge rules of specs/sync.md, one per test, on trees held in memory (memory/merge.py), and the base search."""
 
 from __future__ import annotations
 
 import pytest
 
+from bundlekit.bundle.merge import find_base
 from bundlekit.errors import ConflictError, UsageError
 from bundlekit.memory.merge import CONFLICT_FROM, CONFLICT_OF, TreeState, merge_trees, sibling_key
 from bundlekit.memory.naming import MAX_KEY_LENGTH
@@ -162,3 +163,15 @@ def test_merging_a_tree_with_itself_changes_nothing() -> None:
     o = state("local", B, record("x", "x"), days={"2026-04-14.jsonl": line("2026-04-14T08:00:00.000Z")})
     out = merge_trees(o, o, TreeState(THEIRS, o.records, o.days))
     assert out.changes(o) == ({}, {}) and out.report.entries == []
+
+
+def test_a_tree_with_no_heads_reads_no_manifest_looking_for_a_base() -> None:
+    read: list[str] = []
+    search = find_base([], "theirs", parents_of=lambda r: read.append(r) or ["older"])  # type: ignore[func-returns-value]
+    assert search.base is None and read == []
+
+
+def test_the_base_is_the_ancestor_nearest_to_both_sides() -> None:
+    lineage = {"o1": ["o2"], "o2": ["far"], "t1": ["near"], "near": ["o2"], "far": []}
+    search = find_base(["o1"], "t1", parents_of=lambda r: lineage.get(r, []))
+    assert search.base == "o2" and search.ours["o2"] == 1 and search.theirs["o2"] == 2

@@ -246,3 +246,11 @@ def test_the_sync_command_writes_as_writer_and_merges_as_follower(tmp_path: Path
 def test_the_sync_command_with_neither_role_is_a_usage_error(tmp_path: Path) -> None:
     code, _out, err = _cli("sync", str(_tree(tmp_path / "a", Clock())))
     assert code == 2 and "--name-key" in err
+
+
+def test_the_interval_loop_ends_on_a_usage_error(tmp_path: Path) -> None:
+    def run() -> SyncReport:
+        raise UsageError("no such tree")
+
+    with pytest.raises(UsageError):
+        sync_forever(run, 5.0, on_report=lambda r: None, on_error=lambda e: None, sleep=lambda s: None, rounds=3)
