@@ -112,16 +112,18 @@ def background_sync(tree: str | Path, name_key: Path, pinner_names: tuple[str, .
                     interval: float) -> BackgroundSync:
     """``bundlekit mcp --sync-name-key``: the writer's rounds on a thread beside the server, each round's
     summary and every failure one line on stderr (stdout may be the MCP transport). The key file, the
-    routers and the pinners are checked now, before the server starts."""
+    routers, the routing endpoints of ``$BUNDLEKIT_ROUTING`` and the pinners are checked now, before
+    the server starts."""
     signer = Ed25519Signer.from_file(name_key)
     routers = routers_from_env()
+    endpoints = routing_endpoints()
     for pinner in open_pinners(pinner_names or ("local",)):
         pinner.close()
 
     def once() -> SyncReport:
         pinners = open_pinners(pinner_names or ("local",))
         try:
-            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers)
+            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers, routing=endpoints)
         finally:
             for pinner in pinners:
                 pinner.close()

@@ -161,3 +161,13 @@ def test_the_sync_command_meets_through_routing_endpoints(served: tuple[RoutingE
     assert followed.exit_code == 0, followed.stderr
     assert followed.stdout.strip() == wrote.stdout.strip()
     assert [r.body for r in Memory(follower).list()] == ["A."]
+
+
+def test_mcp_sync_with_an_unusable_routing_endpoint_is_a_usage_error_before_serving(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    tree = tmp_path / "memory"
+    Memory(tree, namespace="agent").init()
+    SIGNER.write(tmp_path / "name.pem")
+    result = CliRunner().invoke(cli, ["mcp", "--memory", str(tree), "--sync-name-key", str(tmp_path / "name.pem")],
+                                env={"BUNDLEKIT_ROUTING": "ftp://team-host"})
+    assert result.exit_code == 2 and "routing endpoint" in result.stderr
