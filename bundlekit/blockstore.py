@@ -373,6 +373,15 @@ class BlockStore:
             atomic_write_bytes(path, record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
         return True
 
+    def record_count(self) -> int:
+        """How many names the store keeps a record for (what bounds the routing API's new names)."""
+        try:
+            return sum(1 for entry in os.scandir(self.root / "ipns") if _IPNS_NAME.fullmatch(entry.name))
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            raise BundlekitError(f"cannot list the IPNS records in {self.root}: {os_reason(exc)}") from exc
+
     def get_record(self, name: str) -> bytes | None:
         """The IPNS record kept for ``name``, or None."""
         try:

@@ -2,8 +2,8 @@
 
 One round (``specs/sync.md``, "Sync"):
 
-1. Resolve the name (``names.resolve``: the store and the gateways, verified records,
-   the highest valid sequence; none yet is a first publish).
+1. Resolve the name (``names.resolve``: the store, the routing endpoints and the gateways,
+   verified records, the highest valid sequence; none yet is a first publish).
 2. Merge the bundle it points at into the tree (``bundle.merge.merge_bundle``: verified,
    over the common ancestor, all or nothing). A follower (no name key) stops here.
    A writer whose tree descends from the name's root (it published or merged it last:
@@ -14,7 +14,8 @@ One round (``specs/sync.md``, "Sync"):
    ``parents`` = [the remote root, the tree's last root], pins the CAR to every pinner
    (``pinning.pin_all``; ``require`` must hold, else ``PinError``) and publishes the
    root under the name with the sequence one above the record it merged
-   (``names.publish(follows=...)``: refused when the name moved meanwhile).
+   (``names.publish(follows=...)``: refused when the name moved meanwhile; with routing
+   endpoints, each one's compare-and-swap refuses it too, ``specs/sync.md`` "Routing API use").
 4. The name moved (another writer published between 1 and 3): start again from the new
    record, at most ``max_attempts`` rounds (``NameMovedError`` after). Each new round merges
    the other writer's bundle over the one merged before, so neither loses the other's
@@ -44,6 +45,7 @@ from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.names.publish import Published, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
+from bundlekit.names.routing import RoutingEndpoint
 from bundlekit.net.fetch import RemoteGateway, parse_gateway
 from bundlekit.pinning.orchestrate import PinReport, pin_all
 
@@ -103,11 +105,14 @@ def sync(
     http: HttpOptions | None = None,
     max_attempts: int = DEFAULT_ATTEMPTS,
     store: BlockStore | None = None,
+    routing: Sequence[RoutingEndpoint] = (),
 ) -> SyncReport:
     """One sync of the memory tree ``tree`` with a name (module steps); returns its report.
 
     A writer gives ``name_key`` (the Ed25519 key file or signer of the name) and ``pinners``;
-    a follower gives ``name`` and only merges. Raises ``UsageError`` (neither or both, no tree,
+    a follower gives ``name`` and only merges. ``routing`` endpoints are where the name's
+    records are read and written besides ``store`` (the meeting point of writers on different
+    machines: a team's ``bundlekit serve``). Raises ``UsageError`` (neither or both, no tree,
     a writer without pinners), the resolver's, loader's and merge's errors, ``PinError`` when
     ``require`` does not hold (the name is not moved), ``NameMovedError`` after ``max_attempts``
     rounds lost to other writers.
@@ -130,12 +135,12 @@ def sync(
     while True:
         report.attempts += 1
         _merge_remote(report, tree, gws, gateways, store, http, on_conflict=on_conflict, key=key,
-                      publishers=publishers)
+                      publishers=publishers, routing=routing)
         if signer is None:
             return report
         try:
             _publish(report, tree, signer, pinners, require=require, key=key, sign=sign, routers=routers,
-                     gws=gws, store=store, http=http)
+                     gws=gws, store=store, http=http, routing=routing)
             return report
         except NameMovedError as exc:
             report.notes.append(f"round {report.attempts}: {exc}")
@@ -147,11 +152,11 @@ def sync(
 def _merge_remote(
     report: SyncReport, tree: str | os.PathLike[str], gws: list[RemoteGateway], gateways: Sequence[str],
     store: BlockStore, http: HttpOptions | None, *, on_conflict: str, key: KeySpec | None,
-    publishers: Sequence[str],
+    publishers: Sequence[str], routing: Sequence[RoutingEndpoint] = (),
 ) -> None:
     """Steps 1-2: the name's newest record and its bundle merged into the tree (nothing when there is none)."""
     try:
-        resolution = resolve(report.name, gateways=gws, store=store, http=http)
+        resolution = resolve(report.name, gateways=gws, store=store, http=http, routing=routing)
     except LoadError as exc:
         if report.role == "follower":
             raise
@@ -175,6 +180,7 @@ def _publish(
     report: SyncReport, tree: str | os.PathLike[str], signer: Ed25519Signer, pinners: Sequence[Pinner], *,
     require: str, key: KeySpec | None, sign: Signer | ExternalSignature | None,
     routers: Sequence[tuple[str, Router]], gws: list[RemoteGateway], store: BlockStore, http: HttpOptions | None,
+    routing: Sequence[RoutingEndpoint] = (),
 ) -> None:
     """Step 3: build, pin, publish (``NameMovedError`` when another writer published first)."""
     if report.merge is not None and report.merge.converged and report.remote is not None:
@@ -200,7 +206,7 @@ def _publish(
                        "the name was not moved")
     follows = report.remote_sequence if report.remote_sequence is not None else -1
     report.published = publish(signer, built.root, store=store, routers=routers, gateways=gws, http=http,
-                               follows=follows)
+                               follows=follows, routing=routing)
     set_lineage(tree, [built.root_cid], built.root)
 
 

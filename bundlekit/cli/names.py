@@ -2,17 +2,20 @@
 
 ``name create --key-file K`` prints the name (``k51...``) of the Ed25519 key in
 K, generating the key when K does not exist. ``name publish --key-file K CID``
-signs a V2 record (sequence one above the last one known to the local store
-and the gateways), keeps it in the local store (``bundlekit serve`` serves it
-at ``/ipns/<name>``) and, when ``$BUNDLEKIT_KUBO_URL`` is set, puts it to kubo
-(``routing/put``). ``name resolve NAME`` prints the CID the best valid record
-points at. Data on stdout, status on stderr.
+signs a V2 record (sequence one above the last one known to the local store,
+the routing endpoints and the gateways), puts it to each routing endpoint
+(``--routing URL``, else ``$BUNDLEKIT_ROUTING``: ``PUT /routing/v1/ipns/<name>``),
+keeps it in the local store (``bundlekit serve`` serves it at ``/ipns/<name>``
+and ``/routing/v1/ipns/<name>``) and, when ``$BUNDLEKIT_KUBO_URL`` is set, puts
+it to kubo (``routing/put``). ``name resolve NAME`` prints the CID the best
+valid record of the store, the routing endpoints and the gateways points at.
+Data on stdout, status on stderr.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -27,12 +30,17 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names import Published, create_name, parse_duration, publish, resolve
 from bundlekit.names.publish import Router
 from bundlekit.names.record import format_validity
+from bundlekit.names.routing import RoutingEndpoint, default_routing, parse_routing
 from bundlekit.net.fetch import default_gateways, parse_gateway
 from bundlekit.net.http import check_http_url
 from pinners.kubo import KuboPinner
 
-__all__ = ["name", "publish_name", "routers_from_env"]
+__all__ = ["ROUTING_OPTION", "name", "publish_name", "routers_from_env", "routing_endpoints"]
 
+ROUTING_OPTION = click.option(
+    "--routing", "routing", multiple=True, metavar="URL",
+    help="Delegated Routing V1 HTTP API endpoint (a `bundlekit serve`, kubo) for the name's records; "
+         "repeatable (default: $BUNDLEKIT_ROUTING).")
 _KEY_FILE = click.option("--key-file", required=True, type=click.Path(dir_okay=False, path_type=Path),
                          help="The Ed25519 key file (PEM) the name belongs to.")
 
@@ -80,17 +88,25 @@ def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Ro
     return [("kubo", put)]
 
 
-def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m",
-                 gateways: tuple[str, ...] = (), routers: list[tuple[str, Router]] | None = None) -> Published:
-    """Publish ``cid`` under ``key_file``'s name to the store and the configured routers
-    (``routers``, checked earlier by the caller, else ``routers_from_env()``).
+def routing_endpoints(routing: Sequence[str | RoutingEndpoint] = ()) -> list[RoutingEndpoint]:
+    """The ``--routing`` endpoints given, else those of ``$BUNDLEKIT_ROUTING`` (``UsageError`` for a bad URL)."""
+    return [r if isinstance(r, RoutingEndpoint) else parse_routing(r) for r in routing] or default_routing()
 
-    The sequence continues the highest one known to the store and to the gateways
-    (``gateways``, else ``$BUNDLEKIT_GATEWAYS``), so a fresh machine does not restart at 0.
+
+def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = "720h", ttl: str = "5m",
+                 gateways: tuple[str, ...] = (), routers: list[tuple[str, Router]] | None = None,
+                 routing: Sequence[str | RoutingEndpoint] = ()) -> Published:
+    """Publish ``cid`` under ``key_file``'s name to the routing endpoints (``routing``, else
+    ``$BUNDLEKIT_ROUTING``), the store and the configured routers (``routers``, checked earlier
+    by the caller, else ``routers_from_env()``).
+
+    The sequence continues the highest one known to the store, the routing endpoints and the
+    gateways (``gateways``, else ``$BUNDLEKIT_GATEWAYS``), so a fresh machine does not restart at 0.
     """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
+    endpoints = routing_endpoints(routing)
     return publish(key_file, cid, lifetime=parse_duration(lifetime), ttl=parse_duration(ttl), store=BlockStore(),
-                   routers=routers_from_env() if routers is None else routers, gateways=gws)
+                   routers=routers_from_env() if routers is None else routers, gateways=gws, routing=endpoints)
 
 
 def published_line(published: Published) -> str:
@@ -106,11 +122,17 @@ def published_line(published: Published) -> str:
 @click.option("--ttl", default="5m", show_default=True, help="How long resolvers may cache it (Go duration).")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL",
               help="Ask this gateway for the name's latest record first (default: $BUNDLEKIT_GATEWAYS).")
+@ROUTING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {name, value, sequence, validity, routers} as JSON.")
-def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: tuple[str, ...], as_json: bool) -> None:
-    """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last known."""
+def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: tuple[str, ...],
+                routing: tuple[str, ...], as_json: bool) -> None:
+    """Point KEY_FILE's name at CID (a bundle root): a signed V2 IPNS record, sequence one above the last known.
+
+    With routing endpoints (--routing, $BUNDLEKIT_ROUTING) the record is PUT to each first; one that keeps
+    a record as new (another writer published meanwhile) refuses it (exit 4) and nothing is kept here.
+    """
     published = publish_name(key_file, cid,
-                             lifetime=lifetime, ttl=ttl, gateways=gateways)
+                             lifetime=lifetime, ttl=ttl, gateways=gateways, routing=routing)
     output.status(published_line(published))
     if as_json:
         output.data_json(published.to_dict())
@@ -121,14 +143,16 @@ def publish_cmd(key_file: Path, cid: bytes, lifetime: str, ttl: str, gateways: t
 @name.command("resolve")
 @click.argument("name_text", metavar="NAME")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, asked for records.")
+@ROUTING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print {name, cid, sequence, validity, sources} as JSON.")
-def resolve_cmd(name_text: str, gateways: tuple[str, ...], as_json: bool) -> None:
-    """Print the CID NAME points at: the newest valid record of the local store and the gateways.
+def resolve_cmd(name_text: str, gateways: tuple[str, ...], routing: tuple[str, ...], as_json: bool) -> None:
+    """Print the CID NAME points at: the newest valid record of the local store, the routing endpoints and the gateways.
 
     The newest record seen is kept in the local store, and an older one is never followed (no rollback).
     """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
-    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws, store=BlockStore())
+    found = resolve(name_text.removeprefix("ipns://").split("/")[0], gateways=gws, store=BlockStore(),
+                    routing=routing_endpoints(routing))
     output.warn_all(found.notes)
     cid = cid_to_str(found.cid)
     if as_json:

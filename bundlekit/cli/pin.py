@@ -19,7 +19,7 @@ from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, sign_options, strict_option
 from bundlekit.cli._params import PROFILE
-from bundlekit.cli.names import publish_name, published_line, routers_from_env
+from bundlekit.cli.names import publish_name, published_line, routers_from_env, routing_endpoints
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all
@@ -90,6 +90,7 @@ def pin(
                         warn=output.warn)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
     name_routers = routers_from_env() if name_key is not None else None  # so is kubo's configuration
+    name_routing = routing_endpoints() if name_key is not None else []  # and $BUNDLEKIT_ROUTING
     keyvalues = _keyvalues(meta)
     # Build every pinner first: a missing secret fails the run before any upload.
     built = open_pinners(pinner_names or ("local",), psa_origins)
@@ -112,7 +113,7 @@ def pin(
     name_error: BundlekitError | None = None
     if report.ok and name_signer is not None:  # the name moves only once the pins hold
         try:
-            published = publish_name(name_signer, source.root, routers=name_routers)
+            published = publish_name(name_signer, source.root, routers=name_routers, routing=name_routing)
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
     doc = report.to_json()

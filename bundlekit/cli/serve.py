@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from bundlekit._signals import Interrupted
+from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
@@ -17,6 +18,7 @@ from bundlekit.gateway.server import (
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
+    BodyApp,
     GatewayServer,
     close_source,
     create_server,
@@ -24,8 +26,9 @@ from bundlekit.gateway.server import (
     served_roots,
     stop_on_signals,
 )
-from bundlekit.gateway.sources import BlockSource
+from bundlekit.gateway.sources import BlockSource, ChainSource
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.names.routing_api import MOUNT, RoutingAPI
 
 __all__ = ["open_cmd", "serve"]
 
@@ -36,10 +39,17 @@ def _ui_module(name: str) -> Any:
                         packages={"jinja2", "markdown_it", "markupsafe"})
 
 
-def _ui_apps(source: BlockSource) -> dict[str, App]:
+def _ui_apps(source: BlockSource) -> dict[str, App | BodyApp]:
     app_module = _ui_module("app")
     app: App = app_module.UIApp(source.get, lambda: served_roots(source))
     return {app_module.MOUNT: app}
+
+
+def _routing_apps(source: BlockSource) -> dict[str, App | BodyApp]:
+    """The Delegated Routing API's IPNS paths over the store ``source`` serves (none without a store)."""
+    parts = source.sources if isinstance(source, ChainSource) else (source,)
+    store = next((p for p in parts if isinstance(p, BlockStore)), None)
+    return {} if store is None else {MOUNT: RoutingAPI(store).app()}
 
 
 def _serve(
@@ -57,9 +67,8 @@ def _serve(
     (exit 130 and 129, ``_signals``), as everywhere.
     """
     try:
-        server = create_server(
-            source, host, port, apps=_ui_apps(source) if ui else None, max_connections=max_connections
-        )
+        apps = {**_routing_apps(source), **(_ui_apps(source) if ui else {})}
+        server = create_server(source, host, port, apps=apps, max_connections=max_connections)
     except BaseException:
         close_source(source)
         raise
@@ -122,6 +131,10 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
     CID<TAB>SOURCE<TAB>NAME (SOURCE is the CAR file or "store"; NAME is the
     pin's name, or "-"). On stderr: "serving on URL", and "stopped" at the
     end. Requests go to URL/ipfs/CID[/PATH]; with --ui, pages at URL/ui/.
+    With the store served, the Delegated Routing V1 HTTP API's IPNS paths
+    too: GET and PUT URL/routing/v1/ipns/NAME (`name publish --routing URL`);
+    a PUT is kept only when its record verifies for NAME and its sequence is
+    above the one kept (409 otherwise).
     SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
     if no_store and (store_dir is not None or not cars):

@@ -20,7 +20,7 @@ from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options
 from bundlekit.cli._params import Count, Seconds
 from bundlekit.cli.load import check_urls
 from bundlekit.cli.merge import ON_CONFLICT, report_rows, summary_line
-from bundlekit.cli.names import published_line, routers_from_env
+from bundlekit.cli.names import ROUTING_OPTION, published_line, routers_from_env, routing_endpoints
 from bundlekit.errors import BundlekitError
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
@@ -64,6 +64,7 @@ def _show(report: SyncReport, as_json: bool) -> None:
 @ON_CONFLICT
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
               help="Trustless gateway for records and blocks, tried in order.")
+@ROUTING_OPTION
 @click.option("--publisher", "publishers", multiple=True, metavar="ID",
               help="Require the name's bundles signed by ID (repeatable): refuse others, exit 3.")
 @click.option("--interval", type=Seconds(), default=None, metavar="SECONDS",
@@ -74,23 +75,27 @@ def _show(report: SyncReport, as_json: bool) -> None:
 @sign_options
 @key_options
 def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_names: tuple[str, ...], require: str,
-             on_conflict: str, gateways: tuple[str, ...], publishers: tuple[str, ...], interval: float | None,
+             on_conflict: str, gateways: tuple[str, ...], routing: tuple[str, ...], publishers: tuple[str, ...],
+             interval: float | None,
              max_attempts: int, as_json: bool, sign: bool, signer_address: str | None, **key_params: Any) -> None:
     """Keep the memory tree TREE in step with an IPNS name.
 
     A writer (--name-key) resolves the name, merges its bundle, builds the tree (signed with --sign),
     pins it and publishes it one sequence above the record it merged; when another writer moved the
     name meanwhile it starts again from the new record. A follower (--name) only merges.
+    With routing endpoints (--routing, $BUNDLEKIT_ROUTING: a team's `bundlekit serve`) the name's
+    records are read and written there too, so writers on different machines meet.
     """
     signer = manifest_signer(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address)
     key = None if sign else resolve_key_spec(new_key=name_key is not None, **key_params)
     routers = routers_from_env() if name_key is not None else []
+    endpoints = routing_endpoints(routing)
     pinners = open_pinners(pinner_names or ("local",)) if name_key is not None else []
     try:
         def once() -> SyncReport:
             return sync(tree, name_key=name_key, name=name_text, pinners=pinners, require=require,
                         on_conflict=on_conflict, key=key, sign=signer, publishers=publishers, gateways=gateways,
-                        routers=routers, max_attempts=max_attempts)
+                        routers=routers, max_attempts=max_attempts, routing=endpoints)
 
         if interval is None:
             _show(once(), as_json)
@@ -109,16 +114,18 @@ def background_sync(tree: str | Path, name_key: Path, pinner_names: tuple[str, .
                     interval: float) -> BackgroundSync:
     """``bundlekit mcp --sync-name-key``: the writer's rounds on a thread beside the server, each round's
     summary and every failure one line on stderr (stdout may be the MCP transport). The key file, the
-    routers and the pinners are checked now, before the server starts."""
+    routers, the routing endpoints of ``$BUNDLEKIT_ROUTING`` and the pinners are checked now, before
+    the server starts."""
     signer = Ed25519Signer.from_file(name_key)
     routers = routers_from_env()
+    endpoints = routing_endpoints()
     for pinner in open_pinners(pinner_names or ("local",)):
         pinner.close()
 
     def once() -> SyncReport:
         pinners = open_pinners(pinner_names or ("local",))
         try:
-            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers)
+            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers, routing=endpoints)
         finally:
             for pinner in pinners:
                 pinner.close()

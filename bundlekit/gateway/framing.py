@@ -1,6 +1,6 @@
 """A request on a keep-alive connection: its header lines checked, its body framed and discarded within a bound.
 
-The gateway and the interfaces mounted beside it use no request body: every
+The gateway and the browsing interface use no request body: every
 method they accept (GET, HEAD, OPTIONS) means nothing with one, and every other
 method is refused. But a client may send one anyway, and on a persistent
 connection its bytes come before the next request: left unread they would be
@@ -31,6 +31,10 @@ are a ``431``. An HTTP/1.0 request with ``Transfer-Encoding`` is answered withou
 being read, and the connection closes (RFC 9112 6.1: its framing is faulty). A
 ``Connection`` header listing ``close`` among other options closes the connection too.
 
+One mounted app reads a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
+(``server.BodyApp``). Its body is framed by the same rule and read within the app's bound
+(``read_body``) instead of dropped; one past the bound is not read, and the connection closes.
+
 Reads happen under the connection's own bounds (the head deadline and the idle
 timeout of ``server.py``), so a client trickling a body is cut off like one
 trickling headers.
@@ -43,7 +47,7 @@ from email.message import Message
 from typing import Protocol
 
 __all__ = ["MAX_DISCARDED_BODY", "MAX_HEAD_BYTES", "BodyFraming", "discard_body", "header_line_problem",
-           "request_framing"]
+           "read_body", "request_framing"]
 
 #: Bytes of a request body read and dropped to keep a connection open; a larger body closes it.
 MAX_DISCARDED_BODY = 64 * 1024
@@ -121,25 +125,40 @@ def discard_body(stream: Readable, framing: BodyFraming, limit: int = MAX_DISCAR
     larger than ``limit`` (nothing more is read), malformed, or the client
     stopped sending (end of stream; a timeout propagates as ``OSError``).
     """
+    return _take(stream, framing, limit, None)
+
+
+def read_body(stream: Readable, framing: BodyFraming, limit: int = MAX_DISCARDED_BODY) -> bytes | None:
+    """The body ``framing`` describes, read under the same rule and bound as ``discard_body`` (for an app
+    that reads one: the routing API's ``PUT``); None when it cannot be read whole within ``limit``
+    (the connection then cannot carry another request)."""
+    parts: list[bytes] = []
+    return b"".join(parts) if _take(stream, framing, limit, parts) else None
+
+
+def _take(stream: Readable, framing: BodyFraming, limit: int, into: list[bytes] | None) -> bool:
+    """Read the body within ``limit``, keeping its bytes in ``into`` unless it is None; whether it was read whole."""
     if framing.kind == "none":
         return True
     if framing.kind == "length":
-        return framing.length <= limit and _skip(stream, framing.length)
+        return framing.length <= limit and _skip(stream, framing.length, into)
     if framing.kind == "chunked":
-        return _skip_chunked(stream, limit)
+        return _skip_chunked(stream, limit, into)
     return False
 
 
-def _skip(stream: Readable, count: int) -> bool:
+def _skip(stream: Readable, count: int, into: list[bytes] | None = None) -> bool:
     while count > 0:
         data = stream.read(min(count, 16 * 1024))
         if not data:
             return False
+        if into is not None:
+            into.append(data)
         count -= len(data)
     return True
 
 
-def _skip_chunked(stream: Readable, limit: int) -> bool:
+def _skip_chunked(stream: Readable, limit: int, into: list[bytes] | None = None) -> bool:
     """Chunks (RFC 9112 7.1): ``size[;ext] CRLF data CRLF`` ... ``0 CRLF`` trailers ``CRLF``, within ``limit``."""
     budget = limit
     while True:
@@ -156,7 +175,7 @@ def _skip_chunked(stream: Readable, limit: int) -> bool:
         if size == 0:
             break
         budget -= size + 2
-        if budget < 0 or not _skip(stream, size) or stream.read(2) != b"\r\n":
+        if budget < 0 or not _skip(stream, size, into) or stream.read(2) != b"\r\n":
             return False
     while True:  # trailer fields, then the empty line
         line = stream.readline(_MAX_LINE + 1)

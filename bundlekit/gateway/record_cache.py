@@ -11,6 +11,18 @@ Follows the reference gateway, boxo (github.com/ipfs/boxo, ``gateway/handler_ipn
 * A record that is not an ``IpnsEntry`` protobuf of at most 10 KiB whose ``data`` (field 9) is a
   DAG-CBOR map cannot be served (boxo answers 500): ``CodecError``.
 
+The Delegated Routing V1 HTTP API answers a record with boxo's routing server rule instead
+(github.com/ipfs/boxo ``routing/http/server/server.go``, ``GetIPNS`` and ``setIPNSCacheControl``,
+commit 8df89a78; the spec, github.com/ipfs/specs ``src/routing/http-routing-v1.md``, commit
+8721f873, "Response Headers"): ``routing_cache_headers``.
+
+* The remaining validity is the whole seconds (truncated) until an EOL ``Validity``; a record
+  with none that reads has 0 left. With nothing left (expired): ``Cache-Control: no-store``.
+* Otherwise ``public, max-age=<m>, stale-while-revalidate=<s>, stale-if-error=<s>``: ``m`` is the
+  record's ``TTL`` in whole seconds (5 minutes, boxo's ``DefaultRecordTTL``, without one) floored
+  at 0 and cut to the remaining validity, ``s`` the validity left after it (``m + s`` never passes
+  the EOL); ``Expires`` is the EOL as an HTTP date, ``Last-Modified`` the time of the response.
+
 The record is read with the IPNS record codec the names layer verifies with,
 ``bundlekit.ipld.ipns_entry`` (the gateway sits below ``bundlekit.names``); its ``CodecError``
 is the caller's 500. Nothing is verified (the client verifies records, specs/gateway.md).
@@ -25,9 +37,11 @@ from typing import Any, Final
 from bundlekit.errors import CodecError
 from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, decode_data, decode_entry, parse_validity
 
-__all__ = ["record_cache_headers", "record_max_age"]
+__all__ = ["record_cache_headers", "record_max_age", "routing_cache_headers"]
 
 _NS: Final = 1_000_000_000
+#: boxo ``ipns.DefaultRecordTTL``: the max-age of a record that carries no TTL.
+DEFAULT_RECORD_TTL_S: Final = 300
 
 
 def record_cache_headers(record: bytes, now_ns: int) -> list[tuple[str, str]]:
@@ -36,6 +50,32 @@ def record_cache_headers(record: bytes, now_ns: int) -> list[tuple[str, str]]:
     if max_age is None:
         return [("Last-Modified", formatdate(now_ns // _NS, usegmt=True))]
     return [("Cache-Control", f"public, max-age={max_age}")]
+
+
+def routing_cache_headers(record: bytes, now_ns: int) -> list[tuple[str, str]]:
+    """The caching headers of a routing API record answer at ``now_ns``, as boxo's routing server sets them."""
+    doc = _record_data(record)
+    eol = _eol_ns(doc)
+    remaining = 0 if eol is None else _whole_seconds(eol - now_ns)
+    headers: list[tuple[str, str]] = []
+    if eol is not None:
+        headers.append(("Expires", formatdate(eol // _NS, usegmt=True)))
+    ttl = doc.get("TTL")
+    ttl_s = ttl // _NS if type(ttl) is int else DEFAULT_RECORD_TTL_S
+    if remaining <= 0:
+        headers.append(("Cache-Control", "no-store"))
+    else:
+        max_age = min(max(0, ttl_s), remaining)
+        stale = remaining - max_age
+        headers.append(("Cache-Control",
+                        f"public, max-age={max_age}, stale-while-revalidate={stale}, stale-if-error={stale}"))
+    headers.append(("Last-Modified", formatdate(now_ns // _NS, usegmt=True)))
+    return headers
+
+
+def _whole_seconds(ns: int) -> int:
+    """Nanoseconds as whole seconds truncated toward zero (Go's ``int(d.Seconds())``)."""
+    return ns // _NS if ns >= 0 else -((-ns) // _NS)
 
 
 def record_max_age(record: bytes, now_ns: int) -> int | None:

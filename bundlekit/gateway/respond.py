@@ -51,7 +51,7 @@ from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
 from bundlekit.ipld.walk import WalkBudget, WalkCancelled, WalkLimits
 from bundlekit.unixfs.reader import UnixFSReader
 
-__all__ = ["GatewayResponder", "Response"]
+__all__ = ["GatewayResponder", "Response", "error_response"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -612,9 +612,9 @@ def _etag_matches(if_none_match: str | None, etag: str) -> bool:
     return etag in tags
 
 
-def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
+def error_response(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> Response:
     """A plain-text error answer; its message passes the one output redaction (``bundlekit._redact``), so a
-    credential in a requested path, name or query is never sent back."""
+    credential in a requested path, name or query is never sent back. (The routing API answers with it too.)"""
     body = (redact(message) + "\n").encode("utf-8")
     headers = [
         ("Content-Type", "text/plain; charset=utf-8"),
@@ -624,6 +624,9 @@ def _error(status: int, message: str, extra: Sequence[tuple[str, str]] = ()) -> 
         *extra,
     ]
     return Response(status, headers, [body], len(body))
+
+
+_error = error_response
 
 
 def _listing_html(url_path: str, entries: Sequence[tuple[str, bytes]]) -> str:

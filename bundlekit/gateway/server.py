@@ -18,7 +18,8 @@ request's head (request line and headers) must arrive within
 :data:`HEAD_TIMEOUT` of its first byte, and each read waits at most
 :data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
 for ever. A request body is read and dropped within a bound before the answer, or the
-answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one,
+answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one
+but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound),
 and its bytes must never be read as the next request. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
@@ -54,7 +55,14 @@ from bundlekit._redact import redact
 from bundlekit._signals import is_ignored
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.framing import MAX_HEAD_BYTES, discard_body, header_line_problem, request_framing
+from bundlekit.gateway.framing import (
+    MAX_HEAD_BYTES,
+    BodyFraming,
+    discard_body,
+    header_line_problem,
+    read_body,
+    request_framing,
+)
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
 from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
@@ -67,6 +75,7 @@ __all__ = [
     "MAX_CONNECTIONS",
     "STOP_POLL_INTERVAL",
     "App",
+    "BodyApp",
     "GatewayResponder",
     "GatewayServer",
     "Response",
@@ -84,6 +93,22 @@ logger = logging.getLogger("bundlekit.gateway")
 # An extra application mounted beside the gateway paths: (method, target, lower-case headers) -> Response.
 # It must never raise (like GatewayResponder.respond). The browsing interface (bundlekit.ui) is one, at /ui/.
 App = Callable[[str, str, Mapping[str, str]], Response]
+
+
+@dataclass(frozen=True)
+class BodyApp:
+    """A mounted app that reads the body of its ``methods``' requests: the Delegated Routing API's ``PUT``.
+
+    ``respond(method, target, headers, body)`` gets the body read within ``max_body`` bytes
+    (``framing.read_body``: chunk sizes and trailers counted), ``b""`` for none, or None when it
+    could not be read whole within the bound (nothing past it is read; the connection closes after
+    the answer). Like ``App``, it must never raise.
+    """
+
+    respond: Callable[[str, str, Mapping[str, str], bytes | None], Response]
+    max_body: int
+    methods: frozenset[str] = frozenset({"PUT"})
+
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
 # The check is one flag read, so a short interval costs nothing measurable.
@@ -200,6 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reader.start()  # the head deadline starts at the next request's first byte
         self._unread = False  # bytes of this request were left unread: close after the answer, lingering
         self._close_said = False
+        self._body: bytes | None = b""  # the body a BodyApp reads (None: not read whole within its bound)
         super().handle_one_request()
 
     def parse_request(self) -> bool:
@@ -227,14 +253,37 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(400, f"invalid request framing: {framing.problem}")
             return False
         waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
+        wanted = self.server.body_limit(self.command, self.path)
+        if wanted and framing.kind in ("length", "chunked"):
+            return self._read_body(framing, wanted, waits)
         if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
             self._unread = True
             self.close_connection = True
         return True
 
+    def _read_body(self, framing: BodyFraming, limit: int, waits: bool) -> bool:
+        """The body of a request a ``BodyApp`` answers, read within ``limit`` into ``self._body``.
+
+        A declared length past the bound is not read (``None``: the app refuses it, the connection
+        closes); a client waiting for ``100 Continue`` gets it only for a body that may fit.
+        """
+        if framing.kind == "length" and framing.length > limit:
+            self._body = None
+        else:
+            if waits:
+                self.send_response_only(100)
+                self.end_headers()
+            self._body = read_body(self.rfile, framing, limit)
+        if self._body is None:
+            self._unread = True
+        if self._body is None or framing.close:
+            self.close_connection = True
+        return True
+
     def handle_expect_100(self) -> bool:
-        """Never ``100 Continue``: no answer here reads a body, so the final answer comes at once
-        (RFC 9110 10.1.1) and the unsent body closes the connection after it (``parse_request``)."""
+        """Never ``100 Continue`` here: an answer that reads no body comes at once (RFC 9110 10.1.1)
+        and the unsent body closes the connection after it (``parse_request``); a ``BodyApp``'s
+        request gets it once its body is known to fit (``_read_body``)."""
         return True
 
     def send_response(self, code: int, message: str | None = None) -> None:
@@ -286,6 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
         if app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
+        elif isinstance(app, BodyApp):
+            response = app.respond(method, self.path, headers, self._body if method in app.methods else b"")
         else:
             response = app(method, self.path, headers)
         if response.status == CLIENT_GONE:
@@ -353,7 +404,7 @@ class GatewayServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         gateway: GatewayResponder,
-        apps: Mapping[str, App] | None = None,
+        apps: Mapping[str, App | BodyApp] | None = None,
         *,
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT,
@@ -393,7 +444,13 @@ class GatewayServer(ThreadingHTTPServer):
         return Response(421, [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store"),
                               ("X-Content-Type-Options", "nosniff")], [body], len(body))
 
-    def responder_for(self, target: str) -> App:
+    def body_limit(self, method: str, target: str) -> int:
+        """Bytes of body read for this request: the ``max_body`` of a ``BodyApp`` mounted at ``target``
+        for ``method``; 0 (the body is dropped, ``framing.discard_body``) for everything else."""
+        app = self.responder_for(target)
+        return app.max_body if isinstance(app, BodyApp) and method in app.methods else 0
+
+    def responder_for(self, target: str) -> App | BodyApp:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
         path = target.split("?", 1)[0]
         for prefix in sorted(self.apps, key=len, reverse=True):
@@ -488,7 +545,7 @@ def create_server(
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
-    apps: Mapping[str, App] | None = None,
+    apps: Mapping[str, App | BodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
@@ -582,7 +639,7 @@ def serve_in_thread(
     cars: Sequence[str | Path] = (),
     host: str = "127.0.0.1",
     port: int = 0,
-    apps: Mapping[str, App] | None = None,
+    apps: Mapping[str, App | BodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.

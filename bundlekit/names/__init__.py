@@ -2,7 +2,10 @@
 
 ``record`` is the IPNS record format (protobuf ``IpnsEntry``, DAG-CBOR data,
 V2 signatures); ``publish`` makes names and records; ``resolve`` finds the
-best valid record across the local store and gateways.
+best valid record across the local store, routing endpoints and gateways;
+``routing`` is the Delegated Routing V1 HTTP API client (``GET``/``PUT
+/routing/v1/ipns/{name}``) and ``routing_api`` the same paths as ``bundlekit
+serve`` answers them.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@
 with mode 0600) the Ed25519 key file and returns its name. ``publish`` makes a
 V2 record pointing at ``/ipfs/<cid>`` with a sequence one above the last one
 known for the name (the record kept in the local store and the valid records
-the given gateways serve), keeps it in the local store (where ``bundlekit
-serve`` serves it at ``/ipns/<name>``), then
-hands it to each extra ``router`` (``bundlekit name publish`` passes kubo's
+the given routing endpoints and gateways serve), puts it to each routing endpoint
+(``PUT /routing/v1/ipns/<name>``, ``names.routing``: a compare-and-swap at a
+``bundlekit serve``), keeps it in the local store (where ``bundlekit serve``
+serves it at ``/ipns/<name>`` and ``/routing/v1/ipns/<name>``), then hands it
+to each extra ``router`` (``bundlekit name publish`` passes kubo's
 ``routing/put`` when ``$BUNDLEKIT_KUBO_URL`` is set).
 """
 
@@ -33,6 +35,7 @@ from bundlekit.names.record import (
     verify_signed,
 )
 from bundlekit.names.resolve import gateway_records
+from bundlekit.names.routing import RoutingEndpoint, put_record, routing_records
 from bundlekit.net.fetch import RemoteGateway
 from bundlekit.net.http import HttpOptions
 
@@ -118,8 +121,10 @@ def _last_sequence_of(name: str, kept: bytes) -> int:
         return -1
 
 
-def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOptions | None) -> int | None:
-    """The highest sequence among the records ``gateways`` serve for ``name`` that verify (expired or not).
+def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], routing: Sequence[RoutingEndpoint],
+                     http: HttpOptions | None) -> int | None:
+    """The highest sequence among the records ``routing`` and ``gateways`` serve for ``name`` that verify
+    (expired or not).
 
     A fresh machine (a CI runner) keeps no record: without this, it would publish
     sequence 0 below the one already published, and resolvers keep the higher one.
@@ -127,7 +132,8 @@ def _remote_sequence(name: str, gateways: Sequence[RemoteGateway], http: HttpOpt
     """
     notes: list[str] = []
     best: int | None = None
-    for _where, data in gateway_records(name, gateways, http or HttpOptions(), notes):
+    options = http or HttpOptions()
+    for _where, data in routing_records(name, routing, options, notes) + gateway_records(name, gateways, options, notes):
         try:
             sequence = verify_signed(parse_name(name), data).sequence
         except BundlekitError:
@@ -147,19 +153,24 @@ def publish(
     gateways: Sequence[RemoteGateway] = (),
     http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    routing: Sequence[RoutingEndpoint] = (),
     follows: int | None = None,
 ) -> Published:
     """Sign and publish a record pointing ``key_file``'s name at ``/ipfs/<cid>``.
 
     With ``follows`` (the sequence of the record the caller built on, ``-1`` when the name had
     none: ``sync``) the record's sequence is ``follows + 1``, and the publish is refused with
-    ``NameMovedError`` when the store or the gateways know a later record, checked again under
-    the store's record lock as the record goes in (compare and swap: two writers racing
-    through one store never both win).
+    ``NameMovedError`` when the store, the routing endpoints or the gateways know a later record,
+    when a routing endpoint refuses it (its compare-and-swap, at the endpoint), or when the store
+    keeps a later one by the time the record goes in (checked again under its record lock): two
+    writers racing through one endpoint or one store never both win.
 
     The sequence is one above the last known: the highest of the record kept in
-    ``store`` and the valid records ``gateways`` serve (0 for the first). The record goes into the store first, then to each named router
-    in order; a router's error propagates (the store keeps the record, so a
+    ``store`` and the valid records ``routing`` and ``gateways`` serve (0 for the first).
+    The record goes to each ``routing`` endpoint first, in order: ``NameMovedError`` when one
+    keeps a record as new (another writer published meanwhile), and then the store does not
+    keep it, so the store never holds a record that lost. Then into the store, then to each
+    named router in order; a router's error propagates (the store keeps the record, so a
     retry continues the sequence). Raises ``KeySourceError`` for the key,
     ``UsageError`` for a non-positive lifetime or one past the year 9999, and
     for a TTL outside an unsigned 64-bit count of nanoseconds.
@@ -172,7 +183,8 @@ def publish(
     signer = key_file if isinstance(key_file, Ed25519Signer) else Ed25519Signer.from_file(key_file)
     name = name_from_key(signer.public)
     store = store if store is not None else BlockStore()
-    known = [seq for seq in (_last_sequence(store, name), _remote_sequence(name, gateways, http)) if seq is not None]
+    remote = _remote_sequence(name, gateways, routing, http)
+    known = [seq for seq in (_last_sequence(store, name), remote) if seq is not None]
     sequence = max(known) + 1 if known else 0
     if follows is not None:
         if known and max(known) > follows:
@@ -188,12 +200,14 @@ def publish(
     value = cid_value(cid)
     record = create_record(signer, value, sequence=sequence, validity=validity,
                            ttl_ns=ttl_ns)
+    for endpoint in routing:  # each endpoint's compare-and-swap first: a refused record is never kept here
+        put_record(endpoint, name, record, http or HttpOptions())
     if follows is None:
         store.put_record(name, record)
     elif not store.put_record(name, record, keep=lambda kept: _last_sequence_of(name, kept) > follows):
         raise NameMovedError(f"{name} moved past sequence {follows} while publishing: another writer published")
     published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
-                          routers=["store"])
+                          routers=["store", *(endpoint.label for endpoint in routing)])
     for label, router in routers:
         router(name, record)
         published.routers.append(label)

@@ -1,6 +1,9 @@
-"""Resolve an IPNS name to a CID: records from the local store and gateways, verified, highest sequence, no rollback.
+"""Resolve an IPNS name to a CID: records from the local store, routing endpoints and gateways, verified,
+highest sequence, no rollback.
 
-Each gateway is asked ``GET {gateway}/ipns/{name}`` with
+Each routing endpoint is asked ``GET {endpoint}/routing/v1/ipns/{name}`` (the Delegated
+Routing V1 HTTP API, ``names.routing``; a team's ``bundlekit serve``, kubo, a public
+endpoint). Each gateway is asked ``GET {gateway}/ipns/{name}`` with
 ``Accept: application/vnd.ipfs.ipns-record`` (the trustless gateway
 specification's IPNS part, github.com/ipfs/specs ``src/http-gateways/trustless-gateway.md``);
 the local store is always asked too, for the record it keeps: the last one
@@ -31,15 +34,15 @@ from bundlekit.errors import BundlekitError, LoadError, SignatureError, UsageErr
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names.record import (
     MAX_RECORD_SIZE,
-    RECORD_MEDIA_TYPE,
     IpnsRecord,
     format_validity,
     name_text,
     parse_name,
     verify_signed,
 )
-from bundlekit.net.fetch import RemoteGateway, http_get
-from bundlekit.net.http import Failure, HttpOptions, open_client
+from bundlekit.names.routing import RoutingEndpoint, default_routing, records_from, routing_records
+from bundlekit.net.fetch import RemoteGateway
+from bundlekit.net.http import HttpOptions, read_capped
 
 __all__ = ["Resolution", "resolve", "resolve_uri"]
 
@@ -62,22 +65,8 @@ def gateway_records(
 ) -> list[tuple[str, bytes]]:
     """``(gateway base, record bytes)`` from each gateway that answers ``/ipns/<name>`` (unverified);
     each failure is appended to ``notes``."""
-    found: list[tuple[str, bytes]] = []
-    if not gateways:
-        return found
-    client, owned = open_client(http)
-    try:
-        for gw in gateways:
-            got = http_get(client, f"{gw.base}/ipns/{name}", http=http, headers={"Accept": RECORD_MEDIA_TYPE},
-                           max_bytes=MAX_RECORD_SIZE)
-            if isinstance(got, Failure):
-                notes.append(f"{gw.base}: no IPNS record for {name} ({got.reason})")
-            else:
-                found.append((gw.base, got))
-    finally:
-        if owned:
-            client.close()
-    return found
+    return records_from(name, [(gw.base, f"{gw.base}/ipns/{name}") for gw in gateways], http, notes,
+                        lambda response: read_capped(response, MAX_RECORD_SIZE))
 
 
 @dataclass(frozen=True)
@@ -125,8 +114,10 @@ def resolve(
     store: BlockStore | None = None,
     http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    routing: Sequence[RoutingEndpoint] = (),
 ) -> Resolution:
-    """The newest valid record for ``name`` across ``store`` (``BlockStore()`` when None) and ``gateways``.
+    """The newest valid record for ``name`` across ``store`` (``BlockStore()`` when None), the
+    ``routing`` endpoints and ``gateways``.
 
     Raises ``UsageError`` for a malformed name, ``SignatureError`` when records
     were found but none verifies (the first failure is named) or when the newest
@@ -141,6 +132,7 @@ def resolve(
     kept = store.get_record(label)
     if kept is not None:
         offered.append(("store", kept))
+    offered += routing_records(label, routing, http or HttpOptions(), notes)
     offered += gateway_records(label, gateways, http or HttpOptions(), notes)
     signed, failures = _signed(binary, offered, notes)
     if not signed:
@@ -181,13 +173,18 @@ def resolve_uri(
     store: BlockStore | None,
     http: HttpOptions | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    routing: Sequence[RoutingEndpoint] | None = None,
 ) -> tuple[str, Resolution]:
-    """``ipns://<name>[/manifest.json]`` -> ``ipfs://<cid>/manifest.json`` and the resolution behind it."""
+    """``ipns://<name>[/manifest.json]`` -> ``ipfs://<cid>/manifest.json`` and the resolution behind it.
+
+    ``routing`` None asks the endpoints of ``$BUNDLEKIT_ROUTING`` (``load ipns://`` passes none).
+    """
     rest = uri.strip()[len("ipns://"):]
     name, _, path = rest.partition("/")
     if path not in ("", "manifest.json"):
         raise UsageError(f"{uri[:200]!r}: an ipns:// bundle URI names the manifest only (ipns://NAME/manifest.json)")
-    resolution = resolve(name, gateways=gateways, store=store, http=http, now=now)
+    endpoints = default_routing() if routing is None else routing
+    resolution = resolve(name, gateways=gateways, store=store, http=http, now=now, routing=endpoints)
     cid = resolution.cid
     resolution.notes.append(
         f"resolved ipns://{resolution.record.name} to {cid_to_str(cid)} (sequence {resolution.record.sequence}, "

@@ -31,6 +31,7 @@ from bundlekit.mcp_server.http_server import (  # noqa: E402
 )
 from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
 from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
+from tests.net.loopback import answer_head  # noqa: E402
 
 #: Seconds allowed past a deadline before the test says the server never enforced it.
 SLACK = 15.0
@@ -131,13 +132,7 @@ def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") ->
 
 def _answer(sock: socket.socket) -> bytes:
     sock.settimeout(TIMEOUT)
-    received = b""
-    while b"\r\n\r\n" not in received:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        received += chunk
-    return received
+    return answer_head(sock)
 
 
 def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(served: Served) -> None:

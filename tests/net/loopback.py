@@ -1,4 +1,4 @@
-"""Small hostile HTTP servers on loopback for the network rules (redirects, deadlines)."""
+"""Small hostile HTTP servers on loopback for the network rules (redirects, deadlines), and raw answers read."""
 
 from __future__ import annotations
 
@@ -77,3 +77,15 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def answer_head(sock: socket.socket) -> bytes:
+    """What a server sends on ``sock`` until the end of its answer's head (or it closes): the status
+    line and headers, perhaps with the start of the body."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        received += chunk
+    return received

@@ -1,15 +1,19 @@
-"""Shared fixtures for merge and sync: an isolated block store, memory records and tree states built in memory."""
+"""Shared fixtures for merge and sync: an isolated block store, memory records and tree states built in memory,
+and the local pinner with a hook (another writer publishing meanwhile)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.memory.merge import TreeState
 from bundlekit.memory.record import MemoryRecord, rendered_record
+from bundlekit.pinning.protocol import PinResult
+from pinners.local import LocalPinner
 
 
 @pytest.fixture(autouse=True)
@@ -37,3 +41,30 @@ def line(ts: str, kind: str = "note", **data: Any) -> bytes:
     import json
 
     return (json.dumps({"ts": ts, "type": kind, **data}, separators=(",", ":")) + "\n").encode()
+
+
+class HookedPinner:
+    """The local pinner (into ``store``, else the default store), calling ``before`` once before its first pin
+    (another writer publishing meanwhile)."""
+
+    name = "local"
+    rollback_on_interrupt = True
+
+    def __init__(self, before: Callable[[], object] | None = None, store: Path | None = None) -> None:
+        self.inner = LocalPinner(BlockStore(store))
+        self.before = before
+
+    def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
+        if self.before is not None:
+            hook, self.before = self.before, None
+            hook()
+        return self.inner.pin(car, root, name=name, size=size)
+
+    def status(self, cid: bytes) -> PinResult:
+        return self.inner.status(cid)
+
+    def unpin(self, cid: bytes) -> None:
+        self.inner.unpin(cid)
+
+    def close(self) -> None:
+        self.inner.close()

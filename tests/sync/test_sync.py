@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import read_last, read_parents
 from bundlekit.bundle.load import load_bundle
 from bundlekit.cli import cli
@@ -23,9 +21,9 @@ from bundlekit.memory import Memory
 from bundlekit.names.publish import publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
-from bundlekit.pinning.protocol import PinResult
 from bundlekit.syncer import SyncReport, sync, sync_forever
-from pinners.local import LocalPinner
+
+from .conftest import HookedPinner
 
 SIGNER = Ed25519Signer.from_seed(bytes([9]) * 32)
 NAME = name_from_key(SIGNER.public)
@@ -40,32 +38,6 @@ class Clock:
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)
         return self.now
-
-
-class HookedPinner:
-    """The local pinner, calling ``before`` once before its first pin (another writer publishing meanwhile)."""
-
-    name = "local"
-    rollback_on_interrupt = True
-
-    def __init__(self, before: Callable[[], None] | None = None) -> None:
-        self.inner = LocalPinner(BlockStore())
-        self.before = before
-
-    def pin(self, car: BinaryIO, root: bytes, *, name: str | None = None, size: int | None = None) -> PinResult:
-        if self.before is not None:
-            hook, self.before = self.before, None
-            hook()
-        return self.inner.pin(car, root, name=name, size=size)
-
-    def status(self, cid: bytes) -> PinResult:
-        return self.inner.status(cid)
-
-    def unpin(self, cid: bytes) -> None:
-        self.inner.unpin(cid)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def _tree(path: Path, clock: Clock, **memories: str) -> Path:
