@@ -108,6 +108,7 @@ from bundlekit.net.fetch import (
     http_get,
     parse_gateway,
     parse_uri,
+    recordable_url,
 )
 from bundlekit.net.http import Failure, HttpOptions, open_client
 from bundlekit.unixfs.profiles import Profile, get_profile
@@ -172,8 +173,9 @@ class LoadResult:
 
     @property
     def source(self) -> str:
-        """What imported memories record as their ``source``: ``ipfs://<root>`` (or the manifest URL)."""
-        return f"ipfs://{cid_to_str(self.root)}" if self.root is not None else (self.url or "")
+        """What imported memories record as their ``source``: ``ipfs://<root>`` (or the manifest URL, without
+        what may carry a credential: ``recordable_url``)."""
+        return f"ipfs://{cid_to_str(self.root)}" if self.root is not None else recordable_url(self.url or "")
 
     @property
     def root_cid(self) -> str | None:

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit._bounds import MAX_COUNT
 from bundlekit.errors import ConflictError, UsageError
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import read_tree_files
@@ -293,7 +294,10 @@ def _fields(record: MemoryRecord) -> dict[str, Any]:
 
 
 def _field_merge(key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord) -> MemoryRecord | None:
-    """Both sides' changes when no field (tags aside) changed differently on both; else None."""
+    """Both sides' changes when no field (tags aside) changed differently on both; else None (also when no
+    revision is left above both: a frontmatter integer stops at 64 bits, and the conflict keeps both sides)."""
+    if max(o.revision, t.revision) >= MAX_COUNT:
+        return None
     fb, fo, ft = _fields(b), _fields(o), _fields(t)
     names = sorted(set(fb) | set(fo) | set(ft))
     merged: dict[str, Any] = {}

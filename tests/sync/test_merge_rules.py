@@ -76,6 +76,15 @@ def test_different_fields_changed_on_each_side_merge_with_revision_above_both() 
     assert out.report.conflicts == [] and out.report.entries[0].action == "merged"
 
 
+def test_different_fields_changed_at_the_last_revision_are_a_conflict_keeping_both() -> None:
+    last = 2**63 - 1  # a frontmatter integer stops at 64 bits: no revision is left above both
+    o = record("k", "base body", updated="2026-04-15T00:00:00Z", revision=last, description="ours description")
+    t = record("k", "theirs body", updated="2026-04-16T00:00:00Z", revision=last)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
+    assert out.report.conflicts[0].winner == "theirs" and out.records["k"] == t
+    assert out.records[sibling_key("k", "local")].description == "ours description"
+
+
 def test_tags_changed_on_both_sides_are_a_three_way_set_union() -> None:
     base = record("k", tags=["a", "b"])
     o = record("k", tags=["a", "b", "ours"], revision=2)
