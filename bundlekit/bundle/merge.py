@@ -20,7 +20,7 @@ Steps (``specs/sync.md``, "Merge"):
    the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
 
 The load and build calls of merge and sync are here and only here (``_load``,
-:func:`read_manifest`, :func:`build_tree`), so a change of the loader's or builder's
+:func:`read_manifest`, ``_Ancestry``, :func:`build_tree`), so a change of the loader's or builder's
 options meets them in one place.
 """
 
@@ -49,13 +49,20 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.net.http import HttpOptions
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "AncestryBoundReached", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
+#: And at most about this many bytes of them (the next manifest is read while fewer were): a manifest may be
+#: 64 MiB, so a hostile lineage of 256 would cost 16 GiB; a 10,000-memory tree's is 1.1 MB.
+MAX_ANCESTRY_BYTES: Final = 256 * 1024 * 1024
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
+
+
+class AncestryBoundReached(BundlekitError):
+    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
 
 
 @dataclass
@@ -100,7 +107,8 @@ def find_base(
     """The nearest common ancestor of the roots ``ours`` and the root ``theirs`` (see the module, step 2).
 
     ``parents_of(root)`` reads a manifest's ``parents`` (raising ``BundlekitError`` when no source has it:
-    that line of ancestry ends there, noted). Deterministic: the same lineage gives the same base.
+    that line of ancestry ends there, noted; ``AncestryBoundReached``: the whole search ends there, noted).
+    Deterministic: the same lineage gives the same base.
     """
     if max_manifests < 0:
         raise UsageError("the manifest bound must be 0 or more")
@@ -112,11 +120,16 @@ def find_base(
         nxt: set[str] = set()
         for root in frontier:
             if budget[0] <= 0:
-                search.notes.append(f"stopped looking for a common ancestor after {max_manifests} manifests")
+                if budget[0] == 0:
+                    search.notes.append(f"stopped looking for a common ancestor after {max_manifests} manifests")
                 return []
             budget[0] -= 1
             try:
                 found = parents_of(root)
+            except AncestryBoundReached as exc:
+                search.notes.append(str(exc))
+                budget[0] = -1  # no other manifest is read, and the count's note is not added
+                return []
             except BundlekitError as exc:
                 search.notes.append(f"the ancestry stops at {root}: {exc}")
                 continue
@@ -167,9 +180,10 @@ def merge_bundle(
     search = BaseSearch(None)
     if root is not None:
         known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
+        ancestry = _Ancestry(gateways, http)
 
         def parents_of(r: str) -> list[str]:
-            return known[r] if r in known else _manifest_parents(r, gateways=gateways, http=http)
+            return known[r] if r in known else ancestry.parents(r)
 
         search = find_base(heads(tree), root, max_manifests=max_manifests, parents_of=parents_of)
         notes += search.notes
@@ -251,9 +265,18 @@ def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions 
         return blocks.manifest
 
 
-def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
-    """The ``parents`` of the bundle ``root``."""
-    return [str(p) for p in read_manifest(root, gateways=gateways, http=http).get("parents", [])]
+class _Ancestry:
+    """The ``parents`` of bundles, read from their verified manifests until ``MAX_ANCESTRY_BYTES`` were read."""
+
+    def __init__(self, gateways: Sequence[str], http: HttpOptions | None) -> None:
+        self._gateways, self._http, self.read = gateways, http, 0
+
+    def parents(self, root: str) -> list[str]:
+        if self.read >= MAX_ANCESTRY_BYTES:
+            raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests")
+        with bundle_blocks(f"ipfs://{root}", gateways=self._gateways, http=self._http) as blocks:
+            self.read += blocks.manifest_size
+            return [str(p) for p in blocks.manifest.get("parents", [])]
 
 
 def build_tree(

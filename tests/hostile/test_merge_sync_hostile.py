@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import bundlekit.bundle.merge as bundle_merge
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import build_bundle, file_cid
 from bundlekit.bundle.manifest import MAX_PARENTS, canonical_json, make_manifest
@@ -232,3 +233,31 @@ def test_a_conflict_sibling_from_a_manifest_url_records_no_credential(tmp_path: 
     assert sibling is not None
     written = (ours / f"{sibling}.md").read_text("utf-8")
     assert "x-bundlekit-conflict-from: http://127.0.0.1:" in written and PASSWORD not in written
+
+
+def _stored_bundle(store: BlockStore, parents: list[str], pad: int) -> str:
+    """A bundle of an empty tree in ``store`` whose manifest names ``parents`` and carries ``pad`` bytes more."""
+    profile = get_profile()
+    index = b"# Memory\n"
+    manifest = make_manifest(namespace="agent", created=WHEN, profile=profile.name,
+                             files={"memory/MEMORY.md": (file_cid(index, profile), len(index))},
+                             timeline=[], encryption=None)
+    if parents:
+        manifest["parents"] = parents
+    manifest["x-pad"] = os.urandom(pad // 2).hex()  # random: no block is shared with another manifest
+    result = import_tree([("manifest.json", canonical_json(manifest)), ("memory/MEMORY.md", index)], store, profile)
+    return cid_to_str(result.root)
+
+
+def test_the_ancestor_walk_stops_at_its_byte_bound_on_a_lineage_of_heavy_manifests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = BlockStore()
+    base = _stored_bundle(store, [], 0)
+    heavy = _stored_bundle(store, [_stored_bundle(store, [base], 1 << 20)], 1 << 20)
+    tip = _stored_bundle(store, [heavy], 0)
+    tree = _tree(tmp_path / "a", project_a="A.")
+    (tree / LAST_ROOT_NAME).write_text(base + "\n", "ascii")
+    assert merge_bundle(f"ipfs://{tip}", tree, dry_run=True).base == base  # within the bound: found
+    monkeypatch.setattr(bundle_merge, "MAX_ANCESTRY_BYTES", 1 << 20)
+    result = merge_bundle(f"ipfs://{tip}", tree, dry_run=True)
+    assert result.base is None and any("bytes of manifests" in note for note in result.notes)
