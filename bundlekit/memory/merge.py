@@ -23,7 +23,8 @@ file text with the base's:
 
 The timeline, per day file: the union of both sides' lines (deduplicated by their exact
 bytes) minus the base lines one side removed (``prune_timeline``); a day whose lines are
-exactly ours keeps our bytes, any other is ordered by time (then bytes).
+exactly ours keeps our bytes (unless theirs holds those lines in other bytes), any other is ordered by
+time (then bytes).
 
 Nothing here touches a file: :func:`merge_trees` takes three :class:`TreeState`s and returns a
 :class:`MergeOutcome` (the merged memories and day files, the report); ``Memory.apply_merge``
@@ -393,7 +394,9 @@ def _merge_days(
     base: Mapping[str, bytes], ours: Mapping[str, bytes], theirs: Mapping[str, bytes]
 ) -> tuple[dict[str, bytes], int]:
     """Per day: (ours | theirs) minus the base lines either side removed; returns the days and the lines added
-    to ours."""
+    to ours. Ours keep their bytes when they hold exactly those lines, unless theirs hold the same lines in
+    other bytes (a line twice, another order, a CR): then both sides get the ordered form, so two writers
+    syncing end with the same bytes instead of publishing their own forms back and forth for ever."""
     days: dict[str, bytes] = {}
     added = 0
     for name in sorted(set(ours) | set(theirs)):
@@ -404,8 +407,8 @@ def _merge_days(
         if not kept:
             continue
         added += len(kept - o)
-        if kept == o and name in ours:
-            days[name] = ours[name]
+        if kept == o and name in ours and (t != kept or theirs[name] == ours[name]):
+            days[name] = ours[name]  # theirs holds no other bytes of these very lines: ours stay as they are
         else:
             ordered: list[bytes] = sorted(kept, key=_line_order)
             days[name] = b"".join(ordered)

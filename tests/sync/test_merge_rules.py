@@ -147,6 +147,24 @@ def test_the_timeline_is_the_union_of_both_sides_deduplicated_by_bytes_and_order
     assert out.days == {day: shared + theirs_new + ours_new} and out.report.timeline_added == 1
 
 
+@pytest.mark.parametrize("ours_bytes", ["a line twice", "another order", "a CR"])
+def test_a_day_both_sides_hold_in_other_bytes_is_the_ordered_form_whichever_side_is_ours(ours_bytes: str) -> None:
+    day = "2026-04-14.jsonl"
+    first, second = line("2026-04-14T08:00:00.000Z", text="one"), line("2026-04-14T09:00:00.000Z", text="two")
+    mine = {"a line twice": first + first + second, "another order": second + first,
+            "a CR": first.replace(b"\n", b"\r\n") + second}[ours_bytes]
+    one = merge_trees(state("base"), state("local", days={day: mine}), state(THEIRS, days={day: first + second}))
+    other = merge_trees(state("base"), state(THEIRS, days={day: first + second}), state("local", days={day: mine}))
+    assert one.days == other.days == {day: first + second}
+
+
+def test_a_day_theirs_holds_in_our_very_bytes_or_not_at_all_keeps_our_bytes() -> None:
+    day = "2026-04-14.jsonl"
+    mine = line("2026-04-14T09:00:00.000Z", text="two") + line("2026-04-14T08:00:00.000Z", text="one")
+    for theirs in ({day: mine}, {}):
+        assert merge_trees(state("base"), state("local", days={day: mine}), state(THEIRS, days=theirs)).days == {day: mine}
+
+
 def test_timeline_lines_one_side_pruned_stay_pruned() -> None:
     old, new = line("2026-04-01T08:00:00.000Z"), line("2026-04-14T08:00:00.000Z")
     days = {"2026-04-01.jsonl": old, "2026-04-14.jsonl": new}
