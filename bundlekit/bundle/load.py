@@ -301,6 +301,7 @@ def bundle_blocks(
     http: HttpOptions | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    use_store: bool | None = None,
 ) -> Iterator[BundleBlocks]:
     """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
 
@@ -312,7 +313,7 @@ def bundle_blocks(
     other block is asked for. For readers that serve a bundle's blocks as
     they are (``bundlekit open``); nothing is decrypted or written. A plain
     ``https://`` manifest has no blocks: ``UsageError``. The sources are
-    closed when the block ends.
+    closed when the block ends. ``use_store`` as for :func:`load_bundle`.
     """
     gws = [g if isinstance(g, RemoteGateway) else parse_gateway(g) for g in gateways]
     options = bounded_options(http or HttpOptions(), deadline)
@@ -320,7 +321,7 @@ def bundle_blocks(
     if target.kind == "https":
         raise UsageError(f"{uri[:200]!r} is a plain manifest URL, not content-addressed: it has no blocks")
     out = _Output(None, deadline, options, max_bytes)
-    source = _open_source(target, gws, None, None, options)
+    source = _open_source(target, gws, use_store, None, options)
     try:
         source.stream(source.root)
         top = _root_entries(UnixFSReader(source.get, verify=False), source, out)

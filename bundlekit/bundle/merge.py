@@ -255,13 +255,14 @@ def _load(
     uri: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None,
     publishers: Sequence[str] = (),
 ) -> LoadResult:
-    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written."""
-    return load_bundle(uri, gateways=gateways, key=key, http=http, publishers=publishers)
+    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written; the local store
+    asked before the gateways (it holds what this machine built, pinned or merged: a merge fetches the rest)."""
+    return load_bundle(uri, gateways=gateways, key=key, http=http, publishers=publishers, use_store=True)
 
 
 def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
-    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
-    with bundle_blocks(f"ipfs://{root}", gateways=gateways, http=http) as blocks:
+    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched; the store first)."""
+    with bundle_blocks(f"ipfs://{root}", gateways=gateways, http=http, use_store=True) as blocks:
         return blocks.manifest
 
 
@@ -274,7 +275,7 @@ class _Ancestry:
     def parents(self, root: str) -> list[str]:
         if self.read >= MAX_ANCESTRY_BYTES:
             raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests")
-        with bundle_blocks(f"ipfs://{root}", gateways=self._gateways, http=self._http) as blocks:
+        with bundle_blocks(f"ipfs://{root}", gateways=self._gateways, http=self._http, use_store=True) as blocks:
             self.read += blocks.manifest_size
             return [str(p) for p in blocks.manifest.get("parents", [])]
 
