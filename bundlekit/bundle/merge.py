@@ -27,6 +27,7 @@ options meets them in one place.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.net.http import HttpOptions
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "AncestryBoundReached", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
+           "AncestryBoundReached", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
@@ -57,6 +59,8 @@ DEFAULT_MAX_MANIFESTS: Final = 256
 #: And at most about this many bytes of them (the next manifest is read while fewer were): a manifest may be
 #: 64 MiB, so a hostile lineage of 256 would cost 16 GiB; a 10,000-memory tree's is 1.1 MB.
 MAX_ANCESTRY_BYTES: Final = 256 * 1024 * 1024
+#: And for at most this many seconds in all (one load's deadline; each read had its own, 256 of them).
+MAX_ANCESTRY_SECONDS: Final = 600.0
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
 
@@ -267,15 +271,20 @@ def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions 
 
 
 class _Ancestry:
-    """The ``parents`` of bundles, read from their verified manifests until ``MAX_ANCESTRY_BYTES`` were read."""
+    """The ``parents`` of bundles, read from their verified manifests until ``MAX_ANCESTRY_BYTES`` were read
+    or ``MAX_ANCESTRY_SECONDS`` passed (a parent may name any DAG: a slow or huge one costs the walk's time)."""
 
     def __init__(self, gateways: Sequence[str], http: HttpOptions | None) -> None:
         self._gateways, self._http, self.read = gateways, http, 0
+        self._ends = time.monotonic() + MAX_ANCESTRY_SECONDS
 
     def parents(self, root: str) -> list[str]:
-        if self.read >= MAX_ANCESTRY_BYTES:
-            raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests")
-        with bundle_blocks(f"ipfs://{root}", gateways=self._gateways, http=self._http, use_store=True) as blocks:
+        left = self._ends - time.monotonic()
+        if self.read >= MAX_ANCESTRY_BYTES or left <= 0:
+            raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests "
+                                       f"and {MAX_ANCESTRY_SECONDS - left:.0f} seconds")
+        with bundle_blocks(f"ipfs://{root}", gateways=self._gateways, http=self._http, use_store=True,
+                           deadline=left) as blocks:
             self.read += blocks.manifest_size
             return [str(p) for p in blocks.manifest.get("parents", [])]
 

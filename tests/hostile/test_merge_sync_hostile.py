@@ -261,3 +261,15 @@ def test_the_ancestor_walk_stops_at_its_byte_bound_on_a_lineage_of_heavy_manifes
     monkeypatch.setattr(bundle_merge, "MAX_ANCESTRY_BYTES", 1 << 20)
     result = merge_bundle(f"ipfs://{tip}", tree, dry_run=True)
     assert result.base is None and any("bytes of manifests" in note for note in result.notes)
+
+
+def test_the_ancestor_walk_reads_no_manifest_once_its_time_is_spent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = BlockStore()
+    base = _stored_bundle(store, [], 0)
+    tip = _stored_bundle(store, [_stored_bundle(store, [base], 0)], 0)
+    tree = _tree(tmp_path / "a", project_a="A.")
+    (tree / LAST_ROOT_NAME).write_text(base + "\n", "ascii")
+    monkeypatch.setattr(bundle_merge, "MAX_ANCESTRY_SECONDS", 0.0)
+    result = merge_bundle(f"ipfs://{tip}", tree, dry_run=True)
+    assert result.base is None and any("seconds" in note for note in result.notes)
