@@ -199,7 +199,7 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
     report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
     forgot = {"ours": _forgotten(ours.days), "theirs": _forgotten(theirs.days)}
     result: dict[str, MemoryRecord] = {}
-    siblings: list[tuple[str, MemoryRecord, str]] = []  # (key it lost, the memory, where it came from)
+    siblings: list[tuple[str, MemoryRecord, str, str]] = []  # (key it lost, the memory, where it came from, winner)
     failed: list[str] = []
     for key in sorted(set(base.records) | set(ours.records) | set(theirs.records)):
         b, o, t = base.records.get(key), ours.records.get(key), theirs.records.get(key)
@@ -215,18 +215,15 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
         winner = _winner(o, t, on_conflict)
         loser, loser_side = (t, theirs.label) if winner == "ours" else (o, ours.label)
         result[key] = o if winner == "ours" else t
-        sibling = None
-        if on_conflict == "both":
-            sibling = sibling_key(key, loser_side)
-            siblings.append((key, loser, loser_side))
-        report.conflicts.append(Conflict(key, on_conflict, winner, sibling))
-        report.entries.append(MergeEntry(key, "conflict", winner, f"resolved {on_conflict}"
-                                         + (f"; the other kept as {sibling}" if sibling else "")))
+        if on_conflict == "both":  # reported once its sibling has a key (``_add_sibling``)
+            siblings.append((key, loser, loser_side, winner))
+        else:
+            _report_conflict(report, key, on_conflict, winner, None)
     if failed:
         raise ConflictError(f"{len(failed)} memories changed differently on both sides (first: {failed[0]!r}); "
                             "nothing was merged: choose --on-conflict newer, ours, theirs or both")
-    for key, loser, label in siblings:
-        _add_sibling(result, key, loser, label, report)
+    for key, loser, label, winner in siblings:
+        _report_conflict(report, key, on_conflict, winner, _add_sibling(result, key, loser, label, report))
     check_unique(result, where="the merged tree")
     days, added = _merge_days(base.days, ours.days, theirs.days)
     report.timeline_added = added
@@ -335,9 +332,16 @@ class _Absent:
 _ABSENT: Final = _Absent()
 
 
+def _report_conflict(report: MergeReport, key: str, policy: str, winner: str, sibling: str | None) -> None:
+    report.conflicts.append(Conflict(key, policy, winner, sibling))
+    report.entries.append(MergeEntry(key, "conflict", winner, f"resolved {policy}"
+                                     + (f"; the other kept as {sibling}" if sibling else "")))
+
+
 def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord, label: str,
-                 report: MergeReport) -> None:
-    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another)."""
+                 report: MergeReport) -> str:
+    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another);
+    returns the key it got."""
     meta = {**loser.meta, CONFLICT_OF: key, CONFLICT_FROM: label}
     base = sibling_key(key, label)
     candidate, n = base, 1
@@ -352,6 +356,7 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
     result[candidate] = record
     report.entries.append(MergeEntry(candidate, "sibling", "ours" if label == report.ours else "theirs",
                                      f"the losing side of the conflict on {key}"))
+    return candidate
 
 
 def _forgotten(days: Mapping[str, bytes]) -> dict[str, str]:

@@ -186,6 +186,17 @@ def test_a_sibling_key_fits_the_key_length_limit() -> None:
     assert len(sibling) == MAX_KEY_LENGTH and sibling.endswith(THEIRS[-10:])
 
 
+def test_a_sibling_key_another_memory_holds_moves_on_and_the_report_names_the_key_it_got() -> None:
+    o = record("k", "ours body", updated="2026-04-13T00:00:00Z")
+    t = record("k", "theirs body", updated="2026-04-15T00:00:00Z")
+    planted = [record(sibling_key("k", "local"), "planted"), record(sibling_key("k", "local") + "-2", "planted")]
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t, *planted))
+    got = sibling_key("k", "local") + "-3"
+    assert out.records[got].body == "ours body" and all(out.records[p.key] == p for p in planted)
+    assert out.report.conflicts[0].sibling == got
+    assert [e.detail for e in out.report.entries if e.action == "conflict"] == [f"resolved both; the other kept as {got}"]
+
+
 def test_merging_a_tree_with_itself_changes_nothing() -> None:
     o = state("local", B, record("x", "x"), days={"2026-04-14.jsonl": line("2026-04-14T08:00:00.000Z")})
     out = merge_trees(o, o, TreeState(THEIRS, o.records, o.days))
