@@ -101,7 +101,7 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.files import read_tree_files
 from bundlekit.names.resolve import resolve_uri
-from bundlekit.net.fetch import BundleURI, default_gateways, http_get, parse_uri
+from bundlekit.net.fetch import BundleURI, default_gateways, http_get, parse_uri, recordable_url
 from bundlekit.net.http import Failure, HttpOptions, open_client
 from bundlekit.unixfs.profiles import Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader
@@ -205,8 +205,9 @@ class LoadResult:
 
     @property
     def source(self) -> str:
-        """What imported memories record as their ``source``: ``ipfs://<root>`` (or the manifest URL)."""
-        return f"ipfs://{cid_to_str(self.root)}" if self.root is not None else (self.url or "")
+        """What imported memories record as their ``source``: ``ipfs://<root>`` (or the manifest URL, without
+        what may carry a credential: ``recordable_url``)."""
+        return f"ipfs://{cid_to_str(self.root)}" if self.root is not None else recordable_url(self.url or "")
 
     @property
     def root_cid(self) -> str | None:

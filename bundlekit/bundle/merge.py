@@ -20,13 +20,14 @@ Steps (``specs/sync.md``, "Merge"):
    the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
 
 The load and build calls of merge and sync are here and only here (``_load``,
-:func:`read_manifest`, :func:`build_tree`), so a change of the loader's or builder's
+:func:`read_manifest`, ``_Ancestry``, :func:`build_tree`), so a change of the loader's or builder's
 options meets them in one place.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
-from bundlekit.bundle.sources import gateway_source
+from bundlekit.bundle.sources import Gateways
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
@@ -50,13 +51,23 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
+           "AncestryBoundReached", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
+#: And at most about this many bytes of them (the next manifest is read while fewer were): a manifest may be
+#: 64 MiB, so a hostile lineage of 256 would cost 16 GiB; a 10,000-memory tree's is 1.1 MB.
+MAX_ANCESTRY_BYTES: Final = 256 * 1024 * 1024
+#: And for at most this many seconds in all (one load's deadline; each read had its own, 256 of them).
+MAX_ANCESTRY_SECONDS: Final = 600.0
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
+
+
+class AncestryBoundReached(BundlekitError):
+    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
 
 
 @dataclass
@@ -101,7 +112,8 @@ def find_base(
     """The nearest common ancestor of the roots ``ours`` and the root ``theirs`` (see the module, step 2).
 
     ``parents_of(root)`` reads a manifest's ``parents`` (raising ``BundlekitError`` when no source has it:
-    that line of ancestry ends there, noted). Deterministic: the same lineage gives the same base.
+    that line of ancestry ends there, noted; ``AncestryBoundReached``: the whole search ends there, noted).
+    Deterministic: the same lineage gives the same base.
     """
     if max_manifests < 0:
         raise UsageError("the manifest bound must be 0 or more")
@@ -113,11 +125,16 @@ def find_base(
         nxt: set[str] = set()
         for root in frontier:
             if budget[0] <= 0:
-                search.notes.append(f"stopped looking for a common ancestor after {max_manifests} manifests")
+                if budget[0] == 0:
+                    search.notes.append(f"stopped looking for a common ancestor after {max_manifests} manifests")
                 return []
             budget[0] -= 1
             try:
                 found = parents_of(root)
+            except AncestryBoundReached as exc:
+                search.notes.append(str(exc))
+                budget[0] = -1  # no other manifest is read, and the count's note is not added
+                return []
             except BundlekitError as exc:
                 search.notes.append(f"the ancestry stops at {root}: {exc}")
                 continue
@@ -168,9 +185,10 @@ def merge_bundle(
     search = BaseSearch(None)
     if root is not None:
         known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
+        ancestry = _Ancestry(gateways, http)
 
         def parents_of(r: str) -> list[str]:
-            return known[r] if r in known else _manifest_parents(r, gateways=gateways, http=http)
+            return known[r] if r in known else ancestry.parents(r)
 
         search = find_base(heads(tree), root, max_manifests=max_manifests, parents_of=parents_of)
         notes += search.notes
@@ -242,21 +260,41 @@ def _load(
     uri: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None,
     publishers: Sequence[str] = (),
 ) -> LoadResult:
-    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written."""
+    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written; the local store
+    asked before the gateways (it holds what this machine built, pinned or merged: a merge fetches the rest)."""
     options = LoadOptions(http=http or HttpOptions(), publishers=tuple(publishers))
-    return load_bundle(uri, source=gateway_source(gateways), key=key, options=options)
+    return load_bundle(uri, source=_store_first(gateways), key=key, options=options)
+
+
+def _store_first(gateways: Sequence[str]) -> Gateways:
+    """The gateways given (``$BUNDLEKIT_GATEWAYS`` when none), the local store asked before them."""
+    return Gateways(gateways, store=BlockStore())
 
 
 def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
-    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
+    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched; the store first)."""
     options = LoadOptions(http=http or HttpOptions())
-    with bundle_blocks(f"ipfs://{root}", source=gateway_source(gateways), options=options) as blocks:
+    with bundle_blocks(f"ipfs://{root}", source=_store_first(gateways), options=options) as blocks:
         return blocks.manifest
 
 
-def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
-    """The ``parents`` of the bundle ``root``."""
-    return [str(p) for p in read_manifest(root, gateways=gateways, http=http).get("parents", [])]
+class _Ancestry:
+    """The ``parents`` of bundles, read from their verified manifests until ``MAX_ANCESTRY_BYTES`` were read
+    or ``MAX_ANCESTRY_SECONDS`` passed (a parent may name any DAG: a slow or huge one costs the walk's time)."""
+
+    def __init__(self, gateways: Sequence[str], http: HttpOptions | None) -> None:
+        self._gateways, self._http, self.read = gateways, http, 0
+        self._ends = time.monotonic() + MAX_ANCESTRY_SECONDS
+
+    def parents(self, root: str) -> list[str]:
+        left = self._ends - time.monotonic()
+        if self.read >= MAX_ANCESTRY_BYTES or left <= 0:
+            raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests "
+                                       f"and {MAX_ANCESTRY_SECONDS - left:.0f} seconds")
+        options = LoadOptions(http=self._http or HttpOptions(), deadline=left)
+        with bundle_blocks(f"ipfs://{root}", source=_store_first(self._gateways), options=options) as blocks:
+            self.read += blocks.manifest_size
+            return [str(p) for p in blocks.manifest.get("parents", [])]
 
 
 def build_tree(

@@ -23,7 +23,8 @@ file text with the base's:
 
 The timeline, per day file: the union of both sides' lines (deduplicated by their exact
 bytes) minus the base lines one side removed (``prune_timeline``); a day whose lines are
-exactly ours keeps our bytes, any other is ordered by time (then bytes).
+exactly ours keeps our bytes (unless theirs holds those lines in other bytes), any other is ordered by
+time (then bytes).
 
 Nothing here touches a file: :func:`merge_trees` takes three :class:`TreeState`s and returns a
 :class:`MergeOutcome` (the merged memories and day files, the report); ``Memory.apply_merge``
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit._bounds import MAX_COUNT
 from bundlekit.errors import ConflictError, UsageError
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import read_tree_files
@@ -197,7 +199,7 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
     report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
     forgot = {"ours": _forgotten(ours.days), "theirs": _forgotten(theirs.days)}
     result: dict[str, MemoryRecord] = {}
-    siblings: list[tuple[str, MemoryRecord, str]] = []  # (key it lost, the memory, where it came from)
+    siblings: list[tuple[str, MemoryRecord, str, str]] = []  # (key it lost, the memory, where it came from, winner)
     failed: list[str] = []
     for key in sorted(set(base.records) | set(ours.records) | set(theirs.records)):
         b, o, t = base.records.get(key), ours.records.get(key), theirs.records.get(key)
@@ -213,18 +215,15 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
         winner = _winner(o, t, on_conflict)
         loser, loser_side = (t, theirs.label) if winner == "ours" else (o, ours.label)
         result[key] = o if winner == "ours" else t
-        sibling = None
-        if on_conflict == "both":
-            sibling = sibling_key(key, loser_side)
-            siblings.append((key, loser, loser_side))
-        report.conflicts.append(Conflict(key, on_conflict, winner, sibling))
-        report.entries.append(MergeEntry(key, "conflict", winner, f"resolved {on_conflict}"
-                                         + (f"; the other kept as {sibling}" if sibling else "")))
+        if on_conflict == "both":  # reported once its sibling has a key (``_add_sibling``)
+            siblings.append((key, loser, loser_side, winner))
+        else:
+            _report_conflict(report, key, on_conflict, winner, None)
     if failed:
         raise ConflictError(f"{len(failed)} memories changed differently on both sides (first: {failed[0]!r}); "
                             "nothing was merged: choose --on-conflict newer, ours, theirs or both")
-    for key, loser, label in siblings:
-        _add_sibling(result, key, loser, label, report)
+    for key, loser, label, winner in siblings:
+        _report_conflict(report, key, on_conflict, winner, _add_sibling(result, key, loser, label, report))
     check_unique(result, where="the merged tree")
     days, added = _merge_days(base.days, ours.days, theirs.days)
     report.timeline_added = added
@@ -293,7 +292,10 @@ def _fields(record: MemoryRecord) -> dict[str, Any]:
 
 
 def _field_merge(key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord) -> MemoryRecord | None:
-    """Both sides' changes when no field (tags aside) changed differently on both; else None."""
+    """Both sides' changes when no field (tags aside) changed differently on both; else None (also when no
+    revision is left above both: a frontmatter integer stops at 64 bits, and the conflict keeps both sides)."""
+    if max(o.revision, t.revision) >= MAX_COUNT:
+        return None
     fb, fo, ft = _fields(b), _fields(o), _fields(t)
     names = sorted(set(fb) | set(fo) | set(ft))
     merged: dict[str, Any] = {}
@@ -330,9 +332,16 @@ class _Absent:
 _ABSENT: Final = _Absent()
 
 
+def _report_conflict(report: MergeReport, key: str, policy: str, winner: str, sibling: str | None) -> None:
+    report.conflicts.append(Conflict(key, policy, winner, sibling))
+    report.entries.append(MergeEntry(key, "conflict", winner, f"resolved {policy}"
+                                     + (f"; the other kept as {sibling}" if sibling else "")))
+
+
 def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord, label: str,
-                 report: MergeReport) -> None:
-    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another)."""
+                 report: MergeReport) -> str:
+    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another);
+    returns the key it got."""
     meta = {**loser.meta, CONFLICT_OF: key, CONFLICT_FROM: label}
     base = sibling_key(key, label)
     candidate, n = base, 1
@@ -347,6 +356,7 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
     result[candidate] = record
     report.entries.append(MergeEntry(candidate, "sibling", "ours" if label == report.ours else "theirs",
                                      f"the losing side of the conflict on {key}"))
+    return candidate
 
 
 def _forgotten(days: Mapping[str, bytes]) -> dict[str, str]:
@@ -389,7 +399,9 @@ def _merge_days(
     base: Mapping[str, bytes], ours: Mapping[str, bytes], theirs: Mapping[str, bytes]
 ) -> tuple[dict[str, bytes], int]:
     """Per day: (ours | theirs) minus the base lines either side removed; returns the days and the lines added
-    to ours."""
+    to ours. Ours keep their bytes when they hold exactly those lines, unless theirs hold the same lines in
+    other bytes (a line twice, another order, a CR): then both sides get the ordered form, so two writers
+    syncing end with the same bytes instead of publishing their own forms back and forth for ever."""
     days: dict[str, bytes] = {}
     added = 0
     for name in sorted(set(ours) | set(theirs)):
@@ -400,8 +412,8 @@ def _merge_days(
         if not kept:
             continue
         added += len(kept - o)
-        if kept == o and name in ours:
-            days[name] = ours[name]
+        if kept == o and name in ours and (t != kept or theirs[name] == ours[name]):
+            days[name] = ours[name]  # theirs holds no other bytes of these very lines: ours stay as they are
         else:
             ordered: list[bytes] = sorted(kept, key=_line_order)
             days[name] = b"".join(ordered)

@@ -29,8 +29,16 @@ def as_utc(value: datetime) -> datetime:
 def parse_timestamp(value: object) -> datetime:
     """Parse an ISO 8601 date or date-time (string, ``date`` or ``datetime``) into aware UTC.
 
-    Raises ``ValueError`` when the value is not one.
+    Raises ``ValueError`` when the value is not one, or when it is one whose UTC time falls outside
+    years 1 to 9999 (``9999-12-31T23:59:59-10:00``: the conversion would overflow).
     """
+    try:
+        return _parse_timestamp(value)
+    except OverflowError as exc:
+        raise ValueError(f"{value!r} is outside the years 1 to 9999 in UTC") from exc
+
+
+def _parse_timestamp(value: object) -> datetime:
     if isinstance(value, datetime):
         return as_utc(value)
     if isinstance(value, date):

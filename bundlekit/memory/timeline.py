@@ -72,6 +72,11 @@ def validate_entry(entry: object, where: str) -> dict[str, Any]:
         raise MemoryStoreError(f"{where} has no valid ISO 8601 'ts'; fix or remove it") from exc
     if not isinstance(entry.get("type"), str) or not entry["type"]:
         raise MemoryStoreError(f"{where} has no string 'type'; fix or remove it")
+    try:  # JSON's \ud800 escape decodes to a lone surrogate: text no output or file can encode
+        json.dumps(entry, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MemoryStoreError(f"{where} holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape), "
+                               "which is not text; fix or remove it") from exc
     return entry
 
 

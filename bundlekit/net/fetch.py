@@ -77,6 +77,7 @@ __all__ = [
     "http_get",
     "parse_gateway",
     "parse_uri",
+    "recordable_url",
 ]
 
 GATEWAYS_ENV = "BUNDLEKIT_GATEWAYS"
@@ -150,6 +151,16 @@ def _url_or_usage(text: str, what: str) -> httpx.URL:
     if not url.host:
         raise UsageError(f"{what} {text[:200]!r} has no host; check it")
     return url
+
+
+def recordable_url(url: str) -> str:
+    """``url`` as it may be written into a file (a memory's ``source``, a conflict sibling's origin): without
+    its user name and password, query and fragment, which may carry a credential (``?token=``) that a
+    memory would keep and a bundle publish."""
+    try:
+        return str(httpx.URL(url).copy_with(userinfo=b"", query=None, fragment=None))
+    except (httpx.InvalidURL, ValueError, TypeError):
+        return url.split("://", 1)[0] + "://"
 
 
 def parse_uri(uri: str) -> BundleURI:

@@ -76,6 +76,15 @@ def test_different_fields_changed_on_each_side_merge_with_revision_above_both() 
     assert out.report.conflicts == [] and out.report.entries[0].action == "merged"
 
 
+def test_different_fields_changed_at_the_last_revision_are_a_conflict_keeping_both() -> None:
+    last = 2**63 - 1  # a frontmatter integer stops at 64 bits: no revision is left above both
+    o = record("k", "base body", updated="2026-04-15T00:00:00Z", revision=last, description="ours description")
+    t = record("k", "theirs body", updated="2026-04-16T00:00:00Z", revision=last)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
+    assert out.report.conflicts[0].winner == "theirs" and out.records["k"] == t
+    assert out.records[sibling_key("k", "local")].description == "ours description"
+
+
 def test_tags_changed_on_both_sides_are_a_three_way_set_union() -> None:
     base = record("k", tags=["a", "b"])
     o = record("k", tags=["a", "b", "ours"], revision=2)
@@ -138,6 +147,24 @@ def test_the_timeline_is_the_union_of_both_sides_deduplicated_by_bytes_and_order
     assert out.days == {day: shared + theirs_new + ours_new} and out.report.timeline_added == 1
 
 
+@pytest.mark.parametrize("ours_bytes", ["a line twice", "another order", "a CR"])
+def test_a_day_both_sides_hold_in_other_bytes_is_the_ordered_form_whichever_side_is_ours(ours_bytes: str) -> None:
+    day = "2026-04-14.jsonl"
+    first, second = line("2026-04-14T08:00:00.000Z", text="one"), line("2026-04-14T09:00:00.000Z", text="two")
+    mine = {"a line twice": first + first + second, "another order": second + first,
+            "a CR": first.replace(b"\n", b"\r\n") + second}[ours_bytes]
+    one = merge_trees(state("base"), state("local", days={day: mine}), state(THEIRS, days={day: first + second}))
+    other = merge_trees(state("base"), state(THEIRS, days={day: first + second}), state("local", days={day: mine}))
+    assert one.days == other.days == {day: first + second}
+
+
+def test_a_day_theirs_holds_in_our_very_bytes_or_not_at_all_keeps_our_bytes() -> None:
+    day = "2026-04-14.jsonl"
+    mine = line("2026-04-14T09:00:00.000Z", text="two") + line("2026-04-14T08:00:00.000Z", text="one")
+    for theirs in ({day: mine}, {}):
+        assert merge_trees(state("base"), state("local", days={day: mine}), state(THEIRS, days=theirs)).days == {day: mine}
+
+
 def test_timeline_lines_one_side_pruned_stay_pruned() -> None:
     old, new = line("2026-04-01T08:00:00.000Z"), line("2026-04-14T08:00:00.000Z")
     days = {"2026-04-01.jsonl": old, "2026-04-14.jsonl": new}
@@ -157,6 +184,17 @@ def test_a_sibling_key_fits_the_key_length_limit() -> None:
     key = "k" * MAX_KEY_LENGTH
     sibling = sibling_key(key, THEIRS)
     assert len(sibling) == MAX_KEY_LENGTH and sibling.endswith(THEIRS[-10:])
+
+
+def test_a_sibling_key_another_memory_holds_moves_on_and_the_report_names_the_key_it_got() -> None:
+    o = record("k", "ours body", updated="2026-04-13T00:00:00Z")
+    t = record("k", "theirs body", updated="2026-04-15T00:00:00Z")
+    planted = [record(sibling_key("k", "local"), "planted"), record(sibling_key("k", "local") + "-2", "planted")]
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t, *planted))
+    got = sibling_key("k", "local") + "-3"
+    assert out.records[got].body == "ours body" and all(out.records[p.key] == p for p in planted)
+    assert out.report.conflicts[0].sibling == got
+    assert [e.detail for e in out.report.entries if e.action == "conflict"] == [f"resolved both; the other kept as {got}"]
 
 
 def test_merging_a_tree_with_itself_changes_nothing() -> None:

@@ -166,6 +166,28 @@ def test_sync_needs_exactly_one_of_name_key_and_name(tmp_path: Path) -> None:
             sync(tree, **options)  # type: ignore[arg-type]
 
 
+def test_two_writers_whose_days_hold_the_same_lines_in_other_bytes_converge(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = _tree(tmp_path / "a", clock, project_a="A."), _tree(tmp_path / "b", clock, project_b="B.")
+    note = b'{"ts":"2026-04-14T12:00:00.000Z","type":"note","text":"the same, twice"}\n'
+    (a / "timeline" / "2026-04-14.jsonl").write_bytes(note + note)  # two notes within one millisecond
+    for tree in (a, b):
+        _writer(tree)
+    assert [_writer(tree).up_to_date for tree in (a, b)] == [True, True]  # not publishing its own form again
+    assert _contents(a) == _contents(b)
+
+
+def test_a_writer_given_a_gateway_reads_what_its_store_holds_from_the_store(tmp_path: Path) -> None:
+    clock = Clock()
+    a, b = _tree(tmp_path / "a", clock, project_a="A."), _tree(tmp_path / "b", clock, project_b="B.")
+    _writer(a)
+    down = ["http://127.0.0.1:9"]  # nothing answers there: every block must come from the store
+    merged = _writer(b, gateways=down)
+    assert merged.merge is not None and merged.published is not None
+    assert _writer(a, gateways=down).up_to_date and _writer(b, gateways=down).up_to_date
+    assert _contents(a) == _contents(b)
+
+
 def test_three_agents_syncing_at_random_moments_converge_and_lose_no_acknowledged_write(tmp_path: Path) -> None:
     rng = random.Random(28)
     clock = Clock()
