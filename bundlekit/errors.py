@@ -58,8 +58,9 @@ says so below.
     │   ├── PinRejected             the service refused the request (4xx other than auth)
     │   ├── PinServiceSunset        the service no longer accepts uploads (never retried)
     │   └── CIDMismatch             the service reports a CID different from our root
-    └── ConvertError                a foreign memory format cannot be read or written
-        └── DeviceMemoryError       device-bound memory asked to leave its machine
+    ├── ConvertError                a foreign memory format cannot be read or written
+    │   └── DeviceMemoryError       device-bound memory asked to leave its machine
+    └── EmbedderError               an embedder that cannot embed: its model files, or its service's answer
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ __all__ = [  # noqa: RUF022
     "CIDMismatch",
     "ConvertError",
     "DeviceMemoryError",
+    "EmbedderError",
 ]
 
 
@@ -328,3 +330,8 @@ class ConvertError(BundlekitError):
 
 class DeviceMemoryError(ConvertError):
     """Device-bound memory was asked to leave its machine without an explicit local-only export."""
+
+
+class EmbedderError(BundlekitError):
+    """An embedder that cannot embed: its packaged model files are missing or damaged, or its service
+    refused the request or answered with something that is not the embeddings asked for."""

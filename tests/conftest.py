@@ -30,3 +30,45 @@ def _default_stop_signals() -> None:
 
 
 _default_stop_signals()
+
+
+def _register_this_checkouts_entry_points() -> None:
+    """The entry points this checkout's pyproject.toml declares, registered when the installed metadata lacks a
+    group of them (an editable install made before the group was added: pip writes entry points only when it
+    installs). A distribution directory of their own, first on ``sys.path`` and on the ``PYTHONPATH`` the
+    spawned ``bundlekit`` processes inherit, exactly as pip would write it; the registries find them as they
+    find any installed plugin's."""
+    import atexit
+    import importlib
+    import os
+    import shutil
+    import sys
+    import tempfile
+    import tomllib
+    from importlib import metadata
+    from pathlib import Path
+
+    declared = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"].get(
+        "entry-points", {}
+    )
+    missing = {
+        group: names
+        for group, names in declared.items()
+        if not set(names) <= {ep.name for ep in metadata.entry_points(group=group)}
+    }
+    if not missing:
+        return
+    where = Path(tempfile.mkdtemp(prefix="bundlekit-entry-points-"))
+    atexit.register(shutil.rmtree, where, True)
+    info = where / "bundlekit_checkout_entry_points-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: bundlekit-checkout-entry-points\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(
+        "".join(f"[{group}]\n" + "".join(f"{n} = {v}\n" for n, v in names.items()) + "\n" for group, names in missing.items())
+    )
+    sys.path.insert(0, str(where))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(where)]))
+    importlib.invalidate_caches()
+
+
+_register_this_checkouts_entry_points()

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.blockstore",),
     ("bundlekit.net",),
     ("bundlekit.gateway",),
+    ("bundlekit.embed",),  # texts to vectors (an HTTP endpoint through net): what memory ranks by meaning with
     ("bundlekit.memory",),
     ("bundlekit.crypto",),
     ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
@@ -66,6 +67,10 @@ LAZY_THIRD_PARTY = {
     # `list` and `context` on an indexed tree that has not changed never need them (memory/frontmatter.py).
     "yaml",
     "frontmatter",
+    # numpy (~65 ms) and the wordllama extra's tokenizer and weights reader: only a recall by meaning needs them.
+    "numpy",
+    "tokenizers",
+    "safetensors",
     # The standard library's ctypes (~1 ms): only _fs.sync_tree's syncfs(2) needs it, when a tree is made durable.
     "ctypes",
 }
@@ -75,6 +80,9 @@ LAZY_THIRD_PARTY = {
 # or `recall` is a fresh process that never needs them on an unchanged tree (bench/memory.py times those processes).
 LAZY_MEMORY_MODULES = {
     "bundlekit.memory.files",
+    # Recall by meaning (numpy, the embedder registry's entry-point scan): loaded only by a recall, context block
+    # or bundle that ranks by meaning or carries vectors, never by a plain `memory recall`.
+    "bundlekit.memory.semantic",
     "bundlekit.memory.screen",
     "bundlekit.memory.secrets",
     "bundlekit.memory.timeline",
