@@ -28,6 +28,7 @@ import httpx
 import numpy as np
 from numpy.typing import NDArray
 
+from bundlekit._closing import Closing
 from bundlekit._redact import redact, redact_known
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import KEY_ENV, MAX_DIMENSION, EmbedderSettings, check_model_id
@@ -47,7 +48,7 @@ def answer_limit(count: int) -> int:
     return 64 * 1024 + count * _PER_VECTOR
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Closing):
     """Embeddings from ``POST {url}/embeddings`` with ``model``; the key from ``BUNDLEKIT_EMBED_KEY``."""
 
     name = "openai"

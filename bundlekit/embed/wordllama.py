@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from bundlekit._closing import Closing
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, UsageError
 
@@ -55,7 +56,7 @@ def package_dir() -> Path:
     return Path(locations[0])
 
 
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(Closing):
     """WordLlama ``l2_supercat`` (256 dimensions), loaded from its wheel's files on first use."""
 
     name = "wordllama"

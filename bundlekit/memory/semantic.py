@@ -4,7 +4,7 @@ Imported only when a recall or context block ranks by meaning (numpy and the
 embedder registry load with it). The formula (specs/memory.md, "Recall by meaning")::
 
     similarity = cos(query vector, memory vector)        the vectors of embedded_text(), unit length
-    semantic   = max(similarity, 0)
+    semantic   = max(similarity - MIN_SIMILARITY, 0) / (1 - MIN_SIMILARITY)
     lexical    = bm25 / best bm25                         FTS5's BM25 of the query's words (OR), 0 when none match
     relevance  = semantic                                 rank "semantic"
                = W_SEMANTIC * semantic + W_LEXICAL * lexical   rank "hybrid"
@@ -38,6 +38,7 @@ from bundlekit.memory.ranking import HALF_LIFE
 __all__ = [
     "FLOOR",
     "MEANING_RANKS",
+    "MIN_SIMILARITY",
     "STOP_WORDS",
     "VECTOR_DTYPE",
     "W_LEXICAL",
@@ -48,15 +49,18 @@ __all__ = [
     "decode",
     "embedded_text",
     "encode",
+    "export",
     "fill",
     "model_key",
     "open_embedder",
     "rank",
+    "restore",
 ]
 
 MEANING_RANKS = ("semantic", "hybrid")
 W_SEMANTIC = 0.7
 W_LEXICAL = 0.3
+MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
 FLOOR = 0.5  # the share of a hit's score that salience x recency x decay cannot take away
 MAX_WORDS = 16  # the query's words BM25 looks for
 # Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
@@ -209,7 +213,7 @@ def rank(
         return []
     q = _unit(embedder.embed([query]), embedder.dimension, f"embedder {embedder.name!r}")[0]
     similarity = data.matrix @ q
-    relevance = np.maximum(similarity, 0.0)
+    relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
         words = [w for w in dict.fromkeys(_WORD.findall(query)) if w not in STOP_WORDS][:MAX_WORDS]
         bm25 = catalog.lexical(words)
@@ -243,3 +247,35 @@ def rank(
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def export(catalog: Catalog, model: str, digests: dict[str, bytes]) -> tuple[list[str], bytes]:
+    """The index's vectors (of ``model``, ``model_key``) of the memory files ``digests`` names (file name ->
+    SHA-256 of the bytes a bundle holds), as keys in file order and their float16 vectors concatenated.
+    ``EmbedderError`` when a file's vector is not of those bytes (the file changed meanwhile)."""
+    if catalog.vector_model() != model:
+        raise EmbedderError("the memory index's vectors are of another model; embed the tree again")
+    names = sorted(digests)
+    keys = [name[:-3] for name in names]
+    ids = catalog.vector_ids(keys)
+    rows = {row[0]: row[6] for row in catalog.vector_rows()}
+    parts: list[bytes] = []
+    for name, key in zip(names, keys, strict=True):
+        blob = rows.get(ids.get(key, -1))
+        if catalog.sha256(name) != digests[name] or not isinstance(blob, bytes):
+            raise EmbedderError(f"{name} changed while its vector was taken; build again")
+        parts.append(blob)
+    return keys, b"".join(parts)
+
+
+def restore(catalog: Catalog, model: str, dimension: int, keys: Sequence[str], blob: bytes) -> int:
+    """Store ``blob`` (``len(keys)`` float16 vectors of ``dimension``, of the model ``model``: ``model_key``)
+    as the vectors of the memories ``keys`` that the index holds, scaled to unit length. Inside
+    :meth:`Catalog.writing`. ``ValueError`` for a blob of the wrong length or holding NaN or infinity."""
+    matrix = decode(blob, len(keys), dimension)
+    ids = catalog.vector_ids(keys)
+    found = [(at, ids[key]) for at, key in enumerate(keys) if key in ids]
+    blobs = encode(matrix[[at for at, _id in found]], dimension, "the bundle's embeddings") if found else []
+    catalog.use_vector_model(model)
+    catalog.put_vectors(zip((row_id for _at, row_id in found), blobs, strict=True))
+    return len(found)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bundlekit._terminal import printable
-from bundlekit.embed.protocol import EmbedderSettings, semantic_installed
+from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
@@ -558,6 +558,33 @@ class Memory:
                 self._index.rebuild(str(exc))
                 return fill(self._index.refresh(), embedder, hold)
 
+    def export_vectors(self, files: Sequence[tuple[str, bytes]]) -> tuple[str, int, builtins.list[str], bytes]:
+        """The vectors of the memory files among ``files`` (tree path, bytes: what a bundle packs), computed
+        where the index lacks them: (model id, dimension, their keys in file order, the float16 vectors
+        concatenated). ``EmbedderError`` when a file changed since its bytes were taken."""
+        from bundlekit.memory.semantic import export, model_key
+
+        self.embed_tree()
+        embedder = self.embedder()
+        digests = {name: hashlib.sha256(data).digest() for name, data in files
+                   if "/" not in name and name != INDEX_NAME and name.endswith(".md")}
+        keys, blob = self._read(lambda catalog: export(catalog, model_key(embedder), digests))
+        return embedder.model_id, embedder.dimension, keys, blob
+
+    def import_vectors(self, model_id: str, dimension: int, keys: Sequence[str], blob: bytes) -> int:
+        """Keep ``blob`` (float16 vectors of the model ``model_id``, one per key of ``keys``) as the index's
+        vectors of those memories (a bundle's, just loaded): a recall by meaning with that model then computes
+        none. How many memories got one. ``ValueError`` for vectors that are not ``len(keys)`` finite ones."""
+        from bundlekit.memory.semantic import restore
+
+        model = f"{check_model_id(model_id)}#{dimension}"
+        with self._mutex:
+            catalog = self._index.refresh()
+            with nullcontext() if self._index.private else self._backend.hold(), catalog.writing():
+                count = restore(catalog, model, dimension, keys, blob)
+            self._vectors = None
+            return count
+
     def _by_meaning(self, catalog: Catalog, needle: str, mode: str, limit: int | None) -> builtins.list[Scored]:
         from bundlekit.memory.semantic import VectorCache, rank
 
@@ -565,8 +592,10 @@ class Memory:
             self._vectors = VectorCache()
         return rank(catalog, self._vectors, self.embedder(), needle, self._now().timestamp(), mode=mode, limit=limit)
 
-    def recall(self, query: str, limit: int = 5, *, rank: str | None = None) -> builtins.list[ranking.RecallHit]:
-        """Memories matching ``query``, best first (`ranking_for` says which ranking ``rank`` None means).
+    def recall(self, query: str, limit: int = 5, *, rank: str | None = "salience") -> builtins.list[ranking.RecallHit]:
+        """Memories matching ``query``, best first, ranked by ``rank`` (None: :meth:`ranking_for`'s default,
+        what ``memory recall`` and the MCP ``memory_recall`` tool use; the library's own default stays
+        ``salience``, the same answer whatever is installed).
 
         ``salience``: memories containing ``query`` (case-insensitive, name/description/body), by salience x
         recency x decay (specs/memory.md); ``relevance`` multiplies that by the BM25 relevance term;
@@ -602,11 +631,11 @@ class Memory:
 
         return self._read(search)
 
-    def context_block(self, max_tokens: int = 8192, *, query: str | None = None, rank: str | None = None) -> str:
+    def context_block(self, max_tokens: int = 8192, *, query: str | None = None, rank: str | None = "salience") -> str:
         """The text injected before an LLM turn, within ``max_tokens * 4`` characters (see specs/memory.md).
 
         Pieces are chosen from the index's ranking columns; only those that fit are loaded. With ``query``
-        the memories go in the order :meth:`recall` ranks them (``rank``), then the rest by salience.
+        the memories go in the order :meth:`recall` ranks them (``rank``, as there), then the rest by salience.
         """
         now_s = self._now().timestamp()
         mode = None if query is None else self.ranking_for(rank)
