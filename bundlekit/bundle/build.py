@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
@@ -184,6 +185,7 @@ def build_bundle(
     sign: Signer | ExternalSignature | None = None,
     parents: Sequence[str] | None = None,
     compat: str | None = None,
+    embeddings: bool = False,
 ) -> BundleResult:
     """Build the bundle of the memory tree ``memory_dir`` into the CAR ``out_car``.
 
@@ -212,6 +214,9 @@ def build_bundle(
     signature of ``agent-3d:memory:v1:<namespace>``, and the index links each
     by CID, which the runtime's ``encrypted-ipfs`` loader follows. It is
     refused when the index cannot list every memory (the 200-line rule).
+    ``embeddings`` adds the vectors of the memories (``bundle/embeddings``;
+    the tree's embedder, computed where its index lacks them), encrypted
+    with the files when there is a ``key``.
 
     Raises the tree's ``MemoryStoreError`` subclasses (bad key, frontmatter,
     a secret), ``DeviceMemoryError`` for device-bound memories (they never
@@ -226,6 +231,11 @@ def build_bundle(
     # Steps 1-2: validate the tree and take its files (index regenerated).
     tree_files, records = mem.bundle_contents()  # the records of the very bytes packed
     _check_is_memory_tree(mem, records)
+    vectors: dict[str, Any] | None = None
+    if embeddings:
+        check_buildable(compat)
+        extra, vectors = embeddings_file(mem, tree_files)
+        tree_files = [*tree_files, extra]
     # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)
     ns = namespace or mem.namespace
@@ -258,6 +268,7 @@ def build_bundle(
         timeline=timeline,
         encryption=encryption,
         parents=read_parents(mem.root) if parents is None else parents,
+        embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
     manifest_bytes = canonical_json(manifest)
     manifest_cid = file_cid(manifest_bytes, prof)
@@ -372,7 +383,7 @@ def _index_file(
         links: dict[str, str] = {}
         for path, cid in cids.items():
             name = path[len(MEMORY_DIR) + 1 :]
-            if "/" not in name:
+            if "/" not in name and name.endswith(".md" + ENC_SUFFIX):
                 links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
         return render_encrypted_index(records, links, redact=redact)
     for path, data in tree_files:

@@ -21,9 +21,11 @@ import click
 from bundlekit.bundle.build import COMPAT_FORMS, build_bundle
 from bundlekit.bundle.manifest import parse_created
 from bundlekit.cli import output
+from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.cli._params import PROFILE
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, resolve_signer, sign_options, strict_option
 from bundlekit.errors import UsageError
+from bundlekit.memory import Memory
 from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["build"]
@@ -42,11 +44,15 @@ __all__ = ["build"]
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @click.option("--compat", type=click.Choice(COMPAT_FORMS),
               help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
+@click.option("--embeddings", is_flag=True,
+              help="Add the memories' vectors (recall by meaning at once after load; encrypted with --encrypt).")
+@embedder_options
 @sign_options
 @key_options
 @strict_option
 def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
-          as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, sign: bool,
+          as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, embeddings: bool,
+          embedder: str | None, embed_url: str | None, embed_model: str | None, sign: bool,
           signer_address: str | None, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
@@ -62,10 +68,13 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
         raise UsageError(f"--compat {compat} is an encrypted form; add --encrypt and a wallet key option")
     when = parse_created(created) if created is not None else None
     replacing = output_path.exists()
+    tree: Path | Memory = memdir
+    if embeddings:
+        tree = Memory(memdir, on_warning=output.warn, embedder=embedder_settings(embedder, embed_url, embed_model))
     with output.Progress("building", unit="files") as progress:
-        result = build_bundle(memdir, output_path, namespace=namespace, profile=profile, created=when,
+        result = build_bundle(tree, output_path, namespace=namespace, profile=profile, created=when,
                               key=key, redact_index=redact_index, progress=progress.callback, sign=signer,
-                              compat=compat)
+                              compat=compat, embeddings=embeddings)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
                   f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")

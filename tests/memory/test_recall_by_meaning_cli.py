@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bundlekit.cli import cli
-from bundlekit.memory import Memory
+from tests.embed.trees import memory_tree
 
 # A `bundlekit` process as installed without the extra: importlib.util.find_spec answers None for wordllama.
 WITHOUT_EXTRA = "import sys; sys.modules['wordllama'] = None; from bundlekit.cli import main; main()"
@@ -22,13 +22,7 @@ WITHOUT_EXTRA = "import sys; sys.modules['wordllama'] = None; from bundlekit.cli
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("BUNDLEKIT_MEMORY_DIR", "BUNDLEKIT_EMBEDDER", "BUNDLEKIT_EMBED_URL", "BUNDLEKIT_EMBED_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    mem = Memory(tmp_path / "memory")
-    mem.write("reel", name="Highlight reel", description="match footage", type="project",
-              body="Highlight reel of match clips is stored in a shared Drive folder.")
-    mem.write("deploy", name="Release steps", description="how to ship", type="project",
-              body="Run make release, then push the tag so CI publishes the wheel.")
-    mem.close()
-    return tmp_path / "memory"
+    return memory_tree(tmp_path / "memory", ("reel", "deploy"))
 
 
 def run(tree: Path, *args: str) -> Result:

@@ -13,22 +13,10 @@ from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.semantic import FLOOR, MIN_SIMILARITY
 from tests.embed.counting import CountingEmbedder
+from tests.embed.trees import MEMORIES, write_memories
 
 from .conftest import Clock
 
-MEMORIES = {
-    "reel": ("Highlight reel", "match footage", "Highlight reel of match clips is stored in a shared Drive folder."),
-    "drinks": ("Drinks", "what the user likes", "The user prefers green tea in the morning, never coffee."),
-    "deploy": ("Release steps", "how to ship", "Run make release, then push the tag so CI publishes the wheel."),
-    "team": ("Team", "who is who", "Ana leads the backend; Jo owns the mobile app."),
-}
-
-
-def _tree(tree: Path, clock: Clock, embedder: CountingEmbedder) -> Memory:
-    mem = Memory(tree, clock=clock, embedder=embedder)
-    for key, (name, description, body) in MEMORIES.items():
-        mem.write(key, name=name, description=description, type="project", body=body)
-    return mem
 
 
 @pytest.fixture
@@ -38,7 +26,7 @@ def embedder() -> CountingEmbedder:
 
 @pytest.fixture
 def smem(tree: Path, clock: Clock, embedder: CountingEmbedder) -> Memory:
-    return _tree(tree, clock, embedder)
+    return write_memories(Memory(tree, clock=clock, embedder=embedder))
 
 
 def _vectors(tree: Path) -> dict[str, bytes]:
@@ -146,8 +134,7 @@ def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error
 ) -> None:
     monkeypatch.setitem(sys.modules, "wordllama", None)  # importlib.util.find_spec answers None for it
     monkeypatch.delenv("BUNDLEKIT_EMBEDDER", raising=False)
-    mem = Memory(tree, clock=clock)
-    mem.write("reel", name="Reel", description="clips", type="project", body="match clips")
+    mem = write_memories(Memory(tree, clock=clock), ("reel",))
     assert mem.ranking_for(None) == "salience"
     assert [h.key for h in mem.recall("clips")] == ["reel"]
     with pytest.raises(UsageError, match="'semantic'"):
