@@ -547,12 +547,13 @@ class Catalog:
             self._set("vec_model", model)
             self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
 
-    def without_vectors(self) -> list[tuple[int, str, str, str]]:
-        """(row id, name, description, body) of the search text of every row that has no vector."""
+    def without_vectors(self, size: int) -> list[tuple[int, str, str, str]]:
+        """(row id, name, description, body) of the search text of every row without a vector of ``size`` bytes
+        (none, or one of another length: put there by hand)."""
         with _translated():
             rows = self._conn.execute(
                 "SELECT m.id, s.name, s.description, s.body FROM memory m JOIN search s ON s.rowid = m.id "
-                "WHERE NOT EXISTS (SELECT 1 FROM vector v WHERE v.id = m.id)"
+                "WHERE NOT EXISTS (SELECT 1 FROM vector v WHERE v.id = m.id AND length(v.vec) = ?)", (size,)
             ).fetchall()
         return [(int(i), str(n), str(d), str(b)) for i, n, d, b in rows]
 

@@ -135,11 +135,12 @@ def fill(catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContex
     search text of each row without one, embedded in chunks, in one transaction under ``hold()`` (the tree
     lock). Returns how many were computed."""
     model = model_key(embedder)
-    if catalog.vector_model() == model and not catalog.without_vectors():
+    size = embedder.dimension * VECTOR_DTYPE.itemsize
+    if catalog.vector_model() == model and not catalog.without_vectors(size):
         return 0
     with hold(), catalog.writing():
         catalog.use_vector_model(model)
-        missing = catalog.without_vectors()
+        missing = catalog.without_vectors(size)
         for start in range(0, len(missing), _EMBED_CHUNK):
             chunk = missing[start : start + _EMBED_CHUNK]
             vectors = embedder.embed([embedded_text(n, d, b) for _i, n, d, b in chunk])

@@ -140,8 +140,18 @@ def test_vectors_planted_in_the_index_cannot_break_recall(source: Path) -> None:
         conn.execute("UPDATE vector SET vec = ? WHERE id = (SELECT min(id) FROM vector)", (b"\xff" * 7,))
         conn.execute("UPDATE vector SET vec = ? WHERE id = (SELECT max(id) FROM vector)",
                      (np.full(256, np.nan, dtype="<f2").tobytes(),))
-    hits = Memory(source, embedder=CountingEmbedder()).recall("where are the videos", rank="hybrid")
+    embedder = CountingEmbedder()
+    hits = Memory(source, embedder=embedder).recall("where are the videos", rank="hybrid")
     assert all(np.isfinite(hit.score) for hit in hits)
+    assert embedder.texts == 2  # the vector of the wrong length computed again, then the query
+
+
+def test_a_huge_memory_is_embedded_from_its_start_within_bounds(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "big", embedder=CountingEmbedder())
+    mem.write("huge", name="Huge", description="a very long note", type="project",
+              body="football practice notes " * 200_000)  # 4.8 MB of text, about a million tokens
+    mem.write("small", name="Small", description="tea", type="project", body="The user drinks green tea.")
+    assert mem.recall("soccer training", rank="semantic")[0].key == "huge"
 
 
 # -- an OpenAI-compatible endpoint's answers -----------------------------------------------------------------
