@@ -133,6 +133,7 @@ __all__ = [  # noqa: RUF022
     "CIDMismatch",
     "ConvertError",
     "DeviceMemoryError",
+    "EmbedderError",
     "Memory",
     "MemoryRecord",
     "RecallHit",
