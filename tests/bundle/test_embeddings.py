@@ -113,3 +113,13 @@ def test_build_embeddings_on_the_command_line_then_load_then_recall(source: Path
     recalled = runner.invoke(cli, ["memory", "-d", str(tmp_path / "out"), "recall", "where are the videos",
                                    "--rank", "semantic", "--json"])
     assert json.loads(recalled.stdout)[0]["key"] == "reel"
+
+
+def test_the_browsing_interface_shows_the_memories_not_the_vectors_file(source: Path, tmp_path: Path) -> None:
+    from bundlekit.car.index import CarIndex
+    from bundlekit.ui import model
+
+    result = build(source, tmp_path / "b.car")
+    with CarIndex(result.car) as index:
+        view = model.read_bundle(index.get, index.roots[0])
+    assert sorted(m.key for m in view.memories) == sorted(KEYS) and view.problems == []
