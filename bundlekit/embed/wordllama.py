@@ -14,8 +14,8 @@ cache, and the package's ``__init__`` configures the root logger at import.
 Here nothing is downloaded and nothing is written anywhere.
 
 Bounds: a text is cut to :data:`MAX_CHARS` characters and :data:`MAX_TOKENS`
-tokens, and batches are sized by their token count, so one huge memory
-cannot make a batch take gigabytes.
+tokens, and each text's token vectors are gathered on their own (at most
+4 MiB), so one huge memory cannot make a batch take gigabytes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ TOKENIZER = f"tokenizers/{CONFIG}_tokenizer_config.json"
 TENSOR = "embedding.weight"
 MAX_CHARS = 32_768  # what is embedded of a memory: its start (a mean of token vectors changes little past it)
 MAX_TOKENS = 4_096
-_BATCH_TOKENS = 65_536  # token vectors gathered at once: 64 MiB of float32
+_BATCH = 256  # texts tokenized in one call
 _VERSION = re.compile(r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([A-Za-z0-9.+-]{1,40})['"]""")
 
 
@@ -117,35 +117,18 @@ class WordLlamaEmbedder(Closing):
         return self._table, tokenizer
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """The mean token vector of each text (zeros for a text without tokens), float32."""
+        """The mean token vector of each text (zeros for a text without tokens), float32: tokenized
+        :data:`_BATCH` texts at a time, each text's tokens gathered on their own (at most :data:`MAX_TOKENS`
+        rows), so memory stays bounded whatever the texts hold."""
         table, tokenizer = self._load()
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        start = 0
-        while start < len(texts):
-            encoded = tokenizer.encode_batch([t[:MAX_CHARS] for t in texts[start : start + 256]], add_special_tokens=False)
-            ids: list[int] = []
-            lengths: list[int] = []
-            for enc in encoded:
-                if ids and len(ids) + len(enc.ids) > _BATCH_TOKENS:
-                    break
-                ids.extend(enc.ids)
-                lengths.append(len(enc.ids))
-            self._pool(table, ids, lengths, out[start : start + len(lengths)])
-            start += len(lengths)
+        for start in range(0, len(texts), _BATCH):
+            encoded = tokenizer.encode_batch([t[:MAX_CHARS] for t in texts[start : start + _BATCH]], add_special_tokens=False)
+            for at, enc in enumerate(encoded, start):
+                if enc.ids:
+                    index = np.clip(np.asarray(enc.ids, dtype=np.int64), 0, table.shape[0] - 1)
+                    out[at] = table[index].mean(axis=0, dtype=np.float32)
         return out
-
-    @staticmethod
-    def _pool(table: NDArray[np.float32], ids: list[int], lengths: list[int], out: NDArray[np.float32]) -> None:
-        """Each text's mean token vector into ``out`` (``ids`` concatenated, ``lengths`` per text)."""
-        if not ids:
-            return
-        index = np.clip(np.asarray(ids, dtype=np.int64), 0, table.shape[0] - 1)
-        vectors = table[index]
-        counts = np.asarray(lengths, dtype=np.int64)
-        nonempty = counts > 0
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[nonempty]
-        sums = np.add.reduceat(vectors, starts, axis=0)
-        out[nonempty] = sums / counts[nonempty, None].astype(np.float32)
 
     def close(self) -> None:
         self._table = None

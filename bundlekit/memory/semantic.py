@@ -130,13 +130,21 @@ def decode(blob: bytes, count: int, dimension: int) -> NDArray[np.float32]:
     return matrix
 
 
-def fill(catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContextManager[object]]) -> int:
+def fill(
+    catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContextManager[object]],
+    cache: VectorCache | None = None,
+) -> int:
     """Compute and store the vectors the index lacks (every one when its model is not ``embedder``'s): the
     search text of each row without one, embedded in chunks, in one transaction under ``hold()`` (the tree
-    lock). Returns how many were computed."""
+    lock). Returns how many were computed. ``cache`` remembers the index's stamp once it held them all, so
+    a recall on an unchanged index does not look again."""
     model = model_key(embedder)
     size = embedder.dimension * VECTOR_DTYPE.itemsize
+    if cache is not None and cache.filled == VectorCache.stamp_of(catalog) and cache.filled[2] == model:
+        return 0
     if catalog.vector_model() == model and not catalog.without_vectors(size):
+        if cache is not None:
+            cache.filled = VectorCache.stamp_of(catalog)
         return 0
     with hold(), catalog.writing():
         catalog.use_vector_model(model)
@@ -148,6 +156,8 @@ def fill(catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContex
             if len(blobs) != len(chunk):
                 raise EmbedderError(f"embedder {embedder.name!r} gave {len(blobs)} vectors for {len(chunk)} texts")
             catalog.put_vectors(zip((i for i, *_ in chunk), blobs, strict=True))
+    if cache is not None:
+        cache.filled = VectorCache.stamp_of(catalog)
     return len(missing)
 
 
@@ -162,9 +172,15 @@ class VectorCache:
     matrix: NDArray[np.float32] | None = None
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
+    position: dict[int, int] | None = None  # row id -> row of the arrays
+    filled: tuple[int, int, str | None] | None = None  # the index's stamp when it last held every vector
+
+    @staticmethod
+    def stamp_of(catalog: Catalog) -> tuple[int, int, str | None]:
+        return (catalog.gen, catalog.vector_gen(), catalog.vector_model())
 
     def load(self, catalog: Catalog, dimension: int) -> VectorCache:
-        stamp = (catalog.gen, catalog.vector_gen(), catalog.vector_model())
+        stamp = self.stamp_of(catalog)
         if stamp == self.stamp and self.matrix is not None:
             return self
         rows = catalog.vector_rows()
@@ -180,6 +196,7 @@ class VectorCache:
             [(row[2], row[3], np.nan if row[4] is None else row[4]) for row in rows], dtype=np.float64
         ).reshape(len(rows), 3)
         self.pieces = np.asarray([row[5] for row in rows], dtype=np.int64)
+        self.position = {int(row[0]): at for at, row in enumerate(rows)}
         self.matrix = matrix
         self.stamp = stamp
         return self
@@ -220,7 +237,7 @@ def rank(
         bm25 = catalog.lexical(words)
         if bm25:
             best = min(bm25.values())
-            position = {int(i): at for at, i in enumerate(data.ids)}
+            position = data.position or {}
             lexical = np.zeros(len(data.keys), dtype=np.float64)
             for row_id, value in bm25.items():
                 at = position.get(row_id)
@@ -232,8 +249,8 @@ def rank(
     sal, updated, horizon = data.basis[:, 0], data.basis[:, 1], data.basis[:, 2]
     age = np.maximum(now_s - updated, 0.0)
     past = np.where(np.isnan(horizon), 0.0, age - np.nan_to_num(horizon))
-    decay = np.where(past > 0, 0.5 ** (np.maximum(past, 0.0) / _HALF_LIFE_S), 1.0)
-    standing = sal * 0.5 ** (age / _HALF_LIFE_S) * decay
+    decay = np.where(past > 0, np.exp2(-np.maximum(past, 0.0) / _HALF_LIFE_S), 1.0)  # 0.5 ** x, 4x faster
+    standing = sal * np.exp2(-age / _HALF_LIFE_S) * decay
     score = relevance * (FLOOR + (1.0 - FLOOR) * standing)
     chosen = np.flatnonzero(relevance > 0)
     if limit is not None and len(chosen) > limit:

@@ -546,17 +546,19 @@ class Memory:
 
     def embed_tree(self) -> int:
         """Compute the vectors the index lacks (all of them for a new model); how many were computed."""
-        from bundlekit.memory.semantic import fill
+        from bundlekit.memory.semantic import VectorCache, fill
 
         embedder = self.embedder()
         with self._mutex:
+            if self._vectors is None:
+                self._vectors = VectorCache()
             catalog = self._index.refresh()
             hold = (lambda: nullcontext()) if self._index.private else self._backend.hold
             try:
-                return fill(catalog, embedder, hold)
+                return fill(catalog, embedder, hold, self._vectors)
             except CatalogUnusable as exc:
                 self._index.rebuild(str(exc))
-                return fill(self._index.refresh(), embedder, hold)
+                return fill(self._index.refresh(), embedder, hold, self._vectors)
 
     def export_vectors(self, files: Sequence[tuple[str, bytes]]) -> tuple[str, int, builtins.list[str], bytes]:
         """The vectors of the memory files among ``files`` (tree path, bytes: what a bundle packs), computed
