@@ -139,3 +139,11 @@ def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error
     assert [h.key for h in mem.recall("clips")] == ["reel"]
     with pytest.raises(UsageError, match="'semantic'"):
         mem.recall("clips", rank="semantic")
+
+
+def test_a_word_in_half_the_memories_or_more_adds_nothing_to_the_bm25_term(smem: Memory) -> None:
+    catalog = smem._index.refresh()  # "the" is in 3 of the 4 memories: FTS5 would floor its IDF at 1e-6
+    with catalog.reading():
+        assert len(catalog._conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
+        assert catalog.lexical(["the"]) == {}
+        assert catalog.lexical(["the", "ana"]) == catalog.lexical(["ana"]) != {}
