@@ -184,11 +184,10 @@ class VectorCache:
         if stamp == self.stamp and self.matrix is not None:
             return self
         rows = catalog.vector_rows()
-        matrix = np.zeros((len(rows), dimension), dtype=np.float32)
-        for at, row in enumerate(rows):
-            blob = row[6]
-            if isinstance(blob, bytes) and len(blob) == dimension * VECTOR_DTYPE.itemsize:
-                matrix[at] = np.frombuffer(blob, dtype=VECTOR_DTYPE)
+        size = dimension * VECTOR_DTYPE.itemsize
+        none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
+        joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
+        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).astype(np.float32).reshape(len(rows), dimension)
         matrix[~np.isfinite(matrix).all(axis=1)] = 0.0  # a row put there by hand cannot rank
         self.keys = [str(row[1]) for row in rows]
         self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
