@@ -62,7 +62,8 @@ W_SEMANTIC = 0.7
 W_LEXICAL = 0.3
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
 FLOOR = 0.5  # the share of a hit's score that salience x recency x decay cannot take away
-MAX_WORDS = 16  # the query's words BM25 looks for
+MAX_WORDS = 16  # the query's words BM25 looks for (of at most 64 characters, in its first MAX_QUERY)
+MAX_QUERY = 4096
 # Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
 STOP_WORDS = frozenset(
     "the and are for was were what when where which who whom why how does did has have had with from that this "
@@ -232,7 +233,8 @@ def rank(
     similarity = data.matrix @ q
     relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
-        words = [w for w in dict.fromkeys(_WORD.findall(query)) if w not in STOP_WORDS][:MAX_WORDS]
+        words = [w for w in dict.fromkeys(_WORD.findall(query[:MAX_QUERY])) if w not in STOP_WORDS and len(w) <= 64]
+        words = words[:MAX_WORDS]
         bm25 = catalog.lexical(words)
         if bm25:
             best = min(bm25.values())

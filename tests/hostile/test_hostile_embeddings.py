@@ -146,6 +146,12 @@ def test_vectors_planted_in_the_index_cannot_break_recall(source: Path) -> None:
     assert embedder.texts == 2  # the vector of the wrong length computed again, then the query
 
 
+def test_a_huge_query_is_embedded_and_searched_from_its_start(source: Path) -> None:
+    mem = Memory(source, embedder=CountingEmbedder())
+    hits = mem.recall("where are the match videos " + "x" * 1_000_000 + " clip" * 100_000, rank="hybrid")
+    assert hits and hits[0].key == "reel"
+
+
 def test_a_huge_memory_is_embedded_from_its_start_within_bounds(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "big", embedder=CountingEmbedder())
     mem.write("huge", name="Huge", description="a very long note", type="project",
