@@ -589,25 +589,28 @@ class Catalog:
         """BM25 (FTS5's: lower is better) by row id of the rows holding any of ``words`` (folded, each at least
         3 characters: trigrams); empty without FTS5.
 
-        A word in half the rows or more is left out: FTS5 floors the IDF of such a term at 1e-6
-        (sqlite/sqlite ``ext/fts5/fts5_aux.c``, ``fts5Bm25GetData``: ``if( idf<=0.0 ) idf = 1e-6;``), so
-        it adds nothing a ranking can see, while scoring its every match costs ~7 ms per 1,000. Whether it
-        is that common is a count stopped at half the rows."""
+        Words in half the rows or more are left out when a rarer word of them matches: FTS5 floors the IDF
+        of such a term at 1e-6 (sqlite/sqlite ``ext/fts5/fts5_aux.c``, ``fts5Bm25GetData``: ``if( idf<=0.0 )
+        idf = 1e-6;``), so next to a rarer word's match it weighs well under a thousandth of it, while
+        scoring its every match costs ~7 ms per 1,000 rows. Whether a word is that common is a count stopped
+        at half the rows. When no rarer word matches, the common words are searched."""
         words = [w for w in words if len(w) >= TRIGRAM and NUL_STAND_IN not in w]
         if not self.fts or not words:
             return {}
         with _translated():
             half = (self.count() + 1) // 2  # FTS5's IDF is <= 0 from nHit >= nRow / 2
-            kept = [
-                phrase for phrase in ('"' + w.replace('"', '""') + '"' for w in words)
-                if self._conn.execute(
+            rare: list[str] = []
+            common: list[str] = []
+            for phrase in ('"' + w.replace('"', '""') + '"' for w in words):
+                hits = self._conn.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)", (phrase, half)
-                ).fetchone()[0] < half
-            ]
-            if not kept:
+                ).fetchone()[0]
+                (common if hits >= half else rare if hits else []).append(phrase)
+            searched = rare or common
+            if not searched:
                 return {}
             return {int(i): float(b) for i, b in self._conn.execute(
-                "SELECT rowid, bm25(search) FROM search WHERE search MATCH ?", (" OR ".join(kept),))}
+                "SELECT rowid, bm25(search) FROM search WHERE search MATCH ?", (" OR ".join(searched),))}
 
     # -- queries ----------------------------------------------------------------
 
