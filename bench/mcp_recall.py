@@ -44,22 +44,22 @@ def make_tree(root: Path, count: int) -> None:
 
 def env() -> dict[str, str]:
     out = dict(os.environ)
-    out["PYTHONPATH"] = str(ROOT)
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     out["CI"] = "true"
     return out
 
 
-async def mcp_round_trips(tree: Path, repeat: int) -> tuple[float, list[float]]:
+async def mcp_round_trips(tree: Path, repeat: int, query: str = QUERY) -> tuple[float, list[float]]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "bundlekit", "mcp", "--memory", str(tree)],
                                    env=env())
     started = time.perf_counter()
     async with Client(params, read_timeout_seconds=120) as client:
-        await client.call_tool("memory_recall", {"query": QUERY})  # first call: fills the parse cache
+        await client.call_tool("memory_recall", {"query": query})  # first call: fills the parse cache
         first = time.perf_counter() - started
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            result = await client.call_tool("memory_recall", {"query": QUERY, "limit": 5})
+            result = await client.call_tool("memory_recall", {"query": query, "limit": 5})
             times.append(time.perf_counter() - t0)
             assert not result.is_error, result.content
     return first, times

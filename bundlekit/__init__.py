@@ -146,6 +146,7 @@ __all__ = [  # noqa: RUF022
     "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
+    "EmbedderError",
     "Memory",
     "MemoryRecord",
     "RecallHit",

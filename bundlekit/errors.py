@@ -59,8 +59,9 @@ says so below.
     │   ├── PinServiceSunset        the service no longer accepts uploads (never retried)
     │   ├── CIDMismatch             the service reports a CID different from our root
     │   └── NameMovedError          an IPNS name moved past the record a publish was based on (another writer)
-    └── ConvertError                a foreign memory format cannot be read or written
-        └── DeviceMemoryError       device-bound memory asked to leave its machine
+    ├── ConvertError                a foreign memory format cannot be read or written
+    │   └── DeviceMemoryError       device-bound memory asked to leave its machine
+    └── EmbedderError               an embedder that cannot embed: its model files, or its service's answer
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ __all__ = [  # noqa: RUF022
     "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
+    "EmbedderError",
 ]
 
 
@@ -334,3 +336,8 @@ class ConvertError(BundlekitError):
 
 class DeviceMemoryError(ConvertError):
     """Device-bound memory was asked to leave its machine without an explicit local-only export."""
+
+
+class EmbedderError(BundlekitError):
+    """An embedder that cannot embed: its packaged model files are missing or damaged, or its service
+    refused the request or answered with something that is not the embeddings asked for."""

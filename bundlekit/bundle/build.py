@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import read_parents, record_last
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
@@ -203,6 +204,9 @@ class BuildOptions:
     salt and nonce prefix (default ``os.urandom``; tests inject it).
     ``progress(done, total)`` is called as each file is written into the CAR
     (the manifest and the index count as files).
+    ``embeddings`` adds the vectors of the memories (``bundle/embeddings``;
+    the tree's embedder, computed where its index lacks them), encrypted
+    with the files when there is a ``key``.
     """
 
     namespace: str | None = None
@@ -214,6 +218,7 @@ class BuildOptions:
     clock: Callable[[], datetime] | None = None
     rng: Callable[[int], bytes] | None = None
     progress: Callable[[int, int], None] | None = None
+    embeddings: bool = False
 
 
 def build_bundle(
@@ -247,6 +252,7 @@ def build_bundle(
     # Steps 1-2: validate the tree and take its files (index regenerated).
     tree_files, records = mem.bundle_contents()  # the records of the very bytes packed
     _check_is_memory_tree(mem, records)
+    tree_files, vectors = _with_embeddings(mem, tree_files, options)
     # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)
     ns = options.namespace or mem.namespace
@@ -271,6 +277,7 @@ def build_bundle(
         timeline=timeline,
         encryption=encryption,
         parents=read_parents(mem.root) if options.parents is None else options.parents,
+        embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
     manifest_bytes = canonical_json(manifest)
     manifest_cid = file_cid(manifest_bytes, prof)
@@ -316,6 +323,18 @@ def _with_index(
     stored.append((INDEX_PATH, index_bytes))
     cids[INDEX_PATH] = file_cid(index_bytes, prof)
     return cids
+
+
+def _with_embeddings(
+    mem: Memory, tree_files: list[tuple[str, bytes]], options: BuildOptions
+) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None]:
+    """The tree's files plus its vectors file when ``options.embeddings`` (``bundle/embeddings``), and the
+    vectors the manifest lists (None without)."""
+    if not options.embeddings:
+        return tree_files, None
+    check_buildable(options.compat)
+    extra, vectors = embeddings_file(mem, tree_files)
+    return [*tree_files, extra], vectors
 
 
 def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
@@ -414,7 +433,7 @@ def _index_file(
         links: dict[str, str] = {}
         for path, cid in cids.items():
             name = path[len(MEMORY_DIR) + 1 :]
-            if "/" not in name:
+            if "/" not in name and name.endswith(".md" + ENC_SUFFIX):
                 links[name[: -len(".md" + ENC_SUFFIX)]] = cid_to_str(cid)
         return render_encrypted_index(records, links, redact=redact)
     for path, data in tree_files:

@@ -70,6 +70,7 @@ from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle._bounded import RAW_V1_PREFIX, read_bounded
 from bundlekit.bundle.build import file_cid
+from bundlekit.bundle.embeddings import EMBEDDINGS_FILE, restore_embeddings
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
@@ -780,6 +781,8 @@ def _fetch_all(
                 tree.put(tree_path(path), data)
         if bundle_key is not None or warnings:
             tree.regenerate_index()
+        if tree.vectors is not None:
+            warnings += restore_embeddings(tree.tmp, manifest, tree.vectors)
     return tree.files, warnings
 
 
@@ -854,8 +857,12 @@ class _TreeWriter:
     def __init__(self, tmp: Path | None) -> None:
         self.tmp = tmp
         self.files: dict[str, bytes] = {}
+        self.vectors: bytes | None = None  # a bundle's embeddings: into the tree's index, never a file of it
 
     def put(self, rel: str, data: bytes) -> None:
+        if rel == EMBEDDINGS_FILE:
+            self.vectors = data
+            return
         self.files[rel] = data
         if self.tmp is not None:
             _write(self.tmp / rel, data)

@@ -23,10 +23,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bundlekit.embed.protocol import MAX_DIMENSION, check_model_id
 from bundlekit.errors import CIDError, ManifestError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 
 __all__ = [
+    "EMBEDDINGS_DTYPE",
+    "EMBEDDINGS_PATH",
     "ENC_SUFFIX",
     "FORMAT",
     "INDEX_PATH",
@@ -64,6 +67,9 @@ _TIMELINE = re.compile(r"memory/timeline/\d{4}-\d{2}-\d{2}\.jsonl(\.enc)?")
 _ENCRYPTION_STRINGS = ("scheme", "key_source", "salt", "key_id", "commitment")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 MAX_PARENTS = 64
+#: The optional embeddings file (``bundle/embeddings``): its one path in ``memory/`` (``.enc`` when encrypted).
+EMBEDDINGS_PATH = f"{MEMORY_DIR}/embeddings.f16"
+EMBEDDINGS_DTYPE = "float16"
 
 
 def canonical_json(value: Any) -> bytes:
@@ -145,6 +151,7 @@ def make_manifest(
     timeline: list[str],
     encryption: Mapping[str, Any] | None,
     parents: Sequence[str] = (),
+    embeddings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble a ``bundlekit/1`` manifest dict (validated) from the build's results.
 
@@ -167,6 +174,8 @@ def make_manifest(
     }
     if parents:
         manifest["parents"] = sorted(set(parents))
+    if embeddings is not None:  # written only when there are some: other manifests keep their bytes
+        manifest["embeddings"] = dict(embeddings)
     validate_manifest(manifest)
     return manifest
 
@@ -252,7 +261,44 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
         if not _TIMELINE.fullmatch(path) or path not in files:
             raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
     _check_parents(manifest)
+    _check_embeddings(manifest)
     return manifest
+
+
+def _check_embeddings(manifest: dict[str, Any]) -> None:
+    """The optional ``embeddings`` (``bundle/embeddings``): the vectors file listed in ``files`` at
+    :data:`EMBEDDINGS_PATH`, a usable model id, a dimension of 1 to ``MAX_DIMENSION``, ``float16``, and the
+    memory keys in order (distinct strings, at most one per file); a plaintext file holds exactly 2 bytes per
+    value (an encrypted one is checked once decrypted)."""
+    if "embeddings" not in manifest:
+        return
+    entry = manifest["embeddings"]
+    if not isinstance(entry, dict):
+        raise ManifestError("manifest 'embeddings' is not an object")
+    files = manifest["memory"]["files"]
+    encrypted = manifest["encryption"] is not None
+    path = entry.get("path")
+    if path != EMBEDDINGS_PATH + (ENC_SUFFIX if encrypted else "") or path not in files:
+        raise ManifestError(f"manifest 'embeddings.path' must be {EMBEDDINGS_PATH!r}, listed in 'memory.files'")
+    try:
+        check_model_id(entry.get("model"), what="manifest 'embeddings.model'")
+    except UsageError as exc:
+        raise ManifestError(str(exc)) from None
+    dimension, keys = entry.get("dimension"), entry.get("keys")
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
+        raise ManifestError(f"manifest 'embeddings.dimension' must be an integer from 1 to {MAX_DIMENSION}")
+    if entry.get("dtype") != EMBEDDINGS_DTYPE:
+        raise ManifestError(f"manifest 'embeddings.dtype' must be {EMBEDDINGS_DTYPE!r}")
+    if (
+        not isinstance(keys, list) or len(keys) > len(files)
+        or not all(isinstance(k, str) and 0 < len(k) <= 200 for k in keys) or len(set(keys)) != len(keys)
+    ):
+        raise ManifestError("manifest 'embeddings.keys' must list distinct memory keys, at most one per file")
+    if not encrypted and files[path]["size"] != len(keys) * dimension * 2:
+        raise ManifestError(
+            f"manifest 'embeddings' lists {len(keys)} vectors of {dimension} float16 values, "
+            f"not the {files[path]['size']} bytes of {path}"
+        )
 
 
 def _check_parents(manifest: dict[str, Any]) -> None:

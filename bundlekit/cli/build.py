@@ -23,9 +23,11 @@ from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.manifest import parse_created
 from bundlekit.bundle.signature import build_keys
 from bundlekit.cli import output
+from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.cli._params import PROFILE
 from bundlekit.cli._keyopts import key_options, sign_options, strict_option
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory import Memory
 
 __all__ = ["build"]
 
@@ -43,11 +45,15 @@ __all__ = ["build"]
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @click.option("--compat", type=click.Choice(COMPAT_FORMS),
               help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
+@click.option("--embeddings", is_flag=True,
+              help="Add the memories' vectors (recall by meaning at once after load; encrypted with --encrypt).")
+@embedder_options
 @sign_options
 @key_options
 @strict_option
 def build(memdir: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
-          as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, sign: bool,
+          as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, embeddings: bool,
+          embedder: str | None, embed_url: str | None, embed_model: str | None, sign: bool,
           signer_address: str | None, **params: Any) -> None:
     """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
 
@@ -56,10 +62,13 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
     signer, key = keys.signer, keys.key
     when = parse_created(created) if created is not None else None
     replacing = output_path.exists()
+    tree: Path | Memory = memdir
+    if embeddings:
+        tree = Memory(memdir, on_warning=output.warn, embedder=embedder_settings(embedder, embed_url, embed_model))
     with output.Progress("building", unit="files") as progress:
         options = BuildOptions(namespace=namespace, profile=profile, created=when, redact_index=redact_index,
-                               compat=compat, progress=progress.callback)
-        result = build_bundle(memdir, output_path, key=key, sign=signer, options=options)
+                               compat=compat, progress=progress.callback, embeddings=embeddings)
+        result = build_bundle(tree, output_path, key=key, sign=signer, options=options)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "
                   f"{'file' if result.files == 1 else 'files'}, {result.bytes} bytes")

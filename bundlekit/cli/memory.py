@@ -20,6 +20,8 @@ from bundlekit._bounds import CONTEXT_TOKENS, RECALL_LIMIT
 from bundlekit.cli import output
 from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
+from bundlekit.cli._embedopts import embedder_options, embedder_settings
+from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
@@ -74,18 +76,26 @@ _dir_option = click.option(
 )
 
 
-def _mem(ctx: click.Context, *, existing: bool = False) -> Memory:
+def _mem(ctx: click.Context, *, existing: bool = False, embedder: EmbedderSettings | None = None) -> Memory:
     """The tree named by ``-d`` (after the subcommand, else before it, else $BUNDLEKIT_MEMORY_DIR, else ./memory).
 
-    ``existing``: a command that reads refuses a tree that is not there (exit 2).
+    ``existing``: a command that reads refuses a tree that is not there (exit 2). ``embedder``: what it ranks
+    by meaning with (default: the environment's, else the ``semantic`` extra's model).
     """
     directory: Path = ctx.meta.get(_DIR_KEY) or ctx.obj
-    memory = Memory(directory, on_warning=output.warn)
+    memory = Memory(directory, on_warning=output.warn, embedder=embedder)
     if existing and not memory.exists():
         raise UsageError(
             f"no memory tree at {directory} (no MEMORY.md, no memory files): run `bundlekit memory init`"
         )
     return memory
+
+
+_RANK_HELP = (
+    "salience: memories containing QUERY, by salience x recency; relevance: also weigh how well the text "
+    "matches (BM25); semantic: by meaning (embeddings); hybrid: meaning and BM25, then salience x recency. "
+    "[default: hybrid with an embedder (the 'semantic' extra), else salience]"
+)
 
 
 def _load_on_use(module: str, attr: str) -> Any:
@@ -262,27 +272,29 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
     output.data_json(entry)
 
 
-@memory.command("recall", short_help="Find memories containing QUERY, best first.")
+@memory.command("recall", short_help="Find memories matching QUERY, best first.")
 @_dir_option
 @click.argument("query")
 @click.option("--limit", type=Count(RECALL_LIMIT.low, RECALL_LIMIT.high), default=5, show_default=True,
               help="At most this many hits, best first.")
-@click.option(
-    "--rank",
-    type=click.Choice(RANKS),
-    default="salience",
-    show_default=True,
-    help="relevance: also weigh how well the text matches (BM25).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@click.option("--rank", type=click.Choice(RANKS), default=None, help=_RANK_HELP)
+@embedder_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array (each hit names its \"ranking\").")
 @click.pass_context
-def recall_cmd(ctx: click.Context, query: str, limit: int, rank: str, as_json: bool) -> None:
-    """Find memories containing QUERY (case-insensitive), ranked by salience x recency."""
-    hits = _mem(ctx, existing=True).recall(query, limit=limit, rank=rank)
+def recall_cmd(
+    ctx: click.Context, query: str, limit: int, rank: str | None, embedder: str | None, embed_url: str | None,
+    embed_model: str | None, as_json: bool,
+) -> None:
+    """Find memories matching QUERY, best first: by meaning and words (hybrid) when an embedder is available,
+    else those containing QUERY (case-insensitive) by salience x recency. Says on stderr which ranking it used."""
+    mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
+    ranking = mem.ranking_for(rank)
+    hits = mem.recall(query, limit=limit, rank=ranking)
+    output.status(f"ranked by {ranking}")
     if not hits:
         output.status(f"no memory matches {output.printable(query)!r}")
     if as_json:
-        output.data_json([hit.to_dict(rank) for rank, hit in enumerate(hits, 1)])
+        output.data_json([hit.to_dict(place) for place, hit in enumerate(hits, 1)])
         return
     for hit in hits:
         output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}"))
@@ -310,12 +322,20 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @click.option(
     "--layer", "layers", multiple=True, metavar="NAME=DIR", help="Layer several trees (repeatable)."
 )
+@click.option("--query", metavar="TEXT", help="Put the memories recall ranks first for TEXT first (see --rank).")
+@click.option("--rank", type=click.Choice(RANKS), default=None, help="With --query: how to rank (as recall).")
+@embedder_options
 @click.option("--json", "as_json", is_flag=True, help='Print {"context": TEXT} as one line of JSON.')
 @click.pass_context
 def context_cmd(
-    ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], as_json: bool
+    ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], query: str | None,
+    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
 ) -> None:
     """Print the context block an agent would inject before an LLM turn."""
+    if (query is not None or rank is not None) and (layers or style != "default"):
+        raise UsageError("--query and --rank cannot be combined with --layer or --style magic-context")
+    if rank is not None and query is None:
+        raise UsageError("--rank orders the context block by a --query; add --query TEXT")
     if layers:
         if style != "default":
             raise UsageError("--layer and --style magic-context cannot be combined")
@@ -329,7 +349,12 @@ def context_cmd(
         render = _load_on_use("bundlekit.convert.magic_context", "render_project_memory")
         text = render(_mem(ctx, existing=True), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
     else:
-        text = _mem(ctx, existing=True).context_block(DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens)
+        mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
+        budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+        if query is not None:
+            rank = mem.ranking_for(rank)
+            output.status(f"ranked by {rank}")
+        text = mem.context_block(budget, query=query, rank=rank)
     if as_json:
         output.data_json({"context": str(text)})
     else:

@@ -240,16 +240,23 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
     @server.tool(
         name="memory_recall",
         description=(
-            "Search long-term memory. Returns the memories whose name, description or body contain the "
-            "query (case-insensitive substring), best first (salience x recency), with their bodies."
+            "Search long-term memory. Returns the memories that best match the query, best first, with their "
+            "bodies: by meaning and words (ranking 'hybrid') when an embedding model is installed, else those "
+            "whose name, description or body contain the query (case-insensitive substring, 'salience'). Ask "
+            "in your own words; each hit names the ranking used."
         ),
         annotations=_READ,
     )
     async def memory_recall(
-        query: Annotated[str, Field(description="A word or phrase to look for.")],
+        query: Annotated[str, Field(description="A question, word or phrase to look for.")],
         limit: Annotated[int, Field(description="How many memories at most.", ge=1, le=MAX_RECALL_LIMIT)] = 5,
+        rank: Annotated[
+            str | None,
+            Field(description="salience, relevance (substring hits), semantic or hybrid (by meaning); "
+                              "default hybrid when available, else salience."),
+        ] = None,
     ) -> list[dict[str, Any]]:
-        return _tool_call(lambda: tools.recall(query, limit))
+        return _tool_call(lambda: tools.recall(query, limit, rank))
 
     @server.tool(
         name="memory_context",

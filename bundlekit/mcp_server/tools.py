@@ -19,6 +19,7 @@ from bundlekit._bounds import CONTEXT_TOKENS
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
+from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import MemoryRecord
 from bundlekit.memory.screen import record_values_clean
 from bundlekit.pinning.orchestrate import pin_all
@@ -70,13 +71,18 @@ class MemoryTools:
 
     # -- reading ----------------------------------------------------------------
 
-    def recall(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Memories containing ``query`` (case-insensitive substring), best first, with their bodies."""
+    def recall(self, query: str, limit: int = 5, rank: str | None = None) -> list[dict[str, Any]]:
+        """Memories matching ``query``, best first, with their bodies: by meaning and words (``hybrid``) when an
+        embedder is available (the served tree keeps it loaded), else containing it (``salience``); ``rank``
+        chooses (``Memory.recall``). Each hit names its ``ranking``."""
         if not query.strip():
             raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
         if limit < 1 or limit > MAX_RECALL_LIMIT:
             raise UsageError(f"memory_recall: limit must be between 1 and {MAX_RECALL_LIMIT}, not {limit}")
-        hits = self.served.memory.recall(query, limit)
+        if rank is not None and rank not in RANKS:
+            raise UsageError(f"memory_recall: rank must be one of {', '.join(RANKS)}, not {str(rank)[:40]!r}")
+        memory = self.served.memory
+        hits = memory.recall(query, limit, rank=memory.ranking_for(rank))
         return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
 
     def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:

@@ -28,6 +28,12 @@ Tables:
   folds the query), an FTS5 table with the trigram tokenizer (``case_sensitive
   1``: the folding is ours), or a plain table scanned with ``instr`` where this
   SQLite has no FTS5;
+* ``vector``: one embedding per memory row (``id``), float16, unit length, of
+  the model named in ``state`` as ``vec_model`` (its id and dimension): the
+  vector of the row's search text (``memory/semantic``), never text. A row put
+  or removed drops its vector; a model of another id or dimension drops them
+  all. They are computed when a recall by meaning asks for them
+  (``Memory.recall``), once per changed file;
 * ``state``: ``gen`` (bumped by every change of ``memory``), the signature and
   generation of the ``MEMORY.md`` last written from it, ``written_ns`` (when the
   last transaction that changed ``memory`` began: rows whose file's mtime is
@@ -84,7 +90,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 9
+DERIVED_VERSION = 10
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
@@ -252,9 +258,11 @@ CREATE TABLE memory (
     withheld INTEGER NOT NULL
 );
 CREATE INDEX memory_by_type ON memory (type, key);
+CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
-    ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0);
+    ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0),
+    ('vec_model', NULL), ('vec_gen', 0);
 """
 _FTS = "CREATE VIRTUAL TABLE search USING fts5(name, description, body, tokenize='trigram case_sensitive 1')"
 _PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
@@ -486,6 +494,7 @@ class Catalog:
         row = self._conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
         if row is not None:
             self._changes[file] = None
+            self._conn.execute("DELETE FROM vector WHERE id = ?", (row[0],))
             self._conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
             self._conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
             self._changed()
@@ -518,6 +527,90 @@ class Catalog:
         self._conn.execute(
             "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
         )
+
+    # -- vectors ------------------------------------------------------------------
+
+    def vector_model(self) -> str | None:
+        """The model (``<model id>#<dimension>``) the stored vectors are of, or None."""
+        with _translated():
+            row = self._conn.execute("SELECT value FROM state WHERE name = 'vec_model'").fetchone()
+        return row[0] if row is not None and isinstance(row[0], str) else None
+
+    def vector_gen(self) -> int:
+        """Bumped whenever vectors are stored or dropped (with :attr:`gen`, what an in-process copy is of)."""
+        return self._state("vec_gen") or 0
+
+    def use_vector_model(self, model: str) -> None:
+        """Keep only vectors of ``model``: those of another are dropped. Inside :meth:`writing`."""
+        if self.vector_model() != model:
+            self._conn.execute("DELETE FROM vector")
+            self._set("vec_model", model)
+            self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def without_vectors(self, size: int) -> list[tuple[int, str, str, str]]:
+        """(row id, name, description, body) of the search text of every row without a vector of ``size`` bytes
+        (none, or one of another length: put there by hand)."""
+        with _translated():
+            rows = self._conn.execute(
+                "SELECT m.id, s.name, s.description, s.body FROM memory m JOIN search s ON s.rowid = m.id "
+                "WHERE NOT EXISTS (SELECT 1 FROM vector v WHERE v.id = m.id AND length(v.vec) = ?)", (size,)
+            ).fetchall()
+        return [(int(i), str(n), str(d), str(b)) for i, n, d, b in rows]
+
+    def put_vectors(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        """Store vectors by row id (rows gone meanwhile are skipped). Inside :meth:`writing`."""
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?)",
+            ((i, blob, i) for i, blob in rows),
+        )
+        self._conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def vector_rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None]]:
+        """(row id, key, salience, updated, horizon, piece, vector or None) of every memory, by row id."""
+        with _translated():
+            return self._conn.execute(
+                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec FROM memory m "
+                "LEFT JOIN vector v ON v.id = m.id ORDER BY m.id"
+            ).fetchall()
+
+    def vector_ids(self, keys: Iterable[str]) -> dict[str, int]:
+        """Row ids of ``keys`` (those indexed)."""
+        wanted = list(keys)
+        found: dict[str, int] = {}
+        with _translated():
+            for at in range(0, len(wanted), 500):
+                chunk = wanted[at : at + 500]
+                marks = ",".join("?" * len(chunk))
+                found |= {str(k): int(i) for k, i in self._conn.execute(
+                    f"SELECT key, id FROM memory WHERE key IN ({marks})", chunk)}
+        return found
+
+    def lexical(self, words: list[str]) -> dict[int, float]:
+        """BM25 (FTS5's: lower is better) by row id of the rows holding any of ``words`` (folded, each at least
+        3 characters: trigrams); empty without FTS5.
+
+        Words in half the rows or more are left out when a rarer word of them matches: FTS5 floors the IDF
+        of such a term at 1e-6 (sqlite/sqlite ``ext/fts5/fts5_aux.c``, ``fts5Bm25GetData``: ``if( idf<=0.0 )
+        idf = 1e-6;``), so next to a rarer word's match it weighs well under a thousandth of it, while
+        scoring its every match costs ~7 ms per 1,000 rows. Whether a word is that common is a count stopped
+        at half the rows. When no rarer word matches, the common words are searched."""
+        words = [w for w in words if len(w) >= TRIGRAM and NUL_STAND_IN not in w]
+        if not self.fts or not words:
+            return {}
+        with _translated():
+            half = (self.count() + 1) // 2  # FTS5's IDF is <= 0 from nHit >= nRow / 2
+            rare: list[str] = []
+            common: list[str] = []
+            for phrase in ('"' + w.replace('"', '""') + '"' for w in words):
+                hits = self._conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)", (phrase, half)
+                ).fetchone()[0]
+                (common if hits >= half else rare if hits else []).append(phrase)
+            searched = rare or common
+            if not searched:
+                return {}
+            return {int(i): float(b) for i, b in self._conn.execute(
+                "SELECT rowid, bm25(search) FROM search WHERE search MATCH ?", (" OR ".join(searched),))}
 
     # -- queries ----------------------------------------------------------------
 

@@ -45,6 +45,7 @@ __all__ = [
     "decay_factor",
     "fit_pieces",
     "largest_fitting",
+    "meaning_hit",
     "needle",
     "piece_length",
     "ranked_records",
@@ -61,7 +62,9 @@ DECAY_HORIZONS = {"30d": timedelta(days=30), "90d": timedelta(days=90)}
 CHARS_PER_TOKEN = 4
 MEMORY_HEADING = "\n## Memory files\n"
 TIMELINE_HEADING = "\n## Recent timeline\n\n"
-RANKS = ("salience", "relevance")  # salience: salience x recency x decay (the default); relevance: x BM25 term
+# salience: substring hits by salience x recency x decay; relevance: x BM25 term; semantic and hybrid: by meaning
+# (memory/semantic: cosine similarity of embeddings, with BM25 for hybrid), any memory, not only substring hits.
+RANKS = ("salience", "relevance", "semantic", "hybrid")
 
 Basis = tuple[float, float, "float | None"]
 """What a score needs of a record: (salience, ``updated`` as POSIX seconds, decay horizon in seconds or None)."""
@@ -77,7 +80,9 @@ class RecallHit:
     recency: float
     decay: float
     matches: int
-    relevance: float | None = None  # set only when ranked with rank="relevance"
+    relevance: float | None = None  # set only when ranked with rank="relevance", "semantic" or "hybrid"
+    similarity: float | None = None  # the cosine similarity to the query, when ranked by meaning
+    ranking: str = "salience"  # the ranking that chose it (RANKS)
 
     @property
     def key(self) -> str:
@@ -118,6 +123,9 @@ class RecallHit:
         }
         if self.relevance is not None:
             summary["relevance"] = self.relevance
+        if self.similarity is not None:
+            summary["similarity"] = self.similarity
+        summary["ranking"] = self.ranking
         return summary
 
 
@@ -184,7 +192,17 @@ def score_of(rank_basis: Basis, now_s: float) -> float:
 def _hit(record: MemoryRecord, now: datetime, needle_text: str, relevance: float | None) -> RecallHit:
     s, r, d = _parts(basis(record), now.timestamp())
     total = s * r * d * (1.0 if relevance is None else relevance)
-    return RecallHit(record, total, s, r, d, record.folded_text.count(needle_text), relevance)
+    ranked_by = "salience" if relevance is None else "relevance"
+    return RecallHit(record, total, s, r, d, record.folded_text.count(needle_text), relevance, ranking=ranked_by)
+
+
+def meaning_hit(
+    record: MemoryRecord, now: datetime, needle_text: str, *, score: float, relevance: float, similarity: float,
+    ranking: str,
+) -> RecallHit:
+    """A hit ranked by meaning (``memory/semantic``): its score as that ranking made it, with its parts."""
+    s, r, d = _parts(basis(record), now.timestamp())
+    return RecallHit(record, score, s, r, d, record.folded_text.count(needle_text), relevance, similarity, ranking)
 
 
 def best_first(scored: Iterable[tuple[float, str]], limit: int | None = None) -> list[str]:

@@ -31,10 +31,12 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bundlekit._terminal import printable
+from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
 from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking, screen, secrets
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
@@ -63,6 +65,8 @@ from bundlekit.memory.record import (
 from bundlekit.memory.timefmt import as_utc, format_timestamp, parse_timestamp, utc_now
 
 if TYPE_CHECKING:
+    from bundlekit.embed.protocol import Embedder
+    from bundlekit.memory.semantic import Scored, VectorCache
     from bundlekit.memory.transfer import ImportReport
     from bundlekit.memory.undo import Undo
 
@@ -80,6 +84,10 @@ class Memory:
     one for deterministic output. ``lock_timeout`` bounds the wait for the
     cross-process lock (:class:`LockTimeoutError`). Warnings (a broken index
     rebuilt) are kept in :attr:`warnings` and passed to ``on_warning``.
+    ``embedder`` ranks by meaning (an ``Embedder``, or ``EmbedderSettings``
+    naming one; default: ``EmbedderSettings.from_env()``, the ``wordllama``
+    model when the ``semantic`` extra is installed); it is loaded on the first
+    recall by meaning and kept until :meth:`close`.
     """
 
     def __init__(
@@ -90,8 +98,12 @@ class Memory:
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         on_warning: Callable[[str], None] | None = None,
+        embedder: Embedder | EmbedderSettings | None = None,
     ) -> None:
         self.root: Path | None = Path(root) if root is not None else None
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = None
+        self._vectors: VectorCache | None = None
         self._backend: Backend
         if self.root is None:
             self._backend = InMemoryBackend()
@@ -499,50 +511,159 @@ class Memory:
 
     # -- retrieval --------------------------------------------------------------
 
-    def recall(self, query: str, limit: int = 5, *, rank: str = "salience") -> builtins.list[ranking.RecallHit]:
-        """Memories containing ``query`` (case-insensitive, name/description/body), best first.
+    def ranking_for(self, rank: str | None = None) -> str:
+        """The ranking ``rank`` names, or for None the default: ``hybrid`` when vectors can be computed here
+        (an embedder given or configured, or the ``semantic`` extra installed), else ``salience``."""
+        if rank is not None:
+            if rank not in ranking.RANKS:
+                raise UsageError(f"rank must be one of {', '.join(ranking.RANKS)}, not {rank!r}")
+            return rank
+        spec = self._embedder_spec if self._embedder_spec is not None else EmbedderSettings.from_env()
+        if isinstance(spec, EmbedderSettings) and spec.name is None:
+            return "hybrid" if semantic_installed() else "salience"
+        return "hybrid"
 
-        Ranked by salience x recency x decay (specs/memory.md); ties by key.
-        ``rank="relevance"`` multiplies by the BM25 relevance term. The index's
-        full-text search picks the candidates; only the returned hits are loaded.
+    def embedder(self) -> Embedder:
+        """The embedder this tree ranks by meaning with, loaded once (``UsageError`` naming the ``semantic``
+        extra when there is none)."""
+        from bundlekit.memory.semantic import open_embedder
+
+        with self._mutex:
+            if self._embedder is None:
+                spec = self._embedder_spec if self._embedder_spec is not None else EmbedderSettings.from_env()
+                self._embedder = open_embedder(spec, "recall by meaning (--rank semantic or hybrid)")
+            return self._embedder
+
+    def embed_tree(self) -> int:
+        """Compute the vectors the index lacks (all of them for a new model); how many were computed."""
+        from bundlekit.memory.semantic import VectorCache, fill
+
+        embedder = self.embedder()
+        with self._mutex:
+            if self._vectors is None:
+                self._vectors = VectorCache()
+            catalog = self._index.refresh()
+            hold = (lambda: nullcontext()) if self._index.private else self._backend.hold
+            try:
+                return fill(catalog, embedder, hold, self._vectors)
+            except CatalogUnusable as exc:
+                self._index.rebuild(str(exc))
+                return fill(self._index.refresh(), embedder, hold, self._vectors)
+
+    def export_vectors(self, files: Sequence[tuple[str, bytes]]) -> tuple[str, int, builtins.list[str], bytes]:
+        """The vectors of the memory files among ``files`` (tree path, bytes: what a bundle packs), computed
+        where the index lacks them: (model id, dimension, their keys in file order, the float16 vectors
+        concatenated). ``EmbedderError`` when a file changed since its bytes were taken."""
+        from bundlekit.memory.semantic import export, model_key
+
+        self.embed_tree()
+        embedder = self.embedder()
+        digests = {name: hashlib.sha256(data).digest() for name, data in files
+                   if "/" not in name and name != INDEX_NAME and name.endswith(".md")}
+        keys, blob = self._read(lambda catalog: export(catalog, model_key(embedder), digests))
+        return embedder.model_id, embedder.dimension, keys, blob
+
+    def import_vectors(self, model_id: str, dimension: int, keys: Sequence[str], blob: bytes) -> int:
+        """Keep ``blob`` (float16 vectors of the model ``model_id``, one per key of ``keys``) as the index's
+        vectors of those memories (a bundle's, just loaded): a recall by meaning with that model then computes
+        none. How many memories got one. ``ValueError`` for vectors that are not ``len(keys)`` finite ones."""
+        from bundlekit.memory.semantic import restore
+
+        model = f"{check_model_id(model_id)}#{dimension}"
+        with self._mutex:
+            catalog = self._index.refresh()
+            with nullcontext() if self._index.private else self._backend.hold(), catalog.writing():
+                count = restore(catalog, model, dimension, keys, blob)
+            self._vectors = None
+            return count
+
+    def _by_meaning(self, catalog: Catalog, needle: str, mode: str, limit: int | None) -> builtins.list[Scored]:
+        from bundlekit.memory.semantic import VectorCache, rank
+
+        if self._vectors is None:
+            self._vectors = VectorCache()
+        return rank(catalog, self._vectors, self.embedder(), needle, self._now().timestamp(), mode=mode, limit=limit)
+
+    def recall(self, query: str, limit: int = 5, *, rank: str | None = "salience") -> builtins.list[ranking.RecallHit]:
+        """Memories matching ``query``, best first, ranked by ``rank`` (None: :meth:`ranking_for`'s default,
+        what ``memory recall`` and the MCP ``memory_recall`` tool use; the library's own default stays
+        ``salience``, the same answer whatever is installed).
+
+        ``salience``: memories containing ``query`` (case-insensitive, name/description/body), by salience x
+        recency x decay (specs/memory.md); ``relevance`` multiplies that by the BM25 relevance term;
+        ``semantic`` and ``hybrid`` rank every memory by meaning (``memory/semantic``: cosine similarity of
+        embeddings, with BM25 for hybrid), computing the vectors the index lacks first. Ties by key. The
+        index picks the candidates; only the returned hits are loaded, from their files.
         """
         needle = ranking.needle(query, limit)
-        if rank not in ranking.RANKS:
-            raise UsageError(f"rank must be one of {', '.join(ranking.RANKS)}, not {rank!r}")
+        mode = self.ranking_for(rank)
         now = self._now()
+        if mode in ("semantic", "hybrid"):
+            self.embed_tree()
+
+            def by_meaning(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
+                scored = {s.key: s for s in self._by_meaning(catalog, needle, mode, limit)}
+                records = self._load(catalog, builtins.list(scored))
+                return [
+                    ranking.meaning_hit(r, now, needle, score=scored[r.key].score, relevance=scored[r.key].relevance,
+                                        similarity=scored[r.key].similarity, ranking=mode)
+                    for r in records
+                ]
+
+            return self._read(by_meaning)
 
         def search(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
-            best = catalog.ranked(now.timestamp(), needle=needle, relevance=rank == "relevance", limit=limit)
+            best = catalog.ranked(now.timestamp(), needle=needle, relevance=mode == "relevance", limit=limit)
             # Matched on the withheld text: a query cannot probe a credential it does not show.
             if best is None:  # a needle the index cannot answer exactly: scan the records
                 return ranking.recall(self._shown(catalog, self._all(catalog)), query, now, limit)
-            relevance = {r.key: r.relevance for r in best if r.relevance is not None} if rank == "relevance" else None
+            relevance = {r.key: r.relevance for r in best if r.relevance is not None} if mode == "relevance" else None
             records = self._load(catalog, [r.key for r in best])
             return ranking.recall(records, query, now, limit, relevance=relevance)
 
         return self._read(search)
 
-    def context_block(self, max_tokens: int = 8192) -> str:
+    def context_block(self, max_tokens: int = 8192, *, query: str | None = None, rank: str | None = "salience") -> str:
         """The text injected before an LLM turn, within ``max_tokens * 4`` characters (see specs/memory.md).
 
-        Pieces are chosen from the index's ranking columns; only those that fit are loaded.
+        Pieces are chosen from the index's ranking columns; only those that fit are loaded. With ``query``
+        the memories go in the order :meth:`recall` ranks them (``rank``, as there), then the rest by salience.
         """
         now_s = self._now().timestamp()
+        mode = None if query is None else self.ranking_for(rank)
+        needle = None if query is None else ranking.needle(query, 0)
+        if mode in ("semantic", "hybrid"):
+            self.embed_tree()
+
+        def queried(catalog: Catalog) -> builtins.list[tuple[str, int]]:
+            assert needle is not None and mode is not None
+            if mode in ("semantic", "hybrid"):
+                first = [(s.key, s.piece) for s in self._by_meaning(catalog, needle, mode, None)]
+            else:
+                found = catalog.ranked(now_s, needle=needle, relevance=mode == "relevance") or []
+                first = [(r.key, r.piece) for r in found]
+            seen = {key for key, _piece in first}
+            return first + [(r.key, r.piece) for r in catalog.ranked(now_s) or [] if r.key not in seen]
 
         def assemble(catalog: Catalog) -> str:
             index_text = self._index_text(catalog)
-            order = catalog.ranked(now_s, limit=_FIRST_RANKED) or []
-            taken = ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)
-            room = ranking.largest_fitting(index_text, [r.piece for r in order], taken, max_tokens)
-            if len(order) == _FIRST_RANKED and room >= 0:
+            if needle is not None:
+                order = queried(catalog)
+                taken = ranking.fit_pieces(index_text, [piece for _key, piece in order], max_tokens)
+                pieces = self._load(catalog, [order[i][0] for i in taken])
+                return ranking.context_block(index_text, pieces, self._timeline_newest_first(withhold=True), max_tokens)
+            ranked = catalog.ranked(now_s, limit=_FIRST_RANKED) or []
+            taken = ranking.fit_pieces(index_text, [r.piece for r in ranked], max_tokens)
+            room = ranking.largest_fitting(index_text, [r.piece for r in ranked], taken, max_tokens)
+            if len(ranked) == _FIRST_RANKED and room >= 0:
                 # Past the best ones only a piece that fits the room left can go in: a longer one is skipped
                 # wherever it ranks (the room only shrinks), so only the shorter ones are ranked.
-                first = {r.key for r in order}
-                order += [r for r in catalog.ranked(now_s, longest=room) or [] if r.key not in first]
-                taken = ranking.fit_pieces(index_text, [r.piece for r in order], max_tokens)
+                first = {r.key for r in ranked}
+                ranked += [r for r in catalog.ranked(now_s, longest=room) or [] if r.key not in first]
+                taken = ranking.fit_pieces(index_text, [r.piece for r in ranked], max_tokens)
             # The chosen pieces read from their files now, fitted again by their lengths as read (the same
             # pieces when the index's lengths are theirs; never past the budget when they are not).
-            pieces = self._load(catalog, [order[i].key for i in taken])
+            pieces = self._load(catalog, [ranked[i].key for i in taken])
             return ranking.context_block(index_text, pieces, self._timeline_newest_first(withhold=True), max_tokens)
 
         return self._read(assemble)
@@ -759,9 +880,13 @@ class Memory:
         return printable(text)
 
     def close(self) -> None:
-        """Close the index database (a later call opens it again)."""
+        """Close the index database (a later call opens it again) and let the embedder go."""
         with self._mutex:
             self._index.close()
+            self._vectors = None
+            if self._embedder is not None and self._embedder is not self._embedder_spec:
+                self._embedder.close()
+            self._embedder = None
 
 
 def _check_write_args(

@@ -22,7 +22,7 @@ from typing import Any
 
 from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.diff import DiffResult, diff_memories
-from bundlekit.bundle.manifest import ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
+from bundlekit.bundle.manifest import EMBEDDINGS_PATH, ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
 from bundlekit.bundle.signature import SIGNATURE_NAME, verify_signature_file
 from bundlekit.errors import BundlekitError, CodecError
 from bundlekit.ipld.cid import cid_to_str
@@ -168,6 +168,8 @@ def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
                 view.index_text = data.decode("utf-8", errors="replace")
             elif path.startswith(_TIMELINE_PREFIX):
                 _read_day(get, reader, root, path, int(info["size"]), view, budget)
+            elif path.removesuffix(ENC_SUFFIX) == EMBEDDINGS_PATH:
+                continue  # the memories' vectors (build --embeddings): nothing to show
             else:
                 view.memories.append(_read_memory(get, reader, root, path, int(info["size"]), budget))
         except BundlekitError as exc:

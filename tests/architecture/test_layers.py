@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.blockstore",),
     ("bundlekit.net",),
     ("bundlekit.gateway",),
+    ("bundlekit.embed",),  # texts to vectors (an HTTP endpoint through net): what memory ranks by meaning with
     ("bundlekit.memory",),
     ("bundlekit.crypto",),
     ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
@@ -61,6 +62,10 @@ LAZY_THIRD_PARTY = {
     "dag_cbor",
     "multiformats",
     "yaml",
+    # numpy (~65 ms) and the wordllama extra's tokenizer and weights reader: only a recall by meaning needs them.
+    "numpy",
+    "tokenizers",
+    "safetensors",
     "ctypes",
 }
 
@@ -71,6 +76,7 @@ LAZY_OWN = {
     ("bundlekit.memory.tree", "bundlekit.memory.transfer"),
     ("bundlekit.memory.tree", "bundlekit.memory.undo"),
     ("bundlekit.memory.tree", "bundlekit.memory.withhold"),
+    ("bundlekit.memory.tree", "bundlekit.memory.semantic"),
     ("bundlekit.memory.index", "bundlekit.memory.withhold"),
     ("bundlekit.memory.indexer", "bundlekit.memory.withhold"),
     ("bundlekit.memory.indexer", "bundlekit.memory.secrets"),

@@ -46,8 +46,9 @@ def tree(tmp_path: Path) -> Path:
 
 
 def server_env() -> dict[str, str]:
-    """The environment of a ``bundlekit mcp`` subprocess: this checkout first, no CI progress, no home store."""
-    env = {"PYTHONPATH": str(ROOT), "CI": "true"}
+    """The environment of a ``bundlekit mcp`` subprocess: this checkout first (then the suite's own path: the
+    entry points tests/conftest.py registers), no CI progress, no home store."""
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "CI": "true"}
     for name in ("HOME", "BUNDLEKIT_HOME", "PATH", "TMPDIR"):
         if name in os.environ:
             env[name] = os.environ[name]

@@ -47,7 +47,7 @@ def test_tools_work_over_the_http_transport(http_server: tuple[str, subprocess.P
             "key": "project_http", "name": "Over HTTP", "description": "written over HTTP",
             "type": "project", "body": "streamable transport",
         })
-        recalled = await client.call_tool("memory_recall", {"query": "streamable"})
+        recalled = await client.call_tool("memory_recall", {"query": "streamable", "rank": "salience"})
         index = await client.read_resource("memory://index")
         return tools, written, recalled, index
 

@@ -297,22 +297,22 @@ def test_a_tree_of_memory_files_without_an_index_is_read(tmp_path: Path) -> None
 
 def test_recall_that_matches_nothing_says_so_on_stderr(run: Any) -> None:
     run(*WRITE, "--body", "Saturdays.")
-    result = run("recall", "zzzqqq")
+    result = run("recall", "zzzqqq", "--rank", "salience")
     assert result.exit_code == 0 and result.stdout == ""
-    assert result.stderr == "no memory matches 'zzzqqq'\n"
+    assert result.stderr == "ranked by salience\nno memory matches 'zzzqqq'\n"
 
 
 def test_recall_rank_relevance_adds_the_relevance_term(run: Any) -> None:
     run(*WRITE, "--body", "kick kick kick")
     hits = json.loads(run("recall", "kick", "--rank", "relevance", "--json").stdout)
     assert hits[0]["relevance"] == 1.0
-    assert "relevance" not in json.loads(run("recall", "kick", "--json").stdout)[0]
+    assert "relevance" not in json.loads(run("recall", "kick", "--rank", "salience", "--json").stdout)[0]
 
 
 def test_recall_json_carries_the_exact_score_and_the_rank_of_old_memories(tmp_path: Path) -> None:
     tree = tmp_path / "fixture"
     shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree)
-    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "recall", "user", "--json"])
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "recall", "user", "--rank", "salience", "--json"])
     hits = json.loads(result.stdout)
     assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1)) and len(hits) > 1
     assert all(0 < hit["score"] < 1e-6 for hit in hits)  # months old: tiny, yet not rounded away

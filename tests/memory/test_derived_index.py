@@ -300,10 +300,11 @@ def test_the_index_holds_signatures_and_ranking_fields_and_no_copy_of_a_memory(m
         "revision", "updated_text", "name", "description", "withheld",  # the listing fields of `memory list`
     ]
     assert "content" not in columns and columns["search"] == ["name", "description", "body"]
+    assert columns["vector"] == ["id", "vec"]  # an embedding per row, never text (recall by meaning)
     with sqlite3.connect(_index(tree)) as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM state")}
         assert names == {"gen", "index_gen", "index_ino", "index_mtime", "index_size", "fts", "sigs", "sigs_gen",
-                         "written_ns"}
+                         "written_ns", "vec_model", "vec_gen"}
         digest = conn.execute("SELECT sha256 FROM memory WHERE file = 'a.md'").fetchone()[0]
     assert digest == hashlib.sha256((tree / "a.md").read_bytes()).digest()
 
@@ -591,11 +592,11 @@ def test_context_never_shows_a_chosen_memory_whose_file_another_process_forgot(
 
 
 def _derived_fingerprint() -> str:
-    """What the stored rows are derived by: the schema, the ranking constants and formulas, the folding and
-    the secret rules the search text is withheld by."""
+    """What the stored rows are derived by: the schema, the ranking constants and formulas, the folding, the
+    secret rules the search text is withheld by, and the text and encoding of the vectors."""
     import inspect
 
-    from bundlekit.memory import ranking, secrets, withhold
+    from bundlekit.memory import ranking, secrets, semantic, withhold
 
     parts = [
         catalog_module._SCHEMA, catalog_module._FTS, catalog_module._PLAIN, inspect.getsource(catalog_module._fold),
@@ -603,14 +604,16 @@ def _derived_fingerprint() -> str:
         inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
         repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
         inspect.getsource(indexer.row_of), inspect.getsource(index_module.list_fields),
+        # The vectors: the text they are of and how they are stored.
+        inspect.getsource(semantic.embedded_text), inspect.getsource(semantic.encode), repr(semantic.VECTOR_DTYPE),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
     # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
-    # makes every existing index rebuild itself; then update both numbers here.
-    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (9, "1bd01fa3f8f5f7eb")
+    # makes every existing index rebuild itself; then update both numbers here. (10: the vectors of recall by meaning.)
+    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (10, "c10ba4f04d25c84f")
 
 
 @settings(max_examples=300, deadline=None)

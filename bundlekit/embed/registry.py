@@ -1,0 +1,62 @@
+"""The embedder registry: embedders found through the ``bundlekit.embedders`` entry-point group.
+
+Imported only when a command ranks by meaning (``memory/semantic``): reading
+the installed distributions' entry points costs milliseconds that a plain
+``memory recall`` never pays. Whether the default embedder can run is known
+without them (``protocol.semantic_installed``: its packages are findable).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from importlib import metadata
+
+from bundlekit._lazy import extra_install_line
+from bundlekit.embed.protocol import DEFAULT_EMBEDDER, Embedder, EmbedderSettings, semantic_installed
+from bundlekit.errors import UsageError
+
+__all__ = ["ENTRY_POINT_GROUP", "SEMANTIC_EXTRA", "available_embedders", "create_embedder", "missing_extra",
+           "semantic_installed"]
+
+ENTRY_POINT_GROUP = "bundlekit.embedders"
+SEMANTIC_EXTRA = "semantic"
+def missing_extra(what: str) -> UsageError:
+    """The usage error for ranking by meaning without the extra, naming it and how to install it."""
+    return UsageError(
+        f"{what} needs an embedding model: install the optional extra {SEMANTIC_EXTRA!r} "
+        f"({extra_install_line(SEMANTIC_EXTRA)}), or choose another ranking (--rank salience or relevance)"
+    )
+
+
+def available_embedders() -> dict[str, metadata.EntryPoint]:
+    """Registered embedders by name, sorted (the first registration of a name wins); nothing imported."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)
+    return dict(sorted(found.items()))
+
+
+def create_embedder(settings: EmbedderSettings) -> Embedder:
+    """The embedder ``settings`` name (the default when None), built by its factory's ``from_settings``.
+
+    ``UsageError`` when the name is not registered, when its module cannot
+    be loaded, or when vectors cannot be computed here (no numpy: the
+    ``semantic`` extra names what to install).
+    """
+    name = settings.name or DEFAULT_EMBEDDER
+    if importlib.util.find_spec("numpy") is None or (name == DEFAULT_EMBEDDER and not semantic_installed()):
+        raise missing_extra(f"the {name!r} embedder")
+    registered = available_embedders()
+    ep = registered.get(name)
+    if ep is None:
+        known = ", ".join(registered) or "none"
+        raise UsageError(f"no embedder named {name[:80]!r} is registered (available: {known}); check --embedder")
+    try:
+        factory = ep.load()
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(
+            f"embedder {name!r} is registered as {ep.value} but cannot be loaded ({type(exc).__name__}); "
+            "reinstall the package that provides it"
+        ) from exc
+    embedder: Embedder = factory.from_settings(settings)
+    return embedder

@@ -1,0 +1,135 @@
+"""The built-in offline embedder: WordLlama's static token embeddings, from the files its wheel ships.
+
+WordLlama (MIT; dleemiller/WordLlama, wheel ``wordllama-0.4.0.post1``, commit
+``g20da7aad4`` per its ``_version.py``) is a table of 256-dimension token
+vectors (``wordllama/weights/l2_supercat_256.safetensors``, 16 MB) and a
+tokenizer (``wordllama/tokenizers/l2_supercat_tokenizer_config.json``); a
+text's vector is the mean of its tokens' vectors (``WordLlamaInference.embed``
+and ``avg_pool`` in ``wordllama/inference.py``: no special tokens, padding
+masked out). We read those two files from the installed package ourselves
+and never import its Python: ``WordLlama.load()`` (``wordllama/wordllama.py``,
+``resolve_file``) looks for the tokenizer under ``tokenizer/`` while the wheel
+stores it under ``tokenizers/``, then downloads it from Hugging Face into a
+cache, and the package's ``__init__`` configures the root logger at import.
+Here nothing is downloaded and nothing is written anywhere.
+
+Bounds: a text is cut to :data:`MAX_CHARS` characters and :data:`MAX_TOKENS`
+tokens, and each text's token vectors are gathered on their own (at most
+4 MiB), so one huge memory cannot make a batch take gigabytes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bundlekit._closing import Closing
+from bundlekit.embed.protocol import EmbedderSettings
+from bundlekit.errors import EmbedderError, UsageError
+
+__all__ = ["MAX_CHARS", "MAX_TOKENS", "WordLlamaEmbedder"]
+
+CONFIG = "l2_supercat"
+DIMENSION = 256
+WEIGHTS = f"weights/{CONFIG}_{DIMENSION}.safetensors"
+TOKENIZER = f"tokenizers/{CONFIG}_tokenizer_config.json"
+TENSOR = "embedding.weight"
+MAX_CHARS = 32_768  # what is embedded of a memory: its start (a mean of token vectors changes little past it)
+MAX_TOKENS = 4_096
+_BATCH = 256  # texts tokenized in one call
+_VERSION = re.compile(r"""__version__\s*=\s*(?:version\s*=\s*)?['"]([A-Za-z0-9.+-]{1,40})['"]""")
+
+
+def package_dir() -> Path:
+    """Where the ``wordllama`` package is installed (found, not imported); ``UsageError`` when it is not."""
+    spec = importlib.util.find_spec("wordllama")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        raise UsageError("the wordllama embedder needs the package wordllama (the optional extra 'semantic')")
+    return Path(locations[0])
+
+
+class WordLlamaEmbedder(Closing):
+    """WordLlama ``l2_supercat`` (256 dimensions), loaded from its wheel's files on first use."""
+
+    name = "wordllama"
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = package_dir() if root is None else root
+        self._version = self._read_version()
+        self._table: NDArray[np.float32] | None = None
+        self._tokenizer: Any = None
+
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings) -> WordLlamaEmbedder:
+        if settings.url or settings.model:
+            raise UsageError("the wordllama embedder takes no --embed-url or --embed-model (it runs offline)")
+        return cls()
+
+    @property
+    def model_id(self) -> str:
+        return f"wordllama-{self._version}/{CONFIG}_{DIMENSION}"
+
+    @property
+    def dimension(self) -> int:
+        return DIMENSION
+
+    def _read_version(self) -> str:
+        try:
+            found = _VERSION.search((self._root / "_version.py").read_text(encoding="utf-8")[:8192])
+        except OSError:
+            found = None
+        return found.group(1) if found else "unknown"
+
+    def _load(self) -> tuple[NDArray[np.float32], Any]:
+        if self._table is not None:
+            return self._table, self._tokenizer
+        # Imported here: the tokenizer library and safetensors load only when a text is embedded.
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
+        # server or a test runner may fork. One batch at a time here: its pool is not needed.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        weights, vocab = self._root / WEIGHTS, self._root / TOKENIZER
+        try:
+            table = load_file(str(weights)).get(TENSOR)
+            tokenizer = Tokenizer.from_file(str(vocab))
+        except (OSError, SafetensorError, Exception) as exc:  # the tokenizers library raises plain Exception
+            raise EmbedderError(
+                f"the wordllama model files in {self._root} cannot be read ({type(exc).__name__}); "
+                "reinstall the 'semantic' extra"
+            ) from exc
+        if table is None or table.ndim != 2 or table.shape[1] != DIMENSION:
+            raise EmbedderError(f"{weights} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(MAX_TOKENS)
+        self._table = np.ascontiguousarray(table, dtype=np.float32)
+        self._tokenizer = tokenizer
+        return self._table, tokenizer
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """The mean token vector of each text (zeros for a text without tokens), float32: tokenized
+        :data:`_BATCH` texts at a time, each text's tokens gathered on their own (at most :data:`MAX_TOKENS`
+        rows), so memory stays bounded whatever the texts hold."""
+        table, tokenizer = self._load()
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for start in range(0, len(texts), _BATCH):
+            encoded = tokenizer.encode_batch([t[:MAX_CHARS] for t in texts[start : start + _BATCH]], add_special_tokens=False)
+            for at, enc in enumerate(encoded, start):
+                if enc.ids:
+                    index = np.clip(np.asarray(enc.ids, dtype=np.int64), 0, table.shape[0] - 1)
+                    out[at] = table[index].mean(axis=0, dtype=np.float32)
+        return out
+
+    def close(self) -> None:
+        self._table = None
+        self._tokenizer = None

@@ -1,0 +1,300 @@
+"""Recall by meaning: the index's vectors kept up to date, and the semantic and hybrid rankings.
+
+Imported only when a recall or context block ranks by meaning (numpy and the
+embedder registry load with it). The formula (specs/memory.md, "Recall by meaning")::
+
+    similarity = cos(query vector, memory vector)        the vectors of embedded_text(), unit length
+    semantic   = max(similarity - MIN_SIMILARITY, 0) / (1 - MIN_SIMILARITY)
+    lexical    = bm25 / best bm25                         FTS5's BM25 of the query's words (OR), 0 when none match
+    relevance  = semantic                                 rank "semantic"
+               = W_SEMANTIC * semantic + W_LEXICAL * lexical   rank "hybrid"
+    score      = relevance * (FLOOR + (1 - FLOOR) * salience * recency * decay)
+
+Only memories with a relevance above 0 are hits; ties go by key. The query
+is folded as the indexed text is (``str.casefold``), and a memory's vector is
+that of its search text (name, description, body as the index holds them:
+credentials withheld, folded), so a vector never encodes a credential that
+output withholds. Vectors are stored float16 at unit length
+(:func:`encode`); the model's id and dimension are kept with them
+(``catalog.vector_model``) and vectors of another model are computed again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bundlekit.embed.protocol import Embedder, EmbedderSettings, check_model_id
+from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
+from bundlekit.errors import EmbedderError
+from bundlekit.memory.catalog import Catalog
+from bundlekit.memory.ranking import HALF_LIFE
+
+__all__ = [
+    "FLOOR",
+    "MEANING_RANKS",
+    "MIN_SIMILARITY",
+    "STOP_WORDS",
+    "VECTOR_DTYPE",
+    "W_LEXICAL",
+    "W_SEMANTIC",
+    "Scored",
+    "VectorCache",
+    "can_embed",
+    "decode",
+    "embedded_text",
+    "encode",
+    "export",
+    "fill",
+    "model_key",
+    "open_embedder",
+    "rank",
+    "restore",
+]
+
+MEANING_RANKS = ("semantic", "hybrid")
+W_SEMANTIC = 0.9
+W_LEXICAL = 0.1
+MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
+FLOOR = 0.5  # the share of a hit's score that salience x recency x decay cannot take away
+MAX_WORDS = 16  # the query's words BM25 looks for (of at most 64 characters, in its first MAX_QUERY)
+MAX_QUERY = 4096
+# Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
+STOP_WORDS = frozenset(
+    "the and are for was were what when where which who whom why how does did has have had with from that this "
+    "there their they them our your you about into onto can could would should will shall any all not".split()
+)
+VECTOR_DTYPE = np.dtype("<f2")
+_EMBED_CHUNK = 1024
+_WORD = re.compile(r"\w+")
+_HALF_LIFE_S = HALF_LIFE.total_seconds()
+
+
+def can_embed(spec: Embedder | EmbedderSettings | None) -> bool:
+    """Whether vectors can be computed here without asking: an embedder given, one named (numpy installed),
+    or the ``semantic`` extra installed for the default."""
+    if spec is None or isinstance(spec, EmbedderSettings) and spec.name is None:
+        return semantic_installed()
+    return True  # a named embedder (this module runs: numpy is there) or an Embedder object
+
+
+def open_embedder(spec: Embedder | EmbedderSettings | None, what: str) -> Embedder:
+    """The embedder ``spec`` gives (built through the registry), or ``UsageError`` naming the extra."""
+    if spec is not None and not isinstance(spec, EmbedderSettings):
+        return spec
+    if not can_embed(spec):
+        raise missing_extra(what)
+    return create_embedder(spec or EmbedderSettings())
+
+
+def embedded_text(name: str, description: str, body: str) -> str:
+    """What a memory's vector is of: its indexed (withheld, folded) name, description and body."""
+    return f"{name}\n{description}\n{body}"
+
+
+def model_key(embedder: Embedder) -> str:
+    """The model the vectors are of, as the index keeps it: ``<model id>#<dimension>``."""
+    return f"{check_model_id(embedder.model_id)}#{embedder.dimension}"
+
+
+def _unit(vectors: NDArray[np.float32], dimension: int, what: str) -> NDArray[np.float32]:
+    """``vectors`` checked (shape, finite values) and scaled to unit length (a zero vector stays zero)."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[1] != dimension:
+        raise EmbedderError(f"{what} gave vectors of shape {array.shape}, not (n, {dimension})")
+    if not np.isfinite(array).all():
+        raise EmbedderError(f"{what} gave a vector holding NaN or infinity")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    unit: NDArray[np.float32] = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    return unit
+
+
+def encode(vectors: NDArray[np.float32], dimension: int, what: str = "the embedder") -> list[bytes]:
+    """Each vector at unit length as little-endian float16 bytes (what the index and a bundle store)."""
+    unit = _unit(vectors, dimension, what).astype(VECTOR_DTYPE)
+    return [row.tobytes() for row in unit]
+
+
+def decode(blob: bytes, count: int, dimension: int) -> NDArray[np.float32]:
+    """``count`` float16 vectors from ``blob`` as float32 rows; ``ValueError`` when the length is not theirs or a
+    value is not finite (a foreign file)."""
+    if len(blob) != count * dimension * VECTOR_DTYPE.itemsize:
+        raise ValueError(f"{len(blob)} bytes are not {count} vectors of {dimension} float16 values")
+    matrix = np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32).reshape(count, dimension)
+    if not np.isfinite(matrix).all():
+        raise ValueError("a vector holds NaN or infinity")
+    return matrix
+
+
+def fill(
+    catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContextManager[object]],
+    cache: VectorCache | None = None,
+) -> int:
+    """Compute and store the vectors the index lacks (every one when its model is not ``embedder``'s): the
+    search text of each row without one, embedded in chunks, in one transaction under ``hold()`` (the tree
+    lock). Returns how many were computed. ``cache`` remembers the index's stamp once it held them all, so
+    a recall on an unchanged index does not look again."""
+    model = model_key(embedder)
+    size = embedder.dimension * VECTOR_DTYPE.itemsize
+    if cache is not None and cache.filled == VectorCache.stamp_of(catalog) and cache.filled[2] == model:
+        return 0
+    if catalog.vector_model() == model and not catalog.without_vectors(size):
+        if cache is not None:
+            cache.filled = VectorCache.stamp_of(catalog)
+        return 0
+    with hold(), catalog.writing():
+        catalog.use_vector_model(model)
+        missing = catalog.without_vectors(size)
+        for start in range(0, len(missing), _EMBED_CHUNK):
+            chunk = missing[start : start + _EMBED_CHUNK]
+            vectors = embedder.embed([embedded_text(n, d, b) for _i, n, d, b in chunk])
+            blobs = encode(vectors, embedder.dimension, f"embedder {embedder.name!r}")
+            if len(blobs) != len(chunk):
+                raise EmbedderError(f"embedder {embedder.name!r} gave {len(blobs)} vectors for {len(chunk)} texts")
+            catalog.put_vectors(zip((i for i, *_ in chunk), blobs, strict=True))
+    if cache is not None:
+        cache.filled = VectorCache.stamp_of(catalog)
+    return len(missing)
+
+
+@dataclass
+class VectorCache:
+    """The index's vectors and ranking fields as arrays, for one generation of it (kept by a ``Memory``
+    between recalls: an MCP server ranks 10,000 memories without reading them again)."""
+
+    stamp: tuple[int, int, str | None] = (-1, -1, None)
+    keys: Sequence[str] = ()
+    ids: NDArray[np.int64] | None = None
+    matrix: NDArray[np.float32] | None = None
+    basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
+    pieces: NDArray[np.int64] | None = None
+    position: dict[int, int] | None = None  # row id -> row of the arrays
+    filled: tuple[int, int, str | None] | None = None  # the index's stamp when it last held every vector
+
+    @staticmethod
+    def stamp_of(catalog: Catalog) -> tuple[int, int, str | None]:
+        return (catalog.gen, catalog.vector_gen(), catalog.vector_model())
+
+    def load(self, catalog: Catalog, dimension: int) -> VectorCache:
+        stamp = self.stamp_of(catalog)
+        if stamp == self.stamp and self.matrix is not None:
+            return self
+        rows = catalog.vector_rows()
+        size = dimension * VECTOR_DTYPE.itemsize
+        none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
+        joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
+        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).astype(np.float32).reshape(len(rows), dimension)
+        matrix[~np.isfinite(matrix).all(axis=1)] = 0.0  # a row put there by hand cannot rank
+        self.keys = [str(row[1]) for row in rows]
+        self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
+        self.basis = np.asarray(
+            [(row[2], row[3], np.nan if row[4] is None else row[4]) for row in rows], dtype=np.float64
+        ).reshape(len(rows), 3)
+        self.pieces = np.asarray([row[5] for row in rows], dtype=np.int64)
+        self.position = {int(row[0]): at for at, row in enumerate(rows)}
+        self.matrix = matrix
+        self.stamp = stamp
+        return self
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One hit of a ranking by meaning: its key, score, relevance, cosine similarity and piece length."""
+
+    key: str
+    score: float
+    relevance: float
+    similarity: float
+    piece: int
+
+
+def rank(
+    catalog: Catalog,
+    cache: VectorCache,
+    embedder: Embedder,
+    query: str,
+    now_s: float,
+    *,
+    mode: str,
+    limit: int | None,
+) -> list[Scored]:
+    """Memories by meaning (``mode`` "semantic" or "hybrid"), best first, the first ``limit`` (all when None).
+    ``query`` is already folded (``ranking.needle``)."""
+    data = cache.load(catalog, embedder.dimension)
+    assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
+    if not len(data.keys):
+        return []
+    q = _unit(embedder.embed([query]), embedder.dimension, f"embedder {embedder.name!r}")[0]
+    similarity = data.matrix @ q
+    relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
+    if mode == "hybrid":
+        words = [w for w in dict.fromkeys(_WORD.findall(query[:MAX_QUERY])) if w not in STOP_WORDS and len(w) <= 64]
+        words = words[:MAX_WORDS]
+        bm25 = catalog.lexical(words)
+        if bm25:
+            best = min(bm25.values())
+            position = data.position or {}
+            lexical = np.zeros(len(data.keys), dtype=np.float64)
+            for row_id, value in bm25.items():
+                at = position.get(row_id)
+                if at is not None and best < 0:
+                    lexical[at] = value / best
+            relevance = W_SEMANTIC * relevance + W_LEXICAL * lexical
+        else:
+            relevance = W_SEMANTIC * relevance
+    sal, updated, horizon = data.basis[:, 0], data.basis[:, 1], data.basis[:, 2]
+    age = np.maximum(now_s - updated, 0.0)
+    past = np.where(np.isnan(horizon), 0.0, age - np.nan_to_num(horizon))
+    decay = np.where(past > 0, np.exp2(-np.maximum(past, 0.0) / _HALF_LIFE_S), 1.0)  # 0.5 ** x, 4x faster
+    standing = sal * np.exp2(-age / _HALF_LIFE_S) * decay
+    score = relevance * (FLOOR + (1.0 - FLOOR) * standing)
+    chosen = np.flatnonzero(relevance > 0)
+    if limit is not None and len(chosen) > limit:
+        if limit == 0:
+            return []
+        threshold = np.partition(score[chosen], len(chosen) - limit)[len(chosen) - limit]
+        chosen = chosen[score[chosen] >= threshold]  # every tie at the boundary, then ordered by key below
+    order = sorted(chosen.tolist(), key=lambda at: (-float(score[at]), data.keys[at]))
+    if limit is not None:
+        order = order[:limit]
+    return [
+        Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
+        for at in order
+    ]
+
+
+def export(catalog: Catalog, model: str, digests: dict[str, bytes]) -> tuple[list[str], bytes]:
+    """The index's vectors (of ``model``, ``model_key``) of the memory files ``digests`` names (file name ->
+    SHA-256 of the bytes a bundle holds), as keys in file order and their float16 vectors concatenated.
+    ``EmbedderError`` when a file's vector is not of those bytes (the file changed meanwhile)."""
+    if catalog.vector_model() != model:
+        raise EmbedderError("the memory index's vectors are of another model; embed the tree again")
+    names = sorted(digests)
+    keys = [name[:-3] for name in names]
+    ids = catalog.vector_ids(keys)
+    rows = {row[0]: row[6] for row in catalog.vector_rows()}
+    parts: list[bytes] = []
+    for name, key in zip(names, keys, strict=True):
+        blob = rows.get(ids.get(key, -1))
+        if catalog.sha256(name) != digests[name] or not isinstance(blob, bytes):
+            raise EmbedderError(f"{name} changed while its vector was taken; build again")
+        parts.append(blob)
+    return keys, b"".join(parts)
+
+
+def restore(catalog: Catalog, model: str, dimension: int, keys: Sequence[str], blob: bytes) -> int:
+    """Store ``blob`` (``len(keys)`` float16 vectors of ``dimension``, of the model ``model``: ``model_key``)
+    as the vectors of the memories ``keys`` that the index holds, scaled to unit length. Inside
+    :meth:`Catalog.writing`. ``ValueError`` for a blob of the wrong length or holding NaN or infinity."""
+    matrix = decode(blob, len(keys), dimension)
+    ids = catalog.vector_ids(keys)
+    found = [(at, ids[key]) for at, key in enumerate(keys) if key in ids]
+    blobs = encode(matrix[[at for at, _id in found]], dimension, "the bundle's embeddings") if found else []
+    catalog.use_vector_model(model)
+    catalog.put_vectors(zip((row_id for _at, row_id in found), blobs, strict=True))
+    return len(found)

@@ -1,0 +1,205 @@
+"""Hostile inputs on the surfaces of recall by meaning: a foreign bundle's embeddings (its manifest entry and
+its vectors file: wrong length, NaN, huge, odd model ids), an OpenAI-compatible endpoint's answers, and
+vectors planted in a tree's derived index. Each is refused with a clear error or left out with a warning;
+the memories themselves always load and recall."""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bundlekit.bundle import embeddings as bundle_embeddings
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.manifest import parse_created, validate_manifest
+from bundlekit.embed.openai import OpenAIEmbedder
+from bundlekit.errors import EmbedderError, ManifestError
+from bundlekit.memory import Memory
+from bundlekit.net.http import HttpOptions, RetryPolicy
+from tests.embed.counting import CountingEmbedder
+from tests.embed.fake_openai import fake_endpoint, send_json
+from tests.embed.trees import memory_tree
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    return memory_tree(tmp_path / "agent", ("reel", "drinks"))
+
+
+@pytest.fixture
+def manifest(source: Path, tmp_path: Path) -> dict[str, Any]:
+    built = build_bundle(Memory(source, embedder=CountingEmbedder()), tmp_path / "b.car",
+                         options=BuildOptions(created=parse_created("2026-04-14T12:00:00Z"), embeddings=True))
+    return built.manifest
+
+
+def _doctored(manifest: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    forged = copy.deepcopy(manifest)
+    forged["embeddings"].update(changes)
+    return forged
+
+
+@pytest.mark.parametrize("model", [
+    "model\nwith a line break", "quote'd", "back\\slash", "x" * 201, "", "\u202eevil", 42, None, ["a"],
+])
+def test_a_model_id_that_is_not_printable_ascii_is_refused(manifest: dict[str, Any], model: Any) -> None:
+    with pytest.raises(ManifestError, match="model"):
+        validate_manifest(_doctored(manifest, model=model))
+
+
+@pytest.mark.parametrize("dimension", [0, -1, 8193, 2**63, True, 256.0, "256", None])
+def test_a_dimension_out_of_range_or_of_another_type_is_refused(manifest: dict[str, Any], dimension: Any) -> None:
+    with pytest.raises(ManifestError, match="dimension"):
+        validate_manifest(_doctored(manifest, dimension=dimension))
+
+
+@pytest.mark.parametrize("keys", [
+    ["drinks", "drinks"], ["drinks", 7], "drinks reel", [""], ["k" * 201], ["k"] * 10_000, None,
+])
+def test_keys_that_are_not_distinct_strings_one_per_file_at_most_are_refused(
+    manifest: dict[str, Any], keys: Any
+) -> None:
+    with pytest.raises(ManifestError, match="keys|vectors"):
+        validate_manifest(_doctored(manifest, keys=keys))
+
+
+def test_a_vectors_file_whose_size_is_not_the_listed_vectors_is_refused(manifest: dict[str, Any]) -> None:
+    with pytest.raises(ManifestError, match="not the .* bytes"):
+        validate_manifest(_doctored(manifest, keys=["reel"]))  # 2 vectors' bytes listed for one key
+
+
+@pytest.mark.parametrize("path", ["memory/reel.md", "memory/embeddings.f16.enc", "../embeddings.f16", None])
+def test_an_embeddings_path_other_than_the_one_file_is_refused(manifest: dict[str, Any], path: Any) -> None:
+    with pytest.raises(ManifestError, match="path"):
+        validate_manifest(_doctored(manifest, path=path))
+
+
+def test_an_embeddings_entry_of_another_type_or_dtype_is_refused(manifest: dict[str, Any]) -> None:
+    with pytest.raises(ManifestError, match="dtype"):
+        validate_manifest(_doctored(manifest, dtype="float64"))
+    forged = copy.deepcopy(manifest)
+    forged["embeddings"] = ["not", "an", "object"]
+    with pytest.raises(ManifestError, match="not an object"):
+        validate_manifest(forged)
+
+
+def _bundle_with_vectors(source: Path, car: Path, monkeypatch: pytest.MonkeyPatch, vectors: bytes,
+                         keys: list[str] | None = None) -> None:
+    """A bundle whose vectors file holds ``vectors`` (the publisher's choice), listed for ``keys``."""
+    real = bundle_embeddings.embeddings_file
+
+    def forged(mem: Memory, tree_files: Any) -> Any:
+        (name, _blob), fields = real(mem, tree_files)
+        return (name, vectors), {**fields, "keys": keys if keys is not None else fields["keys"]}
+
+    monkeypatch.setattr("bundlekit.bundle.build.embeddings_file", forged)
+    build_bundle(Memory(source, embedder=CountingEmbedder()), car,
+                 options=BuildOptions(created=parse_created("2026-04-14T12:00:00Z"), embeddings=True))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_vectors_holding_nan_or_infinity_are_left_out_and_the_memories_load(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: float
+) -> None:
+    _bundle_with_vectors(source, tmp_path / "b.car", monkeypatch, np.full(2 * 256, value, dtype="<f2").tobytes())
+    loaded = load_bundle(str(tmp_path / "b.car"), out_dir=tmp_path / "out")
+    assert len(loaded.warnings) == 1 and "NaN or infinity" in loaded.warnings[0]
+    assert {"reel.md", "drinks.md"} <= set(loaded.files)
+    hits = Memory(tmp_path / "out", embedder=CountingEmbedder()).recall("where are the videos", rank="semantic")
+    assert hits[0].key == "reel"  # computed here, from the files
+
+
+def test_huge_finite_vectors_are_scaled_not_trusted(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _bundle_with_vectors(source, tmp_path / "b.car", monkeypatch, np.full(2 * 256, 65504, dtype="<f2").tobytes())
+    assert load_bundle(str(tmp_path / "b.car"), out_dir=tmp_path / "out").warnings == []
+    hits = Memory(tmp_path / "out", embedder=CountingEmbedder()).recall("x", rank="semantic", limit=5)
+    assert all(abs(hit.similarity) <= 1.0 + 1e-3 for hit in hits)  # unit length: cosines stay cosines
+
+
+def test_keys_naming_memories_the_bundle_lacks_are_ignored(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = np.ones(2 * 256, dtype="<f2").tobytes()
+    _bundle_with_vectors(source, tmp_path / "b.car", monkeypatch, blob, keys=["ghost", "reel"])
+    assert load_bundle(str(tmp_path / "b.car"), out_dir=tmp_path / "out").warnings == []
+    with sqlite3.connect(tmp_path / "out" / ".bundlekit" / "index.sqlite") as conn:
+        keys = [r[0] for r in conn.execute("SELECT m.key FROM vector v JOIN memory m ON m.id = v.id")]
+    assert keys == ["reel"]
+
+
+def test_vectors_planted_in_the_index_cannot_break_recall(source: Path) -> None:
+    mem = Memory(source, embedder=CountingEmbedder())
+    mem.recall("x", rank="semantic")
+    mem.close()
+    with sqlite3.connect(source / ".bundlekit" / "index.sqlite") as conn:
+        conn.execute("UPDATE vector SET vec = ? WHERE id = (SELECT min(id) FROM vector)", (b"\xff" * 7,))
+        conn.execute("UPDATE vector SET vec = ? WHERE id = (SELECT max(id) FROM vector)",
+                     (np.full(256, np.nan, dtype="<f2").tobytes(),))
+    embedder = CountingEmbedder()
+    hits = Memory(source, embedder=embedder).recall("where are the videos", rank="hybrid")
+    assert all(np.isfinite(hit.score) for hit in hits)
+    assert embedder.texts == 2  # the vector of the wrong length computed again, then the query
+
+
+def test_a_huge_query_is_embedded_and_searched_from_its_start(source: Path) -> None:
+    mem = Memory(source, embedder=CountingEmbedder())
+    hits = mem.recall("where are the match videos " + "x" * 1_000_000 + " clip" * 100_000, rank="hybrid")
+    assert hits and hits[0].key == "reel"
+
+
+def test_a_huge_memory_is_embedded_from_its_start_within_bounds(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "big", embedder=CountingEmbedder())
+    mem.write("huge", name="Huge", description="a very long note", type="project",
+              body="football practice notes " * 200_000)  # 4.8 MB of text, about a million tokens
+    mem.write("small", name="Small", description="tea", type="project", body="The user drinks green tea.")
+    assert mem.recall("soccer training", rank="semantic")[0].key == "huge"
+
+
+# -- an OpenAI-compatible endpoint's answers -----------------------------------------------------------------
+
+Answer = Callable[[BaseHTTPRequestHandler, dict[str, Any]], None]
+
+
+def _answer(body: Any) -> Answer:
+    return lambda handler, _request: send_json(handler, 200, body)
+
+
+def _one(vector: Any, index: Any = 0) -> dict[str, Any]:
+    return {"object": "list", "data": [{"object": "embedding", "embedding": vector, "index": index}]}
+
+
+@pytest.mark.parametrize("body", [
+    b'{"object": "list", "data": [{"embedding": [NaN, 1.0], "index": 0}]}',
+    b'{"object": "list", "data": [{"embedding": [Infinity, 1.0], "index": 0}]}',
+    _one([1e308, 1.0]), _one([True, 0.5]), _one(["0.5", 0.5]), _one([]), _one([0.1] * 8193), _one({"0": 0.1}),
+    _one([0.1, 0.2], index=1), _one([0.1, 0.2], index=-1), _one([0.1, 0.2], index=True), _one([0.1, 0.2], index="0"),
+    {"object": "list", "data": [{"embedding": [0.1], "index": 0}, {"embedding": [0.1], "index": 0}]},
+    {"object": "list", "data": "everything"}, {"data": None}, [], "a string", 42,
+    b"[" * 100_000 + b"]" * 100_000,
+    b"\xff\xfe garbage",
+])
+def test_an_endpoint_answer_that_is_not_one_finite_vector_per_text_is_an_embedder_error(body: Any) -> None:
+    with fake_endpoint() as fake:
+        fake.answers.append(_answer(body))
+        with OpenAIEmbedder(fake.url, "m", http=HttpOptions(retry=RetryPolicy(attempts=1))) as embedder:
+            with pytest.raises(EmbedderError):
+                embedder.embed(["alpha"])
+
+
+def test_an_endpoint_error_message_is_cut_short_and_shown_printable() -> None:
+    message = "\x1b[31mred\x1b[0m " + "x" * 10_000
+
+    def bad(handler: BaseHTTPRequestHandler, _request: dict[str, Any]) -> None:
+        send_json(handler, 400, {"error": {"message": message, "type": "invalid_request_error"}})
+
+    with fake_endpoint() as fake:
+        fake.answers.append(bad)
+        with OpenAIEmbedder(fake.url, "m", http=HttpOptions(retry=RetryPolicy(attempts=1))) as embedder:
+            with pytest.raises(EmbedderError) as info:
+                embedder.embed(["alpha"])
+    assert "\x1b" not in str(info.value) and len(str(info.value)) < 600

@@ -1,0 +1,150 @@
+"""Recall by meaning: the index's vectors (computed once, refreshed on edit, rename and delete, never text)
+and the semantic and hybrid rankings, with the real wordllama model (the `semantic` extra)."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundlekit.errors import UsageError
+from bundlekit.memory import Memory
+from bundlekit.memory.semantic import FLOOR, MIN_SIMILARITY
+from tests.embed.counting import CountingEmbedder
+from tests.embed.trees import MEMORIES, write_memories
+
+from .conftest import Clock
+
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def smem(tree: Path, clock: Clock, embedder: CountingEmbedder) -> Memory:
+    return write_memories(Memory(tree, clock=clock, embedder=embedder))
+
+
+def _vectors(tree: Path) -> dict[str, bytes]:
+    with sqlite3.connect(tree / ".bundlekit" / "index.sqlite") as conn:
+        return dict(conn.execute("SELECT m.key, v.vec FROM vector v JOIN memory m ON m.id = v.id"))
+
+
+def test_semantic_recall_finds_by_meaning_what_substring_recall_misses(smem: Memory) -> None:
+    assert smem.recall("where are the videos", rank="salience") == []
+    hits = smem.recall("where are the videos", rank="semantic")
+    assert hits[0].key == "reel" and hits[0].ranking == "semantic" and hits[0].similarity is not None
+
+
+def test_hybrid_recall_ranks_by_meaning_and_words(smem: Memory) -> None:
+    hits = smem.recall("what does the user drink", rank="hybrid")
+    assert hits[0].key == "drinks" and hits[0].to_dict()["ranking"] == "hybrid"
+
+
+def test_the_tree_is_embedded_once_and_not_again_while_no_file_changes(smem: Memory, embedder: CountingEmbedder) -> None:
+    smem.recall("videos", rank="semantic")
+    assert embedder.texts == len(MEMORIES) + 1  # every memory, then the query
+    smem.recall("coffee", rank="hybrid")
+    fresh = CountingEmbedder()
+    Memory(smem.root, embedder=fresh).recall("coffee", rank="hybrid")  # another process: the index has them
+    assert embedder.texts == len(MEMORIES) + 2 and fresh.texts == 1
+
+
+def test_an_edited_memory_gets_a_new_vector(smem: Memory, tree: Path, embedder: CountingEmbedder) -> None:
+    smem.recall("videos", rank="semantic")
+    before = _vectors(tree)
+    smem.write("drinks", name="Drinks", description="what the user likes", type="project",
+               body="The user drinks espresso all day.")
+    smem.recall("videos", rank="semantic")
+    after = _vectors(tree)
+    assert embedder.batches[-2] == ["drinks\nwhat the user likes\nthe user drinks espresso all day."]
+    assert after["drinks"] != before["drinks"] and after["reel"] == before["reel"]
+
+
+def test_an_edit_by_hand_gets_a_new_vector(smem: Memory, tree: Path) -> None:
+    smem.recall("videos", rank="semantic")
+    before = _vectors(tree)["team"]
+    path = tree / "team.md"
+    path.write_text(path.read_text().replace("Ana leads the backend", "Ana bakes bread on weekends"))
+    smem.close()
+    smem.recall("videos", rank="semantic")
+    assert _vectors(tree)["team"] != before
+
+
+def test_a_renamed_memory_has_its_vector_under_the_new_key_only(smem: Memory, tree: Path) -> None:
+    smem.recall("videos", rank="semantic")
+    (tree / "reel.md").rename(tree / "footage.md")
+    smem.close()
+    hits = smem.recall("where are the videos", rank="semantic")
+    assert hits[0].key == "footage" and set(_vectors(tree)) == {"footage", "drinks", "deploy", "team"}
+
+
+def test_a_deleted_memory_loses_its_vector(smem: Memory, tree: Path) -> None:
+    smem.recall("videos", rank="semantic")
+    smem.forget("reel")
+    assert "reel" not in _vectors(tree)
+    assert all(hit.key != "reel" for hit in smem.recall("where are the videos", rank="semantic"))
+
+
+def test_vectors_of_another_model_are_computed_again(smem: Memory, tree: Path) -> None:
+    smem.recall("videos", rank="semantic")
+    other = CountingEmbedder(model_id="wordllama-other/l2_supercat_256")
+    Memory(tree, embedder=other).recall("videos", rank="semantic")
+    assert other.texts == len(MEMORIES) + 1
+
+
+def test_the_index_keeps_vectors_not_text(smem: Memory, tree: Path) -> None:
+    smem.recall("videos", rank="semantic")
+    blobs = _vectors(tree)
+    assert {len(b) for b in blobs.values()} == {256 * 2}  # float16
+    assert all(b"Drive" not in blob and b"drive" not in blob for blob in blobs.values())
+
+
+def test_hybrid_order_follows_the_documented_formula(smem: Memory) -> None:
+    hits = smem.recall("shared folder for match clips", rank="semantic", limit=10)
+    for hit in hits:
+        semantic = max(hit.similarity - MIN_SIMILARITY, 0) / (1 - MIN_SIMILARITY)
+        standing = hit.salience * hit.recency * hit.decay
+        assert hit.relevance == pytest.approx(semantic, rel=1e-5)
+        assert hit.score == pytest.approx(semantic * (FLOOR + (1 - FLOOR) * standing), rel=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_memories_no_nearer_than_the_similarity_floor_are_no_hits(smem: Memory) -> None:
+    hits = smem.recall("zzzqqq xxkcd", rank="semantic", limit=10)
+    assert len(hits) < len(MEMORIES) and all(hit.similarity > MIN_SIMILARITY for hit in hits)
+
+
+def test_context_query_puts_the_memory_nearest_in_meaning_first(smem: Memory) -> None:
+    block = smem.context_block(8192, query="how do I publish a new version", rank="hybrid")
+    pieces = block.split("## Memory files", 1)[1]
+    assert pieces.index("(`deploy.md`)") < min(pieces.index(f"(`{k}.md`)") for k in ("reel", "drinks", "team"))
+
+
+def test_the_default_ranking_is_hybrid_with_the_extra(smem: Memory) -> None:
+    assert smem.ranking_for(None) == "hybrid"
+
+
+def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error_naming_it(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # importlib.util.find_spec answers None for it
+    monkeypatch.delenv("BUNDLEKIT_EMBEDDER", raising=False)
+    mem = write_memories(Memory(tree, clock=clock), ("reel",))
+    assert mem.ranking_for(None) == "salience"
+    assert [h.key for h in mem.recall("clips")] == ["reel"]
+    with pytest.raises(UsageError, match="'semantic'"):
+        mem.recall("clips", rank="semantic")
+
+
+def test_a_word_in_half_the_memories_or_more_is_left_out_of_bm25_next_to_a_rarer_match(smem: Memory) -> None:
+    catalog = smem._index.refresh()  # "the" is in 3 of the 4 memories: FTS5 floors its IDF at 1e-6
+    with catalog.reading():
+        assert len(catalog._conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
+        assert catalog.lexical(["the", "ana"]) == catalog.lexical(["ana"]) != {}
+        assert catalog.lexical(["the", "zebra"]) == catalog.lexical(["the"])  # no rarer match: "the" is searched
+        assert len(catalog.lexical(["the"])) == 3
