@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,25 +38,37 @@ from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
-from bundlekit.bundle.sources import gateway_source
+from bundlekit.bundle.sources import BlockSource
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
-from bundlekit.net.http import HttpOptions
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
-           "merge_bundle", "read_manifest"]
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "BaseSearch", "MergeOptions", "MergeResult", "build_tree",
+           "find_base", "merge", "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    """How a merge decides and what it may do: the conflict policy (``memory.merge.CONFLICT_POLICIES``),
+    ``dry_run`` (report, write nothing), the bound on manifests read looking for the common ancestor, and
+    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it). Where the blocks come from is
+    the caller's ``BlockSource``; the load's limits, publishers and HTTP options its ``LoadOptions``."""
+
+    on_conflict: str = "both"
+    dry_run: bool = False
+    max_manifests: int = DEFAULT_MAX_MANIFESTS
+    allow_secrets: bool = False
 
 
 @dataclass
@@ -142,26 +154,27 @@ def merge_bundle(
     source: str,
     into: str | os.PathLike[str],
     *,
-    on_conflict: str = "both",
-    dry_run: bool = False,
-    gateways: Sequence[str] = (),
+    blocks: BlockSource | None = None,
     key: KeySpec | None = None,
-    publishers: Sequence[str] = (),
-    http: HttpOptions | None = None,
-    max_manifests: int = DEFAULT_MAX_MANIFESTS,
-    allow_secrets: bool = False,
+    load: LoadOptions | None = None,
+    options: MergeOptions | None = None,
     loaded: LoadResult | None = None,
 ) -> MergeResult:
     """Merge the bundle at ``source`` into the memory tree ``into`` (module steps); returns the report.
 
-    ``loaded`` is the bundle when the caller loaded it already (``sync``). Raises ``UsageError`` (no tree,
-    an unknown policy), the loader's errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``,
-    and the tree's ``MemoryStoreError``s (nothing written).
+    ``blocks`` is where the bundle's and its ancestors' blocks come from (None: the URI decides, as
+    ``load_bundle``); ``load`` the loads' limits, HTTP options and required ``publishers`` (enforced on
+    ``source`` only); ``options`` the merge's own (:class:`MergeOptions`). ``loaded`` is the bundle when the
+    caller loaded it already (``sync``). Raises ``UsageError`` (no tree, an unknown policy), the loader's
+    errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``, and the tree's
+    ``MemoryStoreError``s (nothing written).
     """
+    opts = options or MergeOptions()
+    load = load or LoadOptions()
     tree = Path(into)
     if not tree.is_dir():
         raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
-    theirs_load = loaded or _load(source, gateways=gateways, key=key, publishers=publishers, http=http)
+    theirs_load = loaded or _load(source, blocks=blocks, key=key, load=load)
     theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
     root = theirs_load.root_cid
     notes = list(theirs_load.notes)
@@ -170,15 +183,15 @@ def merge_bundle(
         known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
 
         def parents_of(r: str) -> list[str]:
-            return known[r] if r in known else _manifest_parents(r, gateways=gateways, http=http)
+            return known[r] if r in known else _manifest_parents(r, blocks=blocks, load=load)
 
-        search = find_base(heads(tree), root, max_manifests=max_manifests, parents_of=parents_of)
+        search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
     base = TreeState.empty()
     if search.base is not None:
         try:
             base = (theirs if search.base == root else
-                    _state(_load(f"ipfs://{search.base}", gateways=gateways, key=key, http=http)))
+                    _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load))))
         except BundlekitError as exc:
             notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
             search.base = None
@@ -186,19 +199,20 @@ def merge_bundle(
     try:
         with memory.holding():
             ours = TreeState.from_memory(LOCAL_LABEL, memory)
-            outcome = merge_trees(base, ours, theirs, on_conflict=on_conflict)
+            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
             parents = _merged_parents(tree, root, search)
-            if not dry_run:
-                memory.apply_merge(files, days, allow_secrets=allow_secrets)
+            if not opts.dry_run:
+                memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
                     _keep_blocks(source)
     finally:
         memory.close()
-    return MergeResult(outcome.report, root, search.base, not dry_run and bool(files or days), len(files) + len(days),
-                       notes, list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+    written = not opts.dry_run and bool(files or days)
+    return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes,
+                       list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
 
 
 def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
@@ -238,25 +252,28 @@ def _state(loaded: LoadResult) -> TreeState:
     return TreeState.from_files(loaded.source, loaded.files)
 
 
-def _load(
-    uri: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None,
-    publishers: Sequence[str] = (),
-) -> LoadResult:
-    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written."""
-    options = LoadOptions(http=http or HttpOptions(), publishers=tuple(publishers))
-    return load_bundle(uri, source=gateway_source(gateways), key=key, options=options)
+def _load(uri: str, *, blocks: BlockSource | None, key: KeySpec | None, load: LoadOptions) -> LoadResult:
+    """The one call of the loader: ``uri`` verified (``load.publishers`` enforced), nothing written."""
+    return load_bundle(uri, source=blocks, key=key, options=load)
 
 
-def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
+def _unsigned(load: LoadOptions) -> LoadOptions:
+    """``load`` without required publishers: an ancestor is found through verified ``parents``, and the
+    publishers a merge requires are those of the bundle merged, not of every bundle before it."""
+    return replace(load, publishers=())
+
+
+def read_manifest(
+    root: str, *, blocks: BlockSource | None = None, load: LoadOptions | None = None
+) -> dict[str, Any]:
     """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
-    options = LoadOptions(http=http or HttpOptions())
-    with bundle_blocks(f"ipfs://{root}", source=gateway_source(gateways), options=options) as blocks:
-        return blocks.manifest
+    with bundle_blocks(f"ipfs://{root}", source=blocks, options=_unsigned(load or LoadOptions())) as found:
+        return found.manifest
 
 
-def _manifest_parents(root: str, *, gateways: Sequence[str], http: HttpOptions | None) -> list[str]:
+def _manifest_parents(root: str, *, blocks: BlockSource | None, load: LoadOptions) -> list[str]:
     """The ``parents`` of the bundle ``root``."""
-    return [str(p) for p in read_manifest(root, gateways=gateways, http=http).get("parents", [])]
+    return [str(p) for p in read_manifest(root, blocks=blocks, load=load).get("parents", [])]
 
 
 def build_tree(

@@ -24,7 +24,7 @@ from bundlekit.names.publish import publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
 from bundlekit.pinning.protocol import PinResult
-from bundlekit.syncer import SyncReport, sync, sync_forever
+from bundlekit.syncer import SyncOptions, SyncReport, sync, sync_forever
 from pinners.local import LocalPinner
 
 SIGNER = Ed25519Signer.from_seed(bytes([9]) * 32)
@@ -173,7 +173,7 @@ def test_a_writer_the_name_moved_under_starts_again_and_keeps_both_writers_memor
 def test_a_writer_out_of_attempts_raises_name_moved_and_the_name_keeps_the_other_writer(tmp_path: Path) -> None:
     a, b = _two_writers_with_changes(tmp_path)
     with pytest.raises(NameMovedError, match="gave up after 1 rounds"):
-        _writer(a, before=lambda: _writer(b), max_attempts=1)
+        _writer(a, before=lambda: _writer(b), options=SyncOptions(max_attempts=1))
     b_root = resolve(NAME).cid
     assert "project_b.md" in load_bundle(f"ipfs://{cid_to_str(b_root)}").files
 
