@@ -24,7 +24,7 @@ from bundlekit.gateway.server import (
     served_roots,
     stop_on_signals,
 )
-from bundlekit.gateway.sources import BlockSource
+from bundlekit.gateway.sources import ServedBlocks
 from bundlekit.ipld.cid import cid_to_str
 
 __all__ = ["open_cmd", "serve"]
@@ -36,14 +36,14 @@ def _ui_module(name: str) -> Any:
                         packages={"jinja2", "markdown_it", "markupsafe"})
 
 
-def _ui_apps(source: BlockSource) -> dict[str, App]:
+def _ui_apps(source: ServedBlocks) -> dict[str, App]:
     app_module = _ui_module("app")
     app: App = app_module.UIApp(source.get, lambda: served_roots(source))
     return {app_module.MOUNT: app}
 
 
 def _serve(
-    source: BlockSource,
+    source: ServedBlocks,
     host: str,
     port: int,
     announce: Callable[[GatewayServer], None],
