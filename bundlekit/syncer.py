@@ -136,7 +136,7 @@ def sync(
             raise UsageError("a writer needs at least one pinner (--pinner); the default is local")
     label = name_from_key(signer.public) if signer is not None else str(name).removeprefix("ipns://").split("/")[0]
     given = source or Gateways()
-    blocks = Gateways(given.gateways, store=given.store or BlockStore())
+    blocks = Gateways(given.gateways, store=given.store or BlockStore(), keep=True)
     report = SyncReport(label, "writer" if signer is not None else "follower")
     while True:
         report.attempts += 1
@@ -175,8 +175,18 @@ def _merge_remote(
         # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
         report.notes.append(f"the tree already descends from {report.remote}: nothing to merge")
         return
-    report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key, load=options.load,
+    report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
+                                load=_load_options(tree, store, options.load),
                                 options=replace(options.merge, dry_run=False))
+
+
+def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:
+    """Block by block (only what the store lacks crosses the network) once the store holds a root the tree
+    descends from, so most of the name's new bundle is there already; else ``load`` as given (a first sync:
+    one CAR, its blocks kept in the store for the next)."""
+    if any(store.has(cid_from_text(h)) for h in heads(tree)):
+        return replace(load, prefer_car=False)
+    return load
 
 
 def _store(blocks: Gateways) -> BlockStore:
