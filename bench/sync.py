@@ -12,10 +12,16 @@ tree, and each side is timed:
    descends from the name's root, build, local pin, publish).
 2. ``full pin``: what publishing costs without sync: build the same tree and pin it
    with the local pinner into a fresh, empty store.
-3. ``follower sync``: the follower resolves the new record and merges it (loads the
-   bundle and its base from the store, three-way merge, writes the changed files).
-4. ``fresh load``: ``load_bundle`` of the new root into a new directory (a follower
-   without merge would do this).
+3. ``follower sync``: the follower, on its own store, resolves the new record through a
+   loopback gateway (``gateway.serve_in_thread`` over the writer's store) and merges it:
+   the blocks its store lacks fetched one by one and kept (``Gateways(keep=True)``), the
+   base read from its store, three-way merge, the changed files written.
+4. ``fresh load``: ``load_bundle`` of the new root from the same gateway into a new
+   directory (one CAR request, nothing kept: a follower without a store would do this).
+
+Gateway traffic: the blocks (and their bytes) the gateway read from its store to answer
+the follower's sync and the fresh load; the follower's first follow (set-up, its store
+empty: one CAR, every block kept) is printed too.
 
 Blocks transferred: the blocks the store gained (what a pinner that holds the previous
 bundle, as the local store, kubo or a cluster do, receives) and the blocks a full pin
@@ -37,7 +43,9 @@ from pathlib import Path
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import build_bundle
 from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.gateway.server import serve_in_thread
 from bundlekit.memory import Memory, render_memory_file
 from bundlekit.names.record import name_from_key
 from bundlekit.pinning.orchestrate import pin_all
@@ -87,6 +95,26 @@ def _blocks(store: BlockStore) -> int:
     return sum(1 for _ in store.iter_blocks())
 
 
+class CountingStore(BlockStore):
+    """A store as a gateway serves it, counting the blocks and bytes it hands out."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.blocks = self.bytes = 0
+
+    def get(self, cid: bytes) -> bytes:
+        data = super().get(cid)
+        self.blocks += 1
+        self.bytes += len(data)
+        return data
+
+    def take(self) -> tuple[int, int]:
+        """The blocks and bytes served since the last call."""
+        out = (self.blocks, self.bytes)
+        self.blocks = self.bytes = 0
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
@@ -105,25 +133,36 @@ def main() -> None:
         (follower / "timeline").mkdir(parents=True)
         Memory(follower).init()
         sync(writer, name_key=signer, pinners=[LocalPinner(store)])
-        sync(follower, name=name_from_key(signer.public))
-        change(writer, args.changed, args.memories)
-        print(f"timed ({args.changed} memories changed):", flush=True)
-        before = _blocks(store)
-        t_sync, report = _timed("writer sync", lambda: sync(writer, name_key=signer, pinners=[LocalPinner(store)]))
-        gained = _blocks(store) - before
+        served = CountingStore(store.root)
+        with serve_in_thread(served) as server:
+            follows = Gateways([server.url], store=BlockStore(work / "follower-home"))
+            t_first, _ = _timed("first follow", lambda: sync(follower, name=name_from_key(signer.public),
+                                                            source=follows))
+            first = served.take()
+            change(writer, args.changed, args.memories)
+            print(f"timed ({args.changed} memories changed):", flush=True)
+            before = _blocks(store)
+            t_sync, report = _timed("writer sync",
+                                    lambda: sync(writer, name_key=signer, pinners=[LocalPinner(store)]))
+            gained = _blocks(store) - before
 
-        fresh = BlockStore(work / "fresh")
+            fresh = BlockStore(work / "fresh")
 
-        def full_pin() -> int:
-            built = build_bundle(writer, work / "full.car")
-            pin_all(built.car, built.root, [LocalPinner(fresh)])
-            return built.bytes
+            def full_pin() -> int:
+                built = build_bundle(writer, work / "full.car")
+                pin_all(built.car, built.root, [LocalPinner(fresh)])
+                return built.bytes
 
-        t_pin, car_bytes = _timed("full pin", full_pin)
-        written = _blocks(fresh)
-        t_follow, _ = _timed("follower sync", lambda: sync(follower, name=name_from_key(signer.public)))
-        root = report.root  # type: ignore[attr-defined]
-        t_load, _ = _timed("fresh load", lambda: load_bundle(f"ipfs://{root}", out_dir=work / "loaded"))
+            t_pin, car_bytes = _timed("full pin", full_pin)
+            written = _blocks(fresh)
+            served.take()
+            t_follow, _ = _timed("follower sync", lambda: sync(follower, name=name_from_key(signer.public),
+                                                               source=follows))
+            delta = served.take()
+            root = report.root  # type: ignore[attr-defined]
+            t_load, _ = _timed("fresh load", lambda: load_bundle(f"ipfs://{root}", source=Gateways([server.url]),
+                                                                out_dir=work / "loaded"))
+            whole = served.take()
         same = sorted(p.name for p in follower.glob("*.md")) == sorted(p.name for p in writer.glob("*.md"))
     load1, load5, _ = os.getloadavg()
     print(f"blocks: sync added {gained} to a store holding the previous bundle; a full pin writes {written} "
@@ -131,6 +170,10 @@ def main() -> None:
     print(f"writer: sync {t_sync:.2f} s vs full pin {t_pin:.2f} s = {t_sync / t_pin:.2f}x")
     print(f"follower: sync {t_follow:.2f} s vs fresh load {t_load:.2f} s = {t_follow / t_load:.2f}x; "
           f"trees hold the same memories: {same}")
+    print(f"gateway: follower sync fetched {delta[0]} blocks, {delta[1]:,} bytes; a fresh load {whole[0]} blocks, "
+          f"{whole[1]:,} bytes ({whole[0] / max(delta[0], 1):.0f}x blocks, {whole[1] / max(delta[1], 1):.0f}x bytes); "
+          f"the first follow (empty store: one CAR, its blocks kept) {first[0]} blocks, {first[1]:,} bytes "
+          f"in {t_first:.2f} s")
     print(f"load average {load1:.2f} {load5:.2f} (1, 5 min); python {sys.version.split()[0]}")
 
 

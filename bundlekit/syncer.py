@@ -32,34 +32,50 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
-from bundlekit.bundle.merge import MergeResult, build_tree, merge_bundle, read_manifest
+from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, read_manifest
+from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, PinError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.names.publish import Published, Router, publish
 from bundlekit.names.record import name_from_key
-from bundlekit.names.resolve import resolve
 from bundlekit.names.routing import RoutingEndpoint
-from bundlekit.net.fetch import RemoteGateway, parse_gateway
+from bundlekit.names.resolve import resolve
 from bundlekit.pinning.orchestrate import PinReport, pin_all
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
-    from bundlekit.net.http import HttpOptions
     from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["DEFAULT_ATTEMPTS", "BackgroundSync", "SyncReport", "sync", "sync_forever"]
+__all__ = ["DEFAULT_ATTEMPTS", "BackgroundSync", "SyncOptions", "SyncReport", "sync", "sync_forever"]
 
 #: Rounds a writer tries when the name keeps moving under it.
 DEFAULT_ATTEMPTS: Final = 5
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """How a sync runs: the pins that must hold before the name moves (``require``, as ``pin_all``), the rounds
+    a writer tries when the name keeps moving, the routers a record is published to besides the store and the
+    gateways, the Delegated Routing endpoints where records are read and written besides the store (``routing``:
+    the meeting point of writers on different machines, a team's ``bundlekit serve``), the merge's options (``on_conflict``; ``dry_run`` is not a sync's) and the loads' limits, HTTP
+    options and required ``publishers``."""
+
+    require: str = "all"
+    max_attempts: int = DEFAULT_ATTEMPTS
+    routers: tuple[tuple[str, Router], ...] = ()
+    routing: tuple[RoutingEndpoint, ...] = ()
+    merge: MergeOptions = MergeOptions()
+    load: LoadOptions = LoadOptions()
 
 
 @dataclass
@@ -95,33 +111,27 @@ def sync(
     name_key: str | os.PathLike[str] | Ed25519Signer | None = None,
     name: str | None = None,
     pinners: Sequence[Pinner] = (),
-    require: str = "all",
-    on_conflict: str = "both",
     key: KeySpec | None = None,
     sign: Signer | ExternalSignature | None = None,
-    publishers: Sequence[str] = (),
-    gateways: Sequence[str] = (),
-    routers: Sequence[tuple[str, Router]] = (),
-    http: HttpOptions | None = None,
-    max_attempts: int = DEFAULT_ATTEMPTS,
-    store: BlockStore | None = None,
-    routing: Sequence[RoutingEndpoint] = (),
+    source: Gateways | None = None,
+    options: SyncOptions | None = None,
 ) -> SyncReport:
     """One sync of the memory tree ``tree`` with a name (module steps); returns its report.
 
     A writer gives ``name_key`` (the Ed25519 key file or signer of the name) and ``pinners``;
-    a follower gives ``name`` and only merges. ``routing`` endpoints are where the name's
-    records are read and written besides ``store`` (the meeting point of writers on different
-    machines: a team's ``bundlekit serve``). Raises ``UsageError`` (neither or both, no tree,
-    a writer without pinners), the resolver's, loader's and merge's errors, ``PinError`` when
-    ``require`` does not hold (the name is not moved), ``NameMovedError`` after ``max_attempts``
-    rounds lost to other writers.
+    a follower gives ``name`` and only merges. ``source`` is where records and blocks come from:
+    its gateways (none: ``$BUNDLEKIT_GATEWAYS``) and its store (none: ``$BUNDLEKIT_HOME``'s), which
+    holds the records and keeps every block fetched, so the next sync moves only what changed.
+    Raises ``UsageError`` (neither or both, no tree, a writer without pinners), the resolver's,
+    loader's and merge's errors, ``PinError`` when ``options.require`` does not hold (the name is
+    not moved), ``NameMovedError`` after ``options.max_attempts`` rounds lost to other writers.
     """
+    opts = options or SyncOptions()
     if (name_key is None) == (name is None):
         raise UsageError("give --name-key KEY (a writer) or --name NAME (a follower), not both or neither")
     if not Path(tree).is_dir():
         raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
-    if max_attempts < 1:
+    if opts.max_attempts < 1:
         raise UsageError("sync needs at least one attempt")
     signer = None
     if name_key is not None:
@@ -129,34 +139,32 @@ def sync(
         if not pinners:
             raise UsageError("a writer needs at least one pinner (--pinner); the default is local")
     label = name_from_key(signer.public) if signer is not None else str(name).removeprefix("ipns://").split("/")[0]
-    gws = [parse_gateway(g) for g in gateways]
-    store = store if store is not None else BlockStore()
+    given = source or Gateways()
+    blocks = Gateways(given.gateways, store=given.store or BlockStore(), keep=True)
     report = SyncReport(label, "writer" if signer is not None else "follower")
     while True:
         report.attempts += 1
-        _merge_remote(report, tree, gws, gateways, store, http, on_conflict=on_conflict, key=key,
-                      publishers=publishers, routing=routing)
+        _merge_remote(report, tree, blocks, key, opts)
         if signer is None:
             return report
         try:
-            _publish(report, tree, signer, pinners, require=require, key=key, sign=sign, routers=routers,
-                     gws=gws, store=store, http=http, routing=routing)
+            _publish(report, tree, signer, pinners, key=key, sign=sign, blocks=blocks, options=opts)
             return report
         except NameMovedError as exc:
             report.notes.append(f"round {report.attempts}: {exc}")
-            if report.attempts >= max_attempts:
-                raise NameMovedError(f"{exc}; gave up after {max_attempts} rounds (the tree holds every "
+            if report.attempts >= opts.max_attempts:
+                raise NameMovedError(f"{exc}; gave up after {opts.max_attempts} rounds (the tree holds every "
                                      "merge so far: sync again)") from exc
 
 
 def _merge_remote(
-    report: SyncReport, tree: str | os.PathLike[str], gws: list[RemoteGateway], gateways: Sequence[str],
-    store: BlockStore, http: HttpOptions | None, *, on_conflict: str, key: KeySpec | None,
-    publishers: Sequence[str], routing: Sequence[RoutingEndpoint] = (),
+    report: SyncReport, tree: str | os.PathLike[str], blocks: Gateways, key: KeySpec | None, options: SyncOptions
 ) -> None:
     """Steps 1-2: the name's newest record and its bundle merged into the tree (nothing when there is none)."""
+    store = _store(blocks)
     try:
-        resolution = resolve(report.name, gateways=gws, store=store, http=http, routing=routing)
+        resolution = resolve(report.name, gateways=blocks.gateways, store=store, http=options.load.http,
+                             routing=options.routing)
     except LoadError as exc:
         if report.role == "follower":
             raise
@@ -172,15 +180,28 @@ def _merge_remote(
         # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
         report.notes.append(f"the tree already descends from {report.remote}: nothing to merge")
         return
-    report.merge = merge_bundle(f"ipfs://{report.remote}", tree, on_conflict=on_conflict, gateways=gateways,
-                                key=key, publishers=publishers, http=http)
+    report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
+                                load=_load_options(tree, store, options.load),
+                                options=replace(options.merge, dry_run=False))
+
+
+def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:
+    """Block by block (only what the store lacks crosses the network) once the store holds a root the tree
+    descends from, so most of the name's new bundle is there already; else ``load`` as given (a first sync:
+    one CAR, its blocks kept in the store for the next)."""
+    if any(store.has(cid_from_text(h)) for h in heads(tree)):
+        return replace(load, prefer_car=False)
+    return load
+
+
+def _store(blocks: Gateways) -> BlockStore:
+    assert blocks.store is not None  # sync always gives one
+    return blocks.store
 
 
 def _publish(
     report: SyncReport, tree: str | os.PathLike[str], signer: Ed25519Signer, pinners: Sequence[Pinner], *,
-    require: str, key: KeySpec | None, sign: Signer | ExternalSignature | None,
-    routers: Sequence[tuple[str, Router]], gws: list[RemoteGateway], store: BlockStore, http: HttpOptions | None,
-    routing: Sequence[RoutingEndpoint] = (),
+    key: KeySpec | None, sign: Signer | ExternalSignature | None, blocks: Gateways, options: SyncOptions,
 ) -> None:
     """Step 3: build, pin, publish (``NameMovedError`` when another writer published first)."""
     if report.merge is not None and report.merge.converged and report.remote is not None:
@@ -194,26 +215,29 @@ def _publish(
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign)
         if last is not None:  # the build noted its root as the last; until it is published the last stays
             record_last(tree, cid_from_text(last))
-        if report.merge is None and report.remote is not None and _same_files(built.manifest, report.remote, gws, http):
+        if (report.merge is None and report.remote is not None
+                and _same_files(built.manifest, report.remote, blocks, options.load)):
             report.up_to_date = True
             report.root = report.remote
             return
         report.root = built.root_cid
-        report.pins = pin_all(built.car, built.root, pinners, require=require, name=f"sync-{report.name[-10:]}")
+        report.pins = pin_all(built.car, built.root, pinners, require=options.require,
+                              name=f"sync-{report.name[-10:]}")
     if not report.pins.ok:
         failed = sum(1 for p in report.pins.pins if not p.durable)
-        raise PinError(f"--require {require} not met: {failed} of {len(report.pins.pins)} pin(s) not durable; "
-                       "the name was not moved")
+        raise PinError(f"--require {options.require} not met: {failed} of {len(report.pins.pins)} pin(s) not "
+                       "durable; the name was not moved")
     follows = report.remote_sequence if report.remote_sequence is not None else -1
-    report.published = publish(signer, built.root, store=store, routers=routers, gateways=gws, http=http,
-                               follows=follows, routing=routing)
+    report.published = publish(signer, built.root, store=_store(blocks), routers=options.routers,
+                               gateways=blocks.gateways, http=options.load.http, follows=follows,
+                               routing=options.routing)
     set_lineage(tree, [built.root_cid], built.root)
 
 
-def _same_files(manifest: dict[str, Any], remote: str, gws: list[RemoteGateway], http: HttpOptions | None) -> bool:
+def _same_files(manifest: dict[str, Any], remote: str, blocks: Gateways, load: LoadOptions) -> bool:
     """True when the built bundle holds the very files of the remote one (same paths, same CIDs: plaintext
     bundles only, whose file CIDs depend on nothing but the bytes)."""
-    theirs = read_manifest(remote, gateways=[g.base for g in gws], http=http)
+    theirs = read_manifest(remote, blocks=blocks, load=load)
     return bool(theirs.get("memory", {}).get("files") == manifest["memory"]["files"])
 
 

@@ -337,8 +337,8 @@ def bundle_blocks(
     """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
 
     Steps 0 and 1 of loading (the same sources in the same order, a gateway's
-    CAR streamed and taken as asked for) and the size check of step 3: a DAG
-    that is not a bundle is refused (``ManifestError``) having cost its root
+    CAR streamed and taken as asked for unless ``options.prefer_car`` is
+    false) and the size check of step 3: a DAG that is not a bundle is refused (``ManifestError``) having cost its root
     block and at most ``MAX_MANIFEST_BYTES`` of manifest, and one whose files
     claim more than ``options.max_bytes`` together with ``LoadError``, before
     any other block is asked for. For readers that serve a bundle's blocks as
@@ -347,12 +347,14 @@ def bundle_blocks(
     closed when the block ends.
     """
     _check_gateways(source)
-    bounds = _Bounds.start(options or LoadOptions())
+    options = options or LoadOptions()
+    bounds = _Bounds.start(options)
     target = parse_uri(uri)
     if target.kind == "https":
         raise UsageError(f"{uri[:200]!r} is a plain manifest URL, not content-addressed: it has no blocks")
     with closing(source_for(target, source).open(target, bounds.http)) as session:
-        session.stream()
+        if options.prefer_car:
+            session.stream()
         top = _root_entries(UnixFSReader(session.get, verify=False), session, bounds)
         data = _manifest_bytes(session, top, bounds)
         manifest = parse_manifest(data)

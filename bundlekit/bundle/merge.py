@@ -30,7 +30,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,12 +39,11 @@ from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
-from bundlekit.bundle.sources import Gateways
+from bundlekit.bundle.sources import BlockSource
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
-from bundlekit.net.http import HttpOptions
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
-           "AncestryBoundReached", "BaseSearch", "MergeResult", "build_tree", "find_base", "merge",
+           "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base", "merge",
            "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
@@ -68,6 +67,19 @@ LOCAL_LABEL: Final = "local"
 
 class AncestryBoundReached(BundlekitError):
     """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    """How a merge decides and what it may do: the conflict policy (``memory.merge.CONFLICT_POLICIES``),
+    ``dry_run`` (report, write nothing), the bound on manifests read looking for the common ancestor, and
+    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it). Where the blocks come from is
+    the caller's ``BlockSource``; the load's limits, publishers and HTTP options its ``LoadOptions``."""
+
+    on_conflict: str = "both"
+    dry_run: bool = False
+    max_manifests: int = DEFAULT_MAX_MANIFESTS
+    allow_secrets: bool = False
 
 
 @dataclass
@@ -159,44 +171,45 @@ def merge_bundle(
     source: str,
     into: str | os.PathLike[str],
     *,
-    on_conflict: str = "both",
-    dry_run: bool = False,
-    gateways: Sequence[str] = (),
+    blocks: BlockSource | None = None,
     key: KeySpec | None = None,
-    publishers: Sequence[str] = (),
-    http: HttpOptions | None = None,
-    max_manifests: int = DEFAULT_MAX_MANIFESTS,
-    allow_secrets: bool = False,
+    load: LoadOptions | None = None,
+    options: MergeOptions | None = None,
     loaded: LoadResult | None = None,
 ) -> MergeResult:
     """Merge the bundle at ``source`` into the memory tree ``into`` (module steps); returns the report.
 
-    ``loaded`` is the bundle when the caller loaded it already (``sync``). Raises ``UsageError`` (no tree,
-    an unknown policy), the loader's errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``,
-    and the tree's ``MemoryStoreError``s (nothing written).
+    ``blocks`` is where the bundle's and its ancestors' blocks come from (None: the URI decides, as
+    ``load_bundle``); ``load`` the loads' limits, HTTP options and required ``publishers`` (enforced on
+    ``source`` only); ``options`` the merge's own (:class:`MergeOptions`). ``loaded`` is the bundle when the
+    caller loaded it already (``sync``). Raises ``UsageError`` (no tree, an unknown policy), the loader's
+    errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``, and the tree's
+    ``MemoryStoreError``s (nothing written).
     """
+    opts = options or MergeOptions()
+    load = load or LoadOptions()
     tree = Path(into)
     if not tree.is_dir():
         raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
-    theirs_load = loaded or _load(source, gateways=gateways, key=key, publishers=publishers, http=http)
+    theirs_load = loaded or _load(source, blocks=blocks, key=key, load=load)
     theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
     root = theirs_load.root_cid
     notes = list(theirs_load.notes)
     search = BaseSearch(None)
     if root is not None:
         known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
-        ancestry = _Ancestry(gateways, http)
+        ancestry = _Ancestry(blocks, load)
 
         def parents_of(r: str) -> list[str]:
             return known[r] if r in known else ancestry.parents(r)
 
-        search = find_base(heads(tree), root, max_manifests=max_manifests, parents_of=parents_of)
+        search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
     base = TreeState.empty()
     if search.base is not None:
         try:
             base = (theirs if search.base == root else
-                    _state(_load(f"ipfs://{search.base}", gateways=gateways, key=key, http=http)))
+                    _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load))))
         except BundlekitError as exc:
             notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
             search.base = None
@@ -204,19 +217,20 @@ def merge_bundle(
     try:
         with memory.holding():
             ours = TreeState.from_memory(LOCAL_LABEL, memory)
-            outcome = merge_trees(base, ours, theirs, on_conflict=on_conflict)
+            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
             parents = _merged_parents(tree, root, search)
-            if not dry_run:
-                memory.apply_merge(files, days, allow_secrets=allow_secrets)
+            if not opts.dry_run:
+                memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
                     _keep_blocks(source)
     finally:
         memory.close()
-    return MergeResult(outcome.report, root, search.base, not dry_run and bool(files or days), len(files) + len(days),
-                       notes, list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+    written = not opts.dry_run and bool(files or days)
+    return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes,
+                       list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
 
 
 def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
@@ -256,34 +270,31 @@ def _state(loaded: LoadResult) -> TreeState:
     return TreeState.from_files(loaded.source, loaded.files)
 
 
-def _load(
-    uri: str, *, gateways: Sequence[str], key: KeySpec | None, http: HttpOptions | None,
-    publishers: Sequence[str] = (),
-) -> LoadResult:
-    """The one call of the loader: ``uri`` verified (publishers enforced), nothing written; the local store
-    asked before the gateways (it holds what this machine built, pinned or merged: a merge fetches the rest)."""
-    options = LoadOptions(http=http or HttpOptions(), publishers=tuple(publishers))
-    return load_bundle(uri, source=_store_first(gateways), key=key, options=options)
+def _load(uri: str, *, blocks: BlockSource | None, key: KeySpec | None, load: LoadOptions) -> LoadResult:
+    """The one call of the loader: ``uri`` verified (``load.publishers`` enforced), nothing written."""
+    return load_bundle(uri, source=blocks, key=key, options=load)
 
 
-def _store_first(gateways: Sequence[str]) -> Gateways:
-    """The gateways given (``$BUNDLEKIT_GATEWAYS`` when none), the local store asked before them."""
-    return Gateways(gateways, store=BlockStore())
+def _unsigned(load: LoadOptions) -> LoadOptions:
+    """``load`` without required publishers: an ancestor is found through verified ``parents``, and the
+    publishers a merge requires are those of the bundle merged, not of every bundle before it."""
+    return replace(load, publishers=())
 
 
-def read_manifest(root: str, *, gateways: Sequence[str] = (), http: HttpOptions | None = None) -> dict[str, Any]:
-    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched; the store first)."""
-    options = LoadOptions(http=http or HttpOptions())
-    with bundle_blocks(f"ipfs://{root}", source=_store_first(gateways), options=options) as blocks:
-        return blocks.manifest
+def read_manifest(
+    root: str, *, blocks: BlockSource | None = None, load: LoadOptions | None = None
+) -> dict[str, Any]:
+    """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
+    with bundle_blocks(f"ipfs://{root}", source=blocks, options=_unsigned(load or LoadOptions())) as found:
+        return found.manifest
 
 
 class _Ancestry:
     """The ``parents`` of bundles, read from their verified manifests until ``MAX_ANCESTRY_BYTES`` were read
     or ``MAX_ANCESTRY_SECONDS`` passed (a parent may name any DAG: a slow or huge one costs the walk's time)."""
 
-    def __init__(self, gateways: Sequence[str], http: HttpOptions | None) -> None:
-        self._gateways, self._http, self.read = gateways, http, 0
+    def __init__(self, blocks: BlockSource | None, load: LoadOptions) -> None:
+        self._blocks, self._load, self.read = blocks, _unsigned(load), 0
         self._ends = time.monotonic() + MAX_ANCESTRY_SECONDS
 
     def parents(self, root: str) -> list[str]:
@@ -291,10 +302,10 @@ class _Ancestry:
         if self.read >= MAX_ANCESTRY_BYTES or left <= 0:
             raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests "
                                        f"and {MAX_ANCESTRY_SECONDS - left:.0f} seconds")
-        options = LoadOptions(http=self._http or HttpOptions(), deadline=left)
-        with bundle_blocks(f"ipfs://{root}", source=_store_first(self._gateways), options=options) as blocks:
-            self.read += blocks.manifest_size
-            return [str(p) for p in blocks.manifest.get("parents", [])]
+        options = replace(self._load, deadline=left)
+        with bundle_blocks(f"ipfs://{root}", source=self._blocks, options=options) as found:
+            self.read += found.manifest_size
+            return [str(p) for p in found.manifest.get("parents", [])]
 
 
 def build_tree(

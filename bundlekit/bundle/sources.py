@@ -17,12 +17,13 @@ store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL from that gateway. A
 gateway URL's own gateway is always asked first. Every block a session returns
 has been hashed against its CID.
 
-The gateway's serving sources (``gateway.sources``) answer requests for blocks
+The gateway's ``ServedBlocks`` (``gateway.sources``) answer requests for blocks
 a process already holds (``get``, ``has``); these fetch them for a load.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ from bundlekit.net.http import HttpOptions
 __all__ = ["BlockSession", "BlockSource", "CarFile", "Gateways", "LocalStore", "gateway_source", "source_for"]
 
 _GATEWAY_ADVICE = "check the CID or try another --gateway"
+#: Blocks a keeping session writes to the store at once (as ``BlockStore.import_car`` batches), or fewer
+#: when they reach the byte bound: what waits in memory to be kept stays small.
+_KEEP_BATCH = 256
+_KEEP_BATCH_BYTES = 8 * 1024 * 1024
 
 
 class BlockSession(Protocol):
@@ -139,14 +144,28 @@ class Gateways:
     (``gateways``: ``UsageError`` for one that is not a gateway URL), so a
     value that no load uses (every side of a diff a directory) never trips
     over one. The value holds no connection: any number of loads may use it.
+
+    With ``keep`` (and a store), every block a gateway sends is verified and
+    kept in the store, unpinned (a cache ``store gc`` may drop), whether it came
+    alone or in a streamed CAR. Loaded with ``LoadOptions(prefer_car=False)``
+    the DAG is then never streamed whole: each block is asked of the store
+    first and of the gateways only when it is missing (level by level,
+    ``concurrency`` at a time), so a bundle that differs from one loaded
+    before in k memories costs about k blocks per level of its DAG (issue 28,
+    "transfers proportional to the change"; ``bundlekit sync`` loads so once
+    its store holds a root the tree descends from).
     """
 
     urls: tuple[str | RemoteGateway, ...] = field(default=())
     store: BlockStore | None = None
+    keep: bool = False
 
-    def __init__(self, urls: Iterable[str | RemoteGateway] = (), *, store: BlockStore | None = None) -> None:
+    def __init__(
+        self, urls: Iterable[str | RemoteGateway] = (), *, store: BlockStore | None = None, keep: bool = False
+    ) -> None:
         object.__setattr__(self, "urls", tuple(urls))
         object.__setattr__(self, "store", store)
+        object.__setattr__(self, "keep", keep and store is not None)
 
     @property
     def gateways(self) -> list[RemoteGateway]:
@@ -155,7 +174,7 @@ class Gateways:
 
     def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
         gws, use_store = gateway_order(target, self.gateways, self.store is not None)
-        return _GatewaySession(target, gws, self.store if use_store else None, http)
+        return _GatewaySession(target, gws, self.store if use_store else None, http, keep=self.keep)
 
 
 def source_for(target: BundleURI, given: BlockSource | None) -> BlockSource:
@@ -210,12 +229,15 @@ class _GatewaySession(Closing):
     advice = _GATEWAY_ADVICE
 
     def __init__(
-        self, target: BundleURI, gateways: Sequence[RemoteGateway], store: BlockStore | None, http: HttpOptions
+        self, target: BundleURI, gateways: Sequence[RemoteGateway], store: BlockStore | None, http: HttpOptions,
+        *, keep: bool = False,
     ) -> None:
         assert target.root is not None
         self.root: bytes = target.root
         self.where = ", ".join(g.base for g in gateways) or "the local store"
-        self._fetcher = GatewayFetcher(gateways, store=store, http=http)
+        self._kept = _KeptBlocks(store) if keep and store is not None else None
+        self._fetcher = GatewayFetcher(gateways, store=store, http=http,
+                                       keep=self._kept.put if self._kept is not None else None)
         self.get = self._fetcher.get
         self.get_aside = self._fetcher.get_alone
 
@@ -258,7 +280,40 @@ class _GatewaySession(Closing):
         self._fetcher.finish_stream()
 
     def close(self) -> None:
-        self._fetcher.close()
+        """Close the fetcher, then write the blocks still waiting to be kept (a failed load's verified blocks
+        are as good a cache as a finished one's)."""
+        try:
+            self._fetcher.close()
+        finally:
+            if self._kept is not None:
+                self._kept.flush()
+
+
+class _KeptBlocks:
+    """The store as a block sink for what a gateway sent: written in batches (``BlockStore.put_many``: one
+    wait on the disk per batch instead of one per block), from any thread. A store that cannot take a batch
+    (a full disk) costs the cache, never the load."""
+
+    def __init__(self, store: BlockStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._pending: list[tuple[bytes, bytes]] = []
+        self._bytes = 0
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        with self._lock:
+            self._pending.append((cid, data))
+            self._bytes += len(data)
+            if len(self._pending) < _KEEP_BATCH and self._bytes < _KEEP_BATCH_BYTES:
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._pending, self._bytes = self._pending, [], 0
+        if batch:
+            with suppress(BundlekitError):
+                self._store.put_many(batch)
 
 
 def gateway_source(gateways: Iterable[str | RemoteGateway]) -> Gateways | None:

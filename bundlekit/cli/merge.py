@@ -12,7 +12,9 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeResult, merge_bundle
+from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeResult, merge_bundle
+from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count
@@ -72,8 +74,9 @@ def merge(source: str, into: Path, on_conflict: str, dry_run: bool, gateways: tu
     differently is a conflict (--on-conflict). Timelines are joined. Nothing is written unless
     the whole merge succeeds.
     """
-    result = merge_bundle(source, into, on_conflict=on_conflict, dry_run=dry_run, gateways=gateways,
-                          key=resolve_key_spec(**params), publishers=publishers, max_manifests=max_manifests)
+    result = merge_bundle(source, into, blocks=gateway_source(gateways), key=resolve_key_spec(**params),
+                          load=LoadOptions(publishers=publishers),
+                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests))
     output.warn_all(result.warnings)
     for note in result.notes:
         output.status(note)

@@ -26,7 +26,7 @@ from bundlekit.gateway.server import (
     served_roots,
     stop_on_signals,
 )
-from bundlekit.gateway.sources import BlockSource, ChainSource
+from bundlekit.gateway.sources import ChainSource, ServedBlocks
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names.routing_api import MOUNT, RoutingAPI
 
@@ -39,13 +39,13 @@ def _ui_module(name: str) -> Any:
                         packages={"jinja2", "markdown_it", "markupsafe"})
 
 
-def _ui_apps(source: BlockSource) -> dict[str, App | BodyApp]:
+def _ui_apps(source: ServedBlocks) -> dict[str, App | BodyApp]:
     app_module = _ui_module("app")
     app: App = app_module.UIApp(source.get, lambda: served_roots(source))
     return {app_module.MOUNT: app}
 
 
-def _routing_apps(source: BlockSource) -> dict[str, App | BodyApp]:
+def _routing_apps(source: ServedBlocks) -> dict[str, App | BodyApp]:
     """The Delegated Routing API's IPNS paths over the store ``source`` serves (none without a store)."""
     parts = source.sources if isinstance(source, ChainSource) else (source,)
     store = next((p for p in parts if isinstance(p, BlockStore)), None)
@@ -53,7 +53,7 @@ def _routing_apps(source: BlockSource) -> dict[str, App | BodyApp]:
 
 
 def _serve(
-    source: BlockSource,
+    source: ServedBlocks,
     host: str,
     port: int,
     announce: Callable[[GatewayServer], None],

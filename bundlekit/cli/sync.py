@@ -15,6 +15,9 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.bundle.keyoptions import KeyOptions
+from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.merge import MergeOptions
+from bundlekit.bundle.sources import Gateways
 from bundlekit.bundle.signature import manifest_signer
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options
 from bundlekit.cli._params import Count, Seconds
@@ -26,7 +29,7 @@ from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.crypto import KeySpec
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.syncer import DEFAULT_ATTEMPTS, BackgroundSync, SyncReport, sync, sync_forever
+from bundlekit.syncer import DEFAULT_ATTEMPTS, BackgroundSync, SyncOptions, SyncReport, sync, sync_forever
 
 __all__ = ["background_sync", "sync_cmd"]
 
@@ -91,11 +94,12 @@ def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_na
     routers = routers_from_env() if name_key is not None else []
     endpoints = routing_endpoints(routing)
     pinners = open_pinners(pinner_names or ("local",)) if name_key is not None else []
+    options = SyncOptions(require=require, max_attempts=max_attempts, routers=tuple(routers), routing=tuple(endpoints),
+                          merge=MergeOptions(on_conflict=on_conflict), load=LoadOptions(publishers=publishers))
     try:
         def once() -> SyncReport:
-            return sync(tree, name_key=name_key, name=name_text, pinners=pinners, require=require,
-                        on_conflict=on_conflict, key=key, sign=signer, publishers=publishers, gateways=gateways,
-                        routers=routers, max_attempts=max_attempts, routing=endpoints)
+            return sync(tree, name_key=name_key, name=name_text, pinners=pinners, key=key, sign=signer,
+                        source=Gateways(gateways), options=options)
 
         if interval is None:
             _show(once(), as_json)
@@ -125,7 +129,8 @@ def background_sync(tree: str | Path, name_key: Path, pinner_names: tuple[str, .
     def once() -> SyncReport:
         pinners = open_pinners(pinner_names or ("local",))
         try:
-            return sync(tree, name_key=signer, pinners=pinners, key=key, routers=routers, routing=endpoints)
+            return sync(tree, name_key=signer, pinners=pinners, key=key,
+                        options=SyncOptions(routers=tuple(routers), routing=tuple(endpoints)))
         finally:
             for pinner in pinners:
                 pinner.close()

@@ -2,7 +2,7 @@
 
 Modules: ``server`` (the threading HTTP server and ``serve_in_thread``),
 ``respond`` (the trustless-gateway request rules: formats, scopes, ranges,
-paths), ``dag`` (which blocks a request selects) and ``sources`` (block sources:
+paths), ``dag`` (which blocks a request selects) and ``sources`` (``ServedBlocks``:
 the block store, CAR files through ``CarIndex``, a chain of them). Not to be
 confused with a *remote* gateway, which ``bundlekit.net.fetch`` reads from.
 """

@@ -170,7 +170,7 @@ def scope_blocks(
 ) -> Iterator[tuple[bytes, bytes]]:
     """The blocks ``dag-scope=scope`` selects at ``cid``, verified, parents first.
 
-    ``get_block`` is trusted to verify (a ``BlockSource`` does), so blocks
+    ``get_block`` is trusted to verify (a ``ServedBlocks`` does), so blocks
     are not hashed twice. Raises ``MissingBlock`` (possibly mid-iteration)
     when the source lacks one.
     """

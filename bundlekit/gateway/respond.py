@@ -45,7 +45,7 @@ from bundlekit.gateway.dag import (
     scope_blocks,
 )
 from bundlekit.gateway.record_cache import record_cache_headers
-from bundlekit.gateway.sources import BlockSource, ChainSource
+from bundlekit.gateway.sources import ServedBlocks, ChainSource
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, parse_cid_bytes
 from bundlekit.ipld.walk import WalkBudget, WalkCancelled, WalkLimits
@@ -122,7 +122,7 @@ class GatewayResponder:
 
     def __init__(
         self,
-        source: BlockSource,
+        source: ServedBlocks,
         *,
         dir_cache_bytes: int = 64 * 1024 * 1024,
         limits: WalkLimits | None = None,

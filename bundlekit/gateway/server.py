@@ -64,7 +64,7 @@ from bundlekit.gateway.framing import (
     request_framing,
 )
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
-from bundlekit.gateway.sources import BlockSource, CarFileSource, ChainSource, MemorySource
+from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 from bundlekit.net.loopback import allowed_hosts, is_loopback
@@ -519,13 +519,13 @@ def make_source(
     cars: Sequence[str | Path] = (),
     *,
     use_store: bool | None = None,
-) -> BlockSource:
+) -> ServedBlocks:
     """The gateway's block source: the CAR files (in order, indexed on disk), then the store.
 
     The store is used when ``store`` is given, or when no CAR is (``use_store``
     overrides). Raises ``CARError`` / ``BundlekitError`` for an unreadable CAR.
     """
-    sources: list[BlockSource] = []
+    sources: list[ServedBlocks] = []
     try:
         for car in cars:
             sources.append(CarFileSource(car))
@@ -541,7 +541,7 @@ def make_source(
 
 
 def create_server(
-    source: BlockSource,
+    source: ServedBlocks,
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
@@ -580,7 +580,7 @@ class ServedRoot:
         return {"cid": self.cid, "source": self.source, "name": self.name}
 
 
-def served_roots(source: BlockSource) -> list[ServedRoot]:
+def served_roots(source: ServedBlocks) -> list[ServedRoot]:
     """The roots ``source`` serves, in serving order: each CAR's (or blocks held in memory's) roots, then the store's pins.
 
     A store's pins come with their names (oldest pin first, as ``store ls``
@@ -633,7 +633,7 @@ def stop_on_signals(
 
 @contextlib.contextmanager
 def serve_in_thread(
-    source: BlockSource | None = None,
+    source: ServedBlocks | None = None,
     *,
     store: BlockStore | str | Path | None = None,
     cars: Sequence[str | Path] = (),
@@ -675,7 +675,7 @@ def serve_in_thread(
             close_source(source)
 
 
-def close_source(source: BlockSource) -> None:
+def close_source(source: ServedBlocks) -> None:
     """Close the CAR files of a source ``make_source`` built (the store needs no closing)."""
     parts = source.sources if isinstance(source, ChainSource) else (source,)
     for part in parts:

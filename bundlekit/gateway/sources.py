@@ -1,11 +1,12 @@
 """Block sources for the gateway: CAR files (through ``car.CarIndex``), blocks in memory, and a chain of sources.
 
-A *block source* is the smallest thing the gateway can serve from: ``get(cid)``
+:class:`ServedBlocks` is the smallest thing the gateway can serve from: ``get(cid)``
 (verified bytes or ``MissingBlock``) and ``has(cid)``. ``BlockStore`` is one;
 ``CarFileSource`` serves a CAR file without loading it; ``MemorySource``
 serves blocks held in memory (a bundle ``bundlekit open`` fetched: nothing of
 it touches the disk); ``ChainSource`` asks several in order. Sources must be
-safe to call from many threads at once.
+safe to call from many threads at once. (Where a *load* gets its blocks is
+another thing, ``bundle.sources.BlockSource``: a value opened per load.)
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from bundlekit.car.index import CarIndex
 from bundlekit.errors import CIDError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, as_cidv1, cid_to_str
 
-__all__ = ["BlockSource", "CarFileSource", "ChainSource", "MemorySource"]
+__all__ = ["CarFileSource", "ChainSource", "MemorySource", "ServedBlocks"]
 
 # A dag-pb sha2-256 CIDv1 starts with these bytes; without its first two it is the CIDv0.
 _DAG_PB_SHA2_256_V1 = bytes((0x01, DAG_PB, SHA2_256, SHA2_256_LEN))
 
 
 @runtime_checkable
-class BlockSource(Protocol):
+class ServedBlocks(Protocol):
     """What the gateway reads blocks from; implementations must be thread-safe."""
 
     def get(self, cid: bytes) -> bytes:
@@ -114,8 +115,8 @@ class MemorySource:
 class ChainSource:
     """Ask each source in order; the first that has the block answers."""
 
-    def __init__(self, sources: Iterable[BlockSource]) -> None:
-        self.sources: Sequence[BlockSource] = tuple(sources)
+    def __init__(self, sources: Iterable[ServedBlocks]) -> None:
+        self.sources: Sequence[ServedBlocks] = tuple(sources)
 
     def has(self, cid: bytes) -> bool:
         return any(source.has(cid) for source in self.sources)

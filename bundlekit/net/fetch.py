@@ -289,6 +289,8 @@ class GatewayFetcher(Closing):
     when every source that answered sent wrong bytes. Thread-safe: files are
     read concurrently. ``notes`` records, for the result, which sources failed
     and why. ``http`` carries the client, timeouts, retry policy and limits.
+    ``keep`` (a block sink's ``put``) is handed every verified block a gateway
+    sends, one by one or taken from a streaming CAR (never one from the store).
     """
 
     def __init__(
@@ -297,9 +299,11 @@ class GatewayFetcher(Closing):
         *,
         store: BlockStore | None = None,
         http: HttpOptions | None = None,
+        keep: Callable[[bytes, bytes], None] | None = None,
     ) -> None:
         self.gateways = list(gateways)
         self.store = store
+        self.keep = keep
         self.http = http or HttpOptions()
         self.client, self._own_client = open_client(self.http)
         self.cache: dict[bytes, bytes] = {}
@@ -489,6 +493,8 @@ class GatewayFetcher(Closing):
         if self._pull is not None:
             data = self._pull.take(cid)
             if data is not None:
+                if self.keep is not None:
+                    self.keep(cid, data)
                 return data
         return self.get_alone(cid)
 
@@ -504,6 +510,8 @@ class GatewayFetcher(Closing):
         data = self._from_store(cid)
         if data is None:
             data = self._from_gateways(cid)
+            if self.keep is not None:
+                self.keep(cid, data)
         self.cache[cid] = data
         return data
 

@@ -22,11 +22,11 @@ to serve: it is refused with a usage error.
 from __future__ import annotations
 
 from bundlekit.bundle.load import BundleBlocks, LoadOptions, bundle_blocks
-from bundlekit.bundle.sources import BlockSource as LoadSource
+from bundlekit.bundle.sources import BlockSource
 from bundlekit.bundle.sources import gateway_source
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES
 from bundlekit.errors import DAGLimitExceeded, LoadError, MissingBlock, UsageError
-from bundlekit.gateway.sources import BlockSource, CarFileSource, MemorySource
+from bundlekit.gateway.sources import CarFileSource, MemorySource, ServedBlocks
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import walk_dag
 from bundlekit.net.fetch import parse_uri
@@ -45,8 +45,8 @@ _NODE_SHARE = 64
 
 
 def open_bundle(
-    uri: str, *, source: LoadSource | None = None, options: LoadOptions | None = None
-) -> tuple[BlockSource, bytes]:
+    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None
+) -> tuple[ServedBlocks, bytes]:
     """The verified blocks of the bundle at ``uri`` as a block source to serve, and its root CID.
 
     The bundle is fetched from ``source`` with ``options`` (``load_bundle``'s; ``LoadOptions(max_bytes=

@@ -41,10 +41,6 @@ EXCEPTIONS: dict[str, str] = {
         "('it takes: ...'); grouping them would change that interface"
     ),
     # Pending: cut down on other branches now.
-    "bundlekit/bundle/merge.py::merge_bundle": "pending: issue 28, merge and sync options values (after load27); 11 parameters",
-    "bundlekit/syncer.py::sync": "pending: issue 28, merge and sync options values (after load27); 14 parameters",
-    "bundlekit/syncer.py::_merge_remote": "pending: issue 28, merge and sync options values; 9 parameters",
-    "bundlekit/syncer.py::_publish": "pending: issue 28, merge and sync options values; 11 parameters",
     "bundlekit/names/publish.py::publish": (
         "pending: issue 28 on branch route28 (publishing through Delegated Routing rewrites it); "
         "9 parameters"

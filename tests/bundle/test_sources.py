@@ -11,10 +11,11 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.bundle.sources import CarFile, Gateways, LocalStore
-from bundlekit.errors import LoadError, UsageError
-from bundlekit.ipld.cid import cid_to_str
+from bundlekit.errors import IntegrityError, LoadError, UsageError
+from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
+from bundlekit.memory import Memory
 
-from .conftest import CREATED, BlockGateway, car_blocks
+from .conftest import CREATED, BlockGateway, car_blocks, make_tree
 
 
 @pytest.fixture
@@ -68,3 +69,81 @@ def test_a_gateway_value_that_is_no_url_is_a_usage_error_when_a_load_starts(bund
 def test_load_options_refuse_values_no_load_can_run_with(field: str, value: float) -> None:
     with pytest.raises(UsageError):
         LoadOptions(**{field: value})
+
+
+def _raw_requests(gateway: BlockGateway) -> list[str]:
+    return [path.split("/")[2] for path, fmt in gateway.requests if fmt == "raw"]
+
+
+@pytest.mark.parametrize(("prefer_car", "formats"), [(True, ["car"]), (False, ["raw"])])
+def test_a_keeping_gateway_source_keeps_every_block_it_fetched_in_the_store_unpinned(
+    block_gateway: tuple[BlockGateway, str, Any], bundle: BundleResult, tmp_path: Path, prefer_car: bool,
+    formats: list[str],
+) -> None:
+    gateway, url, _server = block_gateway
+    blocks = car_blocks(bundle.car)
+    gateway.blocks.update(blocks)
+    store = BlockStore(tmp_path / "home")
+    loaded = load_bundle(_uri(bundle), source=Gateways([url], store=store, keep=True),
+                         options=LoadOptions(prefer_car=prefer_car))
+    assert loaded.files == load_bundle(str(bundle.car)).files
+    assert sorted({fmt for _path, fmt in gateway.requests}) == formats
+    assert all(store.has(cid) for cid in blocks) and store.pins() == {}
+
+
+def test_a_keeping_gateway_source_asks_the_gateway_only_for_the_blocks_the_store_lacks(
+    block_gateway: tuple[BlockGateway, str, Any], tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    tree = make_tree(tmp_path / "tree", count=40)
+    before = build_bundle(tree, tmp_path / "before.car", options=BuildOptions(created=CREATED))
+    store = BlockStore(tmp_path / "home")
+    with open(before.car, "rb") as fh:
+        store.import_car(fh)
+    Memory(tree, clock=lambda: CREATED).write("project_season", name="Season goal", description="changed",
+                                              type="project", body="Tournament moved to July.")
+    after = build_bundle(tree, tmp_path / "after.car", options=BuildOptions(created=CREATED))
+    gateway.blocks.update(car_blocks(after.car))
+    new = set(car_blocks(after.car)) - set(car_blocks(before.car))
+    loaded = load_bundle(_uri(after), source=Gateways([url], store=store, keep=True),
+                         options=LoadOptions(prefer_car=False))
+    assert "Tournament moved to July." in loaded.files["project_season.md"].decode()
+    assert sorted(_raw_requests(gateway)) == sorted(cid_to_str(c) for c in new)
+    assert 0 < len(new) < len(car_blocks(after.car)) // 2
+
+
+@pytest.mark.parametrize("prefer_car", [True, False])
+def test_a_keeping_gateway_source_keeps_no_block_that_failed_its_hash(
+    block_gateway: tuple[BlockGateway, str, Any], bundle: BundleResult, tmp_path: Path, prefer_car: bool
+) -> None:
+    gateway, url, _server = block_gateway
+    gateway.blocks.update(car_blocks(bundle.car))
+    gateway.tamper.add(bundle.root)
+    store = BlockStore(tmp_path / "home")
+    with pytest.raises(IntegrityError):
+        load_bundle(_uri(bundle), source=Gateways([url], store=store, keep=True),
+                    options=LoadOptions(prefer_car=prefer_car))
+    assert not store.has(bundle.root)
+
+
+def test_a_gateway_source_without_a_store_keeps_nothing_and_streams_the_car(
+    block_gateway: tuple[BlockGateway, str, Any], bundle: BundleResult
+) -> None:
+    gateway, url, _server = block_gateway
+    gateway.blocks.update(car_blocks(bundle.car))
+    assert Gateways([url], keep=True).keep is False
+    load_bundle(_uri(bundle), source=Gateways([url], keep=True))
+    assert [fmt for _path, fmt in gateway.requests] == ["car"]
+
+
+def test_a_keeping_gateway_source_keeps_no_block_outside_the_dag_a_car_brought_along(
+    block_gateway: tuple[BlockGateway, str, Any], bundle: BundleResult, tmp_path: Path
+) -> None:
+    gateway, url, _server = block_gateway
+    gateway.blocks.update(car_blocks(bundle.car))
+    stray = make_cid(1, RAW, b"not part of the bundle " * 100)
+    gateway.blocks[stray] = b"not part of the bundle " * 100  # the fixture's CAR sends every block it has
+    store = BlockStore(tmp_path / "home")
+    load_bundle(_uri(bundle), source=Gateways([url], store=store, keep=True))
+    assert [fmt for _path, fmt in gateway.requests] == ["car"]
+    assert not store.has(stray) and all(store.has(cid) for cid in car_blocks(bundle.car))

@@ -38,6 +38,22 @@ def test_put_refuses_bytes_that_do_not_hash_to_the_cid(store: BlockStore) -> Non
     assert list(store.iter_blocks()) == []
 
 
+def test_put_many_stores_every_block_of_a_batch(store: BlockStore) -> None:
+    blocks = [(make_cid(1, RAW, b"%d" % i), b"%d" % i) for i in range(300)]
+    store.put_many(blocks + blocks[:3])  # a block twice in one batch is written once
+    assert all(store.get(cid) == data for cid, data in blocks)
+    assert _temp_files(store.root) == []
+
+
+def test_put_many_writes_nothing_of_a_batch_holding_a_block_that_does_not_hash_to_its_cid(
+    store: BlockStore,
+) -> None:
+    good = (make_cid(1, RAW, b"good"), b"good")
+    with pytest.raises(BlockMismatch):
+        store.put_many([good, (make_cid(1, RAW, b"hello"), b"other")])
+    assert list(store.iter_blocks()) == []
+
+
 def test_block_file_is_named_by_cidv1_in_a_next_to_last_two_shard(store: BlockStore) -> None:
     cid = make_cid(1, RAW, b"x")
     store.put(cid, b"x")

@@ -28,7 +28,7 @@ from bundlekit.bundle.manifest import MAX_PARENTS, canonical_json, make_manifest
 from bundlekit.car.extract import unpack_car
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.bundle.lineage import LAST_ROOT_NAME, LINEAGE_NAME, heads, read_last
-from bundlekit.bundle.merge import find_base, merge_bundle
+from bundlekit.bundle.merge import MergeOptions, find_base, merge_bundle
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import (
     FrontmatterError,
@@ -257,9 +257,9 @@ def test_the_ancestor_walk_stops_at_its_byte_bound_on_a_lineage_of_heavy_manifes
     tip = _stored_bundle(store, [heavy], 0)
     tree = _tree(tmp_path / "a", project_a="A.")
     (tree / LAST_ROOT_NAME).write_text(base + "\n", "ascii")
-    assert merge_bundle(f"ipfs://{tip}", tree, dry_run=True).base == base  # within the bound: found
+    assert merge_bundle(f"ipfs://{tip}", tree, options=MergeOptions(dry_run=True)).base == base  # within the bound: found
     monkeypatch.setattr(bundle_merge, "MAX_ANCESTRY_BYTES", 1 << 20)
-    result = merge_bundle(f"ipfs://{tip}", tree, dry_run=True)
+    result = merge_bundle(f"ipfs://{tip}", tree, options=MergeOptions(dry_run=True))
     assert result.base is None and any("bytes of manifests" in note for note in result.notes)
 
 
@@ -271,5 +271,5 @@ def test_the_ancestor_walk_reads_no_manifest_once_its_time_is_spent(
     tree = _tree(tmp_path / "a", project_a="A.")
     (tree / LAST_ROOT_NAME).write_text(base + "\n", "ascii")
     monkeypatch.setattr(bundle_merge, "MAX_ANCESTRY_SECONDS", 0.0)
-    result = merge_bundle(f"ipfs://{tip}", tree, dry_run=True)
+    result = merge_bundle(f"ipfs://{tip}", tree, options=MergeOptions(dry_run=True))
     assert result.base is None and any("seconds" in note for note in result.notes)

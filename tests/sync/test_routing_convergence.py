@@ -31,7 +31,8 @@ from bundlekit.memory import Memory
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
 from bundlekit.names.routing import RoutingEndpoint, parse_routing
-from bundlekit.syncer import SyncReport, sync
+from bundlekit.bundle.sources import Gateways
+from bundlekit.syncer import SyncOptions, SyncReport, sync
 
 from .conftest import HookedPinner
 
@@ -83,8 +84,9 @@ def test_three_agents_syncing_through_a_served_routing_api_converge_and_lose_no_
     records = {tree: BlockStore(tmp_path / f"records-{tree.name}") for tree in agents}
 
     def synced(tree: Path, before: Callable[[], object] | None = None) -> SyncReport:
-        return sync(tree, name_key=SIGNER, pinners=[HookedPinner(before, served_store)], gateways=[endpoint.base],
-                    routing=[endpoint], store=records[tree], max_attempts=10)
+        return sync(tree, name_key=SIGNER, pinners=[HookedPinner(before, served_store)],
+                    source=Gateways([endpoint.base], store=records[tree]),
+                    options=SyncOptions(routing=(endpoint,), max_attempts=10))
 
     history: list[tuple[str, str | None]] = []  # (key, body, or None for a forget), in order
     history_lock = threading.Lock()

@@ -11,17 +11,21 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import read_last, read_parents
 from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.sources import Gateways
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
-from bundlekit.ipld.cid import cid_to_str
+from bundlekit.gateway.server import serve_in_thread
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
+from bundlekit.ipld.walk import walk_dag
 from bundlekit.memory import Memory
 from bundlekit.names.publish import publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
-from bundlekit.syncer import SyncReport, sync, sync_forever
+from bundlekit.syncer import SyncOptions, SyncReport, sync, sync_forever
 
 from .conftest import HookedPinner
 
@@ -145,7 +149,7 @@ def test_a_writer_the_name_moved_under_starts_again_and_keeps_both_writers_memor
 def test_a_writer_out_of_attempts_raises_name_moved_and_the_name_keeps_the_other_writer(tmp_path: Path) -> None:
     a, b = _two_writers_with_changes(tmp_path)
     with pytest.raises(NameMovedError, match="gave up after 1 rounds"):
-        _writer(a, before=lambda: _writer(b), max_attempts=1)
+        _writer(a, before=lambda: _writer(b), options=SyncOptions(max_attempts=1))
     b_root = resolve(NAME).cid
     assert "project_b.md" in load_bundle(f"ipfs://{cid_to_str(b_root)}").files
 
@@ -182,9 +186,9 @@ def test_a_writer_given_a_gateway_reads_what_its_store_holds_from_the_store(tmp_
     a, b = _tree(tmp_path / "a", clock, project_a="A."), _tree(tmp_path / "b", clock, project_b="B.")
     _writer(a)
     down = ["http://127.0.0.1:9"]  # nothing answers there: every block must come from the store
-    merged = _writer(b, gateways=down)
+    merged = _writer(b, source=Gateways(down))
     assert merged.merge is not None and merged.published is not None
-    assert _writer(a, gateways=down).up_to_date and _writer(b, gateways=down).up_to_date
+    assert _writer(a, source=Gateways(down)).up_to_date and _writer(b, source=Gateways(down)).up_to_date
     assert _contents(a) == _contents(b)
 
 
@@ -276,3 +280,41 @@ def test_the_interval_loop_ends_on_a_usage_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError):
         sync_forever(run, 5.0, on_report=lambda r: None, on_error=lambda e: None, sleep=lambda s: None, rounds=3)
+
+
+class CountingStore(BlockStore):
+    """The writer's store as a gateway serves it, noting every block it hands out."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.served: list[bytes] = []
+
+    def get(self, cid: bytes) -> bytes:
+        data = super().get(cid)
+        self.served.append(cid)
+        return data
+
+
+def _dag(root: str) -> set[bytes]:
+    store = BlockStore()
+    return {cid for cid, _data in walk_dag(cid_from_text(root), store.get)}
+
+
+def test_a_follower_through_a_gateway_fetches_only_the_blocks_a_change_added(tmp_path: Path) -> None:
+    clock = Clock()
+    writer = _tree(tmp_path / "a", clock, **{f"project_{i:02d}": f"Plan {i}." for i in range(30)})
+    first = _writer(writer).root
+    served = CountingStore(tmp_path / "home")  # the writer's store (BUNDLEKIT_HOME), served on loopback
+    follower = _tree(tmp_path / "f", clock)
+    with serve_in_thread(served) as server:
+        source = Gateways([server.url], store=BlockStore(tmp_path / "follower-home"))
+        sync(follower, name=NAME, source=source)
+        assert set(served.served) == _dag(first or "")  # a first follow: every block, once kept
+        _write(writer, clock, "project_07", "Plan 7, changed.")
+        second = _writer(writer).root
+        served.served.clear()
+        sync(follower, name=NAME, source=source)
+    added = _dag(second or "") - _dag(first or "")
+    assert set(served.served) == added and len(served.served) == len(added)
+    assert len(added) < len(_dag(second or "")) // 4
+    assert _bodies(follower) == _bodies(writer)
