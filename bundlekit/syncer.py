@@ -44,7 +44,7 @@ from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, PinError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
-from bundlekit.names.publish import Published, Router, publish
+from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.routing import RoutingEndpoint
 from bundlekit.names.resolve import resolve
@@ -228,9 +228,9 @@ def _publish(
         raise PinError(f"--require {options.require} not met: {failed} of {len(report.pins.pins)} pin(s) not "
                        "durable; the name was not moved")
     follows = report.remote_sequence if report.remote_sequence is not None else -1
-    report.published = publish(signer, built.root, store=_store(blocks), routers=options.routers,
-                               gateways=blocks.gateways, http=options.load.http, follows=follows,
-                               routing=options.routing)
+    targets = PublishTargets(routing=options.routing, routers=options.routers, gateways=blocks.gateways)
+    report.published = publish(signer, built.root, store=_store(blocks), targets=targets,
+                               http=options.load.http, follows=follows)
     set_lineage(tree, [built.root_cid], built.root)
 
 

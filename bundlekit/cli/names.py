@@ -28,7 +28,7 @@ from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import PinnerNotConfigured
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names import Published, create_name, parse_duration, publish, resolve
-from bundlekit.names.publish import Router
+from bundlekit.names.publish import PublishTargets, RecordTerms, Router
 from bundlekit.names.record import format_validity
 from bundlekit.names.routing import RoutingEndpoint, default_routing, parse_routing
 from bundlekit.net.fetch import default_gateways, parse_gateway
@@ -105,8 +105,11 @@ def publish_name(key_file: Path | Ed25519Signer, cid: bytes, *, lifetime: str = 
     """
     gws = [parse_gateway(g) for g in gateways] or default_gateways()
     endpoints = routing_endpoints(routing)
-    return publish(key_file, cid, lifetime=parse_duration(lifetime), ttl=parse_duration(ttl), store=BlockStore(),
-                   routers=routers_from_env() if routers is None else routers, gateways=gws, routing=endpoints)
+    terms = RecordTerms(lifetime=parse_duration(lifetime), ttl=parse_duration(ttl))
+    store = BlockStore()
+    targets = PublishTargets(routing=endpoints, routers=routers_from_env() if routers is None else routers,
+                             gateways=gws)
+    return publish(key_file, cid, store=store, terms=terms, targets=targets)
 
 
 def published_line(published: Published) -> str:

@@ -43,6 +43,8 @@ __all__ = [
     "DEFAULT_LIFETIME",
     "DEFAULT_TTL",
     "Published",
+    "PublishTargets",
+    "RecordTerms",
     "Router",
     "create_name",
     "parse_duration",
@@ -56,6 +58,33 @@ _UNITS: Final = {"h": 3600_000, "m": 60_000, "s": 1000, "ms": 1}
 
 # A router takes the name (k51...) and the record bytes and publishes them elsewhere; raises on failure.
 Router = Callable[[str, bytes], Any]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class RecordTerms:
+    """A record's terms: valid for ``lifetime`` from ``now()``, cached by resolvers for ``ttl``."""
+
+    lifetime: timedelta = DEFAULT_LIFETIME
+    ttl: timedelta = DEFAULT_TTL
+    now: Callable[[], datetime] = _utc_now
+
+
+@dataclass(frozen=True)
+class PublishTargets:
+    """Where a record goes besides the local store, and where its name's last sequence is read too.
+
+    ``routing``: Delegated Routing endpoints (read for the sequence, then ``PUT`` to, in order,
+    before the store keeps the record); ``routers``: ``(label, router)`` pairs handed the record
+    after the store; ``gateways``: read for the sequence only.
+    """
+
+    routing: Sequence[RoutingEndpoint] = ()
+    routers: Sequence[tuple[str, Router]] = ()
+    gateways: Sequence[RemoteGateway] = ()
 
 
 def parse_duration(text: str) -> timedelta:
@@ -146,17 +175,17 @@ def publish(
     key_file: str | os.PathLike[str] | Ed25519Signer,
     cid: bytes,
     *,
-    lifetime: timedelta = DEFAULT_LIFETIME,
-    ttl: timedelta = DEFAULT_TTL,
     store: BlockStore | None = None,
-    routers: Sequence[tuple[str, Router]] = (),
-    gateways: Sequence[RemoteGateway] = (),
+    terms: RecordTerms | None = None,
+    targets: PublishTargets | None = None,
     http: HttpOptions | None = None,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    routing: Sequence[RoutingEndpoint] = (),
     follows: int | None = None,
 ) -> Published:
     """Sign and publish a record pointing ``key_file``'s name at ``/ipfs/<cid>``.
+
+    ``terms`` (default ``RecordTerms()``: 720h, 5m, the clock) are the record's lifetime, TTL and
+    clock; ``targets`` (default none) the routing endpoints, routers and gateways besides ``store``
+    (default ``$BUNDLEKIT_HOME``'s).
 
     With ``follows`` (the sequence of the record the caller built on, ``-1`` when the name had
     none: ``sync``) the record's sequence is ``follows + 1``, and the publish is refused with
@@ -166,8 +195,8 @@ def publish(
     writers racing through one endpoint or one store never both win.
 
     The sequence is one above the last known: the highest of the record kept in
-    ``store`` and the valid records ``routing`` and ``gateways`` serve (0 for the first).
-    The record goes to each ``routing`` endpoint first, in order: ``NameMovedError`` when one
+    ``store`` and the valid records the targets' routing endpoints and gateways serve (0 for the
+    first). The record goes to each routing endpoint first, in order: ``NameMovedError`` when one
     keeps a record as new (another writer published meanwhile), and then the store does not
     keep it, so the store never holds a record that lost. Then into the store, then to each
     named router in order; a router's error propagates (the store keeps the record, so a
@@ -175,15 +204,18 @@ def publish(
     ``UsageError`` for a non-positive lifetime or one past the year 9999, and
     for a TTL outside an unsigned 64-bit count of nanoseconds.
     """
-    if lifetime <= timedelta(0):
+    terms = terms if terms is not None else RecordTerms()
+    targets = targets if targets is not None else PublishTargets()
+    routing = targets.routing
+    if terms.lifetime <= timedelta(0):
         raise UsageError("the record lifetime must be positive, e.g. 720h")
-    ttl_ns = int(ttl.total_seconds() * 1_000_000_000)
+    ttl_ns = int(terms.ttl.total_seconds() * 1_000_000_000)
     if not 0 <= ttl_ns < 2**64:  # the record's TTL is an unsigned 64-bit count of nanoseconds
         raise UsageError("the record TTL must be between 0 and about 584 years, e.g. 5m")
     signer = key_file if isinstance(key_file, Ed25519Signer) else Ed25519Signer.from_file(key_file)
     name = name_from_key(signer.public)
     store = store if store is not None else BlockStore()
-    remote = _remote_sequence(name, gateways, routing, http)
+    remote = _remote_sequence(name, targets.gateways, routing, http)
     known = [seq for seq in (_last_sequence(store, name), remote) if seq is not None]
     sequence = max(known) + 1 if known else 0
     if follows is not None:
@@ -194,7 +226,7 @@ def publish(
         raise UsageError(f"{name} has used every sequence number (the last known is {MAX_UINT64}); "
                          "no newer record can be signed: publish under a new key (`bundlekit name create`)")
     try:
-        validity = now() + lifetime
+        validity = terms.now() + terms.lifetime
     except OverflowError:
         raise UsageError("the record lifetime reaches past the year 9999; give a shorter one, e.g. 8760h") from None
     value = cid_value(cid)
@@ -208,7 +240,7 @@ def publish(
         raise NameMovedError(f"{name} moved past sequence {follows} while publishing: another writer published")
     published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
                           routers=["store", *(endpoint.label for endpoint in routing)])
-    for label, router in routers:
+    for label, router in targets.routers:
         router(name, record)
         published.routers.append(label)
     return published

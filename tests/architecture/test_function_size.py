@@ -40,11 +40,6 @@ EXCEPTIONS: dict[str, str] = {
         "`bundlekit convert` pass them as **options, and _check_options lists them to the user "
         "('it takes: ...'); grouping them would change that interface"
     ),
-    # Pending: cut down on other branches now.
-    "bundlekit/names/publish.py::publish": (
-        "pending: issue 28 on branch route28 (publishing through Delegated Routing rewrites it); "
-        "9 parameters"
-    ),
 }
 
 

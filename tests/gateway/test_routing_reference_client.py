@@ -23,7 +23,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import parse_cid
-from bundlekit.names import publish, resolve
+from bundlekit.names import PublishTargets, publish, resolve
 from bundlekit.names.routing import RoutingEndpoint, parse_routing
 from bundlekit.names.routing_api import MOUNT, RoutingAPI
 from tests.reference_tools import find
@@ -46,7 +46,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, An
     with serve_in_thread(store=served, apps={MOUNT: RoutingAPI(served).app()}) as server:
         endpoint = parse_routing(server.url)
         publish(Ed25519Signer.from_seed(SEED_A), parse_cid(OURS), store=BlockStore(base / "writer"),
-                routing=[endpoint])
+                targets=PublishTargets(routing=[endpoint]))
         done = subprocess.run(
             [node, str(HERE / "routing_client.mjs"), server.url, SEED_A.hex(), SEED_B.hex(), f"/ipfs/{THEIRS}"],
             capture_output=True, text=True, timeout=120, check=True,
@@ -116,5 +116,5 @@ def test_a_name_without_a_record_is_not_found_by_the_reference_client(run) -> No
 def test_bundlekit_publishes_above_the_record_the_reference_client_put(run) -> None:  # type: ignore[no-untyped-def]
     _seen, endpoint, base = run
     published = publish(Ed25519Signer.from_seed(SEED_A), parse_cid(OURS), store=BlockStore(base / "late"),
-                        routing=[endpoint])
+                        targets=PublishTargets(routing=[endpoint]))
     assert published.sequence == 2

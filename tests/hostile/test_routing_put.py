@@ -31,7 +31,7 @@ from bundlekit.errors import UsageError
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.ipld.bases import BASE36, encode
 from bundlekit.ipld.cid import parse_cid
-from bundlekit.names import publish
+from bundlekit.names import PublishTargets, publish
 from bundlekit.names.record import MAX_UINT64, SIGNATURE_PREFIX, create_record, encode_entry, name_from_key
 from bundlekit.names.routing import parse_routing
 from bundlekit.names.routing_api import MOUNT, RoutingAPI
@@ -121,7 +121,8 @@ def test_a_negative_sequence_is_400(server: GatewayServer) -> None:
 def test_the_last_sequence_is_kept_and_nothing_can_be_published_above_it(server: GatewayServer, tmp_path: Path) -> None:
     assert put(server, signed(MAX_UINT64)).status_code == 200
     with pytest.raises(UsageError, match="used every sequence number"):
-        publish(SIGNER, parse_cid("bafkqaaa"), store=BlockStore(tmp_path / "mine"), routing=[parse_routing(server.url)])
+        publish(SIGNER, parse_cid("bafkqaaa"), store=BlockStore(tmp_path / "mine"),
+                targets=PublishTargets(routing=[parse_routing(server.url)]))
 
 
 @pytest.mark.parametrize("name", [

@@ -17,7 +17,7 @@ from bundlekit.cli.names import routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import LoadError, SignatureError, UsageError
 from bundlekit.gateway.server import serve_in_thread
-from bundlekit.names import create_name, parse_duration, publish, resolve
+from bundlekit.names import PublishTargets, RecordTerms, create_name, parse_duration, publish, resolve
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.net.fetch import parse_gateway
 
@@ -57,14 +57,16 @@ def test_publish_continues_the_highest_sequence_a_gateway_serves(tmp_path: Path,
     forged.put_record(name, create_record(other, "/ipfs/bafkqaaa", sequence=99, validity=FUTURE, ttl_ns=1))
     with serve_in_thread(store=elsewhere) as good, serve_in_thread(store=forged) as bad:
         out = publish(ed_key[0], CID_A, store=_store(tmp_path, "fresh"),
-                      gateways=[parse_gateway(bad.url), parse_gateway(good.url), parse_gateway("http://127.0.0.1:9")])
+                      targets=PublishTargets(gateways=[parse_gateway(bad.url), parse_gateway(good.url),
+                                                      parse_gateway("http://127.0.0.1:9")]))
     assert out.sequence == 8  # the forged record's 99 does not verify against the name: ignored
 
 
 def test_publish_hands_the_record_to_routers_after_the_store(tmp_path: Path,
                                                              ed_key: tuple[Path, Ed25519Signer]) -> None:
     seen: list[tuple[str, bytes]] = []
-    out = publish(ed_key[0], CID_A, store=_store(tmp_path, "s"), routers=[("test", lambda n, r: seen.append((n, r)))])
+    out = publish(ed_key[0], CID_A, store=_store(tmp_path, "s"),
+                  targets=PublishTargets(routers=[("test", lambda n, r: seen.append((n, r)))]))
     assert seen == [(out.name, out.record)] and out.routers == ["store", "test"]
 
 
@@ -73,7 +75,8 @@ def test_kubo_router_puts_the_record_with_routing_put(tmp_path: Path, ed_key: tu
     monkeypatch.setenv("BUNDLEKIT_KUBO_URL", "http://kubo.test:5001")
     with respx.mock:
         route = respx.post("http://kubo.test:5001/api/v0/routing/put").mock(return_value=httpx.Response(200, text=""))
-        out = publish(ed_key[0], CID_A, store=_store(tmp_path, "s"), routers=routers_from_env())
+        out = publish(ed_key[0], CID_A, store=_store(tmp_path, "s"),
+                      targets=PublishTargets(routers=routers_from_env()))
     request = route.calls.last.request
     assert request.url.params["arg"] == f"/ipns/{out.name}" and out.record in request.content
     assert out.routers == ["store", "kubo"]
@@ -114,7 +117,8 @@ def test_resolve_takes_the_highest_sequence_and_notes_a_lower_one_from_a_second_
 
 def test_expired_record_is_refused(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
     store = _store(tmp_path, "s")
-    publish(ed_key[0], CID_A, store=store, lifetime=timedelta(hours=1), now=lambda: datetime(2020, 1, 1, tzinfo=UTC))
+    publish(ed_key[0], CID_A, store=store,
+            terms=RecordTerms(lifetime=timedelta(hours=1), now=lambda: datetime(2020, 1, 1, tzinfo=UTC)))
     with pytest.raises(SignatureError, match="expired"):
         resolve(name_from_key(ed_key[1].public), store=store)
 
@@ -170,13 +174,15 @@ def test_a_lifetime_past_the_year_9999_is_a_usage_error(tmp_path: Path, ed_key: 
     key_file, _ = ed_key
     store = BlockStore(tmp_path / "store")
     with pytest.raises(UsageError, match="9999"):
-        publish(key_file, bytes.fromhex("01701220" + "00" * 32), lifetime=timedelta(days=999_999_999), store=store)
+        publish(key_file, bytes.fromhex("01701220" + "00" * 32),
+                terms=RecordTerms(lifetime=timedelta(days=999_999_999)), store=store)
     assert store.get_record(name_from_key(ed_key[1].public)) is None
 
 
 def test_a_ttl_beyond_64_bits_of_nanoseconds_is_a_usage_error(tmp_path: Path, ed_key: tuple[Path, Ed25519Signer]) -> None:
     with pytest.raises(UsageError, match="TTL"):
-        publish(ed_key[0], bytes.fromhex("01701220" + "00" * 32), ttl=timedelta(hours=99_999_999),
+        publish(ed_key[0], bytes.fromhex("01701220" + "00" * 32),
+                terms=RecordTerms(ttl=timedelta(hours=99_999_999)),
                 store=BlockStore(tmp_path / "store"))
 
 

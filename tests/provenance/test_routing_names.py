@@ -25,7 +25,7 @@ from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import LoadError, NameMovedError, PinRejected, UsageError
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.ipld.cid import parse_cid
-from bundlekit.names import publish, resolve, resolve_uri
+from bundlekit.names import PublishTargets, publish, resolve, resolve_uri
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing import RoutingEndpoint, default_routing, parse_routing, put_record
 from bundlekit.names.routing_api import MOUNT, RoutingAPI
@@ -66,14 +66,16 @@ def mocked(handler: Callable[[httpx.Request], httpx.Response]) -> HttpOptions:
 
 
 def test_publish_puts_the_record_to_the_routing_endpoint(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"), routing=[endpoint_of(served)])
+    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"),
+                        targets=PublishTargets(routing=[endpoint_of(served)]))
     assert served[1].get_record(NAME) == published.record
     assert published.routers == ["store", endpoint_of(served).label]
 
 
 def test_publish_continues_above_the_sequence_the_endpoint_keeps(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     served[1].put_record(NAME, record(41))
-    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "fresh"), routing=[endpoint_of(served)])
+    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "fresh"),
+                        targets=PublishTargets(routing=[endpoint_of(served)]))
     assert published.sequence == 42
 
 
@@ -85,7 +87,9 @@ def test_a_publish_the_endpoint_refuses_as_stale_keeps_nothing_locally(tmp_path:
 
     mine = BlockStore(tmp_path / "mine")
     with pytest.raises(NameMovedError, match="keeps sequence 7"):
-        publish(SIGNER, CID, store=mine, routing=[parse_routing("http://routing.test")], http=mocked(handler))
+        publish(SIGNER, CID, store=mine,
+                targets=PublishTargets(routing=[parse_routing("http://routing.test")]),
+                http=mocked(handler))
     assert mine.get_record(NAME) is None
 
 
@@ -97,7 +101,8 @@ def test_a_publish_the_endpoint_refuses_as_invalid_is_pin_rejected_quoting_it(tm
         return httpx.Response(400, content=b"provided record is invalid\x1b[2J\nsecond line")
 
     with pytest.raises(PinRejected, match=r"provided record is invalid\\x1b\[2J$"):
-        publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"), routing=[parse_routing("http://routing.test")],
+        publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"),
+                targets=PublishTargets(routing=[parse_routing("http://routing.test")]),
                 http=mocked(handler))
 
 
@@ -112,7 +117,8 @@ def test_two_writers_who_saw_one_sequence_put_above_it_and_the_second_is_told(se
 
 def test_publish_following_the_kept_sequence_wins_at_the_endpoint(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     served[1].put_record(NAME, record(3))
-    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"), routing=[endpoint_of(served)], follows=3)
+    published = publish(SIGNER, CID, store=BlockStore(tmp_path / "mine"),
+                        targets=PublishTargets(routing=[endpoint_of(served)]), follows=3)
     assert (published.sequence, served[1].get_record(NAME)) == (4, published.record)
 
 
@@ -120,7 +126,7 @@ def test_publish_following_a_sequence_the_endpoint_moved_past_is_refused(served,
     served[1].put_record(NAME, record(4))  # another writer published 4 after we merged 3
     mine = BlockStore(tmp_path / "mine")
     with pytest.raises(NameMovedError, match="moved to sequence 4 after 3"):
-        publish(SIGNER, CID, store=mine, routing=[endpoint_of(served)], follows=3)
+        publish(SIGNER, CID, store=mine, targets=PublishTargets(routing=[endpoint_of(served)]), follows=3)
     assert (served[1].get_record(NAME), mine.get_record(NAME)) == (record(4), None)
 
 
@@ -132,7 +138,9 @@ def test_publish_following_a_sequence_loses_to_a_put_between_its_get_and_its_put
 
     mine = BlockStore(tmp_path / "mine")
     with pytest.raises(NameMovedError, match="sequence 4"):
-        publish(SIGNER, CID, store=mine, routing=[parse_routing("http://routing.test")], http=mocked(handler),
+        publish(SIGNER, CID, store=mine,
+                targets=PublishTargets(routing=[parse_routing("http://routing.test")]),
+                http=mocked(handler),
                 follows=3)
     assert mine.get_record(NAME) is None
 
