@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import copy
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from importlib import metadata
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,9 @@ from bundlekit.bundle import embeddings as bundle_embeddings
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.manifest import parse_created, validate_manifest
+from bundlekit.embed import registry
 from bundlekit.embed.openai import OpenAIEmbedder
+from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, ManifestError
 from bundlekit.memory import Memory
 from bundlekit.net.http import HttpOptions, RetryPolicy
@@ -203,3 +207,67 @@ def test_an_endpoint_error_message_is_cut_short_and_shown_printable() -> None:
             with pytest.raises(EmbedderError) as info:
                 embedder.embed(["alpha"])
     assert "\x1b" not in str(info.value) and len(str(info.value)) < 600
+
+
+# -- a third-party embedder (foreign code behind an entry point) --------------------------------------------
+
+
+class Misbehaving:
+    """An embedder whose ``embed`` does one wrong thing: ``how`` names it."""
+
+    name = "misbehaving"
+    model_id = "misbehaving-1"
+
+    def __init__(self, how: str, dimension: Any = 4) -> None:
+        self.how = how
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        n = len(texts)
+        answers: dict[str, Callable[[], Any]] = {
+            "fine": lambda: np.ones((n, 4), dtype=np.float32),
+            "raises": lambda: 1 / 0,
+            "objects": lambda: np.array([object()] * n * 4, dtype=object).reshape(n, 4),
+            "strings": lambda: [["a"] * 4 for _ in texts],
+            "none": lambda: None,
+            "no rows for one text": lambda: np.ones((0 if n == 1 else n, 4), dtype=np.float32),
+            "one row too many": lambda: np.ones((n + 1, 4), dtype=np.float32),
+        }
+        return answers[self.how]()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["raises", "objects", "strings", "none", "no rows for one text", "one row too many"])
+def test_an_embedder_that_raises_or_answers_wrongly_is_an_embedder_error_naming_it(source: Path, how: str) -> None:
+    with closing(Memory(source, embedder=Misbehaving(how))) as mem, pytest.raises(EmbedderError, match="misbehaving"):
+        mem.recall("reel", rank="semantic")
+
+
+@pytest.mark.parametrize("dimension", ["4", -1, 0, True, 10**12, 4.0])
+def test_an_embedder_claiming_an_impossible_dimension_is_an_embedder_error(source: Path, dimension: Any) -> None:
+    with closing(Memory(source, embedder=Misbehaving("fine", dimension))) as mem, pytest.raises(EmbedderError, match="dimension"):
+        mem.recall("reel", rank="semantic")
+
+
+class RaisingFactory:
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings) -> Any:
+        raise RuntimeError("cannot start")
+
+
+class NotAnEmbedderFactory:
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings) -> Any:
+        return "an embedder, honest"
+
+
+@pytest.mark.parametrize("factory", ["RaisingFactory", "NotAnEmbedderFactory"])
+def test_a_registered_factory_that_fails_is_an_embedder_error_naming_the_embedder(
+    monkeypatch: pytest.MonkeyPatch, factory: str,
+) -> None:
+    ep = metadata.EntryPoint("thirdparty", f"{__name__}:{factory}", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "available_embedders", lambda: {"thirdparty": ep})
+    with pytest.raises(EmbedderError, match="thirdparty"):
+        registry.create_embedder(EmbedderSettings(name="thirdparty"))
