@@ -6,6 +6,7 @@ the memories themselves always load and recall."""
 from __future__ import annotations
 
 import copy
+import time
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import closing
@@ -207,6 +208,36 @@ def test_an_endpoint_error_message_is_cut_short_and_shown_printable() -> None:
             with pytest.raises(EmbedderError) as info:
                 embedder.embed(["alpha"])
     assert "\x1b" not in str(info.value) and len(str(info.value)) < 600
+
+
+def test_an_endpoint_url_with_a_query_keeps_the_embeddings_path_out_of_it() -> None:
+    with fake_endpoint() as fake:
+        with OpenAIEmbedder(f"{fake.url}/?api-version=2024-02-01#part", "m") as embedder:
+            embedder.embed(["alpha"])
+    assert fake.targets == ["/v1/embeddings?api-version=2024-02-01"]
+
+
+def test_an_endpoint_that_trickles_its_answer_is_cut_off_at_the_default_deadline() -> None:
+    ticks = iter(range(0, 10**9, 100))  # each look at the clock: 100 s later
+
+    def trickle(handler: BaseHTTPRequestHandler, _request: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        try:
+            for _ in range(200):  # one byte at a time, each well within the read timeout
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.01)
+        except OSError:
+            pass  # the client gave up: what the test wants
+
+    with fake_endpoint() as fake:
+        fake.answers.append(trickle)
+        options = HttpOptions(retry=RetryPolicy(attempts=1), monotonic=lambda: float(next(ticks)))
+        with OpenAIEmbedder(fake.url, "m", http=options) as embedder:
+            with pytest.raises(EmbedderError, match="deadline"):
+                embedder.embed(["alpha"])
 
 
 # -- a third-party embedder (foreign code behind an entry point) --------------------------------------------
