@@ -254,6 +254,12 @@ def rank(
 ) -> list[Scored]:
     """Memories by meaning (``mode`` "semantic" or "hybrid"), best first, the first ``limit`` (all when None).
     ``query`` is already folded (``ranking.needle``)."""
+    model = model_key(embedder)
+    if catalog.vector_model() != model:  # another process embedded the tree with another model since fill()
+        raise EmbedderError(
+            f"the memory index's vectors are now of model {catalog.vector_model()}, not {model}: another process "
+            "embeds this tree with another embedder; use one embedder per tree (--embedder, $BUNDLEKIT_EMBEDDER)"
+        )
     data = cache.load(catalog, embedder.dimension)
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
