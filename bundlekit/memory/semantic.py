@@ -74,6 +74,9 @@ STOP_WORDS = frozenset(
 VECTOR_DTYPE = np.dtype("<f2")
 _EMBED_CHUNK = 1024
 _WORD = re.compile(r"\w+")
+# A lone surrogate: a query's undecodable argv bytes (surrogateescape) or an MCP client's "\ud800" escape. No
+# tokenizer or JSON endpoint takes it; embedders are given U+FFFD in its place.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HALF_LIFE_S = HALF_LIFE.total_seconds()
 
 
@@ -117,11 +120,12 @@ def _named(embedder: Embedder) -> str:
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
-    """``embedder``'s vectors of ``texts``, one per text in order, checked (its dimension, finite values) and
-    scaled to unit length. Every vector bundlekit ranks with or stores comes through here: an embedder is
+    """``embedder``'s vectors of ``texts`` (lone surrogates given as U+FFFD), one per text in order, checked
+    (its dimension, finite values) and scaled to unit length. Every vector bundlekit ranks with or stores comes through here: an embedder is
     foreign code (a third-party entry point), so whatever it raises or returns that is not those vectors is
     an ``EmbedderError`` naming it, never an internal error."""
     what = _named(embedder)
+    texts = [_SURROGATE.sub("\ufffd", t) if _SURROGATE.search(t) else t for t in texts]
     try:
         array = np.asarray(embedder.embed(texts), dtype=np.float32)
     except BundlekitError:

@@ -6,6 +6,8 @@ the memories themselves always load and recall."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import time
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -318,3 +320,15 @@ def test_vectors_of_another_model_put_in_by_another_process_meanwhile_are_never_
     monkeypatch.setattr(mine, "embed_tree", then_the_other_process)
     with closing(mine), closing(theirs), pytest.raises(EmbedderError, match="another process"):
         mine.recall("soccer", rank="semantic")
+
+
+@pytest.mark.parametrize("query", ["\ud800 highlight reel", "highlight reel \udcff\udcfe"])
+def test_a_query_holding_lone_surrogates_is_embedded_with_replacement_characters(source: Path, query: str) -> None:
+    with closing(Memory(source, embedder=CountingEmbedder())) as mem:
+        assert mem.recall(query, rank="hybrid")[0].key == "reel"
+
+
+def test_a_query_of_undecodable_argv_bytes_recalls_by_meaning(source: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "recall", "--rank",
+                           "semantic", b"\xff\xfe highlight reel"], capture_output=True, timeout=120)
+    assert (done.returncode, done.stdout.split(b"\t")[1]) == (0, b"reel"), done.stderr
