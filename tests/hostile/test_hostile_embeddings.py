@@ -332,3 +332,9 @@ def test_a_query_of_undecodable_argv_bytes_recalls_by_meaning(source: Path) -> N
     done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "recall", "--rank",
                            "semantic", b"\xff\xfe highlight reel"], capture_output=True, timeout=120)
     assert (done.returncode, done.stdout.split(b"\t")[1]) == (0, b"reel"), done.stderr
+
+
+def test_a_refused_context_query_says_only_why_not_a_ranking_it_never_used(source: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "context", "--query", " ",
+                           "--rank", "semantic"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, "ranked by" in done.stderr) == (2, "", False), done.stderr
