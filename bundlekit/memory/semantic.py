@@ -259,9 +259,10 @@ def rank(
     """Memories by meaning (``mode`` "semantic" or "hybrid"), best first, the first ``limit`` (all when None).
     ``query`` is already folded (``ranking.needle``)."""
     model = model_key(embedder)
-    if catalog.vector_model() != model:  # another process embedded the tree with another model since fill()
+    held = catalog.vector_model()
+    if held != model:  # another process embedded the tree with another model since fill()
         raise EmbedderError(
-            f"the memory index's vectors are now of model {catalog.vector_model()}, not {model}: another process "
+            f"the memory index's vectors are now of model {printable(str(held)[:120])}, not {model}: another process "
             "embeds this tree with another embedder; use one embedder per tree (--embedder, $BUNDLEKIT_EMBEDDER)"
         )
     data = cache.load(catalog, embedder.dimension)
