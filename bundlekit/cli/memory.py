@@ -353,8 +353,9 @@ def context_cmd(
         budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         if query is not None:
             rank = mem.ranking_for(rank)
-            output.status(f"ranked by {rank}")
         text = mem.context_block(budget, query=query, rank=rank)
+        if query is not None:
+            output.status(f"ranked by {rank}")  # once it did: a refused query or a failed embedder says only that
     if as_json:
         output.data_json({"context": str(text)})
     else:

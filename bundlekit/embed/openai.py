@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -35,12 +36,23 @@ from bundlekit.embed.protocol import KEY_ENV, MAX_DIMENSION, EmbedderSettings, c
 from bundlekit.errors import EmbedderError, UsageError
 from bundlekit.net.http import Failure, HttpOptions, HttpRequest, check_http_url, open_client, read_capped, send
 
-__all__ = ["BATCH", "OpenAIEmbedder", "answer_limit"]
+__all__ = ["BATCH", "DEADLINE", "OpenAIEmbedder", "answer_limit", "endpoint_url"]
 
 BATCH = 128  # texts per request (the API takes at most 2048)
+# Seconds one answer may take, body included, unless the caller's options set another deadline: a server
+# that trickles its answer a byte at a time (each within the read timeout) cannot hold a recall forever.
+# 128 texts on a CPU-only local server take seconds; five minutes is far past any honest answer.
+DEADLINE = 300.0
 MAX_TEXT_CHARS = 32_768
 _PER_VECTOR = MAX_DIMENSION * 32  # bytes a vector's JSON may take: digits, signs, exponents, commas
 _MESSAGE = 200
+
+
+def endpoint_url(base: str) -> str:
+    """``POST`` target of the base URL ``base``: ``/embeddings`` appended to its path, its query kept (Azure's
+    ``?api-version=``) and its fragment dropped, so the path never ends up inside a query or a fragment."""
+    url = httpx.URL(base)
+    return str(url.copy_with(path=url.path.rstrip("/") + "/embeddings", fragment=None))
 
 
 def answer_limit(count: int) -> int:
@@ -57,11 +69,12 @@ class OpenAIEmbedder(Closing):
         check_http_url(url, what="--embed-url")
         if not url.lower().startswith(("http://", "https://")):
             raise UsageError(f"--embed-url {url[:120]!r} is not an http(s) URL")
-        self._url = url.rstrip("/") + "/embeddings"
+        self._url = endpoint_url(url)
         self._model = model
         self._model_id = check_model_id(f"openai/{model}", what="--embed-model")
         self._key = key or None
-        self._http = http or HttpOptions()
+        http = http or HttpOptions()
+        self._http = http if http.deadline is not None else replace(http, deadline=DEADLINE)
         self._client: httpx.Client | None = None
         self._owned = False
         self._dimension: int | None = None

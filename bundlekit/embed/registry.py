@@ -12,8 +12,9 @@ import importlib.util
 from importlib import metadata
 
 from bundlekit._lazy import extra_install_line
+from bundlekit._terminal import printable
 from bundlekit.embed.protocol import DEFAULT_EMBEDDER, Embedder, EmbedderSettings, semantic_installed
-from bundlekit.errors import UsageError
+from bundlekit.errors import BundlekitError, EmbedderError, UsageError
 
 __all__ = ["ENTRY_POINT_GROUP", "SEMANTIC_EXTRA", "available_embedders", "create_embedder", "missing_extra",
            "semantic_installed"]
@@ -58,5 +59,14 @@ def create_embedder(settings: EmbedderSettings) -> Embedder:
             f"embedder {name!r} is registered as {ep.value} but cannot be loaded ({type(exc).__name__}); "
             "reinstall the package that provides it"
         ) from exc
-    embedder: Embedder = factory.from_settings(settings)
+    try:
+        embedder: Embedder = factory.from_settings(settings)
+    except BundlekitError:
+        raise
+    except Exception as exc:  # a third-party factory is foreign code: its failure is said as the embedder's
+        raise EmbedderError(
+            f"embedder {name!r} could not be set up ({type(exc).__name__}: {printable(str(exc)[:200])})"
+        ) from exc
+    if not isinstance(embedder, Embedder):
+        raise EmbedderError(f"embedder {name!r} ({ep.value}) did not give an embedder (no embed, model_id, ...)")
     return embedder

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from bundlekit.embed.protocol import Embedder, EmbedderSettings, check_model_id
+from bundlekit._terminal import printable
+from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, check_model_id
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
-from bundlekit.errors import EmbedderError
+from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.ranking import HALF_LIFE
 
@@ -47,6 +48,7 @@ __all__ = [
     "VectorCache",
     "can_embed",
     "decode",
+    "embed_checked",
     "embedded_text",
     "encode",
     "export",
@@ -72,6 +74,9 @@ STOP_WORDS = frozenset(
 VECTOR_DTYPE = np.dtype("<f2")
 _EMBED_CHUNK = 1024
 _WORD = re.compile(r"\w+")
+# A lone surrogate: a query's undecodable argv bytes (surrogateescape) or an MCP client's "\ud800" escape. No
+# tokenizer or JSON endpoint takes it; embedders are given U+FFFD in its place.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HALF_LIFE_S = HALF_LIFE.total_seconds()
 
 
@@ -98,8 +103,38 @@ def embedded_text(name: str, description: str, body: str) -> str:
 
 
 def model_key(embedder: Embedder) -> str:
-    """The model the vectors are of, as the index keeps it: ``<model id>#<dimension>``."""
-    return f"{check_model_id(embedder.model_id)}#{embedder.dimension}"
+    """The model the vectors are of, as the index keeps it: ``<model id>#<dimension>``; ``EmbedderError`` for a
+    dimension that is not a whole number from 1 to ``MAX_DIMENSION`` (an embedder is foreign code)."""
+    model_id = check_model_id(embedder.model_id)
+    dimension = embedder.dimension
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or not 0 < dimension <= MAX_DIMENSION:
+        raise EmbedderError(
+            f"{_named(embedder)} says its vectors have {printable(repr(dimension)[:40])} dimensions, "
+            f"not a whole number from 1 to {MAX_DIMENSION}"
+        )
+    return f"{model_id}#{dimension}"
+
+
+def _named(embedder: Embedder) -> str:
+    return f"embedder {printable(str(getattr(embedder, 'name', '?'))[:80])!r}"
+
+
+def embed_checked(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
+    """``embedder``'s vectors of ``texts`` (lone surrogates given as U+FFFD), one per text in order, checked
+    (its dimension, finite values) and scaled to unit length. Every vector bundlekit ranks with or stores comes through here: an embedder is
+    foreign code (a third-party entry point), so whatever it raises or returns that is not those vectors is
+    an ``EmbedderError`` naming it, never an internal error."""
+    what = _named(embedder)
+    texts = [_SURROGATE.sub("\ufffd", t) if _SURROGATE.search(t) else t for t in texts]
+    try:
+        array = np.asarray(embedder.embed(texts), dtype=np.float32)
+    except BundlekitError:
+        raise
+    except Exception as exc:  # foreign code: any failure of it is the embedder's, said as such
+        raise EmbedderError(f"{what} failed ({type(exc).__name__}: {printable(str(exc)[:200])})") from exc
+    if array.ndim != 2 or array.shape[0] != len(texts):
+        raise EmbedderError(f"{what} gave vectors of shape {array.shape[:4]} for {len(texts)} texts")
+    return _unit(array, embedder.dimension, what)
 
 
 def _unit(vectors: NDArray[np.float32], dimension: int, what: str) -> NDArray[np.float32]:
@@ -152,10 +187,8 @@ def fill(
         missing = catalog.without_vectors(size)
         for start in range(0, len(missing), _EMBED_CHUNK):
             chunk = missing[start : start + _EMBED_CHUNK]
-            vectors = embedder.embed([embedded_text(n, d, b) for _i, n, d, b in chunk])
-            blobs = encode(vectors, embedder.dimension, f"embedder {embedder.name!r}")
-            if len(blobs) != len(chunk):
-                raise EmbedderError(f"embedder {embedder.name!r} gave {len(blobs)} vectors for {len(chunk)} texts")
+            vectors = embed_checked(embedder, [embedded_text(n, d, b) for _i, n, d, b in chunk])
+            blobs = encode(vectors, embedder.dimension, _named(embedder))
             catalog.put_vectors(zip((i for i, *_ in chunk), blobs, strict=True))
     if cache is not None:
         cache.filled = VectorCache.stamp_of(catalog)
@@ -225,11 +258,18 @@ def rank(
 ) -> list[Scored]:
     """Memories by meaning (``mode`` "semantic" or "hybrid"), best first, the first ``limit`` (all when None).
     ``query`` is already folded (``ranking.needle``)."""
+    model = model_key(embedder)
+    held = catalog.vector_model()
+    if held != model:  # another process embedded the tree with another model since fill()
+        raise EmbedderError(
+            f"the memory index's vectors are now of model {printable(str(held)[:120])}, not {model}: another process "
+            "embeds this tree with another embedder; use one embedder per tree (--embedder, $BUNDLEKIT_EMBEDDER)"
+        )
     data = cache.load(catalog, embedder.dimension)
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
         return []
-    q = _unit(embedder.embed([query]), embedder.dimension, f"embedder {embedder.name!r}")[0]
+    q = embed_checked(embedder, [query])[0]
     similarity = data.matrix @ q
     relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":

@@ -56,6 +56,7 @@ class FakeEndpoint:
     url: str
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)  # each request's path and query, as sent
     answers: list[Answer] = field(default_factory=list)
 
 
@@ -70,7 +71,8 @@ def fake_endpoint(dimension: int = 8) -> Iterator[FakeEndpoint]:
         request = json.loads(handler.rfile.read(length) or b"{}")
         endpoint.requests.append(request)
         endpoint.headers.append({k.lower(): v for k, v in handler.headers.items()})
-        if handler.path.rstrip("/") != "/v1/embeddings":
+        endpoint.targets.append(handler.path)
+        if handler.path.split("?", 1)[0].rstrip("/") != "/v1/embeddings":
             send_json(handler, 404, error_body(f"Invalid URL (POST {handler.path})", "invalid_request_error"))
             return
         if endpoint.answers:

@@ -6,8 +6,13 @@ the memories themselves always load and recall."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+import time
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from importlib import metadata
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -19,7 +24,9 @@ from bundlekit.bundle import embeddings as bundle_embeddings
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.manifest import parse_created, validate_manifest
+from bundlekit.embed import registry
 from bundlekit.embed.openai import OpenAIEmbedder
+from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, ManifestError
 from bundlekit.memory import Memory
 from bundlekit.net.http import HttpOptions, RetryPolicy
@@ -203,3 +210,131 @@ def test_an_endpoint_error_message_is_cut_short_and_shown_printable() -> None:
             with pytest.raises(EmbedderError) as info:
                 embedder.embed(["alpha"])
     assert "\x1b" not in str(info.value) and len(str(info.value)) < 600
+
+
+def test_an_endpoint_url_with_a_query_keeps_the_embeddings_path_out_of_it() -> None:
+    with fake_endpoint() as fake:
+        with OpenAIEmbedder(f"{fake.url}/?api-version=2024-02-01#part", "m") as embedder:
+            embedder.embed(["alpha"])
+    assert fake.targets == ["/v1/embeddings?api-version=2024-02-01"]
+
+
+def test_an_endpoint_that_trickles_its_answer_is_cut_off_at_the_default_deadline() -> None:
+    ticks = iter(range(0, 10**9, 100))  # each look at the clock: 100 s later
+
+    def trickle(handler: BaseHTTPRequestHandler, _request: dict[str, Any]) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        try:
+            for _ in range(200):  # one byte at a time, each well within the read timeout
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.01)
+        except OSError:
+            pass  # the client gave up: what the test wants
+
+    with fake_endpoint() as fake:
+        fake.answers.append(trickle)
+        options = HttpOptions(retry=RetryPolicy(attempts=1), monotonic=lambda: float(next(ticks)))
+        with OpenAIEmbedder(fake.url, "m", http=options) as embedder:
+            with pytest.raises(EmbedderError, match="deadline"):
+                embedder.embed(["alpha"])
+
+
+# -- a third-party embedder (foreign code behind an entry point) --------------------------------------------
+
+
+class Misbehaving:
+    """An embedder whose ``embed`` does one wrong thing: ``how`` names it."""
+
+    name = "misbehaving"
+    model_id = "misbehaving-1"
+
+    def __init__(self, how: str, dimension: Any = 4) -> None:
+        self.how = how
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        n = len(texts)
+        answers: dict[str, Callable[[], Any]] = {
+            "fine": lambda: np.ones((n, 4), dtype=np.float32),
+            "raises": lambda: 1 / 0,
+            "objects": lambda: np.array([object()] * n * 4, dtype=object).reshape(n, 4),
+            "strings": lambda: [["a"] * 4 for _ in texts],
+            "none": lambda: None,
+            "no rows for one text": lambda: np.ones((0 if n == 1 else n, 4), dtype=np.float32),
+            "one row too many": lambda: np.ones((n + 1, 4), dtype=np.float32),
+        }
+        return answers[self.how]()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["raises", "objects", "strings", "none", "no rows for one text", "one row too many"])
+def test_an_embedder_that_raises_or_answers_wrongly_is_an_embedder_error_naming_it(source: Path, how: str) -> None:
+    with closing(Memory(source, embedder=Misbehaving(how))) as mem, pytest.raises(EmbedderError, match="misbehaving"):
+        mem.recall("reel", rank="semantic")
+
+
+@pytest.mark.parametrize("dimension", ["4", -1, 0, True, 10**12, 4.0])
+def test_an_embedder_claiming_an_impossible_dimension_is_an_embedder_error(source: Path, dimension: Any) -> None:
+    with closing(Memory(source, embedder=Misbehaving("fine", dimension))) as mem, pytest.raises(EmbedderError, match="dimension"):
+        mem.recall("reel", rank="semantic")
+
+
+class RaisingFactory:
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings) -> Any:
+        raise RuntimeError("cannot start")
+
+
+class NotAnEmbedderFactory:
+    @classmethod
+    def from_settings(cls, settings: EmbedderSettings) -> Any:
+        return "an embedder, honest"
+
+
+@pytest.mark.parametrize("factory", ["RaisingFactory", "NotAnEmbedderFactory"])
+def test_a_registered_factory_that_fails_is_an_embedder_error_naming_the_embedder(
+    monkeypatch: pytest.MonkeyPatch, factory: str,
+) -> None:
+    ep = metadata.EntryPoint("thirdparty", f"{__name__}:{factory}", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "available_embedders", lambda: {"thirdparty": ep})
+    with pytest.raises(EmbedderError, match="thirdparty"):
+        registry.create_embedder(EmbedderSettings(name="thirdparty"))
+
+
+def test_vectors_of_another_model_put_in_by_another_process_meanwhile_are_never_compared(
+    source: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mine, theirs = Memory(source, embedder=CountingEmbedder()), Memory(source, embedder=CountingEmbedder("theirs-1"))
+    own_fill = mine.embed_tree
+
+    def then_the_other_process(*args: Any) -> int:
+        computed = own_fill()
+        theirs.embed_tree()  # between this recall's fill and its ranking read, the index changes model
+        return computed
+
+    monkeypatch.setattr(mine, "embed_tree", then_the_other_process)
+    with closing(mine), closing(theirs), pytest.raises(EmbedderError, match="another process"):
+        mine.recall("soccer", rank="semantic")
+
+
+@pytest.mark.parametrize("query", ["\ud800 highlight reel", "highlight reel \udcff\udcfe"])
+def test_a_query_holding_lone_surrogates_is_embedded_with_replacement_characters(source: Path, query: str) -> None:
+    with closing(Memory(source, embedder=CountingEmbedder())) as mem:
+        assert mem.recall(query, rank="hybrid")[0].key == "reel"
+
+
+def test_a_query_of_undecodable_argv_bytes_recalls_by_meaning(source: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "recall", "--rank",
+                           "semantic", b"\xff\xfe highlight reel"], capture_output=True, timeout=120)
+    assert (done.returncode, done.stdout.split(b"\t")[1]) == (0, b"reel"), done.stderr
+
+
+def test_a_refused_context_query_says_only_why_not_a_ranking_it_never_used(source: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "context", "--query", " ",
+                           "--rank", "semantic"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, "ranked by" in done.stderr) == (2, "", False), done.stderr
