@@ -7,9 +7,8 @@ the load's own bounds allow.
 
 from __future__ import annotations
 
-from typing import Any
 from pathlib import Path
-
+from typing import Any
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.sources import Gateways
