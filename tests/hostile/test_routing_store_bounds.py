@@ -4,18 +4,27 @@
 ``MAX_NAMES`` names (specs/gateway.md section 6, PUT step 5). Found: the limit was counted before the
 store's record lock was taken, so writers of new names racing past the count were all kept (24 of 24
 with a limit of 3). It is counted under the lock now (``BlockStore.put_record(max_names=...)``).
+
+A ``bundlekit serve`` stopped by SIGTERM while ``PUT``s ran left a record's temp file in ``<store>/ipns/``
+(2 of 3 stops: the handler threads are daemons, cut at exit mid-write). A stopping server now waits,
+boundedly, for the answers that write (``GatewayServer.server_close``) and refuses new ones (503).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bundlekit.blockstore import BlockStore, RecordLimitError
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.gateway.respond import Response
+from bundlekit.gateway.server import BodyApp, serve_in_thread
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing_api import RoutingAPI
 
@@ -67,3 +76,45 @@ def test_the_store_refuses_a_record_of_a_new_name_past_its_limit(tmp_path: Path)
     with pytest.raises(RecordLimitError):
         store.put_record(*second, max_names=1)
     assert store.get_record(second[0]) is None
+
+
+_WAIT = 30.0  # seconds any step may take: a bound for a hung server, never a timing assertion
+
+
+def test_a_stopping_server_lets_a_put_under_way_finish_and_refuses_new_ones(tmp_path: Path) -> None:
+    entered, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def writing(method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> Response:
+        entered.set()
+        release.wait(_WAIT)
+        order.append("written")
+        return Response(200)
+
+    def instant(method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> Response:
+        return Response(200)
+
+    statuses: list[int] = []
+    with serve_in_thread(store=BlockStore(tmp_path / "served"), apps={"/routing/v1/": BodyApp(writing, 1024)}) as server:
+        put = threading.Thread(target=lambda: statuses.append(
+            httpx.put(f"{server.url}/routing/v1/ipns/x", content=b"r", timeout=_WAIT).status_code))
+        put.start()
+        assert entered.wait(_WAIT)
+
+        def close() -> None:
+            server.shutdown()
+            server.server_close()
+            order.append("closed")
+
+        closer = threading.Thread(target=close)
+        closer.start()
+        probe = BodyApp(instant, 0)
+        deadline = time.monotonic() + _WAIT
+        while server.answer_writing(probe, "PUT", "/routing/v1/ipns/x", {}, b"").status != 503:
+            assert time.monotonic() < deadline, "the server never started closing"
+            time.sleep(0.01)
+        release.set()
+        closer.join(_WAIT)
+        put.join(_WAIT)
+    assert order == ["written", "closed"]
+    assert statuses == [200]
