@@ -50,7 +50,7 @@ from bundlekit.ipld.cid import (
 )
 from bundlekit.ipld.walk import walk_dag
 
-__all__ = ["IPNS_RECORD_MEDIA_TYPE", "BlockStore", "default_store_root"]
+__all__ = ["IPNS_RECORD_MEDIA_TYPE", "BlockStore", "RecordLimitError", "default_store_root"]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
@@ -107,6 +107,10 @@ def _block_name(cid: bytes) -> tuple[str, str]:
     """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
     name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
+
+
+class RecordLimitError(BundlekitError):
+    """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
 
 
 class BlockStore:
@@ -372,22 +376,29 @@ class BlockStore:
             raise UsageError(f"{name[:80]!r} is not an IPNS name (k51...); check the name")
         return self.root / "ipns" / name
 
-    def put_record(self, name: str, record: bytes, *, keep: Callable[[bytes], bool] | None = None) -> bool:
+    def put_record(
+        self, name: str, record: bytes, *, keep: Callable[[bytes], bool] | None = None, max_names: int | None = None
+    ) -> bool:
         """Keep ``record`` as the latest IPNS record of ``name`` (``k51...``), replacing the one before.
 
         With ``keep``, the record already kept is read under the store's record
         lock and stays when ``keep(kept)`` is true (it is as new as ``record``):
         two resolutions racing to remember what they saw cannot put an older
         record over a newer one. Returns whether ``record`` was written.
+        With ``max_names``, a record of a name the store keeps none for is
+        refused (``RecordLimitError``) when it keeps records for that many
+        names: counted under the same lock, so writers racing with new names
+        cannot pass the limit together.
         The store does not read records: ``bundlekit.names`` verifies them
         before it calls this and after it reads one back (``keep`` is its judge).
         """
         path = self._record_path(name)
         with self._flock("ipns.lock", exclusive=True):
-            if keep is not None:
-                kept = self.get_record(name)
-                if kept is not None and keep(kept):
-                    return False
+            kept = self.get_record(name) if keep is not None or max_names is not None else None
+            if kept is not None and keep is not None and keep(kept):
+                return False
+            if kept is None and max_names is not None and self.record_count() >= max_names:
+                raise RecordLimitError(f"the store at {self.root} keeps records for {max_names} names, its limit")
             atomic_write_bytes(path, record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
         return True
 

@@ -45,6 +45,8 @@ _GATEWAY_ADVICE = "check the CID or try another --gateway"
 #: when they reach the byte bound: what waits in memory to be kept stays small.
 _KEEP_BATCH = 256
 _KEEP_BATCH_BYTES = 8 * 1024 * 1024
+#: Slices of a prefetch level, in multiples of the concurrency, between which its byte bound is checked.
+_PREFETCH_SLICE = 2
 
 
 class BlockSession(Protocol):
@@ -258,22 +260,32 @@ class _GatewaySession(Closing):
     def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
         """Level by level, ``concurrency`` requests at a time, past ``max_bytes`` fetched no further (the
         reads that follow enforce each file's own caps); a block that fails is fetched again, alone, when
-        its file is read (and skipped or refused there)."""
+        its file is read (and skipped or refused there).
+
+        The bound is checked between slices of a level (``_PREFETCH_SLICE`` x ``concurrency`` blocks), not
+        only between levels: one node may link thousands of blocks, and a hostile DAG whose files claim a
+        few bytes must not make a level of gigabytes be fetched (and kept) before any read refuses it.
+        """
         if self._fetcher.root_in_store:
             return
         level, fetched = list(cids), 0
+        step = max(1, concurrency) * _PREFETCH_SLICE
         for _depth in range(MAX_DEPTH):
-            if not level or fetched > max_bytes:
-                return
-            got = self.get_many(level, concurrency)
             children: list[bytes] = []
-            for cid in level:  # in link order, a block linked twice counted twice
-                data = got.get(cid)
-                if data is None:
-                    continue
-                fetched += len(data)
-                with suppress(BundlekitError):  # a malformed node fails properly when its file is read
-                    children.extend(child for child, _name in block_links(cid, data))
+            for start in range(0, len(level), step):
+                if fetched > max_bytes:
+                    return
+                part = level[start:start + step]
+                got = self.get_many(part, concurrency)
+                for cid in part:  # in link order, a block linked twice counted twice
+                    data = got.get(cid)
+                    if data is None:
+                        continue
+                    fetched += len(data)
+                    with suppress(BundlekitError):  # a malformed node fails properly when its file is read
+                        children.extend(child for child, _name in block_links(cid, data))
+            if not children:
+                return
             level = children
 
     def finish(self) -> None:

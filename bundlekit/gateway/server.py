@@ -63,7 +63,7 @@ from bundlekit.gateway.framing import (
     read_body,
     request_framing,
 )
-from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response
+from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
@@ -128,6 +128,9 @@ HEAD_TIMEOUT = 30.0
 # "lingering close").
 LINGER_TIME = 2.0
 LINGER_BYTES = 16 * 1024 * 1024
+# Seconds a stopping server waits for the ``BodyApp`` answers under way (a routing ``PUT`` writing its
+# record): its handler threads are daemons, and one stopped mid-write at exit would leave a temp file.
+WRITE_GRACE = 5.0
 
 
 def _linger(sock: socket.socket) -> None:
@@ -336,7 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
         elif isinstance(app, BodyApp):
-            response = app.respond(method, self.path, headers, self._body if method in app.methods else b"")
+            response = self.server.answer_writing(app, method, self.path, headers,
+                                                  self._body if method in app.methods else b"")
         else:
             response = app(method, self.path, headers)
         if response.status == CLIENT_GONE:
@@ -412,6 +416,10 @@ class GatewayServer(ThreadingHTTPServer):
     ) -> None:
         if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
             raise UsageError(f"the connection limit must be 1 or more, not {max_connections!r}")
+        # BodyApp answers under way, and whether the server is closing (server_close waits for them).
+        self._writes = 0
+        self._writes_done = threading.Condition()
+        self._closing = False
         super().__init__(address, _Handler)
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
@@ -466,6 +474,31 @@ class GatewayServer(ThreadingHTTPServer):
         if ":" in host_text:
             host_text = f"[{host_text}]"
         return f"http://{host_text}:{port}"
+
+    def answer_writing(
+        self, app: BodyApp, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+    ) -> Response:
+        """``app``'s answer, counted as a write under way that ``server_close`` waits for; once the server
+        is closing, a 503 instead (nothing is started that the exit could cut in half)."""
+        with self._writes_done:
+            if self._closing:
+                return error_response(503, "this server is stopping; retry the request elsewhere or later",
+                                      [("Retry-After", "1")])
+            self._writes += 1
+        try:
+            return app.respond(method, target, headers, body)
+        finally:
+            with self._writes_done:
+                self._writes -= 1
+                self._writes_done.notify_all()
+
+    def server_close(self) -> None:
+        """Stop taking connections, then wait (at most ``WRITE_GRACE`` seconds) for the ``BodyApp``
+        answers under way: a stop (SIGTERM, Ctrl-C) never cuts a record write in half at exit."""
+        with self._writes_done:
+            self._closing = True
+            self._writes_done.wait_for(lambda: self._writes == 0, timeout=WRITE_GRACE)
+        super().server_close()
 
     def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         """Serve the connection on a thread of its own if a slot is free; otherwise answer 503 and close it."""

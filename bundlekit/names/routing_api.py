@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore
+from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore, RecordLimitError
 from bundlekit.errors import BundlekitError, CodecError, SignatureError, UsageError
 from bundlekit.gateway.record_cache import routing_cache_headers
 from bundlekit.gateway.respond import Response, error_response
@@ -153,9 +153,6 @@ class RoutingAPI:
         except SignatureError as exc:
             return error_response(400, f"the provided record is invalid: {exc}")
         try:
-            if self.store.get_record(label) is None and self.store.record_count() >= self.max_names:
-                return error_response(507, f"this server keeps records for {self.max_names} names, its limit; "
-                                           "it takes new records for those names only")
             kept: list[int] = []
             same: list[bool] = []
 
@@ -172,7 +169,10 @@ class RoutingAPI:
                     return True
                 return False
 
-            written = self.store.put_record(label, body, keep=as_new)
+            written = self.store.put_record(label, body, keep=as_new, max_names=self.max_names)
+        except RecordLimitError:
+            return error_response(507, f"this server keeps records for {self.max_names} names, its limit; "
+                                       "it takes new records for those names only")
         except UsageError as exc:
             return error_response(400, str(exc))
         except BundlekitError as exc:
