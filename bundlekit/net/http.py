@@ -204,7 +204,8 @@ def _redirect_guard(follow_other_origins: bool) -> Callable[[httpx.Response], No
         if not follow_other_origins and _origin(there) != _origin(here):
             raise RedirectRefused(
                 f"refused a redirect from {here.host} to another origin ({there.scheme}://{there.host}"
-                f"{':' + str(there.port) if there.port else ''}); pass --follow-redirects to allow it"
+                f"{':' + str(there.port) if there.port else ''}): other origins are followed only when allowed "
+                "(`bundlekit load --follow-redirects`; the library's HttpOptions(follow_redirects=True))"
             )
 
     return check
@@ -319,13 +320,15 @@ def classify(
 
 def check_http_url(text: str, *, what: str) -> str:
     """Return ``text``; when it is an ``http(s)://`` URL httpx cannot parse (``https://h:X/``,
-    ``http://[::1``), raise ``UsageError`` naming ``what`` and the reason (never a raw
+    ``http://[::1``) or whose port no socket takes (``:99999``), raise ``UsageError`` naming ``what`` and the reason (never a raw
     ``httpx.InvalidURL``). Anything else passes through for its own parser to judge."""
     if text.strip().lower().startswith(("http://", "https://")):
         try:
-            httpx.URL(text.strip())
+            port = httpx.URL(text.strip()).port
         except httpx.InvalidURL as exc:
             raise UsageError(f"{what} {text[:200]!r} is not a valid URL ({exc}); check it") from exc
+        if port is not None and not 0 < port <= 65535:  # httpx parses any digits; a socket takes 1-65535
+            raise UsageError(f"{what} {text[:200]!r} is not a valid URL (port {port} is not 1-65535); check it")
     return text
 
 

@@ -180,8 +180,11 @@ URL_CID = "bafybeibaxstr6kbnpp45puzgkdmtnx37yjoeqccpcp4qg27mzip2hxq7fy"
         (["load", URL_CID, "--gateway", "http://[::1"], "--gateway 'http://[::1'"),
         (["fork", f"https://h:X/ipfs/{URL_CID}", "{dest}"], "URI"),
         (["diff", "https://h:X/manifest.json", "{dest}"], "URI"),
+        (["load", URL_CID, "--gateway", "http://127.0.0.1:99999"], "--gateway 'http://127.0.0.1:99999'"),
+        (["name", "resolve", "k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8", "--routing",
+          "http://127.0.0.1:65536"], "routing endpoint 'http://127.0.0.1:65536'"),
     ],
-    ids=["load-uri", "load-gateway", "fork-uri", "diff-uri"],
+    ids=["load-uri", "load-gateway", "fork-uri", "diff-uri", "load-gateway-port", "routing-port"],
 )
 def test_an_unparseable_url_exits_2_naming_it(args: list[str], named: str, run: Run, tmp_path: Path) -> None:
     result = run(*[a.format(dest=tmp_path / "dest") for a in args])
