@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.sources import Gateways
+from bundlekit.bundle.sources import _PREFETCH_SLICE, Gateways
 from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.net.fetch import parse_uri
@@ -51,5 +51,5 @@ def test_a_prefetch_stops_inside_a_level_once_its_byte_bound_is_passed(
         session.close()
     kept = [store.get(cid) for cid in store.iter_blocks()]
     # The bound is checked between slices of the level: it may be passed by one slice at most.
-    assert sum(len(block) for block in kept) <= bound + 2 * concurrency * _CHILD_BYTES
+    assert sum(len(block) for block in kept) <= bound + _PREFETCH_SLICE * concurrency * _CHILD_BYTES
     assert len(gw.requests) == len(kept) < 2000
