@@ -32,7 +32,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -211,17 +211,31 @@ class BlockStore:
         already present are left alone. Raises what ``put`` raises; nothing of the batch is renamed then."""
         for cid, data in blocks:
             verify_block(cid, data, max_size=None)
+        self._write_blocks(blocks, batch=None)
+
+    def _write_blocks(self, blocks: Iterable[tuple[bytes, bytes]], *, batch: int | None) -> None:
+        """Write ``blocks`` (a block named twice, or by CIDv0 and CIDv1 alike, once) as temp files, then sync
+        and rename them together: every ``batch`` blocks, or all at once (``None``). On any failure the
+        temp files not yet renamed are removed; what was renamed stays (verified blocks, a cache)."""
         pending: list[AtomicFile] = []
+        queued: set[str] = set()
         try:
-            for cid, data in dict(blocks).items():
+            for cid, data in blocks:
+                key = self._file(cid)
+                if key in queued:
+                    continue
                 block = self._write_temp(cid, data)
                 if block is not None:
                     pending.append(block)
+                    queued.add(key)
+                if batch is not None and len(pending) >= batch:
+                    self._commit(pending)
+                    pending, queued = [], set()
+            self._commit(pending)
         except BaseException:
             for block in pending:
                 block.discard()
             raise
-        self._commit(pending)
 
     def _write(self, cid: bytes, data: bytes) -> None:
         pending = self._write_temp(cid, data)
@@ -317,25 +331,7 @@ class BlockStore:
         with self._gc_lock(exclusive=False):
             car_roots, blocks = read_car(stream, verify=True)
             roots: list[bytes] = list(car_roots)
-            pending: list[AtomicFile] = []
-            queued: set[str] = set()
-            try:
-                for cid, data in blocks:
-                    key = self._file(cid)
-                    if key in queued:
-                        continue
-                    block = self._write_temp(cid, data)
-                    if block is not None:
-                        pending.append(block)
-                        queued.add(key)
-                    if len(pending) >= IMPORT_BATCH:
-                        self._commit(pending)
-                        pending, queued = [], set()
-                self._commit(pending)
-            except BaseException:
-                for block in pending:
-                    block.discard()
-                raise
+            self._write_blocks(blocks, batch=IMPORT_BATCH)
             if pin:
                 for root in roots:
                     self.pin(root, name)  # walks the DAG: refuses an incomplete one
