@@ -26,7 +26,10 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["CONTEXT_TOKENS", "DEADLINE_SECONDS", "MAX_COUNT", "MAX_DIGITS", "RECALL_LIMIT", "Bound", "parse_seconds"]
+__all__ = [
+    "CONTEXT_TOKENS", "DEADLINE_SECONDS", "MAX_COUNT", "MAX_DIGITS", "RECALL_LIMIT", "Bound", "parse_seconds",
+    "shown_value",
+]
 
 #: The largest signed 64-bit integer: SQLite's INTEGER, C's ssize_t.
 MAX_COUNT: Final = 2**63 - 1
@@ -35,9 +38,11 @@ MAX_DIGITS: Final = len(str(MAX_COUNT))
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
-def _shown(text: str) -> str:
-    """What an error may repeat of a given value: short ones whole, long ones as their length."""
-    return repr(text) if len(text) <= 24 else f"a value of {len(text)} characters"
+def shown_value(value: object, *, quoted: int = 24) -> str:
+    """What an error may repeat of a given value: up to ``quoted`` characters whole, longer ones only as their
+    length (never a cut-off piece: the output redaction must see a credential whole to withhold it)."""
+    text = str(value)
+    return repr(text) if len(text) <= quoted else f"a value of {len(text)} characters"
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class Bound:
         """``text`` as a whole number in range; ``ValueError`` naming ``what`` and the range otherwise."""
         stripped = text.strip()
         if not stripped.isascii() or not _WHOLE.fullmatch(stripped):
-            raise ValueError(f"{what} must be a whole number from {self.low} to {self.high}, not {_shown(text)}")
+            raise ValueError(f"{what} must be a whole number from {self.low} to {self.high}, not {shown_value(text)}")
         if len(stripped.lstrip("+-").lstrip("0")) > MAX_DIGITS:
             raise ValueError(f"{what} must be from {self.low} to {self.high}, not a number of "
                              f"{len(stripped)} digits")
@@ -86,7 +91,7 @@ def parse_seconds(text: str, what: str, high: float = DEADLINE_SECONDS) -> float
     """``text`` as a number of seconds above 0 and at most ``high``: a plain decimal, never ``nan`` or ``inf``."""
     stripped = text.strip()
     if len(stripped) > 40 or not stripped.isascii() or not _DECIMAL.fullmatch(stripped):
-        raise ValueError(f"{what} must be a number of seconds above 0 and at most {high:g}, not {_shown(text)}")
+        raise ValueError(f"{what} must be a number of seconds above 0 and at most {high:g}, not {shown_value(text)}")
     value = float(stripped)
     if not (math.isfinite(value) and 0 < value <= high):
         raise ValueError(f"{what} must be above 0 and at most {high:g} seconds, not {stripped}")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bundlekit._bounds import CONTEXT_TOKENS
+from bundlekit._bounds import CONTEXT_TOKENS, shown_value
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
@@ -41,16 +41,6 @@ class PublishSettings:
 
     key: KeySpec | None = None
     default_pinners: tuple[str, ...] = ("local",)
-
-
-def _offered(value: object) -> str:
-    """A refused argument as an error may quote it: whole (so the output redaction sees a credential whole,
-    never a cut-off piece it cannot recognise), or only its length when it is too long to quote."""
-    text = str(value)
-    return repr(text) if len(text) <= _QUOTED else f"a value of {len(text)} characters"
-
-
-_QUOTED = 40
 
 
 class MemoryTools:
@@ -90,7 +80,8 @@ class MemoryTools:
         if limit < 1 or limit > MAX_RECALL_LIMIT:
             raise UsageError(f"memory_recall: limit must be between 1 and {MAX_RECALL_LIMIT}, not {limit}")
         if rank is not None and rank not in RANKS:
-            raise UsageError(f"memory_recall: rank must be one of {', '.join(RANKS)}, not {_offered(rank)}")
+            shown = shown_value(rank, quoted=40)
+            raise UsageError(f"memory_recall: rank must be one of {', '.join(RANKS)}, not {shown}")
         memory = self.served.memory
         hits = memory.recall(query, limit, rank=memory.ranking_for(rank))
         return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
@@ -199,7 +190,8 @@ class MemoryTools:
         if settings is None or tree is None:
             raise UsageError("bundle_publish: start the server with --allow-publish and a tree on disk")
         if require not in REQUIRE_MODES:
-            raise UsageError(f"bundle_publish: require must be one of {', '.join(REQUIRE_MODES)}, not {_offered(require)}")
+            shown = shown_value(require, quoted=40)
+            raise UsageError(f"bundle_publish: require must be one of {', '.join(REQUIRE_MODES)}, not {shown}")
         built = open_pinners(pinners or settings.default_pinners)
         try:
             with tempfile.TemporaryDirectory(prefix="bundlekit-mcp-pin-") as workdir:
