@@ -31,6 +31,7 @@ from bundlekit.convert._common import (
     Loss,
     Unholdable,
     dropped_fields,
+    field_losses,
 )
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
@@ -355,6 +356,12 @@ def export_to(
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.
         options["namespace"] = Path(src).resolve().name
+    written = tree.entries
+    if exclude_device and not include_device:
+        written = [e for e in tree.entries if not is_device_entry(e)]
+    # What the format has no place for is known before planning: a loss like any other, so
+    # ``strict`` refuses it before the first byte is written (ExportPlan.earlier).
+    warnings = _format_losses(spec, tree, written, options)
     paths = write_foreign(
         spec.name,
         tree,
@@ -365,25 +372,46 @@ def export_to(
         strict=strict,
         **options,
     )
-    written = tree.entries
-    if exclude_device and not include_device:
-        written = [e for e in tree.entries if not is_device_entry(e)]
-    warnings = list(tree.warnings)
-    if len(written) != len(tree.entries):
-        warnings.append(
-            f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
+    left_out = len({loss.key for loss in tree.losses if loss.left_out} & {e.key for e in written})
+    # The events written: none where the format drops the timeline, else those the writer kept.
+    timeline = 0 if spec.timeline_dropped(options) is not None else len(tree.timeline)
+    return ConvertResult(
+        spec.name,
+        "export",
+        Path(dest),
+        len(written) - left_out,
+        timeline,
+        paths,
+        [*tree.warnings, *warnings],
+        list(tree.losses),
+    )
+
+
+def _format_losses(
+    spec: Format, tree: ForeignTree, written: list[Entry], options: Mapping[str, Any]
+) -> list[str]:
+    """Record in ``tree.losses`` what ``spec`` cannot carry of any memory; return the warnings saying so.
+
+    Device memories left out (``exclude_device``), the fields the format has
+    no place for (one loss per memory, one warning with counts) and the
+    timeline events it drops (one loss, ``memory: null``).
+    """
+    kept_keys = {e.key for e in written}
+    warnings: list[str] = []
+    device = [e for e in tree.entries if e.key not in kept_keys]
+    if device:
+        tree.losses.extend(
+            Loss(e.key, "device-bound memory (it never leaves this machine)", left_out=True) for e in device
         )
+        warnings.append(f"left out {len(device)} device memories (they never leave this machine)")
     kept = spec.kept(options)
     if kept is not None:
+        tree.losses.extend(field_losses(written, kept, spec.name))
         warnings.extend(dropped_fields(written, kept, spec.name))
-    timeline = len(tree.timeline)
     dropped = spec.timeline_dropped(options)
-    if dropped is not None:
-        if timeline:
-            events = "event" if timeline == 1 else "events"
-            warnings.append(f"left out {timeline} timeline {events}: {spec.name} {dropped}")
-        timeline = 0
-    left_out = len({loss.key for loss in tree.losses if loss.left_out})
-    return ConvertResult(
-        spec.name, "export", Path(dest), len(written) - left_out, timeline, paths, warnings, list(tree.losses)
-    )
+    if dropped is not None and tree.timeline:
+        count = len(tree.timeline)
+        change = f"left out {count} timeline {'event' if count == 1 else 'events'}: {spec.name} {dropped}"
+        tree.losses.append(Loss(None, change, left_out=True))
+        warnings.append(change)
+    return warnings
