@@ -37,6 +37,7 @@ import yaml
 from bundlekit._fs import atomic_write_bytes, os_reason
 from bundlekit.errors import ConvertError, FrontmatterError, InvalidKeyError
 from bundlekit.memory.frontmatter import load_frontmatter
+from bundlekit.memory.index import link_line
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
@@ -58,6 +59,7 @@ __all__ = [
     "field_losses",
     "dump_yaml",
     "first_line",
+    "index_line_loss",
     "format_time",
     "is_valid_key",
     "left_out_file",
@@ -245,6 +247,24 @@ def merge_extra(
             plan.altered(key, f"{field} key {name!r} {problem}; not written")
         elif name not in into:
             into[name] = v
+
+
+def index_line_loss(plan: ExportPlan, key: str, title: str, target: str, description: str, index: str) -> None:
+    """Record a loss when memory ``key``'s link line in the target's ``index`` cannot show its text as is.
+
+    The one index renderer (``bundlekit.memory.index.link_line``) writes ``[``,
+    ``]`` and ``\\`` as ``&#91;``, ``&#93;``, ``&#92;`` and withholds what looks
+    like a credential; a target that shows its index text raw (Claude Code's
+    ``MEMORY.md``, three.ws's stored index in a prompt) shows that instead of
+    the name or description. The memory's own file still holds it exactly.
+    """
+    raw = f"- [{title}]({target})" + (f" \u2014 {description}" if description else "")
+    if link_line(title, target, description) != raw:
+        plan.altered(
+            key,
+            f"name or description: its {index} link line shows '[', ']' or '\\' as &#91; &#93; &#92; "
+            "(or withholds a credential-like text); the memory's file holds it as is",
+        )
 
 
 def strict_refusal(losses: list[Loss], where: str) -> ConvertError:

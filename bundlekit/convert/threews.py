@@ -49,6 +49,7 @@ from bundlekit.convert._common import (
     same_instant,
     single_line,
     write_planned,
+    index_line_loss,
 )
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
@@ -541,6 +542,11 @@ def plan_threews(
     if storage:
         if not namespace:
             raise ConvertError("a localStorage dump needs the agent id: pass namespace")
+        if key is None:
+            # The runtime shows a stored index as it is (contextBlock); a blob's it rebuilds on import.
+            for entry in tree.entries:
+                listed = _Listed(entry)
+                index_line_loss(plan, entry.key, listed.name, f"{listed.key}.md", listed.description, "stored index")
         # JSON.stringify's form: no spaces, non-ASCII as itself.
         value = json.dumps(storage_value(blob), ensure_ascii=False, separators=(",", ":"))
         data: Any = {STORAGE_KEY.format(agent_id=namespace): value}

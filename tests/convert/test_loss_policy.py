@@ -39,7 +39,7 @@ def tree_with_dashes(root: Path, count: int = 13, dashed: int = 5) -> Path:
     """``count`` memories; ``m<dashed>``'s description holds ``---`` (as a hand edit leaves it)."""
     memory = Memory(root)
     for i in range(count):
-        memory.write(f"m{i:02d}", body=f"body {i}", name=f"M{i}", description=f"d{i}", type="user")
+        memory.write(f"m{i:02d}", body=f"body {i}", name=f"m{i:02d}", description=f"d{i}", type="user")
     path = root / f"m{dashed:02d}.md"
     path.write_text(path.read_text().replace(f"description: d{dashed}\n", "description: a --- b\n"))
     return root
@@ -130,8 +130,8 @@ def test_claude_code_reads_the_em_dash_in_every_frontmatter_value(tmp_path: Path
 
 
 def test_a_memory_whose_file_is_taken_is_left_out_and_named(tmp_path: Path) -> None:
-    first = entry("a", **{"x-massgen-name": "same"})
-    second = entry("b", **{"x-massgen-name": "same"})
+    first = entry("a", name="same", **{"x-massgen-name": "same"})
+    second = entry("b", name="same", **{"x-massgen-name": "same"})
     tree = ForeignTree([first, second])
     paths = write_massgen(tree, tmp_path)
     assert paths == [tmp_path / "memory" / "long_term" / "same.md"]
