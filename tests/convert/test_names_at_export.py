@@ -12,7 +12,9 @@ The readers, from their real sources:
 * MassGen: ``_parse_memory_file`` of ``massgen/system_message_builder.py`` (PyPI massgen 0.1.97,
   massgen/MassGen 304dbaa1628414f8e88a3be5b332fd13247a96c2): ``content.split("---", 2)``, each line
   with a colon split at the first one, both sides stripped; no YAML, quotes stay text. Its ``name``
-  is the memory's file name.
+  is the memory's file name (``workspace/memory/short_term/{name}.md``, ``system_prompt_sections.py``).
+  With ``$BUNDLEKIT_MASSGEN_GIT`` (a git directory of massgen/MassGen) its own function runs;
+  with ``$BUNDLEKIT_THREEWS_GIT`` three.ws's runtime runs under node (``threews_reader.mjs``).
 * Claude Code: YAML frontmatter (the files it writes quote a value YAML needs quoted, e.g.
   ``description: "ray POC next steps (updated 2026-07-25): ..."`` in ../shared/claude-code-samples/),
   ``MEMORY.md`` loaded as text.
@@ -24,9 +26,13 @@ The readers, from their real sources:
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import re
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,9 @@ TEXTS = [
     "a \\ backslash",
 ]
 PROJECT = "git:" + "a" * 40
+THREEWS_COMMIT = "2071392cf490202c2c8a9f21a5991197c6fbc130"
+MASSGEN_COMMIT = "304dbaa1628414f8e88a3be5b332fd13247a96c2"
+HERE = Path(__file__).resolve().parent
 
 
 def plant_tree(root: Path) -> Path:
@@ -128,6 +137,48 @@ def test_threews_stored_index_names_the_memories_it_shows_escaped(tree: Path, tm
         assert named_in_warning(result, key, "stored index link line") == (key in escaped)
 
 
+def threews_runtime(tmp_path: Path) -> Path:
+    """three.ws's ``src/memory/index.js`` and ``crypto.js`` at :data:`THREEWS_COMMIT`, copied out of a git
+    directory of nirholas/three.ws (``$BUNDLEKIT_THREEWS_GIT``) into ``tmp_path``; skip without it or node."""
+    git_dir = os.environ.get("BUNDLEKIT_THREEWS_GIT")
+    if not git_dir or not Path(git_dir).is_dir() or shutil.which("node") is None or shutil.which("git") is None:
+        pytest.skip("set BUNDLEKIT_THREEWS_GIT to a git directory of nirholas/three.ws (and have node) to run its runtime")
+    runtime = tmp_path / "threews-runtime"
+    runtime.mkdir()
+    for name in ("index.js", "crypto.js"):
+        shown = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{THREEWS_COMMIT}:src/memory/{name}"],
+                               capture_output=True, timeout=60, check=False)
+        if shown.returncode != 0:
+            pytest.skip(f"{git_dir} does not hold three.ws {THREEWS_COMMIT}")
+        (runtime / name).write_bytes(shown.stdout)
+    return runtime
+
+
+def run_threews(runtime: Path, path: Path) -> dict[str, Any]:
+    done = subprocess.run(["node", str(HERE / "threews_reader.mjs"), str(runtime), str(path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_the_real_threews_runtime_reads_every_name_and_description_back_exactly(tree: Path, tmp_path: Path) -> None:
+    runtime = threews_runtime(tmp_path)
+    export_to("three.ws", tree, tmp_path / "blob.json")
+    export_to("three.ws", tree, tmp_path / "ls.json", storage=True, namespace="agent-1")
+    for dump in ("blob.json", "ls.json"):
+        read = run_threews(runtime, tmp_path / dump)
+        assert {f"m{i}.md": {"name": t, "description": t} for i, t in enumerate(TEXTS)} == read["files"]
+
+
+def test_the_real_threews_runtime_shows_escaped_only_the_stored_index_lines_named(tree: Path, tmp_path: Path) -> None:
+    runtime = threews_runtime(tmp_path)
+    result = export_to("three.ws", tree, tmp_path / "ls.json", storage=True, namespace="agent-1")
+    index = run_threews(runtime, tmp_path / "ls.json")["index"]
+    for i, text in enumerate(TEXTS):
+        shown_as_is = f"- [{text}](m{i}.md) \u2014 {text}" in index
+        assert named_in_warning(result, f"m{i}", "stored index link line") != shown_as_is
+
+
 def test_claude_code_yaml_reads_every_name_and_description_back_exactly(tree: Path, tmp_path: Path) -> None:
     export_to("claude-code", tree, tmp_path / "cc")
     for i, text in enumerate(TEXTS):
@@ -159,6 +210,33 @@ def test_massgen_reads_every_description_exactly_and_each_name_change_is_named(t
         assert meta["name"] == key  # MassGen's name is the file name
         assert named_in_warning(result, key, "name: MassGen's name is the memory's file name")
         assert [c for c in losses_of(result, key) if c.startswith("name: ")]
+
+
+def massgen_parse_memory_file() -> Any:
+    """MassGen's own ``SystemMessageBuilder._parse_memory_file`` at :data:`MASSGEN_COMMIT`, read out of a git
+    directory of massgen/MassGen (``$BUNDLEKIT_MASSGEN_GIT``) and compiled alone (it needs only ``Path`` and
+    typing names); skip without it. Nothing of MassGen is committed here."""
+    git_dir = os.environ.get("BUNDLEKIT_MASSGEN_GIT")
+    if not git_dir or not Path(git_dir).is_dir() or shutil.which("git") is None:
+        pytest.skip("set BUNDLEKIT_MASSGEN_GIT to a git directory of massgen/MassGen to run its reader")
+    shown = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{MASSGEN_COMMIT}:massgen/system_message_builder.py"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    if shown.returncode != 0:
+        pytest.skip(f"{git_dir} does not hold MassGen {MASSGEN_COMMIT}")
+    (func,) = [n for n in ast.walk(ast.parse(shown.stdout))
+               if isinstance(n, ast.FunctionDef) and n.name == "_parse_memory_file"]
+    func.decorator_list = []
+    namespace: dict[str, Any] = {"Path": Path, "Optional": Any, "Dict": dict, "Any": Any}
+    exec(compile(ast.Module([func], []), "massgen/system_message_builder.py", "exec"), namespace)  # noqa: S102
+    return namespace["_parse_memory_file"]
+
+
+def test_the_real_massgen_reader_reads_each_description_exactly_and_the_key_as_name(tree: Path, tmp_path: Path) -> None:
+    parse = massgen_parse_memory_file()
+    export_to("massgen", tree, tmp_path / "ws")
+    for i, text in enumerate(TEXTS):
+        read = parse(tmp_path / "ws" / "memory" / "long_term" / f"m{i}.md")
+        assert (read["name"], read["description"], read["content"]) == (f"m{i}", text, f"body {i}")
 
 
 def test_massgen_name_equal_to_the_key_is_no_loss(tmp_path: Path) -> None:
