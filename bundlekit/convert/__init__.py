@@ -10,7 +10,9 @@ registry and the two public verbs::
 Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context``,
 ``magicfrog`` and ``letta`` (``specs/interop.md`` maps every field and lists
 what is lossy). Every conversion reports what it left out (fields a format has
-no place for, timeline events, files and rows it skipped) as warnings.
+no place for, timeline events, files and rows it skipped) as warnings, and
+every loss in ``ConvertResult.losses``; with ``strict`` a loss refuses the
+conversion before anything is written.
 Device-bound memory (MagicFrog's ``device`` dimension) is refused in both
 directions unless ``include_device=True, local_only=True``.
 """
@@ -92,8 +94,10 @@ class Format:
     ``tree.losses``; ``strict`` refuses the export instead, writing nothing.
     ``kept(write_options)`` are the bundlekit frontmatter fields the writer
     carries (besides its own ``x-<format>-*`` keys), ``None`` when it carries
-    every field; an export names every other field it met in a warning. ``lossy`` says in a few words what the
-    format cannot hold (``convert --help`` lists it).
+    every field; an export names every other field it met in a warning and,
+    per memory, in ``losses`` (so ``strict`` refuses it, as it refuses the
+    dropped timeline). ``lossy`` says in a few words what the format cannot
+    hold (``convert --help`` lists it).
     """
 
     name: str
@@ -154,7 +158,8 @@ _FORMATS: dict[str, Format] = {
             frozenset({"timezone"}),
             frozenset({"agent_id"}),
             _fields(*massgen.KEPT_FIELDS),
-            "type, tags, source, decay, revision; the timeline; '---' in a value (written as an em dash)",
+            "type, tags, source, decay, revision; a name that is not the key (MassGen's name is the file "
+            "name); the timeline; '---' in a value (written as an em dash)",
         ),
         Format(
             "claude-code",
@@ -165,7 +170,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"form"}),
             _claude_code_fields,
             "tags, source, decay, important, revision, created, updated (--form top); the timeline; "
-            "'---' in a value (written as an em dash)",
+            "'---' in a value (written as an em dash); '[', ']', '\\' in MEMORY.md's link text",
         ),
         Format(
             "three.ws",
@@ -175,7 +180,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"agent_id", "now", "key"}),
             frozenset({"namespace", "mode", "storage", "key", "rng"}),
             _fields("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
-            "revision; the timeline in the encrypted form",
+            "revision; the timeline in the encrypted form; '[', ']', '\\' in a stored index's link text",
             threews.timeline_dropped,
         ),
         Format(
