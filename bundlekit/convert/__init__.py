@@ -397,18 +397,16 @@ def _format_losses(
 ) -> list[str]:
     """Record in ``tree.losses`` what ``spec`` cannot carry of any memory; return the warnings saying so.
 
-    Device memories left out (``exclude_device``), the fields the format has
-    no place for (one loss per memory, one warning with counts) and the
-    timeline events it drops (one loss, ``memory: null``).
+    The fields the format has no place for (one loss per memory, one warning
+    with counts) and the timeline events it drops (one loss, ``memory:
+    null``); device memories ``exclude_device`` left out get a warning only
+    (the option's choice).
     """
-    kept_keys = {e.key for e in written}
     warnings: list[str] = []
-    device = [e for e in tree.entries if e.key not in kept_keys]
-    if device:
-        tree.losses.extend(
-            Loss(e.key, "device-bound memory (it never leaves this machine)", left_out=True) for e in device
-        )
-        warnings.append(f"left out {len(device)} device memories (they never leave this machine)")
+    if len(written) != len(tree.entries):
+        # A choice --exclude-device makes (device memory never leaves this machine), not a loss.
+        device = len(tree.entries) - len(written)
+        warnings.append(f"left out {device} device memories (they never leave this machine)")
     kept = spec.kept(options)
     if kept is not None:
         tree.losses.extend(field_losses(written, kept, spec.name))

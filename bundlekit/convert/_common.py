@@ -249,7 +249,9 @@ def merge_extra(
             into[name] = v
 
 
-def index_line_loss(plan: ExportPlan, key: str, title: str, target: str, description: str, index: str) -> None:
+def index_line_loss(
+    plan: ExportPlan, key: str, title: str, target: str, description: str, index: str
+) -> None:
     """Record a loss when memory ``key``'s link line in the target's ``index`` cannot show its text as is.
 
     The one index renderer (``bundlekit.memory.index.link_line``) writes ``[``,

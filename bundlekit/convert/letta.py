@@ -715,5 +715,7 @@ def _writable_events(events: list[dict[str, Any]], plan: ExportPlan) -> list[dic
             continue
         kept.append(event)
     if len(kept) < len(events):
-        plan.lost(f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)")
+        plan.lost(
+            f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)"
+        )
     return kept

@@ -399,7 +399,9 @@ def plan_massgen(
         if meta.get("name") is not None and str(meta["name"]) != name:
             # MassGen's name names the file too; the tree's name would give the memory another key.
             instead = "its recorded x-massgen-name" if meta.get("x-massgen-name") else "the key"
-            plan.altered(entry.key, f"name: MassGen's name is the memory's file name; {instead} is written in its place")
+            plan.altered(
+                entry.key, f"name: MassGen's name is the memory's file name; {instead} is written in its place"
+            )
         if meta.get("x-massgen-file") is not None:
             stem = _safe_part(plan, entry.key, "x-massgen-file", meta["x-massgen-file"], entry.key)
         else:

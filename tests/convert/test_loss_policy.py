@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from bundlekit.cli import cli
-from bundlekit.convert import ExportPlan, Unholdable
+from bundlekit.convert import ExportPlan, Unholdable, export_to
 from bundlekit.convert._common import Entry, ForeignTree
 from bundlekit.convert.claude_code import read_claude_code, write_claude_code
 from bundlekit.convert.magic_context import write_magic_context
@@ -245,3 +245,26 @@ def test_magic_context_writes_a_carried_mapping_as_json_text(tmp_path: Path) -> 
     assert conn.execute("SELECT extra_info FROM memories").fetchone() == ('{"k": [1]}',)
     conn.close()
     assert [loss.key for loss in tree.losses] == ["a"]
+
+
+def test_device_memory_left_out_by_choice_is_a_warning_that_strict_lets_through(tmp_path: Path) -> None:
+    src = tmp_path / "tree"
+    memory = Memory(src)
+    memory.write("plain", body="x", name="plain", description="d", type="user")
+    memory.write("paths", body="y", name="paths", description="d", type="reference",
+                 extra={"x-magicfrog-dimension": "device"})
+    code, out, err = run("convert", "--to", "letta", str(src), "-o", str(tmp_path / "a.af"),
+                         "--exclude-device", "--strict", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["memories"] == 1 and summary["losses"] == []
+    assert "left out 1 device memories (they never leave this machine)" in summary["warnings"]
+
+
+def test_strict_names_the_timeline_a_format_drops(tmp_path: Path) -> None:
+    src = tmp_path / "tree"
+    Memory(src).write("plain", body="x", name="plain", description="d", type="user")
+    Memory(src).note("played_clip", name="kick")
+    with pytest.raises(ConvertError, match=r"the timeline cannot be carried exactly.*left out 1 timeline event: "):
+        export_to("massgen", src, tmp_path / "ws", strict=True)
+    assert not (tmp_path / "ws").exists()

@@ -40,7 +40,8 @@ import pytest
 import yaml
 
 from bundlekit.convert import export_to
-from bundlekit.convert._common import split_at_dashes
+from bundlekit.convert._common import Entry, ExportPlan, ForeignTree, split_at_dashes
+from bundlekit.convert.threews import tree_to_blob
 from bundlekit.memory import Memory
 
 #: Single-line texts some reader could show differently, one memory each (key m0, m1, ...).
@@ -275,3 +276,21 @@ def test_letta_json_carries_every_name_and_description_exactly(tree: Path, tmp_p
         block = blocks[f"m{i}"]
         assert block["description"] == text
         assert block["metadata"]["bundlekit"]["name"] == text
+
+
+@pytest.mark.parametrize("text", [" padded ", "a\u2028b", "tab\tend\t"])
+def test_threews_names_a_text_its_line_reader_would_show_otherwise(text: str) -> None:
+    plan = ExportPlan("three.ws")
+    entry = Entry("k", {"name": text, "description": "d", "type": "user"}, "body")
+    blob = tree_to_blob(ForeignTree([entry]), namespace="agent-1", plan=plan)
+    assert threews_reader(blob["files"]["k.md"])["name"] != text
+    assert [loss.change for loss in plan.losses] == [
+        "name: three.ws's line reader (first ':', trimmed) shows it otherwise (quoted, or without its surrounding spaces)"
+    ]
+
+
+def test_threews_names_nothing_its_line_reader_reads_back() -> None:
+    plan = ExportPlan("three.ws")
+    entries = [Entry(f"m{i}", {"name": t, "description": t, "type": "user"}, "b") for i, t in enumerate(TEXTS)]
+    tree_to_blob(ForeignTree(entries), namespace="agent-1", plan=plan)
+    assert plan.losses == []
