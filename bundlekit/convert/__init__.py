@@ -127,7 +127,8 @@ class ConvertResult:
     timeline: int
     paths: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Memories written changed or left out (export; each is also one of ``warnings``).
+    #: Everything not carried exactly: memories written changed or left out, the fields a format has
+    #: no place for (one per memory; one warning counts them all), dropped timeline events (key None).
     losses: list[Loss] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
