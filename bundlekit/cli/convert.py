@@ -62,7 +62,7 @@ def _options(fmt: str, importing: bool, params: dict[str, Any]) -> dict[str, Any
 
 def _lossy_epilog() -> str:
     """The help text's list of what each format cannot hold, from the format registry."""
-    lines = ["\b", "Lossy (reported as warnings, also in --json):"]
+    lines = ["\b", "Lossy (warnings naming each memory, also in --json's losses; --strict: exit 1):"]
     lines += [f"  {name}: {get_format(name).lossy}" for name in FORMATS]
     return "\n".join(lines)
 
@@ -161,7 +161,8 @@ def _lossy_epilog() -> str:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Fail (exit 1, nothing written) when a memory would be written changed or left out.",
+    help="Fail (exit 1, nothing written) when anything would be lost: a field or timeline event the "
+    "format has no place for, a memory written changed or left out.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @key_options
@@ -180,10 +181,11 @@ def convert(
 
     Each format's own fields travel in x-<format>-* frontmatter keys, so
     converting back gives the original. What a conversion cannot carry
-    (fields, timeline events, skipped files or rows) is printed as warnings.
-    Every memory is exported: one the format cannot hold exactly is written
-    in its nearest form or left out, and named in a warning; --strict makes
-    that an error instead.
+    (fields, timeline events, skipped files or rows) is printed as warnings,
+    and every loss is in --json's "losses". Every memory is exported: one the
+    format cannot hold exactly is written in its nearest form or left out, and
+    named in a warning; --strict makes any loss an error before anything is
+    written.
     Device memory (MagicFrog's device dimension) is refused unless
     --include-device --local-only.
     """

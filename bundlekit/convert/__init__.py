@@ -10,7 +10,9 @@ registry and the two public verbs::
 Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context``,
 ``magicfrog`` and ``letta`` (``specs/interop.md`` maps every field and lists
 what is lossy). Every conversion reports what it left out (fields a format has
-no place for, timeline events, files and rows it skipped) as warnings.
+no place for, timeline events, files and rows it skipped) as warnings, and
+every loss in ``ConvertResult.losses``; with ``strict`` a loss refuses the
+conversion before anything is written.
 Device-bound memory (MagicFrog's ``device`` dimension) is refused in both
 directions unless ``include_device=True, local_only=True``.
 """
@@ -31,6 +33,7 @@ from bundlekit.convert._common import (
     Loss,
     Unholdable,
     dropped_fields,
+    field_losses,
 )
 from bundlekit.convert._tree import read_tree, write_tree
 from bundlekit.convert.magicfrog import check_device, is_device_entry
@@ -91,8 +94,10 @@ class Format:
     ``tree.losses``; ``strict`` refuses the export instead, writing nothing.
     ``kept(write_options)`` are the bundlekit frontmatter fields the writer
     carries (besides its own ``x-<format>-*`` keys), ``None`` when it carries
-    every field; an export names every other field it met in a warning. ``lossy`` says in a few words what the
-    format cannot hold (``convert --help`` lists it).
+    every field; an export names every other field it met in a warning and,
+    per memory, in ``losses`` (so ``strict`` refuses it, as it refuses the
+    dropped timeline). ``lossy`` says in a few words what the format cannot
+    hold (``convert --help`` lists it).
     """
 
     name: str
@@ -122,7 +127,8 @@ class ConvertResult:
     timeline: int
     paths: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Memories written changed or left out (export; each is also one of ``warnings``).
+    #: Everything not carried exactly: memories written changed or left out, the fields a format has
+    #: no place for (one per memory; one warning counts them all), dropped timeline events (key None).
     losses: list[Loss] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +159,8 @@ _FORMATS: dict[str, Format] = {
             frozenset({"timezone"}),
             frozenset({"agent_id"}),
             _fields(*massgen.KEPT_FIELDS),
-            "type, tags, source, decay, revision; the timeline; '---' in a value (written as an em dash)",
+            "type, tags, source, decay, revision; a name that is not the key (MassGen's name is the file "
+            "name); the timeline; '---' in a value (written as an em dash)",
         ),
         Format(
             "claude-code",
@@ -164,7 +171,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"form"}),
             _claude_code_fields,
             "tags, source, decay, important, revision, created, updated (--form top); the timeline; "
-            "'---' in a value (written as an em dash)",
+            "'---' in a value (written as an em dash); '[', ']', '\\' in MEMORY.md's link text",
         ),
         Format(
             "three.ws",
@@ -174,7 +181,7 @@ _FORMATS: dict[str, Format] = {
             frozenset({"agent_id", "now", "key"}),
             frozenset({"namespace", "mode", "storage", "key", "rng"}),
             _fields("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
-            "revision; the timeline in the encrypted form",
+            "revision; the timeline in the encrypted form; '[', ']', '\\' in a stored index's link text",
             threews.timeline_dropped,
         ),
         Format(
@@ -355,6 +362,12 @@ def export_to(
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.
         options["namespace"] = Path(src).resolve().name
+    written = tree.entries
+    if exclude_device and not include_device:
+        written = [e for e in tree.entries if not is_device_entry(e)]
+    # What the format has no place for is known before planning: a loss like any other, so
+    # ``strict`` refuses it before the first byte is written (ExportPlan.earlier).
+    warnings = _format_losses(spec, tree, written, options)
     paths = write_foreign(
         spec.name,
         tree,
@@ -365,25 +378,44 @@ def export_to(
         strict=strict,
         **options,
     )
-    written = tree.entries
-    if exclude_device and not include_device:
-        written = [e for e in tree.entries if not is_device_entry(e)]
-    warnings = list(tree.warnings)
+    left_out = len({loss.key for loss in tree.losses if loss.left_out} & {e.key for e in written})
+    # The events written: none where the format drops the timeline, else those the writer kept.
+    timeline = 0 if spec.timeline_dropped(options) is not None else len(tree.timeline)
+    return ConvertResult(
+        spec.name,
+        "export",
+        Path(dest),
+        len(written) - left_out,
+        timeline,
+        paths,
+        [*tree.warnings, *warnings],
+        list(tree.losses),
+    )
+
+
+def _format_losses(
+    spec: Format, tree: ForeignTree, written: list[Entry], options: Mapping[str, Any]
+) -> list[str]:
+    """Record in ``tree.losses`` what ``spec`` cannot carry of any memory; return the warnings saying so.
+
+    The fields the format has no place for (one loss per memory, one warning
+    with counts) and the timeline events it drops (one loss, ``memory:
+    null``); device memories ``exclude_device`` left out get a warning only
+    (the option's choice).
+    """
+    warnings: list[str] = []
     if len(written) != len(tree.entries):
-        warnings.append(
-            f"left out {len(tree.entries) - len(written)} device memories (they never leave this machine)"
-        )
+        # A choice --exclude-device makes (device memory never leaves this machine), not a loss.
+        device = len(tree.entries) - len(written)
+        warnings.append(f"left out {device} device memories (they never leave this machine)")
     kept = spec.kept(options)
     if kept is not None:
+        tree.losses.extend(field_losses(written, kept, spec.name))
         warnings.extend(dropped_fields(written, kept, spec.name))
-    timeline = len(tree.timeline)
     dropped = spec.timeline_dropped(options)
-    if dropped is not None:
-        if timeline:
-            events = "event" if timeline == 1 else "events"
-            warnings.append(f"left out {timeline} timeline {events}: {spec.name} {dropped}")
-        timeline = 0
-    left_out = len({loss.key for loss in tree.losses if loss.left_out})
-    return ConvertResult(
-        spec.name, "export", Path(dest), len(written) - left_out, timeline, paths, warnings, list(tree.losses)
-    )
+    if dropped is not None and tree.timeline:
+        count = len(tree.timeline)
+        change = f"left out {count} timeline {'event' if count == 1 else 'events'}: {spec.name} {dropped}"
+        tree.losses.append(Loss(None, change, left_out=True))
+        warnings.append(change)
+    return warnings

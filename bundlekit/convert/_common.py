@@ -37,6 +37,7 @@ import yaml
 from bundlekit._fs import atomic_write_bytes, os_reason
 from bundlekit.errors import ConvertError, FrontmatterError, InvalidKeyError
 from bundlekit.memory.frontmatter import load_frontmatter
+from bundlekit.memory.index import link_line
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
@@ -55,8 +56,10 @@ __all__ = [
     "bad_time",
     "derive_keys",
     "dropped_fields",
+    "field_losses",
     "dump_yaml",
     "first_line",
+    "index_line_loss",
     "format_time",
     "is_valid_key",
     "left_out_file",
@@ -106,14 +109,20 @@ class Entry:
 
 @dataclass(frozen=True)
 class Loss:
-    """One memory an export could not carry exactly: written changed (``change`` says how) or ``left_out``."""
+    """One memory a conversion could not carry exactly: written changed (``change`` says how) or ``left_out``.
 
-    key: str
+    ``key`` is ``None`` for what is no one memory's: the timeline events a
+    format has no place for (``--json``: ``"memory": null``).
+    """
+
+    key: str | None
     change: str
     left_out: bool = False
 
     def warning(self) -> str:
         """The warning naming the memory: ``memory 'k': <change>`` or ``left out memory 'k': <why>``."""
+        if self.key is None:
+            return self.change
         return f"{'left out memory' if self.left_out else 'memory'} {self.key!r}: {self.change}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,10 +163,13 @@ class ExportPlan:
     half an export under ``strict``.
     """
 
-    def __init__(self, fmt: str, *, strict: bool = False) -> None:
+    def __init__(self, fmt: str, *, strict: bool = False, earlier: Iterable[Loss] = ()) -> None:
         self.fmt = fmt
         self.strict = strict
         self.losses: list[Loss] = []
+        #: Losses found before the plan (fields and timeline the format has no place for, device memory
+        #: left out): not the plan's own, but ``strict`` refuses them as well.
+        self.earlier = list(earlier)
         self._files: list[tuple[Path, bytes, bool]] = []
 
     def altered(self, key: str, change: str) -> None:
@@ -167,6 +179,10 @@ class ExportPlan:
     def left_out(self, key: str, why: str) -> None:
         """Record that memory ``key`` is not written at all, and why."""
         self.losses.append(Loss(key, why, left_out=True))
+
+    def lost(self, what: str) -> None:
+        """Record a loss that is no one memory's (timeline events left out): ``what`` says it whole."""
+        self.losses.append(Loss(None, what, left_out=True))
 
     def memories(self, entries: Iterable[Entry], plan: Callable[[Entry], _T]) -> list[tuple[Entry, _T]]:
         """``plan(entry)`` for each entry, in order; one raising :class:`Unholdable` is left out."""
@@ -192,10 +208,12 @@ class ExportPlan:
         """Write every planned file (each atomically); return the paths.
 
         Refuses with ``ConvertError`` before writing anything when ``strict``
-        and a memory was altered or left out, or when a ``new`` file exists.
+        and anything is lost (a memory altered or left out here or
+        ``earlier``), or when a ``new`` file exists.
         """
-        if self.strict and self.losses:
-            raise strict_refusal(self.losses, f"as {self.fmt}")
+        if self.strict and (self.earlier or self.losses):
+            # The plan's own losses first: they are particular to a memory, the earlier ones to the format.
+            raise strict_refusal(self.losses + self.earlier, f"as {self.fmt}")
         for path, _data, new in self._files:
             if new and (path.exists() or path.is_symlink()):
                 raise ConvertError(f"{path} already exists; export to a new file")
@@ -231,14 +249,39 @@ def merge_extra(
             into[name] = v
 
 
+def index_line_loss(
+    plan: ExportPlan, key: str, title: str, target: str, description: str, index: str
+) -> None:
+    """Record a loss when memory ``key``'s link line in the target's ``index`` cannot show its text as is.
+
+    The one index renderer (``bundlekit.memory.index.link_line``) writes ``[``,
+    ``]`` and ``\\`` as ``&#91;``, ``&#93;``, ``&#92;`` and withholds what looks
+    like a credential; a target that shows its index text raw (Claude Code's
+    ``MEMORY.md``, three.ws's stored index in a prompt) shows that instead of
+    the name or description. The memory's own file still holds it exactly.
+    """
+    raw = f"- [{title}]({target})" + (f" \u2014 {description}" if description else "")
+    if link_line(title, target, description) != raw:
+        plan.altered(
+            key,
+            f"name or description: its {index} link line shows '[', ']' or '\\' as &#91; &#93; &#92; "
+            "(or withholds a credential-like text); the memory's file holds it as is",
+        )
+
+
 def strict_refusal(losses: list[Loss], where: str) -> ConvertError:
-    """The error of a strict conversion with ``losses`` (``where``: "as massgen", ...), naming five."""
-    n = len(losses)
+    """The error of a strict conversion with ``losses`` (``where``: "as massgen", ...), naming the first five.
+
+    It counts the memories (and says whether the timeline) that cannot be carried.
+    """
+    keys = {loss.key for loss in losses if loss.key is not None}
+    what = [f"{len(keys)} {'memory' if len(keys) == 1 else 'memories'}"] if keys else []
+    if any(loss.key is None for loss in losses):
+        what.append("the timeline")
     shown = "; ".join(loss.warning() for loss in losses[:5])
-    more = f"; and {n - 5} more" if n > 5 else ""
+    more = f"; and {len(losses) - 5} more" if len(losses) > 5 else ""
     return ConvertError(
-        f"{n} {'memory' if n == 1 else 'memories'} cannot be carried exactly {where} "
-        f"(strict): {shown}{more}; nothing was written"
+        f"{' and '.join(what)} cannot be carried exactly {where} (strict): {shown}{more}; nothing was written"
     )
 
 
@@ -254,9 +297,10 @@ def write_planned(
     """Run ``planner(tree, dest, plan, **options)``, then commit the plan; the one way every writer writes.
 
     The losses reach ``tree.losses`` and, as warnings naming each memory,
-    ``tree.warnings``. Returns the paths written.
+    ``tree.warnings``; with ``strict``, the losses already in ``tree.losses``
+    refuse the export too. Returns the paths written.
     """
-    plan = ExportPlan(fmt, strict=strict)
+    plan = ExportPlan(fmt, strict=strict, earlier=tree.losses)
     planner(tree, dest, plan, **options)
     paths = plan.commit()
     tree.losses.extend(plan.losses)
@@ -477,24 +521,50 @@ def read_frontmatter(fm_text: str | None, *, where: str, warnings: list[str]) ->
         return dict(line_fields(fm_text))
 
 
+def _dropped(entry: Entry, keep: set[str], fmt: str) -> list[str]:
+    """The fields of ``entry`` a writer for ``fmt`` keeping ``keep`` leaves out, sorted.
+
+    The format's own ``x-<fmt>-*`` keys are carried by definition, and so is a
+    field whose original the format recorded in ``x-<fmt>-<field>``.
+    """
+    own = f"x-{fmt.replace('.', '')}-"
+    return sorted(
+        k for k, v in entry.meta.items()
+        if v is not None and k not in keep and not k.startswith(own) and f"{own}{k}" not in entry.meta
+    )
+
+
 def dropped_fields(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> list[str]:
     """One warning naming the frontmatter fields a writer for ``fmt`` leaves out, with counts.
 
-    ``kept`` are the fields the writer carries; the format's own ``x-<fmt>-*``
-    keys are carried by definition. Returns ``[]`` when nothing is left out.
+    ``kept`` are the fields the writer carries (see :func:`_dropped`). Returns
+    ``[]`` when nothing is left out; :func:`field_losses` names each memory.
     """
     keep = set(kept)
-    own = f"x-{fmt.replace('.', '')}-"
     counts: dict[str, int] = {}
     for entry in entries:
-        for k, v in entry.meta.items():
-            if v is None or k in keep or k.startswith(own) or f"{own}{k}" in entry.meta:
-                continue
+        for k in _dropped(entry, keep, fmt):
             counts[k] = counts.get(k, 0) + 1
     if not counts:
         return []
     parts = [f"{k} ({n} {'memory' if n == 1 else 'memories'})" for k, n in sorted(counts.items())]
     return [f"left out fields {fmt} has no place for: {', '.join(parts)}"]
+
+
+def field_losses(entries: Iterable[Entry], kept: Iterable[str], fmt: str) -> list[Loss]:
+    """One loss per memory holding fields a writer for ``fmt`` leaves out, naming them (never their values).
+
+    The fields :func:`dropped_fields` counts in one warning; these go to
+    ``losses``, so ``--json`` names each memory and ``--strict`` refuses them.
+    """
+    keep = set(kept)
+    out: list[Loss] = []
+    for entry in entries:
+        names = _dropped(entry, keep, fmt)
+        if names:
+            them = "it" if len(names) == 1 else "them"
+            out.append(Loss(entry.key, f"{', '.join(names)}: {fmt} has no place for {them}; not written"))
+    return out
 
 
 #: Bytes one foreign memory file (Markdown) may hold; a larger one is no memory.

@@ -49,6 +49,7 @@ from bundlekit.convert._common import (
     time_or,
     without_delimiter,
     write_planned,
+    index_line_loss,
 )
 from bundlekit.errors import ConvertError
 from bundlekit.memory.index import IndexLink, parse_index, render_links
@@ -391,6 +392,7 @@ def plan_claude_code(
         title = str(entry.meta.get("x-claude-code-title", entry.meta.get("name", entry.key)))
         hook = str(entry.meta.get("x-claude-code-hook", entry.meta.get("description", "")))
         rank = float(order) if isinstance(order, int) and not isinstance(order, bool) else float("inf")
+        index_line_loss(plan, entry.key, title, filename, hook, "MEMORY.md")
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
     plan.add(root / INDEX, render_links([r[2] for r in rows]))

@@ -645,8 +645,8 @@ def write_letta(
     ``tree.losses`` (a duplicate label, a recorded Letta field of the wrong
     type: ``specs/interop.md`` section 1.4) or, when every byte is kept (a
     limit raised to fit), a warning; ``strict`` refuses any loss, writing
-    nothing. A timeline event JSON cannot write (a NaN) is left out with a
-    warning, and ``tree.timeline`` keeps the events written.
+    nothing. A timeline event JSON cannot write (a NaN) is left out, a loss
+    (``memory: null``), and ``tree.timeline`` keeps the events written.
     """
     return write_planned("letta", plan_letta, tree, dest, strict=strict, agent_id=agent_id, model=model)
 
@@ -681,7 +681,7 @@ def plan_letta(
         "files_agents": [],
         "group_ids": [],
     }
-    events = _writable_events(tree.timeline, tree.warnings)
+    events = _writable_events(tree.timeline, plan)
     tree.timeline[:] = events  # what the export counts: the events written
     if events:
         agent["metadata"] = {METADATA_KEY: {"timeline": events}}
@@ -701,10 +701,11 @@ def plan_letta(
     plan.add(dest, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n")
 
 
-def _writable_events(events: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
-    """The timeline events JSON can write; the others (a NaN a JSONL line may hold) are left out with a warning.
+def _writable_events(events: list[dict[str, Any]], plan: ExportPlan) -> list[dict[str, Any]]:
+    """The timeline events JSON can write; the others (a NaN a JSONL line may hold) are left out, a loss.
 
-    The timeline is no memory, so this is a warning, not a loss (``specs/interop.md`` section 1.4).
+    The loss is no one memory's (``memory: null``), but ``strict`` refuses it
+    like any other (``specs/interop.md`` section 1.4).
     """
     kept = []
     for event in events:
@@ -714,5 +715,7 @@ def _writable_events(events: list[dict[str, Any]], warnings: list[str]) -> list[
             continue
         kept.append(event)
     if len(kept) < len(events):
-        warnings.append(f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)")
+        plan.lost(
+            f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)"
+        )
     return kept

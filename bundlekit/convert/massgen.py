@@ -375,7 +375,8 @@ def plan_massgen(
     ``short_term`` for important memories and ``long_term`` for the rest; a
     ``tier:`` line that disagreed with the directory is written back as read.
     A file read without frontmatter is written back without one. The MassGen name is
-    ``x-massgen-name`` or the key (always filesystem-safe). ``agent_id`` fills
+    ``x-massgen-name`` or the key (always filesystem-safe); a tree ``name`` that
+    differs from it is a loss. ``agent_id`` fills
     ``agent_id`` where an entry has none. Entries that came from several
     workspaces go back to ``dest/<workspace>/memory/``, archived answers to
     ``dest/<agent>_answer_<n>/``.
@@ -395,6 +396,12 @@ def plan_massgen(
         if tier not in TIERS:
             tier = "short_term" if meta.get("important") is True else "long_term"
         name = str(meta.get("x-massgen-name") or entry.key)
+        if meta.get("name") is not None and str(meta["name"]) != name:
+            # MassGen's name names the file too; the tree's name would give the memory another key.
+            instead = "its recorded x-massgen-name" if meta.get("x-massgen-name") else "the key"
+            plan.altered(
+                entry.key, f"name: MassGen's name is the memory's file name; {instead} is written in its place"
+            )
         if meta.get("x-massgen-file") is not None:
             stem = _safe_part(plan, entry.key, "x-massgen-file", meta["x-massgen-file"], entry.key)
         else:

@@ -49,6 +49,7 @@ from bundlekit.convert._common import (
     same_instant,
     single_line,
     write_planned,
+    index_line_loss,
 )
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
@@ -311,6 +312,32 @@ def _runtime_line(key: str, value: Any, where: str) -> str:
     return dump_frontmatter({key: value}, where=f"memory {where!r}")
 
 
+def _runtime_reads(head: str) -> dict[str, str]:
+    """What the runtime's ``parseFrontmatter`` reads from frontmatter lines ``head``.
+
+    nirholas/three.ws 2071392cf490202c2c8a9f21a5991197c6fbc130 ``src/memory/index.js``: each
+    ``\\n``-separated line split at its first ``:``, both sides trimmed, the last line of a key wins.
+    """
+    meta: dict[str, str] = {}
+    for line in head.split("\n"):
+        k, sep, rest = line.partition(":")
+        if k:
+            meta[k.strip()] = rest.strip() if sep else ""
+    return meta
+
+
+def _runtime_line_checked(plan: ExportPlan, key: str, field: str, value: Any) -> str:
+    """:func:`_runtime_line`, recording a loss when the value is text the runtime reads back otherwise."""
+    line = _runtime_line(field, value, key)
+    if isinstance(value, str) and _runtime_reads(line).get(field.strip()) != value:
+        plan.altered(
+            key,
+            f"{field}: three.ws's line reader (first ':', trimmed) shows it otherwise "
+            "(quoted, or without its surrounding spaces)",
+        )
+    return line
+
+
 def _render_file(entry: Entry, plan: ExportPlan) -> str:
     meta = entry.meta
     fm: dict[str, Any] = {
@@ -332,7 +359,7 @@ def _render_file(entry: Entry, plan: ExportPlan) -> str:
             fm[k] = meta[f"x-threews-{k}"]
     # The runtime reads line by line: a key holding a line break would write another field.
     merge_extra(plan, entry.key, "x-threews-extra", meta.get("x-threews-extra"), fm)
-    head = "".join(_runtime_line(k, v, entry.key) for k, v in fm.items())
+    head = "".join(_runtime_line_checked(plan, entry.key, k, v) for k, v in fm.items())
     body = entry.body.strip("\n")
     return f"---\n{head}---\n\n{body}\n" if body else f"---\n{head}---\n"
 
@@ -541,6 +568,13 @@ def plan_threews(
     if storage:
         if not namespace:
             raise ConvertError("a localStorage dump needs the agent id: pass namespace")
+        if key is None:
+            # The runtime shows a stored index as it is (contextBlock); a blob's it rebuilds on import.
+            for entry in tree.entries:
+                listed = _Listed(entry)
+                index_line_loss(
+                    plan, entry.key, listed.name, f"{listed.key}.md", listed.description, "stored index"
+                )
         # JSON.stringify's form: no spaces, non-ASCII as itself.
         value = json.dumps(storage_value(blob), ensure_ascii=False, separators=(",", ":"))
         data: Any = {STORAGE_KEY.format(agent_id=namespace): value}

@@ -441,10 +441,22 @@ def test_a_timeline_event_json_cannot_write_is_left_out_and_the_rest_exported(tm
     (tmp_path / "mem" / "timeline" / "2026-01-01.jsonl").write_text(
         '{"ts": "2026-01-01T00:00:00Z", "type": "write", "x": NaN}\n{"ts": "2026-01-01T00:00:01Z", "type": "write"}\n'
     )
-    result = export_to("letta", tmp_path / "mem", tmp_path / "a.af", strict=True)
-    assert result.memories == 1 and result.timeline == 1 and result.losses == []
-    assert any("left out 1 timeline events holding a value JSON cannot write" in w for w in result.warnings)
+    result = export_to("letta", tmp_path / "mem", tmp_path / "a.af")
+    assert result.memories == 1 and result.timeline == 1
+    change = "left out 1 timeline events holding a value JSON cannot write (NaN, infinity)"
+    assert [loss.to_dict() for loss in result.losses] == [{"memory": None, "change": change, "left_out": True}]
+    assert change in result.warnings
     assert len(_doc(tmp_path / "a.af")["agents"][0]["metadata"][METADATA_KEY]["timeline"]) == 1
+
+
+def test_strict_refuses_a_timeline_event_json_cannot_write_before_writing(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "mem")
+    mem.write("a", name="a", description="d", type="user", body="x")
+    (tmp_path / "mem" / "timeline").mkdir()
+    (tmp_path / "mem" / "timeline" / "2026-01-01.jsonl").write_text('{"ts": "2026-01-01T00:00:00Z", "type": "w", "x": NaN}\n')
+    with pytest.raises(ConvertError, match="timeline events holding a value JSON cannot write"):
+        export_to("letta", tmp_path / "mem", tmp_path / "a.af", strict=True)
+    assert not (tmp_path / "a.af").exists()
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

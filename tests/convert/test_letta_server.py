@@ -31,8 +31,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bundlekit.convert import export_to, import_from
+from bundlekit.convert import export_to, import_from, read_foreign
 from bundlekit.memory import Memory
+from tests.convert.test_names_at_export import TEXTS, plant_tree
 from tests.net.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,3 +216,19 @@ def test_every_block_of_a_real_agent_file_survives_bundlekit_with_all_blocks(tmp
                       for b in d["blocks"])
 
     assert blocks(back, held_back) == blocks(doc, held)
+
+
+def test_names_any_single_line_holds_come_back_from_letta_exactly(letta: httpx.Client, tmp_path: Path) -> None:
+    """': ', ' #', 'yes', a leading '-', '[', quotes, non-ASCII in a name and description: Letta keeps the
+    description as the block's ``description`` and bundlekit's fields in its ``metadata`` (JSON), so an
+    agent it imported and exported gives every one back, with no loss at export."""
+    tree = plant_tree(tmp_path / "tree")
+    sent = export_to("letta", tree, tmp_path / "ours.af")
+    assert sent.losses == []
+    first = _export(letta, _import(letta, tmp_path / "ours.af"), tmp_path / "first.af")
+    held = _held_blocks(first)
+    for i, text in enumerate(TEXTS):
+        assert held[f"m{i}"]["description"] == text
+        assert held[f"m{i}"]["metadata"]["bundlekit"]["name"] == text
+    back = {e.key: (e.meta["name"], e.meta["description"]) for e in read_foreign("letta", tmp_path / "first.af").entries}
+    assert back == {f"m{i}": (t, t) for i, t in enumerate(TEXTS)}
