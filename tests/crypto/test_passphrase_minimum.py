@@ -89,7 +89,7 @@ def test_pin_strict_refuses_a_short_passphrase(tree: Path, tmp_path: Path) -> No
 
 def test_build_help_states_the_minimum() -> None:
     out = CliRunner().invoke(cli, ["build", "--help"]).stdout
-    assert "--strict" in out and "12 characters" in out
+    assert "--strong-passphrase" in out and "12 characters" in out
 
 
 def test_the_spec_states_the_minimum() -> None:
