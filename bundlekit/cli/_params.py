@@ -100,7 +100,7 @@ PROFILE = click.Choice(sorted(PROFILES))
 
 class AliasOption(click.Option):
     """An option with renamed spellings kept as hidden aliases (``hidden_aliases``): they parse as the
-    option does, but ``--help``, shell completion and error hints name only the current spelling."""
+    option does, but ``--help`` and error hints name only the current spelling."""
 
     def __init__(self, *args: Any, hidden_aliases: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
