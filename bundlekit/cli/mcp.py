@@ -77,8 +77,8 @@ def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @click.command("mcp")
-@tree_option("The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR, else ./memory, when nothing else is "
-             "named); with --from or --layer, where the loaded tree goes and writes land.",
+@tree_option("The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR, else ./memory if it is there, when "
+             "nothing else is named); with --from or --layer, where the loaded tree goes and writes land.",
              hidden_aliases=("--memory",), from_env=False)
 @click.option("--from", "from_uri", metavar="URI",
               help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")

@@ -107,6 +107,7 @@ CONCEPTS = {
     "weak passphrase refused": ("--strong-passphrase", lambda o: "passphrase shorter than" in _help(o)),
     "a DAG's expansion measured": ("--check-expansion", lambda o: "expand to" in _help(o)),
     "what cannot be carried is an error": ("--strict", lambda o: "changed or left out" in _help(o)),
+    "seconds between sync rounds": ("--interval", lambda o: o.name in ("interval", "sync_interval")),
 }
 
 
