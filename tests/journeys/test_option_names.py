@@ -265,20 +265,54 @@ def test_mcp_serves_the_tree_from_the_environment(shell: Shell) -> None:
     assert f"no memory tree at {shell.work / 'nowhere'}" in refused.stderr
 
 
-def test_old_spellings_still_work(shell: Shell) -> None:
-    shell.other_bundle("teammate")
+@pytest.fixture
+def old_tree(shell: Shell) -> Path:
+    """A second tree, named only by the old spellings, and a bundle of it."""
     old = shell.work / "old-tree"
     Memory(old).write("project_old", name="old", description="old", type="project", body="Old.")
-    shell.run(f"bundlekit build {old} -o old.car")  # MEMDIR
-    shell.run(f"bundlekit merge teammate.car --into {old}")
-    shell.run(f"bundlekit fork old.car {shell.work / 'forked'}")  # DEST
-    assert "project_old" in _keys(shell.work / "forked")
-    assert "teammate_note" in _keys(old)
-    shell.run("bundlekit verify old.car --strict")
+    shell.run(f"bundlekit build -d {old} -o old.car")
+    Ed25519Signer.from_seed(bytes([8]) * 32).write(shell.work / "agent.pem")
+    return old
+
+
+def test_build_memdir_still_builds_that_tree(shell: Shell, old_tree: Path) -> None:
+    old = json.loads(shell.run(f"bundlekit build {old_tree} -o again.car --json").stdout)
+    new = json.loads(shell.run(f"bundlekit build -d {old_tree} -o new.car --json").stdout)
+    assert old["root"] == new["root"]
+
+
+def test_merge_into_still_merges_into_that_tree(shell: Shell, old_tree: Path) -> None:
+    shell.other_bundle("teammate")
+    shell.run(f"bundlekit merge teammate.car --into {old_tree}")
+    assert "teammate_note" in _keys(old_tree) and "teammate_note" not in _keys(shell.tree)
+
+
+def test_fork_dest_still_forks_into_that_tree(shell: Shell, old_tree: Path) -> None:
+    shell.run(f"bundlekit fork old.car {shell.work / 'forked'}")
+    assert "project_old" in _keys(shell.work / "forked") and "project_old" not in _keys(shell.tree)
+
+
+def test_sync_tree_still_syncs_that_tree(shell: Shell, old_tree: Path) -> None:
+    report = json.loads(shell.run(f"bundlekit sync {old_tree} --name-key agent.pem --json").stdout)
+    shell.run(f"bundlekit diff ipfs://{report['root']}/manifest.json {old_tree} --exit-code")
+
+
+def test_verify_strict_still_measures_the_expansion(shell: Shell, old_tree: Path) -> None:
+    doc = json.loads(shell.run("bundlekit verify old.car --strict --json").stdout)
+    assert "expansion" in doc
+
+
+def test_build_strict_still_refuses_a_weak_passphrase(shell: Shell) -> None:
     weak = shell.run("bundlekit build --encrypt --passphrase-env WEAK --strict -o weak.car", code=2)
     assert "12 characters" in weak.stderr and not (shell.work / "weak.car").exists()
-    shell.run("bundlekit name create --key-file agent.pem")
-    shell.run(f"bundlekit sync {old} --name-key agent.pem")  # TREE
+
+
+def test_name_create_key_file_still_names_the_key(shell: Shell, old_tree: Path) -> None:
+    old = shell.run("bundlekit name create --key-file agent.pem").stdout
+    assert old == shell.run("bundlekit name create --name-key agent.pem").stdout and old.startswith("k51")
+
+
+def test_mcp_memory_still_names_the_tree(shell: Shell) -> None:
     assert "no memory tree at nowhere" in shell.run("bundlekit mcp --memory nowhere", code=2).stderr
 
 
@@ -289,8 +323,13 @@ def test_the_tree_named_twice_two_ways_is_a_usage_error(shell: Shell) -> None:
 
 def test_the_signing_key_has_its_own_name(shell: Shell) -> None:
     shell.run("bundlekit name create --name-key agent.pem")
-    signed = shell.run("bundlekit build --sign-key agent.pem -o signed.car")
-    assert "signed by did:key:" in signed.stderr
-    shell.run("bundlekit load signed.car")
-    both = shell.run("bundlekit build --sign-key agent.pem --key-file agent.pem -o x.car", code=2)
-    assert "--sign-key and --key-file cannot be combined" in both.stderr
+    signer = re.findall(r"signed by (did:key:\S+)", shell.run("bundlekit build --sign-key agent.pem -o signed.car").stderr)
+    assert signer and signer == re.findall(r"signed by (did:key:\S+)",
+                                           shell.run("bundlekit build --sign --key-file agent.pem -o old.car").stderr)
+    shell.run(f"bundlekit load signed.car --publisher {signer[0]}")
+
+
+def test_the_signing_key_with_another_key_option_names_both(shell: Shell) -> None:
+    shell.run("bundlekit name create --name-key agent.pem")
+    both = shell.run("bundlekit build --sign-key agent.pem --passphrase-env MEMORY_PASSPHRASE -o x.car", code=2)
+    assert "--sign-key and --passphrase-env cannot be combined" in both.stderr and not (shell.work / "x.car").exists()
