@@ -127,7 +127,7 @@ def _check_new_passphrase(passphrase: str, *, strict: bool, warn: Callable[[str]
     if problem is None:
         return
     if strict:
-        raise UsageError(f"{problem} (--strict refuses it)")
+        raise UsageError(f"{problem} (--strong-passphrase refuses it)")
     if warn is not None:
         warn(problem)
 

@@ -17,8 +17,8 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, sign_options, strict_option
-from bundlekit.cli._params import PROFILE
+from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._params import PROFILE, tree_option
 from bundlekit.cli.names import publish_name, published_line, routers_from_env, routing_endpoints
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, PinError, UsageError
@@ -42,7 +42,8 @@ def _table(report: PinReport) -> str:
 
 
 @click.command("pin")
-@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.argument("src", required=False, type=click.Path(exists=True, path_type=Path))
+@tree_option("The memory tree to build and publish when no SRC is given.")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Publish with this pinner (repeatable; default: local). See `bundlekit pinners`.")
 @click.option("--require", type=click.Choice(REQUIRE_MODES), default="all", show_default=True,
@@ -56,13 +57,14 @@ def _table(report: PinReport) -> str:
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
 @click.option("--profile", type=PROFILE, help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
-@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
 @sign_options
 @key_options
-@strict_option
+@passphrase_check_option
 def pin(
-    src: Path,
+    src: Path | None,
+    tree: Path,
     pinner_names: tuple[str, ...],
     require: str,
     name: str | None,
@@ -80,12 +82,15 @@ def pin(
     """Build or pack SRC, then publish it to one or more pinners.
 
     SRC is a memory directory (built into a bundle, encrypted with a key
-    option), a CAR file (published as is) or any directory (packed). Exit 0
+    option), a CAR file (published as is) or any directory (packed); without
+    it, the memory tree (-d, $BUNDLEKIT_MEMORY_DIR, else ./memory). Exit 0
     when --require holds, 4 otherwise; Ctrl-C cancels the uploads, leaves no
     local pin of this run, and exits 130. With --sign the key option signs the
     manifest instead of encrypting, as `build --sign` (a bundle both signed and
     encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
+    src = _source(src, tree)
+    sign = signing(key_params, sign)
     keys = publish_keys(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address,
                         warn=output.warn)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
@@ -137,6 +142,16 @@ def pin(
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
         raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable"
                        + ("; the IPNS name was not published" if name_key is not None else ""))
+
+
+def _source(src: Path | None, tree: Path) -> Path:
+    """What ``pin`` publishes: SRC, else the memory tree, which must then be there (exit 2 naming it)."""
+    if src is not None:
+        return src
+    if not tree.is_dir():
+        raise UsageError(f"no memory tree at {tree}: give SRC (a tree, a CAR or a directory), -d DIR, "
+                         "or set $BUNDLEKIT_MEMORY_DIR")
+    return tree
 
 
 def _keyvalues(meta: tuple[str, ...]) -> dict[str, str]:

@@ -162,7 +162,8 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "root"} as one line instead of the URL.')
 # The default is ui.open.FETCHED_MAX_BYTES, not imported here: the interface's modules load only when open runs.
 @click.option("--max-bytes", type=click.IntRange(min=0), default=512 * 1024 * 1024, show_default=True,
-              help="Refuse a fetched bundle (held in memory) whose files claim more bytes than this, together.")
+              help="Refuse a fetched bundle whose files claim more bytes than this, together: it is held in "
+                   "memory, so the bound is lower than load's.")
 def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json: bool, max_bytes: int) -> None:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 

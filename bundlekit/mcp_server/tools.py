@@ -66,7 +66,7 @@ class MemoryTools:
         if self.read_only:
             raise UsageError(
                 f"{tool}: this server is read-only ({self.served.origin}); "
-                "restart it with --memory DIR to say where writes go"
+                "restart it with -d DIR to say where writes go"
             )
 
     # -- reading ----------------------------------------------------------------

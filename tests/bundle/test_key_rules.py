@@ -95,7 +95,7 @@ def test_a_weak_new_passphrase_goes_to_the_warning_callback() -> None:
 
 
 def test_strict_refuses_a_weak_new_passphrase() -> None:
-    with pytest.raises(UsageError, match=r"\(--strict refuses it\)$"):
+    with pytest.raises(UsageError, match=r"\(--strong-passphrase refuses it\)$"):
         key_spec(KeyOptions(passphrase_env="PW", strict=True), environ={"PW": "short"}, new_key=True)
 
 
