@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bundlekit._terminal import printable
 from bundlekit.errors import UsageError
 from bundlekit.memory.record import MemoryRecord
 
@@ -40,6 +41,7 @@ __all__ = [
     "RecallHit",
     "basis",
     "best_first",
+    "check_min_similarity",
     "context_block",
     "context_text",
     "decay_factor",
@@ -203,6 +205,18 @@ def meaning_hit(
     """A hit ranked by meaning (``memory/semantic``): its score as that ranking made it, with its parts."""
     s, r, d = _parts(basis(record), now.timestamp())
     return RecallHit(record, score, s, r, d, record.folded_text.count(needle_text), relevance, similarity, ranking)
+
+
+def check_min_similarity(value: object) -> float | None:
+    """``value`` as a cosine similarity threshold: None (no threshold), or a finite number from -1 to 1
+    (``UsageError`` otherwise, naming the option)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1.0 <= float(value) <= 1.0:
+        shown = printable(repr(value)[:40])
+        raise UsageError(f"the minimum similarity (--min-similarity) must be a number from -1 to 1 (a cosine "
+                         f"similarity), not {shown}")
+    return float(value)
 
 
 def best_first(scored: Iterable[tuple[float, str]], limit: int | None = None) -> list[str]:
