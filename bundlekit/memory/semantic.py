@@ -36,7 +36,7 @@ from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, 
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
-from bundlekit.memory.ranking import HALF_LIFE, check_min_similarity
+from bundlekit.memory.ranking import HALF_LIFE, MEANING_RANKS, check_min_similarity
 
 __all__ = [
     "FLOOR",
@@ -61,7 +61,6 @@ __all__ = [
     "restore",
 ]
 
-MEANING_RANKS = ("semantic", "hybrid")
 W_SEMANTIC = 0.9
 W_LEXICAL = 0.1
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)

@@ -602,8 +602,8 @@ class Memory:
         only those at least that similar. Ties by key. The index picks the candidates; only the returned hits
         are loaded, from their files.
         """
-        needle = ranking.needle(query, limit)
         mode = self.ranking_for(rank)
+        needle = ranking.needle(ranking.meaning_query(query) if mode in ranking.MEANING_RANKS else query, limit)
         threshold = ranking.check_min_similarity(min_similarity)
         now = self._now()
         if threshold is not None and mode not in ("semantic", "hybrid"):
@@ -642,7 +642,8 @@ class Memory:
         """
         now_s = self._now().timestamp()
         mode = None if query is None else self.ranking_for(rank)
-        needle = None if query is None else ranking.needle(query, 0)
+        needle = None if query is None else ranking.needle(
+            ranking.meaning_query(query) if mode in ranking.MEANING_RANKS else query, 0)
         if mode in ("semantic", "hybrid"):
             self.embed_tree()
 
