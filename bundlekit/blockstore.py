@@ -28,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import re
@@ -44,10 +45,15 @@ from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsupportedBlock, UsageError
 from bundlekit.ipld.cid import (
+    MAX_BLOCK_SIZE,
+    RAW,
+    SHA2_256,
+    SUPPORTED_CODECS,
     as_cidv1,
     cid_from_text,
     cid_to_str,
     parse_cid,
+    parse_cid_bytes,
     verify_block,
 )
 from bundlekit.ipld.walk import block_links, walk_dag
@@ -79,6 +85,7 @@ _IPNS_NAME = re.compile(r"k[0-9a-z]{40,120}")  # fullmatch: "$" would let a trai
 MAX_NAMED = 1000
 # A block file's name as a CID, uncached: ``verify`` reads each name once, and the cache would hold 65,536.
 _name_cid: Callable[[str], bytes] = cid_from_text.__wrapped__
+_RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block without links
 # ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
 _RECORD_READ = 64 * 1024
 
@@ -123,6 +130,28 @@ def _block_name(cid: bytes) -> tuple[str, str]:
     """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
     name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
+
+
+def _check_file(cid: bytes, path: str) -> int:
+    """Hash the block file ``path`` against ``cid``; its size (``BlockMismatch``, ``UnsupportedBlock``,
+    ``FileNotFoundError``). A file of at most ``MAX_BLOCK_SIZE`` bytes is read whole (``verify_block``); a
+    larger one, which no importer writes, is hashed 1 MiB at a time, so a huge file under a CID name costs
+    no memory."""
+    with open(path, "rb") as fh:
+        head = fh.read(MAX_BLOCK_SIZE + 1)
+        if len(head) <= MAX_BLOCK_SIZE:
+            verify_block(cid, head, max_size=None)
+            return len(head)
+        info = parse_cid_bytes(cid)
+        if info.codec not in SUPPORTED_CODECS or info.hash_code != SHA2_256:
+            raise UnsupportedBlock(f"block {cid_to_str(cid)} uses a codec or hash bundlekit cannot check")
+        digest, size = hashlib.sha256(head), len(head)
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    if digest.digest() != info.digest:
+        raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
+    return size
 
 
 class RecordLimitError(BundlekitError):
@@ -695,20 +724,18 @@ class BlockStore:
         found: dict[bytes, BlockProblem] = {}
         for cid, path in self._block_files():
             try:
-                data = _read_whole(path)
+                report.bytes += _check_file(cid, path)
+                report.blocks += 1
+                continue
             except FileNotFoundError:
                 continue  # gone since the scan (a concurrent unlink): nothing to check
-            report.blocks += 1
-            report.bytes += len(data)
-            try:
-                verify_block(cid, data, max_size=None)
-                continue
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
                 problem = "damaged"
             except UnsupportedBlock:
                 problem = "unsupported"
+            report.blocks += 1
             if len(found) < MAX_NAMED:
                 found[cid] = BlockProblem(cid, problem)
             else:
@@ -763,9 +790,17 @@ class BlockStore:
                 continue
             seen.add(cid)
             try:
-                data = _read_whole(self._file(cid))
+                path = self._file(cid)
+                if cid[:2] == _RAW_V1:  # a leaf: only whether it is there
+                    if not os.path.isfile(path):
+                        yield cid
+                    continue
+                with open(path, "rb") as fh:
+                    data = fh.read(MAX_BLOCK_SIZE + 1)  # a node past the limit has no links worth reading
             except (FileNotFoundError, CIDError):
                 yield cid
+                continue
+            except OSError:
                 continue
             with contextlib.suppress(BundlekitError):
                 stack.extend(as_cidv1(child) for child, _name in block_links(cid, data))

@@ -6,6 +6,7 @@ number of blocks."""
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from bundlekit.blockstore import BlockStore
+from bundlekit.blockstore import BlockStore, StoreReport
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer
@@ -172,13 +173,19 @@ def test_json_of_a_clean_store_is_ok(tmp_path: Path) -> None:
     assert report["ok"] is True and report["problems"] == [] and report["blocks"] == 5
 
 
-def _peak_of_verify(store: BlockStore) -> int:
+def _traced_verify(store: BlockStore) -> tuple[StoreReport, int]:
+    """``store.verify()``'s report and the peak of memory traced while it ran."""
     tracemalloc.start()
     try:
         report = store.verify()
         _current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return report, peak
+
+
+def _peak_of_verify(store: BlockStore) -> int:
+    report, peak = _traced_verify(store)
     assert report.ok
     return peak
 
@@ -191,3 +198,21 @@ def test_verify_memory_does_not_grow_with_the_number_of_blocks(tmp_path: Path) -
         store.put_many([(make_cid(1, RAW, data), data) for data in (i.to_bytes(4, "big") for i in range(count))])
     _peak_of_verify(small)  # warm caches (the CID codecs) before measuring
     assert _peak_of_verify(large) < _peak_of_verify(small) + 100_000
+
+
+def test_a_huge_file_under_a_block_name_is_hashed_in_pieces_and_named_damaged(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path / "store", fsync=False)
+    cid = make_cid(1, RAW, b"small")
+    store.put(cid, b"small")
+    os.truncate(store.path_for(cid), 256 * 1024 * 1024)  # 256 MiB (sparse): read whole it would be in memory
+    report, peak = _traced_verify(store)
+    assert [(p.cid, p.problem) for p in report.problems] == [(cid, "damaged")]
+    assert peak < 16 * 1024 * 1024 and not store.has(cid)
+
+
+def test_a_block_larger_than_the_trustless_limit_verifies(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path / "store", fsync=False)
+    data = bytes(range(256)) * (3 * 4096)  # 3 MiB, over MAX_BLOCK_SIZE: put takes it, verify hashes it in pieces
+    store.put(make_cid(1, RAW, data), data)
+    report = store.verify()
+    assert report.ok and report.blocks == 1 and report.bytes == len(data)
