@@ -791,9 +791,10 @@ class BlockStore:
             seen.add(cid)
             try:
                 path = self._file(cid)
+                if not os.path.isfile(path):  # absent, or no regular file (a FIFO would block the open)
+                    yield cid
+                    continue
                 if cid[:2] == _RAW_V1:  # a leaf: only whether it is there
-                    if not os.path.isfile(path):
-                        yield cid
                     continue
                 with open(path, "rb") as fh:
                     data = fh.read(MAX_BLOCK_SIZE + 1)  # a node past the limit has no links worth reading
