@@ -55,7 +55,10 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
           as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, embeddings: bool,
           embedder: str | None, embed_url: str | None, embed_model: str | None, sign: bool,
           signer_address: str | None, **params: Any) -> None:
-    """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first."""
+    """Build a bundle of MEMDIR and print its root CID (stdout); the tree is validated first.
+
+    A memory file that does not parse is left out with a warning naming it; --strict refuses the build
+    instead (exit 1, nothing written)."""
 
     keys = build_keys(KeyOptions.from_params(params), sign=sign, encrypt=encrypt, signer_address=signer_address,
                       compat=compat, warn=output.warn)
@@ -67,7 +70,8 @@ def build(memdir: Path, output_path: Path, namespace: str | None, profile: str |
         tree = Memory(memdir, on_warning=output.warn, embedder=embedder_settings(embedder, embed_url, embed_model))
     with output.Progress("building", unit="files") as progress:
         options = BuildOptions(namespace=namespace, profile=profile, created=when, redact_index=redact_index,
-                               compat=compat, progress=progress.callback, embeddings=embeddings)
+                               compat=compat, progress=progress.callback, embeddings=embeddings,
+                               strict=bool(params.get("strict")), warn=output.warn)
         result = build_bundle(tree, output_path, key=key, sign=signer, options=options)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "

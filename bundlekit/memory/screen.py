@@ -53,12 +53,13 @@ def guard_key(key: str, where: str = "memory key") -> None:
 
 
 def guard_record(record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:
-    """The guard on a memory's raw text, then on each parsed value (see the module docstring)."""
+    """The guard on each parsed value, then on the memory's raw text (see the module docstring): a finding
+    names the field it sits in (``body line 2``) before a line of a file the caller may never have seen."""
     if allow_secrets:
         return
-    guard(record.raw, where, can_allow=can_allow)
     for text, place in _values(record, where):
         guard(text, place, can_allow=can_allow)
+    guard(record.raw, where, can_allow=can_allow)
 
 
 def record_values_clean(record: MemoryRecord) -> bool:
