@@ -20,6 +20,11 @@ What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``
 one of whose values (as read from its file now) holds a credential with that
 credential withheld, and warns naming the file (``withhold``); so do the
 timeline entries of ``context_block`` and ``timeline(withhold=True)``.
+
+A memory file that does not parse never blocks the rest: every read leaves it
+out with a warning naming it and what is wrong, ``list_text``/``listing`` list
+it as broken, ``stored_text`` shows it, ``forget`` removes it, and nothing
+replaces or deletes it unseen (specs/memory.md, "A file that does not parse").
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import builtins
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from contextlib import nullcontext
@@ -237,6 +242,19 @@ class Memory:
         (the guard runs here, on what was just read, whatever the index says)."""
         return [r if screen.record_values_clean(r) else self._withheld(r) for r in records]
 
+    def _keep_broken(self, names: Iterable[str], action: str) -> None:
+        """Refuse (:class:`FrontmatterError`) to replace or delete a memory file of ``names`` (equal ignoring
+        case) that does not parse: reads leave it out, so ``action`` would take it for absent and lose its
+        text unseen. Called under the lock, after the refresh, before anything is written."""
+        broken = {name.lower(): (name, problem) for name, problem in self._index.broken.items()}
+        for name in sorted(names):
+            found = broken.get(name.lower())
+            if found is not None:
+                raise FrontmatterError(
+                    f"{found[1]}; {action} would replace it: fix the file, or `bundlekit memory forget "
+                    f"{found[0][:-3]}` removes it"
+                )
+
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
 
@@ -298,7 +316,12 @@ class Memory:
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
-            current = _current(catalog, key, self._read_record)
+            try:
+                current = _current(catalog, key, self._read_record)
+            except FrontmatterError as exc:  # nothing of a file that does not parse can be carried over
+                raise FrontmatterError(
+                    f"{exc}; the write would replace it: fix the file, or `bundlekit memory forget {key}` removes it"
+                ) from exc
             # Step 4: the revision; step 5: the frontmatter.
             revision = _check_revision(current, expected_revision, filename)
             given: dict[str, Any] = {
@@ -312,7 +335,7 @@ class Memory:
             # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
             record = rendered_record(key, meta, body, where=filename)
-            screen.guard_record(record, f"{filename} (not written)", allow_secrets=allow_secrets)
+            screen.guard_record(record, f"{filename} (not written)", allow_secrets=allow_secrets, fields_first=True)
             self._backend.write(filename, record.raw.encode("utf-8"))
             self._stored(catalog, [record], {key: current})
             return record
@@ -752,6 +775,7 @@ class Memory:
         report = ImportReport()
         with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
             catalog = self._index.refresh(locked=True)
+            self._keep_broken((f"{key}.md" for key in plan.records), "the import")
             records = {r.key.lower(): r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
             previous: dict[str, MemoryRecord | None] = {}
@@ -840,6 +864,7 @@ class Memory:
                     screen.guard_entry(entry, "", f"merged timeline/{name} entry {number}")
         with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
             catalog = self._index.refresh(locked=True)
+            self._keep_broken(files, "the merge")
             current = {r.filename: r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
             previous: dict[str, MemoryRecord | None] = {}

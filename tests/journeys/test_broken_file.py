@@ -159,3 +159,33 @@ def test_a_credential_in_a_broken_file_is_withheld_when_shown(tree: Path) -> Non
     shown = memory_cli(tree, "show", "user_broken")
     assert shown.exit_code == 0 and key not in shown.stdout and key not in shown.stderr
     assert "withheld" in shown.stderr
+
+
+def test_an_import_never_replaces_it_unseen(tree: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    Memory(other).write("user_broken", name="Incoming", description="d", type="user", body="b")
+    blob = tmp_path / "blob.json"
+    blob.write_text(json.dumps(Memory(other).export()), encoding="utf-8")
+    result = memory_cli(tree, "import", str(blob))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {TYPE_PROBLEM}; the import would replace it")
+    assert (tree / "user_broken.md").read_text(encoding="utf-8") == BAD_TYPE
+
+
+def test_a_merge_never_replaces_or_deletes_it_unseen(tree: Path) -> None:
+    mem = Memory(tree)
+    for files in ({"user_broken.md": None}, {"USER_BROKEN.md": BAD_TYPE.replace("type: usr", "type: user")}):
+        with pytest.raises(FrontmatterError, match="the merge would replace it"):
+            mem.apply_merge(files, {})
+    assert (tree / "user_broken.md").read_text(encoding="utf-8") == BAD_TYPE
+
+
+def test_a_write_over_it_is_refused_saying_how_to_go_on(tree: Path) -> None:
+    result = memory_cli(tree, "write", "user_broken", "--name", "n", "--description", "d", "--type", "user",
+                        "--body", "b")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {TYPE_PROBLEM}; the write would replace it: fix the file, or")
+    assert (tree / "user_broken.md").read_text(encoding="utf-8") == BAD_TYPE
+    assert memory_cli(tree, "forget", "user_broken").exit_code == 0
+    assert memory_cli(tree, "write", "user_broken", "--name", "n", "--description", "d", "--type", "user",
+                      "--body", "b").exit_code == 0
