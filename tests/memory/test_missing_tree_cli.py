@@ -96,3 +96,9 @@ def test_the_library_still_writes_into_a_new_folder(tmp_path: Path) -> None:
     tree = tmp_path / "new"
     Memory(tree).write("user_goal", name="Goal: win", description="d", type="user", body="b")
     assert (tree / "user_goal.md").is_file()
+
+
+def test_write_help_says_a_body_is_required_and_a_tree_must_exist() -> None:
+    text = "".join(memory_cli("write", "--help").stdout.split())  # free of where the lines wrap
+    assert "--bodyTEXTTheMarkdownbody(required:thisor--body-file)." in text
+    assert "Thetreemustexist(`memoryinit`makesone)" in text
