@@ -43,13 +43,14 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 from bundlekit._redact import redact
 from bundlekit._signals import is_ignored
@@ -62,6 +63,7 @@ from bundlekit.gateway.framing import (
     header_line_problem,
     read_body,
     request_framing,
+    spool_body,
 )
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
@@ -76,10 +78,12 @@ __all__ = [
     "STOP_POLL_INTERVAL",
     "App",
     "BodyApp",
+    "PEER_HEADER",
     "GatewayResponder",
     "GatewayServer",
     "Response",
     "ServedRoot",
+    "SpooledBodyApp",
     "close_source",
     "create_server",
     "make_source",
@@ -92,7 +96,10 @@ logger = logging.getLogger("bundlekit.gateway")
 
 # An extra application mounted beside the gateway paths: (method, target, lower-case headers) -> Response.
 # It must never raise (like GatewayResponder.respond). The browsing interface (bundlekit.ui) is one, at /ui/.
+# The headers of a mounted app's request also hold PEER_HEADER, the client's address: a name no HTTP header
+# can have (a field name never starts with ":"), so a client cannot forge it.
 App = Callable[[str, str, Mapping[str, str]], Response]
+PEER_HEADER = ":peer"
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,20 @@ class BodyApp:
     respond: Callable[[str, str, Mapping[str, str], bytes | None], Response]
     max_body: int
     methods: frozenset[str] = frozenset({"PUT"})
+
+
+@dataclass(frozen=True)
+class SpooledBodyApp:
+    """A ``BodyApp`` whose body goes to an unnamed temp file instead of memory: the team hub's pushed CARs.
+
+    ``respond(method, target, headers, body)`` gets the body read within ``max_body`` bytes into a
+    ``tempfile.TemporaryFile`` (positioned at its start, closed and so removed after the answer), or
+    None when it could not be read whole within the bound. Like ``App``, it must never raise.
+    """
+
+    respond: Callable[[str, str, Mapping[str, str], BinaryIO | None], Response]
+    max_body: int
+    methods: frozenset[str] = frozenset({"POST"})
 
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
@@ -228,8 +249,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._reader.start()  # the head deadline starts at the next request's first byte
         self._unread = False  # bytes of this request were left unread: close after the answer, lingering
         self._close_said = False
-        self._body: bytes | None = b""  # the body a BodyApp reads (None: not read whole within its bound)
-        super().handle_one_request()
+        self._body: bytes | BinaryIO | None = b""  # a BodyApp's body (None: not read whole within its bound)
+        self._spooled = False  # the body goes to a temp file (a SpooledBodyApp's)
+        try:
+            super().handle_one_request()
+        finally:
+            if not isinstance(self._body, bytes | None):
+                self._body.close()
 
     def parse_request(self) -> bool:
         """The request line and headers (each header line checked as it is read), then its body
@@ -257,6 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
         wanted = self.server.body_limit(self.command, self.path)
+        self._spooled = isinstance(self.server.responder_for(self.path), SpooledBodyApp)
         if wanted and framing.kind in ("length", "chunked"):
             return self._read_body(framing, wanted, waits)
         if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
@@ -276,12 +303,21 @@ class _Handler(BaseHTTPRequestHandler):
             if waits:
                 self.send_response_only(100)
                 self.end_headers()
-            self._body = read_body(self.rfile, framing, limit)
+            self._body = self._read_spooled(framing, limit) if self._spooled else read_body(self.rfile, framing, limit)
         if self._body is None:
             self._unread = True
         if self._body is None or framing.close:
             self.close_connection = True
         return True
+
+    def _read_spooled(self, framing: BodyFraming, limit: int) -> BinaryIO | None:
+        """A ``SpooledBodyApp``'s body, read within ``limit`` into a temp file (None past the bound)."""
+        spool = tempfile.TemporaryFile()
+        if not spool_body(self.rfile, framing, spool, limit):
+            spool.close()
+            return None
+        spool.seek(0)
+        return cast(BinaryIO, spool)
 
     def handle_expect_100(self) -> bool:
         """Never ``100 Continue`` here: an answer that reads no body comes at once (RFC 9110 10.1.1)
@@ -332,13 +368,14 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
+        headers[PEER_HEADER] = str(self.client_address[0])
         app = self.server.responder_for(self.path)
         if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
             app = self.server.misdirected
         if app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
-        elif isinstance(app, BodyApp):
+        elif isinstance(app, BodyApp | SpooledBodyApp):
             response = self.server.answer_writing(app, method, self.path, headers,
                                                   self._body if method in app.methods else b"")
         else:
@@ -408,7 +445,7 @@ class GatewayServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         gateway: GatewayResponder,
-        apps: Mapping[str, App | BodyApp] | None = None,
+        apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
         *,
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT,
@@ -456,9 +493,9 @@ class GatewayServer(ThreadingHTTPServer):
         """Bytes of body read for this request: the ``max_body`` of a ``BodyApp`` mounted at ``target``
         for ``method``; 0 (the body is dropped, ``framing.discard_body``) for everything else."""
         app = self.responder_for(target)
-        return app.max_body if isinstance(app, BodyApp) and method in app.methods else 0
+        return app.max_body if isinstance(app, BodyApp | SpooledBodyApp) and method in app.methods else 0
 
-    def responder_for(self, target: str) -> App | BodyApp:
+    def responder_for(self, target: str) -> App | BodyApp | SpooledBodyApp:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
         path = target.split("?", 1)[0]
         for prefix in sorted(self.apps, key=len, reverse=True):
@@ -476,7 +513,8 @@ class GatewayServer(ThreadingHTTPServer):
         return f"http://{host_text}:{port}"
 
     def answer_writing(
-        self, app: BodyApp, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+        self, app: BodyApp | SpooledBodyApp, method: str, target: str, headers: Mapping[str, str],
+        body: bytes | BinaryIO | None,
     ) -> Response:
         """``app``'s answer, counted as a write under way that ``server_close`` waits for; once the server
         is closing, a 503 instead (nothing is started that the exit could cut in half)."""
@@ -486,7 +524,9 @@ class GatewayServer(ThreadingHTTPServer):
                                       [("Retry-After", "1")])
             self._writes += 1
         try:
-            return app.respond(method, target, headers, body)
+            if isinstance(app, SpooledBodyApp):  # no body (b""): an empty file is what it reads
+                return app.respond(method, target, headers, io.BytesIO(body) if isinstance(body, bytes) else body)
+            return app.respond(method, target, headers, body if isinstance(body, bytes) or body is None else None)
         finally:
             with self._writes_done:
                 self._writes -= 1
@@ -578,7 +618,7 @@ def create_server(
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
-    apps: Mapping[str, App | BodyApp] | None = None,
+    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
@@ -672,7 +712,7 @@ def serve_in_thread(
     cars: Sequence[str | Path] = (),
     host: str = "127.0.0.1",
     port: int = 0,
-    apps: Mapping[str, App | BodyApp] | None = None,
+    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.
