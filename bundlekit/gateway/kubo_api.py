@@ -129,7 +129,12 @@ class KuboAPI:
 
     def app(self) -> SpooledBodyApp:
         """The app to mount at ``MOUNT``: its ``POST`` bodies are read into temp files."""
-        return SpooledBodyApp(self.respond, self.limits.max_body, frozenset({"POST"}))
+        return SpooledBodyApp(self.respond, self.limits.max_body, frozenset({"POST"}), admit=self.admit)
+
+    def admit(self, method: str, target: str, headers: Mapping[str, str]) -> Response | None:
+        """The answer to a request refused before its body is read (no token: 403), else None: a client
+        without the token cannot make the hub spool a byte."""
+        return None if self.authorized(headers) else _text(403, _DENIED)
 
     def respond(self, method: str, target: str, headers: Mapping[str, str], body: BinaryIO | None) -> Response:
         """Answer one request (``headers`` keys lower-case); never raises."""

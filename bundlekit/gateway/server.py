@@ -129,6 +129,11 @@ class SpooledBodyApp:
     respond: Callable[[str, str, Mapping[str, str], BinaryIO | None], Response]
     max_body: int
     methods: frozenset[str] = frozenset({"POST"})
+    # Judged before the body is read: (method, target, headers) -> a refusal, or None to read the body.
+    # A refused body is never read (dropped within the usual bound, else the connection closes), so a
+    # client without the app's credentials cannot make it spool anything. An admitted body is read
+    # under the idle timeout alone (a large push may take longer than the head's deadline).
+    admit: Callable[[str, str, Mapping[str, str]], Response | None] | None = None
 
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
@@ -207,16 +212,22 @@ class _HeadReader(io.RawIOBase):
         self._idle = idle
         self._head = head
         self._deadline: float | None = None
+        self._in_body = False
 
     def start(self) -> None:
         self._deadline = None
+        self._in_body = False
+
+    def read_body(self) -> None:
+        """From now until ``start``: an admitted body, each read bounded by the idle timeout alone."""
+        self._in_body = True
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
         wait = self._idle
-        if self._deadline is not None:
+        if self._deadline is not None and not self._in_body:
             wait = min(wait, self._deadline - time.monotonic())
             if wait <= 0:
                 raise TimeoutError("the request headers took too long")
@@ -251,6 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._close_said = False
         self._body: bytes | BinaryIO | None = b""  # a BodyApp's body (None: not read whole within its bound)
         self._spooled = False  # the body goes to a temp file (a SpooledBodyApp's)
+        self._refusal: Response | None = None  # a SpooledBodyApp's answer given before its body
         try:
             super().handle_one_request()
         finally:
@@ -283,7 +295,14 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
         wanted = self.server.body_limit(self.command, self.path)
-        self._spooled = isinstance(self.server.responder_for(self.path), SpooledBodyApp)
+        app = self.server.responder_for(self.path)
+        self._spooled = isinstance(app, SpooledBodyApp)
+        if wanted and isinstance(app, SpooledBodyApp) and app.admit is not None:
+            self._refusal = app.admit(self.command, self.path, self._lower_headers())
+            if self._refusal is not None:
+                wanted = 0  # never spooled: dropped within the usual bound, or the connection closes
+            else:
+                self._reader.read_body()
         if wanted and framing.kind in ("length", "chunked"):
             return self._read_body(framing, wanted, waits)
         if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
@@ -363,16 +382,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _other
 
-    def _serve(self, method: str) -> None:
+    def _lower_headers(self) -> dict[str, str]:
+        """The request's headers by lower-case name (repeated ones joined), with the client's address as
+        ``PEER_HEADER``."""
         headers: dict[str, str] = {}
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
         headers[PEER_HEADER] = str(self.client_address[0])
+        return headers
+
+    def _serve(self, method: str) -> None:
+        headers = self._lower_headers()
         app = self.server.responder_for(self.path)
         if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
             app = self.server.misdirected
-        if app == self.server.gateway.respond:
+        if self._refusal is not None and app != self.server.misdirected:
+            response = self._refusal
+        elif app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
         elif isinstance(app, BodyApp | SpooledBodyApp):

@@ -13,6 +13,7 @@ commit fce340ca96efd6c18c0bc00e7ff214c1e11bdede, ``http/handler.go`` (405 "405 -
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,7 @@ from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing_api import MOUNT as ROUTING_MOUNT
 from bundlekit.names.routing_api import RoutingAPI
 from pinners.kubo import KuboPinner
+from tests.net.loopback import answer_head
 from tests.pinners.conftest import Car, build_car
 
 TOKEN = "hub-token-0123456789abcdef"
@@ -222,3 +224,13 @@ def test_the_kubo_pinner_pins_into_the_hub_and_reads_its_status(server: GatewayS
         assert kubo.status(car.root).status == "pinned"
         assert [e.name for e in kubo.list("sync-")] == ["sync-team"]
         kubo.check()
+
+
+def test_a_push_without_the_token_is_refused_before_its_body_is_read(server: GatewayServer) -> None:
+    port = int(server.server_address[1])
+    head = (f"POST /api/v0/dag/import HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: multipart/form-data; boundary=x\r\nContent-Length: 104857600\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head.encode())  # not one byte of the announced 100 MB follows
+        answer = answer_head(sock)
+    assert answer.startswith(b"HTTP/1.1 403 ") and b"Connection: close" in answer
