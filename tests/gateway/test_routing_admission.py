@@ -78,6 +78,8 @@ def test_with_a_token_a_new_name_needs_it_and_a_held_name_moves_without_it(tmp_p
         assert put(url, team, record(team, 2)).status_code == 200  # a held name: the record verifies, that is all
         assert put(url, team, record(team, 2, validity=VALIDITY + timedelta(hours=1))).status_code == 409
         assert put(url, stranger, record(stranger, 1)).status_code == 403
+        echoed = httpx.get(f"{url}/ipfs/{TOKEN}", timeout=WAIT)  # an answer that quotes the path it refuses
+        assert echoed.status_code == 400 and TOKEN not in echoed.text and "***" in echoed.text
     assert sorted(p.name for p in (store / "ipns").iterdir() if not p.name.startswith(".")) == [
         name_from_key(team.public)]
 
