@@ -14,8 +14,9 @@ What kubo answers (ipfs/kubo at commit 867cdc5d, ``core/commands/dag/dag.go`` an
 * **Authorization** (kubo's ``API.Authorizations``, ``withAuthSecrets``, checked before anything
   else): the request's ``Authorization`` must be ``Bearer <token>``, else ``403`` with a
   ``text/plain`` reason (kubo: ``Kubo RPC Access Denied: ...``). Compared in constant time.
-* **Methods** (go-ipfs-cmds ``ServeHTTP``): ``POST`` only; ``OPTIONS`` is ``204`` with
-  ``Allow: POST``; anything else ``405`` ``405 - Method Not Allowed`` with ``Allow: POST``.
+* **Methods** (go-ipfs-cmds ``ServeHTTP``): ``POST`` only; anything else ``405``
+  ``405 - Method Not Allowed`` with ``Allow: POST`` (``OPTIONS`` keeps the gateway's CORS preflight
+  answer, which allows no ``POST``: a page elsewhere cannot push).
   An unknown command is ``404`` ``404 page not found``.
 * **A command's refusal** (go-ipfs-cmds ``sendErr``): ``500`` with
   ``{"Message": ..., "Code": 0, "Type": "error"}`` (``application/json``), which the ``kubo`` pinner
@@ -53,7 +54,6 @@ import hmac
 import io
 import json
 import logging
-import os
 import threading
 from importlib.metadata import PackageNotFoundError, version
 from collections.abc import Callable, Iterator, Mapping
@@ -155,13 +155,11 @@ class KuboAPI:
     def _respond(self, method: str, target: str, headers: Mapping[str, str], body: BinaryIO | None) -> Response:
         if not self.authorized(headers):
             return _text(403, _DENIED)
-        if method == "OPTIONS":
-            return Response(204, [("Allow", "POST")], [], None)
         if method != "POST":
             return _text(405, "405 - Method Not Allowed", [("Allow", "POST")])
         parts = urlsplit(target)
         command = parts.path[len(MOUNT):].strip("/")
-        query = {k: v for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        query = parse_qs(parts.query, keep_blank_values=True)
         if command == "dag/import":
             return self._dag_import(headers, body, query)
         if command == "pin/add":
@@ -325,7 +323,10 @@ def _boundary(content_type: str) -> bytes:
 
 
 def _size(body: BinaryIO) -> int:
-    return os.fstat(body.fileno()).st_size
+    """Bytes in the spooled body."""
+    size = body.seek(0, io.SEEK_END)
+    body.seek(0)
+    return size
 
 
 def _parts(body: BinaryIO, boundary: bytes) -> list[tuple[int, int]]:

@@ -234,3 +234,9 @@ def test_a_push_without_the_token_is_refused_before_its_body_is_read(server: Gat
         sock.sendall(head.encode())  # not one byte of the announced 100 MB follows
         answer = answer_head(sock)
     assert answer.startswith(b"HTTP/1.1 403 ") and b"Connection: close" in answer
+
+
+def test_a_push_with_no_body_is_refused_as_malformed(server: GatewayServer) -> None:
+    answer = httpx.post(f"{server.url}/api/v0/dag/import",
+                        headers={**AUTH, "Content-Type": "multipart/form-data; boundary=x"})
+    assert answer.status_code == 400 and "lacks its delimiters" in answer.json()["Message"]
