@@ -32,6 +32,9 @@ What kubo answers (ipfs/kubo at commit 867cdc5d, ``core/commands/dag/dag.go`` an
 * ``pin/add?arg=<cid>&name=<name>``: pins a DAG already complete here (a hub never fetches from
   the network; kubo offline fails the same way), ``{"Pins": ["<cid>"]}``; a name over 255 bytes
   is refused (kubo ``ValidatePinName``).
+* ``pin/rm?arg=<cid>``: the pin removed (``{"Pins": ["<cid>"]}``; its blocks go at the next
+  ``gc``), one not pinned refused ``not pinned or pinned indirectly`` (boxo ``pin.ErrNotPinned``):
+  ``bundlekit unpin`` retires a team's old releases at the hub.
 * ``pin/ls[?arg=<cid>][&type=recursive|all|direct|indirect][&names=true]``: ``{"Keys": {"<cid>":
   {"Type": "recursive", "Name": "<name>"}}}``; every pin here is recursive (``indirect``/``direct``
   list none); an ``arg`` not pinned is the refusal ``path '<arg>' is not pinned``.
@@ -166,6 +169,8 @@ class KuboAPI:
             return _json(self._pin_add(query))
         if command == "pin/ls":
             return _json(self._pin_ls(query))
+        if command == "pin/rm":
+            return _json(self._pin_rm(query))
         if command == "routing/put" and self.records is not None:
             return self._routing_put(headers, body, query)
         if command == "id":
@@ -255,6 +260,21 @@ class KuboAPI:
         if not added:
             raise _Refused("argument \"ipfs-path\" is required")
         return {"Pins": added}
+
+    def _pin_rm(self, query: Mapping[str, list[str]]) -> dict[str, Any]:
+        """kubo ``pin rm``: each ``arg`` unpinned (its blocks go at the next ``gc``); one not pinned is kubo's
+        refusal ``not pinned or pinned indirectly`` (boxo ``pin.ErrNotPinned``), which the pinner accepts."""
+        removed = []
+        for arg in query.get("arg", []):
+            cid = _cid_arg(arg)
+            try:
+                self.store.unpin(cid)
+            except UsageError as exc:
+                raise _Refused("not pinned or pinned indirectly") from exc
+            removed.append(cid_to_str(cid))
+        if not removed:
+            raise _Refused("argument \"ipfs-path\" is required")
+        return {"Pins": removed}
 
     def _pin_ls(self, query: Mapping[str, list[str]]) -> dict[str, Any]:
         kind = _one(query, "type") or "all"

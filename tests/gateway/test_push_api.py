@@ -224,6 +224,9 @@ def test_the_kubo_pinner_pins_into_the_hub_and_reads_its_status(server: GatewayS
         assert kubo.status(car.root).status == "pinned"
         assert [e.name for e in kubo.list("sync-")] == ["sync-team"]
         kubo.check()
+        kubo.unpin(car.root)
+        kubo.unpin(car.root)  # not pinned any more: kubo's refusal, which the pinner takes as done
+        assert kubo.status(car.root).status == "missing"
 
 
 def test_a_push_without_the_token_is_refused_before_its_body_is_read(server: GatewayServer) -> None:
