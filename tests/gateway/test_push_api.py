@@ -243,3 +243,16 @@ def test_a_push_with_no_body_is_refused_as_malformed(server: GatewayServer) -> N
     answer = httpx.post(f"{server.url}/api/v0/dag/import",
                         headers={**AUTH, "Content-Type": "multipart/form-data; boundary=x"})
     assert answer.status_code == 400 and "lacks its delimiters" in answer.json()["Message"]
+
+
+def test_a_chunked_push_is_spooled_and_imported(server: GatewayServer, store: BlockStore, car: Car) -> None:
+    boundary = "b0und4ry"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bundle.car\"\r\n"
+            "Content-Type: application/vnd.ipld.car\r\n\r\n").encode() + car.path.read_bytes() + \
+        f"\r\n--{boundary}--\r\n".encode()
+    pieces = (body[i:i + 7] for i in range(0, len(body), 7))  # no Content-Length: Transfer-Encoding: chunked
+    answer = httpx.post(f"{server.url}/api/v0/dag/import", content=pieces,
+                        headers={**AUTH, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert answer.status_code == 200, answer.text
+    assert json.loads(answer.text.splitlines()[0])["Root"]["Cid"]["/"] == car.root_text
+    assert as_cidv1(car.root) in store.pins()
