@@ -119,7 +119,7 @@ class _Tally:
 
 
 def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally) -> Iterator[tuple[bytes, bytes]]:
-    """``blocks`` counted into ``tally``, raising ``ImportLimitError`` at the one past ``limit`` (before it is written)."""
+    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written."""
     for cid, data in blocks:
         if limit is not None and tally.blocks >= limit:
             raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
@@ -479,7 +479,7 @@ class BlockStore:
         *,
         keep: Callable[[bytes], bool] | None = None,
         max_names: int | None = None,
-        evict: Callable[[bytes], bool] | None = None,
+        sweep: Callable[[], Callable[[bytes], bool] | None] | None = None,
         admit: Callable[[], None] | None = None,
     ) -> bool:
         """Keep ``record`` as the latest IPNS record of ``name`` (``k51...``), replacing the one before.
@@ -491,12 +491,13 @@ class BlockStore:
         With ``max_names``, a record of a name the store keeps none for is
         refused (``RecordLimitError``) when it keeps records for that many
         names: counted under the same lock, so writers racing with new names
-        cannot pass the limit together. With ``evict`` too, the records for which
-        ``evict(kept)`` is true (expired ones) are removed first, when the limit is reached. ``admit()``
+        cannot pass the limit together. With ``sweep`` too, ``sweep()`` is called when the limit is
+        reached: it gives a judge, and the records for which ``judge(kept)`` is true (expired ones) are
+        removed before the count is taken again, or None to remove nothing now (a sweep reads every record). ``admit()``
         is called, under the lock, before a record of a new name is written: it raises to refuse it (the
         routing API's token and per-client bound).
         The store does not read records: ``bundlekit.names`` verifies them
-        before it calls this and after it reads one back (``keep`` and ``evict`` are its judges).
+        before it calls this and after it reads one back (``keep`` and the sweep's judge are its judges).
         """
         path = self._record_path(name)
         judged = keep is not None or max_names is not None or admit is not None
@@ -507,7 +508,8 @@ class BlockStore:
             if kept is None and admit is not None:
                 admit()
             if kept is None and max_names is not None and self.record_count() >= max_names:
-                if evict is None or self._evict_records(evict) == 0 or self.record_count() >= max_names:
+                judge = sweep() if sweep is not None else None
+                if judge is None or self._evict_records(judge) == 0 or self.record_count() >= max_names:
                     raise RecordLimitError(f"the store at {self.root} keeps records for {max_names} names, its limit")
             atomic_write_bytes(path, record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
         return True

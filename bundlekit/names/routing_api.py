@@ -29,9 +29,10 @@
   (``specs/sync.md``, "Routing API use"). A record whose value is not an ``/ipfs/`` or ``/ipns/``
   path is ``400``. A name new to the store needs the hub's token when it has one
   (``Authorization: Bearer``, ``$BUNDLEKIT_SERVE_TOKEN``; ``403`` otherwise); without a token,
-  each client (by address) may bring at most ``MAX_NAMES_PER_CLIENT`` new names (``403``). A name
-  new to the store when it already keeps ``MAX_NAMES`` records, the expired ones removed first,
-  is ``507``: a flood of freshly made keys cannot fill the disk or lock the team out.
+  each client (by address; an IPv6 one by its /64, ``client_of``) may bring at most
+  ``MAX_NAMES_PER_CLIENT`` new names (``403``). A name new to the store when it already keeps
+  ``MAX_NAMES`` records, the expired ones removed first (a sweep at most once a minute), is ``507``:
+  a flood of freshly made keys cannot fill the disk or lock the team out.
 * Other methods on the IPNS path: ``405`` with ``Allow``; the API's other paths (providers,
   peers, DHT): ``501``, as the specification says for what is not supported; an unknown path:
   ``400``.
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import threading
 import time
@@ -60,7 +62,7 @@ from bundlekit.gateway.server import PEER_HEADER, BodyApp
 from bundlekit.ipld.ipns_entry import MAX_RECORD_SIZE
 from bundlekit.names.record import name_text, parse_name, verify_record, verify_signed
 
-__all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "RoutingAPI"]
+__all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "SWEEP_INTERVAL_NS", "RoutingAPI", "client_of"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -71,6 +73,8 @@ MAX_PUT_BODY: Final = 64 * 1024
 MAX_NAMES: Final = 10_000
 #: New names one client (by address) may bring while the server runs, when it has no token.
 MAX_NAMES_PER_CLIENT: Final = 100
+#: Nanoseconds between two sweeps of the expired records at the cap.
+SWEEP_INTERVAL_NS: Final = 60 * 10**9
 _IPNS: Final = MOUNT + "ipns/"
 _OTHER_PATHS: Final = ("providers", "peers", "dht")
 _ALLOW: Final = ("Allow", "GET, HEAD, PUT, OPTIONS")
@@ -103,6 +107,7 @@ class RoutingAPI:
         self.max_per_client = max_per_client
         self._brought: dict[str, int] = {}  # new names per client address (no token)
         self._brought_lock = threading.Lock()
+        self._swept: int | None = None  # when the expired records were last swept (clock ns)
 
     def app(self) -> BodyApp:
         """The app to mount at ``MOUNT`` (``GatewayServer(apps={MOUNT: ...})``): it reads ``PUT`` bodies."""
@@ -214,13 +219,14 @@ class RoutingAPI:
                 return False
 
             written = self.store.put_record(label, body, keep=as_new, max_names=self.max_names,
-                                            evict=self._expired, admit=admission.admit)
+                                            sweep=self._sweep, admit=admission.admit)
         except _NotAdmitted as exc:
             return error_response(exc.status, str(exc))
         except RecordLimitError:
             admission.undo()
             return error_response(507, f"this server keeps records for {self.max_names} names, its limit; "
-                                       "it takes new records for those names only")
+                                       "it takes new records for those names only, and for new names as "
+                                       "records expire", [("Retry-After", str(SWEEP_INTERVAL_NS // 10**9))])
         except UsageError as exc:
             admission.undo()
             return error_response(400, str(exc))
@@ -248,6 +254,16 @@ class RoutingAPI:
         scheme, _, value = headers.get("authorization", "").strip().partition(" ")
         return hmac.compare_digest(f"{scheme.capitalize()} {value.strip()}".encode(), self._expected)
 
+    def _sweep(self) -> Callable[[bytes], bool] | None:
+        """At the cap: the judge of expired records, at most once per ``SWEEP_INTERVAL_NS`` (a sweep reads
+        every kept record, so a client knocking at the cap cannot make the server read them all each time)."""
+        now = self.clock()
+        with self._brought_lock:
+            if self._swept is not None and 0 <= now - self._swept < SWEEP_INTERVAL_NS:
+                return None
+            self._swept = now
+        return self._expired
+
     def _expired(self, kept: bytes) -> bool:
         """Whether a kept record may be removed to make room: expired, or no longer readable."""
         try:
@@ -257,7 +273,9 @@ class RoutingAPI:
         return eol is not None and eol <= self.clock()
 
     def bring(self, peer: str) -> None:
-        """Count one new name for ``peer``; ``_NotAdmitted`` (403: final, retrying cannot help) past ``max_per_client``."""
+        """Count one new name for ``peer``; ``_NotAdmitted`` (403: final, retrying cannot help) past
+        ``max_per_client``."""
+        peer = client_of(peer)
         with self._brought_lock:
             count = self._brought.get(peer, 0)
             if count >= self.max_per_client:
@@ -267,6 +285,7 @@ class RoutingAPI:
 
     def unbring(self, peer: str) -> None:
         """Take back one new name counted for ``peer`` (its record was not kept after all)."""
+        peer = client_of(peer)
         with self._brought_lock:
             self._brought[peer] = max(0, self._brought.get(peer, 0) - 1)
 
@@ -295,6 +314,20 @@ class _Admission:
         if self.counted:
             self.api.unbring(self.peer)
             self.counted = False
+
+
+def client_of(peer: str) -> str:
+    """Who a client address counts as: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address
+    by its /64 network (one host commonly holds a whole /64, so per address it would bring without bound)."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def _accepts_record(accept: str) -> bool:

@@ -21,12 +21,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.names.record import create_record, name_from_key
-from bundlekit.names.routing_api import MAX_NAMES_PER_CLIENT, MOUNT, RoutingAPI
+from bundlekit.names.routing_api import MAX_NAMES_PER_CLIENT, MOUNT, RoutingAPI, client_of
 
 TOKEN = "routing-token-feedc0ffee123456"
 MEDIA = "application/vnd.ipfs.ipns-record"
@@ -137,3 +138,13 @@ def test_a_record_whose_value_is_no_ipfs_or_ipns_path_is_400_and_not_kept(tmp_pa
         assert put(url, team, record(team, 1, "/ipns/k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8"),
                    auth).status_code == 200
     assert (store / "ipns" / name_from_key(team.public)).exists()
+
+
+@pytest.mark.parametrize(("peer", "counted_as"), [
+    ("192.0.2.7", "192.0.2.7"),
+    ("::ffff:192.0.2.7", "192.0.2.7"),
+    ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+])
+def test_an_ipv6_client_counts_by_its_64_network(peer: str, counted_as: str) -> None:
+    assert client_of(peer) == counted_as
