@@ -31,9 +31,11 @@ are a ``431``. An HTTP/1.0 request with ``Transfer-Encoding`` is answered withou
 being read, and the connection closes (RFC 9112 6.1: its framing is faulty). A
 ``Connection`` header listing ``close`` among other options closes the connection too.
 
-One mounted app reads a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
-(``server.BodyApp``). Its body is framed by the same rule and read within the app's bound
-(``read_body``) instead of dropped; one past the bound is not read, and the connection closes.
+Two mounted apps read a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
+(``server.BodyApp``) and the team hub's push API's ``POST /api/v0/...`` (``server.SpooledBodyApp``).
+Their body is framed by the same rule and read within the app's bound (``read_body`` into memory,
+``spool_body`` into a temp file) instead of dropped; one past the bound is not read, and the
+connection closes.
 
 Reads happen under the connection's own bounds (the head deadline and the idle
 timeout of ``server.py``), so a client trickling a body is cut off like one

@@ -19,8 +19,9 @@ request's head (request line and headers) must arrive within
 :data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
 for ever. A request body is read and dropped within a bound before the answer, or the
 answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one
-but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound),
-and its bytes must never be read as the next request. Responses stream: a CAR
+but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound) or
+``SpooledBodyApp`` (the push API's ``POST``: admitted first, then read into a temp file within its
+bound), and its bytes must never be read as the next request. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
