@@ -40,7 +40,7 @@ from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
 from bundlekit.bundle.sources import BlockSource
-from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.errors import BundlekitError, ConflictError, LoadError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
-           "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base", "merge",
+           "MAX_DELETE_SHARE", "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base", "keep_car_blocks", "merge",
            "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
@@ -61,6 +61,9 @@ DEFAULT_MAX_MANIFESTS: Final = 256
 MAX_ANCESTRY_BYTES: Final = 256 * 1024 * 1024
 #: And for at most this many seconds in all (one load's deadline; each read had its own, 256 of them).
 MAX_ANCESTRY_SECONDS: Final = 600.0
+#: A merge that is not ``trusted`` deletes at most this share of the tree's memories (and never all of them)
+#: without ``allow_deletes``, as rsync's and rclone's ``--max-delete`` bound a sync.
+MAX_DELETE_SHARE: Final = 0.25
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
 
@@ -73,13 +76,17 @@ class AncestryBoundReached(BundlekitError):
 class MergeOptions:
     """How a merge decides and what it may do: the conflict policy (``memory.merge.CONFLICT_POLICIES``),
     ``dry_run`` (report, write nothing), the bound on manifests read looking for the common ancestor, and
-    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it). Where the blocks come from is
+    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it), ``allow_deletes`` (past the
+    ``MAX_DELETE_SHARE`` bound) and ``trusted`` (the bundle's root came from a verified record of the tree's own
+    name: its lineage is proven and its deletions unbounded; ``sync`` sets it). Where the blocks come from is
     the caller's ``BlockSource``; the load's limits, publishers and HTTP options its ``LoadOptions``."""
 
     on_conflict: str = "both"
     dry_run: bool = False
     max_manifests: int = DEFAULT_MAX_MANIFESTS
     allow_secrets: bool = False
+    allow_deletes: bool = False
+    trusted: bool = False
 
 
 @dataclass
@@ -205,32 +212,67 @@ def merge_bundle(
 
         search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
-    base = TreeState.empty()
-    if search.base is not None:
-        try:
-            base = (theirs if search.base == root else
-                    _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load))))
-        except BundlekitError as exc:
-            notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
-            search.base = None
+    proven = opts.trusted or bool(load.publishers)  # the load refused any bundle not signed by one of them
+    base = _base_state(search, root, theirs, source, blocks=blocks, key=key, load=load, trusted=opts.trusted,
+                       notes=notes)
     memory = Memory(tree)
     try:
         with memory.holding():
             ours = TreeState.from_memory(LOCAL_LABEL, memory)
-            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict)
+            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
+            warnings = [*theirs_load.warnings, *outcome.report.warnings,
+                        *_check_deletions(ours, outcome, tree, opts)]
             parents = _merged_parents(tree, root, search)
             if not opts.dry_run:
                 memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
-                    _keep_blocks(source)
+                    keep_car_blocks(source)
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
     return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes,
-                       list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+                       warnings, theirs_load.publisher, _same(outcome, theirs))
+
+
+def _base_state(
+    search: BaseSearch, root: str | None, theirs: TreeState, source: str, *, blocks: BlockSource | None,
+    key: KeySpec | None, load: LoadOptions, trusted: bool, notes: list[str],
+) -> TreeState:
+    """The common ancestor's tree (empty when none was found). One found that no source supplies is refused
+    (``LoadError`` saying how to supply it): merged without it, every memory both sides hold would conflict.
+    A trusted merge (``sync``) goes on without it, noted, as the name's rounds must."""
+    if search.base is None:
+        return TreeState.empty()
+    if search.base == root:
+        return theirs
+    try:
+        return _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load)))
+    except BundlekitError as exc:
+        if not trusted:
+            raise LoadError(
+                f"the common ancestor {search.base} of {source} and this tree cannot be loaded ({exc}); nothing "
+                "was merged: give its blocks with `bundlekit store import <the bundle's CAR>` or a --gateway "
+                "that serves it, then merge again") from exc
+        notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
+        search.base = None
+        return TreeState.empty()
+
+
+def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions) -> list[str]:
+    """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
+    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead."""
+    gone = sorted(k for k in ours.records if k not in outcome.records)
+    held = len(ours.records)
+    if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
+        return []
+    message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "
+               f"more than {MAX_DELETE_SHARE:.0%} of a tree is deleted only with --allow-deletes")
+    if opts.dry_run:
+        return [message]
+    raise ConflictError(f"{message}; nothing was written: read `bundlekit merge --dry-run` first")
 
 
 def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
@@ -258,8 +300,9 @@ def _merged_parents(tree: Path, root: str | None, search: BaseSearch) -> list[st
 merge = merge_bundle
 
 
-def _keep_blocks(source: str) -> None:
-    """A merged CAR's blocks into the local store (verified as they go in), for later ancestor walks."""
+def keep_car_blocks(source: str) -> None:
+    """A merged or forked CAR's blocks into the local store (verified as they go in), for later ancestor walks
+    and bases; anything else (a URI) is left alone, as is a store that cannot take them (a cache)."""
     path = Path(source)
     if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
         with suppress(BundlekitError, OSError), open(path, "rb") as fh:  # a cache: the merge is done either way

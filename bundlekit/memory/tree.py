@@ -323,7 +323,7 @@ class Memory:
         return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
-        """Note ``{"type": "forgot", "key", "name"}`` (never the body), then delete the memory and rebuild the index.
+        """Note ``{"type": "forgot", "key", "name", "revision", "sha256"}`` (never the body), then delete the memory and rebuild the index.
 
         The audit entry comes first and is guarded before anything is
         deleted: a credential in the key or name is withheld in it
@@ -333,7 +333,7 @@ class Memory:
         the timeline, so either both happen or neither (``specs/memory.md``,
         "Forget"). Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
-        from bundlekit.memory.timeline import day_file_for, make_entry
+        from bundlekit.memory.timeline import day_file_for, forgot_data, make_entry
         from bundlekit.memory.undo import undo_on_failure
         from bundlekit.memory.withhold import mask
 
@@ -345,7 +345,8 @@ class Memory:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `bundlekit memory list` shows the keys"
                 )
-            entry = make_entry("forgot", {"key": mask(key), "name": mask(current.name)}, self._now())
+            entry = make_entry("forgot", forgot_data(mask(key), mask(current.name), current.raw, current.revision),
+                               self._now())
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
