@@ -213,7 +213,7 @@ def merge_bundle(
         search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
     proven = opts.trusted or bool(load.publishers)  # the load refused any bundle not signed by one of them
-    base = _base_state(search, root, theirs, source, blocks=blocks, key=key, load=load, trusted=opts.trusted,
+    base = _base_state(search, root, theirs, blocks=blocks, key=key, load=load, trusted=opts.trusted,
                        notes=notes)
     memory = Memory(tree)
     try:
@@ -238,7 +238,7 @@ def merge_bundle(
 
 
 def _base_state(
-    search: BaseSearch, root: str | None, theirs: TreeState, source: str, *, blocks: BlockSource | None,
+    search: BaseSearch, root: str | None, theirs: TreeState, *, blocks: BlockSource | None,
     key: KeySpec | None, load: LoadOptions, trusted: bool, notes: list[str],
 ) -> TreeState:
     """The common ancestor's tree (empty when none was found). One found that no source supplies is refused
@@ -253,7 +253,7 @@ def _base_state(
     except BundlekitError as exc:
         if not trusted:
             raise LoadError(
-                f"the common ancestor {search.base} of {source} and this tree cannot be loaded ({exc}); nothing "
+                f"the common ancestor {search.base} of {theirs.label} and this tree cannot be loaded ({exc}); nothing "
                 "was merged: give its blocks with `bundlekit store import <the bundle's CAR>` or a --gateway "
                 "that serves it, then merge again") from exc
         notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
