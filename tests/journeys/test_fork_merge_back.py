@@ -254,6 +254,8 @@ def test_a_bundle_forgetting_most_of_the_tree_stops_unless_allow_deletes_and_nam
     code, _out, err = bk("merge", str(car), "--into", str(m))
     assert code == 1 and "would delete 2 of the 4 memories" in err and "--allow-deletes" in err
     assert files(m) == before
+    code, out, err = bk("merge", str(car), "--into", str(m), "--dry-run")
+    assert code == 0 and "would delete 2 of the 4 memories" in err and files(m) == before
     code, out, err = bk("merge", str(car), "--into", str(m), "--allow-deletes")
     assert code == 0, err
     rows = [row.split()[:2] for row in out.splitlines()[1:]]
