@@ -11,13 +11,20 @@ Steps (``specs/sync.md``, "Merge"):
    both walks reach is the base (the one nearest to both; then the smallest CID text).
    None found (no lineage, a parent no source supplies, the bound): an empty base, so
    every key both sides hold differently is a conflict (nothing is lost). The base
-   bundle is then loaded and verified like theirs.
+   bundle is then loaded and verified like theirs; one no source supplies refuses the
+   merge (``LoadError`` saying how to give it), except in a ``trusted`` merge (``sync``),
+   which goes on without it. The base is *proven* when the merge is ``trusted`` or the
+   bundle is signed by a required publisher; over an unproven one (a bare ``parents``
+   claim) a memory theirs merely lacks is kept (``memory.merge``).
 3. Under the tree's lock: read ours, :func:`memory.merge.merge_trees`, write the changes
    (``Memory.apply_merge``: all or nothing) and the new lineage: parents = the bundle's
    root, the tree's last root and every other head of ours the bundle does not descend
    from (the next build names both sides, so ``bundlekit log`` shows the merge). A CAR's
    blocks are kept in the local block store (unpinned: a cache ``store gc`` may drop), so
    the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
+   Before any write, a merge deleting all of the tree's memories or more than
+   ``MAX_DELETE_SHARE`` of them is refused (``ConflictError``) unless ``allow_deletes`` or
+   ``trusted``; a dry run warns instead.
 
 The load and build calls of merge and sync are here and only here (``_load``,
 :func:`read_manifest`, ``_Ancestry``, :func:`build_tree`), so a change of the loader's or builder's
@@ -190,8 +197,9 @@ def merge_bundle(
     ``load_bundle``); ``load`` the loads' limits, HTTP options and required ``publishers`` (enforced on
     ``source`` only); ``options`` the merge's own (:class:`MergeOptions`). ``loaded`` is the bundle when the
     caller loaded it already (``sync``). Raises ``UsageError`` (no tree, an unknown policy), the loader's
-    errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``, and the tree's
-    ``MemoryStoreError``s (nothing written).
+    errors (nothing written; ``LoadError`` too for a common ancestor no source supplies), ``ConflictError``
+    with ``on_conflict="fail"`` or past the delete bound, and the tree's ``MemoryStoreError``s (nothing
+    written).
     """
     opts = options or MergeOptions()
     load = load or LoadOptions()
