@@ -153,6 +153,16 @@ def test_fork_through_a_gateway_edit_and_merge_back_with_or_without_the_gateway(
     assert BlockStore(tmp_path / "home-laptop").has(cid_from_text(root))  # the forking machine kept its blocks
 
 
+def test_fork_through_a_gateway_and_merge_back_on_the_same_machine_needs_no_gateway(
+        agent: tuple[Path, Path, str], tmp_path: Path) -> None:
+    m, a_car, root = agent
+    with serve_in_thread(cars=[a_car]) as server:
+        f_car = fork_edit_build(f"ipfs://{root}", tmp_path, "--gateway", server.url)
+    before = files(m)  # the gateway is gone: the base comes from what the fork kept
+    report = json.loads(ok("merge", str(f_car), "--into", str(m), "--json"))
+    assert_only_the_plan_changed(m, before, report, root)
+
+
 def test_the_python_api_forks_and_merges_back_the_same_way(agent: tuple[Path, Path, str], tmp_path: Path) -> None:
     m, a_car, root = agent
     fork_bundle(str(a_car), tmp_path / "f")
