@@ -47,7 +47,7 @@ from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
 from bundlekit.bundle.sources import BlockSource
-from bundlekit.errors import BundlekitError, ConflictError, LoadError, UsageError
+from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
@@ -57,9 +57,9 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
-           "MAX_DELETE_SHARE", "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base", "keep_car_blocks", "merge",
-           "merge_bundle", "read_manifest"]
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
+           "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
+           "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -259,6 +259,8 @@ def _base_state(
     try:
         return _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load)))
     except BundlekitError as exc:
+        if not trusted and not isinstance(exc, (LoadError, MissingBlock)):
+            raise  # the base is there but does not verify or open: that error, as for theirs
         if not trusted:
             raise LoadError(
                 f"the common ancestor {search.base} of {theirs.label} and this tree cannot be loaded ({exc}); nothing "

@@ -359,10 +359,6 @@ def _names(forgot: Mapping[str, list[_Tomb]], record: MemoryRecord, limit: datet
                for tomb in forgot.get(record.key, ()))
 
 
-def _raw(record: MemoryRecord | None) -> str | None:
-    return None if record is None else record.raw
-
-
 def _winner(o: MemoryRecord, t: MemoryRecord, policy: str, limit: datetime) -> str:
     """Which side keeps the key: the named one, else the later ``updated`` (then the greater text); an ``updated``
     past ``limit`` counts as ``limit``, so a clock ahead (or a forged date) wins nothing by it."""
