@@ -52,7 +52,7 @@ from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.naming import MAX_KEY_LENGTH, TIMELINE_DIR, check_unique
 from bundlekit.memory.record import MemoryRecord, rendered_record
-from bundlekit.memory.timefmt import parse_timestamp, utc_now
+from bundlekit.memory.timefmt import format_timestamp, parse_timestamp, utc_now
 from bundlekit.memory.timeline import parse_day, version_digest
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ def merge_trees(
     days, added = _merge_days(base.days, ours.days, theirs.days)
     report.timeline_added = added
     report.entries.sort(key=lambda e: (e.action != "deleted", e.key, e.action))  # every deletion first
-    report.warnings.extend(_future_warnings((ours, theirs), ctx.limit))
+    report.warnings.extend(_future_warnings(((ours, ctx.ours_forgot), (theirs, ctx.theirs_forgot)), ctx.limit))
     return MergeOutcome(result, days, report)
 
 
@@ -454,17 +454,26 @@ def _tombstones(days: Mapping[str, bytes], base: Mapping[str, bytes]) -> dict[st
     return found
 
 
-def _future_warnings(sides: Iterable[TreeState], limit: datetime) -> list[str]:
-    """One warning per side holding memories or ``forgot`` entries dated past ``limit`` (counted as ``limit``)."""
+def _future_warnings(sides: Iterable[tuple[TreeState, Mapping[str, list[_Tomb]]]], limit: datetime) -> list[str]:
+    """One warning per side holding memories or new ``forgot`` entries dated past ``limit`` (counted as ``limit``)."""
     out: list[str] = []
-    for side in sides:
-        late = sorted(r.key for r in side.records.values() if r.updated > limit)
-        late += sorted(f"forgot {k}" for k, tombs in _tombstones(side.days, {}).items()
-                       if any(tomb.ts > limit for tomb in tombs))
+    limit_text = format_timestamp(limit)
+    for side, forgot in sides:
+        late = sorted(r.key for r in side.records.values() if _later(r, limit, limit_text))
+        late += sorted(f"forgot {k}" for k, tombs in forgot.items() if any(tomb.ts > limit for tomb in tombs))
         if late:
             out.append(f"{side.label}: {len(late)} dated later than now + {MAX_CLOCK_SKEW} (first: {late[0]}); "
                        "counted as now when ordering the merge: a clock ahead wins nothing")
     return out
+
+
+def _later(record: MemoryRecord, limit: datetime, limit_text: str) -> bool:
+    """``record.updated > limit``, decided on the normalised text (``YYYY-MM-DDTHH:MM:SSZ`` sorts as time does)
+    without parsing it when it has that form: a merge of 10,000 memories would parse 20,000 dates."""
+    text = record.meta.get("updated")
+    if isinstance(text, str) and len(text) == len(limit_text) and text.endswith("Z") and text <= limit_text:
+        return False
+    return record.updated > limit
 
 
 def _lines(data: bytes | None) -> list[bytes]:
