@@ -221,6 +221,9 @@ def merge_bundle(
         search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
     proven = opts.trusted or bool(load.publishers)  # the load refused any bundle not signed by one of them
+    if not proven and search.base is not None and search.base != root:
+        notes.append(f"{theirs.label} names {search.base} as an ancestor, which no required --publisher vouches "
+                     "for: a memory it merely lacks is kept; only a forget of that very version removes one")
     base = _base_state(search, root, theirs, blocks=blocks, key=key, load=load, trusted=opts.trusted,
                        notes=notes)
     memory = Memory(tree)
