@@ -192,7 +192,7 @@ def _merge_remote(
         return
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
                                 load=_load_options(tree, store, options.load),
-                                options=replace(options.merge, dry_run=False))
+                                options=replace(options.merge, dry_run=False, trusted=True))
 
 
 def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:

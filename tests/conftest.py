@@ -49,3 +49,10 @@ def default_recursion_limit() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(old)
+
+
+@pytest.fixture(autouse=True)
+def _own_block_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test has its own block store (``$BUNDLEKIT_HOME``, outside its ``tmp_path``): commands that keep
+    blocks as a cache (``fork``, ``merge``, ``sync``) never write the user's store, and no test sees another's."""
+    monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path_factory.mktemp("bundlekit-home")))

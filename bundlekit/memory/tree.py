@@ -383,7 +383,7 @@ class Memory:
         return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
-        """Note ``{"type": "forgot", "key", "name"}`` (never the body), then delete the memory and rebuild the index.
+        """Note ``{"type": "forgot", "key", "name", "revision", "sha256"}`` (never the body), then delete the memory and rebuild the index.
 
         The audit entry comes first and is guarded before anything is
         deleted: a credential in the key or name is withheld in it
@@ -394,7 +394,7 @@ class Memory:
         the timeline, so either both happen or neither (``specs/memory.md``,
         "Forget"). Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
-        from bundlekit.memory.timeline import day_file_for, make_entry
+        from bundlekit.memory.timeline import day_file_for, forgot_data, make_entry
         from bundlekit.memory.undo import undo_on_failure
         from bundlekit.memory.withhold import mask
 
@@ -406,7 +406,8 @@ class Memory:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `bundlekit memory list` shows the keys"
                 )
-            entry = make_entry("forgot", {"key": mask(key), "name": mask(_name_of(key, data))}, self._now())
+            name, text, revision = _forgotten(key, data)
+            entry = make_entry("forgot", forgot_data(mask(key), mask(name), text, revision), self._now())
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
@@ -986,14 +987,16 @@ class Memory:
             self._embedder = None
 
 
-def _name_of(key: str, data: bytes) -> str:
-    """The name of the memory file ``key`` holding ``data``: its ``name``, or for a file that does not parse
-    the one its frontmatter still holds, else the key."""
+def _forgotten(key: str, data: bytes) -> tuple[str, str, int | None]:
+    """What a forget of the memory file ``key`` holding ``data`` records: its name, text and revision; for a
+    file that does not parse, the name its frontmatter still holds (else the key), its text, no revision."""
     filename = filename_for(key)
     try:
-        return parse_memory_file(decode(filename, data), key=key, where=filename).name
+        record = parse_memory_file(decode(filename, data), key=key, where=filename)
     except FrontmatterError:
-        return name_as_written(data.decode("utf-8", errors="replace")) or key
+        text = data.decode("utf-8", errors="replace")
+        return name_as_written(text) or key, text, None
+    return record.name, record.raw, record.revision
 
 
 def _check_write_args(
