@@ -1,10 +1,4 @@
-"""The real wordllama embedder, counting what it is asked to embed (how tests see what is computed again).
-
-The model is loaded once per test process (:func:`shared_model`) and shared by every ``CountingEmbedder``:
-a load reads 16 MB of weights and a tokenizer (about a second on a loaded machine), and tests made a
-fresh one dozens of times. What a test checks of loading itself it checks on a ``WordLlamaEmbedder`` of
-its own (tests/embed).
-"""
+"""The real wordllama embedder, counting what it is asked to embed (how tests see what is computed again)."""
 
 from __future__ import annotations
 
@@ -16,23 +10,13 @@ from numpy.typing import NDArray
 from bundlekit.embed.wordllama import WordLlamaEmbedder
 
 
-_MODEL: list[WordLlamaEmbedder] = []
-
-
-def shared_model() -> WordLlamaEmbedder:
-    """This process's one ``WordLlamaEmbedder``, made on first use; it loads its files on its first ``embed``."""
-    if not _MODEL:
-        _MODEL.append(WordLlamaEmbedder())
-    return _MODEL[0]
-
-
 class CountingEmbedder:
     """``WordLlamaEmbedder`` (the model the ``semantic`` extra installs) recording every batch of texts."""
 
     name = "wordllama"
 
     def __init__(self, model_id: str | None = None) -> None:
-        self.inner = shared_model()
+        self.inner = WordLlamaEmbedder()
         self._model_id = model_id
         self.batches: list[list[str]] = []
 
@@ -53,4 +37,4 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
     def close(self) -> None:
-        """Nothing to release: the model is shared by the whole test process (:func:`shared_model`)."""
+        self.inner.close()
