@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from bundlekit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from bundlekit._secrets import find_secrets
     from bundlekit.memory.index import render_index
     from bundlekit.memory.ranking import RecallHit
     from bundlekit.memory.record import MemoryRecord, parse_memory_file, render_memory_file
-    from bundlekit.memory.secrets import find_secrets
     from bundlekit.memory.transfer import ImportReport
     from bundlekit.memory.tree import Memory
 
@@ -23,7 +23,7 @@ _LAZY: dict[str, str] = {
     "Memory": "bundlekit.memory.tree",
     "MemoryRecord": "bundlekit.memory.record",
     "RecallHit": "bundlekit.memory.ranking",
-    "find_secrets": "bundlekit.memory.secrets",
+    "find_secrets": "bundlekit._secrets",
     "parse_memory_file": "bundlekit.memory.record",
     "render_index": "bundlekit.memory.index",
     "render_memory_file": "bundlekit.memory.record",

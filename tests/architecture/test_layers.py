@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
         # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
         "bundlekit._redact",
-        "bundlekit.memory.secrets",
+        "bundlekit._secrets",
     ),
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
