@@ -43,7 +43,15 @@ from typing import Any, BinaryIO
 from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsupportedBlock, UsageError
+from bundlekit.errors import (  # RecordLimitError: re-exported, the store's refusal, drawn in the error tree
+    BlockMismatch,
+    BundlekitError,
+    CIDError,
+    MissingBlock,
+    RecordLimitError,
+    UnsupportedBlock,
+    UsageError,
+)
 from bundlekit.ipld.cid import (
     MAX_BLOCK_SIZE,
     RAW,
@@ -152,10 +160,6 @@ def _check_file(cid: bytes, path: str) -> int:
     if digest.digest() != info.digest:
         raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
     return size
-
-
-class RecordLimitError(BundlekitError):
-    """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
 
 
 @dataclass

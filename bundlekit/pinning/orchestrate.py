@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit.errors import (
+from bundlekit.errors import (  # Cancelled: re-exported, drawn in the error tree
     BundlekitError,
+    Cancelled,
     CIDError,
     CIDMismatch,
-    PinError,
     UsageError,
 )
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
@@ -76,10 +76,6 @@ def describe_uploads(pinners: Sequence[Pinner], group: str | None, keyvalues: Ma
         raise UsageError("--group and --meta apply to --pinner pinata only")
     for p in takers:
         p.describe(group=group, keyvalues=keyvalues)  # type: ignore[attr-defined]
-
-
-class Cancelled(PinError):
-    """The run was interrupted (Ctrl-C): an upload stops at its next read of the CAR."""
 
 
 class _CountingReader:
