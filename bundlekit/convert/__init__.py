@@ -8,9 +8,12 @@ the registry and holds the two public verbs::
     import_from("massgen", "workspace1", "memory")      # foreign -> bundlekit tree
     export_to("claude-code", "memory", "claude-mem")    # bundlekit tree -> foreign
 
-Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context``,
-``magicfrog`` and ``letta`` (``specs/interop.md`` maps every field and lists
-what is lossy). Every conversion reports what it left out (fields a format has
+Formats: ``massgen``, ``claude-code`` (module ``claude_code``), ``three.ws``
+(``threews``), ``magic-context`` (``magic_context``), ``magicfrog`` and ``letta``
+(``specs/interop.md`` maps every field and lists what is lossy). Beside them:
+``_format`` (``Format``), ``_common`` (neutral records, the export plan, the device
+rule), ``_sqlite`` (the one bounded reader of foreign SQLite) and ``_tree`` (the one
+place a bundlekit tree is touched). Every conversion reports what it left out (fields a format has
 no place for, timeline events, files and rows it skipped) as warnings, and
 every loss in ``ConvertResult.losses``; with ``strict`` a loss refuses the
 conversion before anything is written.
