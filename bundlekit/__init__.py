@@ -127,6 +127,7 @@ __all__ = [  # noqa: RUF022
     "UnsafePathError",
     "PathNotFound",
     "RecordLimitError",
+    "ImportLimitError",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",

@@ -34,6 +34,7 @@ says so below.
     ├── UnsafePathError             a link name that would escape or corrupt an output directory
     ├── PathNotFound                a path that does not exist inside a UnixFS DAG
     ├── RecordLimitError            the block store keeps IPNS records for its limit of names: a new name is refused
+    ├── ImportLimitError            a CAR holds more blocks than one import of the block store takes
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
@@ -88,6 +89,7 @@ __all__ = [  # noqa: RUF022
     "UnsafePathError",
     "PathNotFound",
     "RecordLimitError",
+    "ImportLimitError",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -207,6 +209,11 @@ class PathNotFound(BundlekitError, LookupError):
 class RecordLimitError(BundlekitError):
     """``BlockStore.put_record`` with ``max_names``: the record is of a new name and the store keeps records for
     that many (the routing API's bound on what a client may make it keep)."""
+
+
+class ImportLimitError(BundlekitError):
+    """``BlockStore.import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one
+    import."""
 
 
 class MemoryStoreError(BundlekitError):
