@@ -43,12 +43,14 @@ from typing import Any, BinaryIO
 from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import (
+from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exported, drawn in the error tree
     BlockMismatch,
     BundlekitError,
     CIDError,
     DAGLimitExceeded,
+    ImportLimitError,
     MissingBlock,
+    RecordLimitError,
     UnsupportedBlock,
     UsageError,
 )
@@ -185,10 +187,6 @@ def _check_file(cid: bytes, path: str) -> int:
     return size
 
 
-class RecordLimitError(BundlekitError):
-    """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
-
-
 @dataclass
 class BlockProblem:
     """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
@@ -273,10 +271,6 @@ class StoreReport:
                 "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
                 "problems": [p.to_dict() for p in self.problems],
                 "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
-
-
-class ImportLimitError(BundlekitError):
-    """``import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one import."""
 
 
 @dataclass(frozen=True)

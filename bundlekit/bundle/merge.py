@@ -75,8 +75,11 @@ MAX_DELETE_SHARE: Final = 0.25
 LOCAL_LABEL: Final = "local"
 
 
-class AncestryBoundReached(BundlekitError):
-    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
+class AncestryBoundReached(Exception):  # a signal, not an error: outside the error tree
+    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error).
+
+    Control flow between ``_Ancestry.parents`` and :func:`find_base`, which always catches it.
+    """
 
 
 @dataclass(frozen=True)

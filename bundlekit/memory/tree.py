@@ -40,10 +40,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import bundlekit._secrets as secrets
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
 from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
-from bundlekit.memory import ranking, screen, secrets
+from bundlekit.memory import ranking, screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.index import broken_fields, list_fields, render_index
