@@ -28,12 +28,14 @@ import contextlib
 import errno
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -41,16 +43,30 @@ from typing import Any, BinaryIO
 from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UsageError
+from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsupportedBlock, UsageError
 from bundlekit.ipld.cid import (
+    MAX_BLOCK_SIZE,
+    RAW,
+    SHA2_256,
+    SUPPORTED_CODECS,
     as_cidv1,
+    cid_from_text,
     cid_to_str,
     parse_cid,
+    parse_cid_bytes,
     verify_block,
 )
-from bundlekit.ipld.walk import walk_dag
+from bundlekit.ipld.walk import block_links, walk_dag
 
-__all__ = ["IPNS_RECORD_MEDIA_TYPE", "BlockStore", "RecordLimitError", "default_store_root"]
+__all__ = [
+    "IPNS_RECORD_MEDIA_TYPE",
+    "BlockProblem",
+    "BlockStore",
+    "RecordLimitError",
+    "RecordProblem",
+    "StoreReport",
+    "default_store_root",
+]
 
 PINS_FILE = "pins.json"
 PINS_VERSION = 1
@@ -65,6 +81,13 @@ _WRITE_HINT = "check free space and permissions"
 # How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
 IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
 _IPNS_NAME = re.compile(r"k[0-9a-z]{40,120}")  # fullmatch: "$" would let a trailing newline in
+# ``verify`` names at most this many bad blocks (and this many bad records); past it they are counted.
+MAX_NAMED = 1000
+# A block file's name as a CID, uncached: ``verify`` reads each name once, and the cache would hold 65,536.
+_name_cid: Callable[[str], bytes] = cid_from_text.__wrapped__
+_RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block without links
+# ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
+_RECORD_READ = 64 * 1024
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -109,8 +132,116 @@ def _block_name(cid: bytes) -> tuple[str, str]:
     return name[-3:-1], name
 
 
+def _check_file(cid: bytes, path: str) -> int:
+    """Hash the block file ``path`` against ``cid``; its size (``BlockMismatch``, ``UnsupportedBlock``,
+    ``FileNotFoundError``). A file of at most ``MAX_BLOCK_SIZE`` bytes is read whole (``verify_block``); a
+    larger one, which no importer writes, is hashed 1 MiB at a time, so a huge file under a CID name costs
+    no memory."""
+    with open(path, "rb") as fh:
+        head = fh.read(MAX_BLOCK_SIZE + 1)
+        if len(head) <= MAX_BLOCK_SIZE:
+            verify_block(cid, head, max_size=None)
+            return len(head)
+        info = parse_cid_bytes(cid)
+        if info.codec not in SUPPORTED_CODECS or info.hash_code != SHA2_256:
+            raise UnsupportedBlock(f"block {cid_to_str(cid)} uses a codec or hash bundlekit cannot check")
+        digest, size = hashlib.sha256(head), len(head)
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    if digest.digest() != info.digest:
+        raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
+    return size
+
+
 class RecordLimitError(BundlekitError):
     """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
+
+
+@dataclass
+class BlockProblem:
+    """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
+    ``get`` removes it, so a re-import repairs it), ``missing`` (a pinned DAG links it, no file holds it) or
+    ``unsupported`` (a codec or hash the store cannot check: left alone); the pins whose DAG needs it."""
+
+    cid: bytes
+    problem: str
+    pins: list[tuple[bytes, str | None]] = field(default_factory=list)  # (root, the pin's name)
+
+    def advice(self) -> str:
+        """What to do about it, in words a user can follow."""
+        if self.problem == "unsupported":
+            return "a codec or hash bundlekit cannot check; remove the file if you did not put it there"
+        removed = "removed from the store; " if self.problem == "damaged" else ""
+        if not self.pins:
+            return f"{removed}no pin needs it: nothing to do"
+        return (f"{removed}re-import a CAR that holds it (`bundlekit store import FILE.car`) or load its bundle "
+                "again from a gateway; or drop the pin (`bundlekit store unpin CID`) and run `bundlekit store gc`")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cid": cid_to_str(self.cid), "problem": self.problem,
+                "pins": [{"cid": cid_to_str(root), "name": name} for root, name in self.pins],
+                "advice": self.advice()}
+
+
+@dataclass
+class RecordProblem:
+    """An IPNS record kept under ``ipns/`` that does not verify for its name (``reason`` says why)."""
+
+    name: str
+    path: Path
+    reason: str
+
+    def advice(self) -> str:
+        return (f"delete {self.path} (the name then resolves from its routing endpoints and gateways) or publish "
+                "the name again (`bundlekit name publish`)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.path), "problem": self.reason, "advice": self.advice()}
+
+
+@dataclass
+class StoreReport:
+    """What ``BlockStore.verify`` checked and found: counts, then each problem (at most ``MAX_NAMED`` of a kind
+    named; ``unnamed`` counts the rest)."""
+
+    root: Path
+    blocks: int = 0
+    bytes: int = 0
+    pins: int = 0
+    records: int = 0
+    expired: list[str] = field(default_factory=list)
+    problems: list[BlockProblem] = field(default_factory=list)
+    bad_records: list[RecordProblem] = field(default_factory=list)
+    unnamed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.bad_records and not self.unnamed
+
+    def count(self, problem: str) -> int:
+        return sum(1 for p in self.problems if p.problem == problem)
+
+    def summary(self) -> str:
+        """One line: what was checked and, when something is wrong, how much of each kind."""
+        checked = (f"{self.blocks} blocks ({self.bytes} bytes), {self.pins} pins, {self.records} IPNS records "
+                   f"checked in {self.root}")
+        if self.ok:
+            return checked
+        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported")
+                 if (n := self.count(kind))]
+        if self.bad_records:
+            found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
+                         "that do not verify")
+        if self.unnamed:
+            found.append(f"{self.unnamed} more problems not named")
+        return f"{checked}: {', '.join(found)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "store": str(self.root), "blocks": self.blocks, "bytes": self.bytes,
+                "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
+                "problems": [p.to_dict() for p in self.problems],
+                "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
 
 
 class BlockStore:
@@ -565,3 +696,138 @@ class BlockStore:
                             except OSError as exc:
                                 if exc.errno != errno.ENOENT:
                                     raise
+
+    # -- verification (``bundlekit store verify``) ----------------------------------
+
+    def verify(self, *, check_record: Callable[[str, bytes], bool] | None = None) -> StoreReport:
+        """Check the whole store, as ``git fsck`` a repository: every block file re-hashed against its CID
+        (a damaged one removed, as ``get`` removes it), every pin's DAG complete, every IPNS record kept under
+        ``ipns/`` given to ``check_record(name, record)`` (``bundlekit.names`` verifies it: raises
+        ``BundlekitError`` for one that does not verify, returns whether it has expired: an expired record still
+        proves its name's sequence, so it is listed, not a problem).
+
+        Runs under the shared gc lock (``gc`` waits; imports go on). Memory stays bounded on a large store:
+        block files are read one at a time as the shard directories are scanned (no list of every CID), a
+        pin's walk holds the set of its own DAG's blocks (as ``pin`` and ``gc`` do), and at most
+        ``MAX_NAMED`` problems are kept (the rest counted). Raises only what cannot be read at all (the pin
+        file); everything wrong with the content is in the report.
+        """
+        report = StoreReport(self.root)
+        with self._gc_lock(exclusive=False):
+            damaged = self._verify_blocks(report)
+            self._verify_pins(report, damaged)
+            self._verify_records(report, check_record)
+        return report
+
+    def _verify_blocks(self, report: StoreReport) -> dict[bytes, BlockProblem]:
+        """Pass 1: re-hash every block file; the damaged and unsupported ones, by CIDv1."""
+        found: dict[bytes, BlockProblem] = {}
+        for cid, path in self._block_files():
+            try:
+                report.bytes += _check_file(cid, path)
+                report.blocks += 1
+                continue
+            except FileNotFoundError:
+                continue  # gone since the scan (a concurrent unlink): nothing to check
+            except BlockMismatch:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                problem = "damaged"
+            except UnsupportedBlock:
+                problem = "unsupported"
+            report.blocks += 1
+            if len(found) < MAX_NAMED:
+                found[cid] = BlockProblem(cid, problem)
+            else:
+                report.unnamed += 1
+        return found
+
+    def _block_files(self) -> Iterator[tuple[bytes, str]]:
+        """Every block file (CIDv1, path), streamed shard by shard (temp files and stray names skipped)."""
+        try:
+            shards = os.scandir(self.blocks_dir)
+        except FileNotFoundError:
+            return
+        with shards:
+            for shard in shards:
+                if not shard.is_dir() or shard.name.startswith("."):
+                    continue
+                with os.scandir(shard.path) as entries:
+                    for entry in entries:
+                        if entry.name.startswith(".") or not entry.is_file():
+                            continue
+                        try:
+                            yield as_cidv1(_name_cid(entry.name)), entry.path
+                        except CIDError:
+                            continue
+
+    def _verify_pins(self, report: StoreReport, damaged: dict[bytes, BlockProblem]) -> None:
+        """Pass 2: walk every pin's DAG; a block it links that no file holds is missing (or was damaged and
+        removed in pass 1), named with every pin that needs it."""
+        problems = dict(damaged)
+        for root, meta in sorted(self.pins().items()):
+            report.pins += 1
+            pin = (root, meta.get("name") if isinstance(meta.get("name"), str) else None)
+            for cid in self._gaps(root):
+                problem = problems.get(cid)
+                if problem is None:
+                    if len(problems) >= MAX_NAMED:
+                        report.unnamed += 1
+                        continue
+                    problem = problems[cid] = BlockProblem(cid, "missing")
+                if pin not in problem.pins:
+                    problem.pins.append(pin)
+        report.problems = list(problems.values())
+
+    def _gaps(self, root: bytes) -> Iterator[bytes]:
+        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for, each once. The
+        blocks are not hashed again (pass 1 did); a block whose links cannot be read ends its branch."""
+        seen: set[bytes] = set()
+        stack = [as_cidv1(root)]
+        while stack:
+            cid = stack.pop()
+            if cid in seen:
+                continue
+            seen.add(cid)
+            try:
+                path = self._file(cid)
+                if cid[:2] == _RAW_V1:  # a leaf: only whether it is there
+                    if not os.path.isfile(path):
+                        yield cid
+                    continue
+                with open(path, "rb") as fh:
+                    data = fh.read(MAX_BLOCK_SIZE + 1)  # a node past the limit has no links worth reading
+            except (FileNotFoundError, CIDError):
+                yield cid
+                continue
+            except OSError:
+                continue
+            with contextlib.suppress(BundlekitError):
+                stack.extend(as_cidv1(child) for child, _name in block_links(cid, data))
+
+    def _verify_records(self, report: StoreReport, check: Callable[[str, bytes], bool] | None) -> None:
+        """Pass 3: every record under ``ipns/`` given to ``check`` (none: counted, not checked)."""
+        try:
+            entries = os.scandir(self.root / "ipns")
+        except FileNotFoundError:
+            return
+        with entries:
+            for entry in entries:
+                if not _IPNS_NAME.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                    continue
+                report.records += 1
+                if check is None:
+                    continue
+                path = Path(entry.path)
+                try:
+                    with open(path, "rb") as fh:
+                        expired = check(entry.name, fh.read(_RECORD_READ))
+                except (BundlekitError, OSError) as exc:
+                    reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+                    if len(report.bad_records) < MAX_NAMED:
+                        report.bad_records.append(RecordProblem(entry.name, path, reason))
+                    else:
+                        report.unnamed += 1
+                    continue
+                if expired and len(report.expired) < MAX_NAMED:
+                    report.expired.append(entry.name)

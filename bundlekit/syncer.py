@@ -56,10 +56,15 @@ if TYPE_CHECKING:
     from bundlekit.crypto.signing import Signer
     from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["DEFAULT_ATTEMPTS", "BackgroundSync", "SyncOptions", "SyncReport", "sync", "sync_forever"]
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_BLOCKS", "BackgroundSync", "SyncOptions", "SyncReport", "sync", "sync_forever"]
 
 #: Rounds a writer tries when the name keeps moving under it.
 DEFAULT_ATTEMPTS: Final = 5
+#: Blocks one load of a sync may fetch and keep (``SyncOptions.max_blocks``; ``Gateways.max_blocks``). A bundle
+#: has about one block per memory file (a leaf per 256 KiB or 1 MiB chunk past that) plus a directory node per
+#: few hundred entries: 100,000 memories take about 100,000. Twice that leaves room for any honest bundle while
+#: a hostile name's DAG of tiny blocks (each within the byte and visit bounds) cannot fill the store.
+DEFAULT_MAX_BLOCKS = 200_000
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,8 @@ class SyncOptions:
     a writer tries when the name keeps moving, the routers a record is published to besides the store and the
     gateways, the Delegated Routing endpoints where records are read and written besides the store (``routing``:
     the meeting point of writers on different machines, a team's ``bundlekit serve``), the merge's options (``on_conflict``; ``dry_run`` is not a sync's) and the loads' limits, HTTP
-    options and required ``publishers``."""
+    options and required ``publishers``; ``max_blocks``, the blocks one load may fetch and keep (None:
+    ``DEFAULT_MAX_BLOCKS``, read when the sync starts)."""
 
     require: str = "all"
     max_attempts: int = DEFAULT_ATTEMPTS
@@ -76,6 +82,7 @@ class SyncOptions:
     routing: tuple[RoutingEndpoint, ...] = ()
     merge: MergeOptions = MergeOptions()
     load: LoadOptions = LoadOptions()
+    max_blocks: int | None = None
 
 
 @dataclass
@@ -140,7 +147,10 @@ def sync(
             raise UsageError("a writer needs at least one pinner (--pinner); the default is local")
     label = name_from_key(signer.public) if signer is not None else str(name).removeprefix("ipns://").split("/")[0]
     given = source or Gateways()
-    blocks = Gateways(given.gateways, store=given.store or BlockStore(), keep=True)
+    max_blocks = DEFAULT_MAX_BLOCKS if opts.max_blocks is None else opts.max_blocks
+    if max_blocks < 1:
+        raise UsageError("a sync's block bound (max_blocks) must be 1 or more")
+    blocks = Gateways(given.gateways, store=given.store or BlockStore(), keep=True, max_blocks=max_blocks)
     report = SyncReport(label, "writer" if signer is not None else "follower")
     while True:
         report.attempts += 1

@@ -33,7 +33,8 @@ from typing import Protocol
 from bundlekit._closing import Closing
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.index import CarIndex
-from bundlekit.errors import BundlekitError, LoadError
+from bundlekit.errors import BundlekitError, DAGLimitExceeded, LoadError
+from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import MAX_DEPTH, block_links
 from bundlekit.net.fetch import BundleURI, GatewayFetcher, RemoteGateway, gateway_order, parse_gateway
 from bundlekit.net.http import HttpOptions
@@ -152,7 +153,11 @@ class Gateways:
 
     With ``keep`` (and a store), every block a gateway sends is verified and
     kept in the store, unpinned (a cache ``store gc`` may drop), whether it came
-    alone or in a streamed CAR. Loaded with ``LoadOptions(prefer_car=False)``
+    alone or in a streamed CAR. ``max_blocks`` then bounds how many one load may
+    keep: past it the load fails with ``DAGLimitExceeded`` (exit 3). The loader
+    bounds bytes, and each file's block visits by its bytes, but a DAG of many
+    files of tiny blocks passes both while it fills the store with a file per
+    block (issue 35: a hostile name points a sync at one). Loaded with ``LoadOptions(prefer_car=False)``
     the DAG is then never streamed whole: each block is asked of the store
     first and of the gateways only when it is missing (level by level,
     ``concurrency`` at a time), so a bundle that differs from one loaded
@@ -164,13 +169,16 @@ class Gateways:
     urls: tuple[str | RemoteGateway, ...] = field(default=())
     store: BlockStore | None = None
     keep: bool = False
+    max_blocks: int | None = None
 
     def __init__(
-        self, urls: Iterable[str | RemoteGateway] = (), *, store: BlockStore | None = None, keep: bool = False
+        self, urls: Iterable[str | RemoteGateway] = (), *, store: BlockStore | None = None, keep: bool = False,
+        max_blocks: int | None = None,
     ) -> None:
         object.__setattr__(self, "urls", tuple(urls))
         object.__setattr__(self, "store", store)
         object.__setattr__(self, "keep", keep and store is not None)
+        object.__setattr__(self, "max_blocks", max_blocks)
 
     @property
     def gateways(self) -> list[RemoteGateway]:
@@ -179,7 +187,8 @@ class Gateways:
 
     def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
         gws, use_store = gateway_order(target, self.gateways, self.store is not None)
-        return _GatewaySession(target, gws, self.store if use_store else None, http, keep=self.keep)
+        return _GatewaySession(target, gws, self.store if use_store else None, http, keep=self.keep,
+                               max_blocks=self.max_blocks)
 
 
 def source_for(target: BundleURI, given: BlockSource | None) -> BlockSource:
@@ -235,12 +244,12 @@ class _GatewaySession(Closing):
 
     def __init__(
         self, target: BundleURI, gateways: Sequence[RemoteGateway], store: BlockStore | None, http: HttpOptions,
-        *, keep: bool = False,
+        *, keep: bool = False, max_blocks: int | None = None,
     ) -> None:
         assert target.root is not None
         self.root: bytes = target.root
         self.where = ", ".join(g.base for g in gateways) or "the local store"
-        self._kept = _KeptBlocks(store) if keep and store is not None else None
+        self._kept = _KeptBlocks(store, target.root, max_blocks) if keep and store is not None else None
         self._fetcher = GatewayFetcher(gateways, store=store, http=http,
                                        keep=self._kept.put if self._kept is not None else None)
         self.get = self._fetcher.get
@@ -307,16 +316,27 @@ class _GatewaySession(Closing):
 class _KeptBlocks:
     """The store as a block sink for what a gateway sent: written in batches (``BlockStore.put_many``: one
     wait on the disk per batch instead of one per block), from any thread. A store that cannot take a batch
-    (a full disk) costs the cache, never the load."""
+    (a full disk) costs the cache, never the load. Past ``max_blocks`` blocks (of the DAG under ``root``) it
+    refuses the next with ``DAGLimitExceeded``, which ends the load: the block is neither kept nor used."""
 
-    def __init__(self, store: BlockStore) -> None:
+    def __init__(self, store: BlockStore, root: bytes, max_blocks: int | None = None) -> None:
         self._store = store
+        self._root = root
+        self._max = max_blocks
+        self._count = 0
         self._lock = threading.Lock()
         self._pending: list[tuple[bytes, bytes]] = []
         self._bytes = 0
 
     def put(self, cid: bytes, data: bytes) -> None:
         with self._lock:
+            if self._max is not None and self._count >= self._max:
+                raise DAGLimitExceeded(
+                    f"the DAG of {cid_to_str(self._root)} made this load fetch more than {self._max} blocks, the "
+                    "bound of a sync (a bundle of that many memories has far fewer); refusing it: a name pointing "
+                    "at a DAG of countless tiny blocks is hostile or broken"
+                )
+            self._count += 1
             self._pending.append((cid, data))
             self._bytes += len(data)
             if len(self._pending) < _KEEP_BATCH and self._bytes < _KEEP_BATCH_BYTES:

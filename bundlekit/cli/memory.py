@@ -278,18 +278,22 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
 @click.option("--limit", type=Count(RECALL_LIMIT.low, RECALL_LIMIT.high), default=5, show_default=True,
               help="At most this many hits, best first.")
 @click.option("--rank", type=click.Choice(RANKS), default=None, help=_RANK_HELP)
+@click.option("--min-similarity", type=float, default=None, metavar="X",
+              help="By meaning: only memories whose cosine similarity to QUERY is at least X (-1 to 1). "
+                   "[default: none, the nearest --limit]")
 @embedder_options
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array (each hit names its \"ranking\").")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array (each hit names its \"ranking\", by meaning its \"similarity\").")
 @click.pass_context
 def recall_cmd(
-    ctx: click.Context, query: str, limit: int, rank: str | None, embedder: str | None, embed_url: str | None,
-    embed_model: str | None, as_json: bool,
+    ctx: click.Context, query: str, limit: int, rank: str | None, min_similarity: float | None,
+    embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
 ) -> None:
     """Find memories matching QUERY, best first: by meaning and words (hybrid) when an embedder is available,
     else those containing QUERY (case-insensitive) by salience x recency. Says on stderr which ranking it used."""
     mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
     ranking = mem.ranking_for(rank)
-    hits = mem.recall(query, limit=limit, rank=ranking)
+    hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity)
     output.status(f"ranked by {ranking}")
     if not hits:
         output.status(f"no memory matches {output.printable(query)!r}")
@@ -297,7 +301,9 @@ def recall_cmd(
         output.data_json([hit.to_dict(place) for place, hit in enumerate(hits, 1)])
         return
     for hit in hits:
-        output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}"))
+        similar = f"\tsimilarity {hit.similarity:.3f}" if hit.similarity is not None else ""
+        output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
+                    + similar)
 
 
 def _parse_layer(value: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""``bundlekit store``: list and remove pins, collect garbage, import and export CARs of the local block store.
+"""``bundlekit store``: list and remove pins, collect garbage, import and export CARs, verify the local block store.
 
 Results (the pin listing, imported or exported root CIDs, ``--json``) go to
 stdout; what was done ("removed 3 blocks", "unpinned ...", "wrote out.car")
@@ -7,6 +7,7 @@ goes to stderr.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -16,8 +17,9 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
 from bundlekit.cli._params import CID
 from bundlekit.cli._suggest import SuggestingGroup
-from bundlekit.errors import CARFileError
+from bundlekit.errors import CARFileError, VerificationError
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.names.record import parse_name, verify_signed
 
 __all__ = ["store"]
 
@@ -137,3 +139,36 @@ def export(store_dir: str | None, cid: bytes, output_path: str, as_json: bool) -
         output.data_json({"root": cid_to_str(cid), "path": str(dest)})
     else:
         output.data(cid_to_str(cid))
+
+
+def _record_expired(name: str, record: bytes) -> bool:
+    """Verify a kept IPNS record for its name, whenever it expires (``SignatureError`` when it does not);
+    whether it has expired."""
+    return verify_signed(parse_name(name), record).validity <= datetime.now(UTC)
+
+
+@store.command("verify")
+@_json_option
+@click.pass_obj
+def verify(store_dir: str | None, as_json: bool) -> None:
+    """Check the whole store: every block re-hashed against its CID, every pin's DAG complete, every IPNS
+    record verified. Exits 3 naming each bad block (with the pins that need it and what to do) and record.
+
+    A damaged block is removed (as any read of it does), so re-importing a CAR that holds it repairs the store.
+    Each problem is a line on stdout: kind, CID or name, pins, advice (tab-separated); --json prints one object.
+    """
+    report = _open(store_dir).verify(check_record=_record_expired)
+    if as_json:
+        output.data_json(report.to_dict())
+    else:
+        for problem in report.problems:
+            pins = ", ".join(cid_to_str(root) + (f" ({output.printable_field(name)})" if name else "")
+                             for root, name in problem.pins) or "-"
+            output.data(f"{problem.problem}\t{cid_to_str(problem.cid)}\tpins: {pins}\t{problem.advice()}")
+        for bad in report.bad_records:
+            output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t{bad.advice()}")
+    if not report.ok:
+        listed = "in the JSON on stdout" if as_json else "each listed on stdout"
+        raise VerificationError(f"the store does not verify: {report.summary()} ({listed} with what to do)")
+    expired = f"; {len(report.expired)} expired IPNS records (still the names' newest)" if report.expired else ""
+    output.status(f"ok: {report.summary()}{expired}")

@@ -8,7 +8,9 @@ The API as OpenAI documents it (openai/openai-node 4.45.0,
 status and ``{"error": {"message", "type", "param", "code"}}``). We send
 ``POST {url}/embeddings`` with ``encoding_format: "float"`` and the key (the
 environment variable ``BUNDLEKIT_EMBED_KEY``; none for a local server) as a
-bearer token, through ``net/http`` (timeouts, retries of 408/429/5xx).
+bearer token, through ``net/http`` (timeouts, retries of 408/429/5xx). The key is never sent over plain
+``http://`` to a host that is not loopback (``UsageError``: anyone on the way could read it); a local server
+on 127.0.0.1, ``localhost`` or ``[::1]`` may take http, and so may any endpoint when no key is set.
 
 Every answer is foreign: its body is read up to a bound set by the batch
 (:func:`answer_limit`), the JSON must be the documented shape with one finite
@@ -35,6 +37,7 @@ from bundlekit._terminal import printable
 from bundlekit.embed.protocol import KEY_ENV, MAX_DIMENSION, EmbedderSettings, check_model_id
 from bundlekit.errors import EmbedderError, UsageError
 from bundlekit.net.http import Failure, HttpOptions, HttpRequest, check_http_url, open_client, read_capped, send
+from bundlekit.net.loopback import is_loopback
 
 __all__ = ["BATCH", "DEADLINE", "OpenAIEmbedder", "answer_limit", "endpoint_url"]
 
@@ -69,10 +72,11 @@ class OpenAIEmbedder(Closing):
         check_http_url(url, what="--embed-url")
         if not url.lower().startswith(("http://", "https://")):
             raise UsageError(f"--embed-url {url[:120]!r} is not an http(s) URL")
+        self._key = key or None
+        _refuse_key_in_clear(url, self._key)
         self._url = endpoint_url(url)
         self._model = model
         self._model_id = check_model_id(f"openai/{model}", what="--embed-model")
-        self._key = key or None
         http = http or HttpOptions()
         self._http = http if http.deadline is not None else replace(http, deadline=DEADLINE)
         self._client: httpx.Client | None = None
@@ -168,6 +172,19 @@ class OpenAIEmbedder(Closing):
         if self._client is not None and self._owned:
             self._client.close()
         self._client = None
+
+
+def _refuse_key_in_clear(url: str, key: str | None) -> None:
+    """``UsageError`` when ``key`` would travel over plain http to a host that is not loopback: anyone on the
+    path reads a bearer token in the clear. A local server (Ollama, llama.cpp on 127.0.0.1) may take http;
+    an endpoint without a key may too (nothing secret is sent)."""
+    parsed = httpx.URL(url)
+    if key is None or parsed.scheme != "http" or is_loopback(parsed.host):
+        return
+    raise UsageError(
+        f"refusing to send {KEY_ENV} over plain http to {printable(parsed.host)[:120]}: anyone on the way could "
+        f"read it; use an https:// --embed-url, a loopback one (127.0.0.1, localhost, [::1]), or unset {KEY_ENV}"
+    )
 
 
 def _no_constant(name: str) -> float:

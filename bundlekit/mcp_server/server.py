@@ -255,8 +255,13 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
             Field(description="salience, relevance (substring hits), semantic or hybrid (by meaning); "
                               "default hybrid when available, else salience."),
         ] = None,
+        min_similarity: Annotated[
+            float | None,
+            Field(description="By meaning only: leave out memories whose cosine similarity to the query is "
+                              "below this (-1 to 1); default none, the nearest `limit` memories.", ge=-1, le=1),
+        ] = None,
     ) -> list[dict[str, Any]]:
-        return _tool_call(lambda: tools.recall(query, limit, rank))
+        return _tool_call(lambda: tools.recall(query, limit, rank, min_similarity))
 
     @server.tool(
         name="memory_context",

@@ -71,10 +71,13 @@ class MemoryTools:
 
     # -- reading ----------------------------------------------------------------
 
-    def recall(self, query: str, limit: int = 5, rank: str | None = None) -> list[dict[str, Any]]:
+    def recall(
+        self, query: str, limit: int = 5, rank: str | None = None, min_similarity: float | None = None
+    ) -> list[dict[str, Any]]:
         """Memories matching ``query``, best first, with their bodies: by meaning and words (``hybrid``) when an
         embedder is available (the served tree keeps it loaded), else containing it (``salience``); ``rank``
-        chooses (``Memory.recall``). Each hit names its ``ranking``."""
+        chooses (``Memory.recall``), ``min_similarity`` keeps by meaning only hits at least that similar. Each
+        hit names its ``ranking`` (by meaning, its ``similarity``)."""
         if not query.strip():
             raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
         if limit < 1 or limit > MAX_RECALL_LIMIT:
@@ -83,7 +86,7 @@ class MemoryTools:
             shown = shown_value(rank, quoted=40)
             raise UsageError(f"memory_recall: rank must be one of {', '.join(RANKS)}, not {shown}")
         memory = self.served.memory
-        hits = memory.recall(query, limit, rank=memory.ranking_for(rank))
+        hits = memory.recall(query, limit, rank=memory.ranking_for(rank), min_similarity=min_similarity)
         return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
 
     def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bundlekit._terminal import printable
 from bundlekit.errors import UsageError
 from bundlekit.memory.record import MemoryRecord
 
@@ -40,12 +42,14 @@ __all__ = [
     "RecallHit",
     "basis",
     "best_first",
+    "check_min_similarity",
     "context_block",
     "context_text",
     "decay_factor",
     "fit_pieces",
     "largest_fitting",
     "meaning_hit",
+    "meaning_query",
     "needle",
     "piece_length",
     "ranked_records",
@@ -65,6 +69,11 @@ TIMELINE_HEADING = "\n## Recent timeline\n\n"
 # salience: substring hits by salience x recency x decay; relevance: x BM25 term; semantic and hybrid: by meaning
 # (memory/semantic: cosine similarity of embeddings, with BM25 for hybrid), any memory, not only substring hits.
 RANKS = ("salience", "relevance", "semantic", "hybrid")
+MEANING_RANKS = ("semantic", "hybrid")
+# What recall by meaning reads of a query: its words, whitespace collapsed, up to the characters an embedder
+# takes of a text (embed/wordllama and embed/openai cut there too).
+MEANING_QUERY_CHARS = 32_768
+_NON_SPACE = re.compile(r"\S+")
 
 Basis = tuple[float, float, "float | None"]
 """What a score needs of a record: (salience, ``updated`` as POSIX seconds, decay horizon in seconds or None)."""
@@ -205,6 +214,18 @@ def meaning_hit(
     return RecallHit(record, score, s, r, d, record.folded_text.count(needle_text), relevance, similarity, ranking)
 
 
+def check_min_similarity(value: object) -> float | None:
+    """``value`` as a cosine similarity threshold: None (no threshold), or a finite number from -1 to 1
+    (``UsageError`` otherwise, naming the option)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -1.0 <= float(value) <= 1.0:
+        shown = printable(repr(value)[:40])
+        raise UsageError(f"the minimum similarity (--min-similarity) must be a number from -1 to 1 (a cosine "
+                         f"similarity), not {shown}")
+    return float(value)
+
+
 def best_first(scored: Iterable[tuple[float, str]], limit: int | None = None) -> list[str]:
     """Keys ordered by score descending, then key; the first ``limit`` (all when None)."""
     order = [(-value, key) for value, key in scored]
@@ -217,6 +238,26 @@ def ranked_records(records: Iterable[MemoryRecord], now: datetime) -> list[Memor
     now_s = now.timestamp()
     by_key = {record.key: record for record in records}
     return [by_key[key] for key in best_first((score_of(basis(r), now_s), r.key) for r in by_key.values())]
+
+
+def meaning_query(query: object) -> object:
+    """The part of ``query`` recall by meaning uses: its words joined by single spaces, up to
+    ``MEANING_QUERY_CHARS``, found lazily, so a question padded to megabytes (runs of spaces, repeated words)
+    costs memory for what is used, never a folded copy of the whole. Padding no longer outweighs the
+    question either: a mean of token vectors counted every space token. Anything not a string is returned
+    as it is (``needle`` refuses it)."""
+    if not isinstance(query, str):
+        return query
+    words: list[str] = []
+    used = 0
+    for match in _NON_SPACE.finditer(query):
+        start = match.start()
+        word = query[start : min(match.end(), start + MEANING_QUERY_CHARS - used)]  # never a copy of a huge word
+        words.append(word)
+        used += len(word) + 1
+        if used >= MEANING_QUERY_CHARS:
+            break
+    return " ".join(words)
 
 
 def needle(query: object, limit: int) -> str:

@@ -10,7 +10,9 @@ embedder registry load with it). The formula (specs/memory.md, "Recall by meanin
                = W_SEMANTIC * semantic + W_LEXICAL * lexical   rank "hybrid"
     score      = relevance * (FLOOR + (1 - FLOOR) * salience * recency * decay)
 
-Only memories with a relevance above 0 are hits; ties go by key. The query
+Every memory is a hit (the nearest are returned, never nothing): by score, then similarity (those no nearer
+than ``MIN_SIMILARITY`` all score 0 and come after, nearest first), then key; ``min_similarity`` (the CLI's
+``--min-similarity``) keeps only those at least that similar. The query
 is folded as the indexed text is (``str.casefold``), and a memory's vector is
 that of its search text (name, description, body as the index holds them:
 credentials withheld, folded), so a vector never encodes a credential that
@@ -34,7 +36,7 @@ from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, 
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
-from bundlekit.memory.ranking import HALF_LIFE
+from bundlekit.memory.ranking import HALF_LIFE, MEANING_RANKS, check_min_similarity
 
 __all__ = [
     "FLOOR",
@@ -59,7 +61,6 @@ __all__ = [
     "restore",
 ]
 
-MEANING_RANKS = ("semantic", "hybrid")
 W_SEMANTIC = 0.9
 W_LEXICAL = 0.1
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
@@ -255,9 +256,12 @@ def rank(
     *,
     mode: str,
     limit: int | None,
+    min_similarity: float | None = None,
 ) -> list[Scored]:
-    """Memories by meaning (``mode`` "semantic" or "hybrid"), best first, the first ``limit`` (all when None).
-    ``query`` is already folded (``ranking.needle``)."""
+    """Memories by meaning (``mode`` "semantic" or "hybrid"), best first (``_nearest``), the first ``limit``
+    (all when None); with ``min_similarity`` (``check_min_similarity``) only those whose cosine similarity to
+    the query is at least that. ``query`` is already folded (``ranking.needle``)."""
+    min_similarity = check_min_similarity(min_similarity)
     model = model_key(embedder)
     held = catalog.vector_model()
     if held != model:  # another process embedded the tree with another model since fill()
@@ -293,19 +297,29 @@ def rank(
     decay = np.where(past > 0, np.exp2(-np.maximum(past, 0.0) / _HALF_LIFE_S), 1.0)  # 0.5 ** x, 4x faster
     standing = sal * np.exp2(-age / _HALF_LIFE_S) * decay
     score = relevance * (FLOOR + (1.0 - FLOOR) * standing)
-    chosen = np.flatnonzero(relevance > 0)
-    if limit is not None and len(chosen) > limit:
-        if limit == 0:
-            return []
-        threshold = np.partition(score[chosen], len(chosen) - limit)[len(chosen) - limit]
-        chosen = chosen[score[chosen] >= threshold]  # every tie at the boundary, then ordered by key below
-    order = sorted(chosen.tolist(), key=lambda at: (-float(score[at]), data.keys[at]))
-    if limit is not None:
-        order = order[:limit]
+    chosen = np.arange(len(data.keys)) if min_similarity is None else np.flatnonzero(similarity >= min_similarity)
+    order = _nearest(chosen, score, similarity, data.keys, limit)
     return [
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def _nearest(
+    chosen: NDArray[np.int64], score: NDArray[np.float64], similarity: NDArray[np.float32], keys: Sequence[str],
+    limit: int | None,
+) -> list[int]:
+    """The rows ``chosen`` best first: score descending, then similarity descending (the memories no nearer
+    than ``MIN_SIMILARITY`` all score 0: the nearest of them come first), then key; the first ``limit``."""
+    if limit == 0 or not len(chosen):
+        return []
+    if limit is not None and len(chosen) > limit:
+        ranked = chosen[np.lexsort((-similarity[chosen], -score[chosen]))]
+        last = ranked[limit - 1]
+        boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
+        chosen = np.union1d(ranked[:limit], ranked[boundary])  # every tie at the boundary, ordered by key below
+    order = sorted(chosen.tolist(), key=lambda at: (-float(score[at]), -float(similarity[at]), keys[at]))
+    return order if limit is None else order[:limit]
 
 
 def export(catalog: Catalog, model: str, digests: dict[str, bytes]) -> tuple[list[str], bytes]:

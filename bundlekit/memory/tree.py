@@ -577,14 +577,19 @@ class Memory:
             self._vectors = None
             return count
 
-    def _by_meaning(self, catalog: Catalog, needle: str, mode: str, limit: int | None) -> builtins.list[Scored]:
+    def _by_meaning(
+        self, catalog: Catalog, needle: str, mode: str, limit: int | None, min_similarity: float | None = None
+    ) -> builtins.list[Scored]:
         from bundlekit.memory.semantic import VectorCache, rank
 
         if self._vectors is None:
             self._vectors = VectorCache()
-        return rank(catalog, self._vectors, self.embedder(), needle, self._now().timestamp(), mode=mode, limit=limit)
+        return rank(catalog, self._vectors, self.embedder(), needle, self._now().timestamp(), mode=mode, limit=limit,
+                    min_similarity=min_similarity)
 
-    def recall(self, query: str, limit: int = 5, *, rank: str | None = "salience") -> builtins.list[ranking.RecallHit]:
+    def recall(
+        self, query: str, limit: int = 5, *, rank: str | None = "salience", min_similarity: float | None = None
+    ) -> builtins.list[ranking.RecallHit]:
         """Memories matching ``query``, best first, ranked by ``rank`` (None: :meth:`ranking_for`'s default,
         what ``memory recall`` and the MCP ``memory_recall`` tool use; the library's own default stays
         ``salience``, the same answer whatever is installed).
@@ -592,17 +597,23 @@ class Memory:
         ``salience``: memories containing ``query`` (case-insensitive, name/description/body), by salience x
         recency x decay (specs/memory.md); ``relevance`` multiplies that by the BM25 relevance term;
         ``semantic`` and ``hybrid`` rank every memory by meaning (``memory/semantic``: cosine similarity of
-        embeddings, with BM25 for hybrid), computing the vectors the index lacks first. Ties by key. The
-        index picks the candidates; only the returned hits are loaded, from their files.
+        embeddings, with BM25 for hybrid), computing the vectors the index lacks first: the nearest ``limit``,
+        whatever their similarity, or with ``min_similarity`` (-1 to 1; ``UsageError`` with another ranking)
+        only those at least that similar. Ties by key. The index picks the candidates; only the returned hits
+        are loaded, from their files.
         """
-        needle = ranking.needle(query, limit)
         mode = self.ranking_for(rank)
+        needle = ranking.needle(ranking.meaning_query(query) if mode in ranking.MEANING_RANKS else query, limit)
+        threshold = ranking.check_min_similarity(min_similarity)
         now = self._now()
+        if threshold is not None and mode not in ("semantic", "hybrid"):
+            raise UsageError(f"a minimum similarity applies to recall by meaning (rank semantic or hybrid), "
+                             f"not rank {mode}")
         if mode in ("semantic", "hybrid"):
             self.embed_tree()
 
             def by_meaning(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
-                scored = {s.key: s for s in self._by_meaning(catalog, needle, mode, limit)}
+                scored = {s.key: s for s in self._by_meaning(catalog, needle, mode, limit, threshold)}
                 records = self._load(catalog, builtins.list(scored))
                 return [
                     ranking.meaning_hit(r, now, needle, score=scored[r.key].score, relevance=scored[r.key].relevance,
@@ -631,7 +642,8 @@ class Memory:
         """
         now_s = self._now().timestamp()
         mode = None if query is None else self.ranking_for(rank)
-        needle = None if query is None else ranking.needle(query, 0)
+        needle = None if query is None else ranking.needle(
+            ranking.meaning_query(query) if mode in ranking.MEANING_RANKS else query, 0)
         if mode in ("semantic", "hybrid"):
             self.embed_tree()
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from bundlekit.cli import cli
 from bundlekit.embed.openai import BATCH, OpenAIEmbedder
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, UsageError
 from bundlekit.net.http import HttpOptions, RetryPolicy
 from tests.embed.fake_openai import Answer, error_body, fake_endpoint, send_json, vector_of
+from tests.embed.trees import memory_tree
 
 KEY = "sk-test-0123456789abcdefghij"
 QUICK = HttpOptions(retry=RetryPolicy(attempts=3), sleep=lambda _s: None, timeout=5.0)
@@ -163,3 +167,32 @@ def test_an_unusable_url_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         OpenAIEmbedder("ftp://example.com", "m")
     assert json.dumps  # the module's json is the one the fake answers with
+
+
+@pytest.mark.parametrize("url", ["http://embed.example/v1", "http://10.0.0.7:11434/v1", "HTTP://[2001:db8::1]/v1"])
+def test_the_key_is_never_sent_over_plain_http_to_a_host_that_is_not_loopback(url: str) -> None:
+    with pytest.raises(UsageError, match="refusing to send BUNDLEKIT_EMBED_KEY over plain http") as refused:
+        embedder(url)
+    assert KEY not in str(refused.value)
+
+
+@pytest.mark.parametrize("url", ["https://embed.example/v1", "http://127.0.0.1:11434/v1", "http://localhost:8080",
+                                 "http://[::1]:8080/v1", "http://127.0.0.2/v1"])
+def test_the_key_may_go_over_https_or_to_a_loopback_http_server(url: str) -> None:
+    embedder(url).close()
+
+
+def test_without_a_key_a_plain_http_endpoint_elsewhere_is_allowed() -> None:
+    embedder("http://10.0.0.7:11434/v1", key=None).close()
+
+
+def test_recall_with_the_key_and_a_plain_http_endpoint_elsewhere_exits_2_naming_the_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = memory_tree(tmp_path / "memory", ("reel",))
+    monkeypatch.setenv("BUNDLEKIT_EMBED_KEY", KEY)
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tree), "recall", "videos", "--rank", "semantic",
+                                      "--embed-url", "http://embed.example/v1", "--embed-model", "m"])
+    assert result.exit_code == 2
+    assert "refusing to send BUNDLEKIT_EMBED_KEY over plain http to embed.example" in result.stderr
+    assert KEY not in result.output and "Traceback" not in result.output

@@ -46,7 +46,7 @@ def test_a_bundle_loaded_through_a_gateway_is_served_read_only(bundle: tuple[Pat
 
         tools, hits = run_client(params, session)
     assert not tools & WRITE_TOOLS  # a read-only server does not list the write tools
-    assert [hit["key"] for hit in hits.structured_content["result"]] == ["user_role"]
+    assert hits.structured_content["result"][0]["key"] == "user_role"  # by meaning: the nearest first
 
 
 def tampering_proxy(upstream: str, old: bytes, new: bytes) -> Answer:

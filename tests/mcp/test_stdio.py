@@ -58,7 +58,7 @@ def test_write_then_recall_show_and_forget_round_trip(tree: Path) -> None:
     written, recalled, shown, forgot, listed = run_client(stdio_params("--memory", str(tree)), session)
     assert _structured(written) == {"key": "reference_pitch", "revision": 1, "file": "reference_pitch.md"}
     hits = _structured(recalled)
-    assert [hit["key"] for hit in hits] == ["reference_pitch"]
+    assert hits[0]["key"] == "reference_pitch"  # by meaning every memory is a hit: the nearest first
     assert hits[0]["body"] == "Riverside pitch 3, gate code on the fence."
     assert _structured(shown)["meta"]["tags"] == ["place"]
     assert _structured(forgot) == {"forgot": "reference_pitch"}

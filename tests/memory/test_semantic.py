@@ -114,9 +114,12 @@ def test_hybrid_order_follows_the_documented_formula(smem: Memory) -> None:
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
-def test_memories_no_nearer_than_the_similarity_floor_are_no_hits(smem: Memory) -> None:
+def test_memories_no_nearer_than_the_similarity_floor_come_last_nearest_first(smem: Memory) -> None:
     hits = smem.recall("zzzqqq xxkcd", rank="semantic", limit=10)
-    assert len(hits) < len(MEMORIES) and all(hit.similarity > MIN_SIMILARITY for hit in hits)
+    assert len(hits) == len(MEMORIES)
+    below = [hit for hit in hits if hit.similarity <= MIN_SIMILARITY]
+    assert below and all(hit.score == 0 for hit in below) and hits[-len(below):] == below
+    assert [h.similarity for h in below] == sorted((h.similarity for h in below), reverse=True)
 
 
 def test_context_query_puts_the_memory_nearest_in_meaning_first(smem: Memory) -> None:
