@@ -33,6 +33,7 @@ runs, acknowledged writes, losses, next-command failures, untidy failures, conve
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -46,6 +47,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bundlekit._fs import DEAD_TEMP_AGE, is_temp_name
 
 COMMANDS = ("memory write", "build", "pin", "merge", "sync", "serve")
 WEIGHTS = (30, 12, 12, 16, 18, 12)
@@ -77,8 +80,10 @@ class Tally:
     losses: int = 0
     next_failures: int = 0
     untidy: int = 0
+    half_written: int = 0
     verify_runs: int = 0
     verify_failures: int = 0
+    leftover_temps: int = 0
     problems: list[str] = field(default_factory=list)
 
     def problem(self, what: str) -> None:
@@ -130,14 +135,17 @@ class Soak:
 
     # -- children -------------------------------------------------------------------------
 
-    def cli(self, args: Sequence[str], *, kill_after: float | None = None, fsize: int | None = None) -> Run:
-        """Run ``bundlekit ARGS``; SIGKILL its process group after ``kill_after`` seconds if still running."""
-        start = time.monotonic()
-        proc = subprocess.Popen(
+    def spawn(self, args: Sequence[str], *, fsize: int | None = None) -> subprocess.Popen[str]:
+        """Start ``bundlekit ARGS`` in a session of its own (so a kill reaches all of it), output piped."""
+        return subprocess.Popen(
             [sys.executable, "-m", "bundlekit", *args], env=self.env, cwd=self.work, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             preexec_fn=None if fsize is None else _limit_file_size(fsize),
         )
+
+    def finish(self, proc: subprocess.Popen[str], what: str, *, kill_after: float | None = None) -> Run:
+        """Wait for ``proc``; SIGKILL its process group after ``kill_after`` seconds (a fault) or when it hangs."""
+        start = time.monotonic()
         try:
             out, err = proc.communicate(timeout=COMMAND_TIMEOUT if kill_after is None else kill_after)
             code: int | None = proc.returncode
@@ -146,8 +154,12 @@ class Soak:
             out, err = proc.communicate()
             code = None
             if kill_after is None:
-                self.tally.problem(f"bundlekit {' '.join(args)} hung for {COMMAND_TIMEOUT:g}s")
+                self.tally.problem(f"{what} hung for {COMMAND_TIMEOUT:g}s")
         return Run(code, out, err, time.monotonic() - start)
+
+    def cli(self, args: Sequence[str], *, kill_after: float | None = None, fsize: int | None = None) -> Run:
+        """Run ``bundlekit ARGS``; SIGKILL its process group after ``kill_after`` seconds if still running."""
+        return self.finish(self.spawn(args, fsize=fsize), f"bundlekit {' '.join(args)}", kill_after=kill_after)
 
     def start_serve(self, *, fsize: int | None = None) -> subprocess.Popen[bytes]:
         """``bundlekit serve --port 0 --store STORE`` in the background (stderr to a log file)."""
@@ -246,6 +258,26 @@ class Soak:
             return False
         return True
 
+    def check_absent(self, tree: Path, key: str, run: Run) -> None:
+        """A memory write that refused wrote nothing: its key is not in the tree."""
+        if (tree / f"{key}.md").exists():
+            self.tally.half_written += 1
+            self.tally.problem(f"memory write {key} refused (exit {run.code}: {run.err.strip()[-300:]}), "
+                               f"yet {key}.md is in {tree}")
+
+    def check_index(self, agent: str) -> bool:
+        """``memory list`` names exactly the memory files of the tree (the derived index kept up)."""
+        run = self.cli(["memory", "list", "-d", str(self.trees[agent]), "--json"])
+        if run.code != 0:
+            self.tally.problem(f"memory list for {agent} exit {run.code}: {run.err.strip()[-400:]}")
+            return False
+        listed = sorted(entry["key"] for entry in json.loads(run.out))
+        on_disk = sorted(p.stem for p in _memory_files(self.trees[agent]))
+        if listed != on_disk:
+            self.tally.problem(f"memory list for {agent} names {set(listed) ^ set(on_disk)} unlike the files")
+            return False
+        return True
+
     def verify_store(self) -> None:
         run = self.cli(["store", "verify"])
         self.tally.verify_runs += 1
@@ -267,11 +299,23 @@ class Soak:
         if command == "serve":
             ok = self.restart_serve()
             ok = ok and self._plain("sync", agent)
+        elif command == "build":  # the CAR a faulted build left is merged, then built again
+            other = "b" if agent == "a" else "a"
+            ok = self._plain("build", agent) if not (self.work / f"{agent}.car").exists() else True
+            ok = ok and self._merge_from(agent, other) and self._plain("build", agent)
         else:
             ok = self._plain(command, agent)
+        if command == "memory write":
+            ok = self.check_index(agent) and ok
         if not ok:
             self.tally.next_failures += 1
         self.verify_store()
+
+    def _merge_from(self, built: str, into: str) -> bool:
+        run = self.cli(["merge", str(self.work / f"{built}.car"), "--into", str(self.trees[into])])
+        if run.code != 0:
+            self.tally.problem(f"merge of {built}.car after a faulted build exit {run.code}: {run.err.strip()[-600:]}")
+        return run.code == 0
 
     def _plain(self, command: str, agent: str) -> bool:
         if command == "merge":
@@ -309,7 +353,10 @@ class Soak:
         if command == "merge" and not (self.work / f"{'b' if agent == 'a' else 'a'}.car").exists():
             self._plain("build", "b" if agent == "a" else "a")
         args = self.args_for(command, agent)
+        beside = self.beside(command, agent)
         run = self.cli(args, kill_after=delay, fsize=fsize)
+        if beside is not None:
+            self.settle(beside, agent)
         if run.code is None:
             self.tally.kills[command] += 1
         if fsize is not None:
@@ -317,15 +364,30 @@ class Soak:
         self.tidy(command, run, fault)
         if command == "memory write" and run.code == 0:
             self.acknowledge(args, agent, run)
+        elif command == "memory write" and run.code is not None:
+            self.check_absent(self.trees[agent], args[2], run)
+
+    def beside(self, command: str, agent: str) -> tuple[list[str], subprocess.Popen[str]] | None:
+        """Half the time a sync or merge is faulted, the agent writes a memory into its tree meanwhile."""
+        if command not in ("sync", "merge") or self.rng.random() < 0.5:
+            return None
+        args = self.args_for("memory write", agent)
+        return args, self.spawn(args)
+
+    def settle(self, beside: tuple[list[str], subprocess.Popen[str]], agent: str) -> None:
+        """The concurrent write's outcome: acknowledged (and present) or refused tidily."""
+        args, proc = beside
+        run = self.finish(proc, "a memory write beside a faulted command")
+        if run.code == 0:
+            self.acknowledge(args, agent, run)
+        else:
+            self.tidy("memory write", run, "beside a faulted command")
 
     def faulted_serve(self, agent: str, delay: float | None, fsize: int | None) -> None:
         """Kill the serve while it starts, or while ``agent`` syncs through it; or start one on a full disk."""
         victim: subprocess.Popen[str] | None = None
         if self.serve is not None and self.rng.random() < 0.5:
-            victim = subprocess.Popen(
-                [sys.executable, "-m", "bundlekit", *self.args_for("sync", agent)], env=self.env, cwd=self.work,
-                start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)
+            victim = self.spawn(self.args_for("sync", agent))
             target = self.serve
         else:
             self.stop_serve()
@@ -340,13 +402,7 @@ class Soak:
             target.wait()
             self.serve = None if target is self.serve else self.serve
         if victim is not None:
-            try:
-                out, err = victim.communicate(timeout=COMMAND_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                _kill_group(victim)
-                out, err = victim.communicate()
-                self.tally.problem("a sync hung after its serve was killed")
-            self.tidy("sync", Run(victim.returncode, out, err, 0.0), "its serve killed")
+            self.tidy("sync", self.finish(victim, "a sync whose serve was killed"), "its serve killed")
         if target is not self.serve:
             _kill_group(target)
             target.wait()
@@ -433,6 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             converged = soak.converge()
             soak.check_ledger()
             soak.verify_store()
+            tally.leftover_temps = sum(is_temp_name(p.name) for p in Path(tmp).rglob("*"))
         finally:
             soak.stop_serve()
     return report(tally, seed, rounds, converged, time.monotonic() - start)
@@ -447,11 +504,14 @@ def report(tally: Tally, seed: int, rounds: int, converged: bool, elapsed: float
     print(f"disk-full runs: {sum(tally.disk_full.values())} ({full or 'none'}); "
           f"faulted runs that refused cleanly: {sum(tally.refused.values())}")
     print(f"acknowledged writes: {tally.acknowledged}; losses: {tally.losses}")
-    print(f"next-command failures: {tally.next_failures}; untidy failures: {tally.untidy}")
+    print(f"next-command failures: {tally.next_failures}; untidy failures: {tally.untidy}; "
+          f"refused writes found written: {tally.half_written}")
+    print(f"temp files the killed commands left (swept once their writer is gone {DEAD_TEMP_AGE:g}s): "
+          f"{tally.leftover_temps}")
     print(f"trees converged: {converged}; store verify: {tally.verify_runs - tally.verify_failures}/"
           f"{tally.verify_runs} passed")
     print(f"elapsed {elapsed:.0f}s; load average {load1:.2f} {load5:.2f} (1, 5 min); python {sys.version.split()[0]}")
-    failed = tally.losses or tally.next_failures or tally.untidy or tally.verify_failures or not converged
+    failed = tally.losses or tally.next_failures or tally.untidy or tally.half_written or tally.verify_failures or not converged
     if tally.problems:
         print(f"{len(tally.problems)} problems (first: {tally.problems[0]})")
     return 1 if failed or tally.problems else 0
