@@ -57,6 +57,8 @@ FSIZE_LIMITS = (0, 512, 4096, 65536)  # bytes a faulted child may write to one f
 COMMAND_TIMEOUT = 180.0
 SERVE_START_TIMEOUT = 60.0
 AGENTS = ("a", "b")
+#: Seconds a command is guessed to take before an unfaulted run of it was timed (a fresh process each).
+FIRST_GUESS = {"memory write": 0.5, "build": 0.8, "pin": 1.0, "merge": 1.0, "sync": 2.0, "serve": 0.8}
 
 
 @dataclass
@@ -334,7 +336,7 @@ class Soak:
 
     def kill_delay(self, command: str) -> float:
         """A random point of the command's run: half in its last 40%, where it writes."""
-        usual = self.usual.get(command, 1.5)
+        usual = self.usual.get(command, FIRST_GUESS[command])
         if self.rng.random() < 0.5:
             return self.rng.uniform(0.6, 1.0) * usual
         return self.rng.uniform(0.0, 1.0) * usual
@@ -354,9 +356,14 @@ class Soak:
             self._plain("build", "b" if agent == "a" else "a")
         args = self.args_for(command, agent)
         beside = self.beside(command, agent)
+        before = self.refusable(command, agent) if beside is None else None
         run = self.cli(args, kill_after=delay, fsize=fsize)
         if beside is not None:
             self.settle(beside, agent)
+        if before is not None and run.code not in (None, 0) and self.refusable(command, agent) != before:
+            self.tally.half_written += 1
+            self.tally.problem(f"{command} ({agent}) refused (exit {run.code}: {run.err.strip()[-300:]}), "
+                               "yet changed what it writes")
         if run.code is None:
             self.tally.kills[command] += 1
         if fsize is not None:
@@ -366,6 +373,15 @@ class Soak:
             self.acknowledge(args, agent, run)
         elif command == "memory write" and run.code is not None:
             self.check_absent(self.trees[agent], args[2], run)
+
+    def refusable(self, command: str, agent: str) -> dict[str, bytes] | None:
+        """What a refused ``merge`` (the tree) or ``build`` (its CAR) must leave as it was; None for the rest."""
+        if command == "merge":
+            return _snapshot(self.trees[agent])
+        car = self.work / f"{agent}.car"
+        if command == "build":
+            return {car.name: car.read_bytes()} if car.exists() else {}
+        return None
 
     def beside(self, command: str, agent: str) -> tuple[list[str], subprocess.Popen[str]] | None:
         """Half the time a sync or merge is faulted, the agent writes a memory into its tree meanwhile."""
@@ -409,8 +425,8 @@ class Soak:
 
     # -- the run ------------------------------------------------------------------------------
 
-    def setup(self, seed: int) -> None:
-        self.seed = seed
+    def setup(self, seed: int, *, quick: bool = False) -> None:
+        self.seed, self.quick = seed, quick
         for agent, tree in self.trees.items():
             if self.cli(["memory", "init", "-d", str(tree)]).code != 0:
                 raise SystemExit(f"soak: memory init of {tree} failed")
@@ -420,9 +436,10 @@ class Soak:
         self.name = made.out.strip()
         if not self.restart_serve():
             raise SystemExit("soak: the first serve did not start")
-        for agent in AGENTS:  # a first write, build and sync each: usual times, and CARs to merge
-            for command in ("memory write", "build", "sync"):
-                self._plain(command, agent)
+        if not self.quick:  # a first write, build and sync each: usual times, and CARs to merge
+            for agent in AGENTS:
+                for command in ("memory write", "build", "sync"):
+                    self._plain(command, agent)
 
     def converge(self, rounds: int = 4) -> bool:
         """Sync the agents in turn until their trees hold the same memories and timeline."""
@@ -432,8 +449,8 @@ class Soak:
             for agent in AGENTS:
                 if not self._plain("sync", agent):
                     self.tally.next_failures += 1
-            if _snapshot(self.trees["a"]) == _snapshot(self.trees["b"]):
-                return True
+                if _snapshot(self.trees["a"]) == _snapshot(self.trees["b"]):
+                    return True
         self.tally.problem("the trees did not converge")
         return False
 
@@ -478,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bundlekit-soak-") as tmp:
         soak = Soak(Path(tmp), rng, tally)
         try:
-            soak.setup(seed)
+            soak.setup(seed, quick=args.quick)
             rounds = 0
             while rounds < args.rounds and time.monotonic() - start < seconds:
                 rounds += 1
@@ -505,7 +522,7 @@ def report(tally: Tally, seed: int, rounds: int, converged: bool, elapsed: float
           f"faulted runs that refused cleanly: {sum(tally.refused.values())}")
     print(f"acknowledged writes: {tally.acknowledged}; losses: {tally.losses}")
     print(f"next-command failures: {tally.next_failures}; untidy failures: {tally.untidy}; "
-          f"refused writes found written: {tally.half_written}")
+          f"refused commands that changed something: {tally.half_written}")
     print(f"temp files the killed commands left (swept once their writer is gone {DEAD_TEMP_AGE:g}s): "
           f"{tally.leftover_temps}")
     print(f"trees converged: {converged}; store verify: {tally.verify_runs - tally.verify_failures}/"
