@@ -19,9 +19,10 @@ while an agent syncs through it. Then the "restart": the same command again, unf
 which must succeed (no stale lock, temp file or half-written store in its way), then
 ``store verify``, which must exit 0.
 
-A ledger keeps every acknowledged write: a ``memory write`` that exited 0, each with a key
-and a body of its own. After every acknowledged write, and for both trees at the end, the
-memory is checked to be there exactly once with its body. At the end both agents sync
+A ledger keeps every acknowledged write: a ``memory write`` that exited 0, each with a body
+of its own, to a new key or (a quarter of them) updating one the agent wrote before. After
+every acknowledged write, and for both trees at the end, the memory is checked to be there
+exactly once with its body (or the body of a write to it killed since, which may have landed). At the end both agents sync
 until their trees converge (the same memory files, the same timeline). A faulted command
 may fail, but only with a documented exit code and a clear error (no traceback).
 
@@ -83,6 +84,7 @@ class Tally:
     next_failures: int = 0
     untidy: int = 0
     half_written: int = 0
+    killed_written: int = 0
     verify_runs: int = 0
     verify_failures: int = 0
     leftover_temps: int = 0
@@ -126,7 +128,9 @@ class Soak:
         self.env = soak_env(work)
         self.trees = {agent: work / agent / "memory" for agent in AGENTS}
         self.key = work / "name.pem"
-        self.ledger: dict[str, tuple[str, str]] = {}  # key -> (agent, body) of each acknowledged write
+        # key -> (agent, bodies): the body of its last acknowledged write, and of any write to it killed since
+        # (which may or may not have landed)
+        self.ledger: dict[str, tuple[str, set[str]]] = {}
         self.writes = 0
         self.usual: dict[str, float] = {}  # seconds an unfaulted run of each command took
         self.serve: subprocess.Popen[bytes] | None = None
@@ -221,12 +225,17 @@ class Soak:
     # -- commands as a person types them ----------------------------------------------------
 
     def args_for(self, command: str, agent: str) -> list[str]:
-        """The command line of ``command`` for ``agent`` (a memory write draws a fresh key and body)."""
+        """The command line of ``command`` for ``agent``.
+
+        A memory write has a body of its own; its key is new, or a quarter of the time one the agent wrote
+        before (an update, which must replace that body: the old one is then no longer the memory).
+        """
         tree = str(self.trees[agent])
         other = "b" if agent == "a" else "a"
         if command == "memory write":
             self.writes += 1
-            key = f"project_w{self.writes:05d}"
+            own = sorted(k for k, (writer, _bodies) in self.ledger.items() if writer == agent)
+            key = self.rng.choice(own) if own and self.rng.random() < 0.25 else f"project_w{self.writes:05d}"
             return ["memory", "write", key, "-d", tree, "--type", "project", "--name", f"write {self.writes}",
                     "--description", f"soak write {self.writes}", "--body", self.body(self.writes)]
         if command == "build":
@@ -247,13 +256,21 @@ class Soak:
     def acknowledge(self, args: Sequence[str], agent: str, run: Run) -> None:
         """A memory write that exited 0 goes in the ledger and must be there, once, at once."""
         key, body = args[2], args[-1]
-        self.ledger[key] = (agent, body)
+        self.ledger[key] = (agent, {body})
         self.tally.acknowledged += 1
-        self.check_present(self.trees[agent], key, body)
+        self.check_present(self.trees[agent], key, {body})
 
-    def check_present(self, tree: Path, key: str, body: str) -> bool:
-        """``key``'s file holds ``body``, and no other memory file of the tree does."""
-        holding = [p for p in _memory_files(tree) if body in p.read_text("utf-8", "replace")]
+    def killed_write(self, args: Sequence[str], agent: str) -> None:
+        """A killed write to a key acknowledged before: its body may have landed or not; both are right."""
+        key, body = args[2], args[-1]
+        if key in self.ledger:
+            self.ledger[key][1].add(body)
+        if (self.trees[agent] / f"{key}.md").exists() and body in (self.trees[agent] / f"{key}.md").read_text():
+            self.tally.killed_written += 1  # the kill landed after the file was in place: at the very end
+
+    def check_present(self, tree: Path, key: str, bodies: set[str]) -> bool:
+        """``key``'s file holds one of ``bodies`` (its acknowledged write), and no other memory file any."""
+        holding = [p for p in _memory_files(tree) if any(b in p.read_text("utf-8", "replace") for b in bodies)]
         if [p.name for p in holding] != [f"{key}.md"]:
             self.tally.losses += 1
             self.tally.problem(f"acknowledged write {key} in {tree}: found in {[p.name for p in holding]}")
@@ -261,8 +278,10 @@ class Soak:
         return True
 
     def check_absent(self, tree: Path, key: str, run: Run) -> None:
-        """A memory write that refused wrote nothing: its key is not in the tree."""
-        if (tree / f"{key}.md").exists():
+        """A memory write that refused wrote nothing: a new key is not in the tree, an old one holds its body."""
+        if key in self.ledger:
+            self.check_present(tree, key, self.ledger[key][1])
+        elif (tree / f"{key}.md").exists():
             self.tally.half_written += 1
             self.tally.problem(f"memory write {key} refused (exit {run.code}: {run.err.strip()[-300:]}), "
                                f"yet {key}.md is in {tree}")
@@ -335,11 +354,11 @@ class Soak:
     # -- faults -----------------------------------------------------------------------------
 
     def kill_delay(self, command: str) -> float:
-        """A random point of the command's run: half in its last 40%, where it writes."""
+        """A random point of the command's usual run time: half in its second half, where it writes."""
         usual = self.usual.get(command, FIRST_GUESS[command])
         if self.rng.random() < 0.5:
-            return self.rng.uniform(0.6, 1.0) * usual
-        return self.rng.uniform(0.0, 1.0) * usual
+            return self.rng.uniform(0.5, 0.95) * usual
+        return self.rng.uniform(0.0, 0.95) * usual
 
     def faulted(self, command: str, agent: str) -> None:
         """Run ``command`` for ``agent`` killed at a random point and/or on a "full disk"."""
@@ -373,6 +392,8 @@ class Soak:
             self.acknowledge(args, agent, run)
         elif command == "memory write" and run.code is not None:
             self.check_absent(self.trees[agent], args[2], run)
+        elif command == "memory write":
+            self.killed_write(args, agent)
 
     def refusable(self, command: str, agent: str) -> dict[str, bytes] | None:
         """What a refused ``merge`` (the tree) or ``build`` (its CAR) must leave as it was; None for the rest."""
@@ -456,8 +477,8 @@ class Soak:
 
     def check_ledger(self) -> None:
         for tree in self.trees.values():
-            for key, (_agent, body) in sorted(self.ledger.items()):
-                self.check_present(tree, key, body)
+            for key, (_agent, bodies) in sorted(self.ledger.items()):
+                self.check_present(tree, key, bodies)
 
 
 def _kill_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
@@ -520,7 +541,8 @@ def report(tally: Tally, seed: int, rounds: int, converged: bool, elapsed: float
     print(f"kills: {sum(tally.kills.values())} ({kills})")
     print(f"disk-full runs: {sum(tally.disk_full.values())} ({full or 'none'}); "
           f"faulted runs that refused cleanly: {sum(tally.refused.values())}")
-    print(f"acknowledged writes: {tally.acknowledged}; losses: {tally.losses}")
+    print(f"acknowledged writes: {tally.acknowledged}; losses: {tally.losses}; killed writes whose file was "
+          f"already in place (unacknowledged, kept): {tally.killed_written}")
     print(f"next-command failures: {tally.next_failures}; untidy failures: {tally.untidy}; "
           f"refused commands that changed something: {tally.half_written}")
     print(f"temp files the killed commands left (swept once their writer is gone {DEAD_TEMP_AGE:g}s): "

@@ -27,6 +27,6 @@ def test_a_short_fault_soak_loses_no_acknowledged_write_and_every_next_command_w
     assert "losses: 0" in summary and "next-command failures: 0; untidy failures: 0;" in summary, summary
     assert "refused commands that changed something: 0" in summary, summary
     assert "trees converged: True" in summary, summary
-    # Seed 1 draws a memory write and a sync killed at a random point (a kill counts when it lands before the
-    # command ends, which the machine's speed decides) and a merge on a full disk (always run so).
-    assert "seed 1: 3 rounds" in summary and "disk-full runs: 1 (merge 1)" in summary, summary
+    # Every round faults its command: killed at a random point, on a full disk, or both. How many kills land
+    # before the command ends is the machine's speed to decide (and with it which keys a later write updates).
+    assert "seed 1: 3 rounds" in summary and "store verify: 4/4 passed" in summary, summary
