@@ -378,7 +378,7 @@ class Soak:
         before = self.refusable(command, agent) if beside is None else None
         run = self.cli(args, kill_after=delay, fsize=fsize)
         if beside is not None:
-            self.settle(beside, agent)
+            self.settle(beside)
         if before is not None and run.code not in (None, 0) and self.refusable(command, agent) != before:
             self.tally.half_written += 1
             self.tally.problem(f"{command} ({agent}) refused (exit {run.code}: {run.err.strip()[-300:]}), "
@@ -404,21 +404,30 @@ class Soak:
             return {car.name: car.read_bytes()} if car.exists() else {}
         return None
 
-    def beside(self, command: str, agent: str) -> tuple[list[str], subprocess.Popen[str]] | None:
-        """Half the time a sync or merge is faulted, the agent writes a memory into its tree meanwhile."""
+    def beside(self, command: str, agent: str) -> tuple[str, str, list[str], subprocess.Popen[str]] | None:
+        """Half the time a sync or merge is faulted, something runs meanwhile: the agent writes a memory into
+        its tree, or (beside a sync) the other agent syncs too, a writer racing the one that is killed."""
         if command not in ("sync", "merge") or self.rng.random() < 0.5:
             return None
+        if command == "sync" and self.rng.random() < 0.5:
+            other = "b" if agent == "a" else "a"
+            args = self.args_for("sync", other)
+            return "sync", other, args, self.spawn(args)
         args = self.args_for("memory write", agent)
-        return args, self.spawn(args)
+        return "memory write", agent, args, self.spawn(args)
 
-    def settle(self, beside: tuple[list[str], subprocess.Popen[str]], agent: str) -> None:
-        """The concurrent write's outcome: acknowledged (and present) or refused tidily."""
-        args, proc = beside
-        run = self.finish(proc, "a memory write beside a faulted command")
-        if run.code == 0:
+    def settle(self, beside: tuple[str, str, list[str], subprocess.Popen[str]]) -> None:
+        """The concurrent command's outcome: a write acknowledged (and present) or refused tidily; a sync
+        succeeded (a writer killed beside it must not stop it)."""
+        command, agent, args, proc = beside
+        run = self.finish(proc, f"a {command} beside a faulted command")
+        if run.code == 0 and command == "memory write":
             self.acknowledge(args, agent, run)
-        else:
-            self.tidy("memory write", run, "beside a faulted command")
+        elif command == "memory write":
+            self.tidy(command, run, "beside a faulted command")
+        elif run.code != 0:
+            self.tally.next_failures += 1
+            self.tally.problem(f"a sync of {agent} beside a killed one exit {run.code}: {run.err.strip()[-600:]}")
 
     def faulted_serve(self, agent: str, delay: float | None, fsize: int | None) -> None:
         """Kill the serve while it starts, or while ``agent`` syncs through it; or start one on a full disk."""
