@@ -97,7 +97,7 @@ def test_every_tour_line_runs_in_order(tmp_path: Path) -> None:
             done = subprocess.run(["sh", "-c", command], cwd=work, env=env, capture_output=True, text=True,
                                   timeout=120, check=False)
             assert done.returncode == 0, f"{command}\n{done.stderr}"
-            if "build memory -o bundle.car --json" in command:
+            if command.startswith("bundlekit build") and "-o bundle.car --json" in command:
                 filled["<root>"] = json.loads(done.stdout)["root"]
             elif command.startswith("bundlekit name create"):
                 filled["k51..."] = done.stdout.strip()

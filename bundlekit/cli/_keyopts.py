@@ -7,21 +7,24 @@ holds the secret. At most one may be given::
     --signature-env VAR     a wallet signature (hex, 0x optional) in $VAR
     --signature-file F      the same, in a file
     --passphrase-env VAR    a passphrase in $VAR (scrypt)
-    --key-file F            a raw key: 32 bytes, or 64 hex digits
+    --key-file F            a raw encryption key: 32 bytes, or 64 hex digits
     --private-key-env VAR   an Ethereum private key in $VAR; bundlekit signs the
                             key message itself (needs bundlekit[wallet])
 
-A command that builds a bundle also applies ``@sign_options`` (``--sign``, ``--signer``)
-and hands ``KeyOptions.from_params(params)`` to ``bundle.signature.build_keys`` or ``publish_keys``,
-which hold the rules of which options go together and read the signer and the key.
+A command that builds a bundle also applies ``@sign_options`` (``--sign``, ``--sign-key``, ``--signer``),
+folds ``--sign-key FILE`` (an Ed25519 PEM key: its own name, never ``--key-file``, which is an
+encryption key) into the options with ``signing(params, sign)``, and hands
+``KeyOptions.from_params(params)`` to ``bundle.signature.build_keys`` or ``publish_keys``, which hold
+the rules of which options go together and read the signer and the key.
 
 A command applies ``@key_options`` and calls ``resolve_key_spec(**params)``,
 which returns the :class:`~bundlekit.crypto.KeySpec` or ``None`` when no key
 option was given (the rules live in ``bundle.keyoptions``: this module only
 parses). A command that encrypts anew (``build``, ``pin``) also
-applies ``@strict_option`` and passes ``new_key=True``: a passphrase shorter
+applies ``@passphrase_check_option`` and passes ``new_key=True``: a passphrase shorter
 than ``PASSPHRASE_MIN_CHARS`` then draws a warning on stderr, or with
-``--strict`` a usage error (exit 2), before any work is done.
+``--strong-passphrase`` a usage error (exit 2), before any work is done. (``--strict`` means, on
+every command that has it, that what cannot be carried is an error before anything is written.)
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ import click
 
 from bundlekit.bundle.keyoptions import KeyOptions, key_spec
 from bundlekit.cli import output
+from bundlekit.cli._params import AliasOption
 from bundlekit.crypto._keys import PASSPHRASE_MIN_CHARS, KeySpec
+from bundlekit.errors import UsageError
 
 __all__ = [
-    "key_options", "resolve_key_spec", "sign_options", "strict_option",
+    "key_options", "passphrase_check_option", "resolve_key_spec", "sign_options", "signing",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,7 +72,7 @@ def key_options(func: F) -> F:
             "--key-file",
             metavar="FILE",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Key from FILE: 32 raw bytes or 64 hex digits.",
+            help="The encryption key in FILE: 32 raw bytes or 64 hex digits.",
         ),
         click.option(
             "--private-key-env",
@@ -81,18 +86,39 @@ def key_options(func: F) -> F:
 
 
 def sign_options(func: F) -> F:
-    """Add ``--sign`` and ``--signer`` to a command that builds a bundle (``build``, ``pin``)."""
+    """Add ``--sign``, ``--sign-key`` and ``--signer`` to a command that builds a bundle (``build``, ``pin``,
+    ``sync``); the command calls ``signing(params, sign)`` before reading the key options."""
     func = click.option("--signer", "signer_address", metavar="ADDRESS",
                         help="The Ethereum address that made the --signature-file signature (with --sign).")(func)
+    func = click.option("--sign-key", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+                        help="Sign the manifest with the Ed25519 key (PEM) in FILE, as did:key; implies --sign.")(func)
     return click.option("--sign", is_flag=True,
-                        help="Sign the manifest (signature.json): --private-key-env, an Ed25519 --key-file, "
-                             "or --signature-file with --signer.")(func)
+                        help="Sign the manifest (signature.json): with --sign-key FILE, --private-key-env VAR "
+                             "(EIP-191), or --signature-file with --signer.")(func)
 
 
-def strict_option(func: F) -> F:
-    """Add ``--strict`` (refuse a weak passphrase) to a command that encrypts with a new key."""
+def signing(params: dict[str, Any], sign: bool) -> bool:
+    """Fold ``--sign-key FILE`` (removed from ``params``) into the key options ``bundle.signature`` reads,
+    where an Ed25519 key file signs; returns whether the manifest is signed. ``--sign-key`` with another key
+    option is a usage error naming both (one key option signs, or signs and encrypts)."""
+    sign_key = params.pop("sign_key", None)
+    if sign_key is None:
+        return sign
+    others = KeyOptions.from_params(params).flags()
+    if others:
+        raise UsageError(f"--sign-key and {others[0]} cannot be combined; give exactly one key option "
+                         "(to sign and encrypt at once: --encrypt --sign --private-key-env VAR)")
+    params["key_file"] = sign_key
+    return True
+
+
+def passphrase_check_option(func: F) -> F:
+    """Add ``--strong-passphrase`` (refuse a weak passphrase) to a command that encrypts with a new key.
+
+    Its old spelling ``--strict`` is not kept as an alias: ``build`` and ``pin`` use ``--strict`` for
+    what every command means by it (a memory file that cannot be carried is an error)."""
     return click.option(
-        "--strict",
+        "--strong-passphrase", "strong_passphrase",
         is_flag=True,
         help=f"Refuse (exit 2) a passphrase shorter than {PASSPHRASE_MIN_CHARS} characters; "
         "without it such a passphrase is used with a warning.",
@@ -103,7 +129,7 @@ def resolve_key_spec(
     *,
     environ: Mapping[str, str] | None = None,
     new_key: bool = False,
-    strict: bool = False,
+    strong_passphrase: bool = False,
     **params: Any,
 ) -> KeySpec | None:
     """Turn a command's parameters into a :class:`KeySpec`, or ``None`` if no key option was given.
@@ -112,5 +138,5 @@ def resolve_key_spec(
     its ``**params``. The rules are ``bundle.keyoptions.key_spec``'s; a weak
     passphrase for a new key is warned about on stderr (``cli.output``).
     """
-    options = KeyOptions.from_params({**params, "strict": strict})
+    options = KeyOptions.from_params({**params, "strong_passphrase": strong_passphrase})
     return key_spec(options, environ=environ, new_key=new_key, warn=output.warn)

@@ -17,7 +17,7 @@ from bundlekit.car.extract import unpack_car
 from bundlekit.car.index import CarIndex
 from bundlekit.car.verify import verify_car
 from bundlekit.cli import output
-from bundlekit.cli._params import CID, Count
+from bundlekit.cli._params import CID, AliasOption, Count
 from bundlekit.errors import UsageError
 from bundlekit.ipld.block import MAX_BLOCK_SIZE
 from bundlekit.ipld.cid import cid_to_str
@@ -65,21 +65,21 @@ def _plural(n: int, word: str, many: str | None = None) -> str:
               help="Reject DAGs nested deeper than this.")
 @click.option("--max-links", type=Count(1), default=MAX_LINKS, show_default=True,
               help="Reject DAGs with more links than this.")
-@click.option("--strict", is_flag=True,
+@click.option("--check-expansion", "--strict", "strict", cls=AliasOption, hidden_aliases=("--strict",), is_flag=True,
               help="Also measure what each root claims to expand to (blocks reused) and refuse one past "
                    "--max-visits, --max-entries or --max-bytes.")
 @_visits_opt
 @_entries_opt
 @click.option("--max-bytes", type=Count(0), default=MAX_BYTES, show_default=True,
-              help="With --strict: refuse a root whose files claim more bytes than this.")
+              help="With --check-expansion: refuse a root whose files claim more bytes than this, together.")
 @click.option("--json", "as_json", is_flag=True,
-              help='Print {"ok", "roots", "blocks", "bytes"} on success (with --strict, "expansion" too).')
+              help='Print {"ok", "roots", "blocks", "bytes"} on success (with --check-expansion, "expansion" too).')
 def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, strict: bool, max_visits: int,
            max_entries: int, max_bytes: int, as_json: bool) -> None:
     """Check that every block of CAR matches its CID and each root's DAG is complete.
 
     Exits 0 with a one-line summary (stderr), or 3 naming the first bad or missing block.
-    With --strict, a line per root that reuses blocks says what it claims to expand to.
+    With --check-expansion, a line per root that reuses blocks says what it claims to expand to.
     """
     limits = WalkLimits(max_depth=max_depth, max_visits=max_visits, max_entries=max_entries, max_bytes=max_bytes)
     with output.Progress("verifying", unit="bytes") as bar:
@@ -119,8 +119,8 @@ def verify(car: Path, max_block_size: int, max_depth: int, max_links: int, stric
 @click.option("--root", "root", type=CID, help="Which root to extract when the CAR lists several.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists and is not empty.")
 @click.option("--max-bytes", type=Count(0), default=MAX_BYTES, show_default=True,
-              help="Refuse to extract more than this many bytes of content (checked against the "
-                   "declared size first).")
+              help="Refuse a root whose files claim more bytes than this, together, before anything is "
+                   "written (any data: see README, \"One name for one thing\").")
 @_entries_opt
 @_visits_opt
 @_block_opt

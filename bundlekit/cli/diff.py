@@ -1,7 +1,11 @@
-"""``bundlekit diff OLD NEW``: memories added, removed and changed, each line labelled by its side."""
+"""``bundlekit diff OLD [NEW]``: memories added, removed and changed, each line labelled by its side.
+
+NEW defaults to the memory tree (``-d``, ``$BUNDLEKIT_MEMORY_DIR``, else ``./memory``), so ``diff bundle.car``
+is what changed in the tree since that bundle was built."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -10,29 +14,35 @@ from bundlekit.bundle.diff import DiffResult, diff_sources
 from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._params import tree_option
 from bundlekit.cli.load import check_urls
+from bundlekit.errors import UsageError
 
 __all__ = ["diff"]
 
 
 @click.command("diff")
 @click.argument("old", callback=check_urls)
-@click.argument("new", callback=check_urls)
+@click.argument("new", required=False, callback=check_urls)
+@tree_option("The memory tree NEW defaults to.")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
               help="Trustless gateway, tried in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON (with the two sides as old and new).")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when OLD and NEW differ (like git diff --exit-code).")
 @key_options
-def diff(old: str, new: str, gateways: tuple[str, ...], as_json: bool, exit_code: bool, **params: Any) -> None:
-    """Compare OLD with NEW (each a memory directory, CAR, CID or bundle URI) memory by memory.
+def diff(old: str, new: str | None, tree: Path, gateways: tuple[str, ...], as_json: bool, exit_code: bool, **params: Any) -> None:
+    """Compare OLD with NEW (each a memory directory, CAR, CID or bundle URI) memory by memory; without
+    NEW, with the memory tree (-d).
 
     The order is that of `diff OLD NEW`: "+ KEY  only in NEW" is a memory
     NEW added, "- KEY  only in OLD" one it removed, "~ KEY  changed: FIELDS"
     one in both whose named fields (or body) differ. To see what changed in
-    a tree since its bundle was built: bundlekit diff bundle.car memory
+    a tree since its bundle was built: bundlekit diff bundle.car
     """
 
-    result = diff_sources(old, new, source=gateway_source(gateways), key=resolve_key_spec(**params))
+    if new is None and not tree.is_dir():
+        raise UsageError(f"no memory tree at {tree}: give NEW, -d DIR or set $BUNDLEKIT_MEMORY_DIR")
+    result = diff_sources(old, new if new is not None else tree, source=gateway_source(gateways), key=resolve_key_spec(**params))
     output.warn_all(result.warnings)
     if as_json:
         output.data_json(result.to_dict())

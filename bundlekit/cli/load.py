@@ -21,7 +21,7 @@ from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, LoadOptio
 from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
-from bundlekit.cli._params import Count, Seconds
+from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
 from bundlekit.errors import UsageError
 from bundlekit.net.http import HttpOptions, check_http_url
 
@@ -41,7 +41,8 @@ def _load_limits(command: Callable[..., None]) -> Callable[..., None]:
     @click.option("--follow-redirects", is_flag=True,
                   help="Follow a gateway's redirects to other hosts (same-host ones always; https to http never).")
     @click.option("--max-bytes", type=Count(0), default=DEFAULT_MAX_BYTES, show_default=True,
-                  help="Refuse a bundle whose files claim more bytes than this, together.")
+                  help="Refuse a bundle whose files claim more bytes than this, together, before anything "
+                       "is written (a memory bundle's bound; see README, \"One name for one thing\").")
     @functools.wraps(command)
     def with_limits(*args: Any, deadline: float, follow_redirects: bool, max_bytes: int, **kwargs: Any) -> None:
         http = HttpOptions(follow_redirects=follow_redirects)
@@ -120,7 +121,8 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 
 @click.command("fork")
 @click.argument("uri", callback=check_urls)
-@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@legacy_tree_argument("dest")
+@tree_option("The memory tree to import into.")
 @click.option("--strategy", type=click.Choice(["merge", "replace"]), default="merge", show_default=True,
               help="merge keeps local memories on conflict; replace takes the bundle's.")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
@@ -128,14 +130,15 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @_PUBLISHER
 @key_options
-def fork(uri: str, dest: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, publishers: tuple[str, ...],
+def fork(uri: str, tree: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, publishers: tuple[str, ...],
          **params: Any) -> None:
-    """Import the bundle at URI into the memory tree DEST (all or nothing), source = the bundle's CID."""
+    """Import the bundle at URI into the memory tree (-d), all or nothing, each memory file as the bundle
+    holds it; the tree remembers the bundle's root as its parent (the base `merge` finds when it comes back)."""
 
-    result = fork_bundle(uri, dest, strategy=strategy, source=gateway_source(gateways),
+    result = fork_bundle(uri, tree, strategy=strategy, source=gateway_source(gateways),
                          key=resolve_key_spec(**params), options=LoadOptions(publishers=publishers))
     output.warn_all(result.loaded.warnings)
     if as_json:
         output.data_json(result.summary())
     else:
-        output.status(f"forked {result.loaded.source} into {dest}: {result.memories} {'memory' if result.memories == 1 else 'memories'} ({strategy})")
+        output.status(f"forked {result.loaded.source} into {tree}: {result.memories} {'memory' if result.memories == 1 else 'memories'} ({strategy})")

@@ -26,7 +26,7 @@ from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
-from bundlekit.cli._params import Seconds
+from bundlekit.cli._params import DEFAULT_TREE, MEMORY_DIR_ENV, AliasOption, Seconds, tree_option
 from bundlekit.cli.sync import background_sync
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, PublishSettings, open_served_memory
@@ -77,9 +77,9 @@ def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @click.command("mcp")
-@click.option("--memory", "memory_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR when nothing else is named); "
-                   "with --from or --layer, where the loaded tree goes and writes land.")
+@tree_option("The memory tree (read-write; default $BUNDLEKIT_MEMORY_DIR, else ./memory if it is there, when "
+             "nothing else is named); with --from or --layer, where the loaded tree goes and writes land.",
+             hidden_aliases=("--memory",), from_env=False)
 @click.option("--from", "from_uri", metavar="URI",
               help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Serve the layered view (repeatable).")
@@ -88,22 +88,26 @@ def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Default pinners of bundle_publish (repeatable; default: local).")
 @_listen_address
-@click.option("--sync-name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
-              help="Meanwhile, sync the --memory tree with this key's IPNS name (as `bundlekit sync --name-key`).")
-@click.option("--sync-interval", type=Seconds(), default=60.0, show_default=True, metavar="SECONDS",
-              help="Seconds between the background sync rounds.")
+@click.option("--name-key", "--sync-name-key", "sync_name_key", cls=AliasOption, hidden_aliases=("--sync-name-key",),
+              type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Meanwhile, sync the tree with this key's IPNS name (as `bundlekit sync --name-key`).")
+@click.option("--interval", "--sync-interval", "sync_interval", cls=AliasOption, hidden_aliases=("--sync-interval",),
+              type=Seconds(), default=60.0, show_default=True, metavar="SECONDS",
+              help="Seconds between the background sync rounds (with --name-key).")
 @key_options
-def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
+def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
         allow_publish: bool, pinner_names: tuple[str, ...], address: tuple[str, int] | None,
         sync_name_key: Path | None, sync_interval: float, **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
 
-    A bundle (--from) or layered view (--layer) is read-only unless --memory DIR says where writes go;
+    A bundle (--from) or layered view (--layer) is read-only unless -d DIR says where writes go;
     read-only, it is held in memory and nothing of it is written to disk. SIGTERM stops the server
     (exit 0); Ctrl-C and SIGHUP interrupt it (exit 130, 129).
     """
-    if memory_dir is None and from_uri is None and not layers and os.environ.get("BUNDLEKIT_MEMORY_DIR"):
-        memory_dir = Path(os.environ["BUNDLEKIT_MEMORY_DIR"])  # the tree every `memory` command reads
+    memory_dir = tree
+    if memory_dir is None and from_uri is None and not layers:  # the tree every `memory` command reads
+        named = os.environ.get(MEMORY_DIR_ENV)
+        memory_dir = Path(named) if named else DEFAULT_TREE if DEFAULT_TREE.is_dir() else None
     server = _sdk_server()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
     default_pinners = pinner_names or ("local",)
@@ -119,10 +123,10 @@ def mcp(memory_dir: Path | None, from_uri: str | None, layers: tuple[str, ...], 
         publish = PublishSettings(key=key, default_pinners=default_pinners) if allow_publish else None
         tools = MemoryTools(served, publish=publish)
         if allow_publish and not tools.can_publish:
-            raise UsageError("--allow-publish needs a tree on disk: add --memory DIR")
+            raise UsageError("--allow-publish needs a tree on disk: add -d DIR")
         tree_dir = None if served.read_only else served.tree_dir
         if sync_name_key is not None and tree_dir is None:
-            raise UsageError("--sync-name-key needs a tree on disk to sync: add --memory DIR")
+            raise UsageError("--name-key needs a tree on disk to sync: add -d DIR")
         syncing = (background_sync(tree_dir, sync_name_key, default_pinners, key, sync_interval)
                    if sync_name_key is not None and tree_dir is not None else nullcontext())
         mode = "read-only" if served.read_only else "read-write"

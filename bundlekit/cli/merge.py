@@ -1,4 +1,4 @@
-"""``bundlekit merge SOURCE [--into DIR]``: a bundle merged into a memory tree over their common ancestor.
+"""``bundlekit merge SOURCE [-d DIR]``: a bundle merged into a memory tree over their common ancestor.
 
 The report goes to stdout: one row per key something happened to (KEY, ACTION, FROM,
 DETAIL), or one line of JSON with ``--json``; the summary and notes go to stderr.
@@ -17,7 +17,7 @@ from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeRes
 from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
-from bundlekit.cli._params import Count
+from bundlekit.cli._params import Count, tree_option
 from bundlekit.cli.load import check_urls
 from bundlekit.memory.merge import CONFLICT_POLICIES
 
@@ -44,7 +44,8 @@ def report_rows(result: MergeResult) -> list[str]:
 def summary_line(result: MergeResult, *, dry_run: bool) -> str:
     """One status line: what was merged over which base and what it did."""
     counts = result.report.counts()
-    done = ", ".join(f"{n} {action}" for action, n in counts.items()) or "no change"
+    order = sorted(counts, key=lambda action: action != "deleted")  # a deletion is named first
+    done = ", ".join(f"{counts[action]} {action}" for action in order) or "no change"
     verb = "would merge" if dry_run else "merged"
     return (f"{verb} {result.root or result.report.theirs} over "
             f"{result.base or 'no common ancestor'}: {done}; {result.report.timeline_added} timeline lines"
@@ -53,9 +54,7 @@ def summary_line(result: MergeResult, *, dry_run: bool) -> str:
 
 @click.command("merge")
 @click.argument("source", callback=check_urls)
-@click.option("--into", "into", type=click.Path(file_okay=False, path_type=Path), envvar="BUNDLEKIT_MEMORY_DIR",
-              default=Path("memory"), show_default="$BUNDLEKIT_MEMORY_DIR, else ./memory",
-              help="The memory tree to merge into.")
+@tree_option("The memory tree to merge into.", hidden_aliases=("--into",))
 @ON_CONFLICT
 @click.option("--dry-run", is_flag=True, help="Show the report; write nothing.")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", callback=check_urls,
@@ -64,19 +63,25 @@ def summary_line(result: MergeResult, *, dry_run: bool) -> str:
               help="Require SOURCE signed by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
 @click.option("--max-manifests", type=Count(0), default=DEFAULT_MAX_MANIFESTS, show_default=True,
               help="Read at most this many manifests looking for the common ancestor.")
+@click.option("--allow-deletes", is_flag=True,
+              help="Apply a merge that deletes all of the tree's memories or more than a quarter of them "
+                   "(refused otherwise, exit 1, nothing written).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one line of JSON.")
 @key_options
-def merge(source: str, into: Path, on_conflict: str, dry_run: bool, gateways: tuple[str, ...],
-          publishers: tuple[str, ...], max_manifests: int, as_json: bool, **params: Any) -> None:
-    """Merge the bundle at SOURCE (any URI `load` takes, verified) into the memory tree --into.
+def merge(source: str, tree: Path, on_conflict: str, dry_run: bool, gateways: tuple[str, ...],
+          publishers: tuple[str, ...], max_manifests: int, allow_deletes: bool, as_json: bool,
+          **params: Any) -> None:
+    """Merge the bundle at SOURCE (any URI `load` takes, verified) into the memory tree (-d).
 
     Per memory: one side's change is taken; a change against a deletion is kept; both changed
-    differently is a conflict (--on-conflict). Timelines are joined. Nothing is written unless
-    the whole merge succeeds.
+    differently is a conflict (--on-conflict). Timelines are joined. Deletions are listed first;
+    one that would remove more than a quarter of the tree needs --allow-deletes. Nothing is
+    written unless the whole merge succeeds.
     """
-    result = merge_bundle(source, into, blocks=gateway_source(gateways), key=resolve_key_spec(**params),
+    result = merge_bundle(source, tree, blocks=gateway_source(gateways), key=resolve_key_spec(**params),
                           load=LoadOptions(publishers=publishers),
-                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests))
+                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests,
+                                               allow_deletes=allow_deletes))
     output.warn_all(result.warnings)
     for note in result.notes:
         output.status(note)

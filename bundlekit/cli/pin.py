@@ -17,15 +17,17 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, sign_options, strict_option
-from bundlekit.cli._params import PROFILE
+from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._params import PROFILE, strict_option, tree_option
 from bundlekit.cli.names import publish_name, published_line, routers_from_env, routing_endpoints
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.names import Published
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import pinner_listing
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
@@ -42,7 +44,8 @@ def _table(report: PinReport) -> str:
 
 
 @click.command("pin")
-@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.argument("src", required=False, type=click.Path(exists=True, path_type=Path))
+@tree_option("The memory tree to build and publish when no SRC is given.")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
               help="Publish with this pinner (repeatable; default: local). See `bundlekit pinners`.")
 @click.option("--require", type=click.Choice(REQUIRE_MODES), default="all", show_default=True,
@@ -56,13 +59,15 @@ def _table(report: PinReport) -> str:
 @click.option("--json", "as_json", is_flag=True, help='Print {"root", "pins": [...]} on stdout.')
 @click.option("--profile", type=PROFILE, help="UnixFS profile for building or packing SRC.")
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
-@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
 @sign_options
 @key_options
-@strict_option
+@passphrase_check_option
+@strict_option("a memory file that does not parse")
 def pin(
-    src: Path,
+    src: Path | None,
+    tree: Path,
     pinner_names: tuple[str, ...],
     require: str,
     name: str | None,
@@ -75,17 +80,21 @@ def pin(
     name_key: Path | None,
     sign: bool,
     signer_address: str | None,
+    strict: bool,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
 
     SRC is a memory directory (built into a bundle, encrypted with a key
-    option), a CAR file (published as is) or any directory (packed). Exit 0
+    option), a CAR file (published as is) or any directory (packed); without
+    it, the memory tree (-d, $BUNDLEKIT_MEMORY_DIR, else ./memory). Exit 0
     when --require holds, 4 otherwise; Ctrl-C cancels the uploads, leaves no
     local pin of this run, and exits 130. With --sign the key option signs the
     manifest instead of encrypting, as `build --sign` (a bundle both signed and
     encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
+    src = _source(src, tree)
+    sign = signing(key_params, sign)
     keys = publish_keys(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address,
                         warn=output.warn)
     name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
@@ -100,8 +109,9 @@ def pin(
             packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
             label, unit = ("packing", "bytes") if packing else ("building", "files")
             with output.Progress(label, unit=unit) as building:
-                source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=keys.key,
-                                        progress=building.callback, sign=keys.signer)
+                build = BuildOptions(profile=profile, namespace=namespace, progress=building.callback,
+                                     strict=strict, warn=output.warn)
+                source = prepare_source(src, workdir, key=keys.key, sign=keys.signer, options=build)
             size = source.car.stat().st_size
             with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
                 counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
@@ -116,20 +126,7 @@ def pin(
             published = publish_name(name_signer, source.root, routers=name_routers, routing=name_routing)
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
-    doc = report.to_json()
-    if source.signer is not None:
-        doc["signer"] = source.signer
-    if as_json:
-        if published is not None:
-            doc["name"] = published.to_dict()
-        output.data_json(doc)
-    else:
-        output.status(_table(report))
-        if source.signer is not None:
-            output.status(f"signed by {source.signer}")
-        if published is not None:
-            output.status(published_line(published))
-        output.data(report.root)
+    _print_report(report, source.signer, published, as_json)
     if name_error is not None:
         raise name_error
     if not report.ok:
@@ -137,6 +134,16 @@ def pin(
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
         raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable"
                        + ("; the IPNS name was not published" if name_key is not None else ""))
+
+
+def _source(src: Path | None, tree: Path) -> Path:
+    """What ``pin`` publishes: SRC, else the memory tree, which must then be there (exit 2 naming it)."""
+    if src is not None:
+        return src
+    if not tree.is_dir():
+        raise UsageError(f"no memory tree at {tree}: give SRC (a tree, a CAR or a directory), -d DIR, "
+                         "or set $BUNDLEKIT_MEMORY_DIR")
+    return tree
 
 
 def _keyvalues(meta: tuple[str, ...]) -> dict[str, str]:
@@ -178,3 +185,21 @@ def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:
         output.data(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
         if row.get("error"):
             output.data(f"{'':<14} {row['error']}")
+
+
+def _print_report(report: PinReport, signer: str | None, published: Published | None, as_json: bool) -> None:
+    """The pins (a table on stderr, the root on stdout; or one JSON line), the signer and the moved name."""
+    doc = report.to_json()
+    if signer is not None:
+        doc["signer"] = signer
+    if as_json:
+        if published is not None:
+            doc["name"] = published.to_dict()
+        output.data_json(doc)
+        return
+    output.status(_table(report))
+    if signer is not None:
+        output.status(f"signed by {signer}")
+    if published is not None:
+        output.status(published_line(published))
+    output.data(report.root)

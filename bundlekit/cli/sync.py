@@ -1,4 +1,4 @@
-"""``bundlekit sync DIR --name-key KEY`` (writer) / ``--name NAME`` (follower): a memory tree kept in step with a name.
+"""``bundlekit sync [-d DIR] --name-key KEY`` (writer) / ``--name NAME`` (follower): a memory tree kept in step with a name.
 
 Each round prints the root the name points at afterwards on stdout (or one line of JSON with
 ``--json``); the merge report's rows, the pins and the summary go to stderr. ``--interval``
@@ -19,8 +19,8 @@ from bundlekit.bundle.load import LoadOptions
 from bundlekit.bundle.merge import MergeOptions
 from bundlekit.bundle.sources import Gateways
 from bundlekit.bundle.signature import manifest_signer
-from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options
-from bundlekit.cli._params import Count, Seconds
+from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options, signing
+from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
 from bundlekit.cli.load import check_urls
 from bundlekit.cli.merge import ON_CONFLICT, report_rows, summary_line
 from bundlekit.cli.names import ROUTING_OPTION, published_line, routers_from_env, routing_endpoints
@@ -56,8 +56,9 @@ def _show(report: SyncReport, as_json: bool) -> None:
 
 
 @click.command("sync")
-@click.argument("tree", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEYFILE",
+@legacy_tree_argument("tree_arg", metavar="TREE")
+@tree_option("The memory tree to keep in step.")
+@click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Write: the Ed25519 key file of the name; merge, build, pin, publish.")
 @click.option("--name", "name_text", metavar="NAME", help="Follow: the name (k51...) to merge from; nothing published.")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
@@ -81,7 +82,7 @@ def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_na
              on_conflict: str, gateways: tuple[str, ...], routing: tuple[str, ...], publishers: tuple[str, ...],
              interval: float | None,
              max_attempts: int, as_json: bool, sign: bool, signer_address: str | None, **key_params: Any) -> None:
-    """Keep the memory tree TREE in step with an IPNS name.
+    """Keep the memory tree (-d) in step with an IPNS name.
 
     A writer (--name-key) resolves the name, merges its bundle, builds the tree (signed with --sign),
     pins it and publishes it one sequence above the record it merged; when another writer moved the
@@ -89,6 +90,7 @@ def sync_cmd(tree: Path, name_key: Path | None, name_text: str | None, pinner_na
     With routing endpoints (--routing, $BUNDLEKIT_ROUTING: a team's `bundlekit serve`) the name's
     records are read and written there too, so writers on different machines meet.
     """
+    sign = signing(key_params, sign)
     signer = manifest_signer(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address)
     key = None if sign else resolve_key_spec(new_key=name_key is not None, **key_params)
     routers = routers_from_env() if name_key is not None else []

@@ -310,7 +310,7 @@ def _carried(
         merged["description"] = fields["description"]
     try:
         where = f"block {label!r}"
-        parse_memory_file(render_memory_file(ordered_meta(merged), "", strict=False, where=where), where=where)
+        parse_memory_file(render_memory_file(ordered_meta(merged), "", where=where), where=where)
     except (FrontmatterError, ValueError, TypeError, RecursionError) as exc:
         losses.append(f"metadata.{METADATA_KEY}: does not fit a memory ({exc}); its fields are left out")
         return meta
@@ -373,7 +373,7 @@ def _fits_frontmatter(field: str, value: Any, when: str) -> bool:
     """Whether the memory store reads ``value`` back as the frontmatter key ``field`` (its depth and value budgets)."""
     probe = {"name": "n", "description": "d", "type": "reference", "created": when, "updated": when, field: value}
     try:
-        parse_memory_file(render_memory_file(probe, "", strict=False, where="block"), where="block")
+        parse_memory_file(render_memory_file(probe, "", where="block"), where="block")
     except (FrontmatterError, ValueError, TypeError, RecursionError):
         return False
     return True

@@ -2,19 +2,19 @@
 
 Three sources, chosen by the options of ``bundlekit mcp``:
 
-* ``--memory DIR`` alone: the tree at ``DIR``, read-write. It must exist
+* ``-d DIR`` alone: the tree at ``DIR``, read-write. It must exist
   (``Memory.exists``, as for ``bundlekit memory`` commands that read;
   ``bundlekit memory init`` makes one), so a typo never starts a server
   over an empty, new tree.
 * ``--from URI``: the bundle is loaded and verified exactly as
   ``bundlekit load`` does (every byte checked, decrypted with the key
-  options), into ``--memory DIR`` (then read-write: DIR is where writes go)
+  options), into ``-d DIR`` (then read-write: DIR is where writes go)
   or, read-only, held in memory (``Memory(None)``: the files, their index
   and the timeline in dicts and an in-memory SQLite database), so no
   decrypted byte is ever written to disk and nothing outlives the process,
   however it ends.
 * ``--layer NAME=URI`` (repeatable): the effective view of the layers, held
-  in memory (read-only), or written to ``--memory DIR`` (read-write).
+  in memory (read-only), or written to ``-d DIR`` (read-write).
 
 A load that fails verification raises before the server starts, so a
 tampered bundle is refused at start with the loader's message (exit 3).
@@ -43,7 +43,7 @@ class ServedMemory(Closing):
     """The memory a server answers from.
 
     ``read_only`` is True when nothing may be written (a URI or layers without
-    ``--memory``); ``origin`` says where it came from (a directory, a URI, or
+    ``-d``); ``origin`` says where it came from (a directory, a URI, or
     ``layers:<names>``); ``root`` is the verified root CID of a loaded bundle.
     """
 
@@ -94,7 +94,8 @@ def open_served_memory(
     if layers:
         return _from_layers(layers, memory_dir, source, key, options)
     if memory_dir is None:
-        raise UsageError("say what to serve: --memory DIR (or $BUNDLEKIT_MEMORY_DIR), --from URI or --layer NAME=URI")
+        raise UsageError("say what to serve: -d DIR (or $BUNDLEKIT_MEMORY_DIR, or a tree at ./memory), --from URI "
+                         "or --layer NAME=URI")
     return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
 
 

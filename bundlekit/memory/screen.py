@@ -52,13 +52,22 @@ def guard_key(key: str, where: str = "memory key") -> None:
     guard(key, where, can_allow=False)
 
 
-def guard_record(record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:
-    """The guard on a memory's raw text, then on each parsed value (see the module docstring)."""
+def guard_record(
+    record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True, fields_first: bool = False
+) -> None:
+    """The guard on a memory's raw text, then on each parsed value (see the module docstring).
+
+    ``fields_first`` (a write, whose file the caller has never seen) guards the values first, so a finding
+    names the field and its line (``body line 2``), not a line of the rendered file.
+    """
     if allow_secrets:
         return
-    guard(record.raw, where, can_allow=can_allow)
+    if not fields_first:
+        guard(record.raw, where, can_allow=can_allow)
     for text, place in _values(record, where):
         guard(text, place, can_allow=can_allow)
+    if fields_first:
+        guard(record.raw, where, can_allow=can_allow)
 
 
 def record_values_clean(record: MemoryRecord) -> bool:

@@ -1,4 +1,4 @@
-"""A passphrase shorter than the documented minimum: a warning when encrypting, refused with --strict."""
+"""A passphrase shorter than the documented minimum: a warning when encrypting, refused with --strong-passphrase."""
 
 from __future__ import annotations
 
@@ -59,17 +59,17 @@ def test_build_with_a_short_passphrase_warns_on_stderr_and_still_builds(tree: Pa
     assert "warning: the passphrase is shorter than 12 characters" in err
 
 
-def test_build_strict_refuses_a_short_passphrase_with_exit_2_and_writes_nothing(tree: Path, tmp_path: Path) -> None:
+def test_build_strong_passphrase_refuses_a_short_one_with_exit_2_and_writes_nothing(tree: Path, tmp_path: Path) -> None:
     out_car = tmp_path / "e.car"
     code, _out, err = _run("build", str(tree), "-o", str(out_car), "--encrypt", "--passphrase-env", "PP",
-                           "--strict", passphrase=SHORT)
-    assert code == 2 and "--strict refuses it" in err
+                           "--strong-passphrase", passphrase=SHORT)
+    assert code == 2 and "--strong-passphrase refuses it" in err
     assert not out_car.exists()
 
 
 def test_build_with_a_long_passphrase_says_nothing(tree: Path, tmp_path: Path) -> None:
     code, _out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--encrypt", "--passphrase-env", "PP",
-                           "--strict", passphrase=LONG)
+                           "--strong-passphrase", passphrase=LONG)
     assert code == 0 and "warning" not in err
 
 
@@ -81,15 +81,15 @@ def test_load_with_a_short_passphrase_does_not_warn(tree: Path, tmp_path: Path) 
     assert code == 0 and "warning" not in err
 
 
-def test_pin_strict_refuses_a_short_passphrase(tree: Path, tmp_path: Path) -> None:
-    code, _out, err = _run("pin", str(tree), "--pinner", "memory", "--passphrase-env", "PP", "--strict",
+def test_pin_strong_passphrase_refuses_a_short_passphrase(tree: Path, tmp_path: Path) -> None:
+    code, _out, err = _run("pin", str(tree), "--pinner", "memory", "--passphrase-env", "PP", "--strong-passphrase",
                            passphrase=SHORT)
-    assert code == 2 and "--strict refuses it" in err
+    assert code == 2 and "--strong-passphrase refuses it" in err
 
 
 def test_build_help_states_the_minimum() -> None:
     out = CliRunner().invoke(cli, ["build", "--help"]).stdout
-    assert "--strict" in out and "12 characters" in out
+    assert "--strong-passphrase" in out and "12 characters" in out
 
 
 def test_the_spec_states_the_minimum() -> None:

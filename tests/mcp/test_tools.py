@@ -13,7 +13,7 @@ from bundlekit.memory import Memory
 
 def test_a_read_only_source_refuses_every_write(tree: Path) -> None:
     tools = MemoryTools(ServedMemory(Memory(tree), read_only=True, origin="ipfs://x"))
-    with pytest.raises(UsageError, match="read-only .*--memory DIR"):
+    with pytest.raises(UsageError, match="read-only .*-d DIR"):
         tools.write("k", "N", "d", "user", "b")
     with pytest.raises(UsageError, match="read-only"):
         tools.forget("user_role")

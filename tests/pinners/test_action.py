@@ -13,18 +13,23 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory import Memory
 from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import get_profile
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+PASSPHRASE = "correct horse battery staple"
 EXPRESSION = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
 
 
@@ -37,11 +42,17 @@ def render(text: str, inputs: dict[str, str]) -> str:
 
 
 def run_step(step: dict[str, Any], inputs: dict[str, str], env: dict[str, str], cwd: Path) -> int:
+    return step_run(step, inputs, env, cwd).returncode
+
+
+def step_run(step: dict[str, Any], inputs: dict[str, str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The step as the runner runs it; its stdout (where workflow commands such as ``::warning`` go) captured."""
     step_env = {k: render(str(v), inputs) for k, v in (step.get("env") or {}).items()}
     script = cwd / "step.sh"
     script.write_text(render(step["run"], inputs), encoding="utf-8")
     assert step["shell"] == "bash"
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env={**env, **step_env}, cwd=cwd, timeout=120, check=False).returncode
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env={**env, **step_env},
+                          cwd=cwd, timeout=120, check=False, capture_output=True, text=True)
 
 
 def outputs(path: Path) -> dict[str, str]:
@@ -68,8 +79,9 @@ def tree(tmp_path: Path) -> Path:
 
 def test_the_action_is_a_composite_with_the_documented_inputs_and_outputs() -> None:
     assert ACTION["runs"]["using"] == "composite"
-    assert set(ACTION["inputs"]) == {"path", "pinners", "require", "name"}
-    assert set(ACTION["outputs"]) >= {"cid", "pins"}
+    assert set(ACTION["inputs"]) == {"path", "pinners", "require", "name", "passphrase", "sign-key", "namespace",
+                                     "profile", "name-key"}
+    assert set(ACTION["outputs"]) >= {"cid", "pins", "ok", "signer", "ipns-name"}
 
 
 def test_the_install_step_installs_from_the_actions_own_checkout(tmp_path: Path, runner_env: dict[str, str]) -> None:
@@ -97,12 +109,85 @@ def test_the_pin_step_outputs_the_cid_and_each_pinners_result(
                                                                    ("memory", "pinned", expected)]
 
 
-def test_a_run_refused_before_publishing_fails_the_step_and_sets_no_output(
+def test_a_run_refused_before_publishing_fails_the_step_and_says_ok_false(
     tmp_path: Path, tree: Path, runner_env: dict[str, str]
 ) -> None:
     step = ACTION["runs"]["steps"][1]
     assert run_step(step, {"path": str(tree), "pinners": "no-such-pinner"}, runner_env, tmp_path) == 2
-    assert outputs(Path(runner_env["GITHUB_OUTPUT"])) == {}
+    out = outputs(Path(runner_env["GITHUB_OUTPUT"]))
+    assert out == {"cid": "", "pins": "[]", "ok": "false", "signer": "", "ipns-name": ""}
+
+
+def test_a_path_that_is_not_there_still_writes_ok_false(tmp_path: Path, runner_env: dict[str, str]) -> None:
+    step = ACTION["runs"]["steps"][1]
+    assert run_step(step, {"path": str(tmp_path / "nowhere"), "pinners": "memory"}, runner_env, tmp_path) == 2
+    assert outputs(Path(runner_env["GITHUB_OUTPUT"]))["ok"] == "false"
+
+
+def test_the_local_pinner_on_a_runner_draws_a_warning(tmp_path: Path, tree: Path, runner_env: dict[str, str]) -> None:
+    step = ACTION["runs"]["steps"][1]
+    done = step_run(step, {"path": str(tree), "pinners": "local"}, runner_env, tmp_path)
+    assert done.returncode == 0
+    warnings = [line for line in done.stdout.splitlines() if line.startswith("::warning")]
+    assert len(warnings) == 1 and "discarded when the job ends" in warnings[0]
+    remote = step_run(step, {"path": str(tree), "pinners": "memory"}, runner_env, tmp_path)
+    assert remote.returncode == 0 and "::warning" not in remote.stdout
+
+
+@pytest.fixture
+def memory_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "agent" / "memory"
+    Memory(root).write("project_alpha", name="Alpha", description="about alpha", type="project", body="Alpha.")
+    return root
+
+
+def _bundlekit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bundlekit", *args], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_passphrase_input_encrypts_through_the_environment(
+    tmp_path: Path, memory_tree: Path, runner_env: dict[str, str]
+) -> None:
+    step = ACTION["runs"]["steps"][1]
+    inputs = {"path": str(memory_tree), "pinners": "local", "passphrase": PASSPHRASE}
+    done = step_run(step, inputs, runner_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert PASSPHRASE not in (tmp_path / "step.sh").read_text(encoding="utf-8")  # never spliced into the script
+    cid = outputs(Path(runner_env["GITHUB_OUTPUT"]))["cid"]
+    uri = f"ipfs://{cid}/manifest.json"
+    assert _bundlekit(runner_env, "load", uri).returncode == 2  # encrypted: a key option is needed
+    opened = _bundlekit({**runner_env, "P": PASSPHRASE}, "load", uri, "--passphrase-env", "P", "--json")
+    assert opened.returncode == 0, opened.stderr
+
+
+def test_the_namespace_and_profile_inputs_reach_the_build(
+    tmp_path: Path, memory_tree: Path, runner_env: dict[str, str]
+) -> None:
+    step = ACTION["runs"]["steps"][1]
+    inputs = {"path": str(memory_tree), "pinners": "memory", "namespace": "release-agent", "profile": "kubo-cidv1"}
+    assert run_step(step, inputs, runner_env, tmp_path) == 0
+    expected = build_bundle(memory_tree, tmp_path / "expected.car",
+                            options=BuildOptions(namespace="release-agent", profile="kubo-cidv1"))
+    assert outputs(Path(runner_env["GITHUB_OUTPUT"]))["cid"] == expected.root_cid
+
+
+def test_the_sign_key_and_name_key_inputs_sign_and_publish(
+    tmp_path: Path, memory_tree: Path, runner_env: dict[str, str]
+) -> None:
+    signer = Ed25519Signer.from_seed(bytes([9]) * 32)
+    signer.write(tmp_path / "agent.pem")
+    step = ACTION["runs"]["steps"][1]
+    inputs = {"path": str(memory_tree), "pinners": "local", "sign-key": str(tmp_path / "agent.pem"),
+              "name-key": str(tmp_path / "agent.pem")}
+    done = step_run(step, inputs, runner_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = outputs(Path(runner_env["GITHUB_OUTPUT"]))
+    assert out["ok"] == "true" and out["signer"].startswith("did:key:z6Mk")
+    named = _bundlekit(runner_env, "name", "create", "--name-key", str(tmp_path / "agent.pem"))
+    assert out["ipns-name"] == named.stdout.strip() and out["ipns-name"].startswith("k51")
+    resolved = _bundlekit(runner_env, "name", "resolve", out["ipns-name"])
+    assert resolved.stdout.strip() == out["cid"], resolved.stderr
 
 
 def test_every_readme_install_line_installs_from_the_clone() -> None:

@@ -216,3 +216,14 @@ def test_a_block_larger_than_the_trustless_limit_verifies(tmp_path: Path) -> Non
     store.put(make_cid(1, RAW, data), data)
     report = store.verify()
     assert report.ok and report.blocks == 1 and report.bytes == len(data)
+
+
+def test_a_fifo_under_a_pinned_node_s_name_is_missing_and_never_blocks(tmp_path: Path) -> None:
+    store_dir, _car_path, root, _leaves = _store_with_pin(tmp_path)
+    path = BlockStore(store_dir).path_for(root)
+    path.unlink()
+    os.mkfifo(path)  # opened for reading, it would wait for a writer for ever
+    result = run(store_dir, "verify", "--json")
+    assert result.exit_code == 3
+    [problem] = json.loads(result.stdout)["problems"]
+    assert problem["cid"] == cid_to_str(root) and problem["problem"] == "missing"

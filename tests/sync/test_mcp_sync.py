@@ -77,7 +77,7 @@ def test_mcp_sync_without_a_tree_on_disk_is_a_usage_error(tmp_path: Path) -> Non
     build_bundle(tree, car)
     Ed25519Signer.from_seed(bytes([5]) * 32).write(tmp_path / "name.pem")
     result = CliRunner().invoke(cli, ["mcp", "--from", str(car), "--sync-name-key", str(tmp_path / "name.pem")])
-    assert result.exit_code == 2 and "--sync-name-key needs a tree on disk" in result.stderr
+    assert result.exit_code == 2 and "--name-key needs a tree on disk" in result.stderr
 
 
 def test_background_sync_ended_by_a_usage_error_reports_it_and_stops() -> None:
