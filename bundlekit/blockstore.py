@@ -47,10 +47,11 @@ from bundlekit.errors import (
     BlockMismatch,
     BundlekitError,
     CIDError,
-    DAGLimitExceeded,
+    CodecError,
     MissingBlock,
     UnsupportedBlock,
     UsageError,
+    VerificationError,
 )
 from bundlekit.ipld.cid import (
     MAX_BLOCK_SIZE,
@@ -527,7 +528,8 @@ class BlockStore:
                          max_blocks: int | None = None) -> CarImport:
         """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
         with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
-        a root that cannot be pinned is reported with its reason instead of failing the import (kubo's
+        a root that cannot be pinned (its DAG incomplete, past the walk's limits, or a block that hashes
+        right but is not valid dag-pb) is reported with its reason instead of failing the import (kubo's
         ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
         raises for the CAR itself."""
         with self._gc_lock(exclusive=False):
@@ -539,7 +541,7 @@ class BlockStore:
                 if pin_roots:
                     try:
                         self.pin(root)
-                    except (MissingBlock, DAGLimitExceeded, UnsupportedBlock, BlockMismatch) as exc:
+                    except (VerificationError, CodecError) as exc:  # incomplete, too large, or not dag-pb
                         error = str(exc)
                 pinned.append(RootPin(root, error))
         return CarImport(pinned, counted.blocks, counted.bytes)
@@ -554,7 +556,9 @@ class BlockStore:
 
     def stored_bytes(self) -> int:
         """Bytes of every block file in the store (temp files and records not counted): what a bound on the
-        store's size compares with. One ``stat`` per block."""
+        store's size compares with. One ``stat`` per block, counted as the disk it takes (its allocated
+        blocks, at least its size): a million 4-byte blocks hold 4 MB but take 4 GB and a million inodes,
+        and a bound on their content alone would let a push of tiny blocks fill the disk."""
         total = 0
         try:
             shards = list(os.scandir(self.blocks_dir))
@@ -569,7 +573,8 @@ class BlockStore:
                 for entry in entries:
                     if not entry.name.startswith("."):
                         with contextlib.suppress(FileNotFoundError):
-                            total += entry.stat(follow_symlinks=False).st_size
+                            info = entry.stat(follow_symlinks=False)
+                            total += max(info.st_size, info.st_blocks * 512)
         return total
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
@@ -689,20 +694,23 @@ class BlockStore:
 
         The DAG must be complete in the store (``MissingBlock`` otherwise):
         a pin promises the content can be served. Pinning again updates the
-        name and keeps the original date.
+        name and keeps the original date. The walk and the write happen under the
+        import lock (shared), so a ``gc`` (exclusive) that read the pins before this
+        one was written cannot delete the DAG just walked (the push API's ``pin/add``).
         """
-        size = self.dag_size(root)
-        key = cid_to_str(as_cidv1(root))
-        with self._pins_lock():
-            pins = self._read_pins()
-            previous = pins.get(key, {})
-            pins[key] = {
-                "name": name if name is not None else previous.get("name"),
-                "created": previous.get("created")
-                or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "size": size,
-            }
-            self._write_pins(pins)
+        with self._gc_lock(exclusive=False):
+            size = self.dag_size(root)
+            key = cid_to_str(as_cidv1(root))
+            with self._pins_lock():
+                pins = self._read_pins()
+                previous = pins.get(key, {})
+                pins[key] = {
+                    "name": name if name is not None else previous.get("name"),
+                    "created": previous.get("created")
+                    or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "size": size,
+                }
+                self._write_pins(pins)
 
     def unpin(self, root: bytes) -> None:
         """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""

@@ -177,7 +177,8 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
         else:
             output.data(server.url)
             for root in roots:
-                output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
+                # A pin's name may come from a pusher (pin/add name=): one field, no terminal control.
+                output.data(f"{root.cid}\t{output.printable_field(root.source)}\t{output.printable_field(root.name or '-')}")
         output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
         if token is not None:
             output.status(f"taking pushes from token holders at {server.url}{PUSH_MOUNT}")

@@ -55,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import itertools
 import json
 import logging
 import threading
@@ -66,7 +67,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bundlekit._redact import redact
 from bundlekit.blockstore import BlockStore, ImportLimitError
-from bundlekit.errors import BundlekitError, CARError, MissingBlock, UsageError, VerificationError
+from bundlekit.errors import BundlekitError, CARError, CodecError, MissingBlock, UsageError, VerificationError
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import SpooledBodyApp
 from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
@@ -256,6 +257,8 @@ class KuboAPI:
             except MissingBlock as exc:
                 raise _Refused(f"cannot pin {cid_to_str(cid)}: {exc}; this hub fetches nothing, push the "
                                "CAR first (dag/import)") from exc
+            except (VerificationError, CodecError) as exc:  # past the walk's limits, or not valid dag-pb
+                raise _Refused(f"cannot pin {cid_to_str(cid)}: {exc}") from exc
             added.append(cid_to_str(cid))
         if not added:
             raise _Refused("argument \"ipfs-path\" is required")
@@ -356,7 +359,11 @@ def _parts(body: BinaryIO, boundary: bytes) -> list[tuple[int, int]]:
     start); each part's head (its header lines) must end within ``_MAX_PART_HEAD`` bytes; the body must
     end with the close delimiter. At most ``_MAX_PARTS`` parts.
     """
-    marks = list(_delimiters(body, b"\r\n--" + boundary))
+    # At most one delimiter past the parts allowed is looked for: a body of nothing but delimiters
+    # (5 bytes each with a 1-byte boundary) must not become a list of millions of offsets.
+    marks = list(itertools.islice(_delimiters(body, b"\r\n--" + boundary), _MAX_PARTS + 2))
+    if len(marks) > _MAX_PARTS + 1:
+        raise _Refused(f"the multipart body holds more than {_MAX_PARTS} parts", 400)
     if len(marks) < 2:
         raise _Refused("the multipart body is malformed: it lacks its delimiters", 400)
     found: list[tuple[int, int]] = []
