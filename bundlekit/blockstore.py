@@ -143,11 +143,15 @@ class _Tally:
     bytes: int = 0
 
 
-def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally) -> Iterator[tuple[bytes, bytes]]:
-    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written."""
+def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally,
+             stop: Callable[[], bool] | None = None) -> Iterator[tuple[bytes, bytes]]:
+    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written;
+    ``ImportStopped`` at the first block after ``stop()`` says yes."""
     for cid, data in blocks:
         if limit is not None and tally.blocks >= limit:
             raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
+        if stop is not None and stop():
+            raise ImportStopped(f"the import stopped after {tally.blocks} blocks: the store's server is stopping")
         tally.blocks += 1
         tally.bytes += len(data)
         yield cid, data
@@ -278,6 +282,11 @@ class StoreReport:
 
 class ImportLimitError(BundlekitError):
     """``import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one import."""
+
+
+class ImportStopped(ImportLimitError):
+    """``import_reporting`` with ``stop``: ``stop()`` said yes before the CAR's end (the hub is stopping);
+    the blocks of the batch under way are removed, the ones before it stay, unpinned, for ``gc``."""
 
 
 @dataclass(frozen=True)
@@ -524,17 +533,18 @@ class BlockStore:
                     self.dag_size(root)
         return roots
 
-    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True,
-                         max_blocks: int | None = None) -> CarImport:
+    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True, max_blocks: int | None = None,
+                         stop: Callable[[], bool] | None = None) -> CarImport:
         """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
         with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
         a root that cannot be pinned (its DAG incomplete, past the walk's limits, or a block that hashes
         right but is not valid dag-pb) is reported with its reason instead of failing the import (kubo's
         ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
-        raises for the CAR itself."""
+        raises for the CAR itself, and ``ImportStopped`` once ``stop()`` says yes (checked before each
+        block: a server told to stop ends its imports within its grace, leaving no temp file)."""
         with self._gc_lock(exclusive=False):
             counted = _Tally()
-            roots = self._import_blocks(stream, max_blocks, counted)
+            roots = self._import_blocks(stream, max_blocks, counted, stop)
             pinned: list[RootPin] = []
             for root in roots:
                 error = None
@@ -546,11 +556,12 @@ class BlockStore:
                 pinned.append(RootPin(root, error))
         return CarImport(pinned, counted.blocks, counted.bytes)
 
-    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None) -> list[bytes]:
+    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None,
+                       stop: Callable[[], bool] | None = None) -> list[bytes]:
         """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
         car_roots, blocks = read_car(stream, verify=True)
-        if max_blocks is not None or tally is not None:
-            blocks = _counted(blocks, max_blocks, tally or _Tally())
+        if max_blocks is not None or tally is not None or stop is not None:
+            blocks = _counted(blocks, max_blocks, tally or _Tally(), stop)
         self._write_blocks(blocks, batch=IMPORT_BATCH)
         return list(car_roots)
 

@@ -66,7 +66,7 @@ from typing import Any, BinaryIO, Final
 from urllib.parse import parse_qs, urlsplit
 
 from bundlekit._redact import redact
-from bundlekit.blockstore import BlockStore, ImportLimitError
+from bundlekit.blockstore import BlockStore, ImportLimitError, ImportStopped
 from bundlekit.errors import BundlekitError, CARError, CodecError, MissingBlock, UsageError, VerificationError
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import SpooledBodyApp
@@ -130,6 +130,12 @@ class KuboAPI:
         self.limits = limits or PushLimits()
         self._reserved = 0  # bytes of the bodies being imported now (the store-size bound counts them)
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The server is stopping: each import under way ends before its next block (its batch's temp files
+        removed), so it is over within the server's grace and none is cut in half at exit."""
+        self._stopping.set()
 
     def app(self) -> SpooledBodyApp:
         """The app to mount at ``MOUNT``: its ``POST`` bodies are read into temp files."""
@@ -196,7 +202,10 @@ class KuboAPI:
             for start, end in _parts(body, boundary):
                 try:
                     pushed = self.store.import_reporting(_window(body, start, end), pin_roots=pin_roots,
-                                                         max_blocks=self.limits.max_blocks - blocks)
+                                                         max_blocks=self.limits.max_blocks - blocks,
+                                                         stop=self._stopping.is_set)
+                except ImportStopped as exc:
+                    raise _Refused(f"import stopped: {exc}; push again once the hub is back", 503) from exc
                 except (CARError, VerificationError, ImportLimitError) as exc:
                     raise _Refused(f"import failed: {exc}") from exc
                 blocks, size = blocks + pushed.blocks, size + pushed.bytes

@@ -13,12 +13,14 @@ commit fce340ca96efd6c18c0bc00e7ff214c1e11bdede, ``http/handler.go`` (405 "405 -
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import fcntl
 import json
 import os
 import socket
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -28,6 +30,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
@@ -360,3 +363,29 @@ def test_the_store_bound_counts_the_disk_tiny_blocks_take_not_their_bytes(store:
         answer = push(small, car_bytes([], tiny[150:]))
     assert answer.status_code == 500 and "--max-store-bytes" in answer.json()["Message"]
     assert store.stored_bytes() >= 150 * 512
+
+
+def test_a_sigterm_mid_push_stops_the_import_and_leaves_no_temp_file_in_the_store(tmp_path: Path) -> None:
+    blocks = [(make_cid(1, RAW, data), data) for data in (i.to_bytes(4, "big") * 25 for i in range(60_000))]
+    body = car_bytes([], blocks)  # ~8 MB: a push whose import takes longer than the server's grace at a stop
+    served = tmp_path / "hub"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BUNDLEKIT_")}, "BUNDLEKIT_SERVE_TOKEN": TOKEN}
+    proc = subprocess.Popen([sys.executable, "-m", "bundlekit", "serve", "--port", "0", "--store", str(served)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            pushing = pool.submit(httpx.post, f"{url}/api/v0/dag/import", files={"file": ("b.car", body)},
+                                  headers=AUTH, timeout=60)
+            deadline = time.monotonic() + 30
+            while not any((served / "blocks").glob("*/*")) and time.monotonic() < deadline:
+                time.sleep(0.05)  # until the import has begun writing blocks
+            proc.terminate()
+            _out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+        with contextlib.suppress(httpx.HTTPError):
+            pushing.result()
+    assert proc.returncode == 0 and TOKEN not in err
+    assert [p for p in served.rglob(".*") if is_temp_name(p.name)] == []
