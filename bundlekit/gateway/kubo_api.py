@@ -16,7 +16,8 @@ What kubo answers (ipfs/kubo at commit 867cdc5d, ``core/commands/dag/dag.go`` an
   ``text/plain`` reason (kubo: ``Kubo RPC Access Denied: ...``). Compared in constant time.
 * **Methods** (go-ipfs-cmds ``ServeHTTP``): ``POST`` only; anything else ``405``
   ``405 - Method Not Allowed`` with ``Allow: POST`` (``OPTIONS`` keeps the gateway's CORS preflight
-  answer, which allows no ``POST``: a page elsewhere cannot push).
+  answer, which allows no ``POST``: a page elsewhere cannot push); a request naming an ``Origin`` or a
+  ``Referer`` is ``403`` ``403 - Forbidden`` (go-ipfs-cmds ``allowOrigin``/``allowReferer``, commit 4d42df5f).
   An unknown command is ``404`` ``404 page not found``.
 * **A command's refusal** (go-ipfs-cmds ``sendErr``): ``500`` with
   ``{"Message": ..., "Code": 0, "Type": "error"}`` (``application/json``), which the ``kubo`` pinner
@@ -167,6 +168,10 @@ class KuboAPI:
             return _text(403, _DENIED)
         if method != "POST":
             return _text(405, "405 - Method Not Allowed", [("Allow", "POST")])
+        if headers.get("origin", "").strip() or headers.get("referer", "").strip():
+            # go-ipfs-cmds allowOrigin/allowReferer: a request a browser page made (it names the page) is
+            # refused; the hub lists no origin it trusts, so a page anywhere, even one holding the token, cannot push.
+            return _text(403, "403 - Forbidden")
         parts = urlsplit(target)
         command = parts.path[len(MOUNT):].strip("/")
         query = parse_qs(parts.query, keep_blank_values=True)

@@ -7,7 +7,8 @@ NDJSON ``{"Root": {"Cid": {"/": ...}, "PinErrorMsg": ...}}``, ``{"Stats": ...}``
 ``core/commands/cmdutils/utils.go`` (``MaxPinNameBytes`` 255), ``core/commands/routing.go`` (``routing put``),
 ``core/corehttp/commands.go`` (``withAuthSecrets``: 403 ``text/plain``), ``config/api.go``; ipfs/go-ipfs-cmds
 commit fce340ca96efd6c18c0bc00e7ff214c1e11bdede, ``http/handler.go`` (405 "405 - Method Not Allowed", 404
-"404 page not found"), ``http/responseemitter.go`` and ``error.go`` (500 ``{"Message", "Code", "Type": "error"}``).
+"404 page not found"; at commit 4d42df5ffc412c19959e6edadd273d1d96984eee ``allowOrigin``/``allowReferer``: a
+request naming an origin or referer not allowed is 403 "403 - Forbidden"), ``http/responseemitter.go`` and ``error.go`` (500 ``{"Message", "Code", "Type": "error"}``).
 """
 
 from __future__ import annotations
@@ -389,3 +390,12 @@ def test_a_sigterm_mid_push_stops_the_import_and_leaves_no_temp_file_in_the_stor
             pushing.result()
     assert proc.returncode == 0 and TOKEN not in err
     assert [p for p in served.rglob(".*") if is_temp_name(p.name)] == []
+
+
+@pytest.mark.parametrize("page", [{"Origin": "https://evil.example"}, {"Origin": "null"},
+                                  {"Referer": "https://evil.example/page"}], ids=["origin", "null-origin", "referer"])
+def test_a_push_a_browser_page_makes_is_403_even_with_the_token_as_kubo(server: GatewayServer, store: BlockStore,
+                                                                       car: Car, page: dict[str, str]) -> None:
+    answer = push(server, car.path.read_bytes(), headers={**AUTH, **page})
+    assert (answer.status_code, answer.text) == (403, "403 - Forbidden\n")
+    assert not store.pins() and not list(store.iter_blocks())
