@@ -144,14 +144,14 @@ class _Tally:
 
 
 def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally,
-             stop: Callable[[], bool] | None = None) -> Iterator[tuple[bytes, bytes]]:
+             admit: Callable[[int], None] | None = None) -> Iterator[tuple[bytes, bytes]]:
     """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written;
-    ``ImportStopped`` at the first block after ``stop()`` says yes."""
+    ``admit(size)`` before each block is written (it raises to end the import)."""
     for cid, data in blocks:
         if limit is not None and tally.blocks >= limit:
             raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
-        if stop is not None and stop():
-            raise ImportStopped(f"the import stopped after {tally.blocks} blocks: the store's server is stopping")
+        if admit is not None:
+            admit(len(data))
         tally.blocks += 1
         tally.bytes += len(data)
         yield cid, data
@@ -285,8 +285,8 @@ class ImportLimitError(BundlekitError):
 
 
 class ImportStopped(ImportLimitError):
-    """``import_reporting`` with ``stop``: ``stop()`` said yes before the CAR's end (the hub is stopping);
-    the blocks of the batch under way are removed, the ones before it stay, unpinned, for ``gc``."""
+    """Raised by an ``import_reporting`` ``admit`` whose server is stopping: the blocks of the batch under way
+    are removed, the ones before it stay, unpinned, for ``gc``."""
 
 
 @dataclass(frozen=True)
@@ -534,17 +534,18 @@ class BlockStore:
         return roots
 
     def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True, max_blocks: int | None = None,
-                         stop: Callable[[], bool] | None = None) -> CarImport:
+                         admit: Callable[[int], None] | None = None) -> CarImport:
         """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
         with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
         a root that cannot be pinned (its DAG incomplete, past the walk's limits, or a block that hashes
         right but is not valid dag-pb) is reported with its reason instead of failing the import (kubo's
         ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
-        raises for the CAR itself, and ``ImportStopped`` once ``stop()`` says yes (checked before each
-        block: a server told to stop ends its imports within its grace, leaving no temp file)."""
+        raises for the CAR itself, and what ``admit(size)``, called before each block is written, raises
+        (the push API's: ``ImportStopped`` once its server is stopping, so it ends within the server's grace
+        leaving no temp file; ``ImportLimitError`` once the store would pass its size bound)."""
         with self._gc_lock(exclusive=False):
             counted = _Tally()
-            roots = self._import_blocks(stream, max_blocks, counted, stop)
+            roots = self._import_blocks(stream, max_blocks, counted, admit)
             pinned: list[RootPin] = []
             for root in roots:
                 error = None
@@ -557,11 +558,11 @@ class BlockStore:
         return CarImport(pinned, counted.blocks, counted.bytes)
 
     def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None,
-                       stop: Callable[[], bool] | None = None) -> list[bytes]:
+                       admit: Callable[[int], None] | None = None) -> list[bytes]:
         """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
         car_roots, blocks = read_car(stream, verify=True)
-        if max_blocks is not None or tally is not None or stop is not None:
-            blocks = _counted(blocks, max_blocks, tally or _Tally(), stop)
+        if max_blocks is not None or tally is not None or admit is not None:
+            blocks = _counted(blocks, max_blocks, tally or _Tally(), admit)
         self._write_blocks(blocks, batch=IMPORT_BATCH)
         return list(car_roots)
 

@@ -90,6 +90,7 @@ _MAX_PARTS: Final = 64
 _MAX_RECORD_READ: Final = 64 * 1024
 _MAX_PART_HEAD: Final = 16 * 1024
 _SCAN: Final = 1024 * 1024
+_DISK_BLOCK: Final = 4096  # a file system block (ext4's and xfs's default): the least a non-empty file takes
 _DENIED: Final = ("Access denied: this hub's push API needs its token as 'Authorization: Bearer <token>' "
                   "($BUNDLEKIT_KUBO_TOKEN for the kubo pinner; the hub's $BUNDLEKIT_SERVE_TOKEN)")
 _JSON: Final = ("Content-Type", "application/json")
@@ -130,6 +131,8 @@ class KuboAPI:
         self._expected = f"Bearer {token}".encode()
         self.limits = limits or PushLimits()
         self._reserved = 0  # bytes of the bodies being imported now (the store-size bound counts them)
+        self._charged = 0  # disk bytes of the blocks every import charged since the server started
+        self._in_flight = 0  # of those, the ones charged by the imports under way
         self._lock = threading.Lock()
         self._stopping = threading.Event()
 
@@ -203,12 +206,11 @@ class KuboAPI:
         pin_roots = _flag(query, "pin-roots", default=True)
         lines: list[dict[str, Any]] = []
         blocks = size = 0
-        with self._reserve(_size(body)):
+        with self._reserve(_size(body)) as admit:
             for start, end in _parts(body, boundary):
                 try:
                     pushed = self.store.import_reporting(_window(body, start, end), pin_roots=pin_roots,
-                                                         max_blocks=self.limits.max_blocks - blocks,
-                                                         stop=self._stopping.is_set)
+                                                         max_blocks=self.limits.max_blocks - blocks, admit=admit)
                 except ImportStopped as exc:
                     raise _Refused(f"import stopped: {exc}; push again once the hub is back", 503) from exc
                 except (CARError, VerificationError, ImportLimitError) as exc:
@@ -242,8 +244,14 @@ class KuboAPI:
         return _json({"Extra": "", "ID": key[len("/ipns/"):], "Responses": None, "Type": 5})
 
     @contextlib.contextmanager
-    def _reserve(self, size: int) -> Iterator[None]:
-        """Hold ``size`` bytes of the store-size bound while a body is imported; refuse when they do not fit."""
+    def _reserve(self, size: int) -> Iterator[Callable[[int], None]]:
+        """Hold ``size`` bytes of the store-size bound while a body is imported; refuse when they do not fit.
+
+        Yields the import's ``admit``, called before each block is written: it charges the disk the block
+        will take (``_disk_cost``) and refuses the block (``ImportLimitError``) once the store's bytes at the
+        start plus every block any import charged since would pass the bound (a body's size says little of
+        the disk its blocks take: a million 4-byte blocks fill 4 GB), and ends the import (``ImportStopped``)
+        once the server is stopping."""
         with self._lock:
             used = self.store.stored_bytes()
             if used + self._reserved + size > self.limits.max_store_bytes:
@@ -251,11 +259,30 @@ class KuboAPI:
                                f"of {self.limits.max_store_bytes} (serve --max-store-bytes); collect garbage "
                                "(`bundlekit store gc`) or raise the limit")
             self._reserved += size
+            # The blocks other imports under way charged may not be on the disk yet (a batch is renamed
+            # into place at its end): counted too, even the ones stored_bytes has just seen.
+            since, base, mine = self._charged, used + self._in_flight, [0]
+
+        def admit(block: int) -> None:
+            if self._stopping.is_set():
+                raise ImportStopped("the import stopped before its end: the hub is stopping")
+            cost = _disk_cost(block)
+            with self._lock:
+                if base + self._charged - since + cost > self.limits.max_store_bytes:
+                    raise ImportLimitError(f"the store's blocks would pass this hub's limit of "
+                                           f"{self.limits.max_store_bytes} bytes on the disk (serve "
+                                           "--max-store-bytes); collect garbage (`bundlekit store gc`) or raise "
+                                           "the limit")
+                self._charged += cost
+                self._in_flight += cost
+                mine[0] += cost
+
         try:
-            yield
+            yield admit
         finally:
             with self._lock:
                 self._reserved -= size
+                self._in_flight -= mine[0]
 
     # -- pins ------------------------------------------------------------------------------------
 
@@ -357,6 +384,11 @@ def _boundary(content_type: str) -> bytes:
             if 0 < len(value) <= 70 and value.isascii() and value.isprintable():
                 return value.encode()
     raise _Refused("the multipart body has no valid boundary (RFC 2046: 1 to 70 characters)", 400)
+
+
+def _disk_cost(size: int) -> int:
+    """The disk a block file of ``size`` bytes takes: whole file system blocks (``stored_bytes`` counts them)."""
+    return -(-size // _DISK_BLOCK) * _DISK_BLOCK
 
 
 def _size(body: BinaryIO) -> int:

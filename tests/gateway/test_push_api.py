@@ -39,6 +39,7 @@ from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.kubo_api import MOUNT, KuboAPI, PushLimits
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.ipld.cid import DAG_PB, RAW, as_cidv1, cid_to_str, make_cid
+from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing_api import MOUNT as ROUTING_MOUNT
 from bundlekit.names.routing_api import RoutingAPI
@@ -357,13 +358,28 @@ def test_a_pushed_pin_name_cannot_forge_a_line_of_store_ls_or_of_serves_listing(
 
 
 def test_the_store_bound_counts_the_disk_tiny_blocks_take_not_their_bytes(store: BlockStore) -> None:
-    tiny = [(make_cid(1, RAW, i.to_bytes(4, "big")), i.to_bytes(4, "big")) for i in range(300)]
-    first = car_bytes([], tiny[:150])
+    tiny = [(make_cid(1, RAW, i.to_bytes(4, "big")), i.to_bytes(4, "big")) for i in range(150)]
     with hub(store, PushLimits(max_store_bytes=100_000)) as small:
-        assert push(small, first).status_code == 200  # 600 bytes of blocks, but 150 files on the disk
-        answer = push(small, car_bytes([], tiny[150:]))
+        answer = push(small, car_bytes([], tiny))  # a 6 KB body, 600 bytes of blocks, 150 files on the disk
     assert answer.status_code == 500 and "--max-store-bytes" in answer.json()["Message"]
-    assert store.stored_bytes() >= 150 * 512
+    assert store.stored_bytes() <= 100_000
+
+
+def test_concurrent_pushes_cannot_together_pass_the_store_bound(store: BlockStore) -> None:
+    bodies = [build_car_bytes(seed) for seed in range(12)]  # each ~22 KB of body, ~86 KB on the disk
+    with hub(store, PushLimits(max_store_bytes=400_000)) as small:
+        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+            codes = list(pool.map(lambda body: push(small, body).status_code, bodies))
+    assert 200 in codes and 500 in codes
+    assert store.stored_bytes() <= 400_000
+
+
+def build_car_bytes(seed: int) -> bytes:
+    """A dag-pb root over 20 raw leaves of 1,000 bytes, as a CAR."""
+    leaves = [(make_cid(1, RAW, data), data) for data in (bytes([seed, i]) * 500 for i in range(20))]
+    node = encode_node([PBLink(cid, f"f{i}".encode(), len(data)) for i, (cid, data) in enumerate(leaves)], b"\x08\x01")
+    root = make_cid(1, DAG_PB, node)
+    return car_bytes([root], [(root, node), *leaves])
 
 
 def test_a_sigterm_mid_push_stops_the_import_and_leaves_no_temp_file_in_the_store(tmp_path: Path) -> None:
