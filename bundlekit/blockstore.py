@@ -100,6 +100,9 @@ MAX_NAMED = 1000
 # A block file's name as a CID, uncached: ``verify`` reads each name once, and the cache would hold 65,536.
 _name_cid: Callable[[str], bytes] = cid_from_text.__wrapped__
 _RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block without links
+# The longest CID a block file is named after: its base32 name (1.6 characters a byte, and "b") within a
+# file name's 255 bytes. A sha2-256 CID is 34 or 36 bytes; only a long identity CID is refused.
+_MAX_CID_BYTES = 150
 # ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
 _RECORD_READ = 64 * 1024
 
@@ -163,7 +166,11 @@ def _utc_now() -> datetime:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _block_name(cid: bytes) -> tuple[str, str]:
-    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
+    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python. ``CIDError`` (never
+    memoized) for a CID no file can be named after: a long identity CID, which a pushed CAR may name as a
+    root, would otherwise fail every file call with "file name too long" and sit in the memo at its size."""
+    if len(cid) > _MAX_CID_BYTES:
+        raise CIDError(f"a CID of {len(cid)} bytes is longer than a block file's name can be")
     name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
 
@@ -376,7 +383,7 @@ class BlockStore:
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
             ) from None
         except CIDError:
-            raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
+            raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
             verify_block(cid, data, max_size=None)
         except BlockMismatch:

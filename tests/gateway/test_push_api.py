@@ -38,7 +38,7 @@ from bundlekit.car.writer import CarWriter
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.kubo_api import MOUNT, KuboAPI, PushLimits
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
-from bundlekit.ipld.cid import DAG_PB, RAW, as_cidv1, cid_to_str, make_cid
+from bundlekit.ipld.cid import DAG_PB, RAW, as_cidv1, cid_to_str, encode_varint, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing_api import MOUNT as ROUTING_MOUNT
@@ -415,3 +415,15 @@ def test_a_push_a_browser_page_makes_is_403_even_with_the_token_as_kubo(server: 
     answer = push(server, car.path.read_bytes(), headers={**AUTH, **page})
     assert (answer.status_code, answer.text) == (403, "403 - Forbidden\n")
     assert not store.pins() and not list(store.iter_blocks())
+
+
+def test_a_root_too_long_to_name_a_file_is_reported_unpinned_not_an_internal_error(server: GatewayServer,
+                                                                                   store: BlockStore, car: Car) -> None:
+    long_identity = bytes([1, RAW, 0x00]) + encode_varint(5000) + b"x" * 5000  # a CID no file name can hold
+    answer = push(server, car_bytes([long_identity, car.root], _blocks(car)))
+    lines = [json.loads(line) for line in answer.text.splitlines()]
+    assert answer.status_code == 200, answer.text
+    assert "is missing" in lines[0]["Root"]["PinErrorMsg"] and lines[1]["Root"]["PinErrorMsg"] == ""
+    assert set(store.pins()) == {as_cidv1(car.root)}
+    again = httpx.post(f"{server.url}/api/v0/pin/add", params={"arg": cid_to_str(long_identity)}, headers=AUTH)
+    assert again.status_code == 500 and "internal error" not in again.json()["Message"]
