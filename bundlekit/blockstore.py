@@ -47,12 +47,15 @@ from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exporte
     BlockMismatch,
     BundlekitError,
     CIDError,
+    CodecError,
     DAGLimitExceeded,
     ImportLimitError,
+    ImportStopped,
     MissingBlock,
     RecordLimitError,
     UnsupportedBlock,
     UsageError,
+    VerificationError,
 )
 from bundlekit.ipld.cid import (
     MAX_BLOCK_SIZE,
@@ -101,6 +104,9 @@ MAX_NAMED = 1000
 # A block file's name as a CID, uncached: ``verify`` reads each name once, and the cache would hold 65,536.
 _name_cid: Callable[[str], bytes] = cid_from_text.__wrapped__
 _RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block without links
+# The longest CID a block file is named after: its base32 name (1.6 characters a byte, and "b") within a
+# file name's 255 bytes. A sha2-256 CID is 34 or 36 bytes; only a long identity CID is refused.
+_MAX_CID_BYTES = 150
 # ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
 _RECORD_READ = 64 * 1024
 
@@ -144,11 +150,15 @@ class _Tally:
     bytes: int = 0
 
 
-def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally) -> Iterator[tuple[bytes, bytes]]:
-    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written."""
+def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally,
+             admit: Callable[[int], None] | None = None) -> Iterator[tuple[bytes, bytes]]:
+    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written;
+    ``admit(size)`` before each block is written (it raises to end the import)."""
     for cid, data in blocks:
         if limit is not None and tally.blocks >= limit:
             raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
+        if admit is not None:
+            admit(len(data))
         tally.blocks += 1
         tally.bytes += len(data)
         yield cid, data
@@ -160,7 +170,11 @@ def _utc_now() -> datetime:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _block_name(cid: bytes) -> tuple[str, str]:
-    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
+    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python. ``CIDError`` (never
+    memoized) for a CID no file can be named after: a long identity CID, which a pushed CAR may name as a
+    root, would otherwise fail every file call with "file name too long" and sit in the memo at its size."""
+    if len(cid) > _MAX_CID_BYTES:
+        raise CIDError(f"a CID of {len(cid)} bytes is longer than a block file's name can be")
     name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
 
@@ -360,7 +374,7 @@ class BlockStore:
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
             ) from None
         except CIDError:
-            raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
+            raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
             verify_block(cid, data, max_size=None)
         except BlockMismatch:
@@ -517,38 +531,44 @@ class BlockStore:
                     self.dag_size(root)
         return roots
 
-    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True,
-                         max_blocks: int | None = None) -> CarImport:
+    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True, max_blocks: int | None = None,
+                         admit: Callable[[int], None] | None = None) -> CarImport:
         """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
         with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
-        a root that cannot be pinned is reported with its reason instead of failing the import (kubo's
+        a root that cannot be pinned (its DAG incomplete, past the walk's limits, or a block that hashes
+        right but is not valid dag-pb) is reported with its reason instead of failing the import (kubo's
         ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
-        raises for the CAR itself."""
+        raises for the CAR itself, and what ``admit(size)``, called before each block is written, raises
+        (the push API's: ``ImportStopped`` once its server is stopping, so it ends within the server's grace
+        leaving no temp file; ``ImportLimitError`` once the store would pass its size bound)."""
         with self._gc_lock(exclusive=False):
             counted = _Tally()
-            roots = self._import_blocks(stream, max_blocks, counted)
+            roots = self._import_blocks(stream, max_blocks, counted, admit)
             pinned: list[RootPin] = []
             for root in roots:
                 error = None
                 if pin_roots:
                     try:
                         self.pin(root)
-                    except (MissingBlock, DAGLimitExceeded, UnsupportedBlock, BlockMismatch) as exc:
+                    except (VerificationError, CodecError) as exc:  # incomplete, too large, or not dag-pb
                         error = str(exc)
                 pinned.append(RootPin(root, error))
         return CarImport(pinned, counted.blocks, counted.bytes)
 
-    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None) -> list[bytes]:
+    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None,
+                       admit: Callable[[int], None] | None = None) -> list[bytes]:
         """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
         car_roots, blocks = read_car(stream, verify=True)
-        if max_blocks is not None or tally is not None:
-            blocks = _counted(blocks, max_blocks, tally or _Tally())
+        if max_blocks is not None or tally is not None or admit is not None:
+            blocks = _counted(blocks, max_blocks, tally or _Tally(), admit)
         self._write_blocks(blocks, batch=IMPORT_BATCH)
         return list(car_roots)
 
     def stored_bytes(self) -> int:
         """Bytes of every block file in the store (temp files and records not counted): what a bound on the
-        store's size compares with. One ``stat`` per block."""
+        store's size compares with. One ``stat`` per block, counted as the disk it takes (its allocated
+        blocks, at least its size): a million 4-byte blocks hold 4 MB but take 4 GB and a million inodes,
+        and a bound on their content alone would let a push of tiny blocks fill the disk."""
         total = 0
         try:
             shards = list(os.scandir(self.blocks_dir))
@@ -563,7 +583,8 @@ class BlockStore:
                 for entry in entries:
                     if not entry.name.startswith("."):
                         with contextlib.suppress(FileNotFoundError):
-                            total += entry.stat(follow_symlinks=False).st_size
+                            info = entry.stat(follow_symlinks=False)
+                            total += max(info.st_size, info.st_blocks * 512)
         return total
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
@@ -683,20 +704,23 @@ class BlockStore:
 
         The DAG must be complete in the store (``MissingBlock`` otherwise):
         a pin promises the content can be served. Pinning again updates the
-        name and keeps the original date.
+        name and keeps the original date. The walk and the write happen under the
+        import lock (shared), so a ``gc`` (exclusive) that read the pins before this
+        one was written cannot delete the DAG just walked (the push API's ``pin/add``).
         """
-        size = self.dag_size(root)
-        key = cid_to_str(as_cidv1(root))
-        with self._pins_lock():
-            pins = self._read_pins()
-            previous = pins.get(key, {})
-            pins[key] = {
-                "name": name if name is not None else previous.get("name"),
-                "created": previous.get("created")
-                or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "size": size,
-            }
-            self._write_pins(pins)
+        with self._gc_lock(exclusive=False):
+            size = self.dag_size(root)
+            key = cid_to_str(as_cidv1(root))
+            with self._pins_lock():
+                pins = self._read_pins()
+                previous = pins.get(key, {})
+                pins[key] = {
+                    "name": name if name is not None else previous.get("name"),
+                    "created": previous.get("created")
+                    or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "size": size,
+                }
+                self._write_pins(pins)
 
     def unpin(self, root: bytes) -> None:
         """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""

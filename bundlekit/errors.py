@@ -35,6 +35,7 @@ says so below.
     ├── PathNotFound                a path that does not exist inside a UnixFS DAG
     ├── RecordLimitError            the block store keeps IPNS records for its limit of names: a new name is refused
     ├── ImportLimitError            a CAR holds more blocks than one import of the block store takes
+    │   └── ImportStopped           an import ended before its next block: the server that ran it is stopping
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
@@ -90,6 +91,7 @@ __all__ = [  # noqa: RUF022
     "PathNotFound",
     "RecordLimitError",
     "ImportLimitError",
+    "ImportStopped",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -214,6 +216,11 @@ class RecordLimitError(BundlekitError):
 class ImportLimitError(BundlekitError):
     """``BlockStore.import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one
     import."""
+
+
+class ImportStopped(ImportLimitError):
+    """Raised by an ``import_reporting`` ``admit`` whose server is stopping: the blocks of the batch under way
+    are removed, the ones before it stay, unpinned, for ``gc``."""
 
 
 class MemoryStoreError(BundlekitError):

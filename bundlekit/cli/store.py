@@ -63,7 +63,8 @@ def ls(store_dir: str | None, as_json: bool) -> None:
         output.data_json(rows)
         return
     for row in rows:
-        output.data(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+        # A pin's name may come from a team hub's pusher (pin/add name=): one field, no terminal control.
+        output.data(f"{row['cid']}\t{output.printable_field(str(row['name'] or '-'))}\t{row['created']}\t{row['size']}")
 
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as one line of JSON.")
