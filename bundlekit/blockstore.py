@@ -162,16 +162,21 @@ class RecordLimitError(BundlekitError):
 class BlockProblem:
     """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
     ``get`` removes it, so a re-import repairs it), ``missing`` (a pinned DAG links it, no file holds it) or
-    ``unsupported`` (a codec or hash the store cannot check: left alone); the pins whose DAG needs it."""
+    ``unsupported`` (a codec or hash the store cannot check: left alone) or ``unreadable`` (its file cannot be
+    read, ``reason`` says why: left alone); the pins whose DAG needs it."""
 
     cid: bytes
     problem: str
     pins: list[tuple[bytes, str | None]] = field(default_factory=list)  # (root, the pin's name)
+    reason: str = ""
 
     def advice(self) -> str:
         """What to do about it, in words a user can follow."""
         if self.problem == "unsupported":
             return "a codec or hash bundlekit cannot check; remove the file if you did not put it there"
+        if self.problem == "unreadable":
+            return (f"its file cannot be read ({self.reason}); check its permissions and the disk, or remove it and "
+                    "re-import a CAR that holds it (`bundlekit store import FILE.car`)")
         removed = "removed from the store; " if self.problem == "damaged" else ""
         if not self.pins:
             return f"{removed}no pin needs it: nothing to do"
@@ -228,7 +233,7 @@ class StoreReport:
                    f"checked in {self.root}")
         if self.ok:
             return checked
-        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported")
+        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported", "unreadable")
                  if (n := self.count(kind))]
         if self.bad_records:
             found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
@@ -599,7 +604,11 @@ class BlockStore:
             pins = doc["pins"]
             if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
                 raise ValueError("unknown version")
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            for key, meta in pins.items():  # each a CID mapped to an object, as _write_pins writes them
+                if not isinstance(meta, dict):
+                    raise ValueError(f"the pin {key[:80]!r} is not an object")
+                parse_cid(key)
+        except (ValueError, KeyError, TypeError, RecursionError, CIDError) as exc:
             raise BundlekitError(
                 f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
             ) from exc
@@ -722,6 +731,7 @@ class BlockStore:
     def _verify_blocks(self, report: StoreReport) -> dict[bytes, BlockProblem]:
         """Pass 1: re-hash every block file; the damaged and unsupported ones, by CIDv1."""
         found: dict[bytes, BlockProblem] = {}
+        reason = ""
         for cid, path in self._block_files():
             try:
                 report.bytes += _check_file(cid, path)
@@ -729,6 +739,8 @@ class BlockStore:
                 continue
             except FileNotFoundError:
                 continue  # gone since the scan (a concurrent unlink): nothing to check
+            except OSError as exc:  # a file no read can open or finish (permissions, a disk error): left alone
+                problem, reason = "unreadable", os_reason(exc)
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
@@ -737,7 +749,7 @@ class BlockStore:
                 problem = "unsupported"
             report.blocks += 1
             if len(found) < MAX_NAMED:
-                found[cid] = BlockProblem(cid, problem)
+                found[cid] = BlockProblem(cid, problem, reason=reason if problem == "unreadable" else "")
             else:
                 report.unnamed += 1
         return found
@@ -752,7 +764,12 @@ class BlockStore:
             for shard in shards:
                 if not shard.is_dir() or shard.name.startswith("."):
                     continue
-                with os.scandir(shard.path) as entries:
+                try:
+                    entries = os.scandir(shard.path)
+                except OSError as exc:
+                    raise BundlekitError(f"cannot list the blocks in {shard.path}: {os_reason(exc)}; "
+                                         "check its permissions") from exc
+                with entries:
                     for entry in entries:
                         if entry.name.startswith(".") or not entry.is_file():
                             continue
@@ -768,7 +785,7 @@ class BlockStore:
         for root, meta in sorted(self.pins().items()):
             report.pins += 1
             pin = (root, meta.get("name") if isinstance(meta.get("name"), str) else None)
-            for cid in self._gaps(root):
+            for cid in self._gaps(root, damaged):
                 problem = problems.get(cid)
                 if problem is None:
                     if len(problems) >= MAX_NAMED:
@@ -779,9 +796,10 @@ class BlockStore:
                     problem.pins.append(pin)
         report.problems = list(problems.values())
 
-    def _gaps(self, root: bytes) -> Iterator[bytes]:
-        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for, each once. The
-        blocks are not hashed again (pass 1 did); a block whose links cannot be read ends its branch."""
+    def _gaps(self, root: bytes, flagged: dict[bytes, BlockProblem]) -> Iterator[bytes]:
+        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for or that pass 1
+        ``flagged`` (an unreadable or unsupported file is still there), each once. The blocks are not hashed
+        again (pass 1 did); a block whose links cannot be read ends its branch."""
         seen: set[bytes] = set()
         stack = [as_cidv1(root)]
         while stack:
@@ -789,6 +807,9 @@ class BlockStore:
             if cid in seen:
                 continue
             seen.add(cid)
+            if cid in flagged:
+                yield cid
+                continue
             try:
                 path = self._file(cid)
                 if not os.path.isfile(path):  # absent, or no regular file (a FIFO would block the open)

@@ -166,7 +166,8 @@ def verify(store_dir: str | None, as_json: bool) -> None:
                              for root, name in problem.pins) or "-"
             output.data(f"{problem.problem}\t{cid_to_str(problem.cid)}\tpins: {pins}\t{problem.advice()}")
         for bad in report.bad_records:
-            output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t{bad.advice()}")
+            output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t"
+                        f"{output.printable_field(bad.advice())}")
     if not report.ok:
         listed = "in the JSON on stdout" if as_json else "each listed on stdout"
         raise VerificationError(f"the store does not verify: {report.summary()} ({listed} with what to do)")

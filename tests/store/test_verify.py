@@ -227,3 +227,46 @@ def test_a_fifo_under_a_pinned_node_s_name_is_missing_and_never_blocks(tmp_path:
     assert result.exit_code == 3
     [problem] = json.loads(result.stdout)["problems"]
     assert problem["cid"] == cid_to_str(root) and problem["problem"] == "missing"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux /proc/self/mem (a file whose read fails)")
+def test_an_unreadable_block_file_exits_3_named_unreadable_with_its_pin_and_left_in_place(tmp_path: Path) -> None:
+    # chmod 000 does not stop root (these tests may run as root); a link to /proc/self/mem is a regular file
+    # whose first read fails (EIO) for every user, as a failing disk would.
+    store_dir, _car_path, root, leaves = _store_with_pin(tmp_path)
+    path = BlockStore(store_dir).path_for(leaves[0])
+    path.unlink()
+    path.symlink_to("/proc/self/mem")
+    result = run(store_dir, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    kind, cid, pins, advice = line.split("\t")
+    assert (kind, cid, pins) == ("unreadable", cid_to_str(leaves[0]), f"pins: {cid_to_str(root)} (agent)")
+    assert "cannot be read" in advice and "bundlekit store import" in advice
+    assert "1 unreadable block" in result.stderr and "internal error" not in result.stderr
+    assert path.is_symlink()  # not removed: it was never shown to be wrong
+
+
+@pytest.mark.parametrize("pins", [{"bafkqaaa": 5}, {"bafkqaaa": "ab"}, {"bafkqaaa": ["name"]}, {"not-a-cid": {}}])
+def test_a_pin_file_with_an_entry_that_is_not_a_pin_exits_1_naming_the_pin_file(
+    tmp_path: Path, pins: dict[str, object]
+) -> None:
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    (store_dir / "pins.json").write_text(json.dumps({"version": 1, "pins": pins}))
+    for command in ("verify", "ls", "gc"):
+        result = run(store_dir, command)
+        assert result.exit_code == 1, result.output
+        assert "pin file" in result.stderr and "pins.json" in result.stderr and "internal error" not in result.stderr
+
+
+def test_a_bad_record_line_stays_one_line_when_the_store_path_holds_a_newline(tmp_path: Path) -> None:
+    store_dir, _car_path, root, _leaves = _store_with_pin(tmp_path)
+    hostile = tmp_path / "st\nore\x1b[2J"
+    store_dir.rename(hostile)
+    signer, other = Ed25519Signer.generate(), Ed25519Signer.generate()
+    BlockStore(hostile).put_record(name_from_key(signer.public), _record(other, root))
+    result = run(hostile, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    assert line.startswith("bad-record\t") and len(line.split("\t")) == 4 and "\x1b" not in line
