@@ -43,6 +43,7 @@ from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
+    "JS_WHITESPACE",
     "KEY_MAX",
     "MAX_MEMORY_FILE",
     "MAX_STORE_FILE",
@@ -89,6 +90,14 @@ __all__ = [
 
 #: Longest bundlekit key (the memory store's limit).
 KEY_MAX = MAX_KEY_LENGTH
+#: JavaScript's whitespace (ECMA-262 WhiteSpace and LineTerminator: what ``\s`` matches and
+#: ``String.prototype.trim`` removes), which the JavaScript readers of three.ws and Magic Context use. Not
+#: Python's set: ``str.strip()`` keeps U+FEFF and removes U+0085 and U+001C-U+001F, which JavaScript keeps.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
+    JS_WHITESPACE,
     MAX_STORE_FILE,
     MEMORY_TYPES,
     Entry,
@@ -316,13 +317,14 @@ def _runtime_reads(head: str) -> dict[str, str]:
     """What the runtime's ``parseFrontmatter`` reads from frontmatter lines ``head``.
 
     nirholas/three.ws 2071392cf490202c2c8a9f21a5991197c6fbc130 ``src/memory/index.js``: each
-    ``\\n``-separated line split at its first ``:``, both sides trimmed, the last line of a key wins.
+    ``\\n``-separated line split at its first ``:``, both sides trimmed (JavaScript's ``trim``, which also
+    removes U+FEFF), the last line of a key wins.
     """
     meta: dict[str, str] = {}
     for line in head.split("\n"):
         k, sep, rest = line.partition(":")
         if k:
-            meta[k.strip()] = rest.strip() if sep else ""
+            meta[k.strip(JS_WHITESPACE)] = rest.strip(JS_WHITESPACE) if sep else ""
     return meta
 
 

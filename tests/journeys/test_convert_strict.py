@@ -138,3 +138,18 @@ def test_strict_exports_to_letta_when_nothing_is_lost(memory: Path, tmp_path: Pa
     summary = json.loads(done.stdout)
     assert summary["memories"] == 3 and summary["losses"] == [] and summary["timeline"] == 2
     assert (tmp_path / "agent.af").is_file()
+
+
+@pytest.mark.parametrize("name", ["\ufeffPlan", "Plan\ufeff", "\u3000Plan"])
+def test_three_ws_names_a_name_its_runtime_trims_as_javascript_does(name: str, memory: Path, tmp_path: Path) -> None:
+    # three.ws's parseFrontmatter trims with String.prototype.trim (nirholas/three.ws 7c55ae7 src/memory/index.js),
+    # which removes U+FEFF as well as spaces; Python's str.strip keeps it, so a BOM-led name passed as exact.
+    # planted as a hand-edited file would be (`memory write` refuses a name led by such a character)
+    meta = {"name": name, "description": "b notes", "type": "project", "created": "2026-01-01T00:00:00Z",
+            "updated": "2026-01-01T00:00:00Z"}
+    (memory / "bom.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n\nb\n",
+                                   encoding="utf-8")
+    done = bk(tmp_path, "convert", "--to", "three.ws", str(memory), "-o", str(tmp_path / "blob.json"), "--json")
+    assert done.returncode == 0, done.stderr
+    changes = [loss["change"] for loss in json.loads(done.stdout)["losses"] if loss["memory"] == "bom"]
+    assert any(change.startswith("name: three.ws's line reader") for change in changes), changes
