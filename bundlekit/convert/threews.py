@@ -94,6 +94,8 @@ BLOB_VERSION = EXPORT_VERSION
 #: The localStorage key three.ws keeps one agent's blob under.
 STORAGE_KEY = "agent:{agent_id}:memory"
 
+#: The fields the runtime writes as ``key: value`` lines and shows (its index lists them).
+_SHOWN_FIELDS = ("name", "description")
 #: How many timeline events the runtime's ``_persist`` keeps in localStorage (the last ones).
 STORAGE_TIMELINE = 200
 
@@ -183,11 +185,25 @@ def parse_threews_file(name: str, text: str, warnings: list[str] | None = None) 
     if loaded is not None and not isinstance(loaded, dict):
         problem = f"three.ws file {name!r}: its frontmatter is not a YAML mapping"
     if problem is None:
-        return ({str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}), body
+        meta = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        return _as_runtime_shows(meta, fm_text), body
     if warnings is not None:
         reason = problem.removesuffix("; fix the syntax")
         warnings.append(f"{reason}: read line by line instead, as the three.ws runtime reads it")
     return dict(split_lines(fm_text)), body
+
+
+def _as_runtime_shows(meta: dict[str, Any], fm_text: str) -> dict[str, Any]:
+    """``meta`` as YAML read it, with ``name`` and ``description`` as the runtime shows them where YAML read
+    their unquoted line otherwise: ``Fix issue #12`` is a comment after ``Fix issue`` to YAML and the whole
+    text to three.ws, ``yes`` a boolean to YAML and text to three.ws. A quoted value (as bundlekit writes
+    one with no plain form) stays as YAML read it."""
+    shown = split_lines(fm_text)
+    for field in _SHOWN_FIELDS:
+        text = shown.get(field)
+        if text and text[0] not in "'\"" and meta.get(field) != text:
+            meta[field] = text
+    return meta
 
 
 def _plain_text(value: Any, what: str, warnings: list[str]) -> Any:
