@@ -226,9 +226,22 @@ class ExportPlan:
         for path, _data, new in self._files:
             if new and (path.exists() or path.is_symlink()):
                 raise ConvertError(f"{path} already exists; export to a new file")
+            if problem := _in_the_way(path):
+                raise ConvertError(f"cannot write {path}: {problem}; choose another output path (nothing was written)")
         for path, data, _new in self._files:
             atomic_write(path, data)
         return self.paths
+
+
+def _in_the_way(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, found before any file of an export is: a directory (or a link
+    to one, which the rename would replace) at it, or a file where one of its parents must be a directory."""
+    if path.is_dir():
+        return "a directory is in the way"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"a file is in the way at {parent}, where a directory is needed"
+    return None
 
 
 def merge_extra(

@@ -153,3 +153,27 @@ def test_three_ws_names_a_name_its_runtime_trims_as_javascript_does(name: str, m
     assert done.returncode == 0, done.stderr
     changes = [loss["change"] for loss in json.loads(done.stdout)["losses"] if loss["memory"] == "bom"]
     assert any(change.startswith("name: three.ws's line reader") for change in changes), changes
+
+
+def test_a_directory_where_an_export_file_goes_exits_1_and_writes_no_file(memory: Path, tmp_path: Path) -> None:
+    # each file is written atomically, but the export as a whole was not: the files before the one in the
+    # way were written, then exit 1; every path is now checked before the first file
+    dest = tmp_path / "cc"
+    (dest / "tone.md").mkdir(parents=True)
+    done = bk(tmp_path, "convert", "--to", "claude-code", str(memory), "-o", str(dest))
+    assert done.returncode == 1, done.stderr
+    assert "a directory is in the way" in done.stderr and "Traceback" not in done.stderr
+    assert [p.name for p in dest.iterdir()] == ["tone.md"] and not any((dest / "tone.md").iterdir())
+
+
+@pytest.mark.parametrize(("fmt", "out"), [("three.ws", "blob.json"), ("letta", "agent.af")])
+def test_a_one_file_export_to_a_link_to_a_directory_exits_1_and_keeps_the_link(
+    fmt: str, out: str, memory: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / out
+    link.symlink_to(tmp_path / "elsewhere")  # as a real directory there is refused, so is a link to one
+    done = bk(tmp_path, "convert", "--to", fmt, str(memory), "-o", str(link))
+    assert done.returncode == 1, done.stderr
+    assert "a directory is in the way" in done.stderr
+    assert link.is_symlink() and list((tmp_path / "elsewhere").iterdir()) == []
