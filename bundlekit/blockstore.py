@@ -285,6 +285,17 @@ class BlockStore:
                 "set BUNDLEKIT_HOME or --store to a writable directory"
             ) from exc
 
+    @classmethod
+    def existing(cls, root: str | os.PathLike[str] | None = None) -> BlockStore:
+        """Open the store at ``root`` (default: ``default_store_root()``) only if it is there (``UsageError``
+        otherwise, nothing created): a command that checks a store (``store verify``) must not make one where a
+        mistyped ``--store`` or ``$BUNDLEKIT_HOME`` points, and then call it sound."""
+        path = Path(root) if root is not None else default_store_root()
+        if not (path / "blocks").is_dir():
+            raise UsageError(f"no block store at {path}; check --store or $BUNDLEKIT_HOME (a store is made by "
+                             "`bundlekit store import` or `bundlekit pin`)")
+        return cls(path)
+
     # -- blocks ---------------------------------------------------------------
 
     def path_for(self, cid: bytes) -> Path:

@@ -252,7 +252,7 @@ def test_a_pin_file_with_an_entry_that_is_not_a_pin_exits_1_naming_the_pin_file(
     tmp_path: Path, pins: dict[str, object]
 ) -> None:
     store_dir = tmp_path / "store"
-    store_dir.mkdir()
+    (store_dir / "blocks").mkdir(parents=True)
     (store_dir / "pins.json").write_text(json.dumps({"version": 1, "pins": pins}))
     for command in ("verify", "ls", "gc"):
         result = run(store_dir, command)
@@ -270,3 +270,22 @@ def test_a_bad_record_line_stays_one_line_when_the_store_path_holds_a_newline(tm
     assert result.exit_code == 3, result.output
     [line] = result.stdout.splitlines()
     assert line.startswith("bad-record\t") and len(line.split("\t")) == 4 and "\x1b" not in line
+
+
+def test_verify_of_a_store_that_is_not_there_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    # a mistyped --store was created (blocks/, gc.lock) and reported "ok: 0 blocks"
+    typo = tmp_path / "stroe"
+    result = run(typo, "verify")
+    assert result.exit_code == 2, result.output
+    assert f"no block store at {typo}" in result.stderr and "Traceback" not in result.output
+    assert not typo.exists()
+
+
+def test_the_ok_line_stays_one_line_when_the_store_path_holds_a_newline(tmp_path: Path) -> None:
+    store_dir, _car_path, _root, _leaves = _store_with_pin(tmp_path)
+    hostile = tmp_path / "st\nore"
+    store_dir.rename(hostile)
+    result = run(hostile, "verify")
+    assert result.exit_code == 0, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("ok: ") and "1 pins" in line
