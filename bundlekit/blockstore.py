@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -152,6 +153,29 @@ def _check_file(cid: bytes, path: str) -> int:
     if digest.digest() != info.digest:
         raise BlockMismatch(f"block {cid_to_str(cid)} does not match its content")
     return size
+
+
+def _read_record_file(path: str) -> bytes:
+    """The first ``_RECORD_READ`` bytes of a kept record, from a regular file only: never through a link (which
+    the store does not write), never blocking on a FIFO planted under a name (``BundlekitError`` saying what
+    is there instead)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BundlekitError("a symbolic link, not a record file") from exc
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BundlekitError("not a regular file (a directory, FIFO or device)")
+        parts: list[bytes] = []
+        left = _RECORD_READ
+        while left and (chunk := os.read(fd, left)):
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 class RecordLimitError(BundlekitError):
@@ -844,17 +868,18 @@ class BlockStore:
             entries = os.scandir(self.root / "ipns")
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise BundlekitError(f"cannot list the IPNS records in {self.root}: {os_reason(exc)}") from exc
         with entries:
             for entry in entries:
-                if not _IPNS_NAME.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                if not _IPNS_NAME.fullmatch(entry.name):
                     continue
                 report.records += 1
                 if check is None:
                     continue
                 path = Path(entry.path)
                 try:
-                    with open(path, "rb") as fh:
-                        expired = check(entry.name, fh.read(_RECORD_READ))
+                    expired = check(entry.name, _read_record_file(entry.path))
                 except (BundlekitError, OSError) as exc:
                     reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
                     if len(report.bad_records) < MAX_NAMED:

@@ -289,3 +289,30 @@ def test_the_ok_line_stays_one_line_when_the_store_path_holds_a_newline(tmp_path
     assert result.exit_code == 0, result.output
     [line] = result.stderr.splitlines()
     assert line.startswith("ok: ") and "1 pins" in line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_an_entry_under_an_ipns_name_that_is_no_record_file_is_a_bad_record_and_never_blocks(
+    tmp_path: Path, kind: str
+) -> None:
+    # such an entry was skipped and not counted (resolution reads a link through, and blocks on a FIFO)
+    store_dir, _car_path, root, _leaves = _store_with_pin(tmp_path)
+    signer = Ed25519Signer.generate()
+    name = name_from_key(signer.public)
+    real = tmp_path / "record"
+    real.write_bytes(_record(signer, root))
+    path = store_dir / "ipns" / name
+    path.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(real)
+    else:
+        path.mkdir()
+    result = run(store_dir, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    kind_field, named, reason, _advice = line.split("\t")
+    assert (kind_field, named) == ("bad-record", name)
+    assert reason in ("a symbolic link, not a record file", "not a regular file (a directory, FIFO or device)")
+    assert "1 IPNS records checked" in result.stderr
