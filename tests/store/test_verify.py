@@ -316,3 +316,13 @@ def test_an_entry_under_an_ipns_name_that_is_no_record_file_is_a_bad_record_and_
     assert (kind_field, named) == ("bad-record", name)
     assert reason in ("a symbolic link, not a record file", "not a regular file (a directory, FIFO or device)")
     assert "1 IPNS records checked" in result.stderr
+
+
+def test_a_pin_file_with_a_megabyte_key_is_refused_at_once(tmp_path: Path) -> None:
+    # multibase decoding is quadratic in the text: a 1 MB key took minutes, a 5 MB one hours, in every command
+    store_dir = tmp_path / "store"
+    (store_dir / "blocks").mkdir(parents=True)
+    (store_dir / "pins.json").write_text(json.dumps({"version": 1, "pins": {"b" * 1_000_000: {}}}))
+    result = run(store_dir, "verify")
+    assert result.exit_code == 1, result.output
+    assert "pin file" in result.stderr and "a CID has at most 4096" in result.stderr
