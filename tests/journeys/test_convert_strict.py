@@ -177,3 +177,15 @@ def test_a_one_file_export_to_a_link_to_a_directory_exits_1_and_keeps_the_link(
     assert done.returncode == 1, done.stderr
     assert "a directory is in the way" in done.stderr
     assert link.is_symlink() and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.parametrize(("fmt", "inside"), [("three.ws", "MEMORY.md"), ("letta", "tone.md"), ("claude-code", "cc")])
+def test_an_export_inside_the_tree_it_converts_exits_2_and_leaves_the_tree_as_it_was(
+    fmt: str, inside: str, memory: Path, tmp_path: Path
+) -> None:
+    # `-o memory/MEMORY.md` replaced the tree's index with a three.ws blob (and `-o memory/tone.md` a memory)
+    before = files_of(memory)
+    done = bk(tmp_path, "convert", "--to", fmt, str(memory), "-o", str(memory / inside))
+    assert done.returncode == 2, done.stderr
+    assert "is inside the memory tree" in done.stderr and "Traceback" not in done.stderr
+    assert files_of(memory) == before
