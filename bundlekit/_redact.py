@@ -11,7 +11,7 @@ of the value it refused. It replaces, in order:
   and the value of a query parameter whose name says it is one (``token``,
   ``api_key``, ``password``, ``X-Amz-Signature``, ...);
 * **credential-looking text** (:data:`WITHHELD`): every match of the secret
-  guard's rules (``memory/secrets``: AWS, GitHub, Anthropic, OpenAI, Slack, PEM
+  guard's rules (``_secrets``: AWS, GitHub, Anthropic, OpenAI, Slack, PEM
   private keys, whole, JWTs), the same rules that refuse a credential in a memory, so
   what the guard refuses is exactly what output withholds (:func:`mask`, which
   ``memory/withhold`` shows memories through);
@@ -36,9 +36,13 @@ A caller that holds a credential's value (a pinning service's token) also remove
 that value in every spelling with :func:`redact_known` (``***``): the pinning
 layer does for each message of a service, and ``net/http``'s filter for the log
 records of the HTTP libraries. Those values are not kept process-wide: a short
-test secret would then change every later output of the process.
+test secret would then change every later output of the process. The exception is
+a process's own standing credential, known for its whole run and long enough
+(:data:`MIN_PROCESS_SECRET_LEN`): ``serve``'s token (``$BUNDLEKIT_SERVE_TOKEN``) and the
+routing token the clients send (``$BUNDLEKIT_ROUTING_TOKEN``) are registered once with
+:func:`register_secret`, and :func:`redact` removes them from every output from then on.
 
-This module sits at the lowest layer with the rules it uses (``memory/secrets``
+This module sits at the lowest layer with the rules it uses (``_secrets``
 imports only ``errors``), so every layer above can print through it.
 """
 
@@ -51,16 +55,30 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-import bundlekit.memory.secrets as secrets
-from bundlekit.memory.secrets import find_secrets
+import bundlekit._secrets as secrets
+from bundlekit._secrets import find_secrets
 
-__all__ = ["REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known"]
+__all__ = ["MIN_PROCESS_SECRET_LEN", "REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known",
+           "register_secret"]
 
 REDACTED = "***"
 WITHHELD = "[withheld]"
 # Known secrets shorter than this are not redacted: replacing "a" everywhere would
 # mangle every message and protects nothing.
 MIN_SECRET_LEN = 4
+# A secret registered for the whole process (register_secret) is at least this long.
+MIN_PROCESS_SECRET_LEN = 16
+# The process's own standing credentials (register_secret): redact removes them from every output.
+_PROCESS_SECRETS: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Remove ``value`` from every later output of this process (``redact``): a credential the process holds
+    for its whole run, such as ``serve``'s token. ``ValueError`` for one shorter than ``MIN_PROCESS_SECRET_LEN``
+    (replacing a short string everywhere would mangle every message): the caller refuses such a token."""
+    if len(value) < MIN_PROCESS_SECRET_LEN:
+        raise ValueError(f"a process secret has at least {MIN_PROCESS_SECRET_LEN} characters")
+    _PROCESS_SECRETS.add(value)
 
 
 # -- known secrets, in every spelling ---------------------------------------------------------------
@@ -313,6 +331,8 @@ def redact(text: str) -> str:
     A message (up to :data:`DEEP_SEARCH_LIMIT` characters) that still decodes to a credential once every
     word was looked at (one spread over several escaped words: ``-----B\\u0045GIN RSA PRIVATE KEY-----``)
     is withheld whole."""
+    if _PROCESS_SECRETS:
+        text = redact_known(text, _PROCESS_SECRETS)
     text = _mask_base64(mask(_mask_escapes(_mask_urls(text))))
     if WITHHELD + "\\" in text or (not text.isascii() and WITHHELD in text):
         text = _CONTINUED.sub(WITHHELD, text)

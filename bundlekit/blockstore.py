@@ -44,7 +44,17 @@ from typing import Any, BinaryIO
 from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import BlockMismatch, BundlekitError, CIDError, MissingBlock, UnsupportedBlock, UsageError
+from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exported, drawn in the error tree
+    BlockMismatch,
+    BundlekitError,
+    CIDError,
+    DAGLimitExceeded,
+    ImportLimitError,
+    MissingBlock,
+    RecordLimitError,
+    UnsupportedBlock,
+    UsageError,
+)
 from bundlekit.ipld.cid import (
     MAX_BLOCK_SIZE,
     RAW,
@@ -63,8 +73,11 @@ __all__ = [
     "IPNS_RECORD_MEDIA_TYPE",
     "BlockProblem",
     "BlockStore",
+    "CarImport",
+    "ImportLimitError",
     "RecordLimitError",
     "RecordProblem",
+    "RootPin",
     "StoreReport",
     "default_store_root",
 ]
@@ -81,6 +94,8 @@ LEGACY_TEMP_PREFIX = ".tmp-"
 _WRITE_HINT = "check free space and permissions"
 # How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
 IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
+# Bytes of a kept record read to judge it for eviction: a record is at most 10 KiB (ipld/ipns_entry).
+_MAX_KEPT_RECORD = 64 * 1024
 _IPNS_NAME = re.compile(r"k[0-9a-z]{40,120}")  # fullmatch: "$" would let a trailing newline in
 # ``verify`` names at most this many bad blocks (and this many bad records); past it they are counted.
 MAX_NAMED = 1000
@@ -120,6 +135,24 @@ def _read_whole(path: str) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+@dataclass
+class _Tally:
+    """Blocks and bytes read from a CAR so far."""
+
+    blocks: int = 0
+    bytes: int = 0
+
+
+def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally) -> Iterator[tuple[bytes, bytes]]:
+    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written."""
+    for cid, data in blocks:
+        if limit is not None and tally.blocks >= limit:
+            raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
+        tally.blocks += 1
+        tally.bytes += len(data)
+        yield cid, data
 
 
 def _utc_now() -> datetime:
@@ -176,10 +209,6 @@ def _read_record_file(path: str) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
-
-
-class RecordLimitError(BundlekitError):
-    """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
 
 
 @dataclass
@@ -271,6 +300,23 @@ class StoreReport:
                 "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
                 "problems": [p.to_dict() for p in self.problems],
                 "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
+
+
+@dataclass(frozen=True)
+class RootPin:
+    """One root of ``import_reporting``: its CID and why it could not be pinned (None: pinned, or not asked)."""
+
+    root: bytes
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CarImport:
+    """What ``import_reporting`` did: each root, and the blocks and their bytes read from the CAR."""
+
+    roots: list[RootPin]
+    blocks: int
+    bytes: int
 
 
 class BlockStore:
@@ -483,6 +529,7 @@ class BlockStore:
         allow_incomplete: bool = False,
         pin: bool = False,
         name: str | None = None,
+        max_blocks: int | None = None,
     ) -> list[bytes]:
         """Store every block of the CAR on ``stream``; return its roots.
 
@@ -496,13 +543,12 @@ class BlockStore:
         ``allow_incomplete`` says. Blocks are written in batches: temp files
         first, synced together, then renamed (the same guarantees as ``put``,
         with far fewer waits on the disk). Raises ``CARError`` for a malformed
-        or truncated CAR.
+        or truncated CAR, ``ImportLimitError`` for a CAR past ``max_blocks``
+        blocks (the blocks before it stay, unpinned).
         """
 
         with self._gc_lock(exclusive=False):
-            car_roots, blocks = read_car(stream, verify=True)
-            roots: list[bytes] = list(car_roots)
-            self._write_blocks(blocks, batch=IMPORT_BATCH)
+            roots = self._import_blocks(stream, max_blocks)
             if pin:
                 for root in roots:
                     self.pin(root, name)  # walks the DAG: refuses an incomplete one
@@ -510,6 +556,55 @@ class BlockStore:
                 for root in roots:
                     self.dag_size(root)
         return roots
+
+    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True,
+                         max_blocks: int | None = None) -> CarImport:
+        """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
+        with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
+        a root that cannot be pinned is reported with its reason instead of failing the import (kubo's
+        ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
+        raises for the CAR itself."""
+        with self._gc_lock(exclusive=False):
+            counted = _Tally()
+            roots = self._import_blocks(stream, max_blocks, counted)
+            pinned: list[RootPin] = []
+            for root in roots:
+                error = None
+                if pin_roots:
+                    try:
+                        self.pin(root)
+                    except (MissingBlock, DAGLimitExceeded, UnsupportedBlock, BlockMismatch) as exc:
+                        error = str(exc)
+                pinned.append(RootPin(root, error))
+        return CarImport(pinned, counted.blocks, counted.bytes)
+
+    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None) -> list[bytes]:
+        """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
+        car_roots, blocks = read_car(stream, verify=True)
+        if max_blocks is not None or tally is not None:
+            blocks = _counted(blocks, max_blocks, tally or _Tally())
+        self._write_blocks(blocks, batch=IMPORT_BATCH)
+        return list(car_roots)
+
+    def stored_bytes(self) -> int:
+        """Bytes of every block file in the store (temp files and records not counted): what a bound on the
+        store's size compares with. One ``stat`` per block."""
+        total = 0
+        try:
+            shards = list(os.scandir(self.blocks_dir))
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            raise BundlekitError(f"cannot list the blocks of {self.root}: {os_reason(exc)}") from exc
+        for shard in shards:
+            if not shard.is_dir() or shard.name.startswith("."):
+                continue
+            with contextlib.suppress(FileNotFoundError), os.scandir(shard.path) as entries:
+                for entry in entries:
+                    if not entry.name.startswith("."):
+                        with contextlib.suppress(FileNotFoundError):
+                            total += entry.stat(follow_symlinks=False).st_size
+        return total
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
         """Stream the DAG under ``root`` as a CARv1 (single root) to ``out``.
@@ -544,7 +639,14 @@ class BlockStore:
         return self.root / "ipns" / name
 
     def put_record(
-        self, name: str, record: bytes, *, keep: Callable[[bytes], bool] | None = None, max_names: int | None = None
+        self,
+        name: str,
+        record: bytes,
+        *,
+        keep: Callable[[bytes], bool] | None = None,
+        max_names: int | None = None,
+        sweep: Callable[[], Callable[[bytes], bool] | None] | None = None,
+        admit: Callable[[], None] | None = None,
     ) -> bool:
         """Keep ``record`` as the latest IPNS record of ``name`` (``k51...``), replacing the one before.
 
@@ -555,19 +657,46 @@ class BlockStore:
         With ``max_names``, a record of a name the store keeps none for is
         refused (``RecordLimitError``) when it keeps records for that many
         names: counted under the same lock, so writers racing with new names
-        cannot pass the limit together.
+        cannot pass the limit together. With ``sweep`` too, ``sweep()`` is called when the limit is
+        reached: it gives a judge, and the records for which ``judge(kept)`` is true (expired ones) are
+        removed before the count is taken again, or None to remove nothing now (a sweep reads every record). ``admit()``
+        is called, under the lock, before a record of a new name is written: it raises to refuse it (the
+        routing API's token and per-client bound).
         The store does not read records: ``bundlekit.names`` verifies them
-        before it calls this and after it reads one back (``keep`` is its judge).
+        before it calls this and after it reads one back (``keep`` and the sweep's judge are its judges).
         """
         path = self._record_path(name)
+        judged = keep is not None or max_names is not None or admit is not None
         with self._flock("ipns.lock", exclusive=True):
-            kept = self.get_record(name) if keep is not None or max_names is not None else None
+            kept = self.get_record(name) if judged else None
             if kept is not None and keep is not None and keep(kept):
                 return False
+            if kept is None and admit is not None:
+                admit()
             if kept is None and max_names is not None and self.record_count() >= max_names:
-                raise RecordLimitError(f"the store at {self.root} keeps records for {max_names} names, its limit")
+                judge = sweep() if sweep is not None else None
+                if judge is None or self._evict_records(judge) == 0 or self.record_count() >= max_names:
+                    raise RecordLimitError(f"the store at {self.root} keeps records for {max_names} names, its limit")
             atomic_write_bytes(path, record, error=BundlekitError, hint=_WRITE_HINT, parents=True)
         return True
+
+    def _evict_records(self, evict: Callable[[bytes], bool]) -> int:
+        """Remove every kept record ``evict`` judges gone (the caller holds the record lock); how many."""
+        removed = 0
+        for entry in os.scandir(self.root / "ipns"):
+            if not _IPNS_NAME.fullmatch(entry.name):
+                continue
+            try:
+                with open(entry.path, "rb") as fh:
+                    gone = evict(fh.read(_MAX_KEPT_RECORD + 1))
+                if gone:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise BundlekitError(f"cannot remove the IPNS record {entry.path}: {os_reason(exc)}") from exc
+        return removed
 
     def record_count(self) -> int:
         """How many names the store keeps a record for (what bounds the routing API's new names)."""

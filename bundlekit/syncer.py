@@ -192,7 +192,7 @@ def _merge_remote(
         return
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
                                 load=_load_options(tree, store, options.load),
-                                options=replace(options.merge, dry_run=False))
+                                options=replace(options.merge, dry_run=False, trusted=True))
 
 
 def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:
@@ -234,9 +234,11 @@ def _publish(
         report.pins = pin_all(built.car, built.root, pinners, require=options.require,
                               name=f"sync-{report.name[-10:]}")
     if not report.pins.ok:
-        failed = sum(1 for p in report.pins.pins if not p.durable)
-        raise PinError(f"--require {options.require} not met: {failed} of {len(report.pins.pins)} pin(s) not "
-                       "durable; the name was not moved")
+        failed = [p for p in report.pins.pins if not p.durable]
+        reasons = "".join(f"; {p.error if p.error.startswith(p.pinner) else f'{p.pinner}: {p.error}'}"
+                          for p in failed if p.error)
+        raise PinError(f"--require {options.require} not met: {len(failed)} of {len(report.pins.pins)} pin(s) not "
+                       f"durable{reasons}; the name was not moved")
     follows = report.remote_sequence if report.remote_sequence is not None else -1
     targets = PublishTargets(routing=options.routing, routers=options.routers, gateways=blocks.gateways)
     report.published = publish(signer, built.root, store=_store(blocks), targets=targets,

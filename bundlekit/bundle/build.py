@@ -207,6 +207,10 @@ class BuildOptions:
     ``embeddings`` adds the vectors of the memories (``bundle/embeddings``;
     the tree's embedder, computed where its index lacks them), encrypted
     with the files when there is a ``key``.
+    A memory file that does not parse is left out with a warning naming it,
+    passed to ``warn`` (a given ``Memory`` warns through its own
+    ``on_warning``); with ``strict`` it is a :class:`FrontmatterError` before
+    anything is written.
     """
 
     namespace: str | None = None
@@ -219,6 +223,8 @@ class BuildOptions:
     rng: Callable[[int], bytes] | None = None
     progress: Callable[[int, int], None] | None = None
     embeddings: bool = False
+    strict: bool = False
+    warn: Callable[[str], None] | None = None
 
 
 def build_bundle(
@@ -247,10 +253,10 @@ def build_bundle(
     The CAR appears only when the build succeeded (temp file, fsync, rename).
     """
     options = options or BuildOptions()
-    mem = _open_tree(memory_dir)
+    mem = _open_tree(memory_dir, options.warn)
     _check_options(options, key)
-    # Steps 1-2: validate the tree and take its files (index regenerated).
-    tree_files, records = mem.bundle_contents()  # the records of the very bytes packed
+    # Steps 1-2: validate the tree and take its files (index regenerated; a file that does not parse left out).
+    tree_files, records = mem.bundle_contents(strict=options.strict)  # the records of the very bytes packed
     _check_is_memory_tree(mem, records)
     tree_files, vectors = _with_embeddings(mem, tree_files, options)
     # Step 3: namespace, created; device-bound memories never leave the machine.
@@ -337,8 +343,8 @@ def _with_embeddings(
     return [*tree_files, extra], vectors
 
 
-def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
-    """The tree to build: the given ``Memory``, or one over the directory (which must exist)."""
+def _open_tree(memory_dir: str | os.PathLike[str] | Memory, warn: Callable[[str], None] | None) -> Memory:
+    """The tree to build: the given ``Memory``, or one over the directory (which must exist) warning to ``warn``."""
     if isinstance(memory_dir, Memory):
         root_dir = memory_dir.root
         if root_dir is not None and not root_dir.is_dir():
@@ -349,7 +355,7 @@ def _open_tree(memory_dir: str | os.PathLike[str] | Memory) -> Memory:
     root_dir = Path(memory_dir)
     if not root_dir.is_dir():
         raise UsageError(f"memory tree {str(root_dir)!r} is not a directory; create it with `bundlekit memory init`")
-    return Memory(root_dir)  # names itself after the directory
+    return Memory(root_dir, on_warning=warn)  # names itself after the directory
 
 
 def _check_options(options: BuildOptions, key: KeySpec | None) -> None:

@@ -1,12 +1,15 @@
 """Fork: load a bundle, verified, and import it into a new or existing memory tree.
 
-Steps: ``load_bundle`` (verified, decrypted with a key); every memory file is
-re-rendered with ``source`` set to the bundle's address (``ipfs://<root>``; a
-plain HTTPS manifest URL when there is no root); the files and timeline go to
+Steps: ``load_bundle`` (verified, decrypted with a key); the memory files, exactly
+as the bundle holds them (no field is stamped into them: an untouched memory stays
+the bundle's version, so a merge back sees it unchanged), and the timeline go to
 ``Memory.import_`` as one export blob, which validates everything before it
 writes anything (all or nothing). ``merge`` keeps local files on conflict;
 ``replace`` takes the bundle's. The tree then remembers the bundle's root as
-one of its parents (``bundle.lineage``), so its next build names it.
+one of its parents (``bundle.lineage``: the provenance, in one hidden file), so
+its next build names it, and the bundle's blocks are kept in the local block
+store (a CAR imported, a gateway's blocks kept as they arrive; unpinned, a cache
+``store gc`` may drop), so a merge back on this machine finds the fork's base.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.merge import keep_car_blocks
+from bundlekit.bundle.sources import Gateways
 from bundlekit.errors import SecretDetectedError, UsageError
-from bundlekit.memory import Memory, render_memory_file
+from bundlekit.memory import Memory
 from bundlekit.memory.files import read_tree_files, utf8_text
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.memory.transfer import STRATEGIES, ImportReport
@@ -55,7 +61,7 @@ class ForkResult:
 
 
 def export_blob(loaded: LoadResult) -> dict[str, Any]:
-    """The loaded bundle as a ``Memory.import_`` blob, each memory's ``source`` set to the bundle.
+    """The loaded bundle as a ``Memory.import_`` blob, each memory file exactly as the bundle holds it.
 
     Raises ``FrontmatterError`` / ``MemoryStoreError`` for a memory file or
     timeline line the memory store would not accept (the bytes verified, so
@@ -64,15 +70,10 @@ def export_blob(loaded: LoadResult) -> dict[str, Any]:
 
     source = loaded.source
     tree = read_tree_files(loaded.files, source=source)
-    blob = tree.export_blob(
+    return tree.export_blob(
         namespace=loaded.manifest.get("namespace"),
         index=utf8_text(loaded.files.get(INDEX_NAME, b""), f"{source}: {INDEX_NAME}"),
     )
-    blob["files"] = {
-        record.filename: render_memory_file({**record.meta, "source": source}, record.body, where=record.filename)
-        for record in tree.records.values()
-    }
-    return blob
 
 
 def fork_bundle(
@@ -96,7 +97,7 @@ def fork_bundle(
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
-    loaded = load_bundle(uri, source=source, key=key, options=options)
+    loaded = load_bundle(uri, source=_keeping(uri, source), key=key, options=options)
     blob = export_blob(loaded)
     target = Path(dest)
     if target.exists() and not target.is_dir():
@@ -116,11 +117,26 @@ def fork_bundle(
             raise SecretDetectedError(_secret_refusal(exc.finding, loaded.source), finding=exc.finding) from exc
         if loaded.root is not None:
             record_parent(target, loaded.root)
+            keep_car_blocks(uri)
     except BaseException:
         if created:
             shutil.rmtree(target, ignore_errors=True)
         raise
     return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)
+
+
+def _keeping(uri: str, source: BlockSource | None) -> BlockSource | None:
+    """The source an ``ipfs://`` fork loads through: the gateways given (or ``$BUNDLEKIT_GATEWAYS``) with the
+    local store asked first and every block a gateway sends kept in it; any other source as given."""
+    if not uri.startswith("ipfs://") or not (source is None or isinstance(source, Gateways)):
+        return source
+    if source is not None and source.store is not None:
+        return source
+    try:
+        store = BlockStore()
+    except UsageError:  # no store here: the fork goes on without keeping anything (a cache)
+        return source
+    return Gateways(source.urls if source is not None else (), store=store, keep=True)
 
 
 def _secret_refusal(finding: str, source: str) -> str:

@@ -55,7 +55,7 @@ class KeyOptions:
     passphrase_env: str | None = None
     key_file: str | os.PathLike[str] | None = None
     private_key_env: str | None = None
-    strict: bool = False
+    strong_passphrase: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> KeyOptions:
@@ -96,7 +96,7 @@ def key_spec(
     """The :class:`KeySpec` the one key option names, or ``None`` if none was given.
 
     With ``new_key`` (the key will encrypt, not open) a weak passphrase is
-    handed to ``warn``, or refused when ``options.strict``. Raises
+    handed to ``warn``, or refused when ``options.strong_passphrase``. Raises
     ``UsageError`` if more than one key option is given or ``strict`` refuses
     the passphrase, ``KeySourceError`` if the named variable or file is
     missing or holds no usable key (the secret itself is never shown).
@@ -114,7 +114,7 @@ def key_spec(
     if name == "passphrase_env":
         passphrase = environment_secret(value, env, "passphrase")
         if new_key:
-            _check_new_passphrase(passphrase, strict=options.strict, warn=warn)
+            _check_new_passphrase(passphrase, strict=options.strong_passphrase, warn=warn)
         return PassphraseKey(passphrase)
     if name == "key_file":
         return RawKeyFile.from_path(Path(value))

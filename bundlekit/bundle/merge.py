@@ -11,13 +11,20 @@ Steps (``specs/sync.md``, "Merge"):
    both walks reach is the base (the one nearest to both; then the smallest CID text).
    None found (no lineage, a parent no source supplies, the bound): an empty base, so
    every key both sides hold differently is a conflict (nothing is lost). The base
-   bundle is then loaded and verified like theirs.
+   bundle is then loaded and verified like theirs; one no source supplies refuses the
+   merge (``LoadError`` saying how to give it), except in a ``trusted`` merge (``sync``),
+   which goes on without it. The base is *proven* when the merge is ``trusted`` or the
+   bundle is signed by a required publisher; over an unproven one (a bare ``parents``
+   claim) a memory theirs merely lacks is kept (``memory.merge``).
 3. Under the tree's lock: read ours, :func:`memory.merge.merge_trees`, write the changes
    (``Memory.apply_merge``: all or nothing) and the new lineage: parents = the bundle's
    root, the tree's last root and every other head of ours the bundle does not descend
    from (the next build names both sides, so ``bundlekit log`` shows the merge). A CAR's
    blocks are kept in the local block store (unpinned: a cache ``store gc`` may drop), so
    the next merge can find this bundle as an ancestor. ``dry_run`` stops before the writes.
+   Before any write, a merge deleting all of the tree's memories or more than
+   ``MAX_DELETE_SHARE`` of them is refused (``ConflictError``) unless ``allow_deletes`` or
+   ``trusted``; a dry run warns instead.
 
 The load and build calls of merge and sync are here and only here (``_load``,
 :func:`read_manifest`, ``_Ancestry``, :func:`build_tree`), so a change of the loader's or builder's
@@ -40,7 +47,7 @@ from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
 from bundlekit.bundle.sources import BlockSource
-from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
@@ -50,9 +57,9 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
 
-__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS",
-           "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base", "merge",
-           "merge_bundle", "read_manifest"]
+__all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
+           "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
+           "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -61,25 +68,35 @@ DEFAULT_MAX_MANIFESTS: Final = 256
 MAX_ANCESTRY_BYTES: Final = 256 * 1024 * 1024
 #: And for at most this many seconds in all (one load's deadline; each read had its own, 256 of them).
 MAX_ANCESTRY_SECONDS: Final = 600.0
+#: A merge that is not ``trusted`` deletes at most this share of the tree's memories (and never all of them)
+#: without ``allow_deletes``, as rsync's and rclone's ``--max-delete`` bound a sync.
+MAX_DELETE_SHARE: Final = 0.25
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
 
 
-class AncestryBoundReached(BundlekitError):
-    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
+class AncestryBoundReached(Exception):  # a signal, not an error: outside the error tree
+    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error).
+
+    Control flow between ``_Ancestry.parents`` and :func:`find_base`, which always catches it.
+    """
 
 
 @dataclass(frozen=True)
 class MergeOptions:
     """How a merge decides and what it may do: the conflict policy (``memory.merge.CONFLICT_POLICIES``),
     ``dry_run`` (report, write nothing), the bound on manifests read looking for the common ancestor, and
-    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it). Where the blocks come from is
+    ``allow_secrets`` (the tree's secret guard, as ``Memory.write`` takes it), ``allow_deletes`` (past the
+    ``MAX_DELETE_SHARE`` bound) and ``trusted`` (the bundle's root came from a verified record of the tree's own
+    name: its lineage is proven and its deletions unbounded; ``sync`` sets it). Where the blocks come from is
     the caller's ``BlockSource``; the load's limits, publishers and HTTP options its ``LoadOptions``."""
 
     on_conflict: str = "both"
     dry_run: bool = False
     max_manifests: int = DEFAULT_MAX_MANIFESTS
     allow_secrets: bool = False
+    allow_deletes: bool = False
+    trusted: bool = False
 
 
 @dataclass
@@ -183,8 +200,9 @@ def merge_bundle(
     ``load_bundle``); ``load`` the loads' limits, HTTP options and required ``publishers`` (enforced on
     ``source`` only); ``options`` the merge's own (:class:`MergeOptions`). ``loaded`` is the bundle when the
     caller loaded it already (``sync``). Raises ``UsageError`` (no tree, an unknown policy), the loader's
-    errors (nothing written), ``ConflictError`` with ``on_conflict="fail"``, and the tree's
-    ``MemoryStoreError``s (nothing written).
+    errors (nothing written; ``LoadError`` too for a common ancestor no source supplies), ``ConflictError``
+    with ``on_conflict="fail"`` or past the delete bound, and the tree's ``MemoryStoreError``s (nothing
+    written).
     """
     opts = options or MergeOptions()
     load = load or LoadOptions()
@@ -205,32 +223,72 @@ def merge_bundle(
 
         search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
         notes += search.notes
-    base = TreeState.empty()
-    if search.base is not None:
-        try:
-            base = (theirs if search.base == root else
-                    _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load))))
-        except BundlekitError as exc:
-            notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
-            search.base = None
+    proven = opts.trusted or bool(load.publishers)  # the load refused any bundle not signed by one of them
+    if not proven and search.base is not None and search.base != root:
+        notes.append(f"{theirs.label} names {search.base} as an ancestor, which no required --publisher vouches "
+                     "for: a memory it merely lacks is kept; only a forget of that very version removes one")
+    base = _base_state(search, root, theirs, blocks=blocks, key=key, load=load, trusted=opts.trusted,
+                       notes=notes)
     memory = Memory(tree)
     try:
         with memory.holding():
             ours = TreeState.from_memory(LOCAL_LABEL, memory)
-            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict)
+            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
+            warnings = [*theirs_load.warnings, *outcome.report.warnings,
+                        *_check_deletions(ours, outcome, tree, opts)]
             parents = _merged_parents(tree, root, search)
             if not opts.dry_run:
                 memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
-                    _keep_blocks(source)
+                    keep_car_blocks(source)
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
     return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes,
-                       list(theirs_load.warnings), theirs_load.publisher, _same(outcome, theirs))
+                       warnings, theirs_load.publisher, _same(outcome, theirs))
+
+
+def _base_state(
+    search: BaseSearch, root: str | None, theirs: TreeState, *, blocks: BlockSource | None,
+    key: KeySpec | None, load: LoadOptions, trusted: bool, notes: list[str],
+) -> TreeState:
+    """The common ancestor's tree (empty when none was found). One found that no source supplies is refused
+    (``LoadError`` saying how to supply it): merged without it, every memory both sides hold would conflict.
+    A trusted merge (``sync``) goes on without it, noted, as the name's rounds must."""
+    if search.base is None:
+        return TreeState.empty()
+    if search.base == root:
+        return theirs
+    try:
+        return _state(_load(f"ipfs://{search.base}", blocks=blocks, key=key, load=_unsigned(load)))
+    except BundlekitError as exc:
+        if not trusted and not isinstance(exc, (LoadError, MissingBlock)):
+            raise  # the base is there but does not verify or open: that error, as for theirs
+        if not trusted:
+            raise LoadError(
+                f"the common ancestor {search.base} of {theirs.label} and this tree cannot be loaded ({exc}); nothing "
+                "was merged: give its blocks with `bundlekit store import <the bundle's CAR>` or a --gateway "
+                "that serves it, then merge again") from exc
+        notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
+        search.base = None
+        return TreeState.empty()
+
+
+def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions) -> list[str]:
+    """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
+    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead."""
+    gone = sorted(k for k in ours.records if k not in outcome.records)
+    held = len(ours.records)
+    if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
+        return []
+    message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "
+               f"more than {MAX_DELETE_SHARE:.0%} of a tree is deleted only with --allow-deletes")
+    if opts.dry_run:
+        return [message]
+    raise ConflictError(f"{message}; nothing was written: read `bundlekit merge --dry-run` first")
 
 
 def _same(outcome: MergeOutcome, theirs: TreeState) -> bool:
@@ -258,8 +316,9 @@ def _merged_parents(tree: Path, root: str | None, search: BaseSearch) -> list[st
 merge = merge_bundle
 
 
-def _keep_blocks(source: str) -> None:
-    """A merged CAR's blocks into the local store (verified as they go in), for later ancestor walks."""
+def keep_car_blocks(source: str) -> None:
+    """A merged or forked CAR's blocks into the local store (verified as they go in), for later ancestor walks
+    and bases; anything else (a URI) is left alone, as is a store that cannot take them (a cache)."""
     path = Path(source)
     if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
         with suppress(BundlekitError, OSError), open(path, "rb") as fh:  # a cache: the merge is done either way

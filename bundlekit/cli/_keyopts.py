@@ -23,9 +23,8 @@ option was given (the rules live in ``bundle.keyoptions``: this module only
 parses). A command that encrypts anew (``build``, ``pin``) also
 applies ``@passphrase_check_option`` and passes ``new_key=True``: a passphrase shorter
 than ``PASSPHRASE_MIN_CHARS`` then draws a warning on stderr, or with
-``--strong-passphrase`` a usage error (exit 2), before any work is done. (``--strict`` is the
-one-release hidden alias of ``--strong-passphrase`` here: everywhere else ``--strict`` means that what
-cannot be carried is an error before anything is written.)
+``--strong-passphrase`` a usage error (exit 2), before any work is done. (``--strict`` means, on
+every command that has it, that what cannot be carried is an error before anything is written.)
 """
 
 from __future__ import annotations
@@ -114,12 +113,12 @@ def signing(params: dict[str, Any], sign: bool) -> bool:
 
 
 def passphrase_check_option(func: F) -> F:
-    """Add ``--strong-passphrase`` (refuse a weak passphrase) to a command that encrypts with a new key;
-    ``--strict``, its old spelling, stays a hidden alias for one release."""
+    """Add ``--strong-passphrase`` (refuse a weak passphrase) to a command that encrypts with a new key.
+
+    Its old spelling ``--strict`` is not kept as an alias: ``build`` and ``pin`` use ``--strict`` for
+    what every command means by it (a memory file that cannot be carried is an error)."""
     return click.option(
-        "--strong-passphrase", "--strict", "strict",
-        cls=AliasOption,
-        hidden_aliases=("--strict",),
+        "--strong-passphrase", "strong_passphrase",
         is_flag=True,
         help=f"Refuse (exit 2) a passphrase shorter than {PASSPHRASE_MIN_CHARS} characters; "
         "without it such a passphrase is used with a warning.",
@@ -130,7 +129,7 @@ def resolve_key_spec(
     *,
     environ: Mapping[str, str] | None = None,
     new_key: bool = False,
-    strict: bool = False,
+    strong_passphrase: bool = False,
     **params: Any,
 ) -> KeySpec | None:
     """Turn a command's parameters into a :class:`KeySpec`, or ``None`` if no key option was given.
@@ -139,5 +138,5 @@ def resolve_key_spec(
     its ``**params``. The rules are ``bundle.keyoptions.key_spec``'s; a weak
     passphrase for a new key is warned about on stderr (``cli.output``).
     """
-    options = KeyOptions.from_params({**params, "strict": strict})
+    options = KeyOptions.from_params({**params, "strong_passphrase": strong_passphrase})
     return key_spec(options, environ=environ, new_key=new_key, warn=output.warn)

@@ -30,7 +30,7 @@ from bundlekit.unixfs.profiles import PROFILES
 
 __all__ = [
     "CID", "CID_OR_IPFS_URI", "DEFAULT_TREE", "MEMORY_DIR_ENV", "PROFILE", "TREE_DEFAULT_TEXT", "AliasOption",
-    "CidParam", "Count", "LegacyArgument", "Seconds", "legacy_tree_argument", "tree_option",
+    "CidParam", "Count", "LegacyArgument", "Seconds", "legacy_tree_argument", "strict_option", "tree_option",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -172,6 +172,13 @@ def tree_option(help_text: str, *, hidden_aliases: Sequence[str] = (), from_env:
         extra = {"envvar": MEMORY_DIR_ENV, "default": DEFAULT_TREE, "show_default": TREE_DEFAULT_TEXT}
     return click.option("-d", "--dir", *hidden_aliases, "tree", cls=AliasOption, hidden_aliases=hidden_aliases,
                         metavar="DIR", type=click.Path(file_okay=False, path_type=Path), help=help_text, **extra)
+
+
+def strict_option(what: str) -> Callable[[_F], _F]:
+    """``--strict``, its one meaning on every command: what cannot be carried is an error before
+    anything is written. ``what`` says what this command cannot carry; it is appended to the help."""
+    return click.option("--strict", is_flag=True,
+                        help=f"Fail (exit 1, nothing written) when anything would be changed or left out: {what}.")
 
 
 def legacy_tree_argument(name: str, metavar: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -24,7 +24,7 @@ from bundlekit.bundle.manifest import parse_created
 from bundlekit.bundle.signature import build_keys
 from bundlekit.cli import output
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
-from bundlekit.cli._params import PROFILE, legacy_tree_argument, tree_option
+from bundlekit.cli._params import PROFILE, legacy_tree_argument, strict_option, tree_option
 from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
@@ -52,11 +52,15 @@ __all__ = ["build"]
 @sign_options
 @key_options
 @passphrase_check_option
+@strict_option("a memory file that does not parse")
 def build(tree: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, embeddings: bool,
           embedder: str | None, embed_url: str | None, embed_model: str | None, sign: bool,
-          signer_address: str | None, **params: Any) -> None:
-    """Build a bundle of the memory tree (-d) and print its root CID (stdout); the tree is validated first."""
+          signer_address: str | None, strict: bool, **params: Any) -> None:
+    """Build a bundle of the memory tree (-d) and print its root CID (stdout); the tree is validated first.
+
+    A memory file that does not parse is left out with a warning naming it; --strict refuses the build
+    instead (exit 1, nothing written)."""
 
     sign = signing(params, sign)
     keys = build_keys(KeyOptions.from_params(params), sign=sign, encrypt=encrypt, signer_address=signer_address,
@@ -69,7 +73,8 @@ def build(tree: Path, output_path: Path, namespace: str | None, profile: str | N
         source = Memory(tree, on_warning=output.warn, embedder=embedder_settings(embedder, embed_url, embed_model))
     with output.Progress("building", unit="files") as progress:
         options = BuildOptions(namespace=namespace, profile=profile, created=when, redact_index=redact_index,
-                               compat=compat, progress=progress.callback, embeddings=embeddings)
+                               compat=compat, progress=progress.callback, embeddings=embeddings,
+                               strict=strict, warn=output.warn)
         result = build_bundle(source, output_path, key=key, sign=signer, options=options)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "

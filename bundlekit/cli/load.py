@@ -132,7 +132,8 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 @key_options
 def fork(uri: str, tree: Path, strategy: str, gateways: tuple[str, ...], as_json: bool, publishers: tuple[str, ...],
          **params: Any) -> None:
-    """Import the bundle at URI into the memory tree (-d), all or nothing; source = the bundle's CID."""
+    """Import the bundle at URI into the memory tree (-d), all or nothing, each memory file as the bundle
+    holds it; the tree remembers the bundle's root as its parent (the base `merge` finds when it comes back)."""
 
     result = fork_bundle(uri, tree, strategy=strategy, source=gateway_source(gateways),
                          key=resolve_key_spec(**params), options=LoadOptions(publishers=publishers))

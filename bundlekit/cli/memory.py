@@ -22,7 +22,7 @@ from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.embed.protocol import EmbedderSettings
-from bundlekit.errors import InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import FrontmatterError, InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
 from bundlekit.memory.naming import validate_key
@@ -79,8 +79,9 @@ _dir_option = click.option(
 def _mem(ctx: click.Context, *, existing: bool = False, embedder: EmbedderSettings | None = None) -> Memory:
     """The tree named by ``-d`` (after the subcommand, else before it, else $BUNDLEKIT_MEMORY_DIR, else ./memory).
 
-    ``existing``: a command that reads refuses a tree that is not there (exit 2). ``embedder``: what it ranks
-    by meaning with (default: the environment's, else the ``semantic`` extra's model).
+    ``existing``: refuse a tree that is not there (exit 2, nothing created): every command but ``init``
+    asks for it, so a mistyped ``-d`` never creates a folder. ``embedder``: what it ranks by meaning with
+    (default: the environment's, else the ``semantic`` extra's model).
     """
     directory: Path = ctx.meta.get(_DIR_KEY) or ctx.obj
     memory = Memory(directory, on_warning=output.warn, embedder=embedder)
@@ -145,9 +146,10 @@ def init_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.option("--name", required=True, help="Human-readable title.")
 @click.option("--description", required=True, help="One-line summary (shown in the index).")
 @click.option("--type", "type_", required=True, type=click.Choice(MEMORY_TYPES), help="Memory type.")
-@click.option("--body", help="The Markdown body.")
+@click.option("--body", help="The Markdown body (required: this or --body-file).")
 @click.option(
-    "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-': stdin)."
+    "--body-file", type=click.File("r", encoding="utf-8"),
+    help="Read the body from a file ('-': stdin) instead of --body.",
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--important/--not-important", default=None, help="Pin salience to 1.0 (or unpin).")
@@ -177,7 +179,10 @@ def write_cmd(
     allow_secrets: bool,
     as_json: bool,
 ) -> None:
-    """Create or update the memory KEY."""
+    """Create or update the memory KEY.
+
+    The tree must exist (`memory init` makes one); the body comes from --body or --body-file (exactly one
+    of them). --name and --description take any one-line text, stored and read back as given."""
     if (body is None) == (body_file is None):
         raise UsageError("give exactly one of --body TEXT or --body-file FILE ('-' for stdin)")
     if body is not None:
@@ -187,7 +192,7 @@ def write_cmd(
             text = body_file.read()
         except UnicodeDecodeError as exc:
             raise UsageError(f"--body-file {body_file.name} is not UTF-8 text; re-save it as UTF-8") from exc
-    record = _mem(ctx).write(
+    record = _mem(ctx, existing=True).write(
         key,
         name=name,
         description=description,
@@ -212,9 +217,14 @@ def write_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
 def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
-    """Print the memory KEY (its file as stored; one holding what looks like a credential, with it withheld)."""
+    """Print the memory KEY (its file as stored; one holding what looks like a credential, with it withheld).
+    A file that does not parse is printed as stored, what is wrong with it on stderr."""
     mem = _mem(ctx, existing=True)
-    record = mem.read(key, withhold=True)
+    try:
+        record = mem.read(key, withhold=True)
+    except FrontmatterError as exc:
+        _show_broken(mem, key, str(exc), as_json)
+        return
     if record is None:
         raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
     if as_json:
@@ -223,21 +233,35 @@ def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
         output.data(output.printable(record.raw), newline=False)
 
 
+def _show_broken(mem: Memory, key: str, problem: str, as_json: bool) -> None:
+    text = mem.stored_text(key)
+    if text is None:  # removed since it was read
+        raise MemoryNotFoundError(f"no memory {key}.md in {mem.root}; `bundlekit memory list` shows the keys")
+    output.warn(f"{problem}; shown as stored (fix the file, or `bundlekit memory forget {key}` removes it)")
+    if as_json:
+        output.data_json({"key": key, "broken": problem, "text": text})
+    else:
+        output.data(output.printable(text), newline=False)
+
+
 @memory.command("list")
 @_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool) -> None:
-    """List the memories, sorted by key."""
+    """List the memories, sorted by key.
+
+    A file that does not parse is listed as broken (type `broken`), with what is wrong."""
     mem = _mem(ctx, existing=True)
     if not as_json:  # the stored lines (already terminal-safe), one write: no record loaded, no per-line echo
         text = mem.list_text()
         if text:
             output.data(text)
         return
-    records = mem.list(withhold=True)
-    rows = [r.summary() for r in records]
-    output.data_json(rows)
+    records, broken = mem.listing()
+    rows: list[dict[str, Any]] = [r.summary() for r in records]
+    rows += [{"key": key, "broken": problem} for key, problem in broken.items()]
+    output.data_json(sorted(rows, key=lambda row: str(row["key"])))
 
 
 @memory.command("forget", short_help="Delete the memory KEY (the timeline records it).")
@@ -261,14 +285,16 @@ def forget_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Accepted for uniformity: the entry is always one line of JSON.")
 @click.pass_context
 def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bool) -> None:
-    """Append a TYPE event to today's timeline; values are strings. Prints the entry as JSON."""
+    """Append a TYPE event to today's timeline; values are strings. Prints the entry as JSON.
+
+    The tree must exist (`memory init` makes one)."""
     data: dict[str, str] = {}
     for pair in pairs:
         field, sep, value = pair.partition("=")
         if not sep or not field:
             raise UsageError(f"timeline data must be KEY=VALUE, got {pair!r}")
         data[field] = value
-    entry = _mem(ctx).note(type_, **data)
+    entry = _mem(ctx, existing=True).note(type_, **data)
     output.data_json(entry)
 
 
@@ -398,12 +424,14 @@ def export_cmd(ctx: click.Context, output_path: Path | None, as_json: bool) -> N
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def import_cmd(ctx: click.Context, file: Any, strategy: str, allow_secrets: bool, as_json: bool) -> None:
-    """Import an export blob (FILE, '-' for stdin): all or nothing."""
+    """Import an export blob (FILE, '-' for stdin): all or nothing.
+
+    The tree must exist (`memory init` makes one)."""
     try:
         blob = json.loads(file.read())
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise MemoryStoreError(f"{file.name} is not a JSON export blob; export it again") from exc
-    report = _mem(ctx).import_(blob, strategy, allow_secrets=allow_secrets)
+    report = _mem(ctx, existing=True).import_(blob, strategy, allow_secrets=allow_secrets)
     if as_json:
         output.data_json(report.to_dict())
     else:

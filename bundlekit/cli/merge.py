@@ -44,7 +44,8 @@ def report_rows(result: MergeResult) -> list[str]:
 def summary_line(result: MergeResult, *, dry_run: bool) -> str:
     """One status line: what was merged over which base and what it did."""
     counts = result.report.counts()
-    done = ", ".join(f"{n} {action}" for action, n in counts.items()) or "no change"
+    order = sorted(counts, key=lambda action: action != "deleted")  # a deletion is named first
+    done = ", ".join(f"{counts[action]} {action}" for action in order) or "no change"
     verb = "would merge" if dry_run else "merged"
     return (f"{verb} {result.root or result.report.theirs} over "
             f"{result.base or 'no common ancestor'}: {done}; {result.report.timeline_added} timeline lines"
@@ -62,19 +63,25 @@ def summary_line(result: MergeResult, *, dry_run: bool) -> str:
               help="Require SOURCE signed by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
 @click.option("--max-manifests", type=Count(0), default=DEFAULT_MAX_MANIFESTS, show_default=True,
               help="Read at most this many manifests looking for the common ancestor.")
+@click.option("--allow-deletes", is_flag=True,
+              help="Apply a merge that deletes all of the tree's memories or more than a quarter of them "
+                   "(refused otherwise, exit 1, nothing written).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one line of JSON.")
 @key_options
 def merge(source: str, tree: Path, on_conflict: str, dry_run: bool, gateways: tuple[str, ...],
-          publishers: tuple[str, ...], max_manifests: int, as_json: bool, **params: Any) -> None:
+          publishers: tuple[str, ...], max_manifests: int, allow_deletes: bool, as_json: bool,
+          **params: Any) -> None:
     """Merge the bundle at SOURCE (any URI `load` takes, verified) into the memory tree (-d).
 
     Per memory: one side's change is taken; a change against a deletion is kept; both changed
-    differently is a conflict (--on-conflict). Timelines are joined. Nothing is written unless
-    the whole merge succeeds.
+    differently is a conflict (--on-conflict). Timelines are joined. Deletions are listed first;
+    one that would remove more than a quarter of the tree needs --allow-deletes. Nothing is
+    written unless the whole merge succeeds.
     """
     result = merge_bundle(source, tree, blocks=gateway_source(gateways), key=resolve_key_spec(**params),
                           load=LoadOptions(publishers=publishers),
-                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests))
+                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests,
+                                               allow_deletes=allow_deletes))
     output.warn_all(result.warnings)
     for note in result.notes:
         output.status(note)

@@ -18,14 +18,16 @@ from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
-from bundlekit.cli._params import PROFILE, tree_option
+from bundlekit.cli._params import PROFILE, strict_option, tree_option
 from bundlekit.cli.names import publish_name, published_line, routers_from_env, routing_endpoints
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.names import Published
 from bundlekit.errors import BundlekitError, PinError, UsageError
 from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import pinner_listing
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
@@ -62,6 +64,7 @@ def _table(report: PinReport) -> str:
 @sign_options
 @key_options
 @passphrase_check_option
+@strict_option("a memory file that does not parse")
 def pin(
     src: Path | None,
     tree: Path,
@@ -77,6 +80,7 @@ def pin(
     name_key: Path | None,
     sign: bool,
     signer_address: str | None,
+    strict: bool,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
@@ -105,8 +109,9 @@ def pin(
             packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
             label, unit = ("packing", "bytes") if packing else ("building", "files")
             with output.Progress(label, unit=unit) as building:
-                source = prepare_source(src, workdir, profile=profile, namespace=namespace, key=keys.key,
-                                        progress=building.callback, sign=keys.signer)
+                build = BuildOptions(profile=profile, namespace=namespace, progress=building.callback,
+                                     strict=strict, warn=output.warn)
+                source = prepare_source(src, workdir, key=keys.key, sign=keys.signer, options=build)
             size = source.car.stat().st_size
             with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
                 counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
@@ -121,20 +126,7 @@ def pin(
             published = publish_name(name_signer, source.root, routers=name_routers, routing=name_routing)
         except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
             name_error = exc
-    doc = report.to_json()
-    if source.signer is not None:
-        doc["signer"] = source.signer
-    if as_json:
-        if published is not None:
-            doc["name"] = published.to_dict()
-        output.data_json(doc)
-    else:
-        output.status(_table(report))
-        if source.signer is not None:
-            output.status(f"signed by {source.signer}")
-        if published is not None:
-            output.status(published_line(published))
-        output.data(report.root)
+    _print_report(report, source.signer, published, as_json)
     if name_error is not None:
         raise name_error
     if not report.ok:
@@ -193,3 +185,21 @@ def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:
         output.data(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
         if row.get("error"):
             output.data(f"{'':<14} {row['error']}")
+
+
+def _print_report(report: PinReport, signer: str | None, published: Published | None, as_json: bool) -> None:
+    """The pins (a table on stderr, the root on stdout; or one JSON line), the signer and the moved name."""
+    doc = report.to_json()
+    if signer is not None:
+        doc["signer"] = signer
+    if as_json:
+        if published is not None:
+            doc["name"] = published.to_dict()
+        output.data_json(doc)
+        return
+    output.status(_table(report))
+    if signer is not None:
+        output.status(f"signed by {signer}")
+    if published is not None:
+        output.status(published_line(published))
+    output.data(report.root)

@@ -14,12 +14,16 @@ from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
 from bundlekit.errors import UsageError
+from bundlekit.gateway.kubo_api import MAX_PUSH_BODY, MAX_STORE_BYTES
+from bundlekit.gateway.kubo_api import MOUNT as PUSH_MOUNT
+from bundlekit.gateway.kubo_api import KuboAPI, PushLimits
 from bundlekit.gateway.server import (
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
     BodyApp,
     GatewayServer,
+    SpooledBodyApp,
     close_source,
     create_server,
     make_source,
@@ -28,6 +32,7 @@ from bundlekit.gateway.server import (
 )
 from bundlekit.gateway.sources import ChainSource, ServedBlocks
 from bundlekit.ipld.cid import cid_to_str
+from bundlekit.names.routing import SERVE_TOKEN_ENV, token_from_env
 from bundlekit.names.routing_api import MOUNT, RoutingAPI
 
 __all__ = ["open_cmd", "serve"]
@@ -39,17 +44,27 @@ def _ui_module(name: str) -> Any:
                         packages={"jinja2", "markdown_it", "markupsafe"})
 
 
-def _ui_apps(source: ServedBlocks) -> dict[str, App | BodyApp]:
+Apps = dict[str, App | BodyApp | SpooledBodyApp]
+
+
+def _ui_apps(source: ServedBlocks) -> Apps:
     app_module = _ui_module("app")
     app: App = app_module.UIApp(source.get, lambda: served_roots(source))
     return {app_module.MOUNT: app}
 
 
-def _routing_apps(source: ServedBlocks) -> dict[str, App | BodyApp]:
-    """The Delegated Routing API's IPNS paths over the store ``source`` serves (none without a store)."""
+def _store_apps(source: ServedBlocks, token: str | None, limits: PushLimits) -> Apps:
+    """Over the store ``source`` serves (none without a store): the Delegated Routing API's IPNS paths, and
+    with a token the team hub's push API (kubo's RPC calls the ``kubo`` pinner makes)."""
     parts = source.sources if isinstance(source, ChainSource) else (source,)
     store = next((p for p in parts if isinstance(p, BlockStore)), None)
-    return {} if store is None else {MOUNT: RoutingAPI(store).app()}
+    if store is None:
+        return {}
+    routing = RoutingAPI(store, token=token)
+    apps: Apps = {MOUNT: routing.app()}
+    if token is not None:
+        apps[PUSH_MOUNT] = KuboAPI(store, token, limits, records=routing.put).app()
+    return apps
 
 
 def _serve(
@@ -60,6 +75,7 @@ def _serve(
     *,
     ui: bool = False,
     max_connections: int = MAX_CONNECTIONS,
+    store_apps: Apps | None = None,
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
@@ -67,7 +83,7 @@ def _serve(
     (exit 130 and 129, ``_signals``), as everywhere.
     """
     try:
-        apps = {**_routing_apps(source), **(_ui_apps(source) if ui else {})}
+        apps = {**(store_apps or {}), **(_ui_apps(source) if ui else {})}
         server = create_server(source, host, port, apps=apps, max_connections=max_connections)
     except BaseException:
         close_source(source)
@@ -116,10 +132,14 @@ def _serve(
     type=Count(1),
     help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
 )
+@click.option("--max-push-bytes", default=MAX_PUSH_BODY, show_default=True, type=Count(1),
+              help="With $BUNDLEKIT_SERVE_TOKEN: the largest pushed body (a bundle's CAR) taken.")
+@click.option("--max-store-bytes", default=MAX_STORE_BYTES, show_default=True, type=Count(1),
+              help="With $BUNDLEKIT_SERVE_TOKEN: refuse a push once the store's blocks would pass this size.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
-          as_json: bool, cars: tuple[str, ...]) -> None:
+          max_push_bytes: int, max_store_bytes: int, as_json: bool, cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first, then
@@ -135,11 +155,20 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
     too: GET and PUT URL/routing/v1/ipns/NAME (`name publish --routing URL`);
     a PUT is kept only when its record verifies for NAME and its sequence is
     above the one kept (409 otherwise).
+    A team hub: with $BUNDLEKIT_SERVE_TOKEN set, writers holding the token push
+    bundles with `--pinner kubo` (BUNDLEKIT_KUBO_URL=URL, BUNDLEKIT_KUBO_TOKEN)
+    through URL/api/v0/ (kubo's dag/import, pin/add, pin/ls, id), and a record
+    of a name the hub does not hold yet needs the token ($BUNDLEKIT_ROUTING_TOKEN
+    on the writers); without it, each client may bring 100 new names.
     SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
     if no_store and (store_dir is not None or not cars):
         raise UsageError("--no-store serves the CAR files given alone: give CAR files, and no --store")
+    token = token_from_env(SERVE_TOKEN_ENV)
+    if token is not None and no_store:
+        raise UsageError(f"${SERVE_TOKEN_ENV} opens the push API into the store; --no-store serves none")
     source = make_source(store_dir, cars, use_store=not no_store)
+    limits = PushLimits(max_body=max_push_bytes, max_store_bytes=max_store_bytes)
 
     def announce(server: GatewayServer) -> None:
         roots = served_roots(source)
@@ -150,8 +179,11 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
             for root in roots:
                 output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
         output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
+        if token is not None:
+            output.status(f"taking pushes from token holders at {server.url}{PUSH_MOUNT}")
 
-    _serve(source, host, port, announce, ui=ui, max_connections=max_connections)
+    _serve(source, host, port, announce, ui=ui, max_connections=max_connections,
+           store_apps=_store_apps(source, token, limits))
 
 
 @click.command("open")

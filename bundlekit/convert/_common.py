@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import yaml
 
 from bundlekit._fs import atomic_write_bytes, os_reason
-from bundlekit.errors import ConvertError, FrontmatterError, InvalidKeyError
+from bundlekit.errors import ConvertError, DeviceMemoryError, FrontmatterError, InvalidKeyError
+from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.frontmatter import load_frontmatter
 from bundlekit.memory.index import link_line
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
@@ -55,6 +56,7 @@ __all__ = [
     "Unholdable",
     "atomic_write",
     "bad_time",
+    "check_device",
     "derive_keys",
     "dropped_fields",
     "field_losses",
@@ -62,6 +64,7 @@ __all__ = [
     "first_line",
     "index_line_loss",
     "format_time",
+    "is_device_entry",
     "is_valid_key",
     "left_out_file",
     "line_fields",
@@ -766,3 +769,35 @@ def same_instant(original: Any, current: Any) -> Any:
     except ConvertError:
         pass
     return current
+
+
+# -- the device rule ------------------------------------------------------------------------------
+
+
+def is_device_entry(entry: Entry) -> bool:
+    """True for memory bound to one machine (a MagicFrog device note)."""
+    return is_device_bound(entry.meta)
+
+
+def check_device(entries: list[Entry], *, include_device: bool, local_only: bool, action: str) -> list[Entry]:
+    """Apply the device rule to ``entries`` before they move anywhere.
+
+    Returns the entries allowed to move. Device entries pass only with
+    ``include_device`` and ``local_only`` both set; otherwise any device entry
+    raises ``DeviceMemoryError`` naming how many there are and the two ways out.
+    """
+    device = [e for e in entries if is_device_entry(e)]
+    if not device:
+        return entries
+    if include_device and local_only:
+        return entries
+    if include_device:
+        raise DeviceMemoryError(
+            f"refusing to {action} {len(device)} device memories without --local-only: "
+            "device memory never leaves this machine; add --local-only to make a local copy"
+        )
+    raise DeviceMemoryError(
+        f"refusing to {action} {len(device)} device memories (first: {device[0].key!r}): device memory "
+        "never leaves this machine; pass --exclude-device to leave them out, or "
+        "--include-device --local-only for a copy that stays on this machine"
+    )

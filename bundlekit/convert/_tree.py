@@ -35,7 +35,7 @@ def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
 def _memory_file(entry: Entry) -> str:
     """``entry`` as the memory store writes it; ``FrontmatterError`` or ``InvalidKeyError`` if it cannot."""
     where = f"{entry.key}.md"
-    text = render_memory_file(ordered_meta(entry.meta), entry.body, strict=False, where=where)
+    text = render_memory_file(ordered_meta(entry.meta), entry.body, where=where)
     parse_memory_file(text, key=entry.key, where=where)  # the checks Memory.import_ makes of each file
     return text
 
@@ -63,7 +63,7 @@ def tree_blob(tree: ForeignTree, *, namespace: str | None = None) -> dict[str, A
         for name in unplain_keys(e.meta):
             tree.warnings.append(
                 f"{e.key}.md: {name} has no plain YAML form and is kept double-quoted "
-                "(three.ws's line reader will show the quotes; bundlekit refuses such values in new writes)"
+                "(three.ws's line reader will show the quotes)"
             )
     timeline = sorted(tree.timeline, key=lambda ev: str(ev.get("ts", "")))
     return build_export(namespace, "", files, timeline)

@@ -41,6 +41,7 @@ from bundlekit.convert._common import (
     single_line,
     write_planned,
 )
+from bundlekit.convert._format import Format, kept
 from bundlekit.convert._sqlite import ForeignDatabase
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
@@ -50,6 +51,7 @@ __all__ = [
     "CATEGORIES",
     "CATEGORY_TYPES",
     "DEFAULT_IMPORTANCE",
+    "FORMAT",
     "SCHEMA",
     "TYPE_CATEGORIES",
     "directory_identity",
@@ -654,3 +656,16 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
     out.append(f"</{current}>\n")
     out.append(tail)
     return "".join(out)
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="magic-context",
+    summary="Magic Context SQLite database (memories table, one project)",
+    read=read_magic_context,
+    write=write_magic_context,
+    read_options=frozenset({"project", "repo", "clock"}),
+    write_options=frozenset({"project"}),
+    kept=kept("created", "updated", "important", "type"),
+    lossy="name, description, tags, source, decay, revision; the timeline",
+)

@@ -52,6 +52,7 @@ from bundlekit.convert._common import (
     write_planned,
     index_line_loss,
 )
+from bundlekit.convert._format import Format, kept
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
 from bundlekit.ipld.cid import cid_to_str
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOB_VERSION",
+    "FORMAT",
     "STORAGE_KEY",
     "STORAGE_TIMELINE",
     "blob_entries",
@@ -599,3 +601,17 @@ def plan_threews(
     else:
         data = blob
     plan.add(dest, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="three.ws",
+    summary="three.ws export blob or localStorage dump (JSON)",
+    read=read_threews,
+    write=write_threews,
+    read_options=frozenset({"agent_id", "now", "key"}),
+    write_options=frozenset({"namespace", "mode", "storage", "key", "rng"}),
+    kept=kept("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
+    lossy="revision; the timeline in the encrypted form; '[', ']', '\\' in a stored index's link text",
+    timeline_dropped=timeline_dropped,
+)

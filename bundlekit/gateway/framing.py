@@ -31,9 +31,11 @@ are a ``431``. An HTTP/1.0 request with ``Transfer-Encoding`` is answered withou
 being read, and the connection closes (RFC 9112 6.1: its framing is faulty). A
 ``Connection`` header listing ``close`` among other options closes the connection too.
 
-One mounted app reads a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
-(``server.BodyApp``). Its body is framed by the same rule and read within the app's bound
-(``read_body``) instead of dropped; one past the bound is not read, and the connection closes.
+Two mounted apps read a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
+(``server.BodyApp``) and the team hub's push API's ``POST /api/v0/...`` (``server.SpooledBodyApp``).
+Their body is framed by the same rule and read within the app's bound (``read_body`` into memory,
+``spool_body`` into a temp file) instead of dropped; one past the bound is not read, and the
+connection closes.
 
 Reads happen under the connection's own bounds (the head deadline and the idle
 timeout of ``server.py``), so a client trickling a body is cut off like one
@@ -44,10 +46,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from email.message import Message
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 __all__ = ["MAX_DISCARDED_BODY", "MAX_HEAD_BYTES", "BodyFraming", "discard_body", "header_line_problem",
-           "read_body", "request_framing"]
+           "read_body", "request_framing", "spool_body"]
 
 #: Bytes of a request body read and dropped to keep a connection open; a larger body closes it.
 MAX_DISCARDED_BODY = 64 * 1024
@@ -136,7 +138,29 @@ def read_body(stream: Readable, framing: BodyFraming, limit: int = MAX_DISCARDED
     return b"".join(parts) if _take(stream, framing, limit, parts) else None
 
 
-def _take(stream: Readable, framing: BodyFraming, limit: int, into: list[bytes] | None) -> bool:
+class _Pieces(Protocol):
+    """Where ``_take`` puts the pieces of a body it keeps: a list, or a file (``_Spool``)."""
+
+    def append(self, data: bytes, /) -> object: ...
+
+
+class _Spool:
+    """``_take``'s ``into`` over a file: each piece read is written to it."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+
+    def append(self, data: bytes, /) -> object:
+        return self._out.write(data)
+
+
+def spool_body(stream: Readable, framing: BodyFraming, out: BinaryIO, limit: int) -> bool:
+    """The body ``framing`` describes written to ``out`` as it is read, under the same rule and bound as
+    ``read_body`` (``server.SpooledBodyApp``: a pushed CAR, never held in memory); whether it was read whole."""
+    return _take(stream, framing, limit, _Spool(out))
+
+
+def _take(stream: Readable, framing: BodyFraming, limit: int, into: _Pieces | None) -> bool:
     """Read the body within ``limit``, keeping its bytes in ``into`` unless it is None; whether it was read whole."""
     if framing.kind == "none":
         return True
@@ -147,7 +171,7 @@ def _take(stream: Readable, framing: BodyFraming, limit: int, into: list[bytes] 
     return False
 
 
-def _skip(stream: Readable, count: int, into: list[bytes] | None = None) -> bool:
+def _skip(stream: Readable, count: int, into: _Pieces | None = None) -> bool:
     while count > 0:
         data = stream.read(min(count, 16 * 1024))
         if not data:
@@ -158,7 +182,7 @@ def _skip(stream: Readable, count: int, into: list[bytes] | None = None) -> bool
     return True
 
 
-def _skip_chunked(stream: Readable, limit: int, into: list[bytes] | None = None) -> bool:
+def _skip_chunked(stream: Readable, limit: int, into: _Pieces | None = None) -> bool:
     """Chunks (RFC 9112 7.1): ``size[;ext] CRLF data CRLF`` ... ``0 CRLF`` trailers ``CRLF``, within ``limit``."""
     budget = limit
     while True:

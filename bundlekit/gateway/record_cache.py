@@ -37,7 +37,7 @@ from typing import Any, Final
 from bundlekit.errors import CodecError
 from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, decode_data, decode_entry, parse_validity
 
-__all__ = ["record_cache_headers", "record_max_age", "routing_cache_headers"]
+__all__ = ["record_cache_headers", "record_eol_ns", "record_max_age", "routing_cache_headers"]
 
 _NS: Final = 1_000_000_000
 #: boxo ``ipns.DefaultRecordTTL``: the max-age of a record that carries no TTL.
@@ -89,6 +89,11 @@ def record_max_age(record: bytes, now_ns: int) -> int | None:
     if eol is not None:
         max_age = min(max_age, eol - now_ns)
     return max(0, max_age) // _NS
+
+
+def record_eol_ns(record: bytes) -> int | None:
+    """The record's EOL ``Validity`` in Unix ns (None without one that reads); ``CodecError`` for no record data."""
+    return _eol_ns(_record_data(record))
 
 
 def _record_data(record: bytes) -> Mapping[str, Any]:

@@ -19,8 +19,9 @@ request's head (request line and headers) must arrive within
 :data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
 for ever. A request body is read and dropped within a bound before the answer, or the
 answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one
-but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound),
-and its bytes must never be read as the next request. Responses stream: a CAR
+but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound) or
+``SpooledBodyApp`` (the push API's ``POST``: admitted first, then read into a temp file within its
+bound), and its bytes must never be read as the next request. Responses stream: a CAR
 goes out block by block with chunked transfer encoding, a file chunk by chunk
 with a known ``Content-Length``. When a block turns out to be missing after
 the status line went out, the connection is cut without the final chunk, so
@@ -43,13 +44,14 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 from bundlekit._redact import redact
 from bundlekit._signals import is_ignored
@@ -62,6 +64,7 @@ from bundlekit.gateway.framing import (
     header_line_problem,
     read_body,
     request_framing,
+    spool_body,
 )
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
@@ -76,10 +79,12 @@ __all__ = [
     "STOP_POLL_INTERVAL",
     "App",
     "BodyApp",
+    "PEER_HEADER",
     "GatewayResponder",
     "GatewayServer",
     "Response",
     "ServedRoot",
+    "SpooledBodyApp",
     "close_source",
     "create_server",
     "make_source",
@@ -92,7 +97,10 @@ logger = logging.getLogger("bundlekit.gateway")
 
 # An extra application mounted beside the gateway paths: (method, target, lower-case headers) -> Response.
 # It must never raise (like GatewayResponder.respond). The browsing interface (bundlekit.ui) is one, at /ui/.
+# The headers of a mounted app's request also hold PEER_HEADER, the client's address: a name no HTTP header
+# can have (a field name never starts with ":"), so a client cannot forge it.
 App = Callable[[str, str, Mapping[str, str]], Response]
+PEER_HEADER = ":peer"
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,25 @@ class BodyApp:
     respond: Callable[[str, str, Mapping[str, str], bytes | None], Response]
     max_body: int
     methods: frozenset[str] = frozenset({"PUT"})
+
+
+@dataclass(frozen=True)
+class SpooledBodyApp:
+    """A ``BodyApp`` whose body goes to an unnamed temp file instead of memory: the team hub's pushed CARs.
+
+    ``respond(method, target, headers, body)`` gets the body read within ``max_body`` bytes into a
+    ``tempfile.TemporaryFile`` (positioned at its start, closed and so removed after the answer), or
+    None when it could not be read whole within the bound. Like ``App``, it must never raise.
+    """
+
+    respond: Callable[[str, str, Mapping[str, str], BinaryIO | None], Response]
+    max_body: int
+    methods: frozenset[str] = frozenset({"POST"})
+    # Judged before the body is read: (method, target, headers) -> a refusal, or None to read the body.
+    # A refused body is never read (dropped within the usual bound, else the connection closes), so a
+    # client without the app's credentials cannot make it spool anything. An admitted body is read
+    # under the idle timeout alone (a large push may take longer than the head's deadline).
+    admit: Callable[[str, str, Mapping[str, str]], Response | None] | None = None
 
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
@@ -186,16 +213,22 @@ class _HeadReader(io.RawIOBase):
         self._idle = idle
         self._head = head
         self._deadline: float | None = None
+        self._in_body = False
 
     def start(self) -> None:
         self._deadline = None
+        self._in_body = False
+
+    def read_body(self) -> None:
+        """From now until ``start``: an admitted body, each read bounded by the idle timeout alone."""
+        self._in_body = True
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
         wait = self._idle
-        if self._deadline is not None:
+        if self._deadline is not None and not self._in_body:
             wait = min(wait, self._deadline - time.monotonic())
             if wait <= 0:
                 raise TimeoutError("the request headers took too long")
@@ -228,8 +261,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._reader.start()  # the head deadline starts at the next request's first byte
         self._unread = False  # bytes of this request were left unread: close after the answer, lingering
         self._close_said = False
-        self._body: bytes | None = b""  # the body a BodyApp reads (None: not read whole within its bound)
-        super().handle_one_request()
+        self._body: bytes | BinaryIO | None = b""  # a BodyApp's body (None: not read whole within its bound)
+        self._spooled = False  # the body goes to a temp file (a SpooledBodyApp's)
+        self._refusal: Response | None = None  # a SpooledBodyApp's answer given before its body
+        try:
+            super().handle_one_request()
+        finally:
+            if not isinstance(self._body, bytes | None):
+                self._body.close()
 
     def parse_request(self) -> bool:
         """The request line and headers (each header line checked as it is read), then its body
@@ -257,6 +296,14 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
         wanted = self.server.body_limit(self.command, self.path)
+        app = self.server.responder_for(self.path)
+        self._spooled = isinstance(app, SpooledBodyApp)
+        if wanted and isinstance(app, SpooledBodyApp) and app.admit is not None:
+            self._refusal = app.admit(self.command, self.path, self._lower_headers())
+            if self._refusal is not None:
+                wanted = 0  # never spooled: dropped within the usual bound, or the connection closes
+            else:
+                self._reader.read_body()
         if wanted and framing.kind in ("length", "chunked"):
             return self._read_body(framing, wanted, waits)
         if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
@@ -276,12 +323,21 @@ class _Handler(BaseHTTPRequestHandler):
             if waits:
                 self.send_response_only(100)
                 self.end_headers()
-            self._body = read_body(self.rfile, framing, limit)
+            self._body = self._read_spooled(framing, limit) if self._spooled else read_body(self.rfile, framing, limit)
         if self._body is None:
             self._unread = True
         if self._body is None or framing.close:
             self.close_connection = True
         return True
+
+    def _read_spooled(self, framing: BodyFraming, limit: int) -> BinaryIO | None:
+        """A ``SpooledBodyApp``'s body, read within ``limit`` into a temp file (None past the bound)."""
+        spool = tempfile.TemporaryFile()
+        if not spool_body(self.rfile, framing, spool, limit):
+            spool.close()
+            return None
+        spool.seek(0)
+        return cast(BinaryIO, spool)
 
     def handle_expect_100(self) -> bool:
         """Never ``100 Continue`` here: an answer that reads no body comes at once (RFC 9110 10.1.1)
@@ -327,18 +383,27 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _other
 
-    def _serve(self, method: str) -> None:
+    def _lower_headers(self) -> dict[str, str]:
+        """The request's headers by lower-case name (repeated ones joined), with the client's address as
+        ``PEER_HEADER``."""
         headers: dict[str, str] = {}
         for key, value in self.headers.items():
             k = key.lower()
             headers[k] = f"{headers[k]}, {value}" if k in headers else value
+        headers[PEER_HEADER] = str(self.client_address[0])
+        return headers
+
+    def _serve(self, method: str) -> None:
+        headers = self._lower_headers()
         app = self.server.responder_for(self.path)
         if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
             app = self.server.misdirected
-        if app == self.server.gateway.respond:
+        if self._refusal is not None and app != self.server.misdirected:
+            response = self._refusal
+        elif app == self.server.gateway.respond:
             # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
             response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
-        elif isinstance(app, BodyApp):
+        elif isinstance(app, BodyApp | SpooledBodyApp):
             response = self.server.answer_writing(app, method, self.path, headers,
                                                   self._body if method in app.methods else b"")
         else:
@@ -408,7 +473,7 @@ class GatewayServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         gateway: GatewayResponder,
-        apps: Mapping[str, App | BodyApp] | None = None,
+        apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
         *,
         max_connections: int = MAX_CONNECTIONS,
         idle_timeout: float = IDLE_TIMEOUT,
@@ -456,9 +521,9 @@ class GatewayServer(ThreadingHTTPServer):
         """Bytes of body read for this request: the ``max_body`` of a ``BodyApp`` mounted at ``target``
         for ``method``; 0 (the body is dropped, ``framing.discard_body``) for everything else."""
         app = self.responder_for(target)
-        return app.max_body if isinstance(app, BodyApp) and method in app.methods else 0
+        return app.max_body if isinstance(app, BodyApp | SpooledBodyApp) and method in app.methods else 0
 
-    def responder_for(self, target: str) -> App | BodyApp:
+    def responder_for(self, target: str) -> App | BodyApp | SpooledBodyApp:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
         path = target.split("?", 1)[0]
         for prefix in sorted(self.apps, key=len, reverse=True):
@@ -476,7 +541,8 @@ class GatewayServer(ThreadingHTTPServer):
         return f"http://{host_text}:{port}"
 
     def answer_writing(
-        self, app: BodyApp, method: str, target: str, headers: Mapping[str, str], body: bytes | None
+        self, app: BodyApp | SpooledBodyApp, method: str, target: str, headers: Mapping[str, str],
+        body: bytes | BinaryIO | None,
     ) -> Response:
         """``app``'s answer, counted as a write under way that ``server_close`` waits for; once the server
         is closing, a 503 instead (nothing is started that the exit could cut in half)."""
@@ -486,7 +552,9 @@ class GatewayServer(ThreadingHTTPServer):
                                       [("Retry-After", "1")])
             self._writes += 1
         try:
-            return app.respond(method, target, headers, body)
+            if isinstance(app, SpooledBodyApp):  # no body (b""): an empty file is what it reads
+                return app.respond(method, target, headers, io.BytesIO(body) if isinstance(body, bytes) else body)
+            return app.respond(method, target, headers, body if isinstance(body, bytes) or body is None else None)
         finally:
             with self._writes_done:
                 self._writes -= 1
@@ -578,7 +646,7 @@ def create_server(
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
-    apps: Mapping[str, App | BodyApp] | None = None,
+    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
@@ -672,7 +740,7 @@ def serve_in_thread(
     cars: Sequence[str | Path] = (),
     host: str = "127.0.0.1",
     port: int = 0,
-    apps: Mapping[str, App | BodyApp] | None = None,
+    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.

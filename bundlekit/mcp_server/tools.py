@@ -17,7 +17,7 @@ from typing import Any
 
 from bundlekit._bounds import CONTEXT_TOKENS, shown_value
 from bundlekit.crypto import KeySpec
-from bundlekit.errors import MemoryNotFoundError, UsageError
+from bundlekit.errors import MemoryNotFoundError, SecretDetectedError, UsageError
 from bundlekit.mcp_server.source import ServedMemory
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import MemoryRecord
@@ -148,18 +148,29 @@ class MemoryTools:
         important: bool | None = None,
         expected_revision: int | None = None,
     ) -> dict[str, Any]:
-        """Create or update ``key``; the secret guard and the revision check apply as in the CLI."""
+        """Create or update ``key``; the secret guard and the revision check apply as in the CLI.
+
+        A refusal by the guard names the field and line and says what the client can do: this tool has no
+        ``allow_secrets`` argument (a model must not be able to waive the guard), so only removing it helps.
+        """
         self._writable("memory_write")
-        record = self.served.memory.write(
-            key,
-            name=name,
-            description=description,
-            type=type,
-            body=body,
-            tags=None if tags is None else list(tags),
-            important=important,
-            expected_revision=expected_revision,
-        )
+        try:
+            record = self.served.memory.write(
+                key,
+                name=name,
+                description=description,
+                type=type,
+                body=body,
+                tags=None if tags is None else list(tags),
+                important=important,
+                expected_revision=expected_revision,
+            )
+        except SecretDetectedError as exc:
+            raise SecretDetectedError(
+                f"{exc.finding}; memory must not carry credentials: remove it and call memory_write again "
+                "(the guard has no bypass here)",
+                finding=exc.finding,
+            ) from exc
         return {"key": record.key, "revision": record.revision, "file": record.key + ".md"}
 
     def forget(self, key: str) -> dict[str, Any]:

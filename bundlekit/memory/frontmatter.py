@@ -1,18 +1,18 @@
-"""Frontmatter text <-> mapping: a bounded YAML reader, a plain-scalar writer, and three.ws's line reader.
+"""Frontmatter text <-> mapping: a bounded YAML reader, a writer that quotes only when it must, three.ws's line reader.
 
 Two kinds of program read a memory file's frontmatter: YAML parsers
-(bundlekit, Claude Code, MassGen) and three.ws's runtime, which splits each
-line at its first ``:`` and trims both sides (``parseFrontmatter`` in
-``src/memory/index.js`` of ``nirholas/three.ws``). :func:`dump_frontmatter`
-writes what both read as the same text: every scalar plain (no quotes, no
-escapes: the line reader would keep them), lists and mappings in YAML flow
-style on their key's line (``tags: [a, b]``: the line reader sees that text as
-the value, never a stray key). For the ``strict`` keys (the memory schema's,
-which three.ws reads), a value that has no such form is refused with
-:class:`FrontmatterError`, naming the key and the reason, never the value;
-other keys (carried data no runtime interprets) fall back to YAML
-double-quoted scalars, which every YAML reader decodes alike
-(specs/memory.md, "Canonical rendering").
+(bundlekit, Claude Code) and line readers, which split each line at its first
+``:`` and trim both sides with no unquoting (three.ws's ``parseFrontmatter`` in
+``src/memory/index.js`` of ``nirholas/three.ws``; MassGen's
+``_parse_memory_file``). :func:`dump_frontmatter` writes each text value plain
+(no quotes, no escapes) whenever both kinds read that line as the same text,
+and otherwise as a YAML double-quoted scalar, the form Claude Code itself writes
+for such text: every YAML reader decodes it to exactly the text given, and a
+line reader shows it with its quotes (and escapes), which an export to such a
+system reports (specs/memory.md, "Canonical rendering"). Nothing a user gives
+as text is refused for its characters. Lists and mappings are written in YAML
+flow style on their key's line (``tags: [a, b]``: a line reader sees that text
+as the value, never a stray key).
 
 :func:`load_frontmatter` reads YAML within budgets, because a file may come
 from anywhere: no anchors or aliases (a few hundred bytes of aliases expand to
@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from bundlekit.errors import FrontmatterError
@@ -55,6 +55,7 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 # Longer than any 64-bit integer in any YAML spelling (binary, with underscores, sexagesimal).
 _MAX_INT_TEXT = 80
+_NEVER_FOLD = 2**62
 
 
 def without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
@@ -204,6 +205,17 @@ def _check_events(text: str, where: str, first_line: int) -> None:
             _check_int(event.value, where, mark, first_line)
 
 
+def _wrong_mark(exc: Any) -> Any:
+    """Where a YAML error's wrong line is: where an unclosed flow collection or quoted scalar began (PyYAML
+    marks the line after it, where it noticed: ``tags: [unclosed`` then ``created: ...``), else where the
+    problem was found."""
+    context = getattr(exc, "context", None) or ""
+    opened = getattr(exc, "context_mark", None)
+    if opened is not None and ("flow" in context or "quoted" in context):
+        return opened
+    return getattr(exc, "problem_mark", None)
+
+
 def load_frontmatter(text: str, *, where: str, first_line: int = 2) -> Any:
     """Parse frontmatter YAML (timestamps kept as strings) within the module's budgets.
 
@@ -221,7 +233,7 @@ def load_frontmatter(text: str, *, where: str, first_line: int = 2) -> Any:
     except FrontmatterError:
         raise
     except y.yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        mark = _wrong_mark(exc)
         raise FrontmatterError(
             f"{_where_line(where, mark, first_line)}: frontmatter is not valid YAML; fix the syntax"
         ) from exc
@@ -253,59 +265,39 @@ def split_lines(text: str) -> dict[str, str]:
     return meta
 
 
-def _problem(value: str, flow: bool) -> tuple[str, str] | None:
-    """Why ``value`` has no plain form both kinds of reader read alike, and what to write instead."""
+def _problem(value: str, flow: bool) -> str | None:
+    """Why ``value`` has no plain form that YAML and a line reader both read as ``value``, or ``None``."""
     if _plain_text(value, flow):  # every check below passes such text: none is run, nor PyYAML loaded
         return None
     if not value:
-        return "is empty (YAML reads an empty value as null)", "give it some text"
+        return "is empty (YAML reads an empty value as null)"
     if value != value.strip():
-        return "has leading or trailing white space (three.ws's reader trims it)", "remove the spaces at its ends"
+        return "has leading or trailing white space (a line reader trims it)"
     if value.splitlines() != [value]:
-        return "holds a line break", "write it on one line"
-    if "---" in value:
-        return (
-            "holds '---' (MassGen's and three.ws's readers take it for the end of the frontmatter)",
-            "write '--' or an em dash instead",
-        )
+        return "holds a line break"
     if ": " in value or value.endswith(":"):
-        return (
-            "holds ': ' or ends with ':' (YAML reads that only in quotes, and three.ws keeps quotes)",
-            "write ' - ' instead of ': ' (e.g. 'Goal - win') or leave the colon out",
-        )
+        return "holds ': ' or ends with ':' (YAML reads that only in quotes)"
     if " #" in value or value.startswith("#"):
-        return (
-            "holds ' #' or starts with '#' (YAML reads a comment there)",
-            "leave out the space before '#' (e.g. 'issue#12') or the '#'",
-        )
+        return "holds ' #' or starts with '#' (YAML reads a comment there)"
     if _resolve(value) != _STR_TAG:
-        return (
-            "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)",
-            "add a word so it reads as text (e.g. 'answer yes', 'version 12')",
-        )
+        return "reads as a boolean, number or null in YAML, not as text (e.g. yes, 12, null)"
     analysis = _yaml().analyzer.analyze_scalar(value)
     if not (analysis.allow_flow_plain if flow else analysis.allow_block_plain):
         where = "a YAML indicator ( - ? : , [ ] { } # & * ! | > ' \" % @ ` )"
         if flow:
-            return (
-                f"starts with {where}, holds a flow indicator or a control character",
-                "start it with a letter or digit, with no , [ ] { } or control character in it",
-            )
-        return (
-            f"starts with {where} or holds a control character such as a tab",
-            "start it with a letter or digit, with no control character in it",
-        )
+            return f"starts with {where}, holds a flow indicator or a control character"
+        return f"starts with {where} or holds a control character such as a tab"
     return None
 
 
 def plain_problem(value: str, *, flow: bool = False) -> str | None:
-    """Why ``value`` cannot be written as a plain scalar both kinds of reader read alike, or ``None``.
+    """Why ``value`` cannot be written as a plain scalar both kinds of reader read alike (so it is written
+    double-quoted, and a line reader shows the quotes), or ``None``.
 
     ``flow`` is for an item inside ``[...]`` or ``{...}``, where ``,`` and
     brackets are also taken.
     """
-    found = _problem(value, flow)
-    return None if found is None else found[0]
+    return _problem(value, flow)
 
 
 def plainer(value: str) -> str:
@@ -321,12 +313,14 @@ def plainer(value: str) -> str:
 
 
 def _quoted(value: str) -> str:
+    """``value`` as a YAML double-quoted scalar on one line (PyYAML's escapes; never folded: the width is
+    beyond any text a file can hold)."""
     yaml = _yaml().yaml
-    dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=1_000_000)
+    dumped = yaml.dump(value, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=_NEVER_FOLD)
     return str(dumped).rstrip("\n")
 
 
-def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> str:
+def _scalar(value: Any, key: str, where: str, *, flow: bool) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -343,45 +337,36 @@ def _scalar(value: Any, key: str, where: str, *, flow: bool, strict: bool) -> st
         # PyYAML's own spelling of a float, which every YAML reader resolves back to the float.
         return str(_yaml().yaml.safe_dump(value)).split("\n", 1)[0]
     if isinstance(value, str):
-        found = _problem(value, flow)
-        if found is None:
-            return value
-        if not strict:
-            return _quoted(value)
-        problem, fix = found
-        raise FrontmatterError(
-            f"{where}: {'a value in ' if flow else ''}frontmatter {key!r} {problem}; {fix}. Values are written unquoted, so that YAML readers "
-            "and three.ws's line reader see the same text"
-        )
+        return value if _problem(value, flow) is None else _quoted(value)
     raise FrontmatterError(
         f"{where}: frontmatter {key!r} is not plain data (strings, numbers, booleans, lists, mappings) "
         "and cannot be written as YAML"
     )
 
 
-def _flow(value: Any, key: str, where: str, strict: bool) -> str:
+def _flow(value: Any, key: str, where: str) -> str:
     if isinstance(value, Mapping):
-        items = (f"{_flow_key(k, key, where, strict)}: {_flow(v, key, where, strict)}" for k, v in value.items())
+        items = (f"{_flow_key(k, key, where)}: {_flow(v, key, where)}" for k, v in value.items())
         return "{" + ", ".join(items) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_flow(v, key, where, strict) for v in value) + "]"
-    return _scalar(value, key, where, flow=True, strict=strict)
+        return "[" + ", ".join(_flow(v, key, where) for v in value) + "]"
+    return _scalar(value, key, where, flow=True)
 
 
-def _flow_key(name: Any, key: str, where: str, strict: bool) -> str:
+def _flow_key(name: Any, key: str, where: str) -> str:
     if not isinstance(name, str):
         raise FrontmatterError(f"{where}: frontmatter {key!r} holds a mapping with a key that is not text")
-    return _scalar(name, key, where, flow=True, strict=strict)
+    return _scalar(name, key, where, flow=True)
 
 
-def dump_frontmatter(meta: Mapping[str, Any], *, where: str, strict: Container[str] = ()) -> str:
+def dump_frontmatter(meta: Mapping[str, Any], *, where: str) -> str:
     """The frontmatter lines (each ending in ``\\n``) of ``meta`` in its order: ``key: value``.
 
-    Scalars plain, lists and mappings in flow style on one line (module
-    docstring); a key that is not plain text without ``:`` is double-quoted. A
-    value with no plain form is refused for a key in ``strict`` and
-    double-quoted otherwise.
-    Raises :class:`FrontmatterError` naming ``where`` and the key.
+    Scalars plain where YAML and a line reader read the same text, else
+    double-quoted; lists and mappings in flow style on one line (module
+    docstring); a key that is not plain text without ``:`` is double-quoted.
+    Raises :class:`FrontmatterError` naming ``where`` and the key for what is
+    not plain data or an integer outside 64 bits.
     """
     lines = []
     for key, value in meta.items():
@@ -390,7 +375,7 @@ def dump_frontmatter(meta: Mapping[str, Any], *, where: str, strict: Container[s
         # Schema keys are plain words; another key three.ws's reader could not split is quoted.
         label = key if ":" not in key and plain_problem(key) is None else _quoted(key)
         if isinstance(value, (Mapping, list, tuple)):
-            lines.append(f"{label}: {_flow(value, key, where, key in strict)}\n")
+            lines.append(f"{label}: {_flow(value, key, where)}\n")
         else:
-            lines.append(f"{label}: {_scalar(value, key, where, flow=False, strict=key in strict)}\n")
+            lines.append(f"{label}: {_scalar(value, key, where, flow=False)}\n")
     return "".join(lines)

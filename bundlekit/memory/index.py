@@ -49,6 +49,7 @@ __all__ = [
     "SECTION_TITLES",
     "IndexLink",
     "IndexRecord",
+    "broken_fields",
     "index_line",
     "link_line",
     "list_fields",
@@ -145,6 +146,12 @@ def list_fields(record: MemoryRecord) -> str:
     revision, updated, name — description (tab-separated). Made at output time from the record just read
     from its file."""
     return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+
+
+def broken_fields(key: str, problem: str) -> str:
+    """The ``bundlekit memory list`` line of a memory file that does not parse: key, ``broken``, ``-`` for
+    revision and updated, and the problem (naming the file and line, never a value of it)."""
+    return f"{key}\tbroken\t-\t-\t{problem}"
 
 
 def list_line(record: MemoryRecord) -> str:

@@ -49,13 +49,28 @@ def decode(name: str, data: bytes) -> str:
         raise FrontmatterError(f"{name} is not UTF-8 text; re-save it as UTF-8") from exc
 
 
-def parse_files(backend: Backend, names: list[str]) -> list[tuple[str, bytes, MemoryRecord]]:
+def parse_files(
+    backend: Backend, names: list[str], broken: dict[str, str] | None = None
+) -> list[tuple[str, bytes, MemoryRecord]]:
     """Each of the memory files ``names`` read now and parsed, with its bytes (a file gone since is left out).
-    Raises what parsing raises (:class:`FrontmatterError`, naming the file)."""
+
+    A file that does not parse raises :class:`FrontmatterError` (naming the file and line); with ``broken``
+    it is left out instead and ``broken[name]`` set to that message (one malformed file never blocks the rest).
+    """
     found = []
     for name, data in zip(names, backend.read_many(names), strict=True):
-        if data is not None:
-            found.append((name, data, parse_memory_file(decode(name, data), key=name[:-3], where=name)))
+        if data is None:
+            continue
+        try:
+            record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
+        except FrontmatterError as exc:
+            if broken is None:
+                raise
+            broken[name] = str(exc)
+            continue
+        if broken is not None:
+            broken.pop(name, None)
+        found.append((name, data, record))
     return found
 
 
@@ -69,6 +84,9 @@ class Indexer:
         self._catalog: Catalog | None = None
         self._checked: tuple[object, int, float] | None = None  # (directory stamp, data_version, monotonic time)
         self.listing: Scan | None = None  # the tree's listing the index was last found to agree with
+        # The listing's files that do not parse (file name -> why), found by the last full check: never indexed,
+        # so while one is there every check finds the index short of it and parses it again.
+        self.broken: dict[str, str] = {}
         self.private = True  # an in-memory index nothing else sees (no lock, no MEMORY.md upkeep)
         root = backend.root if isinstance(backend, DirectoryBackend) else None
         self._dir = None if root is None else root / HIDDEN_DIR
@@ -149,8 +167,8 @@ class Indexer:
     def refresh(self, *, locked: bool = False) -> Catalog:
         """The index, agreeing with the files (and ``MEMORY.md`` repaired). ``locked``: the caller holds the lock.
 
-        Raises what parsing a changed file raises (:class:`InvalidKeyError`,
-        :class:`FrontmatterError`, ...); nothing of that refresh is stored then.
+        A file that does not parse is left out of the index and named in :attr:`broken`. Raises what
+        checking the names raises (:class:`InvalidKeyError`, ...); nothing of that refresh is stored then.
         """
         try:
             return self._refresh(locked)
@@ -163,6 +181,7 @@ class Indexer:
             return self._catalog
         stamp = self._backend.stamp()
         scan = self._backend.scan()
+        self.broken = {}
         catalog = self._open(scan, for_write=locked)
         if locked:
             self._sync(catalog, scan)
@@ -254,8 +273,9 @@ class Indexer:
             check_unique((name[:-3] for name in listed), where=f"memory tree {self._where()}")
         if not (changed or removed or settled):
             return
-        parsed = parse_files(self._backend, changed)
-        removed += sorted(set(changed) - {name for name, _data, _record in parsed})  # removed since the listing
+        parsed = parse_files(self._backend, changed, self.broken)
+        # Removed since the listing, or no longer parsing (a row of its former bytes would rank what is not there).
+        removed += sorted(set(changed) - {name for name, _data, _record in parsed})
         signatures = {name: scan.memories[name] for name, _data, _record in parsed} if parsed else {}
         with catalog.writing(now):
             for name in removed:
@@ -274,10 +294,7 @@ class Indexer:
         catalog = self._catalog
         with nullcontext() if self.private else self._backend.hold():
             now = time.time_ns()
-            try:
-                parsed = parse_files(self._backend, names)
-            except FrontmatterError:
-                return
+            parsed = parse_files(self._backend, names, self.broken)
             found = {name for name, _data, _record in parsed}
             with catalog.writing(now):
                 for name in names:
@@ -344,7 +361,7 @@ class Indexer:
         key, :data:`MAX_INDEX_LINES` in all), read now; the others counted."""
         with catalog.reading():
             keys, total = catalog.index_keys(MAX_INDEX_LINES), catalog.count()
-        records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys))]
+        records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys), self.broken)]
         return render_index(records, total=total - len(keys) + len(records))
 
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:

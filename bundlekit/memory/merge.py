@@ -4,8 +4,12 @@ The rules (``specs/sync.md``, "Merge rules"), per memory key, comparing each sid
 file text with the base's:
 
 * unchanged on one side: the other side's version (a deletion included: a memory one
-  side forgot and the other left alone stays forgotten); the same text on both: it;
-* deleted on one side, changed on the other: the change is kept, the deletion reported;
+  side forgot and the other left alone stays forgotten, but over an unproven base only when
+  theirs' timeline forgot that very version); the same text on both: it. Theirs the same as
+  the base, or as ours: ours, untouched. Two texts that differ only in a ``source: ipfs://``
+  field (what ``fork`` once stamped into every memory) are the same version;
+* deleted on one side, changed on the other: the change is kept, the deletion reported, unless
+  the deleting side's timeline forgot the very version the other side holds;
 * changed on both: first a field-level merge, when the two sides changed different
   frontmatter fields (or one the body and the other a field): each side's fields, tags as
   a three-way set union, ``updated`` the later, ``revision`` one above both; otherwise a
@@ -15,9 +19,11 @@ file text with the base's:
   the other side's memory is kept under a sibling key ``<key>.conflict-<tag>`` whose
   frontmatter names the key and where it came from: nothing is lost) or ``fail``;
 * no base version and both sides have one (added on both, or no common ancestor): a
-  conflict, unless the texts are equal; one side only: that side's, unless the other side's
-  timeline holds a ``forgot`` of that key at or after the memory's ``updated`` (forgets
-  stay forgotten even without a common ancestor);
+  conflict, unless the texts are equal; theirs only: theirs', unless ours' timeline forgot
+  that version (or, an entry naming no version, at or after its ``updated``); ours only: ours
+  (no base never deletes);
+* a ``forgot`` counts only when the base's timeline does not hold it (merged once, it decides
+  nothing again), and a timestamp past now + ``MAX_CLOCK_SKEW`` orders as that bound (warned);
 * a device-bound memory (``memory.device``) on any side: ours stays exactly as it is;
   theirs never comes in.
 
@@ -37,6 +43,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit._bounds import MAX_COUNT
@@ -45,8 +52,8 @@ from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import read_tree_files
 from bundlekit.memory.naming import MAX_KEY_LENGTH, TIMELINE_DIR, check_unique
 from bundlekit.memory.record import MemoryRecord, rendered_record
-from bundlekit.memory.timefmt import parse_timestamp
-from bundlekit.memory.timeline import parse_day
+from bundlekit.memory.timefmt import format_timestamp, parse_timestamp, utc_now
+from bundlekit.memory.timeline import parse_day, version_digest
 
 if TYPE_CHECKING:
     from bundlekit.memory.tree import Memory
@@ -55,6 +62,7 @@ __all__ = [
     "CONFLICT_FROM",
     "CONFLICT_OF",
     "CONFLICT_POLICIES",
+    "MAX_CLOCK_SKEW",
     "Conflict",
     "MergeEntry",
     "MergeOutcome",
@@ -69,6 +77,9 @@ CONFLICT_POLICIES: Final = ("both", "newer", "ours", "theirs", "fail")
 #: The frontmatter of a conflict sibling: the key it lost and where it came from.
 CONFLICT_OF: Final = "x-bundlekit-conflict-of"
 CONFLICT_FROM: Final = "x-bundlekit-conflict-from"
+#: How far past the merging machine's clock a timestamp may be and still order anything (a memory's ``updated``,
+#: a ``forgot``): a later one counts as now plus this, with a warning.
+MAX_CLOCK_SKEW: Final = timedelta(minutes=10)
 _SAME_EVERYWHERE: Final = frozenset({"updated", "revision"})  # bookkeeping, not a change of content
 _TAG_CHARS = re.compile(r"[^a-z0-9]+")
 
@@ -142,6 +153,7 @@ class MergeReport:
     entries: list[MergeEntry] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
     timeline_added: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -188,22 +200,29 @@ def sibling_key(key: str, label: str) -> str:
     return key[: MAX_KEY_LENGTH - len(suffix)] + suffix
 
 
-def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_conflict: str = "both") -> MergeOutcome:
+def merge_trees(
+    base: TreeState, ours: TreeState, theirs: TreeState, *, on_conflict: str = "both", proven: bool = True,
+    now: datetime | None = None,
+) -> MergeOutcome:
     """Merge ``theirs`` into ``ours`` over their common ``base`` (module rules).
 
+    ``proven``: the base is vouched for (a signature the merge trusts, or a caller's own base); when not,
+    theirs lacking a memory the base held deletes it only where theirs' timeline forgot that very version.
+    ``now`` (default: the clock) bounds every timestamp that orders anything (``MAX_CLOCK_SKEW``).
     Raises ``UsageError`` for an unknown policy and ``ConflictError`` naming the keys with ``fail``
     when any key conflicts (nothing is decided then).
     """
     if on_conflict not in CONFLICT_POLICIES:
         raise UsageError(f"--on-conflict must be one of {', '.join(CONFLICT_POLICIES)}, not {on_conflict!r}")
     report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
-    forgot = {"ours": _forgotten(ours.days), "theirs": _forgotten(theirs.days)}
+    ctx = _Context(proven, (now or utc_now()) + MAX_CLOCK_SKEW,
+                   _tombstones(ours.days, base.days), _tombstones(theirs.days, base.days), report)
     result: dict[str, MemoryRecord] = {}
     siblings: list[tuple[str, MemoryRecord, str, str]] = []  # (key it lost, the memory, where it came from, winner)
     failed: list[str] = []
     for key in sorted(set(base.records) | set(ours.records) | set(theirs.records)):
         b, o, t = base.records.get(key), ours.records.get(key), theirs.records.get(key)
-        decided = _decide(key, b, o, t, forgot, report)
+        decided = _decide(key, b, o, t, ctx)
         if decided is not _CONFLICT:
             if isinstance(decided, MemoryRecord):
                 result[key] = decided
@@ -212,7 +231,7 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
         if on_conflict == "fail":
             failed.append(key)
             continue
-        winner = _winner(o, t, on_conflict)
+        winner = _winner(o, t, on_conflict, ctx.limit)
         loser, loser_side = (t, theirs.label) if winner == "ours" else (o, ours.label)
         result[key] = o if winner == "ours" else t
         if on_conflict == "both":  # reported once its sibling has a key (``_add_sibling``)
@@ -227,64 +246,125 @@ def merge_trees(base: TreeState, ours: TreeState, theirs: TreeState, *, on_confl
     check_unique(result, where="the merged tree")
     days, added = _merge_days(base.days, ours.days, theirs.days)
     report.timeline_added = added
-    report.entries.sort(key=lambda e: (e.key, e.action))
+    report.entries.sort(key=lambda e: (e.action != "deleted", e.key, e.action))  # every deletion first
+    report.warnings.extend(_future_warnings(((ours, ctx.ours_forgot), (theirs, ctx.theirs_forgot)), ctx.limit))
     return MergeOutcome(result, days, report)
 
 
 _CONFLICT: Final = object()
 
 
+@dataclass(frozen=True)
+class _Tomb:
+    """One ``forgot`` entry: when (as written) and the version it names (None: an entry older than versions)."""
+
+    ts: datetime
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every key's decision shares: whether the base is proven, the latest time that may order anything,
+    each side's ``forgot`` entries the base does not hold (by key), the report."""
+
+    proven: bool
+    limit: datetime
+    ours_forgot: Mapping[str, list[_Tomb]]
+    theirs_forgot: Mapping[str, list[_Tomb]]
+    report: MergeReport
+
+
 def _decide(
-    key: str, b: MemoryRecord | None, o: MemoryRecord | None, t: MemoryRecord | None,
-    forgot: Mapping[str, Mapping[str, str]], report: MergeReport,
+    key: str, b: MemoryRecord | None, o: MemoryRecord | None, t: MemoryRecord | None, ctx: _Context,
 ) -> MemoryRecord | None | object:
-    """The merged memory of one key, ``None`` for none, or ``_CONFLICT``; notes what it did in ``report``."""
-    note = report.entries.append
+    """The merged memory of one key, ``None`` for none, or ``_CONFLICT``; notes what it did in ``ctx.report``."""
+    note = ctx.report.entries.append
     if any(r is not None and is_device_bound(r.meta) for r in (b, o, t)):
         if t is not None and (o is None or t.raw != o.raw):
             note(MergeEntry(key, "device", "ours", "device-bound memory: never crosses machines"))
         return o
-    if _raw(o) == _raw(t):
-        return o
+    if _same(o, t) or (b is not None and _same(t, b)):
+        return o  # theirs holds ours, or changed nothing: the tree stays exactly as it is
     if b is not None:
-        if _raw(o) == b.raw:  # only theirs changed
-            note(MergeEntry(key, "deleted" if t is None else "updated", "theirs"))
-            return t
-        if _raw(t) == b.raw:  # only ours changed
-            return o
-        if o is None or t is None:  # deleted on one side, changed on the other
-            kept, gone = ("theirs", "ours") if o is None else ("ours", "theirs")
-            note(MergeEntry(key, "kept", kept, f"deleted by {gone} but changed by {kept}: the change is kept"))
-            return t if o is None else o
-        merged = _field_merge(key, b, o, t)
-        if merged is not None:
-            note(MergeEntry(key, "merged", "both", "different fields changed on each side"))
-            return merged
-        return _CONFLICT
+        return _decide_with_base(key, b, o, t, ctx)
     if o is None:
         assert t is not None
-        if _forgotten_since(forgot["ours"], t):
+        if _names(ctx.ours_forgot, t, ctx.limit, legacy=True):
             note(MergeEntry(key, "forgotten", "ours", "forgotten by ours after theirs last changed it"))
             return None
         note(MergeEntry(key, "added", "theirs"))
         return t
     if t is None:
-        if _forgotten_since(forgot["theirs"], o):
-            note(MergeEntry(key, "deleted", "theirs", "forgotten by theirs after ours last changed it"))
-            return None
+        if key in ctx.theirs_forgot:
+            note(MergeEntry(key, "kept", "ours", "forgotten by theirs, but no common ancestor held it: kept"))
         return o
     return _CONFLICT
 
 
-def _raw(record: MemoryRecord | None) -> str | None:
-    return None if record is None else record.raw
+def _decide_with_base(
+    key: str, b: MemoryRecord, o: MemoryRecord | None, t: MemoryRecord | None, ctx: _Context,
+) -> MemoryRecord | None | object:
+    """``_decide`` for a key the base holds and theirs changed."""
+    note = ctx.report.entries.append
+    if _same(o, b):  # only theirs changed
+        if t is not None:
+            note(MergeEntry(key, "updated", "theirs"))
+            return t
+        if ctx.proven or (o is not None and _names(ctx.theirs_forgot, o, ctx.limit)):
+            note(MergeEntry(key, "deleted", "theirs"))
+            return None
+        note(MergeEntry(key, "kept", "ours", "absent from theirs, whose timeline forgot no such version and whose "
+                                            "descent from the base is unproven (unsigned): kept"))
+        return o
+    if o is None or t is None:  # deleted on one side, changed on the other
+        if t is None and o is not None and _names(ctx.theirs_forgot, o, ctx.limit):
+            note(MergeEntry(key, "deleted", "theirs", "forgotten by theirs in the very version ours holds"))
+            return None
+        if o is None and t is not None and _names(ctx.ours_forgot, t, ctx.limit):
+            note(MergeEntry(key, "forgotten", "ours", "forgotten by ours in the very version theirs holds"))
+            return None
+        kept, gone = ("theirs", "ours") if o is None else ("ours", "theirs")
+        note(MergeEntry(key, "kept", kept, f"deleted by {gone} but changed by {kept}: the change is kept"))
+        return t if o is None else o
+    merged = _field_merge(key, b, o, t)
+    if merged is not None:
+        note(MergeEntry(key, "merged", "both", "different fields changed on each side"))
+        return merged
+    return _CONFLICT
 
 
-def _winner(o: MemoryRecord, t: MemoryRecord, policy: str) -> str:
-    """Which side keeps the key: the named one, else the later ``updated`` (then the greater text)."""
+def _same(x: MemoryRecord | None, y: MemoryRecord | None) -> bool:
+    """The same version: the same text, or texts that differ only in a ``source: ipfs://...`` field (what
+    ``fork`` once stamped into every memory it imported, without a revision: provenance, not an edit)."""
+    if x is None or y is None:
+        return x is y
+    return x.raw == y.raw or (x.body == y.body and (_stamped(x) or _stamped(y)) and _unstamped(x) == _unstamped(y))
+
+
+def _stamped(record: MemoryRecord) -> bool:
+    source = record.meta.get("source")
+    return isinstance(source, str) and source.startswith("ipfs://")
+
+
+def _unstamped(record: MemoryRecord) -> dict[str, Any]:
+    return {k: v for k, v in record.meta.items() if not (k == "source" and _stamped(record))}
+
+
+def _names(forgot: Mapping[str, list[_Tomb]], record: MemoryRecord, limit: datetime, *, legacy: bool = False) -> bool:
+    """True when a ``forgot`` of ``record``'s key names its very version; with ``legacy``, also one that names no
+    version and is no earlier than its ``updated`` (both bounded by ``limit``: a clock ahead orders nothing)."""
+    digest = version_digest(record.raw)
+    return any(tomb.sha256 == digest
+               or (legacy and tomb.sha256 is None and min(tomb.ts, limit) >= min(record.updated, limit))
+               for tomb in forgot.get(record.key, ()))
+
+
+def _winner(o: MemoryRecord, t: MemoryRecord, policy: str, limit: datetime) -> str:
+    """Which side keeps the key: the named one, else the later ``updated`` (then the greater text); an ``updated``
+    past ``limit`` counts as ``limit``, so a clock ahead (or a forged date) wins nothing by it."""
     if policy in ("ours", "theirs"):
         return policy
-    return "ours" if (o.updated, o.raw) > (t.updated, t.raw) else "theirs"
+    return "ours" if (min(o.updated, limit), o.raw) > (min(t.updated, limit), t.raw) else "theirs"
 
 
 def _fields(record: MemoryRecord) -> dict[str, Any]:
@@ -359,23 +439,41 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
     return candidate
 
 
-def _forgotten(days: Mapping[str, bytes]) -> dict[str, str]:
-    """Key -> the latest ``ts`` of a ``forgot`` entry in these day files."""
-    latest: dict[str, str] = {}
+def _tombstones(days: Mapping[str, bytes], base: Mapping[str, bytes]) -> dict[str, list[_Tomb]]:
+    """Key -> the ``forgot`` entries of these day files that the base's do not hold (a tombstone the base held
+    already was merged before: it decides nothing again)."""
+    held = {line for name in base for line in _lines(base[name])}
+    found: dict[str, list[_Tomb]] = {}
     for line in _all_lines(days):
-        if b'"forgot"' not in line:
+        if b'"forgot"' not in line or line in held:
             continue
         entry = json.loads(line)
-        key, ts = entry.get("key"), entry.get("ts")
+        key, ts, digest = entry.get("key"), entry.get("ts"), entry.get("sha256")
         if entry.get("type") == "forgot" and isinstance(key, str) and isinstance(ts, str):
-            if key not in latest or parse_timestamp(ts) > parse_timestamp(latest[key]):
-                latest[key] = ts
-    return latest
+            found.setdefault(key, []).append(_Tomb(parse_timestamp(ts), digest if isinstance(digest, str) else None))
+    return found
 
 
-def _forgotten_since(forgot: Mapping[str, str], record: MemoryRecord) -> bool:
-    ts = forgot.get(record.key)
-    return ts is not None and parse_timestamp(ts) >= record.updated
+def _future_warnings(sides: Iterable[tuple[TreeState, Mapping[str, list[_Tomb]]]], limit: datetime) -> list[str]:
+    """One warning per side holding memories or new ``forgot`` entries dated past ``limit`` (counted as ``limit``)."""
+    out: list[str] = []
+    limit_text = format_timestamp(limit)
+    for side, forgot in sides:
+        late = sorted(r.key for r in side.records.values() if _later(r, limit, limit_text))
+        late += sorted(f"forgot {k}" for k, tombs in forgot.items() if any(tomb.ts > limit for tomb in tombs))
+        if late:
+            out.append(f"{side.label}: {len(late)} dated later than now + {MAX_CLOCK_SKEW} (first: {late[0]}); "
+                       "counted as now when ordering the merge: a clock ahead wins nothing")
+    return out
+
+
+def _later(record: MemoryRecord, limit: datetime, limit_text: str) -> bool:
+    """``record.updated > limit``, decided on the normalised text (``YYYY-MM-DDTHH:MM:SSZ`` sorts as time does)
+    without parsing it when it has that form: a merge of 10,000 memories would parse 20,000 dates."""
+    text = record.meta.get("updated")
+    if isinstance(text, str) and len(text) == len(limit_text) and text.endswith("Z") and text <= limit_text:
+        return False
+    return record.updated > limit
 
 
 def _lines(data: bytes | None) -> list[bytes]:
@@ -405,6 +503,10 @@ def _merge_days(
     days: dict[str, bytes] = {}
     added = 0
     for name in sorted(set(ours) | set(theirs)):
+        if theirs.get(name) in (base.get(name), ours.get(name)):  # theirs changed nothing of this day
+            if name in ours:
+                days[name] = ours[name]
+            continue
         b: set[bytes] = set(_lines(base.get(name)))
         o: set[bytes] = set(_lines(ours.get(name)))
         t: set[bytes] = set(_lines(theirs.get(name)))

@@ -8,11 +8,11 @@ back as the plain scalar it was written as and unknown keys survive untouched.
 
 Rendering is deterministic: the keys come in a fixed order (required, then
 ``revision``, then the optional known keys, then unknown keys in their
-original order) and every value is written plain, lists and mappings in flow
-style (:func:`bundlekit.memory.frontmatter.dump_frontmatter`), so YAML readers
-and three.ws's line reader see the same text and every machine writes the
-same bytes. A value of a schema key with no such form is refused; an unknown
-key's is double-quoted.
+original order); every text value is written plain where YAML readers and
+three.ws's line reader see the same text, else double-quoted, lists and
+mappings in flow style (:func:`bundlekit.memory.frontmatter.dump_frontmatter`),
+so any single-line text reads back exactly as given and every machine writes
+the same bytes.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "REQUIRED_KEYS",
     "YAML_TIMESTAMP_TAG",
     "MemoryRecord",
+    "name_as_written",
     "parse_memory_file",
     "render_memory_file",
     "rendered_record",
@@ -262,6 +263,22 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
     return record
 
 
+def name_as_written(text: str) -> str | None:
+    """The one-line ``name`` the frontmatter of a memory file that does not validate still holds (for the
+    timeline entry of its forget), or ``None`` when it holds none or is not YAML at all."""
+    parts = _FENCE.split(text.strip(), 2)
+    if len(parts) != 3 or not text.lstrip().startswith("---"):
+        return None
+    try:
+        loaded = quick_frontmatter(parts[1])
+        if loaded is None:
+            loaded = load_frontmatter(parts[1], where="memory file")
+    except FrontmatterError:
+        return None
+    name = loaded.get("name") if isinstance(loaded, dict) else None
+    return name if isinstance(name, str) and name.strip() and name.splitlines() == [name] else None
+
+
 def _plain(value: Any) -> Any:
     """Turn dates into our textual form so the dump is stable; recurse into containers."""
     if isinstance(value, datetime):
@@ -276,7 +293,8 @@ def _plain(value: Any) -> Any:
 
 
 def unplain_keys(meta: Mapping[str, Any]) -> list[str]:
-    """The schema keys of ``meta`` whose text has no plain form (``render_memory_file`` refuses them)."""
+    """The schema keys of ``meta`` whose text has no plain form (``render_memory_file`` double-quotes it, and
+    a line reader such as three.ws's shows the quotes)."""
     out = []
     for name in KNOWN_ORDER:
         value = meta.get(name)
@@ -287,20 +305,19 @@ def unplain_keys(meta: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def render_memory_file(meta: Mapping[str, Any], body: str, *, strict: bool = True, where: str = "memory") -> str:
+def render_memory_file(meta: Mapping[str, Any], body: str, *, where: str = "memory") -> str:
     """Render frontmatter and body into the canonical text of a memory file.
 
     The frontmatter is validated first (:class:`FrontmatterError`); the body is
     stripped of surrounding whitespace. Layout: ``---``, the YAML, ``---``, a
     blank line, the body, a final newline (no blank line or body when empty).
-    A schema key's text with no plain form is refused; with ``strict=False``
-    (imports of foreign files, which report :func:`unplain_keys`) it is
-    double-quoted instead.
+    Text with no plain form is double-quoted (:func:`unplain_keys` names the
+    schema keys that hold such text, for an importer or exporter to report).
     """
-    return _render(meta, body, strict=strict, where=where)[0]
+    return _render(meta, body, where=where)[0]
 
 
-def _render(meta: Mapping[str, Any], body: str, *, strict: bool, where: str) -> tuple[str, dict[str, Any]]:
+def _render(meta: Mapping[str, Any], body: str, *, where: str) -> tuple[str, dict[str, Any]]:
     """:func:`render_memory_file`, and the frontmatter values as written (dates as text, in order)."""
     validate_meta(meta, where)
     ordered: dict[str, Any] = {}
@@ -314,7 +331,7 @@ def _render(meta: Mapping[str, Any], body: str, *, strict: bool, where: str) -> 
     for name in ("created", "updated"):
         plain[name] = format_timestamp(parse_timestamp(plain[name]))
     # ``where`` names the file, never a value: a value may be what the secret guard is about to refuse.
-    dumped = dump_frontmatter(plain, where=where, strict=KNOWN_ORDER if strict else ())
+    dumped = dump_frontmatter(plain, where=where)
     body = body.strip()
     text = f"---\n{dumped}---\n"
     return (f"{text}\n{body}\n" if body else text), plain
@@ -325,7 +342,7 @@ def rendered_record(key: str, meta: Mapping[str, Any], body: str, *, where: str)
     :func:`parse_memory_file` reads from that text. When YAML certainly reads the frontmatter back as
     written (``frontmatter.reads_back``: plain text, integers, booleans, lists of plain text) it is built
     from the values as written, without parsing (nor loading PyYAML); else the text is parsed."""
-    text, plain = _render(meta, body, strict=True, where=where)
+    text, plain = _render(meta, body, where=where)
     if not reads_back(plain):
         return parse_memory_file(text, key=key, where=where)
     validate_meta(plain, where)

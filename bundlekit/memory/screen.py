@@ -7,7 +7,7 @@ value (name, description, every frontmatter value and key, the body); a
 timeline entry on its line and on each of its string values and keys. A
 memory key is checked too: it becomes a file name and an index line, which
 stay readable even in an encrypted bundle, so that check has no bypass.
-The scanner itself is ``secrets`` (``find_secrets``/``guard``).
+The scanner itself is ``bundlekit._secrets`` (``find_secrets``/``guard``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from bundlekit._secrets import find_secrets, guard
 from bundlekit.memory.record import MemoryRecord
-from bundlekit.memory.secrets import find_secrets, guard
 
 __all__ = ["guard_entry", "guard_key", "guard_record", "record_values_clean"]
 
@@ -52,13 +52,22 @@ def guard_key(key: str, where: str = "memory key") -> None:
     guard(key, where, can_allow=False)
 
 
-def guard_record(record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True) -> None:
-    """The guard on a memory's raw text, then on each parsed value (see the module docstring)."""
+def guard_record(
+    record: MemoryRecord, where: str, *, allow_secrets: bool = False, can_allow: bool = True, fields_first: bool = False
+) -> None:
+    """The guard on a memory's raw text, then on each parsed value (see the module docstring).
+
+    ``fields_first`` (a write, whose file the caller has never seen) guards the values first, so a finding
+    names the field and its line (``body line 2``), not a line of the rendered file.
+    """
     if allow_secrets:
         return
-    guard(record.raw, where, can_allow=can_allow)
+    if not fields_first:
+        guard(record.raw, where, can_allow=can_allow)
     for text, place in _values(record, where):
         guard(text, place, can_allow=can_allow)
+    if fields_first:
+        guard(record.raw, where, can_allow=can_allow)
 
 
 def record_values_clean(record: MemoryRecord) -> bool:

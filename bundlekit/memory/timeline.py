@@ -5,10 +5,15 @@
 compactly (``separators=(",", ":")``, UTF-8, keys in insertion order: ``ts``,
 ``type``, then the data in the order given). The day of a line is the UTC date
 of its ``ts``.
+
+A ``forgot`` entry (``Memory.forget``) names the version it removed: ``{"key", "name", "revision",
+"sha256"}``, the digest of the whole file text as it was (``version_digest``), so a merge removes that
+version and no other (``specs/memory.md``, "Forget"; ``specs/sync.md``, "Merge rules").
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -22,10 +27,12 @@ __all__ = [
     "DAY_FILE_RE",
     "day_file_for",
     "encode_entry",
+    "forgot_data",
     "make_entry",
     "merge_entries",
     "parse_day",
     "validate_entry",
+    "version_digest",
 ]
 
 DAY_FILE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.jsonl")
@@ -47,6 +54,23 @@ def make_entry(entry_type: str, data: Mapping[str, Any], now: datetime) -> dict[
     except (TypeError, ValueError) as exc:
         raise UsageError(f"timeline entry {entry_type!r} holds data that is not JSON-serialisable") from exc
     return entry
+
+
+def version_digest(text: str) -> str:
+    """The SHA-256 (hex) of a memory file's whole text, UTF-8: what a ``forgot`` entry names as the version it
+    removed."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def forgot_data(key: str, name: str, text: str, revision: int | None) -> dict[str, Any]:
+    """The data of a ``forgot`` entry: the key and name (as the caller masked them) and the version removed,
+    its ``revision`` (None, left out, for a file that does not parse) and the ``sha256`` of its file text
+    (never the body itself)."""
+    data: dict[str, Any] = {"key": key, "name": name}
+    if revision is not None:
+        data["revision"] = revision
+    data["sha256"] = version_digest(text)
+    return data
 
 
 def encode_entry(entry: Mapping[str, Any]) -> bytes:

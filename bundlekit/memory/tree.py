@@ -20,6 +20,11 @@ What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``
 one of whose values (as read from its file now) holds a credential with that
 credential withheld, and warns naming the file (``withhold``); so do the
 timeline entries of ``context_block`` and ``timeline(withhold=True)``.
+
+A memory file that does not parse never blocks the rest: every read leaves it
+out with a warning naming it and what is wrong, ``list_text``/``listing`` list
+it as broken, ``stored_text`` shows it, ``forget`` removes it, and nothing
+replaces or deletes it unseen (specs/memory.md, "A file that does not parse").
 """
 
 from __future__ import annotations
@@ -28,20 +33,28 @@ import builtins
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import bundlekit._secrets as secrets
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
-from bundlekit.errors import ConflictError, InvalidKeyError, MemoryNotFoundError, UsageError
-from bundlekit.memory import ranking, screen, secrets
+from bundlekit.errors import (
+    ConflictError,
+    FrontmatterError,
+    InvalidKeyError,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    UsageError,
+)
+from bundlekit.memory import ranking, screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
-from bundlekit.memory.index import list_fields, render_index
+from bundlekit.memory.index import broken_fields, list_fields, render_index
 from bundlekit.memory.indexer import Indexer, decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT
@@ -58,6 +71,7 @@ from bundlekit.memory.record import (
     OPTIONAL_KEYS,
     REQUIRED_KEYS,
     MemoryRecord,
+    name_as_written,
     parse_memory_file,
     rendered_record,
     validate_meta,
@@ -156,7 +170,20 @@ class Memory:
         if self._on_warning is not None:
             self._on_warning(message)
 
-    def _read(self, op: Callable[[Catalog], _T]) -> _T:
+    def _read(self, op: Callable[[Catalog], _T], *, warn_broken: bool = True) -> _T:
+        """Run a read on the up-to-date index (:meth:`_read_fresh`); then, with ``warn_broken``, warn
+        naming each memory file that does not parse and was left out of what the read shows."""
+        with self._mutex:
+            result = self._read_fresh(op)
+            if warn_broken:
+                for name, problem in sorted(self._index.broken.items()):
+                    self._warn(
+                        f"{problem}; left out (`bundlekit memory show {name[:-3]}` prints the file, "
+                        f"`bundlekit memory forget {name[:-3]}` removes it)"
+                    )
+            return result
+
+    def _read_fresh(self, op: Callable[[Catalog], _T]) -> _T:
         """Run a read on the up-to-date index, in one snapshot (what it ranks and chooses is of one
         generation, whatever another process commits meanwhile); an index found broken mid-way is rebuilt
         and the read run again. Files the read found changed behind signatures the index vouched for (an
@@ -191,14 +218,14 @@ class Memory:
 
     def _all(self, catalog: Catalog) -> builtins.list[MemoryRecord]:
         """Every memory of the listing, sorted by key, read from its file now (no index row is shown)."""
-        found = parse_files(self._backend, self._listed())
+        found = parse_files(self._backend, self._listed(), self._index.broken)
         return sorted((record for _name, _data, record in found), key=lambda r: r.key)
 
     def _load(self, catalog: Catalog, keys: Sequence[str]) -> builtins.list[MemoryRecord]:
         """The memories ``keys`` (chosen by the index) read from their files now, in that order, as output
         shows them (credentials withheld); one gone is left out. A file whose SHA-256 is not the one the
         index took is noted (:attr:`_stale`): its row ranked other bytes."""
-        found = parse_files(self._backend, memory_files(keys))
+        found = parse_files(self._backend, memory_files(keys), self._index.broken)
         for name, data, _record in found:
             if hashlib.sha256(data).digest() != catalog.sha256(name):
                 self._stale.add(name)
@@ -223,6 +250,19 @@ class Memory:
         (the guard runs here, on what was just read, whatever the index says)."""
         return [r if screen.record_values_clean(r) else self._withheld(r) for r in records]
 
+    def _keep_broken(self, names: Iterable[str], action: str) -> None:
+        """Refuse (:class:`FrontmatterError`) to replace or delete a memory file of ``names`` (equal ignoring
+        case) that does not parse: reads leave it out, so ``action`` would take it for absent and lose its
+        text unseen. Called under the lock, after the refresh, before anything is written."""
+        broken = {name.lower(): (name, problem) for name, problem in self._index.broken.items()}
+        for name in sorted(names):
+            found = broken.get(name.lower())
+            if found is not None:
+                raise FrontmatterError(
+                    f"{found[1]}; {action} would replace it: fix the file, or `bundlekit memory forget "
+                    f"{found[0][:-3]}` removes it"
+                )
+
     def _where(self) -> str:
         return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
 
@@ -233,11 +273,21 @@ class Memory:
         previous: Mapping[str, MemoryRecord | None],
         removed: Sequence[str] = (),
     ) -> None:
-        """Index files just written (under the lock); a broken index is dropped and rebuilt next time."""
+        """Index files just written (under the lock); a broken index is dropped and rebuilt next time.
+
+        The files are written by now, and they are the memory: the index and ``MEMORY.md`` are derived
+        from them and catch up at the next refresh. So a failure to update them (a full disk, an I/O
+        error) is a warning, never the error of a change that was made (issue 35: `memory write` exited
+        1 on a full disk with the memory written, found by bench/soak.py).
+        """
         try:
-            self._index.stored(catalog, builtins.list(records), dict(previous), builtins.list(removed))
-        except CatalogUnusable as exc:
-            self._index.rebuild(str(exc))
+            try:
+                self._index.stored(catalog, builtins.list(records), dict(previous), builtins.list(removed))
+            except CatalogUnusable as exc:
+                self._index.rebuild(str(exc))
+        except MemoryStoreError as exc:
+            self._index.close()
+            self._warn(f"{exc} (the change is written; the next command brings the index and MEMORY.md up to date)")
 
     # -- memories -------------------------------------------------------------
 
@@ -284,7 +334,12 @@ class Memory:
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
-            current = _current(catalog, key, self._read_record)
+            try:
+                current = _current(catalog, key, self._read_record)
+            except FrontmatterError as exc:  # nothing of a file that does not parse can be carried over
+                raise FrontmatterError(
+                    f"{exc}; the write would replace it: fix the file, or `bundlekit memory forget {key}` removes it"
+                ) from exc
             # Step 4: the revision; step 5: the frontmatter.
             revision = _check_revision(current, expected_revision, filename)
             given: dict[str, Any] = {
@@ -298,7 +353,7 @@ class Memory:
             # Step 6: validate, render, guard (text and parsed values); steps 7-8: the file, then the index.
             validate_meta(meta, filename)
             record = rendered_record(key, meta, body, where=filename)
-            screen.guard_record(record, filename, allow_secrets=allow_secrets)
+            screen.guard_record(record, f"{filename} (not written)", allow_secrets=allow_secrets, fields_first=True)
             self._backend.write(filename, record.raw.encode("utf-8"))
             self._stored(catalog, [record], {key: current})
             return record
@@ -314,6 +369,29 @@ class Memory:
             return record
         return self._withheld(record)
 
+    def broken(self) -> dict[str, str]:
+        """The tree's memory files that do not parse, by key: what is wrong (naming the file and line, never
+        a value). Every read leaves them out with a warning; :meth:`read` raises for one, :meth:`stored_text`
+        gives its text, :meth:`forget` removes it."""
+        self._read(lambda _catalog: None, warn_broken=False)
+        return {name[:-3]: problem for name, problem in sorted(self._index.broken.items())}
+
+    def stored_text(self, key: str) -> str | None:
+        """The memory file ``key``'s text as stored (``None`` when there is none; bytes that are not UTF-8
+        replaced), with what looks like a credential withheld (a warning names the file): how a file that
+        does not parse is shown."""
+        from bundlekit.memory.withhold import mask, withheld_warning
+
+        filename = filename_for(key)
+        data = self._backend.read(filename)
+        if data is None:
+            return None
+        text = data.decode("utf-8", errors="replace")
+        shown = mask(text)
+        if shown != text:
+            self._warn(withheld_warning(filename, ["text"]))
+        return shown
+
     def _read_record(self, key: str) -> MemoryRecord | None:
         """The memory ``key`` parsed from its file now (``None`` when there is none)."""
         filename = filename_for(key)
@@ -323,29 +401,31 @@ class Memory:
         return parse_memory_file(decode(filename, data), key=key, where=filename)
 
     def forget(self, key: str) -> None:
-        """Note ``{"type": "forgot", "key", "name"}`` (never the body), then delete the memory and rebuild the index.
+        """Note ``{"type": "forgot", "key", "name", "revision", "sha256"}`` (never the body), then delete the memory and rebuild the index.
 
         The audit entry comes first and is guarded before anything is
         deleted: a credential in the key or name is withheld in it
-        (``withhold.mask``), and an entry the guard still refuses, or a
+        (``withhold.mask``; a file that does not parse is forgotten too, under the name its frontmatter
+        still holds, else its key), and an entry the guard still refuses, or a
         timeline that cannot be appended to, refuses the forget with the
         memory in place. A delete that fails takes its entry back out of
         the timeline, so either both happen or neither (``specs/memory.md``,
         "Forget"). Raises :class:`MemoryNotFoundError` when there is no such memory.
         """
-        from bundlekit.memory.timeline import day_file_for, make_entry
+        from bundlekit.memory.timeline import day_file_for, forgot_data, make_entry
         from bundlekit.memory.undo import undo_on_failure
         from bundlekit.memory.withhold import mask
 
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
-            current = self._read_record(key)
-            if current is None:
+            data = self._backend.read(filename)
+            if data is None:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._where()}; `bundlekit memory list` shows the keys"
                 )
-            entry = make_entry("forgot", {"key": mask(key), "name": mask(current.name)}, self._now())
+            name, text, revision = _forgotten(key, data)
+            entry = make_entry("forgot", forgot_data(mask(key), mask(name), text, revision), self._now())
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
@@ -361,12 +441,21 @@ class Memory:
         Raises the first problem found (:class:`InvalidKeyError`,
         :class:`FrontmatterError`, :class:`MemoryStoreError`, :class:`SecretDetectedError`).
         """
-        self._snapshot()
+        self._snapshot(strict=True)
 
-    def _snapshot(self) -> tuple[builtins.list[tuple[str, bytes, MemoryRecord]], builtins.list[tuple[str, bytes]]]:
+    def _snapshot(
+        self, *, strict: bool
+    ) -> tuple[builtins.list[tuple[str, bytes, MemoryRecord]], builtins.list[tuple[str, bytes]]]:
+        """Every memory file and timeline day, checked. A memory file that does not parse is left out with a
+        warning, or with ``strict`` raises :class:`FrontmatterError` (the first by name)."""
         from bundlekit.memory.timeline import parse_day
 
-        found = self._read(self._checked_files)
+        found = self._read(self._checked_files, warn_broken=not strict)
+        if strict and self._index.broken:
+            name, problem = min(self._index.broken.items())
+            raise FrontmatterError(
+                f"{problem}; fix the file, or `bundlekit memory forget {name[:-3]}` removes it"
+            )
         for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
             screen.guard_key(record.key, f"a memory file name in {self._where()}")
             secrets.guard(record.raw, filename, can_allow=False)
@@ -396,21 +485,24 @@ class Memory:
         for name in names:
             key_from_filename(name)
         check_unique((name[:-3] for name in names), where=self._where())
-        found = parse_files(self._backend, names)
+        found = parse_files(self._backend, names, self._index.broken)
         digests = catalog.digests()
         self._stale.update(name for name, data, _r in found if hashlib.sha256(data).digest() != digests.get(name))
         return found
 
-    def bundle_files(self) -> builtins.list[tuple[str, bytes]]:
+    def bundle_files(self, *, strict: bool = False) -> builtins.list[tuple[str, bytes]]:
         """The files a bundle carries, sorted by path: the regenerated ``MEMORY.md``, each
-        ``<key>.md`` as read now, each ``timeline/YYYY-MM-DD.jsonl`` as read now. Validates first (see :meth:`check`).
+        ``<key>.md`` as read now, each ``timeline/YYYY-MM-DD.jsonl`` as read now. Validates first (see :meth:`check`),
+        but a memory file that does not parse is left out with a warning naming it (``strict``: raises).
         """
-        return self.bundle_contents()[0]
+        return self.bundle_contents(strict=strict)[0]
 
-    def bundle_contents(self) -> tuple[builtins.list[tuple[str, bytes]], builtins.list[MemoryRecord]]:
+    def bundle_contents(
+        self, *, strict: bool = False
+    ) -> tuple[builtins.list[tuple[str, bytes]], builtins.list[MemoryRecord]]:
         """:meth:`bundle_files` and the records of exactly those memory files, sorted by key: parsed from the
         bytes bundled (one read of the tree: a build's index, checks and dates describe the files it packs)."""
-        found, days = self._snapshot()
+        found, days = self._snapshot(strict=strict)
         records = sorted((record for _name, _data, record in found), key=lambda r: r.key)
         files = [(INDEX_NAME, render_index(records).encode("utf-8"))]
         files += [(name, data) for name, data, _record in found]
@@ -714,6 +806,7 @@ class Memory:
         report = ImportReport()
         with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
             catalog = self._index.refresh(locked=True)
+            self._keep_broken((f"{key}.md" for key in plan.records), "the import")
             records = {r.key.lower(): r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
             previous: dict[str, MemoryRecord | None] = {}
@@ -802,6 +895,7 @@ class Memory:
                     screen.guard_entry(entry, "", f"merged timeline/{name} entry {number}")
         with self._mutex, self._backend.hold(), undo_on_failure(self._backend) as undo:
             catalog = self._index.refresh(locked=True)
+            self._keep_broken(files, "the merge")
             current = {r.filename: r for r in self._all(catalog)}
             written: builtins.list[MemoryRecord] = []
             previous: dict[str, MemoryRecord | None] = {}
@@ -834,6 +928,12 @@ class Memory:
             return self._records()
         return self._read(lambda catalog: self._shown(catalog, self._all(catalog)))
 
+    def listing(self) -> tuple[builtins.list[MemoryRecord], dict[str, str]]:
+        """What ``memory list --json`` shows: every memory as output may show it (credentials withheld), and
+        the files that do not parse by key with what is wrong (:meth:`broken`), with no warning for them."""
+        records = self._read(lambda catalog: self._shown(catalog, self._all(catalog)), warn_broken=False)
+        return records, {name[:-3]: problem for name, problem in sorted(self._index.broken.items())}
+
     def list_lines(self) -> builtins.list[str]:
         """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
         sorted by key: formatted now from the listing fields of the index's rows, shown only when the rows
@@ -846,7 +946,7 @@ class Memory:
     def list_text(self) -> str:
         """:meth:`list_lines` joined by newlines (no newline after the last; ``""`` for an empty tree): the
         listing as ``memory list`` prints it, read as one string (a line holds no newline: it is escaped)."""
-        return self._read(self._list_text)
+        return self._read(self._list_text, warn_broken=False)
 
     def _list_text(self, catalog: Catalog) -> str:
         """The listing from the index's listing fields when its rows are exactly the files of the tree's
@@ -884,10 +984,14 @@ class Memory:
         lines = [list_fields(r) for r in records]
         text = "\n".join(lines)
         if secrets.find_secrets(text):  # the lines showing a credential, made again from the memory withheld
-            text = "\n".join(
+            lines = [
                 list_fields(self._withheld(r)) if secrets.find_secrets(line) else line
                 for r, line in zip(records, lines, strict=True)
-            )
+            ]
+        if self._index.broken:  # a file that does not parse is listed as broken, with what is wrong, in key order
+            lines += [broken_fields(name[:-3], problem) for name, problem in self._index.broken.items()]
+            lines.sort(key=lambda line: line.split("\t", 1)[0])
+        text = "\n".join(lines)
         # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
         return printable(text)
 
@@ -899,6 +1003,18 @@ class Memory:
             if self._embedder is not None and self._embedder is not self._embedder_spec:
                 self._embedder.close()
             self._embedder = None
+
+
+def _forgotten(key: str, data: bytes) -> tuple[str, str, int | None]:
+    """What a forget of the memory file ``key`` holding ``data`` records: its name, text and revision; for a
+    file that does not parse, the name its frontmatter still holds (else the key), its text, no revision."""
+    filename = filename_for(key)
+    try:
+        record = parse_memory_file(decode(filename, data), key=key, where=filename)
+    except FrontmatterError:
+        text = data.decode("utf-8", errors="replace")
+        return name_as_written(text) or key, text, None
+    return record.name, record.raw, record.revision
 
 
 def _check_write_args(

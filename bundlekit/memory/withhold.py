@@ -57,7 +57,7 @@ def withhold(record: MemoryRecord) -> tuple[MemoryRecord, list[str]]:
         fields.append("body")
     if not fields:
         return record, []
-    raw = render_memory_file(meta, body, strict=False, where=record.filename)
+    raw = render_memory_file(meta, body, where=record.filename)
     return MemoryRecord(key=record.key, meta=meta, body=body, raw=raw), fields
 
 

@@ -14,7 +14,9 @@ implementations, boxo's client and server (github.com/ipfs/boxo ``routing/http/c
   that media type carries the record; any other content type, and a ``404``, mean "no record"
   (IPIP-0513: a server answers 200 with ``text/plain`` for none);
 * ``PUT`` with ``Content-Type: application/vnd.ipfs.ipns-record`` and the record as the body;
-  ``200`` is "published".
+  ``200`` is "published". With ``$BUNDLEKIT_ROUTING_TOKEN`` set, the PUT carries
+  ``Authorization: Bearer <token>``: a team hub (``bundlekit serve`` with ``$BUNDLEKIT_SERVE_TOKEN``)
+  takes a record of a name it does not hold yet only with it.
 
 Nothing an endpoint sends is trusted: each answer is bounded (``MAX_RECORD_SIZE`` bytes, and
 ``ROUTING_DEADLINE`` seconds for the whole response at most), and the records are verified
@@ -32,6 +34,7 @@ from typing import Final
 
 import httpx
 
+from bundlekit._redact import MIN_PROCESS_SECRET_LEN, register_secret
 from bundlekit._terminal import printable_field
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
 from bundlekit.errors import NameMovedError, PinAuthError, PinRejected, PinUnavailable, UsageError
@@ -49,15 +52,22 @@ from bundlekit.net.http import (
 __all__ = [
     "ROUTING_DEADLINE",
     "ROUTING_ENV",
+    "ROUTING_TOKEN_ENV",
+    "SERVE_TOKEN_ENV",
     "RoutingEndpoint",
     "default_routing",
     "parse_routing",
     "put_record",
     "records_from",
     "routing_records",
+    "token_from_env",
 ]
 
 ROUTING_ENV: Final = "BUNDLEKIT_ROUTING"
+#: The bearer token a client sends with its routing PUTs (a team hub's token).
+ROUTING_TOKEN_ENV: Final = "BUNDLEKIT_ROUTING_TOKEN"
+#: The token ``bundlekit serve`` requires of pushes and of records of new names.
+SERVE_TOKEN_ENV: Final = "BUNDLEKIT_SERVE_TOKEN"
 #: Seconds one routing answer may take, body included, whatever the caller's options allow.
 ROUTING_DEADLINE: Final = 30.0
 #: The path of a name's record under an endpoint's base URL.
@@ -96,6 +106,20 @@ def default_routing(env: Mapping[str, str] | None = None) -> list[RoutingEndpoin
     """The endpoints of ``$BUNDLEKIT_ROUTING`` (comma- or space-separated URLs), in order."""
     source = os.environ if env is None else env
     return [parse_routing(item) for item in re.split(r"[,\s]+", source.get(ROUTING_ENV, "")) if item]
+
+
+def token_from_env(variable: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token in ``$variable`` (None when unset or blank), registered with the output redaction
+    (``_redact.register_secret``) so it never shows; ``UsageError`` naming the variable (never the value)
+    for one shorter than 16 characters or holding white space or a control character."""
+    value = (os.environ if env is None else env).get(variable, "").strip()
+    if not value:
+        return None
+    if len(value) < MIN_PROCESS_SECRET_LEN or not value.isascii() or not value.isprintable() or " " in value:
+        raise UsageError(f"${variable} must be one word of at least {MIN_PROCESS_SECRET_LEN} printable ASCII "
+                         "characters (for example `openssl rand -hex 16`)")
+    register_secret(value)
+    return value
 
 
 def _bounded(http: HttpOptions) -> HttpOptions:
@@ -167,9 +191,13 @@ def put_record(endpoint: RoutingEndpoint, name: str, record: bytes, http: HttpOp
     endpoint's reason quoted), ``PinUnavailable`` when it cannot be reached or kept failing.
     """
     options = _bounded(http)
+    headers = {"Content-Type": IPNS_RECORD_MEDIA_TYPE}
+    token = token_from_env(ROUTING_TOKEN_ENV)
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     client, owned = open_client(options)
     try:
-        request = HttpRequest("PUT", endpoint.url(name), headers={"Content-Type": IPNS_RECORD_MEDIA_TYPE},
+        request = HttpRequest("PUT", endpoint.url(name), headers=headers,
                               body=lambda: {"content": record}, ok=lambda response: response.status_code == 200)
         got = send(client, request, options, read=lambda _response: b"")
     finally:
@@ -182,7 +210,8 @@ def put_record(endpoint: RoutingEndpoint, name: str, record: bytes, http: HttpOp
         raise NameMovedError(f"{where}, keeping one as new ({_refusal_text(got)}): another writer published "
                            "first; resolve the name, then publish above it")
     if got.status in (401, 403):
-        raise PinAuthError(f"{where}: {_refusal_text(got)}")
+        hint = "" if token is not None else f"; a team hub takes new names with its token: set ${ROUTING_TOKEN_ENV}"
+        raise PinAuthError(f"{where}: {_refusal_text(got)}{hint}")
     if got.status is not None and not got.retryable:
         raise PinRejected(f"{where}: {_refusal_text(got)}")
     raise PinUnavailable(f"{endpoint.label} could not take the record of {name}: {got.reason}")

@@ -26,8 +26,13 @@
   the kept sequence. This is stricter than a DHT, which also takes an equal sequence with a later
   validity (boxo ``ipns.compare``): two writers racing from sequence N both sign N+1, and only
   the first may win, so the second learns it lost and merges instead of silently replacing it
-  (``specs/sync.md``, "Routing API use"). A name new to the store when it already keeps
-  ``MAX_NAMES`` records is ``507``: a flood of freshly made keys cannot fill the disk.
+  (``specs/sync.md``, "Routing API use"). A record whose value is not an ``/ipfs/`` or ``/ipns/``
+  path is ``400``. A name new to the store needs the hub's token when it has one
+  (``Authorization: Bearer``, ``$BUNDLEKIT_SERVE_TOKEN``; ``403`` otherwise); without a token,
+  each client (by address; an IPv6 one by its /64, ``client_of``) may bring at most
+  ``MAX_NAMES_PER_CLIENT`` new names (``403``). A name new to the store when it already keeps
+  ``MAX_NAMES`` records, the expired ones removed first (a sweep at most once a minute), is ``507``:
+  a flood of freshly made keys cannot fill the disk or lock the team out.
 * Other methods on the IPNS path: ``405`` with ``Allow``; the API's other paths (providers,
   peers, DHT): ``501``, as the specification says for what is not supported; an unknown path:
   ``400``.
@@ -39,7 +44,10 @@ Every refusal is a one-line ``text/plain`` reason through the gateway's error an
 from __future__ import annotations
 
 import hashlib
+import hmac
+import ipaddress
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -48,13 +56,13 @@ from urllib.parse import unquote, urlsplit
 
 from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore, RecordLimitError
 from bundlekit.errors import BundlekitError, CodecError, SignatureError, UsageError
-from bundlekit.gateway.record_cache import routing_cache_headers
+from bundlekit.gateway.record_cache import record_eol_ns, routing_cache_headers
 from bundlekit.gateway.respond import Response, error_response
-from bundlekit.gateway.server import BodyApp
+from bundlekit.gateway.server import PEER_HEADER, BodyApp
 from bundlekit.ipld.ipns_entry import MAX_RECORD_SIZE
 from bundlekit.names.record import name_text, parse_name, verify_record, verify_signed
 
-__all__ = ["MAX_NAMES", "MAX_PUT_BODY", "MOUNT", "RoutingAPI"]
+__all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "SWEEP_INTERVAL_NS", "RoutingAPI", "client_of"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -63,6 +71,10 @@ MOUNT: Final = "/routing/v1/"
 MAX_PUT_BODY: Final = 64 * 1024
 #: Names the store keeps records for before a PUT for a new name is refused (507).
 MAX_NAMES: Final = 10_000
+#: New names one client (by address) may bring while the server runs, when it has no token.
+MAX_NAMES_PER_CLIENT: Final = 100
+#: Nanoseconds between two sweeps of the expired records at the cap.
+SWEEP_INTERVAL_NS: Final = 60 * 10**9
 _IPNS: Final = MOUNT + "ipns/"
 _OTHER_PATHS: Final = ("providers", "peers", "dht")
 _ALLOW: Final = ("Allow", "GET, HEAD, PUT, OPTIONS")
@@ -70,14 +82,32 @@ _ALLOW: Final = ("Allow", "GET, HEAD, PUT, OPTIONS")
 _NO_RECORD_CACHE: Final = "public, max-age=15, stale-while-revalidate=172800, stale-if-error=172800"
 
 
+class _NotAdmitted(Exception):
+    """A record of a new name refused before it is written: ``status`` and the reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class RoutingAPI:
-    """Request -> ``Response`` for ``/routing/v1/`` over ``store``'s IPNS records; ``clock`` is Unix time in ns."""
+    """Request -> ``Response`` for ``/routing/v1/`` over ``store``'s IPNS records; ``clock`` is Unix time in ns.
+
+    With ``token``, a record of a name the store keeps none for needs ``Authorization: Bearer <token>``;
+    without one, each client address may bring ``max_per_client`` new names.
+    """
 
     def __init__(self, store: BlockStore, *, clock: Callable[[], int] = time.time_ns,
-                 max_names: int = MAX_NAMES) -> None:
+                 max_names: int = MAX_NAMES, token: str | None = None,
+                 max_per_client: int = MAX_NAMES_PER_CLIENT) -> None:
         self.store = store
         self.clock = clock
         self.max_names = max_names
+        self._expected = f"Bearer {token}".encode() if token else None
+        self.max_per_client = max_per_client
+        self._brought: dict[str, int] = {}  # new names per client address (no token)
+        self._brought_lock = threading.Lock()
+        self._swept: int | None = None  # when the expired records were last swept (clock ns)
 
     def app(self) -> BodyApp:
         """The app to mount at ``MOUNT`` (``GatewayServer(apps={MOUNT: ...})``): it reads ``PUT`` bodies."""
@@ -85,11 +115,7 @@ class RoutingAPI:
 
     def respond(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> Response:
         """Answer one request (``headers`` keys lower-case); never raises."""
-        try:
-            return self._respond(method, target, headers, body)
-        except Exception:  # a bug must not kill the server thread; the client gets a 500
-            logger.exception("internal error while answering a routing request")
-            return error_response(500, "internal routing API error; see the server's log")
+        return self.respond_to(lambda: self._respond(method, target, headers, body))
 
     def _respond(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> Response:
         path = urlsplit(target).path
@@ -113,8 +139,27 @@ class RoutingAPI:
         if not name:
             return error_response(400, f"{segment[:100]!r} is not an IPNS name (a CIDv1 with the libp2p-key codec)")
         if method == "PUT":
-            return self._put(name, body)
+            return self._put(name, body, headers)
         return self._get(name)
+
+    def put(self, name: str, body: bytes, headers: Mapping[str, str]) -> Response:
+        """A ``PUT`` of ``body`` as the record of ``name`` (text) by a request with ``headers``, as over HTTP:
+        the team hub's push API answers kubo's ``routing/put`` with it. Never raises."""
+        try:
+            parsed = parse_name(name) if name == name.strip() else b""
+        except UsageError:
+            parsed = b""
+        if not parsed:
+            return error_response(400, f"{name[:100]!r} is not an IPNS name (a CIDv1 with the libp2p-key codec)")
+        return self.respond_to(lambda: self._put(parsed, body, headers))
+
+    def respond_to(self, answer: Callable[[], Response]) -> Response:
+        """``answer()``, or a 500 for a bug in it (logged): nothing raises to the server."""
+        try:
+            return answer()
+        except Exception:
+            logger.exception("internal error while answering a routing request")
+            return error_response(500, "internal routing API error; see the server's log")
 
     def _get(self, name: bytes) -> Response:
         label = name_text(name)
@@ -142,7 +187,7 @@ class RoutingAPI:
         ]
         return Response(200, headers, [record], len(record))
 
-    def _put(self, name: bytes, body: bytes | None) -> Response:
+    def _put(self, name: bytes, body: bytes | None, headers: Mapping[str, str]) -> Response:
         label = name_text(name)
         if body is None or len(body) > MAX_RECORD_SIZE:
             return error_response(400, f"the provided record is over the {MAX_RECORD_SIZE}-byte limit of an "
@@ -152,6 +197,10 @@ class RoutingAPI:
             record = verify_record(name, body, now=lambda: now)
         except SignatureError as exc:
             return error_response(400, f"the provided record is invalid: {exc}")
+        if not record.value.startswith(("/ipfs/", "/ipns/")):
+            return error_response(400, f"the provided record points at {record.value[:100]!r}, not an /ipfs/ or "
+                                       "/ipns/ path")
+        admission = _Admission(self, headers)
         try:
             kept: list[int] = []
             same: list[bool] = []
@@ -169,13 +218,20 @@ class RoutingAPI:
                     return True
                 return False
 
-            written = self.store.put_record(label, body, keep=as_new, max_names=self.max_names)
+            written = self.store.put_record(label, body, keep=as_new, max_names=self.max_names,
+                                            sweep=self._sweep, admit=admission.admit)
+        except _NotAdmitted as exc:
+            return error_response(exc.status, str(exc))
         except RecordLimitError:
+            admission.undo()
             return error_response(507, f"this server keeps records for {self.max_names} names, its limit; "
-                                       "it takes new records for those names only")
+                                       "it takes new records for those names only, and for new names as "
+                                       "records expire", [("Retry-After", str(SWEEP_INTERVAL_NS // 10**9))])
         except UsageError as exc:
+            admission.undo()
             return error_response(400, str(exc))
         except BundlekitError as exc:
+            admission.undo()
             logger.error("cannot keep the IPNS record of %s: %s", label, exc)
             return error_response(500, f"this server cannot keep the record: {exc}")
         if not written and not same:
@@ -184,6 +240,94 @@ class RoutingAPI:
         if written:
             logger.info("kept the IPNS record of %s, sequence %d", label, record.sequence)
         return Response(200, [("Access-Control-Allow-Origin", "*")], [], 0)
+
+
+    @property
+    def has_token(self) -> bool:
+        """Whether new names need the server's token (else the per-client bound holds)."""
+        return self._expected is not None
+
+    def authorized(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request holds ``Authorization: Bearer <token>`` (scheme in any case; constant time)."""
+        if self._expected is None:
+            return False
+        scheme, _, value = headers.get("authorization", "").strip().partition(" ")
+        return hmac.compare_digest(f"{scheme.capitalize()} {value.strip()}".encode(), self._expected)
+
+    def _sweep(self) -> Callable[[bytes], bool] | None:
+        """At the cap: the judge of expired records, at most once per ``SWEEP_INTERVAL_NS`` (a sweep reads
+        every kept record, so a client knocking at the cap cannot make the server read them all each time)."""
+        now = self.clock()
+        with self._brought_lock:
+            if self._swept is not None and 0 <= now - self._swept < SWEEP_INTERVAL_NS:
+                return None
+            self._swept = now
+        return self._expired
+
+    def _expired(self, kept: bytes) -> bool:
+        """Whether a kept record may be removed to make room: expired, or no longer readable."""
+        try:
+            eol = record_eol_ns(kept)
+        except BundlekitError:
+            return True
+        return eol is not None and eol <= self.clock()
+
+    def bring(self, peer: str) -> None:
+        """Count one new name for ``peer``; ``_NotAdmitted`` (403: final, retrying cannot help) past
+        ``max_per_client``."""
+        peer = client_of(peer)
+        with self._brought_lock:
+            count = self._brought.get(peer, 0)
+            if count >= self.max_per_client:
+                raise _NotAdmitted(403, f"this client has brought {count} new names to this server, its limit; "
+                                        "it takes new records for those names only")
+            self._brought[peer] = count + 1
+
+    def unbring(self, peer: str) -> None:
+        """Take back one new name counted for ``peer`` (its record was not kept after all)."""
+        peer = client_of(peer)
+        with self._brought_lock:
+            self._brought[peer] = max(0, self._brought.get(peer, 0) - 1)
+
+
+class _Admission:
+    """The rule for one PUT's new name (called under the store's record lock): the token when the server has
+    one, else the client's bound; ``undo`` takes a counted name back when the record was not kept."""
+
+    def __init__(self, api: RoutingAPI, headers: Mapping[str, str]) -> None:
+        self.api = api
+        self.peer = headers.get(PEER_HEADER, "")
+        self.authorized = api.authorized(headers)
+        self.counted = False
+
+    def admit(self) -> None:
+        if self.api.has_token:
+            if not self.authorized:
+                raise _NotAdmitted(403, "a record of a name this server does not hold yet needs its token: "
+                                        "'Authorization: Bearer <token>' ($BUNDLEKIT_ROUTING_TOKEN for "
+                                        "`name publish` and `sync`; the server's $BUNDLEKIT_SERVE_TOKEN)")
+            return
+        self.api.bring(self.peer)
+        self.counted = True
+
+    def undo(self) -> None:
+        if self.counted:
+            self.api.unbring(self.peer)
+            self.counted = False
+
+
+def client_of(peer: str) -> str:
+    """Who a client address counts as: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address
+    by its /64 network (one host commonly holds a whole /64, so per address it would bring without bound)."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def _accepts_record(accept: str) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,11 +70,9 @@ def prepare_source(
     src: str | os.PathLike[str],
     workdir: str | os.PathLike[str],
     *,
-    profile: str | None = None,
-    namespace: str | None = None,
     key: KeySpec | None = None,
-    progress: Callable[[int, int], None] | None = None,
     sign: Signer | ExternalSignature | None = None,
+    options: BuildOptions | None = None,
 ) -> PreparedSource:
     """Turn SRC into a CAR and its root, writing any new CAR under ``workdir``.
 
@@ -89,10 +86,14 @@ def prepare_source(
     a key for a non-memory source), CARError (a file that is not a CAR),
     VerificationError / CodecError (a CAR whose blocks do not verify or whose
     DAG is incomplete: nothing is published), and the builders' errors.
-    ``progress(done, total)`` reports the build of a memory directory (files,
-    ``build_bundle``'s callback) or the packing of a directory (bytes, ``import_path``'s);
-    a CAR does not report.
+    ``options`` are the build's (a memory directory's ``BuildOptions``, of which a packed
+    directory uses ``profile`` and ``progress``): ``options.progress(done, total)`` reports the
+    build of a memory directory (files, ``build_bundle``'s callback) or the packing of a
+    directory (bytes, ``import_path``'s); a CAR does not report. A memory file that does not
+    parse is left out with a warning to ``options.warn``, or refused under ``options.strict``.
     """
+    options = options or BuildOptions()
+    profile, namespace, progress = options.profile, options.namespace, options.progress
     path = Path(src)
     out = Path(workdir) / "bundle.car"
     if path.is_file():
@@ -115,8 +116,7 @@ def prepare_source(
     if not path.is_dir():
         raise UsageError(f"{path} does not exist; give a memory directory, a CAR file or a directory to pack")
     if is_memory_dir(path):
-        result = build_bundle(path, out, key=key, sign=sign,
-                              options=BuildOptions(namespace=namespace, profile=profile, progress=progress))
+        result = build_bundle(path, out, key=key, sign=sign, options=options)
         return PreparedSource(Path(result.car), result.root, "memory", result.signer)
     if key is not None or sign is not None:
         raise UsageError(

@@ -130,8 +130,8 @@ def test_invalid_tree_is_refused_and_no_car_written(tmp_path: Path) -> None:
 
     root = make_tree(tmp_path / "t")
     (root / "broken.md").write_text("no frontmatter here\n")
-    with pytest.raises(FrontmatterError):
-        build_bundle(root, tmp_path / "b.car", options=BuildOptions(created=CREATED))
+    with pytest.raises(FrontmatterError):  # strict: refused; else left out with a warning (tests/journeys)
+        build_bundle(root, tmp_path / "b.car", options=BuildOptions(created=CREATED, strict=True))
     assert not (tmp_path / "b.car").exists()
 
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.diff import diff_sources
 from bundlekit.bundle.fork import fork_bundle
+from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.load import LoadOptions
 from bundlekit.bundle.sources import Gateways
 from bundlekit.cli import cli
@@ -19,8 +20,8 @@ from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory import screen as screen_module
-from bundlekit.memory import secrets as secrets_module
-from bundlekit.memory.secrets import guard
+from bundlekit import _secrets as secrets_module
+from bundlekit._secrets import guard
 from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
@@ -38,13 +39,16 @@ def _local(root: Path) -> Memory:
     return mem
 
 
-def test_fork_into_a_new_tree_sets_source_to_the_root(bundle: BundleResult, tmp_path: Path) -> None:
+def test_fork_into_a_new_tree_keeps_each_file_and_records_the_root_in_the_lineage(
+        bundle: BundleResult, tree: Path, tmp_path: Path) -> None:
     result = fork_bundle(str(bundle.car), tmp_path / "fork")
     mem = Memory(tmp_path / "fork")
     source = f"ipfs://{cid_to_str(bundle.root)}"
     records = {r.key: r for r in mem.list()}
     assert set(records) == {"user_role", "feedback_tone", "project_season", "reference_reel"}
-    assert all(r.meta["source"] == source for r in records.values())
+    assert all((tmp_path / "fork" / f"{k}.md").read_bytes() == (tree / f"{k}.md").read_bytes()
+               for k in records)
+    assert read_parents(tmp_path / "fork") == [cid_to_str(bundle.root)]
     assert result.loaded.source == source
     assert any("drills" in str(e) for e in mem.timeline())
 
@@ -69,8 +73,7 @@ def test_fork_replace_takes_the_bundle_memories(bundle: BundleResult, tmp_path: 
     fork_bundle(str(bundle.car), tmp_path / "dest", strategy="replace")
     mem = Memory(tmp_path / "dest")
     role = mem.read("user_role")
-    assert role is not None and "Plays as a winger" in role.body
-    assert role.meta["source"] == f"ipfs://{cid_to_str(bundle.root)}"
+    assert role is not None and "Plays as a winger" in role.body and "source" not in role.meta
     assert mem.read("local_only") is not None
 
 

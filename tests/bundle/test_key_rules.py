@@ -94,9 +94,9 @@ def test_a_weak_new_passphrase_goes_to_the_warning_callback() -> None:
     assert isinstance(key, PassphraseKey) and len(warned) == 1 and "tiny7" not in warned[0]
 
 
-def test_strict_refuses_a_weak_new_passphrase() -> None:
+def test_strong_passphrase_refuses_a_weak_new_passphrase() -> None:
     with pytest.raises(UsageError, match=r"\(--strong-passphrase refuses it\)$"):
-        key_spec(KeyOptions(passphrase_env="PW", strict=True), environ={"PW": "short"}, new_key=True)
+        key_spec(KeyOptions(passphrase_env="PW", strong_passphrase=True), environ={"PW": "short"}, new_key=True)
 
 
 def test_key_options_from_a_commands_parameters_ignore_the_others() -> None:

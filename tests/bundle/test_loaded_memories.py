@@ -10,6 +10,7 @@ import pytest
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.diff import read_side
 from bundlekit.bundle.fork import fork_bundle
+from bundlekit.bundle.lineage import read_parents
 from bundlekit.bundle.layers import layered_memory
 from bundlekit.bundle.load import load_memory
 from bundlekit.memory import Memory, MemoryRecord
@@ -49,9 +50,10 @@ def test_a_diff_side_gives_the_same_memories(bundle: BundleResult) -> None:
     assert len(side.timeline) == len(Memory(FIXTURE).timeline())
 
 
-def test_a_fork_gives_the_same_memories_with_the_bundle_as_source(bundle: BundleResult, tmp_path: Path) -> None:
+def test_a_fork_gives_the_same_memories_with_the_bundle_as_its_lineage(bundle: BundleResult, tmp_path: Path) -> None:
     fork_bundle(str(bundle.car), tmp_path / "forked")
     forked = Memory(tmp_path / "forked")
     assert _content(forked.list()) == EXPECTED
-    assert {r.meta["source"] for r in forked.list()} == {f"ipfs://{bundle.root_cid}"}
+    assert {r.key: r.raw for r in forked.list()} == {r.key: r.raw for r in Memory(FIXTURE).list()}
+    assert read_parents(tmp_path / "forked") == [bundle.root_cid]
     assert forked.timeline() == Memory(FIXTURE).timeline()

@@ -47,7 +47,7 @@ def test_load_reports_every_manifest_file(tree: Path, tmp_path: Path) -> None:
 
 def test_pin_source_reports_the_build_of_a_memory_tree(tree: Path, tmp_path: Path) -> None:
     calls: list[tuple[int, int]] = []
-    prepare_source(tree, tmp_path, progress=lambda done, total: calls.append((done, total)))
+    prepare_source(tree, tmp_path, options=BuildOptions(progress=lambda done, total: calls.append((done, total))))
     assert calls and calls[-1][0] == calls[-1][1]
 
 

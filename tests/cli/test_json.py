@@ -38,6 +38,7 @@ def _written_tree(f: Fixtures) -> Path:
 def _export_blob(f: Fixtures) -> Path:
     blob = f["tmp"] / "blob.json"
     blob.write_text(json.dumps(Memory(f["tree"]).export()), encoding="utf-8")
+    Memory(f["tmp"] / "other").init()  # the tree it is imported into (`memory import` needs one)
     return blob
 
 

@@ -29,7 +29,7 @@ def through_bundlekit(tree: ForeignTree) -> ForeignTree:
     """Pass records through bundlekit's memory file format as an import does (render, then parse) and back."""
     out = ForeignTree(timeline=list(tree.timeline))
     for e in tree.entries:
-        text = render_memory_file(ordered_meta(e.meta), e.body, strict=False)
+        text = render_memory_file(ordered_meta(e.meta), e.body)
         record = parse_memory_file(text, key=e.key)
         out.entries.append(Entry(record.key, dict(record.meta), record.body))
     return out

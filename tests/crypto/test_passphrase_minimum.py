@@ -1,4 +1,4 @@
-"""A passphrase shorter than the documented minimum: a warning when encrypting, refused with --strict."""
+"""A passphrase shorter than the documented minimum: a warning when encrypting, refused with --strong-passphrase."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_build_strong_passphrase_refuses_a_short_one_with_exit_2_and_writes_noth
 
 def test_build_with_a_long_passphrase_says_nothing(tree: Path, tmp_path: Path) -> None:
     code, _out, err = _run("build", str(tree), "-o", str(tmp_path / "e.car"), "--encrypt", "--passphrase-env", "PP",
-                           "--strict", passphrase=LONG)
+                           "--strong-passphrase", passphrase=LONG)
     assert code == 0 and "warning" not in err
 
 
@@ -81,8 +81,8 @@ def test_load_with_a_short_passphrase_does_not_warn(tree: Path, tmp_path: Path) 
     assert code == 0 and "warning" not in err
 
 
-def test_pin_strict_the_old_spelling_still_refuses_a_short_passphrase(tree: Path, tmp_path: Path) -> None:
-    code, _out, err = _run("pin", str(tree), "--pinner", "memory", "--passphrase-env", "PP", "--strict",
+def test_pin_strong_passphrase_refuses_a_short_passphrase(tree: Path, tmp_path: Path) -> None:
+    code, _out, err = _run("pin", str(tree), "--pinner", "memory", "--passphrase-env", "PP", "--strong-passphrase",
                            passphrase=SHORT)
     assert code == 2 and "--strong-passphrase refuses it" in err
 

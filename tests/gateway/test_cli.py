@@ -206,3 +206,20 @@ def test_store_export_car_mode_follows_the_umask_like_pack_output(
         os.umask(old)
     assert result.exit_code == 0, result.output
     assert dest.stat().st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize("token", ["short-token", "has a space inside it ok", "line\nbreak-token-0123456"],
+                         ids=["short", "space", "line-break"])
+def test_serve_with_an_unusable_token_is_a_usage_error_that_never_shows_it(tmp_path: Path, token: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_SERVE_TOKEN", token)
+    result = CliRunner().invoke(cli, ["serve", "--store", str(tmp_path / "s"), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert "$BUNDLEKIT_SERVE_TOKEN must be one word of at least 16" in result.output
+    assert token.strip() not in result.output
+
+
+def test_serve_with_a_token_and_no_store_is_a_usage_error(sample_car: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_SERVE_TOKEN", "a-long-enough-token-0123")
+    result = CliRunner().invoke(cli, ["serve", "--no-store", str(sample_car), "--port", "0"])
+    assert result.exit_code == 2 and "--no-store serves none" in result.output

@@ -9,6 +9,7 @@ a failure at either step leaves the memory and the timeline as they were.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -53,7 +54,9 @@ def test_forget_of_a_memory_named_with_a_credential_deletes_it_and_notes_it_with
     memory.forget("a")
     assert memory.read("a") is None
     forgot = [e for e in memory.timeline() if e["type"] == "forgot"]
-    assert forgot == [{"ts": forgot[0]["ts"], "type": "forgot", "key": "a", "name": "token [withheld]"}]
+    assert forgot == [{"ts": forgot[0]["ts"], "type": "forgot", "key": "a", "name": "token [withheld]",
+                       "revision": 1, "sha256": forgot[0]["sha256"]}]
+    assert re.fullmatch(r"[0-9a-f]{64}", forgot[0]["sha256"])  # the version's digest, never its text
     assert TOKEN not in (tmp_path / "t" / "timeline" / "2026-04-01.jsonl").read_text()
 
 

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 #: (format, output name, extra options): every target bundlekit exports to.
 TARGETS = [
@@ -45,11 +44,9 @@ def files_of(path: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Path:
-    """Two memories written at the command line, two timeline notes, and one memory named 'Goal: win'.
-
-    The last is planted with YAML quoting when this branch's ``memory write`` still refuses ': '.
-    """
+    """Two memories written at the command line, two timeline notes, and one memory named 'Goal: win'."""
     tree = tmp_path / "memory"
+    assert bk(tmp_path, "memory", "init", "-d", str(tree)).returncode == 0
     for key, name in (("tone", "tone"), ("plan", "Plan")):
         done = bk(tmp_path, "memory", "write", key, "-d", str(tree), "--name", name, "--description",
                   f"{key} notes", "--type", "feedback", "--body", f"about {key}")
@@ -59,10 +56,7 @@ def memory(tmp_path: Path) -> Path:
         assert done.returncode == 0, done.stderr
     done = bk(tmp_path, "memory", "write", "goal", "-d", str(tree), "--name", "Goal: win", "--description",
               "Fix issue #12", "--type", "project", "--body", "the goal")
-    if done.returncode != 0:
-        meta = {"name": "Goal: win", "description": "Fix issue #12", "type": "project",
-                "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z", "revision": 1}
-        (tree / "goal.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\nthe goal\n", encoding="utf-8")
+    assert done.returncode == 0, done.stderr
     return tree
 
 

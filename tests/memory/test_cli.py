@@ -21,6 +21,7 @@ from . import fixture_tree
 @pytest.fixture
 def run(tree: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
+    Memory(tree).init()  # as a user's first `bundlekit memory init` (writes need a tree)
 
     def invoke(*args: str, input: str | None = None) -> Result:
         return CliRunner().invoke(cli, ["memory", "-d", str(tree), *args], input=input)
@@ -140,6 +141,7 @@ def test_export_to_file_then_import_into_another_tree(run: Any, tmp_path: Path) 
     out = tmp_path / "blob.json"
     assert run("export", "-o", str(out)).exit_code == 0
     other = tmp_path / "other"
+    Memory(other).init()
     result = CliRunner().invoke(
         cli, ["memory", "-d", str(other), "import", str(out), "--strategy", "replace"]
     )
@@ -162,6 +164,7 @@ def test_import_of_non_json_fails_cleanly(run: Any, tmp_path: Path) -> None:
 
 def test_dir_defaults_to_the_environment_variable(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BUNDLEKIT_MEMORY_DIR", str(tree))
+    Memory(tree).init()
     CliRunner().invoke(cli, ["memory", *WRITE, "--body", "b"])
     assert (tree / "user_role.md").exists()
 
@@ -171,6 +174,7 @@ def test_dir_defaults_to_memory_in_the_working_directory(
 ) -> None:
     monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
+    Memory(tmp_path / "memory").init()
     CliRunner().invoke(cli, ["memory", *WRITE, "--body", "b"])
     assert (tmp_path / "memory" / "user_role.md").exists()
 

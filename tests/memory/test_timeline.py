@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -73,8 +74,9 @@ def test_malformed_timeline_line_is_reported_with_its_line(mem: Memory, tree: Pa
         mem.timeline()
 
 
-def test_forget_deletes_the_file_and_notes_key_and_name_but_not_body(mem: Memory, tree: Path) -> None:
+def test_forget_deletes_the_file_and_notes_key_name_and_version_but_not_body(mem: Memory, tree: Path) -> None:
     mem.write("user_name", **fields(name="User name", body="Alex, formal address", type="user"))
+    text = (tree / "user_name.md").read_text(encoding="utf-8")
     mem.forget("user_name")
     assert not (tree / "user_name.md").exists()
     assert mem.read("user_name") is None
@@ -84,6 +86,8 @@ def test_forget_deletes_the_file_and_notes_key_and_name_but_not_body(mem: Memory
         "type": "forgot",
         "key": "user_name",
         "name": "User name",
+        "revision": 1,
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
     }
     assert "Alex" not in json.dumps(mem.timeline())
 

@@ -150,7 +150,7 @@ def test_a_planted_hidden_folder_link_is_refused(tree: Path, tmp_path: Path) -> 
 
 
 def test_a_refused_frontmatter_value_is_named_by_its_file_never_echoed(tmp_path: Path) -> None:
-    secret_like = "ghp_" + "a1B2c3D4e5" * 4 + ": more"
+    secret_like = "ghp_" + "a1B2c3D4e5" * 4 + "\nmore"  # two lines: refused before the guard runs
     with pytest.raises(FrontmatterError) as caught:
         Memory(tmp_path / "m").write("goal", name=secret_like, description="d", type="project", body="b")
     assert str(caught.value).startswith("goal.md: frontmatter 'name'")

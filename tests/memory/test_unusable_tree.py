@@ -62,8 +62,8 @@ def test_atomic_write_over_a_directory_removes_its_temp_file(tmp_path: Path) -> 
     [
         (("init",), 1),
         (("list",), 2),  # a read of a tree that is not there: a usage error
-        (("write", "k", "--name", "n", "--description", "d", "--type", "user", "--body", "b"), 1),
-        (("note", "decision", "what=x"), 1),
+        (("write", "k", "--name", "n", "--description", "d", "--type", "user", "--body", "b"), 2),  # a write too
+        (("note", "decision", "what=x"), 2),
         (("context",), 2),
     ],
 )

@@ -112,11 +112,11 @@ def test_list_of_missing_tree_is_empty(tmp_path: Path) -> None:
     assert Memory(tmp_path / "absent").list() == []
 
 
-def test_bad_file_on_disk_fails_list_naming_it(mem: Memory, tree: Path) -> None:
+def test_bad_file_on_disk_is_left_out_of_list_with_a_warning_naming_it(mem: Memory, tree: Path) -> None:
     mem.write("good", **fields())
     (tree / "broken.md").write_text("no frontmatter\n", encoding="utf-8")
-    with pytest.raises(FrontmatterError, match="broken.md"):
-        mem.list()
+    assert [r.key for r in mem.list()] == ["good"]
+    assert mem.warnings[-1].startswith("broken.md: no YAML frontmatter") and "left out" in mem.warnings[-1]
 
 
 def test_edit_by_another_writer_is_seen_despite_the_cache(tree: Path, clock: Clock) -> None:

@@ -16,6 +16,7 @@ from bundlekit.cli import cli
 from bundlekit.errors import CodecError, MissingBlock, UsageError
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.ipld.dagpb import DIRECTORY, PBLink, UnixFSData, encode_node
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.pinning.source import is_memory_dir, prepare_source
 from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import get_profile
@@ -112,7 +113,7 @@ def test_pin_with_a_key_option_encrypts_the_memory_bundle(
 
 def test_build_options_for_a_car_are_refused(car: Car, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="published as is"):
-        prepare_source(car.path, tmp_path, profile="kubo-legacy")
+        prepare_source(car.path, tmp_path, options=BuildOptions(profile="kubo-legacy"))
 
 
 # A CAR given to `bundlekit pin` is verified (blocks and completeness) before any upload.

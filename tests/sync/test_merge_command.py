@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from bundlekit.bundle.lineage import read_last, read_parents
-from bundlekit.bundle.merge import merge_bundle
+from bundlekit.bundle.merge import MergeOptions, merge_bundle
 from bundlekit.cli import cli
 from bundlekit.errors import SecretDetectedError
 from bundlekit.memory import Memory
@@ -65,7 +65,8 @@ def forked(tmp_path: Path) -> tuple[Path, Path, str, str]:
 def test_fork_and_merge_back_takes_both_sides_and_the_next_build_names_both_parents(
         forked: tuple[Path, Path, str, str]) -> None:
     a, _b, ra, rb = forked
-    code, out, err = _run("merge", f"ipfs://{rb}/manifest.json", "--into", str(a), "--json")
+    code, out, err = _run("merge", f"ipfs://{rb}/manifest.json", "--into", str(a), "--json",
+                          "--allow-deletes")
     assert code == 0, err
     report = json.loads(out)
     assert report["base"] == ra and report["conflicts"] == [] and report["written"] is True
@@ -83,7 +84,7 @@ def test_fork_and_merge_back_takes_both_sides_and_the_next_build_names_both_pare
 
 def test_merging_the_same_bundle_again_changes_nothing(forked: tuple[Path, Path, str, str]) -> None:
     a, _b, _ra, rb = forked
-    merge_bundle(f"ipfs://{rb}", a)
+    merge_bundle(f"ipfs://{rb}", a, options=MergeOptions(allow_deletes=True))
     before = _files(a)
     again = merge_bundle(f"ipfs://{rb}", a)
     assert again.base == rb and again.written is False and _files(a) == before
@@ -91,10 +92,10 @@ def test_merging_the_same_bundle_again_changes_nothing(forked: tuple[Path, Path,
 
 def test_the_report_table_names_each_key_with_its_action_and_side(forked: tuple[Path, Path, str, str]) -> None:
     a, _b, _ra, rb = forked
-    code, out, err = _run("merge", f"ipfs://{rb}", "--into", str(a))
+    code, out, err = _run("merge", f"ipfs://{rb}", "--into", str(a), "--allow-deletes")
     assert code == 0, err
     rows = [line.split()[:3] for line in out.splitlines()]
-    assert rows[0] == ["KEY", "ACTION", "FROM"]
+    assert rows[0] == ["KEY", "ACTION", "FROM"] and rows[1] == ["project_old", "deleted", "theirs"]
     assert ["project_new", "added", "theirs"] in rows and ["project_old", "deleted", "theirs"] in rows
     assert "merged" in err and "over" in err
 
@@ -120,7 +121,7 @@ def test_a_both_conflict_keeps_the_later_change_and_the_other_beside_it(forked: 
     a, _b, _ra, rb = forked
     Memory(a, clock=_clock(13)).write("user_role", name="Role", description="plays 5-a-side", type="user",
                                       body="Goalkeeper.")
-    result = merge_bundle(f"ipfs://{rb}", a)
+    result = merge_bundle(f"ipfs://{rb}", a, options=MergeOptions(allow_deletes=True))
     [conflict] = result.report.conflicts
     assert conflict.winner == "ours" and conflict.sibling is not None and conflict.sibling.endswith(rb[-10:])
     sibling = Memory(a).read(conflict.sibling)

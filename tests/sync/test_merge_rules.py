@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from bundlekit.bundle.merge import find_base
 from bundlekit.errors import ConflictError, UsageError
 from bundlekit.memory.merge import CONFLICT_FROM, CONFLICT_OF, TreeState, merge_trees, sibling_key
 from bundlekit.memory.naming import MAX_KEY_LENGTH
+from bundlekit.memory.record import MemoryRecord
+from bundlekit.memory.timeline import version_digest
 
 from .conftest import line, record, state
 
 THEIRS = "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"
 B = record("k", "base body")
+NOW = datetime(2026, 4, 16, 12, 0, tzinfo=UTC)
 
 
 def test_a_change_on_theirs_only_is_taken() -> None:
@@ -116,6 +121,60 @@ def test_without_a_base_a_memory_changed_after_the_forget_comes_back() -> None:
     forgot = {"2026-04-13.jsonl": line("2026-04-13T09:00:00.000Z", "forgot", key="k", name="k")}
     out = merge_trees(TreeState.empty(), state("local", days=forgot), state(THEIRS, B))
     assert out.records["k"] == B and out.report.entries[0].action == "added"
+
+
+def _forgot(record_: MemoryRecord | None, ts: str = "2026-04-15T09:00:00.000Z", key: str = "k") -> dict[str, bytes]:
+    extra = {} if record_ is None else {"sha256": version_digest(record_.raw), "revision": record_.revision}
+    return {f"{ts[:10]}.jsonl": line(ts, "forgot", key=key, name=key, **extra)}
+
+
+def test_over_an_unproven_base_a_memory_theirs_merely_lacks_is_kept_and_reported() -> None:
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS), proven=False)
+    assert out.records == {"k": B} and [(e.action, e.source) for e in out.report.entries] == [("kept", "ours")]
+
+
+def test_over_an_unproven_base_a_forgot_naming_the_very_version_deletes_it() -> None:
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS, days=_forgot(B)), proven=False)
+    assert out.records == {} and out.report.entries[0].action == "deleted"
+
+
+def test_a_forgot_naming_another_version_keeps_the_edit_and_reports_it() -> None:
+    o = record("k", "ours changed it", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, days=_forgot(B)))
+    assert out.records == {"k": o} and out.report.entries[0].action == "kept"
+
+
+def test_a_forgot_naming_the_version_ours_changed_to_deletes_it() -> None:
+    o = record("k", "ours changed it", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, days=_forgot(o)))
+    assert out.records == {} and out.report.entries[0].action == "deleted"
+
+
+def test_a_forgot_the_base_already_held_decides_nothing_again() -> None:
+    days = _forgot(B)
+    out = merge_trees(state("base", days=days), state("local", B), state(THEIRS, days=days))
+    assert out.records == {"k": B} and out.report.entries == []
+
+
+@pytest.mark.parametrize("ts", ["2099-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"])
+def test_without_a_base_a_future_forgot_of_theirs_deletes_nothing_and_is_warned(ts: str) -> None:
+    out = merge_trees(TreeState.empty(), state("local", B), state(THEIRS, days=_forgot(None, ts)), now=NOW)
+    assert out.records == {"k": B} and out.report.entries[0].action == "kept"
+    assert len(out.report.warnings) == 1 and "later than now" in out.report.warnings[0]
+
+
+def test_a_date_past_now_plus_the_skew_wins_no_newer_conflict() -> None:
+    o = record("k", "ours", updated="2099-01-01T00:00:00Z", revision=2, description="z - the greater text")
+    t = record("k", "theirs", updated="9999-12-31T00:00:00Z", revision=2, description="a")
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t), on_conflict="newer", now=NOW)
+    assert out.records["k"] == o  # both count as now + the skew: the text decides, as for equal times
+    assert len(out.report.warnings) == 2
+
+
+def test_a_memory_differing_only_by_an_old_forks_source_stamp_is_unchanged() -> None:
+    stamped = record("k", "base body", source=f"{THEIRS}")
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS, stamped))
+    assert out.records == {"k": B} and out.report.entries == []
 
 
 def test_without_a_base_different_memories_under_one_key_are_a_conflict() -> None:

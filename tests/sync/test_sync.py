@@ -114,6 +114,21 @@ def test_a_second_writer_merges_then_publishes_one_above_with_both_roots_as_pare
     assert _contents(a) == _contents(b)
 
 
+def test_a_writer_syncing_with_its_own_name_key_applies_deletions_past_the_bound_and_names_them_first(
+        tmp_path: Path) -> None:
+    clock = Clock()
+    a = _tree(tmp_path / "a", clock, p1="1.", p2="2.", p3="3.", p4="4.")
+    _writer(a)
+    b = tmp_path / "b"
+    _writer(_tree(b, clock))  # b follows the name: it holds p1..p4 now
+    for key in ("p1", "p2", "p3"):
+        Memory(a, clock=clock).forget(key)
+    _writer(a)
+    report = _writer(b)
+    assert report.merge is not None and _bodies(b) == {"p4": "4."}
+    assert [e.action for e in report.merge.report.entries[:3]] == ["deleted"] * 3
+
+
 def test_parents_are_the_remote_root_and_the_trees_last_root(tmp_path: Path) -> None:
     clock = Clock()
     a, b = _tree(tmp_path / "a", clock, project_a="A."), _tree(tmp_path / "b", clock, project_b="B.")

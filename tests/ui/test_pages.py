@@ -197,8 +197,8 @@ def _foreign_bundle(files: dict[str, bytes], car: Path) -> str:
 def test_a_memory_whose_frontmatter_is_refused_shows_the_reason_not_a_crash(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "tree")
     (tree / "user_odd.md").write_text(HOSTILE_FRONTMATTER, encoding="utf-8")
-    with pytest.raises(FrontmatterError):  # bundlekit never builds it ...
-        build_bundle(tree, tmp_path / "x.car")
+    with pytest.raises(FrontmatterError):  # bundlekit never bundles it (strict: refused, else left out) ...
+        build_bundle(tree, tmp_path / "x.car", options=BuildOptions(strict=True))
     root = _foreign_bundle({"memory/MEMORY.md": b"# Memory\n", "memory/user_odd.md": HOSTILE_FRONTMATTER.encode()},
                            tmp_path / "odd.car")  # ... but another tool may
     with serving_ui(tmp_path / "odd.car") as server:
