@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 #: (format, output name, extra options): every target bundlekit exports to.
 TARGETS = [
