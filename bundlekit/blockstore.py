@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -201,20 +202,48 @@ def _check_file(cid: bytes, path: str) -> int:
     return size
 
 
+def _read_record_file(path: str) -> bytes:
+    """The first ``_RECORD_READ`` bytes of a kept record, from a regular file only: never through a link (which
+    the store does not write), never blocking on a FIFO planted under a name (``BundlekitError`` saying what
+    is there instead)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BundlekitError("a symbolic link, not a record file") from exc
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BundlekitError("not a regular file (a directory, FIFO or device)")
+        parts: list[bytes] = []
+        left = _RECORD_READ
+        while left and (chunk := os.read(fd, left)):
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class BlockProblem:
     """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
     ``get`` removes it, so a re-import repairs it), ``missing`` (a pinned DAG links it, no file holds it) or
-    ``unsupported`` (a codec or hash the store cannot check: left alone); the pins whose DAG needs it."""
+    ``unsupported`` (a codec or hash the store cannot check: left alone) or ``unreadable`` (its file cannot be
+    read, ``reason`` says why: left alone); the pins whose DAG needs it."""
 
     cid: bytes
     problem: str
     pins: list[tuple[bytes, str | None]] = field(default_factory=list)  # (root, the pin's name)
+    reason: str = ""
 
     def advice(self) -> str:
         """What to do about it, in words a user can follow."""
         if self.problem == "unsupported":
             return "a codec or hash bundlekit cannot check; remove the file if you did not put it there"
+        if self.problem == "unreadable":
+            return (f"its file cannot be read ({self.reason}); check its permissions and the disk, or remove it and "
+                    "re-import a CAR that holds it (`bundlekit store import FILE.car`)")
         removed = "removed from the store; " if self.problem == "damaged" else ""
         if not self.pins:
             return f"{removed}no pin needs it: nothing to do"
@@ -271,7 +300,7 @@ class StoreReport:
                    f"checked in {self.root}")
         if self.ok:
             return checked
-        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported")
+        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported", "unreadable")
                  if (n := self.count(kind))]
         if self.bad_records:
             found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
@@ -339,6 +368,17 @@ class BlockStore:
                 f"cannot create the block store at {self.root}: {exc.strerror}; "
                 "set BUNDLEKIT_HOME or --store to a writable directory"
             ) from exc
+
+    @classmethod
+    def existing(cls, root: str | os.PathLike[str] | None = None) -> BlockStore:
+        """Open the store at ``root`` (default: ``default_store_root()``) only if it is there (``UsageError``
+        otherwise, nothing created): a command that checks a store (``store verify``) must not make one where a
+        mistyped ``--store`` or ``$BUNDLEKIT_HOME`` points, and then call it sound."""
+        path = Path(root) if root is not None else default_store_root()
+        if not (path / "blocks").is_dir():
+            raise UsageError(f"no block store at {path}; check --store or $BUNDLEKIT_HOME (a store is made by "
+                             "`bundlekit store import` or `bundlekit pin`)")
+        return cls(path)
 
     # -- blocks ---------------------------------------------------------------
 
@@ -752,7 +792,11 @@ class BlockStore:
             pins = doc["pins"]
             if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
                 raise ValueError("unknown version")
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            for key, meta in pins.items():  # each a CID mapped to an object, as _write_pins writes them
+                if not isinstance(meta, dict):
+                    raise ValueError(f"the pin {key[:80]!r} is not an object")
+                parse_cid(key)
+        except (ValueError, KeyError, TypeError, RecursionError, CIDError) as exc:
             raise BundlekitError(
                 f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
             ) from exc
@@ -875,6 +919,7 @@ class BlockStore:
     def _verify_blocks(self, report: StoreReport) -> dict[bytes, BlockProblem]:
         """Pass 1: re-hash every block file; the damaged and unsupported ones, by CIDv1."""
         found: dict[bytes, BlockProblem] = {}
+        reason = ""
         for cid, path in self._block_files():
             try:
                 report.bytes += _check_file(cid, path)
@@ -882,6 +927,8 @@ class BlockStore:
                 continue
             except FileNotFoundError:
                 continue  # gone since the scan (a concurrent unlink): nothing to check
+            except OSError as exc:  # a file no read can open or finish (permissions, a disk error): left alone
+                problem, reason = "unreadable", os_reason(exc)
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
@@ -890,7 +937,7 @@ class BlockStore:
                 problem = "unsupported"
             report.blocks += 1
             if len(found) < MAX_NAMED:
-                found[cid] = BlockProblem(cid, problem)
+                found[cid] = BlockProblem(cid, problem, reason=reason if problem == "unreadable" else "")
             else:
                 report.unnamed += 1
         return found
@@ -905,7 +952,12 @@ class BlockStore:
             for shard in shards:
                 if not shard.is_dir() or shard.name.startswith("."):
                     continue
-                with os.scandir(shard.path) as entries:
+                try:
+                    entries = os.scandir(shard.path)
+                except OSError as exc:
+                    raise BundlekitError(f"cannot list the blocks in {shard.path}: {os_reason(exc)}; "
+                                         "check its permissions") from exc
+                with entries:
                     for entry in entries:
                         if entry.name.startswith(".") or not entry.is_file():
                             continue
@@ -921,7 +973,7 @@ class BlockStore:
         for root, meta in sorted(self.pins().items()):
             report.pins += 1
             pin = (root, meta.get("name") if isinstance(meta.get("name"), str) else None)
-            for cid in self._gaps(root):
+            for cid in self._gaps(root, damaged):
                 problem = problems.get(cid)
                 if problem is None:
                     if len(problems) >= MAX_NAMED:
@@ -932,9 +984,10 @@ class BlockStore:
                     problem.pins.append(pin)
         report.problems = list(problems.values())
 
-    def _gaps(self, root: bytes) -> Iterator[bytes]:
-        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for, each once. The
-        blocks are not hashed again (pass 1 did); a block whose links cannot be read ends its branch."""
+    def _gaps(self, root: bytes, flagged: dict[bytes, BlockProblem]) -> Iterator[bytes]:
+        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for or that pass 1
+        ``flagged`` (an unreadable or unsupported file is still there), each once. The blocks are not hashed
+        again (pass 1 did); a block whose links cannot be read ends its branch."""
         seen: set[bytes] = set()
         stack = [as_cidv1(root)]
         while stack:
@@ -942,6 +995,9 @@ class BlockStore:
             if cid in seen:
                 continue
             seen.add(cid)
+            if cid in flagged:
+                yield cid
+                continue
             try:
                 path = self._file(cid)
                 if not os.path.isfile(path):  # absent, or no regular file (a FIFO would block the open)
@@ -965,17 +1021,18 @@ class BlockStore:
             entries = os.scandir(self.root / "ipns")
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise BundlekitError(f"cannot list the IPNS records in {self.root}: {os_reason(exc)}") from exc
         with entries:
             for entry in entries:
-                if not _IPNS_NAME.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                if not _IPNS_NAME.fullmatch(entry.name):
                     continue
                 report.records += 1
                 if check is None:
                     continue
                 path = Path(entry.path)
                 try:
-                    with open(path, "rb") as fh:
-                        expired = check(entry.name, fh.read(_RECORD_READ))
+                    expired = check(entry.name, _read_record_file(entry.path))
                 except (BundlekitError, OSError) as exc:
                     reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
                     if len(report.bad_records) < MAX_NAMED:

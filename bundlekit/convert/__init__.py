@@ -174,6 +174,17 @@ def _refuse_in_place(src: str | os.PathLike[str], dest: str | os.PathLike[str]) 
         )
 
 
+def _refuse_inside_tree(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """An export written inside the tree it converts replaces the tree's own files (``-o memory/MEMORY.md``
+    overwrote the index with a three.ws blob) or adds files to it: refuse (``UsageError``) before reading."""
+    tree, out = os.path.realpath(src), os.path.realpath(dest)
+    if out != tree and os.path.commonpath([tree, out]) == tree:
+        raise UsageError(
+            f"the output {os.fspath(dest)[:200]} is inside the memory tree {os.fspath(src)[:200]} being converted; "
+            "it would overwrite or add to the tree's files: write outside it"
+        )
+
+
 def import_from(
     fmt: str,
     src: str | os.PathLike[str],
@@ -244,6 +255,7 @@ def export_to(
 
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
+    _refuse_inside_tree(src, dest)
     tree = read_tree(src)
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.

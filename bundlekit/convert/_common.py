@@ -44,6 +44,7 @@ from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
+    "JS_WHITESPACE",
     "KEY_MAX",
     "MAX_MEMORY_FILE",
     "MAX_STORE_FILE",
@@ -92,6 +93,14 @@ __all__ = [
 
 #: Longest bundlekit key (the memory store's limit).
 KEY_MAX = MAX_KEY_LENGTH
+#: JavaScript's whitespace (ECMA-262 WhiteSpace and LineTerminator: what ``\s`` matches and
+#: ``String.prototype.trim`` removes), which the JavaScript readers of three.ws and Magic Context use. Not
+#: Python's set: ``str.strip()`` keeps U+FEFF and removes U+0085 and U+001C-U+001F, which JavaScript keeps.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -220,9 +229,22 @@ class ExportPlan:
         for path, _data, new in self._files:
             if new and (path.exists() or path.is_symlink()):
                 raise ConvertError(f"{path} already exists; export to a new file")
+            if problem := _in_the_way(path):
+                raise ConvertError(f"cannot write {path}: {problem}; choose another output path (nothing was written)")
         for path, data, _new in self._files:
             atomic_write(path, data)
         return self.paths
+
+
+def _in_the_way(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, found before any file of an export is: a directory (or a link
+    to one, which the rename would replace) at it, or a file where one of its parents must be a directory."""
+    if path.is_dir():
+        return "a directory is in the way"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"a file is in the way at {parent}, where a directory is needed"
+    return None
 
 
 def merge_extra(
