@@ -309,3 +309,23 @@ def test_a_base_no_source_supplies_is_a_load_error_through_the_python_api(
     machine(monkeypatch, tmp_path, "home")
     with pytest.raises(LoadError, match="store import"):
         merge_bundle(str(f_car), m)
+
+
+def test_a_fork_dating_its_edit_in_9999_loses_the_conflict_to_the_edit_made_at_home(
+        agent: tuple[Path, Path, str], tmp_path: Path) -> None:
+    m, a_car, root = agent
+    f = tmp_path / "f"
+    ok("fork", str(a_car), str(f))
+    write(f, "project_plan", "the fork's plan, dated ahead")
+    forged = f / "project_plan.md"
+    text = forged.read_text(encoding="utf-8")
+    updated = next(row for row in text.splitlines() if row.startswith("updated: "))
+    forged.write_text(text.replace(updated, "updated: 9999-12-31T23:59:59Z"), encoding="utf-8")
+    ok("build", str(f), "-o", str(tmp_path / "f.car"))
+    write(m, "project_plan", "the plan edited at home after the fork")
+    mine = (m / "project_plan.md").read_bytes()
+    code, out, err = bk("merge", str(tmp_path / "f.car"), "--into", str(m), "--on-conflict", "newer", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["base"] == root and report["conflicts"][0]["winner"] == "ours"
+    assert (m / "project_plan.md").read_bytes() == mine and "ordered before every other time" in err
