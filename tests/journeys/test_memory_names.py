@@ -125,3 +125,23 @@ def test_an_agents_title_round_trips_through_a_fresh_process(tree: Path) -> None
     listed = run("list")
     assert listed.returncode == 0 and f"{title} — yes" in listed.stdout
     assert f'name: "{title}"\n' in run("show", "project_goal").stdout
+
+
+# What an agent's title may hold that no terminal or index reader should act on (issue 34 item 3, attacked).
+CONTROL_TITLES = ["evil\x1b]0;pwned\x07 title", "a\x00b", "\u202eevil\u202c", "\u2066iso\u2069", "x\x08y\x7f",
+                  "c1\x9bcontrol"]
+
+
+@pytest.mark.parametrize("title", CONTROL_TITLES)
+def test_a_title_holding_control_characters_reads_back_exactly_and_memory_md_shows_them_escaped(
+        tree: Path, title: str) -> None:
+    written = memory_cli(tree, "write", "user_goal", "--name", title, "--description", title,
+                         "--type", "user", "--body", "b")
+    assert written.exit_code == 0, written.output
+    shown = json.loads(memory_cli(tree, "show", "user_goal", "--json").stdout)
+    assert (shown["meta"]["name"], shown["meta"]["description"]) == (title, title)
+    index = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert [row for row in index.splitlines() if row.startswith("- [")] == [
+        row for row in index.splitlines() if "user_goal.md" in row]  # one line for the memory
+    assert not any(ch in index for ch in "\x00\x07\x08\x1b\x7f\x9b\u202e\u202c\u2066\u2069")
+    assert "&#92;x" in index or "&#92;u" in index  # the escape is visible, as `memory list` shows it
