@@ -11,6 +11,7 @@ claiming the tree's last root as its parent, and a bundle forgetting most of the
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,12 @@ from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.lineage import read_last
 from bundlekit.bundle.merge import merge_bundle
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
 from bundlekit.errors import LoadError
 from bundlekit.gateway.server import serve_in_thread
-from bundlekit.ipld.cid import cid_from_text
+from bundlekit.ipld.cid import RAW, cid_from_text, make_cid
 from bundlekit.memory.timeline import version_digest
 
 KEYS = ("user_role", "feedback_tone", "project_plan", "reference_reel")
@@ -329,3 +332,34 @@ def test_a_fork_dating_its_edit_in_9999_loses_the_conflict_to_the_edit_made_at_h
     report = json.loads(out)
     assert report["base"] == root and report["conflicts"][0]["winner"] == "ours"
     assert (m / "project_plan.md").read_bytes() == mine and "ordered before every other time" in err
+
+
+def padded(car: Path, out: Path, blocks: int) -> list[bytes]:
+    """``car`` with ``blocks`` random raw blocks of 16 KiB appended, which its bundle never links; their CIDs."""
+    with open(car, "rb") as fh:
+        roots, sections = read_car(fh, verify=True)
+        held = [(cid, data) for cid, data in sections]
+    pad = [os.urandom(16 * 1024) for _ in range(blocks)]
+    with open(out, "wb") as fh:
+        writer = CarWriter(fh, roots)
+        for cid, data in [*held, *((make_cid(1, RAW, data), data) for data in pad)]:
+            writer.put(cid, data)
+        writer.close()
+    return [make_cid(1, RAW, data) for data in pad]
+
+
+def test_a_fork_of_a_car_padded_with_unrelated_blocks_keeps_only_the_bundles_and_still_merges_back(
+        agent: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m, a_car, root = agent
+    machine(monkeypatch, tmp_path, "laptop")
+    evil = tmp_path / "padded.car"
+    junk = padded(a_car, evil, 64)
+    f_car = fork_edit_build(str(evil), tmp_path)
+    store = BlockStore(tmp_path / "home-laptop")
+    assert store.has(cid_from_text(root)) and not any(store.has(cid) for cid in junk)
+    ok("memory", "-d", str(tmp_path / "g"), "init")
+    ok("merge", str(evil), "--into", str(tmp_path / "g"))  # a merge of it keeps no padding either
+    assert (tmp_path / "g" / "project_plan.md").exists() and not any(store.has(cid) for cid in junk)
+    before = files(m)
+    report = json.loads(ok("merge", str(f_car), "--into", str(m), "--json"))  # the base: what the fork kept
+    assert_only_the_plan_changed(m, before, report, root)
