@@ -145,3 +145,21 @@ def test_a_title_holding_control_characters_reads_back_exactly_and_memory_md_sho
         row for row in index.splitlines() if "user_goal.md" in row]  # one line for the memory
     assert not any(ch in index for ch in "\x00\x07\x08\x1b\x7f\x9b\u202e\u202c\u2066\u2069")
     assert "&#92;x" in index or "&#92;u" in index  # the escape is visible, as `memory list` shows it
+
+
+NOT_UTF8_FIELDS = [("--name", "frontmatter 'name'"), ("--description", "frontmatter 'description'"),
+                   ("--tag", "frontmatter 'tags'"), ("--source", "frontmatter 'source'"), ("--body", "the body")]
+
+
+@pytest.mark.parametrize(("option", "field"), NOT_UTF8_FIELDS)
+def test_an_argument_of_bytes_that_are_not_utf8_is_refused_naming_the_field_and_nothing_is_written(
+        tree: Path, option: str, field: str) -> None:
+    args = {"--name": b"n", "--description": b"d", "--body": b"b", option.encode(): b"bad \xff\xfe"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
+    done = subprocess.run([sys.executable.encode(), b"-m", b"bundlekit", b"memory", b"-d", bytes(tree), b"write",
+                           b"user_goal", b"--type", b"user", *(part for pair in args.items() for part in pair)],
+                          capture_output=True, env=env, check=False, timeout=60)
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 1 and f"{field} holds a lone UTF-16 surrogate" in stderr, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert not (tree / "user_goal.md").exists()
