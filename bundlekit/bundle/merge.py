@@ -283,9 +283,11 @@ def _base_state(
 
 def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions) -> list[str]:
     """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
-    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead."""
+    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead.
+    Device-bound memories, which no merge touches, are not counted: three of them beside one memory that
+    crosses must not let a bundle delete that one as "a quarter of the tree"."""
     gone = sorted(k for k in ours.records if k not in outcome.records)
-    held = len(ours.records)
+    held = sum(1 for record in ours.records.values() if not is_device_bound(record.meta))
     if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
         return []
     message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "

@@ -363,3 +363,22 @@ def test_a_fork_of_a_car_padded_with_unrelated_blocks_keeps_only_the_bundles_and
     before = files(m)
     report = json.loads(ok("merge", str(f_car), "--into", str(m), "--json"))  # the base: what the fork kept
     assert_only_the_plan_changed(m, before, report, root)
+
+
+def test_device_notes_do_not_dilute_the_delete_bound(tmp_path: Path) -> None:
+    m = tmp_path / "m"
+    ok("memory", "-d", str(m), "init")
+    write(m, "project_plan", "the only memory that crosses machines")
+    root = ok("build", str(m), "-o", str(tmp_path / "a.car")).strip()  # a build never carries device notes
+    ok("store", "import", str(tmp_path / "a.car"))
+    for n in range(3):  # this machine's notes: never merged, so never a share of what a bundle may delete
+        (m / f"device_{n}.md").write_text(
+            f"---\nname: Device {n}\ndescription: this laptop\ntype: reference\ncreated: 2026-04-14T12:00:00Z\n"
+            f"updated: 2026-04-14T12:00:00Z\nx-magicfrog-local-only: true\n---\n\n/home/me/{n}\n", encoding="utf-8")
+    digest = version_digest((m / "project_plan.md").read_text(encoding="utf-8"))
+    car = stranger(tmp_path, [{"ts": "2026-04-15T00:00:00.000Z", "type": "forgot", "key": "project_plan",
+                               "name": "project_plan", "sha256": digest}], parents=(root,), memories=())
+    code, _out, err = bk("merge", str(car), "--into", str(m))
+    assert code == 1 and "would delete 1 of the 1 memories" in err and (m / "project_plan.md").exists()
+    assert bk("merge", str(car), "--into", str(m), "--allow-deletes")[0] == 0
+    assert not (m / "project_plan.md").exists() and len(list(m.glob("device_*.md"))) == 3
