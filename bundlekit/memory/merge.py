@@ -22,8 +22,9 @@ file text with the base's:
   conflict, unless the texts are equal; theirs only: theirs', unless ours' timeline forgot
   that version (or, an entry naming no version, at or after its ``updated``); ours only: ours
   (no base never deletes);
-* a ``forgot`` counts only when the base's timeline does not hold it (merged once, it decides
-  nothing again), and a timestamp past now + ``MAX_CLOCK_SKEW`` orders before every other time
+* a ``forgot`` counts only when neither the base's timeline nor the other side's holds it (merged
+  once, it decides nothing again; seen by the other side, which still holds that version, it was
+  written again after it), and a timestamp past now + ``MAX_CLOCK_SKEW`` orders before every other time
   (warned): a clock ahead, or a forged far-future date, wins nothing by it;
 * a device-bound memory (``memory.device``) on any side: ours stays exactly as it is;
   theirs never comes in.
@@ -220,7 +221,8 @@ def merge_trees(
         raise UsageError(f"--on-conflict must be one of {', '.join(CONFLICT_POLICIES)}, not {on_conflict!r}")
     report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
     ctx = _Context(proven, (now or utc_now()) + MAX_CLOCK_SKEW,
-                   _tombstones(ours.days, base.days), _tombstones(theirs.days, base.days), report)
+                   _tombstones(ours.days, base.days, theirs.days), _tombstones(theirs.days, base.days, ours.days),
+                   report)
     result: dict[str, MemoryRecord] = {}
     siblings: list[tuple[str, MemoryRecord, str, str]] = []  # (key it lost, the memory, where it came from, winner)
     failed: list[str] = []
@@ -451,10 +453,14 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
     return candidate
 
 
-def _tombstones(days: Mapping[str, bytes], base: Mapping[str, bytes]) -> dict[str, list[_Tomb]]:
-    """Key -> the ``forgot`` entries of these day files that the base's do not hold (a tombstone the base held
-    already was merged before: it decides nothing again)."""
-    held = {line for name in base for line in _lines(base[name])}
+def _tombstones(
+    days: Mapping[str, bytes], base: Mapping[str, bytes], other: Mapping[str, bytes],
+) -> dict[str, list[_Tomb]]:
+    """Key -> the ``forgot`` entries of these day files that neither the base's nor the other side's hold. One the
+    base held was merged before: it decides nothing again. One the other side holds too was seen there, so a
+    version that side still holds came back after it (forgotten, then brought back with the very same text, and
+    so the same digest: an old export imported, an old bundle forked in again) and that forget is not of it."""
+    held = {line for held_by in (base, other) for line in _all_lines(held_by) if b'"forgot"' in line}
     found: dict[str, list[_Tomb]] = {}
     for line in _all_lines(days):
         if b'"forgot"' not in line or line in held:

@@ -195,6 +195,30 @@ def test_a_field_merge_keeps_the_honest_updated_not_a_forged_future_one() -> Non
     assert out.records["k"].body == "theirs body" and out.records["k"].meta["updated"] == "2026-04-16T11:00:00Z"
 
 
+def _forgetting(record: MemoryRecord) -> dict[str, bytes]:
+    return {"2026-04-15.jsonl": line("2026-04-15T09:00:00.000Z", "forgot", key=record.key, name=record.key,
+                                     revision=record.revision, sha256=version_digest(record.raw))}
+
+
+def test_a_forget_ours_holds_too_does_not_delete_the_version_ours_brought_back_after_it() -> None:
+    # ours forgot k, then imported an old export holding k again (the same text: the same digest); theirs holds
+    # the forget it took from ours, and the base (a lineage that lost the root between) predates it
+    days = _forgetting(B)
+    out = merge_trees(state("base", B), state("local", B, days=days), state(THEIRS, days=days), proven=False)
+    assert out.records == {"k": B} and [e.action for e in out.report.entries] == ["kept"]
+
+
+def test_a_forget_theirs_holds_too_keeps_no_version_theirs_brought_back_after_it_out() -> None:
+    days = _forgetting(B)
+    out = merge_trees(TreeState.empty(), state("local", days=days), state(THEIRS, B, days=days))
+    assert out.records == {"k": B} and [e.action for e in out.report.entries] == ["added"]
+
+
+def test_a_forget_only_theirs_holds_still_deletes_the_version_it_names() -> None:
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS, days=_forgetting(B)), proven=False)
+    assert out.records == {} and [e.action for e in out.report.entries] == ["deleted"]
+
+
 def test_a_memory_differing_only_by_an_old_forks_source_stamp_is_unchanged() -> None:
     stamped = record("k", "base body", source=f"{THEIRS}")
     out = merge_trees(state("base", B), state("local", B), state(THEIRS, stamped))
