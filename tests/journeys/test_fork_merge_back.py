@@ -382,3 +382,23 @@ def test_device_notes_do_not_dilute_the_delete_bound(tmp_path: Path) -> None:
     assert code == 1 and "would delete 1 of the 1 memories" in err and (m / "project_plan.md").exists()
     assert bk("merge", str(car), "--into", str(m), "--allow-deletes")[0] == 0
     assert not (m / "project_plan.md").exists() and len(list(m.glob("device_*.md"))) == 3
+
+
+def test_a_memory_forgotten_then_forked_back_in_survives_a_fork_carrying_that_forget(
+        agent: tuple[Path, Path, str], tmp_path: Path) -> None:
+    m, a_car, root = agent
+    ok("store", "import", str(a_car))
+    ok("fork", str(a_car), str(tmp_path / "f"))
+    ok("memory", "-d", str(m), "forget", "reference_reel")
+    build_bundle(m, tmp_path / "b.car", options=BuildOptions(parents=[root]))  # as a tree that merged A builds
+    ok("store", "import", str(tmp_path / "b.car"))
+    ok("merge", str(tmp_path / "b.car"), "--into", str(tmp_path / "f"))  # the fork takes the forget
+    assert not (tmp_path / "f" / "reference_reel.md").exists()
+    write(tmp_path / "f", "project_plan", "the fork's new plan")
+    ok("build", str(tmp_path / "f"), "-o", str(tmp_path / "c.car"))
+    ok("fork", str(a_car), str(m))  # the user wants the reel back: the same text, the same digest
+    kept = (m / "reference_reel.md").read_bytes()
+    (m / ".bundlekit" / "last-root").unlink()  # local state lost: it may cost the base, never data
+    report = json.loads(ok("merge", str(tmp_path / "c.car"), "--into", str(m), "--json"))
+    assert report["base"] == root and (m / "reference_reel.md").read_bytes() == kept
+    assert "deleted" not in report["counts"] and b"the fork's new plan" in (m / "project_plan.md").read_bytes()
