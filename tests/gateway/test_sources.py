@@ -16,7 +16,7 @@ from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
     source = CarFileSource(sample_car)
     try:
-        assert source.roots == [sample_dag.root]
+        assert [root.cid for root in source.roots()] == [sample_dag.root]
         assert all(source.get(cid) == data for cid, data in sample_dag.blocks.items())
     finally:
         source.close()
