@@ -148,7 +148,9 @@ def test_each_served_source_names_the_roots_it_holds_and_a_chain_lists_theirs_in
 def test_get_many_of_every_served_source_returns_the_blocks_it_holds_and_leaves_out_the_rest(
     sample_car: Path, sample_dag, store: BlockStore  # type: ignore[no-untyped-def]
 ) -> None:
-    # One getter protocol on both sides (ipld.getter.BlockGetter): a served source batches as a load's session does.
+    # One getter protocol on both sides (ipld.getter.BlockGetter): a served source batches as a load's session does,
+    # as boxo's BlockGetter.GetBlocks returns what it finds (github.com/ipfs/boxo blockservice/blockservice.go,
+    # commit 61104bddadd5a655555b1159592bafdb56276120).
     absent = make_cid(1, RAW, b"nowhere")
     wanted = [*list(sample_dag.blocks)[:3], absent]
     expected = {cid: sample_dag.blocks[cid] for cid in wanted[:3]}
