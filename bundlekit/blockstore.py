@@ -70,6 +70,7 @@ from bundlekit.ipld.cid import (
     parse_cid_bytes,
     verify_block,
 )
+from bundlekit.ipld.getter import BlockGetter, HeldRoot
 from bundlekit.ipld.walk import block_links, walk_dag
 
 __all__ = [
@@ -333,12 +334,14 @@ class CarImport:
     bytes: int
 
 
-class BlockStore:
+class BlockStore(BlockGetter):
     """A directory of verified blocks plus a named pin set.
 
-    The store is a block sink (``put``) and a block getter (``get``), safe to
-    use from several threads and processes at once: block writes are atomic
-    renames of identical content, and the pin file is rewritten under a lock.
+    The store is a block sink (``put``) and a block getter (``get``,
+    ``get_many``: ``ipld.getter.BlockGetter``), safe to use from several
+    threads and processes at once: block writes are atomic renames of
+    identical content, and the pin file is rewritten under a lock. Served by
+    the gateway, its roots are its pins (``roots``).
     """
 
     def __init__(
@@ -775,6 +778,12 @@ class BlockStore:
     def pins(self) -> dict[bytes, dict[str, Any]]:
         """Pinned roots (CIDv1) mapped to ``{"name", "created", "size"}``."""
         return {parse_cid(key): dict(meta) for key, meta in self._read_pins().items()}
+
+    def roots(self) -> list[HeldRoot]:
+        """The pinned roots with their names, oldest pin first (as ``store ls`` lists them), held in ``store``:
+        what the gateway lists for the store it serves. Raises what ``pins`` raises."""
+        pins = sorted(self.pins().items(), key=lambda item: str(item[1].get("created") or ""))
+        return [HeldRoot(cid, "store", info.get("name")) for cid, info in pins]
 
     def _pins_path(self) -> Path:
         return self.root / PINS_FILE
