@@ -92,8 +92,8 @@ _LAZY: dict[str, str] = {
     # many writers
     "merge": "bundlekit.bundle.merge",
     "MergeResult": "bundlekit.bundle.merge",
-    "sync": "bundlekit.syncer",
-    "SyncReport": "bundlekit.syncer",
+    "sync": "bundlekit.flows.sync",
+    "SyncReport": "bundlekit.flows.sync",
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
@@ -252,7 +252,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.pinning.orchestrate import PinReport, pin_all
     from bundlekit.pinning.protocol import Pinner, PinResult
     from bundlekit.pinning.registry import available_pinners, create_pinner
-    from bundlekit.syncer import SyncReport, sync
+    from bundlekit.flows.sync import SyncReport, sync
     from bundlekit.unixfs.importer import ImportedEntry, ImportResult, import_file, import_path, import_tree
     from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
     from bundlekit.unixfs.reader import UnixFSReader
