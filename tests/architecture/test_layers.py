@@ -180,6 +180,10 @@ FLOW_STEPS = {
     ("bundlekit.flows.source", "prepare_source"),
     ("bundlekit.names", "publish"),
     ("bundlekit.names.publish", "publish"),
+    ("bundlekit.bundle.merge", "merge"),
+    ("bundlekit.bundle.merge", "merge_bundle"),
+    ("bundlekit.bundle.merge", "build_tree"),
+    ("bundlekit.bundle.fork", "fork_bundle"),
 }
 FRONT_ENDS = ("bundlekit.cli", "bundlekit.mcp_server", "bundlekit.ui")
 
@@ -223,6 +227,8 @@ def test_front_ends_build_pin_and_merge_only_through_a_flow(path: Path) -> None:
         "from bundlekit.pinning import PinReport, pin_all",
         "from ..pinning.orchestrate import pin_all",
         "from bundlekit.names import publish",
+        "from bundlekit.bundle.merge import MergeOptions, merge_bundle",
+        "from ..bundle.fork import fork_bundle",
     ],
 )
 def test_a_front_end_stringing_steps_together_is_caught(line: str) -> None:
