@@ -9,6 +9,7 @@ Modules: ``publish`` (build or pack, pin to every pinner, then move the name: ``
 root under an IPNS name, with the routers and routing endpoints of the environment), ``sync`` (many
 writers at one name: resolve, merge, build, pin, publish; ``bundlekit sync``, ``mcp --sync-name-key``),
 ``merge`` (a bundle merged into a tree over the common ancestor: ``bundlekit merge``) and ``fork`` (a bundle
-imported into a tree that remembers it as its parent: ``bundlekit fork``).
+imported into a tree that remembers it as its parent: ``bundlekit fork``) and ``load`` (a bundle or layered
+bundles into a tree on disk or held in memory: ``bundlekit mcp --from``/``--layer``).
 Nothing is re-exported here: import the module (a flow's function shares its module's name).
 """
