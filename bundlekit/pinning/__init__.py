@@ -10,8 +10,7 @@ concurrently and checking that every service reports *our* root live here.
 Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``, the optional ``DescribesUploads``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group, and ``pinner_listing``: what
 ``bundlekit pinners`` shows),
-``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
-``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
+``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``http`` (``HttpClient``: the shared
 retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
 Pinning Service API fetches the content from), ``polling`` (waiting for a
 service that finishes a pin later) and ``retention``
@@ -61,7 +60,6 @@ if TYPE_CHECKING:
         pinner_factory,
         pinner_listing,
     )
-    from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
 
 # Loaded on first use (PEP 562), so importing one submodule does not import the others.
 _LAZY: dict[str, str] = {
@@ -87,9 +85,6 @@ _LAZY: dict[str, str] = {
     "create_pinner": "bundlekit.pinning.registry",
     "pinner_factory": "bundlekit.pinning.registry",
     "pinner_listing": "bundlekit.pinning.registry",
-    "PreparedSource": "bundlekit.pinning.source",
-    "is_memory_dir": "bundlekit.pinning.source",
-    "prepare_source": "bundlekit.pinning.source",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
@@ -110,15 +105,12 @@ __all__ = [
     "PinResult",
     "Pinner",
     "PinnerFactory",
-    "PreparedSource",
     "available_pinners",
     "create_pinner",
     "describe_uploads",
-    "is_memory_dir",
     "pin_all",
     "pinner_factory",
     "pinner_listing",
-    "prepare_source",
     "require_env",
     "same_cid",
 ]
