@@ -128,6 +128,7 @@ __all__ = [  # noqa: RUF022
     "PathNotFound",
     "RecordLimitError",
     "ImportLimitError",
+    "ImportStopped",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
