@@ -219,7 +219,7 @@ class Memory:
         index took is noted (:attr:`_stale`): its row ranked other bytes."""
         found = parse_files(self._backend, memory_files(keys), self._index.broken)
         for name, data, _record in found:
-            if hashlib.sha256(data).digest() != catalog.sha256(name):
+            if hashlib.sha256(data).digest() != catalog.stat.sha256(name):
                 self._stale.add(name)
         return self._shown(catalog, [record for _name, _data, record in found])
 
@@ -468,7 +468,7 @@ class Memory:
             key_from_filename(name)
         check_unique((name[:-3] for name in names), where=self._where())
         found = parse_files(self._backend, names, self._index.broken)
-        digests = catalog.digests()
+        digests = catalog.stat.digests()
         self._stale.update(name for name, data, _r in found if hashlib.sha256(data).digest() != digests.get(name))
         return found
 
@@ -698,7 +698,7 @@ class Memory:
             return self._read(by_meaning)
 
         def search(catalog: Catalog) -> builtins.list[ranking.RecallHit]:
-            best = catalog.ranked(now.timestamp(), needle=needle, relevance=mode == "relevance", limit=limit)
+            best = catalog.search.ranked(now.timestamp(), needle=needle, relevance=mode == "relevance", limit=limit)
             # Matched on the withheld text: a query cannot probe a credential it does not show.
             if best is None:  # a needle the index cannot answer exactly: scan the records
                 return ranking.recall(self._shown(catalog, self._all(catalog)), query, now, limit)
@@ -726,10 +726,10 @@ class Memory:
             if mode in ("semantic", "hybrid"):
                 first = [(s.key, s.piece) for s in self._by_meaning(catalog, needle, mode, None)]
             else:
-                found = catalog.ranked(now_s, needle=needle, relevance=mode == "relevance") or []
+                found = catalog.search.ranked(now_s, needle=needle, relevance=mode == "relevance") or []
                 first = [(r.key, r.piece) for r in found]
             seen = {key for key, _piece in first}
-            return first + [(r.key, r.piece) for r in catalog.ranked(now_s) or [] if r.key not in seen]
+            return first + [(r.key, r.piece) for r in catalog.search.ranked(now_s) or [] if r.key not in seen]
 
         def assemble(catalog: Catalog) -> str:
             index_text = self._index_text(catalog)
@@ -738,14 +738,14 @@ class Memory:
                 taken = ranking.fit_pieces(index_text, [piece for _key, piece in order], max_tokens)
                 pieces = self._load(catalog, [order[i][0] for i in taken])
                 return ranking.context_block(index_text, pieces, self._timeline_newest_first(withhold=True), max_tokens)
-            ranked = catalog.ranked(now_s, limit=_FIRST_RANKED) or []
+            ranked = catalog.search.ranked(now_s, limit=_FIRST_RANKED) or []
             taken = ranking.fit_pieces(index_text, [r.piece for r in ranked], max_tokens)
             room = ranking.largest_fitting(index_text, [r.piece for r in ranked], taken, max_tokens)
             if len(ranked) == _FIRST_RANKED and room >= 0:
                 # Past the best ones only a piece that fits the room left can go in: a longer one is skipped
                 # wherever it ranks (the room only shrinks), so only the shorter ones are ranked.
                 first = {r.key for r in ranked}
-                ranked += [r for r in catalog.ranked(now_s, longest=room) or [] if r.key not in first]
+                ranked += [r for r in catalog.search.ranked(now_s, longest=room) or [] if r.key not in first]
                 taken = ranking.fit_pieces(index_text, [r.piece for r in ranked], max_tokens)
             # The chosen pieces read from their files now, fitted again by their lengths as read (the same
             # pieces when the index's lengths are theirs; never past the budget when they are not).
@@ -936,7 +936,7 @@ class Memory:
         credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
         listing = self._index.listing
         names = (listing if listing is not None else self._backend.scan()).names()
-        files, lines, flagged = catalog.listed()
+        files, lines, flagged = catalog.listing.listed()
         if files != names:
             return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
         text = "\n".join(lines)
@@ -954,7 +954,7 @@ class Memory:
                     made.append(line)
                 elif file in found:  # else gone since the listing
                     data, record = found[file]
-                    if hashlib.sha256(data).digest() != catalog.sha256(file):
+                    if hashlib.sha256(data).digest() != catalog.stat.sha256(file):
                         self._stale.add(file)
                     made.append(list_fields(self._withheld(record)))
             text = "\n".join(made)
@@ -1022,7 +1022,7 @@ def _current(
     catalog: Catalog, key: str, read: Callable[[str], MemoryRecord | None]
 ) -> MemoryRecord | None:
     """Step 3: the stored memory ``key`` read from its file, if any; a key equal to it ignoring case is refused."""
-    other = catalog.same_key_other_case(key)
+    other = catalog.listing.same_key_other_case(key)
     if other is not None:
         raise InvalidKeyError(
             f"memory key {key!r} differs only in case from the existing {other!r}; use that key or another name"
