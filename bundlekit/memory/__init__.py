@@ -1,5 +1,11 @@
 """The memory tree: Markdown memories with YAML frontmatter, the MEMORY.md index, daily timelines,
 recall and the context block, export/import, and the secret guard. See specs/memory.md.
+
+``Memory`` (``tree``) is the facade; it delegates to ``access`` (the state and reads every operation
+shares), ``recall`` and ``context`` (plain functions over the derived index), ``meaning`` (recall by meaning:
+the embedder and the vectors) and ``transaction`` (what bundle and merge read and write as one change). The
+derived index is the ``catalog`` package: ``database`` (the connection, version, transactions), ``stat``
+(which files changed), ``search`` (the search table and ranking), ``listing`` and ``vectors``.
 """
 
 from __future__ import annotations

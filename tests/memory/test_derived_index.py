@@ -642,6 +642,7 @@ def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memor
     for key in ("a-b", "a", "a.b"):
         mem.write(key, **fields(name=key.upper()))
     assert [line.split("\t")[0] for line in mem.list_lines()] == ["a", "a-b", "a.b"]
-    files, records = mem.bundle_contents()
+    with mem.transaction(lock=False) as tx:
+        files, records = tx.contents()
     assert [r.key for r in records] == ["a", "a-b", "a.b"] == [r.key for r in mem.list()]
     assert dict(files)["a.md"] == next(r.raw for r in records if r.key == "a").encode()
