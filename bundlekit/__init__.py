@@ -10,6 +10,14 @@ The flow, one way and back::
     Memory (tree) -> build_bundle -> import_tree/import_path (blocks, CIDs)
         -> CarFileWriter / BlockStore -> Pinner (create_pinner, pin_all)
     load_bundle / load_memory (ipfs://, gateway URL, CAR) -> verified blocks -> Memory
+
+The layers, lowest first (DEVELOPERS.md's module map has each module's job): ``errors`` (the error
+tree), ``_fs`` (the one atomic write), ``_lazy`` and ``_closing``, ``_redact`` (the one redaction
+of every output) with ``_secrets`` (the secret rules), ``_bounds``, ``_signals``, ``_terminal``;
+``ipld``, ``unixfs``, ``car``, ``blockstore``, ``net``, ``gateway``, ``embed``, ``memory``,
+``crypto``, ``names``, ``bundle``, ``pinning``, ``syncer``, ``convert``, ``mcp_server``, ``ui``,
+``cli`` (with ``__main__``: ``python -m bundlekit``) and this module. The extension points
+(entry-point groups and their contracts) are listed in ``extension_points``.
 """
 
 from __future__ import annotations
@@ -118,6 +126,8 @@ __all__ = [  # noqa: RUF022
     "SignatureError",
     "UnsafePathError",
     "PathNotFound",
+    "RecordLimitError",
+    "ImportLimitError",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -143,6 +153,7 @@ __all__ = [  # noqa: RUF022
     "PinRejected",
     "PinServiceSunset",
     "CIDMismatch",
+    "Cancelled",
     "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",

@@ -123,9 +123,12 @@ class CarFile:
     """
 
     path: Path
+    #: When given, the CID of every block a load reads from the CAR is added to it: what ``fork`` and ``merge``
+    #: keep in the local store (``bundle.merge.keep_car_blocks``), never a block of the CAR the bundle does not use.
+    read: set[bytes] | None = field(default=None, compare=False)
 
     def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
-        return _CarSession(self.path, target.root)
+        return _CarSession(self.path, target.root, self.read)
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ def source_for(target: BundleURI, given: BlockSource | None) -> BlockSource:
     (``ipfs://``: the local store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL: that gateway)."""
     if target.kind == "car":
         assert target.car is not None
-        return CarFile(target.car)
+        return given if isinstance(given, CarFile) and given.path == target.car else CarFile(target.car)
     if given is not None:
         return given
     return Gateways(store=BlockStore()) if target.kind == "ipfs" else Gateways()
@@ -207,21 +210,29 @@ class _CarSession(Closing):
 
     advice = "the CAR is damaged or incomplete; rebuild or re-download it"
 
-    def __init__(self, path: Path, root: bytes | None) -> None:
+    def __init__(self, path: Path, root: bytes | None, read: set[bytes] | None = None) -> None:
         self._index = CarIndex(path, verify=False)
+        self._read = read
         self.where = f"CAR {str(path)!r}"
         if root is None and len(self._index.roots) != 1:
             self._index.close()
             raise LoadError(f"CAR {str(path)!r} has {len(self._index.roots)} roots; a bundle CAR has exactly one")
         self.root: bytes = root if root is not None else self._index.roots[0]
-        self.get = self.get_aside = self._index.get
 
     @property
     def notes(self) -> list[str]:
         return []
 
+    def get(self, cid: bytes) -> bytes:
+        data = self._index.get(cid)
+        if self._read is not None:
+            self._read.add(cid)
+        return data
+
+    get_aside = get
+
     def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
-        return {cid: self._index.get(cid) for cid in cids if cid in self._index}
+        return {cid: self.get(cid) for cid in cids if cid in self._index}
 
     def stream(self) -> bool:
         """False: a CAR file is read where its blocks lie, in any order."""

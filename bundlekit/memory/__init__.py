@@ -1,11 +1,21 @@
 """The memory tree: Markdown memories with YAML frontmatter, the MEMORY.md index, daily timelines,
 recall and the context block, export/import, and the secret guard. See specs/memory.md.
 
-``Memory`` (``tree``) is the facade; it delegates to ``access`` (the state and reads every operation
-shares), ``recall`` and ``context`` (plain functions over the derived index), ``meaning`` (recall by meaning:
-the embedder and the vectors) and ``transaction`` (what bundle and merge read and write as one change). The
-derived index is the ``catalog`` package: ``database`` (the connection, version, transactions), ``stat``
-(which files changed), ``search`` (the search table and ranking), ``listing`` and ``vectors``.
+Modules: ``tree`` (``Memory``, the tree's API: a facade that delegates to ``access``, the state and reads every
+operation shares; ``recall`` and ``context``, recall and the context block as plain functions over the
+derived index; ``meaning``, recall by meaning: the embedder and the vectors; ``transaction``, what bundle and
+merge read and write as one change) over ``backend`` (a directory or a dict; with
+``_statscan``, the optional C listing) and ``links`` (no symlinks inside a tree), ``lock`` (the
+cross-process lock) and ``undo`` (a change of several files whole or not at all); one memory file:
+``naming`` (keys), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
+frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
+parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
+vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block) and
+``semantic`` (recall by meaning); the secret guard: ``secrets`` (the rules' old address, re-exporting
+``bundlekit._secrets``), ``screen`` (where the guard runs) and ``withhold`` (what output shows of a
+memory holding a credential); ``transfer`` (export blobs, import's validation), ``files`` (loaded
+files back into memories), ``device`` (device-bound memory and the layers) and ``merge`` (the
+three-way merge of trees).
 """
 
 from __future__ import annotations
@@ -15,10 +25,10 @@ from typing import TYPE_CHECKING
 from bundlekit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from bundlekit._secrets import find_secrets
     from bundlekit.memory.index import render_index
     from bundlekit.memory.ranking import RecallHit
     from bundlekit.memory.record import MemoryRecord, parse_memory_file, render_memory_file
-    from bundlekit.memory.secrets import find_secrets
     from bundlekit.memory.transfer import ImportReport
     from bundlekit.memory.tree import Memory
 
@@ -29,7 +39,7 @@ _LAZY: dict[str, str] = {
     "Memory": "bundlekit.memory.tree",
     "MemoryRecord": "bundlekit.memory.record",
     "RecallHit": "bundlekit.memory.ranking",
-    "find_secrets": "bundlekit.memory.secrets",
+    "find_secrets": "bundlekit._secrets",
     "parse_memory_file": "bundlekit.memory.record",
     "render_index": "bundlekit.memory.index",
     "render_memory_file": "bundlekit.memory.record",

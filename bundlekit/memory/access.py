@@ -18,8 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bundlekit.errors import FrontmatterError
-from bundlekit.memory import screen, secrets
+import bundlekit._secrets as secrets
+from bundlekit.errors import FrontmatterError, MemoryStoreError
+from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.indexer import Indexer, decode, parse_files
@@ -167,11 +168,21 @@ class TreeAccess:
         previous: Mapping[str, MemoryRecord | None],
         removed: Sequence[str] = (),
     ) -> None:
-        """Index files just written (under the lock); a broken index is dropped and rebuilt next time."""
+        """Index files just written (under the lock); a broken index is dropped and rebuilt next time.
+
+        The files are written by now, and they are the memory: the index and ``MEMORY.md`` are derived
+        from them and catch up at the next refresh. So a failure to update them (a full disk, an I/O
+        error) is a warning, never the error of a change that was made (issue 35: `memory write` exited
+        1 on a full disk with the memory written, found by bench/soak.py).
+        """
         try:
-            self.index.stored(catalog, list(records), dict(previous), list(removed))
-        except CatalogUnusable as exc:
-            self.index.rebuild(str(exc))
+            try:
+                self.index.stored(catalog, list(records), dict(previous), list(removed))
+            except CatalogUnusable as exc:
+                self.index.rebuild(str(exc))
+        except MemoryStoreError as exc:
+            self.index.close()
+            self.warn(f"{exc} (the change is written; the next command brings the index and MEMORY.md up to date)")
 
     def read_record(self, key: str) -> MemoryRecord | None:
         """The memory ``key`` parsed from its file now (``None`` when there is none)."""

@@ -45,10 +45,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import bundlekit._secrets as secrets
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
-from bundlekit.memory import ranking, screen, secrets
+from bundlekit.memory import ranking, screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.backend import Backend
 from bundlekit.memory.catalog import Catalog

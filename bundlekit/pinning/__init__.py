@@ -7,7 +7,7 @@ live in ``bundlekit.net.http``; what a service's answer means for a pin (the
 ``PinError`` map) lives in ``http``; choosing pinners, running them
 concurrently and checking that every service reports *our* root live here.
 
-Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
+Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``, the optional ``DescribesUploads``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group, and ``pinner_listing``: what
 ``bundlekit pinners`` shows),
 ``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         QUEUED,
         REQUIRE_MODES,
         BasePinner,
+        DescribesUploads,
         PinEntry,
         Pinner,
         PinnerFactory,
@@ -75,6 +76,7 @@ _LAZY: dict[str, str] = {
     "QUEUED": "bundlekit.pinning.protocol",
     "REQUIRE_MODES": "bundlekit.pinning.protocol",
     "BasePinner": "bundlekit.pinning.protocol",
+    "DescribesUploads": "bundlekit.pinning.protocol",
     "Pinner": "bundlekit.pinning.protocol",
     "PinEntry": "bundlekit.pinning.protocol",
     "PinnerFactory": "bundlekit.pinning.protocol",
@@ -102,6 +104,7 @@ __all__ = [
     "QUEUED",
     "REQUIRE_MODES",
     "BasePinner",
+    "DescribesUploads",
     "PinEntry",
     "PinReport",
     "PinResult",

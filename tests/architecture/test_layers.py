@@ -2,12 +2,14 @@
 
 Lowest first; a module may import from its own layer and from those below it,
 never from above. ``pinners/`` sits above ``pinning`` (a pinner is a plugin and
-uses only the library below the CLI). The order is DEVELOPERS.md's module map.
+uses only the library below the CLI). The order is DEVELOPERS.md's module map, layer for
+layer (``test_developers_md_draws_these_layers_in_this_order``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
         # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
         "bundlekit._redact",
-        "bundlekit.memory.secrets",
+        "bundlekit._secrets",
     ),
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
@@ -170,3 +172,21 @@ def test_every_layer_named_here_exists() -> None:
         for name in names:
             path = ROOT.joinpath(*name.split("."))
             assert path.is_dir() or path.with_suffix(".py").is_file(), name
+
+
+def _drawn_module(spelling: str) -> str:
+    """A module as DEVELOPERS.md's table spells it (``ipld/``, ``_fs.py``, ``pinners/``) as a dotted name."""
+    if spelling == "pinners/":
+        return "pinners"
+    if spelling == "__init__.py":
+        return "bundlekit"
+    return "bundlekit." + spelling.removesuffix("/").removesuffix(".py")
+
+
+def test_developers_md_draws_these_layers_in_this_order() -> None:
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", (ROOT / "DEVELOPERS.md").read_text(encoding="utf-8"), re.MULTILINE)
+    drawn: dict[int, set[str]] = {}
+    for layer, modules in rows:
+        drawn.setdefault(int(layer), set()).update(_drawn_module(m) for m in re.findall(r"`([^`]+)`", modules))
+    assert sorted(drawn) == list(range(len(drawn))), "DEVELOPERS.md numbers its layers 0, 1, 2, ..."
+    assert [drawn[n] for n in sorted(drawn)] == [set(names) for names in LAYERS]

@@ -599,7 +599,8 @@ def _derived_fingerprint() -> str:
     secret rules the search text is withheld by, and the text and encoding of the vectors."""
     import inspect
 
-    from bundlekit.memory import ranking, secrets, semantic, withhold
+    from bundlekit import _secrets as secrets
+    from bundlekit.memory import ranking, semantic, withhold
 
     parts = [
         catalog_database._SCHEMA, catalog_database._FTS, catalog_database._PLAIN, inspect.getsource(catalog_search._fold),
