@@ -162,13 +162,13 @@ def bench_meaning(root: Path, count: int, repeat: int, work: Path, help_base: tu
     """Recall by meaning at ``count`` memories: embedding, in-process hybrid recall, MCP, a fresh process."""
     ok = True
     memory = Memory(root, clock=lambda: NOW)
-    memory.embedder().embed(["load the model"])  # the model's load is not the tree's embedding
+    memory.meaning.embedder().embed(["load the model"])  # the model's load is not the tree's embedding
     start_cpu, start = _cpu(), time.perf_counter()
-    computed = memory.embed_tree()
+    computed = memory.meaning.embed_tree()
     embed_ms, embed_cpu = (time.perf_counter() - start) * 1000, (_cpu() - start_cpu) * 1000
     print(f"  {f'embed the tree ({computed} vectors)':28s} wall {embed_ms:8.1f} ms          cpu {embed_cpu:8.1f} ms")
     again_ms = wall(memory.embed_tree, 1)
-    print(f"  {f'embed again ({memory.embed_tree()} vectors)':28s} wall {again_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms")
+    print(f"  {f'embed again ({memory.meaning.embed_tree()} vectors)':28s} wall {again_ms:8.1f} ms          cpu {CPU['last']:8.1f} ms")
     ok &= recalls_in_process(memory, ("which drills help a tired striker", "memory 4242"), "hybrid", count, repeat)
     memory.close()
     try:

@@ -256,7 +256,8 @@ def build_bundle(
     mem = _open_tree(memory_dir, options.warn)
     _check_options(options, key)
     # Steps 1-2: validate the tree and take its files (index regenerated; a file that does not parse left out).
-    tree_files, records = mem.bundle_contents(strict=options.strict)  # the records of the very bytes packed
+    with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
+        tree_files, records = tx.contents(strict=options.strict)
     _check_is_memory_tree(mem, records)
     tree_files, vectors = _with_embeddings(mem, tree_files, options)
     # Step 3: namespace, created; device-bound memories never leave the machine.

@@ -1,7 +1,7 @@
 """Embeddings in a bundle: the derived index's vectors as one file, so a loaded tree recalls by meaning at once.
 
 ``build --embeddings`` packs the vectors of the very memory files it packs
-(``Memory.export_vectors``: computed where the index lacks them) as
+(``Memory.meaning.export_vectors``: computed where the index lacks them) as
 ``memory/embeddings.f16``: one little-endian float16 vector per memory, unit
 length, in the order of the manifest's ``embeddings.keys`` (specs/bundle.md,
 "Embeddings"). The manifest names the model id, the dimension and the keys.
@@ -10,7 +10,7 @@ In an encrypted bundle the file is encrypted like every memory file
 text they were computed from, so they are never stored in plaintext.
 
 ``load`` never writes the file into the tree: the vectors go into the new
-tree's derived index (``Memory.import_vectors``) when this machine embeds with
+tree's derived index (``Memory.meaning.import_vectors``) when this machine embeds with
 the same model id; otherwise they are left out, with a note, and the vectors
 are computed at the first recall by meaning. Vectors that are not what the
 manifest says (length, NaN or infinity) are left out with a warning: they
@@ -36,7 +36,7 @@ EMBEDDINGS_FILE = EMBEDDINGS_PATH[len(MEMORY_DIR) + 1 :]
 def embeddings_file(mem: Memory, tree_files: Sequence[tuple[str, bytes]]) -> tuple[tuple[str, bytes], dict[str, Any]]:
     """The embeddings file of the memory files among ``tree_files`` (path, bytes) and its manifest fields
     (all but ``path``: :func:`manifest_entry` adds it)."""
-    model_id, dimension, keys, blob = mem.export_vectors(tree_files)
+    model_id, dimension, keys, blob = mem.meaning.export_vectors(tree_files)
     return (EMBEDDINGS_FILE, blob), {"model": model_id, "dimension": dimension, "dtype": EMBEDDINGS_DTYPE, "keys": keys}
 
 
@@ -60,7 +60,7 @@ def restore_embeddings(tree_dir: Path | None, manifest: Mapping[str, Any], blob:
     mem = Memory(tree_dir)
     try:
         try:
-            here = mem.embedder().model_id  # the embedder is made, its model is not loaded
+            here = mem.meaning.embedder().model_id  # the embedder is made, its model is not loaded
         except BundlekitError as exc:
             return [f"{EMBEDDINGS_PATH}: the bundle's vectors were left out ({exc})"]
         if here != entry["model"]:
@@ -69,7 +69,7 @@ def restore_embeddings(tree_dir: Path | None, manifest: Mapping[str, Any], blob:
                 f"{here}; they are computed at the first recall by meaning"
             ]
         try:
-            mem.import_vectors(entry["model"], entry["dimension"], entry["keys"], blob)
+            mem.meaning.import_vectors(entry["model"], entry["dimension"], entry["keys"], blob)
         except ValueError as exc:
             return [f"{EMBEDDINGS_PATH}: the bundle's vectors were left out ({exc})"]
         return []

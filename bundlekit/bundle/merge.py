@@ -238,8 +238,8 @@ def merge_bundle(
                        notes=notes)
     memory = Memory(tree)
     try:
-        with memory.holding():
-            ours = TreeState.from_memory(LOCAL_LABEL, memory)
+        with memory.transaction() as tx:
+            ours = TreeState.from_transaction(LOCAL_LABEL, tx)
             outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
             outcome.report.base = search.base
             files, days = outcome.changes(ours)
@@ -247,7 +247,7 @@ def merge_bundle(
                         *_check_deletions(ours, outcome, tree, opts)]
             parents = _merged_parents(tree, root, search)
             if not opts.dry_run:
-                memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
+                tx.apply(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
                     keep_car_blocks(car)

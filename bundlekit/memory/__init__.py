@@ -1,13 +1,16 @@
 """The memory tree: Markdown memories with YAML frontmatter, the MEMORY.md index, daily timelines,
 recall and the context block, export/import, and the secret guard. See specs/memory.md.
 
-Modules: ``tree`` (``Memory``, the tree's API) over ``backend`` (a directory or a dict; with
+Modules: ``tree`` (``Memory``, the tree's API: a facade that delegates to ``access``, the state and reads every
+operation shares; ``recall`` and ``context``, recall and the context block as plain functions over the
+derived index; ``meaning``, recall by meaning: the embedder and the vectors; ``transaction``, what bundle and
+merge read and write as one change) over ``backend`` (a directory or a dict; with
 ``_statscan``, the optional C listing) and ``links`` (no symlinks inside a tree), ``lock`` (the
 cross-process lock) and ``undo`` (a change of several files whole or not at all); one memory file:
 ``naming`` (keys), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
 frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
 parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
-vectors) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block) and
+vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block) and
 ``semantic`` (recall by meaning); the secret guard: ``secrets`` (the rules' old address, re-exporting
 ``bundlekit._secrets``), ``screen`` (where the guard runs) and ``withhold`` (what output shows of a
 memory holding a credential); ``transfer`` (export blobs, import's validation), ``files`` (loaded

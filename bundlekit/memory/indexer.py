@@ -221,7 +221,7 @@ class Indexer:
     def _work(self, catalog: Catalog, scan: Scan) -> bool:
         """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
         with catalog.reading():
-            same, racy = catalog.compare(scan)
+            same, racy = catalog.stat.compare(scan)
             if not same:
                 return True
             now = time.time_ns()
@@ -234,9 +234,9 @@ class Indexer:
 
     def _index_stale(self, catalog: Catalog, current: Signature | None, *, force: bool) -> bool:
         """``MEMORY.md`` is not the one written for this generation (and one is wanted)."""
-        if self.private or (current is None and not force and catalog.count() == 0):
+        if self.private or (current is None and not force and catalog.listing.count() == 0):
             return False
-        index_sig, index_gen = catalog.index_state()
+        index_sig, index_gen = catalog.stat.index_state()
         return current is None or index_sig != current or index_gen != catalog.gen
 
     def _racy_changed(self, catalog: Catalog, name: str) -> bool:
@@ -244,12 +244,12 @@ class Indexer:
         trusted by its signature is settled by the next refresh under the lock; until then comparing it is
         only redundant.)"""
         data = self._backend.read(name)
-        return data is None or hashlib.sha256(data).digest() != catalog.sha256(name)
+        return data is None or hashlib.sha256(data).digest() != catalog.stat.sha256(name)
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
         """Parse what changed, check names, and store it all in one transaction."""
         now = time.time_ns()  # before any file is read: it becomes the index's write time (git's racy rule)
-        same, racy = catalog.compare(scan)
+        same, racy = catalog.stat.compare(scan)
         if same and not racy:  # the usual case: nothing moved
             return
         changed: list[str] = []
@@ -263,7 +263,7 @@ class Indexer:
                 settled = True
         removed: list[str] = []
         if not same:
-            known = catalog.signatures()
+            known = catalog.stat.signatures()
             listed = scan.memories
             changed = sorted(set(changed) | {name for name, sig in listed.items() if known.get(name) != sig})
             removed = [name for name in known if name not in listed]
@@ -279,10 +279,10 @@ class Indexer:
         signatures = {name: scan.memories[name] for name, _data, _record in parsed} if parsed else {}
         with catalog.writing(now):
             for name in removed:
-                catalog.remove(name)
+                catalog.stat.remove(name)
             for name, data, record in parsed:
-                catalog.put(name, row_of(record, signatures[name], data))
-            catalog.settle()
+                catalog.stat.put(name, row_of(record, signatures[name], data))
+            catalog.stat.settle()
 
     def reindex(self, names: Iterable[str]) -> None:
         """Index ``names`` again from their bytes now, under the lock (output found their SHA-256 not the
@@ -299,11 +299,11 @@ class Indexer:
             with catalog.writing(now):
                 for name in names:
                     if name not in found:
-                        catalog.remove(name)
+                        catalog.stat.remove(name)
                 for name, data, record in parsed:
                     sig = self._backend.signature(name)
                     if sig is not None:
-                        catalog.put(name, row_of(record, sig, data))
+                        catalog.stat.put(name, row_of(record, sig, data))
         self._checked = None
 
     def _where(self) -> str:
@@ -328,29 +328,29 @@ class Indexer:
         ``MEMORY.md`` is rendered again only when an index line could have changed.
         """
         now = time.time_ns()
-        index_sig, index_gen = catalog.index_state()
+        index_sig, index_gen = catalog.stat.index_state()
         was_fresh = not self.private and index_gen == catalog.gen and index_sig == self._backend.signature(INDEX_NAME)
         with catalog.writing(now):
             for name in removed:
-                catalog.remove(name)
+                catalog.stat.remove(name)
             for record in records:
                 sig = self._backend.signature(record.filename)
                 if sig is None:
                     raise MemoryStoreError(f"{record.filename} vanished right after it was written; retry")
-                catalog.put(record.filename, row_of(record, sig, record.raw.encode("utf-8")))
+                catalog.stat.put(record.filename, row_of(record, sig, record.raw.encode("utf-8")))
             same_lines = not removed and all(
                 (old := previous.get(r.key)) is not None and old.type == r.type and index_line(old) == index_line(r)
                 for r in records
             )
             if was_fresh and same_lines:
-                catalog.set_index_state(index_sig, catalog.gen)
+                catalog.stat.set_index_state(index_sig, catalog.gen)
         self.upkeep_index(catalog, None if self.private else self._backend.signature(INDEX_NAME))
 
     def current_index_text(self, catalog: Catalog) -> str | None:
         """``MEMORY.md`` as stored when it is the one written for the index's generation, else ``None``."""
         if self.private:
             return None
-        index_sig, index_gen = catalog.index_state()
+        index_sig, index_gen = catalog.stat.index_state()
         if index_sig is None or index_gen != catalog.gen or index_sig != self._backend.signature(INDEX_NAME):
             return None
         data = self._backend.read(INDEX_NAME)
@@ -360,7 +360,7 @@ class Indexer:
         """``MEMORY.md`` rendered from the files of the memories it can show (chosen by the index: by type, then
         key, :data:`MAX_INDEX_LINES` in all), read now; the others counted."""
         with catalog.reading():
-            keys, total = catalog.index_keys(MAX_INDEX_LINES), catalog.count()
+            keys, total = catalog.listing.index_keys(MAX_INDEX_LINES), catalog.listing.count()
         records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys), self.broken)]
         return render_index(records, total=total - len(keys) + len(records))
 
@@ -378,7 +378,7 @@ class Indexer:
         if self._backend.read(INDEX_NAME) != data:
             self._backend.write(INDEX_NAME, data)
         with catalog.writing():
-            catalog.set_index_state(self._backend.signature(INDEX_NAME), gen)
+            catalog.stat.set_index_state(self._backend.signature(INDEX_NAME), gen)
 
 
 def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:

@@ -35,7 +35,7 @@ exactly ours keeps our bytes (unless theirs holds those lines in other bytes), a
 time (then bytes).
 
 Nothing here touches a file: :func:`merge_trees` takes three :class:`TreeState`s and returns a
-:class:`MergeOutcome` (the merged memories and day files, the report); ``Memory.apply_merge``
+:class:`MergeOutcome` (the merged memories and day files, the report); ``Transaction.apply``
 writes it.
 """
 
@@ -58,7 +58,7 @@ from bundlekit.memory.timefmt import format_timestamp, parse_timestamp, utc_now
 from bundlekit.memory.timeline import parse_day, version_digest
 
 if TYPE_CHECKING:
-    from bundlekit.memory.tree import Memory
+    from bundlekit.memory.transaction import Transaction
 
 __all__ = [
     "CONFLICT_FROM",
@@ -112,13 +112,13 @@ class TreeState:
         return cls(label, tree.records, days)
 
     @classmethod
-    def from_memory(cls, label: str, memory: Memory) -> TreeState:
-        """A tree's memories and day files as they are now (each day file checked as a loaded one is);
-        call it under the tree's lock (``Memory.holding``) when the merge is to be written."""
-        days = memory.timeline_days()
+    def from_transaction(cls, label: str, tx: Transaction) -> TreeState:
+        """A tree's memories and day files as they are now (each day file checked as a loaded one is), read in
+        ``tx`` (``Memory.transaction``: under the tree's lock, so the merge can be written in it)."""
+        days = tx.days()
         for name, data in days.items():
             parse_day(name, data)
-        return cls(label, {r.key: r for r in memory.list()}, days)
+        return cls(label, {r.key: r for r in tx.records()}, days)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ that of its search text (name, description, body as the index holds them:
 credentials withheld, folded), so a vector never encodes a credential that
 output withholds. Vectors are stored float16 at unit length
 (:func:`encode`); the model's id and dimension are kept with them
-(``catalog.vector_model``) and vectors of another model are computed again.
+(``catalog.vectors.model``) and vectors of another model are computed again.
 """
 
 from __future__ import annotations
@@ -179,18 +179,18 @@ def fill(
     size = embedder.dimension * VECTOR_DTYPE.itemsize
     if cache is not None and cache.filled == VectorCache.stamp_of(catalog) and cache.filled[2] == model:
         return 0
-    if catalog.vector_model() == model and not catalog.without_vectors(size):
+    if catalog.vectors.model() == model and not catalog.vectors.without(size):
         if cache is not None:
             cache.filled = VectorCache.stamp_of(catalog)
         return 0
     with hold(), catalog.writing():
-        catalog.use_vector_model(model)
-        missing = catalog.without_vectors(size)
+        catalog.vectors.use_model(model)
+        missing = catalog.vectors.without(size)
         for start in range(0, len(missing), _EMBED_CHUNK):
             chunk = missing[start : start + _EMBED_CHUNK]
             vectors = embed_checked(embedder, [embedded_text(n, d, b) for _i, n, d, b in chunk])
             blobs = encode(vectors, embedder.dimension, _named(embedder))
-            catalog.put_vectors(zip((i for i, *_ in chunk), blobs, strict=True))
+            catalog.vectors.put(zip((i for i, *_ in chunk), blobs, strict=True))
     if cache is not None:
         cache.filled = VectorCache.stamp_of(catalog)
     return len(missing)
@@ -212,13 +212,13 @@ class VectorCache:
 
     @staticmethod
     def stamp_of(catalog: Catalog) -> tuple[int, int, str | None]:
-        return (catalog.gen, catalog.vector_gen(), catalog.vector_model())
+        return (catalog.gen, catalog.vectors.gen(), catalog.vectors.model())
 
     def load(self, catalog: Catalog, dimension: int) -> VectorCache:
         stamp = self.stamp_of(catalog)
         if stamp == self.stamp and self.matrix is not None:
             return self
-        rows = catalog.vector_rows()
+        rows = catalog.vectors.rows()
         size = dimension * VECTOR_DTYPE.itemsize
         none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
         joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
@@ -263,7 +263,7 @@ def rank(
     the query is at least that. ``query`` is already folded (``ranking.needle``)."""
     min_similarity = check_min_similarity(min_similarity)
     model = model_key(embedder)
-    held = catalog.vector_model()
+    held = catalog.vectors.model()
     if held != model:  # another process embedded the tree with another model since fill()
         raise EmbedderError(
             f"the memory index's vectors are now of model {printable(str(held)[:120])}, not {model}: another process "
@@ -279,7 +279,7 @@ def rank(
     if mode == "hybrid":
         words = [w for w in dict.fromkeys(_WORD.findall(query[:MAX_QUERY])) if w not in STOP_WORDS and len(w) <= 64]
         words = words[:MAX_WORDS]
-        bm25 = catalog.lexical(words)
+        bm25 = catalog.search.lexical(words)
         if bm25:
             best = min(bm25.values())
             position = data.position or {}
@@ -326,16 +326,16 @@ def export(catalog: Catalog, model: str, digests: dict[str, bytes]) -> tuple[lis
     """The index's vectors (of ``model``, ``model_key``) of the memory files ``digests`` names (file name ->
     SHA-256 of the bytes a bundle holds), as keys in file order and their float16 vectors concatenated.
     ``EmbedderError`` when a file's vector is not of those bytes (the file changed meanwhile)."""
-    if catalog.vector_model() != model:
+    if catalog.vectors.model() != model:
         raise EmbedderError("the memory index's vectors are of another model; embed the tree again")
     names = sorted(digests)
     keys = [name[:-3] for name in names]
-    ids = catalog.vector_ids(keys)
-    rows = {row[0]: row[6] for row in catalog.vector_rows()}
+    ids = catalog.vectors.ids(keys)
+    rows = {row[0]: row[6] for row in catalog.vectors.rows()}
     parts: list[bytes] = []
     for name, key in zip(names, keys, strict=True):
         blob = rows.get(ids.get(key, -1))
-        if catalog.sha256(name) != digests[name] or not isinstance(blob, bytes):
+        if catalog.stat.sha256(name) != digests[name] or not isinstance(blob, bytes):
             raise EmbedderError(f"{name} changed while its vector was taken; build again")
         parts.append(blob)
     return keys, b"".join(parts)
@@ -346,9 +346,9 @@ def restore(catalog: Catalog, model: str, dimension: int, keys: Sequence[str], b
     as the vectors of the memories ``keys`` that the index holds, scaled to unit length. Inside
     :meth:`Catalog.writing`. ``ValueError`` for a blob of the wrong length or holding NaN or infinity."""
     matrix = decode(blob, len(keys), dimension)
-    ids = catalog.vector_ids(keys)
+    ids = catalog.vectors.ids(keys)
     found = [(at, ids[key]) for at, key in enumerate(keys) if key in ids]
     blobs = encode(matrix[[at for at, _id in found]], dimension, "the bundle's embeddings") if found else []
-    catalog.use_vector_model(model)
-    catalog.put_vectors(zip((row_id for _at, row_id in found), blobs, strict=True))
+    catalog.vectors.use_model(model)
+    catalog.vectors.put(zip((row_id for _at, row_id in found), blobs, strict=True))
     return len(found)

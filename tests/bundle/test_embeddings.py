@@ -56,13 +56,13 @@ def test_the_loaded_vectors_are_the_built_ones(source: Path, tmp_path: Path) -> 
     Memory(source, embedder=CountingEmbedder()).recall("x", rank="semantic")
     build(source, tmp_path / "b.car")
     load_bundle(str(tmp_path / "b.car"), out_dir=tmp_path / "out")
-    vectors = [Memory(t).export_vectors(Memory(t).bundle_files())[3] for t in (source, tmp_path / "out")]
+    vectors = [Memory(t).meaning.export_vectors(Memory(t).bundle_files())[3] for t in (source, tmp_path / "out")]
     assert vectors[0] == vectors[1]
 
 
 def test_an_encrypted_bundles_vectors_are_encrypted_and_unreadable_without_the_key(source: Path, tmp_path: Path) -> None:
     plain = build(source, tmp_path / "plain.car")
-    blob = Memory(source, embedder=CountingEmbedder()).export_vectors(Memory(source).bundle_files())[3]
+    blob = Memory(source, embedder=CountingEmbedder()).meaning.export_vectors(Memory(source).bundle_files())[3]
     enc = build(source, tmp_path / "enc.car", key=KEY)
     assert enc.manifest["embeddings"]["path"] == "memory/embeddings.f16.enc"
     assert "memory/embeddings.f16" not in enc.manifest["memory"]["files"]

@@ -310,14 +310,14 @@ def test_vectors_of_another_model_put_in_by_another_process_meanwhile_are_never_
     source: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     mine, theirs = Memory(source, embedder=CountingEmbedder()), Memory(source, embedder=CountingEmbedder("theirs-1"))
-    own_fill = mine.embed_tree
+    own_fill = mine.meaning.embed_tree
 
     def then_the_other_process(*args: Any) -> int:
         computed = own_fill()
-        theirs.embed_tree()  # between this recall's fill and its ranking read, the index changes model
+        theirs.meaning.embed_tree()  # between this recall's fill and its ranking read, the index changes model
         return computed
 
-    monkeypatch.setattr(mine, "embed_tree", then_the_other_process)
+    monkeypatch.setattr(mine.meaning, "embed_tree", then_the_other_process)
     with closing(mine), closing(theirs), pytest.raises(EmbedderError, match="another process"):
         mine.recall("soccer", rank="semantic")
 

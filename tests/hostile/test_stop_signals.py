@@ -278,6 +278,6 @@ def test_the_index_of_a_tree_held_in_memory_keeps_its_temp_storage_in_memory() -
 
     catalog = Catalog(None)
     try:
-        assert catalog._conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
+        assert catalog.db.conn.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY
     finally:
         catalog.close()

@@ -178,8 +178,8 @@ def test_an_import_never_replaces_it_unseen(tree: Path, tmp_path: Path) -> None:
 def test_a_merge_never_replaces_or_deletes_it_unseen(tree: Path) -> None:
     mem = Memory(tree)
     for files in ({"user_broken.md": None}, {"USER_BROKEN.md": BAD_TYPE.replace("type: usr", "type: user")}):
-        with pytest.raises(FrontmatterError, match="the merge would replace it"):
-            mem.apply_merge(files, {})
+        with pytest.raises(FrontmatterError, match="the merge would replace it"), mem.transaction() as tx:
+            tx.apply(files, {})
     assert (tree / "user_broken.md").read_text(encoding="utf-8") == BAD_TYPE
 
 

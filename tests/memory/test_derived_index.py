@@ -18,6 +18,9 @@ from bundlekit.bundle.build import build_bundle
 from bundlekit.errors import InvalidKeyError, UsageError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import catalog as catalog_module
+from bundlekit.memory.catalog import database as catalog_database
+from bundlekit.memory.catalog import search as catalog_search
+from bundlekit.memory.catalog import stat as catalog_stat
 from bundlekit.memory import index as index_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
 from bundlekit.memory.catalog import CATALOG_FILE
@@ -151,7 +154,7 @@ def test_short_queries_scan_the_indexed_text(mem: Memory) -> None:
 def test_without_fts5_recall_scans_and_agrees(
     tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(catalog_module, "fts5_available", lambda: False)
+    monkeypatch.setattr(catalog_database, "fts5_available", lambda: False)
     mem = Memory(tree, clock=clock)
     _three(mem)
     conn = sqlite3.connect(_index(tree))
@@ -170,7 +173,7 @@ def test_an_existing_index_is_opened_without_probing_fts5(
     def no_probe() -> bool:
         raise AssertionError("probed FTS5 for an index that says whether it has it")
 
-    monkeypatch.setattr(catalog_module, "fts5_available", no_probe)
+    monkeypatch.setattr(catalog_database, "fts5_available", no_probe)
     assert [h.key for h in Memory(tree, clock=clock).recall("sprint")] == ["c"]
 
 
@@ -185,7 +188,7 @@ def test_an_index_made_without_fts5_keeps_scanning_where_sqlite_has_it(
     tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as without:
-        without.setattr(catalog_module, "fts5_available", lambda: False)
+        without.setattr(catalog_database, "fts5_available", lambda: False)
         _three(Memory(tree, clock=clock))
     mem = Memory(tree, clock=clock)
     assert [h.key for h in mem.recall("sprint")] == ["c"] and not mem.warnings
@@ -202,7 +205,7 @@ def test_an_index_made_with_fts5_is_rebuilt_without_it_where_sqlite_lacks_it(
     conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'fts5(', 'nofts5(') WHERE name = 'search'")
     conn.commit()
     conn.close()
-    monkeypatch.setattr(catalog_module, "fts5_available", lambda: False)
+    monkeypatch.setattr(catalog_database, "fts5_available", lambda: False)
     mem = Memory(tree, clock=clock)
     assert [h.key for h in mem.recall("sprint")] == ["c"]
     assert "no such module: nofts5" in mem.warnings[0] and "rebuilt" in mem.warnings[0]
@@ -232,7 +235,7 @@ def test_recall_over_more_memories_than_the_first_ranked_window_matches_the_form
     mem: Memory, tree: Path, clock: Clock
 ) -> None:
     # More memories than catalog._TOP: common words are answered from the best ones, rare ones by full search.
-    for i in range(catalog_module._TOP + 30):
+    for i in range(catalog_search._TOP + 30):
         clock.advance(hours=1)
         words = "volley" if i % 2 else "rondo"
         mem.write(f"m{i:03d}", **fields(name=f"M {i}", body=f"{words} drill {'rare' if i in (3, 70) else ''}",
@@ -387,7 +390,7 @@ def test_without_sql_math_functions_ranking_runs_in_python_and_agrees(
     mem.write("d", **fields(name="Delta", body="kick and volley", important=True))
     with_sql = [mem.recall(q, rank=r) for q in ("kick", "e", "volley") for r in ("salience", "relevance")]
     context = mem.context_block(100)
-    monkeypatch.setattr(catalog_module, "_has_pow", lambda conn: False)
+    monkeypatch.setattr(catalog_database, "_has_pow", lambda conn: False)
     plain = Memory(tree, clock=clock)
     assert [plain.recall(q, rank=r) for q in ("kick", "e", "volley") for r in ("salience", "relevance")] == with_sql
     assert plain.context_block(100) == context
@@ -425,10 +428,10 @@ def test_the_signature_blob_is_every_row_sorted_by_name_after_every_change(mem: 
     assert _blob(tree) == catalog_module.pack(sorted(known), [n for name in sorted(known) for n in known[name]])
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog.compare(Scan(known, None)) == (True, racy)
+        assert catalog.stat.compare(Scan(known, None)) == (True, racy)
         moved = {**known, "a.md": (known["a.md"][0], known["a.md"][1] + 1, known["a.md"][2])}
         for listing in (moved, {k: v for k, v in known.items() if k != "d.md"}, {**known, "e.md": (1, 2, 3)}):
-            assert catalog.compare(Scan(listing, None)) == (False, racy)
+            assert catalog.stat.compare(Scan(listing, None)) == (False, racy)
     finally:
         catalog.close()
 
@@ -442,7 +445,7 @@ def test_a_signature_blob_of_another_generation_is_not_used(mem: Memory, tree: P
         conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog.compare(Scan(_rows(tree)[0], None))[0]  # answered from the rows
+        assert catalog.stat.compare(Scan(_rows(tree)[0], None))[0]  # answered from the rows
     finally:
         catalog.close()
     assert [h.key for h in Memory(tree).recall("kick")] == ["a"]  # the missing row is indexed again
@@ -537,11 +540,11 @@ def test_the_blob_follows_names_not_the_order_the_directory_lists_them_in(tree: 
     listing = DirectoryBackend(tree).scan().memories
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog.compare(Scan(listing, None))[0]
-        assert catalog.compare(DirectoryBackend(tree).scan())[0]  # listed by _statscan where it is built
-        assert catalog.compare(Scan(dict(reversed(listing.items())), None))[0]
+        assert catalog.stat.compare(Scan(listing, None))[0]
+        assert catalog.stat.compare(DirectoryBackend(tree).scan())[0]  # listed by _statscan where it is built
+        assert catalog.stat.compare(Scan(dict(reversed(listing.items())), None))[0]
         first = next(iter(listing))
-        assert not catalog.compare(Scan({**listing, first: (0, 0, 0)}, None))[0]
+        assert not catalog.stat.compare(Scan({**listing, first: (0, 0, 0)}, None))[0]
     finally:
         catalog.close()
 
@@ -567,7 +570,7 @@ def test_a_garbled_signature_blob_in_the_index_is_not_trusted_and_the_next_chang
     assert [r.key for r in fresh.list()] == ["a", "c"]
     catalog = catalog_module.Catalog(_index(tree))
     try:
-        assert catalog.compare(Scan(_rows(tree)[0], None)) == (True, _rows(tree)[1])
+        assert catalog.stat.compare(Scan(_rows(tree)[0], None)) == (True, _rows(tree)[1])
     finally:
         catalog.close()
     assert _blob(tree) == catalog_module.pack(sorted(_rows(tree)[0]), [n for k in sorted(_rows(tree)[0]) for n in _rows(tree)[0][k]])
@@ -578,15 +581,15 @@ def test_context_never_shows_a_chosen_memory_whose_file_another_process_forgot(
 ) -> None:
     _three(mem)
     other = Memory(tree)
-    real = catalog_module.Catalog.ranked
+    real = catalog_search.Search.ranked
 
-    def ranked_then_a_forget(self: catalog_module.Catalog, *args: Any, **kwargs: Any) -> object:
+    def ranked_then_a_forget(self: catalog_search.Search, *args: Any, **kwargs: Any) -> object:
         found = real(self, *args, **kwargs)
         if other.read("a") is not None:
             other.forget("a")  # between the ranking and the reading of the chosen files
         return found
 
-    monkeypatch.setattr(catalog_module.Catalog, "ranked", ranked_then_a_forget)
+    monkeypatch.setattr(catalog_search.Search, "ranked", ranked_then_a_forget)
     block = mem.context_block()
     assert "(`a.md`)" not in block and "(`b.md`)" in block  # the file is gone: its row is never shown
 
@@ -600,7 +603,7 @@ def _derived_fingerprint() -> str:
     from bundlekit.memory import ranking, semantic, withhold
 
     parts = [
-        catalog_module._SCHEMA, catalog_module._FTS, catalog_module._PLAIN, inspect.getsource(catalog_module._fold),
+        catalog_database._SCHEMA, catalog_database._FTS, catalog_database._PLAIN, inspect.getsource(catalog_search._fold),
         repr(sorted(ranking.TYPE_BONUS.items())), repr(ranking.HALF_LIFE), repr(sorted(ranking.DECAY_HORIZONS.items())),
         inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
         repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
@@ -632,7 +635,7 @@ def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_afte
     after = {**rows, **{k: v for k, v in changes.items() if v is not None}}
     for name in [k for k, v in changes.items() if v is None]:
         after.pop(name, None)
-    assert catalog_module._spliced(blob(rows), changes) == blob(after)
+    assert catalog_stat._spliced(blob(rows), changes) == blob(after)
 
 
 def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memory) -> None:
@@ -640,6 +643,7 @@ def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memor
     for key in ("a-b", "a", "a.b"):
         mem.write(key, **fields(name=key.upper()))
     assert [line.split("\t")[0] for line in mem.list_lines()] == ["a", "a-b", "a.b"]
-    files, records = mem.bundle_contents()
+    with mem.transaction(lock=False) as tx:
+        files, records = tx.contents()
     assert [r.key for r in records] == ["a", "a-b", "a.b"] == [r.key for r in mem.list()]
     assert dict(files)["a.md"] == next(r.raw for r in records if r.key == "a").encode()

@@ -147,7 +147,7 @@ def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error
 def test_a_word_in_half_the_memories_or_more_is_left_out_of_bm25_next_to_a_rarer_match(smem: Memory) -> None:
     catalog = smem._index.refresh()  # "the" is in 3 of the 4 memories: FTS5 floors its IDF at 1e-6
     with catalog.reading():
-        assert len(catalog._conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
-        assert catalog.lexical(["the", "ana"]) == catalog.lexical(["ana"]) != {}
-        assert catalog.lexical(["the", "zebra"]) == catalog.lexical(["the"])  # no rarer match: "the" is searched
-        assert len(catalog.lexical(["the"])) == 3
+        assert len(catalog.db.conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
+        assert catalog.search.lexical(["the", "ana"]) == catalog.search.lexical(["ana"]) != {}
+        assert catalog.search.lexical(["the", "zebra"]) == catalog.search.lexical(["the"])  # no rarer match: "the" is searched
+        assert len(catalog.search.lexical(["the"])) == 3

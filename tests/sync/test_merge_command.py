@@ -140,6 +140,6 @@ def test_a_merge_that_cannot_be_written_whole_writes_nothing(tmp_path: Path) -> 
     good = mem.read("user_role")
     assert good is not None
     secret = good.raw.replace("Winger.", "key " + "AKIA" + "IOSFODNN7EXAMPLE")
-    with pytest.raises(SecretDetectedError):
-        mem.apply_merge({"project_x.md": good.raw.replace("Winger.", "x"), "user_role.md": secret}, {})
+    with pytest.raises(SecretDetectedError), mem.transaction() as tx:
+        tx.apply({"project_x.md": good.raw.replace("Winger.", "x"), "user_role.md": secret}, {})
     assert _files(tmp_path / "a") == before

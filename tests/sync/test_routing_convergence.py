@@ -134,7 +134,7 @@ def test_three_agents_syncing_through_a_served_routing_api_converge_and_lose_no_
 
     assert lost["rounds"] > 0 and lost["conflicts"] > 0  # the seed makes races and conflicts happen
     files = [{p.name: p.read_bytes() for p in sorted(t.glob("*.md")) if p.name != "MEMORY.md"} for t in agents]
-    days = [Memory(t).timeline_days() for t in agents]
+    days = [_days(t) for t in agents]
     assert files[0] and all(f == files[0] for f in files[1:]) and all(d == days[0] for d in days[1:])
     held = {r.body for r in Memory(agents[0]).list()}
     for order, (written, text) in enumerate(history):
@@ -173,3 +173,8 @@ def test_mcp_sync_with_an_unusable_routing_endpoint_is_a_usage_error_before_serv
     result = CliRunner().invoke(cli, ["mcp", "--memory", str(tree), "--sync-name-key", str(tmp_path / "name.pem")],
                                 env={"BUNDLEKIT_ROUTING": "ftp://team-host"})
     assert result.exit_code == 2 and "routing endpoint" in result.stderr
+
+
+def _days(tree: Path) -> dict[str, bytes]:
+    with Memory(tree).transaction(lock=False) as tx:
+        return tx.days()

@@ -66,7 +66,8 @@ def _bodies(path: Path) -> dict[str, str]:
 
 def _contents(path: Path) -> tuple[dict[str, bytes], dict[str, bytes]]:
     files = {p.name: p.read_bytes() for p in sorted(path.glob("*.md")) if p.name != "MEMORY.md"}
-    return files, Memory(path).timeline_days()
+    with Memory(path).transaction(lock=False) as tx:
+        return files, tx.days()
 
 
 def test_a_first_writer_publishes_sequence_0_and_remembers_the_root(tmp_path: Path) -> None:

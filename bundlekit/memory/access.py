@@ -1,0 +1,278 @@
+"""``TreeAccess``: one memory tree's files and derived index as ``Memory`` and the functions over it reach them.
+
+What every operation shares (``Memory`` is the facade that delegates to it; ``recall``, ``context``,
+``meaning`` and ``transaction`` are functions and objects over it): the backend (the directory, or dicts
+in memory) and the indexer, the one mutex a ``Memory``'s threads take turns on, the warnings, the clock;
+and the reads. A read (:meth:`TreeAccess.read`) runs on the up-to-date index in one snapshot; what it shows
+is read from the memory files at that moment (:meth:`TreeAccess.load`, :meth:`TreeAccess.all_records`),
+checked against the SHA-256 the index took (a difference is indexed again, :attr:`TreeAccess.stale`) and
+passed through the secret guard (:meth:`TreeAccess.shown`). See ``memory/tree`` for the promises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import bundlekit._secrets as secrets
+from bundlekit.errors import FrontmatterError, MemoryStoreError
+from bundlekit.memory import screen
+from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
+from bundlekit.memory.catalog import Catalog, CatalogUnusable
+from bundlekit.memory.indexer import Indexer, decode, parse_files
+from bundlekit.memory.naming import check_unique, filename_for, key_from_filename, memory_files
+from bundlekit.memory.record import MemoryRecord, parse_memory_file
+from bundlekit.memory.timefmt import as_utc, parse_timestamp
+
+__all__ = ["TreeAccess"]
+
+_T = TypeVar("_T")
+
+
+class TreeAccess:
+    """The state and reads one :class:`~bundlekit.memory.tree.Memory` delegates to (see the module)."""
+
+    def __init__(
+        self,
+        root: Path | None,
+        *,
+        clock: Callable[[], datetime],
+        lock_timeout: float,
+        on_warning: Callable[[str], None] | None,
+    ) -> None:
+        self.root = root
+        self.backend: Backend
+        if root is None:
+            self.backend = InMemoryBackend()
+        else:
+            self.backend = DirectoryBackend(root, lock_timeout=lock_timeout)
+        self.clock = clock
+        self.warnings: list[str] = []
+        self.on_warning = on_warning
+        self.index = Indexer(self.backend, warn=self.warn, timeout=lock_timeout)
+        self.stale: set[str] = set()  # files output found not to be the bytes the index took (indexed again)
+        # One index connection per Memory: threads (an MCP server) take turns, before the tree lock.
+        self.mutex = threading.RLock()
+
+    def now(self) -> datetime:
+        """The clock's time, in UTC (a naive value taken as UTC)."""
+        return as_utc(self.clock())
+
+    def warn(self, message: str) -> None:
+        """Keep ``message`` in :attr:`warnings` (``Memory.warnings``) and pass it to ``on_warning``."""
+        self.warnings.append(message)
+        if self.on_warning is not None:
+            self.on_warning(message)
+
+    def read(self, op: Callable[[Catalog], _T], *, warn_broken: bool = True) -> _T:
+        """Run a read on the up-to-date index (:meth:`_read_fresh`); then, with ``warn_broken``, warn
+        naming each memory file that does not parse and was left out of what the read shows."""
+        with self.mutex:
+            result = self._read_fresh(op)
+            if warn_broken:
+                for name, problem in sorted(self.index.broken.items()):
+                    self.warn(
+                        f"{problem}; left out (`bundlekit memory show {name[:-3]}` prints the file, "
+                        f"`bundlekit memory forget {name[:-3]}` removes it)"
+                    )
+            return result
+
+    def _read_fresh(self, op: Callable[[Catalog], _T]) -> _T:
+        """Run a read on the up-to-date index, in one snapshot (what it ranks and chooses is of one
+        generation, whatever another process commits meanwhile); an index found broken mid-way is rebuilt
+        and the read run again. Files the read found changed behind signatures the index vouched for (an
+        edit in place that kept inode, mtime and size) are indexed again and the read run once more, so
+        its choice follows what the files hold."""
+        with self.mutex:
+            for attempt in range(2):
+                self.stale = set()
+                try:
+                    result = self._in_snapshot(op, self.index.refresh())
+                except CatalogUnusable as exc:
+                    self.index.rebuild(str(exc))
+                    result = self._in_snapshot(op, self.index.refresh())
+                if not self.stale or attempt:
+                    return result
+                try:
+                    self.index.reindex(self.stale)
+                except CatalogUnusable as exc:
+                    self.index.rebuild(str(exc))
+            return result
+
+    @staticmethod
+    def _in_snapshot(op: Callable[[Catalog], _T], catalog: Catalog) -> _T:
+        with catalog.reading():
+            return op(catalog)
+
+    def listed(self) -> list[str]:
+        """The memory files of the tree's listing (sorted), which the last refresh found the index agrees
+        with: the directory's, never the index's rows."""
+        listing = self.index.listing
+        return listing.names() if listing is not None else sorted(self.backend.scan().memories)
+
+    def all_records(self, catalog: Catalog) -> list[MemoryRecord]:
+        """Every memory of the listing, sorted by key, read from its file now (no index row is shown)."""
+        found = parse_files(self.backend, self.listed(), self.index.broken)
+        return sorted((record for _name, _data, record in found), key=lambda r: r.key)
+
+    def load(self, catalog: Catalog, keys: Sequence[str]) -> list[MemoryRecord]:
+        """The memories ``keys`` (chosen by the index) read from their files now, in that order, as output
+        shows them (credentials withheld); one gone is left out. A file whose SHA-256 is not the one the
+        index took is noted (:attr:`stale`): its row ranked other bytes."""
+        found = parse_files(self.backend, memory_files(keys), self.index.broken)
+        for name, data, _record in found:
+            if hashlib.sha256(data).digest() != catalog.stat.sha256(name):
+                self.stale.add(name)
+        return self.shown(catalog, [record for _name, _data, record in found])
+
+    def withheld(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` with its credentials withheld (a warning names the file), or itself when it holds none."""
+        from bundlekit.memory.withhold import withheld_warning
+        from bundlekit.memory.withhold import withhold as withheld_copy
+
+        shown, fields = withheld_copy(record)
+        if fields:
+            self.warn(withheld_warning(record.filename, fields))
+        return shown
+
+    def shown(self, catalog: Catalog | None, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """``records`` as output may show them: those holding a credential in a value have it withheld
+        (the guard runs here, on what was just read, whatever the index says)."""
+        return [r if screen.record_values_clean(r) else self.withheld(r) for r in records]
+
+    def keep_broken(self, names: Iterable[str], action: str) -> None:
+        """Refuse (:class:`FrontmatterError`) to replace or delete a memory file of ``names`` (equal ignoring
+        case) that does not parse: reads leave it out, so ``action`` would take it for absent and lose its
+        text unseen. Called under the lock, after the refresh, before anything is written."""
+        broken = {name.lower(): (name, problem) for name, problem in self.index.broken.items()}
+        for name in sorted(names):
+            found = broken.get(name.lower())
+            if found is not None:
+                raise FrontmatterError(
+                    f"{found[1]}; {action} would replace it: fix the file, or `bundlekit memory forget "
+                    f"{found[0][:-3]}` removes it"
+                )
+
+    def where(self) -> str:
+        """The tree as an error message names it."""
+        return f"memory tree {self.root}" if self.root is not None else "the in-memory tree"
+
+    def stored(
+        self,
+        catalog: Catalog,
+        records: Sequence[MemoryRecord],
+        previous: Mapping[str, MemoryRecord | None],
+        removed: Sequence[str] = (),
+    ) -> None:
+        """Index files just written (under the lock); a broken index is dropped and rebuilt next time.
+
+        The files are written by now, and they are the memory: the index and ``MEMORY.md`` are derived
+        from them and catch up at the next refresh. So a failure to update them (a full disk, an I/O
+        error) is a warning, never the error of a change that was made (issue 35: `memory write` exited
+        1 on a full disk with the memory written, found by bench/soak.py).
+        """
+        try:
+            try:
+                self.index.stored(catalog, list(records), dict(previous), list(removed))
+            except CatalogUnusable as exc:
+                self.index.rebuild(str(exc))
+        except MemoryStoreError as exc:
+            self.index.close()
+            self.warn(f"{exc} (the change is written; the next command brings the index and MEMORY.md up to date)")
+
+    def read_record(self, key: str) -> MemoryRecord | None:
+        """The memory ``key`` parsed from its file now (``None`` when there is none)."""
+        filename = filename_for(key)
+        data = self.backend.read(filename)
+        if data is None:
+            return None
+        return parse_memory_file(decode(filename, data), key=key, where=filename)
+
+    def snapshot(
+        self, *, strict: bool
+    ) -> tuple[list[tuple[str, bytes, MemoryRecord]], list[tuple[str, bytes]]]:
+        """Every memory file and timeline day, checked. A memory file that does not parse is left out with a
+        warning, or with ``strict`` raises :class:`FrontmatterError` (the first by name)."""
+        from bundlekit.memory.timeline import parse_day
+
+        found = self.read(self._checked_files, warn_broken=not strict)
+        if strict and self.index.broken:
+            name, problem = min(self.index.broken.items())
+            raise FrontmatterError(
+                f"{problem}; fix the file, or `bundlekit memory forget {name[:-3]}` removes it"
+            )
+        for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
+            screen.guard_key(record.key, f"a memory file name in {self.where()}")
+            secrets.guard(record.raw, filename, can_allow=False)
+            # One scan of every value (the guard then names the place); none needed when the values are
+            # stretches of the text just guarded (record.memo["verbatim"], tests/memory/test_quickyaml.py).
+            if not record.memo.get("verbatim") and not screen.record_values_clean(record):
+                screen.guard_record(record, filename, can_allow=False)
+        days: list[tuple[str, bytes]] = []
+        for name in self.backend.timeline_files():
+            data = self.backend.read_timeline(name)
+            if data is None:
+                continue
+            where = f"timeline/{name}"
+            entries = parse_day(name, data)
+            secrets.guard(data.decode("utf-8"), where, can_allow=False)
+            for number, entry in enumerate(entries, start=1):
+                screen.guard_entry(entry, "", f"{where} entry {number}")
+            days.append((name, data))
+        return found, days
+
+    def _checked_files(self, catalog: Catalog) -> list[tuple[str, bytes, MemoryRecord]]:
+        """Every memory file of the listing, with its bytes read now and the record they parse to, as with no
+        index at all: names checked (key rules, case-uniqueness), every file parsed. Each file's SHA-256 is
+        checked against the one the index took; one that differs (an edit that kept the stat signature) is
+        indexed again after the read."""
+        names = self.listed()
+        for name in names:
+            key_from_filename(name)
+        check_unique((name[:-3] for name in names), where=self.where())
+        found = parse_files(self.backend, names, self.index.broken)
+        digests = catalog.stat.digests()
+        self.stale.update(name for name, data, _r in found if hashlib.sha256(data).digest() != digests.get(name))
+        return found
+
+    def index_text(self, catalog: Catalog) -> str:
+        text = self.index.current_index_text(catalog)
+        # A MEMORY.md written before credentials were withheld from it is rendered again.
+        return text if text is not None and not secrets.find_secrets(text) else self.index.render(catalog)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        from bundlekit.memory.timeline import day_file_for, encode_entry
+
+        line = encode_entry(entry)
+        screen.guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
+        with self.mutex, self.backend.hold():
+            self.index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
+            self.backend.append_timeline(day_file_for(entry), line)
+
+    def newest_first(self, *, withhold: bool = False) -> Iterator[dict[str, Any]]:
+        from bundlekit.memory.timeline import DAY_FILE_RE, parse_day
+
+        for name in reversed(self.backend.timeline_files()):
+            if not DAY_FILE_RE.fullmatch(name):
+                continue
+            data = self.backend.read_timeline(name)
+            if data is None:
+                continue
+            entries = parse_day(name, data, strict=False)
+            entries.sort(key=lambda e: parse_timestamp(e["ts"]))
+            for entry in reversed(entries):
+                yield self._withheld_entry(name, entry) if withhold else entry
+
+    def _withheld_entry(self, day_file: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """``entry`` with its credentials withheld (a warning names the day file), or itself when it holds none."""
+        from bundlekit.memory.withhold import withheld_warning, withhold_entry
+
+        shown = withhold_entry(entry)
+        if shown == entry:
+            return entry
+        self.warn(withheld_warning(f"timeline/{day_file}", ["an entry"]))
+        return shown

@@ -1,0 +1,249 @@
+"""The derived index's database: the connection, its version, its read and write transactions, its state.
+
+One SQLite file (``<tree>/.bundlekit/index.sqlite``, WAL mode) or, for a tree in
+memory, a private in-memory database. ``PRAGMA user_version`` is
+:data:`DERIVED_VERSION` and ``application_id`` :data:`APPLICATION_ID`; a file of
+another version or program, or one SQLite cannot read, raises
+:class:`CatalogUnusable` (the indexer deletes and rebuilds it). The tables are
+created here (``_SCHEMA``); the stat cache, search, listing and vectors
+(``catalog.stat``, ``catalog.search``, ``catalog.listing``, ``catalog.vectors``)
+are small objects on this one connection (the package docstring describes the
+tables).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bundlekit.errors import MemoryStoreError
+
+__all__ = [
+    "APPLICATION_ID",
+    "CATALOG_FILE",
+    "DERIVED_VERSION",
+    "CatalogUnavailable",
+    "CatalogUnusable",
+    "Database",
+    "Signature",
+    "catalog_files",
+    "fts5_available",
+    "translated",
+]
+
+# Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
+# HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
+# withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
+DERIVED_VERSION = 10
+APPLICATION_ID = 0x626B6D69  # "bkmi"
+CATALOG_FILE = "index.sqlite"
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+# Errors that say "busy", not "broken": never a reason to rebuild.
+_TRANSIENT = {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_FULL", "SQLITE_IOERR"}
+_NOT_HERE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"}
+
+Signature = tuple[int, int, int]
+
+
+class CatalogUnusable(Exception):
+    """The index file is corrupt, truncated, or of another version or program: rebuild it."""
+
+
+class CatalogUnavailable(OSError):
+    """The index file cannot be opened or written here (permissions, a read-only tree)."""
+
+
+
+@functools.cache
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 with the trigram tokenizer (``case_sensitive`` option)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram case_sensitive 1')")
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+def _has_pow(conn: sqlite3.Connection) -> bool:
+    """Whether this SQLite has the math functions (``pow``) to rank in SQL."""
+    try:
+        conn.execute("SELECT pow(0.5, 2.0)").fetchone()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def catalog_files(directory: Path) -> list[Path]:
+    """The database file and its WAL, shared-memory and journal companions in ``directory``."""
+    return [directory / (CATALOG_FILE + suffix) for suffix in _SIDE_FILES]
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """SQLite errors that mean a broken or foreign file become :class:`CatalogUnusable`; those that mean
+    "not here" :class:`CatalogUnavailable`; transient ones (busy, disk full, I/O) pass through."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        primary = "_".join(str(getattr(exc, "sqlite_errorname", "")).split("_")[:2])  # SQLITE_IOERR_READ -> SQLITE_IOERR
+        if primary in _NOT_HERE:
+            raise CatalogUnavailable(errno.EACCES, str(exc)) from exc
+        if primary in _TRANSIENT:
+            raise MemoryStoreError(
+                f"the memory index could not be used ({exc}); retry, and check free disk space"
+            ) from exc
+        raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
+    except UnicodeDecodeError as exc:  # text SQLite hands over that is not UTF-8 (a damaged schema or error text)
+        raise CatalogUnusable(f"{type(exc).__name__}: {exc}") from exc
+
+
+_SCHEMA = """
+CREATE TABLE memory (
+    id INTEGER PRIMARY KEY,
+    file TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    ino INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    sha256 BLOB NOT NULL,
+    salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
+    piece INTEGER NOT NULL,
+    revision INTEGER NOT NULL, updated_text TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+    withheld INTEGER NOT NULL
+);
+CREATE INDEX memory_by_type ON memory (type, key);
+CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE state (name TEXT PRIMARY KEY, value);
+INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
+    ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0),
+    ('vec_model', NULL), ('vec_gen', 0);
+"""
+_FTS = "CREATE VIRTUAL TABLE search USING fts5(name, description, body, tokenize='trigram case_sensitive 1')"
+_PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
+
+
+class Database:
+    """One open index database (one per :class:`Memory`, which serializes the threads that use it): the
+    connection, checked or created at :data:`DERIVED_VERSION`, with the ``state`` table's values.
+
+    Reads run in :meth:`reading` (one snapshot), changes in :meth:`transaction`
+    (one transaction, taken only under the tree lock).
+    """
+
+    def __init__(self, path: Path | None, *, fts: bool | None = None, timeout: float = 30.0) -> None:
+        self.path = path
+        with translated():
+            conn = sqlite3.connect(
+                ":memory:" if path is None else os.fspath(path),
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,  # a Memory serializes its own use (tree.Memory._mutex)
+            )
+        self.conn = conn
+        try:
+            with translated():
+                conn.execute("PRAGMA trusted_schema = OFF")
+                self._check_or_create(fts)
+                if path is not None:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
+                else:
+                    # The index of a tree held in memory (an encrypted bundle served read-only): a large sort
+                    # or temp index would spill to a temp file under TMPDIR, plaintext bytes touching disk.
+                    conn.execute("PRAGMA temp_store = MEMORY")
+                self.fts = bool(self.state("fts"))
+                self.math = _has_pow(conn)
+        except BaseException:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _check_or_create(self, fts: bool | None) -> None:
+        """Check the version, or create the tables in an empty file: with an FTS5 search table when ``fts`` is
+        not False and this SQLite has FTS5 (probed only here: an existing index says which it has)."""
+        conn = self.conn
+        app, version = self._header()
+        if (app, version) == (APPLICATION_ID, DERIVED_VERSION):
+            return
+        if (app, version) != (0, 0):
+            raise CatalogUnusable(f"application id {app:#x}, derived version {version}")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            app, version = self._header()  # another process may have created it meanwhile
+            if (app, version) == (0, 0):
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    raise CatalogUnusable("tables without our version")
+                fts = fts5_available() if fts is None else fts and fts5_available()
+                for statement in _SCHEMA.format(fts=int(fts)).split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(_FTS if fts else _PLAIN)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {DERIVED_VERSION}")
+            elif (app, version) != (APPLICATION_ID, DERIVED_VERSION):
+                raise CatalogUnusable(f"application id {app:#x}, derived version {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _header(self) -> tuple[int, int]:
+        app = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        return int(app), int(version)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent snapshot for the queries in the ``with`` body (inside another, that one's)."""
+        if self.conn.in_transaction:
+            yield
+            return
+        with translated():
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (all or nothing) for the changes in the ``with`` body."""
+        with translated():
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # -- state ------------------------------------------------------------------
+
+    def state(self, name: str) -> int | None:
+        """The ``state`` table's whole-number value ``name`` (``None`` when absent or not a whole number)."""
+        with translated():
+            row = self.conn.execute("SELECT value FROM state WHERE name = ?", (name,)).fetchone()
+        return None if row is None or not isinstance(row[0], int) else int(row[0])
+
+    def set(self, name: str, value: object) -> None:
+        """Set the ``state`` value ``name``. Inside :meth:`transaction`."""
+        self.conn.execute("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", (name, value))
+
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: it moves when another connection commits a change."""
+        with translated():
+            return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    @property
+    def gen(self) -> int:
+        """The generation: bumped by every change to the indexed memories."""
+        return self.state("gen") or 0

@@ -1,0 +1,241 @@
+"""The derived index's stat cache: one row per memory file (signature, SHA-256, ranking and listing fields) and
+the sorted signature blob an unchanged tree is checked against in one read (git's index, restic's ``index.go``).
+
+Rows are put and removed only inside a write transaction (:meth:`Catalog.writing`), which tells this cache
+when it begins (:meth:`StatCache.begin`) and ends (:meth:`StatCache.finish`): a transaction that changed a
+row, or settled the racy ones, rewrites the blob whole and moves ``written_ns`` on (git's racy rule).
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, NamedTuple
+
+from bundlekit.memory.catalog.database import CatalogUnusable, Database, Signature, translated
+from bundlekit.memory.catalog.search import _fold
+
+if TYPE_CHECKING:
+    from bundlekit.memory.backend import Scan
+
+__all__ = ["RACY_NS", "Row", "StatCache", "pack"]
+
+RACY_NS = 2_000_000_000  # 2 s: coarser than any timestamp tick we expect (ext4 ~4 ms, HFS+ 1 s, FAT 2 s)
+
+
+class Row(NamedTuple):
+    """What the index keeps of one memory file (no body or frontmatter of it): its type, signature, SHA-256
+    of its bytes, ranking basis (salience, ``updated`` in POSIX seconds, decay horizon), context-block piece
+    length, search text (name, description, body: credentials withheld) and listing fields."""
+
+    key: str
+    type: str
+    signature: Signature
+    sha256: bytes
+    basis: tuple[float, float, float | None]
+    piece: int
+    search: tuple[str, str, str]
+    # The ``memory list`` line's fields: revision, ``updated`` as the frontmatter holds it, name and description
+    # (credentials withheld, ``withhold.mask``), and whether the line made from the file shows a credential
+    # (output then makes that line from the file, withheld, with the warning naming it).
+    listed: tuple[int, str, str, str, bool]
+
+
+def pack(names: Iterable[str], numbers: Iterable[int]) -> bytes:
+    """Signatures as the one blob the index keeps: the length of the names' part (8 bytes, little-endian), the
+    file names (UTF-8, NUL between), then each signature's three numbers as native signed 64-bit integers, in
+    the names' order. Given sorted by name, it is the sorted listing of the tree (``Scan.packed``) whole."""
+    encoded = "\0".join(names).encode("utf-8", "surrogateescape")
+    return len(encoded).to_bytes(8, "little") + encoded + array("q", numbers).tobytes()
+
+
+def _split(blob: object) -> tuple[bytes, bytes] | None:
+    """The names' part and the numbers' part of a :func:`pack` blob, or ``None`` when it is not one."""
+    if not isinstance(blob, bytes) or len(blob) < 8:
+        return None
+    length = int.from_bytes(blob[:8], "little")
+    if 8 + length > len(blob) or (len(blob) - 8 - length) % 24:
+        return None
+    return blob[8 : 8 + length], blob[8 + length :]
+
+
+def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
+    """The sorted signature blob ``blob`` with ``changes`` made (a signature set, or None: removed), or
+    ``None`` when ``blob`` is not one (the caller packs the rows then)."""
+    parts = _split(blob)
+    if parts is None:
+        return None
+    names = parts[0].decode("utf-8", "surrogateescape").split("\0") if parts[0] else []
+    numbers = array("q", parts[1])
+    if len(numbers) != 3 * len(names):
+        return None
+    keys = [name.encode("utf-8", "surrogateescape") for name in names] if any(not n.isascii() for n in names) else names
+    for name, signature in sorted(changes.items()):
+        key: str | bytes = name.encode("utf-8", "surrogateescape") if keys is not names else name
+        at = bisect.bisect_left(keys, key)  # type: ignore[arg-type]
+        present = at < len(names) and names[at] == name
+        if signature is None:
+            if present:
+                del names[at]
+                if keys is not names:
+                    del keys[at]
+                del numbers[3 * at : 3 * at + 3]
+        elif present:
+            numbers[3 * at : 3 * at + 3] = array("q", signature)
+        else:
+            names.insert(at, name)
+            if keys is not names:
+                keys.insert(at, key)  # type: ignore[arg-type]
+            numbers[3 * at : 3 * at] = array("q", signature)
+    return pack(names, numbers)
+
+
+class StatCache:
+    """The ``memory`` rows on a :class:`Database`: each file's stat signature and SHA-256, compared with the tree's
+    listing; the signature of the ``MEMORY.md`` last written from them."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._rewrite = False  # the open write transaction changed a row or settled the racy ones
+        # The rows it changed (a removed one: None), and the blob it starts from when of the current generation.
+        self._changes: dict[str, Signature | None] = {}
+        self._start: bytes | None = None
+
+    def begin(self) -> None:
+        """A write transaction begins (or ended): nothing changed yet."""
+        self._rewrite = False
+        self._changes = {}
+        self._start = None
+
+    def finish(self, now_ns: int | None) -> None:
+        """A write transaction is about to commit: when it changed a row or :meth:`settle` was called, ``now_ns``
+        (the time the caller took before reading the files) becomes ``written_ns`` and the blob is rewritten."""
+        if self._rewrite:
+            if now_ns is None:
+                raise ValueError("a transaction that changes rows needs the time it began")
+            self._store_signatures(now_ns)
+
+    def index_state(self) -> tuple[Signature | None, int]:
+        """The signature of the ``MEMORY.md`` last written from this index, and the generation it shows."""
+        with translated():
+            rows = dict(self._db.conn.execute("SELECT name, value FROM state WHERE name LIKE 'index_%'").fetchall())
+        sig = (rows.get("index_ino"), rows.get("index_mtime"), rows.get("index_size"))
+        known = None if not all(isinstance(n, int) for n in sig) else (int(sig[0]), int(sig[1]), int(sig[2]))  # type: ignore[arg-type]
+        gen = rows.get("index_gen")
+        return known, gen if isinstance(gen, int) else -1
+
+    def set_index_state(self, signature: Signature | None, gen: int) -> None:
+        ino, mtime, size = signature if signature is not None else (None, None, None)
+        for name, value in (("index_ino", ino), ("index_mtime", mtime), ("index_size", size), ("index_gen", gen)):
+            self._db.set(name, value)
+
+    # -- files --------------------------------------------------------------------
+
+    def signatures(self) -> dict[str, Signature]:
+        """Every indexed file's signature by name (one SELECT)."""
+        with translated():
+            found = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
+        if not all(type(f) is str and type(i) is int and type(m) is int and type(s) is int for f, i, m, s in found):
+            # Only this program writes the rows; one of another type was put there by hand (SQLite keeps
+            # whatever type a row is given): the index is rebuilt, as for any file not of ours.
+            raise CatalogUnusable("the memory index holds a row that this program did not write")
+        return {file: (ino, mtime, size) for file, ino, mtime, size in found}
+
+    def compare(self, scan: Scan) -> tuple[bool, dict[str, int]]:
+        """Whether the listing ``scan`` holds exactly the indexed files with their signatures, and the racy
+        rows (git's rule: the file's mtime within :data:`RACY_NS` of ``written_ns``, the time the last change of
+        the rows began; a same-size edit in the same timestamp tick keeps the signature, so they are compared
+        by SHA-256). From the sorted signature blob when it is of the current generation (the sorted listing
+        against it, as bytes), else from the rows. The racy rows come as their files' mtimes by name."""
+        with translated():
+            rows = dict(
+                self._db.conn.execute(
+                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'written_ns')"
+                ).fetchall()
+            )
+        written = rows.get("written_ns")
+        written = written if isinstance(written, int) else 0
+        parts = _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+        if parts is None:
+            known = self.signatures()
+            racy = {name: sig[1] for name, sig in known.items() if sig[1] + RACY_NS > written}
+            return known == scan.memories, racy
+        names, numbers = parts
+        listed = scan.packed()
+        same = listed is not None and listed[0] == names and listed[1] == numbers
+        stored = array("q", numbers)
+        mtimes = stored[1::3]
+        if not mtimes or max(mtimes) + RACY_NS <= written:
+            return same, {}
+        split = names.decode("utf-8", "surrogateescape").split("\0")
+        return same, {name: mtime for name, mtime in zip(split, mtimes, strict=True) if mtime + RACY_NS > written}
+
+    def sha256(self, file: str) -> bytes | None:
+        """The SHA-256 of the bytes ``file`` was indexed from (``None`` when it is not indexed)."""
+        with translated():
+            row = self._db.conn.execute("SELECT sha256 FROM memory WHERE file = ?", (file,)).fetchone()
+        return None if row is None or not isinstance(row[0], bytes) else bytes(row[0])
+
+    def digests(self) -> dict[str, bytes]:
+        """Every indexed file's SHA-256 by name."""
+        with translated():
+            return {str(f): bytes(d) for f, d in self._db.conn.execute("SELECT file, sha256 FROM memory") if isinstance(d, bytes)}
+
+    def put(self, file: str, row: Row) -> None:
+        """Index one file (replacing what was there). Inside :meth:`writing`."""
+        self.remove(file)
+        self._changes[file] = row.signature
+        sal, updated, horizon = row.basis
+        revision, updated_text, name, description, withheld = row.listed
+        cursor = self._db.conn.execute(
+            "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, "
+            "revision, updated_text, name, description, withheld) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece,
+             revision, updated_text, name, description, int(withheld)),
+        )
+        self._db.conn.execute(
+            "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
+            (cursor.lastrowid, *map(_fold, row.search)),
+        )
+        self._changed()
+
+    def remove(self, file: str) -> None:
+        """Forget one file (nothing when it is not indexed). Inside :meth:`writing`."""
+        row = self._db.conn.execute("SELECT id FROM memory WHERE file = ?", (file,)).fetchone()
+        if row is not None:
+            self._changes[file] = None
+            self._db.conn.execute("DELETE FROM vector WHERE id = ?", (row[0],))
+            self._db.conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
+            self._db.conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
+            self._changed()
+
+    def settle(self) -> None:
+        """Move ``written_ns`` on (the racy rows' bytes were compared and are unchanged). Inside :meth:`writing`."""
+        self._rewrite = True
+
+    def _changed(self) -> None:
+        if not self._rewrite and self._start is None:  # before the first change: the blob it starts from
+            rows = dict(
+                self._db.conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')").fetchall()
+            )
+            blob = rows.get("sigs")
+            if rows.get("sigs_gen") == rows.get("gen") and isinstance(blob, bytes):
+                self._start = blob
+        self._rewrite = True
+        self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
+
+    def _store_signatures(self, now_ns: int) -> None:
+        """The sorted signature blob of the generation the transaction ends at, written whole: the blob it
+        started from with its changes made (a few rows changed among thousands: no row is read), or the rows
+        read in file order."""
+        blob = _spliced(self._start, self._changes) if self._start is not None else None
+        if blob is None:
+            rows = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
+            blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
+        self._db.set("sigs", blob)
+        self._db.set("written_ns", now_ns)
+        self._db.conn.execute(
+            "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
+        )
+

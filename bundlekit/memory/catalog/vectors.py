@@ -1,0 +1,73 @@
+"""The derived index's vectors: one float16 embedding per ``memory`` row (``vector`` table), of the model named
+in ``state`` as ``vec_model``; computed and read by ``memory/semantic``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bundlekit.memory.catalog.database import Database, translated
+
+__all__ = ["Vectors"]
+
+
+class Vectors:
+    """The ``vector`` table of a :class:`Database`: each memory row's embedding, never text."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def model(self) -> str | None:
+        """The model (``<model id>#<dimension>``) the stored vectors are of, or None."""
+        with translated():
+            row = self._db.conn.execute("SELECT value FROM state WHERE name = 'vec_model'").fetchone()
+        return row[0] if row is not None and isinstance(row[0], str) else None
+
+    def gen(self) -> int:
+        """Bumped whenever vectors are stored or dropped (with :attr:`Catalog.gen`, what an in-process copy is of)."""
+        return self._db.state("vec_gen") or 0
+
+    def use_model(self, model: str) -> None:
+        """Keep only vectors of ``model``: those of another are dropped. Inside :meth:`Catalog.writing`."""
+        if self.model() != model:
+            self._db.conn.execute("DELETE FROM vector")
+            self._db.set("vec_model", model)
+            self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def without(self, size: int) -> list[tuple[int, str, str, str]]:
+        """(row id, name, description, body) of the search text of every row without a vector of ``size`` bytes
+        (none, or one of another length: put there by hand)."""
+        with translated():
+            rows = self._db.conn.execute(
+                "SELECT m.id, s.name, s.description, s.body FROM memory m JOIN search s ON s.rowid = m.id "
+                "WHERE NOT EXISTS (SELECT 1 FROM vector v WHERE v.id = m.id AND length(v.vec) = ?)", (size,)
+            ).fetchall()
+        return [(int(i), str(n), str(d), str(b)) for i, n, d, b in rows]
+
+    def put(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        """Store vectors by row id (rows gone meanwhile are skipped). Inside :meth:`Catalog.writing`."""
+        self._db.conn.executemany(
+            "INSERT OR REPLACE INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?)",
+            ((i, blob, i) for i, blob in rows),
+        )
+        self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None]]:
+        """(row id, key, salience, updated, horizon, piece, vector or None) of every memory, by row id."""
+        with translated():
+            return self._db.conn.execute(
+                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec FROM memory m "
+                "LEFT JOIN vector v ON v.id = m.id ORDER BY m.id"
+            ).fetchall()
+
+    def ids(self, keys: Iterable[str]) -> dict[str, int]:
+        """Row ids of ``keys`` (those indexed)."""
+        wanted = list(keys)
+        found: dict[str, int] = {}
+        with translated():
+            for at in range(0, len(wanted), 500):
+                chunk = wanted[at : at + 500]
+                marks = ",".join("?" * len(chunk))
+                found |= {str(k): int(i) for k, i in self._db.conn.execute(
+                    f"SELECT key, id FROM memory WHERE key IN ({marks})", chunk)}
+        return found
