@@ -11,7 +11,7 @@ The layout (``specs/bundle.md``)::
 
 Build steps, in order: validate the tree (``Memory.check``: keys,
 frontmatter, secret guard); take its files with a freshly regenerated index
-(``Memory.bundle_contents``); encrypt memory and timeline files when a key is
+(``Transaction.contents`` of ``memory.transaction()``); encrypt memory and timeline files when a key is
 given (and render the plaintext link index); compute each stored file's CID
 with the chosen profile; write the manifest; import the whole tree into a CAR
 written atomically. The same tree, options and ``created`` give the same root

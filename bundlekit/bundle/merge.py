@@ -17,7 +17,7 @@ Steps (``specs/sync.md``, "Merge"):
    bundle is signed by a required publisher; over an unproven one (a bare ``parents``
    claim) a memory theirs merely lacks is kept (``memory.merge``).
 3. Under the tree's lock: read ours, :func:`memory.merge.merge_trees`, write the changes
-   (``Memory.apply_merge``: all or nothing) and the new lineage: parents = the bundle's
+   (``Transaction.apply`` inside ``memory.transaction()``: all or nothing) and the new lineage: parents = the bundle's
    root, the tree's last root and every other head of ours the bundle does not descend
    from (the next build names both sides, so ``bundlekit log`` shows the merge). A CAR's
    blocks are kept in the local block store (unpinned: a cache ``store gc`` may drop), so
