@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import cli
 from bundlekit.errors import UsageError
-from bundlekit.gateway.server import MAX_CONNECTIONS, GatewayServer, create_server, serve_in_thread
+from bundlekit.gateway.server import MAX_CLIENT_CONNECTIONS, MAX_CONNECTIONS, GatewayServer, create_server, serve_in_thread
 
 # A request head left unfinished (no blank line): the server waits for the rest.
 _PARTIAL_HEAD = b"GET /ipfs/bafkqaaa HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -56,8 +56,9 @@ def _until_served(url: str) -> httpx.Response:
         time.sleep(0.05)
 
 
-def test_the_default_limit_is_documented_and_bounded() -> None:
-    assert MAX_CONNECTIONS == 64
+def test_the_default_limits_are_documented_and_bounded() -> None:
+    # A waiting connection costs a socket, not a thread (issue 35 item 4): thousands, fewer from one address.
+    assert MAX_CONNECTIONS == 4096 and MAX_CLIENT_CONNECTIONS == 1024
 
 
 def test_a_connection_beyond_the_limit_is_answered_503_and_closed(tmp_path: Path) -> None:
