@@ -61,6 +61,7 @@ from bundlekit._redact import redact
 from bundlekit._signals import is_ignored
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.gateway.car_cache import CarCache, CarCopy
 from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
@@ -204,6 +205,7 @@ class GatewayServer:
         self.idle_timeout = idle_timeout
         self.head_timeout = head_timeout
         self.counts = ConnectionCounts()
+        self.cars = CarCache()  # streamed CAR answers kept as files (gateway.car_cache)
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
         self.apps = dict(apps or {})
@@ -333,7 +335,12 @@ class GatewayServer:
             return
         loop = asyncio.get_running_loop()
         gone = conn.is_gone
-        response = await loop.run_in_executor(self._threads, self.answer, method, target, headers, body, gone)
+        if app == self.gateway.respond and _one_block(target):
+            # One block's answer (a root's block, a CAR's first block, a small file) is a read or two:
+            # answered on the loop, it costs no thread hop; everything longer goes to a thread.
+            response = self.answer(method, target, headers, body, gone)
+        else:
+            response = await loop.run_in_executor(self._threads, self.answer, method, target, headers, body, gone)
         if response.status == CLIENT_GONE:
             logger.info("client %s went away before the answer to %s", scope.get("client"), redact(target))
             conn.cut()
@@ -377,16 +384,8 @@ class GatewayServer:
         if no_body:
             await send({"type": "http.response.body", "body": b""})
             return
-        body = response.body
         try:
-            if isinstance(body, (list, tuple)):
-                for chunk in body:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            else:
-                loop = asyncio.get_running_loop()
-                chunks = iter(body)
-                while parts := await loop.run_in_executor(self._threads, _pull, chunks):
-                    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
+            await self._send_body(send, method, response)
         except BundlekitError as exc:
             # The status line is out; cutting the connection is the only honest signal left.
             logger.warning("response cut short: %s", exc)
@@ -396,6 +395,36 @@ class GatewayServer:
             conn.cut()
             return
         await send({"type": "http.response.body", "body": b""})
+
+    async def _send_body(self, send: Any, method: str, response: Response) -> None:
+        """The body's pieces: as given, pulled from its iterator on a thread, or read from the kept CAR
+        of the same answer (``car_cache``); a CAR streamed whole for the first time is kept."""
+        loop = asyncio.get_running_loop()
+        body = response.body
+        if isinstance(body, (list, tuple)):
+            for chunk in body:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            return
+        key = self.cars.key(method, response)
+        kept = self.cars.get(key) if key is not None else None
+        if kept is not None:
+            _close(body)  # never started: the kept file holds its bytes
+            offset = 0
+            while data := await loop.run_in_executor(self._threads, kept.read, offset):
+                offset += len(data)
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            return
+        copy = self.cars.copy(key) if key is not None else None
+        chunks = iter(body)
+        try:
+            while data := await loop.run_in_executor(self._threads, _pull, chunks, copy):
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+        except BaseException:
+            if copy is not None:
+                copy.drop()
+            raise
+        if copy is not None:
+            copy.keep()
 
     def answer(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes | None, gone: Callable[[], bool]
@@ -475,8 +504,16 @@ async def _read_body(receive: Any, conn: GatewayProtocol, limit: int) -> bytes |
             return b"".join(parts)
 
 
-def _pull(chunks: Iterator[bytes]) -> list[bytes]:
-    """The next chunks of a streamed body, about ``_PULL_BYTES`` of them; empty at its end (on an answer thread)."""
+def _one_block(target: str) -> bool:
+    """Whether ``target`` names a CID with no path under it (``/ipfs/{cid}``, any query): its answer is
+    computed from the root's block, with no walk (a streamed body is still pulled on a thread)."""
+    path = target.split("?", 1)[0]
+    return path.startswith("/ipfs/") and "/" not in path[6:].rstrip("/")
+
+
+def _pull(chunks: Iterator[bytes], copy: CarCopy | None) -> bytes:
+    """The next ``_PULL_BYTES`` or so of a streamed body, copied to ``copy`` when one is made; empty at
+    its end (on an answer thread)."""
     parts: list[bytes] = []
     size = 0
     for chunk in chunks:
@@ -485,7 +522,17 @@ def _pull(chunks: Iterator[bytes]) -> list[bytes]:
             size += len(chunk)
             if size >= _PULL_BYTES:
                 break
-    return parts
+    data = b"".join(parts)
+    if copy is not None and data:
+        copy.add(data)
+    return data
+
+
+def _close(body: object) -> None:
+    """Close a streamed body that will not be read (a generator's ``close``), so it holds nothing."""
+    close = getattr(body, "close", None)
+    if callable(close):
+        close()
 
 def make_source(
     store: BlockStore | str | Path | None = None,

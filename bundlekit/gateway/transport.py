@@ -350,6 +350,12 @@ class GatewayProtocol(StallBoundProtocol):
         if self._raw is not None:
             self._raw.abort()
 
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None:  # the gateway's app reaches its connection through the scope
+            extensions = cast(dict[str, object], self.cycle.scope.setdefault("extensions", {}))
+            extensions[EXTENSION] = self
+
     # -- closing ------------------------------------------------------------------------------
 
     def linger(self) -> None:
