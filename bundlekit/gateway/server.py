@@ -380,12 +380,13 @@ class GatewayServer:
             headers.append((b"Content-Length", str(response.length).encode()))
         elif not no_body:
             headers.append((b"Transfer-Encoding", b"chunked"))
-        await send({"type": "http.response.start", "status": response.status, "headers": headers + extra})
-        if no_body:
-            await send({"type": "http.response.body", "body": b""})
-            return
+        conn.cork()  # the head leaves with the body's first piece (all of a small body)
         try:
-            await self._send_body(send, method, response)
+            await send({"type": "http.response.start", "status": response.status, "headers": headers + extra})
+            if no_body:
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await self._send_body(send, conn, method, response)
         except BundlekitError as exc:
             # The status line is out; cutting the connection is the only honest signal left.
             logger.warning("response cut short: %s", exc)
@@ -394,9 +395,10 @@ class GatewayServer:
         except (OSError, WalkCancelled):
             conn.cut()
             return
-        await send({"type": "http.response.body", "body": b""})
+        finally:
+            conn.uncork()
 
-    async def _send_body(self, send: Any, method: str, response: Response) -> None:
+    async def _send_body(self, send: Any, conn: GatewayProtocol, method: str, response: Response) -> None:
         """The body's pieces: as given, pulled from its iterator on a thread, or read from the kept CAR
         of the same answer (``car_cache``); a CAR streamed whole for the first time is kept."""
         loop = asyncio.get_running_loop()
@@ -404,6 +406,7 @@ class GatewayServer:
         if isinstance(body, (list, tuple)):
             for chunk in body:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
             return
         key = self.cars.key(method, response)
         kept = self.cars.get(key) if key is not None else None
@@ -413,18 +416,22 @@ class GatewayServer:
             while data := await loop.run_in_executor(self._threads, kept.read, offset):
                 offset += len(data)
                 await send({"type": "http.response.body", "body": data, "more_body": True})
+                conn.uncork()
+            await send({"type": "http.response.body", "body": b""})
             return
         copy = self.cars.copy(key) if key is not None else None
         chunks = iter(body)
         try:
             while data := await loop.run_in_executor(self._threads, _pull, chunks, copy):
                 await send({"type": "http.response.body", "body": data, "more_body": True})
+                conn.uncork()
         except BaseException:
             if copy is not None:
                 copy.drop()
             raise
         if copy is not None:
             copy.keep()
+        await send({"type": "http.response.body", "body": b""})
 
     def answer(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes | None, gone: Callable[[], bool]

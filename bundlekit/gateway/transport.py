@@ -74,8 +74,10 @@ class ConnectionCounts:
         the event loop see them lost."""
         for transport in list(self.transports):
             transport.abort()
-        while self.transports:
-            await asyncio.sleep(0)
+        for _turn in range(100):  # each abort is seen within a turn or two of the loop; never wait for ever
+            if not self.transports:
+                return
+            await asyncio.sleep(0.001)
 
     def refusal(self, client: str, limits: Limits) -> str | None:
         """Why one more connection from ``client`` is refused, or None (then it is counted)."""
@@ -171,6 +173,23 @@ class _LingeringTransport:
     def __init__(self, transport: asyncio.Transport, protocol: GatewayProtocol) -> None:
         self._transport = transport
         self._protocol = protocol
+        self._corked: list[bytes] | None = None
+
+    def cork(self) -> None:
+        """Hold writes until ``uncork``: an answer's head and small body leave in one send, not two."""
+        if self._corked is None:
+            self._corked = []
+
+    def uncork(self) -> None:
+        held, self._corked = self._corked, None
+        if held:
+            self._transport.write(b"".join(held))
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._corked is not None:
+            self._corked.append(bytes(data))
+        else:
+            self._transport.write(data)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -179,6 +198,7 @@ class _LingeringTransport:
         return self._protocol.lingering or self._transport.is_closing()
 
     def close(self) -> None:
+        self.uncork()
         self._protocol.linger()
 
 
@@ -350,6 +370,15 @@ class GatewayProtocol(StallBoundProtocol):
         if self._raw is not None:
             self._raw.abort()
 
+    def cork(self) -> None:
+        """Hold this connection's writes until ``uncork`` (``_LingeringTransport.cork``)."""
+        if isinstance(self.transport, _LingeringTransport):
+            self.transport.cork()
+
+    def uncork(self) -> None:
+        if isinstance(self.transport, _LingeringTransport):
+            self.transport.uncork()
+
     def handle_events(self) -> None:
         super().handle_events()
         if self.cycle is not None:  # the gateway's app reaches its connection through the scope
@@ -377,6 +406,7 @@ class GatewayProtocol(StallBoundProtocol):
 
     def cut(self) -> None:
         """End the connection without finishing the answer: a client sees a truncated transfer."""
+        self.uncork()  # what was written goes out first
         if self.cycle is not None:
             self.cycle.disconnected = True
         if self._raw is not None:
