@@ -15,6 +15,7 @@ from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
 from bundlekit.errors import UsageError
 from bundlekit.gateway.server import (
+    MAX_CLIENT_CONNECTIONS,
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
@@ -60,6 +61,7 @@ def _serve(
     *,
     ui: bool = False,
     max_connections: int = MAX_CONNECTIONS,
+    max_client_connections: int = MAX_CLIENT_CONNECTIONS,
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
@@ -68,7 +70,8 @@ def _serve(
     """
     try:
         apps = {**_routing_apps(source), **(_ui_apps(source) if ui else {})}
-        server = create_server(source, host, port, apps=apps, max_connections=max_connections)
+        server = create_server(source, host, port, apps=apps, max_connections=max_connections,
+                               max_client_connections=max_client_connections)
     except BaseException:
         close_source(source)
         raise
@@ -114,12 +117,19 @@ def _serve(
     default=MAX_CONNECTIONS,
     show_default=True,
     type=Count(1),
-    help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
+    help="Connections open at once; one more is answered 503 (Retry-After: 1) and closed.",
+)
+@click.option(
+    "--max-client-connections",
+    default=MAX_CLIENT_CONNECTIONS,
+    show_default=True,
+    type=Count(1),
+    help="Connections open at once from one client address; one more is answered 503 and closed.",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
-          as_json: bool, cars: tuple[str, ...]) -> None:
+          max_client_connections: int, as_json: bool, cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first, then
@@ -151,7 +161,8 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
                 output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
         output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
 
-    _serve(source, host, port, announce, ui=ui, max_connections=max_connections)
+    _serve(source, host, port, announce, ui=ui, max_connections=max_connections,
+           max_client_connections=max_client_connections)
 
 
 @click.command("open")

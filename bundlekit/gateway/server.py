@@ -574,9 +574,11 @@ def create_server(
     *,
     apps: Mapping[str, App | BodyApp] | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    max_client_connections: int = MAX_CLIENT_CONNECTIONS,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
-    at most ``max_connections`` connections are served at once (one more is answered 503).
+    at most ``max_connections`` connections are open at once, ``max_client_connections`` from one
+    address (one more is answered 503).
 
     Raises ``UsageError`` when the address cannot be bound, or when ``host``
     is empty: the socket layer reads "" as every interface, which must be
@@ -587,7 +589,8 @@ def create_server(
             "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
         )
     try:
-        return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections)
+        return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections,
+                             max_client_connections=max_client_connections)
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"

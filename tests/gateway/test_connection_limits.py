@@ -146,3 +146,20 @@ def test_an_empty_host_is_refused_rather_than_binding_every_interface(tmp_path: 
         serve_in_thread(store=BlockStore(tmp_path / "store"), host=""),
     ):
         pass
+
+
+def test_a_connection_beyond_the_per_address_limit_is_answered_503_naming_it(tmp_path: Path) -> None:
+    source = BlockStore(tmp_path / "s")
+    server = create_server(source, port=0, max_connections=10, max_client_connections=2)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with _slow_clients(server, 2):
+            answer = _answer(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    head, _sep, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 ") and b"\r\nRetry-After: 1" in head
+    assert body == b"the gateway is serving its limit of 2 connections from one address; retry shortly\n"
