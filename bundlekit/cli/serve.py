@@ -112,20 +112,10 @@ def _serve(
     help="Serve only the CAR files given: no block store, no IPNS records.",
 )
 @click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
-@click.option(
-    "--max-connections",
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    type=Count(1),
-    help="Connections open at once; one more is answered 503 (Retry-After: 1) and closed.",
-)
-@click.option(
-    "--max-client-connections",
-    default=MAX_CLIENT_CONNECTIONS,
-    show_default=True,
-    type=Count(1),
-    help="Connections open at once from one client address; one more is answered 503 and closed.",
-)
+@click.option("--max-connections", default=MAX_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once; one more is answered 503 (Retry-After: 1) and closed.")
+@click.option("--max-client-connections", default=MAX_CLIENT_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once from one client address; one more is answered 503 and closed.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
