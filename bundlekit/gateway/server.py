@@ -132,6 +132,9 @@ _PULL_BYTES = 256 * 1024
 # record): a stop never cuts a record write in half.
 WRITE_GRACE = 5.0
 
+# Request headers that bear on a body's framing (``framing.request_framing``) or on reading it.
+_FRAMING_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"expect"})
+
 _OPTIONS_HEADERS = [
     (b"Allow", b"GET, HEAD, OPTIONS"),
     (b"Access-Control-Allow-Origin", b"*"),
@@ -352,6 +355,10 @@ class GatewayServer:
     ) -> tuple[bytes | None, bool]:
         """The request body (``b""`` when none or dropped; None when a ``BodyApp``'s could not be read
         within its bound) and whether the connection closes after the answer (``framing``'s rule)."""
+        names = {key for key, _value in scope["headers"]}
+        if not names & _FRAMING_HEADERS:  # the common case: no body, nothing to decide but Connection
+            return b"", any(key == b"connection" and b"close" in value.lower() and "close" in {
+                t.strip() for t in value.decode("latin-1").lower().split(",")} for key, value in scope["headers"])
         message = Message()
         for raw_key, raw_value in scope["headers"]:
             message[raw_key.decode("latin-1")] = raw_value.decode("latin-1")
@@ -472,6 +479,8 @@ class GatewayServer:
     def responder_for(self, target: str) -> App | BodyApp:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
         path = target.split("?", 1)[0]
+        if path.startswith(("/ipfs/", "/ipns/")):
+            return self.gateway.respond  # never shadowed by an app (checked when they are mounted)
         for prefix in sorted(self.apps, key=len, reverse=True):
             if path == prefix.rstrip("/") or path.startswith(prefix):
                 return self.apps[prefix]

@@ -147,6 +147,12 @@ def head_problem(buffer: bytes) -> _HeadRefused | None:
     return None
 
 
+def _buffered(conn: h11.Connection) -> bool:
+    """Whether h11 holds received bytes it has not read yet (without copying them, where h11 allows)."""
+    buffer = getattr(conn, "_receive_buffer", None)
+    return bool(buffer) if buffer is not None else bool(conn.trailing_data[0])
+
+
 def _chunk_line_problem(conn: h11.Connection) -> h11.RemoteProtocolError | None:
     """A chunk-size line h11 would take but RFC 9112 7.1 does not: whitespace after the size with no
     extension after it (a proxy in front may read the chunk differently). h11 reads the line next when
@@ -337,7 +343,7 @@ class GatewayProtocol(StallBoundProtocol):
             self._set_timer(None)
             return
         state = self.conn.their_state
-        pending = bool(self.conn.trailing_data[0])
+        pending = _buffered(self.conn)
         if state is h11.IDLE and not pending:
             if self._timer_kind != "idle":
                 self._set_timer("idle", self._idle)
@@ -418,9 +424,8 @@ class GatewayProtocol(StallBoundProtocol):
         """h11's next event, the head checked first by the gateway's rules (``head_problem``)."""
         conn = self.conn
         if conn.their_state is h11.IDLE:
-            buffered = conn.trailing_data[0]
-            if buffered:
-                problem: h11.RemoteProtocolError | None = head_problem(buffered)
+            if _buffered(conn):
+                problem: h11.RemoteProtocolError | None = head_problem(conn.trailing_data[0])
                 if problem is not None:
                     self._refused_head = problem
                     raise problem
