@@ -18,6 +18,7 @@ from bundlekit.gateway.kubo_api import MAX_PUSH_BODY, MAX_STORE_BYTES
 from bundlekit.gateway.kubo_api import MOUNT as PUSH_MOUNT
 from bundlekit.gateway.kubo_api import KuboAPI, PushLimits
 from bundlekit.gateway.server import (
+    MAX_CLIENT_CONNECTIONS,
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
@@ -75,6 +76,7 @@ def _serve(
     *,
     ui: bool = False,
     max_connections: int = MAX_CONNECTIONS,
+    max_client_connections: int = MAX_CLIENT_CONNECTIONS,
     store_apps: Apps | None = None,
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
@@ -84,7 +86,8 @@ def _serve(
     """
     try:
         apps = {**(store_apps or {}), **(_ui_apps(source) if ui else {})}
-        server = create_server(source, host, port, apps=apps, max_connections=max_connections)
+        server = create_server(source, host, port, apps=apps, max_connections=max_connections,
+                               max_client_connections=max_client_connections)
     except BaseException:
         close_source(source)
         raise
@@ -125,13 +128,10 @@ def _serve(
     help="Serve only the CAR files given: no block store, no IPNS records.",
 )
 @click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
-@click.option(
-    "--max-connections",
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    type=Count(1),
-    help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
-)
+@click.option("--max-connections", default=MAX_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once; one more is answered 503 (Retry-After: 1) and closed.")
+@click.option("--max-client-connections", default=MAX_CLIENT_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once from one client address; one more is answered 503 and closed.")
 @click.option("--max-push-bytes", default=MAX_PUSH_BODY, show_default=True, type=Count(1),
               help="With $BUNDLEKIT_SERVE_TOKEN: the largest pushed body (a bundle's CAR) taken.")
 @click.option("--max-store-bytes", default=MAX_STORE_BYTES, show_default=True, type=Count(1),
@@ -139,7 +139,8 @@ def _serve(
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
-          max_push_bytes: int, max_store_bytes: int, as_json: bool, cars: tuple[str, ...]) -> None:
+          max_client_connections: int, max_push_bytes: int, max_store_bytes: int, as_json: bool,
+          cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first, then
@@ -183,7 +184,7 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
             output.status(f"taking pushes from token holders at {server.url}{PUSH_MOUNT}")
 
     _serve(source, host, port, announce, ui=ui, max_connections=max_connections,
-           store_apps=_store_apps(source, token, limits))
+           max_client_connections=max_client_connections, store_apps=_store_apps(source, token, limits))
 
 
 @click.command("open")

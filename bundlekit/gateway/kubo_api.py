@@ -68,7 +68,7 @@ from bundlekit._redact import redact
 from bundlekit.blockstore import BlockStore, ImportLimitError
 from bundlekit.errors import BundlekitError, CARError, MissingBlock, UsageError, VerificationError
 from bundlekit.gateway.respond import Response
-from bundlekit.gateway.server import SpooledBodyApp
+from bundlekit.gateway.bodies import SpooledBodyApp
 from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
 
 __all__ = ["MAX_BLOCKS", "MAX_PUSH_BODY", "MAX_STORE_BYTES", "MOUNT", "KuboAPI", "PushLimits"]
