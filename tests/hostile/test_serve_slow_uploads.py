@@ -3,12 +3,14 @@
 Before, ``serve`` held one thread per connection and at most 64: 64 sockets that sent a request
 head and then a byte of body every few seconds made every GET a ``503`` for 30 s. Driven as an
 attacker would: raw sockets against a running ``bundlekit serve`` (its own process, as a user
-starts it), :data:`SLOW` uploads held open with a byte of body each, then gateway and routing GETs,
+starts it, with the hub's push API), :data:`SLOW` uploads held open with a byte of body each (pushes among them:
+a push spooled to disk costs no thread either), then gateway and routing GETs,
 each with the issue's 1 s bound as its client timeout.
 """
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import subprocess
@@ -26,13 +28,15 @@ SLOW = 512  # uploads held open at once (the issue's target)
 ANSWER_WITHIN = 1.0  # seconds, the issue's target for each GET while they are held
 _GUARD = 30.0  # seconds: only so a hung server fails the test instead of hanging it
 _NAME = "k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8"  # well formed, unknown here
+_TOKEN = "hub-token-0123456789abcdef"  # the hub's push API is mounted: a third of the uploads are pushes
 
 
 @contextmanager
 def _serve(store: Path) -> Iterator[str]:
     """``bundlekit serve --store STORE --port 0`` in a child process; yields its URL."""
     proc = subprocess.Popen([sys.executable, "-m", "bundlekit", "serve", "--store", str(store), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "BUNDLEKIT_SERVE_TOKEN": _TOKEN})
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().strip()
@@ -44,14 +48,21 @@ def _serve(store: Path) -> Iterator[str]:
 
 
 def _slow_uploads(stack: ExitStack, url: str, count: int) -> list[socket.socket]:
-    """``count`` connections, each having sent a PUT head and one byte of the body it promises: a routing
-    record's (read by the routing API) or one the gateway reads to drop it, each within its bound."""
+    """``count`` connections, each having sent a request head and one byte of the body it promises: a routing
+    record's (read by the routing API), one the gateway reads to drop it, or a push with the token (spooled
+    by the push API, 1 GiB promised), each within its bound."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     socks = []
     for i in range(count):
         sock = stack.enter_context(socket.create_connection((host, int(port)), timeout=_GUARD))
-        target, length = (f"/routing/v1/ipns/{_NAME}", 5000) if i % 2 else ("/ipfs/bafkqaaa", 60000)
-        sock.sendall(f"PUT {target} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {length}\r\n\r\nx".encode())
+        method, target, length, extra = [
+            ("PUT", f"/routing/v1/ipns/{_NAME}", 5000, ""),
+            ("PUT", "/ipfs/bafkqaaa", 60000, ""),
+            ("POST", "/api/v0/dag/import", 1 << 30,
+             f"Authorization: Bearer {_TOKEN}\r\nContent-Type: multipart/form-data; boundary=x\r\n"),
+        ][i % 3]
+        sock.sendall(f"{method} {target} HTTP/1.1\r\nHost: {host}:{port}\r\n{extra}Content-Length: {length}\r\n\r\nx"
+                     .encode())
         socks.append(sock)
     return socks
 
