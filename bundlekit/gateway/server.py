@@ -69,7 +69,7 @@ from bundlekit.gateway.car_cache import CarCache, CarCopy
 from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
-from bundlekit.gateway.transport import EXTENSION, ConnectionCounts, GatewayProtocol
+from bundlekit.gateway.transport import EXTENSION, ClientRates, ConnectionCounts, GatewayProtocol
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 from bundlekit.net.loopback import allowed_hosts, is_loopback
@@ -79,6 +79,7 @@ __all__ = [
     "HEAD_TIMEOUT",
     "IDLE_TIMEOUT",
     "MAX_CLIENT_CONNECTIONS",
+    "MAX_CLIENT_RATE",
     "MAX_CONNECTIONS",
     "STOP_POLL_INTERVAL",
     "PEER_HEADER",
@@ -112,6 +113,9 @@ STOP_POLL_INTERVAL = 0.05
 MAX_CONNECTIONS = 4096
 # Connections open at once from one client address; one more is answered 503 and closed.
 MAX_CLIENT_CONNECTIONS = 1024
+# Requests a second from one client address (bursts of two seconds' worth); one more is answered 429.
+# Loopback clients are not bounded by this default (``ClientRates``): ``serve --max-client-rate`` bounds them too.
+MAX_CLIENT_RATE = 500
 # Seconds an idle keep-alive connection stays open, and an answer may wait for a client not reading it.
 IDLE_TIMEOUT = 120.0
 # Seconds from a request's first byte to the end of its head and body: a client trickling them is cut off.
@@ -189,6 +193,7 @@ class GatewayServer:
         *,
         max_connections: int = MAX_CONNECTIONS,
         max_client_connections: int = MAX_CLIENT_CONNECTIONS,
+        max_client_rate: int | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
         head_timeout: float = HEAD_TIMEOUT,
     ) -> None:
@@ -200,6 +205,9 @@ class GatewayServer:
         self.idle_timeout = idle_timeout
         self.head_timeout = head_timeout
         self.counts = ConnectionCounts()
+        # None: the default rate, loopback clients unbounded; a number (0: none) bounds every client.
+        self.rates = ClientRates(MAX_CLIENT_RATE if max_client_rate is None else max_client_rate,
+                                 loopback=max_client_rate is not None)
         self.cars = CarCache()  # streamed CAR answers kept as files (gateway.car_cache)
         self.gateway = gateway
         # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
@@ -310,6 +318,13 @@ class GatewayServer:
         answer computed (``_compute``), then sent."""
         conn = cast(GatewayProtocol, scope["extensions"][EXTENSION])
         method = str(scope["method"])
+        client = scope.get("client")
+        if not self.rates.allow(str(client[0]) if client else "?"):
+            logger.info("refused %s: past %g requests a second", client, self.rates.rate)
+            await self._send(send, conn, method, error_response(
+                429, f"too many requests from one address (at most {self.rates.rate:g} a second); retry shortly",
+                [("Retry-After", "1")]), [(b"Connection", b"close")])  # its body, if any, is never read
+            return
         target = scope["raw_path"].decode("latin-1")
         if scope["query_string"]:
             target += "?" + scope["query_string"].decode("latin-1")
@@ -318,8 +333,8 @@ class GatewayServer:
             key, value = raw_key.decode("latin-1"), raw_value.decode("latin-1")
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         if logger.isEnabledFor(logging.INFO):
-            logger.info("%s %s", scope.get("client"), redact(f"{method} {target}"))
-        app = self._app_for(target, headers, scope.get("client"))
+            logger.info("%s %s", client, redact(f"{method} {target}"))
+        app = self._app_for(target, headers, client)
         refusal = _admission(app, method, target, headers)
         try:
             body, close = await self._settle_body(scope, receive, conn, None if refusal else app, method)
@@ -617,6 +632,7 @@ def create_server(
     apps: Mapping[str, Mounted] | None = None,
     max_connections: int = MAX_CONNECTIONS,
     max_client_connections: int = MAX_CLIENT_CONNECTIONS,
+    max_client_rate: int | None = None,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
     at most ``max_connections`` connections are open at once, ``max_client_connections`` from one
@@ -632,7 +648,7 @@ def create_server(
         )
     try:
         return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections,
-                             max_client_connections=max_client_connections)
+                             max_client_connections=max_client_connections, max_client_rate=max_client_rate)
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from email.message import Message
 from typing import Any, Protocol, cast
@@ -38,8 +39,9 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, header_line_problem, request_framing
+from bundlekit.net.loopback import is_loopback
 
-__all__ = ["EXTENSION", "LINGER_BYTES", "LINGER_TIME", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
+__all__ = ["EXTENSION", "LINGER_BYTES", "LINGER_TIME", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
            "head_problem"]
 
 logger = logging.getLogger("bundlekit.gateway")
@@ -96,6 +98,41 @@ class ConnectionCounts:
         self.by_client[client] -= 1
         if self.by_client[client] <= 0:
             del self.by_client[client]
+
+
+class ClientRates:
+    """Requests per second from one client address, as token buckets (the event loop's thread only).
+
+    A client may send ``rate`` requests a second, in bursts of up to two seconds' worth; one more is
+    refused (``GatewayServer`` answers it ``429``). ``rate`` 0 bounds nothing. Loopback clients (the
+    person's own machine: a benchmark, a browser on the interface) are bounded only when ``loopback``
+    is set (``serve --max-client-rate`` given). At most :attr:`MAX_CLIENTS` buckets are kept: past that,
+    the buckets of clients quiet for the burst's two seconds (full again) are dropped, then all.
+    """
+
+    MAX_CLIENTS = 65536
+
+    def __init__(self, rate: float, *, loopback: bool = False) -> None:
+        self.rate = rate
+        self.loopback = loopback
+        self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when counted)
+
+    def allow(self, client: str) -> bool:
+        """Whether one more request from ``client`` is taken now (then it is counted)."""
+        if self.rate <= 0 or (not self.loopback and is_loopback(client)):
+            return True
+        now, burst = time.monotonic(), 2 * self.rate
+        tokens, then = self._buckets.get(client, (burst, now))
+        tokens = min(burst, tokens + (now - then) * self.rate)
+        if tokens < 1:
+            self._buckets[client] = (tokens, now)
+            return False
+        if client not in self._buckets and len(self._buckets) >= self.MAX_CLIENTS:
+            self._buckets = {c: b for c, b in self._buckets.items() if now - b[1] < 2.0}
+            if len(self._buckets) >= self.MAX_CLIENTS:
+                self._buckets.clear()
+        self._buckets[client] = (tokens - 1, now)
+        return True
 
 
 def _refusal(body: str) -> bytes:
