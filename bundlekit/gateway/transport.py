@@ -29,6 +29,7 @@ answer) and ``writing`` (a stop lets this answer finish).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import Counter
@@ -100,6 +101,10 @@ class ConnectionCounts:
             del self.by_client[client]
 
 
+# Whether a client address is loopback, remembered: asked once per request, parsed once per address.
+_is_loopback = functools.lru_cache(maxsize=4096)(is_loopback)
+
+
 class ClientRates:
     """Requests per second from one client address, as token buckets (the event loop's thread only).
 
@@ -119,7 +124,7 @@ class ClientRates:
 
     def allow(self, client: str) -> bool:
         """Whether one more request from ``client`` is taken now (then it is counted)."""
-        if self.rate <= 0 or (not self.loopback and is_loopback(client)):
+        if self.rate <= 0 or (not self.loopback and _is_loopback(client)):
             return True
         now, burst = time.monotonic(), 2 * self.rate
         tokens, then = self._buckets.get(client, (burst, now))
