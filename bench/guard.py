@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the secret guard (``bundlekit.memory.secrets.find_secrets``).
+"""Benchmark the secret guard (``bundlekit._secrets.find_secrets``).
 
     python bench/guard.py [--files 10000] [--repeat 5]
 
@@ -22,7 +22,7 @@ import sys
 
 from encrypt import _memory_file, best
 
-from bundlekit.memory.secrets import SECRET_RULES, find_secrets
+from bundlekit._secrets import SECRET_RULES, find_secrets
 
 
 def plain_scan(text: str) -> int:

@@ -47,10 +47,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bundlekit._secrets import find_secrets
 from bundlekit.memory import Memory
 from bundlekit.memory.naming import HIDDEN_DIR
 from bundlekit.memory.record import MEMORY_TYPES
-from bundlekit.memory.secrets import find_secrets
 from bundlekit.memory.timefmt import format_timestamp
 
 NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)

@@ -10,6 +10,14 @@ The flow, one way and back::
     Memory (tree) -> build_bundle -> import_tree/import_path (blocks, CIDs)
         -> CarFileWriter / BlockStore -> Pinner (create_pinner, pin_all)
     load_bundle / load_memory (ipfs://, gateway URL, CAR) -> verified blocks -> Memory
+
+The layers, lowest first (DEVELOPERS.md's module map has each module's job): ``errors`` (the error
+tree), ``_fs`` (the one atomic write), ``_lazy`` and ``_closing``, ``_redact`` (the one redaction
+of every output) with ``_secrets`` (the secret rules), ``_bounds``, ``_signals``, ``_terminal``;
+``ipld``, ``unixfs``, ``car``, ``blockstore``, ``net``, ``pinning``, ``gateway``, ``embed``, ``memory``,
+``crypto``, ``names``, ``bundle``, ``convert``, ``flows`` (with ``syncer``, the sync's old name),
+``mcp_server``, ``ui``, ``cli`` (with ``__main__``: ``python -m bundlekit``) and this module. The extension points
+(entry-point groups and their contracts) are listed in ``extension_points``.
 """
 
 from __future__ import annotations
@@ -92,8 +100,8 @@ _LAZY: dict[str, str] = {
     # many writers
     "merge": "bundlekit.bundle.merge",
     "MergeResult": "bundlekit.bundle.merge",
-    "sync": "bundlekit.syncer",
-    "SyncReport": "bundlekit.syncer",
+    "sync": "bundlekit.flows.sync",
+    "SyncReport": "bundlekit.flows.sync",
 }
 
 # Spelled out (not built from errors.__all__ and _LAZY) so linters and type checkers see it;
@@ -118,6 +126,9 @@ __all__ = [  # noqa: RUF022
     "SignatureError",
     "UnsafePathError",
     "PathNotFound",
+    "RecordLimitError",
+    "ImportLimitError",
+    "ImportStopped",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -143,6 +154,7 @@ __all__ = [  # noqa: RUF022
     "PinRejected",
     "PinServiceSunset",
     "CIDMismatch",
+    "Cancelled",
     "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
@@ -252,7 +264,7 @@ if TYPE_CHECKING:  # pragma: no cover - static view of the lazy names for type c
     from bundlekit.pinning.orchestrate import PinReport, pin_all
     from bundlekit.pinning.protocol import Pinner, PinResult
     from bundlekit.pinning.registry import available_pinners, create_pinner
-    from bundlekit.syncer import SyncReport, sync
+    from bundlekit.flows.sync import SyncReport, sync
     from bundlekit.unixfs.importer import ImportedEntry, ImportResult, import_file, import_path, import_tree
     from bundlekit.unixfs.profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
     from bundlekit.unixfs.reader import UnixFSReader

@@ -11,7 +11,7 @@ of the value it refused. It replaces, in order:
   and the value of a query parameter whose name says it is one (``token``,
   ``api_key``, ``password``, ``X-Amz-Signature``, ...);
 * **credential-looking text** (:data:`WITHHELD`): every match of the secret
-  guard's rules (``memory/secrets``: AWS, GitHub, Anthropic, OpenAI, Slack, PEM
+  guard's rules (``_secrets``: AWS, GitHub, Anthropic, OpenAI, Slack, PEM
   private keys, whole, JWTs), the same rules that refuse a credential in a memory, so
   what the guard refuses is exactly what output withholds (:func:`mask`, which
   ``memory/withhold`` shows memories through);
@@ -42,7 +42,7 @@ a process's own standing credential, known for its whole run and long enough
 routing token the clients send (``$BUNDLEKIT_ROUTING_TOKEN``) are registered once with
 :func:`register_secret`, and :func:`redact` removes them from every output from then on.
 
-This module sits at the lowest layer with the rules it uses (``memory/secrets``
+This module sits at the lowest layer with the rules it uses (``_secrets``
 imports only ``errors``), so every layer above can print through it.
 """
 
@@ -55,8 +55,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-import bundlekit.memory.secrets as secrets
-from bundlekit.memory.secrets import find_secrets
+import bundlekit._secrets as secrets
+from bundlekit._secrets import find_secrets
 
 __all__ = ["MIN_PROCESS_SECRET_LEN", "REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known",
            "register_secret"]

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,14 +44,19 @@ from typing import Any, BinaryIO
 from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
-from bundlekit.errors import (
+from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exported, drawn in the error tree
     BlockMismatch,
     BundlekitError,
     CIDError,
+    CodecError,
     DAGLimitExceeded,
+    ImportLimitError,
+    ImportStopped,
     MissingBlock,
+    RecordLimitError,
     UnsupportedBlock,
     UsageError,
+    VerificationError,
 )
 from bundlekit.ipld.cid import (
     MAX_BLOCK_SIZE,
@@ -64,6 +70,7 @@ from bundlekit.ipld.cid import (
     parse_cid_bytes,
     verify_block,
 )
+from bundlekit.ipld.getter import BlockGetter, HeldRoot
 from bundlekit.ipld.walk import block_links, walk_dag
 
 __all__ = [
@@ -99,6 +106,9 @@ MAX_NAMED = 1000
 # A block file's name as a CID, uncached: ``verify`` reads each name once, and the cache would hold 65,536.
 _name_cid: Callable[[str], bytes] = cid_from_text.__wrapped__
 _RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block without links
+# The longest CID a block file is named after: its base32 name (1.6 characters a byte, and "b") within a
+# file name's 255 bytes. A sha2-256 CID is 34 or 36 bytes; only a long identity CID is refused.
+_MAX_CID_BYTES = 150
 # ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
 _RECORD_READ = 64 * 1024
 
@@ -142,11 +152,15 @@ class _Tally:
     bytes: int = 0
 
 
-def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally) -> Iterator[tuple[bytes, bytes]]:
-    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written."""
+def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally,
+             admit: Callable[[int], None] | None = None) -> Iterator[tuple[bytes, bytes]]:
+    """``blocks`` counted into ``tally``; ``ImportLimitError`` at the one past ``limit``, before it is written;
+    ``admit(size)`` before each block is written (it raises to end the import)."""
     for cid, data in blocks:
         if limit is not None and tally.blocks >= limit:
             raise ImportLimitError(f"the CAR holds more than {limit} blocks, the limit of one import")
+        if admit is not None:
+            admit(len(data))
         tally.blocks += 1
         tally.bytes += len(data)
         yield cid, data
@@ -158,7 +172,11 @@ def _utc_now() -> datetime:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _block_name(cid: bytes) -> tuple[str, str]:
-    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python."""
+    """``(shard, file name)`` of a block; memoized because base32 is slow in pure Python. ``CIDError`` (never
+    memoized) for a CID no file can be named after: a long identity CID, which a pushed CAR may name as a
+    root, would otherwise fail every file call with "file name too long" and sit in the memo at its size."""
+    if len(cid) > _MAX_CID_BYTES:
+        raise CIDError(f"a CID of {len(cid)} bytes is longer than a block file's name can be")
     name = cid_to_str(as_cidv1(cid))
     return name[-3:-1], name
 
@@ -185,24 +203,48 @@ def _check_file(cid: bytes, path: str) -> int:
     return size
 
 
-class RecordLimitError(BundlekitError):
-    """``put_record`` with ``max_names``: the record is of a new name and the store keeps records for that many."""
+def _read_record_file(path: str) -> bytes:
+    """The first ``_RECORD_READ`` bytes of a kept record, from a regular file only: never through a link (which
+    the store does not write), never blocking on a FIFO planted under a name (``BundlekitError`` saying what
+    is there instead)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BundlekitError("a symbolic link, not a record file") from exc
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BundlekitError("not a regular file (a directory, FIFO or device)")
+        parts: list[bytes] = []
+        left = _RECORD_READ
+        while left and (chunk := os.read(fd, left)):
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 @dataclass
 class BlockProblem:
     """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
     ``get`` removes it, so a re-import repairs it), ``missing`` (a pinned DAG links it, no file holds it) or
-    ``unsupported`` (a codec or hash the store cannot check: left alone); the pins whose DAG needs it."""
+    ``unsupported`` (a codec or hash the store cannot check: left alone) or ``unreadable`` (its file cannot be
+    read, ``reason`` says why: left alone); the pins whose DAG needs it."""
 
     cid: bytes
     problem: str
     pins: list[tuple[bytes, str | None]] = field(default_factory=list)  # (root, the pin's name)
+    reason: str = ""
 
     def advice(self) -> str:
         """What to do about it, in words a user can follow."""
         if self.problem == "unsupported":
             return "a codec or hash bundlekit cannot check; remove the file if you did not put it there"
+        if self.problem == "unreadable":
+            return (f"its file cannot be read ({self.reason}); check its permissions and the disk, or remove it and "
+                    "re-import a CAR that holds it (`bundlekit store import FILE.car`)")
         removed = "removed from the store; " if self.problem == "damaged" else ""
         if not self.pins:
             return f"{removed}no pin needs it: nothing to do"
@@ -259,7 +301,7 @@ class StoreReport:
                    f"checked in {self.root}")
         if self.ok:
             return checked
-        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported")
+        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported", "unreadable")
                  if (n := self.count(kind))]
         if self.bad_records:
             found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
@@ -273,10 +315,6 @@ class StoreReport:
                 "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
                 "problems": [p.to_dict() for p in self.problems],
                 "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
-
-
-class ImportLimitError(BundlekitError):
-    """``import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one import."""
 
 
 @dataclass(frozen=True)
@@ -296,12 +334,14 @@ class CarImport:
     bytes: int
 
 
-class BlockStore:
+class BlockStore(BlockGetter):
     """A directory of verified blocks plus a named pin set.
 
-    The store is a block sink (``put``) and a block getter (``get``), safe to
-    use from several threads and processes at once: block writes are atomic
-    renames of identical content, and the pin file is rewritten under a lock.
+    The store is a block sink (``put``) and a block getter (``get``,
+    ``get_many``: ``ipld.getter.BlockGetter``), safe to use from several
+    threads and processes at once: block writes are atomic renames of
+    identical content, and the pin file is rewritten under a lock. Served by
+    the gateway, its roots are its pins (``roots``).
     """
 
     def __init__(
@@ -331,6 +371,17 @@ class BlockStore:
                 f"cannot create the block store at {self.root}: {exc.strerror}; "
                 "set BUNDLEKIT_HOME or --store to a writable directory"
             ) from exc
+
+    @classmethod
+    def existing(cls, root: str | os.PathLike[str] | None = None) -> BlockStore:
+        """Open the store at ``root`` (default: ``default_store_root()``) only if it is there (``UsageError``
+        otherwise, nothing created): a command that checks a store (``store verify``) must not make one where a
+        mistyped ``--store`` or ``$BUNDLEKIT_HOME`` points, and then call it sound."""
+        path = Path(root) if root is not None else default_store_root()
+        if not (path / "blocks").is_dir():
+            raise UsageError(f"no block store at {path}; check --store or $BUNDLEKIT_HOME (a store is made by "
+                             "`bundlekit store import` or `bundlekit pin`)")
+        return cls(path)
 
     # -- blocks ---------------------------------------------------------------
 
@@ -366,7 +417,7 @@ class BlockStore:
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
             ) from None
         except CIDError:
-            raise MissingBlock(f"{cid!r} is not a CID this store can hold") from None
+            raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
             verify_block(cid, data, max_size=None)
         except BlockMismatch:
@@ -523,38 +574,44 @@ class BlockStore:
                     self.dag_size(root)
         return roots
 
-    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True,
-                         max_blocks: int | None = None) -> CarImport:
+    def import_reporting(self, stream: BinaryIO, *, pin_roots: bool = True, max_blocks: int | None = None,
+                         admit: Callable[[int], None] | None = None) -> CarImport:
         """Store every block of the CAR on ``stream`` (as ``import_car``; an incomplete DAG is kept), then,
         with ``pin_roots``, pin each root whose DAG is complete in the store, still under the import lock;
-        a root that cannot be pinned is reported with its reason instead of failing the import (kubo's
+        a root that cannot be pinned (its DAG incomplete, past the walk's limits, or a block that hashes
+        right but is not valid dag-pb) is reported with its reason instead of failing the import (kubo's
         ``dag import --pin-roots``, which the team hub's push API answers). Raises what ``import_car``
-        raises for the CAR itself."""
+        raises for the CAR itself, and what ``admit(size)``, called before each block is written, raises
+        (the push API's: ``ImportStopped`` once its server is stopping, so it ends within the server's grace
+        leaving no temp file; ``ImportLimitError`` once the store would pass its size bound)."""
         with self._gc_lock(exclusive=False):
             counted = _Tally()
-            roots = self._import_blocks(stream, max_blocks, counted)
+            roots = self._import_blocks(stream, max_blocks, counted, admit)
             pinned: list[RootPin] = []
             for root in roots:
                 error = None
                 if pin_roots:
                     try:
                         self.pin(root)
-                    except (MissingBlock, DAGLimitExceeded, UnsupportedBlock, BlockMismatch) as exc:
+                    except (VerificationError, CodecError) as exc:  # incomplete, too large, or not dag-pb
                         error = str(exc)
                 pinned.append(RootPin(root, error))
         return CarImport(pinned, counted.blocks, counted.bytes)
 
-    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None) -> list[bytes]:
+    def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None,
+                       admit: Callable[[int], None] | None = None) -> list[bytes]:
         """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
         car_roots, blocks = read_car(stream, verify=True)
-        if max_blocks is not None or tally is not None:
-            blocks = _counted(blocks, max_blocks, tally or _Tally())
+        if max_blocks is not None or tally is not None or admit is not None:
+            blocks = _counted(blocks, max_blocks, tally or _Tally(), admit)
         self._write_blocks(blocks, batch=IMPORT_BATCH)
         return list(car_roots)
 
     def stored_bytes(self) -> int:
         """Bytes of every block file in the store (temp files and records not counted): what a bound on the
-        store's size compares with. One ``stat`` per block."""
+        store's size compares with. One ``stat`` per block, counted as the disk it takes (its allocated
+        blocks, at least its size): a million 4-byte blocks hold 4 MB but take 4 GB and a million inodes,
+        and a bound on their content alone would let a push of tiny blocks fill the disk."""
         total = 0
         try:
             shards = list(os.scandir(self.blocks_dir))
@@ -569,7 +626,8 @@ class BlockStore:
                 for entry in entries:
                     if not entry.name.startswith("."):
                         with contextlib.suppress(FileNotFoundError):
-                            total += entry.stat(follow_symlinks=False).st_size
+                            info = entry.stat(follow_symlinks=False)
+                            total += max(info.st_size, info.st_blocks * 512)
         return total
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
@@ -689,20 +747,23 @@ class BlockStore:
 
         The DAG must be complete in the store (``MissingBlock`` otherwise):
         a pin promises the content can be served. Pinning again updates the
-        name and keeps the original date.
+        name and keeps the original date. The walk and the write happen under the
+        import lock (shared), so a ``gc`` (exclusive) that read the pins before this
+        one was written cannot delete the DAG just walked (the push API's ``pin/add``).
         """
-        size = self.dag_size(root)
-        key = cid_to_str(as_cidv1(root))
-        with self._pins_lock():
-            pins = self._read_pins()
-            previous = pins.get(key, {})
-            pins[key] = {
-                "name": name if name is not None else previous.get("name"),
-                "created": previous.get("created")
-                or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "size": size,
-            }
-            self._write_pins(pins)
+        with self._gc_lock(exclusive=False):
+            size = self.dag_size(root)
+            key = cid_to_str(as_cidv1(root))
+            with self._pins_lock():
+                pins = self._read_pins()
+                previous = pins.get(key, {})
+                pins[key] = {
+                    "name": name if name is not None else previous.get("name"),
+                    "created": previous.get("created")
+                    or self._clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "size": size,
+                }
+                self._write_pins(pins)
 
     def unpin(self, root: bytes) -> None:
         """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""
@@ -717,6 +778,12 @@ class BlockStore:
     def pins(self) -> dict[bytes, dict[str, Any]]:
         """Pinned roots (CIDv1) mapped to ``{"name", "created", "size"}``."""
         return {parse_cid(key): dict(meta) for key, meta in self._read_pins().items()}
+
+    def roots(self) -> list[HeldRoot]:
+        """The pinned roots with their names, oldest pin first (as ``store ls`` lists them), held in ``store``:
+        what the gateway lists for the store it serves. Raises what ``pins`` raises."""
+        pins = sorted(self.pins().items(), key=lambda item: str(item[1].get("created") or ""))
+        return [HeldRoot(cid, "store", info.get("name")) for cid, info in pins]
 
     def _pins_path(self) -> Path:
         return self.root / PINS_FILE
@@ -734,7 +801,11 @@ class BlockStore:
             pins = doc["pins"]
             if doc.get("version") != PINS_VERSION or not isinstance(pins, dict):
                 raise ValueError("unknown version")
-        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            for key, meta in pins.items():  # each a CID mapped to an object, as _write_pins writes them
+                if not isinstance(meta, dict):
+                    raise ValueError(f"the pin {key[:80]!r} is not an object")
+                parse_cid(key)
+        except (ValueError, KeyError, TypeError, RecursionError, CIDError) as exc:
             raise BundlekitError(
                 f"the pin file {path} is unreadable ({exc}); restore it from a backup or delete it to drop all pins"
             ) from exc
@@ -857,6 +928,7 @@ class BlockStore:
     def _verify_blocks(self, report: StoreReport) -> dict[bytes, BlockProblem]:
         """Pass 1: re-hash every block file; the damaged and unsupported ones, by CIDv1."""
         found: dict[bytes, BlockProblem] = {}
+        reason = ""
         for cid, path in self._block_files():
             try:
                 report.bytes += _check_file(cid, path)
@@ -864,6 +936,8 @@ class BlockStore:
                 continue
             except FileNotFoundError:
                 continue  # gone since the scan (a concurrent unlink): nothing to check
+            except OSError as exc:  # a file no read can open or finish (permissions, a disk error): left alone
+                problem, reason = "unreadable", os_reason(exc)
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
@@ -872,7 +946,7 @@ class BlockStore:
                 problem = "unsupported"
             report.blocks += 1
             if len(found) < MAX_NAMED:
-                found[cid] = BlockProblem(cid, problem)
+                found[cid] = BlockProblem(cid, problem, reason=reason if problem == "unreadable" else "")
             else:
                 report.unnamed += 1
         return found
@@ -887,7 +961,12 @@ class BlockStore:
             for shard in shards:
                 if not shard.is_dir() or shard.name.startswith("."):
                     continue
-                with os.scandir(shard.path) as entries:
+                try:
+                    entries = os.scandir(shard.path)
+                except OSError as exc:
+                    raise BundlekitError(f"cannot list the blocks in {shard.path}: {os_reason(exc)}; "
+                                         "check its permissions") from exc
+                with entries:
                     for entry in entries:
                         if entry.name.startswith(".") or not entry.is_file():
                             continue
@@ -903,7 +982,7 @@ class BlockStore:
         for root, meta in sorted(self.pins().items()):
             report.pins += 1
             pin = (root, meta.get("name") if isinstance(meta.get("name"), str) else None)
-            for cid in self._gaps(root):
+            for cid in self._gaps(root, damaged):
                 problem = problems.get(cid)
                 if problem is None:
                     if len(problems) >= MAX_NAMED:
@@ -914,9 +993,10 @@ class BlockStore:
                     problem.pins.append(pin)
         report.problems = list(problems.values())
 
-    def _gaps(self, root: bytes) -> Iterator[bytes]:
-        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for, each once. The
-        blocks are not hashed again (pass 1 did); a block whose links cannot be read ends its branch."""
+    def _gaps(self, root: bytes, flagged: dict[bytes, BlockProblem]) -> Iterator[bytes]:
+        """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for or that pass 1
+        ``flagged`` (an unreadable or unsupported file is still there), each once. The blocks are not hashed
+        again (pass 1 did); a block whose links cannot be read ends its branch."""
         seen: set[bytes] = set()
         stack = [as_cidv1(root)]
         while stack:
@@ -924,6 +1004,9 @@ class BlockStore:
             if cid in seen:
                 continue
             seen.add(cid)
+            if cid in flagged:
+                yield cid
+                continue
             try:
                 path = self._file(cid)
                 if not os.path.isfile(path):  # absent, or no regular file (a FIFO would block the open)
@@ -947,17 +1030,18 @@ class BlockStore:
             entries = os.scandir(self.root / "ipns")
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise BundlekitError(f"cannot list the IPNS records in {self.root}: {os_reason(exc)}") from exc
         with entries:
             for entry in entries:
-                if not _IPNS_NAME.fullmatch(entry.name) or not entry.is_file(follow_symlinks=False):
+                if not _IPNS_NAME.fullmatch(entry.name):
                     continue
                 report.records += 1
                 if check is None:
                     continue
                 path = Path(entry.path)
                 try:
-                    with open(path, "rb") as fh:
-                        expired = check(entry.name, fh.read(_RECORD_READ))
+                    expired = check(entry.name, _read_record_file(entry.path))
                 except (BundlekitError, OSError) as exc:
                     reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
                     if len(report.bad_records) < MAX_NAMED:

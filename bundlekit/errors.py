@@ -33,6 +33,9 @@ says so below.
     │   └── SignatureError          a manifest signature or IPNS record that does not verify, or the wrong signer
     ├── UnsafePathError             a link name that would escape or corrupt an output directory
     ├── PathNotFound                a path that does not exist inside a UnixFS DAG
+    ├── RecordLimitError            the block store keeps IPNS records for its limit of names: a new name is refused
+    ├── ImportLimitError            a CAR holds more blocks than one import of the block store takes
+    │   └── ImportStopped           an import ended before its next block: the server that ran it is stopping
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
@@ -58,7 +61,8 @@ says so below.
     │   ├── PinRejected             the service refused the request (4xx other than auth)
     │   ├── PinServiceSunset        the service no longer accepts uploads (never retried)
     │   ├── CIDMismatch             the service reports a CID different from our root
-    │   └── NameMovedError          an IPNS name moved past the record a publish was based on (another writer)
+    │   └── Cancelled               the run was interrupted (Ctrl-C): an upload stops at its next read of the CAR
+    ├── NameMovedError              an IPNS name moved past the record a publish was based on: another writer (exit 4)
     ├── ConvertError                a foreign memory format cannot be read or written
     │   └── DeviceMemoryError       device-bound memory asked to leave its machine
     └── EmbedderError               an embedder that cannot embed: its model files, or its service's answer
@@ -85,6 +89,9 @@ __all__ = [  # noqa: RUF022
     "SignatureError",
     "UnsafePathError",
     "PathNotFound",
+    "RecordLimitError",
+    "ImportLimitError",
+    "ImportStopped",
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
@@ -110,6 +117,7 @@ __all__ = [  # noqa: RUF022
     "PinRejected",
     "PinServiceSunset",
     "CIDMismatch",
+    "Cancelled",
     "NameMovedError",
     "ConvertError",
     "DeviceMemoryError",
@@ -198,6 +206,21 @@ class UnsafePathError(BundlekitError):
 
 class PathNotFound(BundlekitError, LookupError):
     """A path that does not exist inside a UnixFS DAG (no such entry, or a file where a directory was needed)."""
+
+
+class RecordLimitError(BundlekitError):
+    """``BlockStore.put_record`` with ``max_names``: the record is of a new name and the store keeps records for
+    that many (the routing API's bound on what a client may make it keep)."""
+
+
+class ImportLimitError(BundlekitError):
+    """``BlockStore.import_car`` with ``max_blocks``: the CAR holds more blocks than the caller takes from one
+    import."""
+
+
+class ImportStopped(ImportLimitError):
+    """Raised by an ``import_reporting`` ``admit`` whose server is stopping: the blocks of the batch under way
+    are removed, the ones before it stay, unpinned, for ``gc``."""
 
 
 class MemoryStoreError(BundlekitError):
@@ -326,8 +349,17 @@ class CIDMismatch(PinError):
     """The service reports a CID different from the root we computed."""
 
 
-class NameMovedError(PinError):
-    """An IPNS name moved past the record a publish was based on: another writer published meanwhile."""
+class Cancelled(PinError):
+    """The run was interrupted (Ctrl-C): an upload stops at its next read of the CAR (``pinning.pin_all``)."""
+
+
+class NameMovedError(BundlekitError):
+    """An IPNS name moved past the record a publish was based on: another writer published meanwhile.
+
+    A publishing failure (exit 4, as ``PinError``), of the name rather than of a pin.
+    """
+
+    exit_code = 4
 
 
 class ConvertError(BundlekitError):

@@ -44,7 +44,7 @@ import httpx
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions, HttpRequest
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, node_credentials, service_url
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, ServiceRules, node_credentials, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult, require_env
 
@@ -89,8 +89,7 @@ class KuboPinner(BasePinner):
         self.base_url = base_url.rstrip("/")
         creds = node_credentials(token, basic_auth, "BUNDLEKIT_KUBO_BASIC_AUTH")
         self.http = HttpClient("kubo", headers=creds.headers, auth=creds.auth, secrets=creds.secrets,
-                               options=options,
-                               refused=is_command_error)
+                               options=options, rules=ServiceRules(refused=is_command_error))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, options: HttpOptions = UPLOAD_OPTIONS) -> KuboPinner:

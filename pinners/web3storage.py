@@ -59,7 +59,7 @@ from bundlekit.errors import CIDMismatch, PinnerNotConfigured, PinRejected, PinS
 from bundlekit.ipld.cid import cid_from_digest, cid_to_str
 from bundlekit.ipld.walk import block_links
 from bundlekit.net.http import HttpOptions, HttpRequest
-from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, service_url
+from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, ServiceRules, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, PINNING, BasePinner, PinResult, require_env
 
@@ -148,7 +148,8 @@ class Web3StoragePinner(BasePinner):
             secrets = [secret, auth]
         # Credentials go per request, never as client defaults: the bridge's PUT
         # goes to a presigned storage URL that must not see them.
-        self.http = HttpClient("web3.storage", secrets=secrets, sunset=is_sunset, sunset_hint=SUNSET_HINT, options=options)
+        self.http = HttpClient("web3.storage", secrets=secrets, options=options,
+                               rules=ServiceRules(sunset=is_sunset, sunset_hint=SUNSET_HINT))
 
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:

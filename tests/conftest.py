@@ -1,4 +1,13 @@
-"""Settings shared by the whole suite.
+"""Settings shared by the whole suite, and the suite's own home.
+
+The suite never reads or writes the user's store, config or home (tests/isolation.py): before any
+test module is imported, this process's ``HOME`` and ``XDG_*`` locations move into a temporary
+folder and every setting bundlekit reads (``BUNDLEKIT_*`` but the suite's own, pinner credentials,
+``SOURCE_DATE_EPOCH``, proxies) is removed; every test then runs with a home of its own (the autouse
+``own_home`` fixture: ``HOME`` and the XDG folders in a fresh directory, no ``BUNDLEKIT_HOME``, so
+the default store is ``$XDG_DATA_HOME/bundlekit`` inside it). A child process a test starts inherits
+that. At the end of a run the user's bundlekit folders are compared with what they held at its start;
+any change fails the run, naming what changed.
 
 Hypothesis's per-example deadline is a timing assertion, and timing targets live in
 ``bench/``, never in tests: on a loaded 2-core CI machine a 200 ms deadline failed an
@@ -6,12 +15,18 @@ example that was correct (tests/net/test_stream_accept.py, 261 ms under load). E
 runs without it; a test may still set its own ``@settings``.
 """
 
+import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.isolation import changes, home_environment, isolate, snapshot, user_locations, user_settings
 
 settings.register_profile("bundlekit", deadline=None)
 settings.load_profile("bundlekit")
@@ -51,8 +66,53 @@ def default_recursion_limit() -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
+#: The user's bundlekit folders as this process found them, and what they held (compared at the end of the run).
+_USER_LOCATIONS = user_locations(os.environ)
+_USER_BEFORE = snapshot(_USER_LOCATIONS)
+#: This process's own home and those of its tests, made before any test module imports bundlekit.
+_SUITE_HOME = Path(tempfile.mkdtemp(prefix="bundlekit-suite-"))
+isolate(os.environ, _SUITE_HOME / "home")
+_CHANGED = pytest.StashKey[list[str]]()
+
+
 @pytest.fixture(autouse=True)
-def _own_block_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test has its own block store (``$BUNDLEKIT_HOME``, outside its ``tmp_path``): commands that keep
-    blocks as a cache (``fork``, ``merge``, ``sync``) never write the user's store, and no test sees another's."""
-    monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path_factory.mktemp("bundlekit-home")))
+def own_home(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own home, set in the environment: ``HOME`` and the XDG folders in a fresh directory, no
+    ``BUNDLEKIT_HOME`` and no other user setting (a fixture of a wider scope may have set one). The default store,
+    config and caches of whatever the test runs, in process or as a child, are inside it."""
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=_SUITE_HOME))
+    for name in user_settings(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in home_environment(home).items():
+        monkeypatch.setenv(name, value)
+    return home
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when the user's bundlekit folders changed during it (checked once, by the process that started the run)."""
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: its environment was isolated already
+        return
+    changed = changes(_USER_BEFORE, snapshot(_USER_LOCATIONS))
+    if changed:
+        session.config.stash[_CHANGED] = changed
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    changed = config.stash.get(_CHANGED, [])
+    if changed:
+        terminalreporter.section("the suite changed the user's bundlekit folders", red=True)
+        for line in changed[:50]:
+            terminalreporter.line(line)
+        if len(changed) > 50:
+            terminalreporter.line(f"... and {len(changed) - 50} more")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SUITE_HOME, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, each module's in its order (a stable sort): with a process per core they
+    wait out their deadlines while the other processes run the rest, instead of ending the run alone."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)

@@ -57,3 +57,12 @@ def test_a_result_names_its_binary_root_apart_from_its_text(tmp_path: Path) -> N
     for result in (built, loaded):
         assert isinstance(result.root_bytes, bytes) and cid_to_str(result.root_bytes) == result.root_cid
         assert result.root == result.root_bytes  # the old name, kept
+
+
+def test_the_sync_keeps_its_names_after_moving_into_the_flows() -> None:
+    import bundlekit.flows.sync as flow
+    import bundlekit.syncer as syncer
+
+    assert bundlekit.sync is flow.sync and bundlekit.SyncReport is flow.SyncReport
+    for name in syncer.__all__:
+        assert getattr(syncer, name) is getattr(flow, name)

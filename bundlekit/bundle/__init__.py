@@ -3,6 +3,12 @@
 Modules: ``manifest`` (canonical JSON and its checks), ``build`` (memory tree
 -> bundle layout -> blocks -> CAR), ``load`` (manifest URI -> verified files
 -> memory tree), ``fork`` (import a bundle into another tree), ``diff``
-(memories added, removed and changed) and ``layers`` (the layered, effective
-view). Built on memory, crypto, net and the layers below.
+(memories added, removed and changed), ``layers`` (the layered, effective
+view), ``embeddings`` (the index's vectors as a bundle file), ``keyoptions`` (the key
+options as plain values), ``signature`` (``signature.json``: sign, verify, publishers),
+``lineage`` (the bundles a tree came from), ``log`` (``parents`` walked back),
+``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
+strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into
+a tree over the common ancestor) and ``_bounded`` (one untrusted file read within its
+caps). Built on memory, crypto, net and the layers below.
 """

@@ -8,8 +8,8 @@ writes anything (all or nothing). ``merge`` keeps local files on conflict;
 ``replace`` takes the bundle's. The tree then remembers the bundle's root as
 one of its parents (``bundle.lineage``: the provenance, in one hidden file), so
 its next build names it, and the bundle's blocks are kept in the local block
-store (a CAR imported, a gateway's blocks kept as they arrive; unpinned, a cache
-``store gc`` may drop), so a merge back on this machine finds the fork's base.
+store (the blocks the load read from a CAR, never others it pads itself with; a gateway's blocks kept as
+they arrive; unpinned, a cache ``store gc`` may drop), so a merge back on this machine finds the fork's base.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import record_parent
 from bundlekit.bundle.load import LoadOptions, load_bundle
-from bundlekit.bundle.merge import keep_car_blocks
+from bundlekit.bundle.merge import car_source, keep_car_blocks
 from bundlekit.bundle.sources import Gateways
 from bundlekit.errors import SecretDetectedError, UsageError
 from bundlekit.memory import Memory
@@ -97,7 +97,8 @@ def fork_bundle(
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
-    loaded = load_bundle(uri, source=_keeping(uri, source), key=key, options=options)
+    car = car_source(uri)
+    loaded = load_bundle(uri, source=car or _keeping(uri, source), key=key, options=options)
     blob = export_blob(loaded)
     target = Path(dest)
     if target.exists() and not target.is_dir():
@@ -117,7 +118,7 @@ def fork_bundle(
             raise SecretDetectedError(_secret_refusal(exc.finding, loaded.source), finding=exc.finding) from exc
         if loaded.root is not None:
             record_parent(target, loaded.root)
-            keep_car_blocks(uri)
+            keep_car_blocks(car)
     except BaseException:
         if created:
             shutil.rmtree(target, ignore_errors=True)

@@ -8,13 +8,14 @@ gateways; the caller's ``source``, else the URI's in spec order), then follows
 bounds it is one value, :class:`LoadOptions`:
 
 0. One request: for a gateway, ``GET /ipfs/<root>?format=car&dag-scope=all``
-   is opened (``BlockSession.stream``) and its blocks are verified and
-   taken as the steps below ask for them (``net.stream.CarPull``): the files
+   is opened (``FetchAhead.stream``: the strategy ``bundle.ahead`` attaches to a
+   session over gateways) and its blocks are verified and taken as the steps
+   below ask for them (``net.stream.CarPull``): the files
    are checked and written while the response is still arriving, and memory
    holds at most one window of blocks that came before they were asked for.
    A block the CAR does not bring is fetched alone (per-block fallback; with
    ``prefer_car=False`` every block, level by level, ``concurrency`` at a time:
-   ``BlockSession.prefetch``).
+   ``FetchAhead.prefetch``). A CAR file is read where its blocks lie.
 1. The manifest first (``_root_entries``, ``_read_manifest``): list the root
    directory, read ``manifest.json`` from verified blocks (refused as soon as
    it claims or streams more than ``MAX_MANIFEST_BYTES``) and validate it. A
@@ -69,6 +70,7 @@ import httpx
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle._bounded import RAW_V1_PREFIX, read_bounded
+from bundlekit.bundle.ahead import fetch_ahead
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.embeddings import EMBEDDINGS_FILE, restore_embeddings
 from bundlekit.bundle.lineage import record_parent
@@ -353,8 +355,9 @@ def bundle_blocks(
     if target.kind == "https":
         raise UsageError(f"{uri[:200]!r} is a plain manifest URL, not content-addressed: it has no blocks")
     with closing(source_for(target, source).open(target, bounds.http)) as session:
-        if options.prefer_car:
-            session.stream()
+        ahead = fetch_ahead(session)
+        if options.prefer_car and ahead is not None:
+            ahead.stream()
         top = _root_entries(UnixFSReader(session.get, verify=False), session, bounds)
         data = _manifest_bytes(session, top, bounds)
         manifest = parse_manifest(data)
@@ -444,15 +447,17 @@ def _load_dag(
     """The loading steps of ``specs/bundle.md`` over verified blocks: manifest, plan, files, tree."""
     root = session.root
     reader = UnixFSReader(session.get, verify=False)  # the session has hashed every block already
-    # One request for the whole bundle, read as the steps below need its blocks.
-    streaming = session.stream() if options.prefer_car else False
+    # Over gateways: one request for the whole bundle, read as the steps below need its blocks.
+    ahead = fetch_ahead(session)
+    streaming = ahead.stream() if options.prefer_car and ahead is not None else False
     # Step 1: the manifest, from verified blocks, capped while it streams in.
     top = _root_entries(reader, session, bounds)
     manifest = _read_manifest(session, top, bounds)
     # Step 1c: the signature (specs/provenance.md), before any memory file. Read on its own:
     # signature.json sorts after memory/, so the CAR brings it last.
     with _reading_manifest(session, bounds):
-        publisher = check_signature(top, partial(_read_signature, session.get_aside), top[MANIFEST_NAME],
+        aside = session.get if ahead is None else ahead.get_aside
+        publisher = check_signature(top, partial(_read_signature, aside), top[MANIFEST_NAME],
                                     options.publishers, cid_to_str(root))
     # Step 2: the key.
     bundle_key = _open_key(manifest, key)
@@ -465,12 +470,14 @@ def _load_dag(
     order: Iterable[str] = plan.paths()
     if not streaming:  # per-block path, a CAR file, or a CAR that failed already: fetch blocks concurrently
         order = list(order)
-        session.prefetch([plan.cids[path] for path in order], bounds.total_bytes(manifest), options.concurrency)
+        if ahead is not None:
+            ahead.prefetch([plan.cids[path] for path in order], bounds.total_bytes(manifest), options.concurrency)
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
     fetch = _dag_fetcher(session, bounds, plan)
     files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where="a gateway",
                                  progress=options.progress, order=order)
-    session.finish()
+    if ahead is not None:
+        ahead.finish()
     return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
                       notes=session.notes, encrypted=bundle_key is not None, publisher=publisher)
 

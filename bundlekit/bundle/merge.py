@@ -46,7 +46,8 @@ from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
-from bundlekit.bundle.sources import BlockSource
+from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
+from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
-           "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
+           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -71,12 +72,18 @@ MAX_ANCESTRY_SECONDS: Final = 600.0
 #: A merge that is not ``trusted`` deletes at most this share of the tree's memories (and never all of them)
 #: without ``allow_deletes``, as rsync's and rclone's ``--max-delete`` bound a sync.
 MAX_DELETE_SHARE: Final = 0.25
+#: Blocks (or bytes) of a merged or forked CAR written to the store at once (as ``BlockStore.import_car`` batches).
+_KEEP_BATCH: Final = 256
+_KEEP_BATCH_BYTES: Final = 8 * 1024 * 1024
 #: What the working tree is called in a report and in a conflict sibling that came from it.
 LOCAL_LABEL: Final = "local"
 
 
-class AncestryBoundReached(BundlekitError):
-    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error)."""
+class AncestryBoundReached(Exception):  # a signal, not an error: outside the error tree
+    """``parents_of`` read its bound of manifest bytes: :func:`find_base` stops looking (a note, not an error).
+
+    Control flow between ``_Ancestry.parents`` and :func:`find_base`, which always catches it.
+    """
 
 
 @dataclass(frozen=True)
@@ -206,7 +213,10 @@ def merge_bundle(
     tree = Path(into)
     if not tree.is_dir():
         raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
-    theirs_load = loaded or _load(source, blocks=blocks, key=key, load=load)
+    if isinstance(blocks, Gateways):
+        blocks.gateways  # noqa: B018 (a --gateway that is no URL is a usage error, whether or not a CAR needs it)
+    car = car_source(source) if loaded is None else None
+    theirs_load = loaded or _load(source, blocks=car or blocks, key=key, load=load)
     theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
     root = theirs_load.root_cid
     notes = list(theirs_load.notes)
@@ -240,7 +250,7 @@ def merge_bundle(
                 memory.apply_merge(files, days, allow_secrets=opts.allow_secrets)
                 if parents is not None:
                     set_lineage(tree, parents)
-                    keep_car_blocks(source)
+                    keep_car_blocks(car)
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
@@ -276,9 +286,11 @@ def _base_state(
 
 def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions) -> list[str]:
     """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
-    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead."""
+    than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead.
+    Device-bound memories, which no merge touches, are not counted: three of them beside one memory that
+    crosses must not let a bundle delete that one as "a quarter of the tree"."""
     gone = sorted(k for k in ours.records if k not in outcome.records)
-    held = len(ours.records)
+    held = sum(1 for record in ours.records.values() if not is_device_bound(record.meta))
     if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
         return []
     message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "
@@ -313,13 +325,33 @@ def _merged_parents(tree: Path, root: str | None, search: BaseSearch) -> list[st
 merge = merge_bundle
 
 
-def keep_car_blocks(source: str) -> None:
-    """A merged or forked CAR's blocks into the local store (verified as they go in), for later ancestor walks
-    and bases; anything else (a URI) is left alone, as is a store that cannot take them (a cache)."""
-    path = Path(source)
-    if not source.startswith(("ipfs://", "ipns://", "http://", "https://")) and path.is_file():
-        with suppress(BundlekitError, OSError), open(path, "rb") as fh:  # a cache: the merge is done either way
-            BlockStore().import_car(fh)
+def car_source(source: str) -> CarFile | None:
+    """The source of a CAR path that notes every block a load reads from it (:func:`keep_car_blocks` keeps
+    those); None for anything else (a URI)."""
+    if source.startswith(("ipfs://", "ipns://", "http://", "https://")) or not Path(source).is_file():
+        return None
+    return CarFile(Path(source), read=set())
+
+
+def keep_car_blocks(car: CarFile | None) -> None:
+    """The blocks a load read from a merged or forked CAR (``car.read``) into the local store (verified as they
+    go in), for later ancestor walks and bases. Nothing else of the CAR: one padded with blocks its bundle never
+    uses (gigabytes of them) must not fill the store. Nothing for another source, and nothing when the store
+    cannot take them (a cache: the merge or fork is done either way)."""
+    if car is None or not car.read:
+        return
+    with suppress(BundlekitError, OSError), CarIndex(car.path, verify=False) as index:
+        store = BlockStore()
+        batch: list[tuple[bytes, bytes]] = []
+        size = 0
+        for cid in sorted(car.read):
+            batch.append((cid, index.get(cid)))
+            size += len(batch[-1][1])
+            if len(batch) >= _KEEP_BATCH or size >= _KEEP_BATCH_BYTES:
+                store.put_many(batch)
+                batch, size = [], 0
+        if batch:
+            store.put_many(batch)
 
 
 def _state(loaded: LoadResult) -> TreeState:

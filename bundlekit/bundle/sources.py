@@ -7,9 +7,11 @@ trustless gateways (:class:`Gateways`, the store asked first when it is given,
 as boxo's blockservice asks its blockstore before the exchange). It is a plain
 value, reusable for any number of loads. Each load opens it for one DAG
 (``open``, boxo's ``NewSession``) and reads that DAG through the
-:class:`BlockSession` it returns: one block (``get``, boxo's ``GetBlock``), many
-(``get_many``, ``GetBlocks``), and, for a gateway, the whole DAG as one CAR
-streamed while the load asks for its blocks (``stream``).
+:class:`BlockSession` it returns, a block getter (``ipld.getter.BlockGetter``,
+boxo's: one block, ``get``; many, ``get_many``) that names its source. A
+session over gateways also has a ``fetcher``, to which the loader attaches its
+fetch-ahead strategy (``bundle.ahead``: the whole DAG as one CAR streamed while
+the load asks for its blocks, or level by level prefetch).
 
 With no source given, the URI chooses (``source_for``, specs/bundle.md,
 "Retrieval"): a CAR path is read from its file; ``ipfs://CID`` from the local
@@ -17,8 +19,8 @@ store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL from that gateway. A
 gateway URL's own gateway is always asked first. Every block a session returns
 has been hashed against its CID.
 
-The gateway's ``ServedBlocks`` (``gateway.sources``) answer requests for blocks
-a process already holds (``get``, ``has``); these fetch them for a load.
+The gateway's ``ServedBlocks`` (``gateway.sources``), the same getter protocol,
+answer requests for blocks a process already holds; these fetch them for a load.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, LoadError
 from bundlekit.ipld.cid import cid_to_str
-from bundlekit.ipld.walk import MAX_DEPTH, block_links
+from bundlekit.ipld.getter import BlockGetter
 from bundlekit.net.fetch import BundleURI, GatewayFetcher, RemoteGateway, gateway_order, parse_gateway
 from bundlekit.net.http import HttpOptions
 
@@ -46,20 +48,20 @@ _GATEWAY_ADVICE = "check the CID or try another --gateway"
 #: when they reach the byte bound: what waits in memory to be kept stays small.
 _KEEP_BATCH = 256
 _KEEP_BATCH_BYTES = 8 * 1024 * 1024
-#: Slices of a prefetch level, in multiples of the concurrency, between which its byte bound is checked:
-#: at most 16 x 8 = 128 blocks (256 MiB of the largest blocks) past the bound. A slice of 2 x 8 cost the
-#: per-block load 35% more CPU (a thread pool and a barrier per 16 blocks; bench/load.py, loader CPU 1.75 s
-#: against 1.3 s); at 16 it is within 3% of loading without slices.
-_PREFETCH_SLICE = 16
 
 
-class BlockSession(Protocol):
+class BlockSession(BlockGetter, Protocol):
     """One load's verified blocks of one DAG, from one source; closed when the load ends.
 
-    ``root`` is the DAG's root; ``where`` and ``advice`` name the source and
-    what to try in error messages; ``notes`` say which of its sources failed
-    along the way (diagnostics for the result, not errors). ``get`` and
-    ``get_many`` may be called from several threads at once.
+    A block getter (``get``: ``MissingBlock`` when no source has the block,
+    ``BlockMismatch`` when every source that answered sent other bytes; a block
+    is taken from an open CAR stream when there is one; ``get_many``), from
+    several threads at once. ``root`` is the DAG's root; ``where`` and
+    ``advice`` name the source and what to try in error messages; ``notes``
+    say which of its sources failed along the way (diagnostics for the
+    result, not errors); ``fetcher`` is the ``GatewayFetcher`` the blocks come
+    through, what the loader's fetch-ahead strategy drives (``bundle.ahead``),
+    or None when they are all local (a CAR file).
     """
 
     root: bytes
@@ -69,35 +71,8 @@ class BlockSession(Protocol):
     @property
     def notes(self) -> list[str]: ...
 
-    def get(self, cid: bytes) -> bytes:
-        """The verified bytes of ``cid`` (``MissingBlock`` when no source has it, ``BlockMismatch`` when
-        every source that answered sent other bytes); taken from an open CAR stream when there is one."""
-        ...
-
-    def get_aside(self, cid: bytes) -> bytes:
-        """Like ``get``, without reading on through an open CAR stream: a small block the load needs
-        before the stream would bring it (a bundle's ``signature.json`` sorts after ``memory/``)."""
-        ...
-
-    def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
-        """The verified blocks of ``cids`` this session can supply, ``concurrency`` asked at a time; the
-        others are left out (asked for again by ``get``, which raises for them)."""
-        ...
-
-    def stream(self) -> bool:
-        """Start bringing the whole DAG in one piece for ``get`` to take from as it arrives (a gateway's
-        CAR). True while that stream is open (or it came complete): the load then follows the DAG in the
-        stream's order and fetches nothing ahead."""
-        ...
-
-    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
-        """Fetch the DAGs under ``cids`` ahead of their reads, where that saves round trips: level by
-        level, ``concurrency`` at a time, stopping past ``max_bytes``. Nothing for a local source."""
-        ...
-
-    def finish(self) -> None:
-        """After a load that went well: end a CAR stream so its connection can be reused."""
-        ...
+    @property
+    def fetcher(self) -> GatewayFetcher | None: ...
 
     def close(self) -> None: ...
 
@@ -123,9 +98,12 @@ class CarFile:
     """
 
     path: Path
+    #: When given, the CID of every block a load reads from the CAR is added to it: what ``fork`` and ``merge``
+    #: keep in the local store (``bundle.merge.keep_car_blocks``), never a block of the CAR the bundle does not use.
+    read: set[bytes] | None = field(default=None, compare=False)
 
     def open(self, target: BundleURI, http: HttpOptions) -> BlockSession:
-        return _CarSession(self.path, target.root)
+        return _CarSession(self.path, target.root, self.read)
 
 
 @dataclass(frozen=True)
@@ -196,7 +174,7 @@ def source_for(target: BundleURI, given: BlockSource | None) -> BlockSource:
     (``ipfs://``: the local store, then ``$BUNDLEKIT_GATEWAYS``; a gateway URL: that gateway)."""
     if target.kind == "car":
         assert target.car is not None
-        return CarFile(target.car)
+        return given if isinstance(given, CarFile) and given.path == target.car else CarFile(target.car)
     if given is not None:
         return given
     return Gateways(store=BlockStore()) if target.kind == "ipfs" else Gateways()
@@ -207,31 +185,32 @@ class _CarSession(Closing):
 
     advice = "the CAR is damaged or incomplete; rebuild or re-download it"
 
-    def __init__(self, path: Path, root: bytes | None) -> None:
+    def __init__(self, path: Path, root: bytes | None, read: set[bytes] | None = None) -> None:
         self._index = CarIndex(path, verify=False)
+        self._read = read
         self.where = f"CAR {str(path)!r}"
         if root is None and len(self._index.roots) != 1:
             self._index.close()
             raise LoadError(f"CAR {str(path)!r} has {len(self._index.roots)} roots; a bundle CAR has exactly one")
         self.root: bytes = root if root is not None else self._index.roots[0]
-        self.get = self.get_aside = self._index.get
 
     @property
     def notes(self) -> list[str]:
         return []
 
+    def get(self, cid: bytes) -> bytes:
+        data = self._index.get(cid)
+        if self._read is not None:
+            self._read.add(cid)
+        return data
+
+    @property
+    def fetcher(self) -> None:
+        """None: a CAR file is read where its blocks lie, in any order; nothing to fetch ahead."""
+        return None
+
     def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
-        return {cid: self._index.get(cid) for cid in cids if cid in self._index}
-
-    def stream(self) -> bool:
-        """False: a CAR file is read where its blocks lie, in any order."""
-        return False
-
-    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
-        """Nothing: the blocks are on the local disk."""
-
-    def finish(self) -> None:
-        """Nothing to end."""
+        return {cid: self.get(cid) for cid in cids if cid in self._index}
 
     def close(self) -> None:
         self._index.close()
@@ -253,55 +232,20 @@ class _GatewaySession(Closing):
         self._fetcher = GatewayFetcher(gateways, store=store, http=http,
                                        keep=self._kept.put if self._kept is not None else None)
         self.get = self._fetcher.get
-        self.get_aside = self._fetcher.get_alone
 
     @property
     def notes(self) -> list[str]:
         return list(self._fetcher.notes)
 
+    @property
+    def fetcher(self) -> GatewayFetcher:
+        """The store and the gateways, for the loader's fetch-ahead strategy (``bundle.ahead``)."""
+        return self._fetcher
+
     def get_many(self, cids: Sequence[bytes], concurrency: int) -> dict[bytes, bytes]:
         self._fetcher.get_many(cids, concurrency)
         cache = self._fetcher.cache
         return {cid: cache[cid] for cid in cids if cid in cache}
-
-    def stream(self) -> bool:
-        """Open the DAG's CAR on the first gateway that answers (not when the store holds its root)."""
-        self._fetcher.stream_car(self.root)
-        return self._fetcher.streaming or self._fetcher.car_complete
-
-    def prefetch(self, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
-        """Level by level, ``concurrency`` requests at a time, past ``max_bytes`` fetched no further (the
-        reads that follow enforce each file's own caps); a block that fails is fetched again, alone, when
-        its file is read (and skipped or refused there).
-
-        The bound is checked between slices of a level (``_PREFETCH_SLICE`` x ``concurrency`` blocks), not
-        only between levels: one node may link thousands of blocks, and a hostile DAG whose files claim a
-        few bytes must not make a level of gigabytes be fetched (and kept) before any read refuses it.
-        """
-        if self._fetcher.root_in_store:
-            return
-        level, fetched = list(cids), 0
-        step = max(1, concurrency) * _PREFETCH_SLICE
-        for _depth in range(MAX_DEPTH):
-            children: list[bytes] = []
-            for start in range(0, len(level), step):
-                if fetched > max_bytes:
-                    return
-                part = level[start:start + step]
-                got = self.get_many(part, concurrency)
-                for cid in part:  # in link order, a block linked twice counted twice
-                    data = got.get(cid)
-                    if data is None:
-                        continue
-                    fetched += len(data)
-                    with suppress(BundlekitError):  # a malformed node fails properly when its file is read
-                        children.extend(child for child, _name in block_links(cid, data))
-            if not children:
-                return
-            level = children
-
-    def finish(self) -> None:
-        self._fetcher.finish_stream()
 
     def close(self) -> None:
         """Close the fetcher, then write the blocks still waiting to be kept (a failed load's verified blocks

@@ -10,6 +10,16 @@ value, a mistyped command, which names the closest one) become one
 ``error: ...`` line and exit 2; Ctrl-C becomes ``interrupted`` and exit 130,
 and SIGTERM and SIGHUP take the same path (``_signals``: every cleanup runs) with
 exit 143 and 129 (128 + the signal, as shells report it).
+
+Modules: ``output`` (the output contract every command prints through); the commands, one
+module per family: ``build``, ``load`` (and ``fork``), ``pack`` (and ``cid``), ``car``
+(``verify``, ``unpack``, ``ls``), ``pin`` (and ``pinners``), ``unpin``, ``store``, ``serve``
+(and ``open``), ``memory``, ``convert``, ``diff``, ``log``, ``merge``, ``sync``, ``names``
+(``name``), ``key`` and ``mcp``; shared pieces: ``_keyopts`` (the key options), ``_embedopts``
+(the options of the commands that embed), ``_params`` (parameter types and the tree option),
+``_examples`` (each command's ``--help`` examples), ``_suggest`` (the closest command to a
+mistyped one), ``_extras`` (a command's optional extra) and ``_loglines`` (library log records as
+one-line warnings).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ an old positional, left out of the usage line).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,6 +123,34 @@ class AliasOption(click.Option):
 
     def get_error_hint(self, ctx: click.Context | None) -> str:
         return " / ".join(f"'{opt}'" for opt in self.shown_opts())
+
+    @property
+    def _alias_dest(self) -> str:
+        return f"{self.name} (old spelling)"
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> None:
+        """The hidden spellings parse into a slot of their own, so both spellings given can be told apart
+        (click keeps the last of one option's values, silently)."""
+        every, name = self.opts, self.name
+        try:
+            self.opts = self.shown_opts()
+            super().add_to_parser(parser, ctx)
+            if self.hidden_aliases:
+                self.opts, self.name = list(self.hidden_aliases), self._alias_dest
+                super().add_to_parser(parser, ctx)
+        finally:
+            self.opts, self.name = every, name
+
+    def handle_parse_result(self, ctx: click.Context, opts: Mapping[str, Any], args: list[str]) -> tuple[Any, list[str]]:
+        """An old spelling's value as the option's; both spellings with different values is a usage error
+        (``name publish --name-key A --key-file B`` published under B's key)."""
+        if self._alias_dest in opts:
+            old = opts[self._alias_dest]
+            if self.name in opts and opts[self.name] != old:
+                raise UsageError(f"{self.shown_opts()[-1]} given twice, once as its old spelling "
+                                 f"{'/'.join(self.hidden_aliases)}, with different values; give it once")
+            opts = {**opts, str(self.name): old}
+        return super().handle_parse_result(ctx, opts, args)
 
 
 class LegacyArgument(click.Argument):

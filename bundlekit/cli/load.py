@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.layers import load_layered, parse_layer_option
 from bundlekit.bundle.load import DEFAULT_DEADLINE, DEFAULT_MAX_BYTES, LoadOptions, bounded_options, load_bundle
 from bundlekit.bundle.sources import gateway_source
@@ -23,6 +22,7 @@ from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
 from bundlekit.errors import UsageError
+from bundlekit.flows.fork import ForkRequest, fork as fork_flow
 from bundlekit.net.http import HttpOptions, check_http_url
 
 _PUBLISHER = click.option(
@@ -135,8 +135,8 @@ def fork(uri: str, tree: Path, strategy: str, gateways: tuple[str, ...], as_json
     """Import the bundle at URI into the memory tree (-d), all or nothing, each memory file as the bundle
     holds it; the tree remembers the bundle's root as its parent (the base `merge` finds when it comes back)."""
 
-    result = fork_bundle(uri, tree, strategy=strategy, source=gateway_source(gateways),
-                         key=resolve_key_spec(**params), options=LoadOptions(publishers=publishers))
+    result = fork_flow(ForkRequest(uri, tree, strategy=strategy, gateways=gateways,
+                                   key=resolve_key_spec(**params), load=LoadOptions(publishers=publishers)))
     output.warn_all(result.loaded.warnings)
     if as_json:
         output.data_json(result.summary())

@@ -13,12 +13,12 @@ from typing import Any
 import click
 
 from bundlekit.bundle.load import LoadOptions
-from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeResult, merge_bundle
-from bundlekit.bundle.sources import gateway_source
+from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeResult
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, tree_option
 from bundlekit.cli.load import check_urls
+from bundlekit.flows.merge import MergeRequest, merge as merge_flow
 from bundlekit.memory.merge import CONFLICT_POLICIES
 
 __all__ = ["merge", "report_rows"]
@@ -78,10 +78,10 @@ def merge(source: str, tree: Path, on_conflict: str, dry_run: bool, gateways: tu
     one that would remove more than a quarter of the tree needs --allow-deletes. Nothing is
     written unless the whole merge succeeds.
     """
-    result = merge_bundle(source, tree, blocks=gateway_source(gateways), key=resolve_key_spec(**params),
-                          load=LoadOptions(publishers=publishers),
-                          options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests,
-                                               allow_deletes=allow_deletes))
+    result = merge_flow(MergeRequest(
+        source, tree, gateways=gateways, key=resolve_key_spec(**params), load=LoadOptions(publishers=publishers),
+        options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests,
+                             allow_deletes=allow_deletes)))
     output.warn_all(result.warnings)
     for note in result.notes:
         output.status(note)

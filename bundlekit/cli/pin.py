@@ -1,4 +1,4 @@
-"""``bundlekit pin`` and ``bundlekit pinners``: thin commands over ``bundlekit.pinning``.
+"""``bundlekit pin`` and ``bundlekit pinners``: thin commands over ``flows.publish`` and ``bundlekit.pinning``.
 
 ``pin`` prints the root CID alone on stdout (or the ``--json`` report, one
 line) so a pipeline can capture it; the summary table and the progress bars
@@ -8,7 +8,8 @@ stderr is a terminal and ``CI`` is unset (``cli.output``).
 
 from __future__ import annotations
 
-import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,16 @@ from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
 from bundlekit.cli._params import PROFILE, strict_option, tree_option
-from bundlekit.cli.names import publish_name, published_line, routers_from_env, routing_endpoints
+from bundlekit.cli.names import published_line
+from bundlekit.bundle.build import BuildOptions
 from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import PinError, UsageError
+from bundlekit.flows.names import routers_from_env, routing_endpoints
+from bundlekit.flows.publish import NameTarget, PublishOptions, publish, require_not_met
 from bundlekit.names import Published
-from bundlekit.errors import BundlekitError, PinError, UsageError
-from bundlekit.pinning.orchestrate import PinReport, describe_uploads, pin_all
-from bundlekit.pinning.origins import open_pinners
+from bundlekit.pinning.orchestrate import PinReport
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.pinning.registry import pinner_listing
-from bundlekit.bundle.build import BuildOptions
-from bundlekit.pinning.source import is_memory_dir, prepare_source
 
 __all__ = ["pin", "pinners"]
 
@@ -97,43 +98,38 @@ def pin(
     sign = signing(key_params, sign)
     keys = publish_keys(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address,
                         warn=output.warn)
-    name_signer = Ed25519Signer.from_file(name_key) if name_key is not None else None  # fail before any upload
-    name_routers = routers_from_env() if name_key is not None else None  # so is kubo's configuration
-    name_routing = routing_endpoints() if name_key is not None else []  # and $BUNDLEKIT_ROUTING
+    target = None
+    if name_key is not None:
+        target = NameTarget(Ed25519Signer.from_file(name_key),  # fail before any upload
+                            routers=routers_from_env(),  # so is kubo's configuration
+                            routing=routing_endpoints())  # and $BUNDLEKIT_ROUTING
     keyvalues = _keyvalues(meta)
-    # Build every pinner first: a missing secret fails the run before any upload.
-    built = open_pinners(pinner_names or ("local",), psa_origins)
-    try:
-        describe_uploads(built, group, keyvalues)
-        with tempfile.TemporaryDirectory(prefix="bundlekit-pin-") as workdir:
-            packing = src.is_dir() and not is_memory_dir(src)  # a plain directory: bytes packed, not files
-            label, unit = ("packing", "bytes") if packing else ("building", "files")
-            with output.Progress(label, unit=unit) as building:
-                build = BuildOptions(profile=profile, namespace=namespace, progress=building.callback,
-                                     strict=strict, warn=output.warn)
-                source = prepare_source(src, workdir, key=keys.key, sign=keys.signer, options=build)
-            size = source.car.stat().st_size
-            with output.Progress("uploading", total=size * len(built), unit="bytes") as uploading:
-                counted = (lambda _pinner, n: uploading.advance(n)) if uploading.enabled else None
-                report = pin_all(source.car, source.root, built, name=name, require=require, progress=counted)
-    finally:
-        for p in built:
-            p.close()
-    published = None
-    name_error: BundlekitError | None = None
-    if report.ok and name_signer is not None:  # the name moves only once the pins hold
-        try:
-            published = publish_name(name_signer, source.root, routers=name_routers, routing=name_routing)
-        except BundlekitError as exc:  # the pins hold: report them (and the root) before failing
-            name_error = exc
-    _print_report(report, source.signer, published, as_json)
-    if name_error is not None:
-        raise name_error
-    if not report.ok:
-        failed = sum(1 for p in report.pins if not p.durable)
+    report = publish(PublishOptions(
+        src, pinners=pinner_names or ("local",), psa_origins=psa_origins, require=require, label=name,
+        group=group, keyvalues=keyvalues, key=keys.key, sign=keys.signer, name=target, progress=_Bars(),
+        build=BuildOptions(profile=profile, namespace=namespace, strict=strict, warn=output.warn)))
+    _print_report(report.pins, report.source.signer, report.published, as_json)
+    if report.name_error is not None:
+        raise report.name_error
+    if not report.pins.ok:
         # LazyGroup.invoke prints it as "error: ..." and exits with PinError's code, 4.
-        raise PinError(f"--require {require} not met: {failed} of {len(report.pins)} pin(s) not durable"
-                       + ("; the IPNS name was not published" if name_key is not None else ""))
+        raise require_not_met(report.pins, require,
+                              then="; the IPNS name was not published" if name_key is not None else "")
+
+
+class _Bars:
+    """The publish's progress bars on stderr: building (or packing), then uploading."""
+
+    @contextmanager
+    def building(self, packing: bool) -> Iterator[Callable[[int, int], None] | None]:
+        label, unit = ("packing", "bytes") if packing else ("building", "files")
+        with output.Progress(label, unit=unit) as bar:
+            yield bar.callback
+
+    @contextmanager
+    def uploading(self, total: int) -> Iterator[Callable[[str, int], None] | None]:
+        with output.Progress("uploading", total=total, unit="bytes") as bar:
+            yield (lambda _pinner, n: bar.advance(n)) if bar.enabled else None
 
 
 def _source(src: Path | None, tree: Path) -> Path:

@@ -56,18 +56,21 @@ def _ui_apps(source: ServedBlocks) -> Apps:
     return {app_module.MOUNT: app}
 
 
-def _store_apps(source: ServedBlocks, token: str | None, limits: PushLimits) -> Apps:
+def _store_apps(source: ServedBlocks, token: str | None, limits: PushLimits) -> tuple[Apps, Callable[[], None]]:
     """Over the store ``source`` serves (none without a store): the Delegated Routing API's IPNS paths, and
-    with a token the team hub's push API (kubo's RPC calls the ``kubo`` pinner makes)."""
+    with a token the team hub's push API (kubo's RPC calls the ``kubo`` pinner makes); and what to call
+    when the server stops (the push API's imports under way end before their next block)."""
     parts = source.sources if isinstance(source, ChainSource) else (source,)
     store = next((p for p in parts if isinstance(p, BlockStore)), None)
     if store is None:
-        return {}
+        return {}, lambda: None
     routing = RoutingAPI(store, token=token)
     apps: Apps = {MOUNT: routing.app()}
-    if token is not None:
-        apps[PUSH_MOUNT] = KuboAPI(store, token, limits, records=routing.put).app()
-    return apps
+    if token is None:
+        return apps, lambda: None
+    push = KuboAPI(store, token, limits, records=routing.put)
+    apps[PUSH_MOUNT] = push.app()
+    return apps, push.stop
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def _serve(
     ui: bool = False,
     bounds: _Bounds | None = None,
     store_apps: Apps | None = None,
+    on_stop: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
@@ -110,6 +114,7 @@ def _serve(
             announce(server)
             server.serve_forever(poll_interval=STOP_POLL_INTERVAL)
     finally:
+        on_stop()  # before the grace server_close gives the writes under way
         server.server_close()
         close_source(source)
     interrupts = [sig for sig in received if sig != signal.SIGTERM]
@@ -194,13 +199,15 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
         else:
             output.data(server.url)
             for root in roots:
-                output.data(f"{root.cid}\t{root.source}\t{root.name or '-'}")
+                # A pin's name may come from a pusher (pin/add name=): one field, no terminal control.
+                output.data(f"{root.cid}\t{output.printable_field(root.source)}\t{output.printable_field(root.name or '-')}")
         output.status(f"serving on {server.url}" + (f" (interface at {server.url}/ui/)" if ui else ""))
         if token is not None:
             output.status(f"taking pushes from token holders at {server.url}{PUSH_MOUNT}")
 
     bounds = _Bounds(max_connections, max_client_connections, max_client_rate)
-    _serve(source, host, port, announce, ui=ui, bounds=bounds, store_apps=_store_apps(source, token, limits))
+    store_apps, on_stop = _store_apps(source, token, limits)
+    _serve(source, host, port, announce, ui=ui, bounds=bounds, store_apps=store_apps, on_stop=on_stop)
 
 
 @click.command("open")

@@ -63,7 +63,8 @@ def ls(store_dir: str | None, as_json: bool) -> None:
         output.data_json(rows)
         return
     for row in rows:
-        output.data(f"{row['cid']}\t{row['name'] or '-'}\t{row['created']}\t{row['size']}")
+        # A pin's name may come from a team hub's pusher (pin/add name=): one field, no terminal control.
+        output.data(f"{row['cid']}\t{output.printable_field(str(row['name'] or '-'))}\t{row['created']}\t{row['size']}")
 
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as one line of JSON.")
@@ -157,7 +158,7 @@ def verify(store_dir: str | None, as_json: bool) -> None:
     A damaged block is removed (as any read of it does), so re-importing a CAR that holds it repairs the store.
     Each problem is a line on stdout: kind, CID or name, pins, advice (tab-separated); --json prints one object.
     """
-    report = _open(store_dir).verify(check_record=_record_expired)
+    report = BlockStore.existing(store_dir).verify(check_record=_record_expired)
     if as_json:
         output.data_json(report.to_dict())
     else:
@@ -166,9 +167,11 @@ def verify(store_dir: str | None, as_json: bool) -> None:
                              for root, name in problem.pins) or "-"
             output.data(f"{problem.problem}\t{cid_to_str(problem.cid)}\tpins: {pins}\t{problem.advice()}")
         for bad in report.bad_records:
-            output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t{bad.advice()}")
+            output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t"
+                        f"{output.printable_field(bad.advice())}")
     if not report.ok:
         listed = "in the JSON on stdout" if as_json else "each listed on stdout"
-        raise VerificationError(f"the store does not verify: {report.summary()} ({listed} with what to do)")
+        raise VerificationError(f"the store does not verify: {output.printable_field(report.summary())} ({listed} with "
+                                "what to do)")
     expired = f"; {len(report.expired)} expired IPNS records (still the names' newest)" if report.expired else ""
-    output.status(f"ok: {report.summary()}{expired}")
+    output.status(f"ok: {output.printable_field(report.summary())}{expired}")

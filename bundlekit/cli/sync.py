@@ -23,13 +23,14 @@ from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options, 
 from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
 from bundlekit.cli.load import check_urls
 from bundlekit.cli.merge import ON_CONFLICT, report_rows, summary_line
-from bundlekit.cli.names import ROUTING_OPTION, published_line, routers_from_env, routing_endpoints
+from bundlekit.cli.names import ROUTING_OPTION, published_line
+from bundlekit.flows.names import routers_from_env, routing_endpoints
 from bundlekit.errors import BundlekitError
 from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
 from bundlekit.crypto import KeySpec
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.syncer import DEFAULT_ATTEMPTS, BackgroundSync, SyncOptions, SyncReport, sync, sync_forever
+from bundlekit.flows.sync import DEFAULT_ATTEMPTS, BackgroundSync, SyncOptions, SyncReport, sync, sync_forever
 
 __all__ = ["background_sync", "sync_cmd"]
 

@@ -1,15 +1,19 @@
 """Convert memory between bundlekit trees and other agent-memory systems.
 
 One module per foreign format turns its store into neutral records
-(:class:`~bundlekit.convert._common.Entry`) and back; this module holds the
-registry and the two public verbs::
+(:class:`~bundlekit.convert._common.Entry`) and back, and says what it is in its own
+``FORMAT`` (a :class:`~bundlekit.convert._format.Format`); this module collects them into
+the registry and holds the two public verbs::
 
     import_from("massgen", "workspace1", "memory")      # foreign -> bundlekit tree
     export_to("claude-code", "memory", "claude-mem")    # bundlekit tree -> foreign
 
-Formats: ``massgen``, ``claude-code``, ``three.ws``, ``magic-context``,
-``magicfrog`` and ``letta`` (``specs/interop.md`` maps every field and lists
-what is lossy). Every conversion reports what it left out (fields a format has
+Formats: ``massgen``, ``claude-code`` (module ``claude_code``), ``three.ws``
+(``threews``), ``magic-context`` (``magic_context``), ``magicfrog`` and ``letta``
+(``specs/interop.md`` maps every field and lists what is lossy). Beside them:
+``_format`` (``Format``), ``_common`` (neutral records, the export plan, the device
+rule), ``_sqlite`` (the one bounded reader of foreign SQLite) and ``_tree`` (the one
+place a bundlekit tree is touched). Every conversion reports what it left out (fields a format has
 no place for, timeline events, files and rows it skipped) as warnings, and
 every loss in ``ConvertResult.losses``; with ``strict`` a loss refuses the
 conversion before anything is written.
@@ -20,7 +24,7 @@ directions unless ``include_device=True, local_only=True``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,11 +36,13 @@ from bundlekit.convert._common import (
     ForeignTree,
     Loss,
     Unholdable,
+    check_device,
     dropped_fields,
     field_losses,
+    is_device_entry,
 )
+from bundlekit.convert._format import Format
 from bundlekit.convert._tree import read_tree, write_tree
-from bundlekit.convert.magicfrog import check_device, is_device_entry
 from bundlekit.errors import UsageError
 from bundlekit.memory.device import device_bound_keys, refuse_device_memory
 
@@ -57,58 +63,6 @@ __all__ = [
     "refuse_device_memory",
     "write_foreign",
 ]
-
-
-def _has_no_timeline(options: Mapping[str, Any]) -> str:
-    return "has no timeline"
-
-
-def _fields(*names: str) -> Callable[[Mapping[str, Any]], frozenset[str]]:
-    kept = frozenset(names)
-    return lambda options: kept
-
-
-def _every_field(options: Mapping[str, Any]) -> None:
-    return None
-
-
-def _keeps_timeline(options: Mapping[str, Any]) -> None:
-    return None
-
-
-def _claude_code_fields(options: Mapping[str, Any]) -> frozenset[str]:
-    return claude_code.kept_fields(str(options.get("form") or "top"))
-
-
-@dataclass(frozen=True)
-class Format:
-    """A foreign memory format: how to read it, how to write it, which options each takes.
-
-    ``timeline_dropped(write_options)`` says why the writer leaves the
-    timeline out under those options (a clause after the format's name, e.g.
-    "has no timeline"), or ``None`` when it writes every event; an export
-    counts only the events written and warns about the rest.
-    ``write(tree, dest, strict=..., **write_options)`` writes through an
-    :class:`ExportPlan` (``_common.write_planned``): a memory the format cannot
-    hold exactly is written in its nearest form or left out, and named in
-    ``tree.losses``; ``strict`` refuses the export instead, writing nothing.
-    ``kept(write_options)`` are the bundlekit frontmatter fields the writer
-    carries (besides its own ``x-<format>-*`` keys), ``None`` when it carries
-    every field; an export names every other field it met in a warning and,
-    per memory, in ``losses`` (so ``strict`` refuses it, as it refuses the
-    dropped timeline). ``lossy`` says in a few words what the format cannot
-    hold (``convert --help`` lists it).
-    """
-
-    name: str
-    summary: str
-    read: Callable[..., ForeignTree]
-    write: Callable[..., list[Path]]
-    read_options: frozenset[str]
-    write_options: frozenset[str]
-    kept: Callable[[Mapping[str, Any]], frozenset[str] | None]
-    lossy: str
-    timeline_dropped: Callable[[Mapping[str, Any]], str | None] = _has_no_timeline
 
 
 @dataclass
@@ -145,78 +99,10 @@ class ConvertResult:
         }
 
 
-_DEVICE_OPTIONS = frozenset({"include_device", "local_only", "exclude_device"})
-
-
+# Each format module's own ``FORMAT``, in the order ``convert --help`` and the CLI's choices list them.
 _FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in (
-        Format(
-            "massgen",
-            "MassGen workspace memory/short_term and memory/long_term",
-            massgen.read_massgen,
-            massgen.write_massgen,
-            frozenset({"timezone"}),
-            frozenset({"agent_id"}),
-            _fields(*massgen.KEPT_FIELDS),
-            "type, tags, source, decay, revision; a name that is not the key (MassGen's name is the file "
-            "name); the timeline; '---' in a value (written as an em dash)",
-        ),
-        Format(
-            "claude-code",
-            "Claude Code memory directory (MEMORY.md + topic files)",
-            claude_code.read_claude_code,
-            claude_code.write_claude_code,
-            frozenset(),
-            frozenset({"form"}),
-            _claude_code_fields,
-            "tags, source, decay, important, revision, created, updated (--form top); the timeline; "
-            "'---' in a value (written as an em dash); '[', ']', '\\' in MEMORY.md's link text",
-        ),
-        Format(
-            "three.ws",
-            "three.ws export blob or localStorage dump (JSON)",
-            threews.read_threews,
-            threews.write_threews,
-            frozenset({"agent_id", "now", "key"}),
-            frozenset({"namespace", "mode", "storage", "key", "rng"}),
-            _fields("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
-            "revision; the timeline in the encrypted form; '[', ']', '\\' in a stored index's link text",
-            threews.timeline_dropped,
-        ),
-        Format(
-            "magic-context",
-            "Magic Context SQLite database (memories table, one project)",
-            magic_context.read_magic_context,
-            magic_context.write_magic_context,
-            frozenset({"project", "repo", "clock"}),
-            frozenset({"project"}),
-            _fields("created", "updated", "important", "type"),
-            "name, description, tags, source, decay, revision; the timeline",
-        ),
-        Format(
-            "magicfrog",
-            "MagicFrog five-dimension memory tree",
-            magicfrog.read_magicfrog,
-            magicfrog.write_magicfrog,
-            frozenset({"dimension", "project", "effective", "agent", "task"}) | _DEVICE_OPTIONS,
-            frozenset({"dimension", "project"}) | _DEVICE_OPTIONS,
-            _fields("updated", "revision"),
-            "name, description, type, tags, source, decay, important, created; the timeline",
-        ),
-        Format(
-            "letta",
-            "Letta Agent File (.af): one agent's core-memory blocks",
-            letta.read_letta,
-            letta.write_letta,
-            frozenset({"agent_id", "all_blocks"}),
-            frozenset({"agent_id", "model"}),
-            _every_field,
-            "nothing of a memory (bundlekit's fields travel in block metadata, the timeline in the "
-            "agent's); a block over Letta's default limit gets its limit raised to fit",
-            _keeps_timeline,
-        ),
-    )
+    f.name: f for f in (massgen.FORMAT, claude_code.FORMAT, threews.FORMAT, magic_context.FORMAT,
+                        magicfrog.FORMAT, letta.FORMAT)
 }
 _ALIASES = {"threews": "three.ws", "claude_code": "claude-code", "magic_context": "magic-context"}
 
@@ -285,6 +171,17 @@ def _refuse_in_place(src: str | os.PathLike[str], dest: str | os.PathLike[str]) 
         raise UsageError(
             f"the output {os.fspath(dest)} is the source itself; converting in place would overwrite "
             "the files being converted: write to another directory"
+        )
+
+
+def _refuse_inside_tree(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """An export written inside the tree it converts replaces the tree's own files (``-o memory/MEMORY.md``
+    overwrote the index with a three.ws blob) or adds files to it: refuse (``UsageError``) before reading."""
+    tree, out = os.path.realpath(src), os.path.realpath(dest)
+    if out != tree and os.path.commonpath([tree, out]) == tree:
+        raise UsageError(
+            f"the output {os.fspath(dest)[:200]} is inside the memory tree {os.fspath(src)[:200]} being converted; "
+            "it would overwrite or add to the tree's files: write outside it"
         )
 
 
@@ -358,6 +255,7 @@ def export_to(
 
     spec = get_format(fmt)
     _refuse_in_place(src, dest)
+    _refuse_inside_tree(src, dest)
     tree = read_tree(src)
     if spec.name == "three.ws" and options.get("namespace") is None:
         # A blob names its agent; the tree's directory name is the memory store's default namespace.

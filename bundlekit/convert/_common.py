@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import yaml
 
 from bundlekit._fs import atomic_write_bytes, os_reason
-from bundlekit.errors import ConvertError, FrontmatterError, InvalidKeyError
+from bundlekit.errors import ConvertError, DeviceMemoryError, FrontmatterError, InvalidKeyError
+from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.frontmatter import load_frontmatter
 from bundlekit.memory.index import link_line
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
@@ -43,6 +44,7 @@ from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
 from bundlekit.memory.timefmt import format_timestamp
 
 __all__ = [
+    "JS_WHITESPACE",
     "KEY_MAX",
     "MAX_MEMORY_FILE",
     "MAX_STORE_FILE",
@@ -54,6 +56,7 @@ __all__ = [
     "Unholdable",
     "atomic_write",
     "bad_time",
+    "check_device",
     "derive_keys",
     "dropped_fields",
     "field_losses",
@@ -61,6 +64,7 @@ __all__ = [
     "first_line",
     "index_line_loss",
     "format_time",
+    "is_device_entry",
     "is_valid_key",
     "left_out_file",
     "line_fields",
@@ -89,6 +93,14 @@ __all__ = [
 
 #: Longest bundlekit key (the memory store's limit).
 KEY_MAX = MAX_KEY_LENGTH
+#: JavaScript's whitespace (ECMA-262 WhiteSpace and LineTerminator: what ``\s`` matches and
+#: ``String.prototype.trim`` removes), which the JavaScript readers of three.ws and Magic Context use. Not
+#: Python's set: ``str.strip()`` keeps U+FEFF and removes U+0085 and U+001C-U+001F, which JavaScript keeps.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -217,9 +229,22 @@ class ExportPlan:
         for path, _data, new in self._files:
             if new and (path.exists() or path.is_symlink()):
                 raise ConvertError(f"{path} already exists; export to a new file")
+            if problem := _in_the_way(path):
+                raise ConvertError(f"cannot write {path}: {problem}; choose another output path (nothing was written)")
         for path, data, _new in self._files:
             atomic_write(path, data)
         return self.paths
+
+
+def _in_the_way(path: Path) -> str | None:
+    """Why ``path`` cannot be written as a file, found before any file of an export is: a directory (or a link
+    to one, which the rename would replace) at it, or a file where one of its parents must be a directory."""
+    if path.is_dir():
+        return "a directory is in the way"
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"a file is in the way at {parent}, where a directory is needed"
+    return None
 
 
 def merge_extra(
@@ -744,3 +769,35 @@ def same_instant(original: Any, current: Any) -> Any:
     except ConvertError:
         pass
     return current
+
+
+# -- the device rule ------------------------------------------------------------------------------
+
+
+def is_device_entry(entry: Entry) -> bool:
+    """True for memory bound to one machine (a MagicFrog device note)."""
+    return is_device_bound(entry.meta)
+
+
+def check_device(entries: list[Entry], *, include_device: bool, local_only: bool, action: str) -> list[Entry]:
+    """Apply the device rule to ``entries`` before they move anywhere.
+
+    Returns the entries allowed to move. Device entries pass only with
+    ``include_device`` and ``local_only`` both set; otherwise any device entry
+    raises ``DeviceMemoryError`` naming how many there are and the two ways out.
+    """
+    device = [e for e in entries if is_device_entry(e)]
+    if not device:
+        return entries
+    if include_device and local_only:
+        return entries
+    if include_device:
+        raise DeviceMemoryError(
+            f"refusing to {action} {len(device)} device memories without --local-only: "
+            "device memory never leaves this machine; add --local-only to make a local copy"
+        )
+    raise DeviceMemoryError(
+        f"refusing to {action} {len(device)} device memories (first: {device[0].key!r}): device memory "
+        "never leaves this machine; pass --exclude-device to leave them out, or "
+        "--include-device --local-only for a copy that stays on this machine"
+    )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -51,10 +52,12 @@ from bundlekit.convert._common import (
     write_planned,
     index_line_loss,
 )
+from bundlekit.convert._format import Format
 from bundlekit.errors import ConvertError
 from bundlekit.memory.index import IndexLink, parse_index, render_links
 
 __all__ = [
+    "FORMAT",
     "FORMS",
     "kept_fields",
     "parse_index",
@@ -396,3 +399,21 @@ def plan_claude_code(
         rows.append((rank, entry.key, (title, filename, hook)))
     rows.sort(key=lambda r: (r[0], r[1]))
     plan.add(root / INDEX, render_links([r[2] for r in rows]))
+
+
+def _kept(options: Mapping[str, Any]) -> frozenset[str]:
+    return kept_fields(str(options.get("form") or "top"))
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="claude-code",
+    summary="Claude Code memory directory (MEMORY.md + topic files)",
+    read=read_claude_code,
+    write=write_claude_code,
+    read_options=frozenset(),
+    write_options=frozenset({"form"}),
+    kept=_kept,
+    lossy="tags, source, decay, important, revision, created, updated (--form top); the timeline; "
+    "'---' in a value (written as an em dash); '[', ']', '\\' in MEMORY.md's link text",
+)

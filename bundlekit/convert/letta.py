@@ -55,6 +55,7 @@ from bundlekit.convert._common import (
     time_or,
     write_planned,
 )
+from bundlekit.convert._format import Format, every_field, keeps_timeline
 from bundlekit.convert._tree import ordered_meta
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError, UsageError
 from bundlekit.memory.record import parse_memory_file, render_memory_file
@@ -63,6 +64,7 @@ from bundlekit.memory.timeline import validate_entry
 __all__ = [
     "DEFAULT_LIMIT",
     "DEFAULT_MODEL",
+    "FORMAT",
     "LABEL_TYPES",
     "METADATA_KEY",
     "label_type",
@@ -719,3 +721,18 @@ def _writable_events(events: list[dict[str, Any]], plan: ExportPlan) -> list[dic
             f"left out {len(events) - len(kept)} timeline events holding a value JSON cannot write (NaN, infinity)"
         )
     return kept
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="letta",
+    summary="Letta Agent File (.af): one agent's core-memory blocks",
+    read=read_letta,
+    write=write_letta,
+    read_options=frozenset({"agent_id", "all_blocks"}),
+    write_options=frozenset({"agent_id", "model"}),
+    kept=every_field,
+    lossy="nothing of a memory (bundlekit's fields travel in block metadata, the timeline in the "
+    "agent's); a block over Letta's default limit gets its limit raised to fit",
+    timeline_dropped=keeps_timeline,
+)

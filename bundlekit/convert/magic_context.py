@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bundlekit.convert._common import (
+    JS_WHITESPACE,
     Entry,
     ExportPlan,
     ForeignTree,
@@ -40,6 +41,7 @@ from bundlekit.convert._common import (
     single_line,
     write_planned,
 )
+from bundlekit.convert._format import Format, kept
 from bundlekit.convert._sqlite import ForeignDatabase
 from bundlekit.errors import ConvertError
 from bundlekit.memory import Memory
@@ -49,6 +51,7 @@ __all__ = [
     "CATEGORIES",
     "CATEGORY_TYPES",
     "DEFAULT_IMPORTANCE",
+    "FORMAT",
     "SCHEMA",
     "TYPE_CATEGORIES",
     "directory_identity",
@@ -188,12 +191,7 @@ def _to_ms(dt: datetime) -> int:
 
 _ROOT_SHA = re.compile(r"^[0-9a-f]{7,64}$")
 # JavaScript's \s and String.prototype.trim (what the plugin's normalisation uses), not Python's whitespace set.
-_JS_SPACE = (
-    "\t\n\v\f\r \u00a0\u1680"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_JS_SPACES = re.compile("[" + re.escape(_JS_SPACE) + "]+")
+_JS_SPACES = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
 
 
 def normalized_hash(content: str) -> str:
@@ -202,7 +200,7 @@ def normalized_hash(content: str) -> str:
     Whitespace is JavaScript's ``\\s`` set, so the hash matches the one its
     idempotent insert (``UNIQUE(project_path, category, normalized_hash)``) compares.
     """
-    normalized = _JS_SPACES.sub(" ", content.lower()).strip(_JS_SPACE)
+    normalized = _JS_SPACES.sub(" ", content.lower()).strip(JS_WHITESPACE)
     return hashlib.md5(normalized.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
@@ -658,3 +656,16 @@ def render_project_memory(memory: _Lister | str | os.PathLike[str], max_tokens: 
     out.append(f"</{current}>\n")
     out.append(tail)
     return "".join(out)
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="magic-context",
+    summary="Magic Context SQLite database (memories table, one project)",
+    read=read_magic_context,
+    write=write_magic_context,
+    read_options=frozenset({"project", "repo", "clock"}),
+    write_options=frozenset({"project"}),
+    kept=kept("created", "updated", "important", "type"),
+    lossy="name, description, tags, source, decay, revision; the timeline",
+)

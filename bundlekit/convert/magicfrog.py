@@ -30,10 +30,12 @@ from bundlekit.convert._common import (
     ExportPlan,
     ForeignTree,
     Unholdable,
+    check_device,
     derive_keys,
     dump_yaml,
     first_line,
     format_time,
+    is_device_entry,
     left_out_file,
     merge_extra,
     parse_time,
@@ -44,15 +46,18 @@ from bundlekit.convert._common import (
     time_or,
     write_planned,
 )
-from bundlekit.errors import ConvertError, DeviceMemoryError
-from bundlekit.memory.device import LAYERS, LOCAL_ONLY_FIELD, is_device_bound
+from bundlekit.convert._format import DEVICE_OPTIONS, Format, kept
+from bundlekit.errors import ConvertError
+from bundlekit.memory.device import LAYERS, LOCAL_ONLY_FIELD
 
 __all__ = [
     "CHAIN",
     "DIMENSIONS",
     "DIMENSION_TYPES",
+    "FORMAT",
     "LEGACY",
     "check_device",
+    "is_device_entry",
     "path_to_key",
     "plan_magicfrog",
     "read_magicfrog",
@@ -91,35 +96,6 @@ def path_to_key(path: str, dimension: str | None = None) -> str:
 def format_mf_time(dt: datetime) -> str:
     """MagicFrog's timestamp spelling: UTC, milliseconds, ``Z``."""
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
-def is_device_entry(entry: Entry) -> bool:
-    """True for memory bound to one machine (a MagicFrog device note)."""
-    return is_device_bound(entry.meta)
-
-
-def check_device(entries: list[Entry], *, include_device: bool, local_only: bool, action: str) -> list[Entry]:
-    """Apply the device rule to ``entries`` before they move anywhere.
-
-    Returns the entries allowed to move. Device entries pass only with
-    ``include_device`` and ``local_only`` both set; otherwise any device entry
-    raises ``DeviceMemoryError`` naming how many there are and the two ways out.
-    """
-    device = [e for e in entries if is_device_entry(e)]
-    if not device:
-        return entries
-    if include_device and local_only:
-        return entries
-    if include_device:
-        raise DeviceMemoryError(
-            f"refusing to {action} {len(device)} device memories without --local-only: "
-            "device memory never leaves this machine; add --local-only to make a local copy"
-        )
-    raise DeviceMemoryError(
-        f"refusing to {action} {len(device)} device memories (first: {device[0].key!r}): device memory "
-        "never leaves this machine; pass --exclude-device to leave them out, or "
-        "--include-device --local-only for a copy that stays on this machine"
-    )
 
 
 def _dimension_roots(src: Path, project: Path | None) -> list[tuple[str, str, Path]]:
@@ -448,3 +424,16 @@ def plan_magicfrog(
 
     for entry, path in plan.memories(entries, place):
         plan.add(path, _render_note(entry, plan))
+
+
+#: This format, as ``bundlekit.convert`` registers it (its writer applies the device rule itself).
+FORMAT = Format(
+    name="magicfrog",
+    summary="MagicFrog five-dimension memory tree",
+    read=read_magicfrog,
+    write=write_magicfrog,
+    read_options=frozenset({"dimension", "project", "effective", "agent", "task"}) | DEVICE_OPTIONS,
+    write_options=frozenset({"dimension", "project"}) | DEVICE_OPTIONS,
+    kept=kept("updated", "revision"),
+    lossy="name, description, type, tags, source, decay, important, created; the timeline",
+)

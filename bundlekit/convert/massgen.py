@@ -55,9 +55,11 @@ from bundlekit.convert._common import (
     without_delimiter,
     write_planned,
 )
+from bundlekit.convert._format import Format, kept
 from bundlekit.errors import ConvertError
 
 __all__ = [
+    "FORMAT",
     "KEPT_FIELDS",
     "TIERS",
     "parse_massgen_file",
@@ -427,3 +429,17 @@ def plan_massgen(
         else:
             text = render_massgen_file(_fields(plan, entry, str(tier), name, agent_id), entry.body)
         plan.add(path, text)
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="massgen",
+    summary="MassGen workspace memory/short_term and memory/long_term",
+    read=read_massgen,
+    write=write_massgen,
+    read_options=frozenset({"timezone"}),
+    write_options=frozenset({"agent_id"}),
+    kept=kept(*KEPT_FIELDS),
+    lossy="type, tags, source, decay, revision; a name that is not the key (MassGen's name is the file "
+    "name); the timeline; '---' in a value (written as an em dash)",
+)

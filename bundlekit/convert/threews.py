@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
+    JS_WHITESPACE,
     MAX_STORE_FILE,
     MEMORY_TYPES,
     Entry,
@@ -51,6 +52,7 @@ from bundlekit.convert._common import (
     write_planned,
     index_line_loss,
 )
+from bundlekit.convert._format import Format, kept
 from bundlekit.crypto.threews import _threews_encrypt, threews_decrypt, threews_key_from_spec
 from bundlekit.errors import ConvertError, FrontmatterError, MemoryStoreError
 from bundlekit.ipld.cid import cid_to_str
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOB_VERSION",
+    "FORMAT",
     "STORAGE_KEY",
     "STORAGE_TIMELINE",
     "blob_entries",
@@ -93,6 +96,8 @@ BLOB_VERSION = EXPORT_VERSION
 #: The localStorage key three.ws keeps one agent's blob under.
 STORAGE_KEY = "agent:{agent_id}:memory"
 
+#: The fields the runtime writes as ``key: value`` lines and shows (its index lists them).
+_SHOWN_FIELDS = ("name", "description")
 #: How many timeline events the runtime's ``_persist`` keeps in localStorage (the last ones).
 STORAGE_TIMELINE = 200
 
@@ -182,11 +187,25 @@ def parse_threews_file(name: str, text: str, warnings: list[str] | None = None) 
     if loaded is not None and not isinstance(loaded, dict):
         problem = f"three.ws file {name!r}: its frontmatter is not a YAML mapping"
     if problem is None:
-        return ({str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}), body
+        meta = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        return _as_runtime_shows(meta, fm_text), body
     if warnings is not None:
         reason = problem.removesuffix("; fix the syntax")
         warnings.append(f"{reason}: read line by line instead, as the three.ws runtime reads it")
     return dict(split_lines(fm_text)), body
+
+
+def _as_runtime_shows(meta: dict[str, Any], fm_text: str) -> dict[str, Any]:
+    """``meta`` as YAML read it, with ``name`` and ``description`` as the runtime shows them where YAML read
+    their unquoted line otherwise: ``Fix issue #12`` is a comment after ``Fix issue`` to YAML and the whole
+    text to three.ws, ``yes`` a boolean to YAML and text to three.ws. A quoted value (as bundlekit writes
+    one with no plain form) stays as YAML read it."""
+    shown = split_lines(fm_text)
+    for field in _SHOWN_FIELDS:
+        text = shown.get(field)
+        if text and text[0] not in "'\"" and meta.get(field) != text:
+            meta[field] = text
+    return meta
 
 
 def _plain_text(value: Any, what: str, warnings: list[str]) -> Any:
@@ -316,13 +335,14 @@ def _runtime_reads(head: str) -> dict[str, str]:
     """What the runtime's ``parseFrontmatter`` reads from frontmatter lines ``head``.
 
     nirholas/three.ws 2071392cf490202c2c8a9f21a5991197c6fbc130 ``src/memory/index.js``: each
-    ``\\n``-separated line split at its first ``:``, both sides trimmed, the last line of a key wins.
+    ``\\n``-separated line split at its first ``:``, both sides trimmed (JavaScript's ``trim``, which also
+    removes U+FEFF), the last line of a key wins.
     """
     meta: dict[str, str] = {}
     for line in head.split("\n"):
         k, sep, rest = line.partition(":")
         if k:
-            meta[k.strip()] = rest.strip() if sep else ""
+            meta[k.strip(JS_WHITESPACE)] = rest.strip(JS_WHITESPACE) if sep else ""
     return meta
 
 
@@ -581,3 +601,17 @@ def plan_threews(
     else:
         data = blob
     plan.add(dest, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+#: This format, as ``bundlekit.convert`` registers it.
+FORMAT = Format(
+    name="three.ws",
+    summary="three.ws export blob or localStorage dump (JSON)",
+    read=read_threews,
+    write=write_threews,
+    read_options=frozenset({"agent_id", "now", "key"}),
+    write_options=frozenset({"namespace", "mode", "storage", "key", "rng"}),
+    kept=kept("name", "description", "type", "created", "updated", "source", "decay", "tags", "important"),
+    lossy="revision; the timeline in the encrypted form; '[', ']', '\\' in a stored index's link text",
+    timeline_dropped=timeline_dropped,
+)

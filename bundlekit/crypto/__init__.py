@@ -19,6 +19,12 @@ that does not authenticate: tampered, truncated, reordered). Both are
 ``DecryptionError``. The bundle-level wrong key is caught earlier, by the key
 commitment (``WrongKeyError`` from ``KeySpec.open_bundle_key``).
 
+Modules: this one (the recipe), over the private ``_stream`` (the STREAM construction over
+AES-256-GCM), ``_keys`` (key sources: wallet signature, passphrase, key file), ``_hmac``
+(HMAC-SHA-256 for the per-file MACs) and ``_pool`` (OS random records drawn in batches); beside
+it ``signing`` (Ed25519 key files and ``did:key``, Ethereum signers) and ``threews`` (three.ws's
+encrypted memory file form).
+
 Limitations: streaming decryption writes each chunk once it authenticates, so a
 stream cut or tampered later leaves earlier plaintext in ``dst``; write to a
 temporary file and discard it on error. File sizes leak, to within nothing

@@ -11,7 +11,8 @@ and never import its Python: ``WordLlama.load()`` (``wordllama/wordllama.py``,
 ``resolve_file``) looks for the tokenizer under ``tokenizer/`` while the wheel
 stores it under ``tokenizers/``, then downloads it from Hugging Face into a
 cache, and the package's ``__init__`` configures the root logger at import.
-Here nothing is downloaded and nothing is written anywhere.
+Here nothing is downloaded and nothing is written anywhere. The files are read once per
+process while they stay the same: every embedder shares the last model read (read-only).
 
 Bounds: a text is cut to :data:`MAX_CHARS` characters and :data:`MAX_TOKENS`
 tokens, and each text's token vectors are gathered on their own (at most
@@ -23,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,32 +91,9 @@ class WordLlamaEmbedder(Closing):
         return found.group(1) if found else "unknown"
 
     def _load(self) -> tuple[NDArray[np.float32], Any]:
-        if self._table is not None:
-            return self._table, self._tokenizer
-        # Imported here: the tokenizer library and safetensors load only when a text is embedded.
-        from safetensors import SafetensorError
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-
-        # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
-        # server or a test runner may fork. One batch at a time here: its pool is not needed.
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        weights, vocab = self._root / WEIGHTS, self._root / TOKENIZER
-        try:
-            table = load_file(str(weights)).get(TENSOR)
-            tokenizer = Tokenizer.from_file(str(vocab))
-        except (OSError, SafetensorError, Exception) as exc:  # the tokenizers library raises plain Exception
-            raise EmbedderError(
-                f"the wordllama model files in {self._root} cannot be read ({type(exc).__name__}); "
-                "reinstall the 'semantic' extra"
-            ) from exc
-        if table is None or table.ndim != 2 or table.shape[1] != DIMENSION:
-            raise EmbedderError(f"{weights} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(MAX_TOKENS)
-        self._table = np.ascontiguousarray(table, dtype=np.float32)
-        self._tokenizer = tokenizer
-        return self._table, tokenizer
+        if self._table is None:
+            self._table, self._tokenizer = _model(self._root)
+        return self._table, self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """The mean token vector of each text (zeros for a text without tokens), float32: tokenized
@@ -133,3 +112,58 @@ class WordLlamaEmbedder(Closing):
     def close(self) -> None:
         self._table = None
         self._tokenizer = None
+
+
+#: The model last read in this process, with the identity of its files: every embedder of a process (each
+#: ``Memory`` a server or a test process opens makes one) shares it while the files stay the same, instead of
+#: reading 16 MB of weights and the tokenizer again (half a second, and memory Python does not give back).
+_LAST: list[tuple[tuple[object, ...], NDArray[np.float32], Any]] = []
+_LAST_LOCK = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # reading it fails, saying why
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _model(root: Path) -> tuple[NDArray[np.float32], Any]:
+    """The read-only token table and the tokenizer of the model files under ``root``: read once per process
+    while those files stay the same (:data:`_LAST`), else read now."""
+    identity = (root, _identity(root / WEIGHTS), _identity(root / TOKENIZER))
+    with _LAST_LOCK:
+        if _LAST and _LAST[0][0] == identity:
+            return _LAST[0][1], _LAST[0][2]
+        table, tokenizer = _read_model(root)
+        _LAST[:] = [(identity, table, tokenizer)]
+        return table, tokenizer
+
+
+def _read_model(root: Path) -> tuple[NDArray[np.float32], Any]:
+    """Read the model files under ``root``: the token table as float32 and the tokenizer, no padding, truncating."""
+    # Imported here: the tokenizer library and safetensors load only when a text is embedded.
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
+    # server or a test runner may fork. One batch at a time here: its pool is not needed.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    weights, vocab = root / WEIGHTS, root / TOKENIZER
+    try:
+        table = load_file(str(weights)).get(TENSOR)
+        tokenizer = Tokenizer.from_file(str(vocab))
+    except (OSError, SafetensorError, Exception) as exc:  # the tokenizers library raises plain Exception
+        raise EmbedderError(
+            f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
+            "reinstall the 'semantic' extra"
+        ) from exc
+    if table is None or table.ndim != 2 or table.shape[1] != DIMENSION:
+        raise EmbedderError(f"{weights} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    shared = np.ascontiguousarray(table, dtype=np.float32)
+    shared.setflags(write=False)  # shared by every embedder of the process
+    return shared, tokenizer

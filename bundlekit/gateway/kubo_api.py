@@ -16,7 +16,8 @@ What kubo answers (ipfs/kubo at commit 867cdc5d, ``core/commands/dag/dag.go`` an
   ``text/plain`` reason (kubo: ``Kubo RPC Access Denied: ...``). Compared in constant time.
 * **Methods** (go-ipfs-cmds ``ServeHTTP``): ``POST`` only; anything else ``405``
   ``405 - Method Not Allowed`` with ``Allow: POST`` (``OPTIONS`` keeps the gateway's CORS preflight
-  answer, which allows no ``POST``: a page elsewhere cannot push).
+  answer, which allows no ``POST``: a page elsewhere cannot push); a request naming an ``Origin`` or a
+  ``Referer`` is ``403`` ``403 - Forbidden`` (go-ipfs-cmds ``allowOrigin``/``allowReferer``, commit 4d42df5f).
   An unknown command is ``404`` ``404 page not found``.
 * **A command's refusal** (go-ipfs-cmds ``sendErr``): ``500`` with
   ``{"Message": ..., "Code": 0, "Type": "error"}`` (``application/json``), which the ``kubo`` pinner
@@ -55,6 +56,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import io
+import itertools
 import json
 import logging
 import threading
@@ -65,8 +67,17 @@ from typing import Any, BinaryIO, Final
 from urllib.parse import parse_qs, urlsplit
 
 from bundlekit._redact import redact
-from bundlekit.blockstore import BlockStore, ImportLimitError
-from bundlekit.errors import BundlekitError, CARError, MissingBlock, UsageError, VerificationError
+from bundlekit.blockstore import BlockStore
+from bundlekit.errors import (
+    BundlekitError,
+    CARError,
+    CodecError,
+    ImportLimitError,
+    ImportStopped,
+    MissingBlock,
+    UsageError,
+    VerificationError,
+)
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.bodies import SpooledBodyApp
 from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
@@ -88,6 +99,7 @@ _MAX_PARTS: Final = 64
 _MAX_RECORD_READ: Final = 64 * 1024
 _MAX_PART_HEAD: Final = 16 * 1024
 _SCAN: Final = 1024 * 1024
+_DISK_BLOCK: Final = 4096  # a file system block (ext4's and xfs's default): the least a non-empty file takes
 _DENIED: Final = ("Access denied: this hub's push API needs its token as 'Authorization: Bearer <token>' "
                   "($BUNDLEKIT_KUBO_TOKEN for the kubo pinner; the hub's $BUNDLEKIT_SERVE_TOKEN)")
 _JSON: Final = ("Content-Type", "application/json")
@@ -128,7 +140,15 @@ class KuboAPI:
         self._expected = f"Bearer {token}".encode()
         self.limits = limits or PushLimits()
         self._reserved = 0  # bytes of the bodies being imported now (the store-size bound counts them)
+        self._charged = 0  # disk bytes of the blocks every import charged since the server started
+        self._in_flight = 0  # of those, the ones charged by the imports under way
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The server is stopping: each import under way ends before its next block (its batch's temp files
+        removed), so it is over within the server's grace and none is cut in half at exit."""
+        self._stopping.set()
 
     def app(self) -> SpooledBodyApp:
         """The app to mount at ``MOUNT``: its ``POST`` bodies are read into temp files."""
@@ -160,6 +180,10 @@ class KuboAPI:
             return _text(403, _DENIED)
         if method != "POST":
             return _text(405, "405 - Method Not Allowed", [("Allow", "POST")])
+        if headers.get("origin", "").strip() or headers.get("referer", "").strip():
+            # go-ipfs-cmds allowOrigin/allowReferer: a request a browser page made (it names the page) is
+            # refused; the hub lists no origin it trusts, so a page anywhere, even one holding the token, cannot push.
+            return _text(403, "403 - Forbidden")
         parts = urlsplit(target)
         command = parts.path[len(MOUNT):].strip("/")
         query = parse_qs(parts.query, keep_blank_values=True)
@@ -191,11 +215,13 @@ class KuboAPI:
         pin_roots = _flag(query, "pin-roots", default=True)
         lines: list[dict[str, Any]] = []
         blocks = size = 0
-        with self._reserve(_size(body)):
+        with self._reserve(_size(body)) as admit:
             for start, end in _parts(body, boundary):
                 try:
                     pushed = self.store.import_reporting(_window(body, start, end), pin_roots=pin_roots,
-                                                         max_blocks=self.limits.max_blocks - blocks)
+                                                         max_blocks=self.limits.max_blocks - blocks, admit=admit)
+                except ImportStopped as exc:
+                    raise _Refused(f"import stopped: {exc}; push again once the hub is back", 503) from exc
                 except (CARError, VerificationError, ImportLimitError) as exc:
                     raise _Refused(f"import failed: {exc}") from exc
                 blocks, size = blocks + pushed.blocks, size + pushed.bytes
@@ -227,8 +253,14 @@ class KuboAPI:
         return _json({"Extra": "", "ID": key[len("/ipns/"):], "Responses": None, "Type": 5})
 
     @contextlib.contextmanager
-    def _reserve(self, size: int) -> Iterator[None]:
-        """Hold ``size`` bytes of the store-size bound while a body is imported; refuse when they do not fit."""
+    def _reserve(self, size: int) -> Iterator[Callable[[int], None]]:
+        """Hold ``size`` bytes of the store-size bound while a body is imported; refuse when they do not fit.
+
+        Yields the import's ``admit``, called before each block is written: it charges the disk the block
+        will take (``_disk_cost``) and refuses the block (``ImportLimitError``) once the store's bytes at the
+        start plus every block any import charged since would pass the bound (a body's size says little of
+        the disk its blocks take: a million 4-byte blocks fill 4 GB), and ends the import (``ImportStopped``)
+        once the server is stopping."""
         with self._lock:
             used = self.store.stored_bytes()
             if used + self._reserved + size > self.limits.max_store_bytes:
@@ -236,11 +268,30 @@ class KuboAPI:
                                f"of {self.limits.max_store_bytes} (serve --max-store-bytes); collect garbage "
                                "(`bundlekit store gc`) or raise the limit")
             self._reserved += size
+            # The blocks other imports under way charged may not be on the disk yet (a batch is renamed
+            # into place at its end): counted too, even the ones stored_bytes has just seen.
+            since, base, mine = self._charged, used + self._in_flight, [0]
+
+        def admit(block: int) -> None:
+            if self._stopping.is_set():
+                raise ImportStopped("the import stopped before its end: the hub is stopping")
+            cost = _disk_cost(block)
+            with self._lock:
+                if base + self._charged - since + cost > self.limits.max_store_bytes:
+                    raise ImportLimitError(f"the store's blocks would pass this hub's limit of "
+                                           f"{self.limits.max_store_bytes} bytes on the disk (serve "
+                                           "--max-store-bytes); collect garbage (`bundlekit store gc`) or raise "
+                                           "the limit")
+                self._charged += cost
+                self._in_flight += cost
+                mine[0] += cost
+
         try:
-            yield
+            yield admit
         finally:
             with self._lock:
                 self._reserved -= size
+                self._in_flight -= mine[0]
 
     # -- pins ------------------------------------------------------------------------------------
 
@@ -256,6 +307,8 @@ class KuboAPI:
             except MissingBlock as exc:
                 raise _Refused(f"cannot pin {cid_to_str(cid)}: {exc}; this hub fetches nothing, push the "
                                "CAR first (dag/import)") from exc
+            except (VerificationError, CodecError) as exc:  # past the walk's limits, or not valid dag-pb
+                raise _Refused(f"cannot pin {cid_to_str(cid)}: {exc}") from exc
             added.append(cid_to_str(cid))
         if not added:
             raise _Refused("argument \"ipfs-path\" is required")
@@ -342,6 +395,11 @@ def _boundary(content_type: str) -> bytes:
     raise _Refused("the multipart body has no valid boundary (RFC 2046: 1 to 70 characters)", 400)
 
 
+def _disk_cost(size: int) -> int:
+    """The disk a block file of ``size`` bytes takes: whole file system blocks (``stored_bytes`` counts them)."""
+    return -(-size // _DISK_BLOCK) * _DISK_BLOCK
+
+
 def _size(body: BinaryIO) -> int:
     """Bytes in the spooled body."""
     size = body.seek(0, io.SEEK_END)
@@ -356,7 +414,11 @@ def _parts(body: BinaryIO, boundary: bytes) -> list[tuple[int, int]]:
     start); each part's head (its header lines) must end within ``_MAX_PART_HEAD`` bytes; the body must
     end with the close delimiter. At most ``_MAX_PARTS`` parts.
     """
-    marks = list(_delimiters(body, b"\r\n--" + boundary))
+    # At most one delimiter past the parts allowed is looked for: a body of nothing but delimiters
+    # (5 bytes each with a 1-byte boundary) must not become a list of millions of offsets.
+    marks = list(itertools.islice(_delimiters(body, b"\r\n--" + boundary), _MAX_PARTS + 2))
+    if len(marks) > _MAX_PARTS + 1:
+        raise _Refused(f"the multipart body holds more than {_MAX_PARTS} parts", 400)
     if len(marks) < 2:
         raise _Refused("the multipart body is malformed: it lacks its delimiters", 400)
     found: list[tuple[int, int]] = []

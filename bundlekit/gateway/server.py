@@ -671,21 +671,11 @@ class ServedRoot:
 def served_roots(source: ServedBlocks) -> list[ServedRoot]:
     """The roots ``source`` serves, in serving order: each CAR's (or blocks held in memory's) roots, then the store's pins.
 
-    A store's pins come with their names (oldest pin first, as ``store ls``
-    lists them); a source of another kind contributes nothing. Raises what
+    Each source names its own (``ServedBlocks.roots``): a store's pins come with
+    their names (oldest pin first, as ``store ls`` lists them). Raises what
     ``BlockStore.pins`` raises for an unreadable pin file.
     """
-    parts = source.sources if isinstance(source, ChainSource) else (source,)
-    roots: list[ServedRoot] = []
-    for part in parts:
-        if isinstance(part, CarFileSource):
-            roots.extend(ServedRoot(cid_to_str(root), str(part.path)) for root in part.roots)
-        elif isinstance(part, MemorySource):
-            roots.extend(ServedRoot(cid_to_str(root), part.label) for root in part.roots)
-        elif isinstance(part, BlockStore):
-            pins = sorted(part.pins().items(), key=lambda item: str(item[1].get("created") or ""))
-            roots.extend(ServedRoot(cid_to_str(cid), "store", info.get("name")) for cid, info in pins)
-    return roots
+    return [ServedRoot(cid_to_str(root.cid), root.where, root.name) for root in source.roots()]
 
 
 @contextlib.contextmanager

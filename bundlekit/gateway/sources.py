@@ -1,7 +1,10 @@
 """Block sources for the gateway: CAR files (through ``car.CarIndex``), blocks in memory, and a chain of sources.
 
-:class:`ServedBlocks` is the smallest thing the gateway can serve from: ``get(cid)``
-(verified bytes or ``MissingBlock``) and ``has(cid)``. ``BlockStore`` is one;
+:class:`ServedBlocks` is the smallest thing the gateway can serve from: a block
+getter (``ipld.getter.BlockGetter``, the protocol a load's session is too:
+``get(cid)``, verified bytes or ``MissingBlock``, and ``get_many``), with
+``has(cid)`` and ``roots()``, the DAG roots it holds (``HeldRoot``s, listed by
+``serve`` and the interface). ``BlockStore`` is one (its pins);
 ``CarFileSource`` serves a CAR file without loading it; ``MemorySource``
 serves blocks held in memory (a bundle ``bundlekit open`` fetched: nothing of
 it touches the disk); ``ChainSource`` asks several in order. Sources must be
@@ -19,6 +22,7 @@ from typing import Protocol, runtime_checkable
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import CIDError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, SHA2_256, SHA2_256_LEN, as_cidv1, cid_to_str
+from bundlekit.ipld.getter import BlockGetter, HeldRoot
 
 __all__ = ["CarFileSource", "ChainSource", "MemorySource", "ServedBlocks"]
 
@@ -27,15 +31,15 @@ _DAG_PB_SHA2_256_V1 = bytes((0x01, DAG_PB, SHA2_256, SHA2_256_LEN))
 
 
 @runtime_checkable
-class ServedBlocks(Protocol):
-    """What the gateway reads blocks from; implementations must be thread-safe."""
-
-    def get(self, cid: bytes) -> bytes:
-        """The verified bytes of ``cid``; raises ``MissingBlock`` when absent."""
-        ...
+class ServedBlocks(BlockGetter, Protocol):
+    """What the gateway reads blocks from (``get`` raises ``MissingBlock`` when absent); thread-safe."""
 
     def has(self, cid: bytes) -> bool:
         """True if ``get(cid)`` can be expected to succeed."""
+        ...
+
+    def roots(self) -> list[HeldRoot]:
+        """The DAG roots this source holds, in its order (raises what reading them raises: a pin file)."""
         ...
 
 
@@ -51,7 +55,7 @@ def _stored_form(cid: bytes, contains: Callable[[bytes], bool]) -> bytes | None:
     return next((form for form in forms if contains(form)), None)
 
 
-class CarFileSource:
+class CarFileSource(BlockGetter):
     """Serve the blocks of one CAR file: a thin adapter over ``car.CarIndex``.
 
     ``CarIndex`` does the work: opening indexes the file once (verifying every
@@ -61,15 +65,18 @@ class CarFileSource:
     block, so a file changed after indexing is reported, not served. The
     adapter adds what a block source needs: a CID asked for in either form
     (CIDv0 or its dag-pb CIDv1) finds the block stored under the other, and
-    ``has`` never raises. Raises ``CARError`` for a malformed, truncated or
-    unreadable CAR.
+    ``has`` never raises. Its roots are the CAR header's, held where the file
+    is. Raises ``CARError`` for a malformed, truncated or unreadable CAR.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._index = CarIndex(path, verify=True)
         self.path: Path = self._index.path
-        self.roots: list[bytes] = list(self._index.roots)
+        self._roots = [HeldRoot(root, str(self.path)) for root in self._index.roots]
         self.blocks = len(self._index)
+
+    def roots(self) -> list[HeldRoot]:
+        return list(self._roots)
 
     def _stored(self, cid: bytes) -> bytes | None:
         """The CID ``cid``'s block is stored under in the CAR (either form), or None."""
@@ -89,18 +96,21 @@ class CarFileSource:
         self._index.close()
 
 
-class MemorySource:
+class MemorySource(BlockGetter):
     """Blocks held in memory, each verified against its CID before it was given, served with their roots.
 
     Looks a CID up in either form, as ``CarFileSource`` does. ``label`` names
-    where the blocks came from in the roots listing (``served_roots``). Read-only
-    once built, so safe for many threads.
+    where the blocks came from in the roots listing (``roots``, ``served_roots``).
+    Read-only once built, so safe for many threads.
     """
 
     def __init__(self, blocks: Mapping[bytes, bytes], roots: Sequence[bytes], label: str) -> None:
         self._blocks = dict(blocks)
-        self.roots: list[bytes] = list(roots)
+        self._roots = [HeldRoot(root, label) for root in roots]
         self.label = label
+
+    def roots(self) -> list[HeldRoot]:
+        return list(self._roots)
 
     def has(self, cid: bytes) -> bool:
         return _stored_form(cid, self._blocks.__contains__) is not None
@@ -112,11 +122,14 @@ class MemorySource:
         return self._blocks[stored]
 
 
-class ChainSource:
-    """Ask each source in order; the first that has the block answers."""
+class ChainSource(BlockGetter):
+    """Ask each source in order; the first that has the block answers. Its roots are theirs, in that order."""
 
     def __init__(self, sources: Iterable[ServedBlocks]) -> None:
         self.sources: Sequence[ServedBlocks] = tuple(sources)
+
+    def roots(self) -> list[HeldRoot]:
+        return [root for source in self.sources for root in source.roots()]
 
     def has(self, cid: bytes) -> bool:
         return any(source.has(cid) for source in self.sources)

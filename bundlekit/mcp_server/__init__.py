@@ -4,7 +4,8 @@
 ``tools`` holds the operations and their rules, ``server`` exposes them through
 the official ``mcp`` SDK (the optional extra ``bundlekit[mcp]``; only that
 module and ``http_server``, which serves its HTTP app with uvicorn within
-bounds, import it).
+bounds, import it); ``address`` says where ``--http`` listens and which Host
+headers it answers.
 """
 
 from __future__ import annotations

@@ -26,6 +26,12 @@ connections are :class:`BoundedH11Protocol`:
 * an idle keep-alive connection is closed after :data:`KEEP_ALIVE_TIMEOUT`, and
   a stop waits at most :data:`SHUTDOWN_TIMEOUT` for open streams.
 
+The head, body and write-stall deadlines are a :class:`Deadlines` value given to
+:func:`serve`; :meth:`Deadlines.from_env` reads an operator's own from
+``BUNDLEKIT_MCP_HEAD_DEADLINE``, ``BUNDLEKIT_MCP_BODY_DEADLINE`` and
+``BUNDLEKIT_MCP_WRITE_STALL_DEADLINE`` (seconds; a slow link may need longer,
+and the tests of each bound wait a fraction of a second instead of the defaults).
+
 uvicorn's own ``limit_concurrency`` (a ``503`` when connections or running
 requests reach it, checked only once a whole head has arrived) is set one above
 :data:`MAX_CONNECTIONS`: admitted connections never reach it, requests left
@@ -38,14 +44,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import h11
 import uvicorn
 from starlette.types import ASGIApp
 
+from bundlekit.errors import UsageError
 from bundlekit.gateway.framing import MAX_HEAD_BYTES
 from bundlekit.gateway.transport import StallBoundProtocol
+from bundlekit.pinning.polling import seconds_env
 
 __all__ = [
     "BODY_TIMEOUT",
@@ -57,6 +67,7 @@ __all__ = [
     "SHUTDOWN_TIMEOUT",
     "WRITE_STALL_TIMEOUT",
     "BoundedH11Protocol",
+    "Deadlines",
     "serve",
 ]
 
@@ -78,6 +89,30 @@ WRITE_STALL_TIMEOUT = 30.0
 
 logger = logging.getLogger(__name__)
 
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds a connection gets for a request's head, its body, and reading an answer (see the module's bounds)."""
+
+    head: float = HEAD_TIMEOUT
+    body: float = BODY_TIMEOUT
+    write_stall: float = WRITE_STALL_TIMEOUT
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Deadlines:
+        """``BUNDLEKIT_MCP_HEAD_DEADLINE``, ``BUNDLEKIT_MCP_BODY_DEADLINE``, ``BUNDLEKIT_MCP_WRITE_STALL_DEADLINE``:
+        each a finite number of seconds above 0, else its default when unset; ``UsageError`` otherwise."""
+        return cls(*(_positive_seconds(env, f"BUNDLEKIT_MCP_{part}_DEADLINE", default)
+                     for part, default in (("HEAD", HEAD_TIMEOUT), ("BODY", BODY_TIMEOUT),
+                                           ("WRITE_STALL", WRITE_STALL_TIMEOUT))))
+
+
+def _positive_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    value = seconds_env(env, name, default)
+    if value <= 0:
+        raise UsageError(f"{name} must be more than 0 seconds")
+    return value
+
 _REFUSAL_BODY = b"the MCP server is serving its limit of connections; retry shortly\n"
 _REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\n"
@@ -93,20 +128,22 @@ class BoundedH11Protocol(StallBoundProtocol):
     (and, from ``StallBoundProtocol``, shared with the gateway, the write-stall bound).
 
     One timer per connection, set for the phase the peer is in (h11's
-    ``their_state``): ``IDLE`` (a head is due) runs :data:`HEAD_TIMEOUT`,
-    ``SEND_BODY`` runs :data:`BODY_TIMEOUT`; any other state (the request is
+    ``their_state``): ``IDLE`` (a head is due) runs the ``head`` deadline,
+    ``SEND_BODY`` runs the ``body`` one; any other state (the request is
     read and being answered, however long an event stream lasts) runs none.
     The phase is read again after every chunk received and every answer sent,
     and the timer is only set when it changes, so trickled bytes never move a
-    deadline.
+    deadline. The deadlines are the class's :attr:`deadlines` (the defaults;
+    :func:`serve` runs a subclass holding the ones it is given).
     """
 
-    stall_timeout = WRITE_STALL_TIMEOUT
     #: A warning is logged once each time the server becomes full, not for every refusal.
     _full_warned = False
+    deadlines: ClassVar[Deadlines] = Deadlines()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.stall_timeout = self.deadlines.write_stall  # StallBoundProtocol's bound, as serve was given it
         self._refused = False
         self._phase: object = None
         self._deadline: asyncio.TimerHandle | None = None
@@ -159,9 +196,9 @@ class BoundedH11Protocol(StallBoundProtocol):
         self._phase = phase
         self._cancel_deadline()
         if phase is h11.IDLE:
-            self._deadline = self.loop.call_later(HEAD_TIMEOUT, self._too_slow, "head", HEAD_TIMEOUT)
+            self._deadline = self.loop.call_later(self.deadlines.head, self._too_slow, "head", self.deadlines.head)
         elif phase is h11.SEND_BODY:
-            self._deadline = self.loop.call_later(BODY_TIMEOUT, self._too_slow, "body", BODY_TIMEOUT)
+            self._deadline = self.loop.call_later(self.deadlines.body, self._too_slow, "body", self.deadlines.body)
 
     def _too_slow(self, part: str, seconds: float) -> None:
         self._deadline = None
@@ -175,16 +212,22 @@ class BoundedH11Protocol(StallBoundProtocol):
             self._deadline = None
 
 
-def serve(app: ASGIApp, host: str, port: int) -> None:
-    """Serve ``app`` on ``host:port`` with :class:`BoundedH11Protocol` until a signal stops uvicorn.
+def serve(app: ASGIApp, host: str, port: int, deadlines: Deadlines | None = None) -> None:
+    """Serve ``app`` on ``host:port`` with :class:`BoundedH11Protocol` until a signal stops uvicorn, its connections
+    held to ``deadlines`` (default: :class:`Deadlines`' own).
 
     uvicorn's startup failure (the address cannot be bound) is its ``SystemExit(3)``, as from the SDK's run.
     """
+
+    class Bounded(BoundedH11Protocol):
+        """:class:`BoundedH11Protocol` held to this server's deadlines."""
+
+    Bounded.deadlines = deadlines or Deadlines()
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=BoundedH11Protocol,
+        http=Bounded,
         lifespan="on",  # the SDK's session manager runs in the app's lifespan
         log_config=None,
         log_level="warning",

@@ -436,7 +436,8 @@ def run_stdio(tools: MemoryTools, announce: Callable[[], None] | None = None) ->
             signal.signal(sig, handler)
 
 
-def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], None] | None = None) -> None:
+def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], None] | None = None,
+             deadlines: http_server.Deadlines | None = None) -> None:
     """Serve the streamable HTTP transport at ``http://host:port/mcp`` until interrupted.
 
     On loopback the SDK's DNS-rebinding protection admits only loopback Host
@@ -456,7 +457,10 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
     announcement is seen takes this path.
     An address that cannot be bound is a ``UsageError`` (exit 2, as for ``serve``),
     not uvicorn's own log line and exit status 3 (which is bundlekit's verification code).
+    ``deadlines`` default to the environment's (``http_server.Deadlines.from_env``), read before anything is bound.
     """
+    if deadlines is None:
+        deadlines = http_server.Deadlines.from_env(os.environ)
     _check_bindable(host, port)
     security = None
     if is_loopback(host):
@@ -472,7 +476,7 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
             if announce is not None:
                 announce()
             app = build_server(tools).streamable_http_app(transport_security=security, host=host)
-            http_server.serve(app, host, port)
+            http_server.serve(app, host, port, deadlines)
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
             raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None

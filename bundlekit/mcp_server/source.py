@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundlekit._closing import Closing
-from bundlekit.bundle.layers import layered_memory, load_layered
-from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.load import LoadOptions
 from bundlekit.bundle.sources import BlockSource
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
+from bundlekit.flows.load import LoadRequest, load_tree
 from bundlekit.memory import Memory
-from bundlekit.memory.files import read_tree_files
 
 __all__ = ["ServedMemory", "open_served_memory"]
 
@@ -89,41 +88,10 @@ def open_served_memory(
     """
     if from_uri is not None and layers:
         raise UsageError("give either --from URI or --layer NAME=URI options, not both")
-    if from_uri is not None:
-        return _from_bundle(from_uri, memory_dir, source, key, options)
-    if layers:
-        return _from_layers(layers, memory_dir, source, key, options)
+    if from_uri is not None or layers:
+        loaded = load_tree(LoadRequest(from_uri, tuple(layers), memory_dir, source=source, key=key, options=options))
+        return ServedMemory(loaded.memory, read_only=memory_dir is None, origin=loaded.origin, root=loaded.root)
     if memory_dir is None:
         raise UsageError("say what to serve: -d DIR (or $BUNDLEKIT_MEMORY_DIR, or a tree at ./memory), --from URI "
                          "or --layer NAME=URI")
     return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
-
-
-def _from_bundle(
-    uri: str, memory_dir: Path | None, source: BlockSource | None, key: KeySpec | None, options: LoadOptions | None
-) -> ServedMemory:
-    if memory_dir is not None:
-        result = load_bundle(uri, source=source, key=key, out_dir=memory_dir, options=options)
-        return ServedMemory(Memory(memory_dir), read_only=False, origin=uri, root=result.root_cid)
-    result = load_bundle(uri, source=source, key=key, options=options)  # held in memory: nothing written
-    namespace = result.manifest.get("namespace") if isinstance(result.manifest, dict) else None
-    memory = Memory(None, namespace=namespace if isinstance(namespace, str) and namespace else None)
-    # The bundle's files as they are, as a tree on disk would hold them: a memory holding what looks
-    # like a credential is served withheld (the tools' rule), not refused as an import would.
-    memory.import_(read_tree_files(result.files, source=uri).export_blob(), "replace", allow_secrets=True)
-    return ServedMemory(memory, read_only=True, origin=uri, root=result.root_cid)
-
-
-def _from_layers(
-    layers: Sequence[tuple[str, str]],
-    memory_dir: Path | None,
-    source: BlockSource | None,
-    key: KeySpec | None,
-    options: LoadOptions | None,
-) -> ServedMemory:
-    origin = "layers:" + ",".join(name for name, _uri in layers)
-    if memory_dir is not None:
-        load_layered(list(layers), memory_dir, source=source, key=key, options=options)
-        return ServedMemory(Memory(memory_dir), read_only=False, origin=origin)
-    memory = layered_memory(layers, source=source, key=key, options=options)
-    return ServedMemory(memory, read_only=True, origin=origin)

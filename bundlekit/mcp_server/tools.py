@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import builtins
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,14 +17,12 @@ from typing import Any
 from bundlekit._bounds import CONTEXT_TOKENS, shown_value
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, SecretDetectedError, UsageError
+from bundlekit.flows.publish import PublishOptions, publish
 from bundlekit.mcp_server.source import ServedMemory
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import MemoryRecord
 from bundlekit.memory.screen import record_values_clean
-from bundlekit.pinning.orchestrate import pin_all
-from bundlekit.pinning.origins import open_pinners
 from bundlekit.pinning.protocol import REQUIRE_MODES
-from bundlekit.pinning.source import prepare_source
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_RECALL_LIMIT", "MemoryTools", "PublishSettings"]
 
@@ -206,13 +203,7 @@ class MemoryTools:
         if require not in REQUIRE_MODES:
             shown = shown_value(require, quoted=40)
             raise UsageError(f"bundle_publish: require must be one of {', '.join(REQUIRE_MODES)}, not {shown}")
-        built = open_pinners(pinners or settings.default_pinners)
-        try:
-            with tempfile.TemporaryDirectory(prefix="bundlekit-mcp-pin-") as workdir:
-                source = prepare_source(tree, workdir, key=settings.key)
-                report = pin_all(source.car, source.root, built, require=require)
-        finally:
-            for pinner in built:
-                pinner.close()
-        return {**report.to_json(), "ok": report.ok}
+        report = publish(PublishOptions(tree, pinners=tuple(pinners or settings.default_pinners),
+                                        require=require, key=settings.key, workdir_prefix="bundlekit-mcp-pin-"))
+        return {**report.pins.to_json(), "ok": report.pins.ok}
 

@@ -1,5 +1,18 @@
 """The memory tree: Markdown memories with YAML frontmatter, the MEMORY.md index, daily timelines,
 recall and the context block, export/import, and the secret guard. See specs/memory.md.
+
+Modules: ``tree`` (``Memory``, the tree's API) over ``backend`` (a directory or a dict; with
+``_statscan``, the optional C listing) and ``links`` (no symlinks inside a tree), ``lock`` (the
+cross-process lock) and ``undo`` (a change of several files whole or not at all); one memory file:
+``naming`` (keys), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
+frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
+parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
+vectors) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block) and
+``semantic`` (recall by meaning); the secret guard: ``secrets`` (the rules' old address, re-exporting
+``bundlekit._secrets``), ``screen`` (where the guard runs) and ``withhold`` (what output shows of a
+memory holding a credential); ``transfer`` (export blobs, import's validation), ``files`` (loaded
+files back into memories), ``device`` (device-bound memory and the layers) and ``merge`` (the
+three-way merge of trees).
 """
 
 from __future__ import annotations
@@ -9,10 +22,10 @@ from typing import TYPE_CHECKING
 from bundlekit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from bundlekit._secrets import find_secrets
     from bundlekit.memory.index import render_index
     from bundlekit.memory.ranking import RecallHit
     from bundlekit.memory.record import MemoryRecord, parse_memory_file, render_memory_file
-    from bundlekit.memory.secrets import find_secrets
     from bundlekit.memory.transfer import ImportReport
     from bundlekit.memory.tree import Memory
 
@@ -23,7 +36,7 @@ _LAZY: dict[str, str] = {
     "Memory": "bundlekit.memory.tree",
     "MemoryRecord": "bundlekit.memory.record",
     "RecallHit": "bundlekit.memory.ranking",
-    "find_secrets": "bundlekit.memory.secrets",
+    "find_secrets": "bundlekit._secrets",
     "parse_memory_file": "bundlekit.memory.record",
     "render_index": "bundlekit.memory.index",
     "render_memory_file": "bundlekit.memory.record",

@@ -146,16 +146,22 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def _read(path: Path) -> bytes | None:
-    """The bytes of ``path`` (``None`` when absent); a link is refused, never followed."""
+    """The bytes of ``path`` (``None`` when absent); a link is refused, never followed, and anything but a
+    regular file (a FIFO planted under a memory's name would block the open, then the read, for ever) is
+    refused without waiting on it, as ``_statscan.read_files`` refuses it."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise os_failure("read", path, exc) from exc
     try:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree")
+        if not stat.S_ISREG(mode):
+            raise MemoryStoreError(f"{path} is not a regular file (a FIFO, socket or device), not a memory file; "
+                                   "move it out of the tree")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             return handle.read()
     except OSError as exc:

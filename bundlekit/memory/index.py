@@ -31,7 +31,8 @@ HTML character references ``&#91;``, ``&#93;``, ``&#92;`` (and ``&`` as
 ``&amp;`` where it would start one of those), which every Markdown reader
 shows as the character and which cannot close a link early or forge one:
 three.ws's link pattern has no escapes. :func:`parse_index` decodes them (and
-CommonMark's backslash escapes, for indexes written by others).
+CommonMark's backslash escapes, for indexes written by others). A control character
+(C0, DEL, C1, a bidi control) is written as its visible escape (``_terminal.printable``).
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ _LINK = (
 
 
 def _escape(text: str) -> str:
-    """``text`` as it may stand in an index line: one line, no bracket or backslash (see the module)."""
-    flat = " ".join(text.replace("\t", " ").splitlines()).strip()
+    """``text`` as it may stand in an index line: one line, no bracket or backslash, no control character (an
+    ESC, a NUL, a bidi override an agent put in a title is written as its visible escape, ``\\x1b`` or
+    ``\\u202e``, as a terminal is shown it: ``cat MEMORY.md`` must not retitle or recolour a terminal)."""
+    flat = printable(" ".join(text.replace("\t", " ").splitlines()).strip())
     return re.sub(_NEEDS_ESCAPE, lambda m: _ESCAPES.get(m.group(), "&amp;"), flat)
 
 

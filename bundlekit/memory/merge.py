@@ -22,8 +22,10 @@ file text with the base's:
   conflict, unless the texts are equal; theirs only: theirs', unless ours' timeline forgot
   that version (or, an entry naming no version, at or after its ``updated``); ours only: ours
   (no base never deletes);
-* a ``forgot`` counts only when the base's timeline does not hold it (merged once, it decides
-  nothing again), and a timestamp past now + ``MAX_CLOCK_SKEW`` orders as that bound (warned);
+* a ``forgot`` counts only when neither the base's timeline nor the other side's holds it (merged
+  once, it decides nothing again; seen by the other side, which still holds that version, it was
+  written again after it), and a timestamp past now + ``MAX_CLOCK_SKEW`` orders before every other time
+  (warned): a clock ahead, or a forged far-future date, wins nothing by it;
 * a device-bound memory (``memory.device``) on any side: ours stays exactly as it is;
   theirs never comes in.
 
@@ -43,7 +45,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit._bounds import MAX_COUNT
@@ -78,8 +80,11 @@ CONFLICT_POLICIES: Final = ("both", "newer", "ours", "theirs", "fail")
 CONFLICT_OF: Final = "x-bundlekit-conflict-of"
 CONFLICT_FROM: Final = "x-bundlekit-conflict-from"
 #: How far past the merging machine's clock a timestamp may be and still order anything (a memory's ``updated``,
-#: a ``forgot``): a later one counts as now plus this, with a warning.
+#: a ``forgot``): a later one orders before every other time (``_order``), with a warning.
 MAX_CLOCK_SKEW: Final = timedelta(minutes=10)
+#: Where a timestamp past now + ``MAX_CLOCK_SKEW`` orders: before every honest one. Counted as that bound instead, a
+#: forged ``9999-12-31`` would still beat every edit made before the merge.
+_EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
 _SAME_EVERYWHERE: Final = frozenset({"updated", "revision"})  # bookkeeping, not a change of content
 _TAG_CHARS = re.compile(r"[^a-z0-9]+")
 
@@ -216,7 +221,8 @@ def merge_trees(
         raise UsageError(f"--on-conflict must be one of {', '.join(CONFLICT_POLICIES)}, not {on_conflict!r}")
     report = MergeReport(ours=ours.label, theirs=theirs.label, base=base.label if base.records or base.days else None)
     ctx = _Context(proven, (now or utc_now()) + MAX_CLOCK_SKEW,
-                   _tombstones(ours.days, base.days), _tombstones(theirs.days, base.days), report)
+                   _tombstones(ours.days, base.days, theirs.days), _tombstones(theirs.days, base.days, ours.days),
+                   report)
     result: dict[str, MemoryRecord] = {}
     siblings: list[tuple[str, MemoryRecord, str, str]] = []  # (key it lost, the memory, where it came from, winner)
     failed: list[str] = []
@@ -326,7 +332,7 @@ def _decide_with_base(
         kept, gone = ("theirs", "ours") if o is None else ("ours", "theirs")
         note(MergeEntry(key, "kept", kept, f"deleted by {gone} but changed by {kept}: the change is kept"))
         return t if o is None else o
-    merged = _field_merge(key, b, o, t)
+    merged = _field_merge(key, b, o, t, ctx.limit)
     if merged is not None:
         note(MergeEntry(key, "merged", "both", "different fields changed on each side"))
         return merged
@@ -352,26 +358,34 @@ def _unstamped(record: MemoryRecord) -> dict[str, Any]:
 
 def _names(forgot: Mapping[str, list[_Tomb]], record: MemoryRecord, limit: datetime, *, legacy: bool = False) -> bool:
     """True when a ``forgot`` of ``record``'s key names its very version; with ``legacy``, also one that names no
-    version and is no earlier than its ``updated`` (both bounded by ``limit``: a clock ahead orders nothing)."""
+    version and is no earlier than its ``updated`` (both as ``_order`` orders them: a clock ahead orders nothing)."""
     digest = version_digest(record.raw)
     return any(tomb.sha256 == digest
-               or (legacy and tomb.sha256 is None and min(tomb.ts, limit) >= min(record.updated, limit))
+               or (legacy and tomb.sha256 is None and _order(tomb.ts, limit) >= _order(record.updated, limit))
                for tomb in forgot.get(record.key, ()))
 
 
 def _winner(o: MemoryRecord, t: MemoryRecord, policy: str, limit: datetime) -> str:
     """Which side keeps the key: the named one, else the later ``updated`` (then the greater text); an ``updated``
-    past ``limit`` counts as ``limit``, so a clock ahead (or a forged date) wins nothing by it."""
+    past ``limit`` orders before every other (``_order``), so a clock ahead (or a forged date) wins nothing by it."""
     if policy in ("ours", "theirs"):
         return policy
-    return "ours" if (min(o.updated, limit), o.raw) > (min(t.updated, limit), t.raw) else "theirs"
+    return "ours" if (_order(o.updated, limit), o.raw) > (_order(t.updated, limit), t.raw) else "theirs"
+
+
+def _order(when: datetime, limit: datetime) -> datetime:
+    """``when`` as it orders in a merge: itself, or, past ``limit`` (now + ``MAX_CLOCK_SKEW``), before every other
+    time: a date no clock here has reached proves nothing, and counted as ``limit`` it would beat every honest edit."""
+    return when if when <= limit else _EARLIEST
 
 
 def _fields(record: MemoryRecord) -> dict[str, Any]:
     return {**{k: v for k, v in record.meta.items() if k not in _SAME_EVERYWHERE}, "\0body": record.body}
 
 
-def _field_merge(key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord) -> MemoryRecord | None:
+def _field_merge(
+    key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord, limit: datetime,
+) -> MemoryRecord | None:
     """Both sides' changes when no field (tags aside) changed differently on both; else None (also when no
     revision is left above both: a frontmatter integer stops at 64 bits, and the conflict keeps both sides)."""
     if max(o.revision, t.revision) >= MAX_COUNT:
@@ -393,7 +407,7 @@ def _field_merge(key: str, b: MemoryRecord, o: MemoryRecord, t: MemoryRecord) ->
             merged[name] = value
     body = merged.pop("\0body", "")
     meta = {name: merged[name] for name in names if name in merged and name != "\0body"}
-    meta["updated"] = max(o.meta["updated"], t.meta["updated"], key=parse_timestamp)
+    meta["updated"] = max(o.meta["updated"], t.meta["updated"], key=lambda text: _order(parse_timestamp(text), limit))
     meta["revision"] = max(o.revision, t.revision) + 1
     return rendered_record(key, meta, str(body), where=f"the merge of {key}.md")
 
@@ -439,10 +453,14 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
     return candidate
 
 
-def _tombstones(days: Mapping[str, bytes], base: Mapping[str, bytes]) -> dict[str, list[_Tomb]]:
-    """Key -> the ``forgot`` entries of these day files that the base's do not hold (a tombstone the base held
-    already was merged before: it decides nothing again)."""
-    held = {line for name in base for line in _lines(base[name])}
+def _tombstones(
+    days: Mapping[str, bytes], base: Mapping[str, bytes], other: Mapping[str, bytes],
+) -> dict[str, list[_Tomb]]:
+    """Key -> the ``forgot`` entries of these day files that neither the base's nor the other side's hold. One the
+    base held was merged before: it decides nothing again. One the other side holds too was seen there, so a
+    version that side still holds came back after it (forgotten, then brought back with the very same text, and
+    so the same digest: an old export imported, an old bundle forked in again) and that forget is not of it."""
+    held = {line for held_by in (base, other) for line in _all_lines(held_by) if b'"forgot"' in line}
     found: dict[str, list[_Tomb]] = {}
     for line in _all_lines(days):
         if b'"forgot"' not in line or line in held:
@@ -463,7 +481,7 @@ def _future_warnings(sides: Iterable[tuple[TreeState, Mapping[str, list[_Tomb]]]
         late += sorted(f"forgot {k}" for k, tombs in forgot.items() if any(tomb.ts > limit for tomb in tombs))
         if late:
             out.append(f"{side.label}: {len(late)} dated later than now + {MAX_CLOCK_SKEW} (first: {late[0]}); "
-                       "counted as now when ordering the merge: a clock ahead wins nothing")
+                       "ordered before every other time in the merge: a clock ahead wins nothing")
     return out
 
 

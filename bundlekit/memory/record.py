@@ -219,6 +219,31 @@ def validate_meta(meta: Mapping[str, Any], where: str) -> None:
         raise FrontmatterError(f"{where}: frontmatter 'important' must be true or false")
 
 
+# A lone UTF-16 surrogate: what Python makes of bytes that are not UTF-8 in an argument (``surrogateescape``).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _holds_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_holds_surrogate(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
+    return False
+
+
+def _check_text(meta: Mapping[str, Any], body: str, where: str) -> None:
+    """Refuse a frontmatter value or a body holding a lone UTF-16 surrogate (``--name $'\\xff'``: bytes that are
+    not UTF-8, passed as text), naming the field, never the value: no file can hold it (the body failed to
+    encode with an internal error, a name was written as a YAML escape no reader takes back)."""
+    for name, value in (*meta.items(), ("\0body", body)):
+        if _holds_surrogate(value):
+            what = "the body" if name == "\0body" else f"frontmatter {name!r}"
+            raise FrontmatterError(f"{where}: {what} holds a lone UTF-16 surrogate (bytes that are not UTF-8, "
+                                   "given as text), which is not text; give it as UTF-8 text")
+
+
 _CANONICAL_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
@@ -320,6 +345,7 @@ def render_memory_file(meta: Mapping[str, Any], body: str, *, where: str = "memo
 def _render(meta: Mapping[str, Any], body: str, *, where: str) -> tuple[str, dict[str, Any]]:
     """:func:`render_memory_file`, and the frontmatter values as written (dates as text, in order)."""
     validate_meta(meta, where)
+    _check_text(meta, body, where)
     ordered: dict[str, Any] = {}
     for name in KNOWN_ORDER:
         if name in meta and meta[name] is not None:

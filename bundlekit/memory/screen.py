@@ -7,7 +7,7 @@ value (name, description, every frontmatter value and key, the body); a
 timeline entry on its line and on each of its string values and keys. A
 memory key is checked too: it becomes a file name and an index line, which
 stay readable even in an encrypted bundle, so that check has no bypass.
-The scanner itself is ``secrets`` (``find_secrets``/``guard``).
+The scanner itself is ``bundlekit._secrets`` (``find_secrets``/``guard``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from bundlekit._secrets import find_secrets, guard
 from bundlekit.memory.record import MemoryRecord
-from bundlekit.memory.secrets import find_secrets, guard
 
 __all__ = ["guard_entry", "guard_key", "guard_record", "record_values_clean"]
 

@@ -40,10 +40,18 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import bundlekit._secrets as secrets
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
-from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
-from bundlekit.memory import ranking, screen, secrets
+from bundlekit.errors import (
+    ConflictError,
+    FrontmatterError,
+    InvalidKeyError,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    UsageError,
+)
+from bundlekit.memory import ranking, screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.index import broken_fields, list_fields, render_index
@@ -265,11 +273,21 @@ class Memory:
         previous: Mapping[str, MemoryRecord | None],
         removed: Sequence[str] = (),
     ) -> None:
-        """Index files just written (under the lock); a broken index is dropped and rebuilt next time."""
+        """Index files just written (under the lock); a broken index is dropped and rebuilt next time.
+
+        The files are written by now, and they are the memory: the index and ``MEMORY.md`` are derived
+        from them and catch up at the next refresh. So a failure to update them (a full disk, an I/O
+        error) is a warning, never the error of a change that was made (issue 35: `memory write` exited
+        1 on a full disk with the memory written, found by bench/soak.py).
+        """
         try:
-            self._index.stored(catalog, builtins.list(records), dict(previous), builtins.list(removed))
-        except CatalogUnusable as exc:
-            self._index.rebuild(str(exc))
+            try:
+                self._index.stored(catalog, builtins.list(records), dict(previous), builtins.list(removed))
+            except CatalogUnusable as exc:
+                self._index.rebuild(str(exc))
+        except MemoryStoreError as exc:
+            self._index.close()
+            self._warn(f"{exc} (the change is written; the next command brings the index and MEMORY.md up to date)")
 
     # -- memories -------------------------------------------------------------
 

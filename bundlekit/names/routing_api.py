@@ -59,10 +59,12 @@ from bundlekit.errors import BundlekitError, CodecError, SignatureError, UsageEr
 from bundlekit.gateway.record_cache import record_eol_ns, routing_cache_headers
 from bundlekit.gateway.respond import Response, error_response
 from bundlekit.gateway.bodies import PEER_HEADER, BodyApp
+from bundlekit.ipld.cid import cid_from_text
 from bundlekit.ipld.ipns_entry import MAX_RECORD_SIZE
 from bundlekit.names.record import name_text, parse_name, verify_record, verify_signed
 
-__all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "SWEEP_INTERVAL_NS", "RoutingAPI", "client_of"]
+__all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "SWEEP_INTERVAL_NS", "RoutingAPI", "client_of",
+           "is_content_path"]
 
 logger = logging.getLogger("bundlekit.gateway")
 
@@ -197,7 +199,7 @@ class RoutingAPI:
             record = verify_record(name, body, now=lambda: now)
         except SignatureError as exc:
             return error_response(400, f"the provided record is invalid: {exc}")
-        if not record.value.startswith(("/ipfs/", "/ipns/")):
+        if not is_content_path(record.value):
             return error_response(400, f"the provided record points at {record.value[:100]!r}, not an /ipfs/ or "
                                        "/ipns/ path")
         admission = _Admission(self, headers)
@@ -328,6 +330,25 @@ def client_of(peer: str) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network((address, 64), strict=False))
     return str(address)
+
+
+def is_content_path(value: str) -> bool:
+    """Whether a record's value is a content path: ``/ipfs/<CID>`` or ``/ipns/<name>``, then perhaps ``/``-separated
+    segments, none of them empty (but a last ``/``), ``.`` or ``..``, no white space or control character anywhere
+    (``/ipfs/``, ``/ipfs/junk``, ``/ipfs/<cid>\n/ipfs/<other>`` and ``/ipfs/../x`` are not)."""
+    namespace, _, rest = value.removeprefix("/").partition("/")
+    segments = rest.removesuffix("/").split("/")
+    if namespace not in ("ipfs", "ipns") or not value.startswith("/") or not value.isprintable() or " " in value:
+        return False
+    if any(segment in ("", ".", "..") for segment in segments):
+        return False
+    if namespace == "ipns":
+        return True
+    try:
+        cid_from_text(segments[0])
+    except BundlekitError:
+        return False
+    return True
 
 
 def _accepts_record(accept: str) -> bool:

@@ -18,21 +18,42 @@ and by the apps mounted beside the gateway (``bundlekit serve --ui``, ``bundleki
 from __future__ import annotations
 
 import ipaddress
+import re
+import socket
 
 __all__ = ["LOOPBACK_NAMES", "allowed_hosts", "host_header", "is_loopback"]
 
 # The names a local client may use for a loopback server, whatever loopback address it is bound to.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_PART = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+_NUMERIC_HOST = re.compile(rf"{_PART}(?:\.{_PART}){{0,3}}")
 
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a name, an IPv4 address, an IPv6 address with or without brackets) is loopback:
-    ``localhost`` or any address in 127.0.0.0/8 or ``::1``."""
+    ``localhost`` or any address in 127.0.0.0/8 or ``::1``, also as the C resolver reads a numeric host
+    (``getaddrinfo`` takes ``inet_aton``'s forms: ``127.1``, ``2130706433``, ``0x7f000001``) and as an
+    IPv4-mapped IPv6 address (``::ffff:127.0.0.1``): each connects to this machine. ``localhost.`` (a
+    fully qualified name, asked of DNS) and any other name are not: what they resolve to can change."""
     if host == "localhost":
         return True
+    bare = host.strip("[]")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(bare)
     except ValueError:
+        return _legacy_ipv4_loopback(bare)
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _legacy_ipv4_loopback(host: str) -> bool:
+    """Whether ``host`` is an IPv4 address in one of ``inet_aton``'s shorter or non-decimal forms, in
+    127.0.0.0/8 (glibc's ``inet_aton`` also takes trailing text after a space: the pattern keeps it out)."""
+    if not _NUMERIC_HOST.fullmatch(host):
+        return False
+    try:
+        return socket.inet_aton(host)[0] == 127
+    except OSError:
         return False
 
 

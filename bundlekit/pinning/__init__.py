@@ -7,11 +7,10 @@ live in ``bundlekit.net.http``; what a service's answer means for a pin (the
 ``PinError`` map) lives in ``http``; choosing pinners, running them
 concurrently and checking that every service reports *our* root live here.
 
-Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``,
+Modules: ``protocol`` (the contract, ``PinResult``, statuses, ``BasePinner``, the optional ``DescribesUploads``,
 ``require_env``), ``registry`` (the ``bundlekit.pinners`` entry-point group, and ``pinner_listing``: what
 ``bundlekit pinners`` shows),
-``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``source`` (what
-``bundlekit pin SRC`` publishes), ``http`` (``HttpClient``: the shared
+``orchestrate`` (``pin_all``, ``PinReport``, CID equality), ``http`` (``HttpClient``: the shared
 retry loop plus the pinning error map), ``origins`` (``link_origins``: where a
 Pinning Service API fetches the content from), ``polling`` (waiting for a
 service that finishes a pin later) and ``retention``
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
         QUEUED,
         REQUIRE_MODES,
         BasePinner,
+        DescribesUploads,
         PinEntry,
         Pinner,
         PinnerFactory,
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
         pinner_factory,
         pinner_listing,
     )
-    from bundlekit.pinning.source import PreparedSource, is_memory_dir, prepare_source
 
 # Loaded on first use (PEP 562), so importing one submodule does not import the others.
 _LAZY: dict[str, str] = {
@@ -75,6 +74,7 @@ _LAZY: dict[str, str] = {
     "QUEUED": "bundlekit.pinning.protocol",
     "REQUIRE_MODES": "bundlekit.pinning.protocol",
     "BasePinner": "bundlekit.pinning.protocol",
+    "DescribesUploads": "bundlekit.pinning.protocol",
     "Pinner": "bundlekit.pinning.protocol",
     "PinEntry": "bundlekit.pinning.protocol",
     "PinnerFactory": "bundlekit.pinning.protocol",
@@ -85,9 +85,6 @@ _LAZY: dict[str, str] = {
     "create_pinner": "bundlekit.pinning.registry",
     "pinner_factory": "bundlekit.pinning.registry",
     "pinner_listing": "bundlekit.pinning.registry",
-    "PreparedSource": "bundlekit.pinning.source",
-    "is_memory_dir": "bundlekit.pinning.source",
-    "prepare_source": "bundlekit.pinning.source",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
@@ -102,20 +99,18 @@ __all__ = [
     "QUEUED",
     "REQUIRE_MODES",
     "BasePinner",
+    "DescribesUploads",
     "PinEntry",
     "PinReport",
     "PinResult",
     "Pinner",
     "PinnerFactory",
-    "PreparedSource",
     "available_pinners",
     "create_pinner",
     "describe_uploads",
-    "is_memory_dir",
     "pin_all",
     "pinner_factory",
     "pinner_listing",
-    "prepare_source",
     "require_env",
     "same_cid",
 ]

@@ -1,7 +1,9 @@
 """The pinning error map over the one HTTP layer: what a service's answer means for a pin.
 
 ``bundlekit.net.http`` sends, retries and waits; this module only says what
-the final outcome means to a pinner, in one place for every HTTP pinner:
+the final outcome means to a pinner, in one place for every HTTP pinner (the
+table ``_ERROR_MAP``, first row that holds; a service's own answers come in as
+its :class:`ServiceRules`):
 
 * success (2xx, or the caller's ``ok``)         -> the response, body read
 * a URL without http(s)                          -> ``PinnerNotConfigured`` (never sent again)
@@ -55,6 +57,7 @@ __all__ = [
     "UPLOAD_TIMEOUT",
     "Credentials",
     "HttpClient",
+    "ServiceRules",
     "service_url",
     "node_credentials",
     "pin_error",
@@ -117,66 +120,84 @@ def _snippet(response: httpx.Response, clean: Callable[[str], str]) -> str:
     return text[:_BODY_SNIPPET] + ("..." if len(text) > _BODY_SNIPPET else "")
 
 
+@dataclass(frozen=True)
+class ServiceRules:
+    """What a service's failed answer means beyond its status code, one value per service.
+
+    ``sunset`` recognises the service's "this API is gone" answer (``sunset_hint`` says where to go
+    instead); ``refused`` a 5xx answer that is the service's own refusal of the request rather than an
+    outage. Both are final: never retried.
+    """
+
+    sunset: Callable[[httpx.Response], bool] | None = None
+    sunset_hint: str = ""
+    refused: Callable[[httpx.Response], bool] | None = None
+
+    def final(self, response: httpx.Response) -> bool:
+        """A failed answer never worth retrying: the sunset or the service's own refusal."""
+        return any(p is not None and p(response) for p in (self.sunset, self.refused))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What :func:`pin_error`'s table rows look at: the final failure and the service's rules."""
+
+    failure: Failure
+    rules: ServiceRules
+
+    @property
+    def status(self) -> int | None:
+        return None if self.failure.response is None else self.failure.response.status_code
+
+    def answered(self, predicate: Callable[[httpx.Response], bool] | None) -> bool:
+        response = self.failure.response
+        return response is not None and predicate is not None and predicate(response)
+
+
+# The pinning error map, in the module docstring's order: the first row whose test holds gives the error class
+# and the message (a template over ``service``, ``url``, ``label``, ``host``, ``kind`` and ``exc`` of a failure
+# without an answer, ``where`` and ``detail`` of an answer, ``hint`` of a sunset).
+_ERROR_MAP: tuple[tuple[Callable[[_Outcome], bool], type[PinError], str], ...] = (
+    (lambda o: o.failure.unusable_url, PinnerNotConfigured,
+     "{service}: {url!r} is not a usable http(s) URL; "
+     "fix the service's *_URL setting (it must start with http:// or https://)"),
+    (lambda o: o.status is None and isinstance(o.failure.error, httpx.TimeoutException), PinUnavailable,
+     "{service}: {label} to {host} timed out ({kind}); the service may be overloaded: retry later or raise the timeout"),
+    (lambda o: o.status is None, PinUnavailable,
+     "{service}: {label} to {host} failed ({kind}: {exc}); check the service URL and your network, then retry"),
+    (lambda o: o.status == 410 or o.answered(o.rules.sunset), PinServiceSunset,
+     "{where}{detail}; this API no longer accepts uploads: {hint}"),
+    (lambda o: o.answered(o.rules.refused), PinRejected,
+     "{where}{detail}; the service refused the request (not retried): check the input"),
+    (lambda o: o.status in (401, 403), PinAuthError,
+     "{where}: the credentials were refused; check the token's value and permissions"),
+    (lambda o: o.status == 429, PinRateLimited, "{where}: rate limited after every retry; wait and run again"),
+    (lambda o: o.failure.retryable, PinUnavailable, "{where}{detail}; the service is failing: retry later"),
+    (lambda o: True, PinRejected, "{where}{detail}; the request was refused: check the input and settings"),
+)
+
+
 def pin_error(
     failure: Failure,
     *,
     service: str,
     url: str,
     label: str,
-    sunset: Callable[[httpx.Response], bool] | None = None,
-    sunset_hint: str = "",
+    rules: ServiceRules = ServiceRules(),  # noqa: B008 (frozen: one shared value is safe)
     clean: Callable[[str], str] = str,
-    refused: Callable[[httpx.Response], bool] | None = None,
 ) -> PinError:
-    """The pinning error for a final ``Failure``; ``clean`` redacts its message."""
-    kind, message = _meaning(failure, service, url, label, sunset, sunset_hint, refused, clean)
-    return kind(clean(message))
-
-
-def _meaning(
-    failure: Failure,
-    service: str,
-    url: str,
-    label: str,
-    sunset: Callable[[httpx.Response], bool] | None,
-    sunset_hint: str,
-    refused: Callable[[httpx.Response], bool] | None = None,
-    clean: Callable[[str], str] = str,
-) -> tuple[type[PinError], str]:
-    """The error class and message the table in the module docstring gives ``failure``."""
-    if failure.unusable_url:
-        return PinnerNotConfigured, (
-            f"{service}: {url!r} is not a usable http(s) URL; "
-            "fix the service's *_URL setting (it must start with http:// or https://)"
-        )
-    response = failure.response
-    if response is None:
-        exc = failure.error
-        if isinstance(exc, httpx.TimeoutException):
-            return PinUnavailable, (
-                f"{service}: {label} to {_host(url)} timed out ({type(exc).__name__}); "
-                "the service may be overloaded: retry later or raise the timeout"
-            )
-        return PinUnavailable, (
-            f"{service}: {label} to {_host(url)} failed ({type(exc).__name__}: {exc}); "
-            "check the service URL and your network, then retry"
-        )
-    status = response.status_code
-    snippet = _snippet(response, clean)
-    where = f"{service}: {label} answered HTTP {status}"
-    detail = f": {snippet}" if snippet else ""
-    if status == 410 or (sunset is not None and sunset(response)):
-        hint = sunset_hint or _DEFAULT_SUNSET_HINT
-        return PinServiceSunset, f"{where}{detail}; this API no longer accepts uploads: {hint}"
-    if refused is not None and refused(response):
-        return PinRejected, f"{where}{detail}; the service refused the request (not retried): check the input"
-    if status in (401, 403):
-        return PinAuthError, f"{where}: the credentials were refused; check the token's value and permissions"
-    if status == 429:
-        return PinRateLimited, f"{where}: rate limited after every retry; wait and run again"
-    if failure.retryable:
-        return PinUnavailable, f"{where}{detail}; the service is failing: retry later"
-    return PinRejected, f"{where}{detail}; the request was refused: check the input and settings"
+    """The pinning error for a final ``Failure`` (the first row of ``_ERROR_MAP`` that holds); ``clean``
+    redacts its message."""
+    outcome = _Outcome(failure, rules)
+    facts = {"service": service, "url": url, "label": label, "host": _host(url),
+             "kind": type(failure.error).__name__, "exc": failure.error,
+             "hint": rules.sunset_hint or _DEFAULT_SUNSET_HINT, "where": "", "detail": ""}
+    if failure.response is not None and not failure.unusable_url:
+        snippet = _snippet(failure.response, clean)
+        facts["where"] = f"{service}: {label} answered HTTP {failure.response.status_code}"
+        facts["detail"] = f": {snippet}" if snippet else ""
+    kind, template = next((kind, template) for test, kind, template in _ERROR_MAP if test(outcome))
+    return kind(clean(template.format(**facts)))
 
 
 def _buffered(ok: Callable[[httpx.Response], bool]) -> Callable[[httpx.Response], bool]:
@@ -205,10 +226,8 @@ class HttpClient(Closing):
     ``secrets`` are redacted from every message and log line. ``options``
     defaults to ``UPLOAD_OPTIONS`` (its ``client`` is not used: the client
     carries this service's headers and auth). ``sunset`` is an optional
-    predicate over a failed response that recognises the service's "this API
-    is gone" answer; ``refused`` one over a 5xx answer that is the service's
-    own refusal of the request rather than an outage (never retried,
-    ``PinRejected``). Tests answer for a service with respx, which patches
+    ``rules`` (:class:`ServiceRules`) say what a failed answer means beyond
+    its status code: the service's sunset and its own refusals. Tests answer for a service with respx, which patches
     httpx's default transport.
     """
 
@@ -220,16 +239,12 @@ class HttpClient(Closing):
         auth: httpx.Auth | tuple[str, str] | None = None,
         secrets: Sequence[str] = (),
         options: HttpOptions = UPLOAD_OPTIONS,
-        sunset: Callable[[httpx.Response], bool] | None = None,
-        sunset_hint: str = "",
-        refused: Callable[[httpx.Response], bool] | None = None,
+        rules: ServiceRules = ServiceRules(),  # noqa: B008 (frozen: one shared value is safe)
     ) -> None:
         self.service = service
         self.secrets = tuple(secrets)
         self.options = options
-        self._sunset = sunset
-        self._sunset_hint = sunset_hint
-        self._refused = refused
+        self.rules = rules
         redact_library_logs(self.secrets, HTTPX_LOGGERS)
         self._client = httpx.Client(
             headers=dict(headers or {}),
@@ -292,17 +307,12 @@ class HttpClient(Closing):
             log.info(self.redact(f"{self.service}: {label}: {self._error(failure, call.url, label)}; "
                                  f"retrying in {wait:.2f}s"))
 
-        mine = replace(call, ok=_buffered(call.ok), final=self._final, on_retry=note_retry)
+        mine = replace(call, ok=_buffered(call.ok), final=self.rules.final, on_retry=note_retry)
         outcome = send(self._client, mine, self.options)
         if isinstance(outcome, Failure):
             raise self._error(outcome, call.url, label) from outcome.error
         log.debug(self.redact(f"{self.service}: {call.method} {call.url} -> {outcome.status_code}"))
         return outcome
 
-    def _final(self, response: httpx.Response) -> bool:
-        """A failed answer never worth retrying: the sunset or the service's own refusal."""
-        return any(p is not None and p(response) for p in (self._sunset, self._refused))
-
     def _error(self, failure: Failure, url: str, label: str) -> PinError:
-        return pin_error(failure, service=self.service, url=url, label=label, sunset=self._sunset,
-                         sunset_hint=self._sunset_hint, clean=self.redact, refused=self._refused)
+        return pin_error(failure, service=self.service, url=url, label=label, rules=self.rules, clean=self.redact)

@@ -11,16 +11,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit.errors import (
+from bundlekit.errors import (  # Cancelled: re-exported, drawn in the error tree
     BundlekitError,
+    Cancelled,
     CIDError,
     CIDMismatch,
-    PinError,
     UsageError,
 )
 from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.pinning.origins import fetches_content
-from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, Pinner, PinResult
+from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, DescribesUploads, Pinner, PinResult
 
 __all__ = ["Cancelled", "PinReport", "ProgressCallback", "describe_uploads", "pin_all", "same_cid"]
 
@@ -65,21 +65,17 @@ ProgressCallback = Callable[[str, int], None]
 
 
 def describe_uploads(pinners: Sequence[Pinner], group: str | None, keyvalues: Mapping[str, str]) -> None:
-    """Hand a group and key-values to the pinners that store them (``describe``); UsageError when none does.
+    """Hand a group and key-values to the pinners that store them (``DescribesUploads``); UsageError when none does.
 
     Nothing given: nothing to do. Called before any upload, so a misplaced option refuses the run.
     """
     if group is None and not keyvalues:
         return
-    takers = [p for p in pinners if callable(getattr(p, "describe", None))]
+    takers = [p for p in pinners if isinstance(p, DescribesUploads)]
     if not takers:
         raise UsageError("--group and --meta apply to --pinner pinata only")
     for p in takers:
-        p.describe(group=group, keyvalues=keyvalues)  # type: ignore[attr-defined]
-
-
-class Cancelled(PinError):
-    """The run was interrupted (Ctrl-C): an upload stops at its next read of the CAR."""
+        p.describe(group=group, keyvalues=keyvalues)
 
 
 class _CountingReader:

@@ -21,6 +21,7 @@ __all__ = [
     "QUEUED",
     "REQUIRE_MODES",
     "BasePinner",
+    "DescribesUploads",
     "PinEntry",
     "PinResult",
     "Pinner",
@@ -97,6 +98,18 @@ class Pinner(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+@runtime_checkable
+class DescribesUploads(Protocol):
+    """An optional part of the contract: a pinner that stores a group and key-values with its uploads.
+
+    ``describe`` sets them for the uploads that follow (Pinata's ``group_id`` and ``keyvalues``);
+    :func:`~bundlekit.pinning.orchestrate.describe_uploads` hands ``--group`` and ``--meta`` to the pinners
+    that are one (``isinstance(pinner, DescribesUploads)``) and refuses them when none is.
+    """
+
+    def describe(self, *, group: str | None = None, keyvalues: Mapping[str, str] | None = None) -> None: ...
 
 
 class PinnerFactory(Protocol):

@@ -3,7 +3,8 @@
 Modules, lowest first: ``profiles`` (the named settings that pin CIDs),
 ``chunker``, ``layout`` (balanced file trees), ``hamt`` (flat and sharded
 directories), ``importer`` (the entry points), ``reader`` (files and
-directories out of a block getter) and ``unpack`` (safe, atomic extraction).
+directories out of a block getter) and ``unpack`` (safe, atomic extraction, its
+writes on a second thread in ``_tree_writer``).
 Built on ``bundlekit.ipld`` only.
 """
 

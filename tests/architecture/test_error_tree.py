@@ -7,6 +7,7 @@ exactly the codes the classes use, plus 0 (success) and 130 (Ctrl-C, set by the 
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -56,3 +57,19 @@ def test_readme_exit_code_table_lists_exactly_the_codes_in_use() -> None:
     table = re.findall(r"^\| (\d+) \| ", README.read_text(encoding="utf-8"), flags=re.MULTILINE)
     used = {getattr(errors, name).exit_code for name in errors.__all__}
     assert sorted(map(int, table)) == sorted(used | {0, 130})
+
+
+def test_every_error_class_is_drawn_in_the_tree() -> None:
+    # A class deriving from one of the tree's classes anywhere else in bundlekit/ or pinners/ sits outside the
+    # drawing (an AST walk: a base named as a class of errors.__all__, bare or as errors.X).
+    root = README.parent
+    outside = []
+    for path in sorted([*root.joinpath("bundlekit").rglob("*.py"), *root.joinpath("pinners").rglob("*.py")]):
+        if path == root / "bundlekit" / "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = {base.id if isinstance(base, ast.Name) else getattr(base, "attr", "") for base in node.bases}
+                if bases & set(errors.__all__):
+                    outside.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    assert not outside, "error classes outside bundlekit/errors.py's tree:\n" + "\n".join(outside)

@@ -2,12 +2,14 @@
 
 Lowest first; a module may import from its own layer and from those below it,
 never from above. ``pinners/`` sits above ``pinning`` (a pinner is a plugin and
-uses only the library below the CLI). The order is DEVELOPERS.md's module map.
+uses only the library below the CLI). The order is DEVELOPERS.md's module map, layer for
+layer (``test_developers_md_draws_these_layers_in_this_order``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -26,23 +28,24 @@ LAYERS: list[tuple[str, ...]] = [
         # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
         # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
         "bundlekit._redact",
-        "bundlekit.memory.secrets",
+        "bundlekit._secrets",
     ),
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
     ("bundlekit.car",),
     ("bundlekit.blockstore",),
     ("bundlekit.net",),
+    ("bundlekit.pinning",),  # the Pinner contract and pin_all over net/http: below every layer that builds a bundle
     ("bundlekit.gateway",),
     ("bundlekit.embed",),  # texts to vectors (an HTTP endpoint through net): what memory ranks by meaning with
     ("bundlekit.memory",),
     ("bundlekit.crypto",),
     ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
     ("bundlekit.bundle",),
-    ("bundlekit.pinning",),
-    ("bundlekit.syncer",),  # many writers at one name: merge (bundle), pins (pinning), names
     ("pinners",),
     ("bundlekit.convert",),
+    # The verbs that span packages (publish, sync): build, pin, merge and move a name; ``syncer`` re-exports the sync.
+    ("bundlekit.flows", "bundlekit.syncer"),
     ("bundlekit.mcp_server",),  # the MCP front end: memory, bundles and pinning for MCP clients
     ("bundlekit.ui",),  # the browsing interface mounted by `serve --ui` and `open`
     ("bundlekit.cli", "bundlekit.__main__"),
@@ -105,6 +108,15 @@ def source_files() -> list[Path]:
     return sorted([*ROOT.joinpath("bundlekit").rglob("*.py"), *ROOT.joinpath("pinners").rglob("*.py")])
 
 
+def import_target(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from ... import`` names, a relative one resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports(path: Path) -> list[tuple[str, int, bool]]:
     """(imported module, line, inside a function) for every import in ``path``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -118,13 +130,7 @@ def imports(path: Path) -> list[tuple[str, int, bool]]:
             if isinstance(child, ast.Import):
                 found.extend((alias.name, child.lineno, in_function) for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
-                if child.level:
-                    base = package.split(".")
-                    base = base[: len(base) - (child.level - 1)]
-                    target = ".".join(base + ([child.module] if child.module else []))
-                else:
-                    target = child.module or ""
-                found.append((target, child.lineno, in_function))
+                found.append((import_target(child, package), child.lineno, in_function))
             visit(child, nested)
 
     visit(tree, False)
@@ -166,3 +172,84 @@ def test_every_layer_named_here_exists() -> None:
         for name in names:
             path = ROOT.joinpath(*name.split("."))
             assert path.is_dir() or path.with_suffix(".py").is_file(), name
+
+
+def _drawn_module(spelling: str) -> str:
+    """A module as DEVELOPERS.md's table spells it (``ipld/``, ``_fs.py``, ``pinners/``) as a dotted name."""
+    if spelling == "pinners/":
+        return "pinners"
+    if spelling == "__init__.py":
+        return "bundlekit"
+    return "bundlekit." + spelling.removesuffix("/").removesuffix(".py")
+
+
+def test_developers_md_draws_these_layers_in_this_order() -> None:
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", (ROOT / "DEVELOPERS.md").read_text(encoding="utf-8"), re.MULTILINE)
+    drawn: dict[int, set[str]] = {}
+    for layer, modules in rows:
+        drawn.setdefault(int(layer), set()).update(_drawn_module(m) for m in re.findall(r"`([^`]+)`", modules))
+    assert sorted(drawn) == list(range(len(drawn))), "DEVELOPERS.md numbers its layers 0, 1, 2, ..."
+    assert [drawn[n] for n in sorted(drawn)] == [set(names) for names in LAYERS]
+
+
+# The steps a flow strings together (``bundlekit/flows/``): a front end (the CLI, the MCP server, the interface)
+# that imports one of them builds, pins, merges, forks or moves a name on its own instead of calling the flow.
+FLOW_STEPS = {
+    ("bundlekit.pinning", "pin_all"),
+    ("bundlekit.pinning.orchestrate", "pin_all"),
+    ("bundlekit.flows.source", "prepare_source"),
+    ("bundlekit.names", "publish"),
+    ("bundlekit.names.publish", "publish"),
+    ("bundlekit.bundle.merge", "merge"),
+    ("bundlekit.bundle.merge", "merge_bundle"),
+    ("bundlekit.bundle.merge", "build_tree"),
+    ("bundlekit.bundle.fork", "fork_bundle"),
+}
+FRONT_ENDS = ("bundlekit.cli", "bundlekit.mcp_server", "bundlekit.ui")
+
+
+def imported_names(text: str, module: str, *, package: bool = False) -> list[tuple[str, str, int]]:
+    """(module, name, line) for every ``from module import name`` in the source ``text`` of ``module``
+    (relative imports resolved; ``package``: the text is the package's ``__init__``)."""
+    parent = module if package else module.rpartition(".")[0]
+    found: list[tuple[str, str, int]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom):
+            target = import_target(node, parent)
+            found.extend((target, alias.name, node.lineno) for alias in node.names)
+    return found
+
+
+def flow_steps_in(text: str, module: str, *, package: bool = False) -> list[str]:
+    """The flow steps ``module`` imports, one line each."""
+    return [
+        f"{module}:{line} imports {name} from {imported}: call the flow in bundlekit/flows/ instead"
+        for imported, name, line in imported_names(text, module, package=package)
+        if (imported, name) in FLOW_STEPS
+    ]
+
+
+def front_end_files() -> list[Path]:
+    return [p for p in source_files() if module_name(p).startswith(FRONT_ENDS)]
+
+
+@pytest.mark.parametrize("path", front_end_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_front_ends_build_pin_and_merge_only_through_a_flow(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    steps = flow_steps_in(text, module_name(path), package=path.name == "__init__.py")
+    assert not steps, "\n".join(steps)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from bundlekit.pinning.orchestrate import pin_all",
+        "from bundlekit.pinning import PinReport, pin_all",
+        "from ..pinning.orchestrate import pin_all",
+        "from bundlekit.names import publish",
+        "from bundlekit.bundle.merge import MergeOptions, merge_bundle",
+        "from ..bundle.fork import fork_bundle",
+    ],
+)
+def test_a_front_end_stringing_steps_together_is_caught(line: str) -> None:
+    assert flow_steps_in(line + "\n", "bundlekit.cli.pin")

@@ -20,8 +20,8 @@ from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory import screen as screen_module
-from bundlekit.memory import secrets as secrets_module
-from bundlekit.memory.secrets import guard
+from bundlekit import _secrets as secrets_module
+from bundlekit._secrets import guard
 from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree

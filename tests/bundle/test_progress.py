@@ -9,7 +9,7 @@ import pytest
 
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import LoadOptions, load_bundle
-from bundlekit.pinning.source import prepare_source
+from bundlekit.flows.source import prepare_source
 
 FIXTURE_TREE = Path(__file__).resolve().parents[2] / "fixtures" / "memory"
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.ahead import fetch_ahead
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.bundle.sources import CarFile, Gateways, LocalStore
 from bundlekit.errors import IntegrityError, LoadError, UsageError
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 from bundlekit.memory import Memory
+from bundlekit.net.fetch import parse_uri
+from bundlekit.net.http import HttpOptions
 
 from .conftest import CREATED, BlockGateway, car_blocks, make_tree
 
@@ -147,3 +151,25 @@ def test_a_keeping_gateway_source_keeps_no_block_outside_the_dag_a_car_brought_a
     load_bundle(_uri(bundle), source=Gateways([url], store=store, keep=True))
     assert [fmt for _path, fmt in gateway.requests] == ["car"]
     assert not store.has(stray) and all(store.has(cid) for cid in car_blocks(bundle.car))
+
+
+def test_a_car_files_session_is_a_block_getter_with_nothing_to_fetch_ahead(bundle: BundleResult) -> None:
+    # The session is the one getter protocol (ipld.getter.BlockGetter); streaming and prefetch are the
+    # loader's strategy for sessions over gateways (bundle.ahead), which a CAR file's session has none of.
+    absent = make_cid(1, RAW, b"not in the CAR")
+    with closing(CarFile(bundle.car).open(parse_uri(str(bundle.car)), HttpOptions())) as session:
+        assert session.root == bundle.root and fetch_ahead(session) is None
+        assert session.get_many([bundle.root, absent], 8) == {bundle.root: session.get(bundle.root)}
+
+
+def test_a_store_session_gets_many_blocks_and_streams_nothing_when_the_store_holds_the_root(
+    bundle: BundleResult, tmp_path: Path
+) -> None:
+    store = BlockStore(tmp_path / "home")
+    with open(bundle.car, "rb") as fh:
+        store.import_car(fh)
+    absent = make_cid(1, RAW, b"not in the store")
+    with closing(LocalStore(store).open(parse_uri(_uri(bundle)), HttpOptions())) as session:
+        ahead = fetch_ahead(session)
+        assert ahead is not None and ahead.stream() is False
+        assert session.get_many([bundle.root, absent], 8) == {bundle.root: store.get(bundle.root)}

@@ -83,6 +83,10 @@ def plant_tree(root: Path) -> Path:
     return root
 
 
+#: What JavaScript's String.prototype.trim removes (ECMA-262 WhiteSpace, LineTerminator): U+FEFF too.
+JS_TRIMMED = "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
 def threews_reader(text: str) -> dict[str, str]:
     """three.ws's ``parseFrontmatter`` (module docstring), for the files of a blob."""
     match = re.match(r"^---\n([\s\S]*?)\n---\n?([\s\S]*)$", text)
@@ -91,7 +95,7 @@ def threews_reader(text: str) -> dict[str, str]:
     for line in match.group(1).split("\n"):
         k, *rest = line.split(":")
         if k:
-            meta[k.strip()] = ":".join(rest).strip()
+            meta[k.strip(JS_TRIMMED)] = ":".join(rest).strip(JS_TRIMMED)
     return meta
 
 
@@ -278,7 +282,7 @@ def test_letta_json_carries_every_name_and_description_exactly(tree: Path, tmp_p
         assert block["metadata"]["bundlekit"]["name"] == text
 
 
-@pytest.mark.parametrize("text", [" padded ", "a\u2028b", "tab\tend\t"])
+@pytest.mark.parametrize("text", [" padded ", "a\u2028b", "tab\tend\t", "\ufeffbom-led", "nbsp\u00a0"])
 def test_threews_names_a_text_its_line_reader_would_show_otherwise(text: str) -> None:
     plan = ExportPlan("three.ws")
     entry = Entry("k", {"name": text, "description": "d", "type": "user"}, "body")

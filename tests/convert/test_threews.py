@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from bundlekit.cli import cli
 from bundlekit.convert._common import Entry, ForeignTree
 from bundlekit.convert.threews import blob_to_tree, read_blob, read_threews, tree_to_blob, write_threews
 from bundlekit.errors import ConvertError
+from bundlekit.memory import Memory
 
 from .conftest import THREEWS_REEL, THREEWS_TONE, through_bundlekit
 
@@ -231,3 +234,19 @@ def test_deep_json_in_a_local_storage_value_is_not_json(tmp_path: Path) -> None:
     path.write_text(json.dumps({"agent:a1:memory": DEEP}))
     with pytest.raises(ConvertError, match="is not JSON"):
         read_threews(path, agent_id="a1")
+
+
+@pytest.mark.parametrize(("line", "shown"), [("name: Fix issue #12", "Fix issue #12"), ("name: done #", "done #"),
+                                             ("name: yes", "yes"), ("name: 12", "12"), ("name: null", "null")])
+def test_import_reads_a_name_yaml_reads_otherwise_as_the_runtime_shows_it(
+    line: str, shown: str, threews_blob: dict[str, Any], tmp_path: Path
+) -> None:
+    # three.ws's parseFrontmatter shows the whole line after the first ':' (nirholas/three.ws 7c55ae7
+    # src/memory/index.js); YAML read ' #12' as a comment and yes as a boolean, and the import kept that
+    text = THREEWS_TONE.replace("name: Tone", line)
+    blob = tmp_path / "blob.json"
+    blob.write_text(json.dumps({**threews_blob, "files": {"feedback_tone.md": text}}), encoding="utf-8")
+    done = CliRunner().invoke(cli, ["convert", "--from", "three.ws", str(blob), "-o", str(tmp_path / "tree")])
+    assert done.exit_code == 0, done.output
+    [record] = [r for r in Memory(tmp_path / "tree").list() if r.key == "feedback_tone"]
+    assert record.name.replace("\u00a0", " ") == shown  # ': ' and ' #' may be kept with a no-break space

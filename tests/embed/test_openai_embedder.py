@@ -182,6 +182,25 @@ def test_the_key_may_go_over_https_or_to_a_loopback_http_server(url: str) -> Non
     embedder(url).close()
 
 
+@pytest.mark.parametrize("url", ["http://127.1:11434/v1", "http://2130706433/v1", "http://0x7f000001/v1",
+                                 "http://[::ffff:127.0.0.1]/v1", "http://[::ffff:7f00:1]:8080/v1",
+                                 "http://[0:0:0:0:0:0:0:1]/v1"])
+def test_the_key_may_go_over_http_to_loopback_written_as_the_resolver_also_reads_it(url: str) -> None:
+    # getaddrinfo reads 127.1, 2130706433 and 0x7f000001 as inet_aton does (127.0.0.1); a mapped address is too
+    embedder(url).close()
+
+
+@pytest.mark.parametrize("url", ["http://localhost./v1", "http://127.0.0.1@evil.example/v1",
+                                 "http://evil.example#@127.0.0.1/v1", "http://evil.example?@127.0.0.1/v1",
+                                 "http://127.0.0.1.nip.io/v1", "http://localhost.evil.example/v1",
+                                 "http://[::ffff:10.0.0.7]/v1", "http://0.0.0.0/v1", "http://0x80000001/v1",
+                                 "http://[::127.0.0.1]/v1"])
+def test_the_key_is_refused_over_http_to_names_and_addresses_that_only_look_loopback(url: str) -> None:
+    # a name asked of DNS (localhost. included) can point anywhere; userinfo and fragments are not the host
+    with pytest.raises(UsageError, match="refusing to send BUNDLEKIT_EMBED_KEY over plain http"):
+        embedder(url)
+
+
 def test_without_a_key_a_plain_http_endpoint_elsewhere_is_allowed() -> None:
     embedder("http://10.0.0.7:11434/v1", key=None).close()
 

@@ -148,3 +148,16 @@ def test_a_record_whose_value_is_no_ipfs_or_ipns_path_is_400_and_not_kept(tmp_pa
 ])
 def test_an_ipv6_client_counts_by_its_64_network(peer: str, counted_as: str) -> None:
     assert client_of(peer) == counted_as
+
+
+def test_a_record_whose_value_is_an_ipfs_or_ipns_prefix_with_junk_is_400_and_not_kept(tmp_path: Path) -> None:
+    team = signer(9)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    junk = ["/ipfs/", "/ipns/", "/ipfs/junk", "/ipfs/bafkqaaa\x00", "/ipfs/bafkqaaa\n/ipfs/bafkqaab", "/ipfs/../../pins.json",
+            "/ipfs/bafkqaaa//x", "/ipfs/ bafkqaaa", "/ipns/k51\x1b[2J"]
+    with serve(tmp_path, TOKEN) as (url, store):
+        for sequence, value in enumerate(junk, start=1):
+            answer = put(url, team, record(team, sequence, value), auth)
+            assert answer.status_code == 400 and "not an /ipfs/ or /ipns/ path" in answer.text, value
+        assert not (store / "ipns" / name_from_key(team.public)).exists()
+        assert put(url, team, record(team, 1, "/ipfs/bafkqaaa/sub/"), auth).status_code == 200

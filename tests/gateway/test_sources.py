@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BlockMismatch, MissingBlock
-from bundlekit.gateway.server import make_source
-from bundlekit.gateway.sources import CarFileSource, ChainSource
-from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.gateway.server import ServedRoot, make_source, served_roots
+from bundlekit.gateway.sources import CarFileSource, ChainSource, MemorySource
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
+from bundlekit.ipld.getter import HeldRoot
 
 
 def test_car_file_source_serves_every_block_verified(sample_car: Path, sample_dag) -> None:  # type: ignore[no-untyped-def]
     source = CarFileSource(sample_car)
     try:
-        assert source.roots == [sample_dag.root]
+        assert [root.cid for root in source.roots()] == [sample_dag.root]
         assert all(source.get(cid) == data for cid, data in sample_dag.blocks.items())
     finally:
         source.close()
@@ -114,3 +116,50 @@ def test_car_file_source_says_no_to_a_malformed_cid(sample_car: Path) -> None:
             source.get(b"\x01\x02not a cid")
     finally:
         source.close()
+
+
+def test_each_served_source_names_the_roots_it_holds_and_a_chain_lists_theirs_in_order(
+    sample_car: Path, sample_dag, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    # served_roots asks each source for its roots (ServedBlocks.roots) instead of telling their kinds apart.
+    times = iter([datetime(2026, 1, 2, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC)])
+    store = BlockStore(tmp_path / "store", fsync=False, clock=lambda: next(times))
+    newer, older = make_cid(1, RAW, b"newer"), make_cid(1, RAW, b"older")
+    store.put(newer, b"newer")
+    store.put(older, b"older")
+    store.pin(newer, "later")
+    store.pin(older)
+    held = MemorySource({}, [older], "fetched")
+    car = CarFileSource(sample_car)
+    try:
+        assert car.roots() == [HeldRoot(sample_dag.root, str(sample_car))]
+        assert held.roots() == [HeldRoot(older, "fetched")]
+        assert store.roots() == [HeldRoot(older, "store"), HeldRoot(newer, "store", "later")]  # oldest pin first
+        assert ChainSource([car, held, store]).roots() == car.roots() + held.roots() + store.roots()
+        assert served_roots(ChainSource([car, store])) == [
+            ServedRoot(cid_to_str(sample_dag.root), str(sample_car)),
+            ServedRoot(cid_to_str(older), "store"),
+            ServedRoot(cid_to_str(newer), "store", "later"),
+        ]
+    finally:
+        car.close()
+
+
+def test_get_many_of_every_served_source_returns_the_blocks_it_holds_and_leaves_out_the_rest(
+    sample_car: Path, sample_dag, store: BlockStore  # type: ignore[no-untyped-def]
+) -> None:
+    # One getter protocol on both sides (ipld.getter.BlockGetter): a served source batches as a load's session does,
+    # as boxo's BlockGetter.GetBlocks returns what it finds (github.com/ipfs/boxo blockservice/blockservice.go,
+    # commit 61104bddadd5a655555b1159592bafdb56276120).
+    absent = make_cid(1, RAW, b"nowhere")
+    wanted = [*list(sample_dag.blocks)[:3], absent]
+    expected = {cid: sample_dag.blocks[cid] for cid in wanted[:3]}
+    for cid, data in sample_dag.blocks.items():
+        store.put(cid, data)
+    car = CarFileSource(sample_car)
+    try:
+        for source in (car, MemorySource(sample_dag.blocks, [sample_dag.root], "fetched"), store,
+                       ChainSource([MemorySource({}, [], "empty"), car])):
+            assert source.get_many(wanted, 8) == expected
+    finally:
+        car.close()

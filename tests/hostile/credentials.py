@@ -1,5 +1,5 @@
 """Credential-looking strings for the redaction tests, one strategy per family of the secret guard's rules
-(``bundlekit/memory/secrets.py``) plus the URL credentials ``bundlekit/_redact.py`` withholds.
+(``bundlekit/_secrets.py``) plus the URL credentials ``bundlekit/_redact.py`` withholds.
 
 Each strategy draws a ``Credential``: the ``text`` placed in an argument and the ``secret`` part that must
 never be printed (the whole token; for a URL, its password or its ``token=`` value). The random parts are

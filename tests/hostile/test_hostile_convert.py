@@ -42,15 +42,12 @@ HOSTILE_DATABASES = {
         "FROM c ORDER BY hex(randomblob(8))",
     ],
     "memories-is-a-virtual-table": ["CREATE VIRTUAL TABLE memories USING fts5(content)"],
+    # The column is added after the row: an INSERT computes it, which took this process a gigabyte and 14 s.
     "content-is-a-generated-column": [
-        "CREATE TABLE memories ("
-        + _COLUMNS.replace(
-            "content TEXT",
-            "seed TEXT, content TEXT GENERATED ALWAYS AS (printf('%.*c', 2000000000, 'x')) VIRTUAL",
-        )
-        + ")",
+        f"CREATE TABLE memories ({_COLUMNS.replace('content TEXT', 'seed TEXT')})",
         "INSERT INTO memories (id, project_path, category, seed, status, importance, created_at, updated_at) "
         "VALUES (1, 'p', 'NAMING', 'x', 'active', 1, 0, 0)",
+        "ALTER TABLE memories ADD COLUMN content TEXT GENERATED ALWAYS AS (printf('%.*c', 2000000000, 'x')) VIRTUAL",
     ],
 }
 

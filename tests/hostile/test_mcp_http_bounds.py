@@ -6,6 +6,10 @@ server without the deadline keeps the connection past the bound and the test fai
 ``bundlekit.mcp_server.http_server``'s (specs/mcp.md, "Limits"); uvicorn 0.54.0 alone has none for a
 head (``uvicorn/protocols/http/h11_impl.py``: only an idle keep-alive connection is timed out) and
 the SDK (``mcp`` 2.3.0, ``MCPServer.run_streamable_http_async``) sets no ``limit_concurrency``.
+
+Each deadline is checked twice: once set to a fraction of a second through its environment variable
+(``BUNDLEKIT_MCP_*_DEADLINE``, the ``deadlines`` a test is parametrized with), and once end to end at its
+default (marked ``slow``: it waits the default out), so a default that stopped reaching the server fails too.
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ import pytest
 pytest.importorskip("mcp")
 
 from bundlekit.memory import Memory  # noqa: E402
+from bundlekit.errors import UsageError  # noqa: E402
 from bundlekit.mcp_server.http_server import (  # noqa: E402
     BODY_TIMEOUT,
     HEAD_TIMEOUT,
     MAX_CONNECTIONS,
     WRITE_STALL_TIMEOUT,
+    Deadlines,
 )
 from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
 from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
@@ -35,6 +41,11 @@ from tests.net.loopback import answer_head  # noqa: E402
 
 #: Seconds allowed past a deadline before the test says the server never enforced it.
 SLACK = 15.0
+#: A deadline the fast tests set (seconds): far below each default, far above a loopback round trip.
+FAST = 0.5
+#: How long a fast test waits for it (seconds): still below every default, so a server that kept its
+#: default instead of the deadline it was given fails the test too.
+FAST_BOUND = FAST + 5.0
 INITIALIZE = json.dumps({
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {
@@ -93,10 +104,21 @@ def tree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def served(tmp_path: Path, tree: Path) -> Iterator[Served]:
+def deadlines() -> dict[str, str]:
+    """The server's deadline variables; none by default (its default deadlines). A test sets them by parametrizing."""
+    return {}
+
+
+def fast(bound: str) -> pytest.MarkDecorator:
+    """Run the test's server with the deadline ``bound`` (``HEAD``, ``BODY``, ``WRITE_STALL``) at :data:`FAST` seconds."""
+    return pytest.mark.parametrize("deadlines", [{f"BUNDLEKIT_MCP_{bound}_DEADLINE": str(FAST)}], ids=["fast"])
+
+
+@pytest.fixture
+def served(tmp_path: Path, tree: Path, deadlines: dict[str, str]) -> Iterator[Served]:
     port = free_port()
     env = child_env()
-    env.update({"BUNDLEKIT_HOME": str(tmp_path / "home"), "CI": "true"})
+    env.update({"BUNDLEKIT_HOME": str(tmp_path / "home"), "CI": "true", **deadlines})
     stderr = tmp_path / "stderr.txt"
     with stderr.open("wb") as err:
         proc = subprocess.Popen(
@@ -135,18 +157,36 @@ def _answer(sock: socket.socket) -> bytes:
     return answer_head(sock)
 
 
+@fast("HEAD")
 def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(served: Served) -> None:
     with served.connect() as sock:
         never_ending = served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
-        assert _closed_within(sock, HEAD_TIMEOUT + SLACK, trickle=never_ending)
+        assert _closed_within(sock, FAST_BOUND, trickle=never_ending)
 
 
+@fast("HEAD")
 def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(served: Served) -> None:
+    with served.connect() as sock:
+        assert _closed_within(sock, FAST_BOUND)
+
+
+@pytest.mark.slow
+def test_by_default_a_connection_that_never_sends_is_closed_at_the_default_head_deadline(served: Served) -> None:
     with served.connect() as sock:
         assert _closed_within(sock, HEAD_TIMEOUT + SLACK)
 
 
+@fast("BODY")
 def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline(served: Served) -> None:
+    with served.connect() as sock:
+        sock.sendall(served.head(length=100_000))
+        assert _closed_within(sock, FAST_BOUND, trickle=b" " * 100_000)
+
+
+@pytest.mark.slow
+def test_by_default_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_default_body_deadline(
+    served: Served,
+) -> None:
     with served.connect() as sock:
         sock.sendall(served.head(length=100_000))
         assert _closed_within(sock, BODY_TIMEOUT + SLACK, trickle=b" " * 100_000)
@@ -188,15 +228,55 @@ def big_tree(tree: Path) -> Path:
     return tree
 
 
-@pytest.mark.usefixtures("big_tree")
-def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(served: Served) -> None:
+def _server_end_open(server: Served, sock: socket.socket) -> bool:
+    """Whether the server still holds its end of ``sock``'s connection open (Linux's ``/proc/net/tcp``: the entry
+    from the server's port to ``sock``'s is ``ESTABLISHED``); read without reading ``sock``, whose answer the test
+    must leave unread."""
+    local, remote = f":{server.port:04X}", f":{sock.getsockname()[1]:04X}"
+    with open("/proc/net/tcp", encoding="ascii") as table:
+        next(table)  # the column names
+        for row in table:
+            fields = row.split()
+            if fields[1].endswith(local) and fields[2].endswith(remote):
+                return fields[3] == "01"
+    return False
+
+
+def _leave_unread(server: Served, sock: socket.socket, seconds: float) -> None:
+    """Read nothing of ``sock`` until the server closed its end, for ``seconds`` at most (all of them where
+    ``/proc/net/tcp`` cannot tell)."""
+    end = time.monotonic() + seconds
+    if not Path("/proc/net/tcp").is_file():
+        time.sleep(seconds)
+        return
+    while time.monotonic() < end and _server_end_open(server, sock):
+        time.sleep(0.1)
+
+
+def _await_body(sock: socket.socket) -> None:
+    """Wait (``TIMEOUT`` at most) until the answer's body has begun to arrive, reading none of it (peeking): the
+    body is written at once, so from then on the server's writes are paused and its write-stall timer runs."""
+    end = time.monotonic() + TIMEOUT
+    sock.settimeout(TIMEOUT)
+    while len(sock.recv(4096, socket.MSG_PEEK)) < 2048 and time.monotonic() < end:  # past the head's few hundred
+        time.sleep(0.05)
+
+
+def _stalled_answer_is_cut(served: Served, seconds: float) -> None:
+    """Ask for an answer far larger than socket buffers, read none of it for ``seconds`` from the moment it began
+    (or until the server closes the connection), then read it quickly: the server must have cut it, never finishing
+    the chunked answer."""
     session = served.session()
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", served.port))
         recall = {"name": "memory_recall", "arguments": {"query": "big", "limit": 4}}
         served.call(sock, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": recall}, session)
-        time.sleep(WRITE_STALL_TIMEOUT + SLACK)  # not reading: the server's writes stall
+        _await_body(sock)
+        _leave_unread(served, sock, seconds)  # not reading: the server's writes stall
+        # A small window read slowly keeps the server's writes paused: read with a large one, so an answer the
+        # server did not cut is read whole well before any default deadline.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
         received = b""
         sock.settimeout(TIMEOUT)
         try:
@@ -205,6 +285,20 @@ def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(se
         except ConnectionResetError:
             pass
         assert not received.endswith(b"\r\n0\r\n\r\n")  # the answer never finished: the server cut it
+
+
+@fast("WRITE_STALL")
+@pytest.mark.usefixtures("big_tree")
+def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(served: Served) -> None:
+    _stalled_answer_is_cut(served, FAST_BOUND)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("big_tree")
+def test_by_default_an_answer_the_client_stops_reading_is_cut_at_the_default_write_stall_timeout(
+    served: Served,
+) -> None:
+    _stalled_answer_is_cut(served, WRITE_STALL_TIMEOUT + SLACK)
 
 
 def test_a_client_gone_in_the_middle_of_an_expect_100_continue_body_leaves_no_traceback(
@@ -238,3 +332,24 @@ def test_the_loopback_host_and_origin_rules_still_hold(served: Served, header: s
     with served.connect() as sock:
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 " + status + b" ")
+
+
+def test_the_deadlines_are_read_from_the_environment_in_seconds() -> None:
+    env = {"BUNDLEKIT_MCP_HEAD_DEADLINE": "0.25", "BUNDLEKIT_MCP_WRITE_STALL_DEADLINE": "90"}
+    assert Deadlines.from_env(env) == Deadlines(head=0.25, body=BODY_TIMEOUT, write_stall=90.0)
+    assert Deadlines.from_env({}) == Deadlines(HEAD_TIMEOUT, BODY_TIMEOUT, WRITE_STALL_TIMEOUT)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_deadline_that_is_not_a_positive_number_of_seconds_is_a_usage_error_naming_it(value: str) -> None:
+    with pytest.raises(UsageError, match="BUNDLEKIT_MCP_BODY_DEADLINE"):
+        Deadlines.from_env({"BUNDLEKIT_MCP_BODY_DEADLINE": value})
+
+
+def test_mcp_http_with_a_bad_deadline_exits_2_naming_it_before_serving(tmp_path: Path, tree: Path) -> None:
+    env = {**child_env(), "CI": "true", "BUNDLEKIT_MCP_HEAD_DEADLINE": "never"}
+    done = subprocess.run(bounded("mcp", "--memory", str(tree), "--http", f"127.0.0.1:{free_port()}"),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=TIMEOUT, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "BUNDLEKIT_MCP_HEAD_DEADLINE" in done.stderr and "Traceback" not in done.stderr
+    assert "serving" not in done.stderr

@@ -143,7 +143,8 @@ def _planted_bundle(tmp_path: Path) -> Path:
     """A bundle carrying a credential in a memory's description and body and in a timeline entry, and a bidi
     override in its name: what a foreign or older writer may publish (our guard would refuse to build it)."""
     from bundlekit.bundle.build import build_bundle
-    from bundlekit.memory import screen, secrets
+    from bundlekit import _secrets as secrets
+    from bundlekit.memory import screen
 
     clock = datetime(2026, 4, 14, 12, 0, tzinfo=UTC)
     root = tmp_path / "planted"

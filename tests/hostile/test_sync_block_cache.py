@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.bundle.sources import _PREFETCH_SLICE, Gateways
+from bundlekit.bundle.ahead import _PREFETCH_SLICE, fetch_ahead
+from bundlekit.bundle.sources import Gateways
 from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.net.fetch import parse_uri
@@ -46,7 +47,7 @@ def test_a_prefetch_stops_inside_a_level_once_its_byte_bound_is_passed(
     concurrency, bound = 8, 100_000
     session = Gateways([url], store=store, keep=True).open(parse_uri(f"ipfs://{cid_to_str(root)}"), HttpOptions())
     try:
-        session.prefetch([root], bound, concurrency)
+        fetch_ahead(session).prefetch([root], bound, concurrency)
     finally:
         session.close()
     kept = [store.get(cid) for cid in store.iter_blocks()]

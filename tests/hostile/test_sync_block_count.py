@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import bundlekit.syncer as syncer
+import bundlekit.flows.sync as syncer
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.manifest import canonical_json, make_manifest
@@ -30,7 +30,7 @@ from bundlekit.errors import DAGLimitExceeded
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.memory import Memory
 from bundlekit.names.record import cid_value, create_record, name_from_key
-from bundlekit.syncer import SyncOptions, sync
+from bundlekit.flows.sync import SyncOptions, sync
 from bundlekit.unixfs.importer import import_tree
 from bundlekit.unixfs.profiles import get_profile
 

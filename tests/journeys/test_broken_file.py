@@ -9,6 +9,9 @@ naming it (``build --strict`` refuses, writing nothing), and ``forget`` removes 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +192,17 @@ def test_a_write_over_it_is_refused_saying_how_to_go_on(tree: Path) -> None:
     assert memory_cli(tree, "forget", "user_broken").exit_code == 0
     assert memory_cli(tree, "write", "user_broken", "--name", "n", "--description", "d", "--type", "user",
                       "--body", "b").exit_code == 0
+
+
+@pytest.mark.parametrize("command", [["show", "user_fifo"], ["forget", "user_fifo"],
+                                     ["write", "user_fifo", "--name", "n", "--description", "d", "--type", "user",
+                                      "--body", "b"]])
+def test_a_fifo_planted_under_a_memorys_name_is_refused_at_once_never_waited_on(
+        tree: Path, command: list[str]) -> None:
+    os.mkfifo(tree / "user_fifo.md")  # opening it to read would wait for a writer that never comes
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(tree), *command],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "user_fifo.md is not a regular file" in done.stderr and "Traceback" not in done.stderr
+    assert (tree / "user_fifo.md").exists() and memory_cli(tree, "list").exit_code == 0

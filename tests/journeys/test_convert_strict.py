@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 #: (format, output name, extra options): every target bundlekit exports to.
 TARGETS = [
@@ -132,3 +133,54 @@ def test_strict_exports_to_letta_when_nothing_is_lost(memory: Path, tmp_path: Pa
     summary = json.loads(done.stdout)
     assert summary["memories"] == 3 and summary["losses"] == [] and summary["timeline"] == 2
     assert (tmp_path / "agent.af").is_file()
+
+
+@pytest.mark.parametrize("name", ["\ufeffPlan", "Plan\ufeff", "\u3000Plan"])
+def test_three_ws_names_a_name_its_runtime_trims_as_javascript_does(name: str, memory: Path, tmp_path: Path) -> None:
+    # three.ws's parseFrontmatter trims with String.prototype.trim (nirholas/three.ws 7c55ae7 src/memory/index.js),
+    # which removes U+FEFF as well as spaces; Python's str.strip keeps it, so a BOM-led name passed as exact.
+    # planted as a hand-edited file would be (`memory write` refuses a name led by such a character)
+    meta = {"name": name, "description": "b notes", "type": "project", "created": "2026-01-01T00:00:00Z",
+            "updated": "2026-01-01T00:00:00Z"}
+    (memory / "bom.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n\nb\n",
+                                   encoding="utf-8")
+    done = bk(tmp_path, "convert", "--to", "three.ws", str(memory), "-o", str(tmp_path / "blob.json"), "--json")
+    assert done.returncode == 0, done.stderr
+    changes = [loss["change"] for loss in json.loads(done.stdout)["losses"] if loss["memory"] == "bom"]
+    assert any(change.startswith("name: three.ws's line reader") for change in changes), changes
+
+
+def test_a_directory_where_an_export_file_goes_exits_1_and_writes_no_file(memory: Path, tmp_path: Path) -> None:
+    # each file is written atomically, but the export as a whole was not: the files before the one in the
+    # way were written, then exit 1; every path is now checked before the first file
+    dest = tmp_path / "cc"
+    (dest / "tone.md").mkdir(parents=True)
+    done = bk(tmp_path, "convert", "--to", "claude-code", str(memory), "-o", str(dest))
+    assert done.returncode == 1, done.stderr
+    assert "a directory is in the way" in done.stderr and "Traceback" not in done.stderr
+    assert [p.name for p in dest.iterdir()] == ["tone.md"] and not any((dest / "tone.md").iterdir())
+
+
+@pytest.mark.parametrize(("fmt", "out"), [("three.ws", "blob.json"), ("letta", "agent.af")])
+def test_a_one_file_export_to_a_link_to_a_directory_exits_1_and_keeps_the_link(
+    fmt: str, out: str, memory: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / out
+    link.symlink_to(tmp_path / "elsewhere")  # as a real directory there is refused, so is a link to one
+    done = bk(tmp_path, "convert", "--to", fmt, str(memory), "-o", str(link))
+    assert done.returncode == 1, done.stderr
+    assert "a directory is in the way" in done.stderr
+    assert link.is_symlink() and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.parametrize(("fmt", "inside"), [("three.ws", "MEMORY.md"), ("letta", "tone.md"), ("claude-code", "cc")])
+def test_an_export_inside_the_tree_it_converts_exits_2_and_leaves_the_tree_as_it_was(
+    fmt: str, inside: str, memory: Path, tmp_path: Path
+) -> None:
+    # `-o memory/MEMORY.md` replaced the tree's index with a three.ws blob (and `-o memory/tone.md` a memory)
+    before = files_of(memory)
+    done = bk(tmp_path, "convert", "--to", fmt, str(memory), "-o", str(memory / inside))
+    assert done.returncode == 2, done.stderr
+    assert "is inside the memory tree" in done.stderr and "Traceback" not in done.stderr
+    assert files_of(memory) == before

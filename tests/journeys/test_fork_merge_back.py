@@ -11,6 +11,7 @@ claiming the tree's last root as its parent, and a bundle forgetting most of the
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,12 @@ from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.fork import fork_bundle
 from bundlekit.bundle.lineage import read_last
 from bundlekit.bundle.merge import merge_bundle
+from bundlekit.car.reader import read_car
+from bundlekit.car.writer import CarWriter
 from bundlekit.cli import cli
 from bundlekit.errors import LoadError
 from bundlekit.gateway.server import serve_in_thread
-from bundlekit.ipld.cid import cid_from_text
+from bundlekit.ipld.cid import RAW, cid_from_text, make_cid
 from bundlekit.memory.timeline import version_digest
 
 KEYS = ("user_role", "feedback_tone", "project_plan", "reference_reel")
@@ -309,3 +312,93 @@ def test_a_base_no_source_supplies_is_a_load_error_through_the_python_api(
     machine(monkeypatch, tmp_path, "home")
     with pytest.raises(LoadError, match="store import"):
         merge_bundle(str(f_car), m)
+
+
+def test_a_fork_dating_its_edit_in_9999_loses_the_conflict_to_the_edit_made_at_home(
+        agent: tuple[Path, Path, str], tmp_path: Path) -> None:
+    m, a_car, root = agent
+    f = tmp_path / "f"
+    ok("fork", str(a_car), str(f))
+    write(f, "project_plan", "the fork's plan, dated ahead")
+    forged = f / "project_plan.md"
+    text = forged.read_text(encoding="utf-8")
+    updated = next(row for row in text.splitlines() if row.startswith("updated: "))
+    forged.write_text(text.replace(updated, "updated: 9999-12-31T23:59:59Z"), encoding="utf-8")
+    ok("build", str(f), "-o", str(tmp_path / "f.car"))
+    write(m, "project_plan", "the plan edited at home after the fork")
+    mine = (m / "project_plan.md").read_bytes()
+    code, out, err = bk("merge", str(tmp_path / "f.car"), "--into", str(m), "--on-conflict", "newer", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["base"] == root and report["conflicts"][0]["winner"] == "ours"
+    assert (m / "project_plan.md").read_bytes() == mine and "ordered before every other time" in err
+
+
+def padded(car: Path, out: Path, blocks: int) -> list[bytes]:
+    """``car`` with ``blocks`` random raw blocks of 16 KiB appended, which its bundle never links; their CIDs."""
+    with open(car, "rb") as fh:
+        roots, sections = read_car(fh, verify=True)
+        held = [(cid, data) for cid, data in sections]
+    pad = [os.urandom(16 * 1024) for _ in range(blocks)]
+    with open(out, "wb") as fh:
+        writer = CarWriter(fh, roots)
+        for cid, data in [*held, *((make_cid(1, RAW, data), data) for data in pad)]:
+            writer.put(cid, data)
+        writer.close()
+    return [make_cid(1, RAW, data) for data in pad]
+
+
+def test_a_fork_of_a_car_padded_with_unrelated_blocks_keeps_only_the_bundles_and_still_merges_back(
+        agent: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    m, a_car, root = agent
+    machine(monkeypatch, tmp_path, "laptop")
+    evil = tmp_path / "padded.car"
+    junk = padded(a_car, evil, 64)
+    f_car = fork_edit_build(str(evil), tmp_path)
+    store = BlockStore(tmp_path / "home-laptop")
+    assert store.has(cid_from_text(root)) and not any(store.has(cid) for cid in junk)
+    ok("memory", "-d", str(tmp_path / "g"), "init")
+    ok("merge", str(evil), "--into", str(tmp_path / "g"))  # a merge of it keeps no padding either
+    assert (tmp_path / "g" / "project_plan.md").exists() and not any(store.has(cid) for cid in junk)
+    before = files(m)
+    report = json.loads(ok("merge", str(f_car), "--into", str(m), "--json"))  # the base: what the fork kept
+    assert_only_the_plan_changed(m, before, report, root)
+
+
+def test_device_notes_do_not_dilute_the_delete_bound(tmp_path: Path) -> None:
+    m = tmp_path / "m"
+    ok("memory", "-d", str(m), "init")
+    write(m, "project_plan", "the only memory that crosses machines")
+    root = ok("build", str(m), "-o", str(tmp_path / "a.car")).strip()  # a build never carries device notes
+    ok("store", "import", str(tmp_path / "a.car"))
+    for n in range(3):  # this machine's notes: never merged, so never a share of what a bundle may delete
+        (m / f"device_{n}.md").write_text(
+            f"---\nname: Device {n}\ndescription: this laptop\ntype: reference\ncreated: 2026-04-14T12:00:00Z\n"
+            f"updated: 2026-04-14T12:00:00Z\nx-magicfrog-local-only: true\n---\n\n/home/me/{n}\n", encoding="utf-8")
+    digest = version_digest((m / "project_plan.md").read_text(encoding="utf-8"))
+    car = stranger(tmp_path, [{"ts": "2026-04-15T00:00:00.000Z", "type": "forgot", "key": "project_plan",
+                               "name": "project_plan", "sha256": digest}], parents=(root,), memories=())
+    code, _out, err = bk("merge", str(car), "--into", str(m))
+    assert code == 1 and "would delete 1 of the 1 memories" in err and (m / "project_plan.md").exists()
+    assert bk("merge", str(car), "--into", str(m), "--allow-deletes")[0] == 0
+    assert not (m / "project_plan.md").exists() and len(list(m.glob("device_*.md"))) == 3
+
+
+def test_a_memory_forgotten_then_forked_back_in_survives_a_fork_carrying_that_forget(
+        agent: tuple[Path, Path, str], tmp_path: Path) -> None:
+    m, a_car, root = agent
+    ok("store", "import", str(a_car))
+    ok("fork", str(a_car), str(tmp_path / "f"))
+    ok("memory", "-d", str(m), "forget", "reference_reel")
+    build_bundle(m, tmp_path / "b.car", options=BuildOptions(parents=[root]))  # as a tree that merged A builds
+    ok("store", "import", str(tmp_path / "b.car"))
+    ok("merge", str(tmp_path / "b.car"), "--into", str(tmp_path / "f"))  # the fork takes the forget
+    assert not (tmp_path / "f" / "reference_reel.md").exists()
+    write(tmp_path / "f", "project_plan", "the fork's new plan")
+    ok("build", str(tmp_path / "f"), "-o", str(tmp_path / "c.car"))
+    ok("fork", str(a_car), str(m))  # the user wants the reel back: the same text, the same digest
+    kept = (m / "reference_reel.md").read_bytes()
+    (m / ".bundlekit" / "last-root").unlink()  # local state lost: it may cost the base, never data
+    report = json.loads(ok("merge", str(tmp_path / "c.car"), "--into", str(m), "--json"))
+    assert report["base"] == root and (m / "reference_reel.md").read_bytes() == kept
+    assert "deleted" not in report["counts"] and b"the fork's new plan" in (m / "project_plan.md").read_bytes()

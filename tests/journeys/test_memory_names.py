@@ -125,3 +125,41 @@ def test_an_agents_title_round_trips_through_a_fresh_process(tree: Path) -> None
     listed = run("list")
     assert listed.returncode == 0 and f"{title} — yes" in listed.stdout
     assert f'name: "{title}"\n' in run("show", "project_goal").stdout
+
+
+# What an agent's title may hold that no terminal or index reader should act on (issue 34 item 3, attacked).
+CONTROL_TITLES = ["evil\x1b]0;pwned\x07 title", "a\x00b", "\u202eevil\u202c", "\u2066iso\u2069", "x\x08y\x7f",
+                  "c1\x9bcontrol"]
+
+
+@pytest.mark.parametrize("title", CONTROL_TITLES)
+def test_a_title_holding_control_characters_reads_back_exactly_and_memory_md_shows_them_escaped(
+        tree: Path, title: str) -> None:
+    written = memory_cli(tree, "write", "user_goal", "--name", title, "--description", title,
+                         "--type", "user", "--body", "b")
+    assert written.exit_code == 0, written.output
+    shown = json.loads(memory_cli(tree, "show", "user_goal", "--json").stdout)
+    assert (shown["meta"]["name"], shown["meta"]["description"]) == (title, title)
+    index = (tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert [row for row in index.splitlines() if row.startswith("- [")] == [
+        row for row in index.splitlines() if "user_goal.md" in row]  # one line for the memory
+    assert not any(ch in index for ch in "\x00\x07\x08\x1b\x7f\x9b\u202e\u202c\u2066\u2069")
+    assert "&#92;x" in index or "&#92;u" in index  # the escape is visible, as `memory list` shows it
+
+
+NOT_UTF8_FIELDS = [("--name", "frontmatter 'name'"), ("--description", "frontmatter 'description'"),
+                   ("--tag", "frontmatter 'tags'"), ("--source", "frontmatter 'source'"), ("--body", "the body")]
+
+
+@pytest.mark.parametrize(("option", "field"), NOT_UTF8_FIELDS)
+def test_an_argument_of_bytes_that_are_not_utf8_is_refused_naming_the_field_and_nothing_is_written(
+        tree: Path, option: str, field: str) -> None:
+    args = {"--name": b"n", "--description": b"d", "--body": b"b", option.encode(): b"bad \xff\xfe"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
+    done = subprocess.run([sys.executable.encode(), b"-m", b"bundlekit", b"memory", b"-d", bytes(tree), b"write",
+                           b"user_goal", b"--type", b"user", *(part for pair in args.items() for part in pair)],
+                          capture_output=True, env=env, check=False, timeout=60)
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 1 and f"{field} holds a lone UTF-16 surrogate" in stderr, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+    assert not (tree / "user_goal.md").exists()

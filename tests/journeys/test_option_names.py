@@ -338,3 +338,21 @@ def test_the_signing_key_with_another_key_option_names_both(shell: Shell) -> Non
     shell.run("bundlekit name create --name-key agent.pem")
     both = shell.run("bundlekit build --sign-key agent.pem --passphrase-env MEMORY_PASSPHRASE -o x.car", code=2)
     assert "--sign-key and --passphrase-env cannot be combined" in both.stderr and not (shell.work / "x.car").exists()
+
+
+def test_an_old_and_a_new_spelling_with_different_values_is_a_usage_error(shell: Shell, old_tree: Path) -> None:
+    # click keeps the last value of one option: `--key-file other.pem --name-key agent.pem` published the name
+    # of whichever came last, and `merge --into A -d B` merged into B, without a word
+    shell.run("bundlekit name create --name-key agent.pem")
+    shell.run("bundlekit name create --name-key other.pem")
+    refused = shell.run("bundlekit name create --key-file other.pem --name-key agent.pem", code=2)
+    assert "--name-key given twice, once as its old spelling --key-file" in refused.stderr
+    shell.other_bundle("teammate")
+    refused = shell.run(f"bundlekit merge teammate.car --into {old_tree} -d {shell.tree}", code=2)
+    assert "--dir given twice" in refused.stderr and "teammate_note" not in _keys(old_tree) | _keys(shell.tree)
+
+
+def test_an_old_and_a_new_spelling_with_one_value_is_that_value(shell: Shell, old_tree: Path) -> None:
+    shell.run("bundlekit name create --name-key agent.pem")
+    assert shell.run("bundlekit name create --key-file agent.pem --name-key agent.pem").stdout.startswith("k51")
+    shell.run("bundlekit build --encrypt --passphrase-env WEAK --strict --strong-passphrase -o weak.car", code=2)

@@ -596,7 +596,8 @@ def _derived_fingerprint() -> str:
     secret rules the search text is withheld by, and the text and encoding of the vectors."""
     import inspect
 
-    from bundlekit.memory import ranking, secrets, semantic, withhold
+    from bundlekit import _secrets as secrets
+    from bundlekit.memory import ranking, semantic, withhold
 
     parts = [
         catalog_module._SCHEMA, catalog_module._FTS, catalog_module._PLAIN, inspect.getsource(catalog_module._fold),

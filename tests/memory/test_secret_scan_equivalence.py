@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bundlekit.memory.secrets import _GLUED, SECRET_RULES
+from bundlekit._secrets import _GLUED, SECRET_RULES
 
 _PLAIN_START = r"(?<![A-Za-z0-9_])"
 

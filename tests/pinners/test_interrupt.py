@@ -80,6 +80,6 @@ def test_the_cli_exits_130_and_says_interrupted(car: Car, store_home: Path, monk
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("bundlekit.cli.pin.pin_all", interrupted)
+    monkeypatch.setattr("bundlekit.flows.publish.pin_all", interrupted)
     result = CliRunner().invoke(cli, ["pin", str(car.path)])
     assert result.exit_code == 130 and "interrupted" in result.stderr

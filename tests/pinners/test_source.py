@@ -17,7 +17,7 @@ from bundlekit.errors import CodecError, MissingBlock, UsageError
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.ipld.dagpb import DIRECTORY, PBLink, UnixFSData, encode_node
 from bundlekit.bundle.build import BuildOptions
-from bundlekit.pinning.source import is_memory_dir, prepare_source
+from bundlekit.flows.source import is_memory_dir, prepare_source
 from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import get_profile
 

@@ -105,7 +105,7 @@ def test_pin_whose_name_publication_fails_still_prints_the_pins(tree: Path, tmp_
     def kubo_down(*args: object, **kwargs: object) -> None:
         raise PinUnavailable("kubo: routing/put failed (connection refused)")
 
-    monkeypatch.setattr("bundlekit.cli.pin.publish_name", kubo_down)
+    monkeypatch.setattr("bundlekit.flows.publish.publish_name", kubo_down)
     code, out, err = _run("pin", str(tree), "--pinner", "local", "--name-key", str(ed_key[0]), "--json")
     doc = json.loads(out)
     assert code == 4 and "routing/put failed" in err

@@ -13,7 +13,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.sources import Gateways
-from bundlekit.cli.names import routers_from_env
+from bundlekit.flows.names import routers_from_env
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import LoadError, SignatureError, UsageError
 from bundlekit.gateway.server import serve_in_thread

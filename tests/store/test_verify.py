@@ -227,3 +227,102 @@ def test_a_fifo_under_a_pinned_node_s_name_is_missing_and_never_blocks(tmp_path:
     assert result.exit_code == 3
     [problem] = json.loads(result.stdout)["problems"]
     assert problem["cid"] == cid_to_str(root) and problem["problem"] == "missing"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux /proc/self/mem (a file whose read fails)")
+def test_an_unreadable_block_file_exits_3_named_unreadable_with_its_pin_and_left_in_place(tmp_path: Path) -> None:
+    # chmod 000 does not stop root (these tests may run as root); a link to /proc/self/mem is a regular file
+    # whose first read fails (EIO) for every user, as a failing disk would.
+    store_dir, _car_path, root, leaves = _store_with_pin(tmp_path)
+    path = BlockStore(store_dir).path_for(leaves[0])
+    path.unlink()
+    path.symlink_to("/proc/self/mem")
+    result = run(store_dir, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    kind, cid, pins, advice = line.split("\t")
+    assert (kind, cid, pins) == ("unreadable", cid_to_str(leaves[0]), f"pins: {cid_to_str(root)} (agent)")
+    assert "cannot be read" in advice and "bundlekit store import" in advice
+    assert "1 unreadable block" in result.stderr and "internal error" not in result.stderr
+    assert path.is_symlink()  # not removed: it was never shown to be wrong
+
+
+@pytest.mark.parametrize("pins", [{"bafkqaaa": 5}, {"bafkqaaa": "ab"}, {"bafkqaaa": ["name"]}, {"not-a-cid": {}}])
+def test_a_pin_file_with_an_entry_that_is_not_a_pin_exits_1_naming_the_pin_file(
+    tmp_path: Path, pins: dict[str, object]
+) -> None:
+    store_dir = tmp_path / "store"
+    (store_dir / "blocks").mkdir(parents=True)
+    (store_dir / "pins.json").write_text(json.dumps({"version": 1, "pins": pins}))
+    for command in ("verify", "ls", "gc"):
+        result = run(store_dir, command)
+        assert result.exit_code == 1, result.output
+        assert "pin file" in result.stderr and "pins.json" in result.stderr and "internal error" not in result.stderr
+
+
+def test_a_bad_record_line_stays_one_line_when_the_store_path_holds_a_newline(tmp_path: Path) -> None:
+    store_dir, _car_path, root, _leaves = _store_with_pin(tmp_path)
+    hostile = tmp_path / "st\nore\x1b[2J"
+    store_dir.rename(hostile)
+    signer, other = Ed25519Signer.generate(), Ed25519Signer.generate()
+    BlockStore(hostile).put_record(name_from_key(signer.public), _record(other, root))
+    result = run(hostile, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    assert line.startswith("bad-record\t") and len(line.split("\t")) == 4 and "\x1b" not in line
+
+
+def test_verify_of_a_store_that_is_not_there_exits_2_and_creates_nothing(tmp_path: Path) -> None:
+    # a mistyped --store was created (blocks/, gc.lock) and reported "ok: 0 blocks"
+    typo = tmp_path / "stroe"
+    result = run(typo, "verify")
+    assert result.exit_code == 2, result.output
+    assert f"no block store at {typo}" in result.stderr and "Traceback" not in result.output
+    assert not typo.exists()
+
+
+def test_the_ok_line_stays_one_line_when_the_store_path_holds_a_newline(tmp_path: Path) -> None:
+    store_dir, _car_path, _root, _leaves = _store_with_pin(tmp_path)
+    hostile = tmp_path / "st\nore"
+    store_dir.rename(hostile)
+    result = run(hostile, "verify")
+    assert result.exit_code == 0, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("ok: ") and "1 pins" in line
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_an_entry_under_an_ipns_name_that_is_no_record_file_is_a_bad_record_and_never_blocks(
+    tmp_path: Path, kind: str
+) -> None:
+    # such an entry was skipped and not counted (resolution reads a link through, and blocks on a FIFO)
+    store_dir, _car_path, root, _leaves = _store_with_pin(tmp_path)
+    signer = Ed25519Signer.generate()
+    name = name_from_key(signer.public)
+    real = tmp_path / "record"
+    real.write_bytes(_record(signer, root))
+    path = store_dir / "ipns" / name
+    path.parent.mkdir(exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(real)
+    else:
+        path.mkdir()
+    result = run(store_dir, "verify")
+    assert result.exit_code == 3, result.output
+    [line] = result.stdout.splitlines()
+    kind_field, named, reason, _advice = line.split("\t")
+    assert (kind_field, named) == ("bad-record", name)
+    assert reason in ("a symbolic link, not a record file", "not a regular file (a directory, FIFO or device)")
+    assert "1 IPNS records checked" in result.stderr
+
+
+def test_a_pin_file_with_a_megabyte_key_is_refused_at_once(tmp_path: Path) -> None:
+    # multibase decoding is quadratic in the text: a 1 MB key took minutes, a 5 MB one hours, in every command
+    store_dir = tmp_path / "store"
+    (store_dir / "blocks").mkdir(parents=True)
+    (store_dir / "pins.json").write_text(json.dumps({"version": 1, "pins": {"b" * 1_000_000: {}}}))
+    result = run(store_dir, "verify")
+    assert result.exit_code == 1, result.output
+    assert "pin file" in result.stderr and "a CID has at most 4096" in result.stderr

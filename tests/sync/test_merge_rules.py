@@ -167,8 +167,56 @@ def test_a_date_past_now_plus_the_skew_wins_no_newer_conflict() -> None:
     o = record("k", "ours", updated="2099-01-01T00:00:00Z", revision=2, description="z - the greater text")
     t = record("k", "theirs", updated="9999-12-31T00:00:00Z", revision=2, description="a")
     out = merge_trees(state("base", B), state("local", o), state(THEIRS, t), on_conflict="newer", now=NOW)
-    assert out.records["k"] == o  # both count as now + the skew: the text decides, as for equal times
+    assert out.records["k"] == o  # both order before every honest time: the text decides, as for equal times
     assert len(out.report.warnings) == 2
+
+
+@pytest.mark.parametrize("forged", ["2026-04-16T12:10:01Z", "2099-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+@pytest.mark.parametrize("policy", ["newer", "both"])
+def test_a_forged_future_date_loses_a_conflict_to_an_edit_made_before_the_merge(forged: str, policy: str) -> None:
+    o = record("k", "ours, edited an hour before the merge", updated="2026-04-16T11:00:00Z", revision=2)
+    t = record("k", "theirs, dated ahead", updated=forged, revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t), on_conflict=policy, now=NOW)
+    assert out.records["k"] == o and out.report.conflicts[0].winner == "ours"
+    assert "ordered before every other time" in out.report.warnings[0]
+
+
+def test_a_future_dated_no_version_forgot_planted_in_our_timeline_keeps_no_memory_out() -> None:
+    planted = {"9999-12-31.jsonl": line("9999-12-31T23:59:59.999Z", "forgot", key="k", name="k")}
+    t = record("k", "theirs, written before the merge", updated="2026-04-16T11:59:00Z")
+    out = merge_trees(TreeState.empty(), state("local", days=planted), state(THEIRS, t), now=NOW)
+    assert out.records == {"k": t} and [e.action for e in out.report.entries] == ["added"]
+
+
+def test_a_field_merge_keeps_the_honest_updated_not_a_forged_future_one() -> None:
+    o = record("k", "base body", updated="2026-04-16T11:00:00Z", revision=2, description="ours description")
+    t = record("k", "theirs body", updated="9999-12-31T23:59:59Z", revision=2)
+    out = merge_trees(state("base", B), state("local", o), state(THEIRS, t), now=NOW)
+    assert out.records["k"].body == "theirs body" and out.records["k"].meta["updated"] == "2026-04-16T11:00:00Z"
+
+
+def _forgetting(record: MemoryRecord) -> dict[str, bytes]:
+    return {"2026-04-15.jsonl": line("2026-04-15T09:00:00.000Z", "forgot", key=record.key, name=record.key,
+                                     revision=record.revision, sha256=version_digest(record.raw))}
+
+
+def test_a_forget_ours_holds_too_does_not_delete_the_version_ours_brought_back_after_it() -> None:
+    # ours forgot k, then imported an old export holding k again (the same text: the same digest); theirs holds
+    # the forget it took from ours, and the base (a lineage that lost the root between) predates it
+    days = _forgetting(B)
+    out = merge_trees(state("base", B), state("local", B, days=days), state(THEIRS, days=days), proven=False)
+    assert out.records == {"k": B} and [e.action for e in out.report.entries] == ["kept"]
+
+
+def test_a_forget_theirs_holds_too_keeps_no_version_theirs_brought_back_after_it_out() -> None:
+    days = _forgetting(B)
+    out = merge_trees(TreeState.empty(), state("local", days=days), state(THEIRS, B, days=days))
+    assert out.records == {"k": B} and [e.action for e in out.report.entries] == ["added"]
+
+
+def test_a_forget_only_theirs_holds_still_deletes_the_version_it_names() -> None:
+    out = merge_trees(state("base", B), state("local", B), state(THEIRS, days=_forgetting(B)), proven=False)
+    assert out.records == {} and [e.action for e in out.report.entries] == ["deleted"]
 
 
 def test_a_memory_differing_only_by_an_old_forks_source_stamp_is_unchanged() -> None:

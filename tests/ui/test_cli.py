@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -11,15 +12,22 @@ from pathlib import Path
 
 import httpx
 
+from tests.isolation import HOME_VARIABLES
 from tests.ui.conftest import Bundles
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _home() -> dict[str, str]:
+    """The test's own home (tests/conftest.py): a child given no ``HOME`` would find the user's in the password
+    database, and ``serve`` would list the user's store."""
+    return {name: os.environ[name] for name in HOME_VARIABLES if name in os.environ}
+
+
 def _start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "bundlekit", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            env={"PYTHONPATH": str(ROOT), "CI": "true", **(env or {})})
+                            env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true", **(env or {})})
 
 
 def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
@@ -94,7 +102,7 @@ def test_serve_without_ui_has_no_interface(bundles: Bundles) -> None:
 def test_open_refuses_a_plain_manifest_url() -> None:
     run = subprocess.run([sys.executable, "-m", "bundlekit", "open", "https://example.org/bundle/manifest.json"],
                          capture_output=True, text=True, timeout=60, check=False,
-                         env={"PYTHONPATH": str(ROOT), "CI": "true"})
+                         env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
     assert run.returncode == 2
     assert "not content-addressed" in run.stderr and "Traceback" not in run.stderr
 
@@ -105,7 +113,7 @@ def test_an_unreachable_gateway_is_a_load_error_not_an_integrity_failure(bundles
         port = sock.getsockname()[1]
     run = subprocess.run([sys.executable, "-m", "bundlekit", "open", f"ipfs://{bundles.new}", "--gateway",
                           f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, check=False,
-                         env={"PYTHONPATH": str(ROOT), "CI": "true"})
+                         env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
     assert run.returncode == 1 and run.stdout == ""
     assert "not available from any source" in run.stderr and "connection failed" in run.stderr
     assert "Traceback" not in run.stderr
@@ -117,7 +125,7 @@ def test_a_tampered_car_is_refused_before_serving(tmp_path: Path, bundles: Bundl
     tampered = tmp_path / "tampered.car"
     tampered.write_bytes(data[:at] + b"Direct praise!!" + data[at + len(b"Direct critique"):])
     run = subprocess.run([sys.executable, "-m", "bundlekit", "open", str(tampered)], capture_output=True,
-                         text=True, timeout=60, check=False, env={"PYTHONPATH": str(ROOT), "CI": "true"})
+                         text=True, timeout=60, check=False, env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
     assert run.returncode == 3 and run.stdout == ""
     assert "does not match" in run.stderr and "Traceback" not in run.stderr
 
@@ -128,7 +136,7 @@ def test_a_missing_extra_is_named(tmp_path: Path, bundles: Bundles) -> None:
     (blocker / "jinja2.py").write_text("raise ModuleNotFoundError(\"No module named 'jinja2'\", name='jinja2')\n")
     run = subprocess.run([sys.executable, "-m", "bundlekit", "serve", "--ui", "--port", "0", str(bundles.old_car)],
                          capture_output=True, text=True, timeout=60, check=False,
-                         env={"PYTHONPATH": f"{blocker}:{ROOT}", "CI": "true"})
+                         env={**_home(), "PYTHONPATH": f"{blocker}:{ROOT}", "CI": "true"})
     assert run.returncode == 2
     assert "pip install -e '.[ui]'" in run.stderr and "Traceback" not in run.stderr
 
@@ -144,5 +152,5 @@ def test_help_does_not_import_the_interface_libraries() -> None:
         "print(sorted(m for m in ('jinja2', 'markdown_it', 'markupsafe', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "CI": "true"})
+                         env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
     assert out.stdout.strip() == "[]"
