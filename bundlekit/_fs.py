@@ -44,6 +44,7 @@ import re
 import shutil
 import stat
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -531,3 +532,22 @@ def _new_directory_mode(inside: Path) -> int:
         return stat.S_IMODE(os.stat(probe).st_mode) & 0o777
     finally:
         os.rmdir(probe)
+
+
+def scratch_file() -> int:
+    """The descriptor of a new unnamed temporary file (read and written with ``os.pread``/``os.write``),
+    owner-only: nothing of it outlives the process, not even after ``kill -9`` (Linux's ``O_TMPFILE``;
+    elsewhere a private temp file unlinked at once). The gateway's kept CARs (``gateway.car_cache``)
+    are such files. Raises ``OSError`` when none can be made."""
+    directory = tempfile.gettempdir()
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
+        with contextlib.suppress(OSError):
+            return os.open(directory, flag | os.O_RDWR, 0o600)
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".bundlekit-scratch-")
+    try:
+        os.unlink(name)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -18,6 +19,8 @@ from bundlekit.gateway.kubo_api import MAX_PUSH_BODY, MAX_STORE_BYTES
 from bundlekit.gateway.kubo_api import MOUNT as PUSH_MOUNT
 from bundlekit.gateway.kubo_api import KuboAPI, PushLimits
 from bundlekit.gateway.server import (
+    MAX_CLIENT_CONNECTIONS,
+    MAX_CLIENT_RATE,
     MAX_CONNECTIONS,
     STOP_POLL_INTERVAL,
     App,
@@ -70,6 +73,16 @@ def _store_apps(source: ServedBlocks, token: str | None, limits: PushLimits) -> 
     return apps, push.stop
 
 
+@dataclass(frozen=True)
+class _Bounds:
+    """``serve``'s bounds on its clients (``create_server``'s): connections, in all and per address, and
+    requests a second per address (None: the default, loopback clients unbounded)."""
+
+    max_connections: int = MAX_CONNECTIONS
+    max_client_connections: int = MAX_CLIENT_CONNECTIONS
+    max_client_rate: int | None = None
+
+
 def _serve(
     source: ServedBlocks,
     host: str,
@@ -77,7 +90,7 @@ def _serve(
     announce: Callable[[GatewayServer], None],
     *,
     ui: bool = False,
-    max_connections: int = MAX_CONNECTIONS,
+    bounds: _Bounds | None = None,
     store_apps: Apps | None = None,
     on_stop: Callable[[], None] = lambda: None,
 ) -> None:
@@ -88,7 +101,10 @@ def _serve(
     """
     try:
         apps = {**(store_apps or {}), **(_ui_apps(source) if ui else {})}
-        server = create_server(source, host, port, apps=apps, max_connections=max_connections)
+        bounds = bounds or _Bounds()
+        server = create_server(source, host, port, apps=apps, max_connections=bounds.max_connections,
+                               max_client_connections=bounds.max_client_connections,
+                               max_client_rate=bounds.max_client_rate)
     except BaseException:
         close_source(source)
         raise
@@ -130,13 +146,13 @@ def _serve(
     help="Serve only the CAR files given: no block store, no IPNS records.",
 )
 @click.option("--ui", is_flag=True, help="Also serve the read-only browsing interface at URL/ui/ (needs bundlekit[ui]).")
-@click.option(
-    "--max-connections",
-    default=MAX_CONNECTIONS,
-    show_default=True,
-    type=Count(1),
-    help="Connections served at once; one more is answered 503 (Retry-After: 1) and closed.",
-)
+@click.option("--max-connections", default=MAX_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once; one more is answered 503 (Retry-After: 1) and closed.")
+@click.option("--max-client-connections", default=MAX_CLIENT_CONNECTIONS, show_default=True, type=Count(1),
+              help="Connections open at once from one client address; one more is answered 503 and closed.")
+@click.option("--max-client-rate", default=None, type=Count(0), metavar="N",
+              help=f"Requests a second from one client address, loopback ones too; one more is answered 429 "
+                   f"(0: no bound). Default: {MAX_CLIENT_RATE} from other addresses, loopback ones unbounded.")
 @click.option("--max-push-bytes", default=MAX_PUSH_BODY, show_default=True, type=Count(1),
               help="With $BUNDLEKIT_SERVE_TOKEN: the largest pushed body (a bundle's CAR) taken.")
 @click.option("--max-store-bytes", default=MAX_STORE_BYTES, show_default=True, type=Count(1),
@@ -144,7 +160,8 @@ def _serve(
 @click.option("--json", "as_json", is_flag=True, help='Print {"url", "roots": [{cid, source, name}]} as one line.')
 @click.argument("cars", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool, max_connections: int,
-          max_push_bytes: int, max_store_bytes: int, as_json: bool, cars: tuple[str, ...]) -> None:
+          max_client_connections: int, max_client_rate: int | None, max_push_bytes: int, max_store_bytes: int,
+          as_json: bool, cars: tuple[str, ...]) -> None:
     """Serve blocks over a local trustless HTTP gateway until Ctrl-C or SIGTERM.
 
     CAR files given as arguments are indexed on disk and served first, then
@@ -188,9 +205,9 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
         if token is not None:
             output.status(f"taking pushes from token holders at {server.url}{PUSH_MOUNT}")
 
+    bounds = _Bounds(max_connections, max_client_connections, max_client_rate)
     store_apps, on_stop = _store_apps(source, token, limits)
-    _serve(source, host, port, announce, ui=ui, max_connections=max_connections, store_apps=store_apps,
-           on_stop=on_stop)
+    _serve(source, host, port, announce, ui=ui, bounds=bounds, store_apps=store_apps, on_stop=on_stop)
 
 
 @click.command("open")

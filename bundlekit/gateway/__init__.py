@@ -1,6 +1,9 @@
 """The local trustless gateway (``bundlekit serve``): HTTP server, request rules, DAG selection, block sources.
 
-Modules: ``server`` (the threading HTTP server and ``serve_in_thread``),
+Modules: ``server`` (uvicorn on one event loop, the mounted apps beside the gateway, and
+``serve_in_thread``), ``transport`` (one connection's bounds over uvicorn's h11 protocol),
+``bodies`` (the mounted apps' types and the request bodies they read: in memory, or spooled
+to an unnamed temp file), ``car_cache`` (whole CAR answers kept as unnamed files),
 ``respond`` (the trustless-gateway request rules: formats, scopes, ranges,
 paths), ``dag`` (which blocks a request selects), ``sources`` (``ServedBlocks``:
 the block store, CAR files through ``CarIndex``, a chain of them), ``framing`` (a

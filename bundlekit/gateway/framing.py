@@ -32,39 +32,28 @@ being read, and the connection closes (RFC 9112 6.1: its framing is faulty). A
 ``Connection`` header listing ``close`` among other options closes the connection too.
 
 Two mounted apps read a body: the Delegated Routing API's ``PUT /routing/v1/ipns/{name}``
-(``server.BodyApp``) and the team hub's push API's ``POST /api/v0/...`` (``server.SpooledBodyApp``).
-Their body is framed by the same rule and read within the app's bound (``read_body`` into memory,
-``spool_body`` into a temp file) instead of dropped; one past the bound is not read, and the
-connection closes.
+(``server.BodyApp``, into memory) and the team hub's push API's ``POST /api/v0/...``
+(``server.SpooledBodyApp``, into an unnamed temp file, once its ``admit`` check passed). Their
+body is framed by the same rule and read within the app's bound instead of dropped; one past
+the bound is not read, and the connection closes.
 
-Reads happen under the connection's own bounds (the head deadline and the idle
-timeout of ``server.py``), so a client trickling a body is cut off like one
-trickling headers.
+The rules are decided here; the bytes are read by the server (h11 under uvicorn, ``server.py``
+and ``transport.py``: ``transport.head_problem`` runs ``header_line_problem`` and
+``request_framing`` on each raw head), under the connection's own bounds (the request's
+deadline from its first byte), so a client trickling a body is cut off like one trickling headers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from email.message import Message
-from typing import BinaryIO, Protocol
 
-__all__ = ["MAX_DISCARDED_BODY", "MAX_HEAD_BYTES", "BodyFraming", "discard_body", "header_line_problem",
-           "read_body", "request_framing", "spool_body"]
+__all__ = ["MAX_DISCARDED_BODY", "MAX_HEAD_BYTES", "BodyFraming", "header_line_problem", "request_framing"]
 
 #: Bytes of a request body read and dropped to keep a connection open; a larger body closes it.
 MAX_DISCARDED_BODY = 64 * 1024
 #: Bytes of header lines (after the request line) one request may send; more is a 431.
 MAX_HEAD_BYTES = 64 * 1024
-#: Longest chunk-size line (size, extensions, CRLF) or trailer line read while discarding.
-_MAX_LINE = 4096
-
-
-class Readable(Protocol):
-    """What a body is read from: a buffered binary stream (the connection's ``rfile``)."""
-
-    def read(self, size: int = -1, /) -> bytes: ...
-
-    def readline(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -118,93 +107,3 @@ def request_framing(headers: Message, *, http10: bool = False) -> BodyFraming:
         return BodyFraming("invalid", problem="Content-Length is not one non-negative integer")
     length = int(lengths[0])
     return BodyFraming("length", length=length) if length else BodyFraming("none")
-
-
-def discard_body(stream: Readable, framing: BodyFraming, limit: int = MAX_DISCARDED_BODY) -> bool:
-    """Read and drop the body ``framing`` describes, up to ``limit`` bytes; whether it was read whole.
-
-    ``False`` means the connection cannot carry another request: the body is
-    larger than ``limit`` (nothing more is read), malformed, or the client
-    stopped sending (end of stream; a timeout propagates as ``OSError``).
-    """
-    return _take(stream, framing, limit, None)
-
-
-def read_body(stream: Readable, framing: BodyFraming, limit: int = MAX_DISCARDED_BODY) -> bytes | None:
-    """The body ``framing`` describes, read under the same rule and bound as ``discard_body`` (for an app
-    that reads one: the routing API's ``PUT``); None when it cannot be read whole within ``limit``
-    (the connection then cannot carry another request)."""
-    parts: list[bytes] = []
-    return b"".join(parts) if _take(stream, framing, limit, parts) else None
-
-
-class _Pieces(Protocol):
-    """Where ``_take`` puts the pieces of a body it keeps: a list, or a file (``_Spool``)."""
-
-    def append(self, data: bytes, /) -> object: ...
-
-
-class _Spool:
-    """``_take``'s ``into`` over a file: each piece read is written to it."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self._out = out
-
-    def append(self, data: bytes, /) -> object:
-        return self._out.write(data)
-
-
-def spool_body(stream: Readable, framing: BodyFraming, out: BinaryIO, limit: int) -> bool:
-    """The body ``framing`` describes written to ``out`` as it is read, under the same rule and bound as
-    ``read_body`` (``server.SpooledBodyApp``: a pushed CAR, never held in memory); whether it was read whole."""
-    return _take(stream, framing, limit, _Spool(out))
-
-
-def _take(stream: Readable, framing: BodyFraming, limit: int, into: _Pieces | None) -> bool:
-    """Read the body within ``limit``, keeping its bytes in ``into`` unless it is None; whether it was read whole."""
-    if framing.kind == "none":
-        return True
-    if framing.kind == "length":
-        return framing.length <= limit and _skip(stream, framing.length, into)
-    if framing.kind == "chunked":
-        return _skip_chunked(stream, limit, into)
-    return False
-
-
-def _skip(stream: Readable, count: int, into: _Pieces | None = None) -> bool:
-    while count > 0:
-        data = stream.read(min(count, 16 * 1024))
-        if not data:
-            return False
-        if into is not None:
-            into.append(data)
-        count -= len(data)
-    return True
-
-
-def _skip_chunked(stream: Readable, limit: int, into: _Pieces | None = None) -> bool:
-    """Chunks (RFC 9112 7.1): ``size[;ext] CRLF data CRLF`` ... ``0 CRLF`` trailers ``CRLF``, within ``limit``."""
-    budget = limit
-    while True:
-        line = stream.readline(_MAX_LINE + 1)
-        budget -= len(line)
-        if not line.endswith(b"\n") or budget < 0:
-            return False
-        size_text, semicolon, _extensions = line.rstrip(b"\r\n").partition(b";")
-        if semicolon:
-            size_text = size_text.rstrip(b" \t")  # BWS is allowed only before an extension
-        if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
-            return False
-        size = int(size_text, 16)
-        if size == 0:
-            break
-        budget -= size + 2
-        if budget < 0 or not _skip(stream, size, into) or stream.read(2) != b"\r\n":
-            return False
-    while True:  # trailer fields, then the empty line
-        line = stream.readline(_MAX_LINE + 1)
-        budget -= len(line)
-        if not line.endswith(b"\n") or budget < 0:
-            return False
-        if line in (b"\r\n", b"\n"):
-            return True

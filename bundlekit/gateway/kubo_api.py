@@ -79,7 +79,7 @@ from bundlekit.errors import (
     VerificationError,
 )
 from bundlekit.gateway.respond import Response
-from bundlekit.gateway.server import SpooledBodyApp
+from bundlekit.gateway.bodies import SpooledBodyApp
 from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
 
 __all__ = ["MAX_BLOCKS", "MAX_PUSH_BODY", "MAX_STORE_BYTES", "MOUNT", "KuboAPI", "PushLimits"]

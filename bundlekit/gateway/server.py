@@ -8,24 +8,25 @@ local ``BlockStore``, CAR files indexed on disk, or anything with ``get`` and
 entity or all, and ``entity-bytes``. Without either it behaves as a small path gateway: a file's
 bytes, or a directory listing (``index.html`` when the directory has one).
 
-It runs on the standard library's ``ThreadingHTTPServer``: one thread per
-connection is plenty for a loopback gateway, keeps the code synchronous like
-the rest of bundlekit, and needs no extra dependency. The threads are bounded:
-at most ``max_connections`` (:data:`MAX_CONNECTIONS`) connections are served at
-once, and one more is answered ``503`` with ``Retry-After`` and closed at
-once, so a flood of slow clients cannot grow the process without bound. A
-request's head (request line and headers) must arrive within
-:data:`HEAD_TIMEOUT` of its first byte, and each read waits at most
-:data:`IDLE_TIMEOUT`, so a client trickling bytes cannot hold a connection
-for ever. A request body is read and dropped within a bound before the answer, or the
-answer says ``Connection: close`` (``bundlekit.gateway.framing``): nothing served uses one
-but a mounted ``BodyApp`` (the routing API's ``PUT``, which gets it read within its bound) or
-``SpooledBodyApp`` (the push API's ``POST``: admitted first, then read into a temp file within its
-bound), and its bytes must never be read as the next request. Responses stream: a CAR
-goes out block by block with chunked transfer encoding, a file chunk by chunk
-with a known ``Content-Length``. When a block turns out to be missing after
-the status line went out, the connection is cut without the final chunk, so
-a client sees a truncated transfer, never a short "complete" answer.
+It runs on uvicorn (h11, one asyncio event loop; ``gateway.transport`` holds the connection's
+bounds): a connection is a protocol object and a few timers, so a slow client costs a socket,
+never a thread, and thousands may wait at once while every other request is answered. At most
+``max_connections`` (:data:`MAX_CONNECTIONS`) connections are open at once, and
+``max_client_connections`` (:data:`MAX_CLIENT_CONNECTIONS`) from one address; one more is
+answered ``503`` with ``Retry-After`` and closed at once. A request's head and body must arrive
+within :data:`HEAD_TIMEOUT` of its first byte (an admitted ``SpooledBodyApp`` body: within
+:data:`IDLE_TIMEOUT` of its last bytes), an idle connection closes after :data:`IDLE_TIMEOUT`. The request rules are synchronous (``GatewayResponder``, block reads from
+disk): each answer is computed, and its streamed body pulled, on a small pool of
+:data:`ANSWER_THREADS` threads, never on the event loop. A request body is read and dropped
+within a bound before the answer, or the answer says ``Connection: close``
+(``bundlekit.gateway.framing``): nothing served uses one but a mounted ``BodyApp`` (the routing
+API's ``PUT``, which gets it read within its bound) or ``SpooledBodyApp`` (the push API's ``POST``:
+admitted first, then read on the event loop into an unnamed temp file within its bound, closed
+on every path once its answer is computed; ``gateway.bodies``), and its bytes must never be read
+as the next request. A mounted app's headers carry the client's address (``PEER_HEADER``). Responses stream: a CAR goes out block by block with chunked transfer encoding, a file
+chunk by chunk with a known ``Content-Length``. When a block turns out to be missing after the
+status line went out, the connection is cut without the final chunk, so a client sees a
+truncated transfer, never a short "complete" answer.
 
 The request rules live in ``bundlekit.gateway.respond`` (``GatewayResponder``, plain
 request -> response logic); this module wires them to HTTP
@@ -37,49 +38,53 @@ benchmarks (``serve_in_thread``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import logging
-import select
 import signal
 import socket
 import sys
-import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
+
+import uvicorn
+
+try:
+    import resource
+except ImportError:  # not on Windows: no file limit to raise there
+    resource = None  # type: ignore[assignment]
 
 from bundlekit._redact import redact
 from bundlekit._signals import is_ignored
 from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
-from bundlekit.gateway.framing import (
-    MAX_HEAD_BYTES,
-    BodyFraming,
-    discard_body,
-    header_line_problem,
-    read_body,
-    request_framing,
-    spool_body,
-)
+from bundlekit.gateway.bodies import PEER_HEADER, App, BodyApp, SpooledBodyApp, read_body, spool_body
+from bundlekit.gateway.car_cache import CarCache, CarCopy
+from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
+from bundlekit.gateway.transport import EXTENSION, ClientRates, ConnectionCounts, GatewayProtocol
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 from bundlekit.net.loopback import allowed_hosts, is_loopback
 
 __all__ = [
+    "ANSWER_THREADS",
     "HEAD_TIMEOUT",
     "IDLE_TIMEOUT",
+    "MAX_CLIENT_CONNECTIONS",
+    "MAX_CLIENT_RATE",
     "MAX_CONNECTIONS",
     "STOP_POLL_INTERVAL",
+    "PEER_HEADER",
     "App",
     "BodyApp",
-    "PEER_HEADER",
     "GatewayResponder",
     "GatewayServer",
     "Response",
@@ -95,412 +100,393 @@ __all__ = [
 
 logger = logging.getLogger("bundlekit.gateway")
 
-# An extra application mounted beside the gateway paths: (method, target, lower-case headers) -> Response.
-# It must never raise (like GatewayResponder.respond). The browsing interface (bundlekit.ui) is one, at /ui/.
-# The headers of a mounted app's request also hold PEER_HEADER, the client's address: a name no HTTP header
-# can have (a field name never starts with ":"), so a client cannot forge it.
-App = Callable[[str, str, Mapping[str, str]], Response]
-PEER_HEADER = ":peer"
-
-
-@dataclass(frozen=True)
-class BodyApp:
-    """A mounted app that reads the body of its ``methods``' requests: the Delegated Routing API's ``PUT``.
-
-    ``respond(method, target, headers, body)`` gets the body read within ``max_body`` bytes
-    (``framing.read_body``: chunk sizes and trailers counted), ``b""`` for none, or None when it
-    could not be read whole within the bound (nothing past it is read; the connection closes after
-    the answer). Like ``App``, it must never raise.
-    """
-
-    respond: Callable[[str, str, Mapping[str, str], bytes | None], Response]
-    max_body: int
-    methods: frozenset[str] = frozenset({"PUT"})
-
-
-@dataclass(frozen=True)
-class SpooledBodyApp:
-    """A ``BodyApp`` whose body goes to an unnamed temp file instead of memory: the team hub's pushed CARs.
-
-    ``respond(method, target, headers, body)`` gets the body read within ``max_body`` bytes into a
-    ``tempfile.TemporaryFile`` (positioned at its start, closed and so removed after the answer), or
-    None when it could not be read whole within the bound. Like ``App``, it must never raise.
-    """
-
-    respond: Callable[[str, str, Mapping[str, str], BinaryIO | None], Response]
-    max_body: int
-    methods: frozenset[str] = frozenset({"POST"})
-    # Judged before the body is read: (method, target, headers) -> a refusal, or None to read the body.
-    # A refused body is never read (dropped within the usual bound, else the connection closes), so a
-    # client without the app's credentials cannot make it spool anything. An admitted body is read
-    # under the idle timeout alone (a large push may take longer than the head's deadline).
-    admit: Callable[[str, str, Mapping[str, str]], Response | None] | None = None
+Mounted = App | BodyApp | SpooledBodyApp
+# A request body as an app is given it: bytes, a spooled file, or None (not read whole within its bound).
+Body = bytes | BinaryIO | None
 
 
 # Seconds between checks of a stop request in serve_forever: the longest a stop waits.
-# The check is one flag read, so a short interval costs nothing measurable.
 STOP_POLL_INTERVAL = 0.05
 
-# Connections served at once; one more is answered 503 and closed (each holds a thread).
-MAX_CONNECTIONS = 64
-# Seconds a read may wait: an idle keep-alive connection, or a stalled client, is closed after it.
+# Connections open at once; one more is answered 503 and closed. A waiting connection costs a socket
+# and a few kilobytes, no thread: the bound is the process's file descriptors (raised to fit at start).
+MAX_CONNECTIONS = 4096
+# Connections open at once from one client address; one more is answered 503 and closed.
+MAX_CLIENT_CONNECTIONS = 1024
+# Requests a second from one client address (bursts of two seconds' worth); one more is answered 429.
+# Loopback clients are not bounded by this default (``ClientRates``): ``serve --max-client-rate`` bounds them too.
+MAX_CLIENT_RATE = 500
+# Seconds an idle keep-alive connection stays open, and an answer may wait for a client not reading it.
 IDLE_TIMEOUT = 120.0
-# Seconds from a request's first byte to the end of its headers: a client trickling them is cut off.
+# Seconds from a request's first byte to the end of its head and body: a client trickling them is cut off.
 HEAD_TIMEOUT = 30.0
-
-
-# A connection closed with request bytes still unread: it is shut for writing (the answer is out,
-# with its FIN) and read on for at most these seconds and bytes before the close, so the kernel does
-# not answer the unread bytes with a reset that can destroy the answer at the client (Apache's
-# "lingering close").
-LINGER_TIME = 2.0
-LINGER_BYTES = 16 * 1024 * 1024
+# Threads computing answers (GatewayResponder, mounted apps) and pulling their streamed bodies.
+ANSWER_THREADS = 8
+# Bytes of a streamed body pulled on a thread before it is handed to the event loop to send.
+_PULL_BYTES = 256 * 1024
 # Seconds a stopping server waits for the ``BodyApp`` answers under way (a routing ``PUT`` writing its
-# record): its handler threads are daemons, and one stopped mid-write at exit would leave a temp file.
+# record): a stop never cuts a record write in half.
 WRITE_GRACE = 5.0
 
+# Request headers that bear on a body's framing (``framing.request_framing``) or on reading it.
+_FRAMING_HEADERS = frozenset({b"content-length", b"transfer-encoding", b"expect"})
 
-def _linger(sock: socket.socket) -> None:
-    """Shut ``sock`` for writing, then read and drop what the client still sends, within the linger bounds."""
-    deadline = time.monotonic() + LINGER_TIME
-    budget = LINGER_BYTES
+_OPTIONS_HEADERS = [
+    (b"Allow", b"GET, HEAD, OPTIONS"),
+    (b"Access-Control-Allow-Origin", b"*"),
+    (b"Access-Control-Allow-Methods", b"GET, HEAD, OPTIONS"),
+    (b"Access-Control-Allow-Headers", b"Accept, Cache-Control, If-None-Match"),
+    (b"Content-Length", b"0"),
+]
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server without its signal handlers: ``stop_on_signals`` (or the caller) decides a stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv4 or IPv6 as ``host`` says); raises ``OSError``."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _name, address = infos[0]
+    sock = socket.socket(family, kind, proto)
     try:
-        sock.shutdown(socket.SHUT_WR)
-        while budget > 0:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                return
-            sock.settimeout(wait)
-            data = sock.recv(min(budget, 64 * 1024))
-            if not data:
-                return
-            budget -= len(data)
-    except OSError:
-        pass  # gone, reset or timed out: closing is all that is left
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        # A burst of connections waits in the kernel to be accepted instead of having its SYNs dropped.
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-class _CheckedLines:
-    """The connection's reader while a request's header lines are read: each line is checked
-    (``framing.header_line_problem``) and counted against ``MAX_HEAD_BYTES``; the first problem is
-    kept, and past the bound every read answers the empty end of the head, so nothing more is read."""
-
-    def __init__(self, stream: io.BufferedIOBase) -> None:
-        self._stream = stream
-        self._count = 0
-        self.problem: str | None = None
-        self.too_long = False
-
-    def readline(self, size: int = -1) -> bytes:
-        if self.too_long:
-            return b"\r\n"
-        line = self._stream.readline(size)
-        self._count += len(line)
-        if self._count > MAX_HEAD_BYTES:
-            self.too_long = True
-            self.problem = f"the header lines are over {MAX_HEAD_BYTES} bytes"
-            return b"\r\n"
-        if self.problem is None:
-            self.problem = header_line_problem(line)
-        return line
+def _raise_file_limit(wanted: int) -> None:
+    """Raise the soft limit of open files towards ``wanted`` (bounded by the hard limit), where the OS has one."""
+    if resource is None:
+        return
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
-class _HeadReader(io.RawIOBase):
-    """The connection's reads, each bounded by the idle timeout and, once a request has begun, by its
-    head deadline (``start`` clears it for the next request)."""
+class GatewayServer:
+    """uvicorn serving a ``GatewayResponder`` and mounted apps, within the connection bounds.
 
-    def __init__(self, sock: socket.socket, idle: float, head: float) -> None:
-        self._sock = sock
-        self._idle = idle
-        self._head = head
-        self._deadline: float | None = None
-        self._in_body = False
-
-    def start(self) -> None:
-        self._deadline = None
-        self._in_body = False
-
-    def read_body(self) -> None:
-        """From now until ``start``: an admitted body, each read bounded by the idle timeout alone."""
-        self._in_body = True
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
-        wait = self._idle
-        if self._deadline is not None and not self._in_body:
-            wait = min(wait, self._deadline - time.monotonic())
-            if wait <= 0:
-                raise TimeoutError("the request headers took too long")
-        self._sock.settimeout(wait)
-        try:
-            count = self._sock.recv_into(buffer)
-        finally:
-            self._sock.settimeout(self._idle)  # writes keep the idle bound
-        if count and self._deadline is None:
-            self._deadline = time.monotonic() + self._head
-        return count
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive and chunked transfer encoding
-    # Headers and body go out in separate writes; with Nagle on, a keep-alive
-    # client waits for the delayed ACK (~40 ms) on every small response.
-    disable_nagle_algorithm = True
-    timeout = IDLE_TIMEOUT  # an idle keep-alive connection does not hold a thread for ever
-    server: GatewayServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.rfile.close()  # the standard reader, replaced by one that bounds the head
-        self._reader = _HeadReader(self.connection, self.server.idle_timeout, self.server.head_timeout)
-        self.connection.settimeout(self.server.idle_timeout)
-        self.rfile = io.BufferedReader(self._reader)
-
-    def handle_one_request(self) -> None:
-        self._reader.start()  # the head deadline starts at the next request's first byte
-        self._unread = False  # bytes of this request were left unread: close after the answer, lingering
-        self._close_said = False
-        self._body: bytes | BinaryIO | None = b""  # a BodyApp's body (None: not read whole within its bound)
-        self._spooled = False  # the body goes to a temp file (a SpooledBodyApp's)
-        self._refusal: Response | None = None  # a SpooledBodyApp's answer given before its body
-        try:
-            super().handle_one_request()
-        finally:
-            if not isinstance(self._body, bytes | None):
-                self._body.close()
-
-    def parse_request(self) -> bool:
-        """The request line and headers (each header line checked as it is read), then its body
-        settled (``framing``): read and dropped, or the connection marked to close after the answer;
-        a malformed header line or invalid framing is answered 400 here, too many header bytes 431."""
-        checked = _CheckedLines(self.rfile)
-        self.rfile, plain = cast(io.BufferedReader, checked), self.rfile
-        try:
-            parsed = super().parse_request()
-        finally:
-            self.rfile = plain
-        if not parsed:
-            return False
-        if checked.problem is not None:
-            self._unread = True
-            status = 431 if checked.too_long else 400
-            self.send_error(status, f"malformed request head: {checked.problem}")
-            return False
-        if "close" in (t.strip().lower() for t in self.headers.get("Connection", "").split(",")):
-            self.close_connection = True
-        framing = request_framing(self.headers, http10=self.request_version == "HTTP/1.0")
-        if framing.kind == "invalid":
-            self._unread = True
-            self.send_error(400, f"invalid request framing: {framing.problem}")
-            return False
-        waits = self.headers.get("Expect", "").strip().lower() == "100-continue"
-        wanted = self.server.body_limit(self.command, self.path)
-        app = self.server.responder_for(self.path)
-        self._spooled = isinstance(app, SpooledBodyApp)
-        if wanted and isinstance(app, SpooledBodyApp) and app.admit is not None:
-            self._refusal = app.admit(self.command, self.path, self._lower_headers())
-            if self._refusal is not None:
-                wanted = 0  # never spooled: dropped within the usual bound, or the connection closes
-            else:
-                self._reader.read_body()
-        if wanted and framing.kind in ("length", "chunked"):
-            return self._read_body(framing, wanted, waits)
-        if framing.close or (framing.kind != "none" and (waits or not discard_body(self.rfile, framing))):
-            self._unread = True
-            self.close_connection = True
-        return True
-
-    def _read_body(self, framing: BodyFraming, limit: int, waits: bool) -> bool:
-        """The body of a request a ``BodyApp`` answers, read within ``limit`` into ``self._body``.
-
-        A declared length past the bound is not read (``None``: the app refuses it, the connection
-        closes); a client waiting for ``100 Continue`` gets it only for a body that may fit.
-        """
-        if framing.kind == "length" and framing.length > limit:
-            self._body = None
-        else:
-            if waits:
-                self.send_response_only(100)
-                self.end_headers()
-            self._body = self._read_spooled(framing, limit) if self._spooled else read_body(self.rfile, framing, limit)
-        if self._body is None:
-            self._unread = True
-        if self._body is None or framing.close:
-            self.close_connection = True
-        return True
-
-    def _read_spooled(self, framing: BodyFraming, limit: int) -> BinaryIO | None:
-        """A ``SpooledBodyApp``'s body, read within ``limit`` into a temp file (None past the bound)."""
-        spool = tempfile.TemporaryFile()
-        if not spool_body(self.rfile, framing, spool, limit):
-            spool.close()
-            return None
-        spool.seek(0)
-        return cast(BinaryIO, spool)
-
-    def handle_expect_100(self) -> bool:
-        """Never ``100 Continue`` here: an answer that reads no body comes at once (RFC 9110 10.1.1)
-        and the unsent body closes the connection after it (``parse_request``); a ``BodyApp``'s
-        request gets it once its body is known to fit (``_read_body``)."""
-        return True
-
-    def send_response(self, code: int, message: str | None = None) -> None:
-        """The status line; ``Connection: close`` too whenever the connection closes after this answer."""
-        super().send_response(code, message)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-
-    def send_header(self, keyword: str, value: str) -> None:
-        if keyword.lower() == "connection" and value.lower() == "close":
-            if self._close_said:
-                return  # send_error says it too
-            self._close_said = True
-        super().send_header(keyword, value)
-
-    def finish(self) -> None:
-        super().finish()
-        if self._unread:
-            _linger(self.connection)
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_HEAD(self) -> None:
-        self._serve("HEAD")
-
-    def do_OPTIONS(self) -> None:
-        self.send_response(204)
-        self.send_header("Allow", "GET, HEAD, OPTIONS")
-        self.send_header("Access-Control-Allow-Origin", "*")
-        self.send_header("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-        self.send_header("Access-Control-Allow-Headers", "Accept, Cache-Control, If-None-Match")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def _other(self) -> None:
-        self._serve(self.command)
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = _other
-
-    def _lower_headers(self) -> dict[str, str]:
-        """The request's headers by lower-case name (repeated ones joined), with the client's address as
-        ``PEER_HEADER``."""
-        headers: dict[str, str] = {}
-        for key, value in self.headers.items():
-            k = key.lower()
-            headers[k] = f"{headers[k]}, {value}" if k in headers else value
-        headers[PEER_HEADER] = str(self.client_address[0])
-        return headers
-
-    def _serve(self, method: str) -> None:
-        headers = self._lower_headers()
-        app = self.server.responder_for(self.path)
-        if app != self.server.gateway.respond and not self.server.answers_host(headers.get("host", "")):
-            app = self.server.misdirected
-        if self._refusal is not None and app != self.server.misdirected:
-            response = self._refusal
-        elif app == self.server.gateway.respond:
-            # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
-            response = self.server.gateway.respond(method, self.path, headers, cancelled=self._client_gone)
-        elif isinstance(app, BodyApp | SpooledBodyApp):
-            response = self.server.answer_writing(app, method, self.path, headers,
-                                                  self._body if method in app.methods else b"")
-        else:
-            response = app(method, self.path, headers)
-        if response.status == CLIENT_GONE:
-            logger.info("client %s went away before the answer to %s", self.address_string(), self.path)
-            self.close_connection = True
-            return
-        self.send_response(response.status)
-        for key, value in response.headers:
-            self.send_header(key, value)
-        no_body = method == "HEAD" or response.status in (204, 304)
-        if response.length is not None:
-            self.send_header("Content-Length", str(response.length))
-        elif not no_body:
-            self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        if no_body:
-            return
-        try:
-            for chunk in response.body:
-                if not chunk:
-                    continue
-                if response.length is None:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                else:
-                    self.wfile.write(chunk)
-            if response.length is None:
-                self.wfile.write(b"0\r\n\r\n")
-        except BundlekitError as exc:
-            # The status line is out; cutting the connection is the only honest signal left.
-            logger.warning("response to %s cut short: %s", redact(self.path), exc)
-            self.close_connection = True
-        except (BrokenPipeError, ConnectionResetError, WalkCancelled):
-            self.close_connection = True
-
-    def _client_gone(self) -> bool:
-        """Whether the client has closed its end: readable with nothing to read (EOF) or reset.
-
-        Pipelined request bytes make the socket readable too; a peek tells them apart.
-        """
-        sock = self.connection
-        try:
-            readable, _w, _x = select.select([sock], [], [], 0)
-            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
-            return True
-
-    def log_message(self, format: str, *args: object) -> None:
-        # The request line holds the client's path and query: logged through the one output redaction.
-        logger.info("%s %s", self.address_string(), redact(format % args))
-
-
-class GatewayServer(ThreadingHTTPServer):
-    """A threading HTTP server bound to a ``GatewayResponder``, serving at most ``max_connections`` at once.
-
-    ``idle_timeout`` bounds each read (and write); ``head_timeout`` a request's head from its first byte.
+    ``idle_timeout`` bounds an idle connection (and a client not reading its answer);
+    ``head_timeout`` a request's head and body from its first byte. Both, and the limits, are read
+    by each connection as it is set up. ``serve_forever`` runs the event loop in the calling thread
+    until ``shutdown``; ``server_close`` then waits for the writes under way and frees the socket.
     """
-
-    daemon_threads = True
-    allow_reuse_address = True
-    # The listen backlog: a burst of connections waits in the kernel to be accepted (and served or
-    # answered 503) instead of having its SYNs dropped and retried a second later (the default is 5).
-    request_queue_size = 128
 
     def __init__(
         self,
         address: tuple[str, int],
         gateway: GatewayResponder,
-        apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
+        apps: Mapping[str, Mounted] | None = None,
         *,
         max_connections: int = MAX_CONNECTIONS,
+        max_client_connections: int = MAX_CLIENT_CONNECTIONS,
+        max_client_rate: int | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
         head_timeout: float = HEAD_TIMEOUT,
     ) -> None:
-        if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
-            raise UsageError(f"the connection limit must be 1 or more, not {max_connections!r}")
+        for name, value in (("connection", max_connections), ("per-client connection", max_client_connections)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"the {name} limit must be 1 or more, not {value!r}")
+        self.max_connections = max_connections
+        self.max_client_connections = max_client_connections
+        self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self.counts = ConnectionCounts()
+        # None: the default rate, loopback clients unbounded; a number (0: none) bounds every client.
+        self.rates = ClientRates(MAX_CLIENT_RATE if max_client_rate is None else max_client_rate,
+                                 loopback=max_client_rate is not None)
+        self.cars = CarCache()  # streamed CAR answers kept as files (gateway.car_cache)
+        self.gateway = gateway
+        # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
+        self.apps = dict(apps or {})
+        for prefix in self.apps:
+            path = prefix.rstrip("/")
+            if not prefix.startswith("/") or path in ("", "/ipfs", "/ipns") or path.startswith(("/ipfs/", "/ipns/")):
+                raise UsageError(f"cannot mount an app at {prefix!r}: mount it under its own path, such as /ui/")
         # BodyApp answers under way, and whether the server is closing (server_close waits for them).
         self._writes = 0
         self._writes_done = threading.Condition()
         self._closing = False
-        super().__init__(address, _Handler)
-        self.max_connections = max_connections
-        self.idle_timeout = idle_timeout
-        self.head_timeout = head_timeout
-        self._slots = threading.BoundedSemaphore(max_connections)
-        self.gateway = gateway
-        # Mount points such as "/ui/"; the gateway paths (/ipfs/, /ipns/, /) are never shadowed.
-        self.apps = dict(apps or {})
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._uvicorn: _Uvicorn | None = None
+        _raise_file_limit(max_connections + 64)
+        self.socket = _listen(*address)
+        self.server_address: tuple[Any, ...] = self.socket.getsockname()
         # Bound to loopback, the apps answer only loopback Host names (net/loopback: DNS rebinding).
         bound, port = str(self.server_address[0]), int(self.server_address[1])
         self.app_hosts = frozenset(allowed_hosts(bound, port)) if is_loopback(bound) else None
-        for prefix in self.apps:
-            path = prefix.rstrip("/")
-            if not prefix.startswith("/") or path in ("", "/ipfs", "/ipns") or path.startswith(("/ipfs/", "/ipns/")):
-                self.server_close()
-                raise UsageError(f"cannot mount an app at {prefix!r}: mount it under its own path, such as /ui/")
+        self._threads = ThreadPoolExecutor(ANSWER_THREADS, thread_name_prefix="bundlekit-gateway-answer")
+
+    # -- serving ------------------------------------------------------------------------------
+
+    def serve_forever(self, poll_interval: float = STOP_POLL_INTERVAL) -> None:
+        """Serve until ``shutdown`` (from another thread or a signal handler); returns at once after one."""
+        try:
+            if not self._stop.is_set():
+                asyncio.run(self._serve(poll_interval))
+        finally:
+            self._stopped.set()
+
+    async def _serve(self, poll_interval: float) -> None:
+        protocol = type("BoundGatewayProtocol", (GatewayProtocol,), {"limits": self})
+        config = uvicorn.Config(
+            self._asgi, http=protocol, interface="asgi3", lifespan="off", log_config=None, log_level="warning", access_log=False,
+            proxy_headers=False, server_header=False, date_header=True,
+            timeout_keep_alive=int(self.idle_timeout) + 1, timeout_graceful_shutdown=int(WRITE_GRACE),
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES + 8192, backlog=1024,
+        )
+        self._uvicorn = server = _Uvicorn(config)
+        watch = asyncio.create_task(self._watch_stop(server, poll_interval))
+        try:
+            await server.serve(sockets=[self.socket])
+        finally:
+            watch.cancel()
+            await self.counts.close_all()
+
+    async def _watch_stop(self, server: _Uvicorn, poll_interval: float) -> None:
+        while not self._stop.is_set():
+            await asyncio.sleep(poll_interval)
+        server.should_exit = True
+
+    def shutdown(self) -> None:
+        """Ask ``serve_forever`` to stop and wait until it has (call it from another thread). From now on a
+        ``BodyApp`` request is answered 503 (``answer_writing``); the ones under way finish first."""
+        with self._writes_done:
+            self._closing = True
+        self._stop.set()
+        self._stopped.wait()
+
+    def server_close(self) -> None:
+        """Stop taking connections, then wait (at most ``WRITE_GRACE`` seconds) for the ``BodyApp``
+        answers under way: a stop (SIGTERM, Ctrl-C) never cuts a record write in half at exit."""
+        with self._writes_done:
+            self._closing = True
+            self._writes_done.wait_for(lambda: self._writes == 0, timeout=WRITE_GRACE)
+        self._stop.set()
+        self.socket.close()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8080`` (no trailing slash)."""
+        host, port = self.server_address[0], self.server_address[1]
+        host_text = host.decode() if isinstance(host, bytes) else str(host)
+        if ":" in host_text:
+            host_text = f"[{host_text}]"
+        return f"http://{host_text}:{port}"
+
+    # -- one request ----------------------------------------------------------------------------
+
+    async def _asgi(self, scope: Any, receive: Any, send: Any) -> None:
+        """One request; a failure of the transport is logged (``handle_error``) and ends the connection."""
+        try:
+            await self._request(scope, receive, send)
+        except asyncio.CancelledError:  # a stop past its grace: the connection ends unanswered
+            cast(GatewayProtocol, scope["extensions"][EXTENSION]).cut()
+        except Exception:
+            self.handle_error(None, scope.get("client"))
+            cast(GatewayProtocol, scope["extensions"][EXTENSION]).cut()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Log a failed connection: one quiet line for a client that hung up, a traceback otherwise.
+
+        A client that closes its keep-alive connection (or resets it mid-request,
+        as ``curl | head`` does) is routine, not a server fault: no traceback.
+        """
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("client %s went away: %s", client_address, exc)
+            return
+        logger.exception("error while serving %s", client_address)
+
+    async def _request(self, scope: Any, receive: Any, send: Any) -> None:
+        """One request: its app found (``_app_for``), admitted, its body settled (``_settle_body``), its
+        answer computed (``_compute``), then sent."""
+        conn = cast(GatewayProtocol, scope["extensions"][EXTENSION])
+        method = str(scope["method"])
+        client = scope.get("client")
+        if not self.rates.allow(str(client[0]) if client else "?"):
+            logger.info("refused %s: past %g requests a second", client, self.rates.rate)
+            await self._send(send, conn, method, error_response(
+                429, f"too many requests from one address (at most {self.rates.rate:g} a second); retry shortly",
+                [("Retry-After", "1")]), [(b"Connection", b"close")])  # its body, if any, is never read
+            return
+        target = scope["raw_path"].decode("latin-1")
+        if scope["query_string"]:
+            target += "?" + scope["query_string"].decode("latin-1")
+        headers: dict[str, str] = {}
+        for raw_key, raw_value in scope["headers"]:
+            key, value = raw_key.decode("latin-1"), raw_value.decode("latin-1")
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("%s %s", client, redact(f"{method} {target}"))
+        app = self._app_for(target, headers, client)
+        refusal = _admission(app, method, target, headers)
+        try:
+            body, close = await self._settle_body(scope, receive, conn, None if refusal else app, method)
+        except _SpoolFailed as exc:
+            body, close, refusal = None, True, error_response(
+                507, f"this server cannot keep the request's body now: {exc}; retry later", [("Retry-After", "60")])
+        if conn.closed():
+            _discard(body)
+            return  # the client left, its request took too long, or the server is stopping
+        conn.writing = refusal is None and _writes(app, method)  # a stop lets this answer finish
+        extra = [(b"Connection", b"close")] if close else []
+        if method == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": _OPTIONS_HEADERS + extra})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        response = refusal or await self._compute(app, method, target, headers, body, conn)
+        if response.status == CLIENT_GONE:
+            logger.info("client %s went away before the answer to %s", scope.get("client"), redact(target))
+            conn.cut()
+            return
+        await self._send(send, conn, method, response, extra)
+
+    def _app_for(self, target: str, headers: dict[str, str], client: Any) -> Mounted:
+        """The app ``target`` belongs to: the gateway's, a mounted app's (its ``headers`` given the client's
+        address as ``PEER_HEADER``), or the ``421`` of an app asked under a ``Host`` it does not answer."""
+        app = self.responder_for(target)
+        if app == self.gateway.respond:
+            return app
+        headers[PEER_HEADER] = str(client[0]) if client else ""
+        return app if self.answers_host(headers.get("host", "")) else self.misdirected
+
+    async def _compute(
+        self, app: Mounted, method: str, target: str, headers: Mapping[str, str], body: Body, conn: GatewayProtocol
+    ) -> Response:
+        """The answer of ``app``, on an answer thread (a spooled ``body`` closed once it is done with it)."""
+        gone = conn.is_gone
+        if app == self.gateway.respond and _one_block(target):
+            # One block's answer (a root's block, a CAR's first block, a small file) is a read or two:
+            # answered on the loop, it costs no thread hop; everything longer goes to a thread.
+            return self.answer(app, method, target, headers, body, gone)
+        job = self._threads.submit(self.answer, app, method, target, headers, body, gone)
+        try:
+            return await asyncio.wrap_future(job)
+        finally:
+            if not isinstance(body, bytes | None):
+                job.cancel()  # not started yet (a stop): it never will
+                job.add_done_callback(lambda _job: _discard(body))  # when the app is done with it, at once if it is
+
+    async def _settle_body(
+        self, scope: Any, receive: Any, conn: GatewayProtocol, app: Mounted | None, method: str
+    ) -> tuple[Body, bool]:
+        """The request body (``b""`` when none or dropped; a spooled file for a ``SpooledBodyApp``; None when
+        an app's could not be read within its bound) and whether the connection closes after the answer
+        (``framing``'s rule). ``app`` None: a refused request, whose body is dropped like any other."""
+        names = {key for key, _value in scope["headers"]}
+        if not names & _FRAMING_HEADERS:  # the common case: no body, nothing to decide but Connection
+            return b"", any(key == b"connection" and b"close" in value.lower() and "close" in {
+                t.strip() for t in value.decode("latin-1").lower().split(",")} for key, value in scope["headers"])
+        message = Message()
+        for raw_key, raw_value in scope["headers"]:
+            message[raw_key.decode("latin-1")] = raw_value.decode("latin-1")
+        framing = request_framing(message, http10=scope["http_version"] == "1.0")
+        tokens = {t.strip().lower() for t in (message.get("connection") or "").split(",")}
+        close = "close" in tokens or framing.close
+        waits = (message.get("expect") or "").strip().lower() == "100-continue"
+        limit = app.max_body if isinstance(app, BodyApp | SpooledBodyApp) and method in app.methods else 0
+        if framing.kind == "none":
+            return b"", close
+        if framing.kind == "length" and framing.length > (limit or MAX_DISCARDED_BODY):
+            return (None if limit else b""), True  # never read: the connection closes after the answer
+        if limit:
+            body = await _take_body(receive, conn, limit, spooled=isinstance(app, SpooledBodyApp))
+            return body, close or body is None
+        if framing.close or waits or await read_body(receive, conn, MAX_DISCARDED_BODY) is None:
+            return b"", True
+        return b"", close
+
+    async def _send(
+        self, send: Any, conn: GatewayProtocol, method: str, response: Response, extra: list[tuple[bytes, bytes]]
+    ) -> None:
+        """The status, headers and body of ``response``; a body that fails half-way cuts the connection."""
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
+        no_body = method == "HEAD" or response.status in (204, 304)
+        if response.length is not None:
+            headers.append((b"Content-Length", str(response.length).encode()))
+        elif not no_body:
+            headers.append((b"Transfer-Encoding", b"chunked"))
+        conn.cork()  # the head leaves with the body's first piece (all of a small body)
+        try:
+            await send({"type": "http.response.start", "status": response.status, "headers": headers + extra})
+            if no_body:
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await self._send_body(send, conn, method, response)
+        except BundlekitError as exc:
+            # The status line is out; cutting the connection is the only honest signal left.
+            logger.warning("response cut short: %s", exc)
+            conn.cut()
+            return
+        except (OSError, WalkCancelled):
+            conn.cut()
+            return
+        finally:
+            conn.uncork()
+
+    async def _send_body(self, send: Any, conn: GatewayProtocol, method: str, response: Response) -> None:
+        """The body's pieces: as given, pulled from its iterator on a thread, or read from the kept CAR
+        of the same answer (``car_cache``); a CAR streamed whole for the first time is kept."""
+        loop = asyncio.get_running_loop()
+        body = response.body
+        if isinstance(body, (list, tuple)):
+            for chunk in body:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        key = self.cars.key(method, response)
+        kept = self.cars.get(key) if key is not None else None
+        if kept is not None:
+            _close(body)  # never started: the kept file holds its bytes
+            offset = 0
+            # Read on the loop: a kept CAR was just written, so its pages are cached; a thread hop per MiB
+            # cost more than the read (bench/gateway.py, 16 connections).
+            while data := kept.read(offset):
+                offset += len(data)
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+                conn.uncork()
+            await send({"type": "http.response.body", "body": b""})
+            return
+        copy = self.cars.copy(key) if key is not None else None
+        chunks = iter(body)
+        try:
+            while data := await loop.run_in_executor(self._threads, _pull, chunks, copy):
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+                conn.uncork()
+        except BaseException:
+            if copy is not None:
+                copy.drop()
+            raise
+        if copy is not None:
+            copy.keep()
+        await send({"type": "http.response.body", "body": b""})
+
+    def answer(
+        self, app: Mounted, method: str, target: str, headers: Mapping[str, str], body: Body, gone: Callable[[], bool]
+    ) -> Response:
+        """The answer of ``app`` (``_app_for``; on an answer thread): the gateway's or a mounted app's."""
+        if app == self.gateway.respond:
+            # The gateway's walks stop for a client that has gone (specs/gateway.md 3.5a).
+            return self.gateway.respond(method, target, headers, cancelled=gone)
+        if isinstance(app, BodyApp | SpooledBodyApp):
+            return self.answer_writing(app, method, target, headers, body if method in app.methods else b"")
+        return app(method, target, headers)
 
     def answers_host(self, host: str) -> bool:
         """Whether a mounted app answers a request with this ``Host`` header: any, unless the server is
@@ -517,32 +503,18 @@ class GatewayServer(ThreadingHTTPServer):
         return Response(421, [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store"),
                               ("X-Content-Type-Options", "nosniff")], [body], len(body))
 
-    def body_limit(self, method: str, target: str) -> int:
-        """Bytes of body read for this request: the ``max_body`` of a ``BodyApp`` mounted at ``target``
-        for ``method``; 0 (the body is dropped, ``framing.discard_body``) for everything else."""
-        app = self.responder_for(target)
-        return app.max_body if isinstance(app, BodyApp | SpooledBodyApp) and method in app.methods else 0
-
-    def responder_for(self, target: str) -> App | BodyApp | SpooledBodyApp:
+    def responder_for(self, target: str) -> Mounted:
         """The app mounted at the longest prefix of ``target``'s path, else the gateway."""
         path = target.split("?", 1)[0]
+        if path.startswith(("/ipfs/", "/ipns/")):
+            return self.gateway.respond  # never shadowed by an app (checked when they are mounted)
         for prefix in sorted(self.apps, key=len, reverse=True):
             if path == prefix.rstrip("/") or path.startswith(prefix):
                 return self.apps[prefix]
         return self.gateway.respond
 
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:8080`` (no trailing slash)."""
-        host, port = self.server_address[0], self.server_address[1]
-        host_text = host.decode() if isinstance(host, bytes) else str(host)
-        if ":" in host_text:
-            host_text = f"[{host_text}]"
-        return f"http://{host_text}:{port}"
-
     def answer_writing(
-        self, app: BodyApp | SpooledBodyApp, method: str, target: str, headers: Mapping[str, str],
-        body: bytes | BinaryIO | None,
+        self, app: BodyApp | SpooledBodyApp, method: str, target: str, headers: Mapping[str, str], body: Body
     ) -> Response:
         """``app``'s answer, counted as a write under way that ``server_close`` waits for; once the server
         is closing, a 503 instead (nothing is started that the exit could cut in half)."""
@@ -560,60 +532,71 @@ class GatewayServer(ThreadingHTTPServer):
                 self._writes -= 1
                 self._writes_done.notify_all()
 
-    def server_close(self) -> None:
-        """Stop taking connections, then wait (at most ``WRITE_GRACE`` seconds) for the ``BodyApp``
-        answers under way: a stop (SIGTERM, Ctrl-C) never cuts a record write in half at exit."""
-        with self._writes_done:
-            self._closing = True
-            self._writes_done.wait_for(lambda: self._writes == 0, timeout=WRITE_GRACE)
-        super().server_close()
 
-    def process_request(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
-        """Serve the connection on a thread of its own if a slot is free; otherwise answer 503 and close it."""
-        if not self._slots.acquire(blocking=False):
-            self._refuse(cast(socket.socket, request), client_address)
-            return
-        try:
-            super().process_request(request, client_address)  # type: ignore[arg-type]
-        except BaseException:
-            self._slots.release()
-            raise
+class _SpoolFailed(Exception):
+    """A body that could not be written to its temp file (a full disk): the request is answered 507."""
 
-    def process_request_thread(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
-        try:
-            super().process_request_thread(request, client_address)  # type: ignore[arg-type]
-        finally:
-            self._slots.release()
 
-    def _refuse(self, request: socket.socket, client_address: object) -> None:
-        """The over-the-limit answer, written from the accepting thread: small, bounded, then closed."""
-        logger.warning("refused %s: already serving %d connections", client_address, self.max_connections)
-        body = (
-            f"the gateway is serving its limit of {self.max_connections} connections; retry shortly\n"
-        ).encode()
-        head = (
-            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
-            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode()
-        try:
-            request.settimeout(1.0)
-            request.sendall(head + body)
-        except OSError:
-            pass  # the client is gone or not reading: closing is all that is left
-        self.shutdown_request(request)
+async def _take_body(receive: Any, conn: GatewayProtocol, limit: int, *, spooled: bool) -> Body:
+    """An app's body within ``limit``: in memory, or (``spooled``: an admitted ``SpooledBodyApp``'s) in a
+    temp file read under the idle timeout alone (``GatewayProtocol.admit_body``)."""
+    if not spooled:
+        return await read_body(receive, conn, limit)
+    conn.admit_body()
+    try:
+        return await spool_body(receive, conn, limit)
+    except OSError as exc:
+        logger.warning("cannot spool a request body: %s", exc)
+        raise _SpoolFailed(exc.strerror or str(exc)) from exc
 
-    def handle_error(self, request: object, client_address: object) -> None:
-        """Log a failed connection: one quiet line for a client that hung up, a traceback otherwise.
 
-        A client that closes its keep-alive connection (or resets it mid-request,
-        as ``curl | head`` does) is routine, not a server fault: no traceback.
-        """
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            logger.debug("client %s went away: %s", client_address, exc)
-            return
-        logger.exception("error while serving %s", client_address)
+def _admission(app: Mounted, method: str, target: str, headers: Mapping[str, str]) -> Response | None:
+    """The refusal of a ``SpooledBodyApp``'s ``admit`` check, made before its body is read; None otherwise."""
+    if isinstance(app, SpooledBodyApp) and app.admit is not None and method in app.methods:
+        return app.admit(method, target, headers)
+    return None
 
+
+def _writes(app: Mounted, method: str) -> bool:
+    """Whether ``app``'s answer to ``method`` may write (a routing ``PUT``, a push): a stop lets it finish."""
+    return isinstance(app, BodyApp | SpooledBodyApp) and method in app.methods
+
+
+def _discard(body: Body) -> None:
+    """Close a spooled body (an unnamed file: nothing of it remains); bytes need nothing."""
+    if not isinstance(body, bytes | None):
+        body.close()
+
+
+def _one_block(target: str) -> bool:
+    """Whether ``target`` names a CID with no path under it (``/ipfs/{cid}``, any query): its answer is
+    computed from the root's block, with no walk (a streamed body is still pulled on a thread)."""
+    path = target.split("?", 1)[0]
+    return path.startswith("/ipfs/") and "/" not in path[6:].rstrip("/")
+
+
+def _pull(chunks: Iterator[bytes], copy: CarCopy | None) -> bytes:
+    """The next ``_PULL_BYTES`` or so of a streamed body, copied to ``copy`` when one is made; empty at
+    its end (on an answer thread)."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        if chunk:
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= _PULL_BYTES:
+                break
+    data = b"".join(parts)
+    if copy is not None and data:
+        copy.add(data)
+    return data
+
+
+def _close(body: object) -> None:
+    """Close a streamed body that will not be read (a generator's ``close``), so it holds nothing."""
+    close = getattr(body, "close", None)
+    if callable(close):
+        close()
 
 def make_source(
     store: BlockStore | str | Path | None = None,
@@ -646,11 +629,14 @@ def create_server(
     host: str = "127.0.0.1",
     port: int = 8080,
     *,
-    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
+    apps: Mapping[str, Mounted] | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    max_client_connections: int = MAX_CLIENT_CONNECTIONS,
+    max_client_rate: int | None = None,
 ) -> GatewayServer:
     """A bound (not yet serving) gateway server; ``port=0`` picks a free port; ``apps`` are mounted beside it;
-    at most ``max_connections`` connections are served at once (one more is answered 503).
+    at most ``max_connections`` connections are open at once, ``max_client_connections`` from one
+    address (one more is answered 503).
 
     Raises ``UsageError`` when the address cannot be bound, or when ``host``
     is empty: the socket layer reads "" as every interface, which must be
@@ -661,7 +647,8 @@ def create_server(
             "--host is empty; give an address to bind (default 127.0.0.1; 0.0.0.0 for every interface)"
         )
     try:
-        return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections)
+        return GatewayServer((host, port), GatewayResponder(source), apps, max_connections=max_connections,
+                             max_client_connections=max_client_connections, max_client_rate=max_client_rate)
     except OSError as exc:
         raise UsageError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
@@ -730,7 +717,7 @@ def serve_in_thread(
     cars: Sequence[str | Path] = (),
     host: str = "127.0.0.1",
     port: int = 0,
-    apps: Mapping[str, App | BodyApp | SpooledBodyApp] | None = None,
+    apps: Mapping[str, Mounted] | None = None,
     max_connections: int = MAX_CONNECTIONS,
 ) -> Iterator[GatewayServer]:
     """Run a gateway in a background thread; yield the server (``.url``), stop it on exit.

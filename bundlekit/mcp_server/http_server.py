@@ -51,10 +51,10 @@ from typing import Any, ClassVar
 import h11
 import uvicorn
 from starlette.types import ASGIApp
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from bundlekit.errors import UsageError
 from bundlekit.gateway.framing import MAX_HEAD_BYTES
+from bundlekit.gateway.transport import StallBoundProtocol
 from bundlekit.pinning.polling import seconds_env
 
 __all__ = [
@@ -123,8 +123,9 @@ _REFUSAL = (
 )
 
 
-class BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 connection with a connection limit and deadlines for a request's head and body.
+class BoundedH11Protocol(StallBoundProtocol):
+    """uvicorn's h11 connection with a connection limit and deadlines for a request's head and body
+    (and, from ``StallBoundProtocol``, shared with the gateway, the write-stall bound).
 
     One timer per connection, set for the phase the peer is in (h11's
     ``their_state``): ``IDLE`` (a head is due) runs the ``head`` deadline,
@@ -142,10 +143,10 @@ class BoundedH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.stall_timeout = self.deadlines.write_stall  # StallBoundProtocol's bound, as serve was given it
         self._refused = False
         self._phase: object = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._stall: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         if len(self.connections) >= MAX_CONNECTIONS:
@@ -164,27 +165,9 @@ class BoundedH11Protocol(H11Protocol):
         super().on_response_complete()
         self._follow_phase()
 
-    def pause_writing(self) -> None:
-        super().pause_writing()
-        if self._stall is None:
-            self._stall = self.loop.call_later(self.deadlines.write_stall, self._not_reading)
-
-    def resume_writing(self) -> None:
-        super().resume_writing()
-        if self._stall is not None:
-            self._stall.cancel()
-            self._stall = None
-
-    def _not_reading(self) -> None:
-        self._stall = None
-        logger.info("closed a connection that read no answer for %g s", self.deadlines.write_stall)
-        self.transport.abort()  # close() would wait for the unread answer to be sent
-
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
-        if self._stall is not None:
-            self._stall.cancel()
-            self._stall = None
+        self.cancel_stall()
         if self._refused:
             return
         super().connection_lost(exc)

@@ -15,7 +15,7 @@
   ``text/plain`` (IPIP-0513: a server SHOULD NOT answer 404; any other content type means "no
   record" to a client), cached 15 s.
 * ``PUT``: ``Content-Type`` must hold the record media type, else ``406``. The body (at most
-  ``MAX_PUT_BODY`` bytes are read, ``gateway.framing.read_body``) must be a record of at most
+  ``MAX_PUT_BODY`` bytes are read, ``gateway.server.BodyApp``) must be a record of at most
   10 KiB that verifies for ``{name}`` now (``names.record.verify_record``: the IPNS record
   verification, the validity included, as boxo's ``ipns.ValidateWithName``), else ``400``.
   Then a compare-and-swap under the store's record lock (``BlockStore.put_record`` with ``keep``):
@@ -58,7 +58,7 @@ from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE, BlockStore, RecordLimit
 from bundlekit.errors import BundlekitError, CodecError, SignatureError, UsageError
 from bundlekit.gateway.record_cache import record_eol_ns, routing_cache_headers
 from bundlekit.gateway.respond import Response, error_response
-from bundlekit.gateway.server import PEER_HEADER, BodyApp
+from bundlekit.gateway.bodies import PEER_HEADER, BodyApp
 from bundlekit.ipld.cid import cid_from_text
 from bundlekit.ipld.ipns_entry import MAX_RECORD_SIZE
 from bundlekit.names.record import name_text, parse_name, verify_record, verify_signed

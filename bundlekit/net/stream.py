@@ -126,8 +126,20 @@ class CarPull:
 
     def _end(self, error: Exception | None) -> None:
         self._done = True
-        self._close()
+        self._stop_reading()
         self._on_end(error)
+
+    def _stop_reading(self) -> None:
+        """Close the parser's generator (and so, at once, the response's byte iterators under it), then the
+        response. Left suspended, they would be finalized by a later garbage collection (the fetcher and
+        its pull refer to each other), at a random moment, and a stop signal handled inside a finalizer
+        is lost ("Exception ignored"): an ``open`` stopped then would serve on."""
+        close = getattr(self._blocks, "close", None)
+        try:
+            if callable(close):
+                close()
+        finally:
+            self._close()
 
     def close(self, drain: int = 0) -> None:
         """Stop reading and drop the kept blocks; close the response.
@@ -141,7 +153,7 @@ class CarPull:
             if not self._done:
                 self._done = True
                 self._drain(drain)
-                self._close()
+                self._stop_reading()
             self._kept.clear()
             self._bytes = 0
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import cli
 from bundlekit.errors import UsageError
-from bundlekit.gateway.server import MAX_CONNECTIONS, GatewayServer, create_server, serve_in_thread
+from bundlekit.gateway.server import MAX_CLIENT_CONNECTIONS, MAX_CONNECTIONS, GatewayServer, create_server, serve_in_thread
 
 # A request head left unfinished (no blank line): the server waits for the rest.
 _PARTIAL_HEAD = b"GET /ipfs/bafkqaaa HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -56,8 +56,9 @@ def _until_served(url: str) -> httpx.Response:
         time.sleep(0.05)
 
 
-def test_the_default_limit_is_documented_and_bounded() -> None:
-    assert MAX_CONNECTIONS == 64
+def test_the_default_limits_are_documented_and_bounded() -> None:
+    # A waiting connection costs a socket, not a thread (issue 35 item 4): thousands, fewer from one address.
+    assert MAX_CONNECTIONS == 4096 and MAX_CLIENT_CONNECTIONS == 1024
 
 
 def test_a_connection_beyond_the_limit_is_answered_503_and_closed(tmp_path: Path) -> None:
@@ -145,3 +146,20 @@ def test_an_empty_host_is_refused_rather_than_binding_every_interface(tmp_path: 
         serve_in_thread(store=BlockStore(tmp_path / "store"), host=""),
     ):
         pass
+
+
+def test_a_connection_beyond_the_per_address_limit_is_answered_503_naming_it(tmp_path: Path) -> None:
+    source = BlockStore(tmp_path / "s")
+    server = create_server(source, port=0, max_connections=10, max_client_connections=2)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with _slow_clients(server, 2):
+            answer = _answer(server)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    head, _sep, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 ") and b"\r\nRetry-After: 1" in head
+    assert body == b"the gateway is serving its limit of 2 connections from one address; retry shortly\n"

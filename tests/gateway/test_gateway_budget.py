@@ -7,13 +7,11 @@ is polled every ``CANCEL_POLL`` block visits.
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
 from bundlekit.errors import DAGLimitExceeded
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder
-from bundlekit.gateway.server import _Handler
 from bundlekit.ipld.cid import RAW, cid_to_str, make_cid
 from bundlekit.ipld.walk import WalkCancelled, WalkLimits
 
@@ -68,16 +66,3 @@ def test_a_request_cancelled_before_its_answer_gets_client_gone() -> None:
 
 def _leaf() -> tuple[bytes, bytes]:
     return make_cid(1, RAW, b"x"), b"x"
-
-
-def test_the_server_sees_a_closed_client_as_gone() -> None:
-    left, right = socket.socketpair()
-    with left, right:
-        handler = object.__new__(_Handler)
-        handler.connection = left
-        assert not handler._client_gone()
-        right.sendall(b"GET / HTTP/1.1\r\n")  # a pipelined request is not a departure
-        assert not handler._client_gone()
-        right.close()
-        left.recv(64)
-        assert handler._client_gone()
