@@ -13,8 +13,7 @@ keep-alive connections:
    Lua script cycles the paths; nginx answers the same path from the block's file);
 2. ``whole CAR``: ``GET /ipfs/{root}?format=car&dag-scope=all`` (nginx: the CAR file).
 
-``bundlekit serve CAR --no-store`` runs in a child process as a user starts it (``--workers N`` is
-passed through when given). It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
+``bundlekit serve CAR --no-store`` runs in a child process as a user starts it. It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
 the targets of issue 35 item 5 (16 connections: raw blocks within 4x nginx's requests per second,
 the whole CAR within 8x its bytes per second; 16 connections never slower than one) and the load
 average. Without nginx or wrk it says so on one line and exits 0 (``.ci/run`` installs them). It
@@ -174,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--workers", type=int, default=None, help="bundlekit serve --workers N")
     parser.add_argument("--pythonpath", default=None, help="the checkout whose bundlekit serves (default: this one)")
     args = parser.parse_args(argv)
     missing = [tool for tool in ("nginx", "wrk") if shutil.which(tool) is None]
@@ -198,14 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.pythonpath:
             env["PYTHONPATH"] = args.pythonpath
         serve_argv = [sys.executable, "-m", "bundlekit", "serve", "--no-store", "--port", str(serve_port), str(car)]
-        if args.workers is not None:
-            serve_argv[5:5] = ["--workers", str(args.workers)]
         with _running(serve_argv, serve_port, env):
             serve = _measure(f"http://127.0.0.1:{serve_port}", raw_script,
                              f"/ipfs/{root}?format=car&dag-scope=all", args.seconds)
 
-    print(f"gateway: bundlekit serve from {args.pythonpath or 'this checkout'}"
-          + (f", --workers {args.workers}" if args.workers else ""))
+    print(f"gateway: bundlekit serve from {args.pythonpath or 'this checkout'}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'':<22} {'bundlekit serve':>16} {'nginx':>16} {'nginx/serve':>8}")
     for connections in CONNECTIONS:
