@@ -15,9 +15,6 @@ from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
 from bundlekit.cli._params import Count
 from bundlekit.errors import UsageError
-from bundlekit.gateway.kubo_api import MAX_PUSH_BODY, MAX_STORE_BYTES
-from bundlekit.gateway.kubo_api import MOUNT as PUSH_MOUNT
-from bundlekit.gateway.kubo_api import KuboAPI, PushLimits
 from bundlekit.gateway.server import (
     MAX_CLIENT_CONNECTIONS,
     MAX_CLIENT_RATE,
@@ -34,9 +31,12 @@ from bundlekit.gateway.server import (
     stop_on_signals,
 )
 from bundlekit.gateway.sources import ChainSource, ServedBlocks
+from bundlekit.hub.kubo import MAX_PUSH_BODY, MAX_STORE_BYTES
+from bundlekit.hub.kubo import MOUNT as PUSH_MOUNT
+from bundlekit.hub.kubo import KuboAPI, PushLimits
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.names.routing import SERVE_TOKEN_ENV, token_from_env
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
 
 __all__ = ["open_cmd", "serve"]
 

@@ -8,7 +8,7 @@ to an unnamed temp file), ``car_cache`` (whole CAR answers kept as unnamed files
 paths), ``dag`` (which blocks a request selects), ``sources`` (``ServedBlocks``:
 the block store, CAR files through ``CarIndex``, a chain of them), ``framing`` (a
 request body on a keep-alive connection, read and dropped within a bound) and
-``record_cache`` (an IPNS record's ``Cache-Control`` from its TTL and EOL); ``kubo_api``
-(the team hub's push API: the kubo RPC calls the ``kubo`` pinner makes). Not to be
+``record_cache`` (an IPNS record's ``Cache-Control`` from its TTL and EOL). The apps mounted
+beside it over the same store (the team hub's push and routing APIs) are ``bundlekit.hub``. Not to be
 confused with a *remote* gateway, which ``bundlekit.net.fetch`` reads from.
 """

@@ -4,7 +4,7 @@
 at its prefix (``server.GatewayServer``): an :data:`App` reads no body (the browsing interface), a
 :class:`BodyApp` gets its body in memory within a small bound (the Delegated Routing API's ``PUT``),
 a :class:`SpooledBodyApp` gets it in an unnamed temp file within a large one, once its ``admit``
-check let the request in (the team hub's push API, ``gateway.kubo_api``).
+check let the request in (the team hub's push API, ``hub.kubo``).
 
 Bodies are read on the event loop as h11 delivers them (``transport.GatewayProtocol``), never on a
 thread: a client trickling a body costs a socket and a timer, however many do. :func:`read_body`

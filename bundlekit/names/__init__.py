@@ -4,8 +4,7 @@
 V2 signatures); ``publish`` makes names and records; ``resolve`` finds the
 best valid record across the local store, routing endpoints and gateways;
 ``routing`` is the Delegated Routing V1 HTTP API client (``GET``/``PUT
-/routing/v1/ipns/{name}``) and ``routing_api`` the same paths as ``bundlekit
-serve`` answers them.
+/routing/v1/ipns/{name}``); ``bundlekit.hub.routing`` serves the same paths.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.memory",),
     ("bundlekit.crypto",),
     ("bundlekit.names",),  # IPNS names: Ed25519 signers (crypto), the store's records, gateways (net)
+    ("bundlekit.hub",),  # the HTTP apps `serve` mounts over its store: push and routing APIs (gateway, names)
     ("bundlekit.bundle",),
     ("pinners",),
     ("bundlekit.convert",),

@@ -1,4 +1,4 @@
-"""The team hub's push API (``bundlekit/gateway/kubo_api.py``): kubo's RPC calls, as kubo answers them.
+"""The team hub's push API (``bundlekit/hub/kubo.py``): kubo's RPC calls, as kubo answers them.
 
 Sources (what kubo answers, and so what these expect): ipfs/kubo commit 867cdc5d80d88f390f3ee2882ff50e056ffe3aad,
 ``core/commands/dag/dag.go`` and ``import.go`` (``dag import``: multipart files, ``pin-roots`` default true,
@@ -36,13 +36,13 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.gateway.kubo_api import MOUNT, KuboAPI, PushLimits
+from bundlekit.hub.kubo import MOUNT, KuboAPI, PushLimits
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.ipld.cid import DAG_PB, RAW, as_cidv1, cid_to_str, encode_varint, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
 from bundlekit.names.record import create_record, name_from_key
-from bundlekit.names.routing_api import MOUNT as ROUTING_MOUNT
-from bundlekit.names.routing_api import RoutingAPI
+from bundlekit.hub.routing import MOUNT as ROUTING_MOUNT
+from bundlekit.hub.routing import RoutingAPI
 from pinners.kubo import KuboPinner
 from tests.gateway.test_store_car import car_bytes
 from tests.net.loopback import answer_head

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bundlekit.blockstore import BlockStore
-from bundlekit.gateway.kubo_api import MOUNT, KuboAPI
+from bundlekit.hub.kubo import MOUNT, KuboAPI
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from tests.net.loopback import answer_head
 from tests.pinners.conftest import build_car

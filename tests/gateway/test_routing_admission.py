@@ -27,7 +27,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.names.record import create_record, name_from_key
-from bundlekit.names.routing_api import MAX_NAMES_PER_CLIENT, MOUNT, RoutingAPI, client_of
+from bundlekit.hub.routing import MAX_NAMES_PER_CLIENT, MOUNT, RoutingAPI, client_of
 
 TOKEN = "routing-token-feedc0ffee123456"
 MEDIA = "application/vnd.ipfs.ipns-record"

@@ -6,7 +6,7 @@ Against the Delegated Routing V1 HTTP API specification (github.com/ipfs/specs
 ``routing/http/server/server.go``, ``GetIPNS``/``PutIPNS``/``setIPNSCacheControl``, commit
 8df89a787fac5f3e2dd37b045c4018197bfb805c): 406 for a wrong ``Accept``/``Content-Type``, 400 for
 a name or record that is not valid, 200 ``text/plain`` for "no record". The compare-and-swap
-(409 for a sequence at or below the kept one) is bundlekit's (``names/routing_api.py``).
+(409 for a sequence at or below the kept one) is bundlekit's (``hub/routing.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import GatewayServer, serve_in_thread
 from bundlekit.ipld.bases import BASE36, decode
 from bundlekit.names.record import create_record, name_from_key
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 
 MEDIA = "application/vnd.ipfs.ipns-record"
 SIGNER = Ed25519Signer.from_seed(bytes([7]) * 32)

@@ -25,7 +25,7 @@ from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import parse_cid
 from bundlekit.names import PublishTargets, publish, resolve
 from bundlekit.names.routing import RoutingEndpoint, parse_routing
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 from tests.reference_tools import find
 
 HERE = Path(__file__).resolve().parent

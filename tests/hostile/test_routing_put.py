@@ -1,6 +1,6 @@
 """Issue 28: hostile ``PUT /routing/v1/ipns/{name}`` requests to ``bundlekit serve``'s routing API.
 
-What was sent, over real HTTP to a server on loopback (``names/routing_api.py`` behind
+What was sent, over real HTTP to a server on loopback (``hub/routing.py`` behind
 ``gateway/server.py``'s ``BodyApp`` body reading): bodies past every bound (declared, chunked,
 within the read bound but over a record's 10 KiB), truncated protobufs, records of another
 name or with a flipped signature bit, a negative and the last possible sequence, names that
@@ -34,7 +34,7 @@ from bundlekit.ipld.cid import parse_cid
 from bundlekit.names import PublishTargets, publish
 from bundlekit.names.record import MAX_UINT64, SIGNATURE_PREFIX, create_record, encode_entry, name_from_key
 from bundlekit.names.routing import parse_routing
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 from tests.net.loopback import answer_head
 
 MEDIA = "application/vnd.ipfs.ipns-record"

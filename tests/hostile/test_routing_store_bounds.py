@@ -26,7 +26,7 @@ from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.respond import Response
 from bundlekit.gateway.server import BodyApp, serve_in_thread
 from bundlekit.names.record import create_record, name_from_key
-from bundlekit.names.routing_api import RoutingAPI
+from bundlekit.hub.routing import RoutingAPI
 
 MEDIA = "application/vnd.ipfs.ipns-record"
 VALIDITY = datetime.now(UTC) + timedelta(days=1)

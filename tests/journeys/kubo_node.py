@@ -41,7 +41,7 @@ from bundlekit.errors import BundlekitError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.names.record import parse_name, verify_record, verify_signed
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 
 DENIED = ("Kubo RPC Access Denied: Please provide a valid authorization token as defined in the "
           "API.Authorizations configuration.")

@@ -28,7 +28,7 @@ from bundlekit.ipld.cid import parse_cid
 from bundlekit.names import PublishTargets, publish, resolve, resolve_uri
 from bundlekit.names.record import create_record, name_from_key
 from bundlekit.names.routing import RoutingEndpoint, default_routing, parse_routing, put_record
-from bundlekit.names.routing_api import MOUNT, RoutingAPI
+from bundlekit.hub.routing import MOUNT, RoutingAPI
 from bundlekit.net.http import HttpOptions, RetryPolicy
 
 SIGNER = Ed25519Signer.from_seed(bytes([7]) * 32)

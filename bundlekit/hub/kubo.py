@@ -84,7 +84,7 @@ from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
 
 __all__ = ["MAX_BLOCKS", "MAX_PUSH_BODY", "MAX_STORE_BYTES", "MOUNT", "KuboAPI", "PushLimits"]
 
-logger = logging.getLogger("bundlekit.gateway")
+logger = logging.getLogger("bundlekit.hub")
 
 MOUNT: Final = "/api/v0/"
 #: Bytes of one pushed body (a bundle's CAR in its multipart form), read into a temp file.
@@ -123,7 +123,7 @@ class _Refused(Exception):
 
 
 # Keeps an IPNS record as the routing API's PUT does: (name, record, request headers) -> its answer
-# (names.routing_api.RoutingAPI.put; given by ``serve``, a layer above).
+# (``routing.RoutingAPI.put``; given by ``serve``, which mounts both apps).
 RecordPut = Callable[[str, bytes, Mapping[str, str]], Response]
 
 

@@ -66,7 +66,7 @@ from bundlekit.names.record import name_text, parse_name, verify_record, verify_
 __all__ = ["MAX_NAMES", "MAX_NAMES_PER_CLIENT", "MAX_PUT_BODY", "MOUNT", "SWEEP_INTERVAL_NS", "RoutingAPI", "client_of",
            "is_content_path"]
 
-logger = logging.getLogger("bundlekit.gateway")
+logger = logging.getLogger("bundlekit.hub")
 
 MOUNT: Final = "/routing/v1/"
 #: Bytes of a PUT body read (chunk framing counted); a record is at most 10 KiB, the rest is refused.
