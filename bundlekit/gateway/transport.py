@@ -453,6 +453,7 @@ class GatewayProtocol(StallBoundProtocol):
         """Shut for writing once the answer is out, read and drop for the linger bounds, then close."""
         if self.lingering or self._raw is None:
             return
+        self.uncork()  # held bytes of an answer leave before the shut for writing
         self.lingering = True
         self._set_timer(None)
         raw = self._raw
@@ -512,6 +513,9 @@ class GatewayProtocol(StallBoundProtocol):
             return
         status = 431 if exc is not None and exc.error_status_hint == 431 else 400
         message = str(exc) if isinstance(exc, _HeadRefused) else f"malformed request: {exc or msg}"
+        # A malformed request pipelined behind a good one is met as the good one's answer completes, its
+        # last bytes still corked: they leave first, so the answers keep the requests' order.
+        self.uncork()
         self._raw.write(_error(status, message))
         self.linger()
 

@@ -302,3 +302,18 @@ def test_a_connection_header_listing_close_among_others_closes(conn: _Conn) -> N
 def test_a_chunk_size_with_whitespace_and_no_extension_closes_the_connection(conn: _Conn) -> None:
     head = f"POST {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
     assert _answered_then_closed(conn, 405, head=head + b"5 \r\nhello\r\n0\r\n\r\n" + _get())
+
+
+@pytest.mark.parametrize("malformed", [b"GET / HTTP/1.1\r\nX: a\x00\r\n\r\n", b"SM\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n"])
+def test_a_malformed_request_pipelined_behind_a_good_one_gets_its_400_after_the_good_answer(
+    malformed: bytes, conn: _Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Found attacking the uvicorn transport: the 400 was written before the good answer's corked bytes,
+    # which were then lost ("write() after write_eof()", a traceback in the log). "SM" is the rest of
+    # an HTTP/2 preface ("PRI * HTTP/2.0" parses as a request line).
+    conn.send(_get() + malformed)
+    good, refused = conn.answer(), conn.answer()
+    assert good is not None and good.status == 200 and good.headers["content-type"] == "application/vnd.ipld.raw"
+    assert refused is not None and refused.status == 400 and refused.headers.get("connection") == "close"
+    assert conn.closed()
+    assert not [r for r in caplog.records if r.exc_info]
