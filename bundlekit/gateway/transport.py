@@ -378,7 +378,9 @@ class GatewayProtocol(StallBoundProtocol):
             if self.cycle is not None:
                 self.cycle.disconnected = True
                 self.cycle.message_event.set()  # a body being read ends: the request is dropped
-            self._raw.close()
+            # Aborted, not closed: ``close`` waits for the unsent answer, which a client not reading it never
+            # takes, so its task would hold the stop until uvicorn's grace cancelled it (5 s, an error line).
+            self._raw.abort()
 
     # -- bounds -------------------------------------------------------------------------------
 
