@@ -22,6 +22,7 @@ import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES
+from bundlekit.gateway.transport import CHECKED_CHUNKS
 from bundlekit.gateway.respond import GatewayResponder
 from bundlekit.gateway.server import STOP_POLL_INTERVAL, App, GatewayServer, serve_in_thread
 
@@ -317,3 +318,21 @@ def test_a_malformed_request_pipelined_behind_a_good_one_gets_its_400_after_the_
     assert refused is not None and refused.status == 400 and refused.headers.get("connection") == "close"
     assert conn.closed()
     assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_a_body_of_many_tiny_chunks_is_refused_before_it_is_all_parsed(conn: _Conn) -> None:
+    # Found attacking the uvicorn transport: h11 parses each chunk in Python on the event loop, so 60,000
+    # one-byte chunks (within the discarded-body bound, which counts data bytes) stalled every connection
+    # for half a second a request. Past CHECKED_CHUNKS chunks of under MIN_MEAN_CHUNK bytes, the body is
+    # malformed: answered, then the connection closes, the rest never parsed.
+    head = f"GET {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    body = b"1\r\na\r\n" * (CHECKED_CHUNKS * 60) + b"0\r\n\r\n"
+    assert _answered_then_closed(conn, 200, head=head, rest=body + _get())
+
+
+def test_a_body_of_up_to_the_checked_number_of_chunks_keeps_the_connection(conn: _Conn) -> None:
+    conn.send(f"POST {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+              + b"1\r\na\r\n" * CHECKED_CHUNKS + b"0\r\n\r\n" + _get())
+    refused, answered = conn.answer(), conn.answer()
+    assert refused is not None and refused.status == 405 and refused.headers.get("connection") != "close"
+    assert answered is not None and answered.status == 200
