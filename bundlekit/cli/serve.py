@@ -13,6 +13,7 @@ from bundlekit._signals import Interrupted
 from bundlekit.blockstore import BlockStore
 from bundlekit.cli import output
 from bundlekit.cli._extras import import_extra
+from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._params import Count
 from bundlekit.errors import UsageError
 from bundlekit.gateway.server import (
@@ -99,6 +100,9 @@ def _serve(
     SIGTERM is a server's normal stop (exit 0); Ctrl-C and SIGHUP are interrupts
     (exit 130 and 129, ``_signals``), as everywhere.
     """
+    # The gateway's and uvicorn's records (a peer can make them log at will: every malformed request) as
+    # one-line, rate-limited warnings and errors, never a traceback or a raw peer byte (``_loglines``).
+    route_library_logs()
     try:
         apps = {**(store_apps or {}), **(_ui_apps(source) if ui else {})}
         bounds = bounds or _Bounds()

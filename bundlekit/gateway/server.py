@@ -243,8 +243,10 @@ class GatewayServer:
 
     async def _serve(self, poll_interval: float) -> None:
         protocol = type("BoundGatewayProtocol", (GatewayProtocol,), {"limits": self})
+        # uvicorn warns of what clients send (a malformed request, an upgrade): the transport answers those
+        # and logs them itself, so only uvicorn's errors are logged.
         config = uvicorn.Config(
-            self._asgi, http=protocol, interface="asgi3", lifespan="off", log_config=None, log_level="warning", access_log=False,
+            self._asgi, http=protocol, interface="asgi3", lifespan="off", log_config=None, log_level="error", access_log=False,
             proxy_headers=False, server_header=False, date_header=True,
             timeout_keep_alive=int(self.idle_timeout) + 1, timeout_graceful_shutdown=int(WRITE_GRACE),
             h11_max_incomplete_event_size=MAX_HEAD_BYTES + 8192, backlog=1024,

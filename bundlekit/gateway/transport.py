@@ -42,7 +42,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, header_line_problem, request_framing
 from bundlekit.net.loopback import is_loopback
 
-__all__ = ["EXTENSION", "LINGER_BYTES", "LINGER_TIME", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
+__all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
            "head_problem"]
 
 logger = logging.getLogger("bundlekit.gateway")
@@ -50,6 +50,11 @@ logger = logging.getLogger("bundlekit.gateway")
 #: Seconds and bytes a closing connection still reads and drops before the close (see the module doc).
 LINGER_TIME = 2.0
 LINGER_BYTES = 16 * 1024 * 1024
+#: A chunked body of more than this many chunks must average :data:`MIN_MEAN_CHUNK` data bytes a chunk:
+#: h11 parses each chunk in Python on the event loop (some microseconds), so a body of one-byte chunks
+#: would stall every connection for a fraction of a second per request.
+CHECKED_CHUNKS = 1024
+MIN_MEAN_CHUNK = 256
 #: The scope extension through which the gateway's ASGI app reaches its connection.
 EXTENSION = "bundlekit.connection"
 
@@ -296,6 +301,7 @@ class GatewayProtocol(StallBoundProtocol):
         self.broken = False  # the request body was malformed (h11 refused it while the app read it)
         self.writing = False  # an answer a stop lets finish (a routing PUT writing its record)
         self.admitted = False  # this request's body is read under the idle timeout alone (``admit_body``)
+        self._chunks = self._chunk_bytes = 0  # this request's body chunks parsed, and their data bytes
         self.lingering = False
         self._refused = False
         self._counted: str | None = None
@@ -378,7 +384,9 @@ class GatewayProtocol(StallBoundProtocol):
             if self.cycle is not None:
                 self.cycle.disconnected = True
                 self.cycle.message_event.set()  # a body being read ends: the request is dropped
-            self._raw.close()
+            # Aborted, not closed: ``close`` waits for the unsent answer, which a client not reading it never
+            # takes, so its task would hold the stop until uvicorn's grace cancelled it (5 s, an error line).
+            self._raw.abort()
 
     # -- bounds -------------------------------------------------------------------------------
 
@@ -453,6 +461,7 @@ class GatewayProtocol(StallBoundProtocol):
         """Shut for writing once the answer is out, read and drop for the linger bounds, then close."""
         if self.lingering or self._raw is None:
             return
+        self.uncork()  # held bytes of an answer leave before the shut for writing
         self.lingering = True
         self._set_timer(None)
         raw = self._raw
@@ -487,14 +496,25 @@ class GatewayProtocol(StallBoundProtocol):
                     raise problem
         elif conn.their_state is h11.SEND_BODY:
             problem = _chunk_line_problem(conn)
+            if problem is None and self._chunks > CHECKED_CHUNKS and self._chunk_bytes < MIN_MEAN_CHUNK * self._chunks:
+                problem = h11.RemoteProtocolError(f"a chunked body of more than {CHECKED_CHUNKS} chunks averaging "
+                                                  f"under {MIN_MEAN_CHUNK} bytes a chunk")
             if problem is not None:
                 self._refused_head = problem
                 raise problem
         try:
-            return h11.Connection.next_event(conn)
+            event = h11.Connection.next_event(conn)
         except h11.RemoteProtocolError as exc:
             self._refused_head = exc
             raise
+        if isinstance(event, h11.Request):
+            self._chunks = self._chunk_bytes = 0
+        elif isinstance(event, h11.Data) and event.chunk_start:
+            self._chunks += 1
+            self._chunk_bytes += len(event.data)
+        elif isinstance(event, h11.Data):
+            self._chunk_bytes += len(event.data)
+        return event
 
     _refused_head: h11.RemoteProtocolError | None = None
 
@@ -512,6 +532,9 @@ class GatewayProtocol(StallBoundProtocol):
             return
         status = 431 if exc is not None and exc.error_status_hint == 431 else 400
         message = str(exc) if isinstance(exc, _HeadRefused) else f"malformed request: {exc or msg}"
+        # A malformed request pipelined behind a good one is met as the good one's answer completes, its
+        # last bytes still corked: they leave first, so the answers keep the requests' order.
+        self.uncork()
         self._raw.write(_error(status, message))
         self.linger()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -13,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bundlekit.blockstore import BlockStore
+from bundlekit.cli._loglines import MAX_LINES
 from bundlekit.gateway.server import STOP_POLL_INTERVAL, create_server, stop_on_signals
 from bundlekit.gateway.sources import CarFileSource
 from bundlekit.ipld.cid import cid_to_str
 
-from .conftest import Dag
+from .conftest import Dag, build_tree
 
 HANG_GUARD = 10  # seconds: only so a broken stop fails the test instead of hanging it
 
@@ -124,3 +126,52 @@ def test_the_previous_handler_is_restored_after_the_stop_block(sample_car: Path)
         server.server_close()
         source.close()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+
+def _first_bytes(port: int, payload: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD) as sock:
+        sock.sendall(payload)
+        return sock.recv(12)
+
+
+def test_a_flood_of_malformed_requests_and_refused_connections_prints_rate_limited_lines(sample_car: Path) -> None:
+    # Found attacking the uvicorn transport: every malformed request printed uvicorn's raw "Invalid HTTP
+    # request received." (an upgrade: advice to pip install websockets) and every refused connection a raw
+    # line, unbounded, on serve's stderr; a logged exception would have printed its traceback there.
+    with _serving("--max-connections", "1", str(sample_car)) as (proc, lines):
+        port = int(lines[0].rsplit(":", 1)[1])
+        for payload in [b"SM\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"] * 30:
+            assert _first_bytes(port, payload).startswith(b"HTTP/1.1 ")
+        with socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD):  # the limit's one slot held
+            refused = [_first_bytes(port, b"") for _ in range(30)]
+        assert all(answer.startswith(b"HTTP/1.1 503") for answer in refused)
+        proc.terminate()
+        _out, err = proc.communicate(timeout=HANG_GUARD)
+    assert proc.returncode == 0 and err.splitlines()[-1] == "stopped"
+    assert "Traceback" not in err and "pip install" not in err
+    assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines()[:-1])
+    assert len(err.splitlines()) <= MAX_LINES + 2
+
+
+def test_a_stop_does_not_wait_for_clients_that_never_read_their_answers(tmp_path: Path) -> None:
+    # Found attacking the uvicorn transport: a stop closed such connections gracefully, waiting for answers
+    # no one read, so SIGTERM took uvicorn's 5 s grace and printed "error: Cancel N running task(s)".
+    dag = build_tree({"big.bin": os.urandom(12 << 20)}, chunk=1024 * 1024)
+    store = BlockStore(tmp_path / "store")
+    store.put_many(list(dag.blocks.items()))
+    with _serving("--store", str(tmp_path / "store")) as (proc, lines):
+        port = int(lines[0].rsplit(":", 1)[1])
+        sockets = []
+        for _ in range(8):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(f"GET /ipfs/{cid_to_str(dag.root)}/big.bin HTTP/1.1\r\nHost: a\r\n\r\n".encode())
+            sockets.append(sock)
+        assert sockets[-1].recv(12) == b"HTTP/1.1 200"  # answers are under way, then nothing more is read
+        proc.terminate()
+        assert proc.wait(timeout=4) == 0  # within the grace a stop never needed here
+        _out, err = proc.communicate(timeout=HANG_GUARD)
+        for sock in sockets:
+            sock.close()
+    assert err.splitlines()[-1] == "stopped" and "error:" not in err

@@ -22,6 +22,7 @@ import pytest
 
 from bundlekit.blockstore import BlockStore
 from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES
+from bundlekit.gateway.transport import CHECKED_CHUNKS
 from bundlekit.gateway.respond import GatewayResponder
 from bundlekit.gateway.server import STOP_POLL_INTERVAL, App, GatewayServer, serve_in_thread
 
@@ -302,3 +303,36 @@ def test_a_connection_header_listing_close_among_others_closes(conn: _Conn) -> N
 def test_a_chunk_size_with_whitespace_and_no_extension_closes_the_connection(conn: _Conn) -> None:
     head = f"POST {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
     assert _answered_then_closed(conn, 405, head=head + b"5 \r\nhello\r\n0\r\n\r\n" + _get())
+
+
+@pytest.mark.parametrize("malformed", [b"GET / HTTP/1.1\r\nX: a\x00\r\n\r\n", b"SM\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n"])
+def test_a_malformed_request_pipelined_behind_a_good_one_gets_its_400_after_the_good_answer(
+    malformed: bytes, conn: _Conn, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Found attacking the uvicorn transport: the 400 was written before the good answer's corked bytes,
+    # which were then lost ("write() after write_eof()", a traceback in the log). "SM" is the rest of
+    # an HTTP/2 preface ("PRI * HTTP/2.0" parses as a request line).
+    conn.send(_get() + malformed)
+    good, refused = conn.answer(), conn.answer()
+    assert good is not None and good.status == 200 and good.headers["content-type"] == "application/vnd.ipld.raw"
+    assert refused is not None and refused.status == 400 and refused.headers.get("connection") == "close"
+    assert conn.closed()
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_a_body_of_many_tiny_chunks_is_refused_before_it_is_all_parsed(conn: _Conn) -> None:
+    # Found attacking the uvicorn transport: h11 parses each chunk in Python on the event loop, so 60,000
+    # one-byte chunks (within the discarded-body bound, which counts data bytes) stalled every connection
+    # for half a second a request. Past CHECKED_CHUNKS chunks of under MIN_MEAN_CHUNK bytes, the body is
+    # malformed: answered, then the connection closes, the rest never parsed.
+    head = f"GET {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+    body = b"1\r\na\r\n" * (CHECKED_CHUNKS * 60) + b"0\r\n\r\n"
+    assert _answered_then_closed(conn, 200, head=head, rest=body + _get())
+
+
+def test_a_body_of_up_to_the_checked_number_of_chunks_keeps_the_connection(conn: _Conn) -> None:
+    conn.send(f"POST {PROBE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+              + b"1\r\na\r\n" * CHECKED_CHUNKS + b"0\r\n\r\n" + _get())
+    refused, answered = conn.answer(), conn.answer()
+    assert refused is not None and refused.status == 405 and refused.headers.get("connection") != "close"
+    assert answered is not None and answered.status == 200
