@@ -54,7 +54,8 @@ OFFLINE_FILES = {
 _START_SECONDS = 300  # health answers in ~10-50 s on a loaded 2-core machine
 _CALL_SECONDS = 300
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+# slow: a real Letta server starts (10-50 s); the suite runs slow tests first, beside the rest.
+pytestmark = [pytest.mark.filterwarnings("ignore::ResourceWarning"), pytest.mark.slow]
 
 
 def _venv_python() -> Path | None:

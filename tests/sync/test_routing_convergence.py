@@ -72,6 +72,7 @@ def served(tmp_path: Path) -> Iterator[tuple[RoutingEndpoint, Path]]:
             proc.stderr.close()
 
 
+@pytest.mark.slow  # 50-65 s of CPU: started first so it runs beside the rest
 def test_three_agents_syncing_through_a_served_routing_api_converge_and_lose_no_write(
     served: tuple[RoutingEndpoint, Path], tmp_path: Path
 ) -> None:

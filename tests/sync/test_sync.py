@@ -208,6 +208,7 @@ def test_a_writer_given_a_gateway_reads_what_its_store_holds_from_the_store(tmp_
     assert _contents(a) == _contents(b)
 
 
+@pytest.mark.slow  # many subprocess-free rounds of three trees: started first so it runs beside the rest
 def test_three_agents_syncing_at_random_moments_converge_and_lose_no_acknowledged_write(tmp_path: Path) -> None:
     rng = random.Random(28)
     clock = Clock()

@@ -21,7 +21,9 @@ from tests.ui.conftest import XSS_NAME, XSS_TAG, XSS_TIMELINE, Bundles
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
 CHROMIUM = os.environ.get("BUNDLEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium)")
+# slow: Chromium starts (about 20 s of set-up); the suite runs slow tests first, beside the rest.
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium)"),
+              pytest.mark.slow]
 
 
 class Watched:
