@@ -37,7 +37,7 @@ import yaml
 from bundlekit._fs import atomic_write_bytes, os_reason
 from bundlekit.errors import ConvertError, DeviceMemoryError, FrontmatterError, InvalidKeyError
 from bundlekit.memory.device import is_device_bound
-from bundlekit.memory.frontmatter import load_frontmatter
+from bundlekit.memory.frontmatter import JS_WHITESPACE, load_frontmatter
 from bundlekit.memory.index import link_line
 from bundlekit.memory.naming import MAX_KEY_LENGTH, validate_key
 from bundlekit.memory.record import MEMORY_TYPES, without_timestamps
@@ -93,15 +93,6 @@ __all__ = [
 
 #: Longest bundlekit key (the memory store's limit).
 KEY_MAX = MAX_KEY_LENGTH
-#: JavaScript's whitespace (ECMA-262 WhiteSpace and LineTerminator: what ``\s`` matches and
-#: ``String.prototype.trim`` removes), which the JavaScript readers of three.ws and Magic Context use. Not
-#: Python's set: ``str.strip()`` keeps U+FEFF and removes U+0085 and U+001C-U+001F, which JavaScript keeps.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

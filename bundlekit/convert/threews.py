@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.build import file_cid
 from bundlekit.convert._common import (
-    JS_WHITESPACE,
     MAX_STORE_FILE,
     MEMORY_TYPES,
     Entry,
@@ -338,12 +337,7 @@ def _runtime_reads(head: str) -> dict[str, str]:
     ``\\n``-separated line split at its first ``:``, both sides trimmed (JavaScript's ``trim``, which also
     removes U+FEFF), the last line of a key wins.
     """
-    meta: dict[str, str] = {}
-    for line in head.split("\n"):
-        k, sep, rest = line.partition(":")
-        if k:
-            meta[k.strip(JS_WHITESPACE)] = rest.strip(JS_WHITESPACE) if sep else ""
-    return meta
+    return split_lines(head)
 
 
 def _runtime_line_checked(plan: ExportPlan, key: str, field: str, value: Any) -> str:

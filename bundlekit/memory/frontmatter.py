@@ -44,6 +44,7 @@ __all__ = [
     "plainer",
     "reads_back",
     "split_lines",
+    "JS_WHITESPACE",
     "without_timestamps",
 ]
 
@@ -249,8 +250,18 @@ def load_frontmatter(text: str, *, where: str, first_line: int = 2) -> Any:
         raise FrontmatterError(f"{where}: frontmatter holds a value YAML cannot read; fix it") from exc
 
 
+#: JavaScript's whitespace (ECMA-262 WhiteSpace and LineTerminator: what ``\s`` matches and
+#: ``String.prototype.trim`` removes), which the JavaScript readers of three.ws and Magic Context use. Not
+#: Python's set: ``str.strip()`` keeps U+FEFF and removes U+0085 and U+001C-U+001F, which JavaScript keeps.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
 def split_lines(text: str) -> dict[str, str]:
-    """three.ws's frontmatter reader: each line split at its first ``:``, both sides trimmed.
+    """three.ws's frontmatter reader: each line split at its first ``:``, both sides trimmed as JavaScript trims.
 
     A line without a colon becomes a key with an empty value; a line with
     nothing before its colon is skipped; a later key replaces an earlier one.
@@ -261,7 +272,7 @@ def split_lines(text: str) -> dict[str, str]:
         key, _, value = line.partition(":")
         if not key:
             continue
-        meta[key.strip()] = value.strip()
+        meta[key.strip(JS_WHITESPACE)] = value.strip(JS_WHITESPACE)
     return meta
 
 
@@ -271,7 +282,7 @@ def _problem(value: str, flow: bool) -> str | None:
         return None
     if not value:
         return "is empty (YAML reads an empty value as null)"
-    if value != value.strip():
+    if value != value.strip() or value != value.strip(JS_WHITESPACE):
         return "has leading or trailing white space (a line reader trims it)"
     if value.splitlines() != [value]:
         return "holds a line break"

@@ -78,3 +78,18 @@ def test_a_planted_bomb_is_a_frontmatter_error_for_the_tree(tmp_path: Path) -> N
     (tmp_path / "m" / "bomb.md").write_text(memory_file(LAUGHS), encoding="utf-8")
     with pytest.raises(FrontmatterError, match="bomb.md"):
         mem.check()
+
+
+def test_line_reader_trims_as_javascript_does() -> None:
+    """three.ws trims with JavaScript's ``trim``: U+FEFF goes, U+0085 stays (Python's ``strip`` is the reverse)."""
+    from bundlekit.memory.frontmatter import split_lines
+
+    assert split_lines("\ufeffname:\ufeff Goal \ufeff\nnote: a\u0085") == {"name": "Goal", "note": "a\u0085"}
+
+
+def test_value_with_a_javascript_space_at_its_edge_is_not_written_plain() -> None:
+    """A value ending in U+FEFF would lose it to three.ws's reader, so it is not plain."""
+    from bundlekit.memory.frontmatter import plain_problem
+
+    assert plain_problem("Goal\ufeff") is not None
+    assert plain_problem("Goal") is None
