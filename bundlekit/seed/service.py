@@ -1,0 +1,158 @@
+"""One account service read as JSON through the one HTTP layer (``net/http``), within bounds.
+
+Every seeder's answers are foreign input: each body is read with ``read_capped`` (at most
+:data:`MAX_BODY_BYTES`), parsed with a nesting bound (:data:`MAX_DEPTH`, checked before ``json.loads``
+can recurse), and every call made with one :class:`~bundlekit.net.http.HttpOptions` whose ``until`` bounds
+the whole seeding (:data:`SEED_DEADLINE`) and whose ``deadline`` bounds each answer (a slow body is cut
+off there). Redirects are followed within the service's origin only (``net/http``'s rule). A rate limit is
+waited out through the layer's one retry loop when the service says how long (``Retry-After``, or the
+reset time its rate-limit headers give, :func:`reset_wait`), else it is a :class:`SeedError` naming when
+to try again. The token is sent in a header and removed from every message (``redact_known``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from bundlekit._closing import Closing
+from bundlekit.errors import SeedError, SignatureError
+from bundlekit.net.http import Failure, HttpOptions, HttpRequest, RetryPolicy, open_client, read_capped, send
+from bundlekit.net.http import redact as redact_known
+from bundlekit.seed import facts
+
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "parse_json",
+           "reset_wait"]
+
+MAX_BODY_BYTES = 4 * 1024 * 1024  # one answer: a page of 100 repositories is about 0.5 MB
+MAX_DEPTH = 64  # nesting of one answer: the documented shapes need fewer than 10 levels
+SEED_DEADLINE = 120.0  # seconds for everything one seeding reads
+ANSWER_DEADLINE = 30.0  # seconds for one answer, body included
+# A rate limit is waited out up to this long (the loop's cap on Retry-After and on a reset time).
+MAX_RATE_LIMIT_WAIT = 60.0
+
+
+def bounded_options(http: HttpOptions) -> HttpOptions:
+    """``http`` with the seeding's bounds: a deadline per answer, one for the whole seeding (kept when the
+    caller set a sooner one), three attempts, a rate-limit wait of at most :data:`MAX_RATE_LIMIT_WAIT`."""
+    until = http.monotonic() + SEED_DEADLINE
+    return replace(
+        http,
+        deadline=min(http.deadline or ANSWER_DEADLINE, ANSWER_DEADLINE),
+        until=until if http.until is None else min(http.until, until),
+        retry=RetryPolicy(attempts=3, max_retry_after=MAX_RATE_LIMIT_WAIT),
+        follow_redirects=False,
+    )
+
+
+def _depth_ok(text: bytes, limit: int) -> bool:
+    """True when no array or object nests deeper than ``limit`` (strings skipped): checked before parsing,
+    so a hostile body of a million brackets costs one pass, never a recursion."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for byte in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return False
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def parse_json(body: bytes, what: str) -> Any:
+    """The JSON value of ``body``; ``SeedError`` naming ``what`` when it is not JSON or nests too deep."""
+    if not _depth_ok(body, MAX_DEPTH):
+        raise SeedError(f"{what} nests deeper than {MAX_DEPTH} levels, which the service never documents; refused")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise SeedError(f"{what} is not JSON; refused") from exc
+
+
+def reset_wait(headers: httpx.Headers, names: tuple[str, str], now: Callable[[], datetime]) -> float | None:
+    """Seconds until a spent rate limit resets: ``names`` are the service's remaining and reset headers
+    (``x-ratelimit-remaining``/``x-ratelimit-reset``, epoch seconds); ``None`` unless remaining is 0."""
+    remaining, reset = (headers.get(name, "").strip() for name in names)
+    if remaining != "0" or not reset.isdigit() or len(reset) > 12:
+        return None
+    return max(0.0, int(reset) - now().timestamp())
+
+
+class JsonService(Closing):
+    """GET calls to one service: its base URL, its headers (the token), the bounded options, one client.
+
+    ``again(response)`` recognises the service's "wait, then retry" answers (``HttpRequest.again``);
+    ``error_fields`` are the fields of the service's documented error body that say what went wrong (GitHub's
+    ``message``, a hub's ``errCode`` and ``details``, X's ``title`` and ``detail``), named in a failure.
+    A 401 is a ``SignatureError`` (the credential proves no account); any other failure a ``SeedError``.
+    """
+
+    def __init__(self, name: str, base: str, headers: Mapping[str, str], http: HttpOptions, *,
+                 secrets: tuple[str, ...] = (), again: Callable[[httpx.Response], float | None] | None = None,
+                 error_fields: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self._base = base.rstrip("/")
+        self._headers = dict(headers)
+        self._options = bounded_options(http)
+        self._secrets = secrets
+        self._again = again
+        self._error_fields = error_fields
+        self._client, self._owned = open_client(self._options)
+
+    def get(self, path: str, params: Mapping[str, str] | None = None, *, what: str) -> Any:
+        """The JSON answer of ``GET base + path``; raises ``SignatureError`` (401) or ``SeedError``."""
+        request = HttpRequest("GET", self._base + path, params=params, headers=self._headers, again=self._again)
+        outcome = send(self._client, request, self._options,
+                       read=lambda response: read_capped(response, MAX_BODY_BYTES))
+        if isinstance(outcome, Failure):
+            raise self._failed(outcome, what)
+        return parse_json(outcome, f"{self.name}'s answer to {what}")
+
+    def _failed(self, failure: Failure, what: str) -> Exception:
+        detail = self._error_text(failure)
+        reason = redact_known(f"{failure.reason}{': ' + detail if detail else ''}", self._secrets)
+        if failure.status == 401:
+            return SignatureError(f"{self.name} refused the credential ({reason}) reading {what}: it proves no "
+                                  "account; check the token (nothing was written)")
+        if failure.too_large:
+            return SeedError(f"{self.name}'s answer to {what} is over {MAX_BODY_BYTES} bytes; refused")
+        if failure.deadline:
+            return SeedError(f"{self.name} did not answer {what} in time (gave up at the seeding's deadline)")
+        if failure.retry_after is not None or failure.status == 429:
+            when = datetime.fromtimestamp(time.time() + (failure.retry_after or 0), UTC).strftime("%H:%M:%S UTC")
+            return SeedError(f"{self.name} rate-limited {what} ({reason}); try again after {when}")
+        return SeedError(f"{self.name} could not be read ({what}: {reason}); nothing was written")
+
+    def _error_text(self, failure: Failure) -> str:
+        """The documented error body's ``error_fields``, each one line, joined; nothing for another body."""
+        if failure.response is None or not self._error_fields:
+            return ""
+        try:
+            body = parse_json(failure.response.content, f"{self.name}'s error")
+        except SeedError:
+            return ""
+        if not isinstance(body, dict):
+            return ""
+        return ": ".join(part for part in (facts.line(body.get(f), 120) for f in self._error_fields) if part)
+
+    def close(self) -> None:
+        """Close the client this service opened (a caller's own client is left open)."""
+        if self._owned:
+            self._client.close()
