@@ -49,3 +49,10 @@ def register_builtin_seeders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.syspath_prepend(str(site))
     paths = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+
+
+def tree_files(root: Path) -> dict[str, bytes]:
+    """Every file of a memory tree but its timeline and its derived index (``.bundlekit/``): what seeding
+    then unseeding must leave byte for byte as it was."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).parts[0] not in ("timeline", ".bundlekit")}

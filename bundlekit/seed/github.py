@@ -20,16 +20,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
-
-import httpx
 
 from bundlekit._closing import Closing
 from bundlekit.errors import UsageError
 from bundlekit.seed import facts
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.service import JsonService, reset_wait
+from bundlekit.seed.service import JsonService, RateLimit
 
 __all__ = ["GitHubSeeder"]
 
@@ -39,16 +36,6 @@ REPO_NAME = r"[A-Za-z0-9._-]{1,100}"
 PER_PAGE = 100
 MAX_PAGES = 3  # at most 300 repositories read: a hostile 100,000 costs three pages
 MAX_PROJECTS = 5  # the most-starred, each its own memory with its languages
-
-
-def _again(response: httpx.Response) -> float | None:
-    """GitHub's documented "wait, then retry": a 403/429 with ``retry-after``, or with the limit spent."""
-    if response.status_code not in (403, 429):
-        return None
-    after = response.headers.get("retry-after", "").strip()
-    if after.isdigit() and len(after) < 10:
-        return float(after)
-    return reset_wait(response.headers, ("x-ratelimit-remaining", "x-ratelimit-reset"), datetime.now().astimezone)
 
 
 class GitHubSeeder(Closing):
@@ -69,7 +56,7 @@ class GitHubSeeder(Closing):
             "GitHub", base,
             {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
              "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "bundlekit-seed"},
-            request.http, secrets=(token,), again=_again, error_fields=("message",))
+            request.http, secrets=(token,), limit=RateLimit((403, 429), "x-ratelimit-remaining", "x-ratelimit-reset"), error_fields=("message",))
         self._user: Mapping[str, Any] = {}
 
     @classmethod

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ from bundlekit.net.http import redact as redact_known
 from bundlekit.seed import facts
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "parse_json",
-           "reset_wait"]
+           "RateLimit"]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # one answer: a page of 100 repositories is about 0.5 MB
 MAX_DEPTH = 64  # nesting of one answer: the documented shapes need fewer than 10 levels
@@ -86,33 +86,49 @@ def parse_json(body: bytes, what: str) -> Any:
         raise SeedError(f"{what} is not JSON; refused") from exc
 
 
-def reset_wait(headers: httpx.Headers, names: tuple[str, str], now: Callable[[], datetime]) -> float | None:
-    """Seconds until a spent rate limit resets: ``names`` are the service's remaining and reset headers
-    (``x-ratelimit-remaining``/``x-ratelimit-reset``, epoch seconds); ``None`` unless remaining is 0."""
-    remaining, reset = (headers.get(name, "").strip() for name in names)
-    if remaining != "0" or not reset.isdigit() or len(reset) > 12:
-        return None
-    return max(0.0, int(reset) - now().timestamp())
+@dataclass(frozen=True)
+class RateLimit:
+    """How a service says "wait, then retry": the statuses it answers so (GitHub: 403 and 429; X: 429) and its
+    remaining and reset headers (``x-ratelimit-remaining``/``x-ratelimit-reset``, the reset in epoch seconds)."""
+
+    statuses: tuple[int, ...]
+    remaining: str
+    reset: str
+
+    def wait(self, response: httpx.Response, now: Callable[[], datetime]) -> float | None:
+        """Seconds to wait before retrying ``response`` (its ``retry-after``, else until a spent limit resets),
+        or ``None`` when it is not a rate limit."""
+        if response.status_code not in self.statuses:
+            return None
+        after = response.headers.get("retry-after", "").strip()
+        if after.isdigit() and len(after) < 10:
+            return float(after)
+        remaining, reset = (response.headers.get(h, "").strip() for h in (self.remaining, self.reset))
+        if remaining != "0" or not reset.isdigit() or len(reset) > 12:
+            return None
+        return max(0.0, int(reset) - now().timestamp())
 
 
 class JsonService(Closing):
     """GET calls to one service: its base URL, its headers (the token), the bounded options, one client.
 
-    ``again(response)`` recognises the service's "wait, then retry" answers (``HttpRequest.again``);
+    ``limit`` is how the service rate-limits: an answer it documents as "wait, then retry" is waited out by
+    the one retry loop (``HttpRequest.again``) when the wait is at most :data:`MAX_RATE_LIMIT_WAIT` and ends
+    before the seeding's deadline; a longer one fails at once, naming when to try again.
     ``error_fields`` are the fields of the service's documented error body that say what went wrong (GitHub's
     ``message``, a hub's ``errCode`` and ``details``, X's ``title`` and ``detail``), named in a failure.
     A 401 is a ``SignatureError`` (the credential proves no account); any other failure a ``SeedError``.
     """
 
     def __init__(self, name: str, base: str, headers: Mapping[str, str], http: HttpOptions, *,
-                 secrets: tuple[str, ...] = (), again: Callable[[httpx.Response], float | None] | None = None,
+                 secrets: tuple[str, ...] = (), limit: RateLimit | None = None,
                  error_fields: tuple[str, ...] = ()) -> None:
         self.name = name
         self._base = base.rstrip("/")
         self._headers = dict(headers)
         self._options = bounded_options(http)
         self._secrets = secrets
-        self._again = again
+        self._limit = limit
         self._error_fields = error_fields
         self._client, self._owned = open_client(self._options)
 
@@ -125,6 +141,11 @@ class JsonService(Closing):
             raise self._failed(outcome, what)
         return parse_json(outcome, f"{self.name}'s answer to {what}")
 
+    def _again(self, response: httpx.Response) -> float | None:
+        """A rate limit this run waits out: at most ``MAX_RATE_LIMIT_WAIT`` seconds (longer: final)."""
+        wait = self._limit.wait(response, self._options.clock) if self._limit is not None else None
+        return wait if wait is not None and wait <= MAX_RATE_LIMIT_WAIT else None
+
     def _failed(self, failure: Failure, what: str) -> Exception:
         detail = self._error_text(failure)
         reason = redact_known(f"{failure.reason}{': ' + detail if detail else ''}", self._secrets)
@@ -135,9 +156,12 @@ class JsonService(Closing):
             return SeedError(f"{self.name}'s answer to {what} is over {MAX_BODY_BYTES} bytes; refused")
         if failure.deadline:
             return SeedError(f"{self.name} did not answer {what} in time (gave up at the seeding's deadline)")
-        if failure.retry_after is not None or failure.status == 429:
-            when = datetime.fromtimestamp(time.time() + (failure.retry_after or 0), UTC).strftime("%H:%M:%S UTC")
-            return SeedError(f"{self.name} rate-limited {what} ({reason}); try again after {when}")
+        wait = self._limit.wait(failure.response, self._options.clock) \
+            if self._limit is not None and failure.response is not None else None
+        if wait is not None or failure.status == 429:
+            when = datetime.fromtimestamp(time.time() + (wait or 0), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            return SeedError(f"{self.name} rate-limited {what} ({reason}); nothing was written, try again after "
+                             f"{when}")
         return SeedError(f"{self.name} could not be read ({what}: {reason}); nothing was written")
 
     def _error_text(self, failure: Failure) -> str:

@@ -17,16 +17,13 @@ answers. The API base is ``$BUNDLEKIT_X_API_URL`` (the tests' fake), else ``http
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
-
-import httpx
 
 from bundlekit._closing import Closing
 from bundlekit.errors import UsageError
 from bundlekit.seed import facts
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.service import JsonService, reset_wait
+from bundlekit.seed.service import JsonService, RateLimit
 
 __all__ = ["XSeeder"]
 
@@ -35,13 +32,6 @@ USERNAME = r"[A-Za-z0-9_]{1,15}"
 USER_ID = r"[0-9]{1,19}"
 USER_FIELDS = "created_at,description,location,url,public_metrics,verified"
 MAX_POSTS = 100
-
-
-def _again(response: httpx.Response) -> float | None:
-    """X's documented "wait, then retry": a 429 with the limit spent, until ``x-rate-limit-reset``."""
-    if response.status_code != 429:
-        return None
-    return reset_wait(response.headers, ("x-rate-limit-remaining", "x-rate-limit-reset"), datetime.now().astimezone)
 
 
 class XSeeder(Closing):
@@ -63,7 +53,7 @@ class XSeeder(Closing):
         self._limit = request.limit
         base = request.env.get("BUNDLEKIT_X_API_URL", "").strip() or DEFAULT_API
         self._service = JsonService("X", base, {"Authorization": f"Bearer {token}"}, request.http,
-                                    secrets=(token,), again=_again, error_fields=("title", "detail"))
+                                    secrets=(token,), limit=RateLimit((429,), "x-rate-limit-remaining", "x-rate-limit-reset"), error_fields=("title", "detail"))
         self._user: Mapping[str, Any] = {}
 
     @classmethod
@@ -95,6 +85,10 @@ class XSeeder(Closing):
             if recent:
                 proposals.append(_posts_proposal(account.handle, recent))
         return proposals[: self._limit]
+
+    def close(self) -> None:
+        """Close X's client."""
+        self._service.close()
 
     def _recent(self, user_id: str) -> list[Mapping[str, Any]]:
         """``GET /2/users/{id}/tweets``: the user's own posts (no replies, no reposts), newest first."""
