@@ -20,7 +20,7 @@ import click
 
 from bundlekit._redact import MIN_PROCESS_SECRET_LEN, register_secret
 from bundlekit.cli import output
-from bundlekit.cli._params import Count
+from bundlekit.cli._params import Count, strict_option
 from bundlekit.cli.memory import _dir_option, _mem
 from bundlekit.errors import BundlekitError, SeedError, UsageError
 from bundlekit.seed.apply import preview_seed, read_account, unseed, write_seed
@@ -28,6 +28,7 @@ from bundlekit.seed.ownership import ownership_message
 from bundlekit.seed.plan import SeedPlan
 from bundlekit.seed.protocol import DEFAULT_MAX_MEMORIES, MAX_MEMORIES, SeedRequest
 from bundlekit.seed.registry import seeder_factory
+from bundlekit.seed.service import seed_http
 
 __all__ = ["seed_cmd", "unseed_cmd"]
 
@@ -122,7 +123,7 @@ def _consent(plan: SeedPlan, yes: bool, dry_run: bool) -> bool:
               show_default=True, help="At most this many memories from one seeding.")
 @click.option("--yes", "-y", is_flag=True, help="Write without asking (consent given).")
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
-@click.option("--strict", is_flag=True, help="Any memory that cannot be written is an error; nothing written.")
+@strict_option("a memory from the account that the guard, the tree or the cap refuses")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (and whether it was written) as JSON.")
 @click.pass_context
 def seed_cmd(ctx: click.Context, /, **params: Any) -> None:
@@ -141,7 +142,8 @@ def seed_cmd(ctx: click.Context, /, **params: Any) -> None:
         return
     options = _lane_options(params)
     secrets = _secrets(lane, options)
-    request = SeedRequest(env=dict(os.environ), options=options, namespace=namespace, limit=params["max_memories"])
+    request = SeedRequest(env=dict(os.environ), options=options, namespace=namespace, limit=params["max_memories"],
+                          http=seed_http(os.environ))
     account, proposals = read_account(lane, request)
     plan = preview_seed(memory, account, proposals, now=now, max_memories=params["max_memories"],
                         secrets=secrets, strict=params["strict"])

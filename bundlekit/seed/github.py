@@ -93,15 +93,20 @@ class GitHubSeeder(Closing):
         return proposals[: self._limit]
 
     def _repositories(self) -> list[Mapping[str, Any]]:
-        """``GET /user/repos``: public, owned, most recently pushed first; at most ``MAX_PAGES`` pages."""
+        """``GET /user/repos``: public, owned, most recently pushed first; at most ``MAX_PAGES`` pages, each read
+        to its first ``PER_PAGE`` entries, a name seen before (a page answered twice) skipped."""
         found: list[Mapping[str, Any]] = []
+        seen: set[str] = set()
         for page in range(1, MAX_PAGES + 1):
             answer = self._service.get(
                 "/user/repos",
                 {"visibility": "public", "affiliation": "owner", "sort": "pushed", "per_page": str(PER_PAGE),
                  "page": str(page)}, what=f"GET /user/repos page {page}")
-            batch = [r for r in facts.items(answer, PER_PAGE) if _repo_name(r) is not None]
-            found += batch
+            for repo in facts.items(answer, PER_PAGE):
+                name = _repo_name(repo)
+                if name is not None and name not in seen:
+                    seen.add(name)
+                    found.append(repo)
             if not isinstance(answer, list) or len(answer) < PER_PAGE:
                 break
         return found

@@ -25,9 +25,10 @@ from bundlekit._closing import Closing
 from bundlekit.errors import SeedError, SignatureError
 from bundlekit.net.http import Failure, HttpOptions, HttpRequest, RetryPolicy, open_client, read_capped, send
 from bundlekit.net.http import redact as redact_known
+from bundlekit.pinning.polling import seconds_env
 from bundlekit.seed import facts
 
-__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "parse_json",
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "parse_json", "seed_http",
            "RateLimit"]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # one answer: a page of 100 repositories is about 0.5 MB
@@ -38,13 +39,20 @@ ANSWER_DEADLINE = 30.0  # seconds for one answer, body included
 MAX_RATE_LIMIT_WAIT = 60.0
 
 
+def seed_http(env: Mapping[str, str]) -> HttpOptions:
+    """The HTTP options of one seeding: ``$BUNDLEKIT_SEED_DEADLINE`` seconds for everything it reads (default
+    :data:`SEED_DEADLINE`; a test sets a fraction of a second), each answer within the same or 30 s."""
+    total = seconds_env(env, "BUNDLEKIT_SEED_DEADLINE", SEED_DEADLINE)
+    return HttpOptions(deadline=min(total, ANSWER_DEADLINE), until=time.monotonic() + total)
+
+
 def bounded_options(http: HttpOptions) -> HttpOptions:
     """``http`` with the seeding's bounds: a deadline per answer, one for the whole seeding (kept when the
     caller set a sooner one), three attempts, a rate-limit wait of at most :data:`MAX_RATE_LIMIT_WAIT`."""
     until = http.monotonic() + SEED_DEADLINE
     return replace(
         http,
-        deadline=min(http.deadline or ANSWER_DEADLINE, ANSWER_DEADLINE),
+        deadline=ANSWER_DEADLINE if http.deadline is None else min(http.deadline, ANSWER_DEADLINE),
         until=until if http.until is None else min(http.until, until),
         retry=RetryPolicy(attempts=3, max_retry_after=MAX_RATE_LIMIT_WAIT),
         follow_redirects=False,
