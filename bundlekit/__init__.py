@@ -160,6 +160,7 @@ __all__ = [  # noqa: RUF022
     "ConvertError",
     "DeviceMemoryError",
     "EmbedderError",
+    "SeedError",
     "Memory",
     "MemoryRecord",
     "RecallHit",

@@ -32,11 +32,18 @@ from bundlekit.seed.service import seed_http
 
 __all__ = ["seed_cmd", "unseed_cmd"]
 
+MAX_PROOF_FILE = 64 * 1024  # a message or a signature: a few hundred bytes
+
+
 def _read_text(path: Path | None, what: str) -> str | None:
+    """The UTF-8 text of a small file (at most ``MAX_PROOF_FILE`` bytes read: ``/dev/zero`` is refused)."""
     if path is None:
         return None
     try:
-        data = path.read_bytes()[: 64 * 1024]
+        with path.open("rb") as stream:
+            data = stream.read(MAX_PROOF_FILE + 1)
+        if len(data) > MAX_PROOF_FILE:
+            raise UsageError(f"{what} {path} is over {MAX_PROOF_FILE} bytes; it holds a message or a signature")
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{what} {path} cannot be read as UTF-8 text ({type(exc).__name__})") from exc

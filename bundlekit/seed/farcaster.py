@@ -28,7 +28,7 @@ from bundlekit.errors import KeySourceError, SignatureError, UsageError
 from bundlekit.seed import facts
 from bundlekit.seed.ownership import check_message, ownership_message, signer_among
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.service import JsonService
+from bundlekit.seed.service import JsonService, check_base
 
 __all__ = ["FarcasterSeeder"]
 
@@ -59,7 +59,8 @@ class FarcasterSeeder(Closing):
         self._fid = int(fid)
         self._request = request
         self._message, self._signature = self._proof(request)
-        self._service = JsonService("the Farcaster hub", hub, {"Accept": "application/json"}, request.http,
+        base = check_base(hub, "$BUNDLEKIT_FARCASTER_HUB", credential=False)
+        self._service = JsonService("the Farcaster hub", base, {"Accept": "application/json"}, request.http,
                                     error_fields=("errCode", "details"))
         self._data: dict[str, str] = {}
         self._addresses: list[str] = []

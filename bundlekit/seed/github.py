@@ -26,7 +26,7 @@ from bundlekit._closing import Closing
 from bundlekit.errors import UsageError
 from bundlekit.seed import facts
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.service import JsonService, RateLimit
+from bundlekit.seed.service import JsonService, check_base, RateLimit
 
 __all__ = ["GitHubSeeder"]
 
@@ -50,7 +50,8 @@ class GitHubSeeder(Closing):
         if not token or not token.isascii() or not token.isprintable():
             raise UsageError("the github seeder needs $GITHUB_TOKEN (a token of the account to seed from: "
                              "an OAuth or fine-grained token; ASCII, no line break)")
-        base = request.env.get("GITHUB_API_URL", "").strip() or DEFAULT_API
+        base = check_base(request.env.get("GITHUB_API_URL", "").strip() or DEFAULT_API, "$GITHUB_API_URL",
+                          credential=True)
         self._limit = request.limit
         self._service = JsonService(
             "GitHub", base,

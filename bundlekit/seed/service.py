@@ -22,13 +22,24 @@ from typing import Any
 import httpx
 
 from bundlekit._closing import Closing
-from bundlekit.errors import SeedError, SignatureError
-from bundlekit.net.http import Failure, HttpOptions, HttpRequest, RetryPolicy, open_client, read_capped, send
+from bundlekit._terminal import printable
+from bundlekit.errors import SeedError, SignatureError, UsageError
+from bundlekit.net.http import (
+    Failure,
+    HttpOptions,
+    HttpRequest,
+    RetryPolicy,
+    check_http_url,
+    open_client,
+    read_capped,
+    send,
+)
 from bundlekit.net.http import redact as redact_known
+from bundlekit.net.loopback import is_loopback
 from bundlekit.pinning.polling import seconds_env
 from bundlekit.seed import facts
 
-__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "parse_json", "seed_http",
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "check_base", "parse_json", "seed_http",
            "RateLimit"]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # one answer: a page of 100 repositories is about 0.5 MB
@@ -115,6 +126,23 @@ class RateLimit:
         if remaining != "0" or not reset.isdigit() or len(reset) > 12:
             return None
         return max(0.0, int(reset) - now().timestamp())
+
+
+def check_base(base: str, what: str, *, credential: bool) -> str:
+    """``base`` when it is an ``http(s)://`` URL a credential may travel to; ``UsageError`` (exit 2) naming
+    ``what`` (the variable) for any other scheme, a malformed URL, or plain http to a host that is not
+    loopback while a credential is sent (anyone on the way could read it; a local fake or hub may take http)."""
+    text = check_http_url(base.strip(), what=what)
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"{what} is not a valid URL; check it") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise UsageError(f"{what} must be an http(s):// URL")
+    if credential and url.scheme == "http" and not is_loopback(url.host):
+        raise UsageError(f"refusing to send a credential over plain http to {printable(url.host)[:120]}: anyone on "
+                         f"the way could read it; give {what} as https://, or a loopback one")
+    return text
 
 
 class JsonService(Closing):

@@ -23,7 +23,7 @@ from bundlekit._closing import Closing
 from bundlekit.errors import UsageError
 from bundlekit.seed import facts
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.service import JsonService, RateLimit
+from bundlekit.seed.service import JsonService, check_base, RateLimit
 
 __all__ = ["XSeeder"]
 
@@ -51,7 +51,8 @@ class XSeeder(Closing):
             raise UsageError(f"--posts takes 1 to {MAX_POSTS}")
         self._posts = int(posts)
         self._limit = request.limit
-        base = request.env.get("BUNDLEKIT_X_API_URL", "").strip() or DEFAULT_API
+        base = check_base(request.env.get("BUNDLEKIT_X_API_URL", "").strip() or DEFAULT_API,
+                          "$BUNDLEKIT_X_API_URL", credential=True)
         self._service = JsonService("X", base, {"Authorization": f"Bearer {token}"}, request.http,
                                     secrets=(token,), limit=RateLimit((429,), "x-rate-limit-remaining", "x-rate-limit-reset"), error_fields=("title", "detail"))
         self._user: Mapping[str, Any] = {}

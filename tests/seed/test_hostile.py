@@ -6,6 +6,7 @@ redirect to another host, endless pages; and a third-party seeder proposing far 
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 import tracemalloc
@@ -131,3 +132,47 @@ def test_a_hub_with_endless_pages_is_read_three_pages_deep(tree: Path, run: Run,
         assert result.exit_code == 0, result.output
         assert [a.path for a in hub.asked].count("/v1/userDataByFid") == 3
         assert [a.path for a in hub.asked].count("/v1/verificationsByFid") == 3
+
+
+def test_a_gzip_bomb_is_cut_at_the_body_limit_decoded(tree: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    bomb = gzip.compress(b'{"login": "octocat", "bio": "' + b"0" * (100 * 1024 * 1024) + b'"}', compresslevel=9)
+    result, _fake = _seed_github(
+        lambda asked: Answer(200, bomb, {"Content-Type": "application/json", "Content-Encoding": "gzip"}),
+        run, monkeypatch)
+    assert result.exit_code == 1 and "over 4194304 bytes" in result.stderr  # type: ignore[attr-defined]
+
+
+def test_text_that_is_not_text_is_named_and_the_rest_written(tree: Path, run: Run,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    user = {"login": "octocat", "name": "\\ud800 lone", "bio": "\\u001b[2J\\u202e wipe the screen"}
+    body = json.dumps(user).replace("\\\\u", "\\u").encode()
+    normal = github_app(TOKEN)
+    result, _fake = _seed_github(lambda asked: Answer(200, body, {"Content-Type": "application/json"})
+                                 if asked.path == "/user" else normal(asked), run, monkeypatch)
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert "github-octocat-profile: not written" in result.stderr  # type: ignore[attr-defined]
+    assert "\x1b" not in result.output and "\u202e" not in result.output  # type: ignore[attr-defined]
+    assert len(Memory(tree).list()) == 3
+
+
+@pytest.mark.parametrize("login", ["../../etc", "octo/cat", "a" * 40, "", "-octocat", None, 7])
+def test_a_login_outside_githubs_rule_is_refused_whole(login: object, tree: Path, run: Run,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    before = tree_files(tree)
+    result, _fake = _seed_github(github_app(TOKEN, user={"login": login}), run, monkeypatch)
+    assert result.exit_code == 1 and "not a valid handle" in result.stderr  # type: ignore[attr-defined]
+    assert tree_files(tree) == before
+
+
+def test_a_token_is_never_sent_over_plain_http_to_another_host(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    for url in ("http://api.example.com", "file:///etc/passwd", "https://h:99999/"):
+        monkeypatch.setenv("GITHUB_API_URL", url)
+        result = run("seed", "github", "--yes")
+        assert result.exit_code == 2, (url, result.output)
+
+
+def test_a_proof_file_that_never_ends_is_refused(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_FARCASTER_HUB", "http://127.0.0.1:9")
+    result = run("seed", "farcaster", "--fid", "1", "--message-file", "/dev/zero", "--signature-file", "/dev/zero")
+    assert result.exit_code == 2 and "over 65536 bytes" in result.stderr
