@@ -89,7 +89,7 @@ def _secrets(lane: str, options: dict[str, str]) -> list[str]:
 
 
 def _show(plan: SeedPlan, as_json: bool, written: bool) -> None:
-    output.warn_all(plan.warnings())
+    output.warn_all(output.printable(line) for line in plan.warnings())
     if as_json:
         output.data_json({**plan.to_dict(), "written": written})
         return

@@ -10,6 +10,7 @@ put back on failure). :func:`unseed` removes what :func:`~bundlekit.seed.plan.pl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -22,6 +23,10 @@ from bundlekit.seed.protocol import Account, Proposal, SeedRequest
 from bundlekit.seed.registry import seeder_factory
 
 __all__ = ["read_account", "preview_seed", "unseed", "write_seed"]
+
+# What names a seed (``LANE:HANDLE`` in every memory it writes): a handle as the built-in services spell theirs.
+_HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_PROOF = re.compile(r"[\x21-\x7e]{1,200}")
 
 
 def read_account(lane: str, request: SeedRequest) -> tuple[Account, list[object]]:
@@ -38,8 +43,10 @@ def read_account(lane: str, request: SeedRequest) -> tuple[Account, list[object]
                          f"(it takes: {', '.join(taken) or 'none'})")
     with factory.from_request(request) as seeder:
         account = seeder.account()
-        if not isinstance(account, Account) or account.lane != lane or not account.handle:
-            raise SeedError(f"seeder {lane!r} returned no verified account of its own lane; it breaks the contract")
+        if not isinstance(account, Account) or account.lane != lane or not _HANDLE.fullmatch(str(account.handle)) \
+                or not isinstance(account.proof, str) or not _PROOF.fullmatch(account.proof):
+            raise SeedError(f"seeder {lane!r} returned no verified account of its own lane (a handle of letters, "
+                            "digits, '_', '.', '-'; a one-line proof); it breaks the seeder contract")
         proposals = list(seeder.propose(account))
     return account, proposals
 
@@ -77,7 +84,7 @@ def write_seed(memory: Memory, shown: SeedPlan, *, now: datetime, max_memories: 
         entry = make_entry("seeded", {
             "seed": plan.account.seed, "proof": plan.account.proof,
             "memories": {p.record.key: p.record.meta[DIGEST_FIELD] for p in plan.writes},
-            "skipped": sorted(shown.skipped), "dropped": list(shown.dropped),
+            "skipped": len(shown.skipped), "dropped": len(shown.dropped),
         }, now)
         tx.apply({p.filename: p.record.raw for p in plan.writes}, _with_entry(tx.days(), entry))
     return plan

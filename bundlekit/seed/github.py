@@ -32,7 +32,7 @@ __all__ = ["GitHubSeeder"]
 
 DEFAULT_API = "https://api.github.com"
 LOGIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
-REPO_NAME = r"[A-Za-z0-9._-]{1,100}"
+REPO_NAME = r"(?!\.\.?$)[A-Za-z0-9._-]{1,100}"  # never "." or "..": a name goes into a URL path
 PER_PAGE = 100
 MAX_PAGES = 3  # at most 300 repositories read: a hostile 100,000 costs three pages
 MAX_PROJECTS = 5  # the most-starred, each its own memory with its languages

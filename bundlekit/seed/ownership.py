@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from bundlekit.crypto.signing import verify_signature
-from bundlekit.errors import SignatureError
+from bundlekit.errors import SignatureError, UsageError
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp
 
 __all__ = ["MAX_AGE", "MAX_SKEW", "check_message", "ownership_message", "signer_among"]
@@ -33,7 +33,10 @@ MAX_SKEW = timedelta(minutes=2)
 
 
 def ownership_message(fid: int, namespace: str, issued: datetime) -> str:
-    """The exact text to sign (UTF-8, a final line break)."""
+    """The exact text to sign (UTF-8, a final line break); ``UsageError`` for a namespace that is empty or
+    holds a line break or another control character (the message is four lines)."""
+    if not namespace or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace) or namespace != namespace.strip():
+        raise UsageError("the agent namespace must be one line of text without surrounding spaces")
     return f"{HEADER}\nfid: {fid}\nnamespace: {namespace}\nissued: {format_timestamp(issued)}\n"
 
 

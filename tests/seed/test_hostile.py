@@ -176,3 +176,17 @@ def test_a_proof_file_that_never_ends_is_refused(run: Run, monkeypatch: pytest.M
     monkeypatch.setenv("BUNDLEKIT_FARCASTER_HUB", "http://127.0.0.1:9")
     result = run("seed", "farcaster", "--fid", "1", "--message-file", "/dev/zero", "--signature-file", "/dev/zero")
     assert result.exit_code == 2 and "over 65536 bytes" in result.stderr
+
+
+def test_a_repository_named_dot_dot_never_reaches_a_url_path(tree: Path, run: Run,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    repos = [{"name": "..", "stargazers_count": 10**6}, {"name": ".", "stargazers_count": 10**6},
+             {"name": "real", "stargazers_count": 1}]
+    result, fake = _seed_github(github_app(TOKEN, repos=repos), run, monkeypatch)
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert [a.path for a in fake.asked if a.path.endswith("/languages")] == ["/repos/octocat/real/languages"]
+
+
+def test_a_namespace_that_would_add_lines_to_the_message_is_a_usage_error(run: Run) -> None:
+    result = run("seed", "farcaster", "--fid", "1", "--print-message", "--namespace", "agent\nfid: 2")
+    assert result.exit_code == 2 and "one line" in result.stderr

@@ -158,3 +158,27 @@ def test_a_plan_written_after_the_tree_changed_writes_nothing(tree: Path) -> Non
     with pytest.raises(SeedError, match="changed since"):
         write_seed(memory, shown, now=NOW, max_memories=5)
     assert tree_files(tree) == before
+
+
+@pytest.mark.parametrize("handle", ["../../x", "a:b", "", "x" * 101, "line\nbreak"])
+def test_an_account_whose_handle_breaks_the_contract_is_refused(handle: str, tmp_path: Path, tree: Path, run: Run,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    source = THIRD_PARTY.replace('Account("notebook", "ada", "token")', f"Account('notebook', {handle!r}, 'token')")
+    site = install_dist(tmp_path / "bad-handle", "notebook_seeder", {"notebook": "notebook_seeder:NotebookSeeder"},
+                        {"notebook_seeder": source})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "notebook_seeder", raising=False)
+    before = tree_files(tree)
+    result = run("seed", "notebook", "--yes")
+    assert result.exit_code == 1 and "breaks the seeder contract" in result.stderr
+    assert tree_files(tree) == before
+
+
+def test_a_refused_key_with_a_credential_never_blocks_the_rest_nor_enters_the_timeline(tree: Path) -> None:
+    leaked = "AKIA" + "IOSFODNN7EXAMPLE"
+    memory = Memory(tree)
+    shown = preview_seed(memory, ACCOUNT, [Proposal(f"key {leaked}", "user", "n", "d", "b", "o"),
+                                           Proposal("fine", "user", "n", "d", "b", "o")], now=NOW, max_memories=5)
+    write_seed(memory, shown, now=NOW, max_memories=5)
+    assert [r.key for r in memory.list()] == ["fine"]
+    assert all(leaked not in p.read_text() for p in (tree / "timeline").glob("*.jsonl"))
