@@ -57,7 +57,7 @@ def preview_seed(memory: Memory, account: Account, proposals: Sequence[object], 
     with memory.transaction(lock=False) as tx:
         records = tx.records()
     return plan_seed(records, account, proposals, now=now, max_memories=max_memories, secrets=secrets,
-                     strict=strict)
+                     strict=strict, broken=memory.broken())
 
 
 def _with_entry(days: Mapping[str, bytes], entry: dict[str, Any]) -> dict[str, bytes | None]:
@@ -76,7 +76,7 @@ def write_seed(memory: Memory, shown: SeedPlan, *, now: datetime, max_memories: 
     proposals: list[Proposal] = [p.proposal for p in shown.writes]
     with memory.transaction() as tx:
         plan = plan_seed(tx.records(), shown.account, proposals, now=now, max_memories=max_memories,
-                         secrets=secrets, strict=strict)
+                         secrets=secrets, strict=strict, broken=memory.broken())
         if [(p.filename, p.record.raw) for p in plan.writes] != [(p.filename, p.record.raw) for p in shown.writes]:
             raise SeedError("the tree changed since the seeding was shown; nothing was written, run it again")
         if not plan.writes:

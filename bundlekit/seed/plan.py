@@ -151,11 +151,14 @@ def _valid(proposal: object) -> Proposal:
 
 
 def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iterable[object], *, now: datetime,
-              max_memories: int, secrets: Sequence[str] = (), strict: bool = False) -> SeedPlan:
-    """The plan of one seeding over the tree's current ``records`` (see the module). With ``strict`` any
-    memory not written is an error (``SeedError``, nothing written)."""
+              max_memories: int, secrets: Sequence[str] = (), strict: bool = False,
+              broken: Iterable[str] = ()) -> SeedPlan:
+    """The plan of one seeding over the tree's current ``records`` and the keys of its ``broken`` files (that do
+    not parse: never replaced) (see the module). With ``strict`` any memory not written is an error
+    (``SeedError``, nothing written)."""
     plan = SeedPlan(account)
     current = {r.key: r for r in records}
+    unparsed = set(broken)
     seen: set[str] = set()
     for proposal in (_valid(p) for p in proposals):
         try:
@@ -167,6 +170,9 @@ def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iter
             plan.skipped[proposal.key] = "proposed twice; the first is kept"
             continue
         seen.add(proposal.key)
+        if proposal.key in unparsed:
+            plan.skipped[proposal.key] = "the tree holds a file under this key that does not parse; kept"
+            continue
         if len(plan.writes) + len(plan.unchanged) >= max_memories:
             plan.dropped.append(proposal.key)
             continue

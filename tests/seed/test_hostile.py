@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -190,3 +194,22 @@ def test_a_repository_named_dot_dot_never_reaches_a_url_path(tree: Path, run: Ru
 def test_a_namespace_that_would_add_lines_to_the_message_is_a_usage_error(run: Run) -> None:
     result = run("seed", "farcaster", "--fid", "1", "--print-message", "--namespace", "agent\nfid: 2")
     assert result.exit_code == 2 and "one line" in result.stderr
+
+
+def test_sigterm_while_a_service_stalls_ends_the_seeding_with_143_and_nothing_written(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stall = Answer(200, (b"{" if n == 0 else b" " for n in range(10_000)), {"Content-Type": "application/json"},
+                   pause=0.5)
+    before = tree_files(tree)
+    with FakeService(lambda asked: stall) as fake:
+        env = {**os.environ, "GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.url}
+        proc = subprocess.Popen([sys.executable, "-m", "bundlekit", "memory", "-d", str(tree), "seed", "github",
+                                 "--yes"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while not fake.asked and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert b"interrupted" in err and b"Traceback" not in err
+    assert tree_files(tree) == before

@@ -182,3 +182,14 @@ def test_a_refused_key_with_a_credential_never_blocks_the_rest_nor_enters_the_ti
     write_seed(memory, shown, now=NOW, max_memories=5)
     assert [r.key for r in memory.list()] == ["fine"]
     assert all(leaked not in p.read_text() for p in (tree / "timeline").glob("*.jsonl"))
+
+
+def test_a_file_that_does_not_parse_under_a_proposed_key_is_kept_and_named(tree: Path) -> None:
+    (tree / "k.md").write_text("---\nname: x\ntype: usr\n---\nbody\n")
+    memory = Memory(tree)
+    shown = preview_seed(memory, ACCOUNT, [Proposal("k", "user", "n", "d", "b", "o"),
+                                           Proposal("other", "user", "n", "d", "b", "o")], now=NOW, max_memories=5)
+    assert "does not parse" in shown.skipped["k"]
+    write_seed(memory, shown, now=NOW, max_memories=5)
+    assert (tree / "k.md").read_text() == "---\nname: x\ntype: usr\n---\nbody\n"
+    assert [r.key for r in memory.list()] == ["other"]
