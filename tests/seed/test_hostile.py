@@ -213,3 +213,15 @@ def test_sigterm_while_a_service_stalls_ends_the_seeding_with_143_and_nothing_wr
     assert proc.returncode == 143, err
     assert b"interrupted" in err and b"Traceback" not in err
     assert tree_files(tree) == before
+
+
+@pytest.mark.slow
+def test_a_slow_body_is_cut_at_the_default_answer_deadline(tree: Path, run: Run,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = Answer(200, (b"{" if n == 0 else b" " for n in range(1000)), {"Content-Type": "application/json"},
+                  pause=0.5)
+    started = time.monotonic()
+    result, _fake = _seed_github(lambda asked: slow, run, monkeypatch)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert 25 < elapsed < 60, elapsed  # ANSWER_DEADLINE (30 s), one attempt: a deadline is final
