@@ -18,6 +18,7 @@ import click
 
 from bundlekit._bounds import CONTEXT_TOKENS, RECALL_LIMIT
 from bundlekit.cli import output
+from bundlekit.cli._examples import add_examples
 from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
@@ -120,8 +121,7 @@ class _MemoryGroup(SuggestingGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self._LAZY:
-            command: click.Command = _load_on_use(*self._LAZY[cmd_name])
-            return command
+            return add_examples(f"memory {cmd_name}", _load_on_use(*self._LAZY[cmd_name]))
         return super().get_command(ctx, cmd_name)
 
 
