@@ -15,7 +15,7 @@ The layers, lowest first (DEVELOPERS.md's module map has each module's job): ``e
 tree), ``_fs`` (the one atomic write), ``_lazy`` and ``_closing``, ``_redact`` (the one redaction
 of every output) with ``_secrets`` (the secret rules), ``_bounds``, ``_signals``, ``_terminal``;
 ``ipld``, ``unixfs``, ``car``, ``blockstore``, ``net``, ``pinning``, ``gateway``, ``embed``, ``memory``,
-``crypto``, ``names``, ``hub`` (the apps ``serve`` mounts over its store), ``bundle``, ``convert``,
+``crypto``, ``names``, ``hub`` (the apps ``serve`` mounts over its store), ``bundle``, ``convert`` (with ``seed``: memories from an account),
 ``flows`` (with ``syncer``, the sync's old name), ``mcp_server``, ``ui``, ``cli`` (with ``__main__``:
 ``python -m bundlekit``) and this module. The extension points
 (entry-point groups and their contracts) are listed in ``extension_points``.
@@ -160,6 +160,7 @@ __all__ = [  # noqa: RUF022
     "ConvertError",
     "DeviceMemoryError",
     "EmbedderError",
+    "SeedError",
     "Memory",
     "MemoryRecord",
     "RecallHit",

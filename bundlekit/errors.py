@@ -65,7 +65,8 @@ says so below.
     ├── NameMovedError              an IPNS name moved past the record a publish was based on: another writer (exit 4)
     ├── ConvertError                a foreign memory format cannot be read or written
     │   └── DeviceMemoryError       device-bound memory asked to leave its machine
-    └── EmbedderError               an embedder that cannot embed: its model files, or its service's answer
+    ├── EmbedderError               an embedder that cannot embed: its model files, or its service's answer
+    └── SeedError                   an account a seeder reads cannot be read: its service's answer, its limits
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ __all__ = [  # noqa: RUF022
     "ConvertError",
     "DeviceMemoryError",
     "EmbedderError",
+    "SeedError",
 ]
 
 
@@ -373,3 +375,9 @@ class DeviceMemoryError(ConvertError):
 class EmbedderError(BundlekitError):
     """An embedder that cannot embed: its packaged model files are missing or damaged, or its service
     refused the request or answered with something that is not the embeddings asked for."""
+
+
+class SeedError(BundlekitError):
+    """An account a seeder reads (``bundlekit memory seed``) cannot be read: its service refused or failed,
+    rate-limited past the deadline, or answered with something other than what it documents (too large, too
+    deep, not the documented shape). A failed ownership proof is a ``SignatureError`` (exit 3)."""

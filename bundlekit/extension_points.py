@@ -13,6 +13,9 @@ that reads the group, and the spec with the rules. The built-ins register in bun
     [project.entry-points."bundlekit.embedders"]
     my-model = "my_package.embedder:MyEmbedder"
 
+    [project.entry-points."bundlekit.seeders"]
+    my-account = "my_package.seeder:MyAccountSeeder"
+
 ``bundlekit.pinners`` (:data:`PINNERS`)
     A publisher. The entry point loads to a :class:`~bundlekit.pinning.protocol.PinnerFactory`:
     ``from_env(env) -> Pinner`` (``PinnerNotConfigured`` naming the missing variables, never a value)
@@ -35,6 +38,17 @@ that reads the group, and the spec with the rules. The built-ins register in bun
     ``memory/semantic.embed_checked``. Read by ``embed/registry``, only when a command ranks by meaning
     (specs/memory.md, "Recall by meaning").
 
+``bundlekit.seeders`` (:data:`SEEDERS`)
+    An account lane of ``bundlekit memory seed LANE``. The entry point loads to a
+    :class:`~bundlekit.seed.protocol.SeederFactory`: ``from_request(SeedRequest) -> Seeder`` (``UsageError``
+    naming a missing variable or option, never a value), ``is_configured(env) -> bool`` and ``options`` (the
+    lane options it takes; any other is refused first); optionally ``env_vars`` (its credentials: registered
+    with the one redaction point and refused in any memory). The :class:`~bundlekit.seed.protocol.Seeder` has
+    ``name``, ``account() -> Account`` (ownership proven, else ``SignatureError``), ``propose(account) ->
+    [Proposal]`` (never a write), ``close()`` and the context manager. A seeder is foreign code: every
+    proposal passes ``seed/plan`` (the contract's types, the key rules, the secret guard, the cap). Read by
+    ``seed/registry`` (specs/memory.md, "Seeding").
+
 Nothing else is looked up by name at run time: the CLI's commands are a table in ``cli/__init__``,
 the converters' formats their modules' ``FORMAT`` (``convert/_format``). Nothing in bundlekit imports
 this module: it is read by people and by ``tests/architecture/test_extension_points.py``, which checks
@@ -49,8 +63,10 @@ from bundlekit.embed.protocol import Embedder, EmbedderFactory
 from bundlekit.embed.registry import ENTRY_POINT_GROUP as EMBEDDERS_GROUP
 from bundlekit.pinning.protocol import Pinner, PinnerFactory
 from bundlekit.pinning.registry import ENTRY_POINT_GROUP as PINNERS_GROUP
+from bundlekit.seed.protocol import Seeder, SeederFactory
+from bundlekit.seed.registry import ENTRY_POINT_GROUP as SEEDERS_GROUP
 
-__all__ = ["EMBEDDERS", "EXTENSION_POINTS", "PINNERS", "ExtensionPoint"]
+__all__ = ["EMBEDDERS", "EXTENSION_POINTS", "PINNERS", "SEEDERS", "ExtensionPoint"]
 
 
 @dataclass(frozen=True)
@@ -83,5 +99,14 @@ EMBEDDERS = ExtensionPoint(
     spec="specs/memory.md",
 )
 
+SEEDERS = ExtensionPoint(
+    group=SEEDERS_GROUP,
+    factory=SeederFactory,
+    product=Seeder,
+    optional=(),
+    reader="bundlekit.seed.registry",
+    spec="specs/memory.md",
+)
+
 #: Every extension point, in the order the docstring above describes them.
-EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (PINNERS, EMBEDDERS)
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (PINNERS, EMBEDDERS, SEEDERS)

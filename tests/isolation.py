@@ -48,6 +48,7 @@ USER_SETTINGS = frozenset({
     "FILEBASE_ACCESS_KEY_ID", "FILEBASE_SECRET_ACCESS_KEY", "FILEBASE_BUCKET",
     "STORACHA_AUTH_SECRET", "STORACHA_AUTH_TOKEN", "STORACHA_SPACE_DID",
     "SOURCE_DATE_EPOCH",
+    "GITHUB_TOKEN", "GITHUB_API_URL", "X_BEARER_TOKEN",  # the account lanes of `memory seed`
     "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
 })
 #: Prefixes of whole families removed the same way (boto3 reads ``AWS_*``; bundlekit ``BUNDLEKIT_*``).

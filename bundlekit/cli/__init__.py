@@ -14,7 +14,7 @@ exit 143 and 129 (128 + the signal, as shells report it).
 Modules: ``output`` (the output contract every command prints through); the commands, one
 module per family: ``build``, ``load`` (and ``fork``), ``pack`` (and ``cid``), ``car``
 (``verify``, ``unpack``, ``ls``), ``pin`` (and ``pinners``), ``unpin``, ``store``, ``serve``
-(and ``open``), ``memory``, ``convert``, ``diff``, ``log``, ``merge``, ``sync``, ``names``
+(and ``open``), ``memory`` (with ``seed``: ``memory seed`` and ``memory unseed``), ``convert``, ``diff``, ``log``, ``merge``, ``sync``, ``names``
 (``name``), ``key`` and ``mcp``; shared pieces: ``_keyopts`` (the key options), ``_embedopts``
 (the options of the commands that embed), ``_params`` (parameter types and the tree option),
 ``_examples`` (each command's ``--help`` examples), ``_suggest`` (the closest command to a

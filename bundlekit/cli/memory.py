@@ -18,6 +18,7 @@ import click
 
 from bundlekit._bounds import CONTEXT_TOKENS, RECALL_LIMIT
 from bundlekit.cli import output
+from bundlekit.cli._examples import add_examples
 from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
@@ -109,7 +110,22 @@ def _load_on_use(module: str, attr: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-@click.group("memory", cls=SuggestingGroup)
+class _MemoryGroup(SuggestingGroup):
+    """The ``memory`` group; ``seed`` and ``unseed`` (``cli/seed``) are imported on first use: they load the
+    HTTP layer and the account lanes, which no other memory command needs."""
+
+    _LAZY = {"seed": ("bundlekit.cli.seed", "seed_cmd"), "unseed": ("bundlekit.cli.seed", "unseed_cmd")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self._LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._LAZY:
+            return add_examples(f"memory {cmd_name}", _load_on_use(*self._LAZY[cmd_name]))
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group("memory", cls=_MemoryGroup)
 @click.option(
     "-d",
     "--dir",

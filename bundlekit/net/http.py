@@ -304,18 +304,24 @@ def _detached(response: httpx.Response) -> httpx.Response:
 
 
 def classify(
-    response: httpx.Response, clock: Callable[[], datetime], final: Callable[[httpx.Response], bool] | None = None
+    response: httpx.Response, clock: Callable[[], datetime], final: Callable[[httpx.Response], bool] | None = None,
+    again: Callable[[httpx.Response], float | None] | None = None,
 ) -> Failure:
     """The ``Failure`` for an answer that is not a success: retryable for 408, 429 and 5xx.
 
     ``final`` recognises answers the caller knows are final whatever their
-    status (a service's shutdown notice); those are never retried.
+    status (a service's shutdown notice); those are never retried. ``again``
+    recognises answers the service documents as "wait, then retry" whatever
+    their status (GitHub's 403 rate limit) and says how long to wait (seconds;
+    ``None``: not such an answer); those are retried after that wait.
     """
     answer = _detached(response)
     status = answer.status_code
-    retryable = is_retryable_status(status) and not (final is not None and final(answer))
+    retry_after = parse_retry_after(answer.headers.get("Retry-After"), clock)
+    wait = again(answer) if again is not None else None
+    retryable = (is_retryable_status(status) or wait is not None) and not (final is not None and final(answer))
     return Failure(f"HTTP {status}", retryable=retryable, status=status, response=answer,
-                   retry_after=parse_retry_after(answer.headers.get("Retry-After"), clock))
+                   retry_after=retry_after if wait is None else wait)
 
 
 def check_http_url(text: str, *, what: str) -> str:
@@ -384,7 +390,8 @@ class HttpRequest:
     arguments carrying the payload (``content=``, ``files=``, ``data=``), so a
     file body can be rewound and re-sent. ``ok`` says which answers are a
     success (default 2xx); ``final`` recognises failed answers the caller
-    knows are final whatever their status (a service's shutdown notice).
+    knows are final whatever their status (a service's shutdown notice);
+    ``again`` those it documents as "wait this long, then retry" (``classify``).
     ``retry=False`` makes a single attempt (a call the caller cannot safely
     repeat). ``on_retry(failure, wait)`` is told before each wait.
     """
@@ -397,6 +404,7 @@ class HttpRequest:
     body: BodyFactory | None = None
     ok: Callable[[httpx.Response], bool] = _is_success
     final: Callable[[httpx.Response], bool] | None = None
+    again: Callable[[httpx.Response], float | None] | None = None
     retry: bool = True
     on_retry: Callable[[Failure, float], None] | None = None
 
@@ -450,7 +458,7 @@ def _open(
                                                   options.monotonic)
             if request.ok(response):
                 return response
-            failure = classify(response, options.clock, request.final)
+            failure = classify(response, options.clock, request.final, request.again)
         except BaseException:
             response.close()
             raise

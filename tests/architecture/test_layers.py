@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.hub",),  # the HTTP apps `serve` mounts over its store: push and routing APIs (gateway, names)
     ("bundlekit.bundle",),
     ("pinners",),
-    ("bundlekit.convert",),
+    ("bundlekit.convert", "bundlekit.seed"),  # seed: account lanes (net, crypto's wallet code) into the tree
     # The verbs that span packages (publish, sync): build, pin, merge and move a name; ``syncer`` re-exports the sync.
     ("bundlekit.flows", "bundlekit.syncer"),
     ("bundlekit.mcp_server",),  # the MCP front end: memory, bundles and pinning for MCP clients

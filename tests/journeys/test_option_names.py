@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +25,7 @@ from bundlekit.cli import cli
 from bundlekit.cli._params import AliasOption, LegacyArgument
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.memory import Memory
+from tests.journeys.typed import typed
 
 
 def _keys(tree: Path) -> set[str]:
@@ -188,13 +187,7 @@ class Shell:
             MEMORY_PASSPHRASE=PASSPHRASE, WEAK="short")
 
     def run(self, line: str, code: int = 0) -> subprocess.CompletedProcess[str]:
-        args = shlex.split(line)
-        assert args[0] == "bundlekit"
-        done = subprocess.run([sys.executable, "-m", "bundlekit", *args[1:]], cwd=self.work, env=self.env,
-                              capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == code, f"{line}: exit {done.returncode}\n{done.stderr}"
-        assert "Traceback" not in done.stderr
-        return done
+        return typed(line, cwd=self.work, env=self.env, code=code)
 
     def write(self, key: str, body: str) -> None:
         self.run(f'bundlekit memory write {key} --type project --name {key} --description "about {key}" '
