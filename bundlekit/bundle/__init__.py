@@ -10,5 +10,5 @@ options as plain values), ``signature`` (``signature.json``: sign, verify, publi
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into
 a tree over the common ancestor), ``share`` (which memories a shared bundle carries, failing
-closed) and ``_bounded`` (one untrusted file read within its caps). Built on memory, crypto, net and the layers below.
+closed), ``workspace`` (teammates' shared bundles as read-only, labelled layers) and ``_bounded`` (one untrusted file read within its caps). Built on memory, crypto, net and the layers below.
 """
