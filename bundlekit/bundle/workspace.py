@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bundlekit._terminal import printable_field
 from bundlekit.bundle.load import LoadOptions, load_bundle
 from bundlekit.bundle.share import enforce_share
 from bundlekit.errors import UsageError
@@ -50,6 +49,7 @@ __all__ = [
 OWN = "own"
 MAX_LABEL = 64
 _LABEL = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.@:-]")
 _IPNS_NAME = re.compile(r"(k51[a-z0-9]{40,80}|12D3Koo[A-Za-z0-9]{40,60}|Qm[A-Za-z0-9]{44})")
 
 
@@ -119,8 +119,9 @@ def _open_layer(
                                       lambda w: warnings.append(f"{uri}: {w}"))
     if "share" not in result.manifest:
         warnings.append(f"{uri}: not a shared bundle (its manifest names no share); every memory in it is shown")
-    publisher = label or result.publisher or str(result.manifest.get("namespace", ""))
-    publisher = printable_field(publisher)[:MAX_LABEL] or uri[:MAX_LABEL]
+    claimed = label or result.publisher or str(result.manifest.get("namespace", ""))
+    # A bundle names itself: one short, plain label (no brackets or line breaks to forge another's entry).
+    publisher = _UNSAFE.sub("_", claimed)[:MAX_LABEL] or "unnamed"
     if publisher == OWN:
         publisher = f"{OWN}-layer"
     memory = Memory(None)
