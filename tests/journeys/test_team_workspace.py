@@ -13,6 +13,7 @@ non-owners, a malformed share list fails closed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -136,3 +137,17 @@ def test_a_layer_that_does_not_verify_stops_the_server_before_it_serves(team: Pa
 def test_an_unknown_share_type_shares_nothing(team: Path) -> None:
     done = _cli(team, "build", "-d", "alice", "--share", "projects", "-o", "x.car", ok=False)
     assert done.returncode == 2 and "projects" in done.stderr and not (team / "x.car").exists()
+
+
+def test_memory_recall_and_context_see_the_workspace_from_the_shell(team: Path) -> None:
+    done = _cli(team, "memory", "-d", "carol", "recall", "deploys", "--rank", "salience", "--json",
+                "--workspace", "alice.car", "--workspace", "bob=bob.car")
+    assert {(hit["key"], hit["source"]) for hit in json.loads(done.stdout)} == {
+        ("carol_deploys", "own"), ("alice_deploys", "alice"), ("bob_deploys", "bob")}
+    text = _cli(team, "memory", "-d", "carol", "recall", "deploys", "--rank", "salience",
+                "--workspace", "alice.car").stdout
+    assert "\talice_deploys\t" in text and text.count("[alice]") == 1 and "[own]" in text
+    context = _cli(team, "memory", "-d", "carol", "context", "--workspace", "alice.car").stdout
+    assert "### alice deploys [Agent: alice]" in context and "private" not in context
+    refused = _cli(team, "memory", "-d", "carol", "context", "--workspace", "alice.car", "--query", "x", ok=False)
+    assert refused.returncode == 2
