@@ -13,7 +13,8 @@ list, a config that does not parse or holds an unknown key all stop the build.
 The selection is an allow-list: a memory file is kept only when its parsed
 record is admitted, the index is re-rendered from the kept records alone
 (``memory.index.render_index``, the one renderer), a timeline day only when the
-policy shares the timeline; anything else the tree gave is dropped. What is
+policy shares the timeline, and then without a ``forgot`` tombstone or an event whose ``key`` names a
+memory that is not shared; anything else the tree gave is dropped. What is
 built from the selection (embeddings, the manifest, the created time) sees
 only what was kept. The manifest records the policy as ``share``
 (``{"types": [...], "timeline": bool}``) so a reader can hold the bundle to it
@@ -24,6 +25,7 @@ warning naming it).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -184,12 +186,36 @@ def select_shared(
         elif warn is not None and record.meta.get("share") is not None and record.type in policy.types:
             warn(f"{record.filename}: not shared ({why})")
     names = {record.filename for record in kept}
+    keys = {record.key.lower() for record in kept}
     files: list[tuple[str, bytes]] = [(INDEX_NAME, render_index(kept).encode("utf-8"))]
     for path, data in tree_files:
-        if path in names or (policy.timeline and path.startswith("timeline/")):
+        if path in names:
             files.append((path, data))
+        elif policy.timeline and path.startswith("timeline/"):
+            day = _shared_day(data, keys)
+            if day:
+                files.append((path, day))
     files.sort(key=lambda item: item[0])
     return files, kept
+
+
+def _shared_day(data: bytes, keys: set[str]) -> bytes:
+    """The lines of one timeline day a shared bundle may carry, as stored: never a ``forgot`` tombstone (the
+    forgotten memory's type is gone with it) nor an event whose ``key`` names a memory not shared; a line
+    that does not parse as a JSON object stays out too."""
+    kept: list[bytes] = []
+    for line in data.splitlines(keepends=True):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("type") == "forgot":
+            continue
+        key = event.get("key")
+        if key is not None and (not isinstance(key, str) or key.lower() not in keys):
+            continue
+        kept.append(line if line.endswith(b"\n") else line + b"\n")
+    return b"".join(kept)
 
 
 def check_manifest_share(manifest: Mapping[str, Any]) -> None:

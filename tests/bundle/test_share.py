@@ -235,3 +235,16 @@ def test_a_loaded_bundle_is_held_to_its_share_claim(tmp_path: Path) -> None:
                                    [{"ts": "2026-01-01T00:00:00Z", "type": "x"}], warnings.append)
     assert sorted(kept) == ["kp1"] and timeline == []
     assert any("ku1.md: dropped" in w for w in warnings) and any("kp2.md: dropped" in w for w in warnings)
+
+
+def test_a_shared_timeline_leaves_out_tombstones_and_events_of_memories_not_shared(tmp_path: Path) -> None:
+    mem = _tree(tmp_path / "tree", [("p1", "project", False), ("u1", "user", False), ("gone", "user", False)])
+    mem.forget("kgone")
+    mem.note("opened", key="ku1", what="usereventmarker")
+    mem.note("opened", key="kp1", what="projecteventmarker")
+    mem.note("decision", what="plainmarker")
+    build_bundle(tmp_path / "tree", tmp_path / "s.car",
+                 options=BuildOptions(created=CREATED, share=SharePolicy(("project",), timeline=True)))
+    blocks = _blocks(tmp_path / "s.car")
+    assert b"ngone" not in blocks and b"kgone" not in blocks and b"usereventmarker" not in blocks
+    assert b"projecteventmarker" in blocks and b"plainmarker" in blocks
