@@ -22,6 +22,9 @@ from typing import Any
 
 import pytest
 
+import bundlekit.bundle.build as build_module
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.share import SharePolicy
 from tests.mcp.conftest import run_client, stdio_params
 
 pytest.importorskip("mcp")
@@ -151,3 +154,35 @@ def test_memory_recall_and_context_see_the_workspace_from_the_shell(team: Path) 
     assert "### alice deploys [Agent: alice]" in context and "private" not in context
     refused = _cli(team, "memory", "-d", "carol", "context", "--workspace", "alice.car", "--query", "x", ok=False)
     assert refused.returncode == 2
+
+
+def test_an_encrypted_shared_bundle_is_a_layer_with_the_team_key(team: Path) -> None:
+    (team / "team.key").write_text("ab" * 32)
+    (team / "team.key").chmod(0o600)
+    _cli(team, "build", "-d", "alice", "--share", "project", "--encrypt", "--key-file", "team.key", "--redact-index",
+         "-o", "enc.car")
+    assert b"tuesdays" not in (team / "enc.car").read_bytes()
+
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_recall", {"query": "deploys", "limit": 10, "rank": "salience"})
+
+    hits = _structured(run_client(stdio_params("-d", str(team / "carol"), "--workspace", f"alice={team / 'enc.car'}",
+                                               "--key-file", str(team / "team.key")), session))
+    assert ("alice_deploys", "alice") in {(hit["key"], hit["source"]) for hit in hits}
+    wrong = _cli(team, "mcp", "-d", "carol", "--workspace", "enc.car", ok=False)
+    assert wrong.returncode in (2, 3) and "Traceback" not in wrong.stderr
+
+
+def test_a_bundle_claiming_types_it_does_not_hold_is_cut_to_its_claim_with_a_warning(
+    team: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mallory's builder writes share={types: [project]} into the manifest but packs every memory.
+    monkeypatch.setattr(build_module, "select_shared", lambda files, records, policy, warn: (files, records))
+    build_bundle(team / "alice", team / "mallory.car", options=BuildOptions(share=SharePolicy(("project",))))
+    monkeypatch.undo()
+    assert b"alice-private-health-note" in (team / "mallory.car").read_bytes()
+    done = _cli(team, "memory", "-d", "carol", "recall", "deploys", "--rank", "salience", "--json",
+                "--workspace", "mallory=mallory.car")
+    assert "alice-private-health-note" not in done.stdout
+    assert "alice_health.md: dropped" in done.stderr and "project" in done.stderr
+    assert {hit["key"] for hit in json.loads(done.stdout)} == {"carol_deploys", "alice_deploys"}
