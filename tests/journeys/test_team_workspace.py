@@ -186,3 +186,12 @@ def test_a_bundle_claiming_types_it_does_not_hold_is_cut_to_its_claim_with_a_war
     assert "alice-private-health-note" not in done.stdout
     assert "alice_health.md: dropped" in done.stderr and "project" in done.stderr
     assert {hit["key"] for hit in json.loads(done.stdout)} == {"carol_deploys", "alice_deploys"}
+
+
+def test_a_layer_named_by_a_bare_ipns_name_is_resolved_and_verified(team: Path) -> None:
+    name = _cli(team, "name", "create", "--name-key", "alice.pem").stdout.strip()
+    _cli(team, "pin", "-d", "alice", "--share", "project", "--name-key", "alice.pem")
+    done = _cli(team, "memory", "-d", "carol", "recall", "deploys", "--rank", "salience", "--json",
+                "--workspace", name)
+    assert {(hit["key"], hit["source"]) for hit in json.loads(done.stdout)} == {
+        ("carol_deploys", "own"), ("alice_deploys", "alice")}
