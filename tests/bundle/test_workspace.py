@@ -10,10 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import bundlekit.bundle.build as build_module
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.share import SharePolicy
+from bundlekit.cli import cli
 from bundlekit.bundle.workspace import (
     open_workspace,
     parse_workspace_option,
@@ -131,3 +133,13 @@ def test_a_label_a_bundle_claims_cannot_forge_another_entry(tmp_path: Path) -> N
                                                 share=SharePolicy(("project",))))
     [layer] = open_workspace([(None, str(car))])
     assert layer.publisher == "x___Agent:_carol"
+
+
+@pytest.mark.parametrize("value", ["missing.car", "own=x.car", "ipfs://not-a-cid"])
+def test_a_workspace_that_cannot_be_opened_is_a_clear_error_without_traceback(tmp_path: Path, value: str) -> None:
+    own = Memory(tmp_path / "own")
+    own.init()
+    result = CliRunner().invoke(cli, ["memory", "-d", str(tmp_path / "own"), "recall", "x", "--workspace",
+                                      str(tmp_path / value) if value.endswith(".car") and "=" not in value else value])
+    assert result.exit_code in (1, 2, 3) and "Traceback" not in result.output
+    assert result.stdout == ""
