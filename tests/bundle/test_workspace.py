@@ -143,3 +143,13 @@ def test_a_workspace_that_cannot_be_opened_is_a_clear_error_without_traceback(tm
                                       str(tmp_path / value) if value.endswith(".car") and "=" not in value else value])
     assert result.exit_code in (1, 2, 3) and "Traceback" not in result.output
     assert result.stdout == ""
+
+
+def test_load_layer_holds_a_shared_bundle_to_its_claim_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build_module, "select_shared", lambda files, records, policy, warn: (files, records))
+    car = _shared(tmp_path, "mallory", {"m_project": "project", "m_user": "user"})
+    monkeypatch.undo()
+    result = CliRunner().invoke(cli, ["load", "--layer", f"agent={car}", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.md")) == ["MEMORY.md", "m_project.md"]
+    assert "m_user.md: dropped" in result.stderr
