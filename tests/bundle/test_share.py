@@ -74,6 +74,11 @@ def test_no_memory_outside_the_shared_types_is_in_the_car_in_any_form(
     planted = [(f"mk{i:02d}{os.urandom(6).hex()}", kind, private) for i, (kind, private) in enumerate(memories)]
     note = f"tl{os.urandom(6).hex()}"
     mem = _tree(root / "tree", planted, note)
+    gone = f"gone{os.urandom(6).hex()}"  # forgotten: only its tombstone (key and name) is left, in the timeline
+    mem.write(f"k{gone}", name=f"n{gone}", description="d", type=sorted(shared)[0], body="b")
+    mem.forget(f"k{gone}")
+    for marker, _kind, _private in planted:  # an event naming each memory, its own marker inside
+        mem.note("opened", key=f"k{marker}", what=f"e{marker}")
     source = Memory(root / "tree", embedder=CountingEmbedder()) if embeddings else mem
     policy = SharePolicy(tuple(sorted(shared)), timeline)
     result = build_bundle(source, root / "s.car", options=BuildOptions(
@@ -82,7 +87,9 @@ def test_no_memory_outside_the_shared_types_is_in_the_car_in_any_form(
     for marker, kind, private in planted:
         out = private or kind not in shared
         assert (marker.encode() in blocks) is not out, (marker, kind, private, shared)
+        assert (f"e{marker}".encode() in blocks) is (timeline and not out)
     assert (note.encode() in blocks) is timeline
+    assert gone.encode() not in blocks
     assert result.manifest["share"] == {"types": sorted(shared), "timeline": timeline}
     if embeddings:
         kept = sorted(f"k{m}" for m, kind, private in planted if kind in shared and not private)
