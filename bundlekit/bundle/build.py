@@ -141,8 +141,9 @@ def resolve_created(
 
 
 def _timeline_shared(options: BuildOptions) -> bool:
-    """Whether the bundle carries the timeline (always, unless a share policy leaves it out)."""
-    return options.share is None or options.share.timeline
+    """Whether the timeline's newest time may date the bundle: not a shared bundle's (its newest event may
+    be one it leaves out), dated by its memories alone."""
+    return options.share is None
 
 
 def newest_content_time(
