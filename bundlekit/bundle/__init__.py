@@ -9,6 +9,6 @@ options as plain values), ``signature`` (``signature.json``: sign, verify, publi
 ``lineage`` (the bundles a tree came from), ``log`` (``parents`` walked back),
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into
-a tree over the common ancestor) and ``_bounded`` (one untrusted file read within its
-caps). Built on memory, crypto, net and the layers below.
+a tree over the common ancestor), ``share`` (which memories a shared bundle carries, failing
+closed), ``workspace`` (teammates' shared bundles as read-only, labelled layers) and ``_bounded`` (one untrusted file read within its caps). Built on memory, crypto, net and the layers below.
 """

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import read_parents, record_last
+from bundlekit.bundle.share import SharePolicy, select_shared
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -41,6 +42,7 @@ from bundlekit.bundle.manifest import (
     canonical_json,
     make_manifest,
     parse_created,
+    validate_manifest,
 )
 from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
@@ -138,17 +140,26 @@ def resolve_created(
     return datetime.fromtimestamp(0, UTC)
 
 
-def newest_content_time(mem: Memory, records: Iterable[MemoryRecord] | None = None) -> datetime:
+def _timeline_shared(options: BuildOptions) -> bool:
+    """Whether the timeline's newest time may date the bundle: not a shared bundle's (its newest event may
+    be one it leaves out), dated by its memories alone."""
+    return options.share is None
+
+
+def newest_content_time(
+    mem: Memory, records: Iterable[MemoryRecord] | None = None, *, timeline: bool = True
+) -> datetime:
     """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
 
     The default ``created`` of a bundle: it moves only when the content does,
     so building or pinning an unchanged tree twice gives the same root CID.
-    ``records`` are the tree's memories when the caller has already listed them.
+    ``records`` are the tree's memories when the caller has already listed them; without ``timeline`` the
+    timeline does not count (a shared bundle that leaves it out tells nothing of it).
     """
     newest = datetime.fromtimestamp(0, UTC)
     for record in mem.list() if records is None else records:
         newest = max(newest, record.updated)
-    for entry in mem.timeline(limit=1):
+    for entry in mem.timeline(limit=1) if timeline else ():
         ts = entry.get("ts")
         if isinstance(ts, str):
             try:
@@ -211,6 +222,9 @@ class BuildOptions:
     passed to ``warn`` (a given ``Memory`` warns through its own
     ``on_warning``); with ``strict`` it is a :class:`FrontmatterError` before
     anything is written.
+    ``share`` makes a shared bundle (``bundle/share``): only the memories of its types (never one marked
+    ``share: private``), the timeline only when it says so, the index, vectors and created time of those
+    alone, and ``share`` in the manifest.
     """
 
     namespace: str | None = None
@@ -225,6 +239,7 @@ class BuildOptions:
     embeddings: bool = False
     strict: bool = False
     warn: Callable[[str], None] | None = None
+    share: SharePolicy | None = None
 
 
 def build_bundle(
@@ -259,6 +274,7 @@ def build_bundle(
     with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
         tree_files, records = tx.contents(strict=options.strict)
     _check_is_memory_tree(mem, records)
+    tree_files, records = _shared(tree_files, records, options)  # a shared bundle: all below sees only it
     tree_files, vectors = _with_embeddings(mem, tree_files, options)
     # Step 3: namespace, created; device-bound memories never leave the machine.
     refuse_device_memory(records)
@@ -267,7 +283,7 @@ def build_bundle(
         raise UsageError("the bundle needs a namespace; pass --namespace")
     prof = get_profile(options.profile)
     when = resolve_created(options.created, clock=options.clock,
-                           content_time=lambda: newest_content_time(mem, records))
+                           content_time=lambda: newest_content_time(mem, records, timeline=_timeline_shared(options)))
     # Steps 4-6: the stored files (encrypted with a key), their CIDs, the index last.
     stored, encryption = (
         _threews_files(tree_files, ns, key, options.rng) if options.compat is not None and key is not None
@@ -286,7 +302,7 @@ def build_bundle(
         parents=read_parents(mem.root) if options.parents is None else options.parents,
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
-    manifest_bytes = canonical_json(manifest)
+    manifest_bytes = canonical_json(_with_share(manifest, options.share))
     manifest_cid = file_cid(manifest_bytes, prof)
     top = [(MANIFEST_NAME, manifest_bytes)]
     if sign is not None:  # step 7b: signature.json beside the manifest
@@ -306,6 +322,23 @@ def build_bundle(
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
     )
+
+
+def _shared(
+    tree_files: list[tuple[str, bytes]], records: list[MemoryRecord], options: BuildOptions
+) -> tuple[list[tuple[str, bytes]], list[MemoryRecord]]:
+    """The one filter of what a shared bundle carries (``bundle/share``); the tree whole without a policy."""
+    if options.share is None:
+        return tree_files, records
+    return select_shared(tree_files, records, options.share, options.warn)
+
+
+def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str, Any]:
+    """``manifest`` with a shared bundle's ``share`` policy (validated again), unchanged without one."""
+    if share is not None:
+        manifest["share"] = share.manifest_entry()
+        validate_manifest(manifest)
+    return manifest
 
 
 def _with_index(

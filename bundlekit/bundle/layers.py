@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from bundlekit._fs import atomic_directory
 from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.share import enforce_share
 from bundlekit.errors import LoadError, UsageError
 from bundlekit.memory import Memory, MemoryRecord
 from bundlekit.memory.device import LAYERS
-from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.files import TreeFiles, read_tree_files
 from bundlekit.memory.ranking import CHARS_PER_TOKEN
 from bundlekit.memory.transfer import EXPORT_VERSION
 from bundlekit.memory.withhold import withheld_warning, withhold
@@ -108,15 +109,21 @@ def _check_layers(layers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted(layers, key=lambda layer: LAYERS.index(layer[0]))
 
 
-def _open_layer(src: str, *, source: BlockSource | None, key: KeySpec | None, options: LoadOptions | None) -> Memory:
-    """A Memory over one layer: the directory itself, or a verified bundle held in memory."""
+def _open_layer(
+    src: str, warnings: list[str], *, source: BlockSource | None, key: KeySpec | None, options: LoadOptions | None
+) -> Memory:
+    """A Memory over one layer: the directory itself, or a verified bundle held in memory (a shared bundle
+    held to its own ``share`` claim: what it does not claim is dropped, named in ``warnings``)."""
     path = Path(src)
     if path.is_dir():
         return Memory(path)
 
     result = load_bundle(src, source=source, key=key, options=options)
+    tree = read_tree_files(result.files, source=src)
+    records, timeline = enforce_share(result.manifest, tree.records, tree.timeline,
+                                      lambda w: warnings.append(f"{src}: {w}"))
     memory = Memory(None)
-    memory.import_(read_tree_files(result.files, source=src).export_blob(), "replace")
+    memory.import_(TreeFiles(records, timeline).export_blob(), "replace")
     return memory
 
 
@@ -136,8 +143,9 @@ def effective_view(
     winners: dict[str, tuple[str, MemoryRecord]] = {}
     overridden: list[tuple[str, str, str]] = []
     timeline: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
     for name, src in _check_layers(layers):
-        memory = _open_layer(src, source=source, key=key, options=options)
+        memory = _open_layer(src, warnings, source=source, key=key, options=options)
         for record in memory.list():
             folded = record.key.lower()
             if folded in winners:
@@ -147,7 +155,7 @@ def effective_view(
             timeline.setdefault(_event_id(event), event)
     records = sorted(winners.values(), key=lambda item: item[1].key)
     events = sorted(timeline.values(), key=lambda e: (str(e.get("ts", "")), _event_id(e)))
-    return LayeredView(records, events, sorted(overridden))
+    return LayeredView(records, events, sorted(overridden), warnings)
 
 
 def layered_memory(
@@ -246,6 +254,9 @@ def render_layered_context(
     if max_tokens < 0:
         raise UsageError(f"max_tokens must be 0 or more, not {max_tokens}")
     view = effective_view(layers, source=source, key=key, options=options)
+    if on_warning is not None:
+        for warning in view.warnings:
+            on_warning(warning)
     budget = max_tokens * CHARS_PER_TOKEN
     head, tail = "<memory>\n", "</memory>"
     used = len(head) + len(tail)

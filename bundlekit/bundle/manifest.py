@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bundlekit.bundle.share import check_manifest_share
 from bundlekit.embed.protocol import MAX_DIMENSION, check_model_id
 from bundlekit.errors import CIDError, ManifestError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
@@ -262,6 +263,7 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
             raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
     _check_parents(manifest)
     _check_embeddings(manifest)
+    check_manifest_share(manifest)
     return manifest
 
 

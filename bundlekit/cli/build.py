@@ -26,6 +26,7 @@ from bundlekit.cli import output
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.cli._params import PROFILE, legacy_tree_argument, strict_option, tree_option
 from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._shareopts import share_options, shared
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 
@@ -48,6 +49,7 @@ __all__ = ["build"]
               help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
 @click.option("--embeddings", is_flag=True,
               help="Add the memories' vectors (recall by meaning at once after load; encrypted with --encrypt).")
+@share_options
 @embedder_options
 @sign_options
 @key_options
@@ -56,12 +58,15 @@ __all__ = ["build"]
 def build(tree: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
           as_json: bool, encrypt: bool, redact_index: bool, compat: str | None, embeddings: bool,
           embedder: str | None, embed_url: str | None, embed_model: str | None, sign: bool,
-          signer_address: str | None, strict: bool, **params: Any) -> None:
+          signer_address: str | None, strict: bool, share_types: tuple[str, ...], share_timeline: bool,
+          **params: Any) -> None:
     """Build a bundle of the memory tree (-d) and print its root CID (stdout); the tree is validated first.
 
     A memory file that does not parse is left out with a warning naming it; --strict refuses the build
-    instead (exit 1, nothing written)."""
+    instead (exit 1, nothing written). --share TYPES builds a shared bundle of only those memory types
+    (an unknown type, an empty list or a malformed [share] config: exit 2, nothing written)."""
 
+    share = shared(share_types, share_timeline, tree)
     sign = signing(params, sign)
     keys = build_keys(KeyOptions.from_params(params), sign=sign, encrypt=encrypt, signer_address=signer_address,
                       compat=compat, warn=output.warn)
@@ -74,7 +79,7 @@ def build(tree: Path, output_path: Path, namespace: str | None, profile: str | N
     with output.Progress("building", unit="files") as progress:
         options = BuildOptions(namespace=namespace, profile=profile, created=when, redact_index=redact_index,
                                compat=compat, progress=progress.callback, embeddings=embeddings,
-                               strict=strict, warn=output.warn)
+                               strict=strict, warn=output.warn, share=share)
         result = build_bundle(source, output_path, key=key, sign=signer, options=options)
     verb = "replaced" if replacing else "wrote"
     output.status(f"{verb} {output_path}: root {result.root_cid}, {result.files} "

@@ -22,6 +22,7 @@ import click
 from bundlekit._bounds import Bound
 from bundlekit.bundle.layers import parse_layer_option
 from bundlekit.bundle.sources import gateway_source
+from bundlekit.bundle.workspace import parse_workspace_option
 from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
 from bundlekit.cli._extras import import_extra
@@ -83,6 +84,9 @@ def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("--from", "from_uri", metavar="URI",
               help="Serve the bundle at URI (ipfs://, gateway URL, .car, manifest URL), loaded and verified.")
 @click.option("--layer", "layers", multiple=True, metavar="NAME=URI", help="Serve the layered view (repeatable).")
+@click.option("--workspace", "workspace", multiple=True, metavar="[LABEL=]URI",
+              help="A teammate's shared bundle (.car, ipfs://, ipns://, URL, IPNS name) served read-only beside "
+                   "the tree, labelled with its publisher (repeatable).")
 @click.option("--gateway", "gateways", multiple=True, metavar="URL", help="Trustless gateway, tried in order.")
 @click.option("--allow-publish", is_flag=True, help="Offer the bundle_publish tool (build and pin the tree).")
 @click.option("--pinner", "pinner_names", multiple=True, metavar="NAME",
@@ -95,7 +99,8 @@ def _listen_address(command: Callable[..., None]) -> Callable[..., None]:
               type=Seconds(), default=60.0, show_default=True, metavar="SECONDS",
               help="Seconds between the background sync rounds (with --name-key).")
 @key_options
-def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], gateways: tuple[str, ...],
+def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], workspace: tuple[str, ...],
+        gateways: tuple[str, ...],
         allow_publish: bool, pinner_names: tuple[str, ...], address: tuple[str, int] | None,
         sync_name_key: Path | None, sync_interval: float, **key_params: Any) -> None:
     """Serve memory to MCP clients (stdio by default): recall, context, show, list, write, forget, note.
@@ -116,8 +121,12 @@ def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], gatewa
             pinner.close()
     served = open_served_memory(
         memory_dir=memory_dir, from_uri=from_uri, layers=parse_layer_option(layers), source=gateway_source(gateways),
-        key=key,
+        key=key, workspace=parse_workspace_option(workspace),
     )
+    for layer in served.workspace:
+        for warning in layer.warnings:
+            output.warn(warning)
+        output.status(f"workspace layer {layer.publisher} ({layer.root or layer.uri}) read-only")
     route_library_logs()  # the SDK's and uvicorn's records as one-line warnings and errors, never tracebacks
     with served:
         publish = PublishSettings(key=key, default_pinners=default_pinners) if allow_publish else None

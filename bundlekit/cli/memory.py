@@ -314,6 +314,12 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
     output.data_json(entry)
 
 
+_workspace_option = click.option(
+    "--workspace", "workspace", multiple=True, metavar="[LABEL=]URI",
+    help="A teammate's shared bundle (plaintext; .car, ipfs://, ipns://, URL, IPNS name) seen read-only beside "
+         "the tree, labelled with its publisher (repeatable; encrypted ones: `bundlekit mcp --workspace`).")
+
+
 @memory.command("recall", short_help="Find memories matching QUERY, best first.")
 @_dir_option
 @click.argument("query")
@@ -324,17 +330,21 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
               help="By meaning: only memories whose cosine similarity to QUERY is at least X (-1 to 1). "
                    "[default: none, the nearest --limit]")
 @embedder_options
+@_workspace_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array (each hit names its \"ranking\", by meaning its \"similarity\").")
 @click.pass_context
 def recall_cmd(
     ctx: click.Context, query: str, limit: int, rank: str | None, min_similarity: float | None,
-    embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
+    embedder: str | None, embed_url: str | None, embed_model: str | None, workspace: tuple[str, ...], as_json: bool,
 ) -> None:
     """Find memories matching QUERY, best first: by meaning and words (hybrid) when an embedder is available,
     else those containing QUERY (case-insensitive) by salience x recency. Says on stderr which ranking it used."""
     mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
     ranking = mem.ranking_for(rank)
+    if workspace:  # teammates' shared bundles beside the tree, read-only (bundle/workspace)
+        _workspace_recall(mem, _workspace(workspace), query, limit, ranking, min_similarity, as_json)
+        return
     hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity)
     output.status(f"ranked by {ranking}")
     if not hits:
@@ -346,6 +356,33 @@ def recall_cmd(
         similar = f"\tsimilarity {hit.similarity:.3f}" if hit.similarity is not None else ""
         output.data(output.printable(f"{hit.score:.6g}\t{hit.key}\t{hit.record.name} — {hit.record.description}")
                     + similar)
+
+
+def _workspace(values: tuple[str, ...]) -> list[Any]:
+    """The ``--workspace`` layers, loaded and verified (``bundle.workspace``; imported only then), their
+    warnings on stderr."""
+    workspace = importlib.import_module("bundlekit.bundle.workspace")
+    layers: list[Any] = workspace.open_workspace(workspace.parse_workspace_option(values))
+    for layer in layers:
+        for warning in layer.warnings:
+            output.warn(warning)
+    return layers
+
+
+def _workspace_recall(mem: Memory, layers: list[Any], query: str, limit: int, ranking: str,
+                      min_similarity: float | None, as_json: bool) -> None:
+    """Recall over the tree and the workspace layers; each hit names its ``source`` (``own`` or a publisher)."""
+    recall = _load_on_use("bundlekit.bundle.workspace", "workspace_recall")
+    rows = recall(mem, layers, query, limit, rank=ranking, min_similarity=min_similarity)
+    output.status(f"ranked by {ranking}")
+    if not rows:
+        output.status(f"no memory matches {output.printable(query)!r}")
+    if as_json:
+        output.data_json([{k: v for k, v in row.items() if k != "body"} for row in rows])
+        return
+    for row in rows:
+        output.data(output.printable(f"{row['score']:.6g}\t{row['key']}\t{row['name']} — {row['description']}"
+                                     f"\t[{row['source']}]"))
 
 
 def _parse_layer(value: str) -> tuple[str, str]:
@@ -373,13 +410,17 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @click.option("--query", metavar="TEXT", help="Put the memories recall ranks first for TEXT first (see --rank).")
 @click.option("--rank", type=click.Choice(RANKS), default=None, help="With --query: how to rank (as recall).")
 @embedder_options
+@_workspace_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"context": TEXT} as one line of JSON.')
 @click.pass_context
 def context_cmd(
     ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], query: str | None,
-    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
+    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None,
+    workspace: tuple[str, ...], as_json: bool,
 ) -> None:
     """Print the context block an agent would inject before an LLM turn."""
+    if workspace and (query is not None or layers or style != "default"):
+        raise UsageError("--workspace cannot be combined with --query, --layer or --style magic-context")
     if (query is not None or rank is not None) and (layers or style != "default"):
         raise UsageError("--query and --rank cannot be combined with --layer or --style magic-context")
     if rank is not None and query is None:
@@ -396,6 +437,10 @@ def context_cmd(
     elif style == "magic-context":
         render = _load_on_use("bundlekit.convert.magic_context", "render_project_memory")
         text = render(_mem(ctx, existing=True), max_tokens=MAGIC_CONTEXT_MAX_TOKENS if max_tokens is None else max_tokens)
+    elif workspace:
+        render_workspace = _load_on_use("bundlekit.bundle.workspace", "workspace_context")
+        text = render_workspace(_mem(ctx, existing=True), _workspace(workspace),
+                                DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens, on_warning=output.warn)
     else:
         mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
         budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens

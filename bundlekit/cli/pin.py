@@ -20,6 +20,7 @@ from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
 from bundlekit.cli._params import PROFILE, strict_option, tree_option
+from bundlekit.cli._shareopts import share_options, shared
 from bundlekit.cli.names import published_line
 from bundlekit.bundle.build import BuildOptions
 from bundlekit.crypto.signing import Ed25519Signer
@@ -62,6 +63,7 @@ def _table(report: PinReport) -> str:
 @click.option("--namespace", help="Bundle namespace (memory directories only).")
 @click.option("--name-key", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
+@share_options
 @sign_options
 @key_options
 @passphrase_check_option
@@ -82,6 +84,8 @@ def pin(
     sign: bool,
     signer_address: str | None,
     strict: bool,
+    share_types: tuple[str, ...],
+    share_timeline: bool,
     **key_params: Any,
 ) -> None:
     """Build or pack SRC, then publish it to one or more pinners.
@@ -95,6 +99,7 @@ def pin(
     encrypted: `build --encrypt --sign --private-key-env VAR`, then pin the CAR).
     """
     src = _source(src, tree)
+    share = shared(share_types, share_timeline, src)
     sign = signing(key_params, sign)
     keys = publish_keys(KeyOptions.from_params(key_params), sign=sign, signer_address=signer_address,
                         warn=output.warn)
@@ -107,7 +112,7 @@ def pin(
     report = publish(PublishOptions(
         src, pinners=pinner_names or ("local",), psa_origins=psa_origins, require=require, label=name,
         group=group, keyvalues=keyvalues, key=keys.key, sign=keys.signer, name=target, progress=_Bars(),
-        build=BuildOptions(profile=profile, namespace=namespace, strict=strict, warn=output.warn)))
+        build=BuildOptions(profile=profile, namespace=namespace, strict=strict, warn=output.warn, share=share)))
     _print_report(report.pins, report.source.signer, report.published, as_json)
     if report.name_error is not None:
         raise report.name_error

@@ -97,10 +97,10 @@ def prepare_source(
     path = Path(src)
     out = Path(workdir) / "bundle.car"
     if path.is_file():
-        if key is not None or profile is not None or namespace is not None or sign is not None:
+        if key is not None or profile is not None or namespace is not None or sign is not None or options.share is not None:
             raise UsageError(
-                f"{path} is a CAR: it is published as is, so key options, --sign, --profile and --namespace "
-                "cannot apply"
+                f"{path} is a CAR: it is published as is, so key options, --sign, --profile, --namespace "
+                "and --share cannot apply"
             )
         with open(path, "rb") as fh:
             roots, _blocks = read_car(fh, verify=False)
@@ -123,8 +123,8 @@ def prepare_source(
             f"{path} is not a memory directory (no {INDEX_NAME}, no memory files): only bundles can be "
             "encrypted or signed; drop the key option or --sign, or point at the memory tree"
         )
-    if namespace is not None:
-        raise UsageError("--namespace applies to memory directories only")
+    if namespace is not None or options.share is not None:
+        raise UsageError("--namespace and --share apply to memory directories only (nothing was published)")
     with CarFileWriter(out) as writer:
         imported = import_path(path, writer, get_profile(profile), progress=progress)
         writer.finish(imported.root)

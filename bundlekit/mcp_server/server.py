@@ -243,7 +243,8 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
             "Search long-term memory. Returns the memories that best match the query, best first, with their "
             "bodies: by meaning and words (ranking 'hybrid') when an embedding model is installed, else those "
             "whose name, description or body contain the query (case-insensitive substring, 'salience'). Ask "
-            "in your own words; each hit names the ranking used."
+            "in your own words; each hit names the ranking used. With teammates' shared memories mounted, each "
+            "hit names its source ('own', or the teammate who published it: read-only, never written)."
         ),
         annotations=_READ,
     )

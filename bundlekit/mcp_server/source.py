@@ -16,6 +16,11 @@ Three sources, chosen by the options of ``bundlekit mcp``:
 * ``--layer NAME=URI`` (repeatable): the effective view of the layers, held
   in memory (read-only), or written to ``-d DIR`` (read-write).
 
+Beside any of them, ``--workspace [LABEL=]URI`` (repeatable) adds teammates'
+shared bundles as read-only layers (``bundle.workspace``): loaded and verified
+the same way, held in memory, seen by recall and the context block with their
+publisher's label, never written to.
+
 A load that fails verification raises before the server starts, so a
 tampered bundle is refused at start with the loader's message (exit 3).
 """
@@ -23,12 +28,13 @@ tampered bundle is refused at start with the loader's message (exit 3).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundlekit._closing import Closing
 from bundlekit.bundle.load import LoadOptions
 from bundlekit.bundle.sources import BlockSource
+from bundlekit.bundle.workspace import WorkspaceLayer, open_workspace
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
 from bundlekit.flows.load import LoadRequest, load_tree
@@ -43,13 +49,15 @@ class ServedMemory(Closing):
 
     ``read_only`` is True when nothing may be written (a URI or layers without
     ``-d``); ``origin`` says where it came from (a directory, a URI, or
-    ``layers:<names>``); ``root`` is the verified root CID of a loaded bundle.
+    ``layers:<names>``); ``root`` is the verified root CID of a loaded bundle; ``workspace`` the teammates'
+    shared bundles served beside it, read-only.
     """
 
     memory: Memory
     read_only: bool
     origin: str
     root: str | None = None
+    workspace: list[WorkspaceLayer] = field(default_factory=list)
 
     @property
     def tree_dir(self) -> Path | None:
@@ -78,6 +86,7 @@ def open_served_memory(
     source: BlockSource | None = None,
     key: KeySpec | None = None,
     options: LoadOptions | None = None,
+    workspace: Sequence[tuple[str | None, str]] = (),
 ) -> ServedMemory:
     """Open the source the options name (see the module docstring); bundles are loaded from ``source`` with
     ``options`` (``load_bundle``'s).
@@ -90,8 +99,11 @@ def open_served_memory(
         raise UsageError("give either --from URI or --layer NAME=URI options, not both")
     if from_uri is not None or layers:
         loaded = load_tree(LoadRequest(from_uri, tuple(layers), memory_dir, source=source, key=key, options=options))
-        return ServedMemory(loaded.memory, read_only=memory_dir is None, origin=loaded.origin, root=loaded.root)
-    if memory_dir is None:
+        served = ServedMemory(loaded.memory, read_only=memory_dir is None, origin=loaded.origin, root=loaded.root)
+    elif memory_dir is None:
         raise UsageError("say what to serve: -d DIR (or $BUNDLEKIT_MEMORY_DIR, or a tree at ./memory), --from URI "
                          "or --layer NAME=URI")
-    return ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
+    else:
+        served = ServedMemory(_existing_tree(memory_dir), read_only=False, origin=str(memory_dir))
+    served.workspace = open_workspace(workspace, source=source, key=key, options=options)  # verified before serving
+    return served

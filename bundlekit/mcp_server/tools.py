@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bundlekit._bounds import CONTEXT_TOKENS, shown_value
+from bundlekit.bundle.workspace import workspace_context, workspace_recall
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryNotFoundError, SecretDetectedError, UsageError
 from bundlekit.flows.publish import PublishOptions, publish
@@ -74,7 +75,8 @@ class MemoryTools:
         """Memories matching ``query``, best first, with their bodies: by meaning and words (``hybrid``) when an
         embedder is available (the served tree keeps it loaded), else containing it (``salience``); ``rank``
         chooses (``Memory.recall``), ``min_similarity`` keeps by meaning only hits at least that similar. Each
-        hit names its ``ranking`` (by meaning, its ``similarity``)."""
+        hit names its ``ranking`` (by meaning, its ``similarity``); with a workspace, each names its ``source``
+        (``own``, or the publisher of the read-only layer it came from)."""
         if not query.strip():
             raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
         if limit < 1 or limit > MAX_RECALL_LIMIT:
@@ -83,6 +85,9 @@ class MemoryTools:
             shown = shown_value(rank, quoted=40)
             raise UsageError(f"memory_recall: rank must be one of {', '.join(RANKS)}, not {shown}")
         memory = self.served.memory
+        if self.served.workspace:
+            return workspace_recall(memory, self.served.workspace, query, limit, rank=rank,
+                                    min_similarity=min_similarity)
         hits = memory.recall(query, limit, rank=memory.ranking_for(rank), min_similarity=min_similarity)
         return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
 
@@ -94,6 +99,8 @@ class MemoryTools:
             raise UsageError(str(exc)) from None
         if budget < 1:
             raise UsageError(f"memory_context: max_tokens must be at least 1, not {budget}")
+        if self.served.workspace:
+            return workspace_context(self.served.memory, self.served.workspace, budget)
         return self.served.memory.context_block(budget)
 
     def show(self, key: str) -> dict[str, Any]:
@@ -119,8 +126,14 @@ class MemoryTools:
         return record
 
     def list(self) -> list[dict[str, Any]]:
-        """Every memory without bodies, sorted by key."""
-        return [record.summary() for record in self.served.memory.list(withhold=True)]
+        """Every memory without bodies, sorted by key; with a workspace, each layer's after, named by ``source``."""
+        rows = [record.summary() for record in self.served.memory.list(withhold=True)]
+        if not self.served.workspace:
+            return rows
+        rows = [{**row, "source": "own"} for row in rows]
+        for layer in self.served.workspace:
+            rows += [{**r.summary(), "source": layer.publisher, "read_only": True} for r in layer.memory.list(withhold=True)]
+        return rows
 
     def index(self) -> str:
         """The tree's ``MEMORY.md``, as the tree would write it now."""

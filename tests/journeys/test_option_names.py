@@ -106,6 +106,8 @@ CONCEPTS = {
     "a DAG's expansion measured": ("--check-expansion", lambda o: "expand to" in _help(o)),
     "what cannot be carried is an error": ("--strict", lambda o: "changed or left out" in _help(o)),
     "seconds between sync rounds": ("--interval", lambda o: o.name in ("interval", "sync_interval")),
+    "the memory types a shared bundle carries": ("--share", lambda o: "shared bundle of only these" in _help(o)),
+    "a teammate's shared bundle, read-only": ("--workspace", lambda o: "teammate's shared bundle" in _help(o)),
 }
 
 
