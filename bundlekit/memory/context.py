@@ -44,7 +44,8 @@ def _queried(
     if mode in ("semantic", "hybrid"):
         first = [(s.key, s.piece) for s in meaning.by_meaning(catalog, needle, mode, None)]
     else:
-        found = catalog.search.ranked(now_s, needle=needle, relevance=mode == "relevance") or []
+        found = (catalog.search.by_terms(now_s, needle) if mode == "relevance"
+                 else catalog.search.ranked(now_s, needle=needle) or [])
         first = [(r.key, r.piece) for r in found]
     seen = {key for key, _piece in first}
     order = first + [(r.key, r.piece) for r in catalog.search.ranked(now_s) or [] if r.key not in seen]

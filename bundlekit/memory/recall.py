@@ -60,11 +60,15 @@ def _by_meaning(
 def _searched(
     tree: TreeAccess, query: str, needle: str, mode: str, limit: int, now: datetime, catalog: Catalog
 ) -> list[ranking.RecallHit]:
-    """The hits holding ``needle`` (salience or relevance), inside a read of ``catalog``."""
+    """The hits holding ``needle`` (salience), or a word of ``query`` (relevance), inside a read of ``catalog``."""
+    if mode == "relevance":
+        found = {r.key: r for r in catalog.search.by_terms(now.timestamp(), query, limit)}
+        records = tree.load(catalog, list(found))
+        return [ranking.scored_hit(r, now, needle, relevance=found[r.key].relevance or 0.0, ranking=mode)
+                for r in records]
     best = catalog.search.ranked(now.timestamp(), needle=needle, relevance=mode == "relevance", limit=limit)
     # Matched on the withheld text: a query cannot probe a credential it does not show.
     if best is None:  # a needle the index cannot answer exactly: scan the records
         return ranking.recall(tree.shown(catalog, tree.all_records(catalog)), query, now, limit)
-    relevance = {r.key: r.relevance for r in best if r.relevance is not None} if mode == "relevance" else None
     records = tree.load(catalog, [r.key for r in best])
-    return ranking.recall(records, query, now, limit, relevance=relevance)
+    return ranking.recall(records, query, now, limit)

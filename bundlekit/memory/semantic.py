@@ -3,9 +3,9 @@
 Imported only when a recall or context block ranks by meaning (numpy and the
 embedder registry load with it). The formula (specs/memory.md, "Recall by meaning")::
 
-    similarity = cos(query vector, memory vector)        the vectors of embedded_text(), unit length
+    similarity = cos(query vector, memory vector)        of meaning_words(query) and embedded_text(), unit length
     semantic   = max(similarity - MIN_SIMILARITY, 0) / (1 - MIN_SIMILARITY)
-    lexical    = bm25 / best bm25                         FTS5's BM25 of the query's words (OR), 0 when none match
+    lexical    = bm25 / (bm25 + K_LEXICAL)                the term-level BM25 (catalog.search.lexical), 0 when none match
     relevance  = semantic                                 rank "semantic"
                = W_SEMANTIC * semantic + W_LEXICAL * lexical   rank "hybrid"
     score      = relevance * (FLOOR + (1 - FLOOR) * salience * recency * decay)
@@ -36,14 +36,15 @@ from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, 
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
-from bundlekit.memory.ranking import HALF_LIFE, MEANING_RANKS, check_min_similarity
+from bundlekit.memory.ranking import FLOOR, HALF_LIFE, MEANING_RANKS, check_min_similarity
 
 __all__ = [
     "FLOOR",
     "MEANING_RANKS",
     "MIN_SIMILARITY",
-    "STOP_WORDS",
     "VECTOR_DTYPE",
+    "K_LEXICAL",
+    "QUERY_STOP_WORDS",
     "W_LEXICAL",
     "W_SEMANTIC",
     "Scored",
@@ -55,26 +56,29 @@ __all__ = [
     "encode",
     "export",
     "fill",
+    "meaning_words",
     "model_key",
     "open_embedder",
     "rank",
     "restore",
 ]
 
-W_SEMANTIC = 0.9
-W_LEXICAL = 0.1
-MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
-FLOOR = 0.5  # the share of a hit's score that salience x recency x decay cannot take away
-MAX_WORDS = 16  # the query's words BM25 looks for (of at most 64 characters, in its first MAX_QUERY)
-MAX_QUERY = 4096
-# Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
-STOP_WORDS = frozenset(
-    "the and are for was were what when where which who whom why how does did has have had with from that this "
-    "there their they them our your you about into onto can could would should will shall any all not".split()
+# The hybrid ranking's mix, chosen on the training split of the evaluation (bench/recall_eval.py; specs/memory.md)
+W_SEMANTIC = 0.95
+W_LEXICAL = 0.05
+K_LEXICAL = 20.0  # a BM25 of K_LEXICAL counts half: lexical = bm25 / (bm25 + K_LEXICAL), the same scale in every tree
+# Words that say what kind of question it is, not what it is about: left out of the text a query's vector is of
+# (a mean of token vectors: "what does she" moves it as much as "allergy" does).
+QUERY_STOP_WORDS = frozenset(
+    """a about after all am an and any anyone are as at be before but by can could did do does for from get gets
+    getting go going good had has have he her hers him his how i if in into is it its i'm it's me my next of on
+    or our out she should so some something that the their them there they this to up us was way we what what's
+    when where where's which while who why will with would you your""".split()
 )
+_QUERY_TOKEN = re.compile(r"[\w'’]+|[^\w\s]")
+MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
 VECTOR_DTYPE = np.dtype("<f2")
 _EMBED_CHUNK = 1024
-_WORD = re.compile(r"\w+")
 # A lone surrogate: a query's undecodable argv bytes (surrogateescape) or an MCP client's "\ud800" escape. No
 # tokenizer or JSON endpoint takes it; embedders are given U+FFFD in its place.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -273,24 +277,11 @@ def rank(
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
         return []
-    q = embed_checked(embedder, [query])[0]
+    q = embed_checked(embedder, [meaning_words(query)])[0]
     similarity = data.matrix @ q
     relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
-        words = [w for w in dict.fromkeys(_WORD.findall(query[:MAX_QUERY])) if w not in STOP_WORDS and len(w) <= 64]
-        words = words[:MAX_WORDS]
-        bm25 = catalog.search.lexical(words)
-        if bm25:
-            best = min(bm25.values())
-            position = data.position or {}
-            lexical = np.zeros(len(data.keys), dtype=np.float64)
-            for row_id, value in bm25.items():
-                at = position.get(row_id)
-                if at is not None and best < 0:
-                    lexical[at] = value / best
-            relevance = W_SEMANTIC * relevance + W_LEXICAL * lexical
-        else:
-            relevance = W_SEMANTIC * relevance
+        relevance = W_SEMANTIC * relevance + W_LEXICAL * _lexical(catalog, query, data)
     sal, updated, horizon = data.basis[:, 0], data.basis[:, 1], data.basis[:, 2]
     age = np.maximum(now_s - updated, 0.0)
     past = np.where(np.isnan(horizon), 0.0, age - np.nan_to_num(horizon))
@@ -303,6 +294,25 @@ def rank(
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def meaning_words(query: str) -> str:
+    """The text of ``query`` its vector is of: its words and punctuation without :data:`QUERY_STOP_WORDS` (the
+    query itself when nothing else is left)."""
+    kept = [t for t in _QUERY_TOKEN.findall(query) if t.casefold() not in QUERY_STOP_WORDS]
+    return " ".join(kept) if any(t[0].isalnum() for t in kept) else query
+
+
+def _lexical(catalog: Catalog, query: str, data: VectorCache) -> NDArray[np.float64]:
+    """The hybrid's lexical term per row of ``data``: ``bm25 / (bm25 + K_LEXICAL)`` of the term-level BM25
+    (``catalog.search.lexical``), 0 for a memory holding none of the searched words."""
+    lexical = np.zeros(len(data.keys), dtype=np.float64)
+    position = data.position or {}
+    for row_id, value in catalog.search.lexical(query).scores.items():
+        at = position.get(row_id)
+        if at is not None and value > 0:
+            lexical[at] = value / (value + K_LEXICAL)
+    return lexical
 
 
 def _nearest(

@@ -144,10 +144,36 @@ def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error
         mem.recall("clips", rank="semantic")
 
 
-def test_a_word_in_half_the_memories_or_more_is_left_out_of_bm25_next_to_a_rarer_match(smem: Memory) -> None:
-    catalog = smem._index.refresh()  # "the" is in 3 of the 4 memories: FTS5 floors its IDF at 1e-6
+def _kettles(tree: Path, clock: Clock) -> Memory:
+    """Five memories that all name the kettle; one of them names the zebra too."""
+    mem = Memory(tree, clock=clock)
+    for at in range(5):
+        body = "the zebra mug beside the kettle" if at == 2 else f"kettle number {at} descaled monthly"
+        mem.write(f"k{at}", name=f"Kettle {at}", description="kitchen kettles", type="project", body=body)
+    return mem
+
+
+def test_a_word_in_more_than_half_the_memories_never_reaches_the_bm25_match(tree: Path, clock: Clock) -> None:
+    mem = _kettles(tree, clock)
+    catalog = mem._index.refresh()
     with catalog.reading():
-        assert len(catalog.db.conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
-        assert catalog.search.lexical(["the", "ana"]) == catalog.search.lexical(["ana"]) != {}
-        assert catalog.search.lexical(["the", "zebra"]) == catalog.search.lexical(["the"])  # no rarer match: "the" is searched
-        assert len(catalog.search.lexical(["the"])) == 3
+        found = catalog.search.lexical("kettle zebra")
+        assert (found.searched, found.skipped, found.scored) == (("zebra",), ("kettle",), 1)
+        assert catalog.search.lexical("kettles") == ({}, 0, (), ("kettles",))  # stemmed as the index stems it
+
+
+def test_a_query_whose_every_word_is_in_every_memory_scores_no_row(tree: Path, clock: Clock) -> None:
+    mem = _kettles(tree, clock)
+    catalog = mem._index.refresh()
+    with catalog.reading():
+        assert catalog.search.lexical("Kettle kitchen kettles descaled?").scored == 0  # "descaled": 4 of 5
+        assert catalog.search.lexical("kettle kitchen").scored == 0
+
+
+def test_bm25_finds_a_word_in_another_form_and_weighs_the_name_over_the_body(tree: Path, clock: Clock) -> None:
+    mem = Memory(tree, clock=clock)
+    mem.write("a", name="Plumbing", description="who fixes leaks", type="reference", body="Call João.")
+    mem.write("b", name="Garden", description="balcony plants", type="project", body="A leaking hose; plumbing later.")
+    for at in range(3):
+        mem.write(f"c{at}", name=f"Other {at}", description="unrelated", type="project", body="Nothing here.")
+    assert [h.key for h in mem.recall("plumbing leaking", rank="relevance")][:2] == ["a", "b"]
