@@ -79,6 +79,7 @@ _QUERY_TOKEN = re.compile(r"[\w'’]+|[^\w\s]")
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
 VECTOR_DTYPE = np.dtype("<f2")
 _EMBED_CHUNK = 1024
+_DOT_ROWS = 2048  # vectors converted to float32 at a time to rank by meaning
 # A lone surrogate: a query's undecodable argv bytes (surrogateescape) or an MCP client's "\ud800" escape. No
 # tokenizer or JSON endpoint takes it; embedders are given U+FFFD in its place.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -208,7 +209,7 @@ class VectorCache:
     stamp: tuple[int, int, str | None] = (-1, -1, None)
     keys: Sequence[str] = ()
     ids: NDArray[np.int64] | None = None
-    matrix: NDArray[np.float32] | None = None
+    matrix: NDArray[np.float16] | None = None  # as stored: half the memory of float32
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
     position: dict[int, int] | None = None  # row id -> row of the arrays
@@ -226,8 +227,11 @@ class VectorCache:
         size = dimension * VECTOR_DTYPE.itemsize
         none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
         joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
-        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).astype(np.float32).reshape(len(rows), dimension)
-        matrix[~np.isfinite(matrix).all(axis=1)] = 0.0  # a row put there by hand cannot rank
+        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).reshape(len(rows), dimension)  # float16, as stored
+        broken = ~np.isfinite(matrix).all(axis=1)
+        if broken.any():
+            matrix = matrix.copy()
+            matrix[broken] = 0.0  # a row put there by hand cannot rank
         self.keys = [str(row[1]) for row in rows]
         self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
         self.basis = np.asarray(
@@ -278,7 +282,7 @@ def rank(
     if not len(data.keys):
         return []
     q = embed_checked(embedder, [meaning_words(query)])[0]
-    similarity = data.matrix @ q
+    similarity = _similarity(data.matrix, q)
     relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
         relevance = W_SEMANTIC * relevance + W_LEXICAL * _lexical(catalog, query, data)
@@ -294,6 +298,14 @@ def rank(
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def _similarity(matrix: NDArray[np.float16], q: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``matrix @ q`` in float32, :data:`_DOT_ROWS` rows converted at a time (never a float32 copy of all)."""
+    out = np.empty(len(matrix), dtype=np.float32)
+    for start in range(0, len(matrix), _DOT_ROWS):
+        out[start : start + _DOT_ROWS] = matrix[start : start + _DOT_ROWS].astype(np.float32) @ q
+    return out
 
 
 def meaning_words(query: str) -> str:

@@ -177,3 +177,19 @@ def test_bm25_finds_a_word_in_another_form_and_weighs_the_name_over_the_body(tre
     for at in range(3):
         mem.write(f"c{at}", name=f"Other {at}", description="unrelated", type="project", body="Nothing here.")
     assert [h.key for h in mem.recall("plumbing leaking", rank="relevance")][:2] == ["a", "b"]
+
+
+def test_an_edit_of_one_memory_embeds_only_it_and_the_query(smem: Memory, embedder: CountingEmbedder) -> None:
+    smem.recall("videos", rank="hybrid")
+    before = sum(len(batch) for batch in embedder.batches)
+    smem.write("drinks", name="Drinks", description="what the user likes", type="project", body="Espresso all day.")
+    smem.recall("videos", rank="hybrid")
+    assert sum(len(batch) for batch in embedder.batches) - before == 2  # one memory's text, one query
+
+
+@pytest.mark.parametrize("rank", ["relevance", "semantic", "hybrid"])
+def test_ranking_is_deterministic_for_a_fixed_tree_and_query(smem: Memory, tree: Path, rank: str) -> None:
+    first = [(h.key, h.score) for h in smem.recall("who ships the release videos", limit=10, rank=rank)]
+    smem.close()
+    again = Memory(tree, clock=lambda: smem._tree.now())
+    assert [(h.key, h.score) for h in again.recall("who ships the release videos", limit=10, rank=rank)] == first
