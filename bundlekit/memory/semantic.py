@@ -36,6 +36,7 @@ from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, 
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
+from bundlekit.memory.catalog.search import STOP_WORDS
 from bundlekit.memory.ranking import FLOOR, HALF_LIFE, MEANING_RANKS, check_min_similarity
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
     "MIN_SIMILARITY",
     "VECTOR_DTYPE",
     "K_LEXICAL",
-    "QUERY_STOP_WORDS",
+    "W_HEAD",
     "W_LEXICAL",
     "W_SEMANTIC",
     "Scored",
@@ -52,6 +53,7 @@ __all__ = [
     "can_embed",
     "decode",
     "embed_checked",
+    "embedded_head",
     "embedded_text",
     "encode",
     "export",
@@ -66,15 +68,8 @@ __all__ = [
 # The hybrid ranking's mix, chosen on the training split of the evaluation (bench/recall_eval.py; specs/memory.md)
 W_SEMANTIC = 0.95
 W_LEXICAL = 0.05
+W_HEAD = 0.5  # the hybrid's cosine: (cos(search text) + W_HEAD * cos(name and description)) / (1 + W_HEAD)
 K_LEXICAL = 20.0  # a BM25 of K_LEXICAL counts half: lexical = bm25 / (bm25 + K_LEXICAL), the same scale in every tree
-# Words that say what kind of question it is, not what it is about: left out of the text a query's vector is of
-# (a mean of token vectors: "what does she" moves it as much as "allergy" does).
-QUERY_STOP_WORDS = frozenset(
-    """a about after all am an and any anyone are as at be before but by can could did do does for from get gets
-    getting go going good had has have he her hers him his how i if in into is it its i'm it's me my next of on
-    or our out she should so some something that the their them there they this to up us was way we what what's
-    when where where's which while who why will with would you your""".split()
-)
 _QUERY_TOKEN = re.compile(r"[\w'’]+|[^\w\s]")
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
 VECTOR_DTYPE = np.dtype("<f2")
@@ -106,6 +101,11 @@ def open_embedder(spec: Embedder | EmbedderSettings | None, what: str) -> Embedd
 def embedded_text(name: str, description: str, body: str) -> str:
     """What a memory's vector is of: its indexed (withheld, folded) name, description and body."""
     return f"{name}\n{description}\n{body}"
+
+
+def embedded_head(name: str, description: str) -> str:
+    """What a memory's head vector is of: its indexed name and description (the hybrid ranking weighs it)."""
+    return f"{name}\n{description}"
 
 
 def model_key(embedder: Embedder) -> str:
@@ -177,7 +177,7 @@ def fill(
     cache: VectorCache | None = None,
 ) -> int:
     """Compute and store the vectors the index lacks (every one when its model is not ``embedder``'s): the
-    search text of each row without one, embedded in chunks, in one transaction under ``hold()`` (the tree
+    search text of each row without one and its name and description (the head vector), embedded in chunks, in one transaction under ``hold()`` (the tree
     lock). Returns how many were computed. ``cache`` remembers the index's stamp once it held them all, so
     a recall on an unchanged index does not look again."""
     model = model_key(embedder)
@@ -196,9 +196,26 @@ def fill(
             vectors = embed_checked(embedder, [embedded_text(n, d, b) for _i, n, d, b in chunk])
             blobs = encode(vectors, embedder.dimension, _named(embedder))
             catalog.vectors.put(zip((i for i, *_ in chunk), blobs, strict=True))
+            heads = embed_checked(embedder, [embedded_head(n, d) for _i, n, d, _b in chunk])
+            catalog.vectors.put_heads(zip((i for i, *_ in chunk), encode(heads, embedder.dimension, _named(embedder)),
+                                          strict=True))
     if cache is not None:
         cache.filled = VectorCache.stamp_of(catalog)
     return len(missing)
+
+
+def _matrix(blobs: Sequence[object], dimension: int) -> NDArray[np.float16]:
+    """The float16 vectors ``blobs`` as the rows of one array, as stored; a row without a vector (or one of
+    another length or not finite, put there by hand) is zeros: it cannot rank."""
+    size = dimension * VECTOR_DTYPE.itemsize
+    none = bytes(size)
+    joined = b"".join(blob if isinstance(blob, bytes) and len(blob) == size else none for blob in blobs)
+    matrix: NDArray[np.float16] = np.frombuffer(joined, dtype=VECTOR_DTYPE).reshape(len(blobs), dimension)
+    broken = ~np.isfinite(matrix).all(axis=1)
+    if broken.any():
+        matrix = matrix.copy()
+        matrix[broken] = 0.0
+    return matrix
 
 
 @dataclass
@@ -210,6 +227,8 @@ class VectorCache:
     keys: Sequence[str] = ()
     ids: NDArray[np.int64] | None = None
     matrix: NDArray[np.float16] | None = None  # as stored: half the memory of float32
+    heads: NDArray[np.float16] | None = None  # the vectors of name and description
+    has_head: NDArray[np.bool_] | None = None  # which rows have one (a bundle's restored vectors come without)
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
     position: dict[int, int] | None = None  # row id -> row of the arrays
@@ -224,14 +243,9 @@ class VectorCache:
         if stamp == self.stamp and self.matrix is not None:
             return self
         rows = catalog.vectors.rows()
-        size = dimension * VECTOR_DTYPE.itemsize
-        none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
-        joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
-        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).reshape(len(rows), dimension)  # float16, as stored
-        broken = ~np.isfinite(matrix).all(axis=1)
-        if broken.any():
-            matrix = matrix.copy()
-            matrix[broken] = 0.0  # a row put there by hand cannot rank
+        self.matrix = _matrix([row[6] for row in rows], dimension)
+        self.heads = _matrix([row[7] for row in rows], dimension)
+        self.has_head = np.asarray([isinstance(row[7], bytes) for row in rows], dtype=bool) & self.heads.any(axis=1)
         self.keys = [str(row[1]) for row in rows]
         self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
         self.basis = np.asarray(
@@ -239,7 +253,6 @@ class VectorCache:
         ).reshape(len(rows), 3)
         self.pieces = np.asarray([row[5] for row in rows], dtype=np.int64)
         self.position = {int(row[0]): at for at, row in enumerate(rows)}
-        self.matrix = matrix
         self.stamp = stamp
         return self
 
@@ -283,7 +296,10 @@ def rank(
         return []
     q = embed_checked(embedder, [meaning_words(query)])[0]
     similarity = _similarity(data.matrix, q)
-    relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
+    near = similarity
+    if mode == "hybrid" and data.heads is not None and data.has_head is not None:
+        near = np.where(data.has_head, (similarity + W_HEAD * _similarity(data.heads, q)) / (1.0 + W_HEAD), similarity)
+    relevance = np.maximum(near - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
         relevance = W_SEMANTIC * relevance + W_LEXICAL * _lexical(catalog, query, data)
     sal, updated, horizon = data.basis[:, 0], data.basis[:, 1], data.basis[:, 2]
@@ -309,9 +325,9 @@ def _similarity(matrix: NDArray[np.float16], q: NDArray[np.float32]) -> NDArray[
 
 
 def meaning_words(query: str) -> str:
-    """The text of ``query`` its vector is of: its words and punctuation without :data:`QUERY_STOP_WORDS` (the
+    """The text of ``query`` its vector is of: its words and punctuation without ``search.STOP_WORDS`` (the
     query itself when nothing else is left)."""
-    kept = [t for t in _QUERY_TOKEN.findall(query) if t.casefold() not in QUERY_STOP_WORDS]
+    kept = [t for t in _QUERY_TOKEN.findall(query) if t.casefold() not in STOP_WORDS]
     return " ".join(kept) if any(t[0].isalnum() for t in kept) else query
 
 

@@ -47,11 +47,11 @@ def test_hybrid_recall_ranks_by_meaning_and_words(smem: Memory) -> None:
 
 def test_the_tree_is_embedded_once_and_not_again_while_no_file_changes(smem: Memory, embedder: CountingEmbedder) -> None:
     smem.recall("videos", rank="semantic")
-    assert embedder.texts == len(MEMORIES) + 1  # every memory, then the query
+    assert embedder.texts == 2 * len(MEMORIES) + 1  # every memory's text and head, then the query
     smem.recall("coffee", rank="hybrid")
     fresh = CountingEmbedder()
     Memory(smem.root, embedder=fresh).recall("coffee", rank="hybrid")  # another process: the index has them
-    assert embedder.texts == len(MEMORIES) + 2 and fresh.texts == 1
+    assert embedder.texts == 2 * len(MEMORIES) + 2 and fresh.texts == 1
 
 
 def test_an_edited_memory_gets_a_new_vector(smem: Memory, tree: Path, embedder: CountingEmbedder) -> None:
@@ -61,7 +61,8 @@ def test_an_edited_memory_gets_a_new_vector(smem: Memory, tree: Path, embedder: 
                body="The user drinks espresso all day.")
     smem.recall("videos", rank="semantic")
     after = _vectors(tree)
-    assert embedder.batches[-2] == ["drinks\nwhat the user likes\nthe user drinks espresso all day."]
+    assert embedder.batches[-3:-1] == [["drinks\nwhat the user likes\nthe user drinks espresso all day."],
+                                       ["drinks\nwhat the user likes"]]  # its text, then its name and description
     assert after["drinks"] != before["drinks"] and after["reel"] == before["reel"]
 
 
@@ -94,7 +95,7 @@ def test_vectors_of_another_model_are_computed_again(smem: Memory, tree: Path) -
     smem.recall("videos", rank="semantic")
     other = CountingEmbedder(model_id="wordllama-other/l2_supercat_256")
     Memory(tree, embedder=other).recall("videos", rank="semantic")
-    assert other.texts == len(MEMORIES) + 1
+    assert other.texts == 2 * len(MEMORIES) + 1
 
 
 def test_the_index_keeps_vectors_not_text(smem: Memory, tree: Path) -> None:
@@ -184,7 +185,7 @@ def test_an_edit_of_one_memory_embeds_only_it_and_the_query(smem: Memory, embedd
     before = sum(len(batch) for batch in embedder.batches)
     smem.write("drinks", name="Drinks", description="what the user likes", type="project", body="Espresso all day.")
     smem.recall("videos", rank="hybrid")
-    assert sum(len(batch) for batch in embedder.batches) - before == 2  # one memory's text, one query
+    assert sum(len(batch) for batch in embedder.batches) - before == 3  # one memory's text and head, one query
 
 
 @pytest.mark.parametrize("rank", ["relevance", "semantic", "hybrid"])

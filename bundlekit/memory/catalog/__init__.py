@@ -27,10 +27,14 @@ Tables:
   withheld, ``withhold.mask``; case-folded with ``str.casefold``, as recall
   folds the query), an FTS5 table with the trigram tokenizer (``case_sensitive
   1``: the folding is ours), or a plain table scanned with ``instr`` where this
-  SQLite has no FTS5;
+  SQLite has no FTS5; with FTS5, ``terms`` (the same text as stemmed English
+  words: porter over unicode61, external content read from ``search``, recall's
+  term-level BM25) and ``terms_df`` (its fts5vocab: how many memories hold each
+  stem);
 * ``vector``: one embedding per memory row (``id``), float16, unit length, of
   the model named in ``state`` as ``vec_model`` (its id and dimension): the
-  vector of the row's search text (``memory/semantic``), never text. A row put
+  vector of the row's search text (``memory/semantic``) and of its name and
+  description (``head``), never text. A row put
   or removed drops its vector; a model of another id or dimension drops them
   all. They are computed when a recall by meaning asks for them
   (``Memory.recall``), once per changed file;

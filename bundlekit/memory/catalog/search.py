@@ -31,10 +31,13 @@ FIELD_WEIGHTS = (3.0, 2.0, 1.0)
 MAX_TERMS = 16  # the query's words BM25 looks for (each at most MAX_TERM characters, in its first MAX_QUERY)
 MAX_TERM = 64
 MAX_QUERY = 4096
-# Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
+# Words that say what kind of question it is, not what it is about (English question words, pronouns and
+# glue): left out of the words BM25 looks for and of the text a query's vector is of (memory/semantic).
 STOP_WORDS = frozenset(
-    "the and are for was were what when where which who whom why how does did has have had with from that this "
-    "there their they them our your you about into onto can could would should will shall any all not".split()
+    """a about after all am an and any anyone are as at be before but by can could did do does for from get gets
+    getting go going good had has have he her hers him his how i if in into is it its i'm it's me my next not of
+    on onto or our out she should so some something that the their them there they this to up us was way we were
+    what what's when where where's which while who whom why will with would you your""".split()
 )
 _WORD = re.compile(r"[^\W_]+")  # a token of FTS5's unicode61: letters and digits
 _TOP = 64  # recall first looks for its hits among this many best memories (see Search._best_of_top)

@@ -1,5 +1,6 @@
-"""The derived index's vectors: one float16 embedding per ``memory`` row (``vector`` table), of the model named
-in ``state`` as ``vec_model``; computed and read by ``memory/semantic``.
+"""The derived index's vectors: one float16 embedding per ``memory`` row (``vector`` table) of its search text,
+and one of its name and description (``head``), of the model named in ``state`` as ``vec_model``; computed and
+read by ``memory/semantic``.
 """
 
 from __future__ import annotations
@@ -45,18 +46,26 @@ class Vectors:
         return [(int(i), str(n), str(d), str(b)) for i, n, d, b in rows]
 
     def put(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        """Store vectors by row id (rows gone meanwhile are skipped). Inside :meth:`Catalog.writing`."""
+        """Store vectors by row id (rows gone meanwhile are skipped; a row's head vector is kept). Inside
+        :meth:`Catalog.writing`."""
         self._db.conn.executemany(
-            "INSERT OR REPLACE INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?)",
+            "INSERT INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?) "
+            "ON CONFLICT (id) DO UPDATE SET vec = excluded.vec",
             ((i, blob, i) for i, blob in rows),
         )
         self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
 
-    def rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None]]:
-        """(row id, key, salience, updated, horizon, piece, vector or None) of every memory, by row id."""
+    def put_heads(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        """Store head vectors by row id (of rows holding a vector). Inside :meth:`Catalog.writing`."""
+        self._db.conn.executemany("UPDATE vector SET head = ? WHERE id = ?", ((blob, i) for i, blob in rows))
+        self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None, bytes | None]]:
+        """(row id, key, salience, updated, horizon, piece, vector or None, head vector or None) of every memory,
+        by row id."""
         with translated():
             return self._db.conn.execute(
-                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec FROM memory m "
+                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec, v.head FROM memory m "
                 "LEFT JOIN vector v ON v.id = m.id ORDER BY m.id"
             ).fetchall()
 
