@@ -211,17 +211,25 @@ def write_cmd(
         output.status(f"wrote {record.filename} revision {record.revision}")
 
 
+# Usage that ranks (specs/memory.md): one option name for recall, context and show.
+_usage_option = click.option(
+    "--usage-boost/--no-usage-boost", "usage_boost", default=True, show_default=True,
+    help="Let reads of memories an earlier recall returned raise their rank (kept in the derived index).",
+)
+
+
 @memory.command("show", short_help="Print the memory KEY's file as stored.")
 @_dir_option
 @click.argument("key", type=MEMORY_KEY)
+@_usage_option
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
-def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
+def show_cmd(ctx: click.Context, key: str, usage_boost: bool, as_json: bool) -> None:
     """Print the memory KEY (its file as stored; one holding what looks like a credential, with it withheld).
     A file that does not parse is printed as stored, what is wrong with it on stderr."""
     mem = _mem(ctx, existing=True)
     try:
-        record = mem.read(key, withhold=True)
+        record = mem.read(key, withhold=True, used=usage_boost)
     except FrontmatterError as exc:
         _show_broken(mem, key, str(exc), as_json)
         return
@@ -308,18 +316,19 @@ def note_cmd(ctx: click.Context, type_: str, pairs: tuple[str, ...], as_json: bo
               help="By meaning: only memories whose cosine similarity to QUERY is at least X (-1 to 1). "
                    "[default: none, the nearest --limit]")
 @embedder_options
+@_usage_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array (each hit names its \"ranking\", by meaning its \"similarity\").")
 @click.pass_context
 def recall_cmd(
     ctx: click.Context, query: str, limit: int, rank: str | None, min_similarity: float | None,
-    embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
+    embedder: str | None, embed_url: str | None, embed_model: str | None, usage_boost: bool, as_json: bool,
 ) -> None:
     """Find memories matching QUERY, best first: by meaning and words (hybrid) when an embedder is available,
     else those containing QUERY (case-insensitive) by salience x recency. Says on stderr which ranking it used."""
     mem = _mem(ctx, existing=True, embedder=embedder_settings(embedder, embed_url, embed_model))
     ranking = mem.ranking_for(rank)
-    hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity)
+    hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity, usage=usage_boost)
     output.status(f"ranked by {ranking}")
     if not hits:
         output.status(f"no memory matches {output.printable(query)!r}")
@@ -357,11 +366,13 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @click.option("--query", metavar="TEXT", help="Put the memories recall ranks first for TEXT first (see --rank).")
 @click.option("--rank", type=click.Choice(RANKS), default=None, help="With --query: how to rank (as recall).")
 @embedder_options
+@_usage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"context": TEXT} as one line of JSON.')
 @click.pass_context
 def context_cmd(
     ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], query: str | None,
-    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None, as_json: bool,
+    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None, usage_boost: bool,
+    as_json: bool,
 ) -> None:
     """Print the context block an agent would inject before an LLM turn."""
     if (query is not None or rank is not None) and (layers or style != "default"):
@@ -385,7 +396,7 @@ def context_cmd(
         budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         if query is not None:
             rank = mem.ranking_for(rank)
-        text = mem.context_block(budget, query=query, rank=rank)
+        text = mem.context_block(budget, query=query, rank=rank, usage=usage_boost)
         if query is not None:
             output.status(f"ranked by {rank}")  # once it did: a refused query or a failed embedder says only that
     if as_json:

@@ -120,6 +120,7 @@ CREATE TABLE memory (
 );
 CREATE INDEX memory_by_type ON memory (type, key);
 CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, head BLOB);
+CREATE TABLE usage (key TEXT PRIMARY KEY, returned REAL, boost REAL NOT NULL, at REAL NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
     ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0),

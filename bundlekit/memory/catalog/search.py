@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from bundlekit.memory.catalog.database import Database, translated
+from bundlekit.memory.catalog.usage import factor
 from bundlekit.memory.ranking import FLOOR, HALF_LIFE, Basis, best_first, score_of
 
 __all__ = [
@@ -39,7 +40,8 @@ STOP_WORDS = frozenset(
     on onto or our out she should so some something that the their them there they this to up us was way we were
     what what's when where where's which while who whom why will with would you your""".split()
 )
-_WORD = re.compile(r"[^\W_]+")  # a token of FTS5's unicode61: letters and digits
+_WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a token of FTS5's unicode61: letters and digits
 _TOP = 64  # recall first looks for its hits among this many best memories (see Search._best_of_top)
 
 
@@ -140,6 +142,19 @@ class Search:
             ).fetchall()
         return Lexical({int(i): -float(b) for i, b in rows}, len(rows), searched, skipped)
 
+    def named(self, needle: str) -> set[int]:
+        """Row ids of the memories whose folded name is ``needle`` (runs of whitespace as one space)."""
+        text = " ".join(needle.split())
+        if not text or NUL_STAND_IN in text or not text.isprintable() and _SURROGATE.search(text):
+            return set()  # a lone surrogate (undecodable argv bytes) is in no name: UTF-8 files hold none
+        with translated():
+            if self._db.fts and len(text) >= TRIGRAM:
+                rows = self._db.conn.execute("SELECT rowid, name FROM search WHERE search MATCH ?",
+                                             ("name : " + _quoted(text),)).fetchall()
+            else:
+                rows = self._db.conn.execute("SELECT rowid, name FROM search WHERE name = ?", (text,)).fetchall()
+        return {int(i) for i, name in rows if " ".join(str(name).split()) == text}
+
     def standing(self, ids: Iterable[int]) -> dict[int, tuple[str, int, Basis]]:
         """(key, piece length, ranking basis) of the rows ``ids`` (those still indexed)."""
         wanted = list(ids)
@@ -154,20 +169,30 @@ class Search:
                     found[int(i)] = (str(key), int(piece), (float(sal), float(updated), horizon))
         return found
 
-    def by_terms(self, now_s: float, query: str, limit: int | None = None) -> list[Ranked]:
+    def by_terms(
+        self, now_s: float, query: str, limit: int | None = None, *, boosts: Mapping[str, float] | None = None,
+        named: Collection[int] = (),
+    ) -> list[Ranked]:
         """The memories holding a searched word of ``query`` (:meth:`lexical`), best first by
         ``relevance x (FLOOR + (1 - FLOOR) x salience x recency x decay)`` where relevance is the BM25 over the
-        best one's, then key: what ``rank="relevance"`` returns."""
+        best one's (times ``usage.factor`` of the memory's boost in ``boosts``), then key: what
+        ``rank="relevance"`` returns. The rows ``named`` (whose name is the query) come first."""
         found = self.lexical(query).scores
         if not found:
             return []
         best = max(found.values())
         rows = self.standing(found)
-        relevance = {i: (found[i] / best if best > 0 else 1.0) for i in rows}
+        boosts = boosts or {}
+        relevance = {i: (found[i] / best if best > 0 else 1.0) * factor(boosts.get(rows[i][0], 0.0)) for i in rows}
         scored = ((relevance[i] * (FLOOR + (1.0 - FLOOR) * score_of(basis, now_s)), key)
                   for i, (key, _piece, basis) in rows.items())
         by_key = {key: (piece, relevance[i]) for i, (key, piece, _basis) in rows.items()}
-        return [Ranked(key, by_key[key][0], by_key[key][1]) for key in best_first(scored, limit)]
+        order = best_first(scored, limit if not named else None)
+        if named:
+            first = {rows[i][0] for i in named if i in rows}
+            order = [key for key in order if key in first] + [key for key in order if key not in first]
+            order = order if limit is None else order[:limit]
+        return [Ranked(key, by_key[key][0], by_key[key][1]) for key in order]
 
     def _count(self) -> int:
         with translated():
