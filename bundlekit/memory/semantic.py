@@ -187,7 +187,7 @@ def fill(
     size = embedder.dimension * VECTOR_DTYPE.itemsize
     if cache is not None and cache.filled == VectorCache.stamp_of(catalog) and cache.filled[2] == model:
         return 0
-    if catalog.vectors.model() == model and not catalog.vectors.without(size):
+    if catalog.vectors.model() == model and not catalog.vectors.lacking(size):
         if cache is not None:
             cache.filled = VectorCache.stamp_of(catalog)
         return 0
@@ -207,16 +207,10 @@ def fill(
     return len(missing)
 
 
-def _matrix(blobs: Sequence[object], dimension: int) -> NDArray[np.float16]:
-    """The float16 vectors ``blobs`` as the rows of one array, as stored; a row without a vector (or one of
-    another length or not finite, put there by hand) is zeros: it cannot rank."""
-    size = dimension * VECTOR_DTYPE.itemsize
-    none = bytes(size)
-    joined = b"".join(blob if isinstance(blob, bytes) and len(blob) == size else none for blob in blobs)
-    matrix: NDArray[np.float16] = np.frombuffer(joined, dtype=VECTOR_DTYPE).reshape(len(blobs), dimension)
+def _finite(matrix: NDArray[np.float16]) -> NDArray[np.float16]:
+    """``matrix`` with each row that is not finite (put there by hand) zeroed: it cannot rank."""
     broken = ~np.isfinite(matrix).all(axis=1)
     if broken.any():
-        matrix = matrix.copy()
         matrix[broken] = 0.0
     return matrix
 
@@ -246,17 +240,28 @@ class VectorCache:
         stamp = self.stamp_of(catalog)
         if stamp == self.stamp and self.matrix is not None:
             return self
-        rows = catalog.vectors.rows()
-        self.matrix = _matrix([row[6] for row in rows], dimension)
-        self.heads = _matrix([row[7] for row in rows], dimension)
-        self.has_head = np.asarray([isinstance(row[7], bytes) for row in rows], dtype=bool) & self.heads.any(axis=1)
-        self.keys = [str(row[1]) for row in rows]
-        self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
-        self.basis = np.asarray(
-            [(row[2], row[3], np.nan if row[4] is None else row[4]) for row in rows], dtype=np.float64
-        ).reshape(len(rows), 3)
-        self.pieces = np.asarray([row[5] for row in rows], dtype=np.int64)
-        self.position = {int(row[0]): at for at, row in enumerate(rows)}
+        size = dimension * VECTOR_DTYPE.itemsize
+        count = catalog.vectors.count()
+        matrix, heads = (np.zeros((count, dimension), dtype=VECTOR_DTYPE) for _ in range(2))
+        columns: list[list[object]] = [[] for _ in range(6)]
+        at = 0
+        for rows in catalog.vectors.columns(size):
+            end = min(at + len(rows), count)  # rows written since the count are left out
+            for into, blobs in ((matrix, [row[6] for row in rows]), (heads, [row[7] for row in rows])):
+                into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)[: end - at]
+            for column, values in zip(columns, zip(*rows, strict=True), strict=False):
+                column.extend(values[: end - at])
+            at = end
+        ids, keys, sal, updated, horizon, pieces = columns
+        self.matrix, self.heads = _finite(matrix[:at]), _finite(heads[:at])
+        self.has_head = np.asarray(self.heads.any(axis=1), dtype=bool)
+        self.keys = [str(key) for key in keys]
+        self.ids = np.asarray(ids, dtype=np.int64)
+        horizons = np.asarray(horizon, dtype=np.float64)
+        self.basis = np.stack([np.asarray(sal, dtype=np.float64), np.asarray(updated, dtype=np.float64),
+                               np.where(horizons < 0, np.nan, horizons)], axis=1).reshape(len(ids), 3)
+        self.pieces = np.asarray(pieces, dtype=np.int64)
+        self.position = dict(zip((int(i) for i in ids), range(len(ids)), strict=True))  # type: ignore[call-overload]
         self.by_key = None
         self.stamp = stamp
         return self
@@ -383,13 +388,13 @@ def _nearest(
     if limit == 0 or not len(chosen):
         return []
     ahead = np.zeros(len(score), dtype=bool) if first is None else first
+    rows = chosen.tolist()
     if limit is not None and len(chosen) > limit:
         ranked = chosen[np.lexsort((-similarity[chosen], -score[chosen], ~ahead[chosen]))]
         last = ranked[limit - 1]
         boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
-        chosen = np.union1d(ranked[:limit], ranked[boundary])  # every tie at the boundary, ordered by key below
-    order = sorted(chosen.tolist(),
-                   key=lambda at: (not ahead[at], -float(score[at]), -float(similarity[at]), keys[at]))
+        rows = list({*ranked[:limit].tolist(), *ranked[boundary].tolist()})  # every tie at the boundary: by key below
+    order = sorted(rows, key=lambda at: (not ahead[at], -float(score[at]), -float(similarity[at]), keys[at]))
     return order if limit is None else order[:limit]
 
 
