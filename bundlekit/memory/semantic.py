@@ -226,6 +226,9 @@ class VectorCache:
     matrix: NDArray[np.float16] | None = None  # as stored: half the memory of float32
     heads: NDArray[np.float16] | None = None  # the vectors of name and description
     has_head: NDArray[np.bool_] | None = None  # which rows have one (a bundle's restored vectors come without)
+    uses: int = 0  # rankings of this generation (wide)
+    matrix32: NDArray[np.float32] | None = None  # float32 copies, from the second ranking of a generation on
+    heads32: NDArray[np.float32] | None = None
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
     position: dict[int, int] | None = None  # row id -> row of the arrays
@@ -263,8 +266,22 @@ class VectorCache:
         self.pieces = np.asarray(pieces, dtype=np.int64)
         self.position = dict(zip((int(i) for i in ids), range(len(ids)), strict=True))  # type: ignore[call-overload]
         self.by_key = None
+        self.uses, self.matrix32, self.heads32 = 0, None, None
         self.stamp = stamp
         return self
+
+    def wide(self) -> tuple[NDArray[np.float16] | NDArray[np.float32], NDArray[np.float16] | NDArray[np.float32] | None]:
+        """The vectors to rank with: as stored for the first ranking of this generation (a fresh process asks
+        once: float16, converted a chunk at a time), float32 copies from the second on (a server asks again
+        and again: converting float16 took two thirds of a warm recall)."""
+        assert self.matrix is not None
+        self.uses += 1
+        if self.uses < 2:
+            return self.matrix, self.heads
+        if self.matrix32 is None:
+            self.matrix32 = self.matrix.astype(np.float32)
+            self.heads32 = None if self.heads is None else self.heads.astype(np.float32)
+        return self.matrix32, self.heads32
 
     def at_key(self) -> dict[str, int]:
         """The row of each key in the arrays."""
@@ -313,10 +330,11 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
     if not len(data.keys):
         return []
     q = embed_checked(embedder, [meaning_words(query)])[0]
-    similarity = _similarity(data.matrix, q)
+    matrix, heads = data.wide()
+    similarity = _similarity(matrix, q)
     near = similarity
-    if mode == "hybrid" and data.heads is not None and data.has_head is not None:
-        near = np.where(data.has_head, (similarity + W_HEAD * _similarity(data.heads, q)) / (1.0 + W_HEAD), similarity)
+    if mode == "hybrid" and heads is not None and data.has_head is not None:
+        near = np.where(data.has_head, (similarity + W_HEAD * _similarity(heads, q)) / (1.0 + W_HEAD), similarity)
     relevance = np.maximum(near - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
         relevance = W_SEMANTIC * relevance + W_LEXICAL * _lexical(catalog, query, data)
@@ -338,13 +356,14 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
     ]
 
 
-def _similarity(matrix: NDArray[np.float16], q: NDArray[np.float32]) -> NDArray[np.float32]:
+def _similarity(matrix: NDArray[np.float16] | NDArray[np.float32], q: NDArray[np.float32]) -> NDArray[np.float32]:
     """``matrix @ q`` in float32, :data:`_DOT_ROWS` rows converted at a time (never a float32 copy of all), by
     ``einsum``'s own loop: BLAS's threads spin against a busy machine's other processes (a 10,000-row product
     took 15-200 ms through OpenBLAS on a loaded 2-core machine, 5-10 ms this way)."""
     out = np.empty(len(matrix), dtype=np.float32)
     for start in range(0, len(matrix), _DOT_ROWS):
-        out[start : start + _DOT_ROWS] = np.einsum("ij,j->i", matrix[start : start + _DOT_ROWS].astype(np.float32), q)
+        out[start : start + _DOT_ROWS] = np.einsum("ij,j->i", matrix[start : start + _DOT_ROWS].astype(np.float32,
+                                                                                                   copy=False), q)
     return out
 
 
@@ -390,10 +409,17 @@ def _nearest(
     ahead = np.zeros(len(score), dtype=bool) if first is None else first
     rows = chosen.tolist()
     if limit is not None and len(chosen) > limit:
-        ranked = chosen[np.lexsort((-similarity[chosen], -score[chosen], ~ahead[chosen]))]
-        last = ranked[limit - 1]
-        boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
-        rows = list({*ranked[:limit].tolist(), *ranked[boundary].tolist()})  # every tie at the boundary: by key below
+        # The first ``limit`` by (named first, score) with every tie at the boundary: a partition, not a sort
+        # of every row; the few kept are ordered in full below.
+        primary = score[chosen] + np.where(ahead[chosen], 10.0, 0.0)  # a score is at most 1.1 (usage.factor)
+        kth = np.partition(-primary, limit - 1)[limit - 1]
+        kept = chosen[-primary <= kth]
+        if len(kept) > 4 * limit:  # many tied on score (all 0: no nearer than MIN_SIMILARITY): similarity decides
+            ranked = kept[np.lexsort((-similarity[kept], -score[kept], ~ahead[kept]))]
+            last = ranked[limit - 1]
+            boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
+            kept = np.concatenate((ranked[:limit], ranked[boundary]))  # every tie at the boundary: by key below
+        rows = sorted(set(kept.tolist()))
     order = sorted(rows, key=lambda at: (not ahead[at], -float(score[at]), -float(similarity[at]), keys[at]))
     return order if limit is None else order[:limit]
 
