@@ -231,7 +231,6 @@ class VectorCache:
     heads32: NDArray[np.float32] | None = None
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
-    position: dict[int, int] | None = None  # row id -> row of the arrays
     by_key: dict[str, int] | None = None  # key -> row of the arrays, made when first asked (at_key)
     filled: tuple[int, int, str | None] | None = None  # the index's stamp when it last held every vector
 
@@ -246,25 +245,24 @@ class VectorCache:
         size = dimension * VECTOR_DTYPE.itemsize
         count = catalog.vectors.count()
         matrix, heads = (np.zeros((count, dimension), dtype=VECTOR_DTYPE) for _ in range(2))
-        columns: list[list[object]] = [[] for _ in range(6)]
+        ids, pieces = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+        basis = np.zeros((count, 3), dtype=np.float64)
+        keys: list[str] = []
         at = 0
         for rows in catalog.vectors.columns(size):
-            end = min(at + len(rows), count)  # rows written since the count are left out
+            rows = rows[: count - at]  # rows written since the count are left out
+            end = at + len(rows)
             for into, blobs in ((matrix, [row[6] for row in rows]), (heads, [row[7] for row in rows])):
-                into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)[: end - at]
-            for column, values in zip(columns, zip(*rows, strict=True), strict=False):
-                column.extend(values[: end - at])
+                into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)
+            ids[at:end] = [row[0] for row in rows]
+            basis[at:end] = [(row[2], row[3], row[4]) for row in rows]
+            pieces[at:end] = [row[5] for row in rows]
+            keys.extend(str(row[1]) for row in rows)
             at = end
-        ids, keys, sal, updated, horizon, pieces = columns
+        basis[:, 2] = np.where(basis[:, 2] < 0, np.nan, basis[:, 2])  # horizon -1.0: none
         self.matrix, self.heads = _finite(matrix[:at]), _finite(heads[:at])
         self.has_head = np.asarray(self.heads.any(axis=1), dtype=bool)
-        self.keys = [str(key) for key in keys]
-        self.ids = np.asarray(ids, dtype=np.int64)
-        horizons = np.asarray(horizon, dtype=np.float64)
-        self.basis = np.stack([np.asarray(sal, dtype=np.float64), np.asarray(updated, dtype=np.float64),
-                               np.where(horizons < 0, np.nan, horizons)], axis=1).reshape(len(ids), 3)
-        self.pieces = np.asarray(pieces, dtype=np.int64)
-        self.position = dict(zip((int(i) for i in ids), range(len(ids)), strict=True))  # type: ignore[call-overload]
+        self.keys, self.ids, self.basis, self.pieces = keys, ids[:at], basis[:at], pieces[:at]
         self.by_key = None
         self.uses, self.matrix32, self.heads32 = 0, None, None
         self.stamp = stamp
@@ -389,11 +387,14 @@ def _lexical(catalog: Catalog, query: str, data: VectorCache) -> NDArray[np.floa
     """The hybrid's lexical term per row of ``data``: ``bm25 / (bm25 + K_LEXICAL)`` of the term-level BM25
     (``catalog.search.lexical``), 0 for a memory holding none of the searched words."""
     lexical = np.zeros(len(data.keys), dtype=np.float64)
-    position = data.position or {}
-    for row_id, value in catalog.search.lexical(query).scores.items():
-        at = position.get(row_id)
-        if at is not None and value > 0:
-            lexical[at] = value / (value + K_LEXICAL)
+    found = catalog.search.lexical(query).scores
+    if not found or data.ids is None or not len(data.ids):
+        return lexical
+    row_ids = np.fromiter(found, dtype=np.int64, count=len(found))
+    values = np.fromiter(found.values(), dtype=np.float64, count=len(found))
+    at = np.minimum(np.searchsorted(data.ids, row_ids), len(data.ids) - 1)  # data.ids ascend (by row id)
+    held = (data.ids[at] == row_ids) & (values > 0)
+    lexical[at[held]] = values[held] / (values[held] + K_LEXICAL)
     return lexical
 
 
