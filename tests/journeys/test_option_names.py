@@ -107,6 +107,7 @@ CONCEPTS = {
     "a DAG's expansion measured": ("--check-expansion", lambda o: "expand to" in _help(o)),
     "what cannot be carried is an error": ("--strict", lambda o: "changed or left out" in _help(o)),
     "seconds between sync rounds": ("--interval", lambda o: o.name in ("interval", "sync_interval")),
+    "usage that ranks": ("--usage-boost / --no-usage-boost", lambda o: "raise their rank" in _help(o)),
 }
 
 
