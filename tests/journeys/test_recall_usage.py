@@ -17,15 +17,9 @@ import sys
 from pathlib import Path
 
 from bundlekit.memory import Memory
+from tests.memory.test_usage import TWINS as MEMORIES  # two that tie for the question, three others
 
 ROOT = Path(__file__).resolve().parents[2]
-MEMORIES = {
-    "leak_a": ("Sink leak", "bathroom sink drips", "The bathroom sink drips at night."),
-    "leak_b": ("Sink leak again", "bathroom sink drips", "The bathroom sink drips at night."),
-    "garden": ("Garden", "balcony plants", "Tomatoes and basil on the balcony."),
-    "car": ("Car", "the lease", "Electric car from September."),
-    "music": ("Cello", "orchestra", "Rehearsals on Tuesday evenings."),
-}
 
 
 def _bundlekit(tree: Path, *args: str) -> str:
