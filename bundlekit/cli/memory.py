@@ -227,17 +227,25 @@ def write_cmd(
         output.status(f"wrote {record.filename} revision {record.revision}")
 
 
+# Usage that ranks (specs/memory.md): one option name for recall, context and show.
+_usage_option = click.option(
+    "--usage-boost/--no-usage-boost", "usage_boost", default=True, show_default=True,
+    help="Let reads of memories an earlier recall returned raise their rank (kept in the derived index).",
+)
+
+
 @memory.command("show", short_help="Print the memory KEY's file as stored.")
 @_dir_option
 @click.argument("key", type=MEMORY_KEY)
+@_usage_option
 @click.option("--json", "as_json", is_flag=True, help="Print key, frontmatter and body as JSON.")
 @click.pass_context
-def show_cmd(ctx: click.Context, key: str, as_json: bool) -> None:
+def show_cmd(ctx: click.Context, key: str, usage_boost: bool, as_json: bool) -> None:
     """Print the memory KEY (its file as stored; one holding what looks like a credential, with it withheld).
     A file that does not parse is printed as stored, what is wrong with it on stderr."""
     mem = _mem(ctx, existing=True)
     try:
-        record = mem.read(key, withhold=True)
+        record = mem.read(key, withhold=True, used=usage_boost)
     except FrontmatterError as exc:
         _show_broken(mem, key, str(exc), as_json)
         return
@@ -331,12 +339,14 @@ _workspace_option = click.option(
                    "[default: none, the nearest --limit]")
 @embedder_options
 @_workspace_option
+@_usage_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array (each hit names its \"ranking\", by meaning its \"similarity\").")
 @click.pass_context
 def recall_cmd(
     ctx: click.Context, query: str, limit: int, rank: str | None, min_similarity: float | None,
-    embedder: str | None, embed_url: str | None, embed_model: str | None, workspace: tuple[str, ...], as_json: bool,
+    embedder: str | None, embed_url: str | None, embed_model: str | None, usage_boost: bool,
+    workspace: tuple[str, ...], as_json: bool,
 ) -> None:
     """Find memories matching QUERY, best first: by meaning and words (hybrid) when an embedder is available,
     else those containing QUERY (case-insensitive) by salience x recency. Says on stderr which ranking it used."""
@@ -345,7 +355,7 @@ def recall_cmd(
     if workspace:  # teammates' shared bundles beside the tree, read-only (bundle/workspace)
         _workspace_recall(mem, _workspace(workspace), query, limit, ranking, min_similarity, as_json)
         return
-    hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity)
+    hits = mem.recall(query, limit=limit, rank=ranking, min_similarity=min_similarity, usage=usage_boost)
     output.status(f"ranked by {ranking}")
     if not hits:
         output.status(f"no memory matches {output.printable(query)!r}")
@@ -411,11 +421,12 @@ def _parse_layer(value: str) -> tuple[str, str]:
 @click.option("--rank", type=click.Choice(RANKS), default=None, help="With --query: how to rank (as recall).")
 @embedder_options
 @_workspace_option
+@_usage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"context": TEXT} as one line of JSON.')
 @click.pass_context
 def context_cmd(
     ctx: click.Context, max_tokens: int | None, style: str, layers: tuple[str, ...], query: str | None,
-    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None,
+    rank: str | None, embedder: str | None, embed_url: str | None, embed_model: str | None, usage_boost: bool,
     workspace: tuple[str, ...], as_json: bool,
 ) -> None:
     """Print the context block an agent would inject before an LLM turn."""
@@ -446,7 +457,7 @@ def context_cmd(
         budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
         if query is not None:
             rank = mem.ranking_for(rank)
-        text = mem.context_block(budget, query=query, rank=rank)
+        text = mem.context_block(budget, query=query, rank=rank, usage=usage_boost)
         if query is not None:
             output.status(f"ranked by {rank}")  # once it did: a refused query or a failed embedder says only that
     if as_json:

@@ -22,6 +22,7 @@ tokens, and each text's token vectors are gathered on their own (at most
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import threading
@@ -66,7 +67,7 @@ class WordLlamaEmbedder(Closing):
     def __init__(self, root: Path | None = None) -> None:
         self._root = package_dir() if root is None else root
         self._version = self._read_version()
-        self._table: NDArray[np.float32] | None = None
+        self._table: NDArray[Any] | None = None
         self._tokenizer: Any = None
 
     @classmethod
@@ -90,7 +91,7 @@ class WordLlamaEmbedder(Closing):
             found = None
         return found.group(1) if found else "unknown"
 
-    def _load(self) -> tuple[NDArray[np.float32], Any]:
+    def _load(self) -> tuple[NDArray[Any], Any]:
         if self._table is None:
             self._table, self._tokenizer = _model(self._root)
         return self._table, self._tokenizer
@@ -117,7 +118,7 @@ class WordLlamaEmbedder(Closing):
 #: The model last read in this process, with the identity of its files: every embedder of a process (each
 #: ``Memory`` a server or a test process opens makes one) shares it while the files stay the same, instead of
 #: reading 16 MB of weights and the tokenizer again (half a second, and memory Python does not give back).
-_LAST: list[tuple[tuple[object, ...], NDArray[np.float32], Any]] = []
+_LAST: list[tuple[tuple[object, ...], NDArray[Any], Any]] = []
 _LAST_LOCK = threading.Lock()
 
 
@@ -129,7 +130,7 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
     return info.st_ino, info.st_size, info.st_mtime_ns
 
 
-def _model(root: Path) -> tuple[NDArray[np.float32], Any]:
+def _model(root: Path) -> tuple[NDArray[Any], Any]:
     """The read-only token table and the tokenizer of the model files under ``root``: read once per process
     while those files stay the same (:data:`_LAST`), else read now."""
     identity = (root, _identity(root / WEIGHTS), _identity(root / TOKENIZER))
@@ -141,11 +142,35 @@ def _model(root: Path) -> tuple[NDArray[np.float32], Any]:
         return table, tokenizer
 
 
-def _read_model(root: Path) -> tuple[NDArray[np.float32], Any]:
-    """Read the model files under ``root``: the token table as float32 and the tokenizer, no padding, truncating."""
-    # Imported here: the tokenizer library and safetensors load only when a text is embedded.
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+_DTYPES = {"F16": "<f2", "F32": "<f4"}
+_MAX_HEADER = 1 << 20  # a safetensors header of one tensor is some 100 bytes
+
+
+def _mapped_table(weights: Path) -> NDArray[Any]:
+    """The token table of the safetensors file ``weights``, memory-mapped read-only as stored (float16): the
+    format is an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and byte
+    range, then the bytes (huggingface/safetensors ``README.md``, "Format"). Nothing is copied: a query
+    touches the pages of its few tokens' rows. ``ValueError`` for a file that is not that."""
+    with weights.open("rb") as file:
+        size = int.from_bytes(file.read(8), "little")
+        if not 0 < size <= _MAX_HEADER:
+            raise ValueError(f"a safetensors header of {size} bytes")
+        header = json.loads(file.read(size))
+    entry = header.get(TENSOR) if isinstance(header, dict) else None
+    if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
+        raise ValueError(f"no {TENSOR} tensor of a float dtype")
+    rows, columns = entry["shape"]
+    start, end = entry["data_offsets"]
+    dtype = np.dtype(_DTYPES[entry["dtype"]])
+    if rows * columns * dtype.itemsize != end - start or end + 8 + size > weights.stat().st_size:
+        raise ValueError("a tensor whose bytes are not its shape's")
+    return np.memmap(weights, dtype=dtype, mode="r", offset=8 + size + start, shape=(rows, columns))
+
+
+def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
+    """Open the model files under ``root``: the token table memory-mapped as stored (:func:`_mapped_table`) and
+    the tokenizer, no padding, truncating."""
+    # Imported here: the tokenizer library loads only when a text is embedded.
     from tokenizers import Tokenizer
 
     # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
@@ -153,17 +178,15 @@ def _read_model(root: Path) -> tuple[NDArray[np.float32], Any]:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     weights, vocab = root / WEIGHTS, root / TOKENIZER
     try:
-        table = load_file(str(weights)).get(TENSOR)
+        table = _mapped_table(weights)
         tokenizer = Tokenizer.from_file(str(vocab))
-    except (OSError, SafetensorError, Exception) as exc:  # the tokenizers library raises plain Exception
+    except (OSError, ValueError, KeyError, TypeError, Exception) as exc:  # the tokenizers library raises Exception
         raise EmbedderError(
             f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
             "reinstall the 'semantic' extra"
         ) from exc
-    if table is None or table.ndim != 2 or table.shape[1] != DIMENSION:
+    if table.ndim != 2 or table.shape[1] != DIMENSION:
         raise EmbedderError(f"{weights} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
     tokenizer.no_padding()
     tokenizer.enable_truncation(MAX_TOKENS)
-    shared = np.ascontiguousarray(table, dtype=np.float32)
-    shared.setflags(write=False)  # shared by every embedder of the process
-    return shared, tokenizer
+    return table, tokenizer

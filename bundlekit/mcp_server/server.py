@@ -253,7 +253,8 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
         limit: Annotated[int, Field(description="How many memories at most.", ge=1, le=MAX_RECALL_LIMIT)] = 5,
         rank: Annotated[
             str | None,
-            Field(description="salience, relevance (substring hits), semantic or hybrid (by meaning); "
+            Field(description="salience (substring hits), relevance (BM25 of the words), semantic or hybrid "
+                              "(by meaning); "
                               "default hybrid when available, else salience."),
         ] = None,
         min_similarity: Annotated[
@@ -261,8 +262,12 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
             Field(description="By meaning only: leave out memories whose cosine similarity to the query is "
                               "below this (-1 to 1); default none, the nearest `limit` memories.", ge=-1, le=1),
         ] = None,
+        usage_boost: Annotated[
+            bool, Field(description="Let memories read after an earlier recall rank a little higher, and note "
+                                    "these hits as returned (false: neither).")
+        ] = True,
     ) -> list[dict[str, Any]]:
-        return _tool_call(lambda: tools.recall(query, limit, rank, min_similarity))
+        return _tool_call(lambda: tools.recall(query, limit, rank, min_similarity, usage_boost))
 
     @server.tool(
         name="memory_context",
@@ -281,8 +286,13 @@ def _add_read_tools(server: MCPServer, tools: MemoryTools) -> None:
     @server.tool(
         name="memory_show", description="One memory in full: its frontmatter fields and its body.", annotations=_READ
     )
-    async def memory_show(key: Key) -> ShowResult:
-        return cast(ShowResult, _tool_call(lambda: tools.show(key)))
+    async def memory_show(
+        key: Key,
+        usage_boost: Annotated[
+            bool, Field(description="Count this read toward the memory's rank when a recent recall returned it.")
+        ] = True,
+    ) -> ShowResult:
+        return cast(ShowResult, _tool_call(lambda: tools.show(key, usage_boost)))
 
     @server.tool(
         name="memory_list",

@@ -70,13 +70,15 @@ class MemoryTools:
     # -- reading ----------------------------------------------------------------
 
     def recall(
-        self, query: str, limit: int = 5, rank: str | None = None, min_similarity: float | None = None
+        self, query: str, limit: int = 5, rank: str | None = None, min_similarity: float | None = None,
+        usage_boost: bool = True,
     ) -> list[dict[str, Any]]:
         """Memories matching ``query``, best first, with their bodies: by meaning and words (``hybrid``) when an
         embedder is available (the served tree keeps it loaded), else containing it (``salience``); ``rank``
         chooses (``Memory.recall``), ``min_similarity`` keeps by meaning only hits at least that similar. Each
         hit names its ``ranking`` (by meaning, its ``similarity``); with a workspace, each names its ``source``
-        (``own``, or the publisher of the read-only layer it came from)."""
+        (``own``, or the publisher of the read-only layer it came from). ``usage_boost``: memories read after an
+        earlier recall rank a little higher, and these hits are noted as returned (``Memory.recall``'s usage)."""
         if not query.strip():
             raise UsageError("memory_recall: query is empty; give a word or phrase to look for")
         if limit < 1 or limit > MAX_RECALL_LIMIT:
@@ -88,7 +90,8 @@ class MemoryTools:
         if self.served.workspace:
             return workspace_recall(memory, self.served.workspace, query, limit, rank=rank,
                                     min_similarity=min_similarity)
-        hits = memory.recall(query, limit, rank=memory.ranking_for(rank), min_similarity=min_similarity)
+        hits = memory.recall(query, limit, rank=memory.ranking_for(rank), min_similarity=min_similarity,
+                             usage=usage_boost)
         return [{**hit.to_dict(rank), "body": hit.record.body} for rank, hit in enumerate(hits, 1)]
 
     def context(self, max_tokens: int = DEFAULT_CONTEXT_TOKENS) -> str:
@@ -103,15 +106,16 @@ class MemoryTools:
             return workspace_context(self.served.memory, self.served.workspace, budget)
         return self.served.memory.context_block(budget)
 
-    def show(self, key: str) -> dict[str, Any]:
-        """One memory: its frontmatter and body (what looks like a credential withheld)."""
-        record = self._record(key, withhold=True)
+    def show(self, key: str, usage_boost: bool = True) -> dict[str, Any]:
+        """One memory: its frontmatter and body (what looks like a credential withheld); a read that, with
+        ``usage_boost``, raises its rank when a recent recall returned it (``Memory.read``'s ``used``)."""
+        record = self._record(key, withhold=True, used=usage_boost)
         return {"key": record.key, "meta": record.meta, "body": record.body}
 
     def raw(self, key: str) -> str:
         """One memory file exactly as stored (frontmatter and body); refused for a file holding what looks
         like a credential (a YAML escape can hide one from the stored text, not from a reader)."""
-        record = self._record(key)
+        record = self._record(key, used=True)
         if not record_values_clean(record):
             raise UsageError(
                 f"memory://{key}: {record.filename} holds what looks like a credential, so its file is withheld; "
@@ -119,8 +123,8 @@ class MemoryTools:
             )
         return record.raw
 
-    def _record(self, key: str, *, withhold: bool = False) -> MemoryRecord:
-        record = self.served.memory.read(key, withhold=withhold)
+    def _record(self, key: str, *, withhold: bool = False, used: bool = False) -> MemoryRecord:
+        record = self.served.memory.read(key, withhold=withhold, used=used)
         if record is None:
             raise MemoryNotFoundError(f"no memory {key!r}; memory_list names the keys there are")
         return record

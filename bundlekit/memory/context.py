@@ -13,6 +13,7 @@ from bundlekit.memory import ranking
 from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.meaning import Meaning
+from bundlekit.memory.usage import Boosts, boosts, note_returned
 
 __all__ = ["context_block"]
 
@@ -21,10 +22,11 @@ _FIRST_RANKED = 64  # the context block first ranks this many memories, then onl
 
 def context_block(
     tree: TreeAccess, meaning: Meaning, max_tokens: int = 8192, *, query: str | None = None,
-    rank: str | None = "salience",
+    rank: str | None = "salience", usage: bool = False,
 ) -> str:
     """The context block within ``max_tokens * 4`` characters; with ``query`` the memories go in the order
-    recall ranks them (``rank``, as there), then the rest by salience (``Memory.context_block``)."""
+    recall ranks them (``rank``, as there, with ``usage`` as there: the pieces taken are noted as returned),
+    then the rest by salience (``Memory.context_block``)."""
     now_s = tree.now().timestamp()
     mode = None if query is None else meaning.ranking_for(rank)
     needle = None if query is None else ranking.needle(
@@ -32,24 +34,35 @@ def context_block(
     if mode in ("semantic", "hybrid"):
         meaning.embed_tree()
     if needle is not None and mode is not None:
-        return tree.read(functools.partial(_queried, tree, meaning, needle, mode, now_s, max_tokens))
+        taken: list[str] = []
+        block = tree.read(functools.partial(_queried, tree, meaning, needle, (mode, usage, taken), now_s, max_tokens))
+        if usage:
+            note_returned(tree, taken)
+        return block
     return tree.read(functools.partial(_assembled, tree, now_s, max_tokens))
 
 
 def _queried(
-    tree: TreeAccess, meaning: Meaning, needle: str, mode: str, now_s: float, max_tokens: int, catalog: Catalog
+    tree: TreeAccess, meaning: Meaning, needle: str, ask: tuple[str, bool, list[str]], now_s: float, max_tokens: int,
+    catalog: Catalog,
 ) -> str:
-    """The block with a query: the memories in recall's order, then the rest by salience."""
+    """The block with a query: the memories in recall's order, then the rest by salience (``ask``: the mode,
+    whether usage ranks, and the list the keys of the pieces taken are put in)."""
+    mode, usage, taken_keys = ask
     index_text = tree.index_text(catalog)
+    boosted = boosts(catalog, needle, now_s) if usage else None
     if mode in ("semantic", "hybrid"):
-        first = [(s.key, s.piece) for s in meaning.by_meaning(catalog, needle, mode, None)]
+        first = [(s.key, s.piece) for s in meaning.by_meaning(catalog, needle, mode, None, None, boosted)]
     else:
-        found = catalog.search.ranked(now_s, needle=needle, relevance=mode == "relevance") or []
+        plain = boosted or Boosts()
+        found = (catalog.search.by_terms(now_s, needle, boosts=plain.by_key, named=plain.named)
+                 if mode == "relevance" else catalog.search.ranked(now_s, needle=needle) or [])
         first = [(r.key, r.piece) for r in found]
     seen = {key for key, _piece in first}
     order = first + [(r.key, r.piece) for r in catalog.search.ranked(now_s) or [] if r.key not in seen]
     taken = ranking.fit_pieces(index_text, [piece for _key, piece in order], max_tokens)
-    pieces = tree.load(catalog, [order[i][0] for i in taken])
+    taken_keys[:] = [order[i][0] for i in taken]
+    pieces = tree.load(catalog, taken_keys)
     return ranking.context_block(index_text, pieces, tree.newest_first(withhold=True), max_tokens)
 
 

@@ -23,6 +23,7 @@ from bundlekit.memory.naming import INDEX_NAME
 if TYPE_CHECKING:
     from bundlekit.embed.protocol import Embedder
     from bundlekit.memory.semantic import Scored, VectorCache
+    from bundlekit.memory.usage import Boosts
 
 __all__ = ["Meaning"]
 
@@ -105,16 +106,17 @@ class Meaning:
             return count
 
     def by_meaning(
-        self, catalog: Catalog, needle: str, mode: str, limit: int | None, min_similarity: float | None = None
+        self, catalog: Catalog, needle: str, mode: str, limit: int | None, min_similarity: float | None = None,
+        usage: Boosts | None = None,
     ) -> list[Scored]:
         """Every memory (or the nearest ``limit``) ranked by meaning (``mode``: semantic or hybrid) against
-        ``needle``, inside a read of ``catalog`` (``memory/semantic.rank``)."""
-        from bundlekit.memory.semantic import VectorCache, rank
+        ``needle``, with ``usage``'s boosts when given, inside a read of ``catalog`` (``memory/semantic.rank``)."""
+        from bundlekit.memory.semantic import Ask, VectorCache, rank
 
         if self._vectors is None:
             self._vectors = VectorCache()
-        return rank(catalog, self._vectors, self.embedder(), needle, self._tree.now().timestamp(), mode=mode, limit=limit,
-                    min_similarity=min_similarity)
+        return rank(catalog, self._vectors, self.embedder(), needle, self._tree.now().timestamp(),
+                    Ask(mode, limit, min_similarity, usage))
 
     def close(self) -> None:
         """Let the vectors and the embedder go (one this tree loaded is closed; one given is the caller's)."""

@@ -35,6 +35,7 @@ from bundlekit.memory.record import MemoryRecord
 __all__ = [
     "CHARS_PER_TOKEN",
     "DECAY_HORIZONS",
+    "FLOOR",
     "HALF_LIFE",
     "RANKS",
     "TYPE_BONUS",
@@ -58,10 +59,12 @@ __all__ = [
     "salience",
     "score",
     "score_of",
+    "scored_hit",
 ]
 
 TYPE_BONUS = {"feedback": 0.3, "user": 0.2, "project": 0.1, "reference": 0.0}
 HALF_LIFE = timedelta(days=7)
+FLOOR = 0.5  # in a ranking by relevance or meaning, the share of a hit's score salience x recency x decay cannot take
 DECAY_HORIZONS = {"30d": timedelta(days=30), "90d": timedelta(days=90)}
 CHARS_PER_TOKEN = 4
 MEMORY_HEADING = "\n## Memory files\n"
@@ -203,6 +206,17 @@ def _hit(record: MemoryRecord, now: datetime, needle_text: str, relevance: float
     total = s * r * d * (1.0 if relevance is None else relevance)
     ranked_by = "salience" if relevance is None else "relevance"
     return RecallHit(record, total, s, r, d, record.folded_text.count(needle_text), relevance, ranking=ranked_by)
+
+
+def scored_hit(
+    record: MemoryRecord, now: datetime, needle_text: str, *, relevance: float, ranking: str,
+    similarity: float | None = None,
+) -> RecallHit:
+    """A hit ranked by relevance or meaning: ``relevance x (FLOOR + (1 - FLOOR) x salience x recency x decay)``
+    (the score ``catalog.search.by_terms`` and ``memory/semantic`` order by), with its parts."""
+    s, r, d = _parts(basis(record), now.timestamp())
+    total = relevance * (FLOOR + (1.0 - FLOOR) * s * r * d)
+    return RecallHit(record, total, s, r, d, record.folded_text.count(needle_text), relevance, similarity, ranking)
 
 
 def meaning_hit(

@@ -3,9 +3,9 @@
 Imported only when a recall or context block ranks by meaning (numpy and the
 embedder registry load with it). The formula (specs/memory.md, "Recall by meaning")::
 
-    similarity = cos(query vector, memory vector)        the vectors of embedded_text(), unit length
+    similarity = cos(query vector, memory vector)        of meaning_words(query) and embedded_text(), unit length
     semantic   = max(similarity - MIN_SIMILARITY, 0) / (1 - MIN_SIMILARITY)
-    lexical    = bm25 / best bm25                         FTS5's BM25 of the query's words (OR), 0 when none match
+    lexical    = bm25 / (bm25 + K_LEXICAL)                the term-level BM25 (catalog.search.lexical), 0 when none match
     relevance  = semantic                                 rank "semantic"
                = W_SEMANTIC * semantic + W_LEXICAL * lexical   rank "hybrid"
     score      = relevance * (FLOOR + (1 - FLOOR) * salience * recency * decay)
@@ -24,7 +24,7 @@ output withholds. Vectors are stored float16 at unit length
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -36,14 +36,19 @@ from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, 
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
-from bundlekit.memory.ranking import HALF_LIFE, MEANING_RANKS, check_min_similarity
+from bundlekit.memory.catalog.search import STOP_WORDS
+from bundlekit.memory.catalog.usage import factor
+from bundlekit.memory.usage import Boosts
+from bundlekit.memory.ranking import FLOOR, HALF_LIFE, MEANING_RANKS, check_min_similarity
 
 __all__ = [
+    "Ask",
     "FLOOR",
     "MEANING_RANKS",
     "MIN_SIMILARITY",
-    "STOP_WORDS",
     "VECTOR_DTYPE",
+    "K_LEXICAL",
+    "W_HEAD",
     "W_LEXICAL",
     "W_SEMANTIC",
     "Scored",
@@ -51,30 +56,28 @@ __all__ = [
     "can_embed",
     "decode",
     "embed_checked",
+    "embedded_head",
     "embedded_text",
     "encode",
     "export",
     "fill",
+    "meaning_words",
     "model_key",
     "open_embedder",
     "rank",
     "restore",
 ]
 
-W_SEMANTIC = 0.9
-W_LEXICAL = 0.1
+# The hybrid ranking's mix, chosen on the training split of the evaluation (bench/recall_eval.py; specs/memory.md)
+W_SEMANTIC = 0.95
+W_LEXICAL = 0.05
+W_HEAD = 0.5  # the hybrid's cosine: (cos(search text) + W_HEAD * cos(name and description)) / (1 + W_HEAD)
+K_LEXICAL = 20.0  # a BM25 of K_LEXICAL counts half: lexical = bm25 / (bm25 + K_LEXICAL), the same scale in every tree
+_QUERY_TOKEN = re.compile(r"[\w'’]+|[^\w\s]")
 MIN_SIMILARITY = 0.05  # at or below it a text is no nearer in meaning than unrelated ones (gibberish scores ~0.02)
-FLOOR = 0.5  # the share of a hit's score that salience x recency x decay cannot take away
-MAX_WORDS = 16  # the query's words BM25 looks for (of at most 64 characters, in its first MAX_QUERY)
-MAX_QUERY = 4096
-# Words too common to say what a query is about (English question words and glue): BM25 leaves them out.
-STOP_WORDS = frozenset(
-    "the and are for was were what when where which who whom why how does did has have had with from that this "
-    "there their they them our your you about into onto can could would should will shall any all not".split()
-)
 VECTOR_DTYPE = np.dtype("<f2")
 _EMBED_CHUNK = 1024
-_WORD = re.compile(r"\w+")
+_DOT_ROWS = 2048  # vectors converted to float32 at a time to rank by meaning
 # A lone surrogate: a query's undecodable argv bytes (surrogateescape) or an MCP client's "\ud800" escape. No
 # tokenizer or JSON endpoint takes it; embedders are given U+FFFD in its place.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -101,6 +104,11 @@ def open_embedder(spec: Embedder | EmbedderSettings | None, what: str) -> Embedd
 def embedded_text(name: str, description: str, body: str) -> str:
     """What a memory's vector is of: its indexed (withheld, folded) name, description and body."""
     return f"{name}\n{description}\n{body}"
+
+
+def embedded_head(name: str, description: str) -> str:
+    """What a memory's head vector is of: its indexed name and description (the hybrid ranking weighs it)."""
+    return f"{name}\n{description}"
 
 
 def model_key(embedder: Embedder) -> str:
@@ -172,14 +180,14 @@ def fill(
     cache: VectorCache | None = None,
 ) -> int:
     """Compute and store the vectors the index lacks (every one when its model is not ``embedder``'s): the
-    search text of each row without one, embedded in chunks, in one transaction under ``hold()`` (the tree
+    search text of each row without one and its name and description (the head vector), embedded in chunks, in one transaction under ``hold()`` (the tree
     lock). Returns how many were computed. ``cache`` remembers the index's stamp once it held them all, so
     a recall on an unchanged index does not look again."""
     model = model_key(embedder)
     size = embedder.dimension * VECTOR_DTYPE.itemsize
     if cache is not None and cache.filled == VectorCache.stamp_of(catalog) and cache.filled[2] == model:
         return 0
-    if catalog.vectors.model() == model and not catalog.vectors.without(size):
+    if catalog.vectors.model() == model and not catalog.vectors.lacking(size):
         if cache is not None:
             cache.filled = VectorCache.stamp_of(catalog)
         return 0
@@ -191,9 +199,20 @@ def fill(
             vectors = embed_checked(embedder, [embedded_text(n, d, b) for _i, n, d, b in chunk])
             blobs = encode(vectors, embedder.dimension, _named(embedder))
             catalog.vectors.put(zip((i for i, *_ in chunk), blobs, strict=True))
+            heads = embed_checked(embedder, [embedded_head(n, d) for _i, n, d, _b in chunk])
+            catalog.vectors.put_heads(zip((i for i, *_ in chunk), encode(heads, embedder.dimension, _named(embedder)),
+                                          strict=True))
     if cache is not None:
         cache.filled = VectorCache.stamp_of(catalog)
     return len(missing)
+
+
+def _finite(matrix: NDArray[np.float16]) -> NDArray[np.float16]:
+    """``matrix`` with each row that is not finite (put there by hand) zeroed: it cannot rank."""
+    broken = ~np.isfinite(matrix).all(axis=1)
+    if broken.any():
+        matrix[broken] = 0.0
+    return matrix
 
 
 @dataclass
@@ -204,10 +223,15 @@ class VectorCache:
     stamp: tuple[int, int, str | None] = (-1, -1, None)
     keys: Sequence[str] = ()
     ids: NDArray[np.int64] | None = None
-    matrix: NDArray[np.float32] | None = None
+    matrix: NDArray[np.float16] | None = None  # as stored: half the memory of float32
+    heads: NDArray[np.float16] | None = None  # the vectors of name and description
+    has_head: NDArray[np.bool_] | None = None  # which rows have one (a bundle's restored vectors come without)
+    uses: int = 0  # rankings of this generation (wide)
+    matrix32: NDArray[np.float32] | None = None  # float32 copies, from the second ranking of a generation on
+    heads32: NDArray[np.float32] | None = None
     basis: NDArray[np.float64] | None = None  # (salience, updated, horizon or NaN) per row
     pieces: NDArray[np.int64] | None = None
-    position: dict[int, int] | None = None  # row id -> row of the arrays
+    by_key: dict[str, int] | None = None  # key -> row of the arrays, made when first asked (at_key)
     filled: tuple[int, int, str | None] | None = None  # the index's stamp when it last held every vector
 
     @staticmethod
@@ -218,22 +242,50 @@ class VectorCache:
         stamp = self.stamp_of(catalog)
         if stamp == self.stamp and self.matrix is not None:
             return self
-        rows = catalog.vectors.rows()
         size = dimension * VECTOR_DTYPE.itemsize
-        none = bytes(size)  # a row without a vector (or one of another length, put there by hand) ranks as zero
-        joined = b"".join(row[6] if isinstance(row[6], bytes) and len(row[6]) == size else none for row in rows)
-        matrix = np.frombuffer(joined, dtype=VECTOR_DTYPE).astype(np.float32).reshape(len(rows), dimension)
-        matrix[~np.isfinite(matrix).all(axis=1)] = 0.0  # a row put there by hand cannot rank
-        self.keys = [str(row[1]) for row in rows]
-        self.ids = np.asarray([row[0] for row in rows], dtype=np.int64)
-        self.basis = np.asarray(
-            [(row[2], row[3], np.nan if row[4] is None else row[4]) for row in rows], dtype=np.float64
-        ).reshape(len(rows), 3)
-        self.pieces = np.asarray([row[5] for row in rows], dtype=np.int64)
-        self.position = {int(row[0]): at for at, row in enumerate(rows)}
-        self.matrix = matrix
+        count = catalog.vectors.count()
+        matrix, heads = (np.zeros((count, dimension), dtype=VECTOR_DTYPE) for _ in range(2))
+        ids, pieces = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+        basis = np.zeros((count, 3), dtype=np.float64)
+        keys: list[str] = []
+        at = 0
+        for rows in catalog.vectors.columns(size):
+            rows = rows[: count - at]  # rows written since the count are left out
+            end = at + len(rows)
+            for into, blobs in ((matrix, [row[6] for row in rows]), (heads, [row[7] for row in rows])):
+                into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)
+            ids[at:end] = [row[0] for row in rows]
+            basis[at:end] = [(row[2], row[3], row[4]) for row in rows]
+            pieces[at:end] = [row[5] for row in rows]
+            keys.extend(str(row[1]) for row in rows)
+            at = end
+        basis[:, 2] = np.where(basis[:, 2] < 0, np.nan, basis[:, 2])  # horizon -1.0: none
+        self.matrix, self.heads = _finite(matrix[:at]), _finite(heads[:at])
+        self.has_head = np.asarray(self.heads.any(axis=1), dtype=bool)
+        self.keys, self.ids, self.basis, self.pieces = keys, ids[:at], basis[:at], pieces[:at]
+        self.by_key = None
+        self.uses, self.matrix32, self.heads32 = 0, None, None
         self.stamp = stamp
         return self
+
+    def wide(self) -> tuple[NDArray[np.float16] | NDArray[np.float32], NDArray[np.float16] | NDArray[np.float32] | None]:
+        """The vectors to rank with: as stored for the first ranking of this generation (a fresh process asks
+        once: float16, converted a chunk at a time), float32 copies from the second on (a server asks again
+        and again: converting float16 took two thirds of a warm recall)."""
+        assert self.matrix is not None
+        self.uses += 1
+        if self.uses < 2:
+            return self.matrix, self.heads
+        if self.matrix32 is None:
+            self.matrix32 = self.matrix.astype(np.float32)
+            self.heads32 = None if self.heads is None else self.heads.astype(np.float32)
+        return self.matrix32, self.heads32
+
+    def at_key(self) -> dict[str, int]:
+        """The row of each key in the arrays."""
+        if self.by_key is None:
+            self.by_key = {key: at for at, key in enumerate(self.keys)}
+        return self.by_key
 
 
 @dataclass(frozen=True)
@@ -247,21 +299,23 @@ class Scored:
     piece: int
 
 
-def rank(
-    catalog: Catalog,
-    cache: VectorCache,
-    embedder: Embedder,
-    query: str,
-    now_s: float,
-    *,
-    mode: str,
-    limit: int | None,
-    min_similarity: float | None = None,
-) -> list[Scored]:
-    """Memories by meaning (``mode`` "semantic" or "hybrid"), best first (``_nearest``), the first ``limit``
-    (all when None); with ``min_similarity`` (``check_min_similarity``) only those whose cosine similarity to
-    the query is at least that. ``query`` is already folded (``ranking.needle``)."""
-    min_similarity = check_min_similarity(min_similarity)
+@dataclass(frozen=True)
+class Ask:
+    """How :func:`rank` ranks: ``mode`` "semantic" or "hybrid", the first ``limit`` (all when None), only those
+    at least ``min_similarity`` similar (``check_min_similarity``; None: all), with ``usage`` (its boosts and
+    the memories named as the query: ``memory/usage``) or without."""
+
+    mode: str
+    limit: int | None
+    min_similarity: float | None = None
+    usage: Boosts | None = None
+
+
+def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, now_s: float, ask: Ask) -> list[Scored]:
+    """Memories by meaning (``ask.mode``), best first (``_nearest``), as :class:`Ask` says. ``query`` is already
+    folded (``ranking.needle``)."""
+    mode, limit, usage = ask.mode, ask.limit, ask.usage
+    min_similarity = check_min_similarity(ask.min_similarity)
     model = model_key(embedder)
     held = catalog.vectors.model()
     if held != model:  # another process embedded the tree with another model since fill()
@@ -273,24 +327,19 @@ def rank(
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
         return []
-    q = embed_checked(embedder, [query])[0]
-    similarity = data.matrix @ q
-    relevance = np.maximum(similarity - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
+    q = embed_checked(embedder, [meaning_words(query)])[0]
+    matrix, heads = data.wide()
+    similarity = _similarity(matrix, q)
+    near = similarity
+    if mode == "hybrid" and heads is not None and data.has_head is not None:
+        near = np.where(data.has_head, (similarity + W_HEAD * _similarity(heads, q)) / (1.0 + W_HEAD), similarity)
+    relevance = np.maximum(near - MIN_SIMILARITY, 0.0) / (1.0 - MIN_SIMILARITY)
     if mode == "hybrid":
-        words = [w for w in dict.fromkeys(_WORD.findall(query[:MAX_QUERY])) if w not in STOP_WORDS and len(w) <= 64]
-        words = words[:MAX_WORDS]
-        bm25 = catalog.search.lexical(words)
-        if bm25:
-            best = min(bm25.values())
-            position = data.position or {}
-            lexical = np.zeros(len(data.keys), dtype=np.float64)
-            for row_id, value in bm25.items():
-                at = position.get(row_id)
-                if at is not None and best < 0:
-                    lexical[at] = value / best
-            relevance = W_SEMANTIC * relevance + W_LEXICAL * lexical
-        else:
-            relevance = W_SEMANTIC * relevance
+        relevance = W_SEMANTIC * relevance + W_LEXICAL * _lexical(catalog, query, data)
+    first = None
+    if usage is not None:
+        relevance = relevance * _factors(usage.by_key, data)
+        first = np.isin(data.ids, np.fromiter(usage.named, dtype=np.int64, count=len(usage.named)))
     sal, updated, horizon = data.basis[:, 0], data.basis[:, 1], data.basis[:, 2]
     age = np.maximum(now_s - updated, 0.0)
     past = np.where(np.isnan(horizon), 0.0, age - np.nan_to_num(horizon))
@@ -298,27 +347,81 @@ def rank(
     standing = sal * np.exp2(-age / _HALF_LIFE_S) * decay
     score = relevance * (FLOOR + (1.0 - FLOOR) * standing)
     chosen = np.arange(len(data.keys)) if min_similarity is None else np.flatnonzero(similarity >= min_similarity)
-    order = _nearest(chosen, score, similarity, data.keys, limit)
+    order = _nearest(chosen, score, similarity, data.keys, limit, first)
     return [
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
 
 
+def _similarity(matrix: NDArray[np.float16] | NDArray[np.float32], q: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``matrix @ q`` in float32, :data:`_DOT_ROWS` rows converted at a time (never a float32 copy of all), by
+    ``einsum``'s own loop: BLAS's threads spin against a busy machine's other processes (a 10,000-row product
+    took 15-200 ms through OpenBLAS on a loaded 2-core machine, 5-10 ms this way)."""
+    out = np.empty(len(matrix), dtype=np.float32)
+    for start in range(0, len(matrix), _DOT_ROWS):
+        out[start : start + _DOT_ROWS] = np.einsum("ij,j->i", matrix[start : start + _DOT_ROWS].astype(np.float32,
+                                                                                                   copy=False), q)
+    return out
+
+
+def meaning_words(query: str) -> str:
+    """The text of ``query`` its vector is of: its words and punctuation without ``search.STOP_WORDS`` (the
+    query itself when nothing else is left)."""
+    kept = [t for t in _QUERY_TOKEN.findall(query) if t.casefold() not in STOP_WORDS]
+    return " ".join(kept) if any(t[0].isalnum() for t in kept) else query
+
+
+def _factors(by_key: Mapping[str, float], data: VectorCache) -> NDArray[np.float64]:
+    """``usage.factor`` of each row's boost (1.0 for a memory without one)."""
+    factors = np.ones(len(data.keys), dtype=np.float64)
+    at_key = data.at_key()
+    for key, boost in by_key.items():
+        at = at_key.get(key)
+        if at is not None:
+            factors[at] = factor(boost)
+    return factors
+
+
+def _lexical(catalog: Catalog, query: str, data: VectorCache) -> NDArray[np.float64]:
+    """The hybrid's lexical term per row of ``data``: ``bm25 / (bm25 + K_LEXICAL)`` of the term-level BM25
+    (``catalog.search.lexical``), 0 for a memory holding none of the searched words."""
+    lexical = np.zeros(len(data.keys), dtype=np.float64)
+    found = catalog.search.lexical(query).scores
+    if not found or data.ids is None or not len(data.ids):
+        return lexical
+    row_ids = np.fromiter(found, dtype=np.int64, count=len(found))
+    values = np.fromiter(found.values(), dtype=np.float64, count=len(found))
+    at = np.minimum(np.searchsorted(data.ids, row_ids), len(data.ids) - 1)  # data.ids ascend (by row id)
+    held = (data.ids[at] == row_ids) & (values > 0)
+    lexical[at[held]] = values[held] / (values[held] + K_LEXICAL)
+    return lexical
+
+
 def _nearest(
     chosen: NDArray[np.int64], score: NDArray[np.float64], similarity: NDArray[np.float32], keys: Sequence[str],
-    limit: int | None,
+    limit: int | None, first: NDArray[np.bool_] | None = None,
 ) -> list[int]:
-    """The rows ``chosen`` best first: score descending, then similarity descending (the memories no nearer
-    than ``MIN_SIMILARITY`` all score 0: the nearest of them come first), then key; the first ``limit``."""
+    """The rows ``chosen`` best first: those ``first`` marks (named as the query) before the others, then score
+    descending, then similarity descending (the memories no nearer than ``MIN_SIMILARITY`` all score 0: the
+    nearest of them come first), then key; the first ``limit``."""
     if limit == 0 or not len(chosen):
         return []
+    ahead = np.zeros(len(score), dtype=bool) if first is None else first
+    rows = chosen.tolist()
     if limit is not None and len(chosen) > limit:
-        ranked = chosen[np.lexsort((-similarity[chosen], -score[chosen]))]
-        last = ranked[limit - 1]
-        boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
-        chosen = np.union1d(ranked[:limit], ranked[boundary])  # every tie at the boundary, ordered by key below
-    order = sorted(chosen.tolist(), key=lambda at: (-float(score[at]), -float(similarity[at]), keys[at]))
+        # The first ``limit`` by (named first, score) with every tie at the boundary: a partition, not a sort
+        # of every row; the few kept are ordered in full below.
+        primary = score[chosen] + np.where(ahead[chosen], 10.0, 0.0)  # a score is at most 1.1 (usage.factor)
+        kth = np.partition(-primary, limit - 1)[limit - 1]
+        kept = chosen[-primary <= kth]
+        if len(kept) > 4 * limit:  # many tied on score (all 0: no nearer than MIN_SIMILARITY): similarity decides
+            ranked = kept[np.lexsort((-similarity[kept], -score[kept], ~ahead[kept]))]
+            last = ranked[limit - 1]
+            boundary = (score[ranked] == score[last]) & (similarity[ranked] == similarity[last])
+            kept = np.concatenate((ranked[:limit], ranked[boundary]))  # every tie at the boundary: by key below
+        rows = sorted(set(kept.tolist()))
+    order = sorted(rows, key=lambda at: (not ahead[at], -float(score[at]), -float(similarity[at]), keys[at]))
     return order if limit is None else order[:limit]
 
 

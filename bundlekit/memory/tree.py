@@ -72,6 +72,7 @@ from bundlekit.memory.record import (
 from bundlekit.memory.recall import recall
 from bundlekit.memory.timefmt import format_timestamp, utc_now
 from bundlekit.memory.transaction import Transaction
+from bundlekit.memory.usage import note_read
 
 if TYPE_CHECKING:
     from bundlekit.embed.protocol import Embedder
@@ -220,13 +221,17 @@ class Memory:
             self._tree.stored(catalog, [record], {key: current})
             return record
 
-    def read(self, key: str, *, withhold: bool = False) -> MemoryRecord | None:
+    def read(self, key: str, *, withhold: bool = False, used: bool = False) -> MemoryRecord | None:
         """The memory ``key``, or ``None`` if there is none. Raises :class:`FrontmatterError` for a bad file.
 
         Read from the file now (the index holds no copy of it).
         ``withhold=True`` gives the memory as output may show it (credentials withheld, see the module).
+        ``used=True``: the agent reads it (``memory show``, the MCP ``memory_show`` tool and ``memory://``
+        resource): when a recall returned it within the hour before, its usage boost grows (``memory/usage``).
         """
         record = self._tree.read_record(key)
+        if record is not None and used:
+            note_read(self._tree, key)
         if record is None or not withhold or screen.record_values_clean(record):
             return record
         return self._tree.withheld(record)
@@ -377,7 +382,8 @@ class Memory:
         return self.meaning.ranking_for(rank)
 
     def recall(
-        self, query: str, limit: int = 5, *, rank: str | None = "salience", min_similarity: float | None = None
+        self, query: str, limit: int = 5, *, rank: str | None = "salience", min_similarity: float | None = None,
+        usage: bool = False,
     ) -> builtins.list[ranking.RecallHit]:
         """Memories matching ``query``, best first, ranked by ``rank`` (None: :meth:`ranking_for`'s default,
         what ``memory recall`` and the MCP ``memory_recall`` tool use; the library's own default stays
@@ -389,17 +395,22 @@ class Memory:
         embeddings, with BM25 for hybrid), computing the vectors the index lacks first: the nearest ``limit``,
         whatever their similarity, or with ``min_similarity`` (-1 to 1; ``UsageError`` with another ranking)
         only those at least that similar. Ties by key. The index picks the candidates; only the returned hits
-        are loaded, from their files.
+        are loaded, from their files. ``usage`` (what ``memory recall`` and the MCP tool use unless told not
+        to): a memory the agent read after an earlier recall returned it ranks a little higher (relevance,
+        semantic, hybrid; ``memory/usage``), and these hits are noted as returned.
         """
-        return recall(self._tree, self.meaning, query, limit, rank=rank, min_similarity=min_similarity)
+        return recall(self._tree, self.meaning, query, limit, rank=rank, min_similarity=min_similarity, usage=usage)
 
-    def context_block(self, max_tokens: int = 8192, *, query: str | None = None, rank: str | None = "salience") -> str:
+    def context_block(
+        self, max_tokens: int = 8192, *, query: str | None = None, rank: str | None = "salience", usage: bool = False
+    ) -> str:
         """The text injected before an LLM turn, within ``max_tokens * 4`` characters (see specs/memory.md).
 
         Pieces are chosen from the index's ranking columns; only those that fit are loaded. With ``query``
-        the memories go in the order :meth:`recall` ranks them (``rank``, as there), then the rest by salience.
+        the memories go in the order :meth:`recall` ranks them (``rank`` and ``usage``, as there), then the
+        rest by salience.
         """
-        return context_block(self._tree, self.meaning, max_tokens, query=query, rank=rank)
+        return context_block(self._tree, self.meaning, max_tokens, query=query, rank=rank, usage=usage)
 
     # -- export / import ------------------------------------------------------
 

@@ -49,7 +49,7 @@ def test_a_loaded_bundle_recalls_by_meaning_without_computing_a_vector(source: P
     assert not (tmp_path / "out" / "embeddings.f16").exists()  # into the index, never a file of the tree
     embedder = CountingEmbedder()
     hits = Memory(tmp_path / "out", embedder=embedder).recall("where are the videos", rank="semantic")
-    assert hits[0].key == "reel" and embedder.batches == [["where are the videos"]]  # the query only
+    assert hits[0].key == "reel" and embedder.batches == [["videos"]]  # the query only (its vector: no stop words)
 
 
 def test_the_loaded_vectors_are_the_built_ones(source: Path, tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_vectors_of_another_model_are_left_out_and_computed_at_the_first_recall(
     assert len(loaded.warnings) == 1 and "computed at the first recall by meaning" in loaded.warnings[0]
     embedder = CountingEmbedder()
     Memory(tmp_path / "out", embedder=embedder).recall("videos", rank="semantic")
-    assert embedder.texts == len(KEYS) + 1
+    assert embedder.texts == 2 * len(KEYS) + 1  # each memory's text and head, then the query
 
 
 def test_embeddings_cannot_go_into_a_three_ws_bundle(source: Path, tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ CONCEPTS = {
     "seconds between sync rounds": ("--interval", lambda o: o.name in ("interval", "sync_interval")),
     "the memory types a shared bundle carries": ("--share", lambda o: "shared bundle of only these" in _help(o)),
     "a teammate's shared bundle, read-only": ("--workspace", lambda o: "teammate's shared bundle" in _help(o)),
+    "usage that ranks": ("--usage-boost / --no-usage-boost", lambda o: "raise their rank" in _help(o)),
 }
 
 

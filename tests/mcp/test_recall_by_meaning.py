@@ -36,4 +36,4 @@ def test_the_served_tree_embeds_its_memories_once_across_calls(served: tuple[Mem
     tools, embedder = served
     tools.recall("drills for practice")
     tools.recall("how should feedback sound")
-    assert embedder.texts == 3 + 2  # three memories once, then one text per query
+    assert embedder.texts == 2 * 3 + 2  # three memories' texts and heads once, then one text per query

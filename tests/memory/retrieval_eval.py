@@ -40,7 +40,9 @@ __all__ = [
     "DEPTH",
     "NOW",
     "QUESTIONS",
+    "MRR_DEPTH",
     "RANKINGS",
+    "SPLITS",
     "TREE",
     "Question",
     "Score",
@@ -81,12 +83,18 @@ _STOPWORDS = frozenset(
 )
 
 
+SPLITS = ("train", "held-out")  # rankings are tuned on "train" only; "held-out" is what they are judged by
+MRR_DEPTH = 10  # the mean reciprocal rank counts the expected memory's place among this many hits
+
+
 @dataclass(frozen=True)
 class Question:
-    """One question of the corpus and the key of the memory that answers it."""
+    """One question of the corpus, the key of the memory that answers it (None: nothing in the tree does, and
+    the right answer is the weakest score) and its split (:data:`SPLITS`)."""
 
     text: str
-    expected: str
+    expected: str | None
+    split: str = "train"
 
 
 @dataclass(frozen=True)
@@ -95,10 +103,18 @@ class Score:
 
     ranking: str
     rank: str
-    questions: int
+    questions: int  # questions with an answer in the tree
     first: int = 0  # questions whose expected memory was the first hit
     within: int = 0  # questions whose expected memory was among the first DEPTH hits
     unavailable: str | None = None  # the reason, when the installed code does not offer the ranking
+    split: str = "train"
+    reciprocal: float = 0.0  # the sum over questions of 1 / the expected memory's place (0 past MRR_DEPTH)
+    weakest: float | None = None  # of (answered, unanswered) pairs, the share where the unanswered one's best
+    # hit scores lower (None without unanswered questions): 1.0 when a threshold can cut every one of them
+
+    @property
+    def mrr(self) -> float:
+        return self.reciprocal / self.questions
 
     @property
     def available(self) -> bool:
@@ -118,9 +134,12 @@ def load_questions(path: Path = QUESTIONS) -> list[Question]:
     questions = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         row = json.loads(line)
-        if not (isinstance(row, dict) and all(isinstance(row.get(f), str) for f in ("question", "expected"))):
-            raise ValueError(f"{path.name} line {number}: not an object of 'question' and 'expected' strings")
-        questions.append(Question(row["question"], row["expected"]))
+        if not (isinstance(row, dict) and isinstance(row.get("question"), str) and "expected" in row
+                and (row["expected"] is None or isinstance(row["expected"], str))
+                and row.get("split", "train") in SPLITS):
+            raise ValueError(f"{path.name} line {number}: not an object of a 'question' string, an 'expected' "
+                             f"key or null and a 'split' of {', '.join(SPLITS)}")
+        questions.append(Question(row["question"], row["expected"], row.get("split", "train")))
     return questions
 
 
@@ -145,16 +164,26 @@ def _unavailable(memory: Memory, rank: str, probe: str) -> str | None:
     return None
 
 
-def _score(memory: Memory, name: str, rank: str, questions: Sequence[Question]) -> Score:
+def _score(memory: Memory, name: str, rank: str, questions: Sequence[Question], split: str) -> Score:
+    answered = [q for q in questions if q.expected is not None]
     reason = _unavailable(memory, rank, questions[0].text)
     if reason is not None:
-        return Score(name, rank, len(questions), unavailable=reason)
+        return Score(name, rank, len(answered), unavailable=reason, split=split)
     first = within = 0
+    reciprocal = 0.0
+    best: dict[bool, list[float]] = {True: [], False: []}  # the best hit's score, by "has an answer"
     for question in questions:
-        keys = [hit.key for hit in memory.recall(question.text, limit=DEPTH, rank=rank)]
+        hits = memory.recall(question.text, limit=MRR_DEPTH, rank=rank)
+        best[question.expected is not None].append(hits[0].score if hits else 0.0)
+        keys = [hit.key for hit in hits]
+        if question.expected is None:
+            continue
         first += keys[:1] == [question.expected]
-        within += question.expected in keys
-    return Score(name, rank, len(questions), first, within)
+        within += question.expected in keys[:DEPTH]
+        reciprocal += 1 / (keys.index(question.expected) + 1) if question.expected in keys else 0.0
+    pairs = [(a, u) for a in best[True] for u in best[False]]
+    weakest = sum(1.0 if u < a else 0.5 if u == a else 0.0 for a, u in pairs) / len(pairs) if pairs else None
+    return Score(name, rank, len(answered), first, within, split=split, reciprocal=reciprocal, weakest=weakest)
 
 
 _TIMES = re.compile(r"^(created|updated): .*$", re.MULTILINE)
@@ -199,18 +228,23 @@ def evaluate(
         if aged_days:
             age(copy, aged_days)
         memory = Memory(copy, clock=lambda: NOW)
-        return [_score(memory, name, rank, asked) for name, rank in rankings.items()]
+        splits = [split for split in SPLITS if any(q.split == split for q in asked)]
+        return [_score(memory, name, rank, [q for q in asked if q.split == split], split)
+                for split in splits for name, rank in rankings.items()]
 
 
 def table(scores: Iterable[Score]) -> str:
-    """The scores as a plain-text table: one line a ranking, recall@1 and recall@DEPTH as fractions."""
-    lines = [f"{'ranking':<10} {'rank=':<10} {'recall@1':>14} {f'recall@{DEPTH}':>14}"]
+    """The scores as a plain-text table: one line a split and ranking, recall@1 and recall@DEPTH as fractions,
+    the MRR, and how often an unanswered question's best hit scores below an answered one's."""
+    lines = [f"{'split':<9} {'ranking':<10} {'rank=':<10} {'recall@1':>14} {f'recall@{DEPTH}':>14} "
+             f"{f'MRR@{MRR_DEPTH}':>7} {'no-answer weakest':>17}"]
     for s in scores:
         if s.available:
+            weakest = "-" if s.weakest is None else f"{s.weakest:.2f}"
             lines.append(
-                f"{s.ranking:<10} {s.rank:<10} {s.at_1:>6.2f} ({s.first:>2}/{s.questions})"
-                f" {s.at_depth:>6.2f} ({s.within:>2}/{s.questions})"
+                f"{s.split:<9} {s.ranking:<10} {s.rank:<10} {s.at_1:>6.2f} ({s.first:>3}/{s.questions})"
+                f" {s.at_depth:>6.2f} ({s.within:>3}/{s.questions}) {s.mrr:>7.3f} {weakest:>17}"
             )
         else:
-            lines.append(f"{s.ranking:<10} {s.rank:<10} unavailable: {s.unavailable}")
+            lines.append(f"{s.split:<9} {s.ranking:<10} {s.rank:<10} unavailable: {s.unavailable}")
     return "\n".join(lines)

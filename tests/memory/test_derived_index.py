@@ -215,6 +215,8 @@ def test_an_index_made_with_fts5_is_rebuilt_without_it_where_sqlite_lacks_it(
 def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
     mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
     mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
+    for other in ("c", "d", "e"):  # a word in more than half the memories is not searched by BM25
+        mem.write(other, **fields(name=other.upper(), body="kick"))
     assert [h.key for h in mem.recall("volley")] == ["a_weak", "b_strong"]  # equal scores: by key
     hits = mem.recall("volley", rank="relevance")
     assert [h.key for h in hits] == ["b_strong", "a_weak"]
@@ -303,7 +305,7 @@ def test_the_index_holds_signatures_and_ranking_fields_and_no_copy_of_a_memory(m
         "revision", "updated_text", "name", "description", "withheld",  # the listing fields of `memory list`
     ]
     assert "content" not in columns and columns["search"] == ["name", "description", "body"]
-    assert columns["vector"] == ["id", "vec"]  # an embedding per row, never text (recall by meaning)
+    assert columns["vector"] == ["id", "vec", "head"]  # embeddings per row, never text (recall by meaning)
     with sqlite3.connect(_index(tree)) as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM state")}
         assert names == {"gen", "index_gen", "index_ino", "index_mtime", "index_size", "fts", "sigs", "sigs_gen",
@@ -603,21 +605,22 @@ def _derived_fingerprint() -> str:
     from bundlekit.memory import ranking, semantic, withhold
 
     parts = [
-        catalog_database._SCHEMA, catalog_database._FTS, catalog_database._PLAIN, inspect.getsource(catalog_search._fold),
+        catalog_database._SCHEMA, catalog_database._FTS, *catalog_database._TERMS, catalog_database._PLAIN, inspect.getsource(catalog_search._fold),
         repr(sorted(ranking.TYPE_BONUS.items())), repr(ranking.HALF_LIFE), repr(sorted(ranking.DECAY_HORIZONS.items())),
         inspect.getsource(ranking.salience), inspect.getsource(ranking.piece_length), inspect.getsource(ranking.basis),
         repr([(name, pattern) for name, _d, pattern, *_rest in secrets._SPECS]), inspect.getsource(withhold.mask),
         inspect.getsource(indexer.row_of), inspect.getsource(index_module.list_fields),
         # The vectors: the text they are of and how they are stored.
-        inspect.getsource(semantic.embedded_text), inspect.getsource(semantic.encode), repr(semantic.VECTOR_DTYPE),
+        inspect.getsource(semantic.embedded_text), inspect.getsource(semantic.embedded_head), inspect.getsource(semantic.encode), repr(semantic.VECTOR_DTYPE),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def test_derived_version_covers_the_rules_the_index_is_derived_by() -> None:
     # A change of any of them (a new secret rule, a ranking constant, a column) must bump DERIVED_VERSION, which
-    # makes every existing index rebuild itself; then update both numbers here. (10: the vectors of recall by meaning.)
-    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (10, "c10ba4f04d25c84f")
+    # makes every existing index rebuild itself; then update both numbers here. (10: the vectors of recall by meaning;
+    # 11: the stemmed terms of BM25.)
+    assert (catalog_module.DERIVED_VERSION, _derived_fingerprint()) == (11, "1840791edca05b43")
 
 
 @settings(max_examples=300, deadline=None)

@@ -28,8 +28,9 @@ from . import retrieval_eval as ev
 # a paraphrase shares with other memories outweigh what its meaning finds.
 SUBSTRING_AT_5_CEILING = 0.10
 AHEAD_OF_SUBSTRING_AT_5 = 0.40
-MEANING_AT_1_FLOOR = 0.35
+MEANING_AT_1_FLOOR = 0.28  # issue 38's corpus of 179 memories (a third of them added then) is harder
 HYBRID_BEHIND_SEMANTIC_AT_5 = 0.10  # combining with BM25 may cost recall by meaning this much at most
+UNANSWERED = 10  # questions whose answer is in no memory of the tree
 OTHER_WORDS_SHARE = 0.75  # of the questions share no word (stopwords aside) with their memory
 
 
@@ -52,8 +53,14 @@ def questions() -> list[ev.Question]:
 
 
 @pytest.fixture(scope="module")
-def scores() -> dict[str, ev.Score]:
-    return {s.ranking: s for s in ev.evaluate()}
+def every_score() -> list[ev.Score]:
+    return ev.evaluate()
+
+
+@pytest.fixture(scope="module")
+def scores(every_score: list[ev.Score]) -> dict[str, ev.Score]:
+    """The held-out split's scores by ranking: what a ranking is judged by (it is tuned on the training split)."""
+    return {s.ranking: s for s in every_score if s.split == "held-out"}
 
 
 def _available(score: ev.Score) -> ev.Score:
@@ -62,17 +69,30 @@ def _available(score: ev.Score) -> ev.Score:
     return score
 
 
-def test_corpus_has_at_least_60_memories_and_60_questions(
+def test_corpus_has_at_least_160_memories_and_180_questions(
     records: dict[str, MemoryRecord], questions: list[ev.Question]
 ) -> None:
-    assert len(records) >= 60
-    assert len(questions) >= 60
+    assert len(records) >= 160
+    assert len(questions) >= 180
+
+
+def test_corpus_holds_questions_no_memory_answers_in_both_splits(questions: list[ev.Question]) -> None:
+    unanswered = [q for q in questions if q.expected is None]
+    assert len(unanswered) >= UNANSWERED and {q.split for q in unanswered} == set(ev.SPLITS)
+
+
+def test_each_split_holds_answered_questions_of_every_memory_type(
+    records: dict[str, MemoryRecord], questions: list[ev.Question]
+) -> None:
+    for split in ev.SPLITS:
+        types = {records[q.expected].type for q in questions if q.split == split and q.expected is not None}
+        assert types == {"user", "feedback", "project", "reference"}, split
 
 
 def test_every_expected_key_is_a_memory_of_the_corpus(
     records: dict[str, MemoryRecord], questions: list[ev.Question]
 ) -> None:
-    assert sorted({q.expected for q in questions} - records.keys()) == []
+    assert sorted({q.expected for q in questions if q.expected is not None} - records.keys()) == []
 
 
 def test_corpus_tree_passes_check_and_its_index_is_current(corpus: Path) -> None:
@@ -99,9 +119,10 @@ def test_each_question_is_asked_once(questions: list[ev.Question]) -> None:
 def test_questions_are_in_other_words_than_their_memories(
     records: dict[str, MemoryRecord], questions: list[ev.Question]
 ) -> None:
-    sharing = {q.text: ev.shared_words(q.text, records[q.expected]) for q in questions}
+    answered = [q for q in questions if q.expected is not None]
+    sharing = {q.text: ev.shared_words(q.text, records[q.expected]) for q in answered}
     sharing = {text: words for text, words in sharing.items() if words}
-    assert 1 - len(sharing) / len(questions) >= OTHER_WORDS_SHARE, sharing
+    assert 1 - len(sharing) / len(answered) >= OTHER_WORDS_SHARE, sharing
 
 
 def test_substring_recall_finds_almost_none_of_the_questions(scores: dict[str, ev.Score]) -> None:
@@ -124,6 +145,12 @@ def test_hybrid_recall_at_1_reaches_its_floor(scores: dict[str, ev.Score]) -> No
 def test_hybrid_recall_at_5_keeps_what_semantic_recall_finds(scores: dict[str, ev.Score]) -> None:
     semantic, hybrid = _available(scores["semantic"]), _available(scores["hybrid"])
     assert hybrid.at_depth >= semantic.at_depth - HYBRID_BEHIND_SEMANTIC_AT_5, ev.table(scores.values())
+
+
+def test_hybrid_on_the_held_out_split_matches_the_better_of_semantic_and_bm25(scores: dict[str, ev.Score]) -> None:
+    hybrid, semantic, bm25 = (_available(scores[name]) for name in ("hybrid", "semantic", "bm25"))
+    assert hybrid.at_1 >= max(semantic.at_1, bm25.at_1), ev.table(scores.values())
+    assert hybrid.at_depth >= max(semantic.at_depth, bm25.at_depth), ev.table(scores.values())
 
 
 def test_a_ranking_recall_does_not_offer_is_reported_unavailable_not_scored(
@@ -149,7 +176,10 @@ def test_an_aged_copy_spreads_the_memories_over_the_days_given(tmp_path: Path) -
     assert max(ages) - min(ages) > timedelta(days=30)
 
 
-NOT_QUESTIONS = ['{"question": "Where?"}', '["Where?", "user_role"]', '{"question": 1, "expected": "x"}']
+NOT_QUESTIONS = [
+    '{"question": "Where?"}', '["Where?", "user_role"]', '{"question": 1, "expected": "x"}',
+    '{"question": "Where?", "expected": 3}', '{"question": "Where?", "expected": "x", "split": "test"}',
+]
 
 
 @pytest.mark.parametrize("line", NOT_QUESTIONS)

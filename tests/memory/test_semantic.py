@@ -47,11 +47,11 @@ def test_hybrid_recall_ranks_by_meaning_and_words(smem: Memory) -> None:
 
 def test_the_tree_is_embedded_once_and_not_again_while_no_file_changes(smem: Memory, embedder: CountingEmbedder) -> None:
     smem.recall("videos", rank="semantic")
-    assert embedder.texts == len(MEMORIES) + 1  # every memory, then the query
+    assert embedder.texts == 2 * len(MEMORIES) + 1  # every memory's text and head, then the query
     smem.recall("coffee", rank="hybrid")
     fresh = CountingEmbedder()
     Memory(smem.root, embedder=fresh).recall("coffee", rank="hybrid")  # another process: the index has them
-    assert embedder.texts == len(MEMORIES) + 2 and fresh.texts == 1
+    assert embedder.texts == 2 * len(MEMORIES) + 2 and fresh.texts == 1
 
 
 def test_an_edited_memory_gets_a_new_vector(smem: Memory, tree: Path, embedder: CountingEmbedder) -> None:
@@ -61,7 +61,8 @@ def test_an_edited_memory_gets_a_new_vector(smem: Memory, tree: Path, embedder: 
                body="The user drinks espresso all day.")
     smem.recall("videos", rank="semantic")
     after = _vectors(tree)
-    assert embedder.batches[-2] == ["drinks\nwhat the user likes\nthe user drinks espresso all day."]
+    assert embedder.batches[-3:-1] == [["drinks\nwhat the user likes\nthe user drinks espresso all day."],
+                                       ["drinks\nwhat the user likes"]]  # its text, then its name and description
     assert after["drinks"] != before["drinks"] and after["reel"] == before["reel"]
 
 
@@ -94,7 +95,7 @@ def test_vectors_of_another_model_are_computed_again(smem: Memory, tree: Path) -
     smem.recall("videos", rank="semantic")
     other = CountingEmbedder(model_id="wordllama-other/l2_supercat_256")
     Memory(tree, embedder=other).recall("videos", rank="semantic")
-    assert other.texts == len(MEMORIES) + 1
+    assert other.texts == 2 * len(MEMORIES) + 1
 
 
 def test_the_index_keeps_vectors_not_text(smem: Memory, tree: Path) -> None:
@@ -144,10 +145,52 @@ def test_without_the_extra_the_default_is_salience_and_semantic_is_a_usage_error
         mem.recall("clips", rank="semantic")
 
 
-def test_a_word_in_half_the_memories_or_more_is_left_out_of_bm25_next_to_a_rarer_match(smem: Memory) -> None:
-    catalog = smem._index.refresh()  # "the" is in 3 of the 4 memories: FTS5 floors its IDF at 1e-6
+def _kettles(tree: Path, clock: Clock) -> Memory:
+    """Five memories that all name the kettle; one of them names the zebra too."""
+    mem = Memory(tree, clock=clock)
+    for at in range(5):
+        body = "the zebra mug beside the kettle" if at == 2 else f"kettle number {at} descaled monthly"
+        mem.write(f"k{at}", name=f"Kettle {at}", description="kitchen kettles", type="project", body=body)
+    return mem
+
+
+def test_a_word_in_more_than_half_the_memories_never_reaches_the_bm25_match(tree: Path, clock: Clock) -> None:
+    mem = _kettles(tree, clock)
+    catalog = mem._index.refresh()
     with catalog.reading():
-        assert len(catalog.db.conn.execute("SELECT rowid FROM search WHERE search MATCH '\"the\"'").fetchall()) == 3
-        assert catalog.search.lexical(["the", "ana"]) == catalog.search.lexical(["ana"]) != {}
-        assert catalog.search.lexical(["the", "zebra"]) == catalog.search.lexical(["the"])  # no rarer match: "the" is searched
-        assert len(catalog.search.lexical(["the"])) == 3
+        found = catalog.search.lexical("kettle zebra")
+        assert (found.searched, found.skipped, found.scored) == (("zebra",), ("kettle",), 1)
+        assert catalog.search.lexical("kettles") == ({}, 0, (), ("kettles",))  # stemmed as the index stems it
+
+
+def test_a_query_whose_every_word_is_in_every_memory_scores_no_row(tree: Path, clock: Clock) -> None:
+    mem = _kettles(tree, clock)
+    catalog = mem._index.refresh()
+    with catalog.reading():
+        assert catalog.search.lexical("Kettle kitchen kettles descaled?").scored == 0  # "descaled": 4 of 5
+        assert catalog.search.lexical("kettle kitchen").scored == 0
+
+
+def test_bm25_finds_a_word_in_another_form_and_weighs_the_name_over_the_body(tree: Path, clock: Clock) -> None:
+    mem = Memory(tree, clock=clock)
+    mem.write("a", name="Plumbing", description="who fixes leaks", type="reference", body="Call João.")
+    mem.write("b", name="Garden", description="balcony plants", type="project", body="A leaking hose; plumbing later.")
+    for at in range(3):
+        mem.write(f"c{at}", name=f"Other {at}", description="unrelated", type="project", body="Nothing here.")
+    assert [h.key for h in mem.recall("plumbing leaking", rank="relevance")][:2] == ["a", "b"]
+
+
+def test_an_edit_of_one_memory_embeds_only_it_and_the_query(smem: Memory, embedder: CountingEmbedder) -> None:
+    smem.recall("videos", rank="hybrid")
+    before = sum(len(batch) for batch in embedder.batches)
+    smem.write("drinks", name="Drinks", description="what the user likes", type="project", body="Espresso all day.")
+    smem.recall("videos", rank="hybrid")
+    assert sum(len(batch) for batch in embedder.batches) - before == 3  # one memory's text and head, one query
+
+
+@pytest.mark.parametrize("rank", ["relevance", "semantic", "hybrid"])
+def test_ranking_is_deterministic_for_a_fixed_tree_and_query(smem: Memory, tree: Path, rank: str) -> None:
+    first = [(h.key, h.score) for h in smem.recall("who ships the release videos", limit=10, rank=rank)]
+    smem.close()
+    again = Memory(tree, clock=lambda: smem._tree.now())
+    assert [(h.key, h.score) for h in again.recall("who ships the release videos", limit=10, rank=rank)] == first

@@ -27,13 +27,19 @@ Tables:
   withheld, ``withhold.mask``; case-folded with ``str.casefold``, as recall
   folds the query), an FTS5 table with the trigram tokenizer (``case_sensitive
   1``: the folding is ours), or a plain table scanned with ``instr`` where this
-  SQLite has no FTS5;
+  SQLite has no FTS5; with FTS5, ``terms`` (the same text as stemmed English
+  words: porter over unicode61, external content read from ``search``, recall's
+  term-level BM25) and ``terms_df`` (its fts5vocab: how many memories hold each
+  stem);
 * ``vector``: one embedding per memory row (``id``), float16, unit length, of
   the model named in ``state`` as ``vec_model`` (its id and dimension): the
-  vector of the row's search text (``memory/semantic``), never text. A row put
+  vector of the row's search text (``memory/semantic``) and of its name and
+  description (``head``), never text. A row put
   or removed drops its vector; a model of another id or dimension drops them
   all. They are computed when a recall by meaning asks for them
   (``Memory.recall``), once per changed file;
+* ``usage``: by key, when a recall last returned the memory and a decaying
+  boost its reads after that earned (``catalog.usage``): ranking only;
 * ``state``: ``gen`` (bumped by every change of ``memory``), the signature and
   generation of the ``MEMORY.md`` last written from it, ``written_ns`` (when the
   last transaction that changed ``memory`` began: rows whose file's mtime is
@@ -53,9 +59,10 @@ version or application, or one SQLite cannot read, raises
 The package splits the one database by concern, as restic splits its index (``index.go``, ``indexmap.go``,
 ``master_index.go``): ``database`` (the connection, its version, read and write transactions, the ``state``
 values), ``stat`` (the ``memory`` rows and the signature blob: which files changed), ``search`` (the
-``search`` table and recall's ranking), ``listing`` (keys by type, the ``memory list`` lines) and
-``vectors`` (the ``vector`` table); each a small object on the one connection, reached through
-:class:`Catalog` (``catalog.stat``, ``catalog.search``, ``catalog.listing``, ``catalog.vectors``).
+``search`` table and recall's ranking), ``listing`` (keys by type, the ``memory list`` lines),
+``vectors`` (the ``vector`` table) and ``usage`` (the ``usage`` table: reads after a recall); each a small
+object on the one connection, reached through :class:`Catalog` (``catalog.stat``, ``catalog.search``,
+``catalog.listing``, ``catalog.vectors``, ``catalog.usage``).
 """
 
 from __future__ import annotations
@@ -78,6 +85,7 @@ from bundlekit.memory.catalog.database import (
 from bundlekit.memory.catalog.listing import Listing
 from bundlekit.memory.catalog.search import Ranked, Search
 from bundlekit.memory.catalog.stat import RACY_NS, Row, StatCache, pack
+from bundlekit.memory.catalog.usage import Usage
 from bundlekit.memory.catalog.vectors import Vectors
 
 __all__ = [
@@ -99,7 +107,8 @@ __all__ = [
 
 class Catalog:
     """One open index database, one per :class:`Memory`, which serializes the threads that use it: the
-    :class:`Database` and the objects on its connection (``stat``, ``search``, ``listing``, ``vectors``).
+    :class:`Database` and the objects on its connection (``stat``, ``search``, ``listing``, ``vectors``,
+    ``usage``).
 
     Reads run in :meth:`reading` (one snapshot), changes in :meth:`writing`
     (one transaction, taken only under the tree lock).
@@ -112,6 +121,7 @@ class Catalog:
         self.search = Search(self.db)
         self.listing = Listing(self.db)
         self.vectors = Vectors(self.db)
+        self.usage = Usage(self.db)
 
     def close(self) -> None:
         """Close the connection."""

@@ -39,7 +39,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 10
+DERIVED_VERSION = 11
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -119,13 +119,22 @@ CREATE TABLE memory (
     withheld INTEGER NOT NULL
 );
 CREATE INDEX memory_by_type ON memory (type, key);
-CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, head BLOB);
+CREATE TABLE usage (key TEXT PRIMARY KEY, returned REAL, boost REAL NOT NULL, at REAL NOT NULL);
 CREATE TABLE state (name TEXT PRIMARY KEY, value);
 INSERT INTO state VALUES ('gen', 0), ('index_gen', -1), ('index_ino', NULL), ('index_mtime', NULL),
     ('index_size', NULL), ('fts', {fts}), ('sigs', NULL), ('sigs_gen', -1), ('written_ns', 0),
     ('vec_model', NULL), ('vec_gen', 0);
 """
 _FTS = "CREATE VIRTUAL TABLE search USING fts5(name, description, body, tokenize='trigram case_sensitive 1')"
+# Recall's term-level BM25 (catalog.search.lexical): the search text again, as English words stemmed (SQLite's
+# porter over unicode61), its text read from ``search`` (external content: no second copy), and the number of
+# memories each stem is in (fts5vocab), read before a term reaches a MATCH.
+_TERMS = (
+    "CREATE VIRTUAL TABLE terms USING fts5(name, description, body, content='search', content_rowid='rowid', "
+    "tokenize='porter unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE terms_df USING fts5vocab(terms, 'row')",
+)
 _PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
 
 
@@ -186,7 +195,8 @@ class Database:
                 for statement in _SCHEMA.format(fts=int(fts)).split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                conn.execute(_FTS if fts else _PLAIN)
+                for statement in (_FTS, *_TERMS) if fts else (_PLAIN,):
+                    conn.execute(statement)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {DERIVED_VERSION}")
             elif (app, version) != (APPLICATION_ID, DERIVED_VERSION):

@@ -5,12 +5,20 @@ them: credentials withheld, case-folded; FTS5 with the trigram tokenizer, or a p
 
 from __future__ import annotations
 
+import re
+import sqlite3
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from bundlekit.memory.catalog.database import Database, translated
-from bundlekit.memory.ranking import HALF_LIFE, best_first, score_of
+from bundlekit.memory.catalog.usage import factor
+from bundlekit.memory.ranking import FLOOR, HALF_LIFE, Basis, best_first, score_of
 
-__all__ = ["NUL_STAND_IN", "TRIGRAM", "Ranked", "Search"]
+__all__ = [
+    "FIELD_WEIGHTS", "MAX_TERMS", "NUL_STAND_IN", "STOP_WORDS", "TRIGRAM", "Lexical", "Ranked", "Search",
+    "query_words", "stems",
+]
 
 TRIGRAM = 3  # FTS5's trigram tokenizer matches substrings of at least 3 characters
 HALF_LIFE_S = HALF_LIFE.total_seconds()
@@ -19,6 +27,21 @@ NUL_STAND_IN = "\ufffe"  # a Unicode noncharacter
 _SCORE = (
     "s * pow(0.5, age / ?) * (CASE WHEN h IS NULL OR age - h <= 0 THEN 1.0 ELSE pow(0.5, (age - h) / ?) END)"
 )
+# BM25 column weights of name, description and body (chosen on the evaluation's training split: bench/recall_eval.py)
+FIELD_WEIGHTS = (3.0, 2.0, 1.0)
+MAX_TERMS = 16  # the query's words BM25 looks for (each at most MAX_TERM characters, in its first MAX_QUERY)
+MAX_TERM = 64
+MAX_QUERY = 4096
+# Words that say what kind of question it is, not what it is about (English question words, pronouns and
+# glue): left out of the words BM25 looks for and of the text a query's vector is of (memory/semantic).
+STOP_WORDS = frozenset(
+    """a about after all am an and any anyone are as at be before but by can could did do does for from get gets
+    getting go going good had has have he her hers him his how i if in into is it its i'm it's me my next not of
+    on onto or our out she should so some something that the their them there they this to up us was way we were
+    what what's when where where's which while who whom why will with would you your""".split()
+)
+_WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a token of FTS5's unicode61: letters and digits
 _TOP = 64  # recall first looks for its hits among this many best memories (see Search._best_of_top)
 
 
@@ -28,6 +51,51 @@ class Ranked(NamedTuple):
     key: str
     piece: int
     relevance: float | None
+
+
+class Lexical(NamedTuple):
+    """A term-level BM25 (:meth:`Search.lexical`): scores by row id (higher better), how many rows FTS5 scored,
+    the words searched and those left out as in more than half the memories."""
+
+    scores: dict[int, float]
+    scored: int
+    searched: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+
+def query_words(query: str) -> list[str]:
+    """The words of ``query`` BM25 looks for: unicode61's tokens (letters and digits) of its first
+    ``MAX_QUERY`` characters, folded, each once, stop words and words over ``MAX_TERM`` characters left out, at
+    most ``MAX_TERMS``."""
+    found = dict.fromkeys(_WORD.findall(query[:MAX_QUERY].casefold()))
+    return [w for w in found if w not in STOP_WORDS and len(w) <= MAX_TERM][:MAX_TERMS]
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+_STEMMER: list[sqlite3.Connection] = []
+_STEMMER_LOCK = threading.Lock()
+
+
+def stems(words: Sequence[str]) -> list[str]:
+    """Each word's stem as the ``terms`` table indexes it: SQLite's own porter tokenizer run over the words
+    (an in-memory FTS5 table of one row per word, read back through fts5vocab), so a query's stems and the
+    index's are made by the same code. A word the tokenizer makes no token of stems to itself."""
+    with _STEMMER_LOCK:
+        if not _STEMMER:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn.execute("CREATE VIRTUAL TABLE q USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
+            conn.execute("CREATE VIRTUAL TABLE qv USING fts5vocab(q, 'instance')")
+            _STEMMER.append(conn)
+        conn = _STEMMER[0]
+        conn.executemany("INSERT INTO q (rowid, x) VALUES (?, ?)", enumerate(words))
+        try:
+            found = {int(doc): str(term) for term, doc in conn.execute("SELECT term, doc FROM qv WHERE offset = 0")}
+        finally:
+            conn.execute("DELETE FROM q")
+    return [found.get(at, word) for at, word in enumerate(words)]
 
 
 def _fold(text: str) -> str:
@@ -41,32 +109,91 @@ class Search:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def lexical(self, words: list[str]) -> dict[int, float]:
-        """BM25 (FTS5's: lower is better) by row id of the rows holding any of ``words`` (folded, each at least
-        3 characters: trigrams); empty without FTS5.
+    def lexical(self, query: str) -> Lexical:
+        """Term-level BM25 of ``query`` (folded) by row id, higher better (:class:`Lexical`); empty without FTS5.
 
-        Words in half the rows or more are left out when a rarer word of them matches: FTS5 floors the IDF
+        The query's words (:func:`query_words`) are stemmed as the ``terms`` table stems them (SQLite's
+        porter over unicode61, :func:`stems`), and a word whose stem is in more than half the memories is left
+        out before the MATCH, from the document counts the index keeps (``terms_df``): FTS5 floors the IDF
         of such a term at 1e-6 (sqlite/sqlite ``ext/fts5/fts5_aux.c``, ``fts5Bm25GetData``: ``if( idf<=0.0 )
-        idf = 1e-6;``), so next to a rarer word's match it weighs well under a thousandth of it, while
-        scoring its every match costs ~7 ms per 1,000 rows. Whether a word is that common is a count stopped
-        at half the rows. When no rarer word matches, the common words are searched."""
-        words = [w for w in words if len(w) >= TRIGRAM and NUL_STAND_IN not in w]
+        idf = 1e-6;``), so it cannot change an order, while scoring its every match costs ~7 ms per 1,000
+        rows. The words left are ORed, with the whole query as one phrase besides when it has two words or
+        more (a memory holding the phrase scores it too; every row it matches holds a searched word, so it
+        adds no row to score). Columns are weighted ``FIELD_WEIGHTS`` (name, description, body)."""
+        words = query_words(query)
         if not self._db.fts or not words:
-            return {}
+            return Lexical({}, 0, (), ())
+        stemmed = stems(words)
         with translated():
-            half = (self._count() + 1) // 2  # FTS5's IDF is <= 0 from nHit >= nRow / 2
-            rare: list[str] = []
-            common: list[str] = []
-            for phrase in ('"' + w.replace('"', '""') + '"' for w in words):
-                hits = self._db.conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM search WHERE search MATCH ? LIMIT ?)", (phrase, half)
-                ).fetchone()[0]
-                (common if hits >= half else rare if hits else []).append(phrase)
-            searched = rare or common
+            total = self._count()
+            marks = ",".join("?" * len(set(stemmed)))
+            docs = dict(self._db.conn.execute(f"SELECT term, doc FROM terms_df WHERE term IN ({marks})",
+                                              tuple(set(stemmed))).fetchall())
+            searched = tuple(w for w, stem in zip(words, stemmed, strict=True) if 0 < docs.get(stem, 0) <= total / 2)
+            skipped = tuple(w for w, stem in zip(words, stemmed, strict=True) if docs.get(stem, 0) > total / 2)
             if not searched:
-                return {}
-            return {int(i): float(b) for i, b in self._db.conn.execute(
-                "SELECT rowid, bm25(search) FROM search WHERE search MATCH ?", (" OR ".join(searched),))}
+                return Lexical({}, 0, searched, skipped)
+            phrases = [_quoted(w) for w in searched]
+            if len(words) > 1:
+                phrases.append(_quoted(" ".join(words)))
+            rows = self._db.conn.execute(
+                f"SELECT rowid, bm25(terms, {', '.join(map(repr, FIELD_WEIGHTS))}) FROM terms WHERE terms MATCH ?",
+                (" OR ".join(phrases),),
+            ).fetchall()
+        return Lexical({int(i): -float(b) for i, b in rows}, len(rows), searched, skipped)
+
+    def named(self, needle: str) -> set[int]:
+        """Row ids of the memories whose folded name is ``needle`` (runs of whitespace as one space)."""
+        text = " ".join(needle.split())
+        if not text or NUL_STAND_IN in text or not text.isprintable() and _SURROGATE.search(text):
+            return set()  # a lone surrogate (undecodable argv bytes) is in no name: UTF-8 files hold none
+        with translated():
+            if self._db.fts and len(text) >= TRIGRAM:
+                rows = self._db.conn.execute("SELECT rowid, name FROM search WHERE search MATCH ?",
+                                             ("name : " + _quoted(text),)).fetchall()
+            else:
+                rows = self._db.conn.execute("SELECT rowid, name FROM search WHERE name = ?", (text,)).fetchall()
+        return {int(i) for i, name in rows if " ".join(str(name).split()) == text}
+
+    def standing(self, ids: Iterable[int]) -> dict[int, tuple[str, int, Basis]]:
+        """(key, piece length, ranking basis) of the rows ``ids`` (those still indexed)."""
+        wanted = list(ids)
+        found: dict[int, tuple[str, int, Basis]] = {}
+        with translated():
+            for at in range(0, len(wanted), 500):
+                chunk = wanted[at : at + 500]
+                marks = ",".join("?" * len(chunk))
+                for i, key, piece, sal, updated, horizon in self._db.conn.execute(
+                    f"SELECT id, key, piece, salience, updated, horizon FROM memory WHERE id IN ({marks})", chunk
+                ):
+                    found[int(i)] = (str(key), int(piece), (float(sal), float(updated), horizon))
+        return found
+
+    def by_terms(
+        self, now_s: float, query: str, limit: int | None = None, *, boosts: Mapping[str, float] | None = None,
+        named: Collection[int] = (),
+    ) -> list[Ranked]:
+        """The memories holding a searched word of ``query`` (:meth:`lexical`), best first by
+        ``relevance x (FLOOR + (1 - FLOOR) x salience x recency x decay)`` where relevance is the BM25 over the
+        best one's (times ``usage.factor`` of the memory's boost in ``boosts``), then key: what
+        ``rank="relevance"`` returns. The rows ``named`` (whose name is the query) come first."""
+        found = self.lexical(query).scores
+        if not found:
+            return []
+        best = max(found.values())
+        rows = self.standing(found)
+        boosts = boosts or {}
+        relevance = {i: (found[i] / best if best > 0 else 1.0) * factor(boosts.get(rows[i][0], 0.0)) for i in rows}
+        scored = ((relevance[i] * (FLOOR + (1.0 - FLOOR) * score_of(basis, now_s)), key)
+                  for i, (key, _piece, basis) in rows.items())
+        by_key = {key: (piece, relevance[i]) for i, (key, piece, _basis) in rows.items()}
+        order = best_first(scored, limit if not named else None)
+        if named:
+            first = {rows[i][0] for i in named if i in rows}
+            order = [key for key in order if key in first] + [key for key in order if key not in first]
+            order = order if limit is None else order[:limit]
+        return [Ranked(key, by_key[key][0], by_key[key][1]) for key in order]
+
     def _count(self) -> int:
         with translated():
             return int(self._db.conn.execute("SELECT count(*) FROM memory").fetchone()[0])

@@ -198,6 +198,9 @@ class StatCache:
             "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
             (cursor.lastrowid, *map(_fold, row.search)),
         )
+        if self._db.fts:
+            self._db.conn.execute("INSERT INTO terms (rowid, name, description, body) SELECT rowid, name, description, "
+                                  "body FROM search WHERE rowid = ?", (cursor.lastrowid,))
         self._changed()
 
     def remove(self, file: str) -> None:
@@ -206,6 +209,9 @@ class StatCache:
         if row is not None:
             self._changes[file] = None
             self._db.conn.execute("DELETE FROM vector WHERE id = ?", (row[0],))
+            if self._db.fts:  # an external-content index forgets a row by its old text
+                self._db.conn.execute("INSERT INTO terms (terms, rowid, name, description, body) SELECT 'delete', "
+                                      "rowid, name, description, body FROM search WHERE rowid = ?", (row[0],))
             self._db.conn.execute("DELETE FROM search WHERE rowid = ?", (row[0],))
             self._db.conn.execute("DELETE FROM memory WHERE id = ?", (row[0],))
             self._changed()

@@ -1,10 +1,11 @@
-"""The derived index's vectors: one float16 embedding per ``memory`` row (``vector`` table), of the model named
-in ``state`` as ``vec_model``; computed and read by ``memory/semantic``.
+"""The derived index's vectors: one float16 embedding per ``memory`` row (``vector`` table) of its search text,
+and one of its name and description (``head``), of the model named in ``state`` as ``vec_model``; computed and
+read by ``memory/semantic``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from bundlekit.memory.catalog.database import Database, translated
 
@@ -44,21 +45,55 @@ class Vectors:
             ).fetchall()
         return [(int(i), str(n), str(d), str(b)) for i, n, d, b in rows]
 
+    def count(self) -> int:
+        """How many memories are indexed."""
+        with translated():
+            return int(self._db.conn.execute("SELECT count(*) FROM memory").fetchone()[0])
+
+    def lacking(self, size: int) -> bool:
+        """Whether a row has no vector of ``size`` bytes (what :meth:`without` would list), answered at the first."""
+        with translated():
+            return self._db.conn.execute(
+                "SELECT 1 FROM memory m WHERE NOT EXISTS (SELECT 1 FROM vector v WHERE v.id = m.id "
+                "AND length(v.vec) = ?) LIMIT 1", (size,)).fetchone() is not None
+
     def put(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        """Store vectors by row id (rows gone meanwhile are skipped). Inside :meth:`Catalog.writing`."""
+        """Store vectors by row id (rows gone meanwhile are skipped; a row's head vector is kept). Inside
+        :meth:`Catalog.writing`."""
         self._db.conn.executemany(
-            "INSERT OR REPLACE INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?)",
+            "INSERT INTO vector (id, vec) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memory WHERE id = ?) "
+            "ON CONFLICT (id) DO UPDATE SET vec = excluded.vec",
             ((i, blob, i) for i, blob in rows),
         )
         self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
 
-    def rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None]]:
-        """(row id, key, salience, updated, horizon, piece, vector or None) of every memory, by row id."""
+    def put_heads(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        """Store head vectors by row id (of rows holding a vector). Inside :meth:`Catalog.writing`."""
+        self._db.conn.executemany("UPDATE vector SET head = ? WHERE id = ?", ((blob, i) for i, blob in rows))
+        self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'vec_gen'")
+
+    def rows(self) -> list[tuple[int, str, float, float, float | None, int, bytes | None, bytes | None]]:
+        """(row id, key, salience, updated, horizon, piece, vector or None, head vector or None) of every memory,
+        by row id."""
         with translated():
             return self._db.conn.execute(
-                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec FROM memory m "
+                "SELECT m.id, m.key, m.salience, m.updated, m.horizon, m.piece, v.vec, v.head FROM memory m "
                 "LEFT JOIN vector v ON v.id = m.id ORDER BY m.id"
             ).fetchall()
+
+    def columns(self, size: int, chunk: int = 2048) -> Iterator[list[tuple[int, str, float, float, float, int, bytes, bytes]]]:
+        """What recall by meaning ranks with, by row id, ``chunk`` rows at a time (a few MB at most held as
+        Python objects): row id, key, salience, updated, horizon (-1.0 for none), piece, vector and head
+        vector (``size`` zero bytes for none, or one of another length). One read: call inside a snapshot."""
+        with translated():
+            cursor = self._db.conn.execute(
+                "SELECT m.id, m.key, m.salience, m.updated, coalesce(m.horizon, -1.0), m.piece, "
+                "CASE WHEN length(v.vec) = ?1 THEN v.vec ELSE zeroblob(?1) END, "
+                "CASE WHEN length(v.head) = ?1 THEN v.head ELSE zeroblob(?1) END "
+                "FROM memory m LEFT JOIN vector v ON v.id = m.id ORDER BY m.id", (size,)
+            )
+            while rows := cursor.fetchmany(chunk):
+                yield rows
 
     def ids(self, keys: Iterable[str]) -> dict[str, int]:
         """Row ids of ``keys`` (those indexed)."""
