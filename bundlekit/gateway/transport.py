@@ -34,12 +34,15 @@ import logging
 import time
 from collections import Counter
 from email.message import Message
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from bundlekit.gateway.fastpath import SimpleGet, frame_response, simple_get
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, header_line_problem, request_framing
+from bundlekit.gateway.respond import CLIENT_GONE, Response
 from bundlekit.net.loopback import is_loopback
 
 __all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
@@ -67,6 +70,9 @@ class Limits(Protocol):
     idle_timeout: float
     head_timeout: float
     counts: ConnectionCounts
+
+    def answer_at_once(self, request: SimpleGet, client: Any, gone: Callable[[], bool]) -> Response | None:
+        """The answer to a plain raw-block GET (``gateway.fastpath``), or None: it takes the whole way."""
 
 
 class ConnectionCounts:
@@ -362,8 +368,31 @@ class GatewayProtocol(StallBoundProtocol):
             return
         if self._timer_kind in ("idle", "body"):
             self._set_timer(None)  # set again by ``_follow``: a body's bound runs from its last bytes
-        super().data_received(data)
+        if not self._answer_at_once(data):
+            super().data_received(data)
         self._follow()
+
+    def _answer_at_once(self, data: bytes) -> bool:
+        """Whether ``data`` was one plain raw-block GET, answered here without h11 (``gateway.fastpath``):
+        taken only on a connection with nothing pending, its last answer complete and its client reading."""
+        conn = self.conn
+        if (conn.their_state is not h11.IDLE or conn.our_state is not h11.IDLE or _buffered(conn)
+                or self.flow.write_paused or (self.cycle is not None and not self.cycle.response_complete)):
+            return False
+        request = simple_get(data)
+        if request is None:
+            return False
+        response = self.limits.answer_at_once(request, self.client, self.is_gone)
+        if response is None:
+            return False
+        framed = frame_response(response, self.server_state.default_headers) if response.status != CLIENT_GONE else None
+        if framed is None:  # the whole way cuts such a connection too (a client gone, an answer h11 refuses)
+            if response.status != CLIENT_GONE:
+                logger.error("cannot frame the answer to %s (status %d)", request.target[:200], response.status)
+            self.cut()
+            return True
+        self.transport.write(framed)
+        return True
 
     def eof_received(self) -> None:
         """A client's end of sending: the transport closes once it is lingering (nothing more to
