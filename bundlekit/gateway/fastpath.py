@@ -1,4 +1,4 @@
-"""The hot request answered without h11 or ASGI: one plain ``GET /ipfs/{cid}?format=raw`` (specs/gateway.md 4.1).
+"""The hot request answered without h11 or ASGI: one plain ``GET /ipfs/{cid}?format=raw`` (specs/gateway.md 3, "The hot request").
 
 A loader, a pinner and a mirror ask a gateway for raw blocks one by one, so that request is the one a
 gateway answers most. Through uvicorn it costs h11's parse and validation of the head, an ASGI cycle
@@ -36,9 +36,9 @@ _REQUEST_LINE = re.compile(rb"GET (/ipfs/[\x21-\x2e\x30-\x3e\x40-\x7e]+\?format=
 _HEADER_LINE = re.compile(rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*((?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?)[ \t]*")
 # Headers that bear on framing, the connection or an upgrade: their requests take the whole way.
 _WHOLE_WAY = frozenset({b"content-length", b"transfer-encoding", b"expect", b"connection", b"upgrade", b"te"})
-# An answer's header value as h11 accepts it (h11._abnf.field_value), so a value h11 would refuse is refused here.
-_FIELD_VALUE = re.compile(r"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
-_FIELD_NAME = re.compile(r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+# An answer's header lines as h11 accepts them (h11._abnf field_name and field_value), so what h11 would
+# refuse to write is refused here.
+_HEADER_LINES = re.compile(r"(?:[-!#$%&'*+.^_`|~0-9a-zA-Z]+: (?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?\r\n)*", re.ASCII)
 
 
 class SimpleGet:
@@ -74,6 +74,19 @@ def simple_get(data: bytes) -> SimpleGet | None:
     return SimpleGet(request.group(1).decode("ascii"), headers)
 
 
+_FIELD_NAME = re.compile(r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_NAMES: set[str] = set()  # the header names seen valid (a gateway's answers use a dozen)
+
+
+def _name_ok(name: str) -> bool:
+    """Whether ``name`` is a token (RFC 9110 5.1, h11's field_name); a valid one is remembered."""
+    if _FIELD_NAME.fullmatch(name) is None:
+        return False
+    if len(_NAMES) < 256:
+        _NAMES.add(name)
+    return True
+
+
 def _keep_alive(name: bytes, value: bytes) -> bool:
     """``Connection: keep-alive`` (what httpx, and so bundlekit's loader, sends): on HTTP/1.1 it changes nothing."""
     return name == b"connection" and value.lower() == b"keep-alive"
@@ -101,15 +114,19 @@ def frame_response(response: Response, default_headers: Sequence[tuple[bytes, by
     body = response.body
     if not isinstance(body, list | tuple) or (not no_body and response.length != sum(len(b) for b in body)):
         return None  # streamed, or a length h11 would refuse to frame
+    lines = "".join([f"{name}: {value}\r\n" for name, value in response.headers])
+    # One line a header (no CR or LF in a value), each name a token, each line a name and a value h11 takes.
+    if lines.count("\r\n") != len(response.headers) or not _HEADER_LINES.fullmatch(lines):
+        return None
+    if not all(name in _NAMES or _name_ok(name) for name, _value in response.headers):
+        return None
+    try:
+        encoded = lines.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
     parts = [b"HTTP/1.1 %d %s\r\n" % (response.status, _REASONS.get(response.status, b""))]
     parts.extend(b"%s: %s\r\n" % (name, value) for name, value in default_headers)
-    for name, value in response.headers:
-        if not _FIELD_NAME.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
-            return None
-        try:
-            parts.append(f"{name}: {value}\r\n".encode("latin-1"))
-        except UnicodeEncodeError:
-            return None
+    parts.append(encoded)
     if response.length is not None:
         parts.append(b"Content-Length: %d\r\n" % response.length)
     parts.append(b"\r\n")

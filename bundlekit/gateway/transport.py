@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import logging
 import time
 from collections import Counter
@@ -45,7 +46,7 @@ from bundlekit.gateway.framing import MAX_HEAD_BYTES, header_line_problem, reque
 from bundlekit.gateway.respond import CLIENT_GONE, Response
 from bundlekit.net.loopback import is_loopback
 
-__all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
+__all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "client_of", "StallBoundProtocol",
            "head_problem"]
 
 logger = logging.getLogger("bundlekit.gateway")
@@ -116,6 +117,24 @@ class ConnectionCounts:
 _is_loopback = functools.lru_cache(maxsize=4096)(is_loopback)
 
 
+def client_of(peer: str) -> str:
+    """Who a client address counts as: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address
+    by its /64 network (one host commonly holds a whole /64, so per address it would bring without bound)."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+# Who a client address counts as, remembered likewise.
+_client_of = functools.lru_cache(maxsize=4096)(client_of)
+
+
 class ClientRates:
     """Requests per second from one client address, as token buckets (the event loop's thread only).
 
@@ -133,10 +152,12 @@ class ClientRates:
         self.loopback = loopback
         self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when counted)
 
-    def allow(self, client: str) -> bool:
-        """Whether one more request from ``client`` is taken now (then it is counted)."""
-        if self.rate <= 0 or (not self.loopback and _is_loopback(client)):
+    def allow(self, address: str) -> bool:
+        """Whether one more request from ``address`` is taken now (then it is counted against its client,
+        ``client_of``: an IPv6 address's /64)."""
+        if self.rate <= 0 or (not self.loopback and _is_loopback(address)):
             return True
+        client = _client_of(address)
         now, burst = time.monotonic(), 2 * self.rate
         tokens, then = self._buckets.get(client, (burst, now))
         tokens = min(burst, tokens + (now - then) * self.rate)
@@ -329,16 +350,17 @@ class GatewayProtocol(StallBoundProtocol):
     # -- connection life ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)
         self._raw = transport
         self.limits.counts.transports.add(transport)
         peer = transport.get_extra_info("peername")
-        client = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        client = client_of(address)  # counted as: an IPv6 address by its /64
         refusal = self.limits.counts.refusal(client, self.limits)
         if refusal is not None:
             self._refused = True
             self.transport = transport
-            logger.warning("refused %s: %s", client, refusal.strip())
+            logger.warning("refused %s: %s", address, refusal.strip())
             transport.write(_refusal(refusal))
             self.linger()
             return

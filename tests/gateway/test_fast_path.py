@@ -129,6 +129,7 @@ def _h11_answer(response: Response) -> bytes:
     error_response(400, "not a CID"),
     error_response(429, "slow down", [("Retry-After", "1")]),
     Response(599, [("X-A", "b")], [b"xy"], 2),
+    Response(200, [("X-Latin", "caf\xe9 \xa0x")], [b"x"], 1),
 ])
 def test_every_answer_framed_is_what_h11_writes(response: Response) -> None:
     assert frame_response(response, DATE) == _h11_answer(response)
@@ -137,8 +138,11 @@ def test_every_answer_framed_is_what_h11_writes(response: Response) -> None:
 @pytest.mark.parametrize("response", [
     Response(200, [("X-Bad", "a\r\nInjected: yes")], [b"x"], 1),
     Response(200, [("X Bad", "a")], [b"x"], 1),
+    Response(200, [("X: a", "b")], [b"x"], 1),
+    Response(200, [("X", "a\nY: b")], [b"x"], 1),
     Response(200, [("X-Bad", " padded")], [b"x"], 1),
     Response(200, [("X-Bad", "snow \u2603")], [b"x"], 1),
+    Response(200, [("X-Bad", "a\x0bb")], [b"x"], 1),
     Response(200, [], [b"xy"], 1),  # a body longer than its length
     Response(200, [], iter([b"x"]), 1),  # streamed
     Response(200, [], [b"x"], None),  # chunked
