@@ -17,7 +17,8 @@ keep-alive connections:
 ``bundlekit serve CAR --no-store`` runs in a child process as a user starts it: one process (its event loop,
 uvloop's or asyncio's, is printed), beside nginx's one worker. Both run at once, and each figure is the
 median of ``--rounds`` runs taken in turn, nginx then serve, so a machine whose load changes (other
-processes on shared cores) weighs on both alike. It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
+processes on shared cores) weighs on both alike; each raw-block row also gives each server's CPU time a request
+(from /proc: on busy shared cores the rates tend to the ratio of these). It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
 the targets of issue 35 item 5 (16 connections: raw blocks within 4x nginx's requests per second,
 the whole CAR within 8x its bytes per second; 16 connections never slower than one) and the load
 average. Without nginx or wrk it says so on one line and exits 0 (``.ci/run`` installs them). It
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -82,11 +84,24 @@ end
 
 @dataclass(frozen=True)
 class Run:
-    """One wrk run: requests per second, bytes per second, errors (socket errors and non-2xx answers)."""
+    """One wrk run: requests per second, bytes per second, errors (socket errors and non-2xx answers), and the
+    server's CPU time (user and system, its worker processes included) per request, in microseconds: unlike
+    the rates, this hardly moves with the load other processes put on shared cores."""
 
     requests: float
     bytes: float
     errors: int
+    cpu_us: float = 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` and its children (nginx's worker), from /proc; 0 elsewhere."""
+    total = 0.0
+    with contextlib.suppress(OSError):
+        for task in (pid, *(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())):
+            fields = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _free_port() -> int:
@@ -162,18 +177,21 @@ def _median(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda run: run.requests)[len(runs) // 2]
 
 
-def _measure(servers: dict[str, tuple[str, str]], raw_script: Path, seconds: float,
+def _measure(servers: dict[str, tuple[str, str, int]], raw_script: Path, seconds: float,
              rounds: int) -> dict[str, dict[tuple[str, int], Run]]:
-    """For each server ({name: (base URL, CAR path)}), each kind and number of connections: the median of
+    """For each server ({name: (base URL, CAR path, pid)}), each kind and number of connections: the median of
     ``rounds`` runs, the servers asked in turn within each round."""
     runs: dict[str, dict[tuple[str, int], Run]] = {name: {} for name in servers}
     for kind in ("raw", "car"):
         for connections in CONNECTIONS:
             taken: dict[str, list[Run]] = {name: [] for name in servers}
             for _round in range(rounds):
-                for name, (base, car_path) in servers.items():
+                for name, (base, car_path, pid) in servers.items():
                     url, script = (base + "/", raw_script) if kind == "raw" else (base + car_path, None)
-                    taken[name].append(_wrk(url, connections, seconds, script))
+                    before = _cpu_seconds(pid)
+                    run = _wrk(url, connections, seconds, script)
+                    used = (_cpu_seconds(pid) - before) * 1e6 / max(run.requests * seconds, 1)
+                    taken[name].append(dataclasses.replace(run, cpu_us=used))
             for name in servers:
                 runs[name][kind, connections] = _median(taken[name])
     return runs
@@ -191,7 +209,7 @@ def _row(label: str, serve: Run, nginx: Run, kind: str) -> str:
     if kind == "raw":
         ratio = nginx.requests / serve.requests if serve.requests else float("inf")
         return (f"{label:<22} {serve.requests:>10,.0f} req/s {nginx.requests:>10,.0f} req/s {ratio:>7.1f}x"
-                f"   errors {serve.errors}/{nginx.errors}")
+                f"   errors {serve.errors}/{nginx.errors}   CPU {serve.cpu_us:,.0f}/{nginx.cpu_us:,.0f} us a request")
     ratio = nginx.bytes / serve.bytes if serve.bytes else float("inf")
     return (f"{label:<22} {serve.bytes / 1e6:>10,.1f} MB/s  {nginx.bytes / 1e6:>10,.1f} MB/s  {ratio:>7.1f}x"
             f"   errors {serve.errors}/{nginx.errors}")
@@ -224,10 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         checkout = args.pythonpath or str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH", "")) if p)
         serve_argv = [sys.executable, "-m", "bundlekit", "serve", "--no-store", "--port", str(serve_port), str(car)]
-        servers = {"nginx": (f"http://127.0.0.1:{nginx_port}", f"/car/{root}.car"),
-                   "serve": (f"http://127.0.0.1:{serve_port}", f"/ipfs/{root}?format=car&dag-scope=all")}
-        with _running(["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp)], nginx_port), \
-                _running(serve_argv, serve_port, env, tmp):
+        with _running(["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp)], nginx_port) as nginx_pid, \
+                _running(serve_argv, serve_port, env, tmp) as serve_pid:
+            servers = {"nginx": (f"http://127.0.0.1:{nginx_port}", f"/car/{root}.car", nginx_pid),
+                       "serve": (f"http://127.0.0.1:{serve_port}", f"/ipfs/{root}?format=car&dag-scope=all", serve_pid)}
             runs = _measure(servers, raw_script, args.seconds, max(1, args.rounds))
         nginx, serve = runs["nginx"], runs["serve"]
         loop = _event_loop(env, tmp)
