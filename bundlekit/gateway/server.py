@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import io
 import logging
 import signal
@@ -75,14 +74,6 @@ from bundlekit.gateway.transport import EXTENSION, ClientRates, ConnectionCounts
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.walk import WalkCancelled
 from bundlekit.net.loopback import allowed_hosts, is_loopback
-
-#: The event loop ``serve_forever`` runs: uvloop's (libuv, in C) where it is installed, a dependency on every
-#: platform it builds for; else the standard library's. A raw-block GET spends most of its time in the loop and
-#: its transports: bench/gateway.py, 16 connections, about 1.6x the answers a second on uvloop's.
-try:
-    LOOP_FACTORY: Callable[[], asyncio.AbstractEventLoop] = importlib.import_module("uvloop").new_event_loop
-except ImportError:  # Windows, PyPy: asyncio's own loop serves the same answers
-    LOOP_FACTORY = asyncio.new_event_loop
 
 __all__ = [
     "ANSWER_THREADS",
@@ -247,8 +238,7 @@ class GatewayServer:
         """Serve until ``shutdown`` (from another thread or a signal handler); returns at once after one."""
         try:
             if not self._stop.is_set():
-                with asyncio.Runner(loop_factory=LOOP_FACTORY) as runner:
-                    runner.run(self._serve(poll_interval))
+                asyncio.run(self._serve(poll_interval))
         finally:
             self._stopped.set()
 

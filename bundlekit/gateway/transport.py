@@ -350,7 +350,7 @@ class GatewayProtocol(StallBoundProtocol):
     # -- connection life ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
-        transport = cast(asyncio.Transport, transport)
+        assert isinstance(transport, asyncio.Transport)
         self._raw = transport
         self.limits.counts.transports.add(transport)
         peer = transport.get_extra_info("peername")

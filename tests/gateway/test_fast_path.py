@@ -8,10 +8,8 @@ is byte for byte the one the whole way gives to the same request (its ``date`` a
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import string
-from collections.abc import Callable
 
 import h11
 import pytest
@@ -19,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES
 
-import bundlekit.gateway.server as server_module
 import bundlekit.gateway.transport as transport
 from bundlekit.errors import BlockMismatch
 from bundlekit.gateway.fastpath import frame_response, simple_get
@@ -171,14 +168,6 @@ def _exchange(url: str, request: bytes) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-def _loop(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
-    """The event loop factory ``name`` (uvloop's where installed, the dependency on CPython off Windows)."""
-    if name == "asyncio":
-        return asyncio.new_event_loop
-    return pytest.importorskip("uvloop").new_event_loop  # type: ignore[no-any-return]
-
-
-@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 @pytest.mark.parametrize("target,extra", [
     (f"/ipfs/{NAME}?format=raw", ""),
     (f"/ipfs/{NAME}?format=raw", f'If-None-Match: "{NAME}.raw"\r\n'),
@@ -188,12 +177,9 @@ def _loop(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
     ("/ipfs/bafkqaaa?format=raw", ""),
     (f"/ipfs/{NAME}%3Fx?format=raw", ""),
 ])
-def test_each_answer_is_the_whole_ways_byte_for_byte(
-    loop: str, target: str, extra: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_each_answer_is_the_whole_ways_byte_for_byte(target: str, extra: str, monkeypatch: pytest.MonkeyPatch) -> None:
     request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode()
     assert simple_get(request) is not None
-    monkeypatch.setattr(server_module, "LOOP_FACTORY", _loop(loop))
     with serve_in_thread(MemorySource({CID: DATA}, [CID], "test")) as server:
         fast = _exchange(server.url, request)
         monkeypatch.setattr(transport, "simple_get", lambda data: None)
