@@ -335,6 +335,7 @@ class GatewayProtocol(StallBoundProtocol):
         self._linger_budget = LINGER_BYTES
         self._timer: asyncio.TimerHandle | None = None
         self._timer_kind: str | None = None
+        self._active = 0.0  # the loop's time of the last bytes received while the idle timer was kept
         self._raw: asyncio.Transport | None = None
         self._idle = self.stall_timeout = self.limits.idle_timeout
         self._head = self.limits.head_timeout
@@ -388,8 +389,11 @@ class GatewayProtocol(StallBoundProtocol):
             if self._linger_budget <= 0 and self._raw is not None:
                 self._raw.close()
             return
-        if self._timer_kind in ("idle", "body"):
+        if self._timer_kind == "body":
             self._set_timer(None)  # set again by ``_follow``: a body's bound runs from its last bytes
+        elif self._timer_kind == "idle":
+            # Kept, not set again for every request of a keep-alive connection: it counts from here (``_expired``).
+            self._active = self.loop.time()
         if not self._answer_at_once(data):
             super().data_received(data)
         self._follow()
@@ -475,6 +479,10 @@ class GatewayProtocol(StallBoundProtocol):
             self._timer = self.loop.call_later(seconds, self._expired, kind)
 
     def _expired(self, kind: str) -> None:
+        left = self._active + self._idle - self.loop.time()
+        if kind == "idle" and left > 0:  # bytes came after the idle timer was set: it runs on from them
+            self._timer = self.loop.call_later(left, self._expired, kind)
+            return
         self._timer, self._timer_kind = None, None
         logger.info("closed a connection %s", {"idle": "idle too long", "body": "whose body stopped arriving"}.get(
             kind, "whose request took too long"))
