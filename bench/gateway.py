@@ -3,6 +3,7 @@
     python bench/gateway.py                          # 2,000 memories, 5 s per run
     python bench/gateway.py --memories 500 --seconds 3
     python bench/gateway.py --pythonpath /tmp/main   # the gateway of another checkout ("before")
+    python bench/gateway.py --rounds 5               # each figure the median of 5 runs
 
 A bundle is built into a CAR; its blocks are written one file per CID and the CAR is kept whole, and
 Debian's ``nginx`` (``nginx-light``, one worker, ``sendfile on``) serves both from loopback. ``wrk``
@@ -13,7 +14,11 @@ keep-alive connections:
    Lua script cycles the paths; nginx answers the same path from the block's file);
 2. ``whole CAR``: ``GET /ipfs/{root}?format=car&dag-scope=all`` (nginx: the CAR file).
 
-``bundlekit serve CAR --no-store`` runs in a child process as a user starts it. It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
+``bundlekit serve CAR --no-store`` runs in a child process as a user starts it: one process (its event loop,
+uvloop's or asyncio's, is printed), beside nginx's one worker. Both run at once, and each figure is the
+median of ``--rounds`` runs taken in turn, nginx then serve, so a machine whose load changes (other
+processes on shared cores) weighs on both alike; each raw-block row also gives each server's CPU time a request
+(from /proc: on busy shared cores the rates tend to the ratio of these). It prints one table: requests/s and MB/s for each, the ratio nginx/serve,
 the targets of issue 35 item 5 (16 connections: raw blocks within 4x nginx's requests per second,
 the whole CAR within 8x its bytes per second; 16 connections never slower than one) and the load
 average. Without nginx or wrk it says so on one line and exits 0 (``.ci/run`` installs them). It
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -78,11 +84,24 @@ end
 
 @dataclass(frozen=True)
 class Run:
-    """One wrk run: requests per second, bytes per second, errors (socket errors and non-2xx answers)."""
+    """One wrk run: requests per second, bytes per second, errors (socket errors and non-2xx answers), and the
+    server's CPU time (user and system, its worker processes included) per request, in microseconds: unlike
+    the rates, this hardly moves with the load other processes put on shared cores."""
 
     requests: float
     bytes: float
     errors: int
+    cpu_us: float = 0.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` and its children (nginx's worker), from /proc; 0 elsewhere."""
+    total = 0.0
+    with contextlib.suppress(OSError):
+        for task in (pid, *(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())):
+            fields = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _free_port() -> int:
@@ -103,8 +122,10 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _running(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[int]:
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+def _running(argv: list[str], port: int, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[int]:
+    # Started in ``cwd`` (the temp directory): ``python -m`` puts its working directory first on sys.path, which
+    # would make a checkout run from serve in place of the one ``--pythonpath`` names.
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     try:
         _wait_listening(port, proc)
         yield proc.pid
@@ -151,19 +172,44 @@ def _prepare(tmp: Path, memories: int) -> tuple[Path, str, list[str]]:
     return built.car, root, cids
 
 
-def _measure(base: str, raw_script: Path, car_path: str, seconds: float) -> dict[tuple[str, int], Run]:
-    runs: dict[tuple[str, int], Run] = {}
-    for connections in CONNECTIONS:
-        runs["raw", connections] = _wrk(base + "/", connections, seconds, raw_script)
-        runs["car", connections] = _wrk(base + car_path, connections, seconds, None)
+def _median(runs: list[Run]) -> Run:
+    """The run of median requests per second (of bytes per second for a CAR: the same order)."""
+    return sorted(runs, key=lambda run: run.requests)[len(runs) // 2]
+
+
+def _measure(servers: dict[str, tuple[str, str, int]], raw_script: Path, seconds: float,
+             rounds: int) -> dict[str, dict[tuple[str, int], Run]]:
+    """For each server ({name: (base URL, CAR path, pid)}), each kind and number of connections: the median of
+    ``rounds`` runs, the servers asked in turn within each round."""
+    runs: dict[str, dict[tuple[str, int], Run]] = {name: {} for name in servers}
+    for kind in ("raw", "car"):
+        for connections in CONNECTIONS:
+            taken: dict[str, list[Run]] = {name: [] for name in servers}
+            for _round in range(rounds):
+                for name, (base, car_path, pid) in servers.items():
+                    url, script = (base + "/", raw_script) if kind == "raw" else (base + car_path, None)
+                    before = _cpu_seconds(pid)
+                    run = _wrk(url, connections, seconds, script)
+                    used = (_cpu_seconds(pid) - before) * 1e6 / max(run.requests * seconds, 1)
+                    taken[name].append(dataclasses.replace(run, cpu_us=used))
+            for name in servers:
+                runs[name][kind, connections] = _median(taken[name])
     return runs
+
+
+def _event_loop(env: dict[str, str], cwd: Path) -> str:
+    """The event loop the serving checkout runs (``server.LOOP_FACTORY``; asyncio's before it existed)."""
+    probe = ("import bundlekit.gateway.server as s; f = getattr(s, 'LOOP_FACTORY', None); "
+             "print(f.__module__.split('.')[0] if f is not None else 'asyncio')")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or "unknown"
 
 
 def _row(label: str, serve: Run, nginx: Run, kind: str) -> str:
     if kind == "raw":
         ratio = nginx.requests / serve.requests if serve.requests else float("inf")
         return (f"{label:<22} {serve.requests:>10,.0f} req/s {nginx.requests:>10,.0f} req/s {ratio:>7.1f}x"
-                f"   errors {serve.errors}/{nginx.errors}")
+                f"   errors {serve.errors}/{nginx.errors}   CPU {serve.cpu_us:,.0f}/{nginx.cpu_us:,.0f} us a request")
     ratio = nginx.bytes / serve.bytes if serve.bytes else float("inf")
     return (f"{label:<22} {serve.bytes / 1e6:>10,.1f} MB/s  {nginx.bytes / 1e6:>10,.1f} MB/s  {ratio:>7.1f}x"
             f"   errors {serve.errors}/{nginx.errors}")
@@ -174,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--pythonpath", default=None, help="the checkout whose bundlekit serves (default: this one)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per figure, its median printed")
     args = parser.parse_args(argv)
     missing = [tool for tool in ("nginx", "wrk") if shutil.which(tool) is None]
     if missing:
@@ -189,18 +236,22 @@ def main(argv: list[str] | None = None) -> int:
         raw_script.write_text(_PATHS_LUA.format(paths=tmp / "paths.txt"))
         nginx_port, serve_port = _free_port(), _free_port()
         (tmp / "nginx.conf").write_text(_NGINX_CONF.format(tmp=tmp, port=nginx_port, www=tmp / "www"))
-        with _running(["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp)], nginx_port):
-            nginx = _measure(f"http://127.0.0.1:{nginx_port}", raw_script, f"/car/{root}.car", args.seconds)
         env = dict(os.environ)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        if args.pythonpath:
-            env["PYTHONPATH"] = args.pythonpath
+        # The checkout named (default: this one) first, then what PYTHONPATH held (an extra site directory).
+        checkout = args.pythonpath or str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH", "")) if p)
         serve_argv = [sys.executable, "-m", "bundlekit", "serve", "--no-store", "--port", str(serve_port), str(car)]
-        with _running(serve_argv, serve_port, env):
-            serve = _measure(f"http://127.0.0.1:{serve_port}", raw_script,
-                             f"/ipfs/{root}?format=car&dag-scope=all", args.seconds)
+        with _running(["nginx", "-c", str(tmp / "nginx.conf"), "-p", str(tmp)], nginx_port) as nginx_pid, \
+                _running(serve_argv, serve_port, env, tmp) as serve_pid:
+            servers = {"nginx": (f"http://127.0.0.1:{nginx_port}", f"/car/{root}.car", nginx_pid),
+                       "serve": (f"http://127.0.0.1:{serve_port}", f"/ipfs/{root}?format=car&dag-scope=all", serve_pid)}
+            runs = _measure(servers, raw_script, args.seconds, max(1, args.rounds))
+        nginx, serve = runs["nginx"], runs["serve"]
+        loop = _event_loop(env, tmp)
 
-    print(f"gateway: bundlekit serve from {args.pythonpath or 'this checkout'}")
+    print(f"gateway: bundlekit serve from {args.pythonpath or 'this checkout'}: 1 process, event loop "
+          f"{loop}; nginx: 1 worker; each figure the median of {max(1, args.rounds)} runs")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'':<22} {'bundlekit serve':>16} {'nginx':>16} {'nginx/serve':>8}")
     for connections in CONNECTIONS:

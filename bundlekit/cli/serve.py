@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -97,8 +96,8 @@ def _serve(
 ) -> None:
     """Serve ``source`` (closed at the end, whatever happens) until a signal.
 
-    SIGTERM is a server's normal stop (exit 0); Ctrl-C and SIGHUP are interrupts
-    (exit 130 and 129, ``_signals``), as everywhere.
+    Each stop is reported as the CLI contract says for every command (``_signals``): SIGTERM exit 143,
+    Ctrl-C 130, SIGHUP 129, ``interrupted`` on stderr; the server has stopped cleanly by then.
     """
     # The gateway's and uvicorn's records (a peer can make them log at will: every malformed request) as
     # one-line, rate-limited warnings and errors, never a traceback or a raw peer byte (``_loglines``).
@@ -121,9 +120,8 @@ def _serve(
         on_stop()  # before the grace server_close gives the writes under way
         server.server_close()
         close_source(source)
-    interrupts = [sig for sig in received if sig != signal.SIGTERM]
-    if interrupts:
-        raise Interrupted(interrupts[0])  # the CLI prints "interrupted" and exits 128 + the signal
+    if received:
+        raise Interrupted(received[0])  # the CLI prints "interrupted" and exits 128 + the signal
     output.status("stopped")
 
 
@@ -186,7 +184,7 @@ def serve(host: str, port: int, store_dir: str | None, no_store: bool, ui: bool,
     through URL/api/v0/ (kubo's dag/import, pin/add, pin/ls, id), and a record
     of a name the hub does not hold yet needs the token ($BUNDLEKIT_ROUTING_TOKEN
     on the writers); without it, each client may bring 100 new names.
-    SIGTERM stops it at once with exit 0; Ctrl-C and SIGHUP too, with exit 130 and 129.
+    SIGTERM stops it at once with exit 143; Ctrl-C and SIGHUP too, with exit 130 and 129.
     """
     if no_store and (store_dir is not None or not cars):
         raise UsageError("--no-store serves the CAR files given alone: give CAR files, and no --store")
@@ -228,7 +226,7 @@ def open_cmd(uri: str, gateways: tuple[str, ...], host: str, port: int, as_json:
     """Show one bundle (ipfs://CID, gateway URL or CAR) in the browsing interface; print its URL.
 
     Every block is checked against its CID before anything is shown. The page
-    URL goes to stdout; the server runs until SIGTERM (exit 0), Ctrl-C (exit 130) or SIGHUP (129).
+    URL goes to stdout; the server runs until SIGTERM (exit 143), Ctrl-C (exit 130) or SIGHUP (129).
     The manifest is read first: a DAG that is no bundle is refused before the rest is fetched. A fetched
     bundle is held in memory, never written to disk. Encrypted bundles show their plaintext index and
     names; no key is asked for.

@@ -2,6 +2,7 @@
 
 Modules: ``server`` (uvicorn on one event loop, the mounted apps beside the gateway, and
 ``serve_in_thread``), ``transport`` (one connection's bounds over uvicorn's h11 protocol),
+``fastpath`` (the plain raw-block GET answered without h11, framed as h11 frames it),
 ``bodies`` (the mounted apps' types and the request bodies they read: in memory, or spooled
 to an unnamed temp file), ``car_cache`` (whole CAR answers kept as unnamed files),
 ``respond`` (the trustless-gateway request rules: formats, scopes, ranges,

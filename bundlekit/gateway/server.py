@@ -66,6 +66,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.errors import BundlekitError, UsageError
 from bundlekit.gateway.bodies import PEER_HEADER, App, BodyApp, SpooledBodyApp, read_body, spool_body
 from bundlekit.gateway.car_cache import CarCache, CarCopy
+from bundlekit.gateway.fastpath import SimpleGet
 from bundlekit.gateway.framing import MAX_DISCARDED_BODY, MAX_HEAD_BYTES, request_framing
 from bundlekit.gateway.respond import CLIENT_GONE, GatewayResponder, Response, error_response
 from bundlekit.gateway.sources import ServedBlocks, CarFileSource, ChainSource, MemorySource
@@ -292,6 +293,16 @@ class GatewayServer:
         return f"http://{host_text}:{port}"
 
     # -- one request ----------------------------------------------------------------------------
+
+    def answer_at_once(self, request: SimpleGet, client: Any, gone: Callable[[], bool]) -> Response | None:
+        """The gateway's answer to a plain raw-block GET the connection took without h11 (``gateway.fastpath``),
+        computed on the event loop as ``_compute`` computes any one block's answer, after the same rate check
+        and log line as ``_request``; None when its client is past its rate (the 429 is the whole way's)."""
+        if not self.rates.allow(str(client[0]) if client else "?"):
+            return None
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("%s %s", client, redact(f"GET {request.target}"))
+        return self.gateway.respond("GET", request.target, request.headers, cancelled=gone)
 
     async def _asgi(self, scope: Any, receive: Any, send: Any) -> None:
         """One request; a failure of the transport is logged (``handle_error``) and ends the connection."""

@@ -30,19 +30,23 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import logging
 import time
 from collections import Counter
 from email.message import Message
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from bundlekit.gateway.fastpath import SimpleGet, frame_response, simple_get
 from bundlekit.gateway.framing import MAX_HEAD_BYTES, header_line_problem, request_framing
+from bundlekit.gateway.respond import CLIENT_GONE, Response
 from bundlekit.net.loopback import is_loopback
 
-__all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "StallBoundProtocol",
+__all__ = ["CHECKED_CHUNKS", "EXTENSION", "LINGER_BYTES", "LINGER_TIME", "MIN_MEAN_CHUNK", "ClientRates", "ConnectionCounts", "GatewayProtocol", "Limits", "client_of", "StallBoundProtocol",
            "head_problem"]
 
 logger = logging.getLogger("bundlekit.gateway")
@@ -67,6 +71,9 @@ class Limits(Protocol):
     idle_timeout: float
     head_timeout: float
     counts: ConnectionCounts
+
+    def answer_at_once(self, request: SimpleGet, client: Any, gone: Callable[[], bool]) -> Response | None:
+        """The answer to a plain raw-block GET (``gateway.fastpath``), or None: it takes the whole way."""
 
 
 class ConnectionCounts:
@@ -110,6 +117,24 @@ class ConnectionCounts:
 _is_loopback = functools.lru_cache(maxsize=4096)(is_loopback)
 
 
+def client_of(peer: str) -> str:
+    """Who a client address counts as: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address
+    by its /64 network (one host commonly holds a whole /64, so per address it would bring without bound)."""
+    try:
+        address = ipaddress.ip_address(peer.split("%", 1)[0])
+    except ValueError:
+        return peer
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+# Who a client address counts as, remembered likewise.
+_client_of = functools.lru_cache(maxsize=4096)(client_of)
+
+
 class ClientRates:
     """Requests per second from one client address, as token buckets (the event loop's thread only).
 
@@ -127,10 +152,12 @@ class ClientRates:
         self.loopback = loopback
         self._buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens left, when counted)
 
-    def allow(self, client: str) -> bool:
-        """Whether one more request from ``client`` is taken now (then it is counted)."""
-        if self.rate <= 0 or (not self.loopback and _is_loopback(client)):
+    def allow(self, address: str) -> bool:
+        """Whether one more request from ``address`` is taken now (then it is counted against its client,
+        ``client_of``: an IPv6 address's /64)."""
+        if self.rate <= 0 or (not self.loopback and _is_loopback(address)):
             return True
+        client = _client_of(address)
         now, burst = time.monotonic(), 2 * self.rate
         tokens, then = self._buckets.get(client, (burst, now))
         tokens = min(burst, tokens + (now - then) * self.rate)
@@ -308,6 +335,7 @@ class GatewayProtocol(StallBoundProtocol):
         self._linger_budget = LINGER_BYTES
         self._timer: asyncio.TimerHandle | None = None
         self._timer_kind: str | None = None
+        self._active = 0.0  # the loop's time of the last bytes received while the idle timer was kept
         self._raw: asyncio.Transport | None = None
         self._idle = self.stall_timeout = self.limits.idle_timeout
         self._head = self.limits.head_timeout
@@ -327,12 +355,13 @@ class GatewayProtocol(StallBoundProtocol):
         self._raw = transport
         self.limits.counts.transports.add(transport)
         peer = transport.get_extra_info("peername")
-        client = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        client = client_of(address)  # counted as: an IPv6 address by its /64
         refusal = self.limits.counts.refusal(client, self.limits)
         if refusal is not None:
             self._refused = True
             self.transport = transport
-            logger.warning("refused %s: %s", client, refusal.strip())
+            logger.warning("refused %s: %s", address, refusal.strip())
             transport.write(_refusal(refusal))
             self.linger()
             return
@@ -360,10 +389,36 @@ class GatewayProtocol(StallBoundProtocol):
             if self._linger_budget <= 0 and self._raw is not None:
                 self._raw.close()
             return
-        if self._timer_kind in ("idle", "body"):
+        if self._timer_kind == "body":
             self._set_timer(None)  # set again by ``_follow``: a body's bound runs from its last bytes
-        super().data_received(data)
+        elif self._timer_kind == "idle":
+            # Kept, not set again for every request of a keep-alive connection: it counts from here (``_expired``).
+            self._active = self.loop.time()
+        if not self._answer_at_once(data):
+            super().data_received(data)
         self._follow()
+
+    def _answer_at_once(self, data: bytes) -> bool:
+        """Whether ``data`` was one plain raw-block GET, answered here without h11 (``gateway.fastpath``):
+        taken only on a connection with nothing pending, its last answer complete and its client reading."""
+        conn = self.conn
+        if (conn.their_state is not h11.IDLE or conn.our_state is not h11.IDLE or _buffered(conn)
+                or self.flow.write_paused or (self.cycle is not None and not self.cycle.response_complete)):
+            return False
+        request = simple_get(data)
+        if request is None:
+            return False
+        response = self.limits.answer_at_once(request, self.client, self.is_gone)
+        if response is None:
+            return False
+        framed = frame_response(response, self.server_state.default_headers) if response.status != CLIENT_GONE else None
+        if framed is None:  # the whole way cuts such a connection too (a client gone, an answer h11 refuses)
+            if response.status != CLIENT_GONE:
+                logger.error("cannot frame the answer to %s (status %d)", request.target[:200], response.status)
+            self.cut()
+            return True
+        self.transport.write(framed)
+        return True
 
     def eof_received(self) -> None:
         """A client's end of sending: the transport closes once it is lingering (nothing more to
@@ -424,6 +479,10 @@ class GatewayProtocol(StallBoundProtocol):
             self._timer = self.loop.call_later(seconds, self._expired, kind)
 
     def _expired(self, kind: str) -> None:
+        left = self._active + self._idle - self.loop.time()
+        if kind == "idle" and left > 0:  # bytes came after the idle timer was set: it runs on from them
+            self._timer = self.loop.call_later(left, self._expired, kind)
+            return
         self._timer, self._timer_kind = None, None
         logger.info("closed a connection %s", {"idle": "idle too long", "body": "whose body stopped arriving"}.get(
             kind, "whose request took too long"))

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import logging
 import threading
 import time
@@ -59,6 +58,7 @@ from bundlekit.errors import BundlekitError, CodecError, SignatureError, UsageEr
 from bundlekit.gateway.record_cache import record_eol_ns, routing_cache_headers
 from bundlekit.gateway.respond import Response, error_response
 from bundlekit.gateway.bodies import PEER_HEADER, BodyApp
+from bundlekit.gateway.transport import client_of
 from bundlekit.ipld.cid import cid_from_text
 from bundlekit.ipld.ipns_entry import MAX_RECORD_SIZE
 from bundlekit.names.record import name_text, parse_name, verify_record, verify_signed
@@ -316,20 +316,6 @@ class _Admission:
         if self.counted:
             self.api.unbring(self.peer)
             self.counted = False
-
-
-def client_of(peer: str) -> str:
-    """Who a client address counts as: an IPv4 address itself (an IPv4-mapped IPv6 one too), an IPv6 address
-    by its /64 network (one host commonly holds a whole /64, so per address it would bring without bound)."""
-    try:
-        address = ipaddress.ip_address(peer.split("%", 1)[0])
-    except ValueError:
-        return peer
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 def is_content_path(value: str) -> bool:

@@ -126,7 +126,7 @@ def test_serve_stops_cleanly_on_sigterm(sample_car: Path) -> None:
         assert proc.stderr is not None
         assert proc.stderr.readline().startswith("serving on http://127.0.0.1:")
         proc.terminate()
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=10) == 143
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -45,3 +45,22 @@ def test_by_default_a_loopback_benchmark_is_not_throttled() -> None:
     with serve_in_thread(MemorySource({CID: DATA}, [CID], "test")) as server, httpx.Client(base_url=server.url) as client:
         assert {client.get(f"/ipfs/{cid_to_str(CID)}", params={"format": "raw"}).status_code
                 for _ in range(1200)} == {200}
+
+
+def test_an_ipv6_client_is_bounded_by_its_64_however_it_rotates_addresses() -> None:
+    """One host commonly holds a whole /64: rotating through it must not escape the bound (``client_of``)."""
+    rates = ClientRates(2, loopback=False)
+    taken = [rates.allow(f"2001:db8:1:2::{n:x}") for n in range(1, 7)]
+    assert taken == [True] * 4 + [False] * 2
+    assert rates.allow("2001:db8:1:3::1")  # the next /64 is another client
+    assert rates.allow("203.0.113.5")
+
+
+def test_an_ipv4_mapped_address_counts_as_its_ipv4_client() -> None:
+    rates = ClientRates(1, loopback=False)
+    assert [rates.allow("::ffff:203.0.113.5"), rates.allow("203.0.113.5"), rates.allow("::ffff:203.0.113.5")] == [
+        True, True, False]
+
+
+def test_the_ipv6_loopback_address_stays_unbounded_by_default() -> None:
+    assert all(ClientRates(1).allow("::1") for _ in range(100))

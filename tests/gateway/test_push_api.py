@@ -404,7 +404,7 @@ def test_a_sigterm_mid_push_stops_the_import_and_leaves_no_temp_file_in_the_stor
             proc.kill()
         with contextlib.suppress(httpx.HTTPError):
             pushing.result()
-    assert proc.returncode == 0 and TOKEN not in err
+    assert proc.returncode == 143 and TOKEN not in err
     assert [p for p in served.rglob(".*") if is_temp_name(p.name)] == []
 
 

@@ -49,10 +49,10 @@ def _stdout_lines(proc: subprocess.Popen[str], first: list[str]) -> list[str]:
     return first + proc.stdout.read().splitlines()
 
 
-def test_sigterm_stops_serve_with_exit_0(sample_car: Path) -> None:
+def test_sigterm_stops_serve_with_exit_143_as_the_cli_contract_says(sample_car: Path) -> None:
     with _serving(str(sample_car)) as (proc, _lines):
         proc.terminate()
-        assert proc.wait(timeout=HANG_GUARD) == 0
+        assert proc.wait(timeout=HANG_GUARD) == 143
 
 
 def test_sigint_stops_serve_as_an_interrupt_with_exit_130(sample_car: Path) -> None:
@@ -61,11 +61,11 @@ def test_sigint_stops_serve_as_an_interrupt_with_exit_130(sample_car: Path) -> N
         assert proc.wait(timeout=HANG_GUARD) == 130
 
 
-def test_serve_says_stopped_on_stderr_when_signalled(sample_car: Path) -> None:
+def test_serve_says_interrupted_on_stderr_when_signalled(sample_car: Path) -> None:
     with _serving(str(sample_car)) as (proc, _lines):
         proc.terminate()
         _out, err = proc.communicate(timeout=HANG_GUARD)
-    assert err.strip().splitlines()[-1] == "stopped"
+    assert err.strip().splitlines()[-1] == "interrupted"
 
 
 def test_serve_prints_its_url_then_each_car_root_on_stdout(sample_car: Path, sample_dag: Dag) -> None:
@@ -148,7 +148,7 @@ def test_a_flood_of_malformed_requests_and_refused_connections_prints_rate_limit
         assert all(answer.startswith(b"HTTP/1.1 503") for answer in refused)
         proc.terminate()
         _out, err = proc.communicate(timeout=HANG_GUARD)
-    assert proc.returncode == 0 and err.splitlines()[-1] == "stopped"
+    assert proc.returncode == 143 and err.splitlines()[-1] == "interrupted"
     assert "Traceback" not in err and "pip install" not in err
     assert all(line.startswith(("warning: ", "error: ")) for line in err.splitlines()[:-1])
     assert len(err.splitlines()) <= MAX_LINES + 2
@@ -170,8 +170,8 @@ def test_a_stop_does_not_wait_for_clients_that_never_read_their_answers(tmp_path
             sockets.append(sock)
         assert sockets[-1].recv(12) == b"HTTP/1.1 200"  # answers are under way, then nothing more is read
         proc.terminate()
-        assert proc.wait(timeout=4) == 0  # within the grace a stop never needed here
+        assert proc.wait(timeout=4) == 143  # within the grace a stop never needed here
         _out, err = proc.communicate(timeout=HANG_GUARD)
         for sock in sockets:
             sock.close()
-    assert err.splitlines()[-1] == "stopped" and "error:" not in err
+    assert err.splitlines()[-1] == "interrupted" and "error:" not in err

@@ -163,8 +163,10 @@ def test_a_server_of_an_encrypted_bundle_writes_nothing_while_it_serves(
         _stop(proc, signal.SIGTERM)
 
 
-# SIGTERM is how supervisors and MCP clients stop a server: its normal end. SIGHUP interrupts, as Ctrl-C.
+# SIGTERM is how MCP clients stop a server: its normal end (specs/mcp.md). SIGHUP interrupts, as Ctrl-C.
+# The gateway's servers (serve, open) follow the CLI contract as every command: SIGTERM exit 143.
 _SERVER_ENDS = [(signal.SIGTERM, 0, "stopped"), (signal.SIGHUP, 129, "interrupted")]
+_GATEWAY_ENDS = {signal.SIGTERM: (143, "interrupted"), signal.SIGHUP: (129, "interrupted")}
 
 
 @pytest.mark.parametrize(("sig", "code", "said"), _SERVER_ENDS, ids=["SIGTERM", "SIGHUP"])
@@ -173,6 +175,8 @@ def test_a_stop_signal_ends_a_server_as_documented_and_leaves_nothing(
     kind: str, sig: signal.Signals, code: int, said: str, tmp_path: Path, encrypted: Encrypted,
     gateway: GatewayServer,
 ) -> None:
+    if kind in ("open", "serve-ui"):
+        code, said = _GATEWAY_ENDS[sig]
     place = _place(tmp_path)
     proc = _start(place, _command(kind, encrypted, gateway))
     _serving(proc)

@@ -58,7 +58,7 @@ def test_open_json_prints_one_line_with_the_url_and_root(bundles: Bundles) -> No
         assert httpx.get(doc["url"], timeout=30).status_code == 200
     finally:
         code, _err = _stop(proc)
-    assert code == 0
+    assert code == 143  # SIGTERM, as the CLI contract says
 
 
 def test_open_through_a_gateway_fetches_and_verifies_the_bundle(bundles: Bundles) -> None:
@@ -86,7 +86,7 @@ def test_serve_ui_mounts_the_interface_beside_the_gateway(bundles: Bundles) -> N
         assert httpx.get(f"{base}/ipfs/{bundles.old}/manifest.json", timeout=30).json()["namespace"] == "coach"
     finally:
         code, err = _stop(proc)
-    assert code == 0 and "interface at" in err
+    assert code == 143 and "interface at" in err
 
 
 def test_serve_without_ui_has_no_interface(bundles: Bundles) -> None:
