@@ -18,7 +18,7 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._keyopts import key_options, passphrase_check_option, recipient_options, sign_options, signing
 from bundlekit.cli._params import PROFILE, strict_option, tree_option
 from bundlekit.cli.names import published_line
 from bundlekit.bundle.build import BuildOptions
@@ -64,6 +64,7 @@ def _table(report: PinReport) -> str:
               help="After the pins hold, publish the root under this Ed25519 key's IPNS name.")
 @sign_options
 @key_options
+@recipient_options
 @passphrase_check_option
 @strict_option("a memory file that does not parse")
 def pin(
