@@ -32,7 +32,7 @@ __all__ = ["key"]
 
 @click.group(cls=SuggestingGroup)
 def key() -> None:
-    """Key helpers: the exact message to sign with a wallet; age identities for recipients."""
+    """Key helpers: the message a wallet signs; age identities for recipients."""
 
 
 @key.command()

@@ -1,0 +1,122 @@
+"""Issue 39's recipients journey, typed as a team types it: three people make keys (``key new``), one
+builds a bundle for all three (``build --recipient`` x3), each opens it with their own identity
+(``load --identity-file``, ``$BUNDLEKIT_IDENTITY``), one is removed and the bundle rebuilt
+(``--recipients-file``), and the removed key can no longer open it (exit 3, nothing written) while the
+others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store.
+Bad input on the way: a recipients file with a bad line (exit 2 naming it, no CAR written), an identity
+that is not a recipient (exit 3 before any file), a key file that would be replaced (refused)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bundlekit.cli import cli
+
+MEMORIES = {"deploy_days": "we ship on fridays", "tea_not_coffee": "the lead drinks tea"}
+
+
+def bk(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``bundlekit ARGS...``: exit code, stdout, stderr."""
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ok(*args: str, env: dict[str, str] | None = None) -> str:
+    code, out, err = bk(*args, env=env)
+    assert code == 0, err
+    return out
+
+
+def bodies(tree: Path) -> dict[str, str]:
+    return {p.stem: p.read_text() for p in sorted(tree.glob("*.md")) if p.name != "MEMORY.md"}
+
+
+@pytest.fixture
+def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A memory tree and three people's identities; returns name -> recipient."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("BUNDLEKIT_IDENTITY", raising=False)
+    ok("memory", "init", "-d", "tree")
+    for key, body in MEMORIES.items():
+        ok("memory", "-d", "tree", "write", key, "--name", key, "--description", f"about {key}",
+           "--type", "project", "--body", body)
+    return {who: ok("key", "new", "-o", f"{who}.key").strip() for who in ("ana", "bo", "cy")}
+
+
+def test_three_readers_open_it_and_a_removed_one_cannot_after_a_rebuild(team: dict[str, str], tmp_path: Path) -> None:
+    assert ok("key", "recipient", "ana.key").strip() == team["ana"]
+    ok("build", "-d", "tree", "-o", "team.car", *[arg for r in team.values() for arg in ("--recipient", r)])
+    expected = bodies(tmp_path / "tree")
+    for who in team:
+        ok("load", "team.car", "--identity-file", f"{who}.key", "-o", f"out-{who}")
+        assert bodies(tmp_path / f"out-{who}") == expected
+
+    (tmp_path / "readers.txt").write_text(f"# cy left the team\n{team['ana']}\n{team['bo']}\n")
+    ok("memory", "-d", "tree", "write", "new_plan", "--name", "plan", "--description", "the plan",
+       "--type", "project", "--body", "cy is not told")
+    ok("build", "-d", "tree", "-o", "team2.car", "--recipients-file", "readers.txt")
+    code, out, err = bk("load", "team2.car", "--identity-file", "cy.key", "-o", "out-cy2")
+    assert code == 3 and "no identity given is a recipient" in err and out == ""
+    assert not (tmp_path / "out-cy2").exists()
+    ok("merge", "team2.car", "-d", "out-bo", "--identity-file", "bo.key")
+    assert (tmp_path / "out-bo" / "new_plan.md").is_file()
+
+
+def test_the_identity_variable_opens_a_bundle_without_an_option(team: dict[str, str], tmp_path: Path) -> None:
+    ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["bo"])
+    identity = (tmp_path / "bo.key").read_text()
+    ok("load", "team.car", "-o", "out", env={"BUNDLEKIT_IDENTITY": identity})
+    assert bodies(tmp_path / "out") == bodies(tmp_path / "tree")
+    code, _, err = bk("load", "team.car", "-o", "out2")
+    assert code == 2 and "--identity-file" in err
+
+
+def test_a_recipients_file_with_a_bad_line_is_exit_2_naming_it_and_writes_nothing(team: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "readers.txt").write_text(f"{team['ana']}\n\nage1-not-a-key\n")
+    code, _, err = bk("build", "-d", "tree", "-o", "team.car", "--recipients-file", "readers.txt")
+    assert code == 2 and "readers.txt line 3 is not an age recipient" in err
+    assert not (tmp_path / "team.car").exists()
+
+
+def test_a_secret_key_given_as_a_recipient_is_refused_and_not_echoed(team: dict[str, str], tmp_path: Path) -> None:
+    secret = (tmp_path / "ana.key").read_text().splitlines()[-1]
+    code, out, err = bk("build", "-d", "tree", "-o", "team.car", "--recipient", secret)
+    assert code == 2 and "secret identity" in err and secret not in err + out
+
+
+def test_an_identity_file_is_never_replaced(team: dict[str, str], tmp_path: Path) -> None:
+    before = (tmp_path / "ana.key").read_bytes()
+    code, _, err = bk("key", "new", "-o", "ana.key")
+    assert code == 2 and "already exists" in err
+    assert (tmp_path / "ana.key").read_bytes() == before
+
+
+def test_an_identity_with_build_encrypt_says_to_give_recipients(team: dict[str, str]) -> None:
+    code, _, err = bk("build", "-d", "tree", "-o", "team.car", "--encrypt", "--identity-file", "ana.key")
+    assert code == 2 and "--recipient" in err
+
+
+def test_pin_for_recipients_then_load_from_the_store(team: dict[str, str], tmp_path: Path) -> None:
+    out = ok("pin", "-d", "tree", "--recipient", team["ana"], "--recipient", team["cy"], "--json")
+    root = json.loads(out)["root"]
+    ok("load", f"ipfs://{root}", "--identity-file", "cy.key", "-o", "out")
+    assert bodies(tmp_path / "out") == bodies(tmp_path / "tree")
+    code, _, _ = bk("load", f"ipfs://{root}", "--identity-file", "bo.key", "-o", "out-bo")
+    assert code == 3
+
+
+@pytest.mark.skipif(shutil.which("age") is None, reason="Debian's age is not installed (.ci/run installs it)")
+def test_age_opens_the_envelope_in_the_built_bundle_with_the_same_identity(team: dict[str, str], tmp_path: Path) -> None:
+    ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["ana"])
+    ok("unpack", "team.car", "-o", "raw")
+    envelope = json.loads((tmp_path / "raw" / "manifest.json").read_text())["encryption"]["envelope"]
+    done = subprocess.run(["age", "-d", "-i", "ana.key"], input=envelope.encode(), capture_output=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and len(done.stdout) == 32
