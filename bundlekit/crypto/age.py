@@ -28,28 +28,40 @@ import base64
 import binascii
 import hmac
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
+from bundlekit.crypto import _bech32
 from bundlekit.crypto._keys import Rng, _hkdf
 from bundlekit.errors import HeaderDecryptionError, PayloadDecryptionError, UsageError, WrongKeyError
 
 __all__ = [
     "FILE_KEY_SIZE",
     "Header",
+    "Identity",
+    "Recipient",
+    "Secret",
     "Stanza",
     "X25519Identity",
+    "X25519Recipient",
     "armor",
+    "b64_raw",
+    "b64_raw_decode",
     "check_mac",
+    "check_shape",
+    "check_x25519",
     "dearmor",
     "encrypt",
+    "header_failure",
     "open_payload",
     "parse_header",
+    "stanza_text",
+    "unwrap_body",
     "unwrap_file_key",
 ]
 
@@ -86,28 +98,76 @@ class Header:
     mac: bytes
 
 
-def _header_failure(why: str) -> HeaderDecryptionError:
+def header_failure(why: str) -> HeaderDecryptionError:
     return HeaderDecryptionError(f"the age header is malformed: {why}")
 
 
-def _b64_raw(data: bytes) -> str:
+def b64_raw(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii").rstrip("=")
 
 
-def _b64_raw_decode(text: bytes, what: str) -> bytes:
+def b64_raw_decode(text: bytes, what: str) -> bytes:
     """Canonical unpadded base64 (age's conventions); ``HeaderDecryptionError`` otherwise."""
     if not _B64_BODY.fullmatch(text) or len(text) % 4 == 1:
-        raise _header_failure(f"{what} is not unpadded base64")
+        raise header_failure(f"{what} is not unpadded base64")
     try:
         data = base64.b64decode(text + b"=" * (-len(text) % 4), validate=True)
     except binascii.Error:
-        raise _header_failure(f"{what} is not unpadded base64") from None
-    if _b64_raw(data).encode("ascii") != text:
-        raise _header_failure(f"{what} is not canonical base64")
+        raise header_failure(f"{what} is not unpadded base64") from None
+    if b64_raw(data).encode("ascii") != text:
+        raise header_failure(f"{what} is not canonical base64")
     return data
 
 
-class X25519Identity:
+class Secret:
+    """A base for objects that hold a secret key: never shown by ``repr``, never pickled."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(<secret>)"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an identity cannot be pickled; keep keys out of caches and queues")
+
+
+def unwrap_body(secret: X25519PrivateKey, share: bytes, body: bytes, wrap_key: Callable[[bytes], bytes]) -> bytes | None:
+    """The file key in a stanza ``body``: X25519 of ``secret`` and ``share``, then ``wrap_key(shared)``
+    opens the body; None when it does not authenticate (another recipient's stanza). A low-order
+    share (an all-zero shared secret) is a header failure, as the spec asks."""
+    try:
+        shared = secret.exchange(X25519PublicKey.from_public_bytes(share))
+    except ValueError:
+        raise header_failure("a stanza's share is a low-order point") from None
+    try:
+        return ChaCha20Poly1305(wrap_key(shared)).decrypt(_ZERO_NONCE, body, None)
+    except InvalidTag:
+        return None
+
+
+def stanza_text(args: str, wrap_key: bytes, file_key: bytes) -> str:
+    """A stanza: ``-> args``, then the wrapped file key in base64 at 64 columns, ending with a short line."""
+    body = b64_raw(ChaCha20Poly1305(wrap_key).encrypt(_ZERO_NONCE, file_key, None))
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    if not lines or len(lines[-1]) == 64:
+        lines.append("")
+    return f"-> {args}\n" + "".join(line + "\n" for line in lines)
+
+
+def check_shape(stanza: Stanza, sizes: Sequence[int]) -> None:
+    """A stanza of a known type: exactly one argument per size (canonical base64 of that many bytes)
+    after the type, and a 32-byte body (checked before any decryption, as the spec asks)."""
+    kind = stanza.args[0]
+    if len(stanza.args) != 1 + len(sizes):
+        raise header_failure(f"a {kind} stanza does not have exactly {1 + len(sizes)} arguments")
+    for arg, size in zip(stanza.args[1:], sizes, strict=True):
+        if len(b64_raw_decode(arg.encode("ascii"), f"a {kind} stanza argument")) != size:
+            raise header_failure(f"a {kind} stanza argument is not {size} bytes")
+    if len(stanza.body) != FILE_KEY_SIZE + _TAG:
+        raise header_failure(f"a {kind} stanza body is not 32 bytes")
+
+
+class X25519Identity(Secret):
     """An age X25519 identity: 32 secret bytes; ``recipient`` is its public key. Never printed."""
 
     __slots__ = ("_key", "recipient")
@@ -122,24 +182,49 @@ class X25519Identity:
         """The 32 secret bytes, for writing an identity file (``bundlekit key new``) only."""
         return self._key.private_bytes_raw()
 
+    def recipient_text(self) -> str:
+        """The ``age1...`` recipient of this identity."""
+        return _bech32.encode("age", self.recipient)
+
     def unwrap(self, stanza: Stanza) -> bytes | None:
-        """The file key if ``stanza`` (an X25519 stanza, already checked) is for this identity, else None."""
-        share = _b64_raw_decode(stanza.args[1].encode("ascii"), "an X25519 share")
-        try:
-            shared = self._key.exchange(X25519PublicKey.from_public_bytes(share))
-        except ValueError:  # the all-zero shared secret of a low-order share: the spec says abort
-            raise _header_failure("an X25519 share is a low-order point") from None
-        wrap_key = _hkdf(shared, share + self.recipient, X25519_INFO, 32)
-        try:
-            return ChaCha20Poly1305(wrap_key).decrypt(_ZERO_NONCE, stanza.body, None)
-        except InvalidTag:
+        """The file key if ``stanza`` is an X25519 stanza for this identity, else None.
+
+        A malformed X25519 stanza is a header failure (``HeaderDecryptionError``).
+        """
+        if stanza.args[0] != X25519_TYPE:
             return None
+        check_x25519(stanza)
+        share = b64_raw_decode(stanza.args[1].encode("ascii"), "an X25519 share")
+        return unwrap_body(self._key, share, stanza.body,
+                           lambda shared: _hkdf(shared, share + self.recipient, X25519_INFO, 32))
 
-    def __repr__(self) -> str:
-        return "X25519Identity(<secret>)"
 
-    def __reduce__(self) -> Any:
-        raise TypeError("an identity cannot be pickled; keep keys out of caches and queues")
+class Recipient(Protocol):
+    """What ``encrypt`` wraps a file key for: one stanza per recipient."""
+
+    def wrap(self, file_key: bytes, rng: Rng) -> str:
+        """The stanza (text ending in LF) that wraps ``file_key``, drawing its randomness from ``rng``."""
+
+
+class Identity(Protocol):
+    """What ``unwrap_file_key`` tries each stanza with."""
+
+    def unwrap(self, stanza: Stanza) -> bytes | None:
+        """The file key if the stanza is for this identity, else None (a malformed stanza of its type raises)."""
+
+    def recipient_text(self) -> str:
+        """The recipient this identity answers for, as the user writes it."""
+
+
+@dataclass(frozen=True)
+class X25519Recipient:
+    """An age X25519 recipient: the 32-byte public key."""
+
+    key: bytes
+
+    def wrap(self, file_key: bytes, rng: Rng) -> str:
+        """One X25519 stanza for this recipient."""
+        return _wrap_x25519(file_key, self.key, rng)
 
 
 def _wrap_x25519(file_key: bytes, recipient: bytes, rng: Rng) -> str:
@@ -150,20 +235,15 @@ def _wrap_x25519(file_key: bytes, recipient: bytes, rng: Rng) -> str:
         shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient))
     except ValueError:
         raise UsageError("a recipient is a low-order X25519 point; it is not a usable age key") from None
-    wrap_key = _hkdf(shared, share + recipient, X25519_INFO, 32)
-    body = _b64_raw(ChaCha20Poly1305(wrap_key).encrypt(_ZERO_NONCE, file_key, None))
-    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
-    if not lines or len(lines[-1]) == 64:
-        lines.append("")
-    return f"-> {X25519_TYPE} {_b64_raw(share)}\n" + "".join(line + "\n" for line in lines)
+    return stanza_text(f"{X25519_TYPE} {b64_raw(share)}", _hkdf(shared, share + recipient, X25519_INFO, 32), file_key)
 
 
 def _header_key(file_key: bytes) -> bytes:
     return _hkdf(file_key, None, b"header", 32)
 
 
-def encrypt(plaintext: bytes, recipients: Sequence[bytes], rng: Rng) -> bytes:
-    """A binary age file of ``plaintext`` for the X25519 ``recipients`` (32-byte public keys).
+def encrypt(plaintext: bytes, recipients: Sequence[Recipient], rng: Rng) -> bytes:
+    """A binary age file of ``plaintext`` for ``recipients`` (each wraps the file key in its stanza).
 
     ``rng(n)`` draws the file key (16), each stanza's ephemeral secret (32) and the
     payload nonce (16), in that order. Raises ``UsageError`` for no recipient.
@@ -171,10 +251,10 @@ def encrypt(plaintext: bytes, recipients: Sequence[bytes], rng: Rng) -> bytes:
     if not recipients:
         raise UsageError("an age file needs at least one recipient")
     file_key = rng(FILE_KEY_SIZE)
-    text = VERSION_LINE + b"\n" + b"".join(_wrap_x25519(file_key, r, rng).encode("ascii") for r in recipients)
+    text = VERSION_LINE + b"\n" + b"".join(r.wrap(file_key, rng).encode("ascii") for r in recipients)
     text += b"---"
     mac = hmac.digest(_header_key(file_key), text, "sha256")
-    header = text + b" " + _b64_raw(mac).encode("ascii") + b"\n"
+    header = text + b" " + b64_raw(mac).encode("ascii") + b"\n"
     nonce = rng(_NONCE_SIZE)
     aead = ChaCha20Poly1305(_hkdf(file_key, nonce, b"payload", 32))
     chunks = [plaintext[i:i + CHUNK_SIZE] for i in range(0, len(plaintext), CHUNK_SIZE)] or [b""]
@@ -192,9 +272,9 @@ def _lines(data: bytes, max_bytes: int) -> Iterator[tuple[bytes, int]]:
     while True:
         end = data.find(b"\n", pos, min(len(data), pos + _MAX_LINE + 1))
         if end < 0:
-            raise _header_failure("a line is unterminated or too long")
+            raise header_failure("a line is unterminated or too long")
         if end + 1 > max_bytes:
-            raise _header_failure(f"the header is longer than {max_bytes} bytes")
+            raise header_failure(f"the header is longer than {max_bytes} bytes")
         yield data[pos:end], end + 1
         pos = end + 1
 
@@ -209,63 +289,58 @@ def parse_header(data: bytes, *, max_stanzas: int, max_bytes: int) -> tuple[Head
     lines = _lines(data, max_bytes)
     first, _ = next(lines)
     if first != VERSION_LINE:
-        raise _header_failure("not an age v1 file (the first line is not age-encryption.org/v1)")
+        raise header_failure("not an age v1 file (the first line is not age-encryption.org/v1)")
     stanzas: list[Stanza] = []
     for line, offset in lines:
         if line.startswith(b"---"):
             if not line.startswith(b"--- ") or not stanzas:
-                raise _header_failure("the MAC line is malformed or there is no stanza")
-            mac = _b64_raw_decode(line[4:], "the header MAC")
+                raise header_failure("the MAC line is malformed or there is no stanza")
+            mac = b64_raw_decode(line[4:], "the header MAC")
             if len(mac) != 32:
-                raise _header_failure("the header MAC is not 32 bytes")
+                raise header_failure("the header MAC is not 32 bytes")
             _check_scrypt_alone(stanzas)
             return Header(tuple(stanzas), data[:offset - len(line) + 2], mac), offset
         if len(stanzas) >= max_stanzas:
-            raise _header_failure(f"more than {max_stanzas} stanzas")
+            raise header_failure(f"more than {max_stanzas} stanzas")
         stanzas.append(_stanza(line, lines))
-    raise _header_failure("the header has no MAC line")  # pragma: no cover  (_lines raises at the end)
+    raise header_failure("the header has no MAC line")  # pragma: no cover  (_lines raises at the end)
 
 
 def _stanza(arg_line: bytes, lines: Iterator[tuple[bytes, int]]) -> Stanza:
     if not arg_line.startswith(b"-> "):
-        raise _header_failure("a line is neither a stanza nor the MAC")
+        raise header_failure("a line is neither a stanza nor the MAC")
     args = arg_line[3:].split(b" ")
     if not all(_ARG.fullmatch(arg) for arg in args):
-        raise _header_failure("a stanza argument is empty or holds a character outside VCHAR")
+        raise header_failure("a stanza argument is empty or holds a character outside VCHAR")
     body = b""
     for line, _ in lines:
         if len(line) > 64 or not _B64_BODY.fullmatch(line):
-            raise _header_failure("a stanza body line is too long or not base64")
+            raise header_failure("a stanza body line is too long or not base64")
         body += line
         if len(line) < 64:
-            return Stanza(tuple(a.decode("ascii") for a in args), _b64_raw_decode(body, "a stanza body"))
-    raise _header_failure("a stanza has no final short line")  # pragma: no cover
+            return Stanza(tuple(a.decode("ascii") for a in args), b64_raw_decode(body, "a stanza body"))
+    raise header_failure("a stanza has no final short line")  # pragma: no cover
 
 
 def _check_scrypt_alone(stanzas: Sequence[Stanza]) -> None:
     if len(stanzas) > 1 and any(s.args[0] == "scrypt" for s in stanzas):
-        raise _header_failure("an scrypt stanza must be the only stanza")
+        raise header_failure("an scrypt stanza must be the only stanza")
 
 
-def x25519_stanzas(header: Header) -> list[Stanza]:
-    """The header's X25519 stanzas, each checked as the spec asks (``HeaderDecryptionError``)."""
-    found = []
+def check_x25519(stanza: Stanza) -> None:
+    """An X25519 stanza's shape as the spec asks: a 32-byte share, a 32-byte body."""
+    check_shape(stanza, (32,))
+
+
+def unwrap_file_key(header: Header, identities: Sequence[Identity]) -> tuple[bytes, Identity]:
+    """The file key and the identity that unwrapped it; ``WrongKeyError`` when no stanza is for them.
+
+    Every X25519 stanza is checked first, whoever it is for (a malformed one fails the file).
+    """
     for stanza in header.stanzas:
-        if stanza.args[0] != X25519_TYPE:
-            continue
-        if len(stanza.args) != 2:
-            raise _header_failure("an X25519 stanza does not have exactly two arguments")
-        if len(_b64_raw_decode(stanza.args[1].encode("ascii"), "an X25519 share")) != 32:
-            raise _header_failure("an X25519 share is not 32 bytes")
-        if len(stanza.body) != FILE_KEY_SIZE + _TAG:
-            raise _header_failure("an X25519 stanza body is not 32 bytes")
-        found.append(stanza)
-    return found
-
-
-def unwrap_file_key(header: Header, identities: Sequence[X25519Identity]) -> tuple[bytes, X25519Identity]:
-    """The file key and the identity that unwrapped it; ``WrongKeyError`` when no stanza is for them."""
-    for stanza in x25519_stanzas(header):
+        if stanza.args[0] == X25519_TYPE:
+            check_x25519(stanza)
+    for stanza in header.stanzas:
         for identity in identities:
             file_key = identity.unwrap(stanza)
             if file_key is not None:

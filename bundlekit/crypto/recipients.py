@@ -18,8 +18,9 @@ whoever could read them (specs/encryption.md, "Recipients").
 Identity files are foreign input: read at most ``MAX_IDENTITY_FILE`` bytes, only
 from a regular file (a symlink is followed to one; a FIFO or device is refused
 without blocking), and a file that others can read draws a warning. Messages name
-the file and line, never a key. SSH keys are refused with a message saying why
-(specs/encryption.md).
+the file and line, never a key. SSH Ed25519 keys work as age reads them (``agessh``:
+``ssh-ed25519 ...`` recipients, unencrypted OpenSSH private keys as identities); other
+SSH key types are refused with a message saying why.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any, Final
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from bundlekit._fs import create_file_bytes
-from bundlekit.crypto import _bech32, age
+from bundlekit.crypto import _bech32, age, agessh
 from bundlekit.crypto._keys import (
     KEY_SIZE,
     SCHEME,
@@ -62,6 +63,7 @@ __all__ = [
     "read_identity_file",
     "read_recipients_file",
     "recipient_of",
+    "recipient_wrapper",
     "write_new_identity",
 ]
 
@@ -78,8 +80,8 @@ MAX_ENVELOPE: Final = 128 * 1024
 _LOW_ORDER_PROBE: Final = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 _SSH_WHY: Final = (
-    "SSH keys are not bundle recipients: give an age key (age1...; `bundlekit key new -o FILE` makes one, "
-    "or `age-keygen`). specs/encryption.md, \"Recipients\", says why"
+    "only ssh-ed25519 SSH keys are bundle recipients (as age reads them); give one of those, or an age key "
+    "(age1...; `bundlekit key new -o FILE` makes one). specs/encryption.md, \"Recipients\", says why"
 )
 
 
@@ -87,8 +89,14 @@ def _recipient_problem(text: str) -> str | None:
     """Why ``text`` (stripped) is not an X25519 recipient, or None; the text itself is never quoted."""
     if text.upper().startswith("AGE-SECRET-KEY-"):
         return "is a secret identity, not a recipient; never share it. `bundlekit key recipient FILE` prints its recipient"
-    if text.startswith(("ssh-ed25519 ", "ssh-rsa ", "ecdsa-sha2-", "sk-ssh-")):
-        return f"is an SSH public key. {_SSH_WHY}"
+    if text.startswith(f"{agessh.STANZA_TYPE} "):
+        try:
+            agessh.parse_public_key(text)
+        except UsageError as exc:
+            return f"is not a usable ssh-ed25519 key: {exc}"
+        return None
+    if text.startswith(("ssh-rsa ", "ssh-dss ", "ecdsa-sha2-", "sk-")):
+        return f"is an SSH key of another type. {_SSH_WHY}"
     if text.lower().startswith("age1pq1") or text.lower().startswith("age1tag"):
         return "is a post-quantum or tagged age recipient; bundlekit takes X25519 recipients (age1...) only"
     try:
@@ -107,17 +115,24 @@ def _recipient_problem(text: str) -> str | None:
 
 
 def parse_recipient(text: str, *, where: str) -> str:
-    """The canonical (lowercase) form of an age X25519 recipient; ``KeySourceError`` naming ``where``."""
+    """The canonical form of a recipient; ``KeySourceError`` naming ``where`` (the text is not quoted).
+
+    An age X25519 recipient in lowercase, or ``ssh-ed25519 BASE64`` without its comment.
+    """
     body = text.strip()
     problem = _recipient_problem(body)
     if problem is not None:
         raise KeySourceError(f"{where} {problem}")
+    if body.startswith(f"{agessh.STANZA_TYPE} "):
+        return agessh.parse_public_key(body).text
     return body.lower()
 
 
-def recipient_key(recipient: str) -> bytes:
-    """The 32-byte X25519 public key of a canonical recipient (parsed first by :func:`parse_recipient`)."""
-    return _bech32.decode(recipient)[1]
+def recipient_wrapper(recipient: str) -> age.Recipient:
+    """What wraps a file key for a canonical recipient (parsed first by :func:`parse_recipient`)."""
+    if recipient.startswith(f"{agessh.STANZA_TYPE} "):
+        return agessh.parse_public_key(recipient)
+    return age.X25519Recipient(_bech32.decode(recipient)[1])
 
 
 def read_recipients_file(path: str | os.PathLike[str]) -> list[str]:
@@ -170,8 +185,9 @@ def _read_bounded(path: Path, limit: int, what: str, warn: Callable[[str], None]
 
 def _identity_problem(line: str) -> str:
     """Why a line of an identity file is not an X25519 identity (the line is never quoted)."""
-    if line.startswith("-----BEGIN OPENSSH PRIVATE KEY") or line.startswith("-----BEGIN"):
-        return f"is an SSH or PEM private key. {_SSH_WHY}"
+    if line.startswith("-----BEGIN"):
+        return ("starts a PEM block that is not an OpenSSH private key; give an age identity file or an "
+                "OpenSSH ssh-ed25519 key (a whole file of its own)")
     if line.startswith("AGE-PLUGIN-"):
         return "is an age plugin identity; plugins are not supported"
     if line.startswith("AGE-SECRET-KEY-PQ-"):
@@ -181,13 +197,16 @@ def _identity_problem(line: str) -> str:
     return "is not an age identity (AGE-SECRET-KEY-1... in uppercase Bech32)"
 
 
-def parse_identities(text: str, *, where: str) -> list[age.X25519Identity]:
-    """The X25519 identities in an age identity file's text (``#`` comments and blank lines skipped).
+def parse_identities(text: str, *, where: str) -> list[age.Identity]:
+    """The identities in an identity file's text: an OpenSSH ssh-ed25519 private key (the whole
+    text), or age X25519 identities, one a line (``#`` comments and blank lines skipped).
 
     ``KeySourceError`` naming ``where`` and the line for a line that is not one, for no
     identity, or for more than ``MAX_IDENTITIES``. A key is never quoted.
     """
-    found: list[age.X25519Identity] = []
+    if text.lstrip().startswith("-----BEGIN OPENSSH PRIVATE KEY-----"):
+        return [agessh.parse_private_key(text, where=where)]
+    found: list[age.Identity] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -203,7 +222,7 @@ def parse_identities(text: str, *, where: str) -> list[age.X25519Identity]:
     return found
 
 
-def _identity(line: str) -> age.X25519Identity | None:
+def _identity(line: str) -> age.Identity | None:
     if not line.startswith("AGE-SECRET-KEY-1") or line.upper() != line:
         return None
     try:
@@ -215,7 +234,7 @@ def _identity(line: str) -> age.X25519Identity | None:
 
 def read_identity_file(
     path: str | os.PathLike[str], *, warn: Callable[[str], None] | None = None
-) -> list[age.X25519Identity]:
+) -> list[age.Identity]:
     """The identities in the file at ``path`` (see the module's rules); ``warn`` hears of loose permissions."""
     data = _read_bounded(Path(path), MAX_IDENTITY_FILE, "identity file", warn)
     name = Path(path).name
@@ -231,9 +250,9 @@ def new_identity(rng: Rng = os.urandom) -> age.X25519Identity:
     return age.X25519Identity(rng(32))
 
 
-def recipient_of(identity: age.X25519Identity) -> str:
-    """The ``age1...`` recipient of ``identity``."""
-    return _bech32.encode(RECIPIENT_HRP, identity.recipient)
+def recipient_of(identity: age.Identity) -> str:
+    """The recipient of ``identity``: ``age1...``, or ``ssh-ed25519 ...`` for an SSH key."""
+    return identity.recipient_text()
 
 
 def identity_file_text(identity: age.X25519Identity, *, now: datetime | None = None) -> str:
@@ -277,7 +296,7 @@ class RecipientsKey(KeySpec):
         salt, ikm = rng(32), rng(KEY_SIZE)
         if len(salt) != 32 or len(ikm) != KEY_SIZE:
             raise UsageError("internal: the random source returned the wrong number of bytes")
-        envelope = age.armor(age.encrypt(ikm, [recipient_key(r) for r in self.recipients], rng))
+        envelope = age.armor(age.encrypt(ikm, [recipient_wrapper(r) for r in self.recipients], rng))
         key = _bundle_key(ikm, salt, SOURCE, ns)
         return key, {
             "scheme": SCHEME, "key_source": SOURCE, "kdf": {"name": "hkdf-sha256"}, "salt": salt.hex(),
@@ -306,7 +325,7 @@ class IdentityKey(KeySpec):
 
     source = SOURCE
 
-    def __init__(self, identities: Sequence[age.X25519Identity]) -> None:
+    def __init__(self, identities: Sequence[age.Identity]) -> None:
         if not identities:
             raise KeySourceError("give an identity: --identity-file FILE")
         self._identities = tuple(identities)
@@ -332,10 +351,10 @@ class IdentityKey(KeySpec):
             raise ManifestError("manifest encryption.envelope must be a string (an armored age file)")
         data = age.dearmor(envelope, max_bytes=MAX_ENVELOPE)
         header, offset = age.parse_header(data, max_stanzas=MAX_RECIPIENTS, max_bytes=MAX_ENVELOPE)
-        stanzas = age.x25519_stanzas(header)
-        if len(stanzas) != len(recipients) or len({s.args[1] for s in stanzas}) != len(stanzas):
+        stanzas = _known_stanzas(header)
+        if len(stanzas) != len(recipients) or len({s.args[-1] for s in stanzas}) != len(stanzas):
             raise HeaderDecryptionError(
-                f"the recipients envelope holds {len(stanzas)} distinct X25519 stanzas for {len(recipients)} "
+                f"the recipients envelope holds {len(stanzas)} distinct recipient stanzas for {len(recipients)} "
                 "listed recipients; the bundle is damaged or forged"
             )
         try:
@@ -374,13 +393,35 @@ class IdentityKey(KeySpec):
         raise UsageError("internal: an identity unwraps its key material in open_bundle_key")
 
 
+def _known_stanzas(header: age.Header) -> list[age.Stanza]:
+    """The X25519 and ssh-ed25519 stanzas, each checked (``HeaderDecryptionError``); others are ignored."""
+    found = []
+    for stanza in header.stanzas:
+        if stanza.args[0] == age.X25519_TYPE:
+            age.check_x25519(stanza)
+        elif stanza.args[0] == agessh.STANZA_TYPE:
+            agessh.check_stanza(stanza)
+        else:
+            continue
+        found.append(stanza)
+    return found
+
+
+def _canonical(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > 200:
+        return False
+    try:
+        return parse_recipient(value, where="") == value
+    except KeySourceError:
+        return False
+
+
 def _listed_recipients(value: object) -> tuple[str, ...]:
     """The manifest's recipients: 1 to ``MAX_RECIPIENTS`` canonical ``age1`` strings, sorted, unique."""
     if not isinstance(value, list) or not 0 < len(value) <= MAX_RECIPIENTS:
         raise ManifestError(f"manifest encryption.recipients must list 1 to {MAX_RECIPIENTS} recipients")
-    if not all(isinstance(r, str) and len(r) < 100 and _recipient_problem(r) is None and r == r.lower()
-               for r in value):
-        raise ManifestError("manifest encryption.recipients holds an entry that is not an age1... recipient")
+    if not all(_canonical(r) for r in value):
+        raise ManifestError("manifest encryption.recipients holds an entry that is not a recipient in canonical form")
     if value != sorted(set(value)):
         raise ManifestError("manifest encryption.recipients must be sorted and without repeats")
     return tuple(value)

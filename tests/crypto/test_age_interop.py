@@ -108,5 +108,55 @@ def test_a_binary_age_file_from_age_decrypts_with_our_reader(tmp_path: Path) -> 
 def test_age_decrypts_a_multi_chunk_file_we_wrote(tmp_path: Path) -> None:
     recipient = keygen(tmp_path / "k")
     plaintext = os.urandom(3 * 65536 + 5)
-    ours = age.encrypt(plaintext, [_bech32.decode(recipient)[1]], os.urandom)
+    ours = age.encrypt(plaintext, [age.X25519Recipient(_bech32.decode(recipient)[1])], os.urandom)
     assert run(str(AGE), "-d", "-i", str(tmp_path / "k"), stdin=ours) == plaintext
+
+
+# --- ssh-ed25519 (FiloSottile/age agessh/agessh.go), with keys from ssh-keygen ---------------------------
+
+SSH_KEYGEN = shutil.which("ssh-keygen")
+needs_ssh_keygen = pytest.mark.skipif(SSH_KEYGEN is None, reason="ssh-keygen is not installed")
+
+
+def ssh_key(path: Path, *, kind: str = "ed25519", passphrase: str = "") -> str:
+    run(str(SSH_KEYGEN), "-q", "-t", kind, "-N", passphrase, "-C", "someone@example.org", "-f", str(path))
+    return (path.parent / f"{path.name}.pub").read_text()
+
+
+@needs_ssh_keygen
+def test_age_decrypts_our_envelope_with_an_ssh_ed25519_key(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    x25519 = keygen(tmp_path / "k")
+    key, params = RecipientsKey([public, x25519]).new_bundle_key("team")
+    assert all("someone@" not in r for r in params["recipients"])  # the comment is not kept
+    ikm = run(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=params["envelope"].encode())
+    assert _bundle_key(ikm, bytes.fromhex(params["salt"]), "recipients", b"team").key_id == key.key_id
+
+
+@needs_ssh_keygen
+def test_an_envelope_age_made_for_an_ssh_key_opens_with_our_reader(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    key, params = RecipientsKey([public]).new_bundle_key("team")
+    ikm = run(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=params["envelope"].encode())
+    theirs = run(str(AGE), "-a", "-R", str(tmp_path / "id.pub"), stdin=ikm).decode()
+    opened = IdentityKey(read_identity_file(tmp_path / "id")).open_bundle_key(dict(params, envelope=theirs), "team")
+    assert opened.key_id == key.key_id
+
+
+@needs_ssh_keygen
+def test_our_ssh_identity_answers_for_the_public_key_ssh_keygen_wrote(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    [identity] = read_identity_file(tmp_path / "id")
+    assert identity.recipient_text() == " ".join(public.split()[:2])
+
+
+@needs_ssh_keygen
+@pytest.mark.parametrize(("kind", "passphrase", "why"), [
+    ("ed25519", "a passphrase", "protected by a passphrase"),
+    ("ecdsa", "", "only ssh-ed25519"),
+])
+def test_an_ssh_key_bundlekit_cannot_use_is_refused_saying_why(tmp_path: Path, kind: str, passphrase: str, why: str) -> None:
+    ssh_key(tmp_path / "id", kind=kind, passphrase=passphrase)
+    from bundlekit.errors import KeySourceError
+    with pytest.raises(KeySourceError, match=why):
+        read_identity_file(tmp_path / "id")

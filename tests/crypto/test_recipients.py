@@ -25,7 +25,6 @@ from bundlekit.crypto.recipients import (
     parse_identities,
     read_identity_file,
     read_recipients_file,
-    recipient_key,
     recipient_of,
     write_new_identity,
 )
@@ -40,7 +39,7 @@ def people(n: int) -> list[age.X25519Identity]:
     return [new_identity() for _ in range(n)]
 
 
-def opener(*identities: age.X25519Identity) -> IdentityKey:
+def opener(*identities: age.Identity) -> IdentityKey:
     return IdentityKey(list(identities))
 
 
@@ -140,7 +139,7 @@ def _b64(data: bytes) -> str:
 
 def forge(file_key: bytes, stanzas: list[str], plaintext: bytes) -> str:
     """An armored age file with these stanzas, a valid MAC under ``file_key``, and ``plaintext``."""
-    throwaway = recipient_key(recipient_of(new_identity()))
+    throwaway = age.X25519Recipient(new_identity().recipient)
     data = age.encrypt(plaintext, [throwaway], FixedRandom(file_key + os.urandom(48)))
     _, offset = age.parse_header(data, max_stanzas=2, max_bytes=4096)
     text = b"age-encryption.org/v1\n" + "".join(stanzas).encode() + b"---"
@@ -183,7 +182,7 @@ def test_fewer_stanzas_than_listed_recipients_is_refused() -> None:
     a, b = people(2)
     params, ikm = listed_bundle([a, b])
     file_key = os.urandom(16)
-    with pytest.raises(HeaderDecryptionError, match="1 distinct X25519 stanzas for 2"):
+    with pytest.raises(HeaderDecryptionError, match="1 distinct recipient stanzas for 2"):
         opener(a).open_bundle_key(dict(params, envelope=forge(file_key, [stanza(file_key, a)], ikm)), NS)
 
 
@@ -304,7 +303,7 @@ def test_an_identity_file_keygen_style_reads_with_its_comments(tmp_path: Path) -
 @pytest.mark.parametrize(("line", "why"), [
     ("AGE-SECRET-KEY-1QQQQQQ", "is not an age identity"),
     ("age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", "is a recipient"),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----", "SSH"),
+    ("-----BEGIN PRIVATE KEY-----", "not an OpenSSH private key"),
     ("AGE-PLUGIN-YUBIKEY-1QQQQQQ", "plugin"),
     ("AGE-SECRET-KEY-PQ-1QQQQQQ", "post-quantum"),
     ("hello", "is not an age identity"),
@@ -406,7 +405,8 @@ def test_a_recipients_file_skips_comments_and_names_the_line_that_does_not_parse
 
 
 @pytest.mark.parametrize(("line", "why"), [
-    ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB comment", "SSH public key"),
+    ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB comment", "not a usable ssh-ed25519 key"),
+    ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ comment", "another type"),
     ("age1pq1qqqq", "post-quantum"),
 ])
 def test_a_recipient_of_an_unsupported_kind_says_which(tmp_path: Path, line: str, why: str) -> None:
@@ -463,3 +463,62 @@ def test_a_malformed_identity_environment_variable_is_named_not_quoted() -> None
 def test_parse_identities_reads_lines_with_surrounding_whitespace() -> None:
     a = new_identity()
     assert parse_identities(f"  {secret_line(a)}\r\n", where="x")[0].recipient == a.recipient
+
+
+# --- ssh-ed25519 keys: hostile private key files -----------------------------------------------------
+
+
+def openssh_key(seed: bytes, *, check2: int | None = None, padding: bytes | None = None, cipher: bytes = b"none",
+                stored_public: bytes | None = None) -> str:
+    """An OpenSSH private key file (PROTOCOL.key) for ``seed``, with one field changed on request."""
+    import struct
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    def string(b: bytes) -> bytes:
+        return struct.pack(">I", len(b)) + b
+
+    public = stored_public or Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    wire = string(b"ssh-ed25519") + string(public)
+    block = struct.pack(">II", 7, 7 if check2 is None else check2) + string(b"ssh-ed25519") + string(public)
+    block += string(seed + public) + string(b"comment")
+    block += padding if padding is not None else bytes(range(1, 1 + (-len(block)) % 8))
+    data = b"openssh-key-v1\x00" + string(cipher) + string(b"none" if cipher == b"none" else b"bcrypt")
+    data += string(b"") + struct.pack(">I", 1) + string(wire) + string(block)
+    text = base64.b64encode(data).decode()
+    return "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(text[i:i + 70] for i in range(0, len(text), 70)) + \
+        "\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def test_a_well_formed_openssh_key_reads_and_opens_a_bundle_for_its_public_key(tmp_path: Path) -> None:
+    [identity] = read_identity_file(write_private(tmp_path / "id", openssh_key(os.urandom(32))))
+    _, params = RecipientsKey([identity.recipient_text()]).new_bundle_key(NS)
+    assert opener(identity).open_bundle_key(params, NS)
+
+
+@pytest.mark.parametrize("change", [
+    {"check2": 8}, {"padding": b"\x09"}, {"cipher": b"aes256-ctr"}, {"stored_public": bytes(32)},
+])
+def test_a_tampered_or_encrypted_openssh_key_is_refused(tmp_path: Path, change: dict[str, Any]) -> None:
+    with pytest.raises(KeySourceError, match="malformed OpenSSH|passphrase"):
+        read_identity_file(write_private(tmp_path / "id", openssh_key(os.urandom(32), **change)))
+
+
+def test_a_truncated_openssh_key_is_refused(tmp_path: Path) -> None:
+    text = openssh_key(os.urandom(32))
+    lines = text.splitlines()
+    cut = "\n".join(lines[:2] + lines[-1:]) + "\n"
+    with pytest.raises(KeySourceError, match="malformed OpenSSH"):
+        read_identity_file(write_private(tmp_path / "id", cut))
+
+
+def test_an_ssh_ed25519_recipient_off_the_curve_is_refused() -> None:
+    import struct
+
+    def string(b: bytes) -> bytes:
+        return struct.pack(">I", len(b)) + b
+
+    for public in (bytes([2]) + bytes(31), (1).to_bytes(32, "little")):  # not on the curve; the identity point
+        line = "ssh-ed25519 " + base64.b64encode(string(b"ssh-ed25519") + string(public)).decode()
+        with pytest.raises(KeySourceError, match="not a usable ssh-ed25519 key"):
+            RecipientsKey([line])

@@ -2,7 +2,8 @@
 builds a bundle for all three (``build --recipient`` x3), each opens it with their own identity
 (``load --identity-file``, ``$BUNDLEKIT_IDENTITY``), one is removed and the bundle rebuilt
 (``--recipients-file``), and the removed key can no longer open it (exit 3, nothing written) while the
-others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store.
+others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store; an SSH
+ed25519 key reads beside age keys.
 Bad input on the way: a recipients file with a bad line (exit 2 naming it, no CAR written), an identity
 that is not a recipient (exit 3 before any file), a key file that would be replaced (refused)."""
 
@@ -120,3 +121,15 @@ def test_age_opens_the_envelope_in_the_built_bundle_with_the_same_identity(team:
     done = subprocess.run(["age", "-d", "-i", "ana.key"], input=envelope.encode(), capture_output=True,
                           timeout=60, check=False)
     assert done.returncode == 0 and len(done.stdout) == 32
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen is not installed")
+def test_an_ssh_ed25519_key_is_a_reader_beside_age_keys(team: dict[str, str], tmp_path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dee@example.org", "-f", "id_ed25519"],
+                   check=True, timeout=60)
+    (tmp_path / "readers.txt").write_text(f"{team['ana']}\n" + (tmp_path / "id_ed25519.pub").read_text())
+    ok("build", "-d", "tree", "-o", "team.car", "--recipients-file", "readers.txt")
+    ok("load", "team.car", "--identity-file", "id_ed25519", "-o", "out-dee")
+    assert bodies(tmp_path / "out-dee") == bodies(tmp_path / "tree")
+    code, _, err = bk("load", "team.car", "--identity-file", "bo.key", "-o", "out-bo")
+    assert code == 3 and "encrypted for 2" in err
