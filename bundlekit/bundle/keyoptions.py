@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -86,6 +86,18 @@ class KeyOptions:
     def flags(self) -> list[str]:
         """The options given, as the user typed them."""
         return [KEY_OPTION_FLAGS[name] for name in self.given()]
+
+    def recipients_given(self) -> bool:
+        """Whether ``--recipient`` or ``--recipients-file`` was given (the recipients key source)."""
+        return bool(self.recipient or self.recipients_file)
+
+    def without_recipients(self) -> KeyOptions:
+        """These options but the recipients: what signs a bundle the recipients encrypt."""
+        return replace(self, recipient=(), recipients_file=None)
+
+    def only_recipients(self) -> KeyOptions:
+        """The recipients alone: what encrypts when another key option signs."""
+        return KeyOptions(recipient=self.recipient, recipients_file=self.recipients_file)
 
     def one(self) -> tuple[str, Any] | None:
         """The one option given (field name, value), or None; ``UsageError`` when more than one is.

@@ -125,7 +125,7 @@ def signing(params: dict[str, Any], sign: bool) -> bool:
     sign_key = params.pop("sign_key", None)
     if sign_key is None:
         return sign
-    others = KeyOptions.from_params(params).flags()
+    others = KeyOptions.from_params(params).without_recipients().flags()  # recipients encrypt beside it
     if others:
         raise UsageError(f"--sign-key and {others[0]} cannot be combined; give exactly one key option "
                          "(to sign and encrypt at once: --encrypt --sign --private-key-env VAR)")

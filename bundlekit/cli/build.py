@@ -8,7 +8,8 @@ to stderr, with a progress bar on a terminal.
 names the signer: ``--private-key-env`` (EIP-191; with ``--encrypt`` the same key
 also encrypts), ``--key-file`` holding an Ed25519 PEM key (did:key), or
 ``--signature-file`` with ``--signer ADDRESS`` for a signature made elsewhere of
-the text ``bundlekit key message --manifest CID`` prints.
+the text ``bundlekit key message --manifest CID`` prints. ``--recipient`` (``--recipients-file``)
+encrypts for age recipients, and any of those signers can sign beside it.
 """
 
 from __future__ import annotations

@@ -133,3 +133,21 @@ def test_an_ssh_ed25519_key_is_a_reader_beside_age_keys(team: dict[str, str], tm
     assert bodies(tmp_path / "out-dee") == bodies(tmp_path / "tree")
     code, _, err = bk("load", "team.car", "--identity-file", "bo.key", "-o", "out-bo")
     assert code == 3 and "encrypted for 2" in err
+
+
+def test_a_bundle_signed_by_its_publisher_and_encrypted_for_readers(team: dict[str, str], tmp_path: Path) -> None:
+    name = ok("name", "create", "--name-key", "publisher.pem").strip()
+    assert name.startswith("k51")
+    built = json.loads(ok("build", "-d", "tree", "-o", "team.car", "--sign-key", "publisher.pem",
+                          "--recipient", team["bo"], "--json"))
+    ok("load", "team.car", "--identity-file", "bo.key", "--publisher", built["signer"], "-o", "out")
+    assert bodies(tmp_path / "out") == bodies(tmp_path / "tree")
+    code, _, err = bk("build", "-d", "tree", "-o", "x.car", "--passphrase-env", "P", "--recipient", team["bo"])
+    assert code == 2 and "--passphrase-env and --recipient cannot be combined" in err
+
+
+def test_an_identity_file_others_can_read_draws_a_warning(team: dict[str, str], tmp_path: Path) -> None:
+    ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["ana"])
+    (tmp_path / "ana.key").chmod(0o644)
+    code, _, err = bk("load", "team.car", "--identity-file", "ana.key", "-o", "out")
+    assert code == 0 and "can be read by other users" in err and "chmod 600" in err
