@@ -18,6 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from bundlekit.cli import cli
+from bundlekit.crypto.recipients import IdentityKey, read_identity_file
+from bundlekit.flows.load import LoadRequest, load_tree
 
 MEMORIES = {"deploy_days": "we ship on fridays", "tea_not_coffee": "the lead drinks tea"}
 
@@ -151,3 +153,18 @@ def test_an_identity_file_others_can_read_draws_a_warning(team: dict[str, str], 
     (tmp_path / "ana.key").chmod(0o644)
     code, _, err = bk("load", "team.car", "--identity-file", "ana.key", "-o", "out")
     assert code == 0 and "can be read by other users" in err and "chmod 600" in err
+
+
+def test_what_mcp_from_serves_is_the_bundle_opened_with_the_identity(team: dict[str, str], tmp_path: Path) -> None:
+    """``mcp --from URI --identity-file F`` serves ``flows.load.load_tree`` of the bundle with that key."""
+    ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["cy"])
+    loaded = load_tree(LoadRequest(uri=str(tmp_path / "team.car"),
+                                   key=IdentityKey(read_identity_file(tmp_path / "cy.key"))))
+    assert {r.key for r in loaded.memory.list()} == set(MEMORIES)
+    assert [hit.key for hit in loaded.memory.recall("fridays")][:1] == ["deploy_days"]
+
+
+def test_layers_of_recipients_bundles_open_with_the_identity(team: dict[str, str], tmp_path: Path) -> None:
+    ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["ana"])
+    ok("load", "--layer", "account=team.car", "--identity-file", "ana.key", "-o", "effective")
+    assert set(bodies(tmp_path / "effective")) == set(MEMORIES)
