@@ -2,8 +2,8 @@
 builds a bundle for all three (``build --recipient`` x3), each opens it with their own identity
 (``load --identity-file``, ``$BUNDLEKIT_IDENTITY``), one is removed and the bundle rebuilt
 (``--recipients-file``), and the removed key can no longer open it (exit 3, nothing written) while the
-others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store; an SSH
-ed25519 key reads beside age keys.
+others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store; ``sync``
+re-encrypts for the same readers; an SSH ed25519 key reads beside age keys; a publisher signs one.
 Bad input on the way: a recipients file with a bad line (exit 2 naming it, no CAR written), an identity
 that is not a recipient (exit 3 before any file), a key file that would be replaced (refused)."""
 
@@ -168,3 +168,20 @@ def test_layers_of_recipients_bundles_open_with_the_identity(team: dict[str, str
     ok("build", "-d", "tree", "-o", "team.car", "--recipient", team["ana"])
     ok("load", "--layer", "account=team.car", "--identity-file", "ana.key", "-o", "effective")
     assert set(bodies(tmp_path / "effective")) == set(MEMORIES)
+
+
+def test_sync_keeps_a_recipients_bundle_for_the_same_readers(team: dict[str, str], tmp_path: Path) -> None:
+    """A writer publishes for ana and bo; its next ``sync --identity-file`` re-encrypts for the readers the
+    bundle it merged lists, so bo, following with ``sync --name --identity-file``, gets the new memory."""
+    name = ok("name", "create", "--name-key", "writer.pem").strip()
+    ok("pin", "-d", "tree", "--recipient", team["ana"], "--recipient", team["bo"], "--name-key", "writer.pem")
+    ok("memory", "init", "-d", "follower")
+    ok("sync", "-d", "follower", "--name", name, "--identity-file", "bo.key")
+    assert set(bodies(tmp_path / "follower")) == set(MEMORIES)
+    ok("memory", "-d", "tree", "write", "new_plan", "--name", "plan", "--description", "the plan",
+       "--type", "project", "--body", "after the first sync")
+    ok("sync", "-d", "tree", "--name-key", "writer.pem", "--identity-file", "ana.key")
+    ok("sync", "-d", "follower", "--name", name, "--identity-file", "bo.key")
+    assert (tmp_path / "follower" / "new_plan.md").is_file()
+    code, _, _ = bk("sync", "-d", "follower", "--name", name, "--identity-file", "cy.key")
+    assert code == 3
