@@ -58,6 +58,7 @@ __all__ = [
     "dearmor",
     "encrypt",
     "header_failure",
+    "is_low_order",
     "open_payload",
     "parse_header",
     "stanza_text",
@@ -117,6 +118,19 @@ def b64_raw_decode(text: bytes, what: str) -> bytes:
     if b64_raw(data).encode("ascii") != text:
         raise header_failure(f"{what} is not canonical base64")
     return data
+
+
+_PROBE: Final = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
+
+
+def is_low_order(point: bytes) -> bool:
+    """Whether an X25519 public key is a low-order point: every shared secret with it is zero,
+    so no one could decrypt what is wrapped for it (and age refuses such a share)."""
+    try:
+        _PROBE.exchange(X25519PublicKey.from_public_bytes(point))
+    except ValueError:
+        return True
+    return False
 
 
 class Secret:

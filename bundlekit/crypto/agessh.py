@@ -36,7 +36,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from bundlekit.crypto._keys import Rng, _hkdf
-from bundlekit.crypto.age import Secret, Stanza, b64_raw, b64_raw_decode, check_shape, header_failure, stanza_text, unwrap_body
+from bundlekit.crypto.age import (
+    Secret,
+    Stanza,
+    b64_raw,
+    b64_raw_decode,
+    check_shape,
+    header_failure,
+    is_low_order,
+    stanza_text,
+    unwrap_body,
+)
 from bundlekit.errors import KeySourceError, UsageError
 
 __all__ = ["STANZA_TYPE", "SshEd25519Identity", "SshEd25519Recipient", "parse_private_key", "parse_public_key"]
@@ -48,7 +58,6 @@ _D: Final = (-121665 * pow(121666, _P - 2, _P)) % _P
 _PEM_BEGIN: Final = "-----BEGIN OPENSSH PRIVATE KEY-----"
 _PEM_END: Final = "-----END OPENSSH PRIVATE KEY-----"
 _MAGIC: Final = b"openssh-key-v1\x00"
-_PROBE: Final = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 
 def _string(value: bytes) -> bytes:
@@ -74,11 +83,7 @@ def _montgomery(public: bytes) -> bytes | None:
     if y == 1:
         return None
     u = ((1 + y) * pow(1 - y, _P - 2, _P) % _P).to_bytes(32, "little")
-    try:
-        _PROBE.exchange(X25519PublicKey.from_public_bytes(u))
-    except ValueError:
-        return None  # a low-order point: every shared secret with it is zero
-    return u
+    return None if is_low_order(u) else u
 
 
 class _Reader:

@@ -32,8 +32,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-
 from bundlekit._fs import create_file_bytes
 from bundlekit.crypto import _bech32, age, agessh
 from bundlekit.crypto._keys import (
@@ -77,7 +75,6 @@ MAX_IDENTITY_FILE: Final = 64 * 1024
 MAX_RECIPIENTS_FILE: Final = 256 * 1024
 # An armored envelope for MAX_RECIPIENTS: 22 + 256 stanzas of 110 bytes + MAC + payload, x 4/3: ~40 KiB.
 MAX_ENVELOPE: Final = 128 * 1024
-_LOW_ORDER_PROBE: Final = X25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 _SSH_WHY: Final = (
     "only ssh-ed25519 SSH keys are bundle recipients (as age reads them); give one of those, or an age key "
@@ -86,9 +83,10 @@ _SSH_WHY: Final = (
 
 
 def _recipient_problem(text: str) -> str | None:
-    """Why ``text`` (stripped) is not an X25519 recipient, or None; the text itself is never quoted."""
+    """Why ``text`` (stripped) is not a recipient bundlekit takes, or None; the text itself is never quoted."""
     if text.upper().startswith("AGE-SECRET-KEY-"):
-        return "is a secret identity, not a recipient; never share it. `bundlekit key recipient FILE` prints its recipient"
+        return ("is a secret identity, not a recipient; never share it. "
+                "`bundlekit key recipient FILE` prints its recipient")
     if text.startswith(f"{agessh.STANZA_TYPE} "):
         try:
             agessh.parse_public_key(text)
@@ -107,9 +105,7 @@ def _recipient_problem(text: str) -> str | None:
         return "is not an age X25519 recipient (age1...); plugin recipients are not supported"
     if len(data) != 32:
         return "is not an age X25519 recipient: its key is not 32 bytes"
-    try:
-        _LOW_ORDER_PROBE.exchange(X25519PublicKey.from_public_bytes(data))
-    except ValueError:
+    if age.is_low_order(data):
         return "is a low-order X25519 point, which no one can decrypt for"
     return None
 
