@@ -4,8 +4,8 @@ Secrets never travel as values here: each option names an environment
 variable or a file that holds the secret (``KeyOptions``). At most one may be
 given (``--recipient`` and ``--recipients-file`` together are one: the recipients
 key source). When none is given and the key only opens, ``$BUNDLEKIT_IDENTITY``
-(an age identity itself) is the key, if it is set. ``key_spec`` turns the one option into the :class:`~bundlekit.crypto.KeySpec`
-that encrypts or opens a bundle; ``bundle.signature.manifest_signer`` turns it
+(an age identity itself) is the key, if it is set. ``key_spec`` turns the one
+option into the :class:`~bundlekit.crypto.KeySpec` that encrypts or opens a bundle; ``bundle.signature.manifest_signer`` turns it
 into the signer of a manifest. The CLI (``cli/_keyopts``) parses the options
 into a ``KeyOptions``; the MCP server and the Python API can give one directly.
 Messages name the options as a user types them (``KEY_OPTION_FLAGS``) and never

@@ -99,7 +99,8 @@ def key_options(func: F) -> F:
 
 
 def recipient_options(func: F) -> F:
-    """Add ``--recipient`` (repeatable) and ``--recipients-file`` to a command that encrypts anew (``build``, ``pin``)."""
+    """Add ``--recipient`` (repeatable) and ``--recipients-file`` to a command that encrypts anew
+    (``build``, ``pin``)."""
     func = click.option("--recipients-file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
                         help="Encrypt for every age recipient in FILE, one per line (# comments).")(func)
     return click.option("--recipient", metavar="AGE1...", multiple=True,
@@ -158,7 +159,8 @@ def resolve_key_spec(
 
     Other parameters of the command are ignored, so a command can pass all of
     its ``**params``. With no key option, a key that opens comes from
-    ``$BUNDLEKIT_IDENTITY`` if set (not with ``identity_env=False``). The rules are ``bundle.keyoptions.key_spec``'s; a weak
+    ``$BUNDLEKIT_IDENTITY`` if set (not with ``identity_env=False``).
+    The rules are ``bundle.keyoptions.key_spec``'s; a weak
     passphrase for a new key is warned about on stderr (``cli.output``).
     """
     options = KeyOptions.from_params({**params, "strong_passphrase": strong_passphrase})

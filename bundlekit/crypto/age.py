@@ -145,7 +145,9 @@ class Secret:
         raise TypeError("an identity cannot be pickled; keep keys out of caches and queues")
 
 
-def unwrap_body(secret: X25519PrivateKey, share: bytes, body: bytes, wrap_key: Callable[[bytes], bytes]) -> bytes | None:
+def unwrap_body(
+    secret: X25519PrivateKey, share: bytes, body: bytes, wrap_key: Callable[[bytes], bytes]
+) -> bytes | None:
     """The file key in a stanza ``body``: X25519 of ``secret`` and ``share``, then ``wrap_key(shared)``
     opens the body; None when it does not authenticate (another recipient's stanza). A low-order
     share (an all-zero shared secret) is a header failure, as the spec asks."""
@@ -249,7 +251,8 @@ def _wrap_x25519(file_key: bytes, recipient: bytes, rng: Rng) -> str:
         shared = ephemeral.exchange(X25519PublicKey.from_public_bytes(recipient))
     except ValueError:
         raise UsageError("a recipient is a low-order X25519 point; it is not a usable age key") from None
-    return stanza_text(f"{X25519_TYPE} {b64_raw(share)}", _hkdf(shared, share + recipient, X25519_INFO, 32), file_key)
+    wrap_key = _hkdf(shared, share + recipient, X25519_INFO, 32)
+    return stanza_text(f"{X25519_TYPE} {b64_raw(share)}", wrap_key, file_key)
 
 
 def _header_key(file_key: bytes) -> bytes:

@@ -182,7 +182,8 @@ class SshEd25519Identity(Secret):
             return None
         share = b64_raw_decode(stanza.args[2].encode("ascii"), "an ssh-ed25519 share")
         return unwrap_body(self._scalar, share, stanza.body,
-                           lambda shared: _hkdf(_tweaked(shared, self._wire), share + self.montgomery, LABEL, 32))
+                           lambda shared: _hkdf(_tweaked(shared, self._wire), share + self.montgomery,
+                                                LABEL, 32))
 
 
 def check_stanza(stanza: Stanza) -> None:

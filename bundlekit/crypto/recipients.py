@@ -237,7 +237,7 @@ def read_identity_file(
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:
-        raise KeySourceError(f"the identity file {name} is not ASCII text; it is not an age identity file") from None
+        raise KeySourceError(f"the identity file {name} is not ASCII text, so not an identity file") from None
     return parse_identities(text, where=f"the identity file {name}")
 
 
@@ -417,7 +417,7 @@ def _listed_recipients(value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not 0 < len(value) <= MAX_RECIPIENTS:
         raise ManifestError(f"manifest encryption.recipients must list 1 to {MAX_RECIPIENTS} recipients")
     if not all(_canonical(r) for r in value):
-        raise ManifestError("manifest encryption.recipients holds an entry that is not a recipient in canonical form")
+        raise ManifestError("manifest encryption.recipients holds an entry that is not a canonical recipient")
     if value != sorted(set(value)):
         raise ManifestError("manifest encryption.recipients must be sorted and without repeats")
     return tuple(value)
