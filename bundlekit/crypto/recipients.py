@@ -332,8 +332,8 @@ class IdentityKey(KeySpec):
         salt, _, key_id, commitment = _parse_params(params)
         if params["key_source"] != SOURCE:
             raise KeySourceError(
-                f"this bundle was encrypted with a {params['key_source']} key, not for recipients; "
-                "give that key's option instead of --identity-file"
+                f"this bundle was encrypted with a {params['key_source']} key, not for recipients; give that "
+                f"key's option (an identity, from --identity-file or ${IDENTITY_ENV}, opens recipients bundles only)"
             )
         recipients = _listed_recipients(params["recipients"])
         ikm = self._unwrap(params["envelope"], recipients)
