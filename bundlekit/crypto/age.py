@@ -431,9 +431,9 @@ def dearmor(text: str | bytes, *, max_bytes: int) -> bytes:
     LF or CRLF; every body line but the last holds exactly 64 characters of
     canonical, padded base64; the armored text is at most ``max_bytes`` long.
     """
-    raw = text.encode("ascii", "replace") if isinstance(text, str) else text
-    if len(raw) > max_bytes:
+    if len(text) > max_bytes:  # before any copy: a hostile manifest's envelope may be megabytes
         raise _armor_failure(f"longer than {max_bytes} bytes")
+    raw = text.encode("ascii", "replace") if isinstance(text, str) else text
     lines = raw.strip(b" \t\r\n").replace(b"\r\n", b"\n").split(b"\n")
     if len(lines) < 2 or lines[0] != _ARMOR_BEGIN.encode() or lines[-1] != _ARMOR_END.encode():
         raise _armor_failure("not one AGE ENCRYPTED FILE block")
