@@ -5,21 +5,29 @@ builds a bundle for all three (``build --recipient`` x3), each opens it with the
 others merge it (``merge --identity-file``); ``pin --recipient`` publishes one, opened back from the store; ``sync``
 re-encrypts for the same readers; an SSH ed25519 key reads beside age keys; a publisher signs one.
 Bad input on the way: a recipients file with a bad line (exit 2 naming it, no CAR written), an identity
-that is not a recipient (exit 3 before any file), a key file that would be replaced (refused)."""
+that is not a recipient (exit 3 before any file), a key file that would be replaced (refused), and a
+hostile publisher's envelope (10,000 stanzas, a stanza for an unlisted key, a duplicated stanza: exit 3,
+nothing written)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from bundlekit.bundle.build import build_bundle
 from bundlekit.cli import cli
-from bundlekit.crypto.recipients import IdentityKey, read_identity_file
+from bundlekit.crypto.recipients import IdentityKey, RecipientsKey, read_identity_file
 from bundlekit.flows.load import LoadRequest, load_tree
+from tests.crypto.conftest import FixedRandom
+from tests.crypto.test_recipients import forge, stanza
 
 MEMORIES = {"deploy_days": "we ship on fridays", "tea_not_coffee": "the lead drinks tea"}
 
@@ -185,3 +193,40 @@ def test_sync_keeps_a_recipients_bundle_for_the_same_readers(team: dict[str, str
     assert (tmp_path / "follower" / "new_plan.md").is_file()
     code, _, _ = bk("sync", "-d", "follower", "--name", name, "--identity-file", "cy.key")
     assert code == 3
+
+
+class _ForgingPublisher(RecipientsKey):
+    """A hostile publisher: a real bundle whose envelope is replaced by ``forge(ikm)`` (it knows ``ikm``)."""
+
+    def __init__(self, recipients: list[str], forge: Callable[[bytes], str]) -> None:
+        super().__init__(recipients)
+        self._forge = forge
+
+    def new_bundle_key(self, namespace: str, rng: Callable[[int], bytes] = os.urandom) -> tuple[Any, dict[str, Any]]:
+        drawn = os.urandom(64 + 16 + 32 * len(self.recipients) + 16)
+        key, params = super().new_bundle_key(namespace, FixedRandom(drawn))
+        return key, dict(params, envelope=self._forge(drawn[32:64]))
+
+
+@pytest.mark.parametrize(("stanzas", "why"), [
+    ("ten thousand", "longer than"),
+    ("unlisted", "does not list its recipient"),
+    ("duplicated", "distinct recipient stanzas"),
+])
+def test_a_hostile_publisher_s_envelope_is_refused_at_load_exit_3_nothing_written(
+    team: dict[str, str], tmp_path: Path, stanzas: str, why: str
+) -> None:
+    ana, cy = (read_identity_file(tmp_path / f"{who}.key")[0] for who in ("ana", "cy"))
+    file_key = os.urandom(16)
+
+    def forged(ikm: bytes) -> str:
+        chosen = {"ten thousand": [stanza(file_key, cy)] * 10_000,
+                  "unlisted": [stanza(file_key, ana), stanza(file_key, cy)],
+                  "duplicated": [stanza(file_key, cy)] * 2}[stanzas]
+        return forge(file_key, chosen, ikm)
+
+    listed = [team["ana"], team["bo"]] if stanzas != "duplicated" else [team["cy"], team["bo"]]
+    build_bundle(tmp_path / "tree", tmp_path / "evil.car", key=_ForgingPublisher(listed, forged))
+    code, out, err = bk("load", "evil.car", "--identity-file", "cy.key", "-o", "out")
+    assert code == 3 and why in err and out == ""
+    assert not (tmp_path / "out").exists()
