@@ -2,7 +2,7 @@
 
 Lowest layer beside ``bundlekit.errors``: every module that lands bytes in a
 user's files goes through here (``atomic_write``, ``atomic_write_bytes`` or
-``AtomicFile`` for a file,
+``AtomicFile`` for a file, ``create_file_bytes`` for a new file that must not replace one,
 ``atomic_directory`` for a whole tree, made durable by ``sync_tree``).
 
 The pattern: write to a temp file (or directory) beside the destination,
@@ -61,6 +61,7 @@ __all__ = [
     "atomic_directory",
     "atomic_write",
     "atomic_write_bytes",
+    "create_file_bytes",
     "fsync_dir",
     "is_temp_name",
     "os_reason",
@@ -471,6 +472,31 @@ def atomic_write_bytes(
     """Write ``data`` to ``path`` atomically (see ``atomic_write``)."""
     with atomic_write(path, error=error, mode=mode, hint=hint, parents=parents, sync_dir=sync_dir) as fh:
         fh.write(data)
+
+
+def create_file_bytes(
+    path: str | os.PathLike[str], data: bytes, *, error: ErrorClass, mode: int, hint: str | None = None
+) -> None:
+    """Write ``data`` to a new file at ``path``, whole or not at all, never over anything already there.
+
+    The temp file is written, fsynced and hard-linked to ``path`` (the link fails if the name
+    exists, even when another process made it a moment ago), then removed. A secret's file
+    (``bundlekit key new``) passes ``mode=0o600``. Any failure raises ``error`` naming ``path``.
+    """
+    temp = AtomicFile(path, error=error, mode=mode, hint=hint)
+    try:
+        with temp.guard() as fh:
+            fh.write(data)
+        temp.sync()
+        temp.close()
+        os.link(temp.temp, temp.dest)
+    except FileExistsError:
+        raise error(f"{temp.dest} already exists" + (f"; {hint}" if hint else "")) from None
+    except OSError as exc:
+        raise _failure(error, temp.dest, exc, hint) from exc
+    finally:
+        temp.discard()
+    fsync_dir(temp.dest.parent)
 
 
 @contextlib.contextmanager

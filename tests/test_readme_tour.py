@@ -1,8 +1,8 @@
 """README's tour runs as written: every line, in order, in a temporary folder.
 
 The tour's placeholders are filled the way a reader fills them: ``<root>`` with the root
-``build --json`` printed, ``k51...`` with the name ``name create`` printed, ``did:key:z6Mk...``
-with the signer ``build --sign`` reported, ``...`` with a passphrase, port 8080 with a free
+``build --json`` printed, ``k51...`` with the name ``name create`` printed, ``age1...`` with the
+recipient ``key new`` printed, ``did:key:z6Mk...`` with the signer ``build --sign`` reported, ``...`` with a passphrase, port 8080 with a free
 one, and the inputs the tour assumes (``some/dir``, ``~/.claude/projects/x/memory``,
 ``acct.car``, ``task.car``) are made first. The remote pinner it names (``pinata``) becomes the
 local pinner (no service is reachable from a test; duplicate pinners collapse), so the whole tour
@@ -101,6 +101,8 @@ def test_every_tour_line_runs_in_order(tmp_path: Path) -> None:
                 filled["<root>"] = json.loads(done.stdout)["root"]
             elif command.startswith("bundlekit name create"):
                 filled["k51..."] = done.stdout.strip()
+            elif command.startswith("bundlekit key new"):
+                filled["age1..."] = done.stdout.strip()
             elif "--sign" in command and command.startswith("bundlekit build"):
                 filled["did:key:z6Mk..."] = re.findall(r"signed by (\S+)", done.stderr)[0]
     finally:

@@ -2,8 +2,10 @@
 
 Secrets never travel as values here: each option names an environment
 variable or a file that holds the secret (``KeyOptions``). At most one may be
-given. ``key_spec`` turns the one option into the :class:`~bundlekit.crypto.KeySpec`
-that encrypts or opens a bundle; ``bundle.signature.manifest_signer`` turns it
+given (``--recipient`` and ``--recipients-file`` together are one: the recipients
+key source). When none is given and the key only opens, ``$BUNDLEKIT_IDENTITY``
+(an age identity itself) is the key, if it is set. ``key_spec`` turns the one
+option into the :class:`~bundlekit.crypto.KeySpec` that encrypts or opens a bundle; ``bundle.signature.manifest_signer`` turns it
 into the signer of a manifest. The CLI (``cli/_keyopts``) parses the options
 into a ``KeyOptions``; the MCP server and the Python API can give one directly.
 Messages name the options as a user types them (``KEY_OPTION_FLAGS``) and never
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,6 +29,15 @@ from bundlekit.crypto._keys import (
     parse_signature_hex,
     weak_passphrase,
 )
+from bundlekit.crypto.recipients import (
+    IDENTITY_ENV,
+    MAX_IDENTITY_FILE,
+    IdentityKey,
+    RecipientsKey,
+    parse_identities,
+    read_identity_file,
+    read_recipients_file,
+)
 from bundlekit.errors import KeySourceError, UsageError
 
 __all__ = ["KEY_OPTION_FLAGS", "KeyOptions", "environment_secret", "key_spec"]
@@ -38,6 +49,9 @@ KEY_OPTION_FLAGS: Final[Mapping[str, str]] = {
     "passphrase_env": "--passphrase-env",
     "key_file": "--key-file",
     "private_key_env": "--private-key-env",
+    "identity_file": "--identity-file",
+    "recipient": "--recipient",
+    "recipients_file": "--recipients-file",
 }
 
 _MAX_SECRET_FILE = 4096  # a signature file is 132 characters; refuse to slurp a wrong, huge file
@@ -55,6 +69,9 @@ class KeyOptions:
     passphrase_env: str | None = None
     key_file: str | os.PathLike[str] | None = None
     private_key_env: str | None = None
+    identity_file: str | os.PathLike[str] | None = None
+    recipient: tuple[str, ...] = ()
+    recipients_file: str | os.PathLike[str] | None = None
     strong_passphrase: bool = False
 
     @classmethod
@@ -70,11 +87,29 @@ class KeyOptions:
         """The options given, as the user typed them."""
         return [KEY_OPTION_FLAGS[name] for name in self.given()]
 
+    def recipients_given(self) -> bool:
+        """Whether ``--recipient`` or ``--recipients-file`` was given (the recipients key source)."""
+        return bool(self.recipient or self.recipients_file)
+
+    def without_recipients(self) -> KeyOptions:
+        """These options but the recipients: what signs a bundle the recipients encrypt."""
+        return replace(self, recipient=(), recipients_file=None)
+
+    def only_recipients(self) -> KeyOptions:
+        """The recipients alone: what encrypts when another key option signs."""
+        return KeyOptions(recipient=self.recipient, recipients_file=self.recipients_file)
+
     def one(self) -> tuple[str, Any] | None:
-        """The one option given (field name, value), or None; ``UsageError`` when more than one is."""
+        """The one option given (field name, value), or None; ``UsageError`` when more than one is.
+
+        ``--recipient`` and ``--recipients-file`` are one source (the recipients of both count).
+        """
         given = self.given()
+        if "recipient" in given:
+            given.pop("recipients_file", None)
         if len(given) > 1:
-            raise UsageError(f"{' and '.join(self.flags())} cannot be combined; give exactly one key option")
+            flags = [KEY_OPTION_FLAGS[name] for name in given]
+            raise UsageError(f"{' and '.join(flags)} cannot be combined; give exactly one key option")
         return next(iter(given.items()), None)
 
 
@@ -92,10 +127,14 @@ def key_spec(
     environ: Mapping[str, str] | None = None,
     new_key: bool = False,
     warn: Callable[[str], None] | None = None,
+    identity_env: bool = True,
 ) -> KeySpec | None:
     """The :class:`KeySpec` the one key option names, or ``None`` if none was given.
 
-    With ``new_key`` (the key will encrypt, not open) a weak passphrase is
+    With none given, a key that opens (not ``new_key``) is read from
+    ``$BUNDLEKIT_IDENTITY`` when it is set, unless ``identity_env`` is false (a
+    command whose key opens no bundle). An identity file others can read is
+    handed to ``warn``. With ``new_key`` (the key will encrypt, not open) a weak passphrase is
     handed to ``warn``, or refused when ``options.strong_passphrase``. Raises
     ``UsageError`` if more than one key option is given or ``strict`` refuses
     the passphrase, ``KeySourceError`` if the named variable or file is
@@ -104,8 +143,15 @@ def key_spec(
     env = os.environ if environ is None else environ
     chosen = options.one()
     if chosen is None:
-        return None
+        return _identity_from_environment(env) if identity_env and not new_key else None
     name, value = chosen
+    if name in ("recipient", "recipients_file"):
+        listed = list(options.recipient)
+        if options.recipients_file:
+            listed += read_recipients_file(options.recipients_file)
+        return RecipientsKey(listed)
+    if name == "identity_file":
+        return IdentityKey(read_identity_file(value, warn=warn))
     if name == "signature_env":
         return SignatureKey(parse_signature_hex(environment_secret(value, env, "wallet signature"),
                                                 where=f"${value}"))
@@ -119,6 +165,17 @@ def key_spec(
     if name == "key_file":
         return RawKeyFile.from_path(Path(value))
     return PrivateKeySigner(environment_secret(value, env, "private key").strip())
+
+
+def _identity_from_environment(env: Mapping[str, str]) -> KeySpec | None:
+    """The identities in ``$BUNDLEKIT_IDENTITY`` (the identity file's text itself), or None when unset."""
+    text = env.get(IDENTITY_ENV)
+    if not text:
+        return None
+    if len(text) > MAX_IDENTITY_FILE:
+        raise KeySourceError(f"${IDENTITY_ENV} is over {MAX_IDENTITY_FILE} characters; put the identity itself "
+                             "in it (AGE-SECRET-KEY-1...), or give --identity-file FILE")
+    return IdentityKey(parse_identities(text, where=f"${IDENTITY_ENV}"))
 
 
 def _check_new_passphrase(passphrase: str, *, strict: bool, warn: Callable[[str], None] | None) -> None:

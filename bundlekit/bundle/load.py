@@ -738,11 +738,11 @@ def _open_key(manifest: dict[str, Any], key: KeySpec | None) -> BundleKey | Thre
     if params is None:
         return None
     if not isinstance(params.get("key_source"), str):
-        raise ManifestError("manifest encryption.key_source must be signature, passphrase or key-file")
+        raise ManifestError("manifest encryption.key_source must be signature, passphrase, key-file or recipients")
     if key is None:
         raise KeySourceError(
             "this bundle is encrypted; pass a key option (--signature-env, --signature-file, "
-            "--passphrase-env, --key-file or --private-key-env)"
+            "--passphrase-env, --key-file, --private-key-env, or --identity-file for a recipients bundle)"
         )
     if isinstance(params, dict) and params.get("scheme") == THREEWS_SCHEME:
         return threews_key_from_spec(key, str(params.get("agent_id") or manifest["namespace"]))

@@ -295,6 +295,10 @@ def build_keys(
     one and ``compat`` without ``encrypt`` are ``UsageError``; the signer is read
     first, then the key (a weak passphrase is handed to ``warn``, see ``key_spec``).
     """
+    if options.recipients_given():
+        if compat is not None:
+            raise UsageError(f"--compat {compat} takes a wallet key option, not --recipient")
+        return _recipients_keys(options, sign=sign, signer_address=signer_address, environ=environ, warn=warn)
     signer = manifest_signer(options, sign=sign, signer_address=signer_address, environ=environ)
     if sign and encrypt and not options.private_key_env:
         raise UsageError("--sign with --encrypt needs --private-key-env: the one key option both signs and encrypts")
@@ -316,7 +320,31 @@ def publish_keys(
     environ: Mapping[str, str] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> BundleKeys:
-    """The signer and key of ``bundlekit pin``: with ``sign`` the key option signs, else it encrypts (if any)."""
+    """The signer and key of ``bundlekit pin``: with ``sign`` the key option signs, else it encrypts (if any).
+
+    Recipients always encrypt; with them, the other key option (if any) signs.
+    """
+    if options.recipients_given():
+        return _recipients_keys(options, sign=sign, signer_address=signer_address, environ=environ, warn=warn)
     signer = manifest_signer(options, sign=sign, signer_address=signer_address, environ=environ)
     key = None if sign else key_spec(options, environ=environ, new_key=True, warn=warn)
     return BundleKeys(signer, key)
+
+
+def _recipients_keys(
+    options: KeyOptions,
+    *,
+    sign: bool,
+    signer_address: str | None,
+    environ: Mapping[str, str] | None,
+    warn: Callable[[str], None] | None,
+) -> BundleKeys:
+    """Recipients encrypt (their keys are public, no secret of the writer's); with ``sign`` the
+    other key option signs (``--sign-key``, ``--private-key-env``, ``--signature-file --signer``).
+    Without ``sign`` another key option beside them is a ``UsageError``."""
+    rest = options.without_recipients()
+    if not sign and rest.given():
+        raise UsageError(f"{rest.flags()[0]} and --recipient cannot be combined; recipients are the one key "
+                         "that encrypts (with --sign, the other option signs)")
+    signer = manifest_signer(rest, sign=sign, signer_address=signer_address, environ=environ)
+    return BundleKeys(signer, key_spec(options.only_recipients(), environ=environ, new_key=True, warn=warn))

@@ -61,7 +61,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "load": ("bundlekit.cli.load", "load", "Load a bundle from a manifest URI, verified, into a memory tree."),
     "fork": ("bundlekit.cli.load", "fork", "Import a bundle into another memory tree."),
     "diff": ("bundlekit.cli.diff", "diff", "Show memories added, removed and changed between two bundles or trees."),
-    "key": ("bundlekit.cli.key", "key", "Key helpers: the exact message to sign with a wallet."),
+    "key": ("bundlekit.cli.key", "key", "Key helpers: the message a wallet signs; age identities for recipients."),
     "pin": ("bundlekit.cli.pin", "pin", "Build or pack, then publish to one or more pinners."),
     "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
     "mcp": ("bundlekit.cli.mcp", "mcp", "Serve memory tools to MCP clients (needs bundlekit[mcp])."),

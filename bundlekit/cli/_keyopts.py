@@ -10,6 +10,12 @@ holds the secret. At most one may be given::
     --key-file F            a raw encryption key: 32 bytes, or 64 hex digits
     --private-key-env VAR   an Ethereum private key in $VAR; bundlekit signs the
                             key message itself (needs bundlekit[wallet])
+    --identity-file F       an age identity (AGE-SECRET-KEY-1...) that opens a bundle
+                            encrypted for recipients; without any option, $BUNDLEKIT_IDENTITY
+
+A command that encrypts anew (``build``, ``pin``) also applies ``@recipient_options``:
+``--recipient age1...`` (repeatable) and ``--recipients-file F`` together are one more key
+option, the recipients (specs/encryption.md, "Recipients"); their values are public keys.
 
 A command that builds a bundle also applies ``@sign_options`` (``--sign``, ``--sign-key``, ``--signer``),
 folds ``--sign-key FILE`` (an Ed25519 PEM key: its own name, never ``--key-file``, which is an
@@ -42,7 +48,7 @@ from bundlekit.crypto._keys import PASSPHRASE_MIN_CHARS, KeySpec
 from bundlekit.errors import UsageError
 
 __all__ = [
-    "key_options", "passphrase_check_option", "resolve_key_spec", "sign_options", "signing",
+    "key_options", "passphrase_check_option", "recipient_options", "resolve_key_spec", "sign_options", "signing",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -79,10 +85,26 @@ def key_options(func: F) -> F:
             metavar="VAR",
             help="Sign the key message with the Ethereum private key in env var VAR (needs bundlekit[wallet]).",
         ),
+        click.option(
+            "--identity-file",
+            metavar="FILE",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Open a bundle encrypted for recipients with the age identity in FILE "
+            "(default: $BUNDLEKIT_IDENTITY, the identity itself).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def recipient_options(func: F) -> F:
+    """Add ``--recipient`` (repeatable) and ``--recipients-file`` to a command that encrypts anew
+    (``build``, ``pin``)."""
+    func = click.option("--recipients-file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+                        help="Encrypt for every age recipient in FILE, one per line (# comments).")(func)
+    return click.option("--recipient", metavar="AGE1...", multiple=True,
+                        help="Encrypt for this age recipient (repeatable); `bundlekit key new` makes one.")(func)
 
 
 def sign_options(func: F) -> F:
@@ -104,7 +126,7 @@ def signing(params: dict[str, Any], sign: bool) -> bool:
     sign_key = params.pop("sign_key", None)
     if sign_key is None:
         return sign
-    others = KeyOptions.from_params(params).flags()
+    others = KeyOptions.from_params(params).without_recipients().flags()  # recipients encrypt beside it
     if others:
         raise UsageError(f"--sign-key and {others[0]} cannot be combined; give exactly one key option "
                          "(to sign and encrypt at once: --encrypt --sign --private-key-env VAR)")
@@ -130,13 +152,16 @@ def resolve_key_spec(
     environ: Mapping[str, str] | None = None,
     new_key: bool = False,
     strong_passphrase: bool = False,
+    identity_env: bool = True,
     **params: Any,
 ) -> KeySpec | None:
     """Turn a command's parameters into a :class:`KeySpec`, or ``None`` if no key option was given.
 
     Other parameters of the command are ignored, so a command can pass all of
-    its ``**params``. The rules are ``bundle.keyoptions.key_spec``'s; a weak
+    its ``**params``. With no key option, a key that opens comes from
+    ``$BUNDLEKIT_IDENTITY`` if set (not with ``identity_env=False``).
+    The rules are ``bundle.keyoptions.key_spec``'s; a weak
     passphrase for a new key is warned about on stderr (``cli.output``).
     """
     options = KeyOptions.from_params({**params, "strong_passphrase": strong_passphrase})
-    return key_spec(options, environ=environ, new_key=new_key, warn=output.warn)
+    return key_spec(options, environ=environ, new_key=new_key, warn=output.warn, identity_env=identity_env)

@@ -8,7 +8,8 @@ to stderr, with a progress bar on a terminal.
 names the signer: ``--private-key-env`` (EIP-191; with ``--encrypt`` the same key
 also encrypts), ``--key-file`` holding an Ed25519 PEM key (did:key), or
 ``--signature-file`` with ``--signer ADDRESS`` for a signature made elsewhere of
-the text ``bundlekit key message --manifest CID`` prints.
+the text ``bundlekit key message --manifest CID`` prints. ``--recipient`` (``--recipients-file``)
+encrypts for age recipients, and any of those signers can sign beside it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from bundlekit.bundle.signature import build_keys
 from bundlekit.cli import output
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.cli._params import PROFILE, legacy_tree_argument, strict_option, tree_option
-from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._keyopts import key_options, passphrase_check_option, recipient_options, sign_options, signing
 from bundlekit.cli._shareopts import share_options, shared
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
@@ -43,7 +44,8 @@ __all__ = ["build"]
 @click.option("--created", metavar="TIME",
               help="Creation time, ISO 8601 or Unix seconds (default: $SOURCE_DATE_EPOCH, else the newest time in the tree).")
 @click.option("--json", "as_json", is_flag=True, help="Print {root, manifest_uri, files, bytes, manifest_cid, signer} as JSON.")
-@click.option("--encrypt", is_flag=True, help="Encrypt memory and timeline files (needs a key option).")
+@click.option("--encrypt", is_flag=True,
+              help="Encrypt memory and timeline files (needs a key option; implied by --recipient).")
 @click.option("--redact-index", is_flag=True, help="Leave descriptions out of an encrypted bundle's index.")
 @click.option("--compat", type=click.Choice(COMPAT_FORMS),
               help="With --encrypt: encrypt in another runtime's form (three.ws: wallet key, agent id = namespace).")
@@ -53,6 +55,7 @@ __all__ = ["build"]
 @embedder_options
 @sign_options
 @key_options
+@recipient_options
 @passphrase_check_option
 @strict_option("a memory file that does not parse")
 def build(tree: Path, output_path: Path, namespace: str | None, profile: str | None, created: str | None,
@@ -68,6 +71,7 @@ def build(tree: Path, output_path: Path, namespace: str | None, profile: str | N
 
     share = shared(share_types, share_timeline, tree)
     sign = signing(params, sign)
+    encrypt = encrypt or bool(params.get("recipient") or params.get("recipients_file"))  # recipients encrypt
     keys = build_keys(KeyOptions.from_params(params), sign=sign, encrypt=encrypt, signer_address=signer_address,
                       compat=compat, warn=output.warn)
     signer, key = keys.signer, keys.key

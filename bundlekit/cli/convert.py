@@ -197,7 +197,7 @@ def convert(
     used = KeyOptions.from_params(params).flags()
     if used and fmt != "three.ws":
         raise UsageError(f"{', '.join(used)} only applies to three.ws (its encrypted per-file form)")
-    key = resolve_key_spec(**params)
+    key = resolve_key_spec(identity_env=False, **params)
     if key is not None:
         options["key"] = key
     device = {name: bool(params.get(name)) for name in _DEVICE}

@@ -1,4 +1,9 @@
-"""``bundlekit key``: helpers for wallet-derived keys.
+"""``bundlekit key``: helpers for wallet-derived keys, and age identities for recipients bundles.
+
+``bundlekit key new -o agent.key`` writes a new age identity (mode 0600, never over an
+existing file) and prints its recipient (``age1...``) for ``build --recipient``;
+``bundlekit key recipient agent.key`` prints the recipient of each identity in a file.
+Keys never travel on the command line: only the file's name does.
 
 ``bundlekit key message --namespace NS`` prints the exact message to sign with
 any wallet tool (EIP-191 personal_sign); the signature then goes to
@@ -10,12 +15,15 @@ drop it (``--hex`` and ``--json`` give the exact bytes unambiguously).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from bundlekit.bundle.signature import manifest_message
 from bundlekit.cli import output
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.crypto._keys import signature_message
+from bundlekit.crypto.recipients import read_identity_file, recipient_of, write_new_identity
 from bundlekit.crypto.threews import threews_message
 from bundlekit.errors import UsageError
 
@@ -24,7 +32,7 @@ __all__ = ["key"]
 
 @click.group(cls=SuggestingGroup)
 def key() -> None:
-    """Key helpers: the exact message to sign with a wallet."""
+    """Key helpers: the message a wallet signs; age identities for recipients."""
 
 
 @key.command()
@@ -67,3 +75,21 @@ def message(namespace: str | None, compat: str | None, agent_id: str | None, man
         output.data_json({"message": text, "hex": hex_text})
     else:
         output.data(hex_text if as_hex else text)
+
+
+@key.command("new")
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the new identity (mode 0600; an existing file is never replaced).")
+def new(output_path: Path) -> None:
+    """Make a new age identity in FILE and print its recipient (age1...), for build --recipient."""
+    recipient = write_new_identity(output_path)
+    output.status(f"wrote {output_path} (keep it secret; give others the recipient below)")
+    output.data(recipient)
+
+
+@key.command("recipient")
+@click.argument("identity_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path))
+def recipient(identity_file: Path) -> None:
+    """Print the recipient (age1...) of each age identity in FILE, one per line."""
+    for identity in read_identity_file(identity_file, warn=output.warn):
+        output.data(recipient_of(identity))

@@ -18,7 +18,7 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.bundle.signature import publish_keys
 from bundlekit.cli import output
-from bundlekit.cli._keyopts import key_options, passphrase_check_option, sign_options, signing
+from bundlekit.cli._keyopts import key_options, passphrase_check_option, recipient_options, sign_options, signing
 from bundlekit.cli._params import PROFILE, strict_option, tree_option
 from bundlekit.cli._shareopts import share_options, shared
 from bundlekit.cli.names import published_line
@@ -66,6 +66,7 @@ def _table(report: PinReport) -> str:
 @share_options
 @sign_options
 @key_options
+@recipient_options
 @passphrase_check_option
 @strict_option("a memory file that does not parse")
 def pin(

@@ -22,8 +22,10 @@ commitment (``WrongKeyError`` from ``KeySpec.open_bundle_key``).
 Modules: this one (the recipe), over the private ``_stream`` (the STREAM construction over
 AES-256-GCM), ``_keys`` (key sources: wallet signature, passphrase, key file), ``_hmac``
 (HMAC-SHA-256 for the per-file MACs) and ``_pool`` (OS random records drawn in batches); beside
-it ``signing`` (Ed25519 key files and ``did:key``, Ethereum signers) and ``threews`` (three.ws's
-encrypted memory file form).
+it ``signing`` (Ed25519 key files and ``did:key``, Ethereum signers), ``threews`` (three.ws's
+encrypted memory file form), ``recipients`` (the recipients key source: age recipients and
+identities) over ``age`` (age v1 files: X25519 stanzas, header MAC, payload, armor), ``agessh``
+(age's ssh-ed25519 stanzas and OpenSSH Ed25519 keys) and ``_bech32`` (age's key encoding).
 
 Limitations: streaming decryption writes each chunk once it authenticates, so a
 stream cut or tampered later leaves earlier plaintext in ``dst``; write to a

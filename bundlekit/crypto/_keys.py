@@ -305,14 +305,7 @@ class KeySpec(ABC):
                 f"give the matching key option ({_OPTION_FOR[str(params['key_source'])]})"
             )
         key = _bundle_key(self._ikm(namespace, salt, kdf), salt, self.source, ns)
-        if not hmac.compare_digest(key.commitment(), commitment):
-            raise WrongKeyError(
-                f"the {self.source} key does not open this bundle (key commitment mismatch); "
-                "check that you use the same key, passphrase or wallet and namespace that built it"
-            )
-        if not hmac.compare_digest(key.key_id, key_id):
-            raise ManifestError("the manifest's encryption key_id does not match its key; the manifest is damaged")
-        return key
+        return _verified_key(key, key_id, commitment, self.source)
 
     def _new_kdf(self) -> dict[str, Any]:
         return {"name": "hkdf-sha256"}
@@ -325,11 +318,26 @@ class KeySpec(ABC):
         return f"{type(self).__name__}(<secret>)"
 
 
+def _verified_key(key: BundleKey, key_id: bytes, commitment: bytes, what: str) -> BundleKey:
+    """``key`` once it matches the manifest's commitment (``WrongKeyError``) and key id (``ManifestError``)."""
+    if not hmac.compare_digest(key.commitment(), commitment):
+        raise WrongKeyError(
+            f"the {what} key does not open this bundle (key commitment mismatch); "
+            "check that you use the same key, passphrase or wallet and namespace that built it"
+        )
+    if not hmac.compare_digest(key.key_id, key_id):
+        raise ManifestError("the manifest's encryption key_id does not match its key; the manifest is damaged")
+    return key
+
+
 _OPTION_FOR: Final = {
     "signature": "--signature-env, --signature-file or --private-key-env",
     "passphrase": "--passphrase-env",
     "key-file": "--key-file",
+    "recipients": "--identity-file or $BUNDLEKIT_IDENTITY",
 }
+# The members a key source adds to the six every source has (the recipients source: crypto/recipients).
+_SOURCE_MEMBERS: Final = {"recipients": frozenset({"recipients", "envelope"})}
 
 
 def _parse_hex(params: Mapping[str, Any], name: str, size: int) -> bytes:
@@ -347,6 +355,7 @@ def _parse_params(params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any], byt
     if not isinstance(params, Mapping):
         raise ManifestError("manifest encryption must be an object; the manifest is damaged")
     expected = {"scheme", "key_source", "kdf", "salt", "key_id", "commitment"}
+    expected |= _SOURCE_MEMBERS.get(str(params.get("key_source")), frozenset())
     if set(params) != expected:
         raise ManifestError(
             "manifest encryption must have exactly the fields " + ", ".join(sorted(expected))
@@ -357,7 +366,7 @@ def _parse_params(params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any], byt
         )
     source = params["key_source"]
     if source not in _OPTION_FOR:
-        raise ManifestError("manifest encryption.key_source must be signature, passphrase or key-file")
+        raise ManifestError("manifest encryption.key_source must be signature, passphrase, key-file or recipients")
     kdf = params["kdf"]
     if not isinstance(kdf, Mapping):
         raise ManifestError("manifest encryption.kdf must be an object")

@@ -99,6 +99,8 @@ def _help(option: click.Option) -> str:
 CONCEPTS = {
     "the memory tree": ("-d / --dir", lambda o: "memory tree" in _help(o) and o.name not in ("output_path", "layers")),
     "the encryption key file": ("--key-file", lambda o: "32 raw bytes" in _help(o)),
+    "the age identity that opens a recipients bundle": ("--identity-file", lambda o: "age identity" in _help(o)),
+    "who can read a new encrypted bundle": ("--recipient", lambda o: "Encrypt for this age recipient" in _help(o)),
     "the manifest's signing key (Ed25519 PEM)": ("--sign-key", lambda o: "Sign the manifest with" in _help(o)),
     "the IPNS name's key (Ed25519 PEM)": ("--name-key", lambda o: o.name in ("name_key", "sync_name_key")),
     "what the input's files may claim": ("--max-bytes", lambda o: "claim more bytes than this" in _help(o)),

@@ -1,0 +1,162 @@
+"""Differential tests against Debian's ``age`` 1.1 (``age``, ``age-keygen``; .ci/run installs them).
+
+Both directions: ``age -d -i`` opens the envelope bundlekit wraps a bundle's key in and prints the
+same 32 bytes, and an envelope ``age -r`` made opens a bundle the same way bundlekit's own does.
+Keys and recipients agree with ``age-keygen`` byte for byte (Bech32 both ways).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bundlekit.crypto import _bech32, age
+from bundlekit.crypto._keys import _bundle_key
+from bundlekit.crypto.recipients import (
+    IdentityKey,
+    RecipientsKey,
+    identity_file_text,
+    new_identity,
+    read_identity_file,
+    recipient_of,
+)
+
+AGE = shutil.which("age")
+KEYGEN = shutil.which("age-keygen")
+pytestmark = pytest.mark.skipif(AGE is None or KEYGEN is None, reason="Debian's age is not installed (.ci/run installs it)")
+
+
+def run(*args: str, stdin: bytes = b"") -> bytes:
+    done = subprocess.run(args, input=stdin, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def keygen(path: Path) -> str:
+    run(str(KEYGEN), "-o", str(path))
+    return run(str(KEYGEN), "-y", str(path)).decode().strip()
+
+
+def test_age_keygen_identities_read_to_the_recipient_age_keygen_prints(tmp_path: Path) -> None:
+    for n in range(5):
+        recipient = keygen(tmp_path / f"k{n}")
+        [identity] = read_identity_file(tmp_path / f"k{n}")
+        assert recipient_of(identity) == recipient
+
+
+def test_age_keygen_reads_our_identity_files_to_our_recipient(tmp_path: Path) -> None:
+    for n in range(5):
+        identity = new_identity()
+        (tmp_path / f"k{n}").write_text(identity_file_text(identity))
+        os.chmod(tmp_path / f"k{n}", 0o600)
+        assert run(str(KEYGEN), "-y", str(tmp_path / f"k{n}")).decode().strip() == recipient_of(identity)
+
+
+def test_bech32_round_trips_what_age_keygen_writes(tmp_path: Path) -> None:
+    keygen(tmp_path / "k")
+    secret = [line for line in (tmp_path / "k").read_text().splitlines() if line.startswith("AGE-SECRET")][0]
+    hrp, data = _bech32.decode(secret)
+    assert hrp == "age-secret-key-" and _bech32.encode(hrp, data, upper=True) == secret
+
+
+def test_age_decrypts_our_envelope_to_the_key_material_of_the_bundle_key(tmp_path: Path) -> None:
+    recipients = [keygen(tmp_path / f"k{n}") for n in range(3)]
+    key, params = RecipientsKey(recipients).new_bundle_key("team")
+    for n in range(3):
+        ikm = run(str(AGE), "-d", "-i", str(tmp_path / f"k{n}"), stdin=params["envelope"].encode())
+        assert len(ikm) == 32
+        derived = _bundle_key(ikm, bytes.fromhex(params["salt"]), "recipients", b"team")
+        assert derived.key_id == key.key_id and derived.commitment() == key.commitment()
+
+
+def test_age_refuses_our_envelope_for_an_identity_not_among_the_recipients(tmp_path: Path) -> None:
+    recipients = [keygen(tmp_path / "k0")]
+    keygen(tmp_path / "other")
+    _, params = RecipientsKey(recipients).new_bundle_key("team")
+    done = subprocess.run([str(AGE), "-d", "-i", str(tmp_path / "other")], input=params["envelope"].encode(),
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode != 0 and b"no identity matched" in done.stderr
+
+
+def test_an_envelope_age_made_opens_the_bundle_like_ours(tmp_path: Path) -> None:
+    recipients = [keygen(tmp_path / f"k{n}") for n in range(3)]
+    key, params = RecipientsKey(recipients).new_bundle_key("team")
+    ikm = run(str(AGE), "-d", "-i", str(tmp_path / "k0"), stdin=params["envelope"].encode())
+    flags = [arg for r in recipients for arg in ("-r", r)]
+    theirs = run(str(AGE), "-a", *flags, stdin=ikm).decode()
+    assert theirs != params["envelope"]
+    for n in range(3):
+        opened = IdentityKey(read_identity_file(tmp_path / f"k{n}")).open_bundle_key(dict(params, envelope=theirs), "team")
+        assert opened.key_id == key.key_id
+
+
+def test_a_binary_age_file_from_age_decrypts_with_our_reader(tmp_path: Path) -> None:
+    recipient = keygen(tmp_path / "k")
+    [identity] = read_identity_file(tmp_path / "k")
+    plaintext = bytes(range(256)) * 700  # three chunks
+    data = run(str(AGE), "-r", recipient, stdin=plaintext)
+    header, offset = age.parse_header(data, max_stanzas=4, max_bytes=4096)
+    file_key, _ = age.unwrap_file_key(header, [identity])
+    age.check_mac(header, file_key)
+    assert b"".join(age.open_payload(file_key, data[offset:])) == plaintext
+
+
+def test_age_decrypts_a_multi_chunk_file_we_wrote(tmp_path: Path) -> None:
+    recipient = keygen(tmp_path / "k")
+    plaintext = os.urandom(3 * 65536 + 5)
+    ours = age.encrypt(plaintext, [age.X25519Recipient(_bech32.decode(recipient)[1])], os.urandom)
+    assert run(str(AGE), "-d", "-i", str(tmp_path / "k"), stdin=ours) == plaintext
+
+
+# --- ssh-ed25519 (FiloSottile/age agessh/agessh.go), with keys from ssh-keygen ---------------------------
+
+SSH_KEYGEN = shutil.which("ssh-keygen")
+needs_ssh_keygen = pytest.mark.skipif(SSH_KEYGEN is None, reason="ssh-keygen is not installed")
+
+
+def ssh_key(path: Path, *, kind: str = "ed25519", passphrase: str = "") -> str:
+    run(str(SSH_KEYGEN), "-q", "-t", kind, "-N", passphrase, "-C", "someone@example.org", "-f", str(path))
+    return (path.parent / f"{path.name}.pub").read_text()
+
+
+@needs_ssh_keygen
+def test_age_decrypts_our_envelope_with_an_ssh_ed25519_key(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    x25519 = keygen(tmp_path / "k")
+    key, params = RecipientsKey([public, x25519]).new_bundle_key("team")
+    assert all("someone@" not in r for r in params["recipients"])  # the comment is not kept
+    ikm = run(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=params["envelope"].encode())
+    assert _bundle_key(ikm, bytes.fromhex(params["salt"]), "recipients", b"team").key_id == key.key_id
+
+
+@needs_ssh_keygen
+def test_an_envelope_age_made_for_an_ssh_key_opens_with_our_reader(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    key, params = RecipientsKey([public]).new_bundle_key("team")
+    ikm = run(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=params["envelope"].encode())
+    theirs = run(str(AGE), "-a", "-R", str(tmp_path / "id.pub"), stdin=ikm).decode()
+    opened = IdentityKey(read_identity_file(tmp_path / "id")).open_bundle_key(dict(params, envelope=theirs), "team")
+    assert opened.key_id == key.key_id
+
+
+@needs_ssh_keygen
+def test_our_ssh_identity_answers_for_the_public_key_ssh_keygen_wrote(tmp_path: Path) -> None:
+    public = ssh_key(tmp_path / "id")
+    [identity] = read_identity_file(tmp_path / "id")
+    assert identity.recipient_text() == " ".join(public.split()[:2])
+
+
+@needs_ssh_keygen
+@pytest.mark.parametrize(("kind", "passphrase", "why"), [
+    ("ed25519", "a passphrase", "protected by a passphrase"),
+    ("ecdsa", "", "only ssh-ed25519"),
+])
+def test_an_ssh_key_bundlekit_cannot_use_is_refused_saying_why(tmp_path: Path, kind: str, passphrase: str, why: str) -> None:
+    ssh_key(tmp_path / "id", kind=kind, passphrase=passphrase)
+    from bundlekit.errors import KeySourceError
+    with pytest.raises(KeySourceError, match=why):
+        read_identity_file(tmp_path / "id")
