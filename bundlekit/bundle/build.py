@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
-from bundlekit.bundle.lineage import read_parents, record_last
+from bundlekit.bundle.lineage import build_parents, files_digest, record_build
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -275,15 +275,17 @@ def build_bundle(
     )
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
     cids = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
-    # Step 7: the manifest; step 8: one tree into the CAR.
+    # Step 7: the manifest (parents: bundle.lineage.build_parents); step 8: one tree into the CAR.
+    files = {path: (cids[path], len(data)) for path, data in stored}
+    parents, digest = _lineage(mem, files, options.parents)
     manifest = make_manifest(
         namespace=ns,
         created=when,
         profile=prof.name,
-        files={path: (cids[path], len(data)) for path, data in stored},
+        files=files,
         timeline=timeline,
         encryption=encryption,
-        parents=read_parents(mem.root) if options.parents is None else options.parents,
+        parents=parents,
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
     manifest_bytes = canonical_json(manifest)
@@ -294,18 +296,26 @@ def build_bundle(
     root = _write_car(out_car, [*top, *stored], prof, cids, options.progress)
     if mem.root is not None:
         with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
-            record_last(mem.root, root)
-    car_path = Path(out_car)
+            record_build(mem.root, root, parents, digest)
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
         files=len(stored),
-        bytes=car_path.stat().st_size,
-        car=car_path,
+        bytes=Path(out_car).stat().st_size,
+        car=Path(out_car),
         paths=sorted(path for path, _ in stored),
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
     )
+
+
+def _lineage(
+    mem: Memory, files: dict[str, tuple[bytes, int]], given: Sequence[str] | None
+) -> tuple[list[str], str]:
+    """The manifest's parents (``given``, else ``bundle.lineage.build_parents``) and the files' digest the tree
+    remembers its build by."""
+    digest = files_digest(files)
+    return (build_parents(mem.root, digest) if given is None else list(given)), digest
 
 
 def _with_index(
