@@ -283,7 +283,7 @@ class Memory:
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
-                self._tree.append(entry)
+                self._tree.append(entry, refreshed=True)
                 self._backend.delete(filename)
             self._tree.stored(catalog, [], {}, [filename])
 
