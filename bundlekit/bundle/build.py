@@ -288,11 +288,7 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
     root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
-    if cache is not None and encryption is not None:
-        cache.save(ns, encryption)
-    if mem.root is not None:
-        with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
-            record_build(mem.root, root, parents, digest)
+    _remember(mem.root, root, (parents, digest), cache, (ns, encryption))
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
@@ -303,6 +299,21 @@ def build_bundle(
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
     )
+
+
+def _remember(
+    tree: Path | None, root: bytes, lineage: tuple[list[str], str], cache: EncryptionCache | None,
+    encryption: tuple[str, dict[str, Any] | None],
+) -> None:
+    """After the CAR is written: the tree's last build (``bundle.lineage.record_build``: root, parents, files
+    digest) and its encrypted files (``bundle.buildcache``). Caches both: a tree they cannot be written in
+    still builds."""
+    namespace, params = encryption
+    if cache is not None and params is not None:
+        cache.save(namespace, params)
+    if tree is not None:
+        with suppress(MemoryStoreError):
+            record_build(tree, root, *lineage)
 
 
 def _lineage(
