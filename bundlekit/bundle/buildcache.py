@@ -13,7 +13,7 @@ the very bytes this key made from this plaintext at this path, never a stale or 
 plaintext; lost or damaged it costs a re-encryption, never a wrong byte.
 
 ``<tree>/.bundlekit/build-cache.sqlite``, local to this copy of the tree like the derived index;
-each build replaces its rows with the files it stored, so it holds one version per path.
+each build leaves in it exactly the files it stored (writing only the rows that changed), one version per path.
 """
 
 from __future__ import annotations
@@ -107,8 +107,9 @@ class EncryptionCache:
         return cipher
 
     def save(self, namespace: str, params: dict[str, Any]) -> None:
-        """Keep this build's files and parameters in place of the last (one transaction; a cache: a tree it
-        cannot be written in still builds)."""
+        """Keep this build's files and parameters in place of the last: only the rows that changed are written,
+        the paths it no longer has removed (one transaction; a cache: a tree it cannot be written in still
+        builds)."""
         if self.path is None:
             return
         with suppress(sqlite3.Error, OSError, BundlekitError):
@@ -117,7 +118,9 @@ class EncryptionCache:
                 for statement in _SCHEMA:
                     db.execute(statement)
                 db.execute("DELETE FROM params")
-                db.execute("DELETE FROM files")
                 db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
-                db.executemany("INSERT INTO files VALUES (?, ?, ?, ?)",
-                               [(p, *row) for p, row in sorted(self._next.items())])
+                if not self._rows:  # another key or namespace, or a first build: the rows start again
+                    db.execute("DELETE FROM files")
+                db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(set(self._rows) - set(self._next))])
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                               [(p, *row) for p, row in sorted(self._next.items()) if self._rows.get(p) != row])
