@@ -61,3 +61,21 @@ def test_build_pin_and_name_publish_keep_lineage_so_a_follower_merges_without_co
     assert "beta: the writer changed this one." in shown
     listed = _cli(tmp_path, "memory", "-d", "theirs", "list")
     assert "delta" in listed and "conflict" not in listed
+
+
+def test_a_tree_loaded_from_a_car_merges_the_writers_next_car_on_its_base(tmp_path: Path) -> None:
+    """``load -o`` remembers the root as the tree's parent and keeps the blocks it read (as ``fork`` does),
+    so the writer's next bundle, which names that root as its parent, merges on that base: no conflict."""
+    _cli(tmp_path, "memory", "-d", "mine", "init")
+    for key in ("alpha", "beta"):
+        _write(tmp_path, "mine", key, f"{key}: the first text.")
+    first = _cli(tmp_path, "build", "-d", "mine", "-o", "first.car").strip()
+    _cli(tmp_path, "load", "first.car", "-o", "theirs")
+    _write(tmp_path, "theirs", "delta", "the reader's own memory")
+    _write(tmp_path, "mine", "beta", "beta: the writer changed this one.")
+    _cli(tmp_path, "build", "-d", "mine", "-o", "second.car")
+    report = json.loads(_cli(tmp_path, "merge", "second.car", "-d", "theirs", "--json"))
+    assert report["base"] == first
+    assert report["conflicts"] == []
+    assert "changed this one" in (tmp_path / "theirs" / "beta.md").read_text()
+    assert (tmp_path / "theirs" / "delta.md").is_file()
