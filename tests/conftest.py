@@ -15,6 +15,7 @@ example that was correct (tests/net/test_stream_accept.py, 261 ms under load). E
 runs without it; a test may still set its own ``@settings``.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -86,6 +87,29 @@ def own_home(monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, value in home_environment(home).items():
         monkeypatch.setenv(name, value)
     return home
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compiled modules cached for the run even where ``PYTHONDONTWRITEBYTECODE`` forbids writing them beside the
+    sources: in pytest's cache folder (``.pytest_cache/d/bundlekit-bytecode``, git-ignored; a temporary folder of the run when
+    the cache is off or read-only), through ``PYTHONPYCACHEPREFIX``.
+
+    Without it every test process and each of the hundreds of ``python -m bundlekit`` children a run starts compiled
+    every module it imports from source again, and each worker rewrote and compiled all ~400 test modules (about half
+    a worker's collection time). The variables are set before pytest-xdist starts its workers, so they, and every
+    child a test starts, inherit them; what a process imports is unchanged, only where Python keeps its bytecode.
+    """
+    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):
+        return
+    prefix = _SUITE_HOME / "bytecode"
+    cache = getattr(config, "cache", None)  # absent with -p no:cacheprovider
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            prefix = cache.mkdir("bundlekit-bytecode")
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
