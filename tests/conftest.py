@@ -89,6 +89,17 @@ def own_home(monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: a test process per core and one more (pytest-xdist's hook; ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    still decides where set). Many tests spend part of their time waiting (a deadline to pass, a child or a server to
+    start, a socket to close): with one process per core a core idles through each wait, with one more the spare
+    process runs tests meanwhile."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Compiled modules cached for the run even where ``PYTHONDONTWRITEBYTECODE`` forbids writing them beside the
     sources: in pytest's cache folder (``.pytest_cache/d/bundlekit-bytecode``, git-ignored; a temporary folder of the run when
