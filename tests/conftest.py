@@ -147,7 +147,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_SUITE_HOME, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked ``slow`` first, each module's in its order (a stable sort): with a process per core they
-    wait out their deadlines while the other processes run the rest, instead of ending the run alone."""
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, each module's together and in its order, and spread over the test processes.
+
+    pytest-xdist's ``worksteal`` hands each process an even, contiguous share of this order, then moves tests from
+    the tail of a busy process's share to an idle one; a test at the head of a share is never moved. So each share
+    starts with its own slow modules (round-robin, in collection order): they run beside the rest from the start
+    instead of one after another in one process, and none ends the run alone. A slow module stays in one process,
+    so a fixture it starts once (the Letta server) starts once.
+    """
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    modules: dict[str, list[pytest.Item]] = {}
+    rest = []
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            rest.append(item)
+        else:
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, module in enumerate(modules.values()):
+        shares[n % workers].extend(module)
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for i, share in enumerate(shares):
+        size = remaining // (workers - i)  # what worksteal sends the i-th process of those left
+        take = max(0, size - len(share))
+        ordered += share + rest[:take]
+        rest = rest[take:]
+        remaining -= len(share) + take
+    items[:] = ordered + rest
