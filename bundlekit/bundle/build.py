@@ -211,6 +211,9 @@ class BuildOptions:
     passed to ``warn`` (a given ``Memory`` warns through its own
     ``on_warning``); with ``strict`` it is a :class:`FrontmatterError` before
     anything is written.
+    ``manifest_version`` 1 (the default) writes the ``bundlekit/1`` manifest listing every file (what a plain
+    ``https://.../manifest.json`` load needs); 2 a ``bundlekit/2`` one, whose size does not grow with the
+    tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
     """
 
     namespace: str | None = None
@@ -225,6 +228,7 @@ class BuildOptions:
     embeddings: bool = False
     strict: bool = False
     warn: Callable[[str], None] | None = None
+    manifest_version: int = 1
 
 
 def build_bundle(
@@ -285,6 +289,7 @@ def build_bundle(
         encryption=encryption,
         parents=read_parents(mem.root) if options.parents is None else options.parents,
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
+        version=options.manifest_version,
     )
     manifest_bytes = canonical_json(manifest)
     manifest_cid = file_cid(manifest_bytes, prof)

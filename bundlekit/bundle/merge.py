@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
-from bundlekit.bundle.manifest import MAX_PARENTS
+from bundlekit.bundle.manifest import MAX_PARENTS, MEMORY_DIR
 from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
 from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
 from bundlekit.car.index import CarIndex
@@ -52,6 +52,7 @@ from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBl
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
+from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
-           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
+           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest", "same_files"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -396,6 +397,17 @@ class _Ancestry:
             return [str(p) for p in found.manifest.get("parents", [])]
 
 
+def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, load: LoadOptions) -> bool:
+    """True when the bundle just built holds the very files of the bundle ``remote`` (the same ``memory/``
+    directory CID: the same paths with the same CIDs, whatever either manifest's format; plaintext bundles only
+    can agree, whose file CIDs depend on nothing but the bytes)."""
+    with CarIndex(built.car, verify=False) as index:
+        ours = dict(UnixFSReader(index.get, verify=False).list_dir(built.root_bytes)).get(MEMORY_DIR)
+    with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
+        theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
+    return ours is not None and ours == theirs
+
+
 def build_tree(
     tree: str | os.PathLike[str],
     car: str | os.PathLike[str],
@@ -407,5 +419,5 @@ def build_tree(
     namespace: str | None = None,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace)
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.load import LoadOptions
-from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, read_manifest
+from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
@@ -227,7 +227,7 @@ def _publish(
         if last is not None:  # the build noted its root as the last; until it is published the last stays
             record_last(tree, cid_from_text(last))
         if (report.merge is None and report.remote is not None
-                and _same_files(built.manifest, report.remote, blocks, options.load)):
+                and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
             report.root = report.remote
             return
@@ -241,13 +241,6 @@ def _publish(
     report.published = publish(signer, built.root, store=_store(blocks), targets=targets,
                                http=options.load.http, follows=follows)
     set_lineage(tree, [built.root_cid], built.root)
-
-
-def _same_files(manifest: dict[str, Any], remote: str, blocks: Gateways, load: LoadOptions) -> bool:
-    """True when the built bundle holds the very files of the remote one (same paths, same CIDs: plaintext
-    bundles only, whose file CIDs depend on nothing but the bytes)."""
-    theirs = read_manifest(remote, blocks=blocks, load=load)
-    return bool(theirs.get("memory", {}).get("files") == manifest["memory"]["files"])
 
 
 def sync_forever(
