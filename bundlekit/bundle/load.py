@@ -334,11 +334,13 @@ class BundleBlocks:
     manifest: dict[str, Any]
     manifest_size: int
     get: Callable[[bytes], bytes]
+    publisher: str | None = None
+    top: dict[str, bytes] = field(default_factory=dict)
 
 
 @contextmanager
 def bundle_blocks(
-    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None
+    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None, signed: bool = False
 ) -> Iterator[BundleBlocks]:
     """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
 
@@ -350,10 +352,14 @@ def bundle_blocks(
     any other block is asked for. For readers that serve a bundle's blocks as
     they are (``bundlekit open``); nothing is decrypted or written. A plain
     ``https://`` manifest has no blocks: ``UsageError``. The sources are
-    closed when the block ends.
+    closed when the block ends. With ``signed`` a ``signature.json`` must verify (and be one of
+    ``options.publishers``' when they are given) before the blocks are yielded, as a load checks it
+    (``SignatureError``); the result names the publisher.
     """
     _check_gateways(source)
     options = options or LoadOptions()
+    if signed:
+        options = replace(options, publishers=tuple(parse_publishers(options.publishers)))
     bounds = _Bounds.start(options)
     target = parse_uri(uri)
     if target.kind == "https":
@@ -365,8 +371,14 @@ def bundle_blocks(
         top = _root_entries(UnixFSReader(session.get, verify=False), session, bounds)
         data = _manifest_bytes(session, top, bounds)
         manifest = parse_manifest(data)
+        publisher = None
+        if signed:
+            with _reading_manifest(session, bounds):
+                aside = session.get if ahead is None else ahead.get_aside
+                publisher = check_signature(top, partial(_read_signature, aside), top[MANIFEST_NAME],
+                                            options.publishers, cid_to_str(session.root))
         bounds.check_total(manifest)
-        yield BundleBlocks(session.root, manifest, len(data), session.get)
+        yield BundleBlocks(session.root, manifest, len(data), session.get, publisher, top)
 
 
 def _check_gateways(source: BlockSource | None) -> None:
@@ -479,7 +491,7 @@ def _load_dag(
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
     fetch = _dag_fetcher(session, bounds, plan)
     files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where="a gateway",
-                                 progress=options.progress, order=order, plan_entries=plan.entries)
+                                 progress=options.progress, plan=(order, plan.entries))
     if plan.left[0] and not warnings:  # bundlekit/2: every file read, and fewer bytes than the manifest says
         raise IntegrityError(f"{cid_to_str(root)}: its files hold {plan.claimed - plan.left[0]} bytes, its manifest "
                              f"says {plan.claimed}")
@@ -804,13 +816,12 @@ def _fetch_all(
     where: str,
     progress: Callable[[int, int], None] | None,
     workers: int = 1,
-    order: Iterable[str] | None = None,
-    plan_entries: dict[str, dict[str, Any]] | None = None,
+    plan: tuple[Iterable[str], dict[str, dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Index first, then the rest (in ``order``, else sorted; ``workers`` at a time when more than one);
     decrypt; each file written to ``dest``'s temp tree as it comes; the tree committed at the end.
     ``where`` names the source when the index is unavailable."""
-    entries: dict[str, dict[str, Any]] = manifest["memory"]["files"] if plan_entries is None else plan_entries
+    order, entries = plan if plan is not None else (None, manifest["memory"]["files"])
     if progress is not None:
         fetch = _counting(fetch, file_count(manifest), progress)
     index = fetch(INDEX_PATH, entries[INDEX_PATH])

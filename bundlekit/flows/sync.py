@@ -102,6 +102,9 @@ class SyncReport:
     attempts: int = 0
     up_to_date: bool = False
     notes: list[str] = field(default_factory=list)
+    #: The conflicts every round's merge resolved (``merge`` is the last round's only: a round lost to another
+    #: writer may have made the siblings, and the next merges them as its own tree).
+    conflicts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +113,7 @@ class SyncReport:
             "pins": self.pins.to_json()["pins"] if self.pins is not None else None,
             "published": self.published.to_dict() if self.published is not None else None,
             "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
+            "conflicts": self.conflicts,
         }
 
 
@@ -194,6 +198,7 @@ def _merge_remote(
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
                                 load=_load_options(tree, store, options.load),
                                 options=replace(options.merge, dry_run=False, trusted=True))
+    report.conflicts += len(report.merge.report.conflicts)
 
 
 def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:
