@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +53,7 @@ from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBl
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
+from bundlekit.memory.record import MemoryRecord
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.unixfs.reader import UnixFSReader
 
@@ -241,7 +242,7 @@ def merge_bundle(
             ours = TreeState.from_transaction(LOCAL_LABEL, tx)
             outcome, files, days, warnings = _decide(base, ours, theirs, search, tree, opts, proven)
             warnings[:0] = theirs_load.warnings
-            _write(tx, tree, files, days, root, search, opts, car)
+            _write(tx, tree, (files, days), root, search, opts, car)
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
@@ -280,13 +281,17 @@ def _decide(
     return outcome, files, days, warnings
 
 
-def _write(tx: Any, tree: Path, files: dict[str, str | None], days: dict[str, bytes | None], root: str | None,
-           search: BaseSearch, opts: MergeOptions, car: CarFile | None) -> None:
-    """Step 3's writes (none in a dry run): the changes, all or nothing, then the lineage and a CAR's blocks."""
+def _write(tx: Any, tree: Path, changes: tuple[dict[str, str | None], dict[str, bytes | None]], root: str | None,
+           search: BaseSearch, opts: MergeOptions, car: CarFile | None,
+           known: tuple[Mapping[str, MemoryRecord], Mapping[str, MemoryRecord]] = ({}, {})) -> None:
+    """Step 3's writes (none in a dry run): the changes, all or nothing, then the lineage and a CAR's blocks.
+    ``known`` are the merged records and ours' records as read under this lock (by key): what the write would
+    otherwise parse again."""
     parents = _merged_parents(tree, root, search)
     if opts.dry_run:
         return
-    tx.apply(files, days, allow_secrets=opts.allow_secrets)
+    tx.apply(*changes, allow_secrets=opts.allow_secrets,
+             records={r.filename: r for r in known[0].values()}, read={r.filename: r for r in known[1].values()})
     if parents is not None:
         set_lineage(tree, parents)
         keep_car_blocks(car)
@@ -333,12 +338,12 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
             everything = tx.names()
             ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(_touched(everything, diff.names))},
                              tx.days())
-            outcome, files, days, warnings = _decide(diff.base, ours, diff.theirs, search, tree, opts, proven,
-                                                     held=len(everything))
+            outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
+                                                     proven, held=len(everything))
             converged = _converged(outcome, ours, diff) and same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
                 changed=diff.names, read_ours=lambda name: _read_file(tree, name))
-            _write(tx, tree, files, days, root, search, opts, None)
+            _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)

@@ -37,15 +37,29 @@ _RAW_SHA256 = bytes([0x01, 0x55, 0x12, 0x20])  # a CIDv1 raw block by SHA-256: a
 
 @dataclass
 class Difference:
-    """The base's and theirs' sides of what differs: ``base`` and ``theirs`` hold the changed memories (by key)
-    and every day file; ``names`` the memory files (``<key>.md``) that differ; ``parsed`` how many memory files
-    were parsed (each once)."""
+    """The base's and theirs' sides of what differs: ``theirs`` holds the changed memories (by key) and every day
+    file, ``base_files`` the base's bytes of the changed memories and its day files (parsed by
+    :meth:`base_state`, which reuses ours' record of a file ours holds unchanged); ``names`` the memory files
+    (``<key>.md``) that differ; ``base_memory`` the base's ``memory/`` directory."""
 
-    base: TreeState
     theirs: TreeState
+    base_files: dict[str, bytes]
+    base_label: str
     names: set[str] = field(default_factory=set)
-    parsed: int = 0
     base_memory: bytes | None = None
+
+    def base_state(self, ours: TreeState) -> TreeState:
+        """The base's side: a memory ours holds with the very same bytes is ours' record (parsed once, not twice)."""
+        same = {}
+        rest = {}
+        for path, data in self.base_files.items():
+            mine = ours.records.get(path[:-3]) if path.endswith(".md") else None
+            if mine is not None and mine.raw.encode("utf-8") == data:
+                same[mine.key] = mine
+            else:
+                rest[path] = data
+        parsed = TreeState.from_files(self.base_label, rest)
+        return TreeState(self.base_label, {**parsed.records, **same}, parsed.days)
 
 
 def read_difference(
@@ -74,10 +88,8 @@ def read_difference(
     days = _base_days(reader, base_mem, read)
     theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
     theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
-    base_state = TreeState.from_files(labels[0], {**base_files, **days})
     theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
-    parsed = sum(1 for name in [*base_files, *theirs_files] if name in names)
-    return Difference(base_state, theirs_state, names, parsed, base_mem)
+    return Difference(theirs_state, {**base_files, **days}, labels[0], names, base_mem)
 
 
 def _checked(reader: UnixFSReader, top: dict[str, Change]) -> dict[str, Change]:
