@@ -27,7 +27,7 @@ from bundlekit.memory.record import parse_memory_file
 from bundlekit.names.record import name_from_key
 from bundlekit.syncer import sync
 
-from .conftest import HookedPinner
+from .conftest import CountingStore, HookedPinner
 
 SIGNER = Ed25519Signer.from_seed(bytes([37]) * 32)
 NAME = name_from_key(SIGNER.public)
@@ -110,7 +110,7 @@ def test_a_merge_of_10000_memories_with_10_changed_parses_only_the_changed_ones(
 def _blocks_for_one_change(tmp_path: Path, n: int) -> int:
     writer = _tree(tmp_path / f"w{n}", n)
     home = tmp_path / f"home{n}"
-    served = _CountingStore(home)
+    served = CountingStore(home)
     follower = _tree(tmp_path / f"f{n}", 0)
     pinner = HookedPinner(store=home)
     sync(writer, name_key=SIGNER, pinners=[pinner], source=Gateways([], store=BlockStore(home)))
@@ -124,19 +124,6 @@ def _blocks_for_one_change(tmp_path: Path, n: int) -> int:
     assert report.merge is not None and report.merge.report.counts() == {"updated": 1}
     assert (follower / f"note_{n // 2:06d}.md").read_bytes() == (writer / f"note_{n // 2:06d}.md").read_bytes()
     return len(served.served)
-
-
-class _CountingStore(BlockStore):
-    """A store as a gateway serves it, noting every block it hands out."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.served: list[bytes] = []
-
-    def get(self, cid: bytes) -> bytes:
-        data = super().get(cid)
-        self.served.append(cid)
-        return data
 
 
 @pytest.mark.slow
@@ -182,3 +169,20 @@ def test_a_bundlekit_2_manifest_does_not_grow_with_the_tree(tmp_path: Path) -> N
         sizes.append(len(str(manifest)))
         assert manifest["memory"]["count"] == n + 2  # the memories, the index, the day file
     assert abs(sizes[1] - sizes[0]) <= 8  # the digits of the count and the bytes, nothing per file
+
+
+def test_a_sync_counts_the_conflicts_of_every_round_in_its_json(tmp_path: Path) -> None:
+    """Issue 37: a round lost to another writer made the siblings, the next round merged them as its own tree, and
+    ``--json`` said ``"conflicts": 0``."""
+    a, b = _tree(tmp_path / "a", 3), tmp_path / "b"
+    _writer(a)
+    shutil.copytree(a, b)
+    _warm(b)
+    _edit(a, [1])
+    (b / "note_000001.md").write_text(_text("note_000001", "B's own.", updated="2026-04-16T12:00:00Z", revision=2),
+                                      "utf-8")
+    _writer(a)  # a publishes its version of note 1; b's differs: a conflict when b merges it
+    _edit(a, [2])
+    report = sync(b, name_key=SIGNER, pinners=[HookedPinner(lambda: _writer(a))])  # a publishes again meanwhile
+    assert report.attempts == 2 and report.conflicts == 1 and report.to_dict()["conflicts"] == 1
+    assert len(list(b.glob("note_000001.conflict-*.md"))) == 1
