@@ -100,6 +100,7 @@ from bundlekit.errors import (
     LoadError,
     ManifestError,
     MissingBlock,
+    PathNotFound,
     SignatureError,
     UsageError,
     VerificationError,
@@ -491,10 +492,7 @@ def _load_dag(
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
     fetch = _dag_fetcher(session, bounds, plan)
     files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where="a gateway",
-                                 progress=options.progress, plan=(order, plan.entries))
-    if plan.left[0] and not warnings:  # bundlekit/2: every file read, and fewer bytes than the manifest says
-        raise IntegrityError(f"{cid_to_str(root)}: its files hold {plan.claimed - plan.left[0]} bytes, its manifest "
-                             f"says {plan.claimed}")
+                                 progress=options.progress, plan=(order, plan.entries, plan.check_bytes))
     if ahead is not None:
         ahead.finish()
     return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
@@ -586,6 +584,7 @@ class _Plan:
         self.claimed = claimed_bytes(manifest)
         #: bundlekit/2: the bytes the files not yet read may still hold (None for bundlekit/1: each file its size)
         self.left: list[int | None] = [None if self.listed else self.claimed]
+        self.skipped = 0  # files no source had (a bundlekit/2 DAG's bytes are then not held to the total)
         self.root = root
         self._reader = reader
         self.cids: dict[str, bytes] = {}  # DAG path -> CID: memory/ now, timeline/ once listed
@@ -649,6 +648,14 @@ class _Plan:
             raise _not_in_dag(str(embeddings.get("path")), self.root)
         yield from ()
 
+    def check_bytes(self) -> None:
+        """Once every file was read (before the tree is renamed into place): a ``bundlekit/2`` DAG's files hold
+        exactly the manifest's bytes, unless one was skipped (``IntegrityError``)."""
+        left = self.left[0]
+        if left and not self.skipped:
+            raise IntegrityError(f"{cid_to_str(self.root)}: its files hold {self.claimed - left} bytes, its manifest "
+                                 f"says {self.claimed}")
+
 
 def _not_in_dag(path: str, root: bytes) -> IntegrityError:
     return IntegrityError(f"{path}: listed in the manifest but not in the bundle DAG {cid_to_str(root)}")
@@ -680,9 +687,13 @@ def _dag_fetcher(
                 data = read_bounded(get, cid, size, partial(_file_too_big, path, size), path)
         except MissingBlock:
             bounds.check_time(path)
+            plan.skipped += 1
             return None
         except BlockMismatch as exc:
             raise IntegrityError(f"{path}: content does not match its CID {cid_to_str(cid)} ({exc})") from exc
+        except PathNotFound as exc:  # a directory (or a symlink) where the layout has a file
+            raise ManifestError(f"{path}: {exc}; a bundle holds files under {MEMORY_DIR}/, and day files under "
+                                f"{MEMORY_DIR}/timeline/") from exc
         if left[0] is not None:
             if len(data) > left[0]:
                 raise IntegrityError(f"{path}: the files read so far hold more than the {plan.claimed} bytes the "
@@ -816,12 +827,12 @@ def _fetch_all(
     where: str,
     progress: Callable[[int, int], None] | None,
     workers: int = 1,
-    plan: tuple[Iterable[str], dict[str, dict[str, Any]]] | None = None,
+    plan: tuple[Iterable[str], dict[str, dict[str, Any]], Callable[[], None]] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Index first, then the rest (in ``order``, else sorted; ``workers`` at a time when more than one);
     decrypt; each file written to ``dest``'s temp tree as it comes; the tree committed at the end.
     ``where`` names the source when the index is unavailable."""
-    order, entries = plan if plan is not None else (None, manifest["memory"]["files"])
+    order, entries, done = plan if plan is not None else (None, manifest["memory"]["files"], lambda: None)
     if progress is not None:
         fetch = _counting(fetch, file_count(manifest), progress)
     index = fetch(INDEX_PATH, entries[INDEX_PATH])
@@ -846,6 +857,7 @@ def _fetch_all(
                 if bundle_key is not None:
                     data = _decrypt(data, bundle_key, path)
                 tree.put(tree_path(path), data)
+        done()
         if bundle_key is not None or warnings:
             tree.regenerate_index()
         if tree.vectors is not None:

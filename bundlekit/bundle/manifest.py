@@ -10,9 +10,10 @@ always give the same root CID (see ``specs/bundle.md``):
 * no floats (only strings, integers, booleans, null, lists and objects).
 
 ``validate_manifest`` is what a loader runs on bytes it fetched: anything that
-is not a well-formed ``bundlekit/1`` manifest raises ``ManifestError`` before a
+is not a well-formed ``bundlekit/1`` or ``bundlekit/2`` manifest raises ``ManifestError`` before a
 single memory file is fetched, and every path it lists is checked to be a safe
-relative path under ``memory/``.
+relative path under ``memory/``. A ``bundlekit/2`` manifest lists no paths, only their count and bytes:
+the loader checks each path of its DAG as it walks it (``check_walked_path``).
 """
 
 from __future__ import annotations
@@ -238,7 +239,8 @@ def _usual_paths(paths: Mapping[str, Any]) -> bool:
 
 
 def validate_manifest(manifest: Any) -> dict[str, Any]:
-    """Check that ``manifest`` is a well-formed ``bundlekit/1`` manifest and return it.
+    """Check that ``manifest`` is a well-formed ``bundlekit/1`` or ``bundlekit/2`` manifest and return it (a
+    ``bundlekit/2`` one's paths are checked on its DAG as a loader walks it: ``check_walked_path``).
 
     Raises ``ManifestError`` naming the first problem: wrong format, a missing
     or mistyped field, an unsafe path, a CID that does not parse, a timeline

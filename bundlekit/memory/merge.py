@@ -16,8 +16,9 @@ file text with the base's:
   conflict, resolved by the policy (``CONFLICT_POLICIES``): ``newer`` (the later
   ``updated`` wins; equal times: the greater file text, so the outcome never depends on
   which side is which), ``ours``, ``theirs``, ``both`` (the ``newer`` winner keeps the key,
-  the other side's memory is kept under a sibling key ``<key>.conflict-<tag>`` whose
-  frontmatter names the key and where it came from: nothing is lost) or ``fail``;
+  the other side's memory is kept under a sibling key ``<key>.conflict-<tag>``, ``tag`` from the losing
+  version's digest, whose frontmatter names the key: nothing is lost, and every writer keeping that version
+  makes the same file) or ``fail``;
 * no base version and both sides have one (added on both, or no common ancestor): a
   conflict, unless the texts are equal; theirs only: theirs', unless ours' timeline forgot
   that version (or, an entry naming no version, at or after its ``updated``); ours only: ours
