@@ -22,7 +22,14 @@ from typing import Any
 from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.manifest import EMBEDDINGS_PATH, INDEX_PATH, MEMORY_DIR, check_walked_path, claimed_bytes, file_count
-from bundlekit.errors import BlockMismatch, BundlekitError, IntegrityError, ManifestError, UnsafePathError
+from bundlekit.errors import (
+    BlockMismatch,
+    BundlekitError,
+    IntegrityError,
+    ManifestError,
+    PathNotFound,
+    UnsafePathError,
+)
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory.merge import TreeState
 from bundlekit.unixfs.profiles import get_profile
@@ -131,6 +138,9 @@ def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> b
         return read_bounded(get, cid, bound, too_big, path)
     except BlockMismatch as exc:
         raise IntegrityError(f"{path}: content does not match its CID {cid_to_str(cid)} ({exc})") from exc
+    except PathNotFound as exc:  # a directory (or a symlink) where the layout has a file, as the loader refuses it
+        raise ManifestError(f"{path}: {exc}; a bundle holds files under {MEMORY_DIR}/, and day files under "
+                            f"{MEMORY_DIR}/{_TIMELINE}/") from exc
 
 
 def _base_days(reader: UnixFSReader, base_mem: bytes, read: Callable[[bytes, str], bytes]) -> dict[str, bytes]:

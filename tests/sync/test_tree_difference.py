@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,20 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.lineage import record_last, set_lineage
 from bundlekit.bundle.load import load_bundle
+from bundlekit.bundle.manifest import canonical_json, make_manifest
+from bundlekit.car.writer import CarFileWriter
+from bundlekit.errors import IntegrityError, ManifestError
 from bundlekit.bundle.merge import MergeOptions, merge_bundle
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import serve_in_thread
-from bundlekit.ipld.cid import cid_from_text
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.record import parse_memory_file
 from bundlekit.names.record import name_from_key
 from bundlekit.syncer import sync
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
 
 from .conftest import CountingStore, HookedPinner
 
@@ -186,3 +192,43 @@ def test_a_sync_counts_the_conflicts_of_every_round_in_its_json(tmp_path: Path) 
     report = sync(b, name_key=SIGNER, pinners=[HookedPinner(lambda: _writer(a))])  # a publishes again meanwhile
     assert report.attempts == 2 and report.conflicts == 1 and report.to_dict()["conflicts"] == 1
     assert len(list(b.glob("note_000001.conflict-*.md"))) == 1
+
+
+def _hostile_child(tmp_path: Path, tree: Path, base: str, extra: dict[str, bytes], *, count: int = 0) -> str:
+    """A bundlekit/2 bundle claiming ``base`` as its parent: ``tree``'s files plus ``extra`` (bundle paths), its
+    count off by ``count``; imported into the store, as a gateway's blocks a sync kept would be."""
+    with Memory(tree).transaction(lock=False) as tx:
+        files = {f"memory/{path}": data for path, data in tx.files()}
+    files.update(extra)
+    prof = get_profile()
+    manifest = make_manifest(namespace="agent", created=datetime(2026, 4, 15, tzinfo=UTC), profile=prof.name,
+                             files={p: (b"", len(d)) for p, d in files.items()}, timeline=[], encryption=None,
+                             parents=[base], version=2)
+    manifest["memory"]["count"] += count
+    car = tmp_path / "hostile.car"
+    with CarFileWriter(car) as writer:
+        root = import_tree([("manifest.json", canonical_json(manifest)), *files.items()], writer, prof).root
+        writer.finish(root)
+    with open(car, "rb") as fh:
+        BlockStore().import_car(fh, pin=True)
+    return cid_to_str(root)
+
+
+@pytest.mark.parametrize(("extra", "count", "error"), [
+    ({"memory/notes/escape.md": b"x"}, 0, ManifestError),
+    ({"memory/timeline/not-a-day.md": b"x"}, 0, ManifestError),
+    ({"memory/x.md.enc": b"x"}, 0, ManifestError),
+    ({"memory/added.md": _text("added", "Added.").encode()}, 1, IntegrityError),
+])
+def test_a_merge_by_difference_refuses_what_a_load_refuses_and_writes_nothing(
+    tmp_path: Path, extra: dict[str, bytes], count: int, error: type[Exception]
+) -> None:
+    tree = _tree(tmp_path / "t", 5)
+    base = build_bundle(tree, tmp_path / "base.car", options=BuildOptions(manifest_version=2))
+    with open(base.car, "rb") as fh:
+        BlockStore().import_car(fh, pin=True)
+    child = _hostile_child(tmp_path, tree, base.root_cid or "", extra, count=count)
+    before = {p.name: p.read_bytes() for p in tree.glob("*.md")}
+    with pytest.raises(error):
+        merge_bundle(f"ipfs://{child}", tree)
+    assert {p.name: p.read_bytes() for p in tree.glob("*.md")} == before
