@@ -11,5 +11,8 @@ options as plain values), ``signature`` (``signature.json``: sign, verify, publi
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into
 a tree over the common ancestor), ``share`` (which memories a shared bundle carries, failing
-closed), ``workspace`` (teammates' shared bundles as read-only, labelled layers) and ``_bounded`` (one untrusted file read within its caps). Built on memory, crypto, net and the layers below.
+closed), ``workspace`` (teammates' shared bundles as read-only, labelled layers), ``treediff`` (two directories
+compared by CID, descending only where they differ), ``treemerge`` (what a merge by tree difference reads of two
+bundles), ``listing`` (a bundle's files by path, whatever its manifest's format) and ``_bounded`` (one untrusted
+file read within its caps). Built on memory, crypto, net and the layers below.
 """

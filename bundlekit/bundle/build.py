@@ -222,6 +222,9 @@ class BuildOptions:
     ``share`` makes a shared bundle (``bundle/share``): only the memories of its types (never one marked
     ``share: private``), the timeline only when it says so, the index, vectors and created time of those
     alone, and ``share`` in the manifest.
+    ``manifest_version`` 1 (the default) writes the ``bundlekit/1`` manifest listing every file (what a plain
+    ``https://.../manifest.json`` load needs); 2 a ``bundlekit/2`` one, whose size does not grow with the
+    tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
     """
 
     namespace: str | None = None
@@ -237,6 +240,7 @@ class BuildOptions:
     strict: bool = False
     warn: Callable[[str], None] | None = None
     share: SharePolicy | None = None
+    manifest_version: int = 1
 
 
 def build_bundle(
@@ -298,6 +302,7 @@ def build_bundle(
         encryption=encryption,
         parents=parents,
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
+        version=options.manifest_version,
     )
     top = [(MANIFEST_NAME, import_bytes(canonical_json(_with_share(manifest, options.share)), prof))]
     manifest_cid = top[0][1].cid

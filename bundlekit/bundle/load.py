@@ -80,7 +80,11 @@ from bundlekit.bundle.manifest import (
     MANIFEST_NAME,
     MAX_MANIFEST_BYTES,
     MEMORY_DIR,
+    check_walked_path,
     cid_from_text,
+    claimed_bytes,
+    file_count,
+    is_listed,
     parse_manifest,
 )
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES, SIGNATURE_NAME, check_signature, parse_publishers
@@ -96,6 +100,7 @@ from bundlekit.errors import (
     LoadError,
     ManifestError,
     MissingBlock,
+    PathNotFound,
     SignatureError,
     UsageError,
     VerificationError,
@@ -330,11 +335,13 @@ class BundleBlocks:
     manifest: dict[str, Any]
     manifest_size: int
     get: Callable[[bytes], bytes]
+    publisher: str | None = None
+    top: dict[str, bytes] = field(default_factory=dict)
 
 
 @contextmanager
 def bundle_blocks(
-    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None
+    uri: str, *, source: BlockSource | None = None, options: LoadOptions | None = None, signed: bool = False
 ) -> Iterator[BundleBlocks]:
     """The verified blocks of the bundle at ``uri`` (a CAR, ``ipfs://`` or a gateway URL), manifest first.
 
@@ -346,10 +353,14 @@ def bundle_blocks(
     any other block is asked for. For readers that serve a bundle's blocks as
     they are (``bundlekit open``); nothing is decrypted or written. A plain
     ``https://`` manifest has no blocks: ``UsageError``. The sources are
-    closed when the block ends.
+    closed when the block ends. With ``signed`` a ``signature.json`` must verify (and be one of
+    ``options.publishers``' when they are given) before the blocks are yielded, as a load checks it
+    (``SignatureError``); the result names the publisher.
     """
     _check_gateways(source)
     options = options or LoadOptions()
+    if signed:
+        options = replace(options, publishers=tuple(parse_publishers(options.publishers)))
     bounds = _Bounds.start(options)
     target = parse_uri(uri)
     if target.kind == "https":
@@ -361,8 +372,14 @@ def bundle_blocks(
         top = _root_entries(UnixFSReader(session.get, verify=False), session, bounds)
         data = _manifest_bytes(session, top, bounds)
         manifest = parse_manifest(data)
+        publisher = None
+        if signed:
+            with _reading_manifest(session, bounds):
+                aside = session.get if ahead is None else ahead.get_aside
+                publisher = check_signature(top, partial(_read_signature, aside), top[MANIFEST_NAME],
+                                            options.publishers, cid_to_str(session.root))
         bounds.check_total(manifest)
-        yield BundleBlocks(session.root, manifest, len(data), session.get)
+        yield BundleBlocks(session.root, manifest, len(data), session.get, publisher, top)
 
 
 def _check_gateways(source: BlockSource | None) -> None:
@@ -428,7 +445,7 @@ class _Bounds:
     @staticmethod
     def total_bytes(manifest: dict[str, Any]) -> int:
         """The bytes the manifest's files claim, all together."""
-        return sum(int(entry["size"]) for entry in manifest["memory"]["files"].values())
+        return claimed_bytes(manifest)
 
     def check_total(self, manifest: dict[str, Any]) -> None:
         """Refuse (``LoadError``) a manifest whose files claim more than ``max_bytes`` together."""
@@ -475,7 +492,7 @@ def _load_dag(
     # Steps 4-6: the files (each CID checked against the manifest's), written as they come.
     fetch = _dag_fetcher(session, bounds, plan)
     files, warnings = _fetch_all(manifest, fetch, bundle_key=bundle_key, dest=dest, where="a gateway",
-                                 progress=options.progress, order=order)
+                                 progress=options.progress, plan=(order, plan.entries, plan.check_bytes))
     if ahead is not None:
         ahead.finish()
     return LoadResult(root_bytes=root, manifest=manifest, manifest_verified=True, files=files, warnings=warnings,
@@ -559,7 +576,15 @@ class _Plan:
     """
 
     def __init__(self, manifest: dict[str, Any], reader: UnixFSReader, memory_cid: bytes, root: bytes) -> None:
-        self.entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+        self.listed = is_listed(manifest)
+        # bundlekit/1: the manifest's files. bundlekit/2: filled as the DAG is walked, each path checked first.
+        self.entries: dict[str, dict[str, Any]] = manifest["memory"]["files"] if self.listed else {}
+        self._manifest = manifest
+        self._encrypted = manifest["encryption"] is not None
+        self.claimed = claimed_bytes(manifest)
+        #: bundlekit/2: the bytes the files not yet read may still hold (None for bundlekit/1: each file its size)
+        self.left: list[int | None] = [None if self.listed else self.claimed]
+        self.skipped = 0  # files no source had (a bundlekit/2 DAG's bytes are then not held to the total)
         self.root = root
         self._reader = reader
         self.cids: dict[str, bytes] = {}  # DAG path -> CID: memory/ now, timeline/ once listed
@@ -574,9 +599,23 @@ class _Plan:
                 self._timeline, run = cid, self._after
                 continue
             path = f"{MEMORY_DIR}/{name}"
-            self.cids[path] = cid
+            self._walked(path, cid)
             if path in self.entries and path != INDEX_PATH:
                 run.append(path)
+        if INDEX_PATH not in self.entries:
+            raise _not_in_dag(INDEX_PATH, root)
+
+    def _walked(self, path: str, cid: bytes) -> None:
+        """One entry of the DAG: its CID noted; in a ``bundlekit/2`` bundle, the path checked (``ManifestError``)
+        and made an entry of the plan (at most the manifest's ``count`` of them: ``IntegrityError`` past it)."""
+        self.cids[path] = cid
+        if self.listed:
+            return
+        check_walked_path(path, encrypted=self._encrypted)
+        if len(self.entries) >= file_count(self._manifest):
+            raise IntegrityError(f"{cid_to_str(self.root)} holds more files under {MEMORY_DIR}/ than the "
+                                 f"{file_count(self._manifest)} its manifest counts (first past them: {path[:120]})")
+        self.entries[path] = {"cid": None, "size": None}
 
     def paths(self) -> Iterator[str]:
         """The paths in DAG order; ends with ``IntegrityError`` when a file the manifest lists is not in the DAG."""
@@ -590,16 +629,32 @@ class _Plan:
             days = self._reader.list_dir(self._timeline)
         for day, day_cid in days:
             path = f"{MEMORY_DIR}/timeline/{day}"
-            self.cids[path] = day_cid
+            self._walked(path, day_cid)
             if path in self.entries:
                 yield path
 
     def _all_in_dag(self) -> Iterator[str]:
-        """The plan's end (no paths of its own): every file the manifest lists was found in the DAG."""
+        """The plan's end (no paths of its own): every file the manifest lists was found in the DAG; a
+        ``bundlekit/2`` DAG holds exactly the manifest's count of files (and its embeddings file)."""
         for path in self.entries:
             if path not in self.cids:
                 raise _not_in_dag(path, self.root)
+        count = file_count(self._manifest)
+        if not self.listed and len(self.entries) != count:
+            raise IntegrityError(f"{cid_to_str(self.root)} holds {len(self.entries)} files under {MEMORY_DIR}/, "
+                                 f"its manifest counts {count}")
+        embeddings = self._manifest.get("embeddings")
+        if isinstance(embeddings, dict) and embeddings.get("path") not in self.cids:
+            raise _not_in_dag(str(embeddings.get("path")), self.root)
         yield from ()
+
+    def check_bytes(self) -> None:
+        """Once every file was read (before the tree is renamed into place): a ``bundlekit/2`` DAG's files hold
+        exactly the manifest's bytes, unless one was skipped (``IntegrityError``)."""
+        left = self.left[0]
+        if left and not self.skipped:
+            raise IntegrityError(f"{cid_to_str(self.root)}: its files hold {self.claimed - left} bytes, its manifest "
+                                 f"says {self.claimed}")
 
 
 def _not_in_dag(path: str, root: bytes) -> IntegrityError:
@@ -614,13 +669,15 @@ def _dag_fetcher(
 
     get = session.get
     cids = plan.cids
+    # bundlekit/2 lists no sizes: every file is read within what the manifest's bytes leave, and they add up.
+    left = plan.left
 
     def fetch(path: str, entry: dict[str, Any]) -> bytes | None:
-        size: int = entry["size"]
+        size: int = entry["size"] if left[0] is None else left[0]
         cid = cids.get(path)
         if cid is None:
             raise _not_in_dag(path, plan.root)
-        if cid != cid_from_text(entry["cid"]):
+        if entry["cid"] is not None and cid != cid_from_text(entry["cid"]):
             raise IntegrityError(f"{path}: the manifest lists {entry['cid']} but the bundle holds {cid_to_str(cid)}")
 
         try:
@@ -630,10 +687,19 @@ def _dag_fetcher(
                 data = read_bounded(get, cid, size, partial(_file_too_big, path, size), path)
         except MissingBlock:
             bounds.check_time(path)
+            plan.skipped += 1
             return None
         except BlockMismatch as exc:
-            raise IntegrityError(f"{path}: content does not match its CID {entry['cid']} ({exc})") from exc
-        if len(data) != size:
+            raise IntegrityError(f"{path}: content does not match its CID {cid_to_str(cid)} ({exc})") from exc
+        except PathNotFound as exc:  # a directory (or a symlink) where the layout has a file
+            raise ManifestError(f"{path}: {exc}; a bundle holds files under {MEMORY_DIR}/, and day files under "
+                                f"{MEMORY_DIR}/timeline/") from exc
+        if left[0] is not None:
+            if len(data) > left[0]:
+                raise IntegrityError(f"{path}: the files read so far hold more than the {plan.claimed} bytes the "
+                                     "manifest says they hold together")
+            left[0] -= len(data)
+        elif len(data) != size:
             if len(data) > size:  # only a raw block can be (read_bounded stops at the size)
                 raise _file_too_big(path, size, len(data))
             raise IntegrityError(f"{path}: {len(data)} bytes, the manifest says {size}")
@@ -679,6 +745,9 @@ def _load_https(
             bounds.check_time(f"fetching {target.url[:200]!r}")
             raise LoadError(f"cannot fetch manifest {target.url[:200]!r}: {got.reason}; check the URL")
         manifest = parse_manifest(got)
+        if not is_listed(manifest):
+            raise ManifestError(f"{target.url[:200]!r} is a {manifest['format']} manifest, which lists no files: "
+                                "only its bundle's CID can be loaded (ipfs://<root>, a gateway URL or a CAR)")
         profile = get_profile(manifest["profile"])
         # Fetched past the signature limit so that check_signature names an over-long one.
         signature = http_get(client, base + SIGNATURE_NAME, http=http, max_bytes=4 * MAX_SIGNATURE_BYTES)
@@ -758,14 +827,14 @@ def _fetch_all(
     where: str,
     progress: Callable[[int, int], None] | None,
     workers: int = 1,
-    order: Iterable[str] | None = None,
+    plan: tuple[Iterable[str], dict[str, dict[str, Any]], Callable[[], None]] | None = None,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Index first, then the rest (in ``order``, else sorted; ``workers`` at a time when more than one);
     decrypt; each file written to ``dest``'s temp tree as it comes; the tree committed at the end.
     ``where`` names the source when the index is unavailable."""
-    entries: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+    order, entries, done = plan if plan is not None else (None, manifest["memory"]["files"], lambda: None)
     if progress is not None:
-        fetch = _counting(fetch, len(entries), progress)
+        fetch = _counting(fetch, file_count(manifest), progress)
     index = fetch(INDEX_PATH, entries[INDEX_PATH])
     if index is None:
         raise LoadError(f"the index {INDEX_PATH} is not available from {where}; try another gateway")
@@ -788,6 +857,7 @@ def _fetch_all(
                 if bundle_key is not None:
                     data = _decrypt(data, bundle_key, path)
                 tree.put(tree_path(path), data)
+        done()
         if bundle_key is not None or warnings:
             tree.regenerate_index()
         if tree.vectors is not None:

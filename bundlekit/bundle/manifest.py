@@ -10,9 +10,10 @@ always give the same root CID (see ``specs/bundle.md``):
 * no floats (only strings, integers, booleans, null, lists and objects).
 
 ``validate_manifest`` is what a loader runs on bytes it fetched: anything that
-is not a well-formed ``bundlekit/1`` manifest raises ``ManifestError`` before a
+is not a well-formed ``bundlekit/1`` or ``bundlekit/2`` manifest raises ``ManifestError`` before a
 single memory file is fetched, and every path it lists is checked to be a safe
-relative path under ``memory/``.
+relative path under ``memory/``. A ``bundlekit/2`` manifest lists no paths, only their count and bytes:
+the loader checks each path of its DAG as it walks it (``check_walked_path``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ __all__ = [
     "EMBEDDINGS_PATH",
     "ENC_SUFFIX",
     "FORMAT",
+    "FORMAT_V2",
+    "FORMATS",
     "INDEX_PATH",
     "MANIFEST_NAME",
     "MAX_MANIFEST_BYTES",
@@ -40,6 +43,10 @@ __all__ = [
     "MEMORY_DIR",
     "canonical_json",
     "check_bundle_path",
+    "check_walked_path",
+    "claimed_bytes",
+    "file_count",
+    "is_listed",
     "cid_from_text",
     "format_created",
     "make_manifest",
@@ -49,6 +56,10 @@ __all__ = [
 ]
 
 FORMAT = "bundlekit/1"
+#: The format whose manifest does not list the files: the UnixFS DAG under ``memory/`` is the list, its paths
+#: validated entry by entry as a loader walks it (``check_walked_path``); the manifest holds their count and bytes.
+FORMAT_V2 = "bundlekit/2"
+FORMATS = (FORMAT, FORMAT_V2)
 MANIFEST_NAME = "manifest.json"
 MEMORY_DIR = "memory"
 INDEX_PATH = "memory/MEMORY.md"
@@ -153,25 +164,30 @@ def make_manifest(
     encryption: Mapping[str, Any] | None,
     parents: Sequence[str] = (),
     embeddings: Mapping[str, Any] | None = None,
+    version: int = 1,
 ) -> dict[str, Any]:
-    """Assemble a ``bundlekit/1`` manifest dict (validated) from the build's results.
+    """Assemble a manifest dict (validated) from the build's results: ``bundlekit/1``, or with ``version=2``
+    ``bundlekit/2``, which holds the files' count and bytes instead of listing them.
 
     ``files`` maps each bundle path under ``memory/`` (the index included) to
     ``(binary cid, size in bytes of the stored file)``. ``parents`` are the root
     CIDs the tree was loaded or forked from (``specs/provenance.md``, "Lineage");
     the field is written only when there is one, so other manifests keep their bytes.
     """
+    memory: dict[str, Any] = {"index": INDEX_PATH}
+    if version == 1:
+        memory["files"] = {path: {"cid": cid_to_str(cid), "size": size} for path, (cid, size) in sorted(files.items())}
+        memory["timeline"] = sorted(timeline)
+    else:
+        memory["count"] = len(files)
+        memory["bytes"] = sum(size for _cid, size in files.values())
     manifest: dict[str, Any] = {
-        "format": FORMAT,
+        "format": FORMAT if version == 1 else FORMAT_V2,
         "namespace": namespace,
         "created": format_created(created),
         "profile": profile,
         "encryption": dict(encryption) if encryption is not None else None,
-        "memory": {
-            "index": INDEX_PATH,
-            "files": {path: {"cid": cid_to_str(cid), "size": size} for path, (cid, size) in sorted(files.items())},
-            "timeline": sorted(timeline),
-        },
+        "memory": memory,
     }
     if parents:
         manifest["parents"] = sorted(set(parents))
@@ -179,6 +195,24 @@ def make_manifest(
         manifest["embeddings"] = dict(embeddings)
     validate_manifest(manifest)
     return manifest
+
+
+def is_listed(manifest: Mapping[str, Any]) -> bool:
+    """True for a ``bundlekit/1`` manifest (it lists every file); False for ``bundlekit/2`` (the DAG is the list)."""
+    return manifest.get("format") == FORMAT
+
+
+def check_walked_path(path: str, *, encrypted: bool) -> None:
+    """Raise ``ManifestError`` unless ``path``, found walking a ``bundlekit/2`` bundle's ``memory/`` directory,
+    is one a ``bundlekit/1`` manifest could list (``check_bundle_path``, rules 6, 8 and 9): a safe segment under
+    ``memory/`` or a day file under ``memory/timeline/``, ``.enc`` exactly when the bundle is encrypted."""
+    check_bundle_path(path)
+    if path.startswith(f"{MEMORY_DIR}/timeline/") and not _TIMELINE.fullmatch(path):
+        raise ManifestError(f"the bundle holds {path[:120]!r} under timeline/, which is no day file")
+    if path != INDEX_PATH and path.endswith(ENC_SUFFIX) != encrypted:
+        state = "encrypted" if encrypted else "plaintext"
+        raise ManifestError(f"the bundle holds {path[:120]!r} in a {state} bundle; '.enc' files and encryption "
+                            "must agree")
 
 
 def check_bundle_path(path: str) -> None:
@@ -206,7 +240,8 @@ def _usual_paths(paths: Mapping[str, Any]) -> bool:
 
 
 def validate_manifest(manifest: Any) -> dict[str, Any]:
-    """Check that ``manifest`` is a well-formed ``bundlekit/1`` manifest and return it.
+    """Check that ``manifest`` is a well-formed ``bundlekit/1`` or ``bundlekit/2`` manifest and return it (a
+    ``bundlekit/2`` one's paths are checked on its DAG as a loader walks it: ``check_walked_path``).
 
     Raises ``ManifestError`` naming the first problem: wrong format, a missing
     or mistyped field, an unsafe path, a CID that does not parse, a timeline
@@ -216,8 +251,9 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise ManifestError("manifest is not a JSON object")
     fmt = manifest.get("format")
-    if fmt != FORMAT:
-        raise ManifestError(f"manifest format is {fmt!r}, expected {FORMAT!r}; upgrade bundlekit or check the URI")
+    if fmt not in FORMATS:
+        raise ManifestError(f"manifest format is {str(fmt)[:40]!r}, expected one of {', '.join(FORMATS)}; "
+                            "upgrade bundlekit or check the URI")
     for field in ("namespace", "created", "profile"):
         if not isinstance(manifest.get(field), str) or not manifest[field]:
             raise ManifestError(f"manifest field {field!r} is missing or not a non-empty string")
@@ -233,6 +269,18 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
         raise ManifestError("manifest field 'memory' is missing or not an object")
     if memory.get("index") != INDEX_PATH:
         raise ManifestError(f"manifest 'memory.index' must be {INDEX_PATH!r}")
+    if fmt == FORMAT:
+        _check_files(memory, encryption is not None)
+    else:
+        _check_summary(memory)
+    _check_parents(manifest)
+    _check_embeddings(manifest)
+    check_manifest_share(manifest)
+    return manifest
+
+
+def _check_files(memory: dict[str, Any], encrypted: bool) -> None:
+    """``bundlekit/1``'s ``memory.files`` and ``memory.timeline`` (rules 5 to 9)."""
     files = memory.get("files")
     if not isinstance(files, dict):
         raise ManifestError("manifest 'memory.files' is missing or not an object")
@@ -252,8 +300,8 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
         except CIDError as exc:
             raise ManifestError(f"manifest entry for {path!r} has an invalid CID") from exc
         encrypted_name = path.endswith(ENC_SUFFIX)
-        if path != INDEX_PATH and encrypted_name != (encryption is not None):
-            state = "encrypted" if encryption is not None else "plaintext"
+        if path != INDEX_PATH and encrypted_name != encrypted:
+            state = "encrypted" if encrypted else "plaintext"
             raise ManifestError(f"manifest lists {path!r} in a {state} bundle; '.enc' files and encryption must agree")
     timeline = memory.get("timeline")
     if not isinstance(timeline, list) or not all(isinstance(p, str) for p in timeline):
@@ -261,10 +309,31 @@ def validate_manifest(manifest: Any) -> dict[str, Any]:
     for path in timeline:
         if not _TIMELINE.fullmatch(path) or path not in files:
             raise ManifestError(f"manifest timeline path {path[:120]!r} is malformed or not listed in 'memory.files'")
-    _check_parents(manifest)
-    _check_embeddings(manifest)
-    check_manifest_share(manifest)
-    return manifest
+
+
+def _check_summary(memory: dict[str, Any]) -> None:
+    """``bundlekit/2``'s ``memory``: exactly ``index``, ``count`` (files under ``memory/``, the index included:
+    at least 1) and ``bytes`` (their stored sizes together), which a loader holds the DAG to as it walks it."""
+    if set(memory) != {"index", "count", "bytes"}:
+        raise ManifestError("a bundlekit/2 manifest's 'memory' holds exactly 'index', 'count' and 'bytes'")
+    for name, least in (("count", 1), ("bytes", 0)):
+        value = memory[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value < 2**63:
+            raise ManifestError(f"manifest 'memory.{name}' must be an integer from {least} to 2^63 - 1")
+
+
+def file_count(manifest: Mapping[str, Any]) -> int:
+    """How many files the bundle holds under ``memory/`` (the index included), as its manifest says."""
+    memory = manifest["memory"]
+    return len(memory["files"]) if is_listed(manifest) else int(memory["count"])
+
+
+def claimed_bytes(manifest: Mapping[str, Any]) -> int:
+    """The bytes the bundle's files under ``memory/`` claim together, as its manifest says."""
+    memory = manifest["memory"]
+    if is_listed(manifest):
+        return sum(int(entry["size"]) for entry in memory["files"].values())
+    return int(memory["bytes"])
 
 
 def _check_embeddings(manifest: dict[str, Any]) -> None:
@@ -277,10 +346,11 @@ def _check_embeddings(manifest: dict[str, Any]) -> None:
     entry = manifest["embeddings"]
     if not isinstance(entry, dict):
         raise ManifestError("manifest 'embeddings' is not an object")
-    files = manifest["memory"]["files"]
+    listed = is_listed(manifest)
+    files = manifest["memory"]["files"] if listed else {}
     encrypted = manifest["encryption"] is not None
     path = entry.get("path")
-    if path != EMBEDDINGS_PATH + (ENC_SUFFIX if encrypted else "") or path not in files:
+    if path != EMBEDDINGS_PATH + (ENC_SUFFIX if encrypted else "") or (listed and path not in files):
         raise ManifestError(f"manifest 'embeddings.path' must be {EMBEDDINGS_PATH!r}, listed in 'memory.files'")
     try:
         check_model_id(entry.get("model"), what="manifest 'embeddings.model'")
@@ -292,11 +362,11 @@ def _check_embeddings(manifest: dict[str, Any]) -> None:
     if entry.get("dtype") != EMBEDDINGS_DTYPE:
         raise ManifestError(f"manifest 'embeddings.dtype' must be {EMBEDDINGS_DTYPE!r}")
     if (
-        not isinstance(keys, list) or len(keys) > len(files)
+        not isinstance(keys, list) or len(keys) > file_count(manifest)
         or not all(isinstance(k, str) and 0 < len(k) <= 200 for k in keys) or len(set(keys)) != len(keys)
     ):
         raise ManifestError("manifest 'embeddings.keys' must list distinct memory keys, at most one per file")
-    if not encrypted and files[path]["size"] != len(keys) * dimension * 2:
+    if listed and not encrypted and files[path]["size"] != len(keys) * dimension * 2:
         raise ManifestError(
             f"manifest 'embeddings' lists {len(keys)} vectors of {dimension} float16 values, "
             f"not the {files[path]['size']} bytes of {path}"

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,14 +44,18 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
-from bundlekit.bundle.manifest import MAX_PARENTS
-from bundlekit.bundle.load import LoadOptions, LoadResult, bundle_blocks, load_bundle
+from bundlekit.bundle.manifest import MAX_PARENTS, MEMORY_DIR, is_listed
+from bundlekit.bundle.load import BundleBlocks, LoadOptions, LoadResult, bundle_blocks, load_bundle
+from bundlekit.bundle.treemerge import Difference, read_difference, same_tree
 from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
+from bundlekit.memory.record import MemoryRecord
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
@@ -60,7 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
-           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest"]
+           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest", "same_files"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -215,6 +219,10 @@ def merge_bundle(
         raise UsageError(f"memory tree {str(tree)!r} is not a directory; create it with `bundlekit memory init`")
     if isinstance(blocks, Gateways):
         blocks.gateways  # noqa: B018 (a --gateway that is no URL is a usage error, whether or not a CAR needs it)
+    if loaded is None:
+        fast = _merge_by_difference(source, tree, blocks=blocks, load=load, opts=opts)
+        if fast is not None:
+            return fast
     car = car_source(source) if loaded is None else None
     theirs_load = loaded or _load(source, blocks=car or blocks, key=key, load=load)
     theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
@@ -222,40 +230,151 @@ def merge_bundle(
     notes = list(theirs_load.notes)
     search = BaseSearch(None)
     if root is not None:
-        known = {root: theirs_load.parents}  # read already, maybe from a CAR no store holds
-        ancestry = _Ancestry(blocks, load)
-
-        def parents_of(r: str) -> list[str]:
-            return known[r] if r in known else ancestry.parents(r)
-
-        search = find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
+        search = _find_base(tree, root, theirs_load.parents, blocks, load, opts)
         notes += search.notes
     proven = opts.trusted or bool(load.publishers)  # the load refused any bundle not signed by one of them
-    if not proven and search.base is not None and search.base != root:
-        notes.append(f"{theirs.label} names {search.base} as an ancestor, which no required --publisher vouches "
-                     "for: a memory it merely lacks is kept; only a forget of that very version removes one")
+    _note_unproven(notes, proven, search, root, theirs.label)
     base = _base_state(search, root, theirs, blocks=blocks, key=key, load=load, trusted=opts.trusted,
                        notes=notes)
     memory = Memory(tree)
     try:
         with memory.transaction() as tx:
             ours = TreeState.from_transaction(LOCAL_LABEL, tx)
-            outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
-            outcome.report.base = search.base
-            files, days = outcome.changes(ours)
-            warnings = [*theirs_load.warnings, *outcome.report.warnings,
-                        *_check_deletions(ours, outcome, tree, opts)]
-            parents = _merged_parents(tree, root, search)
-            if not opts.dry_run:
-                tx.apply(files, days, allow_secrets=opts.allow_secrets)
-                if parents is not None:
-                    set_lineage(tree, parents)
-                    keep_car_blocks(car)
+            outcome, files, days, warnings = _decide(base, ours, theirs, search, tree, opts, proven)
+            warnings[:0] = theirs_load.warnings
+            _write(tx, tree, (files, days), root, search, opts, car)
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
     return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes,
                        warnings, theirs_load.publisher, _same(outcome, theirs))
+
+
+def _find_base(tree: Path, root: str, parents: list[str], blocks: BlockSource | None, load: LoadOptions,
+               opts: MergeOptions) -> BaseSearch:
+    """Step 2: the nearest common ancestor of the tree's heads and ``root`` (whose ``parents`` are read already,
+    maybe from a CAR no store holds)."""
+    ancestry = _Ancestry(blocks, load)
+
+    def parents_of(r: str) -> list[str]:
+        return list(parents) if r == root else ancestry.parents(r)
+
+    return find_base(heads(tree), root, max_manifests=opts.max_manifests, parents_of=parents_of)
+
+
+def _note_unproven(notes: list[str], proven: bool, search: BaseSearch, root: str | None, label: str) -> None:
+    if not proven and search.base is not None and search.base != root:
+        notes.append(f"{label} names {search.base} as an ancestor, which no required --publisher vouches "
+                     "for: a memory it merely lacks is kept; only a forget of that very version removes one")
+
+
+def _decide(
+    base: TreeState, ours: TreeState, theirs: TreeState, search: BaseSearch, tree: Path, opts: MergeOptions,
+    proven: bool, held: int | None = None,
+) -> tuple[MergeOutcome, dict[str, str | None], dict[str, bytes | None], list[str]]:
+    """Step 3 up to the writes: the merge, its changes to ours and its warnings (``ConflictError`` past the
+    delete bound); ``held`` is the tree's count of memories when ``ours`` holds only some of them."""
+    outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
+    outcome.report.base = search.base
+    files, days = outcome.changes(ours)
+    warnings = [*outcome.report.warnings, *_check_deletions(ours, outcome, tree, opts, held)]
+    return outcome, files, days, warnings
+
+
+def _write(tx: Any, tree: Path, changes: tuple[dict[str, str | None], dict[str, bytes | None]], root: str | None,
+           search: BaseSearch, opts: MergeOptions, car: CarFile | None,
+           known: tuple[Mapping[str, MemoryRecord], Mapping[str, MemoryRecord]] = ({}, {})) -> None:
+    """Step 3's writes (none in a dry run): the changes, all or nothing, then the lineage and a CAR's blocks.
+    ``known`` are the merged records and ours' records as read under this lock (by key): what the write would
+    otherwise parse again."""
+    parents = _merged_parents(tree, root, search)
+    if opts.dry_run:
+        return
+    tx.apply(*changes, allow_secrets=opts.allow_secrets,
+             records={r.filename: r for r in known[0].values()}, read={r.filename: r for r in known[1].values()})
+    if parents is not None:
+        set_lineage(tree, parents)
+        keep_car_blocks(car)
+
+
+def _merge_by_difference(
+    source: str, tree: Path, *, blocks: BlockSource | None, load: LoadOptions, opts: MergeOptions,
+) -> MergeResult | None:
+    """The merge of a ``bundlekit/2`` plaintext bundle whose common ancestor this machine's store (or a gateway)
+    serves, by tree difference (``bundle.treemerge``): only the memories theirs changed since the base are read
+    (blocks the store lacks fetched, and kept by a keeping source), parsed and decided; the rest of the tree is
+    ours untouched. None when it does not apply (another URI or format, encrypted, no base): the whole loads."""
+    if not source.startswith("ipfs://") or source.count("/") > 3 or not heads(tree):
+        return None  # no head: no common ancestor to differ from (a first follow loads the whole bundle)
+    fast = replace(load, prefer_car=False)  # no CAR of the whole bundle: only the blocks the difference needs
+    with bundle_blocks(source, source=blocks, options=fast, signed=True) as theirs:
+        if is_listed(theirs.manifest) or theirs.manifest["encryption"] is not None:
+            return None
+        root = cid_to_str(theirs.root)
+        search = _find_base(tree, root, [str(p) for p in theirs.manifest.get("parents", [])], blocks, load, opts)
+        if search.base is None or search.base == root:
+            return None
+        try:
+            with bundle_blocks(f"ipfs://{search.base}", source=blocks, options=_unsigned(fast)) as found:
+                base = (found.root, found.manifest)
+        except (LoadError, MissingBlock):
+            return None  # the whole merge says what is missing, and how to supply it
+        if base[1]["encryption"] is not None:
+            return None
+        diff = read_difference(theirs.get, base=base, theirs=(theirs.root, theirs.manifest),
+                               labels=(f"ipfs://{search.base}", f"ipfs://{root}"))
+        return _apply_difference(tree, diff, root, search, theirs, opts, proven=opts.trusted or bool(load.publishers))
+
+
+def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearch, theirs: BundleBlocks,
+                      opts: MergeOptions, *, proven: bool) -> MergeResult:
+    """Step 3 over the difference: ours read for the changed keys only (and the keys a sibling or a key equal
+    but for case may meet), merged, written; ``converged`` judged on the rest by the derived index's digests."""
+    notes = list(search.notes)
+    _note_unproven(notes, proven, search, root, diff.theirs.label)
+    memory = Memory(tree)
+    try:
+        with memory.transaction() as tx:
+            everything = tx.names()
+            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(_touched(everything, diff.names))},
+                             tx.days())
+            outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
+                                                     proven, held=len(everything))
+            converged = _converged(outcome, ours, diff) and same_tree(
+                theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
+                changed=diff.names, read_ours=lambda name: _read_file(tree, name))
+            _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
+    finally:
+        memory.close()
+    written = not opts.dry_run and bool(files or days)
+    return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes, warnings,
+                       theirs.publisher, converged)
+
+
+def _touched(names: list[str], changed: set[str]) -> set[str]:
+    """The memory files a merge of ``changed`` may meet in ours: those, their conflict siblings, and the files
+    equal to one of them but for case (the merged tree must not hold two such keys)."""
+    stems = {name[:-3] for name in changed}
+    folded = {name.lower() for name in changed}
+    return set(changed) | {n for n in names if n.lower() in folded or n.split(".conflict-")[0] in stems}
+
+
+def _converged(outcome: MergeOutcome, ours: TreeState, diff: Difference) -> bool:
+    """The merged memories and days are theirs' where theirs changed, and ours untouched elsewhere (the rest is
+    ``treemerge.same_tree``'s to judge)."""
+    for key, record in outcome.records.items():
+        held = diff.theirs.records.get(key) if f"{key}.md" in diff.names else ours.records.get(key)
+        if held is None or held.raw != record.raw:
+            return False
+    gone = {n[:-3] for n in diff.names if n[:-3] not in diff.theirs.records}
+    return not (gone & set(outcome.records)) and outcome.days == dict(diff.theirs.days)
+
+
+def _read_file(tree: Path, name: str) -> bytes | None:
+    try:
+        return (tree / name).read_bytes()
+    except OSError:
+        return None
 
 
 def _base_state(
@@ -284,13 +403,16 @@ def _base_state(
         return TreeState.empty()
 
 
-def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions) -> list[str]:
+def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions,
+                     held_in_tree: int | None = None) -> list[str]:
     """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
     than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead.
     Device-bound memories, which no merge touches, are not counted: three of them beside one memory that
     crosses must not let a bundle delete that one as "a quarter of the tree"."""
     gone = sorted(k for k in ours.records if k not in outcome.records)
     held = sum(1 for record in ours.records.values() if not is_device_bound(record.meta))
+    if held_in_tree is not None:  # ours holds some of the tree's memories: count them all (device-bound included)
+        held = held_in_tree
     if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
         return []
     message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "
@@ -396,6 +518,17 @@ class _Ancestry:
             return [str(p) for p in found.manifest.get("parents", [])]
 
 
+def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, load: LoadOptions) -> bool:
+    """True when the bundle just built holds the very files of the bundle ``remote`` (the same ``memory/``
+    directory CID: the same paths with the same CIDs, whatever either manifest's format; plaintext bundles only
+    can agree, whose file CIDs depend on nothing but the bytes)."""
+    with CarIndex(built.car, verify=False) as index:
+        ours = dict(UnixFSReader(index.get, verify=False).list_dir(built.root_bytes)).get(MEMORY_DIR)
+    with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
+        theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
+    return ours is not None and ours == theirs
+
+
 def build_tree(
     tree: str | os.PathLike[str],
     car: str | os.PathLike[str],
@@ -407,5 +540,5 @@ def build_tree(
     namespace: str | None = None,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace)
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

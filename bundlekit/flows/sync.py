@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.load import LoadOptions
-from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, read_manifest
+from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
@@ -102,6 +102,9 @@ class SyncReport:
     attempts: int = 0
     up_to_date: bool = False
     notes: list[str] = field(default_factory=list)
+    #: The conflicts every round's merge resolved (``merge`` is the last round's only: a round lost to another
+    #: writer may have made the siblings, and the next merges them as its own tree).
+    conflicts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +113,7 @@ class SyncReport:
             "pins": self.pins.to_json()["pins"] if self.pins is not None else None,
             "published": self.published.to_dict() if self.published is not None else None,
             "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
+            "conflicts": self.conflicts,
         }
 
 
@@ -200,6 +204,7 @@ def _merge_remote(
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
                                 load=_load_options(tree, store, options.load),
                                 options=replace(options.merge, dry_run=False, trusted=True))
+    report.conflicts += len(report.merge.report.conflicts)
 
 
 def _load_options(tree: str | os.PathLike[str], store: BlockStore, load: LoadOptions) -> LoadOptions:
@@ -233,7 +238,7 @@ def _publish(
         if last is not None:  # the build noted its root as the last; until it is published the last stays
             record_last(tree, cid_from_text(last))
         if (report.merge is None and report.remote is not None
-                and _same_files(built.manifest, report.remote, blocks, options.load)):
+                and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
             report.root = report.remote
             return
@@ -247,13 +252,6 @@ def _publish(
     report.published = publish(signer, built.root, store=_store(blocks), targets=targets,
                                http=options.load.http, follows=follows)
     set_lineage(tree, [built.root_cid], built.root)
-
-
-def _same_files(manifest: dict[str, Any], remote: str, blocks: Gateways, load: LoadOptions) -> bool:
-    """True when the built bundle holds the very files of the remote one (same paths, same CIDs: plaintext
-    bundles only, whose file CIDs depend on nothing but the bytes)."""
-    theirs = read_manifest(remote, blocks=blocks, load=load)
-    return bool(theirs.get("memory", {}).get("files") == manifest["memory"]["files"])
 
 
 def sync_forever(

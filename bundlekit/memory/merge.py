@@ -16,8 +16,9 @@ file text with the base's:
   conflict, resolved by the policy (``CONFLICT_POLICIES``): ``newer`` (the later
   ``updated`` wins; equal times: the greater file text, so the outcome never depends on
   which side is which), ``ours``, ``theirs``, ``both`` (the ``newer`` winner keeps the key,
-  the other side's memory is kept under a sibling key ``<key>.conflict-<tag>`` whose
-  frontmatter names the key and where it came from: nothing is lost) or ``fail``;
+  the other side's memory is kept under a sibling key ``<key>.conflict-<tag>``, ``tag`` from the losing
+  version's digest, whose frontmatter names the key: nothing is lost, and every writer keeping that version
+  makes the same file) or ``fail``;
 * no base version and both sides have one (added on both, or no common ancestor): a
   conflict, unless the texts are equal; theirs only: theirs', unless ours' timeline forgot
   that version (or, an entry naming no version, at or after its ``updated``); ours only: ours
@@ -42,7 +43,6 @@ writes it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -86,7 +86,8 @@ MAX_CLOCK_SKEW: Final = timedelta(minutes=10)
 #: forged ``9999-12-31`` would still beat every edit made before the merge.
 _EARLIEST: Final = datetime.min.replace(tzinfo=UTC)
 _SAME_EVERYWHERE: Final = frozenset({"updated", "revision"})  # bookkeeping, not a change of content
-_TAG_CHARS = re.compile(r"[^a-z0-9]+")
+#: Hex digits of the losing version's digest in a sibling's key.
+_TAG_LENGTH: Final = 10
 
 
 @dataclass(frozen=True)
@@ -195,13 +196,11 @@ class MergeOutcome:
         return files, days
 
 
-def sibling_key(key: str, label: str) -> str:
-    """``<key>.conflict-<tag>``: the key of the memory a ``both`` conflict keeps beside ``key``; ``tag`` names
-    where it came from (the last 10 characters of a root CID, else the label in key characters)."""
-    text = label.removeprefix("ipfs://").split("/")[0].lower()
-    tag = _TAG_CHARS.sub("-", text).strip("-")
-    tag = (tag[-10:] if label.startswith("ipfs://") else tag[:20]).strip("-") or "other"
-    suffix = f".conflict-{tag}"
+def sibling_key(key: str, version: str) -> str:
+    """``<key>.conflict-<tag>``: the key of the memory a ``both`` conflict keeps beside ``key``; ``tag`` is the first
+    10 hex digits of ``version`` (the losing text's ``version_digest``), so every writer that keeps one losing
+    version names it alike, whichever side it lost on, and two merges of it make one sibling."""
+    suffix = f".conflict-{version[:_TAG_LENGTH]}"
     return key[: MAX_KEY_LENGTH - len(suffix)] + suffix
 
 
@@ -434,10 +433,15 @@ def _report_conflict(report: MergeReport, key: str, policy: str, winner: str, si
 
 def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord, label: str,
                  report: MergeReport) -> str:
-    """Keep ``loser`` beside ``key`` under its sibling key (a free one: ``-2``, ``-3`` ... when taken by another);
-    returns the key it got."""
-    meta = {**loser.meta, CONFLICT_OF: key, CONFLICT_FROM: label}
-    base = sibling_key(key, label)
+    """Keep ``loser`` beside the key it lost (a sibling's own ``CONFLICT_OF``: never a sibling of a sibling) under
+    the key its version names (``sibling_key``; ``-2``, ``-3`` ... when another text holds it); returns the key it
+    got. The sibling's text depends on the losing version alone (``CONFLICT_FROM`` is left out: ``label`` differs
+    by side), so writers keeping the same version make the same file, which merges as one."""
+    original = loser.meta.get(CONFLICT_OF)
+    of = original if isinstance(original, str) and original else key
+    meta = {k: v for k, v in loser.meta.items() if k != CONFLICT_FROM}
+    meta[CONFLICT_OF] = of
+    base = sibling_key(of, version_digest(loser.raw))
     candidate, n = base, 1
     while True:
         record = rendered_record(candidate, meta, loser.body, where=f"{candidate}.md")
@@ -449,7 +453,7 @@ def _add_sibling(result: dict[str, MemoryRecord], key: str, loser: MemoryRecord,
         candidate = base[: MAX_KEY_LENGTH - len(suffix)] + suffix
     result[candidate] = record
     report.entries.append(MergeEntry(candidate, "sibling", "ours" if label == report.ours else "theirs",
-                                     f"the losing side of the conflict on {key}"))
+                                     f"the losing side of the conflict on {key}, from {label}"))
     return candidate
 
 

@@ -9,11 +9,12 @@ the same reads without the lock (a build). The promises are ``memory/tree``'s.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from bundlekit.memory import screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.index import render_index
+from bundlekit.memory.indexer import parse_files
 from bundlekit.memory.naming import INDEX_NAME, key_from_filename
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
@@ -59,14 +60,34 @@ class Transaction:
         """Every memory, sorted by key, read from its file now (``Memory.list``)."""
         return self._tree.read(self._tree.all_records)
 
+    def names(self) -> list[str]:
+        """Every memory file's name (``<key>.md``), sorted, from the tree's listing: nothing is read or parsed."""
+        return self._tree.read(lambda _catalog: self._tree.listed())
+
+    def records_of(self, names: Iterable[str]) -> list[MemoryRecord]:
+        """The memories of the files ``names`` that exist, read and parsed now (each once), sorted by key: what a
+        merge by tree difference reads of a tree, the keys the other side changed, not all of them."""
+        wanted = set(names)
+        return self._tree.read(lambda _catalog: sorted(
+            (record for _n, _d, record in parse_files(self._tree.backend, [n for n in self._tree.listed() if n in wanted],
+                                                      self._tree.index.broken)), key=lambda r: r.key))
+
+    def digests(self) -> dict[str, bytes]:
+        """Each memory file's SHA-256 by name, as the derived index took it at its refresh now (a stat scan reads
+        only the files that changed since): what lets a merge compare the tree with a bundle without reading it."""
+        return self._tree.read(lambda catalog: catalog.stat.digests())
+
     def apply(
-        self, files: Mapping[str, str | None], days: Mapping[str, bytes | None], *, allow_secrets: bool = False
+        self, files: Mapping[str, str | None], days: Mapping[str, bytes | None], *, allow_secrets: bool = False,
+        records: Mapping[str, MemoryRecord] | None = None, read: Mapping[str, MemoryRecord] | None = None,
     ) -> None:
         """Write a merge: memory file name -> text (``None`` deletes it), day file name -> bytes (``None`` deletes).
 
         All or nothing: every file and day is validated first (names, frontmatter, timeline lines, the
         secret guard, ``allow_secrets`` as for a write); then, under the lock, each change is journalled
-        (``memory.undo``) so a failing step puts every file back.
+        (``memory.undo``) so a failing step puts every file back. ``records`` (by file name) are records the
+        caller parsed already: one whose text is exactly the file's new text stands for parsing it again;
+        ``read`` (by file name) the files' records as this transaction read them under its lock.
         """
         from bundlekit.memory.timeline import parse_day
         from bundlekit.memory.undo import undo_on_failure
@@ -76,7 +97,9 @@ class Transaction:
             screen.guard_key(name, "a merged file name")
             key = key_from_filename(name)
             if text is not None:
-                record = parse_memory_file(text, key=key, where=f"merged {name}")
+                known = (records or {}).get(name)
+                record = known if known is not None and known.raw == text and known.key == key else (
+                    parse_memory_file(text, key=key, where=f"merged {name}"))
                 screen.guard_record(record, f"merged {name}", allow_secrets=allow_secrets)
                 incoming[name] = record
         for name, data in days.items():
@@ -86,7 +109,11 @@ class Transaction:
         with self._tree.mutex, self._tree.backend.hold(), undo_on_failure(self._tree.backend) as undo:
             catalog = self._tree.index.refresh(locked=True)
             self._tree.keep_broken(files, "the merge")
-            current = {r.filename: r for r in self._tree.all_records(catalog)}
+            held = read or {}
+            touched = [name for name in self._tree.listed() if name in files and name not in held]  # to replace
+            current = {**{n: r for n, r in held.items() if n in files},
+                       **{r.filename: r for _n, _d, r in parse_files(self._tree.backend, touched,
+                                                                      self._tree.index.broken)}}
             written: list[MemoryRecord] = []
             previous: dict[str, MemoryRecord | None] = {}
             removed: list[str] = []

@@ -22,6 +22,7 @@ from typing import Any
 
 from bundlekit.bundle._bounded import read_bounded
 from bundlekit.bundle.diff import DiffResult, diff_memories
+from bundlekit.bundle.listing import bundle_files
 from bundlekit.bundle.manifest import EMBEDDINGS_PATH, ENC_SUFFIX, INDEX_PATH, MANIFEST_NAME, MEMORY_DIR, parse_manifest
 from bundlekit.bundle.signature import SIGNATURE_NAME, verify_signature_file
 from bundlekit.errors import BundlekitError, CodecError
@@ -156,7 +157,7 @@ def read_bundle(get: Callable[[bytes], bytes], root: bytes) -> BundleView:
     """Read the bundle at ``root`` from verified blocks. Raises ``BundlekitError`` when it is not a bundle."""
     reader = UnixFSReader(get, verify=False)  # the source's blocks are verified already
     manifest = _manifest(get, reader, root)
-    files: dict[str, dict[str, Any]] = manifest["memory"]["files"]
+    files = bundle_files(manifest, reader.list_dir, root)
     view = BundleView(cid_to_str(root), manifest, "", [])
     _check_signature(get, reader, root, view)
     budget = _Budget(MAX_SHOWN_BUNDLE)

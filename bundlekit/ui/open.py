@@ -22,6 +22,7 @@ to serve: it is refused with a usage error.
 from __future__ import annotations
 
 from bundlekit.bundle.load import BundleBlocks, LoadOptions, bundle_blocks
+from bundlekit.bundle.manifest import claimed_bytes
 from bundlekit.bundle.sources import BlockSource
 from bundlekit.bundle.sources import gateway_source
 from bundlekit.bundle.signature import MAX_SIGNATURE_BYTES
@@ -79,7 +80,7 @@ def open_bundle(
 
 def _walk_allowance(bundle: BundleBlocks) -> int:
     """The bytes a bundle's DAG may hold: its files as the manifest claims them, the manifest, a signature, nodes."""
-    files = sum(int(entry["size"]) for entry in bundle.manifest["memory"]["files"].values())
+    files = claimed_bytes(bundle.manifest)
     return files + files // _NODE_SHARE + bundle.manifest_size + MAX_SIGNATURE_BYTES + _NODE_ALLOWANCE
 
 

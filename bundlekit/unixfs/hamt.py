@@ -28,7 +28,7 @@ from bundlekit.ipld.dagpb import DIRECTORY, HAMT_SHARD, PBLink, UnixFSData, enco
 from bundlekit.unixfs.layout import BlockSink
 from bundlekit.unixfs.profiles import Profile
 
-__all__ = ["Child", "DirNode", "encode_flat", "encode_hamt", "link_serialized_size", "needs_shard"]
+__all__ = ["Child", "DirNode", "encode_flat", "encode_hamt", "link_serialized_size", "name_hash", "needs_shard"]
 
 FANOUT = 256
 MURMUR3_X64_64 = 0x22  # multicodec of the HAMT hash function, stored in each shard
@@ -107,6 +107,12 @@ def encode_flat(children: Sequence[Child], profile: Profile, sink: BlockSink) ->
 def _hash(name: bytes) -> bytes:
     h1 = mmh3.hash64(name, signed=False)[0]
     return h1.to_bytes(_HASH_BYTES, "big")
+
+
+def name_hash(name: bytes) -> bytes:
+    """The HAMT hash of an entry name (8 bytes; with fanout 256, byte ``d`` is its slot at depth ``d``): what
+    finds one entry of a sharded directory without listing it (``bundle.treediff``)."""
+    return _hash(name)
 
 
 # A shard under construction: slot -> entry, or slot -> nested shard.

@@ -290,6 +290,18 @@ class UnixFSReader:
         """
         return self._entries(self._load(cid), path)
 
+    def shard(self, cid: bytes) -> tuple[int, list[PBLink]] | None:
+        """A HAMT-sharded directory's fanout and links (checked as ``list_dir`` checks them: the links' names are
+        the caller's to check), or None for a plain directory; ``PathNotFound`` for anything else. What a
+        comparison of two directories needs to skip each sub-shard both hold alike (``bundle.treediff``)."""
+        node = self._load(cid)
+        if node.kind != "directory":
+            raise PathNotFound(f"{cid_to_str(cid)} is a {node.kind}, not a directory")
+        assert node.ufs is not None
+        if node.ufs.type != HAMT_SHARD:
+            return None
+        return self._check_shard(node, None, cid_to_str(cid)), list(node.links)
+
     def _entries(self, node: _Node, path: str) -> list[tuple[str, bytes]]:
         if node.kind != "directory":
             shown = f"{path!r} ({cid_to_str(node.cid)})" if path else cid_to_str(node.cid)

@@ -30,6 +30,10 @@ MAX_PARAMETERS = 8
 # down on the branch it names: the lead removes it when merging that branch (the last test
 # below fails on an entry that no longer names a function over a limit).
 EXCEPTIONS: dict[str, str] = {
+    "bundlekit/bundle/manifest.py::make_manifest": (
+        "9 keyword-only parameters: one per manifest field and the format version, each a plain value the "
+        "builder has at hand; a value object would restate the manifest it assembles"
+    ),
     "bundlekit/memory/tree.py::Memory.write": (
         "12 parameters: the binding interface in DEVELOPERS.md, one keyword per frontmatter field as "
         "`memory write` and the MCP write tool take them; a value object would make every caller build "

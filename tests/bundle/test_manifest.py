@@ -53,7 +53,7 @@ def test_manifest_round_trips_through_parse() -> None:
 
 def test_unknown_format_is_refused() -> None:
     m = _manifest()
-    m["format"] = "bundlekit/2"
+    m["format"] = "bundlekit/9"
     with pytest.raises(ManifestError, match="format"):
         parse_manifest(canonical_json(m))
 

@@ -232,7 +232,8 @@ def test_a_conflict_sibling_from_a_manifest_url_records_no_credential(tmp_path: 
     sibling = result.report.conflicts[0].sibling
     assert sibling is not None
     written = (ours / f"{sibling}.md").read_text("utf-8")
-    assert "x-bundlekit-conflict-from: http://127.0.0.1:" in written and PASSWORD not in written
+    [entry] = [e.detail for e in result.report.entries if e.action == "sibling"]
+    assert "from http://127.0.0.1:" in entry and PASSWORD not in entry and PASSWORD not in written
 
 
 def _stored_bundle(store: BlockStore, parents: list[str], pad: int) -> str:

@@ -68,3 +68,16 @@ class HookedPinner:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class CountingStore(BlockStore):
+    """A store as a gateway serves it, noting every block it hands out."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.served: list[bytes] = []
+
+    def get(self, cid: bytes) -> bytes:
+        data = super().get(cid)
+        self.served.append(cid)
+        return data

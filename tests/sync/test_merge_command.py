@@ -123,10 +123,12 @@ def test_a_both_conflict_keeps_the_later_change_and_the_other_beside_it(forked: 
                                       body="Goalkeeper.")
     result = merge_bundle(f"ipfs://{rb}", a, options=MergeOptions(allow_deletes=True))
     [conflict] = result.report.conflicts
-    assert conflict.winner == "ours" and conflict.sibling is not None and conflict.sibling.endswith(rb[-10:])
+    assert conflict.winner == "ours" and conflict.sibling is not None and ".conflict-" in conflict.sibling
     sibling = Memory(a).read(conflict.sibling)
     assert sibling is not None and sibling.body == "Striker now."
-    assert sibling.meta["x-bundlekit-conflict-from"] == f"ipfs://{rb}"
+    assert sibling.meta["x-bundlekit-conflict-of"] == "user_role"
+    [entry] = [e for e in result.report.entries if e.action == "sibling"]
+    assert entry.detail.endswith(f"from ipfs://{rb}")
 
 
 def test_a_missing_tree_is_a_usage_error(tmp_path: Path) -> None:

@@ -42,11 +42,11 @@ def test_a_both_conflict_keeps_the_newer_under_the_key_and_the_other_as_a_named_
     o = record("k", "ours body", updated="2026-04-16T00:00:00Z", revision=2)
     t = record("k", "theirs body", updated="2026-04-15T00:00:00Z", revision=2)
     out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
-    sibling = sibling_key("k", THEIRS)
-    assert sibling.startswith("k.conflict-") and sibling.endswith(THEIRS[-10:])
+    sibling = sibling_key("k", version_digest(t.raw))
+    assert sibling == f"k.conflict-{version_digest(t.raw)[:10]}"
     assert out.records["k"] == o
     kept = out.records[sibling]
-    assert kept.body == "theirs body" and kept.meta[CONFLICT_OF] == "k" and kept.meta[CONFLICT_FROM] == THEIRS
+    assert kept.body == "theirs body" and kept.meta[CONFLICT_OF] == "k" and CONFLICT_FROM not in kept.meta
     assert [c.to_dict() for c in out.report.conflicts] == [
         {"key": "k", "resolution": "both", "winner": "ours", "sibling": sibling}]
 
@@ -87,7 +87,7 @@ def test_different_fields_changed_at_the_last_revision_are_a_conflict_keeping_bo
     t = record("k", "theirs body", updated="2026-04-16T00:00:00Z", revision=last)
     out = merge_trees(state("base", B), state("local", o), state(THEIRS, t))
     assert out.report.conflicts[0].winner == "theirs" and out.records["k"] == t
-    assert out.records[sibling_key("k", "local")].description == "ours description"
+    assert out.records[sibling_key("k", version_digest(o.raw))].description == "ours description"
 
 
 def test_tags_changed_on_both_sides_are_a_three_way_set_union() -> None:
@@ -289,16 +289,17 @@ def test_changes_name_only_the_files_that_differ_from_ours() -> None:
 
 def test_a_sibling_key_fits_the_key_length_limit() -> None:
     key = "k" * MAX_KEY_LENGTH
-    sibling = sibling_key(key, THEIRS)
-    assert len(sibling) == MAX_KEY_LENGTH and sibling.endswith(THEIRS[-10:])
+    sibling = sibling_key(key, "0123456789abcdef")
+    assert len(sibling) == MAX_KEY_LENGTH and sibling.endswith(".conflict-0123456789")
 
 
 def test_a_sibling_key_another_memory_holds_moves_on_and_the_report_names_the_key_it_got() -> None:
     o = record("k", "ours body", updated="2026-04-13T00:00:00Z")
     t = record("k", "theirs body", updated="2026-04-15T00:00:00Z")
-    planted = [record(sibling_key("k", "local"), "planted"), record(sibling_key("k", "local") + "-2", "planted")]
+    taken = sibling_key("k", version_digest(o.raw))
+    planted = [record(taken, "planted"), record(taken + "-2", "planted")]
     out = merge_trees(state("base", B), state("local", o), state(THEIRS, t, *planted))
-    got = sibling_key("k", "local") + "-3"
+    got = taken + "-3"
     assert out.records[got].body == "ours body" and all(out.records[p.key] == p for p in planted)
     assert out.report.conflicts[0].sibling == got
     assert [e.detail for e in out.report.entries if e.action == "conflict"] == [f"resolved both; the other kept as {got}"]
@@ -320,3 +321,27 @@ def test_the_base_is_the_ancestor_nearest_to_both_sides() -> None:
     lineage = {"o1": ["o2"], "o2": ["far"], "t1": ["near"], "near": ["o2"], "far": []}
     search = find_base(["o1"], "t1", parents_of=lambda r: lineage.get(r, []))
     assert search.base == "o2" and search.ours["o2"] == 1 and search.theirs["o2"] == 2
+
+
+def test_two_writers_keeping_one_losing_version_make_one_sibling_that_merges_as_one() -> None:
+    """Issue 37: writer A kept its own losing version as a sibling, writer B kept the same version (from A's root) as
+    another; merged, the tree held it twice (``X.conflict-local-2`` and ``X.conflict-<cid>``)."""
+    a = record("k", "A's body", updated="2026-04-14T00:00:00Z", revision=2)
+    b = record("k", "B's body", updated="2026-04-15T00:00:00Z", revision=2)
+    base = state("base", B)
+    at_a = merge_trees(base, state("local", a), state(THEIRS, b))  # A merges B's root: A's version loses
+    at_b = merge_trees(base, state("local", b), state("ipfs://bafyA", a))  # B merges A's root: the same one loses
+    assert at_a.records == at_b.records
+    rejoined = merge_trees(base, TreeState("local", at_a.records, {}), TreeState(THEIRS, at_b.records, {}))
+    siblings = [k for k in rejoined.records if ".conflict-" in k]
+    assert len(siblings) == 1 and rejoined.records[siblings[0]].body == "A's body"
+    assert rejoined.report.conflicts == []
+
+
+def test_a_conflict_on_a_sibling_keeps_the_loser_beside_the_original_key_never_a_sibling_of_a_sibling() -> None:
+    s = record("k.conflict-0123456789", "edited here", updated="2026-04-14T00:00:00Z", **{CONFLICT_OF: "k"})
+    t = record("k.conflict-0123456789", "edited there", updated="2026-04-15T00:00:00Z", **{CONFLICT_OF: "k"})
+    out = merge_trees(state("base", B), state("local", B, s), state(THEIRS, B, t))
+    [conflict] = out.report.conflicts
+    assert conflict.sibling == sibling_key("k", version_digest(s.raw))
+    assert conflict.sibling.count(".conflict-") == 1 and out.records[conflict.sibling].meta[CONFLICT_OF] == "k"

@@ -27,7 +27,7 @@ from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
 from bundlekit.syncer import SyncOptions, SyncReport, sync, sync_forever
 
-from .conftest import HookedPinner
+from .conftest import CountingStore, HookedPinner
 
 SIGNER = Ed25519Signer.from_seed(bytes([9]) * 32)
 NAME = name_from_key(SIGNER.public)
@@ -297,19 +297,6 @@ def test_the_interval_loop_ends_on_a_usage_error(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError):
         sync_forever(run, 5.0, on_report=lambda r: None, on_error=lambda e: None, sleep=lambda s: None, rounds=3)
-
-
-class CountingStore(BlockStore):
-    """The writer's store as a gateway serves it, noting every block it hands out."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.served: list[bytes] = []
-
-    def get(self, cid: bytes) -> bytes:
-        data = super().get(cid)
-        self.served.append(cid)
-        return data
 
 
 def _dag(root: str) -> set[bytes]:

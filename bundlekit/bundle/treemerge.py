@@ -1,0 +1,176 @@
+"""What a merge by tree difference reads of two bundles: the memories and days that differ, nothing else.
+
+``merge`` of a bundle whose common ancestor with the tree is known (``bundle.merge``, step 2) needs, per key,
+the base's, ours' and theirs' versions only where theirs differs from the base: everywhere else the merged
+tree is ours, untouched (``specs/sync.md``, 2: "theirs changed nothing"). :func:`read_difference` compares
+the base's and theirs' ``memory/`` directories by CID (``bundle.treediff``: every sub-shard both hold alike is
+skipped), checks each path theirs holds there as a loader checks it (``manifest.check_walked_path``), holds
+theirs to its manifest's file count, and reads the changed memory files of both sides (verified blocks, each
+within the manifest's bytes) and the day files (every one: a ``forgot`` decides by what the base's timeline
+holds). The index and the embeddings are never read: the tree rebuilds its own.
+
+For ``bundlekit/2`` plaintext bundles (``bundle.merge`` falls back to whole loads for anything else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from bundlekit.bundle._bounded import read_bounded
+from bundlekit.bundle.build import file_cid
+from bundlekit.bundle.manifest import EMBEDDINGS_PATH, INDEX_PATH, MEMORY_DIR, check_walked_path, claimed_bytes, file_count
+from bundlekit.errors import (
+    BlockMismatch,
+    BundlekitError,
+    IntegrityError,
+    ManifestError,
+    PathNotFound,
+    UnsafePathError,
+)
+from bundlekit.ipld.cid import cid_to_str
+from bundlekit.memory.merge import TreeState
+from bundlekit.unixfs.profiles import get_profile
+from bundlekit.unixfs.reader import UnixFSReader
+from bundlekit.bundle.treediff import Change, diff_dirs, lookup
+
+__all__ = ["Difference", "read_difference", "same_tree"]
+
+_TIMELINE = "timeline"
+_RAW_SHA256 = bytes([0x01, 0x55, 0x12, 0x20])  # a CIDv1 raw block by SHA-256: a small file of the default profile
+
+
+@dataclass
+class Difference:
+    """The base's and theirs' sides of what differs: ``theirs`` holds the changed memories (by key) and every day
+    file, ``base_files`` the base's bytes of the changed memories and its day files (parsed by
+    :meth:`base_state`, which reuses ours' record of a file ours holds unchanged); ``names`` the memory files
+    (``<key>.md``) that differ; ``base_memory`` the base's ``memory/`` directory."""
+
+    theirs: TreeState
+    base_files: dict[str, bytes]
+    base_label: str
+    names: set[str] = field(default_factory=set)
+    base_memory: bytes | None = None
+
+    def base_state(self, ours: TreeState) -> TreeState:
+        """The base's side: a memory ours holds with the very same bytes is ours' record (parsed once, not twice)."""
+        same = {}
+        rest = {}
+        for path, data in self.base_files.items():
+            mine = ours.records.get(path[:-3]) if path.endswith(".md") else None
+            if mine is not None and mine.raw.encode("utf-8") == data:
+                same[mine.key] = mine
+            else:
+                rest[path] = data
+        parsed = TreeState.from_files(self.base_label, rest)
+        return TreeState(self.base_label, {**parsed.records, **same}, parsed.days)
+
+
+def read_difference(
+    get: Callable[[bytes], bytes], *, base: tuple[bytes, Mapping[str, Any]], theirs: tuple[bytes, Mapping[str, Any]],
+    labels: tuple[str, str],
+) -> Difference:
+    """``base`` and ``theirs`` are (root CID, validated manifest); ``get`` serves verified blocks of both (the
+    store first, a gateway for what it lacks). Raises ``ManifestError`` for a path no bundle may hold,
+    ``IntegrityError`` for a count other than theirs' manifest's or bytes that do not verify."""
+    reader = UnixFSReader(get, verify=False)
+    base_top, theirs_top = dict(reader.list_dir(base[0])), dict(reader.list_dir(theirs[0]))
+    base_mem, theirs_mem = base_top.get(MEMORY_DIR), theirs_top.get(MEMORY_DIR)
+    if base_mem is None or theirs_mem is None:
+        raise ManifestError(f"a bundle has a manifest but no {MEMORY_DIR}/ directory")
+    changes = _checked(reader, diff_dirs(reader, base_mem, theirs_mem))
+    added = sum(1 for b, t in changes.values() if b is None and t is not None)
+    removed = sum(1 for b, t in changes.values() if b is not None and t is None)
+    if file_count(base[1]) + added - removed != file_count(theirs[1]):
+        raise IntegrityError(f"{labels[1]} holds {file_count(base[1]) + added - removed} files under {MEMORY_DIR}/, "
+                             f"its manifest counts {file_count(theirs[1])}")
+    read = partial(_read, get, min(claimed_bytes(base[1]), claimed_bytes(theirs[1])) or 1)
+    names = {p[len(MEMORY_DIR) + 1:] for p in changes if p.endswith(".md") and p != INDEX_PATH
+             and not p.startswith(f"{MEMORY_DIR}/{_TIMELINE}/")}
+    base_files = {_tree_path(p): read(b, p) for p, (b, _t) in changes.items() if b is not None and _memory(p)}
+    theirs_files = {_tree_path(p): read(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
+    days = _base_days(reader, base_mem, read)
+    theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
+    theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
+    theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
+    return Difference(theirs_state, {**base_files, **days}, labels[0], names, base_mem)
+
+
+def _checked(reader: UnixFSReader, top: dict[str, Change]) -> dict[str, Change]:
+    """``memory/``'s changed entries as bundle paths, ``timeline/`` compared the same way; every path theirs
+    holds checked as a loader checks it (plaintext)."""
+    out: dict[str, Change] = {}
+    for name, (b, t) in top.items():
+        if name == _TIMELINE:
+            try:
+                days = diff_dirs(reader, b, t)
+            except BundlekitError as exc:
+                raise ManifestError(f"{MEMORY_DIR}/{_TIMELINE} is no directory of day files ({exc})") from exc
+            out.update({f"{MEMORY_DIR}/{_TIMELINE}/{day}": change for day, change in days.items()})
+            continue
+        out[f"{MEMORY_DIR}/{name}"] = (b, t)
+    for path, (_b, t) in out.items():
+        if t is not None:
+            try:
+                check_walked_path(path, encrypted=False)
+            except UnsafePathError as exc:
+                raise ManifestError(str(exc)) from exc
+    return out
+
+
+def _memory(path: str) -> bool:
+    """A memory file or a day file (what a merge reads), not the index or the embeddings (derived)."""
+    return path not in (INDEX_PATH, EMBEDDINGS_PATH)
+
+
+def _tree_path(path: str) -> str:
+    return path[len(MEMORY_DIR) + 1:]
+
+
+def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> bytes:
+    def too_big(seen: int) -> BundlekitError:
+        return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files")
+
+    try:
+        return read_bounded(get, cid, bound, too_big, path)
+    except BlockMismatch as exc:
+        raise IntegrityError(f"{path}: content does not match its CID {cid_to_str(cid)} ({exc})") from exc
+    except PathNotFound as exc:  # a directory (or a symlink) where the layout has a file, as the loader refuses it
+        raise ManifestError(f"{path}: {exc}; a bundle holds files under {MEMORY_DIR}/, and day files under "
+                            f"{MEMORY_DIR}/{_TIMELINE}/") from exc
+
+
+def _base_days(reader: UnixFSReader, base_mem: bytes, read: Callable[[bytes, str], bytes]) -> dict[str, bytes]:
+    """Every day file of the base (``timeline/<day>`` -> bytes): read from the store, where the base lies."""
+    timeline = lookup(reader, base_mem, _TIMELINE)
+    if timeline is None:
+        return {}
+    return {f"{_TIMELINE}/{day}": read(cid, f"{MEMORY_DIR}/{_TIMELINE}/{day}") for day, cid in reader.list_dir(timeline)}
+
+
+def same_tree(
+    get: Callable[[bytes], bytes], base_memory: bytes, profile: str, *, digests: Mapping[str, bytes],
+    changed: set[str], read_ours: Callable[[str], bytes | None],
+) -> bool:
+    """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs): ours'
+    SHA-256s (``digests``, from the tree's derived index) stand for the CIDs of the default profile's small files,
+    anything else is read and hashed with the base's ``profile``."""
+    reader = UnixFSReader(get, verify=False)
+    theirs = {name: cid for name, cid in reader.list_dir(base_memory)
+              if name.endswith(".md") and name != INDEX_PATH.rpartition("/")[2] and name not in changed}
+    mine = {name for name in digests if name not in changed}
+    if set(theirs) != mine:
+        return False
+    prof = get_profile(profile)
+    for name, cid in theirs.items():
+        if cid[:4] == _RAW_SHA256:
+            if cid[4:] != digests[name]:
+                return False
+            continue
+        data = read_ours(name)
+        if data is None or file_cid(data, prof) != cid:
+            return False
+    return True

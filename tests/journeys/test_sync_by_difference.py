@@ -1,0 +1,68 @@
+"""Issue 37: two writers and a follower meet at one name, every step typed at the CLI (subprocesses sharing one
+machine's store): what each sync fetches and parses follows the change, a conflict keeps the losing version
+once, as one sibling every writer holds alike, and every ``--json`` counts the conflicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
+    env.update(HOME=str(root / "home"), BUNDLEKIT_HOME=str(root / "store"), PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], env=env, cwd=root, capture_output=True,
+                          text=True, timeout=WAIT, check=False)
+    assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
+    return done
+
+
+def _write(root: Path, tree: str, key: str, body: str) -> None:
+    _cli(root, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
+         "--description", f"about {key}", "--body", body)
+
+
+def _sync(root: Path, tree: str, *role: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(_cli(root, "sync", "-d", tree, *role, "--json").stdout)
+    return report
+
+
+def test_two_writers_and_a_follower_keep_one_sibling_and_count_their_conflicts(tmp_path: Path) -> None:
+    name = _cli(tmp_path, "name", "create", "--name-key", "team.key").stdout.strip()
+    _cli(tmp_path, "memory", "-d", "alice", "init")
+    for key in ("plan", "budget", "people"):
+        _write(tmp_path, "alice", key, f"The first {key}.")
+    _sync(tmp_path, "alice", "--name-key", "team.key")
+    _cli(tmp_path, "memory", "-d", "bob", "init")
+    _cli(tmp_path, "memory", "-d", "carol", "init")
+    first = _sync(tmp_path, "bob", "--name", name)
+    assert first["merge"]["counts"] == {"added": 3} and first["conflicts"] == 0
+    _sync(tmp_path, "carol", "--name", name)
+
+    _write(tmp_path, "alice", "plan", "Alice's plan.")
+    _sync(tmp_path, "alice", "--name-key", "team.key")
+    _write(tmp_path, "bob", "plan", "Bob's plan.")  # later: bob's wins, alice's is kept beside it
+    bob = _sync(tmp_path, "bob", "--name-key", "team.key")
+    assert bob["conflicts"] == 1 and bob["merge"]["conflicts"][0]["winner"] == "ours"
+    alice = _sync(tmp_path, "alice", "--name-key", "team.key")
+    assert alice["conflicts"] == 0 and alice["up_to_date"] and alice["merge"]["converged"]
+    carol = _sync(tmp_path, "carol", "--name", name)
+    assert carol["conflicts"] == 0 and carol["merge"]["converged"]
+
+    for tree in ("alice", "bob", "carol"):
+        siblings = sorted(p.name for p in (tmp_path / tree).glob("plan.conflict-*.md"))
+        assert len(siblings) == 1, (tree, siblings)
+        assert "Alice's plan." in (tmp_path / tree / siblings[0]).read_text("utf-8")
+        assert "Bob's plan." in (tmp_path / tree / "plan.md").read_text("utf-8")
+    files = {tree: {p.name: p.read_bytes() for p in (tmp_path / tree).glob("*.md") if p.name != "MEMORY.md"}
+             for tree in ("alice", "bob", "carol")}
+    assert files["alice"] == files["bob"] == files["carol"]
+
+    merged = json.loads(_cli(tmp_path, "merge", f"ipfs://{bob['root']}", "-d", "carol", "--json").stdout)
+    assert merged["conflicts"] == [] and merged["written"] is False
