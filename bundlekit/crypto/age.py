@@ -350,19 +350,26 @@ def check_x25519(stanza: Stanza) -> None:
 
 
 def unwrap_file_key(header: Header, identities: Sequence[Identity]) -> tuple[bytes, Identity]:
-    """The file key and the identity that unwrapped it; ``WrongKeyError`` when no stanza is for them.
+    """The file key and the identity that unwrapped it (the first match, in stanza then identity
+    order); ``WrongKeyError`` when no stanza is for them.
 
     Every X25519 stanza is checked first, whoever it is for (a malformed one fails the file).
+    Then every stanza is tried with every identity, also after a match, so the time taken
+    does not tell which stanza (which listed reader) an identity answers; the work is the
+    same bounded amount (the caller's ``max_stanzas`` by its identities) as for a wrong key.
     """
     for stanza in header.stanzas:
         if stanza.args[0] == X25519_TYPE:
             check_x25519(stanza)
+    found: tuple[bytes, Identity] | None = None
     for stanza in header.stanzas:
         for identity in identities:
             file_key = identity.unwrap(stanza)
-            if file_key is not None:
-                return file_key, identity
-    raise WrongKeyError("no identity given matches a recipient of this age file")
+            if file_key is not None and found is None:
+                found = (file_key, identity)
+    if found is None:
+        raise WrongKeyError("no identity given matches a recipient of this age file")
+    return found
 
 
 def check_mac(header: Header, file_key: bytes) -> None:
