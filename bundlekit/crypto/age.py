@@ -350,21 +350,27 @@ def check_x25519(stanza: Stanza) -> None:
 
 
 def unwrap_file_key(header: Header, identities: Sequence[Identity]) -> tuple[bytes, Identity]:
-    """The file key and the identity that unwrapped it (the first match, in stanza then identity
-    order); ``WrongKeyError`` when no stanza is for them.
+    """The file key and the identity that unwrapped it; ``WrongKeyError`` when no stanza is for them.
 
     Every X25519 stanza is checked first, whoever it is for (a malformed one fails the file).
-    Then every stanza is tried with every identity, also after a match, so the time taken
-    does not tell which stanza (which listed reader) an identity answers; the work is the
-    same bounded amount (the caller's ``max_stanzas`` by its identities) as for a wrong key.
+    Then each identity tries each stanza in turn, as age's reference ``Decrypt`` does, and
+    the result is age's: the first match, or the first failure (a low-order share) met
+    before any match. Unlike age, the stanzas after a match are tried too (what they raise
+    is ignored, as age never meets it), so the time taken does not tell which stanza (which
+    listed reader) an identity answers; the work is the same bounded amount as for a wrong key.
     """
     for stanza in header.stanzas:
         if stanza.args[0] == X25519_TYPE:
             check_x25519(stanza)
     found: tuple[bytes, Identity] | None = None
-    for stanza in header.stanzas:
-        for identity in identities:
-            file_key = identity.unwrap(stanza)
+    for identity in identities:
+        for stanza in header.stanzas:
+            try:
+                file_key = identity.unwrap(stanza)
+            except HeaderDecryptionError:
+                if found is None:
+                    raise
+                continue
             if file_key is not None and found is None:
                 found = (file_key, identity)
     if found is None:

@@ -7,6 +7,7 @@ Keys and recipients agree with ``age-keygen`` byte for byte (Bech32 both ways).
 
 from __future__ import annotations
 
+import hmac
 import os
 import shutil
 import subprocess
@@ -14,9 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 from bundlekit.crypto import _bech32, age
-from bundlekit.crypto._keys import _bundle_key
+from bundlekit.crypto._keys import _bundle_key, _hkdf
 from bundlekit.crypto.recipients import (
     IdentityKey,
     RecipientsKey,
@@ -26,7 +28,7 @@ from bundlekit.crypto.recipients import (
     read_recipients_file,
     recipient_of,
 )
-from bundlekit.errors import KeySourceError
+from bundlekit.errors import HeaderDecryptionError, KeySourceError
 
 AGE = shutil.which("age")
 KEYGEN = shutil.which("age-keygen")
@@ -225,3 +227,37 @@ def test_an_identity_file_is_read_exactly_when_age_d_reads_it(tmp_path: Path, la
     _, params = RecipientsKey([recipient]).new_bundle_key("team")
     ours = we_accept(lambda: IdentityKey(read_identity_file(tmp_path / "id")).open_bundle_key(params, "team"))
     assert ours == age_accepts(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=params["envelope"].encode())
+
+
+def _file_with_stanzas(stanzas: list[str], file_key: bytes, plaintext: bytes) -> bytes:
+    """A binary age file whose header holds ``stanzas`` as given, MAC'd and sealed under ``file_key``."""
+    text = b"age-encryption.org/v1\n" + "".join(stanzas).encode() + b"---"
+    mac = hmac.digest(_hkdf(file_key, None, b"header", 32), text, "sha256")
+    nonce = os.urandom(16)
+    sealed = ChaCha20Poly1305(_hkdf(file_key, nonce, b"payload", 32)).encrypt(bytes(11) + b"\x01", plaintext, None)
+    return text + b" " + age.b64_raw(mac).encode() + b"\n" + nonce + sealed
+
+
+@pytest.mark.parametrize("where", ["before the matching stanza", "after the matching stanza"])
+def test_a_low_order_share_fails_the_file_exactly_when_age_fails_it(tmp_path: Path, where: str) -> None:
+    """age stops at the first stanza that opens: a low-order share met before it is an error, one
+    after it is never seen. bundlekit tries every stanza (timing) but decides as age does."""
+    identity = new_identity()
+    (tmp_path / "id").write_text(identity_file_text(identity))
+    os.chmod(tmp_path / "id", 0o600)
+    file_key = os.urandom(16)
+    mine = age.X25519Recipient(identity.recipient).wrap(file_key, os.urandom)
+    low = f"-> X25519 {age.b64_raw(bytes(32))}\n{mine.splitlines()[1]}\n"
+    data = _file_with_stanzas([low, mine] if where.startswith("before") else [mine, low], file_key, bytes(32))
+
+    def ours() -> None:
+        header, _ = age.parse_header(data, max_stanzas=4, max_bytes=4096)
+        age.check_mac(header, age.unwrap_file_key(header, read_identity_file(tmp_path / "id"))[0])
+
+    try:
+        ours()
+        accepted = True
+    except HeaderDecryptionError:
+        accepted = False
+    assert accepted == age_accepts(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=data)
+    assert accepted == where.startswith("after")
