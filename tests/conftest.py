@@ -15,6 +15,7 @@ example that was correct (tests/net/test_stream_accept.py, 261 ms under load). E
 runs without it; a test may still set its own ``@settings``.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -88,6 +89,40 @@ def own_home(monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: a test process per core and one more (pytest-xdist's hook; ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    still decides where set). Many tests spend part of their time waiting (a deadline to pass, a child or a server to
+    start, a socket to close): with one process per core a core idles through each wait, with one more the spare
+    process runs tests meanwhile."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compiled modules cached for the run even where ``PYTHONDONTWRITEBYTECODE`` forbids writing them beside the
+    sources: in pytest's cache folder (``.pytest_cache/d/bundlekit-bytecode``, git-ignored; a temporary folder of the run when
+    the cache is off or read-only), through ``PYTHONPYCACHEPREFIX``.
+
+    Without it every test process and each of the hundreds of ``python -m bundlekit`` children a run starts compiled
+    every module it imports from source again, and each worker rewrote and compiled all ~400 test modules (about half
+    a worker's collection time). The variables are set before pytest-xdist starts its workers, so they, and every
+    child a test starts, inherit them; what a process imports is unchanged, only where Python keeps its bytecode.
+    """
+    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):
+        return
+    prefix = _SUITE_HOME / "bytecode"
+    cache = getattr(config, "cache", None)  # absent with -p no:cacheprovider
+    if cache is not None:
+        with contextlib.suppress(OSError):
+            prefix = cache.mkdir("bundlekit-bytecode")
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Fail the run when the user's bundlekit folders changed during it (checked once, by the process that started the run)."""
     if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: its environment was isolated already
@@ -112,7 +147,32 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_SUITE_HOME, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked ``slow`` first, each module's in its order (a stable sort): with a process per core they
-    wait out their deadlines while the other processes run the rest, instead of ending the run alone."""
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, each module's together and in its order, and spread over the test processes.
+
+    pytest-xdist's ``worksteal`` hands each process an even, contiguous share of this order, then moves tests from
+    the tail of a busy process's share to an idle one; a test at the head of a share is never moved. So each share
+    starts with its own slow modules (round-robin, in collection order): they run beside the rest from the start
+    instead of one after another in one process, and none ends the run alone. A slow module stays in one process,
+    so a fixture it starts once (the Letta server) starts once.
+    """
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    modules: dict[str, list[pytest.Item]] = {}
+    rest = []
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            rest.append(item)
+        else:
+            modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for n, module in enumerate(modules.values()):
+        shares[n % workers].extend(module)
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for i, share in enumerate(shares):
+        size = remaining // (workers - i)  # what worksteal sends the i-th process of those left
+        take = max(0, size - len(share))
+        ordered += share + rest[:take]
+        rest = rest[take:]
+        remaining -= len(share) + take
+    items[:] = ordered + rest

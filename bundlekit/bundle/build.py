@@ -22,17 +22,17 @@ differ unless the randomness is injected through ``rng``).
 from __future__ import annotations
 
 import builtins
-import io
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
+from bundlekit.bundle.buildcache import EncryptionCache
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
-from bundlekit.bundle.lineage import read_parents, record_last
+from bundlekit.bundle.lineage import build_parents, files_digest, record_build
 from bundlekit.bundle.share import SharePolicy, select_shared
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
@@ -46,7 +46,6 @@ from bundlekit.bundle.manifest import (
 )
 from bundlekit.bundle.signature import SIGNATURE_NAME, ExternalSignature, signature_document
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.crypto import _encrypt_bytes
 from bundlekit.crypto.threews import THREEWS_SCHEME, _threews_encrypt, threews_key_from_spec
 from bundlekit.errors import BundleError, MemoryStoreError, UsageError
 from bundlekit.ipld.cid import cid_to_str
@@ -54,7 +53,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import parse_index, render_index
 from bundlekit.memory.naming import INDEX_NAME
-from bundlekit.unixfs.importer import NullSink, Source, import_file, import_tree
+from bundlekit.unixfs.importer import Imported, Source, import_bytes, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
@@ -185,9 +184,7 @@ def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str
 def file_cid(data: bytes, profile: Profile) -> bytes:
     """The CID ``data`` gets as a file under ``profile`` (nothing stored)."""
 
-    entry = import_file(io.BytesIO(data), NullSink(), profile)
-    cid: bytes = entry.cid
-    return cid
+    return import_bytes(data, profile).cid
 
 
 @dataclass(frozen=True)
@@ -285,39 +282,35 @@ def build_bundle(
     when = resolve_created(options.created, clock=options.clock,
                            content_time=lambda: newest_content_time(mem, records, timeline=_timeline_shared(options)))
     # Steps 4-6: the stored files (encrypted with a key), their CIDs, the index last.
-    stored, encryption = (
-        _threews_files(tree_files, ns, key, options.rng) if options.compat is not None and key is not None
-        else _stored_files(tree_files, ns, key, options.rng)
-    )
+    cache = EncryptionCache(mem.root) if key is not None and options.compat is None else None
+    stored, encryption = _stored(tree_files, ns, key, options, cache)
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
-    cids = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
-    # Step 7: the manifest; step 8: one tree into the CAR.
+    imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
+    # Step 7: the manifest (parents: bundle.lineage.build_parents); step 8: one tree into the CAR.
+    files = {path: (imported[path].cid, len(data)) for path, data in stored}
+    parents, digest = _lineage(mem, files, options.parents)
     manifest = make_manifest(
         namespace=ns,
         created=when,
         profile=prof.name,
-        files={path: (cids[path], len(data)) for path, data in stored},
+        files=files,
         timeline=timeline,
         encryption=encryption,
-        parents=read_parents(mem.root) if options.parents is None else options.parents,
+        parents=parents,
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
-    manifest_bytes = canonical_json(_with_share(manifest, options.share))
-    manifest_cid = file_cid(manifest_bytes, prof)
-    top = [(MANIFEST_NAME, manifest_bytes)]
+    top = [(MANIFEST_NAME, import_bytes(canonical_json(_with_share(manifest, options.share)), prof))]
+    manifest_cid = top[0][1].cid
     if sign is not None:  # step 7b: signature.json beside the manifest
-        top.append((SIGNATURE_NAME, signature_document(manifest_cid, sign)))
-    root = _write_car(out_car, [*top, *stored], prof, cids, options.progress)
-    if mem.root is not None:
-        with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
-            record_last(mem.root, root)
-    car_path = Path(out_car)
+        top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
+    root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
+    _remember(mem.root, root, (parents, digest), cache, (ns, encryption))
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
         files=len(stored),
-        bytes=car_path.stat().st_size,
-        car=car_path,
+        bytes=Path(out_car).stat().st_size,
+        car=Path(out_car),
         paths=sorted(path for path, _ in stored),
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
@@ -341,6 +334,30 @@ def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str
     return manifest
 
 
+def _remember(
+    tree: Path | None, root: bytes, lineage: tuple[list[str], str], cache: EncryptionCache | None,
+    encryption: tuple[str, dict[str, Any] | None],
+) -> None:
+    """After the CAR is written: the tree's last build (``bundle.lineage.record_build``: root, parents, files
+    digest) and its encrypted files (``bundle.buildcache``). Caches both: a tree they cannot be written in
+    still builds."""
+    namespace, params = encryption
+    if cache is not None and params is not None:
+        cache.save(namespace, params)
+    if tree is not None:
+        with suppress(MemoryStoreError):
+            record_build(tree, root, *lineage)
+
+
+def _lineage(
+    mem: Memory, files: dict[str, tuple[bytes, int]], given: Sequence[str] | None
+) -> tuple[list[str], str]:
+    """The manifest's parents (``given``, else ``bundle.lineage.build_parents``) and the files' digest the tree
+    remembers its build by."""
+    digest = files_digest(files)
+    return (build_parents(mem.root, digest) if given is None else list(given)), digest
+
+
 def _with_index(
     mem: Memory,
     tree_files: Sequence[tuple[str, bytes]],
@@ -350,10 +367,12 @@ def _with_index(
     *,
     key: KeySpec | None,
     options: BuildOptions,
-) -> dict[str, bytes]:
-    """Steps 5-6: each stored file's CID; then the index, rendered last (an encrypted one links those CIDs),
-    appended to ``stored``. Returns the CIDs by bundle path, the index's included."""
-    cids = {path: file_cid(data, prof) for path, data in stored}
+) -> dict[str, Imported]:
+    """Steps 5-6: each stored file imported (its CID and blocks, hashed once: the CAR takes the blocks as they
+    are); then the index, rendered last (an encrypted one links those CIDs), appended to ``stored``. Returns the
+    imported files by bundle path, the index's included."""
+    imported = {path: import_bytes(data, prof) for path, data in stored}
+    cids = {path: entry.cid for path, entry in imported.items()}
     index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=options.redact_index)
     if options.compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
         raise UsageError(
@@ -361,8 +380,8 @@ def _with_index(
             "reaches a file only through its index; build a smaller tree for --compat three.ws"
         )
     stored.append((INDEX_PATH, index_bytes))
-    cids[INDEX_PATH] = file_cid(index_bytes, prof)
-    return cids
+    imported[INDEX_PATH] = import_bytes(index_bytes, prof)
+    return imported
 
 
 def _with_embeddings(
@@ -417,26 +436,40 @@ def _check_is_memory_tree(mem: Memory, records: Sequence[MemoryRecord]) -> None:
         )
 
 
+def _stored(
+    tree_files: Sequence[tuple[str, bytes]], namespace: str, key: KeySpec | None, options: BuildOptions,
+    cache: EncryptionCache | None,
+) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None]:
+    """Step 4: the stored files and the encryption params, in the form ``options.compat`` names."""
+    if options.compat is not None and key is not None:
+        return _threews_files(tree_files, namespace, key, options.rng)
+    return _stored_files(tree_files, namespace, key, options.rng, cache)
+
+
 def _stored_files(
     tree_files: Sequence[tuple[str, bytes]],
     namespace: str,
     key: KeySpec | None,
     rng: Callable[[int], bytes] | None,
+    cache: EncryptionCache | None = None,
 ) -> tuple[list[tuple[str, bytes]], dict[str, Any] | None]:
     """Every tree file but the index at its bundle path, encrypted when a key is given; the encryption params.
 
     One random source serves the bundle key and every file's salt and nonce
-    prefix, so an injected ``rng`` makes the whole build reproducible.
+    prefix, so an injected ``rng`` makes the whole build reproducible. With the
+    tree's ``cache`` (``bundle.buildcache``) the last build's bundle key is kept
+    when ``key`` opens it, and an unchanged file keeps its ciphertext (and CID).
     """
     files = [(path, data) for path, data in tree_files if path != INDEX_NAME]
     if key is None:
         return [(f"{MEMORY_DIR}/{path}", data) for path, data in files], None
     source = rng or os.urandom
-    bundle_key, encryption = key.new_bundle_key(namespace, source)
+    cache = cache or EncryptionCache(None)
+    _bundle_key, encryption = cache.bundle_key(key, namespace, source)
     stored: list[tuple[str, bytes]] = []
     for path, data in files:
         bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
-        stored.append((bundle_path, _encrypt_bytes(data, bundle_key, bundle_path, source)))
+        stored.append((bundle_path, cache.encrypt(data, bundle_path, source)))
     return stored, encryption
 
 
@@ -485,25 +518,16 @@ def _index_file(
 
 def _write_car(
     out_car: str | os.PathLike[str],
-    files: list[tuple[str, bytes]],
+    files: list[tuple[str, Imported]],
     prof: Profile,
-    cids: dict[str, bytes],
     progress: Callable[[int, int], None] | None = None,
 ) -> bytes:
-    """Import ``files`` as one tree straight into the CAR; check the CIDs the manifest promised."""
-
+    """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
+    lists are the ones written); the root CID."""
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
         result = import_tree(sources, writer, prof)
-        for entry in result.entries:
-            expected = cids.get(entry.path)
-            if expected is not None and expected != entry.cid:
-                # Would mean the importer is not deterministic: never publish such a bundle.
-                raise BundleError(
-                    f"{entry.path}: CID changed between the manifest pass and the CAR pass; "
-                    "this is a bundlekit bug, please report it"
-                )
         writer.finish(result.root)
     if progress is not None:
         progress(len(ordered), len(ordered))
@@ -511,18 +535,14 @@ def _write_car(
     return root
 
 
-def _reporting(files: list[tuple[str, bytes]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:
-    """``files`` as sources the importer opens one by one; each opening reports ``progress(done, total)``."""
+def _reporting(files: list[tuple[str, Imported]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:
+    """``files`` as sources that report ``progress(done, total)`` as the importer reaches each."""
     total = len(files)
     opened = 0
 
-    def source(data: bytes) -> Callable[[], BinaryIO]:
-        def open_source() -> BinaryIO:
-            nonlocal opened
-            progress(opened, total)
-            opened += 1
-            return io.BytesIO(data)
+    def report() -> None:
+        nonlocal opened
+        progress(opened, total)
+        opened += 1
 
-        return open_source
-
-    return [(path, source(data)) for path, data in files]
+    return [(path, replace(entry, opened=report)) for path, entry in files]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from bundlekit.bundle.sources import BlockSource
     from bundlekit.crypto._keys import KeySpec
 
-__all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle"]
+__all__ = ["STRATEGIES", "ForkResult", "export_blob", "fork_bundle", "keeping_source"]
 
 
 @dataclass
@@ -98,7 +98,7 @@ def fork_bundle(
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
     car = car_source(uri)
-    loaded = load_bundle(uri, source=car or _keeping(uri, source), key=key, options=options)
+    loaded = load_bundle(uri, source=car or keeping_source(uri, source), key=key, options=options)
     blob = export_blob(loaded)
     target = Path(dest)
     if target.exists() and not target.is_dir():
@@ -126,7 +126,7 @@ def fork_bundle(
     return ForkResult(loaded=loaded, dest=target, strategy=strategy, memories=len(blob["files"]), report=report)
 
 
-def _keeping(uri: str, source: BlockSource | None) -> BlockSource | None:
+def keeping_source(uri: str, source: BlockSource | None) -> BlockSource | None:
     """The source an ``ipfs://`` fork loads through: the gateways given (or ``$BUNDLEKIT_GATEWAYS``) with the
     local store asked first and every block a gateway sends kept in it; any other source as given."""
     if not uri.startswith("ipfs://") or not (source is None or isinstance(source, Gateways)):

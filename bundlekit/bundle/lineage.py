@@ -14,14 +14,22 @@ its common ancestor, never data). With the parents it is what the tree's content
 descends from (``heads``), where ``bundle.merge`` starts looking for the common
 ancestor of a merge.
 
+A build names its lineage too (``build_parents``): the tree's parents and its last root,
+so a writer who publishes with ``build``/``pin`` and ``name publish`` keeps a line a
+follower's merge finds its base on. What it built last is kept in ``.bundlekit/last-build.json``
+(``record_build``: the root, the parents it named and a digest of its files), so a rebuild of the
+same files names the same parents and gets the same root, never a bundle whose parent is itself.
+
 ``bundle.log`` walks the ``parents`` of published bundles back.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -32,11 +40,13 @@ from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory.links import ensure_real_dir, open_nofollow
 from bundlekit.memory.naming import HIDDEN_DIR
 
-__all__ = ["LAST_ROOT_NAME", "LINEAGE_NAME", "heads", "read_last", "read_parents", "record_last", "record_parent",
-           "set_lineage"]
+__all__ = ["LAST_BUILD_NAME", "LAST_ROOT_NAME", "LINEAGE_NAME", "build_parents", "files_digest", "heads",
+           "read_last", "read_parents", "record_build", "record_last", "record_parent", "set_lineage"]
 
 LINEAGE_NAME: Final = ".bundlekit-lineage.json"
 LAST_ROOT_NAME: Final = f"{HIDDEN_DIR}/last-root"
+LAST_BUILD_NAME: Final = f"{HIDDEN_DIR}/last-build.json"
+_LAST_BUILD_MAX: Final = 16 * 1024  # 64 parents of ~60 characters and a digest fit many times over
 
 
 def read_parents(tree: str | os.PathLike[str] | None) -> list[str]:
@@ -77,20 +87,72 @@ def _write_parents(tree: str | os.PathLike[str], parents: set[str]) -> None:
     atomic_write_bytes(Path(tree) / LINEAGE_NAME, data, error=MemoryStoreError)
 
 
+def _read_hidden(tree: str | os.PathLike[str], name: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the tree's hidden file ``name``: no link followed, no FIFO waited on (the file
+    is the tree's, not trusted). ``OSError``/``MemoryStoreError`` when it cannot be read."""
+    fd = open_nofollow(Path(tree) / name, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return os.read(fd, limit) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+
+
 def read_last(tree: str | os.PathLike[str] | None) -> str | None:
     """The root the tree was last built into, merged or synced with (CID text); None when unknown (a missing or
     unreadable file: it is a cache)."""
     if tree is None:
         return None
-    try:  # no link followed, no FIFO waited on, at most 256 bytes read: the file is the tree's, not trusted
-        fd = open_nofollow(Path(tree) / LAST_ROOT_NAME, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            data = os.read(fd, 256) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        finally:
-            os.close(fd)
-        return cid_to_str(cid_from_text(data.decode("ascii").strip()))
+    try:
+        return cid_to_str(cid_from_text(_read_hidden(tree, LAST_ROOT_NAME, 256).decode("ascii").strip()))
     except (OSError, ValueError, CIDError, MemoryStoreError):
         return None
+
+
+def files_digest(files: Mapping[str, tuple[bytes, int]]) -> str:
+    """A digest of a bundle's files (bundle path -> (CID, size)): equal digests, the same files."""
+    text = json.dumps({path: [cid.hex(), size] for path, (cid, size) in files.items()}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_build(tree: str | os.PathLike[str]) -> tuple[str, list[str], str] | None:
+    """The last build's root, parents and files digest; None when unknown or damaged (a cache)."""
+    try:
+        got = json.loads(_read_hidden(tree, LAST_BUILD_NAME, _LAST_BUILD_MAX))
+        parents = got["parents"]
+        if not isinstance(parents, list) or len(parents) > MAX_PARENTS or not isinstance(got["files"], str):
+            return None
+        return (cid_to_str(cid_from_text(got["root"])), sorted({cid_to_str(cid_from_text(p)) for p in parents}),
+                got["files"])
+    except (OSError, ValueError, KeyError, TypeError, CIDError, MemoryStoreError, RecursionError):
+        return None
+
+
+def build_parents(tree: str | os.PathLike[str] | None, digest: str) -> list[str]:
+    """The parents a build of the tree names when none are given (sorted CID texts).
+
+    The tree's parents and its last root: the bundle descends from both. When the last root is the tree's
+    last build and that build held the very files digested by ``digest``, the parents that build named
+    instead: an unchanged tree built again (``build``, then ``pin`` of the tree) gets the same root.
+    """
+    if tree is None:
+        return []
+    last = read_last(tree)
+    previous = _read_build(tree) if last is not None else None
+    if previous is not None and previous[0] == last and previous[2] == digest:
+        return previous[1]
+    parents = read_parents(tree)
+    if last is not None and last not in parents and len(parents) < MAX_PARENTS:  # full: the tree's own parents
+        parents = sorted([*parents, last])
+    return parents
+
+
+def record_build(tree: str | os.PathLike[str], root: bytes, parents: Sequence[str], digest: str) -> None:
+    """Remember ``root`` as the tree's last root and last build (its ``parents`` and files ``digest``);
+    ``MemoryStoreError`` when it cannot be written."""
+    ensure_real_dir(Path(tree) / HIDDEN_DIR)
+    data = json.dumps({"root": cid_to_str(root), "parents": sorted(parents), "files": digest}, sort_keys=True)
+    atomic_write_bytes(Path(tree) / LAST_BUILD_NAME, data.encode("utf-8") + b"\n", error=MemoryStoreError)
+    record_last(tree, root)
 
 
 def record_last(tree: str | os.PathLike[str], root: bytes) -> None:

@@ -23,6 +23,7 @@ from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
 from bundlekit.errors import UsageError
 from bundlekit.flows.fork import ForkRequest, fork as fork_flow
+from bundlekit.flows.load import load_into
 from bundlekit.net.http import HttpOptions, check_http_url
 
 _PUBLISHER = click.option(
@@ -100,7 +101,10 @@ def load(uri: str | None, output_path: Path | None, gateways: tuple[str, ...], l
 
     with output.Progress("loading", unit="files") as progress:
         options = replace(limits, progress=progress.callback, publishers=publishers)
-        result = load_bundle(uri, source=gateway_source(gateways), key=key, out_dir=output_path, options=options)
+        if output_path is None:  # verified, nothing written
+            result = load_bundle(uri, source=gateway_source(gateways), key=key, options=options)
+        else:
+            result = load_into(uri, output_path, source=gateway_source(gateways), key=key, options=options)
     output.warn_all(result.warnings)
     if result.publisher is not None:
         output.status(f"signed by {result.publisher} (signature verified)")

@@ -91,6 +91,7 @@ _INFO_BUNDLE_KEY: Final = b"bundlekit-enc/1 bundle key"
 _INFO_KEY_ID: Final = b"bundlekit-enc/1 key id"
 _INFO_COMMITMENT: Final = b"bundlekit-enc/1 key commitment"
 _INFO_FILE: Final = b"bundlekit-enc/1 file"
+_INFO_REUSE: Final = b"bundlekit-enc/1 build cache"
 
 # secp256k1 group order: a signature's s and n - s are both valid, so the
 # low-s form is the one canonical representative (EIP-2).
@@ -230,6 +231,14 @@ class BundleKey:
     def commitment(self) -> bytes:
         """The 32-byte check value stored in the manifest (reveals nothing about the key)."""
         return _hkdf(self._key, None, _INFO_COMMITMENT, COMMITMENT_SIZE)
+
+    def reuse_tag(self, path: bytes, plaintext_sha256: bytes, ciphertext_sha256: bytes) -> bytes:
+        """A 32-byte HMAC binding a ciphertext this key made to the path and plaintext it encrypts
+        (``specs/encryption.md``, "Re-builds"): only a holder of the key can make one, so a build cache
+        entry that carries it was made by this key for exactly this plaintext at this path."""
+        mac_key = _hkdf(self._key, None, _INFO_REUSE, 32)
+        message = len(path).to_bytes(4, "big") + path + plaintext_sha256 + ciphertext_sha256
+        return hmac.digest(mac_key, message, "sha256")
 
     def __repr__(self) -> str:
         return f"BundleKey(key_id={self.key_id.hex()})"

@@ -11,15 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundlekit.bundle.fork import keeping_source
 from bundlekit.bundle.layers import layered_memory, load_layered
-from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.load import LoadOptions, LoadResult, load_bundle
+from bundlekit.bundle.merge import car_source, keep_car_blocks
 from bundlekit.bundle.sources import BlockSource
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.files import read_tree_files
 
-__all__ = ["LoadRequest", "LoadedTree", "load_tree"]
+__all__ = ["LoadRequest", "LoadedTree", "load_into", "load_tree"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,21 @@ def load_tree(request: LoadRequest) -> LoadedTree:
     return _layers(request)
 
 
+def load_into(uri: str, tree: Path, *, source: BlockSource | None = None, key: KeySpec | None = None,
+              options: LoadOptions | None = None) -> LoadResult:
+    """The bundle at ``uri`` written as a new tree at ``tree`` (``load_bundle``), which remembers its root as
+    its parent; the blocks the load read are kept in the local store as a fork keeps them (unpinned, a cache),
+    so a later merge into this tree finds that base on this machine. Raises what ``load_bundle`` raises."""
+    car = car_source(uri) if source is None else None
+    result = load_bundle(uri, source=car or keeping_source(uri, source), key=key, out_dir=tree, options=options)
+    if result.root is not None:
+        keep_car_blocks(car)
+    return result
+
+
 def _bundle(uri: str, request: LoadRequest) -> LoadedTree:
     if request.tree is not None:
-        result = load_bundle(uri, source=request.source, key=request.key, out_dir=request.tree,
-                             options=request.options)
+        result = load_into(uri, request.tree, source=request.source, key=request.key, options=request.options)
         return LoadedTree(Memory(request.tree), uri, result.root_cid)
     result = load_bundle(uri, source=request.source, key=request.key, options=request.options)  # nothing written
     namespace = result.manifest.get("namespace") if isinstance(result.manifest, dict) else None

@@ -153,6 +153,7 @@ def sync(
         raise UsageError("a sync's block bound (max_blocks) must be 1 or more")
     blocks = Gateways(given.gateways, store=given.store or BlockStore(), keep=True, max_blocks=max_blocks)
     report = SyncReport(label, "writer" if signer is not None else "follower")
+    lost: set[str] = set()  # the roots of rounds refused as lost: a later round finding one is told so
     while True:
         report.attempts += 1
         _merge_remote(report, tree, blocks, key, opts)
@@ -160,9 +161,14 @@ def sync(
             return report
         try:
             _publish(report, tree, signer, pinners, key=key, sign=sign, blocks=blocks, options=opts)
+            if report.up_to_date and report.root is not None and report.root in lost:
+                report.notes.append(f"the name points at {report.root}, the root this writer built in an earlier "
+                                    "round: its record was kept after all, by another path")
             return report
         except NameMovedError as exc:
             report.notes.append(f"round {report.attempts}: {exc}")
+            if report.root is not None:
+                lost.add(report.root)
             if report.attempts >= opts.max_attempts:
                 raise NameMovedError(f"{exc}; gave up after {opts.max_attempts} rounds (the tree holds every "
                                      "merge so far: sync again)") from exc

@@ -244,13 +244,16 @@ class TreeAccess:
         # A MEMORY.md written before credentials were withheld from it is rendered again.
         return text if text is not None and not secrets.find_secrets(text) else self.index.render(catalog)
 
-    def append(self, entry: dict[str, Any]) -> None:
+    def append(self, entry: dict[str, Any], *, refreshed: bool = False) -> None:
+        """Append ``entry`` to its day file, guarded, under the lock; ``refreshed``: the caller holds the lock
+        and refreshed the index under it already (``forget``), so the tree is not listed a second time."""
         from bundlekit.memory.timeline import day_file_for, encode_entry
 
         line = encode_entry(entry)
         screen.guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
         with self.mutex, self.backend.hold():
-            self.index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
+            if not refreshed:
+                self.index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
             self.backend.append_timeline(day_file_for(entry), line)
 
     def newest_first(self, *, withhold: bool = False) -> Iterator[dict[str, Any]]:

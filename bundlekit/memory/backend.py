@@ -93,6 +93,25 @@ class Scan:
             return sorted(self.memories, key=lambda name: name.encode("utf-8", "surrogateescape"))
         return packed[0].decode("utf-8", "surrogateescape").split("\0") if self._count else []
 
+    def other_case(self, filename: str) -> str | None:
+        """A listed file name equal to ``filename`` ignoring ASCII case but not equal to it (a key is ASCII), or
+        None: one pass of C over the packed names, where asking the index took a scan of its table in SQL
+        (70 ms at 100,000 memories, on every write)."""
+        packed = self.packed()
+        if packed is None or not filename.isascii():
+            folded = filename.lower()
+            return next((n for n in self.memories if n != filename and n.isascii() and n.lower() == folded), None)
+        blob = b"\0" + packed[0] + b"\0"
+        wanted = b"\0" + filename.encode("ascii").lower() + b"\0"
+        lowered = blob.lower()  # ASCII letters only: every offset stays where it was
+        at = lowered.find(wanted)
+        while at != -1:
+            found = blob[at + 1 : at + len(wanted) - 1].decode("utf-8", "surrogateescape")
+            if found != filename:
+                return found
+            at = lowered.find(wanted, at + 1)
+        return None
+
     def packed(self) -> tuple[bytes, bytes] | None:
         """The names (UTF-8, NUL between) sorted bytewise (code-point order) and their numbers (native signed
         64-bit), or ``None`` when a number does not fit in 64 bits (no index row can hold it then)."""

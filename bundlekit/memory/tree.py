@@ -51,7 +51,7 @@ from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
 from bundlekit.memory import ranking, screen
 from bundlekit.memory.access import TreeAccess
-from bundlekit.memory.backend import Backend
+from bundlekit.memory.backend import Backend, Scan
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.context import context_block
 from bundlekit.memory.index import broken_fields, list_fields, render_index
@@ -198,7 +198,7 @@ class Memory:
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True)
             try:
-                current = _current(catalog, key, self._tree.read_record)
+                current = _current(catalog, key, self._tree.read_record, self._index.listing)
             except FrontmatterError as exc:  # nothing of a file that does not parse can be carried over
                 raise FrontmatterError(
                     f"{exc}; the write would replace it: fix the file, or `bundlekit memory forget {key}` removes it"
@@ -288,7 +288,7 @@ class Memory:
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
-                self._tree.append(entry)
+                self._tree.append(entry, refreshed=True)
                 self._backend.delete(filename)
             self._tree.stored(catalog, [], {}, [filename])
 
@@ -606,10 +606,15 @@ def _check_write_args(
 
 
 def _current(
-    catalog: Catalog, key: str, read: Callable[[str], MemoryRecord | None]
+    catalog: Catalog, key: str, read: Callable[[str], MemoryRecord | None], listing: Scan | None = None
 ) -> MemoryRecord | None:
-    """Step 3: the stored memory ``key`` read from its file, if any; a key equal to it ignoring case is refused."""
-    other = catalog.listing.same_key_other_case(key)
+    """Step 3: the stored memory ``key`` read from its file, if any; a key equal to it ignoring case is refused
+    (looked up in ``listing``, the tree's listing the refresh just checked the index against, when given)."""
+    if listing is not None:
+        found = listing.other_case(filename_for(key))
+        other = None if found is None else found[:-3]
+    else:
+        other = catalog.listing.same_key_other_case(key)
     if other is not None:
         raise InvalidKeyError(
             f"memory key {key!r} differs only in case from the existing {other!r}; use that key or another name"

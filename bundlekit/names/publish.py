@@ -192,7 +192,9 @@ def publish(
     ``NameMovedError`` when the store, the routing endpoints or the gateways know a later record,
     when a routing endpoint refuses it (its compare-and-swap, at the endpoint), or when the store
     keeps a later one by the time the record goes in (checked again under its record lock): two
-    writers racing through one endpoint or one store never both win.
+    writers racing through one endpoint or one store never both win. The very record being published
+    is no later one: a routing endpoint served over this same store (``bundlekit serve`` on the
+    writer's own ``$BUNDLEKIT_HOME``) keeps it there before the store's own turn.
 
     The sequence is one above the last known: the highest of the record kept in
     ``store`` and the valid records the targets' routing endpoints and gateways serve (0 for the
@@ -236,7 +238,8 @@ def publish(
         put_record(endpoint, name, record, http or HttpOptions())
     if follows is None:
         store.put_record(name, record)
-    elif not store.put_record(name, record, keep=lambda kept: _last_sequence_of(name, kept) > follows):
+    elif not store.put_record(name, record,
+                              keep=lambda kept: kept != record and _last_sequence_of(name, kept) > follows):
         raise NameMovedError(f"{name} moved past sequence {follows} while publishing: another writer published")
     published = Published(name=name, value=value, sequence=sequence, validity=validity, record=record,
                           routers=["store", *(endpoint.label for endpoint in routing)])

@@ -53,15 +53,19 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import random
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, TypeVar, cast, overload
 
+import certifi
 import httpx
 
 from bundlekit._redact import MIN_SECRET_LEN, REDACTED
@@ -92,6 +96,7 @@ __all__ = [
     "redact_library_logs",
     "send",
     "stream",
+    "tls_context",
 ]
 
 T = TypeVar("T")
@@ -211,6 +216,28 @@ def _redirect_guard(follow_other_origins: bool) -> Callable[[httpx.Response], No
     return check
 
 
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every client bundlekit opens verifies servers with: httpx's own default trust
+    (``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle; httpx 0.28+ ``create_ssl_context``),
+    made once per process for each such setting and shared.
+
+    Left to itself httpx makes a new context for every client it opens, reading the whole CA bundle each
+    time (tens of milliseconds of CPU, even for a loopback ``http://`` client): a sync, which opens clients
+    for every gateway and pinner it meets, paid that dozens of times. A context is safe to share between
+    clients and threads (Python's ``ssl`` documentation); nothing changes it after it is made.
+    """
+    return _tls_context(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+
+
+@lru_cache(maxsize=4)
+def _tls_context(cafile: str, capath: str) -> ssl.SSLContext:
+    if cafile:
+        return ssl.create_default_context(cafile=cafile)
+    if capath:
+        return ssl.create_default_context(capath=capath)
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:
     """``(client, owned)``: the caller's client, or a new one (``owned``: close it when done).
 
@@ -220,7 +247,7 @@ def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:
     if options.client is not None:
         return options.client, False
     client = httpx.Client(
-        timeout=options.timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS,
+        verify=tls_context(), timeout=options.timeout, follow_redirects=True, max_redirects=MAX_REDIRECTS,
         event_hooks={"response": [_redirect_guard(options.follow_redirects)]},
     )
     return client, True

@@ -49,6 +49,7 @@ from bundlekit.net.http import (
     redact,
     redact_library_logs,
     send,
+    tls_context,
 )
 
 __all__ = [
@@ -247,6 +248,7 @@ class HttpClient(Closing):
         self.rules = rules
         redact_library_logs(self.secrets, HTTPX_LOGGERS)
         self._client = httpx.Client(
+            verify=tls_context(),
             headers=dict(headers or {}),
             auth=auth,
             timeout=options.timeout,

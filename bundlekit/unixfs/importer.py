@@ -7,7 +7,9 @@ Three entry points, all emitting blocks into a sink (anything with
 * ``import_path(path, sink, profile, hidden=False)``: a file or a directory on
   disk; the root is the path itself (never a wrapping directory).
 * ``import_tree(files, sink, profile, dirs=())``: a virtual tree of
-  ``(path, source)`` pairs with implied intermediate directories.
+  ``(path, source)`` pairs with implied intermediate directories; a source
+  may be a file imported already (``Imported``, from ``import_bytes``), whose
+  blocks are written as they are, nothing hashed again.
 
 What the bytes look like is fixed by the profile (``bundlekit.unixfs.profiles``) and
 described in ``specs/unixfs-profiles.md``: ``chunker`` cuts, ``layout`` builds
@@ -23,6 +25,7 @@ raises ``SourceError`` naming the path.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -32,21 +35,38 @@ from typing import BinaryIO, Union
 from bundlekit.errors import SourceError, UsageError
 from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks, read_full
 from bundlekit.unixfs.hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
-from bundlekit.unixfs.layout import BlockSink, FileBuilder, LeafHasher, make_leaf
+from bundlekit.unixfs.layout import BlockSink, FileBuilder, LeafHasher, leaf_block, make_leaf
 from bundlekit.unixfs.profiles import Profile
 
 __all__ = [
     "ImportResult",
+    "Imported",
     "ImportedEntry",
     "ListSink",
     "NullSink",
     "Source",
+    "import_bytes",
     "import_file",
     "import_path",
     "import_tree",
 ]
 
-Source = Union[bytes, "os.PathLike[str]", Callable[[], BinaryIO]]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A file imported already: its CID, sizes and blocks (children first). ``import_tree`` writes the blocks
+    into its sink as they are and links the CID: a file whose CID is known is not hashed twice. ``opened``, when
+    given, is called as the tree reaches it (a build's progress)."""
+
+    cid: bytes
+    size: int
+    tsize: int
+    blocks: tuple[tuple[bytes, bytes], ...]
+    opened: Callable[[], None] | None = None
+
+
+Source = Union[bytes, "os.PathLike[str]", Callable[[], BinaryIO], Imported]
 
 
 @dataclass
@@ -155,6 +175,17 @@ def _file_from_chunks(
         builder.add_leaf(node, block)
     node = builder.finish()
     return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
+
+
+def import_bytes(data: bytes, profile: Profile) -> Imported:
+    """``data`` imported as one UnixFS file, its blocks kept (``Imported``): what ``import_file`` computes, and a
+    file of one chunk (a memory file) as its single leaf, hashed once."""
+    if len(data) <= profile.chunk_size:
+        node, block = leaf_block(data, profile)
+        return Imported(node.cid, node.size, node.tsize, ((node.cid, block),))
+    sink = ListSink()
+    entry = import_file(io.BytesIO(data), sink, profile)
+    return Imported(entry.cid, entry.size, entry.tsize, tuple(sink.blocks))
 
 
 def import_file(stream: BinaryIO, sink: BlockSink, profile: Profile) -> ImportedEntry:
@@ -415,6 +446,12 @@ class _VDir:
 
 
 def _import_source(source: Source, rel: str, sink: BlockSink, profile: Profile, hasher: LeafHasher) -> ImportedEntry:
+    if isinstance(source, Imported):
+        if source.opened is not None:
+            source.opened()
+        for cid, block in source.blocks:
+            sink.put(cid, block)
+        return ImportedEntry(rel, source.cid, source.size, source.tsize, "file")
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _file_from_chunks(iter_bytes_chunks(bytes(source), profile.chunk_size), sink, profile, rel, hasher)
     if isinstance(source, os.PathLike):

@@ -8,8 +8,9 @@ head (``uvicorn/protocols/http/h11_impl.py``: only an idle keep-alive connection
 the SDK (``mcp`` 2.3.0, ``MCPServer.run_streamable_http_async``) sets no ``limit_concurrency``.
 
 Each deadline is checked twice: once set to a fraction of a second through its environment variable
-(``BUNDLEKIT_MCP_*_DEADLINE``, the ``deadlines`` a test is parametrized with), and once end to end at its
-default (marked ``slow``: it waits the default out), so a default that stopped reaching the server fails too.
+(``BUNDLEKIT_MCP_*_DEADLINE``, the ``deadlines`` a test is parametrized with), and end to end at its
+default (one test, marked ``slow``, attacks the three bounds at once on one server and waits the longest default
+out), so a default that stopped reaching the server fails too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -170,26 +172,11 @@ def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(served: Se
         assert _closed_within(sock, FAST_BOUND)
 
 
-@pytest.mark.slow
-def test_by_default_a_connection_that_never_sends_is_closed_at_the_default_head_deadline(served: Served) -> None:
-    with served.connect() as sock:
-        assert _closed_within(sock, HEAD_TIMEOUT + SLACK)
-
-
 @fast("BODY")
 def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline(served: Served) -> None:
     with served.connect() as sock:
         sock.sendall(served.head(length=100_000))
         assert _closed_within(sock, FAST_BOUND, trickle=b" " * 100_000)
-
-
-@pytest.mark.slow
-def test_by_default_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_default_body_deadline(
-    served: Served,
-) -> None:
-    with served.connect() as sock:
-        sock.sendall(served.head(length=100_000))
-        assert _closed_within(sock, BODY_TIMEOUT + SLACK, trickle=b" " * 100_000)
 
 
 def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_work(served: Served) -> None:
@@ -293,12 +280,31 @@ def test_an_answer_the_client_stops_reading_is_cut_at_the_write_stall_timeout(se
     _stalled_answer_is_cut(served, FAST_BOUND)
 
 
+def _never_sending_is_closed(served: Served, seconds: float) -> bool:
+    with served.connect() as sock:
+        return _closed_within(sock, seconds)
+
+
+def _trickled_body_is_closed(served: Served, seconds: float) -> bool:
+    with served.connect() as sock:
+        sock.sendall(served.head(length=100_000))
+        return _closed_within(sock, seconds, trickle=b" " * 100_000)
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("big_tree")
-def test_by_default_an_answer_the_client_stops_reading_is_cut_at_the_default_write_stall_timeout(
-    served: Served,
-) -> None:
-    _stalled_answer_is_cut(served, WRITE_STALL_TIMEOUT + SLACK)
+def test_by_default_each_deadline_cuts_its_connection_at_its_default(served: Served) -> None:
+    """The three defaults end to end on one server started without a deadline variable, each bound attacked on a
+    connection of its own at once (the run waits out the longest default once, not their sum): a connection that
+    never sends (the head deadline), a body trickled a byte at a time (the body deadline), an answer left unread
+    (the write-stall deadline). A default that stopped reaching the server keeps its connection past the bound."""
+    with ThreadPoolExecutor(3) as pool:
+        head = pool.submit(_never_sending_is_closed, served, HEAD_TIMEOUT + SLACK)
+        body = pool.submit(_trickled_body_is_closed, served, BODY_TIMEOUT + SLACK)
+        write_stall = pool.submit(_stalled_answer_is_cut, served, WRITE_STALL_TIMEOUT + SLACK)
+        assert head.result(), "a connection that never sent outlived the default head deadline"
+        assert body.result(), "a trickled body outlived the default body deadline"
+        write_stall.result()  # raises if the unread answer was finished instead of cut
 
 
 def test_a_client_gone_in_the_middle_of_an_expect_100_continue_body_leaves_no_traceback(

@@ -206,9 +206,13 @@ def _single_subdir(root: Path) -> None:
 BLOCK_CASES = [(TREES[2], c) for c in TREES[2].configs if c.profile != "ipfs-car"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """Build every tree once and run every reference job in one node process."""
+    """Build every tree once and run every reference job in one node process.
+
+    Once per test process: with a module scope it ran again (about 9 s of node and Python) each time another
+    process's tests of this module were moved to a process that had already run some (pytest-xdist's worksteal).
+    """
     assert not isinstance(FOUND, str)
     ref = harness.Reference(*FOUND)
     base = tmp_path_factory.mktemp("differential")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -43,9 +44,13 @@ def files_of(path: Path) -> dict[str, bytes]:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Path:
-    """Two memories written at the command line, two timeline notes, and one memory named 'Goal: win'."""
+@pytest.fixture(scope="session")
+def typed_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two memories written at the command line, two timeline notes, and one memory named 'Goal: win'.
+
+    Typed once per test process (seven fresh processes); each test converts a copy of it (``memory``).
+    """
+    tmp_path = tmp_path_factory.mktemp("typed")
     tree = tmp_path / "memory"
     assert bk(tmp_path, "memory", "init", "-d", str(tree)).returncode == 0
     for key, name in (("tone", "tone"), ("plan", "Plan")):
@@ -58,6 +63,14 @@ def memory(tmp_path: Path) -> Path:
     done = bk(tmp_path, "memory", "write", "goal", "-d", str(tree), "--name", "Goal: win", "--description",
               "Fix issue #12", "--type", "project", "--body", "the goal")
     assert done.returncode == 0, done.stderr
+    return tree
+
+
+@pytest.fixture
+def memory(typed_memory: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the typed tree (a test may change it)."""
+    tree = tmp_path / "memory"
+    shutil.copytree(typed_memory, tree, symlinks=True)
     return tree
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,11 +207,20 @@ class Shell:
         return self.work / f"{name}.car"
 
 
-@pytest.fixture
-def shell(tmp_path: Path) -> Shell:
-    sh = Shell(tmp_path)
+@pytest.fixture(scope="session")
+def typed_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tree every journey starts from, typed once per test process: ``memory init``, then one memory written."""
+    sh = Shell(tmp_path_factory.mktemp("typed"))
     sh.run("bundlekit memory init")
     sh.write("project_alpha", "Alpha.")
+    return sh.tree
+
+
+@pytest.fixture
+def shell(tmp_path: Path, typed_tree: Path) -> Shell:
+    """A shell of this test's own, its ``$BUNDLEKIT_MEMORY_DIR`` a copy of the typed tree."""
+    sh = Shell(tmp_path)
+    shutil.copytree(typed_tree, sh.tree, symlinks=True)
     return sh
 
 

@@ -128,3 +128,24 @@ def test_deeply_nested_timeline_line_is_reported_as_invalid_json(tmp_path: Path)
     (tmp_path / "timeline" / "2026-01-01.jsonl").write_text("[" * 5_000 + "]" * 5_000 + "\n")
     with pytest.raises(MemoryStoreError, match="line 1 is not valid JSON"):
         Memory(tmp_path).timeline()
+
+
+def test_forget_lists_the_tree_once(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: forget refreshed the index twice under one lock (its own, then the timeline append's): two
+    listings of the whole tree, 250 ms each at 100,000 memories."""
+    from bundlekit.memory.backend import DirectoryBackend
+
+    mem.write("gone", **fields())
+    mem.close()
+    fresh = Memory(mem.root)
+    scans: list[int] = []
+    real = DirectoryBackend.scan
+
+    def counted(self: DirectoryBackend) -> object:
+        scans.append(1)
+        return real(self)
+
+    monkeypatch.setattr(DirectoryBackend, "scan", counted)
+    fresh.forget("gone")
+    assert len(scans) == 1
+    assert fresh.read("gone") is None

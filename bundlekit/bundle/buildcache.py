@@ -1,0 +1,126 @@
+"""A tree's build cache: the ciphertexts of its last encrypted build, so a re-build of an unchanged file keeps its CID.
+
+``bundlekit-enc/1`` draws a fresh salt and nonce prefix for every file it encrypts, so an
+unchanged memory encrypted again is new bytes under a new CID: every encrypted build re-uploaded
+the whole tree. The cache keeps, per bundle path, what the last build stored: the SHA-256 of the
+plaintext, the ciphertext, and a tag (``BundleKey.reuse_tag``: an HMAC under a key derived from the
+bundle key over the path, the plaintext's digest and the ciphertext's digest), with the last
+build's ``encryption`` parameters. A build with the same key re-opens that bundle key (its salt;
+``KeySpec.open_bundle_key`` checks the commitment) and stores the cached ciphertext of a file only
+when the plaintext it holds now hashes to the cached digest and the tag verifies under that key:
+the very bytes this key made from this plaintext at this path, never a stale or planted entry
+(``specs/encryption.md``, "Re-builds"). Anything else is encrypted afresh. The cache holds no
+plaintext; lost or damaged it costs a re-encryption, never a wrong byte.
+
+``<tree>/.bundlekit/build-cache.sqlite``, local to this copy of the tree like the derived index;
+each build leaves in it exactly the files it stored (writing only the rows that changed), one version per path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from bundlekit.crypto import _encrypt_bytes
+from bundlekit.errors import BundlekitError
+from bundlekit.memory.links import ensure_real_dir
+from bundlekit.memory.naming import HIDDEN_DIR
+
+if TYPE_CHECKING:
+    from bundlekit.crypto._keys import BundleKey, KeySpec
+
+__all__ = ["CACHE_NAME", "EncryptionCache"]
+
+CACHE_NAME: Final = f"{HIDDEN_DIR}/build-cache.sqlite"
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS params (namespace TEXT PRIMARY KEY, params TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, plain BLOB NOT NULL, cipher BLOB NOT NULL, "
+    "tag BLOB NOT NULL)",
+)
+
+
+class EncryptionCache:
+    """The encrypted files of one build of ``tree`` (None: a tree held in memory, nothing cached).
+
+    ``bundle_key`` first, then ``encrypt`` per file, then ``save``. ``encrypted`` counts the files
+    encrypted afresh and ``reused`` the ones taken from the cache (tests count them)."""
+
+    def __init__(self, tree: Path | None) -> None:
+        self.path = None if tree is None else tree / CACHE_NAME
+        self._rows: dict[str, tuple[bytes, bytes, bytes]] = {}
+        self._next: dict[str, tuple[bytes, bytes, bytes]] = {}
+        self._key: BundleKey | None = None
+        self.encrypted = 0
+        self.reused = 0
+
+    def _read(self, namespace: str) -> dict[str, Any] | None:
+        """The last build's parameters for ``namespace`` and its rows (into ``_rows``); None when unknown."""
+        if self.path is None or not self.path.is_file():
+            return None
+        try:
+            with closing(sqlite3.connect(self.path)) as db:
+                found = db.execute("SELECT params FROM params WHERE namespace = ?", (namespace,)).fetchone()
+                if found is None:
+                    return None
+                self._rows = {p: (plain, cipher, tag) for p, plain, cipher, tag in db.execute(
+                    "SELECT path, plain, cipher, tag FROM files")}
+            params = json.loads(found[0])
+            return params if isinstance(params, dict) else None
+        except (sqlite3.Error, ValueError):
+            self._rows = {}
+            return None
+
+    def bundle_key(self, key: KeySpec, namespace: str, rng: Callable[[int], bytes]) -> tuple[BundleKey, dict[str, Any]]:
+        """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid), else a
+        fresh one; with its ``manifest["encryption"]`` parameters."""
+        previous = self._read(namespace)
+        if previous is not None:
+            with suppress(BundlekitError):  # another key, or damaged parameters: a fresh bundle key
+                self._key = key.open_bundle_key(previous, namespace)
+                return self._key, previous
+        self._rows = {}
+        self._key, params = key.new_bundle_key(namespace, rng)
+        return self._key, params
+
+    def encrypt(self, data: bytes, path: str, rng: Callable[[int], bytes]) -> bytes:
+        """``data`` encrypted for bundle path ``path``: the cached ciphertext when it provably holds exactly
+        ``data`` under this build's key, else a fresh encryption."""
+        assert self._key is not None, "bundle_key() comes first"
+        plain = hashlib.sha256(data).digest()
+        path_b = path.encode("utf-8")
+        row = self._rows.get(path)
+        if row is not None and hmac.compare_digest(row[0], plain):
+            cipher = row[1]
+            if hmac.compare_digest(row[2], self._key.reuse_tag(path_b, plain, hashlib.sha256(cipher).digest())):
+                self._next[path] = row
+                self.reused += 1
+                return cipher
+        cipher = _encrypt_bytes(data, self._key, path, rng)
+        self.encrypted += 1
+        self._next[path] = (plain, cipher, self._key.reuse_tag(path_b, plain, hashlib.sha256(cipher).digest()))
+        return cipher
+
+    def save(self, namespace: str, params: dict[str, Any]) -> None:
+        """Keep this build's files and parameters in place of the last: only the rows that changed are written,
+        the paths it no longer has removed (one transaction; a cache: a tree it cannot be written in still
+        builds)."""
+        if self.path is None:
+            return
+        with suppress(sqlite3.Error, OSError, BundlekitError):
+            ensure_real_dir(self.path.parent)
+            with closing(sqlite3.connect(self.path)) as db, db:
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                db.execute("DELETE FROM params")
+                db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
+                if not self._rows:  # another key or namespace, or a first build: the rows start again
+                    db.execute("DELETE FROM files")
+                db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(set(self._rows) - set(self._next))])
+                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                               [(p, *row) for p, row in sorted(self._next.items()) if self._rows.get(p) != row])

@@ -1,0 +1,81 @@
+"""Issue 37: a writer who publishes with ``build``, ``pin`` and ``name publish`` (no ``sync``) keeps lineage.
+
+Before, ``build`` and ``pin`` recorded no parent: the writer's second bundle named no ancestor, a follower
+that merged it found no common base, and every memory the writer had changed became a conflict. Now a build
+names the tree's last root as its parent (``specs/provenance.md``, "Lineage"), and rebuilding an unchanged
+tree (``build`` then ``pin`` of the same tree) still gives the same root. Every step is typed as a user would
+type it (CLI subprocesses), writer and follower on one machine, meeting at the local store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
+
+
+def _cli(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
+    env.update({"HOME": str(cwd / "home"), "BUNDLEKIT_HOME": str(cwd / "store"),
+                "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=WAIT, check=False)
+    assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
+    return done.stdout
+
+
+def _write(cwd: Path, tree: str, key: str, body: str) -> None:
+    _cli(cwd, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
+         "--description", f"about {key}", "--body", body)
+
+
+def test_build_pin_and_name_publish_keep_lineage_so_a_follower_merges_without_conflicts(tmp_path: Path) -> None:
+    _cli(tmp_path, "name", "create", "--key-file", "writer.pem")
+    name = _cli(tmp_path, "name", "create", "--key-file", "writer.pem").strip()
+    _cli(tmp_path, "memory", "-d", "mine", "init")
+    for key in ("alpha", "beta", "gamma"):
+        _write(tmp_path, "mine", key, f"{key}: the first text.")
+    first = _cli(tmp_path, "build", "-d", "mine", "-o", "first.car").strip()
+    pinned = json.loads(_cli(tmp_path, "pin", "-d", "mine", "--json"))
+    assert pinned["root"] == first  # the same unchanged tree builds to the same root: no parent of itself
+    _cli(tmp_path, "name", "publish", "--name-key", "writer.pem", first)
+
+    (tmp_path / "theirs").mkdir()
+    _cli(tmp_path, "sync", "theirs", "--name", name)
+    _write(tmp_path, "theirs", "delta", "the follower's own memory")
+
+    _write(tmp_path, "mine", "beta", "beta: the writer changed this one.")
+    second = _cli(tmp_path, "build", "-d", "mine", "-o", "second.car").strip()
+    assert second != first
+    _cli(tmp_path, "pin", "second.car")
+    _cli(tmp_path, "name", "publish", "--name-key", "writer.pem", second)
+
+    report = json.loads(_cli(tmp_path, "sync", "theirs", "--name", name, "--json"))
+    assert report["merge"]["base"] == first
+    assert report["merge"]["conflicts"] == []
+    shown = _cli(tmp_path, "memory", "-d", "theirs", "show", "beta")
+    assert "beta: the writer changed this one." in shown
+    listed = _cli(tmp_path, "memory", "-d", "theirs", "list")
+    assert "delta" in listed and "conflict" not in listed
+
+
+def test_a_tree_loaded_from_a_car_merges_the_writers_next_car_on_its_base(tmp_path: Path) -> None:
+    """``load -o`` remembers the root as the tree's parent and keeps the blocks it read (as ``fork`` does),
+    so the writer's next bundle, which names that root as its parent, merges on that base: no conflict."""
+    _cli(tmp_path, "memory", "-d", "mine", "init")
+    for key in ("alpha", "beta"):
+        _write(tmp_path, "mine", key, f"{key}: the first text.")
+    first = _cli(tmp_path, "build", "-d", "mine", "-o", "first.car").strip()
+    _cli(tmp_path, "load", "first.car", "-o", "theirs")
+    _write(tmp_path, "theirs", "delta", "the reader's own memory")
+    _write(tmp_path, "mine", "beta", "beta: the writer changed this one.")
+    _cli(tmp_path, "build", "-d", "mine", "-o", "second.car")
+    report = json.loads(_cli(tmp_path, "merge", "second.car", "-d", "theirs", "--json"))
+    assert report["base"] == first
+    assert report["conflicts"] == []
+    assert "changed this one" in (tmp_path / "theirs" / "beta.md").read_text()
+    assert (tmp_path / "theirs" / "delta.md").is_file()

@@ -1,0 +1,76 @@
+"""Issue 37: a lone writer syncing through a routing endpoint publishes in one round and says so.
+
+Before, every ``sync --routing`` through a ``bundlekit serve`` hub over the writer's own store took two
+rounds: the hub kept the writer's record in the shared store before the writer's store step, which then
+took that very record for another writer's (``moved past sequence N ... another writer published``); the
+second round re-merged the writer's own root and reported ``"published": null, "up_to_date": true``
+although the name had moved.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.errors import NameMovedError
+from bundlekit.memory import Memory
+from bundlekit.names.publish import publish
+from bundlekit.names.routing import RoutingEndpoint, parse_routing
+from bundlekit.syncer import SyncOptions, sync
+
+from .conftest import HookedPinner
+
+SIGNER = Ed25519Signer.from_seed(bytes([37]) * 32)
+NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def hub_on_own_store() -> Iterator[RoutingEndpoint]:
+    """``bundlekit serve --port 0`` over this test's ``$BUNDLEKIT_HOME``: the writer's own store."""
+    proc = subprocess.Popen([sys.executable, "-m", "bundlekit", "serve", "--port", "0",
+                             "--store", os.environ["BUNDLEKIT_HOME"]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        yield parse_routing(line.split()[-1])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def _write(tree: Path, key: str, minutes: int) -> None:
+    Memory(tree, namespace="agent", clock=lambda: NOW + timedelta(minutes=minutes)).write(
+        key, name=key, description=f"about {key}", type="project", body=f"{key} body")
+
+
+def test_a_lone_writer_through_a_hub_on_its_own_store_publishes_in_one_round(
+    hub_on_own_store: RoutingEndpoint, tmp_path: Path
+) -> None:
+    tree = tmp_path / "memory"
+    Memory(tree, namespace="agent").init()
+    options = SyncOptions(routing=(hub_on_own_store,))
+    for sequence, key in enumerate(("alpha", "beta")):
+        _write(tree, key, sequence)
+        report = sync(tree, name_key=SIGNER, pinners=[HookedPinner()], options=options)
+        assert report.attempts == 1, report.notes
+        assert report.published is not None and report.published.sequence == sequence
+        assert not report.up_to_date and report.merge is None  # its own root is never merged back
+        assert not any("another writer" in note for note in report.notes)
+
+
+def test_a_later_record_in_the_store_still_refuses_a_publish_that_follows_an_older_one(tmp_path: Path) -> None:
+    publish(SIGNER, bytes.fromhex("01701220") + bytes(32))
+    publish(SIGNER, bytes.fromhex("01701220") + bytes([1]) * 32)  # sequence 1 now kept
+    with pytest.raises(NameMovedError, match="moved to sequence 1 after 0"):
+        publish(SIGNER, bytes.fromhex("01701220") + bytes([2]) * 32, follows=0)
