@@ -58,6 +58,7 @@ __all__ = [
     "dearmor",
     "encrypt",
     "header_failure",
+    "is_canonical_point",
     "is_low_order",
     "open_payload",
     "parse_header",
@@ -131,6 +132,17 @@ def is_low_order(point: bytes) -> bool:
     except ValueError:
         return True
     return False
+
+
+_FIELD_PRIME: Final = 2**255 - 19
+
+
+def is_canonical_point(point: bytes) -> bool:
+    """Whether 32 bytes are the one encoding of an X25519 public key (u below 2^255 - 19, top bit
+    clear). X25519 reduces any other to a canonical one, but age binds the recipient's bytes into
+    the wrap key's HKDF salt and a reader uses its own canonical key: no identity decrypts for a
+    non-canonical recipient, though ``age -r`` encrypts for it."""
+    return int.from_bytes(point, "little") < _FIELD_PRIME
 
 
 class Secret:

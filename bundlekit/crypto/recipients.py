@@ -110,6 +110,9 @@ def _recipient_problem(text: str) -> str | None:
         return "is not an age X25519 recipient (age1...); plugin recipients are not supported"
     if len(data) != 32:
         return "is not an age X25519 recipient: its key is not 32 bytes"
+    if not age.is_canonical_point(data):
+        return ("is not the canonical encoding of an X25519 key (top bit set, or out of range); no identity "
+                "decrypts for it (age would encrypt for it all the same)")
     if age.is_low_order(data):
         return "is a low-order X25519 point, which no one can decrypt for"
     return None

@@ -261,3 +261,16 @@ def test_a_low_order_share_fails_the_file_exactly_when_age_fails_it(tmp_path: Pa
         accepted = False
     assert accepted == age_accepts(str(AGE), "-d", "-i", str(tmp_path / "id"), stdin=data)
     assert accepted == where.startswith("after")
+
+
+def test_a_non_canonical_recipient_is_refused_where_age_encrypts_for_a_key_no_identity_opens(tmp_path: Path) -> None:
+    """age binds the recipient's bytes into the wrap key: ``age -r`` takes the key with its top bit
+    set, but ``age -d`` with the matching identity cannot open the result. bundlekit refuses it."""
+    good = keygen(tmp_path / "k")
+    words = bytearray(_bech32.decode(good)[1])
+    words[31] |= 0x80
+    spelled = _bech32.encode("age", bytes(words))
+    sealed = run(str(AGE), "-r", spelled, stdin=b"x")
+    assert not age_accepts(str(AGE), "-d", "-i", str(tmp_path / "k"), stdin=sealed)
+    with pytest.raises(KeySourceError, match="not the canonical encoding"):
+        RecipientsKey([spelled])

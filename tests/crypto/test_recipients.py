@@ -491,6 +491,13 @@ def test_the_identity_environment_variable_opens_when_no_option_is_given() -> No
     assert key_spec(KeyOptions(), environ=env, identity_env=False) is None
 
 
+def test_an_identity_environment_variable_holding_a_path_says_to_give_identity_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.key"
+    path.write_text(identity_file_text(new_identity()))
+    with pytest.raises(KeySourceError, match=r"holds the path of a file.*--identity-file"):
+        key_spec(KeyOptions(), environ={"BUNDLEKIT_IDENTITY": str(path)})
+
+
 def test_a_malformed_identity_environment_variable_is_named_not_quoted() -> None:
     with pytest.raises(KeySourceError, match=r"\$BUNDLEKIT_IDENTITY line 1") as caught:
         key_spec(KeyOptions(), environ={"BUNDLEKIT_IDENTITY": "AGE-SECRET-KEY-1NOPE"})
