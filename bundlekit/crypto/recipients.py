@@ -283,7 +283,7 @@ def write_new_identity(path: str | os.PathLike[str], rng: Rng = os.urandom) -> s
     """
     identity = new_identity(rng)
     create_file_bytes(path, identity_file_text(identity).encode("ascii"), error=KeySourceError, mode=0o600,
-                      hint="an identity file is never replaced; choose a new name")
+                      exists_hint="an identity file is never replaced; choose a new name")
     return recipient_of(identity)
 
 

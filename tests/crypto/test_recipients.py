@@ -428,6 +428,23 @@ def test_key_new_writes_0600_and_never_replaces_a_file(tmp_path: Path) -> None:
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["agent.key"]
 
 
+@pytest.mark.parametrize("kind", ["dangling symlink", "symlink to a file"])
+def test_key_new_never_writes_through_a_symlink(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "elsewhere"
+    if kind == "symlink to a file":
+        target.write_text("kept")
+    (tmp_path / "agent.key").symlink_to(target)
+    with pytest.raises(KeySourceError, match="already exists"):
+        write_new_identity(tmp_path / "agent.key")
+    assert (target.read_text() == "kept") if target.exists() else not target.exists()
+
+
+def test_key_new_in_a_missing_directory_says_so_without_the_never_replaced_hint(tmp_path: Path) -> None:
+    with pytest.raises(KeySourceError, match="No such file or directory") as caught:
+        write_new_identity(tmp_path / "nowhere" / "agent.key")
+    assert "never replaced" not in str(caught.value)
+
+
 # --- recipients lists and the key options ------------------------------------------------------------
 
 
