@@ -475,15 +475,16 @@ def atomic_write_bytes(
 
 
 def create_file_bytes(
-    path: str | os.PathLike[str], data: bytes, *, error: ErrorClass, mode: int, hint: str | None = None
+    path: str | os.PathLike[str], data: bytes, *, error: ErrorClass, mode: int, exists_hint: str | None = None
 ) -> None:
     """Write ``data`` to a new file at ``path``, whole or not at all, never over anything already there.
 
     The temp file is written, fsynced and hard-linked to ``path`` (the link fails if the name
-    exists, even when another process made it a moment ago), then removed. A secret's file
-    (``bundlekit key new``) passes ``mode=0o600``. Any failure raises ``error`` naming ``path``.
+    exists, even when another process made it a moment ago, or is a symlink, dangling or not),
+    then removed. A secret's file (``bundlekit key new``) passes ``mode=0o600``. Any failure
+    raises ``error`` naming ``path``; ``exists_hint`` is added when the name is taken.
     """
-    temp = AtomicFile(path, error=error, mode=mode, hint=hint)
+    temp = AtomicFile(path, error=error, mode=mode)
     try:
         with temp.guard() as fh:
             fh.write(data)
@@ -491,9 +492,9 @@ def create_file_bytes(
         temp.close()
         os.link(temp.temp, temp.dest)
     except FileExistsError:
-        raise error(f"{temp.dest} already exists" + (f"; {hint}" if hint else "")) from None
+        raise error(f"{temp.dest} already exists" + (f"; {exists_hint}" if exists_hint else "")) from None
     except OSError as exc:
-        raise _failure(error, temp.dest, exc, hint) from exc
+        raise _failure(error, temp.dest, exc, None) from exc
     finally:
         temp.discard()
     fsync_dir(temp.dest.parent)

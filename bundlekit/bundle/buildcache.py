@@ -77,9 +77,10 @@ class EncryptionCache:
             return None
 
     def bundle_key(self, key: KeySpec, namespace: str, rng: Callable[[int], bytes]) -> tuple[BundleKey, dict[str, Any]]:
-        """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid), else a
-        fresh one; with its ``manifest["encryption"]`` parameters."""
-        previous = self._read(namespace)
+        """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid) and its
+        source keeps keys (``KeySpec.keeps_bundle_key``: not recipients), else a fresh one; with its
+        ``manifest["encryption"]`` parameters."""
+        previous = self._read(namespace) if key.keeps_bundle_key else None
         if previous is not None:
             with suppress(BundlekitError):  # another key, or damaged parameters: a fresh bundle key
                 self._key = key.open_bundle_key(previous, namespace)

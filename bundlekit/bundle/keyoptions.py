@@ -175,6 +175,9 @@ def _identity_from_environment(env: Mapping[str, str]) -> KeySpec | None:
     if len(text) > MAX_IDENTITY_FILE:
         raise KeySourceError(f"${IDENTITY_ENV} is over {MAX_IDENTITY_FILE} characters; put the identity itself "
                              "in it (AGE-SECRET-KEY-1...), or give --identity-file FILE")
+    if "\n" not in text.strip() and not text.lstrip().startswith(("AGE-", "-----", "#")) and os.path.exists(text):
+        raise KeySourceError(f"${IDENTITY_ENV} holds the path of a file, not an identity: give --identity-file "
+                             f"with that path, or put the identity itself in ${IDENTITY_ENV}")
     return IdentityKey(parse_identities(text, where=f"${IDENTITY_ENV}"))
 
 

@@ -275,6 +275,10 @@ class KeySpec(ABC):
     """
 
     source: ClassVar[str]
+    # Whether a re-build may keep the last build's bundle key (``bundle.buildcache``, specs/encryption.md
+    # 4.1) when this key opens it. The recipients source says no (7.5): every build draws a fresh key for
+    # the readers chosen now, so a removed reader cannot open a re-build.
+    keeps_bundle_key: ClassVar[bool] = True
 
     def new_bundle_key(self, namespace: str, rng: Rng = os.urandom) -> tuple[BundleKey, dict[str, Any]]:
         """Make a fresh bundle key; return it and the ``manifest["encryption"]`` dict.

@@ -58,6 +58,7 @@ __all__ = [
     "dearmor",
     "encrypt",
     "header_failure",
+    "is_canonical_point",
     "is_low_order",
     "open_payload",
     "parse_header",
@@ -131,6 +132,17 @@ def is_low_order(point: bytes) -> bool:
     except ValueError:
         return True
     return False
+
+
+_FIELD_PRIME: Final = 2**255 - 19
+
+
+def is_canonical_point(point: bytes) -> bool:
+    """Whether 32 bytes are the one encoding of an X25519 public key (u below 2^255 - 19, top bit
+    clear). X25519 reduces any other to a canonical one, but age binds the recipient's bytes into
+    the wrap key's HKDF salt and a reader uses its own canonical key: no identity decrypts for a
+    non-canonical recipient, though ``age -r`` encrypts for it."""
+    return int.from_bytes(point, "little") < _FIELD_PRIME
 
 
 class Secret:
@@ -353,16 +365,29 @@ def unwrap_file_key(header: Header, identities: Sequence[Identity]) -> tuple[byt
     """The file key and the identity that unwrapped it; ``WrongKeyError`` when no stanza is for them.
 
     Every X25519 stanza is checked first, whoever it is for (a malformed one fails the file).
+    Then each identity tries each stanza in turn, as age's reference ``Decrypt`` does, and
+    the result is age's: the first match, or the first failure (a low-order share) met
+    before any match. Unlike age, the stanzas after a match are tried too (what they raise
+    is ignored, as age never meets it), so the time taken does not tell which stanza (which
+    listed reader) an identity answers; the work is the same bounded amount as for a wrong key.
     """
     for stanza in header.stanzas:
         if stanza.args[0] == X25519_TYPE:
             check_x25519(stanza)
-    for stanza in header.stanzas:
-        for identity in identities:
-            file_key = identity.unwrap(stanza)
-            if file_key is not None:
-                return file_key, identity
-    raise WrongKeyError("no identity given matches a recipient of this age file")
+    found: tuple[bytes, Identity] | None = None
+    for identity in identities:
+        for stanza in header.stanzas:
+            try:
+                file_key = identity.unwrap(stanza)
+            except HeaderDecryptionError:
+                if found is None:
+                    raise
+                continue
+            if file_key is not None and found is None:
+                found = (file_key, identity)
+    if found is None:
+        raise WrongKeyError("no identity given matches a recipient of this age file")
+    return found
 
 
 def check_mac(header: Header, file_key: bytes) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -83,10 +83,15 @@ _SSH_WHY: Final = (
 
 
 def _recipient_problem(text: str) -> str | None:
-    """Why ``text`` (stripped) is not a recipient bundlekit takes, or None; the text itself is never quoted."""
+    """Why ``text`` is not a recipient bundlekit takes, or None; the text itself is never quoted.
+
+    An X25519 recipient is lowercase, as ``age -r`` reads it (age refuses ``AGE1...`` as an
+    unknown type)."""
     if text.upper().startswith("AGE-SECRET-KEY-"):
         return ("is a secret identity, not a recipient; never share it. "
                 "`bundlekit key recipient FILE` prints its recipient")
+    if text.startswith("AGE1"):
+        return "is in uppercase; an age recipient is written in lowercase (age1...), as age reads it"
     if text.startswith(f"{agessh.STANZA_TYPE} "):
         try:
             agessh.parse_public_key(text)
@@ -105,6 +110,9 @@ def _recipient_problem(text: str) -> str | None:
         return "is not an age X25519 recipient (age1...); plugin recipients are not supported"
     if len(data) != 32:
         return "is not an age X25519 recipient: its key is not 32 bytes"
+    if not age.is_canonical_point(data):
+        return ("is not the canonical encoding of an X25519 key (top bit set, or out of range); no identity "
+                "decrypts for it (age would encrypt for it all the same)")
     if age.is_low_order(data):
         return "is a low-order X25519 point, which no one can decrypt for"
     return None
@@ -113,7 +121,9 @@ def _recipient_problem(text: str) -> str | None:
 def parse_recipient(text: str, *, where: str) -> str:
     """The canonical form of a recipient; ``KeySourceError`` naming ``where`` (the text is not quoted).
 
-    An age X25519 recipient in lowercase, or ``ssh-ed25519 BASE64`` without its comment.
+    An age X25519 recipient (lowercase), or ``ssh-ed25519 BASE64`` without its comment.
+    A single value given (``--recipient``, the API) may carry whitespace around it, as ``$(cat
+    key.pub)`` leaves it; a file's lines may not (:func:`_key_lines`).
     """
     body = text.strip()
     problem = _recipient_problem(body)
@@ -121,7 +131,7 @@ def parse_recipient(text: str, *, where: str) -> str:
         raise KeySourceError(f"{where} {problem}")
     if body.startswith(f"{agessh.STANZA_TYPE} "):
         return agessh.parse_public_key(body).text
-    return body.lower()
+    return body
 
 
 def recipient_wrapper(recipient: str) -> age.Recipient:
@@ -143,14 +153,25 @@ def read_recipients_file(path: str | os.PathLike[str]) -> list[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise KeySourceError(f"the recipients file {name} is not UTF-8 text") from None
-    found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        body = line.strip()
-        if body and not body.startswith("#"):
-            found.append(parse_recipient(body, where=f"{name} line {number}"))
+    where = f"the recipients file {name}"
+    found = [parse_recipient(line, where=f"{where} line {number}") for number, line in _key_lines(text, where)]
     if not found:
         raise KeySourceError(f"the recipients file {name} lists no recipient; add age1... lines")
     return found
+
+
+def _key_lines(text: str, where: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a recipients or identity file, as age reads one: lines end in LF (a CR
+    before it is dropped), a line that is empty or starts with ``#`` is skipped, and a line with
+    whitespace around it is refused (``KeySourceError`` naming ``where`` and the line), as age does,
+    so a file one tool reads the other reads too."""
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if line != line.strip():
+            raise KeySourceError(f"{where} line {number} has whitespace around it; age reads each line "
+                                 "exactly as written, so remove it")
+        if line and not line.startswith("#"):
+            yield number, line
 
 
 def _read_bounded(path: Path, limit: int, what: str, warn: Callable[[str], None] | None = None) -> bytes:
@@ -203,10 +224,7 @@ def parse_identities(text: str, *, where: str) -> list[age.Identity]:
     if text.lstrip().startswith("-----BEGIN OPENSSH PRIVATE KEY-----"):
         return [agessh.parse_private_key(text, where=where)]
     found: list[age.Identity] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
+    for number, line in _key_lines(text, where):
         identity = _identity(line)
         if identity is None:
             raise KeySourceError(f"{where} line {number} {_identity_problem(line)}")
@@ -265,7 +283,7 @@ def write_new_identity(path: str | os.PathLike[str], rng: Rng = os.urandom) -> s
     """
     identity = new_identity(rng)
     create_file_bytes(path, identity_file_text(identity).encode("ascii"), error=KeySourceError, mode=0o600,
-                      hint="an identity file is never replaced; choose a new name")
+                      exists_hint="an identity file is never replaced; choose a new name")
     return recipient_of(identity)
 
 
@@ -277,6 +295,7 @@ class RecipientsKey(KeySpec):
     """
 
     source = SOURCE
+    keeps_bundle_key = False  # a fresh key per build (revocation), never the build cache's
 
     def __init__(self, recipients: Iterable[str]) -> None:
         listed = sorted({parse_recipient(r, where="a recipient") for r in recipients})
@@ -320,6 +339,7 @@ class IdentityKey(KeySpec):
     """
 
     source = SOURCE
+    keeps_bundle_key = False  # a fresh key per build (revocation), never the build cache's
 
     def __init__(self, identities: Sequence[age.Identity]) -> None:
         if not identities:
@@ -375,13 +395,20 @@ class IdentityKey(KeySpec):
         """Encrypt anew (a merge, a sync) for the recipients every bundle this key opened lists.
 
         The intersection never widens who can read: a reader removed in any of the
-        bundles stays removed. ``UsageError`` when nothing was opened or nobody is in all.
+        bundles stays removed. ``UsageError`` when nothing was opened, nobody is in all, or
+        none of the identities held is in all (bundles opened by different identities of
+        one file: the new bundle would lock its own writer out).
         """
         readers = set.intersection(*(set(r) for r in self._opened)) if self._opened else set()
         if not readers:
             raise UsageError(
                 "an identity opens bundles but names no readers for a new one: build or pin it with "
                 "--recipient age1... (no recipients bundle was opened, or the ones opened share no recipient)"
+            )
+        if not readers & {recipient_of(identity) for identity in self._identities}:
+            raise UsageError(
+                "the bundles opened share readers, but none of your identities is among them, so the new "
+                "bundle would lock you out of it; build or pin it with --recipient age1... (yours among them)"
             )
         return RecipientsKey(readers).new_bundle_key(namespace, rng)
 

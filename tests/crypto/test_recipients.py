@@ -76,7 +76,7 @@ def test_every_build_draws_a_fresh_bundle_key_for_the_same_recipients() -> None:
 def test_the_manifest_lists_the_recipients_sorted_without_repeats() -> None:
     a, b = people(2)
     ra, rb = recipient_of(a), recipient_of(b)
-    _, params = RecipientsKey([rb, ra.upper(), rb]).new_bundle_key(NS)
+    _, params = RecipientsKey([rb, f" {ra}\n", rb]).new_bundle_key(NS)
     assert params["recipients"] == sorted([ra, rb])
     assert set(params) == {"scheme", "key_source", "kdf", "salt", "key_id", "commitment", "recipients", "envelope"}
 
@@ -125,6 +125,19 @@ def test_a_merge_reencrypts_for_the_readers_every_opened_bundle_lists() -> None:
     assert merged["recipients"] == sorted([recipient_of(a), recipient_of(b)])
 
 
+def test_a_merge_never_reencrypts_for_readers_that_leave_out_every_identity_held() -> None:
+    """Two identities in one file open two bundles whose only shared reader is someone else: the
+    intersection would lock the writer out of their own merged tree, so it is refused."""
+    mine_a, mine_b, other = people(3)
+    _, first = RecipientsKey(map(recipient_of, (mine_a, other))).new_bundle_key(NS)
+    _, second = RecipientsKey(map(recipient_of, (mine_b, other))).new_bundle_key(NS)
+    spec = opener(mine_a, mine_b)
+    spec.open_bundle_key(first, NS)
+    spec.open_bundle_key(second, NS)
+    with pytest.raises(UsageError, match="lock you out"):
+        spec.new_bundle_key(NS)
+
+
 def test_an_identity_that_opened_nothing_cannot_name_readers() -> None:
     with pytest.raises(UsageError, match="--recipient"):
         opener(new_identity()).new_bundle_key(NS)
@@ -156,6 +169,30 @@ def listed_bundle(listed: list[age.X25519Identity]) -> tuple[dict[str, Any], byt
     randomness = os.urandom(32 + 32 + 16 + 32 * len(listed) + 16)
     _, params = RecipientsKey(map(recipient_of, listed)).new_bundle_key(NS, FixedRandom(randomness))
     return params, randomness[32:64]
+
+
+class _Counting:
+    """An identity that counts the stanzas it is asked to try."""
+
+    def __init__(self, inner: age.X25519Identity) -> None:
+        self.inner, self.tried = inner, 0
+
+    def unwrap(self, stanza: age.Stanza) -> bytes | None:
+        self.tried += 1
+        return self.inner.unwrap(stanza)
+
+    def recipient_text(self) -> str:
+        return self.inner.recipient_text()
+
+
+def test_every_stanza_is_tried_after_a_match_so_timing_does_not_tell_which_reader() -> None:
+    first, *rest = people(4)
+    data = age.encrypt(bytes(32), [age.X25519Recipient(p.recipient) for p in (first, *rest)], os.urandom)
+    header, _ = age.parse_header(data, max_stanzas=8, max_bytes=4096)
+    counting = _Counting(first)
+    file_key, identity = age.unwrap_file_key(header, [counting])
+    assert identity is counting and counting.tried == 4
+    age.check_mac(header, file_key)
 
 
 def test_a_stanza_for_a_key_not_among_the_recipients_is_refused_for_that_key() -> None:
@@ -391,6 +428,23 @@ def test_key_new_writes_0600_and_never_replaces_a_file(tmp_path: Path) -> None:
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["agent.key"]
 
 
+@pytest.mark.parametrize("kind", ["dangling symlink", "symlink to a file"])
+def test_key_new_never_writes_through_a_symlink(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "elsewhere"
+    if kind == "symlink to a file":
+        target.write_text("kept")
+    (tmp_path / "agent.key").symlink_to(target)
+    with pytest.raises(KeySourceError, match="already exists"):
+        write_new_identity(tmp_path / "agent.key")
+    assert (target.read_text() == "kept") if target.exists() else not target.exists()
+
+
+def test_key_new_in_a_missing_directory_says_so_without_the_never_replaced_hint(tmp_path: Path) -> None:
+    with pytest.raises(KeySourceError, match="No such file or directory") as caught:
+        write_new_identity(tmp_path / "nowhere" / "agent.key")
+    assert "never replaced" not in str(caught.value)
+
+
 # --- recipients lists and the key options ------------------------------------------------------------
 
 
@@ -454,15 +508,48 @@ def test_the_identity_environment_variable_opens_when_no_option_is_given() -> No
     assert key_spec(KeyOptions(), environ=env, identity_env=False) is None
 
 
+def test_an_identity_environment_variable_holding_a_path_says_to_give_identity_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.key"
+    path.write_text(identity_file_text(new_identity()))
+    with pytest.raises(KeySourceError, match=r"holds the path of a file.*--identity-file"):
+        key_spec(KeyOptions(), environ={"BUNDLEKIT_IDENTITY": str(path)})
+
+
 def test_a_malformed_identity_environment_variable_is_named_not_quoted() -> None:
     with pytest.raises(KeySourceError, match=r"\$BUNDLEKIT_IDENTITY line 1") as caught:
         key_spec(KeyOptions(), environ={"BUNDLEKIT_IDENTITY": "AGE-SECRET-KEY-1NOPE"})
     assert "NOPE" not in str(caught.value)
 
 
-def test_parse_identities_reads_lines_with_surrounding_whitespace() -> None:
+def test_parse_identities_reads_crlf_lines() -> None:
     a = new_identity()
-    assert parse_identities(f"  {secret_line(a)}\r\n", where="x")[0].recipient == a.recipient
+    assert parse_identities(f"# made by hand\r\n\r\n{secret_line(a)}\r\n", where="x")[0].recipient == a.recipient
+
+
+@pytest.mark.parametrize("text", ["  {key}\n", "{key}  \n", "\t{key}\n", "  # a comment\n{key}\n"])
+def test_an_identity_line_with_whitespace_around_it_is_refused_as_age_refuses_it(text: str) -> None:
+    """age reads identity lines exactly as written (Debian's age 1.1: "unknown identity type"),
+    so a file bundlekit reads is one age reads too (tests/crypto/test_age_interop.py)."""
+    line = secret_line(new_identity())
+    with pytest.raises(KeySourceError, match=r"x line \d has whitespace around it") as caught:
+        parse_identities(text.format(key=line), where="x")
+    assert line not in str(caught.value)
+
+
+@pytest.mark.parametrize("line", ["  {r}", "{r} ", "  # the team"])
+def test_a_recipients_file_line_with_whitespace_around_it_is_refused_as_age_refuses_it(
+    tmp_path: Path, line: str
+) -> None:
+    path = tmp_path / "team.txt"
+    path.write_text("# ok\n" + line.format(r=recipient_of(new_identity())) + "\n")
+    with pytest.raises(KeySourceError, match="team.txt line 2 has whitespace around it"):
+        read_recipients_file(path)
+
+
+def test_an_uppercase_recipient_is_refused_as_age_refuses_it() -> None:
+    """Debian's age 1.1 refuses ``AGE1...`` ("unknown recipient type"); bundlekit says why."""
+    with pytest.raises(KeySourceError, match="is in uppercase"):
+        RecipientsKey([recipient_of(new_identity()).upper()])
 
 
 # --- ssh-ed25519 keys: hostile private key files -----------------------------------------------------
