@@ -282,7 +282,8 @@ def build_bundle(
     when = resolve_created(options.created, clock=options.clock,
                            content_time=lambda: newest_content_time(mem, records, timeline=_timeline_shared(options)))
     # Steps 4-6: the stored files (encrypted with a key), their CIDs, the index last.
-    cache = EncryptionCache(mem.root) if key is not None and options.compat is None else None
+    cache = (EncryptionCache(mem.root, partial=options.share is not None)
+             if key is not None and options.compat is None else None)
     stored, encryption = _stored(tree_files, ns, key, options, cache)
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
     imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)

@@ -275,6 +275,9 @@ class KeySpec(ABC):
     """
 
     source: ClassVar[str]
+    #: True for a source that draws a fresh key for every bundle (recipients): a build never re-opens an
+    #: earlier bundle's key with it, so a reader removed since can read nothing of the new bundle.
+    fresh_per_bundle: ClassVar[bool] = False
 
     def new_bundle_key(self, namespace: str, rng: Rng = os.urandom) -> tuple[BundleKey, dict[str, Any]]:
         """Make a fresh bundle key; return it and the ``manifest["encryption"]`` dict.

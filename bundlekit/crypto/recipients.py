@@ -277,6 +277,7 @@ class RecipientsKey(KeySpec):
     """
 
     source = SOURCE
+    fresh_per_bundle = True
 
     def __init__(self, recipients: Iterable[str]) -> None:
         listed = sorted({parse_recipient(r, where="a recipient") for r in recipients})
@@ -320,6 +321,7 @@ class IdentityKey(KeySpec):
     """
 
     source = SOURCE
+    fresh_per_bundle = True
 
     def __init__(self, identities: Sequence[age.Identity]) -> None:
         if not identities:
