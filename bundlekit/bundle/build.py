@@ -466,11 +466,9 @@ def _stored_files(
         return [(f"{MEMORY_DIR}/{path}", data) for path, data in files], None
     source = rng or os.urandom
     cache = cache or EncryptionCache(None)
-    _bundle_key, encryption = cache.bundle_key(key, namespace, source)
-    stored: list[tuple[str, bytes]] = []
-    for path, data in files:
-        bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
-        stored.append((bundle_path, cache.encrypt(data, bundle_path, source)))
+    named = [(f"{MEMORY_DIR}/{path}{ENC_SUFFIX}", data) for path, data in files]
+    _bundle_key, encryption = cache.bundle_key(key, namespace, source, {path: len(data) for path, data in named})
+    stored = [(bundle_path, cache.encrypt(data, bundle_path, source)) for bundle_path, data in named]
     return stored, encryption
 
 

@@ -24,12 +24,12 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from bundlekit.crypto import _encrypt_bytes
+from bundlekit.crypto import _encrypt_bytes, encrypted_size
 from bundlekit.errors import BundlekitError
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.naming import HIDDEN_DIR
@@ -91,8 +91,10 @@ class EncryptionCache:
         self.encrypted = 0
         self.reused = 0
 
-    def _read(self, namespace: str) -> dict[str, Any] | None:
-        """The last build's parameters for ``namespace`` and its rows (into ``_rows``); None when unknown."""
+    def _read(self, namespace: str, sizes: Mapping[str, int]) -> dict[str, Any] | None:
+        """The last build's parameters for ``namespace`` (None when unknown) and, into ``_rows``, its rows for
+        the paths in ``sizes`` (bundle path -> plaintext size) whose ciphertext has exactly the size that
+        plaintext encrypts to: what is read is bounded by what this build stores, whatever the file holds."""
         if self.path is None or not self.path.exists() or not _plain_files(self.path):
             return None
         try:
@@ -100,7 +102,12 @@ class EncryptionCache:
                 found = db.execute("SELECT params FROM params WHERE namespace = ?", (namespace,)).fetchone()
                 if found is None:
                     return None
-                rows = (_row(*found_row) for found_row in db.execute("SELECT path, plain, cipher, tag FROM files"))
+                db.execute("CREATE TEMP TABLE wanted (path TEXT PRIMARY KEY, size INTEGER NOT NULL)")
+                db.executemany("INSERT INTO temp.wanted VALUES (?, ?)",
+                               [(path, encrypted_size(size)) for path, size in sizes.items()])
+                rows = (_row(*found_row) for found_row in db.execute(
+                    "SELECT f.path, f.plain, f.cipher, f.tag FROM files AS f JOIN temp.wanted AS w "
+                    "ON f.path = w.path AND typeof(f.cipher) = 'blob' AND length(f.cipher) = w.size"))
                 self._rows = dict(row for row in rows if row is not None)
             params = json.loads(found[0])
             return params if isinstance(params, dict) else None
@@ -108,11 +115,14 @@ class EncryptionCache:
             self._rows = {}
             return None
 
-    def bundle_key(self, key: KeySpec, namespace: str, rng: Callable[[int], bytes]) -> tuple[BundleKey, dict[str, Any]]:
+    def bundle_key(
+        self, key: KeySpec, namespace: str, rng: Callable[[int], bytes], sizes: Mapping[str, int]
+    ) -> tuple[BundleKey, dict[str, Any]]:
         """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid), else a
-        fresh one; with its ``manifest["encryption"]`` parameters. A key that draws a fresh bundle key every
-        time (``KeySpec.fresh_per_bundle``: recipients, an identity re-encrypting) reuses nothing."""
-        previous = None if key.fresh_per_bundle else self._read(namespace)
+        fresh one; with its ``manifest["encryption"]`` parameters. ``sizes``: the plaintext size of each file
+        the build will encrypt, by bundle path (only their rows are read). A key that draws a fresh bundle key
+        every time (``KeySpec.fresh_per_bundle``: recipients, an identity re-encrypting) reuses nothing."""
+        previous = None if key.fresh_per_bundle else self._read(namespace, sizes)
         if previous is not None:
             with suppress(BundlekitError):  # another key, or damaged parameters: a fresh bundle key
                 self._key = key.open_bundle_key(previous, namespace)
@@ -156,7 +166,9 @@ class EncryptionCache:
                 db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
                 if not self._rows:  # another key or namespace, or a first build: the rows start again
                     db.execute("DELETE FROM files")
-                gone = set() if self._partial else set(self._rows) - set(self._next)
-                db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(gone)])
+                if not self._partial:  # the paths this build no longer has are gone
+                    db.execute("CREATE TEMP TABLE kept (path TEXT PRIMARY KEY)")
+                    db.executemany("INSERT INTO temp.kept VALUES (?)", [(p,) for p in self._next])
+                    db.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.kept)")
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
                                [(p, *row) for p, row in sorted(self._next.items()) if self._rows.get(p) != row])

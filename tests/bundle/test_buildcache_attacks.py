@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tracemalloc
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,3 +131,24 @@ def test_a_shared_build_between_two_whole_builds_keeps_every_private_file_s_cid(
     assert "memory/private_note.md.enc" not in shared.manifest["memory"]["files"]
     assert _cids(again) == _cids(whole)
     assert _cids(shared) < _cids(whole)
+
+
+def test_a_cache_row_larger_than_its_file_encrypts_to_is_never_read_and_a_stray_path_is_dropped(
+    tree: Path, tmp_path: Path
+) -> None:
+    """What a build reads of the cache is bounded by what it stores: a 64 MB row at a path the tree does not
+    have, or at a path it has but of another size than its plaintext encrypts to, is never loaded."""
+    build_bundle(tree, tmp_path / "a.car", key=KEY)
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
+        db.execute("INSERT INTO files VALUES ('memory/stray.md.enc', zeroblob(32), zeroblob(67108864), zeroblob(32))")
+        db.execute("UPDATE files SET cipher = zeroblob(67108864) WHERE path = 'memory/note_1.md.enc'")
+    tracemalloc.start()
+    try:
+        result = build_bundle(tree, tmp_path / "b.car", key=KEY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+    _decrypts_to_the_tree(result, tree, KEY)
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
+        assert db.execute("SELECT count(*) FROM files WHERE path = 'memory/stray.md.enc'").fetchone() == (0,)
