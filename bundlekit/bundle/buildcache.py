@@ -67,6 +67,7 @@ def _row(path: object, plain: object, cipher: object, tag: object) -> tuple[str,
     return path, (plain, cipher, tag)
 
 
+_PARAMS: Final = "SELECT namespace, params FROM params ORDER BY namespace"
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS params (namespace TEXT PRIMARY KEY, params TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, plain BLOB NOT NULL, cipher BLOB NOT NULL, "
@@ -86,6 +87,7 @@ class EncryptionCache:
         self.path = None if tree is None else tree / CACHE_NAME
         self._partial = partial
         self._rows: dict[str, tuple[bytes, bytes, bytes]] = {}
+        self._seen: list[Any] | None = None  # the params table as read: a save finding it changed rewrites all
         self._next: dict[str, tuple[bytes, bytes, bytes]] = {}
         self._key: BundleKey | None = None
         self.encrypted = 0
@@ -102,6 +104,7 @@ class EncryptionCache:
                 found = db.execute("SELECT params FROM params WHERE namespace = ?", (namespace,)).fetchone()
                 if found is None:
                     return None
+                seen = db.execute(_PARAMS).fetchall()
                 db.execute("CREATE TEMP TABLE wanted (path TEXT PRIMARY KEY, size INTEGER NOT NULL)")
                 db.executemany("INSERT INTO temp.wanted VALUES (?, ?)",
                                [(path, encrypted_size(size)) for path, size in sizes.items()])
@@ -109,6 +112,7 @@ class EncryptionCache:
                     "SELECT f.path, f.plain, f.cipher, f.tag FROM files AS f JOIN temp.wanted AS w "
                     "ON f.path = w.path AND typeof(f.cipher) = 'blob' AND length(f.cipher) = w.size"))
                 self._rows = dict(row for row in rows if row is not None)
+            self._seen = seen
             params = json.loads(found[0])
             return params if isinstance(params, dict) else None
         except (sqlite3.Error, ValueError):
@@ -160,15 +164,19 @@ class EncryptionCache:
             if not _plain_files(self.path):  # a link or a FIFO in its place: nothing written through it
                 return
             with closing(sqlite3.connect(self.path)) as db, db:
+                db.execute("BEGIN IMMEDIATE")  # what it finds and what it writes, one transaction
                 for statement in _SCHEMA:
                     db.execute(statement)
+                # another key or namespace, a first build, or another build saved since this one read (its rows
+                # may be under another key): the rows start again
+                base = self._rows if db.execute(_PARAMS).fetchall() == self._seen else {}
                 db.execute("DELETE FROM params")
                 db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
-                if not self._rows:  # another key or namespace, or a first build: the rows start again
+                if not base:
                     db.execute("DELETE FROM files")
                 if not self._partial:  # the paths this build no longer has are gone
                     db.execute("CREATE TEMP TABLE kept (path TEXT PRIMARY KEY)")
                     db.executemany("INSERT INTO temp.kept VALUES (?)", [(p,) for p in self._next])
                     db.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.kept)")
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-                               [(p, *row) for p, row in sorted(self._next.items()) if self._rows.get(p) != row])
+                               [(p, *row) for p, row in sorted(self._next.items()) if base.get(p) != row])

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
-from bundlekit.bundle.buildcache import CACHE_NAME
+import bundlekit.bundle.buildcache as buildcache
+from bundlekit.bundle.buildcache import CACHE_NAME, EncryptionCache
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.share import SharePolicy
 from bundlekit.crypto import RawKeyFile
@@ -152,3 +153,28 @@ def test_a_cache_row_larger_than_its_file_encrypts_to_is_never_read_and_a_stray_
     _decrypts_to_the_tree(result, tree, KEY)
     with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
         assert db.execute("SELECT count(*) FROM files WHERE path = 'memory/stray.md.enc'").fetchone() == (0,)
+
+
+def test_a_build_saving_after_another_key_s_build_saved_leaves_a_cache_all_of_its_own(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds of one tree at once with different keys: the one that saves last finds the other's rows
+    (under another key) in place of the ones it read, and rewrites them all, so its next build reuses all."""
+    build_bundle(tree, tmp_path / "a.car", key=KEY)
+    real_save = EncryptionCache.save
+    raced: list[bool] = []
+
+    def racing_save(self: EncryptionCache, namespace: str, params: dict[str, object]) -> None:
+        if not raced:
+            raced.append(True)
+            build_bundle(tree, tmp_path / "other.car", key=RawKeyFile(bytes(range(1, 33))))  # saves first
+        real_save(self, namespace, params)
+
+    monkeypatch.setattr(EncryptionCache, "save", racing_save)
+    build_bundle(tree, tmp_path / "b.car", key=KEY)
+    monkeypatch.setattr(EncryptionCache, "save", real_save)
+    encrypted = []
+    real_encrypt = buildcache._encrypt_bytes
+    monkeypatch.setattr(buildcache, "_encrypt_bytes", lambda *a: encrypted.append(a[2]) or real_encrypt(*a))
+    _decrypts_to_the_tree(build_bundle(tree, tmp_path / "c.car", key=KEY), tree, KEY)
+    assert encrypted == []
