@@ -126,7 +126,9 @@ class EncryptionCache:
         fresh one; with its ``manifest["encryption"]`` parameters. ``sizes``: the plaintext size of each file
         the build will encrypt, by bundle path (only their rows are read). A key that draws a fresh bundle key
         every time (``KeySpec.fresh_per_bundle``: recipients, an identity re-encrypting) reuses nothing."""
-        previous = None if key.fresh_per_bundle else self._read(namespace, sizes)
+        if key.fresh_per_bundle:  # nothing read, and nothing saved: the cache of the tree's other builds stays
+            self.path = None
+        previous = None if self.path is None else self._read(namespace, sizes)
         if previous is not None:
             with suppress(BundlekitError):  # another key, or damaged parameters: a fresh bundle key
                 self._key = key.open_bundle_key(previous, namespace)

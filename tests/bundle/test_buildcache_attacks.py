@@ -178,3 +178,13 @@ def test_a_build_saving_after_another_key_s_build_saved_leaves_a_cache_all_of_it
     monkeypatch.setattr(buildcache, "_encrypt_bytes", lambda *a: encrypted.append(a[2]) or real_encrypt(*a))
     _decrypts_to_the_tree(build_bundle(tree, tmp_path / "c.car", key=KEY), tree, KEY)
     assert encrypted == []
+
+
+def test_a_recipients_build_between_two_key_file_builds_leaves_their_cache_as_it_was(
+    tree: Path, tmp_path: Path
+) -> None:
+    whole = build_bundle(tree, tmp_path / "a.car", key=KEY)
+    before = (tree / CACHE_NAME).read_bytes()
+    build_bundle(tree, tmp_path / "b.car", key=RecipientsKey([recipient_of(new_identity())]))
+    assert (tree / CACHE_NAME).read_bytes() == before
+    assert _cids(build_bundle(tree, tmp_path / "c.car", key=KEY)) == _cids(whole)
