@@ -286,7 +286,8 @@ def build_bundle(
     when = resolve_created(options.created, clock=options.clock,
                            content_time=lambda: newest_content_time(mem, records, timeline=_timeline_shared(options)))
     # Steps 4-6: the stored files (encrypted with a key), their CIDs, the index last.
-    cache = EncryptionCache(mem.root) if key is not None and options.compat is None else None
+    cache = (EncryptionCache(mem.root, partial=options.share is not None)
+             if key is not None and options.compat is None else None)
     stored, encryption = _stored(tree_files, ns, key, options, cache)
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
     imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
@@ -470,11 +471,9 @@ def _stored_files(
         return [(f"{MEMORY_DIR}/{path}", data) for path, data in files], None
     source = rng or os.urandom
     cache = cache or EncryptionCache(None)
-    _bundle_key, encryption = cache.bundle_key(key, namespace, source)
-    stored: list[tuple[str, bytes]] = []
-    for path, data in files:
-        bundle_path = f"{MEMORY_DIR}/{path}{ENC_SUFFIX}"
-        stored.append((bundle_path, cache.encrypt(data, bundle_path, source)))
+    named = [(f"{MEMORY_DIR}/{path}{ENC_SUFFIX}", data) for path, data in files]
+    _bundle_key, encryption = cache.bundle_key(key, namespace, source, {path: len(data) for path, data in named})
+    stored = [(bundle_path, cache.encrypt(data, bundle_path, source)) for bundle_path, data in named]
     return stored, encryption
 
 

@@ -21,13 +21,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import sqlite3
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Mapping
 from contextlib import closing, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from bundlekit.crypto import _encrypt_bytes
+from bundlekit.crypto import _encrypt_bytes, encrypted_size
 from bundlekit.errors import BundlekitError
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.naming import HIDDEN_DIR
@@ -38,6 +40,34 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_NAME", "EncryptionCache"]
 
 CACHE_NAME: Final = f"{HIDDEN_DIR}/build-cache.sqlite"
+_DIGEST: Final = 32  # a SHA-256 digest and an HMAC-SHA-256 tag
+_SIDE_FILES: Final = ("", "-journal", "-wal", "-shm")  # what SQLite opens beside the database
+
+
+def _plain_files(path: Path) -> bool:
+    """Whether the cache and the files SQLite keeps beside it are each absent or a regular file: SQLite follows
+    links, so a link (to another tree's cache, or to a file outside the tree) or a FIFO is never opened."""
+    for suffix in _SIDE_FILES:
+        try:
+            mode = os.lstat(f"{path}{suffix}").st_mode
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if not stat.S_ISREG(mode):
+            return False
+    return True
+
+
+def _row(path: object, plain: object, cipher: object, tag: object) -> tuple[str, tuple[bytes, bytes, bytes]] | None:
+    """A cache row as typed, or None for one edited into another shape (a text digest, a short tag)."""
+    if not (isinstance(path, str) and isinstance(plain, bytes) and isinstance(cipher, bytes)
+            and isinstance(tag, bytes) and len(plain) == _DIGEST and len(tag) == _DIGEST):
+        return None
+    return path, (plain, cipher, tag)
+
+
+_PARAMS: Final = "SELECT namespace, params FROM params ORDER BY namespace"
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS params (namespace TEXT PRIMARY KEY, params TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, plain BLOB NOT NULL, cipher BLOB NOT NULL, "
@@ -49,38 +79,56 @@ class EncryptionCache:
     """The encrypted files of one build of ``tree`` (None: a tree held in memory, nothing cached).
 
     ``bundle_key`` first, then ``encrypt`` per file, then ``save``. ``encrypted`` counts the files
-    encrypted afresh and ``reused`` the ones taken from the cache (tests count them)."""
+    encrypted afresh and ``reused`` the ones taken from the cache (tests count them). ``partial``: the build
+    stores part of the tree (a shared bundle), so the rows of the files it leaves out are kept for the next
+    whole build, not removed as gone."""
 
-    def __init__(self, tree: Path | None) -> None:
+    def __init__(self, tree: Path | None, *, partial: bool = False) -> None:
         self.path = None if tree is None else tree / CACHE_NAME
+        self._partial = partial
         self._rows: dict[str, tuple[bytes, bytes, bytes]] = {}
+        self._seen: list[Any] | None = None  # the params table as read: a save finding it changed rewrites all
         self._next: dict[str, tuple[bytes, bytes, bytes]] = {}
         self._key: BundleKey | None = None
         self.encrypted = 0
         self.reused = 0
 
-    def _read(self, namespace: str) -> dict[str, Any] | None:
-        """The last build's parameters for ``namespace`` and its rows (into ``_rows``); None when unknown."""
-        if self.path is None or not self.path.is_file():
+    def _read(self, namespace: str, sizes: Mapping[str, int]) -> dict[str, Any] | None:
+        """The last build's parameters for ``namespace`` (None when unknown) and, into ``_rows``, its rows for
+        the paths in ``sizes`` (bundle path -> plaintext size) whose ciphertext has exactly the size that
+        plaintext encrypts to: what is read is bounded by what this build stores, whatever the file holds."""
+        if self.path is None or not self.path.exists() or not _plain_files(self.path):
             return None
         try:
             with closing(sqlite3.connect(self.path)) as db:
                 found = db.execute("SELECT params FROM params WHERE namespace = ?", (namespace,)).fetchone()
                 if found is None:
                     return None
-                self._rows = {p: (plain, cipher, tag) for p, plain, cipher, tag in db.execute(
-                    "SELECT path, plain, cipher, tag FROM files")}
+                seen = db.execute(_PARAMS).fetchall()
+                db.execute("CREATE TEMP TABLE wanted (path TEXT PRIMARY KEY, size INTEGER NOT NULL)")
+                db.executemany("INSERT INTO temp.wanted VALUES (?, ?)",
+                               [(path, encrypted_size(size)) for path, size in sizes.items()])
+                rows = (_row(*found_row) for found_row in db.execute(
+                    "SELECT f.path, f.plain, f.cipher, f.tag FROM files AS f JOIN temp.wanted AS w "
+                    "ON f.path = w.path AND typeof(f.cipher) = 'blob' AND length(f.cipher) = w.size"))
+                self._rows = dict(row for row in rows if row is not None)
+            self._seen = seen
             params = json.loads(found[0])
             return params if isinstance(params, dict) else None
         except (sqlite3.Error, ValueError):
             self._rows = {}
             return None
 
-    def bundle_key(self, key: KeySpec, namespace: str, rng: Callable[[int], bytes]) -> tuple[BundleKey, dict[str, Any]]:
-        """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid) and its
-        source keeps keys (``KeySpec.keeps_bundle_key``: not recipients), else a fresh one; with its
-        ``manifest["encryption"]`` parameters."""
-        previous = self._read(namespace) if key.keeps_bundle_key else None
+    def bundle_key(
+        self, key: KeySpec, namespace: str, rng: Callable[[int], bytes], sizes: Mapping[str, int]
+    ) -> tuple[BundleKey, dict[str, Any]]:
+        """The last build's bundle key when ``key`` opens it (same salt, so cached files stay valid), else a
+        fresh one; with its ``manifest["encryption"]`` parameters. ``sizes``: the plaintext size of each file
+        the build will encrypt, by bundle path (only their rows are read). A key that draws a fresh bundle key
+        every time (``KeySpec.fresh_per_bundle``: recipients, an identity re-encrypting) reuses nothing."""
+        if key.fresh_per_bundle:  # nothing read, and nothing saved: the cache of the tree's other builds stays
+            self.path = None
+        previous = None if self.path is None else self._read(namespace, sizes)
         if previous is not None:
             with suppress(BundlekitError):  # another key, or damaged parameters: a fresh bundle key
                 self._key = key.open_bundle_key(previous, namespace)
@@ -109,19 +157,28 @@ class EncryptionCache:
 
     def save(self, namespace: str, params: dict[str, Any]) -> None:
         """Keep this build's files and parameters in place of the last: only the rows that changed are written,
-        the paths it no longer has removed (one transaction; a cache: a tree it cannot be written in still
-        builds)."""
+        the paths it no longer has removed (a partial build's left-out paths kept) (one transaction; a cache: a
+        tree it cannot be written in still builds)."""
         if self.path is None:
             return
         with suppress(sqlite3.Error, OSError, BundlekitError):
             ensure_real_dir(self.path.parent)
+            if not _plain_files(self.path):  # a link or a FIFO in its place: nothing written through it
+                return
             with closing(sqlite3.connect(self.path)) as db, db:
+                db.execute("BEGIN IMMEDIATE")  # what it finds and what it writes, one transaction
                 for statement in _SCHEMA:
                     db.execute(statement)
+                # another key or namespace, a first build, or another build saved since this one read (its rows
+                # may be under another key): the rows start again
+                base = self._rows if db.execute(_PARAMS).fetchall() == self._seen else {}
                 db.execute("DELETE FROM params")
                 db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
-                if not self._rows:  # another key or namespace, or a first build: the rows start again
+                if not base:
                     db.execute("DELETE FROM files")
-                db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in sorted(set(self._rows) - set(self._next))])
+                if not self._partial:  # the paths this build no longer has are gone
+                    db.execute("CREATE TEMP TABLE kept (path TEXT PRIMARY KEY)")
+                    db.executemany("INSERT INTO temp.kept VALUES (?)", [(p,) for p in self._next])
+                    db.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.kept)")
                 db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-                               [(p, *row) for p, row in sorted(self._next.items()) if self._rows.get(p) != row])
+                               [(p, *row) for p, row in sorted(self._next.items()) if base.get(p) != row])

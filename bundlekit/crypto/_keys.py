@@ -275,10 +275,9 @@ class KeySpec(ABC):
     """
 
     source: ClassVar[str]
-    # Whether a re-build may keep the last build's bundle key (``bundle.buildcache``, specs/encryption.md
-    # 4.1) when this key opens it. The recipients source says no (7.5): every build draws a fresh key for
-    # the readers chosen now, so a removed reader cannot open a re-build.
-    keeps_bundle_key: ClassVar[bool] = True
+    #: True for a source that draws a fresh key for every bundle (recipients): a build never re-opens an
+    #: earlier bundle's key with it, so a reader removed since can read nothing of the new bundle.
+    fresh_per_bundle: ClassVar[bool] = False
 
     def new_bundle_key(self, namespace: str, rng: Rng = os.urandom) -> tuple[BundleKey, dict[str, Any]]:
         """Make a fresh bundle key; return it and the ``manifest["encryption"]`` dict.

@@ -295,7 +295,7 @@ class RecipientsKey(KeySpec):
     """
 
     source = SOURCE
-    keeps_bundle_key = False  # a fresh key per build (revocation), never the build cache's
+    fresh_per_bundle = True
 
     def __init__(self, recipients: Iterable[str]) -> None:
         listed = sorted({parse_recipient(r, where="a recipient") for r in recipients})
@@ -339,7 +339,7 @@ class IdentityKey(KeySpec):
     """
 
     source = SOURCE
-    keeps_bundle_key = False  # a fresh key per build (revocation), never the build cache's
+    fresh_per_bundle = True
 
     def __init__(self, identities: Sequence[age.Identity]) -> None:
         if not identities:
