@@ -50,6 +50,9 @@ def check_message(message: str, fid: int, namespace: str, now: datetime) -> None
     except Exception:  # noqa: BLE001  (any unparseable time: not the message's form)
         issued = None
     if issued is None or lines[0] != HEADER or message != ownership_message(fid, namespace, issued):
+        if "\r" in message:
+            raise SignatureError("the signed message has CR line ends (a Windows editor?): sign it byte for byte as "
+                                 "`--print-message` prints it, LF line ends; nothing was read or written")
         if fields.get("fid") not in (None, str(fid)):
             raise SignatureError(f"the signed message names another fid, not {fid}; nothing was read or written")
         if "namespace" in fields and fields["namespace"] != namespace:
