@@ -129,6 +129,10 @@ def _place(plan: SeedPlan, proposal: Proposal, current: MemoryRecord | None, now
            secrets: Sequence[str]) -> None:
     """Plan one proposal: a write, a skip with its reason, or unchanged."""
     key = proposal.key
+    if current is not None and current.key != key:
+        plan.skipped[key] = (f"the tree holds {current.key!r}, the same key but for case (one file on macOS and "
+                             "Windows); kept")
+        return
     if current is not None and current.meta.get(SEED_FIELD) != plan.account.seed:
         plan.skipped[key] = "the tree already holds a memory under this key that this seed did not write; kept"
         return
@@ -165,8 +169,8 @@ def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iter
     not parse: never replaced) (see the module). With ``strict`` any memory not written is an error
     (``SeedError``, nothing written)."""
     plan = SeedPlan(account)
-    current = {r.key: r for r in records}
-    unparsed = set(broken)
+    current = {r.key.lower(): r for r in records}  # keys are unique ignoring case ("Keys")
+    unparsed = {k.lower() for k in broken}
     seen: set[str] = set()
     for proposal in (_valid(p) for p in proposals):
         try:
@@ -174,17 +178,18 @@ def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iter
         except InvalidKeyError as exc:
             plan.skipped[proposal.key[:80] or "(empty key)"] = str(exc)
             continue
-        if proposal.key in seen:
-            plan.skipped[proposal.key] = "proposed twice; the first is kept"
+        folded = proposal.key.lower()
+        if folded in seen:
+            plan.skipped[proposal.key] = "proposed twice (ignoring case); the first is kept"
             continue
-        seen.add(proposal.key)
-        if proposal.key in unparsed:
+        seen.add(folded)
+        if folded in unparsed:
             plan.skipped[proposal.key] = "the tree holds a file under this key that does not parse; kept"
             continue
         if len(plan.writes) + len(plan.unchanged) >= max_memories:
             plan.dropped.append(proposal.key)
             continue
-        _place(plan, proposal, current.get(proposal.key), now, secrets)
+        _place(plan, proposal, current.get(folded), now, secrets)
     if strict and (plan.skipped or plan.dropped):
         raise SeedError("--strict: " + "; ".join(plan.warnings()) + "; nothing was written")
     return plan

@@ -142,3 +142,17 @@ def test_an_ownership_message_saved_with_crlf_is_named_as_such(tree: Path, run: 
                  "--signature-file", str(tmp_path / "s"), "--yes")
     assert result.exit_code == 3 and "CR line ends" in result.stderr
     assert "another fid" not in result.stderr
+
+
+def test_a_users_memory_under_the_same_key_but_for_case_is_kept_and_named(tree: Path, run: Run,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run("write", "GitHub-Octocat-Profile", "--type", "user", "--name", "mine", "--description", "mine",
+               "--body", "my own words").exit_code == 0
+    mine = (tree / "GitHub-Octocat-Profile.md").read_bytes()
+    result = _seed(github_app(TOKEN), run, monkeypatch)
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    assert "github-octocat-profile: not written: the tree holds 'GitHub-Octocat-Profile'" in result.stderr  # type: ignore[attr-defined]
+    assert not (tree / "github-octocat-profile.md").exists()
+    assert run("list").exit_code == 0  # the tree still holds each key once, ignoring case
+    assert run("unseed", "github").exit_code == 0
+    assert (tree / "GitHub-Octocat-Profile.md").read_bytes() == mine
