@@ -16,6 +16,8 @@ The rules (tested in ``tests/net/``):
   answer carries one (delta-seconds or an HTTP date), capped at
   ``RetryPolicy.max_retry_after``; otherwise the backoff
   ``min(cap, base * 2**n) * (0.5 + jitter / 2)``.
+* A body that does not decode as its ``Content-Encoding`` says (corrupt
+  gzip or deflate) is a final ``Failure``, never an exception.
 * After ``RetryPolicy.attempts`` tries the last failure is returned; the
   caller decides what it means ("not here" for a gateway, ``PinUnavailable``
   for a pinning service).
@@ -423,18 +425,21 @@ class HttpRequest:
 
 
 # What sending and reading one answer may raise that is a ``Failure``, not a bug: translated by ``_failure_of``.
-_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError)
+_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError,
+                httpx.DecodingError)
 
 
 def _failure_of(exc: Exception, ends: float | None, monotonic: Callable[[], float]) -> Failure:
     """The ``Failure`` for one of ``_SEND_ERRORS``: transport errors and timeouts are retryable; an unusable
-    URL, a refused redirect, too many redirects and the deadline ``ends`` are final."""
+    URL, a refused redirect, too many redirects, a body that does not decode and the deadline ``ends`` are final."""
     if isinstance(exc, RedirectRefused):
         return Failure(str(exc), retryable=False, error=exc)
     if isinstance(exc, httpx.TooManyRedirects):
         return Failure(f"more than {MAX_REDIRECTS} redirects", retryable=False, error=exc)
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return Failure("not a usable http(s) URL", retryable=False, error=exc)
+    if isinstance(exc, httpx.DecodingError):  # a body its Content-Encoding (gzip, deflate) does not decode
+        return Failure("the answer's body does not decode as its Content-Encoding says", retryable=False, error=exc)
     if isinstance(exc, httpx.TimeoutException):
         if ends is not None and (isinstance(exc, _DeadlineExceeded) or monotonic() >= ends):
             return _deadline_failure(exc)

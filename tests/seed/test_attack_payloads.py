@@ -156,3 +156,12 @@ def test_a_users_memory_under_the_same_key_but_for_case_is_kept_and_named(tree: 
     assert run("list").exit_code == 0  # the tree still holds each key once, ignoring case
     assert run("unseed", "github").exit_code == 0
     assert (tree / "GitHub-Octocat-Profile.md").read_bytes() == mine
+
+
+def test_a_body_that_does_not_decode_as_its_content_encoding_is_named_not_a_crash(
+        tree: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    corrupt = Answer(200, b"\x1f\x8bnot gzip at all", {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+    result = _seed(lambda asked: corrupt, run, monkeypatch)
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert "does not decode as its Content-Encoding says" in result.stderr  # type: ignore[attr-defined]
+    assert "internal error" not in result.stderr  # type: ignore[attr-defined]
