@@ -202,6 +202,16 @@ class UnseedPlan:
     lane: str
     remove: list[MemoryRecord] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)  # with ``account``: the lane's other seeds the tree holds
+
+    def warnings(self) -> list[str]:
+        """One line per edited memory kept, and, when ``--account`` matched nothing, the seeds it could have
+        meant (a handle is compared exactly: ``--account OCTOCAT`` is not ``github:octocat``)."""
+        lines = [f"{key}: edited since it was seeded; kept (--force deletes it too)" for key in self.kept]
+        if self.others and not self.remove and not self.kept:
+            lines.append(f"no memory here was seeded from that account; this tree holds memories seeded from "
+                         f"{', '.join(self.others)} (--account takes the handle exactly)")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {"lane": self.lane, "removed": [r.key for r in self.remove], "kept": list(self.kept)}
@@ -219,6 +229,8 @@ def plan_unseed(records: Iterable[MemoryRecord], lane: str, *, account: str | No
         if not isinstance(seed, str) or seed.partition(":")[0] != lane:
             continue
         if account is not None and seed.partition(":")[2] != account:
+            if seed not in plan.others:
+                plan.others.append(seed)
             continue
         if force or unedited(record):
             plan.remove.append(record)

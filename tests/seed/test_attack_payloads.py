@@ -165,3 +165,13 @@ def test_a_body_that_does_not_decode_as_its_content_encoding_is_named_not_a_cras
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert "does not decode as its Content-Encoding says" in result.stderr  # type: ignore[attr-defined]
     assert "internal error" not in result.stderr  # type: ignore[attr-defined]
+
+
+def test_an_account_that_matches_nothing_names_the_seeds_the_tree_holds(tree: Path, run: Run,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _seed(github_app(TOKEN), run, monkeypatch).exit_code == 0  # type: ignore[attr-defined]
+    before = {r.key for r in Memory(tree).list()}
+    result = run("unseed", "github", "--account", "OCTOCAT")
+    assert result.exit_code == 0 and "deleted 0 memories" in result.stderr
+    assert "seeded from github:octocat (--account takes the handle exactly)" in result.stderr
+    assert {r.key for r in Memory(tree).list()} == before
