@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -175,3 +179,40 @@ def test_an_account_that_matches_nothing_names_the_seeds_the_tree_holds(tree: Pa
     assert result.exit_code == 0 and "deleted 0 memories" in result.stderr
     assert "seeded from github:octocat (--account takes the handle exactly)" in result.stderr
     assert {r.key for r in Memory(tree).list()} == before
+
+
+def test_two_accounts_of_one_lane_are_unseeded_one_at_a_time(tree: Path, run: Run,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for login in ("alice", "bob"):
+        app = github_app(TOKEN, user={"login": login, "bio": f"I am {login}"}, repos=[])
+        assert _seed(app, run, monkeypatch).exit_code == 0  # type: ignore[attr-defined]
+    assert {r.key for r in Memory(tree).list()} == {"github-alice-profile", "github-bob-profile"}
+    result = run("unseed", "github", "--account", "alice", "--json")
+    assert json.loads(result.stdout)["removed"] == ["github-alice-profile"]
+    assert {r.key for r in Memory(tree).list()} == {"github-bob-profile"}
+    assert json.loads(run("unseed", "github", "--json").stdout)["removed"] == ["github-bob-profile"]
+
+
+def test_sighup_while_unseed_waits_for_another_writers_lock_deletes_nothing(tree: Path, run: Run,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _seed(github_app(TOKEN), run, monkeypatch).exit_code == 0  # type: ignore[attr-defined]
+    seeded = sorted(p.name for p in tree.glob("*.md"))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom bundlekit.memory import Memory\n"
+        f"with Memory({str(tree)!r}).transaction():\n    print('held', flush=True)\n    time.sleep(60)\n")],
+        stdout=subprocess.PIPE, env=dict(os.environ))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        unseeding = subprocess.Popen([sys.executable, "-m", "bundlekit", "memory", "-d", str(tree), "unseed", "github"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+        time.sleep(2)  # started, and waiting on the lock the other writer holds
+        unseeding.send_signal(signal.SIGHUP)
+        _out, err = unseeding.communicate(timeout=30)
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert unseeding.returncode == 129, err
+    assert b"Traceback" not in err
+    assert sorted(p.name for p in tree.glob("*.md")) == seeded
+    assert run("unseed", "github").exit_code == 0  # the lock is free again: it runs
+    assert sorted(p.name for p in tree.glob("*.md")) == ["MEMORY.md"]
