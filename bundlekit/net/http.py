@@ -16,8 +16,10 @@ The rules (tested in ``tests/net/``):
   answer carries one (delta-seconds or an HTTP date), capped at
   ``RetryPolicy.max_retry_after``; otherwise the backoff
   ``min(cap, base * 2**n) * (0.5 + jitter / 2)``.
-* A body that does not decode as its ``Content-Encoding`` says (corrupt
-  gzip or deflate) is a final ``Failure``, never an exception.
+* Every request asks for ``Accept-Encoding: gzip, deflate``; an answer in
+  ``br`` or ``zstd`` (which one chunk can expand without bound) is a final
+  ``Failure``, and so is a body that does not decode as its
+  ``Content-Encoding`` says (corrupt gzip or deflate), never an exception.
 * After ``RetryPolicy.attempts`` tries the last failure is returned; the
   caller decides what it means ("not here" for a gateway, ``PinUnavailable``
   for a pinning service).
@@ -340,6 +342,21 @@ def check_http_url(text: str, *, what: str) -> str:
     return text
 
 
+# The content codings asked for (every request says so): httpx decodes gzip and deflate a bounded chunk at a time.
+# br and zstd, which httpx also decodes when brotli or zstandard happens to be installed, can expand one chunk of a
+# few kilobytes to gigabytes before any byte cap sees it: never asked for, and an answer in one is refused.
+ACCEPT_ENCODING = "gzip, deflate"
+_UNBOUNDED_CODINGS = frozenset({"br", "zstd"})
+
+
+def _unbounded_coding(response: httpx.Response) -> str | None:
+    """The first content coding of ``response`` that this layer never asks for and cannot bound (br, zstd)."""
+    for coding in response.headers.get("content-encoding", "").split(","):
+        if coding.strip().lower() in _UNBOUNDED_CODINGS:
+            return coding.strip().lower()
+    return None
+
+
 def _is_success(response: httpx.Response) -> bool:
     return response.is_success
 
@@ -413,7 +430,8 @@ class HttpRequest:
     def build(self, client: httpx.Client, options: HttpOptions, ends: float | None) -> httpx.Request | Failure:
         """This call as an ``httpx.Request`` for one attempt (its body made anew, every timeout cut to ``ends``),
         or the deadline ``Failure`` when ``ends`` has already passed."""
-        kwargs: dict[str, Any] = {"params": self.params, "headers": self.headers, "json": self.json}
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **(self.headers or {})}
+        kwargs: dict[str, Any] = {"params": self.params, "headers": headers, "json": self.json}
         if self.body is not None:
             kwargs.update(self.body())
         if ends is not None:
@@ -457,6 +475,11 @@ def _open(
         if isinstance(built, Failure):
             return built
         response = client.send(built, stream=True)
+        coding = _unbounded_coding(response)
+        if coding is not None:
+            response.close()
+            return Failure(f"answered in Content-Encoding {coding}, which was not asked for (a chunk of it may "
+                           "decode to any size)", retryable=False, status=response.status_code)
         try:
             if ends is not None:
                 response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends,

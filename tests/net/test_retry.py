@@ -247,3 +247,13 @@ def test_a_body_that_does_not_decode_as_its_content_encoding_is_a_final_failure(
     assert isinstance(outcome, Failure) and not outcome.retryable
     assert "does not decode" in outcome.reason
     assert route.call_count == 1 and sleeps == []
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "identity, BR"])
+@respx.mock
+def test_an_answer_in_a_coding_never_asked_for_is_refused_unread(coding: str) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(
+        200, stream=httpx.ByteStream(b"\x00" * 64), headers={"Content-Encoding": coding}))
+    outcome = _get([])
+    assert isinstance(outcome, Failure) and not outcome.retryable and "not asked for" in outcome.reason
+    assert route.calls.last.request.headers["Accept-Encoding"] == "gzip, deflate"

@@ -216,3 +216,17 @@ def test_sighup_while_unseed_waits_for_another_writers_lock_deletes_nothing(tree
     assert sorted(p.name for p in tree.glob("*.md")) == seeded
     assert run("unseed", "github").exit_code == 0  # the lock is free again: it runs
     assert sorted(p.name for p in tree.glob("*.md")) == ["MEMORY.md"]
+
+
+def test_an_answer_in_brotli_never_asked_for_is_refused_before_it_is_decoded(
+        tree: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def app(asked: Asked) -> Answer:
+        seen.append(asked.headers.get("accept-encoding", ""))
+        return Answer(200, b"\x8b\x00\x80" * 100, {"Content-Type": "application/json", "Content-Encoding": "br"})
+
+    result = _seed(app, run, monkeypatch)
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert "Content-Encoding br, which was not asked for" in result.stderr  # type: ignore[attr-defined]
+    assert seen == ["gzip, deflate"]
