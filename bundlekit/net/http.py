@@ -351,9 +351,11 @@ _UNBOUNDED_CODINGS = frozenset({"br", "zstd"})
 
 def _unbounded_coding(response: httpx.Response) -> str | None:
     """The first content coding of ``response`` that this layer never asks for and cannot bound (br, zstd)."""
-    for coding in response.headers.get("content-encoding", "").split(","):
-        if coding.strip().lower() in _UNBOUNDED_CODINGS:
-            return coding.strip().lower()
+    header: str = response.headers.get("content-encoding", "")
+    for coding in header.split(","):
+        name = coding.strip().lower()
+        if name in _UNBOUNDED_CODINGS:
+            return name
     return None
 
 
