@@ -230,3 +230,9 @@ def test_an_answer_in_brotli_never_asked_for_is_refused_before_it_is_decoded(
     assert result.exit_code == 1  # type: ignore[attr-defined]
     assert "Content-Encoding br, which was not asked for" in result.stderr  # type: ignore[attr-defined]
     assert seen == ["gzip, deflate"]
+
+
+@pytest.mark.parametrize("namespace", ["agent\u2028fid: 1", "agent\u202efid", "agent\u200b", "agent\x85fid: 1"])
+def test_a_namespace_a_wallet_would_not_show_as_written_is_a_usage_error(namespace: str, run: Run) -> None:
+    result = run("seed", "farcaster", "--fid", "1", "--print-message", "--namespace", namespace)
+    assert result.exit_code == 2 and "one line" in result.stderr
