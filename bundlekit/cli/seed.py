@@ -186,8 +186,7 @@ def unseed_cmd(ctx: click.Context, lane: str, account: str | None, force: bool, 
     deletes it too), with a timeline entry."""
     plan = unseed(_mem(ctx, existing=True), lane, now=datetime.now(UTC), account=account, force=force,
                   dry_run=dry_run)
-    for key in plan.kept:
-        output.warn(f"{key}: edited since it was seeded; kept (--force deletes it too)")
+    output.warn_all(output.printable(line) for line in plan.warnings())
     if as_json:
         output.data_json({**plan.to_dict(), "dry_run": dry_run})
     verb = "would delete" if dry_run else "deleted"

@@ -16,6 +16,10 @@ The rules (tested in ``tests/net/``):
   answer carries one (delta-seconds or an HTTP date), capped at
   ``RetryPolicy.max_retry_after``; otherwise the backoff
   ``min(cap, base * 2**n) * (0.5 + jitter / 2)``.
+* Every request asks for ``Accept-Encoding: gzip, deflate``; an answer in
+  ``br`` or ``zstd`` (which one chunk can expand without bound) is a final
+  ``Failure``, and so is a body that does not decode as its
+  ``Content-Encoding`` says (corrupt gzip or deflate), never an exception.
 * After ``RetryPolicy.attempts`` tries the last failure is returned; the
   caller decides what it means ("not here" for a gateway, ``PinUnavailable``
   for a pinning service).
@@ -365,6 +369,23 @@ def check_http_url(text: str, *, what: str) -> str:
     return text
 
 
+# The content codings asked for (every request says so): httpx decodes gzip and deflate a bounded chunk at a time.
+# br and zstd, which httpx also decodes when brotli or zstandard happens to be installed, can expand one chunk of a
+# few kilobytes to gigabytes before any byte cap sees it: never asked for, and an answer in one is refused.
+ACCEPT_ENCODING = "gzip, deflate"
+_UNBOUNDED_CODINGS = frozenset({"br", "zstd"})
+
+
+def _unbounded_coding(response: httpx.Response) -> str | None:
+    """The first content coding of ``response`` that this layer never asks for and cannot bound (br, zstd)."""
+    header: str = response.headers.get("content-encoding", "")
+    for coding in header.split(","):
+        name = coding.strip().lower()
+        if name in _UNBOUNDED_CODINGS:
+            return name
+    return None
+
+
 def _is_success(response: httpx.Response) -> bool:
     return response.is_success
 
@@ -438,7 +459,8 @@ class HttpRequest:
     def build(self, client: httpx.Client, options: HttpOptions, ends: float | None) -> httpx.Request | Failure:
         """This call as an ``httpx.Request`` for one attempt (its body made anew, every timeout cut to ``ends``),
         or the deadline ``Failure`` when ``ends`` has already passed."""
-        kwargs: dict[str, Any] = {"params": self.params, "headers": self.headers, "json": self.json}
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **(self.headers or {})}
+        kwargs: dict[str, Any] = {"params": self.params, "headers": headers, "json": self.json}
         if self.body is not None:
             kwargs.update(self.body())
         if ends is not None:
@@ -450,18 +472,21 @@ class HttpRequest:
 
 
 # What sending and reading one answer may raise that is a ``Failure``, not a bug: translated by ``_failure_of``.
-_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError)
+_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError,
+                httpx.DecodingError)
 
 
 def _failure_of(exc: Exception, ends: float | None, monotonic: Callable[[], float]) -> Failure:
     """The ``Failure`` for one of ``_SEND_ERRORS``: transport errors and timeouts are retryable; an unusable
-    URL, a refused redirect, too many redirects and the deadline ``ends`` are final."""
+    URL, a refused redirect, too many redirects, a body that does not decode and the deadline ``ends`` are final."""
     if isinstance(exc, RedirectRefused):
         return Failure(str(exc), retryable=False, error=exc)
     if isinstance(exc, httpx.TooManyRedirects):
         return Failure(f"more than {MAX_REDIRECTS} redirects", retryable=False, error=exc)
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return Failure("not a usable http(s) URL", retryable=False, error=exc)
+    if isinstance(exc, httpx.DecodingError):  # a body its Content-Encoding (gzip, deflate) does not decode
+        return Failure("the answer's body does not decode as its Content-Encoding says", retryable=False, error=exc)
     if isinstance(exc, httpx.TimeoutException):
         if ends is not None and (isinstance(exc, _DeadlineExceeded) or monotonic() >= ends):
             return _deadline_failure(exc)
@@ -479,6 +504,11 @@ def _open(
         if isinstance(built, Failure):
             return built
         response = client.send(built, stream=True)
+        coding = _unbounded_coding(response)
+        if coding is not None:
+            response.close()
+            return Failure(f"answered in Content-Encoding {coding}, which was not asked for (a chunk of it may "
+                           "decode to any size)", retryable=False, status=response.status_code)
         try:
             if ends is not None:
                 response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends,

@@ -9,12 +9,13 @@ for the account's own handle, refused whole (``SeedError``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from bundlekit.errors import SeedError
 
-__all__ = ["MAX_LINE", "MAX_TEXT", "handle", "handle_ok", "items", "key_part", "line", "number", "text"]
+__all__ = ["MAX_LINE", "MAX_TEXT", "bullets", "handle", "handle_ok", "items", "key_part", "line", "number", "text"]
 
 MAX_LINE = 200  # a name or description: one line of the index
 MAX_TEXT = 2000  # one fact's text (a bio, a post)
@@ -22,12 +23,28 @@ _KEY_UNSAFE = re.compile(r"[^a-z0-9_.-]+")
 _SPACES = re.compile(r"\s+")
 
 
+def _kept(char: str) -> str:
+    """``char`` as a fact keeps it: a line or paragraph separator (U+0085, U+2028, U+2029) as a line break; a
+    control character (C0 but tab and line break, DEL, C1) or an invisible format character (bidi overrides and
+    isolates, zero-width space, soft hyphen, BOM, the tag characters that smuggle text past a reader) dropped,
+    so what a memory shows is what it holds and a credential split by one is whole for the guard; the
+    zero-width joiners (U+200C, U+200D) stay: emoji and several scripts need them."""
+    if char in "\n\t":
+        return char
+    category = unicodedata.category(char)
+    if category in ("Zl", "Zp") or char == "\x85":
+        return "\n"
+    if category in ("Cc", "Cs", "Co", "Cn") or (category == "Cf" and char not in "\u200c\u200d"):
+        return ""
+    return char
+
+
 def text(value: object, limit: int = MAX_TEXT) -> str | None:
     """``value`` when it is non-blank text, stripped, cut to ``limit`` characters (with ``...``); else None.
-    NUL and other control characters but line breaks and tabs are dropped."""
+    Control, invisible format and unpaired surrogate characters are dropped (:func:`_kept`)."""
     if not isinstance(value, str):
         return None
-    cleaned = "".join(c for c in value if c in "\n\t" or (ord(c) >= 0x20 and ord(c) != 0x7F)).strip()
+    cleaned = "".join(_kept(c) for c in value).strip()
     if not cleaned:
         return None
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 3].rstrip() + "..."
@@ -74,3 +91,13 @@ def items(value: object, limit: int) -> Iterator[Mapping[str, Any]]:
 def handle_ok(value: str, pattern: str) -> bool:
     """True when ``value`` matches the service's rule ``pattern`` whole."""
     return re.fullmatch(pattern, value) is not None
+
+
+def bullets(fields: Iterable[tuple[str, str | None]]) -> str:
+    """``- LABEL: VALUE`` lines for the fields that have a value; a value of several lines (a bio) continues
+    indented under its own item, so the account's text can never start a line of the memory: it cannot forge a
+    fact of its own (``- Location: ...``), a heading, or a ``---`` line at the start of one."""
+    def indented(value: str) -> str:
+        return "\n".join(f"  {part}" if part.strip() else "" for part in value.split("\n")).lstrip()
+
+    return "\n".join(f"- {label}: {indented(value)}" for label, value in fields if value)

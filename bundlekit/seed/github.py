@@ -131,7 +131,7 @@ class GitHubSeeder(Closing):
                   ("Blog", facts.line(user.get("blog"))),
                   ("Public repositories", _count(user.get("public_repos"))),
                   ("On GitHub since", facts.line(user.get("created_at"), 40))]
-        body = "\n".join(f"- {label}: {value}" for label, value in fields if value) or "- (no public profile fields)"
+        body = facts.bullets(fields) or "- (no public profile fields)"
         who = facts.line(user.get("name"), 80) or login
         bio = facts.line(user.get("bio"), 120)
         return Proposal(

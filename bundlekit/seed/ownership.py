@@ -18,6 +18,7 @@ the ``wallet`` extra) against each verified address; the fid's verified addresse
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -32,10 +33,17 @@ MAX_AGE = timedelta(minutes=10)
 MAX_SKEW = timedelta(minutes=2)
 
 
+def _unshown(char: str) -> bool:
+    """True for a character a wallet would not show as itself: a control, a bidi or other invisible format
+    character, a line or paragraph separator (``agent\u2028fid: 1`` would read as a line of its own)."""
+    return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
 def ownership_message(fid: int, namespace: str, issued: datetime) -> str:
     """The exact text to sign (UTF-8, a final line break); ``UsageError`` for a namespace that is empty or
-    holds a line break or another control character (the message is four lines)."""
-    if not namespace or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace) or namespace != namespace.strip():
+    holds a line break, another control character or an invisible one (the message is four lines, shown as
+    such)."""
+    if not namespace or namespace != namespace.strip() or any(_unshown(c) for c in namespace):
         raise UsageError("the agent namespace must be one line of text without surrounding spaces")
     return f"{HEADER}\nfid: {fid}\nnamespace: {namespace}\nissued: {format_timestamp(issued)}\n"
 
@@ -50,6 +58,9 @@ def check_message(message: str, fid: int, namespace: str, now: datetime) -> None
     except Exception:  # noqa: BLE001  (any unparseable time: not the message's form)
         issued = None
     if issued is None or lines[0] != HEADER or message != ownership_message(fid, namespace, issued):
+        if "\r" in message:
+            raise SignatureError("the signed message has CR line ends (a Windows editor?): sign it byte for byte as "
+                                 "`--print-message` prints it, LF line ends; nothing was read or written")
         if fields.get("fid") not in (None, str(fid)):
             raise SignatureError(f"the signed message names another fid, not {fid}; nothing was read or written")
         if "namespace" in fields and fields["namespace"] != namespace:

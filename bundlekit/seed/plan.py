@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bundlekit._redact import redact_known
 from bundlekit.errors import FrontmatterError, InvalidKeyError, SecretDetectedError, SeedError, UsageError
 from bundlekit.memory import screen
 from bundlekit.memory.naming import filename_for, validate_key
@@ -31,21 +33,24 @@ __all__ = ["DIGEST_FIELD", "SEED_FIELD", "Planned", "SeedPlan", "UnseedPlan", "p
            "seed_digest", "unedited"]
 
 SEED_FIELD = "seed"
+_WHITESPACE = re.compile(r"\s+")
 DIGEST_FIELD = "seed_sha256"
 
 
-def seed_digest(meta: Mapping[str, Any], body: str) -> str:
-    """SHA-256 (hex) of a memory's frontmatter values but ``seed_sha256`` and its body, as canonical JSON:
-    the same for the file as written and as read back; any edit to a value or the body changes it."""
+def seed_digest(key: str, meta: Mapping[str, Any], body: str) -> str:
+    """SHA-256 (hex) of a memory's key, its frontmatter values but ``seed_sha256`` and its body, as canonical
+    JSON: the same for the file as written and as read back; any edit to a value or the body changes it, and so
+    does a copy or a rename to another key (the user's own copy of a seeded memory is not the seed's to delete)."""
     values = {k: v for k, v in meta.items() if k != DIGEST_FIELD}
-    text = json.dumps({"meta": values, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=str)
+    text = json.dumps({"key": key, "meta": values, "body": body}, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def unedited(record: MemoryRecord) -> bool:
-    """True when ``record`` still holds exactly what its seeding wrote (its ``seed_sha256`` matches)."""
-    return record.meta.get(DIGEST_FIELD) == seed_digest(record.meta, record.body)
+    """True when ``record`` still holds exactly what its seeding wrote, under the key it was written to (its
+    ``seed_sha256`` matches)."""
+    return record.meta.get(DIGEST_FIELD) == seed_digest(record.key, record.meta, record.body)
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ def _render(account: Account, proposal: Proposal, now: datetime, created: str | 
     where = filename_for(proposal.key)
     validate_meta(meta, where)
     first = rendered_record(proposal.key, meta, proposal.body, where=where)
-    meta[DIGEST_FIELD] = seed_digest(first.meta, first.body)
+    meta[DIGEST_FIELD] = seed_digest(first.key, first.meta, first.body)
     record = rendered_record(proposal.key, meta, proposal.body, where=where)
     if not unedited(record):  # what is written must read back as what is recorded
         raise FrontmatterError("does not read back as written")
@@ -111,9 +116,12 @@ def _render(account: Account, proposal: Proposal, now: datetime, created: str | 
 
 
 def _check(record: MemoryRecord, secrets: Sequence[str]) -> None:
-    """The secret guard, as for a user's write, and the known secrets' values (the token) anywhere."""
+    """The secret guard, as for a user's write, and the known secrets' values (the token) anywhere, in every
+    spelling the one redaction point knows (percent- or JSON-escaped, base64) and split by whitespace: a service
+    echoing the token base64-encoded or broken over lines into a bio must not put it in a memory."""
     screen.guard_record(record, f"{record.filename} (not written)", fields_first=True, can_allow=False)
-    if any(secret and secret in record.raw for secret in secrets):
+    squeezed = _WHITESPACE.sub("", record.raw)  # a token split by a line break or spaces is still the token
+    if secrets and (redact_known(record.raw, secrets) != record.raw or redact_known(squeezed, secrets) != squeezed):
         raise SecretDetectedError(f"{record.filename} holds the credential that read the account; not written")
 
 
@@ -121,6 +129,10 @@ def _place(plan: SeedPlan, proposal: Proposal, current: MemoryRecord | None, now
            secrets: Sequence[str]) -> None:
     """Plan one proposal: a write, a skip with its reason, or unchanged."""
     key = proposal.key
+    if current is not None and current.key != key:
+        plan.skipped[key] = (f"the tree holds {current.key!r}, the same key but for case (one file on macOS and "
+                             "Windows); kept")
+        return
     if current is not None and current.meta.get(SEED_FIELD) != plan.account.seed:
         plan.skipped[key] = "the tree already holds a memory under this key that this seed did not write; kept"
         return
@@ -133,8 +145,8 @@ def _place(plan: SeedPlan, proposal: Proposal, current: MemoryRecord | None, now
     except (FrontmatterError, SecretDetectedError) as exc:
         plan.skipped[key] = str(exc)
         return
-    if current is not None and seed_digest({**current.meta, "updated": "", "created": ""}, current.body) == \
-            seed_digest({**record.meta, "updated": "", "created": ""}, record.body):
+    if current is not None and seed_digest(key, {**current.meta, "updated": "", "created": ""}, current.body) == \
+            seed_digest(key, {**record.meta, "updated": "", "created": ""}, record.body):
         plan.unchanged.append(key)
         return
     plan.writes.append(Planned(proposal, record, "add" if current is None else "update"))
@@ -157,8 +169,8 @@ def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iter
     not parse: never replaced) (see the module). With ``strict`` any memory not written is an error
     (``SeedError``, nothing written)."""
     plan = SeedPlan(account)
-    current = {r.key: r for r in records}
-    unparsed = set(broken)
+    current = {r.key.lower(): r for r in records}  # keys are unique ignoring case ("Keys")
+    unparsed = {k.lower() for k in broken}
     seen: set[str] = set()
     for proposal in (_valid(p) for p in proposals):
         try:
@@ -166,17 +178,18 @@ def plan_seed(records: Iterable[MemoryRecord], account: Account, proposals: Iter
         except InvalidKeyError as exc:
             plan.skipped[proposal.key[:80] or "(empty key)"] = str(exc)
             continue
-        if proposal.key in seen:
-            plan.skipped[proposal.key] = "proposed twice; the first is kept"
+        folded = proposal.key.lower()
+        if folded in seen:
+            plan.skipped[proposal.key] = "proposed twice (ignoring case); the first is kept"
             continue
-        seen.add(proposal.key)
-        if proposal.key in unparsed:
+        seen.add(folded)
+        if folded in unparsed:
             plan.skipped[proposal.key] = "the tree holds a file under this key that does not parse; kept"
             continue
         if len(plan.writes) + len(plan.unchanged) >= max_memories:
             plan.dropped.append(proposal.key)
             continue
-        _place(plan, proposal, current.get(proposal.key), now, secrets)
+        _place(plan, proposal, current.get(folded), now, secrets)
     if strict and (plan.skipped or plan.dropped):
         raise SeedError("--strict: " + "; ".join(plan.warnings()) + "; nothing was written")
     return plan
@@ -189,6 +202,16 @@ class UnseedPlan:
     lane: str
     remove: list[MemoryRecord] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)  # with ``account``: the lane's other seeds the tree holds
+
+    def warnings(self) -> list[str]:
+        """One line per edited memory kept, and, when ``--account`` matched nothing, the seeds it could have
+        meant (a handle is compared exactly: ``--account OCTOCAT`` is not ``github:octocat``)."""
+        lines = [f"{key}: edited since it was seeded; kept (--force deletes it too)" for key in self.kept]
+        if self.others and not self.remove and not self.kept:
+            lines.append(f"no memory here was seeded from that account; this tree holds memories seeded from "
+                         f"{', '.join(self.others)} (--account takes the handle exactly)")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {"lane": self.lane, "removed": [r.key for r in self.remove], "kept": list(self.kept)}
@@ -206,6 +229,8 @@ def plan_unseed(records: Iterable[MemoryRecord], lane: str, *, account: str | No
         if not isinstance(seed, str) or seed.partition(":")[0] != lane:
             continue
         if account is not None and seed.partition(":")[2] != account:
+            if seed not in plan.others:
+                plan.others.append(seed)
             continue
         if force or unedited(record):
             plan.remove.append(record)

@@ -31,6 +31,7 @@ from bundlekit.net.http import (
     RetryPolicy,
     check_http_url,
     open_client,
+    parse_retry_after,
     read_capped,
     send,
 )
@@ -40,7 +41,7 @@ from bundlekit.pinning.polling import seconds_env
 from bundlekit.seed import facts
 
 __all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "SEED_DEADLINE", "JsonService", "bounded_options", "check_base", "parse_json", "seed_http",
-           "RateLimit"]
+           "RateLimit", "retry_time"]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # one answer: a page of 100 repositories is about 0.5 MB
 MAX_DEPTH = 64  # nesting of one answer: the documented shapes need fewer than 10 levels
@@ -119,13 +120,22 @@ class RateLimit:
         or ``None`` when it is not a rate limit."""
         if response.status_code not in self.statuses:
             return None
-        after = response.headers.get("retry-after", "").strip()
-        if after.isdigit() and len(after) < 10:
-            return float(after)
+        after = parse_retry_after(response.headers.get("retry-after"), now)  # seconds or an HTTP date: one parser
+        if after is not None:
+            return after
         remaining, reset = (response.headers.get(h, "").strip() for h in (self.remaining, self.reset))
         if remaining != "0" or not reset.isdigit() or len(reset) > 12:
             return None
         return max(0.0, int(reset) - now().timestamp())
+
+
+def retry_time(wait: float, now: float) -> str:
+    """When to try again, ``wait`` seconds after ``now`` (epoch seconds), as a UTC time; a service's wait that no
+    calendar holds (a reset header of year 33658, an infinite ``Retry-After``) is named as such, never a crash."""
+    try:
+        return datetime.fromtimestamp(now + wait, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):
+        return "a time the service named past any calendar"
 
 
 def check_base(base: str, what: str, *, credential: bool) -> str:
@@ -170,7 +180,8 @@ class JsonService(Closing):
 
     def get(self, path: str, params: Mapping[str, str] | None = None, *, what: str) -> Any:
         """The JSON answer of ``GET base + path``; raises ``SignatureError`` (401) or ``SeedError``."""
-        request = HttpRequest("GET", self._base + path, params=params, headers=self._headers, again=self._again)
+        request = HttpRequest("GET", self._base + path, params=params, headers=self._headers, again=self._again,
+                              final=self._final)
         outcome = send(self._client, request, self._options,
                        read=lambda response: read_capped(response, MAX_BODY_BYTES))
         if isinstance(outcome, Failure):
@@ -181,6 +192,12 @@ class JsonService(Closing):
         """A rate limit this run waits out: at most ``MAX_RATE_LIMIT_WAIT`` seconds (longer: final)."""
         wait = self._limit.wait(response, self._options.clock) if self._limit is not None else None
         return wait if wait is not None and wait <= MAX_RATE_LIMIT_WAIT else None
+
+    def _final(self, response: httpx.Response) -> bool:
+        """A rate limit whose stated wait is longer than this run waits (``Retry-After: 1000000000000``): final at
+        once, never retried after the loop's capped wait (the failure names when to try again)."""
+        wait = self._limit.wait(response, self._options.clock) if self._limit is not None else None
+        return wait is not None and wait > MAX_RATE_LIMIT_WAIT
 
     def _failed(self, failure: Failure, what: str) -> Exception:
         detail = self._error_text(failure)
@@ -195,7 +212,7 @@ class JsonService(Closing):
         wait = self._limit.wait(failure.response, self._options.clock) \
             if self._limit is not None and failure.response is not None else None
         if wait is not None or failure.status == 429:
-            when = datetime.fromtimestamp(time.time() + (wait or 0), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            when = retry_time(wait or 0.0, time.time())
             return SeedError(f"{self.name} rate-limited {what} ({reason}); nothing was written, try again after "
                              f"{when}")
         return SeedError(f"{self.name} could not be read ({what}: {reason}); nothing was written")

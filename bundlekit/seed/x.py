@@ -109,7 +109,7 @@ class XSeeder(Closing):
                   ("Followers", _count(metrics.get("followers_count"))),
                   ("Posts", _count(metrics.get("tweet_count"))),
                   ("On X since", facts.line(user.get("created_at"), 40))]
-        body = "\n".join(f"- {label}: {value}" for label, value in fields if value)
+        body = facts.bullets(fields)
         bio = facts.line(user.get("description"), 120)
         return Proposal(key=f"x-{facts.key_part(username)}-profile", type="user", name=f"X profile of @{username}",
                         description=f"@{username} on X" + (f": {bio}" if bio else ""),

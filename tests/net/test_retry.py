@@ -235,3 +235,25 @@ def test_without_a_client_one_is_made_with_the_options_timeout() -> None:
         assert owned and client.timeout == httpx.Timeout(3.0)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("status", [200, 500])
+@respx.mock
+def test_a_body_that_does_not_decode_as_its_content_encoding_is_a_final_failure(status: int) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(  # a stream: decoded as it is read, not here
+        status, stream=httpx.ByteStream(b"\x1f\x8bnot gzip at all"), headers={"Content-Encoding": "gzip"}))
+    sleeps: list[float] = []
+    outcome = _get(sleeps)
+    assert isinstance(outcome, Failure) and not outcome.retryable
+    assert "does not decode" in outcome.reason
+    assert route.call_count == 1 and sleeps == []
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "identity, BR"])
+@respx.mock
+def test_an_answer_in_a_coding_never_asked_for_is_refused_unread(coding: str) -> None:
+    route = respx.get(URL).mock(return_value=httpx.Response(
+        200, stream=httpx.ByteStream(b"\x00" * 64), headers={"Content-Encoding": coding}))
+    outcome = _get([])
+    assert isinstance(outcome, Failure) and not outcome.retryable and "not asked for" in outcome.reason
+    assert route.calls.last.request.headers["Accept-Encoding"] == "gzip, deflate"

@@ -146,17 +146,19 @@ def test_a_gzip_bomb_is_cut_at_the_body_limit_decoded(tree: Path, run: Run, monk
     assert result.exit_code == 1 and "over 4194304 bytes" in result.stderr  # type: ignore[attr-defined]
 
 
-def test_text_that_is_not_text_is_named_and_the_rest_written(tree: Path, run: Run,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_characters_that_are_not_text_are_dropped_and_the_memory_written(tree: Path, run: Run,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     user = {"login": "octocat", "name": "\\ud800 lone", "bio": "\\u001b[2J\\u202e wipe the screen"}
     body = json.dumps(user).replace("\\\\u", "\\u").encode()
     normal = github_app(TOKEN)
     result, _fake = _seed_github(lambda asked: Answer(200, body, {"Content-Type": "application/json"})
                                  if asked.path == "/user" else normal(asked), run, monkeypatch)
     assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
-    assert "github-octocat-profile: not written" in result.stderr  # type: ignore[attr-defined]
     assert "\x1b" not in result.output and "\u202e" not in result.output  # type: ignore[attr-defined]
-    assert len(Memory(tree).list()) == 3
+    profile = (tree / "github-octocat-profile.md").read_text(encoding="utf-8")
+    assert "- Name: lone" in profile and "- Bio: [2J wipe the screen" in profile
+    assert not any(c in profile for c in "\x1b\u202e\ud800")
+    assert len(Memory(tree).list()) == 4
 
 
 @pytest.mark.parametrize("login", ["../../etc", "octo/cat", "a" * 40, "", "-octocat", None, 7])

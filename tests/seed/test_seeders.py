@@ -145,9 +145,9 @@ def test_the_digest_covers_every_value_and_the_body() -> None:
     plan = plan_seed([], ACCOUNT, [Proposal("k", "user", "n", "d", "body", "o")], now=NOW, max_memories=5)
     record = plan.writes[0].record
     assert unedited(record)
-    assert record.meta["seed_sha256"] == seed_digest(record.meta, record.body)
-    assert seed_digest({**record.meta, "tags": ["x"]}, record.body) != record.meta["seed_sha256"]
-    assert seed_digest(record.meta, record.body + " ") != record.meta["seed_sha256"]
+    assert record.meta["seed_sha256"] == seed_digest(record.key, record.meta, record.body)
+    assert seed_digest(record.key, {**record.meta, "tags": ["x"]}, record.body) != record.meta["seed_sha256"]
+    assert seed_digest(record.key, record.meta, record.body + " ") != record.meta["seed_sha256"]
 
 
 def test_a_plan_written_after_the_tree_changed_writes_nothing(tree: Path) -> None:
