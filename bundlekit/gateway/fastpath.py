@@ -30,8 +30,10 @@ __all__ = ["MAX_SIMPLE_HEAD", "SimpleGet", "frame_response", "simple_get"]
 MAX_SIMPLE_HEAD = 8192
 
 # The request line: a raw block at /ipfs/{cid}, nothing after the CID, the query exactly format=raw.
-# The CID is visible ASCII without '/' or '?' (percent-encoding is decoded by the request rules).
-_REQUEST_LINE = re.compile(rb"GET (/ipfs/[\x21-\x2e\x30-\x3e\x40-\x7e]+\?format=raw) HTTP/1\.1")
+# The CID is visible ASCII without '/', '?' or '#' (percent-encoding is decoded by the request rules): a
+# '#' would start a fragment where the request rules read the target (urlsplit), so "/ipfs/{cid}#?format=raw"
+# has no query there, and its answer is the file's bytes, streamed, not a raw block.
+_REQUEST_LINE = re.compile(rb"GET (/ipfs/[\x21\x22\x24-\x2e\x30-\x3e\x40-\x7e]+\?format=raw) HTTP/1\.1")
 # A header line as RFC 9110 5.5 and h11 read it, narrowed to visible ASCII values (no obs-text).
 _HEADER_LINE = re.compile(rb"([-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*((?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?)[ \t]*")
 # Headers that bear on framing, the connection or an upgrade: their requests take the whole way.

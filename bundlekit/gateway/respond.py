@@ -17,7 +17,7 @@ import mimetypes
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO, cast
+from typing import BinaryIO, TypeVar, cast
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit
 
 from bundlekit._redact import redact
@@ -62,10 +62,34 @@ _SANDBOX = ("Content-Security-Policy", "sandbox")
 STREAM_CHUNK = 64 * 1024
 IDENTITY_HASH = 0x00
 DIR_INDEX_VERSION = "bundlekit-1"
+# Results remembered (``_remembered``): at most this many, each for an argument of at most this length.
+_REMEMBERED = 4096
+_REMEMBERED_LENGTH = 256
+
+_Key = TypeVar("_Key", str, bytes)
+_Value = TypeVar("_Value")
+
+
+def _remembered(function: Callable[[_Key], _Value]) -> Callable[[_Key], _Value]:
+    """``function`` with its last :data:`_REMEMBERED` results kept, for arguments of at most
+    :data:`_REMEMBERED_LENGTH` characters or bytes; a longer one is computed each time and never kept.
+
+    The arguments are request input: an identity CID inlines its block (kubo's are 128 bytes at most, yet
+    a request may name one of thousands), so an unbounded key would let a client hold a cache of 4,096
+    entries of up to 70 KiB each, three such caches, over a gigabyte. A CID in common use (sha2-256: 36
+    bytes, 59 characters in base32) and the paths under it fit."""
+    kept = functools.lru_cache(maxsize=_REMEMBERED)(function)
+
+    def call(argument: _Key) -> _Value:
+        return kept(argument) if len(argument) <= _REMEMBERED_LENGTH else function(argument)
+
+    return call
+
+
 # A CID's name, remembered: every content answer names its root two or three times (X-Ipfs-Path,
 # X-Ipfs-Roots, Etag), and the stdlib's base32 is Python, a quarter of a raw block's answer.
-_name = functools.lru_cache(maxsize=4096)(cid_to_str)
-_quoted = functools.lru_cache(maxsize=4096)(quote)  # a content path as X-Ipfs-Path gives it, likewise
+_name = _remembered(cid_to_str)
+_quoted = _remembered(quote)  # a content path as X-Ipfs-Path gives it, likewise
 #: The status of a request whose client went away before the answer (nginx's convention); never sent.
 CLIENT_GONE = 499
 
@@ -442,7 +466,7 @@ class GatewayResponder:
 # ipld.cid.cid_from_text's base32 fast path (multiformats takes milliseconds per CID and a
 # loader asks for every block of a bundle), memoized here with a smaller bound: the keys
 # are request input.
-_parse_cid_text = functools.lru_cache(maxsize=4096)(cid_from_text.__wrapped__)
+_parse_cid_text = _remembered(cid_from_text.__wrapped__)
 
 
 def _content_path(path: str, host: str) -> tuple[bytes, list[str]]:

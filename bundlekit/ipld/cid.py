@@ -281,7 +281,7 @@ def cid_from_text(text: str) -> bytes:
     are cached (a loader parses each manifest CID when validating and again
     when checking the file). Raises ``CIDError``.
     """
-    if len(text) > 1 and text[0] == "b" and text.isascii():
+    if 1 < len(text) <= MAX_CID_TEXT and text[0] == "b" and text.isascii():  # longer: parse_cid refuses it
         body = text.encode("ascii")[1:].translate(_B32_TO_INT)
         nbits = len(body) * 5
         spare = nbits % 8

@@ -14,11 +14,12 @@ from __future__ import annotations
 import base64
 import binascii
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bundlekit.errors import CIDError
-from bundlekit.ipld.cid import DAG_PB, RAW, cid_from_text, cid_to_str, make_cid, parse_cid, parse_cid_bytes
+from bundlekit.ipld.cid import DAG_PB, MAX_CID_TEXT, RAW, cid_from_text, cid_to_str, make_cid, parse_cid, parse_cid_bytes
 
 
 def _outcome(parse: object, text: str) -> bytes | str:
@@ -62,3 +63,13 @@ def test_fast_path_agrees_with_the_reference_on_edited_cids(codec: int, content:
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz234567_ AZ1=é", min_size=1, max_size=70))
 def test_fast_path_agrees_with_the_reference_on_arbitrary_base32_text(body: str) -> None:
     _agree("b" + body)
+
+
+def test_a_base32_text_past_the_bound_is_refused_unread_as_in_every_other_base() -> None:
+    """The fast path took a base32 text of any length (an identity CID of 40,000 bytes: 64,011 characters),
+    where ``parse_cid`` refuses one over ``MAX_CID_TEXT`` for every other base."""
+    digest = bytes(MAX_CID_TEXT)
+    text = cid_to_str(bytes([0x01, RAW, 0x00, 0x80 | (len(digest) & 0x7F), len(digest) >> 7]) + digest)
+    assert len(text) > MAX_CID_TEXT
+    with pytest.raises(CIDError, match="a CID has at most"):
+        cid_from_text.__wrapped__(text)
