@@ -77,6 +77,16 @@ _CHANGED = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture(autouse=True)
+def recursion_limit_kept() -> Iterator[None]:
+    """Each test leaves the recursion limit as it found it: a library a test imports may raise it (py_ecc, via
+    eth-account, sets 100000), and a later test's deeply nested input would then crash the process (the C
+    stack) where it should raise ``RecursionError``."""
+    old = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(old)
+
+
+@pytest.fixture(autouse=True)
 def own_home(monkeypatch: pytest.MonkeyPatch) -> Path:
     """This test's own home, set in the environment: ``HOME`` and the XDG folders in a fresh directory, no
     ``BUNDLEKIT_HOME`` and no other user setting (a fixture of a wider scope may have set one). The default store,
