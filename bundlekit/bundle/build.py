@@ -299,7 +299,7 @@ def build_bundle(
         files={path: (cids[path], len(data)) for path, data in stored},
         timeline=timeline,
         encryption=encryption,
-        parents=read_parents(mem.root) if options.parents is None else options.parents,
+        parents=_parents(mem, options),
         embeddings=None if vectors is None else manifest_entry(vectors, encrypted=key is not None),
     )
     manifest_bytes = canonical_json(_with_share(manifest, options.share))
@@ -308,7 +308,7 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, signature_document(manifest_cid, sign)))
     root = _write_car(out_car, [*top, *stored], prof, cids, options.progress)
-    if mem.root is not None:
+    if mem.root is not None and options.share is None:  # a shared bundle is a part of the tree, not its last root
         with suppress(MemoryStoreError):  # a cache (bundle.lineage): a tree it cannot be written in still builds
             record_last(mem.root, root)
     car_path = Path(out_car)
@@ -331,6 +331,14 @@ def _shared(
     if options.share is None:
         return tree_files, records
     return select_shared(tree_files, records, options.share, options.warn)
+
+
+def _parents(mem: Memory, options: BuildOptions) -> Sequence[str]:
+    """The manifest's ``parents``: the given ones, else the roots the tree remembers; none for a shared bundle
+    (a parent is the whole tree it came from, which a reader could follow to what was not shared)."""
+    if options.share is not None:
+        return ()
+    return read_parents(mem.root) if options.parents is None else options.parents
 
 
 def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str, Any]:
@@ -399,6 +407,8 @@ def _check_options(options: BuildOptions, key: KeySpec | None) -> None:
         raise UsageError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_FORMS)}")
     if compat is not None and key is None:
         raise UsageError("--compat three.ws is an encrypted form; add --encrypt and a wallet key option")
+    if options.share is not None and options.parents:
+        raise UsageError("a shared bundle carries no parents (they lead to the whole tree); leave them out")
     if redact_index and key is None:
         raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
     if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):

@@ -50,6 +50,7 @@ OWN = "own"
 MAX_LABEL = 64
 _LABEL = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.@:-]")
+_TAG = re.compile(r"<(?=\s*/?\s*workspace)", re.IGNORECASE)
 _IPNS_NAME = re.compile(r"(k51[a-z0-9]{40,80}|12D3Koo[A-Za-z0-9]{40,60}|Qm[A-Za-z0-9]{44})")
 
 
@@ -160,33 +161,53 @@ def workspace_context(
     The layers' part is ``<workspace>`` ... ``</workspace>``: a ``## Shared by <publisher> (read-only)``
     heading per layer and one entry per memory, ``### <name> [Agent: <publisher>]``, its description in
     italics, its body (MassGen's form), important memories first, then the most recently updated, then by
-    key; an entry that does not fit is left out and the next one tried. What looks like a credential is
-    withheld (``memory.withhold``).
+    key; an entry that does not fit is left out and the next one tried. The layers share what is left
+    max-min fairly (:func:`_fair_rooms`: one huge layer cannot starve another); a layer's text cannot close
+    the block (:func:`_inert`). What looks like a credential is withheld (``memory.withhold``).
     """
     block = own.context_block(max_tokens)
     budget = max_tokens * CHARS_PER_TOKEN - len(block)
     head, tail = "\n<workspace>\n", "</workspace>\n"
-    used = len(head) + len(tail)
+    entries = [(layer, _entries(layer, on_warning)) for layer in layers]
+    headings = [len(_heading(layer)) + 1 for layer in layers]
+    needs = [heading + sum(len(text) + 1 for text in texts) for heading, (_layer, texts) in zip(headings, entries, strict=True)]
     parts: list[str] = []
-    for layer in layers:
-        chosen = _fitted(layer, budget - used, on_warning)
+    for (layer, texts), heading, room in zip(entries, headings, _fair_rooms(needs, budget - len(head) - len(tail)), strict=True):
+        chosen = _fitted(texts, heading, room)
         if chosen:
-            text = f"## Shared by {layer.publisher} (read-only)\n\n" + "\n".join(chosen) + "\n"
-            used += len(text)
-            parts.append(text)
+            parts.append(_heading(layer) + "\n".join(chosen) + "\n")
     if not parts:
         return block
     return block + head + "".join(parts) + tail
 
 
-def _fitted(layer: WorkspaceLayer, room: int, on_warning: Callable[[str], None] | None) -> list[str]:
-    """The entries of ``layer`` that fit in ``room`` characters (its heading counted), in context order."""
+def _heading(layer: WorkspaceLayer) -> str:
+    return f"## Shared by {layer.publisher} (read-only)\n\n"
+
+
+def _fair_rooms(needs: Sequence[int], total: int) -> list[int]:
+    """The characters each layer may take of ``total``: max-min fair (the smallest needs are met first, the
+    rest split evenly), so one huge layer cannot starve the others whatever its place in the order."""
+    rooms = [0] * len(needs)
+    left = max(total, 0)
+    for place, index in enumerate(sorted(range(len(needs)), key=lambda i: needs[i])):
+        rooms[index] = min(needs[index], left // (len(needs) - place))
+        left -= rooms[index]
+    return rooms
+
+
+def _entries(layer: WorkspaceLayer, on_warning: Callable[[str], None] | None) -> list[str]:
+    """Every entry of ``layer``, in context order: important first, then the most recently updated, then by key."""
     records = sorted(layer.memory.list(), key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
-    heading = len(f"## Shared by {layer.publisher} (read-only)\n\n") + 1
+    return [_entry(_shown(record, layer, on_warning), layer.publisher) for record in records]
+
+
+def _fitted(texts: Sequence[str], heading: int, room: int) -> list[str]:
+    """The entries among ``texts`` that fit in ``room`` characters with their ``heading``, in order (one that
+    does not fit is left out and the next one tried)."""
     chosen: list[str] = []
     used = heading
-    for record in records:
-        text = _entry(_shown(record, layer, on_warning), layer.publisher)
+    for text in texts:
         if used + len(text) + 1 <= room:
             used += len(text) + 1
             chosen.append(text)
@@ -194,8 +215,15 @@ def _fitted(layer: WorkspaceLayer, room: int, on_warning: Callable[[str], None] 
 
 
 def _entry(record: MemoryRecord, publisher: str) -> str:
-    body = f"\n{record.body}\n" if record.body else ""
-    return f"### {record.name} [Agent: {publisher}]\n*{record.description}*\n{body}"
+    """One memory's entry, its text inert: no ``<workspace>`` tag of the layer's closes the block, so nothing a
+    teammate wrote can read as the agent's own memory after it."""
+    body = f"\n{_inert(record.body)}\n" if record.body else ""
+    return f"### {_inert(record.name)} [Agent: {publisher}]\n*{_inert(record.description)}*\n{body}"
+
+
+def _inert(text: str) -> str:
+    """``text`` with every ``<workspace``/``</workspace`` tag (any case, spaces inside) opened as ``&lt;``."""
+    return _TAG.sub("&lt;", text)
 
 
 def _shown(record: MemoryRecord, layer: WorkspaceLayer, on_warning: Callable[[str], None] | None) -> MemoryRecord:
