@@ -75,7 +75,7 @@ def parse_workspace_option(values: Iterable[str]) -> list[tuple[str | None, str]
         label: str | None = None
         head, sep, rest = value.partition("=")
         if sep and "/" not in head and ":" not in head:
-            if not _LABEL.fullmatch(head) or head == OWN:
+            if not _LABEL.fullmatch(head) or head.casefold() == OWN:
                 raise UsageError(f"--workspace {value[:80]!r}: the label must be a plain name of letters, digits "
                                  f"and ._@- (at most {MAX_LABEL}), not {OWN!r}")
             label, value = head, rest
@@ -123,8 +123,8 @@ def _open_layer(
     claimed = label or result.publisher or str(result.manifest.get("namespace", ""))
     # A bundle names itself: one short, plain label (no brackets or line breaks to forge another's entry).
     publisher = _UNSAFE.sub("_", claimed)[:MAX_LABEL] or "unnamed"
-    if publisher == OWN:
-        publisher = f"{OWN}-layer"
+    if publisher.casefold() == OWN:  # "OWN" would read as the agent's own tree as surely as "own"
+        publisher = f"{publisher}-layer"
     memory = Memory(None)
     # As --from: the files as they are; one that looks like it holds a credential is shown withheld, not refused.
     memory.import_({"version": EXPORT_VERSION, "files": {r.filename: r.raw for r in records.values()},
