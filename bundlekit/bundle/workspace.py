@@ -63,6 +63,9 @@ class WorkspaceLayer:
     uri: str
     root: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: Its memories in context order (important first, then the most recently updated, then by key), listed
+    #: once when it opens: a layer never changes, and listing a large one on every context call costs seconds.
+    records: list[MemoryRecord] = field(default_factory=list)
 
 
 def parse_workspace_option(values: Iterable[str]) -> list[tuple[str | None, str]]:
@@ -129,7 +132,8 @@ def _open_layer(
     # As --from: the files as they are; one that looks like it holds a credential is shown withheld, not refused.
     memory.import_({"version": EXPORT_VERSION, "files": {r.filename: r.raw for r in records.values()},
                     "timeline": timeline}, strategy="replace", allow_secrets=True)
-    return WorkspaceLayer(publisher, memory, uri, result.root_cid, warnings)
+    ordered = sorted(memory.list(), key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
+    return WorkspaceLayer(publisher, memory, uri, result.root_cid, warnings, ordered)
 
 
 def workspace_recall(
@@ -197,9 +201,8 @@ def _fair_rooms(needs: Sequence[int], total: int) -> list[int]:
 
 
 def _entries(layer: WorkspaceLayer, on_warning: Callable[[str], None] | None) -> list[str]:
-    """Every entry of ``layer``, in context order: important first, then the most recently updated, then by key."""
-    records = sorted(layer.memory.list(), key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
-    return [_entry(_shown(record, layer, on_warning), layer.publisher) for record in records]
+    """Every entry of ``layer``, in context order (``WorkspaceLayer.records``)."""
+    return [_entry(_shown(record, layer, on_warning), layer.publisher) for record in layer.records]
 
 
 def _fitted(texts: Sequence[str], heading: int, room: int) -> list[str]:

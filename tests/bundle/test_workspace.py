@@ -214,3 +214,14 @@ def test_labels_that_collide_once_cleaned_are_refused(tmp_path: Path) -> None:
                                                          share=SharePolicy(("project",))))
     with pytest.raises(UsageError, match="both labelled 'team_a'"):
         open_workspace([(None, str(car)) for car in cars])
+
+
+def test_a_layer_is_listed_once_when_it_opens_not_on_every_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = Memory(tmp_path / "own")
+    own.init()
+    [layer] = open_workspace([(None, str(_layer_car(tmp_path, "alice", {"a1": "one", "a2": "two"})))])
+    monkeypatch.setattr(layer.memory, "list", lambda *a, **k: pytest.fail("listed again"))  # seconds for a large one
+    text = workspace_context(own, [layer], 8192)
+    assert "### a1 [Agent: alice]" in text and "### a2 [Agent: alice]" in text
