@@ -293,7 +293,7 @@ def build_bundle(
     imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
     # Step 7: the manifest (parents: bundle.lineage.build_parents); step 8: one tree into the CAR.
     files = {path: (imported[path].cid, len(data)) for path, data in stored}
-    parents, digest = _lineage(mem, files, options.parents)
+    parents, digest = _lineage(mem, files, options)
     manifest = make_manifest(
         namespace=ns,
         created=when,
@@ -310,7 +310,8 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
     root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
-    _remember(mem.root, root, (parents, digest), cache, (ns, encryption))
+    # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
+    _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
@@ -355,13 +356,14 @@ def _remember(
             record_build(tree, root, *lineage)
 
 
-def _lineage(
-    mem: Memory, files: dict[str, tuple[bytes, int]], given: Sequence[str] | None
-) -> tuple[list[str], str]:
-    """The manifest's parents (``given``, else ``bundle.lineage.build_parents``) and the files' digest the tree
+def _lineage(mem: Memory, files: dict[str, tuple[bytes, int]], options: BuildOptions) -> tuple[list[str], str]:
+    """The manifest's parents (the given ones, else ``bundle.lineage.build_parents``; none for a shared bundle,
+    whose parents would lead a reader to the whole tree it came from) and the files' digest the tree
     remembers its build by."""
     digest = files_digest(files)
-    return (build_parents(mem.root, digest) if given is None else list(given)), digest
+    if options.share is not None:
+        return [], digest
+    return (build_parents(mem.root, digest) if options.parents is None else list(options.parents)), digest
 
 
 def _with_index(
@@ -424,6 +426,8 @@ def _check_options(options: BuildOptions, key: KeySpec | None) -> None:
         raise UsageError(f"unknown --compat {compat!r}; use one of {', '.join(COMPAT_FORMS)}")
     if compat is not None and key is None:
         raise UsageError("--compat three.ws is an encrypted form; add --encrypt and a wallet key option")
+    if options.share is not None and options.parents:
+        raise UsageError("a shared bundle carries no parents (they lead to the whole tree); leave them out")
     if redact_index and key is None:
         raise UsageError("--redact-index only applies to encrypted bundles; add a key option with --encrypt")
     if namespace is not None and (not namespace.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in namespace)):

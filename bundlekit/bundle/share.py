@@ -27,7 +27,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
+import stat
 import tomllib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +39,7 @@ from typing import Any
 from bundlekit.errors import ManifestError, UsageError
 from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import INDEX_NAME
-from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord
+from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, frontmatter_text
 
 __all__ = [
     "CONFIG_PATH",
@@ -58,6 +61,10 @@ MAX_CONFIG_BYTES = 64 * 1024
 #: The frontmatter value that keeps a memory out of every shared bundle.
 PRIVATE = "private"
 _CONFIG_KEYS = frozenset({"types", "timeline"})
+# Where a flow mapping starts another key on one line: ``metadata: {share: private}``.
+_FLOW_PARTS = re.compile(r"[{,]")
+_KEY_WORDS = re.compile(r"[a-z0-9_.-]+")
+_FOLD_TRIM = " \t\r\n\"'-?{}[]"
 
 
 @dataclass(frozen=True)
@@ -73,15 +80,54 @@ class SharePolicy:
         return {"types": list(self.types), "timeline": self.timeline}
 
     def refusal(self, record: MemoryRecord) -> str | None:
-        """Why ``record`` stays out of the bundle (None: it is shared)."""
-        mark = record.meta.get("share")
-        if mark is not None:
+        """Why ``record`` stays out of the bundle (None: it is shared).
+
+        Read as every reader might read the frontmatter (:func:`_marks`): a ``share`` key in any spelling
+        (``Share``, ``SHARE``, quoted, nested, null, written twice) keeps the memory out, and so does a
+        ``type`` written more than once or where a reader could see another value than the parsed one.
+        """
+        marks, types = _marks(record)
+        if marks:
+            mark = record.meta.get("share")
             if isinstance(mark, str) and mark.strip().lower() == PRIVATE:
                 return "marked share: private"
-            return f"its 'share' value {str(mark)[:40]!r} is not understood (only {PRIVATE!r} is), so it stays out"
+            shown = ", ".join(sorted({m[:40] for m in marks}))
+            return f"its 'share' mark ({shown!r}) is not understood (only one 'share: private' is), so it stays out"
         if record.type not in self.types:
             return f"type {record.type!r} is not shared"
+        if types != [record.type]:
+            return f"its frontmatter names its type more than once or ambiguously ({', '.join(types)[:80]}), so it stays out"
         return None
+
+
+def _marks(record: MemoryRecord) -> tuple[list[str], list[str]]:
+    """The ``share`` marks and ``type`` values of a memory's frontmatter as any reader might see them.
+
+    Every line, and every part of it after a flow mapping's ``{`` or ``,``, split at its first ``:`` (as a
+    line reader such as three.ws's splits it), its key folded (:func:`_fold`: compatibility forms, format
+    characters, quotes, white space and case away); the parsed keys folded too. PyYAML keeps the last of
+    two equal keys, a line reader may keep the first, js-yaml refuses them: only one plain reading shares.
+    """
+    marks = [str(value) for key, value in record.meta.items() if _fold(str(key)) == "share"]
+    types: list[str] = []
+    for line in frontmatter_text(record.raw).splitlines():
+        for part in _FLOW_PARTS.split(line):
+            key, sep, value = part.partition(":")
+            if not sep:
+                continue
+            folded = _fold(key)
+            if folded == "share":
+                marks.append(value.strip())
+            elif folded == "type":
+                types.append(_fold(value.split(" #", 1)[0]))
+    return marks, types
+
+
+def _fold(text: str) -> str:
+    """``text`` as a key comparison sees it: NFKC, no format characters (zero-width, BOM, bidi), trimmed of
+    white space, quotes and YAML's ``-``/``?`` indicators, case-folded."""
+    plain = "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
+    return plain.strip(_FOLD_TRIM).casefold()
 
 
 def parse_share_types(values: Iterable[str], *, where: str = "--share") -> tuple[str, ...]:
@@ -117,24 +163,46 @@ def read_share_config(root: Path) -> SharePolicy | None:
     of known types) and ``timeline`` (true or false) alone: a malformed share config shares nothing.
     """
     path = root / CONFIG_PATH
+    data = _config_bytes(path)
+    if data is None:
+        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{path} is not valid TOML ({str(exc)[:120]}); nothing was shared") from None
+    misspelt = sorted(k for k in document if k != "share" and (_fold(k).startswith("shar") or _fold(k) in _CONFIG_KEYS))
+    if misspelt:  # [Share], [sharing], a top-level types = [...]: a share config misspelt never shares the whole tree
+        shown = ", ".join(repr(str(k)[:40]) for k in misspelt[:5])
+        raise UsageError(f"{path} holds {shown} where a share config is [share] with 'types' and 'timeline' "
+                         "(nothing was shared)")
+    if "share" not in document:
+        return None
+    return _policy_from_table(document["share"], f"{path} [share]")
+
+
+def _config_bytes(path: Path) -> bytes | None:
+    """The bytes of the config at ``path`` (None: there is none), read bounded, never through a link nor
+    from anything but a regular file (a FIFO would block the open and the read for ever, a device never
+    ends); ``UsageError`` naming what it is instead."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         why = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror})"
         raise UsageError(f"{path} {why}; the share config must be a plain file (nothing was shared)") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{path} is not a regular file (a directory, FIFO or device); the share config must "
+                         "be a plain file (nothing was shared)")
     with os.fdopen(fd, "rb") as stream:
-        data = stream.read(MAX_CONFIG_BYTES + 1)
+        try:
+            data = stream.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{path} cannot be read ({exc.strerror}); nothing was shared") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise UsageError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; it is not a share config (nothing was shared)")
-    try:
-        document = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"{path} is not valid TOML ({str(exc)[:120]}); nothing was shared") from None
-    if "share" not in document:
-        return None
-    return _policy_from_table(document["share"], f"{path} [share]")
+    return data
 
 
 def _policy_from_table(table: Any, where: str) -> SharePolicy:
@@ -183,26 +251,79 @@ def select_shared(
         why = policy.refusal(record)
         if why is None:
             kept.append(record)
-        elif warn is not None and record.meta.get("share") is not None and record.type in policy.types:
+        elif warn is not None and record.type in policy.types:
             warn(f"{record.filename}: not shared ({why})")
     names = {record.filename for record in kept}
     keys = {record.key.lower() for record in kept}
     files: list[tuple[str, bytes]] = [(INDEX_NAME, render_index(kept).encode("utf-8"))]
+    days = [(path, data) for path, data in tree_files if policy.timeline and path.startswith("timeline/")]
+    hidden = _Hidden.of([r for r in records if r.key.lower() not in keys], [data for _path, data in days], keys)
     for path, data in tree_files:
         if path in names:
             files.append((path, data))
-        elif policy.timeline and path.startswith("timeline/"):
-            day = _shared_day(data, keys)
-            if day:
-                files.append((path, day))
+    for path, data in days:
+        day = _shared_day(data, keys, hidden)
+        if day:
+            files.append((path, day))
     files.sort(key=lambda item: item[0])
     return files, kept
 
 
-def _shared_day(data: bytes, keys: set[str]) -> bytes:
+@dataclass(frozen=True)
+class _Hidden:
+    """What names a memory a shared bundle leaves out: its key (and file name) and its name, folded, for the
+    memories of the tree not shared and those the timeline's ``forgot`` tombstones name."""
+
+    keys: frozenset[str]
+    names: frozenset[str]
+
+    @classmethod
+    def of(cls, left_out: Sequence[MemoryRecord], days: Sequence[bytes], shared: set[str]) -> _Hidden:
+        keys = {record.key.lower() for record in left_out}
+        names = {record.name.strip().casefold() for record in left_out}
+        for data in days:
+            for event in _events(data):
+                if event.get("type") == "forgot":
+                    keys.update(str(event.get("key", "")).lower().split())
+                    names.add(str(event.get("name", "")).strip().casefold())
+        return cls(frozenset(keys - shared - {""}), frozenset(names - {""}))
+
+    def named_in(self, value: Any) -> bool:
+        """Whether ``value`` (an event, walked through its lists and objects, keys included) names one: a word
+        of key characters equal to a key (or its file name) anywhere in a text, or a text equal to a name."""
+        if isinstance(value, dict):
+            return any(self.named_in(k) or self.named_in(v) for k, v in value.items())
+        if isinstance(value, list):
+            return any(self.named_in(item) for item in value)
+        if not isinstance(value, str):
+            return False
+        if value.strip().casefold() in self.names:
+            return True
+        for word in _KEY_WORDS.findall(value.lower()):
+            trimmed = word.strip("._-")
+            if {word, trimmed, word.removesuffix(".md"), trimmed.removesuffix(".md")} & self.keys:
+                return True
+        return False
+
+
+def _events(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects among a day's lines (one that does not parse is skipped)."""
+    found: list[dict[str, Any]] = []
+    for line in data.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            found.append(event)
+    return found
+
+
+def _shared_day(data: bytes, keys: set[str], hidden: _Hidden) -> bytes:
     """The lines of one timeline day a shared bundle may carry, as stored: never a ``forgot`` tombstone (the
-    forgotten memory's type is gone with it) nor an event whose ``key`` names a memory not shared; a line
-    that does not parse as a JSON object stays out too."""
+    forgotten memory's type is gone with it), an event whose ``key`` names a memory not shared, nor one that
+    names a memory left out anywhere else (``from``, ``to``, a list of ``memories``, a note's text:
+    :class:`_Hidden`); a line that does not parse as a JSON object stays out too."""
     kept: list[bytes] = []
     for line in data.splitlines(keepends=True):
         try:
@@ -213,6 +334,8 @@ def _shared_day(data: bytes, keys: set[str]) -> bytes:
             continue
         key = event.get("key")
         if key is not None and (not isinstance(key, str) or key.lower() not in keys):
+            continue
+        if hidden.named_in(event):
             continue
         kept.append(line if line.endswith(b"\n") else line + b"\n")
     return b"".join(kept)

@@ -50,6 +50,7 @@ OWN = "own"
 MAX_LABEL = 64
 _LABEL = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.@:-]")
+_TAG = re.compile(r"<(?=\s*/?\s*workspace)", re.IGNORECASE)
 _IPNS_NAME = re.compile(r"(k51[a-z0-9]{40,80}|12D3Koo[A-Za-z0-9]{40,60}|Qm[A-Za-z0-9]{44})")
 
 
@@ -62,6 +63,9 @@ class WorkspaceLayer:
     uri: str
     root: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: Its memories in context order (important first, then the most recently updated, then by key), listed
+    #: once when it opens: a layer never changes, and listing a large one on every context call costs seconds.
+    records: list[MemoryRecord] = field(default_factory=list)
 
 
 def parse_workspace_option(values: Iterable[str]) -> list[tuple[str | None, str]]:
@@ -74,7 +78,7 @@ def parse_workspace_option(values: Iterable[str]) -> list[tuple[str | None, str]
         label: str | None = None
         head, sep, rest = value.partition("=")
         if sep and "/" not in head and ":" not in head:
-            if not _LABEL.fullmatch(head) or head == OWN:
+            if not _LABEL.fullmatch(head) or head.casefold() == OWN:
                 raise UsageError(f"--workspace {value[:80]!r}: the label must be a plain name of letters, digits "
                                  f"and ._@- (at most {MAX_LABEL}), not {OWN!r}")
             label, value = head, rest
@@ -122,13 +126,14 @@ def _open_layer(
     claimed = label or result.publisher or str(result.manifest.get("namespace", ""))
     # A bundle names itself: one short, plain label (no brackets or line breaks to forge another's entry).
     publisher = _UNSAFE.sub("_", claimed)[:MAX_LABEL] or "unnamed"
-    if publisher == OWN:
-        publisher = f"{OWN}-layer"
+    if publisher.casefold() == OWN:  # "OWN" would read as the agent's own tree as surely as "own"
+        publisher = f"{publisher}-layer"
     memory = Memory(None)
     # As --from: the files as they are; one that looks like it holds a credential is shown withheld, not refused.
     memory.import_({"version": EXPORT_VERSION, "files": {r.filename: r.raw for r in records.values()},
                     "timeline": timeline}, strategy="replace", allow_secrets=True)
-    return WorkspaceLayer(publisher, memory, uri, result.root_cid, warnings)
+    ordered = sorted(memory.list(), key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
+    return WorkspaceLayer(publisher, memory, uri, result.root_cid, warnings, ordered)
 
 
 def workspace_recall(
@@ -160,33 +165,52 @@ def workspace_context(
     The layers' part is ``<workspace>`` ... ``</workspace>``: a ``## Shared by <publisher> (read-only)``
     heading per layer and one entry per memory, ``### <name> [Agent: <publisher>]``, its description in
     italics, its body (MassGen's form), important memories first, then the most recently updated, then by
-    key; an entry that does not fit is left out and the next one tried. What looks like a credential is
-    withheld (``memory.withhold``).
+    key; an entry that does not fit is left out and the next one tried. The layers share what is left
+    max-min fairly (:func:`_fair_rooms`: one huge layer cannot starve another); a layer's text cannot close
+    the block (:func:`_inert`). What looks like a credential is withheld (``memory.withhold``).
     """
     block = own.context_block(max_tokens)
     budget = max_tokens * CHARS_PER_TOKEN - len(block)
     head, tail = "\n<workspace>\n", "</workspace>\n"
-    used = len(head) + len(tail)
+    entries = [(layer, _entries(layer, on_warning)) for layer in layers]
+    headings = [len(_heading(layer)) + 1 for layer in layers]
+    needs = [heading + sum(len(text) + 1 for text in texts) for heading, (_layer, texts) in zip(headings, entries, strict=True)]
     parts: list[str] = []
-    for layer in layers:
-        chosen = _fitted(layer, budget - used, on_warning)
+    for (layer, texts), heading, room in zip(entries, headings, _fair_rooms(needs, budget - len(head) - len(tail)), strict=True):
+        chosen = _fitted(texts, heading, room)
         if chosen:
-            text = f"## Shared by {layer.publisher} (read-only)\n\n" + "\n".join(chosen) + "\n"
-            used += len(text)
-            parts.append(text)
+            parts.append(_heading(layer) + "\n".join(chosen) + "\n")
     if not parts:
         return block
     return block + head + "".join(parts) + tail
 
 
-def _fitted(layer: WorkspaceLayer, room: int, on_warning: Callable[[str], None] | None) -> list[str]:
-    """The entries of ``layer`` that fit in ``room`` characters (its heading counted), in context order."""
-    records = sorted(layer.memory.list(), key=lambda r: (not r.important, -r.updated.timestamp(), r.key))
-    heading = len(f"## Shared by {layer.publisher} (read-only)\n\n") + 1
+def _heading(layer: WorkspaceLayer) -> str:
+    return f"## Shared by {layer.publisher} (read-only)\n\n"
+
+
+def _fair_rooms(needs: Sequence[int], total: int) -> list[int]:
+    """The characters each layer may take of ``total``: max-min fair (the smallest needs are met first, the
+    rest split evenly), so one huge layer cannot starve the others whatever its place in the order."""
+    rooms = [0] * len(needs)
+    left = max(total, 0)
+    for place, index in enumerate(sorted(range(len(needs)), key=lambda i: needs[i])):
+        rooms[index] = min(needs[index], left // (len(needs) - place))
+        left -= rooms[index]
+    return rooms
+
+
+def _entries(layer: WorkspaceLayer, on_warning: Callable[[str], None] | None) -> list[str]:
+    """Every entry of ``layer``, in context order (``WorkspaceLayer.records``)."""
+    return [_entry(_shown(record, layer, on_warning), layer.publisher) for record in layer.records]
+
+
+def _fitted(texts: Sequence[str], heading: int, room: int) -> list[str]:
+    """The entries among ``texts`` that fit in ``room`` characters with their ``heading``, in order (one that
+    does not fit is left out and the next one tried)."""
     chosen: list[str] = []
     used = heading
-    for record in records:
-        text = _entry(_shown(record, layer, on_warning), layer.publisher)
+    for text in texts:
         if used + len(text) + 1 <= room:
             used += len(text) + 1
             chosen.append(text)
@@ -194,8 +218,15 @@ def _fitted(layer: WorkspaceLayer, room: int, on_warning: Callable[[str], None] 
 
 
 def _entry(record: MemoryRecord, publisher: str) -> str:
-    body = f"\n{record.body}\n" if record.body else ""
-    return f"### {record.name} [Agent: {publisher}]\n*{record.description}*\n{body}"
+    """One memory's entry, its text inert: no ``<workspace>`` tag of the layer's closes the block, so nothing a
+    teammate wrote can read as the agent's own memory after it."""
+    body = f"\n{_inert(record.body)}\n" if record.body else ""
+    return f"### {_inert(record.name)} [Agent: {publisher}]\n*{_inert(record.description)}*\n{body}"
+
+
+def _inert(text: str) -> str:
+    """``text`` with every ``<workspace``/``</workspace`` tag (any case, spaces inside) opened as ``&lt;``."""
+    return _TAG.sub("&lt;", text)
 
 
 def _shown(record: MemoryRecord, layer: WorkspaceLayer, on_warning: Callable[[str], None] | None) -> MemoryRecord:

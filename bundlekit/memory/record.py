@@ -43,6 +43,7 @@ __all__ = [
     "REQUIRED_KEYS",
     "YAML_TIMESTAMP_TAG",
     "MemoryRecord",
+    "frontmatter_text",
     "name_as_written",
     "parse_memory_file",
     "render_memory_file",
@@ -286,6 +287,12 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
         # normalised timestamps hold none: a guard finding nothing in ``text`` finds nothing in the values.
         record.memo["verbatim"] = True
     return record
+
+
+def frontmatter_text(text: str) -> str:
+    """The frontmatter of a memory file's text as written, between its fences ("" when it has none)."""
+    parts = _FENCE.split(text.strip(), 2)
+    return parts[1] if len(parts) == 3 and text.lstrip().startswith("---") else ""
 
 
 def name_as_written(text: str) -> str | None:
