@@ -40,8 +40,8 @@ STOP_WORDS = frozenset(
     on onto or our out she should so some something that the their them there they this to up us was way we were
     what what's when where where's which while who whom why will with would you your""".split()
 )
-_WORD = re.compile(r"[^\W_]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a token of FTS5's unicode61: letters and digits
+_WORD = re.compile(r"[^\W_]+")  # a token of FTS5's unicode61: letters and digits
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: in no UTF-8 file, and SQLite cannot take one
 _TOP = 64  # recall first looks for its hits among this many best memories (see Search._best_of_top)
 
 
@@ -217,10 +217,13 @@ class Search:
         Python otherwise. A needle of 3 characters or more is an FTS5 trigram
         match (BM25 when ``relevance``); a shorter one, or any without FTS5, a scan
         of the indexed text (relevance 1.0). ``None`` for the one needle the index
-        cannot answer exactly (holding the NUL stand-in): the caller scans the records.
+        cannot answer exactly (holding the NUL stand-in): the caller scans the records. None match a needle
+        holding a lone surrogate (SQLite cannot take one; no memory file, being UTF-8, holds one).
         """
         if needle is not None and NUL_STAND_IN in needle:
             return None
+        if needle is not None and _SURROGATE.search(needle):
+            return []  # a lone surrogate (undecodable argv bytes, an MCP "\ud800" escape): no UTF-8 file holds one
         if needle is not None and not relevance and self._db.math and limit is not None and 0 < limit <= _TOP:
             found = self._best_of_top(now_s, needle, limit)
             if found is not None:
