@@ -93,8 +93,9 @@ class WordLlamaEmbedder(Closing):
         return found.group(1) if found else "unknown"
 
     def _load(self) -> tuple[NDArray[Any], Any]:
-        if self._table is None:
-            self._table, self._tokenizer = _model(self._root)
+        # Asked of _model every time (two stats): a weights file cut short in place since it was mapped is
+        # refused, never touched past its end through the old mapping (SIGBUS would end the process).
+        self._table, self._tokenizer = _model(self._root)
         return self._table, self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:

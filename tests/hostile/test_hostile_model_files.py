@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,26 @@ def test_a_link_to_the_real_weights_still_reads(tmp_path: Path) -> None:
     os.symlink(wordllama.package_dir() / wordllama.WEIGHTS, root / wordllama.WEIGHTS)
     vectors = wordllama.WordLlamaEmbedder(root=root).embed(["deploy the api"])
     assert vectors.shape == (1, wordllama.DIMENSION) and vectors.any()
+
+
+def test_a_weights_file_cut_short_in_place_after_mapping_is_refused_not_a_bus_error(tmp_path: Path) -> None:
+    """An embedder that mapped the table checks the files again before each use: a file truncated in place
+    since (a hostile or broken reinstall) is an ``EmbedderError``, never a touch past its end (SIGBUS). In a
+    subprocess: were it a bus error, it would end the process."""
+    root = _model_root(tmp_path, (wordllama.package_dir() / wordllama.WEIGHTS).read_bytes())
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from bundlekit.embed import wordllama\n"
+        "from bundlekit.errors import EmbedderError\n"
+        "root = Path(sys.argv[1])\n"
+        "embedder = wordllama.WordLlamaEmbedder(root=root)\n"
+        "embedder.embed(['hello'])\n"
+        "os.truncate(root / wordllama.WEIGHTS, 4096)\n"
+        "try:\n"
+        "    embedder.embed(['zebra quantum'])\n"
+        "except EmbedderError:\n"
+        "    print('refused')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, "refused"), done.stderr[-2000:]
