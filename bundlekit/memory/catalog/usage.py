@@ -55,6 +55,15 @@ def standing(boost: object, at: object, now_s: float) -> float:
     return decayed(min(max(b, 0.0), BOOST_CAP), t, now_s)
 
 
+# standing() of every row in SQL: rows holding two numbers (SQLite keeps text or a blob in a REAL column; it
+# stores no NaN), not dated past now + RETURN_WINDOW_S, the boost at most BOOST_CAP and decayed.
+_BOOSTS = (
+    "SELECT key, b FROM (SELECT key, min(boost, ?) * pow(0.5, max(? - at, 0.0) / ?) AS b FROM usage "
+    "WHERE typeof(key) = 'text' AND typeof(boost) IN ('integer', 'real') AND typeof(at) IN ('integer', 'real') "
+    "AND boost > 0 AND at - ? <= ?) WHERE b > 0"
+)
+
+
 class Usage:
     """The ``usage`` table of a :class:`Database`. Writes run in their own transaction (:meth:`Database.transaction`),
     not under the tree lock: the table is no part of what the files say."""
@@ -86,8 +95,13 @@ class Usage:
         return True
 
     def boosts(self, now_s: float) -> dict[str, float]:
-        """Every memory's boost decayed to ``now_s`` (:func:`standing`), by key (those with none left out)."""
+        """Every memory's boost decayed to ``now_s`` (:func:`standing`), by key (those with none left out): in SQL
+        where SQLite has ``pow`` (the same operations: every boosted memory is a row, and a recall reads them
+        all), else in Python."""
         with translated():
+            if self._db.math:
+                return dict(self._db.conn.execute(_BOOSTS, (BOOST_CAP, now_s, BOOST_HALF_LIFE_S, now_s,
+                                                            RETURN_WINDOW_S)).fetchall())
             rows = self._db.conn.execute("SELECT key, boost, at FROM usage WHERE boost > 0").fetchall()
         found = {str(key): standing(boost, at, now_s) for key, boost, at in rows if isinstance(key, str)}
         return {key: boost for key, boost in found.items() if boost > 0.0}
