@@ -199,10 +199,11 @@ def _tokenizer(vocab: Path) -> Any:
     from tokenizers import Tokenizer
 
     with _open_regular(vocab) as file:
-        text = file.read(_MAX_TOKENIZER + 1)
-    if len(text) > _MAX_TOKENIZER:
-        raise ValueError(f"a tokenizer file of more than {_MAX_TOKENIZER} bytes")
-    return Tokenizer.from_str(text.decode("utf-8"))
+        size = os.fstat(file.fileno()).st_size
+        if size > _MAX_TOKENIZER:
+            raise ValueError(f"a tokenizer file of more than {_MAX_TOKENIZER} bytes")
+        data = file.read(size)  # its size, not the bound: a read allocates what it is asked for
+    return Tokenizer.from_buffer(data)  # bytes as they are: no decoded copy (Tokenizer.from_file reads them so)
 
 
 def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
