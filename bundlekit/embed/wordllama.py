@@ -25,10 +25,11 @@ import importlib.util
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numpy.typing import NDArray
@@ -92,8 +93,9 @@ class WordLlamaEmbedder(Closing):
         return found.group(1) if found else "unknown"
 
     def _load(self) -> tuple[NDArray[Any], Any]:
-        if self._table is None:
-            self._table, self._tokenizer = _model(self._root)
+        # Asked of _model every time (two stats): a weights file cut short in place since it was mapped is
+        # refused, never touched past its end through the old mapping (SIGBUS would end the process).
+        self._table, self._tokenizer = _model(self._root)
         return self._table, self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -144,42 +146,76 @@ def _model(root: Path) -> tuple[NDArray[Any], Any]:
 
 _DTYPES = {"F16": "<f2", "F32": "<f4"}
 _MAX_HEADER = 1 << 20  # a safetensors header of one tensor is some 100 bytes
+_MAX_TOKENIZER = 64 << 20  # the tokenizer's JSON is 1.8 MB
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file (a link to one is followed): never waits on a FIFO
+    planted there (``O_NONBLOCK``), ``ValueError`` for a FIFO, device or directory."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path.name} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _whole(value: object) -> int:
+    """``value`` when it is a whole number of at least 0 (JSON's ``true`` is not), else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{str(value)[:40]!r} is not a whole number")
+    return value
 
 
 def _mapped_table(weights: Path) -> NDArray[Any]:
     """The token table of the safetensors file ``weights``, memory-mapped read-only as stored (float16): the
     format is an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and byte
     range, then the bytes (huggingface/safetensors ``README.md``, "Format"). Nothing is copied: a query
-    touches the pages of its few tokens' rows. ``ValueError`` for a file that is not that."""
-    with weights.open("rb") as file:
+    touches the pages of its few tokens' rows. ``ValueError`` for a file that is not that: a header past
+    :data:`_MAX_HEADER`, a dtype other than F16 or F32, a shape other than two whole numbers (at least one
+    row), or a byte range that is not that shape's, lies outside the data (before it, in the header; past the
+    file's end)."""
+    with _open_regular(weights) as file:
         size = int.from_bytes(file.read(8), "little")
         if not 0 < size <= _MAX_HEADER:
             raise ValueError(f"a safetensors header of {size} bytes")
         header = json.loads(file.read(size))
-    entry = header.get(TENSOR) if isinstance(header, dict) else None
-    if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
-        raise ValueError(f"no {TENSOR} tensor of a float dtype")
-    rows, columns = entry["shape"]
-    start, end = entry["data_offsets"]
-    dtype = np.dtype(_DTYPES[entry["dtype"]])
-    if rows * columns * dtype.itemsize != end - start or end + 8 + size > weights.stat().st_size:
-        raise ValueError("a tensor whose bytes are not its shape's")
-    return np.memmap(weights, dtype=dtype, mode="r", offset=8 + size + start, shape=(rows, columns))
+        entry = header.get(TENSOR) if isinstance(header, dict) else None
+        if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
+            raise ValueError(f"no {TENSOR} tensor of a float dtype")
+        rows, columns = map(_whole, entry["shape"])
+        start, end = map(_whole, entry["data_offsets"])
+        dtype = np.dtype(_DTYPES[entry["dtype"]])
+        if rows < 1 or rows * columns * dtype.itemsize != end - start or end + 8 + size > os.fstat(file.fileno()).st_size:
+            raise ValueError("a tensor whose bytes are not its shape's, or lie outside the file's data")
+        return np.memmap(file, dtype=dtype, mode="r", offset=8 + size + start, shape=(rows, columns))
+
+
+def _tokenizer(vocab: Path) -> Any:
+    """The tokenizer of the JSON file ``vocab`` (a regular file of at most :data:`_MAX_TOKENIZER` bytes)."""
+    # Imported here: the tokenizer library loads only when a text is embedded.
+    from tokenizers import Tokenizer
+
+    with _open_regular(vocab) as file:
+        size = os.fstat(file.fileno()).st_size
+        if size > _MAX_TOKENIZER:
+            raise ValueError(f"a tokenizer file of more than {_MAX_TOKENIZER} bytes")
+        data = file.read(size)  # its size, not the bound: a read allocates what it is asked for
+    return Tokenizer.from_buffer(data)  # bytes as they are: no decoded copy (Tokenizer.from_file reads them so)
 
 
 def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
     """Open the model files under ``root``: the token table memory-mapped as stored (:func:`_mapped_table`) and
     the tokenizer, no padding, truncating."""
-    # Imported here: the tokenizer library loads only when a text is embedded.
-    from tokenizers import Tokenizer
-
     # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
     # server or a test runner may fork. One batch at a time here: its pool is not needed.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     weights, vocab = root / WEIGHTS, root / TOKENIZER
     try:
         table = _mapped_table(weights)
-        tokenizer = Tokenizer.from_file(str(vocab))
+        tokenizer = _tokenizer(vocab)
     except (OSError, ValueError, KeyError, TypeError, Exception) as exc:  # the tokenizers library raises Exception
         raise EmbedderError(
             f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "

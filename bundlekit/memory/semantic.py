@@ -355,14 +355,16 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
 
 
 def _similarity(matrix: NDArray[np.float16] | NDArray[np.float32], q: NDArray[np.float32]) -> NDArray[np.float32]:
-    """``matrix @ q`` in float32, :data:`_DOT_ROWS` rows converted at a time (never a float32 copy of all), by
+    """``matrix @ q`` in float32 within [-1, 1], :data:`_DOT_ROWS` rows converted at a time (never a float32 copy of all), by
     ``einsum``'s own loop: BLAS's threads spin against a busy machine's other processes (a 10,000-row product
     took 15-200 ms through OpenBLAS on a loaded 2-core machine, 5-10 ms this way)."""
     out = np.empty(len(matrix), dtype=np.float32)
     for start in range(0, len(matrix), _DOT_ROWS):
         out[start : start + _DOT_ROWS] = np.einsum("ij,j->i", matrix[start : start + _DOT_ROWS].astype(np.float32,
                                                                                                    copy=False), q)
-    return out
+    # A cosine of unit vectors: a vector put into the index by hand at another length cannot score past a
+    # perfect match (nor, past 1.1, outrank the memory named as the query: _nearest).
+    return np.clip(out, -1.0, 1.0, out=out)
 
 
 def meaning_words(query: str) -> str:
@@ -412,7 +414,7 @@ def _nearest(
     if limit is not None and len(chosen) > limit:
         # The first ``limit`` by (named first, score) with every tie at the boundary: a partition, not a sort
         # of every row; the few kept are ordered in full below.
-        primary = score[chosen] + np.where(ahead[chosen], 10.0, 0.0)  # a score is at most 1.1 (usage.factor)
+        primary = np.where(ahead[chosen], np.inf, score[chosen])  # the named ones are kept whatever the scores
         kth = np.partition(-primary, limit - 1)[limit - 1]
         kept = chosen[-primary <= kth]
         if len(kept) > 4 * limit:  # many tied on score (all 0: no nearer than MIN_SIMILARITY): similarity decides

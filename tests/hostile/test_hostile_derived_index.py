@@ -306,3 +306,20 @@ def test_random_tampering_of_the_index_never_changes_a_built_bundle_nor_a_shown_
     bodies, files, hits_from_files = _shown_and_built(tree)
     assert (bodies, files) == expected[:2]
     assert hits_from_files  # every recall hit is its file as it is, whatever the index chose
+
+
+@pytest.mark.parametrize("rank", ["relevance", "hybrid"])
+def test_terms_rows_of_no_memory_making_every_word_common_never_hide_the_memory(tmp_path: Path, rank: str) -> None:
+    """Rows put into the ``terms`` index for no memory make ``terms_df`` say every word of the query is in more
+    memories than there are (BM25 skipped them all as common: ``relevance`` found nothing): such a count is not
+    believed, the words are searched, the rows of no memory rank nothing (issue 38's attack)."""
+    tree = tmp_path / "m"
+    mem = Memory(tree)
+    mem.write("deploy", name="Deploy runbook", description="how to ship the api", type="project", body="Run make deploy.")
+    for key in "abcd":
+        mem.write(key, name=f"{key} thing", description="other", type="user", body=f"unrelated {key}")
+    mem.close()
+    with sqlite3.connect(_index(tree)) as conn:
+        conn.executemany("INSERT INTO terms (rowid, name, description, body) VALUES (?, 'deploy runbook', 'x', 'y')",
+                         [(1000 + i,) for i in range(50)])
+    assert [hit.key for hit in Memory(tree).recall("deploy runbook", limit=1, rank=rank)] == ["deploy"]

@@ -338,3 +338,29 @@ def test_a_refused_context_query_says_only_why_not_a_ranking_it_never_used(sourc
     done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "-d", str(source), "context", "--query", " ",
                            "--rank", "semantic"], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, "ranked by" in done.stderr) == (2, "", False), done.stderr
+
+
+@pytest.mark.parametrize("rank", ["semantic", "hybrid"])
+def test_a_long_vector_planted_in_the_index_neither_scores_past_a_match_nor_displaces_the_named_memory(
+    tmp_path: Path, rank: str
+) -> None:
+    """A vector put into the index by hand at 60,000 times unit length scores as a perfect match at most: the
+    memory named as the query still comes first at limit 1, and every similarity stays a cosine."""
+    tree = tmp_path / "m"
+    mem = Memory(tree, embedder=CountingEmbedder())
+    mem.write("deploy", name="Deploy runbook", description="how to ship the api", type="project", body="Run make deploy.")
+    mem.write("distract", name="Deploy runbook notes", description="deploy runbook", type="project", body="deploy runbook")
+    for key in "abcd":
+        mem.write(key, name=f"{key} thing", description="other", type="user", body=f"unrelated {key}")
+    mem.recall("x", rank=rank)
+    mem.close()
+    query = CountingEmbedder().embed(["deploy runbook"])[0]
+    planted = (query * (60_000 / np.abs(query).max())).astype("<f2").tobytes()
+    with closing(sqlite3.connect(tree / ".bundlekit" / "index.sqlite")) as conn:
+        conn.execute("UPDATE vector SET vec = ?, head = ? WHERE id = (SELECT id FROM memory WHERE key = 'distract')",
+                     (planted, planted))
+        conn.commit()
+    mem = Memory(tree, embedder=CountingEmbedder())
+    assert [hit.key for hit in mem.recall("Deploy runbook", limit=1, rank=rank, usage=True)] == ["deploy"]
+    hits = mem.recall("deploy runbook", limit=6, rank=rank)
+    assert all(-1.0 <= hit.similarity <= 1.0 and hit.score <= 1.1 for hit in hits)

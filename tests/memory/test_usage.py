@@ -4,6 +4,10 @@ decays, kept in the derived index, off with ``usage=False`` (CLI ``--no-usage-bo
 from __future__ import annotations
 
 import json
+import math
+import sqlite3
+import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -128,3 +132,59 @@ def test_cli_show_after_recall_raises_the_memory_and_no_usage_boost_turns_it_off
     assert order() == ["leak_a", "leak_b"]
     run("show", "leak_b")
     assert order() == ["leak_b", "leak_a"] and order("--no-usage-boost") == ["leak_a", "leak_b"]
+
+
+# -- the usage table as a hostile or broken index holds it (issue 38's attack) --------------------------------
+
+
+def _tampered(tree: Path, sql: str) -> None:
+    with closing(sqlite3.connect(tree / ".bundlekit" / "index.sqlite")) as conn:
+        conn.execute(sql)
+        conn.commit()
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE usage SET boost = 1, at = 'yesterday'",  # text in a REAL column (SQLite keeps it)
+    "UPDATE usage SET boost = 'a lot'",
+    "UPDATE usage SET boost = 1, at = x'00'",  # a blob
+    "UPDATE usage SET returned = 'now'",
+    "UPDATE usage SET boost = 9e999, at = -9e999",  # infinity decayed by infinity: NaN, were it believed
+])
+def test_a_hand_edited_usage_row_never_breaks_recall_context_or_show(tree: Path, clock: Clock, sql: str) -> None:
+    mem = _twins(tree, clock)
+    _recalled(mem, usage=True)
+    mem.close()
+    _tampered(tree, sql)
+    mem = Memory(tree, clock=clock)
+    for rank in ("relevance", "hybrid"):
+        hits = mem.recall("sink drips", limit=5, rank=rank, usage=True)  # type: ignore[arg-type]
+        assert {"leak_a", "leak_b"} <= {hit.key for hit in hits}
+        assert all(math.isfinite(hit.score) for hit in hits)
+    assert "Sink leak" in mem.context_block(2000, query="sink drips", rank="relevance", usage=True)
+    assert mem.read("leak_a", used=True) is not None  # a read after that recall counts again, on a sound row
+    assert 0.0 <= _boost(mem, "leak_a") <= BOOST_CAP
+
+
+def test_a_boost_dated_in_the_future_counts_nothing(tree: Path, clock: Clock) -> None:
+    mem = _twins(tree, clock)
+    _recalled(mem, usage=True)
+    future = clock.now.timestamp() + 10 * 365 * 86400.0  # a clock set years ahead once, since set right
+    _tampered(tree, f"UPDATE usage SET boost = {BOOST_CAP}, at = {future} WHERE key = 'leak_b'")
+    assert _boost(mem, "leak_b") == 0.0  # believed, it would never decay
+    assert _recalled(mem, usage=True)[:2] == ["leak_a", "leak_b"]
+    assert _read(mem, "leak_b") is True and _boost(mem, "leak_b") == 1.0  # the next read starts it afresh
+
+
+def test_a_usage_note_gives_way_to_another_process_holding_the_index(tree: Path, clock: Clock) -> None:
+    """A note waits NOTE_WAIT_MS for the index's write lock, not the connection's 30 s: the recall and the read
+    answer, and the note is lost."""
+    mem = _twins(tree, clock)
+    _recalled(mem, usage=True)
+    with closing(sqlite3.connect(tree / ".bundlekit" / "index.sqlite", isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")  # another process writing the index (an embedding of 10,000 memories)
+        started = time.monotonic()
+        assert _recalled(mem, usage=True)[:2] == ["leak_a", "leak_b"]
+        assert mem.read("leak_b", used=True) is not None
+        assert time.monotonic() - started < 10.0  # two notes given up, not two 30-second waits
+        other.execute("ROLLBACK")
+    assert _boost(mem, "leak_b") == 0.0 and _read(mem, "leak_b") is True  # the lost note; the earlier return counts

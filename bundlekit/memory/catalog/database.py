@@ -236,6 +236,20 @@ class Database:
                 raise
             self.conn.execute("COMMIT")
 
+    @contextmanager
+    def impatient(self, wait_ms: int) -> Iterator[None]:
+        """Wait at most ``wait_ms`` for another connection's lock in the ``with`` body (``PRAGMA busy_timeout``;
+        then SQLite says busy), not the connection's usual timeout: for a write that may be given up (a usage
+        note) rather than hold up the command's answer."""
+        with translated():
+            usual = int(self.conn.execute("PRAGMA busy_timeout").fetchone()[0])
+            self.conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+        try:
+            yield
+        finally:
+            with translated():
+                self.conn.execute(f"PRAGMA busy_timeout = {usual}")
+
     # -- state ------------------------------------------------------------------
 
     def state(self, name: str) -> int | None:

@@ -40,8 +40,8 @@ STOP_WORDS = frozenset(
     on onto or our out she should so some something that the their them there they this to up us was way we were
     what what's when where where's which while who whom why will with would you your""".split()
 )
-_WORD = re.compile(r"[^\W_]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")  # a token of FTS5's unicode61: letters and digits
+_WORD = re.compile(r"[^\W_]+")  # a token of FTS5's unicode61: letters and digits
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: in no UTF-8 file, and SQLite cannot take one
 _TOP = 64  # recall first looks for its hits among this many best memories (see Search._best_of_top)
 
 
@@ -119,7 +119,9 @@ class Search:
         idf = 1e-6;``), so it cannot change an order, while scoring its every match costs ~7 ms per 1,000
         rows. The words left are ORed, with the whole query as one phrase besides when it has two words or
         more (a memory holding the phrase scores it too; every row it matches holds a searched word, so it
-        adds no row to score). Columns are weighted ``FIELD_WEIGHTS`` (name, description, body)."""
+        adds no row to score). Columns are weighted ``FIELD_WEIGHTS`` (name, description, body). A stem
+        ``terms_df`` counts in more memories than the index holds (terms rows of no memory: tampering) is
+        searched, not skipped: a count that cannot be true never keeps a word out."""
         words = query_words(query)
         if not self._db.fts or not words:
             return Lexical({}, 0, (), ())
@@ -129,8 +131,9 @@ class Search:
             marks = ",".join("?" * len(set(stemmed)))
             docs = dict(self._db.conn.execute(f"SELECT term, doc FROM terms_df WHERE term IN ({marks})",
                                               tuple(set(stemmed))).fetchall())
-            searched = tuple(w for w, stem in zip(words, stemmed, strict=True) if 0 < docs.get(stem, 0) <= total / 2)
-            skipped = tuple(w for w, stem in zip(words, stemmed, strict=True) if docs.get(stem, 0) > total / 2)
+            common = {stem for stem, doc in docs.items() if total / 2 < doc <= total}
+            searched = tuple(w for w, stem in zip(words, stemmed, strict=True) if docs.get(stem) and stem not in common)
+            skipped = tuple(w for w, stem in zip(words, stemmed, strict=True) if stem in common)
             if not searched:
                 return Lexical({}, 0, searched, skipped)
             phrases = [_quoted(w) for w in searched]
@@ -177,11 +180,12 @@ class Search:
         ``relevance x (FLOOR + (1 - FLOOR) x salience x recency x decay)`` where relevance is the BM25 over the
         best one's (times ``usage.factor`` of the memory's boost in ``boosts``), then key: what
         ``rank="relevance"`` returns. The rows ``named`` (whose name is the query) come first."""
-        found = self.lexical(query).scores
+        scores = self.lexical(query).scores
+        rows = self.standing(scores)
+        found = {i: score for i, score in scores.items() if i in rows}  # a terms row of no memory ranks nothing
         if not found:
             return []
         best = max(found.values())
-        rows = self.standing(found)
         boosts = boosts or {}
         relevance = {i: (found[i] / best if best > 0 else 1.0) * factor(boosts.get(rows[i][0], 0.0)) for i in rows}
         scored = ((relevance[i] * (FLOOR + (1.0 - FLOOR) * score_of(basis, now_s)), key)
@@ -217,10 +221,13 @@ class Search:
         Python otherwise. A needle of 3 characters or more is an FTS5 trigram
         match (BM25 when ``relevance``); a shorter one, or any without FTS5, a scan
         of the indexed text (relevance 1.0). ``None`` for the one needle the index
-        cannot answer exactly (holding the NUL stand-in): the caller scans the records.
+        cannot answer exactly (holding the NUL stand-in): the caller scans the records. None match a needle
+        holding a lone surrogate (SQLite cannot take one; no memory file, being UTF-8, holds one).
         """
         if needle is not None and NUL_STAND_IN in needle:
             return None
+        if needle is not None and _SURROGATE.search(needle):
+            return []  # a lone surrogate (undecodable argv bytes, an MCP "\ud800" escape): no UTF-8 file holds one
         if needle is not None and not relevance and self._db.math and limit is not None and 0 < limit <= _TOP:
             found = self._best_of_top(now_s, needle, limit)
             if found is not None:
