@@ -206,6 +206,12 @@ _QUERY_SECRET = re.compile(
     r"(?i)([?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
     r"|credential|credentials|session|jwt)=)[^\s&#;\"'<>\\]+"
 )
+# The same parameter split at its ``=`` into a JSON key and value (``memory note`` reads ``K=V`` pairs, so
+# ``url?token=VALUE`` prints as ``{"url?token":"VALUE"}``): the value of such a key.
+_QUERY_SECRET_JSON = re.compile(
+    r"(?i)([?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
+    r"|credential|credentials|session|jwt)\"\s*:\s*\")[^\"\\]+"
+)
 
 
 def _mask_urls(text: str) -> str:
@@ -213,6 +219,8 @@ def _mask_urls(text: str) -> str:
         text = _USERINFO.sub(lambda m: m.group(1) + WITHHELD + m.group(2), text)
     if "=" in text:
         text = _QUERY_SECRET.sub(lambda m: m.group(1) + WITHHELD, text)
+    if '":' in text:
+        text = _QUERY_SECRET_JSON.sub(lambda m: m.group(1) + WITHHELD, text)
     return text
 
 

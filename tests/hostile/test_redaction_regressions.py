@@ -339,3 +339,12 @@ def test_the_mcp_sdks_log_lines_pass_the_redaction(tree: Path, caplog: pytest.Lo
     build_server(MemoryTools(ServedMemory(Memory(tree), read_only=True, origin=str(tree))))
     logging.getLogger("mcp.server.transport_security").warning("Invalid Host header: %s", KEY)
     assert KEY not in caplog.text and WITHHELD in caplog.text
+
+
+def test_a_query_credential_split_into_a_json_key_and_value_is_withheld() -> None:
+    """``memory note`` reads ``K=V`` pairs: ``url?token=VALUE`` prints as ``{"url?token":"VALUE"}``."""
+    from bundlekit._redact import redact
+
+    shown = redact('{"http://127.0.0.1:9/api?token":"Qz7tok3n5ecretx9K","ts":"x"}')
+    assert "Qz7tok3n5ecretx9K" not in shown and '"ts":"x"' in shown
+    assert redact('{"key": "plain", "tokens": 3}') == '{"key": "plain", "tokens": 3}'
