@@ -34,10 +34,12 @@ from numpy.typing import NDArray
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, check_model_id
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
+from bundlekit.embed.wordllama import WordLlamaEmbedder
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.catalog.search import STOP_WORDS
 from bundlekit.memory.catalog.usage import factor
+from bundlekit.memory.query_tokens import query_vector
 from bundlekit.memory.usage import Boosts
 from bundlekit.memory.ranking import FLOOR, HALF_LIFE, MEANING_RANKS, check_min_similarity
 
@@ -327,7 +329,7 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
         return []
-    q = embed_checked(embedder, [meaning_words(query)])[0]
+    q = _query_vector(catalog, embedder, meaning_words(query))
     matrix, heads = data.wide()
     similarity = _similarity(matrix, q)
     near = similarity
@@ -352,6 +354,25 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def _query_vector(catalog: Catalog, embedder: Embedder, text: str) -> NDArray[np.float32]:
+    """The unit vector of the query ``text``: for the built-in embedder from its words' cached token ids
+    (``memory/query_tokens``: no tokenizer in a fresh process once its words were seen; the same vector),
+    else embedded whole."""
+    if isinstance(embedder, WordLlamaEmbedder):
+        directory = None if catalog.path is None else catalog.path.parent
+        try:
+            vector = query_vector(embedder, directory, _SURROGATE.sub("\ufffd", text))
+        except BundlekitError:
+            raise
+        except Exception as exc:  # as embed_checked: the model's failure, said as such
+            raise EmbedderError(f"{_named(embedder)} failed ({type(exc).__name__}: {printable(str(exc)[:200])})") from exc
+        if vector is not None:
+            unit: NDArray[np.float32] = _unit(vector, embedder.dimension, _named(embedder))[0]
+            return unit
+    first: NDArray[np.float32] = embed_checked(embedder, [text])[0]
+    return first
 
 
 def _similarity(matrix: NDArray[np.float16] | NDArray[np.float32], q: NDArray[np.float32]) -> NDArray[np.float32]:
