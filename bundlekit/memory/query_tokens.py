@@ -5,7 +5,7 @@ its words' token ids and the memory-mapped token table. The ids of a text of wor
 are each word's ids concatenated (``embed.wordllama.joinable`` says when, and why), so they are kept per
 word in ``query-tokens.json`` beside the index (derived data: it ranks, never decides bytes), under the
 model and tokenizer file they came from (``WordLlamaEmbedder.tokens_key``): another key reads as empty.
-The file is read bounded (:data:`MAX_BYTES`), anything unexpected in it is a miss, and it holds at most
+The file is read bounded (:data:`MAX_BYTES`, a regular file only, never through a symlink or a FIFO), anything unexpected in it is a miss, and it holds at most
 :data:`MAX_WORDS` words (a full file starts again). A miss tokenizes the missing words and writes the file;
 a file that cannot be written is left as it is (the vector is the same either way).
 """
@@ -13,6 +13,8 @@ a file that cannot be written is left as it is (the vector is the same either wa
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +59,11 @@ def query_ids(embedder: WordLlamaEmbedder, directory: Path | None, text: str) ->
 
 def _read(path: Path, key: str) -> dict[str, list[int]]:
     """The cached words of ``key`` in ``path``; empty when it is absent, too big, of another key or not ours."""
-    try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_BYTES else None
+    try:  # not blocking on a FIFO put in its place, never following a symlink, a regular file only
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as file:
+            raw = file.read(MAX_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        data = json.loads(raw) if 0 < len(raw) <= MAX_BYTES else None
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("words"), dict):

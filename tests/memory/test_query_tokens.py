@@ -16,7 +16,7 @@ import pytest
 
 from bundlekit.embed.wordllama import WordLlamaEmbedder, joinable
 from bundlekit.memory import Memory
-from bundlekit.memory.query_tokens import CACHE_FILE, MAX_BYTES, query_ids, query_vector
+from bundlekit.memory.query_tokens import CACHE_FILE, MAX_BYTES, _read, query_ids, query_vector
 from tests.embed.trees import write_memories
 
 # Texts the tokenizer's merges could join across a word: accents, CJK, emoji (byte fallback), apostrophes,
@@ -106,6 +106,21 @@ def test_a_hostile_cache_file_is_a_miss(embedder: Counting, tmp_path: Path, cont
     vector = query_vector(embedder, tmp_path, "striker")
     assert vector is not None and np.array_equal(vector, embedder.embed(["striker"]))
     assert embedder.tokenized == ["striker"]
+
+
+def test_a_fifo_or_a_symlink_in_place_of_the_cache_is_a_miss_without_a_hang(embedder: Counting, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / CACHE_FILE)
+    assert _read_words(embedder, tmp_path) == {}
+    assert query_ids(embedder, tmp_path, "striker") == embedder.word_ids(["striker"])[0]
+    (tmp_path / CACHE_FILE).unlink()
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"key": embedder.tokens_key, "words": {"striker": [7]}}))
+    (tmp_path / CACHE_FILE).symlink_to(elsewhere)
+    assert _read_words(embedder, tmp_path) == {}
+
+
+def _read_words(embedder: Counting, directory: Path) -> dict[str, list[int]]:
+    return _read(directory / CACHE_FILE, embedder.tokens_key)
 
 
 def test_a_fresh_recall_of_seen_words_never_loads_the_tokenizer(tmp_path: Path) -> None:
