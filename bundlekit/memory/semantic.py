@@ -211,7 +211,9 @@ def fill(
 
 def _finite(matrix: NDArray[np.float16]) -> NDArray[np.float16]:
     """``matrix`` with each row that is not finite (put there by hand) zeroed: it cannot rank."""
-    broken = ~np.isfinite(matrix).all(axis=1)
+    # float16 is not finite where its five exponent bits are all set (IEEE 754 binary16): checked on the bits,
+    # some times faster than np.isfinite on float16
+    broken = ((matrix.view(np.uint16) & 0x7C00) == 0x7C00).any(axis=1)
     if broken.any():
         matrix[broken] = 0.0
     return matrix
@@ -254,12 +256,14 @@ class VectorCache:
         for rows in catalog.vectors.columns(size):
             rows = rows[: count - at]  # rows written since the count are left out
             end = at + len(rows)
-            for into, blobs in ((matrix, [row[6] for row in rows]), (heads, [row[7] for row in rows])):
+            if not rows:
+                break
+            row_ids, row_keys, sal, updated, horizon, piece, vecs, head_vecs = zip(*rows)  # columns, once
+            for into, blobs in ((matrix, vecs), (heads, head_vecs)):
                 into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)
-            ids[at:end] = [row[0] for row in rows]
-            basis[at:end] = [(row[2], row[3], row[4]) for row in rows]
-            pieces[at:end] = [row[5] for row in rows]
-            keys.extend(str(row[1]) for row in rows)
+            ids[at:end], pieces[at:end] = row_ids, piece
+            basis[at:end, 0], basis[at:end, 1], basis[at:end, 2] = sal, updated, horizon
+            keys.extend(map(str, row_keys))
             at = end
         basis[:, 2] = np.where(basis[:, 2] < 0, np.nan, basis[:, 2])  # horizon -1.0: none
         self.matrix, self.heads = _finite(matrix[:at]), _finite(heads[:at])
