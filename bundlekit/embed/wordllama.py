@@ -38,7 +38,7 @@ from bundlekit._closing import Closing
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, UsageError
 
-__all__ = ["MAX_CHARS", "MAX_TOKENS", "WordLlamaEmbedder"]
+__all__ = ["MAX_CHARS", "MAX_TOKENS", "WordLlamaEmbedder", "joinable"]
 
 CONFIG = "l2_supercat"
 DIMENSION = 256
@@ -98,6 +98,32 @@ class WordLlamaEmbedder(Closing):
         self._table, self._tokenizer = _model(self._root)
         return self._table, self._tokenizer
 
+    @property
+    def tokens_key(self) -> str:
+        """What token ids are valid for: the model and its tokenizer file as it is now (a derived cache of
+        :meth:`word_ids` keyed by it is stale when either changes)."""
+        return f"{self.model_id}|{_identity(self._root / TOKENIZER)}"
+
+    def word_ids(self, words: Sequence[str]) -> list[list[int]]:
+        """Each word's token ids, tokenized alone. The tokenizer (``l2_supercat_tokenizer_config.json``: BPE, no
+        pre-tokenizer, normalizer ``Prepend "▁"`` then ``Replace " " -> "▁"``) has no token holding a "▁" after
+        its first character other than runs of "▁", so no merge crosses a single space: the ids of words
+        joined by single spaces are their ids tokenized alone, concatenated (:func:`joinable` says when)."""
+        _table, tokenizer = self._load()
+        return [list(enc.ids) for enc in tokenizer.encode_batch(list(words), add_special_tokens=False)]
+
+    def embed_ids(self, ids: Sequence[int]) -> NDArray[np.float32]:
+        """The mean token vector of ``ids`` (the first :data:`MAX_TOKENS`), as :meth:`embed` makes it, without
+        loading the tokenizer: one row, float32."""
+        # Asked every time (two stats), as _load asks _model: a weights file cut short since it was mapped
+        # is refused, never read past its end.
+        table = _table_of(self._root)
+        out = np.zeros((1, DIMENSION), dtype=np.float32)
+        if ids:
+            index = np.clip(np.asarray(ids[:MAX_TOKENS], dtype=np.int64), 0, table.shape[0] - 1)
+            out[0] = table[index].mean(axis=0, dtype=np.float32)
+        return out
+
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """The mean token vector of each text (zeros for a text without tokens), float32: tokenized
         :data:`_BATCH` texts at a time, each text's tokens gathered on their own (at most :data:`MAX_TOKENS`
@@ -122,6 +148,8 @@ class WordLlamaEmbedder(Closing):
 #: reading 16 MB of weights and the tokenizer again (half a second, and memory Python does not give back).
 _LAST: list[tuple[tuple[object, ...], NDArray[Any], Any]] = []
 _LAST_LOCK = threading.Lock()
+# The table alone, read by a query whose token ids were cached (no tokenizer loaded), by the same identity.
+_TABLE_ONLY: list[tuple[tuple[object, ...], NDArray[Any]]] = []
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -206,23 +234,63 @@ def _tokenizer(vocab: Path) -> Any:
     return Tokenizer.from_buffer(data)  # bytes as they are: no decoded copy (Tokenizer.from_file reads them so)
 
 
+# The tokenizer's added tokens (split out of the raw text before it is normalized), and its "▁" (a word that
+# holds one could merge with the next word's "▁" into a run of them)
+_UNJOINABLE = ("<unk>", "<s>", "</s>", "\u2581")
+
+
+def joinable(text: str) -> list[str] | None:
+    """The words of ``text`` whose ids, tokenized alone and concatenated, are ``text``'s (see
+    :meth:`WordLlamaEmbedder.word_ids`): words joined by single spaces, none holding an added token or a "▁",
+    the whole within :data:`MAX_CHARS`; None for any other text."""
+    words = text.split(" ")
+    if not text or len(text) > MAX_CHARS or not all(words) or any(a in text for a in _UNJOINABLE):
+        return None
+    return words
+
+
+def _table_of(root: Path) -> NDArray[Any]:
+    """The token table alone (the model last read when its files are the same; no tokenizer is loaded)."""
+    identity = (root, _identity(root / WEIGHTS), _identity(root / TOKENIZER))
+    with _LAST_LOCK:
+        if _LAST and _LAST[0][0] == identity:
+            return _LAST[0][1]
+        if _TABLE_ONLY and _TABLE_ONLY[0][0] == identity:
+            return _TABLE_ONLY[0][1]
+        table = _checked_table(root)
+        _TABLE_ONLY[:] = [(identity, table)]
+        return table
+
+
+def _checked_table(root: Path) -> NDArray[Any]:
+    """The token table of the model files under ``root`` (:func:`_mapped_table`), ``EmbedderError`` when it
+    cannot be read or is not :data:`DIMENSION` wide."""
+    try:
+        table = _mapped_table(root / WEIGHTS)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # a header nested past recursion
+        raise EmbedderError(
+            f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
+            "reinstall the 'semantic' extra"
+        ) from exc
+    if table.ndim != 2 or table.shape[1] != DIMENSION:
+        raise EmbedderError(f"{root / WEIGHTS} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
+    return table
+
+
 def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
     """Open the model files under ``root``: the token table memory-mapped as stored (:func:`_mapped_table`) and
     the tokenizer, no padding, truncating."""
     # Hugging Face tokenizers warns on stderr when a process forks after using its thread pool; an MCP
     # server or a test runner may fork. One batch at a time here: its pool is not needed.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    weights, vocab = root / WEIGHTS, root / TOKENIZER
+    table = _checked_table(root)
     try:
-        table = _mapped_table(weights)
-        tokenizer = _tokenizer(vocab)
+        tokenizer = _tokenizer(root / TOKENIZER)
     except (OSError, ValueError, KeyError, TypeError, Exception) as exc:  # the tokenizers library raises Exception
         raise EmbedderError(
             f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
             "reinstall the 'semantic' extra"
         ) from exc
-    if table.ndim != 2 or table.shape[1] != DIMENSION:
-        raise EmbedderError(f"{weights} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
     tokenizer.no_padding()
     tokenizer.enable_truncation(MAX_TOKENS)
     return table, tokenizer

@@ -59,7 +59,9 @@ def _queried(
                  if mode == "relevance" else catalog.search.ranked(now_s, needle=needle) or [])
         first = [(r.key, r.piece) for r in found]
     seen = {key for key, _piece in first}
-    order = first + [(r.key, r.piece) for r in catalog.search.ranked(now_s) or [] if r.key not in seen]
+    # A ranking by meaning returns every memory (of this snapshot): then no rest is left to rank and read.
+    rest = [] if len(seen) >= catalog.listing.count() else catalog.search.ranked(now_s) or []
+    order = first + [(r.key, r.piece) for r in rest if r.key not in seen]
     taken = ranking.fit_pieces(index_text, [piece for _key, piece in order], max_tokens)
     taken_keys[:] = [order[i][0] for i in taken]
     pieces = tree.load(catalog, taken_keys)

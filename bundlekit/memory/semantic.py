@@ -34,10 +34,12 @@ from numpy.typing import NDArray
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import MAX_DIMENSION, Embedder, EmbedderSettings, check_model_id
 from bundlekit.embed.registry import create_embedder, missing_extra, semantic_installed
+from bundlekit.embed.wordllama import WordLlamaEmbedder
 from bundlekit.errors import BundlekitError, EmbedderError
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.catalog.search import STOP_WORDS
 from bundlekit.memory.catalog.usage import factor
+from bundlekit.memory.query_tokens import query_vector
 from bundlekit.memory.usage import Boosts
 from bundlekit.memory.ranking import FLOOR, HALF_LIFE, MEANING_RANKS, check_min_similarity
 
@@ -209,7 +211,9 @@ def fill(
 
 def _finite(matrix: NDArray[np.float16]) -> NDArray[np.float16]:
     """``matrix`` with each row that is not finite (put there by hand) zeroed: it cannot rank."""
-    broken = ~np.isfinite(matrix).all(axis=1)
+    # float16 is not finite where its five exponent bits are all set (IEEE 754 binary16): checked on the bits,
+    # some times faster than np.isfinite on float16
+    broken = ((matrix.view(np.uint16) & 0x7C00) == 0x7C00).any(axis=1)
     if broken.any():
         matrix[broken] = 0.0
     return matrix
@@ -252,12 +256,14 @@ class VectorCache:
         for rows in catalog.vectors.columns(size):
             rows = rows[: count - at]  # rows written since the count are left out
             end = at + len(rows)
-            for into, blobs in ((matrix, [row[6] for row in rows]), (heads, [row[7] for row in rows])):
+            if not rows:
+                break
+            row_ids, row_keys, sal, updated, horizon, piece, vecs, head_vecs = zip(*rows)  # columns, once
+            for into, blobs in ((matrix, vecs), (heads, head_vecs)):
                 into[at:end] = np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(rows), dimension)
-            ids[at:end] = [row[0] for row in rows]
-            basis[at:end] = [(row[2], row[3], row[4]) for row in rows]
-            pieces[at:end] = [row[5] for row in rows]
-            keys.extend(str(row[1]) for row in rows)
+            ids[at:end], pieces[at:end] = row_ids, piece
+            basis[at:end, 0], basis[at:end, 1], basis[at:end, 2] = sal, updated, horizon
+            keys.extend(map(str, row_keys))
             at = end
         basis[:, 2] = np.where(basis[:, 2] < 0, np.nan, basis[:, 2])  # horizon -1.0: none
         self.matrix, self.heads = _finite(matrix[:at]), _finite(heads[:at])
@@ -327,7 +333,7 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
     assert data.matrix is not None and data.basis is not None and data.ids is not None and data.pieces is not None
     if not len(data.keys):
         return []
-    q = embed_checked(embedder, [meaning_words(query)])[0]
+    q = _query_vector(catalog, embedder, meaning_words(query))
     matrix, heads = data.wide()
     similarity = _similarity(matrix, q)
     near = similarity
@@ -352,6 +358,25 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
         Scored(data.keys[at], float(score[at]), float(relevance[at]), float(similarity[at]), int(data.pieces[at]))
         for at in order
     ]
+
+
+def _query_vector(catalog: Catalog, embedder: Embedder, text: str) -> NDArray[np.float32]:
+    """The unit vector of the query ``text``: for the built-in embedder from its words' cached token ids
+    (``memory/query_tokens``: no tokenizer in a fresh process once its words were seen; the same vector),
+    else embedded whole."""
+    if isinstance(embedder, WordLlamaEmbedder):
+        directory = None if catalog.path is None else catalog.path.parent
+        try:
+            vector = query_vector(embedder, directory, _SURROGATE.sub("\ufffd", text))
+        except BundlekitError:
+            raise
+        except Exception as exc:  # as embed_checked: the model's failure, said as such
+            raise EmbedderError(f"{_named(embedder)} failed ({type(exc).__name__}: {printable(str(exc)[:200])})") from exc
+        if vector is not None:
+            unit: NDArray[np.float32] = _unit(vector, embedder.dimension, _named(embedder))[0]
+            return unit
+    first: NDArray[np.float32] = embed_checked(embedder, [text])[0]
+    return first
 
 
 def _similarity(matrix: NDArray[np.float16] | NDArray[np.float32], q: NDArray[np.float32]) -> NDArray[np.float32]:
