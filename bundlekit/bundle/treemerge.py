@@ -14,6 +14,8 @@ For ``bundlekit/2`` plaintext bundles (``bundle.merge`` falls back to whole load
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -155,22 +157,25 @@ def same_tree(
     get: Callable[[bytes], bytes], base_memory: bytes, profile: str, *, digests: Mapping[str, bytes],
     changed: set[str], read_ours: Callable[[str], bytes | None],
 ) -> bool:
-    """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs): ours'
-    SHA-256s (``digests``, from the tree's derived index) stand for the CIDs of the default profile's small files,
-    anything else is read and hashed with the base's ``profile``."""
+    """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs). Ours'
+    SHA-256s (``digests``, from the tree's derived index) only say no early (a raw-leaf CID of the default profile
+    is the SHA-256 of its bytes); a yes is decided by the files' bytes, read and hashed now: an index whose digest
+    is stale (a file edited behind its stat signature) must not call a tree holding an unpublished edit the base's
+    (``sync`` then skips publishing it)."""
     reader = UnixFSReader(get, verify=False)
     theirs = {name: cid for name, cid in reader.list_dir(base_memory)
               if name.endswith(".md") and name != INDEX_PATH.rpartition("/")[2] and name not in changed}
     mine = {name for name in digests if name not in changed}
     if set(theirs) != mine:
         return False
+    if any(cid[:4] == _RAW_SHA256 and cid[4:] != digests[name] for name, cid in theirs.items()):
+        return False
     prof = get_profile(profile)
     for name, cid in theirs.items():
-        if cid[:4] == _RAW_SHA256:
-            if cid[4:] != digests[name]:
-                return False
-            continue
         data = read_ours(name)
-        if data is None or file_cid(data, prof) != cid:
+        if data is None:
+            return False
+        same = hashlib.sha256(data).digest() == cid[4:] if cid[:4] == _RAW_SHA256 else file_cid(data, prof) == cid
+        if not same:
             return False
     return True

@@ -1,0 +1,132 @@
+"""Attacks on the merge by tree difference (issue 37): a stale derived index, hostile HAMT shards (a diamond, a
+name filed under a slot its hash does not name). Each test names the defect it pins."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bundlekit.bundle.merge import MergeOptions, merge_bundle
+from bundlekit.bundle.treediff import diff_dirs
+from bundlekit.errors import CodecError, UnsafePathError
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.ipld.dagpb import HAMT_SHARD, PBLink, UnixFSData, encode_node
+from bundlekit.unixfs.hamt import name_hash
+from bundlekit.unixfs.reader import UnixFSReader
+
+from .test_tree_difference import _edit, _tree, _warm, _writer
+
+
+def _edit_in_place_keeping_stat(path: Path, old: str, new: str) -> None:
+    """An edit the stat signature cannot see: same inode, size and mtime (what a tool that restores times does)."""
+    assert len(old) == len(new)
+    st = path.stat()
+    data = path.read_bytes()
+    assert old.encode() in data
+    with open(path, "r+b") as fh:
+        fh.write(data.replace(old.encode(), new.encode()))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_ino == st.st_ino
+
+
+def test_a_stale_index_cannot_make_a_merge_call_a_tree_with_a_local_edit_converged(tmp_path: Path) -> None:
+    """The derived index's digest of a file edited behind its stat signature is stale: judged from it, a follower's
+    merge said ``converged`` and ``sync`` skipped publishing the local edit, recording the name's root as the tree's."""
+    writer = _tree(tmp_path / "w", 5)
+    _writer(writer)
+    follower = tmp_path / "f"
+    shutil.copytree(writer, follower)
+    old = 1_000_000_000 * 1_700_000_000  # well before the index's refresh: not a racy row
+    for name in follower.glob("*.md"):
+        os.utime(name, ns=(old, old))
+    _warm(follower)
+    _edit_in_place_keeping_stat(follower / "note_000001.md", "Body of note 1", "Edit of note 1")
+    _edit(writer, [2])
+    root = _writer(writer)
+    result = merge_bundle(f"ipfs://{root}", follower, options=MergeOptions(trusted=True))
+    assert result.report.counts() == {"updated": 1}
+    assert "Edit of note 1" in (follower / "note_000001.md").read_text("utf-8")  # the local edit is kept
+    assert not result.converged  # the tree holds an edit the bundle lacks: it must be published
+
+
+# -- hostile HAMT shards met by the directory comparison (bundle/treediff.py) ---------------------------------------
+
+Blocks = dict[bytes, bytes]
+
+
+def _put(blocks: Blocks, codec: int, data: bytes) -> bytes:
+    cid = make_cid(1, codec, data)
+    blocks[cid] = data
+    return cid
+
+
+def _shard(blocks: Blocks, links: list[tuple[int, bytes, bytes]]) -> bytes:
+    """A fanout-256 murmur3 HAMT shard of ``(slot, name after the slot, cid)`` links, its bitfield true."""
+    bits = 0
+    pb = []
+    for slot, rest, cid in sorted(links, key=lambda x: (x[0], x[1])):
+        bits |= 1 << slot
+        pb.append(PBLink(cid, b"%02X" % slot + rest, 1))
+    data = UnixFSData(HAMT_SHARD, data=bits.to_bytes((bits.bit_length() + 7) // 8, "big"), hash_type=0x22,
+                      fanout=256).encode()
+    return _put(blocks, DAG_PB, encode_node(pb, data))
+
+
+def _slot(name: str, depth: int = 0) -> int:
+    return name_hash(name.encode())[depth]
+
+
+def _other_slot(name: str) -> int:
+    return (_slot(name) + 1) % 256
+
+
+def test_a_shard_filing_a_name_under_a_slot_its_hash_does_not_name_is_refused() -> None:
+    """A hostile shard lists ``x.md`` twice, in its own slot and in another: a listing refuses the duplicate, the
+    comparison slot by slot took whichever came last (the bundle a loader refuses was merged)."""
+    blocks: Blocks = {}
+    one, two = _put(blocks, RAW, b"one"), _put(blocks, RAW, b"two")
+    base = _shard(blocks, [(_slot("x.md"), b"x.md", one)])
+    theirs = _shard(blocks, [(_slot("x.md"), b"x.md", one), (_other_slot("x.md"), b"x.md", two)])
+    reader = UnixFSReader(blocks.__getitem__, verify=False)
+    with pytest.raises(UnsafePathError):
+        reader.list_dir(theirs)  # what a load does
+    with pytest.raises(CodecError, match="slot"):
+        diff_dirs(reader, base, theirs)
+
+
+def test_a_shard_whose_slots_link_one_sub_shard_is_refused_as_a_listing_refuses_it() -> None:
+    """A diamond: two slots of theirs link one sub-shard (each level would multiply the blocks compared)."""
+    blocks: Blocks = {}
+    names = [f"n{i}.md" for i in range(4000)]
+    by_slot: dict[int, list[str]] = {}
+    for name in names:
+        by_slot.setdefault(_slot(name), []).append(name)
+    (a, in_a), (b, in_b) = [(s, n) for s, n in sorted(by_slot.items()) if len(n) >= 2][:2]
+    leaf = _put(blocks, RAW, b"x")
+
+    def sub(members: list[str], depth: int = 1) -> bytes:
+        return _shard(blocks, [(_slot(m, depth), m.encode(), leaf) for m in members[:2]])
+
+    base = _shard(blocks, [(a, b"", sub(in_a)), (b, b"", sub(in_b))])
+    shared = _shard(blocks, [(_slot(m, 1), m.encode(), _put(blocks, RAW, b"y")) for m in in_a[:2]])
+    theirs = _shard(blocks, [(a, b"", shared), (b, b"", shared)])
+    reader = UnixFSReader(blocks.__getitem__, verify=False)
+    with pytest.raises(CodecError):
+        reader.list_dir(theirs)
+    with pytest.raises(CodecError):
+        diff_dirs(reader, base, theirs)
+
+
+def test_a_shard_link_whose_slot_is_no_hex_is_refused_without_a_traceback() -> None:
+    blocks: Blocks = {}
+    one = _put(blocks, RAW, b"one")
+    base = _shard(blocks, [(_slot("x.md"), b"x.md", one)])
+    bits = (1 << _slot("x.md")) | 1
+    data = UnixFSData(HAMT_SHARD, data=bits.to_bytes(32, "big").lstrip(b"\0"), hash_type=0x22, fanout=256).encode()
+    theirs = _put(blocks, DAG_PB, encode_node([PBLink(one, b"ZZy.md", 1),
+                                               PBLink(one, b"%02Xx.md" % _slot("x.md"), 1)], data))
+    with pytest.raises(CodecError, match="hex"):
+        diff_dirs(UnixFSReader(blocks.__getitem__, verify=False), base, theirs)
