@@ -89,11 +89,19 @@ def read_difference(
     if file_count(base[1]) + added - removed != file_count(theirs[1]):
         raise IntegrityError(f"{labels[1]} holds {file_count(base[1]) + added - removed} files under {MEMORY_DIR}/, "
                              f"its manifest counts {file_count(theirs[1])}")
-    read = partial(_read, get, min(claimed_bytes(base[1]), claimed_bytes(theirs[1])) or 1)
+    # Each side's files within its own manifest's bytes: theirs' together (what a load holds them to), the
+    # base's each (a bundle that deleted much is smaller than the base files it deleted).
+    read, left = partial(_read, get, claimed_bytes(base[1])), [claimed_bytes(theirs[1])]
+
+    def read_theirs(cid: bytes, path: str) -> bytes:
+        data = _read(get, left[0], cid, path)
+        left[0] -= len(data)
+        return data
+
     names = {p[len(MEMORY_DIR) + 1:] for p in changes if p.endswith(".md") and p != INDEX_PATH
              and not p.startswith(f"{MEMORY_DIR}/{_TIMELINE}/")}
     base_files = {_tree_path(p): read(b, p) for p, (b, _t) in changes.items() if b is not None and _memory(p)}
-    theirs_files = {_tree_path(p): read(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
+    theirs_files = {_tree_path(p): read_theirs(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
     days = _base_days(reader, base_mem, read)
     theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
     theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
@@ -134,7 +142,8 @@ def _tree_path(path: str) -> str:
 
 def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> bytes:
     def too_big(seen: int) -> BundlekitError:
-        return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files")
+        return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files "
+                              f"({bound} bytes left of them)")
 
     try:
         return read_bounded(get, cid, bound, too_big, path)

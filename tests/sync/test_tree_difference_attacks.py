@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.build import BuildOptions, build_bundle
+from bundlekit.bundle.lineage import set_lineage
 from bundlekit.bundle.merge import MergeOptions, merge_bundle
+from bundlekit.memory import Memory
 from bundlekit.bundle.treediff import diff_dirs
-from bundlekit.errors import CodecError, UnsafePathError
+from bundlekit.errors import CodecError, ConflictError, UnsafePathError
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.ipld.dagpb import HAMT_SHARD, PBLink, UnixFSData, encode_node
 from bundlekit.unixfs.hamt import name_hash
@@ -130,3 +134,57 @@ def test_a_shard_link_whose_slot_is_no_hex_is_refused_without_a_traceback() -> N
                                                PBLink(one, b"%02Xx.md" % _slot("x.md"), 1)], data))
     with pytest.raises(CodecError, match="hex"):
         diff_dirs(UnixFSReader(blocks.__getitem__, verify=False), base, theirs)
+
+
+def _import(car: Path) -> None:
+    with open(car, "rb") as fh:
+        BlockStore().import_car(fh, pin=True)
+
+
+def test_device_notes_do_not_dilute_the_delete_bound_of_a_merge_by_difference(tmp_path: Path) -> None:
+    """The whole merge counts only memories that cross machines against the delete bound
+    (tests/journeys/test_fork_merge_back.py); the merge by difference counted every file of the tree, so three
+    device notes let a stranger's bundle delete the one memory that crosses without --allow-deletes."""
+    m = _tree(tmp_path / "m", 1)
+    root = build_bundle(m, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
+    _import(root.car)
+    set_lineage(m, [root.root_cid or ""])
+    stranger = tmp_path / "s"
+    shutil.copytree(m, stranger)
+    memory = Memory(stranger)
+    memory.forget("note_000000")
+    memory.close()
+    child = build_bundle(stranger, tmp_path / "b.car",
+                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
+    _import(child.car)
+    for n in range(3):
+        (m / f"device_{n}.md").write_text(
+            f"---\nname: Device {n}\ndescription: this laptop\ntype: reference\ncreated: 2026-04-14T12:00:00Z\n"
+            f"updated: 2026-04-14T12:00:00Z\nx-magicfrog-local-only: true\n---\n\n/home/me/{n}\n", encoding="utf-8")
+    with pytest.raises(ConflictError, match="would delete 1 of the 1 memories"):
+        merge_bundle(f"ipfs://{child.root_cid}", m)
+    assert (m / "note_000000.md").exists()
+    merge_bundle(f"ipfs://{child.root_cid}", m, options=MergeOptions(allow_deletes=True))
+    assert not (m / "note_000000.md").exists() and len(list(m.glob("device_*.md"))) == 3
+
+
+def test_a_bundle_that_forgot_a_memory_larger_than_all_it_still_holds_merges(tmp_path: Path) -> None:
+    """The base's files were read within the smaller of the two manifests' bytes: a bundle that forgot a memory
+    larger than everything it still holds could not be merged (``IntegrityError`` on the base's own file)."""
+    m = _tree(tmp_path / "m", 0)
+    memory = Memory(m)
+    memory.write("big_note", name="Big", description="big", type="project", body="A long one. " * 2_000)
+    memory.close()
+    root = build_bundle(m, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
+    _import(root.car)
+    set_lineage(m, [root.root_cid or ""])
+    other = tmp_path / "o"
+    shutil.copytree(m, other)
+    memory = Memory(other)
+    memory.forget("big_note")
+    memory.close()
+    child = build_bundle(other, tmp_path / "b.car",
+                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
+    _import(child.car)
+    result = merge_bundle(f"ipfs://{child.root_cid}", m, options=MergeOptions(trusted=True))
+    assert result.report.counts() == {"deleted": 1} and not (m / "big_note.md").exists()
