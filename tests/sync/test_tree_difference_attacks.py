@@ -141,30 +141,36 @@ def _import(car: Path) -> None:
         BlockStore().import_car(fh, pin=True)
 
 
+def _forgetting_child(tmp_path: Path, tree: Path, key: str) -> str:
+    """``tree`` built (v2, imported, its lineage), then a copy of it that forgot ``key`` built over it: that root."""
+    root = build_bundle(tree, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
+    _import(root.car)
+    set_lineage(tree, [root.root_cid or ""])
+    other = tmp_path / "other"
+    shutil.copytree(tree, other)
+    memory = Memory(other)
+    memory.forget(key)
+    memory.close()
+    child = build_bundle(other, tmp_path / "b.car",
+                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
+    _import(child.car)
+    return child.root_cid or ""
+
+
 def test_device_notes_do_not_dilute_the_delete_bound_of_a_merge_by_difference(tmp_path: Path) -> None:
     """The whole merge counts only memories that cross machines against the delete bound
     (tests/journeys/test_fork_merge_back.py); the merge by difference counted every file of the tree, so three
     device notes let a stranger's bundle delete the one memory that crosses without --allow-deletes."""
     m = _tree(tmp_path / "m", 1)
-    root = build_bundle(m, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
-    _import(root.car)
-    set_lineage(m, [root.root_cid or ""])
-    stranger = tmp_path / "s"
-    shutil.copytree(m, stranger)
-    memory = Memory(stranger)
-    memory.forget("note_000000")
-    memory.close()
-    child = build_bundle(stranger, tmp_path / "b.car",
-                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
-    _import(child.car)
+    child = _forgetting_child(tmp_path, m, "note_000000")
     for n in range(3):
         (m / f"device_{n}.md").write_text(
             f"---\nname: Device {n}\ndescription: this laptop\ntype: reference\ncreated: 2026-04-14T12:00:00Z\n"
             f"updated: 2026-04-14T12:00:00Z\nx-magicfrog-local-only: true\n---\n\n/home/me/{n}\n", encoding="utf-8")
     with pytest.raises(ConflictError, match="would delete 1 of the 1 memories"):
-        merge_bundle(f"ipfs://{child.root_cid}", m)
+        merge_bundle(f"ipfs://{child}", m)
     assert (m / "note_000000.md").exists()
-    merge_bundle(f"ipfs://{child.root_cid}", m, options=MergeOptions(allow_deletes=True))
+    merge_bundle(f"ipfs://{child}", m, options=MergeOptions(allow_deletes=True))
     assert not (m / "note_000000.md").exists() and len(list(m.glob("device_*.md"))) == 3
 
 
@@ -175,16 +181,6 @@ def test_a_bundle_that_forgot_a_memory_larger_than_all_it_still_holds_merges(tmp
     memory = Memory(m)
     memory.write("big_note", name="Big", description="big", type="project", body="A long one. " * 2_000)
     memory.close()
-    root = build_bundle(m, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
-    _import(root.car)
-    set_lineage(m, [root.root_cid or ""])
-    other = tmp_path / "o"
-    shutil.copytree(m, other)
-    memory = Memory(other)
-    memory.forget("big_note")
-    memory.close()
-    child = build_bundle(other, tmp_path / "b.car",
-                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
-    _import(child.car)
-    result = merge_bundle(f"ipfs://{child.root_cid}", m, options=MergeOptions(trusted=True))
+    child = _forgetting_child(tmp_path, m, "big_note")
+    result = merge_bundle(f"ipfs://{child}", m, options=MergeOptions(trusted=True))
     assert result.report.counts() == {"deleted": 1} and not (m / "big_note.md").exists()
