@@ -336,10 +336,18 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
     try:
         with memory.transaction() as tx:
             everything = tx.names()
-            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(_touched(everything, diff.names))},
-                             tx.days())
-            outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
-                                                     proven, held=lambda: _crossing(tx, everything))
+            present, read = set(everything), _touched(everything, diff.names)
+            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(read)}, tx.days())
+            while True:
+                outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
+                                                         proven, held=lambda: _crossing(tx, everything))
+                # A file the merge would write that ours holds but was not read (a sibling's key, from a losing
+                # memory's digest or its conflict-of): read it and decide again, so it is merged, never overwritten.
+                unread = {name for name in files if name in present and name not in read}
+                if not unread:
+                    break
+                read |= unread
+                ours = TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
             converged = _converged(outcome, ours, diff) and same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
                 changed=diff.names, read_ours=lambda name: _read_file(tree, name))

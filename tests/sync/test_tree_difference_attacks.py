@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import bundlekit.memory.merge
+
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.lineage import set_lineage
@@ -21,7 +23,7 @@ from bundlekit.ipld.dagpb import HAMT_SHARD, PBLink, UnixFSData, encode_node
 from bundlekit.unixfs.hamt import name_hash
 from bundlekit.unixfs.reader import UnixFSReader
 
-from .test_tree_difference import _edit, _tree, _warm, _writer
+from .test_tree_difference import _edit, _text, _tree, _warm, _writer
 
 
 def _edit_in_place_keeping_stat(path: Path, old: str, new: str) -> None:
@@ -184,3 +186,33 @@ def test_a_bundle_that_forgot_a_memory_larger_than_all_it_still_holds_merges(tmp
     child = _forgetting_child(tmp_path, m, "big_note")
     result = merge_bundle(f"ipfs://{child}", m, options=MergeOptions(trusted=True))
     assert result.report.counts() == {"deleted": 1} and not (m / "big_note.md").exists()
+
+
+def test_a_sibling_key_naming_a_memory_the_difference_did_not_read_never_overwrites_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A losing memory of theirs that says it is a sibling of another key (``x-bundlekit-conflict-of``) is kept
+    beside that key, under a name from its digest; the merge by difference had not read ours' memories of that
+    key, so a memory of ours already holding the name was overwritten (a 40-bit prefix is in reach of a
+    stranger's search; here the digest is fixed)."""
+    monkeypatch.setattr(bundlekit.memory.merge, "version_digest", lambda _text: "0123456789" + "0" * 54)
+    m = _tree(tmp_path / "m", 3)
+    root = build_bundle(m, tmp_path / "a.car", options=BuildOptions(manifest_version=2))
+    _import(root.car)
+    set_lineage(m, [root.root_cid or ""])
+    other = tmp_path / "other"
+    shutil.copytree(m, other)
+    (other / "note_000001.md").write_text(_text("note_000001", "Theirs, older.", updated="2026-04-14T13:00:00Z",
+                                                revision=2).replace("revision: 2\n", "revision: 2\n"
+                                                "x-bundlekit-conflict-of: note_000002\n"), "utf-8")
+    child = build_bundle(other, tmp_path / "b.car",
+                         options=BuildOptions(manifest_version=2, parents=[root.root_cid or ""]))
+    _import(child.car)
+    (m / "note_000001.md").write_text(_text("note_000001", "Ours, newer.", updated="2026-04-14T14:00:00Z",
+                                            revision=2), "utf-8")
+    mine = _text("note_000002.conflict-0123456789", "A memory of mine.")
+    (m / "note_000002.conflict-0123456789.md").write_text(mine, "utf-8")
+    merge_bundle(f"ipfs://{child.root_cid}", m)
+    assert (m / "note_000002.conflict-0123456789.md").read_text("utf-8") == mine
+    kept = [p for p in m.glob("note_000002.conflict-*.md") if "Theirs, older." in p.read_text("utf-8")]
+    assert len(kept) == 1
