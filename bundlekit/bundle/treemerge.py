@@ -18,7 +18,6 @@ import hashlib
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from bundlekit.bundle._bounded import read_bounded
@@ -89,20 +88,15 @@ def read_difference(
     if file_count(base[1]) + added - removed != file_count(theirs[1]):
         raise IntegrityError(f"{labels[1]} holds {file_count(base[1]) + added - removed} files under {MEMORY_DIR}/, "
                              f"its manifest counts {file_count(theirs[1])}")
-    # Each side's files within its own manifest's bytes: theirs' together (what a load holds them to), the
-    # base's each (a bundle that deleted much is smaller than the base files it deleted).
-    read, left = partial(_read, get, claimed_bytes(base[1])), [claimed_bytes(theirs[1])]
-
-    def read_theirs(cid: bytes, path: str) -> bytes:
-        data = _read(get, left[0], cid, path)
-        left[0] -= len(data)
-        return data
-
+    # Each side's files within its own manifest's bytes, together (what a load holds them to): a bundle that
+    # deleted much is smaller than the base files it deleted, and a base's day files are all read.
+    read_base, read_theirs = _Budget(get, claimed_bytes(base[1])), _Budget(get, claimed_bytes(theirs[1]))
     names = {p[len(MEMORY_DIR) + 1:] for p in changes if p.endswith(".md") and p != INDEX_PATH
              and not p.startswith(f"{MEMORY_DIR}/{_TIMELINE}/")}
-    base_files = {_tree_path(p): read(b, p) for p, (b, _t) in changes.items() if b is not None and _memory(p)}
+    days = _base_days(reader, base_mem, read_base)
+    base_files = {_tree_path(p): days.get(_tree_path(p)) or read_base(b, p) for p, (b, _t) in changes.items()
+                  if b is not None and _memory(p)}
     theirs_files = {_tree_path(p): read_theirs(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
-    days = _base_days(reader, base_mem, read)
     theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
     theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
     theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
@@ -140,6 +134,18 @@ def _tree_path(path: str) -> str:
     return path[len(MEMORY_DIR) + 1:]
 
 
+class _Budget:
+    """One side's reads, each within what its manifest's bytes leave after the reads before it."""
+
+    def __init__(self, get: Callable[[bytes], bytes], claimed: int) -> None:
+        self.get, self.left = get, claimed
+
+    def __call__(self, cid: bytes, path: str) -> bytes:
+        data = _read(self.get, self.left, cid, path)
+        self.left -= len(data)
+        return data
+
+
 def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> bytes:
     def too_big(seen: int) -> BundlekitError:
         return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files "
@@ -155,11 +161,20 @@ def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> b
 
 
 def _base_days(reader: UnixFSReader, base_mem: bytes, read: Callable[[bytes, str], bytes]) -> dict[str, bytes]:
-    """Every day file of the base (``timeline/<day>`` -> bytes): read from the store, where the base lies."""
+    """Every day file of the base (``timeline/<day>`` -> bytes): read from the store, where the base lies; each
+    name checked as a loader checks it (the base may be an ancestor no load of this machine walked)."""
     timeline = lookup(reader, base_mem, _TIMELINE)
     if timeline is None:
         return {}
-    return {f"{_TIMELINE}/{day}": read(cid, f"{MEMORY_DIR}/{_TIMELINE}/{day}") for day, cid in reader.list_dir(timeline)}
+    days = {}
+    for day, cid in reader.list_dir(timeline):
+        path = f"{MEMORY_DIR}/{_TIMELINE}/{day}"
+        try:
+            check_walked_path(path, encrypted=False)
+        except UnsafePathError as exc:
+            raise ManifestError(str(exc)) from exc
+        days[f"{_TIMELINE}/{day}"] = read(cid, path)
+    return days
 
 
 def same_tree(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,17 @@ import bundlekit.memory.merge
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.lineage import set_lineage
+from bundlekit.bundle.manifest import canonical_json, make_manifest
 from bundlekit.bundle.merge import MergeOptions, merge_bundle
 from bundlekit.memory import Memory
 from bundlekit.bundle.treediff import diff_dirs
-from bundlekit.errors import CodecError, ConflictError, UnsafePathError
-from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.car.writer import CarFileWriter
+from bundlekit.errors import CodecError, ConflictError, IntegrityError, UnsafePathError
+from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
 from bundlekit.ipld.dagpb import HAMT_SHARD, PBLink, UnixFSData, encode_node
 from bundlekit.unixfs.hamt import name_hash
+from bundlekit.unixfs.importer import import_tree
+from bundlekit.unixfs.profiles import get_profile
 from bundlekit.unixfs.reader import UnixFSReader
 
 from .test_tree_difference import _edit, _text, _tree, _warm, _writer
@@ -216,3 +221,40 @@ def test_a_sibling_key_naming_a_memory_the_difference_did_not_read_never_overwri
     assert (m / "note_000002.conflict-0123456789.md").read_text("utf-8") == mine
     kept = [p for p in m.glob("note_000002.conflict-*.md") if "Theirs, older." in p.read_text("utf-8")]
     assert len(kept) == 1
+
+
+def _v2_bundle(tmp_path: Path, tree: Path, name: str, *, parents: list[str], claimed: int | None = None) -> str:
+    """``tree``'s files as a ``bundlekit/2`` bundle (its manifest's bytes ``claimed`` when given), imported."""
+    with Memory(tree).transaction(lock=False) as tx:
+        files = {f"memory/{path}": data for path, data in tx.files()}
+    prof = get_profile()
+    manifest = make_manifest(namespace="agent", created=datetime(2026, 4, 15, tzinfo=UTC), profile=prof.name,
+                             files={p: (b"", len(d)) for p, d in files.items()}, timeline=[], encryption=None,
+                             parents=parents, version=2)
+    if claimed is not None:
+        manifest["memory"]["bytes"] = claimed
+    car = tmp_path / f"{name}.car"
+    with CarFileWriter(car) as writer:
+        root = import_tree([("manifest.json", canonical_json(manifest)), *files.items()], writer, prof).root
+        writer.finish(root)
+    _import(car)
+    return cid_to_str(root)
+
+
+def test_a_base_whose_day_files_hold_more_than_its_manifest_claims_is_refused(tmp_path: Path) -> None:
+    """The base's files were read each within its manifest's bytes, never together: a base (an ancestor a
+    stranger's ``parents`` named, never loaded here) of many day files could make a merge hold far more."""
+    m = _tree(tmp_path / "m", 1)
+    day = ('{"ts":"2026-04-1%dT12:00:00.000Z","type":"note","text":"' + "x" * 400 + '"}\n')
+    for n in range(5):
+        (m / "timeline" / f"2026-04-1{n}.jsonl").write_text(day % n, "utf-8")
+    base = _v2_bundle(tmp_path, m, "base", parents=[], claimed=1_000)  # each day fits, the five do not
+    set_lineage(m, [base])
+    other = tmp_path / "other"
+    shutil.copytree(m, other)
+    _edit(other, [0])
+    child = _v2_bundle(tmp_path, other, "child", parents=[base])
+    before = (m / "note_000000.md").read_bytes()
+    with pytest.raises(IntegrityError, match="more than its manifest"):
+        merge_bundle(f"ipfs://{child}", m, options=MergeOptions(trusted=True))
+    assert (m / "note_000000.md").read_bytes() == before
