@@ -125,3 +125,12 @@ def test_a_bundlekit_2_build_serves_three_ws_the_very_memory_directory_its_runti
         if version == 1:
             assert built.root_cid == "bafybeifpzkx2wdwcx2axhd24ssl33jbys7bgosaolqg4zag5okp2x2ewwe"  # the one it loaded
     assert dirs[0] == dirs[1]
+
+
+def test_a_timeline_that_is_a_file_is_a_layout_error_and_nothing_is_written(tmp_path: Path) -> None:
+    """The DAG is the list: ``memory/timeline`` as a file was a ``PathNotFound`` (exit 1), not the layout error
+    a manifest listing it would be (``ManifestError``)."""
+    car = _hostile(tmp_path, {**INDEX, "memory/timeline": b"x\n"})
+    with pytest.raises(ManifestError, match="timeline"):
+        load_bundle(str(car), out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
