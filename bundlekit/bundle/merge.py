@@ -350,7 +350,7 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
                 ours = TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
             converged = _converged(outcome, ours, diff) and same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
-                changed=diff.names, read_ours=lambda name: _read_file(tree, name))
+                changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=everything)
             _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
     finally:
         memory.close()

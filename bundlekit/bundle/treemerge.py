@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,20 +179,20 @@ def _base_days(reader: UnixFSReader, base_mem: bytes, read: Callable[[bytes, str
 
 def same_tree(
     get: Callable[[bytes], bytes], base_memory: bytes, profile: str, *, digests: Mapping[str, bytes],
-    changed: set[str], read_ours: Callable[[str], bytes | None],
+    changed: set[str], read_ours: Callable[[str], bytes | None], names: Iterable[str],
 ) -> bool:
     """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs). Ours'
     SHA-256s (``digests``, from the tree's derived index) only say no early (a raw-leaf CID of the default profile
     is the SHA-256 of its bytes); a yes is decided by the files' bytes, read and hashed now: an index whose digest
     is stale (a file edited behind its stat signature) must not call a tree holding an unpublished edit the base's
-    (``sync`` then skips publishing it)."""
+    (``sync`` then skips publishing it). ``names`` are ours' memory files as the tree's directory lists them."""
     reader = UnixFSReader(get, verify=False)
     theirs = {name: cid for name, cid in reader.list_dir(base_memory)
               if name.endswith(".md") and name != INDEX_PATH.rpartition("/")[2] and name not in changed}
-    mine = {name for name in digests if name not in changed}
+    mine = {name for name in names if name not in changed}  # the directory's listing, not the index's rows
     if set(theirs) != mine:
         return False
-    if any(cid[:4] == _RAW_SHA256 and cid[4:] != digests[name] for name, cid in theirs.items()):
+    if any(cid[:4] == _RAW_SHA256 and cid[4:] != digests.get(name, cid[4:]) for name, cid in theirs.items()):
         return False
     prof = get_profile(profile)
     for name, cid in theirs.items():
