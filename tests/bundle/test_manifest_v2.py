@@ -114,7 +114,8 @@ def test_a_bundlekit_2_build_serves_three_ws_the_very_memory_directory_its_runti
     whose ``bundlekit/1`` bundle the runtime loaded (fixtures/interop/threews, sample-plain) holds the same
     ``memory/`` directory CID, so every byte the runtime reads is the one it read."""
     tree = tmp_path / "memory"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree,
+                    ignore=shutil.ignore_patterns(".bundlekit"))  # no lineage another build left there
     dirs = []
     for version in (1, 2):
         built = build_bundle(tree, tmp_path / f"v{version}.car",
