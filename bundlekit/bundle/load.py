@@ -714,7 +714,8 @@ def _file_too_big(path: str, size: int, seen: int) -> BundlekitError:
 
 @contextmanager
 def _listing(root: bytes) -> Iterator[None]:
-    """Map failures while listing ``memory/``: unavailable -> ``LoadError``, altered -> ``IntegrityError``."""
+    """Map failures while listing ``memory/``: unavailable -> ``LoadError``, altered -> ``IntegrityError``, no
+    directory -> ``ManifestError``."""
     try:
         yield
     except MissingBlock as exc:
@@ -724,6 +725,9 @@ def _listing(root: bytes) -> Iterator[None]:
         ) from exc
     except BlockMismatch as exc:
         raise IntegrityError(f"{MEMORY_DIR}/: a directory block does not match its CID ({exc})") from exc
+    except PathNotFound as exc:  # a file (or a symlink) where the layout has a directory: a layout error
+        raise ManifestError(f"{exc}; a bundle holds files under {MEMORY_DIR}/ and day files under "
+                            f"{MEMORY_DIR}/timeline/") from exc
 
 
 

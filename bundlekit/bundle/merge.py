@@ -270,10 +270,10 @@ def _note_unproven(notes: list[str], proven: bool, search: BaseSearch, root: str
 
 def _decide(
     base: TreeState, ours: TreeState, theirs: TreeState, search: BaseSearch, tree: Path, opts: MergeOptions,
-    proven: bool, held: int | None = None,
+    proven: bool, held: Callable[[], int] | None = None,
 ) -> tuple[MergeOutcome, dict[str, str | None], dict[str, bytes | None], list[str]]:
     """Step 3 up to the writes: the merge, its changes to ours and its warnings (``ConflictError`` past the
-    delete bound); ``held`` is the tree's count of memories when ``ours`` holds only some of them."""
+    delete bound); ``held`` counts the tree's memories that cross machines when ``ours`` holds only some of them."""
     outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
     outcome.report.base = search.base
     files, days = outcome.changes(ours)
@@ -336,19 +336,33 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
     try:
         with memory.transaction() as tx:
             everything = tx.names()
-            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(_touched(everything, diff.names))},
-                             tx.days())
-            outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
-                                                     proven, held=len(everything))
+            present, read = set(everything), _touched(everything, diff.names)
+            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(read)}, tx.days())
+            while True:
+                outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
+                                                         proven, held=lambda: _crossing(tx, everything))
+                # A file the merge would write that ours holds but was not read (a sibling's key, from a losing
+                # memory's digest or its conflict-of): read it and decide again, so it is merged, never overwritten.
+                unread = {name for name in files if name in present and name not in read}
+                if not unread:
+                    break
+                read |= unread
+                ours = TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
             converged = _converged(outcome, ours, diff) and same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
-                changed=diff.names, read_ours=lambda name: _read_file(tree, name))
+                changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=everything)
             _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
     finally:
         memory.close()
     written = not opts.dry_run and bool(files or days)
     return MergeResult(outcome.report, root, search.base, written, len(files) + len(days), notes, warnings,
                        theirs.publisher, converged)
+
+
+def _crossing(tx: Any, names: list[str]) -> int:
+    """How many of the tree's memories cross machines (device-bound ones never do), read from the files now:
+    what the delete bound is a share of, never the derived index's say."""
+    return sum(1 for record in tx.records_of(names) if not is_device_bound(record.meta))
 
 
 def _touched(names: list[str], changed: set[str]) -> set[str]:
@@ -404,16 +418,19 @@ def _base_state(
 
 
 def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions,
-                     held_in_tree: int | None = None) -> list[str]:
+                     held_in_tree: Callable[[], int] | None = None) -> list[str]:
     """Refuse (``ConflictError``, before anything is written) a merge deleting all of the tree's memories or more
     than ``MAX_DELETE_SHARE`` of them, unless ``allow_deletes`` or ``trusted``; a dry run is warned instead.
     Device-bound memories, which no merge touches, are not counted: three of them beside one memory that
-    crosses must not let a bundle delete that one as "a quarter of the tree"."""
+    crosses must not let a bundle delete that one as "a quarter of the tree". ``held_in_tree`` counts them when
+    ``ours`` holds only some of the tree's memories (a merge by difference: called only when one is deleted)."""
     gone = sorted(k for k in ours.records if k not in outcome.records)
+    if not gone or opts.allow_deletes or opts.trusted:
+        return []
     held = sum(1 for record in ours.records.values() if not is_device_bound(record.meta))
-    if held_in_tree is not None:  # ours holds some of the tree's memories: count them all (device-bound included)
-        held = held_in_tree
-    if not gone or opts.allow_deletes or opts.trusted or (len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE):
+    if held_in_tree is not None:  # ours holds some of the tree's memories: count them all
+        held = held_in_tree()
+    if len(gone) < held and len(gone) <= held * MAX_DELETE_SHARE:
         return []
     message = (f"the merge would delete {len(gone)} of the {held} memories in {tree} (first: {gone[0]!r}); "
                f"more than {MAX_DELETE_SHARE:.0%} of a tree is deleted only with --allow-deletes")

@@ -14,9 +14,10 @@ For ``bundlekit/2`` plaintext bundles (``bundle.merge`` falls back to whole load
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from bundlekit.bundle._bounded import read_bounded
@@ -87,12 +88,15 @@ def read_difference(
     if file_count(base[1]) + added - removed != file_count(theirs[1]):
         raise IntegrityError(f"{labels[1]} holds {file_count(base[1]) + added - removed} files under {MEMORY_DIR}/, "
                              f"its manifest counts {file_count(theirs[1])}")
-    read = partial(_read, get, min(claimed_bytes(base[1]), claimed_bytes(theirs[1])) or 1)
+    # Each side's files within its own manifest's bytes, together (what a load holds them to): a bundle that
+    # deleted much is smaller than the base files it deleted, and a base's day files are all read.
+    read_base, read_theirs = _Budget(get, claimed_bytes(base[1])), _Budget(get, claimed_bytes(theirs[1]))
     names = {p[len(MEMORY_DIR) + 1:] for p in changes if p.endswith(".md") and p != INDEX_PATH
              and not p.startswith(f"{MEMORY_DIR}/{_TIMELINE}/")}
-    base_files = {_tree_path(p): read(b, p) for p, (b, _t) in changes.items() if b is not None and _memory(p)}
-    theirs_files = {_tree_path(p): read(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
-    days = _base_days(reader, base_mem, read)
+    days = _base_days(reader, base_mem, read_base)
+    base_files = {_tree_path(p): days.get(_tree_path(p)) or read_base(b, p) for p, (b, _t) in changes.items()
+                  if b is not None and _memory(p)}
+    theirs_files = {_tree_path(p): read_theirs(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
     theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
     theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
     theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
@@ -130,9 +134,22 @@ def _tree_path(path: str) -> str:
     return path[len(MEMORY_DIR) + 1:]
 
 
+class _Budget:
+    """One side's reads, each within what its manifest's bytes leave after the reads before it."""
+
+    def __init__(self, get: Callable[[bytes], bytes], claimed: int) -> None:
+        self.get, self.left = get, claimed
+
+    def __call__(self, cid: bytes, path: str) -> bytes:
+        data = _read(self.get, self.left, cid, path)
+        self.left -= len(data)
+        return data
+
+
 def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> bytes:
     def too_big(seen: int) -> BundlekitError:
-        return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files")
+        return IntegrityError(f"{path}: the bundle holds at least {seen} bytes, more than its manifest's files "
+                              f"({bound} bytes left of them)")
 
     try:
         return read_bounded(get, cid, bound, too_big, path)
@@ -144,33 +161,45 @@ def _read(get: Callable[[bytes], bytes], bound: int, cid: bytes, path: str) -> b
 
 
 def _base_days(reader: UnixFSReader, base_mem: bytes, read: Callable[[bytes, str], bytes]) -> dict[str, bytes]:
-    """Every day file of the base (``timeline/<day>`` -> bytes): read from the store, where the base lies."""
+    """Every day file of the base (``timeline/<day>`` -> bytes): read from the store, where the base lies; each
+    name checked as a loader checks it (the base may be an ancestor no load of this machine walked)."""
     timeline = lookup(reader, base_mem, _TIMELINE)
     if timeline is None:
         return {}
-    return {f"{_TIMELINE}/{day}": read(cid, f"{MEMORY_DIR}/{_TIMELINE}/{day}") for day, cid in reader.list_dir(timeline)}
+    days = {}
+    for day, cid in reader.list_dir(timeline):
+        path = f"{MEMORY_DIR}/{_TIMELINE}/{day}"
+        try:
+            check_walked_path(path, encrypted=False)
+        except UnsafePathError as exc:
+            raise ManifestError(str(exc)) from exc
+        days[f"{_TIMELINE}/{day}"] = read(cid, path)
+    return days
 
 
 def same_tree(
     get: Callable[[bytes], bytes], base_memory: bytes, profile: str, *, digests: Mapping[str, bytes],
-    changed: set[str], read_ours: Callable[[str], bytes | None],
+    changed: set[str], read_ours: Callable[[str], bytes | None], names: Iterable[str],
 ) -> bool:
-    """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs): ours'
-    SHA-256s (``digests``, from the tree's derived index) stand for the CIDs of the default profile's small files,
-    anything else is read and hashed with the base's ``profile``."""
+    """True when every memory file of ours outside ``changed`` is the base's (same names, same CIDs). Ours'
+    SHA-256s (``digests``, from the tree's derived index) only say no early (a raw-leaf CID of the default profile
+    is the SHA-256 of its bytes); a yes is decided by the files' bytes, read and hashed now: an index whose digest
+    is stale (a file edited behind its stat signature) must not call a tree holding an unpublished edit the base's
+    (``sync`` then skips publishing it). ``names`` are ours' memory files as the tree's directory lists them."""
     reader = UnixFSReader(get, verify=False)
     theirs = {name: cid for name, cid in reader.list_dir(base_memory)
               if name.endswith(".md") and name != INDEX_PATH.rpartition("/")[2] and name not in changed}
-    mine = {name for name in digests if name not in changed}
+    mine = {name for name in names if name not in changed}  # the directory's listing, not the index's rows
     if set(theirs) != mine:
+        return False
+    if any(cid[:4] == _RAW_SHA256 and cid[4:] != digests.get(name, cid[4:]) for name, cid in theirs.items()):
         return False
     prof = get_profile(profile)
     for name, cid in theirs.items():
-        if cid[:4] == _RAW_SHA256:
-            if cid[4:] != digests[name]:
-                return False
-            continue
         data = read_ours(name)
-        if data is None or file_cid(data, prof) != cid:
+        if data is None:
+            return False
+        same = hashlib.sha256(data).digest() == cid[4:] if cid[:4] == _RAW_SHA256 else file_cid(data, prof) == cid
+        if not same:
             return False
     return True

@@ -3,6 +3,7 @@ checked for (paths entry by entry, the count, the bytes), each refused before an
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import pytest
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.manifest import canonical_json, make_manifest, parse_manifest
+from bundlekit.car.index import CarIndex
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.errors import IntegrityError, ManifestError
 from bundlekit.memory import Memory
 from bundlekit.unixfs.importer import import_tree
 from bundlekit.unixfs.profiles import get_profile
+from bundlekit.unixfs.reader import UnixFSReader
 
 ROLE = ("---\nname: Role\ndescription: plays 5-a-side\ntype: user\ncreated: '2026-04-14T12:00:00Z'\n"
         "updated: '2026-04-14T12:00:00Z'\nrevision: 1\n---\n\nGoalkeeper.\n")
@@ -103,3 +106,32 @@ def test_a_bundlekit_2_bundle_without_an_index_is_refused(tmp_path: Path) -> Non
     car = _hostile(tmp_path, {"memory/a.md": ROLE.encode()})
     with pytest.raises(IntegrityError, match="MEMORY.md"):
         load_bundle(str(car))
+
+
+def test_a_bundlekit_2_build_serves_three_ws_the_very_memory_directory_its_runtime_loaded(tmp_path: Path) -> None:
+    """three.ws's runtime (src/memory/index.js of nirholas/three.ws, ``_loadIPFS``) strips ``manifest.json`` from the
+    URI and reads only ``memory/MEMORY.md`` and the ``memory/<file>`` it links: a ``bundlekit/2`` build of the tree
+    whose ``bundlekit/1`` bundle the runtime loaded (fixtures/interop/threews, sample-plain) holds the same
+    ``memory/`` directory CID, so every byte the runtime reads is the one it read."""
+    tree = tmp_path / "memory"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "memory", tree,
+                    ignore=shutil.ignore_patterns(".bundlekit"))  # no lineage another build left there
+    dirs = []
+    for version in (1, 2):
+        built = build_bundle(tree, tmp_path / f"v{version}.car",
+                             options=BuildOptions(namespace="agent-7", created=datetime(2026, 4, 15, tzinfo=UTC),
+                                                  manifest_version=version))
+        with CarIndex(built.car, verify=True) as index:
+            dirs.append(dict(UnixFSReader(index.get).list_dir(built.root_bytes))["memory"])
+        if version == 1:
+            assert built.root_cid == "bafybeifpzkx2wdwcx2axhd24ssl33jbys7bgosaolqg4zag5okp2x2ewwe"  # the one it loaded
+    assert dirs[0] == dirs[1]
+
+
+def test_a_timeline_that_is_a_file_is_a_layout_error_and_nothing_is_written(tmp_path: Path) -> None:
+    """The DAG is the list: ``memory/timeline`` as a file was a ``PathNotFound`` (exit 1), not the layout error
+    a manifest listing it would be (``ManifestError``)."""
+    car = _hostile(tmp_path, {**INDEX, "memory/timeline": b"x\n"})
+    with pytest.raises(ManifestError, match="timeline"):
+        load_bundle(str(car), out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
