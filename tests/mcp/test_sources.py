@@ -139,15 +139,24 @@ def test_publish_is_offered_only_when_allowed_and_pins_locally(tmp_path: Path, t
         (["--memory", ".", "--http", "0.0.0.0:9"], "add --host 0.0.0.0"),
         (["--memory", ".", "--host", "0.0.0.0"], "--host applies to --http only"),
         (["--memory", ".", "--http", "99999"], "a port from 1 to 65535"),
+        (["--from", "x.car", "--layer", "agent=."], "not both"),
+        (["--from", "ftp://nope"], "cannot tell what 'ftp://nope' is"),
+        (["--memory", ".", "--layer", "junk"], "is not NAME=URI"),
+        (["--memory", ".", "--workspace", "bad!label=x.car"], "the label must be a plain name"),
+        (["--memory", ".", "--allow-publish", "--pinner", "nosuch"], "no pinner named 'nosuch'"),
     ],
 )
-def test_bad_options_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_options_exit_2_with_one_line_before_the_sdk_is_imported(
+        tmp_path: Path, args: list[str], message: str) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "bundlekit", "mcp", *args], cwd=tmp_path, env=server_env(), check=False,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-X", "importtime", "-m", "bundlekit", "mcp", *args], cwd=tmp_path, env=server_env(),
+        check=False, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )
     assert run.returncode == 2, run.stderr
-    assert message in run.stderr and "Traceback" not in run.stderr
+    errors = [line for line in run.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == 1 and message in errors[0], errors
+    imported = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert imported and not {name.split(".")[0] for name in imported} & {"mcp", "pydantic", "uvicorn", "starlette"}
 
 
 def test_a_missing_sdk_names_the_extra(tmp_path: Path, tree: Path) -> None:
