@@ -2,9 +2,12 @@
 
 The SDK lives in the optional extra ``bundlekit[mcp]``; it is imported only
 here, when the command runs, so ``bundlekit --help`` and every other command
-stay as fast as without it. The source is opened (and a bundle verified)
-before the server starts: a tampered bundle is refused with exit 3 and no
-server ever answers from it.
+stay as fast as without it. Its import (~1 s of CPU, mostly ``mcp.types``'
+pydantic models) comes last: the options and the source are checked first,
+so a usage error costs what ``--help`` costs; a missing extra is still named
+before any work (``require_extra`` looks for it without importing it). The
+source is opened (and a bundle verified) before the server starts: a
+tampered bundle is refused with exit 3 and no server ever answers from it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from bundlekit.bundle.sources import gateway_source
 from bundlekit.bundle.workspace import parse_workspace_option
 from bundlekit.cli import output
 from bundlekit.cli._loglines import route_library_logs
-from bundlekit.cli._extras import import_extra
+from bundlekit.cli._extras import import_extra, require_extra
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import DEFAULT_TREE, MEMORY_DIR_ENV, AliasOption, Seconds, tree_option
 from bundlekit.cli.sync import background_sync
@@ -37,9 +40,15 @@ from bundlekit.pinning.origins import open_pinners
 __all__ = ["mcp"]
 
 
+_SDK_PACKAGES = frozenset({"mcp", "pydantic", "uvicorn", "starlette"})
+
+
+def _require_sdk() -> None:
+    require_extra(extra="mcp", needs="the MCP server", packages=_SDK_PACKAGES)
+
+
 def _sdk_server() -> ModuleType:
-    return import_extra("bundlekit.mcp_server.server", extra="mcp", needs="the MCP server",
-                        packages={"mcp", "pydantic", "uvicorn", "starlette"})
+    return import_extra("bundlekit.mcp_server.server", extra="mcp", needs="the MCP server", packages=_SDK_PACKAGES)
 
 
 _PORT = Bound(1, 65535)
@@ -113,7 +122,7 @@ def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], worksp
     if memory_dir is None and from_uri is None and not layers:  # the tree every `memory` command reads
         named = os.environ.get(MEMORY_DIR_ENV)
         memory_dir = Path(named) if named else DEFAULT_TREE if DEFAULT_TREE.is_dir() else None
-    server = _sdk_server()  # before any load: a missing extra fails fast
+    _require_sdk()  # before any load: a missing extra fails fast
     key = resolve_key_spec(**key_params)
     default_pinners = pinner_names or ("local",)
     if allow_publish:  # an unknown or unconfigured pinner is a usage error now, not at the first publish
@@ -136,6 +145,7 @@ def mcp(tree: Path | None, from_uri: str | None, layers: tuple[str, ...], worksp
         tree_dir = None if served.read_only else served.tree_dir
         if sync_name_key is not None and tree_dir is None:
             raise UsageError("--name-key needs a tree on disk to sync: add -d DIR")
+        server = _sdk_server()  # last: every usage error above is refused without the SDK's import
         syncing = (background_sync(tree_dir, sync_name_key, default_pinners, key, sync_interval)
                    if sync_name_key is not None and tree_dir is not None else nullcontext())
         mode = "read-only" if served.read_only else "read-write"

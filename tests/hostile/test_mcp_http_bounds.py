@@ -118,6 +118,18 @@ def fast(bound: str) -> pytest.MarkDecorator:
 
 @pytest.fixture
 def served(tmp_path: Path, tree: Path, deadlines: dict[str, str]) -> Iterator[Served]:
+    """A server of the test's own: most tests here hold its connections, wait out its deadlines or stop it."""
+    yield from _serving(tmp_path, tree, deadlines)
+
+
+@pytest.fixture(scope="module")
+def shared_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server with the default deadlines for the tests that send it one request each and hold nothing."""
+    work = tmp_path_factory.mktemp("shared")
+    yield from _serving(work, make_tree(work / "coach"), {})
+
+
+def _serving(tmp_path: Path, tree: Path, deadlines: dict[str, str]) -> Iterator[Served]:
     port = free_port()
     env = child_env()
     env.update({"BUNDLEKIT_HOME": str(tmp_path / "home"), "CI": "true", **deadlines})
@@ -329,13 +341,13 @@ def test_a_client_gone_in_the_middle_of_an_expect_100_continue_body_leaves_no_tr
     [("Host: evil.example", b"421"), ("Origin: http://evil.example", b"403")],
     ids=["foreign-host", "foreign-origin"],
 )
-def test_the_loopback_host_and_origin_rules_still_hold(served: Served, header: str, status: bytes) -> None:
-    request = served.head() + INITIALIZE
+def test_the_loopback_host_and_origin_rules_still_hold(shared_served: Served, header: str, status: bytes) -> None:
+    request = shared_served.head() + INITIALIZE
     if header.startswith("Host:"):
-        request = request.replace(f"Host: 127.0.0.1:{served.port}".encode(), header.encode())
+        request = request.replace(f"Host: 127.0.0.1:{shared_served.port}".encode(), header.encode())
     else:
         request = request.replace(b"\r\n\r\n", f"\r\n{header}\r\n\r\n".encode(), 1)
-    with served.connect() as sock:
+    with shared_served.connect() as sock:
         sock.sendall(request)
         assert _answer(sock).startswith(b"HTTP/1.1 " + status + b" ")
 

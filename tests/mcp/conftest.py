@@ -7,12 +7,14 @@ The client is the official ``mcp`` SDK's own (``mcp.Client``), talking to
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,6 +72,58 @@ def run_client(server: Any, session: Callable[[Any], Awaitable[T]]) -> T:
             return await session(client)
 
     return asyncio.run(main())
+
+
+class SharedClient:
+    """One SDK client session, and so one ``bundlekit mcp`` process, held open on an event loop of its own.
+
+    For the tests that leave the served state as they found it (reads, and calls the server refuses): they
+    share one server start (~1.5 s of CPU, most of it the SDK's import) instead of one each. ``run`` takes
+    the same ``session(client)`` coroutine function as :func:`run_client`.
+    """
+
+    def __init__(self, server: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._holder = asyncio.run_coroutine_threadsafe(self._hold(server), self._loop)
+        self._holder.add_done_callback(self._failed_before_ready)
+        self._client = self._ready.result(timeout=90)
+
+    async def _hold(self, server: Any) -> None:
+        from mcp import Client
+
+        self._stop = asyncio.Event()
+        async with Client(server, read_timeout_seconds=60) as client:
+            self._ready.set_result(client)
+            await self._stop.wait()
+
+    def _failed_before_ready(self, holder: concurrent.futures.Future[None]) -> None:
+        if not self._ready.done():
+            self._ready.set_exception(holder.exception() or RuntimeError("the MCP client ended before it connected"))
+
+    def run(self, session: Callable[[Any], Awaitable[T]]) -> T:
+        return asyncio.run_coroutine_threadsafe(session(self._client), self._loop).result(timeout=120)
+
+    def close(self) -> None:
+        """End the session (the stdio server sees its stdin close and exits), then the loop."""
+        self._loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._holder.result(timeout=60)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+            self._loop.close()
+
+
+def shared_client(server: Any) -> Iterator[SharedClient]:
+    """A :class:`SharedClient` of ``server`` for a fixture to yield, closed after its last test."""
+    client = SharedClient(server)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 

@@ -13,14 +13,27 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp.conftest import free_port, run_client, server_env, wait_listening
+from tests.mcp.conftest import free_port, make_tree, run_client, server_env, wait_listening
 
 pytest.importorskip("mcp")
 
 
 @pytest.fixture
 def http_server(tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A server of the test's own (a test that stops it)."""
     yield from _serving(tree, "127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def shared_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("http") / "coach")
+
+
+@pytest.fixture(scope="module")
+def shared_server(shared_tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """One server for the tests that only call it (each start costs ~1.5 s of CPU); none of them stops it, and
+    none asserts on what another may have written."""
+    yield from _serving(shared_tree, "127.0.0.1")
 
 
 def _serving(tree: Path, host: str, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
@@ -38,8 +51,10 @@ def _serving(tree: Path, host: str, *extra: str) -> Iterator[tuple[str, subproce
             proc.communicate()
 
 
-def test_tools_work_over_the_http_transport(http_server: tuple[str, subprocess.Popen[str]], tree: Path) -> None:
-    url, _proc = http_server
+def test_tools_work_over_the_http_transport(
+    shared_server: tuple[str, subprocess.Popen[str]], shared_tree: Path
+) -> None:
+    url, _proc = shared_server
 
     async def session(client: Any) -> tuple[set[str], Any, Any, Any]:
         tools = {tool.name for tool in (await client.list_tools()).tools}
@@ -56,7 +71,7 @@ def test_tools_work_over_the_http_transport(http_server: tuple[str, subprocess.P
     assert not written.is_error
     assert [hit["key"] for hit in recalled.structured_content["result"]] == ["project_http"]
     assert "project_http.md" in index.contents[0].text
-    assert (tree / "project_http.md").is_file()
+    assert (shared_tree / "project_http.md").is_file()
 
 
 def test_interrupting_the_http_server_exits_cleanly(http_server: tuple[str, subprocess.Popen[str]]) -> None:
@@ -68,9 +83,9 @@ def test_interrupting_the_http_server_exits_cleanly(http_server: tuple[str, subp
 
 
 def test_a_secret_and_a_stale_revision_are_tool_errors_over_http(
-    http_server: tuple[str, subprocess.Popen[str]], tree: Path
+    shared_server: tuple[str, subprocess.Popen[str]], shared_tree: Path
 ) -> None:
-    url, proc = http_server
+    url, proc = shared_server
     secret = "sk-ant-api03-" + "Q" * 93 + "AA"
 
     async def session(client: Any) -> tuple[Any, Any, Any]:
@@ -87,7 +102,7 @@ def test_a_secret_and_a_stale_revision_are_tool_errors_over_http(
     assert leak.is_error and "Anthropic API key" in leak.content[0].text and secret not in leak.content[0].text
     assert stale.is_error and "revision" in stale.content[0].text
     assert not listed.is_error and proc.poll() is None  # the server answers on
-    assert not (tree / "leak.md").exists()
+    assert not (shared_tree / "leak.md").exists()
 
 
 def test_a_port_in_use_is_a_usage_error_not_uvicorns_exit_3(tree: Path) -> None:
@@ -117,33 +132,45 @@ def _second_loopback_address_works() -> bool:
 _other_loopback = pytest.mark.skipif(not _second_loopback_address_works(), reason="127.0.0.2 is not configured")
 
 
+@pytest.fixture(scope="module")
+def other_loopback_server(shared_tree: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A server bound to 127.0.0.2 with --http only, shared by the two tests that call it."""
+    yield from _serving(shared_tree, "127.0.0.2")
+
+
+def _lists_the_tree(url: str) -> None:
+    async def session(client: Any) -> Any:
+        return await client.call_tool("memory_list", {})
+
+    listed = run_client(url, session)
+    assert not listed.is_error
+    assert "user_role" in {row["key"] for row in listed.structured_content["result"]}
+
+
+# The SDK checks the Host header against allowed_hosts exactly (mcp/server/transport_security.py,
+# modelcontextprotocol/python-sdk 2.3.0): the bound address must be in it.
 @_other_loopback
-@pytest.mark.parametrize("extra", [(), ("--host", "127.0.0.2")], ids=["http-only", "with-host"])
 def test_a_server_on_another_loopback_address_answers_clients_of_that_address(
-    tree: Path, extra: tuple[str, ...]
+    other_loopback_server: tuple[str, subprocess.Popen[str]],
 ) -> None:
-    # The SDK checks the Host header against allowed_hosts exactly (mcp/server/transport_security.py,
-    # modelcontextprotocol/python-sdk 2.3.0): the bound address must be in it.
-    served = _serving(tree, "127.0.0.2", *extra)
+    _lists_the_tree(other_loopback_server[0])
+
+
+@_other_loopback
+def test_a_server_given_host_another_loopback_address_answers_clients_of_that_address(tree: Path) -> None:
+    served = _serving(tree, "127.0.0.2", "--host", "127.0.0.2")
     url, _proc = next(served)
     try:
-        async def session(client: Any) -> Any:
-            return await client.call_tool("memory_list", {})
-
-        listed = run_client(url, session)
-        assert not listed.is_error
-        assert "user_role" in {row["key"] for row in listed.structured_content["result"]}
+        _lists_the_tree(url)
     finally:
         served.close()
 
 
 @_other_loopback
-def test_a_server_on_another_loopback_address_still_refuses_a_foreign_host_header(tree: Path) -> None:
-    served = _serving(tree, "127.0.0.2")
-    url, _proc = next(served)
-    try:
-        answer = httpx.post(url, headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"},
-                            json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-        assert answer.status_code == 421
-    finally:
-        served.close()
+def test_a_server_on_another_loopback_address_still_refuses_a_foreign_host_header(
+    other_loopback_server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    answer = httpx.post(other_loopback_server[0],
+                        headers={"Host": "evil.example:80", "Accept": "application/json, text/event-stream"},
+                        json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert answer.status_code == 421

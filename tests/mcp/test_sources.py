@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.gateway.server import serve_in_thread
-from tests.mcp.conftest import make_tree, run_client, server_env, stdio_params
+from tests.mcp.conftest import SharedClient, make_tree, run_client, server_env, shared_client, stdio_params
 from tests.net.loopback import Answer, send, serve
 
 pytest.importorskip("mcp")
@@ -26,6 +27,16 @@ def bundle(tmp_path: Path, tree: Path) -> tuple[Path, str]:
     car = tmp_path / "coach.car"
     result = build_bundle(tree, car, options=BuildOptions(created=None))
     return car, result.root_cid
+
+
+@pytest.fixture(scope="module")
+def layered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SharedClient, Path]]:
+    """One read-only server of two layers (user, agent) and the agent layer's tree, for the tests that only call
+    it: a write it refuses changes nothing."""
+    root = tmp_path_factory.mktemp("layers")
+    user_layer, agent_layer = make_tree(root / "user"), make_tree(root / "agent")
+    for client in shared_client(stdio_params("--layer", f"user={user_layer}", "--layer", f"agent={agent_layer}")):
+        yield client, agent_layer
 
 
 def _names(params: Any) -> set[str]:
@@ -73,8 +84,8 @@ def test_a_tampered_bundle_is_refused_at_start_with_exit_3(bundle: tuple[Path, s
     assert run.stdout == ""  # no server ever answered
 
 
-def test_a_write_called_on_a_read_only_server_is_a_tool_error(tmp_path: Path, tree: Path) -> None:
-    params = stdio_params("--layer", f"agent={tree}")
+def test_a_write_called_on_a_read_only_server_is_a_tool_error(layered: tuple[SharedClient, Path]) -> None:
+    reader, tree = layered
 
     async def session(client: Any) -> tuple[Any, Any]:
         written = await client.call_tool("memory_write", {
@@ -82,7 +93,7 @@ def test_a_write_called_on_a_read_only_server_is_a_tool_error(tmp_path: Path, tr
         })
         return written, await client.call_tool("memory_list", {})
 
-    written, listed = run_client(params, session)
+    written, listed = reader.run(session)
     assert written.is_error and written.content[0].text == "Unknown tool: memory_write"
     assert "project_new" not in {row["key"] for row in listed.structured_content["result"]}
     assert not (tree / "project_new.md").exists()
@@ -103,15 +114,14 @@ def test_from_with_memory_dir_loads_there_and_is_writable(tmp_path: Path, bundle
     assert (work / "project_new.md").is_file() and (work / "user_role.md").is_file()
 
 
-def test_layers_are_served_as_the_effective_view_read_only(tmp_path: Path, tree: Path) -> None:
-    user_layer = make_tree(tmp_path / "user")
-    params = stdio_params("--layer", f"user={user_layer}", "--layer", f"agent={tree}")
+def test_layers_are_served_as_the_effective_view_read_only(layered: tuple[SharedClient, Path]) -> None:
+    reader, _tree = layered
 
     async def session(client: Any) -> tuple[set[str], Any]:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         return tools, await client.call_tool("memory_list", {})
 
-    tools, listed = run_client(params, session)
+    tools, listed = reader.run(session)
     assert not tools & WRITE_TOOLS
     assert len(listed.structured_content["result"]) == 3
 
@@ -139,15 +149,24 @@ def test_publish_is_offered_only_when_allowed_and_pins_locally(tmp_path: Path, t
         (["--memory", ".", "--http", "0.0.0.0:9"], "add --host 0.0.0.0"),
         (["--memory", ".", "--host", "0.0.0.0"], "--host applies to --http only"),
         (["--memory", ".", "--http", "99999"], "a port from 1 to 65535"),
+        (["--from", "x.car", "--layer", "agent=."], "not both"),
+        (["--from", "ftp://nope"], "cannot tell what 'ftp://nope' is"),
+        (["--memory", ".", "--layer", "junk"], "is not NAME=URI"),
+        (["--memory", ".", "--workspace", "bad!label=x.car"], "the label must be a plain name"),
+        (["--memory", ".", "--allow-publish", "--pinner", "nosuch"], "no pinner named 'nosuch'"),
     ],
 )
-def test_bad_options_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_options_exit_2_with_one_line_before_the_sdk_is_imported(
+        tmp_path: Path, args: list[str], message: str) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "bundlekit", "mcp", *args], cwd=tmp_path, env=server_env(), check=False,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-X", "importtime", "-m", "bundlekit", "mcp", *args], cwd=tmp_path, env=server_env(),
+        check=False, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )
     assert run.returncode == 2, run.stderr
-    assert message in run.stderr and "Traceback" not in run.stderr
+    errors = [line for line in run.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == 1 and message in errors[0], errors
+    imported = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert imported and not {name.split(".")[0] for name in imported} & {"mcp", "pydantic", "uvicorn", "starlette"}
 
 
 def test_a_missing_sdk_names_the_extra(tmp_path: Path, tree: Path) -> None:

@@ -11,17 +11,30 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.conftest import run_client, server_env, stdio_params
+from tests.mcp.conftest import SharedClient, make_tree, run_client, server_env, shared_client, stdio_params
 
 pytest.importorskip("mcp")
 
 READ_TOOLS = {"memory_recall", "memory_context", "memory_show", "memory_list"}
 WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}
+
+
+@pytest.fixture(scope="module")
+def reader_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tree of the shared server: only tests that leave it as they found it use it."""
+    return make_tree(tmp_path_factory.mktemp("stdio") / "coach")
+
+
+@pytest.fixture(scope="module")
+def reader(reader_tree: Path) -> Iterator[SharedClient]:
+    """One stdio server over ``reader_tree`` for the tests that read or are refused (one start, not seven)."""
+    yield from shared_client(stdio_params("--memory", str(reader_tree)))
 
 
 def _structured(result: Any) -> Any:
@@ -30,11 +43,11 @@ def _structured(result: Any) -> Any:
     return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
 
 
-def test_a_writable_tree_lists_read_and_write_tools_with_schemas(tree: Path) -> None:
+def test_a_writable_tree_lists_read_and_write_tools_with_schemas(reader: SharedClient) -> None:
     async def session(client: Any) -> Any:
         return (await client.list_tools()).tools
 
-    tools = run_client(stdio_params("--memory", str(tree)), session)
+    tools = reader.run(session)
     names = {tool.name for tool in tools}
     assert names == READ_TOOLS | WRITE_TOOLS  # no bundle_publish without --allow-publish
     write = next(tool for tool in tools if tool.name == "memory_write")
@@ -66,7 +79,9 @@ def test_write_then_recall_show_and_forget_round_trip(tree: Path) -> None:
     assert not (tree / "reference_pitch.md").exists()
 
 
-def test_a_credential_is_refused_as_a_tool_error_and_nothing_is_written(tree: Path) -> None:
+def test_a_credential_is_refused_as_a_tool_error_and_nothing_is_written(
+    reader: SharedClient, reader_tree: Path
+) -> None:
     secret = "sk-ant-api03-" + "Q" * 93 + "AA"
 
     async def session(client: Any) -> Any:
@@ -74,27 +89,27 @@ def test_a_credential_is_refused_as_a_tool_error_and_nothing_is_written(tree: Pa
             "key": "leak", "name": "Leak", "description": "a key", "type": "reference", "body": secret,
         })
 
-    result = run_client(stdio_params("--memory", str(tree)), session)
+    result = reader.run(session)
     assert result.is_error
     text = result.content[0].text
     assert "Anthropic API key" in text and secret not in text
-    assert not (tree / "leak.md").exists()
+    assert not (reader_tree / "leak.md").exists()
 
 
-def test_a_stale_expected_revision_is_refused(tree: Path) -> None:
+def test_a_stale_expected_revision_is_refused(reader: SharedClient, reader_tree: Path) -> None:
     async def session(client: Any) -> Any:
         return await client.call_tool("memory_write", {
             "key": "user_role", "name": "Role", "description": "changed", "type": "user",
             "body": "new body", "expected_revision": 0,
         })
 
-    result = run_client(stdio_params("--memory", str(tree)), session)
+    result = reader.run(session)
     assert result.is_error
     assert "revision" in result.content[0].text
-    assert "new body" not in (tree / "user_role.md").read_text(encoding="utf-8")
+    assert "new body" not in (reader_tree / "user_role.md").read_text(encoding="utf-8")
 
 
-def test_an_unknown_key_and_a_bad_type_are_tool_errors_not_crashes(tree: Path) -> None:
+def test_an_unknown_key_and_a_bad_type_are_tool_errors_not_crashes(reader: SharedClient, reader_tree: Path) -> None:
     async def session(client: Any) -> tuple[Any, Any, Any]:
         missing = await client.call_tool("memory_show", {"key": "nope"})
         bad = await client.call_tool("memory_write", {
@@ -103,14 +118,14 @@ def test_an_unknown_key_and_a_bad_type_are_tool_errors_not_crashes(tree: Path) -
         still_alive = await client.call_tool("memory_list", {})
         return missing, bad, still_alive
 
-    missing, bad, alive = run_client(stdio_params("--memory", str(tree)), session)
+    missing, bad, alive = reader.run(session)
     assert missing.is_error and "no memory 'nope'" in missing.content[0].text
     assert bad.is_error and "type" in bad.content[0].text  # the schema's enum refuses it (test_schemas.py)
-    assert not (tree / "x.md").exists()
+    assert not (reader_tree / "x.md").exists()
     assert len(_structured(alive)) == 3
 
 
-def test_resources_serve_the_index_a_memory_and_a_timeline_day(tree: Path) -> None:
+def test_resources_serve_the_index_a_memory_and_a_timeline_day(reader: SharedClient, reader_tree: Path) -> None:
     async def session(client: Any) -> tuple[Any, ...]:
         index = await client.read_resource("memory://index")
         one = await client.read_resource("memory://user_role")
@@ -118,21 +133,21 @@ def test_resources_serve_the_index_a_memory_and_a_timeline_day(tree: Path) -> No
         templates = await client.list_resource_templates()
         return index, one, day, templates
 
-    index, one, day, templates = run_client(stdio_params("--memory", str(tree)), session)
-    assert index.contents[0].text == (tree / "MEMORY.md").read_text(encoding="utf-8")
-    assert one.contents[0].text == (tree / "user_role.md").read_text(encoding="utf-8")
+    index, one, day, templates = reader.run(session)
+    assert index.contents[0].text == (reader_tree / "MEMORY.md").read_text(encoding="utf-8")
+    assert one.contents[0].text == (reader_tree / "user_role.md").read_text(encoding="utf-8")
     entries = json.loads(day.contents[0].text)
     assert [entry["type"] for entry in entries] == ["session"]
     assert {t.uri_template for t in templates.resource_templates} == {"memory://{key}", "memory://timeline/{date}"}
 
 
-def test_the_memory_context_prompt_and_tool_return_the_context_block(tree: Path) -> None:
+def test_the_memory_context_prompt_and_tool_return_the_context_block(reader: SharedClient) -> None:
     async def session(client: Any) -> tuple[Any, Any]:
         prompt = await client.get_prompt("memory_context", {"max_tokens": "4000"})
         tool = await client.call_tool("memory_context", {"max_tokens": 4000})
         return prompt, tool
 
-    prompt, tool = run_client(stdio_params("--memory", str(tree)), session)
+    prompt, tool = reader.run(session)
     text = prompt.messages[0].content.text
     assert "Plays as a winger" in text
     assert tool.content[0].text == text
@@ -148,7 +163,7 @@ def test_a_note_lands_in_todays_timeline(tree: Path) -> None:
     assert "drills first" in day.read_text(encoding="utf-8")
 
 
-def test_errors_carry_bundlekit_messages_and_the_server_survives(tree: Path) -> None:
+def test_errors_carry_bundlekit_messages_and_the_server_survives(reader: SharedClient) -> None:
     from mcp import MCPError
 
     async def session(client: Any) -> tuple[Any, str, str, Any]:
@@ -162,7 +177,7 @@ def test_errors_carry_bundlekit_messages_and_the_server_survives(tree: Path) -> 
         alive = await client.call_tool("memory_list", {})
         return note, prompt_errors[0], prompt_errors[1], alive
 
-    note, not_a_number, zero, alive = run_client(stdio_params("--memory", str(tree)), session)
+    note, not_a_number, zero, alive = reader.run(session)
     assert note.is_error and "data may not set 'type'" in note.content[0].text
     assert "max_tokens must be a whole number from 0 to 100000000, not 'many'" in not_a_number
     assert "max_tokens must be at least 1" in zero
