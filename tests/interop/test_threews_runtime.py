@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import runpy
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,9 @@ def test_bundlekit_still_builds_the_bundles_the_runtime_loaded(name: str, tmp_pa
     if bundle["tree"] == "imported":
         tree = tmp_path / "imported"
         import_from("three.ws", FIXTURES / "runtime-localstorage.json", tree)
-    else:
-        tree = ROOT / bundle["tree"]
+    else:  # a copy without .bundlekit/: a build records lineage there, and the next build would name a parent
+        tree = tmp_path / "tree"
+        shutil.copytree(ROOT / bundle["tree"], tree, ignore=shutil.ignore_patterns(".bundlekit"))
     signature = bytes.fromhex(bundle["signature_hex"]) if bundle["signature_hex"] else None
     assert build(name, tree, tmp_path / "b.car", signature=signature)["root"] == bundle["root"]
 
