@@ -76,14 +76,18 @@ isolate(os.environ, _SUITE_HOME / "home")
 _CHANGED = pytest.StashKey[list[str]]()
 
 
+#: The interpreter's recursion limit before any test module is imported.
+_RECURSION_LIMIT = sys.getrecursionlimit()
+
+
 @pytest.fixture(autouse=True)
 def recursion_limit_kept() -> Iterator[None]:
-    """Each test leaves the recursion limit as it found it: a library a test imports may raise it (py_ecc, via
-    eth-account, sets 100000), and a later test's deeply nested input would then crash the process (the C
-    stack) where it should raise ``RecursionError``."""
-    old = sys.getrecursionlimit()
+    """Each test runs with the interpreter's recursion limit and leaves it so: a library a test module or a
+    test imports may raise it (py_ecc, via eth-account, sets 100000), and a deeply nested input would then
+    crash the process (the C stack) where it should raise ``RecursionError``."""
+    sys.setrecursionlimit(_RECURSION_LIMIT)
     yield
-    sys.setrecursionlimit(old)
+    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ The services are loopback fakes answering with their documented examples (tests/
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pty
@@ -29,7 +30,8 @@ from tests.journeys.typed import typed
 from tests.seed.fakes import FakeService, github_app, hub_app, x_app
 from tests.seeding import register_builtin_seeders, tree_files
 
-pytest.importorskip("eth_account")
+if importlib.util.find_spec("eth_account") is None:  # found, not imported: py_ecc would raise the recursion limit
+    pytest.skip("needs the wallet extra (eth-account)", allow_module_level=True)
 GITHUB_TOKEN = "test-token-Zq81vX0pLm4nB7cR2wY"
 X_TOKEN = "AAAAAAAAAAAAAAAAAAAAAjourneybearer0123456789"
 

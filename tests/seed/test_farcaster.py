@@ -6,6 +6,7 @@ anything is read past the verifications or written."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,8 @@ from tests.seed.conftest import Run
 from tests.seed.fakes import Answer, FakeService, fixture, hub_app
 from tests.seeding import tree_files
 
-pytest.importorskip("eth_account")
+if importlib.util.find_spec("eth_account") is None:  # found, not imported: py_ecc would raise the recursion limit
+    pytest.skip("needs the wallet extra (eth-account)", allow_module_level=True)
 
 FID = 6833
 OWNER = EthSigner("0x" + "11" * 32)  # the fid's verified wallet
