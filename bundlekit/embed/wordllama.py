@@ -268,13 +268,17 @@ def _checked_table(root: Path) -> NDArray[Any]:
     try:
         table = _mapped_table(root / WEIGHTS)
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # a header nested past recursion
-        raise EmbedderError(
-            f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
-            "reinstall the 'semantic' extra"
-        ) from exc
+        raise _unreadable(root, exc) from exc
     if table.ndim != 2 or table.shape[1] != DIMENSION:
         raise EmbedderError(f"{root / WEIGHTS} does not hold a {DIMENSION}-dimension table; reinstall the 'semantic' extra")
     return table
+
+
+def _unreadable(root: Path, exc: BaseException) -> EmbedderError:
+    """The one error for model files under ``root`` that cannot be read: the kind of failure, never its text."""
+    return EmbedderError(
+        f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); reinstall the 'semantic' extra"
+    )
 
 
 def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
@@ -286,11 +290,8 @@ def _read_model(root: Path) -> tuple[NDArray[Any], Any]:
     table = _checked_table(root)
     try:
         tokenizer = _tokenizer(root / TOKENIZER)
-    except (OSError, ValueError, KeyError, TypeError, Exception) as exc:  # the tokenizers library raises Exception
-        raise EmbedderError(
-            f"the wordllama model files in {root} cannot be read ({type(exc).__name__}); "
-            "reinstall the 'semantic' extra"
-        ) from exc
+    except Exception as exc:  # the tokenizers library raises Exception itself
+        raise _unreadable(root, exc) from exc
     tokenizer.no_padding()
     tokenizer.enable_truncation(MAX_TOKENS)
     return table, tokenizer
