@@ -202,16 +202,14 @@ def mask(text: str) -> str:
 # more: a path normalised by the OS or a library (``https:/user:pw@host``) still carries it.
 _USERINFO = re.compile(r"(?i)([a-z][a-z0-9+.-]*:/+[^\s/?#@:\"'<>\\]*:)[^\s/?#@\"'<>\\]+(@)")
 # A query parameter whose name ends in a credential's word: ``?token=``, ``&api_key=``, ``;sig=``...
-_QUERY_SECRET = re.compile(
-    r"(?i)([?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
-    r"|credential|credentials|session|jwt)=)[^\s&#;\"'<>\\]+"
+_QUERY_PARAM = (
+    r"[?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
+    r"|credential|credentials|session|jwt)"
 )
+_QUERY_SECRET = re.compile(r"(?i)(" + _QUERY_PARAM + r"=)[^\s&#;\"'<>\\]+")
 # The same parameter split at its ``=`` into a JSON key and value (``memory note`` reads ``K=V`` pairs, so
 # ``url?token=VALUE`` prints as ``{"url?token":"VALUE"}``): the value of such a key.
-_QUERY_SECRET_JSON = re.compile(
-    r"(?i)([?&;][a-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|authorization|signature|sig"
-    r"|credential|credentials|session|jwt)\"\s*:\s*\")[^\"\\]+"
-)
+_QUERY_SECRET_JSON = re.compile(r"(?i)(" + _QUERY_PARAM + r"\"\s*:\s*\")[^\"\\]+")
 
 
 def _mask_urls(text: str) -> str:
