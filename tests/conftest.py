@@ -51,13 +51,14 @@ def _default_stop_signals() -> None:
 _default_stop_signals()
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def default_recursion_limit() -> Iterator[None]:
-    """Python's default recursion limit (1000) for one test, whatever ran before.
+    """Python's default recursion limit (1000) for every test, whatever ran before.
 
     A test feeding absurdly deep JSON or YAML checks that it is refused as malformed input, never
     a ``RecursionError``: the nesting must be deeper than this limit, and the limit shallow enough
-    for the C stack (a library imported earlier in the run may have raised it far).
+    for the C stack. A library a test module or an earlier test imported may have raised it far
+    (py_ecc, via eth-account, sets 100000), so it is set for every test, not only those that ask.
     """
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
@@ -74,20 +75,6 @@ _USER_BEFORE = snapshot(_USER_LOCATIONS)
 _SUITE_HOME = Path(tempfile.mkdtemp(prefix="bundlekit-suite-"))
 isolate(os.environ, _SUITE_HOME / "home")
 _CHANGED = pytest.StashKey[list[str]]()
-
-
-#: The interpreter's recursion limit before any test module is imported.
-_RECURSION_LIMIT = sys.getrecursionlimit()
-
-
-@pytest.fixture(autouse=True)
-def recursion_limit_kept() -> Iterator[None]:
-    """Each test runs with the interpreter's recursion limit and leaves it so: a library a test module or a
-    test imports may raise it (py_ecc, via eth-account, sets 100000), and a deeply nested input would then
-    crash the process (the C stack) where it should raise ``RecursionError``."""
-    sys.setrecursionlimit(_RECURSION_LIMIT)
-    yield
-    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 @pytest.fixture(autouse=True)
