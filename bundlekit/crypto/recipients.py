@@ -82,6 +82,12 @@ _SSH_WHY: Final = (
 )
 
 
+#: Human-readable parts of age's post-quantum and tagged recipients (C2SP/C2SP age.md): the
+#: part before a Bech32 string's *last* ``1``, so an X25519 key whose data happens to begin
+#: ``tag`` or ``pq`` (``age1tag9y4...``) is not mistaken for one.
+_NOT_X25519_HRPS = frozenset({"age1pq", "age1tag", "age1tagpq"})
+
+
 def _recipient_problem(text: str) -> str | None:
     """Why ``text`` is not a recipient bundlekit takes, or None; the text itself is never quoted.
 
@@ -100,7 +106,7 @@ def _recipient_problem(text: str) -> str | None:
         return None
     if text.startswith(("ssh-rsa ", "ssh-dss ", "ecdsa-sha2-", "sk-")):
         return f"is an SSH key of another type. {_SSH_WHY}"
-    if text.lower().startswith("age1pq1") or text.lower().startswith("age1tag"):
+    if text.lower()[:text.rfind("1")] in _NOT_X25519_HRPS:
         return "is a post-quantum or tagged age recipient; bundlekit takes X25519 recipients (age1...) only"
     try:
         hrp, data = _bech32.decode(text)

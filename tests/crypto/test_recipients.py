@@ -22,6 +22,7 @@ from bundlekit.crypto.recipients import (
     RecipientsKey,
     identity_file_text,
     new_identity,
+    parse_recipient,
     parse_identities,
     read_identity_file,
     read_recipients_file,
@@ -462,12 +463,35 @@ def test_a_recipients_file_skips_comments_and_names_the_line_that_does_not_parse
     ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB comment", "not a usable ssh-ed25519 key"),
     ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ comment", "another type"),
     ("age1pq1qqqq", "post-quantum"),
+    ("age1tag1qqqq", "tagged"),
+    ("age1tagpq1qqqq", "tagged"),
 ])
 def test_a_recipient_of_an_unsupported_kind_says_which(tmp_path: Path, line: str, why: str) -> None:
     path = tmp_path / "r.txt"
     path.write_text(line + "\n")
     with pytest.raises(KeySourceError, match=why):
         read_recipients_file(path)
+
+
+def test_an_x25519_key_whose_data_begins_tag_or_pq_is_a_recipient() -> None:
+    """Its human-readable part is "age" (before the last ``1``): an ``age-keygen`` key that drew
+    ``tag`` first failed CI when the kind was read from the prefix."""
+    drawn = "age1tag9y44vt96hwaqdf6euqduenhhehde6w9vhrek985r44x4fk3hsvpacnf"
+    assert parse_recipient(drawn, where="--recipient") == drawn
+    for word in ("tag", "pq"):
+        key = _key_beginning(word)
+        assert parse_recipient(key, where="--recipient") == key
+
+
+def _key_beginning(word: str) -> str:
+    """A canonical X25519 recipient whose Bech32 data begins with ``word``."""
+    from bundlekit.crypto import _bech32
+    for n in range(1 << 16):
+        data = n.to_bytes(2, "big") + bytes([7]) * 30
+        text = _bech32.encode("age", data)
+        if text.startswith("age1" + word) and age.is_canonical_point(data) and not age.is_low_order(data):
+            return text
+    raise AssertionError(word)
 
 
 def test_a_secret_identity_in_a_recipients_file_is_refused_unquoted(tmp_path: Path) -> None:
