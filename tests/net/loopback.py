@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
@@ -71,12 +72,35 @@ def drip(every: float = 2.0, length: int = 1 << 20) -> Answer:
     return answer
 
 
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands out on its own (``bind`` to port 0, ``connect``): Linux's default 32768."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port free on 127.0.0.1 right now, for a child process to listen on once it has started.
+
+    Drawn below the kernel's ephemeral range: a port the kernel gave (``bind`` to port 0) is free again from the
+    moment it is closed until the child binds it, a second or two later, and in that window the kernel may give it
+    to any other test's server or client on the machine (CI runs three workers beside other suites). A port below
+    the range is one the kernel never hands out; only another test drawing the same one of ~12,000 could take it.
+    """
+    low = _ephemeral_low()
+    draw = random.SystemRandom()
+    for _attempt in range(50):
+        port = draw.randrange(20000, low) if low > 21000 else 0
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use: draw again
+            found: int = sock.getsockname()[1]
+            return found
+    raise OSError("no free TCP port on 127.0.0.1 after 50 draws")
 
 
 def answer_head(sock: socket.socket) -> bytes:

@@ -193,6 +193,21 @@ def test_two_accounts_of_one_lane_are_unseeded_one_at_a_time(tree: Path, run: Ru
     assert json.loads(run("unseed", "github", "--json").stdout)["removed"] == ["github-bob-profile"]
 
 
+def _opened_within(pid: int, path: Path, seconds: float) -> bool:
+    """Whether process ``pid`` holds ``path`` open within ``seconds`` (``/proc/PID/fd``). A fixed pause stood here:
+    a child still starting on a loaded CI machine got the signal before its handler and died of it (-1, not 129)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == os.path.realpath(path) for fd in os.listdir(f"/proc/{pid}/fd")):
+                return True
+        except OSError:  # a descriptor closed while listed, or the process gone
+            pass
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="sees the lock wait through /proc")
 def test_sighup_while_unseed_waits_for_another_writers_lock_deletes_nothing(tree: Path, run: Run,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     assert _seed(github_app(TOKEN), run, monkeypatch).exit_code == 0  # type: ignore[attr-defined]
@@ -205,7 +220,7 @@ def test_sighup_while_unseed_waits_for_another_writers_lock_deletes_nothing(tree
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
         unseeding = subprocess.Popen([sys.executable, "-m", "bundlekit", "memory", "-d", str(tree), "unseed", "github"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
-        time.sleep(2)  # started, and waiting on the lock the other writer holds
+        assert _opened_within(unseeding.pid, tree / ".bundlekit" / "lock", 60)  # waiting on the writer's lock
         unseeding.send_signal(signal.SIGHUP)
         _out, err = unseeding.communicate(timeout=30)
     finally:

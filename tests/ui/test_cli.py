@@ -108,12 +108,14 @@ def test_open_refuses_a_plain_manifest_url() -> None:
 
 
 def test_an_unreachable_gateway_is_a_load_error_not_an_integrity_failure(bundles: Bundles) -> None:
-    with socket.socket() as sock:  # a loopback port nothing listens on: connection refused at once
+    # A loopback port bound but not listening: connection refused at once. Held bound while the child runs: a
+    # port closed first could be given to another test's server before the child connects.
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    run = subprocess.run([sys.executable, "-m", "bundlekit", "open", f"ipfs://{bundles.new}", "--gateway",
-                          f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, check=False,
-                         env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
+        run = subprocess.run([sys.executable, "-m", "bundlekit", "open", f"ipfs://{bundles.new}", "--gateway",
+                              f"http://127.0.0.1:{port}"], capture_output=True, text=True, timeout=120, check=False,
+                             env={**_home(), "PYTHONPATH": str(ROOT), "CI": "true"})
     assert run.returncode == 1 and run.stdout == ""
     assert "not available from any source" in run.stderr and "connection failed" in run.stderr
     assert "Traceback" not in run.stderr
