@@ -149,8 +149,11 @@ def _serving(proc: subprocess.Popen[str]) -> str:
     return line
 
 
-def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
+def _stop(proc: subprocess.Popen[str], sig: signal.Signals, go_on: Path | None = None) -> tuple[int, str]:
+    """Send ``sig``, then (when given) make ``go_on``, and wait for the child's end: its code and stderr."""
     proc.send_signal(sig)
+    if go_on is not None:
+        go_on.touch()
     try:
         _out, err = proc.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -211,11 +214,19 @@ def test_an_ignored_sighup_stays_ignored_as_nohup_asks(
     assert proc.returncode == 0 and "interrupted" not in err
 
 
+def _go_on(place: Place) -> Path:
+    """The file whose presence lets a paused load's removal of its tree go on (see :func:`_paused_load`)."""
+    return place.home / "go-on"
+
+
 def _paused_load(place: Place, encrypted: Encrypted) -> subprocess.Popen[str]:
     """``load -o out`` that says ``writing`` and pauses half-way through its temp tree; removing a
-    tree says ``removing`` and takes a second, so a signal can land inside the cleanup."""
+    tree says ``removing`` and waits for :func:`_go_on` (a minute at most), so a signal sent before that
+    file is made lands inside the cleanup however slowly the test runs (a fixed one-second pause was
+    outrun on a loaded machine: the cleanup ended before the second signal came)."""
+    go_on = str(_go_on(place))
     script = (
-        "import shutil, sys, time\n"
+        "import os, shutil, sys, time\n"
         "import bundlekit.bundle.load as load\n"
         "real_put, real_rmtree = load._TreeWriter.put, shutil.rmtree\n"
         "def put(self, rel, data):\n"
@@ -223,7 +234,8 @@ def _paused_load(place: Place, encrypted: Encrypted) -> subprocess.Popen[str]:
         "    if len(self.files) == 5:\n"
         "        sys.stderr.write('writing\\n'); sys.stderr.flush(); time.sleep(60)\n"
         "def rmtree(*args, **kwargs):\n"
-        "    sys.stderr.write('removing\\n'); sys.stderr.flush(); time.sleep(1)\n"
+        "    sys.stderr.write('removing\\n'); sys.stderr.flush(); end = time.monotonic() + 60\n"
+        f"    while not os.path.exists({go_on!r}) and time.monotonic() < end: time.sleep(0.02)\n"
         "    return real_rmtree(*args, **kwargs)\n"
         "load._TreeWriter.put, shutil.rmtree = put, rmtree\n"
         "from bundlekit.cli import main\n"
@@ -245,7 +257,9 @@ def test_sigterm_during_a_load_removes_the_half_written_tree_with_exit_143(
     tmp_path: Path, encrypted: Encrypted
 ) -> None:
     place = _place(tmp_path)
-    code, err = _stop(_paused_load(place, encrypted), signal.SIGTERM)
+    proc = _paused_load(place, encrypted)
+    _go_on(place).touch()  # one signal: the removal need not wait
+    code, err = _stop(proc, signal.SIGTERM)
     assert (code, err.splitlines()[-1:]) == (143, ["interrupted"])
     assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
 
@@ -258,7 +272,7 @@ def test_a_second_signal_during_the_cleanup_does_not_cut_it_short(
     proc = _paused_load(place, encrypted)
     proc.send_signal(signal.SIGTERM)
     assert proc.stderr is not None and proc.stderr.readline() == "removing\n"
-    code, err = _stop(proc, second)
+    code, err = _stop(proc, second, _go_on(place))  # pending before the removal goes on: inside the cleanup
     assert (code, err.splitlines()[-1:]) == (128 + second, ["interrupted"])
     assert place.holding_canary() == [] and place.leftovers() == [] and not place.out.exists()
 

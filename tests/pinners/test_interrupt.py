@@ -37,6 +37,7 @@ class InterruptingUpload(BasePinner):
         while not self.store.pins() and time.monotonic() < give_up:
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
+        give_up = time.monotonic() + 60  # a bound of its own: a slow start must not shorten the wait for the cancel
         try:
             while time.monotonic() < give_up:
                 car.seek(0)
