@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.bytecode import warm_share
 from tests.isolation import changes, home_environment, isolate, snapshot, user_locations, user_settings
 
 # Under CI every run draws the same examples, so a landing never turns on a rare draw; on a
@@ -111,9 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
     Without it every test process and each of the hundreds of ``python -m bundlekit`` children a run starts compiled
     every module it imports from source again, and each worker rewrote and compiled all ~400 test modules (about half
     a worker's collection time). The variables are set before pytest-xdist starts its workers, so they, and every
-    child a test starts, inherit them; what a process imports is unchanged, only where Python keeps its bytecode.
+    child a test starts, inherit them; what a process imports is unchanged, only where Python keeps its bytecode. A
+    worker first writes its share of that cache (tests/bytecode.py), so on a fresh checkout the workers compile the
+    run's code once between them, not once each.
     """
-    if not sys.dont_write_bytecode or hasattr(config, "workerinput"):
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a pytest-xdist worker: the cache is set; it compiles its share of it (tests/bytecode.py)
+        warm_share(config, int(str(worker["workerid"]).removeprefix("gw")), int(worker["workercount"]))
+        return
+    if not sys.dont_write_bytecode:
         return
     prefix = _SUITE_HOME / "bytecode"
     cache = getattr(config, "cache", None)  # absent with -p no:cacheprovider

@@ -47,7 +47,7 @@ def test_a_created_time_ending_in_a_newline_is_refused() -> None:
         validate_manifest(manifest)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.text(alphabet=st.characters(codec="utf-8"), max_size=20),
     st.sampled_from(_CONTROL),

@@ -55,7 +55,7 @@ def test_fast_path_decodes_encoded_nodes_like_the_careful_decoder(node_links: li
     assert decode_node(block) == _decode_node(block, fast=False) == (node_links, data)
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(st.lists(links, min_size=1, max_size=4), st.data())
 def test_fast_path_fails_like_the_careful_decoder_on_mutated_nodes(node_links: list[PBLink], draw: st.DataObject) -> None:
     block = bytearray(encode_node(node_links, b"\x08\x01"))

@@ -34,6 +34,8 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.ipld.dagpb import HAMT_SHARD, UnixFSData, decode_node
 from bundlekit.unixfs.importer import ListSink, import_path
 
+from tests.once import once_per_run
+
 
 def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"interop_{name}", Path(__file__).with_name(f"{name}.py"))
@@ -210,12 +212,15 @@ BLOCK_CASES = [(TREES[2], c) for c in TREES[2].configs if c.profile != "ipfs-car
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """Build every tree once and run every reference job in one node process.
 
-    Once per test process: with a module scope it ran again (about 9 s of node and Python) each time another
-    process's tests of this module were moved to a process that had already run some (pytest-xdist's worksteal).
+    Once per run (tests/once.py): once per test process it ran again (about 9 s of node and Python) in each process
+    pytest-xdist's worksteal moved some of this module's tests to.
     """
+    return once_per_run(tmp_path_factory, "differential", _run_reference)
+
+
+def _run_reference(base: Path) -> dict[str, Any]:
     assert not isinstance(FOUND, str)
     ref = harness.Reference(*FOUND)
-    base = tmp_path_factory.mktemp("differential")
     jobs = []
     for tree in TREES:
         tree.build(base / tree.name)
@@ -249,7 +254,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
         job = config.job(f"blocks|{tree.name}|{config.label}", base / tree.name)
         job["blocks"] = True
         jobs.append(job)
-    return base, ref.run(jobs)
+    return ref.run(jobs)
 
 
 @pytest.mark.parametrize(("tree", "config"), CASES, ids=[f"{t.name}|{c.label}" for t, c in CASES])

@@ -50,7 +50,7 @@ def test_pyyaml_types_letter_first_scalars_only_by_the_boolean_and_null_words() 
 text = st.text(st.sampled_from("yYnNtTfFoOlLeEsSuUrRaA0123456789 -:.,#_"), min_size=1, max_size=8)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(text, st.booleans())
 def test_text_called_plain_is_a_plain_string_to_pyyaml(value: str, flow: bool) -> None:
     if frontmatter._plain_text(value, flow):
@@ -68,7 +68,7 @@ tricky = st.text(
 ) | st.sampled_from(["yes", "On", "~", "0x1f", "1_000", ".inf", "2026-01-01", "12:30:00", "0o17", "1e3", "NaN", "y"])
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(tricky)
 def test_text_called_plain_reads_back_as_itself_through_pyyaml(value: str) -> None:
     loader = frontmatter._yaml().loader
@@ -106,7 +106,7 @@ meta = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(meta, st.text(max_size=40))
 def test_the_record_built_without_parsing_is_the_parsed_record(values: dict[str, Any], body: str) -> None:
     try:

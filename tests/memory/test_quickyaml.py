@@ -49,7 +49,7 @@ def _typed(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(_LINE, min_size=1, max_size=6))
 @example(["name: a: b"])
 @example(["name: a #b"])
@@ -96,7 +96,7 @@ _SECRETISH = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["name", "description", "x-a", "tags"]), _SECRETISH,
                           st.sampled_from(["plain", "single", "double", "item", "flow"])), min_size=1, max_size=4),
        _SECRETISH)

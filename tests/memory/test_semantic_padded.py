@@ -5,6 +5,7 @@ does not grow with the padding, and padding does not change the answer."""
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ from tests.embed.trees import write_memories
 
 QUESTION = "where are the videos"
 MB = 1_000_000
-PADDINGS = {
-    "spaces": QUESTION + " " * (16 * MB),
-    "newlines and tabs": QUESTION + "\n\t" * (8 * MB),
-    "one long word": QUESTION + " " + "v" * (16 * MB),
-    "repeated words": QUESTION + " videos" * (16 * MB // 7),
+#: Each padded question, made when its test runs: built at import they were 64 MB held by every test process for the
+#: whole run (collection imports every module), a quarter of a worker's peak.
+PADDINGS: dict[str, Callable[[], str]] = {
+    "spaces": lambda: QUESTION + " " * (16 * MB),
+    "newlines and tabs": lambda: QUESTION + "\n\t" * (8 * MB),
+    "one long word": lambda: QUESTION + " " + "v" * (16 * MB),
+    "repeated words": lambda: QUESTION + " videos" * (16 * MB // 7),
 }
 
 
@@ -48,13 +51,13 @@ def test_a_padded_question_costs_memory_for_what_is_used_not_for_the_padding(
 ) -> None:
     # Each question is 16 MB; folding it whole took two copies (32 MB and more) before the fix. What is
     # used is at most 32,768 characters of words: the bound is 8 MB, a quarter of one copy.
-    peak, _keys = _peak(mem, PADDINGS[padding], rank)
+    peak, _keys = _peak(mem, PADDINGS[padding](), rank)
     assert peak < 8 * MB
 
 
 @pytest.mark.parametrize("padding", ["spaces", "newlines and tabs"])
 def test_whitespace_padding_does_not_change_the_answer(mem: Memory, padding: str) -> None:
-    assert _peak(mem, PADDINGS[padding], "hybrid")[1][0] == _peak(mem, QUESTION, "hybrid")[1][0] == "reel"
+    assert _peak(mem, PADDINGS[padding](), "hybrid")[1][0] == _peak(mem, QUESTION, "hybrid")[1][0] == "reel"
 
 
 def test_the_meaning_query_is_the_words_joined_by_single_spaces_up_to_the_bound() -> None:

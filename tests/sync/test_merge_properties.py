@@ -83,7 +83,7 @@ def _memories(out: MergeOutcome) -> dict[str, str]:
     return {k: r.raw for k, r in out.records.items()}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_three())
 def test_merge_is_deterministic(trees: tuple[TreeState, TreeState, TreeState]) -> None:
     first, second = merge_trees(*trees), merge_trees(*trees)
@@ -100,7 +100,7 @@ def test_merging_a_tree_with_itself_or_its_own_ancestor_changes_nothing(trees: t
     assert itself.changes(ours) == ({}, {}) and ancestor.changes(ours) == ({}, {})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_three())
 def test_merge_is_symmetric_and_a_both_conflict_keeps_the_newer_under_the_key(trees: tuple[TreeState, ...]) -> None:
     base, ours, theirs = trees
@@ -112,7 +112,7 @@ def test_merge_is_symmetric_and_a_both_conflict_keeps_the_newer_under_the_key(tr
         assert ab.records[conflict.key].raw == newer.raw
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_three())
 def test_no_edit_is_lost_and_only_unchanged_deleted_memories_go(trees: tuple[TreeState, ...]) -> None:
     base, ours, theirs = trees

@@ -73,19 +73,19 @@ def _unchanged(base: TreeState, ours: TreeState, theirs: TreeState, proven: bool
     assert not [e for e in out.report.entries if e.action in ("deleted", "forgotten", "added", "updated")]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_tree("base"), _tree("local"), st.booleans())
 def test_theirs_equal_to_the_base_changes_nothing(base: TreeState, ours: TreeState, proven: bool) -> None:
     _unchanged(base, ours, TreeState("ipfs://theirs", base.records, base.days), proven)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_tree("base"), _tree("local"), st.booleans())
 def test_theirs_equal_to_ours_changes_nothing(base: TreeState, ours: TreeState, proven: bool) -> None:
     _unchanged(base, ours, TreeState("ipfs://theirs", ours.records, ours.days), proven)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_tree("local"), _tree("ipfs://theirs"))
 def test_without_a_common_ancestor_nothing_of_ours_is_deleted(ours: TreeState, theirs: TreeState) -> None:
     out = merge_trees(TreeState.empty(), ours, theirs, now=NOW)
