@@ -24,6 +24,16 @@ class Vectors:
             row = self._db.conn.execute("SELECT value FROM state WHERE name = 'vec_model'").fetchone()
         return row[0] if row is not None and isinstance(row[0], str) else None
 
+    def stamp(self) -> tuple[int, int, str | None, int]:
+        """The state the vectors are read in, in one query: (the index's generation, the vectors' generation,
+        their model, ``written_ns``); a copy of them made in this state is of these rows and vectors."""
+        with translated():
+            rows = dict(self._db.conn.execute(
+                "SELECT name, value FROM state WHERE name IN ('gen', 'vec_gen', 'vec_model', 'written_ns')").fetchall())
+        whole = [value if isinstance(value, int) else -1 for value in (rows.get(n) for n in ("gen", "vec_gen", "written_ns"))]
+        model = rows.get("vec_model")
+        return whole[0], whole[1], model if isinstance(model, str) else None, whole[2]
+
     def gen(self) -> int:
         """Bumped whenever vectors are stored or dropped (with :attr:`Catalog.gen`, what an in-process copy is of)."""
         return self._db.state("vec_gen") or 0

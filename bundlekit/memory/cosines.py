@@ -1,0 +1,81 @@
+"""The cosines recall by meaning ranks with: every stored float16 vector against the query's unit vector.
+
+``similarities`` runs the compiled ``_cosine`` (``bundlekit/memory/_cosine.c``, built by ``setup.py`` where a C
+compiler is present: a few milliseconds for 10,000 memories, and no numpy import, which alone costs a fresh
+``memory recall`` some 55 ms of CPU); where it is not built, the same rules with numpy (imported here, only
+then: "Lazy imports" in DEVELOPERS.md). ``tests/memory/test_cosines.py`` compares the two.
+
+The rules: ``vectors`` and ``heads`` hold ``n`` rows of ``d`` little-endian float16 values (as the derived
+index and the vector file store them), ``query`` ``d`` float64 values; each row's cosine (its dot product
+with the query, clipped to [-1, 1]) goes into ``sim``, and into ``near`` the hybrid's description-weighted
+one, ``(sim + w_head * head cosine) / (1 + w_head)``, for a row whose head vector is not all zeros (else
+``sim``). A row holding a value that is not finite (put there by hand) counts as a zero vector.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+try:
+    from bundlekit.memory import _cosine
+except ImportError:  # not built (no C compiler at install): numpy does the same
+    _cosine = None  # type: ignore[assignment]
+
+__all__ = ["compiled", "similarities"]
+
+_ROWS = 2048  # rows converted to float32 at a time by the numpy path (never a float32 copy of all)
+
+
+def compiled() -> bool:
+    """Whether the compiled cosines are built here."""
+    return _cosine is not None
+
+
+def similarities(
+    vectors: bytes | memoryview, heads: bytes | memoryview | None, query: array[float], w_head: float,
+) -> tuple[array[float], array[float]]:
+    """(sim, near) of every row, as the module docstring says, as float64 arrays."""
+    count = len(vectors) // (2 * len(query)) if query else 0
+    sim, near = array("d", bytes(8 * count)), array("d", bytes(8 * count))
+    if count:
+        if _cosine is not None:
+            _cosine.similarities(vectors, heads, query, w_head, sim, near)
+        else:
+            _with_numpy(vectors, heads, query, w_head, (sim, near))
+    return sim, near
+
+
+def _with_numpy(
+    vectors: bytes | memoryview, heads: bytes | memoryview | None, query: array[float], w_head: float,
+    out: tuple[array[float], array[float]],
+) -> None:
+    """:func:`similarities` with numpy (float32 products, ``einsum``'s own loop: BLAS's threads spin against a
+    busy machine's other processes), into ``out``."""
+    import numpy as np
+
+    q = np.asarray(query, dtype=np.float32)
+    sim, near = np.frombuffer(out[0], dtype=np.float64), np.frombuffer(out[1], dtype=np.float64)
+    matrix = np.frombuffer(vectors, dtype="<f2").reshape(-1, len(q))
+    head = None if heads is None else np.frombuffer(heads, dtype="<f2").reshape(-1, len(q))
+    for start in range(0, len(matrix), _ROWS):
+        rows = slice(start, start + _ROWS)
+        cos, usable, _nonzero = _cosines(matrix[rows], q)
+        sim[rows] = near[rows] = np.where(usable, cos, 0.0)
+        if head is not None:
+            head_cos, head_usable, head_nonzero = _cosines(head[rows], q)
+            mixed = (sim[rows] + w_head * head_cos) / (1.0 + w_head)
+            near[rows] = np.where(head_usable & head_nonzero, mixed, sim[rows])
+
+
+def _cosines(rows: Any, q: Any) -> tuple[Any, Any, Any]:
+    """The clipped dot products of the float16 ``rows`` with ``q``, which rows are finite (binary16 is not where
+    its exponent bits are all set), which are not all zeros."""
+    import numpy as np
+
+    bits = rows.view(np.uint16)
+    usable = ~((bits & 0x7C00) == 0x7C00).any(axis=1)
+    nonzero = ((bits & 0x7FFF) != 0).any(axis=1)
+    wide = np.where(usable[:, None], rows.astype(np.float32), np.float32(0.0))
+    cos = np.clip(np.einsum("ij,j->i", wide, q).astype(np.float64), -1.0, 1.0)
+    return cos, usable, nonzero
