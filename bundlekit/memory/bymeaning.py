@@ -24,7 +24,9 @@ than ``MIN_SIMILARITY`` all score 0 and come after, nearest first), then key; ``
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
 import re
 from array import array
@@ -100,6 +102,7 @@ class VectorCache:
     stamp: vecfile.Stamp | None = None
     columns: vecfile.Columns | None = None
     by_key: dict[str, int] | None = None  # key -> row, made when first asked (at_key)
+    by_id: dict[int, int] | None = None  # index row id -> row, made when first asked (at_id)
     filled: vecfile.Stamp | None = None
 
     def holds_every_vector(self, catalog: Catalog, model: str, dimension: int) -> bool:
@@ -129,8 +132,14 @@ class VectorCache:
             columns.complete = self.filled == stamp or not catalog.vectors.lacking(dimension * _VECTOR_BYTES)
             if path is not None:
                 vecfile.write(path, stamp, dimension, columns)
-        self.stamp, self.columns, self.by_key = stamp, columns, None
+        self.stamp, self.columns, self.by_key, self.by_id = stamp, columns, None, None
         return columns
+
+    def at_id(self) -> dict[int, int]:
+        """The row of each index row id in the columns."""
+        if self.by_id is None:
+            self.by_id = {row_id: at for at, row_id in enumerate(self.columns.ids if self.columns is not None else ())}
+        return self.by_id
 
     def at_key(self) -> dict[str, int]:
         """The row of each key in the columns."""
@@ -204,8 +213,11 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
         return []
     q = _query_vector(catalog, embedder, meaning_words(query))
     similarity, near = cosines.similarities(data.vectors, data.heads if ask.mode == "hybrid" else None, q, W_HEAD)
-    relevance = _relevance(catalog, query, data, near, ask)
-    score = _scores(data, relevance, now_s)
+    scale = W_SEMANTIC if ask.mode == "hybrid" else 1.0
+    lexical = _lexical(catalog, query, cache) if ask.mode == "hybrid" else None
+    factors = None if ask.usage is None or not ask.usage.by_key else _factors(ask.usage.by_key, cache)
+    relevance, score = cosines.scores(near, lexical, factors, (data.salience, data.updated, data.horizon), now_s,
+                                      (MIN_SIMILARITY, scale / (1.0 - MIN_SIMILARITY), W_LEXICAL, FLOOR, _HALF_LIFE_S))
     first = frozenset() if ask.usage is None else _rows_of(data, ask.usage.named)
     chosen = (range(len(data.keys)) if min_similarity is None
               else [at for at, value in enumerate(similarity) if value >= min_similarity])
@@ -213,67 +225,43 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
     return [Scored(data.keys[at], score[at], relevance[at], similarity[at], data.pieces[at]) for at in order]
 
 
-def _relevance(catalog: Catalog, query: str, data: vecfile.Columns, near: array[float], ask: Ask) -> array[float]:
-    """Each row's relevance (the formula's ``relevance``, times its usage factor when ``ask.usage``)."""
-    scale = W_SEMANTIC if ask.mode == "hybrid" else 1.0
-    cut, span = MIN_SIMILARITY, scale / (1.0 - MIN_SIMILARITY)
-    relevance = array("d", [(value - cut) * span if value > cut else 0.0 for value in near])
-    if ask.mode == "hybrid":
-        found = catalog.search.lexical(query).scores
-        if found:
-            at_id = {row_id: at for at, row_id in enumerate(data.ids)} if len(found) > 64 else None
-            for row_id, bm25 in found.items():
-                at = at_id.get(row_id) if at_id is not None else _row_of_id(data.ids, row_id)
-                if at is not None and bm25 > 0:
-                    relevance[at] += W_LEXICAL * bm25 / (bm25 + K_LEXICAL)
-    if ask.usage is not None:
-        _boost(relevance, ask.usage.by_key, data)
-    return relevance
+def _lexical(catalog: Catalog, query: str, cache: VectorCache) -> array[float] | None:
+    """The hybrid's lexical term per row: ``bm25 / (bm25 + K_LEXICAL)`` of the term-level BM25
+    (``catalog.search.lexical``), 0 for a memory holding none of the searched words; None when none does."""
+    found = catalog.search.lexical(query).scores
+    data = cache.columns
+    if not found or data is None:
+        return None
+    lexical = array("d", bytes(8 * len(data.keys)))
+    at_id = cache.at_id() if len(found) > 64 else None  # a few rows: a binary search each, no map of every row
+    for row_id, bm25 in found.items():
+        at = at_id.get(row_id) if at_id is not None else _row_of_id(data.ids, row_id)
+        if at is not None and bm25 > 0:
+            lexical[at] = bm25 / (bm25 + K_LEXICAL)
+    return lexical
 
 
 def _row_of_id(ids: array[int], row_id: int) -> int | None:
     """The row of ``row_id`` in ``ids`` (ascending: the index's row ids), or None."""
-    low, high = 0, len(ids)
-    while low < high:
-        mid = (low + high) // 2
-        if ids[mid] < row_id:
-            low = mid + 1
-        else:
-            high = mid
-    return low if low < len(ids) and ids[low] == row_id else None
+    at = bisect.bisect_left(ids, row_id)
+    return at if at < len(ids) and ids[at] == row_id else None
 
 
-def _boost(relevance: array[float], by_key: Mapping[str, float], data: vecfile.Columns) -> None:
-    """``relevance`` of each row with a usage boost multiplied by its ``usage.factor``."""
-    if not by_key:
-        return
-    at_key = {key: at for at, key in enumerate(data.keys)}
+def _factors(by_key: Mapping[str, float], cache: VectorCache) -> array[float]:
+    """``usage.factor`` of each row's boost (1.0 for a memory without one)."""
+    assert cache.columns is not None
+    factors = array("d", [1.0]) * len(cache.columns.keys)
+    at_key = cache.at_key()
     for key, boost in by_key.items():
         at = at_key.get(key)
         if at is not None:
-            relevance[at] *= factor(boost)
+            factors[at] = factor(boost)
+    return factors
 
 
 def _rows_of(data: vecfile.Columns, row_ids: frozenset[int]) -> frozenset[int]:
     """The rows of the index row ids ``row_ids``."""
     return frozenset(at for at in (_row_of_id(data.ids, row_id) for row_id in row_ids) if at is not None)
-
-
-def _scores(data: vecfile.Columns, relevance: array[float], now_s: float) -> array[float]:
-    """Each row's score: ``relevance * (FLOOR + (1 - FLOOR) * salience * recency * decay)``."""
-    scores = array("d", relevance)
-    keep, half_life = 1.0 - FLOOR, _HALF_LIFE_S
-    for at, (rel, salience, updated, horizon) in enumerate(zip(relevance, data.salience, data.updated, data.horizon)):
-        if rel == 0.0:
-            continue  # scores 0 whatever its standing
-        age = now_s - updated
-        if age < 0.0:
-            age = 0.0
-        standing = salience * 2.0 ** (-age / half_life)
-        if horizon >= 0.0 and age > horizon:
-            standing *= 2.0 ** (-(age - horizon) / half_life)
-        scores[at] = rel * (FLOOR + keep * standing)
-    return scores
 
 
 def _query_vector(catalog: Catalog, embedder: Embedder, text: str) -> array[float]:
@@ -325,9 +313,11 @@ def _nearest(
     rows: Sequence[int] = chosen
     if limit is not None and len(chosen) > limit:
         # The first ``limit`` by (named first, score, similarity) with every tie at the boundary: the few kept
-        # are ordered in full below, never every row.
-        threshold = heapq.nlargest(limit, [score[at] for at in chosen])[-1]
-        rows = [at for at in chosen if score[at] >= threshold or at in first]
+        # are ordered in full below, never every row (itertools: the loops over every row stay in C).
+        every = isinstance(chosen, range)
+        threshold = heapq.nlargest(limit, score if every else [score[at] for at in chosen])[-1]
+        rows = [*{*itertools.compress(chosen, map(threshold.__le__, score if every else (score[at] for at in chosen))),
+                  *(first & set(chosen))}]
         if len(rows) > 4 * limit:  # many tied at the threshold (all 0: no nearer than MIN_SIMILARITY): similarity decides
             tied = [similarity[at] for at in rows if score[at] == threshold and at not in first]
             cut = heapq.nlargest(limit, tied)[-1] if tied else -math.inf

@@ -22,7 +22,10 @@ try:
 except ImportError:  # not built (no C compiler at install): numpy does the same
     _cosine = None  # type: ignore[assignment]
 
-__all__ = ["compiled", "similarities"]
+__all__ = ["Constants", "compiled", "scores", "similarities"]
+
+Constants = tuple[float, float, float, float, float]
+"""The formula's constants :func:`scores` takes: (min similarity, span, lexical weight, floor, half-life in seconds)."""
 
 _ROWS = 2048  # rows converted to float32 at a time by the numpy path (never a float32 copy of all)
 
@@ -79,3 +82,35 @@ def _cosines(rows: Any, q: Any) -> tuple[Any, Any, Any]:
     wide = np.where(usable[:, None], rows.astype(np.float32), np.float32(0.0))
     cos = np.clip(np.einsum("ij,j->i", wide, q).astype(np.float64), -1.0, 1.0)
     return cos, usable, nonzero
+
+
+def scores(
+    near: array[float], lexical: array[float] | None, factors: array[float] | None,
+    basis: tuple[array[float], array[float], array[float]], now_s: float, constants: Constants,
+) -> tuple[array[float], array[float]]:
+    """(relevance, score) of every row from its ``near`` cosine, its ``lexical`` term and usage ``factors``
+    (None: zeros, ones) and ``basis`` (salience, updated, horizon or -1.0: none), at ``now_s``::
+
+        relevance = (near - min) * span if near > min else 0, plus w_lexical * lexical, times factors
+        age       = max(now_s - updated, 0)
+        standing  = salience * 2^(-age / half_life) * (2^(-(age - horizon) / half_life) past a horizon)
+        score     = relevance * (floor + (1 - floor) * standing)   (0 when relevance is 0)
+
+    By ``_cosine.scores`` where it is built, else the same loop in Python."""
+    count = len(near)
+    relevance, score = array("d", bytes(8 * count)), array("d", bytes(8 * count))
+    if _cosine is not None:
+        _cosine.scores(near, lexical, factors, *basis, now_s, constants, relevance, score)
+        return relevance, score
+    low, span, w_lexical, floor, half_life = constants
+    for at, (value, salience, updated, horizon) in enumerate(zip(near, *basis)):
+        rel = (value - low) * span if value > low else 0.0
+        rel = (rel + w_lexical * lexical[at] if lexical is not None else rel) * (factors[at] if factors is not None else 1.0)
+        relevance[at] = rel
+        if rel != 0.0:
+            age = max(now_s - updated, 0.0)
+            standing = salience * 2.0 ** (-age / half_life)
+            if horizon >= 0.0 and age > horizon:
+                standing *= 2.0 ** (-(age - horizon) / half_life)
+            score[at] = rel * (floor + (1.0 - floor) * standing)
+    return relevance, score

@@ -56,3 +56,38 @@ def test_sizes_that_do_not_agree_are_a_value_error() -> None:
         _cosine.similarities(b"\0" * 6, None, array("d", [1.0, 0.0]), 0.5, sim, near)
     with pytest.raises(ValueError):
         _cosine.similarities(b"\0" * 8, b"\0" * 4, array("d", [1.0, 0.0]), 0.5, sim, near)
+
+
+def test_the_f16c_loop_gives_the_portable_loop_s_cosines_to_the_bit() -> None:
+    from bundlekit.memory import _cosine
+
+    rng = np.random.default_rng(7)
+    for dimension in (256, 13, 8, 1):  # whole lanes, and a tail
+        rows = rng.standard_normal((500, dimension)).astype("<f2")
+        rows[3, 0], rows[4] = np.inf, 0.0
+        heads = rng.standard_normal((500, dimension)).astype("<f2")
+        heads[5, -1] = np.nan
+        query = array("d", rng.standard_normal(dimension).tolist())
+        outputs = []
+        for portable in (False, True):
+            sim, near = array("d", bytes(8 * 500)), array("d", bytes(8 * 500))
+            _cosine.similarities(rows.tobytes(), heads.tobytes(), query, 0.5, sim, near, portable)
+            outputs.append((sim.tobytes(), near.tobytes()))
+        assert outputs[0] == outputs[1]
+
+
+def test_the_compiled_and_the_python_scores_agree() -> None:
+    rng = np.random.default_rng(9)
+    count = 2000
+    near = array("d", rng.uniform(-0.2, 0.9, count).tolist())
+    lexical = array("d", np.where(rng.random(count) < 0.1, rng.random(count), 0.0).tolist())
+    factors = array("d", rng.uniform(1.0, 1.1, count).tolist())
+    basis = (array("d", rng.random(count).tolist()), array("d", (1.7e9 - rng.uniform(-1e5, 1e7, count)).tolist()),
+             array("d", np.where(rng.random(count) < 0.3, rng.uniform(0, 5e6, count), -1.0).tolist()))
+    constants = (0.05, 0.95 / 0.95, 0.05, 0.5, 7 * 86400.0)
+    for lex, fac in ((lexical, factors), (None, None)):
+        compiled = cosines.scores(near, lex, fac, basis, 1.7e9, constants)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cosines, "_cosine", None)
+            python = cosines.scores(near, lex, fac, basis, 1.7e9, constants)
+        assert compiled[0] == python[0] and np.allclose(compiled[1], python[1], rtol=1e-12, atol=0)
