@@ -23,8 +23,8 @@ number little-endian::
 
 :func:`read` answers None (the caller reads the index and writes the file again) for a file that is not
 exactly that: absent, not a regular file (never followed through a symlink, never waited on as a FIFO), of
-another version, of another index state or model or dimension or row count, a size that is not the one its
-header gives, keys that do not split into ``count`` UTF-8 names. The file is read into memory, never
+another version, of another index state or model or dimension, more rows than the index's largest row id, a
+size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names. The file is read into memory, never
 mapped: a file cut short while mapped would end the process with SIGBUS. A file that cannot be written is
 left as it is (recall reads the index instead).
 """
@@ -105,9 +105,9 @@ def write(path: Path, stamp: Stamp, dimension: int, columns: Columns) -> None:
         return  # derived: recall reads the index instead
 
 
-def read(path: Path, stamp: Stamp, dimension: int, count: int) -> Columns | None:
-    """The columns in ``path`` when it is a vector file of the index state ``stamp`` with ``count`` rows of
-    ``dimension`` (see the module docstring), else None."""
+def read(path: Path, stamp: Stamp, dimension: int, most: int) -> Columns | None:
+    """The columns in ``path`` when it is a vector file of the index state ``stamp`` with at most ``most`` rows
+    (the index's largest row id: what bounds the read) of ``dimension`` (see the module docstring), else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -120,12 +120,11 @@ def read(path: Path, stamp: Stamp, dimension: int, count: int) -> Columns | None
                 return None
             fields = _HEADER.unpack(head)
             magic, version, dim, rows, complete, gen, vec_gen, written_ns, model_len, keys_len = fields
-            if (magic, version, dim, rows, gen, vec_gen, written_ns) != (MAGIC, FORMAT, dimension, count, stamp[0],
-                                                                         stamp[1], stamp[3]):
+            if (magic, version, dim, gen, vec_gen, written_ns) != (MAGIC, FORMAT, dimension, stamp[0], stamp[1], stamp[3]):
                 return None
-            if model_len > MAX_MODEL or keys_len > count * MAX_KEY_BYTES:
+            if rows > most or model_len > MAX_MODEL or keys_len > rows * MAX_KEY_BYTES:
                 return None
-            rest = model_len + keys_len + _padded(keys_len) + _sized(count, dimension)
+            rest = model_len + keys_len + _padded(keys_len) + _sized(rows, dimension)
             if info.st_size != _HEADER.size + rest:
                 return None
             body = file.read(rest)
@@ -133,7 +132,7 @@ def read(path: Path, stamp: Stamp, dimension: int, count: int) -> Columns | None
             return None
     if len(body) != rest or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
         return None
-    return _columns(memoryview(body)[model_len:], keys_len, count, dimension, bool(complete))
+    return _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
 
 
 def _columns(body: memoryview, keys_len: int, count: int, dimension: int, complete: bool) -> Columns | None:

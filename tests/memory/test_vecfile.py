@@ -63,14 +63,15 @@ def test_the_first_recall_by_meaning_writes_the_file_and_it_reads_back_as_the_in
     assert len(read.keys) == len(MEMORIES) and any(bytes(read.vectors))
 
 
-def test_a_file_of_another_state_model_dimension_or_row_count_is_not_read(smem: Memory, tree: Path) -> None:
+def test_a_file_of_another_state_model_or_dimension_or_of_more_rows_than_the_index_s_last_id_is_not_read(smem: Memory, tree: Path) -> None:
     stamp, _columns = _from_index(tree)
     gen, vec_gen, model, written = stamp
     for other in ((gen + 1, vec_gen, model, written), (gen, vec_gen + 1, model, written),
                   (gen, vec_gen, "other#256", written), (gen, vec_gen, model, written + 1)):
         assert vecfile.read(_file(tree), other, 256, len(MEMORIES)) is None
     assert vecfile.read(_file(tree), stamp, 128, len(MEMORIES)) is None
-    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES) + 1) is None
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES) - 1) is None
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES) + 1) is not None
 
 
 def _cut(path: Path) -> None:

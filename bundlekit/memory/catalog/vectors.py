@@ -60,6 +60,12 @@ class Vectors:
         with translated():
             return int(self._db.conn.execute("SELECT count(*) FROM memory").fetchone()[0])
 
+    def last_id(self) -> int:
+        """The largest row id (0 for none): at least the number of memories, read from the end of the table."""
+        with translated():
+            found = self._db.conn.execute("SELECT max(id) FROM memory").fetchone()[0]
+        return found if isinstance(found, int) else 0
+
     def lacking(self, size: int) -> bool:
         """Whether a row has no vector of ``size`` bytes (what :meth:`without` would list), answered at the first."""
         with translated():
