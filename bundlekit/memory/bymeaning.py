@@ -318,8 +318,9 @@ def _nearest(
         # are ordered in full below, never every row (itertools: the loops over every row stay in C).
         every = isinstance(chosen, range)
         threshold = heapq.nlargest(limit, score if every else [score[at] for at in chosen])[-1]
+        named = [at for at in first if at in (chosen if every else set(chosen))]  # range: `in` is arithmetic
         rows = [*{*itertools.compress(chosen, map(threshold.__le__, score if every else (score[at] for at in chosen))),
-                  *(first & set(chosen))}]
+                  *named}]
         if len(rows) > 4 * limit:  # many tied at the threshold (all 0: no nearer than MIN_SIMILARITY): similarity decides
             tied = [similarity[at] for at in rows if score[at] == threshold and at not in first]
             cut = heapq.nlargest(limit, tied)[-1] if tied else -math.inf
