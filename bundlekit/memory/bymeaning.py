@@ -133,7 +133,7 @@ class VectorCache:
             if columns is None:
                 columns = _from_index(catalog, dimension)
                 columns.complete = self.filled == stamp or not catalog.vectors.lacking(dimension * _VECTOR_BYTES)
-                if path is not None:
+                if path is not None and columns.complete:  # else vectors are about to be computed: a new state
                     vecfile.write(path, stamp, dimension, columns)
         self.stamp, self.columns, self.by_key, self.by_id, self.uses = stamp, columns, None, None, 0
         return columns

@@ -2,8 +2,8 @@
 
 A fresh ``memory recall`` ranks every memory by meaning once. Reading 10,000 rows of the ``memory`` and
 ``vector`` tables out of SQLite as Python objects cost it some 37 ms; this file holds the same columns as
-flat arrays, written by the first recall by meaning of an index generation and read whole by every one
-after it (a few milliseconds: one ``read`` of about 1 KB per memory, then slices of it).
+flat arrays, written by the first recall by meaning of an index state that holds every vector and read
+whole by every one after it (a few milliseconds: one ``read`` of about 1 KB per memory, then slices of it).
 
 Derived data (it ranks, never decides bytes), and read as foreign: ``<tree>/.bundlekit/vectors.bin``, every
 number little-endian::
