@@ -120,23 +120,50 @@ class VectorCache:
             return True
         return False
 
-    def load(self, catalog: Catalog, dimension: int) -> vecfile.Columns:
-        """The columns of the index's state now (one snapshot): those held, the vector file's, or read from the
-        index (and the vector file written from them)."""
+    def load(self, catalog: Catalog, dimension: int, *, whole: bool = False) -> vecfile.Columns:
+        """The columns of the index's state now (one snapshot): those held, the vector file's (its vectors left
+        in the file until ranked, unless ``whole``), or read from the index (and the vector file written from
+        them)."""
         with catalog.reading():
             stamp = catalog.vectors.stamp()
-            if stamp == self.stamp and self.columns is not None:
+            if stamp == self.stamp and self.columns is not None and not (whole and self.columns.stored):
                 return self.columns
             path = None if catalog.path is None else catalog.path.parent / vecfile.VECTOR_FILE
             # At most as many rows as the largest row id (one look at the table's end, not a count of every row).
-            columns = None if path is None else vecfile.read(path, stamp, dimension, catalog.vectors.last_id())
+            columns = None if path is None else vecfile.read(path, stamp, dimension, catalog.vectors.last_id(),
+                                                             whole=whole)
             if columns is None:
                 columns = _from_index(catalog, dimension)
                 columns.complete = self.filled == stamp or not catalog.vectors.lacking(dimension * _VECTOR_BYTES)
                 if path is not None and columns.complete:  # else vectors are about to be computed: a new state
                     vecfile.write(path, stamp, dimension, columns)
-        self.stamp, self.columns, self.by_key, self.by_id, self.uses = stamp, columns, None, None, 0
+        if stamp != self.stamp:
+            self.by_key, self.by_id, self.uses = None, None, 0
+        self.stamp, self.columns = stamp, columns
         return columns
+
+    def cosines(self, catalog: Catalog, dimension: int, q: array[float], hybrid: bool,
+                ) -> tuple[vecfile.Columns, array[float], array[float]]:
+        """The columns of this state with (similarity, near) of each row (:func:`cosines.similarities`): the
+        vectors in memory, or streamed from the vector file once (a process ranking once); from a state's second
+        ranking on (a server), read into memory. Inside the snapshot :meth:`load` read them in: a file replaced
+        meanwhile (another process wrote this state's file too) has its vectors read from the index."""
+        data = self.load(catalog, dimension, whole=bool(self.uses))
+        count = len(data.keys)
+        sim, near = array("d", bytes(8 * count)), array("d", bytes(8 * count))
+        if data.stored is not None:
+            try:
+                for start, vectors, heads in vecfile.stream(data.stored, count):
+                    rows = slice(start, start + len(vectors) // (2 * dimension))
+                    cosines.similarities(vectors, heads if hybrid else None, q, W_HEAD,
+                                         into=(memoryview(sim)[rows], memoryview(near)[rows]))
+                return data, sim, near
+            except vecfile.Moved:
+                data = _from_index(catalog, dimension)
+                data.complete, self.columns = True, data
+        cosines.similarities(data.vectors, data.heads if hybrid else None, q, W_HEAD,
+                             into=(memoryview(sim), memoryview(near)))
+        return data, sim, near
 
     def at_id(self) -> dict[int, int]:
         """The row of each index row id in the columns."""
@@ -208,11 +235,10 @@ def rank(catalog: Catalog, cache: VectorCache, embedder: Embedder, query: str, n
             f"the memory index's vectors are now of model {printable(str(held)[:120])}, not {model}: another process "
             "embeds this tree with another embedder; use one embedder per tree (--embedder, $BUNDLEKIT_EMBEDDER)"
         )
-    data = cache.load(catalog, embedder.dimension)
-    if not data.keys:
+    if not cache.load(catalog, embedder.dimension).keys:
         return []
     q = _query_vector(catalog, embedder, meaning_words(query))
-    similarity, near = cosines.similarities(data.vectors, data.heads if ask.mode == "hybrid" else None, q, W_HEAD)
+    data, similarity, near = cache.cosines(catalog, embedder.dimension, q, ask.mode == "hybrid")
     scale = W_SEMANTIC if ask.mode == "hybrid" else 1.0
     lexical = _lexical(catalog, query, cache) if ask.mode == "hybrid" else None
     factors = None if ask.usage is None or not ask.usage.by_key else _factors(ask.usage.by_key, cache)

@@ -37,10 +37,11 @@ def compiled() -> bool:
 
 def similarities(
     vectors: bytes | memoryview, heads: bytes | memoryview | None, query: array[float], w_head: float,
-) -> tuple[array[float], array[float]]:
-    """(sim, near) of every row, as the module docstring says, as float64 arrays."""
+    into: tuple[memoryview, memoryview] | None = None,
+) -> tuple[array[float] | memoryview, array[float] | memoryview]:
+    """(sim, near) of every row, as the module docstring says, as float64 arrays (or written ``into`` those)."""
     count = len(vectors) // (2 * len(query)) if query else 0
-    sim, near = array("d", bytes(8 * count)), array("d", bytes(8 * count))
+    sim, near = into if into is not None else (array("d", bytes(8 * count)), array("d", bytes(8 * count)))
     if count:
         if _cosine is not None:
             _cosine.similarities(vectors, heads, query, w_head, sim, near)
@@ -51,7 +52,7 @@ def similarities(
 
 def _with_numpy(
     vectors: bytes | memoryview, heads: bytes | memoryview | None, query: array[float], w_head: float,
-    out: tuple[array[float], array[float]],
+    out: tuple[array[float] | memoryview, array[float] | memoryview],
 ) -> None:
     """:func:`similarities` with numpy (float32 products, ``einsum``'s own loop: BLAS's threads spin against a
     busy machine's other processes), into ``out``."""

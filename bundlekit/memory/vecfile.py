@@ -24,8 +24,9 @@ number little-endian::
 :func:`read` answers None (the caller reads the index and writes the file again) for a file that is not
 exactly that: absent, not a regular file (never followed through a symlink, never waited on as a FIFO), of
 another version, of another index state or model or dimension, more rows than the index's largest row id, a
-size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names. The file is read into memory, never
-mapped: a file cut short while mapped would end the process with SIGBUS. A file that cannot be written is
+size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names. The file is read, never mapped (a file cut
+short while mapped would end the process with SIGBUS): whole, or its columns first and its vectors streamed
+after (:func:`stream`, a chunk at a time with ``pread``, the file checked to be the one read). A file that cannot be written is
 left as it is (recall reads the index instead).
 """
 
@@ -36,13 +37,14 @@ import stat
 import struct
 import sys
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundlekit._fs import atomic_write_bytes
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
-__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Stamp", "read", "write"]
+__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "stream", "write"]
 
 VECTOR_FILE = "vectors.bin"
 MAGIC = b"BKVECS\r\n"
@@ -53,6 +55,13 @@ _HEADER = struct.Struct("<8sIIIIqqqII")
 
 Stamp = tuple[int, int, str | None, int]
 """The index state vectors are read from: (generation, vectors' generation, model, written_ns)."""
+Stored = tuple[Path, tuple[int, int, int], int, int]
+"""Where vectors left in their file are: (path, the file's inode, size and mtime in ns, offset, dimension)."""
+STREAM_ROWS = 256  # rows of vectors read at a time by stream(): 128 KB at 256 dimensions, one buffer reused
+
+
+class Moved(Exception):
+    """The vector file changed or went since its columns were read (its vectors are read from the index)."""
 
 
 @dataclass
@@ -70,6 +79,7 @@ class Columns:
     vectors: bytes | memoryview
     heads: bytes | memoryview
     complete: bool = False
+    stored: Stored | None = None  # vectors and heads left in the file (read by stream()), not in memory
 
 
 def _sized(count: int, dimension: int) -> int:
@@ -105,9 +115,11 @@ def write(path: Path, stamp: Stamp, dimension: int, columns: Columns) -> None:
         return  # derived: recall reads the index instead
 
 
-def read(path: Path, stamp: Stamp, dimension: int, most: int) -> Columns | None:
+def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = True) -> Columns | None:
     """The columns in ``path`` when it is a vector file of the index state ``stamp`` with at most ``most`` rows
-    (the index's largest row id: what bounds the read) of ``dimension`` (see the module docstring), else None."""
+    (the index's largest row id: what bounds the read) of ``dimension`` (see the module docstring), else None.
+    Not ``whole``: the vectors are left in the file (``Columns.stored``) for :func:`stream` (a process that
+    ranks once reads them through one small buffer: no fresh memory to fault in for 10 MB)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -127,12 +139,45 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int) -> Columns | None:
             rest = model_len + keys_len + _padded(keys_len) + _sized(rows, dimension)
             if info.st_size != _HEADER.size + rest:
                 return None
-            body = file.read(rest)
+            wanted = rest if whole else rest - 2 * 2 * dimension * rows
+            body = file.read(wanted)
         except OSError:
             return None
-    if len(body) != rest or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
+    if len(body) != wanted or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
         return None
-    return _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
+    columns = _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
+    if columns is not None and not whole:
+        columns.stored = (path, (info.st_ino, info.st_size, info.st_mtime_ns), _HEADER.size + wanted, dimension)
+    return columns
+
+
+def stream(stored: Stored, count: int) -> Iterator[tuple[int, memoryview, memoryview]]:
+    """The vectors and head vectors :func:`read` left in the file, :data:`STREAM_ROWS` rows at a time: (first
+    row, vectors, heads), each read with ``pread`` into one buffer reused (valid until the next step).
+    :class:`Moved` when the file is not the one read (another inode, size or mtime: replaced, cut short) or a
+    read comes short."""
+    path, identity, offset, dimension = stored
+    width = 2 * dimension
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise Moved(str(exc)) from exc
+    try:
+        info = os.fstat(fd)
+        if (info.st_ino, info.st_size, info.st_mtime_ns) != identity or not stat.S_ISREG(info.st_mode):
+            raise Moved("the vector file was replaced")
+        vectors, heads = bytearray(STREAM_ROWS * width), bytearray(STREAM_ROWS * width)
+        for start in range(0, count, STREAM_ROWS):
+            size = min(STREAM_ROWS, count - start) * width
+            got = os.preadv(fd, [memoryview(vectors)[:size]], offset + start * width)
+            got += os.preadv(fd, [memoryview(heads)[:size]], offset + (count + start) * width)
+            if got != 2 * size:
+                raise Moved("the vector file was cut short")
+            yield start, memoryview(vectors)[:size], memoryview(heads)[:size]
+    except OSError as exc:
+        raise Moved(str(exc)) from exc
+    finally:
+        os.close(fd)
 
 
 def _columns(body: memoryview, keys_len: int, count: int, dimension: int, complete: bool) -> Columns | None:

@@ -173,3 +173,31 @@ def test_a_tree_whose_index_cannot_be_written_to_ranks_without_the_file(smem: Me
         assert _ranked(tree, clock) == expected and not _file(tree).exists()
     finally:
         (tree / HIDDEN_DIR).chmod(0o755)
+
+
+def test_a_fresh_ranking_streams_the_vectors_and_a_second_one_holds_them(smem: Memory, tree: Path, clock: Clock) -> None:
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    first = [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")]
+    cache = mem.meaning._vectors
+    assert cache is not None and cache.columns is not None and cache.columns.stored is not None  # left in the file
+    assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == first
+    assert cache.columns.stored is None and len(bytes(cache.columns.vectors)) == 512 * len(MEMORIES)  # held now
+    mem.close()
+
+
+@pytest.mark.parametrize("change", ["replaced", "cut short", "removed"])
+def test_a_file_changed_between_its_columns_and_its_vectors_is_read_from_the_index(
+    smem: Memory, tree: Path, clock: Clock, change: str,
+) -> None:
+    expected = _ranked(tree, clock)
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    mem.meaning.embed_tree()  # the columns read, the vectors left in the file
+    path = _file(tree)
+    data = path.read_bytes()
+    path.unlink()
+    if change == "replaced":
+        path.write_bytes(data)  # the same bytes, another inode: another process wrote this state's file too
+    elif change == "cut short":
+        path.write_bytes(data[: len(data) // 2])
+    assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == expected
+    mem.close()
