@@ -26,17 +26,20 @@ import json
 import os
 import re
 import stat
+import struct
 import threading
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit._closing import Closing
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import EmbedderError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["MAX_CHARS", "MAX_TOKENS", "WordLlamaEmbedder", "joinable"]
 
@@ -112,22 +115,19 @@ class WordLlamaEmbedder(Closing):
         _table, tokenizer = self._load()
         return [list(enc.ids) for enc in tokenizer.encode_batch(list(words), add_special_tokens=False)]
 
-    def embed_ids(self, ids: Sequence[int]) -> NDArray[np.float32]:
-        """The mean token vector of ``ids`` (the first :data:`MAX_TOKENS`), as :meth:`embed` makes it, without
-        loading the tokenizer: one row, float32."""
-        # Asked every time (two stats), as _load asks _model: a weights file cut short since it was mapped
-        # is refused, never read past its end.
-        table = _table_of(self._root)
-        out = np.zeros((1, DIMENSION), dtype=np.float32)
-        if ids:
-            index = np.clip(np.asarray(ids[:MAX_TOKENS], dtype=np.int64), 0, table.shape[0] - 1)
-            out[0] = table[index].mean(axis=0, dtype=np.float32)
-        return out
+    def mean_vector(self, ids: Sequence[int]) -> list[float]:
+        """The mean token vector of ``ids`` (the first :data:`MAX_TOKENS`), the very floats :meth:`embed` makes of
+        a text of those tokens (float32 sums, row by row, then the division), without loading the tokenizer
+        or numpy and without mapping the file: each token's row is read with ``pread`` (a query's few
+        tokens), so a weights file cut short meanwhile is an error, never a SIGBUS."""
+        return _mean_rows(self._root / WEIGHTS, ids[:MAX_TOKENS])
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """The mean token vector of each text (zeros for a text without tokens), float32: tokenized
         :data:`_BATCH` texts at a time, each text's tokens gathered on their own (at most :data:`MAX_TOKENS`
         rows), so memory stays bounded whatever the texts hold."""
+        import numpy as np
+
         table, tokenizer = self._load()
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
@@ -148,8 +148,6 @@ class WordLlamaEmbedder(Closing):
 #: reading 16 MB of weights and the tokenizer again (half a second, and memory Python does not give back).
 _LAST: list[tuple[tuple[object, ...], NDArray[Any], Any]] = []
 _LAST_LOCK = threading.Lock()
-# The table alone, read by a query whose token ids were cached (no tokenizer loaded), by the same identity.
-_TABLE_ONLY: list[tuple[tuple[object, ...], NDArray[Any]]] = []
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
@@ -197,28 +195,56 @@ def _whole(value: object) -> int:
     return value
 
 
+def _layout(file: BinaryIO) -> tuple[int, int, int, str]:
+    """Where the token table of the open safetensors file ``file`` lies: (byte offset, rows, columns, dtype:
+    F16 or F32). The format is an 8-byte little-endian header length, a JSON header naming each tensor's
+    dtype, shape and byte range, then the bytes (huggingface/safetensors ``README.md``, "Format").
+    ``ValueError`` for a file that is not that: a header past :data:`_MAX_HEADER`, a dtype other than F16 or
+    F32, a shape other than two whole numbers (at least one row), or a byte range that is not that shape's,
+    lies outside the data (before it, in the header; past the file's end)."""
+    size = int.from_bytes(file.read(8), "little")
+    if not 0 < size <= _MAX_HEADER:
+        raise ValueError(f"a safetensors header of {size} bytes")
+    header = json.loads(file.read(size))
+    entry = header.get(TENSOR) if isinstance(header, dict) else None
+    if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
+        raise ValueError(f"no {TENSOR} tensor of a float dtype")
+    rows, columns = map(_whole, entry["shape"])
+    start, end = map(_whole, entry["data_offsets"])
+    width = 2 if entry["dtype"] == "F16" else 4
+    if rows < 1 or rows * columns * width != end - start or end + 8 + size > os.fstat(file.fileno()).st_size:
+        raise ValueError("a tensor whose bytes are not its shape's, or lie outside the file's data")
+    return 8 + size + start, rows, columns, entry["dtype"]
+
+
 def _mapped_table(weights: Path) -> NDArray[Any]:
-    """The token table of the safetensors file ``weights``, memory-mapped read-only as stored (float16): the
-    format is an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and byte
-    range, then the bytes (huggingface/safetensors ``README.md``, "Format"). Nothing is copied: a query
-    touches the pages of its few tokens' rows. ``ValueError`` for a file that is not that: a header past
-    :data:`_MAX_HEADER`, a dtype other than F16 or F32, a shape other than two whole numbers (at least one
-    row), or a byte range that is not that shape's, lies outside the data (before it, in the header; past the
-    file's end)."""
+    """The token table of the safetensors file ``weights`` (:func:`_layout`), memory-mapped read-only as stored
+    (float16): nothing is copied, a text touches the pages of its tokens' rows."""
+    import numpy as np
+
     with _open_regular(weights) as file:
-        size = int.from_bytes(file.read(8), "little")
-        if not 0 < size <= _MAX_HEADER:
-            raise ValueError(f"a safetensors header of {size} bytes")
-        header = json.loads(file.read(size))
-        entry = header.get(TENSOR) if isinstance(header, dict) else None
-        if not isinstance(entry, dict) or entry.get("dtype") not in _DTYPES:
-            raise ValueError(f"no {TENSOR} tensor of a float dtype")
-        rows, columns = map(_whole, entry["shape"])
-        start, end = map(_whole, entry["data_offsets"])
-        dtype = np.dtype(_DTYPES[entry["dtype"]])
-        if rows < 1 or rows * columns * dtype.itemsize != end - start or end + 8 + size > os.fstat(file.fileno()).st_size:
-            raise ValueError("a tensor whose bytes are not its shape's, or lie outside the file's data")
-        return np.memmap(file, dtype=dtype, mode="r", offset=8 + size + start, shape=(rows, columns))
+        offset, rows, columns, dtype = _layout(file)
+        return np.memmap(file, dtype=np.dtype(_DTYPES[dtype]), mode="r", offset=offset, shape=(rows, columns))
+
+
+def _mean_rows(weights: Path, ids: Sequence[int]) -> list[float]:
+    """The mean of the rows ``ids`` of the token table in ``weights`` (ids past the table: its last row, as
+    :meth:`WordLlamaEmbedder.embed` clips them), summed in float32 row by row and divided in float32 as
+    numpy's mean does, each row read with ``pread``. ``EmbedderError`` for a file that is not a
+    :data:`DIMENSION`-wide table or cannot be read."""
+    try:
+        with _open_regular(weights) as file:
+            offset, rows, columns, dtype = _layout(file)
+            if columns != DIMENSION:
+                raise ValueError(f"a table {columns} wide")
+            row = struct.Struct(f"<{columns}{'e' if dtype == 'F16' else 'f'}")
+            total = array("f", bytes(4 * columns))
+            for token in ids:
+                data = os.pread(file.fileno(), row.size, offset + min(max(token, 0), rows - 1) * row.size)
+                total = array("f", map(float.__add__, total, row.unpack(data)))  # float32 sums, as numpy's
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, struct.error) as exc:
+        raise _unreadable(weights.parent.parent, exc) from exc
+    return list(array("f", (value / len(ids) for value in total))) if ids else list(total)
 
 
 def _tokenizer(vocab: Path) -> Any:
@@ -247,19 +273,6 @@ def joinable(text: str) -> list[str] | None:
     if not text or len(text) > MAX_CHARS or not all(words) or any(a in text for a in _UNJOINABLE):
         return None
     return words
-
-
-def _table_of(root: Path) -> NDArray[Any]:
-    """The token table alone (the model last read when its files are the same; no tokenizer is loaded)."""
-    identity = (root, _identity(root / WEIGHTS), _identity(root / TOKENIZER))
-    with _LAST_LOCK:
-        if _LAST and _LAST[0][0] == identity:
-            return _LAST[0][1]
-        if _TABLE_ONLY and _TABLE_ONLY[0][0] == identity:
-            return _TABLE_ONLY[0][1]
-        table = _checked_table(root)
-        _TABLE_ONLY[:] = [(identity, table)]
-        return table
 
 
 def _checked_table(root: Path) -> NDArray[Any]:

@@ -11,7 +11,9 @@ cross-process lock) and ``undo`` (a change of several files whole or not at all)
 frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
 parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
 vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``, ``usage``) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block),
-``semantic`` (recall by meaning; ``query_tokens``: its query words' token ids cached) and ``usage`` (reads after a recall, a decaying boost); the secret guard: ``secrets`` (the rules' old address, re-exporting
+``semantic`` (recall by meaning: the vectors computed, numpy), ``bymeaning`` (recall by meaning, the query,
+without numpy; ``query_tokens``: its query words' token ids cached; ``vecfile``: the columns it ranks with,
+packed in one file; ``cosines``, with ``_cosine``, the optional C cosines) and ``usage`` (reads after a recall, a decaying boost); the secret guard: ``secrets`` (the rules' old address, re-exporting
 ``bundlekit._secrets``), ``screen`` (where the guard runs) and ``withhold`` (what output shows of a
 memory holding a credential); ``transfer`` (export blobs, import's validation), ``files`` (loaded
 files back into memories), ``device`` (device-bound memory and the layers) and ``merge`` (the

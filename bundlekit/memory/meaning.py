@@ -2,18 +2,20 @@
 
 Reached as ``Memory.meaning``. The embedder (an ``Embedder``, or ``EmbedderSettings`` naming one; default
 ``EmbedderSettings.from_env()``) is loaded on the first recall by meaning and kept until :meth:`close`;
-the vectors live in the derived index (``catalog.vectors``), computed where it lacks them
-(``memory/semantic``, imported only here and only when used: "Lazy imports" in DEVELOPERS.md).
+the vectors live in the derived index (``catalog.vectors``, and packed for reading in ``memory/vecfile``),
+computed where it lacks them (``memory/semantic``, numpy), ranked by ``memory/bymeaning`` (no numpy); both
+imported only here and only when used ("Lazy imports" in DEVELOPERS.md).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
-from bundlekit.embed.protocol import EmbedderSettings, check_model_id, semantic_installed
+from bundlekit.embed.protocol import DEFAULT_EMBEDDER, EmbedderSettings, check_model_id, semantic_installed
+from bundlekit.embed.registry import create_embedder
 from bundlekit.errors import UsageError
 from bundlekit.memory import ranking
 from bundlekit.memory.access import TreeAccess
@@ -22,7 +24,7 @@ from bundlekit.memory.naming import INDEX_NAME
 
 if TYPE_CHECKING:
     from bundlekit.embed.protocol import Embedder
-    from bundlekit.memory.semantic import Scored, VectorCache
+    from bundlekit.memory.bymeaning import Scored, VectorCache
     from bundlekit.memory.usage import Boosts
 
 __all__ = ["Meaning"]
@@ -52,17 +54,15 @@ class Meaning:
     def embedder(self) -> Embedder:
         """The embedder this tree ranks by meaning with, loaded once (``UsageError`` naming the ``semantic``
         extra when there is none)."""
-        from bundlekit.memory.semantic import open_embedder
-
         with self._tree.mutex:
             if self._embedder is None:
                 spec = self._embedder_spec if self._embedder_spec is not None else EmbedderSettings.from_env()
-                self._embedder = open_embedder(spec, "recall by meaning (--rank semantic or hybrid)")
+                self._embedder = _open_embedder(spec, "recall by meaning (--rank semantic or hybrid)")
             return self._embedder
 
     def embed_tree(self) -> int:
         """Compute the vectors the index lacks (all of them for a new model); how many were computed."""
-        from bundlekit.memory.semantic import VectorCache, fill
+        from bundlekit.memory.bymeaning import VectorCache, model_key
 
         embedder = self.embedder()
         tree = self._tree
@@ -72,16 +72,19 @@ class Meaning:
             catalog = tree.index.refresh()
             hold = (lambda: nullcontext()) if tree.index.private else tree.backend.hold
             try:
-                return fill(catalog, embedder, hold, self._vectors)
+                if self._vectors.holds_every_vector(catalog, model_key(embedder), embedder.dimension):
+                    return 0  # nothing to compute: numpy and the embedding code are not imported
+                return _fill(catalog, embedder, hold, self._vectors)
             except CatalogUnusable as exc:
                 tree.index.rebuild(str(exc))
-                return fill(tree.index.refresh(), embedder, hold, self._vectors)
+                return _fill(tree.index.refresh(), embedder, hold, self._vectors)
 
     def export_vectors(self, files: Sequence[tuple[str, bytes]]) -> tuple[str, int, list[str], bytes]:
         """The vectors of the memory files among ``files`` (tree path, bytes: what a bundle packs), computed
         where the index lacks them: (model id, dimension, their keys in file order, the float16 vectors
         concatenated). ``EmbedderError`` when a file changed since its bytes were taken."""
-        from bundlekit.memory.semantic import export, model_key
+        from bundlekit.memory.bymeaning import model_key
+        from bundlekit.memory.semantic import export
 
         self.embed_tree()
         embedder = self.embedder()
@@ -111,7 +114,7 @@ class Meaning:
     ) -> list[Scored]:
         """Every memory (or the nearest ``limit``) ranked by meaning (``mode``: semantic or hybrid) against
         ``needle``, with ``usage``'s boosts when given, inside a read of ``catalog`` (``memory/semantic.rank``)."""
-        from bundlekit.memory.semantic import Ask, VectorCache, rank
+        from bundlekit.memory.bymeaning import Ask, VectorCache, rank
 
         if self._vectors is None:
             self._vectors = VectorCache()
@@ -124,3 +127,21 @@ class Meaning:
         if self._embedder is not None and self._embedder is not self._embedder_spec:
             self._embedder.close()
         self._embedder = None
+
+
+def _open_embedder(spec: Embedder | EmbedderSettings, what: str) -> Embedder:
+    """The embedder ``spec`` gives: an ``Embedder`` as it is; the built-in default without numpy's import
+    (``embed/registry``, no entry-point scan); any other through ``semantic.open_embedder``."""
+    if isinstance(spec, EmbedderSettings) and (spec.name or DEFAULT_EMBEDDER) == DEFAULT_EMBEDDER and semantic_installed():
+        return create_embedder(spec)
+    from bundlekit.memory.semantic import open_embedder
+
+    return open_embedder(spec, what)
+
+
+def _fill(catalog: Catalog, embedder: Embedder, hold: Callable[[], AbstractContextManager[object]],
+          cache: VectorCache) -> int:
+    """``semantic.fill``: numpy and the embedding code imported only when vectors are computed."""
+    from bundlekit.memory.semantic import fill
+
+    return fill(catalog, embedder, hold, cache)

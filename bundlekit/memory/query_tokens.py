@@ -17,9 +17,6 @@ import os
 import stat
 from pathlib import Path
 
-import numpy as np
-from numpy.typing import NDArray
-
 from bundlekit._fs import atomic_write_bytes
 from bundlekit.embed.wordllama import WordLlamaEmbedder, joinable
 from bundlekit.errors import BundlekitError, MemoryStoreError
@@ -31,11 +28,11 @@ MAX_BYTES = 1 << 20
 MAX_WORDS = 4096
 
 
-def query_vector(embedder: WordLlamaEmbedder, directory: Path | None, text: str) -> NDArray[np.float32] | None:
-    """The one-row vector of ``text`` from cached token ids (:func:`query_ids`), or None when ``text`` is not
-    made of joinable words (the caller embeds it whole)."""
+def query_vector(embedder: WordLlamaEmbedder, directory: Path | None, text: str) -> list[float] | None:
+    """The vector of ``text`` (``WordLlamaEmbedder.mean_vector``: no numpy) from cached token ids
+    (:func:`query_ids`), or None when ``text`` is not made of joinable words (the caller embeds it whole)."""
     ids = query_ids(embedder, directory, text)
-    return None if ids is None else embedder.embed_ids(ids)
+    return None if ids is None else embedder.mean_vector(ids)
 
 
 def query_ids(embedder: WordLlamaEmbedder, directory: Path | None, text: str) -> list[int] | None:

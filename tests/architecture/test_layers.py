@@ -71,6 +71,8 @@ LAZY_THIRD_PARTY = {
     "tokenizers",
     "safetensors",
     "ctypes",
+    # importlib.metadata (~30 ms): the embedder registry scans entry points only for a name not built in.
+    "importlib",
 }
 
 # Our own modules imported inside a function, as (importer, imported): the memory modules only writes, export,
@@ -85,6 +87,8 @@ LAZY_OWN = {
     ("bundlekit.memory.transaction", "bundlekit.memory.timeline"),
     ("bundlekit.memory.transaction", "bundlekit.memory.undo"),
     ("bundlekit.memory.meaning", "bundlekit.memory.semantic"),
+    ("bundlekit.memory.meaning", "bundlekit.memory.bymeaning"),
+    ("bundlekit.memory.bymeaning", "bundlekit.memory.semantic"),
     ("bundlekit.memory.index", "bundlekit.memory.withhold"),
     ("bundlekit.memory.indexer", "bundlekit.memory.withhold"),
     ("bundlekit.memory.indexer", "bundlekit.memory.secrets"),

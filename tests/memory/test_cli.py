@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bundlekit.cli import cli
-from bundlekit.memory import Memory
+from bundlekit.embed.protocol import semantic_installed
+from bundlekit.memory import Memory, cosines
 
 from . import fixture_tree
 
@@ -248,6 +249,21 @@ def test_list_and_recall_of_a_clean_tree_do_not_import_export_timeline_or_withho
     lazy = tuple(f"bundlekit.memory.{m}" for m in ("files", "timeline", "transfer", "withhold"))
     tree = str(tmp_path / "tree")
     assert _loaded_after([["recall", "rondo", "-d", tree], ["list", "-d", tree]], lazy) == []
+
+
+@pytest.mark.skipif(not semantic_installed() or not cosines.compiled(), reason="needs the semantic extra and _cosine built")
+def test_recall_and_context_by_meaning_of_an_embedded_tree_do_not_import_numpy_or_scan_entry_points(tmp_path: Path) -> None:
+    # Issue 38: the query path ranks with the vector file and the compiled cosines; numpy, the embedding code,
+    # the tokenizer (the query's words were seen) and importlib.metadata load only to compute vectors.
+    memory = Memory(tmp_path / "tree")
+    memory.write("k1", name="Knee", description="drill notes", type="project", body="rondo drill")
+    memory.write("k2", name="Pace", description="tone", type="user", body="pacing")
+    memory.recall("which drills help", rank="hybrid")
+    memory.close()
+    tree = str(tmp_path / "tree")
+    heavy = ("numpy", "bundlekit.memory.semantic", "tokenizers", "importlib.metadata")
+    runs = [["recall", "which drills help", "-d", tree], ["context", "--query", "which drills help", "-d", tree]]
+    assert _loaded_after(runs, heavy) == []
 
 
 def test_bad_layer_spec_is_a_usage_error(run: Any) -> None:

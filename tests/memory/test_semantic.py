@@ -11,7 +11,8 @@ import pytest
 
 from bundlekit.errors import UsageError
 from bundlekit.memory import Memory
-from bundlekit.memory.semantic import FLOOR, MIN_SIMILARITY
+from bundlekit.memory.bymeaning import MIN_SIMILARITY
+from bundlekit.memory.ranking import FLOOR
 from tests.embed.counting import CountingEmbedder
 from tests.embed.trees import MEMORIES, write_memories
 

@@ -18,7 +18,7 @@ from bundlekit.cli import cli
 from bundlekit.errors import UsageError
 from bundlekit.mcp_server import MemoryTools, ServedMemory
 from bundlekit.memory import Memory
-from bundlekit.memory.semantic import MIN_SIMILARITY
+from bundlekit.memory.bymeaning import MIN_SIMILARITY
 from tests.embed.trees import MEMORIES, memory_tree, write_memories
 
 # A query about videos, and memories at hand-chosen cosines from it: the reel plainly nearest, yet under

@@ -24,6 +24,16 @@ class Vectors:
             row = self._db.conn.execute("SELECT value FROM state WHERE name = 'vec_model'").fetchone()
         return row[0] if row is not None and isinstance(row[0], str) else None
 
+    def stamp(self) -> tuple[int, int, str | None, int]:
+        """The state the vectors are read in, in one query: (the index's generation, the vectors' generation,
+        their model, ``written_ns``); a copy of them made in this state is of these rows and vectors."""
+        with translated():
+            rows = dict(self._db.conn.execute(
+                "SELECT name, value FROM state WHERE name IN ('gen', 'vec_gen', 'vec_model', 'written_ns')").fetchall())
+        whole = [value if isinstance(value, int) else -1 for value in (rows.get(n) for n in ("gen", "vec_gen", "written_ns"))]
+        model = rows.get("vec_model")
+        return whole[0], whole[1], model if isinstance(model, str) else None, whole[2]
+
     def gen(self) -> int:
         """Bumped whenever vectors are stored or dropped (with :attr:`Catalog.gen`, what an in-process copy is of)."""
         return self._db.state("vec_gen") or 0
@@ -49,6 +59,12 @@ class Vectors:
         """How many memories are indexed."""
         with translated():
             return int(self._db.conn.execute("SELECT count(*) FROM memory").fetchone()[0])
+
+    def last_id(self) -> int:
+        """The largest row id (0 for none): at least the number of memories, read from the end of the table."""
+        with translated():
+            found = self._db.conn.execute("SELECT max(id) FROM memory").fetchone()[0]
+        return found if isinstance(found, int) else 0
 
     def lacking(self, size: int) -> bool:
         """Whether a row has no vector of ``size`` bytes (what :meth:`without` would list), answered at the first."""

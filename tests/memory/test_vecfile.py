@@ -1,0 +1,203 @@
+"""The vector file (``memory/vecfile``): what recall by meaning ranks with, packed beside the derived index, read
+back exactly, and when it is not a file of the index's state (cut short, damaged, of another version, swapped
+for another tree's) read from the index and written again, never trusted and never a crash."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from bundlekit.memory import Memory, vecfile
+from bundlekit.memory.bymeaning import VectorCache
+from bundlekit.memory.catalog import Catalog
+from bundlekit.memory.naming import HIDDEN_DIR
+from tests.embed.counting import CountingEmbedder
+from tests.embed.trees import MEMORIES, write_memories
+
+from .conftest import Clock
+
+QUERY = "who ships the release videos"
+
+
+@pytest.fixture
+def smem(tree: Path, clock: Clock) -> Memory:
+    mem = write_memories(Memory(tree, clock=clock, embedder=CountingEmbedder()))
+    mem.recall(QUERY, rank="hybrid")
+    return mem
+
+
+def _file(tree: Path) -> Path:
+    return tree / HIDDEN_DIR / vecfile.VECTOR_FILE
+
+
+def _ranked(tree: Path, clock: Clock, embedder: CountingEmbedder | None = None) -> list[tuple[str, float]]:
+    mem = Memory(tree, clock=clock, embedder=embedder or CountingEmbedder())
+    try:
+        return [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")]
+    finally:
+        mem.close()
+
+
+def _from_index(tree: Path) -> tuple[vecfile.Stamp, vecfile.Columns]:
+    catalog = Catalog(tree / HIDDEN_DIR / "index.sqlite")
+    try:
+        with catalog.reading():
+            cache = VectorCache()
+            _file(tree).unlink(missing_ok=True)
+            return catalog.vectors.stamp(), cache.load(catalog, 256)
+    finally:
+        catalog.close()
+
+
+def test_the_first_recall_by_meaning_writes_the_file_and_it_reads_back_as_the_index_holds_it(smem: Memory, tree: Path) -> None:
+    stamp, columns = _from_index(tree)
+    read = vecfile.read(_file(tree), stamp, 256, len(MEMORIES))
+    assert read is not None and read.complete
+    assert (read.keys, read.ids, read.salience, read.updated, read.horizon, read.pieces) == (
+        columns.keys, columns.ids, columns.salience, columns.updated, columns.horizon, columns.pieces)
+    assert bytes(read.vectors) == bytes(columns.vectors) and bytes(read.heads) == bytes(columns.heads)
+    assert len(read.keys) == len(MEMORIES) and any(bytes(read.vectors))
+
+
+def test_a_file_of_another_state_model_or_dimension_or_of_more_rows_than_the_index_s_last_id_is_not_read(smem: Memory, tree: Path) -> None:
+    stamp, _columns = _from_index(tree)
+    gen, vec_gen, model, written = stamp
+    for other in ((gen + 1, vec_gen, model, written), (gen, vec_gen + 1, model, written),
+                  (gen, vec_gen, "other#256", written), (gen, vec_gen, model, written + 1)):
+        assert vecfile.read(_file(tree), other, 256, len(MEMORIES)) is None
+    assert vecfile.read(_file(tree), stamp, 128, len(MEMORIES)) is None
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES) - 1) is None
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES) + 1) is not None
+
+
+def _cut(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 100])
+
+
+def _grown(path: Path) -> None:
+    with path.open("ab") as file:
+        file.write(b"\0" * 8)
+
+
+def _version(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[8:12] = struct.pack("<I", vecfile.FORMAT + 1)
+    path.write_bytes(bytes(data))
+
+
+def _keys(path: Path) -> None:  # the keys' bytes made invalid UTF-8 (the header still agrees)
+    data = bytearray(path.read_bytes())
+    model_len = struct.unpack_from("<I", data, 48)[0]
+    data[56 + model_len] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _header_only(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:20])
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _link(path: Path) -> None:
+    target = path.with_name("elsewhere.bin")
+    path.rename(target)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize("damage", [_cut, _grown, _version, _keys, _header_only, _fifo, _link],
+                         ids=["cut short", "grown", "another version", "keys not UTF-8", "header only", "a FIFO", "a symlink"])
+def test_a_damaged_file_is_read_from_the_index_instead_and_written_again(
+    smem: Memory, tree: Path, clock: Clock, damage: object,
+) -> None:
+    expected = _ranked(tree, clock)
+    damage(_file(tree))  # type: ignore[operator]
+    embedder = CountingEmbedder()
+    assert _ranked(tree, clock, embedder) == expected
+    assert embedder.texts == 1  # the query only: the index's vectors were not computed again
+    stamp, _columns = _from_index(tree)
+    _ranked(tree, clock)
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES)) is not None  # written again, a regular file
+
+
+def test_another_tree_s_file_put_in_its_place_is_not_read(smem: Memory, tree: Path, tmp_path: Path, clock: Clock) -> None:
+    other = tmp_path / "other"
+    mem = Memory(other, clock=clock, embedder=CountingEmbedder())
+    mem.init()
+    mem.write("lone", name="Lone", description="a single memory", type="project", body="Nothing about videos.")
+    mem.recall(QUERY, rank="hybrid")
+    mem.close()
+    expected = _ranked(tree, clock)
+    shutil.copyfile(_file(other), _file(tree))
+    assert _ranked(tree, clock) == expected
+
+
+def test_vectors_planted_in_the_file_cannot_break_recall(smem: Memory, tree: Path, clock: Clock) -> None:
+    path = _file(tree)
+    data = bytearray(path.read_bytes())
+    vectors_at = len(data) - 2 * 2 * 256 * len(MEMORIES)
+    data[vectors_at : vectors_at + 512] = b"\xff" * 512  # NaN: the row counts as a zero vector
+    data[vectors_at + 512 : vectors_at + 1024] = struct.pack("<256e", *([60000.0] * 256))  # far from unit length
+    path.write_bytes(bytes(data))
+    hits = Memory(tree, clock=clock, embedder=CountingEmbedder()).recall(QUERY, limit=len(MEMORIES), rank="hybrid")
+    assert len(hits) == len(MEMORIES) and all(0.0 <= h.score <= 1.1 and -1.0 <= (h.similarity or 0.0) <= 1.0 for h in hits)
+
+
+def test_an_edit_recomputes_one_memory_s_vectors_and_the_file_follows(smem: Memory, tree: Path, clock: Clock) -> None:
+    before = _file(tree).stat()
+    smem.write("drinks", name="Drinks", description="what the user likes", type="project", body="Release videos, daily.")
+    embedder = CountingEmbedder()
+    hits = Memory(tree, clock=clock, embedder=embedder).recall(QUERY, limit=10, rank="hybrid")
+    assert sum(len(batch) for batch in embedder.batches) == 3  # the edited memory's text and head, then the query
+    assert (_file(tree).stat().st_ino, _file(tree).stat().st_mtime_ns) != (before.st_ino, before.st_mtime_ns)
+    stamp, columns = _from_index(tree)
+    _ranked(tree, clock)
+    read = vecfile.read(_file(tree), stamp, 256, len(MEMORIES))
+    assert read is not None and bytes(read.vectors) == bytes(columns.vectors) and "drinks" in [h.key for h in hits]
+
+
+def test_a_tree_whose_index_cannot_be_written_to_ranks_without_the_file(smem: Memory, tree: Path, clock: Clock) -> None:
+    expected = _ranked(tree, clock)
+    _file(tree).unlink()
+    (tree / HIDDEN_DIR).chmod(0o555)
+    try:
+        if os.access(tree / HIDDEN_DIR, os.W_OK):
+            pytest.skip("this user writes through permissions (root)")
+        assert _ranked(tree, clock) == expected and not _file(tree).exists()
+    finally:
+        (tree / HIDDEN_DIR).chmod(0o755)
+
+
+def test_a_fresh_ranking_streams_the_vectors_and_a_second_one_holds_them(smem: Memory, tree: Path, clock: Clock) -> None:
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    first = [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")]
+    cache = mem.meaning._vectors
+    assert cache is not None and cache.columns is not None and cache.columns.stored is not None  # left in the file
+    assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == first
+    assert cache.columns.stored is None and len(bytes(cache.columns.vectors)) == 512 * len(MEMORIES)  # held now
+    mem.close()
+
+
+@pytest.mark.parametrize("change", ["replaced", "cut short", "removed"])
+def test_a_file_changed_between_its_columns_and_its_vectors_is_read_from_the_index(
+    smem: Memory, tree: Path, clock: Clock, change: str,
+) -> None:
+    expected = _ranked(tree, clock)
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    mem.meaning.embed_tree()  # the columns read, the vectors left in the file
+    path = _file(tree)
+    data = path.read_bytes()
+    path.unlink()
+    if change == "replaced":
+        path.write_bytes(data)  # the same bytes, another inode: another process wrote this state's file too
+    elif change == "cut short":
+        path.write_bytes(data[: len(data) // 2])
+    assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == expected
+    mem.close()
