@@ -125,6 +125,38 @@ class StatCache:
         gen = rows.get("index_gen")
         return known, gen if isinstance(gen, int) else -1
 
+    def trust_state(self) -> tuple[tuple[int, int], int, int, int] | None:
+        """What the last full check of the tree recorded (``Indexer``'s trusted refresh): the tree directory's
+        ``(inode, mtime_ns)`` then, the generation the index was at, when that check began (``time_ns``) and how
+        many files it listed; ``None`` when nothing is recorded, or the generation moved since (or the signature
+        blob is not of the current generation: the trusted refresh lists from it)."""
+        with translated():
+            rows = dict(self._db.conn.execute(
+                "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'dir_ino', 'dir_mtime', 'dir_gen', "
+                "'dir_checked_ns', 'dir_rows')").fetchall())
+        values = [rows.get(name) for name in ("gen", "sigs_gen", "dir_ino", "dir_mtime", "dir_gen", "dir_checked_ns",
+                                              "dir_rows")]
+        if not all(type(value) is int for value in values):
+            return None
+        gen, sigs_gen, ino, mtime, dir_gen, checked_ns, count = values
+        if not gen == sigs_gen == dir_gen:
+            return None
+        return (ino, mtime), gen, checked_ns, count
+
+    def set_trust_state(self, stamp: tuple[int, int], gen: int, checked_ns: int, count: int) -> None:
+        """Record :meth:`trust_state`. Inside :meth:`Catalog.writing`."""
+        for name, value in (("dir_ino", stamp[0]), ("dir_mtime", stamp[1]), ("dir_gen", gen),
+                            ("dir_checked_ns", checked_ns), ("dir_rows", count)):
+            self._db.set(name, value)
+
+    def signature_blob(self) -> tuple[bytes, bytes] | None:
+        """The sorted signature blob's names and numbers when it is of the current generation, else ``None``:
+        the tree's listing as the index last recorded it (``Scan.from_packed``)."""
+        with translated():
+            rows = dict(self._db.conn.execute(
+                "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')").fetchall())
+        return _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+
     def set_index_state(self, signature: Signature | None, gen: int) -> None:
         ino, mtime, size = signature if signature is not None else (None, None, None)
         for name, value in (("index_ino", ino), ("index_mtime", mtime), ("index_size", size), ("index_gen", gen)):
