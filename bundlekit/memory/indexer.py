@@ -90,7 +90,9 @@ class Indexer:
         self._timeout = timeout
         self._catalog: Catalog | None = None
         self._checked: tuple[object, int, float] | None = None  # (directory stamp, data_version, monotonic time)
-        self.listing: Scan | None = None  # the tree's listing the index was last found to agree with
+        self._listing: Scan | None = None  # the tree's listing the index was last found to agree with
+        # After a trusted refresh: MEMORY.md's signature, the listing being the index's record, read when asked for.
+        self._recorded: tuple[Signature | None] | None = None
         # Under the tree lock, after a refresh that found the index agreeing with the directory: when the full
         # check it trusts began and how many files it listed (so a write records the directory it leaves).
         self._held: tuple[int, int] | None = None
@@ -209,7 +211,8 @@ class Indexer:
         if locked:
             self._sync_and_record(catalog, scan, stamp, began)
         elif not self._work(catalog, scan):
-            self._record(catalog, stamp, gen, (began, len(scan)), locked=False)
+            if not scan.temps:
+                self._record(catalog, stamp, gen, (began, len(scan)), locked=False)
         elif self.private:
             self._apply(catalog, scan)
         else:
@@ -223,12 +226,30 @@ class Indexer:
         self._checked = (stamp, catalog.data_version(), time.monotonic())
         return catalog
 
+    @property
+    def listing(self) -> Scan | None:
+        """The tree's listing the index was last found to agree with: the one the full check made, or after a
+        trusted refresh the index's record of it (its signature blob, read on first use: recall, context, note
+        and init never need it); ``None`` when there is none (the caller lists the tree)."""
+        if self._listing is None and self._recorded is not None and self._catalog is not None:
+            index, self._recorded = self._recorded[0], None
+            blob = self._catalog.stat.signature_blob()
+            if blob is not None:
+                self._listing = Scan.from_packed(blob[0], blob[1], len(blob[1]) // 24, index)
+        return self._listing
+
+    @listing.setter
+    def listing(self, scan: Scan | None) -> None:
+        self._listing = scan
+        self._recorded = None
+
     def _sync_and_record(self, catalog: Catalog, scan: Scan, stamp: object, began: int) -> None:
         """Under the lock: bring the index and ``MEMORY.md`` in step with ``scan`` (listed after the directory's
         ``stamp`` was taken, at ``began``), and record that check when the index now holds exactly the listing
-        (no file that does not parse) and ``MEMORY.md`` was left as it was (a rewrite moved the directory)."""
+        (no file that does not parse), ``MEMORY.md`` was left as it was (a rewrite moved the directory) and the
+        root holds no writer's temp (a trusted refresh does not list the root, so never sweeps a dead one)."""
         wrote = self._sync(catalog, scan)
-        if self.private or wrote or self.broken or not catalog.stat.compare(scan)[0]:
+        if self.private or wrote or self.broken or scan.temps or not catalog.stat.compare(scan)[0]:
             return
         self._held = (began, len(scan))
         self._record(catalog, stamp, catalog.gen, self._held, locked=True)
@@ -255,16 +276,15 @@ class Indexer:
             recorded, gen, checked_ns, count = state
             if (recorded != stamp or count < TRUST_MIN_ROWS or not 0 <= now - checked_ns < count * TRUST_NS_PER_ROW):
                 return False
-            blob = catalog.stat.signature_blob()
-            if blob is None:
-                return False
             index = self._backend.signature(INDEX_NAME)
             if not locked and self._index_stale(catalog, index, force=False):
                 return False
-        names, numbers = blob
         self.broken = {}
-        self.listing = Scan.from_packed(names, numbers, len(numbers) // 24, index)
+        self.listing = None
+        self._recorded = (index,)
         if locked:
+            assert isinstance(self._backend, DirectoryBackend)
+            self._backend.defer_root_sweep()
             self._held = (checked_ns, count)
             if self.upkeep_index(catalog, index):
                 self.recorded_own_writes(catalog)
