@@ -60,35 +60,80 @@ def _split(blob: object) -> tuple[bytes, bytes] | None:
     return blob[8 : 8 + length], blob[8 + length :]
 
 
+_FEW = 64  # up to this many changes a blob is spliced in place, name by name (a write, a forget)
+
+
+def _locate(names: bytes, key: bytes) -> tuple[int, int, bool]:
+    """Where ``key`` is or would go in ``names`` (sorted bytewise, NUL between): the byte offset of its start,
+    of its end (its start when absent), and whether it is there. A binary search over byte offsets, so no
+    name is split out of a blob of 100,000."""
+    lo, hi = 0, len(names)  # name starts (hi may be the end)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = names.rfind(b"\0", 0, mid) + 1
+        end = names.find(b"\0", mid)
+        end = len(names) if end < 0 else end
+        name = names[start:end]
+        if name == key:
+            return start, end, True
+        if name < key:
+            lo = end + 1
+        else:
+            hi = start
+    at = min(lo, len(names) + 1)
+    return at, at, False
+
+
+def _spliced_few(names: bytes, numbers: array[int], changes: dict[str, Signature | None]) -> bytes:
+    for name, signature in sorted(changes.items()):
+        key = name.encode("utf-8", "surrogateescape")
+        start, end, present = _locate(names, key)
+        ordinal = names.count(b"\0", 0, start) if start <= len(names) else len(numbers) // 3
+        if present and signature is None:
+            names = names[: max(start - 1, 0)] + names[end:] if end == len(names) else names[:start] + names[end + 1 :]
+            del numbers[3 * ordinal : 3 * ordinal + 3]
+        elif present and signature is not None:
+            numbers[3 * ordinal : 3 * ordinal + 3] = array("q", signature)
+        elif signature is not None:
+            if not names:
+                names = key
+            elif start > len(names) or start == len(names):
+                names = names + b"\0" + key
+            else:
+                names = names[:start] + key + b"\0" + names[start:]
+            numbers[3 * ordinal : 3 * ordinal] = array("q", signature)
+    return len(names).to_bytes(8, "little") + names + numbers.tobytes()
+
+
 def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
     """The sorted signature blob ``blob`` with ``changes`` made (a signature set, or None: removed), or
-    ``None`` when ``blob`` is not one (the caller packs the rows then)."""
+    ``None`` when ``blob`` is not one (the caller packs the rows then). The names stay bytes (their bytewise
+    order is the blob's order); a few changes are found by binary search, so a write at 100,000 memories
+    copies the blob a few times and splits out no name."""
     parts = _split(blob)
     if parts is None:
         return None
-    names = parts[0].decode("utf-8", "surrogateescape").split("\0") if parts[0] else []
     numbers = array("q", parts[1])
-    if len(numbers) != 3 * len(names):
+    if len(numbers) != 3 * (parts[0].count(b"\0") + 1 if parts[0] else 0):
         return None
-    keys = [name.encode("utf-8", "surrogateescape") for name in names] if any(not n.isascii() for n in names) else names
+    if len(changes) <= _FEW:
+        return _spliced_few(parts[0], numbers, changes)
+    names = parts[0].split(b"\0") if parts[0] else []
     for name, signature in sorted(changes.items()):
-        key: str | bytes = name.encode("utf-8", "surrogateescape") if keys is not names else name
-        at = bisect.bisect_left(keys, key)  # type: ignore[arg-type]
-        present = at < len(names) and names[at] == name
+        key = name.encode("utf-8", "surrogateescape")
+        at = bisect.bisect_left(names, key)
+        present = at < len(names) and names[at] == key
         if signature is None:
             if present:
                 del names[at]
-                if keys is not names:
-                    del keys[at]
                 del numbers[3 * at : 3 * at + 3]
         elif present:
             numbers[3 * at : 3 * at + 3] = array("q", signature)
         else:
-            names.insert(at, name)
-            if keys is not names:
-                keys.insert(at, key)  # type: ignore[arg-type]
+            names.insert(at, key)
             numbers[3 * at : 3 * at] = array("q", signature)
-    return pack(names, numbers)
+    encoded = b"\0".join(names)
+    return len(encoded).to_bytes(8, "little") + encoded + numbers.tobytes()
 
 
 class StatCache:
