@@ -181,9 +181,10 @@ class StatCache:
                 "'dir_checked_ns', 'dir_rows')").fetchall())
         values = [rows.get(name) for name in ("gen", "sigs_gen", "dir_ino", "dir_mtime", "dir_gen", "dir_checked_ns",
                                               "dir_rows")]
-        if not all(type(value) is int for value in values):
+        numbers = [value for value in values if type(value) is int]
+        if len(numbers) != len(values):
             return None
-        gen, sigs_gen, ino, mtime, dir_gen, checked_ns, count = values
+        gen, sigs_gen, ino, mtime, dir_gen, checked_ns, count = numbers
         if not gen == sigs_gen == dir_gen:
             return None
         return (ino, mtime), gen, checked_ns, count
