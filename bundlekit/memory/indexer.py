@@ -41,9 +41,11 @@ RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 # A trusted refresh (specs/memory.md, "Freshness"): a full check (a listing and an lstat per file, ~2.7 us a
 # file) is trusted while the tree directory's (inode, mtime) and the index stay as it left them, for 100 us per
-# file listed (1 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent a few percent of
-# its time, and an edit in place is seen within that. Below TRUST_MIN_ROWS files every command checks fully.
+# file listed and at least 2 s (2 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent
+# a few percent of its time at most, and an edit in place is seen within that. Below TRUST_MIN_ROWS files every
+# command checks fully.
 TRUST_NS_PER_ROW = 100_000
+TRUST_MIN_NS = 2_000_000_000
 TRUST_MIN_ROWS = 2_000
 RECORD_WAIT_MS = 50  # a lock-free check records what it found only when the index is free that soon
 
@@ -259,8 +261,9 @@ class Indexer:
         """Whether the last full check can stand for this one (then :attr:`listing` is the index's record of
         the directory): it was recorded for the directory as it is (its ``(inode, mtime)``: a file added,
         removed, renamed or replaced moves it) and the index as it is (no change since), of at least
-        :data:`TRUST_MIN_ROWS` files, less than :data:`TRUST_NS_PER_ROW` per file ago. An edit in place keeps
-        the directory as it was: it is seen when that time is up, or by a command that reads the file.
+        :data:`TRUST_MIN_ROWS` files, less than :data:`TRUST_NS_PER_ROW` per file (and at least
+        :data:`TRUST_MIN_NS`) ago. An edit in place keeps the directory as it was: it is seen when that time
+        is up, or by a command that reads the file.
         Under the lock ``MEMORY.md`` is rewritten if it is not the one of this generation; without it, such a
         ``MEMORY.md`` sends the command to the full check, which repairs it."""
         if not isinstance(stamp, tuple) or self._dir is None:
@@ -275,7 +278,8 @@ class Indexer:
             if state is None:
                 return False
             recorded, gen, checked_ns, count = state
-            if (recorded != stamp or count < TRUST_MIN_ROWS or not 0 <= now - checked_ns < count * TRUST_NS_PER_ROW):
+            window = max(count * TRUST_NS_PER_ROW, TRUST_MIN_NS)
+            if recorded != stamp or count < TRUST_MIN_ROWS or not 0 <= now - checked_ns < window:
                 return False
             index = self._backend.signature(INDEX_NAME)
             if not locked and self._index_stale(catalog, index, force=False):

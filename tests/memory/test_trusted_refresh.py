@@ -1,5 +1,6 @@
 """The trusted refresh (specs/memory.md, "Freshness"): past TRUST_MIN_ROWS files a command may take the last full
-check's word while the tree directory and the index are as it left them, for TRUST_NS_PER_ROW a file.
+check's word while the tree directory and the index are as it left them, for TRUST_NS_PER_ROW a file (at least
+TRUST_MIN_NS).
 
 What each change made outside bundlekit is seen by, and when: a file added, removed or replaced (an editor's
 write-and-rename) moves the directory and is seen by the next command; an edit in place keeps it and is seen at
@@ -120,6 +121,7 @@ def test_an_edit_in_place_is_seen_by_every_command_once_the_window_is_up(
     _edit_in_place(tree / "m07.md", "body 7 drill", "body 7 rondo")
     assert Memory(tree, clock=clock).recall("rondo") == []
     monkeypatch.setattr(indexer, "TRUST_NS_PER_ROW", 0)
+    monkeypatch.setattr(indexer, "TRUST_MIN_NS", 0)
     assert [h.key for h in Memory(tree, clock=clock).recall("rondo")] == ["m07"]
 
 
