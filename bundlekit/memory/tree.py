@@ -528,11 +528,11 @@ class Memory:
         listing (which the refresh found the index fresh against), else from the files. A line that shows a
         credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
         listing = self._index.listing
-        files, lines, flagged = catalog.listing.listed()
-        if not _same_files(listing if listing is not None else self._backend.scan(), files):
+        files, count, lines, flagged = catalog.listing.listed()
+        if not _same_files(listing if listing is not None else self._backend.scan(), files, count):
             return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
         text = "\n".join(lines)
-        if text.count("\n") != len(files) - 1 and files:  # a field with a line break (the files' never have one:
+        if text.count("\n") != count - 1 and count:  # a field with a line break (the files' never have one:
             return self._list_text_of_files(catalog)  # validate_meta), put there by hand to forge a row
         wanted = set(flagged)
         if secrets.find_secrets(text):
@@ -576,13 +576,16 @@ class Memory:
             self.meaning.close()
 
 
-def _same_files(listing: Scan, files: builtins.list[str]) -> bool:
-    """Whether ``files`` (sorted as ``Scan.names`` sorts) are exactly the files of ``listing``: compared as the
-    one packed string, not 100,000 decoded names. (Equal counts and equal joins: no name holds a NUL.)"""
+def _same_files(listing: Scan, files: str, count: int) -> bool:
+    """Whether ``files`` (``count`` names sorted as ``Scan.names`` sorts, NUL between) are exactly the files of
+    ``listing``: compared as the one packed string, not 100,000 decoded names. (Equal counts and equal joins:
+    no name holds a NUL.)"""
+    if count != len(listing):
+        return False
     packed = listing.packed()
     if packed is None:
-        return listing.names() == files
-    return len(files) == len(listing) and "\0".join(files).encode("utf-8", "surrogateescape") == packed[0]
+        return "\0".join(listing.names()) == files
+    return files.encode("utf-8", "surrogateescape") == packed[0]
 
 
 def _forgotten(key: str, data: bytes) -> tuple[str, str, int | None]:
