@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +56,8 @@ class TreeAccess:
         self.on_warning = on_warning
         self.index = Indexer(self.backend, warn=self.warn, timeout=lock_timeout)
         self.stale: set[str] = set()  # files output found not to be the bytes the index took (indexed again)
+        # Reads that read every file (a bundle, a merge, an export) list the tree whatever the last check says.
+        self.whole = 0
         # One index connection per Memory: threads (an MCP server) take turns, before the tree lock.
         self.mutex = threading.RLock()
 
@@ -68,11 +71,15 @@ class TreeAccess:
         if self.on_warning is not None:
             self.on_warning(message)
 
-    def read(self, op: Callable[[Catalog], _T], *, warn_broken: bool = True) -> _T:
+    def read(self, op: Callable[[Catalog], _T], *, warn_broken: bool = True, whole: bool = False) -> _T:
         """Run a read on the up-to-date index (:meth:`_read_fresh`); then, with ``warn_broken``, warn
-        naming each memory file that does not parse and was left out of what the read shows."""
+        naming each memory file that does not parse and was left out of what the read shows.
+
+        ``whole``: the read reads every file (or hands the tree on: a bundle, a merge), so the tree is listed
+        and every signature compared; else the last full check may stand (``Indexer.refresh(trusted=True)``),
+        and inside :meth:`whole_tree` never."""
         with self.mutex:
-            result = self._read_fresh(op)
+            result = self._read_fresh(op, trusted=not whole and not self.whole)
             if warn_broken:
                 for name, problem in sorted(self.index.broken.items()):
                     self.warn(
@@ -81,7 +88,7 @@ class TreeAccess:
                     )
             return result
 
-    def _read_fresh(self, op: Callable[[Catalog], _T]) -> _T:
+    def _read_fresh(self, op: Callable[[Catalog], _T], *, trusted: bool) -> _T:
         """Run a read on the up-to-date index, in one snapshot (what it ranks and chooses is of one
         generation, whatever another process commits meanwhile); an index found broken mid-way is rebuilt
         and the read run again. Files the read found changed behind signatures the index vouched for (an
@@ -91,10 +98,10 @@ class TreeAccess:
             for attempt in range(2):
                 self.stale = set()
                 try:
-                    result = self._in_snapshot(op, self.index.refresh())
+                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted))
                 except CatalogUnusable as exc:
                     self.index.rebuild(str(exc))
-                    result = self._in_snapshot(op, self.index.refresh())
+                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted))
                 if not self.stale or attempt:
                     return result
                 try:
@@ -102,6 +109,16 @@ class TreeAccess:
                 except CatalogUnusable as exc:
                     self.index.rebuild(str(exc))
             return result
+
+    @contextmanager
+    def whole_tree(self) -> Iterator[None]:
+        """Every read in the ``with`` body lists the tree (a bundle's or a merge's transaction)."""
+        with self.mutex:
+            self.whole += 1
+            try:
+                yield
+            finally:
+                self.whole -= 1
 
     @staticmethod
     def _in_snapshot(op: Callable[[Catalog], _T], catalog: Catalog) -> _T:
@@ -199,7 +216,7 @@ class TreeAccess:
         warning, or with ``strict`` raises :class:`FrontmatterError` (the first by name)."""
         from bundlekit.memory.timeline import parse_day
 
-        found = self.read(self._checked_files, warn_broken=not strict)
+        found = self.read(self._checked_files, warn_broken=not strict, whole=True)
         if strict and self.index.broken:
             name, problem = min(self.index.broken.items())
             raise FrontmatterError(
@@ -252,8 +269,8 @@ class TreeAccess:
         line = encode_entry(entry)
         screen.guard_entry(entry, line.decode("utf-8"), f"timeline entry {entry['type']!r}")
         with self.mutex, self.backend.hold():
-            if not refreshed:
-                self.index.refresh(locked=True)  # the next command after a crash repairs the index, a note too
+            if not refreshed:  # the next command after a crash repairs the index, a note too
+                self.index.refresh(locked=True, trusted=True)
             self.backend.append_timeline(day_file_for(entry), line)
 
     def newest_first(self, *, withhold: bool = False) -> Iterator[dict[str, Any]]:

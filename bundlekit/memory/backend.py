@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
-from bundlekit._fs import os_reason, sweep_stale_temps
+from bundlekit._fs import is_temp_name, os_reason, sweep_stale_temps
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
@@ -55,13 +55,14 @@ class Scan:
     in) with the index's sorted signature blob and never needs one.
     """
 
-    __slots__ = ("_count", "_memories", "_packed", "index")
+    __slots__ = ("_count", "_memories", "_packed", "index", "temps")
 
     def __init__(self, memories: dict[str, Signature], index: Signature | None) -> None:
         self._memories: dict[str, Signature] | None = memories
         self._packed: tuple[bytes, bytes] | None = None
         self._count = len(memories)
         self.index = index
+        self.temps = False  # the root held a writer's temp (``_fs.is_temp_name``): live, or left by a killed one
 
     @classmethod
     def from_packed(cls, names: bytes, numbers: bytes, count: int, index: Signature | None) -> Scan:
@@ -246,6 +247,7 @@ class DirectoryBackend:
         if self._root_sweep_due:  # the first listing under the lock: its hidden names hold any dead temps
             self._root_sweep_due = False
             sweep_stale_temps(self.root, names=hidden)
+        scan.temps = any(map(is_temp_name, hidden))
         return scan
 
     def _entries(self, dir_fd: int | None) -> Iterator[os.DirEntry[str]] | None:
@@ -299,6 +301,13 @@ class DirectoryBackend:
                 else:
                     found[name] = (st.st_ino, st.st_mtime_ns, st.st_size)  # _signature, inlined: 10,000 calls
         return Scan(found, index)
+
+    def defer_root_sweep(self) -> None:
+        """Leave the root's dead temps to a later hold that lists the root: this one trusts the last full check
+        (``indexer``) and does not list it, and listing it only to sweep costs what the trust saves. (A temp a
+        killed writer left moved the directory, so the next command checks fully; a temp is dead only once
+        untouched for a minute: ``_fs.sweep_stale_temps``.)"""
+        self._root_sweep_due = False
 
     def stamp(self) -> object:
         """The tree directory's own (inode, mtime): it moves when an entry is added, removed or replaced."""

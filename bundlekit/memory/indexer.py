@@ -39,6 +39,15 @@ __all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files"]
 
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
+# A trusted refresh (specs/memory.md, "Freshness"): a full check (a listing and an lstat per file, ~2.7 us a
+# file) is trusted while the tree directory's (inode, mtime) and the index stay as it left them, for 100 us per
+# file listed and at least 2 s (2 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent
+# a few percent of its time at most, and an edit in place is seen within that. Below TRUST_MIN_ROWS files every
+# command checks fully.
+TRUST_NS_PER_ROW = 100_000
+TRUST_MIN_NS = 2_000_000_000
+TRUST_MIN_ROWS = 2_000
+RECORD_WAIT_MS = 50  # a lock-free check records what it found only when the index is free that soon
 
 
 def decode(name: str, data: bytes) -> str:
@@ -83,7 +92,12 @@ class Indexer:
         self._timeout = timeout
         self._catalog: Catalog | None = None
         self._checked: tuple[object, int, float] | None = None  # (directory stamp, data_version, monotonic time)
-        self.listing: Scan | None = None  # the tree's listing the index was last found to agree with
+        self._listing: Scan | None = None  # the tree's listing the index was last found to agree with
+        # After a trusted refresh: MEMORY.md's signature, the listing being the index's record, read when asked for.
+        self._recorded: tuple[Signature | None] | None = None
+        # Under the tree lock, after a refresh that found the index agreeing with the directory: when the full
+        # check it trusts began and how many files it listed (so a write records the directory it leaves).
+        self._held: tuple[int, int] | None = None
         # The listing's files that do not parse (file name -> why), found by the last full check: never indexed,
         # so while one is there every check finds the index short of it and parses it again.
         self.broken: dict[str, str] = {}
@@ -147,6 +161,7 @@ class Indexer:
     def rebuild(self, reason: str) -> None:
         """Drop the index after it failed mid-command; the next :meth:`refresh` builds it again."""
         self._checked = None
+        self._held = None
         self.listing = None
         if self._catalog is not None:
             self._catalog.close()
@@ -157,6 +172,7 @@ class Indexer:
 
     def close(self) -> None:
         self._checked = None
+        self._held = None
         self.listing = None
         if self._catalog is not None:
             self._catalog.close()
@@ -164,39 +180,143 @@ class Indexer:
 
     # -- refresh ------------------------------------------------------------------
 
-    def refresh(self, *, locked: bool = False) -> Catalog:
+    def refresh(self, *, locked: bool = False, trusted: bool = False) -> Catalog:
         """The index, agreeing with the files (and ``MEMORY.md`` repaired). ``locked``: the caller holds the lock.
+
+        ``trusted``: a command that reads no more than the index's choice (recall, context, ``list``'s lines,
+        write, forget, note, init) may take the last full check's word while the tree directory and the index
+        are as it left them (:meth:`_trusted`; specs/memory.md, "Freshness"); else the tree is listed and
+        every file's signature compared.
 
         A file that does not parse is left out of the index and named in :attr:`broken`. Raises what
         checking the names raises (:class:`InvalidKeyError`, ...); nothing of that refresh is stored then.
         """
         try:
-            return self._refresh(locked)
+            return self._refresh(locked, trusted)
         except CatalogUnusable as exc:
             self.rebuild(str(exc))
-            return self._refresh(locked)
+            return self._refresh(locked, trusted)
 
-    def _refresh(self, locked: bool) -> Catalog:
+    def _refresh(self, locked: bool, trusted: bool) -> Catalog:
+        self._held = None
         if not locked and self._catalog is not None and self._recently_checked(self._catalog):
             return self._catalog
+        began = time.time_ns()  # before the directory is looked at: the check's time, if it is recorded
         stamp = self._backend.stamp()
+        if trusted and self._trusted(stamp, began, locked):
+            assert self._catalog is not None
+            return self._catalog
         scan = self._backend.scan()
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
+        gen = catalog.gen  # before the comparison: a check that finds nothing records it unless the index moved
         if locked:
-            self._sync(catalog, scan)
+            self._sync_and_record(catalog, scan, stamp, began)
         elif not self._work(catalog, scan):
-            pass
+            if not scan.temps:
+                self._record(catalog, stamp, gen, (began, len(scan)), locked=False)
         elif self.private:
             self._apply(catalog, scan)
         else:
             with self._backend.hold():
+                began = time.time_ns()
                 stamp = self._backend.stamp()
                 scan = self._backend.scan()
-                self._sync(catalog, scan)
+                self._sync_and_record(catalog, scan, stamp, began)
+            self._held = None
         self.listing = scan
         self._checked = (stamp, catalog.data_version(), time.monotonic())
         return catalog
+
+    @property
+    def listing(self) -> Scan | None:
+        """The tree's listing the index was last found to agree with: the one the full check made, or after a
+        trusted refresh the index's record of it (its signature blob, read on first use: recall, context, note
+        and init never need it); ``None`` when there is none (the caller lists the tree)."""
+        if self._listing is None and self._recorded is not None and self._catalog is not None:
+            index, self._recorded = self._recorded[0], None
+            blob = self._catalog.stat.signature_blob()
+            count = len(blob[1]) // 24 if blob is not None else -1
+            if blob is not None and (blob[0].count(b"\0") + 1 if blob[0] else 0) == count:  # else one made by hand
+                self._listing = Scan.from_packed(blob[0], blob[1], count, index)
+        return self._listing
+
+    @listing.setter
+    def listing(self, scan: Scan | None) -> None:
+        self._listing = scan
+        self._recorded = None
+
+    def _sync_and_record(self, catalog: Catalog, scan: Scan, stamp: object, began: int) -> None:
+        """Under the lock: bring the index and ``MEMORY.md`` in step with ``scan`` (listed after the directory's
+        ``stamp`` was taken, at ``began``), and record that check when the index now holds exactly the listing
+        (no file that does not parse), ``MEMORY.md`` was left as it was (a rewrite moved the directory) and the
+        root holds no writer's temp (a trusted refresh does not list the root, so never sweeps a dead one)."""
+        wrote = self._sync(catalog, scan)
+        if self.private or wrote or self.broken or scan.temps or not catalog.stat.compare(scan)[0]:
+            return
+        self._held = (began, len(scan))
+        self._record(catalog, stamp, catalog.gen, self._held, locked=True)
+
+    def _trusted(self, stamp: object, now: int, locked: bool) -> bool:
+        """Whether the last full check can stand for this one (then :attr:`listing` is the index's record of
+        the directory): it was recorded for the directory as it is (its ``(inode, mtime)``: a file added,
+        removed, renamed or replaced moves it) and the index as it is (no change since), of at least
+        :data:`TRUST_MIN_ROWS` files, less than :data:`TRUST_NS_PER_ROW` per file (and at least
+        :data:`TRUST_MIN_NS`) ago. An edit in place keeps the directory as it was: it is seen when that time
+        is up, or by a command that reads the file.
+        Under the lock ``MEMORY.md`` is rewritten if it is not the one of this generation; without it, such a
+        ``MEMORY.md`` sends the command to the full check, which repairs it."""
+        if not isinstance(stamp, tuple) or self._dir is None:
+            return False
+        if self._catalog is None and not refuse_link(self._dir):
+            return False  # no index yet: the full check's listing decides whether one is made
+        catalog = self._open(None, for_write=locked)
+        if self.private:
+            return False
+        with catalog.reading():
+            state = catalog.stat.trust_state()
+            if state is None:
+                return False
+            recorded, gen, checked_ns, count = state
+            window = max(count * TRUST_NS_PER_ROW, TRUST_MIN_NS)
+            if recorded != stamp or count < TRUST_MIN_ROWS or not 0 <= now - checked_ns < window:
+                return False
+            index = self._backend.signature(INDEX_NAME)
+            if not locked and self._index_stale(catalog, index, force=False):
+                return False
+        self.broken = {}
+        self.listing = None
+        self._recorded = (index,)
+        if locked:
+            assert isinstance(self._backend, DirectoryBackend)
+            self._backend.defer_root_sweep()
+            self._held = (checked_ns, count)
+            if self.upkeep_index(catalog, index):
+                self.recorded_own_writes(catalog)
+        self._checked = (stamp, catalog.data_version(), time.monotonic())
+        return True
+
+    def _record(self, catalog: Catalog, stamp: object, gen: int, check: tuple[int, int], *, locked: bool) -> None:
+        """Record a full check (``check``: when it began, how many files it listed) that found the index of
+        generation ``gen`` agreeing with the directory as of ``stamp``, unless the index has moved on since.
+        Best effort: without the lock it waits :data:`RECORD_WAIT_MS` at most, and a tree that cannot be written
+        (or a busy index) only means the next command checks fully again."""
+        if not isinstance(stamp, tuple) or self.private or check[1] < TRUST_MIN_ROWS:
+            return
+        try:
+            with nullcontext() if locked else catalog.db.impatient(RECORD_WAIT_MS), catalog.writing():
+                if catalog.gen == gen:
+                    catalog.stat.set_trust_state(stamp, gen, *check)
+        except (MemoryStoreError, OSError):
+            return
+
+    def recorded_own_writes(self, catalog: Catalog) -> None:
+        """Under the lock, after this command's own writes (a memory file, ``MEMORY.md``): when its refresh
+        trusted or made a full check, record the directory as those writes left it, so the next command need
+        not list the tree again. (Another program's change to the root in the same few milliseconds is then
+        seen at the next full check.)"""
+        if self._held is not None:
+            self._record(catalog, self._backend.stamp(), catalog.gen, self._held, locked=True)
 
     def _recently_checked(self, catalog: Catalog) -> bool:
         """Within :data:`REUSE_S` of a full check, with the directory and the index as they were then.
@@ -214,9 +334,10 @@ class Indexer:
             and checked[1] == catalog.data_version()
         )
 
-    def _sync(self, catalog: Catalog, scan: Scan) -> None:
+    def _sync(self, catalog: Catalog, scan: Scan) -> bool:
+        """Apply ``scan`` and keep ``MEMORY.md``; whether ``MEMORY.md`` was rewritten."""
         self._apply(catalog, scan)
-        self.upkeep_index(catalog, scan.index)
+        return self.upkeep_index(catalog, scan.index)
 
     def _work(self, catalog: Catalog, scan: Scan) -> bool:
         """Whether anything differs: signatures, racy rows, or ``MEMORY.md`` (a lock-free check)."""
@@ -345,6 +466,7 @@ class Indexer:
             if was_fresh and same_lines:
                 catalog.stat.set_index_state(index_sig, catalog.gen)
         self.upkeep_index(catalog, None if self.private else self._backend.signature(INDEX_NAME))
+        self.recorded_own_writes(catalog)
 
     def current_index_text(self, catalog: Catalog) -> str | None:
         """``MEMORY.md`` as stored when it is the one written for the index's generation, else ``None``."""
@@ -364,21 +486,24 @@ class Indexer:
         records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys), self.broken)]
         return render_index(records, total=total - len(keys) + len(records))
 
-    def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> None:
-        """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation.
+    def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> bool:
+        """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation; whether it
+        was rewritten (which moves the tree directory).
 
         ``current`` is its signature now. A directory with neither memories nor
         ``MEMORY.md`` gets none, unless ``force`` (``init``).
         """
         if not self._index_stale(catalog, current, force=force):
-            return
+            return False
         gen = catalog.gen
         data = self.render(catalog).encode("utf-8")
         # Only rewritten when it differs (a body edit leaves it alone).
-        if self._backend.read(INDEX_NAME) != data:
+        wrote = self._backend.read(INDEX_NAME) != data
+        if wrote:
             self._backend.write(INDEX_NAME, data)
         with catalog.writing():
             catalog.stat.set_index_state(self._backend.signature(INDEX_NAME), gen)
+        return wrote
 
 
 def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:

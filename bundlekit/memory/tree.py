@@ -150,7 +150,7 @@ class Memory:
 
     def _records(self) -> builtins.list[MemoryRecord]:
         """Every memory, sorted by key; validates names, case-uniqueness and frontmatter of changed files."""
-        return self._tree.read(self._tree.all_records)
+        return self._tree.read(self._tree.all_records, whole=True)
 
     # -- memories -------------------------------------------------------------
 
@@ -159,8 +159,9 @@ class Memory:
         with self._mutex, self._backend.hold():
             if self.root is not None:
                 ensure_real_dir(self.root / TIMELINE_DIR)
-            catalog = self._index.refresh(locked=True)
-            self._index.upkeep_index(catalog, self._backend.signature(INDEX_NAME), force=True)
+            catalog = self._index.refresh(locked=True, trusted=True)
+            if self._index.upkeep_index(catalog, self._backend.signature(INDEX_NAME), force=True):
+                self._index.recorded_own_writes(catalog)
 
     def write(
         self,
@@ -196,7 +197,7 @@ class Memory:
             screen.guard_key(key)  # before any message could echo it
         filename = _check_write_args(key, body, expected_revision, extra)
         with self._mutex, self._backend.hold():
-            catalog = self._index.refresh(locked=True)
+            catalog = self._index.refresh(locked=True, trusted=True)
             try:
                 current = _current(catalog, key, self._tree.read_record, self._index.listing)
             except FrontmatterError as exc:  # nothing of a file that does not parse can be carried over
@@ -240,7 +241,7 @@ class Memory:
         """The tree's memory files that do not parse, by key: what is wrong (naming the file and line, never
         a value). Every read leaves them out with a warning; :meth:`read` raises for one, :meth:`stored_text`
         gives its text, :meth:`forget` removes it."""
-        self._tree.read(lambda _catalog: None, warn_broken=False)
+        self._tree.read(lambda _catalog: None, warn_broken=False, whole=True)
         return {name[:-3]: problem for name, problem in sorted(self._index.broken.items())}
 
     def stored_text(self, key: str) -> str | None:
@@ -277,7 +278,7 @@ class Memory:
 
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
-            catalog = self._index.refresh(locked=True)
+            catalog = self._index.refresh(locked=True, trusted=True)
             data = self._backend.read(filename)
             if data is None:
                 raise MemoryNotFoundError(
@@ -314,11 +315,12 @@ class Memory:
         """What the bundle and merge code read and write as one change (``memory/transaction``): under the
         tree's lock (re-entrant for this thread), so ``bundle.merge`` reads ours, merges and applies inside it;
         ``lock=False`` for a read that takes no lock (a build reads a tree it may not be able to write)."""
-        if not lock:
-            yield Transaction(self._tree)
-            return
-        with self._mutex, self._backend.hold():
-            yield Transaction(self._tree)
+        with self._tree.whole_tree():  # a bundle or a merge reads and hands on the tree: it is listed
+            if not lock:
+                yield Transaction(self._tree)
+                return
+            with self._mutex, self._backend.hold():
+                yield Transaction(self._tree)
 
     def index_text(self) -> str:
         """The index (``MEMORY.md``) as it would be regenerated now."""
@@ -498,12 +500,13 @@ class Memory:
         """
         if not withhold:
             return self._records()
-        return self._tree.read(lambda catalog: self._tree.shown(catalog, self._tree.all_records(catalog)))
+        return self._tree.read(lambda catalog: self._tree.shown(catalog, self._tree.all_records(catalog)), whole=True)
 
     def listing(self) -> tuple[builtins.list[MemoryRecord], dict[str, str]]:
         """What ``memory list --json`` shows: every memory as output may show it (credentials withheld), and
         the files that do not parse by key with what is wrong (:meth:`broken`), with no warning for them."""
-        records = self._tree.read(lambda catalog: self._tree.shown(catalog, self._tree.all_records(catalog)), warn_broken=False)
+        records = self._tree.read(lambda catalog: self._tree.shown(catalog, self._tree.all_records(catalog)),
+                                  warn_broken=False, whole=True)
         return records, {name[:-3]: problem for name, problem in sorted(self._index.broken.items())}
 
     def list_lines(self) -> builtins.list[str]:
@@ -525,12 +528,11 @@ class Memory:
         listing (which the refresh found the index fresh against), else from the files. A line that shows a
         credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
         listing = self._index.listing
-        names = (listing if listing is not None else self._backend.scan()).names()
-        files, lines, flagged = catalog.listing.listed()
-        if files != names:
+        files, count, lines, flagged = catalog.listing.listed()
+        if not _same_files(listing if listing is not None else self._backend.scan(), files, count):
             return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
         text = "\n".join(lines)
-        if text.count("\n") != len(files) - 1 and files:  # a field with a line break (the files' never have one:
+        if text.count("\n") != count - 1 and count:  # a field with a line break (the files' never have one:
             return self._list_text_of_files(catalog)  # validate_meta), put there by hand to forge a row
         wanted = set(flagged)
         if secrets.find_secrets(text):
@@ -572,6 +574,18 @@ class Memory:
         with self._mutex:
             self._index.close()
             self.meaning.close()
+
+
+def _same_files(listing: Scan, files: str, count: int) -> bool:
+    """Whether ``files`` (``count`` names sorted as ``Scan.names`` sorts, NUL between) are exactly the files of
+    ``listing``: compared as the one packed string, not 100,000 decoded names. (Equal counts and equal joins:
+    no name holds a NUL.)"""
+    if count != len(listing):
+        return False
+    packed = listing.packed()
+    if packed is None:
+        return "\0".join(listing.names()) == files
+    return files.encode("utf-8", "surrogateescape") == packed[0]
 
 
 def _forgotten(key: str, data: bytes) -> tuple[str, str, int | None]:

@@ -639,6 +639,12 @@ def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_afte
     for name in [k for k, v in changes.items() if v is None]:
         after.pop(name, None)
     assert catalog_stat._spliced(blob(rows), changes) == blob(after)
+    few = catalog_stat._FEW  # and the same by splitting the names out, as many changes are spliced
+    catalog_stat._FEW = 0
+    try:
+        assert catalog_stat._spliced(blob(rows), changes) == blob(after)
+    finally:
+        catalog_stat._FEW = few
 
 
 def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memory) -> None:

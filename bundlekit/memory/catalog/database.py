@@ -258,6 +258,12 @@ class Database:
             row = self.conn.execute("SELECT value FROM state WHERE name = ?", (name,)).fetchone()
         return None if row is None or not isinstance(row[0], int) else int(row[0])
 
+    def state_blob(self, name: str) -> bytes | None:
+        """The ``state`` table's bytes value ``name`` (``None`` when absent or not bytes)."""
+        with translated():
+            row = self.conn.execute("SELECT value FROM state WHERE name = ?", (name,)).fetchone()
+        return None if row is None or not isinstance(row[0], bytes) else bytes(row[0])
+
     def set(self, name: str, value: object) -> None:
         """Set the ``state`` value ``name``. Inside :meth:`transaction`."""
         self.conn.execute("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", (name, value))

@@ -36,28 +36,28 @@ class Listing:
                 ]
         return keys
 
-    def listed(self) -> tuple[list[str], list[str], list[str]]:
+    def listed(self) -> tuple[str, int, list[str], list[str]]:
         """Every row's file, sorted by file name as :func:`pack` sorts (bytewise UTF-8, which is code-point
-        order); its ``memory list`` line, formatted now from its listing fields (key, type, revision,
-        updated, name — description, tab-separated; the key is the file name's), sorted (by key: a key holds
-        no character below the tab); and the files whose line made from the file shows a credential
-        (``Row.listed``). The caller shows them only when the files are exactly those of the tree's listing
-        (no row without its file)."""
+        order), as one string with NUL between, and how many rows; each row's ``memory list`` line, formatted
+        now from its listing fields (key, type, revision, updated, name — description, tab-separated; the key
+        is the file name's), sorted (by key: a key holds no character below the tab); and the files whose line
+        made from the file shows a credential (``Row.listed``). The caller shows them only when the files are
+        exactly those of the tree's listing (no row without its file). The rows stream from a cursor: at
+        100,000 memories no list of them is held (it took 40 MB), only their lines."""
         with translated():
-            rows = self._db.conn.execute(
-                "SELECT file, type, revision, updated_text, name, description, withheld FROM memory"
-            ).fetchall()
-        # In table order, which is mostly file order: sorted here (the file names are unique, so only they are
-        # compared) at less cost than SQLite's walk of the file index; code-point order is bytewise UTF-8 order.
-        try:
-            rows.sort()
-        except TypeError:  # a file name of another type, put there by hand (SQLite keeps whatever it is given)
-            raise CatalogUnusable("the memory index holds a row that this program did not write") from None
-        # Formatted as this program writes them; a field of another type (put there by hand: SQLite keeps
-        # whatever it is given) is formatted as Python prints it, then escaped and redacted as any line is.
-        lines = [f"{f[:-3]}\t{t}\tr{r}\t{u}\t{n} \u2014 {d}" for f, t, r, u, n, d, _w in rows]
+            conn = self._db.conn
+            found = conn.execute("SELECT group_concat(file, char(0)), count(*) FROM "
+                                 "(SELECT file FROM memory ORDER BY file)").fetchone()
+            # Formatted as this program writes them; a field of another type (put there by hand: SQLite keeps
+            # whatever it is given) is formatted as Python prints it, then escaped and redacted as any line is.
+            lines = [f"{f[:-3]}\t{t}\tr{r}\t{u}\t{n} \u2014 {d}" for f, t, r, u, n, d in conn.execute(
+                "SELECT file, type, revision, updated_text, name, description FROM memory")]
+            flagged = [str(row[0]) for row in conn.execute("SELECT file FROM memory WHERE withheld ORDER BY file")]
+        files = found[0] if isinstance(found[0], str) else "" if found[0] is None else None
+        if files is None:  # a file name of another type, put there by hand: no listing agrees with it
+            raise CatalogUnusable("the memory index holds a row that this program did not write")
         lines.sort()
-        return [row[0] for row in rows], lines, [row[0] for row in rows if row[6]]
+        return files, int(found[1]), lines, flagged
 
     def same_key_other_case(self, key: str) -> str | None:
         """An indexed key equal to ``key`` ignoring (ASCII) case but not equal to it."""

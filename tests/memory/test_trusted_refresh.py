@@ -1,0 +1,149 @@
+"""The trusted refresh (specs/memory.md, "Freshness"): past TRUST_MIN_ROWS files a command may take the last full
+check's word while the tree directory and the index are as it left them, for TRUST_NS_PER_ROW a file (at least
+TRUST_MIN_NS).
+
+What each change made outside bundlekit is seen by, and when: a file added, removed or replaced (an editor's
+write-and-rename) moves the directory and is seen by the next command; an edit in place keeps it and is seen at
+once by what reads the file (show, a write or forget of it, the hits recall and context show, list --json,
+bundles, merges, exports), by the rest once the window is up. The trees here are small: the thresholds are
+lowered to them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bundlekit.memory import Memory, indexer
+from bundlekit.memory.backend import DirectoryBackend
+
+from .conftest import Clock, fields
+
+COUNT = 12
+
+
+@pytest.fixture
+def trusting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree of COUNT memories is big enough to be trusted, for a window no test outlives."""
+    monkeypatch.setattr(indexer, "TRUST_MIN_ROWS", COUNT - 2)
+    monkeypatch.setattr(indexer, "TRUST_NS_PER_ROW", 10**12)
+
+
+@pytest.fixture
+def listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each listing of a tree (a readdir and an lstat per file) looked at, in order."""
+    seen: list[int] = []
+    scan = DirectoryBackend.scan
+
+    def counted(self: DirectoryBackend) -> object:
+        found = scan(self)
+        seen.append(len(found))
+        return found
+
+    monkeypatch.setattr(DirectoryBackend, "scan", counted)
+    return seen
+
+
+def _grown(tree: Path, clock: Clock) -> Memory:
+    mem = Memory(tree, clock=clock)
+    for number in range(COUNT):
+        mem.write(f"m{number:02d}", **fields(name=f"Memory {number}", body=f"body {number} drill"))
+    mem.close()
+    Memory(tree, clock=clock).recall("drill")  # a full check, recorded
+    return Memory(tree, clock=clock)
+
+
+def _edit_in_place(path: Path, old: str, new: str) -> None:
+    with path.open("r+", encoding="utf-8") as handle:  # the same inode: the directory does not move
+        text = handle.read().replace(old, new)
+        handle.seek(0)
+        handle.write(text)
+        handle.truncate()
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_write_at_n_memories_lists_no_file_once_a_full_check_is_recorded(
+    tree: Path, clock: Clock, listings: list[int]
+) -> None:
+    mem = _grown(tree, clock)
+    listings.clear()
+    mem.write("new", **fields())
+    Memory(tree, clock=clock).write("newer", **fields())
+    Memory(tree, clock=clock).forget("new")
+    Memory(tree, clock=clock).note("tick", text="a line")
+    Memory(tree, clock=clock).init()
+    assert listings == []
+    assert [line.split("\t")[0] for line in Memory(tree, clock=clock).list_lines()][-1] == "newer"
+    assert listings == []
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_file_another_program_adds_or_removes_is_seen_by_the_next_command(
+    tree: Path, clock: Clock, listings: list[int]
+) -> None:
+    _grown(tree, clock)
+    (tree / "added.md").write_bytes((tree / "m03.md").read_bytes().replace(b"body 3 drill", b"body volley"))
+    assert [h.key for h in Memory(tree, clock=clock).recall("volley")] == ["added"]
+    (tree / "m05.md").unlink()
+    assert "m05" not in [line.split("\t")[0] for line in Memory(tree, clock=clock).list_lines()]
+    assert listings  # each looked: the directory had moved
+
+
+@pytest.mark.usefixtures("trusting")
+def test_an_editor_save_by_rename_is_seen_by_the_next_command(tree: Path, clock: Clock) -> None:
+    _grown(tree, clock)
+    path = tree / "m04.md"
+    temp = tree / "m04.md.swp-new"
+    temp.write_text(path.read_text(encoding="utf-8").replace("Memory 4", "Renamed four"), encoding="utf-8")
+    os.replace(temp, path)  # a new inode under the same name: the directory moves
+    assert "Renamed four" in Memory(tree, clock=clock).list_text()
+
+
+@pytest.mark.usefixtures("trusting")
+def test_an_edit_in_place_is_seen_at_once_by_what_reads_the_file(tree: Path, clock: Clock) -> None:
+    _grown(tree, clock)
+    _edit_in_place(tree / "m06.md", "Memory 6", "Edited six")
+    mem = Memory(tree, clock=clock)
+    assert mem.read("m06") is not None and mem.read("m06").name == "Edited six"  # type: ignore[union-attr]
+    assert "Memory 6" in mem.list_text()  # the lines trust the index until the window is up
+    assert "Edited six" in [r.name for r in Memory(tree, clock=clock).list()]  # a whole-tree read lists the tree
+    with Memory(tree, clock=clock).transaction() as tx:  # a bundle's or a merge's read
+        assert any(r.name == "Edited six" for r in tx.records())
+
+
+@pytest.mark.usefixtures("trusting")
+def test_an_edit_in_place_is_seen_by_every_command_once_the_window_is_up(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _grown(tree, clock)
+    _edit_in_place(tree / "m07.md", "body 7 drill", "body 7 rondo")
+    assert Memory(tree, clock=clock).recall("rondo") == []
+    monkeypatch.setattr(indexer, "TRUST_NS_PER_ROW", 0)
+    monkeypatch.setattr(indexer, "TRUST_MIN_NS", 0)
+    assert [h.key for h in Memory(tree, clock=clock).recall("rondo")] == ["m07"]
+
+
+def test_below_the_threshold_every_command_checks_every_file(tree: Path, clock: Clock) -> None:
+    _grown(tree, clock)  # COUNT files: below TRUST_MIN_ROWS
+    _edit_in_place(tree / "m08.md", "Memory 8", "Edited eight")
+    assert "Edited eight" in Memory(tree, clock=clock).list_text()
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_writers_temp_in_the_root_keeps_every_command_listing_until_it_is_gone(
+    tree: Path, clock: Clock, listings: list[int]
+) -> None:
+    _grown(tree, clock)
+    temp = tree / f".m09.md.{os.getpid()}.0123abcd.tmp"  # a write in progress, or a killed writer's
+    temp.write_text("half", encoding="utf-8")
+    listings.clear()
+    Memory(tree, clock=clock).recall("drill")
+    Memory(tree, clock=clock).recall("drill")
+    assert len(listings) == 2
+    temp.unlink()
+    Memory(tree, clock=clock).recall("drill")
+    listings.clear()
+    Memory(tree, clock=clock).recall("drill")
+    assert listings == []
