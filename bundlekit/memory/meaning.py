@@ -38,6 +38,7 @@ class Meaning:
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
         self._vectors: VectorCache | None = None
+        self._installed: bool | None = None  # semantic_installed(), asked once (four module searches: ~1.4 ms)
 
     def ranking_for(self, rank: str | None = None) -> str:
         """The ranking ``rank`` names, or for None the default: ``hybrid`` when vectors can be computed here
@@ -48,7 +49,9 @@ class Meaning:
             return rank
         spec = self._embedder_spec if self._embedder_spec is not None else EmbedderSettings.from_env()
         if isinstance(spec, EmbedderSettings) and spec.name is None:
-            return "hybrid" if semantic_installed() else "salience"
+            if self._installed is None:
+                self._installed = semantic_installed()
+            return "hybrid" if self._installed else "salience"
         return "hybrid"
 
     def embedder(self) -> Embedder:
