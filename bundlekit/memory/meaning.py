@@ -72,7 +72,8 @@ class Meaning:
         with tree.mutex:
             if self._vectors is None:
                 self._vectors = VectorCache()
-            catalog = tree.index.refresh()
+            # A recall's rows may take the last full check's word ("Freshness"); a bundle's never.
+            catalog = tree.index.refresh(trusted=not tree.whole)
             hold = (lambda: nullcontext()) if tree.index.private else tree.backend.hold
             try:
                 if self._vectors.holds_every_vector(catalog, model_key(embedder), embedder.dimension):
@@ -80,7 +81,7 @@ class Meaning:
                 return _fill(catalog, embedder, hold, self._vectors)
             except CatalogUnusable as exc:
                 tree.index.rebuild(str(exc))
-                return _fill(tree.index.refresh(), embedder, hold, self._vectors)
+                return _fill(tree.index.refresh(trusted=not tree.whole), embedder, hold, self._vectors)
 
     def export_vectors(self, files: Sequence[tuple[str, bytes]]) -> tuple[str, int, list[str], bytes]:
         """The vectors of the memory files among ``files`` (tree path, bytes: what a bundle packs), computed
@@ -89,7 +90,8 @@ class Meaning:
         from bundlekit.memory.bymeaning import model_key
         from bundlekit.memory.semantic import export
 
-        self.embed_tree()
+        with self._tree.whole_tree():  # a bundle's vectors: every file checked, never the last check's word
+            self.embed_tree()
         embedder = self.embedder()
         digests = {name: hashlib.sha256(data).digest() for name, data in files
                    if "/" not in name and name != INDEX_NAME and name.endswith(".md")}
