@@ -197,14 +197,17 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
     (``atomic_directory(sync=True)`` wrote them): a rename never points a name at unsynced data.
 
     Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
-    ``replace`` (``dest`` then holds exactly what it held). The moves run shielded from a second signal; an
-    ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
+    ``replace``, or a folder on its way is a symbolic link (``dest`` then holds exactly what it held). The moves
+    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
     for rel in moves:
         if rel not in allowed and os.path.lexists(target / rel):
             raise error(f"cannot move {rel} into {target}: a file of that name is there already")
+        for folder in Path(rel).parents:  # never through a link planted where a folder of dest should be
+            if str(folder) != "." and os.path.islink(target / folder):
+                raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
     touched: set[Path] = set()
     with shielded():
         try:

@@ -101,7 +101,8 @@ def load_into_empty(
     finally:
         with shielded():
             shutil.rmtree(staging, ignore_errors=True)
-    loaded = FirstLoad(root, len(memories) - len(kept), len(days), list(result.notes), list(result.warnings), result.publisher)
+    loaded = FirstLoad(root, len(memories) - len(kept), len(days), list(result.notes), list(result.warnings),
+                       result.publisher)
     if kept:
         loaded.warnings.append(f"{len(kept)} device-bound memories of the bundle were not loaded (first: "
                                f"{kept[0]}): they never cross machines")

@@ -120,7 +120,8 @@ class SyncReport:
             "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
             "conflicts": self.conflicts,
             "loaded": None if self.loaded is None else {
-                "root": self.loaded.root, "memories": self.loaded.memories, "days": self.loaded.days, "warnings": list(self.loaded.warnings)},
+                "root": self.loaded.root, "memories": self.loaded.memories, "days": self.loaded.days,
+                "warnings": list(self.loaded.warnings)},
         }
 
 

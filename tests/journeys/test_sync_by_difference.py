@@ -53,7 +53,7 @@ def test_two_writers_and_a_follower_keep_one_sibling_and_count_their_conflicts(t
     alice = _sync(tmp_path, "alice", "--name-key", "team.key")
     assert alice["conflicts"] == 0 and alice["up_to_date"] and alice["merge"]["converged"]
     carol = _sync(tmp_path, "carol", "--name", name)
-    assert carol["conflicts"] == 0 and carol["merge"]["converged"] is None  # a follower's is not judged: the files are
+    assert carol["conflicts"] == 0 and carol["merge"]["converged"] is None  # not judged for a follower: see below
 
     for tree in ("alice", "bob", "carol"):
         siblings = sorted(p.name for p in (tmp_path / tree).glob("plan.conflict-*.md"))

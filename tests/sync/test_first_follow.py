@@ -16,7 +16,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import heads
 from bundlekit.bundle.manifest import canonical_json, make_manifest
 from bundlekit.car.writer import CarFileWriter
-from bundlekit.errors import SecretDetectedError
+from bundlekit.errors import MemoryStoreError, SecretDetectedError
 from bundlekit.ipld.cid import cid_from_text
 from bundlekit.memory import Memory
 from bundlekit.names.publish import publish
@@ -30,7 +30,8 @@ from .test_tree_difference import NAME, SIGNER, _edit, _text, _tree, _writer, pa
 def _files(tree: Path) -> dict[str, bytes]:
     """The tree's memory and day files by path (``MEMORY.md`` and hidden files aside)."""
     return {str(p.relative_to(tree)): p.read_bytes() for p in sorted(tree.rglob("*"))
-            if p.is_file() and p.name != "MEMORY.md" and not any(part.startswith(".") for part in p.relative_to(tree).parts)}
+            if p.is_file() and p.name != "MEMORY.md"
+            and not any(part.startswith(".") for part in p.relative_to(tree).parts)}
 
 
 def _staged(tree: Path) -> list[str]:
@@ -159,3 +160,30 @@ def test_the_root_a_first_follow_records_is_the_names(tmp_path: Path) -> None:
     follower.mkdir()  # an empty directory, not even initialised
     report = sync(follower, name=NAME)
     assert report.loaded is not None and report.remote == root and cid_from_text(heads(follower)[0])
+
+
+def test_a_first_follow_never_writes_through_a_timeline_link_planted_in_the_tree(tmp_path: Path) -> None:
+    """An empty ``timeline`` link to a folder elsewhere: the day files would have been renamed into that folder."""
+    writer = _tree(tmp_path / "w", 2)
+    _writer(writer)
+    follower, elsewhere = tmp_path / "f", tmp_path / "elsewhere"
+    follower.mkdir()
+    elsewhere.mkdir()
+    (follower / "timeline").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(MemoryStoreError, match="symbolic link"):
+        sync(follower, name=NAME)
+    assert list(elsewhere.iterdir()) == [] and _files(follower) == {} and heads(follower) == []
+
+
+def test_a_device_bound_memory_of_a_bundle_is_not_loaded(tmp_path: Path) -> None:
+    """A merge never lets a device-bound memory cross machines; a first follow keeps it out the same way."""
+    bound = _text("here", "Only on that machine.").replace(
+        "revision: 1\n", "revision: 1\nx-magicfrog-local-only: true\n")
+    assert "x-magicfrog-local-only: true" in bound
+    _publish_files(tmp_path, {"memory/MEMORY.md": b"# Memory\n", "memory/here.md": bound.encode(),
+                              "memory/fine.md": _text("fine", "Crosses.").encode()})
+    follower = tmp_path / "f"
+    Memory(follower).init()
+    report = sync(follower, name=NAME)
+    assert report.loaded is not None and report.loaded.memories == 1
+    assert "device-bound" in report.loaded.warnings[0] and set(_files(follower)) == {"fine.md"}
