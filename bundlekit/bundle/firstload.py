@@ -84,14 +84,9 @@ def load_into_empty(
     staging = Path(tree) / HIDDEN_DIR / f"incoming-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         result = load_bundle(uri, source=source, key=key, out_dir=staging, options=options)
-        memories = {path: utf8_text(data, f"{uri}: {path}") for path, data in result.files.items()
-                    if "/" not in path and path != INDEX_NAME and path.endswith(".md")}
-        days = {path[len(TIMELINE_DIR) + 1:]: data for path, data in result.files.items()
-                if path.startswith(f"{TIMELINE_DIR}/")}
-        records = checked_changes(memories, days, allow_secrets=allow_secrets, what="loaded")
-        check_unique({r.key: r for r in records.values()}, where=uri)
-        kept = sorted(name for name, record in records.items() if is_device_bound(record.meta))
-        moves = [*(n for n in memories if n not in kept), *(f"{TIMELINE_DIR}/{d}" for d in days)]
+        names, kept, days = _checked(uri, result.files, allow_secrets)
+        stay = set(kept)
+        moves = [*(n for n in names if n not in stay), *(f"{TIMELINE_DIR}/{d}" for d in days)]
         if INDEX_NAME in result.files:
             moves.append(INDEX_NAME)
         assert result.root is not None  # an ipfs:// load always has a root
@@ -101,12 +96,33 @@ def load_into_empty(
     finally:
         with shielded():
             shutil.rmtree(staging, ignore_errors=True)
-    loaded = FirstLoad(root, len(memories) - len(kept), len(days), list(result.notes), list(result.warnings),
+    loaded = FirstLoad(root, len(names) - len(kept), len(days), list(result.notes), list(result.warnings),
                        result.publisher)
     if kept:
         loaded.warnings.append(f"{len(kept)} device-bound memories of the bundle were not loaded (first: "
                                f"{kept[0]}): they never cross machines")
     return loaded
+
+
+def _checked(uri: str, files: dict[str, bytes], allow_secrets: bool) -> tuple[list[str], list[str], list[str]]:
+    """Every loaded memory and day file checked as a merge checks what it writes, one at a time (no record is kept:
+    a first follow of 100,000 memories holds their bytes once, not their records too); the memory files' names,
+    the device-bound ones among them (sorted) and the day files' names."""
+    names, kept, keys, days = [], [], [], []
+    for path, data in files.items():
+        if path.startswith(f"{TIMELINE_DIR}/"):
+            day = path[len(TIMELINE_DIR) + 1:]
+            checked_changes({}, {day: data}, allow_secrets=allow_secrets, what="loaded")
+            days.append(day)
+        elif "/" not in path and path != INDEX_NAME and path.endswith(".md"):
+            text = utf8_text(data, f"{uri}: {path}")
+            record = checked_changes({path: text}, {}, allow_secrets=allow_secrets, what="loaded")[path]
+            names.append(path)
+            keys.append(record.key)
+            if is_device_bound(record.meta):
+                kept.append(path)
+    check_unique(keys, where=uri)
+    return names, sorted(kept), days
 
 
 def _move(tree: str | os.PathLike[str], staging: Path, moves: list[str], root: str) -> bool:
