@@ -24,6 +24,7 @@ from bundlekit.syncer import sync
 from bundlekit.unixfs.importer import import_tree
 from bundlekit.unixfs.profiles import get_profile
 
+from .conftest import HookedPinner
 from .test_tree_difference import NAME, SIGNER, _edit, _text, _tree, _writer, parses  # noqa: F401 - a fixture
 
 
@@ -187,3 +188,14 @@ def test_a_device_bound_memory_of_a_bundle_is_not_loaded(tmp_path: Path) -> None
     report = sync(follower, name=NAME)
     assert report.loaded is not None and report.loaded.memories == 1
     assert "device-bound" in report.loaded.warnings[0] and set(_files(follower)) == {"fine.md"}
+
+
+def test_a_writer_with_an_empty_tree_loads_the_name_publishes_nothing_then_publishes_its_edit(tmp_path: Path) -> None:
+    root = _writer(_tree(tmp_path / "w", 5))
+    mine = tmp_path / "e"
+    Memory(mine).init()
+    first = sync(mine, name_key=SIGNER, pinners=[HookedPinner()])
+    assert first.loaded is not None and first.up_to_date and first.published is None and first.root == root
+    _edit(mine, [1])
+    again = sync(mine, name_key=SIGNER, pinners=[HookedPinner()])
+    assert again.published is not None and again.published.sequence == 1
