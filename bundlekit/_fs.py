@@ -46,7 +46,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -64,8 +64,10 @@ __all__ = [
     "create_file_bytes",
     "fsync_dir",
     "is_temp_name",
+    "move_files",
     "os_reason",
     "sweep_stale_temps",
+    "sync_files",
     "sync_tree",
 ]
 
@@ -163,6 +165,62 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
         os.sync()
     elif not head_start:
         _fsync_each(path)
+
+
+def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bool:
+    """Make the temp files of ``files`` (written, not committed) durable together: one flush of the file system
+    of ``where`` (a directory holding them; ``sync_tree``'s ``syncfs(2)``, or ``os.sync()`` where a sandbox
+    refuses it) instead of an fsync each, then each counts as synced (its commit renames without an fsync).
+    False, nothing done, where the platform has no such flush (Windows): the caller fsyncs each."""
+    if not _SYNCFS:
+        _SYNCFS.append(_libc_syncfs())
+    if _SYNCFS[0] is None and not hasattr(os, "sync"):
+        return False
+    for file in files:
+        file.close()
+    try:
+        sync_tree(where)
+    except OSError as exc:
+        if not files:
+            raise BundlekitError(f"cannot flush {where}: {os_reason(exc)}") from exc
+        raise files[0].fail(exc) from exc
+    for file in files:
+        file._synced = True  # noqa: SLF001 - this module's own class
+    return True
+
+
+def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths: Iterable[str], *,
+               error: ErrorClass, replace: Iterable[str] = ()) -> None:
+    """Move the files ``paths`` (relative, ``/``-separated) from the directory ``src`` to the same places under
+    ``dest``: one rename each (both on one file system: the caller stages ``src`` inside ``dest``'s), missing
+    directories made, then each directory that got an entry fsynced once. The files must be durable already
+    (``atomic_directory(sync=True)`` wrote them): a rename never points a name at unsynced data.
+
+    Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
+    ``replace``, or a folder on its way is a symbolic link (``dest`` then holds exactly what it held). The moves
+    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
+    source, target = Path(src), Path(dest)
+    moves = sorted(set(paths))
+    allowed = set(replace)
+    for rel in moves:
+        if rel not in allowed and os.path.lexists(target / rel):
+            raise error(f"cannot move {rel} into {target}: a file of that name is there already")
+        for folder in Path(rel).parents:  # never through a link planted where a folder of dest should be
+            if str(folder) != "." and os.path.islink(target / folder):
+                raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
+    touched: set[Path] = set()
+    with shielded():
+        try:
+            for rel in moves:
+                where = target / rel
+                if where.parent not in touched:
+                    where.parent.mkdir(parents=True, exist_ok=True)
+                    touched.add(where.parent)
+                os.replace(source / rel, where)
+            for folder in sorted(touched):
+                fsync_dir(folder)
+        except OSError as exc:
+            raise _failure(error, target, exc, None) from exc
 
 
 def _fsync_each(top: str | os.PathLike[str]) -> None:

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps
+from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps, sync_files
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exported, drawn in the error tree
@@ -510,7 +510,7 @@ class BlockStore(BlockGetter):
             if self._fsync:
                 if len(pending) == 1:
                     pending[0].sync()
-                else:
+                elif not sync_files(pending, self.blocks_dir):
                     with ThreadPoolExecutor(max_workers=FSYNC_THREADS) as pool:
                         list(pool.map(AtomicFile.sync, pending))
             for block in pending:

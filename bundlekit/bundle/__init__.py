@@ -10,7 +10,7 @@ options as plain values), ``signature`` (``signature.json``: sign, verify, publi
 ``lineage`` (the bundles a tree came from), ``log`` (``parents`` walked back),
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into
-a tree over the common ancestor), ``share`` (which memories a shared bundle carries, failing
+a tree over the common ancestor), ``firstload`` (a bundle loaded into an empty tree: a first follow), ``share`` (which memories a shared bundle carries, failing
 closed), ``workspace`` (teammates' shared bundles as read-only, labelled layers), ``treediff`` (two directories
 compared by CID, descending only where they differ), ``treemerge`` (what a merge by tree difference reads of two
 bundles), ``listing`` (a bundle's files by path, whatever its manifest's format) and ``_bounded`` (one untrusted

@@ -941,6 +941,7 @@ class _TreeWriter:
         self.tmp = tmp
         self.files: dict[str, bytes] = {}
         self.vectors: bytes | None = None  # a bundle's embeddings: into the tree's index, never a file of it
+        self._made: set[Path] = set()  # the folders made so far (one mkdir each, not one per file)
 
     def put(self, rel: str, data: bytes) -> None:
         if rel == EMBEDDINGS_FILE:
@@ -948,7 +949,11 @@ class _TreeWriter:
             return
         self.files[rel] = data
         if self.tmp is not None:
-            _write(self.tmp / rel, data)
+            target = self.tmp / rel
+            if target.parent not in self._made:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._made.add(target.parent)
+            _write(target, data)
 
     def regenerate_index(self) -> None:
         """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
@@ -980,7 +985,7 @@ def _tree(dest: Path | None, *, private: bool) -> Iterator[_TreeWriter]:
 
 
 def _write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """A new file of the temp tree (its folder made already; the tree is synced whole before it is moved)."""
     with open(target, "wb") as fh:
         fh.write(data)
 

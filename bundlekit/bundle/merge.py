@@ -105,6 +105,9 @@ class MergeOptions:
     allow_secrets: bool = False
     allow_deletes: bool = False
     trusted: bool = False
+    #: Judge ``converged`` (a writer skips publishing on it). False (a follower's sync, which publishes nothing): a
+    #: merge by difference leaves it None, since judging it lists the base's whole ``memory/`` directory.
+    judge_converged: bool = True
 
 
 @dataclass
@@ -129,7 +132,8 @@ class MergeResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     publisher: str | None = None
-    converged: bool = False
+    #: The tree now holds exactly the bundle's memories and days; None when not judged (``judge_converged``).
+    converged: bool | None = False
 
     def to_dict(self) -> dict[str, Any]:
         out = self.report.to_dict()
@@ -348,7 +352,7 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
                     break
                 read |= unread
                 ours = TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
-            converged = _converged(outcome, ours, diff) and same_tree(
+            converged = None if not opts.judge_converged else _converged(outcome, ours, diff) and same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
                 changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=everything)
             _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))

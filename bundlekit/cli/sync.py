@@ -37,6 +37,11 @@ __all__ = ["background_sync", "sync_cmd"]
 
 def _show(report: SyncReport, as_json: bool) -> None:
     """One round's output: stdout the root (or the JSON line), stderr the rest."""
+    if report.loaded is not None:
+        for warning in report.loaded.warnings:
+            output.warn(warning)
+        output.status(f"loaded {report.loaded.memories} memory files and {report.loaded.days} day files of "
+                      f"{report.loaded.root} into the empty tree (a first follow: nothing to merge)")
     if report.merge is not None:
         for row in report_rows(report.merge):
             output.status(row)

@@ -3,7 +3,9 @@
 One round (``specs/sync.md``, "Sync"):
 
 1. Resolve the name (``names.resolve``: the store, the routing endpoints and the gateways,
-   verified records, the highest valid sequence; none yet is a first publish).
+   verified records, the highest valid sequence; none yet is a first publish). A tree with no
+   lineage that holds no memory and no day file (a first follow) loads the bundle instead of
+   merging it (``bundle.firstload``: streamed, one flush, each file moved into place).
 2. Merge the bundle it points at into the tree (``bundle.merge.merge_bundle``: verified,
    over the common ancestor, all or nothing). A follower (no name key) stops here.
    A writer whose tree descends from the name's root (it published or merged it last:
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.load import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
@@ -102,6 +105,8 @@ class SyncReport:
     attempts: int = 0
     up_to_date: bool = False
     notes: list[str] = field(default_factory=list)
+    #: A first follow into an empty tree: the bundle loaded, not merged (``bundle.firstload``).
+    loaded: FirstLoad | None = None
     #: The conflicts every round's merge resolved (``merge`` is the last round's only: a round lost to another
     #: writer may have made the siblings, and the next merges them as its own tree).
     conflicts: int = 0
@@ -114,6 +119,9 @@ class SyncReport:
             "published": self.published.to_dict() if self.published is not None else None,
             "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
             "conflicts": self.conflicts,
+            "loaded": None if self.loaded is None else {
+                "root": self.loaded.root, "memories": self.loaded.memories, "days": self.loaded.days,
+                "warnings": list(self.loaded.warnings)},
         }
 
 
@@ -196,6 +204,13 @@ def _merge_remote(
     report.remote = cid_to_str(resolution.cid)
     report.remote_sequence = resolution.record.sequence
     report.merge = None
+    if is_empty_tree(tree):  # nothing of ours to merge with: the bundle is loaded, streamed, not merged
+        report.loaded = load_into_empty(f"ipfs://{report.remote}", tree, source=blocks, key=key,
+                                        options=_load_options(tree, store, options.load),
+                                        allow_secrets=options.merge.allow_secrets)
+        if report.loaded is not None:
+            report.notes.extend(report.loaded.notes)
+            return
     if key is None and report.role == "writer" and report.remote in heads(tree):
         # The tree descends from the name's root (it published or merged it): merging it changes nothing, so
         # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
@@ -203,7 +218,8 @@ def _merge_remote(
         return
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,
                                 load=_load_options(tree, store, options.load),
-                                options=replace(options.merge, dry_run=False, trusted=True))
+                                options=replace(options.merge, dry_run=False, trusted=True,
+                                                judge_converged=report.role == "writer"))
     report.conflicts += len(report.merge.report.conflicts)
 
 

@@ -18,7 +18,35 @@ from bundlekit.memory.indexer import parse_files
 from bundlekit.memory.naming import INDEX_NAME, key_from_filename
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
-__all__ = ["Transaction"]
+__all__ = ["Transaction", "checked_changes"]
+
+
+def checked_changes(
+    files: Mapping[str, str | None], days: Mapping[str, bytes | None], *, allow_secrets: bool = False,
+    records: Mapping[str, MemoryRecord] | None = None, what: str = "merged",
+) -> dict[str, MemoryRecord]:
+    """Validate changes a tree is about to take from elsewhere (a merge's, a first follow's) before any is
+    written: each memory file's name, frontmatter and the secret guard (``allow_secrets`` as for a write), each
+    day file's lines and entries. Returns the memory files' records by file name (``records``: ones the caller
+    parsed already, used when their text is exactly the new text). Raises what ``screen`` and the parsers raise,
+    naming the file (``what``: how the message calls it)."""
+    from bundlekit.memory.timeline import parse_day
+
+    incoming: dict[str, MemoryRecord] = {}
+    for name, text in files.items():
+        screen.guard_key(name, f"a {what} file name")
+        key = key_from_filename(name)
+        if text is not None:
+            known = (records or {}).get(name)
+            record = known if known is not None and known.raw == text and known.key == key else (
+                parse_memory_file(text, key=key, where=f"{what} {name}"))
+            screen.guard_record(record, f"{what} {name}", allow_secrets=allow_secrets)
+            incoming[name] = record
+    for name, data in days.items():
+        if data is not None:
+            for number, entry in enumerate(parse_day(name, data), start=1):
+                screen.guard_entry(entry, "", f"{what} timeline/{name} entry {number}")
+    return incoming
 
 
 class Transaction:
@@ -89,23 +117,9 @@ class Transaction:
         caller parsed already: one whose text is exactly the file's new text stands for parsing it again;
         ``read`` (by file name) the files' records as this transaction read them under its lock.
         """
-        from bundlekit.memory.timeline import parse_day
         from bundlekit.memory.undo import undo_on_failure
 
-        incoming: dict[str, MemoryRecord] = {}
-        for name, text in files.items():
-            screen.guard_key(name, "a merged file name")
-            key = key_from_filename(name)
-            if text is not None:
-                known = (records or {}).get(name)
-                record = known if known is not None and known.raw == text and known.key == key else (
-                    parse_memory_file(text, key=key, where=f"merged {name}"))
-                screen.guard_record(record, f"merged {name}", allow_secrets=allow_secrets)
-                incoming[name] = record
-        for name, data in days.items():
-            if data is not None:
-                for number, entry in enumerate(parse_day(name, data), start=1):
-                    screen.guard_entry(entry, "", f"merged timeline/{name} entry {number}")
+        incoming = checked_changes(files, days, allow_secrets=allow_secrets, records=records)
         with self._tree.mutex, self._tree.backend.hold(), undo_on_failure(self._tree.backend) as undo:
             catalog = self._tree.index.refresh(locked=True)
             self._tree.keep_broken(files, "the merge")

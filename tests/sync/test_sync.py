@@ -283,7 +283,7 @@ def test_the_sync_command_writes_as_writer_and_merges_as_follower(tmp_path: Path
     code, out, err = _cli("sync", str(f), "--name", NAME)
     assert code == 0, err
     assert out.strip() == doc["root"] and _bodies(f) == {"project_a": "A."}
-    assert "added" in err
+    assert "loaded 1 memory files and 0 day files" in err and "a first follow" in err
 
 
 def test_the_sync_command_with_neither_role_is_a_usage_error(tmp_path: Path) -> None:
