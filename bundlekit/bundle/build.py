@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.buildcache import EncryptionCache
+from bundlekit.bundle.buildcheck import CheckCache, Passed
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import build_parents, files_digest, record_build
 from bundlekit.bundle.share import SharePolicy, select_shared
@@ -52,7 +53,7 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import parse_index, render_index
-from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
 from bundlekit.unixfs.importer import Imported, Source, import_bytes, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
 
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
     from bundlekit.memory import MemoryRecord
+
+    #: A memory as a build sees it: parsed now, or known to its cache (``bundle.buildcheck``).
+    IndexEntry = MemoryRecord | Passed
 
 __all__ = [
     "COMPAT_FORMS",
@@ -146,7 +150,7 @@ def _timeline_shared(options: BuildOptions) -> bool:
 
 
 def newest_content_time(
-    mem: Memory, records: Iterable[MemoryRecord] | None = None, *, timeline: bool = True
+    mem: Memory, records: Iterable[IndexEntry] | None = None, *, timeline: bool = True
 ) -> datetime:
     """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
 
@@ -168,7 +172,7 @@ def newest_content_time(
     return newest
 
 
-def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
+def render_encrypted_index(records: Sequence[IndexEntry], links: dict[str, str], *, redact: bool) -> bytes:
     """The plaintext index of an encrypted bundle.
 
     The layout of ``MEMORY.md`` (``bundlekit.memory.index.render_index``:
@@ -271,14 +275,10 @@ def build_bundle(
     options = options or BuildOptions()
     mem = _open_tree(memory_dir, options.warn)
     _check_options(options, key)
-    # Steps 1-2: validate the tree and take its files (index regenerated; a file that does not parse left out).
-    with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
-        tree_files, records = tx.contents(strict=options.strict)
-    _check_is_memory_tree(mem, records)
-    tree_files, records = _shared(tree_files, records, options)  # a shared bundle: all below sees only it
+    # Steps 1-3: validate the tree and take its files (index regenerated; a file that does not parse left out;
+    # device-bound memories never leave the machine); a shared bundle: all below sees only it.
+    tree_files, records, checks = _read_tree(mem, options)
     tree_files, vectors = _with_embeddings(mem, tree_files, options)
-    # Step 3: namespace, created; device-bound memories never leave the machine.
-    refuse_device_memory(records)
     ns = options.namespace or mem.namespace
     if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
@@ -312,6 +312,8 @@ def build_bundle(
     root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
+    if checks is not None:
+        checks.save()
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
@@ -324,13 +326,44 @@ def build_bundle(
     )
 
 
-def _shared(
-    tree_files: list[tuple[str, bytes]], records: list[MemoryRecord], options: BuildOptions
-) -> tuple[list[tuple[str, bytes]], list[MemoryRecord]]:
-    """The one filter of what a shared bundle carries (``bundle/share``); the tree whole without a policy."""
-    if options.share is None:
-        return tree_files, records
-    return select_shared(tree_files, records, options.share, options.warn)
+@dataclass(frozen=True)
+class _Checks:
+    """A build's verdicts, saved into the tree's cache (``bundle.buildcheck``) once its CAR is written."""
+
+    cache: CheckCache
+    digests: dict[str, bytes]
+    parsed: list[MemoryRecord]
+
+    def save(self) -> None:
+        self.cache.save(self.digests, self.parsed)
+
+
+def _read_tree(mem: Memory, options: BuildOptions) -> tuple[list[tuple[str, bytes]], list[IndexEntry], _Checks | None]:
+    """Steps 1-3: the tree's files sorted by path (``MEMORY.md`` regenerated) and an index entry per memory
+    (sorted by key), validated, device-bound memories refused. A whole-tree build reads every file but checks
+    and parses only those whose bytes its cache has not seen pass (``bundle.buildcheck``), and returns the
+    verdicts to save; a shared bundle (``bundle/share``: all below sees only what it carries) checks all."""
+    if options.share is not None:
+        with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
+            tree_files, records = tx.contents(strict=options.strict)
+        _check_is_memory_tree(mem, records)
+        tree_files, records = select_shared(tree_files, records, options.share, options.warn)
+        refuse_device_memory(records)
+        return tree_files, list(records), None
+    cache = CheckCache(mem.root)
+    with mem.transaction(lock=False) as tx:
+        checked = tx.checked(cache.known, strict=options.strict)
+    parsed = [record for _name, _data, record in checked.found]
+    entries: list[IndexEntry] = [*parsed, *cache.passed(name for name, _data in checked.unchanged)]
+    entries.sort(key=lambda entry: entry.key)
+    _check_is_memory_tree(mem, entries)
+    refuse_device_memory(parsed)  # a file the cache vouches for passed it (its row was saved by a build)
+    files = [(INDEX_NAME, render_index(entries).encode("utf-8"))]
+    files += [(name, data) for name, data, _record in checked.found]
+    files += checked.unchanged
+    files += [(f"{TIMELINE_DIR}/{name}", data) for name, data in checked.days]
+    files.sort(key=lambda item: item[0])
+    return files, entries, _Checks(cache, checked.digests, parsed)
 
 
 def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str, Any]:
@@ -369,7 +402,7 @@ def _lineage(mem: Memory, files: dict[str, tuple[bytes, int]], options: BuildOpt
 def _with_index(
     mem: Memory,
     tree_files: Sequence[tuple[str, bytes]],
-    records: Sequence[MemoryRecord],
+    records: Sequence[IndexEntry],
     stored: list[tuple[str, bytes]],
     prof: Profile,
     *,
@@ -437,7 +470,7 @@ def _check_options(options: BuildOptions, key: KeySpec | None) -> None:
         )
 
 
-def _check_is_memory_tree(mem: Memory, records: Sequence[MemoryRecord]) -> None:
+def _check_is_memory_tree(mem: Memory, records: Sequence[IndexEntry]) -> None:
     """Refuse a directory that is no memory tree at all (no index, no memories): ``pack`` is for those."""
     if mem.root is not None and not (mem.root / INDEX_NAME).is_file() and not records:
         raise UsageError(
@@ -503,7 +536,7 @@ def _threews_files(
 def _index_file(
     mem: Memory,
     tree_files: Sequence[tuple[str, bytes]],
-    records: Sequence[MemoryRecord],
+    records: Sequence[IndexEntry],
     cids: dict[str, bytes],
     *,
     encrypted: bool,
