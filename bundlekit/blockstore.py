@@ -334,6 +334,34 @@ class CarImport:
     bytes: int
 
 
+class _Held:
+    """What a pin's walk needs of the blocks of a CAR being imported, kept as they pass (each verified against its
+    CID by the reader before it is written): a dag-pb block whole (its links), a raw leaf by its size alone (it has
+    no links). The walk then takes them from here instead of reading every block back from the disk and hashing it
+    again (a 10,000-file bundle: 0.5 s); a block the CAR lacks is read from the store as before."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[bytes, bytes | int] = {}
+
+    def keep(self, blocks: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        for cid, data in blocks:
+            key = as_cidv1(cid)
+            self._blocks[key] = len(data) if key[1] == RAW else data  # a CIDv1's codec: raw is one varint byte
+            yield cid, data
+
+    def getter(self, read: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
+        """A block getter over the kept blocks, ``read`` for the others: a raw leaf comes back as that many zero
+        bytes (a walk reads no links from it, and counts its size)."""
+
+        def get(cid: bytes) -> bytes:
+            found = self._blocks.get(as_cidv1(cid))
+            if found is None:
+                return read(cid)
+            return found if isinstance(found, bytes) else bytes(found)
+
+        return get
+
+
 class BlockStore(BlockGetter):
     """A directory of verified blocks plus a named pin set.
 
@@ -565,10 +593,11 @@ class BlockStore(BlockGetter):
         """
 
         with self._gc_lock(exclusive=False):
-            roots = self._import_blocks(stream, max_blocks)
+            held = _Held() if pin else None
+            roots = self._import_blocks(stream, max_blocks, held=held)
             if pin:
                 for root in roots:
-                    self.pin(root, name)  # walks the DAG: refuses an incomplete one
+                    self._pin(root, name, held)  # walks the DAG: refuses an incomplete one
             elif not allow_incomplete:
                 for root in roots:
                     self.dag_size(root)
@@ -599,11 +628,14 @@ class BlockStore(BlockGetter):
         return CarImport(pinned, counted.blocks, counted.bytes)
 
     def _import_blocks(self, stream: BinaryIO, max_blocks: int | None, tally: _Tally | None = None,
-                       admit: Callable[[int], None] | None = None) -> list[bytes]:
-        """The CAR's blocks written in verified batches (the caller holds the import lock); its roots."""
+                       admit: Callable[[int], None] | None = None, *, held: _Held | None = None) -> list[bytes]:
+        """The CAR's blocks written in verified batches (the caller holds the import lock); its roots. ``held``
+        keeps what a pin's walk needs of each block (``_Held``)."""
         car_roots, blocks = read_car(stream, verify=True)
         if max_blocks is not None or tally is not None or admit is not None:
             blocks = _counted(blocks, max_blocks, tally or _Tally(), admit)
+        if held is not None:
+            blocks = held.keep(blocks)
         self._write_blocks(blocks, batch=IMPORT_BATCH)
         return list(car_roots)
 
@@ -643,12 +675,13 @@ class BlockStore(BlockGetter):
             writer.put(cid, data)
         writer.close()
 
-    def dag_size(self, root: bytes) -> int:
-        """Total bytes of the distinct blocks of the DAG under ``root``; raises ``MissingBlock`` if incomplete."""
+    def dag_size(self, root: bytes, held: _Held | None = None) -> int:
+        """Total bytes of the distinct blocks of the DAG under ``root``; raises ``MissingBlock`` if incomplete.
+        ``held``: the blocks of a CAR just verified and written (``_Held``), walked without reading them back."""
 
         seen: set[bytes] = set()
         total = 0
-        for cid, data in walk_dag(root, self.get, verify=False):
+        for cid, data in walk_dag(root, self.get if held is None else held.getter(self.get), verify=False):
             key = as_cidv1(cid)
             if key not in seen:
                 seen.add(key)
@@ -751,8 +784,12 @@ class BlockStore(BlockGetter):
         import lock (shared), so a ``gc`` (exclusive) that read the pins before this
         one was written cannot delete the DAG just walked (the push API's ``pin/add``).
         """
+        self._pin(root, name, None)
+
+    def _pin(self, root: bytes, name: str | None, held: _Held | None) -> None:
+        """:meth:`pin`, its walk taking the blocks of a CAR just imported from ``held`` (``_Held``)."""
         with self._gc_lock(exclusive=False):
-            size = self.dag_size(root)
+            size = self.dag_size(root, held)
             key = cid_to_str(as_cidv1(root))
             with self._pins_lock():
                 pins = self._read_pins()

@@ -85,7 +85,8 @@ class BundleResult:
     """What a build produced: the root CID as bytes (``root_bytes``) and as text (``root_cid``), the manifest,
     the number of files under ``memory/`` (index included), the CAR's size in bytes and its path;
     ``manifest_cid`` is the CID of ``manifest.json`` (what a signature names), ``signer`` the
-    identity that signed it (None when unsigned)."""
+    identity that signed it (None when unsigned), ``memory_cid`` the CID of the ``memory/`` directory (the
+    bundle's files: two bundles with the same one hold the same files)."""
 
     root_bytes: bytes
     manifest: dict[str, Any]
@@ -95,6 +96,7 @@ class BundleResult:
     paths: list[str] = field(default_factory=list)
     manifest_cid: builtins.bytes = b""
     signer: str | None = None
+    memory_cid: builtins.bytes = b""
 
     @property
     def root_cid(self) -> str:
@@ -309,7 +311,8 @@ def build_bundle(
     manifest_cid = top[0][1].cid
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
-    root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
+    root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
+                                  options.progress)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
     if checks is not None:
@@ -323,6 +326,7 @@ def build_bundle(
         paths=sorted(path for path, _ in stored),
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
+        memory_cid=memory_cid,
     )
 
 
@@ -562,9 +566,9 @@ def _write_car(
     files: list[tuple[str, Imported]],
     prof: Profile,
     progress: Callable[[int, int], None] | None = None,
-) -> bytes:
+) -> tuple[bytes, bytes]:
     """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
-    lists are the ones written); the root CID."""
+    lists are the ones written); the root CID and the ``memory/`` directory's."""
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
@@ -572,8 +576,8 @@ def _write_car(
         writer.finish(result.root)
     if progress is not None:
         progress(len(ordered), len(ordered))
-    root: bytes = result.root
-    return root
+    memory = next((entry.cid for entry in reversed(result.entries) if entry.path == MEMORY_DIR), b"")
+    return result.root, memory
 
 
 def _reporting(files: list[tuple[str, Imported]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:

@@ -539,11 +539,10 @@ def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, 
     """True when the bundle just built holds the very files of the bundle ``remote`` (the same ``memory/``
     directory CID: the same paths with the same CIDs, whatever either manifest's format; plaintext bundles only
     can agree, whose file CIDs depend on nothing but the bytes)."""
-    with CarIndex(built.car, verify=False) as index:
-        ours = dict(UnixFSReader(index.get, verify=False).list_dir(built.root_bytes)).get(MEMORY_DIR)
+    ours = built.memory_cid
     with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
         theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
-    return ours is not None and ours == theirs
+    return ours == theirs
 
 
 def build_tree(
