@@ -349,14 +349,18 @@ class _Held:
             self._blocks[key] = len(data) if key[1] == RAW else data  # a CIDv1's codec: raw is one varint byte
             yield cid, data
 
-    def getter(self, read: Callable[[bytes], bytes]) -> Callable[[bytes], bytes]:
-        """A block getter over the kept blocks, ``read`` for the others: a raw leaf comes back as that many zero
-        bytes (a walk reads no links from it, and counts its size)."""
+    def getter(self, read: Callable[[bytes], bytes], size: Callable[[bytes], int]) -> Callable[[bytes], bytes]:
+        """A block getter over the kept blocks, ``read`` for the others, but a raw leaf the CAR left out (a thin
+        CAR: ``orchestrate.held_by_all``), whose presence and size (``size``) is all a walk needs of it: a raw
+        leaf comes back as that many zero bytes (a walk reads no links from it, and counts its size). The store
+        verified each block when it wrote it and verifies it again on every ``get``, as kubo pins without
+        re-hashing what its blockstore holds (``Datastore.HashOnRead``, off by default)."""
 
         def get(cid: bytes) -> bytes:
-            found = self._blocks.get(as_cidv1(cid))
+            key = as_cidv1(cid)
+            found = self._blocks.get(key)
             if found is None:
-                return read(cid)
+                return bytes(size(key)) if key[1] == RAW else read(cid)
             return found if isinstance(found, bytes) else bytes(found)
 
         return get
@@ -456,6 +460,15 @@ class BlockStore(BlockGetter):
                 "re-import a CAR that holds it"
             ) from None
         return data
+
+    def _size(self, cid: bytes) -> int:
+        """The size of the stored block ``cid``, read from its file's metadata (``MissingBlock`` when absent)."""
+        try:
+            return os.stat(self._file(cid)).st_size
+        except (FileNotFoundError, CIDError):
+            raise MissingBlock(
+                f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+            ) from None
 
     def put(self, cid: bytes, data: bytes) -> None:
         """Store ``data`` under ``cid`` after checking it hashes to ``cid``.
@@ -681,7 +694,8 @@ class BlockStore(BlockGetter):
 
         seen: set[bytes] = set()
         total = 0
-        for cid, data in walk_dag(root, self.get if held is None else held.getter(self.get), verify=False):
+        for cid, data in walk_dag(root, self.get if held is None else held.getter(self.get, self._size),
+                                  verify=False):
             key = as_cidv1(cid)
             if key not in seen:
                 seen.add(key)

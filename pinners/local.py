@@ -41,6 +41,11 @@ class LocalPinner(BasePinner):
     def is_configured(cls, env: Mapping[str, str]) -> bool:
         return True
 
+    def holds(self, cid: bytes) -> bool:
+        """Whether the store has block ``cid`` (``pinning.orchestrate.held_by_all``: a CAR for this pinner may
+        leave it out; ``pin`` reads such blocks from the store, where they were verified when written)."""
+        return self.store.has(cid)
+
     def _pinned(self, root: bytes) -> bool:
         return as_cidv1(root) in self.store.pins()
 

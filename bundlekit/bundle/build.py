@@ -231,6 +231,8 @@ class BuildOptions:
     ``manifest_version`` 1 (the default) writes the ``bundlekit/1`` manifest listing every file (what a plain
     ``https://.../manifest.json`` load needs); 2 a ``bundlekit/2`` one, whose size does not grow with the
     tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
+    ``leave_out(cid)`` true for a block the CAR's reader holds already (``sync``: every pinner holds it,
+    ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written.
     """
 
     namespace: str | None = None
@@ -247,6 +249,7 @@ class BuildOptions:
     warn: Callable[[str], None] | None = None
     share: SharePolicy | None = None
     manifest_version: int = 1
+    leave_out: Callable[[bytes], bool] | None = None
 
 
 def build_bundle(
@@ -312,7 +315,7 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
     root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
-                                  options.progress)
+                                  options.progress, options.leave_out)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
     if checks is not None:
@@ -566,18 +569,43 @@ def _write_car(
     files: list[tuple[str, Imported]],
     prof: Profile,
     progress: Callable[[int, int], None] | None = None,
+    leave_out: Callable[[bytes], bool] | None = None,
 ) -> tuple[bytes, bytes]:
     """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
-    lists are the ones written); the root CID and the ``memory/`` directory's."""
+    lists are the ones written; with ``leave_out``, only the blocks it is false for, and the root); the root CID
+    and the ``memory/`` directory's."""
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
-        result = import_tree(sources, writer, prof)
+        sink = writer if leave_out is None else _Thin(writer, leave_out)
+        result = import_tree(sources, sink, prof)
+        if isinstance(sink, _Thin):
+            sink.keep_root(result.root)
         writer.finish(result.root)
     if progress is not None:
         progress(len(ordered), len(ordered))
     memory = next((entry.cid for entry in reversed(result.entries) if entry.path == MEMORY_DIR), b"")
     return result.root, memory
+
+
+class _Thin:
+    """A block sink into ``writer`` that leaves out the blocks ``leave_out`` is true for, but the root: the importer
+    writes the root last, so the last block left out is kept until :meth:`keep_root` says whether it was it."""
+
+    def __init__(self, writer: CarFileWriter, leave_out: Callable[[bytes], bool]) -> None:
+        self._writer, self._leave_out = writer, leave_out
+        self._last: tuple[bytes, bytes] | None = None
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        if self._leave_out(cid):
+            self._last = (cid, data)
+            return
+        self._last = None
+        self._writer.put(cid, data)
+
+    def keep_root(self, root: bytes) -> None:
+        if self._last is not None and self._last[0] == root:
+            self._writer.put(*self._last)
 
 
 def _reporting(files: list[tuple[str, Imported]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:

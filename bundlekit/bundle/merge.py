@@ -558,7 +558,10 @@ def build_tree(
     sign: Signer | ExternalSignature | None = None,
     profile: str | None = None,
     namespace: str | None = None,
+    leave_out: Callable[[bytes], bool] | None = None,
 ) -> BundleResult:
-    """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2)
+    """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
+    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``)."""
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2,
+                           leave_out=leave_out)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

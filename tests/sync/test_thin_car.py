@@ -1,0 +1,82 @@
+"""Issue 37: a writer's CAR holds only the blocks its pinners lack (git's push sends only new objects).
+
+When every pinner tells which blocks it holds (``holds``: the local store), ``sync`` builds a thin CAR
+(``BuildOptions.leave_out``, ``pinning.orchestrate.held_by_all``) and the local pin takes the other blocks from
+the store, where they were verified when written: the pin still refuses a DAG the store cannot complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.merge import build_tree
+from bundlekit.car.reader import read_car
+from bundlekit.errors import MissingBlock
+from bundlekit.ipld.cid import RAW, as_cidv1
+from bundlekit.memory import Memory
+from bundlekit.pinning.orchestrate import held_by_all, pin_all
+from bundlekit.pinning.protocol import PINNED
+from pinners.local import LocalPinner
+from pinners.memory import MemoryPinner
+
+
+def _tree(root: Path) -> Path:
+    mem = Memory(root, namespace="agent")
+    mem.init()
+    for i in range(12):
+        mem.write(f"note_{i:02d}", name=f"Note {i}", description=f"about {i}", type="project", body=f"body {i}")
+    return root
+
+
+def _blocks(car: Path) -> list[bytes]:
+    with open(car, "rb") as fh:
+        _roots, blocks = read_car(fh)
+        return [as_cidv1(cid) for cid, _data in blocks]
+
+
+def _published_then_edited(tmp_path: Path) -> tuple[Path, BlockStore, LocalPinner]:
+    tree, store = _tree(tmp_path / "memory"), BlockStore(tmp_path / "store")
+    pinner = LocalPinner(store)
+    first = build_tree(tree, tmp_path / "first.car", parents=[])
+    assert pin_all(first.car, first.root, [pinner]).ok
+    Memory(tree, namespace="agent").write("note_03", name="Note 3", description="about 3", type="project",
+                                          body="changed")
+    return tree, store, pinner
+
+
+def test_a_writer_car_leaves_out_what_the_local_store_holds(tmp_path: Path) -> None:
+    tree, store, pinner = _published_then_edited(tmp_path)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    full = build_tree(tree, tmp_path / "full.car", parents=[])
+    assert thin.root_bytes == full.root_bytes
+    sent = _blocks(thin.car)
+    assert as_cidv1(thin.root_bytes) in sent
+    assert len(sent) < 8 < len(_blocks(full.car))  # the changed memory, the index, the manifest, directories
+    report = pin_all(thin.car, thin.root, [pinner])
+    assert report.ok and report.pins[0].status == PINNED
+    assert store.dag_size(thin.root_bytes) == store.dag_size(full.root_bytes)
+
+
+def test_a_thin_car_is_not_pinned_when_the_store_lost_a_block_it_left_out(tmp_path: Path) -> None:
+    tree, store, pinner = _published_then_edited(tmp_path)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    full = _blocks(build_tree(tree, tmp_path / "full.car", parents=[]).car)
+    sent = set(_blocks(thin.car))
+    lost = next(cid for cid in full if cid not in sent and cid[1] == RAW)
+    store.path_for(lost).unlink()
+    report = pin_all(thin.car, thin.root, [pinner])
+    assert not report.ok and "missing" in (report.pins[0].error or "")
+    assert as_cidv1(thin.root_bytes) not in store.pins()
+    with pytest.raises(MissingBlock):
+        store.dag_size(thin.root_bytes)
+
+
+def test_a_pinner_that_cannot_tell_what_it_holds_gets_every_block(tmp_path: Path) -> None:
+    local = LocalPinner(BlockStore(tmp_path / "store"))
+    assert held_by_all([local, MemoryPinner()]) is None
+    assert held_by_all([]) is None
+    holds = held_by_all([local])
+    assert holds is not None and not holds(b"\x01\x55\x12\x20" + bytes(32))
