@@ -19,14 +19,20 @@ Table ``checked`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.b
 per memory file (``<key>.md``) or timeline day (``timeline/<day>``): ``sha256``, and for a memory ``type``,
 ``name``, ``description`` and ``updated_us`` (``updated`` in microseconds since the epoch, exact). A build
 writes only the rows that changed and removes those of files gone, in one transaction. The file is local to
-this copy of the tree and of the same trust as the tree itself (whoever can write ``.bundlekit/`` can write
-the memory files); lost, damaged or of another shape it costs a full check, never a wrong byte: a row that is
-not exactly of its shape is ignored.
+this copy of the tree. A tree may come from elsewhere with its ``.bundlekit/`` (copied, unpacked): rows
+planted there could name the digest of a file the planter wrote with other index fields, or a secret it holds
+as checked. So the rows are sealed: table ``seal`` holds the HMAC-SHA-256, under this user's key
+(:func:`seal_key`, in their bundlekit data directory, outside every tree), of every row as SQL literals in path
+order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored. Lost,
+damaged, unsealed or of another shape it costs a full check, never a wrong byte: a row that is not exactly of
+its shape is ignored too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing, suppress
@@ -34,13 +40,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from bundlekit._fs import atomic_write_bytes
+from bundlekit.blockstore import default_store_root
 from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
+from bundlekit.crypto._hmac import hmac_sha256
+from bundlekit.errors import BundleError, BundlekitError
 from bundlekit.memory.naming import TIMELINE_DIR
 
 if TYPE_CHECKING:
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["CheckCache", "Passed", "rules_fingerprint"]
+__all__ = ["KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
@@ -52,6 +62,16 @@ _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
     "type TEXT, name TEXT, description TEXT, updated_us INTEGER)"
 )
+_SEAL_SCHEMA: Final = "CREATE TABLE IF NOT EXISTS seal (tag BLOB NOT NULL)"
+#: Every row as SQL literals (``quote``: text quoted, blobs in hex, NULL), in path order: what the seal covers.
+_SEALED: Final = (
+    "SELECT group_concat(line, char(10)) FROM (SELECT quote(path) || ',' || quote(sha256) || ',' || quote(rules) "
+    "|| ',' || quote(type) || ',' || quote(name) || ',' || quote(description) || ',' || quote(updated_us) AS line "
+    "FROM checked ORDER BY path)"
+)
+#: This user's sealing key, in their bundlekit data directory (``default_store_root``).
+KEY_FILE: Final = "build-check.key"
+_KEY_BYTES: Final = 32
 _fingerprint: str | None = None
 
 
@@ -99,6 +119,33 @@ def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None
     return path, digest, Passed(path[:-3], kind, name, description, when)
 
 
+def seal_key() -> bytes | None:
+    """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
+    (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
+    (mode 0600). None when it can be neither read nor made (nothing is then taken from or saved into a cache).
+    Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
+    path = default_store_root() / KEY_FILE
+    for _attempt in range(2):
+        with suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(_KEY_BYTES + 1)
+            if len(data) == _KEY_BYTES:
+                return data
+        try:
+            atomic_write_bytes(path, os.urandom(_KEY_BYTES), error=BundleError, mode=0o600, parents=True)
+        except BundlekitError:
+            return None
+    return None
+
+
+def _tag(db: sqlite3.Connection, key: bytes) -> bytes:
+    """The HMAC-SHA-256 under ``key`` of every row of ``checked`` (:data:`_SEALED`)."""
+    found = db.execute(_SEALED).fetchone()
+    text = found[0] if found is not None and isinstance(found[0], str) else ""
+    return hmac_sha256(key, text.encode("utf-8", "surrogatepass"))
+
+
 def _updated_us(record: MemoryRecord) -> int:
     return (record.updated - _EPOCH) // _US
 
@@ -117,10 +164,16 @@ class CheckCache:
     def _load(self) -> None:
         if self.path is None or not self.path.exists() or not plain_files(self.path):
             return
+        key = seal_key()
+        if key is None:
+            return
         rules = rules_fingerprint()
         with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
                 return
+            found_tag = db.execute("SELECT tag FROM seal").fetchone()
+            if found_tag is None or not hmac.compare_digest(_tag(db, key), bytes(found_tag[0])):
+                return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited row)
             for found in db.execute("SELECT path, sha256, rules, type, name, description, updated_us FROM checked"):
                 row = _row(found, rules)
                 if row is not None:
@@ -137,7 +190,8 @@ class CheckCache:
         packed, ``records`` the memories it parsed and checked now (the others kept their rows). Only the rows
         that changed are written, those of files gone removed; one transaction. A cache: a tree it cannot be
         written in still builds."""
-        if self.path is None:
+        key = seal_key()
+        if self.path is None or key is None:
             return
         rules = rules_fingerprint()
         rows: list[tuple[str, bytes, str, str | None, str | None, str | None, int | None]]
@@ -156,5 +210,8 @@ class CheckCache:
             db.execute("DELETE FROM checked WHERE rules != ?", (rules,))
             db.executemany("DELETE FROM checked WHERE path = ?", gone)
             db.executemany("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute(_SEAL_SCHEMA)
+            db.execute("DELETE FROM seal")
+            db.execute("INSERT INTO seal VALUES (?)", (_tag(db, key),))
 
         write_cache(self.path, write)
