@@ -271,7 +271,9 @@ class TreeAccess:
                  if data is not None and known.get(name) != digests[name]]
         found = parse_read([name for name, _d in fresh], [data for _n, data in fresh], self.index.broken)
         indexed = catalog.stat.digests()
-        self.stale.update(name for name, digest in digests.items() if digest != indexed.get(name))
+        broken = self.index.broken  # never indexed: a file that does not parse is not stale, only left out
+        self.stale.update(name for name, digest in digests.items()
+                          if digest != indexed.get(name) and name not in broken)
         return found, unchanged, digests
 
     def index_text(self, catalog: Catalog) -> str:

@@ -141,6 +141,18 @@ def test_a_day_changed_in_place_is_checked_again(tmp_path: Path) -> None:
         _build(tree, tmp_path / "b.car")
 
 
+def test_a_file_that_does_not_parse_never_gets_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "memory", 4)
+    (tree / "broken_one.md").write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
+    seen = _checked(monkeypatch)
+    first = _build(tree, tmp_path / "a.car")
+    again = _build(tree, tmp_path / "b.car")
+    assert "memory/broken_one.md" not in first.paths and again.root_bytes == first.root_bytes
+    assert seen == [[f"note_{i:02d}.md" for i in range(4)], []]  # tried each time, parsed never
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
+        assert db.execute("SELECT count(*) FROM checked WHERE path = 'broken_one.md'").fetchone() == (0,)
+
+
 def test_a_verdict_made_under_other_rules_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = _tree(tmp_path / "memory", 6)
     seen = _checked(monkeypatch)
