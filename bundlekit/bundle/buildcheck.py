@@ -190,7 +190,7 @@ class CheckCache:
         packed, ``records`` the memories it parsed and checked now (the others kept their rows). Only the rows
         that changed are written, those of files gone removed; one transaction. A cache: a tree it cannot be
         written in still builds."""
-        key = seal_key()
+        key = None if self.path is None else seal_key()  # a tree held in memory makes no key
         if self.path is None or key is None:
             return
         rules = rules_fingerprint()
