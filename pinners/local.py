@@ -31,6 +31,7 @@ class LocalPinner(BasePinner):
 
     def __init__(self, store: BlockStore) -> None:
         self.store = store
+        self._pinned_walk: dict[bytes, int] | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> LocalPinner:
@@ -40,6 +41,15 @@ class LocalPinner(BasePinner):
     @classmethod
     def is_configured(cls, env: Mapping[str, str]) -> bool:
         return True
+
+    def holds(self, cid: bytes) -> bool:
+        """Whether the store has block ``cid`` (``pinning.orchestrate.held_by_all``: a CAR for this pinner may
+        leave it out; ``pin`` reads such blocks from the store, where they were verified when written). A block
+        of the DAG pinned last (``BlockStore.pinned_walk``, read once) is held without a look at its file; should
+        that pin go before this one is made, the pin's walk finds the block missing and refuses."""
+        if self._pinned_walk is None:
+            self._pinned_walk = self.store.pinned_walk()
+        return as_cidv1(cid) in self._pinned_walk or self.store.has(cid)
 
     def _pinned(self, root: bytes) -> bool:
         return as_cidv1(root) in self.store.pins()

@@ -7,6 +7,7 @@ Modules: ``manifest`` (canonical JSON and its checks), ``build`` (memory tree
 view), ``embeddings`` (the index's vectors as a bundle file), ``keyoptions`` (the key
 options as plain values), ``signature`` (``signature.json``: sign, verify, publishers),
 ``buildcache`` (an encrypted build's ciphertexts, reused for unchanged files),
+``buildcheck`` (the files a build checked, so the next checks and parses only the changed ones),
 ``lineage`` (the bundles a tree came from), ``log`` (``parents`` walked back),
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bundlekit.bundle.buildcache import EncryptionCache
+from bundlekit.bundle.buildcheck import CheckCache, Passed
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import build_parents, files_digest, record_build
 from bundlekit.bundle.share import SharePolicy, select_shared
@@ -52,7 +53,7 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import parse_index, render_index
-from bundlekit.memory.naming import INDEX_NAME
+from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
 from bundlekit.unixfs.importer import Imported, Source, import_bytes, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
 
@@ -60,6 +61,9 @@ if TYPE_CHECKING:
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
     from bundlekit.memory import MemoryRecord
+
+    #: A memory as a build sees it: parsed now, or known to its cache (``bundle.buildcheck``).
+    IndexEntry = MemoryRecord | Passed
 
 __all__ = [
     "COMPAT_FORMS",
@@ -81,7 +85,8 @@ class BundleResult:
     """What a build produced: the root CID as bytes (``root_bytes``) and as text (``root_cid``), the manifest,
     the number of files under ``memory/`` (index included), the CAR's size in bytes and its path;
     ``manifest_cid`` is the CID of ``manifest.json`` (what a signature names), ``signer`` the
-    identity that signed it (None when unsigned)."""
+    identity that signed it (None when unsigned), ``memory_cid`` the CID of the ``memory/`` directory (the
+    bundle's files: two bundles with the same one hold the same files)."""
 
     root_bytes: bytes
     manifest: dict[str, Any]
@@ -91,6 +96,7 @@ class BundleResult:
     paths: list[str] = field(default_factory=list)
     manifest_cid: builtins.bytes = b""
     signer: str | None = None
+    memory_cid: builtins.bytes = b""
 
     @property
     def root_cid(self) -> str:
@@ -146,7 +152,7 @@ def _timeline_shared(options: BuildOptions) -> bool:
 
 
 def newest_content_time(
-    mem: Memory, records: Iterable[MemoryRecord] | None = None, *, timeline: bool = True
+    mem: Memory, records: Iterable[IndexEntry] | None = None, *, timeline: bool = True
 ) -> datetime:
     """The newest ``updated`` of any memory or ``ts`` of any timeline entry; the epoch for an empty tree.
 
@@ -168,7 +174,7 @@ def newest_content_time(
     return newest
 
 
-def render_encrypted_index(records: Sequence[MemoryRecord], links: dict[str, str], *, redact: bool) -> bytes:
+def render_encrypted_index(records: Sequence[IndexEntry], links: dict[str, str], *, redact: bool) -> bytes:
     """The plaintext index of an encrypted bundle.
 
     The layout of ``MEMORY.md`` (``bundlekit.memory.index.render_index``:
@@ -225,6 +231,8 @@ class BuildOptions:
     ``manifest_version`` 1 (the default) writes the ``bundlekit/1`` manifest listing every file (what a plain
     ``https://.../manifest.json`` load needs); 2 a ``bundlekit/2`` one, whose size does not grow with the
     tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
+    ``leave_out(cid)`` true for a block the CAR's reader holds already (``sync``: every pinner holds it,
+    ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written.
     """
 
     namespace: str | None = None
@@ -241,6 +249,7 @@ class BuildOptions:
     warn: Callable[[str], None] | None = None
     share: SharePolicy | None = None
     manifest_version: int = 1
+    leave_out: Callable[[bytes], bool] | None = None
 
 
 def build_bundle(
@@ -271,14 +280,10 @@ def build_bundle(
     options = options or BuildOptions()
     mem = _open_tree(memory_dir, options.warn)
     _check_options(options, key)
-    # Steps 1-2: validate the tree and take its files (index regenerated; a file that does not parse left out).
-    with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
-        tree_files, records = tx.contents(strict=options.strict)
-    _check_is_memory_tree(mem, records)
-    tree_files, records = _shared(tree_files, records, options)  # a shared bundle: all below sees only it
+    # Steps 1-3: validate the tree and take its files (index regenerated; a file that does not parse left out;
+    # device-bound memories never leave the machine); a shared bundle: all below sees only it.
+    tree_files, records, checks = _read_tree(mem, options)
     tree_files, vectors = _with_embeddings(mem, tree_files, options)
-    # Step 3: namespace, created; device-bound memories never leave the machine.
-    refuse_device_memory(records)
     ns = options.namespace or mem.namespace
     if not ns.strip():
         raise UsageError("the bundle needs a namespace; pass --namespace")
@@ -309,9 +314,12 @@ def build_bundle(
     manifest_cid = top[0][1].cid
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
-    root = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof, options.progress)
+    root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
+                                  options.progress, options.leave_out)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
+    if checks is not None:
+        checks.save()
     return BundleResult(
         root_bytes=root,
         manifest=manifest,
@@ -321,16 +329,48 @@ def build_bundle(
         paths=sorted(path for path, _ in stored),
         manifest_cid=manifest_cid,
         signer=None if sign is None else sign.signer if isinstance(sign, ExternalSignature) else sign.identity,
+        memory_cid=memory_cid,
     )
 
 
-def _shared(
-    tree_files: list[tuple[str, bytes]], records: list[MemoryRecord], options: BuildOptions
-) -> tuple[list[tuple[str, bytes]], list[MemoryRecord]]:
-    """The one filter of what a shared bundle carries (``bundle/share``); the tree whole without a policy."""
-    if options.share is None:
-        return tree_files, records
-    return select_shared(tree_files, records, options.share, options.warn)
+@dataclass(frozen=True)
+class _Checks:
+    """A build's verdicts, saved into the tree's cache (``bundle.buildcheck``) once its CAR is written."""
+
+    cache: CheckCache
+    digests: dict[str, bytes]
+    parsed: list[MemoryRecord]
+
+    def save(self) -> None:
+        self.cache.save(self.digests, self.parsed)
+
+
+def _read_tree(mem: Memory, options: BuildOptions) -> tuple[list[tuple[str, bytes]], list[IndexEntry], _Checks | None]:
+    """Steps 1-3: the tree's files sorted by path (``MEMORY.md`` regenerated) and an index entry per memory
+    (sorted by key), validated, device-bound memories refused. A whole-tree build reads every file but checks
+    and parses only those whose bytes its cache has not seen pass (``bundle.buildcheck``), and returns the
+    verdicts to save; a shared bundle (``bundle/share``: all below sees only what it carries) checks all."""
+    if options.share is not None:
+        with mem.transaction(lock=False) as tx:  # the records of the very bytes packed
+            tree_files, records = tx.contents(strict=options.strict)
+        _check_is_memory_tree(mem, records)
+        tree_files, records = select_shared(tree_files, records, options.share, options.warn)
+        refuse_device_memory(records)
+        return tree_files, list(records), None
+    cache = CheckCache(mem.root)
+    with mem.transaction(lock=False) as tx:
+        checked = tx.checked(cache.known, strict=options.strict)
+    parsed = [record for _name, _data, record in checked.found]
+    entries: list[IndexEntry] = [*parsed, *cache.passed(name for name, _data in checked.unchanged)]
+    entries.sort(key=lambda entry: entry.key)
+    _check_is_memory_tree(mem, entries)
+    refuse_device_memory(parsed)  # a file the cache vouches for passed it (its row was saved by a build)
+    files = [(INDEX_NAME, render_index(entries).encode("utf-8"))]
+    files += [(name, data) for name, data, _record in checked.found]
+    files += checked.unchanged
+    files += [(f"{TIMELINE_DIR}/{name}", data) for name, data in checked.days]
+    files.sort(key=lambda item: item[0])
+    return files, entries, _Checks(cache, checked.digests, parsed)
 
 
 def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str, Any]:
@@ -369,7 +409,7 @@ def _lineage(mem: Memory, files: dict[str, tuple[bytes, int]], options: BuildOpt
 def _with_index(
     mem: Memory,
     tree_files: Sequence[tuple[str, bytes]],
-    records: Sequence[MemoryRecord],
+    records: Sequence[IndexEntry],
     stored: list[tuple[str, bytes]],
     prof: Profile,
     *,
@@ -437,7 +477,7 @@ def _check_options(options: BuildOptions, key: KeySpec | None) -> None:
         )
 
 
-def _check_is_memory_tree(mem: Memory, records: Sequence[MemoryRecord]) -> None:
+def _check_is_memory_tree(mem: Memory, records: Sequence[IndexEntry]) -> None:
     """Refuse a directory that is no memory tree at all (no index, no memories): ``pack`` is for those."""
     if mem.root is not None and not (mem.root / INDEX_NAME).is_file() and not records:
         raise UsageError(
@@ -503,7 +543,7 @@ def _threews_files(
 def _index_file(
     mem: Memory,
     tree_files: Sequence[tuple[str, bytes]],
-    records: Sequence[MemoryRecord],
+    records: Sequence[IndexEntry],
     cids: dict[str, bytes],
     *,
     encrypted: bool,
@@ -529,18 +569,43 @@ def _write_car(
     files: list[tuple[str, Imported]],
     prof: Profile,
     progress: Callable[[int, int], None] | None = None,
-) -> bytes:
+    leave_out: Callable[[bytes], bool] | None = None,
+) -> tuple[bytes, bytes]:
     """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
-    lists are the ones written); the root CID."""
+    lists are the ones written; with ``leave_out``, only the blocks it is false for, and the root); the root CID
+    and the ``memory/`` directory's."""
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
-        result = import_tree(sources, writer, prof)
+        sink = writer if leave_out is None else _Thin(writer, leave_out)
+        result = import_tree(sources, sink, prof)
+        if isinstance(sink, _Thin):
+            sink.keep_root(result.root)
         writer.finish(result.root)
     if progress is not None:
         progress(len(ordered), len(ordered))
-    root: bytes = result.root
-    return root
+    memory = next((entry.cid for entry in reversed(result.entries) if entry.path == MEMORY_DIR), b"")
+    return result.root, memory
+
+
+class _Thin:
+    """A block sink into ``writer`` that leaves out the blocks ``leave_out`` is true for, but the root: the importer
+    writes the root last, so the last block left out is kept until :meth:`keep_root` says whether it was it."""
+
+    def __init__(self, writer: CarFileWriter, leave_out: Callable[[bytes], bool]) -> None:
+        self._writer, self._leave_out = writer, leave_out
+        self._last: tuple[bytes, bytes] | None = None
+
+    def put(self, cid: bytes, data: bytes) -> None:
+        if self._leave_out(cid):
+            self._last = (cid, data)
+            return
+        self._last = None
+        self._writer.put(cid, data)
+
+    def keep_root(self, root: bytes) -> None:
+        if self._last is not None and self._last[0] == root:
+            self._writer.put(*self._last)
 
 
 def _reporting(files: list[tuple[str, Imported]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:

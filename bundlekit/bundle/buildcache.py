@@ -37,14 +37,14 @@ from bundlekit.memory.naming import HIDDEN_DIR
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import BundleKey, KeySpec
 
-__all__ = ["CACHE_NAME", "EncryptionCache"]
+__all__ = ["CACHE_NAME", "EncryptionCache", "plain_files", "write_cache"]
 
 CACHE_NAME: Final = f"{HIDDEN_DIR}/build-cache.sqlite"
 _DIGEST: Final = 32  # a SHA-256 digest and an HMAC-SHA-256 tag
 _SIDE_FILES: Final = ("", "-journal", "-wal", "-shm")  # what SQLite opens beside the database
 
 
-def _plain_files(path: Path) -> bool:
+def plain_files(path: Path) -> bool:
     """Whether the cache and the files SQLite keeps beside it are each absent or a regular file: SQLite follows
     links, so a link (to another tree's cache, or to a file outside the tree) or a FIFO is never opened."""
     for suffix in _SIDE_FILES:
@@ -57,6 +57,19 @@ def _plain_files(path: Path) -> bool:
         if not stat.S_ISREG(mode):
             return False
     return True
+
+
+def write_cache(path: Path, write: Callable[[sqlite3.Connection], None]) -> None:
+    """Run ``write`` in one write transaction (``BEGIN IMMEDIATE``: what it finds and what it writes) on the cache
+    at ``path``: the build caches' one way in. A cache: a tree it cannot be written in still builds (SQLite and
+    OS errors are dropped), and nothing is written through a link or a FIFO in its place."""
+    with suppress(sqlite3.Error, OSError, BundlekitError):
+        ensure_real_dir(path.parent)
+        if not plain_files(path):
+            return
+        with closing(sqlite3.connect(path)) as db, db:
+            db.execute("BEGIN IMMEDIATE")
+            write(db)
 
 
 def _row(path: object, plain: object, cipher: object, tag: object) -> tuple[str, tuple[bytes, bytes, bytes]] | None:
@@ -97,7 +110,7 @@ class EncryptionCache:
         """The last build's parameters for ``namespace`` (None when unknown) and, into ``_rows``, its rows for
         the paths in ``sizes`` (bundle path -> plaintext size) whose ciphertext has exactly the size that
         plaintext encrypts to: what is read is bounded by what this build stores, whatever the file holds."""
-        if self.path is None or not self.path.exists() or not _plain_files(self.path):
+        if self.path is None or not self.path.exists() or not plain_files(self.path):
             return None
         try:
             with closing(sqlite3.connect(self.path)) as db:
@@ -159,26 +172,22 @@ class EncryptionCache:
         """Keep this build's files and parameters in place of the last: only the rows that changed are written,
         the paths it no longer has removed (a partial build's left-out paths kept) (one transaction; a cache: a
         tree it cannot be written in still builds)."""
-        if self.path is None:
-            return
-        with suppress(sqlite3.Error, OSError, BundlekitError):
-            ensure_real_dir(self.path.parent)
-            if not _plain_files(self.path):  # a link or a FIFO in its place: nothing written through it
-                return
-            with closing(sqlite3.connect(self.path)) as db, db:
-                db.execute("BEGIN IMMEDIATE")  # what it finds and what it writes, one transaction
-                for statement in _SCHEMA:
-                    db.execute(statement)
-                # another key or namespace, a first build, or another build saved since this one read (its rows
-                # may be under another key): the rows start again
-                base = self._rows if db.execute(_PARAMS).fetchall() == self._seen else {}
-                db.execute("DELETE FROM params")
-                db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
-                if not base:
-                    db.execute("DELETE FROM files")
-                if not self._partial:  # the paths this build no longer has are gone
-                    db.execute("CREATE TEMP TABLE kept (path TEXT PRIMARY KEY)")
-                    db.executemany("INSERT INTO temp.kept VALUES (?)", [(p,) for p in self._next])
-                    db.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.kept)")
-                db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
-                               [(p, *row) for p, row in sorted(self._next.items()) if base.get(p) != row])
+        if self.path is not None:
+            write_cache(self.path, lambda db: self._write(db, namespace, params))
+
+    def _write(self, db: sqlite3.Connection, namespace: str, params: dict[str, Any]) -> None:
+        for statement in _SCHEMA:
+            db.execute(statement)
+        # another key or namespace, a first build, or another build saved since this one read (its rows
+        # may be under another key): the rows start again
+        base = self._rows if db.execute(_PARAMS).fetchall() == self._seen else {}
+        db.execute("DELETE FROM params")
+        db.execute("INSERT INTO params VALUES (?, ?)", (namespace, json.dumps(params, sort_keys=True)))
+        if not base:
+            db.execute("DELETE FROM files")
+        if not self._partial:  # the paths this build no longer has are gone
+            db.execute("CREATE TEMP TABLE kept (path TEXT PRIMARY KEY)")
+            db.executemany("INSERT INTO temp.kept VALUES (?)", [(p,) for p in self._next])
+            db.execute("DELETE FROM files WHERE path NOT IN (SELECT path FROM temp.kept)")
+        db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                       [(p, *row) for p, row in sorted(self._next.items()) if base.get(p) != row])

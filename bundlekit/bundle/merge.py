@@ -54,7 +54,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
 from bundlekit.memory.record import MemoryRecord
-from bundlekit.ipld.cid import cid_to_str
+from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
@@ -542,12 +542,15 @@ class _Ancestry:
 def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, load: LoadOptions) -> bool:
     """True when the bundle just built holds the very files of the bundle ``remote`` (the same ``memory/``
     directory CID: the same paths with the same CIDs, whatever either manifest's format; plaintext bundles only
-    can agree, whose file CIDs depend on nothing but the bytes)."""
-    with CarIndex(built.car, verify=False) as index:
-        ours = dict(UnixFSReader(index.get, verify=False).list_dir(built.root_bytes)).get(MEMORY_DIR)
-    with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
-        theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
-    return ours is not None and ours == theirs
+    can agree, whose file CIDs depend on nothing but the bytes). One block when the local store holds the remote
+    root (a writer's own last publish): its link to ``memory/``, read without opening any other source."""
+    root = cid_from_text(remote)
+    if isinstance(blocks, Gateways) and blocks.store is not None and blocks.store.has(root):
+        theirs = dict(UnixFSReader(blocks.store.get).list_dir(root)).get(MEMORY_DIR)
+    else:
+        with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
+            theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
+    return built.memory_cid == theirs
 
 
 def build_tree(
@@ -559,7 +562,10 @@ def build_tree(
     sign: Signer | ExternalSignature | None = None,
     profile: str | None = None,
     namespace: str | None = None,
+    leave_out: Callable[[bytes], bool] | None = None,
 ) -> BundleResult:
-    """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents``."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2)
+    """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
+    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``)."""
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2,
+                           leave_out=leave_out)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

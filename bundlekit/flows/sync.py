@@ -52,7 +52,7 @@ from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.routing import RoutingEndpoint
 from bundlekit.names.resolve import resolve
-from bundlekit.pinning.orchestrate import PinReport, pin_all
+from bundlekit.pinning.orchestrate import PinReport, held_by_all, pin_all
 
 if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
@@ -250,7 +250,9 @@ def _publish(
     last = read_last(tree)
     parents = [p for p in (report.remote, last) if p is not None]
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
-        built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign)
+        # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
+        built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
+                           leave_out=held_by_all(pinners))
         if last is not None:  # the build noted its root as the last; until it is published the last stays
             record_last(tree, cid_from_text(last))
         if (report.merge is None and report.remote is not None

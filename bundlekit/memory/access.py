@@ -17,21 +17,32 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import bundlekit._secrets as secrets
 from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
-from bundlekit.memory.indexer import Indexer, decode, parse_files
+from bundlekit.memory.indexer import Indexer, decode, parse_files, parse_read
 from bundlekit.memory.naming import check_unique, filename_for, key_from_filename, memory_files
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 from bundlekit.memory.timefmt import as_utc, parse_timestamp
 
-__all__ = ["TreeAccess"]
+__all__ = ["Checked", "TreeAccess"]
 
 _T = TypeVar("_T")
+
+
+class Checked(NamedTuple):
+    """What :meth:`TreeAccess.checked` read of a tree: the memory files parsed and checked now (name, bytes,
+    record), those skipped as known (name, bytes), every timeline day (name, bytes), and the SHA-256 of each
+    file by name (``timeline/<day>`` for a day)."""
+
+    found: list[tuple[str, bytes, MemoryRecord]]
+    unchanged: list[tuple[str, bytes]]
+    days: list[tuple[str, bytes]]
+    digests: dict[str, bytes]
 
 
 class TreeAccess:
@@ -214,9 +225,19 @@ class TreeAccess:
     ) -> tuple[list[tuple[str, bytes, MemoryRecord]], list[tuple[str, bytes]]]:
         """Every memory file and timeline day, checked. A memory file that does not parse is left out with a
         warning, or with ``strict`` raises :class:`FrontmatterError` (the first by name)."""
+        checked = self.checked(strict=strict)
+        return checked.found, checked.days
+
+    def checked(self, *, strict: bool, known: Mapping[str, bytes] | None = None) -> Checked:
+        """Every memory file and timeline day read now, each checked as :meth:`snapshot` checks it (key rules,
+        parsed, the whole secret guard) unless its bytes hash to ``known[name]`` (``timeline/<day>`` for a day):
+        the SHA-256 of bytes that passed every check before, under the same rules (a build's cache,
+        ``bundle/buildcache``), which the same bytes pass again. Case-uniqueness is checked over every name."""
         from bundlekit.memory.timeline import parse_day
 
-        found = self.read(self._checked_files, warn_broken=not strict, whole=True)
+        passed = known or {}
+        found, unchanged, digests = self.read(lambda catalog: self._checked_files(catalog, passed),
+                                              warn_broken=not strict, whole=True)
         if strict and self.index.broken:
             name, problem = min(self.index.broken.items())
             raise FrontmatterError(
@@ -235,26 +256,42 @@ class TreeAccess:
             if data is None:
                 continue
             where = f"timeline/{name}"
+            digests[where] = hashlib.sha256(data).digest()
+            days.append((name, data))
+            if passed.get(where) == digests[where]:
+                continue
             entries = parse_day(name, data)
             secrets.guard(data.decode("utf-8"), where, can_allow=False)
             for number, entry in enumerate(entries, start=1):
                 screen.guard_entry(entry, "", f"{where} entry {number}")
-            days.append((name, data))
-        return found, days
+        return Checked(found, unchanged, days, digests)
 
-    def _checked_files(self, catalog: Catalog) -> list[tuple[str, bytes, MemoryRecord]]:
+    def _checked_files(
+        self, catalog: Catalog, known: Mapping[str, bytes]
+    ) -> tuple[list[tuple[str, bytes, MemoryRecord]], list[tuple[str, bytes]], dict[str, bytes]]:
         """Every memory file of the listing, with its bytes read now and the record they parse to, as with no
-        index at all: names checked (key rules, case-uniqueness), every file parsed. Each file's SHA-256 is
-        checked against the one the index took; one that differs (an edit that kept the stat signature) is
-        indexed again after the read."""
+        index at all: names checked (key rules, case-uniqueness), every file parsed; but a file whose bytes
+        hash to ``known[name]`` is neither parsed nor its name checked again (it comes back in the second list).
+        Each file's SHA-256 is checked against the one the index took; one that differs (an edit that kept the
+        stat signature) is indexed again after the read. The third value: each file's SHA-256 by name."""
         names = self.listed()
         for name in names:
-            key_from_filename(name)
+            if name not in known:  # a known name passed the key rules, which read the name alone
+                key_from_filename(name)
         check_unique((name[:-3] for name in names), where=self.where())
-        found = parse_files(self.backend, names, self.index.broken)
-        digests = catalog.stat.digests()
-        self.stale.update(name for name, data, _r in found if hashlib.sha256(data).digest() != digests.get(name))
-        return found
+        datas = self.backend.read_many(names)
+        digests = {name: hashlib.sha256(data).digest() for name, data in zip(names, datas, strict=True)
+                   if data is not None}
+        unchanged = [(name, data) for name, data in zip(names, datas, strict=True)
+                     if data is not None and known.get(name) == digests[name]]
+        fresh = [(name, data) for name, data in zip(names, datas, strict=True)
+                 if data is not None and known.get(name) != digests[name]]
+        found = parse_read([name for name, _d in fresh], [data for _n, data in fresh], self.index.broken)
+        indexed = catalog.stat.digests()
+        broken = self.index.broken  # never indexed: a file that does not parse is not stale, only left out
+        self.stale.update(name for name, digest in digests.items()
+                          if digest != indexed.get(name) and name not in broken)
+        return found, unchanged, digests
 
     def index_text(self, catalog: Catalog) -> str:
         text = self.index.current_index_text(catalog)

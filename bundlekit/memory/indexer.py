@@ -35,7 +35,7 @@ from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_fr
 from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
-__all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files"]
+__all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files", "parse_read"]
 
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
@@ -66,8 +66,15 @@ def parse_files(
     A file that does not parse raises :class:`FrontmatterError` (naming the file and line); with ``broken``
     it is left out instead and ``broken[name]`` set to that message (one malformed file never blocks the rest).
     """
+    return parse_read(names, backend.read_many(names), broken)
+
+
+def parse_read(
+    names: list[str], datas: list[bytes | None], broken: dict[str, str] | None = None
+) -> list[tuple[str, bytes, MemoryRecord]]:
+    """:func:`parse_files` of bytes read already (``datas[i]`` the bytes of ``names[i]``, ``None`` for a file gone)."""
     found = []
-    for name, data in zip(names, backend.read_many(names), strict=True):
+    for name, data in zip(names, datas, strict=True):
         if data is None:
             continue
         try:

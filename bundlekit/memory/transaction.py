@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from bundlekit.memory import screen
-from bundlekit.memory.access import TreeAccess
+from bundlekit.memory.access import Checked, TreeAccess
 from bundlekit.memory.index import render_index
 from bundlekit.memory.indexer import parse_files
 from bundlekit.memory.naming import INDEX_NAME, key_from_filename
@@ -74,6 +74,13 @@ class Transaction:
         files += [(f"timeline/{name}", data) for name, data in days]
         files.sort(key=lambda item: item[0])
         return files, records
+
+    def checked(self, known: Mapping[str, bytes], *, strict: bool = False) -> Checked:
+        """Every memory file and timeline day read now, checked as :meth:`contents` checks them, except those
+        whose bytes hash to ``known[name]`` (``timeline/<day>`` for a day): SHA-256s of bytes that passed every
+        check before under the same rules (``bundle.buildcache``), neither parsed nor checked again. Nothing is
+        rendered: the caller that knows the skipped files' index fields renders ``MEMORY.md``."""
+        return self._tree.checked(strict=strict, known=known)
 
     def days(self) -> dict[str, bytes]:
         """Every timeline day file (``YYYY-MM-DD.jsonl`` -> its bytes), as stored."""

@@ -22,7 +22,7 @@ from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
 from bundlekit.pinning.origins import fetches_content
 from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, DescribesUploads, Pinner, PinResult
 
-__all__ = ["Cancelled", "PinReport", "ProgressCallback", "describe_uploads", "pin_all", "same_cid"]
+__all__ = ["Cancelled", "PinReport", "ProgressCallback", "describe_uploads", "held_by_all", "pin_all", "same_cid"]
 
 log = logging.getLogger("bundlekit.pinning")
 
@@ -138,6 +138,16 @@ def _pin_one(
         )
         return PinResult(label, result.cid, FAILED, url=result.url, error=str(mismatch))
     return result
+
+
+def held_by_all(pinners: Sequence[Pinner]) -> Callable[[bytes], bool] | None:
+    """Whether every one of ``pinners`` holds a block already (each pinner's optional ``holds(cid)``: the local
+    store's), or None when one of them cannot tell: a CAR for them all may then leave out the blocks they all
+    hold, as git sends a remote only the objects it lacks. A pinner without ``holds`` gets every block."""
+    checks = [getattr(p, "holds", None) for p in pinners]
+    if not pinners or not all(callable(check) for check in checks):
+        return None
+    return lambda cid: all(check(cid) for check in checks)  # type: ignore[misc]
 
 
 def pin_all(

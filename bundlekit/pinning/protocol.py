@@ -79,6 +79,9 @@ class Pinner(Protocol):
     ``status`` reports on a root; ``unpin`` removes our pin (no error if
     absent); ``close`` releases connections. Errors are ``PinError``
     subclasses, with no secret in their text.
+    Optional: ``holds(cid) -> bool``, whether the pinner has a block already; a pinner that has it may be given
+    a CAR that leaves out what it holds (``orchestrate.held_by_all``; ``local`` has it) and must take those
+    blocks from where it holds them.
     """
 
     name: str

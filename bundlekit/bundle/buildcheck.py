@@ -1,0 +1,217 @@
+"""What a tree's last build found of each file, so the next build checks and parses only the files that changed.
+
+A build checks every file it packs (key rules, frontmatter, the whole secret guard, the device rule) and
+needs of every memory its index fields (key, type, name, description: ``MEMORY.md`` lists them) and its
+``updated`` time (the bundle's default ``created``). Parsing and guarding 10,000 files costs most of a
+build; git's answer is its index, which remembers each file's object by stat signature. Here the key is
+stronger than a stat signature: the SHA-256 of the bytes read now. Every file is still read at every build
+(the bundle carries the files' bytes as read, never a cached copy), and a file whose bytes hash to the
+digest remembered for its name was checked at that digest: the same bytes pass the same checks and parse
+to the same fields, so it is neither parsed nor checked again. An edit in place that keeps size, mtime and
+inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
+
+The verdicts hold under the rules that made them: each row is kept with a fingerprint of the checking code
+(:func:`rules_fingerprint`: the source of the modules that parse and guard). Another fingerprint (an upgrade, a new secret rule) drops every row: the next build checks every
+file again. Only a build that succeeded saves (a file refused never gets a row), and only memories that are
+not device-bound (those refuse the build).
+
+Table ``checked`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.buildcache``'s tables): one row
+per memory file (``<key>.md``) or timeline day (``timeline/<day>``): ``sha256``, and for a memory ``type``,
+``name``, ``description`` and ``updated_us`` (``updated`` in microseconds since the epoch, exact). A build
+writes only the rows that changed and removes those of files gone, in one transaction. The file is local to
+this copy of the tree. A tree may come from elsewhere with its ``.bundlekit/`` (copied, unpacked): rows
+planted there could name the digest of a file the planter wrote with other index fields, or a secret it holds
+as checked. So the rows are sealed: table ``seal`` holds the HMAC-SHA-256, under this user's key
+(:func:`seal_key`, in their bundlekit data directory, outside every tree), of every row as SQL literals in path
+order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored. Lost,
+damaged, unsealed or of another shape it costs a full check, never a wrong byte: a row that is not exactly of
+its shape is ignored too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing, suppress
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from bundlekit._fs import atomic_write_bytes
+from bundlekit.blockstore import default_store_root
+from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
+from bundlekit.crypto._hmac import hmac_sha256
+from bundlekit.errors import BundleError, BundlekitError
+from bundlekit.memory.naming import TIMELINE_DIR
+
+if TYPE_CHECKING:
+    from bundlekit.memory import MemoryRecord
+
+__all__ = ["KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key"]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_US: Final = timedelta(microseconds=1)
+#: The modules whose code decides whether a file passes a build's checks and what its index fields are.
+_RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
+                 "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "bundle/buildcheck")
+_CHECKS_VERSION: Final = b"bundlekit build checks 1"  # bump to drop every verdict whatever the sources say
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
+    "type TEXT, name TEXT, description TEXT, updated_us INTEGER)"
+)
+_SEAL_SCHEMA: Final = "CREATE TABLE IF NOT EXISTS seal (tag BLOB NOT NULL)"
+#: Every row as SQL literals (``quote``: text quoted, blobs in hex, NULL), in path order: what the seal covers.
+_SEALED: Final = (
+    "SELECT group_concat(line, char(10)) FROM (SELECT quote(path) || ',' || quote(sha256) || ',' || quote(rules) "
+    "|| ',' || quote(type) || ',' || quote(name) || ',' || quote(description) || ',' || quote(updated_us) AS line "
+    "FROM checked ORDER BY path)"
+)
+#: This user's sealing key, in their bundlekit data directory (``default_store_root``).
+KEY_FILE: Final = "build-check.key"
+_KEY_BYTES: Final = 32
+_fingerprint: str | None = None
+
+
+class Passed(NamedTuple):
+    """A memory file that passed a build's checks at the digest remembered for it: its index fields and
+    ``updated`` (what ``render_index`` and the bundle's ``created`` read of a ``MemoryRecord``)."""
+
+    key: str
+    type: str
+    name: str
+    description: str
+    updated: datetime
+
+
+def rules_fingerprint() -> str:
+    """The SHA-256 (hex) of the source of every module in :data:`_RULES`: a verdict made under other code is
+    not taken (computed once per process)."""
+    global _fingerprint
+    if _fingerprint is None:
+        digest = hashlib.sha256(_CHECKS_VERSION)
+        package = Path(__file__).resolve().parents[1]
+        for module in _RULES:
+            try:
+                digest.update((package / f"{module}.py").read_bytes())
+            except OSError:  # an install without sources: a salt no install with them shares
+                digest.update(f"no source for {module}".encode())
+        _fingerprint = digest.hexdigest()
+    return _fingerprint
+
+
+def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None] | None:
+    """A row as typed (path, digest, and for a memory its fields), or None for one of another shape or rules."""
+    path, digest, made, kind, name, description, updated = row
+    if not (isinstance(path, str) and isinstance(digest, bytes) and len(digest) == 32 and made == rules):
+        return None
+    if path.startswith(f"{TIMELINE_DIR}/"):
+        return path, digest, None
+    if not (path.endswith(".md") and isinstance(kind, str) and isinstance(name, str)
+            and isinstance(description, str) and isinstance(updated, int)):
+        return None
+    try:
+        when = _EPOCH + updated * _US
+    except OverflowError:
+        return None
+    return path, digest, Passed(path[:-3], kind, name, description, when)
+
+
+def seal_key() -> bytes | None:
+    """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
+    (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
+    (mode 0600). None when it can be neither read nor made (nothing is then taken from or saved into a cache).
+    Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
+    path = default_store_root() / KEY_FILE
+    for _attempt in range(2):
+        with suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(_KEY_BYTES + 1)
+            if len(data) == _KEY_BYTES:
+                return data
+        try:
+            atomic_write_bytes(path, os.urandom(_KEY_BYTES), error=BundleError, mode=0o600, parents=True)
+        except BundlekitError:
+            return None
+    return None
+
+
+def _tag(db: sqlite3.Connection, key: bytes) -> bytes:
+    """The HMAC-SHA-256 under ``key`` of every row of ``checked`` (:data:`_SEALED`)."""
+    found = db.execute(_SEALED).fetchone()
+    text = found[0] if found is not None and isinstance(found[0], str) else ""
+    return hmac_sha256(key, text.encode("utf-8", "surrogatepass"))
+
+
+def _updated_us(record: MemoryRecord) -> int:
+    return (record.updated - _EPOCH) // _US
+
+
+class CheckCache:
+    """The verdicts of ``tree``'s last build (None: a tree held in memory, nothing kept): :attr:`known` (path
+    -> SHA-256) for ``Transaction.checked``, :meth:`passed` for the memories it skipped, :meth:`save` after a
+    build that succeeded."""
+
+    def __init__(self, tree: Path | None) -> None:
+        self.path = None if tree is None else tree / CACHE_NAME
+        self.known: dict[str, bytes] = {}
+        self._fields: dict[str, Passed] = {}
+        self._load()
+
+    def _load(self) -> None:
+        if self.path is None or not self.path.exists() or not plain_files(self.path):
+            return
+        key = seal_key()
+        if key is None:
+            return
+        rules = rules_fingerprint()
+        with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
+                return
+            found_tag = db.execute("SELECT tag FROM seal").fetchone()
+            if found_tag is None or not hmac.compare_digest(_tag(db, key), bytes(found_tag[0])):
+                return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited row)
+            for found in db.execute("SELECT path, sha256, rules, type, name, description, updated_us FROM checked"):
+                row = _row(found, rules)
+                if row is not None:
+                    self.known[row[0]] = row[1]
+                    if row[2] is not None:
+                        self._fields[row[0]] = row[2]
+
+    def passed(self, names: Iterable[str]) -> list[Passed]:
+        """The index fields of the memory files ``names`` (skipped as known by ``Transaction.checked``)."""
+        return [self._fields[name] for name in names]
+
+    def save(self, digests: Mapping[str, bytes], records: Sequence[MemoryRecord]) -> None:
+        """Keep this build's verdicts in place of the last: ``digests`` (path -> SHA-256) of every file it
+        packed, ``records`` the memories it parsed and checked now (the others kept their rows). Only the rows
+        that changed are written, those of files gone removed; one transaction. A cache: a tree it cannot be
+        written in still builds."""
+        key = None if self.path is None else seal_key()  # a tree held in memory makes no key
+        if self.path is None or key is None:
+            return
+        rules = rules_fingerprint()
+        rows: list[tuple[str, bytes, str, str | None, str | None, str | None, int | None]]
+        rows = [(record.filename, digests[record.filename], rules, record.type, record.name, record.description,
+                 _updated_us(record)) for record in records if record.filename in digests]
+        rows += [(path, digest, rules, None, None, None, None) for path, digest in digests.items()
+                 if path.startswith(f"{TIMELINE_DIR}/") and self.known.get(path) != digest]
+        written = {row[0] for row in rows}
+        # a file gone, or changed and not checked now (it did not parse): its row goes
+        gone = [(path,) for path, digest in self.known.items() if digests.get(path) != digest and path not in written]
+        if not rows and not gone:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(_SCHEMA)
+            db.execute("DELETE FROM checked WHERE rules != ?", (rules,))
+            db.executemany("DELETE FROM checked WHERE path = ?", gone)
+            db.executemany("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute(_SEAL_SCHEMA)
+            db.execute("DELETE FROM seal")
+            db.execute("INSERT INTO seal VALUES (?)", (_tag(db, key),))
+
+        write_cache(self.path, write)

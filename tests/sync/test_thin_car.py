@@ -1,0 +1,130 @@
+"""Issue 37: a writer's CAR holds only the blocks its pinners lack (git's push sends only new objects).
+
+When every pinner tells which blocks it holds (``holds``: the local store), ``sync`` builds a thin CAR
+(``BuildOptions.leave_out``, ``pinning.orchestrate.held_by_all``) and the local pin takes the other blocks from
+the store, where they were verified when written: the pin still refuses a DAG the store cannot complete.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundlekit.blockstore import WALK_FILE, BlockStore
+from bundlekit.bundle.merge import build_tree
+from bundlekit.car.reader import read_car
+from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.ipld.cid import RAW, as_cidv1
+from bundlekit.memory import Memory
+from bundlekit.pinning.orchestrate import held_by_all, pin_all
+from bundlekit.pinning.protocol import PINNED
+from pinners.local import LocalPinner
+from pinners.memory import MemoryPinner
+
+
+def _tree(root: Path) -> Path:
+    mem = Memory(root, namespace="agent")
+    mem.init()
+    for i in range(12):
+        mem.write(f"note_{i:02d}", name=f"Note {i}", description=f"about {i}", type="project", body=f"body {i}")
+    return root
+
+
+def _blocks(car: Path) -> list[bytes]:
+    with open(car, "rb") as fh:
+        _roots, blocks = read_car(fh)
+        return [as_cidv1(cid) for cid, _data in blocks]
+
+
+def _published_then_edited(tmp_path: Path) -> tuple[Path, BlockStore, LocalPinner]:
+    tree, store = _tree(tmp_path / "memory"), BlockStore(tmp_path / "store")
+    pinner = LocalPinner(store)
+    first = build_tree(tree, tmp_path / "first.car", parents=[])
+    assert pin_all(first.car, first.root, [pinner]).ok
+    Memory(tree, namespace="agent").write("note_03", name="Note 3", description="about 3", type="project",
+                                          body="changed")
+    return tree, store, pinner
+
+
+def test_a_writer_car_leaves_out_what_the_local_store_holds(tmp_path: Path) -> None:
+    tree, store, pinner = _published_then_edited(tmp_path)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    full = build_tree(tree, tmp_path / "full.car", parents=[])
+    assert thin.root_bytes == full.root_bytes
+    sent = _blocks(thin.car)
+    assert as_cidv1(thin.root_bytes) in sent
+    assert len(sent) < 8 < len(_blocks(full.car))  # the changed memory, the index, the manifest, directories
+    report = pin_all(thin.car, thin.root, [pinner])
+    assert report.ok and report.pins[0].status == PINNED
+    assert store.dag_size(thin.root_bytes) == store.dag_size(full.root_bytes)
+
+
+def test_a_thin_car_is_not_pinned_when_the_store_lost_a_block_it_left_out(tmp_path: Path) -> None:
+    tree, store, pinner = _published_then_edited(tmp_path)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    full = _blocks(build_tree(tree, tmp_path / "full.car", parents=[]).car)
+    sent = set(_blocks(thin.car))
+    lost = next(cid for cid in full if cid not in sent and cid[1] == RAW)
+    for root in store.pins():  # the DAG it was held by is unpinned and collected before the pin
+        store.unpin(root)
+    store.gc()
+    assert not store.has(lost)
+    report = pin_all(thin.car, thin.root, [pinner])
+    assert not report.ok and "missing" in (report.pins[0].error or "")
+    assert as_cidv1(thin.root_bytes) not in store.pins()
+    with pytest.raises(MissingBlock):
+        store.dag_size(thin.root_bytes)
+
+
+def test_a_pin_takes_the_blocks_of_the_dag_pinned_last_without_looking_at_their_files(tmp_path: Path) -> None:
+    tree, store, pinner = _published_then_edited(tmp_path)
+    first = next(iter(store.pins()))
+    walked = store.pinned_walk()
+    assert as_cidv1(first) in walked and sum(walked.values()) == store.dag_size(first)
+    assert all(store.has(cid) for cid in walked)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    seen: list[bytes] = []
+    real_size = BlockStore._size
+
+    def size(self: BlockStore, cid: bytes) -> int:
+        seen.append(cid)
+        return real_size(self, cid)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BlockStore, "_size", size)
+        assert pin_all(thin.car, thin.root, [pinner]).ok
+    assert seen == []  # every raw leaf left out was the last pin's: no file stat'ed
+    assert set(store.pinned_walk()) >= {as_cidv1(thin.root_bytes)}
+
+
+def test_the_walk_of_a_pin_no_longer_held_vouches_for_nothing(tmp_path: Path) -> None:
+    _tree_dir, store, _pinner = _published_then_edited(tmp_path)
+    first = next(iter(store.pins()))
+    assert store.pinned_walk()
+    store.unpin(first)
+    assert store.pinned_walk() == {}
+    store.pin(first)
+    assert store.pinned_walk()
+    damaged = next(cid for cid in store.pinned_walk() if cid[1] == RAW)
+    store.path_for(damaged).write_bytes(b"not the block")
+    with pytest.raises(BlockMismatch):
+        store.get(damaged)
+    assert store.pinned_walk() == {}  # a block of it was removed as damaged
+
+
+def test_a_walk_record_that_does_not_read_is_ignored(tmp_path: Path) -> None:
+    _tree_dir, store, _pinner = _published_then_edited(tmp_path)
+    record = store.root / WALK_FILE
+    whole = record.read_bytes()
+    for broken in (whole[:-2], whole[:30], b"", b"something else", whole[:22] + b"\xff" + whole[23:]):
+        record.write_bytes(broken)
+        assert store.pinned_walk() == {}
+
+
+def test_a_pinner_that_cannot_tell_what_it_holds_gets_every_block(tmp_path: Path) -> None:
+    local = LocalPinner(BlockStore(tmp_path / "store"))
+    assert held_by_all([local, MemoryPinner()]) is None
+    assert held_by_all([]) is None
+    holds = held_by_all([local])
+    assert holds is not None and not holds(b"\x01\x55\x12\x20" + bytes(32))
