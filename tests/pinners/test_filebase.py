@@ -13,19 +13,24 @@ import functools
 import hashlib
 import io
 import logging
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from bundlekit.car.reader import read_car
 from bundlekit.errors import CIDMismatch, PinAuthError, PinnerNotConfigured, PinRejected
 from bundlekit.ipld.cid import RAW, cid_from_digest, cid_to_str
 from bundlekit.pinning.protocol import MISSING, PINNED
 from pinners.filebase import FilebasePinner
+
+from tests.net.loopback import free_port
 
 from .conftest import Car, build_car
 
@@ -35,12 +40,33 @@ SECRET_KEY = "filebase-secret-key-value-123456"
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """moto's S3 server (``python -m moto.server``, moto's own CLI) in a child process on loopback. In a thread of
+    the test process (``ThreadedMotoServer``) what it stored and its app stayed in that process for the rest of
+    the run, ~90-150 MB of the test process's peak."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"moto's server did not start: {log.read_text(errors='replace')[-2000:]}")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
 
 
 @functools.cache
