@@ -180,7 +180,8 @@ class VectorCache:
 
 def _from_index(catalog: Catalog, dimension: int) -> vecfile.Columns:
     """The columns as the index holds them (``catalog.vectors.columns``, a chunk of rows at a time, inside the
-    caller's snapshot). ``CatalogUnusable`` for a row this program did not write."""
+    caller's snapshot). ``CatalogUnusable`` for a row this program did not write (of another type, or not
+    ``vecfile.sound``: the index is rebuilt from the files)."""
     size = dimension * _VECTOR_BYTES
     out = vecfile.Columns([], array("q"), array("d"), array("d"), array("d"), array("q"), b"", b"")
     vectors, heads = bytearray(), bytearray()
@@ -198,6 +199,8 @@ def _from_index(catalog: Catalog, dimension: int) -> vecfile.Columns:
     except (TypeError, OverflowError) as exc:  # a value of another type put into a row by hand
         raise CatalogUnusable("the memory index holds a row that this program did not write") from exc
     out.vectors, out.heads = bytes(vectors), bytes(heads)
+    if not vecfile.sound(out, out.ids[-1] if out.ids else 0):  # NaN, infinity, a salience past 1: put in by hand
+        raise CatalogUnusable("the memory index holds a row that this program did not write")
     return out
 
 

@@ -24,7 +24,8 @@ number little-endian::
 :func:`read` answers None (the caller reads the index and writes the file again) for a file that is not
 exactly that: absent, not a regular file (never followed through a symlink, never waited on as a FIFO), of
 another version, of another index state or model or dimension, more rows than the index's largest row id, a
-size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names. The file is read, never mapped (a file cut
+size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names, columns
+that are not :func:`sound` (NaN, infinity, a salience past 1, row ids out of order). The file is read, never mapped (a file cut
 short while mapped would end the process with SIGBUS): whole, or its columns first and its vectors streamed
 after (:func:`stream`, a chunk at a time with ``pread``, the file checked to be the one read). A file that cannot be written is
 left as it is (recall reads the index instead).
@@ -32,6 +33,8 @@ left as it is (recall reads the index instead).
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import stat
 import struct
@@ -44,7 +47,7 @@ from pathlib import Path
 from bundlekit._fs import atomic_write_bytes
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
-__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "stream", "write"]
+__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "sound", "stream", "write"]
 
 VECTOR_FILE = "vectors.bin"
 MAGIC = b"BKVECS\r\n"
@@ -52,6 +55,7 @@ FORMAT = 1
 MAX_MODEL = 1024
 MAX_KEY_BYTES = 4096  # per row: a key is a file name less ".md" (at most 255 bytes on the file systems we know)
 _HEADER = struct.Struct("<8sIIIIqqqII")
+_MAX_SECONDS = 253_402_300_800.0  # 10000-01-01T00:00:00Z: a memory's ``updated`` is a datetime, years 1 to 9999
 
 Stamp = tuple[int, int, str | None, int]
 """The index state vectors are read from: (generation, vectors' generation, model, written_ns)."""
@@ -134,7 +138,7 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
             magic, version, dim, rows, complete, gen, vec_gen, written_ns, model_len, keys_len = fields
             if (magic, version, dim, gen, vec_gen, written_ns) != (MAGIC, FORMAT, dimension, stamp[0], stamp[1], stamp[3]):
                 return None
-            if rows > most or model_len > MAX_MODEL or keys_len > rows * MAX_KEY_BYTES:
+            if rows > most or complete > 1 or model_len > MAX_MODEL or keys_len > rows * MAX_KEY_BYTES:
                 return None
             rest = model_len + keys_len + _padded(keys_len) + _sized(rows, dimension)
             if info.st_size != _HEADER.size + rest:
@@ -146,9 +150,32 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
     if len(body) != wanted or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
         return None
     columns = _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
-    if columns is not None and not whole:
+    if columns is None or not sound(columns, most):
+        return None
+    if not whole:
         columns.stored = (path, (info.st_ino, info.st_size, info.st_mtime_ns), _HEADER.size + wanted, dimension)
     return columns
+
+
+def sound(columns: Columns, most: int) -> bool:
+    """Whether ``columns`` hold what the index's rows can: row ids ascending from 1 to at most ``most`` (the
+    index's largest), salience from 0 to 1, ``updated`` a time of years 1 to 9999, horizon -1.0 (none) or a
+    number of seconds, pieces not negative. Anything else (NaN, infinity, a number past its range: a file or an
+    index row edited by hand) would rank by a score of NaN or infinity, which no order or JSON output holds.
+    A few passes in C over each column (a sum is NaN or infinite when a value is)."""
+    ids, salience, updated, horizon, pieces = columns.ids, columns.salience, columns.updated, columns.horizon, columns.pieces
+    count = len(columns.keys)
+    if not all(len(column) == count for column in (ids, salience, updated, horizon, pieces)):
+        return False
+    if not count:
+        return True
+    return (
+        1 <= ids[0] and ids[-1] <= most and all(map(int.__lt__, ids, itertools.islice(ids, 1, None)))
+        and math.isfinite(sum(salience)) and 0.0 <= min(salience) and max(salience) <= 1.0
+        and math.isfinite(sum(updated)) and -_MAX_SECONDS <= min(updated) and max(updated) <= _MAX_SECONDS
+        and math.isfinite(sum(horizon)) and sum(map((0.0).__le__, horizon)) + horizon.count(-1.0) == count
+        and min(pieces) >= 0
+    )
 
 
 def stream(stored: Stored, count: int) -> Iterator[tuple[int, memoryview, memoryview]]:
@@ -186,9 +213,9 @@ def _columns(body: memoryview, keys_len: int, count: int, dimension: int, comple
         keys = str(body[:keys_len], "utf-8", "surrogatepass").split("\0") if count else []
     except UnicodeDecodeError:
         return None
-    if len(keys) != count or (count and not all(keys)):
-        return None
     at = keys_len + _padded(keys_len)
+    if len(keys) != count or (count and not all(keys)) or any(body[keys_len:at]):
+        return None
     ids, pieces = array("q"), array("q")
     salience, updated, horizon = array("d"), array("d"), array("d")
     for values in (ids, salience, updated, horizon, pieces):  # the file's order
