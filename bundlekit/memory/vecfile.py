@@ -128,10 +128,17 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        regular = stat.S_ISREG(info.st_mode)
+    except OSError:
+        regular = False
+    if not regular:  # a directory (which a file object refuses with IsADirectoryError), a FIFO, a device
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as file:
         try:
-            info = os.fstat(fd)
-            head = file.read(_HEADER.size) if stat.S_ISREG(info.st_mode) else b""
+            head = file.read(_HEADER.size)
             if len(head) != _HEADER.size:
                 return None
             fields = _HEADER.unpack(head)

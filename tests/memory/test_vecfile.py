@@ -264,3 +264,12 @@ def test_a_header_flag_or_padding_byte_that_is_not_the_format_s_is_not_read(smem
         data[keys_end] = ord("x")
     path.write_bytes(bytes(data))
     assert vecfile.read(path, stamp, 256, len(MEMORIES)) is None
+
+
+def test_a_directory_in_the_file_s_place_is_ranked_past_and_left_alone(smem: Memory, tree: Path, clock: Clock) -> None:
+    # A file object refuses a directory's descriptor (IsADirectoryError): recall ended "internal error", exit 1.
+    expected = _ranked(tree, clock)
+    _file(tree).unlink()
+    _file(tree).mkdir()
+    assert _ranked(tree, clock) == expected == _ranked(tree, clock)
+    assert _file(tree).is_dir()
