@@ -199,7 +199,7 @@ def _from_index(catalog: Catalog, dimension: int) -> vecfile.Columns:
     except (TypeError, OverflowError) as exc:  # a value of another type put into a row by hand
         raise CatalogUnusable("the memory index holds a row that this program did not write") from exc
     out.vectors, out.heads = bytes(vectors), bytes(heads)
-    if not vecfile.sound(out, out.ids[-1] if out.ids else 0):  # NaN, infinity, a salience past 1: put in by hand
+    if not vecfile.sound(out):  # a NaN or infinite salience or time: put in by hand
         raise CatalogUnusable("the memory index holds a row that this program did not write")
     return out
 

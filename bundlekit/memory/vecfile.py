@@ -25,7 +25,7 @@ number little-endian::
 exactly that: absent, not a regular file (never followed through a symlink, never waited on as a FIFO), of
 another version, of another index state or model or dimension, more rows than the index's largest row id, a
 size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names, columns
-that are not :func:`sound` (NaN, infinity, a salience past 1, row ids out of order). The file is read, never mapped (a file cut
+that are not :func:`sound` (a salience or time that is NaN or infinite). The file is read, never mapped (a file cut
 short while mapped would end the process with SIGBUS): whole, or its columns first and its vectors streamed
 after (:func:`stream`, a chunk at a time with ``pread``, the file checked to be the one read). A file that cannot be written is
 left as it is (recall reads the index instead).
@@ -33,7 +33,6 @@ left as it is (recall reads the index instead).
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import stat
@@ -55,7 +54,6 @@ FORMAT = 1
 MAX_MODEL = 1024
 MAX_KEY_BYTES = 4096  # per row: a key is a file name less ".md" (at most 255 bytes on the file systems we know)
 _HEADER = struct.Struct("<8sIIIIqqqII")
-_MAX_SECONDS = 253_402_300_800.0  # 10000-01-01T00:00:00Z: a memory's ``updated`` is a datetime, years 1 to 9999
 
 Stamp = tuple[int, int, str | None, int]
 """The index state vectors are read from: (generation, vectors' generation, model, written_ns)."""
@@ -157,32 +155,24 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
     if len(body) != wanted or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
         return None
     columns = _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
-    if columns is None or not sound(columns, most):
+    if columns is None or not sound(columns):
         return None
     if not whole:
         columns.stored = (path, (info.st_ino, info.st_size, info.st_mtime_ns), _HEADER.size + wanted, dimension)
     return columns
 
 
-def sound(columns: Columns, most: int) -> bool:
-    """Whether ``columns`` hold what the index's rows can: row ids ascending from 1 to at most ``most`` (the
-    index's largest), salience from 0 to 1, ``updated`` a time of years 1 to 9999, horizon -1.0 (none) or a
-    number of seconds, pieces not negative. Anything else (NaN, infinity, a number past its range: a file or an
-    index row edited by hand) would rank by a score of NaN or infinity, which no order or JSON output holds.
-    A few passes in C over each column (a sum is NaN or infinite when a value is)."""
-    ids, salience, updated, horizon, pieces = columns.ids, columns.salience, columns.updated, columns.horizon, columns.pieces
-    count = len(columns.keys)
-    if not all(len(column) == count for column in (ids, salience, updated, horizon, pieces)):
+def sound(columns: Columns) -> bool:
+    """Whether the ranking columns of ``columns`` keep the formula's scores finite: no salience or ``updated``
+    that is NaN or infinite (a NaN there scored NaN, out of any order, and ``--json`` printed ``"score": NaN``,
+    which is not JSON; an infinite salience scored infinity). Any other hand-made value only reorders, as a
+    hand-made vector does: a horizon that is not a number of seconds counts as none, a piece's length is
+    fitted again from the file as read, row ids only place the lexical term. Two passes in C: a sum is NaN or
+    infinite when a value is (or when finite ones overflow, as no salience from 0 to 1 or time can)."""
+    salience, updated = columns.salience, columns.updated
+    if len(salience) != len(columns.keys) or len(updated) != len(columns.keys):
         return False
-    if not count:
-        return True
-    return (
-        1 <= ids[0] and ids[-1] <= most and all(map(int.__lt__, ids, itertools.islice(ids, 1, None)))
-        and math.isfinite(sum(salience)) and 0.0 <= min(salience) and max(salience) <= 1.0
-        and math.isfinite(sum(updated)) and -_MAX_SECONDS <= min(updated) and max(updated) <= _MAX_SECONDS
-        and math.isfinite(sum(horizon)) and sum(map((0.0).__le__, horizon)) + horizon.count(-1.0) == count
-        and min(pieces) >= 0
-    )
+    return math.isfinite(sum(salience)) and math.isfinite(sum(updated))
 
 
 def stream(stored: Stored, count: int) -> Iterator[tuple[int, memoryview, memoryview]]:
