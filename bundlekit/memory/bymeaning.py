@@ -132,6 +132,8 @@ class VectorCache:
             # At most as many rows as the largest row id (one look at the table's end, not a count of every row).
             columns = None if path is None else vecfile.read(path, stamp, dimension, catalog.vectors.last_id(),
                                                              whole=whole)
+            if columns is not None and "\0".join(columns.keys) != catalog.vectors.keys_joined():
+                columns = None  # keys not the index's (repeated, renamed, reordered): a memory lost or shown twice
             if columns is None:
                 columns = _from_index(catalog, dimension)
                 columns.complete = self.filled == stamp or not catalog.vectors.lacking(dimension * _VECTOR_BYTES)

@@ -269,3 +269,32 @@ def test_a_directory_in_the_file_s_place_is_ranked_past_and_left_alone(smem: Mem
     _file(tree).mkdir()
     assert _ranked(tree, clock) == expected == _ranked(tree, clock)
     assert _file(tree).is_dir()
+
+
+def _rewrite_keys(tree: Path, keys: list[str]) -> None:
+    """The vector file written again with ``keys`` in place of its own (every number the same: a file of this
+    index's state, as a hand or another program may make it)."""
+    stamp, _columns = _from_index(tree)
+    _ranked(tree, Clock())
+    columns = vecfile.read(_file(tree), stamp, 256, len(MEMORIES))
+    assert columns is not None
+    columns.keys = keys
+    vecfile.write(_file(tree), stamp, 256, columns)
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES)) is not None
+
+
+@pytest.mark.parametrize("keys", [
+    ["deploy"] * len(MEMORIES), ["reel", "drinks", "deploy", "tea"], ["drinks", "reel", "deploy", "team"],
+], ids=["one key repeated", "a key renamed", "two rows swapped"])
+def test_a_file_whose_keys_are_not_the_index_s_loses_no_memory_and_shows_none_twice(
+    smem: Memory, tree: Path, clock: Clock, keys: list[str],
+) -> None:
+    # Its keys were trusted: one repeated left the others out of recall and put it in the context block again
+    # and again; one renamed left that memory out of both (context's rest thought every memory ranked).
+    expected = _ranked(tree, clock)
+    _rewrite_keys(tree, keys)
+    assert _ranked(tree, clock) == expected
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    block = mem.context_block(query=QUERY, max_tokens=4000, rank="hybrid")
+    mem.close()
+    assert all(block.count(f"(`{key}.md`)") == 1 for key in MEMORIES)
