@@ -135,9 +135,9 @@ def test_the_compiled_and_the_numpy_cosines_agree_within_float32_rounding(
     dimension: int, rows: int, bits: list[int], query: list[float],
 ) -> None:
     # Any float16 bits (NaN, infinity, subnormals, 65504), any dimension (not a multiple of 8: the F16C loop's
-    # tail), no rows. Both sum float32 products in their own order: they differ by at most the rounding of a
-    # float32 sum, (d - 1) * 2^-24 of the sum of the products' magnitudes (Higham, Accuracy and Stability of
-    # Numerical Algorithms, 4.2), then clipped to [-1, 1] (which only narrows the gap).
+    # tail), no rows. Both sum float32 products in their own order: each is within (d - 1) * 2^-24 of the sum of
+    # the products' magnitudes of the exact sum (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so
+    # they are within twice that, d * 2^-23; clipping to [-1, 1] only narrows the gap.
     size = rows * dimension
     stored = np.array(bits[:size], dtype=np.uint16).view("<f2").reshape(rows, dimension)
     head = np.array(bits[size : 2 * size], dtype=np.uint16).view("<f2").reshape(rows, dimension)
