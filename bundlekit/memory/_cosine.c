@@ -19,6 +19,8 @@
  * processor with F16C the values are converted 8 at a time, to the bit the same result as the portable
  * loop (``portable`` true: that loop, whatever the processor; the tests compare the two).
  *
+ * Every buffer may be of any alignment (float64 values are read and written with memcpy).
+ *
  * scores(near, lexical, factors, salience, updated, horizon, now, constants, relevance, score) -> None
  *   the rest of the formula (specs/memory.md, "Recall by meaning"; memory/bymeaning.py, _scores, is the
  *   same in Python), over n float64 values each (lexical and factors may be None: zeros, ones):
@@ -46,6 +48,19 @@ static inline float half_to_float(uint16_t h) {
 }
 
 #define LANES 8
+
+/* The i-th float64 of a buffer, and a store to it, by memcpy: a buffer of any alignment (a memoryview sliced at an
+ * odd byte is a valid buffer; a double load from it is undefined behaviour, and vectorized code may assume 8-byte
+ * alignment). A fixed-size memcpy compiles to one unaligned move. */
+static inline double load_double(const void *base, Py_ssize_t i) {
+    double value;
+    memcpy(&value, (const unsigned char *)base + (size_t)i * sizeof value, sizeof value);
+    return value;
+}
+
+static inline void store_double(void *base, Py_ssize_t i, double value) {
+    memcpy((unsigned char *)base + (size_t)i * sizeof value, &value, sizeof value);
+}
 
 /* The dot product of one stored row (d little-endian binary16 values) with q, through the scratch
  * buffer ``wide`` (d floats); *usable 0 when the row holds a value that is not finite, *nonzero 1 when
@@ -149,13 +164,12 @@ static PyObject *similarities(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    const double *query_values = (const double *)query.buf;
     for (Py_ssize_t j = 0; j < d; j++) {
-        q[j] = (float)query_values[j];
+        q[j] = (float)load_double(query.buf, j);
     }
     const unsigned char *rows = (const unsigned char *)vectors.buf;
     const unsigned char *head_rows = have_heads ? (const unsigned char *)heads.buf : NULL;
-    double *sim_out = (double *)sim.buf, *near_out = (double *)near.buf;
+    void *sim_out = sim.buf, *near_out = near.buf;
     RowDot dot = row_dot;
 #ifdef HAVE_F16C
     __builtin_cpu_init();
@@ -175,8 +189,8 @@ static PyObject *similarities(PyObject *self, PyObject *args) {
                 mixed = (s + w_head * clip(h)) / (1.0 + w_head);
             }
         }
-        sim_out[i] = s;
-        near_out[i] = mixed;
+        store_double(sim_out, i, s);
+        store_double(near_out, i, mixed);
     }
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
@@ -245,32 +259,34 @@ static PyObject *scores(PyObject *self, PyObject *args) {
         }
     }
     {
-        const double *near = views[0].buf, *lexical = views[1].buf, *factors = views[2].buf;
-        const double *salience = views[3].buf, *updated = views[4].buf, *horizon = views[5].buf;
-        double *relevance = views[6].buf, *score = views[7].buf;
+        const void *near = views[0].buf, *lexical = views[1].buf, *factors = views[2].buf;
+        const void *salience = views[3].buf, *updated = views[4].buf, *horizon = views[5].buf;
+        void *relevance = views[6].buf, *score = views[7].buf;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
-            double rel = near[i] > min ? (near[i] - min) * span : 0.0;
+            double near_i = load_double(near, i);
+            double rel = near_i > min ? (near_i - min) * span : 0.0;
             if (lexical != NULL) {
-                rel += w_lexical * lexical[i];
+                rel += w_lexical * load_double(lexical, i);
             }
             if (factors != NULL) {
-                rel *= factors[i];
+                rel *= load_double(factors, i);
             }
-            relevance[i] = rel;
+            store_double(relevance, i, rel);
             if (rel == 0.0) {
-                score[i] = 0.0;
+                store_double(score, i, 0.0);
                 continue;
             }
-            double age = now - updated[i];
+            double age = now - load_double(updated, i);
             if (age < 0.0) {
                 age = 0.0;
             }
-            double standing = salience[i] * exp2(-age / half_life);
-            if (horizon[i] >= 0.0 && age > horizon[i]) {
-                standing *= exp2(-(age - horizon[i]) / half_life);
+            double standing = load_double(salience, i) * exp2(-age / half_life);
+            double horizon_i = load_double(horizon, i);
+            if (horizon_i >= 0.0 && age > horizon_i) {
+                standing *= exp2(-(age - horizon_i) / half_life);
             }
-            score[i] = rel * (floor_ + (1.0 - floor_) * standing);
+            store_double(score, i, rel * (floor_ + (1.0 - floor_) * standing));
         }
         Py_END_ALLOW_THREADS
     }

@@ -132,6 +132,8 @@ class VectorCache:
             # At most as many rows as the largest row id (one look at the table's end, not a count of every row).
             columns = None if path is None else vecfile.read(path, stamp, dimension, catalog.vectors.last_id(),
                                                              whole=whole)
+            if columns is not None and "\0".join(columns.keys) != catalog.vectors.keys_joined():
+                columns = None  # keys not the index's (repeated, renamed, reordered): a memory lost or shown twice
             if columns is None:
                 columns = _from_index(catalog, dimension)
                 columns.complete = self.filled == stamp or not catalog.vectors.lacking(dimension * _VECTOR_BYTES)
@@ -180,7 +182,8 @@ class VectorCache:
 
 def _from_index(catalog: Catalog, dimension: int) -> vecfile.Columns:
     """The columns as the index holds them (``catalog.vectors.columns``, a chunk of rows at a time, inside the
-    caller's snapshot). ``CatalogUnusable`` for a row this program did not write."""
+    caller's snapshot). ``CatalogUnusable`` for a row this program did not write (of another type, or not
+    ``vecfile.sound``: the index is rebuilt from the files)."""
     size = dimension * _VECTOR_BYTES
     out = vecfile.Columns([], array("q"), array("d"), array("d"), array("d"), array("q"), b"", b"")
     vectors, heads = bytearray(), bytearray()
@@ -198,6 +201,8 @@ def _from_index(catalog: Catalog, dimension: int) -> vecfile.Columns:
     except (TypeError, OverflowError) as exc:  # a value of another type put into a row by hand
         raise CatalogUnusable("the memory index holds a row that this program did not write") from exc
     out.vectors, out.heads = bytes(vectors), bytes(heads)
+    if not vecfile.sound(out):  # a NaN or infinite salience or time: put in by hand
+        raise CatalogUnusable("the memory index holds a row that this program did not write")
     return out
 
 

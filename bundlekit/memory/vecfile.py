@@ -24,7 +24,8 @@ number little-endian::
 :func:`read` answers None (the caller reads the index and writes the file again) for a file that is not
 exactly that: absent, not a regular file (never followed through a symlink, never waited on as a FIFO), of
 another version, of another index state or model or dimension, more rows than the index's largest row id, a
-size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names. The file is read, never mapped (a file cut
+size that is not the one its header gives, keys that do not split into ``count`` UTF-8 names, columns
+that are not :func:`sound` (a salience or time that is NaN or infinite). The file is read, never mapped (a file cut
 short while mapped would end the process with SIGBUS): whole, or its columns first and its vectors streamed
 after (:func:`stream`, a chunk at a time with ``pread``, the file checked to be the one read). A file that cannot be written is
 left as it is (recall reads the index instead).
@@ -32,6 +33,7 @@ left as it is (recall reads the index instead).
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import struct
@@ -44,7 +46,7 @@ from pathlib import Path
 from bundlekit._fs import atomic_write_bytes
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
-__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "stream", "write"]
+__all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "sound", "stream", "write"]
 
 VECTOR_FILE = "vectors.bin"
 MAGIC = b"BKVECS\r\n"
@@ -124,17 +126,24 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        regular = stat.S_ISREG(info.st_mode)
+    except OSError:
+        regular = False
+    if not regular:  # a directory (which a file object refuses with IsADirectoryError), a FIFO, a device
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as file:
         try:
-            info = os.fstat(fd)
-            head = file.read(_HEADER.size) if stat.S_ISREG(info.st_mode) else b""
+            head = file.read(_HEADER.size)
             if len(head) != _HEADER.size:
                 return None
             fields = _HEADER.unpack(head)
             magic, version, dim, rows, complete, gen, vec_gen, written_ns, model_len, keys_len = fields
             if (magic, version, dim, gen, vec_gen, written_ns) != (MAGIC, FORMAT, dimension, stamp[0], stamp[1], stamp[3]):
                 return None
-            if rows > most or model_len > MAX_MODEL or keys_len > rows * MAX_KEY_BYTES:
+            if rows > most or complete > 1 or model_len > MAX_MODEL or keys_len > rows * MAX_KEY_BYTES:
                 return None
             rest = model_len + keys_len + _padded(keys_len) + _sized(rows, dimension)
             if info.st_size != _HEADER.size + rest:
@@ -146,9 +155,24 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
     if len(body) != wanted or body[:model_len] != (stamp[2] or "").encode("utf-8", "surrogatepass"):
         return None
     columns = _columns(memoryview(body)[model_len:], keys_len, rows, dimension, bool(complete))
-    if columns is not None and not whole:
+    if columns is None or not sound(columns):
+        return None
+    if not whole:
         columns.stored = (path, (info.st_ino, info.st_size, info.st_mtime_ns), _HEADER.size + wanted, dimension)
     return columns
+
+
+def sound(columns: Columns) -> bool:
+    """Whether the ranking columns of ``columns`` keep the formula's scores finite: no salience or ``updated``
+    that is NaN or infinite (a NaN there scored NaN, out of any order, and ``--json`` printed ``"score": NaN``,
+    which is not JSON; an infinite salience scored infinity). Any other hand-made value only reorders, as a
+    hand-made vector does: a horizon that is not a number of seconds counts as none, a piece's length is
+    fitted again from the file as read, row ids only place the lexical term. Two passes in C: a sum is NaN or
+    infinite when a value is (or when finite ones overflow, as no salience from 0 to 1 or time can)."""
+    salience, updated = columns.salience, columns.updated
+    if len(salience) != len(columns.keys) or len(updated) != len(columns.keys):
+        return False
+    return math.isfinite(sum(salience)) and math.isfinite(sum(updated))
 
 
 def stream(stored: Stored, count: int) -> Iterator[tuple[int, memoryview, memoryview]]:
@@ -186,9 +210,9 @@ def _columns(body: memoryview, keys_len: int, count: int, dimension: int, comple
         keys = str(body[:keys_len], "utf-8", "surrogatepass").split("\0") if count else []
     except UnicodeDecodeError:
         return None
-    if len(keys) != count or (count and not all(keys)):
-        return None
     at = keys_len + _padded(keys_len)
+    if len(keys) != count or (count and not all(keys)) or any(body[keys_len:at]):
+        return None
     ids, pieces = array("q"), array("q")
     salience, updated, horizon = array("d"), array("d"), array("d")
     for values in (ids, salience, updated, horizon, pieces):  # the file's order

@@ -7,6 +7,8 @@ from array import array
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bundlekit.memory import cosines
 
@@ -91,3 +93,61 @@ def test_the_compiled_and_the_python_scores_agree() -> None:
             patch.setattr(cosines, "_cosine", None)
             python = cosines.scores(near, lex, fac, basis, 1.7e9, constants)
         assert compiled[0] == python[0] and np.allclose(compiled[1], python[1], rtol=1e-12, atol=0)
+
+
+def _at(offset: int, data: bytes) -> memoryview:
+    """``data`` as a buffer starting ``offset`` bytes into a bytearray (of any alignment: a valid buffer)."""
+    return memoryview(bytearray(offset) + data)[offset:]
+
+
+@pytest.mark.parametrize("offset", range(1, 8))
+def test_buffers_of_any_alignment_give_the_aligned_cosines_and_scores_to_the_bit(offset: int) -> None:
+    # The float64 buffers were read and written as double *: undefined behaviour off an 8-byte boundary
+    # (UBSan: "load of misaligned address"), which vectorized code may turn into a crash.
+    from bundlekit.memory import _cosine
+
+    rng = np.random.default_rng(offset)
+    rows, dimension = 40, 13
+    vectors = rng.standard_normal((rows, dimension)).astype("<f2").tobytes()
+    heads = rng.standard_normal((rows, dimension)).astype("<f2").tobytes()
+    query = array("d", rng.standard_normal(dimension).tolist())
+    for portable in (False, True):
+        aligned = array("d", bytes(8 * rows)), array("d", bytes(8 * rows))
+        _cosine.similarities(vectors, heads, query, 0.5, *aligned, portable)
+        moved = _at(offset, bytes(8 * rows)), _at(offset, bytes(8 * rows))
+        _cosine.similarities(_at(offset, vectors), _at(offset, heads), _at(offset, query.tobytes()), 0.5, *moved, portable)
+        assert [bytes(m) for m in moved] == [a.tobytes() for a in aligned]
+    columns = [array("d", rng.uniform(0.0, 1.0, rows).tolist()) for _ in range(6)]
+    constants = (0.05, 1.0, 0.05, 0.5, 604800.0)
+    aligned_out = array("d", bytes(8 * rows)), array("d", bytes(8 * rows))
+    _cosine.scores(*columns, 1.0, constants, *aligned_out)
+    moved_out = _at(offset, bytes(8 * rows)), _at(offset, bytes(8 * rows))
+    _cosine.scores(*(_at(offset, c.tobytes()) for c in columns), 1.0, constants, *moved_out)
+    assert [bytes(m) for m in moved_out] == [a.tobytes() for a in aligned_out]
+
+
+@given(
+    dimension=st.integers(1, 40), rows=st.integers(0, 12),
+    bits=st.lists(st.integers(0, 0xFFFF), min_size=2 * 40 * 12, max_size=2 * 40 * 12),
+    query=st.lists(st.floats(-1.0, 1.0, width=32), min_size=40, max_size=40),
+)
+def test_the_compiled_and_the_numpy_cosines_agree_within_float32_rounding(
+    dimension: int, rows: int, bits: list[int], query: list[float],
+) -> None:
+    # Any float16 bits (NaN, infinity, subnormals, 65504), any dimension (not a multiple of 8: the F16C loop's
+    # tail), no rows. Both sum float32 products in their own order: each is within (d - 1) * 2^-24 of the sum of
+    # the products' magnitudes of the exact sum (Higham, Accuracy and Stability of Numerical Algorithms, 4.2), so
+    # they are within twice that, d * 2^-23; clipping to [-1, 1] only narrows the gap.
+    size = rows * dimension
+    stored = np.array(bits[:size], dtype=np.uint16).view("<f2").reshape(rows, dimension)
+    head = np.array(bits[size : 2 * size], dtype=np.uint16).view("<f2").reshape(rows, dimension)
+    q = query[:dimension]
+    (sim, near), (sim_np, near_np) = _both(stored.tobytes(), head.tobytes(), q)
+    assert len(sim) == len(sim_np) == rows
+
+    def bound(matrix: np.ndarray) -> np.ndarray:
+        wide = np.where(np.isfinite(matrix).all(axis=1)[:, None], matrix.astype(np.float64), 0.0)
+        return np.abs(wide * np.asarray(q, dtype=np.float32).astype(np.float64)).sum(axis=1) * dimension * 2.0**-23 + 1e-12
+
+    assert np.all(np.abs(np.asarray(sim) - np.asarray(sim_np)) <= bound(stored))
+    assert np.all(np.abs(np.asarray(near) - np.asarray(near_np)) <= bound(stored) + 0.5 * bound(head))

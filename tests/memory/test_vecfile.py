@@ -4,7 +4,9 @@ for another tree's) read from the index and written again, never trusted and nev
 
 from __future__ import annotations
 
+import math
 import os
+import sqlite3
 import shutil
 import struct
 from pathlib import Path
@@ -159,7 +161,7 @@ def test_an_edit_recomputes_one_memory_s_vectors_and_the_file_follows(smem: Memo
     assert (_file(tree).stat().st_ino, _file(tree).stat().st_mtime_ns) != (before.st_ino, before.st_mtime_ns)
     stamp, columns = _from_index(tree)
     _ranked(tree, clock)
-    read = vecfile.read(_file(tree), stamp, 256, len(MEMORIES))
+    read = vecfile.read(_file(tree), stamp, 256, len(MEMORIES) + 1)  # the edited memory's row is a new one: id 5
     assert read is not None and bytes(read.vectors) == bytes(columns.vectors) and "drinks" in [h.key for h in hits]
 
 
@@ -201,3 +203,98 @@ def test_a_file_changed_between_its_columns_and_its_vectors_is_read_from_the_ind
         path.write_bytes(data[: len(data) // 2])
     assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == expected
     mem.close()
+
+
+def _plant(path: Path, column: int, value: float | int) -> None:
+    """Every row's value of the column ``column`` (0 ids, 1 salience, 2 updated, 3 horizon, 4 pieces) set to
+    ``value``; the header, size and keys still agree (a file edited by hand, or another program's)."""
+    data = bytearray(path.read_bytes())
+    fields = vecfile._HEADER.unpack_from(data)
+    count, model_len, keys_len = fields[3], fields[8], fields[9]
+    at = vecfile._HEADER.size + model_len + keys_len + (-keys_len % 8) + column * 8 * count
+    for row in range(count):
+        struct.pack_into("<q" if column in (0, 4) else "<d", data, at + 8 * row, value)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(("column", "value"), [(1, math.nan), (1, math.inf), (1, -math.inf), (2, math.nan), (2, math.inf)],
+                         ids=["salience NaN", "salience infinite", "salience -infinite", "updated NaN", "updated infinite"])
+def test_a_file_whose_salience_or_time_is_not_finite_is_read_from_the_index(
+    smem: Memory, tree: Path, clock: Clock, column: int, value: float,
+) -> None:
+    # A NaN or infinite salience or time scored NaN or infinity: out of order, and "score": NaN in --json.
+    expected = _ranked(tree, clock)
+    _plant(_file(tree), column, value)
+    ranked = _ranked(tree, clock)
+    assert ranked == expected and all(math.isfinite(score) for _key, score in ranked)
+    stamp, _columns = _from_index(tree)
+    _ranked(tree, clock)
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES)) is not None  # written again from the index
+
+
+def test_an_index_row_edited_by_hand_to_a_salience_that_is_not_finite_is_rebuilt_from_the_files(
+    smem: Memory, tree: Path, clock: Clock,
+) -> None:
+    expected = _ranked(tree, clock)
+    _file(tree).unlink()
+    with sqlite3.connect(tree / HIDDEN_DIR / "index.sqlite") as db:
+        db.execute("UPDATE memory SET salience = 9e999")  # infinity
+    db.close()
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    assert [(h.key, h.score) for h in mem.recall(QUERY, limit=10, rank="hybrid")] == expected
+    mem.close()
+
+
+@pytest.mark.parametrize("at", ["complete", "padding"])
+def test_a_header_flag_or_padding_byte_that_is_not_the_format_s_is_not_read(smem: Memory, tree: Path, at: str) -> None:
+    path = _file(tree)
+    stamp, _columns = _from_index(tree)
+    _ranked(tree, Clock())
+    data = bytearray(path.read_bytes())
+    fields = vecfile._HEADER.unpack_from(data)
+    if at == "complete":
+        struct.pack_into("<I", data, 20, 2)
+    else:
+        keys_end = vecfile._HEADER.size + fields[8] + fields[9]
+        assert -fields[9] % 8, "the keys of this tree end on a multiple of 8 bytes"
+        data[keys_end] = ord("x")
+    path.write_bytes(bytes(data))
+    assert vecfile.read(path, stamp, 256, len(MEMORIES)) is None
+
+
+def test_a_directory_in_the_file_s_place_is_ranked_past_and_left_alone(smem: Memory, tree: Path, clock: Clock) -> None:
+    # A file object refuses a directory's descriptor (IsADirectoryError): recall ended "internal error", exit 1.
+    expected = _ranked(tree, clock)
+    _file(tree).unlink()
+    _file(tree).mkdir()
+    assert _ranked(tree, clock) == expected == _ranked(tree, clock)
+    assert _file(tree).is_dir()
+
+
+def _rewrite_keys(tree: Path, keys: list[str]) -> None:
+    """The vector file written again with ``keys`` in place of its own (every number the same: a file of this
+    index's state, as a hand or another program may make it)."""
+    stamp, _columns = _from_index(tree)
+    _ranked(tree, Clock())
+    columns = vecfile.read(_file(tree), stamp, 256, len(MEMORIES))
+    assert columns is not None
+    columns.keys = keys
+    vecfile.write(_file(tree), stamp, 256, columns)
+    assert vecfile.read(_file(tree), stamp, 256, len(MEMORIES)) is not None
+
+
+@pytest.mark.parametrize("keys", [
+    ["deploy"] * len(MEMORIES), ["reel", "drinks", "deploy", "tea"], ["drinks", "reel", "deploy", "team"],
+], ids=["one key repeated", "a key renamed", "two rows swapped"])
+def test_a_file_whose_keys_are_not_the_index_s_loses_no_memory_and_shows_none_twice(
+    smem: Memory, tree: Path, clock: Clock, keys: list[str],
+) -> None:
+    # Its keys were trusted: one repeated left the others out of recall and put it in the context block again
+    # and again; one renamed left that memory out of both (context's rest thought every memory ranked).
+    expected = _ranked(tree, clock)
+    _rewrite_keys(tree, keys)
+    assert _ranked(tree, clock) == expected
+    mem = Memory(tree, clock=clock, embedder=CountingEmbedder())
+    block = mem.context_block(query=QUERY, max_tokens=4000, rank="hybrid")
+    mem.close()
+    assert all(block.count(f"(`{key}.md`)") == 1 for key in MEMORIES)
