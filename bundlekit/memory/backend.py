@@ -310,12 +310,14 @@ class DirectoryBackend:
         self._root_sweep_due = False
 
     def stamp(self) -> object:
-        """The tree directory's own (inode, mtime): it moves when an entry is added, removed or replaced."""
+        """The tree directory's own (inode, mtime, ctime): it moves when an entry is added, removed or replaced.
+        The ctime because the mtime can be put back (``touch -d``, ``rsync -a``, ``tar x``, ``cp -a`` into the
+        tree restore it after adding their files); setting it moves the ctime, which nothing but the clock sets."""
         try:
             st = os.stat(self.root)
         except OSError:
             return None
-        return (st.st_ino, st.st_mtime_ns)
+        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
     def signature(self, name: str) -> Signature | None:
         try:
