@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from bundlekit.cli import cli
 from bundlekit.errors import InvalidKeyError, MemoryStoreError
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory.backend import DirectoryBackend
@@ -211,3 +213,27 @@ def test_an_edit_in_place_of_a_memory_md_line_leaves_no_former_text_in_the_index
     _edit_in_place(tree / "m04.md", "Edited four", "Again four")
     block = Memory(tree, clock=clock).context_block(max_tokens=400)  # MEMORY.md, and no room for m04's piece
     assert "Again four" in block and "Edited four" not in block
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_journey_at_the_cli_sees_a_put_back_add_and_an_edit_in_place(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a person types it: a peer's ``rsync -a`` drops ``Foo.md`` in (the directory's mtime put back), the
+    agent writes ``foo`` and is refused, not left with a case clash; a hand edit in place of a name is in the
+    next context block."""
+    monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
+    _grown(tree, clock)
+
+    def run(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["memory", "-d", str(tree), *args])
+
+    _behind_the_directory(tree, lambda: (tree / "Foo.md").write_bytes((tree / "m01.md").read_bytes()))
+    refused = run("write", "foo", "--name", "F", "--description", "d", "--type", "user", "--body", "b")
+    assert refused.exit_code == 1 and "differs only in case from the existing 'Foo'" in refused.stderr
+    assert not (tree / "foo.md").exists()
+    assert run("list", "--json").exit_code == 0
+    assert run("recall", "drill").exit_code == 0  # a full check, recorded
+    _edit_in_place(tree / "m03.md", "Memory 3", "Hand edited three")
+    shown = run("context", "--max-tokens", "400")
+    assert shown.exit_code == 0 and "Hand edited three" in shown.stdout and "Memory 3" not in shown.stdout
