@@ -202,6 +202,7 @@ class Indexer:
 
     def _refresh(self, locked: bool, trusted: bool) -> Catalog:
         self._held = None
+        self._own_from(None)
         if not locked and self._catalog is not None and self._recently_checked(self._catalog):
             return self._catalog
         began = time.time_ns()  # before the directory is looked at: the check's time, if it is recorded
@@ -259,6 +260,7 @@ class Indexer:
         if self.private or wrote or self.broken or scan.temps or not catalog.stat.compare(scan)[0]:
             return
         self._held = (began, len(scan))
+        self._own_from(stamp)
         self._record(catalog, stamp, catalog.gen, self._held, locked=True)
 
     def _trusted(self, stamp: object, now: int, locked: bool) -> bool:
@@ -295,6 +297,7 @@ class Indexer:
             assert isinstance(self._backend, DirectoryBackend)
             self._backend.defer_root_sweep()
             self._held = (checked_ns, count)
+            self._own_from(stamp)
             if self.upkeep_index(catalog, index):
                 self.recorded_own_writes(catalog)
         self._checked = (stamp, catalog.data_version(), time.monotonic())
@@ -327,10 +330,20 @@ class Indexer:
     def recorded_own_writes(self, catalog: Catalog) -> None:
         """Under the lock, after this command's own writes (a memory file, ``MEMORY.md``): when its refresh
         trusted or made a full check, record the directory as those writes left it, so the next command need
-        not list the tree again. (Another program's change to the root in the same few milliseconds is then
-        seen at the next full check.)"""
+        not list the tree again; only when the directory moved by those writes alone (a stat before and after
+        each: another program's change to the root since the check, between them, is seen by the next
+        command's full check, not hidden by this record)."""
         if self._held is not None:
-            self._record(catalog, self._backend.stamp(), catalog.gen, self._held, locked=True)
+            stamp = self._backend.stamp()
+            if isinstance(self._backend, DirectoryBackend) and self._backend.own_stamp != stamp:
+                return  # the directory moved by more than this command's writes: the next command checks fully
+            self._record(catalog, stamp, catalog.gen, self._held, locked=True)
+
+    def _own_from(self, stamp: object) -> None:
+        """This command's check (as of ``stamp``) may be recorded after its own writes: follow the directory
+        from it (``DirectoryBackend.own_stamp``)."""
+        if isinstance(self._backend, DirectoryBackend):
+            self._backend.own_stamp = stamp
 
     def _recently_checked(self, catalog: Catalog) -> bool:
         """Within :data:`REUSE_S` of a full check, with the directory and the index as they were then.

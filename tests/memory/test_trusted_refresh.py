@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from bundlekit.cli import cli
 from bundlekit.errors import InvalidKeyError, MemoryStoreError
-from bundlekit.memory import Memory, indexer
+from bundlekit.memory import Memory, indexer, screen
 from bundlekit.memory.backend import DirectoryBackend
 
 from .conftest import Clock, fields
@@ -237,3 +238,24 @@ def test_a_journey_at_the_cli_sees_a_put_back_add_and_an_edit_in_place(
     _edit_in_place(tree / "m03.md", "Memory 3", "Hand edited three")
     shown = run("context", "--max-tokens", "400")
     assert shown.exit_code == 0 and "Hand edited three" in shown.stdout and "Memory 3" not in shown.stdout
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_file_another_program_adds_while_a_write_runs_is_not_hidden_by_the_writes_record(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write records the directory as its own writes left it: a ``Foo.md`` a sync tool drops in between the
+    write's check and its file is seen by the next command (its case check), not vouched for."""
+    mem = _grown(tree, clock)
+    guard = screen.guard_record
+
+    def meanwhile(*args: Any, **kwargs: Any) -> None:
+        guard(*args, **kwargs)
+        if not (tree / "Foo.md").exists():
+            (tree / "Foo.md").write_bytes((tree / "m01.md").read_bytes())
+
+    monkeypatch.setattr(screen, "guard_record", meanwhile)
+    mem.write("other", **fields())
+    monkeypatch.setattr(screen, "guard_record", guard)
+    with pytest.raises(InvalidKeyError, match="differs only in case from the existing 'Foo'"):
+        Memory(tree, clock=clock).write("foo", **fields())
