@@ -24,7 +24,6 @@ from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
-from bundlekit.memory.index import MAX_INDEX_LINES
 from bundlekit.memory.indexer import Indexer, decode, parse_files
 from bundlekit.memory.naming import check_unique, filename_for, key_from_filename, memory_files
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
@@ -265,7 +264,7 @@ class TreeAccess:
         again after the read (:attr:`stale`), so no line of a memory's former text leaves."""
         text = self.index.current_index_text(catalog)
         if text is not None and self.index.trusting:
-            moved = self.index.moved(catalog, memory_files(catalog.listing.index_keys(MAX_INDEX_LINES)))
+            moved = self.index.moved(catalog)
             self.stale.update(moved)
             text = None if moved else text
         # A MEMORY.md written before credentials were withheld from it is rendered again.

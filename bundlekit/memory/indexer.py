@@ -303,14 +303,16 @@ class Indexer:
         self._checked = (stamp, catalog.data_version(), time.monotonic())
         return True
 
-    def moved(self, catalog: Catalog, files: list[str]) -> list[str]:
-        """Those of ``files`` whose stat signature now is not their row's, after a trusted refresh (an edit in
-        place keeps the directory as it was, so the refresh did not see it); none after a full check, which
-        compared them all. One ``lstat`` a file: for the few a read shows from the rows (``MEMORY.md``'s)."""
-        if not self.trusting or not files:
+    def moved(self, catalog: Catalog) -> list[str]:
+        """The files of the memories ``MEMORY.md`` shows (:data:`MAX_INDEX_LINES`, as :meth:`render` chooses
+        them) whose stat signature now is not their row's, after a trusted refresh (an edit in place keeps the
+        directory as it was, so the refresh did not see it); none after a full check, which compared them all.
+        One ``lstat`` a file."""
+        if not self.trusting:
             return []
         with catalog.reading():
-            known = catalog.stat.signatures_of(files)
+            files = memory_files(catalog.listing.index_keys(MAX_INDEX_LINES))
+            known = catalog.stat.signatures_of(files) if files else {}
         return [name for name in files if self._backend.signature(name) != known.get(name)]
 
     def _record(self, catalog: Catalog, stamp: object, gen: int, check: tuple[int, int], *, locked: bool) -> None:
