@@ -294,7 +294,16 @@ class TreeAccess:
         return found, unchanged, digests
 
     def index_text(self, catalog: Catalog) -> str:
+        """``MEMORY.md`` as output shows it (the context block, the MCP ``memory_index`` tool): the stored file
+        when it is the one written for the index's generation and every memory it shows is as that generation
+        indexed it, else rendered from those memories' files now. After a trusted refresh the shown files'
+        signatures are compared (an edit in place keeps the directory as it was); one that moved is indexed
+        again after the read (:attr:`stale`), so no line of a memory's former text leaves."""
         text = self.index.current_index_text(catalog)
+        if text is not None and self.index.trusting:
+            moved = self.index.moved(catalog)
+            self.stale.update(moved)
+            text = None if moved else text
         # A MEMORY.md written before credentials were withheld from it is rendered again.
         return text if text is not None and not secrets.find_secrets(text) else self.index.render(catalog)
 

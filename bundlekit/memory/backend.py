@@ -18,11 +18,11 @@ import stat
 import sys
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
 from bundlekit._fs import is_temp_name, os_reason, sweep_stale_temps
@@ -30,6 +30,8 @@ from bundlekit.errors import MemoryStoreError
 from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR
+
+_T = TypeVar("_T")
 
 __all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "Scan", "Signature", "atomic_write_bytes"]
 
@@ -214,6 +216,10 @@ class DirectoryBackend:
         self._lock = TreeLock(root, lock_timeout)
         self._swept = False
         self._root_sweep_due = False  # under the first hold, until a listing of the root sweeps it
+        # Under the hold, from a check the index may record (``indexer``): the directory's stamp as that check
+        # and this process's own changes since left it; None once something else moved it meanwhile (a file
+        # another program added mid-command), so a command's record never vouches for a change it did not make.
+        self.own_stamp: object = None
 
     def scan(self) -> Scan:
         """One listing of the root: memory files and ``MEMORY.md`` with their signatures.
@@ -310,12 +316,14 @@ class DirectoryBackend:
         self._root_sweep_due = False
 
     def stamp(self) -> object:
-        """The tree directory's own (inode, mtime): it moves when an entry is added, removed or replaced."""
+        """The tree directory's own (inode, mtime, ctime): it moves when an entry is added, removed or replaced.
+        The ctime because the mtime can be put back (``touch -d``, ``rsync -a``, ``tar x``, ``cp -a`` into the
+        tree restore it after adding their files); setting it moves the ctime, which nothing but the clock sets."""
         try:
             st = os.stat(self.root)
         except OSError:
             return None
-        return (st.st_ino, st.st_mtime_ns)
+        return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
     def signature(self, name: str) -> Signature | None:
         try:
@@ -356,9 +364,12 @@ class DirectoryBackend:
 
     def write(self, name: str, data: bytes) -> None:
         refuse_link(self.root / name)
-        atomic_write_bytes(self.root / name, data)
+        self._own_change(lambda: atomic_write_bytes(self.root / name, data))
 
     def delete(self, name: str) -> bool:
+        return self._own_change(lambda: self._delete(name))
+
+    def _delete(self, name: str) -> bool:
         try:
             os.unlink(self.root / name)
         except FileNotFoundError:
@@ -366,6 +377,17 @@ class DirectoryBackend:
         except OSError as exc:
             raise os_failure("delete", self.root / name, exc) from exc
         return True
+
+    def _own_change(self, change: Callable[[], _T]) -> _T:
+        """Make one of this process's changes to the root, following :attr:`own_stamp` across it (a stat
+        before and after: the directory moved before it by something else ends the chain)."""
+        if self.own_stamp is not None and self.stamp() != self.own_stamp:
+            self.own_stamp = None
+        try:
+            return change()
+        finally:
+            if self.own_stamp is not None:
+                self.own_stamp = self.stamp()
 
     def _timeline(self) -> Path:
         directory = self.root / TIMELINE_DIR
@@ -394,7 +416,7 @@ class DirectoryBackend:
         return _read(self._timeline() / name)
 
     def append_timeline(self, name: str, line: bytes) -> None:
-        directory = ensure_real_dir(self._timeline())
+        directory = self._own_change(lambda: ensure_real_dir(self._timeline()))  # made here: the root moves
         try:
             fd = open_nofollow(directory / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as exc:
@@ -413,7 +435,7 @@ class DirectoryBackend:
     def write_timeline(self, name: str, data: bytes) -> None:
         directory = self._timeline()
         refuse_link(directory / name)
-        atomic_write_bytes(directory / name, data)
+        self._own_change(lambda: atomic_write_bytes(directory / name, data))  # it may make the folder
 
     def delete_timeline(self, name: str) -> bool:
         try:

@@ -40,8 +40,8 @@ __all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files", "pars
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 # A trusted refresh (specs/memory.md, "Freshness"): a full check (a listing and an lstat per file, ~2.7 us a
-# file) is trusted while the tree directory's (inode, mtime) and the index stay as it left them, for 100 us per
-# file listed and at least 2 s (2 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent
+# file) is trusted while the tree directory's (inode, mtime, ctime) and the index stay as it left them, for 100 us
+# per file listed and at least 2 s (2 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent
 # a few percent of its time at most, and an edit in place is seen within that. Below TRUST_MIN_ROWS files every
 # command checks fully.
 TRUST_NS_PER_ROW = 100_000
@@ -109,6 +109,9 @@ class Indexer:
         # so while one is there every check finds the index short of it and parses it again.
         self.broken: dict[str, str] = {}
         self.private = True  # an in-memory index nothing else sees (no lock, no MEMORY.md upkeep)
+        # The last refresh took the last full check's word (:meth:`_trusted`): the rows were not compared with
+        # the files, so what shows bytes the rows vouch for checks those files first (:meth:`moved`).
+        self.trusting = False
         root = backend.root if isinstance(backend, DirectoryBackend) else None
         self._dir = None if root is None else root / HIDDEN_DIR
 
@@ -206,11 +209,13 @@ class Indexer:
 
     def _refresh(self, locked: bool, trusted: bool) -> Catalog:
         self._held = None
+        self._own_from(None)
         if not locked and self._catalog is not None and self._recently_checked(self._catalog):
             return self._catalog
         began = time.time_ns()  # before the directory is looked at: the check's time, if it is recorded
         stamp = self._backend.stamp()
-        if trusted and self._trusted(stamp, began, locked):
+        self.trusting = trusted and self._trusted(stamp, began, locked)
+        if self.trusting:
             assert self._catalog is not None
             return self._catalog
         scan = self._backend.scan()
@@ -262,11 +267,12 @@ class Indexer:
         if self.private or wrote or self.broken or scan.temps or not catalog.stat.compare(scan)[0]:
             return
         self._held = (began, len(scan))
+        self._own_from(stamp)
         self._record(catalog, stamp, catalog.gen, self._held, locked=True)
 
     def _trusted(self, stamp: object, now: int, locked: bool) -> bool:
         """Whether the last full check can stand for this one (then :attr:`listing` is the index's record of
-        the directory): it was recorded for the directory as it is (its ``(inode, mtime)``: a file added,
+        the directory): it was recorded for the directory as it is (its ``(inode, mtime, ctime)``: a file added,
         removed, renamed or replaced moves it) and the index as it is (no change since), of at least
         :data:`TRUST_MIN_ROWS` files, less than :data:`TRUST_NS_PER_ROW` per file (and at least
         :data:`TRUST_MIN_NS`) ago. An edit in place keeps the directory as it was: it is seen when that time
@@ -298,10 +304,23 @@ class Indexer:
             assert isinstance(self._backend, DirectoryBackend)
             self._backend.defer_root_sweep()
             self._held = (checked_ns, count)
+            self._own_from(stamp)
             if self.upkeep_index(catalog, index):
                 self.recorded_own_writes(catalog)
         self._checked = (stamp, catalog.data_version(), time.monotonic())
         return True
+
+    def moved(self, catalog: Catalog) -> list[str]:
+        """The files of the memories ``MEMORY.md`` shows (:data:`MAX_INDEX_LINES`, as :meth:`render` chooses
+        them) whose stat signature now is not their row's, after a trusted refresh (an edit in place keeps the
+        directory as it was, so the refresh did not see it); none after a full check, which compared them all.
+        One ``lstat`` a file."""
+        if not self.trusting:
+            return []
+        with catalog.reading():
+            files = memory_files(catalog.listing.index_keys(MAX_INDEX_LINES))
+            known = catalog.stat.signatures_of(files) if files else {}
+        return [name for name in files if self._backend.signature(name) != known.get(name)]
 
     def _record(self, catalog: Catalog, stamp: object, gen: int, check: tuple[int, int], *, locked: bool) -> None:
         """Record a full check (``check``: when it began, how many files it listed) that found the index of
@@ -320,10 +339,20 @@ class Indexer:
     def recorded_own_writes(self, catalog: Catalog) -> None:
         """Under the lock, after this command's own writes (a memory file, ``MEMORY.md``): when its refresh
         trusted or made a full check, record the directory as those writes left it, so the next command need
-        not list the tree again. (Another program's change to the root in the same few milliseconds is then
-        seen at the next full check.)"""
+        not list the tree again; only when the directory moved by those writes alone (a stat before and after
+        each: another program's change to the root since the check, between them, is seen by the next
+        command's full check, not hidden by this record)."""
         if self._held is not None:
-            self._record(catalog, self._backend.stamp(), catalog.gen, self._held, locked=True)
+            stamp = self._backend.stamp()
+            if isinstance(self._backend, DirectoryBackend) and self._backend.own_stamp != stamp:
+                return  # the directory moved by more than this command's writes: the next command checks fully
+            self._record(catalog, stamp, catalog.gen, self._held, locked=True)
+
+    def _own_from(self, stamp: object) -> None:
+        """This command's check (as of ``stamp``) may be recorded after its own writes: follow the directory
+        from it (``DirectoryBackend.own_stamp``)."""
+        if isinstance(self._backend, DirectoryBackend):
+            self._backend.own_stamp = stamp
 
     def _recently_checked(self, catalog: Catalog) -> bool:
         """Within :data:`REUSE_S` of a full check, with the directory and the index as they were then.

@@ -12,11 +12,16 @@ lowered to them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
-from bundlekit.memory import Memory, indexer
+from bundlekit.cli import cli
+from bundlekit.errors import InvalidKeyError, MemoryStoreError
+from bundlekit.memory import Memory, indexer, screen
 from bundlekit.memory.backend import DirectoryBackend
 
 from .conftest import Clock, fields
@@ -147,3 +152,110 @@ def test_a_writers_temp_in_the_root_keeps_every_command_listing_until_it_is_gone
     listings.clear()
     Memory(tree, clock=clock).recall("drill")
     assert listings == []
+
+
+def _behind_the_directory(tree: Path, change: Callable[[], None]) -> None:
+    """``change`` the tree, then put the directory's mtime back as ``touch -d``, ``rsync -a``, ``tar x`` and
+    ``cp -a`` into the tree do after adding their files (its ctime moves: only the clock sets that)."""
+    before = os.stat(tree)
+    change()
+    os.utime(tree, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(tree).st_mtime_ns == before.st_mtime_ns
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_file_added_behind_a_put_back_directory_mtime_is_seen_by_a_writes_case_check(
+    tree: Path, clock: Clock
+) -> None:
+    _grown(tree, clock)
+    _behind_the_directory(tree, lambda: (tree / "Foo.md").write_bytes((tree / "m01.md").read_bytes()))
+    with pytest.raises(InvalidKeyError, match="differs only in case from the existing 'Foo'"):
+        Memory(tree, clock=clock).write("foo", **fields())
+    assert not (tree / "foo.md").exists()
+    assert len(Memory(tree, clock=clock).list()) == COUNT + 1  # the tree still reads: no case clash was made
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_file_removed_behind_a_put_back_directory_mtime_is_gone_from_the_next_commands_lines(
+    tree: Path, clock: Clock
+) -> None:
+    _grown(tree, clock)
+    _behind_the_directory(tree, (tree / "m05.md").unlink)
+    assert "m05" not in [line.split("\t")[0] for line in Memory(tree, clock=clock).list_lines()]
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_memory_swapped_for_a_link_behind_a_put_back_directory_mtime_is_refused_not_read(
+    tree: Path, clock: Clock
+) -> None:
+    _grown(tree, clock)
+    outside = tree.parent / "outside.md"
+    outside.write_bytes((tree / "m02.md").read_bytes().replace(b"body 2 drill", b"body outside drill"))
+
+    def swap() -> None:
+        (tree / "m02.md").unlink()
+        (tree / "m02.md").symlink_to(outside)
+
+    _behind_the_directory(tree, swap)
+    with pytest.raises(MemoryStoreError, match="m02.md"):
+        Memory(tree, clock=clock).context_block(query="drill")
+
+
+@pytest.mark.usefixtures("trusting")
+def test_an_edit_in_place_of_a_memory_md_line_leaves_no_former_text_in_the_index_or_context_block(
+    tree: Path, clock: Clock
+) -> None:
+    _grown(tree, clock)
+    _edit_in_place(tree / "m04.md", "Memory 4", "Edited four")
+    text = Memory(tree, clock=clock).index_text()  # the MCP memory_index tool's text
+    assert "Edited four" in text and "Memory 4" not in text
+    assert "Edited four" in (tree / "MEMORY.md").read_text(encoding="utf-8")  # caught up, as a full check would
+    Memory(tree, clock=clock).recall("drill")  # a full check, recorded
+    _edit_in_place(tree / "m04.md", "Edited four", "Again four")
+    block = Memory(tree, clock=clock).context_block(max_tokens=400)  # MEMORY.md, and no room for m04's piece
+    assert "Again four" in block and "Edited four" not in block
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_journey_at_the_cli_sees_a_put_back_add_and_an_edit_in_place(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a person types it: a peer's ``rsync -a`` drops ``Foo.md`` in (the directory's mtime put back), the
+    agent writes ``foo`` and is refused, not left with a case clash; a hand edit in place of a name is in the
+    next context block."""
+    monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
+    _grown(tree, clock)
+
+    def run(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["memory", "-d", str(tree), *args])
+
+    _behind_the_directory(tree, lambda: (tree / "Foo.md").write_bytes((tree / "m01.md").read_bytes()))
+    refused = run("write", "foo", "--name", "F", "--description", "d", "--type", "user", "--body", "b")
+    assert refused.exit_code == 1 and "differs only in case from the existing 'Foo'" in refused.stderr
+    assert not (tree / "foo.md").exists()
+    assert run("list", "--json").exit_code == 0
+    assert run("recall", "drill").exit_code == 0  # a full check, recorded
+    _edit_in_place(tree / "m03.md", "Memory 3", "Hand edited three")
+    shown = run("context", "--max-tokens", "400")
+    assert shown.exit_code == 0 and "Hand edited three" in shown.stdout and "Memory 3" not in shown.stdout
+
+
+@pytest.mark.usefixtures("trusting")
+def test_a_file_another_program_adds_while_a_write_runs_is_not_hidden_by_the_writes_record(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write records the directory as its own writes left it: a ``Foo.md`` a sync tool drops in between the
+    write's check and its file is seen by the next command (its case check), not vouched for."""
+    mem = _grown(tree, clock)
+    guard = screen.guard_record
+
+    def meanwhile(*args: Any, **kwargs: Any) -> None:
+        guard(*args, **kwargs)
+        if not (tree / "Foo.md").exists():
+            (tree / "Foo.md").write_bytes((tree / "m01.md").read_bytes())
+
+    monkeypatch.setattr(screen, "guard_record", meanwhile)
+    mem.write("other", **fields())
+    monkeypatch.setattr(screen, "guard_record", guard)
+    with pytest.raises(InvalidKeyError, match="differs only in case from the existing 'Foo'"):
+        Memory(tree, clock=clock).write("foo", **fields())

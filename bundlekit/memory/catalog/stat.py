@@ -173,28 +173,28 @@ class StatCache:
         gen = rows.get("index_gen")
         return known, gen if isinstance(gen, int) else -1
 
-    def trust_state(self) -> tuple[tuple[int, int], int, int, int] | None:
+    def trust_state(self) -> tuple[tuple[int, int, int], int, int, int] | None:
         """What the last full check of the tree recorded (``Indexer``'s trusted refresh): the tree directory's
-        ``(inode, mtime_ns)`` then, the generation the index was at, when that check began (``time_ns``) and how
+        ``(inode, mtime_ns, ctime_ns)`` then (a record without its ctime, as made before it was kept, is none), the generation the index was at, when that check began (``time_ns``) and how
         many files it listed; ``None`` when nothing is recorded, or the generation moved since (or the signature
         blob is not of the current generation: the trusted refresh lists from it)."""
         with translated():
             rows = dict(self._db.conn.execute(
-                "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'dir_ino', 'dir_mtime', 'dir_gen', "
-                "'dir_checked_ns', 'dir_rows')").fetchall())
-        values = [rows.get(name) for name in ("gen", "sigs_gen", "dir_ino", "dir_mtime", "dir_gen", "dir_checked_ns",
-                                              "dir_rows")]
+                "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'dir_ino', 'dir_mtime', 'dir_ctime', "
+                "'dir_gen', 'dir_checked_ns', 'dir_rows')").fetchall())
+        values = [rows.get(name) for name in ("gen", "sigs_gen", "dir_ino", "dir_mtime", "dir_ctime", "dir_gen",
+                                              "dir_checked_ns", "dir_rows")]
         numbers = [value for value in values if type(value) is int]
         if len(numbers) != len(values):
             return None
-        gen, sigs_gen, ino, mtime, dir_gen, checked_ns, count = numbers
+        gen, sigs_gen, ino, mtime, ctime, dir_gen, checked_ns, count = numbers
         if not gen == sigs_gen == dir_gen:
             return None
-        return (ino, mtime), gen, checked_ns, count
+        return (ino, mtime, ctime), gen, checked_ns, count
 
-    def set_trust_state(self, stamp: tuple[int, int], gen: int, checked_ns: int, count: int) -> None:
+    def set_trust_state(self, stamp: tuple[int, int, int], gen: int, checked_ns: int, count: int) -> None:
         """Record :meth:`trust_state`. Inside :meth:`Catalog.writing`."""
-        for name, value in (("dir_ino", stamp[0]), ("dir_mtime", stamp[1]), ("dir_gen", gen),
+        for name, value in (("dir_ino", stamp[0]), ("dir_mtime", stamp[1]), ("dir_ctime", stamp[2]), ("dir_gen", gen),
                             ("dir_checked_ns", checked_ns), ("dir_rows", count)):
             self._db.set(name, value)
 
@@ -255,6 +255,14 @@ class StatCache:
             return same, {}
         split = names.decode("utf-8", "surrogateescape").split("\0")
         return same, {name: mtime for name, mtime in zip(split, mtimes, strict=True) if mtime + RACY_NS > written}
+
+    def signatures_of(self, files: list[str]) -> dict[str, Signature]:
+        """The signatures of those of ``files`` that are indexed, by name (one SELECT; a few hundred names)."""
+        with translated():
+            found = self._db.conn.execute(
+                f"SELECT file, ino, mtime_ns, size FROM memory WHERE file IN ({', '.join('?' * len(files))})", files
+            ).fetchall()
+        return {str(file): (int(ino), int(mtime), int(size)) for file, ino, mtime, size in found}
 
     def sha256(self, file: str) -> bytes | None:
         """The SHA-256 of the bytes ``file`` was indexed from (``None`` when it is not indexed)."""
