@@ -81,7 +81,9 @@ def load_into_empty(
     ``MemoryStoreError`` when a move fails."""
     if not is_empty_tree(tree):
         return None
-    staging = Path(tree) / HIDDEN_DIR / f"incoming-{os.getpid()}-{secrets.token_hex(4)}"
+    # A temp name of ``_fs``'s pattern: a staging tree a killed follow left is swept as a dead writer's temp (the
+    # tree's next locked write, or the next load's ``atomic_directory`` beside it).
+    staging = Path(tree) / HIDDEN_DIR / f".incoming.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         result = load_bundle(uri, source=source, key=key, out_dir=staging, options=options)
         names, kept, days = _checked(uri, result.files, allow_secrets)

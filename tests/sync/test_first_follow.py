@@ -36,7 +36,7 @@ def _files(tree: Path) -> dict[str, bytes]:
 
 
 def _staged(tree: Path) -> list[str]:
-    return [p.name for p in (tree / ".bundlekit").iterdir() if p.name.startswith("incoming-")]
+    return [p.name for p in (tree / ".bundlekit").iterdir() if p.name.startswith(".incoming.")]
 
 
 def test_a_first_follow_into_an_empty_tree_loads_the_bundle_byte_for_byte_and_records_its_root(
@@ -199,3 +199,16 @@ def test_a_writer_with_an_empty_tree_loads_the_name_publishes_nothing_then_publi
     _edit(mine, [1])
     again = sync(mine, name_key=SIGNER, pinners=[HookedPinner()])
     assert again.published is not None and again.published.sequence == 1
+
+
+def test_the_staging_tree_a_killed_first_follow_left_is_swept_by_the_next(tmp_path: Path) -> None:
+    _writer(_tree(tmp_path / "w", 2))
+    follower = tmp_path / "f"
+    Memory(follower).init()
+    left = follower / ".bundlekit" / ".incoming.999999999.0a1b2c3d.tmp"  # a pid no process has
+    left.mkdir()
+    (left / "note_000001.md").write_text("half a follow", "utf-8")
+    old = 1_000_000_000 * 1_700_000_000
+    os.utime(left, ns=(old, old))
+    assert sync(follower, name=NAME).loaded is not None
+    assert not left.exists() and not _staged(follower)
