@@ -19,7 +19,6 @@ it costs an encoding, never a wrong byte.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing, suppress
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
-from bundlekit.bundle.buildcheck import seal_key
+from bundlekit.bundle.buildcheck import seal_key, sources_digest
 from bundlekit.crypto._hmac import hmac_sha256
 from bundlekit.unixfs.hamt import DirNode
 
@@ -40,17 +39,10 @@ _fingerprint: bytes | None = None
 
 
 def _encoders() -> bytes:
-    """The SHA-256 of the source of every module in :data:`_ENCODERS` (computed once per process)."""
+    """The fingerprint of the code in :data:`_ENCODERS` (computed once per process)."""
     global _fingerprint
     if _fingerprint is None:
-        digest = hashlib.sha256(b"bundlekit shard memo 1")
-        package = Path(__file__).resolve().parents[1]
-        for module in _ENCODERS:
-            try:
-                digest.update((package / f"{module}.py").read_bytes())
-            except OSError:  # an install without sources: a salt no install with them shares
-                digest.update(f"no source for {module}".encode())
-        _fingerprint = digest.digest()
+        _fingerprint = sources_digest(b"bundlekit shard memo 1", _ENCODERS)
     return _fingerprint
 
 
