@@ -49,7 +49,8 @@ class LocalPinner(BasePinner):
         that pin go before this one is made, the pin's walk finds the block missing and refuses."""
         if self._pinned_walk is None:
             self._pinned_walk = self.store.pinned_walk()
-        return as_cidv1(cid) in self._pinned_walk or self.store.has(cid)
+        walked = self._pinned_walk
+        return cid in walked or as_cidv1(cid) in walked or self.store.has(cid)
 
     def _pinned(self, root: bytes) -> bool:
         return as_cidv1(root) in self.store.pins()

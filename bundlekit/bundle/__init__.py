@@ -8,6 +8,7 @@ view), ``embeddings`` (the index's vectors as a bundle file), ``keyoptions`` (th
 options as plain values), ``signature`` (``signature.json``: sign, verify, publishers),
 ``buildcache`` (an encrypted build's ciphertexts, reused for unchanged files),
 ``buildcheck`` (the files a build checked, so the next checks and parses only the changed ones),
+``shardmemo`` (the HAMT sub-shards a thin build wrote, so the next encodes only those that changed),
 ``lineage`` (the bundles a tree came from), ``log`` (``parents`` walked back),
 ``sources`` (where a load's verified blocks come from), ``ahead`` (the fetch-ahead
 strategy the loader attaches to a session over gateways), ``merge`` (a bundle merged into

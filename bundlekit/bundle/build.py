@@ -35,6 +35,7 @@ from bundlekit.bundle.buildcheck import CheckCache, Passed
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
 from bundlekit.bundle.lineage import build_parents, files_digest, record_build
 from bundlekit.bundle.share import SharePolicy, select_shared
+from bundlekit.bundle.shardmemo import ShardMemo
 from bundlekit.bundle.manifest import (
     ENC_SUFFIX,
     INDEX_PATH,
@@ -315,7 +316,7 @@ def build_bundle(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
     root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
-                                  options.progress, options.leave_out)
+                                  options.progress, options.leave_out, mem.root)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
     if checks is not None:
@@ -570,18 +571,23 @@ def _write_car(
     prof: Profile,
     progress: Callable[[int, int], None] | None = None,
     leave_out: Callable[[bytes], bool] | None = None,
+    tree: Path | None = None,
 ) -> tuple[bytes, bytes]:
     """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
-    lists are the ones written; with ``leave_out``, only the blocks it is false for, and the root); the root CID
-    and the ``memory/`` directory's."""
+    lists are the ones written; with ``leave_out``, only the blocks it is false for, and the root, and the
+    unchanged sub-shards of ``memory/`` are taken from the ``tree``'s memo, ``bundle.shardmemo``, not written
+    either: the reader holds them); the root CID and the ``memory/`` directory's."""
+    memo = None if leave_out is None else ShardMemo(tree, leave_out)
     ordered = sorted(files, key=lambda item: item[0])
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
         sink = writer if leave_out is None else _Thin(writer, leave_out)
-        result = import_tree(sources, sink, prof)
+        result = import_tree(sources, sink, prof, memo=memo)
         if isinstance(sink, _Thin):
             sink.keep_root(result.root)
         writer.finish(result.root)
+    if memo is not None:
+        memo.save()
     if progress is not None:
         progress(len(ordered), len(ordered))
     memory = next((entry.cid for entry in reversed(result.entries) if entry.path == MEMORY_DIR), b"")

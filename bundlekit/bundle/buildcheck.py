@@ -50,7 +50,7 @@ from bundlekit.memory.naming import TIMELINE_DIR
 if TYPE_CHECKING:
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key"]
+__all__ = ["KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key", "sources_digest"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
@@ -91,15 +91,21 @@ def rules_fingerprint() -> str:
     not taken (computed once per process)."""
     global _fingerprint
     if _fingerprint is None:
-        digest = hashlib.sha256(_CHECKS_VERSION)
-        package = Path(__file__).resolve().parents[1]
-        for module in _RULES:
-            try:
-                digest.update((package / f"{module}.py").read_bytes())
-            except OSError:  # an install without sources: a salt no install with them shares
-                digest.update(f"no source for {module}".encode())
-        _fingerprint = digest.hexdigest()
+        _fingerprint = sources_digest(_CHECKS_VERSION, _RULES).hex()
     return _fingerprint
+
+
+def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
+    """The SHA-256 of ``version`` and the source of each of ``modules`` (paths under ``bundlekit/``, without
+    ``.py``): what a cached verdict was made under, so code that changed takes none of it."""
+    digest = hashlib.sha256(version)
+    package = Path(__file__).resolve().parents[1]
+    for module in modules:
+        try:
+            digest.update((package / f"{module}.py").read_bytes())
+        except OSError:  # an install without sources: a salt no install with them shares
+            digest.update(f"no source for {module}".encode())
+    return digest.digest()
 
 
 def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None] | None:

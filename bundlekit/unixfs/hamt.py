@@ -19,7 +19,7 @@ encodings are the ones boxo, ipfs-unixfs-importer and @ipld/unixfs produce:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import mmh3
 
@@ -28,7 +28,17 @@ from bundlekit.ipld.dagpb import DIRECTORY, HAMT_SHARD, PBLink, UnixFSData, enco
 from bundlekit.unixfs.layout import BlockSink
 from bundlekit.unixfs.profiles import Profile
 
-__all__ = ["Child", "DirNode", "encode_flat", "encode_hamt", "link_serialized_size", "name_hash", "needs_shard"]
+__all__ = [
+    "Child",
+    "DirNode",
+    "ShardMemo",
+    "encode_flat",
+    "encode_hamt",
+    "link_serialized_size",
+    "name_hash",
+    "needs_shard",
+    "slot_message",
+]
 
 FANOUT = 256
 MURMUR3_X64_64 = 0x22  # multicodec of the HAMT hash function, stored in each shard
@@ -126,6 +136,16 @@ class _ShardBox:
         self.slots: _Shard = {}
 
 
+class _Written(_ShardBox):
+    """A sub-shard written already (or found in a ``ShardMemo``): its root CID and Tsize."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: DirNode) -> None:
+        super().__init__()
+        self.node = node
+
+
 def _insert(shard: _ShardBox, digest: bytes, child: Child, depth: int) -> None:
     while True:
         if depth >= _HASH_BYTES:
@@ -157,7 +177,7 @@ def _write_shard(shard: _ShardBox, profile: Profile, sink: BlockSink) -> DirNode
         value = shard.slots[slot]
         label = b"%02X" % slot
         if isinstance(value, _ShardBox):
-            sub = _write_shard(value, profile, sink)
+            sub = value.node if isinstance(value, _Written) else _write_shard(value, profile, sink)
             links.append(PBLink(sub.cid, label, sub.tsize))
             total += sub.tsize
         else:
@@ -172,13 +192,61 @@ def _write_shard(shard: _ShardBox, profile: Profile, sink: BlockSink) -> DirNode
     return DirNode(cid, len(block) + total)
 
 
-def encode_hamt(children: Sequence[Child], profile: Profile, sink: BlockSink) -> DirNode:
+class ShardMemo(Protocol):
+    """Sub-shards written before, by what they hold (``encode_hamt``): ``find`` the finished sub-shard of a slot
+    whose :func:`slot_message` it saw (None when it did not, or its block must be written again), ``keep`` one
+    just written."""
+
+    def find(self, message: bytes) -> DirNode | None: ...
+
+    def keep(self, message: bytes, node: DirNode) -> None: ...
+
+
+def slot_message(entries: Sequence[Child], cid_version: int) -> bytes:
+    """What decides the bytes of the sub-shard under one slot of a HAMT's root: the CID version and every entry
+    whose name hashes to that slot (name, CID, Tsize; sorted by name, each field framed by its length). The
+    sub-shard holds exactly those entries, laid out by their hashes alone, so the same message gives the same
+    block, whatever else the directory holds."""
+    parts = [b"bundlekit hamt slot 1", cid_version.to_bytes(1, "big")]
+    for child in sorted(entries, key=lambda c: c.name):
+        parts += (len(child.name).to_bytes(4, "big"), child.name, len(child.cid).to_bytes(2, "big"), child.cid,
+                  child.tsize.to_bytes(8, "big"))
+    return b"".join(parts)
+
+
+def encode_hamt(children: Sequence[Child], profile: Profile, sink: BlockSink, memo: ShardMemo | None = None) -> DirNode:
     """Write a HAMT-sharded directory (sub-shards first) and return its root.
+
+    With ``memo``, a slot of the root whose entries make a :func:`slot_message` the memo knows takes the
+    sub-shard found there, neither laid out nor encoded again (nor written to ``sink``: the memo answers only
+    for blocks the reader holds); each other sub-shard of the root is written and kept in it. The root block is
+    always written. The result is the same bytes either way.
 
     Raises ``ValueError`` on a 64-bit hash collision (never seen in practice)
     or duplicate names; the importer rejects duplicates before this.
     """
     root = _ShardBox()
+    if memo is None:
+        for child in children:
+            _insert(root, _hash(child.name), child, 0)
+        return _write_shard(root, profile, sink)
+    slots: dict[int, list[tuple[bytes, Child]]] = {}
     for child in children:
-        _insert(root, _hash(child.name), child, 0)
+        digest = _hash(child.name)
+        slots.setdefault(digest[0], []).append((digest, child))
+    for slot, members in slots.items():
+        if len(members) == 1:
+            root.slots[slot] = members[0]
+            continue
+        message = slot_message([child for _digest, child in members], profile.cid_version)
+        found = memo.find(message)
+        if found is not None:
+            root.slots[slot] = _Written(found)
+            continue
+        sub = _ShardBox()
+        for digest, child in members:
+            _insert(sub, digest, child, 1)
+        written = _write_shard(sub, profile, sink)
+        memo.keep(message, written)
+        root.slots[slot] = _Written(written)
     return _write_shard(root, profile, sink)

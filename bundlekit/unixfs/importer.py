@@ -34,7 +34,7 @@ from typing import BinaryIO, Union
 
 from bundlekit.errors import SourceError, UsageError
 from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks, read_full
-from bundlekit.unixfs.hamt import Child, DirNode, encode_flat, encode_hamt, needs_shard
+from bundlekit.unixfs.hamt import Child, DirNode, ShardMemo, encode_flat, encode_hamt, needs_shard
 from bundlekit.unixfs.layout import BlockSink, FileBuilder, LeafHasher, leaf_block, make_leaf
 from bundlekit.unixfs.profiles import Profile
 
@@ -250,10 +250,11 @@ def _rest_of_file(first: bytes, read: Callable[[int], bytes], size: int) -> Iter
         chunk = read_full(read, size)
 
 
-def _finish_dir(children: list[Child], sizes: int, rel: str, sink: BlockSink, profile: Profile) -> ImportedEntry:
+def _finish_dir(children: list[Child], sizes: int, rel: str, sink: BlockSink, profile: Profile,
+                memo: ShardMemo | None = None) -> ImportedEntry:
     node: DirNode
     if needs_shard(children, profile):
-        node = encode_hamt(children, profile, sink)
+        node = encode_hamt(children, profile, sink, memo)
     else:
         node = encode_flat(children, profile, sink)
     return ImportedEntry(rel, node.cid, sizes, node.tsize, "directory")
@@ -475,6 +476,7 @@ def import_tree(
     profile: Profile,
     *,
     dirs: Iterable[str] = (),
+    memo: ShardMemo | None = None,
 ) -> ImportResult:
     """Import a virtual tree: ``files`` are ``("a/b.md", source)`` pairs.
 
@@ -483,7 +485,7 @@ def import_tree(
     are implied; ``dirs`` adds directories that may be empty. The root is the
     tree itself. Raises ``UsageError`` for a malformed or duplicate path, or a
     path that is both a file and a directory; ``SourceError`` when a source
-    cannot be read.
+    cannot be read. ``memo``: sub-shards of sharded directories written before (``hamt.encode_hamt``).
     """
     root = _VDir()
     for path in dirs:
@@ -526,7 +528,7 @@ def import_tree(
             size += entry.size
         if not children and not profile.keep_empty_dirs and rel:
             return None
-        entry = _finish_dir(children, size, rel, counter, profile)
+        entry = _finish_dir(children, size, rel, counter, profile, memo)
         entries.append(entry)
         return entry
 

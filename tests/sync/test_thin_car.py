@@ -7,7 +7,9 @@ the store, where they were verified when written: the pin still refuses a DAG th
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +19,7 @@ from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, MissingBlock
 from bundlekit.ipld.cid import RAW, as_cidv1
 from bundlekit.memory import Memory
+from bundlekit.unixfs import hamt
 from bundlekit.pinning.orchestrate import held_by_all, pin_all
 from bundlekit.pinning.protocol import PINNED
 from pinners.local import LocalPinner
@@ -128,3 +131,45 @@ def test_a_pinner_that_cannot_tell_what_it_holds_gets_every_block(tmp_path: Path
     assert held_by_all([]) is None
     holds = held_by_all([local])
     assert holds is not None and not holds(b"\x01\x55\x12\x20" + bytes(32))
+
+
+def test_a_thin_rebuild_takes_unchanged_sub_shards_from_its_memo_and_builds_a_full_builds_root(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "memory"
+    mem = Memory(tree, namespace="agent")
+    mem.init()
+    text = ("---\nname: n\ndescription: d\ntype: project\ncreated: '2026-01-01T00:00:00Z'\n"
+            "updated: '2026-02-01T00:00:00Z'\n---\n\nbody {}\n")
+    for i in range(1100):  # ipfs-car shards a directory of more than 1,000 entries
+        (tree / f"note_{i:04d}.md").write_text(text.format(i), encoding="utf-8")
+    store = BlockStore(tmp_path / "store")
+    pinner = LocalPinner(store)
+    first = build_tree(tree, tmp_path / "first.car", parents=[], profile="ipfs-car", leave_out=held_by_all([pinner]))
+    assert pin_all(first.car, first.root, [pinner]).ok
+    for i in range(0, 1100, 97):
+        (tree / f"note_{i:04d}.md").write_text(text.format(f"changed {i}"), encoding="utf-8")
+    (tree / "note_0001.md").unlink()
+    (tree / "added_one.md").write_text(text.format("new"), encoding="utf-8")
+    encoded: list[object] = []
+    real = hamt._write_shard
+
+    def counted(*args: Any) -> Any:
+        encoded.append(args)
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hamt, "_write_shard", counted)
+        thin = build_tree(tree, tmp_path / "thin.car", parents=[], profile="ipfs-car",
+                          leave_out=held_by_all([LocalPinner(store)]))
+    assert 0 < len(encoded) < 40  # the root and the sub-shards over the 13 changed names, not all ~250
+    copy = tmp_path / "full" / "memory"
+    shutil.copytree(tree, copy, ignore=shutil.ignore_patterns(".bundlekit"))
+    full = build_tree(copy, tmp_path / "full.car", parents=[], profile="ipfs-car")
+    assert thin.root_bytes == full.root_bytes and thin.files == full.files == 1101  # the index too
+    assert len(_blocks(thin.car)) < 60  # changed files and the sub-shards above them, not ~250 sub-shards
+    assert pin_all(thin.car, thin.root, [LocalPinner(store)]).ok
+    with open(full.car, "rb") as fh:
+        _roots, blocks = read_car(fh)
+        every = {as_cidv1(cid): len(data) for cid, data in blocks}
+    assert store.dag_size(thin.root_bytes) == sum(every.values())  # the store completes the DAG
