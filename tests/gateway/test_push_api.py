@@ -370,8 +370,14 @@ def test_concurrent_pushes_cannot_together_pass_the_store_bound(store: BlockStor
     with hub(store, PushLimits(max_store_bytes=400_000)) as small:
         with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
             codes = list(pool.map(lambda body: push(small, body).status_code, bodies))
-    assert 200 in codes and 500 in codes
-    assert store.stored_bytes() <= 400_000
+        # Which pushes land depends on how the threads interleave (in lockstep each may be the one
+        # whose block passes the bound): that some are refused and the bound holds does not. Nothing
+        # the pushes held outlives them: a small push that fits is taken afterwards.
+        assert 500 in codes and set(codes) <= {200, 500}
+        assert store.stored_bytes() <= 400_000
+        tiny = make_cid(1, RAW, b"after")
+        assert push(small, car_bytes([], [(tiny, b"after")])).status_code == 200
+    assert store.has(tiny) and store.stored_bytes() <= 400_000
 
 
 def build_car_bytes(seed: int) -> bytes:
