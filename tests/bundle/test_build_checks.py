@@ -210,6 +210,41 @@ def test_a_tree_sealed_by_another_user_is_checked_whole(tmp_path: Path, monkeypa
     assert (tmp_path / "another-user" / buildcheck.KEY_FILE).stat().st_mode & 0o077 == 0
 
 
+def test_a_key_file_that_is_a_fifo_is_replaced_never_waited_on(tmp_path: Path) -> None:
+    # attack37w: opening a FIFO planted as the key blocked every build for ever
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    os.mkfifo(home / buildcheck.KEY_FILE)
+    key = buildcheck.seal_key()
+    assert key is not None and (home / buildcheck.KEY_FILE).read_bytes() == key
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_key_others_can_read_is_never_sealed_with(tmp_path: Path, mode: int) -> None:
+    # attack37w: a key another user could read lets them seal a planted row; it is made again, 0600
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    known = b"k" * 32
+    (home / buildcheck.KEY_FILE).write_bytes(known)
+    (home / buildcheck.KEY_FILE).chmod(mode)
+    key = buildcheck.seal_key()
+    assert key is not None and key != known
+    assert (home / buildcheck.KEY_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_a_key_file_that_is_a_link_or_of_another_size_is_made_again(tmp_path: Path) -> None:
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    elsewhere = tmp_path / "planted.key"
+    elsewhere.write_bytes(b"p" * 32)
+    elsewhere.chmod(0o600)
+    (home / buildcheck.KEY_FILE).symlink_to(elsewhere)
+    key = buildcheck.seal_key()
+    assert key is not None and key != b"p" * 32 and not (home / buildcheck.KEY_FILE).is_symlink()
+    (home / buildcheck.KEY_FILE).write_bytes(b"short")
+    assert buildcheck.seal_key() not in (None, key, b"short")
+
+
 def test_a_cache_that_is_a_link_is_neither_read_nor_written(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "memory", 3)
     elsewhere = tmp_path / "elsewhere.sqlite"
