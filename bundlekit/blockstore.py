@@ -189,7 +189,7 @@ def _block_name(cid: bytes) -> tuple[str, str]:
 def _parse_walk(data: memoryview) -> tuple[bytes, dict[bytes, int]]:
     """The root and the blocks (CID -> size) of a walk record's body (``BlockStore._record_walk``): each CID after
     its length in one byte, each block's size in four bytes big-endian after its CID. ``ValueError`` or
-    ``IndexError`` for a record cut short."""
+    ``IndexError`` for a record cut short or naming a size over ``MAX_BLOCK_SIZE``."""
     end = 1 + data[0]
     root = bytes(data[1:end])
     sizes: dict[bytes, int] = {}
@@ -199,7 +199,10 @@ def _parse_walk(data: memoryview) -> tuple[bytes, dict[bytes, int]]:
         at = start + data[at]
         if at + 4 > total:
             raise ValueError("a walk record cut short")
-        sizes[bytes(data[start:at])] = int.from_bytes(data[at:at + 4], "big")
+        size = int.from_bytes(data[at:at + 4], "big")
+        if size > MAX_BLOCK_SIZE:  # no block is larger: a size a pin's walk would allocate as zero bytes
+            raise ValueError("a walk record naming a block larger than any block")
+        sizes[bytes(data[start:at])] = size
         at += 4
     if not root:
         raise ValueError("a walk record without its root")
@@ -487,8 +490,7 @@ class BlockStore(BlockGetter):
         except BlockMismatch:
             with contextlib.suppress(OSError):
                 os.unlink(self._file(cid))
-            with contextlib.suppress(OSError):  # a pinned DAG lost a block: its walk no longer vouches for it
-                os.unlink(self.root / WALK_FILE)
+            self._forget_walk()
             raise BlockMismatch(
                 f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
                 "re-import a CAR that holds it"
@@ -753,6 +755,12 @@ class BlockStore(BlockGetter):
         except (ValueError, IndexError, BundlekitError):
             return {}
         return sizes if pinned else {}
+
+    def _forget_walk(self) -> None:
+        """Drop the walk record: a block was removed (found damaged by ``get`` or ``verify``), so a pinned DAG
+        lost it and the walk no longer vouches for its blocks."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.root / WALK_FILE)
 
     def _record_walk(self, root: bytes, sizes: Mapping[bytes, int]) -> None:
         """Keep the walk of the DAG just pinned (:meth:`pinned_walk`); a store it cannot be written in still pins."""
@@ -1056,6 +1064,7 @@ class BlockStore(BlockGetter):
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+                self._forget_walk()
                 problem = "damaged"
             except UnsupportedBlock:
                 problem = "unsupported"
