@@ -57,7 +57,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 #: The modules whose code decides whether a file passes a build's checks and what its index fields are.
 _RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
-                 "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "bundle/buildcheck")
+                 "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
+                 "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
 _CHECKS_VERSION: Final = b"bundlekit build checks 1"  # bump to drop every verdict whatever the sources say
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "

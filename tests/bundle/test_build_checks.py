@@ -9,6 +9,7 @@ changed behind the cache is checked again (a secret written in place is refused)
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import sqlite3
@@ -22,12 +23,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bundlekit._secrets as secrets
 import bundlekit.bundle.buildcheck as buildcheck
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.buildcache import CACHE_NAME
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import SecretDetectedError
-from bundlekit.memory import Memory
+from bundlekit.memory import Memory, screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.unixfs.reader import UnixFSReader
 
@@ -286,3 +288,12 @@ def test_incremental_builds_give_the_root_of_a_full_build_after_any_edits(
             Memory(tree, namespace="agent", clock=lambda: NOW + timedelta(minutes=step)).note("tick", n=step)
         built = _build(tree, work / f"step{step}.car")
         assert built.root_bytes == _full_build(tree, work).root_bytes, (step, op, i)
+
+
+@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key])
+def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Callable[..., Any]) -> None:
+    # attack37w: TreeAccess.checked (memory/access.py) decides which guards a build runs, yet its source was not
+    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for
+    source = Path(inspect.getsourcefile(check) or "")
+    module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
+    assert module in buildcheck._RULES
