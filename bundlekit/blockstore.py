@@ -740,7 +740,8 @@ class BlockStore(BlockGetter):
     def pinned_walk(self) -> dict[bytes, int]:
         """The blocks (CIDv1 -> size) of the DAG pinned last, as its pin's walk found them complete (``WALK_FILE``),
         while its root is pinned still: a pin keeps them through ``gc``, so they are held without a look at their
-        files. Empty when there is none, it is unpinned, or the record does not read (a cache: never an error).
+        files. Empty when there is none, it is unpinned, its sizes do not add up to the size its pin recorded, or
+        the record does not read (a cache: never an error).
         A block found damaged by :meth:`get` and removed drops the record."""
         try:
             with open(self.root / WALK_FILE, "rb") as fh:
@@ -751,10 +752,13 @@ class BlockStore(BlockGetter):
             return {}
         try:
             root, sizes = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
-            pinned = cid_to_str(root) in self._read_pins()
+            pin = self._read_pins().get(cid_to_str(root))
         except (ValueError, IndexError, BundlekitError):
             return {}
-        return sizes if pinned else {}
+        # the pin's own walk: its root among its blocks, their sizes adding up to the size the pin recorded (a
+        # record naming blocks of no DAG of this store, planted or carried from another, vouches for nothing)
+        whole = isinstance(pin, dict) and pin.get("size") == sum(sizes.values()) and root in sizes
+        return sizes if whole else {}
 
     def _forget_walk(self) -> None:
         """Drop the walk record: a block was removed (found damaged by ``get`` or ``verify``), so a pinned DAG

@@ -201,3 +201,15 @@ def test_a_walk_record_naming_a_block_larger_than_any_block_is_ignored(tmp_path:
     whole = record.read_bytes()
     record.write_bytes(whole[:-4] + (0xFFFFFFFF).to_bytes(4, "big"))
     assert store.pinned_walk() == {}
+
+
+def test_a_walk_record_naming_blocks_beyond_its_pins_dag_is_ignored(tmp_path: Path) -> None:
+    # attack37w: a record of the pinned root with one more raw leaf (a block the store never had) made holds()
+    # true for it, so a thin CAR left it out and the pin took it as held: a DAG pinned that the store cannot serve
+    _tree_dir, store, _pinner = _published_then_edited(tmp_path)
+    record = store.root / WALK_FILE
+    planted = b"\x01\x55\x12\x20" + bytes(32)
+    record.write_bytes(record.read_bytes() + bytes([len(planted)]) + planted + (5).to_bytes(4, "big"))
+    assert not store.has(planted)
+    assert store.pinned_walk() == {}
+    assert not LocalPinner(store).holds(planted)
