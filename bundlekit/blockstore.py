@@ -119,13 +119,16 @@ _RECORD_READ = 64 * 1024
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
-    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``."""
+    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``. A relative
+    ``XDG_DATA_HOME`` is ignored, as the XDG Base Directory Specification says ("must be absolute ... consider the
+    path invalid and ignore it"): it resolved against the working directory, so a build run in a tree made the
+    user's sealing key (``bundle.buildcheck``) and store inside the tree, carried with it by any copy."""
     env = dict(os.environ) if env is None else env
     home = env.get("BUNDLEKIT_HOME")
-    if home:
-        return Path(home).expanduser()
-    data = env.get("XDG_DATA_HOME")
-    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
+    if home:  # os.path's expanduser: ``~nosuchuser`` stays as written (pathlib's raised RuntimeError, exit 1)
+        return Path(os.path.expanduser(home))
+    data = Path(os.path.expanduser(env.get("XDG_DATA_HOME") or ""))
+    base = data if data.is_absolute() else Path.home() / ".local" / "share"
     return base / "bundlekit"
 
 
