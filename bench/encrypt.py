@@ -34,6 +34,7 @@ from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.crypto._keys import RawKeyFile
 from bundlekit.unixfs.importer import NullSink, import_tree
 from bundlekit.unixfs.profiles import get_profile
+from _home import own_home  # bench/_home.py: never the user's data directory
 
 WORDS = (
     "drill session knee bike cool-down season focus tempo recovery coach week plan sprint "
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
     small, large = max(1, round(10_000 * args.scale)), max(1, round(50 * args.scale))
     with tempfile.TemporaryDirectory(prefix="bundlekit-bench-") as scratch:
+        own_home(Path(scratch))
         tree = args.keep or Path(scratch) / "tree"
         if not (tree / "note_00000.md").exists():
             print(f"writing the tree: {small} files of ~2 KB + {large} of 5 MB ...", file=sys.stderr)

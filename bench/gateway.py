@@ -49,6 +49,7 @@ from load import CREATED, make_tree  # noqa: E402  (bench/load.py: the same dete
 from bundlekit.bundle.build import BuildOptions, build_bundle  # noqa: E402
 from bundlekit.car.reader import read_car  # noqa: E402
 from bundlekit.ipld.cid import cid_to_str  # noqa: E402
+from _home import own_home  # noqa: E402  # bench/_home.py: never the user's data directory
 
 CONNECTIONS = (1, 4, 16)
 _NGINX_CONF = """\
@@ -230,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bundlekit-bench-gateway-") as name:
         tmp = Path(name)
         tmp.chmod(0o755)  # nginx started as root serves from a worker running as another user
+        own_home(tmp)
         car, root, cids = _prepare(tmp, args.memories)
         (tmp / "paths.txt").write_text("".join(f"/ipfs/{cid}?format=raw\n" for cid in cids))
         raw_script = tmp / "paths.lua"

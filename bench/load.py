@@ -63,6 +63,7 @@ from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.block import RAW_MEDIA_TYPE
 from bundlekit.ipld.cid import cid_to_str
 from bundlekit.net.http import HttpOptions
+from _home import own_home  # bench/_home.py: never the user's data directory
 
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = ["drill", "session", "knee", "bike", "cool-down", "season", "focus", "tempo", "recovery", "coach", "week", "plan", "sprint", "stretch", "match", "review", "tactics", "squad", "pass", "press", "shape", "width", "depth", "rest", "hydration", "sleep"]
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bundlekit-bench-load-") as tmp:
+        own_home(Path(tmp))
         tree = Path(tmp) / "tree"
         make_tree(tree, args.memories)
         built = build_bundle(tree, Path(tmp) / "bundle.car", options=BuildOptions(created=CREATED))

@@ -38,6 +38,7 @@ from mcp import Client  # noqa: E402  (the bench needs the extra: pip install -e
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from bundlekit.memory import Memory  # noqa: E402
+from _home import own_home  # noqa: E402  # bench/_home.py: never the user's data directory
 
 QUERY = "drill"
 
@@ -138,6 +139,7 @@ def targets(count: int, repeat: int) -> None:
     from bench.memory import generate
 
     with tempfile.TemporaryDirectory() as tmp:
+        own_home(Path(tmp))
         tree = Path(tmp) / "memory"
         generate(tree, count)
         Memory(tree).recall(QUERIES[0], rank=Memory(tree).ranking_for(None))  # warm: index and vectors
@@ -174,6 +176,7 @@ def main() -> None:
     args.count = args.count or 1000
     args.repeat = args.repeat or 20
     with tempfile.TemporaryDirectory() as tmp:
+        own_home(Path(tmp))
         tree = Path(tmp) / "memory"
         make_tree(tree, args.count)
         first, warm = asyncio.run(mcp_round_trips(tree, args.repeat))

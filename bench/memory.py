@@ -58,6 +58,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.naming import HIDDEN_DIR
 from bundlekit.memory.record import MEMORY_TYPES
 from bundlekit.memory.timefmt import format_timestamp
+from _home import own_home  # bench/_home.py: never the user's data directory
 
 NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
 WORDS = "kick pass drill knee tournament saturday tone pacing clip reel striker volley rondo sprint cooldown".split()  # noqa: SIM905
@@ -291,6 +292,7 @@ def main() -> int:
     listing = "C (bundlekit/memory/_statscan.c)" if backend._c_listing() else "Python (_statscan not built: pip install -e .)"
     print(f"tree listing: {listing}")
     with tempfile.TemporaryDirectory() as tmp:
+        own_home(Path(tmp))
         results = [bench_count(count, args.repeat, Path(tmp), args.meaning) for count in args.counts]  # every count
     ok = all(results)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")

@@ -45,6 +45,7 @@ MIB = 1 << 20
 
 CHILD = r"""
 import hashlib, json, os, sys, time, resource
+from _home import own_home  # bench/_home.py: never the user's data directory
 mode, tree, out = sys.argv[1], sys.argv[2], sys.argv[3]
 t0 = time.perf_counter()
 def pieces(tree):
@@ -212,6 +213,7 @@ def main() -> None:
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bundlekit-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    own_home(work)
     try:
         tree = work / "tree"
         if not tree.exists():

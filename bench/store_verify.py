@@ -27,6 +27,7 @@ from pathlib import Path
 from bundlekit.blockstore import BlockStore
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.ipld.dagpb import PBLink, encode_node
+from _home import own_home  # bench/_home.py: never the user's data directory
 
 
 def make_store(root: Path, blocks: int, pins: int) -> BlockStore:
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pins", type=int, default=20)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-store-verify-") as scratch:
+        own_home(Path(scratch))
         store = make_store(Path(scratch), args.blocks, args.pins)
         base_s, base_peak = measured(lambda: read_every_block(store))
         verify_s, verify_peak = measured(store.verify)

@@ -119,13 +119,16 @@ _RECORD_READ = 64 * 1024
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
-    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``."""
+    """``$BUNDLEKIT_HOME``, else ``$XDG_DATA_HOME/bundlekit``, else ``~/.local/share/bundlekit``. A relative
+    ``XDG_DATA_HOME`` is ignored, as the XDG Base Directory Specification says ("must be absolute ... consider the
+    path invalid and ignore it"): it resolved against the working directory, so a build run in a tree made the
+    user's sealing key (``bundle.buildcheck``) and store inside the tree, carried with it by any copy."""
     env = dict(os.environ) if env is None else env
     home = env.get("BUNDLEKIT_HOME")
-    if home:
-        return Path(home).expanduser()
-    data = env.get("XDG_DATA_HOME")
-    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
+    if home:  # os.path's expanduser: ``~nosuchuser`` stays as written (pathlib's raised RuntimeError, exit 1)
+        return Path(os.path.expanduser(home))
+    data = Path(os.path.expanduser(env.get("XDG_DATA_HOME") or ""))
+    base = data if data.is_absolute() else Path.home() / ".local" / "share"
     return base / "bundlekit"
 
 
@@ -189,7 +192,7 @@ def _block_name(cid: bytes) -> tuple[str, str]:
 def _parse_walk(data: memoryview) -> tuple[bytes, dict[bytes, int]]:
     """The root and the blocks (CID -> size) of a walk record's body (``BlockStore._record_walk``): each CID after
     its length in one byte, each block's size in four bytes big-endian after its CID. ``ValueError`` or
-    ``IndexError`` for a record cut short."""
+    ``IndexError`` for a record cut short or naming a size over ``MAX_BLOCK_SIZE``."""
     end = 1 + data[0]
     root = bytes(data[1:end])
     sizes: dict[bytes, int] = {}
@@ -199,7 +202,10 @@ def _parse_walk(data: memoryview) -> tuple[bytes, dict[bytes, int]]:
         at = start + data[at]
         if at + 4 > total:
             raise ValueError("a walk record cut short")
-        sizes[bytes(data[start:at])] = int.from_bytes(data[at:at + 4], "big")
+        size = int.from_bytes(data[at:at + 4], "big")
+        if size > MAX_BLOCK_SIZE:  # no block is larger: a size a pin's walk would allocate as zero bytes
+            raise ValueError("a walk record naming a block larger than any block")
+        sizes[bytes(data[start:at])] = size
         at += 4
     if not root:
         raise ValueError("a walk record without its root")
@@ -487,8 +493,7 @@ class BlockStore(BlockGetter):
         except BlockMismatch:
             with contextlib.suppress(OSError):
                 os.unlink(self._file(cid))
-            with contextlib.suppress(OSError):  # a pinned DAG lost a block: its walk no longer vouches for it
-                os.unlink(self.root / WALK_FILE)
+            self._forget_walk()
             raise BlockMismatch(
                 f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
                 "re-import a CAR that holds it"
@@ -738,7 +743,8 @@ class BlockStore(BlockGetter):
     def pinned_walk(self) -> dict[bytes, int]:
         """The blocks (CIDv1 -> size) of the DAG pinned last, as its pin's walk found them complete (``WALK_FILE``),
         while its root is pinned still: a pin keeps them through ``gc``, so they are held without a look at their
-        files. Empty when there is none, it is unpinned, or the record does not read (a cache: never an error).
+        files. Empty when there is none, it is unpinned, its sizes do not add up to the size its pin recorded, or
+        the record does not read (a cache: never an error).
         A block found damaged by :meth:`get` and removed drops the record."""
         try:
             with open(self.root / WALK_FILE, "rb") as fh:
@@ -749,10 +755,19 @@ class BlockStore(BlockGetter):
             return {}
         try:
             root, sizes = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
-            pinned = cid_to_str(root) in self._read_pins()
+            pin = self._read_pins().get(cid_to_str(root))
         except (ValueError, IndexError, BundlekitError):
             return {}
-        return sizes if pinned else {}
+        # the pin's own walk: its root among its blocks, their sizes adding up to the size the pin recorded (a
+        # record naming blocks of no DAG of this store, planted or carried from another, vouches for nothing)
+        whole = isinstance(pin, dict) and pin.get("size") == sum(sizes.values()) and root in sizes
+        return sizes if whole else {}
+
+    def _forget_walk(self) -> None:
+        """Drop the walk record: a block was removed (found damaged by ``get`` or ``verify``), so a pinned DAG
+        lost it and the walk no longer vouches for its blocks."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.root / WALK_FILE)
 
     def _record_walk(self, root: bytes, sizes: Mapping[bytes, int]) -> None:
         """Keep the walk of the DAG just pinned (:meth:`pinned_walk`); a store it cannot be written in still pins."""
@@ -1056,6 +1071,7 @@ class BlockStore(BlockGetter):
             except BlockMismatch:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
+                self._forget_walk()
                 problem = "damaged"
             except UnsupportedBlock:
                 problem = "unsupported"

@@ -34,6 +34,7 @@ import hashlib
 import hmac
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing, suppress
 from datetime import UTC, datetime, timedelta
@@ -56,7 +57,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 #: The modules whose code decides whether a file passes a build's checks and what its index fields are.
 _RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
-                 "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "bundle/buildcheck")
+                 "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
+                 "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
 _CHECKS_VERSION: Final = b"bundlekit build checks 1"  # bump to drop every verdict whatever the sources say
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
@@ -128,20 +130,34 @@ def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None
 def seal_key() -> bytes | None:
     """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
     (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
-    (mode 0600). None when it can be neither read nor made (nothing is then taken from or saved into a cache).
+    (mode 0600; a file there that is not this user's alone, :func:`_read_key`, is replaced). None when it can
+    be neither read nor made (nothing is then taken from or saved into a cache).
     Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
     path = default_store_root() / KEY_FILE
     for _attempt in range(2):
-        with suppress(OSError):
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(_KEY_BYTES + 1)
-            if len(data) == _KEY_BYTES:
-                return data
+        data = _read_key(path)
+        if data is not None:
+            return data
         try:
             atomic_write_bytes(path, os.urandom(_KEY_BYTES), error=BundleError, mode=0o600, parents=True)
         except BundlekitError:
             return None
+    return None
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key at ``path`` when it is this user's alone: a regular file (opened without following a link or
+    waiting on a FIFO), owned by this user, neither group- nor world-accessible, exactly 32 bytes. Anything
+    else (a key another user owns or could read, a link, a FIFO, a short file) is no key: it is made again."""
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+                return None
+            data = fh.read(_KEY_BYTES + 1)
+        if len(data) == _KEY_BYTES:
+            return data
     return None
 
 

@@ -11,14 +11,16 @@ block is always encoded and written, so the root is the one a full build makes, 
 
 Table ``shards`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.buildcheck``'s): ``tag`` (the
 HMAC-SHA-256 of the message under this user's key, ``buildcheck.seal_key``, after a fingerprint of the code that
-encodes shards), ``cid``, ``tsize``. A message is looked up by its tag alone, so a row planted by anyone
-without the key (a tree copied from elsewhere) never matches one, and a row made under other encoding code
-neither. Each build keeps only the rows it used or made (about 256). A cache: lost, damaged, or unwritable,
+encodes shards), ``cid``, ``tsize``, ``seal`` (the HMAC of the tag, CID and Tsize under the same key). A message is
+looked up by its tag alone, so a row planted by anyone without the key (a tree copied from elsewhere) never
+matches one, and a row made under other encoding code neither; a row whose seal does not verify (one of this
+user's, edited to name another block the reader holds) is ignored. Each build keeps only the rows it used or made (about 256). A cache: lost, damaged, or unwritable,
 it costs an encoding, never a wrong byte.
 """
 
 from __future__ import annotations
 
+import hmac
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing, suppress
@@ -32,7 +34,9 @@ from bundlekit.unixfs.hamt import DirNode
 
 __all__ = ["ShardMemo"]
 
-_SCHEMA: Final = "CREATE TABLE IF NOT EXISTS shards (tag BLOB PRIMARY KEY, cid BLOB NOT NULL, tsize INTEGER NOT NULL)"
+_SCHEMA: Final = ("CREATE TABLE IF NOT EXISTS shards (tag BLOB PRIMARY KEY, cid BLOB NOT NULL, tsize INTEGER NOT NULL, "
+                  "seal BLOB NOT NULL)")
+_ROW: Final = b"bundlekit shard row 1"
 #: The modules whose code decides a shard's bytes: a row made under other code is never looked up.
 _ENCODERS: Final = ("unixfs/hamt", "ipld/dagpb", "ipld/cid", "bundle/shardmemo")
 _fingerprint: bytes | None = None
@@ -44,6 +48,12 @@ def _encoders() -> bytes:
     if _fingerprint is None:
         _fingerprint = sources_digest(b"bundlekit shard memo 1", _ENCODERS)
     return _fingerprint
+
+
+def _seal(key: bytes, tag: bytes, node: DirNode) -> bytes:
+    """The HMAC under ``key`` of a whole row (its tag, CID and Tsize): a row of this user's edited to name another
+    block (a CID the reader holds, under a tag that verifies) is never taken."""
+    return hmac_sha256(key, _ROW + tag + len(node.cid).to_bytes(4, "big") + node.cid + node.tsize.to_bytes(8, "big"))
 
 
 class ShardMemo:
@@ -64,8 +74,10 @@ class ShardMemo:
         with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'shards'").fetchone() is None:
                 return
-            for tag, cid, tsize in db.execute("SELECT tag, cid, tsize FROM shards"):
-                if isinstance(tag, bytes) and isinstance(cid, bytes) and isinstance(tsize, int) and tsize >= 0:
+            for tag, cid, tsize, seal in db.execute("SELECT tag, cid, tsize, seal FROM shards"):
+                if (isinstance(tag, bytes) and isinstance(cid, bytes) and isinstance(tsize, int)
+                        and 0 <= tsize < 1 << 63 and isinstance(seal, bytes)
+                        and hmac.compare_digest(seal, _seal(self._key, tag, DirNode(cid, tsize)))):
                     self._rows[tag] = DirNode(cid, tsize)
 
     def _tag(self, message: bytes) -> bytes | None:
@@ -90,12 +102,16 @@ class ShardMemo:
         """Keep the rows this build used or made, only those (one transaction; nothing when they are the same)."""
         if self.path is None or self._key is None or self._used == self._rows:
             return
-        gone = [(tag,) for tag in self._rows if tag not in self._used]
-        fresh = [(tag, node.cid, node.tsize) for tag, node in self._used.items() if self._rows.get(tag) != node]
+        key = self._key
+        fresh = [(tag, node.cid, node.tsize, _seal(key, tag, node)) for tag, node in self._used.items()
+                 if self._rows.get(tag) != node]
 
         def write(db: sqlite3.Connection) -> None:
+            if "seal" not in {column[1] for column in db.execute("PRAGMA table_info(shards)")}:
+                db.execute("DROP TABLE IF EXISTS shards")  # made by code that sealed no row: none is taken
             db.execute(_SCHEMA)
+            gone = [(tag,) for (tag,) in db.execute("SELECT tag FROM shards").fetchall() if tag not in self._used]
             db.executemany("DELETE FROM shards WHERE tag = ?", gone)
-            db.executemany("INSERT OR REPLACE INTO shards VALUES (?, ?, ?)", fresh)
+            db.executemany("INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?)", fresh)
 
         write_cache(self.path, write)

@@ -9,6 +9,7 @@ changed behind the cache is checked again (a secret written in place is refused)
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import sqlite3
@@ -22,12 +23,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import bundlekit._secrets as secrets
 import bundlekit.bundle.buildcheck as buildcheck
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.buildcache import CACHE_NAME
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import SecretDetectedError
-from bundlekit.memory import Memory
+from bundlekit.memory import Memory, screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.unixfs.reader import UnixFSReader
 
@@ -210,6 +212,41 @@ def test_a_tree_sealed_by_another_user_is_checked_whole(tmp_path: Path, monkeypa
     assert (tmp_path / "another-user" / buildcheck.KEY_FILE).stat().st_mode & 0o077 == 0
 
 
+def test_a_key_file_that_is_a_fifo_is_replaced_never_waited_on(tmp_path: Path) -> None:
+    # attack37w: opening a FIFO planted as the key blocked every build for ever
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    os.mkfifo(home / buildcheck.KEY_FILE)
+    key = buildcheck.seal_key()
+    assert key is not None and (home / buildcheck.KEY_FILE).read_bytes() == key
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_key_others_can_read_is_never_sealed_with(tmp_path: Path, mode: int) -> None:
+    # attack37w: a key another user could read lets them seal a planted row; it is made again, 0600
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    known = b"k" * 32
+    (home / buildcheck.KEY_FILE).write_bytes(known)
+    (home / buildcheck.KEY_FILE).chmod(mode)
+    key = buildcheck.seal_key()
+    assert key is not None and key != known
+    assert (home / buildcheck.KEY_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_a_key_file_that_is_a_link_or_of_another_size_is_made_again(tmp_path: Path) -> None:
+    home = Path(os.environ["XDG_DATA_HOME"]) / "bundlekit"
+    home.mkdir(parents=True)
+    elsewhere = tmp_path / "planted.key"
+    elsewhere.write_bytes(b"p" * 32)
+    elsewhere.chmod(0o600)
+    (home / buildcheck.KEY_FILE).symlink_to(elsewhere)
+    key = buildcheck.seal_key()
+    assert key is not None and key != b"p" * 32 and not (home / buildcheck.KEY_FILE).is_symlink()
+    (home / buildcheck.KEY_FILE).write_bytes(b"short")
+    assert buildcheck.seal_key() not in (None, key, b"short")
+
+
 def test_a_cache_that_is_a_link_is_neither_read_nor_written(tmp_path: Path) -> None:
     tree = _tree(tmp_path / "memory", 3)
     elsewhere = tmp_path / "elsewhere.sqlite"
@@ -251,3 +288,12 @@ def test_incremental_builds_give_the_root_of_a_full_build_after_any_edits(
             Memory(tree, namespace="agent", clock=lambda: NOW + timedelta(minutes=step)).note("tick", n=step)
         built = _build(tree, work / f"step{step}.car")
         assert built.root_bytes == _full_build(tree, work).root_bytes, (step, op, i)
+
+
+@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key])
+def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Callable[..., Any]) -> None:
+    # attack37w: TreeAccess.checked (memory/access.py) decides which guards a build runs, yet its source was not
+    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for
+    source = Path(inspect.getsourcefile(check) or "")
+    module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
+    assert module in buildcheck._RULES

@@ -6,9 +6,15 @@ sub-shards under slots whose entries did not change are taken from the memo, nev
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundlekit.bundle.buildcache import CACHE_NAME
+from bundlekit.bundle.shardmemo import ShardMemo
 from bundlekit.ipld.cid import RAW, make_cid
 from bundlekit.unixfs.hamt import Child, DirNode, encode_hamt, name_hash, slot_message
 from bundlekit.unixfs.importer import ListSink
@@ -117,3 +123,25 @@ def test_an_unchanged_directory_takes_every_sub_shard_from_the_memo() -> None:
     again = ListSink()
     assert encode_hamt(list(children.values()), PROFILE, again, memo) == _full(children)[0]
     assert len(again.blocks) == 1  # the root block alone: every slot of more than one entry found
+
+
+def test_a_memo_row_whose_cid_was_swapped_is_never_taken(tmp_path: Path) -> None:
+    # attack37w: a row's tag is sealed under the user's key but its cid and tsize were not: a row of the user's
+    # own, edited in the tree's cache to name another sub-shard the reader holds, put that one in the built root
+    children = {f"note_{i:05d}.md": _child(f"note_{i:05d}.md", 0) for i in range(3000)}
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    held: set[bytes] = set()
+    memo = ShardMemo(tree, held.__contains__)
+    sink = ListSink()
+    encode_hamt(list(children.values()), PROFILE, sink, memo)
+    memo.save()
+    held.update(cid for cid, _data in sink.blocks)
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
+        rows = db.execute("SELECT tag, cid, tsize FROM shards ORDER BY tag").fetchall()
+        assert len(rows) > 2
+        (tag_a, cid_a, size_a), (tag_b, cid_b, size_b) = rows[0], rows[1]
+        db.execute("UPDATE shards SET cid = ?, tsize = ? WHERE tag = ?", (cid_b, size_b, tag_a))
+        db.execute("UPDATE shards SET cid = ?, tsize = ? WHERE tag = ?", (cid_a, size_a, tag_b))
+    again = encode_hamt(list(children.values()), PROFILE, ListSink(), ShardMemo(tree, held.__contains__))
+    assert again == _full(children)[0]

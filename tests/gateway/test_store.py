@@ -122,6 +122,19 @@ def test_default_root_falls_back_to_xdg_data_home() -> None:
     assert default_store_root({"XDG_DATA_HOME": "/d"}) == Path("/d/bundlekit")
 
 
+@pytest.mark.parametrize("relative", [".data", "data/share", "~nosuchuser-37w/share"])
+def test_a_relative_xdg_data_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, relative: str) -> None:
+    # attack37w: a relative XDG_DATA_HOME resolved against the working directory, so a build run in a memory
+    # tree made the sealing key (build-check.key) inside the tree; the XDG spec says to ignore such a path
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_store_root({"XDG_DATA_HOME": relative}) == tmp_path / ".local" / "share" / "bundlekit"
+
+
+def test_a_home_of_an_unknown_user_is_no_internal_error() -> None:
+    # attack37w: BUNDLEKIT_HOME=~nosuchuser made every command exit 1 with "internal error (RuntimeError)"
+    assert default_store_root({"BUNDLEKIT_HOME": "~nosuchuser-37w/s"}) == Path("~nosuchuser-37w/s")
+
+
 def test_default_root_falls_back_to_local_share(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_store_root({}) == tmp_path / ".local" / "share" / "bundlekit"

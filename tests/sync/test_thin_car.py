@@ -173,3 +173,43 @@ def test_a_thin_rebuild_takes_unchanged_sub_shards_from_its_memo_and_builds_a_fu
         _roots, blocks = read_car(fh)
         every = {as_cidv1(cid): len(data) for cid, data in blocks}
     assert store.dag_size(thin.root_bytes) == sum(every.values())  # the store completes the DAG
+
+
+def test_a_block_store_verify_removes_as_damaged_drops_the_walk_and_the_next_thin_pin_is_refused(
+    tmp_path: Path,
+) -> None:
+    # attack37w: `store verify` removed a damaged block of the pinned DAG but kept the walk vouching for it, so
+    # the next thin CAR left the block out and its pin was taken as complete with the block nowhere in the store
+    tree, store, _pinner = _published_then_edited(tmp_path)
+    needed = set(_blocks(build_tree(tree, tmp_path / "full.car", parents=[]).car))
+    damaged = next(cid for cid in store.pinned_walk() if cid[1] == RAW and cid in needed)
+    store.path_for(damaged).write_bytes(b"not the block")
+    report = store.verify()
+    assert not store.has(damaged) and report.blocks
+    assert store.pinned_walk() == {}
+    pinner = LocalPinner(store)
+    thin = build_tree(tree, tmp_path / "thin.car", parents=[], leave_out=held_by_all([pinner]))
+    assert damaged in set(_blocks(thin.car))  # the store lost it: the CAR carries it again
+    assert pin_all(thin.car, thin.root, [pinner]).ok and store.has(damaged)
+
+
+def test_a_walk_record_naming_a_block_larger_than_any_block_is_ignored(tmp_path: Path) -> None:
+    # attack37w: a raw leaf's size in the record became that many zero bytes in the pin's walk: a planted size of
+    # 4 GiB made a pin allocate 4 GiB
+    _tree_dir, store, _pinner = _published_then_edited(tmp_path)
+    record = store.root / WALK_FILE
+    whole = record.read_bytes()
+    record.write_bytes(whole[:-4] + (0xFFFFFFFF).to_bytes(4, "big"))
+    assert store.pinned_walk() == {}
+
+
+def test_a_walk_record_naming_blocks_beyond_its_pins_dag_is_ignored(tmp_path: Path) -> None:
+    # attack37w: a record of the pinned root with one more raw leaf (a block the store never had) made holds()
+    # true for it, so a thin CAR left it out and the pin took it as held: a DAG pinned that the store cannot serve
+    _tree_dir, store, _pinner = _published_then_edited(tmp_path)
+    record = store.root / WALK_FILE
+    planted = b"\x01\x55\x12\x20" + bytes(32)
+    record.write_bytes(record.read_bytes() + bytes([len(planted)]) + planted + (5).to_bytes(4, "big"))
+    assert not store.has(planted)
+    assert store.pinned_walk() == {}
+    assert not LocalPinner(store).holds(planted)
