@@ -197,17 +197,14 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
     (``atomic_directory(sync=True)`` wrote them): a rename never points a name at unsynced data.
 
     Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
-    ``replace``, or a folder on its way is a symbolic link (``dest`` then holds exactly what it held). The moves
+    ``replace`` (or is a folder, which no rename replaces), or a folder on its way is a symbolic link or not a
+    folder at all (``dest`` then holds exactly what it held). The moves
     run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
     for rel in moves:
-        if rel not in allowed and os.path.lexists(target / rel):
-            raise error(f"cannot move {rel} into {target}: a file of that name is there already")
-        for folder in Path(rel).parents:  # never through a link planted where a folder of dest should be
-            if str(folder) != "." and os.path.islink(target / folder):
-                raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
+        _check_move(target, rel, error, replaceable=rel in allowed)
     touched: set[Path] = set()
     with shielded():
         try:
@@ -221,6 +218,38 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
                 fsync_dir(folder)
         except OSError as exc:
             raise _failure(error, target, exc, None) from exc
+
+
+def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool) -> None:
+    """Refuse (``error``) a move of ``rel`` into ``target`` that could not complete, before any move: a name that
+    is there already (unless ``replaceable``, and then only a file: a rename cannot replace a folder), a folder on
+    its way that is a symbolic link (never moved through) or anything but a folder (a rename would fail midway,
+    after the moves before it)."""
+    try:
+        st = os.lstat(target / rel)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a file on its way ("Not a directory"): said below, naming that file
+        if not isinstance(exc, NotADirectoryError):
+            raise error(f"cannot move {rel} into {target}: {os_reason(exc)}") from exc
+    else:
+        if not replaceable or stat.S_ISDIR(st.st_mode):
+            raise error(f"cannot move {rel} into {target}: "
+                        + ("a folder of that name is there" if stat.S_ISDIR(st.st_mode) else
+                           "a file of that name is there already"))
+    for folder in reversed(Path(rel).parents):
+        if str(folder) == ".":
+            continue
+        try:
+            st = os.lstat(target / folder)
+        except FileNotFoundError:
+            return  # made by the move
+        except OSError as exc:
+            raise error(f"cannot move {rel} into {target}: {os_reason(exc)}") from exc
+        if stat.S_ISLNK(st.st_mode):  # never through a link planted where a folder of dest should be
+            raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
+        if not stat.S_ISDIR(st.st_mode):
+            raise error(f"cannot move {rel} into {target}: {target / folder} is a file where a folder is needed")
 
 
 def _fsync_each(top: str | os.PathLike[str]) -> None:
