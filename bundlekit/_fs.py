@@ -82,6 +82,8 @@ DEAD_TEMP_AGE = 60.0
 _NAME_KEEP = 160
 _ATTEMPTS = 100
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: ``link(2)`` errors of a file system that has no hard links (FAT, some network and FUSE mounts).
+_NO_LINKS = frozenset(e for e in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS))
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 #: ``os.open`` flags of a file created new for writing: never an existing name, never through a
@@ -192,14 +194,17 @@ def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bo
 def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths: Iterable[str], *,
                error: ErrorClass, replace: Iterable[str] = ()) -> None:
     """Move the files ``paths`` (relative, ``/``-separated) from the directory ``src`` to the same places under
-    ``dest``: one rename each (both on one file system: the caller stages ``src`` inside ``dest``'s), missing
+    ``dest``: one rename each (both on one file system: the caller stages ``src`` inside ``dest``'s; a name not in
+    ``replace`` is moved by a hard link then an unlink, so a file a writer that takes no lock made there meanwhile is
+    never replaced, and the move stops there, ``error``), missing
     directories made, then each directory that got an entry fsynced once. The files must be durable already
     (``atomic_directory(sync=True)`` wrote them): a rename never points a name at unsynced data.
 
     Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
     ``replace`` (or is a folder, which no rename replaces), or a folder on its way is a symbolic link or not a
     folder at all (``dest`` then holds exactly what it held). The moves
-    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
+    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole,
+    durable: their folders are fsynced all the same), the rest remain in ``src``."""
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
@@ -213,11 +218,33 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
                 if where.parent not in touched:
                     where.parent.mkdir(parents=True, exist_ok=True)
                     touched.add(where.parent)
-                os.replace(source / rel, where)
-            for folder in sorted(touched):
-                fsync_dir(folder)
+                if rel in allowed:
+                    os.replace(source / rel, where)
+                elif not _move_new(source / rel, where):
+                    raise error(f"cannot move {rel} into {target}: a file of that name was written there "
+                                "meanwhile (left as it is)")
         except OSError as exc:
             raise _failure(error, target, exc, None) from exc
+        finally:
+            for folder in sorted(touched):  # what moved is durable, however the moves ended
+                fsync_dir(folder)
+
+
+def _move_new(src: Path, dest: Path) -> bool:
+    """Move ``src`` to ``dest`` only while no name is there: a hard link (refused when a writer that takes no
+    lock made ``dest`` since the checks: never replaced; False, ``src`` left), then the source's name removed.
+    A file system without hard links gets a plain rename."""
+    try:
+        os.link(src, dest, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        os.replace(src, dest)
+        return True
+    os.unlink(src)
+    return True
 
 
 def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool) -> None:

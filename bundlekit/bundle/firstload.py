@@ -7,8 +7,8 @@ each parsed twice and written with an fsync of its own. :func:`load_into_empty` 
 file written as soon as its bytes verify, into a staging directory inside the tree's hidden folder, made durable
 in one flush), validates what it staged as a merge validates what it writes (``memory.transaction.
 checked_changes``: names, frontmatter, the secret guard, day files; keys equal but for case refused), then under
-the tree's lock checks the tree still holds nothing, moves each file into place (``_fs.move_files``: one rename
-each) and records the bundle's root as the tree's parent. A device-bound memory (``memory.device``) is not
+the tree's lock checks the tree still holds nothing, moves each file into place (``_fs.move_files``: a link and
+an unlink each, never over a file written meanwhile) and records the bundle's root as the tree's parent. A device-bound memory (``memory.device``) is not
 moved, as a merge never lets one cross. The derived index is not built here: the tree's next command builds it
 from the files, as after ``bundlekit load`` (``specs/sync.md``, "First follow").
 """

@@ -3,7 +3,9 @@ bundle names; each refusal must leave the tree exactly as it was (validate, then
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +37,31 @@ def test_a_folder_where_the_index_belongs_refuses_the_follow_before_any_memory_m
     with pytest.raises(BundlekitError, match="MEMORY.md"):
         sync(follower, name=NAME)
     assert _files(follower) == {"MEMORY.md/x": b"mine"} and heads(follower) == [] and not _staged(follower)
+
+
+def test_a_memory_an_agent_writes_without_the_lock_while_the_files_move_is_never_overwritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent writing its memory files directly (no lock) between the check of every name and the move of a
+    later one: the move must not replace what it wrote; the next sync merges the rest."""
+    _writer(_tree(tmp_path / "w", 3))
+    follower = tmp_path / "f"
+    Memory(follower).init()
+    mine = _text("note_000002", "Written by the agent meanwhile.", updated="2026-04-16T12:00:00Z", revision=5)
+    real_replace, real_link = os.replace, os.link
+
+    def agent_writes_first(src: Any, dst: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(dst).endswith("note_000000.md") and not (follower / "note_000002.md").exists():
+            (follower / "note_000002.md").write_text(mine, "utf-8")
+        return (real_link if kwargs.pop("_link", False) else real_replace)(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", agent_writes_first)
+    monkeypatch.setattr(os, "link", lambda src, dst, *a, **k: agent_writes_first(src, dst, *a, _link=True, **k))
+    with pytest.raises(BundlekitError, match="note_000002.md"):
+        sync(follower, name=NAME)
+    monkeypatch.setattr(os, "replace", real_replace)
+    monkeypatch.setattr(os, "link", real_link)
+    assert (follower / "note_000002.md").read_text("utf-8") == mine and heads(follower) == []
+    assert not _staged(follower)
+    report = sync(follower, name=NAME)  # the tree holds memories now: merged, the agent's newer revision kept
+    assert report.merge is not None and (follower / "note_000002.md").read_text("utf-8") == mine
+    assert (follower / "note_000001.md").exists()
