@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+import bundlekit.bundle.firstload
 from bundlekit.bundle.lineage import heads
-from bundlekit.errors import BundlekitError
+from bundlekit.errors import BundlekitError, MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.syncer import sync
 
@@ -65,3 +66,19 @@ def test_a_memory_an_agent_writes_without_the_lock_while_the_files_move_is_never
     report = sync(follower, name=NAME)  # the tree holds memories now: merged, the agent's newer revision kept
     assert report.merge is not None and (follower / "note_000002.md").read_text("utf-8") == mine
     assert (follower / "note_000001.md").exists()
+
+
+def test_a_link_planted_as_the_hidden_folder_is_refused_before_anything_is_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staging folder lives in ``.bundlekit/``: a link there would have the bundle (decrypted, when it is
+    encrypted) written outside the tree before the tree's lock refused the link."""
+    _writer(_tree(tmp_path / "w", 2))
+    follower, elsewhere = tmp_path / "f", tmp_path / "elsewhere"
+    follower.mkdir()
+    elsewhere.mkdir()
+    (follower / ".bundlekit").symlink_to(elsewhere, target_is_directory=True)
+    loads: list[object] = []
+    monkeypatch.setattr(bundlekit.bundle.firstload, "load_bundle", lambda *a, **k: loads.append(a))
+    with pytest.raises(MemoryStoreError, match="symbolic link"):
+        sync(follower, name=NAME)
+    assert loads == [] and list(elsewhere.iterdir()) == [] and heads(follower) == []
