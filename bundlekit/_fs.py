@@ -121,6 +121,9 @@ def _libc_syncfs() -> Callable[[int], int] | None:
 
 
 _SYNCFS: list[Callable[[int], int] | None] = []  # looked up on the first sync_tree, then kept
+#: Whether ``sync(2)`` returns only once the writes are done: Linux's waits (since 1.3.20, sync(2)); POSIX only
+#: schedules them ("not necessarily complete upon return", sync(3p)), and macOS's and the BSDs' may return first.
+_SYNC_WAITS = sys.platform.startswith("linux")
 # syncfs(2) itself never fails so: a seccomp filter (EPERM is Docker's default answer) or an
 # emulating kernel (ENOSYS) refuses the system call, where os.sync() still works.
 _SYNCFS_REFUSED = frozenset((errno.ENOSYS, errno.EPERM))
@@ -137,8 +140,9 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
       file system of a shared machine, and (Linux 5.8+) it reports a writeback
       error, where ``sync`` reports nothing. Where a sandbox refuses the
       system call itself (``ENOSYS``, ``EPERM``), ``os.sync()`` instead.
-    * elsewhere with ``os.sync`` (macOS, the BSDs): one ``os.sync()``.
-    * otherwise (Windows): an fsync of every file and directory under ``path``.
+    * elsewhere (macOS, the BSDs, Windows): an fsync of every file and directory under ``path``: their
+      ``sync(2)`` may return before the writes are done (POSIX sync(3p): "not necessarily complete upon
+      return"), so it makes nothing durable before a rename.
 
     ``head_start=True`` is an early start while the tree is still being
     written (the final call then has less to write); it does nothing where the
@@ -163,7 +167,7 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
         if err not in _SYNCFS_REFUSED:
             raise OSError(err, os.strerror(err), os.fspath(path))
         _SYNCFS[0] = None  # a sandbox refuses the call itself: os.sync() from now on
-    if hasattr(os, "sync"):
+    if _SYNC_WAITS and hasattr(os, "sync"):
         os.sync()
     elif not head_start:
         _fsync_each(path)
@@ -173,10 +177,11 @@ def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bo
     """Make the temp files of ``files`` (written, not committed) durable together: one flush of the file system
     of ``where`` (a directory holding them; ``sync_tree``'s ``syncfs(2)``, or ``os.sync()`` where a sandbox
     refuses it) instead of an fsync each, then each counts as synced (its commit renames without an fsync).
-    False, nothing done, where the platform has no such flush (Windows): the caller fsyncs each."""
+    False, nothing done, where the platform has no flush that waits for the writes (Linux only: ``sync_tree``):
+    the caller fsyncs each."""
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
-    if _SYNCFS[0] is None and not hasattr(os, "sync"):
+    if _SYNCFS[0] is None and not (_SYNC_WAITS and hasattr(os, "sync")):
         return False
     for file in files:
         file.close()

@@ -66,6 +66,27 @@ def test_without_syncfs_one_os_sync_flushes_the_tree(tmp_path: Path, monkeypatch
     assert calls == [None]
 
 
+def test_where_sync_may_return_before_the_writes_every_file_is_fsynced_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS and the BSDs: ``sync(2)`` only schedules the writes (POSIX sync(3p): "not necessarily complete upon
+    return"), so a tree, or a block store's batch, renamed after it could name bytes never written."""
+    calls: list[None] = []
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(fs, "_SYNCFS", [None])
+    monkeypatch.setattr(fs, "_SYNC_WAITS", False)
+    monkeypatch.setattr(fs.os, "sync", lambda: calls.append(None), raising=False)
+    monkeypatch.setattr(fs.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    _fill(tmp_path)
+    sync_tree(tmp_path)
+    assert calls == [] and len(fsyncs) == 4
+    batch = [fs.AtomicFile(tmp_path / f"block{i}", error=LoadError) for i in range(3)]
+    assert not fs.sync_files(batch, tmp_path) and calls == []  # the caller fsyncs each
+    for block in batch:
+        block.discard()
+
+
 def test_without_syncfs_or_os_sync_every_file_and_directory_is_fsynced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
