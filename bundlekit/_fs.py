@@ -129,7 +129,7 @@ _SYNC_WAITS = sys.platform.startswith("linux")
 _SYNCFS_REFUSED = frozenset((errno.ENOSYS, errno.EPERM))
 
 
-def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None:
+def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False, opened: int | None = None) -> None:
     """Make everything written under the directory ``path`` durable, as cheaply as the platform allows.
 
     One flush for the whole tree instead of an fsync per file (a tree of
@@ -147,13 +147,17 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
     ``head_start=True`` is an early start while the tree is still being
     written (the final call then has less to write); it does nothing where the
     flush is an fsync per file, which would then run twice. Raises ``OSError``
-    when the file system reports the flush failed.
+    when the file system reports the flush failed. ``opened``: a descriptor of
+    ``path`` opened before its files were written (``atomic_directory``):
+    ``syncfs(2)`` reports only the writeback errors since its descriptor was
+    opened, so one opened at the flush would miss an error the kernel met
+    writing a file back before it (the file then renamed onto lost bytes).
     """
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
     syncfs = _SYNCFS[0]
     if syncfs is not None:
-        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC) if opened is None else opened
         try:
             err = 0
             if syncfs(fd) != 0:
@@ -161,7 +165,8 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
 
                 err = ctypes.get_errno()
         finally:
-            os.close(fd)
+            if opened is None:
+                os.close(fd)
         if err == 0:
             return
         if err not in _SYNCFS_REFUSED:
@@ -649,12 +654,15 @@ def atomic_directory(
         tmp, _ = _create_temp(target, lambda p: os.mkdir(p, 0o700))
     except OSError as exc:
         raise _failure(error, target, exc, hint) from exc
+    watch = None  # opened before any file is written: the flush reports every writeback error since (sync_tree)
     try:
+        if sync:
+            watch = os.open(tmp, os.O_RDONLY | _CLOEXEC)
         if keep is None:
             keep = _new_directory_mode(tmp)
         yield tmp
         if sync:
-            sync_tree(tmp)
+            sync_tree(tmp, opened=watch)
         os.chmod(tmp, keep)
         _install(tmp, target, replace_any=replace_any)
     except BaseException as exc:
@@ -663,6 +671,9 @@ def atomic_directory(
         if isinstance(exc, OSError):
             raise _failure(error, target, exc, hint) from exc
         raise
+    finally:
+        if watch is not None:
+            os.close(watch)
     fsync_dir(target.parent)
 
 

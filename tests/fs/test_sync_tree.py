@@ -113,11 +113,40 @@ def test_a_synced_directory_is_flushed_before_it_is_renamed_into_place(
 ) -> None:
     seen: list[tuple[bool, bool]] = []
     dest = tmp_path / "tree"
-    monkeypatch.setattr(fs, "sync_tree", lambda p: seen.append((dest.exists(), (Path(p) / "a.md").exists())))
+    monkeypatch.setattr(fs, "sync_tree", lambda p, **_: seen.append((dest.exists(), (Path(p) / "a.md").exists())))
     with atomic_directory(dest, error=LoadError, sync=True) as tmp:
         _fill(tmp)
     assert seen == [(False, True)]
     assert (dest / "sub" / "b.md").read_bytes() == b"b"
+
+
+def test_a_synced_directory_is_flushed_through_a_descriptor_opened_before_its_files_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs(2) reports the writeback errors since its descriptor was opened (Linux 5.8+, ``f_sb_err``): one
+    opened at the flush would miss an error met writing a file back before it, and the tree would be renamed
+    into place onto lost bytes."""
+    events: list[str] = []
+    real_open = os.open
+    opened: dict[int, int] = {}
+
+    def watching_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+        opened[fd] = len(events)
+        events.append(f"open {path}")
+        return fd
+
+    def syncfs(fd: int) -> int:
+        events.append(f"syncfs of the descriptor opened at event {opened[fd]}")
+        return 0
+
+    monkeypatch.setattr(fs, "_SYNCFS", [syncfs])
+    monkeypatch.setattr(fs.os, "open", watching_open)
+    with atomic_directory(tmp_path / "tree", error=LoadError, sync=True) as tmp:
+        events.append("files written")
+        _fill(tmp)
+    flushes = [e for e in events if e.startswith("syncfs")]
+    assert len(flushes) == 1 and int(flushes[0].rsplit(" ", 1)[1]) < events.index("files written"), events
 
 
 def test_an_unsynced_directory_is_not_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
