@@ -178,12 +178,13 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False, opened:
         _fsync_each(path)
 
 
-def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bool:
+def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str], *, opened: int | None = None) -> bool:
     """Make the temp files of ``files`` (written, not committed) durable together: one flush of the file system
     of ``where`` (a directory holding them; ``sync_tree``'s ``syncfs(2)``, or ``os.sync()`` where a sandbox
     refuses it) instead of an fsync each, then each counts as synced (its commit renames without an fsync).
     False, nothing done, where the platform has no flush that waits for the writes (Linux only: ``sync_tree``):
-    the caller fsyncs each."""
+    the caller fsyncs each. ``opened``: a descriptor of ``where`` opened before the files were written (see
+    ``sync_tree``: else a writeback error met before the flush goes unreported)."""
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
     if _SYNCFS[0] is None and not (_SYNC_WAITS and hasattr(os, "sync")):
@@ -191,7 +192,7 @@ def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bo
     for file in files:
         file.close()
     try:
-        sync_tree(where)
+        sync_tree(where, opened=opened)
     except OSError as exc:
         if not files:
             raise BundlekitError(f"cannot flush {where}: {os_reason(exc)}") from exc

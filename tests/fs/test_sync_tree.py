@@ -120,12 +120,9 @@ def test_a_synced_directory_is_flushed_before_it_is_renamed_into_place(
     assert (dest / "sub" / "b.md").read_bytes() == b"b"
 
 
-def test_a_synced_directory_is_flushed_through_a_descriptor_opened_before_its_files_were_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """syncfs(2) reports the writeback errors since its descriptor was opened (Linux 5.8+, ``f_sb_err``): one
-    opened at the flush would miss an error met writing a file back before it, and the tree would be renamed
-    into place onto lost bytes."""
+def watch_flushes(monkeypatch: pytest.MonkeyPatch, created: str = "created") -> list[str]:
+    """Every ``os.open`` (``created`` for a new file, else ``open``) and every ``syncfs`` (``syncfs N``: through
+    the descriptor the N-th event opened), in order; the real flush replaced by that record."""
     events: list[str] = []
     real_open = os.open
     opened: dict[int, int] = {}
@@ -133,20 +130,35 @@ def test_a_synced_directory_is_flushed_through_a_descriptor_opened_before_its_fi
     def watching_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
         fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
         opened[fd] = len(events)
-        events.append(f"open {path}")
+        events.append(created if flags & os.O_CREAT else "open")
         return fd
 
     def syncfs(fd: int) -> int:
-        events.append(f"syncfs of the descriptor opened at event {opened[fd]}")
+        events.append(f"syncfs {opened[fd]}")
         return 0
 
     monkeypatch.setattr(fs, "_SYNCFS", [syncfs])
-    monkeypatch.setattr(fs.os, "open", watching_open)
+    monkeypatch.setattr(os, "open", watching_open)
+    return events
+
+
+def flushed_before(events: list[str], first: str) -> bool:
+    """One flush, through a descriptor opened before the event ``first``."""
+    flushes = [e for e in events if e.startswith("syncfs")]
+    return len(flushes) == 1 and int(flushes[0].split()[1]) < events.index(first)
+
+
+def test_a_synced_directory_is_flushed_through_a_descriptor_opened_before_its_files_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs(2) reports the writeback errors since its descriptor was opened (Linux 5.8+, ``f_sb_err``): one
+    opened at the flush would miss an error met writing a file back before it, and the tree would be renamed
+    into place onto lost bytes."""
+    events = watch_flushes(monkeypatch)
     with atomic_directory(tmp_path / "tree", error=LoadError, sync=True) as tmp:
         events.append("files written")
         _fill(tmp)
-    flushes = [e for e in events if e.startswith("syncfs")]
-    assert len(flushes) == 1 and int(flushes[0].rsplit(" ", 1)[1]) < events.index("files written"), events
+    assert flushed_before(events, "files written"), events
 
 
 def test_an_unsynced_directory_is_not_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
