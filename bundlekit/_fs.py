@@ -82,6 +82,8 @@ DEAD_TEMP_AGE = 60.0
 _NAME_KEEP = 160
 _ATTEMPTS = 100
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: ``link(2)`` errors of a file system that has no hard links (FAT, some network and FUSE mounts).
+_NO_LINKS = frozenset(e for e in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS))
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 #: ``os.open`` flags of a file created new for writing: never an existing name, never through a
@@ -119,12 +121,15 @@ def _libc_syncfs() -> Callable[[int], int] | None:
 
 
 _SYNCFS: list[Callable[[int], int] | None] = []  # looked up on the first sync_tree, then kept
+#: Whether ``sync(2)`` returns only once the writes are done: Linux's waits (since 1.3.20, sync(2)); POSIX only
+#: schedules them ("not necessarily complete upon return", sync(3p)), and macOS's and the BSDs' may return first.
+_SYNC_WAITS = sys.platform.startswith("linux")
 # syncfs(2) itself never fails so: a seccomp filter (EPERM is Docker's default answer) or an
 # emulating kernel (ENOSYS) refuses the system call, where os.sync() still works.
 _SYNCFS_REFUSED = frozenset((errno.ENOSYS, errno.EPERM))
 
 
-def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None:
+def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False, opened: int | None = None) -> None:
     """Make everything written under the directory ``path`` durable, as cheaply as the platform allows.
 
     One flush for the whole tree instead of an fsync per file (a tree of
@@ -135,19 +140,24 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
       file system of a shared machine, and (Linux 5.8+) it reports a writeback
       error, where ``sync`` reports nothing. Where a sandbox refuses the
       system call itself (``ENOSYS``, ``EPERM``), ``os.sync()`` instead.
-    * elsewhere with ``os.sync`` (macOS, the BSDs): one ``os.sync()``.
-    * otherwise (Windows): an fsync of every file and directory under ``path``.
+    * elsewhere (macOS, the BSDs, Windows): an fsync of every file and directory under ``path``: their
+      ``sync(2)`` may return before the writes are done (POSIX sync(3p): "not necessarily complete upon
+      return"), so it makes nothing durable before a rename.
 
     ``head_start=True`` is an early start while the tree is still being
     written (the final call then has less to write); it does nothing where the
     flush is an fsync per file, which would then run twice. Raises ``OSError``
-    when the file system reports the flush failed.
+    when the file system reports the flush failed. ``opened``: a descriptor of
+    ``path`` opened before its files were written (``atomic_directory``):
+    ``syncfs(2)`` reports only the writeback errors since its descriptor was
+    opened, so one opened at the flush would miss an error the kernel met
+    writing a file back before it (the file then renamed onto lost bytes).
     """
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
     syncfs = _SYNCFS[0]
     if syncfs is not None:
-        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC) if opened is None else opened
         try:
             err = 0
             if syncfs(fd) != 0:
@@ -155,31 +165,34 @@ def sync_tree(path: str | os.PathLike[str], *, head_start: bool = False) -> None
 
                 err = ctypes.get_errno()
         finally:
-            os.close(fd)
+            if opened is None:
+                os.close(fd)
         if err == 0:
             return
         if err not in _SYNCFS_REFUSED:
             raise OSError(err, os.strerror(err), os.fspath(path))
         _SYNCFS[0] = None  # a sandbox refuses the call itself: os.sync() from now on
-    if hasattr(os, "sync"):
+    if _SYNC_WAITS and hasattr(os, "sync"):
         os.sync()
     elif not head_start:
         _fsync_each(path)
 
 
-def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bool:
+def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str], *, opened: int | None = None) -> bool:
     """Make the temp files of ``files`` (written, not committed) durable together: one flush of the file system
     of ``where`` (a directory holding them; ``sync_tree``'s ``syncfs(2)``, or ``os.sync()`` where a sandbox
     refuses it) instead of an fsync each, then each counts as synced (its commit renames without an fsync).
-    False, nothing done, where the platform has no such flush (Windows): the caller fsyncs each."""
+    False, nothing done, where the platform has no flush that waits for the writes (Linux only: ``sync_tree``):
+    the caller fsyncs each. ``opened``: a descriptor of ``where`` opened before the files were written (see
+    ``sync_tree``: else a writeback error met before the flush goes unreported)."""
     if not _SYNCFS:
         _SYNCFS.append(_libc_syncfs())
-    if _SYNCFS[0] is None and not hasattr(os, "sync"):
+    if _SYNCFS[0] is None and not (_SYNC_WAITS and hasattr(os, "sync")):
         return False
     for file in files:
         file.close()
     try:
-        sync_tree(where)
+        sync_tree(where, opened=opened)
     except OSError as exc:
         if not files:
             raise BundlekitError(f"cannot flush {where}: {os_reason(exc)}") from exc
@@ -192,22 +205,22 @@ def sync_files(files: Sequence[AtomicFile], where: str | os.PathLike[str]) -> bo
 def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths: Iterable[str], *,
                error: ErrorClass, replace: Iterable[str] = ()) -> None:
     """Move the files ``paths`` (relative, ``/``-separated) from the directory ``src`` to the same places under
-    ``dest``: one rename each (both on one file system: the caller stages ``src`` inside ``dest``'s), missing
+    ``dest``: one rename each (both on one file system: the caller stages ``src`` inside ``dest``'s; a name not in
+    ``replace`` is moved by a hard link then an unlink, so a file a writer that takes no lock made there meanwhile is
+    never replaced, and the move stops there, ``error``), missing
     directories made, then each directory that got an entry fsynced once. The files must be durable already
     (``atomic_directory(sync=True)`` wrote them): a rename never points a name at unsynced data.
 
     Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
-    ``replace``, or a folder on its way is a symbolic link (``dest`` then holds exactly what it held). The moves
-    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole, durable), the rest remain in ``src``."""
+    ``replace`` (or is a folder, which no rename replaces), or a folder on its way is a symbolic link or not a
+    folder at all (``dest`` then holds exactly what it held). The moves
+    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole,
+    durable: their folders are fsynced all the same), the rest remain in ``src``."""
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
     for rel in moves:
-        if rel not in allowed and os.path.lexists(target / rel):
-            raise error(f"cannot move {rel} into {target}: a file of that name is there already")
-        for folder in Path(rel).parents:  # never through a link planted where a folder of dest should be
-            if str(folder) != "." and os.path.islink(target / folder):
-                raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
+        _check_move(target, rel, error, replaceable=rel in allowed)
     touched: set[Path] = set()
     with shielded():
         try:
@@ -216,11 +229,65 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
                 if where.parent not in touched:
                     where.parent.mkdir(parents=True, exist_ok=True)
                     touched.add(where.parent)
-                os.replace(source / rel, where)
-            for folder in sorted(touched):
-                fsync_dir(folder)
+                if rel in allowed:
+                    os.replace(source / rel, where)
+                elif not _move_new(source / rel, where):
+                    raise error(f"cannot move {rel} into {target}: a file of that name was written there "
+                                "meanwhile (left as it is)")
         except OSError as exc:
             raise _failure(error, target, exc, None) from exc
+        finally:
+            for folder in sorted(touched):  # what moved is durable, however the moves ended
+                fsync_dir(folder)
+
+
+def _move_new(src: Path, dest: Path) -> bool:
+    """Move ``src`` to ``dest`` only while no name is there: a hard link (refused when a writer that takes no
+    lock made ``dest`` since the checks: never replaced; False, ``src`` left), then the source's name removed.
+    A file system without hard links gets a plain rename."""
+    try:
+        os.link(src, dest, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        os.replace(src, dest)
+        return True
+    os.unlink(src)
+    return True
+
+
+def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool) -> None:
+    """Refuse (``error``) a move of ``rel`` into ``target`` that could not complete, before any move: a name that
+    is there already (unless ``replaceable``, and then only a file: a rename cannot replace a folder), a folder on
+    its way that is a symbolic link (never moved through) or anything but a folder (a rename would fail midway,
+    after the moves before it)."""
+    try:
+        st = os.lstat(target / rel)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a file on its way ("Not a directory"): said below, naming that file
+        if not isinstance(exc, NotADirectoryError):
+            raise error(f"cannot move {rel} into {target}: {os_reason(exc)}") from exc
+    else:
+        if not replaceable or stat.S_ISDIR(st.st_mode):
+            raise error(f"cannot move {rel} into {target}: "
+                        + ("a folder of that name is there" if stat.S_ISDIR(st.st_mode) else
+                           "a file of that name is there already"))
+    for folder in reversed(Path(rel).parents):
+        if str(folder) == ".":
+            continue
+        try:
+            st = os.lstat(target / folder)
+        except FileNotFoundError:
+            return  # made by the move
+        except OSError as exc:
+            raise error(f"cannot move {rel} into {target}: {os_reason(exc)}") from exc
+        if stat.S_ISLNK(st.st_mode):  # never through a link planted where a folder of dest should be
+            raise error(f"cannot move {rel} into {target}: {target / folder} is a symbolic link")
+        if not stat.S_ISDIR(st.st_mode):
+            raise error(f"cannot move {rel} into {target}: {target / folder} is a file where a folder is needed")
 
 
 def _fsync_each(top: str | os.PathLike[str]) -> None:
@@ -588,12 +655,15 @@ def atomic_directory(
         tmp, _ = _create_temp(target, lambda p: os.mkdir(p, 0o700))
     except OSError as exc:
         raise _failure(error, target, exc, hint) from exc
+    watch = None  # opened before any file is written: the flush reports every writeback error since (sync_tree)
     try:
+        if sync:
+            watch = os.open(tmp, os.O_RDONLY | _CLOEXEC)
         if keep is None:
             keep = _new_directory_mode(tmp)
         yield tmp
         if sync:
-            sync_tree(tmp)
+            sync_tree(tmp, opened=watch)
         os.chmod(tmp, keep)
         _install(tmp, target, replace_any=replace_any)
     except BaseException as exc:
@@ -602,6 +672,9 @@ def atomic_directory(
         if isinstance(exc, OSError):
             raise _failure(error, target, exc, hint) from exc
         raise
+    finally:
+        if watch is not None:
+            os.close(watch)
     fsync_dir(target.parent)
 
 

@@ -101,6 +101,7 @@ STALE_TEMP_SECONDS = 3600.0
 # Temp files of bundlekit before the shared write helper (``_fs``): gc still removes them.
 LEGACY_TEMP_PREFIX = ".tmp-"
 _WRITE_HINT = "check free space and permissions"
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # How an IPNS record travels over HTTP (IANA; the trustless gateway specification).
 IPNS_RECORD_MEDIA_TYPE = "application/vnd.ipfs.ipns-record"
 # Bytes of a kept record read to judge it for eviction: a record is at most 10 KiB (ipld/ipns_entry).
@@ -533,6 +534,8 @@ class BlockStore(BlockGetter):
         temp files not yet renamed are removed; what was renamed stays (verified blocks, a cache)."""
         pending: list[AtomicFile] = []
         queued: set[str] = set()
+        # opened before any temp is written: the batch's flush reports every writeback error since (sync_files)
+        watch = self._watch() if self._fsync else None
         try:
             for cid, data in blocks:
                 key = self._file(cid)
@@ -543,13 +546,24 @@ class BlockStore(BlockGetter):
                     pending.append(block)
                     queued.add(key)
                 if batch is not None and len(pending) >= batch:
-                    self._commit(pending)
+                    self._commit(pending, watch)
                     pending, queued = [], set()
-            self._commit(pending)
+            self._commit(pending, watch)
         except BaseException:
             for block in pending:
                 block.discard()
             raise
+        finally:
+            if watch is not None:
+                os.close(watch)
+
+    def _watch(self) -> int | None:
+        """A descriptor of the blocks folder, for a batch's flush (None when it cannot be opened: the flush
+        opens its own)."""
+        try:
+            return os.open(self._blocks, os.O_RDONLY | _CLOEXEC)
+        except OSError:
+            return None
 
     def _write(self, cid: bytes, data: bytes) -> None:
         pending = self._write_temp(cid, data)
@@ -579,18 +593,20 @@ class BlockStore(BlockGetter):
             dest, error=BundlekitError, hint=_WRITE_HINT, parents=parents, sync=self._fsync, sync_dir=False
         )
 
-    def _commit(self, pending: list[AtomicFile]) -> None:
+    def _commit(self, pending: list[AtomicFile], watch: int | None = None) -> None:
         """Make temp files durable (fsync, several at once) and rename each onto its block name.
 
         Syncing in parallel lets the filesystem fold many journal commits into
         one; every file is synced before any rename, so a name never points at
-        unsynced data. On failure, the temp files not yet renamed are removed.
+        unsynced data (``watch``: a descriptor of the blocks folder opened before
+        the batch was written, through which the flush reports a writeback error
+        met before it). On failure, the temp files not yet renamed are removed.
         """
         try:
             if self._fsync:
                 if len(pending) == 1:
                     pending[0].sync()
-                elif not sync_files(pending, self.blocks_dir):
+                elif not sync_files(pending, self.blocks_dir, opened=watch):
                     with ThreadPoolExecutor(max_workers=FSYNC_THREADS) as pool:
                         list(pool.map(AtomicFile.sync, pending))
             for block in pending:

@@ -7,8 +7,8 @@ each parsed twice and written with an fsync of its own. :func:`load_into_empty` 
 file written as soon as its bytes verify, into a staging directory inside the tree's hidden folder, made durable
 in one flush), validates what it staged as a merge validates what it writes (``memory.transaction.
 checked_changes``: names, frontmatter, the secret guard, day files; keys equal but for case refused), then under
-the tree's lock checks the tree still holds nothing, moves each file into place (``_fs.move_files``: one rename
-each) and records the bundle's root as the tree's parent. A device-bound memory (``memory.device``) is not
+the tree's lock checks the tree still holds nothing, moves each file into place (``_fs.move_files``: a link and
+an unlink each, never over a file written meanwhile) and records the bundle's root as the tree's parent. A device-bound memory (``memory.device``) is not
 moved, as a merge never lets one cross. The derived index is not built here: the tree's next command builds it
 from the files, as after ``bundlekit load`` (``specs/sync.md``, "First follow").
 """
@@ -31,6 +31,7 @@ from bundlekit.errors import MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import utf8_text
+from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR, check_unique
 from bundlekit.memory.transaction import checked_changes
 
@@ -76,14 +77,17 @@ def load_into_empty(
 ) -> FirstLoad | None:
     """Load the bundle at ``uri`` into the empty tree ``tree`` (module steps); None when the tree is not empty
     (checked before the load and again under the tree's lock after it: the caller merges instead, the blocks the
-    load fetched kept by a keeping ``source``). Raises what ``load_bundle`` raises (nothing moved), what
+    load fetched kept by a keeping ``source``). Raises ``MemoryStoreError`` when the tree's hidden folder is a
+    link or a file (before anything is loaded), what ``load_bundle`` raises (nothing moved), what
     ``checked_changes`` and ``check_unique`` raise for a file the tree may not take (nothing moved),
     ``MemoryStoreError`` when a move fails."""
     if not is_empty_tree(tree):
         return None
     # A temp name of ``_fs``'s pattern: a staging tree a killed follow left is swept as a dead writer's temp (the
     # tree's next locked write, or the next load's ``atomic_directory`` beside it).
-    staging = Path(tree) / HIDDEN_DIR / f".incoming.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    # The hidden folder checked first: a link there would have the bundle (decrypted, if encrypted) written
+    # outside the tree before the lock refused it.
+    staging = ensure_real_dir(Path(tree) / HIDDEN_DIR) / f".incoming.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         result = load_bundle(uri, source=source, key=key, out_dir=staging, options=options)
         names, kept, days = _checked(uri, result.files, allow_secrets)

@@ -66,6 +66,27 @@ def test_without_syncfs_one_os_sync_flushes_the_tree(tmp_path: Path, monkeypatch
     assert calls == [None]
 
 
+def test_where_sync_may_return_before_the_writes_every_file_is_fsynced_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS and the BSDs: ``sync(2)`` only schedules the writes (POSIX sync(3p): "not necessarily complete upon
+    return"), so a tree, or a block store's batch, renamed after it could name bytes never written."""
+    calls: list[None] = []
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(fs, "_SYNCFS", [None])
+    monkeypatch.setattr(fs, "_SYNC_WAITS", False)
+    monkeypatch.setattr(fs.os, "sync", lambda: calls.append(None), raising=False)
+    monkeypatch.setattr(fs.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    _fill(tmp_path)
+    sync_tree(tmp_path)
+    assert calls == [] and len(fsyncs) == 4
+    batch = [fs.AtomicFile(tmp_path / f"block{i}", error=LoadError) for i in range(3)]
+    assert not fs.sync_files(batch, tmp_path) and calls == []  # the caller fsyncs each
+    for block in batch:
+        block.discard()
+
+
 def test_without_syncfs_or_os_sync_every_file_and_directory_is_fsynced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -92,11 +113,52 @@ def test_a_synced_directory_is_flushed_before_it_is_renamed_into_place(
 ) -> None:
     seen: list[tuple[bool, bool]] = []
     dest = tmp_path / "tree"
-    monkeypatch.setattr(fs, "sync_tree", lambda p: seen.append((dest.exists(), (Path(p) / "a.md").exists())))
+    monkeypatch.setattr(fs, "sync_tree", lambda p, **_: seen.append((dest.exists(), (Path(p) / "a.md").exists())))
     with atomic_directory(dest, error=LoadError, sync=True) as tmp:
         _fill(tmp)
     assert seen == [(False, True)]
     assert (dest / "sub" / "b.md").read_bytes() == b"b"
+
+
+def watch_flushes(monkeypatch: pytest.MonkeyPatch, created: str = "created") -> list[str]:
+    """Every ``os.open`` (``created`` for a new file, else ``open``) and every ``syncfs`` (``syncfs N``: through
+    the descriptor the N-th event opened), in order; the real flush replaced by that record."""
+    events: list[str] = []
+    real_open = os.open
+    opened: dict[int, int] = {}
+
+    def watching_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+        opened[fd] = len(events)
+        events.append(created if flags & os.O_CREAT else "open")
+        return fd
+
+    def syncfs(fd: int) -> int:
+        events.append(f"syncfs {opened[fd]}")
+        return 0
+
+    monkeypatch.setattr(fs, "_SYNCFS", [syncfs])
+    monkeypatch.setattr(os, "open", watching_open)
+    return events
+
+
+def flushed_before(events: list[str], first: str) -> bool:
+    """One flush, through a descriptor opened before the event ``first``."""
+    flushes = [e for e in events if e.startswith("syncfs")]
+    return len(flushes) == 1 and int(flushes[0].split()[1]) < events.index(first)
+
+
+def test_a_synced_directory_is_flushed_through_a_descriptor_opened_before_its_files_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs(2) reports the writeback errors since its descriptor was opened (Linux 5.8+, ``f_sb_err``): one
+    opened at the flush would miss an error met writing a file back before it, and the tree would be renamed
+    into place onto lost bytes."""
+    events = watch_flushes(monkeypatch)
+    with atomic_directory(tmp_path / "tree", error=LoadError, sync=True) as tmp:
+        events.append("files written")
+        _fill(tmp)
+    assert flushed_before(events, "files written"), events
 
 
 def test_an_unsynced_directory_is_not_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

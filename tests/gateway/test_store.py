@@ -13,6 +13,7 @@ from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore, default_store_root
 from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock, UsageError
 from bundlekit.ipld.cid import DAG_PB, RAW, cid_to_str, make_cid
+from tests.fs.test_sync_tree import flushed_before, watch_flushes
 
 
 def _temp_files(directory: Path) -> list[Path]:
@@ -43,6 +44,17 @@ def test_put_many_stores_every_block_of_a_batch(store: BlockStore) -> None:
     store.put_many(blocks + blocks[:3])  # a block twice in one batch is written once
     assert all(store.get(cid) == data for cid, data in blocks)
     assert _temp_files(store.root) == []
+
+
+def test_a_batch_is_flushed_through_a_descriptor_opened_before_its_blocks_were_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """syncfs(2) reports only the writeback errors since its descriptor was opened: one opened at the flush would
+    miss an error met writing a block back before it, and the block renamed onto lost bytes."""
+    store = BlockStore(tmp_path / "s")
+    events = watch_flushes(monkeypatch, created="temp")
+    store.put_many([(make_cid(1, RAW, b"%d" % i), b"%d" % i) for i in range(5)])
+    assert flushed_before(events, "temp"), events
 
 
 def test_put_many_writes_nothing_of_a_batch_holding_a_block_that_does_not_hash_to_its_cid(
