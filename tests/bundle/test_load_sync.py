@@ -21,7 +21,7 @@ def test_a_loaded_tree_is_flushed_once_before_it_is_renamed_into_place(
     car = build_bundle(tree, tmp_path / "b.car", options=BuildOptions(created=CREATED)).car
     dest = tmp_path / "out"
     flushes: list[tuple[bool, bool]] = []
-    monkeypatch.setattr(fs, "sync_tree", lambda p: flushes.append((dest.exists(), (Path(p) / "MEMORY.md").exists())))
+    monkeypatch.setattr(fs, "sync_tree", lambda p, **_opened: flushes.append((dest.exists(), (Path(p) / "MEMORY.md").exists())))
     load_bundle(str(car), out_dir=dest)
     assert flushes == [(False, True)]
     assert (dest / "MEMORY.md").is_file()

@@ -53,7 +53,7 @@ def test_the_tree_is_flushed_once_before_it_is_renamed_into_place(
 ) -> None:
     dest = tmp_path / "out"
     seen: list[tuple[bool, bytes]] = []
-    monkeypatch.setattr(fs, "sync_tree", lambda p: seen.append((dest.exists(), (Path(p) / "a.md").read_bytes())))
+    monkeypatch.setattr(fs, "sync_tree", lambda p, **_opened: seen.append((dest.exists(), (Path(p) / "a.md").read_bytes())))
     unpack(blocks.get, blocks.directory({"a.md": blocks.raw(b"a")}), dest)
     assert seen == [(False, b"a")]
 
