@@ -497,7 +497,36 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
         if exc.signum == signal.SIGTERM:
             return
         raise
+    except Exception as exc:
+        # A stop signal that lands while the SDK or uvicorn starts raises in their code, which may wrap it in an
+        # exception of its own (seen once in CI: SIGHUP sent just after the announcement ended with "internal
+        # error ... Interrupted: SIGTERM"). A recorded hangup, or an Interrupted in the chain, is still the stop.
+        found = _interruption_in(exc)
+        if hangups:
+            raise Interrupted(signal.SIGHUP) from None
+        if found is None:
+            raise
+        if found.signum == signal.SIGTERM:
+            return
+        raise Interrupted(found.signum) from None
     raise KeyboardInterrupt
+
+
+def _interruption_in(exc: BaseException) -> Interrupted | None:
+    """The :class:`Interrupted` ``exc`` wraps (its causes, contexts and, for a group, its members), or None."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        here = todo.pop()
+        if id(here) in seen:
+            continue
+        seen.add(id(here))
+        if isinstance(here, Interrupted):
+            return here
+        if isinstance(here, BaseExceptionGroup):
+            todo.extend(here.exceptions)
+        todo.extend(e for e in (here.__cause__, here.__context__) if e is not None)
+    return None
 
 
 @contextlib.contextmanager
