@@ -491,19 +491,14 @@ def run_http(tools: MemoryTools, host: str, port: int, announce: Callable[[], No
     except SystemExit as exc:  # uvicorn's startup failure (the address was taken since the check)
         if exc.code not in (0, None):
             raise UsageError(f"cannot serve on {host}:{port}; choose another --http port or --host") from None
-    except Interrupted as exc:
+    except (Interrupted, Exception) as exc:
+        # A stop signal: SIGHUP (recorded in ``hangups``) asked for SIGTERM's shutdown and is reported as itself.
+        # One that lands while the SDK or uvicorn starts raises in their code, which may wrap it in an exception of
+        # its own (seen once in CI: SIGHUP just after the announcement ended with "internal error ... Interrupted:
+        # SIGTERM"), so the Interrupted is looked for among the error's causes too; any other error is raised.
         if hangups:
             raise Interrupted(signal.SIGHUP) from None
-        if exc.signum == signal.SIGTERM:
-            return
-        raise
-    except Exception as exc:
-        # A stop signal that lands while the SDK or uvicorn starts raises in their code, which may wrap it in an
-        # exception of its own (seen once in CI: SIGHUP sent just after the announcement ended with "internal
-        # error ... Interrupted: SIGTERM"). A recorded hangup, or an Interrupted in the chain, is still the stop.
         found = _interruption_in(exc)
-        if hangups:
-            raise Interrupted(signal.SIGHUP) from None
         if found is None:
             raise
         if found.signum == signal.SIGTERM:
