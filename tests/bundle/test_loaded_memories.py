@@ -31,7 +31,11 @@ def _content(records: Any) -> list[tuple[str, dict[str, Any], str]]:
     return [(r.key, {k: v for k, v in r.meta.items() if k != "source"}, r.body) for r in listed]
 
 
-EXPECTED = _content(Memory(FIXTURE).list())
+@pytest.fixture(scope="module")
+def expected() -> list[tuple[str, dict[str, Any], str]]:
+    """The fixture tree's memories, read when a test asks (never while collecting: every test process
+    collects at once, and a module-level read opened the same new index in all of them together)."""
+    return _content(Memory(FIXTURE).list())
 
 
 def test_load_memory_gives_the_trees_memories(bundle: BundleResult) -> None:
@@ -40,20 +44,22 @@ def test_load_memory_gives_the_trees_memories(bundle: BundleResult) -> None:
     ]
 
 
-def test_a_layer_gives_the_same_memories(bundle: BundleResult) -> None:
-    assert _content(layered_memory([("agent", str(bundle.car))]).list()) == EXPECTED
+def test_a_layer_gives_the_same_memories(bundle: BundleResult, expected: list[Any]) -> None:
+    assert _content(layered_memory([("agent", str(bundle.car))]).list()) == expected
 
 
-def test_a_diff_side_gives_the_same_memories(bundle: BundleResult) -> None:
+def test_a_diff_side_gives_the_same_memories(bundle: BundleResult, expected: list[Any]) -> None:
     side = read_side(str(bundle.car))
-    assert _content(side.records.values()) == EXPECTED
+    assert _content(side.records.values()) == expected
     assert len(side.timeline) == len(Memory(FIXTURE).timeline())
 
 
-def test_a_fork_gives_the_same_memories_with_the_bundle_as_its_lineage(bundle: BundleResult, tmp_path: Path) -> None:
+def test_a_fork_gives_the_same_memories_with_the_bundle_as_its_lineage(
+    bundle: BundleResult, tmp_path: Path, expected: list[Any]
+) -> None:
     fork_bundle(str(bundle.car), tmp_path / "forked")
     forked = Memory(tmp_path / "forked")
-    assert _content(forked.list()) == EXPECTED
+    assert _content(forked.list()) == expected
     assert {r.key: r.raw for r in forked.list()} == {r.key: r.raw for r in Memory(FIXTURE).list()}
     assert read_parents(tmp_path / "forked") == [bundle.root_cid]
     assert forked.timeline() == Memory(FIXTURE).timeline()

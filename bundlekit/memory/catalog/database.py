@@ -17,6 +17,7 @@ import errno
 import functools
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,29 @@ def fts5_available() -> bool:
     finally:
         conn.close()
     return True
+
+
+def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the file in WAL mode, waiting up to ``timeout`` seconds for readers to let go.
+
+    The switch needs the file to itself, and SQLite returns SQLITE_BUSY at once, without
+    the busy handler, when another connection holds a read lock at that moment (btree.c,
+    ``sqlite3BtreeSetVersion``: its exclusive lock is asked for inside a read transaction).
+    Two agents opening a new tree together hit that: one reads the header while the other
+    switches. So the switch is retried here, with short pauses, as the busy handler would.
+    A file already in WAL mode answers at once.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorname", "") != "SQLITE_BUSY" or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _has_pow(conn: sqlite3.Connection) -> bool:
@@ -161,7 +185,7 @@ class Database:
                 conn.execute("PRAGMA trusted_schema = OFF")
                 self._check_or_create(fts)
                 if path is not None:
-                    conn.execute("PRAGMA journal_mode = WAL")
+                    _enter_wal(conn, timeout)
                     conn.execute("PRAGMA synchronous = NORMAL")  # a cache: a power cut may lose the last change
                 else:
                     # The index of a tree held in memory (an encrypted bundle served read-only): a large sort
@@ -207,8 +231,11 @@ class Database:
             raise
 
     def _header(self) -> tuple[int, int]:
-        app = self.conn.execute("PRAGMA application_id").fetchone()[0]
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        """The file's application id and derived version, read in one statement (one snapshot): read apart,
+        a creator's commit between them gave another process (0, version), a "foreign" file to rebuild."""
+        app, version = self.conn.execute(
+            "SELECT a.application_id, v.user_version FROM pragma_application_id() AS a, pragma_user_version() AS v"
+        ).fetchone()
         return int(app), int(version)
 
     @contextmanager
