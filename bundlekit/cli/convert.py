@@ -1,7 +1,11 @@
 """``bundlekit convert``: memory between bundlekit trees and other agent-memory systems.
 
-    bundlekit convert --from FORMAT SRC -o DEST     # foreign store -> bundlekit tree
-    bundlekit convert --to FORMAT SRC -o DEST       # bundlekit tree -> foreign store
+    bundlekit convert --from FORMAT SRC [-d DIR]     # foreign store -> bundlekit tree
+    bundlekit convert --to FORMAT [-d DIR] -o DEST   # bundlekit tree -> foreign store
+
+The bundlekit side is the memory tree of every command (``-d``, ``$BUNDLEKIT_MEMORY_DIR``, else
+``./memory``). Its older spellings still work: an import's ``-o DEST``, an export's positional ``SRC``; naming
+the tree twice, differently, is a usage error.
 
 The command only maps options to :func:`bundlekit.convert.import_from` /
 :func:`bundlekit.convert.export_to` and prints a summary; the library does the work.
@@ -17,6 +21,7 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
+from bundlekit.cli._params import MEMORY_DIR_ENV, tree_option
 from bundlekit.convert import FORMATS, export_to, get_format, import_from
 from bundlekit.errors import UsageError
 from bundlekit.memory.naming import INDEX_NAME
@@ -73,18 +78,20 @@ def _lossy_epilog() -> str:
     "from_fmt",
     type=click.Choice(FORMATS),
     metavar="FORMAT",
-    help=f"Import SRC, a store of FORMAT ({', '.join(FORMATS)}), into the bundlekit tree DEST.",
+    help=f"Import SRC, a store of FORMAT ({', '.join(FORMATS)}), into the bundlekit tree (-d).",
 )
 @click.option(
     "--to",
     "to_fmt",
     type=click.Choice(FORMATS),
     metavar="FORMAT",
-    help="Export the bundlekit tree SRC as FORMAT at DEST.",
+    help="Export the bundlekit tree (-d) as FORMAT at -o DEST.",
 )
-@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.argument("src", required=False, type=click.Path(exists=True, path_type=Path))
+@tree_option("The memory tree: where --from imports into, what --to exports.")
 @click.option(
-    "-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write."
+    "-o", "--output", "dest", type=click.Path(path_type=Path),
+    help="Where an export writes (needed with --to); an import's tree, if -d is not given.",
 )
 @click.option(
     "--strategy",
@@ -169,8 +176,9 @@ def _lossy_epilog() -> str:
 def convert(
     from_fmt: str | None,
     to_fmt: str | None,
-    src: Path,
-    dest: Path,
+    src: Path | None,
+    tree: Path,
+    dest: Path | None,
     strategy: str | None,
     allow_secrets: bool,
     strict: bool,
@@ -193,6 +201,7 @@ def convert(
         raise UsageError("give exactly one of --from FORMAT (import) or --to FORMAT (export)")
     importing = from_fmt is not None
     fmt = from_fmt or to_fmt or ""
+    src, dest = _sides(importing, src, tree, dest)
     options = _options(fmt, importing, params)
     used = KeyOptions.from_params(params).flags()
     if used and fmt != "three.ws":
@@ -236,6 +245,33 @@ def convert(
         output.status(f"{len(incoming - existing)} added, {clashes} "
                       f"{'kept as they were (merge)' if strategy == 'merge' else 'replaced'}, "
                       f"{len(existing - incoming)} untouched")
+
+
+def _sides(importing: bool, src: Path | None, tree: Path, dest: Path | None) -> tuple[Path, Path]:
+    """SRC and DEST of the conversion: the bundlekit side is the memory tree (``-d``, else
+    ``$BUNDLEKIT_MEMORY_DIR``, else ``./memory``), or its older spelling (an import's ``-o``, an export's
+    SRC), which wins over a tree that only came from the environment or the default."""
+    if importing:
+        if src is None:
+            raise UsageError("--from needs SRC: the store to import")
+        return src, _tree(tree, dest, "-o", must_exist=False)
+    if dest is None:
+        raise UsageError("--to needs -o DEST: where to write the export")
+    return _tree(tree, src, "SRC", must_exist=True), dest
+
+
+def _tree(tree: Path, old: Path | None, old_name: str, *, must_exist: bool) -> Path:
+    """The memory tree: ``old`` (the older spelling) if given, else ``tree``; both given on the command
+    line and different is a usage error, and an export's tree from ``-d`` must be there."""
+    tree_given = click.get_current_context().get_parameter_source("tree") is click.core.ParameterSource.COMMANDLINE
+    if old is not None:
+        if tree_given and Path(old) != Path(tree):
+            raise UsageError(f"two memory trees named ({old_name} {str(old)[:80]!r} and -d {str(tree)[:80]!r}); "
+                             "name the tree once, with -d DIR")
+        return old
+    if must_exist and not tree.is_dir():
+        raise UsageError(f"no memory tree at {tree}: give -d DIR or set ${MEMORY_DIR_ENV}")
+    return tree
 
 
 def _existing_keys(dest: Path) -> set[str]:

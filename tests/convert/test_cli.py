@@ -321,3 +321,43 @@ def test_a_refused_import_leaves_no_output_directory(tmp_path: Path) -> None:
     assert code == 1, err
     assert "looks like a GitHub token" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_import_goes_into_the_tree_named_by_the_environment(
+    claude_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUNDLEKIT_MEMORY_DIR", str(tmp_path / "mine"))
+    code, _, err = run("convert", "--from", "claude-code", str(claude_dir))
+    assert code == 0, err
+    assert len(Memory(tmp_path / "mine").list()) == 2
+
+
+def test_an_export_reads_the_tree_named_by_dir(claude_dir: Path, tmp_path: Path) -> None:
+    assert run("convert", "--from", "claude-code", str(claude_dir), "-d", str(tmp_path / "mine"))[0] == 0
+    code, _, err = run("convert", "--to", "massgen", "-d", str(tmp_path / "mine"), "-o", str(tmp_path / "ws"))
+    assert code == 0 and "converted 2 memories as massgen" in err
+
+
+def test_the_old_spellings_win_over_the_environment(
+    claude_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUNDLEKIT_MEMORY_DIR", str(tmp_path / "elsewhere"))
+    assert run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "m"))[0] == 0
+    assert run("convert", "--to", "massgen", str(tmp_path / "m"), "-o", str(tmp_path / "ws"))[0] == 0
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_naming_the_tree_twice_differently_is_a_usage_error(claude_dir: Path, tmp_path: Path) -> None:
+    code, _, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "a"),
+                       "-d", str(tmp_path / "b"))
+    assert code == 2 and "two memory trees named" in err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_an_export_without_output_or_tree_says_what_is_missing(tmp_path: Path) -> None:
+    code, _, err = run("convert", "--to", "massgen", "-d", str(tmp_path / "mine"))
+    assert code == 2 and "--to needs -o DEST" in err
+    code, _, err = run("convert", "--to", "massgen", "-d", str(tmp_path / "none"), "-o", str(tmp_path / "ws"))
+    assert code == 2 and "no memory tree at" in err and not (tmp_path / "ws").exists()
+    code, _, err = run("convert", "--from", "massgen")
+    assert code == 2 and "--from needs SRC" in err

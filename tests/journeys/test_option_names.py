@@ -126,7 +126,7 @@ def test_each_concept_has_one_option_name_in_every_command(concept: str) -> None
 def test_every_command_that_takes_the_tree_reads_bundlekit_memory_dir() -> None:
     spelling, predicate = CONCEPTS["the memory tree"]
     takers = {path: option for path, option in _where(predicate)}
-    assert {"build", "pin", "sync", "merge", "fork", "diff", "mcp", "memory"} <= set(takers)
+    assert {"build", "pin", "sync", "merge", "fork", "diff", "mcp", "memory", "convert"} <= set(takers)
     # mcp reads the variable itself (with --from or --layer it serves the bundle, not the tree); a memory
     # subcommand's -d stands in for the group's, which reads it
     assert all(option.envvar == "BUNDLEKIT_MEMORY_DIR" for path, option in takers.items()
@@ -249,6 +249,17 @@ def test_pin_without_a_tree_names_what_to_give(shell: Shell) -> None:
     shell.env["BUNDLEKIT_MEMORY_DIR"] = str(shell.work / "nowhere")
     refused = shell.run("bundlekit pin", code=2)
     assert "no memory tree at" in refused.stderr and "-d DIR" in refused.stderr
+
+
+def test_convert_moves_memory_in_and_out_of_the_tree_from_the_environment(shell: Shell) -> None:
+    claude = shell.work / "claude"
+    claude.mkdir()
+    (claude / "user_role.md").write_text("---\nname: role\ndescription: the user's role\ntype: user\n---\n"
+                                         "Runs the release pipeline.\n", encoding="utf-8")
+    shell.run("bundlekit convert --from claude-code claude --strategy merge")
+    assert {"project_alpha", "user_role"} <= _keys(shell.tree)
+    shell.run("bundlekit convert --to massgen -o workspace1")
+    assert any((shell.work / "workspace1").rglob("*"))
 
 
 def test_merge_and_fork_write_into_the_tree_from_the_environment(shell: Shell) -> None:
