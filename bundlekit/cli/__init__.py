@@ -64,6 +64,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "key": ("bundlekit.cli.key", "key", "Key helpers: the message a wallet signs; age identities for recipients."),
     "pin": ("bundlekit.cli.pin", "pin", "Build or pack, then publish to one or more pinners."),
     "pinners": ("bundlekit.cli.pin", "pinners", "List the registered pinners and whether each is configured."),
+    "seeders": ("bundlekit.cli.seed", "seeders", "List the registered seeders (memory seed's lanes) and their setup."),
     "mcp": ("bundlekit.cli.mcp", "mcp", "Serve memory tools to MCP clients (needs bundlekit[mcp])."),
     "unpin": ("bundlekit.cli.unpin", "unpin", "Retire old releases: keep the newest N pins named PREFIX*."),
     "convert": ("bundlekit.cli.convert", "convert", "Convert memory between bundlekit and other agent-memory systems."),

@@ -35,6 +35,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "memory import": ("bundlekit memory import memory.json --strategy merge",),
     "memory seed": ("bundlekit memory seed github --dry-run", "bundlekit memory seed x --posts 5 --yes",
                     "bundlekit memory seed farcaster --fid 6833 --message-file msg.txt --signature-file sig.txt"),
+    "seeders": ("bundlekit seeders", "bundlekit seeders --json"),
     "memory unseed": ("bundlekit memory unseed github", "bundlekit memory unseed x --dry-run --json"),
     "build": ("bundlekit build -d memory -o bundle.car --json",
               "bundlekit build --sign-key agent.pem -o signed.car"),

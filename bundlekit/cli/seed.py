@@ -27,10 +27,10 @@ from bundlekit.seed.apply import preview_seed, read_account, unseed, write_seed
 from bundlekit.seed.ownership import ownership_message
 from bundlekit.seed.plan import SeedPlan
 from bundlekit.seed.protocol import DEFAULT_MAX_MEMORIES, MAX_MEMORIES, SeedRequest
-from bundlekit.seed.registry import seeder_factory
+from bundlekit.seed.registry import seeder_factory, seeder_listing
 from bundlekit.seed.service import seed_http
 
-__all__ = ["seed_cmd", "unseed_cmd"]
+__all__ = ["seed_cmd", "seeders", "unseed_cmd"]
 
 MAX_PROOF_FILE = 64 * 1024  # a message or a signature: a few hundred bytes
 
@@ -191,3 +191,23 @@ def unseed_cmd(ctx: click.Context, lane: str, account: str | None, force: bool, 
         output.data_json({**plan.to_dict(), "dry_run": dry_run})
     verb = "would delete" if dry_run else "deleted"
     output.status(f"{verb} {len(plan.remove)} memories seeded from {lane}; kept {len(plan.kept)}")
+
+
+@click.command("seeders")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def seeders(as_json: bool) -> None:
+    """List the registered seeders (the lanes of `memory seed`) and whether each is configured.
+
+    Reads no account and shows no secret: the environment variables each lane reads are named, never
+    their values. A registration that cannot be loaded is listed with its error.
+    """
+    rows = seeder_listing()
+    if as_json:
+        output.data_json(rows)
+        return
+    for row in rows:
+        state = "configured" if row["configured"] else "not configured"
+        extras = f"[env: {', '.join(row['env']) or '-'}; options: {', '.join(row['options']) or '-'}]"
+        output.data(f"{row['name']:<14} {state:<16} {row['description']}  {extras}")
+        if row.get("error"):
+            output.data(f"{'':<14} {row['error']}")

@@ -193,3 +193,55 @@ def test_a_file_that_does_not_parse_under_a_proposed_key_is_kept_and_named(tree:
     write_seed(memory, shown, now=NOW, max_memories=5)
     assert (tree / "k.md").read_text() == "---\nname: x\ntype: usr\n---\nbody\n"
     assert [r.key for r in memory.list()] == ["other"]
+
+
+def _listing(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    from click.testing import CliRunner
+
+    from bundlekit.cli import cli
+
+    result = CliRunner(env=env).invoke(cli, ["seeders", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_seeders_lists_every_lane_with_its_variables_and_options(notebook: None) -> None:
+    import json
+
+    code, out, _ = _listing("--json", env={"GITHUB_TOKEN": "ghp_" + "s3cr3t" * 6, "X_BEARER_TOKEN": ""})
+    assert code == 0
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert {"github", "farcaster", "x", "notebook"} <= set(rows)
+    assert rows["github"]["configured"] is True and rows["github"]["env"] == ["GITHUB_TOKEN"]
+    assert rows["x"]["configured"] is False and rows["x"]["options"] == ["posts"]
+    assert rows["notebook"]["entry_point"] == "notebook_seeder:NotebookSeeder"
+    assert rows["notebook"]["description"].startswith("A third party's lane: proposes count memories")
+    assert "s3cr3t" not in out
+
+
+def test_seeders_names_a_lane_that_cannot_load_and_lists_the_rest(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    site = install_dist(tmp_path / "broken", "broken_seeder", {"broken": "broken_seeder:Nope",
+                                                               "flaky": "broken_seeder:Flaky"},
+                        {"broken_seeder": "raise ImportError('missing dependency')\n"})
+    monkeypatch.syspath_prepend(str(site))
+    code, out, err = _listing()
+    assert code == 0, err
+    lines = out.splitlines()
+    assert any(line.startswith("github ") for line in lines)
+    broken = lines.index(next(line for line in lines if line.startswith("broken ")))
+    assert "cannot be loaded" in lines[broken + 1]
+
+
+def test_seeders_survives_a_third_party_whose_check_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    site = install_dist(tmp_path / "raising", "raising_seeder", {"raising": "raising_seeder:Raising"},
+                        {"raising_seeder": 'class Raising:\n    """' + "word " * 500 + '"""\n'
+                         "    options = ()\n    @classmethod\n    def is_configured(cls, env):\n"
+                         "        raise RuntimeError('boom')\n"})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "raising_seeder", raising=False)
+    code, out, _ = _listing("--json")
+    row = next(row for row in json.loads(out) if row["name"] == "raising")
+    assert code == 0 and row["configured"] is False and "is_configured failed (RuntimeError)" in row["error"]
+    assert len(row["description"]) <= 300
