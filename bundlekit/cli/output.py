@@ -19,7 +19,8 @@
   writes to stdout or stderr (``LazyGroup.main`` prints click's own usage
   errors through :func:`error`).
 * **Text from files** (memory names, descriptions, keys, bodies) goes through
-  :func:`printable` in human output, so a hand-written file cannot drive the
+  :func:`printable` in human output (every status, warning and error line is
+  passed through it here: a path or a plugin's name in a message is text too), so a hand-written file cannot drive the
   terminal (escape sequences, a lone carriage return that overwrites a line,
   bidi overrides that reorder it). ``--json`` needs nothing: ``json.dumps``
   escapes C0 controls, and a JSON reader sees the real text.
@@ -89,12 +90,12 @@ def data_json_array(items: Iterable[Any]) -> None:
 
 def status(message: str) -> None:
     """A status line or summary, on stderr."""
-    click.echo(redact(message), err=True)
+    click.echo(printable(redact(message)), err=True)
 
 
 def warn(message: str) -> None:
     """A warning on stderr, as ``warning: message``."""
-    click.echo(f"warning: {redact(message)}", err=True)
+    click.echo(f"warning: {printable(redact(message))}", err=True)
 
 
 def warn_all(messages: Iterable[str]) -> None:
@@ -105,7 +106,7 @@ def warn_all(messages: Iterable[str]) -> None:
 
 def error(message: str) -> None:
     """An error on stderr, as ``error: message`` (the caller sets the exit code)."""
-    click.echo(f"error: {redact(message)}", err=True)
+    click.echo(f"error: {printable(redact(message))}", err=True)
 
 
 def progress_enabled(stream: TextIO | None = None) -> bool:

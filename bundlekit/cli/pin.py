@@ -183,10 +183,11 @@ def _print_rows(rows: list[dict[str, Any]], check: bool) -> None:
         state = "configured" if row["configured"] else "not configured"
         if check:
             state += f", check {row.get('check', 'skipped')}"
-        env_names = ", ".join(row.get("env") or []) or "-"
-        output.data(f"{row['name']:<14} {state:<32} {row.get('description', '')}  [env: {env_names}]")
+        env_names = ", ".join(row.get("env") or []) or "-"  # a third party's text: one field, never an escape
+        name, description = output.printable_field(row["name"]), output.printable_field(row.get("description", ""))
+        output.data(f"{name:<14} {state:<32} {description}  [env: {env_names}]")
         if row.get("error"):
-            output.data(f"{'':<14} {row['error']}")
+            output.data(f"{'':<14} {output.printable_field(row['error'])}")
 
 
 def _print_report(report: PinReport, signer: str | None, published: Published | None, as_json: bool) -> None:

@@ -205,9 +205,10 @@ def seeders(as_json: bool) -> None:
     if as_json:
         output.data_json(rows)
         return
-    for row in rows:
+    for row in rows:  # a third party's text: one field of one row, never a terminal escape
         state = "configured" if row["configured"] else "not configured"
         extras = f"[env: {', '.join(row['env']) or '-'}; options: {', '.join(row['options']) or '-'}]"
-        output.data(f"{row['name']:<14} {state:<16} {row['description']}  {extras}")
+        name, description = output.printable_field(row["name"]), output.printable_field(row["description"])
+        output.data(f"{name:<14} {state:<16} {description}  {extras}")
         if row.get("error"):
-            output.data(f"{'':<14} {row['error']}")
+            output.data(f"{'':<14} {output.printable_field(row['error'])}")

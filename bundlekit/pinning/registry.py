@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
+from bundlekit._plugins import PluginFailed, configured, guarded, names, one_line
 from bundlekit.errors import (
     BundlekitError,
     PinnerNotFound,
@@ -19,6 +20,7 @@ __all__ = ["ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_fa
 log = logging.getLogger("bundlekit.pinning")
 
 ENTRY_POINT_GROUP = "bundlekit.pinners"
+CHECK_SECONDS = 120.0  # `pinners --check`: one pinner's authenticated call, its retries included
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -57,7 +59,7 @@ def pinner_factory(name: str, registered: Mapping[str, metadata.EntryPoint] | No
         )
     try:
         return ep.load()
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a third party's module: any failure to import is "cannot load"
         raise PinnerNotFound(
             f"pinner {name!r} is registered as {ep.value} but cannot be loaded ({type(exc).__name__}); "
             "reinstall the package that provides it"
@@ -89,35 +91,48 @@ def pinner_listing(env: Mapping[str, str] | None = None, *, check: bool = False)
 
 def _listing_row(name: str, ep: metadata.EntryPoint, registered: Mapping[str, metadata.EntryPoint],
                  env: Mapping[str, str], check: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": name, "entry_point": ep.value}
+    """One pinner's row; its registration is foreign code, read through ``bundlekit._plugins`` (as seeders'):
+    one that cannot load, declares what is not a tuple of names, or whose ``is_configured`` fails, hangs,
+    exits or answers other than True or False is a row with its ``error``."""
+    row: dict[str, Any] = {"name": name, "entry_point": ep.value, "configured": False, "description": "",
+                           "env": []}
     try:
-        factory = pinner_factory(name, registered)
+        factory = guarded(lambda: pinner_factory(name, registered), "loading it")
+        description, required, optional = guarded(
+            lambda: (getattr(factory, "description", ""), getattr(factory, "env_vars", ()),
+                     getattr(factory, "optional_env", ())), "reading its attributes")
+        row.update(description=one_line(description),
+                   env=names(required, "env_vars") + names(optional, "optional_env"))
+        row["configured"] = configured(guarded(lambda: factory.is_configured(env), "is_configured"))
     except BundlekitError as exc:
-        row.update(configured=False, description="", env=[], error=str(exc))
-        return row
-    configured = bool(factory.is_configured(env))
-    row.update(
-        configured=configured,
-        description=getattr(factory, "description", ""),
-        env=list(getattr(factory, "env_vars", ())) + list(getattr(factory, "optional_env", ())),
-    )
+        row["error"] = str(exc)
+    except PluginFailed as exc:
+        row["error"] = f"pinner {name!r}: {exc}"
     if check:
-        row["check"] = "skipped" if not configured else "ok"
-        if configured:
+        row["check"] = "skipped" if not row["configured"] else "ok"
+        if row["configured"]:
             _check_pinner(factory, env, row)
     return row
 
 
 def _check_pinner(factory: Any, env: Mapping[str, str], row: dict[str, Any]) -> None:
-    """Build the pinner (create_pinner, minus a second registry scan) and run its ``check``.
+    """Build the pinner (create_pinner, minus a second registry scan) and run its ``check``, bounded by
+    :data:`CHECK_SECONDS` (the call crosses the network; each request has its own, shorter, timeout).
 
     A failure goes in ``row``: ``check`` ``"failed"`` and its ``error``.
     """
-    try:
+
+    def build_and_check() -> None:
         with factory.from_env(env) as pinner:
             checker = getattr(pinner, "check", None)
             if callable(checker):
                 checker()
+
+    try:
+        guarded(build_and_check, "its check", timeout=CHECK_SECONDS)
     except BundlekitError as exc:
         row["check"] = "failed"
         row["error"] = str(exc)
+    except PluginFailed as exc:
+        row["check"] = "failed"
+        row["error"] = f"pinner {row['name']!r}: {exc}"

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
+from bundlekit._plugins import PluginFailed, configured, guarded, names, summary
 from bundlekit.errors import BundlekitError, UsageError
 
 __all__ = ["ENTRY_POINT_GROUP", "available_seeders", "seeder_factory", "seeder_listing"]
@@ -19,7 +20,6 @@ __all__ = ["ENTRY_POINT_GROUP", "available_seeders", "seeder_factory", "seeder_l
 log = logging.getLogger("bundlekit.seed")
 
 ENTRY_POINT_GROUP = "bundlekit.seeders"
-_MAX_SUMMARY = 300  # a listing's description: a third party's docstring may be a book
 
 
 def available_seeders() -> dict[str, metadata.EntryPoint]:
@@ -33,10 +33,11 @@ def available_seeders() -> dict[str, metadata.EntryPoint]:
     return dict(sorted(found.items()))
 
 
-def seeder_factory(name: str) -> Any:
+def seeder_factory(name: str, registered: Mapping[str, metadata.EntryPoint] | None = None) -> Any:
     """Load the factory registered under ``name``; ``UsageError`` (exit 2) naming the registered ones if none,
-    or when its package cannot be imported."""
-    seeders = available_seeders()
+    or when its package cannot be imported (whatever its import raises: it is foreign code). ``registered`` is
+    an :func:`available_seeders` answer, so a listing scans the installed distributions once."""
+    seeders = available_seeders() if registered is None else registered
     ep = seeders.get(name)
     if ep is None:
         known = ", ".join(seeders) or "none"
@@ -44,7 +45,7 @@ def seeder_factory(name: str) -> Any:
                          "install the package that provides it or check the spelling")
     try:
         return ep.load()
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a third party's module: any failure to import is "cannot load"
         raise UsageError(f"seeder {name!r} is registered as {ep.value} but cannot be loaded "
                          f"({type(exc).__name__}); reinstall the package that provides it") from exc
 
@@ -52,31 +53,27 @@ def seeder_factory(name: str) -> Any:
 def seeder_listing(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One row per registered seeder, by name: its entry point, the first paragraph of its docstring, the lane
     options it takes, the variables it reads (``env_vars``) and whether ``env`` has what it needs
-    (``is_configured``). Never a value from ``env``. A registration that cannot be loaded, or whose
-    ``is_configured`` fails, is a row with its ``error``; nothing is read from any account."""
+    (``is_configured``). Never a value from ``env``. Each registration is foreign code read through
+    ``bundlekit._plugins`` (bounded in time, its prints off stdout, only plain names kept): one that cannot be
+    loaded, declares what is not a tuple of names, or whose ``is_configured`` fails, hangs, exits or answers
+    other than True or False, is a row with its ``error``; nothing is read from any account."""
     source = os.environ if env is None else env
-    rows: list[dict[str, Any]] = []
-    for name, ep in available_seeders().items():
-        row: dict[str, Any] = {"name": name, "entry_point": ep.value}
-        row.update(configured=False, description="", options=[], env=[])
-        try:
-            factory = seeder_factory(name)
-            row.update(description=_summary(getattr(factory, "__doc__", None)),
-                       options=[str(option) for option in getattr(factory, "options", ())],
-                       env=[str(var) for var in getattr(factory, "env_vars", ())])
-            row["configured"] = bool(factory.is_configured(source))
-        except BundlekitError as exc:
-            row["error"] = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a third party's is_configured: its failure is its row's
-            row["error"] = f"seeder {name!r}: is_configured failed ({type(exc).__name__})"
-        rows.append(row)
-    return rows
+    registered = available_seeders()
+    return [_listing_row(name, ep, registered, source) for name, ep in registered.items()]
 
 
-def _summary(doc: object) -> str:
-    """A docstring's first paragraph on one line, its ``literal`` quoting dropped, at most ``_MAX_SUMMARY``
-    characters."""
-    if not isinstance(doc, str):
-        return ""
-    paragraph = doc.strip().split("\n\n")[0][:_MAX_SUMMARY * 2]
-    return " ".join(paragraph.split()).replace("``", "")[:_MAX_SUMMARY]
+def _listing_row(name: str, ep: metadata.EntryPoint, registered: Mapping[str, metadata.EntryPoint],
+                 env: Mapping[str, str]) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": name, "entry_point": ep.value, "configured": False, "description": "",
+                           "options": [], "env": []}
+    try:
+        factory = guarded(lambda: seeder_factory(name, registered), "loading it")
+        doc, options, env_vars = guarded(lambda: (getattr(factory, "__doc__", None), getattr(factory, "options", ()),
+                                                  getattr(factory, "env_vars", ())), "reading its attributes")
+        row.update(description=summary(doc), options=names(options, "options"), env=names(env_vars, "env_vars"))
+        row["configured"] = configured(guarded(lambda: factory.is_configured(env), "is_configured"))
+    except BundlekitError as exc:
+        row["error"] = str(exc)
+    except PluginFailed as exc:
+        row["error"] = f"seeder {name!r}: {exc}"
+    return row

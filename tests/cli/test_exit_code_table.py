@@ -124,7 +124,7 @@ CASES: dict[str, list[list[str]]] = {
 }
 
 #: commands none of the four kinds applies to: they take no path, choice, value or setting
-NO_SUCH_MISTAKE = {"pinners"}
+NO_SUCH_MISTAKE = {"pinners", "seeders"}
 
 
 def _code_for(kind: str) -> int:

@@ -67,6 +67,7 @@ CASES: dict[str, Case] = {
     "diff": lambda f: ["diff", _written_tree(f), f["bundle"], "--json"],
     "pin": lambda f: ["pin", f["plain_car"], "--pinner", "memory", "--json"],
     "pinners": lambda f: ["pinners", "--json"],
+    "seeders": lambda f: ["seeders", "--json"],
     "unpin": lambda f: ["unpin", "--pinner", "local", "--name-prefix", "memory-", "--keep", "1", "--json"],
     "store ls": lambda f: ["store", "--store", f["store"][0], "ls", "--json"],
     "store gc": lambda f: ["store", "--store", f["store"][0], "gc", "--json"],
