@@ -30,7 +30,8 @@ from bundlekit.unixfs.profiles import PROFILES
 
 __all__ = [
     "CID", "CID_OR_IPFS_URI", "DEFAULT_TREE", "MEMORY_DIR_ENV", "PROFILE", "TREE_DEFAULT_TEXT", "AliasOption",
-    "CidParam", "Count", "LegacyArgument", "Seconds", "legacy_tree_argument", "strict_option", "tree_option",
+    "CidParam", "Count", "LegacyArgument", "Seconds", "legacy_tree_argument", "same_path", "strict_option",
+    "tree_option",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -146,7 +147,8 @@ class AliasOption(click.Option):
         (``name publish --name-key A --key-file B`` published under B's key)."""
         if self._alias_dest in opts:
             old = opts[self._alias_dest]
-            if self.name in opts and opts[self.name] != old:
+            if self.name in opts and opts[self.name] != old and not (
+                    isinstance(self.type, click.Path) and same_path(Path(opts[self.name]), Path(old))):
                 raise UsageError(f"{self.shown_opts()[-1]} given twice, once as its old spelling "
                                  f"{'/'.join(self.hidden_aliases)}, with different values; give it once")
             opts = {**opts, str(self.name): old}
@@ -181,6 +183,19 @@ def strict_option(what: str) -> Callable[[_F], _F]:
                         help=f"Fail (exit 1, nothing written) when anything would be changed or left out: {what}.")
 
 
+def same_path(one: Path, other: Path) -> bool:
+    """Whether two spellings of one path option (``-d`` and an older spelling of the tree, ``--name-key`` and
+    ``--key-file``) name one file or directory: equal as paths (``./m``, ``m/``), or once resolved (a symlink
+    to ``m``, ``x/../m``; the part that does not exist yet is taken as written). Naming the same directory
+    twice is not naming two trees."""
+    if Path(one) == Path(other):
+        return True
+    try:
+        return one.resolve() == other.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: the spellings cannot be told to be one
+        return False
+
+
 def legacy_tree_argument(name: str, metavar: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The old positional tree argument ``name`` (``build MEMDIR``, ``sync TREE``, ``fork DEST``), folded
     into ``-d/--dir``: the command receives one ``tree``. Both given, and different, is a usage error."""
@@ -193,7 +208,7 @@ def legacy_tree_argument(name: str, metavar: str | None = None) -> Callable[[Cal
             positional: Path | None = kwargs.pop(name)
             if positional is not None:
                 source = click.get_current_context().get_parameter_source("tree")
-                if source is click.core.ParameterSource.COMMANDLINE and Path(positional) != Path(tree):
+                if source is click.core.ParameterSource.COMMANDLINE and not same_path(positional, tree):
                     raise UsageError(f"two memory trees named ({str(positional)[:80]!r} and -d {str(tree)[:80]!r}); "
                                      "name the tree once, with -d DIR")
                 tree = positional

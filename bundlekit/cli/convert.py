@@ -21,7 +21,7 @@ import click
 from bundlekit.bundle.keyoptions import KeyOptions
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
-from bundlekit.cli._params import MEMORY_DIR_ENV, tree_option
+from bundlekit.cli._params import MEMORY_DIR_ENV, same_path, tree_option
 from bundlekit.convert import FORMATS, export_to, get_format, import_from
 from bundlekit.errors import UsageError
 from bundlekit.memory.naming import INDEX_NAME
@@ -262,12 +262,15 @@ def _sides(importing: bool, src: Path | None, tree: Path, dest: Path | None) -> 
 
 def _tree(tree: Path, old: Path | None, old_name: str, *, must_exist: bool) -> Path:
     """The memory tree: ``old`` (the older spelling) if given, else ``tree``; both given on the command
-    line and different is a usage error, and an export's tree from ``-d`` must be there."""
+    line and naming different directories (``cli._params.same_path``) is a usage error, as is an older
+    spelling naming a file (``-d`` refuses one); an export's tree from ``-d`` must be there."""
     tree_given = click.get_current_context().get_parameter_source("tree") is click.core.ParameterSource.COMMANDLINE
     if old is not None:
-        if tree_given and Path(old) != Path(tree):
+        if tree_given and not same_path(old, tree):
             raise UsageError(f"two memory trees named ({old_name} {str(old)[:80]!r} and -d {str(tree)[:80]!r}); "
                              "name the tree once, with -d DIR")
+        if old.exists() and not old.is_dir():  # as -d and every command's old positional refuse a file
+            raise UsageError(f"the memory tree ({old_name}) {str(old)[:80]!r} is a file, not a directory")
         return old
     if must_exist and not tree.is_dir():
         raise UsageError(f"no memory tree at {tree}: give -d DIR or set ${MEMORY_DIR_ENV}")

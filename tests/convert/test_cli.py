@@ -361,3 +361,31 @@ def test_an_export_without_output_or_tree_says_what_is_missing(tmp_path: Path) -
     assert code == 2 and "no memory tree at" in err and not (tmp_path / "ws").exists()
     code, _, err = run("convert", "--from", "massgen")
     assert code == 2 and "--from needs SRC" in err
+
+
+def test_the_tree_named_twice_as_one_directory_is_that_one_tree(claude_dir: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "mine"
+    (tmp_path / "link").symlink_to(tree, target_is_directory=True)
+    (tmp_path / "x").mkdir()
+    code, _, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", f"{tree}/", "-d", str(tree))
+    assert code == 0, err
+    for spelling in (tmp_path / "link", tmp_path / "x" / ".." / "mine"):
+        code, _, err = run("convert", "--to", "massgen", str(spelling), "-d", str(tree), "-o",
+                           str(tmp_path / f"ws-{spelling.name}"))
+        assert code == 0 and "converted 2 memories as massgen" in err, err
+
+
+def test_an_old_spelling_of_the_tree_naming_a_file_is_a_usage_error_as_dir_is(claude_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a tree", encoding="utf-8")
+    code, _, err = run("convert", "--from", "claude-code", str(claude_dir), "-o", str(tmp_path / "afile"))
+    assert code == 2 and "is a file, not a directory" in err
+    code, _, err = run("convert", "--to", "massgen", str(tmp_path / "afile"), "-o", str(tmp_path / "ws"))
+    assert code == 2 and "is a file, not a directory" in err and not (tmp_path / "ws").exists()
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "not a tree"
+
+
+def test_a_tree_path_with_terminal_escapes_is_shown_escaped(tmp_path: Path) -> None:
+    code, _, err = run("convert", "--to", "massgen", "-d", str(tmp_path / "a\x1b]0;title\x07b"), "-o",
+                       str(tmp_path / "ws"))
+    assert code == 2 and "\x1b" not in err and "\x07" not in err and "\\x1b]0;title\\x07b" in err

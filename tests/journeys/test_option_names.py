@@ -375,3 +375,13 @@ def test_an_old_and_a_new_spelling_with_one_value_is_that_value(shell: Shell, ol
     shell.run("bundlekit name create --name-key agent.pem")
     assert shell.run("bundlekit name create --key-file agent.pem --name-key agent.pem").stdout.startswith("k51")
     shell.run("bundlekit build --encrypt --passphrase-env WEAK --strict --strong-passphrase -o weak.car", code=2)
+
+
+def test_the_tree_named_twice_as_one_directory_is_that_tree(shell: Shell, old_tree: Path) -> None:
+    (shell.work / "link").symlink_to(old_tree, target_is_directory=True)
+    once = json.loads(shell.run(f"bundlekit build {old_tree} -o once.car --json").stdout)
+    twice = json.loads(shell.run(f"bundlekit build link/ -d ./old-tree -o twice.car --json").stdout)
+    assert once["root"] == twice["root"]
+    shell.other_bundle("teammate")
+    shell.run("bundlekit merge teammate.car --into link -d old-tree")
+    assert "teammate_note" in _keys(old_tree) and "teammate_note" not in _keys(shell.tree)
