@@ -28,9 +28,9 @@ from pathlib import Path
 
 from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
-from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnusable, Row, catalog_files
+from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnavailable, CatalogUnusable, Row, catalog_files, moved
 from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, render_index
-from bundlekit.memory.links import refuse_link
+from bundlekit.memory.links import refuse_link, refuse_special
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename, memory_files
 from bundlekit.memory.ranking import basis, piece_length
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
@@ -124,8 +124,9 @@ class Indexer:
             self._catalog.close()
             self._catalog = None
         if self._dir is not None and (for_write or self._wanted(scan)):
-            for path in (self._dir, *catalog_files(self._dir)):
-                refuse_link(path)  # a planted link is an error, not a reason to fall back
+            refuse_link(self._dir)  # a planted link is an error, not a reason to fall back
+            for path in catalog_files(self._dir):
+                refuse_special(path)  # and so is a pipe or a folder where the index lives
             try:
                 self._catalog = self._open_file(self._dir)
                 self.private = False
@@ -145,6 +146,13 @@ class Indexer:
         return refuse_link(self._dir) or bool(scan is not None and (len(scan) or scan.index))
 
     def _open_file(self, directory: Path) -> Catalog:
+        """The index file opened (created when absent); a broken one deleted and built again, under the lock.
+
+        Opening takes no lock, so it can meet another process's rebuild (:meth:`_reset`, under the lock)
+        deleting the files it is opening: SQLite then answers a transient "disk I/O error" or "attempt to
+        write a readonly database" (``SQLITE_READONLY_DBMOVED``). Neither is the user's to retry: the open
+        is tried once more holding the lock, where no rebuild can be under way; a failure then is real.
+        """
         directory.mkdir(parents=True, exist_ok=True)
         path = catalog_files(directory)[0]
         try:
@@ -152,6 +160,11 @@ class Indexer:
         except CatalogUnusable as exc:
             with self._backend.hold():
                 self._reset(directory, str(exc))
+            return Catalog(path, timeout=self._timeout)
+        except (MemoryStoreError, CatalogUnavailable) as exc:
+            if isinstance(exc, CatalogUnavailable) and not moved(exc):
+                raise  # a read-only tree: the caller serves reads from memory
+        with self._backend.hold():
             return Catalog(path, timeout=self._timeout)
 
     def _reset(self, directory: Path, reason: str) -> None:

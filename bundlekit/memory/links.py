@@ -18,7 +18,7 @@ from pathlib import Path
 from bundlekit._fs import os_reason
 from bundlekit.errors import MemoryStoreError
 
-__all__ = ["NOFOLLOW", "ensure_real_dir", "link_error", "open_nofollow", "refuse_link"]
+__all__ = ["NOFOLLOW", "ensure_real_dir", "link_error", "open_nofollow", "refuse_link", "refuse_special"]
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -46,6 +46,29 @@ def refuse_link(path: Path) -> bool:
         raise MemoryStoreError(f"cannot inspect {path}: {os_reason(exc)}; {_HINT}") from exc
     if stat.S_ISLNK(st.st_mode):
         raise link_error(path)
+    return True
+
+
+_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+def refuse_special(path: Path) -> bool:
+    """As :func:`refuse_link`, for a path that must be a regular file (the index and its companions): a
+    folder, named pipe, socket or device there is a :class:`MemoryStoreError` naming it too. SQLite would
+    open a pipe and answer "disk I/O error" (a retry never helps) or a folder "unable to open"."""
+    if not refuse_link(path):
+        return False
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise MemoryStoreError(f"cannot inspect {path}: {os_reason(exc)}; {_HINT}") from exc
+    for test, kind in _KINDS:
+        if test(mode):
+            raise MemoryStoreError(f"{path} is a {kind}, not a regular file; it is where the derived memory "
+                                   "index lives: remove it, and the index is built again from the memory files")
     return True
 
 

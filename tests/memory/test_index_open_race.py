@@ -82,3 +82,54 @@ def test_another_error_of_the_wal_switch_is_raised_at_once() -> None:
     with pytest.raises(sqlite3.OperationalError):
         database._enter_wal(conn, 5.0)  # type: ignore[arg-type]
     assert conn.calls == 1
+
+
+@pytest.mark.parametrize("failure", ["transient", "moved"])
+def test_an_open_meeting_another_process_rebuild_is_tried_again_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """A rebuild deletes the index under the tree lock while another process opens it without: that open
+    fails with "disk I/O error" (a MemoryStoreError: "retry, check free disk space") or DBMOVED (read as a
+    read-only tree: "fix the tree's permissions"). Seen with 8 openers, 2 writers and a process rebuilding."""
+    from bundlekit.errors import MemoryStoreError
+    from bundlekit.memory import Memory, indexer
+    from bundlekit.memory.catalog import CatalogUnavailable
+
+    Memory(tmp_path / "tree").write("kept", name="kept", description="d", type="project", body="b")
+    real, calls = indexer.Catalog, []
+    again = Memory(tmp_path / "tree")
+
+    def racing(path: Path, **kwargs: Any) -> Any:
+        calls.append(again._tree.backend._lock._depth)  # the tree lock's depth at this open
+        if len(calls) == 1:
+            if failure == "transient":
+                raise MemoryStoreError("the memory index could not be used (disk I/O error); retry")
+            cause = sqlite3.OperationalError("attempt to write a readonly database")
+            cause.sqlite_errorname = "SQLITE_READONLY_DBMOVED"  # type: ignore[attr-defined]
+            raise CatalogUnavailable(13, str(cause)) from cause
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(indexer, "Catalog", racing)
+    assert [record.key for record in again.list()] == ["kept"]
+    assert calls[0] == 0 and calls[1] >= 1  # the second open held the lock
+
+
+def test_a_read_only_trees_index_is_not_retried_under_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bundlekit.memory import Memory, indexer
+    from bundlekit.memory.catalog import CatalogUnavailable
+
+    Memory(tmp_path / "tree").write("kept", name="kept", description="d", type="project", body="b")
+    calls: list[Path] = []
+
+    def read_only(path: Path | None, **kwargs: Any) -> Any:
+        if path is not None:
+            calls.append(path)
+            cause = sqlite3.OperationalError("attempt to write a readonly database")
+            cause.sqlite_errorname = "SQLITE_READONLY"  # type: ignore[attr-defined]
+            raise CatalogUnavailable(13, str(cause)) from cause
+        return indexer.__dict__["_real_catalog"](path, **kwargs)
+
+    monkeypatch.setitem(indexer.__dict__, "_real_catalog", indexer.Catalog)
+    monkeypatch.setattr(indexer, "Catalog", read_only)
+    assert [record.key for record in Memory(tmp_path / "tree").list()] == ["kept"]  # served from memory
+    assert len(calls) == 1

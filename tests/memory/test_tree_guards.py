@@ -155,3 +155,27 @@ def test_a_refused_frontmatter_value_is_named_by_its_file_never_echoed(tmp_path:
         Memory(tmp_path / "m").write("goal", name=secret_like, description="d", type="project", body="b")
     assert str(caught.value).startswith("goal.md: frontmatter 'name'")
     assert "ghp_" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("name", "kind"), [("index.sqlite", "named pipe"), ("index.sqlite-wal", "folder"),
+                                            ("index.sqlite-shm", "named pipe")])
+def test_a_pipe_or_folder_where_the_index_lives_is_refused_naming_it(mem: Memory, tree: Path, name: str,
+                                                                    kind: str) -> None:
+    """SQLite opened a planted FIFO and answered "disk I/O error; retry, and check free disk space" (a retry
+    never helps), and nothing was written: now the error names the path and what to do."""
+    import os
+    import shutil
+
+    mem.write("k", **fields())
+    mem.close()
+    shutil.rmtree(tree / ".bundlekit")
+    (tree / ".bundlekit").mkdir()
+    if kind == "folder":
+        (tree / ".bundlekit" / name).mkdir()
+    else:
+        os.mkfifo(tree / ".bundlekit" / name)
+    with pytest.raises(MemoryStoreError, match=rf"{name} is a {kind}.*remove it, and the index is built again"):
+        Memory(tree).list()
+    with pytest.raises(MemoryStoreError, match=rf"{name} is a {kind}"):
+        Memory(tree).write("k2", **fields())
+    assert not (tree / "k2.md").exists()

@@ -81,6 +81,7 @@ from bundlekit.memory.catalog.database import (
     Signature,
     catalog_files,
     fts5_available,
+    moved,
 )
 from bundlekit.memory.catalog.listing import Listing
 from bundlekit.memory.catalog.search import Ranked, Search
@@ -101,6 +102,7 @@ __all__ = [
     "Signature",
     "catalog_files",
     "fts5_available",
+    "moved",
     "pack",
 ]
 

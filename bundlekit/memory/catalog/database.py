@@ -34,6 +34,7 @@ __all__ = [
     "Signature",
     "catalog_files",
     "fts5_available",
+    "moved",
     "translated",
 ]
 
@@ -108,6 +109,12 @@ def _has_pow(conn: sqlite3.Connection) -> bool:
 def catalog_files(directory: Path) -> list[Path]:
     """The database file and its WAL, shared-memory and journal companions in ``directory``."""
     return [directory / (CATALOG_FILE + suffix) for suffix in _SIDE_FILES]
+
+
+def moved(exc: BaseException) -> bool:
+    """Whether ``exc`` (a :class:`CatalogUnavailable`) came from SQLite finding its file deleted or replaced
+    under it (``SQLITE_READONLY_DBMOVED``: another process's rebuild), not from the tree's permissions."""
+    return getattr(exc.__cause__, "sqlite_errorname", "") == "SQLITE_READONLY_DBMOVED"
 
 
 @contextmanager
