@@ -27,7 +27,7 @@ from bundlekit.seed.apply import preview_seed, read_account, unseed, write_seed
 from bundlekit.seed.ownership import ownership_message
 from bundlekit.seed.plan import SeedPlan
 from bundlekit.seed.protocol import DEFAULT_MAX_MEMORIES, MAX_MEMORIES, SeedRequest
-from bundlekit.seed.registry import seeder_factory, seeder_listing
+from bundlekit.seed.registry import seeder_declared, seeder_listing
 from bundlekit.seed.service import seed_http
 
 __all__ = ["seed_cmd", "seeders", "unseed_cmd"]
@@ -78,7 +78,7 @@ def _lane_options(params: dict[str, Any]) -> dict[str, str]:
 def _secrets(lane: str, options: dict[str, str]) -> list[str]:
     """The credentials this run holds (the lane's variables, a private key): registered with the one
     redaction point so no output shows them, and refused in any memory."""
-    names = list(getattr(seeder_factory(lane), "env_vars", ()))
+    names = seeder_declared(lane)[2]
     if "private_key_env" in options:
         names.append(options["private_key_env"])
     values = [os.environ[n].strip() for n in names if os.environ.get(n, "").strip()]

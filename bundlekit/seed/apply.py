@@ -20,7 +20,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.timeline import day_file_for, encode_entry, make_entry
 from bundlekit.seed.plan import DIGEST_FIELD, SeedPlan, UnseedPlan, plan_seed, plan_unseed
 from bundlekit.seed.protocol import Account, Proposal, SeedRequest
-from bundlekit.seed.registry import seeder_factory
+from bundlekit.seed.registry import seeder_declared
 
 __all__ = ["read_account", "preview_seed", "unseed", "write_seed"]
 
@@ -35,8 +35,7 @@ def read_account(lane: str, request: SeedRequest) -> tuple[Account, list[object]
     Options the seeder does not take are refused (``UsageError``) before anything is read; a failed
     ownership proof is a ``SignatureError`` (exit 3); a service that cannot be read a ``SeedError``.
     """
-    factory = seeder_factory(lane)
-    taken = tuple(getattr(factory, "options", ()))
+    factory, taken, _ = seeder_declared(lane)
     unknown = sorted(set(request.options) - set(taken))
     if unknown:
         raise UsageError(f"seeder {lane!r} takes no option {', '.join(unknown)} "

@@ -13,9 +13,9 @@ from importlib import metadata
 from typing import Any
 
 from bundlekit._plugins import PluginFailed, configured, guarded, names, summary
-from bundlekit.errors import BundlekitError, UsageError
+from bundlekit.errors import BundlekitError, SeedError, UsageError
 
-__all__ = ["ENTRY_POINT_GROUP", "available_seeders", "seeder_factory", "seeder_listing"]
+__all__ = ["ENTRY_POINT_GROUP", "available_seeders", "seeder_declared", "seeder_factory", "seeder_listing"]
 
 log = logging.getLogger("bundlekit.seed")
 
@@ -48,6 +48,23 @@ def seeder_factory(name: str, registered: Mapping[str, metadata.EntryPoint] | No
     except Exception as exc:  # noqa: BLE001 - a third party's module: any failure to import is "cannot load"
         raise UsageError(f"seeder {name!r} is registered as {ep.value} but cannot be loaded "
                          f"({type(exc).__name__}); reinstall the package that provides it") from exc
+
+
+def seeder_declared(name: str) -> tuple[Any, list[str], list[str]]:
+    """The factory registered as ``name``, its ``options`` and its ``env_vars``, checked as :func:`seeder_listing`
+    checks them (``_plugins.names``), with a callable ``from_request``: a lane that breaks its contract there is
+    a ``SeedError`` naming it, before anything runs (a str ``env_vars`` was read letter by letter, bytes or a
+    missing ``from_request`` were an "internal error" blaming bundlekit)."""
+    factory = seeder_factory(name)
+    try:
+        options = names(getattr(factory, "options", ()), "options")
+        env_vars = names(getattr(factory, "env_vars", ()), "env_vars")
+        if not callable(getattr(factory, "from_request", None)):
+            raise PluginFailed("it has no from_request")
+    except PluginFailed as exc:
+        raise SeedError(f"seeder {name!r} breaks the seeder contract: {exc}; "
+                        "report it to the package that provides it") from None
+    return factory, options, env_vars
 
 
 def seeder_listing(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from bundlekit import _plugins
 from bundlekit.cli import cli
-from tests.seeding import install_dist
+from tests.seed.conftest import Run
+from tests.seeding import install_dist, tree_files
 
 SECRET = "ghp_" + "s3cr3t" * 6
 
@@ -204,3 +205,19 @@ def test_a_pinner_whose_check_raises_a_foreign_error_is_a_failed_check(tmp_path:
     result = CliRunner(env={}).invoke(cli, ["pinners", "--check", "--json"])
     row = next(row for row in json.loads(result.stdout) if row["name"] == "checks")
     assert result.exit_code == 4 and row["check"] == "failed" and "its check failed (RuntimeError)" in row["error"]
+
+
+@pytest.mark.parametrize(("lane", "error"), [
+    ("generator", "its options are a generator, not a tuple of names"),
+    ("text", "its env_vars are a str, not a tuple of names"),
+    ("raw", "its env_vars are not all names"),
+    ("number", "its options are a int"),
+])
+def test_seeding_from_a_lane_whose_declarations_break_the_contract_names_the_lane(
+        hostile_seeders: Path, tree: Path, run: Run, lane: str, error: str) -> None:
+    """`memory seed` read a str env_vars letter by letter and met bytes with "internal error ... please report
+    it", blaming bundlekit; the lane is named now, as the listing names it, before anything runs."""
+    before = tree_files(tree)
+    result = run("seed", lane, "--yes")
+    assert result.exit_code == 1 and f"seeder {lane!r} breaks the seeder contract: {error}" in result.stderr
+    assert "internal error" not in result.stderr and tree_files(tree) == before
