@@ -23,7 +23,14 @@ from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.embed.protocol import EmbedderSettings
-from bundlekit.errors import FrontmatterError, InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import (
+    FrontmatterError,
+    InvalidKeyError,
+    MemoryFileTooLarge,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    UsageError,
+)
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
 from bundlekit.memory.naming import validate_key
@@ -246,6 +253,8 @@ def show_cmd(ctx: click.Context, key: str, usage_boost: bool, as_json: bool) -> 
     mem = _mem(ctx, existing=True)
     try:
         record = mem.read(key, withhold=True, used=usage_boost)
+    except MemoryFileTooLarge as exc:  # never printed: gigabytes on a terminal or to an agent help no one
+        raise MemoryFileTooLarge(f"{exc}; not shown (`bundlekit memory forget {key}` removes it)") from exc
     except FrontmatterError as exc:
         _show_broken(mem, key, str(exc), as_json)
         return
