@@ -165,3 +165,30 @@ def test_the_in_memory_backend_hashes_what_it_holds() -> None:
     backend.write("user_a.md", b"abc")
     assert backend.digest("user_a.md") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert backend.digest("user_b.md") is None
+
+
+PROC = Path("/proc/self")
+needs_proc = pytest.mark.skipif(not (PROC / "status").is_file(), reason="no /proc here")
+
+
+@needs_proc
+@needs_c
+def test_c_stops_one_byte_past_the_limit_when_the_file_holds_more_than_its_size_said() -> None:
+    # /proc/self/status is a regular file whose size says 0 and which holds a kilobyte or more: a file that
+    # grew between the size taken and the read, at will.
+    assert os.stat(PROC / "status").st_size == 0
+    fd = os.open(PROC, os.O_RDONLY)
+    try:
+        assert backend_module._statscan.read_files(fd, b"status", 100) == [-1]
+        whole = backend_module._statscan.read_files(fd, b"status", 1 << 20)[0]
+        assert isinstance(whole, bytes) and len(whole) > 100
+    finally:
+        os.close(fd)
+
+
+@needs_proc
+def test_python_stops_one_byte_past_the_limit_when_the_file_holds_more_than_its_size_said() -> None:
+    with pytest.raises(MemoryFileTooLarge, match="status holds more than"):
+        backend_module._read(PROC / "status", 100)
+    data = backend_module._read(PROC / "status", 1 << 20)
+    assert data is not None and len(data) > 100
