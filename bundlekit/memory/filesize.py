@@ -42,15 +42,17 @@ def shown_whole(problem: str) -> bool:
 
 
 def check_text_size(text: str, where: str) -> None:
-    """Raise :func:`too_large` when ``text`` encoded as UTF-8 is over the bound (a write, a merge, a load:
-    never store a memory every reader would then leave out). A character is at most 4 bytes, so only text
-    of more than a quarter of the bound in characters is encoded to be measured."""
+    """Raise :class:`MemoryFileTooLarge` when ``text`` encoded as UTF-8 is over the bound (a write, a merge, a
+    first load: never store a memory every reader would then leave out). A character is at most 4 bytes, so
+    only text of more than a quarter of the bound in characters is encoded to be measured."""
     if len(text) * 4 <= MAX_MEMORY_BYTES:
         return
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_MEMORY_BYTES:
-        raise too_large(where, size)
-
+        raise MemoryFileTooLarge(
+            f"{where} would hold {_mib(size)} ({size} bytes), over the {_mib(MAX_MEMORY_BYTES)} a memory file "
+            "may hold; split it into smaller memories"
+        )
 
 def _mib(size: int) -> str:
     """``size`` bytes in MiB, as a person reads it (``4 MiB``, ``300.5 MiB``)."""

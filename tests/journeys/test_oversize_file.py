@@ -21,7 +21,10 @@ from click.testing import CliRunner, Result
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.cli import cli
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge
+from bundlekit.mcp_server.source import ServedMemory
+from bundlekit.mcp_server.tools import MemoryTools
 from bundlekit.memory import Memory
+from bundlekit.memory import backend, filesize
 from bundlekit.memory.filesize import MAX_MEMORY_BYTES
 
 HUGE = 300_000_000  # a sparse file: nothing of it is on disk, nothing of it is read
@@ -163,6 +166,46 @@ def test_a_merged_or_loaded_memory_over_the_bound_is_refused_before_anything_is_
     text = SMALL.replace("Saturday football.", "y" * MAX_MEMORY_BYTES)
     mem = Memory(tree)
     before = sorted(path.name for path in tree.iterdir())
-    with pytest.raises(MemoryFileTooLarge, match="merged project_new.md holds 4.0 MiB"), mem.transaction() as tx:
+    with pytest.raises(MemoryFileTooLarge, match="merged project_new.md would hold 4.0 MiB"), mem.transaction() as tx:
         tx.apply({"project_new.md": text}, {})
     assert sorted(path.name for path in tree.iterdir()) == before
+
+
+def test_the_mcp_tools_list_the_rest_and_refuse_to_show_it(tree: Path) -> None:
+    tools = MemoryTools(ServedMemory(Memory(tree), read_only=False, origin=str(tree)))
+    assert [row["key"] for row in tools.list()] == ["project_cup", "user_role"]
+    assert any(warning.startswith(PROBLEM) for warning in tools.served.memory.warnings)
+    assert sorted(hit["key"] for hit in tools.recall("saturday", rank="salience")) == ["project_cup", "user_role"]
+    with pytest.raises(MemoryFileTooLarge, match="project_huge.md holds 286 MiB"):
+        tools.show("project_huge")
+    assert "project_huge" not in tools.index()
+
+
+@pytest.fixture
+def big_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bundle holding ``project_big.md`` of 5 MiB, built where the bound was larger (an older or another
+    writer's bundle), with ``user_small.md`` beside it."""
+    with monkeypatch.context() as bigger:
+        bigger.setattr(filesize, "MAX_MEMORY_BYTES", 64 * 1024**2)
+        bigger.setattr(backend, "MAX_MEMORY_BYTES", 64 * 1024**2)
+        source = Memory(tmp_path / "elsewhere")
+        source.write("user_small", name="s", description="d", type="user", body="hi")
+        source.write("project_big", name="Big", description="d", type="project", body="x" * (5 * 1024**2))
+        build_bundle(tmp_path / "elsewhere", tmp_path / "big.car")
+    return tmp_path / "big.car"
+
+
+def test_a_bundle_carrying_a_file_over_the_bound_loads_verbatim_and_never_merges_in(
+        big_bundle: Path, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLEKIT_HOME", str(tmp_path / "home"))
+    loaded = CliRunner().invoke(cli, ["load", str(big_bundle), "-o", str(tmp_path / "loaded")])
+    assert loaded.exit_code == 0, loaded.output
+    assert (tmp_path / "loaded" / "project_big.md").stat().st_size > MAX_MEMORY_BYTES  # the verified copy, whole
+    listed = memory_cli(tmp_path / "loaded", "list").stdout.splitlines()
+    assert listed[0].startswith("project_big\tbroken\t-\t-\tproject_big.md holds 5.0 MiB") and "user_small" in listed[1]
+    before = {path.name: path.stat().st_mtime_ns for path in tree.iterdir()}
+    for command in (["merge", "-d", str(tree)], ["fork", "-d", str(tree)]):
+        refused = CliRunner().invoke(cli, [*command, str(big_bundle)])
+        assert refused.exit_code == 1, refused.output
+        assert "project_big.md would hold 5.0 MiB (5243001 bytes), over the 4 MiB a memory file may hold" in refused.stderr
+        assert {path.name: path.stat().st_mtime_ns for path in tree.iterdir()} == before

@@ -146,11 +146,11 @@ def test_read_and_stored_text_raise_for_it_and_forget_removes_it(tree: Path) -> 
 
 def test_a_text_over_the_bound_is_refused_by_the_parser_and_the_writer(tmp_path: Path) -> None:
     text = MEMORY.format(body="é" * (MAX_MEMORY_BYTES // 2))  # fewer characters than bytes: measured encoded
-    with pytest.raises(MemoryFileTooLarge, match="merged user_x.md holds"):
+    with pytest.raises(MemoryFileTooLarge, match="merged user_x.md would hold"):
         parse_memory_file(text, key="user_x", where="merged user_x.md")
     check_text_size("é" * (MAX_MEMORY_BYTES // 2), "at the bound")
     mem = Memory(None)
-    with pytest.raises(MemoryFileTooLarge, match="user_x.md holds"):
+    with pytest.raises(MemoryFileTooLarge, match="user_x.md would hold"):
         mem.write("user_x", name="n", description="d", type="user", body="x" * MAX_MEMORY_BYTES)
     assert mem.list() == []
 
