@@ -33,6 +33,7 @@ from bundlekit.errors import (
 )
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.filesize import MAX_MEMORY_BYTES
 from bundlekit.memory.naming import validate_key
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
@@ -212,9 +213,12 @@ def write_cmd(
         text = body
     else:
         try:
-            text = body_file.read()
+            text = body_file.read(MAX_MEMORY_BYTES + 1)  # characters: more can never be a memory's body
         except UnicodeDecodeError as exc:
             raise UsageError(f"--body-file {body_file.name} is not UTF-8 text; re-save it as UTF-8") from exc
+        if len(text) > MAX_MEMORY_BYTES:
+            raise MemoryFileTooLarge(f"--body-file {body_file.name} holds more than the 4 MiB a memory file may "
+                                     "hold; split it into smaller memories")
     record = _mem(ctx, existing=True).write(
         key,
         name=name,

@@ -158,8 +158,15 @@ def test_a_memory_over_the_bound_is_never_written(tree: Path, tmp_path: Path) ->
     body.write_text("x" * (MAX_MEMORY_BYTES + 1), encoding="utf-8")
     result = memory_cli(tree, "write", "user_big", "--name", "n", "--description", "d", "--type", "user",
                         "--body-file", str(body))
-    assert result.exit_code == 1 and "over the 4 MiB a memory file may hold" in result.stderr
+    assert result.exit_code == 1 and "4 MiB a memory file may hold" in result.stderr
     assert not (tree / "user_big.md").exists()
+    with body.open("ab") as grown:  # a body file of gigabytes is never read whole either
+        grown.truncate(8 * 1024**3)
+    result = memory_cli(tree, "write", "user_big", "--name", "n", "--description", "d", "--type", "user",
+                        "--body-file", str(body))
+    assert result.exit_code == 1 and not (tree / "user_big.md").exists()
+    assert result.stderr == (f"error: --body-file {body} holds more than the 4 MiB a memory file may hold; "
+                             "split it into smaller memories\n")
 
 
 def test_a_merged_or_loaded_memory_over_the_bound_is_refused_before_anything_is_written(tree: Path) -> None:
