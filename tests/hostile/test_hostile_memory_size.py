@@ -123,3 +123,13 @@ def test_a_file_growing_while_it_is_read_is_read_no_further_than_the_bound(
             else:
                 assert grow["name"] == "Grows"
     assert seen <= {"broken", "read"}  # each round took it as read (small then) or as over the bound, never a crash
+
+
+def test_a_sparse_8_gib_memory_index_is_written_again_never_read_whole(tree: Path, run_cli: RunCli) -> None:
+    index = tree / "MEMORY.md"
+    with index.open("r+b") as planted:  # MEMORY.md is derived: one of gigabytes is not ours, so it is rewritten
+        planted.truncate(GIB8)
+    done = run_cli("memory", "-d", str(tree), "context")
+    assert done.returncode == 0, done.stderr
+    assert "Plan 7" in done.stdout and "Traceback" not in done.stderr
+    assert index.stat().st_size < 64 * 1024 and "Plan 7" in index.read_text(encoding="utf-8")
