@@ -254,7 +254,7 @@ class Memory:
     def stored_text(self, key: str) -> str | None:
         """The memory file ``key``'s text as stored (``None`` when there is none; bytes that are not UTF-8
         replaced), with what looks like a credential withheld (a warning names the file): how a file that
-        does not parse is shown."""
+        does not parse is shown. One over the size bound is never read whole: :class:`MemoryFileTooLarge`."""
         from bundlekit.memory.withhold import mask, withheld_warning
 
         filename = filename_for(key)
