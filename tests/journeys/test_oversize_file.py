@@ -210,9 +210,15 @@ def test_a_bundle_carrying_a_file_over_the_bound_loads_verbatim_and_never_merges
     assert (tmp_path / "loaded" / "project_big.md").stat().st_size > MAX_MEMORY_BYTES  # the verified copy, whole
     listed = memory_cli(tmp_path / "loaded", "list").stdout.splitlines()
     assert listed[0].startswith("project_big\tbroken\t-\t-\tproject_big.md holds 5.0 MiB") and "user_small" in listed[1]
-    before = {path.name: path.stat().st_mtime_ns for path in tree.iterdir()}
+    before = _files(tree)
     for command in (["merge", "-d", str(tree)], ["fork", "-d", str(tree)]):
         refused = CliRunner().invoke(cli, [*command, str(big_bundle)])
         assert refused.exit_code == 1, refused.output
         assert "project_big.md would hold 5.0 MiB (5243001 bytes), over the 4 MiB a memory file may hold" in refused.stderr
-        assert {path.name: path.stat().st_mtime_ns for path in tree.iterdir()} == before
+        assert _files(tree) == before
+
+
+def _files(tree: Path) -> dict[str, bytes | int]:
+    """The tree's files (not its derived index's folder): each one's bytes, the huge one's size."""
+    return {str(path.relative_to(tree)): path.stat().st_size if path.name == "project_huge.md" else path.read_bytes()
+            for path in sorted(tree.rglob("*")) if path.is_file() and not path.relative_to(tree).parts[0].startswith(".")}
