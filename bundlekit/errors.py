@@ -39,6 +39,7 @@ says so below.
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
+    │   │   └── MemoryFileTooLarge  a memory file over the size bound (``memory.filesize``): never read whole
     │   ├── ConflictError           expected_revision is stale
     │   ├── MemoryNotFoundError     no memory with that key
     │   ├── SecretDetectedError     content matches a credential pattern
@@ -96,6 +97,7 @@ __all__ = [  # noqa: RUF022
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
+    "MemoryFileTooLarge",
     "ConflictError",
     "MemoryNotFoundError",
     "SecretDetectedError",
@@ -235,6 +237,11 @@ class InvalidKeyError(MemoryStoreError, ValueError):
 
 class FrontmatterError(MemoryStoreError, ValueError):
     """Missing, malformed or invalid frontmatter in a memory file."""
+
+
+class MemoryFileTooLarge(FrontmatterError):
+    """A memory file larger than a memory may be (``memory.filesize.MAX_MEMORY_BYTES``): read no further than
+    the bound, listed as broken like a file that does not parse."""
 
 
 class ConflictError(MemoryStoreError):

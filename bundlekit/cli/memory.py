@@ -23,9 +23,17 @@ from bundlekit.cli._params import Count
 from bundlekit.cli._suggest import SuggestingGroup
 from bundlekit.cli._embedopts import embedder_options, embedder_settings
 from bundlekit.embed.protocol import EmbedderSettings
-from bundlekit.errors import FrontmatterError, InvalidKeyError, MemoryNotFoundError, MemoryStoreError, UsageError
+from bundlekit.errors import (
+    FrontmatterError,
+    InvalidKeyError,
+    MemoryFileTooLarge,
+    MemoryNotFoundError,
+    MemoryStoreError,
+    UsageError,
+)
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import atomic_write_bytes
+from bundlekit.memory.filesize import MAX_MEMORY_BYTES
 from bundlekit.memory.naming import validate_key
 from bundlekit.memory.ranking import RANKS
 from bundlekit.memory.record import DECAY_VALUES, MEMORY_TYPES
@@ -205,9 +213,12 @@ def write_cmd(
         text = body
     else:
         try:
-            text = body_file.read()
+            text = body_file.read(MAX_MEMORY_BYTES + 1)  # characters: more can never be a memory's body
         except UnicodeDecodeError as exc:
             raise UsageError(f"--body-file {body_file.name} is not UTF-8 text; re-save it as UTF-8") from exc
+        if len(text) > MAX_MEMORY_BYTES:
+            raise MemoryFileTooLarge(f"--body-file {body_file.name} holds more than the 4 MiB a memory file may "
+                                     "hold; split it into smaller memories")
     record = _mem(ctx, existing=True).write(
         key,
         name=name,
@@ -246,6 +257,8 @@ def show_cmd(ctx: click.Context, key: str, usage_boost: bool, as_json: bool) -> 
     mem = _mem(ctx, existing=True)
     try:
         record = mem.read(key, withhold=True, used=usage_boost)
+    except MemoryFileTooLarge as exc:  # never printed: gigabytes on a terminal or to an agent help no one
+        raise MemoryFileTooLarge(f"{exc}; not shown (`bundlekit memory forget {key}` removes it)") from exc
     except FrontmatterError as exc:
         _show_broken(mem, key, str(exc), as_json)
         return

@@ -132,4 +132,7 @@ def read_tree(src: str | os.PathLike[str]) -> ForeignTree:
     entries.sort(key=lambda e: e.key)
     timeline = [dict(ev) for ev in memory.timeline()]
     timeline.sort(key=lambda ev: str(ev.get("ts", "")))
-    return ForeignTree(entries, timeline)
+    # A memory file that does not parse (or is over the size bound) is left out: a loss like any other,
+    # named in a warning, and with ``strict`` refused before anything is written.
+    losses = [Loss(key, problem, left_out=True) for key, problem in memory.broken().items()]
+    return ForeignTree(entries, timeline, [loss.warning() for loss in losses], losses)

@@ -7,7 +7,7 @@ derived index; ``meaning``, recall by meaning: the embedder and the vectors; ``t
 merge read and write as one change) over ``backend`` (a directory or a dict; with
 ``_statscan``, the optional C listing) and ``links`` (no symlinks inside a tree), ``lock`` (the
 cross-process lock) and ``undo`` (a change of several files whole or not at all); one memory file:
-``naming`` (keys), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
+``naming`` (keys), ``filesize`` (the 4 MiB bound: what is read of a file, what may be stored), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
 frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
 parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
 vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``, ``usage``) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block),

@@ -19,8 +19,10 @@
  *            there: the caller refuses the tree), else None
  * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
  *
- * read_files(dir_fd, names) -> list: each file of ``names`` (bytes, NUL between) read whole, with the
- * GIL released: its bytes, or None when it is gone. Opened with O_NOFOLLOW; a link (ELOOP), a file
+ * read_files(dir_fd, names, limit) -> list: each file of ``names`` (bytes, NUL between) read whole, with the
+ * GIL released: its bytes, None when it is gone, or an int for a file of more than ``limit`` bytes, never
+ * read whole (its size as fstat gave it before the read, or -1 when it grew past ``limit`` during the read,
+ * which stops after limit + 1 bytes: bundlekit/memory/filesize.py). Opened with O_NOFOLLOW; a link (ELOOP), a file
  * that is not a regular file (EISDIR) and any other failure raise OSError naming the file. Output
  * reads every memory file it shows (list, export, build): one call instead of three system calls
  * made from Python per file.
@@ -280,8 +282,10 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
     return result;
 }
 
-/* Read one file whole into *out (malloc'd, *size bytes); 0, or an errno value (ENOENT: gone). */
-static int read_one(int dir_fd, const char *name, char **out, size_t *size) {
+/* Read one file whole into *out (malloc'd, *size bytes); 0, or an errno value (ENOENT: gone). A file of more
+ * than ``limit`` bytes is EFBIG, never read whole: *size is then its size when fstat saw it over the limit,
+ * or -1 when it grew past the limit while it was read (the read stops after limit + 1 bytes). */
+static int read_one(int dir_fd, const char *name, size_t limit, char **out, long long *size) {
     struct stat st;
     int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); /* never waits on a FIFO */
     *out = NULL;
@@ -298,11 +302,23 @@ static int read_one(int dir_fd, const char *name, char **out, size_t *size) {
         close(fd);
         return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     }
+    if (st.st_size > 0 && (uintmax_t)st.st_size > (uintmax_t)limit) {
+        close(fd);
+        *size = (long long)st.st_size;
+        return EFBIG;
+    }
     Buffer buf = {0};
+    size_t most = limit + 1; /* the most ever held: one byte past the limit tells a file that grew past it */
     size_t want = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096; /* + 1: EOF seen in the same read */
+    if (want > most) {
+        want = most;
+    }
     for (;;) {
         if (buf.used + 1 > buf.size) {
             size_t grown_size = buf.size ? buf.size * 2 : want;
+            if (grown_size > most) {
+                grown_size = most;
+            }
             char *grown = realloc(buf.data, grown_size);
             if (grown == NULL) {
                 free(buf.data);
@@ -326,19 +342,29 @@ static int read_one(int dir_fd, const char *name, char **out, size_t *size) {
             break;
         }
         buf.used += (size_t)got;
+        if (buf.used > limit) { /* grew past the limit since the fstat: stop here */
+            free(buf.data);
+            close(fd);
+            *size = -1;
+            return EFBIG;
+        }
     }
     close(fd);
     *out = buf.data;
-    *size = buf.used;
+    *size = (long long)buf.used;
     return 0;
 }
 
 static PyObject *read_files(PyObject *module, PyObject *args) {
     int dir_fd;
     const char *names;
-    Py_ssize_t length;
+    Py_ssize_t length, limit;
     (void)module;
-    if (!PyArg_ParseTuple(args, "iy#", &dir_fd, &names, &length)) {
+    if (!PyArg_ParseTuple(args, "iy#n", &dir_fd, &names, &length, &limit)) {
+        return NULL;
+    }
+    if (limit < 0 || (size_t)limit >= SIZE_MAX) {
+        PyErr_SetString(PyExc_ValueError, "read_files() needs a limit from 0 to the largest size");
         return NULL;
     }
     Py_ssize_t count = 0;
@@ -347,7 +373,7 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
     }
     count += length > 0;
     char **data = calloc((size_t)(count ? count : 1), sizeof(char *));
-    size_t *sizes = calloc((size_t)(count ? count : 1), sizeof(size_t));
+    long long *sizes = calloc((size_t)(count ? count : 1), sizeof(long long));
     int *errors = calloc((size_t)(count ? count : 1), sizeof(int));
     if (data == NULL || sizes == NULL || errors == NULL) {
         free(data);
@@ -360,8 +386,8 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     const char *name = names;
     for (Py_ssize_t i = 0; i < count; i++) {
-        errors[i] = read_one(dir_fd, name, &data[i], &sizes[i]);
-        if (errors[i] && errors[i] != ENOENT) {
+        errors[i] = read_one(dir_fd, name, (size_t)limit, &data[i], &sizes[i]);
+        if (errors[i] && errors[i] != ENOENT && errors[i] != EFBIG) {
             failed = i;
             break;
         }
@@ -383,7 +409,9 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
     } else {
         result = PyList_New(count);
         for (Py_ssize_t i = 0; result != NULL && i < count; i++) {
-            PyObject *item = errors[i] ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize(data[i] ? data[i] : "", (Py_ssize_t)sizes[i]);
+            PyObject *item = errors[i] == EFBIG ? PyLong_FromLongLong(sizes[i])
+                             : errors[i]      ? Py_NewRef(Py_None)
+                                              : PyBytes_FromStringAndSize(data[i] ? data[i] : "", (Py_ssize_t)sizes[i]);
             if (item == NULL) {
                 Py_CLEAR(result);
                 break;

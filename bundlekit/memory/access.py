@@ -24,6 +24,7 @@ from bundlekit.errors import FrontmatterError, MemoryStoreError
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
+from bundlekit.memory.filesize import shown_whole
 from bundlekit.memory.indexer import Indexer, decode, parse_files, parse_read
 from bundlekit.memory.naming import check_unique, filename_for, key_from_filename, memory_files
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
@@ -93,10 +94,8 @@ class TreeAccess:
             result = self._read_fresh(op, trusted=not whole and not self.whole)
             if warn_broken:
                 for name, problem in sorted(self.index.broken.items()):
-                    self.warn(
-                        f"{problem}; left out (`bundlekit memory show {name[:-3]}` prints the file, "
-                        f"`bundlekit memory forget {name[:-3]}` removes it)"
-                    )
+                    shows = f"`bundlekit memory show {name[:-3]}` prints the file, " if shown_whole(problem) else ""
+                    self.warn(f"{problem}; left out ({shows}`bundlekit memory forget {name[:-3]}` removes it)")
             return result
 
     def _read_fresh(self, op: Callable[[Catalog], _T], *, trusted: bool) -> _T:
@@ -281,11 +280,11 @@ class TreeAccess:
         check_unique((name[:-3] for name in names), where=self.where())
         datas = self.backend.read_many(names)
         digests = {name: hashlib.sha256(data).digest() for name, data in zip(names, datas, strict=True)
-                   if data is not None}
+                   if isinstance(data, bytes)}
         unchanged = [(name, data) for name, data in zip(names, datas, strict=True)
-                     if data is not None and known.get(name) == digests[name]]
-        fresh = [(name, data) for name, data in zip(names, datas, strict=True)
-                 if data is not None and known.get(name) != digests[name]]
+                     if isinstance(data, bytes) and known.get(name) == digests[name]]
+        fresh = [(name, data) for name, data in zip(names, datas, strict=True)  # one over the bound: broken
+                 if data is not None and known.get(name) != digests.get(name)]
         found = parse_read([name for name, _d in fresh], [data for _n, data in fresh], self.index.broken)
         indexed = catalog.stat.digests()
         broken = self.index.broken  # never indexed: a file that does not parse is not stale, only left out

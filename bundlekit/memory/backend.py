@@ -13,6 +13,7 @@ or write follows a symbolic link inside the tree (``links``).
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -26,7 +27,8 @@ from typing import Protocol, TypeVar
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
 from bundlekit._fs import is_temp_name, os_reason, sweep_stale_temps
-from bundlekit.errors import MemoryStoreError
+from bundlekit.errors import MemoryFileTooLarge, MemoryStoreError
+from bundlekit.memory.filesize import MAX_MEMORY_BYTES, too_large
 from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR
@@ -141,7 +143,8 @@ class Backend(Protocol):
     def scan(self) -> Scan: ...
     def stamp(self) -> object: ...
     def read(self, name: str) -> bytes | None: ...
-    def read_many(self, names: list[str]) -> list[bytes | None]: ...
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]: ...
+    def digest(self, name: str) -> str | None: ...
     def write(self, name: str, data: bytes) -> None: ...
     def delete(self, name: str) -> bool: ...
     def signature(self, name: str) -> Signature | None: ...
@@ -167,10 +170,33 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _atomic_write_bytes(path, data, error=MemoryStoreError, hint=_HINT, parents=True, sync_dir=False)
 
 
-def _read(path: Path) -> bytes | None:
+def _read(path: Path, limit: int | None = None) -> bytes | None:
     """The bytes of ``path`` (``None`` when absent); a link is refused, never followed, and anything but a
     regular file (a FIFO planted under a memory's name would block the open, then the read, for ever) is
-    refused without waiting on it, as ``_statscan.read_files`` refuses it."""
+    refused without waiting on it, as ``_statscan.read_files`` refuses it. With ``limit`` (a memory file:
+    ``filesize``) a file of more bytes raises :class:`MemoryFileTooLarge`: checked from its size before the
+    read, and the read stops after ``limit + 1`` bytes (a file growing meanwhile is never read whole)."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise too_large(path.name, size)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read() if limit is None else handle.read(limit + 1)
+    except OSError as exc:
+        raise os_failure("read", path, exc) from exc
+    finally:
+        os.close(fd)
+    if limit is not None and len(data) > limit:
+        raise too_large(path.name, None)
+    return data
+
+
+def _open_regular(path: Path) -> int | None:
+    """A descriptor of the regular file ``path`` (``None`` when absent), never through a link nor waiting on a
+    FIFO; :class:`MemoryStoreError` for a directory or another kind of file (a FIFO, socket or device)."""
     try:
         fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -179,17 +205,43 @@ def _read(path: Path) -> bytes | None:
         raise os_failure("read", path, exc) from exc
     try:
         mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree")
-        if not stat.S_ISREG(mode):
-            raise MemoryStoreError(f"{path} is not a regular file (a FIFO, socket or device), not a memory file; "
-                                   "move it out of the tree")
+    except OSError as exc:
+        os.close(fd)
+        raise os_failure("read", path, exc) from exc
+    if stat.S_ISREG(mode):
+        return fd
+    os.close(fd)
+    if stat.S_ISDIR(mode):
+        raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree")
+    raise MemoryStoreError(f"{path} is not a regular file (a FIFO, socket or device), not a memory file; "
+                           "move it out of the tree")
+
+
+def _digest(path: Path) -> str | None:
+    """The SHA-256 (hex) of ``path``'s bytes, read in pieces of a MiB (a file of any size, in bounded memory;
+    ``None`` when absent), as :func:`_read` opens it."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    digest = hashlib.sha256()
+    try:
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+            for piece in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(piece)
     except OSError as exc:
         raise os_failure("read", path, exc) from exc
     finally:
         os.close(fd)
+    return digest.hexdigest()
+
+
+def _read_or_too_large(path: Path) -> bytes | MemoryFileTooLarge | None:
+    """:func:`_read` of a memory file, with its :class:`MemoryFileTooLarge` returned, not raised (one file over
+    the bound is one file left out, not a read of many refused)."""
+    try:
+        return _read(path, MAX_MEMORY_BYTES)
+    except MemoryFileTooLarge as exc:
+        return exc
 
 
 def _c_listing() -> bool:
@@ -337,13 +389,21 @@ class DirectoryBackend:
         return _signature(st)
 
     def read(self, name: str) -> bytes | None:
-        return _read(self.root / name)
+        """The bytes of the memory file (or ``MEMORY.md``) ``name``, ``None`` when it is gone; one over the
+        bound (``filesize``) raises :class:`MemoryFileTooLarge`, read no further than the bound."""
+        return _read(self.root / name, MAX_MEMORY_BYTES)
 
-    def read_many(self, names: list[str]) -> list[bytes | None]:
-        """The bytes of each of ``names`` (``None`` for one that is gone), as :meth:`read` reads them: by
-        ``_statscan.read_files`` in one call where it is built (output reads every memory it shows)."""
+    def digest(self, name: str) -> str | None:
+        """The SHA-256 (hex) of the file ``name``, whatever its size (read in pieces), ``None`` when gone: what
+        ``forget`` records of a file over the bound, never read whole."""
+        return _digest(self.root / name)
+
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]:
+        """The bytes of each of ``names`` (``None`` for one that is gone, the :class:`MemoryFileTooLarge` for one
+        over the bound), as :meth:`read` reads them: by ``_statscan.read_files`` in one call where it is built
+        (output reads every memory it shows)."""
         if len(names) < 8 or not _c_listing():
-            return [self.read(name) for name in names]
+            return [_read_or_too_large(self.root / name) for name in names]
         try:
             dir_fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except FileNotFoundError:
@@ -351,7 +411,7 @@ class DirectoryBackend:
         except OSError as exc:
             raise os_failure("read the memory tree", self.root, exc) from exc
         try:
-            return _statscan.read_files(dir_fd, "\0".join(names).encode("utf-8", "surrogateescape"))
+            found = _statscan.read_files(dir_fd, "\0".join(names).encode("utf-8", "surrogateescape"), MAX_MEMORY_BYTES)
         except OSError as exc:
             path = self.root / (exc.filename or "")
             if exc.errno == errno.ELOOP:
@@ -361,6 +421,9 @@ class DirectoryBackend:
             raise os_failure("read", path, exc) from exc
         finally:
             os.close(dir_fd)
+        # An int is the size of a file over the bound (-1: it grew past the bound while it was read).
+        return [too_large(name, None if data < 0 else data) if isinstance(data, int) else data
+                for name, data in zip(names, found, strict=True)]
 
     def write(self, name: str, data: bytes) -> None:
         refuse_link(self.root / name)
@@ -507,8 +570,12 @@ class InMemoryBackend:
     def read(self, name: str) -> bytes | None:
         return self._files.get(name)
 
-    def read_many(self, names: list[str]) -> list[bytes | None]:
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]:
         return [self._files.get(name) for name in names]
+
+    def digest(self, name: str) -> str | None:
+        data = self._files.get(name)
+        return None if data is None else hashlib.sha256(data).hexdigest()
 
     def write(self, name: str, data: bytes) -> None:
         if name == INDEX_NAME:

@@ -22,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
-from bundlekit.errors import FrontmatterError, MemoryStoreError
+from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnavailable, CatalogUnusable, Row, catalog_files, moved
 from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, render_index
@@ -70,14 +70,17 @@ def parse_files(
 
 
 def parse_read(
-    names: list[str], datas: list[bytes | None], broken: dict[str, str] | None = None
+    names: list[str], datas: Sequence[bytes | MemoryFileTooLarge | None], broken: dict[str, str] | None = None
 ) -> list[tuple[str, bytes, MemoryRecord]]:
-    """:func:`parse_files` of bytes read already (``datas[i]`` the bytes of ``names[i]``, ``None`` for a file gone)."""
+    """:func:`parse_files` of bytes read already (``datas[i]`` the bytes of ``names[i]``, ``None`` for a file gone,
+    the :class:`MemoryFileTooLarge` of one over the size bound: broken, as a file that does not parse)."""
     found = []
     for name, data in zip(names, datas, strict=True):
         if data is None:
             continue
         try:
+            if isinstance(data, MemoryFileTooLarge):
+                raise data
             record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
         except FrontmatterError as exc:
             if broken is None:
@@ -413,7 +416,10 @@ class Indexer:
         """A racy row's file differs from the bytes it was indexed from (by SHA-256). (One old enough to be
         trusted by its signature is settled by the next refresh under the lock; until then comparing it is
         only redundant.)"""
-        data = self._backend.read(name)
+        try:
+            data = self._backend.read(name)
+        except MemoryFileTooLarge:  # grown past the bound since the listing: changed (the refresh names it)
+            return True
         return data is None or hashlib.sha256(data).digest() != catalog.stat.sha256(name)
 
     def _apply(self, catalog: Catalog, scan: Scan) -> None:
@@ -524,7 +530,7 @@ class Indexer:
         index_sig, index_gen = catalog.stat.index_state()
         if index_sig is None or index_gen != catalog.gen or index_sig != self._backend.signature(INDEX_NAME):
             return None
-        data = self._backend.read(INDEX_NAME)
+        data = self._read_index()
         return None if data is None else data.decode("utf-8", errors="replace")
 
     def render(self, catalog: Catalog) -> str:
@@ -534,6 +540,13 @@ class Indexer:
             keys, total = catalog.listing.index_keys(MAX_INDEX_LINES), catalog.listing.count()
         records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys), self.broken)]
         return render_index(records, total=total - len(keys) + len(records))
+
+    def _read_index(self) -> bytes | None:
+        """``MEMORY.md``'s bytes; ``None`` when gone or over the size bound (never ours then: written again)."""
+        try:
+            return self._backend.read(INDEX_NAME)
+        except MemoryFileTooLarge:
+            return None
 
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> bool:
         """Rewrite ``MEMORY.md`` from the index unless it is the one written for this generation; whether it
@@ -547,7 +560,7 @@ class Indexer:
         gen = catalog.gen
         data = self.render(catalog).encode("utf-8")
         # Only rewritten when it differs (a body edit leaves it alone).
-        wrote = self._backend.read(INDEX_NAME) != data
+        wrote = self._read_index() != data
         if wrote:
             self._backend.write(INDEX_NAME, data)
         with catalog.writing():

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from bundlekit.errors import FrontmatterError
+from bundlekit.memory.filesize import check_text_size
 from bundlekit.memory.frontmatter import (
     YAML_TIMESTAMP_TAG,
     dump_frontmatter,
@@ -264,6 +265,7 @@ def parse_memory_file(text: str, *, key: str = "", where: str | None = None) -> 
     frontmatter is missing, is not YAML, is not a mapping, or breaks the schema.
     """
     where = where or (f"{key}.md" if key else "memory file")
+    check_text_size(text, where)  # a merged, loaded or converted file as the tree's reads bound its files
     if not text.lstrip().startswith("---"):
         raise FrontmatterError(f"{where}: no YAML frontmatter (the file must start with a '---' line)")
     parts = _FENCE.split(text.strip(), 2)
@@ -367,7 +369,9 @@ def _render(meta: Mapping[str, Any], body: str, *, where: str) -> tuple[str, dic
     dumped = dump_frontmatter(plain, where=where)
     body = body.strip()
     text = f"---\n{dumped}---\n"
-    return (f"{text}\n{body}\n" if body else text), plain
+    text = f"{text}\n{body}\n" if body else text
+    check_text_size(text, where)  # never write a memory every reader would leave out
+    return text, plain
 
 
 def rendered_record(key: str, meta: Mapping[str, Any], body: str, *, where: str) -> MemoryRecord:

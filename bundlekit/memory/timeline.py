@@ -62,14 +62,14 @@ def version_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def forgot_data(key: str, name: str, text: str, revision: int | None) -> dict[str, Any]:
+def forgot_data(key: str, name: str, digest: str, revision: int | None) -> dict[str, Any]:
     """The data of a ``forgot`` entry: the key and name (as the caller masked them) and the version removed,
-    its ``revision`` (None, left out, for a file that does not parse) and the ``sha256`` of its file text
-    (never the body itself)."""
+    its ``revision`` (None, left out, for a file that does not parse) and ``digest``, the ``sha256`` of its
+    file text (:func:`version_digest`; never the body itself)."""
     data: dict[str, Any] = {"key": key, "name": name}
     if revision is not None:
         data["revision"] = revision
-    data["sha256"] = version_digest(text)
+    data["sha256"] = digest
     return data
 
 

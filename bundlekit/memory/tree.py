@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING, Any
 import bundlekit._secrets as secrets
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
-from bundlekit.errors import ConflictError, FrontmatterError, InvalidKeyError, MemoryNotFoundError, UsageError
+from bundlekit.errors import (
+    ConflictError,
+    FrontmatterError,
+    InvalidKeyError,
+    MemoryFileTooLarge,
+    MemoryNotFoundError,
+    UsageError,
+)
 from bundlekit.memory import ranking, screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.backend import Backend, Scan
@@ -247,7 +254,7 @@ class Memory:
     def stored_text(self, key: str) -> str | None:
         """The memory file ``key``'s text as stored (``None`` when there is none; bytes that are not UTF-8
         replaced), with what looks like a credential withheld (a warning names the file): how a file that
-        does not parse is shown."""
+        does not parse is shown. One over the size bound is never read whole: :class:`MemoryFileTooLarge`."""
         from bundlekit.memory.withhold import mask, withheld_warning
 
         filename = filename_for(key)
@@ -279,19 +286,36 @@ class Memory:
         filename = filename_for(key)
         with self._mutex, self._backend.hold():
             catalog = self._index.refresh(locked=True, trusted=True)
-            data = self._backend.read(filename)
-            if data is None:
+            found = self._forgotten(key)
+            if found is None:
                 raise MemoryNotFoundError(
                     f"no memory {filename} in {self._tree.where()}; `bundlekit memory list` shows the keys"
                 )
-            name, text, revision = _forgotten(key, data)
-            entry = make_entry("forgot", forgot_data(mask(key), mask(name), text, revision), self._tree.now())
+            name, digest, revision = found
+            entry = make_entry("forgot", forgot_data(mask(key), mask(name), digest, revision), self._tree.now())
             with undo_on_failure(self._backend) as undo:
                 day = day_file_for(entry)
                 undo.day_file(day, self._backend.read_timeline(day))
                 self._tree.append(entry, refreshed=True)
                 self._backend.delete(filename)
             self._tree.stored(catalog, [], {}, [filename])
+
+    def _forgotten(self, key: str) -> tuple[str, str, int | None] | None:
+        """What a forget of the memory file ``key`` records (``None`` when there is none): its name, the SHA-256
+        of its text (``timeline.version_digest``) and its revision (``_forgotten_text``); for a file over the
+        size bound, never read whole, its key and the SHA-256 of its bytes read in pieces."""
+        from bundlekit.memory.timeline import version_digest
+
+        filename = filename_for(key)
+        try:
+            data = self._backend.read(filename)
+        except MemoryFileTooLarge:
+            digest = self._backend.digest(filename)
+            return None if digest is None else (key, digest, None)
+        if data is None:
+            return None
+        name, text, revision = _forgotten_text(key, data)
+        return name, version_digest(text), revision
 
     def check(self) -> None:
         """Validate the whole tree: key names and case-uniqueness, frontmatter, timeline files, secret guard.
@@ -588,7 +612,7 @@ def _same_files(listing: Scan, files: str, count: int) -> bool:
     return files.encode("utf-8", "surrogateescape") == packed[0]
 
 
-def _forgotten(key: str, data: bytes) -> tuple[str, str, int | None]:
+def _forgotten_text(key: str, data: bytes) -> tuple[str, str, int | None]:
     """What a forget of the memory file ``key`` holding ``data`` records: its name, text and revision; for a
     file that does not parse, the name its frontmatter still holds (else the key), its text, no revision."""
     filename = filename_for(key)
