@@ -147,6 +147,18 @@ def test_a_row_without_a_line_cannot_make_room_for_a_forged_one(tmp_path: Path) 
     assert Memory(tree).list_text() == text
 
 
+def test_keys_swapped_between_rows_never_reorder_memory_list(tmp_path: Path) -> None:
+    # The lines come in the order of the key column's index: a key that is not its file's is not trusted for it.
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, ("UPDATE memory SET key = 'tmp' WHERE key = 'drills'", ()),
+         ("UPDATE memory SET key = 'drills' WHERE key = 'striker'", ()),
+         ("UPDATE memory SET key = 'striker' WHERE key = 'tmp'", ()))
+    text = Memory(tree).list_text()
+    assert _listed_keys(Memory(tree)) == _file_keys(tree) == ["drills", "rondo", "striker"]
+    _drop_index(tree)
+    assert Memory(tree).list_text() == text
+
+
 def test_rows_renamed_behind_an_agreeing_signature_blob_are_listed_from_the_files(tmp_path: Path) -> None:
     tree = _settled_tree(tmp_path / "tree")
     _sql(tree, ("UPDATE memory SET file = 'ghost.md', key = 'ghost', line = ? WHERE key = 'rondo'", (INJECTED,)))
