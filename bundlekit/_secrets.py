@@ -201,8 +201,18 @@ def _rule_plan() -> tuple[_Group, ...]:
     return tuple(_Group(anchor, trigger, tuple(rules)) for (anchor, trigger), rules in groups.items())
 
 
+# A text of at least this many characters found to hold no credential is remembered (the last one only).
+CLEAN_REMEMBERED = 64 * 1024
+# The last such text, itself: a ``str`` is immutable, so the same object holds the same characters and is clean
+# still. A ``memory list`` of 100,000 lines (15 MB) is checked by the memory layer, then by the output redaction
+# (``_redact.mask``) as the same object: scanned once, not twice. Held until a later long clean text replaces it.
+_last_clean: list[str] = []
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Every rule match in ``text``, ordered by line then rule order."""
+    if _last_clean and text is _last_clean[0]:
+        return []
     found: list[tuple[int, int, Finding]] = []
     for group in _rule_plan():
         if group.anchor not in text or group.search(text) is None:
@@ -217,6 +227,8 @@ def find_secrets(text: str) -> list[Finding]:
                     counted = start
                     found.append((line, rule.order, Finding(rule.name, rule.description, line)))
     if not found:
+        if len(text) >= CLEAN_REMEMBERED:
+            _last_clean[:] = [text]
         return []
     # Stable: one rule's matches on one line stay in text order.
     found.sort(key=lambda item: (item[0], item[1]))

@@ -53,6 +53,7 @@ __all__ = [
     "broken_fields",
     "index_line",
     "link_line",
+    "list_rest",
     "list_fields",
     "list_line",
     "omitted_line",
@@ -146,9 +147,14 @@ def omitted_line(count: int) -> str:
 
 def list_fields(record: MemoryRecord) -> str:
     """The memory's line in ``bundlekit memory list`` before it is escaped for a terminal: key, type,
-    revision, updated, name — description (tab-separated). Made at output time from the record just read
-    from its file."""
-    return f"{record.key}\t{record.type}\tr{record.revision}\t{record.meta['updated']}\t{record.name} — {record.description}"
+    revision, updated, name — description (tab-separated). Made from the record just read from its file."""
+    return f"{record.key}\t{list_rest(record, record.name, record.description)}"
+
+
+def list_rest(record: MemoryRecord, name: str, description: str) -> str:
+    """:func:`list_fields` after the key and its tab, with ``name`` and ``description`` in the record's (the
+    index keeps this with them withheld, and puts the key from the file name before it)."""
+    return f"{record.type}\tr{record.revision}\t{record.meta['updated']}\t{name} — {description}"
 
 
 def broken_fields(key: str, problem: str) -> str:

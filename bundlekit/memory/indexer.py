@@ -29,7 +29,7 @@ from pathlib import Path
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnavailable, CatalogUnusable, Row, catalog_files, moved
-from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, render_index
+from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, list_rest, render_index
 from bundlekit.memory.links import refuse_link, refuse_special
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, check_unique, key_from_filename, memory_files
 from bundlekit.memory.ranking import basis, piece_length
@@ -585,10 +585,7 @@ def row_of(record: MemoryRecord, signature: Signature, data: bytes) -> Row:
         piece_length(record.name, record.key, record.body),
         (name, description, mask(record.body)),
         (
-            record.revision,
-            str(record.meta["updated"]),
-            name,
-            description,
+            list_rest(record, name, description),
             # The line made from the file shows a credential: output makes it from the file, withheld and warned.
             name != record.name or description != record.description or bool(find_secrets(list_fields(record))),
         ),

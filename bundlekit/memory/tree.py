@@ -12,7 +12,7 @@ command shows or publishes is read from the memory files at that moment (the
 index holds no copy of them), checked against the SHA-256 the index took of
 the file (a difference is indexed again) and passed through the secret guard;
 the one exception is the ``memory list`` lines (``list_lines``/``list_text``),
-formatted from the index's listing fields when its rows are exactly the files
+made from the index's listing fields when its rows are exactly the files
 of the listing (specs/memory.md, "Derived index").
 
 What shows memories (``list_lines``/``list_text``, ``recall``, ``context_block``,
@@ -535,7 +535,7 @@ class Memory:
 
     def list_lines(self) -> builtins.list[str]:
         """Every memory's ``memory list`` line (key, type, revision, updated, name — description; tab-separated),
-        sorted by key: formatted now from the listing fields of the index's rows, shown only when the rows
+        sorted by key: the key from the file name and the index row's ``line``, shown only when the rows
         are exactly the files of the tree's listing (else made from the files); a line that shows a credential
         is made from its file with it withheld; terminal control characters escaped as
         ``bundlekit._terminal.printable`` escapes them. Raises as :meth:`list`."""
@@ -552,16 +552,16 @@ class Memory:
         listing (which the refresh found the index fresh against), else from the files. A line that shows a
         credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
         listing = self._index.listing
-        files, count, lines, flagged = catalog.listing.listed()
+        files, count, text, flagged = catalog.listing.listed()
         if not _same_files(listing if listing is not None else self._backend.scan(), files, count):
             return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
-        text = "\n".join(lines)
-        if text.count("\n") != count - 1 and count:  # a field with a line break (the files' never have one:
-            return self._list_text_of_files(catalog)  # validate_meta), put there by hand to forge a row
+        if text is None or (text.count("\n") != count - 1 and count):  # a row with no line, or a line break
+            return self._list_text_of_files(catalog)  # (the files' never have one: validate_meta), by hand
         wanted = set(flagged)
         if secrets.find_secrets(text):
-            wanted.update(line.split("\t", 1)[0] + ".md" for line in lines if secrets.find_secrets(line))
+            wanted.update(line.split("\t", 1)[0] + ".md" for line in text.split("\n") if secrets.find_secrets(line))
         if wanted:
+            lines = text.split("\n")
             found = {name: (data, record) for name, data, record in parse_files(self._backend, sorted(wanted))}
             made: builtins.list[str] = []
             for line in lines:

@@ -91,7 +91,7 @@ def test_text_injected_into_a_settled_row_is_never_shown_nor_published(tmp_path:
         tree,
         ("UPDATE search SET body = ?, name = ?", (INJECTED.casefold(), INJECTED.casefold())),
         ("UPDATE memory SET piece = 5, salience = 9, sha256 = zeroblob(32) WHERE key = 'drills'", ()),
-        ("UPDATE memory SET name = ?, description = ? WHERE key = 'rondo'", (INJECTED, INJECTED)),
+        ("UPDATE memory SET line = ? WHERE key = 'rondo'", (f"project\tr1\tx\t{INJECTED} \u2014 {INJECTED}",)),
     )
     tampered = _outputs(tree, tmp_path / "a.car")
     assert all(INJECTED not in str(part) for part in tampered)
@@ -100,10 +100,10 @@ def test_text_injected_into_a_settled_row_is_never_shown_nor_published(tmp_path:
     assert tampered == _outputs(tree, tmp_path / "b.car")  # as with no index at all
 
 
-def test_a_hand_edited_listing_field_changes_only_that_line_of_memory_list(tmp_path: Path) -> None:
-    # The documented consequence (specs/memory.md): `memory list` prints the index's name and description.
+def test_a_hand_edited_listing_line_changes_only_that_line_of_memory_list_never_its_key(tmp_path: Path) -> None:
+    # The documented consequence (specs/memory.md): `memory list` prints the index's line after the file's key.
     tree = _settled_tree(tmp_path / "tree")
-    _sql(tree, ("UPDATE memory SET name = ? WHERE key = 'rondo'", (INJECTED,)))
+    _sql(tree, ("UPDATE memory SET line = replace(line, 'Rondo', ?) WHERE key = 'rondo'", (INJECTED,)))
     mem = Memory(tree)
     assert [line for line in mem.list_lines() if INJECTED in line] == [
         f"rondo\tproject\tr1\t{mem.read('rondo').meta['updated']}\t{INJECTED} — warm up"  # type: ignore[union-attr]
@@ -114,7 +114,7 @@ def test_a_hand_edited_listing_field_changes_only_that_line_of_memory_list(tmp_p
 def test_a_credential_put_into_a_listing_field_is_never_listed(tmp_path: Path) -> None:
     credential = "sk-ant-api03-" + "Ab3Xy9" * 5
     tree = _settled_tree(tmp_path / "tree")
-    _sql(tree, ("UPDATE memory SET description = ? WHERE key = 'rondo'", (credential,)))
+    _sql(tree, ("UPDATE memory SET line = replace(line, 'warm up', ?) WHERE key = 'rondo'", (credential,)))
     mem = Memory(tree)
     text = mem.list_text()
     assert credential not in text and "Rondo — warm up" in text  # the line is made from its file instead
@@ -125,14 +125,43 @@ def test_a_credential_put_into_a_listing_field_is_never_listed(tmp_path: Path) -
 def test_a_line_break_put_into_a_listing_field_cannot_forge_a_row(tmp_path: Path) -> None:
     tree = _settled_tree(tmp_path / "tree")
     forged = "Rondo\nghost\tuser\tr1\t2026-04-14T12:00:00Z\tGhost \u2014 " + INJECTED
-    _sql(tree, ("UPDATE memory SET name = ? WHERE key = 'rondo'", (forged,)))
+    _sql(tree, ("UPDATE memory SET line = replace(line, 'Rondo', ?) WHERE key = 'rondo'", (forged,)))
     mem = Memory(tree)
     assert _listed_keys(mem) == _file_keys(tree) and INJECTED not in mem.list_text()
 
 
+def test_a_row_without_a_line_cannot_make_room_for_a_forged_one(tmp_path: Path) -> None:
+    # SQLite's group_concat leaves a NULL out: a line break forged into one row's line, with another row's line
+    # NULL (the schema refuses it; writable_schema does not), would keep the count of line breaks right.
+    tree = _settled_tree(tmp_path / "tree")
+    with sqlite3.connect(_index(tree)) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'line TEXT NOT NULL', 'line TEXT') WHERE name = 'memory'")
+    with sqlite3.connect(_index(tree)) as conn:
+        conn.execute("UPDATE memory SET line = NULL WHERE key = 'striker'")
+        conn.execute("UPDATE memory SET line = line || ? WHERE key = 'rondo'", ("\nghost\tuser\tr1\tx\t" + INJECTED,))
+    mem = Memory(tree)
+    text = mem.list_text()
+    assert _listed_keys(mem) == _file_keys(tree) and INJECTED not in text
+    _drop_index(tree)
+    assert Memory(tree).list_text() == text
+
+
+def test_keys_swapped_between_rows_never_reorder_memory_list(tmp_path: Path) -> None:
+    # The lines come in the order of the key column's index: a key that is not its file's is not trusted for it.
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, ("UPDATE memory SET key = 'tmp' WHERE key = 'drills'", ()),
+         ("UPDATE memory SET key = 'drills' WHERE key = 'striker'", ()),
+         ("UPDATE memory SET key = 'striker' WHERE key = 'tmp'", ()))
+    text = Memory(tree).list_text()
+    assert _listed_keys(Memory(tree)) == _file_keys(tree) == ["drills", "rondo", "striker"]
+    _drop_index(tree)
+    assert Memory(tree).list_text() == text
+
+
 def test_rows_renamed_behind_an_agreeing_signature_blob_are_listed_from_the_files(tmp_path: Path) -> None:
     tree = _settled_tree(tmp_path / "tree")
-    _sql(tree, ("UPDATE memory SET file = 'ghost.md', key = 'ghost', name = ? WHERE key = 'rondo'", (INJECTED,)))
+    _sql(tree, ("UPDATE memory SET file = 'ghost.md', key = 'ghost', line = ? WHERE key = 'rondo'", (INJECTED,)))
     mem = Memory(tree)
     text = mem.list_text()
     assert _listed_keys(mem) == _file_keys(tree) and INJECTED not in text
@@ -147,14 +176,14 @@ def test_a_row_with_no_file_behind_it_never_appears(tmp_path: Path) -> None:
         gen = conn.execute("SELECT value FROM state WHERE name = 'gen'").fetchone()[0]
         conn.execute(
             "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, "
-            "revision, updated_text, name, description, withheld) VALUES ('ghost.md', 'ghost', 'feedback', 1, 1, "
-            "1, zeroblob(32), 1.0, 4e9, NULL, 10, 1, '2026-04-14T12:00:00Z', 'Ghost', 'kick', 0)"
+            "line, withheld) VALUES ('ghost.md', 'ghost', 'feedback', 1, 1, "
+            "1, zeroblob(32), 1.0, 4e9, NULL, 10, 'feedback\tr1\t2026-04-14T12:00:00Z\tGhost \u2014 kick', 0)"
         )
         rowid = conn.execute("SELECT id FROM memory WHERE key = 'ghost'").fetchone()[0]
         conn.execute("INSERT INTO search (rowid, name, description, body) VALUES (?, 'ghost', 'kick', 'kick')", (rowid,))
         conn.execute("INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, "
-                     "piece, revision, updated_text, name, description, withheld) VALUES ('../../outside.md', "
-                     "'../../outside', 'user', 1, 1, 1, zeroblob(32), 1.0, 4e9, NULL, 10, 1, 'x', 'Outside', 'o', 0)")
+                     "piece, line, withheld) VALUES ('../../outside.md', "
+                     "'../../outside', 'user', 1, 1, 1, zeroblob(32), 1.0, 4e9, NULL, 10, 'user\tr1\tx\tOutside \u2014 o', 0)")
         conn.execute("UPDATE state SET value = ? WHERE name IN ('gen', 'sigs_gen')", (gen,))
     (tmp_path / "outside.md").write_text("---\nname: Outside\n---\nnot a memory of this tree\n", encoding="utf-8")
     mem = Memory(tree)
@@ -211,7 +240,7 @@ def test_an_in_place_edit_keeping_the_signature_is_shown_and_published_as_the_fi
 # -- random tampering ----------------------------------------------------------------------------------
 
 _COLUMNS = ["file", "key", "type", "ino", "mtime_ns", "size", "sha256", "salience", "updated", "horizon", "piece",
-            "revision", "updated_text", "name", "description", "withheld"]
+            "line", "withheld"]
 _VALUES = st.one_of(
     st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True), st.text(max_size=12), st.binary(max_size=40),
     st.none(), st.sampled_from(["drills", "drills.md", "ghost", "ghost.md", "../x.md", "user", INJECTED]),
@@ -288,9 +317,9 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[obje
 @given(ops=st.lists(_OPS, min_size=1, max_size=6))
 # A row of a type this program never writes (SQLite keeps whatever it is given): found by this test, it
 # reached the signature comparison and ended the command in a TypeError; such an index is now rebuilt.
-@example(ops=[("insert", [b"", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", "", "", 0])])
-@example(ops=[("insert", ["x.md", "x", "user", "one", 0, 0, b"", 1.0, 4e9, None, 1, 1, "x", "X", "x", 0])])
-@example(ops=[("insert", ["x.md", "x", "user", 1, 1, 1, b"", 1.0, 4e9, None, 1, 1, "x", "X", "x", 0]),
+@example(ops=[("insert", [b"", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "", 0])])
+@example(ops=[("insert", ["x.md", "x", "user", "one", 0, 0, b"", 1.0, 4e9, None, 1, "user\tr1\tx\tX \u2014 x", 0])])
+@example(ops=[("insert", ["x.md", "x", "user", 1, 1, 1, b"", 1.0, 4e9, None, 1, "user\tr1\tx\tX \u2014 x", 0]),
               ("state", "sigs_gen", None)])  # a ghost row the index vouches for: never listed
 # A flipped byte that SQLite hands back as text that is not UTF-8 (Python's sqlite3 then raises
 # UnicodeDecodeError, no sqlite3.Error): found by this test; such an index is rebuilt.

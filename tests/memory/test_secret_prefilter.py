@@ -67,3 +67,14 @@ def test_many_findings_report_their_own_lines() -> None:
     text = "\n".join(["clean line", "AKIAIOSFODNN7EXAMPLE", "", "x AKIAIOSFODNN7EXAMPLE -----BEGIN PRIVATE KEY-----"] * 3)
     assert find_secrets(text) == _plain_scan(text)
     assert [f.line for f in find_secrets(text)] == [2, 4, 4, 6, 8, 8, 10, 12, 12]
+
+
+def test_a_long_clean_text_checked_again_is_still_clean_and_a_new_one_is_scanned() -> None:
+    from bundlekit._secrets import CLEAN_REMEMBERED
+
+    clean = "kick drills on saturday\n" * (CLEAN_REMEMBERED // 24 + 1)
+    assert find_secrets(clean) == [] and find_secrets(clean) == []  # the second: the remembered object
+    leaked = clean + "AKIAIOSFODNN7EXAMPLE\n"  # another object, scanned whole
+    assert find_secrets(leaked) == _plain_scan(leaked) != []
+    equal_not_same = "".join(["kick drills on saturday\n"] * (CLEAN_REMEMBERED // 24 + 1))
+    assert equal_not_same is not clean and find_secrets(equal_not_same) == []

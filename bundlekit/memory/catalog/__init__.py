@@ -18,10 +18,10 @@ Tables:
   section of ``MEMORY.md`` it goes in), its signature (inode, mtime in ns,
   size, and the SHA-256 of the bytes it was indexed from) and its ranking
   fields (salience, ``updated`` in POSIX seconds, decay horizon, context-block
-  piece length); its listing fields (``revision``, ``updated_text`` as the
-  frontmatter holds it, ``name`` and ``description`` with credentials withheld,
-  and ``withheld``: the line made from the file shows a credential), from which
-  a ``memory list`` line is formatted at output time (:meth:`Listing.listed`),
+  piece length); its listing fields (``line``: the ``memory list`` line after
+  its key, name and description with credentials withheld; ``withheld``: the
+  line made from the file shows a credential), which with the key from the file
+  name make a ``memory list`` line (:meth:`Listing.listed`),
   only when the rows are exactly the files of the tree's listing;
 * ``search``: name, description and body as recall matches them (credentials
   withheld, ``withhold.mask``; case-folded with ``str.casefold``, as recall

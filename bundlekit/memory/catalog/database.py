@@ -41,7 +41,7 @@ __all__ = [
 # Bump on any change of what is stored or of a rule it is derived by: the schema below, ranking.TYPE_BONUS,
 # HALF_LIFE, DECAY_HORIZONS, piece_length, the folding, the secret rules (secrets._SPECS: the search text is
 # withheld by them). tests/memory/test_derived_index.py pins a fingerprint of them to this number.
-DERIVED_VERSION = 11
+DERIVED_VERSION = 12
 APPLICATION_ID = 0x626B6D69  # "bkmi"
 CATALOG_FILE = "index.sqlite"
 _SIDE_FILES = ("", "-wal", "-shm", "-journal")
@@ -146,8 +146,7 @@ CREATE TABLE memory (
     sha256 BLOB NOT NULL,
     salience REAL NOT NULL, updated REAL NOT NULL, horizon REAL,
     piece INTEGER NOT NULL,
-    revision INTEGER NOT NULL, updated_text TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
-    withheld INTEGER NOT NULL
+    line TEXT NOT NULL, withheld INTEGER NOT NULL
 );
 CREATE INDEX memory_by_type ON memory (type, key);
 CREATE TABLE vector (id INTEGER PRIMARY KEY, vec BLOB NOT NULL, head BLOB);

@@ -36,10 +36,11 @@ class Row(NamedTuple):
     basis: tuple[float, float, float | None]
     piece: int
     search: tuple[str, str, str]
-    # The ``memory list`` line's fields: revision, ``updated`` as the frontmatter holds it, name and description
-    # (credentials withheld, ``withhold.mask``), and whether the line made from the file shows a credential
-    # (output then makes that line from the file, withheld, with the warning naming it).
-    listed: tuple[int, str, str, str, bool]
+    # The ``memory list`` line after its key and tab (``index.list_rest``: type, revision, ``updated`` as the
+    # frontmatter holds it, name and description with credentials withheld, ``withhold.mask``), and whether the
+    # line made from the file shows a credential (output then makes that line from the file, withheld, with the
+    # warning naming it).
+    listed: tuple[str, bool]
 
 
 def pack(names: Iterable[str], numbers: Iterable[int]) -> bytes:
@@ -280,12 +281,12 @@ class StatCache:
         self.remove(file)
         self._changes[file] = row.signature
         sal, updated, horizon = row.basis
-        revision, updated_text, name, description, withheld = row.listed
+        line, withheld = row.listed
         cursor = self._db.conn.execute(
             "INSERT INTO memory (file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, "
-            "revision, updated_text, name, description, withheld) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "line, withheld) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece,
-             revision, updated_text, name, description, int(withheld)),
+             line, int(withheld)),
         )
         self._db.conn.execute(
             "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
