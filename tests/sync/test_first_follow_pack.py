@@ -3,12 +3,14 @@ section 7), not a file each; the next follow reads them from there and fetches o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 import bundlekit.bundle.sources
 from bundlekit.blockstore import BlockStore
+from bundlekit.bundle.ahead import FetchAhead
 from bundlekit.bundle.sources import Gateways
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.memory import Memory
@@ -50,3 +52,27 @@ def test_a_small_load_keeps_its_blocks_as_files(tmp_path: Path) -> None:
     with serve_in_thread(store=BlockStore()) as server:
         assert sync(follower, name=NAME, source=Gateways([server.url], store=store)).loaded is not None
     assert _block_files(store) and not (store.root / "packs").exists()
+
+
+def test_a_follow_by_difference_fetches_the_changed_files_together_within_the_manifests_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[int, int]] = []
+    prefetch = FetchAhead.prefetch
+
+    def noted(self: FetchAhead, cids: Sequence[bytes], max_bytes: int, concurrency: int) -> None:
+        asked.append((len(cids), max_bytes))
+        prefetch(self, cids, max_bytes, concurrency)
+
+    monkeypatch.setattr(FetchAhead, "prefetch", noted)
+    writer = _tree(tmp_path / "w", 12)
+    _writer(writer)
+    follower, store = tmp_path / "f", BlockStore(tmp_path / "f-store", fsync=False)
+    Memory(follower).init()
+    with serve_in_thread(store=BlockStore()) as server:
+        sync(follower, name=NAME, source=Gateways([server.url], store=store))
+        _edit(writer, [2, 5, 9])
+        _writer(writer)
+        asked.clear()
+        again = sync(follower, name=NAME, source=Gateways([server.url], store=store))
+    assert again.merge is not None and again.merge.report.counts() == {"updated": 3}
+    assert [count for count, _bound in asked] == [3] and 0 < asked[0][1] < 1_000_000
