@@ -100,9 +100,12 @@ def read_difference(
     base_files = {_tree_path(p): days.get(_tree_path(p)) or read_base(b, p) for p, (b, _t) in changes.items()
                   if b is not None and _memory(p)}
     theirs_files = {_tree_path(p): read_theirs(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
-    theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
-    theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
-    theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
+    # Theirs' day files that did not change are the base's very bytes: validated once, with the base's side
+    # (``Difference.base_state``, before any merge decides), not a second time here.
+    unchanged = {path[len(_TIMELINE) + 1:]: data for path, data in days.items()
+                 if (MEMORY_DIR + "/" + path) not in changes}
+    parsed = TreeState.from_files(labels[1], theirs_files)
+    theirs_state = TreeState(labels[1], parsed.records, {**unchanged, **parsed.days})
     return Difference(theirs_state, {**base_files, **days}, labels[0], names, base_mem)
 
 
