@@ -136,6 +136,8 @@ _PACK_SUFFIX, _INDEX_SUFFIX = ".pack", ".idx"
 _INDEX_MAGIC = b"bundlekit-pack-index/1\n"
 _ENTRY = 48
 _PACK_CID = 36
+#: An index is read whole up to this size (1.4 million blocks, seven times a sync's bound); a larger one is not read.
+_INDEX_MAX = 64 << 20
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -286,10 +288,10 @@ def _pack_key(cid: bytes) -> bytes | None:
 def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
     """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
     ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
-    ``MAX_BLOCK_SIZE``, CIDs out of order)."""
+    ``MAX_BLOCK_SIZE``, CIDs out of order, more than ``_INDEX_MAX`` bytes)."""
     with open(path, "rb") as fh:
-        data = fh.read()
-    if not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
+        data = fh.read(_INDEX_MAX + 1)
+    if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
         raise ValueError("not a pack index")
     found: dict[bytes, tuple[int, int]] = {}
     previous = b""
