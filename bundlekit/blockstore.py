@@ -7,6 +7,8 @@ Layout (``specs/gateway.md`` has the full description)::
     <root>/pins.lock              fcntl lock guarding read-modify-write of pins.json
     <root>/gc.lock                shared while importing, exclusive while collecting
     <root>/ipns/<name>            the latest IPNS record published for a name (``bundlekit.names``)
+    <root>/packs/<id>.pack        many verified blocks in one file (a CARv1), written by a large load
+    <root>/packs/<id>.idx         its index: each block's CID, offset and length, sorted by CID
 
 A block file is named by the canonical CIDv1 string of its CID (a CIDv0 is
 stored as the equivalent dag-pb CIDv1, so both spellings find the same file).
@@ -20,6 +22,11 @@ over its final name, so a crash never leaves a torn block under a
 CID name; leftover temp files are never listed as blocks and ``gc`` removes
 them. Every ``get`` re-hashes the block, so even a file damaged on disk is
 reported (``BlockMismatch``), never served, and removed so a re-import repairs it.
+
+A load that keeps thousands of blocks (a first follow: one block per memory) writes them into one pack
+(:class:`PackWriter`) instead of a file each: the pack and its index are written as temp files, synced, and
+renamed (the pack first, then the index that makes it visible), so a killed write leaves only temp files and
+no block is found before its pack is durable. A block is looked for in its own file first, then in the packs.
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +50,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit._fs import AtomicFile, atomic_write_bytes, os_reason, sweep_stale_temps, sync_files
+from bundlekit._fs import AtomicFile, atomic_write_bytes, fsync_dir, os_reason, sweep_stale_temps, sync_files
+from bundlekit.car.format import encode_header
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
 from bundlekit.errors import (  # ImportLimitError, RecordLimitError: re-exported, drawn in the error tree
@@ -66,6 +76,7 @@ from bundlekit.ipld.cid import (
     as_cidv1,
     cid_from_text,
     cid_to_str,
+    encode_varint,
     parse_cid,
     parse_cid_bytes,
     verify_block,
@@ -78,6 +89,7 @@ __all__ = [
     "BlockProblem",
     "BlockStore",
     "CarImport",
+    "PackWriter",
     "ImportLimitError",
     "RecordLimitError",
     "RecordProblem",
@@ -117,6 +129,15 @@ _RAW_V1 = bytes((1, RAW))  # the first bytes of a raw-codec CIDv1: a block witho
 _MAX_CID_BYTES = 150
 # ``verify`` reads at most this much of a file under ipns/ (a record is at most 10 KiB: the check refuses more).
 _RECORD_READ = 64 * 1024
+PACKS_DIR = "packs"
+_PACK_SUFFIX, _INDEX_SUFFIX = ".pack", ".idx"
+#: An index: this line, then per block its CIDv1 (36 bytes: sha2-256, dag-pb or raw), the offset of its bytes in
+#: the pack (8 bytes) and their length (4 bytes), big-endian, sorted by CID.
+_INDEX_MAGIC = b"bundlekit-pack-index/1\n"
+_ENTRY = 48
+_PACK_CID = 36
+#: An index is read whole up to this size (1.4 million blocks, seven times a sync's bound); a larger one is not read.
+_INDEX_MAX = 64 << 20
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -256,6 +277,179 @@ def _read_record_file(path: str) -> bytes:
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def _pack_key(cid: bytes) -> bytes | None:
+    """The canonical CIDv1 of ``cid`` when a pack can hold it (sha2-256, dag-pb or raw: 36 bytes), else None."""
+    key = as_cidv1(cid)
+    return key if len(key) == _PACK_CID and key[2:4] == b"\x12\x20" and key[1] in (RAW, 0x70) else None
+
+
+def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
+    """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
+    ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
+    ``MAX_BLOCK_SIZE``, CIDs out of order, more than ``_INDEX_MAX`` bytes)."""
+    with open(path, "rb") as fh:
+        data = fh.read(_INDEX_MAX + 1)
+    if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
+        raise ValueError("not a pack index")
+    found: dict[bytes, tuple[int, int]] = {}
+    previous = b""
+    for at in range(len(_INDEX_MAGIC), len(data), _ENTRY):
+        cid = data[at:at + _PACK_CID]
+        offset = int.from_bytes(data[at + _PACK_CID:at + _PACK_CID + 8], "big")
+        length = int.from_bytes(data[at + _PACK_CID + 8:at + _ENTRY], "big")
+        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size:
+            raise ValueError("a pack index entry out of order or past its pack")
+        found[cid] = (offset, length)
+        previous = cid
+    return found
+
+
+def _index_bytes(entries: Mapping[bytes, tuple[int, int]]) -> bytes:
+    """The bytes of an index over ``entries`` (CIDv1 -> offset, length), sorted by CID."""
+    parts = [_INDEX_MAGIC]
+    for cid in sorted(entries):
+        offset, length = entries[cid]
+        parts.append(cid + offset.to_bytes(8, "big") + length.to_bytes(4, "big"))
+    return b"".join(parts)
+
+
+class _Packs:
+    """The store's packs as one lookup (CIDv1 -> pack, offset, length), read when first needed and again when
+    the packs folder changed (another process committed or removed a pack). A pack whose index does not read
+    is left out (its blocks are not found; ``verify`` names it)."""
+
+    def __init__(self, folder: str) -> None:
+        self._folder = folder
+        self._stamp: int | None = None
+        self._lock = threading.Lock()
+        self.where: dict[bytes, tuple[str, int, int]] = {}
+        self.bad: list[str] = []
+
+    def lookup(self, key: bytes) -> tuple[str, int, int] | None:
+        found = self.where.get(key)
+        if found is None and self._changed():
+            self._load()
+            found = self.where.get(key)
+        return found
+
+    def _changed(self) -> bool:
+        try:
+            return os.stat(self._folder).st_mtime_ns != self._stamp
+        except FileNotFoundError:
+            return False
+
+    def _load(self) -> None:
+        with self._lock:
+            try:
+                stamp = os.stat(self._folder).st_mtime_ns
+                names = sorted(os.listdir(self._folder))
+            except FileNotFoundError:
+                return
+            where: dict[bytes, tuple[str, int, int]] = {}
+            bad: list[str] = []
+            for name in names:
+                if name.startswith(".") or not name.endswith(_INDEX_SUFFIX):
+                    continue
+                pack = os.path.join(self._folder, name[:-len(_INDEX_SUFFIX)] + _PACK_SUFFIX)
+                try:
+                    entries = _read_index(os.path.join(self._folder, name), os.stat(pack).st_size)
+                except (OSError, ValueError):
+                    bad.append(name)
+                    continue
+                for cid, (offset, length) in entries.items():
+                    where.setdefault(cid, (pack, offset, length))
+            self.where, self.bad, self._stamp = where, bad, stamp
+
+    def refresh(self) -> dict[bytes, tuple[str, int, int]]:
+        """Every packed block, read again now."""
+        self._load()
+        return self.where
+
+
+def _read_packed(pack: str, offset: int, length: int) -> bytes:
+    """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails)."""
+    fd = os.open(pack, os.O_RDONLY | _CLOEXEC)
+    try:
+        return os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+
+
+class PackWriter:
+    """Verified blocks into one new pack of the store, visible only once committed (``specs/gateway.md``, 2.2a).
+
+    ``put`` appends a block (the caller verified it against its CID; one the pack holds already, or one it
+    cannot hold, is skipped: ``accepted`` says which) to a temp CARv1 file whose root is ``root``; ``commit``
+    syncs it, writes the index as a temp file and syncs it, then renames the pack and then the index into
+    ``packs/`` (the index last: a pack without one is never read) and syncs the folder. ``discard`` (or an
+    exception before ``commit``) removes the temp files. A killed writer leaves only temp files, which ``gc``
+    and the next writer remove once their process is gone.
+    """
+
+    def __init__(self, store: BlockStore, root: bytes) -> None:
+        self._folder = store.root / PACKS_DIR
+        self._fsync = store.fsync
+        name = f"{secrets.token_hex(8)}"
+        try:
+            self._folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BundlekitError(f"cannot create {self._folder}: {os_reason(exc)}; {_WRITE_HINT}") from exc
+        sweep_stale_temps(self._folder)
+        self._pack = AtomicFile(self._folder / f"{name}{_PACK_SUFFIX}", error=BundlekitError, hint=_WRITE_HINT,
+                                sync=self._fsync, sync_dir=False)
+        self._index_dest = self._folder / f"{name}{_INDEX_SUFFIX}"
+        self._entries: dict[bytes, tuple[int, int]] = {}
+        with self._pack.guard() as out:
+            header = encode_header([as_cidv1(root)])
+            out.write(header)
+        self._at = len(header)
+
+    def accepted(self, cid: bytes) -> bool:
+        """Whether the pack can hold ``cid`` and does not yet."""
+        key = _pack_key(cid)
+        return key is not None and key not in self._entries
+
+    def put(self, cid: bytes, data: bytes) -> bool:
+        """Append the block (verified by the caller); False when skipped (see ``accepted``)."""
+        key = _pack_key(cid)
+        if key is None or key in self._entries or len(data) > MAX_BLOCK_SIZE:
+            return False
+        prefix = encode_varint(len(key) + len(data)) + key
+        with self._pack.guard() as out:
+            out.write(prefix + data)
+        self._entries[key] = (self._at + len(prefix), len(data))
+        self._at += len(prefix) + len(data)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def commit(self) -> None:
+        """Make the pack durable and visible (nothing when it holds no block: the temp is removed)."""
+        if not self._entries:
+            self.discard()
+            return
+        index = AtomicFile(self._index_dest, error=BundlekitError, hint=_WRITE_HINT, sync=self._fsync, sync_dir=False)
+        try:
+            with index.guard() as out:
+                out.write(_index_bytes(self._entries))
+            if self._fsync:
+                self._pack.sync()
+                index.sync()
+            self._pack.commit()
+            index.commit()
+        except BaseException:
+            index.discard()
+            self.discard()
+            raise
+        if self._fsync:
+            with contextlib.suppress(OSError):
+                fsync_dir(self._folder)
+
+    def discard(self) -> None:
+        self._pack.discard()
 
 
 @dataclass
@@ -433,8 +627,9 @@ class BlockStore(BlockGetter):
         self.root = Path(root) if root is not None else default_store_root()
         self.blocks_dir = self.root / "blocks"
         self._blocks = str(self.blocks_dir)
-        self._fsync = fsync
+        self._fsync = self.fsync = fsync
         self._clock = clock or _utc_now
+        self._packs = _Packs(str(self.root / PACKS_DIR))
         try:
             self.blocks_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -465,11 +660,23 @@ class BlockStore(BlockGetter):
         return os.path.join(self._blocks, shard, name)
 
     def has(self, cid: bytes) -> bool:
-        """True if a block file exists for ``cid`` (its content is checked on ``get``)."""
+        """True if a block file or a pack holds ``cid`` (its content is checked on ``get``)."""
         try:
-            return os.path.isfile(self._file(cid))
+            if os.path.isfile(self._file(cid)):
+                return True
         except CIDError:
             return False
+        return self._packed(cid) is not None
+
+    def _packed(self, cid: bytes) -> tuple[str, int, int] | None:
+        """Where a pack holds ``cid`` (pack file, offset, length), or None."""
+        key = _pack_key(cid)
+        return None if key is None else self._packs.lookup(key)
+
+    def pack(self, root: bytes) -> PackWriter:
+        """A new pack for many verified blocks of the DAG under ``root`` (:class:`PackWriter`): a large load's
+        blocks in one file instead of one each. Raises ``BundlekitError`` when it cannot be created."""
+        return PackWriter(self, root)
 
     def get(self, cid: bytes) -> bytes:
         """The verified bytes of block ``cid``.
@@ -481,31 +688,62 @@ class BlockStore(BlockGetter):
         next ``put`` or ``import_car`` of that block repairs the store instead
         of skipping it as already present.
         """
+        packed = None
         try:
             data = _read_whole(self._file(cid))
         except FileNotFoundError:
-            raise MissingBlock(
-                f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
-            ) from None
+            packed = self._packed(cid)
+            if packed is None:
+                raise MissingBlock(
+                    f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+                ) from None
+            data = self._read_pack(packed)
         except CIDError:
             raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
             verify_block(cid, data, max_size=None)
         except BlockMismatch:
-            with contextlib.suppress(OSError):
-                os.unlink(self._file(cid))
-            self._forget_walk()
+            self._remove_damaged(cid, packed)
             raise BlockMismatch(
                 f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
                 "re-import a CAR that holds it"
             ) from None
         return data
 
+    def _read_pack(self, packed: tuple[str, int, int]) -> bytes:
+        """A packed block's bytes, unverified (``MissingBlock`` when its pack went meanwhile: a ``gc``)."""
+        try:
+            return _read_packed(*packed)
+        except FileNotFoundError:
+            raise MissingBlock(f"a pack of the store at {self.root} was removed while it was read") from None
+
+    def _remove_damaged(self, cid: bytes, packed: tuple[str, int, int] | None) -> None:
+        """A block found damaged: its file removed, or its entry dropped from its pack's index (rewritten
+        atomically), so a re-import repairs it; the walk record no longer vouches for the pinned DAG."""
+        if packed is None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._file(cid))
+        else:
+            self._drop_packed(as_cidv1(cid), packed[0])
+        self._forget_walk()
+
+    def _drop_packed(self, key: bytes, pack: str) -> None:
+        index = pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX
+        with contextlib.suppress(OSError, ValueError, BundlekitError), self._flock("packs.lock", exclusive=True):
+            entries = _read_index(index, os.stat(pack).st_size)
+            if entries.pop(key, None) is not None:
+                atomic_write_bytes(index, _index_bytes(entries), error=BundlekitError, hint=_WRITE_HINT)
+        self._packs.refresh()
+
     def _size(self, cid: bytes) -> int:
-        """The size of the stored block ``cid``, read from its file's metadata (``MissingBlock`` when absent)."""
+        """The size of the stored block ``cid``, read from its file's metadata or its pack's index
+        (``MissingBlock`` when absent)."""
         try:
             return os.stat(self._file(cid)).st_size
         except (FileNotFoundError, CIDError):
+            packed = self._packed(cid)
+            if packed is not None:
+                return packed[2]
             raise MissingBlock(
                 f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
             ) from None
@@ -632,6 +870,7 @@ class BlockStore(BlockGetter):
                     yield parse_cid(entry.name)
                 except CIDError:
                     continue  # a stray file someone dropped in: not a block
+        yield from self._packs.refresh()
 
     # -- CAR import / export --------------------------------------------------
 
@@ -728,6 +967,11 @@ class BlockStore(BlockGetter):
                         with contextlib.suppress(FileNotFoundError):
                             info = entry.stat(follow_symlinks=False)
                             total += max(info.st_size, info.st_blocks * 512)
+        with contextlib.suppress(FileNotFoundError), os.scandir(self.root / PACKS_DIR) as entries:
+            for entry in entries:  # packs and their indexes, temps of a pack being written among them
+                with contextlib.suppress(FileNotFoundError):
+                    info = entry.stat(follow_symlinks=False)
+                    total += max(info.st_size, info.st_blocks * 512)
         return total
 
     def export_car(self, root: bytes, out: BinaryIO) -> None:
@@ -1017,15 +1261,35 @@ class BlockStore(BlockGetter):
             for root in self.pins():
                 for cid, _data in walk_dag(root, self.get, verify=False):
                     keep.add(as_cidv1(cid))
+            packed = self._packs.refresh()
             for cid in self.iter_blocks():
-                if as_cidv1(cid) in keep:
+                if as_cidv1(cid) in keep or cid in packed:
                     continue
                 try:
                     os.unlink(self._file(cid))
                     removed += 1
                 except FileNotFoundError:
                     pass
+            removed += self._collect_packs(keep)
             self._remove_stale_temps()
+        return removed
+
+    def _collect_packs(self, keep: set[bytes]) -> int:
+        """Remove every pack none of whose blocks ``keep`` holds (its index first, so no reader finds a block of
+        a pack half gone); the blocks removed. A pack any kept block is in stays whole."""
+        by_pack: dict[str, list[bytes]] = {}
+        for cid, (pack, _offset, _length) in self._packs.refresh().items():
+            by_pack.setdefault(pack, []).append(cid)
+        removed = 0
+        for pack, cids in by_pack.items():
+            if any(cid in keep for cid in cids):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX)
+                removed += len(cids)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pack)
+        self._packs.refresh()
         return removed
 
     def _remove_stale_temps(self) -> None:
@@ -1034,6 +1298,7 @@ class BlockStore(BlockGetter):
         cutoff = time.time() - STALE_TEMP_SECONDS
         sweep_stale_temps(self.root, max_age=STALE_TEMP_SECONDS)
         sweep_stale_temps(self.root / "ipns", max_age=STALE_TEMP_SECONDS)
+        sweep_stale_temps(self.root / PACKS_DIR, max_age=STALE_TEMP_SECONDS)
         with os.scandir(self.blocks_dir) as shards:
             for shard in shards:
                 if not shard.is_dir():
@@ -1074,6 +1339,7 @@ class BlockStore(BlockGetter):
     def _verify_blocks(self, report: StoreReport) -> dict[bytes, BlockProblem]:
         """Pass 1: re-hash every block file; the damaged and unsupported ones, by CIDv1."""
         found: dict[bytes, BlockProblem] = {}
+        self._verify_packs(report, found)
         reason = ""
         for cid, path in self._block_files():
             try:
@@ -1097,6 +1363,27 @@ class BlockStore(BlockGetter):
             else:
                 report.unnamed += 1
         return found
+
+    def _verify_packs(self, report: StoreReport, found: dict[bytes, BlockProblem]) -> None:
+        """Pass 1 over the packs: every packed block re-hashed (a damaged one dropped from its index, as ``get``
+        drops it); a pack whose index does not read is named as an unreadable problem of no block."""
+        for cid, packed in sorted(self._packs.refresh().items()):
+            report.blocks += 1
+            try:
+                data = _read_packed(*packed)
+                verify_block(cid, data, max_size=None)
+                report.bytes += len(data)
+                continue
+            except OSError as exc:
+                problem = BlockProblem(cid, "unreadable", reason=os_reason(exc))
+            except BlockMismatch:
+                self._remove_damaged(cid, packed)
+                problem = BlockProblem(cid, "damaged")
+            if len(found) < MAX_NAMED:
+                found[cid] = problem
+            else:
+                report.unnamed += 1
+        report.unnamed += len(self._packs.bad)
 
     def _block_files(self) -> Iterator[tuple[bytes, str]]:
         """Every block file (CIDv1, path), streamed shard by shard (temp files and stray names skipped)."""
@@ -1156,13 +1443,17 @@ class BlockStore(BlockGetter):
                 continue
             try:
                 path = self._file(cid)
-                if not os.path.isfile(path):  # absent, or no regular file (a FIFO would block the open)
+                packed = None if os.path.isfile(path) else self._packed(cid)
+                if packed is None and not os.path.isfile(path):  # absent (a FIFO would block the open)
                     yield cid
                     continue
                 if cid[:2] == _RAW_V1:  # a leaf: only whether it is there
                     continue
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_BLOCK_SIZE + 1)  # a node past the limit has no links worth reading
+                if packed is not None:
+                    data = _read_packed(*packed)
+                else:
+                    with open(path, "rb") as fh:
+                        data = fh.read(MAX_BLOCK_SIZE + 1)  # a node past the limit has no links worth reading
             except (FileNotFoundError, CIDError):
                 yield cid
                 continue

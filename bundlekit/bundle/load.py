@@ -70,7 +70,7 @@ import httpx
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle._bounded import RAW_V1_PREFIX, read_bounded
-from bundlekit.bundle.ahead import fetch_ahead
+from bundlekit.bundle.ahead import FetchAhead, fetch_ahead
 from bundlekit.bundle.build import file_cid
 from bundlekit.bundle.embeddings import EMBEDDINGS_FILE, restore_embeddings
 from bundlekit.bundle.lineage import record_parent
@@ -337,6 +337,9 @@ class BundleBlocks:
     get: Callable[[bytes], bytes]
     publisher: str | None = None
     top: dict[str, bytes] = field(default_factory=dict)
+    #: ``prefetch(cids, max_bytes)``: the DAGs under ``cids`` fetched ahead of their reads, ``concurrency`` at a
+    #: time, no further past ``max_bytes`` (``FetchAhead.prefetch``); None when the blocks are local (a CAR file).
+    prefetch: Callable[[Sequence[bytes], int], None] | None = None
 
 
 @contextmanager
@@ -379,7 +382,12 @@ def bundle_blocks(
                 publisher = check_signature(top, partial(_read_signature, aside), top[MANIFEST_NAME],
                                             options.publishers, cid_to_str(session.root))
         bounds.check_total(manifest)
-        yield BundleBlocks(session.root, manifest, len(data), session.get, publisher, top)
+        prefetch = None if ahead is None else partial(_prefetch, ahead, concurrency=options.concurrency)
+        yield BundleBlocks(session.root, manifest, len(data), session.get, publisher, top, prefetch)
+
+
+def _prefetch(ahead: FetchAhead, cids: Sequence[bytes], max_bytes: int, *, concurrency: int) -> None:
+    ahead.prefetch(cids, max_bytes, concurrency)
 
 
 def _check_gateways(source: BlockSource | None) -> None:

@@ -326,7 +326,7 @@ def _merge_by_difference(
         if base[1]["encryption"] is not None:
             return None
         diff = read_difference(theirs.get, base=base, theirs=(theirs.root, theirs.manifest),
-                               labels=(f"ipfs://{search.base}", f"ipfs://{root}"))
+                               labels=(f"ipfs://{search.base}", f"ipfs://{root}"), prefetch=theirs.prefetch)
         return _apply_difference(tree, diff, root, search, theirs, opts, proven=opts.trusted or bool(load.publishers))
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bundlekit._closing import Closing
-from bundlekit.blockstore import BlockStore
+from bundlekit.blockstore import BlockStore, PackWriter
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, DAGLimitExceeded, LoadError
 from bundlekit.ipld.cid import cid_to_str
@@ -44,9 +44,10 @@ from bundlekit.net.http import HttpOptions
 __all__ = ["BlockSession", "BlockSource", "CarFile", "Gateways", "LocalStore", "gateway_source", "source_for"]
 
 _GATEWAY_ADVICE = "check the CID or try another --gateway"
-#: Blocks a keeping session writes to the store at once, or fewer when they reach the byte bound: what waits in
-#: memory to be kept stays small (8 MiB), and a first follow's 10,000 small blocks take a few flushes of the file
-#: system (``BlockStore.put_many``: one ``syncfs`` a batch), not 40.
+#: Blocks a keeping session holds in memory before it writes them, or fewer when they reach the byte bound (8 MiB).
+#: A load that keeps fewer writes them as block files when it ends (``BlockStore.put_many``: one ``syncfs``); one
+#: that fills a batch (a first follow: a block per memory) writes every block into one pack of the store
+#: (``BlockStore.pack``: one file, one index, synced and made visible when the load ends), not a file each.
 _KEEP_BATCH = 2048
 _KEEP_BATCH_BYTES = 8 * 1024 * 1024
 
@@ -259,9 +260,10 @@ class _GatewaySession(Closing):
 
 
 class _KeptBlocks:
-    """The store as a block sink for what a gateway sent: written in batches (``BlockStore.put_many``: one
-    wait on the disk per batch instead of one per block), from any thread. A store that cannot take a batch
-    (a full disk) costs the cache, never the load. Past ``max_blocks`` blocks (of the DAG under ``root``) it
+    """The store as a block sink for what a gateway sent, from any thread: held until the load ends and then
+    written as block files (``BlockStore.put_many``: one wait on the disk), or, once a batch fills, appended to
+    one pack committed when the load ends (``flush``). A store that cannot take them (a full disk) costs the
+    cache, never the load. Past ``max_blocks`` blocks (of the DAG under ``root``) it
     refuses the next with ``DAGLimitExceeded``, which ends the load: the block is neither kept nor used."""
 
     def __init__(self, store: BlockStore, root: bytes, max_blocks: int | None = None) -> None:
@@ -272,6 +274,8 @@ class _KeptBlocks:
         self._lock = threading.Lock()
         self._pending: list[tuple[bytes, bytes]] = []
         self._bytes = 0
+        self._pack: PackWriter | None = None
+        self._failed = False
 
     def put(self, cid: bytes, data: bytes) -> None:
         with self._lock:
@@ -286,13 +290,36 @@ class _KeptBlocks:
             self._bytes += len(data)
             if len(self._pending) < _KEEP_BATCH and self._bytes < _KEEP_BATCH_BYTES:
                 return
-        self.flush()
+            batch, self._pending, self._bytes = self._pending, [], 0
+            self._into_pack(batch)
+
+    def _into_pack(self, batch: list[tuple[bytes, bytes]]) -> None:
+        """Append ``batch`` to the pack (opened at the first; the caller holds the lock)."""
+        if self._failed:
+            return
+        try:
+            if self._pack is None:
+                self._pack = self._store.pack(self._root)
+            for cid, data in batch:
+                self._pack.put(cid, data)
+        except BundlekitError:
+            self._failed = True
+            if self._pack is not None:
+                self._pack.discard()
 
     def flush(self) -> None:
+        """The load ended: the blocks held written (into the pack when there is one, which is then committed)."""
         with self._lock:
             batch, self._pending, self._bytes = self._pending, [], 0
-        if batch:
-            with suppress(BundlekitError):
+            if self._pack is not None:
+                self._into_pack(batch)
+                batch = []
+            pack, self._pack, failed = self._pack, None, self._failed
+        with suppress(BundlekitError):
+            if pack is not None:
+                if not failed:
+                    pack.commit()
+            elif batch and not failed:
                 self._store.put_many(batch)
 
 

@@ -6,7 +6,8 @@ tree is ours, untouched (``specs/sync.md``, 2: "theirs changed nothing"). :func:
 the base's and theirs' ``memory/`` directories by CID (``bundle.treediff``: every sub-shard both hold alike is
 skipped), checks each path theirs holds there as a loader checks it (``manifest.check_walked_path``), holds
 theirs to its manifest's file count, and reads the changed memory files of both sides (verified blocks, each
-within the manifest's bytes) and the day files (every one: a ``forgot`` decides by what the base's timeline
+within the manifest's bytes; theirs' fetched together first, ``prefetch``, when the blocks come from gateways)
+and the day files (every one: a ``forgot`` decides by what the base's timeline
 holds). The index and the embeddings are never read: the tree rebuilds its own.
 
 For ``bundlekit/2`` plaintext bundles (``bundle.merge`` falls back to whole loads for anything else).
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +73,7 @@ class Difference:
 
 def read_difference(
     get: Callable[[bytes], bytes], *, base: tuple[bytes, Mapping[str, Any]], theirs: tuple[bytes, Mapping[str, Any]],
-    labels: tuple[str, str],
+    labels: tuple[str, str], prefetch: Callable[[Sequence[bytes], int], None] | None = None,
 ) -> Difference:
     """``base`` and ``theirs`` are (root CID, validated manifest); ``get`` serves verified blocks of both (the
     store first, a gateway for what it lacks). Raises ``ManifestError`` for a path no bundle may hold,
@@ -93,13 +94,18 @@ def read_difference(
     read_base, read_theirs = _Budget(get, claimed_bytes(base[1])), _Budget(get, claimed_bytes(theirs[1]))
     names = {p[len(MEMORY_DIR) + 1:] for p in changes if p.endswith(".md") and p != INDEX_PATH
              and not p.startswith(f"{MEMORY_DIR}/{_TIMELINE}/")}
+    if prefetch is not None:  # theirs' changed files fetched together, within what its manifest claims
+        prefetch([t for p, (_b, t) in changes.items() if t is not None and _memory(p)], claimed_bytes(theirs[1]))
     days = _base_days(reader, base_mem, read_base)
     base_files = {_tree_path(p): days.get(_tree_path(p)) or read_base(b, p) for p, (b, _t) in changes.items()
                   if b is not None and _memory(p)}
     theirs_files = {_tree_path(p): read_theirs(t, p) for p, (_b, t) in changes.items() if t is not None and _memory(p)}
-    theirs_days = {path: data for path, data in days.items() if (MEMORY_DIR + "/" + path) not in changes}
-    theirs_days.update((name, data) for name, data in theirs_files.items() if name.startswith(f"{_TIMELINE}/"))
-    theirs_state = TreeState.from_files(labels[1], {**theirs_files, **theirs_days})
+    # Theirs' day files that did not change are the base's very bytes: validated once, with the base's side
+    # (``Difference.base_state``, before any merge decides), not a second time here.
+    unchanged = {path[len(_TIMELINE) + 1:]: data for path, data in days.items()
+                 if (MEMORY_DIR + "/" + path) not in changes}
+    parsed = TreeState.from_files(labels[1], theirs_files)
+    theirs_state = TreeState(labels[1], parsed.records, {**unchanged, **parsed.days})
     return Difference(theirs_state, {**base_files, **days}, labels[0], names, base_mem)
 
 

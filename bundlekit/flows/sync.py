@@ -8,8 +8,9 @@ One round (``specs/sync.md``, "Sync"):
    merging it (``bundle.firstload``: streamed, one flush, each file moved into place).
 2. Merge the bundle it points at into the tree (``bundle.merge.merge_bundle``: verified,
    over the common ancestor, all or nothing). A follower (no name key) stops here.
-   A writer whose tree descends from the name's root (it published or merged it last:
-   ``bundle.lineage.heads``) skips the load: merging an ancestor changes nothing.
+   A tree that descends from the name's root (it published or merged it last:
+   ``bundle.lineage.heads``) skips the load, a follower's always, a writer's when plaintext: merging an
+   ancestor changes nothing.
 3. A writer whose tree now holds exactly what the name points at has nothing to publish
    (judged by the merge, or, when the merge was skipped, by the built manifest's file CIDs).
    Otherwise it builds the tree (signed with ``sign``, encrypted with ``key``) with
@@ -211,9 +212,10 @@ def _merge_remote(
         if report.loaded is not None:
             report.notes.extend(report.loaded.notes)
             return
-    if key is None and report.role == "writer" and report.remote in heads(tree):
+    if report.remote in heads(tree) and (key is None or report.role == "follower"):
         # The tree descends from the name's root (it published or merged it): merging it changes nothing, so
-        # nothing is loaded; whether the tree changed since is judged on the build (``_publish``).
+        # nothing is loaded (a follower polling a name that did not move reads one record, not the bundle);
+        # a writer's tree changed since is judged on the build (``_publish``).
         report.notes.append(f"the tree already descends from {report.remote}: nothing to merge")
         return
     report.merge = merge_bundle(f"ipfs://{report.remote}", tree, blocks=blocks, key=key,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import bundlekit.bundle.merge
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import read_last, read_parents
 from bundlekit.bundle.load import load_bundle
@@ -96,6 +97,21 @@ def test_a_follower_merges_the_name_and_publishes_nothing(tmp_path: Path) -> Non
     assert report.role == "follower" and report.published is None and report.pins is None
     assert _bodies(follower) == {"project_a": "A's plan.", "project_f": "F's own."}
     assert resolve(NAME).record.sequence == 0
+
+
+def test_a_follower_whose_tree_descends_from_the_name_loads_nothing_and_keeps_its_own_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    _writer(_tree(tmp_path / "a", clock, project_a="A's plan."))
+    follower = _tree(tmp_path / "f", clock)
+    sync(follower, name=NAME)
+    (follower / "project_a.md").unlink()  # a change of the follower's own since: merging an ancestor keeps it
+    loads: list[str] = []
+    monkeypatch.setattr(bundlekit.bundle.merge, "load_bundle", lambda uri, **_kw: loads.append(uri))
+    monkeypatch.setattr(bundlekit.bundle.merge, "bundle_blocks", lambda uri, **_kw: loads.append(uri))
+    again = sync(follower, name=NAME)
+    assert again.merge is None and any("already descends" in note for note in again.notes) and loads == []
+    assert _bodies(follower) == {}
 
 
 def test_a_follower_of_a_name_without_record_fails_with_load_error(tmp_path: Path) -> None:

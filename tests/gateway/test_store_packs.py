@@ -1,0 +1,163 @@
+"""Packs of the block store (specs/gateway.md, 2.2a): many verified blocks in one file and its index, visible
+only once both are durable; read, verified, repaired, collected and checked as block files are."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundlekit._fs import is_temp_name
+from bundlekit.blockstore import BlockStore
+from bundlekit.car.reader import read_car
+from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
+from bundlekit.unixfs.importer import ListSink, import_tree
+from bundlekit.unixfs.profiles import get_profile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _blocks(count: int) -> list[tuple[bytes, bytes]]:
+    return [(make_cid(1, RAW, b"block %d" % i), b"block %d" % i) for i in range(count)]
+
+
+def _packed(store: BlockStore, blocks: list[tuple[bytes, bytes]]) -> None:
+    writer = store.pack(blocks[0][0])
+    for cid, data in blocks:
+        writer.put(cid, data)
+    writer.commit()
+
+
+def _damage(store: BlockStore, what: bytes) -> None:
+    """Change the bytes ``what`` inside the store's one pack to upper case (a block that no longer hashes)."""
+    pack = next((store.root / "packs").glob("*.pack"))
+    data = pack.read_bytes()
+    at = data.index(what)
+    pack.write_bytes(data[:at] + what.upper() + data[at + len(what):])
+
+
+def _pack_files(store: BlockStore) -> list[str]:
+    return sorted(p.name for p in (store.root / "packs").iterdir())
+
+
+def test_packed_blocks_are_found_read_and_sized_without_a_block_file_each(store: BlockStore) -> None:
+    blocks = _blocks(50)
+    _packed(store, blocks)
+    assert all(store.has(cid) and store.get(cid) == data for cid, data in blocks)
+    assert store._size(blocks[7][0]) == len(blocks[7][1])
+    assert not list(store.blocks_dir.iterdir())  # no shard folder, no block file
+    assert len(_pack_files(store)) == 2
+    assert sorted(store.iter_blocks()) == sorted(cid for cid, _ in blocks)
+
+
+def test_a_pack_is_a_car_whose_root_is_the_dag_it_was_written_for(store: BlockStore) -> None:
+    blocks = _blocks(5)
+    _packed(store, blocks)
+    pack = next((store.root / "packs").glob("*.pack"))
+    with pack.open("rb") as fh:
+        roots, read = read_car(fh, verify=True)
+        assert roots == [blocks[0][0]] and list(read) == blocks
+
+
+def test_a_pack_not_committed_is_never_read_and_leaves_no_file(store: BlockStore) -> None:
+    writer = store.pack(_blocks(1)[0][0])
+    for cid, data in _blocks(3):
+        writer.put(cid, data)
+    assert not store.has(_blocks(1)[0][0])
+    writer.discard()
+    assert not store.has(_blocks(1)[0][0]) and _pack_files(store) == []
+
+
+def test_a_pack_without_its_index_is_never_read(store: BlockStore) -> None:
+    blocks = _blocks(4)
+    _packed(store, blocks)
+    next((store.root / "packs").glob("*.idx")).unlink()
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(blocks[0][0])
+    with pytest.raises(MissingBlock):
+        fresh.get(blocks[0][0])
+
+
+def test_a_pack_written_by_another_process_is_seen_by_a_store_already_open(store: BlockStore) -> None:
+    assert not store.has(_blocks(1)[0][0])
+    _packed(BlockStore(store.root, fsync=False), _blocks(3))
+    assert store.get(_blocks(3)[2][0]) == b"block 2"
+
+
+def test_a_damaged_packed_block_is_refused_dropped_from_its_index_and_repaired_by_a_put(
+        store: BlockStore) -> None:
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    _damage(store, b"block 1")
+    with pytest.raises(BlockMismatch):
+        store.get(blocks[1][0])
+    assert not store.has(blocks[1][0]) and store.get(blocks[2][0]) == b"block 2"
+    store.put(*blocks[1])
+    assert store.get(blocks[1][0]) == b"block 1"
+
+
+def test_an_index_that_does_not_read_finds_nothing_and_verify_counts_it(store: BlockStore) -> None:
+    _packed(store, _blocks(2))
+    next((store.root / "packs").glob("*.idx")).write_bytes(b"bundlekit-pack-index/1\n" + b"\x00" * 47)
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(_blocks(1)[0][0])
+    report = fresh.verify()
+    assert not report.ok and report.unnamed == 1
+
+
+def test_verify_rehashes_packed_blocks_and_names_a_damaged_one(store: BlockStore) -> None:
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    _damage(store, b"block 2")
+    report = store.verify()
+    assert report.blocks == 3 and [(p.cid, p.problem) for p in report.problems] == [(blocks[2][0], "damaged")]
+    assert not store.has(blocks[2][0])
+
+
+def test_gc_removes_a_pack_no_pin_needs_and_keeps_one_a_pin_needs(store: BlockStore) -> None:
+    sink = ListSink()
+    pinned = import_tree([("a.md", b"kept"), ("b.md", b"also kept")], sink, get_profile())
+    _packed(store, [(cid, data) for cid, data in sink.blocks])
+    _packed(store, _blocks(4))
+    store.pin(pinned.root)
+    assert store.gc() == 4
+    assert len(_pack_files(store)) == 2 and store.has(pinned.root)
+    assert not store.has(_blocks(1)[0][0])
+    assert store.verify().ok
+
+
+def test_a_pack_writer_killed_before_its_commit_leaves_only_a_temp_that_the_next_writer_sweeps(
+        store: BlockStore, tmp_path: Path) -> None:
+    script = (
+        "import os, signal, sys\n"
+        "from bundlekit.blockstore import BlockStore\n"
+        "from bundlekit.ipld.cid import RAW, make_cid\n"
+        f"store = BlockStore({str(store.root)!r})\n"
+        "writer = store.pack(make_cid(1, RAW, b'block 0'))\n"
+        "for i in range(100):\n"
+        "    writer.put(make_cid(1, RAW, b'block %d' % i), b'block %d' % i)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == -signal.SIGKILL
+    left = _pack_files(store)
+    assert left and all(is_temp_name(name) for name in left)
+    assert not store.has(_blocks(1)[0][0]) and list(store.iter_blocks()) == []
+    old = 1_000_000_000 * 1_700_000_000
+    for name in left:
+        os.utime(store.root / "packs" / name, ns=(old, old))
+    _packed(store, _blocks(2))
+    assert not [name for name in _pack_files(store) if is_temp_name(name)]
+
+
+def test_a_block_a_pack_cannot_hold_is_skipped(store: BlockStore) -> None:
+    writer = store.pack(_blocks(1)[0][0])
+    identity = bytes((1, DAG_PB, 0x00, 3)) + b"abc"
+    assert not writer.put(identity, b"abc") and writer.put(*_blocks(1)[0]) and not writer.put(*_blocks(1)[0])
+    writer.commit()
+    assert len(writer) == 1
