@@ -16,6 +16,7 @@ runs without it; a test may still set its own ``@settings``.
 """
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -131,6 +132,15 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.pycache_prefix = str(prefix)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection made (every test module, ~6,500 items, hypothesis's strategies) is moved out of the garbage
+    collector's sight: it lives the whole run, and each full collection of the oldest generation walked all of it
+    again (``gc.freeze``). Garbage collection is unchanged for everything a test makes; what collection left as
+    garbage is collected first."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

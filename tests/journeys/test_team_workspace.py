@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,9 +57,11 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture
-def team(tmp_path: Path) -> Path:
-    """alice and bob have shared their project memories; carol has her own tree."""
+@pytest.fixture(scope="session")
+def typed_team(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """alice and bob have shared their project memories; carol has her own tree. Typed once per test process
+    (ten fresh processes); each test works in a copy of it (``team``)."""
+    tmp_path = tmp_path_factory.mktemp("team")
     for who in ("alice", "bob", "carol"):
         _cli(tmp_path, "memory", "-d", who, "init")
     _write(tmp_path, "alice", "alice_deploys", "project", "deploys go out on tuesdays after review")
@@ -73,6 +76,14 @@ def team(tmp_path: Path) -> Path:
     for car in ("alice.car", "bob.car"):
         assert b"private" not in (tmp_path / car).read_bytes()
     return tmp_path
+
+
+@pytest.fixture
+def team(typed_team: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the typed team folder (a test may change it)."""
+    copy = tmp_path / "team"
+    shutil.copytree(typed_team, copy, symlinks=True)
+    return copy
 
 
 def test_a_teammate_recalls_across_two_shared_layers_and_writes_only_to_her_own_tree(team: Path) -> None:
