@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit._gcpause import gc_paused
 from bundlekit.bundle.buildcache import EncryptionCache
 from bundlekit.bundle.buildcheck import CheckCache, Passed
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
@@ -253,6 +254,7 @@ class BuildOptions:
     leave_out: Callable[[bytes], bool] | None = None
 
 
+@gc_paused()  # bounded by the tree; nearly nothing it allocates is cyclic (bundlekit._gcpause)
 def build_bundle(
     memory_dir: str | os.PathLike[str] | Memory,
     out_car: str | os.PathLike[str],
