@@ -9,8 +9,8 @@ it reads; each caller says what that means at its boundary (a refused record, a 
 * ``encode_entry``/``decode_entry``: the nine ``IpnsEntry`` fields (``FIELDS``), varint and
   length-delimited wire types; unknown fields are skipped, a known field in the wrong wire type
   or any field running past the end is malformed.
-* ``decode_data``: the DAG-CBOR ``data`` map (field 9), as decoded; which keys it must hold is
-  the caller's rule.
+* ``decode_data``: the DAG-CBOR ``data`` map (field 9), as decoded (the usual shape by ``ipld.cbormap``,
+  anything else by ``dag_cbor``); which keys it must hold is the caller's rule.
 * ``parse_validity``/``format_validity``: the RFC 3339 ``Validity`` (EOL), read to the nanosecond,
   written in UTC with nine fractional digits as the npm ``ipns`` package writes it.
 
@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from bundlekit.errors import CodecError
+from bundlekit.ipld.cbormap import decode_flat_map
 from bundlekit.ipld.cid import decode_varint, encode_varint
 
 __all__ = [
@@ -98,8 +99,13 @@ def decode_entry(data: bytes) -> dict[str, bytes | int]:
 
 
 def decode_data(data: bytes) -> dict[str, Any]:
-    """The DAG-CBOR map of a record's ``data`` field; ``CodecError`` when it is not DAG-CBOR or not a map."""
-    import dag_cbor  # lazy: 25 ms to import, and only IPNS records need it
+    """The DAG-CBOR map of a record's ``data`` field; ``CodecError`` when it is not DAG-CBOR or not a map.
+    The usual map (text keys, byte strings and unsigned integers, canonical) is read without ``dag_cbor``
+    (``ipld.cbormap``); any other bytes go to ``dag_cbor``, whose verdict stands."""
+    flat = decode_flat_map(data)
+    if flat is not None:
+        return dict(flat)
+    import dag_cbor  # lazy: 25 ms to import (60 with multiformats), only for data not of the usual shape
 
     try:
         doc = dag_cbor.decode(data)
