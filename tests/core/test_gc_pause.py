@@ -9,8 +9,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 
+import bundlekit.cli as cli
 from bundlekit._gcpause import gc_paused
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.memory import Memory
@@ -81,5 +83,21 @@ def test_a_build_runs_with_the_collector_paused_and_restores_it(tmp_path: Path) 
     seen: list[bool] = []
     build_bundle(tree, tmp_path / "b.car", options=BuildOptions(progress=lambda _done, _total: seen.append(
         gc.isenabled())))
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
+def test_a_command_module_is_imported_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    real = cli.importlib.import_module
+
+    def spying(name: str) -> object:
+        seen.append(gc.isenabled())
+        return real(name)
+
+    monkeypatch.setattr(cli.importlib, "import_module", spying)
+    group = cli.cli
+    assert isinstance(group, click.Group)
+    assert group.get_command(click.Context(group), "sync") is not None
     assert seen and not any(seen)
     assert gc.isenabled()
