@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bundlekit._gcpause import gc_paused
 from bundlekit.bundle.buildcache import EncryptionCache
 from bundlekit.bundle.buildcheck import CheckCache, Passed
 from bundlekit.bundle.embeddings import check_buildable, embeddings_file, manifest_entry
@@ -253,6 +254,7 @@ class BuildOptions:
     leave_out: Callable[[bytes], bool] | None = None
 
 
+@gc_paused()  # bounded by the tree; nearly nothing it allocates is cyclic (bundlekit._gcpause)
 def build_bundle(
     memory_dir: str | os.PathLike[str] | Memory,
     out_car: str | os.PathLike[str],
@@ -277,9 +279,23 @@ def build_bundle(
     ``SignatureError`` for an external signature that does not cover the manifest,
     and the CAR writer's ``BundlekitError`` when the CAR cannot be written.
     The CAR appears only when the build succeeded (temp file, fsync, rename).
+    A tree given as a directory is opened here and closed before the call returns (its index's connection
+    closed then, not whenever a garbage collection finds it: the collector is paused for the build).
     """
     options = options or BuildOptions()
     mem = _open_tree(memory_dir, options.warn)
+    try:
+        return _build(mem, out_car, key, sign, options)
+    finally:
+        if mem is not memory_dir:
+            mem.close()
+
+
+def _build(
+    mem: Memory, out_car: str | os.PathLike[str], key: KeySpec | None, sign: Signer | ExternalSignature | None,
+    options: BuildOptions,
+) -> BundleResult:
+    """:func:`build_bundle` of the opened tree ``mem``."""
     _check_options(options, key)
     # Steps 1-3: validate the tree and take its files (index regenerated; a file that does not parse left out;
     # device-bound memories never leave the machine); a shared bundle: all below sees only it.

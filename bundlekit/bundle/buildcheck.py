@@ -23,9 +23,10 @@ this copy of the tree. A tree may come from elsewhere with its ``.bundlekit/`` (
 planted there could name the digest of a file the planter wrote with other index fields, or a secret it holds
 as checked. So the rows are sealed: table ``seal`` holds the HMAC-SHA-256, under this user's key
 (:func:`seal_key`, in their bundlekit data directory, outside every tree), of every row as SQL literals in path
-order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored. Lost,
-damaged, unsealed or of another shape it costs a full check, never a wrong byte: a row that is not exactly of
-its shape is ignored too.
+order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored.
+``quote()`` ends a text at its first NUL, so a row holding a NUL in a text is ignored too: a forged tail after
+one would quote as the sealed text did. Lost, damaged, unsealed or of another shape it costs a full check, never
+a wrong byte: a row that is not exactly of its shape is ignored too.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ _US: Final = timedelta(microseconds=1)
 _RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
                  "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
                  "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
+_TIMELINE_PREFIX: Final = f"{TIMELINE_DIR}/"
 _CHECKS_VERSION: Final = b"bundlekit build checks 1"  # bump to drop every verdict whatever the sources say
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
@@ -111,14 +113,19 @@ def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
 
 
 def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None] | None:
-    """A row as typed (path, digest, and for a memory its fields), or None for one of another shape or rules."""
+    """A row as typed (path, digest, and for a memory its fields), or None for one of another shape or rules, or
+    with a NUL in a text: the seal's ``quote()`` ends a text at its first NUL, so a sealed field extended by a
+    NUL and more would keep the seal valid (a NUL-free text is quoted whole, so a row without one is the row
+    sealed)."""
     path, digest, made, kind, name, description, updated = row
-    if not (isinstance(path, str) and isinstance(digest, bytes) and len(digest) == 32 and made == rules):
+    if not (isinstance(path, str) and isinstance(digest, bytes) and len(digest) == 32 and made == rules
+            and "\0" not in path):
         return None
-    if path.startswith(f"{TIMELINE_DIR}/"):
+    if path.startswith(_TIMELINE_PREFIX):
         return path, digest, None
     if not (path.endswith(".md") and isinstance(kind, str) and isinstance(name, str)
-            and isinstance(description, str) and isinstance(updated, int)):
+            and isinstance(description, str) and isinstance(updated, int)
+            and "\0" not in kind and "\0" not in name and "\0" not in description):
         return None
     try:
         when = _EPOCH + updated * _US

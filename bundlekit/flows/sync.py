@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit._gcpause import gc_paused
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
@@ -126,6 +127,7 @@ class SyncReport:
         }
 
 
+@gc_paused()  # one round, bounded by the tree and the name's bundle (bundlekit._gcpause)
 def sync(
     tree: str | os.PathLike[str],
     *,

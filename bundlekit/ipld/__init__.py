@@ -12,4 +12,6 @@ The lowest layer: it imports only ``bundlekit.errors``. Modules:
              load's sessions and the gateway's sources both are, and ``HeldRoot``
 * ``ipns_entry`` an IPNS record's unsigned structure: the ``IpnsEntry`` protobuf, its DAG-CBOR
              ``data`` map and RFC 3339 validity (no signatures: ``bundlekit.names`` verifies)
+* ``cbormap`` DAG-CBOR of one flat map (text keys; bytes and unsigned integers), the usual IPNS
+             ``data``, without importing ``dag_cbor`` (anything else is left to it)
 """

@@ -36,6 +36,7 @@ from bundlekit.blockstore import IPNS_RECORD_MEDIA_TYPE
 from bundlekit.crypto.signing import Ed25519Signer, libp2p_ed25519_public_key
 from bundlekit.errors import CIDError, CodecError, SignatureError, UsageError
 from bundlekit.ipld import ipns_entry
+from bundlekit.ipld.cbormap import encode_flat_map
 from bundlekit.ipld.bases import BASE36, decode, encode
 from bundlekit.ipld.cid import cid_from_text, cid_to_str, decode_varint, encode_varint
 from bundlekit.ipld.ipns_entry import EOL, MAX_RECORD_SIZE, encode_entry, format_validity
@@ -184,15 +185,18 @@ def create_record(
     """A signed V2-only ``IpnsEntry`` for ``signer``'s name pointing at ``value`` (``/ipfs/<cid>``)."""
     if not (0 <= sequence <= MAX_UINT64 and 0 <= ttl_ns <= MAX_UINT64):
         raise UsageError(f"an IPNS record's sequence and TTL are unsigned 64-bit integers (0 to {MAX_UINT64})")
-    import dag_cbor  # lazy: 25 ms to import, and only names need it
-
-    data = dag_cbor.encode({
+    doc: dict[str, bytes | int] = {
         "Value": value.encode("utf-8"),
         "Validity": format_validity(validity).encode("ascii"),
         "ValidityType": EOL,
         "Sequence": sequence,
         "TTL": ttl_ns,
-    })
+    }
+    data = encode_flat_map(doc)  # dag_cbor's bytes without importing it (ipld.cbormap)
+    if data is None:  # not reached: every value above is bytes or a checked uint64
+        import dag_cbor  # lazy: 25 ms to import, and only names need it
+
+        data = dag_cbor.encode(dict(doc))
     entry = encode_entry({"signatureV2": signer.sign(SIGNATURE_PREFIX + data), "data": data})
     if len(entry) > MAX_RECORD_SIZE:
         raise UsageError(f"the IPNS record would be {len(entry)} bytes, over the {MAX_RECORD_SIZE}-byte limit")

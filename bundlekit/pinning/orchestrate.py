@@ -18,7 +18,7 @@ from bundlekit.errors import (  # Cancelled: re-exported, drawn in the error tre
     CIDMismatch,
     UsageError,
 )
-from bundlekit.ipld.cid import as_cidv1, cid_to_str, parse_cid
+from bundlekit.ipld.cid import as_cidv1, cid_from_text, cid_to_str
 from bundlekit.pinning.origins import fetches_content
 from bundlekit.pinning.protocol import FAILED, PINNED, REQUIRE_MODES, DescribesUploads, Pinner, PinResult
 
@@ -35,7 +35,7 @@ def same_cid(a: str, b: bytes) -> bool:
     different codec or multihash (the service re-encoded the content) does not.
     """
     try:
-        return as_cidv1(parse_cid(a)) == as_cidv1(b)
+        return as_cidv1(cid_from_text(a)) == as_cidv1(b)  # base32 without multiformats, else parse_cid
     except CIDError:
         return False
 

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "bundlekit._bounds",
         "bundlekit._signals",
         "bundlekit._plugins",
+        "bundlekit._gcpause",  # the collector paused for one bounded piece of work (a build, a sync round)
         # The one redaction every output passes (CLI, MCP, interface, library logs) and the secret rules it
         # applies: the rules import only errors, so the lowest layer holds them and every layer can print.
         "bundlekit._redact",

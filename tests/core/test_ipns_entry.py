@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import CodecError, SignatureError
-from bundlekit.ipld.ipns_entry import _plain_map, decode_data, decode_entry, encode_entry, format_validity, parse_validity
+from bundlekit.ipld.cbormap import decode_flat_map
+from bundlekit.ipld.ipns_entry import decode_data, decode_entry, encode_entry, format_validity, parse_validity
 from bundlekit.names.record import SIGNATURE_PREFIX, name_from_key, parse_name, verify_record
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "vectors" / "ipns"
@@ -79,7 +80,7 @@ _VALUES = st.one_of(st.integers(0, 2**64 - 1), st.binary(max_size=300), st.text(
 @settings(max_examples=300, derandomize=True)
 @given(st.dictionaries(st.text(max_size=12), _VALUES, max_size=7))
 def test_a_data_map_reads_as_dag_cbor_reads_it(doc: dict[str, object]) -> None:
-    """The map read without ``dag_cbor`` (``_plain_map``) is the map ``dag_cbor`` reads, or left to it."""
+    """The map read without ``dag_cbor`` (``ipld.cbormap.decode_flat_map``) is the map ``dag_cbor`` reads, or left to it."""
     data = dag_cbor.encode(doc)  # type: ignore[arg-type]
     assert decode_data(data) == dag_cbor.decode(data) == doc
 
@@ -95,7 +96,7 @@ def test_data_altered_anywhere_reads_only_as_dag_cbor_reads_it(doc: dict[str, ob
         data[at] = byte
     else:
         del data[at % (len(data) + 1):]
-    plain = _plain_map(bytes(data))
+    plain = decode_flat_map(bytes(data))
     if plain is not None:
         assert plain == dag_cbor.decode(bytes(data))
 
