@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.cli import cli
+from tests.journeys.football_tree import football_tree, memory_cli
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge
 from bundlekit.mcp_server.source import ServedMemory
 from bundlekit.mcp_server.tools import MemoryTools
@@ -36,19 +37,10 @@ SMALL = (
 )
 
 
-def memory_cli(tree: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["memory", "-d", str(tree), *args])
-
-
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("BUNDLEKIT_MEMORY_DIR", raising=False)
-    root = tmp_path / "memory"
-    assert memory_cli(root, "init").exit_code == 0
-    for key, name in (("user_role", "Role: striker"), ("project_cup", "Cup final")):
-        written = memory_cli(root, "write", key, "--name", name, "--description", "football on Saturday",
-                             "--type", key.split("_")[0], "--body", "Saturday football.")
-        assert written.exit_code == 0, written.output
+    root = football_tree(tmp_path / "memory")
     with (root / "project_huge.md").open("wb") as huge:
         huge.truncate(HUGE)
     return root
