@@ -133,6 +133,7 @@ __all__ = [  # noqa: RUF022
     "MemoryStoreError",
     "InvalidKeyError",
     "FrontmatterError",
+    "MemoryFileTooLarge",
     "ConflictError",
     "MemoryNotFoundError",
     "SecretDetectedError",

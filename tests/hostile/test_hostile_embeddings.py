@@ -165,7 +165,7 @@ def test_a_huge_query_is_embedded_and_searched_from_its_start(source: Path) -> N
 def test_a_huge_memory_is_embedded_from_its_start_within_bounds(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "big", embedder=CountingEmbedder())
     mem.write("huge", name="Huge", description="a very long note", type="project",
-              body="football practice notes " * 200_000)  # 4.8 MB of text, about a million tokens
+              body="football practice notes " * 170_000)  # 4.1 MB, just under the 4 MiB bound: ~800,000 tokens
     mem.write("small", name="Small", description="tea", type="project", body="The user drinks green tea.")
     assert mem.recall("soccer training", rank="semantic")[0].key == "huge"
 

@@ -191,8 +191,12 @@ def test_sync_keeps_a_recipients_bundle_for_the_same_readers(team: dict[str, str
     ok("sync", "-d", "tree", "--name-key", "writer.pem", "--identity-file", "ana.key")
     ok("sync", "-d", "follower", "--name", name, "--identity-file", "bo.key")
     assert (tmp_path / "follower" / "new_plan.md").is_file()
-    code, _, _ = bk("sync", "-d", "follower", "--name", name, "--identity-file", "cy.key")
+    # cy, no reader, cannot follow: a tree of cy's own gets nothing (bo's tree is up to date with the name, so a
+    # sync there loads nothing and decrypts nothing, whoever's key it is given)
+    ok("memory", "init", "-d", "cy_tree")
+    code, _, _ = bk("sync", "-d", "cy_tree", "--name", name, "--identity-file", "cy.key")
     assert code == 3
+    assert set(bodies(tmp_path / "cy_tree")) == set()
 
 
 class _ForgingPublisher(RecipientsKey):
