@@ -40,6 +40,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 import threading
 import time
@@ -289,8 +290,11 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
     """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
     ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
     ``MAX_BLOCK_SIZE``, CIDs out of order, more than ``_INDEX_MAX`` bytes)."""
-    with open(path, "rb") as fh:
-        data = fh.read(_INDEX_MAX + 1)
+    fd = _open_regular(path)
+    try:
+        data = _read_up_to(fd, _INDEX_MAX + 1)
+    finally:
+        os.close(fd)
     if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
         raise ValueError("not a pack index")
     found: dict[bytes, tuple[int, int]] = {}
@@ -304,6 +308,49 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
         found[cid] = (offset, length)
         previous = cid
     return found
+
+
+def _open_regular(path: str) -> int:
+    """A descriptor of the regular file ``path``, read-only: never through a symbolic link (the store writes
+    none), never waiting on a FIFO planted under a pack's or an index's name (``OSError`` for anything else
+    there: ``ELOOP`` for a link, ``EINVAL`` for a directory, FIFO or device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a directory, FIFO or device)", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fd`` from where it is."""
+    parts: list[bytes] = []
+    while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+        parts.append(chunk)
+        limit -= len(chunk)
+    return b"".join(parts)
+
+
+def _pack_size(pack: str) -> int:
+    """The size of the pack file ``pack``; ``OSError`` when it is absent or no regular file (a link, a directory,
+    a FIFO: its index is then not read)."""
+    info = os.lstat(pack)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", pack)
+    return info.st_size
+
+
+def _remove_pack(pack: str) -> None:
+    """Remove a pack: its index first (no reader then finds a block of it), then the pack itself; either may be
+    gone already, and whatever stands under the names (a directory too) goes."""
+    for path in (pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX, pack):
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
 
 
 def _index_bytes(entries: Mapping[bytes, tuple[int, int]]) -> bytes:
@@ -354,7 +401,7 @@ class _Packs:
                     continue
                 pack = os.path.join(self._folder, name[:-len(_INDEX_SUFFIX)] + _PACK_SUFFIX)
                 try:
-                    entries = _read_index(os.path.join(self._folder, name), os.stat(pack).st_size)
+                    entries = _read_index(os.path.join(self._folder, name), _pack_size(pack))
                 except (OSError, ValueError):
                     bad.append(name)
                     continue
@@ -369,8 +416,9 @@ class _Packs:
 
 
 def _read_packed(pack: str, offset: int, length: int) -> bytes:
-    """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails)."""
-    fd = os.open(pack, os.O_RDONLY | _CLOEXEC)
+    """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails);
+    ``OSError`` when it is gone or was replaced by no regular file (``_open_regular``)."""
+    fd = _open_regular(pack)
     try:
         return os.pread(fd, length, offset)
     finally:
@@ -389,6 +437,7 @@ class PackWriter:
     """
 
     def __init__(self, store: BlockStore, root: bytes) -> None:
+        self._store = store
         self._folder = store.root / PACKS_DIR
         self._fsync = store.fsync
         name = f"{secrets.token_hex(8)}"
@@ -438,8 +487,9 @@ class PackWriter:
             if self._fsync:
                 self._pack.sync()
                 index.sync()
-            self._pack.commit()
-            index.commit()
+            with self._store.protect():  # gc removes a pack without an index: never one between these renames
+                self._pack.commit()
+                index.commit()
         except BaseException:
             index.discard()
             self.discard()
@@ -697,7 +747,7 @@ class BlockStore(BlockGetter):
                 raise MissingBlock(
                     f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
                 ) from None
-            data = self._read_pack(packed)
+            data, packed = self._read_pack(cid, packed)
         except CIDError:
             raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
@@ -710,12 +760,26 @@ class BlockStore(BlockGetter):
             ) from None
         return data
 
-    def _read_pack(self, packed: tuple[str, int, int]) -> bytes:
-        """A packed block's bytes, unverified (``MissingBlock`` when its pack went meanwhile: a ``gc``)."""
-        try:
-            return _read_packed(*packed)
-        except FileNotFoundError:
-            raise MissingBlock(f"a pack of the store at {self.root} was removed while it was read") from None
+    def _read_pack(self, cid: bytes, packed: tuple[str, int, int]) -> tuple[bytes, tuple[str, int, int]]:
+        """A packed block's bytes, unverified, and where they were read. A pack gone since the packs were read
+        (a ``gc``, in this process or another) sends the lookup to the packs as they are now: the block may be in
+        a pack written since (a long-running ``serve`` or ``sync --interval`` would otherwise call a block it
+        holds missing until some other block was). ``MissingBlock`` when no pack holds it now; ``BundlekitError``
+        for a pack that cannot be read (replaced by a directory, a FIFO, a link; a disk error)."""
+        for _attempt in range(2):
+            try:
+                return _read_packed(*packed), packed
+            except FileNotFoundError:
+                self._packs.refresh()
+                found = self._packed(cid)
+                if found is None or found == packed:
+                    break
+                packed = found
+            except OSError as exc:
+                raise BundlekitError(f"cannot read the pack {packed[0]}: {os_reason(exc)}; run "
+                                     "`bundlekit store verify`") from exc
+        raise MissingBlock(f"block {cid_to_str(cid)} is not in the store at {self.root} (its pack was removed); "
+                           "import a CAR that contains it") from None
 
     def _remove_damaged(self, cid: bytes, packed: tuple[str, int, int] | None) -> None:
         """A block found damaged: its file removed, or its entry dropped from its pack's index (rewritten
@@ -730,7 +794,7 @@ class BlockStore(BlockGetter):
     def _drop_packed(self, key: bytes, pack: str) -> None:
         index = pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX
         with contextlib.suppress(OSError, ValueError, BundlekitError), self._flock("packs.lock", exclusive=True):
-            entries = _read_index(index, os.stat(pack).st_size)
+            entries = _read_index(index, _pack_size(pack))
             if entries.pop(key, None) is not None:
                 atomic_write_bytes(index, _index_bytes(entries), error=BundlekitError, hint=_WRITE_HINT)
         self._packs.refresh()
@@ -1276,19 +1340,27 @@ class BlockStore(BlockGetter):
 
     def _collect_packs(self, keep: set[bytes]) -> int:
         """Remove every pack none of whose blocks ``keep`` holds (its index first, so no reader finds a block of
-        a pack half gone); the blocks removed. A pack any kept block is in stays whole."""
-        by_pack: dict[str, list[bytes]] = {}
-        for cid, (pack, _offset, _length) in self._packs.refresh().items():
-            by_pack.setdefault(pack, []).append(cid)
+        a pack half gone), and every pack or index no block is found through (a pack whose index is absent or
+        does not read, an index whose pack is gone: a writer killed between its two renames, a damaged or
+        planted file); the blocks removed. A pack any kept block is in stays whole. Under ``packs.lock``, so a
+        reader dropping a damaged block cannot write back the index of a pack removed meanwhile; writers commit
+        under the shared gc lock (``PackWriter.commit``), so no pack is met between its two renames."""
         removed = 0
-        for pack, cids in by_pack.items():
-            if any(cid in keep for cid in cids):
-                continue
+        with self._flock("packs.lock", exclusive=True):
+            by_pack: dict[str, list[bytes]] = {}
+            for cid, (pack, _offset, _length) in self._packs.refresh().items():
+                by_pack.setdefault(pack, []).append(cid)
+            for pack, cids in by_pack.items():
+                if not any(cid in keep for cid in cids):
+                    _remove_pack(pack)
+                    removed += len(cids)
+            folder = self.root / PACKS_DIR
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX)
-                removed += len(cids)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(pack)
+                for name in os.listdir(folder):
+                    stem, suffix = os.path.splitext(name)
+                    pack = str(folder / f"{stem}{_PACK_SUFFIX}")
+                    if not name.startswith(".") and suffix in (_PACK_SUFFIX, _INDEX_SUFFIX) and pack not in by_pack:
+                        _remove_pack(pack)
         self._packs.refresh()
         return removed
 

@@ -14,7 +14,7 @@ import pytest
 from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
-from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.unixfs.importer import ListSink, import_tree
 from bundlekit.unixfs.profiles import get_profile
@@ -161,3 +161,97 @@ def test_a_block_a_pack_cannot_hold_is_skipped(store: BlockStore) -> None:
     assert not writer.put(identity, b"abc") and writer.put(*_blocks(1)[0]) and not writer.put(*_blocks(1)[0])
     writer.commit()
     assert len(writer) == 1
+
+
+def test_an_index_planted_as_a_fifo_is_not_waited_on(store: BlockStore) -> None:
+    """A FIFO under an index's name (the store writes none) is not read: opening it would wait for a writer forever,
+    and every lookup of the store with it."""
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    index.unlink()
+    os.mkfifo(index)
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(blocks[0][0])
+    assert not fresh.verify().ok
+
+
+def test_an_index_through_a_symbolic_link_is_not_read(store: BlockStore, tmp_path: Path) -> None:
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    moved = tmp_path / "elsewhere.idx"
+    index.rename(moved)
+    index.symlink_to(moved)
+    assert not BlockStore(store.root, fsync=False).has(blocks[0][0])
+
+
+def test_an_empty_block_indexed_in_a_pack_that_is_a_fifo_is_not_waited_on(store: BlockStore) -> None:
+    """A hostile index naming zero bytes at offset 0 of a pack that is a FIFO: the pack is not opened."""
+    empty = make_cid(1, RAW, b"")
+    folder = store.root / "packs"
+    folder.mkdir()
+    os.mkfifo(folder / "00000000000000ff.pack")
+    (folder / "00000000000000ff.idx").write_bytes(b"bundlekit-pack-index/1\n" + empty + bytes(12))
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(empty)
+    with pytest.raises(MissingBlock):
+        fresh.get(empty)
+
+
+def test_a_pack_replaced_by_a_directory_after_its_index_was_read_is_a_clear_error(store: BlockStore) -> None:
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    assert store.get(blocks[0][0]) == b"block 0"
+    pack = next((store.root / "packs").glob("*.pack"))
+    pack.unlink()
+    pack.mkdir()
+    with pytest.raises(BundlekitError, match="cannot read the pack"):
+        store.get(blocks[1][0])
+
+
+def test_a_store_open_across_a_gc_finds_a_block_in_the_pack_written_after(store: BlockStore) -> None:
+    """A long-running reader (``serve``, ``sync --interval``) whose view of the packs names a pack ``gc`` removed
+    reads the packs again: the block came back in a new pack, and is served, not called missing."""
+    blocks = _blocks(5)
+    _packed(store, blocks)
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(blocks[3][0]) == b"block 3"
+    BlockStore(store.root, fsync=False).gc()
+    _packed(BlockStore(store.root, fsync=False), blocks)
+    assert reader.get(blocks[3][0]) == b"block 3"
+
+
+def test_gc_removes_a_pack_whose_writer_was_killed_between_its_two_renames(store: BlockStore) -> None:
+    """The pack renamed, its index not: no block is found through it, and it would take disk (and the store's
+    size bound) for ever."""
+    writer = store.pack(_blocks(1)[0][0])
+    for cid, data in _blocks(3):
+        writer.put(cid, data)
+    writer._pack.commit()
+    assert [name.endswith(".pack") for name in _pack_files(store)] == [True] and store.stored_bytes() > 0
+    store.gc()
+    assert _pack_files(store) == [] and store.stored_bytes() == 0 and store.verify().ok
+
+
+def test_gc_removes_an_index_whose_pack_is_gone_and_verify_is_clean_again(store: BlockStore) -> None:
+    _packed(store, _blocks(3))
+    next((store.root / "packs").glob("*.pack")).unlink()
+    assert not store.verify().ok
+    store.gc()
+    assert _pack_files(store) == [] and store.verify().ok
+
+
+def test_gc_keeps_a_pinned_dag_whose_pack_index_does_not_read(store: BlockStore) -> None:
+    """A pin's blocks found through no index: gc refuses (the pinned DAG is incomplete) and removes nothing."""
+    sink = ListSink()
+    pinned = import_tree([("a.md", b"kept")], sink, get_profile())
+    _packed(store, list(sink.blocks))
+    store.pin(pinned.root)
+    index = next((store.root / "packs").glob("*.idx"))
+    good = index.read_bytes()
+    index.write_bytes(good + b"\x00")
+    with pytest.raises(MissingBlock):
+        BlockStore(store.root, fsync=False).gc()
+    index.write_bytes(good)
+    assert store.verify().ok
