@@ -137,6 +137,8 @@ _PACK_SUFFIX, _INDEX_SUFFIX = ".pack", ".idx"
 _INDEX_MAGIC = b"bundlekit-pack-index/1\n"
 _ENTRY = 48
 _PACK_CID = 36
+#: The first four bytes of every CID a pack holds: CIDv1, raw or dag-pb, sha2-256 of 32 bytes.
+_PACK_PREFIXES = (bytes((1, RAW, 0x12, 0x20)), bytes((1, 0x70, 0x12, 0x20)))
 #: An index is read whole up to this size (1.4 million blocks, seven times a sync's bound); a larger one is not read.
 _INDEX_MAX = 64 << 20
 
@@ -289,7 +291,8 @@ def _pack_key(cid: bytes) -> bytes | None:
 def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
     """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
     ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
-    ``MAX_BLOCK_SIZE``, CIDs out of order, more than ``_INDEX_MAX`` bytes)."""
+    ``MAX_BLOCK_SIZE``, CIDs out of order or not the CIDv1 of a sha2-256 raw or dag-pb block, more than
+    ``_INDEX_MAX`` bytes): a CID no pack holds would make ``verify`` and ``gc`` fail parsing it."""
     fd = _open_regular(path)
     try:
         data = _read_up_to(fd, _INDEX_MAX + 1)
@@ -303,8 +306,8 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
         cid = data[at:at + _PACK_CID]
         offset = int.from_bytes(data[at + _PACK_CID:at + _PACK_CID + 8], "big")
         length = int.from_bytes(data[at + _PACK_CID + 8:at + _ENTRY], "big")
-        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size:
-            raise ValueError("a pack index entry out of order or past its pack")
+        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size or cid[:4] not in _PACK_PREFIXES:
+            raise ValueError("a pack index entry out of order, past its pack or of a CID no pack holds")
         found[cid] = (offset, length)
         previous = cid
     return found

@@ -255,3 +255,22 @@ def test_gc_keeps_a_pinned_dag_whose_pack_index_does_not_read(store: BlockStore)
         BlockStore(store.root, fsync=False).gc()
     index.write_bytes(good)
     assert store.verify().ok
+
+
+@pytest.mark.parametrize("prefix", [bytes((1, 0x13, 0x12, 0x20)), bytes((1, RAW, 0x14, 0x20)),
+                                    bytes((1, RAW, 0x12, 0x21)), bytes((0x0A, RAW, 0x12, 0x20))])
+def test_an_index_naming_a_cid_no_pack_holds_is_not_read_and_verify_reports_it(
+        store: BlockStore, prefix: bytes) -> None:
+    """An entry whose 36 bytes are no CIDv1 of a sha2-256 raw or dag-pb block (another codec, hash, digest
+    length, version): the index is not read; ``verify`` and ``gc`` go on instead of failing on the CID."""
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    data = bytearray(index.read_bytes())
+    data[23:27] = prefix
+    index.write_bytes(bytes(data))
+    fresh = BlockStore(store.root, fsync=False)
+    report = fresh.verify()
+    assert not report.ok and report.unnamed == 1 and report.blocks == 0
+    fresh.gc()
+    assert _pack_files(store) == [] and fresh.verify().ok
