@@ -90,6 +90,7 @@ __all__ = [
     "BlockProblem",
     "BlockStore",
     "CarImport",
+    "PackProblem",
     "PackWriter",
     "ImportLimitError",
     "RecordLimitError",
@@ -375,7 +376,7 @@ class _Packs:
         self._stamp: int | None = None
         self._lock = threading.Lock()
         self.where: dict[bytes, tuple[str, int, int]] = {}
-        self.bad: list[str] = []
+        self.bad: list[tuple[str, str]] = []  # (index path, why it is not read)
 
     def lookup(self, key: bytes) -> tuple[str, int, int] | None:
         found = self.where.get(key)
@@ -398,15 +399,21 @@ class _Packs:
             except FileNotFoundError:
                 return
             where: dict[bytes, tuple[str, int, int]] = {}
-            bad: list[str] = []
+            bad: list[tuple[str, str]] = []
             for name in names:
                 if name.startswith(".") or not name.endswith(_INDEX_SUFFIX):
                     continue
                 pack = os.path.join(self._folder, name[:-len(_INDEX_SUFFIX)] + _PACK_SUFFIX)
+                index = os.path.join(self._folder, name)
                 try:
-                    entries = _read_index(os.path.join(self._folder, name), _pack_size(pack))
-                except (OSError, ValueError):
-                    bad.append(name)
+                    size = _pack_size(pack)
+                except OSError as exc:
+                    bad.append((index, f"its pack {os.path.basename(pack)}: {os_reason(exc)}"))
+                    continue
+                try:
+                    entries = _read_index(index, size)
+                except (OSError, ValueError) as exc:
+                    bad.append((index, os_reason(exc) if isinstance(exc, OSError) else str(exc)))
                     continue
                 for cid, (offset, length) in entries.items():
                     where.setdefault(cid, (pack, offset, length))
@@ -553,6 +560,21 @@ class RecordProblem:
 
 
 @dataclass
+class PackProblem:
+    """A pack index ``BlockStore.verify`` could not read (``reason``): none of its pack's blocks is found."""
+
+    index: Path
+    reason: str
+
+    def advice(self) -> str:
+        return ("no block is found through it: `bundlekit store gc` removes it and its pack (a pin that needs one of "
+                "them is named missing: re-import a CAR that holds it)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": str(self.index), "problem": self.reason, "advice": self.advice()}
+
+
+@dataclass
 class StoreReport:
     """What ``BlockStore.verify`` checked and found: counts, then each problem (at most ``MAX_NAMED`` of a kind
     named; ``unnamed`` counts the rest)."""
@@ -565,11 +587,12 @@ class StoreReport:
     expired: list[str] = field(default_factory=list)
     problems: list[BlockProblem] = field(default_factory=list)
     bad_records: list[RecordProblem] = field(default_factory=list)
+    bad_packs: list[PackProblem] = field(default_factory=list)
     unnamed: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.bad_records and not self.unnamed
+        return not self.problems and not self.bad_records and not self.bad_packs and not self.unnamed
 
     def count(self, problem: str) -> int:
         return sum(1 for p in self.problems if p.problem == problem)
@@ -585,6 +608,9 @@ class StoreReport:
         if self.bad_records:
             found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
                          "that do not verify")
+        if self.bad_packs:
+            found.append(f"{len(self.bad_packs)} pack " + ("index that does not read" if len(self.bad_packs) == 1
+                                                             else "indexes that do not read"))
         if self.unnamed:
             found.append(f"{self.unnamed} more problems not named")
         return f"{checked}: {', '.join(found)}"
@@ -593,7 +619,8 @@ class StoreReport:
         return {"ok": self.ok, "store": str(self.root), "blocks": self.blocks, "bytes": self.bytes,
                 "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
                 "problems": [p.to_dict() for p in self.problems],
-                "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
+                "records_bad": [r.to_dict() for r in self.bad_records],
+                "packs_bad": [p.to_dict() for p in self.bad_packs], "unnamed": self.unnamed}
 
 
 @dataclass(frozen=True)
@@ -1441,7 +1468,7 @@ class BlockStore(BlockGetter):
 
     def _verify_packs(self, report: StoreReport, found: dict[bytes, BlockProblem]) -> None:
         """Pass 1 over the packs: every packed block re-hashed (a damaged one dropped from its index, as ``get``
-        drops it); a pack whose index does not read is named as an unreadable problem of no block."""
+        drops it); an index that does not read is named (``PackProblem``), with why."""
         for cid, packed in sorted(self._packs.refresh().items()):
             report.blocks += 1
             try:
@@ -1458,7 +1485,11 @@ class BlockStore(BlockGetter):
                 found[cid] = problem
             else:
                 report.unnamed += 1
-        report.unnamed += len(self._packs.bad)
+        for index, reason in self._packs.bad:
+            if len(report.bad_packs) < MAX_NAMED:
+                report.bad_packs.append(PackProblem(Path(index), reason))
+            else:
+                report.unnamed += 1
 
     def _block_files(self) -> Iterator[tuple[bytes, str]]:
         """Every block file (CIDv1, path), streamed shard by shard (temp files and stray names skipped)."""

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
+from bundlekit.cli import cli
 from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.unixfs.importer import ListSink, import_tree
@@ -107,7 +109,7 @@ def test_an_index_that_does_not_read_finds_nothing_and_verify_counts_it(store: B
     fresh = BlockStore(store.root, fsync=False)
     assert not fresh.has(_blocks(1)[0][0])
     report = fresh.verify()
-    assert not report.ok and report.unnamed == 1
+    assert not report.ok and [p.index.suffix for p in report.bad_packs] == [".idx"] and report.unnamed == 0
 
 
 def test_verify_rehashes_packed_blocks_and_names_a_damaged_one(store: BlockStore) -> None:
@@ -271,6 +273,21 @@ def test_an_index_naming_a_cid_no_pack_holds_is_not_read_and_verify_reports_it(
     index.write_bytes(bytes(data))
     fresh = BlockStore(store.root, fsync=False)
     report = fresh.verify()
-    assert not report.ok and report.unnamed == 1 and report.blocks == 0
+    assert not report.ok and len(report.bad_packs) == 1 and report.blocks == 0
     fresh.gc()
     assert _pack_files(store) == [] and fresh.verify().ok
+
+
+def test_store_verify_names_an_index_whose_pack_is_gone_and_store_gc_clears_it(store: BlockStore) -> None:
+    """The journey: ``store verify`` fails naming the index and what to do (it counted an unnamed problem, and the
+    message sent the user to a stdout that listed nothing); ``store gc`` as told; ``store verify`` is clean."""
+    _packed(store, _blocks(3))
+    next((store.root / "packs").glob("*.pack")).unlink()
+    runner = CliRunner()
+    failed = runner.invoke(cli, ["store", "--store", str(store.root), "verify"])
+    assert failed.exit_code == 3
+    kind, index, reason, advice = failed.stdout.strip().split("\t")
+    assert kind == "bad-pack" and index.endswith(".idx") and "its pack" in reason and "store gc" in advice
+    assert runner.invoke(cli, ["store", "--store", str(store.root), "gc"]).exit_code == 0
+    again = runner.invoke(cli, ["store", "--store", str(store.root), "verify"])
+    assert again.exit_code == 0 and again.stdout == ""
