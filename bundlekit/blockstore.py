@@ -435,6 +435,15 @@ def _read_packed(pack: str, offset: int, length: int) -> bytes:
         os.close(fd)
 
 
+def _holds(pack: str, key: bytes, entry: tuple[int, int]) -> bool:
+    """Whether ``pack`` holds the block ``key`` at ``entry`` (offset, length): its bytes hash to it."""
+    try:
+        verify_block(key, _read_packed(pack, *entry), max_size=None)
+    except (BlockMismatch, UnsupportedBlock):
+        return False
+    return True
+
+
 class PackWriter:
     """Verified blocks into one new pack of the store, visible only once committed (``specs/gateway.md``, 2.2a).
 
@@ -822,10 +831,15 @@ class BlockStore(BlockGetter):
         self._forget_walk()
 
     def _drop_packed(self, key: bytes, pack: str) -> None:
+        """Drop ``key`` from the index of ``pack`` when the block it names there now does not hash to it: the
+        index and the pack are read again under ``packs.lock``, so a reader whose view was stale (the pack
+        replaced under its name, the entry dropped already) never drops a good block."""
         index = pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX
         with contextlib.suppress(OSError, ValueError, BundlekitError), self._flock("packs.lock", exclusive=True):
             entries = _read_index(index, _pack_size(pack))
-            if entries.pop(key, None) is not None:
+            entry = entries.get(key)
+            if entry is not None and not _holds(pack, key, entry):
+                del entries[key]
                 atomic_write_bytes(index, _index_bytes(entries), error=BundlekitError, hint=_WRITE_HINT)
         self._packs.refresh()
 

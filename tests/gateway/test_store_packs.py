@@ -291,3 +291,26 @@ def test_store_verify_names_an_index_whose_pack_is_gone_and_store_gc_clears_it(s
     assert runner.invoke(cli, ["store", "--store", str(store.root), "gc"]).exit_code == 0
     again = runner.invoke(cli, ["store", "--store", str(store.root), "verify"])
     assert again.exit_code == 0 and again.stdout == ""
+
+
+def test_a_reader_whose_pack_was_replaced_under_its_name_drops_no_good_block(store: BlockStore) -> None:
+    """The pack and index under one name replaced after a reader read the index (a restore from a backup, two
+    stores' packs copied together): the stale read fails its hash and is refused, but the new index's good entry
+    for that block stays; the next read finds it."""
+    old, new = _blocks(3), [(cid, data) for cid, data in _blocks(3)][::-1]
+    _packed(store, old)
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(old[0][0]) == b"block 0"
+    pack = next((store.root / "packs").glob("*.pack"))
+    other = BlockStore(store.root.parent / "other", fsync=False)
+    writer = other.pack(new[0][0])
+    writer.put(*_blocks(4)[3])  # the blocks now sit at other offsets
+    for cid, data in new:
+        writer.put(cid, data)
+    writer.commit()
+    moved = next((other.root / "packs").glob("*.pack"))
+    os.replace(moved.with_suffix(".idx"), pack.with_suffix(".idx"))
+    os.replace(moved, pack)
+    with pytest.raises(BlockMismatch):
+        reader.get(old[1][0])
+    assert BlockStore(store.root, fsync=False).get(old[1][0]) == b"block 1"
