@@ -142,6 +142,9 @@ _PACK_CID = 36
 _PACK_PREFIXES = (bytes((1, RAW, 0x12, 0x20)), bytes((1, 0x70, 0x12, 0x20)))
 #: An index is read whole up to this size (1.4 million blocks, seven times a sync's bound); a larger one is not read.
 _INDEX_MAX = 64 << 20
+#: How long after the packs folder last changed its mtime is not trusted alone (``_Packs._changed``): the coarsest
+#: timestamp a file system keeps (FAT's two seconds).
+_RACY_NS = 2_000_000_000
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -366,6 +369,11 @@ def _index_bytes(entries: Mapping[bytes, tuple[int, int]]) -> bytes:
     return b"".join(parts)
 
 
+def _pack_names(folder: str) -> list[str]:
+    """The names in the packs folder but temps (``.``-names), sorted."""
+    return sorted(name for name in os.listdir(folder) if not name.startswith("."))
+
+
 class _Packs:
     """The store's packs as one lookup (CIDv1 -> pack, offset, length), read when first needed and again when
     the packs folder changed (another process committed or removed a pack). A pack whose index does not read
@@ -374,6 +382,8 @@ class _Packs:
     def __init__(self, folder: str) -> None:
         self._folder = folder
         self._stamp: int | None = None
+        self._names: list[str] = []
+        self._settled = False
         self._lock = threading.Lock()
         self.where: dict[bytes, tuple[str, int, int]] = {}
         self.bad: list[tuple[str, str]] = []  # (index path, why it is not read)
@@ -386,22 +396,36 @@ class _Packs:
         return found
 
     def _changed(self) -> bool:
+        """Whether the packs may have changed since they were read: the folder's mtime moved, or, while that mtime
+        is within ``_RACY_NS`` of when they were read, the listing differs. A file system stamps a folder with a
+        coarse clock (a jiffy, a second, two on FAT), so a pack committed in the same tick as the last change
+        leaves the mtime as it was (git's "racy" index entries): the mtime alone would hide that pack for good."""
         try:
-            return os.stat(self._folder).st_mtime_ns != self._stamp
+            mtime = os.stat(self._folder).st_mtime_ns
+            if mtime != self._stamp:
+                return True
+            if self._settled:
+                return False
+            names = _pack_names(self._folder)
         except FileNotFoundError:
             return False
+        if names != self._names:
+            return True
+        self._settled = time.time_ns() - mtime >= _RACY_NS
+        return False
 
     def _load(self) -> None:
         with self._lock:
             try:
                 stamp = os.stat(self._folder).st_mtime_ns
-                names = sorted(os.listdir(self._folder))
+                names = _pack_names(self._folder)
             except FileNotFoundError:
                 return
+            settled = time.time_ns() - stamp >= _RACY_NS
             where: dict[bytes, tuple[str, int, int]] = {}
             bad: list[tuple[str, str]] = []
             for name in names:
-                if name.startswith(".") or not name.endswith(_INDEX_SUFFIX):
+                if not name.endswith(_INDEX_SUFFIX):
                     continue
                 pack = os.path.join(self._folder, name[:-len(_INDEX_SUFFIX)] + _PACK_SUFFIX)
                 index = os.path.join(self._folder, name)
@@ -417,7 +441,7 @@ class _Packs:
                     continue
                 for cid, (offset, length) in entries.items():
                     where.setdefault(cid, (pack, offset, length))
-            self.where, self.bad, self._stamp = where, bad, stamp
+            self.where, self.bad, self._stamp, self._names, self._settled = where, bad, stamp, names, settled
 
     def refresh(self) -> dict[bytes, tuple[str, int, int]]:
         """Every packed block, read again now."""

@@ -314,3 +314,19 @@ def test_a_reader_whose_pack_was_replaced_under_its_name_drops_no_good_block(sto
     with pytest.raises(BlockMismatch):
         reader.get(old[1][0])
     assert BlockStore(store.root, fsync=False).get(old[1][0]) == b"block 1"
+
+
+def test_a_pack_committed_in_the_same_tick_as_the_last_change_is_found_by_a_store_already_open(
+        store: BlockStore) -> None:
+    """A file system stamps the packs folder with a coarse clock (a jiffy; a second or two on some): a second
+    commit in the tick of the first leaves the folder's mtime as it was, simulated here by setting it back. The
+    open store read the packs after the first: it still finds the second's blocks."""
+    first, second = _blocks(2), [(cid, data) for cid, data in _blocks(6)[3:]]
+    _packed(store, first)
+    folder = store.root / "packs"
+    stamp = folder.stat().st_mtime_ns
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(first[0][0]) == b"block 0"
+    _packed(BlockStore(store.root, fsync=False), second)
+    os.utime(folder, ns=(stamp, stamp))
+    assert reader.get(second[1][0]) == b"block 4"
