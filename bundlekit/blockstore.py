@@ -1393,12 +1393,11 @@ class BlockStore(BlockGetter):
             for root in self.pins():
                 for cid, _data in walk_dag(root, self.get, verify=False):
                     keep.add(as_cidv1(cid))
-            packed = self._packs.refresh()
-            for cid in self.iter_blocks():
-                if as_cidv1(cid) in keep or cid in packed:
+            for cid, path in self._block_files():  # a block file no pin needs goes, whether a pack holds it too
+                if cid in keep:
                     continue
                 try:
-                    os.unlink(self._file(cid))
+                    os.unlink(path)
                     removed += 1
                 except FileNotFoundError:
                     pass

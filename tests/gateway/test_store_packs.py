@@ -330,3 +330,13 @@ def test_a_pack_committed_in_the_same_tick_as_the_last_change_is_found_by_a_stor
     _packed(BlockStore(store.root, fsync=False), second)
     os.utime(folder, ns=(stamp, stamp))
     assert reader.get(second[1][0]) == b"block 4"
+
+
+def test_gc_removes_a_block_file_no_pin_needs_though_a_pack_holds_it_too(store: BlockStore) -> None:
+    """A block kept as a file and in a pack (a re-import of a packed block, a follow round after the first): gc
+    left the file because a pack held the block, and then removed the pack, so the file outlived every gc once."""
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    store.put(*blocks[1])
+    assert store.gc() == 4
+    assert list(store.iter_blocks()) == [] and _pack_files(store) == [] and store.stored_bytes() == 0
