@@ -340,3 +340,12 @@ def test_gc_removes_a_block_file_no_pin_needs_though_a_pack_holds_it_too(store: 
     store.put(*blocks[1])
     assert store.gc() == 4
     assert list(store.iter_blocks()) == [] and _pack_files(store) == [] and store.stored_bytes() == 0
+
+
+def test_a_damaged_block_file_is_removed_and_the_packs_good_copy_served(store: BlockStore) -> None:
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    store.put(*blocks[2])
+    store.path_for(blocks[2][0]).write_bytes(b"bit rot")
+    assert store.get(blocks[2][0]) == b"block 2"
+    assert not store.path_for(blocks[2][0]).exists()
