@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from bundlekit._fs import AtomicFile, atomic_write_bytes, fsync_dir, os_reason, sweep_stale_temps, sync_files
+from bundlekit._signals import shielded
 from bundlekit.car.format import encode_header
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
@@ -530,7 +531,8 @@ class PackWriter:
             if self._fsync:
                 self._pack.sync()
                 index.sync()
-            with self._store.protect():  # gc removes a pack without an index: never one between these renames
+            # gc removes a pack without an index: never one between these renames, which a stop signal does not split
+            with self._store.protect(), shielded():
                 self._pack.commit()
                 index.commit()
         except BaseException:

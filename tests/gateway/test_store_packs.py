@@ -349,3 +349,35 @@ def test_a_damaged_block_file_is_removed_and_the_packs_good_copy_served(store: B
     store.path_for(blocks[2][0]).write_bytes(b"bit rot")
     assert store.get(blocks[2][0]) == b"block 2"
     assert not store.path_for(blocks[2][0]).exists()
+
+
+def test_a_stop_signal_between_a_packs_two_renames_waits_for_the_index(store: BlockStore) -> None:
+    """SIGTERM delivered as the pack is renamed: held until its index is renamed too, then the command stops as
+    interrupted (143); the pack is visible and whole, not a pack without its index."""
+    script = (
+        "import os, signal, sys\n"
+        "import bundlekit._fs\n"
+        "from bundlekit._signals import Interrupted, exit_code, stop_signals_interrupt\n"
+        "from bundlekit.blockstore import BlockStore\n"
+        "from bundlekit.ipld.cid import RAW, make_cid\n"
+        "install = bundlekit._fs._install\n"
+        "def hit(temp, dest, **kw):\n"
+        "    install(temp, dest, **kw)\n"
+        "    if str(dest).endswith('.pack'):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "bundlekit._fs._install = hit\n"
+        f"store = BlockStore({str(store.root)!r}, fsync=False)\n"
+        "try:\n"
+        "    with stop_signals_interrupt():\n"
+        "        writer = store.pack(make_cid(1, RAW, b'block 0'))\n"
+        "        for i in range(5):\n"
+        "            writer.put(make_cid(1, RAW, b'block %d' % i), b'block %d' % i)\n"
+        "        writer.commit()\n"
+        "except Interrupted as exc:\n"
+        "    sys.exit(exit_code(exc))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == 128 + signal.SIGTERM
+    assert sorted(Path(name).suffix for name in _pack_files(store)) == [".idx", ".pack"]
+    fresh = BlockStore(store.root, fsync=False)
+    assert fresh.get(_blocks(5)[4][0]) == b"block 4" and fresh.verify().ok
