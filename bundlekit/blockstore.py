@@ -40,6 +40,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 import threading
 import time
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from bundlekit._fs import AtomicFile, atomic_write_bytes, fsync_dir, os_reason, sweep_stale_temps, sync_files
+from bundlekit._signals import shielded
 from bundlekit.car.format import encode_header
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarWriter
@@ -89,6 +91,7 @@ __all__ = [
     "BlockProblem",
     "BlockStore",
     "CarImport",
+    "PackProblem",
     "PackWriter",
     "ImportLimitError",
     "RecordLimitError",
@@ -136,8 +139,13 @@ _PACK_SUFFIX, _INDEX_SUFFIX = ".pack", ".idx"
 _INDEX_MAGIC = b"bundlekit-pack-index/1\n"
 _ENTRY = 48
 _PACK_CID = 36
+#: The first four bytes of every CID a pack holds: CIDv1, raw or dag-pb, sha2-256 of 32 bytes.
+_PACK_PREFIXES = (bytes((1, RAW, 0x12, 0x20)), bytes((1, 0x70, 0x12, 0x20)))
 #: An index is read whole up to this size (1.4 million blocks, seven times a sync's bound); a larger one is not read.
 _INDEX_MAX = 64 << 20
+#: How long after the packs folder last changed its mtime is not trusted alone (``_Packs._changed``): the coarsest
+#: timestamp a file system keeps (FAT's two seconds).
+_RACY_NS = 2_000_000_000
 
 
 def default_store_root(env: dict[str, str] | None = None) -> Path:
@@ -288,9 +296,13 @@ def _pack_key(cid: bytes) -> bytes | None:
 def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
     """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
     ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
-    ``MAX_BLOCK_SIZE``, CIDs out of order, more than ``_INDEX_MAX`` bytes)."""
-    with open(path, "rb") as fh:
-        data = fh.read(_INDEX_MAX + 1)
+    ``MAX_BLOCK_SIZE``, CIDs out of order or not the CIDv1 of a sha2-256 raw or dag-pb block, more than
+    ``_INDEX_MAX`` bytes): a CID no pack holds would make ``verify`` and ``gc`` fail parsing it."""
+    fd = _open_regular(path)
+    try:
+        data = _read_up_to(fd, _INDEX_MAX + 1)
+    finally:
+        os.close(fd)
     if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
         raise ValueError("not a pack index")
     found: dict[bytes, tuple[int, int]] = {}
@@ -299,11 +311,54 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
         cid = data[at:at + _PACK_CID]
         offset = int.from_bytes(data[at + _PACK_CID:at + _PACK_CID + 8], "big")
         length = int.from_bytes(data[at + _PACK_CID + 8:at + _ENTRY], "big")
-        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size:
-            raise ValueError("a pack index entry out of order or past its pack")
+        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size or cid[:4] not in _PACK_PREFIXES:
+            raise ValueError("a pack index entry out of order, past its pack or of a CID no pack holds")
         found[cid] = (offset, length)
         previous = cid
     return found
+
+
+def _open_regular(path: str) -> int:
+    """A descriptor of the regular file ``path``, read-only: never through a symbolic link (the store writes
+    none), never waiting on a FIFO planted under a pack's or an index's name (``OSError`` for anything else
+    there: ``ELOOP`` for a link, ``EINVAL`` for a directory, FIFO or device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a directory, FIFO or device)", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fd`` from where it is."""
+    parts: list[bytes] = []
+    while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+        parts.append(chunk)
+        limit -= len(chunk)
+    return b"".join(parts)
+
+
+def _pack_size(pack: str) -> int:
+    """The size of the pack file ``pack``; ``OSError`` when it is absent or no regular file (a link, a directory,
+    a FIFO: its index is then not read)."""
+    info = os.lstat(pack)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", pack)
+    return info.st_size
+
+
+def _remove_pack(pack: str) -> None:
+    """Remove a pack: its index first (no reader then finds a block of it), then the pack itself; either may be
+    gone already, and whatever stands under the names (a directory too) goes."""
+    for path in (pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX, pack):
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
 
 
 def _index_bytes(entries: Mapping[bytes, tuple[int, int]]) -> bytes:
@@ -315,6 +370,11 @@ def _index_bytes(entries: Mapping[bytes, tuple[int, int]]) -> bytes:
     return b"".join(parts)
 
 
+def _pack_names(folder: str) -> list[str]:
+    """The names in the packs folder but temps (``.``-names), sorted."""
+    return sorted(name for name in os.listdir(folder) if not name.startswith("."))
+
+
 class _Packs:
     """The store's packs as one lookup (CIDv1 -> pack, offset, length), read when first needed and again when
     the packs folder changed (another process committed or removed a pack). A pack whose index does not read
@@ -323,9 +383,11 @@ class _Packs:
     def __init__(self, folder: str) -> None:
         self._folder = folder
         self._stamp: int | None = None
+        self._names: list[str] = []
+        self._settled = False
         self._lock = threading.Lock()
         self.where: dict[bytes, tuple[str, int, int]] = {}
-        self.bad: list[str] = []
+        self.bad: list[tuple[str, str]] = []  # (index path, why it is not read)
 
     def lookup(self, key: bytes) -> tuple[str, int, int] | None:
         found = self.where.get(key)
@@ -335,32 +397,52 @@ class _Packs:
         return found
 
     def _changed(self) -> bool:
+        """Whether the packs may have changed since they were read: the folder's mtime moved, or, while that mtime
+        is within ``_RACY_NS`` of when they were read, the listing differs. A file system stamps a folder with a
+        coarse clock (a jiffy, a second, two on FAT), so a pack committed in the same tick as the last change
+        leaves the mtime as it was (git's "racy" index entries): the mtime alone would hide that pack for good."""
         try:
-            return os.stat(self._folder).st_mtime_ns != self._stamp
+            mtime = os.stat(self._folder).st_mtime_ns
+            if mtime != self._stamp:
+                return True
+            if self._settled:
+                return False
+            names = _pack_names(self._folder)
         except FileNotFoundError:
             return False
+        if names != self._names:
+            return True
+        self._settled = time.time_ns() - mtime >= _RACY_NS
+        return False
 
     def _load(self) -> None:
         with self._lock:
             try:
                 stamp = os.stat(self._folder).st_mtime_ns
-                names = sorted(os.listdir(self._folder))
+                names = _pack_names(self._folder)
             except FileNotFoundError:
                 return
+            settled = time.time_ns() - stamp >= _RACY_NS
             where: dict[bytes, tuple[str, int, int]] = {}
-            bad: list[str] = []
+            bad: list[tuple[str, str]] = []
             for name in names:
-                if name.startswith(".") or not name.endswith(_INDEX_SUFFIX):
+                if not name.endswith(_INDEX_SUFFIX):
                     continue
                 pack = os.path.join(self._folder, name[:-len(_INDEX_SUFFIX)] + _PACK_SUFFIX)
+                index = os.path.join(self._folder, name)
                 try:
-                    entries = _read_index(os.path.join(self._folder, name), os.stat(pack).st_size)
-                except (OSError, ValueError):
-                    bad.append(name)
+                    size = _pack_size(pack)
+                except OSError as exc:
+                    bad.append((index, f"its pack {os.path.basename(pack)}: {os_reason(exc)}"))
+                    continue
+                try:
+                    entries = _read_index(index, size)
+                except (OSError, ValueError) as exc:
+                    bad.append((index, os_reason(exc) if isinstance(exc, OSError) else str(exc)))
                     continue
                 for cid, (offset, length) in entries.items():
                     where.setdefault(cid, (pack, offset, length))
-            self.where, self.bad, self._stamp = where, bad, stamp
+            self.where, self.bad, self._stamp, self._names, self._settled = where, bad, stamp, names, settled
 
     def refresh(self) -> dict[bytes, tuple[str, int, int]]:
         """Every packed block, read again now."""
@@ -369,12 +451,22 @@ class _Packs:
 
 
 def _read_packed(pack: str, offset: int, length: int) -> bytes:
-    """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails)."""
-    fd = os.open(pack, os.O_RDONLY | _CLOEXEC)
+    """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails);
+    ``OSError`` when it is gone or was replaced by no regular file (``_open_regular``)."""
+    fd = _open_regular(pack)
     try:
         return os.pread(fd, length, offset)
     finally:
         os.close(fd)
+
+
+def _holds(pack: str, key: bytes, entry: tuple[int, int]) -> bool:
+    """Whether ``pack`` holds the block ``key`` at ``entry`` (offset, length): its bytes hash to it."""
+    try:
+        verify_block(key, _read_packed(pack, *entry), max_size=None)
+    except (BlockMismatch, UnsupportedBlock):
+        return False
+    return True
 
 
 class PackWriter:
@@ -389,6 +481,7 @@ class PackWriter:
     """
 
     def __init__(self, store: BlockStore, root: bytes) -> None:
+        self._store = store
         self._folder = store.root / PACKS_DIR
         self._fsync = store.fsync
         name = f"{secrets.token_hex(8)}"
@@ -438,8 +531,10 @@ class PackWriter:
             if self._fsync:
                 self._pack.sync()
                 index.sync()
-            self._pack.commit()
-            index.commit()
+            # gc removes a pack without an index: never one between these renames, which a stop signal does not split
+            with self._store.protect(), shielded():
+                self._pack.commit()
+                index.commit()
         except BaseException:
             index.discard()
             self.discard()
@@ -500,6 +595,21 @@ class RecordProblem:
 
 
 @dataclass
+class PackProblem:
+    """A pack index ``BlockStore.verify`` could not read (``reason``): none of its pack's blocks is found."""
+
+    index: Path
+    reason: str
+
+    def advice(self) -> str:
+        return ("no block is found through it: `bundlekit store gc` removes it and its pack (a pin that needs one of "
+                "them is named missing: re-import a CAR that holds it)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": str(self.index), "problem": self.reason, "advice": self.advice()}
+
+
+@dataclass
 class StoreReport:
     """What ``BlockStore.verify`` checked and found: counts, then each problem (at most ``MAX_NAMED`` of a kind
     named; ``unnamed`` counts the rest)."""
@@ -512,11 +622,12 @@ class StoreReport:
     expired: list[str] = field(default_factory=list)
     problems: list[BlockProblem] = field(default_factory=list)
     bad_records: list[RecordProblem] = field(default_factory=list)
+    bad_packs: list[PackProblem] = field(default_factory=list)
     unnamed: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.bad_records and not self.unnamed
+        return not self.problems and not self.bad_records and not self.bad_packs and not self.unnamed
 
     def count(self, problem: str) -> int:
         return sum(1 for p in self.problems if p.problem == problem)
@@ -532,6 +643,9 @@ class StoreReport:
         if self.bad_records:
             found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
                          "that do not verify")
+        if self.bad_packs:
+            found.append(f"{len(self.bad_packs)} pack " + ("index that does not read" if len(self.bad_packs) == 1
+                                                             else "indexes that do not read"))
         if self.unnamed:
             found.append(f"{self.unnamed} more problems not named")
         return f"{checked}: {', '.join(found)}"
@@ -540,7 +654,8 @@ class StoreReport:
         return {"ok": self.ok, "store": str(self.root), "blocks": self.blocks, "bytes": self.bytes,
                 "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
                 "problems": [p.to_dict() for p in self.problems],
-                "records_bad": [r.to_dict() for r in self.bad_records], "unnamed": self.unnamed}
+                "records_bad": [r.to_dict() for r in self.bad_records],
+                "packs_bad": [p.to_dict() for p in self.bad_packs], "unnamed": self.unnamed}
 
 
 @dataclass(frozen=True)
@@ -697,25 +812,41 @@ class BlockStore(BlockGetter):
                 raise MissingBlock(
                     f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
                 ) from None
-            data = self._read_pack(packed)
+            data, packed = self._read_pack(cid, packed)
         except CIDError:
             raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
         try:
             verify_block(cid, data, max_size=None)
         except BlockMismatch:
             self._remove_damaged(cid, packed)
+            if packed is None and self._packed(cid) is not None and not os.path.lexists(self._file(cid)):
+                return self.get(cid)  # the damaged file removed: a pack's copy of the block, verified as any
             raise BlockMismatch(
                 f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
                 "re-import a CAR that holds it"
             ) from None
         return data
 
-    def _read_pack(self, packed: tuple[str, int, int]) -> bytes:
-        """A packed block's bytes, unverified (``MissingBlock`` when its pack went meanwhile: a ``gc``)."""
-        try:
-            return _read_packed(*packed)
-        except FileNotFoundError:
-            raise MissingBlock(f"a pack of the store at {self.root} was removed while it was read") from None
+    def _read_pack(self, cid: bytes, packed: tuple[str, int, int]) -> tuple[bytes, tuple[str, int, int]]:
+        """A packed block's bytes, unverified, and where they were read. A pack gone since the packs were read
+        (a ``gc``, in this process or another) sends the lookup to the packs as they are now: the block may be in
+        a pack written since (a long-running ``serve`` or ``sync --interval`` would otherwise call a block it
+        holds missing until some other block was). ``MissingBlock`` when no pack holds it now; ``BundlekitError``
+        for a pack that cannot be read (replaced by a directory, a FIFO, a link; a disk error)."""
+        for _attempt in range(2):
+            try:
+                return _read_packed(*packed), packed
+            except FileNotFoundError:
+                self._packs.refresh()
+                found = self._packed(cid)
+                if found is None or found == packed:
+                    break
+                packed = found
+            except OSError as exc:
+                raise BundlekitError(f"cannot read the pack {packed[0]}: {os_reason(exc)}; run "
+                                     "`bundlekit store verify`") from exc
+        raise MissingBlock(f"block {cid_to_str(cid)} is not in the store at {self.root} (its pack was removed); "
+                           "import a CAR that contains it") from None
 
     def _remove_damaged(self, cid: bytes, packed: tuple[str, int, int] | None) -> None:
         """A block found damaged: its file removed, or its entry dropped from its pack's index (rewritten
@@ -728,10 +859,15 @@ class BlockStore(BlockGetter):
         self._forget_walk()
 
     def _drop_packed(self, key: bytes, pack: str) -> None:
+        """Drop ``key`` from the index of ``pack`` when the block it names there now does not hash to it: the
+        index and the pack are read again under ``packs.lock``, so a reader whose view was stale (the pack
+        replaced under its name, the entry dropped already) never drops a good block."""
         index = pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX
         with contextlib.suppress(OSError, ValueError, BundlekitError), self._flock("packs.lock", exclusive=True):
-            entries = _read_index(index, os.stat(pack).st_size)
-            if entries.pop(key, None) is not None:
+            entries = _read_index(index, _pack_size(pack))
+            entry = entries.get(key)
+            if entry is not None and not _holds(pack, key, entry):
+                del entries[key]
                 atomic_write_bytes(index, _index_bytes(entries), error=BundlekitError, hint=_WRITE_HINT)
         self._packs.refresh()
 
@@ -1263,12 +1399,11 @@ class BlockStore(BlockGetter):
             for root in self.pins():
                 for cid, _data in walk_dag(root, self.get, verify=False):
                     keep.add(as_cidv1(cid))
-            packed = self._packs.refresh()
-            for cid in self.iter_blocks():
-                if as_cidv1(cid) in keep or cid in packed:
+            for cid, path in self._block_files():  # a block file no pin needs goes, whether a pack holds it too
+                if cid in keep:
                     continue
                 try:
-                    os.unlink(self._file(cid))
+                    os.unlink(path)
                     removed += 1
                 except FileNotFoundError:
                     pass
@@ -1278,19 +1413,27 @@ class BlockStore(BlockGetter):
 
     def _collect_packs(self, keep: set[bytes]) -> int:
         """Remove every pack none of whose blocks ``keep`` holds (its index first, so no reader finds a block of
-        a pack half gone); the blocks removed. A pack any kept block is in stays whole."""
-        by_pack: dict[str, list[bytes]] = {}
-        for cid, (pack, _offset, _length) in self._packs.refresh().items():
-            by_pack.setdefault(pack, []).append(cid)
+        a pack half gone), and every pack or index no block is found through (a pack whose index is absent or
+        does not read, an index whose pack is gone: a writer killed between its two renames, a damaged or
+        planted file); the blocks removed. A pack any kept block is in stays whole. Under ``packs.lock``, so a
+        reader dropping a damaged block cannot write back the index of a pack removed meanwhile; writers commit
+        under the shared gc lock (``PackWriter.commit``), so no pack is met between its two renames."""
         removed = 0
-        for pack, cids in by_pack.items():
-            if any(cid in keep for cid in cids):
-                continue
+        with self._flock("packs.lock", exclusive=True):
+            by_pack: dict[str, list[bytes]] = {}
+            for cid, (pack, _offset, _length) in self._packs.refresh().items():
+                by_pack.setdefault(pack, []).append(cid)
+            for pack, cids in by_pack.items():
+                if not any(cid in keep for cid in cids):
+                    _remove_pack(pack)
+                    removed += len(cids)
+            folder = self.root / PACKS_DIR
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(pack[:-len(_PACK_SUFFIX)] + _INDEX_SUFFIX)
-                removed += len(cids)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(pack)
+                for name in os.listdir(folder):
+                    stem, suffix = os.path.splitext(name)
+                    pack = str(folder / f"{stem}{_PACK_SUFFIX}")
+                    if not name.startswith(".") and suffix in (_PACK_SUFFIX, _INDEX_SUFFIX) and pack not in by_pack:
+                        _remove_pack(pack)
         self._packs.refresh()
         return removed
 
@@ -1368,7 +1511,7 @@ class BlockStore(BlockGetter):
 
     def _verify_packs(self, report: StoreReport, found: dict[bytes, BlockProblem]) -> None:
         """Pass 1 over the packs: every packed block re-hashed (a damaged one dropped from its index, as ``get``
-        drops it); a pack whose index does not read is named as an unreadable problem of no block."""
+        drops it); an index that does not read is named (``PackProblem``), with why."""
         for cid, packed in sorted(self._packs.refresh().items()):
             report.blocks += 1
             try:
@@ -1385,7 +1528,11 @@ class BlockStore(BlockGetter):
                 found[cid] = problem
             else:
                 report.unnamed += 1
-        report.unnamed += len(self._packs.bad)
+        for index, reason in self._packs.bad:
+            if len(report.bad_packs) < MAX_NAMED:
+                report.bad_packs.append(PackProblem(Path(index), reason))
+            else:
+                report.unnamed += 1
 
     def _block_files(self) -> Iterator[tuple[bytes, str]]:
         """Every block file (CIDv1, path), streamed shard by shard (temp files and stray names skipped)."""

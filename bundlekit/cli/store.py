@@ -169,6 +169,9 @@ def verify(store_dir: str | None, as_json: bool) -> None:
         for bad in report.bad_records:
             output.data(f"bad-record\t{bad.name}\t{output.printable_field(bad.reason)}\t"
                         f"{output.printable_field(bad.advice())}")
+        for pack in report.bad_packs:
+            output.data(f"bad-pack\t{output.printable_field(str(pack.index))}\t{output.printable_field(pack.reason)}\t"
+                        f"{pack.advice()}")
     if not report.ok:
         listed = "in the JSON on stdout" if as_json else "each listed on stdout"
         raise VerificationError(f"the store does not verify: {output.printable_field(report.summary())} ({listed} with "

@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from bundlekit._fs import is_temp_name
 from bundlekit.blockstore import BlockStore
 from bundlekit.car.reader import read_car
-from bundlekit.errors import BlockMismatch, MissingBlock
+from bundlekit.cli import cli
+from bundlekit.errors import BlockMismatch, BundlekitError, MissingBlock
 from bundlekit.ipld.cid import DAG_PB, RAW, make_cid
 from bundlekit.unixfs.importer import ListSink, import_tree
 from bundlekit.unixfs.profiles import get_profile
@@ -107,7 +109,7 @@ def test_an_index_that_does_not_read_finds_nothing_and_verify_counts_it(store: B
     fresh = BlockStore(store.root, fsync=False)
     assert not fresh.has(_blocks(1)[0][0])
     report = fresh.verify()
-    assert not report.ok and report.unnamed == 1
+    assert not report.ok and [p.index.suffix for p in report.bad_packs] == [".idx"] and report.unnamed == 0
 
 
 def test_verify_rehashes_packed_blocks_and_names_a_damaged_one(store: BlockStore) -> None:
@@ -161,3 +163,221 @@ def test_a_block_a_pack_cannot_hold_is_skipped(store: BlockStore) -> None:
     assert not writer.put(identity, b"abc") and writer.put(*_blocks(1)[0]) and not writer.put(*_blocks(1)[0])
     writer.commit()
     assert len(writer) == 1
+
+
+def test_an_index_planted_as_a_fifo_is_not_waited_on(store: BlockStore) -> None:
+    """A FIFO under an index's name (the store writes none) is not read: opening it would wait for a writer forever,
+    and every lookup of the store with it."""
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    index.unlink()
+    os.mkfifo(index)
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(blocks[0][0])
+    assert not fresh.verify().ok
+
+
+def test_an_index_through_a_symbolic_link_is_not_read(store: BlockStore, tmp_path: Path) -> None:
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    moved = tmp_path / "elsewhere.idx"
+    index.rename(moved)
+    index.symlink_to(moved)
+    assert not BlockStore(store.root, fsync=False).has(blocks[0][0])
+
+
+def test_an_empty_block_indexed_in_a_pack_that_is_a_fifo_is_not_waited_on(store: BlockStore) -> None:
+    """A hostile index naming zero bytes at offset 0 of a pack that is a FIFO: the pack is not opened."""
+    empty = make_cid(1, RAW, b"")
+    folder = store.root / "packs"
+    folder.mkdir()
+    os.mkfifo(folder / "00000000000000ff.pack")
+    (folder / "00000000000000ff.idx").write_bytes(b"bundlekit-pack-index/1\n" + empty + bytes(12))
+    fresh = BlockStore(store.root, fsync=False)
+    assert not fresh.has(empty)
+    with pytest.raises(MissingBlock):
+        fresh.get(empty)
+
+
+def test_a_pack_replaced_by_a_directory_after_its_index_was_read_is_a_clear_error(store: BlockStore) -> None:
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    assert store.get(blocks[0][0]) == b"block 0"
+    pack = next((store.root / "packs").glob("*.pack"))
+    pack.unlink()
+    pack.mkdir()
+    with pytest.raises(BundlekitError, match="cannot read the pack"):
+        store.get(blocks[1][0])
+
+
+def test_a_store_open_across_a_gc_finds_a_block_in_the_pack_written_after(store: BlockStore) -> None:
+    """A long-running reader (``serve``, ``sync --interval``) whose view of the packs names a pack ``gc`` removed
+    reads the packs again: the block came back in a new pack, and is served, not called missing."""
+    blocks = _blocks(5)
+    _packed(store, blocks)
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(blocks[3][0]) == b"block 3"
+    BlockStore(store.root, fsync=False).gc()
+    _packed(BlockStore(store.root, fsync=False), blocks)
+    assert reader.get(blocks[3][0]) == b"block 3"
+
+
+def test_gc_removes_a_pack_whose_writer_was_killed_between_its_two_renames(store: BlockStore) -> None:
+    """The pack renamed, its index not: no block is found through it, and it would take disk (and the store's
+    size bound) for ever."""
+    writer = store.pack(_blocks(1)[0][0])
+    for cid, data in _blocks(3):
+        writer.put(cid, data)
+    writer._pack.commit()
+    assert [name.endswith(".pack") for name in _pack_files(store)] == [True] and store.stored_bytes() > 0
+    store.gc()
+    assert _pack_files(store) == [] and store.stored_bytes() == 0 and store.verify().ok
+
+
+def test_gc_removes_an_index_whose_pack_is_gone_and_verify_is_clean_again(store: BlockStore) -> None:
+    _packed(store, _blocks(3))
+    next((store.root / "packs").glob("*.pack")).unlink()
+    assert not store.verify().ok
+    store.gc()
+    assert _pack_files(store) == [] and store.verify().ok
+
+
+def test_gc_keeps_a_pinned_dag_whose_pack_index_does_not_read(store: BlockStore) -> None:
+    """A pin's blocks found through no index: gc refuses (the pinned DAG is incomplete) and removes nothing."""
+    sink = ListSink()
+    pinned = import_tree([("a.md", b"kept")], sink, get_profile())
+    _packed(store, list(sink.blocks))
+    store.pin(pinned.root)
+    index = next((store.root / "packs").glob("*.idx"))
+    good = index.read_bytes()
+    index.write_bytes(good + b"\x00")
+    with pytest.raises(MissingBlock):
+        BlockStore(store.root, fsync=False).gc()
+    index.write_bytes(good)
+    assert store.verify().ok
+
+
+@pytest.mark.parametrize("prefix", [bytes((1, 0x13, 0x12, 0x20)), bytes((1, RAW, 0x14, 0x20)),
+                                    bytes((1, RAW, 0x12, 0x21)), bytes((0x0A, RAW, 0x12, 0x20))])
+def test_an_index_naming_a_cid_no_pack_holds_is_not_read_and_verify_reports_it(
+        store: BlockStore, prefix: bytes) -> None:
+    """An entry whose 36 bytes are no CIDv1 of a sha2-256 raw or dag-pb block (another codec, hash, digest
+    length, version): the index is not read; ``verify`` and ``gc`` go on instead of failing on the CID."""
+    blocks = _blocks(2)
+    _packed(store, blocks)
+    index = next((store.root / "packs").glob("*.idx"))
+    data = bytearray(index.read_bytes())
+    data[23:27] = prefix
+    index.write_bytes(bytes(data))
+    fresh = BlockStore(store.root, fsync=False)
+    report = fresh.verify()
+    assert not report.ok and len(report.bad_packs) == 1 and report.blocks == 0
+    fresh.gc()
+    assert _pack_files(store) == [] and fresh.verify().ok
+
+
+def test_store_verify_names_an_index_whose_pack_is_gone_and_store_gc_clears_it(store: BlockStore) -> None:
+    """The journey: ``store verify`` fails naming the index and what to do (it counted an unnamed problem, and the
+    message sent the user to a stdout that listed nothing); ``store gc`` as told; ``store verify`` is clean."""
+    _packed(store, _blocks(3))
+    next((store.root / "packs").glob("*.pack")).unlink()
+    runner = CliRunner()
+    failed = runner.invoke(cli, ["store", "--store", str(store.root), "verify"])
+    assert failed.exit_code == 3
+    kind, index, reason, advice = failed.stdout.strip().split("\t")
+    assert kind == "bad-pack" and index.endswith(".idx") and "its pack" in reason and "store gc" in advice
+    assert runner.invoke(cli, ["store", "--store", str(store.root), "gc"]).exit_code == 0
+    again = runner.invoke(cli, ["store", "--store", str(store.root), "verify"])
+    assert again.exit_code == 0 and again.stdout == ""
+
+
+def test_a_reader_whose_pack_was_replaced_under_its_name_drops_no_good_block(store: BlockStore) -> None:
+    """The pack and index under one name replaced after a reader read the index (a restore from a backup, two
+    stores' packs copied together): the stale read fails its hash and is refused, but the new index's good entry
+    for that block stays; the next read finds it."""
+    old, new = _blocks(3), [(cid, data) for cid, data in _blocks(3)][::-1]
+    _packed(store, old)
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(old[0][0]) == b"block 0"
+    pack = next((store.root / "packs").glob("*.pack"))
+    other = BlockStore(store.root.parent / "other", fsync=False)
+    writer = other.pack(new[0][0])
+    writer.put(*_blocks(4)[3])  # the blocks now sit at other offsets
+    for cid, data in new:
+        writer.put(cid, data)
+    writer.commit()
+    moved = next((other.root / "packs").glob("*.pack"))
+    os.replace(moved.with_suffix(".idx"), pack.with_suffix(".idx"))
+    os.replace(moved, pack)
+    with pytest.raises(BlockMismatch):
+        reader.get(old[1][0])
+    assert BlockStore(store.root, fsync=False).get(old[1][0]) == b"block 1"
+
+
+def test_a_pack_committed_in_the_same_tick_as_the_last_change_is_found_by_a_store_already_open(
+        store: BlockStore) -> None:
+    """A file system stamps the packs folder with a coarse clock (a jiffy; a second or two on some): a second
+    commit in the tick of the first leaves the folder's mtime as it was, simulated here by setting it back. The
+    open store read the packs after the first: it still finds the second's blocks."""
+    first, second = _blocks(2), [(cid, data) for cid, data in _blocks(6)[3:]]
+    _packed(store, first)
+    folder = store.root / "packs"
+    stamp = folder.stat().st_mtime_ns
+    reader = BlockStore(store.root, fsync=False)
+    assert reader.get(first[0][0]) == b"block 0"
+    _packed(BlockStore(store.root, fsync=False), second)
+    os.utime(folder, ns=(stamp, stamp))
+    assert reader.get(second[1][0]) == b"block 4"
+
+
+def test_gc_removes_a_block_file_no_pin_needs_though_a_pack_holds_it_too(store: BlockStore) -> None:
+    """A block kept as a file and in a pack (a re-import of a packed block, a follow round after the first): gc
+    left the file because a pack held the block, and then removed the pack, so the file outlived every gc once."""
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    store.put(*blocks[1])
+    assert store.gc() == 4
+    assert list(store.iter_blocks()) == [] and _pack_files(store) == [] and store.stored_bytes() == 0
+
+
+def test_a_damaged_block_file_is_removed_and_the_packs_good_copy_served(store: BlockStore) -> None:
+    blocks = _blocks(3)
+    _packed(store, blocks)
+    store.put(*blocks[2])
+    store.path_for(blocks[2][0]).write_bytes(b"bit rot")
+    assert store.get(blocks[2][0]) == b"block 2"
+    assert not store.path_for(blocks[2][0]).exists()
+
+
+def test_a_stop_signal_between_a_packs_two_renames_waits_for_the_index(store: BlockStore) -> None:
+    """SIGTERM delivered as the pack is renamed: held until its index is renamed too, then the command stops as
+    interrupted (143); the pack is visible and whole, not a pack without its index."""
+    script = (
+        "import os, signal, sys\n"
+        "import bundlekit._fs\n"
+        "from bundlekit._signals import Interrupted, exit_code, stop_signals_interrupt\n"
+        "from bundlekit.blockstore import BlockStore\n"
+        "from bundlekit.ipld.cid import RAW, make_cid\n"
+        "install = bundlekit._fs._install\n"
+        "def hit(temp, dest, **kw):\n"
+        "    install(temp, dest, **kw)\n"
+        "    if str(dest).endswith('.pack'):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "bundlekit._fs._install = hit\n"
+        f"store = BlockStore({str(store.root)!r}, fsync=False)\n"
+        "try:\n"
+        "    with stop_signals_interrupt():\n"
+        "        writer = store.pack(make_cid(1, RAW, b'block 0'))\n"
+        "        for i in range(5):\n"
+        "            writer.put(make_cid(1, RAW, b'block %d' % i), b'block %d' % i)\n"
+        "        writer.commit()\n"
+        "except Interrupted as exc:\n"
+        "    sys.exit(exit_code(exc))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == 128 + signal.SIGTERM
+    assert sorted(Path(name).suffix for name in _pack_files(store)) == [".idx", ".pack"]
+    fresh = BlockStore(store.root, fsync=False)
+    assert fresh.get(_blocks(5)[4][0]) == b"block 4" and fresh.verify().ok

@@ -154,7 +154,7 @@ def test_json_reports_counts_and_every_problem_with_its_pins_and_advice(tmp_path
     assert result.exit_code == 3
     report = json.loads(result.stdout)
     assert set(report) == {"ok", "store", "blocks", "bytes", "pins", "records", "expired_records", "problems",
-                           "records_bad", "unnamed"}
+                           "records_bad", "packs_bad", "unnamed"}
     assert report["ok"] is False and report["pins"] == 1 and report["records"] == 0
     by_cid = {p["cid"]: p for p in report["problems"]}
     assert by_cid[cid_to_str(leaves[0])]["problem"] == "damaged"
