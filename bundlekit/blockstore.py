@@ -669,6 +669,8 @@ class BlockStore(BlockGetter):
         self._blocks = str(self.blocks_dir)
         self._fsync = self.fsync = fsync
         self._clock = clock or _utc_now
+        # the walk record last read, by its file's identity (``_pinned_record``): a round reads it twice
+        self._walk_read: tuple[tuple[int, int, int, int, int], _Walked] | None = None
         self._packs = _Packs(str(self.root / PACKS_DIR))
         try:
             self.blocks_dir.mkdir(parents=True, exist_ok=True)
@@ -1063,27 +1065,42 @@ class BlockStore(BlockGetter):
         the record does not read (a cache: never an error).
         A block found damaged by :meth:`get` and removed drops the record."""
         walked = self._pinned_record()
-        return {} if walked is None else walked.sizes
+        return {} if walked is None else dict(walked.sizes)
 
     def _pinned_record(self) -> _Walked | None:
         """The walk record of the DAG pinned last while it vouches for its blocks (:meth:`pinned_walk`), else None."""
         try:
-            with open(self.root / WALK_FILE, "rb") as fh:
-                data = fh.read(_WALK_MAX + 1)
-        except OSError:
-            return None
-        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC):
-            return None
-        try:
-            walked = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
-            pin = self._read_pins().get(cid_to_str(walked.root))
+            walked = self._read_walk()
+            pin = None if walked is None else self._read_pins().get(cid_to_str(walked.root))
         except (ValueError, IndexError, BundlekitError):
+            return None
+        if walked is None:
             return None
         # the pin's own walk: its root among its blocks, their sizes adding up to the size the pin recorded (a
         # record naming blocks of no DAG of this store, planted or carried from another, vouches for nothing)
         sizes = walked.sizes
         whole = isinstance(pin, dict) and pin.get("size") == sum(sizes.values()) and walked.root in sizes
         return walked if whole else None
+
+    def _read_walk(self) -> _Walked | None:
+        """The walk record parsed (``ValueError``, ``IndexError`` for one that does not), None when there is none
+        or it is not of this version. The same file read before (its device, inode, size, modification and change
+        times: a record is replaced by a rename, never written in place) is not parsed again."""
+        try:
+            with open(self.root / WALK_FILE, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                memo = self._walk_read
+                if memo is not None and memo[0] == identity:
+                    return memo[1]
+                data = fh.read(_WALK_MAX + 1)
+        except OSError:
+            return None
+        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC):
+            return None
+        walked = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
+        self._walk_read = (identity, walked)
+        return walked
 
     def _forget_walk(self) -> None:
         """Drop the walk record: a block was removed (found damaged by ``get`` or ``verify``), so a pinned DAG

@@ -13,6 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bundlekit import blockstore
 from bundlekit.blockstore import WALK_FILE, BlockStore
 from bundlekit.car.writer import CarWriter
 from bundlekit.ipld.cid import RAW, as_cidv1
@@ -104,3 +105,26 @@ def test_a_walk_record_whose_link_names_no_block_of_it_is_ignored(tmp_path: Path
     assert whole[first_link - 4:first_link] == (2).to_bytes(4, "big")  # a/ and b/
     record.write_bytes(whole[:first_link] + (0xFFFFFFFF).to_bytes(4, "big") + whole[first_link + 4:])
     assert store.pinned_walk() == {}
+
+
+def test_the_walk_record_is_parsed_once_per_file_and_again_once_replaced(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path / "store", fsync=False)
+    files = {"a/x.md": b"x", "b/y.md": b"y"}
+    first, blocks = _import(files)
+    store.import_car(_car(first, blocks), pin=True)
+    parsed: list[bytes] = []
+    real_parse = blockstore._parse_walk
+
+    def parse(data: memoryview) -> object:
+        parsed.append(bytes(data[:8]))
+        return real_parse(data)
+
+    setattr(blockstore, "_parse_walk", parse)
+    try:
+        assert store.pinned_walk() == store.pinned_walk()
+        assert len(parsed) == 1
+        files["b/y.md"] = b"changed"
+        root = _pin_thin(store, files, set(store.pinned_walk()))
+        assert as_cidv1(root) in store.pinned_walk() and len(parsed) == 2  # the new record, read anew
+    finally:
+        setattr(blockstore, "_parse_walk", real_parse)
