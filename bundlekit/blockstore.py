@@ -104,7 +104,7 @@ PINS_FILE = "pins.json"
 #: block of it as held, unstat'ed, while that root stays pinned (``BlockStore.pinned_walk``).
 WALK_FILE = "last-pin-walk"
 _WALK_MAGIC = b"bundlekit-pin-walk/2\n"
-_WALK_MAX = 256 << 20  # bytes of the walk record read at most (a 6-million-block DAG); a longer one is ignored
+_WALK_MAX = 256 << 20  # bytes of the walk record read at most (a DAG of ~5 million blocks); a longer one is ignored
 PINS_VERSION = 1
 # import_car writes this many blocks to temp files, syncs them together, then renames them.
 IMPORT_BATCH = 256
