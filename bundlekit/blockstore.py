@@ -42,6 +42,7 @@ import re
 import secrets
 import shutil
 import stat
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -105,8 +106,8 @@ PINS_FILE = "pins.json"
 #: The blocks (CID and size) of the DAG pinned last, as its walk found them: the next pin and a thin CAR take a
 #: block of it as held, unstat'ed, while that root stays pinned (``BlockStore.pinned_walk``).
 WALK_FILE = "last-pin-walk"
-_WALK_MAGIC = b"bundlekit-pin-walk/1\n"
-_WALK_MAX = 256 << 20  # bytes of the walk record read at most (a 6-million-block DAG); a longer one is ignored
+_WALK_MAGIC = b"bundlekit-pin-walk/2\n"
+_WALK_MAX = 256 << 20  # bytes of the walk record read at most (a DAG of ~5 million blocks); a longer one is ignored
 PINS_VERSION = 1
 # import_car writes this many blocks to temp files, syncs them together, then renames them.
 IMPORT_BATCH = 256
@@ -219,27 +220,66 @@ def _block_name(cid: bytes) -> tuple[str, str]:
     return name[-3:-1], name
 
 
-def _parse_walk(data: memoryview) -> tuple[bytes, dict[bytes, int]]:
-    """The root and the blocks (CID -> size) of a walk record's body (``BlockStore._record_walk``): each CID after
-    its length in one byte, each block's size in four bytes big-endian after its CID. ``ValueError`` or
-    ``IndexError`` for a record cut short or naming a size over ``MAX_BLOCK_SIZE``."""
+@dataclass(frozen=True)
+class _Walked:
+    """A walk record read back (``BlockStore._record_walk``): its root, each block's size (CIDv1 -> size, in the
+    walk's order) and, for a block with links, its children (CIDv1s, as its links name them)."""
+
+    root: bytes
+    sizes: dict[bytes, int]
+    links: dict[bytes, list[bytes]]
+
+    def take_under(self, tops: Iterable[bytes], sizes: dict[bytes, int], links: dict[bytes, list[bytes]]) -> None:
+        """Add to ``sizes`` and ``links`` every block of the recorded sub-DAGs under ``tops`` (blocks of this
+        walk a pin's walk skipped), without reading one: a block's links are fixed by its CID."""
+        stack = list(tops)
+        while stack:
+            cid = stack.pop()
+            if cid in sizes:
+                continue
+            sizes[cid] = self.sizes[cid]
+            children = self.links.get(cid)
+            if children:
+                links[cid] = children
+                stack.extend(children)
+
+
+def _parse_walk(data: memoryview) -> _Walked:
+    """A walk record's body (``BlockStore._record_walk``): the root's CID after its length in one byte, then per
+    block its CID after its length in one byte, its size in four bytes big-endian, the number of its links in four
+    bytes and each link as the four-byte index of its block in the record. ``ValueError`` or ``IndexError`` for a
+    record cut short, naming a size over ``MAX_BLOCK_SIZE`` or a link to no block of it."""
     end = 1 + data[0]
     root = bytes(data[1:end])
     sizes: dict[bytes, int] = {}
+    order: list[bytes] = []
+    linked: list[tuple[bytes, memoryview]] = []
     at, total = end, len(data)
     while at < total:
         start = at + 1
         at = start + data[at]
-        if at + 4 > total:
+        if at + 8 > total:
             raise ValueError("a walk record cut short")
         size = int.from_bytes(data[at:at + 4], "big")
         if size > MAX_BLOCK_SIZE:  # no block is larger: a size a pin's walk would allocate as zero bytes
             raise ValueError("a walk record naming a block larger than any block")
-        sizes[bytes(data[start:at])] = size
-        at += 4
+        count = int.from_bytes(data[at + 4:at + 8], "big")
+        cid = bytes(data[start:at])
+        at += 8
+        if count:
+            if at + 4 * count > total:
+                raise ValueError("a walk record cut short")
+            linked.append((cid, data[at:at + 4 * count]))
+            at += 4 * count
+        sizes[cid] = size
+        order.append(cid)
     if not root:
         raise ValueError("a walk record without its root")
-    return root, sizes
+    links = {cid: [order[index] for (index,) in _INDEXES.iter_unpack(raw)] for cid, raw in linked}
+    return _Walked(root, sizes, links)
+
+
+_INDEXES = struct.Struct(">I")
 
 
 def _check_file(cid: bytes, path: str) -> int:
@@ -744,6 +784,8 @@ class BlockStore(BlockGetter):
         self._blocks = str(self.blocks_dir)
         self._fsync = self.fsync = fsync
         self._clock = clock or _utc_now
+        # the walk record last read, by its file's identity (``_pinned_record``): a round reads it twice
+        self._walk_read: tuple[tuple[int, int, int, int, int], _Walked] | None = None
         self._packs = _Packs(str(self.root / PACKS_DIR))
         try:
             self.blocks_dir.mkdir(parents=True, exist_ok=True)
@@ -1130,11 +1172,27 @@ class BlockStore(BlockGetter):
 
     def _dag_sizes(self, root: bytes, held: _Held | None) -> dict[bytes, int]:
         """Each distinct block of the DAG under ``root`` (CIDv1) with its size (see :meth:`dag_size`)."""
-        getter = self.get if held is None else held.getter(self.get, self._size, self.pinned_walk())
+        return self._dag_walk(root, held)[0]
+
+    def _dag_walk(self, root: bytes, held: _Held | None) -> tuple[dict[bytes, int], dict[bytes, list[bytes]]]:
+        """The blocks of the DAG under ``root`` (CIDv1 -> size) and the links of each with links (CIDv1s). Through a
+        CAR import (``held``), a block of the DAG pinned last with links (:meth:`_pinned_record`) is not read: its
+        sub-DAG is taken from the record (the unchanged directory shards of a sync round's new root)."""
+        walked = None if held is None else self._pinned_record()
+        getter = self.get if held is None else held.getter(self.get, self._size, walked.sizes if walked else None)
+        recorded = walked.links if walked is not None else {}
         sizes: dict[bytes, int] = {}
-        for cid, data in walk_dag(root, getter, verify=False):
-            sizes[as_cidv1(cid)] = len(data)
-        return sizes
+        links: dict[bytes, list[bytes]] = {}
+        skip = (lambda cid: as_cidv1(cid) in recorded) if recorded else None
+        for cid, data in walk_dag(root, getter, verify=False, skip=skip):
+            key = as_cidv1(cid)
+            sizes[key] = len(data)
+            if key[1] != RAW and (children := block_links(cid, data)):
+                links[key] = [as_cidv1(child) for child, _name in children]
+        if walked is not None:  # the children the walk skipped: those of a block it read that it did not enter
+            walked.take_under([child for children in list(links.values()) for child in children if child not in sizes],
+                              sizes, links)
+        return sizes, links
 
     def pinned_walk(self) -> dict[bytes, int]:
         """The blocks (CIDv1 -> size) of the DAG pinned last, as its pin's walk found them complete (``WALK_FILE``),
@@ -1142,22 +1200,43 @@ class BlockStore(BlockGetter):
         files. Empty when there is none, it is unpinned, its sizes do not add up to the size its pin recorded, or
         the record does not read (a cache: never an error).
         A block found damaged by :meth:`get` and removed drops the record."""
+        walked = self._pinned_record()
+        return {} if walked is None else dict(walked.sizes)
+
+    def _pinned_record(self) -> _Walked | None:
+        """The walk record of the DAG pinned last while it vouches for its blocks (:meth:`pinned_walk`), else None."""
         try:
-            with open(self.root / WALK_FILE, "rb") as fh:
-                data = fh.read(_WALK_MAX + 1)
-        except OSError:
-            return {}
-        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC):
-            return {}
-        try:
-            root, sizes = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
-            pin = self._read_pins().get(cid_to_str(root))
+            walked = self._read_walk()
+            pin = None if walked is None else self._read_pins().get(cid_to_str(walked.root))
         except (ValueError, IndexError, BundlekitError):
-            return {}
+            return None
+        if walked is None:
+            return None
         # the pin's own walk: its root among its blocks, their sizes adding up to the size the pin recorded (a
         # record naming blocks of no DAG of this store, planted or carried from another, vouches for nothing)
-        whole = isinstance(pin, dict) and pin.get("size") == sum(sizes.values()) and root in sizes
-        return sizes if whole else {}
+        sizes = walked.sizes
+        whole = isinstance(pin, dict) and pin.get("size") == sum(sizes.values()) and walked.root in sizes
+        return walked if whole else None
+
+    def _read_walk(self) -> _Walked | None:
+        """The walk record parsed (``ValueError``, ``IndexError`` for one that does not), None when there is none
+        or it is not of this version. The same file read before (its device, inode, size, modification and change
+        times: a record is replaced by a rename, never written in place) is not parsed again."""
+        try:
+            with open(self.root / WALK_FILE, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                memo = self._walk_read
+                if memo is not None and memo[0] == identity:
+                    return memo[1]
+                data = fh.read(_WALK_MAX + 1)
+        except OSError:
+            return None
+        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC):
+            return None
+        walked = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
+        self._walk_read = (identity, walked)
+        return walked
 
     def _forget_walk(self) -> None:
         """Drop the walk record: a block was removed (found damaged by ``get`` or ``verify``), so a pinned DAG
@@ -1165,12 +1244,19 @@ class BlockStore(BlockGetter):
         with contextlib.suppress(OSError):
             os.unlink(self.root / WALK_FILE)
 
-    def _record_walk(self, root: bytes, sizes: Mapping[bytes, int]) -> None:
-        """Keep the walk of the DAG just pinned (:meth:`pinned_walk`); a store it cannot be written in still pins."""
+    def _record_walk(self, root: bytes, sizes: Mapping[bytes, int], links: Mapping[bytes, list[bytes]]) -> None:
+        """Keep the walk of the DAG just pinned (:meth:`pinned_walk`); a store it cannot be written in still pins.
+        When a block cannot be written in it (a CID too long to name a file) no block's links are: a sub-DAG taken
+        from the record is then never one it holds only in part."""
+        kept = [cid for cid, size in sizes.items() if len(cid) <= _MAX_CID_BYTES and size < 1 << 32]
+        index = {cid: at for at, cid in enumerate(kept)}
+        linked = links if len(kept) == len(sizes) else {}
         parts = [_WALK_MAGIC, bytes([len(root)]), root]
-        for cid, size in sizes.items():
-            if len(cid) <= _MAX_CID_BYTES and size < 1 << 32:
-                parts += (bytes([len(cid)]), cid, size.to_bytes(4, "big"))
+        for cid in kept:
+            children = linked.get(cid, ())
+            parts += (bytes([len(cid)]), cid, sizes[cid].to_bytes(4, "big"), len(children).to_bytes(4, "big"))
+            if children:
+                parts.append(struct.pack(f">{len(children)}I", *(index[child] for child in children)))
         with contextlib.suppress(BundlekitError):
             atomic_write_bytes(self.root / WALK_FILE, b"".join(parts), error=BundlekitError, hint=_WRITE_HINT,
                                sync_dir=False)
@@ -1276,7 +1362,7 @@ class BlockStore(BlockGetter):
     def _pin(self, root: bytes, name: str | None, held: _Held | None) -> None:
         """:meth:`pin`, its walk taking the blocks of a CAR just imported from ``held`` (``_Held``)."""
         with self._gc_lock(exclusive=False):
-            sizes = self._dag_sizes(root, held)
+            sizes, links = self._dag_walk(root, held)
             size = sum(sizes.values())
             key = cid_to_str(as_cidv1(root))
             with self._pins_lock():
@@ -1289,7 +1375,7 @@ class BlockStore(BlockGetter):
                     "size": size,
                 }
                 self._write_pins(pins)
-            self._record_walk(as_cidv1(root), sizes)
+            self._record_walk(as_cidv1(root), sizes, links)
 
     def unpin(self, root: bytes) -> None:
         """Remove the pin on ``root``; its blocks go at the next ``gc``. Raises ``UsageError`` if not pinned."""

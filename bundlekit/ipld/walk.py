@@ -209,8 +209,10 @@ def walk_dag(
     verify: bool = True,
     max_block_size: int | None = MAX_BLOCK_SIZE,
     budget: WalkBudget | None = None,
+    skip: Callable[[bytes], bool] | None = None,
 ) -> Iterator[tuple[bytes, bytes]]:
-    """Yield ``(cid, data)`` for every distinct block reachable from ``root``, parents first.
+    """Yield ``(cid, data)`` for every distinct block reachable from ``root``, parents first; one below it for
+    which ``skip(cid)`` is true is neither read nor yielded (a pin's walk knows it from its record, ``BlockStore``).
 
     Depth-first, links in stored order, each block once. With ``verify`` (the
     default; turn it off only for a getter that already verifies) each block is
@@ -270,7 +272,7 @@ def walk_dag(
                 f"DAG under {cid_to_str(root)} has a cycle: {_path(stack, name)!r} links back to "
                 f"{cid_to_str(child)}; the blocks are corrupt"
             )
-        if child in seen:
+        if child in seen or (skip is not None and skip(child)):
             continue
         if len(stack) > max_depth:
             raise DAGLimitExceeded(

@@ -199,7 +199,9 @@ def test_a_walk_record_naming_a_block_larger_than_any_block_is_ignored(tmp_path:
     _tree_dir, store, _pinner = _published_then_edited(tmp_path)
     record = store.root / WALK_FILE
     whole = record.read_bytes()
-    record.write_bytes(whole[:-4] + (0xFFFFFFFF).to_bytes(4, "big"))
+    # the last block's size (its 4 bytes before its link count; a raw leaf, the walk's last block, has no links)
+    assert whole[-4:] == bytes(4)
+    record.write_bytes(whole[:-8] + (0xFFFFFFFF).to_bytes(4, "big") + whole[-4:])
     assert store.pinned_walk() == {}
 
 
@@ -209,7 +211,7 @@ def test_a_walk_record_naming_blocks_beyond_its_pins_dag_is_ignored(tmp_path: Pa
     _tree_dir, store, _pinner = _published_then_edited(tmp_path)
     record = store.root / WALK_FILE
     planted = b"\x01\x55\x12\x20" + bytes(32)
-    record.write_bytes(record.read_bytes() + bytes([len(planted)]) + planted + (5).to_bytes(4, "big"))
+    record.write_bytes(record.read_bytes() + bytes([len(planted)]) + planted + (5).to_bytes(4, "big") + bytes(4))
     assert not store.has(planted)
     assert store.pinned_walk() == {}
     assert not LocalPinner(store).holds(planted)
