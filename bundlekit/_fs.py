@@ -219,8 +219,9 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
+    folders: set[str] = set()  # the folders on the way already checked (10,000 files share a few)
     for rel in moves:
-        _check_move(target, rel, error, replaceable=rel in allowed)
+        _check_move(target, rel, error, replaceable=rel in allowed, checked=folders)
     touched: set[Path] = set()
     with shielded():
         try:
@@ -258,11 +259,12 @@ def _move_new(src: Path, dest: Path) -> bool:
     return True
 
 
-def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool) -> None:
+def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool, checked: set[str]) -> None:
     """Refuse (``error``) a move of ``rel`` into ``target`` that could not complete, before any move: a name that
     is there already (unless ``replaceable``, and then only a file: a rename cannot replace a folder), a folder on
     its way that is a symbolic link (never moved through) or anything but a folder (a rename would fail midway,
-    after the moves before it)."""
+    after the moves before it). ``checked``: the folders found fine (or absent) by an earlier file's check of
+    this batch, not looked at again (no move runs between the checks); this file's are added."""
     try:
         st = os.lstat(target / rel)
     except FileNotFoundError:
@@ -275,6 +277,10 @@ def _check_move(target: Path, rel: str, error: ErrorClass, *, replaceable: bool)
             raise error(f"cannot move {rel} into {target}: "
                         + ("a folder of that name is there" if stat.S_ISDIR(st.st_mode) else
                            "a file of that name is there already"))
+    parent = rel.rpartition("/")[0]
+    if not parent or parent in checked:
+        return
+    checked.add(parent)
     for folder in reversed(Path(rel).parents):
         if str(folder) == ".":
             continue

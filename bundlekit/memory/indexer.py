@@ -22,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
@@ -115,6 +115,9 @@ class Indexer:
         # The last refresh took the last full check's word (:meth:`_trusted`): the rows were not compared with
         # the files, so what shows bytes the rows vouch for checks those files first (:meth:`moved`).
         self.trusting = False
+        # Inside :meth:`held_check` (one hold of the tree lock): how deep, and the full check made under it.
+        self._holding = 0
+        self._held_check: tuple[object, int, float] | None = None
         root = backend.root if isinstance(backend, DirectoryBackend) else None
         self._dir = None if root is None else root / HIDDEN_DIR
 
@@ -187,6 +190,7 @@ class Indexer:
     def rebuild(self, reason: str) -> None:
         """Drop the index after it failed mid-command; the next :meth:`refresh` builds it again."""
         self._checked = None
+        self._held_check = None
         self._held = None
         self.listing = None
         if self._catalog is not None:
@@ -198,6 +202,7 @@ class Indexer:
 
     def close(self) -> None:
         self._checked = None
+        self._held_check = None
         self._held = None
         self.listing = None
         if self._catalog is not None:
@@ -223,10 +228,29 @@ class Indexer:
             self.rebuild(str(exc))
             return self._refresh(locked, trusted)
 
+    @contextmanager
+    def held_check(self) -> Iterator[None]:
+        """The body runs under one hold of the tree lock (a merge's transaction: ``Memory.transaction``): every
+        refresh in it is a locked one, and after the first has listed the tree, a later one takes its word while
+        the directory and the index are as it left them, within :data:`REUSE_S` (:meth:`_recently_checked`):
+        no other writer can change the tree while the lock is held, an atomic replace by anything moves the
+        directory, another connection's index change moves ``data_version``, and this index's own writes
+        (:meth:`stored`) end the reuse. A merge's reads and its write list the tree once, not three times."""
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+            if not self._holding:
+                self._held_check = None
+
     def _refresh(self, locked: bool, trusted: bool) -> Catalog:
+        locked = locked or self._holding > 0
+        if locked and self._catalog is not None and self._recently_checked(self._catalog, self._held_check):
+            return self._catalog  # the full check made under this hold stands (:meth:`held_check`)
         self._held = None
         self._own_from(None)
-        if not locked and self._catalog is not None and self._recently_checked(self._catalog):
+        if not locked and self._catalog is not None and self._recently_checked(self._catalog, self._checked):
             return self._catalog
         began = time.time_ns()  # before the directory is looked at: the check's time, if it is recorded
         stamp = self._backend.stamp()
@@ -254,6 +278,8 @@ class Indexer:
             self._held = None
         self.listing = scan
         self._checked = (stamp, catalog.data_version(), time.monotonic())
+        if self._holding:
+            self._held_check = self._checked
         return catalog
 
     @property
@@ -370,15 +396,15 @@ class Indexer:
         if isinstance(self._backend, DirectoryBackend):
             self._backend.own_stamp = stamp
 
-    def _recently_checked(self, catalog: Catalog) -> bool:
-        """Within :data:`REUSE_S` of a full check, with the directory and the index as they were then.
+    def _recently_checked(self, catalog: Catalog, checked: tuple[object, int, float] | None) -> bool:
+        """Within :data:`REUSE_S` of the full check ``checked`` (its directory stamp, the index's
+        ``data_version``, when), with the directory and the index as they were then.
 
         Every write here or by another process moves one of them (an atomic
         replace changes the directory; another process's index update changes
         SQLite's ``data_version``). An edit in place that keeps the directory
         as it was is seen at the next full check, at most :data:`REUSE_S` later.
         """
-        checked = self._checked
         return (
             checked is not None
             and time.monotonic() - checked[2] < REUSE_S
@@ -481,6 +507,7 @@ class Indexer:
                     if sig is not None:
                         catalog.stat.put(name, row_of(record, sig, data))
         self._checked = None
+        self._held_check = None
 
     def _where(self) -> str:
         return str(self._backend.root) if isinstance(self._backend, DirectoryBackend) else "in memory"
@@ -503,6 +530,7 @@ class Indexer:
 
         ``MEMORY.md`` is rendered again only when an index line could have changed.
         """
+        self._held_check = None  # this index's own writes: data_version does not show them
         now = time.time_ns()
         index_sig, index_gen = catalog.stat.index_state()
         was_fresh = not self.private and index_gen == catalog.gen and index_sig == self._backend.signature(INDEX_NAME)

@@ -21,14 +21,15 @@ from bundlekit.memory.record import MemoryRecord
 __all__ = ["guard_entry", "guard_key", "guard_record", "record_values_clean"]
 
 
-def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    """Every string in ``value`` (mapping keys included) with a name saying where it sits."""
+def _strings(value: Any, where: str | None) -> Iterator[tuple[str, str | None]]:
+    """Every string in ``value`` (mapping keys included) with a name saying where it sits (none when ``where`` is
+    ``None``: a scan of every value at once names no place, and formatting 17 names a memory cost more than it)."""
     if isinstance(value, str):
         yield value, where
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _strings(key, f"{where} key")
-            yield from _strings(item, f"{where}[{key!r}]" if isinstance(key, str) else where)
+            yield from _strings(key, None if where is None else f"{where} key")
+            yield from _strings(item, None if where is None else f"{where}[{key!r}]" if isinstance(key, str) else where)
     elif isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
             yield from _strings(item, where)
@@ -36,11 +37,18 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
         yield value.decode("latin-1"), where
 
 
-def _values(record: MemoryRecord, where: str) -> Iterator[tuple[str, str]]:
+def _values(record: MemoryRecord, where: str | None) -> Iterator[tuple[str, str | None]]:
     for key, value in record.meta.items():
-        yield from _strings(key, f"{where} frontmatter key")
-        yield from _strings(value, f"{where} frontmatter {key!r}")
-    yield record.body, f"{where} body"
+        yield from _strings(key, None if where is None else f"{where} frontmatter key")
+        yield from _strings(value, None if where is None else f"{where} frontmatter {key!r}")
+    yield record.body, None if where is None else f"{where} body"
+
+
+def _joined(record: MemoryRecord) -> str:
+    """Every parsed value of ``record`` joined by newlines, for one scan: no rule matches across a line break
+    (no pattern's character classes hold one, and a boundary check sees the newline as it sees a text's end),
+    so the joined text holds a match exactly when one of the values does."""
+    return "\n".join(text for text, _place in _values(record, None))
 
 
 def guard_key(key: str, where: str = "memory key") -> None:
@@ -62,10 +70,13 @@ def guard_record(
     """
     if allow_secrets:
         return
+    if not find_secrets(f"{record.raw}\n{_joined(record)}"):  # one scan of the text and its values (``_joined``)
+        return
+    # Something matched: the checks one by one, so the error names the first place, as the order says.
     if not fields_first:
         guard(record.raw, where, can_allow=can_allow)
     for text, place in _values(record, where):
-        guard(text, place, can_allow=can_allow)
+        guard(text, place or where, can_allow=can_allow)
     if fields_first:
         guard(record.raw, where, can_allow=can_allow)
 
@@ -74,7 +85,7 @@ def record_values_clean(record: MemoryRecord) -> bool:
     """True when no parsed value of ``record`` matches a secret rule (the derived index keeps this)."""
     # One scan of the values joined by newlines (no rule matches across a line break): a finding
     # here only flags the record; guard_record then says which value.
-    return not find_secrets("\n".join(text for text, _place in _values(record, record.filename)))
+    return not find_secrets(_joined(record))
 
 
 def guard_entry(
@@ -85,4 +96,4 @@ def guard_entry(
         return
     guard(line, where, can_allow=can_allow)
     for text, place in _strings(entry, where):
-        guard(text, place, can_allow=can_allow)
+        guard(text, place or where, can_allow=can_allow)

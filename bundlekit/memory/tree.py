@@ -343,7 +343,7 @@ class Memory:
             if not lock:
                 yield Transaction(self._tree)
                 return
-            with self._mutex, self._backend.hold():
+            with self._mutex, self._backend.hold(), self._index.held_check():  # the tree listed once, not per read
                 yield Transaction(self._tree)
 
     def index_text(self) -> str:

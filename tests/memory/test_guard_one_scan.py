@@ -1,0 +1,45 @@
+"""The secret guard scans a memory's text and its parsed values at once (``screen.guard_record``): one scan of
+them joined by newlines finds a credential exactly when one of them holds one (no rule matches across a line
+break), and on a finding the checks run one by one, so the error still names the first place."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bundlekit._secrets import find_secrets
+from bundlekit.errors import SecretDetectedError
+from bundlekit.memory import screen
+from bundlekit.memory.record import parse_memory_file
+
+from .test_secrets import CASES
+
+_SECRETS = [secret for _rule, secret in CASES]
+# Around a planted token: word characters, hyphens and line breaks, the characters a boundary check looks at.
+_AROUND = st.text(alphabet="ab_-9 \n.", max_size=6)
+_DATES = "created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.tuples(_AROUND, st.sampled_from(["", *_SECRETS]), _AROUND), min_size=1, max_size=4))
+def test_the_joined_values_hold_a_credential_exactly_when_one_value_does(
+    values: list[tuple[str, str, str]]
+) -> None:
+    texts = [before + secret + after for before, secret, after in values]
+    assert bool(find_secrets("\n".join(texts))) == any(find_secrets(text) for text in texts)
+
+
+@pytest.mark.parametrize("secret", _SECRETS[:3])
+def test_a_credential_in_an_extra_frontmatter_value_is_refused_naming_it(secret: str) -> None:
+    text = (f"---\nname: n\ndescription: d\ntype: project\n{_DATES}extra:\n"
+            f"  token: \"{secret[:1]}\\\n  {secret[1:]}\"\n---\n\nbody\n")
+    record = parse_memory_file(text, key="project_x", where="project_x.md")
+    with pytest.raises(SecretDetectedError, match=r"frontmatter 'extra'\['token'\]"):
+        screen.guard_record(record, "project_x.md")
+
+
+def test_a_memory_with_no_credential_passes() -> None:
+    record = parse_memory_file(f"---\nname: n\ndescription: risk-assessment notes\ntype: project\n{_DATES}---\n\nsk-learn\n",
+                               key="project_x", where="project_x.md")
+    screen.guard_record(record, "project_x.md")

@@ -1,0 +1,91 @@
+"""One listing per merge transaction (``Indexer.held_check``; specs/memory.md, "Freshness"): inside
+``Memory.transaction()`` the tree lock is held throughout, so the first read lists the tree and a later read or
+the write takes that check's word while the directory and the index are as it left them, within REUSE_S. A file
+another program adds or replaces meanwhile moves the directory and is listed again; this transaction's own write
+ends the reuse; past REUSE_S the tree is listed again whatever it looks like.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from bundlekit.memory import Memory, indexer
+from bundlekit.memory.backend import DirectoryBackend
+
+from .conftest import Clock, fields
+
+
+@pytest.fixture
+def listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each listing of a tree looked at, in order."""
+    seen: list[int] = []
+    scan = DirectoryBackend.scan
+
+    def counted(self: DirectoryBackend) -> object:
+        found = scan(self)
+        seen.append(len(found))
+        return found
+
+    monkeypatch.setattr(DirectoryBackend, "scan", counted)
+    return seen
+
+
+def _text(key: str, body: str) -> str:
+    return (f"---\nname: {key}\ndescription: d\ntype: project\ncreated: 2026-01-01T00:00:00Z\n"
+            f"updated: 2026-01-01T00:00:00Z\nrevision: 1\n---\n\n{body}\n")
+
+
+@pytest.fixture
+def grown(tree: Path, clock: Clock) -> Memory:
+    mem = Memory(tree, clock=clock)
+    for number in range(3):
+        mem.write(f"project_m{number}", **fields(name=f"Memory {number}", body=f"body {number}"))
+    mem.close()
+    return Memory(tree, clock=clock)
+
+
+def test_a_merge_transaction_lists_the_tree_once(grown: Memory, listings: list[int]) -> None:
+    with grown.transaction() as tx:
+        names = tx.names()
+        tx.records_of(names)
+        tx.digests()
+        tx.apply({"project_m0.md": _text("project_m0", "merged")}, {})
+    assert len(listings) == 1
+    assert "merged" in (grown.read("project_m0") or pytest.fail("gone")).body
+
+
+def test_a_file_added_by_another_program_mid_transaction_is_listed(grown: Memory, tree: Path) -> None:
+    with grown.transaction() as tx:
+        assert "project_new.md" not in tx.names()
+        time.sleep(0.05)  # past the file system's timestamp tick: the directory's stamp moves with the add
+        (tree / "project_new.md").write_text(_text("project_new", "from elsewhere"), encoding="utf-8")
+        assert "project_new.md" in tx.names()
+        assert "project_new.md" in tx.digests()
+
+
+def test_the_transactions_own_write_ends_the_reuse(grown: Memory, listings: list[int]) -> None:
+    with grown.transaction() as tx:
+        tx.names()
+        tx.apply({"project_added.md": _text("project_added", "written")}, {})
+        assert "project_added.md" in tx.names()
+    assert len(listings) == 2
+
+
+def test_past_the_reuse_window_the_tree_is_listed_again(grown: Memory, listings: list[int],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(indexer, "REUSE_S", 0.0)
+    with grown.transaction() as tx:
+        tx.names()
+        tx.digests()
+    assert len(listings) == 2
+
+
+def test_a_transaction_ended_leaves_no_check_for_the_next(grown: Memory, listings: list[int]) -> None:
+    with grown.transaction() as tx:
+        tx.names()
+    with grown.transaction() as tx:
+        tx.names()
+    assert len(listings) == 2
