@@ -98,7 +98,7 @@ def test_gateway_entity_bytes_of_5000_digits_is_malformed() -> None:
         parse_entity_bytes(f"{DIGITS_5000}:*")
 
 
-def _mcp_exchange(tree: Path, requests: list[dict[str, object]]) -> tuple[dict[int, dict[str, object]], str]:
+def _mcp_exchange(tree: Path, home: Path, requests: list[dict[str, object]]) -> tuple[dict[int, dict[str, object]], str]:
     """Send ``requests`` (after the handshake) to ``bundlekit mcp`` over stdio, raw: the answers by id, stderr."""
     import mcp.types
 
@@ -110,7 +110,8 @@ def _mcp_exchange(tree: Path, requests: list[dict[str, object]]) -> tuple[dict[i
         *requests,
     ]
     answers = {}
-    with subprocess.Popen([sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree)], env=child_env(),
+    with subprocess.Popen([sys.executable, "-m", "bundlekit", "mcp", "--memory", str(tree)],
+                          env={**child_env(), "BUNDLEKIT_HOME": str(home)},
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         for line in lines:
@@ -125,14 +126,35 @@ def _mcp_exchange(tree: Path, requests: list[dict[str, object]]) -> tuple[dict[i
     return answers, stderr
 
 
-def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(tree: Path) -> None:
+STRIPE = "sk_live_" + "Qz751HqW3eKz9Lm2Np4Qr6x9K"
+# the hostile prompt requests, by id: 2 and 3 a too-long max_tokens; 4, 5 and 6 an unknown prompt or argument
+# (6 a credential named as the prompt)
+PROMPT_REQUESTS: list[dict[str, object]] = [
+    {"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+     "params": {"name": "memory_context", "arguments": {"max_tokens": DIGITS_5000}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
+     "params": {"name": "memory_context", "arguments": {"max_tokens": JUST_OVER_64_BITS}}},
+    {"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": "no_such_prompt"}},
+    {"jsonrpc": "2.0", "id": 5, "method": "prompts/get", "params": {"name": "memory_context", "arguments": {"zz": "1"}}},
+    {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": STRIPE}},
+]
+
+
+@pytest.fixture(scope="module")
+def prompt_answers(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[int, dict[str, object]], str]:
+    """One ``bundlekit mcp`` over stdio asked every hostile prompt request of the tests below (one server
+    start, about a second of CPU, for both): the answers by id, and its stderr."""
     pytest.importorskip("mcp")
-    answers, stderr = _mcp_exchange(tree, [
-        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
-         "params": {"name": "memory_context", "arguments": {"max_tokens": DIGITS_5000}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
-         "params": {"name": "memory_context", "arguments": {"max_tokens": JUST_OVER_64_BITS}}},
-    ])
+    tmp = tmp_path_factory.mktemp("mcp-prompts")
+    root = tmp / "t"
+    Memory(root).write("k", name="n", description="d", type="user", body="b")
+    return _mcp_exchange(root, tmp / "home", PROMPT_REQUESTS)
+
+
+def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(
+    prompt_answers: tuple[dict[int, dict[str, object]], str]
+) -> None:
+    answers, stderr = prompt_answers
     for request in (2, 3):
         error = answers[request]["error"]
         assert isinstance(error, dict)
@@ -141,20 +163,16 @@ def test_mcp_prompt_with_5000_digit_max_tokens_answers_invalid_params(tree: Path
     assert "Traceback" not in stderr
 
 
-def test_mcp_unknown_prompt_and_unknown_prompt_argument_answer_invalid_params(tree: Path) -> None:
+def test_mcp_unknown_prompt_and_unknown_prompt_argument_answer_invalid_params(
+    prompt_answers: tuple[dict[int, dict[str, object]], str]
+) -> None:
     # The spec's code for an invalid prompt name or arguments (server/prompts, "Error Handling"); they left
     # as error code 0 with a traceback on stderr. A credential named as the prompt is not echoed.
-    pytest.importorskip("mcp")
-    stripe = "sk_live_" + "Qz751HqW3eKz9Lm2Np4Qr6x9K"
-    answers, stderr = _mcp_exchange(tree, [
-        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "no_such_prompt"}},
-        {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "memory_context", "arguments": {"zz": "1"}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": stripe}},
-    ])
-    for request in (2, 3, 4):
+    answers, stderr = prompt_answers
+    for request in (4, 5, 6):
         error = answers[request]["error"]
         assert isinstance(error, dict) and error["code"] == -32602, answers[request]
-    assert stripe not in json.dumps(answers) + stderr
+    assert STRIPE not in json.dumps(answers) + stderr
     assert "Traceback" not in stderr
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.journeys.typed import set_up
+
 #: (format, output name, extra options): every target bundlekit exports to.
 TARGETS = [
     ("massgen", "ws", []),
@@ -48,21 +50,20 @@ def files_of(path: Path) -> dict[str, bytes]:
 def typed_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two memories written at the command line, two timeline notes, and one memory named 'Goal: win'.
 
-    Typed once per test process (seven fresh processes); each test converts a copy of it (``memory``).
+    Set up once per test process with the six command lines a person types (through the CLI in this process:
+    the set-up, not what any test checks); each test converts a copy of it (``memory``).
     """
     tmp_path = tmp_path_factory.mktemp("typed")
     tree = tmp_path / "memory"
-    assert bk(tmp_path, "memory", "init", "-d", str(tree)).returncode == 0
-    for key, name in (("tone", "tone"), ("plan", "Plan")):
-        done = bk(tmp_path, "memory", "write", key, "-d", str(tree), "--name", name, "--description",
-                  f"{key} notes", "--type", "feedback", "--body", f"about {key}")
-        assert done.returncode == 0, done.stderr
-    for clip in ("kick", "pass"):
-        done = bk(tmp_path, "memory", "note", "played_clip", f"name={clip}", "-d", str(tree))
-        assert done.returncode == 0, done.stderr
-    done = bk(tmp_path, "memory", "write", "goal", "-d", str(tree), "--name", "Goal: win", "--description",
-              "Fix issue #12", "--type", "project", "--body", "the goal")
-    assert done.returncode == 0, done.stderr
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config")}
+    lines = [f"bundlekit memory init -d {tree}"]
+    lines += [f"bundlekit memory write {key} -d {tree} --name {name} --description '{key} notes' --type feedback "
+              f"--body 'about {key}'" for key, name in (("tone", "tone"), ("plan", "Plan"))]
+    lines += [f"bundlekit memory note played_clip name={clip} -d {tree}" for clip in ("kick", "pass")]
+    lines.append(f"bundlekit memory write goal -d {tree} --name 'Goal: win' --description 'Fix issue #12' "
+                 "--type project --body 'the goal'")
+    for line in lines:
+        set_up(line, cwd=tmp_path, env=env)
     return tree
 
 

@@ -26,7 +26,7 @@ from bundlekit.cli import cli
 from bundlekit.cli._params import AliasOption, LegacyArgument
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.memory import Memory
-from tests.journeys.typed import typed
+from tests.journeys.typed import set_up, typed
 
 
 def _keys(tree: Path) -> set[str]:
@@ -195,6 +195,10 @@ class Shell:
     def run(self, line: str, code: int = 0) -> subprocess.CompletedProcess[str]:
         return typed(line, cwd=self.work, env=self.env, code=code)
 
+    def prepare(self, line: str) -> None:
+        """A set-up line, not what the test checks: the same CLI, run in this process (no start-up to pay)."""
+        set_up(line, cwd=self.work, env=self.env)
+
     def write(self, key: str, body: str) -> None:
         self.run(f'bundlekit memory write {key} --type project --name {key} --description "about {key}" '
                  f'--body "{body}"')
@@ -203,16 +207,17 @@ class Shell:
         """A bundle from another agent's tree, in the working folder."""
         other = Memory(self.work / f"{name}-tree")
         other.write(f"{name}_note", name=name, description=f"from {name}", type="project", body=f"{name} body")
-        self.run(f"bundlekit build -d {name}-tree -o {name}.car")
+        self.prepare(f"bundlekit build -d {name}-tree -o {name}.car")
         return self.work / f"{name}.car"
 
 
 @pytest.fixture(scope="session")
 def typed_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tree every journey starts from, typed once per test process: ``memory init``, then one memory written."""
+    """The tree every journey starts from, set up once per test process: ``memory init``, then one memory written."""
     sh = Shell(tmp_path_factory.mktemp("typed"))
-    sh.run("bundlekit memory init")
-    sh.write("project_alpha", "Alpha.")
+    sh.prepare("bundlekit memory init")
+    sh.prepare('bundlekit memory write project_alpha --type project --name project_alpha '
+               '--description "about project_alpha" --body "Alpha."')
     return sh.tree
 
 
@@ -288,7 +293,7 @@ def old_tree(shell: Shell) -> Path:
     """A second tree, named only by the old spellings, and a bundle of it."""
     old = shell.work / "old-tree"
     Memory(old).write("project_old", name="old", description="old", type="project", body="Old.")
-    shell.run(f"bundlekit build -d {old} -o old.car")
+    shell.prepare(f"bundlekit build -d {old} -o old.car")
     Ed25519Signer.from_seed(bytes([8]) * 32).write(shell.work / "agent.pem")
     return old
 
@@ -346,7 +351,7 @@ def test_the_tree_named_twice_two_ways_is_a_usage_error(shell: Shell) -> None:
 
 
 def test_the_signing_key_has_its_own_name(shell: Shell) -> None:
-    shell.run("bundlekit name create --name-key agent.pem")
+    shell.prepare("bundlekit name create --name-key agent.pem")  # the key, set up
     signer = re.findall(r"signed by (did:key:\S+)", shell.run("bundlekit build --sign-key agent.pem -o signed.car").stderr)
     assert signer and signer == re.findall(r"signed by (did:key:\S+)",
                                            shell.run("bundlekit build --sign --key-file agent.pem -o old.car").stderr)
@@ -354,7 +359,7 @@ def test_the_signing_key_has_its_own_name(shell: Shell) -> None:
 
 
 def test_the_signing_key_with_another_key_option_names_both(shell: Shell) -> None:
-    shell.run("bundlekit name create --name-key agent.pem")
+    shell.prepare("bundlekit name create --name-key agent.pem")  # the key, set up
     both = shell.run("bundlekit build --sign-key agent.pem --passphrase-env MEMORY_PASSPHRASE -o x.car", code=2)
     assert "--sign-key and --passphrase-env cannot be combined" in both.stderr and not (shell.work / "x.car").exists()
 
@@ -362,8 +367,8 @@ def test_the_signing_key_with_another_key_option_names_both(shell: Shell) -> Non
 def test_an_old_and_a_new_spelling_with_different_values_is_a_usage_error(shell: Shell, old_tree: Path) -> None:
     # click keeps the last value of one option: `--key-file other.pem --name-key agent.pem` published the name
     # of whichever came last, and `merge --into A -d B` merged into B, without a word
-    shell.run("bundlekit name create --name-key agent.pem")
-    shell.run("bundlekit name create --name-key other.pem")
+    shell.prepare("bundlekit name create --name-key agent.pem")  # the key, set up
+    shell.prepare("bundlekit name create --name-key other.pem")
     refused = shell.run("bundlekit name create --key-file other.pem --name-key agent.pem", code=2)
     assert "--name-key given twice, once as its old spelling --key-file" in refused.stderr
     shell.other_bundle("teammate")
@@ -372,7 +377,7 @@ def test_an_old_and_a_new_spelling_with_different_values_is_a_usage_error(shell:
 
 
 def test_an_old_and_a_new_spelling_with_one_value_is_that_value(shell: Shell, old_tree: Path) -> None:
-    shell.run("bundlekit name create --name-key agent.pem")
+    shell.prepare("bundlekit name create --name-key agent.pem")  # the key, set up
     assert shell.run("bundlekit name create --key-file agent.pem --name-key agent.pem").stdout.startswith("k51")
     shell.run("bundlekit build --encrypt --passphrase-env WEAK --strict --strong-passphrase -o weak.car", code=2)
 

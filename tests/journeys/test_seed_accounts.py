@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from bundlekit.crypto.signing import EthSigner
-from tests.journeys.typed import typed
+from tests.journeys.typed import set_up, typed
 from tests.seed.fakes import FakeService, github_app, hub_app, x_app
 from tests.seeding import register_builtin_seeders, tree_files
 
@@ -66,7 +66,7 @@ def shell(tmp_path: Path, services: dict[str, FakeService]) -> Shell:
     sh = Shell(tmp_path, {"GITHUB_TOKEN": GITHUB_TOKEN, "GITHUB_API_URL": services["github"].url,
                           "BUNDLEKIT_FARCASTER_HUB": services["hub"].url, "X_BEARER_TOKEN": X_TOKEN,
                           "BUNDLEKIT_X_API_URL": services["x"].url})
-    sh.run("bundlekit memory init")
+    set_up("bundlekit memory init", cwd=sh.work, env=sh.env)  # the set-up, in this process
     return sh
 
 

@@ -15,6 +15,7 @@ serving the trustless gateway and the routing API (kubo's ``Gateway.ExposeRoutin
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.journeys.kubo_node import kubo_node
+from tests.journeys.typed import set_up
 
 TOKEN = "team-token-7d41c0a9e2b35f68"
 WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
@@ -53,6 +55,10 @@ class Person:
         if ok:
             assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
         return done
+
+    def prepare(self, *args: str) -> None:
+        """A set-up line, not what the test checks: the same CLI in the test process (no start-up to pay)."""
+        set_up(shlex.join(["bundlekit", *args]), cwd=self.root, env=self.env)
 
     def write(self, tree: str, key: str, body: str) -> None:
         self.run("memory", "-d", tree, "write", key, "--type", "project", "--name", key,
@@ -84,10 +90,12 @@ def hub(tmp_path: Path) -> Iterator[str]:
 
 
 def lone_writer_sync(person: Person, url: str) -> subprocess.CompletedProcess[str]:
-    """A writer's first steps on a machine of their own: a key, a tree, a memory, a sync through ``url``."""
-    person.run("name", "create", "--key-file", "team.pem")
-    person.run("memory", "-d", "memory", "init")
-    person.write("memory", "project_gamma", f"{person.root.name} was here.")
+    """A writer's first steps on a machine of their own: a key, a tree, a memory (set up), a sync through ``url``
+    (typed)."""
+    person.prepare("name", "create", "--key-file", "team.pem")
+    person.prepare("memory", "-d", "memory", "init")
+    person.prepare("memory", "-d", "memory", "write", "project_gamma", "--type", "project", "--name", "project_gamma",
+                   "--description", "about project_gamma", "--body", f"{person.root.name} was here.")
     return person.run("sync", "memory", "--name-key", "team.pem", "--pinner", "kubo", "--routing", url,
                       "--gateway", url, ok=False)
 
@@ -97,7 +105,7 @@ def team(tmp_path: Path, pusher: dict[str, str], routing: str, gateway: str) -> 
     writers = tuple(Person(tmp_path / who, {**pusher, "BUNDLEKIT_ROUTING_TOKEN": TOKEN}) for who in ("ada", "bo"))
     follower = Person(tmp_path / "cy", {})
     key = writers[0].root / "team.pem"
-    writers[0].run("name", "create", "--key-file", str(key))
+    writers[0].prepare("name", "create", "--key-file", str(key))  # the team's key, set up
     (writers[1].root / "team.pem").write_bytes(key.read_bytes())
     return writers[0], writers[1], follower
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import pytest
 import bundlekit.bundle.build as build_module
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.share import SharePolicy
+from tests.journeys.typed import set_up
 from tests.mcp.conftest import run_client, stdio_params
 
 pytest.importorskip("mcp")
@@ -42,9 +44,14 @@ def _cli(cwd: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[
     return done
 
 
-def _write(cwd: Path, tree: str, key: str, kind: str, text: str) -> None:
-    _cli(cwd, "memory", "-d", tree, "write", key, "--type", kind, "--name", key.replace("_", " "),
-         "--description", text, "--body", text)
+# the memories the team's set-up writes: (tree, key, type, text)
+_MEMORIES = (
+    ("alice", "alice_deploys", "project", "deploys go out on tuesdays after review"),
+    ("alice", "alice_health", "user", "alice-private-health-note deploys never on her day off"),
+    ("bob", "bob_deploys", "project", "deploys need the canary green for an hour"),
+    ("bob", "bob_salary", "user", "bob-private-salary deploys bonus"),
+    ("carol", "carol_deploys", "project", "deploys are frozen in december"),
+)
 
 
 def _structured(result: Any) -> Any:
@@ -57,22 +64,25 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _set_up(cwd: Path, *args: str) -> None:
+    set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env={**os.environ, "CI": "true"})
+
+
 @pytest.fixture(scope="session")
 def typed_team(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """alice and bob have shared their project memories; carol has her own tree. Typed once per test process
-    (ten fresh processes); each test works in a copy of it (``team``)."""
+    """alice and bob have shared their project memories; carol has her own tree. Set up once per test process
+    with the ten command lines a person types (through the CLI in this process: the set-up, not what any test
+    checks); each test works in a copy of it (``team``)."""
     tmp_path = tmp_path_factory.mktemp("team")
     for who in ("alice", "bob", "carol"):
-        _cli(tmp_path, "memory", "-d", who, "init")
-    _write(tmp_path, "alice", "alice_deploys", "project", "deploys go out on tuesdays after review")
-    _write(tmp_path, "alice", "alice_health", "user", "alice-private-health-note deploys never on her day off")
-    _write(tmp_path, "bob", "bob_deploys", "project", "deploys need the canary green for an hour")
-    _write(tmp_path, "bob", "bob_salary", "user", "bob-private-salary deploys bonus")
-    _write(tmp_path, "carol", "carol_deploys", "project", "deploys are frozen in december")
-    _cli(tmp_path, "build", "-d", "alice", "--share", "project", "-o", "alice.car")
+        _set_up(tmp_path, "memory", "-d", who, "init")
+    for tree, key, kind, text in _MEMORIES:
+        _set_up(tmp_path, "memory", "-d", tree, "write", key, "--type", kind, "--name", key.replace("_", " "),
+                "--description", text, "--body", text)
+    _set_up(tmp_path, "build", "-d", "alice", "--share", "project", "-o", "alice.car")
     (tmp_path / "bob" / ".bundlekit").mkdir(exist_ok=True)
     (tmp_path / "bob" / ".bundlekit" / "config.toml").write_text('[share]\ntypes = ["project"]\n')
-    _cli(tmp_path, "build", "-d", "bob", "-o", "bob.car")
+    _set_up(tmp_path, "build", "-d", "bob", "-o", "bob.car")
     for car in ("alice.car", "bob.car"):
         assert b"private" not in (tmp_path / car).read_bytes()
     return tmp_path

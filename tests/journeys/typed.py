@@ -1,12 +1,23 @@
-"""One command line typed as a person types it: ``bundlekit ...`` as a fresh process, its exit code checked."""
+"""One command line typed as a person types it: ``bundlekit ...`` as a fresh process, its exit code checked.
+
+``set_up`` runs the same line through the same CLI in this test process (click's ``CliRunner``): for the
+commands that only prepare a journey (a tree, a bundle to merge), whose fresh-process start-up (~0.15 s of
+CPU each, paid per test) is not what the test checks. A journey's own commands stay ``typed``.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from bundlekit.cli import cli
 
 
 def typed(line: str, *, cwd: Path, env: Mapping[str, str], code: int = 0) -> subprocess.CompletedProcess[str]:
@@ -16,5 +27,22 @@ def typed(line: str, *, cwd: Path, env: Mapping[str, str], code: int = 0) -> sub
     done = subprocess.run([sys.executable, "-m", "bundlekit", *args[1:]], cwd=cwd, env=dict(env),
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == code, f"{line}: exit {done.returncode}\n{done.stderr}"
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def set_up(line: str, *, cwd: Path, env: Mapping[str, str] | None = None, code: int = 0) -> Result:
+    """Run ``line`` as ``typed`` does, in this process: in ``cwd``, with exactly ``env`` as the environment
+    (every other variable unset for the call; ``None`` keeps this process's), exit ``code`` asserted; an
+    exception escaping the CLI fails the test as a traceback would."""
+    args = shlex.split(line)
+    assert args[0] == "bundlekit"
+    overlay: dict[str, str | None] = {}
+    if env is not None:
+        overlay = {key: None for key in os.environ if key not in env}
+        overlay.update(env)
+    with contextlib.chdir(cwd):
+        done = CliRunner().invoke(cli, args[1:], prog_name="bundlekit", env=overlay, catch_exceptions=False)
+    assert done.exit_code == code, f"{line}: exit {done.exit_code}\n{done.stderr}"
     assert "Traceback" not in done.stderr
     return done

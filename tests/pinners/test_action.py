@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from click.testing import Result
 
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.crypto.signing import Ed25519Signer
@@ -26,6 +27,7 @@ from bundlekit.ipld.cid import cid_to_str
 from bundlekit.memory import Memory
 from bundlekit.unixfs.importer import NullSink, import_path
 from bundlekit.unixfs.profiles import get_profile
+from tests.journeys.typed import set_up
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
@@ -141,9 +143,9 @@ def memory_tree(tmp_path: Path) -> Path:
     return root
 
 
-def _bundlekit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bundlekit", *args], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+def _bundlekit(env: dict[str, str], cwd: Path, *args: str, code: int = 0) -> Result:
+    """A check of what the step left, through the CLI in this process (the step itself ran as a process)."""
+    return set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env=env, code=code)
 
 
 def test_the_passphrase_input_encrypts_through_the_environment(
@@ -156,9 +158,9 @@ def test_the_passphrase_input_encrypts_through_the_environment(
     assert PASSPHRASE not in (tmp_path / "step.sh").read_text(encoding="utf-8")  # never spliced into the script
     cid = outputs(Path(runner_env["GITHUB_OUTPUT"]))["cid"]
     uri = f"ipfs://{cid}/manifest.json"
-    assert _bundlekit(runner_env, "load", uri).returncode == 2  # encrypted: a key option is needed
-    opened = _bundlekit({**runner_env, "P": PASSPHRASE}, "load", uri, "--passphrase-env", "P", "--json")
-    assert opened.returncode == 0, opened.stderr
+    assert _bundlekit(runner_env, tmp_path, "load", uri, code=2).exit_code == 2  # encrypted: a key option is needed
+    opened = _bundlekit({**runner_env, "P": PASSPHRASE}, tmp_path, "load", uri, "--passphrase-env", "P", "--json")
+    assert opened.exit_code == 0, opened.stderr
 
 
 def test_the_namespace_and_profile_inputs_reach_the_build(
@@ -184,9 +186,9 @@ def test_the_sign_key_and_name_key_inputs_sign_and_publish(
     assert done.returncode == 0, done.stderr
     out = outputs(Path(runner_env["GITHUB_OUTPUT"]))
     assert out["ok"] == "true" and out["signer"].startswith("did:key:z6Mk")
-    named = _bundlekit(runner_env, "name", "create", "--name-key", str(tmp_path / "agent.pem"))
+    named = _bundlekit(runner_env, tmp_path, "name", "create", "--name-key", str(tmp_path / "agent.pem"))
     assert out["ipns-name"] == named.stdout.strip() and out["ipns-name"].startswith("k51")
-    resolved = _bundlekit(runner_env, "name", "resolve", out["ipns-name"])
+    resolved = _bundlekit(runner_env, tmp_path, "name", "resolve", out["ipns-name"])
     assert resolved.stdout.strip() == out["cid"], resolved.stderr
 
 
