@@ -235,3 +235,29 @@ def test_a_snapshot_leaves_a_day_over_the_bound_out_and_strict_refuses_it(tree: 
     assert [name for name, _data in days] == ["2026-04-13.jsonl"]
     with pytest.raises(MemoryFileTooLarge, match="timeline/2026-04-14.jsonl"):
         memory._tree.snapshot(strict=True)
+
+
+def test_a_day_over_the_bound_from_anywhere_is_refused_unparsed_and_one_at_it_parses() -> None:
+    # A bundle's or a merge's day arrives as bytes, not through the tree's bounded read: parse_day refuses it
+    # before decoding (parsed, a 300 MB day took ~4 GB).
+    from bundlekit.memory.timeline import parse_day
+
+    at = DAY * (MAX_MEMORY_BYTES // len(DAY))
+    at += " " * (MAX_MEMORY_BYTES - len(at))
+    assert len(parse_day("2026-04-14.jsonl", at.encode())) == MAX_MEMORY_BYTES // len(DAY)
+    with pytest.raises(MemoryFileTooLarge, match=r"timeline/2026-04-14.jsonl holds 4.0 MiB \(4194305 bytes\)"):
+        parse_day("2026-04-14.jsonl", (at + " ").encode(), strict=False)
+
+
+def test_an_import_that_would_make_a_day_over_the_bound_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "m")
+    memory.init()
+    memory.note("kept", k="v")
+    day = memory.timeline()[0]["ts"][:10] + ".jsonl"
+    before = (tmp_path / "m" / "timeline" / day).read_bytes()
+    blob = memory.export()
+    big = "x" * 1000
+    blob["timeline"] = [{**blob["timeline"][0], "n": str(n), "pad": big} for n in range(4500)]  # ~4.5 MB, one day
+    with pytest.raises(MemoryFileTooLarge, match=rf"timeline/{day} would hold 4.\d MiB"):
+        memory.import_(blob)
+    assert (tmp_path / "m" / "timeline" / day).read_bytes() == before
