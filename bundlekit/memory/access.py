@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import bundlekit._secrets as secrets
-from bundlekit.errors import FrontmatterError, MemoryStoreError
+from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
@@ -251,7 +251,7 @@ class TreeAccess:
                 screen.guard_record(record, filename, can_allow=False)
         days: list[tuple[str, bytes]] = []
         for name in self.backend.timeline_files():
-            data = self.backend.read_timeline(name)
+            data = self._day(name, strict=strict)
             if data is None:
                 continue
             where = f"timeline/{name}"
@@ -324,13 +324,25 @@ class TreeAccess:
         for name in reversed(self.backend.timeline_files()):
             if not DAY_FILE_RE.fullmatch(name):
                 continue
-            data = self.backend.read_timeline(name)
+            data = self._day(name, strict=False)
             if data is None:
                 continue
             entries = parse_day(name, data, strict=False)
             entries.sort(key=lambda e: parse_timestamp(e["ts"]))
             for entry in reversed(entries):
                 yield self._withheld_entry(name, entry) if withhold else entry
+
+    def _day(self, name: str, *, strict: bool) -> bytes | None:
+        """The bytes of the day file ``name`` (``None`` when gone); one over the size bound is left out with a
+        warning naming it (``strict``: raises :class:`MemoryFileTooLarge`), never read whole."""
+        try:
+            return self.backend.read_timeline(name)
+        except MemoryFileTooLarge as exc:
+            if strict:
+                raise
+            if f"{exc}; left out" not in self.warnings:  # once a command (a build reads the days twice)
+                self.warn(f"{exc}; left out")
+            return None
 
     def _withheld_entry(self, day_file: str, entry: dict[str, Any]) -> dict[str, Any]:
         """``entry`` with its credentials withheld (a warning names the day file), or itself when it holds none."""

@@ -170,19 +170,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _atomic_write_bytes(path, data, error=MemoryStoreError, hint=_HINT, parents=True, sync_dir=False)
 
 
-def _read(path: Path, limit: int | None = None) -> bytes | None:
+def _read(path: Path, limit: int | None = None, where: str | None = None) -> bytes | None:
     """The bytes of ``path`` (``None`` when absent); a link is refused, never followed, and anything but a
     regular file (a FIFO planted under a memory's name would block the open, then the read, for ever) is
     refused without waiting on it, as ``_statscan.read_files`` refuses it. With ``limit`` (a memory file:
     ``filesize``) a file of more bytes raises :class:`MemoryFileTooLarge`: checked from its size before the
-    read, and the read stops after ``limit + 1`` bytes (a file growing meanwhile is never read whole)."""
+    read, and the read stops after ``limit + 1`` bytes (a file growing meanwhile is never read whole), naming
+    the file as ``where`` (default: its name)."""
     fd = _open_regular(path)
     if fd is None:
         return None
     try:
         size = os.fstat(fd).st_size
         if limit is not None and size > limit:
-            raise too_large(path.name, size)
+            raise too_large(where or path.name, size)
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read() if limit is None else handle.read(limit + 1)
     except OSError as exc:
@@ -190,7 +191,7 @@ def _read(path: Path, limit: int | None = None) -> bytes | None:
     finally:
         os.close(fd)
     if limit is not None and len(data) > limit:
-        raise too_large(path.name, None)
+        raise too_large(where or path.name, None)
     return data
 
 
@@ -476,7 +477,10 @@ class DirectoryBackend:
         return sorted(names)
 
     def read_timeline(self, name: str) -> bytes | None:
-        return _read(self._timeline() / name)
+        """The bytes of the day file ``timeline/<name>``, ``None`` when it is gone; one over the bound of a memory
+        file (``filesize``: a day is parsed whole, at about 14 times its size) raises :class:`MemoryFileTooLarge`
+        naming it, read no further than the bound."""
+        return _read(self._timeline() / name, MAX_MEMORY_BYTES, f"timeline/{name}")
 
     def append_timeline(self, name: str, line: bytes) -> None:
         directory = self._own_change(lambda: ensure_real_dir(self._timeline()))  # made here: the root moves

@@ -18,7 +18,7 @@ from typing import Final
 
 from bundlekit.errors import MemoryFileTooLarge
 
-__all__ = ["MAX_MEMORY_BYTES", "check_text_size", "shown_whole", "too_large"]
+__all__ = ["MAX_MEMORY_BYTES", "check_size", "check_text_size", "shown_whole", "too_large"]
 
 #: The most bytes one memory file may hold (4 MiB).
 MAX_MEMORY_BYTES: Final = 4 * 1024 * 1024
@@ -47,7 +47,12 @@ def check_text_size(text: str, where: str) -> None:
     only text of more than a quarter of the bound in characters is encoded to be measured."""
     if len(text) * 4 <= MAX_MEMORY_BYTES:
         return
-    size = len(text.encode("utf-8", "surrogatepass"))
+    check_size(len(text.encode("utf-8", "surrogatepass")), where)
+
+
+def check_size(size: int, where: str) -> None:
+    """Raise :class:`MemoryFileTooLarge` when ``size`` bytes to be stored at ``where`` are over the bound (a
+    memory's text, a merged timeline day)."""
     if size > MAX_MEMORY_BYTES:
         raise MemoryFileTooLarge(
             f"{where} would hold {_mib(size)} ({size} bytes), over the {_mib(MAX_MEMORY_BYTES)} a memory file "

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from bundlekit.errors import MemoryStoreError, UsageError
+from bundlekit.memory.filesize import MAX_MEMORY_BYTES, too_large
 from bundlekit.memory.timefmt import format_timestamp_ms, parse_timestamp
 
 __all__ = [
@@ -110,9 +111,13 @@ def parse_day(name: str, data: bytes, *, strict: bool = True) -> list[dict[str, 
     Raises :class:`MemoryStoreError` naming the file and line of anything malformed.
     With ``strict=False`` (lock-free readers) a last line that has no newline
     yet and is not valid JSON is taken to be an append in flight and skipped.
+    A day of more bytes than a memory file may hold (``filesize``; a bundle's, a merge's: the tree's own are
+    read no further than that) raises :class:`MemoryFileTooLarge` unparsed: parsed, it takes ~14 times its size.
     """
     if not DAY_FILE_RE.fullmatch(name):
         raise MemoryStoreError(f"timeline/{name} is not named YYYY-MM-DD.jsonl; rename or remove it")
+    if len(data) > MAX_MEMORY_BYTES:
+        raise too_large(f"timeline/{name}", len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -61,6 +61,7 @@ from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.backend import Backend, Scan
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.context import context_block
+from bundlekit.memory.filesize import check_size
 from bundlekit.memory.index import broken_fields, list_fields, render_index
 from bundlekit.memory.indexer import decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
@@ -512,8 +513,10 @@ class Memory:
             existing = parse_day(name, data) if data is not None else []
             merged, added = merge_entries(existing, by_day[name])
             if added:
+                encoded = b"".join(encode_entry(e) for e in merged)
+                check_size(len(encoded), f"timeline/{name}")  # never a day every reader would leave out
                 undo.day_file(name, data)
-                self._backend.write_timeline(name, b"".join(encode_entry(e) for e in merged))
+                self._backend.write_timeline(name, encoded)
                 added_total += added
         return added_total
 

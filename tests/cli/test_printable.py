@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bundlekit.cli.output import printable, printable_field
 from bundlekit.memory import Memory
@@ -98,3 +100,45 @@ def test_ls_shows_a_foreign_file_name_as_one_escaped_field(run: Run, tmp_path: P
     assert all(row.count("\t") == 2 for row in rows)
     listed = run("ls", car, "--json")
     assert name in [entry["path"] for entry in json.loads(listed.stdout)]
+
+
+class _Stream:
+    """A text stream that says whether it is a terminal, recording what is written."""
+
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+        self.written = ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.written += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+_ESCAPES = st.sampled_from(["\x1b", "\x1b[31m", "\x1b]0;title\x07", "\x1b]8;;http://x\x1b\\", "\x9b31m", "\x9b2J",
+                            "\x1b[200~", "\x1b[201~", "\x9d0;t\x9c", "\x07", "\r", "\u202e", "[", "m", "\n", "a"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ESCAPES | st.text(max_size=4), max_size=12).map("".join), st.booleans(), st.booleans())
+def test_data_prints_the_bytes_click_printed_before_to_a_terminal_and_to_a_pipe(
+    text: str, tty: bool, newline: bool
+) -> None:
+    # data() passes color=True when the text holds no ESC (click's stripping, only of ESC sequences, then has
+    # nothing to do): what reaches a terminal or a pipe must be exactly what click.echo printed without it.
+    import click
+
+    from bundlekit.cli import output
+    from bundlekit.cli.output import redact
+
+    shown, before = _Stream(tty), _Stream(tty)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(click.utils, "_default_text_stdout", lambda: shown)
+        output.data(text, newline=newline)
+    click.echo(redact(text), file=before, nl=newline)  # type: ignore[arg-type]
+    assert shown.written == before.written

@@ -352,3 +352,107 @@ def test_terms_rows_of_no_memory_making_every_word_common_never_hide_the_memory(
         conn.executemany("INSERT INTO terms (rowid, name, description, body) VALUES (?, 'deploy runbook', 'x', 'y')",
                          [(1000 + i,) for i in range(50)])
     assert [hit.key for hit in Memory(tree).recall("deploy runbook", limit=1, rank=rank)] == ["deploy"]
+
+
+_CREDENTIAL = "sk-ant-api03-" + "Ab3Xy9" * 5
+_FORGERIES = st.one_of(
+    st.tuples(st.just("swap"), st.integers(0, 5), st.integers(0, 5)),
+    st.tuples(st.sampled_from(["delete", "rename", "newline", "credential", "null", "dup", "blob"]), st.integers(0, 5)),
+    st.tuples(st.just("ghost")),
+)
+_WORDS = st.text(alphabet="abcXYZ é—\u00a0-_.", min_size=1, max_size=12).map(str.strip).filter(bool)
+_ROW = "file, key, type, ino, mtime_ns, size, sha256, salience, updated, horizon, piece, line, withheld"
+
+
+def _forge(tree: Path, forgery: tuple[object, ...]) -> None:
+    """One hand edit of the listing rows, leaving the signature blob and generation as they were (one SQLite
+    refuses, a constraint, is no edit)."""
+    try:
+        _forge_schema(tree, str(forgery[0]))
+        with sqlite3.connect(_index(tree)) as conn:
+            ids = [r[0] for r in conn.execute("SELECT id FROM memory ORDER BY id")]
+            picked = [ids[int(n) % len(ids)] for n in forgery[1:]] if ids else []  # type: ignore[call-overload]
+            _forge_rows(conn, str(forgery[0]), picked)
+    except sqlite3.Error:
+        pass
+
+
+def _forge_schema(tree: Path, kind: str) -> None:
+    with sqlite3.connect(_index(tree)) as conn:
+        if kind == "null":
+            conn.execute("PRAGMA writable_schema = ON")
+            conn.execute("UPDATE sqlite_master SET sql = replace(sql, 'line TEXT NOT NULL', 'line TEXT') "
+                         "WHERE name = 'memory'")
+        elif kind == "dup":  # the table made again without its UNIQUE constraints, as a forger may
+            sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memory'").fetchone()[0]
+            conn.execute(sql.replace("CREATE TABLE memory", "CREATE TABLE bare").replace(" UNIQUE", ""))
+            conn.execute("INSERT INTO bare SELECT * FROM memory")
+            conn.execute("DROP TABLE memory")
+            conn.execute("ALTER TABLE bare RENAME TO memory")
+            conn.execute("CREATE INDEX memory_by_key ON memory (key)")
+
+
+def _forge_rows(conn: sqlite3.Connection, kind: str, picked: list[int]) -> None:
+    if kind == "ghost":
+        conn.execute(f"INSERT INTO memory ({_ROW}) VALUES ('ghost.md', 'ghost', 'user', 1, 1, 1, zeroblob(32), 1.0, "
+                     "4e9, NULL, 10, ?, 0)", (f"user\tr1\tx\t{INJECTED}",))
+    if not picked:
+        return
+    one = picked[0]
+    if kind == "swap":
+        keys = dict(conn.execute("SELECT id, key FROM memory WHERE id IN (?, ?)", (one, picked[1])).fetchall())
+        conn.execute("UPDATE memory SET key = '~swap' WHERE id = ?", (one,))
+        conn.execute("UPDATE memory SET key = ? WHERE id = ?", (keys[one], picked[1]))
+        conn.execute("UPDATE memory SET key = ? WHERE id = ?", (keys[picked[1]], one))
+    elif kind == "delete":
+        conn.execute("DELETE FROM memory WHERE id = ?", (one,))
+    elif kind == "rename":
+        conn.execute("UPDATE memory SET file = 'ghost.md', key = 'ghost' WHERE id = ?", (one,))
+    elif kind == "newline":
+        conn.execute("UPDATE memory SET line = line || ? WHERE id = ?", ("\nghost\tuser\tr1\tx\t" + INJECTED, one))
+    elif kind == "credential":
+        conn.execute("UPDATE memory SET line = line || ? WHERE id = ?", (" " + _CREDENTIAL, one))
+    elif kind == "null":
+        conn.execute("UPDATE memory SET line = NULL WHERE id = ?", (one,))
+    elif kind == "dup":
+        conn.execute(f"INSERT INTO memory ({_ROW}) SELECT {_ROW} FROM memory WHERE id = ?", (one,))
+    elif kind == "blob":
+        conn.execute("UPDATE memory SET line = CAST(line || ? AS BLOB) WHERE id = ?", (f"\n{INJECTED}", one))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    memories=st.dictionaries(st.sampled_from(["a", "b", "c_d", "e-f", "zz", "M"]), st.tuples(_WORDS, _WORDS),
+                             min_size=0, max_size=5),
+    planted=st.booleans(),
+    forgeries=st.lists(_FORGERIES, min_size=1, max_size=3),
+)
+def test_memory_list_after_forged_listing_rows_is_what_a_fresh_index_lists(
+    memories: dict[str, tuple[str, str]], planted: bool, forgeries: list[tuple[object, ...]]
+) -> None:
+    # Rows swapped, deleted, renamed, duplicated, NULL, of no file, a line break or a credential added to a line:
+    # the listing is the files', exactly as an index rebuilt from them lists it, escaped, no credential.
+    import tempfile
+
+    from bundlekit._terminal import printable
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        mem = Memory(tree)
+        mem.init()
+        for key, (name, description) in memories.items():
+            mem.write(key, name=name, description=description, type="user", body=f"body of {key}")
+        if planted:  # a hand-written file: YAML escapes put ESC and RLO in its name and description
+            (tree / "evil.md").write_text('---\nname: "E \\e[2J"\ndescription: "d \\u202Ex"\ntype: user\n'
+                                          "created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n---\nb\n",
+                                          encoding="utf-8")
+        mem.close()
+        for path in tree.glob("*.md"):
+            os.utime(path, ns=(OLD_NS, OLD_NS))
+        _drop_index(tree)
+        reference = Memory(tree).list_text()  # also settles every row
+        for forgery in forgeries:
+            _forge(tree, forgery)
+        listed = Memory(tree).list_text()
+    assert listed == reference and printable(listed) == listed
+    assert INJECTED not in listed and _CREDENTIAL not in listed

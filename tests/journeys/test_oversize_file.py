@@ -214,3 +214,24 @@ def _files(tree: Path) -> dict[str, bytes | int]:
     """The tree's files (not its derived index's folder): each one's bytes, the huge one's size."""
     return {str(path.relative_to(tree)): path.stat().st_size if path.name == "project_huge.md" else path.read_bytes()
             for path in sorted(tree.rglob("*")) if path.is_file() and not path.relative_to(tree).parts[0].startswith(".")}
+
+
+def test_a_timeline_day_over_the_bound_is_left_out_of_context_export_and_build_and_strict_refuses(
+    tree: Path, tmp_path: Path
+) -> None:
+    # Before the bound, a 300 MB day took context 53 s and 3.9 GB, build 137 s and 4.5 GB (parsed whole).
+    (tree / "project_huge.md").unlink()
+    assert memory_cli(tree, "note", "kickoff", "at=ten").exit_code == 0
+    with (tree / "timeline" / "2026-01-01.jsonl").open("wb") as day:
+        day.truncate(HUGE)
+    named = "timeline/2026-01-01.jsonl holds 286 MiB (300000000 bytes), over the 4 MiB"
+    for args in (["context"], ["export"]):
+        shown = memory_cli(tree, *args)
+        assert shown.exit_code == 0 and shown.stderr.count(named) == 1, shown.output
+    exported = json.loads(memory_cli(tree, "export").stdout)
+    assert [e["type"] for e in exported["timeline"]] == ["kickoff"]
+    built = CliRunner().invoke(cli, ["build", str(tree), "-o", str(tmp_path / "b.car")])
+    assert built.exit_code == 0 and built.stderr.count(named) == 1, built.output
+    strict_car = tmp_path / "strict.car"
+    refused = CliRunner().invoke(cli, ["build", str(tree), "-o", str(strict_car), "--strict"])
+    assert refused.exit_code == 1 and named in refused.stderr and not strict_car.exists()

@@ -128,6 +128,24 @@ def test_garbage_in_place_of_the_index_is_rebuilt(mem: Memory, tree: Path) -> No
     assert len(fresh.list()) == 3 and fresh.warnings
 
 
+@pytest.mark.parametrize(("offset", "value"), [(18, 3), (18, 0x80), (19, 3), (18, 0)])
+def test_an_index_whose_header_gives_an_unknown_format_version_is_rebuilt_and_the_write_goes_through(
+    mem: Memory, tree: Path, offset: int, value: int
+) -> None:
+    # Byte 18 over 2 makes SQLite open the file read-only (btree.c, lockBtree), the answer a read-only tree gives:
+    # the write failed as "attempt to write a readonly database" instead of rebuilding the cache.
+    _three(mem)
+    mem.close()
+    data = bytearray(_index(tree).read_bytes())
+    data[offset] = value
+    _index(tree).write_bytes(bytes(data))
+    fresh = Memory(tree)
+    fresh.write("d", **fields(name="Delta", body="a new one"))
+    assert [line.split("\t")[0] for line in fresh.list_lines()] == ["a", "b", "c", "d"]
+    assert "header gives write format" in fresh.warnings[0] and "rebuilt it" in fresh.warnings[0]
+    assert _index(tree).read_bytes()[18:20] in (b"\x01\x01", b"\x02\x02")
+
+
 def test_stale_memory_md_left_by_a_crash_is_repaired_by_the_next_read(mem: Memory, tree: Path) -> None:
     _three(mem)
     good = (tree / "MEMORY.md").read_text(encoding="utf-8")

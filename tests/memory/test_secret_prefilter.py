@@ -78,3 +78,37 @@ def test_a_long_clean_text_checked_again_is_still_clean_and_a_new_one_is_scanned
     assert find_secrets(leaked) == _plain_scan(leaked) != []
     equal_not_same = "".join(["kick drills on saturday\n"] * (CLEAN_REMEMBERED // 24 + 1))
     assert equal_not_same is not clean and find_secrets(equal_not_same) == []
+
+
+def test_a_freed_clean_texts_address_given_to_a_text_with_a_credential_is_scanned() -> None:
+    # The memory of the last clean text is by identity: it must hold the text itself, so its address is never
+    # another object's (a memo of id() alone would pass the next text allocated at that address as clean).
+    import gc
+
+    from bundlekit._secrets import CLEAN_REMEMBERED
+
+    prefix = "kick drills on saturday\n" * (CLEAN_REMEMBERED // 24)
+    clean = prefix + "kick drills on saturday\n"
+    assert find_secrets(clean) == []
+    address = id(clean)
+    del clean
+    gc.collect()
+    for n in range(50):  # the same length: the allocator gives the freed address to the first of them
+        leaked = prefix + f" AKIAIOSFODNN7EXAMPL{n % 10} .\n"
+        assert find_secrets(leaked) != [], (n, id(leaked) == address)
+        del leaked
+
+
+def test_threads_checking_long_texts_together_find_every_credential() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bundlekit._secrets import CLEAN_REMEMBERED
+
+    clean = "kick drills on saturday\n" * (CLEAN_REMEMBERED // 24 + 1)
+    leaked = [clean[: -24 * (n + 1)] + "AKIAIOSFODNN7EXAMPLE\n" for n in range(8)]
+
+    def check(n: int) -> tuple[bool, bool]:
+        return find_secrets(clean) == [], find_secrets(leaked[n % 8]) != []
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert all(a and b for a, b in pool.map(check, range(200)))

@@ -192,3 +192,72 @@ def test_python_stops_one_byte_past_the_limit_when_the_file_holds_more_than_its_
         backend_module._read(PROC / "status", 100)
     data = backend_module._read(PROC / "status", 1 << 20)
     assert data is not None and len(data) > 100
+
+
+DAY = '{"k":"v","ts":"2026-04-14T12:03:12.000Z","type":"test"}\n'
+
+
+def _huge_day(tree: Path) -> Path:
+    (tree / "timeline").mkdir(exist_ok=True)
+    (tree / "timeline" / "2026-04-13.jsonl").write_text(DAY.replace("14T", "13T"), encoding="utf-8")
+    day = tree / "timeline" / "2026-04-14.jsonl"
+    _sparse(day, 8 * 1024**3)  # 8 GiB of NULs: read whole, it would take the machine
+    return day
+
+
+def test_a_timeline_day_over_the_bound_is_refused_without_reading_it(tree: Path) -> None:
+    _huge_day(tree)
+    with pytest.raises(MemoryFileTooLarge, match=r"timeline/2026-04-14.jsonl holds 8192 MiB"):
+        DirectoryBackend(tree).read_timeline("2026-04-14.jsonl")
+
+
+def test_a_timeline_day_at_the_bound_is_read(tree: Path) -> None:
+    (tree / "timeline").mkdir()
+    day = DAY * (MAX_MEMORY_BYTES // len(DAY))
+    day += " " * (MAX_MEMORY_BYTES - len(day) - 1) + "\n"
+    (tree / "timeline" / "2026-04-14.jsonl").write_text(day, encoding="utf-8")
+    assert len(DirectoryBackend(tree).read_timeline("2026-04-14.jsonl") or b"") == MAX_MEMORY_BYTES
+
+
+def test_the_timeline_and_context_leave_a_day_over_the_bound_out_with_one_warning_naming_it(tree: Path) -> None:
+    _huge_day(tree)
+    memory = Memory(tree)
+    assert [e["ts"] for e in memory.timeline()] == ["2026-04-13T12:03:12.000Z"]
+    memory.context_block()
+    named = [w for w in memory.warnings if "timeline/2026-04-14.jsonl holds 8192 MiB" in w]
+    assert len(named) == 1 and named[0].endswith("; left out")
+
+
+def test_a_snapshot_leaves_a_day_over_the_bound_out_and_strict_refuses_it(tree: Path) -> None:
+    _huge_day(tree)
+    memory = Memory(tree)
+    _found, days = memory._tree.snapshot(strict=False)
+    assert [name for name, _data in days] == ["2026-04-13.jsonl"]
+    with pytest.raises(MemoryFileTooLarge, match="timeline/2026-04-14.jsonl"):
+        memory._tree.snapshot(strict=True)
+
+
+def test_a_day_over_the_bound_from_anywhere_is_refused_unparsed_and_one_at_it_parses() -> None:
+    # A bundle's or a merge's day arrives as bytes, not through the tree's bounded read: parse_day refuses it
+    # before decoding (parsed, a 300 MB day took ~4 GB).
+    from bundlekit.memory.timeline import parse_day
+
+    at = DAY * (MAX_MEMORY_BYTES // len(DAY))
+    at += " " * (MAX_MEMORY_BYTES - len(at))
+    assert len(parse_day("2026-04-14.jsonl", at.encode())) == MAX_MEMORY_BYTES // len(DAY)
+    with pytest.raises(MemoryFileTooLarge, match=r"timeline/2026-04-14.jsonl holds 4.0 MiB \(4194305 bytes\)"):
+        parse_day("2026-04-14.jsonl", (at + " ").encode(), strict=False)
+
+
+def test_an_import_that_would_make_a_day_over_the_bound_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "m")
+    memory.init()
+    memory.note("kept", k="v")
+    day = memory.timeline()[0]["ts"][:10] + ".jsonl"
+    before = (tmp_path / "m" / "timeline" / day).read_bytes()
+    blob = memory.export()
+    big = "x" * 1000
+    blob["timeline"] = [{**blob["timeline"][0], "n": str(n), "pad": big} for n in range(4500)]  # ~4.5 MB, one day
+    with pytest.raises(MemoryFileTooLarge, match=rf"timeline/{day} would hold 4.\d MiB"):
+        memory.import_(blob)
+    assert (tmp_path / "m" / "timeline" / day).read_bytes() == before

@@ -48,6 +48,11 @@ _SIDE_FILES = ("", "-wal", "-shm", "-journal")
 # Errors that say "busy", not "broken": never a reason to rebuild.
 _TRANSIENT = {"SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_INTERRUPT", "SQLITE_FULL", "SQLITE_IOERR"}
 _NOT_HERE = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH"}
+# The first 20 bytes of a database file: the magic string, the page size, the write and read format versions
+# (sqlite.org/fileformat2.html, "1.3. The Database Header": 1 legacy, 2 WAL; btree.c, lockBtree: a write version
+# over 2 opens the file read-only, a read version over 2 not at all).
+_MAGIC = b"SQLite format 3\0"
+_FORMATS = (1, 2)
 
 Signature = tuple[int, int, int]
 
@@ -104,6 +109,21 @@ def _has_pow(conn: sqlite3.Connection) -> bool:
     except sqlite3.Error:
         return False
     return True
+
+
+def _check_formats(path: Path) -> None:
+    """Raise :class:`CatalogUnusable` when the file at ``path`` is an SQLite database whose header gives a write
+    or read format version other than 1 or 2 (a damaged header). SQLite opens a file of a write version over 2
+    read-only and answers ``SQLITE_READONLY`` when it is written, the answer a read-only tree gives: read here,
+    before the open, that damage is a reason to rebuild the cache, and ``SQLITE_READONLY`` means the tree's
+    permissions. A file absent, shorter than the header (being created) or not SQLite's is left to SQLite."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(20)
+    except OSError:
+        return
+    if len(head) == 20 and head.startswith(_MAGIC) and not (head[18] in _FORMATS and head[19] in _FORMATS):
+        raise CatalogUnusable(f"the file's header gives write format {head[18]} and read format {head[19]}, not 1 or 2")
 
 
 def catalog_files(directory: Path) -> list[Path]:
@@ -178,6 +198,8 @@ class Database:
 
     def __init__(self, path: Path | None, *, fts: bool | None = None, timeout: float = 30.0) -> None:
         self.path = path
+        if path is not None:
+            _check_formats(path)
         with translated():
             conn = sqlite3.connect(
                 ":memory:" if path is None else os.fspath(path),
