@@ -106,7 +106,9 @@ PINS_FILE = "pins.json"
 #: The blocks (CID and size) of the DAG pinned last, as its walk found them: the next pin and a thin CAR take a
 #: block of it as held, unstat'ed, while that root stays pinned (``BlockStore.pinned_walk``).
 WALK_FILE = "last-pin-walk"
-_WALK_MAGIC = b"bundlekit-pin-walk/2\n"
+_WALK_MAGIC = b"bundlekit-pin-walk/3\n"
+_WALK_DIGEST = 32  # the record ends in the SHA-256 of what precedes it: a damaged record (a flipped link index,
+# a size that still adds up, a cut at an entry's end) reads as none, and the parse memo's key includes it
 _WALK_MAX = 256 << 20  # bytes of the walk record read at most (a DAG of ~5 million blocks); a longer one is ignored
 PINS_VERSION = 1
 # import_car writes this many blocks to temp files, syncs them together, then renames them.
@@ -247,8 +249,9 @@ class _Walked:
 def _parse_walk(data: memoryview) -> _Walked:
     """A walk record's body (``BlockStore._record_walk``): the root's CID after its length in one byte, then per
     block its CID after its length in one byte, its size in four bytes big-endian, the number of its links in four
-    bytes and each link as the four-byte index of its block in the record. ``ValueError`` or ``IndexError`` for a
-    record cut short, naming a size over ``MAX_BLOCK_SIZE`` or a link to no block of it."""
+    bytes and each link as the four-byte index of its block in the record, every block after those linking it.
+    ``ValueError`` or ``IndexError`` for a record cut short, naming a size over ``MAX_BLOCK_SIZE``, a link to no block
+    of it or one back to a block at or before the block linking it (a cycle)."""
     end = 1 + data[0]
     root = bytes(data[1:end])
     sizes: dict[bytes, int] = {}
@@ -275,8 +278,38 @@ def _parse_walk(data: memoryview) -> _Walked:
         order.append(cid)
     if not root:
         raise ValueError("a walk record without its root")
-    links = {cid: [order[index] for (index,) in _INDEXES.iter_unpack(raw)] for cid, raw in linked}
+    position = {cid: at for at, cid in enumerate(order)}
+    links: dict[bytes, list[bytes]] = {}
+    for cid, raw in linked:
+        indexes = [index for (index,) in _INDEXES.iter_unpack(raw)]
+        if min(indexes) <= position[cid]:  # parents first: a link back (a cycle, a block linking itself) is a lie
+            raise ValueError("a walk record with a link to a block before the one linking it")
+        links[cid] = [order[index] for index in indexes]
     return _Walked(root, sizes, links)
+
+
+def _parents_first(root: bytes, sizes: Mapping[bytes, int], links: Mapping[bytes, list[bytes]]) -> list[bytes]:
+    """The blocks of ``sizes`` ordered so that every block comes after each block linking it (a DAG's reverse
+    postorder from ``root``, then any block it does not reach): the record's links then all point forward, and a
+    record with a link back (a cycle no real DAG has) reads as none."""
+    done: set[bytes] = set()
+    post: list[bytes] = []
+    stack: list[tuple[bytes, int]] = [(root, 0)] if root in sizes else []
+    while stack:
+        cid, at = stack.pop()
+        children = links.get(cid, ())
+        if at == 0:
+            if cid in done:
+                continue
+            done.add(cid)
+        if at < len(children):
+            stack.append((cid, at + 1))
+            if children[at] not in done:
+                stack.append((children[at], 0))
+        else:
+            post.append(cid)
+    post.reverse()
+    return post + [cid for cid in sizes if cid not in done]
 
 
 _INDEXES = struct.Struct(">I")
@@ -785,7 +818,7 @@ class BlockStore(BlockGetter):
         self._fsync = self.fsync = fsync
         self._clock = clock or _utc_now
         # the walk record last read, by its file's identity (``_pinned_record``): a round reads it twice
-        self._walk_read: tuple[tuple[int, int, int, int, int], _Walked] | None = None
+        self._walk_read: tuple[tuple[int, int, int, int, int, bytes], _Walked] | None = None
         self._packs = _Packs(str(self.root / PACKS_DIR))
         try:
             self.blocks_dir.mkdir(parents=True, exist_ok=True)
@@ -1221,20 +1254,27 @@ class BlockStore(BlockGetter):
     def _read_walk(self) -> _Walked | None:
         """The walk record parsed (``ValueError``, ``IndexError`` for one that does not), None when there is none
         or it is not of this version. The same file read before (its device, inode, size, modification and change
-        times: a record is replaced by a rename, never written in place) is not parsed again."""
+        times and its closing digest: a record rewritten in place, or a new one on a reused inode within a coarse
+        timestamp's tick, ends in another digest) is not parsed again."""
         try:
             with open(self.root / WALK_FILE, "rb") as fh:
                 info = os.fstat(fh.fileno())
-                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+                if info.st_size < len(_WALK_MAGIC) + _WALK_DIGEST or info.st_size > _WALK_MAX:
+                    return None
+                tail = os.pread(fh.fileno(), _WALK_DIGEST, info.st_size - _WALK_DIGEST)
+                identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail)
                 memo = self._walk_read
                 if memo is not None and memo[0] == identity:
                     return memo[1]
                 data = fh.read(_WALK_MAX + 1)
         except OSError:
             return None
-        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC):
+        body = memoryview(data)[:-_WALK_DIGEST]
+        if len(data) > _WALK_MAX or not data.startswith(_WALK_MAGIC) or data[-_WALK_DIGEST:] != tail:
             return None
-        walked = _parse_walk(memoryview(data)[len(_WALK_MAGIC):])
+        if hashlib.sha256(body).digest() != tail:
+            raise ValueError("a walk record whose digest does not match it (damaged)")
+        walked = _parse_walk(body[len(_WALK_MAGIC):])
         self._walk_read = (identity, walked)
         return walked
 
@@ -1249,16 +1289,19 @@ class BlockStore(BlockGetter):
         When a block cannot be written in it (a CID too long to name a file) no block's links are: a sub-DAG taken
         from the record is then never one it holds only in part."""
         kept = [cid for cid, size in sizes.items() if len(cid) <= _MAX_CID_BYTES and size < 1 << 32]
-        index = {cid: at for at, cid in enumerate(kept)}
         linked = links if len(kept) == len(sizes) else {}
+        if linked:
+            kept = _parents_first(root, sizes, linked)
+        index = {cid: at for at, cid in enumerate(kept)}
         parts = [_WALK_MAGIC, bytes([len(root)]), root]
         for cid in kept:
             children = linked.get(cid, ())
             parts += (bytes([len(cid)]), cid, sizes[cid].to_bytes(4, "big"), len(children).to_bytes(4, "big"))
             if children:
                 parts.append(struct.pack(f">{len(children)}I", *(index[child] for child in children)))
+        body = b"".join(parts)
         with contextlib.suppress(BundlekitError):
-            atomic_write_bytes(self.root / WALK_FILE, b"".join(parts), error=BundlekitError, hint=_WRITE_HINT,
+            atomic_write_bytes(self.root / WALK_FILE, body + hashlib.sha256(body).digest(), error=BundlekitError, hint=_WRITE_HINT,
                                sync_dir=False)
 
     # -- IPNS records -----------------------------------------------------------
@@ -1482,9 +1525,13 @@ class BlockStore(BlockGetter):
         removed = 0
         with self._gc_lock(exclusive=True):
             keep: set[bytes] = set()
-            for root in self.pins():
-                for cid, _data in walk_dag(root, self.get, verify=False):
-                    keep.add(as_cidv1(cid))
+            try:
+                for root in self.pins():
+                    for cid, _data in walk_dag(root, self.get, verify=False):
+                        keep.add(as_cidv1(cid))
+            except MissingBlock:  # a pinned DAG lost a block: the walk record vouches for it no more
+                self._forget_walk()
+                raise
             for cid, path in self._block_files():  # a block file no pin needs goes, whether a pack holds it too
                 if cid in keep:
                     continue
@@ -1661,6 +1708,8 @@ class BlockStore(BlockGetter):
                 if pin not in problem.pins:
                     problem.pins.append(pin)
         report.problems = list(problems.values())
+        if len(problems) > len(damaged) or report.unnamed:  # a pinned DAG lacks a block: the record vouches no more
+            self._forget_walk()
 
     def _gaps(self, root: bytes, flagged: dict[bytes, BlockProblem]) -> Iterator[bytes]:
         """The blocks (CIDv1) the DAG under ``root`` links that the store has no file for or that pass 1

@@ -7,15 +7,19 @@ directory block of the new root (~950 HAMT shards at 10,000 memories) to find th
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bundlekit import blockstore
 from bundlekit.blockstore import WALK_FILE, BlockStore
 from bundlekit.car.writer import CarWriter
+from bundlekit.errors import MissingBlock
 from bundlekit.ipld.cid import RAW, as_cidv1
 from bundlekit.unixfs.importer import ListSink, import_tree
 from bundlekit.unixfs.profiles import get_profile
@@ -101,9 +105,9 @@ def test_a_walk_record_whose_link_names_no_block_of_it_is_ignored(tmp_path: Path
     whole = record.read_bytes()
     assert store.pinned_walk()
     # the root's entry comes first (the walk's order): its CID, size, link count, then its first link's index
-    first_link = len(b"bundlekit-pin-walk/2\n") + 1 + len(as_cidv1(root)) + 1 + len(as_cidv1(root)) + 8
+    first_link = len(b"bundlekit-pin-walk/3\n") + 1 + len(as_cidv1(root)) + 1 + len(as_cidv1(root)) + 8
     assert whole[first_link - 4:first_link] == (2).to_bytes(4, "big")  # a/ and b/
-    record.write_bytes(whole[:first_link] + (0xFFFFFFFF).to_bytes(4, "big") + whole[first_link + 4:])
+    record.write_bytes(_sealed(whole[:first_link] + (0xFFFFFFFF).to_bytes(4, "big") + whole[first_link + 4:-32]))
     assert store.pinned_walk() == {}
 
 
@@ -128,3 +132,135 @@ def test_the_walk_record_is_parsed_once_per_file_and_again_once_replaced(tmp_pat
         assert as_cidv1(root) in store.pinned_walk() and len(parsed) == 2  # the new record, read anew
     finally:
         setattr(blockstore, "_parse_walk", real_parse)
+
+
+def _sealed(body: bytes) -> bytes:
+    """A walk record's bytes ``body`` (magic included) closed by its digest, as ``_record_walk`` closes one: a record
+    crafted so, by someone who can write the store, passes the digest."""
+    return body + hashlib.sha256(body).digest()
+
+
+def _entries(record: bytes) -> list[tuple[bytes, int, list[int]]]:
+    """The blocks of a walk record (CID, size, link indexes), in its order."""
+    body = record[len(b"bundlekit-pin-walk/3\n"):-32]
+    at, found = 1 + body[0], []
+    while at < len(body):
+        cid = body[at + 1:at + 1 + body[at]]
+        at += 1 + body[at]
+        size, count = int.from_bytes(body[at:at + 4], "big"), int.from_bytes(body[at + 4:at + 8], "big")
+        at += 8
+        found.append((cid, size, [int.from_bytes(body[at + 4 * i:at + 4 * i + 4], "big") for i in range(count)]))
+        at += 4 * count
+    return found
+
+
+def _encoded(root: bytes, entries: list[tuple[bytes, int, list[int]]]) -> bytes:
+    parts = [b"bundlekit-pin-walk/3\n", bytes([len(root)]), root]
+    for cid, size, children in entries:
+        parts += [bytes([len(cid)]), cid, size.to_bytes(4, "big"), len(children).to_bytes(4, "big")]
+        parts += [index.to_bytes(4, "big") for index in children]
+    return _sealed(b"".join(parts))
+
+
+def _pinned(tmp_path: Path, files: dict[str, bytes]) -> tuple[BlockStore, bytes]:
+    store = BlockStore(tmp_path / "store", fsync=False)
+    root, blocks = _import(files)
+    store.import_car(_car(root, blocks), pin=True)
+    return store, root
+
+
+def test_a_walk_record_cut_at_any_byte_or_with_any_byte_flipped_vouches_for_nothing(tmp_path: Path) -> None:
+    store, _root = _pinned(tmp_path, {"a/x.md": b"x", "b/y.md": b"y"})
+    record = store.root / WALK_FILE
+    whole = record.read_bytes()
+    assert store.pinned_walk()
+    for at in range(len(whole)):
+        record.write_bytes(whole[:at])
+        assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+        record.write_bytes(whole[:at] + bytes([whole[at] ^ 0x01]) + whole[at + 1:])
+        assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+
+
+def test_a_walk_record_of_the_previous_version_vouches_for_nothing(tmp_path: Path) -> None:
+    store, _root = _pinned(tmp_path, {"a/x.md": b"x", "b/y.md": b"y"})
+    record = store.root / WALK_FILE
+    body = record.read_bytes()[:-32].replace(b"bundlekit-pin-walk/3\n", b"bundlekit-pin-walk/2\n", 1)
+    record.write_bytes(body)
+    assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+    record.write_bytes(_sealed(body))
+    assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+
+
+def test_a_walk_record_with_a_huge_link_count_is_refused_without_reading_past_it(tmp_path: Path) -> None:
+    store, root = _pinned(tmp_path, {"a/x.md": b"x", "b/y.md": b"y"})
+    entries = _entries((store.root / WALK_FILE).read_bytes())
+    body = _encoded(as_cidv1(root), entries)[:-32]
+    first = len(b"bundlekit-pin-walk/3\n") + 1 + len(as_cidv1(root)) + 1 + len(entries[0][0]) + 4
+    (store.root / WALK_FILE).write_bytes(_sealed(body[:first] + (0xFFFFFFFF).to_bytes(4, "big") + body[first + 4:]))
+    assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+
+
+@pytest.mark.parametrize("target", ["itself", "the root"])
+def test_a_cyclic_walk_record_vouches_for_nothing_and_a_pin_walks_in_full(tmp_path: Path, target: str) -> None:
+    files = {f"{folder}/{name}.md": f"{folder} {name}".encode() for folder in ("a", "b") for name in "xyz"}
+    store, root = _pinned(tmp_path, files)
+    entries = _entries((store.root / WALK_FILE).read_bytes())
+    shard = next(at for at, (cid, _size, children) in enumerate(entries) if at and children)
+    cid, size, children = entries[shard]
+    entries[shard] = (cid, size, children + [shard if target == "itself" else 0])
+    (store.root / WALK_FILE).write_bytes(_encoded(as_cidv1(root), entries))
+    fresh = BlockStore(store.root, fsync=False)
+    assert fresh.pinned_walk() == {}  # links point forward only: a link back reads as no record
+    files["b/x.md"] = b"changed"
+    new = _pin_thin(fresh, files, set())  # the walk reads every block
+    assert fresh.pinned_walk() == fresh._dag_sizes(new, None)
+    assert not fresh.verify().problems and fresh.gc() >= 0
+
+
+def test_a_walk_record_for_a_root_that_is_not_pinned_vouches_for_nothing(tmp_path: Path) -> None:
+    store, root = _pinned(tmp_path, {"a/x.md": b"x", "b/y.md": b"y"})
+    other, _blocks = _import({"c/z.md": b"z"})
+    entries = _entries((store.root / WALK_FILE).read_bytes())
+    (store.root / WALK_FILE).write_bytes(_encoded(as_cidv1(other), [(as_cidv1(other), 1, [])] + entries))
+    assert BlockStore(store.root, fsync=False).pinned_walk() == {}
+
+
+def test_a_walk_record_rewritten_in_place_with_the_same_file_times_is_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filesystem with coarse timestamps, or an inode reused within one tick, shows the same fstat identity for
+    another record: its closing digest, read with it, tells them apart."""
+    store, root = _pinned(tmp_path, {"a/x.md": b"x", "b/y.md": b"y"})
+    record = store.root / WALK_FILE
+    whole = record.read_bytes()
+    assert store.pinned_walk()
+    first = os.stat(record)
+    monkeypatch.setattr(blockstore.os, "fstat", lambda _fd: first)  # every file looks as the first did
+    entries = _entries(whole)
+    entries[1] = (entries[1][0], entries[1][1] + 1, entries[1][2])  # same length, sizes no longer add up
+    with open(record, "r+b") as fh:
+        fh.write(_encoded(as_cidv1(root), entries))
+    assert store.pinned_walk() == {}
+
+
+def test_store_verify_finding_a_pinned_block_missing_drops_the_walk_record(tmp_path: Path) -> None:
+    files = {f"{folder}/{name}.md": f"{folder} {name}".encode() for folder in ("a", "b") for name in "xyz"}
+    store, root = _pinned(tmp_path, files)
+    shard = next(cid for cid, _size, children in _entries((store.root / WALK_FILE).read_bytes())[1:] if children)
+    os.unlink(store._file(shard))  # lost by hand: the next pin would take it from the record
+    assert [problem.problem for problem in store.verify().problems] == ["missing"]
+    assert store.pinned_walk() == {}
+    files["c/n.md"] = b"new"
+    with pytest.raises(MissingBlock):  # the pin walks in full and refuses, never claims the DAG complete
+        _pin_thin(store, files, {shard})  # a thin CAR that took the shard as held
+    assert [pinned for pinned in store.pins()] == [root]
+
+
+def test_gc_finding_a_pinned_block_missing_drops_the_walk_record(tmp_path: Path) -> None:
+    files = {f"{folder}/{name}.md": f"{folder} {name}".encode() for folder in ("a", "b") for name in "xyz"}
+    store, _root = _pinned(tmp_path, files)
+    shard = next(cid for cid, _size, children in _entries((store.root / WALK_FILE).read_bytes())[1:] if children)
+    os.unlink(store._file(shard))
+    with pytest.raises(MissingBlock):
+        store.gc()
+    assert store.pinned_walk() == {}

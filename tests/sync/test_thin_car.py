@@ -7,6 +7,7 @@ the store, where they were verified when written: the pin still refuses a DAG th
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 from typing import Any
@@ -198,10 +199,10 @@ def test_a_walk_record_naming_a_block_larger_than_any_block_is_ignored(tmp_path:
     # 4 GiB made a pin allocate 4 GiB
     _tree_dir, store, _pinner = _published_then_edited(tmp_path)
     record = store.root / WALK_FILE
-    whole = record.read_bytes()
-    # the last block's size (its 4 bytes before its link count; a raw leaf, the walk's last block, has no links)
+    whole = record.read_bytes()[:-32]  # without its digest, sealed again below (a crafted record passes it)
+    # the last block's size (its 4 bytes before its link count; a raw leaf, the record's last block, has no links)
     assert whole[-4:] == bytes(4)
-    record.write_bytes(whole[:-8] + (0xFFFFFFFF).to_bytes(4, "big") + whole[-4:])
+    record.write_bytes(_sealed(whole[:-8] + (0xFFFFFFFF).to_bytes(4, "big") + whole[-4:]))
     assert store.pinned_walk() == {}
 
 
@@ -211,7 +212,13 @@ def test_a_walk_record_naming_blocks_beyond_its_pins_dag_is_ignored(tmp_path: Pa
     _tree_dir, store, _pinner = _published_then_edited(tmp_path)
     record = store.root / WALK_FILE
     planted = b"\x01\x55\x12\x20" + bytes(32)
-    record.write_bytes(record.read_bytes() + bytes([len(planted)]) + planted + (5).to_bytes(4, "big") + bytes(4))
+    record.write_bytes(_sealed(record.read_bytes()[:-32] + bytes([len(planted)]) + planted + (5).to_bytes(4, "big")
+                               + bytes(4)))
     assert not store.has(planted)
     assert store.pinned_walk() == {}
     assert not LocalPinner(store).holds(planted)
+
+
+def _sealed(body: bytes) -> bytes:
+    """A walk record's bytes closed by its SHA-256, as the store closes one (specs/gateway.md 2.6a)."""
+    return body + hashlib.sha256(body).digest()
