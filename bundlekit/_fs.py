@@ -214,14 +214,67 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
     Refuses (``error``) before moving anything when one of ``paths`` exists under ``dest`` and is not in
     ``replace`` (or is a folder, which no rename replaces), or a folder on its way is a symbolic link or not a
     folder at all (``dest`` then holds exactly what it held). The moves
-    run shielded from a second signal; an ``OSError`` midway becomes ``error``: the files moved stay (whole,
-    durable: their folders are fsynced all the same), the rest remain in ``src``."""
+    run shielded from a second signal, each into its folder as opened (:data:`_AT_FDS`: a folder replaced by a
+    link after the checks stops the moves there, never leads one out of ``dest``); an ``OSError`` midway becomes
+    ``error``: the files moved stay (whole, durable: their folders are fsynced all the same), the rest remain in
+    ``src``."""
     source, target = Path(src), Path(dest)
     moves = sorted(set(paths))
     allowed = set(replace)
-    folders: set[str] = set()  # the folders on the way already checked (10,000 files share a few)
+    checked: set[str] = set()  # the folders on the way already checked (10,000 files share a few)
     for rel in moves:
-        _check_move(target, rel, error, replaceable=rel in allowed, checked=folders)
+        _check_move(target, rel, error, replaceable=rel in allowed, checked=checked)
+    if not _AT_FDS:
+        _move_by_paths(source, target, moves, allowed, error)
+        return
+    folders: dict[str, int] = {}  # each folder on the way, opened once, never through a link
+    with shielded():
+        try:
+            folders[""] = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+            for rel in moves:
+                parent, _sep, name = rel.rpartition("/")
+                if parent not in folders:
+                    folders[parent] = _open_folder(folders[""], parent)
+                if rel in allowed:
+                    os.replace(source / rel, name, dst_dir_fd=folders[parent])
+                elif not _move_new(source / rel, name, folders[parent]):
+                    raise error(f"cannot move {rel} into {target}: a file of that name was written there "
+                                "meanwhile (left as it is)")
+        except OSError as exc:
+            raise _failure(error, target, exc, None) from exc
+        finally:
+            for fd in folders.values():  # what moved is durable, however the moves ended
+                with contextlib.suppress(OSError):
+                    os.fsync(fd)
+                os.close(fd)
+
+
+# The moves go through folders opened one name at a time (``O_NOFOLLOW``), each rename or link into an opened
+# folder: a folder of the tree replaced by a symbolic link after the checks (another program, mid-batch) makes the
+# move fail there, never leads it out of the tree. A platform without ``*at`` calls moves by paths.
+_AT_FDS = (os.rename in os.supports_dir_fd and os.link in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
+           and os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY"))
+
+
+def _open_folder(root: int, parent: str) -> int:
+    """The folder ``parent`` (``/``-separated) under the opened folder ``root``, opened one name at a time, each
+    made where missing, none followed when it is a symbolic link (``OSError``: ``ELOOP`` or ``ENOTDIR``)."""
+    fd = os.dup(root)
+    try:
+        for part in parent.split("/"):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=fd)
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _move_by_paths(source: Path, target: Path, moves: list[str], allowed: set[str], error: ErrorClass) -> None:
+    """:func:`move_files`'s moves where the platform has no ``*at`` calls: by paths, each folder made once."""
     touched: set[Path] = set()
     with shielded():
         try:
@@ -242,18 +295,18 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
                 fsync_dir(folder)
 
 
-def _move_new(src: Path, dest: Path) -> bool:
-    """Move ``src`` to ``dest`` only while no name is there: a hard link (refused when a writer that takes no
-    lock made ``dest`` since the checks: never replaced; False, ``src`` left), then the source's name removed.
-    A file system without hard links gets a plain rename."""
+def _move_new(src: Path, dest: Path | str, dir_fd: int | None = None) -> bool:
+    """Move ``src`` to ``dest`` (in the opened folder ``dir_fd`` when given) only while no name is there: a hard
+    link (refused when a writer that takes no lock made ``dest`` since the checks: never replaced; False, ``src``
+    left), then the source's name removed. A file system without hard links gets a plain rename."""
     try:
-        os.link(src, dest, follow_symlinks=False)
+        os.link(src, dest, dst_dir_fd=dir_fd, follow_symlinks=False)
     except FileExistsError:
         return False
     except OSError as exc:
         if exc.errno not in _NO_LINKS:
             raise
-        os.replace(src, dest)
+        os.replace(src, dest, dst_dir_fd=dir_fd)
         return True
     os.unlink(src)
     return True

@@ -39,6 +39,10 @@ __all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files", "pars
 
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
+# A held check is not reused when the directory changed this close before it began (or after: a clock set back):
+# a file system stamps a change with a coarse clock (a kernel tick; 1 s on ext3 and HFS+, 2 s on FAT), so a
+# second change within the same tick, after the listing, leaves the directory's stamp as the check saw it.
+RACY_NS = 2_000_000_000
 # A trusted refresh (specs/memory.md, "Freshness"): a full check (a listing and an lstat per file, ~2.7 us a
 # file) is trusted while the tree directory's (inode, mtime, ctime) and the index stay as it left them, for 100 us
 # per file listed and at least 2 s (2 s at 10,000 memories, 10 s at 100,000): the full checks then cost a busy agent
@@ -278,9 +282,17 @@ class Indexer:
             self._held = None
         self.listing = scan
         self._checked = (stamp, catalog.data_version(), time.monotonic())
-        if self._holding:
+        if self._holding and not self._racy(stamp, began):
             self._held_check = self._checked
         return catalog
+
+    def _racy(self, stamp: object, began: int) -> bool:
+        """Whether the directory's stamp ``stamp`` (taken at ``began``) could hide a later change in the same
+        timestamp tick (:data:`RACY_NS`; git's "racily clean" index entries): then no refresh takes its word."""
+        if not isinstance(self._backend, DirectoryBackend) or not isinstance(stamp, tuple):
+            return False
+        changed: int = max(stamp[1], stamp[2])  # DirectoryBackend.stamp: (inode, mtime_ns, ctime_ns)
+        return changed >= began - RACY_NS
 
     @property
     def listing(self) -> Scan | None:

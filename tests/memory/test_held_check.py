@@ -20,7 +20,9 @@ from .conftest import Clock, fields
 
 @pytest.fixture
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many files each listing of a tree looked at, in order."""
+    """How many files each listing of a tree looked at, in order. The tree counts as settled (``RACY_NS`` 0):
+    the fixtures write it milliseconds before, and a directory changed within a timestamp tick is listed again."""
+    monkeypatch.setattr(indexer, "RACY_NS", 0)
     seen: list[int] = []
     scan = DirectoryBackend.scan
 
@@ -89,3 +91,48 @@ def test_a_transaction_ended_leaves_no_check_for_the_next(grown: Memory, listing
     with grown.transaction() as tx:
         tx.names()
     assert len(listings) == 2
+
+
+def _frozen_stamp(monkeypatch: pytest.MonkeyPatch, tree: Path, when_ns: int) -> None:
+    """The tree directory's stamp as a coarse-clock file system gives it: every change within the tick ``when_ns``
+    (1 s on ext3 and HFS+, 2 s on FAT) leaves the same (inode, mtime, ctime)."""
+    inode = tree.stat().st_ino
+    monkeypatch.setattr(DirectoryBackend, "stamp", lambda self: (inode, when_ns, when_ns))
+
+
+def test_a_file_replaced_within_the_directorys_timestamp_tick_is_read_again(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another program replaces a memory after the transaction's first listing, within the tick that stamped the
+    # directory: its stamp stays, so only the racy rule (RACY_NS) has the merge's digests see the new bytes.
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    with grown.transaction() as tx:
+        before = tx.digests()["project_m0.md"]
+        tx.names()
+        replaced = tree / "project_m0.tmp"
+        replaced.write_text(_text("project_m0", "written elsewhere"), encoding="utf-8")
+        replaced.replace(tree / "project_m0.md")
+        after = tx.digests()["project_m0.md"]
+    assert after != before
+
+
+def test_a_directory_stamped_in_the_future_is_listed_again(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch, listings: list[int]
+) -> None:
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns() + 3_600_000_000_000)  # the clock was set back an hour
+    with grown.transaction() as tx:
+        tx.names()
+        tx.digests()
+    assert len(listings) == 2
+
+
+def test_a_directory_settled_past_the_tick_is_listed_once(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch, listings: list[int]
+) -> None:
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns() - 3_000_000_000)
+    with grown.transaction() as tx:
+        tx.names()
+        tx.digests()
+    assert len(listings) == 1
