@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bundlekit.memory import Memory
+from bundlekit.memory.backend import DirectoryBackend
 
 START = datetime(2026, 4, 14, 12, 3, 12, 345000, tzinfo=UTC)
 
@@ -51,3 +52,17 @@ def fields(**overrides: Any) -> dict[str, Any]:
     }
     base.update(overrides)
     return base
+
+
+def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each listing of a tree (a readdir and an lstat per file) looks at, in order, from now on."""
+    seen: list[int] = []
+    scan = DirectoryBackend.scan
+
+    def counted(self: DirectoryBackend) -> object:
+        found = scan(self)
+        seen.append(len(found))
+        return found
+
+    monkeypatch.setattr(DirectoryBackend, "scan", counted)
+    return seen

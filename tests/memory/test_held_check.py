@@ -15,7 +15,7 @@ import pytest
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory.backend import DirectoryBackend
 
-from .conftest import Clock, fields
+from .conftest import Clock, count_listings, fields
 
 
 @pytest.fixture
@@ -23,16 +23,7 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many files each listing of a tree looked at, in order. The tree counts as settled (``RACY_NS`` 0):
     the fixtures write it milliseconds before, and a directory changed within a timestamp tick is listed again."""
     monkeypatch.setattr(indexer, "RACY_NS", 0)
-    seen: list[int] = []
-    scan = DirectoryBackend.scan
-
-    def counted(self: DirectoryBackend) -> object:
-        found = scan(self)
-        seen.append(len(found))
-        return found
-
-    monkeypatch.setattr(DirectoryBackend, "scan", counted)
-    return seen
+    return count_listings(monkeypatch)
 
 
 def _text(key: str, body: str) -> str:

@@ -24,7 +24,7 @@ from bundlekit.errors import InvalidKeyError, MemoryStoreError
 from bundlekit.memory import Memory, indexer, screen
 from bundlekit.memory.backend import DirectoryBackend
 
-from .conftest import Clock, fields
+from .conftest import Clock, count_listings, fields
 
 COUNT = 12
 
@@ -39,16 +39,7 @@ def trusting(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many files each listing of a tree (a readdir and an lstat per file) looked at, in order."""
-    seen: list[int] = []
-    scan = DirectoryBackend.scan
-
-    def counted(self: DirectoryBackend) -> object:
-        found = scan(self)
-        seen.append(len(found))
-        return found
-
-    monkeypatch.setattr(DirectoryBackend, "scan", counted)
-    return seen
+    return count_listings(monkeypatch)
 
 
 def _grown(tree: Path, clock: Clock) -> Memory:
