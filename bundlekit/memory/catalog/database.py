@@ -17,6 +17,7 @@ import errno
 import functools
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,14 +81,13 @@ def fts5_available() -> bool:
 
 
 def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
-    """Put the file in WAL mode, waiting up to ``timeout`` seconds for readers to let go.
+    """Put the file in WAL mode, waiting up to ``timeout`` seconds for other connections to let go.
 
-    The switch needs the file to itself, and SQLite returns SQLITE_BUSY at once, without
-    the busy handler, when another connection holds a read lock at that moment (btree.c,
-    ``sqlite3BtreeSetVersion``: its exclusive lock is asked for inside a read transaction).
-    Two agents opening a new tree together hit that: one reads the header while the other
-    switches. So the switch is retried here, with short pauses, as the busy handler would.
-    A file already in WAL mode answers at once.
+    The switch needs the file to itself. When two connections contend for it (two agents opening a new
+    tree together, each switching), SQLite may answer SQLITE_BUSY at once, without the busy handler, rather
+    than risk a deadlock (sqlite.org/c3ref/busy_handler.html). So the switch is retried here, with short
+    pauses, as the busy handler would; any other error is raised at once. A file already in WAL mode
+    answers at once.
     """
     deadline = time.monotonic() + timeout
     pause = 0.001
@@ -118,10 +118,16 @@ def _check_formats(path: Path) -> None:
     before the open, that damage is a reason to rebuild the cache, and ``SQLITE_READONLY`` means the tree's
     permissions. A file absent, shorter than the header (being created) or not SQLite's is left to SQLite."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(20)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return
+    try:
+        # a FIFO or device is never read (it could block): the indexer names what is planted there
+        head = os.read(fd, 20) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return
+    finally:
+        os.close(fd)
     if len(head) == 20 and head.startswith(_MAGIC) and not (head[18] in _FORMATS and head[19] in _FORMATS):
         raise CatalogUnusable(f"the file's header gives write format {head[18]} and read format {head[19]}, not 1 or 2")
 
