@@ -65,7 +65,9 @@ __all__ = [
     "fsync_dir",
     "is_temp_name",
     "move_files",
+    "open_regular",
     "os_reason",
+    "read_up_to",
     "sweep_stale_temps",
     "sync_files",
     "sync_tree",
@@ -359,6 +361,29 @@ def _fsync_each(top: str | os.PathLike[str]) -> None:
             finally:
                 os.close(fd)
         fsync_dir(where)
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of the regular file ``path``: never through a symbolic link, never waiting on a
+    FIFO planted under its name (``O_NONBLOCK``); ``OSError`` for anything else there (``ELOOP`` for a link,
+    ``EINVAL`` for a directory, FIFO or device), as for a file that is absent."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a directory, FIFO or device)", os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fd`` from where it is (a short read is not its end)."""
+    parts: list[bytes] = []
+    while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+        parts.append(chunk)
+        limit -= len(chunk)
+    return b"".join(parts)
 
 
 def is_temp_name(name: str) -> bool:

@@ -52,7 +52,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from bundlekit._fs import AtomicFile, atomic_write_bytes, fsync_dir, os_reason, sweep_stale_temps, sync_files
+from bundlekit._fs import (
+    AtomicFile, atomic_write_bytes, fsync_dir, open_regular, os_reason, read_up_to, sweep_stale_temps, sync_files,
+)
 from bundlekit._signals import shielded
 from bundlekit.car.format import encode_header
 from bundlekit.car.reader import read_car
@@ -342,20 +344,15 @@ def _read_record_file(path: str) -> bytes:
     the store does not write), never blocking on a FIFO planted under a name (``BundlekitError`` saying what
     is there instead)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise BundlekitError("a symbolic link, not a record file") from exc
+        if exc.errno == errno.EINVAL:
+            raise BundlekitError("not a regular file (a directory, FIFO or device)") from exc
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BundlekitError("not a regular file (a directory, FIFO or device)")
-        parts: list[bytes] = []
-        left = _RECORD_READ
-        while left and (chunk := os.read(fd, left)):
-            parts.append(chunk)
-            left -= len(chunk)
-        return b"".join(parts)
+        return read_up_to(fd, _RECORD_READ)
     finally:
         os.close(fd)
 
@@ -371,9 +368,9 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
     ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
     ``MAX_BLOCK_SIZE``, CIDs out of order or not the CIDv1 of a sha2-256 raw or dag-pb block, more than
     ``_INDEX_MAX`` bytes): a CID no pack holds would make ``verify`` and ``gc`` fail parsing it."""
-    fd = _open_regular(path)
+    fd = open_regular(path)
     try:
-        data = _read_up_to(fd, _INDEX_MAX + 1)
+        data = read_up_to(fd, _INDEX_MAX + 1)
     finally:
         os.close(fd)
     if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
@@ -389,29 +386,6 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
         found[cid] = (offset, length)
         previous = cid
     return found
-
-
-def _open_regular(path: str) -> int:
-    """A descriptor of the regular file ``path``, read-only: never through a symbolic link (the store writes
-    none), never waiting on a FIFO planted under a pack's or an index's name (``OSError`` for anything else
-    there: ``ELOOP`` for a link, ``EINVAL`` for a directory, FIFO or device)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a directory, FIFO or device)", path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _read_up_to(fd: int, limit: int) -> bytes:
-    """At most ``limit`` bytes of ``fd`` from where it is."""
-    parts: list[bytes] = []
-    while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
-        parts.append(chunk)
-        limit -= len(chunk)
-    return b"".join(parts)
 
 
 def _pack_size(pack: str) -> int:
@@ -525,8 +499,8 @@ class _Packs:
 
 def _read_packed(pack: str, offset: int, length: int) -> bytes:
     """``length`` bytes of ``pack`` at ``offset`` (fewer when the file was cut short: the hash then fails);
-    ``OSError`` when it is gone or was replaced by no regular file (``_open_regular``)."""
-    fd = _open_regular(pack)
+    ``OSError`` when it is gone or was replaced by no regular file (``_fs.open_regular``)."""
+    fd = open_regular(pack)
     try:
         return os.pread(fd, length, offset)
     finally:

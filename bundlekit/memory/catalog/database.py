@@ -17,12 +17,12 @@ import errno
 import functools
 import os
 import sqlite3
-import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bundlekit._fs import open_regular, read_up_to
 from bundlekit.errors import MemoryStoreError
 
 __all__ = [
@@ -118,12 +118,11 @@ def _check_formats(path: Path) -> None:
     before the open, that damage is a reason to rebuild the cache, and ``SQLITE_READONLY`` means the tree's
     permissions. A file absent, shorter than the header (being created) or not SQLite's is left to SQLite."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        fd = open_regular(path)  # a link, FIFO or device is never read: the indexer names what is planted there
     except OSError:
         return
     try:
-        # a FIFO or device is never read (it could block): the indexer names what is planted there
-        head = os.read(fd, 20) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        head = read_up_to(fd, 20)
     except OSError:
         return
     finally:
