@@ -57,10 +57,15 @@ def _build(tree: Path, car: Path) -> BundleResult:
 
 
 def _full_build(tree: Path, work: Path) -> BundleResult:
-    """The build of a copy of ``tree`` without its build cache: every file checked and parsed."""
+    """The build of a copy of ``tree`` without its build cache: every file checked and parsed.
+
+    The derived index is left out of the copy too (the full build makes its own): a ``Memory`` of an earlier step
+    that the collector frees during the copy closes its connection, and SQLite then deletes the ``-wal`` and
+    ``-shm`` files the copy was about to read.
+    """
     copy = work / "full"
     shutil.rmtree(copy, ignore_errors=True)
-    shutil.copytree(tree, copy)
+    shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("index.sqlite*"))
     (copy / CACHE_NAME).unlink(missing_ok=True)
     return _build(copy, work / "full.car")
 
