@@ -28,7 +28,6 @@ import errno
 import json
 import os
 import re
-import stat
 import tomllib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundlekit._fs import open_regular
 from bundlekit.errors import ManifestError, UsageError
 from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import INDEX_NAME
@@ -58,6 +58,8 @@ __all__ = [
 CONFIG_PATH = ".bundlekit/config.toml"
 #: A config larger than this is refused unread (it is a few lines).
 MAX_CONFIG_BYTES = 64 * 1024
+#: Why a share config that ``_fs.open_regular`` refused is not one (by its ``errno``).
+_NOT_PLAIN = {errno.ELOOP: "is a symbolic link", errno.EINVAL: "is not a regular file (a directory, FIFO or device)"}
 #: The frontmatter value that keeps a memory out of every shared bundle.
 PRIVATE = "private"
 _CONFIG_KEYS = frozenset({"types", "timeline"})
@@ -185,16 +187,12 @@ def _config_bytes(path: Path) -> bytes | None:
     from anything but a regular file (a FIFO would block the open and the read for ever, a device never
     ends); ``UsageError`` naming what it is instead."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        why = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror})"
+        why = _NOT_PLAIN.get(exc.errno or 0, f"cannot be read ({exc.strerror})")
         raise UsageError(f"{path} {why}; the share config must be a plain file (nothing was shared)") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UsageError(f"{path} is not a regular file (a directory, FIFO or device); the share config must "
-                         "be a plain file (nothing was shared)")
     with os.fdopen(fd, "rb") as stream:
         try:
             data = stream.read(MAX_CONFIG_BYTES + 1)

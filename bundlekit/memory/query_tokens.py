@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
-from bundlekit._fs import atomic_write_bytes
+from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
 from bundlekit.embed.wordllama import WordLlamaEmbedder, joinable
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
@@ -57,9 +56,11 @@ def query_ids(embedder: WordLlamaEmbedder, directory: Path | None, text: str) ->
 def _read(path: Path, key: str) -> dict[str, list[int]]:
     """The cached words of ``key`` in ``path``; empty when it is absent, too big, of another key or not ours."""
     try:  # not blocking on a FIFO put in its place, never following a symlink, a regular file only
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as file:
-            raw = file.read(MAX_BYTES + 1) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        fd = open_regular(path)
+        try:
+            raw = read_up_to(fd, MAX_BYTES + 1)
+        finally:
+            os.close(fd)
         data = json.loads(raw) if 0 < len(raw) <= MAX_BYTES else None
     except (OSError, ValueError):
         return {}

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 import struct
 import sys
 from array import array
@@ -43,7 +42,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundlekit._fs import atomic_write_bytes
+from bundlekit._fs import atomic_write_bytes, open_regular
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
 __all__ = ["FORMAT", "MAGIC", "VECTOR_FILE", "Columns", "Moved", "Stamp", "Stored", "read", "sound", "stream", "write"]
@@ -122,20 +121,13 @@ def read(path: Path, stamp: Stamp, dimension: int, most: int, *, whole: bool = T
     (the index's largest row id: what bounds the read) of ``dimension`` (see the module docstring), else None.
     Not ``whole``: the vectors are left in the file (``Columns.stored``) for :func:`stream` (a process that
     ranks once reads them through one small buffer: no fresh memory to fault in for 10 MB)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:  # a directory (which a file object refuses with IsADirectoryError), a FIFO, a device: None
+        fd = open_regular(path)
     except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        regular = stat.S_ISREG(info.st_mode)
-    except OSError:
-        regular = False
-    if not regular:  # a directory (which a file object refuses with IsADirectoryError), a FIFO, a device
-        os.close(fd)
         return None
     with os.fdopen(fd, "rb") as file:
         try:
+            info = os.fstat(fd)
             head = file.read(_HEADER.size)
             if len(head) != _HEADER.size:
                 return None
@@ -183,12 +175,12 @@ def stream(stored: Stored, count: int) -> Iterator[tuple[int, memoryview, memory
     path, identity, offset, dimension = stored
     width = 2 * dimension
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = open_regular(path)
     except OSError as exc:
         raise Moved(str(exc)) from exc
     try:
         info = os.fstat(fd)
-        if (info.st_ino, info.st_size, info.st_mtime_ns) != identity or not stat.S_ISREG(info.st_mode):
+        if (info.st_ino, info.st_size, info.st_mtime_ns) != identity:
             raise Moved("the vector file was replaced")
         vectors, heads = bytearray(STREAM_ROWS * width), bytearray(STREAM_ROWS * width)
         for start in range(0, count, STREAM_ROWS):
