@@ -134,8 +134,10 @@ def wait_listening(proc: subprocess.Popen[Any], host: str, port: int, why: Calla
     That something accepts on the port proves nothing: another test's server may hold it (a port drawn by two
     workers at once), and then this one fails to bind and exits while the test talks to the other. So the port's
     ``LISTEN`` socket must be one of ``proc``'s own descriptors (``/proc/net/tcp``, ``/proc/PID/fd``: the
-    ``bounded.py`` wrapper runs bundlekit in its own process, so its pid is the server's). Where ``/proc`` cannot
-    tell, a connection accepted while ``proc`` is alive is the proof.
+    ``bounded.py`` wrapper runs bundlekit in its own process, so its pid is the server's). Nor does it connect: a
+    probe's connection is one of the server's own until the server has read its close, so a test filling the
+    server's connection limit right after would find one slot taken, then freed (an extra admitted). Only where
+    ``/proc`` cannot tell is a connection accepted while ``proc`` is alive the proof.
     """
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
