@@ -39,7 +39,7 @@ from bundlekit.mcp_server.http_server import (  # noqa: E402
 )
 from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
 from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
-from tests.net.loopback import answer_head  # noqa: E402
+from tests.net.loopback import answer_head, port_report, socket_inodes, tcp_table  # noqa: E402
 
 #: Seconds allowed past a deadline before the test says the server never enforced it.
 SLACK = 15.0
@@ -57,7 +57,8 @@ INITIALIZE = json.dumps({
 
 
 class Served:
-    """A running ``bundlekit mcp --http`` child: its port and its stderr (a file, read once it stopped)."""
+    """A running ``bundlekit mcp --http`` child: its port and its stderr (a file, read once it stopped, or for a
+    failure's :meth:`report`)."""
 
     def __init__(self, port: int, proc: subprocess.Popen[bytes], stderr: Path) -> None:
         self.port, self.proc, self.stderr_path = port, proc, stderr
@@ -87,6 +88,25 @@ class Served:
             self.call(sock, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
             assert _answer(sock).startswith(b"HTTP/1.1 202 ")
         return session
+
+    def held(self) -> set[int] | None:
+        """The client ports of the connections the server holds open now (its end of each is one of its
+        descriptors: ``/proc/net/tcp``, ``/proc/PID/fd``); None where ``/proc`` cannot tell."""
+        table = tcp_table()
+        if table is None:
+            return None
+        mine = socket_inodes(self.proc.pid)
+        return {entry.remote_port for entry in table
+                if entry.local_port == self.port and entry.state != "LISTEN" and entry.inode in mine}
+
+    def report(self, *socks: socket.socket) -> str:
+        """The server's state for a failure message: alive or its exit status, what the kernel holds on its port
+        (``socks``' client ports named, to find their rows), and its stderr so far."""
+        state = "running" if self.proc.poll() is None else f"exited {self.proc.returncode}"
+        ports = [sock.getsockname()[1] for sock in socks if sock.fileno() != -1]
+        return (f"server pid {self.proc.pid} {state}; the client ports in question (<--): {ports or '-'}\n"
+                f"{port_report(self.port, self.proc.pid, ports)}\n"
+                f"its stderr:\n{self.stderr_path.read_text(encoding='utf-8', errors='replace')}")
 
     def stop(self) -> str:
         """Stop the server as Ctrl-C does; its stderr."""
@@ -192,22 +212,49 @@ def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline
 
 
 # The admitted connections send nothing, and their head deadline here outlasts the test: no deadline frees a
-# slot while it runs, so an extra connection that is not answered 503 was admitted past the limit.
+# slot while it runs. They are opened once the server holds no connection, and the extras once it holds them all:
+# a connection whose close the server has not yet read is still one of its 64 (the readiness probe's was, once),
+# so the last admitted one was refused in its place and an extra admitted when that close was read. From then on,
+# an extra connection that is not answered 503 was admitted past the limit.
 @pytest.mark.parametrize("deadlines", [{"BUNDLEKIT_MCP_HEAD_DEADLINE": str(TIMEOUT * 4)}], ids=["held"])
 def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_work(served: Served) -> None:
+    _await_serving_only(served, [])
     admitted = [served.connect() for _ in range(MAX_CONNECTIONS)]
-    extra = [served.connect() for _ in range(5)]
+    extra: list[socket.socket] = []
     try:
+        _await_serving_only(served, admitted)
+        extra += [served.connect() for _ in range(5)]
         for sock in extra:
-            answer = _answer(sock)
-            assert answer.startswith(b"HTTP/1.1 503 "), answer
+            answer = _answer_or_report(served, sock)
+            assert answer.startswith(b"HTTP/1.1 503 "), f"{answer!r}\n{served.report(sock, *extra)}"
             assert b"connection: close" in answer.lower() and b"retry-after:" in answer.lower()
         first = admitted[0]
         first.sendall(served.head() + INITIALIZE)
-        assert _answer(first).startswith(b"HTTP/1.1 200 ")
+        answer = _answer_or_report(served, first)
+        assert answer.startswith(b"HTTP/1.1 200 "), f"{answer!r}\n{served.report(first)}"
     finally:
         for sock in admitted + extra:
             sock.close()
+
+
+def _await_serving_only(served: Served, socks: list[socket.socket]) -> None:
+    """Wait (``TIMEOUT`` at most) until the connections the server holds are exactly ``socks``: every earlier
+    one's close read, each of ``socks`` accepted (so a connection opened next reaches the server after them). Where
+    ``/proc`` cannot tell, return at once."""
+    wanted = {sock.getsockname()[1] for sock in socks}
+    end = time.monotonic() + TIMEOUT
+    while (held := served.held()) is not None and held != wanted:
+        if time.monotonic() > end:
+            pytest.fail(f"the server never held just the test's {len(socks)} connections\n{served.report(*socks)}")
+        time.sleep(0.05)
+
+
+def _answer_or_report(served: Served, sock: socket.socket) -> bytes:
+    """:func:`_answer`, a timeout or reset failing the test with the server's state instead of the bare error."""
+    try:
+        return _answer(sock)
+    except OSError as exc:
+        pytest.fail(f"{exc!r}\n{served.report(sock)}")
 
 
 def test_the_limit_frees_up_once_connections_close(served: Served) -> None:
@@ -241,14 +288,9 @@ def _server_end_open(server: Served, sock: socket.socket) -> bool:
     """Whether the server still holds its end of ``sock``'s connection open (Linux's ``/proc/net/tcp``: the entry
     from the server's port to ``sock``'s is ``ESTABLISHED``); read without reading ``sock``, whose answer the test
     must leave unread."""
-    local, remote = f":{server.port:04X}", f":{sock.getsockname()[1]:04X}"
-    with open("/proc/net/tcp", encoding="ascii") as table:
-        next(table)  # the column names
-        for row in table:
-            fields = row.split()
-            if fields[1].endswith(local) and fields[2].endswith(remote):
-                return fields[3] == "01"
-    return False
+    remote = sock.getsockname()[1]
+    return any(entry.local_port == server.port and entry.remote_port == remote and entry.state == "ESTABLISHED"
+               for entry in tcp_table() or [])
 
 
 def _leave_unread(server: Served, sock: socket.socket, seconds: float) -> None:

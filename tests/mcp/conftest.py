@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import pytest
 
 from bundlekit.memory import Memory
-from tests.net.loopback import free_port
+from tests.net.loopback import free_port, listeners, port_report, socket_inodes, tcp_table
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
@@ -129,14 +129,35 @@ def shared_client(server: Any) -> Iterator[SharedClient]:
 
 
 def wait_listening(proc: subprocess.Popen[Any], host: str, port: int, why: Callable[[], str]) -> None:
-    """Wait (60 s at most) until ``proc`` accepts connections on ``host:port``; fail with ``why()`` if it ends."""
+    """Wait (60 s at most) until ``proc`` itself listens on ``host:port``; fail with ``why()`` if it ends first.
+
+    That something accepts on the port proves nothing: another test's server may hold it (a port drawn by two
+    workers at once), and then this one fails to bind and exits while the test talks to the other. So the port's
+    ``LISTEN`` socket must be one of ``proc``'s own descriptors (``/proc/net/tcp``, ``/proc/PID/fd``: the
+    ``bounded.py`` wrapper runs bundlekit in its own process, so its pid is the server's). Nor does it connect: a
+    probe's connection is one of the server's own until the server has read its close, so a test filling the
+    server's connection limit right after would find one slot taken, then freed (an extra admitted). Only where
+    ``/proc`` cannot tell is a connection accepted while ``proc`` is alive the proof.
+    """
     deadline = time.monotonic() + 60
-    while True:
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _listens(proc.pid, host, port):
+            return
+        time.sleep(0.1)
+    alive = proc.poll() is None
+    if alive:
+        proc.kill()
+    state = "still not listening after 60 s" if alive else f"exited {proc.returncode}"
+    pytest.fail(f"bundlekit mcp --http did not start ({state}); port {port}: {port_report(port, proc.pid)}\n{why()}")
+
+
+def _listens(pid: int, host: str, port: int) -> bool:
+    table = tcp_table()
+    if table is None:
         try:
             socket.create_connection((host, port), timeout=1).close()
-            return
         except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"bundlekit mcp --http did not start: {why()}")
-            time.sleep(0.1)
+            return False
+        return True
+    mine = socket_inodes(pid)
+    return any(entry.inode in mine for entry in listeners(port, table))
