@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import bundlekit._secrets as secrets
+from bundlekit._marks import marks
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import (
@@ -558,7 +559,7 @@ class Memory:
         files, count, text, flagged = catalog.listing.listed()
         if not _same_files(listing if listing is not None else self._backend.scan(), files, count):
             return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
-        if text is None or (text.count("\n") != count - 1 and count):  # a row with no line, or a line break
+        if text is None or (marks(text)[1] != count - 1 and count):  # a row with no line, or a line break
             return self._list_text_of_files(catalog)  # (the files' never have one: validate_meta), by hand
         wanted = set(flagged)
         if secrets.find_secrets(text):
