@@ -77,7 +77,10 @@ def data(text: str, *, newline: bool = True) -> None:
     15 MB listing of 100,000 memories); a code starts with ESC, so text holding none is printed as it is (the
     marks the redaction found in it say so: ``_marks``)."""
     shown = redact(text)
-    click.echo(shown, nl=newline, color=True if not marks(shown)[0] & ESC else None)
+    color = True if not marks(shown)[0] & ESC else None
+    click.echo(shown, nl=False, color=color)
+    if newline:  # written after, not appended: click would copy the whole text to add it (30 MB for that listing)
+        click.echo("", color=color)
 
 
 def data_json(obj: Any) -> None:
