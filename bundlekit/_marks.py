@@ -18,6 +18,7 @@ times, and each check of one message scans it once.
 
 from __future__ import annotations
 
+import functools
 import re
 
 try:
@@ -57,7 +58,7 @@ _WITHHELD_TEXT = "[withheld]"
 # controls, and the Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates); and a
 # carriage return not ending a line. CONTROL marks any of these or any CR (bundlekit/_textscan.c's is_control).
 CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_CONTROL_CHARS = re.compile(f"[{CONTROLS}\r]")
+_CONTROL_CHARS = f"[{CONTROLS}\r]"
 _SINGLE = ((AT, "@"), (EQUALS, "="), (JSON_KEY, '":'), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, _WITHHELD_TEXT),
            (WITHHELD_ESCAPED, _WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
 # The last text asked about and its marks, as one tuple (read once: another thread may replace it meanwhile).
@@ -75,6 +76,14 @@ def trigger_bit(source: str | None) -> int | None:
     return None if source is None else _TRIGGER_BITS.get(source)
 
 
+@functools.cache
+def _patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
+    """The regular expressions :func:`marks_in_python` searches, with their marks: compiled on first use (a process
+    with the compiled scan never compiles them)."""
+    return ((re.compile(_CONTROL_CHARS), CONTROL),
+            *((re.compile(source), bit) for source, bit in _TRIGGER_BITS.items()))
+
+
 def marks_in_python(text: str) -> tuple[int, int]:
     """:func:`marks` with Python's searches (where the compiled scan is not built, and what the tests compare
     it with)."""
@@ -82,10 +91,8 @@ def marks_in_python(text: str) -> tuple[int, int]:
     for bit, literal in _SINGLE:
         if literal in text:
             bits |= bit
-    if _CONTROL_CHARS.search(text) is not None:
-        bits |= CONTROL
-    for source, bit in _TRIGGER_BITS.items():
-        if re.search(source, text) is not None:
+    for pattern, bit in _patterns():
+        if pattern.search(text) is not None:
             bits |= bit
     return bits, text.count("\n")
 
