@@ -435,8 +435,12 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
     return result;
 }
 
-/* Each line of `text` against each name of `names` (see the module). */
-static int lines_match(int kind, const void *data, Py_ssize_t length, const char *names, Py_ssize_t size) {
+/* Each line of `text` against each name of `names` (see the module): 1 they match, 0 not, -1 an error is set.
+ * Run with the GIL held (PyUnicode_FindChar). */
+static int lines_match(PyObject *text, const char *names, Py_ssize_t size) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
     Py_ssize_t at = 0, name = 0, previous = -1, previous_len = 0;
     if (length == 0 || size == 0) {
         return 0;
@@ -477,10 +481,11 @@ static int lines_match(int kind, const void *data, Py_ssize_t length, const char
         }
         previous = name;
         previous_len = key_len;
-        while (at < length && PyUnicode_READ(kind, data, at) != '\n') {
-            at++;
+        at = PyUnicode_FindChar(text, '\n', at, length, 1); /* memchr where the width allows */
+        if (at == -2) {
+            return -1;
         }
-        if (at >= length) {
+        if (at < 0) {
             return end == size; /* the last line: the last name too */
         }
         if (end >= size) {
@@ -497,14 +502,11 @@ static PyObject *listing_matches(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Uy*", &text, &names)) {
         return NULL;
     }
-    int matches;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-    Py_BEGIN_ALLOW_THREADS
-    matches = lines_match(kind, data, length, (const char *)names.buf, names.len);
-    Py_END_ALLOW_THREADS
+    int matches = lines_match(text, (const char *)names.buf, names.len);
     PyBuffer_Release(&names);
+    if (matches < 0) {
+        return NULL;
+    }
     return PyBool_FromLong(matches);
 }
 

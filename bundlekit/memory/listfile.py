@@ -31,7 +31,7 @@ import os
 import struct
 from pathlib import Path
 
-from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
+from bundlekit._fs import atomic_write_bytes, open_regular
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
 try:
@@ -85,22 +85,25 @@ def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
-        if not _HEADER.size <= size <= _HEADER.size + most:
-            return None
-        data = read_up_to(fd, size + 1)
+        with os.fdopen(fd, "rb", buffering=0) as file:
+            size = os.fstat(fd).st_size
+            head = file.read(_HEADER.size)
+            if not _HEADER.size <= size <= _HEADER.size + most or len(head) != _HEADER.size:
+                return None
+            magic, version, _reserved, gen, written_ns, text_len, flags_len = _HEADER.unpack(head)
+            if (magic, version, (gen, written_ns)) != (MAGIC, FORMAT, stamp) or _HEADER.size + text_len + flags_len != size:
+                return None
+            body = bytearray(text_len)  # read into, decoded from: no copy of 15 MB made on the way
+            if file.readinto(body) != text_len:  # a regular file gives what it has, to its end
+                return None
+            flags_data = file.read(flags_len + 1)
     except OSError:
         return None
-    finally:
-        os.close(fd)
-    if len(data) != size:
-        return None
-    magic, version, _reserved, gen, written_ns, text_len, flags_len = _HEADER.unpack_from(data)
-    if (magic, version, (gen, written_ns)) != (MAGIC, FORMAT, stamp) or _HEADER.size + text_len + flags_len != size:
+    if len(flags_data) != flags_len:
         return None
     try:
-        text = data[_HEADER.size : _HEADER.size + text_len].decode("utf-8")
-        flags = data[_HEADER.size + text_len :].decode("utf-8")
+        text = body.decode("utf-8")
+        flags = flags_data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     flagged = flags.split("\0") if flags else []
