@@ -553,8 +553,9 @@ class Memory:
 
     def _list_text(self, catalog: Catalog) -> str:
         """The listing from the index's listing fields when its rows are exactly the files of the tree's
-        listing (which the refresh found the index fresh against), else from the files. A line that shows a
-        credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
+        listing (which the refresh found the index fresh against), as an earlier list of this index state kept
+        them or as SQLite joins them (:meth:`_joined_lines`), else from the files. A line that shows a credential
+        (flagged when its file was indexed, or found now) is made from its file, withheld."""
         joined = self._joined_lines(catalog)
         if joined is None:
             return self._list_text_of_files(catalog)
