@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 from bundlekit._fs import atomic_write_bytes, open_regular
@@ -38,6 +39,8 @@ try:
     from bundlekit.memory import _statscan
 except ImportError:  # not built: the listing is joined by SQLite every time
     _statscan = None  # type: ignore[assignment]
+# The compiled check; None where it is not built, or built before it had one (an install not rebuilt since).
+_listing_matches: Callable[[str, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
 
 __all__ = ["FORMAT", "LISTING_FILE", "MAGIC", "MAX_LINE_BYTES", "Stamp", "read", "write"]
 
@@ -57,7 +60,7 @@ def write(path: Path, stamp: Stamp, text: str, flagged: list[str], names: bytes)
     and ``flagged`` at ``path``, atomically; nothing when :func:`read` would not take it back (the lines are not
     the files' in key order: a key that sorts before another only by the ``.md`` after it), it cannot be
     written (a read-only tree), or the compiled check is not built."""
-    if _statscan is None or not _statscan.listing_matches(text, names):
+    if _listing_matches is None or not _listing_matches(text, names):
         return
     try:
         body = text.encode("utf-8")
@@ -77,7 +80,7 @@ def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None
     """The lines and flagged files kept at ``path`` when it is a listing of the index state ``stamp`` whose lines
     are exactly those of the files ``names`` (UTF-8, NUL between, sorted as the tree's listing sorts them), in
     key order; else None (see the module)."""
-    if _statscan is None or not names:
+    if _listing_matches is None or not names:
         return None
     most = MAX_LINE_BYTES * (names.count(b"\0") + 1)
     try:
@@ -107,7 +110,7 @@ def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None
     except UnicodeDecodeError:
         return None
     flagged = flags.split("\0") if flags else []
-    if not _statscan.listing_matches(text, names):
+    if not _listing_matches(text, names):
         return None
     if flagged and not set(flagged) <= set(names.decode("utf-8", "surrogateescape").split("\0")):
         return None  # a file named that is not listed: it would be read

@@ -19,7 +19,7 @@ from bundlekit.memory.catalog.listing import Listing
 
 from .conftest import fields
 
-pytestmark = pytest.mark.skipif(listfile._statscan is None, reason="the compiled listing is not built here")
+pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
 
 _HEADER = struct.Struct("<8sIIqqQQ")
 
@@ -178,6 +178,19 @@ _KEY = st.sampled_from(["a", "a-b", "a0", "b", "ab", "a_b", "é", "x\ty", "", "z
 def test_the_compiled_check_is_the_python_one(keys: list[str], names: list[str], rest: str) -> None:
     text = "\n".join(key + rest for key in keys)
     packed = b"\0".join(name.encode() + b".md" for name in names)
-    assert listfile._statscan.listing_matches(text, packed) == _matches_in_python(text, packed)
+    assert listfile._listing_matches is not None
+    assert listfile._listing_matches(text, packed) == _matches_in_python(text, packed)
     same = b"\0".join(key.encode() + b".md" for key in keys)
-    assert listfile._statscan.listing_matches(text, same) == _matches_in_python(text, same)
+    assert listfile._listing_matches(text, same) == _matches_in_python(text, same)
+
+
+def test_without_the_compiled_check_nothing_is_kept_and_the_rows_are_joined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path, ["alpha", "beta"])
+    shown = Memory(tmp_path).list_text()
+    monkeypatch.setattr(listfile, "_listing_matches", None)  # an install whose C module predates the check
+    (tmp_path / ".bundlekit" / listfile.LISTING_FILE).unlink()
+    joined = _joins(monkeypatch)
+    assert Memory(tmp_path).list_text() == shown and Memory(tmp_path).list_text() == shown and joined == [1, 1]
+    assert not (tmp_path / ".bundlekit" / listfile.LISTING_FILE).exists()
