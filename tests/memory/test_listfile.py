@@ -194,3 +194,24 @@ def test_without_the_compiled_check_nothing_is_kept_and_the_rows_are_joined(
     joined = _joins(monkeypatch)
     assert Memory(tmp_path).list_text() == shown and Memory(tmp_path).list_text() == shown and joined == [1, 1]
     assert not (tmp_path / ".bundlekit" / listfile.LISTING_FILE).exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cuts=st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=6)), min_size=1, max_size=4),
+)
+def test_a_tampered_kept_file_never_shows_a_key_that_is_not_a_files_or_leaves_one_out(
+    tmp_path_factory: pytest.TempPathFactory, cuts: list[tuple[int, bytes]]
+) -> None:
+    root = tmp_path_factory.mktemp("tree")
+    keys = ["alpha", "beta", "gamma", "zeta"]
+    _tree(root, keys)
+    Memory(root).list_text()
+    kept = root / ".bundlekit" / listfile.LISTING_FILE
+    data = bytearray(kept.read_bytes())
+    for at, piece in cuts:  # bytes replaced anywhere, header included
+        start = at % len(data)
+        data[start : start + len(piece)] = piece
+    kept.write_bytes(bytes(data))
+    shown = Memory(root).list_text()
+    assert [line.split("\t", 1)[0] for line in shown.split("\n")] == keys
