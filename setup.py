@@ -1,9 +1,11 @@
-"""The compiled parts, both optional: bundlekit.memory._statscan, a memory tree's listing with stat
-signatures, and bundlekit.memory._cosine, the cosines recall by meaning ranks with.
+"""The compiled parts, all optional: bundlekit.memory._statscan, a memory tree's listing with stat
+signatures, bundlekit.memory._cosine, the cosines recall by meaning ranks with, and bundlekit._textscan,
+the marks the output checks look for in a text, in one pass.
 
 Where they cannot be built (no C compiler, not POSIX) the install goes on: the
-memory store lists trees in Python (bundlekit/memory/backend.py) and ranks by
-meaning with numpy (bundlekit/memory/cosines.py). Everything else is in pyproject.toml.
+memory store lists trees in Python (bundlekit/memory/backend.py), ranks by
+meaning with numpy (bundlekit/memory/cosines.py) and looks for the marks with
+Python's searches (bundlekit/_marks.py). Everything else is in pyproject.toml.
 """
 
 import os
@@ -23,6 +25,12 @@ setup(
             ["bundlekit/memory/_cosine.c"],
             optional=True,
             extra_compile_args=["-O3", "-std=gnu11"],
+        ),
+        Extension(
+            "bundlekit._textscan",
+            ["bundlekit/_textscan.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=gnu11"],
         ),
     ]
     if os.name == "posix"

@@ -27,8 +27,9 @@ of the value it refused. It replaces, in order:
 
 ``WITHHELD`` is shorter than any rule's match and holds no character JSON
 escapes, so a redacted JSON line is still the same JSON with shorter strings.
-Text with nothing to replace costs the rules' literal trigger scans (the guard's
-speed, hundreds of MB/s) and a few one-character searches for escapes; up to
+Text with nothing to replace costs one pass (``_marks.marks``: the rules' triggers and the
+characters each step needs, ``@``, ``=``, ``%``, ``\\``, ..., found at once, in C where it is
+built; remembered for the last text, so a listing the memory layer checked is not scanned again); up to
 :data:`DEEP_SEARCH_LIMIT` characters, searches for invisible characters and a
 long base64 run; the rest runs only where one of them fires.
 
@@ -56,6 +57,8 @@ from typing import Any
 from urllib.parse import unquote
 
 import bundlekit._secrets as secrets
+from bundlekit._marks import AT, BACKSLASH, EQUALS, JSON_KEY, PERCENT, WITHHELD_ESCAPED, marks
+from bundlekit._marks import WITHHELD as WITHHELD_MARK
 from bundlekit._secrets import find_secrets
 
 __all__ = ["MIN_PROCESS_SECRET_LEN", "REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known",
@@ -213,11 +216,13 @@ _QUERY_SECRET_JSON = re.compile(r"(?i)(" + _QUERY_PARAM + r"\"\s*:\s*\")[^\"\\]+
 
 
 def _mask_urls(text: str) -> str:
-    if "@" in text:
+    # Each check asks the text as it is then (``marks`` scans a text once: a text no rule changed is not scanned
+    # again).
+    if marks(text)[0] & AT:
         text = _USERINFO.sub(lambda m: m.group(1) + WITHHELD + m.group(2), text)
-    if "=" in text:
+    if marks(text)[0] & EQUALS:
         text = _QUERY_SECRET.sub(lambda m: m.group(1) + WITHHELD, text)
-    if '":' in text:
+    if marks(text)[0] & JSON_KEY:
         text = _QUERY_SECRET_JSON.sub(lambda m: m.group(1) + WITHHELD, text)
     return text
 
@@ -293,7 +298,7 @@ def _has_invisible(text: str) -> bool:
 
 
 def _may_hold_escapes(text: str) -> bool:
-    return "%" in text or "\\" in text or (len(text) <= DEEP_SEARCH_LIMIT and _has_invisible(text))
+    return bool(marks(text)[0] & (PERCENT | BACKSLASH)) or (len(text) <= DEEP_SEARCH_LIMIT and _has_invisible(text))
 
 
 def _mask_escaped_words(text: str) -> str:
@@ -340,7 +345,8 @@ def redact(text: str) -> str:
     if _PROCESS_SECRETS:
         text = redact_known(text, _PROCESS_SECRETS)
     text = _mask_base64(mask(_mask_escapes(_mask_urls(text))))
-    if WITHHELD + "\\" in text or (not text.isascii() and WITHHELD in text):
+    found = marks(text)[0]
+    if found & WITHHELD_ESCAPED or (not text.isascii() and found & WITHHELD_MARK):
         text = _CONTINUED.sub(WITHHELD, text)
     if len(text) <= DEEP_SEARCH_LIMIT and _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
         return WITHHELD

@@ -14,9 +14,12 @@ fired on, so clean prose costs a few literal scans (and a process that only chec
 compiles the full patterns: each is compiled on the first text its trigger fires on). One alternation of all the triggers
 would read as one pass, but ``re`` cannot search an alternation by a literal
 prefix and stops at every ``e`` or ``s`` (measured 88 MB/s, against ~500 MB/s
-for the separate literal scans).
+for the separate literal scans). So the triggers are looked for in one pass
+over the text, with the other marks the output checks need, in C
+(``_marks.marks``, ``bundlekit/_textscan.c``: ~1 GB/s; Python's searches where
+it is not built); a trigger it does not know is searched as above.
 
-The rules sit at the lowest layer (they import only ``errors``) beside
+The rules sit at the lowest layer (they import only ``errors`` and ``_marks``) beside
 :mod:`bundlekit._redact`, which withholds every match in every output: what the
 guard refuses is what output withholds. ``bundlekit.memory.secrets`` re-exports them.
 """
@@ -29,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bundlekit._marks import marks, trigger_bit
 from bundlekit.errors import SecretDetectedError
 
 __all__ = ["SECRET_RULES", "Finding", "SecretRule", "find_secrets", "guard"]
@@ -177,13 +181,15 @@ class _Rule:
 
 
 class _Group:
-    """The rules sharing one (anchor, trigger). ``search`` compiles the trigger on its first call and puts the
-    compiled pattern's own ``search`` in its place (no trigger: every text fires)."""
+    """The rules sharing one (anchor, trigger). ``bit`` is the trigger's mark when the one-pass scan looks for it
+    (``_marks``: every text's marks are found at once), else ``search`` runs: it compiles the trigger on its first
+    call and puts the compiled pattern's own ``search`` in its place (no trigger: every text fires)."""
 
-    __slots__ = ("anchor", "rules", "search", "trigger")
+    __slots__ = ("anchor", "bit", "rules", "search", "trigger")
 
     def __init__(self, anchor: str, trigger: str | None, rules: tuple[_Rule, ...]) -> None:
         self.anchor, self.trigger, self.rules = anchor, trigger or "", rules
+        self.bit = trigger_bit(trigger)
         self.search: Callable[[str], object] = _found if trigger is None else self._compile_then_search
 
     def _compile_then_search(self, text: str) -> object:
@@ -214,8 +220,12 @@ def find_secrets(text: str) -> list[Finding]:
     if _last_clean and text is _last_clean[0]:
         return []
     found: list[tuple[int, int, Finding]] = []
+    bits = marks(text)[0]
     for group in _rule_plan():
-        if group.anchor not in text or group.search(text) is None:
+        if group.bit is not None:
+            if not bits & group.bit:  # the trigger is nowhere in the text (it implies the anchor)
+                continue
+        elif group.anchor not in text or group.search(text) is None:
             continue
         for rule in group.rules:
             # Matches come in text order, so lines are counted on from the previous match.

@@ -42,6 +42,7 @@ from typing import Any, TextIO
 import click
 
 from bundlekit._closing import Closing
+from bundlekit._marks import ESC, marks
 from bundlekit._redact import redact
 from bundlekit._terminal import printable, printable_field
 
@@ -73,9 +74,13 @@ def data(text: str, *, newline: bool = True) -> None:
     """Print data on stdout (``newline=False`` for content that already ends as it should).
 
     Printed to a pipe or file, click strips ANSI codes, a regular expression over the whole text (11 ms for a
-    15 MB listing of 100,000 memories); a code starts with ESC, so text holding none is printed as it is."""
+    15 MB listing of 100,000 memories); a code starts with ESC, so text holding none is printed as it is (the
+    marks the redaction found in it say so: ``_marks``)."""
     shown = redact(text)
-    click.echo(shown, nl=newline, color=True if "\x1b" not in shown else None)
+    color = True if not marks(shown)[0] & ESC else None
+    click.echo(shown, nl=False, color=color)
+    if newline:  # written after, not appended: click would copy the whole text to add it (30 MB for that listing)
+        click.echo("", color=color)
 
 
 def data_json(obj: Any) -> None:

@@ -10,7 +10,7 @@ cross-process lock) and ``undo`` (a change of several files whole or not at all)
 ``naming`` (keys), ``filesize`` (the 4 MiB bound: what is read of a file, what may be stored), ``record`` (the file), ``frontmatter`` (bounded YAML) and ``quickyaml`` (simple
 frontmatter without PyYAML), ``timefmt`` (timestamps); ``index`` (the ``MEMORY.md`` renderer and
 parser), ``timeline`` (the daily event log); the derived index: ``catalog`` (the SQLite stat cache and
-vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``, ``usage``) and ``indexer`` (kept in step with the files); ``ranking`` (recall and the context block),
+vectors; a package: ``database``, ``stat``, ``search``, ``listing``, ``vectors``, ``usage``) and ``indexer`` (kept in step with the files); ``listfile`` (``memory list``'s lines kept per index state, read back only when they are the listing's files key for key); ``ranking`` (recall and the context block),
 ``semantic`` (recall by meaning: the vectors computed, numpy), ``bymeaning`` (recall by meaning, the query,
 without numpy; ``query_tokens``: its query words' token ids cached; ``vecfile``: the columns it ranks with,
 packed in one file; ``cosines``, with ``_cosine``, the optional C cosines) and ``usage`` (reads after a recall, a decaying boost); the secret guard: ``secrets`` (the rules' old address, re-exporting

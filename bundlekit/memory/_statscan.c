@@ -26,6 +26,13 @@
  * that is not a regular file (EISDIR) and any other failure raise OSError naming the file. Output
  * reads every memory file it shows (list, export, build): one call instead of three system calls
  * made from Python per file.
+ *
+ * listing_matches(text, names) -> bool: whether ``text`` (a str, lines with a newline between) is a listing of
+ * exactly the files of ``names`` (bytes: UTF-8 names, NUL between, as scan lists them), in key order: line for
+ * line, the line starts with a key and a tab, the key is ASCII, not empty, and that key with ".md" is the name
+ * at the same place, the keys strictly increase (bytewise), and there are as many lines as names. So each key
+ * a kept `memory list` (bundlekit/memory/listfile.py) shows is its file's, every file is listed once, and the
+ * lines are in the order the listing is printed in (the names' order is then the keys' order).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -428,9 +435,86 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* Each line of `text` against each name of `names` (see the module): 1 they match, 0 not, -1 an error is set.
+ * Run with the GIL held (PyUnicode_FindChar). */
+static int lines_match(PyObject *text, const char *names, Py_ssize_t size) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t at = 0, name = 0, previous = -1, previous_len = 0;
+    if (length == 0 || size == 0) {
+        return 0;
+    }
+    for (;;) {
+        Py_ssize_t key = at;
+        while (at < length) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, at);
+            if (c == '\t') {
+                break;
+            }
+            if (c == '\n' || c == 0 || c >= 128) {
+                return 0;
+            }
+            at++;
+        }
+        Py_ssize_t key_len = at - key;
+        if (at >= length || key_len == 0) {
+            return 0; /* no tab on the line, or no key before it */
+        }
+        Py_ssize_t end = name;
+        while (end < size && names[end] != 0) {
+            end++;
+        }
+        if (end - name != key_len + 3 || memcmp(names + end - 3, ".md", 3) != 0) {
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < key_len; i++) {
+            if ((unsigned char)names[name + i] != PyUnicode_READ(kind, data, key + i)) {
+                return 0;
+            }
+        }
+        if (previous >= 0) {
+            int order = memcmp(names + previous, names + name, previous_len < key_len ? previous_len : key_len);
+            if (order > 0 || (order == 0 && previous_len >= key_len)) {
+                return 0; /* not after the key before it */
+            }
+        }
+        previous = name;
+        previous_len = key_len;
+        at = PyUnicode_FindChar(text, '\n', at, length, 1); /* memchr where the width allows */
+        if (at == -2) {
+            return -1;
+        }
+        if (at < 0) {
+            return end == size; /* the last line: the last name too */
+        }
+        if (end >= size) {
+            return 0; /* more lines than names */
+        }
+        at++;
+        name = end + 1;
+    }
+}
+
+static PyObject *listing_matches(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_buffer names;
+    if (!PyArg_ParseTuple(args, "Uy*", &text, &names)) {
+        return NULL;
+    }
+    int matches = lines_match(text, (const char *)names.buf, names.len);
+    PyBuffer_Release(&names);
+    if (matches < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(matches);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_O, "scan(dir_fd): the memory files' names and packed signatures (see the module)."},
     {"read_files", read_files, METH_VARARGS, "read_files(dir_fd, names): each named file's bytes (see the module)."},
+    {"listing_matches", listing_matches, METH_VARARGS,
+     "listing_matches(text, names): whether text lists exactly those files, in key order (see the module)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import bundlekit._secrets as secrets
+from bundlekit._marks import marks
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import (
@@ -56,7 +57,7 @@ from bundlekit.errors import (
     MemoryNotFoundError,
     UsageError,
 )
-from bundlekit.memory import ranking, screen
+from bundlekit.memory import listfile, ranking, screen
 from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.backend import Backend, Scan
 from bundlekit.memory.catalog import Catalog
@@ -552,14 +553,13 @@ class Memory:
 
     def _list_text(self, catalog: Catalog) -> str:
         """The listing from the index's listing fields when its rows are exactly the files of the tree's
-        listing (which the refresh found the index fresh against), else from the files. A line that shows a
-        credential (flagged when its file was indexed, or found now) is made from its file, withheld."""
-        listing = self._index.listing
-        files, count, text, flagged = catalog.listing.listed()
-        if not _same_files(listing if listing is not None else self._backend.scan(), files, count):
-            return self._list_text_of_files(catalog)  # a row without its file, or a file without its row
-        if text is None or (text.count("\n") != count - 1 and count):  # a row with no line, or a line break
-            return self._list_text_of_files(catalog)  # (the files' never have one: validate_meta), by hand
+        listing (which the refresh found the index fresh against), as an earlier list of this index state kept
+        them or as SQLite joins them (:meth:`_joined_lines`), else from the files. A line that shows a credential
+        (flagged when its file was indexed, or found now) is made from its file, withheld."""
+        joined = self._joined_lines(catalog)
+        if joined is None:
+            return self._list_text_of_files(catalog)
+        text, flagged = joined
         wanted = set(flagged)
         if secrets.find_secrets(text):
             wanted.update(line.split("\t", 1)[0] + ".md" for line in text.split("\n") if secrets.find_secrets(line))
@@ -579,6 +579,29 @@ class Memory:
             text = "\n".join(made)
         # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
         return printable(text)
+
+    def _joined_lines(self, catalog: Catalog) -> tuple[str, builtins.list[str]] | None:
+        """The listing's lines and the files flagged as showing a credential: kept from an earlier ``memory list``
+        of this index state (``listfile``: only when its lines are exactly the listing's files, key for key), else
+        joined by SQLite from the rows (and kept), when the rows are exactly the files of the tree's listing, one
+        line each; None when they are not (the caller makes the listing from the files)."""
+        listing = self._index.listing
+        scan = listing if listing is not None else self._backend.scan()
+        packed = scan.packed()
+        gen, written_ns = catalog.db.state("gen"), catalog.db.state("written_ns")
+        kept = None if catalog.path is None else catalog.path.parent / listfile.LISTING_FILE
+        if kept is not None and packed is not None and gen is not None and written_ns is not None:
+            found = listfile.read(kept, (gen, written_ns), packed[0])
+            if found is not None:
+                return found
+        files, count, text, flagged = catalog.listing.listed()
+        if not _same_files(scan, files, count):
+            return None  # a row without its file, or a file without its row
+        if text is None or (marks(text)[1] != count - 1 and count):  # a row with no line, or a line break
+            return None  # (the files' never have one: validate_meta), by hand
+        if kept is not None and packed is not None and gen is not None and written_ns is not None:
+            listfile.write(kept, (gen, written_ns), text, flagged, packed[0])
+        return text, flagged
 
     def _list_text_of_files(self, catalog: Catalog) -> str:
         records = self._tree.all_records(catalog)

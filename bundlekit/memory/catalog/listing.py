@@ -54,10 +54,13 @@ class Listing:
             # order of the file names' keys when every row's key is its file's (counted, else no lines). A line of
             # another type (put there by hand: SQLite keeps whatever it is given) is as SQLite turns it into text,
             # then escaped and redacted as any line is; one that is not UTF-8 makes the index unusable.
+            # The key a line shows is the row's key, counted as its file's (the file is the key and ".md": every
+            # file is a memory file of the listing, which the caller compares): one concatenation a row, not the
+            # file name cut twice (30 ms of 145 at 100,000 memories).
             made = conn.execute(
-                "SELECT group_concat(shown, char(10)), count(shown), sum(key = own), group_concat(flag, char(0)) FROM "
-                "(SELECT substr(file, 1, length(file) - 3) || char(9) || line AS shown, substr(file, 1, length(file) - 3) "
-                "AS own, key, CASE WHEN withheld THEN file END AS flag FROM memory ORDER BY key)"
+                "SELECT group_concat(key || char(9) || line, char(10)), count(line), sum(file = key || '.md'), "
+                "group_concat(CASE WHEN withheld THEN file END, char(0)) FROM "
+                "(SELECT key, line, file, withheld FROM memory ORDER BY key)"
             ).fetchone()
         files = found[0] if isinstance(found[0], str) else "" if found[0] is None else None
         if files is None or not isinstance(made[0], (str, type(None))) or not isinstance(made[3], (str, type(None))):

@@ -1,0 +1,107 @@
+"""The marks a text holds, found in one pass: what the output checks ask of a text before they run a rule over it.
+
+The secret guard (``_secrets.find_secrets``), the terminal escaping (``_terminal.printable``) and the output
+redaction (``_redact.redact``) each start by asking whether the text holds what their rules need: the secret
+rules' triggers (``k-`` for an ``sk-`` key, ``AKIA``, ``yJ``, ...), ``@`` for a URL's password, ``=`` for a
+query's, ``%`` or ``\\`` for an escape, a control character for the terminal. Asked of a 15 MB ``memory list``
+of 100,000 memories one search at a time, that was about twenty passes over the string (~150 ms); :func:`marks`
+answers them all in one, in C (``bundlekit/_textscan.c``, built by ``setup.py``; where it is not built, the
+same answers come from Python's searches, :func:`marks_in_python`). A mark decides nothing: where it is found
+the rules run exactly as before, and where it is not, none of the rules it gates can match (each mark is a
+literal every match of those rules holds). The tests compare the two on random and adversarial text
+(``tests/cli/test_marks.py``).
+
+The answer for the last text asked about is kept (a ``str`` is immutable: the same object holds the same
+marks), so the listing the memory layer checked, escaped and handed to the output is scanned once, not three
+times, and each check of one message scans it once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+try:
+    import bundlekit._textscan as _textscan
+except ImportError:  # not built (no C compiler at install): Python's searches give the same answers
+    _textscan = None  # type: ignore[assignment]
+
+__all__ = [
+    "AT", "BACKSLASH", "CONTROL", "CONTROLS", "EQUALS", "ESC", "JSON_KEY", "PERCENT", "TRIGGERS", "WITHHELD",
+    "WITHHELD_ESCAPED", "compiled", "marks", "marks_in_python", "trigger_bit",
+]
+
+AT = 1 << 0  # "@"
+EQUALS = 1 << 1  # "="
+JSON_KEY = 1 << 2  # '":'
+PERCENT = 1 << 3  # "%"
+BACKSLASH = 1 << 4  # "\\"
+WITHHELD = 1 << 5  # "[withheld]" (``_redact.WITHHELD``)
+WITHHELD_ESCAPED = 1 << 6  # "[withheld]\\"
+CONTROL = 1 << 7  # a character ``_terminal.printable`` escapes, or a CR
+ESC = 1 << 8  # "\x1b"
+# The secret rules' triggers (``_secrets``' sources, as written there) the scan knows, bit 16 + i each. A trigger
+# not listed here is not looked for by the scan: its rules run on every text (``trigger_bit`` gives None).
+TRIGGERS = (
+    r"A[KS]IA",
+    r"g(?:h[pousr]_|ithub_pat_)",
+    r"k-",
+    r"xox",
+    r"k_(?:live|test|prod)_",
+    r"AIza",
+    r"-----BEGIN ",
+    r"yJ",
+)
+_TRIGGER_BITS = {source: 1 << (16 + i) for i, source in enumerate(TRIGGERS)}
+_WITHHELD_TEXT = "[withheld]"
+# What ``_terminal.printable`` escapes, as a character class's body: C0 controls but tab and newline, DEL, C1
+# controls, and the Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates); and a
+# carriage return not ending a line. CONTROL marks any of these or any CR (bundlekit/_textscan.c's is_control).
+CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL_CHARS = f"[{CONTROLS}\r]"
+_SINGLE = ((AT, "@"), (EQUALS, "="), (JSON_KEY, '":'), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, _WITHHELD_TEXT),
+           (WITHHELD_ESCAPED, _WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
+# The last text asked about and its marks, as one tuple (read once: another thread may replace it meanwhile).
+_last: list[tuple[str, tuple[int, int]]] = [("", (0, 0))]
+
+
+def compiled() -> bool:
+    """Whether the compiled scan is built here."""
+    return _textscan is not None
+
+
+def trigger_bit(source: str | None) -> int | None:
+    """The mark of the secret trigger ``source`` (a regular expression's source, as ``_secrets`` writes it), or
+    None when the scan does not look for it (its rules then run on every text)."""
+    return None if source is None else _TRIGGER_BITS.get(source)
+
+
+@functools.cache
+def _patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
+    """The regular expressions :func:`marks_in_python` searches, with their marks: compiled on first use (a process
+    with the compiled scan never compiles them)."""
+    return ((re.compile(_CONTROL_CHARS), CONTROL),
+            *((re.compile(source), bit) for source, bit in _TRIGGER_BITS.items()))
+
+
+def marks_in_python(text: str) -> tuple[int, int]:
+    """:func:`marks` with Python's searches (where the compiled scan is not built, and what the tests compare
+    it with)."""
+    bits = 0
+    for bit, literal in _SINGLE:
+        if literal in text:
+            bits |= bit
+    for pattern, bit in _patterns():
+        if pattern.search(text) is not None:
+            bits |= bit
+    return bits, text.count("\n")
+
+
+def marks(text: str) -> tuple[int, int]:
+    """The marks ``text`` holds, as (bits: the constants above or'ed, how many newlines it holds)."""
+    last_text, last_found = _last[0]
+    if last_text is text:
+        return last_found
+    found = _textscan.marks(text) if _textscan is not None else marks_in_python(text)
+    _last[0] = (text, found)
+    return found

@@ -1,0 +1,117 @@
+"""The kept listing: ``memory list``'s lines as the index last joined them, in one file beside the derived index.
+
+At 100,000 memories SQLite joins the listing (``Listing.listed``: a key, a tab and a row's ``line``, in key
+order, and the rows' files) in about 150 ms, half of a ``memory list``; the same string read back from a file
+costs a read and a UTF-8 decoding (~20 ms). The first ``memory list`` of an index state writes it; every one after
+it, while the state stands, reads it instead of joining the rows again.
+
+Derived data, and read as foreign: ``<tree>/.bundlekit/listing.bin``, every number little-endian::
+
+    magic       8 bytes  b"BKLIST\\r\\n"
+    version     uint32   FORMAT (1)
+    reserved    uint32   0
+    gen         int64    the index's generation      \\  the index state it was written from
+    written_ns  int64    its state's written_ns      /
+    text_len    uint64   then the lines (UTF-8, newline between, no newline after the last)
+    flags_len   uint64   then the files whose line made from the file shows a credential (UTF-8, NUL between)
+
+It decides no key: :func:`read` gives the lines only when they list exactly the files of the tree's listing in
+key order, each line's key being its file's name less ``.md`` (``_statscan.listing_matches``, one pass in C;
+where that is not built, no file is kept or read). So what a hand-written file can change is what a line
+prints after its key, as a hand-edited ``line`` column can (specs/memory.md, "Derived index"); the lines are
+escaped and redacted as any are. :func:`read` answers None for a file that is not exactly that: absent, not a
+regular file (never followed through a symbolic link, never waited on as a FIFO), of another version or
+index state, of a size not the one its header gives or past :data:`MAX_LINE_BYTES` a file listed, text that is
+not UTF-8, lines that are not the listing's. A file that cannot be written is left as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from bundlekit._fs import atomic_write_bytes, open_regular
+from bundlekit.errors import BundlekitError, MemoryStoreError
+
+try:
+    from bundlekit.memory import _statscan
+except ImportError:  # not built: the listing is joined by SQLite every time
+    _statscan = None  # type: ignore[assignment]
+# The compiled check; None where it is not built, or built before it had one (an install not rebuilt since).
+_listing_matches: Callable[[str, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
+
+__all__ = ["FORMAT", "LISTING_FILE", "MAGIC", "MAX_LINE_BYTES", "Stamp", "read", "write"]
+
+LISTING_FILE = "listing.bin"
+MAGIC = b"BKLIST\r\n"
+FORMAT = 1
+# What a kept listing may hold per file listed (a line and a flagged name), on average: a longer one is not kept.
+MAX_LINE_BYTES = 8192
+_HEADER = struct.Struct("<8sIIqqQQ")
+
+Stamp = tuple[int, int]
+"""The index state a listing is of: (generation, ``written_ns``)."""
+
+
+def write(path: Path, stamp: Stamp, text: str, flagged: list[str], names: bytes) -> None:
+    """Keep ``text`` (the listing of the index state ``stamp``, lines of the files ``names``: UTF-8, NUL between)
+    and ``flagged`` at ``path``, atomically; nothing when :func:`read` would not take it back (the lines are not
+    the files' in key order: a key that sorts before another only by the ``.md`` after it), it cannot be
+    written (a read-only tree), or the compiled check is not built."""
+    if _listing_matches is None or not _listing_matches(text, names):
+        return
+    try:
+        body = text.encode("utf-8")
+        flags = "\0".join(flagged).encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    if len(body) + len(flags) > MAX_LINE_BYTES * (names.count(b"\0") + 1):
+        return
+    header = _HEADER.pack(MAGIC, FORMAT, 0, stamp[0], stamp[1], len(body), len(flags))
+    try:
+        atomic_write_bytes(path, b"".join([header, body, flags]), error=MemoryStoreError, sync_dir=False)
+    except BundlekitError:
+        return  # derived: list joins the rows instead
+
+
+def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None:
+    """The lines and flagged files kept at ``path`` when it is a listing of the index state ``stamp`` whose lines
+    are exactly those of the files ``names`` (UTF-8, NUL between, sorted as the tree's listing sorts them), in
+    key order; else None (see the module)."""
+    if _listing_matches is None or not names:
+        return None
+    most = MAX_LINE_BYTES * (names.count(b"\0") + 1)
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as file:
+            size = os.fstat(fd).st_size
+            head = file.read(_HEADER.size)
+            if not _HEADER.size <= size <= _HEADER.size + most or len(head) != _HEADER.size:
+                return None
+            magic, version, _reserved, gen, written_ns, text_len, flags_len = _HEADER.unpack(head)
+            if (magic, version, (gen, written_ns)) != (MAGIC, FORMAT, stamp) or _HEADER.size + text_len + flags_len != size:
+                return None
+            body = bytearray(text_len)  # read into, decoded from: no copy of 15 MB made on the way
+            if file.readinto(body) != text_len:  # a regular file gives what it has, to its end
+                return None
+            flags_data = file.read(flags_len + 1)
+    except OSError:
+        return None
+    if len(flags_data) != flags_len:
+        return None
+    try:
+        text = body.decode("utf-8")
+        flags = flags_data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    flagged = flags.split("\0") if flags else []
+    if not _listing_matches(text, names):
+        return None
+    if flagged and not set(flagged) <= set(names.decode("utf-8", "surrogateescape").split("\0")):
+        return None  # a file named that is not listed: it would be read
+    return text, flagged

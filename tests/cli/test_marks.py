@@ -1,0 +1,176 @@
+"""The one-pass marks (``bundlekit/_marks.py``): the compiled scan (``_textscan.c``) finds exactly what Python's
+searches find, and every output check prints the same bytes with either.
+
+The marks only gate the rules (a rule runs where its mark is found, and none of its matches can exist where it
+is not), so the redaction, the terminal escaping and the secret guard must give the same text whichever scan
+found them: compared here on random text, on text built from every rule's credentials, their triggers cut
+short, escapes, C0, C1 and bidi controls, lone surrogates and characters of every string width, and on
+listings of more than ``DEEP_SEARCH_LIMIT`` characters (the path a 100,000-memory ``memory list`` takes) with
+credentials planted in rows and split across them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bundlekit._marks as marks_module
+import bundlekit._secrets as secrets_module
+from bundlekit._marks import TRIGGERS, marks, marks_in_python
+from bundlekit._redact import DEEP_SEARCH_LIMIT, WITHHELD, mask, redact
+from bundlekit._secrets import _rule_plan, find_secrets
+from bundlekit._terminal import printable
+
+pytestmark = pytest.mark.skipif(not marks_module.compiled(), reason="the compiled scan is not built here")
+
+# One credential of each of the secret rules and of the URL rules.
+CREDENTIALS = [
+    "AKIAQ7ABCDEFGHIJKLMZ",
+    "ASIAQ7ABCDEFGHIJKLMZ",
+    "ghp_Qz7aaBBccDDeeFFggHHiiJJkkLLmmNNooPPx9K",
+    "github_pat_Qz7aaBBccDDeeFFggHHiiJJkkLLmmNNooPPx9Kaaaaaaaaaaaaaa",
+    "sk-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9x9K",
+    "sk-proj-Qz7pQ1rS2tU3vW4xY5zA6bC7x9K",
+    "xoxb-Qz7k2k3k4k5k6x9K",
+    "sk_live_Qz751HqW3eKz9Lm2Np4Qr6x9K",
+    "rk_test_Qz751HqW3eKz9Lm2Np4Qr6x9K",
+    "AIzaQz7abcdefghijklmnopqrstuvwxyzABCx9K",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Qz7aB3cD4eF5gH6x9K",
+    "-----BEGIN RSA PRIVATE KEY-----\nQz7aB3cD4eF5gH6iJ7kL8mN9x9K\n-----END RSA PRIVATE KEY-----",
+    "https://agent:Qz7pw4567890x9K@127.0.0.1:9/bundle",
+    "http://127.0.0.1:9/api?token=Qz7tok4567890x9K",
+    '{"url?api_key":"Qz7tok4567890x9K"}',
+]
+# Every mark, each cut short, near misses, escapes, controls, and characters of each string width.
+PIECES = [
+    *CREDENTIALS,
+    *TRIGGERS,
+    "AKIA", "ASIA", "AKI", "AS", "A", "AIza", "AIz", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "ghx_", "gh", "g",
+    "github_pat_", "github_pat", "k-", "k", "k_live_", "k_test_", "k_prod_", "k_live", "k_", "xox", "xo", "x",
+    "-----BEGIN ", "-----BEGIN", "----BEGIN ", "-", "yJ", "y", "J", "@", "=", '":', '"', ":", "%", "%41", "%2",
+    "%25", "\\", "\\u0073", "\\x41", "\\n", "\\-", "\\_", WITHHELD, WITHHELD + "\\", "[withheld", "[", "withheld]",
+    "\x1b", "\x1b[31m", "\r", "\r\n", "\n", "\t", "\x00", "\x07", "\x0b", "\x7f", "\x80", "\x85", "\x9f", "\xa0",
+    "é", "\u061c", "\u200b", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069", "\u2028", "\ufeff",
+    "—", "\ud800", "\udfff", "\U0001f600", "sk", "risk-averse", "key", "token", "a", "Z", "9", " ", "_", ".",
+]
+ADVERSARIAL = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=200)  # surrogates too
+
+
+def _forget_last() -> None:
+    """Nothing remembered from an earlier scan (the marks, the guard's last clean text)."""
+    marks_module._last[0] = ("", (0, 0))
+    secrets_module._last_clean.clear()
+
+
+@contextmanager
+def _python_scan() -> Iterator[None]:
+    """The marks found by Python's searches, as where the compiled scan is not built."""
+    compiled = marks_module._textscan
+    _forget_last()
+    marks_module._textscan = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        marks_module._textscan = compiled
+        _forget_last()
+
+
+def _either_way(check: Callable[[str], object], text: str) -> None:
+    _forget_last()
+    compiled = check(text)
+    with _python_scan():
+        python = check(text)
+    assert compiled == python
+
+
+def _checks(text: str) -> tuple[object, ...]:
+    return redact(text), printable(text), printable(redact(text)), mask(text), find_secrets(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ADVERSARIAL)
+def test_the_compiled_marks_are_pythons_on_adversarial_text(text: str) -> None:
+    _forget_last()
+    assert marks(text) == marks_in_python(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_the_compiled_marks_are_pythons_on_any_text(text: str) -> None:
+    _forget_last()
+    assert marks(text) == marks_in_python(text)
+
+
+@pytest.mark.parametrize("piece", PIECES)
+def test_each_mark_is_found_at_every_place_and_string_width(piece: str) -> None:
+    for wide in ("", "é", "—", "\U0001f600"):  # one, two and four bytes a character
+        for text in (piece, "ab " + piece, piece + " ab", wide + piece, piece + wide, "x" * 70 + piece + wide):
+            _forget_last()
+            assert marks(text) == marks_in_python(text), repr(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ADVERSARIAL)
+def test_every_output_check_prints_the_same_bytes_with_either_scan(text: str) -> None:
+    _either_way(_checks, text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ANY_TEXT)
+def test_every_output_check_prints_the_same_bytes_with_either_scan_on_any_text(text: str) -> None:
+    _either_way(_checks, text)
+
+
+ROW = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    rows=st.lists(ROW, min_size=1, max_size=30),
+    planted=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(CREDENTIALS)), max_size=4),
+    split=st.booleans(),
+)
+def test_a_listing_past_the_deep_search_limit_prints_the_same_bytes_with_either_scan(
+    rows: list[str], planted: list[tuple[int, str]], split: bool
+) -> None:
+    filler = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA name — a description of the memory"
+    lines = [filler] * (DEEP_SEARCH_LIMIT // len(filler) + 1)
+    for n, row in enumerate(rows):  # random rows spread over the listing
+        lines[n * 37 % len(lines)] += "\t" + row
+    for at, credential in planted:
+        n = at % (len(lines) - 1)
+        if split:  # a credential cut in two over a row's end and the next row's start
+            lines[n] += credential[:9]
+            lines[n + 1] = credential[9:] + lines[n + 1]
+        else:
+            lines[n] += " " + credential
+    text = "\n".join(lines)
+    assert len(text) > DEEP_SEARCH_LIMIT
+    _either_way(_checks, text)
+
+
+@pytest.mark.parametrize("credential", CREDENTIALS)
+def test_a_credential_in_one_row_of_a_large_listing_is_withheld(credential: str) -> None:
+    filler = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA name — a description of the memory"
+    lines = [filler] * (DEEP_SEARCH_LIMIT // len(filler) + 1)
+    lines[len(lines) // 2] += " " + credential
+    shown = redact("\n".join(lines))
+    secret = credential.splitlines()[1] if "\n" in credential else credential.split("@")[0][-12:]
+    assert secret not in shown and WITHHELD in shown
+    assert shown.count("\n") <= len(lines) - 1 and shown.startswith(filler)
+
+
+def test_a_huge_row_with_controls_is_escaped_the_same_with_either_scan() -> None:
+    text = ("a" * 100_000 + "\x1b[2J" + "\U0001f600" + "\u202e" + "b\r" + "\x85") * 3
+    _either_way(_checks, text)
+    assert "\x1b" not in printable(text) and "\\x1b[2J" in printable(text)
+
+
+def test_every_secret_trigger_is_one_the_scan_looks_for() -> None:
+    # A rule with a trigger the scan does not know still runs (on every text): correct, but slow on a listing.
+    assert all(group.bit is not None for group in _rule_plan() if group.trigger)
