@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["extra_install_line", "lazy_getattr"]
+__all__ = ["extra_install_line", "lazy_getattr", "lazy_module"]
 
 
 def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
@@ -31,6 +31,28 @@ def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]
         return value
 
     return __getattr__
+
+
+class _LazyModule:
+    """Module ``name`` imported on the first read of one of its attributes (:func:`lazy_module`)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._module
+        if module is None:  # the import system's lock makes a first use from two threads import it once
+            module = self._module = importlib.import_module(self._name)
+        return getattr(module, attr)
+
+
+def lazy_module(name: str) -> Any:
+    """A stand-in for the module ``name`` that imports it when one of its attributes is first read (``httpx.Client``
+    in a function, an ``except httpx.HTTPError`` clause reached by an error): a module that names it only in
+    functions then imports it at that first use, not at its own import (DEVELOPERS.md, "Lazy imports"). Bind it
+    under ``if not TYPE_CHECKING`` beside a real ``import`` for the type checker."""
+    return _LazyModule(name)
 
 
 def extra_install_line(extra: str) -> str:

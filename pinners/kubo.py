@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, BinaryIO
-
-import httpx
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit.errors import CIDMismatch, PinRejected, PinUnavailable
 from bundlekit.ipld.cid import cid_to_str
@@ -47,6 +45,9 @@ from bundlekit.net.http import HttpOptions, HttpRequest
 from bundlekit.pinning.http import UPLOAD_OPTIONS, HttpClient, ServiceRules, node_credentials, service_url
 from bundlekit.pinning.orchestrate import same_cid
 from bundlekit.pinning.protocol import MISSING, PINNED, BasePinner, PinEntry, PinResult, require_env
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["DEFAULT_URL", "KuboPinner", "is_command_error"]
 

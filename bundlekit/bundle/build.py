@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -312,7 +312,8 @@ def _build(
              if key is not None and options.compat is None else None)
     stored, encryption = _stored(tree_files, ns, key, options, cache)
     timeline = [path for path, _data in stored if path.startswith(f"{MEMORY_DIR}/timeline/")]
-    imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options)
+    imported = _with_index(mem, tree_files, records, stored, prof, key=key, options=options,
+                           digests=checks.digests if checks is not None and key is None else None)
     # Step 7: the manifest (parents: bundle.lineage.build_parents); step 8: one tree into the CAR.
     files = {path: (imported[path].cid, len(data)) for path, data in stored}
     parents, digest = _lineage(mem, files, options)
@@ -432,11 +433,14 @@ def _with_index(
     *,
     key: KeySpec | None,
     options: BuildOptions,
+    digests: Mapping[str, bytes] | None = None,
 ) -> dict[str, Imported]:
     """Steps 5-6: each stored file imported (its CID and blocks, hashed once: the CAR takes the blocks as they
-    are); then the index, rendered last (an encrypted one links those CIDs), appended to ``stored``. Returns the
-    imported files by bundle path, the index's included."""
-    imported = {path: import_bytes(data, prof) for path, data in stored}
+    are; ``digests``, the SHA-256 of each plaintext tree file's bytes by tree path as the read took them,
+    ``Checked.digests``, spare hashing them again); then the index, rendered last (an encrypted one links those
+    CIDs), appended to ``stored``. Returns the imported files by bundle path, the index's included."""
+    known, cut = digests or {}, len(MEMORY_DIR) + 1
+    imported = {path: import_bytes(data, prof, known.get(path[cut:])) for path, data in stored}
     cids = {path: entry.cid for path, entry in imported.items()}
     index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=options.redact_index)
     if options.compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):

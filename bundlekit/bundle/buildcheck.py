@@ -67,12 +67,15 @@ _SCHEMA: Final = (
     "type TEXT, name TEXT, description TEXT, updated_us INTEGER)"
 )
 _SEAL_SCHEMA: Final = "CREATE TABLE IF NOT EXISTS seal (tag BLOB NOT NULL)"
-#: Every row as SQL literals (``quote``: text quoted, blobs in hex, NULL), in path order: what the seal covers.
-_SEALED: Final = (
-    "SELECT group_concat(line, char(10)) FROM (SELECT quote(path) || ',' || quote(sha256) || ',' || quote(rules) "
-    "|| ',' || quote(type) || ',' || quote(name) || ',' || quote(description) || ',' || quote(updated_us) AS line "
-    "FROM checked ORDER BY path)"
-)
+#: One row as SQL literals (``quote``: text quoted, blobs in hex, NULL): a line of what the seal covers.
+_LINE: Final = ("quote(path) || ',' || quote(sha256) || ',' || quote(rules) || ',' || quote(type) || ',' || quote(name) "
+                "|| ',' || quote(description) || ',' || quote(updated_us)")
+#: Every row's line, in path order, one per line: what the seal covers.
+_SEALED: Final = f"SELECT group_concat(line, char(10)) FROM (SELECT {_LINE} AS line FROM checked ORDER BY path)"
+#: Every row and its line, in path order: a load reads the rows and checks their seal in one pass.
+_ROWS: Final = f"SELECT path, sha256, rules, type, name, description, updated_us, {_LINE} FROM checked ORDER BY path"
+#: Past this many rows written, a save seals by reading every row again (:func:`_tag`), not from the lines loaded.
+_MAX_RESEAL: Final = 500
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
 KEY_FILE: Final = "build-check.key"
 _KEY_BYTES: Final = 32
@@ -117,7 +120,7 @@ def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None
     with a NUL in a text: the seal's ``quote()`` ends a text at its first NUL, so a sealed field extended by a
     NUL and more would keep the seal valid (a NUL-free text is quoted whole, so a row without one is the row
     sealed)."""
-    path, digest, made, kind, name, description, updated = row
+    path, digest, made, kind, name, description, updated = row[:7]
     if not (isinstance(path, str) and isinstance(digest, bytes) and len(digest) == 32 and made == rules
             and "\0" not in path):
         return None
@@ -172,6 +175,11 @@ def _tag(db: sqlite3.Connection, key: bytes) -> bytes:
     """The HMAC-SHA-256 under ``key`` of every row of ``checked`` (:data:`_SEALED`)."""
     found = db.execute(_SEALED).fetchone()
     text = found[0] if found is not None and isinstance(found[0], str) else ""
+    return _seal(text, key)
+
+
+def _seal(text: str, key: bytes) -> bytes:
+    """The HMAC-SHA-256 under ``key`` of the rows' lines ``text`` (:data:`_SEALED`'s form)."""
     return hmac_sha256(key, text.encode("utf-8", "surrogatepass"))
 
 
@@ -188,6 +196,9 @@ class CheckCache:
         self.path = None if tree is None else tree / CACHE_NAME
         self.known: dict[str, bytes] = {}
         self._fields: dict[str, Passed] = {}
+        # The seal the load verified and every row's line by path (None: no seal verified, or a row of other
+        # rules or with a path that is no text): a save that changes a few rows seals from them (:meth:`_resealed`).
+        self._sealed: tuple[bytes, dict[str, str]] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -201,9 +212,15 @@ class CheckCache:
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
                 return
             found_tag = db.execute("SELECT tag FROM seal").fetchone()
-            if found_tag is None or not hmac.compare_digest(_tag(db, key), bytes(found_tag[0])):
+            if found_tag is None:
+                return
+            rows = db.execute(_ROWS).fetchall()  # the rows and the lines the seal covers, in one pass
+            tag = bytes(found_tag[0])
+            if not hmac.compare_digest(_seal("\n".join(found[7] for found in rows), key), tag):
                 return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited row)
-            for found in db.execute("SELECT path, sha256, rules, type, name, description, updated_us FROM checked"):
+            if all(isinstance(found[0], str) and found[2] == rules for found in rows):
+                self._sealed = tag, {found[0]: found[7] for found in rows}
+            for found in rows:
                 row = _row(found, rules)
                 if row is not None:
                     self.known[row[0]] = row[1]
@@ -240,7 +257,26 @@ class CheckCache:
             db.executemany("DELETE FROM checked WHERE path = ?", gone)
             db.executemany("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute(_SEAL_SCHEMA)
+            tag = self._resealed(db, key, [row[0] for row in rows], [path for path, in gone])
             db.execute("DELETE FROM seal")
-            db.execute("INSERT INTO seal VALUES (?)", (_tag(db, key),))
+            db.execute("INSERT INTO seal VALUES (?)", (tag,))
 
         write_cache(self.path, write)
+
+    def _resealed(self, db: sqlite3.Connection, key: bytes, written: list[str], gone: list[str]) -> bytes:
+        """The seal of the rows as ``save`` leaves them (inside its transaction, before the seal is replaced):
+        from the lines the load verified, with the ``written`` rows' lines read back and the ``gone`` ones
+        dropped, when the table is still the one loaded (its seal unchanged: every writer replaces rows and seal
+        in one transaction) and few rows were written; else every row read again (:func:`_tag`). The same text
+        either way: SQLite orders text paths by their UTF-8 bytes, as Python orders them by code point."""
+        found = db.execute("SELECT tag FROM seal").fetchone()
+        if (self._sealed is None or found is None or not isinstance(found[0], bytes) or found[0] != self._sealed[0]
+                or len(written) > _MAX_RESEAL):
+            return _tag(db, key)
+        lines = dict(self._sealed[1])
+        for path in gone:
+            lines.pop(path, None)
+        if written:
+            marks = ", ".join("?" * len(written))
+            lines.update(db.execute(f"SELECT path, {_LINE} FROM checked WHERE path IN ({marks})", written).fetchall())
+        return _seal("\n".join(lines[path] for path in sorted(lines)), key)

@@ -65,7 +65,6 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 
 from bundlekit._fs import atomic_directory
 from bundlekit.blockstore import BlockStore
@@ -115,6 +114,8 @@ from bundlekit.unixfs.profiles import Profile, get_profile
 from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
+    import httpx
+
     from bundlekit.crypto._keys import KeySpec
 
 __all__ = [

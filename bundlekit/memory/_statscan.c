@@ -355,6 +355,11 @@ static int read_one(int dir_fd, const char *name, size_t limit, char **out, long
             *size = -1;
             return EFBIG;
         }
+        if (st.st_size > 0 && buf.used == (size_t)st.st_size && buf.used < buf.size) {
+            /* A short read ending where fstat put the end: the file as it was, without a second read that
+             * only finds EOF (one system call fewer per file; 10,000 per build of a 10,000-memory tree). */
+            break;
+        }
     }
     close(fd);
     *out = buf.data;

@@ -278,13 +278,15 @@ class TreeAccess:
             if name not in known:  # a known name passed the key rules, which read the name alone
                 key_from_filename(name)
         check_unique((name[:-3] for name in names), where=self.where())
-        datas = self.backend.read_many(names)
-        digests = {name: hashlib.sha256(data).digest() for name, data in zip(names, datas, strict=True)
-                   if isinstance(data, bytes)}
-        unchanged = [(name, data) for name, data in zip(names, datas, strict=True)
-                     if isinstance(data, bytes) and known.get(name) == digests[name]]
-        fresh = [(name, data) for name, data in zip(names, datas, strict=True)  # one over the bound: broken
-                 if data is not None and known.get(name) != digests.get(name)]
+        digests: dict[str, bytes] = {}
+        unchanged: list[tuple[str, bytes]] = []
+        fresh: list[tuple[str, bytes | MemoryFileTooLarge]] = []
+        for name, data in zip(names, self.backend.read_many(names), strict=True):  # one pass over 10,000 files
+            if isinstance(data, bytes):
+                digest = digests[name] = hashlib.sha256(data).digest()
+                (unchanged if known.get(name) == digest else fresh).append((name, data))
+            elif data is not None and known.get(name) is not None:  # one over the bound the cache knew: broken
+                fresh.append((name, data))
         found = parse_read([name for name, _d in fresh], [data for _n, data in fresh], self.index.broken)
         indexed = catalog.stat.digests()
         broken = self.index.broken  # never indexed: a file that does not parse is not stale, only left out

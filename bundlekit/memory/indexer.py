@@ -266,6 +266,7 @@ class Indexer:
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
         gen = catalog.gen  # before the comparison: a check that finds nothing records it unless the index moved
+        version = catalog.data_version()
         if locked:
             self._sync_and_record(catalog, scan, stamp, began)
         elif not self._work(catalog, scan):
@@ -275,9 +276,10 @@ class Indexer:
             self._apply(catalog, scan)
         else:
             with self._backend.hold():
-                began = time.time_ns()
-                stamp = self._backend.stamp()
-                scan = self._backend.scan()
+                if not self._unmoved(catalog, (stamp, version), began):
+                    began = time.time_ns()
+                    stamp = self._backend.stamp()
+                    scan = self._backend.scan()
                 self._sync_and_record(catalog, scan, stamp, began)
             self._held = None
         self.listing = scan
@@ -285,6 +287,17 @@ class Indexer:
         if self._holding and not self._racy(stamp, began):
             self._held_check = self._checked
         return catalog
+
+    def _unmoved(self, catalog: Catalog, seen: tuple[object, int], began: int) -> bool:
+        """Under the lock just taken: whether the listing made before it (the directory's stamp and the index's
+        ``data_version`` ``seen`` with it, taken at ``began``) still stands, so the tree is not listed a second
+        time (a sync's build listed 10,000 files twice). Every writer that takes the lock moves one of them (a
+        memory file is replaced atomically, which moves the directory; the index is written by another
+        connection, which moves ``data_version``), unless the stamp is racy (:meth:`_racy`); an edit in place
+        takes no lock, so a second listing would only narrow its window, and a whole read compares every
+        file's SHA-256 with the index's (``TreeAccess._checked_files``: one that differs is indexed again)."""
+        return (seen[0] == self._backend.stamp() and seen[1] == catalog.data_version()
+                and not self._racy(seen[0], began))
 
     def _racy(self, stamp: object, began: int) -> bool:
         """Whether the directory's stamp ``stamp`` (taken at ``began``) could hide a later change in the same

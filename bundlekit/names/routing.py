@@ -30,9 +30,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
-
-import httpx
+from typing import TYPE_CHECKING, Final
 
 from bundlekit._redact import MIN_PROCESS_SECRET_LEN, register_secret
 from bundlekit._terminal import printable_field
@@ -48,6 +46,9 @@ from bundlekit.net.http import (
     read_capped,
     send,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ROUTING_DEADLINE",

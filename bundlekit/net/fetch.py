@@ -43,9 +43,8 @@ from hashlib import sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
-import httpx
-
 from bundlekit._closing import Closing
+from bundlekit._lazy import lazy_module
 from bundlekit.car.format import CAR_MEDIA_TYPE
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, CARError, CIDError, MissingBlock, UnsupportedBlock, UsageError
@@ -64,7 +63,11 @@ from bundlekit.net.http import (
 from bundlekit.net.stream import DRAIN_BYTES, CarPull, ChunkReader
 
 if TYPE_CHECKING:
+    import httpx
+
     from bundlekit.blockstore import BlockStore
+else:  # imported at the first request (DEVELOPERS.md, "Lazy imports")
+    httpx = lazy_module("httpx")
 
 __all__ = [
     "GATEWAYS_ENV",

@@ -55,27 +55,33 @@ Two more rules bound what a server can make a caller do (``specs/bundle.md``,
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
 import random
 import re
-import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast, overload
 
 import certifi
-import httpx
 
+from bundlekit._lazy import lazy_module
 from bundlekit._redact import MIN_SECRET_LEN, REDACTED
 from bundlekit._redact import redact as redact_output
 from bundlekit._redact import redact_known as redact  # re-exported: the pinners redact their own secrets with it
 from bundlekit.errors import UsageError
+
+if TYPE_CHECKING:
+    import email.utils as email_utils
+    import ssl
+
+    import httpx
+else:  # imported at the first request (DEVELOPERS.md, "Lazy imports": a writer's sync round makes none)
+    httpx, ssl, email_utils = lazy_module("httpx"), lazy_module("ssl"), lazy_module("email.utils")
 
 __all__ = [
     "DEFAULT_MAX_CAR_BYTES",
@@ -88,6 +94,7 @@ __all__ = [
     "HttpRequest",
     "RedirectRefused",
     "RetryPolicy",
+    "Timeouts",
     "check_http_url",
     "classify",
     "is_retryable_status",
@@ -105,8 +112,20 @@ __all__ = [
 
 T = TypeVar("T")
 
+
+
+class Timeouts(NamedTuple):
+    """The four timeouts of a client, in seconds, as httpx takes them (a 4-tuple is an ``httpx.Timeout``'s
+    ``connect, read, write, pool``: httpx 0.28+, ``httpx/_config.py``), held without importing httpx."""
+
+    connect: float | None
+    read: float | None
+    write: float | None
+    pool: float | None
+
+
 # Short connect timeout so a dead gateway falls through quickly; reads may be slow.
-DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=60.0, write=30.0, pool=10.0)
+DEFAULT_TIMEOUT = Timeouts(connect=5.0, read=60.0, write=30.0, pool=10.0)
 # A loader must not be made to buffer an unbounded CAR: bundles are memory trees.
 DEFAULT_MAX_CAR_BYTES = 1024 * 1024 * 1024
 # Redirect hops one request may take (httpx's own default is 20).
@@ -171,7 +190,7 @@ class HttpOptions:
     """
 
     client: httpx.Client | None = None
-    timeout: httpx.Timeout | float = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    timeout: httpx.Timeout | Timeouts | float = field(default_factory=lambda: DEFAULT_TIMEOUT)
     retry: RetryPolicy = RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
     jitter: Callable[[], float] = random.random
@@ -293,7 +312,7 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime]) -> float |
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email_utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
@@ -393,26 +412,34 @@ def _is_success(response: httpx.Response) -> bool:
 BodyFactory = Callable[[], Mapping[str, Any]]
 
 
-class _DeadlineExceeded(httpx.TimeoutException):
-    """The total deadline passed while the body was still arriving."""
+@lru_cache(maxsize=1)
+def _deadline_types() -> tuple[
+    type[httpx.TimeoutException], Callable[[httpx.SyncByteStream, float, Callable[[], float]], httpx.SyncByteStream]
+]:
+    """``(DeadlineExceeded, DeadlineStream)``, made at the first bounded response (they subclass httpx's, which is
+    imported then): the error a body raises once the total deadline passes, and the stream that raises it."""
 
+    class DeadlineExceeded(httpx.TimeoutException):
+        """The total deadline passed while the body was still arriving."""
 
-class _DeadlineStream(httpx.SyncByteStream):
-    """A response body that stops with ``_DeadlineExceeded`` once ``monotonic()`` passes ``ends``."""
+    class DeadlineStream(httpx.SyncByteStream):
+        """A response body that stops with ``DeadlineExceeded`` once ``monotonic()`` passes ``ends``."""
 
-    def __init__(self, inner: httpx.SyncByteStream, ends: float, monotonic: Callable[[], float]) -> None:
-        self._inner = inner
-        self._ends = ends
-        self._monotonic = monotonic
+        def __init__(self, inner: httpx.SyncByteStream, ends: float, monotonic: Callable[[], float]) -> None:
+            self._inner = inner
+            self._ends = ends
+            self._monotonic = monotonic
 
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
-            if self._monotonic() > self._ends:
-                raise _DeadlineExceeded("the total deadline passed while reading the body")
-            yield chunk
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                if self._monotonic() > self._ends:
+                    raise DeadlineExceeded("the total deadline passed while reading the body")
+                yield chunk
 
-    def close(self) -> None:
-        self._inner.close()
+        def close(self) -> None:
+            self._inner.close()
+
+    return DeadlineExceeded, DeadlineStream
 
 
 def _bounded_timeout(client: httpx.Client, remaining: float) -> httpx.Timeout:
@@ -471,13 +498,14 @@ class HttpRequest:
         return client.build_request(self.method, self.url, **kwargs)
 
 
-# What sending and reading one answer may raise that is a ``Failure``, not a bug: translated by ``_failure_of``.
-_SEND_ERRORS = (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError,
-                httpx.DecodingError)
+def _send_errors() -> tuple[type[Exception], ...]:
+    """What sending and reading one answer may raise that is a ``Failure``, not a bug: translated by
+    ``_failure_of`` (named when one is raised: httpx is imported by then)."""
+    return (RedirectRefused, httpx.TooManyRedirects, httpx.InvalidURL, httpx.TransportError, httpx.DecodingError)
 
 
 def _failure_of(exc: Exception, ends: float | None, monotonic: Callable[[], float]) -> Failure:
-    """The ``Failure`` for one of ``_SEND_ERRORS``: transport errors and timeouts are retryable; an unusable
+    """The ``Failure`` for one of ``_send_errors()``: transport errors and timeouts are retryable; an unusable
     URL, a refused redirect, too many redirects, a body that does not decode and the deadline ``ends`` are final."""
     if isinstance(exc, RedirectRefused):
         return Failure(str(exc), retryable=False, error=exc)
@@ -488,7 +516,7 @@ def _failure_of(exc: Exception, ends: float | None, monotonic: Callable[[], floa
     if isinstance(exc, httpx.DecodingError):  # a body its Content-Encoding (gzip, deflate) does not decode
         return Failure("the answer's body does not decode as its Content-Encoding says", retryable=False, error=exc)
     if isinstance(exc, httpx.TimeoutException):
-        if ends is not None and (isinstance(exc, _DeadlineExceeded) or monotonic() >= ends):
+        if ends is not None and (isinstance(exc, _deadline_types()[0]) or monotonic() >= ends):
             return _deadline_failure(exc)
         return Failure(f"timed out ({type(exc).__name__})", retryable=True, error=exc)
     return Failure(f"connection failed ({type(exc).__name__})", retryable=True, error=exc)
@@ -511,8 +539,8 @@ def _open(
                            "decode to any size)", retryable=False, status=response.status_code)
         try:
             if ends is not None:
-                response.stream = _DeadlineStream(cast(httpx.SyncByteStream, response.stream), ends,
-                                                  options.monotonic)
+                response.stream = _deadline_types()[1](cast(httpx.SyncByteStream, response.stream), ends,
+                                                       options.monotonic)
             if request.ok(response):
                 return response
             failure = classify(response, options.clock, request.final, request.again)
@@ -521,7 +549,7 @@ def _open(
             raise
         response.close()
         return failure
-    except _SEND_ERRORS as exc:
+    except _send_errors() as exc:
         return _failure_of(exc, ends, options.monotonic)
 
 
@@ -536,7 +564,7 @@ def _send_once(
         return opened
     try:
         return read(opened)
-    except _SEND_ERRORS as exc:
+    except _send_errors() as exc:
         return _failure_of(exc, ends, options.monotonic)
     finally:
         opened.close()

@@ -17,10 +17,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-import httpx
-
+from bundlekit._lazy import lazy_module
 from bundlekit.errors import BundlekitError, CARError
+
+if TYPE_CHECKING:
+    import httpx
+else:  # named in except clauses only, reached by a body's error: httpx is imported by then
+    httpx = lazy_module("httpx")
 
 __all__ = ["DRAIN_BYTES", "WINDOW_BYTES", "CarPull", "ChunkReader"]
 

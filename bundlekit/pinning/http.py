@@ -24,12 +24,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
 from bundlekit._closing import Closing
+from bundlekit._lazy import lazy_module
 from bundlekit.errors import (
     PinAuthError,
     PinError,
@@ -48,9 +47,15 @@ from bundlekit.net.http import (
     RetryPolicy,
     redact,
     redact_library_logs,
+    Timeouts,
     send,
     tls_context,
 )
+
+if TYPE_CHECKING:
+    import httpx
+else:  # imported at a pinner's first request (DEVELOPERS.md, "Lazy imports")
+    httpx = lazy_module("httpx")
 
 __all__ = [
     "UPLOAD_OPTIONS",
@@ -68,7 +73,7 @@ log = logging.getLogger("bundlekit.http")
 
 # Connect fast, but allow slow reads/writes: a 100 MB CAR on a CI runner's uplink
 # can take minutes, and the service may take a while to answer after the last byte.
-UPLOAD_TIMEOUT = httpx.Timeout(connect=15.0, read=120.0, write=120.0, pool=15.0)
+UPLOAD_TIMEOUT = Timeouts(connect=15.0, read=120.0, write=120.0, pool=15.0)
 # Uploads are worth waiting for: more attempts and longer waits than retrieval.
 UPLOAD_RETRY = RetryPolicy(attempts=5, base=0.5, cap=30.0, max_retry_after=300.0)
 UPLOAD_OPTIONS = HttpOptions(timeout=UPLOAD_TIMEOUT, retry=UPLOAD_RETRY)

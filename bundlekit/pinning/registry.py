@@ -1,12 +1,17 @@
-"""The pinner registry: publishers found through the ``bundlekit.pinners`` entry-point group."""
+"""The pinner registry: publishers found through the ``bundlekit.pinners`` entry-point group.
+
+The built-ins (:data:`BUILT_IN`, registered in ``pyproject.toml`` as a third-party package registers) are found by
+name without reading the installed distributions' entry points: that scan (``importlib.metadata``, ~25 ms with its
+import) is made only for another name, or to list them all (every ``sync --name-key`` round names ``local``).
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Mapping
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bundlekit._plugins import PluginFailed, configured, guarded, names, one_line
 from bundlekit.errors import (
@@ -15,16 +20,33 @@ from bundlekit.errors import (
 )
 from bundlekit.pinning.protocol import Pinner
 
-__all__ = ["ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_factory", "pinner_listing"]
+if TYPE_CHECKING:
+    from importlib import metadata
+
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "available_pinners", "create_pinner", "pinner_factory", "pinner_listing"]
 
 log = logging.getLogger("bundlekit.pinning")
 
 ENTRY_POINT_GROUP = "bundlekit.pinners"
+# The built-in pinners as pyproject.toml registers them (tests/pinners/test_registry.py checks they agree).
+BUILT_IN = {
+    "local": "pinners.local:LocalPinner",
+    "memory": "pinners.memory:MemoryPinner",
+    "pinata": "pinners.pinata:PinataPinner",
+    "web3-storage": "pinners.web3storage:Web3StoragePinner",
+    "filebase": "pinners.filebase:FilebasePinner",
+    "kubo": "pinners.kubo:KuboPinner",
+    "psa": "pinners.psa:PSAPinner",
+    "cluster": "pinners.cluster:ClusterPinner",
+}
 CHECK_SECONDS = 120.0  # `pinners --check`: one pinner's authenticated call, its retries included
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
-    """Every entry point in the pinner group (the one place the registry looks)."""
+    """Every entry point in the pinner group (the one place the registry looks; ``importlib.metadata`` is imported
+    for it alone: DEVELOPERS.md, "Lazy imports")."""
+    from importlib import metadata
+
     return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 
@@ -47,21 +69,29 @@ def pinner_factory(name: str, registered: Mapping[str, metadata.EntryPoint] | No
     """Load the class or factory registered under ``name``; ``PinnerNotFound`` if none.
 
     ``registered`` is an :func:`available_pinners` answer to look ``name`` up in,
-    so a caller loading every pinner scans the installed distributions once.
+    so a caller loading every pinner scans the installed distributions once; without it
+    a built-in name (:data:`BUILT_IN`) is loaded without the scan.
     """
-    pinners = available_pinners() if registered is None else registered
-    ep = pinners.get(name)
-    if ep is None:
-        known = ", ".join(pinners) or "none"
-        raise PinnerNotFound(
-            f"no pinner named {name!r} is registered (available: {known}); "
-            "install the package that provides it or check the spelling"
-        )
+    value = BUILT_IN.get(name) if registered is None else None
     try:
+        if value is not None:  # ours: no entry-point scan
+            module, _, attribute = value.partition(":")
+            return getattr(importlib.import_module(module), attribute)
+        pinners = available_pinners() if registered is None else registered
+        ep = pinners.get(name)
+        if ep is None:
+            known = ", ".join(pinners) or "none"
+            raise PinnerNotFound(
+                f"no pinner named {name!r} is registered (available: {known}); "
+                "install the package that provides it or check the spelling"
+            )
+        value = ep.value
         return ep.load()
+    except PinnerNotFound:
+        raise
     except Exception as exc:  # noqa: BLE001 - a third party's module: any failure to import is "cannot load"
         raise PinnerNotFound(
-            f"pinner {name!r} is registered as {ep.value} but cannot be loaded ({type(exc).__name__}); "
+            f"pinner {name!r} is registered as {value} but cannot be loaded ({type(exc).__name__}); "
             "reinstall the package that provides it"
         ) from exc
 

@@ -47,6 +47,8 @@ _FLAT_DATA = UnixFSData(DIRECTORY).encode()
 #: The Data field of a flat directory node on the wire: tag, length, payload.
 _FLAT_DATA_FIELD_SIZE = 2 + len(_FLAT_DATA)
 _MAX_LINK_FRAMING = 4 + 4 * 10
+#: A link's bytes besides its name and CID at least: the four tags and four varints of one byte each.
+_MIN_LINK_FRAMING = 4 + 4 * 1
 
 
 class Child(NamedTuple):
@@ -91,17 +93,20 @@ def needs_shard(children: Sequence[Child], profile: Profile) -> bool:
         return False
     if profile.hamt == "count":
         return len(children) > profile.hamt_threshold
-    links = sum(len(c.name) + len(c.cid) for c in children if c.counted)
+    counted = [c for c in children if c.counted]
+    links = sum(len(c.name) + len(c.cid) for c in counted)
     if profile.hamt == "kubo-estimate":
         return links > profile.hamt_threshold
     # "size": the exact serialized flat block. Besides its name and CID, a link
     # costs four tag bytes and four varints of at most 10 bytes each (44), so
-    # a directory under this bound is flat without sizing each link exactly.
+    # a directory under this bound is flat without sizing each link exactly;
+    # and at least those tags and four one-byte varints (8), so one over that
+    # bound is a HAMT without sizing them either (a large memory/ at every build).
     if _FLAT_DATA_FIELD_SIZE + links + _MAX_LINK_FRAMING * len(children) <= profile.hamt_threshold:
         return False
-    exact = _FLAT_DATA_FIELD_SIZE + sum(
-        link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in children if c.counted
-    )
+    if _FLAT_DATA_FIELD_SIZE + links + _MIN_LINK_FRAMING * len(counted) > profile.hamt_threshold:
+        return True
+    exact = _FLAT_DATA_FIELD_SIZE + sum(link_serialized_size(len(c.name), len(c.cid), c.tsize) for c in counted)
     return exact > profile.hamt_threshold
 
 

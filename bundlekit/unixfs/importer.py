@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
 from bundlekit.errors import SourceError, UsageError
+from bundlekit.ipld.cid import RAW, cid_from_digest
 from bundlekit.unixfs.chunker import iter_bytes_chunks, iter_chunks, read_full
 from bundlekit.unixfs.hamt import Child, DirNode, ShardMemo, encode_flat, encode_hamt, needs_shard
 from bundlekit.unixfs.layout import BlockSink, FileBuilder, LeafHasher, leaf_block, make_leaf
@@ -177,10 +178,15 @@ def _file_from_chunks(
     return ImportedEntry(path, node.cid, node.size, node.tsize, "file")
 
 
-def import_bytes(data: bytes, profile: Profile) -> Imported:
+def import_bytes(data: bytes, profile: Profile, digest: bytes | None = None) -> Imported:
     """``data`` imported as one UnixFS file, its blocks kept (``Imported``): what ``import_file`` computes, and a
-    file of one chunk (a memory file) as its single leaf, hashed once."""
+    file of one chunk (a memory file) as its single leaf, hashed once. ``digest``: the SHA-256 of ``data``, taken
+    already by the caller's read (a build's, ``TreeAccess.checked``); a single raw leaf's CID is that digest, so
+    the bytes are not hashed a second time."""
     if len(data) <= profile.chunk_size:
+        if digest is not None and profile.raw_leaves:  # leaf_block's raw CID: CIDv1, raw, sha2-256 of the bytes
+            cid = cid_from_digest(1, RAW, digest)
+            return Imported(cid, len(data), len(data), ((cid, data),))
         node, block = leaf_block(data, profile)
         return Imported(node.cid, node.size, node.tsize, ((node.cid, block),))
     sink = ListSink()

@@ -223,6 +223,41 @@ def test_text_added_after_a_nul_under_the_old_seal_is_not_taken(
     assert again.root_bytes == _full_build(tree, tmp_path).root_bytes
 
 
+def _seal_as_stored_and_as_read(tree: Path) -> tuple[bytes, bytes]:
+    """The seal a build stored and the one every row of the table, read now, makes."""
+    key = buildcheck.seal_key()
+    assert key is not None
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
+        return bytes(db.execute("SELECT tag FROM seal").fetchone()[0]), buildcheck._tag(db, key)
+
+
+def test_a_rebuild_seals_its_rows_as_a_reading_of_every_row_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save that writes a few rows seals from the lines its load verified (not every row read again): the
+    same seal, and the next build takes every row."""
+    tree = _tree(tmp_path / "memory", 12)
+    seen = _checked(monkeypatch)
+    _build(tree, tmp_path / "a.car")
+    (tree / "note_03.md").write_text(_text("note_03", "rewritten"), encoding="utf-8")
+    (tree / "note_07.md").unlink()
+    _build(tree, tmp_path / "b.car")
+    stored, read = _seal_as_stored_and_as_read(tree)
+    _build(tree, tmp_path / "c.car")
+    assert stored == read and seen[1] == ["note_03.md"] and seen[2] == []
+
+
+def test_a_table_another_build_changed_after_the_load_is_sealed_from_every_row(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "memory", 8)
+    _build(tree, tmp_path / "a.car")
+    cache = buildcheck.CheckCache(tree)  # loaded now; another build changes a row it does not write
+    (tree / "note_04.md").write_text(_text("note_04", "rewritten"), encoding="utf-8")
+    _build(tree, tmp_path / "b.car")
+    cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])  # its own change: note_05's row goes
+    stored, read = _seal_as_stored_and_as_read(tree)
+    assert stored == read
+
+
 def test_a_tree_sealed_by_another_user_is_checked_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = _tree(tmp_path / "memory", 6)
     seen = _checked(monkeypatch)

@@ -127,3 +127,39 @@ def test_a_directory_settled_past_the_tick_is_listed_once(
         tx.names()
         tx.digests()
     assert len(listings) == 1
+
+
+def _edit_in_place(tree: Path, key: str, body: str) -> None:
+    (tree / f"{key}.md").write_text(_text(key, body), encoding="utf-8")  # the same inode: the directory stays
+
+
+def test_a_read_that_finds_work_lists_the_tree_once_when_nothing_moved_before_the_lock(
+    grown: Memory, tree: Path, listings: list[int]
+) -> None:
+    """A build's read (no lock) that finds a changed file takes the lock to bring the index in step: the listing
+    it made just before stands when neither the directory nor the index moved meanwhile (issue 37: a sync's
+    build listed 10,000 files twice)."""
+    _edit_in_place(tree, "project_m1", "edited in place")
+    with grown.transaction(lock=False) as tx:
+        checked = tx.checked({})
+    assert len(listings) == 1
+    assert any(name == "project_m1.md" and b"edited in place" in data for name, data, _r in checked.found)
+
+
+def test_a_file_another_writer_replaced_before_the_lock_is_listed_again(
+    grown: Memory, tree: Path, listings: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _edit_in_place(tree, "project_m1", "edited in place")
+    hold = DirectoryBackend.hold
+
+    def replaced_first(self: DirectoryBackend) -> object:  # another writer's atomic replace, just before the lock
+        time.sleep(0.05)  # past the file system's timestamp tick: the directory's stamp moves with the rename
+        (tree / "project_new.md.tmp").write_text(_text("project_new", "from elsewhere"), encoding="utf-8")
+        (tree / "project_new.md.tmp").rename(tree / "project_new.md")
+        return hold(self)
+
+    monkeypatch.setattr(DirectoryBackend, "hold", replaced_first)
+    with grown.transaction(lock=False) as tx:
+        checked = tx.checked({})
+    assert len(listings) == 2
+    assert "project_new.md" in {name for name, _data, _r in checked.found}

@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from bundlekit import pinning
+from bundlekit.pinning import registry
 from bundlekit.errors import PinnerNotConfigured, PinnerNotFound
 
 from .conftest import CANARY
 
+ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"local", "memory", "pinata", "web3-storage", "filebase", "kubo", "psa"}
 
 
 def test_builtins_are_found_through_the_entry_point_group() -> None:
     assert BUILTINS <= set(pinning.available_pinners())
+
+
+def test_the_built_ins_are_the_entry_points_pyproject_registers() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["entry-points"][registry.ENTRY_POINT_GROUP] == registry.BUILT_IN
+
+
+def test_a_built_in_pinner_is_made_without_reading_entry_points_or_importing_httpx(tmp_path: Path) -> None:
+    """A writer's ``sync --name-key`` names ``local``: neither the entry-point scan nor httpx (issue 37)."""
+    code = ("import sys\n"
+            "from bundlekit.pinning.registry import create_pinner\n"
+            "pinner = create_pinner('local', {'BUNDLEKIT_HOME': sys.argv[1]})\n"
+            "print(pinner.name, 'importlib.metadata' in sys.modules, 'httpx' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["local", "False", "False"]
 
 
 def test_every_builtin_loads_to_a_class_with_from_env_and_is_configured() -> None:

@@ -74,3 +74,20 @@ def test_a_later_record_in_the_store_still_refuses_a_publish_that_follows_an_old
     publish(SIGNER, bytes.fromhex("01701220") + bytes([1]) * 32)  # sequence 1 now kept
     with pytest.raises(NameMovedError, match="moved to sequence 1 after 0"):
         publish(SIGNER, bytes.fromhex("01701220") + bytes([2]) * 32, follows=0)
+
+
+def test_a_writer_round_with_the_local_pinner_imports_neither_httpx_nor_the_entry_point_scan(tmp_path: Path) -> None:
+    """A writer's ``sync --name-key`` with the local pinner makes no HTTP request: it imports no httpx (~35 ms of
+    its CPU) and finds ``local`` without reading the installed distributions' entry points (~25 ms)."""
+    tree, key = tmp_path / "memory", tmp_path / "name.key"
+    _write(tree, "alpha", 0)
+    subprocess.run([sys.executable, "-m", "bundlekit", "name", "create", "--name-key", str(key)], check=True,
+                   capture_output=True)
+    script = ("import atexit, runpy, sys\n"
+              "atexit.register(lambda: print(sorted(m for m in ('httpx', 'importlib.metadata') if m in sys.modules),"
+              " file=sys.stderr))\n"
+              f"sys.argv = ['bundlekit', 'sync', '-d', {str(tree)!r}, '--name-key', {str(key)!r}]\n"
+              "runpy.run_module('bundlekit', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]"
