@@ -129,6 +129,14 @@ def shared_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield from _serving(work, make_tree(work / "coach"), {})
 
 
+@pytest.fixture(scope="module")
+def head_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server with only the head deadline at :data:`FAST` for the two head-deadline tests: each attacks a
+    connection of its own and holds nothing once the deadline closed it."""
+    work = tmp_path_factory.mktemp("head")
+    yield from _serving(work, make_tree(work / "coach"), {"BUNDLEKIT_MCP_HEAD_DEADLINE": str(FAST)})
+
+
 def _serving(tmp_path: Path, tree: Path, deadlines: dict[str, str]) -> Iterator[Served]:
     port = free_port()
     env = child_env()
@@ -171,16 +179,14 @@ def _answer(sock: socket.socket) -> bytes:
     return answer_head(sock)
 
 
-@fast("HEAD")
-def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(served: Served) -> None:
-    with served.connect() as sock:
-        never_ending = served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
+def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(head_served: Served) -> None:
+    with head_served.connect() as sock:
+        never_ending = head_served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
         assert _closed_within(sock, FAST_BOUND, trickle=never_ending)
 
 
-@fast("HEAD")
-def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(served: Served) -> None:
-    with served.connect() as sock:
+def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(head_served: Served) -> None:
+    with head_served.connect() as sock:
         assert _closed_within(sock, FAST_BOUND)
 
 
@@ -210,16 +216,17 @@ def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_wo
             sock.close()
 
 
-def test_the_limit_frees_up_once_connections_close(served: Served) -> None:
-    held = [served.connect() for _ in range(MAX_CONNECTIONS)]
+def test_the_limit_frees_up_once_connections_close(shared_served: Served) -> None:
+    # the shared server: the connections that fill its limit are closed before the test asks, nothing is held after
+    held = [shared_served.connect() for _ in range(MAX_CONNECTIONS)]
     for sock in held:
         sock.close()
     # The server sees the closes when its loop next runs: on a loaded machine that is later than any fixed pause, so
     # a 503 (still full) is asked again until the bound; a limit that never frees up fails.
     end = time.monotonic() + TIMEOUT
     while True:
-        with served.connect() as sock:
-            sock.sendall(served.head() + INITIALIZE)
+        with shared_served.connect() as sock:
+            sock.sendall(shared_served.head() + INITIALIZE)
             answer = _answer(sock)
         if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > end:
             break
