@@ -26,20 +26,14 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
+from bundlekit.memory import Memory
+from bundlekit.errors import UsageError
+from tests.hostile.conftest import TIMEOUT, bounded, child_env
+from tests.mcp.conftest import free_port, make_tree, skip_without_the_sdk, wait_listening
+from tests.net.loopback import answer_head
 
-from bundlekit.memory import Memory  # noqa: E402
-from bundlekit.errors import UsageError  # noqa: E402
-from bundlekit.mcp_server.http_server import (  # noqa: E402
-    BODY_TIMEOUT,
-    HEAD_TIMEOUT,
-    MAX_CONNECTIONS,
-    WRITE_STALL_TIMEOUT,
-    Deadlines,
-)
-from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
-from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
-from tests.net.loopback import answer_head  # noqa: E402
+# The server's module (its limits) is imported by the tests that use them: it brings the SDK, uvicorn and starlette.
+skip_without_the_sdk()
 
 #: Seconds allowed past a deadline before the test says the server never enforced it.
 SLACK = 15.0
@@ -179,7 +173,9 @@ def _answer(sock: socket.socket) -> bytes:
     return answer_head(sock)
 
 
-def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(head_served: Served) -> None:
+def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(
+    head_served: Served,
+) -> None:
     with head_served.connect() as sock:
         never_ending = head_served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
         assert _closed_within(sock, FAST_BOUND, trickle=never_ending)
@@ -201,6 +197,8 @@ def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline
 # slot while it runs, so an extra connection that is not answered 503 was admitted past the limit.
 @pytest.mark.parametrize("deadlines", [{"BUNDLEKIT_MCP_HEAD_DEADLINE": str(TIMEOUT * 4)}], ids=["held"])
 def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_work(served: Served) -> None:
+    from bundlekit.mcp_server.http_server import MAX_CONNECTIONS
+
     admitted = [served.connect() for _ in range(MAX_CONNECTIONS)]
     extra = [served.connect() for _ in range(5)]
     try:
@@ -217,6 +215,8 @@ def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_wo
 
 
 def test_the_limit_frees_up_once_connections_close(shared_served: Served) -> None:
+    from bundlekit.mcp_server.http_server import MAX_CONNECTIONS
+
     # the shared server: the connections that fill its limit are closed before the test asks, nothing is held after
     held = [shared_served.connect() for _ in range(MAX_CONNECTIONS)]
     for sock in held:
@@ -327,6 +327,8 @@ def test_by_default_each_deadline_cuts_its_connection_at_its_default(served: Ser
     connection of its own at once (the run waits out the longest default once, not their sum): a connection that
     never sends (the head deadline), a body trickled a byte at a time (the body deadline), an answer left unread
     (the write-stall deadline). A default that stopped reaching the server keeps its connection past the bound."""
+    from bundlekit.mcp_server.http_server import BODY_TIMEOUT, HEAD_TIMEOUT, WRITE_STALL_TIMEOUT
+
     with ThreadPoolExecutor(3) as pool:
         head = pool.submit(_never_sending_is_closed, served, HEAD_TIMEOUT + SLACK)
         body = pool.submit(_trickled_body_is_closed, served, BODY_TIMEOUT + SLACK)
@@ -370,6 +372,8 @@ def test_the_loopback_host_and_origin_rules_still_hold(shared_served: Served, he
 
 
 def test_the_deadlines_are_read_from_the_environment_in_seconds() -> None:
+    from bundlekit.mcp_server.http_server import BODY_TIMEOUT, HEAD_TIMEOUT, WRITE_STALL_TIMEOUT, Deadlines
+
     env = {"BUNDLEKIT_MCP_HEAD_DEADLINE": "0.25", "BUNDLEKIT_MCP_WRITE_STALL_DEADLINE": "90"}
     assert Deadlines.from_env(env) == Deadlines(head=0.25, body=BODY_TIMEOUT, write_stall=90.0)
     assert Deadlines.from_env({}) == Deadlines(HEAD_TIMEOUT, BODY_TIMEOUT, WRITE_STALL_TIMEOUT)
@@ -377,6 +381,8 @@ def test_the_deadlines_are_read_from_the_environment_in_seconds() -> None:
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
 def test_a_deadline_that_is_not_a_positive_number_of_seconds_is_a_usage_error_naming_it(value: str) -> None:
+    from bundlekit.mcp_server.http_server import Deadlines
+
     with pytest.raises(UsageError, match="BUNDLEKIT_MCP_BODY_DEADLINE"):
         Deadlines.from_env({"BUNDLEKIT_MCP_BODY_DEADLINE": value})
 
