@@ -11,26 +11,18 @@ sets it up (the key made, the trees made and written to) runs the same CLI in th
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.journeys.typed import set_up
+from tests.journeys.typed import machine_env, set_up
 
 WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
 
 
-def _env(cwd: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
-    env.update({"HOME": str(cwd / "home"), "BUNDLEKIT_HOME": str(cwd / "store"),
-                "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-    return env
-
-
 def _cli(cwd: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=_env(cwd), capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=machine_env(cwd), capture_output=True,
                           text=True, timeout=WAIT, check=False)
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
     return done.stdout
@@ -38,7 +30,7 @@ def _cli(cwd: Path, *args: str) -> str:
 
 def _prepare(cwd: Path, *args: str) -> None:
     """A set-up command: the same CLI and environment as :func:`_cli`, in this process (no start-up to pay)."""
-    set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env=_env(cwd))
+    set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env=machine_env(cwd))
 
 
 def _write(cwd: Path, tree: str, key: str, body: str) -> None:
