@@ -26,20 +26,14 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
+from bundlekit.memory import Memory
+from bundlekit.errors import UsageError
+from tests.hostile.conftest import TIMEOUT, bounded, child_env
+from tests.mcp.conftest import make_tree, skip_without_the_sdk, wait_listening
+from tests.net.loopback import answer_head, free_port, port_report, socket_inodes, tcp_table
 
-from bundlekit.memory import Memory  # noqa: E402
-from bundlekit.errors import UsageError  # noqa: E402
-from bundlekit.mcp_server.http_server import (  # noqa: E402
-    BODY_TIMEOUT,
-    HEAD_TIMEOUT,
-    MAX_CONNECTIONS,
-    WRITE_STALL_TIMEOUT,
-    Deadlines,
-)
-from tests.hostile.conftest import TIMEOUT, bounded, child_env  # noqa: E402
-from tests.mcp.conftest import free_port, make_tree, wait_listening  # noqa: E402
-from tests.net.loopback import answer_head, port_report, socket_inodes, tcp_table  # noqa: E402
+# The server's module (its limits) is imported by the tests that use them: it brings the SDK, uvicorn and starlette.
+skip_without_the_sdk()
 
 #: Seconds allowed past a deadline before the test says the server never enforced it.
 SLACK = 15.0
@@ -149,6 +143,14 @@ def shared_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     yield from _serving(work, make_tree(work / "coach"), {})
 
 
+@pytest.fixture(scope="module")
+def head_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server with only the head deadline at :data:`FAST` for the two head-deadline tests: each attacks a
+    connection of its own and holds nothing once the deadline closed it."""
+    work = tmp_path_factory.mktemp("head")
+    yield from _serving(work, make_tree(work / "coach"), {"BUNDLEKIT_MCP_HEAD_DEADLINE": str(FAST)})
+
+
 def _serving(tmp_path: Path, tree: Path, deadlines: dict[str, str]) -> Iterator[Served]:
     port = free_port()
     env = child_env()
@@ -191,16 +193,16 @@ def _answer(sock: socket.socket) -> bytes:
     return answer_head(sock)
 
 
-@fast("HEAD")
-def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(served: Served) -> None:
-    with served.connect() as sock:
-        never_ending = served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
+def test_a_request_head_trickled_a_byte_at_a_time_is_closed_at_the_head_deadline(
+    head_served: Served,
+) -> None:
+    with head_served.connect() as sock:
+        never_ending = head_served.head(extra="X-Pad: " + "a" * 10_000)[:-2]  # the blank line never comes
         assert _closed_within(sock, FAST_BOUND, trickle=never_ending)
 
 
-@fast("HEAD")
-def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(served: Served) -> None:
-    with served.connect() as sock:
+def test_a_connection_that_never_sends_is_closed_at_the_head_deadline(head_served: Served) -> None:
+    with head_served.connect() as sock:
         assert _closed_within(sock, FAST_BOUND)
 
 
@@ -218,6 +220,8 @@ def test_a_request_body_trickled_a_byte_at_a_time_is_closed_at_the_body_deadline
 # an extra connection that is not answered 503 was admitted past the limit.
 @pytest.mark.parametrize("deadlines", [{"BUNDLEKIT_MCP_HEAD_DEADLINE": str(TIMEOUT * 4)}], ids=["held"])
 def test_connections_past_the_limit_are_answered_503_while_earlier_ones_still_work(served: Served) -> None:
+    from bundlekit.mcp_server.http_server import MAX_CONNECTIONS
+
     _await_serving_only(served, [])
     admitted = [served.connect() for _ in range(MAX_CONNECTIONS)]
     extra: list[socket.socket] = []
@@ -257,16 +261,19 @@ def _answer_or_report(served: Served, sock: socket.socket) -> bytes:
         pytest.fail(f"{exc!r}\n{served.report(sock)}")
 
 
-def test_the_limit_frees_up_once_connections_close(served: Served) -> None:
-    held = [served.connect() for _ in range(MAX_CONNECTIONS)]
+def test_the_limit_frees_up_once_connections_close(shared_served: Served) -> None:
+    from bundlekit.mcp_server.http_server import MAX_CONNECTIONS
+
+    # the shared server: the connections that fill its limit are closed before the test asks, nothing is held after
+    held = [shared_served.connect() for _ in range(MAX_CONNECTIONS)]
     for sock in held:
         sock.close()
     # The server sees the closes when its loop next runs: on a loaded machine that is later than any fixed pause, so
     # a 503 (still full) is asked again until the bound; a limit that never frees up fails.
     end = time.monotonic() + TIMEOUT
     while True:
-        with served.connect() as sock:
-            sock.sendall(served.head() + INITIALIZE)
+        with shared_served.connect() as sock:
+            sock.sendall(shared_served.head() + INITIALIZE)
             answer = _answer(sock)
         if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > end:
             break
@@ -362,6 +369,8 @@ def test_by_default_each_deadline_cuts_its_connection_at_its_default(served: Ser
     connection of its own at once (the run waits out the longest default once, not their sum): a connection that
     never sends (the head deadline), a body trickled a byte at a time (the body deadline), an answer left unread
     (the write-stall deadline). A default that stopped reaching the server keeps its connection past the bound."""
+    from bundlekit.mcp_server.http_server import BODY_TIMEOUT, HEAD_TIMEOUT, WRITE_STALL_TIMEOUT
+
     with ThreadPoolExecutor(3) as pool:
         head = pool.submit(_never_sending_is_closed, served, HEAD_TIMEOUT + SLACK)
         body = pool.submit(_trickled_body_is_closed, served, BODY_TIMEOUT + SLACK)
@@ -405,6 +414,8 @@ def test_the_loopback_host_and_origin_rules_still_hold(shared_served: Served, he
 
 
 def test_the_deadlines_are_read_from_the_environment_in_seconds() -> None:
+    from bundlekit.mcp_server.http_server import BODY_TIMEOUT, HEAD_TIMEOUT, WRITE_STALL_TIMEOUT, Deadlines
+
     env = {"BUNDLEKIT_MCP_HEAD_DEADLINE": "0.25", "BUNDLEKIT_MCP_WRITE_STALL_DEADLINE": "90"}
     assert Deadlines.from_env(env) == Deadlines(head=0.25, body=BODY_TIMEOUT, write_stall=90.0)
     assert Deadlines.from_env({}) == Deadlines(HEAD_TIMEOUT, BODY_TIMEOUT, WRITE_STALL_TIMEOUT)
@@ -412,6 +423,8 @@ def test_the_deadlines_are_read_from_the_environment_in_seconds() -> None:
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
 def test_a_deadline_that_is_not_a_positive_number_of_seconds_is_a_usage_error_naming_it(value: str) -> None:
+    from bundlekit.mcp_server.http_server import Deadlines
+
     with pytest.raises(UsageError, match="BUNDLEKIT_MCP_BODY_DEADLINE"):
         Deadlines.from_env({"BUNDLEKIT_MCP_BODY_DEADLINE": value})
 

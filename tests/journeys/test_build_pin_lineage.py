@@ -3,40 +3,45 @@
 Before, ``build`` and ``pin`` recorded no parent: the writer's second bundle named no ancestor, a follower
 that merged it found no common base, and every memory the writer had changed became a conflict. Now a build
 names the tree's last root as its parent (``specs/provenance.md``, "Lineage"), and rebuilding an unchanged
-tree (``build`` then ``pin`` of the same tree) still gives the same root. Every step is typed as a user would
-type it (CLI subprocesses), writer and follower on one machine, meeting at the local store.
+tree (``build`` then ``pin`` of the same tree) still gives the same root. Every step of the journey is typed as
+a user would type it (CLI subprocesses), writer and follower on one machine, meeting at the local store; what only
+sets it up (the key made, the trees made and written to) runs the same CLI in this process (``typed.set_up``).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.journeys.typed import machine_env, set_up
 
 WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
 
 
 def _cli(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
-    env.update({"HOME": str(cwd / "home"), "BUNDLEKIT_HOME": str(cwd / "store"),
-                "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=machine_env(cwd), capture_output=True,
                           text=True, timeout=WAIT, check=False)
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
     return done.stdout
 
 
+def _prepare(cwd: Path, *args: str) -> None:
+    """A set-up command: the same CLI and environment as :func:`_cli`, in this process (no start-up to pay)."""
+    set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env=machine_env(cwd))
+
+
 def _write(cwd: Path, tree: str, key: str, body: str) -> None:
-    _cli(cwd, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
-         "--description", f"about {key}", "--body", body)
+    _prepare(cwd, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
+             "--description", f"about {key}", "--body", body)
 
 
 def test_build_pin_and_name_publish_keep_lineage_so_a_follower_merges_without_conflicts(tmp_path: Path) -> None:
-    _cli(tmp_path, "name", "create", "--key-file", "writer.pem")
+    _prepare(tmp_path, "name", "create", "--key-file", "writer.pem")
     name = _cli(tmp_path, "name", "create", "--key-file", "writer.pem").strip()
-    _cli(tmp_path, "memory", "-d", "mine", "init")
+    _prepare(tmp_path, "memory", "-d", "mine", "init")
     for key in ("alpha", "beta", "gamma"):
         _write(tmp_path, "mine", key, f"{key}: the first text.")
     first = _cli(tmp_path, "build", "-d", "mine", "-o", "first.car").strip()
@@ -66,7 +71,7 @@ def test_build_pin_and_name_publish_keep_lineage_so_a_follower_merges_without_co
 def test_a_tree_loaded_from_a_car_merges_the_writers_next_car_on_its_base(tmp_path: Path) -> None:
     """``load -o`` remembers the root as the tree's parent and keeps the blocks it read (as ``fork`` does),
     so the writer's next bundle, which names that root as its parent, merges on that base: no conflict."""
-    _cli(tmp_path, "memory", "-d", "mine", "init")
+    _prepare(tmp_path, "memory", "-d", "mine", "init")
     for key in ("alpha", "beta"):
         _write(tmp_path, "mine", key, f"{key}: the first text.")
     first = _cli(tmp_path, "build", "-d", "mine", "-o", "first.car").strip()

@@ -1,31 +1,38 @@
-"""Issue 37: two writers and a follower meet at one name, every step typed at the CLI (subprocesses sharing one
-machine's store): what each sync fetches and parses follows the change, a conflict keeps the losing version
-once, as one sibling every writer holds alike, and every ``--json`` counts the conflicts."""
+"""Issue 37: two writers and a follower meet at one name, every sync and merge typed at the CLI (subprocesses sharing
+one machine's store; the key, the trees and their edits set up in-process, ``typed.set_up``): what each sync fetches
+and parses follows the change, a conflict keeps the losing version once, as one sibling every writer holds alike,
+and every ``--json`` counts the conflicts."""
 
 from __future__ import annotations
 
 import json
-import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from tests.journeys.typed import machine_env, set_up
+
 WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
-    env.update(HOME=str(root / "home"), BUNDLEKIT_HOME=str(root / "store"), PYTHONPATH=os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], env=env, cwd=root, capture_output=True,
-                          text=True, timeout=WAIT, check=False)
+    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], env=machine_env(root), cwd=root,
+                          capture_output=True, text=True, timeout=WAIT, check=False)
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
     return done
 
 
+def _prepare(root: Path, *args: str) -> str:
+    """A set-up command (a key, a tree, a memory written): the same CLI and environment as :func:`_cli`, in this
+    process (no start-up to pay); its stdout."""
+    return set_up(shlex.join(["bundlekit", *args]), cwd=root, env=machine_env(root)).stdout
+
+
 def _write(root: Path, tree: str, key: str, body: str) -> None:
-    _cli(root, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
-         "--description", f"about {key}", "--body", body)
+    _prepare(root, "memory", "-d", tree, "write", key, "--type", "project", "--name", key,
+             "--description", f"about {key}", "--body", body)
 
 
 def _sync(root: Path, tree: str, *role: str) -> dict[str, Any]:
@@ -34,13 +41,13 @@ def _sync(root: Path, tree: str, *role: str) -> dict[str, Any]:
 
 
 def test_two_writers_and_a_follower_keep_one_sibling_and_count_their_conflicts(tmp_path: Path) -> None:
-    name = _cli(tmp_path, "name", "create", "--name-key", "team.key").stdout.strip()
-    _cli(tmp_path, "memory", "-d", "alice", "init")
+    name = _prepare(tmp_path, "name", "create", "--name-key", "team.key").strip()
+    _prepare(tmp_path, "memory", "-d", "alice", "init")
     for key in ("plan", "budget", "people"):
         _write(tmp_path, "alice", key, f"The first {key}.")
     _sync(tmp_path, "alice", "--name-key", "team.key")
-    _cli(tmp_path, "memory", "-d", "bob", "init")
-    _cli(tmp_path, "memory", "-d", "carol", "init")
+    _prepare(tmp_path, "memory", "-d", "bob", "init")
+    _prepare(tmp_path, "memory", "-d", "carol", "init")
     first = _sync(tmp_path, "bob", "--name", name)  # a first follow into an empty tree: a load, not a merge
     assert first["merge"] is None and first["loaded"]["memories"] == 3 and first["conflicts"] == 0
     _sync(tmp_path, "carol", "--name", name)

@@ -28,9 +28,9 @@ import bundlekit.bundle.build as build_module
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.share import SharePolicy
 from tests.journeys.typed import set_up
-from tests.mcp.conftest import run_client, stdio_params
+from tests.mcp.conftest import run_client, skip_without_the_sdk, stdio_params
 
-pytest.importorskip("mcp")
+skip_without_the_sdk()
 
 WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
 

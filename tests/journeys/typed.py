@@ -20,6 +20,15 @@ from click.testing import CliRunner, Result
 from bundlekit.cli import cli
 
 
+def machine_env(root: Path) -> dict[str, str]:
+    """This process's environment for a machine of its own under ``root``: no ``BUNDLEKIT_*`` or XDG setting, the
+    home and the store (``BUNDLEKIT_HOME``) in ``root``: for ``typed`` and ``set_up`` alike."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BUNDLEKIT_", "XDG_"))}
+    env.update(HOME=str(root / "home"), BUNDLEKIT_HOME=str(root / "store"),
+               PYTHONPATH=os.environ.get("PYTHONPATH", ""))
+    return env
+
+
 def typed(line: str, *, cwd: Path, env: Mapping[str, str], code: int = 0) -> subprocess.CompletedProcess[str]:
     """Run ``line`` (it starts with ``bundlekit``) in ``cwd`` with ``env``; assert exit ``code`` and no traceback."""
     args = shlex.split(line)

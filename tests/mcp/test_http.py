@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp.conftest import free_port, make_tree, run_client, server_env, wait_listening
+from tests.mcp.conftest import free_port, make_tree, run_client, server_env, skip_without_the_sdk, wait_listening
 
-pytest.importorskip("mcp")
+skip_without_the_sdk()
 
 
 @pytest.fixture

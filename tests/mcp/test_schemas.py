@@ -17,9 +17,9 @@ import pytest
 from bundlekit.mcp_server import MemoryTools, ServedMemory
 from bundlekit.memory import Memory
 from bundlekit.memory.record import MEMORY_TYPES
-from tests.mcp.conftest import run_client
+from tests.mcp.conftest import run_client, skip_without_the_sdk
 
-pytest.importorskip("mcp")
+skip_without_the_sdk()
 
 # JSON-RPC "invalid params": the code of "resource not found" since SEP-2164 (Final), which retired
 # the earlier -32002 (modelcontextprotocol.io/seps/2164-resource-not-found-error; the python SDK's

@@ -14,10 +14,10 @@ import pytest
 
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.gateway.server import serve_in_thread
-from tests.mcp.conftest import SharedClient, make_tree, run_client, server_env, shared_client, stdio_params
+from tests.mcp.conftest import make_tree, run_client, server_env, shared_client, SharedClient, skip_without_the_sdk, stdio_params
 from tests.net.loopback import Answer, send, serve
 
-pytest.importorskip("mcp")
+skip_without_the_sdk()
 
 WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.conftest import SharedClient, make_tree, run_client, server_env, shared_client, stdio_params
+from tests.mcp.conftest import make_tree, run_client, server_env, shared_client, SharedClient, skip_without_the_sdk, stdio_params
 
-pytest.importorskip("mcp")
+skip_without_the_sdk()
 
 READ_TOOLS = {"memory_recall", "memory_context", "memory_show", "memory_list"}
 WRITE_TOOLS = {"memory_write", "memory_forget", "memory_note"}

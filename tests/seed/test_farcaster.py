@@ -6,6 +6,7 @@ anything is read past the verifications or written."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from collections.abc import Iterator
@@ -25,14 +26,22 @@ if importlib.util.find_spec("eth_account") is None:  # found, not imported: py_e
     pytest.skip("needs the wallet extra (eth-account)", allow_module_level=True)
 
 FID = 6833
-OWNER = EthSigner("0x" + "11" * 32)  # the fid's verified wallet
-STRANGER = EthSigner("0x" + "22" * 32)  # a wallet the fid never verified
+#: The wallets' keys, made into signers when a test runs (:func:`wallet`): made at import, every test process
+#: imported eth-account (~0.6 s of CPU) while collecting, whether or not it ran a test of this module.
+OWNER = "0x" + "11" * 32  # the fid's verified wallet
+STRANGER = "0x" + "22" * 32  # a wallet the fid never verified
 KEY_VAR = "SEED_TEST_WALLET_KEY"
+
+
+@functools.cache
+def wallet(key: str) -> EthSigner:
+    """The signer of ``key``, made once per test process."""
+    return EthSigner(key)
 
 
 @pytest.fixture
 def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeService]:
-    with FakeService(hub_app(FID, ["0x91031dcfdea024b4d51e775486111d2b2a715871", OWNER.identity])) as fake:
+    with FakeService(hub_app(FID, ["0x91031dcfdea024b4d51e775486111d2b2a715871", wallet(OWNER).identity])) as fake:
         monkeypatch.setenv("BUNDLEKIT_FARCASTER_HUB", fake.url)
         yield fake
 
@@ -48,9 +57,9 @@ def test_seed_with_a_wallet_signature_then_unseed_leaves_the_tree_byte_identical
     before = tree_files(tree)
     message = run("seed", "farcaster", "--fid", str(FID), "--print-message").stdout
     assert f"fid: {FID}\nnamespace: agent\n" in message
-    seeded = run("seed", "farcaster", "--fid", str(FID), *_proof(tmp_path, OWNER, message), "--yes")
+    seeded = run("seed", "farcaster", "--fid", str(FID), *_proof(tmp_path, wallet(OWNER), message), "--yes")
     assert seeded.exit_code == 0, seeded.output
-    assert f"proved by eip191:{OWNER.identity.lower()}" in seeded.stderr
+    assert f"proved by eip191:{wallet(OWNER).identity.lower()}" in seeded.stderr
     assert [line.split("\t")[0] for line in run("list").stdout.splitlines()] == [
         f"farcaster-{FID}-addresses", f"farcaster-{FID}-profile"]
     profile = Memory(tree).read(f"farcaster-{FID}-profile")
@@ -79,41 +88,42 @@ def _refused(run: Run, tree: Path, hub: FakeService, args: list[str], words: str
 
 def test_a_forged_signature_is_refused_with_exit_3_before_anything_is_written(
         hub: FakeService, tree: Path, run: Run, tmp_path: Path) -> None:
-    args = _proof(tmp_path, OWNER, ownership_message(FID, "agent", datetime.now(UTC)))
+    args = _proof(tmp_path, wallet(OWNER), ownership_message(FID, "agent", datetime.now(UTC)))
     (tmp_path / "signature.txt").write_text("0x" + "ab" * 64 + "1b")
     _refused(run, tree, hub, args, "not from any Ethereum address this fid has verified")
 
 
 def test_a_signature_from_an_address_the_fid_never_verified_is_refused(
         hub: FakeService, tree: Path, run: Run, tmp_path: Path) -> None:
-    args = _proof(tmp_path, STRANGER, ownership_message(FID, "agent", datetime.now(UTC)))
+    args = _proof(tmp_path, wallet(STRANGER), ownership_message(FID, "agent", datetime.now(UTC)))
     _refused(run, tree, hub, args, "not from any Ethereum address this fid has verified")
 
 
 def test_an_expired_message_is_refused_before_the_hub_is_asked(
         hub: FakeService, tree: Path, run: Run, tmp_path: Path) -> None:
     old = ownership_message(FID, "agent", datetime.now(UTC) - timedelta(minutes=11))
-    _refused(run, tree, hub, _proof(tmp_path, OWNER, old), "expired")
+    _refused(run, tree, hub, _proof(tmp_path, wallet(OWNER), old), "expired")
     assert hub.asked == []
 
 
 def test_a_message_for_another_fid_or_namespace_is_refused(hub: FakeService, tree: Path, run: Run,
                                                            tmp_path: Path) -> None:
     now = datetime.now(UTC)
-    _refused(run, tree, hub, _proof(tmp_path, OWNER, ownership_message(FID + 1, "agent", now)), "another fid")
-    _refused(run, tree, hub, _proof(tmp_path, OWNER, ownership_message(FID, "other-agent", now)),
+    _refused(run, tree, hub, _proof(tmp_path, wallet(OWNER), ownership_message(FID + 1, "agent", now)), "another fid")
+    _refused(run, tree, hub, _proof(tmp_path, wallet(OWNER), ownership_message(FID, "other-agent", now)),
              "another agent namespace")
-    _refused(run, tree, hub, _proof(tmp_path, OWNER, "I own it, trust me\n"), "not a bundlekit ownership message")
+    _refused(run, tree, hub, _proof(tmp_path, wallet(OWNER), "I own it, trust me\n"),
+             "not a bundlekit ownership message")
 
 
 def test_a_message_from_the_future_is_refused(hub: FakeService, tree: Path, run: Run, tmp_path: Path) -> None:
     ahead = ownership_message(FID, "agent", datetime.now(UTC) + timedelta(minutes=5))
-    _refused(run, tree, hub, _proof(tmp_path, OWNER, ahead), "in the future")
+    _refused(run, tree, hub, _proof(tmp_path, wallet(OWNER), ahead), "in the future")
 
 
 def test_a_malformed_signature_is_refused_with_exit_3(hub: FakeService, tree: Path, run: Run,
                                                       tmp_path: Path) -> None:
-    args = _proof(tmp_path, OWNER, ownership_message(FID, "agent", datetime.now(UTC)))
+    args = _proof(tmp_path, wallet(OWNER), ownership_message(FID, "agent", datetime.now(UTC)))
     (tmp_path / "signature.txt").write_text("not hex at all")
     _refused(run, tree, hub, args, "not hex")
 

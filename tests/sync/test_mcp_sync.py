@@ -22,7 +22,9 @@ from bundlekit.names.record import name_from_key
 from bundlekit.names.resolve import resolve
 from bundlekit.syncer import BackgroundSync, SyncReport
 
-pytest.importorskip("mcp")
+from tests.mcp.conftest import skip_without_the_sdk
+
+skip_without_the_sdk()
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0  # a bound on a hang, not a timing assertion
