@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.util
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from bundlekit._redact import WITHHELD, redact
 from bundlekit.bundle.build import BuildOptions
 from bundlekit.cli import cli
 from bundlekit.memory import Memory
+from tests.net import loopback
 
 KEY = "sk-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9oP0x9K"
 AWS = "AKIAQ7ABCDEFGHIJKLMZ"
@@ -98,19 +98,10 @@ def test_mcp_argument_validation_names_the_field_not_the_value(tree: Path, field
     assert KEY[:16] not in text and KEY[-12:] not in text
 
 
-def _loopback() -> Any:
-    spec = importlib.util.spec_from_file_location("net_loopback", Path(__file__).parents[1] / "net" / "loopback.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def echoing_node() -> Iterator[tuple[str, list[str]]]:
     """A kubo stand-in that records each request target and answers 404 echoing it, as a proxy's error
     page may."""
-    loopback = _loopback()
     seen: list[str] = []
 
     def answer(handler: Any) -> None:
