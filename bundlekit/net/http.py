@@ -59,6 +59,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -412,10 +413,27 @@ def _is_success(response: httpx.Response) -> bool:
 BodyFactory = Callable[[], Mapping[str, Any]]
 
 
-@lru_cache(maxsize=1)
-def _deadline_types() -> tuple[
-    type[httpx.TimeoutException], Callable[[httpx.SyncByteStream, float, Callable[[], float]], httpx.SyncByteStream]
-]:
+_DeadlineTypes = tuple[
+    type["httpx.TimeoutException"],
+    Callable[["httpx.SyncByteStream", float, Callable[[], float]], "httpx.SyncByteStream"],
+]
+# The one ``_make_deadline_types()`` answer, made under the lock by the first bounded response of any thread.
+_DEADLINE_TYPES: list[_DeadlineTypes] = []
+_DEADLINE_LOCK = threading.Lock()
+
+
+def _deadline_types() -> _DeadlineTypes:
+    """``(DeadlineExceeded, DeadlineStream)``, made once per process under a lock: two threads' first bounded
+    responses at once get the same classes (``lru_cache`` made a pair in each, and ``_failure_of`` then did not
+    know the other thread's deadline error for one: tests/net/test_lazy_httpx_threads.py)."""
+    if not _DEADLINE_TYPES:
+        with _DEADLINE_LOCK:
+            if not _DEADLINE_TYPES:
+                _DEADLINE_TYPES.append(_make_deadline_types())
+    return _DEADLINE_TYPES[0]
+
+
+def _make_deadline_types() -> _DeadlineTypes:
     """``(DeadlineExceeded, DeadlineStream)``, made at the first bounded response (they subclass httpx's, which is
     imported then): the error a body raises once the total deadline passes, and the stream that raises it."""
 

@@ -54,10 +54,17 @@ def available_pinners() -> dict[str, metadata.EntryPoint]:
     """Registered pinners by name, sorted; nothing is imported yet.
 
     When two distributions register the same name, the first found wins and
-    the shadowing is logged.
+    the shadowing is logged. A built-in name (:data:`BUILT_IN`) is never taken by another
+    distribution: :func:`pinner_factory` loads the built-in by name without this scan, so a
+    listing that showed the other one would name a pinner a publish does not use; its entry
+    point is passed over with a warning naming it.
     """
     found: dict[str, metadata.EntryPoint] = {}
     for ep in _entry_points():
+        if ep.name in BUILT_IN and ep.value != BUILT_IN[ep.name]:
+            log.warning("pinner %r is built in; the one %s registers under that name is not used",
+                        ep.name, ep.value)
+            continue
         if ep.name in found:
             log.warning("pinner %r registered twice; using %s", ep.name, found[ep.name].value)
             continue

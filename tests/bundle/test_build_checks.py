@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import bundlekit._secrets as secrets
 import bundlekit.bundle.buildcheck as buildcheck
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
+from bundlekit.blockstore import default_store_root
 from bundlekit.bundle.buildcache import CACHE_NAME
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import SecretDetectedError
@@ -256,6 +257,39 @@ def test_a_table_another_build_changed_after_the_load_is_sealed_from_every_row(t
     cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])  # its own change: note_05's row goes
     stored, read = _seal_as_stored_and_as_read(tree)
     assert stored == read
+
+
+def test_a_row_edited_by_hand_between_load_and_save_is_not_vouched_for_by_the_new_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand edit of a row the save does not write, made after the load and leaving the seal as it was: the
+    save's seal (from the lines loaded) is not that table's, so the next build checks every file again and
+    takes nothing from the forged row."""
+    tree = _tree(tmp_path / "memory", 8)
+    _build(tree, tmp_path / "a.car")
+    cache = buildcheck.CheckCache(tree)
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
+        db.execute("UPDATE checked SET description = 'forged' WHERE path = 'note_02.md'")
+    cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])
+    stored, read = _seal_as_stored_and_as_read(tree)
+    seen = _checked(monkeypatch)
+    again = _build(tree, tmp_path / "b.car")
+    assert stored != read and len(seen[0]) == 8
+    assert again.root_bytes == _full_build(tree, tmp_path).root_bytes
+
+
+def test_a_key_swapped_between_load_and_save_seals_under_the_new_key(tmp_path: Path) -> None:
+    """The save seals the lines it loaded (under the old key) with the key it reads now: the seal every row
+    read under that key makes, and the next build's root is the full build's."""
+    tree = _tree(tmp_path / "memory", 8)
+    _build(tree, tmp_path / "a.car")
+    cache = buildcheck.CheckCache(tree)
+    key_file = default_store_root() / buildcheck.KEY_FILE
+    key_file.write_bytes(os.urandom(32))
+    cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])
+    stored, read = _seal_as_stored_and_as_read(tree)
+    assert stored == read
+    assert _build(tree, tmp_path / "b.car").root_bytes == _full_build(tree, tmp_path).root_bytes
 
 
 def test_a_tree_sealed_by_another_user_is_checked_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

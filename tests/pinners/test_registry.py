@@ -165,3 +165,22 @@ def test_the_listing_names_a_pinners_variables_never_their_values() -> None:
 def test_a_listing_check_skips_the_pinners_that_are_not_configured() -> None:
     rows = pinning.pinner_listing({}, check=True)
     assert {row["check"] for row in rows if row["name"] in {"pinata", "web3-storage", "filebase"}} == {"skipped"}
+
+
+def test_a_third_party_registering_a_built_in_name_is_passed_over_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A distribution registering ``local`` (found before ours on the path): the listing names the built-in that
+    ``create_pinner`` uses (no listing of a pinner a publish does not use), and a warning names the other."""
+    site = _install_dist(tmp_path)
+    (site / "thirdparty_pinner-1.0.dist-info" / "entry_points.txt").write_text(
+        "[bundlekit.pinners]\nlocal = thirdparty_pinner:ThirdParty\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "thirdparty_pinner", raising=False)
+    with caplog.at_level("WARNING", logger="bundlekit.pinning"):
+        listed = {row["name"]: row["entry_point"] for row in pinning.pinner_listing({})}
+    assert listed["local"] == registry.BUILT_IN["local"]
+    assert pinning.available_pinners()["local"].value == registry.BUILT_IN["local"]
+    assert pinning.pinner_factory("local").__name__ == "LocalPinner"
+    assert "thirdparty_pinner:ThirdParty" in caplog.text and "built in" in caplog.text
