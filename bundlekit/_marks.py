@@ -86,7 +86,10 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
 
 def marks_in_python(text: str) -> tuple[int, int]:
     """:func:`marks` with Python's searches (where the compiled scan is not built, and what the tests compare
-    it with)."""
+    it with). A ``str`` subclass is read as the ``str`` it holds, as the compiled scan reads it (its own ``in``
+    or ``count`` could answer otherwise)."""
+    if type(text) is not str:
+        text = str.__str__(text)
     bits = 0
     for bit, literal in _SINGLE:
         if literal in text:

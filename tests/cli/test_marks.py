@@ -174,3 +174,19 @@ def test_a_huge_row_with_controls_is_escaped_the_same_with_either_scan() -> None
 def test_every_secret_trigger_is_one_the_scan_looks_for() -> None:
     # A rule with a trigger the scan does not know still runs (on every text): correct, but slow on a listing.
     assert all(group.bit is not None for group in _rule_plan() if group.trigger)
+
+
+class _Lying(str):
+    """A ``str`` whose own searches find nothing."""
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+    def count(self, *args: object) -> int:
+        return 0
+
+
+def test_a_str_subclass_is_scanned_as_the_str_it_holds_either_way() -> None:
+    text = _Lying('@ = ": % \\ [withheld]\\ \x1b\n AKIAQ7ABCDEFGHIJKLMZ')
+    _forget_last()
+    assert marks(text) == marks_in_python(text) == marks_in_python(str.__str__(text))
