@@ -44,6 +44,8 @@ CREDENTIALS = [
     "https://agent:Qz7pw4567890x9K@127.0.0.1:9/bundle",
     "http://127.0.0.1:9/api?token=Qz7tok4567890x9K",
     '{"url?api_key":"Qz7tok4567890x9K"}',
+    '{"url?api_key" :"Qz7tok4567890x9K"}',
+    '{"url?api_key"\u3000\x85:"Qz7tok4567890x9K"}',
 ]
 # Every mark, each cut short, near misses, escapes, controls, and characters of each string width.
 PIECES = [
@@ -51,7 +53,7 @@ PIECES = [
     *TRIGGERS,
     "AKIA", "ASIA", "AKI", "AS", "A", "AIza", "AIz", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "ghx_", "gh", "g",
     "github_pat_", "github_pat", "k-", "k", "k_live_", "k_test_", "k_prod_", "k_live", "k_", "xox", "xo", "x",
-    "-----BEGIN ", "-----BEGIN", "----BEGIN ", "-", "yJ", "y", "J", "@", "=", '":', '"', ":", "%", "%41", "%2",
+    "-----BEGIN ", "-----BEGIN", "----BEGIN ", "-", "yJ", "y", "J", "@", "=", '":', '" :', '"\t\n:', '"\u2028:', '"\xa0', '"', ":", "%", "%41", "%2",
     "%25", "\\", "\\u0073", "\\x41", "\\n", "\\-", "\\_", WITHHELD, WITHHELD + "\\", "[withheld", "[", "withheld]",
     "\x1b", "\x1b[31m", "\r", "\r\n", "\n", "\t", "\x00", "\x07", "\x0b", "\x7f", "\x80", "\x85", "\x9f", "\xa0",
     "é", "\u061c", "\u200b", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069", "\u2028", "\ufeff",

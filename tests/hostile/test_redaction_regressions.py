@@ -372,3 +372,10 @@ def test_memory_list_shows_every_other_memory_beside_one_holding_an_escaped_key_
         lines = result.stdout.splitlines()
         assert result.exit_code == 0 and "BEGIN" not in result.stdout and lines[1] == WITHHELD
         assert lines[0].startswith("plain\t") and lines[2].startswith("zulu\t") and len(lines) == 3
+
+@pytest.mark.parametrize("between", [" ", "  ", "\t", "\n", "\r\n", "\u3000", "\x85", "\u2028", "\xa0", "\x1c"])
+def test_a_query_credential_in_a_json_key_with_whitespace_before_its_colon_is_withheld(between: str) -> None:
+    """JSON allows whitespace between a key and its ``:`` and the rule's ``\\s*`` matches it: the mark that gates
+    the rule (``_marks.JSON_KEY``) must be found there too, not only for ``":`` (it was: the value leaked)."""
+    shown = redact('{"http://127.0.0.1:9/api?token"' + between + ':"Qz7tok3n5ecretx9K","ts":"x"}')
+    assert "Qz7tok3n5ecretx9K" not in shown and WITHHELD in shown

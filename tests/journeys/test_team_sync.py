@@ -1,9 +1,9 @@
 """Issue 34 (item 2): a team syncs through one ``bundlekit serve`` hub with a token, and nothing else running.
 
 Two writers on different "machines" (each its own ``BUNDLEKIT_HOME``, ``HOME`` and XDG directories, the
-default pinner set aside for ``--pinner kubo``) and a follower on a new, empty folder, every sync, name and
-listing typed as a user would (CLI subprocesses; the keys, trees and memories they carry are set up in-process).
-The hub is one ``bundlekit serve`` subprocess with ``$BUNDLEKIT_SERVE_TOKEN``; the writers push with the ``kubo`` pinner (``BUNDLEKIT_KUBO_URL`` = the hub,
+default pinner set aside for ``--pinner kubo``) and a follower on a new, empty folder, every step typed
+as a user would (CLI subprocesses). The hub is one ``bundlekit serve`` subprocess with
+``$BUNDLEKIT_SERVE_TOKEN``; the writers push with the ``kubo`` pinner (``BUNDLEKIT_KUBO_URL`` = the hub,
 ``BUNDLEKIT_KUBO_TOKEN``) and send ``$BUNDLEKIT_ROUTING_TOKEN`` with their routing PUTs.
 
 The same commands then run against a kubo node instead of the hub: a loopback fake answering kubo's
@@ -61,9 +61,8 @@ class Person:
         set_up(shlex.join(["bundlekit", *args]), cwd=self.root, env=self.env)
 
     def write(self, tree: str, key: str, body: str) -> None:
-        """A memory written, as set-up (:meth:`prepare`): what the journey checks is that the syncs carry it."""
-        self.prepare("memory", "-d", tree, "write", key, "--type", "project", "--name", key,
-                     "--description", f"about {key}", "--body", body)
+        self.run("memory", "-d", tree, "write", key, "--type", "project", "--name", key,
+                 "--description", f"about {key}", "--body", body)
 
 
 @contextmanager
@@ -115,10 +114,10 @@ def journey(ada: Person, bo: Person, cy: Person, routing: str, gateway: str) -> 
     """Ada writes and syncs, Bo writes and syncs (merging Ada's), Ada syncs again, Cy follows on an empty folder."""
     writer_sync = ("sync", "memory", "--name-key", "team.pem", "--pinner", "kubo", "--routing", routing,
                    "--gateway", gateway)
-    ada.prepare("memory", "-d", "memory", "init")
+    ada.run("memory", "-d", "memory", "init")
     ada.write("memory", "project_alpha", "Ada: alpha ships on Friday.")
     ada.run(*writer_sync)
-    bo.prepare("memory", "-d", "memory", "init")
+    bo.run("memory", "-d", "memory", "init")
     bo.write("memory", "project_beta", "Bo: beta needs a review.")
     bo.run(*writer_sync)
     ada.run(*writer_sync)
