@@ -33,7 +33,7 @@ __all__ = [
 
 AT = 1 << 0  # "@"
 EQUALS = 1 << 1  # "="
-JSON_KEY = 1 << 2  # '":'
+JSON_KEY = 1 << 2  # '"' then ":", whitespace between allowed (``_redact._QUERY_SECRET_JSON``'s ``"\\s*:``)
 PERCENT = 1 << 3  # "%"
 BACKSLASH = 1 << 4  # "\\"
 WITHHELD = 1 << 5  # "[withheld]" (``_redact.WITHHELD``)
@@ -59,7 +59,9 @@ _WITHHELD_TEXT = "[withheld]"
 # carriage return not ending a line. CONTROL marks any of these or any CR (bundlekit/_textscan.c's is_control).
 CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _CONTROL_CHARS = f"[{CONTROLS}\r]"
-_SINGLE = ((AT, "@"), (EQUALS, "="), (JSON_KEY, '":'), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, _WITHHELD_TEXT),
+# A JSON key's end: '"', whitespace, ":" (``{"url?token" : "..."}`` is JSON too).
+_JSON_KEY = r'"\s*:'
+_SINGLE = ((AT, "@"), (EQUALS, "="), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, _WITHHELD_TEXT),
            (WITHHELD_ESCAPED, _WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
 # The last text asked about and its marks, as one tuple (read once: another thread may replace it meanwhile).
 _last: list[tuple[str, tuple[int, int]]] = [("", (0, 0))]
@@ -80,13 +82,16 @@ def trigger_bit(source: str | None) -> int | None:
 def _patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
     """The regular expressions :func:`marks_in_python` searches, with their marks: compiled on first use (a process
     with the compiled scan never compiles them)."""
-    return ((re.compile(_CONTROL_CHARS), CONTROL),
+    return ((re.compile(_CONTROL_CHARS), CONTROL), (re.compile(_JSON_KEY), JSON_KEY),
             *((re.compile(source), bit) for source, bit in _TRIGGER_BITS.items()))
 
 
 def marks_in_python(text: str) -> tuple[int, int]:
     """:func:`marks` with Python's searches (where the compiled scan is not built, and what the tests compare
-    it with)."""
+    it with). A ``str`` subclass is read as the ``str`` it holds, as the compiled scan reads it (its own ``in``
+    or ``count`` could answer otherwise)."""
+    if type(text) is not str:
+        text = str.__str__(text)
     bits = 0
     for bit, literal in _SINGLE:
         if literal in text:

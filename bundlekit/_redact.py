@@ -23,7 +23,7 @@ of the value it refused. It replaces, in order:
   character; invisible characters and base64 are looked for in a text of at
   most :data:`DEEP_SEARCH_LIMIT` characters (every message, not a whole
   listing), and such a text that still decodes to a credential spread over
-  several words is withheld whole.
+  several words is withheld whole (each line that does, when it has several lines).
 
 ``WITHHELD`` is shorter than any rule's match and holds no character JSON
 escapes, so a redacted JSON line is still the same JSON with shorter strings.
@@ -341,7 +341,8 @@ def redact(text: str) -> str:
 
     A message (up to :data:`DEEP_SEARCH_LIMIT` characters) that still decodes to a credential once every
     word was looked at (one spread over several escaped words: ``-----B\\u0045GIN RSA PRIVATE KEY-----``)
-    is withheld whole."""
+    is withheld whole, or each of its lines that does when it has several (a listing of memories shows every
+    other one)."""
     if _PROCESS_SECRETS:
         text = redact_known(text, _PROCESS_SECRETS)
     text = _mask_base64(mask(_mask_escapes(_mask_urls(text))))
@@ -349,8 +350,55 @@ def redact(text: str) -> str:
     if found & WITHHELD_ESCAPED or (not text.isascii() and found & WITHHELD_MARK):
         text = _CONTINUED.sub(WITHHELD, text)
     if len(text) <= DEEP_SEARCH_LIMIT and _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
-        return WITHHELD
+        return _withheld_by_line(text)
     return text
+
+
+_PEM_HEADER = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+_PEM_FOOTER = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+
+
+# What a private key's lines between its header and footer hold: base64 (or base64url), RFC 1421's headers
+# (``Proc-Type: 4,ENCRYPTED``, ``DEK-Info: AES-128-CBC,...``), spaces, and what quotes or indents a pasted block.
+_KEY_LINE = re.compile(r"[A-Za-z0-9+/=_\-:,. >|#*\"'`]*")
+
+
+def _in_key_after(line: str, in_key: bool) -> bool:
+    """Whether the lines after ``line`` (decoded) are inside a private key: a header opens one, a footer after
+    it closes it."""
+    headers = [m.end() for m in _PEM_HEADER.finditer(line)]
+    footers = [m.start() for m in _PEM_FOOTER.finditer(line)]
+    if headers:
+        return not footers or footers[-1] < headers[-1]
+    return in_key and not footers
+
+
+def _in_key(line: str) -> bool:
+    """Whether ``line`` (decoded), after a key's header, can be a line of the key: one that holds anything else
+    (a tab between fields, a word of prose) ends it, so a listing's next memories are shown."""
+    return _KEY_LINE.fullmatch(line.strip()) is not None
+
+
+def _withheld_by_line(text: str) -> str:
+    """``text``, which still decodes to a credential once every word was looked at, with each line that does
+    withheld whole: one line of a listing (a memory's description) does not hide the others. A private key's
+    lines go from its header's line to its footer's, or to the first line that cannot be one of its lines
+    (:func:`_in_key`), the key being the lines between. No other rule matches across a line break (each stops
+    at whitespace), so the text is withheld whole only when one is spread over lines all the same."""
+    if "\n" not in text:
+        return WITHHELD
+    kept: list[str] = []
+    in_key = False
+    for line in text.split("\n"):
+        decoded = _unescaped(line) if _may_hold_escapes(line) else line
+        if (in_key and _in_key(decoded)) or _credential_inside(decoded):
+            kept.append(WITHHELD)
+            in_key = _in_key_after(decoded, in_key)
+        else:
+            in_key = False
+            kept.append(line)
+    shown = "\n".join(kept)
+    return WITHHELD if _credential_inside(_unescaped(shown)) else shown
 
 
 def each_string(value: Any, change: Callable[[str], str]) -> Any:

@@ -11,7 +11,8 @@
  * text (tests/cli/test_marks.py).
  *
  * marks(text) -> (bits, newlines):
- *   bits      int: bit 0 "@", 1 "=", 2 '":', 3 "%", 4 "\\", 5 "[withheld]", 6 "[withheld]\\", 7 a character
+ *   bits      int: bit 0 "@", 1 "=", 2 '"' then ":" (whitespace between allowed, as \s* allows it in
+ *             bundlekit/_redact.py's _QUERY_SECRET_JSON: Py_UNICODE_ISSPACE, what re's \s matches), 3 "%", 4 "\\", 5 "[withheld]", 6 "[withheld]\\", 7 a character
  *             bundlekit/_terminal.py escapes or a CR (its _MAYBE_UNPRINTABLE), 8 ESC; bit 16 + i: the i-th secret
  *             trigger of bundlekit/_marks.py (TRIGGERS) matches somewhere
  *   newlines  int: how many "\n" the text holds
@@ -52,6 +53,21 @@ static int has_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t at, 
     return 1;
 }
 
+/* A '"' at `at` followed by whitespace (any re's \s matches) then ':': what _QUERY_SECRET_JSON needs. Linear over
+ * the text: a run of whitespace is walked from the one quote before it. */
+static int json_key_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t at) {
+    for (Py_ssize_t k = at + 1; k < length; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        if (c == ':') {
+            return 1;
+        }
+        if (!Py_UNICODE_ISSPACE(c)) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* A character bundlekit/_terminal.py's printable escapes (its _CONTROLS), or a CR. */
 static int is_control(Py_UCS4 c) {
     if (c < 0x20) {
@@ -69,7 +85,7 @@ static long marks_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t a
     switch (c) {
     case '@': return M_AT;
     case '=': return M_EQ;
-    case '"': return HAS("\":") ? M_JSON_KEY : 0;
+    case '"': return json_key_at(kind, data, length, at) ? M_JSON_KEY : 0;
     case '%': return M_PERCENT;
     case '\\': return M_BACKSLASH;
     case '[':
@@ -93,7 +109,7 @@ static long marks_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t a
 /* Whether `next` can follow `c` in a mark that `c` starts (a quick filter before marks_at). */
 static inline int may_follow(Py_UCS4 c, Py_UCS4 next) {
     switch (c) {
-    case '"': return next == ':';
+    case '"': return next == ':' || Py_UNICODE_ISSPACE(next);
     case '[': return next == 'w';
     case 'A': return next == 'K' || next == 'S' || next == 'I';
     case 'g': return next == 'h' || next == 'i';

@@ -557,7 +557,7 @@ class Memory:
         them or as SQLite joins them (:meth:`_joined_lines`), else from the files. A line that shows a credential
         (flagged when its file was indexed, or found now) is made from its file, withheld."""
         joined = self._joined_lines(catalog)
-        if joined is None:
+        if joined is None or _breaks_lines(joined[0]):
             return self._list_text_of_files(catalog)
         text, flagged = joined
         wanted = set(flagged)
@@ -624,6 +624,14 @@ class Memory:
         with self._mutex:
             self._index.close()
             self.meaning.close()
+
+
+def _breaks_lines(text: str) -> bool:
+    """Whether ``text`` holds a line or paragraph separator (U+2028, U+2029): a line break to a reader that
+    splits lines as ``str.splitlines`` does, which ``printable`` leaves as it is. A line made from a file never
+    holds one (``validate_meta``), so the lines are kept or joined lines changed by hand, whose next "row"
+    could show a key that is not a file's: the listing is made from the files."""
+    return "\u2028" in text or "\u2029" in text
 
 
 def _same_files(listing: Scan, files: str, count: int) -> bool:

@@ -44,6 +44,8 @@ CREDENTIALS = [
     "https://agent:Qz7pw4567890x9K@127.0.0.1:9/bundle",
     "http://127.0.0.1:9/api?token=Qz7tok4567890x9K",
     '{"url?api_key":"Qz7tok4567890x9K"}',
+    '{"url?api_key" :"Qz7tok4567890x9K"}',
+    '{"url?api_key"\u3000\x85:"Qz7tok4567890x9K"}',
 ]
 # Every mark, each cut short, near misses, escapes, controls, and characters of each string width.
 PIECES = [
@@ -51,7 +53,7 @@ PIECES = [
     *TRIGGERS,
     "AKIA", "ASIA", "AKI", "AS", "A", "AIza", "AIz", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "ghx_", "gh", "g",
     "github_pat_", "github_pat", "k-", "k", "k_live_", "k_test_", "k_prod_", "k_live", "k_", "xox", "xo", "x",
-    "-----BEGIN ", "-----BEGIN", "----BEGIN ", "-", "yJ", "y", "J", "@", "=", '":', '"', ":", "%", "%41", "%2",
+    "-----BEGIN ", "-----BEGIN", "----BEGIN ", "-", "yJ", "y", "J", "@", "=", '":', '" :', '"\t\n:', '"\u2028:', '"\xa0', '"', ":", "%", "%41", "%2",
     "%25", "\\", "\\u0073", "\\x41", "\\n", "\\-", "\\_", WITHHELD, WITHHELD + "\\", "[withheld", "[", "withheld]",
     "\x1b", "\x1b[31m", "\r", "\r\n", "\n", "\t", "\x00", "\x07", "\x0b", "\x7f", "\x80", "\x85", "\x9f", "\xa0",
     "é", "\u061c", "\u200b", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069", "\u2028", "\ufeff",
@@ -174,3 +176,19 @@ def test_a_huge_row_with_controls_is_escaped_the_same_with_either_scan() -> None
 def test_every_secret_trigger_is_one_the_scan_looks_for() -> None:
     # A rule with a trigger the scan does not know still runs (on every text): correct, but slow on a listing.
     assert all(group.bit is not None for group in _rule_plan() if group.trigger)
+
+
+class _Lying(str):
+    """A ``str`` whose own searches find nothing."""
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
+    def count(self, *args: object) -> int:
+        return 0
+
+
+def test_a_str_subclass_is_scanned_as_the_str_it_holds_either_way() -> None:
+    text = _Lying('@ = ": % \\ [withheld]\\ \x1b\n AKIAQ7ABCDEFGHIJKLMZ')
+    _forget_last()
+    assert marks(text) == marks_in_python(text) == marks_in_python(str.__str__(text))

@@ -339,3 +339,34 @@ def test_a_query_credential_split_into_a_json_key_and_value_is_withheld() -> Non
     shown = redact('{"http://127.0.0.1:9/api?token":"Qz7tok3n5ecretx9K","ts":"x"}')
     assert "Qz7tok3n5ecretx9K" not in shown and '"ts":"x"' in shown
     assert redact('{"key": "plain", "tokens": 3}') == '{"key": "plain", "tokens": 3}'
+
+
+def test_a_text_still_decoding_to_a_credential_withholds_only_its_lines_that_do() -> None:
+    """The last resort (a credential spread over several escaped words, which no word decodes to alone) withholds
+    the lines that decode to one, not the whole text: one line of a listing does not hide the others."""
+    escaped = "-----B\\u0045GIN RSA PRIVATE KEY-----"
+    assert redact(escaped) == WITHHELD
+    assert redact(f"a\tfirst\n{escaped} here\nb\tlast!") == f"a\tfirst\n{WITHHELD}\nb\tlast!"
+    key = f"{escaped}\nQz7keyb0dy5ecretx9K\nQz7m0re5ecretx9K\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"first line\n{key}\nlast line") == "\n".join(["first line", *[WITHHELD] * 4, "last line"])
+    assert redact(f"first line\n{escaped}\nQz7keyb0dy5ecretx9K") == "\n".join(["first line", WITHHELD, WITHHELD])
+
+
+def test_memory_list_shows_every_other_memory_beside_one_holding_an_escaped_key_header(tree: Path) -> None:
+    memory = Memory(tree)
+    spread = "see -----B\u200bEGIN RSA PRIVATE KEY----- here"  # no word of it decodes to a credential alone
+    memory.write("spread", name="S", description=spread, type="user", body="b")
+    memory.write("zulu", name="Z", description="after it", type="user", body="b")
+    memory.close()
+    for _listing in ("joined", "kept"):  # the rows SQLite joined, then the lines the first list kept
+        result = _memory(tree, "list")
+        lines = result.stdout.splitlines()
+        assert result.exit_code == 0 and "BEGIN" not in result.stdout and lines[1] == WITHHELD
+        assert lines[0].startswith("plain\t") and lines[2].startswith("zulu\t") and len(lines) == 3
+
+@pytest.mark.parametrize("between", [" ", "  ", "\t", "\n", "\r\n", "\u3000", "\x85", "\u2028", "\xa0", "\x1c"])
+def test_a_query_credential_in_a_json_key_with_whitespace_before_its_colon_is_withheld(between: str) -> None:
+    """JSON allows whitespace between a key and its ``:`` and the rule's ``\\s*`` matches it: the mark that gates
+    the rule (``_marks.JSON_KEY``) must be found there too, not only for ``":`` (it was: the value leaked)."""
+    shown = redact('{"http://127.0.0.1:9/api?token"' + between + ':"Qz7tok3n5ecretx9K","ts":"x"}')
+    assert "Qz7tok3n5ecretx9K" not in shown and WITHHELD in shown

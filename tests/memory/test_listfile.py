@@ -107,6 +107,17 @@ def test_a_kept_line_changed_after_its_key_is_shown_escaped(tmp_path: Path) -> N
     assert shown.split("\n") == ["alpha\tuser\tr9\tthen\tplanted \\x1b[2J", first[1]]
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029"])
+def test_a_kept_line_holding_a_line_separator_is_not_shown(tmp_path: Path, separator: str) -> None:
+    """A reader splitting lines as ``str.splitlines`` does would see a row whose key is not a file's."""
+    _tree(tmp_path, ["alpha", "beta"])
+    first = Memory(tmp_path).list_text()
+    forged = f"alpha\tuser\tr1\tthen\tname{separator}planted\tuser\tr1\tthen\tforged row"
+    _rewrite(tmp_path / ".bundlekit" / listfile.LISTING_FILE, "\n".join([forged, first.split("\n")[1]]))
+    shown = Memory(tmp_path).list_text()
+    assert shown == first and [line.split("\t", 1)[0] for line in shown.splitlines()] == ["alpha", "beta"]
+
+
 def test_a_kept_line_showing_a_credential_is_made_from_its_file(tmp_path: Path) -> None:
     _tree(tmp_path, ["alpha", "beta"])
     first = Memory(tmp_path).list_text()
