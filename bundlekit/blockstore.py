@@ -389,14 +389,18 @@ class _PackIndex:
         return zip(self.cids, self.offsets, self.lengths)
 
 
-def _column(body: bytes, at: int, width: int, code: str) -> array.array[int]:
+#: An unsigned array type code of each item size this platform has (the C types behind the codes vary by platform).
+_UNSIGNED = {array.array(code).itemsize: code for code in "BHILQ"}
+
+
+def _column(body: bytes, at: int, width: int) -> array.array[int]:
     """The big-endian whole numbers of ``width`` bytes at ``at`` in every entry of ``body``, gathered byte by byte
     with strided slices (no object per entry) into native order."""
     count = len(body) // _ENTRY
     gathered = bytearray(width * count)
     for byte in range(width):
         gathered[byte::width] = body[at + byte::_ENTRY]
-    numbers = array.array(code, bytes(gathered))
+    numbers = array.array(_UNSIGNED[width], bytes(gathered))
     if sys.byteorder == "little":
         numbers.byteswap()
     return numbers
@@ -419,7 +423,7 @@ def _index_of(path: str, pack_size: int) -> _PackIndex:
     body = data[len(_INDEX_MAGIC):]
     count = len(body) // _ENTRY
     cids = [body[at:at + _PACK_CID] for at in range(0, len(body), _ENTRY)]
-    offsets, lengths = _column(body, _PACK_CID, 8, "Q"), _column(body, _PACK_CID + 8, 4, "I")
+    offsets, lengths = _column(body, _PACK_CID, 8), _column(body, _PACK_CID + 8, 4)
     kinds = body[1::_ENTRY]  # each CID's codec byte; its version and hash bytes are one value each
     prefixed = (body[0::_ENTRY].count(1) == body[2::_ENTRY].count(0x12) == body[3::_ENTRY].count(0x20) == count
                 and kinds.count(RAW) + kinds.count(0x70) == count)
