@@ -31,18 +31,23 @@ no block is found before its pack is durable. A block is looked for in its own f
 
 from __future__ import annotations
 
+import array
+import bisect
 import contextlib
 import errno
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
+import operator
 import os
 import re
 import secrets
 import shutil
 import stat
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -363,11 +368,51 @@ def _pack_key(cid: bytes) -> bytes | None:
     return key if len(key) == _PACK_CID and key[2:4] == b"\x12\x20" and key[1] in (RAW, 0x70) else None
 
 
-def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
-    """A pack's index (CID -> offset, length); ``ValueError`` for one that is not an index of a pack of
-    ``pack_size`` bytes (a size not a whole number of entries, an entry past the pack's end or over
-    ``MAX_BLOCK_SIZE``, CIDs out of order or not the CIDv1 of a sha2-256 raw or dag-pb block, more than
-    ``_INDEX_MAX`` bytes): a CID no pack holds would make ``verify`` and ``gc`` fail parsing it."""
+class _PackIndex:
+    """One pack's index as read and checked (:func:`_index_of`): its CIDs in order, for a binary search, and each
+    one's offset and length at the same place."""
+
+    __slots__ = ("cids", "lengths", "offsets")
+
+    def __init__(self, cids: list[bytes], offsets: array.array[int], lengths: array.array[int]) -> None:
+        self.cids, self.offsets, self.lengths = cids, offsets, lengths
+
+    def get(self, key: bytes) -> tuple[int, int] | None:
+        """Where the pack holds ``key`` (offset, length), or None."""
+        at = bisect.bisect_left(self.cids, key)
+        if at < len(self.cids) and self.cids[at] == key:
+            return self.offsets[at], self.lengths[at]
+        return None
+
+    def entries(self) -> Iterator[tuple[bytes, int, int]]:
+        """Every entry (CID, offset, length), in order."""
+        return zip(self.cids, self.offsets, self.lengths)
+
+
+#: An unsigned array type code of each item size this platform has (the C types behind the codes vary by platform).
+_UNSIGNED = {array.array(code).itemsize: code for code in "BHILQ"}
+
+
+def _column(body: bytes, at: int, width: int) -> array.array[int]:
+    """The big-endian whole numbers of ``width`` bytes at ``at`` in every entry of ``body``, gathered byte by byte
+    with strided slices (no object per entry) into native order."""
+    count = len(body) // _ENTRY
+    gathered = bytearray(width * count)
+    for byte in range(width):
+        gathered[byte::width] = body[at + byte::_ENTRY]
+    numbers = array.array(_UNSIGNED[width], bytes(gathered))
+    if sys.byteorder == "little":
+        numbers.byteswap()
+    return numbers
+
+
+def _index_of(path: str, pack_size: int) -> _PackIndex:
+    """A pack's index, checked whole; ``ValueError`` for one that is not an index of a pack of ``pack_size``
+    bytes (a size not a whole number of entries, an entry past the pack's end or over ``MAX_BLOCK_SIZE``, CIDs out
+    of order or not the CIDv1 of a sha2-256 raw or dag-pb block, more than ``_INDEX_MAX`` bytes): a CID no pack
+    holds would make ``verify`` and ``gc`` fail parsing it. Each check is a pass of the interpreter's own loops
+    (slices, ``map``, ``max``) over the entries, not a Python statement per entry: every process that reads a
+    packed block reads the index, 100,000 entries after a first follow of as many memories."""
     fd = open_regular(path)
     try:
         data = read_up_to(fd, _INDEX_MAX + 1)
@@ -375,17 +420,24 @@ def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
         os.close(fd)
     if len(data) > _INDEX_MAX or not data.startswith(_INDEX_MAGIC) or (len(data) - len(_INDEX_MAGIC)) % _ENTRY:
         raise ValueError("not a pack index")
-    found: dict[bytes, tuple[int, int]] = {}
-    previous = b""
-    for at in range(len(_INDEX_MAGIC), len(data), _ENTRY):
-        cid = data[at:at + _PACK_CID]
-        offset = int.from_bytes(data[at + _PACK_CID:at + _PACK_CID + 8], "big")
-        length = int.from_bytes(data[at + _PACK_CID + 8:at + _ENTRY], "big")
-        if cid <= previous or length > MAX_BLOCK_SIZE or offset + length > pack_size or cid[:4] not in _PACK_PREFIXES:
-            raise ValueError("a pack index entry out of order, past its pack or of a CID no pack holds")
-        found[cid] = (offset, length)
-        previous = cid
-    return found
+    body = data[len(_INDEX_MAGIC):]
+    count = len(body) // _ENTRY
+    cids = [body[at:at + _PACK_CID] for at in range(0, len(body), _ENTRY)]
+    offsets, lengths = _column(body, _PACK_CID, 8), _column(body, _PACK_CID + 8, 4)
+    kinds = body[1::_ENTRY]  # each CID's codec byte; its version and hash bytes are one value each
+    prefixed = (body[0::_ENTRY].count(1) == body[2::_ENTRY].count(0x12) == body[3::_ENTRY].count(0x20) == count
+                and kinds.count(RAW) + kinds.count(0x70) == count)
+    longest = max(lengths, default=0)
+    # the ends: within the pack when the largest offset and length are; else each entry's own
+    ends = max(offsets, default=0) + longest <= pack_size or max(map(operator.add, offsets, lengths)) <= pack_size
+    if not (prefixed and longest <= MAX_BLOCK_SIZE and ends and all(map(operator.lt, cids, cids[1:]))):
+        raise ValueError("a pack index entry out of order, past its pack or of a CID no pack holds")
+    return _PackIndex(cids, offsets, lengths)
+
+
+def _read_index(path: str, pack_size: int) -> dict[bytes, tuple[int, int]]:
+    """A pack's index (CID -> offset, length), checked as :func:`_index_of` checks it (``ValueError``)."""
+    return {cid: (offset, length) for cid, offset, length in _index_of(path, pack_size).entries()}
 
 
 def _pack_size(pack: str) -> int:
@@ -433,15 +485,31 @@ class _Packs:
         self._names: list[str] = []
         self._settled = False
         self._lock = threading.Lock()
-        self.where: dict[bytes, tuple[str, int, int]] = {}
+        self._indexes: list[tuple[str, _PackIndex]] = []  # (pack, its index), in the packs' order
         self.bad: list[tuple[str, str]] = []  # (index path, why it is not read)
 
     def lookup(self, key: bytes) -> tuple[str, int, int] | None:
-        found = self.where.get(key)
+        found = self._find(key)
         if found is None and self._changed():
             self._load()
-            found = self.where.get(key)
+            found = self._find(key)
         return found
+
+    def _find(self, key: bytes) -> tuple[str, int, int] | None:
+        """Where the first pack (in name order) that holds ``key`` holds it: a binary search of each index."""
+        for pack, index in self._indexes:
+            entry = index.get(key)
+            if entry is not None:
+                return pack, entry[0], entry[1]
+        return None
+
+    @property
+    def where(self) -> dict[bytes, tuple[str, int, int]]:
+        """Every packed block as read last (CIDv1 -> pack, offset, length; the first pack holding one names it)."""
+        where: dict[bytes, tuple[str, int, int]] = {}
+        for pack, index in reversed(self._indexes):
+            where.update(zip(index.cids, zip(itertools.repeat(pack), index.offsets, index.lengths)))
+        return where
 
     def _changed(self) -> bool:
         """Whether the packs may have changed since they were read: the folder's mtime moved, or, while that mtime
@@ -470,7 +538,7 @@ class _Packs:
             except FileNotFoundError:
                 return
             settled = time.time_ns() - stamp >= _RACY_NS
-            where: dict[bytes, tuple[str, int, int]] = {}
+            indexes: list[tuple[str, _PackIndex]] = []
             bad: list[tuple[str, str]] = []
             for name in names:
                 if not name.endswith(_INDEX_SUFFIX):
@@ -483,13 +551,10 @@ class _Packs:
                     bad.append((index, f"its pack {os.path.basename(pack)}: {os_reason(exc)}"))
                     continue
                 try:
-                    entries = _read_index(index, size)
+                    indexes.append((pack, _index_of(index, size)))
                 except (OSError, ValueError) as exc:
                     bad.append((index, os_reason(exc) if isinstance(exc, OSError) else str(exc)))
-                    continue
-                for cid, (offset, length) in entries.items():
-                    where.setdefault(cid, (pack, offset, length))
-            self.where, self.bad, self._stamp, self._names, self._settled = where, bad, stamp, names, settled
+            self._indexes, self.bad, self._stamp, self._names, self._settled = indexes, bad, stamp, names, settled
 
     def refresh(self) -> dict[bytes, tuple[str, int, int]]:
         """Every packed block, read again now."""

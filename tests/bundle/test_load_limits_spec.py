@@ -27,7 +27,7 @@ def _limits() -> dict[str, str]:
 @pytest.mark.parametrize(("row", "default", "value"), [
     ("the whole load", "600 s", f"{DEFAULT_DEADLINE:g} s"),
     ("a CAR response", "1 GiB", f"{DEFAULT_MAX_CAR_BYTES // (1024 * MIB)} GiB"),
-    ("blocks kept ahead", "32 MiB", f"{WINDOW_BYTES // MIB} MiB"),
+    ("blocks kept ahead", "256 MiB", f"{WINDOW_BYTES // MIB} MiB"),
     ("a raw block", "2 MiB", f"{MAX_BLOCK_SIZE // MIB} MiB"),
     ("`manifest.json`", "64 MiB", f"{MAX_MANIFEST_BYTES // MIB} MiB"),
     ("all files of a manifest", "2 GiB", f"{DEFAULT_MAX_BYTES // (1024 * MIB)} GiB"),

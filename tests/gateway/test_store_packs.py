@@ -381,3 +381,51 @@ def test_a_stop_signal_between_a_packs_two_renames_waits_for_the_index(store: Bl
     assert sorted(Path(name).suffix for name in _pack_files(store)) == [".idx", ".pack"]
     fresh = BlockStore(store.root, fsync=False)
     assert fresh.get(_blocks(5)[4][0]) == b"block 4" and fresh.verify().ok
+
+
+def _entries(store: BlockStore) -> tuple[Path, list[tuple[bytes, int, int]]]:
+    """The store's one index and its entries (CID, offset, length), in the file's order."""
+    index = next((store.root / "packs").glob("*.idx"))
+    body = index.read_bytes()[23:]
+    return index, [(body[at:at + 36], int.from_bytes(body[at + 36:at + 44], "big"),
+                    int.from_bytes(body[at + 44:at + 48], "big")) for at in range(0, len(body), 48)]
+
+
+def _rewrite(index: Path, entries: list[tuple[bytes, int, int]]) -> None:
+    index.write_bytes(b"bundlekit-pack-index/1\n" + b"".join(
+        cid + offset.to_bytes(8, "big") + length.to_bytes(4, "big") for cid, offset, length in entries))
+
+
+@pytest.mark.parametrize("change", ["swapped", "repeated", "past the end", "over the block bound"])
+def test_an_index_with_an_entry_out_of_order_or_out_of_bounds_is_not_read(store: BlockStore, change: str) -> None:
+    """Each entry is checked, wherever it stands: CIDs strictly in order, each block within its pack and within
+    ``MAX_BLOCK_SIZE``; one that is not makes the whole index unread (its blocks are not found, verify names it)."""
+    _packed(store, _blocks(5))
+    index, entries = _entries(store)
+    pack_size = next((store.root / "packs").glob("*.pack")).stat().st_size
+    cid, offset, length = entries[2]
+    if change == "swapped":
+        entries[2], entries[3] = entries[3], entries[2]
+    elif change == "repeated":
+        entries[3] = entries[2]
+    elif change == "past the end":
+        entries[2] = (cid, pack_size - length + 1, length)
+    else:
+        entries[2] = (cid, offset, 2 * 1024 * 1024 + 1)
+    _rewrite(index, entries)
+    fresh = BlockStore(store.root, fsync=False)
+    assert not any(fresh.has(c) for c, _o, _l in entries)
+    assert len(fresh.verify().bad_packs) == 1
+
+
+def test_an_index_whose_largest_offset_and_largest_length_are_different_entries_is_read(store: BlockStore) -> None:
+    """The bound is each entry's end, not the largest offset plus the largest length: a long block early in the
+    pack and a short one at its very end are both served."""
+    blocks = [(make_cid(1, RAW, b"x" * 5000), b"x" * 5000), *_blocks(3)]
+    _packed(store, blocks)
+    index, entries = _entries(store)
+    pack_size = next((store.root / "packs").glob("*.pack")).stat().st_size
+    assert max(o for _c, o, _l in entries) + max(ln for _c, _o, ln in entries) > pack_size
+    assert max(o + ln for _c, o, ln in entries) <= pack_size
+    fresh = BlockStore(store.root, fsync=False)
+    assert all(fresh.get(cid) == data for cid, data in blocks) and fresh.verify().ok

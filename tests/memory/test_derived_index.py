@@ -550,6 +550,26 @@ def test_a_read_settles_old_racy_rows_under_the_lock_only_when_there_are_many(
     assert (_written_ns(tree) > written) is settled
 
 
+def test_settling_racy_rows_moves_the_write_time_and_keeps_the_blob_without_reading_a_row(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction that changes no row (it only settles the racy ones) leaves the blob of this generation as it
+    is, byte for byte, and packs no blob from the rows (issue 37: a follower's round at 100,000 memories read
+    every row to write the same 6 MB again)."""
+    monkeypatch.setattr(indexer, "RACY_COMPARED", 1)
+    _three(Memory(tree))
+    blob, written = _blob(tree), _written_ns(tree)
+    real = time.time_ns
+    monkeypatch.setattr(indexer.time, "time_ns", lambda: real() + 2 * catalog_module.RACY_NS)
+
+    def packed(*_args: object) -> bytes:
+        raise AssertionError("the blob was packed from the rows")
+
+    monkeypatch.setattr(catalog_stat, "pack", packed)
+    assert [h.key for h in Memory(tree).recall("kick")] == ["a"]
+    assert _written_ns(tree) > written and _blob(tree) == blob and not _rows(tree)[1]
+
+
 def test_the_blob_follows_names_not_the_order_the_directory_lists_them_in(tree: Path) -> None:
     tree.mkdir()
     for i in range(20):

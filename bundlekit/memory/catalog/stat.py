@@ -316,19 +316,29 @@ class StatCache:
 
     def _changed(self) -> None:
         if not self._rewrite and self._start is None:  # before the first change: the blob it starts from
-            rows = dict(self._db.conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen')").fetchall())
-            gen = rows.get("gen")
-            if rows.get("sigs_gen") == gen and type(gen) is int:
+            gen = self._blob_gen()
+            if gen is not None:
                 read = self._read
                 # A blob is rewritten only with its generation moved on: one read at this generation is the one.
                 self._start = read[1] if read is not None and read[0] == gen else self._db.state_blob("sigs")
         self._rewrite = True
         self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
 
+    def _blob_gen(self) -> int | None:
+        """The current generation when the signature blob is of it (``sigs_gen`` = ``gen``), else ``None``."""
+        rows = dict(self._db.conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen')").fetchall())
+        gen = rows.get("gen")
+        return gen if type(gen) is int and rows.get("sigs_gen") == gen else None
+
     def _store_signatures(self, now_ns: int) -> None:
         """The sorted signature blob of the generation the transaction ends at, written whole: the blob it
         started from with its changes made (a few rows changed among thousands: no row is read), or the rows
-        read in file order."""
+        read in file order. A transaction that only settled the racy rows (no row changed, so the generation did
+        not move: only :meth:`_changed` moves it) keeps the blob of this generation as it is, read or not: it is
+        the rows' still (a follower's round at 100,000 memories read every row again to write the same 6 MB)."""
+        if not self._changes and self._blob_gen() is not None:
+            self._db.set("written_ns", now_ns)
+            return
         blob = _spliced(self._start, self._changes) if self._start is not None else None
         if blob is None:
             rows = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
