@@ -81,8 +81,11 @@ if TYPE_CHECKING:
     import ssl
 
     import httpx
+
+    from bundlekit.net import _trust
 else:  # imported at the first request (DEVELOPERS.md, "Lazy imports": a writer's sync round makes none)
     httpx, ssl, email_utils = lazy_module("httpx"), lazy_module("ssl"), lazy_module("email.utils")
+    _trust = lazy_module("bundlekit.net._trust")
 
 __all__ = [
     "DEFAULT_MAX_CAR_BYTES",
@@ -255,11 +258,12 @@ def tls_context() -> ssl.SSLContext:
 
 @lru_cache(maxsize=4)
 def _tls_context(cafile: str, capath: str) -> ssl.SSLContext:
+    """Read at the first handshake (``net._trust``): an ``http://`` gateway's client never reads the CA bundle."""
     if cafile:
-        return ssl.create_default_context(cafile=cafile)
+        return _trust.TrustOnUse(cafile=cafile)
     if capath:
-        return ssl.create_default_context(capath=capath)
-    return ssl.create_default_context(cafile=certifi.where())
+        return _trust.TrustOnUse(capath=capath)
+    return _trust.TrustOnUse(cafile=certifi.where())
 
 
 def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:

@@ -7,13 +7,25 @@ else ``SSL_CERT_DIR``, else certifi's bundle) and makes each context once.
 
 from __future__ import annotations
 
+import http.server
+import ipaddress
 import ssl
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import certifi
+import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
-from bundlekit.net.http import HttpOptions, open_client, tls_context
+from bundlekit.net._trust import TrustOnUse
+from bundlekit.net.http import HttpOptions, _tls_context, open_client, tls_context
 from bundlekit.pinning.http import HttpClient
 
 
@@ -56,3 +68,75 @@ def test_every_client_bundlekit_opens_shares_it() -> None:
     finally:
         client.close()
         pinner.close()
+
+
+def _authority(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+@contextmanager
+def _https_server(cert_file: Path, key_file: Path) -> Iterator[str]:
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_the_context_is_made_as_create_default_context_makes_it() -> None:
+    ours, theirs = TrustOnUse(cafile=certifi.where()), ssl.create_default_context(cafile=certifi.where())
+    for setting in ("protocol", "verify_mode", "check_hostname", "verify_flags", "options", "minimum_version",
+                    "maximum_version", "keylog_filename"):
+        assert getattr(ours, setting) == getattr(theirs, setting), setting
+    assert ours.get_ca_certs(binary_form=True) == theirs.get_ca_certs(binary_form=True)
+
+
+def test_a_client_that_never_shakes_hands_reads_no_authorities(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    _tls_context.cache_clear()
+    client, _owned = open_client(HttpOptions())
+    client.close()
+    context = tls_context()
+    assert isinstance(context, TrustOnUse) and not context._loaded  # an http:// gateway's round pays nothing
+    assert _ca_count(context) > 0  # read now, as a handshake reads it
+
+
+def test_a_handshake_trusts_the_named_authority_and_no_other(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    served, key = _authority(tmp_path, "served")
+    other, _ = _authority(tmp_path, "other")
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with _https_server(served, key) as url:
+        monkeypatch.setenv("SSL_CERT_FILE", str(served))
+        client, _owned = open_client(HttpOptions())
+        with client:
+            assert client.get(url).status_code == 200
+        monkeypatch.setenv("SSL_CERT_FILE", str(other))
+        client, _owned = open_client(HttpOptions())
+        with client, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            client.get(url)

@@ -1,0 +1,67 @@
+"""The TLS context every bundlekit client verifies servers with, its trusted authorities read at first use.
+
+``ssl.create_default_context`` reads the whole CA bundle when the context is made (~20 ms of CPU for certifi's):
+a follower's ``sync --gateway http://...`` opens clients but never shakes hands, and paid it every round
+(issue 37). :class:`TrustOnUse` is that context made the same way (``ssl.create_default_context``, CPython
+``Lib/ssl.py``: ``PROTOCOL_TLS_CLIENT``, ``CERT_REQUIRED``, hostnames checked, ``SSLKEYLOGFILE``; 3.13's
+``VERIFY_X509_PARTIAL_CHAIN | VERIFY_X509_STRICT``) whose ``load_verify_locations`` runs before the first socket
+or BIO it wraps (httpcore's sync backend calls ``wrap_socket``, its TLS-in-TLS stream ``wrap_bio``) and before
+its store is read (``cert_store_stats``, ``get_ca_certs``). Verification is never weaker: until the authorities
+are loaded the context trusts none, so a handshake reaching it any other way fails, never passes.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import sys
+import threading
+from typing import Any
+
+__all__ = ["TrustOnUse"]
+
+
+class TrustOnUse(ssl.SSLContext):
+    """``ssl.create_default_context(cafile=..., capath=...)``, the locations loaded at first use (module doc)."""
+
+    _where: tuple[str | None, str | None]
+    _loaded: bool
+    _lock: threading.Lock
+
+    def __new__(cls, cafile: str | None = None, capath: str | None = None) -> TrustOnUse:
+        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+
+    def __init__(self, cafile: str | None = None, capath: str | None = None) -> None:
+        self.verify_mode = ssl.CERT_REQUIRED
+        self.check_hostname = True
+        if sys.version_info >= (3, 13):  # what 3.13's create_default_context adds for a server's authentication
+            self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        keylog = os.environ.get("SSLKEYLOGFILE")
+        if keylog and not sys.flags.ignore_environment:
+            self.keylog_filename = keylog
+        self._where, self._loaded, self._lock = (cafile, capath), False, threading.Lock()
+
+    def _trust(self) -> None:
+        """Load the authorities, once (two threads' first handshakes load them once, both after it)."""
+        if self._loaded:
+            return
+        with self._lock:
+            if not self._loaded:
+                self.load_verify_locations(*self._where)
+                self._loaded = True
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self._trust()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self._trust()
+        return super().wrap_bio(*args, **kwargs)
+
+    def cert_store_stats(self) -> dict[str, int]:
+        self._trust()
+        return super().cert_store_stats()
+
+    def get_ca_certs(self, binary_form: bool = False) -> Any:
+        self._trust()
+        return super().get_ca_certs(binary_form)
