@@ -86,8 +86,11 @@ def day_file_for(entry: Mapping[str, Any]) -> str:
     return parse_timestamp(entry["ts"]).strftime("%Y-%m-%d") + ".jsonl"
 
 
-def validate_entry(entry: object, where: str) -> dict[str, Any]:
-    """Check that ``entry`` is an object with a parseable ``ts`` and a non-empty string ``type``."""
+def validate_entry(entry: object, where: str, *, escaped: bool = True) -> dict[str, Any]:
+    """Check that ``entry`` is an object with a parseable ``ts`` and a non-empty string ``type``, holding text
+    only. ``escaped=False`` says it was decoded from a JSON line with no ``\\u`` in it: strict UTF-8 text holds
+    no lone surrogate, and JSON makes one only from a ``\\u`` escape, so that check is skipped (a day file's
+    lines rarely hold one; encoding every entry again was a third of parsing a timeline)."""
     if not isinstance(entry, dict):
         raise MemoryStoreError(f"{where} is not a JSON object; fix or remove it")
     ts = entry.get("ts")
@@ -97,6 +100,8 @@ def validate_entry(entry: object, where: str) -> dict[str, Any]:
         raise MemoryStoreError(f"{where} has no valid ISO 8601 'ts'; fix or remove it") from exc
     if not isinstance(entry.get("type"), str) or not entry["type"]:
         raise MemoryStoreError(f"{where} has no string 'type'; fix or remove it")
+    if not escaped:
+        return entry
     try:  # JSON's \ud800 escape decodes to a lone surrogate: text no output or file can encode
         json.dumps(entry, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -134,7 +139,7 @@ def parse_day(name: str, data: bytes, *, strict: bool = True) -> list[dict[str, 
             if not strict and number == len(lines):
                 break
             raise MemoryStoreError(f"{where} is not valid JSON; fix or remove that line") from exc
-        entries.append(validate_entry(value, where))
+        entries.append(validate_entry(value, where, escaped="\\u" in line))
     return entries
 
 

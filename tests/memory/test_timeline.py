@@ -8,6 +8,7 @@ import pytest
 
 from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
+from bundlekit.memory.timeline import parse_day
 
 from .conftest import Clock, fields
 
@@ -149,3 +150,17 @@ def test_forget_lists_the_tree_once(mem: Memory, monkeypatch: pytest.MonkeyPatch
     fresh.forget("gone")
     assert len(scans) == 1
     assert fresh.read("gone") is None
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\uDFFF", "\\\\\\udc00"])
+def test_a_day_line_escaping_a_lone_surrogate_is_refused(escape: str) -> None:
+    line = '{"ts":"2026-01-15T04:48:38Z","type":"note","text":"a ' + escape + ' b"}\n'
+    with pytest.raises(MemoryStoreError, match="line 1 holds a lone UTF-16 surrogate"):
+        parse_day("2026-01-15.jsonl", line.encode("utf-8"))
+
+
+def test_a_day_line_escaping_a_surrogate_pair_or_none_parses_to_its_text() -> None:
+    data = ('{"ts":"2026-01-15T04:48:38Z","type":"note","text":"\\ud83d\\ude00 \\\\u"}\n'
+            '{"ts":"2026-01-15T04:48:39Z","type":"note","text":"caf\u00e9 \U0001F600"}\n').encode("utf-8")
+    texts = [entry["text"] for entry in parse_day("2026-01-15.jsonl", data)]
+    assert texts == ["\U0001F600 \\u", "caf\u00e9 \U0001F600"]
