@@ -3,6 +3,12 @@
     python bench/sync_vs_git.py                # 1,000 and 10,000 memories, k = 10
     python bench/sync_vs_git.py --100k         # and 100,000 (the follower's time there against 10,000)
     python bench/sync_vs_git.py --sizes 1000 --runs 3
+    python bench/sync_vs_git.py --python /tmp/venv/bin/python   # bundlekit run by another interpreter
+
+``--python`` names the interpreter that runs bundlekit's commands (this checkout, through ``PYTHONPATH``), for
+instance a virtual environment made with ``python -m venv V && V/bin/pip install .``: what a user's install
+imports, without the packages a development machine adds beside it (here ``trio``, which httpcore imports when
+it is installed, and ``rich``/``pygments``, which httpx's command-line module does). The report names it.
 
 Per size (``bench.trees``: realistic trees, the same bytes for both tools), set-up, not timed: a writer's tree
 published once (``bundlekit sync --name-key``, local pinner, into the writer's store) and the same files committed
@@ -67,8 +73,12 @@ def _timed(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | No
     return time.perf_counter() - start
 
 
+#: The interpreter that runs bundlekit's commands (``--python``).
+PYTHON = sys.executable
+
+
 def _bk(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bundlekit", *args]
+    return [PYTHON, "-m", "bundlekit", *args]
 
 
 def _git(*args: str) -> list[str]:
@@ -154,7 +164,11 @@ def main() -> None:
     parser.add_argument("--100k", dest="big", action="store_true", help="also 100,000 memories")
     parser.add_argument("--changed", type=int, default=10)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--python", default=sys.executable, help="the interpreter that runs bundlekit's commands")
     args = parser.parse_args()
+    global PYTHON
+    PYTHON = args.python
+    print(f"bundlekit runs under {PYTHON}")
     sizes = [*args.sizes, *([100_000] if args.big else [])]
     results: dict[int, dict[str, float]] = {}
     for n in sizes:
