@@ -933,8 +933,11 @@ class BlockStore(BlockGetter):
             verify_block(cid, data, max_size=None)
         except BlockMismatch:
             self._remove_damaged(cid, packed)
-            if packed is None and self._packed(cid) is not None and not os.path.lexists(self._file(cid)):
-                return self.get(cid)  # the damaged file removed: a pack's copy of the block, verified as any
+            elsewhere = self._packed(cid)
+            if elsewhere is not None and elsewhere != packed and not os.path.lexists(self._file(cid)):
+                # The damaged copy removed (a file, or the entry of the first pack naming it): another pack's copy,
+                # verified as any. Each retry drops one entry or finds the same one again, so it ends.
+                return self.get(cid)
             raise BlockMismatch(
                 f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
                 "re-import a CAR that holds it"
