@@ -917,29 +917,33 @@ class BlockStore(BlockGetter):
         next ``put`` or ``import_car`` of that block repairs the store instead
         of skipping it as already present.
         """
-        packed = None
-        try:
-            data = _read_whole(self._file(cid))
-        except FileNotFoundError:
-            packed = self._packed(cid)
-            if packed is None:
-                raise MissingBlock(
-                    f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+        while True:  # each pass after the first follows a damaged copy removed to the next one: it ends
+            packed = None
+            try:
+                data = _read_whole(self._file(cid))
+            except FileNotFoundError:
+                packed = self._packed(cid)
+                if packed is None:
+                    raise MissingBlock(
+                        f"block {cid_to_str(cid)} is not in the store at {self.root}; import a CAR that contains it"
+                    ) from None
+                data, packed = self._read_pack(cid, packed)
+            except CIDError:
+                raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
+            try:
+                verify_block(cid, data, max_size=None)
+            except BlockMismatch:
+                self._remove_damaged(cid, packed)
+                elsewhere = self._packed(cid)
+                if elsewhere is not None and elsewhere != packed and not os.path.lexists(self._file(cid)):
+                    # The damaged copy removed (a file, or the entry of the first pack naming it): another pack's
+                    # copy, verified as any. Each pass drops one entry or finds the same one again, so it ends.
+                    continue
+                raise BlockMismatch(
+                    f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
+                    "re-import a CAR that holds it"
                 ) from None
-            data, packed = self._read_pack(cid, packed)
-        except CIDError:
-            raise MissingBlock(f"{cid[:40]!r}... is not a CID this store can hold") from None
-        try:
-            verify_block(cid, data, max_size=None)
-        except BlockMismatch:
-            self._remove_damaged(cid, packed)
-            if packed is None and self._packed(cid) is not None and not os.path.lexists(self._file(cid)):
-                return self.get(cid)  # the damaged file removed: a pack's copy of the block, verified as any
-            raise BlockMismatch(
-                f"the store's copy of block {cid_to_str(cid)} in {self.root} was damaged and has been removed; "
-                "re-import a CAR that holds it"
-            ) from None
-        return data
+            return data
 
     def _read_pack(self, cid: bytes, packed: tuple[str, int, int]) -> tuple[bytes, tuple[str, int, int]]:
         """A packed block's bytes, unverified, and where they were read. A pack gone since the packs were read

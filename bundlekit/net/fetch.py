@@ -471,12 +471,18 @@ class GatewayFetcher(Closing):
         self.cache[cid] = data
 
     def _from_store(self, cid: bytes) -> bytes | None:
-        """The block from the local store, if it is there (already hashed by ``BlockStore.get``)."""
+        """The block from the local store, if it is there (already hashed by ``BlockStore.get``). A copy that does
+        not hash to its CID (a damaged disk, a forged pack index) is removed by the store and counts as absent: the
+        gateways' copy is fetched and verified instead of the load failing on what the next one would repair."""
         if self.store is None:
             return None
         try:
             data = self.store.get(cid)
         except MissingBlock:
+            return None
+        except BlockMismatch:
+            self._note(f"the local store's copy of block {cid_to_str(cid)} was damaged and has been removed; "
+                       "fetched from the gateways")
             return None
         # Only the trustless block-size limit is left, and check_block raises the same
         # UnsupportedBlock for it.

@@ -187,6 +187,29 @@ def test_check_block_refuses_oversized_blocks() -> None:
         check_block(make_cid(1, RAW, data), data)
 
 
+@respx.mock
+def test_a_damaged_store_copy_is_fetched_from_the_gateways_and_noted(tmp_path: Path) -> None:
+    """A block the store holds but whose copy does not hash (here its pack index points at another block's
+    bytes: a damaged or forged index) is taken from a gateway, not a failed load (the store drops the bad copy)."""
+    from bundlekit.blockstore import BlockStore
+
+    store = BlockStore(tmp_path, fsync=False)
+    writer = store.pack(CA)
+    writer.put(CA, A)
+    writer.put(CB, B)
+    writer.commit()
+    index = next((tmp_path / "packs").glob("*.idx"))
+    body = index.read_bytes()
+    head, first, second = body[:23], body[23:71], body[71:119]
+    index.write_bytes(head + first[:36] + second[36:] + second[:36] + first[36:])  # each CID at the other's bytes
+    respx.get(f"http://gw1.test/ipfs/{cid_to_str(CA)}", params={"format": "raw"}).mock(
+        return_value=httpx.Response(200, content=A))
+    with GatewayFetcher([GW1], store=store, http=HttpOptions(sleep=lambda _s: None, jitter=lambda: 0.0)) as f:
+        assert f.get(CA) == A
+        assert any("local store's copy" in note for note in f.notes)
+    assert not store.has(CA)
+
+
 def test_store_blocks_over_the_trustless_size_limit_are_refused(tmp_path: Path) -> None:
     from bundlekit.blockstore import BlockStore
     from bundlekit.errors import UnsupportedBlock

@@ -8,7 +8,7 @@ import pytest
 
 from bundlekit.errors import CARError
 from bundlekit.ipld.cid import RAW, make_cid
-from bundlekit.net.stream import CarPull, ChunkReader
+from bundlekit.net.stream import KEPT_BLOCK_COST, CarPull, ChunkReader
 
 BLOCKS = [(make_cid(1, RAW, bytes([i]) * 100), bytes([i]) * 100) for i in range(10)]
 
@@ -52,10 +52,24 @@ def test_blocks_passed_on_the_way_are_kept_for_later() -> None:
 
 def test_a_full_window_hands_the_block_back_to_the_caller_instead_of_growing() -> None:
     stream = _Stream(BLOCKS)
-    pull = stream.pull(limit=250)  # room for two blocks of 100 bytes, then one over
+    kept = len(BLOCKS[0][0]) + 100 + KEPT_BLOCK_COST  # what one kept block of 100 bytes counts
+    pull = stream.pull(limit=2 * kept + 50)  # room for two blocks of 100 bytes, then one over
     assert pull.take(BLOCKS[9][0]) is None
     assert stream.pulled == 3  # stopped as soon as the kept blocks passed the window
     assert pull.take(BLOCKS[0][0]) == BLOCKS[0][1]
+
+
+def test_tiny_blocks_fill_the_window_by_what_keeping_them_costs_not_by_their_bytes() -> None:
+    # A hostile gateway's CAR of distinct 4-byte blocks nobody asked for: counted by their data alone, 256 MiB of
+    # window held 67 million of them (about 11 GB of Python objects); counted with their CIDs and objects, the
+    # window fills after as many as its bytes pay for.
+    tiny = [(make_cid(1, RAW, i.to_bytes(4, "big")), i.to_bytes(4, "big")) for i in range(1000)]
+    stream = _Stream(tiny)
+    kept = len(tiny[0][0]) + 4 + KEPT_BLOCK_COST
+    pull = stream.pull(limit=10 * kept)
+    assert pull.take(make_cid(1, RAW, b"never sent")) is None
+    assert stream.pulled == 11  # ten fit, the eleventh passed the window and the stream stopped there
+    assert pull.take(tiny[3][0]) == tiny[3][1]  # what was kept is still handed out
 
 
 def test_a_block_taken_once_is_not_offered_again() -> None:
