@@ -265,15 +265,15 @@ def _parse_walk(data: memoryview) -> _Walked:
     order: list[bytes] = []
     linked: list[tuple[bytes, memoryview]] = []
     at, total = end, len(data)
+    head = _SIZE_COUNT.unpack_from
     while at < total:
         start = at + 1
         at = start + data[at]
         if at + 8 > total:
             raise ValueError("a walk record cut short")
-        size = int.from_bytes(data[at:at + 4], "big")
+        size, count = head(data, at)
         if size > MAX_BLOCK_SIZE:  # no block is larger: a size a pin's walk would allocate as zero bytes
             raise ValueError("a walk record naming a block larger than any block")
-        count = int.from_bytes(data[at + 4:at + 8], "big")
         cid = bytes(data[start:at])
         at += 8
         if count:
@@ -320,6 +320,10 @@ def _parents_first(root: bytes, sizes: Mapping[bytes, int], links: Mapping[bytes
 
 
 _INDEXES = struct.Struct(">I")
+#: A walk record entry's size and link count, four bytes each, big-endian (``_record_walk``, ``_parse_walk``).
+_SIZE_COUNT = struct.Struct(">II")
+#: Each length a CID of the record can have as its one byte.
+_BYTE = [bytes((n,)) for n in range(256)]
 
 
 def _check_file(cid: bytes, path: str) -> int:
@@ -1336,12 +1340,15 @@ class BlockStore(BlockGetter):
         if linked:
             kept = _parents_first(root, sizes, linked)
         index = {cid: at for at, cid in enumerate(kept)}
-        parts = [_WALK_MAGIC, bytes([len(root)]), root]
-        for cid in kept:
+        parts = [_WALK_MAGIC, _BYTE[len(root)], root]
+        add, head = parts.append, _SIZE_COUNT.pack
+        for cid in kept:  # one append a piece, the size and link count packed together (issue 37: 11,000 blocks)
             children = linked.get(cid, ())
-            parts += (bytes([len(cid)]), cid, sizes[cid].to_bytes(4, "big"), len(children).to_bytes(4, "big"))
+            add(_BYTE[len(cid)])
+            add(cid)
+            add(head(sizes[cid], len(children)))
             if children:
-                parts.append(struct.pack(f">{len(children)}I", *(index[child] for child in children)))
+                add(struct.pack(f">{len(children)}I", *[index[child] for child in children]))
         body = b"".join(parts)
         with contextlib.suppress(BundlekitError):
             atomic_write_bytes(self.root / WALK_FILE, body + hashlib.sha256(body).digest(), error=BundlekitError, hint=_WRITE_HINT,

@@ -18,9 +18,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit._lazy import lazy_module
 from bundlekit.crypto._keys import (
+    IDENTITY_ENV,
     KeySpec,
     PassphraseKey,
     PrivateKeySigner,
@@ -29,16 +31,12 @@ from bundlekit.crypto._keys import (
     parse_signature_hex,
     weak_passphrase,
 )
-from bundlekit.crypto.recipients import (
-    IDENTITY_ENV,
-    MAX_IDENTITY_FILE,
-    IdentityKey,
-    RecipientsKey,
-    parse_identities,
-    read_identity_file,
-    read_recipients_file,
-)
 from bundlekit.errors import KeySourceError, UsageError
+
+if TYPE_CHECKING:
+    from bundlekit.crypto import recipients
+else:  # imported when a recipient or an identity is named (DEVELOPERS.md, "Lazy imports": a build with none)
+    recipients = lazy_module("bundlekit.crypto.recipients")
 
 __all__ = ["KEY_OPTION_FLAGS", "KeyOptions", "environment_secret", "key_spec"]
 
@@ -148,10 +146,10 @@ def key_spec(
     if name in ("recipient", "recipients_file"):
         listed = list(options.recipient)
         if options.recipients_file:
-            listed += read_recipients_file(options.recipients_file)
-        return RecipientsKey(listed)
+            listed += recipients.read_recipients_file(options.recipients_file)
+        return recipients.RecipientsKey(listed)
     if name == "identity_file":
-        return IdentityKey(read_identity_file(value, warn=warn))
+        return recipients.IdentityKey(recipients.read_identity_file(value, warn=warn))
     if name == "signature_env":
         return SignatureKey(parse_signature_hex(environment_secret(value, env, "wallet signature"),
                                                 where=f"${value}"))
@@ -172,13 +170,13 @@ def _identity_from_environment(env: Mapping[str, str]) -> KeySpec | None:
     text = env.get(IDENTITY_ENV)
     if not text:
         return None
-    if len(text) > MAX_IDENTITY_FILE:
-        raise KeySourceError(f"${IDENTITY_ENV} is over {MAX_IDENTITY_FILE} characters; put the identity itself "
+    if len(text) > recipients.MAX_IDENTITY_FILE:
+        raise KeySourceError(f"${IDENTITY_ENV} is over {recipients.MAX_IDENTITY_FILE} characters; put the identity itself "
                              "in it (AGE-SECRET-KEY-1...), or give --identity-file FILE")
     if "\n" not in text.strip() and not text.lstrip().startswith(("AGE-", "-----", "#")) and os.path.exists(text):
         raise KeySourceError(f"${IDENTITY_ENV} holds the path of a file, not an identity: give --identity-file "
                              f"with that path, or put the identity itself in ${IDENTITY_ENV}")
-    return IdentityKey(parse_identities(text, where=f"${IDENTITY_ENV}"))
+    return recipients.IdentityKey(recipients.parse_identities(text, where=f"${IDENTITY_ENV}"))
 
 
 def _check_new_passphrase(passphrase: str, *, strict: bool, warn: Callable[[str], None] | None) -> None:

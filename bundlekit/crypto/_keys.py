@@ -72,6 +72,9 @@ SALT_SIZE: Final = 32
 KEY_ID_SIZE: Final = 16
 COMMITMENT_SIZE: Final = 32
 SIGNATURE_SIZE: Final = 65
+#: The variable holding an age identity itself (``crypto.recipients``' key that opens); here so a build that names
+#: no key reads it without importing the recipients source (``bundle.keyoptions``, DEVELOPERS.md "Lazy imports").
+IDENTITY_ENV: Final = "BUNDLEKIT_IDENTITY"
 
 # scrypt: r and p are fixed so the work is one number; N is bounded on read so a
 # hostile manifest can make the derivation neither trivial (N too small) nor a

@@ -35,6 +35,7 @@ from typing import Any, Final
 from bundlekit._fs import create_file_bytes
 from bundlekit.crypto import _bech32, age, agessh
 from bundlekit.crypto._keys import (
+    IDENTITY_ENV,
     KEY_SIZE,
     SCHEME,
     BundleKey,
@@ -66,7 +67,6 @@ __all__ = [
 ]
 
 SOURCE: Final = "recipients"
-IDENTITY_ENV: Final = "BUNDLEKIT_IDENTITY"
 RECIPIENT_HRP: Final = "age"
 IDENTITY_HRP: Final = "age-secret-key-"
 MAX_RECIPIENTS: Final = 256

@@ -388,3 +388,23 @@ def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Calla
     source = Path(inspect.getsourcefile(check) or "")
     module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
     assert module in buildcheck._RULES
+
+
+_ANY_VALUE = st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.binary(max_size=40),
+                       st.text(max_size=40))
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(*[_ANY_VALUE] * 7), max_size=6))
+def test_a_load_makes_each_rows_line_as_sqlite_quotes_it(rows: list[tuple[object, ...]]) -> None:
+    """The lines a load seals over, made in Python (``_lines``), are SQLite's ``_LINE`` for rows of any values:
+    texts with quotes and NULs, blobs, integers, NULLs in any column (a planted row's), so a seal made by
+    SQLite verifies, and a row of a REAL is left to SQLite."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.execute("CREATE TABLE checked (path, sha256, rules, type, name, description, updated_us)")
+        db.executemany("INSERT INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        query = f"SELECT {buildcheck._LINE} FROM checked ORDER BY rowid"
+        assert buildcheck._lines(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()) == [
+            line for (line,) in db.execute(query)]
+        db.execute("INSERT INTO checked VALUES ('a.md', x'00', 'r', 't', 'n', 'd', 1.5)")
+        assert buildcheck._lines(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()) is None
