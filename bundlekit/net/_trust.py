@@ -13,8 +13,9 @@ Authorities that cannot be read (a missing, empty or garbled ``SSL_CERT_FILE``; 
 ``SSLError``, both ``OSError``) raise :class:`~bundlekit.errors.UsageError` naming the setting and the file: raised
 inside a handshake an ``OSError`` becomes httpcore's ``ConnectError``, which bundlekit retries and reports as the
 server's failure ("connection failed"), hiding the setting to fix. A file that is not there is refused when the
-context is made (one ``stat``, as ``create_default_context`` refused it when a client was made); a file that is
-there but holds no authority, at the first handshake, before any request is sent.
+context is made, as ``create_default_context`` refused it when a client was made (validate, then act: a writer's
+sync refused it before merging), and so is one with no PEM block in it (scanned, not parsed); one whose PEM
+blocks OpenSSL cannot read, at the first handshake.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any
 from bundlekit.errors import UsageError
 
 __all__ = ["TrustOnUse"]
+
+_PEM_BEGIN = b"-----BEGIN "
 
 
 class TrustOnUse(ssl.SSLContext):
@@ -44,8 +47,8 @@ class TrustOnUse(ssl.SSLContext):
     def __init__(self, cafile: str | None = None, capath: str | None = None, *, setting: str = "") -> None:
         """``setting`` names where the locations came from (``SSL_CERT_FILE``) in the error for unreadable ones."""
         self._setting = setting or "the trusted authorities"
-        if cafile is not None and not os.path.isfile(cafile):
-            raise self._unreadable(cafile, "not a file" if os.path.exists(cafile) else "no such file")
+        if cafile is not None:
+            self._check_pem(cafile)
         self.verify_mode = ssl.CERT_REQUIRED
         self.check_hostname = True
         if sys.version_info >= (3, 13):  # what 3.13's create_default_context adds for a server's authentication
@@ -66,6 +69,22 @@ class TrustOnUse(ssl.SSLContext):
                 except OSError as exc:  # ssl.SSLError too: a file holding no certificate
                     raise self._unreadable(self._where[0] or self._where[1] or "", str(exc)) from exc
                 self._loaded = True
+
+    def _check_pem(self, cafile: str) -> None:
+        """Refuse now a ``cafile`` that cannot hold an authority: not a file, or no PEM block in it (OpenSSL reads
+        a CA file as PEM only). Scanned in chunks for ``-----BEGIN``, not parsed: that is the cost saved."""
+        if not os.path.isfile(cafile):
+            raise self._unreadable(cafile, "not a file" if os.path.exists(cafile) else "no such file")
+        tail = b""
+        try:
+            with open(cafile, "rb") as handle:
+                while chunk := handle.read(1 << 16):
+                    if _PEM_BEGIN in tail + chunk:
+                        return
+                    tail = chunk[-len(_PEM_BEGIN):]
+        except OSError as exc:
+            raise self._unreadable(cafile, exc.strerror or type(exc).__name__) from exc
+        raise self._unreadable(cafile, "no PEM certificate in it")
 
     def _unreadable(self, where: str, why: str) -> UsageError:
         return UsageError(f"{self._setting} ({where}) cannot be read as trusted TLS authorities ({why}); "

@@ -154,6 +154,17 @@ def test_an_ssl_cert_file_that_is_no_file_is_refused_when_the_client_is_made(
 
 
 @pytest.mark.parametrize("content", [b"", b"garbage\n"])
+def test_an_ssl_cert_file_holding_no_pem_block_is_refused_when_the_client_is_made(
+    content: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(content)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    with pytest.raises(UsageError, match=r"^SSL_CERT_FILE \(.*\) cannot be read.*no PEM certificate in it"):
+        open_client(HttpOptions())
+
+
+@pytest.mark.parametrize("content", [b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"])
 def test_an_ssl_cert_file_holding_no_authority_is_named_at_the_handshake_not_retried_as_the_servers_failure(
     content: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
