@@ -403,11 +403,38 @@ def _withheld_by_line(text: str) -> str:
 
 def each_string(value: Any, change: Callable[[str], str]) -> Any:
     """``value`` (parsed YAML or JSON data) with ``change`` applied to every string in it, mapping keys
-    included; mappings come back as dicts and sequences as lists, anything else as it is."""
+    included; mappings come back as dicts and sequences as lists, anything else as it is.
+
+    Walked with a stack of its own, not by recursion: a timeline line nested ~450 deep (json.loads takes
+    ~990) made ``memory context`` an "internal error (RecursionError)" two Python frames per level. A
+    container met again (YAML aliases, even one holding itself) is copied once and shared, so the walk ends.
+    """
+    pending: list[tuple[Any, Any]] = []
+    copies: dict[int, Any] = {}
+    root = _copied(value, change, pending, copies)
+    while pending:
+        source, target = pending.pop()
+        if isinstance(target, dict):
+            for key, item in source.items():
+                target[_copied(key, change, pending, copies)] = _copied(item, change, pending, copies)
+        else:
+            target.extend(_copied(item, change, pending, copies) for item in source)
+    return root
+
+
+def _copied(value: Any, change: Callable[[str], str], pending: list[tuple[Any, Any]], copies: dict[int, Any]) -> Any:
+    """``value`` changed if a string; for a container its copy in ``copies``, else an empty dict or list to
+    fill, queued on ``pending`` (``value`` stays referenced there, so its ``id`` is not reused meanwhile)."""
     if isinstance(value, str):
         return change(value)
+    if id(value) in copies:
+        return copies[id(value)]
     if isinstance(value, Mapping):
-        return {each_string(k, change): each_string(v, change) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [each_string(item, change) for item in value]
-    return value
+        target: dict[Any, Any] | list[Any] = {}
+    elif isinstance(value, (list, tuple)):
+        target = []
+    else:
+        return value
+    pending.append((value, target))
+    copies[id(value)] = target
+    return target

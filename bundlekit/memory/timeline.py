@@ -107,6 +107,8 @@ def validate_entry(entry: object, where: str, *, escaped: bool = True) -> dict[s
     except UnicodeEncodeError as exc:
         raise MemoryStoreError(f"{where} holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape), "
                                "which is not text; fix or remove it") from exc
+    except RecursionError as exc:  # nested as deep as json.loads took, from a deeper frame: as parse_day says it
+        raise MemoryStoreError(f"{where} is not valid JSON; fix or remove that line") from exc
     return entry
 
 

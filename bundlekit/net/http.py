@@ -260,10 +260,10 @@ def tls_context() -> ssl.SSLContext:
 def _tls_context(cafile: str, capath: str) -> ssl.SSLContext:
     """Read at the first handshake (``net._trust``): an ``http://`` gateway's client never reads the CA bundle."""
     if cafile:
-        return _trust.TrustOnUse(cafile=cafile)
+        return _trust.TrustOnUse(cafile=cafile, setting="SSL_CERT_FILE")
     if capath:
-        return _trust.TrustOnUse(capath=capath)
-    return _trust.TrustOnUse(cafile=certifi.where())
+        return _trust.TrustOnUse(capath=capath, setting="SSL_CERT_DIR")
+    return _trust.TrustOnUse(cafile=certifi.where(), setting="certifi's CA bundle")
 
 
 def open_client(options: HttpOptions) -> tuple[httpx.Client, bool]:

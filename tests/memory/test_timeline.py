@@ -8,7 +8,7 @@ import pytest
 
 from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
-from bundlekit.memory.timeline import parse_day
+from bundlekit.memory.timeline import parse_day, validate_entry
 
 from .conftest import Clock, fields
 
@@ -164,3 +164,14 @@ def test_a_day_line_escaping_a_surrogate_pair_or_none_parses_to_its_text() -> No
             '{"ts":"2026-01-15T04:48:39Z","type":"note","text":"caf\u00e9 \U0001F600"}\n').encode("utf-8")
     texts = [entry["text"] for entry in parse_day("2026-01-15.jsonl", data)]
     assert texts == ["\U0001F600 \\u", "caf\u00e9 \U0001F600"]
+
+
+def test_an_escaped_entry_nested_past_the_recursion_limit_is_refused_as_the_line_is_not_a_defect() -> None:
+    """json.loads takes a line nested ~990 deep from a shallow frame; the surrogate check re-encoding it from a
+    deeper one raised RecursionError: 'build' printed "internal error". It is refused as parse_day refuses it."""
+    nested: list[object] = []
+    for _ in range(5000):
+        nested = [nested]
+    entry = {"ts": "2026-01-15T04:48:38Z", "type": "note", "a": nested}
+    with pytest.raises(MemoryStoreError, match="timeline/d line 1 is not valid JSON; fix or remove that line"):
+        validate_entry(entry, "timeline/d line 1", escaped=True)

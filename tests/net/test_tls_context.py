@@ -7,6 +7,7 @@ else ``SSL_CERT_DIR``, else certifi's bundle) and makes each context once.
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import ipaddress
 import ssl
@@ -24,8 +25,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from bundlekit.errors import UsageError
 from bundlekit.net._trust import TrustOnUse
-from bundlekit.net.http import HttpOptions, _tls_context, open_client, tls_context
+from bundlekit.net.http import HttpOptions, HttpRequest, _tls_context, open_client, send, tls_context
 from bundlekit.pinning.http import HttpClient
 
 
@@ -140,3 +142,56 @@ def test_a_handshake_trusts_the_named_authority_and_no_other(
         client, _owned = open_client(HttpOptions())
         with client, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             client.get(url)
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_an_ssl_cert_file_that_is_no_file_is_refused_when_the_client_is_made(
+    kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "absent.pem") if kind == "missing" else str(tmp_path))
+    with pytest.raises(UsageError, match=r"^SSL_CERT_FILE \(.*\) cannot be read as trusted TLS authorities"):
+        open_client(HttpOptions())
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage\n"])
+def test_an_ssl_cert_file_holding_no_pem_block_is_refused_when_the_client_is_made(
+    content: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(content)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    with pytest.raises(UsageError, match=r"^SSL_CERT_FILE \(.*\) cannot be read.*no PEM certificate in it"):
+        open_client(HttpOptions())
+
+
+@pytest.mark.parametrize("content", [b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"])
+def test_an_ssl_cert_file_holding_no_authority_is_named_at_the_handshake_not_retried_as_the_servers_failure(
+    content: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Raised inside httpcore's connect an OSError (FileNotFoundError, SSLError) became a ConnectError: reported
+    as "connection failed" from the server and retried. The setting is named instead, as its own error."""
+    served, key = _authority(tmp_path, "served")
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(content)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    with _https_server(served, key) as url:
+        client, _owned = open_client(HttpOptions())
+        with client, pytest.raises(UsageError, match=r"^SSL_CERT_FILE \(.*bundle\.pem\) cannot be read.*fix or unset"):
+            send(client, HttpRequest("GET", url), HttpOptions())
+
+
+def test_an_asyncio_client_wrapping_a_bio_verifies_as_a_sync_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """httpx's AsyncClient under asyncio shakes hands through anyio's TLSStream, which calls ``wrap_bio``."""
+    served, key = _authority(tmp_path, "served")
+    other, _ = _authority(tmp_path, "other")
+
+    async def status(url: str, cafile: Path) -> int:
+        async with httpx.AsyncClient(verify=TrustOnUse(cafile=str(cafile))) as client:
+            return (await client.get(url)).status_code
+
+    with _https_server(served, key) as url:
+        assert asyncio.run(status(url, served)) == 200
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            asyncio.run(status(url, other))
