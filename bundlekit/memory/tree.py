@@ -589,9 +589,11 @@ class Memory:
         scan = listing if listing is not None else self._backend.scan()
         packed = scan.packed()
         gen, written_ns = catalog.db.state("gen"), catalog.db.state("written_ns")
-        kept = None if catalog.path is None else catalog.path.parent / listfile.LISTING_FILE
-        if kept is not None and packed is not None and gen is not None and written_ns is not None:
-            found = listfile.read(kept, (gen, written_ns), packed[0])
+        # Where the lines of this index state are kept, the state and the files they list; None: none kept.
+        keep = (None if catalog.path is None or packed is None or gen is None or written_ns is None
+                else (catalog.path.parent / listfile.LISTING_FILE, (gen, written_ns), packed[0]))
+        if keep is not None:
+            found = listfile.read(*keep)
             if found is not None:
                 return found
         files, count, text, flagged = catalog.listing.listed()
@@ -599,8 +601,9 @@ class Memory:
             return None  # a row without its file, or a file without its row
         if text is None or (marks(text)[1] != count - 1 and count):  # a row with no line, or a line break
             return None  # (the files' never have one: validate_meta), by hand
-        if kept is not None and packed is not None and gen is not None and written_ns is not None:
-            listfile.write(kept, (gen, written_ns), text, flagged, packed[0])
+        if keep is not None:
+            path, stamp, names = keep
+            listfile.write(path, stamp, text, flagged, names)
         return text, flagged
 
     def _list_text_of_files(self, catalog: Catalog) -> str:
