@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from bundlekit._fs import atomic_directory
+from bundlekit._fs import TreeFiles, atomic_directory
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle._bounded import RAW_V1_PREFIX, read_bounded
 from bundlekit.bundle.ahead import FetchAhead, fetch_ahead
@@ -950,19 +950,20 @@ class _TreeWriter:
         self.tmp = tmp
         self.files: dict[str, bytes] = {}
         self.vectors: bytes | None = None  # a bundle's embeddings: into the tree's index, never a file of it
-        self._made: set[Path] = set()  # the folders made so far (one mkdir each, not one per file)
+        self._out = TreeFiles(tmp) if tmp is not None else None  # each folder opened once, a file by its name
 
     def put(self, rel: str, data: bytes) -> None:
         if rel == EMBEDDINGS_FILE:
             self.vectors = data
             return
         self.files[rel] = data
-        if self.tmp is not None:
-            target = self.tmp / rel
-            if target.parent not in self._made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._made.add(target.parent)
-            _write(target, data)
+        if self._out is not None:
+            self._out.write(rel, data)
+
+    def close(self) -> None:
+        """Close the temp tree's opened folders (before it is synced and renamed)."""
+        if self._out is not None:
+            self._out.close()
 
     def regenerate_index(self) -> None:
         """Rebuild ``MEMORY.md`` on disk from the files written (the result keeps the bundle's own)."""
@@ -972,7 +973,8 @@ class _TreeWriter:
                 text = tree.index_text()
             finally:
                 tree.close()  # the derived index's connection: left open, its -wal and -shm files stay behind
-            _write(self.tmp / "MEMORY.md", text.encode("utf-8"))
+            assert self._out is not None  # made with the temp tree
+            self._out.write("MEMORY.md", text.encode("utf-8"))
 
 
 @contextmanager
@@ -990,11 +992,9 @@ def _tree(dest: Path | None, *, private: bool) -> Iterator[_TreeWriter]:
         dest, error=LoadError, mode=0o700 if private else None, hint="choose another destination", parents=True,
         sync=True,
     ) as tmp:
-        yield _TreeWriter(tmp)
-
-
-def _write(target: Path, data: bytes) -> None:
-    """A new file of the temp tree (its folder made already; the tree is synced whole before it is moved)."""
-    with open(target, "wb") as fh:
-        fh.write(data)
+        writer = _TreeWriter(tmp)
+        try:
+            yield writer
+        finally:
+            writer.close()
 

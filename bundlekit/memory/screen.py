@@ -47,8 +47,18 @@ def _values(record: MemoryRecord, where: str | None) -> Iterator[tuple[str, str 
 def _joined(record: MemoryRecord) -> str:
     """Every parsed value of ``record`` joined by newlines, for one scan: no rule matches across a line break
     (no pattern's character classes hold one, and a boundary check sees the newline as it sees a text's end),
-    so the joined text holds a match exactly when one of the values does."""
-    return "\n".join(text for text, _place in _values(record, None))
+    so the joined text holds a match exactly when one of the values does. A key and value that are both strings
+    (nearly every field) are taken as they are, without ``_strings``' generators (the same texts, in the same
+    order: a first follow joins 10,000 memories' fields, issue 37)."""
+    parts: list[str] = []
+    for key, value in record.meta.items():
+        if type(key) is str and type(value) is str:
+            parts += (key, value)
+        else:
+            parts += (text for text, _place in _strings(key, None))
+            parts += (text for text, _place in _strings(value, None))
+    parts.append(record.body)
+    return "\n".join(parts)
 
 
 def guard_key(key: str, where: str = "memory key") -> None:

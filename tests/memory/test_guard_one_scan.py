@@ -43,3 +43,23 @@ def test_a_memory_with_no_credential_passes() -> None:
     record = parse_memory_file(f"---\nname: n\ndescription: risk-assessment notes\ntype: project\n{_DATES}---\n\nsk-learn\n",
                                key="project_x", where="project_x.md")
     screen.guard_record(record, "project_x.md")
+
+
+_LEAF = st.one_of(st.text(max_size=8), st.integers(), st.booleans(), st.none(), st.binary(max_size=4))
+_VALUE = st.recursive(_LEAF, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), inner, max_size=3)),
+    max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(meta=st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), _VALUE, max_size=6),
+       body=st.text(max_size=20))
+def test_the_joined_values_are_every_parsed_value_in_order_whatever_their_types(
+    meta: dict[object, object], body: str
+) -> None:
+    record = parse_memory_file(f"---\nname: n\ndescription: d\ntype: project\n{_DATES}---\n\nb\n", key="project_x",
+                               where="project_x.md")
+    object.__setattr__(record, "meta", meta)
+    object.__setattr__(record, "body", body)
+    # The texts the one-by-one checks see (``_values``), joined: what the one scan must see, fast path or not.
+    assert screen._joined(record) == "\n".join(text for text, _place in screen._values(record, None))  # noqa: SLF001
