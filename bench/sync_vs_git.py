@@ -184,7 +184,7 @@ def main() -> None:
     print(f"bundlekit runs under {PYTHON}")
     sizes = [*args.sizes, *([100_000] if args.big else [])]
     results: dict[int, dict[str, float]] = {}
-    # One folder for every size, removed at the end: a size's ~30,000 files deleted just before the next size's
+    # One folder for every size, removed at the end: a size's thousands of files deleted just before the next size's
     # first follow slowed its file creations by seconds (module docstring).
     with tempfile.TemporaryDirectory(prefix="bench-sync-git-") as work:
         for n in sizes:

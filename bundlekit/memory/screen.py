@@ -47,18 +47,31 @@ def _values(record: MemoryRecord, where: str | None) -> Iterator[tuple[str, str 
 def _joined(record: MemoryRecord) -> str:
     """Every parsed value of ``record`` joined by newlines, for one scan: no rule matches across a line break
     (no pattern's character classes hold one, and a boundary check sees the newline as it sees a text's end),
-    so the joined text holds a match exactly when one of the values does. A key and value that are both strings
-    (nearly every field) are taken as they are, without ``_strings``' generators (the same texts, in the same
-    order: a first follow joins 10,000 memories' fields, issue 37)."""
+    so the joined text holds a match exactly when one of the values does. A string key whose value is a string, a
+    number, a boolean, null or a list of strings (nearly every field) is taken as it is, without ``_strings``'
+    generators (the same texts, in the same order: a first follow joins 10,000 memories' fields, issue 37)."""
     parts: list[str] = []
     for key, value in record.meta.items():
-        if type(key) is str and type(value) is str:
-            parts += (key, value)
-        else:
-            parts += (text for text, _place in _strings(key, None))
-            parts += (text for text, _place in _strings(value, None))
+        if type(key) is str:
+            kind = type(value)
+            if kind is str:
+                parts += (key, value)
+                continue
+            if kind in _NO_TEXT:
+                parts.append(key)
+                continue
+            if kind is list and all(type(item) is str for item in value):
+                parts.append(key)
+                parts += value
+                continue
+        parts += (text for text, _place in _strings(key, None))
+        parts += (text for text, _place in _strings(value, None))
     parts.append(record.body)
     return "\n".join(parts)
+
+
+#: Value types that hold no text (``_strings`` yields nothing for them).
+_NO_TEXT = frozenset({int, float, bool, type(None)})
 
 
 def guard_key(key: str, where: str = "memory key") -> None:

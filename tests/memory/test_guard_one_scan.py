@@ -45,7 +45,7 @@ def test_a_memory_with_no_credential_passes() -> None:
     screen.guard_record(record, "project_x.md")
 
 
-_LEAF = st.one_of(st.text(max_size=8), st.integers(), st.booleans(), st.none(), st.binary(max_size=4))
+_LEAF = st.one_of(st.text(max_size=8), st.integers(), st.floats(), st.booleans(), st.none(), st.binary(max_size=4))
 _VALUE = st.recursive(_LEAF, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.one_of(st.text(max_size=4), st.integers()), inner, max_size=3)),
     max_leaves=8)
