@@ -18,7 +18,7 @@ unset):
 * first follow: ``bundlekit sync --name N --gateway URL`` into an empty tree and store (the gateway: a loopback
   ``gateway.serve_in_thread`` over the writer's store, counting the bytes it serves) vs ``git clone``, ``--first``
   pairs (default 3), the order alternated (bundlekit first, then git first), each into a new folder kept until the
-  end: both create ~10,000 files, and on ext4 without a journal (this machine's ``/``) every new inode skips each
+  end, each follow through a gateway of its own (cold, as git's ``upload-pack`` is at each clone): both create ~10,000 files, and on ext4 without a journal (this machine's ``/``) every new inode skips each
   inode of its block group freed in the last 60 to 360 seconds (``fs/ext4/ialloc.c``, ``recently_deleted``), a
   kernel cost of several seconds that falls on whichever tool creates its files first after a burst of deletions
   (a previous size's temporary folder, a test run's): one pair measured bundlekit in that state and git after it;
@@ -119,22 +119,24 @@ def bench_size(n: int, k: int, runs: int, work: Path, first: int = 3) -> dict[st
     def note(what: str, value: float) -> None:
         out.setdefault(what, []).append(value)
 
-    with serve_in_thread(store=CountingStore(home_w)) as server:
-        for pair in range(first):
-            # Pair 0's follower and clone take the rounds; the others stay untouched until the end (no deletion).
-            tag = "" if pair == 0 else f"-{pair}"
-            follower, clone, env_f = work / f"f{tag}", work / f"fgit{tag}", _env(work / f"home-f{tag}")
-            follower.mkdir()
-            subprocess.run(_bk("memory", "init", "-d", str(follower)), env=env_f, check=True, capture_output=True)
-            for tool in (("bk", "git") if pair % 2 == 0 else ("git", "bk")):
-                if tool == "git":
-                    note("git clone", _timed(["git", "clone", "-q", f"file://{bare}", str(clone)]))
-                    note("git clone bytes", _du(clone / ".git"))
-                    continue
+    for pair in range(first):
+        # Pair 0's follower and clone take the rounds; the others stay untouched until the end (no deletion).
+        tag = "" if pair == 0 else f"-{pair}"
+        follower, clone, env_f = work / f"f{tag}", work / f"fgit{tag}", _env(work / f"home-f{tag}")
+        follower.mkdir()
+        subprocess.run(_bk("memory", "init", "-d", str(follower)), env=env_f, check=True, capture_output=True)
+        for tool in (("bk", "git") if pair % 2 == 0 else ("git", "bk")):
+            if tool == "git":
+                note("git clone", _timed(["git", "clone", "-q", f"file://{bare}", str(clone)]))
+                note("git clone bytes", _du(clone / ".git"))
+                continue
+            # A gateway of its own, cold as git's upload-pack is at each clone (it keeps the CARs it sends).
+            with serve_in_thread(store=CountingStore(home_w)) as server:
                 CountingStore.served = 0
                 note("bk first follow", _timed(_bk("sync", "-d", str(follower), "--name", name, "--gateway",
                                                    server.url), env=env_f))
                 note("bk first follow bytes", CountingStore.served)
+    with serve_in_thread(store=CountingStore(home_w)) as server:
         follower, env_f = work / "f", _env(home_f)
         for run in range(runs):
             edit_tree(writer, keys, k, seed=100 + run)
