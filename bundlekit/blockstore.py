@@ -626,8 +626,14 @@ class PackWriter:
         if key is None or key in self._entries or len(data) > MAX_BLOCK_SIZE:
             return False
         prefix = encode_varint(len(key) + len(data)) + key
-        with self._pack.guard() as out:
+        out = self._pack.file  # ``guard``'s handling inline: a first follow appends 10,000 blocks (issue 37)
+        try:
             out.write(prefix + data)
+        except OSError as exc:
+            raise self._pack.fail(exc) from exc
+        except BaseException:
+            self._pack.discard()
+            raise
         self._entries[key] = (self._at + len(prefix), len(data))
         self._at += len(prefix) + len(data)
         return True
