@@ -15,13 +15,15 @@ published once (``bundlekit sync --name-key``, local pinner, into the writer's s
 to a bare git repository over ``file://`` and pushed. Timed, as fresh processes (``PYTHONDONTWRITEBYTECODE``
 unset):
 
-* first follow: ``bundlekit sync --name N --gateway URL`` into an empty tree and store (the gateway: a loopback
-  ``gateway.serve_in_thread`` over the writer's store, counting the bytes it serves) vs ``git clone``, ``--first``
-  pairs (default 3), the order alternated (bundlekit first, then git first), each into a new folder kept until the
-  end, each follow through a gateway of its own (cold, as git's ``upload-pack`` is at each clone): both create ~10,000 files, and on ext4 without a journal (this machine's ``/``) every new inode skips each
-  inode of its block group freed in the last 60 to 360 seconds (``fs/ext4/ialloc.c``, ``recently_deleted``), a
-  kernel cost of several seconds that falls on whichever tool creates its files first after a burst of deletions
-  (a previous size's temporary folder, a test run's): one pair measured bundlekit in that state and git after it;
+* first follow: ``bundlekit sync --name N --gateway URL`` into an empty tree and store (the gateway: a
+  loopback ``gateway.serve_in_thread`` over the writer's store, counting the bytes it serves) vs ``git clone``,
+  ``--first`` pairs (default 3), the order alternated (bundlekit first, then git first), each into a new folder
+  kept until the end, each follow through a gateway of its own (cold, as git's ``upload-pack`` is at each
+  clone): both create ~10,000 files, and on ext4 without a journal (this machine's ``/``) every new inode
+  skips each inode of its block group freed in the last 60 to 360 seconds (``fs/ext4/ialloc.c``,
+  ``recently_deleted``), a kernel cost of several seconds that falls on whichever tool creates its files
+  first after a burst of deletions (a previous size's temporary folder, a test run's): one pair measured
+  bundlekit in that state and git after it;
 * then ``--runs`` rounds, interleaved: the same k memories rewritten in both trees (``bench.trees.edit_tree``,
   one seed per round), the writer's ``bundlekit sync --name-key`` vs ``git commit -qam && git push -q``, the
   follower's ``bundlekit sync --name`` vs ``git pull -q``, and the bytes each follower downloaded (bundlekit:
@@ -100,8 +102,8 @@ def _copy_files(src: Path, dst: Path) -> None:
 
 
 def bench_size(n: int, k: int, runs: int, work: Path, first: int = 3) -> dict[str, float]:
-    """Every figure of one size: medians of ``first`` first-follow pairs and ``runs`` interleaved rounds (seconds,
-    bytes)."""
+    """Every figure of one size: medians of ``first`` first-follow pairs and ``runs`` interleaved rounds
+    (seconds, bytes)."""
     writer, wgit, bare = work / "w", work / "wgit", work / "bare.git"
     keys = generate_tree(writer, n)
     key, home_w, home_f = work / "name.key", work / "home-w", work / "home-f"
@@ -178,7 +180,8 @@ def main() -> None:
     parser.add_argument("--100k", dest="big", action="store_true", help="also 100,000 memories")
     parser.add_argument("--changed", type=int, default=10)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--first", type=int, default=3, help="first follow / clone pairs, the order alternated")
+    parser.add_argument("--first", type=int, default=3,
+                        help="first follow / clone pairs, the order alternated")
     parser.add_argument("--python", default=sys.executable, help="the interpreter that runs bundlekit's commands")
     args = parser.parse_args()
     global PYTHON
@@ -186,8 +189,8 @@ def main() -> None:
     print(f"bundlekit runs under {PYTHON}")
     sizes = [*args.sizes, *([100_000] if args.big else [])]
     results: dict[int, dict[str, float]] = {}
-    # One folder for every size, removed at the end: a size's thousands of files deleted just before the next size's
-    # first follow slowed its file creations by seconds (module docstring).
+    # One folder for every size, removed at the end: a size's thousands of files deleted just before the next
+    # size's first follow slowed its file creations by seconds (module docstring).
     with tempfile.TemporaryDirectory(prefix="bench-sync-git-") as work:
         for n in sizes:
             (Path(work) / str(n)).mkdir()

@@ -231,7 +231,7 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
         _move_by_paths(source, target, moves, allowed, error)
         return
     folders: dict[str, int] = {}  # each folder on the way, opened once, never through a link
-    staged: dict[str, int] = {}  # each folder of the staged source, opened once: a move names a file, not a path
+    staged: dict[str, int] = {}  # the staged source's folders, opened once: a move names a file, not a path
     with shielded():
         try:
             folders[""] = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
@@ -307,10 +307,10 @@ def _move_by_paths(source: Path, target: Path, moves: list[str], allowed: set[st
 def _move_new(
     src: Path | str, dest: Path | str, dir_fd: int | None = None, *, src_dir_fd: int | None = None
 ) -> bool:
-    """Move ``src`` (in the opened folder ``src_dir_fd`` when given) to ``dest`` (in the opened folder ``dir_fd``
-    when given) only while no name is there: a hard link (refused when a writer that takes no lock made ``dest``
-    since the checks: never replaced; False, ``src`` left), then the source's name removed. A file system without
-    hard links gets a plain rename."""
+    """Move ``src`` (in the opened folder ``src_dir_fd`` when given) to ``dest`` (in the opened folder
+    ``dir_fd`` when given) only while no name is there: a hard link (refused when a writer that takes no lock
+    made ``dest`` since the checks: never replaced; False, ``src`` left), then the source's name removed. A file
+    system without hard links gets a plain rename."""
     try:
         os.link(src, dest, src_dir_fd=src_dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     except FileExistsError:
@@ -790,8 +790,13 @@ class TreeFiles:
         if folder is None:
             where = self.top / parent
             where.mkdir(parents=True, exist_ok=True)
-            folder = self._folders[parent] = os.open(where, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
-        fd = os.open(name, _REWRITE, 0o666, dir_fd=folder) if _AT_FDS else os.open(self.top / rel, _REWRITE, 0o666)
+            # -1: a platform without ``*at`` calls (or folders that open) writes by path
+            folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC) if _AT_FDS else -1
+            self._folders[parent] = folder
+        if folder >= 0:
+            fd = os.open(name, _REWRITE, 0o666, dir_fd=folder)
+        else:
+            fd = os.open(self.top / rel, _REWRITE, 0o666)
         try:
             view = memoryview(data)
             while view:
@@ -803,7 +808,8 @@ class TreeFiles:
         """Close the folders opened (idempotent)."""
         folders, self._folders = self._folders, {}
         for fd in folders.values():
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
 
 
 #: ``os.open`` flags of a file of a private temp tree written whole (``TreeFiles``): made or truncated, never
