@@ -288,13 +288,10 @@ class StatCache:
             (file, row.key, row.type, *row.signature, row.sha256, sal, updated, horizon, row.piece,
              line, int(withheld)),
         )
-        self._db.conn.execute(
-            "INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)",
-            (cursor.lastrowid, *map(_fold, row.search)),
-        )
-        if self._db.fts:
-            self._db.conn.execute("INSERT INTO terms (rowid, name, description, body) SELECT rowid, name, description, "
-                                  "body FROM search WHERE rowid = ?", (cursor.lastrowid,))
+        searched = (cursor.lastrowid, *map(_fold, row.search))
+        self._db.conn.execute("INSERT INTO search (rowid, name, description, body) VALUES (?, ?, ?, ?)", searched)
+        if self._db.fts:  # the same values, not read back: a read of an FTS5 table flushes its pending terms
+            self._db.conn.execute("INSERT INTO terms (rowid, name, description, body) VALUES (?, ?, ?, ?)", searched)
         self._changed()
 
     def remove(self, file: str) -> None:
