@@ -54,11 +54,13 @@ __all__ = [
 
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Imported:
     """A file imported already: its CID, sizes and blocks (children first). ``import_tree`` writes the blocks
     into its sink as they are and links the CID: a file whose CID is known is not hashed twice. ``opened``, when
-    given, is called as the tree reaches it (a build's progress)."""
+    given, is called as the tree reaches it (a build's progress). A value nothing changes (``dataclasses.replace``
+    makes another), not frozen: a frozen dataclass sets each field through ``object.__setattr__``, ~0.45 us more a
+    file of a build's 10,000 (issue 37)."""
 
     cid: bytes
     size: int
