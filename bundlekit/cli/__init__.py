@@ -16,7 +16,8 @@ module per family: ``build``, ``load`` (and ``fork``), ``pack`` (and ``cid``), `
 (``verify``, ``unpack``, ``ls``), ``pin`` (and ``pinners``), ``unpin``, ``store``, ``serve``
 (and ``open``), ``memory`` (with ``seed``: ``memory seed`` and ``memory unseed``), ``convert``, ``diff``, ``log``, ``merge``, ``sync``, ``names``
 (``name``), ``key`` and ``mcp``; shared pieces: ``_keyopts`` (the key options), ``_shareopts`` (``--share``), ``_embedopts``
-(the options of the commands that embed), ``_params`` (parameter types and the tree option),
+(the options of the commands that embed), ``_params`` (parameter types and the tree option), ``_urls``
+(``check_urls``: a URI or ``--gateway`` checked as typed),
 ``_examples`` (each command's ``--help`` examples), ``_suggest`` (the closest command to a
 mistyped one), ``_extras`` (a command's optional extra) and ``_loglines`` (library log records as
 one-line warnings).
