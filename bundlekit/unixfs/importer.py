@@ -560,5 +560,8 @@ def import_tree(
         result = build(root, "")
     finally:
         hasher.close()
+        # build refers to itself through its closure: a cycle that kept every entry and block the import made
+        # alive until a collection found it (issue 37: 10,000 entries, ~3 ms of a sync round); now freed with it
+        del build
     assert result is not None  # the root is always written
     return ImportResult(result.cid, entries, counter.blocks, counter.bytes)
