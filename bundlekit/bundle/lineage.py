@@ -30,6 +30,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring_ascii as _json_text
 from pathlib import Path
 from typing import Final
 
@@ -109,8 +110,15 @@ def read_last(tree: str | os.PathLike[str] | None) -> str | None:
 
 
 def files_digest(files: Mapping[str, tuple[bytes, int]]) -> str:
-    """A digest of a bundle's files (bundle path -> (CID, size)): equal digests, the same files."""
-    text = json.dumps({path: [cid.hex(), size] for path, (cid, size) in files.items()}, sort_keys=True)
+    """A digest of a bundle's files (bundle path -> (CID, size)): equal digests, the same files. The SHA-256 of
+    ``json.dumps({path: [cid.hex(), size], ...}, sort_keys=True)``, the text written here line for line as the
+    encoder writes it (each path by its own escaping function; a size an ``int``, not a ``bool``), without a dict
+    and list per file (10,000 files: ~10 -> ~6 ms; tests/bundle/test_files_digest.py holds them equal)."""
+    if not all(type(size) is int for _cid, size in files.values()):
+        text = json.dumps({path: [cid.hex(), size] for path, (cid, size) in files.items()}, sort_keys=True)
+    else:
+        text = "{" + ", ".join(f'{_json_text(path)}: ["{files[path][0].hex()}", {files[path][1]}]'
+                               for path in sorted(files)) + "}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

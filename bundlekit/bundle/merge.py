@@ -41,26 +41,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from bundlekit._lazy import lazy_module
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS, MEMORY_DIR, is_listed
 from bundlekit.bundle.load import BundleBlocks, LoadOptions, LoadResult, bundle_blocks, load_bundle
-from bundlekit.bundle.treemerge import Difference, read_difference, same_tree
 from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
-from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState, merge_trees
 from bundlekit.memory.record import MemoryRecord
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
+    from bundlekit.bundle import treemerge
     from bundlekit.bundle.signature import ExternalSignature
+    from bundlekit.bundle.treemerge import Difference
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
+    from bundlekit.memory import merge as tree_merge
+    from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState
+else:  # imported at the first merge (DEVELOPERS.md, "Lazy imports": a writer's uncontested round merges nothing)
+    treemerge, tree_merge = lazy_module("bundlekit.bundle.treemerge"), lazy_module("bundlekit.memory.merge")
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
@@ -229,7 +234,7 @@ def merge_bundle(
             return fast
     car = car_source(source) if loaded is None else None
     theirs_load = loaded or _load(source, blocks=car or blocks, key=key, load=load)
-    theirs = TreeState.from_files(theirs_load.source, theirs_load.files)
+    theirs = tree_merge.TreeState.from_files(theirs_load.source, theirs_load.files)
     root = theirs_load.root_cid
     notes = list(theirs_load.notes)
     search = BaseSearch(None)
@@ -243,7 +248,7 @@ def merge_bundle(
     memory = Memory(tree)
     try:
         with memory.transaction() as tx:
-            ours = TreeState.from_transaction(LOCAL_LABEL, tx)
+            ours = tree_merge.TreeState.from_transaction(LOCAL_LABEL, tx)
             outcome, files, days, warnings = _decide(base, ours, theirs, search, tree, opts, proven)
             warnings[:0] = theirs_load.warnings
             _write(tx, tree, (files, days), root, search, opts, car)
@@ -278,7 +283,7 @@ def _decide(
 ) -> tuple[MergeOutcome, dict[str, str | None], dict[str, bytes | None], list[str]]:
     """Step 3 up to the writes: the merge, its changes to ours and its warnings (``ConflictError`` past the
     delete bound); ``held`` counts the tree's memories that cross machines when ``ours`` holds only some of them."""
-    outcome = merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
+    outcome = tree_merge.merge_trees(base, ours, theirs, on_conflict=opts.on_conflict, proven=proven)
     outcome.report.base = search.base
     files, days = outcome.changes(ours)
     warnings = [*outcome.report.warnings, *_check_deletions(ours, outcome, tree, opts, held)]
@@ -325,7 +330,7 @@ def _merge_by_difference(
             return None  # the whole merge says what is missing, and how to supply it
         if base[1]["encryption"] is not None:
             return None
-        diff = read_difference(theirs.get, base=base, theirs=(theirs.root, theirs.manifest),
+        diff = treemerge.read_difference(theirs.get, base=base, theirs=(theirs.root, theirs.manifest),
                                labels=(f"ipfs://{search.base}", f"ipfs://{root}"), prefetch=theirs.prefetch)
         return _apply_difference(tree, diff, root, search, theirs, opts, proven=opts.trusted or bool(load.publishers))
 
@@ -341,7 +346,7 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
         with memory.transaction() as tx:
             everything = tx.names()
             present, read = set(everything), _touched(everything, diff.names)
-            ours = TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(read)}, tx.days())
+            ours = tree_merge.TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(read)}, tx.days())
             while True:
                 outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
                                                          proven, held=lambda: _crossing(tx, everything))
@@ -351,8 +356,8 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
                 if not unread:
                     break
                 read |= unread
-                ours = TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
-            converged = None if not opts.judge_converged else _converged(outcome, ours, diff) and same_tree(
+                ours = tree_merge.TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
+            converged = None if not opts.judge_converged else _converged(outcome, ours, diff) and treemerge.same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
                 changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=everything)
             _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
@@ -403,7 +408,7 @@ def _base_state(
     (``LoadError`` saying how to supply it): merged without it, every memory both sides hold would conflict.
     A trusted merge (``sync``) goes on without it, noted, as the name's rounds must."""
     if search.base is None:
-        return TreeState.empty()
+        return tree_merge.TreeState.empty()
     if search.base == root:
         return theirs
     try:
@@ -418,7 +423,7 @@ def _base_state(
                 "that serves it, then merge again") from exc
         notes.append(f"the common ancestor {search.base} cannot be loaded ({exc}); merged without it")
         search.base = None
-        return TreeState.empty()
+        return tree_merge.TreeState.empty()
 
 
 def _check_deletions(ours: TreeState, outcome: MergeOutcome, tree: Path, opts: MergeOptions,
@@ -498,7 +503,7 @@ def keep_car_blocks(car: CarFile | None) -> None:
 
 
 def _state(loaded: LoadResult) -> TreeState:
-    return TreeState.from_files(loaded.source, loaded.files)
+    return tree_merge.TreeState.from_files(loaded.source, loaded.files)
 
 
 def _load(uri: str, *, blocks: BlockSource | None, key: KeySpec | None, load: LoadOptions) -> LoadResult:

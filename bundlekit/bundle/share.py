@@ -28,18 +28,23 @@ import errno
 import json
 import os
 import re
-import tomllib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bundlekit._fs import open_regular
+from bundlekit._lazy import lazy_module
 from bundlekit.errors import ManifestError, UsageError
 from bundlekit.memory.index import render_index
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.memory.record import MEMORY_TYPES, MemoryRecord, frontmatter_text
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # imported when a tree holds a share config (DEVELOPERS.md, "Lazy imports": a build of one without)
+    tomllib = lazy_module("tomllib")
 
 __all__ = [
     "CONFIG_PATH",

@@ -15,7 +15,7 @@ from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import tree_option
-from bundlekit.cli.load import check_urls
+from bundlekit.cli._urls import check_urls
 from bundlekit.errors import UsageError
 
 __all__ = ["diff"]

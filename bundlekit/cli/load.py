@@ -21,16 +21,17 @@ from bundlekit.bundle.sources import gateway_source
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
+from bundlekit.cli._urls import check_urls
 from bundlekit.errors import UsageError
 from bundlekit.flows.fork import ForkRequest, fork as fork_flow
 from bundlekit.flows.load import load_into
-from bundlekit.net.http import HttpOptions, check_http_url
+from bundlekit.net.http import HttpOptions
 
 _PUBLISHER = click.option(
     "--publisher", "publishers", multiple=True, metavar="ID",
     help="Require a signature by ID (Ethereum address or did:key; repeatable): refuse others, exit 3.")
 
-__all__ = ["check_urls", "fork", "load"]
+__all__ = ["fork", "load"]
 
 
 def _load_limits(command: Callable[..., None]) -> Callable[..., None]:
@@ -50,13 +51,6 @@ def _load_limits(command: Callable[..., None]) -> Callable[..., None]:
         command(*args, limits=LoadOptions(http=http, deadline=deadline, max_bytes=max_bytes), **kwargs)
 
     return with_limits
-
-
-def check_urls(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Click callback: a malformed http(s) URI or ``--gateway`` is a usage error (exit 2), not a traceback."""
-    for text in (value,) if isinstance(value, str) else value or ():
-        check_http_url(text, what=param.opts[-1] if param.opts[-1].startswith("--") else "URI")
-    return value
 
 
 @click.command("load")

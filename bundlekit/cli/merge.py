@@ -17,9 +17,9 @@ from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeRes
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, tree_option
-from bundlekit.cli.load import check_urls
+from bundlekit.cli._urls import check_urls
 from bundlekit.flows.merge import MergeRequest, merge as merge_flow
-from bundlekit.memory.merge import CONFLICT_POLICIES
+from bundlekit.memory.conflicts import CONFLICT_POLICIES
 
 __all__ = ["merge", "report_rows"]
 

@@ -21,7 +21,7 @@ from bundlekit.bundle.sources import Gateways
 from bundlekit.bundle.signature import manifest_signer
 from bundlekit.cli._keyopts import key_options, resolve_key_spec, sign_options, signing
 from bundlekit.cli._params import Count, Seconds, legacy_tree_argument, tree_option
-from bundlekit.cli.load import check_urls
+from bundlekit.cli._urls import check_urls
 from bundlekit.cli.merge import ON_CONFLICT, report_rows, summary_line
 from bundlekit.cli.names import ROUTING_OPTION, published_line
 from bundlekit.flows.names import routers_from_env, routing_endpoints

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bundlekit._lazy import lazy_module
 from bundlekit.blockstore import BlockStore
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import PinnerNotConfigured
@@ -19,7 +21,11 @@ from bundlekit.names.publish import PublishTargets, RecordTerms, Router
 from bundlekit.names.routing import RoutingEndpoint, default_routing, parse_routing
 from bundlekit.net.fetch import default_gateways, parse_gateway
 from bundlekit.net.http import check_http_url
-from pinners.kubo import KuboPinner
+
+if TYPE_CHECKING:
+    from pinners import kubo
+else:  # imported when $BUNDLEKIT_KUBO_URL names a kubo (DEVELOPERS.md, "Lazy imports": a round with none)
+    kubo = lazy_module("pinners.kubo")
 
 __all__ = ["publish_name", "routers_from_env", "routing_endpoints"]
 
@@ -34,7 +40,7 @@ def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Ro
     source = os.environ if env is None else env
     if not source.get("BUNDLEKIT_KUBO_URL"):
         return []
-    with KuboPinner.from_env(source) as checked:  # PinnerNotConfigured for a credential it cannot send
+    with kubo.KuboPinner.from_env(source) as checked:  # PinnerNotConfigured for a credential it cannot send
         url = checked.base_url
     if not url.lower().startswith(("http://", "https://")):
         raise PinnerNotConfigured("kubo: BUNDLEKIT_KUBO_URL is not a usable http(s) URL; "
@@ -42,8 +48,8 @@ def routers_from_env(env: Mapping[str, str] | None = None) -> list[tuple[str, Ro
     check_http_url(url, what="BUNDLEKIT_KUBO_URL")
 
     def put(name_text: str, record: bytes) -> None:
-        with KuboPinner.from_env(source) as kubo:
-            kubo.put_ipns_record(name_text, record)
+        with kubo.KuboPinner.from_env(source) as node:
+            node.put_ipns_record(name_text, record)
 
     return [("kubo", put)]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bundlekit._lazy import lazy_module
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.signature import ExternalSignature
 from bundlekit.car.reader import read_car
-from bundlekit.car.verify import verify_car
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.crypto import KeySpec
 from bundlekit.crypto.signing import Signer
@@ -17,6 +18,11 @@ from bundlekit.errors import UsageError
 from bundlekit.memory.naming import INDEX_NAME
 from bundlekit.unixfs.importer import import_path
 from bundlekit.unixfs.profiles import get_profile
+
+if TYPE_CHECKING:
+    from bundlekit.car import verify
+else:  # imported when a CAR file is the source (DEVELOPERS.md, "Lazy imports": a sync round builds its own)
+    verify = lazy_module("bundlekit.car.verify")
 
 __all__ = ["PreparedSource", "is_memory_dir", "prepare_source"]
 
@@ -109,7 +115,7 @@ def prepare_source(
                 f"{path} names {len(roots)} roots; bundlekit pins single-root CARs: re-pack it with `bundlekit pack`"
             )
         # A pin of a partial or corrupt DAG is a pin no one can fetch: check before any upload.
-        report = verify_car(path)
+        report = verify.verify_car(path)
         if report.problem is not None:
             raise report.problem
         return PreparedSource(path, roots[0], "car")

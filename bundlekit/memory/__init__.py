@@ -16,8 +16,8 @@ without numpy; ``query_tokens``: its query words' token ids cached; ``vecfile``:
 packed in one file; ``cosines``, with ``_cosine``, the optional C cosines) and ``usage`` (reads after a recall, a decaying boost); the secret guard: ``secrets`` (the rules' old address, re-exporting
 ``bundlekit._secrets``), ``screen`` (where the guard runs) and ``withhold`` (what output shows of a
 memory holding a credential); ``transfer`` (export blobs, import's validation), ``files`` (loaded
-files back into memories), ``device`` (device-bound memory and the layers) and ``merge`` (the
-three-way merge of trees).
+files back into memories), ``device`` (device-bound memory and the layers), ``merge`` (the
+three-way merge of trees) and ``conflicts`` (its conflict policies, which a command names without it).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ or write follows a symbolic link inside the tree (``links``).
 
 from __future__ import annotations
 
+import bisect
 import errno
 import hashlib
 import os
@@ -90,6 +91,24 @@ class Scan:
 
     def __len__(self) -> int:
         return self._count
+
+    def signatures_of(self, names: list[str]) -> dict[str, Signature]:
+        """The listed signatures of ``names`` (a name not listed left out): from the dict when it is made, else
+        each found by bisection in the packed form (the few files a sync round indexes again need no dict of
+        10,000)."""
+        if self._memories is not None:
+            return {name: self._memories[name] for name in names if name in self._memories}
+        assert self._packed is not None
+        packed, numbers = self._packed
+        listed = packed.split(b"\0") if self._count else []
+        found: dict[str, Signature] = {}
+        for name in names:
+            key = name.encode("utf-8", "surrogateescape")
+            at = bisect.bisect_left(listed, key)
+            if at < len(listed) and listed[at] == key:
+                ino, mtime, size = array("q", numbers[24 * at : 24 * at + 24])
+                found[name] = (ino, mtime, size)
+        return found
 
     def names(self) -> list[str]:
         """The memory files' names, sorted as :meth:`packed` sorts them."""

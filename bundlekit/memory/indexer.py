@@ -482,7 +482,8 @@ class Indexer:
         changed: list[str] = []
         settled = False
         if not same:  # only the listing's files are read: a name from the index never reaches a path unchecked
-            racy = {name: mtime for name, mtime in racy.items() if name in scan.memories}
+            listed = scan.signatures_of(list(racy)) if racy else {}
+            racy = {name: mtime for name, mtime in racy.items() if name in listed}
         for name, mtime in sorted(racy.items()):
             if self._racy_changed(catalog, name):
                 changed.append(name)
@@ -490,26 +491,39 @@ class Indexer:
                 settled = True
         removed: list[str] = []
         if not same:
-            known = catalog.stat.signatures()
-            listed = scan.memories
-            changed = sorted(set(changed) | {name for name, sig in listed.items() if known.get(name) != sig})
-            removed = [name for name in known if name not in listed]
-            for name in changed:
-                if name not in known:
-                    key_from_filename(name)
-            check_unique((name[:-3] for name in listed), where=f"memory tree {self._where()}")
+            changed, removed = self._moved(catalog, scan, changed)
         if not (changed or removed or settled):
             return
         parsed = parse_files(self._backend, changed, self.broken)
         # Removed since the listing, or no longer parsing (a row of its former bytes would rank what is not there).
         removed += sorted(set(changed) - {name for name, _data, _record in parsed})
-        signatures = {name: scan.memories[name] for name, _data, _record in parsed} if parsed else {}
+        signatures = scan.signatures_of([name for name, _data, _record in parsed]) if parsed else {}
         with catalog.writing(now):
             for name in removed:
                 catalog.stat.remove(name)
             for name, data, record in parsed:
                 catalog.stat.put(name, row_of(record, signatures[name], data))
             catalog.stat.settle()
+
+    def _moved(self, catalog: Catalog, scan: Scan, changed: list[str]) -> tuple[list[str], list[str]]:
+        """The files to index again (``changed``, racy ones found changed, and each whose listed signature is not
+        its row's), sorted, and the rows of files no longer listed; the listed names checked (the key rules for a
+        new one, case-uniqueness for all). When the listing names exactly the indexed files (edits in place, as
+        between two sync rounds) the signatures are compared as the packed bytes
+        (:meth:`StatCache.moved_in_place`), else row by row."""
+        where = f"memory tree {self._where()}"
+        moved = catalog.stat.moved_in_place(scan)
+        if moved is not None:  # none added, none removed
+            check_unique((name[:-3] for name in scan.names()), where=where)
+            return sorted(set(changed).union(moved)), []
+        known = catalog.stat.signatures()
+        listed = scan.memories
+        changed = sorted(set(changed) | {name for name, sig in listed.items() if known.get(name) != sig})
+        for name in changed:
+            if name not in known:
+                key_from_filename(name)
+        check_unique((name[:-3] for name in listed), where=where)
+        return changed, [name for name in known if name not in listed]
 
     def reindex(self, names: Iterable[str]) -> None:
         """Index ``names`` again from their bytes now, under the lock (output found their SHA-256 not the

@@ -52,6 +52,7 @@ from bundlekit._bounds import MAX_COUNT
 from bundlekit.errors import ConflictError, UsageError
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.files import read_tree_files
+from bundlekit.memory.conflicts import CONFLICT_POLICIES
 from bundlekit.memory.naming import MAX_KEY_LENGTH, TIMELINE_DIR, check_unique
 from bundlekit.memory.record import MemoryRecord, rendered_record
 from bundlekit.memory.timefmt import format_timestamp, parse_timestamp, utc_now
@@ -74,8 +75,6 @@ __all__ = [
     "sibling_key",
 ]
 
-#: How a conflict (both sides changed the same field differently) is resolved.
-CONFLICT_POLICIES: Final = ("both", "newer", "ours", "theirs", "fail")
 #: The frontmatter of a conflict sibling: the key it lost and where it came from.
 CONFLICT_OF: Final = "x-bundlekit-conflict-of"
 CONFLICT_FROM: Final = "x-bundlekit-conflict-from"

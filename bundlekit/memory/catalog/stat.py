@@ -137,6 +137,25 @@ def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
     return len(encoded).to_bytes(8, "little") + encoded + numbers.tobytes()
 
 
+def _differing(ours: bytes, theirs: bytes, width: int) -> list[int]:
+    """The indexes, in order, of the ``width``-byte records at which ``ours`` and ``theirs`` (of one length) differ:
+    each half compared as bytes (C's memcmp), only an unequal one halved again, so a few changes among 10,000
+    records cost some dozens of comparisons, not 10,000."""
+    found: list[int] = []
+    stack = [(0, len(ours) // width)]
+    while stack:
+        lo, hi = stack.pop()
+        if ours[lo * width : hi * width] == theirs[lo * width : hi * width]:
+            continue
+        if hi - lo == 1:
+            found.append(lo)
+            continue
+        mid = (lo + hi) // 2
+        stack.append((mid, hi))
+        stack.append((lo, mid))
+    return found
+
+
 class StatCache:
     """The ``memory`` rows on a :class:`Database`: each file's stat signature and SHA-256, compared with the tree's
     listing; the signature of the ``MEMORY.md`` last written from them."""
@@ -256,6 +275,21 @@ class StatCache:
             return same, {}
         split = names.decode("utf-8", "surrogateescape").split("\0")
         return same, {name: mtime for name, mtime in zip(split, mtimes, strict=True) if mtime + RACY_NS > written}
+
+    def moved_in_place(self, scan: Scan) -> list[str] | None:
+        """When the sorted signature blob is of the current generation and names exactly the files the listing
+        ``scan`` names (files edited in place, as between two sync rounds): the files whose signature the listing
+        changed, sorted, found by comparing the two packed numbers' parts as bytes (no row read, no dict of every
+        file: 10,000 rows cost ~9 ms); else ``None`` (a file added or removed: the rows are compared)."""
+        with translated():
+            rows = dict(self._db.conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')"))
+        parts = _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+        listed = scan.packed()
+        if parts is None or listed is None or parts[0] != listed[0] or len(parts[1]) != len(listed[1]):
+            return None
+        moved = _differing(parts[1], listed[1], 24)
+        names = listed[0].decode("utf-8", "surrogateescape").split("\0") if moved else []
+        return [names[at] for at in moved]
 
     def signatures_of(self, files: list[str]) -> dict[str, Signature]:
         """The signatures of those of ``files`` that are indexed, by name (one SELECT; a few hundred names)."""
