@@ -7,7 +7,7 @@
  * tests compare the two on random trees (tests/memory/test_statscan.py). Optional: where it is
  * not built, backend.py lists in Python.
  *
- * scan(dir_fd) -> None when a number does not fit a signed 64-bit integer (the caller lists in
+ * scan(dir_fd, threads=0) -> None when a number does not fit a signed 64-bit integer (the caller lists in
  * Python), else (names, numbers, count, index, hidden, link):
  *   names    bytes: the memory files' names (not MEMORY.md), sorted bytewise (UTF-8 names: code-point
  *            order), NUL between; the order the derived index keeps its signatures in
@@ -18,6 +18,13 @@
  *   link     str: the first *.md or "timeline" entry that is a symbolic link (the listing stops
  *            there: the caller refuses the tree), else None
  * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
+ * The directory is read whole first, then its entries are stat'ed by several threads (git's core.preloadIndex,
+ * preload-index.c in git/git: at least 500 lstat calls a thread, at most 20; here also no more than the
+ * processors online; ``threads`` > 0 sets the count, 1 stats on the calling thread alone), and only then
+ * decided on in readdir's order, as one thread that stats as it reads decides: the first link, failure or number
+ * past 64 bits stops the listing whatever was stat'ed after it, so the result is the same for any thread count
+ * (tests/memory/test_statscan.py compares them). The wall time of 100,000 stats on two cores about halves; the
+ * processor time stays (one system call a file).
  *
  * read_files(dir_fd, names, limit) -> list: each file of ``names`` (bytes, NUL between) read whole, with the
  * GIL released: its bytes, None when it is gone, or an int for a file of more than ``limit`` bytes, never
@@ -41,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,23 +143,195 @@ static PyObject *split_names(const Buffer *buf) {
     return list;
 }
 
-static PyObject *scan(PyObject *module, PyObject *arg) {
-    long fd_value = PyLong_AsLong(arg);
-    Buffer names = {0}, numbers = {0}, hidden = {0}, listed = {0}, entries = {0};
+/* One entry the listing decides on, in the order readdir gave it: a hidden name, or a *.md or "timeline" entry
+ * with what its fstatat found (filled by stat_range, maybe on another thread). */
+enum { SEEN_HIDDEN, SEEN_MEMORY, SEEN_TIMELINE };
+
+typedef struct {
+    size_t name; /* where its name starts in the names buffer */
+    int kind;
+    int error;   /* the fstatat's errno, 0 when it succeeded */
+    int fits;    /* the signature fits signed 64-bit integers */
+    mode_t mode;
+    int64_t sig[3];
+} Seen;
+
+/* What one thread stats: the entries [from, to) of seen, names in the names buffer, relative to dir_fd. */
+typedef struct {
+    int dir_fd;
+    Seen *seen;
+    const char *names;
+    size_t from, to;
+} StatRange;
+
+static void *stat_range(void *arg) {
+    StatRange *range = (StatRange *)arg;
+    for (size_t i = range->from; i < range->to; i++) {
+        Seen *seen = &range->seen[i];
+        struct stat st;
+        if (seen->kind == SEEN_HIDDEN) {
+            continue;
+        }
+        if (fstatat(range->dir_fd, range->names + seen->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            seen->error = errno;
+            continue;
+        }
+        seen->mode = st.st_mode;
+        seen->fits = signature_of(&st, seen->sig);
+    }
+    return NULL;
+}
+
+/* git's preload-index.c (core.preloadIndex): at least 500 lstat calls a thread, at most 20 threads; and here no
+ * more threads than processors online. */
+#define THREAD_COST 500
+#define MAX_PARALLEL 20
+
+/* How many threads stat ``count`` entries when the caller asked for ``wanted`` (0: chosen as above). */
+static size_t thread_count(size_t count, long wanted) {
+    size_t threads = count / THREAD_COST;
+    if (wanted > 0) {
+        threads = (size_t)wanted;
+    } else {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        if (online > 0 && threads > (size_t)online) {
+            threads = (size_t)online;
+        }
+    }
+    if (threads > MAX_PARALLEL) {
+        threads = MAX_PARALLEL;
+    }
+    if (threads > count) {
+        threads = count;
+    }
+    return threads ? threads : 1;
+}
+
+/* Stat every entry of seen, split among ``threads`` threads (this one among them); a thread that cannot be
+ * started leaves its share to this one, so the results never depend on how many ran. */
+static void stat_all(int dir_fd, Seen *seen, size_t count, const char *names, size_t threads) {
+    StatRange ranges[MAX_PARALLEL];
+    pthread_t ids[MAX_PARALLEL];
+    int started[MAX_PARALLEL] = {0};
+    size_t share = (count + threads - 1) / threads;
+    for (size_t t = 0; t < threads; t++) {
+        size_t from = t * share < count ? t * share : count;
+        size_t to = from + share < count ? from + share : count;
+        ranges[t] = (StatRange){dir_fd, seen, names, from, to};
+        if (t > 0) {
+            started[t] = pthread_create(&ids[t], NULL, stat_range, &ranges[t]) == 0;
+        }
+    }
+    stat_range(&ranges[0]);
+    for (size_t t = 1; t < threads; t++) {
+        if (started[t]) {
+            pthread_join(ids[t], NULL);
+        } else {
+            stat_range(&ranges[t]);
+        }
+    }
+}
+
+/* The listing's decisions over the entries as readdir gave them, in that order (what a loop of readdir and
+ * fstatat decides): hidden names kept, an entry removed since the listing skipped, the first failure, link or
+ * number past 64 bits stops it, MEMORY.md's signature apart, the other regular *.md files listed. */
+static void decide(const Seen *seen, size_t count, const char *names, Buffer *hidden, Buffer *entries,
+                   Py_ssize_t *listed, int64_t index[3], int *has_index, int *error, char failed[NAME_MAX + 1],
+                   char link[NAME_MAX + 1], int *too_big, int *no_memory) {
+    for (size_t i = 0; i < count; i++) {
+        const Seen *entry = &seen[i];
+        const char *name = names + entry->name;
+        size_t len = strlen(name);
+        if (entry->kind == SEEN_HIDDEN) {
+            if (buffer_add(hidden, name, len + 1) < 0) {
+                *no_memory = 1;
+                return;
+            }
+            continue;
+        }
+        if (entry->error) {
+            if (entry->error == ENOENT) { /* removed since the listing */
+                continue;
+            }
+            *error = entry->error;
+            copy_name(failed, name, len);
+            return;
+        }
+        if (S_ISLNK(entry->mode)) {
+            copy_name(link, name, len);
+            return;
+        }
+        if (entry->kind != SEEN_MEMORY || !S_ISREG(entry->mode)) {
+            continue;
+        }
+        if (!entry->fits) {
+            *too_big = 1;
+            return;
+        }
+        if (strcmp(name, "MEMORY.md") == 0) {
+            memcpy(index, entry->sig, sizeof(int64_t) * 3);
+            *has_index = 1;
+            continue;
+        }
+        Entry found = {entry->name, NULL, {entry->sig[0], entry->sig[1], entry->sig[2]}};
+        if (buffer_add(entries, &found, sizeof(found)) < 0) {
+            *no_memory = 1;
+            return;
+        }
+        (*listed)++;
+    }
+}
+
+/* Read the directory whole: each hidden name, *.md and "timeline" entry into seen (names into names); 0, or the
+ * errno of a failed readdir (the entries read before it are kept, as a loop that stats as it reads saw them). */
+static int read_entries(DIR *dir, Buffer *names, Buffer *seen, int *no_memory) {
+    for (;;) {
+        struct dirent *entry;
+        errno = 0;
+        entry = readdir(dir);
+        if (entry == NULL) {
+            return errno;
+        }
+        const char *name = entry->d_name;
+        size_t len = strlen(name);
+        int kind;
+        if (name[0] == '.') {
+            if (len == 1 || (len == 2 && name[1] == '.')) {
+                continue;
+            }
+            kind = SEEN_HIDDEN;
+        } else if (len >= 3 && memcmp(name + len - 3, ".md", 3) == 0) {
+            kind = SEEN_MEMORY;
+        } else if (strcmp(name, "timeline") == 0) {
+            kind = SEEN_TIMELINE;
+        } else {
+            continue;
+        }
+        Seen found = {names->used, kind, 0, 0, 0, {0, 0, 0}};
+        if (buffer_add(names, name, len + 1) < 0 || buffer_add(seen, &found, sizeof(found)) < 0) {
+            *no_memory = 1;
+            return 0;
+        }
+    }
+}
+
+static PyObject *scan(PyObject *module, PyObject *args) {
+    int dir_fd = -1;
+    long wanted = 0;
+    Buffer names = {0}, numbers = {0}, hidden = {0}, all_names = {0}, seen = {0}, entries = {0};
     Py_ssize_t count = 0;
     int64_t index[3];
     int has_index = 0, error = 0, no_memory = 0, too_big = 0;
     char failed[NAME_MAX + 1] = "", link[NAME_MAX + 1] = "";
     PyObject *result = NULL;
     (void)module;
-    if (fd_value == -1 && PyErr_Occurred()) {
+    if (!PyArg_ParseTuple(args, "i|l", &dir_fd, &wanted)) {
         return NULL;
     }
-    if (fd_value < 0 || fd_value > INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "scan() needs an open directory descriptor");
+    if (dir_fd < 0 || wanted < 0) {
+        PyErr_SetString(PyExc_ValueError, "scan() needs an open directory descriptor (and a thread count of 0 or more)");
         return NULL;
     }
-    int dir_fd = (int)fd_value;
 
     Py_BEGIN_ALLOW_THREADS
     int own_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0); /* closedir closes it; the caller's stays open */
@@ -163,70 +343,23 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
         }
     } else {
         rewinddir(dir); /* the duplicate shares the caller's offset: list from the start, and leave it there */
-        for (;;) {
-            struct dirent *entry;
-            struct stat st;
-            int64_t sig[3];
-            errno = 0;
-            entry = readdir(dir);
-            if (entry == NULL) {
-                error = errno;
-                break;
-            }
-            const char *name = entry->d_name;
-            size_t len = strlen(name);
-            if (name[0] == '.') {
-                if (len == 1 || (len == 2 && name[1] == '.')) {
-                    continue;
-                }
-                if (buffer_add(&hidden, name, len + 1) < 0) {
-                    no_memory = 1;
-                    break;
-                }
-                continue;
-            }
-            int is_md = len >= 3 && memcmp(name + len - 3, ".md", 3) == 0;
-            if (!is_md && strcmp(name, "timeline") != 0) {
-                continue;
-            }
-            if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) { /* the directory being read */
-                if (errno == ENOENT) { /* removed since the listing */
-                    continue;
-                }
-                error = errno;
-                copy_name(failed, name, len);
-                break;
-            }
-            if (S_ISLNK(st.st_mode)) {
-                copy_name(link, name, len);
-                break;
-            }
-            if (!is_md || !S_ISREG(st.st_mode)) {
-                continue;
-            }
-            if (!signature_of(&st, sig)) {
-                too_big = 1;
-                break;
-            }
-            if (strcmp(name, "MEMORY.md") == 0) {
-                memcpy(index, sig, sizeof(index));
-                has_index = 1;
-                continue;
-            }
-            Entry found = {listed.used, NULL, {sig[0], sig[1], sig[2]}};
-            if (buffer_add(&listed, name, len + 1) < 0 || buffer_add(&entries, &found, sizeof(found)) < 0) {
-                no_memory = 1;
-                break;
-            }
-            count++;
+        int read_error = read_entries(dir, &all_names, &seen, &no_memory);
+        size_t seen_count = seen.used / sizeof(Seen);
+        if (!no_memory && seen_count) {
+            stat_all(dirfd(dir), (Seen *)seen.data, seen_count, all_names.data, thread_count(seen_count, wanted));
+            decide((Seen *)seen.data, seen_count, all_names.data, &hidden, &entries, &count, index, &has_index, &error,
+                   failed, link, &too_big, &no_memory);
+        }
+        if (!error && !no_memory && !too_big && !link[0]) {
+            error = read_error; /* every entry read before the failure passed: the failure is the listing's */
         }
         rewinddir(dir);
         closedir(dir);
     }
-    if (!error && !no_memory && !too_big && count) {
+    if (!error && !no_memory && !too_big && !link[0] && count) {
         Entry *all = (Entry *)entries.data;
         for (Py_ssize_t i = 0; i < count; i++) {
-            all[i].text = listed.data + all[i].name;
+            all[i].text = all_names.data + all[i].name;
         }
         qsort(all, (size_t)count, sizeof(Entry), by_name);
         for (Py_ssize_t i = 0; i < count && !no_memory; i++) {
@@ -284,7 +417,8 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
     free(names.data);
     free(numbers.data);
     free(hidden.data);
-    free(listed.data);
+    free(all_names.data);
+    free(seen.data);
     free(entries.data);
     return result;
 }
@@ -516,7 +650,8 @@ static PyObject *listing_matches(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, "scan(dir_fd): the memory files' names and packed signatures (see the module)."},
+    {"scan", scan, METH_VARARGS,
+     "scan(dir_fd, threads=0): the memory files' names and packed signatures (see the module)."},
     {"read_files", read_files, METH_VARARGS, "read_files(dir_fd, names): each named file's bytes (see the module)."},
     {"listing_matches", listing_matches, METH_VARARGS,
      "listing_matches(text, names): whether text lists exactly those files, in key order (see the module)."},
