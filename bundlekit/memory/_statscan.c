@@ -649,12 +649,62 @@ static PyObject *listing_matches(PyObject *self, PyObject *args) {
     return PyBool_FromLong(matches);
 }
 
+/* racy(names, numbers, floor) -> list of (name, mtime): each row of a signature blob (``names``: NUL between;
+ * ``numbers``: inode, mtime in ns and size per name, native signed 64-bit) whose mtime is ``floor`` or later, in
+ * the blob's order; None when the two parts count different rows (the caller's own walk decides then). One pass over the mtimes and the names
+ * of those rows alone: the index's racy rows (a round's own writes, a few among 100,000) without a Python object
+ * made per row (bundlekit/memory/catalog/stat.py, StatCache.compare). */
+static PyObject *racy(PyObject *module, PyObject *args) {
+    Py_buffer names, numbers;
+    long long floor;
+    PyObject *result = NULL;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*y*L", &names, &numbers, &floor)) {
+        return NULL;
+    }
+    const char *text = (const char *)names.buf;
+    Py_ssize_t rows = numbers.len / (Py_ssize_t)(3 * sizeof(int64_t)), listed = 1; /* as bytes.split counts */
+    for (Py_ssize_t i = 0; i < names.len; i++) {
+        listed += text[i] == '\0';
+    }
+    if (rows == 0 && names.len == 0) {
+        listed = 0;
+    }
+    if (numbers.len % (Py_ssize_t)(3 * sizeof(int64_t)) || listed != rows) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyList_New(0);
+    Py_ssize_t start = 0;
+    for (Py_ssize_t row = 0; result != NULL && row < rows; row++) {
+        const char *end = memchr(text + start, '\0', (size_t)(names.len - start));
+        Py_ssize_t stop = end == NULL ? names.len : end - text;
+        int64_t mtime;
+        memcpy(&mtime, (const char *)numbers.buf + (row * 3 + 1) * (Py_ssize_t)sizeof(int64_t), sizeof(mtime));
+        if (mtime >= floor) {
+            PyObject *item = Py_BuildValue("(y#L)", text + start, stop - start, (long long)mtime);
+            if (item == NULL || PyList_Append(result, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(result);
+                break;
+            }
+            Py_DECREF(item);
+        }
+        start = stop + 1;
+    }
+done:
+    PyBuffer_Release(&names);
+    PyBuffer_Release(&numbers);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(dir_fd, threads=0): the memory files' names and packed signatures (see the module)."},
     {"read_files", read_files, METH_VARARGS, "read_files(dir_fd, names): each named file's bytes (see the module)."},
     {"listing_matches", listing_matches, METH_VARARGS,
      "listing_matches(text, names): whether text lists exactly those files, in key order (see the module)."},
+    {"racy", racy, METH_VARARGS, "racy(names, numbers, floor): the rows whose mtime is floor or later (see racy)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import string
+from array import array
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from bundlekit.errors import MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
+from bundlekit.memory.catalog import stat as stat_module
 
 pytestmark = pytest.mark.skipif(backend_module._statscan is None, reason="the C listing is not built here")
 
@@ -274,3 +276,30 @@ def test_a_folder_that_cannot_be_read_is_a_store_error_from_both_listings(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.startswith("store error: cannot list the memory tree") and "Too many open files" in out
+
+
+_INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.binary(min_size=1, max_size=6).map(lambda b: b.replace(b"\0", b"_")), _INT64),
+                  max_size=30),
+    written=st.one_of(_INT64, st.integers(min_value=-(2**70), max_value=2**70)),
+)
+def test_the_racy_rows_picked_in_c_are_those_the_python_walk_picks(rows: list[tuple[bytes, int]], written: int) -> None:
+    # StatCache.compare's racy rows (mtime + RACY_NS > written_ns) taken from the signature blob by the C pass are
+    # the Python walk's, names not UTF-8 and numbers at the ends of 64 bits included.
+    names = b"\0".join(name for name, _mtime in rows)
+    numbers = array("q", [n for i, (_name, mtime) in enumerate(rows) for n in (i, mtime, 7)]).tobytes()
+    in_c = stat_module.racy_rows(names, numbers, written)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stat_module, "_racy_rows", None)
+        assert in_c == stat_module.racy_rows(names, numbers, written)
+
+
+def test_a_blob_whose_names_and_numbers_differ_in_count_is_left_to_the_python_walk() -> None:
+    assert backend_module._statscan.racy(b"a.md\0b.md", b"\0" * 24, 0) is None
+    assert backend_module._statscan.racy(b"", b"", 0) == []
+    with pytest.raises(ValueError):  # as the walk always did
+        stat_module.racy_rows(b"a.md\0b.md", array("q", [1, 2, 3]).tobytes(), 0)
