@@ -93,10 +93,14 @@ def _locate(names: bytes, key: bytes) -> tuple[int, int, bool]:
 
 
 def _spliced_few(names: bytes, numbers: array[int], changes: dict[str, Signature | None]) -> bytes:
+    # The changes in name order, so each one's ordinal counts the NULs on from the last one's (the names before a
+    # change's start stay as they were): one pass over the blob in all, not one from its start per change.
+    counted, nuls = 0, 0  # names[:counted] holds nuls NULs, and no change has touched it
     for name, signature in sorted(changes.items()):
         key = name.encode("utf-8", "surrogateescape")
         start, end, present = _locate(names, key)
-        ordinal = names.count(b"\0", 0, start) if start <= len(names) else len(numbers) // 3
+        ordinal = nuls + names.count(b"\0", counted, start) if start <= len(names) else len(numbers) // 3
+        counted, nuls = (start - 1, ordinal - 1) if 0 < start <= len(names) else (0, 0)
         if present and signature is None:
             names = names[: max(start - 1, 0)] + names[end:] if end == len(names) else names[:start] + names[end + 1 :]
             del numbers[3 * ordinal : 3 * ordinal + 3]
