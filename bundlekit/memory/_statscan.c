@@ -20,7 +20,9 @@
  * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
  * The directory is read whole first, then its entries are stat'ed by several threads (git's core.preloadIndex,
  * preload-index.c in git/git: at least 500 lstat calls a thread, at most 20; here also no more than the
- * processors online; ``threads`` > 0 sets the count, 1 stats on the calling thread alone), and only then
+ * processors online, and one when the load average is at their number or above; the entries are taken 256 at a
+ * time, so a thread started late finds its share done; ``threads`` > 0 sets the count, 1 stats on the calling
+ * thread alone), and only then
  * decided on in readdir's order, as one thread that stats as it reads decides: the first link, failure or number
  * past 64 bits stops the listing whatever was stat'ed after it, so the result is the same for any thread count
  * (tests/memory/test_statscan.py compares them). The wall time of 100,000 stats on two cores about halves; the
@@ -156,34 +158,46 @@ typedef struct {
     int64_t sig[3];
 } Seen;
 
-/* What one thread stats: the entries [from, to) of seen, names in the names buffer, relative to dir_fd. */
+/* What the threads share: the entries of seen to stat, names in the names buffer, relative to dir_fd; ``next``
+ * the first entry no thread has taken yet (taken CHUNK at a time, so a thread the scheduler starts late finds
+ * the others did its share: the listing never waits on a thread that has no processor). */
+#define CHUNK 256
+
 typedef struct {
     int dir_fd;
     Seen *seen;
     const char *names;
-    size_t from, to;
-} StatRange;
+    size_t count;
+    size_t next;
+} StatWork;
 
-static void *stat_range(void *arg) {
-    StatRange *range = (StatRange *)arg;
-    for (size_t i = range->from; i < range->to; i++) {
-        Seen *seen = &range->seen[i];
-        struct stat st;
-        if (seen->kind == SEEN_HIDDEN) {
-            continue;
+static void *stat_chunks(void *arg) {
+    StatWork *work = (StatWork *)arg;
+    for (;;) {
+        size_t from = __atomic_fetch_add(&work->next, CHUNK, __ATOMIC_RELAXED);
+        if (from >= work->count) {
+            return NULL;
         }
-        if (fstatat(range->dir_fd, range->names + seen->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-            seen->error = errno;
-            continue;
+        size_t to = from + CHUNK < work->count ? from + CHUNK : work->count;
+        for (size_t i = from; i < to; i++) {
+            Seen *seen = &work->seen[i];
+            struct stat st;
+            if (seen->kind == SEEN_HIDDEN) {
+                continue;
+            }
+            if (fstatat(work->dir_fd, work->names + seen->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                seen->error = errno;
+                continue;
+            }
+            seen->mode = st.st_mode;
+            seen->fits = signature_of(&st, seen->sig);
         }
-        seen->mode = st.st_mode;
-        seen->fits = signature_of(&st, seen->sig);
     }
-    return NULL;
 }
 
 /* git's preload-index.c (core.preloadIndex): at least 500 lstat calls a thread, at most 20 threads; and here no
- * more threads than processors online. */
+ * more threads than processors online, and one alone when the load average says they are all busy already (a
+ * second thread would wait for a processor, and the listing for it). */
 #define THREAD_COST 500
 #define MAX_PARALLEL 20
 
@@ -194,8 +208,12 @@ static size_t thread_count(size_t count, long wanted) {
         threads = (size_t)wanted;
     } else {
         long online = sysconf(_SC_NPROCESSORS_ONLN);
+        double load[1];
         if (online > 0 && threads > (size_t)online) {
             threads = (size_t)online;
+        }
+        if (online > 0 && getloadavg(load, 1) == 1 && load[0] >= (double)online) {
+            threads = 1;
         }
     }
     if (threads > MAX_PARALLEL) {
@@ -207,27 +225,19 @@ static size_t thread_count(size_t count, long wanted) {
     return threads ? threads : 1;
 }
 
-/* Stat every entry of seen, split among ``threads`` threads (this one among them); a thread that cannot be
- * started leaves its share to this one, so the results never depend on how many ran. */
+/* Stat every entry of seen with ``threads`` threads (this one among them); a thread that cannot be started
+ * leaves its chunks to the others, so the results never depend on how many ran. */
 static void stat_all(int dir_fd, Seen *seen, size_t count, const char *names, size_t threads) {
-    StatRange ranges[MAX_PARALLEL];
+    StatWork work = {dir_fd, seen, names, count, 0};
     pthread_t ids[MAX_PARALLEL];
     int started[MAX_PARALLEL] = {0};
-    size_t share = (count + threads - 1) / threads;
-    for (size_t t = 0; t < threads; t++) {
-        size_t from = t * share < count ? t * share : count;
-        size_t to = from + share < count ? from + share : count;
-        ranges[t] = (StatRange){dir_fd, seen, names, from, to};
-        if (t > 0) {
-            started[t] = pthread_create(&ids[t], NULL, stat_range, &ranges[t]) == 0;
-        }
+    for (size_t t = 1; t < threads; t++) {
+        started[t] = pthread_create(&ids[t], NULL, stat_chunks, &work) == 0;
     }
-    stat_range(&ranges[0]);
+    stat_chunks(&work);
     for (size_t t = 1; t < threads; t++) {
         if (started[t]) {
             pthread_join(ids[t], NULL);
-        } else {
-            stat_range(&ranges[t]);
         }
     }
 }
