@@ -366,7 +366,7 @@ class StatCache:
         if blob is None:
             rows = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
             blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
-        self._db.set("sigs", blob)
+        self._db.set_bytes("sigs", blob)
         self._db.set("written_ns", now_ns)
         self._db.conn.execute(
             "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
