@@ -410,6 +410,10 @@ def _column(body: bytes, at: int, width: int) -> array.array[int]:
     return numbers
 
 
+_CID_OF_ENTRY = f"{_PACK_CID}s{_ENTRY - _PACK_CID}x"  # an index entry: its CID's bytes, then offset and length
+_FIRST = operator.itemgetter(0)
+
+
 def _index_of(path: str, pack_size: int) -> _PackIndex:
     """A pack's index, checked whole; ``ValueError`` for one that is not an index of a pack of ``pack_size``
     bytes (a size not a whole number of entries, an entry past the pack's end or over ``MAX_BLOCK_SIZE``, CIDs out
@@ -426,7 +430,7 @@ def _index_of(path: str, pack_size: int) -> _PackIndex:
         raise ValueError("not a pack index")
     body = data[len(_INDEX_MAGIC):]
     count = len(body) // _ENTRY
-    cids = [body[at:at + _PACK_CID] for at in range(0, len(body), _ENTRY)]
+    cids = list(map(_FIRST, struct.iter_unpack(_CID_OF_ENTRY, body)))  # each entry's CID, in C (half a listcomp's time)
     offsets, lengths = _column(body, _PACK_CID, 8), _column(body, _PACK_CID + 8, 4)
     kinds = body[1::_ENTRY]  # each CID's codec byte; its version and hash bytes are one value each
     prefixed = (body[0::_ENTRY].count(1) == body[2::_ENTRY].count(0x12) == body[3::_ENTRY].count(0x20) == count

@@ -7,7 +7,7 @@
  * tests compare the two on random trees (tests/memory/test_statscan.py). Optional: where it is
  * not built, backend.py lists in Python.
  *
- * scan(dir_fd) -> None when a number does not fit a signed 64-bit integer (the caller lists in
+ * scan(dir_fd, threads=0) -> None when a number does not fit a signed 64-bit integer (the caller lists in
  * Python), else (names, numbers, count, index, hidden, link):
  *   names    bytes: the memory files' names (not MEMORY.md), sorted bytewise (UTF-8 names: code-point
  *            order), NUL between; the order the derived index keeps its signatures in
@@ -18,6 +18,15 @@
  *   link     str: the first *.md or "timeline" entry that is a symbolic link (the listing stops
  *            there: the caller refuses the tree), else None
  * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
+ * The directory is read whole first, then its entries are stat'ed by several threads (git's core.preloadIndex,
+ * preload-index.c in git/git: at least 500 lstat calls a thread, at most 20; here also no more than the
+ * processors online, and one when the load average is at their number or above; the entries are taken 256 at a
+ * time, so a thread started late finds its share done; ``threads`` > 0 sets the count, 1 stats on the calling
+ * thread alone), and only then
+ * decided on in readdir's order, as one thread that stats as it reads decides: the first link, failure or number
+ * past 64 bits stops the listing whatever was stat'ed after it, so the result is the same for any thread count
+ * (tests/memory/test_statscan.py compares them). The wall time of 100,000 stats on two cores about halves; the
+ * processor time stays (one system call a file).
  *
  * read_files(dir_fd, names, limit) -> list: each file of ``names`` (bytes, NUL between) read whole, with the
  * GIL released: its bytes, None when it is gone, or an int for a file of more than ``limit`` bytes, never
@@ -41,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,23 +145,203 @@ static PyObject *split_names(const Buffer *buf) {
     return list;
 }
 
-static PyObject *scan(PyObject *module, PyObject *arg) {
-    long fd_value = PyLong_AsLong(arg);
-    Buffer names = {0}, numbers = {0}, hidden = {0}, listed = {0}, entries = {0};
+/* One entry the listing decides on, in the order readdir gave it: a hidden name, or a *.md or "timeline" entry
+ * with what its fstatat found (filled by stat_range, maybe on another thread). */
+enum { SEEN_HIDDEN, SEEN_MEMORY, SEEN_TIMELINE };
+
+typedef struct {
+    size_t name; /* where its name starts in the names buffer */
+    int kind;
+    int error;   /* the fstatat's errno, 0 when it succeeded */
+    int fits;    /* the signature fits signed 64-bit integers */
+    mode_t mode;
+    int64_t sig[3];
+} Seen;
+
+/* What the threads share: the entries of seen to stat, names in the names buffer, relative to dir_fd; ``next``
+ * the first entry no thread has taken yet (taken CHUNK at a time, so a thread the scheduler starts late finds
+ * the others did its share: the listing never waits on a thread that has no processor). */
+#define CHUNK 256
+
+typedef struct {
+    int dir_fd;
+    Seen *seen;
+    const char *names;
+    size_t count;
+    size_t next;
+} StatWork;
+
+static void *stat_chunks(void *arg) {
+    StatWork *work = (StatWork *)arg;
+    for (;;) {
+        size_t from = __atomic_fetch_add(&work->next, CHUNK, __ATOMIC_RELAXED);
+        if (from >= work->count) {
+            return NULL;
+        }
+        size_t to = from + CHUNK < work->count ? from + CHUNK : work->count;
+        for (size_t i = from; i < to; i++) {
+            Seen *seen = &work->seen[i];
+            struct stat st;
+            if (seen->kind == SEEN_HIDDEN) {
+                continue;
+            }
+            if (fstatat(work->dir_fd, work->names + seen->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                seen->error = errno;
+                continue;
+            }
+            seen->mode = st.st_mode;
+            seen->fits = signature_of(&st, seen->sig);
+        }
+    }
+}
+
+/* git's preload-index.c (core.preloadIndex): at least 500 lstat calls a thread, at most 20 threads; and here no
+ * more threads than processors online, and one alone when the load average says they are all busy already (a
+ * second thread would wait for a processor, and the listing for it). */
+#define THREAD_COST 500
+#define MAX_PARALLEL 20
+
+/* How many threads stat ``count`` entries when the caller asked for ``wanted`` (0: chosen as above). */
+static size_t thread_count(size_t count, long wanted) {
+    size_t threads = count / THREAD_COST;
+    if (wanted > 0) {
+        threads = (size_t)wanted;
+    } else {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        double load[1];
+        if (online > 0 && threads > (size_t)online) {
+            threads = (size_t)online;
+        }
+        if (online > 0 && getloadavg(load, 1) == 1 && load[0] >= (double)online) {
+            threads = 1;
+        }
+    }
+    if (threads > MAX_PARALLEL) {
+        threads = MAX_PARALLEL;
+    }
+    if (threads > count) {
+        threads = count;
+    }
+    return threads ? threads : 1;
+}
+
+/* Stat every entry of seen with ``threads`` threads (this one among them); a thread that cannot be started
+ * leaves its chunks to the others, so the results never depend on how many ran. */
+static void stat_all(int dir_fd, Seen *seen, size_t count, const char *names, size_t threads) {
+    StatWork work = {dir_fd, seen, names, count, 0};
+    pthread_t ids[MAX_PARALLEL];
+    int started[MAX_PARALLEL] = {0};
+    for (size_t t = 1; t < threads; t++) {
+        started[t] = pthread_create(&ids[t], NULL, stat_chunks, &work) == 0;
+    }
+    stat_chunks(&work);
+    for (size_t t = 1; t < threads; t++) {
+        if (started[t]) {
+            pthread_join(ids[t], NULL);
+        }
+    }
+}
+
+/* The listing's decisions over the entries as readdir gave them, in that order (what a loop of readdir and
+ * fstatat decides): hidden names kept, an entry removed since the listing skipped, the first failure, link or
+ * number past 64 bits stops it, MEMORY.md's signature apart, the other regular *.md files listed. */
+static void decide(const Seen *seen, size_t count, const char *names, Buffer *hidden, Buffer *entries,
+                   Py_ssize_t *listed, int64_t index[3], int *has_index, int *error, char failed[NAME_MAX + 1],
+                   char link[NAME_MAX + 1], int *too_big, int *no_memory) {
+    for (size_t i = 0; i < count; i++) {
+        const Seen *entry = &seen[i];
+        const char *name = names + entry->name;
+        size_t len = strlen(name);
+        if (entry->kind == SEEN_HIDDEN) {
+            if (buffer_add(hidden, name, len + 1) < 0) {
+                *no_memory = 1;
+                return;
+            }
+            continue;
+        }
+        if (entry->error) {
+            if (entry->error == ENOENT) { /* removed since the listing */
+                continue;
+            }
+            *error = entry->error;
+            copy_name(failed, name, len);
+            return;
+        }
+        if (S_ISLNK(entry->mode)) {
+            copy_name(link, name, len);
+            return;
+        }
+        if (entry->kind != SEEN_MEMORY || !S_ISREG(entry->mode)) {
+            continue;
+        }
+        if (!entry->fits) {
+            *too_big = 1;
+            return;
+        }
+        if (strcmp(name, "MEMORY.md") == 0) {
+            memcpy(index, entry->sig, sizeof(int64_t) * 3);
+            *has_index = 1;
+            continue;
+        }
+        Entry found = {entry->name, NULL, {entry->sig[0], entry->sig[1], entry->sig[2]}};
+        if (buffer_add(entries, &found, sizeof(found)) < 0) {
+            *no_memory = 1;
+            return;
+        }
+        (*listed)++;
+    }
+}
+
+/* Read the directory whole: each hidden name, *.md and "timeline" entry into seen (names into names); 0, or the
+ * errno of a failed readdir (the entries read before it are kept, as a loop that stats as it reads saw them). */
+static int read_entries(DIR *dir, Buffer *names, Buffer *seen, int *no_memory) {
+    for (;;) {
+        struct dirent *entry;
+        errno = 0;
+        entry = readdir(dir);
+        if (entry == NULL) {
+            return errno;
+        }
+        const char *name = entry->d_name;
+        size_t len = strlen(name);
+        int kind;
+        if (name[0] == '.') {
+            if (len == 1 || (len == 2 && name[1] == '.')) {
+                continue;
+            }
+            kind = SEEN_HIDDEN;
+        } else if (len >= 3 && memcmp(name + len - 3, ".md", 3) == 0) {
+            kind = SEEN_MEMORY;
+        } else if (strcmp(name, "timeline") == 0) {
+            kind = SEEN_TIMELINE;
+        } else {
+            continue;
+        }
+        Seen found = {names->used, kind, 0, 0, 0, {0, 0, 0}};
+        if (buffer_add(names, name, len + 1) < 0 || buffer_add(seen, &found, sizeof(found)) < 0) {
+            *no_memory = 1;
+            return 0;
+        }
+    }
+}
+
+static PyObject *scan(PyObject *module, PyObject *args) {
+    int dir_fd = -1;
+    long wanted = 0;
+    Buffer names = {0}, numbers = {0}, hidden = {0}, all_names = {0}, seen = {0}, entries = {0};
     Py_ssize_t count = 0;
     int64_t index[3];
     int has_index = 0, error = 0, no_memory = 0, too_big = 0;
     char failed[NAME_MAX + 1] = "", link[NAME_MAX + 1] = "";
     PyObject *result = NULL;
     (void)module;
-    if (fd_value == -1 && PyErr_Occurred()) {
+    if (!PyArg_ParseTuple(args, "i|l", &dir_fd, &wanted)) {
         return NULL;
     }
-    if (fd_value < 0 || fd_value > INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "scan() needs an open directory descriptor");
+    if (dir_fd < 0 || wanted < 0) {
+        PyErr_SetString(PyExc_ValueError, "scan() needs an open directory descriptor (and a thread count of 0 or more)");
         return NULL;
     }
-    int dir_fd = (int)fd_value;
 
     Py_BEGIN_ALLOW_THREADS
     int own_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0); /* closedir closes it; the caller's stays open */
@@ -163,70 +353,23 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
         }
     } else {
         rewinddir(dir); /* the duplicate shares the caller's offset: list from the start, and leave it there */
-        for (;;) {
-            struct dirent *entry;
-            struct stat st;
-            int64_t sig[3];
-            errno = 0;
-            entry = readdir(dir);
-            if (entry == NULL) {
-                error = errno;
-                break;
-            }
-            const char *name = entry->d_name;
-            size_t len = strlen(name);
-            if (name[0] == '.') {
-                if (len == 1 || (len == 2 && name[1] == '.')) {
-                    continue;
-                }
-                if (buffer_add(&hidden, name, len + 1) < 0) {
-                    no_memory = 1;
-                    break;
-                }
-                continue;
-            }
-            int is_md = len >= 3 && memcmp(name + len - 3, ".md", 3) == 0;
-            if (!is_md && strcmp(name, "timeline") != 0) {
-                continue;
-            }
-            if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) { /* the directory being read */
-                if (errno == ENOENT) { /* removed since the listing */
-                    continue;
-                }
-                error = errno;
-                copy_name(failed, name, len);
-                break;
-            }
-            if (S_ISLNK(st.st_mode)) {
-                copy_name(link, name, len);
-                break;
-            }
-            if (!is_md || !S_ISREG(st.st_mode)) {
-                continue;
-            }
-            if (!signature_of(&st, sig)) {
-                too_big = 1;
-                break;
-            }
-            if (strcmp(name, "MEMORY.md") == 0) {
-                memcpy(index, sig, sizeof(index));
-                has_index = 1;
-                continue;
-            }
-            Entry found = {listed.used, NULL, {sig[0], sig[1], sig[2]}};
-            if (buffer_add(&listed, name, len + 1) < 0 || buffer_add(&entries, &found, sizeof(found)) < 0) {
-                no_memory = 1;
-                break;
-            }
-            count++;
+        int read_error = read_entries(dir, &all_names, &seen, &no_memory);
+        size_t seen_count = seen.used / sizeof(Seen);
+        if (!no_memory && seen_count) {
+            stat_all(dirfd(dir), (Seen *)seen.data, seen_count, all_names.data, thread_count(seen_count, wanted));
+            decide((Seen *)seen.data, seen_count, all_names.data, &hidden, &entries, &count, index, &has_index, &error,
+                   failed, link, &too_big, &no_memory);
+        }
+        if (!error && !no_memory && !too_big && !link[0]) {
+            error = read_error; /* every entry read before the failure passed: the failure is the listing's */
         }
         rewinddir(dir);
         closedir(dir);
     }
-    if (!error && !no_memory && !too_big && count) {
+    if (!error && !no_memory && !too_big && !link[0] && count) {
         Entry *all = (Entry *)entries.data;
         for (Py_ssize_t i = 0; i < count; i++) {
-            all[i].text = listed.data + all[i].name;
+            all[i].text = all_names.data + all[i].name;
         }
         qsort(all, (size_t)count, sizeof(Entry), by_name);
         for (Py_ssize_t i = 0; i < count && !no_memory; i++) {
@@ -284,7 +427,8 @@ static PyObject *scan(PyObject *module, PyObject *arg) {
     free(names.data);
     free(numbers.data);
     free(hidden.data);
-    free(listed.data);
+    free(all_names.data);
+    free(seen.data);
     free(entries.data);
     return result;
 }
@@ -515,11 +659,62 @@ static PyObject *listing_matches(PyObject *self, PyObject *args) {
     return PyBool_FromLong(matches);
 }
 
+/* racy(names, numbers, floor) -> list of (name, mtime): each row of a signature blob (``names``: NUL between;
+ * ``numbers``: inode, mtime in ns and size per name, native signed 64-bit) whose mtime is ``floor`` or later, in
+ * the blob's order; None when the two parts count different rows (the caller's own walk decides then). One pass over the mtimes and the names
+ * of those rows alone: the index's racy rows (a round's own writes, a few among 100,000) without a Python object
+ * made per row (bundlekit/memory/catalog/stat.py, StatCache.compare). */
+static PyObject *racy(PyObject *module, PyObject *args) {
+    Py_buffer names, numbers;
+    long long floor;
+    PyObject *result = NULL;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*y*L", &names, &numbers, &floor)) {
+        return NULL;
+    }
+    const char *text = (const char *)names.buf;
+    Py_ssize_t rows = numbers.len / (Py_ssize_t)(3 * sizeof(int64_t)), listed = 1; /* as bytes.split counts */
+    for (Py_ssize_t i = 0; i < names.len; i++) {
+        listed += text[i] == '\0';
+    }
+    if (rows == 0 && names.len == 0) {
+        listed = 0;
+    }
+    if (numbers.len % (Py_ssize_t)(3 * sizeof(int64_t)) || listed != rows) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyList_New(0);
+    Py_ssize_t start = 0;
+    for (Py_ssize_t row = 0; result != NULL && row < rows; row++) {
+        const char *end = memchr(text + start, '\0', (size_t)(names.len - start));
+        Py_ssize_t stop = end == NULL ? names.len : end - text;
+        int64_t mtime;
+        memcpy(&mtime, (const char *)numbers.buf + (row * 3 + 1) * (Py_ssize_t)sizeof(int64_t), sizeof(mtime));
+        if (mtime >= floor) {
+            PyObject *item = Py_BuildValue("(y#L)", text + start, stop - start, (long long)mtime);
+            if (item == NULL || PyList_Append(result, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(result);
+                break;
+            }
+            Py_DECREF(item);
+        }
+        start = stop + 1;
+    }
+done:
+    PyBuffer_Release(&names);
+    PyBuffer_Release(&numbers);
+    return result;
+}
+
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O, "scan(dir_fd): the memory files' names and packed signatures (see the module)."},
+    {"scan", scan, METH_VARARGS,
+     "scan(dir_fd, threads=0): the memory files' names and packed signatures (see the module)."},
     {"read_files", read_files, METH_VARARGS, "read_files(dir_fd, names): each named file's bytes (see the module)."},
     {"listing_matches", listing_matches, METH_VARARGS,
      "listing_matches(text, names): whether text lists exactly those files, in key order (see the module)."},
+    {"racy", racy, METH_VARARGS, "racy(names, numbers, floor): the rows whose mtime is floor or later (see racy)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -141,6 +141,15 @@ class TreeAccess:
         listing = self.index.listing
         return listing.names() if listing is not None else sorted(self.backend.scan().memories)
 
+    def listed_of(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` that :meth:`listed` holds, in its order: a merge's few files looked up in the
+        listing, not the listing walked for them."""
+        listing = self.index.listing
+        if listing is not None:
+            return listing.holding(names)
+        present = self.backend.scan().memories
+        return sorted(name for name in set(names) if name in present)
+
     def all_records(self, catalog: Catalog) -> list[MemoryRecord]:
         """Every memory of the listing, sorted by key, read from its file now (no index row is shown)."""
         found = parse_files(self.backend, self.listed(), self.index.broken)

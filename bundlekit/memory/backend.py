@@ -20,7 +20,8 @@ import stat
 import sys
 import threading
 from array import array
-from collections.abc import Callable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from itertools import chain
 from pathlib import Path
@@ -60,12 +61,13 @@ class Scan:
     in) with the index's sorted signature blob and never needs one.
     """
 
-    __slots__ = ("_count", "_memories", "_packed", "index", "temps")
+    __slots__ = ("_count", "_memories", "_names", "_packed", "index", "temps")
 
     def __init__(self, memories: dict[str, Signature], index: Signature | None) -> None:
         self._memories: dict[str, Signature] | None = memories
         self._packed: tuple[bytes, bytes] | None = None
         self._count = len(memories)
+        self._names: list[str] | None = None
         self.index = index
         self.temps = False  # the root held a writer's temp (``_fs.is_temp_name``): live, or left by a killed one
 
@@ -111,11 +113,28 @@ class Scan:
         return found
 
     def names(self) -> list[str]:
-        """The memory files' names, sorted as :meth:`packed` sorts them."""
-        packed = self.packed()
-        if packed is None:
-            return sorted(self.memories, key=lambda name: name.encode("utf-8", "surrogateescape"))
-        return packed[0].decode("utf-8", "surrogateescape").split("\0") if self._count else []
+        """The memory files' names, sorted as :meth:`packed` sorts them (made once: a merge asks three times; the
+        caller does not change the list)."""
+        if self._names is None:
+            packed = self.packed()
+            if packed is None:
+                self._names = sorted(self.memories, key=_bytewise)
+            else:
+                self._names = packed[0].decode("utf-8", "surrogateescape").split("\0") if self._count else []
+        return self._names
+
+    def holding(self, names: Iterable[str]) -> list[str]:
+        """Those of ``names`` the listing holds, in its order (:meth:`names`): a merge's few files looked up, not
+        the listing walked for them (100,000 names at 100,000 memories)."""
+        listed, wanted = self.names(), set(names)
+        if len(wanted) > _FEW:
+            return [name for name in listed if name in wanted]
+        found = []
+        for name in sorted(wanted, key=_bytewise):
+            at = bisect_left(listed, _bytewise(name), key=_bytewise)
+            if at < len(listed) and listed[at] == name:
+                found.append(name)
+        return found
 
     def other_case(self, filename: str) -> str | None:
         """A listed file name equal to ``filename`` ignoring ASCII case but not equal to it (a key is ASCII), or
@@ -272,6 +291,14 @@ def _c_listing() -> bool:
         and sys.getfilesystemencoding() == "utf-8"
         and sys.getfilesystemencodeerrors() == "surrogateescape"
     )
+
+
+_FEW = 256  # up to this many names are looked up in a listing by binary search; more, the listing is walked
+
+
+def _bytewise(name: str) -> bytes:
+    """A listed name's sort key: its bytes as the directory holds them (the order :meth:`Scan.packed` keeps)."""
+    return name.encode("utf-8", "surrogateescape")
 
 
 def _signature(st: os.stat_result) -> Signature:

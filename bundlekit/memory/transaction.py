@@ -99,12 +99,17 @@ class Transaction:
         """Every memory file's name (``<key>.md``), sorted, from the tree's listing: nothing is read or parsed."""
         return self._tree.read(lambda _catalog: self._tree.listed())
 
+    def present(self, names: Iterable[str]) -> list[str]:
+        """Those of the memory files ``names`` the tree's listing holds, in its order: a few looked up, the
+        listing not walked."""
+        return self._tree.read(lambda _catalog: self._tree.listed_of(names))
+
     def records_of(self, names: Iterable[str]) -> list[MemoryRecord]:
         """The memories of the files ``names`` that exist, read and parsed now (each once), sorted by key: what a
         merge by tree difference reads of a tree, the keys the other side changed, not all of them."""
         wanted = set(names)
         return self._tree.read(lambda _catalog: sorted(
-            (record for _n, _d, record in parse_files(self._tree.backend, [n for n in self._tree.listed() if n in wanted],
+            (record for _n, _d, record in parse_files(self._tree.backend, self._tree.listed_of(wanted),
                                                       self._tree.index.broken)), key=lambda r: r.key))
 
     def digests(self) -> dict[str, bytes]:
@@ -131,7 +136,7 @@ class Transaction:
             catalog = self._tree.index.refresh(locked=True)
             self._tree.keep_broken(files, "the merge")
             held = read or {}
-            touched = [name for name in self._tree.listed() if name in files and name not in held]  # to replace
+            touched = [name for name in self._tree.listed_of(files) if name not in held]  # to replace
             current = {**{n: r for n, r in held.items() if n in files},
                        **{r.filename: r for _n, _d, r in parse_files(self._tree.backend, touched,
                                                                       self._tree.index.broken)}}

@@ -685,6 +685,35 @@ def test_a_blob_spliced_with_a_transactions_changes_is_the_blob_of_the_rows_afte
         catalog_stat._FEW = few
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    old=st.one_of(st.none(), st.integers(0, 3), st.binary(max_size=20_000)),
+    edits=st.lists(st.tuples(st.integers(0, 20_000), st.binary(min_size=1, max_size=30)), max_size=6),
+    grow=st.integers(-3, 3),
+)
+def test_a_bytes_state_value_written_by_its_differing_pieces_is_the_value_set_whole(
+    old: bytes | int | None, edits: list[tuple[int, bytes]], grow: int
+) -> None:
+    # Database.set_bytes writes only the 4 KiB pieces that differ (SQLite's incremental blob I/O) when the value
+    # keeps its length: what is stored is exactly the new value, as set() stores it, whatever the old one was.
+    base = old if isinstance(old, bytes) else b""
+    new = bytearray(base)
+    for at, data in edits:
+        at = min(at, len(new))
+        new[at : at + len(data)] = data[: max(len(new) - at, 0)] or data
+    value = bytes(new) + b"\x07" * max(grow, 0) if grow >= 0 else bytes(new)[:grow]
+    db = catalog_database.Database(None)
+    try:
+        with db.transaction():
+            if old is not None:
+                db.set("sigs", old)
+        with db.transaction():
+            db.set_bytes("sigs", value)
+        assert db.state_blob("sigs") == value
+    finally:
+        db.conn.close()
+
+
 def test_list_and_bundle_records_are_in_key_order_not_file_name_order(mem: Memory) -> None:
     # "a-b.md" sorts before "a.md" by file name ('-' < '.'); keys sort "a" first.
     for key in ("a-b", "a", "a.b"):

@@ -8,6 +8,7 @@ import pytest
 
 from bundlekit.memory import Memory
 from bundlekit.memory.index import MAX_INDEX_LINES, IndexLink, parse_index, render_index
+from bundlekit.memory.indexer import Indexer
 
 from .conftest import Clock, fields
 
@@ -115,6 +116,31 @@ def test_cut_index_counts_whole_sections_left_out(fast: Memory) -> None:
     assert len(lines) == MAX_INDEX_LINES
     assert lines[-1] == "_37 more memories not listed: the index stops at 200 lines._"
     assert "## Feedback" not in lines
+
+
+@pytest.mark.parametrize(("key", "shown"), [("u205", False), ("u001", True)])
+def test_a_rewrite_leaves_the_index_as_a_render_from_scratch_makes_it(
+    mem: Memory, tree: Path, key: str, shown: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A memory past the 200 lines whose line changes leaves MEMORY.md's bytes as they are, neither rendered nor
+    # written again (a follower's round at 10,000 memories no longer reads 200 files for nothing); one shown
+    # rewrites it.
+    for i in range(210):
+        mem.write(f"u{i:03d}", **fields(name=f"U{i}", description="d", type="user"))
+    before = (tree / "MEMORY.md").stat()
+    renders: list[int] = []
+    render = Indexer.render
+    monkeypatch.setattr(Indexer, "render", lambda self, catalog: renders.append(1) or render(self, catalog))
+    mem.write(key, **fields(name=f"Renamed {key}", description="another description", type="user"))
+    monkeypatch.undo()
+    after = (tree / "MEMORY.md").stat()
+    assert ((before.st_ino, before.st_mtime_ns) != (after.st_ino, after.st_mtime_ns)) is shown
+    assert bool(renders) is shown
+    kept = (tree / "MEMORY.md").read_bytes()
+    assert (f"Renamed {key}".encode() in kept) is shown
+    (tree / "MEMORY.md").unlink()
+    Memory(tree).list()  # a fresh process's refresh writes MEMORY.md from scratch
+    assert (tree / "MEMORY.md").read_bytes() == kept
 
 
 def test_one_memory_left_out_is_singular(fast: Memory) -> None:

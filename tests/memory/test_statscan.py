@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import string
+from array import array
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from bundlekit.errors import MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
+from bundlekit.memory.catalog import stat as stat_module
 
 pytestmark = pytest.mark.skipif(backend_module._statscan is None, reason="the C listing is not built here")
 
@@ -55,6 +57,10 @@ def _c_listing(root: Path) -> tuple[Scan | None, list[str], str | None]:
 
 
 def _same(root: Path) -> Scan | None:
+    # The C listing stats with several threads, then decides in readdir's order: any thread count lists alike
+    # (git's preload-index.c splits its lstat calls among threads the same way, each on its own share).
+    first, *others = _scans(root, (1, 0, 2, 3, 7, 64))
+    assert all(other == first for other in others)
     py_scan, py_hidden, py_error = _python_listing(root)
     c_scan, c_hidden, c_error = _c_listing(root)
     assert c_error == py_error
@@ -75,6 +81,7 @@ def _same(root: Path) -> Scan | None:
     hidden=st.lists(_NAME, max_size=4, unique=True),
     others=st.lists(_NAME, max_size=4, unique=True),
     md_folders=st.lists(_NAME, max_size=3, unique=True),
+    links=st.lists(_NAME, max_size=2, unique=True),
     with_index=st.booleans(),
     timeline=st.sampled_from(["none", "folder", "file"]),
     sizes=st.integers(min_value=0, max_value=3000),
@@ -85,6 +92,7 @@ def test_the_c_listing_is_the_python_listing_on_random_trees(
     hidden: list[str],
     others: list[str],
     md_folders: list[str],
+    links: list[str],
     with_index: bool,
     timeline: str,
     sizes: int,
@@ -99,6 +107,9 @@ def test_the_c_listing_is_the_python_listing_on_random_trees(
     for name in md_folders:
         if f"{name}.md" not in {f"{m}.md" for m in memories}:
             (root / f"{name}.md").mkdir()
+    for name in links:
+        if name != "MEMORY" and not (root / f"{name}.md").exists():
+            (root / f"{name}.md").symlink_to(root)
     if with_index:
         (root / "MEMORY.md").write_text("# Memory index\n", encoding="utf-8")
     if timeline == "folder":
@@ -106,10 +117,49 @@ def test_the_c_listing_is_the_python_listing_on_random_trees(
     elif timeline == "file":
         (root / "timeline").write_bytes(b"")
     scan = _same(root)
+    if links and any((root / f"{name}.md").is_symlink() for name in links):
+        assert scan is None  # refused by both, with the same error
+        return
     assert scan is not None
     for name, signature in scan.memories.items():
         st_ = os.lstat(root / name)
         assert signature == (st_.st_ino, st_.st_mtime_ns, st_.st_size)
+
+
+def _scans(root: Path, threads: tuple[int, ...]) -> list[object]:
+    """``_statscan.scan`` of ``root`` with each thread count: its result, or the error it raised."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    out: list[object] = []
+    try:
+        for count in threads:
+            try:
+                out.append(backend_module._statscan.scan(fd, count))
+            except OSError as exc:
+                out.append((type(exc), exc.errno, exc.filename))
+    finally:
+        os.close(fd)
+    return out
+
+
+def test_a_large_tree_is_listed_alike_by_any_number_of_threads(tmp_path: Path) -> None:
+    # More than git's 500 stats a thread, so the automatic count (0) starts threads too; a link among them is
+    # the first in readdir's order for every count, and removed, every count lists the 3,000 files alike.
+    for i in range(3_000):
+        (tmp_path / f"m{i:05d}.md").write_bytes(b"m" * (i % 7))
+    (tmp_path / "MEMORY.md").write_bytes(b"# Memory index\n")
+    (tmp_path / "m01234.md").unlink()
+    (tmp_path / "m01234.md").symlink_to(tmp_path / "m00001.md")
+    (tmp_path / "m02345.md").unlink()
+    (tmp_path / "m02345.md").symlink_to(tmp_path / "m00002.md")
+    linked = _scans(tmp_path, (1, 0, 2, 5, 20))
+    assert all(result == linked[0] for result in linked) and linked[0] is not None
+    assert linked[0][5] in ("m01234.md", "m02345.md")  # type: ignore[index]
+    (tmp_path / "m01234.md").unlink()
+    (tmp_path / "m02345.md").unlink()
+    listed = _scans(tmp_path, (1, 0, 2, 5, 20))
+    assert all(result == listed[0] for result in listed) and listed[0] is not None
+    assert listed[0][2] == 2_998 and listed[0][3] is not None  # type: ignore[index]
+    assert _same(tmp_path) is not None  # and the Python listing agrees
 
 
 def test_names_that_are_not_utf8_are_listed_as_python_lists_them(tmp_path: Path) -> None:
@@ -160,6 +210,8 @@ def test_an_mtime_past_64_bits_of_nanoseconds_is_listed_in_python(tmp_path: Path
 def test_the_c_listing_refuses_a_bad_descriptor(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="directory descriptor"):
         backend_module._statscan.scan(-1)
+    with pytest.raises(ValueError, match="thread count"):
+        backend_module._statscan.scan(0, -1)
     fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY, 0o644)
     try:
         with pytest.raises(NotADirectoryError):
@@ -224,3 +276,30 @@ def test_a_folder_that_cannot_be_read_is_a_store_error_from_both_listings(tmp_pa
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.startswith("store error: cannot list the memory tree") and "Too many open files" in out
+
+
+_INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.binary(min_size=1, max_size=6).map(lambda b: b.replace(b"\0", b"_")), _INT64),
+                  max_size=30),
+    written=st.one_of(_INT64, st.integers(min_value=-(2**70), max_value=2**70)),
+)
+def test_the_racy_rows_picked_in_c_are_those_the_python_walk_picks(rows: list[tuple[bytes, int]], written: int) -> None:
+    # StatCache.compare's racy rows (mtime + RACY_NS > written_ns) taken from the signature blob by the C pass are
+    # the Python walk's, names not UTF-8 and numbers at the ends of 64 bits included.
+    names = b"\0".join(name for name, _mtime in rows)
+    numbers = array("q", [n for i, (_name, mtime) in enumerate(rows) for n in (i, mtime, 7)]).tobytes()
+    in_c = stat_module.racy_rows(names, numbers, written)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stat_module, "_racy_rows", None)
+        assert in_c == stat_module.racy_rows(names, numbers, written)
+
+
+def test_a_blob_whose_names_and_numbers_differ_in_count_is_left_to_the_python_walk() -> None:
+    assert backend_module._statscan.racy(b"a.md\0b.md", b"\0" * 24, 0) is None
+    assert backend_module._statscan.racy(b"", b"", 0) == []
+    with pytest.raises(ValueError):  # as the walk always did
+        stat_module.racy_rows(b"a.md\0b.md", array("q", [1, 2, 3]).tobytes(), 0)

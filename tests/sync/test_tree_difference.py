@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bundlekit.memory.files
 import bundlekit.memory.indexer
@@ -22,12 +24,13 @@ from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.manifest import canonical_json, make_manifest
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.errors import IntegrityError, ManifestError
-from bundlekit.bundle.merge import MergeOptions, merge_bundle
+from bundlekit.bundle.merge import MergeOptions, _touched, merge_bundle
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.memory.backend import Scan
 from bundlekit.memory.record import parse_memory_file
 from bundlekit.names.record import name_from_key
 from bundlekit.syncer import sync
@@ -249,3 +252,27 @@ def test_a_merge_by_difference_refuses_what_a_load_refuses_and_writes_nothing(
     with pytest.raises(error):
         merge_bundle(f"ipfs://{child}", tree)
     assert {p.name: p.read_bytes() for p in tree.glob("*.md")} == before
+
+
+_TOUCH_NAMES = st.lists(st.text(alphabet="abAB._-Kéσ", min_size=1, max_size=5), max_size=6).map(
+    lambda parts: [p + s for p in parts for s in ("", ".conflict-a1", ".CONFLICT-a1")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=_TOUCH_NAMES, picked=st.lists(st.integers(0, 40), max_size=14), changed_at=st.lists(st.integers(0, 40), max_size=4),
+       upper=st.lists(st.booleans(), max_size=14))
+def test_the_files_a_merge_reads_of_ours_are_found_by_search_as_a_walk_finds_them(
+    pool: list[str], picked: list[int], changed_at: list[int], upper: list[bool],
+) -> None:
+    # ``_touched`` looks the changed files' siblings and case look-alikes up in the sorted listing (100,000 names at
+    # 100,000 memories); what it finds is what testing every name finds.
+    if not pool:
+        return
+    files = {pool[i % len(pool)] + ".md" for i in picked}
+    files |= {name.upper() for name, up in zip(sorted(files), upper) if up}
+    scan = Scan({name: (1, 2, 3) for name in files}, None)
+    names = scan.names()
+    changed = {pool[i % len(pool)] + ".md" for i in changed_at}
+    stems, folded = {n[:-3] for n in changed}, {n.lower() for n in changed}
+    walked = changed | {n for n in names if n.lower() in folded or n.split(".conflict-")[0] in stems}
+    assert _touched(names, changed, scan.holding) == walked

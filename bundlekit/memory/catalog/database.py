@@ -193,6 +193,9 @@ _TERMS = (
 _PLAIN = "CREATE TABLE search (rowid INTEGER PRIMARY KEY, name TEXT, description TEXT, body TEXT)"
 
 
+_PIECE = 4096  # how much of a bytes value :meth:`Database.set_bytes` compares and writes at a time
+
+
 class Database:
     """One open index database (one per :class:`Memory`, which serializes the threads that use it): the
     connection, checked or created at :data:`DERIVED_VERSION`, with the ``state`` table's values.
@@ -327,6 +330,23 @@ class Database:
     def set(self, name: str, value: object) -> None:
         """Set the ``state`` value ``name``. Inside :meth:`transaction`."""
         self.conn.execute("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", (name, value))
+
+    def set_bytes(self, name: str, value: bytes) -> None:
+        """Set the ``state`` bytes value ``name`` to ``value``; when it holds as many bytes already, only the
+        pieces that differ are written, in place (SQLite's incremental blob I/O): a round that changed 10
+        signatures of 100,000 writes a few pages of the 6 MB signature blob, not all of it (then once more at the
+        checkpoint). The same value either way. Inside :meth:`transaction`."""
+        row = self.conn.execute("SELECT rowid, value FROM state WHERE name = ?", (name,)).fetchone()
+        if row is None or not isinstance(row[1], bytes) or len(row[1]) != len(value) or len(value) < _PIECE:
+            self.set(name, value)
+            return
+        old = row[1]
+        with self.conn.blobopen("state", "value", row[0]) as blob:
+            for at in range(0, len(value), _PIECE):
+                piece = value[at : at + _PIECE]
+                if piece != old[at : at + _PIECE]:
+                    blob.seek(at)
+                    blob.write(piece)
 
     def data_version(self) -> int:
         """SQLite's ``data_version``: it moves when another connection commits a change."""
