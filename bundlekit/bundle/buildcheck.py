@@ -35,14 +35,13 @@ import hashlib
 import hmac
 import os
 import sqlite3
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from bundlekit._fs import atomic_write_bytes
+from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
 from bundlekit.blockstore import default_store_root
 from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
 from bundlekit.crypto._hmac import hmac_sha256
@@ -167,12 +166,14 @@ def _read_key(path: Path) -> bytes | None:
     waiting on a FIFO), owned by this user, neither group- nor world-accessible, exactly 32 bytes. Anything
     else (a key another user owns or could read, a link, a FIFO, a short file) is no key: it is made again."""
     with suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        fd = open_regular(path)
+        try:
+            info = os.fstat(fd)
+            if info.st_uid != os.geteuid() or info.st_mode & 0o077:
                 return None
-            data = fh.read(_KEY_BYTES + 1)
+            data = read_up_to(fd, _KEY_BYTES + 1)
+        finally:
+            os.close(fd)
         if len(data) == _KEY_BYTES:
             return data
     return None
