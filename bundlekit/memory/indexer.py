@@ -37,6 +37,7 @@ from bundlekit.memory.record import MemoryRecord, parse_memory_file
 
 __all__ = ["RACY_COMPARED", "RACY_NS", "Indexer", "decode", "parse_files", "parse_read"]
 
+PARSED_AT_ONCE = 2_000  # files a refresh reads and parses before it indexes them (a first index is not held whole)
 RACY_COMPARED = 32  # past this many racy rows a lock-free check settles the old ones under the lock instead
 REUSE_S = 1.0  # how long one Memory trusts its last full check while neither the directory nor the index moved
 # A held check is not reused when the directory changed this close before it began (or after: a clock set back):
@@ -494,16 +495,25 @@ class Indexer:
             changed, removed = self._moved(catalog, scan, changed)
         if not (changed or removed or settled):
             return
-        parsed = parse_files(self._backend, changed, self.broken)
-        # Removed since the listing, or no longer parsing (a row of its former bytes would rank what is not there).
-        removed += sorted(set(changed) - {name for name, _data, _record in parsed})
-        signatures = scan.signatures_of([name for name, _data, _record in parsed]) if parsed else {}
         with catalog.writing(now):
             for name in removed:
                 catalog.stat.remove(name)
-            for name, data, record in parsed:
-                catalog.stat.put(name, row_of(record, signatures[name], data))
+            for start in range(0, len(changed), PARSED_AT_ONCE):
+                self._index_some(catalog, scan, changed[start : start + PARSED_AT_ONCE])
             catalog.stat.settle()
+
+    def _index_some(self, catalog: Catalog, scan: Scan, names: list[str]) -> None:
+        """Index ``names`` from their bytes now, inside the refresh's transaction: each parsed, and the row of one
+        removed since the listing or no longer parsing forgotten (a row of its former bytes would rank what is not
+        there). A first index of 100,000 files is read :data:`PARSED_AT_ONCE` at a time, not held whole."""
+        parsed = parse_files(self._backend, names, self.broken)
+        found = {name for name, _data, _record in parsed}
+        for name in names:
+            if name not in found:
+                catalog.stat.remove(name)
+        signatures = scan.signatures_of(sorted(found)) if parsed else {}
+        for name, data, record in parsed:
+            catalog.stat.put(name, row_of(record, signatures[name], data))
 
     def _moved(self, catalog: Catalog, scan: Scan, changed: list[str]) -> tuple[list[str], list[str]]:
         """The files to index again (``changed``, racy ones found changed, and each whose listed signature is not
