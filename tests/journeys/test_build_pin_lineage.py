@@ -18,7 +18,6 @@ from pathlib import Path
 from tests.journeys.typed import in_process, machine_env, set_up
 
 
-
 def _cli(cwd: Path, *args: str) -> str:
     done = in_process(args, cwd=cwd, env=machine_env(cwd))
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"

@@ -15,7 +15,6 @@ from typing import Any
 from tests.journeys.typed import in_process, machine_env, set_up
 
 
-
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = in_process(args, cwd=root, env=machine_env(root))
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
