@@ -86,6 +86,11 @@ def warm_share(config: pytest.Config, worker: int, workers: int) -> None:
                     )
 
 
+#: Folders no run imports from: the test suites installed with a package (the standard library's ``test``, numpy's,
+#: sympy's... a fifth of the compiled files); a module there is compiled where it is imported, as before.
+_NOT_IMPORTED = frozenset({"test", "tests"})
+
+
 def _installed_roots() -> list[str]:
     """The interpreter's folders of installed modules (standard library, site-packages), none inside another."""
     paths = sysconfig.get_paths()
@@ -100,7 +105,8 @@ def link_installed(prefix: Path, roots: list[str] | None = None) -> int:
     tag = sys.implementation.cache_tag  # cpython-311: a cached file of this interpreter is NAME.cpython-311.pyc
     linked = 0
     for root in _installed_roots() if roots is None else roots:
-        for folder, _dirs, files in os.walk(root):
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [name for name in dirs if name not in _NOT_IMPORTED]
             if os.path.basename(folder) != "__pycache__":
                 continue
             compiled = [name for name in files if name.endswith(f".{tag}.pyc")]
