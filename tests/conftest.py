@@ -22,13 +22,14 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from tests.bytecode import warm_share
+from tests.bytecode import link_installed, warm_share
 from tests.isolation import changes, home_environment, isolate, snapshot, user_locations, user_settings
 
 # Under CI every run draws the same examples, so a landing never turns on a rare draw; on a
@@ -79,6 +80,8 @@ _USER_BEFORE = snapshot(_USER_LOCATIONS)
 _SUITE_HOME = Path(tempfile.mkdtemp(prefix="bundlekit-suite-"))
 isolate(os.environ, _SUITE_HOME / "home")
 _CHANGED = pytest.StashKey[list[str]]()
+#: The thread linking the interpreter's compiled modules into a fresh bytecode cache (pytest_configure), if one runs.
+_LINKING: list[threading.Thread] = []
 
 
 @pytest.fixture(autouse=True)
@@ -115,7 +118,9 @@ def pytest_configure(config: pytest.Config) -> None:
     a worker's collection time). The variables are set before pytest-xdist starts its workers, so they, and every
     child a test starts, inherit them; what a process imports is unchanged, only where Python keeps its bytecode. A
     worker first writes its share of that cache (tests/bytecode.py), so on a fresh checkout the workers compile the
-    run's code once between them, not once each.
+    run's code once between them, not once each; into a fresh cache the interpreter's own compiled modules are linked
+    (``link_installed``, in a thread while the workers start), so no process compiles the standard library or an
+    installed package again.
     """
     worker = getattr(config, "workerinput", None)
     if worker is not None:  # a pytest-xdist worker: the cache is set; it compiles its share of it (tests/bytecode.py)
@@ -128,6 +133,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if cache is not None:
         with contextlib.suppress(OSError):
             prefix = cache.mkdir("bundlekit-bytecode")
+    prefix.mkdir(parents=True, exist_ok=True)
+    if not any(prefix.iterdir()):  # a fresh cache: the interpreter's own compiled modules linked in, meanwhile
+        _LINKING.append(threading.Thread(target=link_installed, args=(prefix,), name="link-installed", daemon=True))
+        _LINKING[0].start()
     sys.dont_write_bytecode = False
     sys.pycache_prefix = str(prefix)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -164,6 +173,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    for linking in _LINKING:
+        linking.join()
     shutil.rmtree(_SUITE_HOME, ignore_errors=True)
 
 

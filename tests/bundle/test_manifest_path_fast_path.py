@@ -30,7 +30,8 @@ def _careful(path: str) -> bool:
 pieces = st.sampled_from(["memory", "timeline", "a", ".", "..", "-x", "a.md", "", "é", "\n", "x" * 200, "x" * 201, "A_b-9"])
 
 
-@settings(max_examples=400)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=200)  # 400 before
 @given(st.lists(pieces, min_size=1, max_size=4), st.sampled_from(["", "/", "\n", " "]))
 def test_fast_match_accepts_exactly_the_paths_the_rules_accept(parts: list[str], tail: str) -> None:
     path = "/".join(parts) + tail
@@ -42,7 +43,7 @@ def test_fast_match_accepts_exactly_the_paths_the_rules_accept(parts: list[str],
             check_bundle_path(path)
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)  # 300 before
 @given(st.lists(st.lists(pieces, min_size=1, max_size=4).map("/".join), max_size=5))
 def test_all_paths_at_once_accepts_exactly_when_each_path_is_accepted(paths: list[str]) -> None:
     # _usual_paths matches every path in one regex over their newline-joined text: a path holding

@@ -124,7 +124,8 @@ _ESCAPES = st.sampled_from(["\x1b", "\x1b[31m", "\x1b]0;title\x07", "\x1b]8;;htt
                             "\x1b[200~", "\x1b[201~", "\x9d0;t\x9c", "\x07", "\r", "\u202e", "[", "m", "\n", "a"])
 
 
-@settings(max_examples=300, deadline=None)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=150, deadline=None)  # 300 before
 @given(st.lists(_ESCAPES | st.text(max_size=4), max_size=12).map("".join), st.booleans(), st.booleans())
 def test_data_prints_the_bytes_click_printed_before_to_a_terminal_and_to_a_pipe(
     text: str, tty: bool, newline: bool

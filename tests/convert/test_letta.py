@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from bundlekit.convert.letta import (
 )
 from bundlekit.errors import ConvertError, UsageError
 from bundlekit.memory import Memory
+from tests.journeys.typed import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_TREE = ROOT / "fixtures" / "memory"
@@ -232,9 +232,10 @@ def test_carried_fields_never_set_lettas_own_keys(tmp_path: Path) -> None:
     assert entry.meta["x-letta-lead"] == "\n" and entry.meta["deadline"] == "soon"
 
 
-def test_convert_help_lists_letta_options_and_what_letta_cannot_hold() -> None:
-    out = subprocess.run([sys.executable, "-m", "bundlekit", "convert", "--help"], capture_output=True,
-                         text=True, check=True).stdout
+def test_convert_help_lists_letta_options_and_what_letta_cannot_hold(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "convert", "--help")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "--letta-model" in out and "--all-blocks" in out
     assert "letta: nothing of a memory" in " ".join(out.split())
 
@@ -280,8 +281,9 @@ def test_a_300_kb_memory_is_exported_with_exit_0_and_named_in_the_json_warnings(
     assert limits == {"huge": 300_000, "small": 100_000}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bundlekit", *args], capture_output=True, text=True, timeout=120)
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``bundlekit ARGS`` through the CLI in this process (what convert writes and prints, not a process start)."""
+    return in_process(args, cwd=cwd)
 
 
 def _two_on_one_label(tmp_path: Path) -> Path:
@@ -292,7 +294,7 @@ def _two_on_one_label(tmp_path: Path) -> Path:
 
 
 def test_strict_refuses_an_export_with_a_taken_label_writing_nothing(tmp_path: Path) -> None:
-    result = _cli("convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--strict")
+    result = _cli(tmp_path, "convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--strict")
     assert result.returncode == 1
     assert "cannot be carried exactly as letta (strict)" in result.stderr and "memory 'b'" in result.stderr
     assert "Traceback" not in result.stderr
@@ -300,7 +302,7 @@ def test_strict_refuses_an_export_with_a_taken_label_writing_nothing(tmp_path: P
 
 
 def test_without_strict_the_taken_label_is_a_loss_in_json_and_the_export_exits_0(tmp_path: Path) -> None:
-    result = _cli("convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--json")
+    result = _cli(tmp_path, "convert", "--to", "letta", str(_two_on_one_label(tmp_path)), "-o", str(tmp_path / "a.af"), "--json")
     assert result.returncode == 0, result.stderr
     losses = json.loads(result.stdout)["losses"]
     assert [(loss["memory"], loss["left_out"]) for loss in losses] == [("b", False)]
@@ -310,7 +312,7 @@ def test_without_strict_the_taken_label_is_a_loss_in_json_and_the_export_exits_0
 def test_strict_exports_a_memory_over_the_default_limit_since_every_byte_is_kept(tmp_path: Path) -> None:
     mem = Memory(tmp_path / "mem")
     mem.write("huge", name="H", description="d", type="reference", body="x" * 150_000)
-    result = _cli("convert", "--to", "letta", str(tmp_path / "mem"), "-o", str(tmp_path / "a.af"), "--strict", "--json")
+    result = _cli(tmp_path, "convert", "--to", "letta", str(tmp_path / "mem"), "-o", str(tmp_path / "a.af"), "--strict", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["losses"] == [] and any("exported with limit 150000" in w for w in report["warnings"])
@@ -359,7 +361,7 @@ def test_a_lone_surrogate_is_a_loss_of_its_memory_on_import(tmp_path: Path) -> N
 
 
 def test_strict_refuses_an_import_with_a_lone_surrogate_before_the_tree_is_touched(tmp_path: Path) -> None:
-    result = _cli("convert", "--from", "letta", str(_surrogate_file(tmp_path)), "-o", str(tmp_path / "tree"), "--strict")
+    result = _cli(tmp_path, "convert", "--from", "letta", str(_surrogate_file(tmp_path)), "-o", str(tmp_path / "tree"), "--strict")
     assert result.returncode == 1
     assert "into a bundlekit tree (strict)" in result.stderr and "U+FFFD" in result.stderr
     assert not (tmp_path / "tree").exists()
@@ -402,7 +404,7 @@ def test_an_agent_file_over_16_mib_is_refused_without_being_read(tmp_path: Path)
     path = tmp_path / "big.af"
     with path.open("wb") as fh:
         fh.truncate(MAX_AGENT_FILE + 1)  # sparse: the reader stops at the cap either way
-    result = _cli("convert", "--from", "letta", str(path), "-o", str(tmp_path / "tree"))
+    result = _cli(tmp_path, "convert", "--from", "letta", str(path), "-o", str(tmp_path / "tree"))
     assert result.returncode == 1
     assert "is larger than 16 MiB" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "tree").exists()
@@ -414,7 +416,7 @@ def test_an_agent_file_nested_past_the_bound_is_refused_with_a_clear_error(tmp_p
     text = json.dumps(doc).replace('"metadata": {}', '"metadata": {"x": ' + "[" * depth + "]" * depth + "}", 1)
     assert text != json.dumps(doc)
     (tmp_path / "d.af").write_text(text, encoding="utf-8")
-    result = _cli("convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
+    result = _cli(tmp_path, "convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
     assert result.returncode == 1
     assert f"nests deeper than {MAX_AGENT_DEPTH} levels" in result.stderr and "Traceback" not in result.stderr
 
@@ -427,9 +429,9 @@ def test_an_agent_file_nested_just_within_the_bound_converts_both_ways(tmp_path:
     doc["blocks"][0]["metadata"] = {"x": deep}
     doc["blocks"][0]["value"] += "\ud800"
     (tmp_path / "d.af").write_text(json.dumps(doc), encoding="utf-8")
-    result = _cli("convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
+    result = _cli(tmp_path, "convert", "--from", "letta", str(tmp_path / "d.af"), "-o", str(tmp_path / "tree"))
     assert result.returncode == 0, result.stderr
-    back = _cli("convert", "--to", "letta", str(tmp_path / "tree"), "-o", str(tmp_path / "back.af"))
+    back = _cli(tmp_path, "convert", "--to", "letta", str(tmp_path / "tree"), "-o", str(tmp_path / "back.af"))
     assert back.returncode == 0, back.stderr
     assert {b["label"]: b for b in _doc(tmp_path / "back.af")["blocks"]}["human"]["metadata"]["x"] == deep
 

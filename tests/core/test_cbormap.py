@@ -23,21 +23,25 @@ UINT64 = st.integers(min_value=0, max_value=2**64 - 1)
 EDGES = st.sampled_from([0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1])
 VALUES = st.one_of(st.binary(max_size=300), UINT64, EDGES)
 FLAT = st.dictionaries(st.text(max_size=30), VALUES, max_size=8)
+#: Examples of the round trips and of the mutated encodings (400 and 600 before: issue 37 sets no count; halved for the
+#: suite's time, issue 36 item 8, ~1.7 s of CPU).
+EXAMPLES = 200
+MUTATED_EXAMPLES = 300
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(FLAT)
 def test_a_flat_map_is_written_as_dag_cbor_writes_it(doc: dict[str, bytes | int]) -> None:
     assert encode_flat_map(doc) == dag_cbor.encode(doc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(FLAT)
 def test_a_flat_map_dag_cbor_wrote_is_read_to_the_same_dict(doc: dict[str, bytes | int]) -> None:
     assert decode_flat_map(dag_cbor.encode(doc)) == dag_cbor.decode(dag_cbor.encode(doc)) == doc
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=MUTATED_EXAMPLES, deadline=None)
 @given(FLAT, st.data())
 def test_bytes_read_without_dag_cbor_are_bytes_dag_cbor_reads_the_same(doc: dict[str, bytes | int],
                                                                        data: st.DataObject) -> None:

@@ -48,14 +48,15 @@ def test_fast_path_decodes_the_ipfs_car_vector_like_the_careful_decoder() -> Non
         assert decode_node(data) == _decode_node(data, fast=False)
 
 
-@settings(max_examples=300)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=150)  # 300 before
 @given(st.lists(links, max_size=6), st.none() | st.binary(max_size=30))
 def test_fast_path_decodes_encoded_nodes_like_the_careful_decoder(node_links: list[PBLink], data: bytes | None) -> None:
     block = encode_node(node_links, data)
     assert decode_node(block) == _decode_node(block, fast=False) == (node_links, data)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)  # 200 before
 @given(st.lists(links, min_size=1, max_size=4), st.data())
 def test_fast_path_fails_like_the_careful_decoder_on_mutated_nodes(node_links: list[PBLink], draw: st.DataObject) -> None:
     block = bytearray(encode_node(node_links, b"\x08\x01"))
@@ -67,7 +68,7 @@ def test_fast_path_fails_like_the_careful_decoder_on_mutated_nodes(node_links: l
     _same(bytes(block))
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)  # 300 before
 @given(st.binary(max_size=80))
 def test_fast_path_fails_like_the_careful_decoder_on_arbitrary_bytes(buf: bytes) -> None:
     _same(b"\x12" + buf)

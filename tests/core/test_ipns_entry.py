@@ -77,7 +77,8 @@ _VALUES = st.one_of(st.integers(0, 2**64 - 1), st.binary(max_size=300), st.text(
                     st.integers(-(2**63), -1), st.booleans(), st.none(), st.lists(st.integers(0, 5), max_size=3))
 
 
-@settings(max_examples=300, derandomize=True)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=150, derandomize=True)  # 300 before
 @given(st.dictionaries(st.text(max_size=12), _VALUES, max_size=7))
 def test_a_data_map_reads_as_dag_cbor_reads_it(doc: dict[str, object]) -> None:
     """The map read without ``dag_cbor`` (``ipld.cbormap.decode_flat_map``) is the map ``dag_cbor`` reads, or left to it."""
@@ -85,7 +86,7 @@ def test_a_data_map_reads_as_dag_cbor_reads_it(doc: dict[str, object]) -> None:
     assert decode_data(data) == dag_cbor.decode(data) == doc
 
 
-@settings(max_examples=400, derandomize=True)
+@settings(max_examples=200, derandomize=True)  # 400 before
 @given(st.dictionaries(st.text(max_size=6), st.one_of(st.integers(0, 2**40), st.binary(max_size=30), st.text(max_size=8)),
                        max_size=5), st.integers(0, 400), st.integers(0, 255))
 def test_data_altered_anywhere_reads_only_as_dag_cbor_reads_it(doc: dict[str, object], at: int, byte: int) -> None:

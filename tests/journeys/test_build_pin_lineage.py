@@ -4,32 +4,28 @@ Before, ``build`` and ``pin`` recorded no parent: the writer's second bundle nam
 that merged it found no common base, and every memory the writer had changed became a conflict. Now a build
 names the tree's last root as its parent (``specs/provenance.md``, "Lineage"), and rebuilding an unchanged
 tree (``build`` then ``pin`` of the same tree) still gives the same root. Every step of the journey is typed as
-a user would type it (CLI subprocesses), writer and follower on one machine, meeting at the local store; what only
-sets it up (the key made, the trees made and written to) runs the same CLI in this process (``typed.set_up``).
+a user would type it, writer and follower on one machine, meeting at the local store, each line through the CLI in
+the test process (``typed.in_process``, ``typed.set_up``: what is checked is what each command records, reads and
+reports, not a fresh process's start-up).
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.journeys.typed import machine_env, set_up
-
-WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
+from tests.journeys.typed import in_process, machine_env, set_up
 
 
 def _cli(cwd: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=machine_env(cwd), capture_output=True,
-                          text=True, timeout=WAIT, check=False)
+    done = in_process(args, cwd=cwd, env=machine_env(cwd))
     assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
     return done.stdout
 
 
 def _prepare(cwd: Path, *args: str) -> None:
-    """A set-up command: the same CLI and environment as :func:`_cli`, in this process (no start-up to pay)."""
+    """A set-up command: the same CLI and environment as :func:`_cli`."""
     set_up(shlex.join(["bundlekit", *args]), cwd=cwd, env=machine_env(cwd))
 
 

@@ -1,6 +1,7 @@
 """Journey: a new agent is seeded from the accounts its person already has, then some of it taken back (issue 40).
 
-Typed as a person types them, a process per line in a temporary home: ``memory init``; ``memory seed github``
+Typed as a person types them, in a temporary home (each line through the CLI in the test process; the
+confirmation at a terminal in a fresh process on a pseudo-terminal): ``memory init``; ``memory seed github``
 shows what it would write and, with no terminal to ask on, writes nothing (exit 2); ``--yes`` writes it;
 ``list``, ``recall`` and ``show`` find it; the person rewrites one memory; ``unseed github`` deletes the rest
 and names the edited one; ``--force`` deletes that too, and the tree is as it was. Farcaster: the message
@@ -24,9 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from bundlekit.crypto.signing import EthSigner
-from tests.journeys.typed import set_up, typed
+from tests.journeys.typed import set_up
 from tests.seed.fakes import FakeService, github_app, hub_app, x_app
 from tests.seeding import register_builtin_seeders, tree_files
 
@@ -48,8 +50,9 @@ class Shell:
         self.env.update(HOME=str(tmp / "home"), BUNDLEKIT_HOME=str(tmp / "store"),
                         BUNDLEKIT_MEMORY_DIR=str(self.tree), **extra)
 
-    def run(self, line: str, code: int = 0) -> subprocess.CompletedProcess[str]:
-        return typed(line, cwd=self.work, env=self.env, code=code)
+    def run(self, line: str, code: int = 0) -> Result:
+        """Through the CLI in this process: what is checked is what each command asks, writes and prints."""
+        return set_up(line, cwd=self.work, env=self.env, code=code)
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Two writers on different "machines" (each its own ``BUNDLEKIT_HOME``, ``HOME`` and XDG directories, the
 default pinner set aside for ``--pinner kubo``) and a follower on a new, empty folder, every sync, name and
-listing typed as a user would (CLI subprocesses; the keys, trees and memories they carry are set up in-process).
+listing typed as a user would (each line through the CLI in the test process, ``typed.in_process``: what is
+checked is what each command sends, keeps and reports, not a fresh process's start-up).
 The hub is one ``bundlekit serve`` subprocess with ``$BUNDLEKIT_SERVE_TOKEN``; the writers push with the ``kubo`` pinner (``BUNDLEKIT_KUBO_URL`` = the hub,
 ``BUNDLEKIT_KUBO_TOKEN``) and send ``$BUNDLEKIT_ROUTING_TOKEN`` with their routing PUTs.
 
@@ -25,10 +26,9 @@ from pathlib import Path
 import pytest
 
 from tests.journeys.kubo_node import kubo_node
-from tests.journeys.typed import set_up
+from tests.journeys.typed import in_process, set_up
 
 TOKEN = "team-token-7d41c0a9e2b35f68"
-WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
 
 
 class Person:
@@ -50,14 +50,14 @@ class Person:
         })
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "bundlekit", *args], env=self.env, cwd=self.root,
-                              capture_output=True, text=True, timeout=WAIT, check=False)
+        """One line through the CLI in the test process, on this machine (``typed.in_process``)."""
+        done = in_process(args, cwd=self.root, env=self.env)
         if ok:
             assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
         return done
 
     def prepare(self, *args: str) -> None:
-        """A set-up line, not what the test checks: the same CLI in the test process (no start-up to pay)."""
+        """A set-up line, not what the test checks: the same CLI, its exit code asserted."""
         set_up(shlex.join(["bundlekit", *args]), cwd=self.root, env=self.env)
 
     def write(self, tree: str, key: str, body: str) -> None:

@@ -1,6 +1,7 @@
 """Issue 39 (sharing): owners share only their project memories; a teammate mounts them read-only.
 
-Typed as the people would: alice builds ``--share project``, bob shares through his tree's ``[share]``
+Typed as the people would (each line through the CLI in the test process, the MCP servers as processes the SDK's
+client starts): alice builds ``--share project``, bob shares through his tree's ``[share]``
 config, carol serves her own tree with both bundles as workspace layers (``bundlekit mcp -d carol
 --workspace alice.car --workspace bob=bob.car``) to the official MCP SDK's client, recalls across all
 three (each hit names its source, as MassGen labels ``[Agent: x]``: github.com/massgen/MassGen
@@ -18,7 +19,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +27,16 @@ import pytest
 import bundlekit.bundle.build as build_module
 from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.bundle.share import SharePolicy
-from tests.journeys.typed import set_up
+from tests.journeys.typed import in_process, set_up
 from tests.mcp.conftest import run_client, skip_without_the_sdk, stdio_params
 
 skip_without_the_sdk()
 
-WAIT = 120  # seconds a command may take: a bound for a hung process, never a timing assertion
-
 
 def _cli(cwd: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CI": "true"}
-    done = subprocess.run([sys.executable, "-m", "bundlekit", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=WAIT, check=False)
+    """``bundlekit ARGS`` through the CLI in this process (``typed.in_process``): what the journey checks is what
+    each command reads, writes and prints, not a fresh process's start-up; the MCP servers stay processes."""
+    done = in_process(args, cwd=cwd, env={**os.environ, "CI": "true"})
     if ok:
         assert done.returncode == 0, f"bundlekit {' '.join(args)}: exit {done.returncode}\n{done.stderr}"
     return done

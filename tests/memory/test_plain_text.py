@@ -50,7 +50,8 @@ def test_pyyaml_types_letter_first_scalars_only_by_the_boolean_and_null_words() 
 text = st.text(st.sampled_from("yYnNtTfFoOlLeEsSuUrRaA0123456789 -:.,#_"), min_size=1, max_size=8)
 
 
-@settings(max_examples=250, deadline=None)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=125, deadline=None)  # 250 before
 @given(text, st.booleans())
 def test_text_called_plain_is_a_plain_string_to_pyyaml(value: str, flow: bool) -> None:
     if frontmatter._plain_text(value, flow):
@@ -68,7 +69,7 @@ tricky = st.text(
 ) | st.sampled_from(["yes", "On", "~", "0x1f", "1_000", ".inf", "2026-01-01", "12:30:00", "0o17", "1e3", "NaN", "y"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)  # 300 before
 @given(tricky)
 def test_text_called_plain_reads_back_as_itself_through_pyyaml(value: str) -> None:
     loader = frontmatter._yaml().loader
@@ -79,7 +80,7 @@ def test_text_called_plain_reads_back_as_itself_through_pyyaml(value: str) -> No
         assert yaml.load(f"k: [{value}, {value}]\n", Loader=loader) == {"k": [value, value]}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)  # 200 before
 @given(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)))
 def test_our_timestamps_are_plain_strings_to_pyyaml(moment: datetime) -> None:
     stamp = format_timestamp(moment)
@@ -106,7 +107,7 @@ meta = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)  # 150 before
 @given(meta, st.text(max_size=40))
 def test_the_record_built_without_parsing_is_the_parsed_record(values: dict[str, Any], body: str) -> None:
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bundlekit.embed import wordllama
 from bundlekit.embed.wordllama import WordLlamaEmbedder, joinable
 from bundlekit.memory import Memory
 from bundlekit.memory.query_tokens import CACHE_FILE, MAX_BYTES, _read, query_ids, query_vector
@@ -70,6 +71,21 @@ def test_the_cached_vector_is_the_embedded_vector(embedder: Counting, tmp_path: 
     hit = query_vector(embedder, tmp_path, text)
     assert miss is not None and hit is not None
     assert np.array_equal(np.asarray([miss], dtype=np.float32), embedder.embed([text])) and hit == miss
+
+
+def test_a_long_questions_vector_is_the_embedded_vector_summed_by_numpy_or_in_python(
+    embedder: Counting, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # past wordllama._NUMPY_ROWS tokens numpy sums the rows read; the floats are those of the row-by-row sum in
+    # Python and of embed, to the bit
+    text = " ".join(f"drill{n} striker tired" for n in range(400))
+    ids = query_ids(embedder, tmp_path, text)
+    assert ids is not None and wordllama._NUMPY_ROWS < len(ids) <= wordllama.MAX_TOKENS
+    by_numpy = query_vector(embedder, tmp_path, text)
+    monkeypatch.setattr(wordllama, "_NUMPY_ROWS", len(ids))
+    in_python = query_vector(embedder, tmp_path, text)
+    assert by_numpy is not None and by_numpy == in_python
+    assert np.array_equal(np.asarray([by_numpy], dtype=np.float32), embedder.embed([text]))
 
 
 def test_a_hit_tokenizes_nothing_and_a_new_word_only_itself(embedder: Counting, tmp_path: Path) -> None:

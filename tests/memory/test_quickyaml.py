@@ -49,7 +49,8 @@ def _typed(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-@settings(max_examples=400, deadline=None)
+# Example counts halved for the suite's time (issue 36 item 8); neither these tests nor their issues set them.
+@settings(max_examples=200, deadline=None)  # 400 before
 @given(st.lists(_LINE, min_size=1, max_size=6))
 @example(["name: a: b"])
 @example(["name: a #b"])
@@ -96,7 +97,7 @@ _SECRETISH = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)  # 300 before
 @given(st.lists(st.tuples(st.sampled_from(["name", "description", "x-a", "tags"]), _SECRETISH,
                           st.sampled_from(["plain", "single", "double", "item", "flow"])), min_size=1, max_size=4),
        _SECRETISH)

@@ -67,25 +67,29 @@ def _tree(draw: st.DrawFn, label: str) -> TreeState:
     return TreeState(label, records, draw(_days(records)))
 
 
+#: Examples per property (150 before: issue 35 sets no count; halved for the suite's time, issue 36 item 8, ~2 s of CPU).
+EXAMPLES = 75
+
+
 def _unchanged(base: TreeState, ours: TreeState, theirs: TreeState, proven: bool) -> None:
     out = merge_trees(base, ours, theirs, proven=proven, now=NOW)
     assert out.changes(ours) == ({}, {})
     assert not [e for e in out.report.entries if e.action in ("deleted", "forgotten", "added", "updated")]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(_tree("base"), _tree("local"), st.booleans())
 def test_theirs_equal_to_the_base_changes_nothing(base: TreeState, ours: TreeState, proven: bool) -> None:
     _unchanged(base, ours, TreeState("ipfs://theirs", base.records, base.days), proven)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(_tree("base"), _tree("local"), st.booleans())
 def test_theirs_equal_to_ours_changes_nothing(base: TreeState, ours: TreeState, proven: bool) -> None:
     _unchanged(base, ours, TreeState("ipfs://theirs", ours.records, ours.days), proven)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(_tree("local"), _tree("ipfs://theirs"))
 def test_without_a_common_ancestor_nothing_of_ours_is_deleted(ours: TreeState, theirs: TreeState) -> None:
     out = merge_trees(TreeState.empty(), ours, theirs, now=NOW)

@@ -48,11 +48,20 @@ def _text(key: str, body: str, *, updated: str = "2026-04-14T12:00:00Z", revisio
             f"updated: '{updated}'\nrevision: {revision}\n---\n\n{body}\n")
 
 
+#: When the memories :func:`_tree` writes were written (their ``updated``): a tree written earlier, not in the last two
+#: seconds, so the index trusts their stat signatures (git's racy rule, ``memory/indexer.RACY_NS``) instead of reading
+#: all 10,000 again at the first sync (~1.6 s of CPU that nothing here checks).
+WRITTEN_NS = int(datetime(2026, 4, 14, 12, tzinfo=UTC).timestamp()) * 1_000_000_000
+
+
 def _tree(path: Path, n: int) -> Path:
-    """``n`` memories written as files (fast), a timeline day, then opened once (index and MEMORY.md)."""
+    """``n`` memories written as files (fast) at :data:`WRITTEN_NS`, a timeline day, then opened once (index and
+    MEMORY.md)."""
     path.mkdir(parents=True)
     for i in range(n):
-        (path / f"note_{i:06d}.md").write_text(_text(f"note_{i:06d}", f"Body of note {i}, " * 8), "utf-8")
+        file = path / f"note_{i:06d}.md"
+        file.write_text(_text(f"note_{i:06d}", f"Body of note {i}, " * 8), "utf-8")
+        os.utime(file, ns=(WRITTEN_NS, WRITTEN_NS))
     (path / "timeline").mkdir()
     (path / "timeline" / "2026-04-14.jsonl").write_text(
         '{"ts":"2026-04-14T12:00:00.000Z","type":"note","text":"started"}\n', "utf-8")
