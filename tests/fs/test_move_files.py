@@ -73,3 +73,16 @@ def test_a_staged_folder_replaced_by_a_link_moves_no_file_from_outside_the_stagi
         _fs.move_files(source, tree, ["deep/er/x.md"], error=MemoryStoreError)
     assert (outside / "er" / "x.md").read_text(encoding="utf-8") == "never checked\n"
     assert not (tree / "deep" / "er" / "x.md").exists()
+
+
+@pytest.mark.parametrize("replaceable", [False, True])
+def test_a_target_file_that_is_a_folder_is_refused_before_any_move(tmp_path: Path, replaceable: bool) -> None:
+    source, tree, _outside = _staged(tmp_path)
+    (tree / "a.md").mkdir()
+    (tree / "a.md" / "inside").write_text("kept\n", encoding="utf-8")
+    paths = ["a.md", "timeline/2026-01-01.jsonl"]
+    with pytest.raises(MemoryStoreError):
+        _fs.move_files(source, tree, paths, error=MemoryStoreError, replace=paths if replaceable else ())
+    assert (tree / "a.md" / "inside").read_text(encoding="utf-8") == "kept\n"
+    assert (source / "a.md").read_text(encoding="utf-8") == "a\n"
+    assert not (tree / "timeline" / "2026-01-01.jsonl").exists()  # validate, then act: nothing moved
