@@ -13,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from bundlekit.memory import Memory
+from bundlekit.memory.catalog import CATALOG_FILE
 from bundlekit.memory.catalog import database as catalog_database
+from bundlekit.memory.catalog.stat import pack
+from bundlekit.memory.naming import HIDDEN_DIR
 
 OLD = bytes(range(256)) * 64  # 16 KiB: four pieces
 NEW = b"".join(bytes([i]) * 4096 if i % 2 else OLD[i * 4096 : (i + 1) * 4096] for i in range(4))  # two differ
@@ -105,3 +109,43 @@ def test_an_old_value_of_another_type_or_length_is_replaced_whole(tmp_path: Path
         assert db.state_blob("sigs") == NEW
     finally:
         db.conn.close()
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from bundlekit.memory import Memory
+    tree, tag = Path(sys.argv[1]), sys.argv[2]
+    for i in range(40):
+        mem = Memory(tree)
+        try:
+            mem.write(f"{tag}{i % 12}", name=tag, description=f"d{i}", type="user", body=f"{tag} round {i} " + "x" * i)
+        finally:
+            mem.close()
+    """
+)
+
+
+def test_two_writer_processes_leave_the_signature_blob_the_rows_and_the_listing(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    Memory(tree).close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path.cwd()), os.environ.get("PYTHONPATH", "")])}
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tree), tag], env=env) for tag in ("a", "b")]
+    assert [writer.wait(timeout=300) for writer in writers] == [0, 0]
+    mem = Memory(tree)
+    mem.list_lines()  # a refresh: the index in step with the files
+    mem.close()
+    db = catalog_database.Database(tree / HIDDEN_DIR / CATALOG_FILE)
+    try:
+        rows = db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
+        assert db.state("sigs_gen") == db.gen
+        assert db.state_blob("sigs") == pack([r[0] for r in rows], [n for r in rows for n in r[1:]])
+    finally:
+        db.close()
+    listed: dict[str, tuple[int, int, int]] = {}
+    for path in tree.glob("*.md"):
+        if path.name != "MEMORY.md":
+            st_ = path.stat()
+            listed[path.name] = (st_.st_ino, st_.st_mtime_ns, st_.st_size)
+    assert {r[0]: tuple(r[1:]) for r in rows} == listed and len(listed) == 24
