@@ -18,7 +18,7 @@ from bundlekit.errors import MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory.catalog import stat as catalog_stat
 
-from .test_hostile_derived_index import OLD_NS, _drop_index, _index, _outputs, _settled_tree
+from .test_hostile_derived_index import OLD_NS, _drop_index, _index, _outputs, _plant_in_place, _settled_tree
 
 
 def _state(tree: Path, name: str) -> object:
@@ -192,4 +192,19 @@ def test_files_of_extreme_mtimes_edited_by_hand_are_indexed_again(tmp_path: Path
     Memory(tree).list()
     _edit(tree)
     os.utime(tree / "rondo.md", ns=(mtime, mtime))
+    _as_without_index(tree, tmp_path)
+
+
+def test_an_edit_keeping_the_signature_beside_an_edit_found_in_the_blob_is_shown_and_built(tmp_path: Path) -> None:
+    # The blob's comparison names only rondo.md (its size moved); drills.md, edited keeping inode, size and
+    # mtime, is not among them: what is shown, recalled and built is still its bytes now.
+    tree = _settled_tree(tmp_path / "tree")
+    _plant_in_place(tree / "drills.md", "kick drills on saturday", "lob passes on saturday!")
+    _edit(tree)
+    mem = Memory(tree)
+    shown = mem.read("drills")
+    assert shown is not None and shown.body == "lob passes on saturday!"
+    files = dict(mem.bundle_files())
+    mem.close()
+    assert files["drills.md"] == (tree / "drills.md").read_bytes()
     _as_without_index(tree, tmp_path)
