@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+from array import array
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bundlekit.memory import backend as backend_module
+from bundlekit.memory.catalog import stat as stat_module
 
 from .test_statscan import _same, _scans
 
@@ -104,3 +106,15 @@ def test_a_bad_descriptor_or_thread_count_is_an_error_not_a_crash(args: tuple[in
     with pytest.raises((ValueError, OSError, OverflowError)):
         backend_module._statscan.scan(*args)
     assert _open_fds() == before
+
+
+@pytest.mark.parametrize("names", [b"\0", b"\0\0", b"a\0", b"\0a", b"a\0\0b", b"\xff\0\xfe"])
+@pytest.mark.parametrize("written", [-(2**63), -1, 0, 2**63 - 1, 2**63 + 2 * 10**9, -(2**64)])
+def test_racy_rows_of_empty_names_and_extreme_times_are_the_python_walks(names: bytes, written: int) -> None:
+    count = names.count(b"\0") + 1
+    mtimes = [-(2**63), 2**63 - 1, 0, -1, 2**62][:count] + [5] * max(count - 5, 0)
+    numbers = array("q", [n for i, mtime in enumerate(mtimes) for n in (i, mtime, 1)]).tobytes()
+    in_c = stat_module.racy_rows(names, numbers, written)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stat_module, "_racy_rows", None)
+        assert in_c == stat_module.racy_rows(names, numbers, written)
