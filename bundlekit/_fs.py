@@ -235,12 +235,13 @@ def move_files(src: str | os.PathLike[str], dest: str | os.PathLike[str], paths:
     with shielded():
         try:
             folders[""] = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+            staged[""] = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
             for rel in moves:
                 parent, _sep, name = rel.rpartition("/")
                 if parent not in folders:
                     folders[parent] = _open_folder(folders[""], parent)
-                if parent not in staged:
-                    staged[parent] = os.open(source / parent, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+                if parent not in staged:  # never through a link, at any of its names (a file from outside)
+                    staged[parent] = _open_folder(staged[""], parent)
                 if rel in allowed:
                     os.replace(name, name, src_dir_fd=staged[parent], dst_dir_fd=folders[parent])
                 elif not _move_new(name, name, folders[parent], src_dir_fd=staged[parent]):
@@ -788,10 +789,11 @@ class TreeFiles:
         parent, _sep, name = rel.rpartition("/")
         folder = self._folders.get(parent)
         if folder is None:
-            where = self.top / parent
-            where.mkdir(parents=True, exist_ok=True)
-            # -1: a platform without ``*at`` calls (or folders that open) writes by path
-            folder = os.open(where, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC) if _AT_FDS else -1
+            if not _AT_FDS:  # -1: a platform without ``*at`` calls (or folders that open) writes by path
+                (self.top / parent).mkdir(parents=True, exist_ok=True)
+                folder = -1
+            else:  # one name at a time from the tree's top, none followed when it is a link (ELOOP, ENOTDIR)
+                folder = _open_folder(self._top(), parent) if parent else self._top()
             self._folders[parent] = folder
         if folder >= 0:
             fd = os.open(name, _REWRITE, 0o666, dir_fd=folder)
@@ -803,6 +805,13 @@ class TreeFiles:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
+
+    def _top(self) -> int:
+        """The tree's top folder, opened once (a folder planted under it as a link is never followed from it)."""
+        folder = self._folders.get("")
+        if folder is None:
+            folder = self._folders[""] = os.open(self.top, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        return folder
 
     def close(self) -> None:
         """Close the folders opened (idempotent)."""

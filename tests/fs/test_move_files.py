@@ -54,3 +54,35 @@ def test_a_batch_moves_every_file_into_its_folders(tmp_path: Path) -> None:
     assert (tree / "MEMORY.md").read_text(encoding="utf-8") == "index\n"
     assert (tree / "timeline" / "2026-01-01.jsonl").read_text(encoding="utf-8") == "{}\n"
     assert sorted(p.name for p in source.rglob("*") if p.is_file()) == []
+
+
+def test_a_staged_folder_replaced_by_a_link_moves_no_file_from_outside_the_staging(tmp_path: Path) -> None:
+    # Found by attack (issue 37 round): the staged folders were opened by path with O_NOFOLLOW on the last name
+    # alone, so a link planted at an upper staged folder moved a file from outside the staging (bytes no check
+    # saw) into the tree.
+    source, tree, outside = _staged(tmp_path)
+    (source / "deep" / "er").mkdir(parents=True)
+    (source / "deep" / "er" / "x.md").write_text("checked\n", encoding="utf-8")
+    (outside / "er").mkdir()
+    (outside / "er" / "x.md").write_text("never checked\n", encoding="utf-8")
+    (source / "deep" / "er" / "x.md").unlink()
+    (source / "deep" / "er").rmdir()
+    (source / "deep").rmdir()
+    (source / "deep").symlink_to(outside)
+    with pytest.raises(MemoryStoreError):
+        _fs.move_files(source, tree, ["deep/er/x.md"], error=MemoryStoreError)
+    assert (outside / "er" / "x.md").read_text(encoding="utf-8") == "never checked\n"
+    assert not (tree / "deep" / "er" / "x.md").exists()
+
+
+@pytest.mark.parametrize("replaceable", [False, True])
+def test_a_target_file_that_is_a_folder_is_refused_before_any_move(tmp_path: Path, replaceable: bool) -> None:
+    source, tree, _outside = _staged(tmp_path)
+    (tree / "a.md").mkdir()
+    (tree / "a.md" / "inside").write_text("kept\n", encoding="utf-8")
+    paths = ["a.md", "timeline/2026-01-01.jsonl"]
+    with pytest.raises(MemoryStoreError):
+        _fs.move_files(source, tree, paths, error=MemoryStoreError, replace=paths if replaceable else ())
+    assert (tree / "a.md" / "inside").read_text(encoding="utf-8") == "kept\n"
+    assert (source / "a.md").read_text(encoding="utf-8") == "a\n"
+    assert not (tree / "timeline" / "2026-01-01.jsonl").exists()  # validate, then act: nothing moved

@@ -64,3 +64,21 @@ def test_close_closes_every_folder_opened(tmp_path: Path) -> None:
     out.close()  # idempotent
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("parent", ["timeline", "deep/er"])
+def test_a_symbolic_link_at_a_folder_of_the_tree_is_not_written_through(tmp_path: Path, parent: str) -> None:
+    # Found by attack (issue 37 round): the folder was made with mkdir(exist_ok=True) and opened by path, both
+    # following a link planted in the temp tree, so a load wrote its files outside it.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tree = tmp_path / "tree"
+    (tree / parent).parent.mkdir(parents=True)
+    (tree / parent).symlink_to(outside)
+    out = _fs.TreeFiles(tree)
+    try:
+        with pytest.raises(OSError):
+            out.write(f"{parent}/2026-01-01.jsonl", b"through the link\n")
+    finally:
+        out.close()
+    assert list(outside.iterdir()) == []

@@ -59,11 +59,17 @@ def pack(names: Iterable[str], numbers: Iterable[int]) -> bytes:
 
 
 def _split(blob: object) -> tuple[bytes, bytes] | None:
-    """The names' part and the numbers' part of a :func:`pack` blob, or ``None`` when it is not one."""
+    """The names' part and the numbers' part of a :func:`pack` blob, or ``None`` when it is not one: a part of
+    numbers that is no whole count of signatures, or names (NUL between) that count other rows than the numbers
+    (a blob planted or torn: read as one, its walk would pair names with the wrong numbers or end in a
+    ValueError; one count of a byte, ~0.2 ms at 100,000 names)."""
     if not isinstance(blob, bytes) or len(blob) < 8:
         return None
     length = int.from_bytes(blob[:8], "little")
     if 8 + length > len(blob) or (len(blob) - 8 - length) % 24:
+        return None
+    rows = (len(blob) - 8 - length) // 24
+    if rows != (blob.count(b"\0", 8, 8 + length) + 1 if length else 0):
         return None
     return blob[8 : 8 + length], blob[8 + length :]
 
@@ -126,8 +132,6 @@ def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
     if parts is None:
         return None
     numbers = array("q", parts[1])
-    if len(numbers) != 3 * (parts[0].count(b"\0") + 1 if parts[0] else 0):
-        return None
     if len(changes) <= _FEW:
         return _spliced_few(parts[0], numbers, changes)
     names = parts[0].split(b"\0") if parts[0] else []

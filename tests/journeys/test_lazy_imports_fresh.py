@@ -1,0 +1,46 @@
+"""Each command whose module issue 37 made lazy (memory.merge, bundle.treemerge and treediff at the first merge;
+cli._urls for load and diff; tomllib for a tree's share config; pinners.kubo when $BUNDLEKIT_KUBO_URL names a node;
+car.verify) typed as a fresh process, where that module is first needed there: it works, or fails with its
+documented error and exit code, never an ImportError or AttributeError of a stand-in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bundlekit.memory import Memory
+
+from .typed import machine_env, set_up, typed
+
+
+def _tree(root: Path, body: str) -> None:
+    mem = Memory(root)
+    try:
+        mem.write("drills", name="Drills", description="d", type="user", body=body)
+        mem.write("rondo", name="Rondo", description="r", type="project", body="rondo")
+    finally:
+        mem.close()
+
+
+def test_every_lazily_imported_command_works_in_a_fresh_process(tmp_path: Path) -> None:
+    env = machine_env(tmp_path)
+    _tree(tmp_path / "a", "kick drills")
+    _tree(tmp_path / "b", "kick drills on sunday")
+    set_up("bundlekit build a -o a.car", cwd=tmp_path, env=env)
+    set_up("bundlekit build b -o b.car", cwd=tmp_path, env=env)
+    typed("bundlekit load a.car -o loaded", cwd=tmp_path, env=env)
+    assert "~ drills  changed: body" in typed("bundlekit diff a.car b.car", cwd=tmp_path, env=env).stdout
+    merged = typed("bundlekit merge b.car -d a --on-conflict both", cwd=tmp_path, env=env).stdout
+    assert "drills.conflict-" in merged
+    typed("bundlekit verify a.car", cwd=tmp_path, env=env)
+    (tmp_path / "a" / ".bundlekit" / "config.toml").write_text('[share]\ntypes = ["user"]\n', encoding="utf-8")
+    typed("bundlekit build a -o shared.car", cwd=tmp_path, env=env)
+    (tmp_path / "a" / ".bundlekit" / "config.toml").write_text("[share]\ntypes = [\n", encoding="utf-8")
+    assert "not valid TOML" in typed("bundlekit build a -o bad.car", cwd=tmp_path, env=env, code=2).stderr
+    (tmp_path / "a" / ".bundlekit" / "config.toml").unlink()
+    set_up("bundlekit name create --name-key k.pem", cwd=tmp_path, env=env)
+    typed("bundlekit sync -d b --name-key k.pem", cwd=tmp_path, env=env)
+    typed("bundlekit sync -d a --name-key k.pem", cwd=tmp_path, env=env)  # merges b's record: the merge's modules
+    kubo = {**env, "BUNDLEKIT_KUBO_URL": "http://127.0.0.1:9"}  # a node that refuses: the kubo pinner imported
+    _tree(tmp_path / "a", "kick drills, then more")
+    refused = typed("bundlekit sync -d a --name-key k.pem", cwd=tmp_path, env=kubo, code=4).stderr
+    assert refused.startswith("error: kubo: ") and "Connection refused" in refused
