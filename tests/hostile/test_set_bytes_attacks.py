@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -101,14 +102,11 @@ def test_a_writer_killed_mid_transaction_leaves_the_old_value_and_a_reader_never
 @pytest.mark.parametrize("old", ["x" * len(OLD), len(OLD), 1.5, OLD[:-1], OLD + b"\0"])
 def test_an_old_value_of_another_type_or_length_is_replaced_whole(tmp_path: Path, old: object) -> None:
     db = catalog_database.Database(None)
-    try:
-        with db.transaction():
-            db.set("sigs", old)
-        with db.transaction():
-            db.set_bytes("sigs", NEW)
+    with closing(db.conn):
+        for write, value in ((db.set, old), (db.set_bytes, NEW)):  # each in a transaction of its own
+            with db.transaction():
+                write("sigs", value)
         assert db.state_blob("sigs") == NEW
-    finally:
-        db.conn.close()
 
 
 _WRITER = textwrap.dedent(
