@@ -315,10 +315,9 @@ class Indexer:
         and init never need it); ``None`` when there is none (the caller lists the tree)."""
         if self._listing is None and self._recorded is not None and self._catalog is not None:
             index, self._recorded = self._recorded[0], None
-            blob = self._catalog.stat.signature_blob()
-            count = len(blob[1]) // 24 if blob is not None else -1
-            if blob is not None and (blob[0].count(b"\0") + 1 if blob[0] else 0) == count:  # else one made by hand
-                self._listing = Scan.from_packed(blob[0], blob[1], count, index)
+            blob = self._catalog.stat.signature_blob()  # None for one made by hand (its counts differ)
+            if blob is not None:
+                self._listing = Scan.from_packed(blob[0], blob[1], len(blob[1]) // 24, index)
         return self._listing
 
     @listing.setter

@@ -308,9 +308,7 @@ class StatCache:
         ``scan`` names (files edited in place, as between two sync rounds): the files whose signature the listing
         changed, sorted, found by comparing the two packed numbers' parts as bytes (no row read, no dict of every
         file: 10,000 rows cost ~9 ms); else ``None`` (a file added or removed: the rows are compared)."""
-        with translated():
-            rows = dict(self._db.conn.execute("SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')"))
-        parts = _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+        parts = self.signature_blob()
         listed = scan.packed()
         if parts is None or listed is None or parts[0] != listed[0] or len(parts[1]) != len(listed[1]):
             return None
