@@ -12,7 +12,6 @@ or write follows a symbolic link inside the tree (``links``).
 
 from __future__ import annotations
 
-import bisect
 import errno
 import hashlib
 import os
@@ -96,18 +95,16 @@ class Scan:
 
     def signatures_of(self, names: list[str]) -> dict[str, Signature]:
         """The listed signatures of ``names`` (a name not listed left out): from the dict when it is made, else
-        each found by bisection in the packed form (the few files a sync round indexes again need no dict of
+        each found by bisection in the names (:meth:`_place`: the few files a sync round indexes again need no dict of
         10,000)."""
         if self._memories is not None:
             return {name: self._memories[name] for name in names if name in self._memories}
         assert self._packed is not None
-        packed, numbers = self._packed
-        listed = packed.split(b"\0") if self._count else []
+        numbers = self._packed[1]
         found: dict[str, Signature] = {}
         for name in names:
-            key = name.encode("utf-8", "surrogateescape")
-            at = bisect.bisect_left(listed, key)
-            if at < len(listed) and listed[at] == key:
+            at = self._place(name)
+            if at is not None:
                 ino, mtime, size = array("q", numbers[24 * at : 24 * at + 24])
                 found[name] = (ino, mtime, size)
         return found
@@ -129,12 +126,13 @@ class Scan:
         listed, wanted = self.names(), set(names)
         if len(wanted) > _FEW:
             return [name for name in listed if name in wanted]
-        found = []
-        for name in sorted(wanted, key=_bytewise):
-            at = bisect_left(listed, _bytewise(name), key=_bytewise)
-            if at < len(listed) and listed[at] == name:
-                found.append(name)
-        return found
+        return [name for name in sorted(wanted, key=_bytewise) if self._place(name) is not None]
+
+    def _place(self, name: str) -> int | None:
+        """Where ``name`` is in :meth:`names` (bisection in their byte order), or ``None`` when it is not listed."""
+        listed = self.names()
+        at = bisect_left(listed, _bytewise(name), key=_bytewise)
+        return at if at < len(listed) and listed[at] == name else None
 
     def other_case(self, filename: str) -> str | None:
         """A listed file name equal to ``filename`` ignoring ASCII case but not equal to it (a key is ASCII), or
