@@ -499,7 +499,7 @@ class _Packs:
     def lookup(self, key: bytes) -> tuple[str, int, int] | None:
         found = self._find(key)
         if found is None and self._changed():
-            self._load()
+            self.reload()
             found = self._find(key)
         return found
 
@@ -538,7 +538,8 @@ class _Packs:
         self._settled = time.time_ns() - mtime >= _RACY_NS
         return False
 
-    def _load(self) -> None:
+    def reload(self) -> None:
+        """Read the packs' indexes again now."""
         with self._lock:
             try:
                 stamp = os.stat(self._folder).st_mtime_ns
@@ -565,8 +566,9 @@ class _Packs:
             self._indexes, self.bad, self._stamp, self._names, self._settled = indexes, bad, stamp, names, settled
 
     def refresh(self) -> dict[bytes, tuple[str, int, int]]:
-        """Every packed block, read again now."""
-        self._load()
+        """Every packed block, read again now (:meth:`reload`, then :attr:`where`: a dict of every block, for the
+        callers that walk them)."""
+        self.reload()
         return self.where
 
 
@@ -969,7 +971,7 @@ class BlockStore(BlockGetter):
             try:
                 return _read_packed(*packed), packed
             except FileNotFoundError:
-                self._packs.refresh()
+                self._packs.reload()
                 found = self._packed(cid)
                 if found is None or found == packed:
                     break
@@ -1001,7 +1003,7 @@ class BlockStore(BlockGetter):
             if entry is not None and not _holds(pack, key, entry):
                 del entries[key]
                 atomic_write_bytes(index, _index_bytes(entries), error=BundlekitError, hint=_WRITE_HINT)
-        self._packs.refresh()
+        self._packs.reload()
 
     def _size(self, cid: bytes) -> int:
         """The size of the stored block ``cid``, read from its file's metadata or its pack's index
@@ -1627,7 +1629,7 @@ class BlockStore(BlockGetter):
                     pack = str(folder / f"{stem}{_PACK_SUFFIX}")
                     if not name.startswith(".") and suffix in (_PACK_SUFFIX, _INDEX_SUFFIX) and pack not in by_pack:
                         _remove_pack(pack)
-        self._packs.refresh()
+        self._packs.reload()
         return removed
 
     def _remove_stale_temps(self) -> None:
