@@ -118,8 +118,9 @@ class WordLlamaEmbedder(Closing):
     def mean_vector(self, ids: Sequence[int]) -> list[float]:
         """The mean token vector of ``ids`` (the first :data:`MAX_TOKENS`), the very floats :meth:`embed` makes of
         a text of those tokens (float32 sums, row by row, then the division), without loading the tokenizer
-        or numpy and without mapping the file: each token's row is read with ``pread`` (a query's few
-        tokens), so a weights file cut short meanwhile is an error, never a SIGBUS."""
+        and without mapping the file: each token's row is read with ``pread``, so a weights file cut short
+        meanwhile is an error, never a SIGBUS. A query's few tokens are summed in Python; numpy is loaded only past
+        :data:`_NUMPY_ROWS` rows (``_mean_rows``)."""
         return _mean_rows(self._root / WEIGHTS, ids[:MAX_TOKENS])
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
