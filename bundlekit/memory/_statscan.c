@@ -206,6 +206,8 @@ static size_t thread_count(size_t count, long wanted) {
     size_t threads = count / THREAD_COST;
     if (wanted > 0) {
         threads = (size_t)wanted;
+    } else if (threads <= 1) {
+        return 1; /* too few entries to share: no processor count or load average read */
     } else {
         long online = sysconf(_SC_NPROCESSORS_ONLN);
         double load[1];
