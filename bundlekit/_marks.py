@@ -28,7 +28,7 @@ except ImportError:  # not built (no C compiler at install): Python's searches g
 
 __all__ = [
     "AT", "BACKSLASH", "CONTROL", "CONTROLS", "EQUALS", "ESC", "JSON_KEY", "PERCENT", "TRIGGERS", "WITHHELD",
-    "WITHHELD_ESCAPED", "compiled", "marks", "marks_in_python", "trigger_bit",
+    "WITHHELD_ESCAPED", "WITHHELD_TEXT", "compiled", "marks", "marks_in_python", "trigger_bit",
 ]
 
 AT = 1 << 0  # "@"
@@ -53,7 +53,7 @@ TRIGGERS = (
     r"yJ",
 )
 _TRIGGER_BITS = {source: 1 << (16 + i) for i, source in enumerate(TRIGGERS)}
-_WITHHELD_TEXT = "[withheld]"
+WITHHELD_TEXT = "[withheld]"  # what the redaction puts in a credential's place (``_redact.WITHHELD``)
 # What ``_terminal.printable`` escapes, as a character class's body: C0 controls but tab and newline, DEL, C1
 # controls, and the Unicode bidi controls (ALM, LRM, RLM, the embeddings and overrides, the isolates); and a
 # carriage return not ending a line. CONTROL marks any of these or any CR (bundlekit/_textscan.c's is_control).
@@ -61,8 +61,8 @@ CONTROLS = "\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\
 _CONTROL_CHARS = f"[{CONTROLS}\r]"
 # A JSON key's end: '"', whitespace, ":" (``{"url?token" : "..."}`` is JSON too).
 _JSON_KEY = r'"\s*:'
-_SINGLE = ((AT, "@"), (EQUALS, "="), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, _WITHHELD_TEXT),
-           (WITHHELD_ESCAPED, _WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
+_SINGLE = ((AT, "@"), (EQUALS, "="), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, WITHHELD_TEXT),
+           (WITHHELD_ESCAPED, WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
 # The last text asked about and its marks, as one tuple (read once: another thread may replace it meanwhile).
 _last: list[tuple[str, tuple[int, int]]] = [("", (0, 0))]
 

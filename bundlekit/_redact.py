@@ -57,7 +57,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import bundlekit._secrets as secrets
-from bundlekit._marks import AT, BACKSLASH, EQUALS, JSON_KEY, PERCENT, WITHHELD_ESCAPED, marks
+from bundlekit._marks import AT, BACKSLASH, EQUALS, JSON_KEY, PERCENT, WITHHELD_ESCAPED, WITHHELD_TEXT, marks
 from bundlekit._marks import WITHHELD as WITHHELD_MARK
 from bundlekit._secrets import find_secrets
 
@@ -65,7 +65,7 @@ __all__ = ["MIN_PROCESS_SECRET_LEN", "REDACTED", "WITHHELD", "each_string", "mas
            "register_secret"]
 
 REDACTED = "***"
-WITHHELD = "[withheld]"
+WITHHELD = WITHHELD_TEXT
 # Known secrets shorter than this are not redacted: replacing "a" everywhere would
 # mangle every message and protects nothing.
 MIN_SECRET_LEN = 4
