@@ -13,7 +13,12 @@ literal every match of those rules holds). The tests compare the two on random a
 
 The answer for the last text asked about is kept (a ``str`` is immutable: the same object holds the same
 marks), so the listing the memory layer checked, escaped and handed to the output is scanned once, not three
-times, and each check of one message scans it once.
+times, and each check of one message scans it once. Long texts and short ones are remembered apart (one of
+each): a listing's checks do not scan it again because a status line was checked between them.
+
+:func:`marks_utf8` gives the same marks of UTF-8 bytes without decoding them (None for bytes that are not
+UTF-8): a kept ``memory list`` of 100,000 memories is checked and printed as the bytes it was read as
+(``_redact.shown_as_is``), not decoded into a 15 MB string and encoded again.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ except ImportError:  # not built (no C compiler at install): Python's searches g
     _textscan = None  # type: ignore[assignment]
 
 __all__ = [
-    "AT", "BACKSLASH", "CONTROL", "CONTROLS", "EQUALS", "ESC", "JSON_KEY", "PERCENT", "TRIGGERS", "WITHHELD",
-    "WITHHELD_ESCAPED", "WITHHELD_TEXT", "compiled", "marks", "marks_in_python", "trigger_bit",
+    "AT", "BACKSLASH", "CONTROL", "CONTROLS", "EQUALS", "ESC", "JSON_KEY", "LINE_SEP", "PERCENT", "TRIGGERS",
+    "WITHHELD", "WITHHELD_ESCAPED", "WITHHELD_TEXT", "compiled", "marks", "marks_in_python", "marks_utf8", "trigger_bit",
 ]
 
 AT = 1 << 0  # "@"
@@ -40,6 +45,7 @@ WITHHELD = 1 << 5  # "[withheld]" (``_redact.WITHHELD``)
 WITHHELD_ESCAPED = 1 << 6  # "[withheld]\\"
 CONTROL = 1 << 7  # a character ``_terminal.printable`` escapes, or a CR
 ESC = 1 << 8  # "\x1b"
+LINE_SEP = 1 << 9  # U+2028 or U+2029: a line break to ``str.splitlines``, which ``_terminal.printable`` leaves
 # The secret rules' triggers (``_secrets``' sources, as written there) the scan knows, bit 16 + i each. A trigger
 # not listed here is not looked for by the scan: its rules run on every text (``trigger_bit`` gives None).
 TRIGGERS = (
@@ -62,9 +68,14 @@ _CONTROL_CHARS = f"[{CONTROLS}\r]"
 # A JSON key's end: '"', whitespace, ":" (``{"url?token" : "..."}`` is JSON too).
 _JSON_KEY = r'"\s*:'
 _SINGLE = ((AT, "@"), (EQUALS, "="), (PERCENT, "%"), (BACKSLASH, "\\"), (WITHHELD, WITHHELD_TEXT),
-           (WITHHELD_ESCAPED, WITHHELD_TEXT + "\\"), (ESC, "\x1b"))
-# The last text asked about and its marks, as one tuple (read once: another thread may replace it meanwhile).
-_last: list[tuple[str, tuple[int, int]]] = [("", (0, 0))]
+           (WITHHELD_ESCAPED, WITHHELD_TEXT + "\\"), (ESC, "\x1b"), (LINE_SEP, "\u2028"), (LINE_SEP, "\u2029"))
+# A text this long or longer is remembered apart from shorter ones.
+REMEMBERED_FROM = 64 * 1024
+# The last short and the last long text asked about with their marks, each as one tuple (read once: another
+# thread may replace it meanwhile).
+_last: list[tuple[str, tuple[int, int]]] = [("", (0, 0)), ("", (0, 0))]
+# The last bytes asked about (``marks_utf8``) and their answer, kept as ``_last`` is.
+_last_utf8: list[tuple[bytes, tuple[int, int, int] | None]] = [(b"", (0, 0, 0))]
 
 
 def compiled() -> bool:
@@ -104,9 +115,32 @@ def marks_in_python(text: str) -> tuple[int, int]:
 
 def marks(text: str) -> tuple[int, int]:
     """The marks ``text`` holds, as (bits: the constants above or'ed, how many newlines it holds)."""
-    last_text, last_found = _last[0]
+    slot = len(text) >= REMEMBERED_FROM
+    last_text, last_found = _last[slot]
     if last_text is text:
         return last_found
     found = _textscan.marks(text) if _textscan is not None else marks_in_python(text)
-    _last[0] = (text, found)
+    _last[slot] = (text, found)
+    return found
+
+
+def marks_utf8(data: bytes) -> tuple[int, int, int] | None:
+    """The marks of the text ``data`` is the UTF-8 of, as (bits, newlines, characters): ``marks(text)`` and
+    ``len(text)`` of ``data.decode("utf-8")``, found without decoding it; None when ``data`` is not UTF-8 (as
+    Python's strict decoder reads it). ``data`` is ``bytes`` (immutable: the answer is remembered as
+    :func:`marks`' is)."""
+    last_data, last_found = _last_utf8[0]
+    if last_data is data:
+        return last_found
+    if _textscan is not None:
+        found: tuple[int, int, int] | None = _textscan.marks_utf8(data)
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            found = None
+        else:
+            found = (*marks_in_python(text), len(text))
+    if len(data) >= REMEMBERED_FROM:
+        _last_utf8[0] = (data, found)
     return found

@@ -59,10 +59,11 @@ from urllib.parse import unquote
 import bundlekit._secrets as secrets
 from bundlekit._marks import AT, BACKSLASH, EQUALS, JSON_KEY, PERCENT, WITHHELD_ESCAPED, WITHHELD_TEXT, marks
 from bundlekit._marks import WITHHELD as WITHHELD_MARK
-from bundlekit._secrets import find_secrets
+from bundlekit._marks import marks_utf8
+from bundlekit._secrets import every_rule_marked, find_secrets
 
 __all__ = ["MIN_PROCESS_SECRET_LEN", "REDACTED", "WITHHELD", "each_string", "mask", "redact", "redact_known",
-           "register_secret"]
+           "register_secret", "shown_as_is"]
 
 REDACTED = "***"
 WITHHELD = WITHHELD_TEXT
@@ -352,6 +353,20 @@ def redact(text: str) -> str:
     if len(text) <= DEEP_SEARCH_LIMIT and _may_hold_escapes(text) and _credential_inside(_unescaped(text)):
         return _withheld_by_line(text)
     return text
+
+
+def shown_as_is(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 whose text every output check leaves exactly as it is: :func:`redact`,
+    ``_terminal.printable`` and ``_secrets.find_secrets`` (nothing found), and no terminal escape for click to
+    strip. So a front end may print the bytes themselves, unchecked further, in place of the text decoded,
+    checked and encoded again (15 MB for a ``memory list`` of 100,000 memories). True only when the one scan
+    (``_marks.marks_utf8``) finds no mark at all, when every secret rule is gated by a mark that scan looks for,
+    when no process secret is registered, and when the text is past :data:`DEEP_SEARCH_LIMIT` characters (the
+    deep searches, invisible characters and long base64 runs, look only at shorter texts): each rule of those
+    checks then has nothing it can match. Anything else answers False: the caller checks the text as any other."""
+    found = marks_utf8(data)
+    return (found is not None and found[0] == 0 and found[2] > DEEP_SEARCH_LIMIT and not _PROCESS_SECRETS
+            and every_rule_marked())
 
 
 _PEM_HEADER = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")

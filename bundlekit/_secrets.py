@@ -35,7 +35,7 @@ from typing import Any
 from bundlekit._marks import marks, trigger_bit
 from bundlekit.errors import SecretDetectedError
 
-__all__ = ["SECRET_RULES", "Finding", "SecretRule", "find_secrets", "guard"]
+__all__ = ["SECRET_RULES", "Finding", "SecretRule", "every_rule_marked", "find_secrets", "guard"]
 
 # A token must not be glued to a preceding word character ("risk-..." is not "sk-...").
 # The check sits *after* each pattern's first literal character: a pattern that opens
@@ -205,6 +205,13 @@ def _rule_plan() -> tuple[_Group, ...]:
     for order, (name, description, pattern, accept, trigger, anchor) in enumerate(_SPECS):
         groups.setdefault((anchor, trigger), []).append(_Rule(order, name, description, pattern, accept))
     return tuple(_Group(anchor, trigger, tuple(rules)) for (anchor, trigger), rules in groups.items())
+
+
+@functools.cache
+def every_rule_marked() -> bool:
+    """Whether every rule's trigger is one the one-pass scan looks for (``_marks.TRIGGERS``): then a text whose
+    scan found no trigger's mark holds no match of any rule (what ``_redact.shown_as_is`` relies on)."""
+    return all(group.bit is not None for group in _rule_plan())
 
 
 # A text of at least this many characters found to hold no credential is remembered (the last one only).

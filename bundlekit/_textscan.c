@@ -13,10 +13,17 @@
  * marks(text) -> (bits, newlines):
  *   bits      int: bit 0 "@", 1 "=", 2 '"' then ":" (whitespace between allowed, as \s* allows it in
  *             bundlekit/_redact.py's _QUERY_SECRET_JSON: Py_UNICODE_ISSPACE, what re's \s matches), 3 "%", 4 "\\", 5 "[withheld]", 6 "[withheld]\\", 7 a character
- *             bundlekit/_terminal.py escapes or a CR (its _MAYBE_UNPRINTABLE), 8 ESC; bit 16 + i: the i-th secret
+ *             bundlekit/_terminal.py escapes or a CR (its _MAYBE_UNPRINTABLE), 8 ESC, 9 U+2028 or U+2029 (a line
+ *             break to str.splitlines, which printable leaves as it is); bit 16 + i: the i-th secret
  *             trigger of bundlekit/_marks.py (TRIGGERS) matches somewhere
  *   newlines  int: how many "\n" the text holds
  * Code points are compared as code points, whatever the string's width (lone surrogates included).
+ *
+ * marks_utf8(data) -> (bits, newlines, characters) or None: the same marks of the text whose UTF-8 bytes are
+ * `data` (any bytes-like object), and how many characters it holds; None when `data` is not UTF-8 as Python's
+ * strict decoder reads it (an overlong form, a surrogate, past U+10FFFF, a cut sequence). So a listing kept as
+ * bytes is checked without being decoded into a str (bundlekit/_marks.py, marks_utf8): the bits are those
+ * marks() gives for data.decode("utf-8").
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +38,7 @@ enum {
     M_WITHHELD_ESCAPED = 1 << 6,
     M_CONTROL = 1 << 7,
     M_ESC = 1 << 8,
+    M_LINE_SEP = 1 << 9,
     T_AWS = 1 << 16,        /* A[KS]IA */
     T_GITHUB = 1 << 17,     /* g(?:h[pousr]_|ithub_pat_) */
     T_SK = 1 << 18,         /* k- */
@@ -68,6 +76,9 @@ static int json_key_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t
     return 0;
 }
 
+/* The marks of a character at or above 0x80 (no longer mark starts with one). */
+static long wide_marks(Py_UCS4 c);
+
 /* A character bundlekit/_terminal.py's printable escapes (its _CONTROLS), or a CR. */
 static int is_control(Py_UCS4 c) {
     if (c < 0x20) {
@@ -102,8 +113,12 @@ static long marks_at(int kind, const void *data, Py_ssize_t length, Py_ssize_t a
     case '-': return HAS("-----BEGIN ") ? T_PEM : 0;
     case 'y': return HAS("yJ") ? T_JWT : 0;
     case 0x1b: return M_CONTROL | M_ESC;
-    default: return is_control(c) ? M_CONTROL : 0;
+    default: return wide_marks(c);
     }
+}
+
+static long wide_marks(Py_UCS4 c) {
+    return (is_control(c) ? M_CONTROL : 0) | (c == 0x2028 || c == 0x2029 ? M_LINE_SEP : 0);
 }
 
 /* Whether `next` can follow `c` in a mark that `c` starts (a quick filter before marks_at). */
@@ -186,8 +201,118 @@ static PyObject *marks(PyObject *self, PyObject *text) {
     return Py_BuildValue("(ln)", bits, newlines);
 }
 
+/* The code point of the UTF-8 sequence at data[*at] (whose first byte, `lead`, is 0x80 or above), advancing *at
+ * past it; -1 when it is not a sequence Python's strict decoder takes. */
+static long utf8_next(const unsigned char *data, Py_ssize_t length, Py_ssize_t *at, unsigned char lead) {
+    int more;
+    long c;
+    unsigned char low = 0x80, high = 0xbf; /* the second byte's range: narrower after E0, ED, F0, F4 */
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        more = 1, c = lead & 0x1f;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        more = 2, c = lead & 0x0f;
+        low = lead == 0xe0 ? 0xa0 : 0x80, high = lead == 0xed ? 0x9f : 0xbf;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        more = 3, c = lead & 0x07;
+        low = lead == 0xf0 ? 0x90 : 0x80, high = lead == 0xf4 ? 0x8f : 0xbf;
+    } else {
+        return -1;
+    }
+    Py_ssize_t k = *at + 1;
+    if (k + more > length || data[k] < low || data[k] > high) {
+        return -1;
+    }
+    for (int i = 0; i < more; i++, k++) {
+        if ((data[k] & 0xc0) != 0x80) {
+            return -1;
+        }
+        c = (c << 6) | (data[k] & 0x3f);
+    }
+    *at = k;
+    return c;
+}
+
+/* json_key_at for UTF-8: whitespace (decoded, as Py_UNICODE_ISSPACE reads it) then ':' after the quote at `at`. */
+static int json_key_at_utf8(const unsigned char *data, Py_ssize_t length, Py_ssize_t at) {
+    Py_ssize_t k = at + 1;
+    while (k < length) {
+        long c = data[k];
+        if (c < 0x80) {
+            k++;
+        } else if ((c = utf8_next(data, length, &k, data[k])) < 0) {
+            return 0; /* the scan refuses the text at that byte anyway */
+        }
+        if (c == ':') {
+            return 1;
+        }
+        if (!Py_UNICODE_ISSPACE((Py_UCS4)c)) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* The marks starting at ASCII byte `at`, whose character is `c`: marks_at reading the bytes as one-byte code
+ * points, exact for every literal (all ASCII; an ASCII byte of UTF-8 is always that character), but for the
+ * whitespace after a '"', which may be a longer sequence (decoded by json_key_at_utf8). */
+static long marks_at_utf8(const unsigned char *data, Py_ssize_t length, Py_ssize_t at, unsigned char c) {
+    if (c == '"') {
+        return json_key_at_utf8(data, length, at) ? M_JSON_KEY : 0;
+    }
+    return marks_at(PyUnicode_1BYTE_KIND, data, length, at, c);
+}
+
+static PyObject *marks_utf8(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t length = view.len, continued = 0, newlines = 0, at = 0;
+    long bits = 0;
+    int valid = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        while (at < length && data[at] < 0x80 && starts[data[at]] == 0) {
+            at++; /* the common case: an ASCII character no mark starts with */
+        }
+        if (at >= length) {
+            break;
+        }
+        unsigned char c = data[at];
+        if (c >= 0x80) {
+            Py_ssize_t start = at;
+            long code = utf8_next(data, length, &at, c);
+            if (code < 0) {
+                valid = 0;
+                break;
+            }
+            continued += at - start - 1;
+            bits |= wide_marks((Py_UCS4)code);
+            continue;
+        }
+        unsigned char what = starts[c];
+        if (what == 2) {
+            newlines++;
+        } else if (what != 3 || (at + 1 < length && (data[at + 1] >= 0x80 ? c == '"' : may_follow(c, data[at + 1])))) {
+            /* A leader's next character: an ASCII byte as itself; a longer sequence matters only after '"' (a
+             * non-ASCII space), whose json_key_at_utf8 decodes it. */
+            bits |= marks_at_utf8(data, length, at, c);
+        }
+        at++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!valid) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(lnn)", bits, newlines, length - continued);
+}
+
 static PyMethodDef methods[] = {
     {"marks", marks, METH_O, "marks(text) -> (bits, newlines): the marks text holds (bundlekit/_marks.py)."},
+    {"marks_utf8", marks_utf8, METH_O,
+     "marks_utf8(data) -> (bits, newlines, characters) or None: marks() of UTF-8 bytes, None if not UTF-8."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -291,9 +291,9 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     A file that does not parse is listed as broken (type `broken`), with what is wrong."""
     mem = _mem(ctx, existing=True)
     if not as_json:  # the stored lines (already terminal-safe), one write: no record loaded, no per-line echo
-        text = mem.list_text()
-        if text:
-            output.data(text)
+        listing = mem.list_text(printed=True)
+        if listing:
+            output.data(listing)
         return
     records, broken = mem.listing()
     rows: list[dict[str, Any]] = [r.summary() for r in records]

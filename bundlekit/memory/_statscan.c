@@ -36,7 +36,8 @@
  * reads every memory file it shows (list, export, build): one call instead of three system calls
  * made from Python per file.
  *
- * listing_matches(text, names) -> bool: whether ``text`` (a str, lines with a newline between) is a listing of
+ * listing_matches(text, names) -> bool: whether ``text`` (a str, or its UTF-8 bytes; lines with a newline
+ * between) is a listing of
  * exactly the files of ``names`` (bytes: UTF-8 names, NUL between, as scan lists them), in key order: line for
  * line, the line starts with a key and a tab, the key is ASCII, not empty, and that key with ".md" is the name
  * at the same place, the keys strictly increase (bytewise), and there are as many lines as names. So each key
@@ -588,10 +589,18 @@ static PyObject *read_files(PyObject *module, PyObject *args) {
 
 /* Each line of `text` against each name of `names` (see the module): 1 they match, 0 not, -1 an error is set.
  * Run with the GIL held (PyUnicode_FindChar). */
-static int lines_match(PyObject *text, const char *names, Py_ssize_t size) {
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+/* The next newline at or after `at` of a text (`text` a str), or of UTF-8 bytes (`text` NULL, `data` the
+ * bytes, read as kind 1: a 0x0A byte of UTF-8 is always a newline); -1 when there is none, -2 on an error. */
+static Py_ssize_t next_newline(PyObject *text, const void *data, Py_ssize_t at, Py_ssize_t length) {
+    if (text != NULL) {
+        return PyUnicode_FindChar(text, '\n', at, length, 1); /* memchr where the width allows */
+    }
+    const char *found = memchr((const char *)data + at, '\n', (size_t)(length - at));
+    return found == NULL ? -1 : found - (const char *)data;
+}
+
+static int lines_match(PyObject *text, int kind, const void *data, Py_ssize_t length, const char *names,
+                       Py_ssize_t size) {
     Py_ssize_t at = 0, name = 0, previous = -1, previous_len = 0;
     if (length == 0 || size == 0) {
         return 0;
@@ -632,7 +641,7 @@ static int lines_match(PyObject *text, const char *names, Py_ssize_t size) {
         }
         previous = name;
         previous_len = key_len;
-        at = PyUnicode_FindChar(text, '\n', at, length, 1); /* memchr where the width allows */
+        at = next_newline(text, data, at, length);
         if (at == -2) {
             return -1;
         }
@@ -649,11 +658,22 @@ static int lines_match(PyObject *text, const char *names, Py_ssize_t size) {
 
 static PyObject *listing_matches(PyObject *self, PyObject *args) {
     PyObject *text;
-    Py_buffer names;
-    if (!PyArg_ParseTuple(args, "Uy*", &text, &names)) {
+    Py_buffer names, bytes = {0};
+    int matches;
+    if (!PyArg_ParseTuple(args, "Oy*", &text, &names)) {
         return NULL;
     }
-    int matches = lines_match(text, (const char *)names.buf, names.len);
+    if (PyUnicode_Check(text)) {
+        matches = lines_match(text, PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text),
+                              (const char *)names.buf, names.len);
+    } else if (PyObject_GetBuffer(text, &bytes, PyBUF_SIMPLE) == 0) {
+        /* UTF-8 bytes: a key is ASCII (a byte of 0x80 or above in one refuses it) and a byte 0x0A is a
+         * newline, so the bytes match exactly when their text would. */
+        matches = lines_match(NULL, PyUnicode_1BYTE_KIND, bytes.buf, bytes.len, (const char *)names.buf, names.len);
+        PyBuffer_Release(&bytes);
+    } else {
+        matches = -1;
+    }
     PyBuffer_Release(&names);
     if (matches < 0) {
         return NULL;

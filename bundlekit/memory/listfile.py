@@ -1,9 +1,11 @@
 """The kept listing: ``memory list``'s lines as the index last joined them, in one file beside the derived index.
 
 At 100,000 memories SQLite joins the listing (``Listing.listed``: a key, a tab and a row's ``line``, in key
-order, and the rows' files) in about 150 ms, half of a ``memory list``; the same string read back from a file
-costs a read and a UTF-8 decoding (~20 ms). The first ``memory list`` of an index state writes it; every one after
-it, while the state stands, reads it instead of joining the rows again.
+order, and the rows' files) in about 150 ms, half of a ``memory list``; the same text read back from a file
+costs a read and one check of its bytes (UTF-8, and the marks the output checks ask of it:
+``_marks.marks_utf8``, ~15 ms); a listing no output check changes is printed as those bytes, never decoded
+(``_redact.shown_as_is``). The first ``memory list`` of an index state writes it; every one after it, while
+the state stands, reads it instead of joining the rows again.
 
 Derived data, and read as foreign: ``<tree>/.bundlekit/listing.bin``, every number little-endian::
 
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bundlekit._fs import atomic_write_bytes, open_regular
+from bundlekit._marks import marks_utf8
 from bundlekit.errors import BundlekitError, MemoryStoreError
 
 try:
@@ -40,7 +43,7 @@ try:
 except ImportError:  # not built: the listing is joined by SQLite every time
     _statscan = None  # type: ignore[assignment]
 # The compiled check; None where it is not built, or built before it had one (an install not rebuilt since).
-_listing_matches: Callable[[str, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
+_listing_matches: Callable[[str | bytes, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
 
 __all__ = ["FORMAT", "LISTING_FILE", "MAGIC", "MAX_LINE_BYTES", "Stamp", "read", "write"]
 
@@ -76,10 +79,11 @@ def write(path: Path, stamp: Stamp, text: str, flagged: list[str], names: bytes)
         return  # derived: list joins the rows instead
 
 
-def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None:
-    """The lines and flagged files kept at ``path`` when it is a listing of the index state ``stamp`` whose lines
-    are exactly those of the files ``names`` (UTF-8, NUL between, sorted as the tree's listing sorts them), in
-    key order; else None (see the module)."""
+def read(path: Path, stamp: Stamp, names: bytes) -> tuple[bytes, list[str]] | None:
+    """The lines (as their UTF-8 bytes, checked to be UTF-8: ``_marks.marks_utf8``) and flagged files kept at
+    ``path`` when it is a listing of the index state ``stamp`` whose lines are exactly those of the files
+    ``names`` (UTF-8, NUL between, sorted as the tree's listing sorts them), in key order; else None (see the
+    module). The bytes are not decoded here: a listing printed as it is read never is (``_redact.shown_as_is``)."""
     if _listing_matches is None or not names:
         return None
     most = MAX_LINE_BYTES * (names.count(b"\0") + 1)
@@ -96,22 +100,19 @@ def read(path: Path, stamp: Stamp, names: bytes) -> tuple[str, list[str]] | None
             magic, version, _reserved, gen, written_ns, text_len, flags_len = _HEADER.unpack(head)
             if (magic, version, (gen, written_ns)) != (MAGIC, FORMAT, stamp) or _HEADER.size + text_len + flags_len != size:
                 return None
-            body = bytearray(text_len)  # read into, decoded from: no copy of 15 MB made on the way
-            if file.readinto(body) != text_len:  # a regular file gives what it has, to its end
-                return None
+            body = file.read(text_len)  # one read(2) of a regular file: all of it, or the file changed meanwhile
             flags_data = file.read(flags_len + 1)
     except OSError:
         return None
-    if len(flags_data) != flags_len:
+    if len(body) != text_len or len(flags_data) != flags_len or marks_utf8(body) is None:
         return None
     try:
-        text = body.decode("utf-8")
         flags = flags_data.decode("utf-8")
-    except UnicodeDecodeError:
+        if not _listing_matches(body, names):
+            return None
+    except (UnicodeDecodeError, TypeError):  # TypeError: a compiled check built before it took bytes
         return None
     flagged = flags.split("\0") if flags else []
-    if not _listing_matches(text, names):
-        return None
     if flagged and not set(flagged) <= set(names.decode("utf-8", "surrogateescape").split("\0")):
         return None  # a file named that is not listed: it would be read
-    return text, flagged
+    return body, flagged

@@ -43,10 +43,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import bundlekit._secrets as secrets
-from bundlekit._marks import marks
+from bundlekit._marks import LINE_SEP, marks
+from bundlekit._redact import shown_as_is
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
 from bundlekit.errors import (
@@ -546,20 +547,38 @@ class Memory:
         text = self.list_text()
         return text.split("\n") if text else []
 
-    def list_text(self) -> str:
-        """:meth:`list_lines` joined by newlines (no newline after the last; ``""`` for an empty tree): the
-        listing as ``memory list`` prints it, read as one string (a line holds no newline: it is escaped)."""
-        return self._tree.read(self._list_text, warn_broken=False)
+    @overload
+    def list_text(self) -> str: ...
 
-    def _list_text(self, catalog: Catalog) -> str:
+    @overload
+    def list_text(self, *, printed: bool) -> str | bytes: ...
+
+    def list_text(self, *, printed: bool = False) -> str | bytes:
+        """:meth:`list_lines` joined by newlines (no newline after the last; ``""`` for an empty tree): the
+        listing as ``memory list`` prints it, read as one string (a line holds no newline: it is escaped).
+        ``printed``: as a front end prints it, the UTF-8 bytes of a kept listing when every output check
+        would leave them as they are (``_redact.shown_as_is``: printed without decoding 15 MB at 100,000
+        memories and encoding it again), else the text."""
+        listing = self._tree.read(self._list_text, warn_broken=False)
+        return listing.decode("utf-8") if isinstance(listing, bytes) and not printed else listing
+
+    def _list_text(self, catalog: Catalog) -> str | bytes:
         """The listing from the index's listing fields when its rows are exactly the files of the tree's
         listing (which the refresh found the index fresh against), as an earlier list of this index state kept
         them or as SQLite joins them (:meth:`_joined_lines`), else from the files. A line that shows a credential
-        (flagged when its file was indexed, or found now) is made from its file, withheld."""
+        (flagged when its file was indexed, or found now) is made from its file, withheld. Kept lines no check
+        changes (none flagged, :func:`shown_as_is`: no line separator either) are given as their bytes."""
         joined = self._joined_lines(catalog)
-        if joined is None or _breaks_lines(joined[0]):
+        if joined is None:
             return self._list_text_of_files(catalog)
-        text, flagged = joined
+        kept, flagged = joined
+        if isinstance(kept, bytes):
+            if not flagged and shown_as_is(kept):  # no mark at all: no line separator either
+                return kept  # the text printable and the secret scan would give back unchanged, as its bytes
+            kept = kept.decode("utf-8")  # UTF-8: listfile.read checked it
+        if _breaks_lines(kept):
+            return self._list_text_of_files(catalog)
+        text = kept
         wanted = set(flagged)
         if secrets.find_secrets(text):
             wanted.update(line.split("\t", 1)[0] + ".md" for line in text.split("\n") if secrets.find_secrets(line))
@@ -580,7 +599,7 @@ class Memory:
         # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
         return printable(text)
 
-    def _joined_lines(self, catalog: Catalog) -> tuple[str, builtins.list[str]] | None:
+    def _joined_lines(self, catalog: Catalog) -> tuple[str | bytes, builtins.list[str]] | None:
         """The listing's lines and the files flagged as showing a credential: kept from an earlier ``memory list``
         of this index state (``listfile``: only when its lines are exactly the listing's files, key for key), else
         joined by SQLite from the rows (and kept), when the rows are exactly the files of the tree's listing, one
@@ -633,8 +652,9 @@ def _breaks_lines(text: str) -> bool:
     """Whether ``text`` holds a line or paragraph separator (U+2028, U+2029): a line break to a reader that
     splits lines as ``str.splitlines`` does, which ``printable`` leaves as it is. A line made from a file never
     holds one (``validate_meta``), so the lines are kept or joined lines changed by hand, whose next "row"
-    could show a key that is not a file's: the listing is made from the files."""
-    return "\u2028" in text or "\u2029" in text
+    could show a key that is not a file's: the listing is made from the files. Asked of the one scan the output
+    checks share (``_marks``), not searched for again."""
+    return bool(marks(text)[0] & LINE_SEP)
 
 
 def _same_files(listing: Scan, files: str, count: int) -> bool:

@@ -18,12 +18,13 @@ MAX_PUBLIC_METHODS = 25
 
 
 def public_methods(node: ast.ClassDef) -> list[str]:
-    """The names of the public methods defined in ``node``'s body."""
-    return [
+    """The names of the public methods defined in ``node``'s body, each once (an ``@overload``'s signatures and a
+    property's setter are one method with its definition)."""
+    return list(dict.fromkeys(
         item.name
         for item in node.body
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("_")
-    ]
+    ))
 
 
 def classes_in(path: Path) -> list[tuple[str, list[str]]]:
@@ -55,3 +56,17 @@ def test_the_count_sees_public_methods_and_properties_not_private_ones() -> None
     )
     (node,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)]
     assert public_methods(node) == ["mode", "run", "close"]
+
+
+def test_an_overloaded_method_counts_once() -> None:
+    source = (
+        "class C:\n"
+        "    @overload\n"
+        "    def text(self) -> str: ...\n"
+        "    @overload\n"
+        "    def text(self, *, raw: bool) -> str | bytes: ...\n"
+        "    def text(self, *, raw: bool = False) -> str | bytes: ...\n"
+        "    def close(self): ...\n"
+    )
+    (node,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)]
+    assert public_methods(node) == ["text", "close"]

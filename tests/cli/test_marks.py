@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import bundlekit._marks as marks_module
 import bundlekit._secrets as secrets_module
-from bundlekit._marks import TRIGGERS, marks, marks_in_python
-from bundlekit._redact import DEEP_SEARCH_LIMIT, WITHHELD, mask, redact
+from bundlekit._marks import TRIGGERS, marks, marks_in_python, marks_utf8
+from bundlekit._redact import DEEP_SEARCH_LIMIT, WITHHELD, mask, redact, shown_as_is
 from bundlekit._secrets import _rule_plan, find_secrets
 from bundlekit._terminal import printable
 
@@ -65,7 +65,8 @@ ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=200)  # surr
 
 def _forget_last() -> None:
     """Nothing remembered from an earlier scan (the marks, the guard's last clean text)."""
-    marks_module._last[0] = ("", (0, 0))
+    marks_module._last[:] = [("", (0, 0)), ("", (0, 0))]
+    marks_module._last_utf8[0] = (b"", (0, 0, 0))
     secrets_module._last_clean.clear()
 
 
@@ -176,6 +177,67 @@ def test_a_huge_row_with_controls_is_escaped_the_same_with_either_scan() -> None
 def test_every_secret_trigger_is_one_the_scan_looks_for() -> None:
     # A rule with a trigger the scan does not know still runs (on every text): correct, but slow on a listing.
     assert all(group.bit is not None for group in _rule_plan() if group.trigger)
+
+
+def _utf8_either_way(data: bytes) -> None:
+    """marks_utf8 of ``data``, compiled and in Python, is marks() and len() of its text; None when not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        expected = None
+    else:
+        expected = (*marks_in_python(text), len(text))
+    _forget_last()
+    assert marks_utf8(data) == expected
+    with _python_scan():
+        assert marks_utf8(data) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(ADVERSARIAL)
+def test_the_marks_of_utf8_bytes_are_those_of_their_text(text: str) -> None:
+    _utf8_either_way(text.encode("utf-8", "surrogatepass"))  # a lone surrogate's bytes are not UTF-8: None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_the_marks_of_any_bytes_are_those_of_their_text_or_none(data: bytes) -> None:
+    _utf8_either_way(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x80", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xf0\x8f\xbf\xbf",
+     b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xe2\x82", b"\xe2\x82a", b"a\xff", b"\xf0\x9f\x98",
+     b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf", b"\xe2\x80\xa8", b'"\xe3\x80\x80:', b'"\xc2\x85:'],
+)
+def test_the_marks_of_utf8_edge_sequences_are_those_of_their_text(data: bytes) -> None:
+    for around in (b"", b"ab ", b"k"):  # alone, after ASCII, after a mark's leader
+        _utf8_either_way(around + data)
+        _utf8_either_way(data + around)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(rows=st.lists(ROW, max_size=6))
+def test_bytes_shown_as_they_are_are_bytes_no_output_check_changes(rows: list[str]) -> None:
+    filler = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA name — a description of the memory"
+    lines = [filler] * (DEEP_SEARCH_LIMIT // len(filler) + 1)
+    for n, row in enumerate(rows):
+        lines[n * 37 % len(lines)] += "\t" + row
+    text = "\n".join(lines)
+    data = text.encode("utf-8", "surrogatepass")
+    _forget_last()
+    if shown_as_is(data):
+        assert redact(text) == text and printable(text) == text and find_secrets(text) == []
+        assert "\x1b" not in text and "\u2028" not in text and "\u2029" not in text
+    else:  # then the text path changes the text or its scan found a mark: asked of the same text, it agrees
+        assert marks_utf8(data) is None or marks_utf8(data)[0] != 0  # type: ignore[index]
+
+
+def test_a_short_text_is_never_shown_as_its_bytes() -> None:
+    text = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line"
+    assert not shown_as_is(text.encode()) and not shown_as_is(((text + "\n") * 10).encode())
+    assert shown_as_is(((text + "\n") * (DEEP_SEARCH_LIMIT // len(text) + 1)).encode())
 
 
 class _Lying(str):

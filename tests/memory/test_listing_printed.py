@@ -1,0 +1,143 @@
+"""A kept ``memory list`` printed as the bytes it was read as (``Memory.list_text(printed=True)``,
+``_redact.shown_as_is``, ``cli/output.data`` given bytes): only when every output check would leave its text as
+it is, and then the very bytes the text path prints; a kept file changed by hand to hold anything a check acts
+on (a terminal escape, a credential, a line separator, an ``@``, bytes that are not UTF-8) takes the text path
+and is shown as any listing is. The listings here are past ``DEEP_SEARCH_LIMIT`` characters: shorter ones always
+take the text path."""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import bundlekit._redact as redact_module
+from bundlekit._redact import DEEP_SEARCH_LIMIT, shown_as_is
+from bundlekit.cli import cli
+from bundlekit.memory import Memory, listfile
+
+pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
+
+_HEADER = struct.Struct("<8sIIqqQQ")
+COUNT = 700  # lines of ~100 characters: past DEEP_SEARCH_LIMIT
+
+
+def _memory_file(key: str) -> str:
+    return (f"---\nname: Memory {key}\ndescription: what the team decided about {key} — in short\ntype: project\n"
+            f"created: 2026-01-01\nupdated: 2026-01-02\n---\n\nThe body of {key}.\n")
+
+
+def _large(root: Path) -> Path:
+    """A tree whose listing is past DEEP_SEARCH_LIMIT characters, listed once (its lines kept)."""
+    root.mkdir()
+    for n in range(COUNT):
+        path = root / f"memory_{n:04d}.md"
+        path.write_text(_memory_file(f"memory_{n:04d}"), encoding="utf-8")
+        os.utime(path, (1_767_225_600, 1_767_225_600))  # dated in the past: never racy against the index
+    Memory(root).init()
+    text = Memory(root).list_text()
+    assert len(text) > DEEP_SEARCH_LIMIT and (root / ".bundlekit" / listfile.LISTING_FILE).is_file()
+    return root
+
+
+@pytest.fixture
+def large(tmp_path: Path) -> Path:
+    return _large(tmp_path / "large")
+
+
+def _kept(root: Path) -> Path:
+    return root / ".bundlekit" / listfile.LISTING_FILE
+
+
+def _forge(root: Path, line: str | bytes) -> Path:
+    """``root`` with its kept listing's second line replaced by ``line`` (the index state kept: still read)."""
+    data = _kept(root).read_bytes()
+    magic, version, reserved, gen, written_ns, text_len, _flags_len = _HEADER.unpack_from(data)
+    lines = data[_HEADER.size : _HEADER.size + text_len].split(b"\n")
+    lines[1] = line.encode("utf-8") if isinstance(line, str) else line
+    body = b"\n".join(lines)
+    _kept(root).write_bytes(_HEADER.pack(magic, version, reserved, gen, written_ns, len(body), 0) + body)
+    return root
+
+
+def _printed(root: Path) -> bytes:
+    """``memory list``'s stdout, as the command prints it (the user's home never read: a temporary one)."""
+    env = {"BUNDLEKIT_HOME": str(root.parent / "home"), "BUNDLEKIT_MEMORY_DIR": None, "CI": None}
+    result = CliRunner().invoke(cli, ["memory", "list", "-d", str(root)], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def test_a_clean_kept_listing_is_given_as_its_bytes_and_prints_what_the_text_path_prints(large: Path) -> None:
+    printed = Memory(large).list_text(printed=True)
+    text = Memory(large).list_text()
+    assert isinstance(printed, bytes) and printed == text.encode("utf-8")
+    assert printed == _kept(large).read_bytes()[_HEADER.size :]  # no flagged names in this tree
+    assert _printed(large) == printed + b"\n"
+
+
+def test_a_clean_listing_joined_by_sqlite_prints_the_same_bytes(large: Path) -> None:
+    kept = _printed(large)
+    _kept(large).unlink()  # no kept lines: SQLite joins the rows, the text path prints them (and keeps them)
+    assert isinstance(Memory(large).list_text(printed=True), str)
+    assert _kept(large).is_file() and _printed(large) == kept
+
+
+@pytest.mark.parametrize(
+    ("planted", "shown"),
+    [
+        ("\x1b[2J", "\\x1b[2J"),  # a terminal escape: escaped, as any listing's
+        ("\u202e", "\\u202e"),  # a bidi override
+        ("\x85", "\\x85"),  # a C1 control
+    ],
+)
+def test_a_kept_line_with_a_control_is_escaped_not_printed_as_bytes(large: Path, planted: str, shown: str) -> None:
+    second = Memory(large).list_text().split("\n")[1]
+    _forge(large, f"{second} {planted}")
+    assert isinstance(Memory(large).list_text(printed=True), str)
+    out = _printed(large).decode("utf-8")
+    assert out.split("\n")[1] == f"{second} {shown}" and planted not in out
+
+
+def test_a_kept_line_showing_a_credential_is_made_from_its_file(large: Path) -> None:
+    before = _printed(large)
+    second = Memory(large).list_text().split("\n")[1]
+    _forge(large, second + " sk-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9x9K")
+    assert _printed(large) == before
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029"])
+def test_a_kept_line_with_a_line_separator_is_not_shown(large: Path, separator: str) -> None:
+    before = _printed(large)
+    second = Memory(large).list_text().split("\n")[1]
+    _forge(large, f"{second}{separator}planted\tuser\tr1\tthen\tforged row")
+    assert _printed(large) == before
+
+
+def test_a_kept_line_with_a_url_password_is_redacted(large: Path) -> None:
+    second = Memory(large).list_text().split("\n")[1]
+    _forge(large, f"{second} https://agent:Qz7pw4567890x9K@127.0.0.1:9/x")
+    out = _printed(large).decode("utf-8")
+    assert "Qz7pw4567890x9K" not in out and "[withheld]" in out.split("\n")[1]
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82"])
+def test_kept_bytes_that_are_not_utf8_are_passed_over(large: Path, bad: bytes) -> None:
+    before = _printed(large)
+    second = Memory(large).list_text().split("\n")[1].encode("utf-8")
+    _forge(large, second + b" " + bad)
+    assert _printed(large) == before
+
+
+def test_a_registered_process_secret_sends_bytes_through_the_text_path(
+    large: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    printed = Memory(large).list_text(printed=True)
+    assert isinstance(printed, bytes) and shown_as_is(printed)
+    secret = "memory_0001\tproject"  # a "secret" the listing holds: it must be replaced
+    monkeypatch.setattr(redact_module, "_PROCESS_SECRETS", {secret})
+    assert not shown_as_is(printed)
+    assert secret not in redact_module.redact(printed.decode("utf-8"))
