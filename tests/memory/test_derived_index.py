@@ -230,6 +230,44 @@ def test_an_index_made_with_fts5_is_rebuilt_without_it_where_sqlite_lacks_it(
     assert "fts5" not in _search_sql(tree).lower()
 
 
+@pytest.mark.skipif(not catalog_database.fts5_available(), reason="this SQLite has no FTS5 trigram tokenizer")
+def test_a_new_index_holds_more_new_terms_in_memory_before_writing_a_segment(tree: Path, clock: Clock) -> None:
+    _three(Memory(tree, clock=clock))
+    conn = sqlite3.connect(_index(tree))
+    sizes = [conn.execute(f"SELECT v FROM {table}_config WHERE k = 'hashsize'").fetchone() for table in ("search", "terms")]
+    conn.close()
+    assert sizes == [(catalog_database.FTS_HASH_SIZE,)] * 2
+
+
+def test_an_sqlite_without_the_hash_size_option_still_makes_the_index(
+    tree: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = catalog_database._set_hash_size
+
+    def refused(conn: sqlite3.Connection) -> None:  # as an SQLite older than the option answers it
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS probe_hash USING fts5(x)")
+        try:
+            real(_Refusing(conn))  # type: ignore[arg-type]
+        finally:
+            conn.execute("DROP TABLE probe_hash")
+
+    monkeypatch.setattr(catalog_database, "_set_hash_size", refused)
+    _three(Memory(tree, clock=clock))
+    assert [h.key for h in Memory(tree, clock=clock).recall("sprint")] == ["c"]
+
+
+class _Refusing:
+    """A connection whose FTS5 refuses the ``hashsize`` setting, as SQLite does for an option it does not know."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if "'hashsize'" in sql:
+            return self._conn.execute("INSERT INTO probe_hash(probe_hash, rank) VALUES ('no-such-option', 1)")
+        return self._conn.execute(sql, *args)
+
+
 def test_relevance_ranking_prefers_the_better_match(mem: Memory) -> None:
     mem.write("a_weak", **fields(name="Weak", body="one volley among many other words here"))
     mem.write("b_strong", **fields(name="Strong", body="volley " * 30))
