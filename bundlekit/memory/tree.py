@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import bundlekit._secrets as secrets
-from bundlekit._marks import LINE_SEP, marks
+from bundlekit._marks import LINE_SEP, marks_utf8
 from bundlekit._redact import shown_as_is
 from bundlekit._terminal import printable
 from bundlekit.embed.protocol import EmbedderSettings
@@ -567,18 +567,18 @@ class Memory:
         listing (which the refresh found the index fresh against), as an earlier list of this index state kept
         them or as SQLite joins them (:meth:`_joined_lines`), else from the files. A line that shows a credential
         (flagged when its file was indexed, or found now) is made from its file, withheld. Kept lines no check
-        changes (none flagged, :func:`shown_as_is`: no line separator either) are given as their bytes."""
+        changes (none flagged, :func:`shown_as_is`) are given as their bytes. Lines holding U+2028 or U+2029 are
+        not shown: the listing is made from the files (:data:`LINE_SEP`: a line made from a file never holds one,
+        ``validate_meta``, so the lines are kept or joined lines changed by hand, whose next "row" to a reader
+        splitting lines as ``str.splitlines`` does could show a key that is not a file's)."""
         joined = self._joined_lines(catalog)
-        if joined is None:
+        scanned = None if joined is None else marks_utf8(joined[0])  # (remembered: the lines were checked so)
+        if joined is None or scanned is None or scanned[0] & LINE_SEP:
             return self._list_text_of_files(catalog)
-        kept, flagged = joined
-        if isinstance(kept, bytes):
-            if not flagged and shown_as_is(kept):  # no mark at all: no line separator either
-                return kept  # the text printable and the secret scan would give back unchanged, as its bytes
-            kept = kept.decode("utf-8")  # UTF-8: listfile.read checked it
-        if _breaks_lines(kept):
-            return self._list_text_of_files(catalog)
-        text = kept
+        body, flagged = joined
+        if not flagged and shown_as_is(body):
+            return body  # the text printable and the secret scan would give back unchanged, as its bytes
+        text = body.decode("utf-8")
         wanted = set(flagged)
         if secrets.find_secrets(text):
             wanted.update(line.split("\t", 1)[0] + ".md" for line in text.split("\n") if secrets.find_secrets(line))
@@ -599,11 +599,12 @@ class Memory:
         # Escaped once: the fields are single lines, so the listing escaped is its lines escaped (list_line).
         return printable(text)
 
-    def _joined_lines(self, catalog: Catalog) -> tuple[str | bytes, builtins.list[str]] | None:
-        """The listing's lines and the files flagged as showing a credential: kept from an earlier ``memory list``
-        of this index state (``listfile``: only when its lines are exactly the listing's files, key for key), else
-        joined by SQLite from the rows (and kept), when the rows are exactly the files of the tree's listing, one
-        line each; None when they are not (the caller makes the listing from the files)."""
+    def _joined_lines(self, catalog: Catalog) -> tuple[bytes, builtins.list[str]] | None:
+        """The listing's lines (their UTF-8) and the files flagged as showing a credential: kept from an earlier
+        ``memory list`` of this index state (``listfile``: only when its lines are exactly the listing's files,
+        key for key), else joined by SQLite from the rows (and kept), when the rows are exactly the files of the
+        tree's listing, one UTF-8 line each; None when they are not (the caller makes the listing from the
+        files)."""
         listing = self._index.listing
         scan = listing if listing is not None else self._backend.scan()
         packed = scan.packed()
@@ -615,15 +616,18 @@ class Memory:
             found = listfile.read(*keep)
             if found is not None:
                 return found
-        files, count, text, flagged = catalog.listing.listed()
+        files, count, body, flagged = catalog.listing.listed()
         if not _same_files(scan, files, count):
             return None  # a row without its file, or a file without its row
-        if text is None or (marks(text)[1] != count - 1 and count):  # a row with no line, or a line break
-            return None  # (the files' never have one: validate_meta), by hand
+        if body is None:
+            return None  # a row with no line, or a key not its file's: put there by hand
+        scanned = marks_utf8(body)
+        if scanned is None or (scanned[1] != count - 1 and count):  # bytes not UTF-8, or a line break (the
+            return None  # files' never have one: validate_meta): put there by hand
         if keep is not None:
             path, stamp, names = keep
-            listfile.write(path, stamp, text, flagged, names)
-        return text, flagged
+            listfile.write(path, stamp, body, flagged, names)
+        return body, flagged
 
     def _list_text_of_files(self, catalog: Catalog) -> str:
         records = self._tree.all_records(catalog)
@@ -648,25 +652,16 @@ class Memory:
             self.meaning.close()
 
 
-def _breaks_lines(text: str) -> bool:
-    """Whether ``text`` holds a line or paragraph separator (U+2028, U+2029): a line break to a reader that
-    splits lines as ``str.splitlines`` does, which ``printable`` leaves as it is. A line made from a file never
-    holds one (``validate_meta``), so the lines are kept or joined lines changed by hand, whose next "row"
-    could show a key that is not a file's: the listing is made from the files. Asked of the one scan the output
-    checks share (``_marks``), not searched for again."""
-    return bool(marks(text)[0] & LINE_SEP)
-
-
-def _same_files(listing: Scan, files: str, count: int) -> bool:
-    """Whether ``files`` (``count`` names sorted as ``Scan.names`` sorts, NUL between) are exactly the files of
-    ``listing``: compared as the one packed string, not 100,000 decoded names. (Equal counts and equal joins:
+def _same_files(listing: Scan, files: bytes, count: int) -> bool:
+    """Whether ``files`` (``count`` names sorted as ``Scan.names`` sorts, UTF-8, NUL between) are exactly the files
+    of ``listing``: compared as the one packed string, not 100,000 decoded names. (Equal counts and equal joins:
     no name holds a NUL.)"""
     if count != len(listing):
         return False
     packed = listing.packed()
     if packed is None:
-        return "\0".join(listing.names()) == files
-    return files.encode("utf-8", "surrogateescape") == packed[0]
+        return "\0".join(listing.names()).encode("utf-8", "surrogateescape") == files
+    return files == packed[0]
 
 
 def _forgotten_text(key: str, data: bytes) -> tuple[str, str, int | None]:

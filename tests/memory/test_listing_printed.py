@@ -8,6 +8,7 @@ take the text path."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import struct
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import bundlekit._redact as redact_module
 from bundlekit._redact import DEEP_SEARCH_LIMIT, shown_as_is
 from bundlekit.cli import cli
 from bundlekit.memory import Memory, listfile
+from bundlekit.memory.catalog.listing import Listing
 
 pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
 
@@ -79,11 +81,31 @@ def test_a_clean_kept_listing_is_given_as_its_bytes_and_prints_what_the_text_pat
     assert _printed(large) == printed + b"\n"
 
 
-def test_a_clean_listing_joined_by_sqlite_prints_the_same_bytes(large: Path) -> None:
+def test_a_clean_listing_joined_by_sqlite_is_given_as_its_bytes_too(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kept = _printed(large)
-    _kept(large).unlink()  # no kept lines: SQLite joins the rows, the text path prints them (and keeps them)
-    assert isinstance(Memory(large).list_text(printed=True), str)
-    assert _kept(large).is_file() and _printed(large) == kept
+    _kept(large).unlink()  # no kept lines: SQLite joins the rows (as bytes) and keeps them
+    joined: list[int] = []
+    listed = Listing.listed
+
+    def counted(self: Listing) -> tuple[bytes, int, bytes | None, list[str]]:
+        joined.append(1)
+        return listed(self)
+
+    monkeypatch.setattr(Listing, "listed", counted)
+    printed = Memory(large).list_text(printed=True)
+    assert joined == [1] and isinstance(printed, bytes) and printed + b"\n" == kept
+    assert _kept(large).is_file() and _printed(large) == kept and joined == [1]
+
+
+def test_joined_lines_that_are_not_utf8_are_not_shown(large: Path) -> None:
+    """A row's ``line`` put there by hand as bytes that are not UTF-8: the listing is made from the files."""
+    before = Memory(large).list_text()
+    _kept(large).unlink()
+    conn = sqlite3.connect(large / ".bundlekit" / "index.sqlite")
+    conn.execute("UPDATE memory SET line = CAST(X'6869FF' AS TEXT) WHERE key = 'memory_0001'")
+    conn.commit()
+    conn.close()
+    assert Memory(large).list_text() == before
 
 
 @pytest.mark.parametrize(

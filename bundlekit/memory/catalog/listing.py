@@ -36,38 +36,40 @@ class Listing:
                 ]
         return keys
 
-    def listed(self) -> tuple[str, int, str | None, list[str]]:
+    def listed(self) -> tuple[bytes, int, bytes | None, list[str]]:
         """Every row's file, sorted by file name as :func:`pack` sorts (bytewise UTF-8, which is code-point
-        order), as one string with NUL between, and how many rows; every row's ``memory list`` line as one
-        string, newline between: the key (the file name's) and a tab before the row's ``line`` (``Row.listed``:
-        type, revision, updated, name — description), sorted by key (bytewise, as Python sorts a key's ASCII),
-        ``None`` when a row gave no line (a ``line`` of NULL) or its key is not its file's (both put there by
-        hand); and the files whose line made from the file shows a credential. The caller shows the lines only
-        when the files are exactly those of the tree's listing (no row without its file) and there is one line a
-        row. Both strings are made by SQLite: at 100,000 memories, fetching the listing fields row by row took
-        120 ms of a 600 ms ``memory list``."""
+        order), as one UTF-8 string with NUL between, and how many rows; every row's ``memory list`` line as one
+        UTF-8 string, newline between: the key (the file name's) and a tab before the row's ``line``
+        (``Row.listed``: type, revision, updated, name — description), sorted by key (bytewise, as Python sorts a
+        key's ASCII), ``None`` when a row gave no line (a ``line`` of NULL) or its key is not its file's (both put
+        there by hand); and the files whose line made from the file shows a credential. The caller shows the
+        lines only when the files are exactly those of the tree's listing (no row without its file), there is one
+        line a row, and they are UTF-8 (a row put there by hand may hold any bytes). Both strings are made by
+        SQLite and handed over as its bytes (``CAST ... AS BLOB``): at 100,000 memories, fetching the listing
+        fields row by row took 120 ms of a 600 ms ``memory list``, and decoding the 15 MB of lines into a
+        ``str`` that is then encoded again to be kept and printed ~40 ms more."""
         with translated():
             conn = self._db.conn
-            found = conn.execute("SELECT group_concat(file, char(0)), count(*) FROM "
+            found = conn.execute("SELECT CAST(group_concat(file, char(0)) AS BLOB), count(*) FROM "
                                  "(SELECT file FROM memory ORDER BY file)").fetchone()
             # One pass in the order of the key's index (a sort of the lines took 70 ms more at 100,000): it is the
             # order of the file names' keys when every row's key is its file's (counted, else no lines). A line of
             # another type (put there by hand: SQLite keeps whatever it is given) is as SQLite turns it into text,
-            # then escaped and redacted as any line is; one that is not UTF-8 makes the index unusable.
+            # then checked, escaped and redacted as any line is.
             # The key a line shows is the row's key, counted as its file's (the file is the key and ".md": every
             # file is a memory file of the listing, which the caller compares): one concatenation a row, not the
             # file name cut twice (30 ms of 145 at 100,000 memories).
             made = conn.execute(
-                "SELECT group_concat(key || char(9) || line, char(10)), count(line), sum(file = key || '.md'), "
-                "group_concat(CASE WHEN withheld THEN file END, char(0)) FROM "
+                "SELECT CAST(group_concat(key || char(9) || line, char(10)) AS BLOB), count(line), "
+                "sum(file = key || '.md'), group_concat(CASE WHEN withheld THEN file END, char(0)) FROM "
                 "(SELECT key, line, file, withheld FROM memory ORDER BY key)"
             ).fetchone()
-        files = found[0] if isinstance(found[0], str) else "" if found[0] is None else None
-        if files is None or not isinstance(made[0], (str, type(None))) or not isinstance(made[3], (str, type(None))):
+        files = found[0] if isinstance(found[0], bytes) else b"" if found[0] is None else None
+        if files is None or not isinstance(made[0], (bytes, type(None))) or not isinstance(made[3], (str, type(None))):
             raise CatalogUnusable("the memory index holds a row that this program did not write")  # by hand
         count = int(found[1])
         whole = made[1] == count and (made[2] or 0) == count
-        return files, count, (made[0] or "") if whole else None, made[3].split("\0") if made[3] else []
+        return files, count, (made[0] or b"") if whole else None, made[3].split("\0") if made[3] else []
 
     def same_key_other_case(self, key: str) -> str | None:
         """An indexed key equal to ``key`` ignoring (ASCII) case but not equal to it."""
