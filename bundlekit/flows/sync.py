@@ -43,7 +43,7 @@ from bundlekit._gcpause import gc_paused
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
-from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer

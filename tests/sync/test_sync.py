@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import bundlekit.bundle.merge
+import bundlekit.bundle.load
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import read_last, read_parents
 from bundlekit.bundle.load import load_bundle
@@ -107,8 +107,8 @@ def test_a_follower_whose_tree_descends_from_the_name_loads_nothing_and_keeps_it
     sync(follower, name=NAME)
     (follower / "project_a.md").unlink()  # a change of the follower's own since: merging an ancestor keeps it
     loads: list[str] = []
-    monkeypatch.setattr(bundlekit.bundle.merge, "load_bundle", lambda uri, **_kw: loads.append(uri))
-    monkeypatch.setattr(bundlekit.bundle.merge, "bundle_blocks", lambda uri, **_kw: loads.append(uri))
+    monkeypatch.setattr(bundlekit.bundle.load, "load_bundle", lambda uri, **_kw: loads.append(uri))
+    monkeypatch.setattr(bundlekit.bundle.load, "bundle_blocks", lambda uri, **_kw: loads.append(uri))
     again = sync(follower, name=NAME)
     assert again.merge is None and any("already descends" in note for note in again.notes) and loads == []
     assert _bodies(follower) == {}
