@@ -605,11 +605,12 @@ def build_tree(
     key: KeySpec | None = None,
     sign: Signer | ExternalSignature | None = None,
     profile: str | None = None,
-    namespace: str | None = None,
     leave_out: Callable[[bytes], bool] | None = None,
+    keep_last: bool = False,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
-    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``)."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2,
-                           leave_out=leave_out)
+    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``; ``keep_last``: the tree's last
+    root left as it is, ``BuildOptions.keep_last``)."""
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, manifest_version=2,
+                           leave_out=leave_out, keep_last=keep_last)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bundlekit._gcpause import gc_paused
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
-from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
+from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
@@ -255,10 +255,9 @@ def _publish(
     parents = [p for p in (report.remote, last) if p is not None]
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
         # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
+        # until it is published, the tree's last root stays (none yet: the build's becomes it, as before)
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
-                           leave_out=held_by_all(pinners))
-        if last is not None:  # the build noted its root as the last; until it is published the last stays
-            record_last(tree, cid_from_text(last))
+                           leave_out=held_by_all(pinners), keep_last=last is not None)
         if (report.merge is None and report.remote is not None
                 and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
