@@ -319,6 +319,21 @@ def _parents_first(root: bytes, sizes: Mapping[bytes, int], links: Mapping[bytes
     return post + [cid for cid in sizes if cid not in done]
 
 
+def _links_forward(index: Mapping[bytes, int], links: Mapping[bytes, list[bytes]]) -> bool:
+    """Whether every link of ``links`` points from a block to one after it in ``index`` (block -> position): the
+    order a walk record needs (:func:`_parse_walk`). A pin's walk usually finds the blocks so already (the root
+    first, each block's children after it, the unchanged sub-DAGs taken from the last record in its order): then
+    :func:`_parents_first` is not needed (issue 37: ~7 ms of a 10,000-memory writer's round). A link to a block
+    not in ``index`` is not forward."""
+    missing = len(index)
+    for parent, children in links.items():
+        at = index.get(parent, missing)
+        for child in children:
+            if index.get(child, -1) <= at:
+                return False
+    return True
+
+
 _INDEXES = struct.Struct(">I")
 #: A walk record entry's size and link count, four bytes each, big-endian (``_record_walk``, ``_parse_walk``).
 _SIZE_COUNT = struct.Struct(">II")
@@ -1349,9 +1364,10 @@ class BlockStore(BlockGetter):
         from the record is then never one it holds only in part."""
         kept = [cid for cid, size in sizes.items() if len(cid) <= _MAX_CID_BYTES and size < 1 << 32]
         linked = links if len(kept) == len(sizes) else {}
-        if linked:
-            kept = _parents_first(root, sizes, linked)
         index = {cid: at for at, cid in enumerate(kept)}
+        if linked and not _links_forward(index, linked):
+            kept = _parents_first(root, sizes, linked)
+            index = {cid: at for at, cid in enumerate(kept)}
         parts = [_WALK_MAGIC, _BYTE[len(root)], root]
         add, head = parts.append, _SIZE_COUNT.pack
         for cid in kept:  # one append a piece, the size and link count packed together (issue 37: 11,000 blocks)

@@ -2,7 +2,7 @@
 
 Modules: ``manifest`` (canonical JSON and its checks), ``build`` (memory tree
 -> bundle layout -> blocks -> CAR), ``load`` (manifest URI -> verified files
--> memory tree), ``fork`` (import a bundle into another tree), ``diff``
+-> memory tree), ``loadoptions`` (how a load runs and what bounds it, apart from the loader), ``fork`` (import a bundle into another tree), ``diff``
 (memories added, removed and changed), ``layers`` (the layered, effective
 view), ``embeddings`` (the index's vectors as a bundle file), ``keyoptions`` (the key
 options as plain values), ``signature`` (``signature.json``: sign, verify, publishers),

@@ -235,6 +235,8 @@ class BuildOptions:
     tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
     ``leave_out(cid)`` true for a block the CAR's reader holds already (``sync``: every pinner holds it,
     ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written.
+    ``keep_last`` leaves the tree's last root (``bundle.lineage``) as it is, its last build (root, parents, files
+    digest) remembered all the same (``sync``: a root it builds becomes the tree's last once published).
     """
 
     namespace: str | None = None
@@ -252,6 +254,7 @@ class BuildOptions:
     share: SharePolicy | None = None
     manifest_version: int = 1
     leave_out: Callable[[bytes], bool] | None = None
+    keep_last: bool = False
 
 
 @gc_paused()  # bounded by the tree; nearly nothing it allocates is cyclic (bundlekit._gcpause)
@@ -335,7 +338,8 @@ def _build(
     root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
                                   options.progress, options.leave_out, mem.root)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
-    _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption))
+    _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption),
+              last=not options.keep_last)
     if checks is not None:
         checks.save()
     return BundleResult(
@@ -401,17 +405,17 @@ def _with_share(manifest: dict[str, Any], share: SharePolicy | None) -> dict[str
 
 def _remember(
     tree: Path | None, root: bytes, lineage: tuple[list[str], str], cache: EncryptionCache | None,
-    encryption: tuple[str, dict[str, Any] | None],
+    encryption: tuple[str, dict[str, Any] | None], *, last: bool = True,
 ) -> None:
     """After the CAR is written: the tree's last build (``bundle.lineage.record_build``: root, parents, files
-    digest) and its encrypted files (``bundle.buildcache``). Caches both: a tree they cannot be written in
-    still builds."""
+    digest; with ``last``, the root as the tree's last root too) and its encrypted files (``bundle.buildcache``).
+    Caches both: a tree they cannot be written in still builds."""
     namespace, params = encryption
     if cache is not None and params is not None:
         cache.save(namespace, params)
     if tree is not None:
         with suppress(MemoryStoreError):
-            record_build(tree, root, *lineage)
+            record_build(tree, root, *lineage, last=last)
 
 
 def _lineage(mem: Memory, files: dict[str, tuple[bytes, int]], options: BuildOptions) -> tuple[list[str], str]:

@@ -73,7 +73,7 @@ _LINE: Final = ("quote(path) || ',' || quote(sha256) || ',' || quote(rules) || '
 _SEALED: Final = f"SELECT group_concat(line, char(10)) FROM (SELECT {_LINE} AS line FROM checked ORDER BY path)"
 #: Every row and its line, in path order: a load reads the rows and checks their seal in one pass.
 _ROWS: Final = f"SELECT path, sha256, rules, type, name, description, updated_us, {_LINE} FROM checked ORDER BY path"
-#: Every row, in path order: a load makes their lines itself (:func:`_lines`), else reads :data:`_ROWS`.
+#: Every row, in path order: a load makes their lines itself (:func:`_scan`), else reads :data:`_ROWS`.
 _PLAIN_ROWS: Final = "SELECT path, sha256, rules, type, name, description, updated_us FROM checked ORDER BY path"
 #: Past this many rows written, a save seals by reading every row again (:func:`_tag`), not from the lines loaded.
 _MAX_RESEAL: Final = 500
@@ -121,26 +121,15 @@ def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
 _new_passed: Final = tuple.__new__
 
 
-def _row(row: tuple[object, ...], rules: str) -> tuple[str, bytes, Passed | None] | None:
-    """A row as typed (path, digest, and for a memory its fields), or None for one of another shape or rules, or
-    with a NUL in a text: the seal's ``quote()`` ends a text at its first NUL, so a sealed field extended by a
-    NUL and more would keep the seal valid (a NUL-free text is quoted whole, so a row without one is the row
-    sealed). Tested types first (``str``, ``bytes``, ``int`` exactly: sqlite3 makes no subclass), the cheap way
-    a load of 10,000 rows asks them (issue 37)."""
-    path, digest, made, kind, name, description, updated = row[:7]
-    if not (made == rules and type(path) is str and type(digest) is bytes and len(digest) == 32
-            and "\0" not in path):
-        return None
-    if path.startswith(_TIMELINE_PREFIX):
-        return path, digest, None
-    if not (type(kind) is str and type(name) is str and type(description) is str and type(updated) is int
-            and path.endswith(".md") and "\0" not in kind and "\0" not in name and "\0" not in description):
-        return None
-    try:
-        when = _EPOCH + updated * _US
-    except OverflowError:
-        return None
-    return path, digest, _new_passed(Passed, (path[:-3], kind, name, description, when))
+class _Scanned(NamedTuple):
+    """The rows of a load, read in one pass (:func:`_scan`): each row's line (what the seal covers, in row order),
+    the digests and index fields of the rows a build may take, and every row's line by path for a save's reseal
+    (None when a row is of other rules or its path is no text)."""
+
+    lines: list[str]
+    known: dict[str, bytes]
+    fields: dict[str, Passed]
+    by_path: dict[str, str] | None
 
 
 def seal_key() -> bytes | None:
@@ -206,27 +195,71 @@ def _text(value: str) -> str:
     return "'" + value + "'"
 
 
-def _lines(rows: list[tuple[object, ...]]) -> list[str] | None:
-    """Each row's line as :data:`_LINE` makes it, made here (10,000 rows: ~10 ms against SQLite's ~24 ms for
-    ``quote()`` and ``||``, issue 37), or None when a value is of a type only SQLite writes (:func:`_quoted`): the
-    seal is checked over the same text either way, and a line that differed would only fail it (a full check)."""
+def _line(row: tuple[object, ...]) -> str | None:
+    """A row's line as :data:`_LINE` makes it, for a row of any values (:func:`_quoted`; None for a REAL)."""
+    quoted = [_quoted(value) for value in row]
+    return None if None in quoted else ",".join(quoted)  # type: ignore[arg-type]
+
+
+def _scan(rows: list[tuple[object, ...]], rules: str, given: list[str] | None = None) -> _Scanned | None:
+    """The rows of ``checked`` (:data:`_PLAIN_ROWS`'s seven columns) in one pass (issue 37: 10,000 rows):
+
+    * each row's line as :data:`_LINE` makes it, made here (~10 ms against SQLite's ~24 ms for ``quote()`` and
+      ``||``), or taken from ``given`` (SQLite's lines, :data:`_ROWS`); None when a value is of a type only SQLite
+      writes (:func:`_quoted`: a REAL). The seal is checked over the same text either way: a line that differed
+      would only fail it (a full check);
+    * the rows a build may take, by path: one of ``rules``, a path that is text and a 32-byte digest, and no NUL
+      in a text (the seal's ``quote()`` ends a text at its first NUL, so a sealed field extended by a NUL and more
+      would keep the seal valid; a NUL-free text is quoted whole, so a row without one is the row sealed): a
+      timeline day (``timeline/<day>``) by its digest, a memory file (``<key>.md``) also with its index fields
+      (``type``, ``name`` and ``description`` texts, ``updated_us`` an integer in a ``datetime``'s range). Any
+      other row is not taken: it costs a check, never a byte. Types are tested exactly (``str``, ``bytes``,
+      ``int``: sqlite3 makes no subclass), the cheap way;
+    * every row's line by path, for a save's reseal, unless a row is of other rules or its path no text.
+
+    Nothing here is trusted before the caller verifies the seal over the lines."""
+    quoted_rules = _text(rules)
     lines: list[str] = []
-    add = lines.append
-    for row in rows:
+    known: dict[str, bytes] = {}
+    fields: dict[str, Passed] = {}
+    by_path: dict[str, str] | None = {}
+    for at, row in enumerate(rows):
         path, digest, made, kind, name, description, updated = row
-        if type(path) is str and type(digest) is bytes and type(made) is str:
-            head = f"{_text(path)},X'{digest.hex().upper()}',{_text(made)},"
+        line: str | None
+        if type(path) is str and made == rules and type(digest) is bytes:
+            whole = len(digest) == 32 and "\0" not in path
+            if whole and path.startswith(_TIMELINE_PREFIX):
+                known[path] = digest
+                whole = False  # a day's row: its digest is all a build takes of it
             if type(kind) is str and type(name) is str and type(description) is str and type(updated) is int:
-                add(f"{head}{_text(kind)},{_text(name)},{_text(description)},{updated}")  # a memory's row
-                continue
-            if kind is None and name is None and description is None and updated is None:
-                add(f"{head}NULL,NULL,NULL,NULL")  # a timeline day's
-                continue
-        quoted = [_quoted(value) for value in row]  # a row of another shape, sealed all the same
-        if None in quoted:
+                line = (f"{_text(path)},X'{digest.hex().upper()}',{quoted_rules},{_text(kind)},{_text(name)},"
+                        f"{_text(description)},{updated}")  # a memory's row
+                if (whole and path.endswith(".md") and "\0" not in kind and "\0" not in name
+                        and "\0" not in description):
+                    try:
+                        when = _EPOCH + updated * _US
+                    except OverflowError:
+                        pass
+                    else:
+                        known[path] = digest
+                        fields[path] = _new_passed(Passed, (path[:-3], kind, name, description, when))
+            elif kind is None and name is None and description is None and updated is None:  # a timeline day's
+                line = f"{_text(path)},X'{digest.hex().upper()}',{quoted_rules},NULL,NULL,NULL,NULL"
+            else:
+                line = _line(row)
+        else:
+            line = _line(row)
+        if given is not None:
+            line = given[at]
+        if line is None:
             return None
-        add(",".join(quoted))  # type: ignore[arg-type]
-    return lines
+        lines.append(line)
+        if by_path is not None:
+            if type(path) is str and made == rules:
+                by_path[path] = line
+            else:
+                by_path = None
+    return _Scanned(lines, known, fields, by_path)
 
 
 def _seal(text: str, key: bytes) -> bytes:
@@ -265,35 +298,17 @@ class CheckCache:
             found_tag = db.execute("SELECT tag FROM seal").fetchone()
             if found_tag is None:
                 return
-            rows = db.execute(_PLAIN_ROWS).fetchall()
-            lines = _lines(rows)
-            if lines is None:  # a value quote() writes in another form (a REAL put there by hand): SQLite's lines
+            scanned = _scan(db.execute(_PLAIN_ROWS).fetchall(), rules)
+            if scanned is None:  # a value quote() writes in another form (a REAL put there by hand): SQLite's lines
                 rows = db.execute(_ROWS).fetchall()  # the rows and the lines the seal covers, in one pass
-                lines = [found[7] for found in rows]
-            tag = bytes(found_tag[0])
-            if not hmac.compare_digest(_seal("\n".join(lines), key), tag):
+                scanned = _scan([found[:7] for found in rows], rules, [found[7] for found in rows])
+            tag = found_tag[0]
+            if (scanned is None or type(tag) is not bytes  # a seal of another type (a text planted there) seals nothing
+                    or not hmac.compare_digest(_seal("\n".join(scanned.lines), key), tag)):
                 return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited row)
-            self._take(rows, lines, rules, tag)
-
-    def _take(self, rows: list[tuple[object, ...]], lines_of: list[str], rules: str, tag: bytes) -> None:
-        """Keep the rows the seal ``tag`` verified (``lines_of``: each row's line), in one pass: each of this shape
-        and ``rules`` (:func:`_row`) known, and every row's line by path for a save's reseal unless one is of other
-        rules or its path no text."""
-        known, fields = self.known, self._fields
-        lines: dict[str, str] | None = {}
-        for found, line in zip(rows, lines_of, strict=True):
-            if lines is not None:
-                if type(found[0]) is str and found[2] == rules:
-                    lines[found[0]] = line  # type: ignore[index]
-                else:
-                    lines = None
-            row = _row(found, rules)
-            if row is not None:
-                known[row[0]] = row[1]
-                if row[2] is not None:
-                    fields[row[0]] = row[2]
-        if lines is not None:
-            self._sealed = tag, lines
+            self.known, self._fields = scanned.known, scanned.fields
+            if scanned.by_path is not None:
+                self._sealed = tag, scanned.by_path
 
     def passed(self, names: Iterable[str]) -> list[Passed]:
         """The index fields of the memory files ``names`` (skipped as known by ``Transaction.checked``)."""

@@ -20,11 +20,13 @@ import secrets
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundlekit._fs import is_temp_name, move_files
+from bundlekit._lazy import lazy_module
 from bundlekit._signals import shielded
 from bundlekit.bundle.lineage import heads, set_lineage
-from bundlekit.bundle.load import LoadOptions, load_bundle
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.sources import BlockSource
 from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryStoreError
@@ -34,6 +36,11 @@ from bundlekit.memory.files import utf8_text
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR, check_unique
 from bundlekit.memory.transaction import checked_changes
+
+if TYPE_CHECKING:
+    from bundlekit.bundle import load
+else:  # imported at a first follow (DEVELOPERS.md, "Lazy imports": a writer's round asks is_empty_tree, loads nothing)
+    load = lazy_module("bundlekit.bundle.load")
 
 __all__ = ["FirstLoad", "is_empty_tree", "load_into_empty"]
 
@@ -89,7 +96,7 @@ def load_into_empty(
     # outside the tree before the lock refused it.
     staging = ensure_real_dir(Path(tree) / HIDDEN_DIR) / f".incoming.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        result = load_bundle(uri, source=source, key=key, out_dir=staging, options=options)
+        result = load.load_bundle(uri, source=source, key=key, out_dir=staging, options=options)
         names, kept, days = _checked(uri, result.files, allow_secrets)
         stay = set(kept)
         moves = [*(n for n in names if n not in stay), *(f"{TIMELINE_DIR}/{d}" for d in days)]

@@ -154,13 +154,15 @@ def build_parents(tree: str | os.PathLike[str] | None, digest: str) -> list[str]
     return parents
 
 
-def record_build(tree: str | os.PathLike[str], root: bytes, parents: Sequence[str], digest: str) -> None:
-    """Remember ``root`` as the tree's last root and last build (its ``parents`` and files ``digest``);
-    ``MemoryStoreError`` when it cannot be written."""
+def record_build(tree: str | os.PathLike[str], root: bytes, parents: Sequence[str], digest: str, *,
+                 last: bool = True) -> None:
+    """Remember ``root`` as the tree's last build (its ``parents`` and files ``digest``) and, with ``last``, as
+    its last root; ``MemoryStoreError`` when it cannot be written."""
     ensure_real_dir(Path(tree) / HIDDEN_DIR)
     data = json.dumps({"root": cid_to_str(root), "parents": sorted(parents), "files": digest}, sort_keys=True)
     atomic_write_bytes(Path(tree) / LAST_BUILD_NAME, data.encode("utf-8") + b"\n", error=MemoryStoreError)
-    record_last(tree, root)
+    if last:
+        record_last(tree, root)
 
 
 def record_last(tree: str | os.PathLike[str], root: bytes) -> None:

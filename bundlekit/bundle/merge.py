@@ -47,7 +47,7 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.bundle.lineage import heads, read_last, set_lineage
 from bundlekit.bundle.manifest import MAX_PARENTS, MEMORY_DIR, is_listed
-from bundlekit.bundle.load import BundleBlocks, LoadOptions, LoadResult, bundle_blocks, load_bundle
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
@@ -58,15 +58,18 @@ from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.unixfs.reader import UnixFSReader
 
 if TYPE_CHECKING:
+    from bundlekit.bundle import load as loader
     from bundlekit.bundle import treemerge
+    from bundlekit.bundle.load import BundleBlocks, LoadResult
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.bundle.treemerge import Difference
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
     from bundlekit.memory import merge as tree_merge
     from bundlekit.memory.merge import MergeOutcome, MergeReport, TreeState
-else:  # imported at the first merge (DEVELOPERS.md, "Lazy imports": a writer's uncontested round merges nothing)
+else:  # imported at the first merge or load (DEVELOPERS.md, "Lazy imports": a writer's uncontested round does neither)
     treemerge, tree_merge = lazy_module("bundlekit.bundle.treemerge"), lazy_module("bundlekit.memory.merge")
+    loader = lazy_module("bundlekit.bundle.load")
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
@@ -317,7 +320,7 @@ def _merge_by_difference(
     if not source.startswith("ipfs://") or source.count("/") > 3 or not heads(tree):
         return None  # no head: no common ancestor to differ from (a first follow loads the whole bundle)
     fast = replace(load, prefer_car=False)  # no CAR of the whole bundle: only the blocks the difference needs
-    with bundle_blocks(source, source=blocks, options=fast, signed=True) as theirs:
+    with loader.bundle_blocks(source, source=blocks, options=fast, signed=True) as theirs:
         if is_listed(theirs.manifest) or theirs.manifest["encryption"] is not None:
             return None
         root = cid_to_str(theirs.root)
@@ -325,7 +328,7 @@ def _merge_by_difference(
         if search.base is None or search.base == root:
             return None
         try:
-            with bundle_blocks(f"ipfs://{search.base}", source=blocks, options=_unsigned(fast)) as found:
+            with loader.bundle_blocks(f"ipfs://{search.base}", source=blocks, options=_unsigned(fast)) as found:
                 base = (found.root, found.manifest)
         except (LoadError, MissingBlock):
             return None  # the whole merge says what is missing, and how to supply it
@@ -544,7 +547,7 @@ def _state(loaded: LoadResult) -> TreeState:
 
 def _load(uri: str, *, blocks: BlockSource | None, key: KeySpec | None, load: LoadOptions) -> LoadResult:
     """The one call of the loader: ``uri`` verified (``load.publishers`` enforced), nothing written."""
-    return load_bundle(uri, source=blocks, key=key, options=load)
+    return loader.load_bundle(uri, source=blocks, key=key, options=load)
 
 
 def _unsigned(load: LoadOptions) -> LoadOptions:
@@ -557,7 +560,7 @@ def read_manifest(
     root: str, *, blocks: BlockSource | None = None, load: LoadOptions | None = None
 ) -> dict[str, Any]:
     """The manifest of the bundle ``root``, read from verified blocks (no memory file fetched)."""
-    with bundle_blocks(f"ipfs://{root}", source=blocks, options=_unsigned(load or LoadOptions())) as found:
+    with loader.bundle_blocks(f"ipfs://{root}", source=blocks, options=_unsigned(load or LoadOptions())) as found:
         return found.manifest
 
 
@@ -575,7 +578,7 @@ class _Ancestry:
             raise AncestryBoundReached(f"stopped looking for a common ancestor after {self.read} bytes of manifests "
                                        f"and {MAX_ANCESTRY_SECONDS - left:.0f} seconds")
         options = replace(self._load, deadline=left)
-        with bundle_blocks(f"ipfs://{root}", source=self._blocks, options=options) as found:
+        with loader.bundle_blocks(f"ipfs://{root}", source=self._blocks, options=options) as found:
             self.read += found.manifest_size
             return [str(p) for p in found.manifest.get("parents", [])]
 
@@ -589,7 +592,7 @@ def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, 
     if isinstance(blocks, Gateways) and blocks.store is not None and blocks.store.has(root):
         theirs = dict(UnixFSReader(blocks.store.get).list_dir(root)).get(MEMORY_DIR)
     else:
-        with bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
+        with loader.bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
             theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
     return built.memory_cid == theirs
 
@@ -602,11 +605,12 @@ def build_tree(
     key: KeySpec | None = None,
     sign: Signer | ExternalSignature | None = None,
     profile: str | None = None,
-    namespace: str | None = None,
     leave_out: Callable[[bytes], bool] | None = None,
+    keep_last: bool = False,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
-    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``)."""
-    options = BuildOptions(parents=sorted(set(parents)), profile=profile, namespace=namespace, manifest_version=2,
-                           leave_out=leave_out)
+    without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``; ``keep_last``: the tree's last
+    root left as it is, ``BuildOptions.keep_last``)."""
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, manifest_version=2,
+                           leave_out=leave_out, keep_last=keep_last)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

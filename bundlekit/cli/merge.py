@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeResult
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec

@@ -15,7 +15,7 @@ import click
 
 from bundlekit.cli import output
 from bundlekit.bundle.keyoptions import KeyOptions
-from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions
 from bundlekit.bundle.sources import Gateways
 from bundlekit.bundle.signature import manifest_signer

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, merge_bundle
 from bundlekit.bundle.sources import gateway_source
 

@@ -40,15 +40,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from bundlekit._gcpause import gc_paused
+from bundlekit._lazy import lazy_module
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
-from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
-from bundlekit.bundle.load import LoadOptions
+from bundlekit.bundle.lineage import heads, read_last, set_lineage
+from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
-from bundlekit.flows.publish import require_not_met
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
@@ -60,7 +60,10 @@ if TYPE_CHECKING:
     from bundlekit.bundle.signature import ExternalSignature
     from bundlekit.crypto._keys import KeySpec
     from bundlekit.crypto.signing import Signer
+    from bundlekit.flows import publish as publishing
     from bundlekit.pinning.protocol import Pinner
+else:  # imported when a round's pins fail (DEVELOPERS.md, "Lazy imports": a round that pins imports none of it)
+    publishing = lazy_module("bundlekit.flows.publish")
 
 __all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_BLOCKS", "BackgroundSync", "SyncOptions", "SyncReport", "sync", "sync_forever"]
 
@@ -255,10 +258,9 @@ def _publish(
     parents = [p for p in (report.remote, last) if p is not None]
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
         # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
+        # until it is published, the tree's last root stays (none yet: the build's becomes it, as before)
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
-                           leave_out=held_by_all(pinners))
-        if last is not None:  # the build noted its root as the last; until it is published the last stays
-            record_last(tree, cid_from_text(last))
+                           leave_out=held_by_all(pinners), keep_last=last is not None)
         if (report.merge is None and report.remote is not None
                 and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
@@ -268,7 +270,7 @@ def _publish(
         report.pins = pin_all(built.car, built.root, pinners, require=options.require,
                               name=f"sync-{report.name[-10:]}")
     if not report.pins.ok:
-        raise require_not_met(report.pins, options.require, reasons=True, then="; the name was not moved")
+        raise publishing.require_not_met(report.pins, options.require, reasons=True, then="; the name was not moved")
     follows = report.remote_sequence if report.remote_sequence is not None else -1
     targets = PublishTargets(routing=options.routing, routers=options.routers, gateways=blocks.gateways)
     report.published = publish(signer, built.root, store=_store(blocks), targets=targets,

@@ -397,14 +397,80 @@ _ANY_VALUE = st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**6
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(st.tuples(*[_ANY_VALUE] * 7), max_size=6))
 def test_a_load_makes_each_rows_line_as_sqlite_quotes_it(rows: list[tuple[object, ...]]) -> None:
-    """The lines a load seals over, made in Python (``_lines``), are SQLite's ``_LINE`` for rows of any values:
+    """The lines a load seals over, made in Python (``_scan``), are SQLite's ``_LINE`` for rows of any values:
     texts with quotes and NULs, blobs, integers, NULLs in any column (a planted row's), so a seal made by
     SQLite verifies, and a row of a REAL is left to SQLite."""
     with closing(sqlite3.connect(":memory:")) as db:
         db.execute("CREATE TABLE checked (path, sha256, rules, type, name, description, updated_us)")
         db.executemany("INSERT INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         query = f"SELECT {buildcheck._LINE} FROM checked ORDER BY rowid"
-        assert buildcheck._lines(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()) == [
-            line for (line,) in db.execute(query)]
+        scanned = buildcheck._scan(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall(), "r")
+        assert scanned is not None and scanned.lines == [line for (line,) in db.execute(query)]
         db.execute("INSERT INTO checked VALUES ('a.md', x'00', 'r', 't', 'n', 'd', 1.5)")
-        assert buildcheck._lines(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()) is None
+        assert buildcheck._scan(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall(), "r") is None
+
+
+_RULES = "f" * 64
+_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["it's", "a\0b", "'", ""]))
+#: Rows as a build writes them (a memory's, a day's), each column now and then of another value: a planted row's.
+_ROW = st.tuples(
+    st.one_of(st.sampled_from(["a.md", "b_c.md", "timeline/2026-01-02.jsonl", "x", "timeline/", "a\0.md", "it's.md"]),
+              _ANY_VALUE),
+    st.one_of(st.binary(min_size=32, max_size=32), _ANY_VALUE),
+    st.one_of(st.just(_RULES), _ANY_VALUE),
+    st.one_of(st.sampled_from(TYPES), st.none(), _TEXT, _ANY_VALUE),
+    st.one_of(st.none(), _TEXT, _ANY_VALUE),
+    st.one_of(st.none(), _TEXT, _ANY_VALUE),
+    st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1), _ANY_VALUE),
+)
+
+
+def _taken(row: tuple[object, ...]) -> tuple[bytes, tuple[object, ...] | None] | None:
+    """What a load may take of ``row``, as specs/bundle.md "Build" says, column by column: its digest, and for a
+    memory its index fields (``updated`` as a time); None for a row that costs a check."""
+    path, digest, made, kind, name, description, updated = row
+    if not (isinstance(path, str) and isinstance(digest, bytes) and made == _RULES and len(digest) == 32
+            and "\0" not in path):
+        return None
+    if path.startswith("timeline/"):
+        return digest, None
+    texts = (kind, name, description)
+    if not (path.endswith(".md") and all(isinstance(t, str) and "\0" not in t for t in texts)
+            and isinstance(updated, int)):
+        return None
+    try:
+        when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=updated)
+    except OverflowError:
+        return None
+    return digest, (path[:-3], kind, name, description, when)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(_ROW, max_size=8, unique_by=lambda row: row[0] if isinstance(row[0], str) else id(row)))
+def test_a_load_takes_exactly_the_rows_of_their_shape_in_one_pass(rows: list[tuple[object, ...]]) -> None:
+    """One pass over the rows takes what the column-by-column rule takes, nothing more (a planted row of another
+    shape costs a check), whether it makes the lines itself or takes SQLite's."""
+    expected = {row[0]: taken for row in rows if (taken := _taken(row)) is not None}
+    with closing(sqlite3.connect(":memory:")) as db:
+        db.execute("CREATE TABLE checked (path, sha256, rules, type, name, description, updated_us)")
+        db.executemany("INSERT INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        plain = db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()
+        sqlites = [line for (line,) in db.execute(f"SELECT {buildcheck._LINE} FROM checked ORDER BY rowid")]
+    for scanned in (buildcheck._scan(plain, _RULES), buildcheck._scan(plain, _RULES, sqlites)):
+        assert scanned is not None and scanned.lines == sqlites
+        assert scanned.known == {path: digest for path, (digest, _fields) in expected.items()}
+        assert {path: tuple(fields) for path, fields in scanned.fields.items()} == {
+            path: fields for path, (_digest, fields) in expected.items() if fields is not None}
+        ours = all(isinstance(row[0], str) and row[2] == _RULES for row in plain)
+        assert scanned.by_path == (dict(zip([row[0] for row in plain], sqlites, strict=True)) if ours else None)
+
+
+def test_a_seal_planted_as_text_costs_a_check_never_an_error(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "memory", 6)
+    seen = _checked(monkeypatch)
+    first = _build(tree, tmp_path / "a.car")
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
+        db.execute("UPDATE seal SET tag = 'not a seal'")
+    again = _build(tree, tmp_path / "b.car")
+    assert len(seen[1]) == 6 and again.root_bytes == first.root_bytes

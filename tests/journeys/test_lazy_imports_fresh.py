@@ -1,6 +1,7 @@
 """Each command whose module issue 37 made lazy (memory.merge, bundle.treemerge and treediff at the first merge;
 cli._urls for load and diff; tomllib for a tree's share config; pinners.kubo when $BUNDLEKIT_KUBO_URL names a node;
-car.verify) typed as a fresh process, where that module is first needed there: it works, or fails with its
+car.verify; bundle.load at a first follow and a merge, flows.publish when a round's pins fail) typed as a fresh
+process, where that module is first needed there: it works, or fails with its
 documented error and exit code, never an ImportError or AttributeError of a stand-in."""
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ def test_every_lazily_imported_command_works_in_a_fresh_process(tmp_path: Path) 
     (tmp_path / "a" / ".bundlekit" / "config.toml").write_text("[share]\ntypes = [\n", encoding="utf-8")
     assert "not valid TOML" in typed("bundlekit build a -o bad.car", cwd=tmp_path, env=env, code=2).stderr
     (tmp_path / "a" / ".bundlekit" / "config.toml").unlink()
-    set_up("bundlekit name create --name-key k.pem", cwd=tmp_path, env=env)
+    name = set_up("bundlekit name create --name-key k.pem", cwd=tmp_path, env=env).stdout.strip()
     typed("bundlekit sync -d b --name-key k.pem", cwd=tmp_path, env=env)
+    set_up("bundlekit memory init -d follower", cwd=tmp_path, env=env)
+    typed(f"bundlekit sync -d follower --name {name}", cwd=tmp_path, env=env)  # a first follow: the loader
+    assert (tmp_path / "follower" / "rondo.md").is_file()
     typed("bundlekit sync -d a --name-key k.pem", cwd=tmp_path, env=env)  # merges b's record: the merge's modules
     kubo = {**env, "BUNDLEKIT_KUBO_URL": "http://127.0.0.1:9"}  # a node that refuses: the kubo pinner imported
     _tree(tmp_path / "a", "kick drills, then more")

@@ -264,3 +264,46 @@ def test_gc_finding_a_pinned_block_missing_drops_the_walk_record(tmp_path: Path)
     with pytest.raises(MissingBlock):
         store.gc()
     assert store.pinned_walk() == {}
+
+
+def _fake_cid(n: int) -> bytes:
+    return b"\x01\x71\x12\x20" + hashlib.sha256(n.to_bytes(4, "big")).digest()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), count=st.integers(min_value=1, max_value=12))
+def test_a_walk_record_reads_back_the_walk_in_any_order_it_was_found(
+    tmp_path_factory: object, data: st.DataObject, count: int
+) -> None:
+    """Whether the walk's own order already has every link forward (kept as it is) or not (ordered parents first),
+    the record reads back the same blocks, sizes and links: a DAG of shared blocks included, in any order."""
+    links: dict[bytes, list[bytes]] = {}
+    for node in range(1, count):  # each node linked by one or more earlier ones: a DAG the root reaches whole
+        for parent in data.draw(st.lists(st.integers(min_value=0, max_value=node - 1), min_size=1, max_size=3,
+                                         unique=True)):
+            links.setdefault(_fake_cid(parent), []).append(_fake_cid(node))
+    order = data.draw(st.permutations(range(count)))
+    sizes = {_fake_cid(n): 10 + n for n in order}
+    store = BlockStore(Path(getattr(tmp_path_factory, "mktemp")("order")) / "store", fsync=False)
+    store._record_walk(_fake_cid(0), sizes, links)
+    walked = store._read_walk()
+    assert walked is not None and walked.sizes == sizes and walked.links == links
+
+
+def test_a_walk_found_parents_first_is_recorded_in_its_own_order(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pin's walk over the last record finds the blocks parents first already: no reordering pass is run, and the
+    record lists them as found."""
+    store = BlockStore(tmp_path / "store", fsync=False)
+    files = {f"{folder}/{name}.md": f"{folder} {name}".encode() for folder in ("a", "b", "c/d") for name in "xyz"}
+    first, blocks = _import(files)
+    store.import_car(_car(first, blocks), pin=True)
+    files["b/x.md"] = b"changed"
+
+    def refused(*_args: object) -> list[bytes]:
+        raise AssertionError("the walk was ordered again")
+
+    monkeypatch.setattr(blockstore, "_parents_first", refused)
+    root = _pin_thin(store, files, set(store.pinned_walk()))
+    assert store.pinned_walk() == store._dag_sizes(root, None)
+    assert next(iter(store.pinned_walk())) == as_cidv1(root)

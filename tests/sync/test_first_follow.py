@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import bundlekit.bundle.firstload
+import bundlekit.bundle.load
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import heads
 from bundlekit.bundle.manifest import canonical_json, make_manifest
@@ -87,7 +87,7 @@ def test_a_memory_written_while_the_first_follow_loads_is_merged_never_overwritt
     _writer(writer)
     follower = tmp_path / "f"
     Memory(follower).init()
-    load = bundlekit.bundle.firstload.load_bundle
+    load = bundlekit.bundle.load.load_bundle
     mine = _text("note_000001", "Written by the agent meanwhile.", updated="2026-04-16T12:00:00Z", revision=5)
 
     def loading(*args: Any, **kwargs: Any) -> Any:
@@ -95,7 +95,7 @@ def test_a_memory_written_while_the_first_follow_loads_is_merged_never_overwritt
         (follower / "note_000001.md").write_text(mine, "utf-8")  # the agent wrote between the check and the move
         return result
 
-    monkeypatch.setattr(bundlekit.bundle.firstload, "load_bundle", loading)
+    monkeypatch.setattr(bundlekit.bundle.load, "load_bundle", loading)
     report = sync(follower, name=NAME)
     assert report.loaded is None and report.merge is not None  # the tree was no longer empty: merged instead
     assert (follower / "note_000001.md").read_text("utf-8") == mine and (follower / "note_000002.md").exists()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import bundlekit.bundle.firstload
+import bundlekit.bundle.load
 from bundlekit.bundle.lineage import heads
 from bundlekit.errors import BundlekitError, MemoryStoreError
 from bundlekit.memory import Memory
@@ -78,7 +78,7 @@ def test_a_link_planted_as_the_hidden_folder_is_refused_before_anything_is_loade
     elsewhere.mkdir()
     (follower / ".bundlekit").symlink_to(elsewhere, target_is_directory=True)
     loads: list[object] = []
-    monkeypatch.setattr(bundlekit.bundle.firstload, "load_bundle", lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(bundlekit.bundle.load, "load_bundle", lambda *a, **k: loads.append(a))
     with pytest.raises(MemoryStoreError, match="symbolic link"):
         sync(follower, name=NAME)
     assert loads == [] and list(elsewhere.iterdir()) == [] and heads(follower) == []

@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import bundlekit.bundle.merge
+import bundlekit.bundle.lineage
+import bundlekit.bundle.load
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.lineage import read_last, read_parents
 from bundlekit.bundle.load import load_bundle
 from bundlekit.bundle.sources import Gateways
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
+from bundlekit.errors import BundlekitError, LoadError, NameMovedError, PinError, UsageError
 from bundlekit.gateway.server import serve_in_thread
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.ipld.walk import walk_dag
@@ -107,8 +108,8 @@ def test_a_follower_whose_tree_descends_from_the_name_loads_nothing_and_keeps_it
     sync(follower, name=NAME)
     (follower / "project_a.md").unlink()  # a change of the follower's own since: merging an ancestor keeps it
     loads: list[str] = []
-    monkeypatch.setattr(bundlekit.bundle.merge, "load_bundle", lambda uri, **_kw: loads.append(uri))
-    monkeypatch.setattr(bundlekit.bundle.merge, "bundle_blocks", lambda uri, **_kw: loads.append(uri))
+    monkeypatch.setattr(bundlekit.bundle.load, "load_bundle", lambda uri, **_kw: loads.append(uri))
+    monkeypatch.setattr(bundlekit.bundle.load, "bundle_blocks", lambda uri, **_kw: loads.append(uri))
     again = sync(follower, name=NAME)
     assert again.merge is None and any("already descends" in note for note in again.notes) and loads == []
     assert _bodies(follower) == {}
@@ -338,3 +339,31 @@ def test_a_follower_through_a_gateway_fetches_only_the_blocks_a_change_added(tmp
     assert set(served.served) == added and len(served.served) == len(added)
     assert len(added) < len(_dag(second or "")) // 4
     assert _bodies(follower) == _bodies(writer)
+
+
+def test_a_writers_round_writes_its_last_root_once_and_only_once_published(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build of a round leaves the tree's last root as it was (no write of the new root and a second undoing
+    it): a round whose pin fails keeps the last published root, one that publishes writes the new one once."""
+    clock = Clock()
+    tree = _tree(tmp_path / "a", clock, project_a="A's plan.")
+    first = _writer(tree)
+    written: list[bytes] = []
+    real = bundlekit.bundle.lineage.record_last
+
+    def counted(where: Any, root: bytes) -> None:
+        written.append(root)
+        real(where, root)
+
+    monkeypatch.setattr(bundlekit.bundle.lineage, "record_last", counted)
+    _write(tree, clock, "project_b", "B's plan.")
+
+    def refuse() -> None:
+        raise OSError("the pinning service is down")
+
+    with pytest.raises(PinError):
+        _writer(tree, before=refuse)
+    assert written == [] and read_last(tree) == first.root
+    again = _writer(tree)
+    assert again.root is not None and again.root != first.root
+    assert [cid_to_str(root) for root in written] == [again.root] and read_last(tree) == again.root
