@@ -141,3 +141,34 @@ def test_a_registered_process_secret_sends_bytes_through_the_text_path(
     monkeypatch.setattr(redact_module, "_PROCESS_SECRETS", {secret})
     assert not shown_as_is(printed)
     assert secret not in redact_module.redact(printed.decode("utf-8"))
+
+
+def _printed_as(root: Path, charset: str) -> bytes:
+    """``memory list``'s stdout written by a stdout that encodes text as ``charset`` (``PYTHONIOENCODING``, a
+    Latin-1 or cp1252 locale)."""
+    env = {"BUNDLEKIT_HOME": str(root.parent / "home"), "BUNDLEKIT_MEMORY_DIR": None, "CI": None}
+    result = CliRunner(charset=charset).invoke(cli, ["memory", "list", "-d", str(root)], env=env,
+                                               catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def test_a_kept_listing_printed_to_a_stdout_not_utf8_is_encoded_as_that_stdout_encodes_text(large: Path) -> None:
+    text = Memory(large).list_text()
+    assert shown_as_is(text.encode("utf-8"))  # would take the bytes path
+    assert _printed_as(large, "cp1252") == (text + "\n").encode("cp1252")  # the em dash: 0x97, not E2 80 94
+
+
+def test_a_forged_kept_listing_printed_to_a_latin1_stdout_writes_no_c1_control_byte(large: Path) -> None:
+    # Every line forged to hold "Û" (UTF-8 C3 9B) and no em dash: Latin-1 encodes it, so the text path prints
+    # it as the one byte DB; its UTF-8 written as is would put 0x9B, an 8-bit CSI, on a Latin-1 terminal.
+    data = _kept(large).read_bytes()
+    magic, version, reserved, gen, written_ns, text_len, _flags_len = _HEADER.unpack_from(data)
+    lines = data[_HEADER.size : _HEADER.size + text_len].split(b"\n")
+    forged = b"\n".join(line.split(b"\t", 1)[0] + b"\tproject\tr1\t" + "Ûber plan ".encode("utf-8") * 10
+                        for line in lines)
+    _kept(large).write_bytes(_HEADER.pack(magic, version, reserved, gen, written_ns, len(forged), 0) + forged)
+    assert shown_as_is(forged)
+    out = _printed_as(large, "latin-1")
+    assert out == forged.decode("utf-8").encode("latin-1") + b"\n"
+    assert not any(0x80 <= byte <= 0x9F for byte in out)
