@@ -254,3 +254,27 @@ def test_a_str_subclass_is_scanned_as_the_str_it_holds_either_way() -> None:
     text = _Lying('@ = ": % \\ [withheld]\\ \x1b\n AKIAQ7ABCDEFGHIJKLMZ')
     _forget_last()
     assert marks(text) == marks_in_python(text) == marks_in_python(str.__str__(text))
+
+
+
+def _changed_buffer_scanned_again() -> None:
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line\n"
+    count = DEEP_SEARCH_LIMIT // len(line) + 1
+    buffer = bytearray((line * count).encode())
+    assert marks_utf8(buffer) == (0, count, len(buffer)) and shown_as_is(buffer)  # type: ignore[arg-type]
+    buffer[5:9] = b"\x1b[2J"  # the same object, now holding a terminal escape
+    found = marks_utf8(buffer)  # type: ignore[arg-type]
+    assert found is not None and found[0] & marks_module.ESC and not shown_as_is(buffer)  # type: ignore[arg-type]
+    view = memoryview(buffer)
+    assert marks_utf8(view) == found  # type: ignore[arg-type]
+    buffer[5:9] = b"abcd"
+    assert marks_utf8(view) == (0, count, len(buffer))  # type: ignore[arg-type]
+    buffer[5:7] = b"\xc3\x28"  # no longer UTF-8
+    assert marks_utf8(view) is None and marks_utf8(buffer) is None  # type: ignore[arg-type]
+
+
+def test_a_mutable_buffer_changed_after_its_marks_were_asked_is_scanned_again() -> None:
+    _forget_last()
+    _changed_buffer_scanned_again()
+    with _python_scan():
+        _changed_buffer_scanned_again()
