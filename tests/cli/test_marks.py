@@ -278,3 +278,33 @@ def test_a_mutable_buffer_changed_after_its_marks_were_asked_is_scanned_again() 
     _changed_buffer_scanned_again()
     with _python_scan():
         _changed_buffer_scanned_again()
+
+
+class _LyingBytes(bytes):
+    """``bytes`` whose own ``decode`` answers a text it does not hold."""
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return "a clean text"
+
+
+def test_a_bytes_subclass_is_scanned_as_the_bytes_it_holds_either_way() -> None:
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line \x1b[2J\n"
+    lying = _LyingBytes((line * (DEEP_SEARCH_LIMIT // len(line) + 1)).encode())
+    expected = (*marks_in_python(str(lying, "utf-8")), len(str(lying, "utf-8")))
+    assert expected[0] & marks_module.ESC
+    _forget_last()
+    assert marks_utf8(lying) == expected and not shown_as_is(lying)
+    with _python_scan():
+        assert marks_utf8(lying) == expected and not shown_as_is(lying)
+
+
+def test_the_marks_of_every_code_point_as_utf8_are_those_of_its_text() -> None:
+    # Each code point alone and as the whitespace of a JSON key's end ('"', it, ':'), against the compiled
+    # scan of the text (itself compared with Python's searches above): every UTF-8 length and lead byte.
+    _forget_last()
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            assert marks_utf8(chr(code).encode("utf-8", "surrogatepass")) is None
+            continue
+        for text in (chr(code), f'"{chr(code)}:'):
+            assert marks_utf8(text.encode("utf-8")) == (*marks(text), len(text)), hex(code)

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import bundlekit._redact as redact_module
-from bundlekit._redact import DEEP_SEARCH_LIMIT, shown_as_is
+from bundlekit._redact import DEEP_SEARCH_LIMIT, redact, shown_as_is
+from bundlekit._secrets import find_secrets
+from bundlekit._terminal import printable
 from bundlekit.cli import cli
 from bundlekit.memory import Memory, listfile
 
@@ -172,3 +176,60 @@ def test_a_forged_kept_listing_printed_to_a_latin1_stdout_writes_no_c1_control_b
     out = _printed_as(large, "latin-1")
     assert out == forged.decode("utf-8").encode("latin-1") + b"\n"
     assert not any(0x80 <= byte <= 0x9F for byte in out)
+
+
+
+# What a forged kept line may hold: every mark cut short or whole, credentials (plain, split by an invisible
+# character, base64), escapes, controls of each kind, line separators, multibyte whitespace before a ':', bytes
+# that are not UTF-8, a newline that forges a row, and plain text of every UTF-8 length.
+CREDENTIAL_PIECES = [
+    "sk-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9x9K", "AKIAQ7ABCDEFGHIJKLMZ", "ghp_Qz7aaBBccDDeeFFggHHiiJJkkLLmmNNooPPx9K",
+    "xoxb-Qz7k2k3k4k5k6x9K", "sk_live_Qz751HqW3eKz9Lm2Np4Qr6x9K", "AIzaQz7abcdefghijklmnopqrstuvwxyzABCx9K",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Qz7aB3cD4eF5gH6x9K", "-----BEGIN RSA PRIVATE KEY-----",
+    "https://agent:Qz7pw4567890x9K@127.0.0.1:9/x", "http://h/?token=Qz7tok4567890x9K", '{"u?api_key" :"Qz7tok4567890x9K"}',
+]
+FORGED_PIECES = [
+    *(f" {piece} ".encode() for piece in CREDENTIAL_PIECES),  # a token glued to a word is not one (_secrets)
+    "s\u200bk-ant-api03-Zw8aB3cD4eF5gH6iJ7kL8mN9w8Z".encode(),  # hidden by an invisible character: past the
+    # deep-search limit the text path shows it too (``_redact``), so it is not among the values checked below
+    b"c2stYW50LWFwaTAzLVF6N2FCM2NENGVGNWdINmlKN2tMOG1OOXg5Sw==", b"sk\\-ant\\-api03", b"%73k-", b"\\u0073k",
+    b"[withheld]", b"[withheld]\\", b"\x1b[2J", b"\x1b]0;title\x07", b"\r", b"\x00", b"\x0b", b"\x1c", b"\x7f",
+    "\x85\x9b\u061c\u200e\u202e\u2066\u2069".encode(), "\u2028".encode(), "\u2029".encode(), b'"', b":", b" ",
+    '"\u3000:'.encode(), '"\xa0\x85:'.encode(), b"@", b"=", b"%", b"\\", b"A", b"k", b"-", b"y", b"x", b"g",
+    "\u00db\u00e9\u2014\u3042\U0001f600\ufeff\u200b".encode(), b"plain words", b"\t", b"\nmemory_0001\tforged row",
+    b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x80",
+]
+
+
+@pytest.fixture(scope="module")
+def shared_large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _large(tmp_path_factory.mktemp("shared") / "large")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(lines=st.lists(st.tuples(st.integers(0, COUNT - 1), st.lists(st.sampled_from(FORGED_PIECES), max_size=6)),
+                      min_size=1, max_size=4))
+def test_a_forged_kept_listing_prints_what_the_text_path_prints_and_nothing_a_check_would_change(
+    shared_large: Path, lines: list[tuple[int, list[bytes]]]
+) -> None:
+    original = _kept(shared_large).read_bytes()
+    magic, version, reserved, gen, written_ns, text_len, _flags_len = _HEADER.unpack_from(original)
+    rows = original[_HEADER.size : _HEADER.size + text_len].split(b"\n")
+    for row, pieces in lines:
+        rows[row] += b" " + b"".join(pieces)
+    body = b"\n".join(rows)
+    _kept(shared_large).write_bytes(_HEADER.pack(magic, version, reserved, gen, written_ns, len(body), 0) + body)
+    try:
+        out = _printed(shared_large)
+        assert out == (redact(Memory(shared_large).list_text()) + "\n").encode("utf-8")  # the text path's bytes
+    finally:
+        _kept(shared_large).write_bytes(original)
+    shown = out.decode("utf-8")  # UTF-8, always
+    if out == body + b"\n":  # the forged bytes themselves: every check leaves them as they are
+        text = body.decode("utf-8")
+        assert redact(text) == text and printable(text) == text and find_secrets(text) == []
+    assert not any(c in shown for c in "\x1b\x00\x0b\x1c\x7f\x85\x9b\u061c\u200e\u202e\u2066\u2069\u2028\u2029")
+    assert "\r" not in shown.replace("\r\n", "")  # a CR ending a line stays, as printable leaves it
+    assert not any(secret in shown for secret in ("Qz7aB3cD4eF5gH6iJ7kL8mN9x9K", "Qz7pw4567890x9K", "Qz7tok4567890x9K",
+                                                  "Q7ABCDEFGHIJKLMZ", "Qz751HqW3eKz9Lm2Np4Qr6x9K", "Qz7k2k3k4k5k6x9K"))
+    assert [line.split("\t", 1)[0] for line in shown.split("\n")[:-1]] == [f"memory_{n:04d}" for n in range(COUNT)]
