@@ -11,6 +11,7 @@ credentials planted in rows and split across them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -308,3 +309,47 @@ def test_the_marks_of_every_code_point_as_utf8_are_those_of_its_text() -> None:
             continue
         for text in (chr(code), f'"{chr(code)}:'):
             assert marks_utf8(text.encode("utf-8")) == (*marks(text), len(text)), hex(code)
+
+
+def test_the_marks_of_bytes_asked_from_many_threads_are_each_their_own() -> None:
+    # The compiled scan lets other threads run while it reads; the remembered answer is one (bytes, answer)
+    # tuple: a thread never gets another text's answer, whichever of them was remembered last.
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line\n"
+    count = DEEP_SEARCH_LIMIT // len(line) + 1
+    clean = (line * count).encode()
+    dirty = clean[:-1] + b"\x1b"
+    expected = {clean: (0, count, len(clean)), dirty: (marks_module.CONTROL | marks_module.ESC, count - 1, len(dirty))}
+    wrong: list[bytes] = []
+
+    def ask(order: tuple[bytes, ...]) -> None:
+        for _ in range(150):
+            for data in order:
+                fresh = bytes(bytearray(data))  # another object of the same bytes: not the remembered one
+                for asked in (data, fresh):
+                    if marks_utf8(asked) != expected[data] or shown_as_is(asked) != (data is clean):
+                        wrong.append(asked)
+
+    _forget_last()
+    threads = [threading.Thread(target=ask, args=((clean, dirty) if n % 2 else (dirty, clean),)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    ["c2stYW50LWFwaTAzLVF6N2FCM2NENGVGNWdINmlKN2tMOG1OOXg5S2Fi",  # base64 of an Anthropic key: no mark at all
+     "sk\u200b-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9x9K"],  # one split by a zero-width space: no mark either
+)
+def test_bytes_are_shown_as_is_exactly_where_the_deep_searches_stop_counted_in_characters(hidden: str) -> None:
+    # The deep searches (base64 runs, invisible characters) look at a text of at most DEEP_SEARCH_LIMIT
+    # characters; its UTF-8 is longer ("é" is two bytes): the bytes path must count characters as they do.
+    head = f"memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA line {hidden} then "
+    text = head + "é" * (DEEP_SEARCH_LIMIT - len(head))
+    assert len(text) == DEEP_SEARCH_LIMIT and len(text.encode()) > DEEP_SEARCH_LIMIT and marks(text)[0] == 0
+    _forget_last()
+    assert not shown_as_is(text.encode()) and hidden not in redact(text)  # searched deep: withheld
+    longer = text + "é"
+    assert shown_as_is(longer.encode()) and redact(longer) == longer  # past the limit: neither path searches
