@@ -7,8 +7,10 @@ take the text path."""
 
 from __future__ import annotations
 
+import io
 import os
 import struct
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ import bundlekit._redact as redact_module
 from bundlekit._redact import DEEP_SEARCH_LIMIT, redact, shown_as_is
 from bundlekit._secrets import find_secrets
 from bundlekit._terminal import printable
-from bundlekit.cli import cli
+from bundlekit.cli import cli, output
 from bundlekit.memory import Memory, listfile
 
 pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
@@ -233,3 +235,30 @@ def test_a_forged_kept_listing_prints_what_the_text_path_prints_and_nothing_a_ch
     assert not any(secret in shown for secret in ("Qz7aB3cD4eF5gH6iJ7kL8mN9x9K", "Qz7pw4567890x9K", "Qz7tok4567890x9K",
                                                   "Q7ABCDEFGHIJKLMZ", "Qz751HqW3eKz9Lm2Np4Qr6x9K", "Qz7k2k3k4k5k6x9K"))
     assert [line.split("\t", 1)[0] for line in shown.split("\n")[:-1]] == [f"memory_{n:04d}" for n in range(COUNT)]
+
+
+def _clean_listing() -> str:
+    line = "memory_0001\tproject\tr1\t2026-01-02T00:00:00Z\tÛber plan, in short"
+    return "\n".join([line] * (DEEP_SEARCH_LIMIT // len(line) + 1))
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "latin-1", "cp1252", "UTF8", "utf_8"])
+def test_bytes_given_to_the_output_are_what_the_text_prints_through_any_stdout(
+    monkeypatch: pytest.MonkeyPatch, encoding: str
+) -> None:
+    text = _clean_listing()
+    assert shown_as_is(text.encode("utf-8"))
+    stream = io.BytesIO()
+    stdout = io.TextIOWrapper(stream, encoding=encoding, errors="strict", write_through=True)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    output.data(text.encode("utf-8"))
+    stdout.flush()
+    assert stream.getvalue() == (text + "\n").encode(encoding)
+
+
+def test_bytes_given_to_a_text_only_stdout_print_as_their_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _clean_listing()
+    stdout = io.StringIO()  # no binary buffer under it
+    monkeypatch.setattr(sys, "stdout", stdout)
+    output.data(text.encode("utf-8"))
+    assert stdout.getvalue() == text + "\n"
