@@ -353,3 +353,20 @@ def test_bytes_are_shown_as_is_exactly_where_the_deep_searches_stop_counted_in_c
     assert not shown_as_is(text.encode()) and hidden not in redact(text)  # searched deep: withheld
     longer = text + "é"
     assert shown_as_is(longer.encode()) and redact(longer) == longer  # past the limit: neither path searches
+
+
+def test_the_marks_of_every_short_byte_sequence_are_those_of_its_text_or_none() -> None:
+    # Every pair of bytes; every lead byte 0xC0 and up, and 0xE0 and up, before two and three bytes at the edges of
+    # the ranges UTF-8 allows after it (overlongs, surrogates, past U+10FFFF, cut, ASCII '"' and ':' inside).
+    edges = [0x00, 0x22, 0x3A, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF]
+    sequences = [bytes((a, b)) for a in range(256) for b in range(256)]
+    sequences += [bytes((a, b, c)) for a in range(0xC0, 0x100) for b in edges for c in edges]
+    sequences += [bytes((a, b, c, d)) for a in range(0xE0, 0x100) for b in edges for c in edges for d in edges]
+    _forget_last()
+    for data in sequences:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            assert marks_utf8(data) is None, data
+        else:
+            assert marks_utf8(data) == (*marks(text), len(text)), data
