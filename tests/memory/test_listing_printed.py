@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -262,3 +263,19 @@ def test_bytes_given_to_a_text_only_stdout_print_as_their_text(monkeypatch: pyte
     monkeypatch.setattr(sys, "stdout", stdout)
     output.data(text.encode("utf-8"))
     assert stdout.getvalue() == text + "\n"
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "utf-8"])
+def test_memory_list_in_a_process_whose_stdout_encodes_another_charset_prints_the_text_in_it(
+    large: Path, encoding: str
+) -> None:
+    # As a person with a cp1252 locale (PYTHONIOENCODING here) types it: the kept listing, which would be printed
+    # as its bytes to a UTF-8 stdout, is the same text in the stdout's charset.
+    text = Memory(large).list_text()
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "BUNDLEKIT_HOME": str(large.parent / "home")}
+    for name in ("BUNDLEKIT_MEMORY_DIR", "CI"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "bundlekit", "memory", "list", "-d", str(large)],
+                          capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (text + "\n").encode(encoding)
