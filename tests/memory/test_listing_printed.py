@@ -279,3 +279,12 @@ def test_memory_list_in_a_process_whose_stdout_encodes_another_charset_prints_th
                           capture_output=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (text + "\n").encode(encoding)
+
+
+def test_only_a_printed_listing_is_ever_given_as_bytes(large: Path) -> None:
+    mem = Memory(large)
+    printed = mem.list_text(printed=True)
+    assert isinstance(printed, bytes)  # the kept listing, shown as is
+    for text in (mem.list_text(), mem.list_text(printed=False)):  # typed str (list_text's overloads), and str
+        assert isinstance(text, str) and text.encode("utf-8") == printed
+    assert mem.list_lines() == printed.decode("utf-8").split("\n")
