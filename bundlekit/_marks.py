@@ -127,8 +127,8 @@ def marks(text: str) -> tuple[int, int]:
 def marks_utf8(data: bytes) -> tuple[int, int, int] | None:
     """The marks of the text ``data`` is the UTF-8 of, as (bits, newlines, characters): ``marks(text)`` and
     ``len(text)`` of ``data.decode("utf-8")``, found without decoding it; None when ``data`` is not UTF-8 (as
-    Python's strict decoder reads it). ``data`` is ``bytes`` (immutable: the answer is remembered as
-    :func:`marks`' is)."""
+    Python's strict decoder reads it). The answer for ``bytes`` (immutable) is remembered as :func:`marks`' is;
+    not for another buffer (a ``bytearray``, a ``memoryview`` of one), which the same object may hold changed."""
     last_data, last_found = _last_utf8[0]
     if last_data is data:
         return last_found
@@ -136,11 +136,11 @@ def marks_utf8(data: bytes) -> tuple[int, int, int] | None:
         found: tuple[int, int, int] | None = _textscan.marks_utf8(data)
     else:
         try:
-            text = data.decode("utf-8")
+            text = str(data, "utf-8")  # any buffer, as the compiled scan takes
         except UnicodeDecodeError:
             found = None
         else:
             found = (*marks_in_python(text), len(text))
-    if len(data) >= REMEMBERED_FROM:
+    if len(data) >= REMEMBERED_FROM and type(data) is bytes:
         _last_utf8[0] = (data, found)
     return found

@@ -31,6 +31,7 @@ to its ``exit_code`` (README, "Output and exit codes").
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import sys
@@ -77,9 +78,10 @@ def data(text: str | bytes, *, newline: bool = True) -> None:
     Printed to a pipe or file, click strips ANSI codes, a regular expression over the whole text (11 ms for a
     15 MB listing of 100,000 memories); a code starts with ESC, so text holding none is printed as it is (the
     marks the redaction found in it say so: ``_marks``). Bytes every check would leave as they are
-    (``_redact.shown_as_is``: a kept ``memory list``) are written as they are, not decoded and encoded again."""
+    (``_redact.shown_as_is``: a kept ``memory list``) are written as they are, not decoded and encoded again,
+    when stdout encodes text as UTF-8 (:func:`_writes_utf8`)."""
     if isinstance(text, bytes):
-        if getattr(sys.stdout, "buffer", None) is not None and shown_as_is(text):  # (a text-only stdout: decoded)
+        if _writes_utf8(sys.stdout) and shown_as_is(text):
             click.echo(text, nl=False)  # click writes bytes to the binary stream, after flushing the text one
             if newline:
                 click.echo(b"\n", nl=False)
@@ -90,6 +92,20 @@ def data(text: str | bytes, *, newline: bool = True) -> None:
     click.echo(shown, nl=False, color=color)
     if newline:  # written after, not appended: click would copy the whole text to add it (30 MB for that listing)
         click.echo("", color=color)
+
+
+def _writes_utf8(stream: Any) -> bool:
+    """Whether ``stream`` has a binary buffer under it and encodes text as UTF-8: then a text's UTF-8 bytes are
+    what printing the text writes. Under another encoding (``PYTHONIOENCODING=latin-1``, a cp1252 locale) the
+    same text is other bytes, and UTF-8's own bytes 0x80-0x9f read as C1 controls (0x9b: CSI) on a terminal
+    that reads Latin-1: bytes are decoded and printed as text there (a text-only stdout too)."""
+    encoding = getattr(stream, "encoding", None)
+    if getattr(stream, "buffer", None) is None or not isinstance(encoding, str):
+        return False
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
 
 
 def data_json(obj: Any) -> None:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import bundlekit._secrets as secrets
 from bundlekit._marks import LINE_SEP, marks_utf8
@@ -548,7 +548,7 @@ class Memory:
         return text.split("\n") if text else []
 
     @overload
-    def list_text(self) -> str: ...
+    def list_text(self, *, printed: Literal[False] = False) -> str: ...
 
     @overload
     def list_text(self, *, printed: bool) -> str | bytes: ...

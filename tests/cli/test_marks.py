@@ -11,6 +11,7 @@ credentials planted in rows and split across them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -254,3 +255,118 @@ def test_a_str_subclass_is_scanned_as_the_str_it_holds_either_way() -> None:
     text = _Lying('@ = ": % \\ [withheld]\\ \x1b\n AKIAQ7ABCDEFGHIJKLMZ')
     _forget_last()
     assert marks(text) == marks_in_python(text) == marks_in_python(str.__str__(text))
+
+
+
+def _changed_buffer_scanned_again() -> None:
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line\n"
+    count = DEEP_SEARCH_LIMIT // len(line) + 1
+    buffer = bytearray((line * count).encode())
+    assert marks_utf8(buffer) == (0, count, len(buffer)) and shown_as_is(buffer)  # type: ignore[arg-type]
+    buffer[5:9] = b"\x1b[2J"  # the same object, now holding a terminal escape
+    found = marks_utf8(buffer)  # type: ignore[arg-type]
+    assert found is not None and found[0] & marks_module.ESC and not shown_as_is(buffer)  # type: ignore[arg-type]
+    view = memoryview(buffer)
+    assert marks_utf8(view) == found  # type: ignore[arg-type]
+    buffer[5:9] = b"abcd"
+    assert marks_utf8(view) == (0, count, len(buffer))  # type: ignore[arg-type]
+    buffer[5:7] = b"\xc3\x28"  # no longer UTF-8
+    assert marks_utf8(view) is None and marks_utf8(buffer) is None  # type: ignore[arg-type]
+
+
+def test_a_mutable_buffer_changed_after_its_marks_were_asked_is_scanned_again() -> None:
+    _forget_last()
+    _changed_buffer_scanned_again()
+    with _python_scan():
+        _changed_buffer_scanned_again()
+
+
+class _LyingBytes(bytes):
+    """``bytes`` whose own ``decode`` answers a text it does not hold."""
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return "a clean text"
+
+
+def test_a_bytes_subclass_is_scanned_as_the_bytes_it_holds_either_way() -> None:
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line \x1b[2J\n"
+    lying = _LyingBytes((line * (DEEP_SEARCH_LIMIT // len(line) + 1)).encode())
+    expected = (*marks_in_python(str(lying, "utf-8")), len(str(lying, "utf-8")))
+    assert expected[0] & marks_module.ESC
+    _forget_last()
+    assert marks_utf8(lying) == expected and not shown_as_is(lying)
+    with _python_scan():
+        assert marks_utf8(lying) == expected and not shown_as_is(lying)
+
+
+def test_the_marks_of_every_code_point_as_utf8_are_those_of_its_text() -> None:
+    # Each code point alone and as the whitespace of a JSON key's end ('"', it, ':'), against the compiled
+    # scan of the text (itself compared with Python's searches above): every UTF-8 length and lead byte.
+    _forget_last()
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            assert marks_utf8(chr(code).encode("utf-8", "surrogatepass")) is None
+            continue
+        for text in (chr(code), f'"{chr(code)}:'):
+            assert marks_utf8(text.encode("utf-8")) == (*marks(text), len(text)), hex(code)
+
+
+def test_the_marks_of_bytes_asked_from_many_threads_are_each_their_own() -> None:
+    # The compiled scan lets other threads run while it reads; the remembered answer is one (bytes, answer)
+    # tuple: a thread never gets another text's answer, whichever of them was remembered last.
+    line = "memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA plain line\n"
+    count = DEEP_SEARCH_LIMIT // len(line) + 1
+    clean = (line * count).encode()
+    dirty = clean[:-1] + b"\x1b"
+    expected = {clean: (0, count, len(clean)), dirty: (marks_module.CONTROL | marks_module.ESC, count - 1, len(dirty))}
+    wrong: list[bytes] = []
+
+    def ask(order: tuple[bytes, ...]) -> None:
+        for _ in range(150):
+            for data in order:
+                fresh = bytes(bytearray(data))  # another object of the same bytes: not the remembered one
+                for asked in (data, fresh):
+                    if marks_utf8(asked) != expected[data] or shown_as_is(asked) != (data is clean):
+                        wrong.append(asked)
+
+    _forget_last()
+    threads = [threading.Thread(target=ask, args=((clean, dirty) if n % 2 else (dirty, clean),)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    ["c2stYW50LWFwaTAzLVF6N2FCM2NENGVGNWdINmlKN2tMOG1OOXg5S2Fi",  # base64 of an Anthropic key: no mark at all
+     "sk\u200b-ant-api03-Qz7aB3cD4eF5gH6iJ7kL8mN9x9K"],  # one split by a zero-width space: no mark either
+)
+def test_bytes_are_shown_as_is_exactly_where_the_deep_searches_stop_counted_in_characters(hidden: str) -> None:
+    # The deep searches (base64 runs, invisible characters) look at a text of at most DEEP_SEARCH_LIMIT
+    # characters; its UTF-8 is longer ("é" is two bytes): the bytes path must count characters as they do.
+    head = f"memory_key_0001\tproject\tr1\t2026-03-24T14:55:00Z\tA line {hidden} then "
+    text = head + "é" * (DEEP_SEARCH_LIMIT - len(head))
+    assert len(text) == DEEP_SEARCH_LIMIT and len(text.encode()) > DEEP_SEARCH_LIMIT and marks(text)[0] == 0
+    _forget_last()
+    assert not shown_as_is(text.encode()) and hidden not in redact(text)  # searched deep: withheld
+    longer = text + "é"
+    assert shown_as_is(longer.encode()) and redact(longer) == longer  # past the limit: neither path searches
+
+
+def test_the_marks_of_every_short_byte_sequence_are_those_of_its_text_or_none() -> None:
+    # Every pair of bytes; every lead byte 0xC0 and up, and 0xE0 and up, before two and three bytes at the edges of
+    # the ranges UTF-8 allows after it (overlongs, surrogates, past U+10FFFF, cut, ASCII '"' and ':' inside).
+    edges = [0x00, 0x22, 0x3A, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF]
+    sequences = [bytes((a, b)) for a in range(256) for b in range(256)]
+    sequences += [bytes((a, b, c)) for a in range(0xC0, 0x100) for b in edges for c in edges]
+    sequences += [bytes((a, b, c, d)) for a in range(0xE0, 0x100) for b in edges for c in edges for d in edges]
+    _forget_last()
+    for data in sequences:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            assert marks_utf8(data) is None, data
+        else:
+            assert marks_utf8(data) == (*marks(text), len(text)), data

@@ -25,6 +25,7 @@ from bundlekit.bundle.build import BuildOptions, build_bundle
 from bundlekit.errors import SecretDetectedError
 from bundlekit.memory import Memory
 from bundlekit.memory.catalog import CATALOG_FILE
+from bundlekit.memory.catalog import database as catalog_database
 from bundlekit.memory.naming import HIDDEN_DIR
 
 CREATED = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
@@ -456,3 +457,20 @@ def test_memory_list_after_forged_listing_rows_is_what_a_fresh_index_lists(
         listed = Memory(tree).list_text()
     assert listed == reference and printable(listed) == listed
     assert INJECTED not in listed and _CREDENTIAL not in listed
+
+
+@pytest.mark.skipif(not catalog_database.fts5_available(), reason="this SQLite has no FTS5 trigram tokenizer")
+@pytest.mark.parametrize("hash_size", [0, -5, "abc", 2**63 - 1, 1, None])
+def test_a_forged_fts5_hash_size_never_breaks_what_the_index_finds(tmp_path: Path, hash_size: object) -> None:
+    # The hashsize a new index sets (catalog/database.py) lives in each FTS5 table's own configuration: a hand
+    # edit of it (out of range, not a number, one byte, the largest integer) changes at most when segments are
+    # written, never what a later write indexes and a recall finds.
+    tree = _settled_tree(tmp_path / "tree")
+    _sql(tree, *((f"UPDATE {table}_config SET v = ? WHERE k = 'hashsize'", (hash_size,)) for table in ("search", "terms")))
+    mem = Memory(tree)
+    mem.write("zebra", name="Zebra", description="striped", type="project", body="the zebra crossing drill")
+    assert [h.key for h in mem.recall("zebra crossing")][:1] == ["zebra"]
+    mem.close()
+    out = _outputs(tree, tmp_path / "a.car")
+    _drop_index(tree)
+    assert out == _outputs(tree, tmp_path / "b.car")

@@ -195,6 +195,24 @@ def test_the_compiled_check_is_the_python_one(keys: list[str], names: list[str],
     assert listfile._listing_matches(text, same) == _matches_in_python(text, same)
 
 
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(_KEY, max_size=6),
+    names=st.lists(_KEY, max_size=6),
+    rest=st.lists(st.sampled_from(["\tuser\tr1", "", "\t", "\t—\u202e", "\n", "\x00", "é", "\U0001f600",
+                                   "\u2028", "\r"]), max_size=4).map("".join),
+)
+def test_the_utf8_of_a_listing_matches_exactly_when_its_text_does(keys: list[str], names: list[str], rest: str) -> None:
+    # listfile.read checks the kept bytes, never decoded: each string width of the text (Latin-1, UCS-2, UCS-4
+    # characters after the key) and its UTF-8 answer alike.
+    text = "\n".join(key + rest for key in keys)
+    assert listfile._listing_matches is not None
+    for packed in (b"\0".join(n.encode() + b".md" for n in names), b"\0".join(k.encode() + b".md" for k in keys)):
+        assert listfile._listing_matches(text.encode(), packed) == listfile._listing_matches(text, packed)
+        assert listfile._listing_matches(text.encode(), packed) == _matches_in_python(text, packed)
+
+
 def test_without_the_compiled_check_nothing_is_kept_and_the_rows_are_joined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
