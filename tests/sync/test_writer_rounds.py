@@ -100,7 +100,7 @@ def test_a_writer_round_over_its_own_last_publish_never_imports_the_loader(tmp_p
     "Lazy imports"), nor the publish flow, whose error only a failed pin needs (~2.4 ms), nor, for a plaintext tree,
     cryptography's AES-GCM and scrypt (the name key is read without its serialization package: ~7 ms together), nor
     the merge command's flow or a first follow's loaded files (``flows.merge``, ``memory.files``, ``memory.transfer``),
-    yet publishes the change."""
+    nor what ``store verify`` reports (``storereport``), yet publishes the change."""
     tree, key = tmp_path / "memory", tmp_path / "name.key"
     _write(tree, "alpha", 0)
     bundlekit = [sys.executable, "-m", "bundlekit"]
@@ -110,7 +110,7 @@ def test_a_writer_round_over_its_own_last_publish_never_imports_the_loader(tmp_p
     loader = ("bundlekit.bundle.load", "bundlekit.bundle.ahead", "bundlekit.bundle._bounded", "bundlekit.flows.publish",
               "cryptography.hazmat.primitives.serialization", "cryptography.hazmat.primitives.ciphers.aead",
               "cryptography.hazmat.primitives.kdf.scrypt", "bundlekit.flows.merge", "bundlekit.memory.files",
-              "bundlekit.memory.transfer")
+              "bundlekit.memory.transfer", "bundlekit.storereport")
     script = ("import atexit, runpy, sys\n"
               f"atexit.register(lambda: print(sorted(m for m in {loader!r} if m in sys.modules), file=sys.stderr))\n"
               f"sys.argv = ['bundlekit', 'sync', '-d', {str(tree)!r}, '--name-key', {str(key)!r}, '--json']\n"
