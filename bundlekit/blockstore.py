@@ -52,14 +52,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from bundlekit._fs import (
     AtomicFile, atomic_write_bytes, fsync_dir, open_regular, os_reason, read_up_to, sweep_stale_temps, sync_files,
 )
+from bundlekit._lazy import lazy_module
 from bundlekit._signals import shielded
 from bundlekit.car.format import encode_header
 from bundlekit.car.reader import read_car
@@ -94,18 +95,20 @@ from bundlekit.ipld.cid import (
 from bundlekit.ipld.getter import BlockGetter, HeldRoot
 from bundlekit.ipld.walk import block_links, walk_dag
 
+if TYPE_CHECKING:
+    import bundlekit.storereport as storereport
+    from bundlekit.storereport import BlockProblem, StoreReport
+else:  # imported by `store verify` (DEVELOPERS.md, "Lazy imports": every other use of the store never reads it)
+    storereport = lazy_module("bundlekit.storereport")
+
 __all__ = [
     "IPNS_RECORD_MEDIA_TYPE",
-    "BlockProblem",
     "BlockStore",
     "CarImport",
-    "PackProblem",
     "PackWriter",
     "ImportLimitError",
     "RecordLimitError",
-    "RecordProblem",
     "RootPin",
-    "StoreReport",
     "default_store_root",
 ]
 
@@ -192,12 +195,15 @@ def _read_whole(path: str) -> bytes:
         os.close(fd)
 
 
-@dataclass
 class _Tally:
-    """Blocks and bytes read from a CAR so far."""
+    """Blocks and bytes read from a CAR so far. A plain class, as the store's other private values: a dataclass
+    costs ~0.3 to 0.5 ms of every command's start-up to define (issue 37)."""
 
-    blocks: int = 0
-    bytes: int = 0
+    __slots__ = ("blocks", "bytes")
+
+    def __init__(self) -> None:
+        self.blocks = 0
+        self.bytes = 0
 
 
 def _counted(blocks: Iterator[tuple[bytes, bytes]], limit: int | None, tally: _Tally,
@@ -229,14 +235,14 @@ def _block_name(cid: bytes) -> tuple[str, str]:
     return name[-3:-1], name
 
 
-@dataclass(frozen=True)
 class _Walked:
     """A walk record read back (``BlockStore._record_walk``): its root, each block's size (CIDv1 -> size, in the
     walk's order) and, for a block with links, its children (CIDv1s, as its links name them)."""
 
-    root: bytes
-    sizes: dict[bytes, int]
-    links: dict[bytes, list[bytes]]
+    __slots__ = ("root", "sizes", "links")
+
+    def __init__(self, root: bytes, sizes: dict[bytes, int], links: dict[bytes, list[bytes]]) -> None:
+        self.root, self.sizes, self.links = root, sizes, links
 
     def take_under(self, tops: Iterable[bytes], sizes: dict[bytes, int], links: dict[bytes, list[bytes]]) -> None:
         """Add to ``sizes`` and ``links`` every block of the recorded sub-DAGs under ``tops`` (blocks of this
@@ -688,117 +694,6 @@ class PackWriter:
 
     def discard(self) -> None:
         self._pack.discard()
-
-
-@dataclass
-class BlockProblem:
-    """A block ``BlockStore.verify`` found wrong: ``damaged`` (its file did not hash to its CID: removed, as
-    ``get`` removes it, so a re-import repairs it), ``missing`` (a pinned DAG links it, no file holds it) or
-    ``unsupported`` (a codec or hash the store cannot check: left alone) or ``unreadable`` (its file cannot be
-    read, ``reason`` says why: left alone); the pins whose DAG needs it."""
-
-    cid: bytes
-    problem: str
-    pins: list[tuple[bytes, str | None]] = field(default_factory=list)  # (root, the pin's name)
-    reason: str = ""
-
-    def advice(self) -> str:
-        """What to do about it, in words a user can follow."""
-        if self.problem == "unsupported":
-            return "a codec or hash bundlekit cannot check; remove the file if you did not put it there"
-        if self.problem == "unreadable":
-            return (f"its file cannot be read ({self.reason}); check its permissions and the disk, or remove it and "
-                    "re-import a CAR that holds it (`bundlekit store import FILE.car`)")
-        removed = "removed from the store; " if self.problem == "damaged" else ""
-        if not self.pins:
-            return f"{removed}no pin needs it: nothing to do"
-        return (f"{removed}re-import a CAR that holds it (`bundlekit store import FILE.car`) or load its bundle "
-                "again from a gateway; or drop the pin (`bundlekit store unpin CID`) and run `bundlekit store gc`")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cid": cid_to_str(self.cid), "problem": self.problem,
-                "pins": [{"cid": cid_to_str(root), "name": name} for root, name in self.pins],
-                "advice": self.advice()}
-
-
-@dataclass
-class RecordProblem:
-    """An IPNS record kept under ``ipns/`` that does not verify for its name (``reason`` says why)."""
-
-    name: str
-    path: Path
-    reason: str
-
-    def advice(self) -> str:
-        return (f"delete {self.path} (the name then resolves from its routing endpoints and gateways) or publish "
-                "the name again (`bundlekit name publish`)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.path), "problem": self.reason, "advice": self.advice()}
-
-
-@dataclass
-class PackProblem:
-    """A pack index ``BlockStore.verify`` could not read (``reason``): none of its pack's blocks is found."""
-
-    index: Path
-    reason: str
-
-    def advice(self) -> str:
-        return ("no block is found through it: `bundlekit store gc` removes it and its pack (a pin that needs one of "
-                "them is named missing: re-import a CAR that holds it)")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": str(self.index), "problem": self.reason, "advice": self.advice()}
-
-
-@dataclass
-class StoreReport:
-    """What ``BlockStore.verify`` checked and found: counts, then each problem (at most ``MAX_NAMED`` of a kind
-    named; ``unnamed`` counts the rest)."""
-
-    root: Path
-    blocks: int = 0
-    bytes: int = 0
-    pins: int = 0
-    records: int = 0
-    expired: list[str] = field(default_factory=list)
-    problems: list[BlockProblem] = field(default_factory=list)
-    bad_records: list[RecordProblem] = field(default_factory=list)
-    bad_packs: list[PackProblem] = field(default_factory=list)
-    unnamed: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems and not self.bad_records and not self.bad_packs and not self.unnamed
-
-    def count(self, problem: str) -> int:
-        return sum(1 for p in self.problems if p.problem == problem)
-
-    def summary(self) -> str:
-        """One line: what was checked and, when something is wrong, how much of each kind."""
-        checked = (f"{self.blocks} blocks ({self.bytes} bytes), {self.pins} pins, {self.records} IPNS records "
-                   f"checked in {self.root}")
-        if self.ok:
-            return checked
-        found = [f"{n} {kind} block{'s' if n != 1 else ''}" for kind in ("damaged", "missing", "unsupported", "unreadable")
-                 if (n := self.count(kind))]
-        if self.bad_records:
-            found.append(f"{len(self.bad_records)} IPNS record{'s' if len(self.bad_records) != 1 else ''} "
-                         "that do not verify")
-        if self.bad_packs:
-            found.append(f"{len(self.bad_packs)} pack " + ("index that does not read" if len(self.bad_packs) == 1
-                                                             else "indexes that do not read"))
-        if self.unnamed:
-            found.append(f"{self.unnamed} more problems not named")
-        return f"{checked}: {', '.join(found)}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "store": str(self.root), "blocks": self.blocks, "bytes": self.bytes,
-                "pins": self.pins, "records": self.records, "expired_records": list(self.expired),
-                "problems": [p.to_dict() for p in self.problems],
-                "records_bad": [r.to_dict() for r in self.bad_records],
-                "packs_bad": [p.to_dict() for p in self.bad_packs], "unnamed": self.unnamed}
 
 
 @dataclass(frozen=True)
@@ -1685,7 +1580,7 @@ class BlockStore(BlockGetter):
         ``MAX_NAMED`` problems are kept (the rest counted). Raises only what cannot be read at all (the pin
         file); everything wrong with the content is in the report.
         """
-        report = StoreReport(self.root)
+        report = storereport.StoreReport(self.root)
         with self._gc_lock(exclusive=False):
             damaged = self._verify_blocks(report)
             self._verify_pins(report, damaged)
@@ -1715,7 +1610,7 @@ class BlockStore(BlockGetter):
                 problem = "unsupported"
             report.blocks += 1
             if len(found) < MAX_NAMED:
-                found[cid] = BlockProblem(cid, problem, reason=reason if problem == "unreadable" else "")
+                found[cid] = storereport.BlockProblem(cid, problem, reason=reason if problem == "unreadable" else "")
             else:
                 report.unnamed += 1
         return found
@@ -1731,17 +1626,17 @@ class BlockStore(BlockGetter):
                 report.bytes += len(data)
                 continue
             except OSError as exc:
-                problem = BlockProblem(cid, "unreadable", reason=os_reason(exc))
+                problem = storereport.BlockProblem(cid, "unreadable", reason=os_reason(exc))
             except BlockMismatch:
                 self._remove_damaged(cid, packed)
-                problem = BlockProblem(cid, "damaged")
+                problem = storereport.BlockProblem(cid, "damaged")
             if len(found) < MAX_NAMED:
                 found[cid] = problem
             else:
                 report.unnamed += 1
         for index, reason in self._packs.bad:
             if len(report.bad_packs) < MAX_NAMED:
-                report.bad_packs.append(PackProblem(Path(index), reason))
+                report.bad_packs.append(storereport.PackProblem(Path(index), reason))
             else:
                 report.unnamed += 1
 
@@ -1782,7 +1677,7 @@ class BlockStore(BlockGetter):
                     if len(problems) >= MAX_NAMED:
                         report.unnamed += 1
                         continue
-                    problem = problems[cid] = BlockProblem(cid, "missing")
+                    problem = problems[cid] = storereport.BlockProblem(cid, "missing")
                 if pin not in problem.pins:
                     problem.pins.append(pin)
         report.problems = list(problems.values())
@@ -1845,7 +1740,7 @@ class BlockStore(BlockGetter):
                 except (BundlekitError, OSError) as exc:
                     reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
                     if len(report.bad_records) < MAX_NAMED:
-                        report.bad_records.append(RecordProblem(entry.name, path, reason))
+                        report.bad_records.append(storereport.RecordProblem(entry.name, path, reason))
                     else:
                         report.unnamed += 1
                     continue

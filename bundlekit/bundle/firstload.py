@@ -32,15 +32,15 @@ from bundlekit.crypto import KeySpec
 from bundlekit.errors import MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory.device import is_device_bound
-from bundlekit.memory.files import utf8_text
 from bundlekit.memory.links import ensure_real_dir
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR, check_unique
 from bundlekit.memory.transaction import checked_changes
 
 if TYPE_CHECKING:
     from bundlekit.bundle import load
+    from bundlekit.memory import files as memory_files
 else:  # imported at a first follow (DEVELOPERS.md, "Lazy imports": a writer's round asks is_empty_tree, loads nothing)
-    load = lazy_module("bundlekit.bundle.load")
+    load, memory_files = lazy_module("bundlekit.bundle.load"), lazy_module("bundlekit.memory.files")
 
 __all__ = ["FirstLoad", "is_empty_tree", "load_into_empty"]
 
@@ -128,7 +128,7 @@ def _checked(uri: str, files: dict[str, bytes], allow_secrets: bool) -> tuple[li
             checked_changes({}, {day: data}, allow_secrets=allow_secrets, what="loaded")
             days.append(day)
         elif "/" not in path and path != INDEX_NAME and path.endswith(".md"):
-            text = utf8_text(data, f"{uri}: {path}")
+            text = memory_files.utf8_text(data, f"{uri}: {path}")
             record = checked_changes({path: text}, {}, allow_secrets=allow_secrets, what="loaded")[path]
             names.append(path)
             keys.append(record.key)

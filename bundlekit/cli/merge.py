@@ -8,18 +8,23 @@ DETAIL), or one line of JSON with ``--json``; the summary and notes go to stderr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from bundlekit._lazy import lazy_module
 from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import DEFAULT_MAX_MANIFESTS, MergeOptions, MergeResult
 from bundlekit.cli import output
 from bundlekit.cli._keyopts import key_options, resolve_key_spec
 from bundlekit.cli._params import Count, tree_option
 from bundlekit.cli._urls import check_urls
-from bundlekit.flows.merge import MergeRequest, merge as merge_flow
 from bundlekit.memory.conflicts import CONFLICT_POLICIES
+
+if TYPE_CHECKING:
+    from bundlekit.flows import merge as merge_flow
+else:  # imported when `bundlekit merge` runs (DEVELOPERS.md, "Lazy imports": `sync` takes this module's report rows)
+    merge_flow = lazy_module("bundlekit.flows.merge")
 
 __all__ = ["merge", "report_rows"]
 
@@ -78,7 +83,7 @@ def merge(source: str, tree: Path, on_conflict: str, dry_run: bool, gateways: tu
     one that would remove more than a quarter of the tree needs --allow-deletes. Nothing is
     written unless the whole merge succeeds.
     """
-    result = merge_flow(MergeRequest(
+    result = merge_flow.merge(merge_flow.MergeRequest(
         source, tree, gateways=gateways, key=resolve_key_spec(**params), load=LoadOptions(publishers=publishers),
         options=MergeOptions(on_conflict=on_conflict, dry_run=dry_run, max_manifests=max_manifests,
                              allow_deletes=allow_deletes)))

@@ -29,13 +29,16 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
-
-from bundlekit._lazy import extra_install_line
+from bundlekit._lazy import extra_install_line, lazy_module
 from bundlekit.crypto._hmac import hmac_pads, hmac_sha256, hmac_with
 from bundlekit.errors import KeySourceError, ManifestError, UsageError, WrongKeyError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.kdf import scrypt
+else:  # imported when a passphrase is stretched (DEVELOPERS.md, "Lazy imports": a build without one never does)
+    scrypt = lazy_module("cryptography.hazmat.primitives.kdf.scrypt")
 
 __all__ = [
     "COMMITMENT_SIZE",
@@ -538,7 +541,7 @@ class PassphraseKey(KeySpec):
         return {"name": "scrypt", "n": self._n, "r": SCRYPT_R, "p": SCRYPT_P}
 
     def _ikm(self, namespace: str, salt: bytes, kdf: Mapping[str, Any]) -> bytes:
-        return Scrypt(salt=salt, length=KEY_SIZE, n=kdf["n"], r=kdf["r"], p=kdf["p"]).derive(self._passphrase)
+        return scrypt.Scrypt(salt=salt, length=KEY_SIZE, n=kdf["n"], r=kdf["r"], p=kdf["p"]).derive(self._passphrase)
 
 
 class RawKeyFile(KeySpec):

@@ -30,13 +30,18 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from bundlekit._lazy import lazy_module
 from bundlekit.errors import PayloadDecryptionError, UsageError
 from bundlekit.unixfs.chunker import iter_chunks, read_full
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers import aead as ciphers
+else:  # imported at the first seal or open (DEVELOPERS.md, "Lazy imports": a plaintext tree's sync round has none)
+    ciphers = lazy_module("cryptography.hazmat.primitives.ciphers.aead")
 
 __all__ = [
     "CHUNK_SIZE",
@@ -107,10 +112,10 @@ def sealed_size(plaintext_size: int) -> int:
     return plaintext_size + max(1, -(-plaintext_size // CHUNK_SIZE)) * TAG_SIZE
 
 
-def _aead(key: bytes, prefix: bytes) -> AESGCM:
+def _aead(key: bytes, prefix: bytes) -> ciphers.AESGCM:
     if len(key) != 32 or len(prefix) != NONCE_PREFIX_SIZE:
         raise UsageError("internal: the STREAM layer needs a 32-byte key and a 7-byte nonce prefix")
-    return AESGCM(key)
+    return ciphers.AESGCM(key)
 
 
 def _too_large() -> UsageError:
@@ -187,7 +192,7 @@ def open_pieces(key: bytes, prefix: bytes, aad: bytes, pieces: Iterator[Piece], 
     payload is missing, truncated, reordered or extended, or a non-first final
     chunk is empty.
     """
-    aead = AESGCM(key)
+    aead = ciphers.AESGCM(key)
     for counter, (sealed, last) in enumerate(_with_last(pieces)):
         if len(sealed) < TAG_SIZE or counter >= MAX_CHUNKS:
             raise _payload_failure(what)

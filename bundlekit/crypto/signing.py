@@ -18,20 +18,26 @@ Nothing here ever puts key material in a message or a ``repr``.
 
 from __future__ import annotations
 
+import binascii
 import os
 import re
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from bundlekit._fs import atomic_write_bytes
+from bundlekit._lazy import lazy_module
 from bundlekit.crypto._keys import PrivateKeySigner, eth_account_api, normalize_signature
 from bundlekit.errors import KeySourceError, SignatureError, UsageError
 from bundlekit.ipld.bases import BASE58BTC, decode, encode
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives import serialization
+else:  # imported when a key is written or a key file is not in the usual form (DEVELOPERS.md, "Lazy imports")
+    serialization = lazy_module("cryptography.hazmat.primitives.serialization")
 
 __all__ = [
     "DID_KEY_PREFIX",
@@ -52,6 +58,11 @@ ED25519_PUB_MULTICODEC: Final = b"\xed\x01"  # varint of 0xed
 _LIBP2P_ED25519_PREFIX: Final = b"\x08\x01\x12\x20"
 _ETH_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 _MAX_KEY_FILE = 4096
+# RFC 8410 section 7: an Ed25519 private key as PKCS#8 (OneAsymmetricKey version 0, no attributes, no public key)
+# is these 16 DER bytes and the 32-byte seed, in PEM the three lines below; `openssl genpkey -algorithm ed25519`
+# and cryptography's PKCS8 PEM (what `Ed25519Signer.write` makes) are exactly that.
+_PKCS8_ED25519: Final = bytes.fromhex("302e020100300506032b657004220420")
+_PEM_HEAD, _PEM_TAIL = b"-----BEGIN PRIVATE KEY-----\n", b"\n-----END PRIVATE KEY-----\n"
 
 
 def did_key(public: bytes) -> str:
@@ -86,6 +97,19 @@ def libp2p_ed25519_public_key(public: bytes) -> bytes:
     return _LIBP2P_ED25519_PREFIX + public
 
 
+def _usual_seed(data: bytes) -> bytes | None:
+    """The seed of a key file in the one form ``write`` and OpenSSL make (RFC 8410's PEM, byte for byte), read
+    without cryptography's serialization package (~5 ms of CPU to import, with the SSH key formats: every writer's
+    sync round reads its name key); ``None`` for any other text, which that package's parser then reads."""
+    if len(data) != len(_PEM_HEAD) + 64 + len(_PEM_TAIL) or not data.startswith(_PEM_HEAD) or not data.endswith(_PEM_TAIL):
+        return None
+    try:
+        der = binascii.a2b_base64(data[len(_PEM_HEAD):-len(_PEM_TAIL)], strict_mode=True)
+    except binascii.Error:
+        return None
+    return der[len(_PKCS8_ED25519):] if len(der) == 48 and der.startswith(_PKCS8_ED25519) else None
+
+
 class Signer(ABC):
     """Something that signs bytes and names itself by ``identity`` under ``scheme``."""
 
@@ -111,8 +135,7 @@ class Ed25519Signer(Signer):
 
     def __init__(self, private: Ed25519PrivateKey) -> None:
         self._private = private
-        self.public: bytes = private.public_key().public_bytes(serialization.Encoding.Raw,
-                                                                serialization.PublicFormat.Raw)
+        self.public: bytes = private.public_key().public_bytes_raw()
 
     @classmethod
     def generate(cls) -> Ed25519Signer:
@@ -137,9 +160,12 @@ class Ed25519Signer(Signer):
                 "create one with `bundlekit name create --key-file FILE` or `openssl genpkey -algorithm ed25519`")
         if len(data) > _MAX_KEY_FILE:
             raise KeySourceError(hint)
+        seed = _usual_seed(data)
+        if seed is not None:
+            return cls.from_seed(seed)
         try:
             key = serialization.load_pem_private_key(data, password=None)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, UnsupportedAlgorithm):  # the last: a key of an algorithm OpenSSL does not know
             raise KeySourceError(hint) from None
         if not isinstance(key, Ed25519PrivateKey):
             raise KeySourceError(hint)

@@ -22,13 +22,18 @@ import base64
 import binascii
 import hashlib
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from bundlekit._lazy import lazy_module
 from bundlekit.crypto._keys import KeySpec, PrivateKeySigner, Rng, SignatureKey, _hkdf, normalize_signature
 from bundlekit.errors import HeaderDecryptionError, KeySourceError, PayloadDecryptionError, UsageError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers import aead as ciphers
+else:  # imported when a three.ws key is made (DEVELOPERS.md, "Lazy imports": a build without one never does)
+    ciphers = lazy_module("cryptography.hazmat.primitives.ciphers.aead")
 
 __all__ = [
     "IV_SIZE",
@@ -69,7 +74,7 @@ class ThreewsKey:
     def __init__(self, key: bytes) -> None:
         if len(key) != 32:
             raise UsageError("internal: a three.ws key is 32 bytes")
-        self._aead = AESGCM(key)
+        self._aead = ciphers.AESGCM(key)
 
     def __repr__(self) -> str:
         return "ThreewsKey(<secret>)"

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bundlekit.ipld",),
     ("bundlekit.unixfs",),
     ("bundlekit.car",),
-    ("bundlekit.blockstore",),
+    ("bundlekit.blockstore", "bundlekit.storereport"),  # storereport: what `store verify` found
     ("bundlekit.net",),
     ("bundlekit.pinning",),  # the Pinner contract and pin_all over net/http: below every layer that builds a bundle
     ("bundlekit.gateway",),

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from bundlekit.blockstore import BlockStore, StoreReport
+from bundlekit.blockstore import BlockStore
+from bundlekit.storereport import StoreReport
 from bundlekit.car.writer import CarFileWriter
 from bundlekit.cli import cli
 from bundlekit.crypto.signing import Ed25519Signer

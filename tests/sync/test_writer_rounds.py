@@ -97,15 +97,20 @@ def test_a_writer_round_with_the_local_pinner_imports_neither_httpx_nor_the_entr
 def test_a_writer_round_over_its_own_last_publish_never_imports_the_loader(tmp_path: Path) -> None:
     """A writer's round whose name points at its own last root loads and merges nothing: it never imports the
     loader (``bundle.load``, with the fetch-ahead and the bounded reader: ~6 to 10 ms of its CPU, DEVELOPERS.md
-    "Lazy imports"), nor the publish flow, whose error only a failed pin needs (~2.4 ms), yet publishes the
-    change."""
+    "Lazy imports"), nor the publish flow, whose error only a failed pin needs (~2.4 ms), nor, for a plaintext tree,
+    cryptography's AES-GCM and scrypt (the name key is read without its serialization package: ~7 ms together), nor
+    the merge command's flow or a first follow's loaded files (``flows.merge``, ``memory.files``, ``memory.transfer``),
+    nor what ``store verify`` reports (``storereport``), yet publishes the change."""
     tree, key = tmp_path / "memory", tmp_path / "name.key"
     _write(tree, "alpha", 0)
     bundlekit = [sys.executable, "-m", "bundlekit"]
     subprocess.run([*bundlekit, "name", "create", "--name-key", str(key)], check=True, capture_output=True)
     subprocess.run([*bundlekit, "sync", "-d", str(tree), "--name-key", str(key)], check=True, capture_output=True)
     _write(tree, "beta", 1)
-    loader = ("bundlekit.bundle.load", "bundlekit.bundle.ahead", "bundlekit.bundle._bounded", "bundlekit.flows.publish")
+    loader = ("bundlekit.bundle.load", "bundlekit.bundle.ahead", "bundlekit.bundle._bounded", "bundlekit.flows.publish",
+              "cryptography.hazmat.primitives.serialization", "cryptography.hazmat.primitives.ciphers.aead",
+              "cryptography.hazmat.primitives.kdf.scrypt", "bundlekit.flows.merge", "bundlekit.memory.files",
+              "bundlekit.memory.transfer", "bundlekit.storereport")
     script = ("import atexit, runpy, sys\n"
               f"atexit.register(lambda: print(sorted(m for m in {loader!r} if m in sys.modules), file=sys.stderr))\n"
               f"sys.argv = ['bundlekit', 'sync', '-d', {str(tree)!r}, '--name-key', {str(key)!r}, '--json']\n"
@@ -114,3 +119,24 @@ def test_a_writer_round_over_its_own_last_publish_never_imports_the_loader(tmp_p
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]"
     assert json.loads(done.stdout)["published"]["sequence"] == 1
+
+
+def test_an_encrypted_writer_round_still_encrypts_what_it_publishes(tmp_path: Path) -> None:
+    """The cipher is imported at the first seal (DEVELOPERS.md "Lazy imports"): a round of a tree with a key still
+    publishes ciphertext, which a load without the key refuses and a load with it reads back."""
+    tree, key, secret = tmp_path / "memory", tmp_path / "name.key", tmp_path / "tree.key"
+    _write(tree, "alpha", 0)
+    secret.write_bytes(bytes(range(32)))
+    bundlekit = [sys.executable, "-m", "bundlekit"]
+    subprocess.run([*bundlekit, "name", "create", "--name-key", str(key)], check=True, capture_output=True)
+    done = subprocess.run([*bundlekit, "sync", "-d", str(tree), "--name-key", str(key), "--key-file", str(secret)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    root = done.stdout.strip()
+    refused = subprocess.run([*bundlekit, "load", f"ipfs://{root}", "-o", str(tmp_path / "nokey")],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "this bundle is encrypted" in refused.stderr, refused.stderr
+    loaded = subprocess.run([*bundlekit, "load", f"ipfs://{root}", "-o", str(tmp_path / "back"), "--key-file",
+                             str(secret)], capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    assert (tmp_path / "back" / "alpha.md").read_bytes() == (tree / "alpha.md").read_bytes()
