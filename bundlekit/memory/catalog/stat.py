@@ -123,12 +123,12 @@ def _spliced_few(names: bytes, numbers: array[int], changes: dict[str, Signature
     return len(names).to_bytes(8, "little") + names + numbers.tobytes()
 
 
-def _spliced(blob: bytes, changes: dict[str, Signature | None]) -> bytes | None:
-    """The sorted signature blob ``blob`` with ``changes`` made (a signature set, or None: removed), or
-    ``None`` when ``blob`` is not one (the caller packs the rows then). The names stay bytes (their bytewise
-    order is the blob's order); a few changes are found by binary search, so a write at 100,000 memories
-    copies the blob a few times and splits out no name."""
-    parts = _split(blob)
+def _spliced(blob: bytes | tuple[bytes, bytes] | None, changes: dict[str, Signature | None]) -> bytes | None:
+    """The sorted signature blob ``blob`` (or its :func:`_split` parts) with ``changes`` made (a signature set,
+    or None: removed), or ``None`` when ``blob`` is not one (the caller packs the rows then). The names stay
+    bytes (their bytewise order is the blob's order); a few changes are found by binary search, so a write at
+    100,000 memories copies the blob a few times and splits out no name."""
+    parts = blob if isinstance(blob, tuple) else _split(blob)
     if parts is None:
         return None
     numbers = array("q", parts[1])
@@ -195,12 +195,14 @@ class StatCache:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._rewrite = False  # the open write transaction changed a row or settled the racy ones
-        # The rows it changed (a removed one: None), and the blob it starts from when of the current generation.
+        # The rows it changed (a removed one: None), and the blob it starts from when of the current generation
+        # (its :func:`_split` parts; None: not one).
         self._changes: dict[str, Signature | None] = {}
-        self._start: bytes | None = None
-        # The blob :meth:`signature_blob` last read and the generation it is of: a write that looked up the listing
-        # (its case check) starts its transaction from it instead of reading 6 MB again at 100,000 memories.
-        self._read: tuple[int, bytes] | None = None
+        self._start: tuple[bytes, bytes] | None = None
+        # The blob last read (:meth:`_blob_of`), split, with the generation it is of and the connection's
+        # ``data_version`` then: a check, a second check and the write after them at that generation read 6 MB
+        # once at 100,000 memories, not three times.
+        self._read: tuple[int, int, tuple[bytes, bytes] | None] | None = None
 
     def begin(self) -> None:
         """A write transaction begins (or ended): nothing changed yet."""
@@ -254,13 +256,29 @@ class StatCache:
         """The sorted signature blob's names and numbers when it is of the current generation, else ``None``:
         the tree's listing as the index last recorded it (``Scan.from_packed``)."""
         with translated():
+            gen = self._blob_gen()
+        return None if gen is None else self._blob_of(gen)
+
+    def _blob_of(self, gen: int) -> tuple[bytes, bytes] | None:
+        """The names and numbers (:func:`_split`) of the signature blob, which the caller found of generation
+        ``gen``, or ``None`` when the value stored is not one or no longer of ``gen`` (read with its generation
+        in one statement). Read once for a generation while no other connection commits (SQLite's
+        ``data_version`` stands: a blob changes only with its generation, or by another connection's commit, a
+        planted one included). A transaction that changed a row keeps no read of its own uncommitted blob:
+        rolled back, its generation could come again with another blob."""
+        version = self._db.data_version()
+        read = self._read
+        if read is not None and read[0] == version and read[1] == gen:
+            return read[2]
+        with translated():
             rows = dict(self._db.conn.execute(
                 "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs')").fetchall())
-        gen, blob = rows.get("gen"), rows.get("sigs")
-        if rows.get("sigs_gen") != gen or type(gen) is not int or not isinstance(blob, bytes):
+        if rows.get("gen") != gen or rows.get("sigs_gen") != gen:
             return None
-        self._read = (gen, blob)
-        return _split(blob)
+        parts = _split(rows.get("sigs"))
+        if not self._rewrite:
+            self._read = (version, gen, parts)
+        return parts
 
     def set_index_state(self, signature: Signature | None, gen: int) -> None:
         ino, mtime, size = signature if signature is not None else (None, None, None)
@@ -286,14 +304,11 @@ class StatCache:
         by SHA-256). From the sorted signature blob when it is of the current generation (the sorted listing
         against it, as bytes), else from the rows. The racy rows come as their files' mtimes by name."""
         with translated():
-            rows = dict(
-                self._db.conn.execute(
-                    "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'sigs', 'written_ns')"
-                ).fetchall()
-            )
-        written = rows.get("written_ns")
-        written = written if isinstance(written, int) else 0
-        parts = _split(rows.get("sigs")) if rows.get("sigs_gen") == rows.get("gen") else None
+            rows = dict(self._db.conn.execute(
+                "SELECT name, value FROM state WHERE name IN ('gen', 'sigs_gen', 'written_ns')").fetchall())
+            written, gen = rows.get("written_ns"), rows.get("gen")
+            written = written if isinstance(written, int) else 0
+            parts = self._blob_of(gen) if type(gen) is int and rows.get("sigs_gen") == gen else None
         if parts is None:
             known = self.signatures()
             racy = {name: sig[1] for name, sig in known.items() if sig[1] + RACY_NS > written}
@@ -373,10 +388,8 @@ class StatCache:
     def _changed(self) -> None:
         if not self._rewrite and self._start is None:  # before the first change: the blob it starts from
             gen = self._blob_gen()
-            if gen is not None:
-                read = self._read
-                # A blob is rewritten only with its generation moved on: one read at this generation is the one.
-                self._start = read[1] if read is not None and read[0] == gen else self._db.state_blob("sigs")
+            if gen is not None:  # the blob is rewritten only with its generation moved on: one read of it stands
+                self._start = self._blob_of(gen)
         self._rewrite = True
         self._db.conn.execute("UPDATE state SET value = value + 1 WHERE name = 'gen'")
 
