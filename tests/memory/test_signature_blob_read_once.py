@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from bundlekit.memory import Memory
 from bundlekit.memory import catalog as catalog_module
 from bundlekit.memory.catalog import CATALOG_FILE, Row
+from bundlekit.memory.catalog import database as catalog_database
 from bundlekit.memory.catalog import stat as catalog_stat
 from bundlekit.memory.backend import DirectoryBackend
 from bundlekit.memory.naming import HIDDEN_DIR
@@ -31,9 +32,10 @@ def _catalog(mem: Memory, tree: Path) -> catalog_module.Catalog:
 
 
 def _reads(catalog: catalog_module.Catalog) -> list[str]:
-    """The statements that read the blob itself, as the connection runs them."""
+    """The statements that read the blob's bytes, as the connection runs them (a check's, or a write's to diff)."""
     seen: list[str] = []
-    catalog.db.conn.set_trace_callback(lambda sql: seen.append(sql) if "'sigs')" in sql else None)
+    catalog.db.conn.set_trace_callback(
+        lambda sql: seen.append(sql) if "'sigs')" in sql or "SELECT rowid, value FROM state" in sql else None)
     return seen
 
 
@@ -139,3 +141,32 @@ def test_the_blob_a_connection_reads_is_always_the_stored_one(mem: Memory, tree:
             assert catalog.stat.signature_blob() == expected
     finally:
         catalog.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(stored=st.one_of(st.none(), st.integers(0, 3), st.binary(max_size=12_000)),
+       value=st.binary(max_size=12_000), flips=st.lists(st.integers(0, 11_999), max_size=4), told=st.booleans())
+def test_a_bytes_value_written_from_the_old_value_the_caller_read_is_the_value_set_whole(
+        stored: bytes | int | None, value: bytes, flips: list[int], told: bool) -> None:
+    """``set_bytes(old=)`` diffs against the value the caller read instead of reading it again: what is stored is
+    the new value, and an ``old`` of another length than the stored value's (or a stored value that is no bytes)
+    writes it whole."""
+    if isinstance(stored, bytes) and told:  # a new value of the stored one's length, a few bytes changed
+        changed = bytearray(stored)
+        for at in flips:
+            if at < len(changed):
+                changed[at] ^= 0x5A
+        value = bytes(changed)
+    db = catalog_database.Database(None)
+    try:
+        with db.transaction():
+            if stored is not None:
+                db.set("sigs", stored)
+        with db.transaction():
+            if isinstance(stored, bytes):  # told: the stored value; else one byte longer than it
+                db.set_bytes("sigs", value, old=stored if told else stored + b"x")
+            else:
+                db.set_bytes("sigs", value, old=b"\0" * len(value))
+        assert db.state_blob("sigs") == value
+    finally:
+        db.conn.close()

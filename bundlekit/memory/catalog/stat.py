@@ -74,6 +74,11 @@ def _split(blob: object) -> tuple[bytes, bytes] | None:
     return blob[8 : 8 + length], blob[8 + length :]
 
 
+def _joined(parts: tuple[bytes, bytes]) -> bytes:
+    """The :func:`pack` blob whose :func:`_split` is ``parts`` (its names' length, then the two parts)."""
+    return len(parts[0]).to_bytes(8, "little") + parts[0] + parts[1]
+
+
 _FEW = 64  # up to this many changes a blob is spliced in place, name by name (a write, a forget)
 
 
@@ -412,7 +417,8 @@ class StatCache:
         if blob is None:
             rows = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory ORDER BY file").fetchall()
             blob = pack([row[0] for row in rows], [n for row in rows for n in row[1:]])
-        self._db.set_bytes("sigs", blob)
+        start = self._start  # the stored blob, split (read at this generation): not read again to diff
+        self._db.set_bytes("sigs", blob, old=None if start is None else _joined(start))
         self._db.set("written_ns", now_ns)
         self._db.conn.execute(
             "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
