@@ -208,6 +208,8 @@ class StatCache:
         # ``data_version`` then: a check, a second check and the write after them at that generation read 6 MB
         # once at 100,000 memories, not three times.
         self._read: tuple[int, int, tuple[bytes, bytes] | None] | None = None
+        # The blob the open transaction wrote, as the read above would hold it, kept once it commits (:meth:`committed`).
+        self._written: tuple[int, int, tuple[bytes, bytes] | None] | None = None
 
     def begin(self) -> None:
         """A write transaction begins (or ended): nothing changed yet."""
@@ -218,10 +220,29 @@ class StatCache:
     def finish(self, now_ns: int | None) -> None:
         """A write transaction is about to commit: when it changed a row or :meth:`settle` was called, ``now_ns``
         (the time the caller took before reading the files) becomes ``written_ns`` and the blob is rewritten."""
+        self._written = None
         if self._rewrite:
             if now_ns is None:
                 raise ValueError("a transaction that changes rows needs the time it began")
             self._store_signatures(now_ns)
+
+    def committed(self) -> None:
+        """The write transaction :meth:`finish` ended has committed: the blob it wrote is held as read at its
+        generation (the ``data_version`` taken inside it: another connection's commit since reads it again), so
+        the checks and counts after a round's write read no 6 MB of it back."""
+        if self._written is not None:
+            self._read, self._written = self._written, None
+
+    def rows_held(self) -> int | None:
+        """How many rows the index holds, when the signature blob of the current generation is held (read, or
+        written by this connection): its signatures counted, not 100,000 rows scanned (``count(*)``, ~11 ms);
+        else ``None``."""
+        with translated():
+            gen = self._blob_gen()
+            read = self._read
+            if gen is None or read is None or read[1] != gen or read[2] is None or read[0] != self._db.data_version():
+                return None
+        return len(read[2][1]) // 24
 
     def index_state(self) -> tuple[Signature | None, int]:
         """The signature of the ``MEMORY.md`` last written from this index, and the generation it shows."""
@@ -423,4 +444,7 @@ class StatCache:
         self._db.conn.execute(
             "INSERT OR REPLACE INTO state (name, value) VALUES ('sigs_gen', (SELECT value FROM state WHERE name = 'gen'))"
         )
+        gen, length = self._db.state("gen"), int.from_bytes(blob[:8], "little")
+        if gen is not None:  # held only once committed (:meth:`committed`); a version taken now, before any later commit
+            self._written = (self._db.data_version(), gen, (blob[8 : 8 + length], blob[8 + length :]))
 
