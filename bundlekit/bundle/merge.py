@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -51,7 +52,6 @@ from bundlekit.bundle.sources import BlockSource, CarFile, Gateways
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import BundlekitError, ConflictError, LoadError, MissingBlock, UsageError
 from bundlekit.memory import Memory
-from bundlekit.memory.backend import Scan
 from bundlekit.memory.device import is_device_bound
 from bundlekit.memory.record import MemoryRecord
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
@@ -345,11 +345,12 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
     memory = Memory(tree)
     try:
         with memory.transaction() as tx:
-            read = _touched(tx.listing(), diff.names, tx.present)
+            everything = tx.names()
+            read = _touched(everything, diff.names, tx.present)
             ours = tree_merge.TreeState(LOCAL_LABEL, {r.key: r for r in tx.records_of(read)}, tx.days())
             while True:
                 outcome, files, days, warnings = _decide(diff.base_state(ours), ours, diff.theirs, search, tree, opts,
-                                                         proven, held=lambda: _crossing(tx, tx.names()))
+                                                         proven, held=lambda: _crossing(tx, everything))
                 # A file the merge would write that ours holds but was not read (a sibling's key, from a losing
                 # memory's digest or its conflict-of): read it and decide again, so it is merged, never overwritten.
                 unread = set(tx.present(files)) - read
@@ -359,7 +360,7 @@ def _apply_difference(tree: Path, diff: Difference, root: str, search: BaseSearc
                 ours = tree_merge.TreeState(LOCAL_LABEL, {**ours.records, **{r.key: r for r in tx.records_of(unread)}}, ours.days)
             converged = None if not opts.judge_converged else _converged(outcome, ours, diff) and treemerge.same_tree(
                 theirs.get, diff.base_memory or b"", str(theirs.manifest["profile"]), digests=tx.digests(),
-                changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=tx.names())
+                changed=diff.names, read_ours=lambda name: _read_file(tree, name), names=everything)
             _write(tx, tree, (files, days), root, search, opts, None, known=(outcome.records, ours.records))
     finally:
         memory.close()
@@ -374,38 +375,47 @@ def _crossing(tx: Any, names: list[str]) -> int:
     return sum(1 for record in tx.records_of(names) if not is_device_bound(record.meta))
 
 
-def _touched(listing: Scan, changed: set[str], present: Callable[[Iterable[str]], list[str]]) -> set[str]:
+def _touched(names: list[str], changed: set[str], present: Callable[[Iterable[str]], list[str]]) -> set[str]:
     """The memory files a merge of ``changed`` may meet in ours: those, their conflict siblings, and the files
-    equal to one of them but for case (the merged tree must not hold two such keys). ``listing``: ours' files
-    (``Transaction.listing``); ``present``: those of some names ours holds (``Transaction.present``).
-    ASCII names (sorted bytewise, so as ``str`` compares them) are looked up by binary search in the packed
-    listing, a few steps per changed file, not by a Python test of each of 100,000 names nor a list of them
-    made (~8 ms at 100,000 memories); any other listing is walked."""
+    equal to one of them but for case (the merged tree must not hold two such keys). ``names``: ours' files,
+    sorted (``Transaction.names``); ``present``: those of some names ours holds (``Transaction.present``).
+    ASCII names (sorted bytewise, so as ``str`` compares them) are looked up by binary search, a few steps per
+    changed file, not by a Python test of each of 100,000 names; any other listing is walked."""
     stems = {name[:-3] for name in changed}
     folded = {name.lower() for name in changed}
-    if not listing.all_ascii():
-        return set(changed) | {n for n in listing.names() if n.lower() in folded or n.split(_SIBLING)[0] in stems}
+    if not all(map(str.isascii, names)):
+        return set(changed) | {n for n in names if n.lower() in folded or n.split(_SIBLING)[0] in stems}
     marked = [stem for stem in stems if _SIBLING not in stem]  # a name without the mark is its own "stem"
     found = set(changed) | set(present(marked))
     for stem in marked:
-        found.update(listing.starting(stem + _SIBLING))
+        prefix = stem + _SIBLING
+        at = bisect_left(names, prefix)
+        while at < len(names) and names[at].startswith(prefix):
+            found.add(names[at])
+            at += 1
     for want in folded:
-        found.update(_case_variants(listing, want))
+        found.update(_case_variants(names, want))
     return found
 
 
 _SIBLING = ".conflict-"  # what a conflict sibling's key holds after the key it lost (``memory.merge.sibling_key``)
 
 
-def _case_variants(listing: Scan, folded: str) -> list[str]:
-    """Those of ``listing``'s names (ASCII) whose lower case is ``folded``: each letter's two cases followed
-    down the sorted names while some name begins so (one live prefix in a tree without such look-alikes)."""
+def _case_variants(names: list[str], folded: str) -> list[str]:
+    """Those of ``names`` (ASCII, sorted) whose lower case is ``folded``: each letter's two cases followed
+    down the sorted list while some name begins so (one live prefix in a tree without such look-alikes)."""
     if not folded.isascii():
         return []  # an ASCII name lowers to ASCII
     prefixes = [""]
     for char in folded:
-        prefixes = [p + c for p in prefixes for c in dict.fromkeys((char, char.upper())) if listing.begins(p + c)]
-    return [p for p in prefixes if listing.begins(p, whole=True)]
+        prefixes = [p + c for p in prefixes for c in dict.fromkeys((char, char.upper())) if _begins(names, p + c)]
+    return [p for p in prefixes if _begins(names, p, whole=True)]
+
+
+def _begins(names: list[str], prefix: str, *, whole: bool = False) -> bool:
+    """Whether a name of ``names`` (sorted) begins with ``prefix`` (``whole``: is it)."""
+    at = bisect_left(names, prefix)
+    return at < len(names) and (names[at] == prefix if whole else names[at].startswith(prefix))
 
 
 def _converged(outcome: MergeOutcome, ours: TreeState, diff: Difference) -> bool:

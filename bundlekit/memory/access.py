@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypeVar
 import bundlekit._secrets as secrets
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
 from bundlekit.memory import screen
-from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend, Scan
+from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
 from bundlekit.memory.filesize import shown_whole
 from bundlekit.memory.indexer import Indexer, decode, parse_files, parse_read
@@ -140,12 +140,6 @@ class TreeAccess:
         with: the directory's, never the index's rows."""
         listing = self.index.listing
         return listing.names() if listing is not None else sorted(self.backend.scan().memories)
-
-    def listing_now(self) -> Scan:
-        """The listing :meth:`listed` names the files of, as a :class:`Scan`: its names looked up by prefix
-        (``begins``, ``starting``) without a list of every one made."""
-        listing = self.index.listing
-        return listing if listing is not None else self.backend.scan()
 
     def listed_of(self, names: Iterable[str]) -> list[str]:
         """Those of ``names`` that :meth:`listed` holds, in its order: a merge's few files looked up in the

@@ -22,7 +22,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from itertools import chain, islice
+from itertools import chain
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -36,7 +36,7 @@ from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR
 
 _T = TypeVar("_T")
 
-__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "Scan", "Signature", "atomic_write_bytes", "first_not_less"]
+__all__ = ["Backend", "DirectoryBackend", "InMemoryBackend", "Scan", "Signature", "atomic_write_bytes"]
 
 try:
     from bundlekit.memory import _statscan
@@ -127,50 +127,6 @@ class Scan:
         if len(wanted) > _FEW:
             return [name for name in listed if name in wanted]
         return [name for name in sorted(wanted, key=_bytewise) if self._place(name) is not None]
-
-    def all_ascii(self) -> bool:
-        """Whether every listed name is ASCII (one pass of C over the packed names)."""
-        packed = self._packed
-        return packed[0].isascii() if packed is not None else all(map(str.isascii, self.names()))
-
-    def begins(self, prefix: str, *, whole: bool = False) -> bool:
-        """Whether a listed name begins with ``prefix`` (``whole``: is it), by binary search in their byte order."""
-        found = self._from(prefix, 1)
-        return bool(found) and (found[0] == prefix if whole else found[0].startswith(prefix))
-
-    def starting(self, prefix: str) -> list[str]:
-        """The listed names that begin with ``prefix``, in order: a merge's conflict siblings of a changed file,
-        found by binary search in the packed names (no list of 100,000 names made, ~8 ms at 100,000 memories)."""
-        found: list[str] = []
-        for name in self._walk(prefix):
-            if not name.startswith(prefix):
-                break
-            found.append(name)
-        return found
-
-    def _from(self, prefix: str, count: int) -> list[str]:
-        """Up to ``count`` listed names from the first not less than ``prefix`` (byte order)."""
-        found: list[str] = []
-        for name in self._walk(prefix):
-            if len(found) == count:
-                break
-            found.append(name)
-        return found
-
-    def _walk(self, prefix: str) -> Iterator[str]:
-        """The listed names from the first not less than ``prefix`` (byte order) on, each decoded when reached."""
-        key = _bytewise(prefix)
-        if self._packed is None or self._names is not None:
-            listed = self.names()
-            yield from islice(listed, bisect_left(listed, key, key=_bytewise), None)
-            return
-        names = self._packed[0] if self._count else b""
-        at = first_not_less(names, key)
-        while names and at <= len(names):
-            end = names.find(b"\0", at)
-            end = len(names) if end < 0 else end
-            yield names[at:end].decode("utf-8", "surrogateescape")
-            at = end + 1
 
     def _place(self, name: str) -> int | None:
         """Where ``name`` is in :meth:`names` (bisection in their byte order), or ``None`` when it is not listed."""
@@ -336,24 +292,6 @@ def _c_listing() -> bool:
 
 
 _FEW = 256  # up to this many names are looked up in a listing by binary search; more, the listing is walked
-
-
-def first_not_less(names: bytes, key: bytes) -> int:
-    """The byte offset where the first name of ``names`` (sorted bytewise, NUL between; ``b""``: none) not less
-    than ``key`` starts, or ``len(names) + 1`` when none is (0 for no names): a binary search over byte offsets
-    (each probe takes the name around its middle byte), so no name is split out of a packed listing or the
-    index's signature blob (``catalog.stat``)."""
-    lo, hi = 0, len(names)  # name starts (hi may be the end)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        start = names.rfind(b"\0", 0, mid) + 1
-        end = names.find(b"\0", mid)
-        end = len(names) if end < 0 else end
-        if names[start:end] < key:
-            lo = end + 1
-        else:
-            hi = start
-    return min(lo, len(names) + 1)
 
 
 def _bytewise(name: str) -> bytes:

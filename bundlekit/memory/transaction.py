@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 
 from bundlekit.memory import screen
 from bundlekit.memory.access import Checked, TreeAccess
-from bundlekit.memory.backend import Scan
 from bundlekit.memory.index import render_index
 from bundlekit.memory.indexer import parse_files
 from bundlekit.memory.naming import INDEX_NAME, key_from_filename
@@ -99,11 +98,6 @@ class Transaction:
     def names(self) -> list[str]:
         """Every memory file's name (``<key>.md``), sorted, from the tree's listing: nothing is read or parsed."""
         return self._tree.read(lambda _catalog: self._tree.listed())
-
-    def listing(self) -> Scan:
-        """The tree's listing (:meth:`names`' files) as a :class:`Scan`, sorted: what a merge looks a changed
-        file's conflict siblings and case look-alikes up in by prefix, no list of every name made."""
-        return self._tree.read(lambda _catalog: self._tree.listing_now())
 
     def present(self, names: Iterable[str]) -> list[str]:
         """Those of the memory files ``names`` the tree's listing holds, in its order: a few looked up, the

@@ -284,4 +284,4 @@ def test_the_files_a_merge_reads_of_ours_are_found_by_search_as_a_walk_finds_the
     changed = {pool[i % len(pool)] + ".md" for i in changed_at}
     stems, folded = {n[:-3] for n in changed}, {n.lower() for n in changed}
     walked = changed | {n for n in names if n.lower() in folded or n.split(".conflict-")[0] in stems}
-    assert _touched(scan, changed, scan.holding) == walked
+    assert _touched(names, changed, scan.holding) == walked

@@ -13,7 +13,6 @@ from array import array
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
-from bundlekit.memory.backend import first_not_less
 from bundlekit.memory.catalog.database import CatalogUnusable, Database, Signature, translated
 from bundlekit.memory.catalog.search import _fold
 
@@ -85,14 +84,22 @@ _FEW = 64  # up to this many changes a blob is spliced in place, name by name (a
 
 def _locate(names: bytes, key: bytes) -> tuple[int, int, bool]:
     """Where ``key`` is or would go in ``names`` (sorted bytewise, NUL between): the byte offset of its start,
-    of its end (its start when absent), and whether it is there. A binary search over byte offsets
-    (``backend.first_not_less``), so no name is split out of a blob of 100,000."""
-    at = first_not_less(names, key)
-    if at <= len(names):
-        end = names.find(b"\0", at)
+    of its end (its start when absent), and whether it is there. A binary search over byte offsets, so no
+    name is split out of a blob of 100,000."""
+    lo, hi = 0, len(names)  # name starts (hi may be the end)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        start = names.rfind(b"\0", 0, mid) + 1
+        end = names.find(b"\0", mid)
         end = len(names) if end < 0 else end
-        if names[at:end] == key:
-            return at, end, True
+        name = names[start:end]
+        if name == key:
+            return start, end, True
+        if name < key:
+            lo = end + 1
+        else:
+            hi = start
+    at = min(lo, len(names) + 1)
     return at, at, False
 
 
