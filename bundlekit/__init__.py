@@ -13,7 +13,7 @@ The flow, one way and back::
 
 The layers, lowest first (DEVELOPERS.md's module map has each module's job): ``errors`` (the error
 tree), ``_fs`` (the one atomic write), ``_lazy`` and ``_closing``, ``_redact`` (the one redaction
-of every output) with ``_secrets`` (the secret rules), ``_bounds``, ``_signals``, ``_terminal``, ``_marks`` (the marks those checks look for, in one pass; ``_textscan`` its compiled scan), ``_plugins`` (a third party read for a listing), ``_gcpause``;
+of every output) with ``_secrets`` (the secret rules), ``_bounds``, ``_signals``, ``_terminal``, ``_marks`` (the marks those checks look for, in one pass; ``_textscan`` its compiled scan), ``_packscan`` (a block store pack index checked in one pass, compiled), ``_plugins`` (a third party read for a listing), ``_gcpause``;
 ``ipld``, ``unixfs``, ``car``, ``blockstore`` (with ``storereport``: what ``store verify`` found), ``net``, ``pinning``, ``gateway``, ``embed``, ``memory``,
 ``crypto``, ``names``, ``hub`` (the apps ``serve`` mounts over its store), ``bundle``, ``convert`` (with ``seed``: memories from an account),
 ``flows`` (with ``syncer``, the sync's old name), ``mcp_server``, ``ui``, ``cli`` (with ``__main__``:

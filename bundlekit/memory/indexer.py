@@ -627,7 +627,8 @@ class Indexer:
         """``MEMORY.md`` rendered from the files of the memories it can show (chosen by the index: by type, then
         key, :data:`MAX_INDEX_LINES` in all), read now; the others counted."""
         with catalog.reading():
-            keys, total = catalog.listing.index_keys(MAX_INDEX_LINES), catalog.listing.count()
+            held = catalog.stat.rows_held()  # the held signature blob's count: no scan of every row
+            keys, total = catalog.listing.index_keys(MAX_INDEX_LINES), catalog.listing.count() if held is None else held
         records = [record for _name, _data, record in parse_files(self._backend, memory_files(keys), self.broken)]
         return render_index(records, total=total - len(keys) + len(records))
 

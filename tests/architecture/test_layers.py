@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
         # The marks the output checks look for, in one pass: _textscan is its compiled scan (optional, setup.py).
         "bundlekit._marks",
         "bundlekit._textscan",
+        "bundlekit._packscan",  # a pack index's rules checked in one pass (optional, setup.py): what blockstore reads
         "bundlekit._fs",
         "bundlekit._lazy",
         "bundlekit._closing",

@@ -149,6 +149,7 @@ class Catalog:
                 self.stat.finish(now_ns)
             finally:
                 self.stat.begin()
+        self.stat.committed()
 
     def data_version(self) -> int:
         """SQLite's ``data_version``: it moves when another connection commits a change."""

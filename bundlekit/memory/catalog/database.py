@@ -351,16 +351,24 @@ class Database:
         """Set the ``state`` value ``name``. Inside :meth:`transaction`."""
         self.conn.execute("INSERT OR REPLACE INTO state (name, value) VALUES (?, ?)", (name, value))
 
-    def set_bytes(self, name: str, value: bytes) -> None:
+    def set_bytes(self, name: str, value: bytes, *, old: bytes | None = None) -> None:
         """Set the ``state`` bytes value ``name`` to ``value``; when it holds as many bytes already, only the
         pieces that differ are written, in place (SQLite's incremental blob I/O): a round that changed 10
         signatures of 100,000 writes a few pages of the 6 MB signature blob, not all of it (then once more at the
-        checkpoint). The same value either way. Inside :meth:`transaction`."""
-        row = self.conn.execute("SELECT rowid, value FROM state WHERE name = ?", (name,)).fetchone()
-        if row is None or not isinstance(row[1], bytes) or len(row[1]) != len(value) or len(value) < _PIECE:
+        checkpoint). The same value either way. Inside :meth:`transaction`. ``old``: the value stored under
+        ``name``, as the caller read it in this transaction or since the last commit of any connection (it is then
+        not read again: 1,500 pages at 100,000 memories); its length is still checked against the stored one."""
+        if old is None:
+            row = self.conn.execute("SELECT rowid, value FROM state WHERE name = ?", (name,)).fetchone()
+            stored = None if row is None or not isinstance(row[1], bytes) else row[1]
+        else:
+            row = self.conn.execute("SELECT rowid, typeof(value), length(value) FROM state WHERE name = ?",
+                                    (name,)).fetchone()
+            stored = old if row is not None and row[1] == "blob" and row[2] == len(old) else None
+        if stored is None or len(stored) != len(value) or len(value) < _PIECE:
             self.set(name, value)
             return
-        old = row[1]
+        old = stored
         with self.conn.blobopen("state", "value", row[0]) as blob:
             for at in range(0, len(value), _PIECE):
                 piece = value[at : at + _PIECE]
