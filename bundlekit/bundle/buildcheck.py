@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
 from bundlekit.blockstore import default_store_root
-from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
+from bundlekit.bundle.buildcache import CACHE_NAME, drop_planted, plain_files, plain_tables, write_cache
 from bundlekit.crypto._hmac import hmac_sha256
 from bundlekit.errors import BundleError, BundlekitError
 from bundlekit.memory.naming import TIMELINE_DIR
@@ -77,15 +77,8 @@ _SEALED: Final = f"SELECT group_concat(line, char(10)) FROM (SELECT {_LINE} AS l
 _ROWS: Final = f"SELECT path, sha256, rules, type, name, description, updated_us, {_LINE} FROM checked ORDER BY path"
 #: Every row, in path order: a load makes their lines itself (:func:`_scan`), else reads :data:`_ROWS`.
 _PLAIN_ROWS: Final = "SELECT path, sha256, rules, type, name, description, updated_us FROM checked ORDER BY path"
-#: Whether ``checked`` and ``seal``, where present, are plain tables (a view, a virtual table or a generated column
-#: is an expression SQLite runs on every read: an endless recursive CTE there is a read no signal ends, a
-#: ``zeroblob()`` one that fills the memory): zero, else the cache is neither read nor written (:func:`_plain`).
-_NOT_PLAIN: Final = (
-    "SELECT (SELECT count(*) FROM sqlite_master WHERE name COLLATE NOCASE IN ('checked', 'seal') "
-    "AND (type != 'table' OR sql LIKE 'CREATE VIRTUAL%')) "
-    "+ (SELECT count(*) FROM sqlite_master AS t, pragma_table_xinfo(t.name) AS c "
-    "WHERE t.type = 'table' AND t.name COLLATE NOCASE IN ('checked', 'seal') AND c.hidden != 0)"
-)
+#: The tables of ``checked`` and its seal: a cache where one is not plain is neither read nor kept (``plain_tables``).
+_TABLES: Final = ("checked", "seal")
 #: Past this many rows written, a save seals by reading every row again (:func:`_tag`), not from the lines loaded.
 _MAX_RESEAL: Final = 500
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
@@ -273,13 +266,6 @@ def _scan(rows: list[tuple[object, ...]], rules: str, given: list[str] | None = 
     return _Scanned(lines, known, fields, by_path)
 
 
-def _plain(db: sqlite3.Connection) -> bool:
-    """Whether the cache's ``checked`` and ``seal`` are plain tables or absent (:data:`_NOT_PLAIN`), asked of its
-    schema before any row is read: a read of a plain table is bounded by the file."""
-    found = db.execute(_NOT_PLAIN).fetchone()
-    return found is not None and found[0] == 0
-
-
 def _seal(text: str, key: bytes) -> bytes:
     """The HMAC-SHA-256 under ``key`` of the rows' lines ``text`` (:data:`_SEALED`'s form)."""
     return hmac_sha256(key, text.encode("utf-8", "surrogatepass"))
@@ -311,8 +297,9 @@ class CheckCache:
             return
         rules = rules_fingerprint()
         with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
-            if (not _plain(db) or db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'")
-                    .fetchone() is None):
+            if not plain_tables(db, _TABLES):
+                return
+            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
                 return
             found_tag = db.execute("SELECT tag FROM seal").fetchone()
             if found_tag is None:
@@ -354,11 +341,7 @@ class CheckCache:
             return
 
         def write(db: sqlite3.Connection) -> None:
-            if not _plain(db):  # planted: replaced by this build's rows alone (none was taken from it)
-                for name in ("checked", "seal"):
-                    kind = db.execute("SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE", (name,)).fetchone()
-                    if kind is not None:
-                        db.execute(f"DROP {'VIEW' if kind[0] == 'view' else 'TABLE'} {name}")
+            drop_planted(db, _TABLES)  # replaced by this build's rows alone (none was taken from it)
             db.execute(_SCHEMA)
             db.execute("DELETE FROM checked WHERE rules != ?", (rules,))
             db.executemany("DELETE FROM checked WHERE path = ?", gone)

@@ -1,5 +1,5 @@
-"""A build's check cache (``<tree>/.bundlekit/build-cache.sqlite``, ``bundle/buildcheck``) planted as a foreign
-file: whatever its schema, a build neither hangs nor blows its memory reading it, never takes a verdict from it
+"""A build's caches (``<tree>/.bundlekit/build-cache.sqlite``: ``bundle/buildcheck``'s verdicts, and
+``bundle/buildcache``'s ciphertexts of an encrypted build) planted as a foreign file: whatever its schema, a build neither hangs nor blows its memory reading it, never takes a verdict from it
 for a file with a secret, and prints no traceback. A VIEW over an endless recursive CTE, or a generated column
 (an expression SQLite runs on every read), in place of a table runs inside one SQLite statement, where neither
 Ctrl-C nor SIGTERM reaches Python: such a cache is refused before any row of it is read."""
@@ -75,3 +75,32 @@ def test_a_check_cache_that_is_no_database_costs_a_check_never_an_error(tmp_path
     built = run_cli("build", str(tree), "-o", "b.car")
     assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
     assert (tmp_path / "b.car").read_bytes() == (tmp_path / "a.car").read_bytes()
+
+
+ENCRYPTED_PAYLOADS = {
+    "params-endless-view": ["DROP TABLE params", "CREATE VIEW params AS " + _ENDLESS.format(
+        cols="'agent' AS namespace, '{}' AS params")],
+    "files-generated-huge-column": [
+        "DROP TABLE files",
+        f"CREATE TABLE files (path TEXT PRIMARY KEY, plain BLOB, cipher BLOB GENERATED ALWAYS AS ({_BIG}) VIRTUAL, "
+        "tag BLOB)", "INSERT INTO files (path, plain, tag) VALUES ('memory/project_a.md', zeroblob(32), zeroblob(32))"],
+}
+
+
+@pytest.mark.parametrize("payload", sorted(ENCRYPTED_PAYLOADS))
+def test_a_planted_encryption_cache_neither_hangs_nor_stops_an_encrypted_build(
+        tmp_path: Path, run_cli: RunCli, payload: str) -> None:
+    tree = _tree(tmp_path / "tree")
+    (tmp_path / "bundle.key").write_bytes(bytes(range(32)))
+    key = ("--encrypt", "--key-file", str(tmp_path / "bundle.key"))
+    first = run_cli("build", str(tree), "-o", "a.car", *key)
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(tree / ".bundlekit" / "build-cache.sqlite") as db:
+        assert {"params", "files"} <= {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        for statement in ENCRYPTED_PAYLOADS[payload]:
+            db.execute(statement)
+    db.close()
+    for car in ("b.car", "c.car"):  # the second reads the cache the first left
+        built = run_cli("build", str(tree), "-o", car, *key)
+        assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
+        assert (tmp_path / car).stat().st_size > 0
