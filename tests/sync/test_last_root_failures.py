@@ -3,6 +3,9 @@ root at a published root or at none: never at the root it built and nobody holds
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +85,39 @@ def test_a_writers_first_follow_into_an_empty_tree_takes_the_names_root_as_its_l
     second = sync(empty, name_key=SIGNER, pinners=[HookedPinner()])
     assert second.published is not None and second.root is not None
     assert read_manifest(second.root).get("parents") == [first.root]  # the name's root alone: no root nobody holds
+
+
+_KILLED_ROUND = """
+import os, signal, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from sync.conftest import HookedPinner
+from bundlekit.crypto.signing import Ed25519Signer
+from bundlekit.syncer import sync
+import bundlekit.flows.sync as flow
+where = {where!r}
+def killed(*_args, **_kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+if where == "publish":
+    flow.publish = killed
+sync(Path({tree!r}), name_key=Ed25519Signer.from_seed(bytes([41]) * 32),
+     pinners=[HookedPinner(killed if where == "pin" else None)])
+"""
+
+
+@pytest.mark.parametrize("where", ["pin", "publish"])
+def test_a_round_killed_before_its_name_moves_loses_no_write_and_keeps_the_lineage(
+        tmp_path: Path, where: str) -> None:
+    tree = _tree(tmp_path / "a")
+    first = sync(tree, name_key=SIGNER, pinners=[HookedPinner()])
+    Memory(tree).write("project_b", name="B", description="about b", type="project", body="B's plan.")
+    code = _KILLED_ROUND.format(tests=str(Path(__file__).parents[1]), where=where, tree=str(tree))
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == -9, done.stderr
+    assert read_last(tree) == first.root and read_parents(tree) == [first.root]
+    again = sync(tree, name_key=SIGNER, pinners=[HookedPinner()])
+    assert again.published is not None and again.published.sequence == 1 and again.conflicts == 0
+    assert again.root is not None and read_manifest(again.root).get("parents") == [first.root]
+    assert {p.stem for p in tree.glob("project_*.md")} == {"project_a", "project_b"}
+    assert read_last(tree) == again.root
