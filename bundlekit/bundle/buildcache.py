@@ -37,11 +37,12 @@ from bundlekit.memory.naming import HIDDEN_DIR
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import BundleKey, KeySpec
 
-__all__ = ["CACHE_NAME", "EncryptionCache", "plain_files", "write_cache"]
+__all__ = ["CACHE_NAME", "EncryptionCache", "drop_planted", "plain_files", "plain_tables", "write_cache"]
 
 CACHE_NAME: Final = f"{HIDDEN_DIR}/build-cache.sqlite"
 _DIGEST: Final = 32  # a SHA-256 digest and an HMAC-SHA-256 tag
 _SIDE_FILES: Final = ("", "-journal", "-wal", "-shm")  # what SQLite opens beside the database
+_TABLES: Final = ("params", "files")  # an encrypted build's: read only when plain (``plain_tables``)
 
 
 def plain_files(path: Path) -> bool:
@@ -57,6 +58,31 @@ def plain_files(path: Path) -> bool:
         if not stat.S_ISREG(mode):
             return False
     return True
+
+
+def plain_tables(db: sqlite3.Connection, names: tuple[str, ...]) -> bool:
+    """Whether each of ``names`` in the cache ``db`` is a plain table or absent, asked of its schema before any
+    row is read. A view, a virtual table or a generated (hidden) column is an expression SQLite runs on every
+    read of a file planted in the tree: an endless recursive CTE there is a read inside SQLite no signal ends, a
+    ``zeroblob()`` one that fills the memory; a read of a plain table is bounded by the file."""
+    marks = ", ".join("?" * len(names))
+    found = db.execute(
+        f"SELECT (SELECT count(*) FROM sqlite_master WHERE name COLLATE NOCASE IN ({marks}) "
+        "AND (type != 'table' OR sql LIKE 'CREATE VIRTUAL%')) "
+        "+ (SELECT count(*) FROM sqlite_master AS t, pragma_table_xinfo(t.name) AS c "
+        f"WHERE t.type = 'table' AND t.name COLLATE NOCASE IN ({marks}) AND c.hidden != 0)", names + names).fetchone()
+    return found is not None and found[0] == 0
+
+
+def drop_planted(db: sqlite3.Connection, names: tuple[str, ...]) -> None:
+    """In a save's transaction: ``names`` dropped when one of them is not a plain table (:func:`plain_tables`),
+    so the save writes them anew."""
+    if plain_tables(db, names):
+        return
+    for name in names:
+        kind = db.execute("SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE", (name,)).fetchone()
+        if kind is not None:
+            db.execute(f"DROP {'VIEW' if kind[0] == 'view' else 'TABLE'} {name}")
 
 
 def write_cache(path: Path, write: Callable[[sqlite3.Connection], None]) -> None:
@@ -114,6 +140,8 @@ class EncryptionCache:
             return None
         try:
             with closing(sqlite3.connect(self.path)) as db:
+                if not plain_tables(db, _TABLES):
+                    return None
                 found = db.execute("SELECT params FROM params WHERE namespace = ?", (namespace,)).fetchone()
                 if found is None:
                     return None
@@ -176,6 +204,7 @@ class EncryptionCache:
             write_cache(self.path, lambda db: self._write(db, namespace, params))
 
     def _write(self, db: sqlite3.Connection, namespace: str, params: dict[str, Any]) -> None:
+        drop_planted(db, _TABLES)
         for statement in _SCHEMA:
             db.execute(statement)
         # another key or namespace, a first build, or another build saved since this one read (its rows

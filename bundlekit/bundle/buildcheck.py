@@ -26,7 +26,9 @@ as checked. So the rows are sealed: table ``seal`` holds the HMAC-SHA-256, under
 order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored.
 ``quote()`` ends a text at its first NUL, so a row holding a NUL in a text is ignored too: a forged tail after
 one would quote as the sealed text did. Lost, damaged, unsealed or of another shape it costs a full check, never
-a wrong byte: a row that is not exactly of its shape is ignored too.
+a wrong byte: a row that is not exactly of its shape is ignored too. A ``checked`` or ``seal`` that is not a plain
+table (a view, a virtual table, a generated column: an expression run on every read, endless or huge) is
+not read at all, and replaced at the next save.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
 from bundlekit.blockstore import default_store_root
-from bundlekit.bundle.buildcache import CACHE_NAME, plain_files, write_cache
+from bundlekit.bundle.buildcache import CACHE_NAME, drop_planted, plain_files, plain_tables, write_cache
 from bundlekit.crypto._hmac import hmac_sha256
 from bundlekit.errors import BundleError, BundlekitError
 from bundlekit.memory.naming import TIMELINE_DIR
@@ -75,6 +77,8 @@ _SEALED: Final = f"SELECT group_concat(line, char(10)) FROM (SELECT {_LINE} AS l
 _ROWS: Final = f"SELECT path, sha256, rules, type, name, description, updated_us, {_LINE} FROM checked ORDER BY path"
 #: Every row, in path order: a load makes their lines itself (:func:`_scan`), else reads :data:`_ROWS`.
 _PLAIN_ROWS: Final = "SELECT path, sha256, rules, type, name, description, updated_us FROM checked ORDER BY path"
+#: The tables of ``checked`` and its seal: a cache where one is not plain is neither read nor kept (``plain_tables``).
+_TABLES: Final = ("checked", "seal")
 #: Past this many rows written, a save seals by reading every row again (:func:`_tag`), not from the lines loaded.
 _MAX_RESEAL: Final = 500
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
@@ -293,6 +297,8 @@ class CheckCache:
             return
         rules = rules_fingerprint()
         with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
+            if not plain_tables(db, _TABLES):
+                return
             if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
                 return
             found_tag = db.execute("SELECT tag FROM seal").fetchone()
@@ -335,6 +341,7 @@ class CheckCache:
             return
 
         def write(db: sqlite3.Connection) -> None:
+            drop_planted(db, _TABLES)  # replaced by this build's rows alone (none was taken from it)
             db.execute(_SCHEMA)
             db.execute("DELETE FROM checked WHERE rules != ?", (rules,))
             db.executemany("DELETE FROM checked WHERE path = ?", gone)

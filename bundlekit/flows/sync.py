@@ -43,7 +43,7 @@ from bundlekit._gcpause import gc_paused
 from bundlekit._lazy import lazy_module
 from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
-from bundlekit.bundle.lineage import heads, read_last, set_lineage
+from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.loadoptions import LoadOptions
 from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
@@ -258,13 +258,16 @@ def _publish(
     parents = [p for p in (report.remote, last) if p is not None]
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
         # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
-        # until it is published, the tree's last root stays (none yet: the build's becomes it, as before)
+        # until it is published, the tree's last root stays, none included: a root built, then never pinned or
+        # published (a refused pin, a stop, the name's own files) is no root the tree's next bundle may name
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
-                           leave_out=held_by_all(pinners), keep_last=last is not None)
+                           leave_out=held_by_all(pinners), keep_last=True)
         if (report.merge is None and report.remote is not None
                 and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
             report.root = report.remote
+            if last is None:  # a first follow's tree: the name's root, published, becomes its last
+                record_last(tree, cid_from_text(report.remote))
             return
         report.root = built.root_cid
         report.pins = pin_all(built.car, built.root, pinners, require=options.require,

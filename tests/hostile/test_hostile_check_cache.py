@@ -1,0 +1,106 @@
+"""A build's caches (``<tree>/.bundlekit/build-cache.sqlite``: ``bundle/buildcheck``'s verdicts, and
+``bundle/buildcache``'s ciphertexts of an encrypted build) planted as a foreign file: whatever its schema, a build neither hangs nor blows its memory reading it, never takes a verdict from it
+for a file with a secret, and prints no traceback. A VIEW over an endless recursive CTE, or a generated column
+(an expression SQLite runs on every read), in place of a table runs inside one SQLite statement, where neither
+Ctrl-C nor SIGTERM reaches Python: such a cache is refused before any row of it is read."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bundlekit.memory import Memory
+
+from .conftest import RunCli
+
+_ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT {cols} FROM c WHERE x < 0"
+_BIG = "zeroblob(400000000)"  # past half the child's 512 MiB address space
+
+PAYLOADS = {
+    "seal-endless-view": ["DROP TABLE seal", f"CREATE VIEW seal AS {_ENDLESS.format(cols='x AS tag')}"],
+    "seal-upper-case-endless-view": ["DROP TABLE seal", f"CREATE VIEW SEAL AS {_ENDLESS.format(cols='x AS tag')}"],
+    "seal-generated-huge-column": ["DROP TABLE seal",
+                                   f"CREATE TABLE seal (n INTEGER, tag BLOB GENERATED ALWAYS AS ({_BIG}) VIRTUAL)",
+                                   "INSERT INTO seal (n) VALUES (1)"],
+    "checked-generated-huge-column": [
+        "DROP TABLE checked",
+        "CREATE TABLE checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, type TEXT, "
+        f"name TEXT, description TEXT GENERATED ALWAYS AS ({_BIG}) VIRTUAL, updated_us INTEGER)",
+        "INSERT INTO checked (path, sha256, rules) VALUES ('project_a.md', zeroblob(32), 'r')"],
+    "checked-endless-view": [
+        "DROP TABLE checked",
+        "CREATE VIEW checked AS " + _ENDLESS.format(
+            cols="'p' || x AS path, zeroblob(32) AS sha256, 'r' AS rules, NULL AS type, NULL AS name, "
+                 "NULL AS description, NULL AS updated_us")],
+}
+
+
+def _tree(path: Path) -> Path:
+    mem = Memory(path, namespace="agent")
+    mem.init()
+    mem.write("project_a", name="A", description="about a", type="project", body="A's plan.")
+    return path
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_a_planted_check_cache_neither_hangs_nor_lets_a_secret_through(
+        tmp_path: Path, run_cli: RunCli, payload: str) -> None:
+    tree = _tree(tmp_path / "tree")
+    first = run_cli("build", str(tree), "-o", "a.car")
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(tree / ".bundlekit" / "build-cache.sqlite") as db:
+        for statement in PAYLOADS[payload]:
+            db.execute(statement)
+    db.close()
+    planted = (tree / "project_a.md").read_text("utf-8").replace("A's plan.", "key AKIAIOSFODNN7EXAMPLE")
+    (tree / "project_s.md").write_text(planted.replace("project_a", "project_s"), "utf-8")  # by hand: no guard
+    refused = run_cli("build", str(tree), "-o", "b.car")
+    assert refused.returncode != 0 and "must not carry credentials" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "b.car").exists()
+    (tree / "project_s.md").unlink()
+    built = run_cli("build", str(tree), "-o", "c.car")
+    assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
+    again = run_cli("build", str(tree), "-o", "d.car")  # the cache, as this build left it, read again
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert (tmp_path / "d.car").read_bytes() == (tmp_path / "c.car").read_bytes()
+
+
+def test_a_check_cache_that_is_no_database_costs_a_check_never_an_error(tmp_path: Path, run_cli: RunCli) -> None:
+    tree = _tree(tmp_path / "tree")
+    assert run_cli("build", str(tree), "-o", "a.car").returncode == 0
+    cache = tree / ".bundlekit" / "build-cache.sqlite"
+    cache.write_bytes(cache.read_bytes()[:1500])  # cut short inside its pages
+    built = run_cli("build", str(tree), "-o", "b.car")
+    assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
+    assert (tmp_path / "b.car").read_bytes() == (tmp_path / "a.car").read_bytes()
+
+
+ENCRYPTED_PAYLOADS = {
+    "params-endless-view": ["DROP TABLE params", "CREATE VIEW params AS " + _ENDLESS.format(
+        cols="'agent' AS namespace, '{}' AS params")],
+    "files-generated-huge-column": [
+        "DROP TABLE files",
+        f"CREATE TABLE files (path TEXT PRIMARY KEY, plain BLOB, cipher BLOB GENERATED ALWAYS AS ({_BIG}) VIRTUAL, "
+        "tag BLOB)", "INSERT INTO files (path, plain, tag) VALUES ('memory/project_a.md', zeroblob(32), zeroblob(32))"],
+}
+
+
+@pytest.mark.parametrize("payload", sorted(ENCRYPTED_PAYLOADS))
+def test_a_planted_encryption_cache_neither_hangs_nor_stops_an_encrypted_build(
+        tmp_path: Path, run_cli: RunCli, payload: str) -> None:
+    tree = _tree(tmp_path / "tree")
+    (tmp_path / "bundle.key").write_bytes(bytes(range(32)))
+    key = ("--encrypt", "--key-file", str(tmp_path / "bundle.key"))
+    first = run_cli("build", str(tree), "-o", "a.car", *key)
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(tree / ".bundlekit" / "build-cache.sqlite") as db:
+        assert {"params", "files"} <= {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+        for statement in ENCRYPTED_PAYLOADS[payload]:
+            db.execute(statement)
+    db.close()
+    for car in ("b.car", "c.car"):  # the second reads the cache the first left
+        built = run_cli("build", str(tree), "-o", car, *key)
+        assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
+        assert (tmp_path / car).stat().st_size > 0
