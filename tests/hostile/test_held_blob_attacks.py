@@ -17,6 +17,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.index import MAX_INDEX_LINES
 
 from .test_hostile_derived_index import OLD_NS, _drop_index, _index
+from .test_signature_blob_attacks import _plant, _state
 
 _COUNT = MAX_INDEX_LINES + 10  # more memories than MEMORY.md shows: it counts the others in its last line
 
@@ -34,9 +35,7 @@ def _large_tree(root: Path) -> Path:
 
 
 def _blob(tree: Path) -> bytes:
-    with sqlite3.connect(_index(tree)) as conn:
-        value = conn.execute("SELECT value FROM state WHERE name = 'sigs'").fetchone()[0]
-    conn.close()
+    value = _state(tree, "sigs")
     assert isinstance(value, bytes)
     return value
 
@@ -48,7 +47,7 @@ def _rows_names(tree: Path) -> bytes:
     return "\0".join(names).encode("utf-8")
 
 
-def _plant(tree: Path, kind: str) -> None:
+def _plant_other_names(tree: Path, kind: str) -> None:
     """A blob of the current generation naming one file more (no such file, no row), one fewer than the rows, or
     both (the count of rows kept)."""
     sigs = _blob(tree)
@@ -62,11 +61,7 @@ def _plant(tree: Path, kind: str) -> None:
         names.pop(at)
         numbers = numbers[: 24 * at] + numbers[24 * at + 24 :]
     joined = b"\0".join(names)
-    planted = len(joined).to_bytes(8, "little") + joined + numbers
-    with sqlite3.connect(_index(tree)) as conn:
-        conn.execute("UPDATE state SET value = ? WHERE name = 'sigs'", (planted,))
-        conn.execute("UPDATE state SET value = (SELECT value FROM state WHERE name = 'gen') WHERE name = 'sigs_gen'")
-    conn.close()
+    _plant(tree, len(joined).to_bytes(8, "little") + joined + numbers)
 
 
 def _edit_description(tree: Path) -> None:
@@ -79,7 +74,7 @@ def _edit_description(tree: Path) -> None:
 def test_a_planted_blob_naming_other_files_than_the_rows_never_decides_memory_md_count(
         tmp_path: Path, kind: str) -> None:
     tree = _large_tree(tmp_path / "tree")
-    _plant(tree, kind)
+    _plant_other_names(tree, kind)
     _edit_description(tree)
     mem = Memory(tree)
     listed = [record.key for record in mem.list()]
@@ -95,7 +90,7 @@ def test_a_planted_blob_naming_other_files_than_the_rows_never_decides_memory_md
 @pytest.mark.parametrize("kind", ["a name too many", "a name too few", "a name swapped"])
 def test_a_write_after_a_planted_blob_stores_the_blob_of_the_rows(tmp_path: Path, kind: str) -> None:
     tree = _large_tree(tmp_path / "tree")
-    _plant(tree, kind)
+    _plant_other_names(tree, kind)
     _edit_description(tree)
     Memory(tree).list()
     sigs = _blob(tree)
