@@ -95,3 +95,24 @@ def test_a_write_after_a_planted_blob_stores_the_blob_of_the_rows(tmp_path: Path
     Memory(tree).list()
     sigs = _blob(tree)
     assert sigs[8 : 8 + int.from_bytes(sigs[:8], "little")] == _rows_names(tree)
+
+
+def test_a_blob_planted_while_a_process_holds_the_one_it_wrote_never_decides_its_next_memory_md(
+        tmp_path: Path) -> None:
+    """A long-running process (a follower, ``serve``) wrote and holds the blob; another connection then plants one
+    with a name too many at the same generation and ``MEMORY.md`` is removed: the holder's next render counts what
+    the files give, not the blob it held nor the planted one."""
+    tree = _large_tree(tmp_path / "tree")
+    holder = Memory(tree)
+    holder.write("n01", name="N1", description="held", type="project", body="held")
+    _plant_other_names(tree, "a name too many")
+    (tree / "MEMORY.md").unlink()
+    _edit_description(tree)
+    listed = [record.key for record in holder.list()]
+    holder.close()
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tree, fresh)
+    _drop_index(fresh)
+    Memory(fresh).list()
+    assert len(listed) == _COUNT + 1
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == (fresh / "MEMORY.md").read_text(encoding="utf-8")
