@@ -64,6 +64,15 @@ def _plant_other_names(tree: Path, kind: str) -> None:
     _plant(tree, len(joined).to_bytes(8, "little") + joined + numbers)
 
 
+def _fresh_memory_md(tree: Path, tmp_path: Path) -> str:
+    """The ``MEMORY.md`` the same files give with the index deleted."""
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tree, fresh)
+    _drop_index(fresh)
+    Memory(fresh).list()
+    return (fresh / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def _edit_description(tree: Path) -> None:
     path = tree / "m005.md"
     path.write_text(path.read_text(encoding="utf-8").replace("note 5", "note five"), encoding="utf-8")
@@ -79,12 +88,8 @@ def test_a_planted_blob_naming_other_files_than_the_rows_never_decides_memory_md
     mem = Memory(tree)
     listed = [record.key for record in mem.list()]
     mem.close()
-    fresh = tmp_path / "fresh"
-    shutil.copytree(tree, fresh)
-    _drop_index(fresh)
-    Memory(fresh).list()
     assert len(listed) == _COUNT
-    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == (fresh / "MEMORY.md").read_text(encoding="utf-8")
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == _fresh_memory_md(tree, tmp_path)
 
 
 @pytest.mark.parametrize("kind", ["a name too many", "a name too few", "a name swapped"])
@@ -110,9 +115,5 @@ def test_a_blob_planted_while_a_process_holds_the_one_it_wrote_never_decides_its
     _edit_description(tree)
     listed = [record.key for record in holder.list()]
     holder.close()
-    fresh = tmp_path / "fresh"
-    shutil.copytree(tree, fresh)
-    _drop_index(fresh)
-    Memory(fresh).list()
     assert len(listed) == _COUNT + 1
-    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == (fresh / "MEMORY.md").read_text(encoding="utf-8")
+    assert (tree / "MEMORY.md").read_text(encoding="utf-8") == _fresh_memory_md(tree, tmp_path)
