@@ -117,3 +117,18 @@ def test_a_blob_planted_while_a_process_holds_the_one_it_wrote_never_decides_its
     holder.close()
     assert len(listed) == _COUNT + 1
     assert (tree / "MEMORY.md").read_text(encoding="utf-8") == _fresh_memory_md(tree, tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["a name too many", "a name too few", "a name swapped", "not a blob"])
+def test_a_planted_blob_is_written_again_from_the_rows_with_no_file_changed(tmp_path: Path, kind: str) -> None:
+    """specs/memory.md: a blob that is not the rows' one is compared against the rows and written again from them,
+    though no file changed (else every command after it lists and compares every row again, for good)."""
+    tree = _large_tree(tmp_path / "tree")
+    if kind == "not a blob":
+        _plant(tree, _blob(tree)[:-5])
+    else:
+        _plant_other_names(tree, kind)
+    Memory(tree).list()
+    sigs = _blob(tree)
+    length = int.from_bytes(sigs[:8], "little")
+    assert sigs[8 : 8 + length] == _rows_names(tree) and (len(sigs) - 8 - length) == 24 * _COUNT

@@ -233,6 +233,15 @@ class StatCache:
         if self._written is not None:
             self._read, self._written = self._written, None
 
+    def refused(self) -> bool:
+        """Whether the signature blob of the current generation was read by this connection, since any other's
+        commit, and found not to be the rows' one (torn or planted: :meth:`_blob_of`, :meth:`_distrust`): the
+        rows were compared instead, and the next write (one is due though no file changed) packs it from them."""
+        with translated():
+            gen, read = self._blob_gen(), self._read
+            return (gen is not None and read is not None and read[2] is None and read[1] == gen
+                    and read[0] == self._db.data_version())
+
     def rows_held(self) -> int | None:
         """How many rows the index holds, when the signature blob of the current generation is held (read, or
         written by this connection): its signatures counted, not 100,000 rows scanned (``count(*)``, ~11 ms);
@@ -449,7 +458,7 @@ class StatCache:
         read in file order. A transaction that only settled the racy rows (no row changed, so the generation did
         not move: only :meth:`_changed` moves it) keeps the blob of this generation as it is, read or not: it is
         the rows' still (a follower's round at 100,000 memories read every row again to write the same 6 MB)."""
-        if not self._changes and self._blob_gen() is not None:
+        if not self._changes and self._blob_gen() is not None and not self.refused():
             self._db.set("written_ns", now_ns)
             return
         blob = _spliced(self._start, self._changes) if self._start is not None else None
