@@ -132,3 +132,14 @@ def test_a_planted_blob_is_written_again_from_the_rows_with_no_file_changed(tmp_
     sigs = _blob(tree)
     length = int.from_bytes(sigs[:8], "little")
     assert sigs[8 : 8 + length] == _rows_names(tree) and (len(sigs) - 8 - length) == 24 * _COUNT
+
+
+def test_a_blob_written_again_after_a_plant_is_taken_at_its_word_by_the_next_command(tmp_path: Path) -> None:
+    """The blob written again from the rows is the rows' one: the next command writes nothing (no loop of
+    rewrites: the rows' names sorted as the blob sorts them)."""
+    tree = _large_tree(tmp_path / "tree")
+    _plant_other_names(tree, "a name swapped")
+    Memory(tree).list()
+    written, sigs = _state(tree, "written_ns"), _blob(tree)
+    Memory(tree).list()
+    assert (_state(tree, "written_ns"), _blob(tree)) == (written, sigs)
