@@ -454,7 +454,7 @@ class Indexer:
             for name in racy:
                 if self._racy_changed(catalog, name):
                     return True
-            return self._index_stale(catalog, scan.index, force=False)
+            return catalog.stat.refused() or self._index_stale(catalog, scan.index, force=False)
 
     def _index_stale(self, catalog: Catalog, current: Signature | None, *, force: bool) -> bool:
         """``MEMORY.md`` is not the one written for this generation (and one is wanted)."""
@@ -477,7 +477,7 @@ class Indexer:
         """Parse what changed, check names, and store it all in one transaction."""
         now = time.time_ns()  # before any file is read: it becomes the index's write time (git's racy rule)
         same, racy = catalog.stat.compare(scan)
-        if same and not racy:  # the usual case: nothing moved
+        if same and not racy and not catalog.stat.refused():  # the usual case: nothing moved
             return
         changed: list[str] = []
         settled = False
@@ -492,7 +492,7 @@ class Indexer:
         removed: list[str] = []
         if not same:
             changed, removed = self._moved(catalog, scan, changed)
-        if not (changed or removed or settled):
+        if not (changed or removed or settled or catalog.stat.refused()):  # a refused blob is written again
             return
         with catalog.writing(now):
             for name in removed:

@@ -233,6 +233,15 @@ class StatCache:
         if self._written is not None:
             self._read, self._written = self._written, None
 
+    def refused(self) -> bool:
+        """Whether the signature blob of the current generation was read by this connection, since any other's
+        commit, and found not to be the rows' one (torn or planted: :meth:`_blob_of`, :meth:`_distrust`): the
+        rows were compared instead, and the next write (one is due though no file changed) packs it from them."""
+        with translated():
+            gen, read = self._blob_gen(), self._read
+            return (gen is not None and read is not None and read[2] is None and read[1] == gen
+                    and read[0] == self._db.data_version())
+
     def rows_held(self) -> int | None:
         """How many rows the index holds, when the signature blob of the current generation is held (read, or
         written by this connection): its signatures counted, not 100,000 rows scanned (``count(*)``, ~11 ms);
@@ -314,14 +323,32 @@ class StatCache:
     # -- files --------------------------------------------------------------------
 
     def signatures(self) -> dict[str, Signature]:
-        """Every indexed file's signature by name (one SELECT)."""
+        """Every indexed file's signature by name (one SELECT); a signature blob of the current generation naming
+        other files than these rows is no longer held as one (:meth:`_distrust`)."""
         with translated():
             found = self._db.conn.execute("SELECT file, ino, mtime_ns, size FROM memory").fetchall()
         if not all(type(f) is str and type(i) is int and type(m) is int and type(s) is int for f, i, m, s in found):
             # Only this program writes the rows; one of another type was put there by hand (SQLite keeps
             # whatever type a row is given): the index is rebuilt, as for any file not of ours.
             raise CatalogUnusable("the memory index holds a row that this program did not write")
+        self._distrust([row[0] for row in found])
         return {file: (ino, mtime, size) for file, ino, mtime, size in found}
+
+    def _distrust(self, files: list[str]) -> None:
+        """Every row was read (``files``, any order): when the blob of the current generation names other files (a
+        blob planted with a name too many or too few, its own count of rows consistent), it is held as no blob at
+        this generation, so the next write packs the blob from the rows instead of splicing its changes into the
+        planted one (which would keep the planted names for good) and :meth:`rows_held` counts nothing from it
+        (``MEMORY.md``'s count of the memories it cannot show is bundled). Outside a transaction that changed a
+        row (its blob is of an older generation then: nothing to compare). The names sorted here, not by SQL
+        (``ORDER BY file`` walks the file index, a lookup a row: twice the scan's time at 100,000 rows); code
+        point order is UTF-8's byte order, the blob's."""
+        with translated():
+            gen = None if self._rewrite else self._blob_gen()
+            parts = None if gen is None else self._blob_of(gen)
+            if gen is None or parts is None or parts[0] == "\0".join(sorted(files)).encode("utf-8", "surrogateescape"):
+                return
+            self._read = (self._db.data_version(), gen, None)
 
     def compare(self, scan: Scan) -> tuple[bool, dict[str, int]]:
         """Whether the listing ``scan`` holds exactly the indexed files with their signatures, and the racy
@@ -431,7 +458,7 @@ class StatCache:
         read in file order. A transaction that only settled the racy rows (no row changed, so the generation did
         not move: only :meth:`_changed` moves it) keeps the blob of this generation as it is, read or not: it is
         the rows' still (a follower's round at 100,000 memories read every row again to write the same 6 MB)."""
-        if not self._changes and self._blob_gen() is not None:
+        if not self._changes and self._blob_gen() is not None and not self.refused():
             self._db.set("written_ns", now_ns)
             return
         blob = _spliced(self._start, self._changes) if self._start is not None else None
