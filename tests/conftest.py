@@ -73,6 +73,25 @@ def default_recursion_limit() -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
+@pytest.fixture(autouse=True)
+def no_process_secrets() -> Iterator[None]:
+    """No process secret registered when a test starts, and the registry as it was when it ends.
+
+    ``_redact.register_secret`` holds a credential for the rest of a process's run (``serve``'s token, a
+    routing key, a seeded account's key): a test that runs such a command in its worker would otherwise leave
+    every later test of that worker redacting the value, and ``_redact.shown_as_is`` answering False (a CI run
+    failed six ``tests/cli/test_marks.py`` tests that way, in an order a local run never met)."""
+    import bundlekit._redact as redact
+
+    saved = set(redact._PROCESS_SECRETS)
+    redact._PROCESS_SECRETS.clear()
+    try:
+        yield
+    finally:
+        redact._PROCESS_SECRETS.clear()
+        redact._PROCESS_SECRETS.update(saved)
+
+
 #: The user's bundlekit folders as this process found them, and what they held (compared at the end of the run).
 _USER_LOCATIONS = user_locations(os.environ)
 _USER_BEFORE = snapshot(_USER_LOCATIONS)
