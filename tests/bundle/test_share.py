@@ -97,14 +97,15 @@ def test_no_memory_outside_the_shared_types_is_in_the_car_in_any_form(
 
 
 def test_an_encrypted_shared_bundle_opens_to_the_shared_types_alone(tmp_path: Path) -> None:
-    _tree(tmp_path / "tree", [("p1", "project", False), ("u1", "user", False), ("p2", "project", True)])
+    # Markers long enough that ciphertext never holds one by chance (a 3-byte one did, about 1 run in 200).
+    _tree(tmp_path / "tree", [("p1zqxwv", "project", False), ("u1zqxwv", "user", False), ("p2zqxwv", "project", True)])
     key = RawKeyFile(b"k" * 32)  # the --key-file source
     build_bundle(tmp_path / "tree", tmp_path / "s.car", key=key,
                  options=BuildOptions(created=CREATED, share=SharePolicy(("project",))))
     blocks = _blocks(tmp_path / "s.car")
-    assert b"du1" not in blocks and b"dp2" not in blocks and b"dp1" in blocks  # the plaintext index
+    assert b"du1zqxwv" not in blocks and b"dp2zqxwv" not in blocks and b"dp1zqxwv" in blocks  # the plaintext index
     loaded = load_bundle(str(tmp_path / "s.car"), key=key)
-    assert sorted(loaded.files) == ["MEMORY.md", "kp1.md"]
+    assert sorted(loaded.files) == ["MEMORY.md", "kp1zqxwv.md"]
 
 
 def test_a_private_memory_of_a_shared_type_is_named_in_a_warning(tmp_path: Path) -> None:
