@@ -66,7 +66,7 @@ def _indexes(draw: st.DrawFn) -> tuple[bytes, int]:
     return body, draw(st.one_of(st.sampled_from([0, 1, 4096, _MAX, 2**63 - 1]), st.integers(0, 2**63 - 1)))
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)  # 2,000 took ~10 s a run; the attack pass ran 18,000 once
 @given(index=_indexes())
 def test_the_compiled_check_decides_what_the_interpreted_check_decides(index: tuple[bytes, int]) -> None:
     body, pack_size = index
