@@ -42,8 +42,22 @@ try:
     from bundlekit.memory import _statscan
 except ImportError:  # not built: the listing is joined by SQLite every time
     _statscan = None  # type: ignore[assignment]
-# The compiled check; None where it is not built, or built before it had one (an install not rebuilt since).
-_listing_matches: Callable[[str | bytes, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
+
+
+def _compiled_check() -> Callable[[str | bytes, bytes], bool] | None:
+    """The compiled check; None where it is not built, or built before it had one or before it took the lines as
+    bytes (an install not rebuilt since: it raises TypeError for bytes, asked once here, not at each use)."""
+    check: Callable[[str | bytes, bytes], bool] | None = getattr(_statscan, "listing_matches", None)
+    if check is None:
+        return None
+    try:
+        check(b"", b"")
+    except TypeError:
+        return None
+    return check
+
+
+_listing_matches = _compiled_check()
 
 __all__ = ["FORMAT", "LISTING_FILE", "MAGIC", "MAX_LINE_BYTES", "Stamp", "read", "write"]
 
@@ -109,9 +123,9 @@ def read(path: Path, stamp: Stamp, names: bytes) -> tuple[bytes, list[str]] | No
         return None
     try:
         flags = flags_data.decode("utf-8")
-        if not _listing_matches(body, names):
-            return None
-    except (UnicodeDecodeError, TypeError):  # TypeError: a compiled check built before it took bytes
+    except UnicodeDecodeError:
+        return None
+    if not _listing_matches(body, names):
         return None
     flagged = flags.split("\0") if flags else []
     if flagged and not set(flagged) <= set(names.decode("utf-8", "surrogateescape").split("\0")):

@@ -244,3 +244,20 @@ def test_a_tampered_kept_file_never_shows_a_key_that_is_not_a_files_or_leaves_on
     kept.write_bytes(bytes(data))
     shown = Memory(root).list_text()
     assert [line.split("\t", 1)[0] for line in shown.split("\n")] == keys
+
+
+def test_a_compiled_check_built_before_it_took_bytes_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install whose C module was not rebuilt since the check took the lines as bytes: asked once at import,
+    it is treated as not built (nothing kept, the rows joined), never a TypeError at a ``memory list``."""
+
+    class Old:
+        @staticmethod
+        def listing_matches(text: object, names: bytes) -> bool:
+            if not isinstance(text, str):
+                raise TypeError("listing_matches() argument 1 must be str")
+            return False
+
+    monkeypatch.setattr(listfile, "_statscan", Old)
+    assert listfile._compiled_check() is None
+    monkeypatch.setattr(listfile, "_statscan", None)
+    assert listfile._compiled_check() is None
