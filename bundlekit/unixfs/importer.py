@@ -521,18 +521,33 @@ def _virtual_tree(files: Iterable[tuple[str, Source]], dirs: Iterable[str]) -> _
             if part in node.files:
                 raise UsageError(f"{path!r} is both a file and a directory in the import tree")
             node = node.dirs.setdefault(part, _VDir())
+    # each folder found once (a build's 10,000 files lie in two): a file's own name is then all there is to check
+    folders: dict[str, _VDir] = {"": root}
     for path, source in files:
-        parts = _split(path)
-        node = root
-        for part in parts[:-1]:
-            if part in node.files:
-                raise UsageError(f"{path!r} is both a file and a directory in the import tree")
-            node = node.dirs.setdefault(part, _VDir())
-        leaf = parts[-1]
-        if leaf in node.files or leaf in node.dirs:
+        folder, _slash, leaf = path.rpartition("/")
+        parent = folders.get(folder)
+        if parent is None:
+            parent = folders[folder] = _folder(root, path)
+        if leaf in _BAD_NAMES or "\\" in leaf or "\0" in leaf or (_slash and not folder):
+            _split(path)  # raises, naming the path
+        if leaf in parent.files or leaf in parent.dirs:
             raise UsageError(f"duplicate path {path!r} in the import tree")
-        node.files[leaf] = source
+        parent.files[leaf] = source
     return root
+
+
+_BAD_NAMES = frozenset(("", ".", ".."))
+
+
+def _folder(root: _VDir, path: str) -> _VDir:
+    """The directory of ``root`` the file at ``path`` goes in (made, with those on its way, when missing):
+    ``UsageError`` naming ``path`` when one on its way is a file or a part of it is not a name."""
+    node = root
+    for part in _split(path)[:-1]:  # the whole path checked first, as a file in a folder found already is
+        if part in node.files:
+            raise UsageError(f"{path!r} is both a file and a directory in the import tree")
+        node = node.dirs.setdefault(part, _VDir())
+    return node
 
 
 def import_tree(

@@ -12,9 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bundlekit.errors import UsageError
 from bundlekit.unixfs.importer import Imported, ListSink, Source, import_bytes, import_many, import_tree
 from bundlekit.unixfs.profiles import PROFILES, Profile, get_profile
 
@@ -110,3 +113,33 @@ def _consistent(tree: dict[str, bytes]) -> list[str]:
             continue
         kept.append(path)
     return sorted(kept)
+
+
+def _reference_tree(paths: list[str]) -> str:
+    """What the per-part walk import_tree had before folders were found once says of ``paths``: "ok", or its error."""
+    root: dict[str, object] = {}
+    for path in paths:
+        parts = path.split("/")
+        if "" in parts or "." in parts or ".." in parts or "\\" in path or "\0" in path:
+            return f"invalid path {path!r} in import tree: use '/'-separated names without '.', '..' or empty parts"
+        node = root
+        for part in parts[:-1]:
+            if part in node and not isinstance(node[part], dict):
+                return f"{path!r} is both a file and a directory in the import tree"
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        if parts[-1] in node:
+            return f"duplicate path {path!r} in the import tree"
+        node[parts[-1]] = b""
+    return "ok"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="ab/.\\\0", max_size=7), max_size=8))
+def test_paths_are_refused_as_the_per_part_walk_refused_them(paths: list[str]) -> None:
+    expected = _reference_tree(paths)
+    if expected == "ok":
+        import_tree([(p, b"") for p in paths], ListSink(), get_profile())
+        return
+    with pytest.raises(UsageError) as caught:
+        import_tree([(p, b"") for p in paths], ListSink(), get_profile())
+    assert str(caught.value) == expected
