@@ -1,0 +1,92 @@
+"""A pin walk record (``BlockStore._record_walk``) read in C (``bundlekit/_packscan.c``'s ``parse_walk``) reads as the
+interpreter's loops read it where that is not built (``blockstore._parse_walk_py``): the same root, sizes (in the same
+order) and links, on records made by the store and on random, cut and mutated ones; where one refuses a record
+(``ValueError``, ``IndexError``: the store then trusts no walk), so does the other."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bundlekit import blockstore
+from bundlekit.ipld.cid import MAX_BLOCK_SIZE
+
+packscan = pytest.importorskip("bundlekit._packscan", reason="bundlekit._packscan is not built")
+
+_Entry = tuple[bytes, int, list[int]]
+
+
+def _record(root: bytes, entries: list[_Entry]) -> bytes:
+    """A record body as ``_record_walk`` lays it out (without the magic line and digest), links as given."""
+    parts = [bytes((len(root),)), root]
+    for cid, size, links in entries:
+        parts += [bytes((len(cid),)), cid, struct.pack(">II", size, len(links))]
+        parts += [struct.pack(">I", index) for index in links]
+    return b"".join(parts)
+
+
+def _read(parse: object, body: bytes) -> object:
+    try:
+        walked = blockstore._parse_walk(memoryview(body)) if parse == "c" else blockstore._parse_walk_py(memoryview(body))
+    except (ValueError, IndexError):
+        return "refused"
+    return walked.root, list(walked.sizes.items()), walked.links
+
+
+def _same(body: bytes) -> None:
+    assert _read("c", body) == _read("py", body)
+
+
+_CIDS = st.binary(min_size=0, max_size=40)
+_ENTRIES = st.lists(
+    st.tuples(_CIDS, st.integers(min_value=0, max_value=MAX_BLOCK_SIZE + 2),
+              st.lists(st.integers(min_value=0, max_value=12), max_size=4)),
+    max_size=10,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(root=_CIDS, entries=_ENTRIES, cut=st.integers(min_value=0, max_value=8))
+def test_a_random_record_reads_the_same_or_is_refused_by_both(root: bytes, entries: list[_Entry], cut: int) -> None:
+    body = _record(root, entries)
+    _same(body)
+    _same(body[: max(0, len(body) - cut)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(count=st.integers(min_value=1, max_value=12), data=st.data())
+def test_a_well_formed_record_reads_the_same(count: int, data: st.DataObject) -> None:
+    cids = [bytes([1, 0x70, 0x12, 0x20]) + bytes([i]) * 32 for i in range(count)]
+    entries = [(cid, data.draw(st.integers(min_value=0, max_value=MAX_BLOCK_SIZE)),
+                sorted(set(data.draw(st.lists(st.integers(min_value=i + 1, max_value=count - 1), max_size=3))))
+                if i + 1 < count else [])
+               for i, cid in enumerate(cids)]
+    body = _record(cids[0], entries)
+    assert _read("c", body) != "refused"
+    _same(body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(at=st.integers(min_value=0), value=st.integers(min_value=0, max_value=255))
+def test_a_mutated_record_reads_the_same_or_is_refused_by_both(at: int, value: int) -> None:
+    cids = [bytes([1, 0x55, 0x12, 0x20]) + bytes([i]) * 32 for i in range(5)]
+    body = bytearray(_record(cids[0], [(cids[0], 300, [1, 2]), (cids[1], 40, [3]), (cids[2], 9, []),
+                                       (cids[3], 7, [4]), (cids[4], 1, [])]))
+    body[at % len(body)] = value
+    _same(bytes(body))
+
+
+def test_a_record_the_store_wrote_reads_the_same(tmp_path: object) -> None:
+    cids = [bytes([1, 0x70, 0x12, 0x20]) + bytes([i]) * 32 for i in range(40)]
+    sizes = {cid: 100 + i for i, cid in enumerate(cids)}
+    links = {cids[i]: [cids[j] for j in range(i + 1, min(i + 4, 40))] for i in range(0, 39, 2)}
+    store = blockstore.BlockStore(tmp_path, fsync=False)  # type: ignore[arg-type]
+    store._record_walk(cids[0], sizes, links)
+    data = (store.root / blockstore.WALK_FILE).read_bytes()
+    body = data[len(blockstore._WALK_MAGIC):-32]
+    walked = blockstore._parse_walk(memoryview(body))
+    assert (walked.root, walked.sizes, walked.links) == (cids[0], sizes, links)
+    _same(body)
