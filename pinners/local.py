@@ -9,7 +9,7 @@ not imported again: pinning twice leaves one pin.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import BinaryIO
 
 from bundlekit.blockstore import BlockStore, default_store_root
@@ -51,6 +51,15 @@ class LocalPinner(BasePinner):
             self._pinned_walk = self.store.pinned_walk()
         walked = self._pinned_walk
         return cid in walked or as_cidv1(cid) in walked or self.store.has(cid)
+
+    def holds_many(self, cids: Iterable[bytes]) -> set[bytes]:
+        """Those of ``cids`` the store has (:meth:`holds` of each): the ones of the DAG pinned last found in one pass
+        of set arithmetic, only the others looked for one at a time."""
+        if self._pinned_walk is None:
+            self._pinned_walk = self.store.pinned_walk()
+        asked = set(cids)
+        rest = asked.difference(self._pinned_walk)
+        return asked.difference(cid for cid in rest if not self.holds(cid))
 
     def _pinned(self, root: bytes) -> bool:
         return as_cidv1(root) in self.store.pins()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -234,7 +234,9 @@ class BuildOptions:
     ``https://.../manifest.json`` load needs); 2 a ``bundlekit/2`` one, whose size does not grow with the
     tree (``sync`` builds those: ``specs/bundle.md``, "Manifest").
     ``leave_out(cid)`` true for a block the CAR's reader holds already (``sync``: every pinner holds it,
-    ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written.
+    ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written. A
+    ``leave_out`` with a ``many(cids)`` method too (the set of those of ``cids`` it is true for) is asked of the
+    files' blocks all at once.
     ``keep_last`` leaves the tree's last root (``bundle.lineage``) as it is, its last build (root, parents, files
     digest) remembered all the same (``sync``: a root it builds becomes the tree's last once published).
     """
@@ -636,17 +638,35 @@ class _Thin:
         self._writer.put(cid, data)
 
     def put_many(self, blocks: list[tuple[bytes, bytes]]) -> None:
-        """:meth:`put` of each of ``blocks`` (the importer's batch of files imported already), asked in one pass."""
-        leave_out, write = self._leave_out, self._writer.put
+        """:meth:`put` of each of ``blocks`` (the importer's batch of files imported already), ``leave_out`` asked of
+        them all at once where it can be (its ``many(cids)``, the set of those it is true for:
+        ``pinning.orchestrate.HeldByAll``)."""
+        if not blocks:
+            return
+        many = getattr(self._leave_out, "many", None)
+        held: Container[bytes] = many([cid for cid, _data in blocks]) if callable(many) else _Asking(self._leave_out)
+        write = self._writer.put
         for cid, data in blocks:
-            if not leave_out(cid):
+            if cid not in held:
                 write(cid, data)
-        last = blocks[-1] if blocks else None
-        self._last = last if last is not None and leave_out(last[0]) else None
+        last = blocks[-1]
+        self._last = last if last[0] in held else None
 
     def keep_root(self, root: bytes) -> None:
         if self._last is not None and self._last[0] == root:
             self._writer.put(*self._last)
+
+
+class _Asking:
+    """``leave_out`` asked one CID at a time, as a container of the CIDs it is true for."""
+
+    __slots__ = ("_leave_out",)
+
+    def __init__(self, leave_out: Callable[[bytes], bool]) -> None:
+        self._leave_out = leave_out
+
+    def __contains__(self, cid: object) -> bool:
+        return isinstance(cid, bytes) and self._leave_out(cid)
 
 
 def _reporting(files: list[tuple[str, Imported]], progress: Callable[[int, int], None]) -> list[tuple[str, Source]]:

@@ -18,6 +18,7 @@ encodings are the ones boxo, ipfs-unixfs-importer and @ipld/unixfs produce:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
@@ -209,16 +210,17 @@ class ShardMemo(Protocol):
 
 def slot_message(entries: Sequence[Child], cid_version: int) -> bytes:
     """What decides the bytes of the sub-shard under one slot of a HAMT's root: the CID version and every entry
-    whose name hashes to that slot (name, CID, Tsize; sorted by name, each field framed by its length). The
-    sub-shard holds exactly those entries, laid out by their hashes alone, so the same message gives the same
-    block, whatever else the directory holds."""
-    parts = [b"bundlekit hamt slot 1", cid_version.to_bytes(1, "big")]
-    add = parts.append
-    # sorted as the tuples they are: the names of a directory's entries differ, so this is their order by name;
-    # one formatted piece per entry (a build's 10,000 entries, 256 slots: ~9 -> ~4 ms)
-    for name, cid, tsize, _counted in sorted(entries):
-        add(b"%b%b%b%b%b" % (len(name).to_bytes(4, "big"), name, len(cid).to_bytes(2, "big"), cid, tsize.to_bytes(8, "big")))
-    return b"".join(parts)
+    whose name hashes to that slot (name, CID, Tsize; sorted by name). The sub-shard holds exactly those entries,
+    laid out by their hashes alone, so the same message gives the same block, whatever else the directory holds.
+    Laid out to be read back one way only: the number of entries, each name's and CID's length and each Tsize
+    (packed in columns), then the names, then the CIDs; the columns packed in C, not an entry at a time (a build's
+    10,000 entries in 256 slots: ~4 -> ~2 ms)."""
+    ordered = sorted(entries)  # as the tuples they are: a directory's names differ, so this is their order by name
+    count = len(ordered)
+    names, cids, tsizes = [c.name for c in ordered], [c.cid for c in ordered], [c.tsize for c in ordered]
+    return b"".join((b"bundlekit hamt slot 2", cid_version.to_bytes(1, "big"), count.to_bytes(4, "big"),
+                     struct.pack(f">{count}I", *map(len, names)), struct.pack(f">{count}H", *map(len, cids)),
+                     struct.pack(f">{count}Q", *tsizes), *names, *cids))
 
 
 def encode_hamt(children: Sequence[Child], profile: Profile, sink: BlockSink, memo: ShardMemo | None = None) -> DirNode:

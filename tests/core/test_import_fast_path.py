@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bundlekit.errors import UsageError
+from bundlekit.unixfs.hamt import Child, slot_message
 from bundlekit.unixfs.importer import Imported, ListSink, Source, import_bytes, import_many, import_tree
 from bundlekit.unixfs.profiles import PROFILES, Profile, get_profile
 
@@ -143,3 +144,18 @@ def test_paths_are_refused_as_the_per_part_walk_refused_them(paths: list[str]) -
     with pytest.raises(UsageError) as caught:
         import_tree([(p, b"") for p in paths], ListSink(), get_profile())
     assert str(caught.value) == expected
+
+
+_CHILDREN = st.lists(st.tuples(st.binary(min_size=1, max_size=6), st.binary(max_size=5), st.integers(0, 1 << 40)),
+                     max_size=5, unique_by=lambda entry: entry[0])
+
+
+@settings(max_examples=400, deadline=None)
+@given(first=_CHILDREN, second=_CHILDREN, version=st.sampled_from([0, 1]))
+def test_a_slot_message_tells_its_entries_apart(first: list[tuple[bytes, bytes, int]],
+                                               second: list[tuple[bytes, bytes, int]], version: int) -> None:
+    """Two slots' messages are equal exactly when they hold the same entries (in any order): the memo's key."""
+    one, two = [Child(*entry) for entry in first], [Child(*entry) for entry in second]
+    same = sorted(first) == sorted(second)
+    assert (slot_message(one, version) == slot_message(two[::-1], version)) == same
+    assert slot_message(one, 0) != slot_message(one, 1)

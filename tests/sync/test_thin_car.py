@@ -18,7 +18,7 @@ from bundlekit.blockstore import WALK_FILE, BlockStore
 from bundlekit.bundle.merge import build_tree
 from bundlekit.car.reader import read_car
 from bundlekit.errors import BlockMismatch, MissingBlock
-from bundlekit.ipld.cid import RAW, as_cidv1
+from bundlekit.ipld.cid import RAW, as_cidv1, make_cid
 from bundlekit.memory import Memory
 from bundlekit.unixfs import hamt
 from bundlekit.pinning.orchestrate import held_by_all, pin_all
@@ -222,3 +222,16 @@ def test_a_walk_record_naming_blocks_beyond_its_pins_dag_is_ignored(tmp_path: Pa
 def _sealed(body: bytes) -> bytes:
     """A walk record's bytes closed by its SHA-256, as the store closes one (specs/gateway.md 2.6a)."""
     return body + hashlib.sha256(body).digest()
+
+
+def test_many_blocks_asked_at_once_are_held_as_each_asked_alone(tmp_path: Path) -> None:
+    store = BlockStore(tmp_path / "store")
+    blocks = [(make_cid(1, RAW, bytes([i])), bytes([i])) for i in range(6)]
+    for cid, data in blocks[:3]:
+        store.put(cid, data)
+    local = LocalPinner(store)
+    holds = held_by_all([local])
+    assert holds is not None
+    cids = [cid for cid, _data in blocks]
+    assert holds.many(cids) == {cid for cid in cids if holds(cid)} == set(cids[:3])
+    assert local.holds_many(cids) == set(cids[:3])
