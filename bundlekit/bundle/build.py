@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -337,7 +338,7 @@ def _build(
     manifest_cid = top[0][1].cid
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
-    root, memory_cid = _write_car(out_car, [*top, *((path, imported[path]) for path, _data in stored)], prof,
+    root, memory_cid = _write_car(out_car, [*top, *imported.items()], prof,  # imported: stored's paths, in order
                                   options.progress, options.leave_out, mem.root)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption),
@@ -449,7 +450,7 @@ def _with_index(
     known, cut = digests or {}, len(MEMORY_DIR) + 1
     imported = dict(zip([path for path, _data in stored],
                         import_many([(data, known.get(path[cut:])) for path, data in stored], prof)))
-    cids = {path: entry.cid for path, entry in imported.items()}
+    cids = {path: entry.cid for path, entry in imported.items()} if key is not None else {}  # an encrypted index's links
     index_bytes = _index_file(mem, tree_files, records, cids, encrypted=key is not None, redact=options.redact_index)
     if options.compat is not None and len(parse_index(index_bytes.decode("utf-8"))) < len(records):
         raise UsageError(
@@ -539,9 +540,9 @@ def _stored_files(
     tree's ``cache`` (``bundle.buildcache``) the last build's bundle key is kept
     when ``key`` opens it, and an unchanged file keeps its ciphertext (and CID).
     """
-    files = [(path, data) for path, data in tree_files if path != INDEX_NAME]
     if key is None:
-        return [(f"{MEMORY_DIR}/{path}", data) for path, data in files], None
+        return [(f"{MEMORY_DIR}/{path}", data) for path, data in tree_files if path != INDEX_NAME], None
+    files = [(path, data) for path, data in tree_files if path != INDEX_NAME]
     source = rng or os.urandom
     cache = cache or EncryptionCache(None)
     named = [(f"{MEMORY_DIR}/{path}{ENC_SUFFIX}", data) for path, data in files]
@@ -606,7 +607,7 @@ def _write_car(
     unchanged sub-shards of ``memory/`` are taken from the ``tree``'s memo, ``bundle.shardmemo``, not written
     either: the reader holds them); the root CID and the ``memory/`` directory's."""
     memo = None if leave_out is None else ShardMemo(tree, leave_out)
-    ordered = sorted(files, key=lambda item: item[0])
+    ordered = sorted(files, key=itemgetter(0))
     with CarFileWriter(Path(out_car)) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
         sink = writer if leave_out is None else _Thin(writer, leave_out)

@@ -239,22 +239,23 @@ def encode_hamt(children: Sequence[Child], profile: Profile, sink: BlockSink, me
         for child in children:
             _insert(root, _hash(child.name), child, 0)
         return _write_shard(root, profile, sink)
-    slots: dict[int, list[tuple[bytes, Child]]] = {}
-    for child in children:
-        digest = _hash(child.name)
-        slots.setdefault(digest[0], []).append((digest, child))
+    # each name's hash as the 64-bit word it is (its top byte the root's slot), as bytes only where a slot is laid out
+    hash64 = mmh3.hash64
+    slots: dict[int, list[tuple[int, Child]]] = {}
+    for word, child in zip([hash64(child.name, signed=False)[0] for child in children], children):
+        slots.setdefault(word >> 56, []).append((word, child))
     for slot, members in slots.items():
         if len(members) == 1:
-            root.slots[slot] = members[0]
+            root.slots[slot] = (members[0][0].to_bytes(_HASH_BYTES, "big"), members[0][1])
             continue
-        message = slot_message([child for _digest, child in members], profile.cid_version)
+        message = slot_message([child for _word, child in members], profile.cid_version)
         found = memo.find(message)
         if found is not None:
             root.slots[slot] = _Written(found)
             continue
         sub = _ShardBox()
-        for digest, child in members:
-            _insert(sub, digest, child, 1)
+        for word, child in members:
+            _insert(sub, word.to_bytes(_HASH_BYTES, "big"), child, 1)
         written = _write_shard(sub, profile, sink)
         memo.keep(message, written)
         root.slots[slot] = _Written(written)
