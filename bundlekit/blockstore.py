@@ -315,6 +315,23 @@ def _parse_walk_py(data: memoryview) -> _Walked:
     return _Walked(root, sizes, links)
 
 
+def _pack_walk_py(cids: list[bytes], sizes: dict[bytes, int], links: dict[bytes, list[bytes]],
+                  index: dict[bytes, int]) -> bytes:
+    """A walk record's block entries (``BlockStore._record_walk``, :func:`_parse_walk` reads them): for each of
+    ``cids``, its length in one byte, itself, its size and number of links (four bytes each, big-endian), then each
+    link's index; the C ``_packscan.pack_walk`` lays them out the same way in one pass where it is built."""
+    parts: list[bytes] = []
+    add, head = parts.append, _SIZE_COUNT.pack
+    for cid in cids:  # one append a piece, the size and link count packed together (issue 37: 11,000 blocks)
+        children = links.get(cid, ())
+        add(_BYTE[len(cid)])
+        add(cid)
+        add(head(sizes[cid], len(children)))
+        if children:
+            add(struct.pack(f">{len(children)}I", *[index[child] for child in children]))
+    return b"".join(parts)
+
+
 def _parents_first(root: bytes, sizes: Mapping[bytes, int], links: Mapping[bytes, list[bytes]]) -> list[bytes]:
     """The blocks of ``sizes`` ordered so that every block comes after each block linking it (a DAG's reverse
     postorder from ``root``, then any block it does not reach): the record's links then all point forward, and a
@@ -1312,16 +1329,11 @@ class BlockStore(BlockGetter):
         if linked and not _links_forward(index, linked):
             kept = _parents_first(root, sizes, linked)
             index = {cid: at for at, cid in enumerate(kept)}
-        parts = [_WALK_MAGIC, _BYTE[len(root)], root]
-        add, head = parts.append, _SIZE_COUNT.pack
-        for cid in kept:  # one append a piece, the size and link count packed together (issue 37: 11,000 blocks)
-            children = linked.get(cid, ())
-            add(_BYTE[len(cid)])
-            add(cid)
-            add(head(sizes[cid], len(children)))
-            if children:
-                add(struct.pack(f">{len(children)}I", *[index[child] for child in children]))
-        body = b"".join(parts)
+        pack = getattr(_packscan, "pack_walk", None)
+        entries = (_pack_walk_py if pack is None else pack)(
+            kept, sizes if isinstance(sizes, dict) else dict(sizes), linked if isinstance(linked, dict) else dict(linked),
+            index)
+        body = b"".join((_WALK_MAGIC, _BYTE[len(root)], root, entries))
         with contextlib.suppress(BundlekitError):
             atomic_write_bytes(self.root / WALK_FILE, body + hashlib.sha256(body).digest(), error=BundlekitError, hint=_WRITE_HINT,
                                sync_dir=False)

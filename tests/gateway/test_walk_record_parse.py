@@ -1,11 +1,13 @@
 """A pin walk record (``BlockStore._record_walk``) read in C (``bundlekit/_packscan.c``'s ``parse_walk``) reads as the
 interpreter's loops read it where that is not built (``blockstore._parse_walk_py``): the same root, sizes (in the same
 order) and links, on records made by the store and on random, cut and mutated ones; where one refuses a record
-(``ValueError``, ``IndexError``: the store then trusts no walk), so does the other."""
+(``ValueError``, ``IndexError``: the store then trusts no walk), so does the other. Its block entries laid out in C
+(``pack_walk``) are the bytes the interpreter lays out (``blockstore._pack_walk_py``), or both refuse."""
 
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -79,14 +81,51 @@ def test_a_mutated_record_reads_the_same_or_is_refused_by_both(at: int, value: i
     _same(bytes(body))
 
 
-def test_a_record_the_store_wrote_reads_the_same(tmp_path: object) -> None:
+def test_a_record_the_store_wrote_reads_the_same(tmp_path: Path) -> None:
     cids = [bytes([1, 0x70, 0x12, 0x20]) + bytes([i]) * 32 for i in range(40)]
     sizes = {cid: 100 + i for i, cid in enumerate(cids)}
     links = {cids[i]: [cids[j] for j in range(i + 1, min(i + 4, 40))] for i in range(0, 39, 2)}
-    store = blockstore.BlockStore(tmp_path, fsync=False)  # type: ignore[arg-type]
+    store = blockstore.BlockStore(tmp_path, fsync=False)
     store._record_walk(cids[0], sizes, links)
     data = (store.root / blockstore.WALK_FILE).read_bytes()
     body = data[len(blockstore._WALK_MAGIC):-32]
     walked = blockstore._parse_walk(memoryview(body))
     assert (walked.root, walked.sizes, walked.links) == (cids[0], sizes, links)
     _same(body)
+
+
+def _packed(pack: object, args: tuple[list[bytes], dict[bytes, int], dict[bytes, list[bytes]], dict[bytes, int]]) -> object:
+    try:
+        return pack(*args)  # type: ignore[operator]
+    except Exception:  # noqa: BLE001 - either refuses: a record is then not written, whichever error says so
+        return "refused"
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), count=st.integers(min_value=0, max_value=10))
+def test_entries_laid_out_in_c_are_the_interpreters(data: st.DataObject, count: int) -> None:
+    cids = data.draw(st.lists(st.binary(min_size=0, max_size=260), min_size=count, max_size=count, unique=True))
+    sizes = {cid: data.draw(st.integers(min_value=0, max_value=(1 << 32) + 1)) for cid in cids
+             if data.draw(st.integers(0, 20)) > 0}
+    index = {cid: at for at, cid in enumerate(cids) if data.draw(st.integers(0, 20)) > 0}
+    links = {cid: data.draw(st.lists(st.sampled_from(cids), max_size=4)) for cid in cids[:count // 2]} if cids else {}
+    args = (cids, sizes, links, index)
+    assert _packed(packscan.pack_walk, args) == _packed(blockstore._pack_walk_py, args)
+
+
+def test_the_store_writes_the_same_record_with_c_or_without(tmp_path: Path) -> None:
+    cids = [bytes([1, 0x70, 0x12, 0x20]) + bytes([i]) * 32 for i in range(30)]
+    sizes = {cid: 100 + i for i, cid in enumerate(cids)}
+    links = {cids[i]: [cids[j] for j in range(i + 1, min(i + 4, 30))] for i in range(0, 29, 3)}
+    written = []
+    for compiled in (True, False):
+        store = blockstore.BlockStore(tmp_path / str(compiled), fsync=False)
+        saved = blockstore._packscan
+        if not compiled:
+            blockstore._packscan = None  # type: ignore[assignment]
+        try:
+            store._record_walk(cids[0], sizes, links)
+        finally:
+            blockstore._packscan = saved
+        written.append((store.root / blockstore.WALK_FILE).read_bytes())
+    assert written[0] == written[1]
