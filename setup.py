@@ -1,13 +1,13 @@
 """The compiled parts, all optional: bundlekit.memory._statscan, a memory tree's listing with stat
 signatures, bundlekit.memory._cosine, the cosines recall by meaning ranks with, bundlekit._textscan,
 the marks the output checks look for in a text, in one pass, and bundlekit._packscan, a block store pack
-index's rules checked in one pass.
+index's rules checked in one pass and its last pin's walk record read and laid out in one.
 
 Where they cannot be built (no C compiler, not POSIX) the install goes on: the
 memory store lists trees in Python (bundlekit/memory/backend.py), ranks by
 meaning with numpy (bundlekit/memory/cosines.py) and looks for the marks with
-Python's searches (bundlekit/_marks.py) and checks pack indexes with the interpreter's loops
-(bundlekit/blockstore.py). Everything else is in pyproject.toml.
+Python's searches (bundlekit/_marks.py) and checks pack indexes and reads and writes walk records with the
+interpreter's loops (bundlekit/blockstore.py). Everything else is in pyproject.toml.
 """
 
 import os
