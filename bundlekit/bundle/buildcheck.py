@@ -360,11 +360,13 @@ class CheckCache:
             return
         new = [record for record in records if record.filename in digests
                and _fits((record.filename, record.type, record.name, record.description))]
-        days = {path: digest for path, digest in digests.items()
-                if path.startswith(_TIMELINE_PREFIX) and self.known.get(path) != digest}
+        changed = [path for path, digest in self.known.items() if digests.get(path) != digest]  # or gone
+        fresh = sorted(path for path in (*changed, *(digests.keys() - self.known.keys()))
+                       if path.startswith(_TIMELINE_PREFIX) and path in digests)
+        days = {path: digests[path] for path in fresh}  # a day new or changed
         written = {record.filename for record in new}.union(days)
         # a file gone, or changed and not checked now (it did not parse, or its row cannot be kept): its row goes
-        gone = {path for path, digest in self.known.items() if digests.get(path) != digest and path not in written}
+        gone = {path for path in changed if path not in written}
         if not new and not days and not gone:
             return
         drop = written | gone
