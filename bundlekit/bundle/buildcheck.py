@@ -77,7 +77,7 @@ from bundlekit.memory.naming import HIDDEN_DIR, TIMELINE_DIR
 if TYPE_CHECKING:
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["CHECKS_NAME", "FORMAT", "KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key",
+__all__ = ["CHECKS_NAME", "FORMAT", "KEY_FILE", "MAGIC", "CheckCache", "Passed", "rules_fingerprint", "seal_key",
            "sources_digest"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -111,6 +111,7 @@ _OLD_TABLES: Final = ("checked", "seal")
 KEY_FILE: Final = "build-check.key"
 _KEY_BYTES: Final = 32
 _fingerprint: str | None = None
+
 
 class _Columns(NamedTuple):
     """The rows of a cache file, column by column, in row order: each memory file's path, ``type``, ``name``,
