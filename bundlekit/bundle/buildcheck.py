@@ -103,8 +103,10 @@ _MAX_ROWS: Final = 1_000_000
 #: Text bytes of one row at most (its texts' UTF-8 with their NULs; a key is at most 128 characters): a memory of
 #: longer fields gets no row and is checked at every build.
 _MAX_ROW_TEXT: Final = 4096
-#: Past this size a file is not read: what the most rows of the longest texts fill.
-_MAX_BYTES: Final = _HEADER.size + _MAX_ROWS * (_DIGEST + 8 + _MAX_ROW_TEXT)
+#: Past this size a file is not read, and a save that would write more writes nothing (that tree is checked in
+#: full at every build): a planted file costs at most this much memory while its seal is checked. A million
+#: memories fit with ~220 text bytes a row on average (rows of 10,000 generated memories average ~110).
+_MAX_BYTES: Final = 256 * 1024 * 1024
 #: The tables that held the verdicts until format 2, in ``build-cache.sqlite``: dropped by a first save.
 _OLD_TABLES: Final = ("checked", "seal")
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
@@ -383,7 +385,9 @@ class CheckCache:
         rows.day_paths.extend(days)
         rows.day_digests.extend(days.values())
         if len(rows.paths) + len(rows.day_paths) <= _MAX_ROWS:
-            self._write(_pack(key, rules_fingerprint(), rows))
+            parts = _pack(key, rules_fingerprint(), rows)
+            if sum(map(len, parts)) <= _MAX_BYTES:
+                self._write(parts)
 
     def _write(self, parts: list[bytes]) -> None:
         """``parts`` as the cache file, renamed into place without fsync (a crash may leave it torn or empty: it

@@ -358,6 +358,17 @@ def test_a_file_past_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.M
     assert len(seen[0]) == 3 and _file(tree).stat().st_size < 1 << 20
 
 
+def test_a_cache_that_would_pass_the_bound_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save whose file would be larger than a load reads writes nothing (that tree checks in full at each build)."""
+    tree = _tree(tmp_path / "memory", 3)
+    monkeypatch.setattr(buildcheck, "_MAX_BYTES", 200)
+    _build(tree, tmp_path / "a.car")
+    assert not _file(tree).exists()
+    seen = _checked(monkeypatch)
+    _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 3
+
+
 def test_a_cache_file_that_is_a_link_is_neither_followed_nor_written_through(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     tree = _tree(tmp_path / "memory", 3)
