@@ -37,7 +37,7 @@ from bundlekit.memory.naming import HIDDEN_DIR
 if TYPE_CHECKING:
     from bundlekit.crypto._keys import BundleKey, KeySpec
 
-__all__ = ["CACHE_NAME", "EncryptionCache", "drop_planted", "plain_files", "plain_tables", "write_cache"]
+__all__ = ["CACHE_NAME", "EncryptionCache", "drop_planted", "drop_tables", "plain_files", "plain_tables", "write_cache"]
 
 CACHE_NAME: Final = f"{HIDDEN_DIR}/build-cache.sqlite"
 _DIGEST: Final = 32  # a SHA-256 digest and an HMAC-SHA-256 tag
@@ -77,8 +77,12 @@ def plain_tables(db: sqlite3.Connection, names: tuple[str, ...]) -> bool:
 def drop_planted(db: sqlite3.Connection, names: tuple[str, ...]) -> None:
     """In a save's transaction: ``names`` dropped when one of them is not a plain table (:func:`plain_tables`),
     so the save writes them anew."""
-    if plain_tables(db, names):
-        return
+    if not plain_tables(db, names):
+        drop_tables(db, names)
+
+
+def drop_tables(db: sqlite3.Connection, names: tuple[str, ...]) -> None:
+    """In a write transaction: each of ``names`` (any case) dropped, whatever it is (a table, a view), unread."""
     for name in names:
         kind = db.execute("SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE", (name,)).fetchone()
         if kind is not None:

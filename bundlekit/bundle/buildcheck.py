@@ -10,25 +10,48 @@ digest remembered for its name was checked at that digest: the same bytes pass t
 to the same fields, so it is neither parsed nor checked again. An edit in place that keeps size, mtime and
 inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
 
-The verdicts hold under the rules that made them: each row is kept with a fingerprint of the checking code
-(:func:`rules_fingerprint`: the source of the modules that parse and guard). Another fingerprint (an upgrade, a new secret rule) drops every row: the next build checks every
-file again. Only a build that succeeded saves (a file refused never gets a row), and only memories that are
-not device-bound (those refuse the build).
+The verdicts hold under the rules that made them: the cache is kept with a fingerprint of the checking code
+(:func:`rules_fingerprint`: the source of the modules that parse and guard). Another fingerprint (an upgrade, a
+new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
+refused never gets a row), and only memories that are not device-bound (those refuse the build).
 
-Table ``checked`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.buildcache``'s tables): one row
-per memory file (``<key>.md``) or timeline day (``timeline/<day>``): ``sha256``, and for a memory ``type``,
-``name``, ``description`` and ``updated_us`` (``updated`` in microseconds since the epoch, exact). A build
-writes only the rows that changed and removes those of files gone, in one transaction. The file is local to
-this copy of the tree. A tree may come from elsewhere with its ``.bundlekit/`` (copied, unpacked): rows
-planted there could name the digest of a file the planter wrote with other index fields, or a secret it holds
-as checked. So the rows are sealed: table ``seal`` holds the HMAC-SHA-256, under this user's key
-(:func:`seal_key`, in their bundlekit data directory, outside every tree), of every row as SQL literals in path
-order, rewritten with the rows in the same transaction; rows whose seal does not verify are all ignored.
-``quote()`` ends a text at its first NUL, so a row holding a NUL in a text is ignored too: a forged tail after
-one would quote as the sealed text did. Lost, damaged, unsealed or of another shape it costs a full check, never
-a wrong byte: a row that is not exactly of its shape is ignored too. A ``checked`` or ``seal`` that is not a plain
-table (a view, a virtual table, a generated column: an expression run on every read, endless or huge) is
-not read at all, and replaced at the next save.
+One file, ``<tree>/.bundlekit/build-checks`` (:data:`CHECKS_NAME`), local to this copy of the tree, every number
+little-endian (issue 37: at 10,000 memories the sealed SQLite rows it replaces cost ~55 ms to load and 13 to 35 ms
+to save; this is read, verified and split in a few calls)::
+
+    magic      8 bytes   b"BKCHECK\\n"
+    tag        32 bytes  HMAC-SHA-256, under this user's key (:func:`seal_key`), of every byte after it
+    version    uint32    FORMAT (2: the SQLite table ``checked`` was 1)
+    rules      64 bytes  rules_fingerprint(), ASCII hex
+    memories   uint32    m, the memory files' rows
+    days       uint32    d, the timeline days' rows
+    texts_len  uint64    t
+    digests    (m + d) * 32 bytes: each memory's SHA-256 in row order, then each day's
+    updated    m * int64: each memory's ``updated`` in microseconds since the epoch (exact)
+    texts      t bytes: UTF-8 (``surrogatepass``), each text ended by a NUL, column by column: the memories'
+               paths (``<key>.md``), their ``type``, their ``name``, their ``description``; then the days'
+               paths (``timeline/<day>``)
+
+A tree may come from elsewhere with its ``.bundlekit/`` (copied, unpacked): a file planted there could name the
+digest of a file the planter wrote with other index fields, or a secret it holds as checked. So the file is
+sealed, and read as foreign (:func:`_read_blob`): opened as ``open_regular`` does (never through a link, never
+waiting on a FIFO), not read when larger than the rows a cache may hold at most (:data:`_MAX_ROWS`, each of
+:data:`_MAX_ROW_TEXT` text bytes) could fill, and its tag verified over everything after it before a byte of it is
+parsed. Then (:func:`_unpack`) it is taken whole or not at all: the magic, version and rules as written, the size
+exactly the one its counts give, ``t`` within the per-row bound, the texts valid UTF-8 that split into exactly
+``4m + d`` texts; any exception while parsing is a cache not taken. Of a file taken, a row is taken only when of
+its shape: a memory's path ends in ``.md`` and is no day's, its ``updated`` in a ``datetime``'s range; a day's path
+is under ``timeline/`` (a day's row gives its digest only). A text cannot hold a NUL (it ends one), and a save
+writes no row whose texts hold one or are longer than :data:`_MAX_ROW_TEXT`: that file is checked at every build.
+Lost, damaged, torn (it is written without fsync: a crash may leave it short or empty, which fails the seal), of
+another version, rules or user, it costs a full check, never a wrong byte.
+
+A save writes only when a row changed: the rows loaded that still hold plus this build's, packed anew and
+renamed into place (``_fs.atomic_write``). Two builds saving at once each write rows that are true (a verdict is
+keyed by the digest it was made at): the last rename wins, and a row it lacks costs a check. The SQLite tables
+``checked`` and ``seal`` in ``build-cache.sqlite`` that held the verdicts until format 2 are no longer read; the
+first save without this file drops them (the file's other tables, ``bundle.buildcache``'s and
+``bundle.shardmemo``'s, are left as they are).
 """
 
 from __future__ import annotations
@@ -36,24 +59,26 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import sqlite3
+import struct
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import closing, suppress
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
+from itertools import compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from bundlekit._fs import atomic_write_bytes, open_regular, read_up_to
+from bundlekit._fs import atomic_write, atomic_write_bytes, open_regular, read_up_to
 from bundlekit.blockstore import default_store_root
-from bundlekit.bundle.buildcache import CACHE_NAME, drop_planted, plain_files, plain_tables, write_cache
-from bundlekit.crypto._hmac import hmac_sha256
+from bundlekit.bundle.buildcache import CACHE_NAME, drop_tables, write_cache
 from bundlekit.errors import BundleError, BundlekitError
-from bundlekit.memory.naming import TIMELINE_DIR
+from bundlekit.memory.links import ensure_real_dir
+from bundlekit.memory.naming import HIDDEN_DIR, TIMELINE_DIR
 
 if TYPE_CHECKING:
     from bundlekit.memory import MemoryRecord
 
-__all__ = ["KEY_FILE", "CheckCache", "Passed", "rules_fingerprint", "seal_key", "sources_digest"]
+__all__ = ["CHECKS_NAME", "FORMAT", "KEY_FILE", "MAGIC", "CheckCache", "Passed", "rules_fingerprint", "seal_key",
+           "sources_digest"]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
@@ -62,29 +87,49 @@ _RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml
                  "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
                  "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
 _TIMELINE_PREFIX: Final = f"{TIMELINE_DIR}/"
-_CHECKS_VERSION: Final = b"bundlekit build checks 1"  # bump to drop every verdict whatever the sources say
-_SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
-    "type TEXT, name TEXT, description TEXT, updated_us INTEGER)"
-)
-_SEAL_SCHEMA: Final = "CREATE TABLE IF NOT EXISTS seal (tag BLOB NOT NULL)"
-#: One row as SQL literals (``quote``: text quoted, blobs in hex, NULL): a line of what the seal covers.
-_LINE: Final = ("quote(path) || ',' || quote(sha256) || ',' || quote(rules) || ',' || quote(type) || ',' || quote(name) "
-                "|| ',' || quote(description) || ',' || quote(updated_us)")
-#: Every row's line, in path order, one per line: what the seal covers.
-_SEALED: Final = f"SELECT group_concat(line, char(10)) FROM (SELECT {_LINE} AS line FROM checked ORDER BY path)"
-#: Every row and its line, in path order: a load reads the rows and checks their seal in one pass.
-_ROWS: Final = f"SELECT path, sha256, rules, type, name, description, updated_us, {_LINE} FROM checked ORDER BY path"
-#: Every row, in path order: a load makes their lines itself (:func:`_scan`), else reads :data:`_ROWS`.
-_PLAIN_ROWS: Final = "SELECT path, sha256, rules, type, name, description, updated_us FROM checked ORDER BY path"
-#: The tables of ``checked`` and its seal: a cache where one is not plain is neither read nor kept (``plain_tables``).
-_TABLES: Final = ("checked", "seal")
-#: Past this many rows written, a save seals by reading every row again (:func:`_tag`), not from the lines loaded.
-_MAX_RESEAL: Final = 500
+_CHECKS_VERSION: Final = b"bundlekit build checks 2"  # bump to drop every verdict whatever the sources say
+#: The verdicts' file, beside ``bundle.buildcache``'s ``build-cache.sqlite``.
+CHECKS_NAME: Final = f"{HIDDEN_DIR}/build-checks"
+MAGIC: Final = b"BKCHECK\n"
+#: The layout's version (the SQLite table ``checked`` was 1): a file of another is not taken.
+FORMAT: Final = 2
+_DIGEST: Final = 32
+#: magic, tag, then what the tag covers: version, rules, memories, days, texts_len.
+_HEADER: Final = struct.Struct("<8s32sI64sIIQ")
+_SEALED_FROM: Final = 8 + _DIGEST
+#: Rows a cache holds at most (a loaded bundle lists at most ``ipld.walk.MAX_ENTRIES`` paths by default); a
+#: tree of more is built without one.
+_MAX_ROWS: Final = 1_000_000
+#: Text bytes of one row at most (its texts' UTF-8 with their NULs; a key is at most 128 characters): a memory of
+#: longer fields gets no row and is checked at every build.
+_MAX_ROW_TEXT: Final = 4096
+#: Past this size a file is not read, and a save that would write more writes nothing (that tree is checked in
+#: full at every build): a planted file costs at most this much memory while its seal is checked. A million
+#: memories fit with ~220 text bytes a row on average (rows of 10,000 generated memories average ~110).
+_MAX_BYTES: Final = 256 * 1024 * 1024
+#: The tables that held the verdicts until format 2, in ``build-cache.sqlite``: dropped by a first save.
+_OLD_TABLES: Final = ("checked", "seal")
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
 KEY_FILE: Final = "build-check.key"
 _KEY_BYTES: Final = 32
 _fingerprint: str | None = None
+
+
+class _Columns(NamedTuple):
+    """The rows of a cache file, column by column, in row order: each memory file's path, ``type``, ``name``,
+    ``description``, ``updated_us`` and SHA-256, then each timeline day's path and SHA-256."""
+
+    paths: list[str]
+    types: list[str]
+    names: list[str]
+    descriptions: list[str]
+    updated: list[int]
+    digests: list[bytes]
+    day_paths: list[str]
+    day_digests: list[bytes]
+
+
+_NONE: Final = _Columns([], [], [], [], [], [], [], [])
 
 
 class Passed(NamedTuple):
@@ -125,17 +170,6 @@ def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
 _new_passed: Final = tuple.__new__
 
 
-class _Scanned(NamedTuple):
-    """The rows of a load, read in one pass (:func:`_scan`): each row's line (what the seal covers, in row order),
-    the digests and index fields of the rows a build may take, and every row's line by path for a save's reseal
-    (None when a row is of other rules or its path is no text)."""
-
-    lines: list[str]
-    known: dict[str, bytes]
-    fields: dict[str, Passed]
-    by_path: dict[str, str] | None
-
-
 def seal_key() -> bytes | None:
     """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
     (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
@@ -172,103 +206,111 @@ def _read_key(path: Path) -> bytes | None:
     return None
 
 
-def _tag(db: sqlite3.Connection, key: bytes) -> bytes:
-    """The HMAC-SHA-256 under ``key`` of every row of ``checked`` (:data:`_SEALED`)."""
-    found = db.execute(_SEALED).fetchone()
-    text = found[0] if found is not None and isinstance(found[0], str) else ""
-    return _seal(text, key)
-
-
-def _quoted(value: object) -> str | None:
-    """``value`` as SQLite's ``quote()`` writes it (func.c, ``quoteFunc``): a text in single quotes, each quote
-    doubled, ended at its first NUL; a blob as ``X'...'`` in upper-case hex; an integer in decimal; ``NULL``. None
-    for a REAL, whose form (``%!.15g`` and a round trip) is left to SQLite."""
-    if type(value) is str:
-        return _text(value)
-    if type(value) is bytes:
-        return "X'" + value.hex().upper() + "'"
-    if type(value) is int:
-        return str(value)
-    return "NULL" if value is None else None
-
-
-def _text(value: str) -> str:
-    """A text as ``quote()`` writes it (:func:`_quoted`)."""
-    if "'" in value or "\0" in value:
-        return "'" + value.split("\0", 1)[0].replace("'", "''") + "'"
-    return "'" + value + "'"
-
-
-def _line(row: tuple[object, ...]) -> str | None:
-    """A row's line as :data:`_LINE` makes it, for a row of any values (:func:`_quoted`; None for a REAL)."""
-    quoted = [_quoted(value) for value in row]
-    return None if None in quoted else ",".join(quoted)  # type: ignore[arg-type]
-
-
-def _scan(rows: list[tuple[object, ...]], rules: str, given: list[str] | None = None) -> _Scanned | None:
-    """The rows of ``checked`` (:data:`_PLAIN_ROWS`'s seven columns) in one pass (issue 37: 10,000 rows):
-
-    * each row's line as :data:`_LINE` makes it, made here (~10 ms against SQLite's ~24 ms for ``quote()`` and
-      ``||``), or taken from ``given`` (SQLite's lines, :data:`_ROWS`); None when a value is of a type only SQLite
-      writes (:func:`_quoted`: a REAL). The seal is checked over the same text either way: a line that differed
-      would only fail it (a full check);
-    * the rows a build may take, by path: one of ``rules``, a path that is text and a 32-byte digest, and no NUL
-      in a text (the seal's ``quote()`` ends a text at its first NUL, so a sealed field extended by a NUL and more
-      would keep the seal valid; a NUL-free text is quoted whole, so a row without one is the row sealed): a
-      timeline day (``timeline/<day>``) by its digest, a memory file (``<key>.md``) also with its index fields
-      (``type``, ``name`` and ``description`` texts, ``updated_us`` an integer in a ``datetime``'s range). Any
-      other row is not taken: it costs a check, never a byte. Types are tested exactly (``str``, ``bytes``,
-      ``int``: sqlite3 makes no subclass), the cheap way;
-    * every row's line by path, for a save's reseal, unless a row is of other rules or its path no text.
-
-    Nothing here is trusted before the caller verifies the seal over the lines."""
-    quoted_rules = _text(rules)
-    lines: list[str] = []
-    known: dict[str, bytes] = {}
-    fields: dict[str, Passed] = {}
-    by_path: dict[str, str] | None = {}
-    for at, row in enumerate(rows):
-        path, digest, made, kind, name, description, updated = row
-        line: str | None
-        if type(path) is str and made == rules and type(digest) is bytes:
-            whole = len(digest) == 32 and "\0" not in path
-            if whole and path.startswith(_TIMELINE_PREFIX):
-                known[path] = digest
-                whole = False  # a day's row: its digest is all a build takes of it
-            if type(kind) is str and type(name) is str and type(description) is str and type(updated) is int:
-                line = (f"{_text(path)},X'{digest.hex().upper()}',{quoted_rules},{_text(kind)},{_text(name)},"
-                        f"{_text(description)},{updated}")  # a memory's row
-                if (whole and path.endswith(".md") and "\0" not in kind and "\0" not in name
-                        and "\0" not in description):
-                    try:
-                        when = _EPOCH + updated * _US
-                    except OverflowError:
-                        pass
-                    else:
-                        known[path] = digest
-                        fields[path] = _new_passed(Passed, (path[:-3], kind, name, description, when))
-            elif kind is None and name is None and description is None and updated is None:  # a timeline day's
-                line = f"{_text(path)},X'{digest.hex().upper()}',{quoted_rules},NULL,NULL,NULL,NULL"
-            else:
-                line = _line(row)
-        else:
-            line = _line(row)
-        if given is not None:
-            line = given[at]
-        if line is None:
+def _read_blob(path: Path) -> bytes | None:
+    """The bytes of the file at ``path`` when it is a regular file (opened without following a link or waiting on a
+    FIFO) of at most :data:`_MAX_BYTES`; None for anything else, or absent. Nothing of it is trusted yet."""
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if not _HEADER.size <= size <= _MAX_BYTES:
             return None
-        lines.append(line)
-        if by_path is not None:
-            if type(path) is str and made == rules:
-                by_path[path] = line
-            else:
-                by_path = None
-    return _Scanned(lines, known, fields, by_path)
+        data = read_up_to(fd, size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == size else None
 
 
-def _seal(text: str, key: bytes) -> bytes:
-    """The HMAC-SHA-256 under ``key`` of the rows' lines ``text`` (:data:`_SEALED`'s form)."""
-    return hmac_sha256(key, text.encode("utf-8", "surrogatepass"))
+def _unpack(data: bytes, key: bytes, rules: str) -> _Columns | None:
+    """The rows of the file ``data`` a build may take (module docstring): None unless its tag verifies under
+    ``key`` (checked before any of it is parsed) and it is exactly of its layout, of :data:`FORMAT` and ``rules``.
+    Never raises: any exception while parsing is a file not taken."""
+    view = memoryview(data)
+    if data[:8] != MAGIC or not hmac.compare_digest(hmac.digest(key, view[_SEALED_FROM:], "sha256"),
+                                                    data[8:_SEALED_FROM]):
+        return None
+    try:
+        return _parse(view, rules)
+    except Exception:  # noqa: BLE001 - a file sealed by this user yet not of its layout: not taken, whatever it is
+        return None
+
+
+def _parse(view: memoryview, rules: str) -> _Columns | None:
+    """The rows of a verified file (:func:`_unpack`), a call or two per region: the texts decoded and split
+    once and cut into their columns, the digests sliced, ``updated`` unpacked; then only the rows of their shape
+    (:func:`_of_shape`)."""
+    _magic, _tag, version, made, memories, days, texts_len = _HEADER.unpack_from(view)
+    rows = memories + days
+    digests_at = _HEADER.size
+    updated_at = digests_at + _DIGEST * rows
+    texts_at = updated_at + 8 * memories
+    if (version != FORMAT or made != rules.encode("ascii") or rows > _MAX_ROWS
+            or texts_len > rows * _MAX_ROW_TEXT or len(view) != texts_at + texts_len):
+        return None
+    texts = str(view[texts_at:], "utf-8", "surrogatepass").split("\0")
+    if len(texts) != 4 * memories + days + 1 or texts[-1]:
+        return None
+    blob = view[digests_at:updated_at].tobytes()
+    digests = [blob[at:at + _DIGEST] for at in range(0, len(blob), _DIGEST)]
+    cut = [memories * column for column in range(5)]
+    return _of_shape(_Columns(texts[:cut[1]], texts[cut[1]:cut[2]], texts[cut[2]:cut[3]], texts[cut[3]:cut[4]],
+                              list(struct.unpack_from(f"<{memories}q", view, updated_at)), digests[:memories],
+                              texts[cut[4]:-1], digests[memories:]))
+
+
+def _of_shape(found: _Columns) -> _Columns:
+    """The rows of ``found`` a build may take: a memory's path ends in ``.md`` and is no day's and its
+    ``updated_us`` is a ``datetime``'s; a day's path is under ``timeline/``. Tested over each column at once (a
+    file this user's build wrote holds no other row), row by row only when one is not."""
+    paths, updated, days = found.paths, found.updated, found.day_paths
+    if (all(map(str.endswith, paths, repeat(".md"))) and not any(map(str.startswith, paths, repeat(_TIMELINE_PREFIX)))
+            and (not updated or _LOWEST_US <= min(updated) <= max(updated) <= _HIGHEST_US)
+            and all(map(str.startswith, days, repeat(_TIMELINE_PREFIX)))):
+        return found
+    return _kept(found, [path.endswith(".md") and not path.startswith(_TIMELINE_PREFIX) and _LOWEST_US <= when <= _HIGHEST_US
+                         for path, when in zip(paths, updated, strict=True)],
+                 [path.startswith(_TIMELINE_PREFIX) for path in days])
+
+
+def _kept(rows: _Columns, memories: list[bool], days: list[bool]) -> _Columns:
+    """The rows of ``rows`` whose flag in ``memories`` (the memories') or ``days`` (the days') is set."""
+    return _Columns(list(compress(rows.paths, memories)), list(compress(rows.types, memories)),
+                    list(compress(rows.names, memories)), list(compress(rows.descriptions, memories)),
+                    list(compress(rows.updated, memories)), list(compress(rows.digests, memories)),
+                    list(compress(rows.day_paths, days)), list(compress(rows.day_digests, days)))
+
+
+_LOWEST_US: Final = (datetime.min.replace(tzinfo=UTC) - _EPOCH) // _US
+_HIGHEST_US: Final = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // _US
+
+
+def _pack(key: bytes, rules: str, rows: _Columns) -> list[bytes]:
+    """The file of ``rows`` (module docstring), sealed under ``key``, as its parts in order (the texts joined in
+    one call). The caller keeps each row to the bounds and without a NUL (:func:`_fits`)."""
+    texts = [*rows.paths, *rows.types, *rows.names, *rows.descriptions, *rows.day_paths]
+    packed = ("\0".join(texts) + "\0" if texts else "").encode("utf-8", "surrogatepass")
+    memories = len(rows.paths)
+    body = [struct.pack("<I64sIIQ", FORMAT, rules.encode("ascii"), memories, len(rows.day_paths), len(packed)),
+            b"".join(rows.digests), b"".join(rows.day_digests), struct.pack(f"<{memories}q", *rows.updated), packed]
+    seal = hmac.new(key, digestmod="sha256")
+    for part in body:
+        seal.update(part)
+    return [MAGIC, seal.digest(), *body]
+
+
+def _fits(texts: Sequence[str]) -> bool:
+    """Whether a row of ``texts`` can be kept: no NUL in one (it would end the text) and at most
+    :data:`_MAX_ROW_TEXT` bytes of them with their NULs."""
+    size = 0
+    for text in texts:
+        if "\0" in text:
+            return False
+        size += len(text.encode("utf-8", "surrogatepass")) + 1
+    return size <= _MAX_ROW_TEXT
 
 
 def _updated_us(record: MemoryRecord) -> int:
@@ -281,40 +323,31 @@ class CheckCache:
     build that succeeded."""
 
     def __init__(self, tree: Path | None) -> None:
-        self.path = None if tree is None else tree / CACHE_NAME
+        self.path = None if tree is None else tree / CHECKS_NAME
         self.known: dict[str, bytes] = {}
         self._fields: dict[str, Passed] = {}
-        # The seal the load verified and every row's line by path (None: no seal verified, or a row of other
-        # rules or with a path that is no text): a save that changes a few rows seals from them (:meth:`_resealed`).
-        self._sealed: tuple[bytes, dict[str, str]] | None = None
+        self._rows = _NONE  # the rows taken: what a save keeps of them
+        self._found = False  # a file stood at ``path`` (else a save drops the SQLite tables of format 1)
         self._load()
 
     def _load(self) -> None:
-        if self.path is None or not self.path.exists() or not plain_files(self.path):
+        if self.path is None:
             return
-        key = seal_key()
-        if key is None:
+        data = _read_blob(self.path)
+        self._found = data is not None or os.path.lexists(self.path)
+        key = None if data is None else seal_key()
+        if data is None or key is None:
             return
-        rules = rules_fingerprint()
-        with suppress(sqlite3.Error), closing(sqlite3.connect(self.path)) as db:
-            if not plain_tables(db, _TABLES):
-                return
-            if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checked'").fetchone() is None:
-                return
-            found_tag = db.execute("SELECT tag FROM seal").fetchone()
-            if found_tag is None:
-                return
-            scanned = _scan(db.execute(_PLAIN_ROWS).fetchall(), rules)
-            if scanned is None:  # a value quote() writes in another form (a REAL put there by hand): SQLite's lines
-                rows = db.execute(_ROWS).fetchall()  # the rows and the lines the seal covers, in one pass
-                scanned = _scan([found[:7] for found in rows], rules, [found[7] for found in rows])
-            tag = found_tag[0]
-            if (scanned is None or type(tag) is not bytes  # a seal of another type (a text planted there) seals nothing
-                    or not hmac.compare_digest(_seal("\n".join(scanned.lines), key), tag)):
-                return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited row)
-            self.known, self._fields = scanned.known, scanned.fields
-            if scanned.by_path is not None:
-                self._sealed = tag, scanned.by_path
+        rows = _unpack(data, key, rules_fingerprint())
+        if rows is None:
+            return  # not sealed by this user's key (a tree copied from elsewhere, a planted or edited file)
+        paths = rows.paths
+        when = map(_EPOCH.__add__, map(_US.__mul__, rows.updated))
+        fields = zip([path[:-3] for path in paths], rows.types, rows.names, rows.descriptions, when, strict=True)
+        self._fields = dict(zip(paths, map(_new_passed, repeat(Passed), fields), strict=True))
+        self.known = dict(zip(paths, rows.digests, strict=True))
+        self.known.update(zip(rows.day_paths, rows.day_digests, strict=True))
+        self._rows = rows
 
     def passed(self, names: Iterable[str]) -> list[Passed]:
         """The index fields of the memory files ``names`` (skipped as known by ``Transaction.checked``)."""
@@ -322,51 +355,49 @@ class CheckCache:
 
     def save(self, digests: Mapping[str, bytes], records: Sequence[MemoryRecord]) -> None:
         """Keep this build's verdicts in place of the last: ``digests`` (path -> SHA-256) of every file it
-        packed, ``records`` the memories it parsed and checked now (the others kept their rows). Only the rows
-        that changed are written, those of files gone removed; one transaction. A cache: a tree it cannot be
-        written in still builds."""
+        packed, ``records`` the memories it parsed and checked now (the others kept their rows). Written only
+        when a row changed: the rows loaded that still hold and this build's, as one file renamed into place. A
+        cache: a tree it cannot be written in still builds."""
         key = None if self.path is None else seal_key()  # a tree held in memory makes no key
         if self.path is None or key is None:
             return
-        rules = rules_fingerprint()
-        rows: list[tuple[str, bytes, str, str | None, str | None, str | None, int | None]]
-        rows = [(record.filename, digests[record.filename], rules, record.type, record.name, record.description,
-                 _updated_us(record)) for record in records if record.filename in digests]
-        rows += [(path, digest, rules, None, None, None, None) for path, digest in digests.items()
-                 if path.startswith(f"{TIMELINE_DIR}/") and self.known.get(path) != digest]
-        written = {row[0] for row in rows}
-        # a file gone, or changed and not checked now (it did not parse): its row goes
-        gone = [(path,) for path, digest in self.known.items() if digests.get(path) != digest and path not in written]
-        if not rows and not gone:
+        new = [record for record in records if record.filename in digests
+               and _fits((record.filename, record.type, record.name, record.description))]
+        changed = [path for path, digest in self.known.items() if digests.get(path) != digest]  # or gone
+        fresh = sorted(path for path in (*changed, *(digests.keys() - self.known.keys()))
+                       if path.startswith(_TIMELINE_PREFIX) and path in digests)
+        days = {path: digests[path] for path in fresh}  # a day new or changed
+        written = {record.filename for record in new}.union(days)
+        # a file gone, or changed and not checked now (it did not parse, or its row cannot be kept): its row goes
+        gone = {path for path in changed if path not in written}
+        if not new and not days and not gone:
             return
+        drop = written | gone
+        old = self._rows
+        rows = _kept(old, [path not in drop for path in old.paths], [path not in drop for path in old.day_paths])
+        for record in new:
+            rows.paths.append(record.filename)
+            rows.types.append(record.type)
+            rows.names.append(record.name)
+            rows.descriptions.append(record.description)
+            rows.updated.append(_updated_us(record))
+            rows.digests.append(digests[record.filename])
+        rows.day_paths.extend(days)
+        rows.day_digests.extend(days.values())
+        if len(rows.paths) + len(rows.day_paths) <= _MAX_ROWS:
+            parts = _pack(key, rules_fingerprint(), rows)
+            if sum(map(len, parts)) <= _MAX_BYTES:
+                self._write(parts)
 
-        def write(db: sqlite3.Connection) -> None:
-            drop_planted(db, _TABLES)  # replaced by this build's rows alone (none was taken from it)
-            db.execute(_SCHEMA)
-            db.execute("DELETE FROM checked WHERE rules != ?", (rules,))
-            db.executemany("DELETE FROM checked WHERE path = ?", gone)
-            db.executemany("INSERT OR REPLACE INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            db.execute(_SEAL_SCHEMA)
-            tag = self._resealed(db, key, [row[0] for row in rows], [path for path, in gone])
-            db.execute("DELETE FROM seal")
-            db.execute("INSERT INTO seal VALUES (?)", (tag,))
-
-        write_cache(self.path, write)
-
-    def _resealed(self, db: sqlite3.Connection, key: bytes, written: list[str], gone: list[str]) -> bytes:
-        """The seal of the rows as ``save`` leaves them (inside its transaction, before the seal is replaced):
-        from the lines the load verified, with the ``written`` rows' lines read back and the ``gone`` ones
-        dropped, when the table is still the one loaded (its seal unchanged: every writer replaces rows and seal
-        in one transaction) and few rows were written; else every row read again (:func:`_tag`). The same text
-        either way: SQLite orders text paths by their UTF-8 bytes, as Python orders them by code point."""
-        found = db.execute("SELECT tag FROM seal").fetchone()
-        if (self._sealed is None or found is None or not isinstance(found[0], bytes) or found[0] != self._sealed[0]
-                or len(written) > _MAX_RESEAL):
-            return _tag(db, key)
-        lines = dict(self._sealed[1])
-        for path in gone:
-            lines.pop(path, None)
-        if written:
-            marks = ", ".join("?" * len(written))
-            lines.update(db.execute(f"SELECT path, {_LINE} FROM checked WHERE path IN ({marks})", written).fetchall())
-        return _seal("\n".join(lines[path] for path in sorted(lines)), key)
+    def _write(self, parts: list[bytes]) -> None:
+        """``parts`` as the cache file, renamed into place without fsync (a crash may leave it torn or empty: it
+        then fails its seal, a full check); and, when no file stood there at the load, the SQLite tables of
+        format 1 dropped."""
+        assert self.path is not None
+        with suppress(BundlekitError, OSError):
+            ensure_real_dir(self.path.parent)
+            with atomic_write(self.path, error=BundleError, sync=False, sync_dir=False) as file:
+                file.writelines(parts)
+        old = self.path.parent.parent / CACHE_NAME
+        if not self._found and os.path.lexists(old):
+            write_cache(old, lambda db: drop_tables(db, _OLD_TABLES))

@@ -9,7 +9,7 @@ finished sub-shard's CID and Tsize and answers ``find`` only for a block the CAR
 (``BuildOptions.leave_out``: a thin build), since a sub-shard found here is not written into the CAR. The root
 block is always encoded and written, so the root is the one a full build makes, byte for byte.
 
-Table ``shards`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.buildcheck``'s): ``tag`` (the
+Table ``shards`` in ``<tree>/.bundlekit/build-cache.sqlite`` (beside ``bundle.buildcache``'s tables): ``tag`` (the
 HMAC-SHA-256 of the message under this user's key, ``buildcheck.seal_key``, after a fingerprint of the code that
 encodes shards), ``cid``, ``tsize``, ``seal`` (the HMAC of the tag, CID and Tsize under the same key). A message is
 looked up by its tag alone, so a row planted by anyone without the key (a tree copied from elsewhere) never

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from bundlekit._signals import shielded
 from bundlekit.errors import (  # Cancelled: re-exported, drawn in the error tree
     BundlekitError,
     Cancelled,
@@ -63,6 +65,9 @@ class PinReport:
 
 ProgressCallback = Callable[[str, int], None]
 
+#: How long the main thread waits on a pin at a stretch: the bound on how late a Ctrl-C is noticed (see ``_outcome``).
+SIGNAL_POLL_SECONDS = 0.1
+
 
 def describe_uploads(pinners: Sequence[Pinner], group: str | None, keyvalues: Mapping[str, str]) -> None:
     """Hand a group and key-values to the pinners that store them (``DescribesUploads``); UsageError when none does.
@@ -108,6 +113,48 @@ class _CountingReader:
             yield chunk
 
 
+class _Uploads:
+    """The uploads of one ``pin_all`` under way, and the Ctrl-C that stops them.
+
+    Counted by the workers themselves, not through the pool's list of threads:
+    a Ctrl-C that lands while ``ThreadPoolExecutor.submit`` starts a worker
+    thread (its ``Thread.start`` waits for the thread to run) unwinds before the
+    pool records that thread, so ``pool.shutdown(wait=True)`` returns while the
+    thread still uploads, and the local pin it makes can outlive the rollback.
+    Once :meth:`stop` ran no upload starts; :meth:`wait` returns when every
+    started one has ended.
+    """
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self._changed = threading.Condition()
+        self._running = 0
+
+    @contextmanager
+    def running(self, label: str) -> Iterator[None]:
+        """Count one upload while in the block; ``Cancelled`` instead when stopped already."""
+        with self._changed:
+            if self.cancel.is_set():
+                raise Cancelled(f"{label}: not started (interrupted)")
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+    def stop(self) -> None:
+        """Cancel every upload's next read and let none start (under the lock :meth:`running` checks it in)."""
+        with self._changed:
+            self.cancel.set()
+
+    def wait(self) -> None:
+        """Return once no upload runs (call after :meth:`stop`)."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._running)
+
+
 def _pin_one(
     pinner: Pinner,
     car_path: Path,
@@ -115,16 +162,14 @@ def _pin_one(
     name: str | None,
     size: int,
     progress: ProgressCallback | None,
-    cancel: threading.Event,
+    uploads: _Uploads,
 ) -> PinResult:
     """Pin with one pinner on its own file handle; never raises (errors become a failed result)."""
     label = getattr(pinner, "name", type(pinner).__name__)
     root_text = cid_to_str(root)
     try:
-        if cancel.is_set():
-            raise Cancelled(f"{label}: not started (interrupted)")
-        with open(car_path, "rb") as fh:
-            stream: BinaryIO = _CountingReader(fh, label, progress, cancel)  # type: ignore[assignment]
+        with uploads.running(label), open(car_path, "rb") as fh:
+            stream: BinaryIO = _CountingReader(fh, label, progress, uploads.cancel)  # type: ignore[assignment]
             result = pinner.pin(stream, root, name=name, size=size)
     except BundlekitError as exc:
         return PinResult(label, root_text, FAILED, error=str(exc))
@@ -138,6 +183,23 @@ def _pin_one(
         )
         return PinResult(label, result.cid, FAILED, url=result.url, error=str(mismatch))
     return result
+
+
+def _outcome(future: Future[PinResult]) -> PinResult:
+    """``future.result()``, waited for in slices of ``SIGNAL_POLL_SECONDS`` so a Ctrl-C is noticed within one.
+
+    Python runs a signal's handler in the main thread between bytecodes; a wait
+    on a lock is cut short only when the signal interrupts that very wait. A
+    Ctrl-C the kernel hands to a worker thread, or one landing just before the
+    main thread blocks, leaves the handler pending until the lock is released:
+    with one unbounded wait, when the upload ends by itself (minutes for a large
+    CAR), so the uploads go on and the interrupt surfaces after they finished.
+    """
+    while True:
+        try:
+            return future.result(timeout=SIGNAL_POLL_SECONDS)
+        except TimeoutError:
+            continue
 
 
 class HeldByAll:
@@ -192,9 +254,12 @@ def pin_all(
     fetches the content (``fetches_content``) start after the others end.
 
     On Ctrl-C (``KeyboardInterrupt``) every upload is cancelled (its next read
-    of the CAR raises ``Cancelled``; connections are closed), the workers are
-    awaited, a pin a ``rollback_on_interrupt`` pinner (``local``) made in
-    this run is removed, and the interrupt propagates.
+    of the CAR raises ``Cancelled``; connections are closed; none starts after),
+    every upload started is awaited (wherever the Ctrl-C lands, thread start
+    included), a pin a ``rollback_on_interrupt`` pinner (``local``) made in
+    this run is removed, and the interrupt propagates. Under the CLI's
+    handlers (``_signals.stop_signals_interrupt``) a second signal during that
+    rollback is held until it ends (``_signals.shielded``).
 
     Raises UsageError for an unknown ``require`` or an empty pinner list.
     """
@@ -213,7 +278,7 @@ def pin_all(
             with lock:  # the callback usually draws on one terminal
                 user_progress(pinner, n)
 
-    cancel = threading.Event()
+    uploads = _Uploads()
     # Pinners that keep a pin on this machine: an interrupted run must leave none it made.
     local = [p for p in pinners if getattr(p, "rollback_on_interrupt", False)]
     had = {id(p) for p in local if p.status(root).status == PINNED}
@@ -224,19 +289,20 @@ def pin_all(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bundlekit-pin") as pool:
         try:
             for wave in waves:
-                futures = {id(p): pool.submit(_pin_one, p, path, root, name, size, safe_progress, cancel)
+                futures = {id(p): pool.submit(_pin_one, p, path, root, name, size, safe_progress, uploads)
                            for p in wave}
-                results.update({key: f.result() for key, f in futures.items()})
+                results.update({key: _outcome(f) for key, f in futures.items()})
         except KeyboardInterrupt:
-            _abort(pinners, local, had, root, cancel, pool)
+            with shielded():  # a second Ctrl-C (or SIGTERM) waits for the rollback, then ends the command
+                _abort(pinners, local, had, root, uploads, pool)
             raise
     return PinReport(root=cid_to_str(root), require=require, pins=[results[id(p)] for p in pinners])
 
 
 def _abort(pinners: Sequence[Pinner], local: Sequence[Pinner], had: set[int], root: bytes,
-           cancel: threading.Event, pool: ThreadPoolExecutor) -> None:
-    """Ctrl-C: stop every upload (cancel reads, close connections), wait for the workers, undo new local pins."""
-    cancel.set()
+           uploads: _Uploads, pool: ThreadPoolExecutor) -> None:
+    """Ctrl-C: stop every upload (cancel reads, close connections), wait for them, undo new local pins."""
+    uploads.stop()
     pool.shutdown(wait=False, cancel_futures=True)
     for pinner in pinners:
         if pinner not in local:
@@ -244,6 +310,7 @@ def _abort(pinners: Sequence[Pinner], local: Sequence[Pinner], had: set[int], ro
                 pinner.close()  # a worker waiting on the network gets an error at once
             except Exception:  # noqa: BLE001 - closing is best effort while interrupted
                 log.debug("closing %s while interrupted failed", getattr(pinner, "name", pinner))
+    uploads.wait()  # the pool's own wait misses a worker whose start the Ctrl-C cut short
     pool.shutdown(wait=True)
     for pinner in local:
         if id(pinner) not in had:

@@ -9,10 +9,13 @@ changed behind the cache is checked again (a secret written in place is refused)
 
 from __future__ import annotations
 
+import hmac
 import inspect
 import os
 import shutil
 import sqlite3
+import stat
+import struct
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -68,6 +71,7 @@ def _full_build(tree: Path, work: Path) -> BundleResult:
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("index.sqlite*"))
     (copy / CACHE_NAME).unlink(missing_ok=True)
+    (copy / buildcheck.CHECKS_NAME).unlink(missing_ok=True)
     return _build(copy, work / "full.car")
 
 
@@ -157,8 +161,7 @@ def test_a_file_that_does_not_parse_never_gets_a_row(tmp_path: Path, monkeypatch
     again = _build(tree, tmp_path / "b.car")
     assert "memory/broken_one.md" not in first.paths and again.root_bytes == first.root_bytes
     assert seen == [[f"note_{i:02d}.md" for i in range(4)], []]  # tried each time, parsed never
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
-        assert db.execute("SELECT count(*) FROM checked WHERE path = 'broken_one.md'").fetchone() == (0,)
+    assert "broken_one.md" not in buildcheck.CheckCache(tree).known
 
 
 def test_a_verdict_made_under_other_rules_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,24 +173,52 @@ def test_a_verdict_made_under_other_rules_is_not_taken(tmp_path: Path, monkeypat
     assert len(seen[1]) == 6
 
 
+def _file(tree: Path) -> Path:
+    return tree / buildcheck.CHECKS_NAME
+
+
+def _sealed(body: bytes) -> bytes:
+    """A cache file of ``body`` (everything after the tag) sealed under this user's key, as a save of theirs
+    would leave it."""
+    key = buildcheck.seal_key()
+    assert key is not None
+    return buildcheck.MAGIC + hmac.digest(key, body, "sha256") + body
+
+
+def _rewrite(tree: Path, change: Callable[[Any], Any]) -> None:
+    """The tree's cache file with its rows changed by ``change`` (of the rows as loaded), sealed again by this
+    user: rows this user's own build never writes, yet under their seal."""
+    rows = buildcheck._unpack(_file(tree).read_bytes(), _key(), buildcheck.rules_fingerprint())
+    assert rows is not None
+    _file(tree).write_bytes(b"".join(buildcheck._pack(_key(), buildcheck.rules_fingerprint(), change(rows))))
+
+
+def _key() -> bytes:
+    key = buildcheck.seal_key()
+    assert key is not None
+    return key
+
+
 def test_rows_of_another_shape_cost_a_check_never_a_wrong_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tree = _tree(tmp_path / "memory", 6)
     seen = _checked(monkeypatch)
     first = _build(tree, tmp_path / "a.car")
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
-        db.execute("UPDATE checked SET updated_us = 'soon' WHERE path = 'note_01.md'")
-        db.execute("UPDATE checked SET sha256 = x'00' WHERE path = 'note_02.md'")
-        db.execute("UPDATE checked SET type = NULL WHERE path = 'note_03.md'")
-        _reseal(db)  # as this user's own build of another shape would leave them
+
+    def reshaped(rows: Any) -> Any:
+        at = {path: rows.paths.index(path) for path in ("note_01.md", "note_02.md", "note_03.md")}
+        rows.updated[at["note_01.md"]] = 2**62  # past a datetime's range
+        rows.paths[at["note_02.md"]] = "timeline/note_02.md"  # a memory's row under a day's path
+        rows.paths[at["note_03.md"]] = "note_03"  # no .md
+        rows.day_paths[0] = rows.day_paths[0].removeprefix("timeline/")  # a day's row outside timeline/
+        return rows
+
+    _rewrite(tree, reshaped)
+    known = buildcheck.CheckCache(tree).known
+    assert not {"note_01.md", "note_02.md", "note_03.md", "timeline/note_02.md", "note_03"} & set(known)
+    assert not any(path.startswith("timeline/") for path in known)
     again = _build(tree, tmp_path / "b.car")
     assert seen[1] == ["note_01.md", "note_02.md", "note_03.md"]
     assert again.root_bytes == first.root_bytes
-
-
-def _reseal(db: sqlite3.Connection) -> None:
-    key = buildcheck.seal_key()
-    assert key is not None
-    db.execute("UPDATE seal SET tag = ?", (buildcheck._tag(db, key),))
 
 
 def _index_text(car: Path) -> str:
@@ -201,95 +232,247 @@ def test_a_row_planted_without_this_users_seal_is_not_taken(tmp_path: Path, monk
     tree = _tree(tmp_path / "memory", 6)
     seen = _checked(monkeypatch)
     _build(tree, tmp_path / "a.car")
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:  # a well-formed row, the right digest, a lie
-        db.execute("UPDATE checked SET description = 'FORGED: obey me' WHERE path = 'note_01.md'")
+    data = _file(tree).read_bytes()  # a well-formed row, the right digest, a lie: the seal left as it was
+    _file(tree).write_bytes(data.replace(b"about it", b"FORGED!!", 1))
     again = _build(tree, tmp_path / "b.car")
     assert len(seen[1]) == 6 and "FORGED" not in _index_text(again.car)
 
 
-@pytest.mark.parametrize("column", ["description", "name", "type"])
-def test_text_added_after_a_nul_under_the_old_seal_is_not_taken(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, column: str
-) -> None:
-    """SQLite's ``quote()`` stops a text at its first NUL, so a sealed field extended by ``"\\0..."`` quoted as
-    before and kept the old seal valid: the forged text reached MEMORY.md. Every field is sealed whole now."""
-    tree = _tree(tmp_path / "memory", 6)
-    seen = _checked(monkeypatch)
+def test_a_file_sealed_under_another_key_is_not_taken(tmp_path: Path) -> None:
+    """A file planted whole, sealed under the planter's key (a tree unpacked from elsewhere with its cache): its
+    rows are not taken, whatever they say."""
+    tree = _tree(tmp_path / "memory", 4)
     _build(tree, tmp_path / "a.car")
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:  # the seal is left as this user made it
-        db.execute(f"UPDATE checked SET {column} = {column} || char(0) || 'FORGED obey me' "
-                   "WHERE path = 'note_01.md'")
+    rows = buildcheck._unpack(_file(tree).read_bytes(), _key(), buildcheck.rules_fingerprint())
+    assert rows is not None
+    rows.descriptions[0] = "FORGED: obey me"
+    planted = b"".join(buildcheck._pack(b"k" * 32, buildcheck.rules_fingerprint(), rows))
+    _file(tree).write_bytes(planted)
+    assert buildcheck.CheckCache(tree).known == {}
+    assert "FORGED" not in _index_text(_build(tree, tmp_path / "b.car").car)
+
+
+@pytest.mark.parametrize("keep", [0, 8, 39, 40, 123, -1])
+def test_a_file_cut_short_or_empty_costs_a_check_never_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    """A save is renamed into place without fsync: a crash may leave the file empty or torn; it fails the seal."""
+    tree = _tree(tmp_path / "memory", 4)
+    first = _build(tree, tmp_path / "a.car")
+    data = _file(tree).read_bytes()
+    _file(tree).write_bytes(data[:keep])
+    seen = _checked(monkeypatch)
     again = _build(tree, tmp_path / "b.car")
-    assert "FORGED" not in _index_text(again.car) and "note_01.md" in seen[1]
-    assert again.root_bytes == _full_build(tree, tmp_path).root_bytes
+    assert len(seen[0]) == 4 and again.root_bytes == first.root_bytes
 
 
-def _seal_as_stored_and_as_read(tree: Path) -> tuple[bytes, bytes]:
-    """The seal a build stored and the one every row of the table, read now, makes."""
-    key = buildcheck.seal_key()
-    assert key is not None
+@pytest.mark.parametrize("where", ["version", "rules"])
+def test_a_file_of_another_version_or_rules_is_not_taken_even_sealed(tmp_path: Path, where: str) -> None:
+    tree = _tree(tmp_path / "memory", 4)
+    _build(tree, tmp_path / "a.car")
+    body = bytearray(_file(tree).read_bytes()[40:])
+    if where == "version":
+        body[0:4] = (buildcheck.FORMAT + 1).to_bytes(4, "little")
+    else:
+        body[4:68] = b"0" * 64
+    _file(tree).write_bytes(_sealed(bytes(body)))
+    assert buildcheck.CheckCache(tree).known == {}
+
+
+def test_a_text_holding_a_nul_never_gets_a_row(tmp_path: Path) -> None:
+    """A NUL ends a text in the file, so a text holding one is not kept (its file is checked at every build), and
+    a NUL put into a sealed file's texts splits them into too many: nothing of that file is taken."""
+    tree = _tree(tmp_path / "memory", 2)
+    _build(tree, tmp_path / "a.car")
+    cache = buildcheck.CheckCache(tree)
+    record = _Record("note_00", "about\0FORGED")
+    cache.save({**cache.known, "note_00.md": b"\2" * 32}, [record])  # type: ignore[list-item]
+    known = buildcheck.CheckCache(tree).known
+    assert "note_00.md" not in known and "note_01.md" in known
+    body = _file(tree).read_bytes()[40:]
+    _file(tree).write_bytes(_sealed(body.replace(b"about it\0", b"about\0it\0", 1)))
+    assert buildcheck.CheckCache(tree).known == {}
+
+
+class _Record:
+    """What a save reads of a memory it parsed (``MemoryRecord``'s ``filename``, index fields and ``updated``)."""
+
+    def __init__(self, key: str, description: str, *, name: str = "a name", kind: str = "project",
+                 updated: datetime = NOW) -> None:
+        self.filename, self.key, self.description, self.name, self.type, self.updated = (
+            f"{key}.md", key, description, name, kind, updated)
+
+
+def _with_body(tree: Path, body: bytes) -> None:
+    """The file holding ``body`` after its header as the tree's cache, sealed by this user (counts as given)."""
+    _file(tree).write_bytes(_sealed(body))
+
+
+_HEAD = struct.Struct("<I64sIIQ")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(memories=st.integers(0, 3), days=st.integers(0, 3), texts_len=st.integers(0, 200), rest=st.binary(max_size=300))
+def test_a_sealed_file_of_any_content_is_taken_whole_or_not_at_all_never_raising(
+    memories: int, days: int, texts_len: int, rest: bytes
+) -> None:
+    """Whatever follows a header under this user's seal (wrong counts, a size the counts do not give, texts
+    that are not UTF-8 or do not split into their count, an ``updated`` out of range), a load never raises:
+    the rows of their shape, or nothing."""
+    key = b"u" * 32
+    body = _HEAD.pack(buildcheck.FORMAT, buildcheck.rules_fingerprint().encode(), memories, days, texts_len) + rest
+    data = buildcheck.MAGIC + hmac.digest(key, body, "sha256") + body
+    rows = buildcheck._unpack(data, key, buildcheck.rules_fingerprint())
+    if rows is not None:
+        assert len(rows.paths) <= memories and len(rows.day_paths) <= days
+        assert all(path.endswith(".md") for path in rows.paths)
+        assert all(path.startswith("timeline/") for path in rows.day_paths)
+
+
+def test_an_unpacked_file_of_invalid_utf8_or_wrong_counts_is_not_taken() -> None:
+    key = b"u" * 32
+    rules = buildcheck.rules_fingerprint()
+    good = buildcheck._Columns(["a.md"], ["project"], ["A"], ["about a"], [0], [b"\1" * 32], [], [])
+    parts = buildcheck._pack(key, rules, good)
+    assert buildcheck._unpack(b"".join(parts), key, rules) == good
+    texts = parts[-1]
+    for changed in (texts.replace(b"about", b"ab\xffut"), texts + b"x\0", texts[:-1]):
+        head = _HEAD.pack(buildcheck.FORMAT, rules.encode(), 1, 0, len(changed))
+        body = head + b"".join(parts[3:-1]) + changed
+        assert buildcheck._unpack(buildcheck.MAGIC + hmac.digest(key, body, "sha256") + body, key, rules) is None
+
+
+def test_a_file_past_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file larger than the most rows could fill (sparse here: a planted multi-gigabyte file) is not read at all:
+    its size is all a load asks of it."""
+    tree = _tree(tmp_path / "memory", 3)
+    _build(tree, tmp_path / "a.car")
+    reads: list[int] = []
+    real = buildcheck.read_up_to
+    monkeypatch.setattr(buildcheck, "read_up_to", lambda fd, limit: reads.append(limit) or real(fd, limit))
+    with open(_file(tree), "r+b") as fh:
+        fh.truncate(buildcheck._MAX_BYTES + 1)
+    assert buildcheck.CheckCache(tree).known == {} and reads == []
+    seen = _checked(monkeypatch)
+    _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 3 and _file(tree).stat().st_size < 1 << 20
+
+
+def test_a_cache_that_would_pass_the_bound_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save whose file would be larger than a load reads writes nothing (that tree checks in full at each build)."""
+    tree = _tree(tmp_path / "memory", 3)
+    monkeypatch.setattr(buildcheck, "_MAX_BYTES", 200)
+    _build(tree, tmp_path / "a.car")
+    assert not _file(tree).exists()
+    seen = _checked(monkeypatch)
+    _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 3
+
+
+def test_a_cache_file_that_is_a_link_is_neither_followed_nor_written_through(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "memory", 3)
+    _build(tree, tmp_path / "a.car")
+    elsewhere = tmp_path / "elsewhere"
+    planted = _file(tree).read_bytes()  # a valid file of this user's, linked
+    elsewhere.write_bytes(planted)
+    _file(tree).unlink()
+    _file(tree).symlink_to(elsewhere)
+    seen = _checked(monkeypatch)
+    _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 3
+    assert not _file(tree).is_symlink() and buildcheck.CheckCache(tree).known
+    assert elsewhere.read_bytes() == planted  # the link itself replaced, never its target written
+
+
+def test_a_cache_file_that_is_a_fifo_is_never_waited_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = _tree(tmp_path / "memory", 3)
+    first = _build(tree, tmp_path / "a.car")
+    _file(tree).unlink()
+    os.mkfifo(_file(tree))
+    seen = _checked(monkeypatch)
+    again = _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 3 and again.root_bytes == first.root_bytes
+    assert stat.S_ISREG(_file(tree).lstat().st_mode) and buildcheck.CheckCache(tree).known
+
+
+def _old_tables(tree: Path) -> set[str]:
     with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
-        return bytes(db.execute("SELECT tag FROM seal").fetchone()[0]), buildcheck._tag(db, key)
+        return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
 
-def test_a_rebuild_seals_its_rows_as_a_reading_of_every_row_would(
+def test_the_sqlite_verdicts_of_format_1_are_not_read_and_dropped_by_the_next_save(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A save that writes a few rows seals from the lines its load verified (not every row read again): the
-    same seal, and the next build takes every row."""
-    tree = _tree(tmp_path / "memory", 12)
+    """A tree whose last build kept its verdicts in ``build-cache.sqlite`` (``checked`` and ``seal``): they are
+    not read (a full check), and the save that writes the file drops them, leaving the file's other tables."""
+    tree = _tree(tmp_path / "memory", 4)
+    first = _build(tree, tmp_path / "a.car")
+    _file(tree).unlink()
+    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
+        db.execute("CREATE TABLE checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
+                   "type TEXT, name TEXT, description TEXT, updated_us INTEGER)")
+        db.execute("CREATE TABLE seal (tag BLOB NOT NULL)")
+        db.execute("CREATE TABLE shards (tag BLOB PRIMARY KEY, cid BLOB, tsize INTEGER, seal BLOB)")
+        db.execute("INSERT INTO checked VALUES ('note_00.md', zeroblob(32), ?, 'project', 'FORGED', 'FORGED', 0)",
+                   (buildcheck.rules_fingerprint(),))
     seen = _checked(monkeypatch)
-    _build(tree, tmp_path / "a.car")
-    (tree / "note_03.md").write_text(_text("note_03", "rewritten"), encoding="utf-8")
-    (tree / "note_07.md").unlink()
-    _build(tree, tmp_path / "b.car")
-    stored, read = _seal_as_stored_and_as_read(tree)
-    _build(tree, tmp_path / "c.car")
-    assert stored == read and seen[1] == ["note_03.md"] and seen[2] == []
+    again = _build(tree, tmp_path / "b.car")
+    assert len(seen[0]) == 4 and again.root_bytes == first.root_bytes
+    assert {"checked", "seal"}.isdisjoint(_old_tables(tree)) and "shards" in _old_tables(tree)
 
 
-def test_a_table_another_build_changed_after_the_load_is_sealed_from_every_row(tmp_path: Path) -> None:
+def test_a_file_another_build_saved_after_the_load_is_replaced_by_true_rows(tmp_path: Path) -> None:
+    """Two builds saving at once: the last rename wins, with rows that are each true at their digest; a row it
+    lacks costs a check, and the next build's root is a full build's."""
     tree = _tree(tmp_path / "memory", 8)
     _build(tree, tmp_path / "a.car")
     cache = buildcheck.CheckCache(tree)  # loaded now; another build changes a row it does not write
     (tree / "note_04.md").write_text(_text("note_04", "rewritten"), encoding="utf-8")
     _build(tree, tmp_path / "b.car")
     cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])  # its own change: note_05's row goes
-    stored, read = _seal_as_stored_and_as_read(tree)
-    assert stored == read
+    known = buildcheck.CheckCache(tree).known
+    assert "note_05.md" not in known and "note_04.md" in known
+    assert _build(tree, tmp_path / "c.car").root_bytes == _full_build(tree, tmp_path).root_bytes
 
 
-def test_a_row_edited_by_hand_between_load_and_save_is_not_vouched_for_by_the_new_seal(
+def test_a_file_edited_by_hand_between_load_and_save_leaves_nothing_of_the_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A hand edit of a row the save does not write, made after the load and leaving the seal as it was: the
-    save's seal (from the lines loaded) is not that table's, so the next build checks every file again and
-    takes nothing from the forged row."""
+    """The save writes the rows its load verified, never what the file holds at the save."""
     tree = _tree(tmp_path / "memory", 8)
     _build(tree, tmp_path / "a.car")
     cache = buildcheck.CheckCache(tree)
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
-        db.execute("UPDATE checked SET description = 'forged' WHERE path = 'note_02.md'")
+    _file(tree).write_bytes(_file(tree).read_bytes().replace(b"about it", b"FORGED!!", 1))
     cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])
-    stored, read = _seal_as_stored_and_as_read(tree)
+    assert b"FORGED" not in _file(tree).read_bytes()
     seen = _checked(monkeypatch)
     again = _build(tree, tmp_path / "b.car")
-    assert stored != read and len(seen[0]) == 8
+    assert seen[0] == ["note_05.md"]
     assert again.root_bytes == _full_build(tree, tmp_path).root_bytes
 
 
-def test_a_key_swapped_between_load_and_save_seals_under_the_new_key(tmp_path: Path) -> None:
-    """The save seals the lines it loaded (under the old key) with the key it reads now: the seal every row
-    read under that key makes, and the next build's root is the full build's."""
+def test_a_key_swapped_between_load_and_save_seals_under_the_new_key(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     tree = _tree(tmp_path / "memory", 8)
     _build(tree, tmp_path / "a.car")
     cache = buildcheck.CheckCache(tree)
     key_file = default_store_root() / buildcheck.KEY_FILE
     key_file.write_bytes(os.urandom(32))
     cache.save({**cache.known, "note_05.md": b"\1" * 32}, [])
-    stored, read = _seal_as_stored_and_as_read(tree)
-    assert stored == read
+    assert len(buildcheck.CheckCache(tree).known) == len(cache.known) - 1
+    seen = _checked(monkeypatch)
     assert _build(tree, tmp_path / "b.car").root_bytes == _full_build(tree, tmp_path).root_bytes
+    assert seen[0] == ["note_05.md"]
+
+
+def test_an_unchanged_build_writes_nothing(tmp_path: Path) -> None:
+    tree = _tree(tmp_path / "memory", 4)
+    _build(tree, tmp_path / "a.car")
+    before = _file(tree).stat()
+    _build(tree, tmp_path / "b.car")
+    after = _file(tree).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
 def test_a_tree_sealed_by_another_user_is_checked_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -390,87 +573,36 @@ def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Calla
     assert module in buildcheck._RULES
 
 
-_ANY_VALUE = st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.binary(max_size=40),
-                       st.text(max_size=40))
+#: Any text a record could hold: quotes, newlines, NULs, non-BMP characters and lone surrogates (which
+#: ``surrogatepass`` writes and reads back as they were).
+_ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=30) | st.sampled_from(
+    ["it's", "a\nb", "'", "", "\U0001f600", "\ud800", "\udfff\ud800", "x\0y", "\\0"]) | st.text(min_size=4000, max_size=4200)
 
 
-@settings(max_examples=200, deadline=None)
-@given(rows=st.lists(st.tuples(*[_ANY_VALUE] * 7), max_size=6))
-def test_a_load_makes_each_rows_line_as_sqlite_quotes_it(rows: list[tuple[object, ...]]) -> None:
-    """The lines a load seals over, made in Python (``_scan``), are SQLite's ``_LINE`` for rows of any values:
-    texts with quotes and NULs, blobs, integers, NULLs in any column (a planted row's), so a seal made by
-    SQLite verifies, and a row of a REAL is left to SQLite."""
-    with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE TABLE checked (path, sha256, rules, type, name, description, updated_us)")
-        db.executemany("INSERT INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-        query = f"SELECT {buildcheck._LINE} FROM checked ORDER BY rowid"
-        scanned = buildcheck._scan(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall(), "r")
-        assert scanned is not None and scanned.lines == [line for (line,) in db.execute(query)]
-        db.execute("INSERT INTO checked VALUES ('a.md', x'00', 'r', 't', 'n', 'd', 1.5)")
-        assert buildcheck._scan(db.execute("SELECT * FROM checked ORDER BY rowid").fetchall(), "r") is None
-
-
-_RULES = "f" * 64
-_TEXT = st.one_of(st.text(max_size=12), st.sampled_from(["it's", "a\0b", "'", ""]))
-#: Rows as a build writes them (a memory's, a day's), each column now and then of another value: a planted row's.
-_ROW = st.tuples(
-    st.one_of(st.sampled_from(["a.md", "b_c.md", "timeline/2026-01-02.jsonl", "x", "timeline/", "a\0.md", "it's.md"]),
-              _ANY_VALUE),
-    st.one_of(st.binary(min_size=32, max_size=32), _ANY_VALUE),
-    st.one_of(st.just(_RULES), _ANY_VALUE),
-    st.one_of(st.sampled_from(TYPES), st.none(), _TEXT, _ANY_VALUE),
-    st.one_of(st.none(), _TEXT, _ANY_VALUE),
-    st.one_of(st.none(), _TEXT, _ANY_VALUE),
-    st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1), _ANY_VALUE),
-)
-
-
-def _taken(row: tuple[object, ...]) -> tuple[bytes, tuple[object, ...] | None] | None:
-    """What a load may take of ``row``, as specs/bundle.md "Build" says, column by column: its digest, and for a
-    memory its index fields (``updated`` as a time); None for a row that costs a check."""
-    path, digest, made, kind, name, description, updated = row
-    if not (isinstance(path, str) and isinstance(digest, bytes) and made == _RULES and len(digest) == 32
-            and "\0" not in path):
-        return None
-    if path.startswith("timeline/"):
-        return digest, None
-    texts = (kind, name, description)
-    if not (path.endswith(".md") and all(isinstance(t, str) and "\0" not in t for t in texts)
-            and isinstance(updated, int)):
-        return None
-    try:
-        when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=updated)
-    except OverflowError:
-        return None
-    return digest, (path[:-3], kind, name, description, when)
-
-
-@settings(max_examples=300, deadline=None)
-@given(rows=st.lists(_ROW, max_size=8, unique_by=lambda row: row[0] if isinstance(row[0], str) else id(row)))
-def test_a_load_takes_exactly_the_rows_of_their_shape_in_one_pass(rows: list[tuple[object, ...]]) -> None:
-    """One pass over the rows takes what the column-by-column rule takes, nothing more (a planted row of another
-    shape costs a check), whether it makes the lines itself or takes SQLite's."""
-    expected = {row[0]: taken for row in rows if (taken := _taken(row)) is not None}
-    with closing(sqlite3.connect(":memory:")) as db:
-        db.execute("CREATE TABLE checked (path, sha256, rules, type, name, description, updated_us)")
-        db.executemany("INSERT INTO checked VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-        plain = db.execute("SELECT * FROM checked ORDER BY rowid").fetchall()
-        sqlites = [line for (line,) in db.execute(f"SELECT {buildcheck._LINE} FROM checked ORDER BY rowid")]
-    for scanned in (buildcheck._scan(plain, _RULES), buildcheck._scan(plain, _RULES, sqlites)):
-        assert scanned is not None and scanned.lines == sqlites
-        assert scanned.known == {path: digest for path, (digest, _fields) in expected.items()}
-        assert {path: tuple(fields) for path, fields in scanned.fields.items()} == {
-            path: fields for path, (_digest, fields) in expected.items() if fields is not None}
-        ours = all(isinstance(row[0], str) and row[2] == _RULES for row in plain)
-        assert scanned.by_path == (dict(zip([row[0] for row in plain], sqlites, strict=True)) if ours else None)
-
-
-def test_a_seal_planted_as_text_costs_a_check_never_an_error(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    tree = _tree(tmp_path / "memory", 6)
-    seen = _checked(monkeypatch)
-    first = _build(tree, tmp_path / "a.car")
-    with closing(sqlite3.connect(tree / CACHE_NAME)) as db, db:
-        db.execute("UPDATE seal SET tag = 'not a seal'")
-    again = _build(tree, tmp_path / "b.car")
-    assert len(seen[1]) == 6 and again.root_bytes == first.root_bytes
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_ANY_TEXT, _ANY_TEXT, _ANY_TEXT, _ANY_TEXT,
+                               st.integers(-(2**62), 2**62)), max_size=6, unique_by=lambda row: row[0]))
+def test_a_save_then_load_gives_back_every_text_exactly_or_keeps_no_row(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, str, str, str, int]]
+) -> None:
+    """What a save writes, a load reads back exactly (each text, ``updated`` to the microsecond); a row the file
+    cannot hold (a NUL in a text, texts past the per-row bound, an ``updated`` that is no ``datetime``) is not
+    kept, and its file is checked again."""
+    tree = tmp_path_factory.mktemp("roundtrip")
+    records, digests, expected = [], {}, {}
+    for at, (key, kind, name, description, offset) in enumerate(rows):
+        try:
+            when = NOW + timedelta(microseconds=offset)
+        except OverflowError:
+            continue
+        record = _Record(key, description, name=name, kind=kind, updated=when)
+        records.append(record)
+        digests[record.filename] = bytes([at]) * 32
+        texts = (record.filename, kind, name, description)
+        if all("\0" not in text for text in texts) and sum(len(t.encode("utf-8", "surrogatepass")) + 1
+                                                           for t in texts) <= buildcheck._MAX_ROW_TEXT:
+            expected[record.filename] = (key, kind, name, description, when)
+    buildcheck.CheckCache(tree).save(digests, records)  # type: ignore[arg-type]
+    loaded = buildcheck.CheckCache(tree)
+    assert {path: tuple(loaded.passed([path])[0]) for path in loaded.known} == expected
+    assert loaded.known == {path: digests[path] for path in expected}

@@ -1,16 +1,24 @@
-"""A build's caches (``<tree>/.bundlekit/build-cache.sqlite``: ``bundle/buildcheck``'s verdicts, and
-``bundle/buildcache``'s ciphertexts of an encrypted build) planted as a foreign file: whatever its schema, a build neither hangs nor blows its memory reading it, never takes a verdict from it
-for a file with a secret, and prints no traceback. A VIEW over an endless recursive CTE, or a generated column
-(an expression SQLite runs on every read), in place of a table runs inside one SQLite statement, where neither
-Ctrl-C nor SIGTERM reaches Python: such a cache is refused before any row of it is read."""
+"""A build's caches (``<tree>/.bundlekit/build-checks``: ``bundle/buildcheck``'s verdicts;
+``<tree>/.bundlekit/build-cache.sqlite``: ``bundle/buildcache``'s ciphertexts of an encrypted build, and the
+tables ``checked`` and ``seal`` that held the verdicts until format 2) planted as a foreign file: whatever it
+holds, a build neither hangs nor blows its memory reading it, never takes a verdict from it for a file with a
+secret, and prints no traceback. A VIEW over an endless recursive CTE, or a generated column (an expression
+SQLite runs on every read), in place of a table runs inside one SQLite statement, where neither Ctrl-C nor
+SIGTERM reaches Python: such a cache is refused before any row of it is read; the old verdict tables are never
+read at all, and dropped unread. The verdicts' file is opened without following a link or waiting on a FIFO and
+not read past its bound."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bundlekit.bundle import buildcheck
 from bundlekit.memory import Memory
 
 from .conftest import RunCli
@@ -18,22 +26,50 @@ from .conftest import RunCli
 _ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT {cols} FROM c WHERE x < 0"
 _BIG = "zeroblob(400000000)"  # past half the child's 512 MiB address space
 
+_OLD_TABLES = [
+    "CREATE TABLE IF NOT EXISTS checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, "
+    "type TEXT, name TEXT, description TEXT, updated_us INTEGER)", "CREATE TABLE IF NOT EXISTS seal (tag BLOB NOT NULL)"]
+
+#: The verdict tables of format 1, planted in every hostile form: never read now, and dropped unread.
 PAYLOADS = {
-    "seal-endless-view": ["DROP TABLE seal", f"CREATE VIEW seal AS {_ENDLESS.format(cols='x AS tag')}"],
-    "seal-upper-case-endless-view": ["DROP TABLE seal", f"CREATE VIEW SEAL AS {_ENDLESS.format(cols='x AS tag')}"],
-    "seal-generated-huge-column": ["DROP TABLE seal",
+    "seal-endless-view": [*_OLD_TABLES, "DROP TABLE seal", f"CREATE VIEW seal AS {_ENDLESS.format(cols='x AS tag')}"],
+    "seal-upper-case-endless-view": [*_OLD_TABLES, "DROP TABLE seal",
+                                     f"CREATE VIEW SEAL AS {_ENDLESS.format(cols='x AS tag')}"],
+    "seal-generated-huge-column": [*_OLD_TABLES, "DROP TABLE seal",
                                    f"CREATE TABLE seal (n INTEGER, tag BLOB GENERATED ALWAYS AS ({_BIG}) VIRTUAL)",
                                    "INSERT INTO seal (n) VALUES (1)"],
     "checked-generated-huge-column": [
-        "DROP TABLE checked",
+        *_OLD_TABLES, "DROP TABLE checked",
         "CREATE TABLE checked (path TEXT PRIMARY KEY, sha256 BLOB NOT NULL, rules TEXT NOT NULL, type TEXT, "
         f"name TEXT, description TEXT GENERATED ALWAYS AS ({_BIG}) VIRTUAL, updated_us INTEGER)",
         "INSERT INTO checked (path, sha256, rules) VALUES ('project_a.md', zeroblob(32), 'r')"],
     "checked-endless-view": [
-        "DROP TABLE checked",
+        *_OLD_TABLES, "DROP TABLE checked",
         "CREATE VIEW checked AS " + _ENDLESS.format(
             cols="'p' || x AS path, zeroblob(32) AS sha256, 'r' AS rules, NULL AS type, NULL AS name, "
                  "NULL AS description, NULL AS updated_us")],
+}
+
+
+def _huge_counts(path: Path) -> None:
+    """A header claiming the most rows, under a seal that is not this user's, and little after it."""
+    body = struct.pack("<I64sIIQ", buildcheck.FORMAT, b"0" * 64, 999_999, 1, 2**63) + b"x" * 100
+    path.write_bytes(buildcheck.MAGIC + b"\0" * 32 + body)
+
+
+def _sparse_past_the_bound(path: Path) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(buildcheck._MAX_BYTES + 1)
+
+
+#: The verdicts' file planted: a FIFO (a read would wait for ever), a link to an endless device, a file past the
+#: bound (sparse: a multi-gigabyte read), garbage, a header of absurd counts.
+FILE_PAYLOADS: dict[str, Callable[[Path], None]] = {
+    "fifo": lambda path: (path.unlink(), os.mkfifo(path)) and None,
+    "link-to-dev-zero": lambda path: (path.unlink(), path.symlink_to("/dev/zero")) and None,
+    "sparse-past-the-bound": _sparse_past_the_bound,
+    "garbage": lambda path: path.write_bytes(os.urandom(5000)),
+    "huge-counts": _huge_counts,
 }
 
 
@@ -44,16 +80,23 @@ def _tree(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def _plant_sql(tree: Path, payload: str) -> None:
+    with sqlite3.connect(tree / ".bundlekit" / "build-cache.sqlite") as db:
+        for statement in PAYLOADS[payload]:
+            db.execute(statement)
+    db.close()
+
+
+@pytest.mark.parametrize("payload", [*sorted(PAYLOADS), *sorted(FILE_PAYLOADS)])
 def test_a_planted_check_cache_neither_hangs_nor_lets_a_secret_through(
         tmp_path: Path, run_cli: RunCli, payload: str) -> None:
     tree = _tree(tmp_path / "tree")
     first = run_cli("build", str(tree), "-o", "a.car")
     assert first.returncode == 0, first.stderr
-    with sqlite3.connect(tree / ".bundlekit" / "build-cache.sqlite") as db:
-        for statement in PAYLOADS[payload]:
-            db.execute(statement)
-    db.close()
+    if payload in PAYLOADS:
+        _plant_sql(tree, payload)
+    else:
+        FILE_PAYLOADS[payload](tree / buildcheck.CHECKS_NAME)
     planted = (tree / "project_a.md").read_text("utf-8").replace("A's plan.", "key AKIAIOSFODNN7EXAMPLE")
     (tree / "project_s.md").write_text(planted.replace("project_a", "project_s"), "utf-8")  # by hand: no guard
     refused = run_cli("build", str(tree), "-o", "b.car")
@@ -65,13 +108,16 @@ def test_a_planted_check_cache_neither_hangs_nor_lets_a_secret_through(
     again = run_cli("build", str(tree), "-o", "d.car")  # the cache, as this build left it, read again
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     assert (tmp_path / "d.car").read_bytes() == (tmp_path / "c.car").read_bytes()
+    assert (tree / buildcheck.CHECKS_NAME).stat().st_size < 1 << 20  # a save replaced what was planted
 
 
 def test_a_check_cache_that_is_no_database_costs_a_check_never_an_error(tmp_path: Path, run_cli: RunCli) -> None:
     tree = _tree(tmp_path / "tree")
     assert run_cli("build", str(tree), "-o", "a.car").returncode == 0
+    _plant_sql(tree, "seal-endless-view")
     cache = tree / ".bundlekit" / "build-cache.sqlite"
     cache.write_bytes(cache.read_bytes()[:1500])  # cut short inside its pages
+    (tree / buildcheck.CHECKS_NAME).unlink()  # so a save drops the old tables of a file that is no database
     built = run_cli("build", str(tree), "-o", "b.car")
     assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
     assert (tmp_path / "b.car").read_bytes() == (tmp_path / "a.car").read_bytes()
