@@ -238,6 +238,8 @@ class BuildOptions:
     ``pinning.orchestrate.held_by_all``) writes a thin CAR without it; the root block is always written. A
     ``leave_out`` with a ``many(cids)`` method too (the set of those of ``cids`` it is true for) is asked of the
     files' blocks all at once.
+    ``scratch_car``: the CAR is read back by this process and removed with its temporary directory (``sync``'s), so
+    it is written atomically but not synced to the disk (``CarFileWriter(durable=False)``).
     ``keep_last`` leaves the tree's last root (``bundle.lineage``) as it is, its last build (root, parents, files
     digest) remembered all the same (``sync``: a root it builds becomes the tree's last once published).
     """
@@ -258,6 +260,7 @@ class BuildOptions:
     manifest_version: int = 1
     leave_out: Callable[[bytes], bool] | None = None
     keep_last: bool = False
+    scratch_car: bool = False
 
 
 @gc_paused()  # bounded by the tree; nearly nothing it allocates is cyclic (bundlekit._gcpause)
@@ -339,7 +342,7 @@ def _build(
     if sign is not None:  # step 7b: signature.json beside the manifest
         top.append((SIGNATURE_NAME, import_bytes(signature_document(manifest_cid, sign), prof)))
     root, memory_cid = _write_car(out_car, [*top, *imported.items()], prof,  # imported: stored's paths, in order
-                                  options.progress, options.leave_out, mem.root)
+                                  options.progress, options.leave_out, mem.root, durable=not options.scratch_car)
     # a shared bundle is a part of the tree, not its last build: the tree's lineage stays as it was
     _remember(mem.root if options.share is None else None, root, (parents, digest), cache, (ns, encryption),
               last=not options.keep_last)
@@ -601,14 +604,17 @@ def _write_car(
     progress: Callable[[int, int], None] | None = None,
     leave_out: Callable[[bytes], bool] | None = None,
     tree: Path | None = None,
+    *,
+    durable: bool = True,
 ) -> tuple[bytes, bytes]:
     """The imported ``files`` as one tree straight into the CAR (their blocks as imported: the CIDs the manifest
     lists are the ones written; with ``leave_out``, only the blocks it is false for, and the root, and the
     unchanged sub-shards of ``memory/`` are taken from the ``tree``'s memo, ``bundle.shardmemo``, not written
-    either: the reader holds them); the root CID and the ``memory/`` directory's."""
+    either: the reader holds them); the root CID and the ``memory/`` directory's. Without ``durable`` the CAR is not
+    synced to the disk (``BuildOptions.scratch_car``)."""
     memo = None if leave_out is None else ShardMemo(tree, leave_out)
     ordered = sorted(files, key=itemgetter(0))
-    with CarFileWriter(Path(out_car)) as writer:
+    with CarFileWriter(Path(out_car), durable=durable) as writer:
         sources: list[tuple[str, Source]] = list(ordered) if progress is None else _reporting(ordered, progress)
         sink = writer if leave_out is None else _Thin(writer, leave_out)
         result = import_tree(sources, sink, prof, memo=memo, list_files=False)

@@ -610,7 +610,8 @@ def build_tree(
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
     without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``; ``keep_last``: the tree's last
-    root left as it is, ``BuildOptions.keep_last``)."""
+    root left as it is, ``BuildOptions.keep_last``). ``car`` is sync's scratch file, read back in the round and
+    removed with its temporary directory: not synced to the disk (``BuildOptions.scratch_car``)."""
     options = BuildOptions(parents=sorted(set(parents)), profile=profile, manifest_version=2,
-                           leave_out=leave_out, keep_last=keep_last)
+                           leave_out=leave_out, keep_last=keep_last, scratch_car=True)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

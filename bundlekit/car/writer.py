@@ -79,13 +79,16 @@ class CarFileWriter:
     an exception inside ``with``, or leaving ``with`` without ``finish`` remove
     the temp file: no file ever appears at ``dest`` half-written. Temps a
     killed writer left beside ``dest`` are swept first (``_fs.sweep_stale_temps``).
+    Without ``durable`` (a scratch CAR, read back by this process and removed with its temporary directory: a
+    sync round's) the file and its directory are not synced to the disk: still atomic, never half-written at ``dest``.
     """
 
-    def __init__(self, dest: str | os.PathLike[str], *, hint: str | None = None) -> None:
+    def __init__(self, dest: str | os.PathLike[str], *, hint: str | None = None, durable: bool = True) -> None:
         self.dest = Path(dest)
         self._hint = hint
+        self._durable = durable
         sweep_stale_temps(self.dest.parent)
-        self._pending = AtomicFile(self.dest, error=CARFileError, hint=hint)
+        self._pending = AtomicFile(self.dest, error=CARFileError, hint=hint, sync=durable, sync_dir=durable)
         self._file: BinaryIO | None = self._pending.file
         self._reserved = 0
         self._writer: _BodyWriter | None = None
@@ -155,7 +158,7 @@ class CarFileWriter:
         """Copy the body behind a header of a different size into a second temp file, which takes over."""
         first = self._pending
         first.close()
-        second = AtomicFile(self.dest, error=CARFileError, hint=self._hint)
+        second = AtomicFile(self.dest, error=CARFileError, hint=self._hint, sync=self._durable, sync_dir=self._durable)
         with second.guard() as out, open(first.temp, "rb") as src:
             out.write(header)
             src.seek(self._reserved)

@@ -22,16 +22,20 @@ def _blocks(n: int) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def _write(path: Path, blocks: list[tuple[bytes, bytes]], root: bytes, *, durable: bool = True) -> None:
+    with CarFileWriter(path, durable=durable) as writer:
+        for cid, data in blocks:
+            writer.put(cid, data)
+        writer.finish(root)
+
+
 def test_a_car_written_across_many_writebacks_equals_the_streamed_car(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(car, "_WRITEBACK_EVERY", 1000)
     blocks = _blocks(200)
     root = blocks[-1][0]
-    with CarFileWriter(tmp_path / "out.car") as writer:
-        for cid, data in blocks:
-            writer.put(cid, data)
-        writer.finish(root)
+    _write(tmp_path / "out.car", blocks, root)
     expected = io.BytesIO()
     streamed = CarWriter(expected, [root])
     for cid, data in blocks:
@@ -76,3 +80,15 @@ def test_a_temp_file_that_cannot_be_prepared_is_a_car_error_and_is_removed(
     with pytest.raises(CARFileError, match="cannot write .*out.car: Operation not permitted"):
         CarFileWriter(tmp_path / "out.car")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_scratch_car_is_the_same_bytes_and_never_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = _blocks(30)
+    root = blocks[-1][0]
+    _write(tmp_path / "durable.car", blocks, root)
+    synced: list[int] = []
+    for name in ("fsync", "fdatasync"):
+        monkeypatch.setattr(f"os.{name}", lambda fd: synced.append(fd))
+    _write(tmp_path / "scratch.car", blocks, root, durable=False)
+    assert synced == []
+    assert (tmp_path / "scratch.car").read_bytes() == (tmp_path / "durable.car").read_bytes()
