@@ -263,6 +263,11 @@ class Indexer:
         if self.trusting:
             assert self._catalog is not None
             return self._catalog
+        if not locked and not trusted and self._racy(stamp, began) and self._lockable():
+            with self._backend.hold():  # a whole read of a tree changed this tick: listed once, under the lock
+                catalog = self._refresh(True, trusted)
+            self._held = None
+            return catalog
         scan = self._backend.scan()
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
@@ -299,6 +304,14 @@ class Indexer:
         file's SHA-256 with the index's (``TreeAccess._checked_files``: one that differs is indexed again)."""
         return (seen[0] == self._backend.stamp() and seen[1] == catalog.data_version()
                 and not self._racy(seen[0], began))
+
+    def _lockable(self) -> bool:
+        """Whether this tree's index folder is there and writable, so its lock can be taken without refusing a
+        read of a read-only tree. A whole read (a build, a merge, an export: ``trusted`` false) of a directory
+        whose stamp is racy (:meth:`_racy`: changed within :data:`RACY_NS`, as a sync's tree is right after its
+        edits) takes the lock before it lists: the listing made without it would be made again under it
+        (:meth:`_unmoved` cannot take a racy stamp's word), so a writer's round listed 10,000 files twice."""
+        return self._dir is not None and refuse_link(self._dir) and os.access(self._dir, os.W_OK)
 
     def _racy(self, stamp: object, began: int) -> bool:
         """Whether the directory's stamp ``stamp`` (taken at ``began``) could hide a later change in the same

@@ -7,6 +7,7 @@ ends the reuse; past REUSE_S the tree is listed again whatever it looks like.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -163,3 +164,39 @@ def test_a_file_another_writer_replaced_before_the_lock_is_listed_again(
         checked = tx.checked({})
     assert len(listings) == 2
     assert "project_new.md" in {name for name, _data, _r in checked.found}
+
+
+def test_a_whole_read_of_a_tree_changed_this_tick_lists_it_once(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch, listings: list[int]
+) -> None:
+    """A build right after edits (a sync's writer round) finds the directory's stamp racy: a listing made before the
+    lock could not be taken at its word under it, so the read takes the lock first and lists the tree once."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    _edit_in_place(tree, "project_m1", "edited in place")
+    with grown.transaction(lock=False) as tx:
+        checked = tx.checked({})
+    assert len(listings) == 1
+    assert any(name == "project_m1.md" and b"edited in place" in data for name, data, _r in checked.found)
+    assert "edited in place" in (grown.read("project_m1") or pytest.fail("gone")).body
+
+
+def test_a_whole_read_of_a_read_only_index_folder_changed_this_tick_takes_no_lock(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the index folder cannot be written, the lock is not taken before the listing (a read-only tree still
+    builds: the lock-free check finds nothing to do)."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    held: list[int] = []
+    hold = DirectoryBackend.hold
+
+    def counted(self: DirectoryBackend) -> object:
+        held.append(1)
+        return hold(self)
+
+    monkeypatch.setattr(DirectoryBackend, "hold", counted)
+    with grown.transaction(lock=False) as tx:
+        assert len(tx.checked({}).found) == 3
+    assert held == []
