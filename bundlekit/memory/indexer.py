@@ -216,7 +216,7 @@ class Indexer:
 
     # -- refresh ------------------------------------------------------------------
 
-    def refresh(self, *, locked: bool = False, trusted: bool = False) -> Catalog:
+    def refresh(self, *, locked: bool = False, trusted: bool = False, read: bool = False) -> Catalog:
         """The index, agreeing with the files (and ``MEMORY.md`` repaired). ``locked``: the caller holds the lock.
 
         ``trusted``: a command that reads no more than the index's choice (recall, context, ``list``'s lines,
@@ -224,14 +224,17 @@ class Indexer:
         are as it left them (:meth:`_trusted`; specs/memory.md, "Freshness"); else the tree is listed and
         every file's signature compared.
 
+        ``read``: a whole-tree read follows; a listing this refresh makes reads the files as it lists them
+        (``DirectoryBackend.scan(read=True)``: :attr:`listing`'s ``contents``, until a later refresh drops them).
+
         A file that does not parse is left out of the index and named in :attr:`broken`. Raises what
         checking the names raises (:class:`InvalidKeyError`, ...); nothing of that refresh is stored then.
         """
         try:
-            return self._refresh(locked, trusted)
+            return self._refresh(locked, trusted, read)
         except CatalogUnusable as exc:
             self.rebuild(str(exc))
-            return self._refresh(locked, trusted)
+            return self._refresh(locked, trusted, read)
 
     @contextmanager
     def held_check(self) -> Iterator[None]:
@@ -249,7 +252,9 @@ class Indexer:
             if not self._holding:
                 self._held_check = None
 
-    def _refresh(self, locked: bool, trusted: bool) -> Catalog:
+    def _refresh(self, locked: bool, trusted: bool, read: bool) -> Catalog:
+        if self._listing is not None:
+            self._listing.contents = None  # bytes read by an earlier refresh are never handed on by this one
         locked = locked or self._holding > 0
         if locked and self._catalog is not None and self._recently_checked(self._catalog, self._held_check):
             return self._catalog  # the full check made under this hold stands (:meth:`held_check`)
@@ -263,12 +268,12 @@ class Indexer:
         if self.trusting:
             assert self._catalog is not None
             return self._catalog
-        if not locked and not trusted and self._racy(stamp, began) and self._lockable():
-            with self._backend.hold():  # a whole read of a tree changed this tick: listed once, under the lock
-                catalog = self._refresh(True, trusted)
+        if not locked and read and self._racy(stamp, began) and self._lockable():
+            with self._backend.hold():  # a build's read of a tree changed this tick: listed once, under the lock
+                catalog = self._refresh(True, trusted, read)
             self._held = None
             return catalog
-        scan = self._backend.scan()
+        scan = self._backend.scan(read=True) if read else self._backend.scan()
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
         gen = catalog.gen  # before the comparison: a check that finds nothing records it unless the index moved
@@ -285,7 +290,7 @@ class Indexer:
                 if not self._unmoved(catalog, (stamp, version), began):
                     began = time.time_ns()
                     stamp = self._backend.stamp()
-                    scan = self._backend.scan()
+                    scan = self._backend.scan(read=True) if read else self._backend.scan()
                 self._sync_and_record(catalog, scan, stamp, began)
             self._held = None
         self.listing = scan
@@ -307,10 +312,11 @@ class Indexer:
 
     def _lockable(self) -> bool:
         """Whether this tree's index folder is there and writable, so its lock can be taken without refusing a
-        read of a read-only tree. A whole read (a build, a merge, an export: ``trusted`` false) of a directory
-        whose stamp is racy (:meth:`_racy`: changed within :data:`RACY_NS`, as a sync's tree is right after its
-        edits) takes the lock before it lists: the listing made without it would be made again under it
-        (:meth:`_unmoved` cannot take a racy stamp's word), so a writer's round listed 10,000 files twice."""
+        read of a read-only tree. A read of every file (a build: :meth:`refresh`'s ``read``) of a directory whose
+        stamp is racy (:meth:`_racy`: changed within :data:`RACY_NS`, as a sync's tree is right after its edits)
+        takes the lock before it lists: the listing made without it would be made again under it
+        (:meth:`_unmoved` cannot take a racy stamp's word), so a writer's round listed 10,000 files twice. Other
+        reads (``memory list``, recall) still list without the lock, beside a writer."""
         return self._dir is not None and refuse_link(self._dir) and os.access(self._dir, os.W_OK)
 
     def _racy(self, stamp: object, began: int) -> bool:
