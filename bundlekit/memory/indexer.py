@@ -513,12 +513,34 @@ class Indexer:
             changed, removed = self._moved(catalog, scan, changed)
         if not (changed or removed or settled or catalog.stat.refused()):  # a refused blob is written again
             return
+        before = None if removed else self._types_kept(catalog, scan, changed)
         with catalog.writing(now):
             for name in removed:
                 catalog.stat.remove(name)
             for start in range(0, len(changed), PARSED_AT_ONCE):
                 self._index_some(catalog, scan, changed[start : start + PARSED_AT_ONCE])
             catalog.stat.settle()
+            if before is not None and catalog.listing.types_of(changed) == before:
+                catalog.stat.set_index_state(scan.index, catalog.gen)  # MEMORY.md renders to the same bytes
+
+    def _types_kept(self, catalog: Catalog, scan: Scan, changed: list[str]) -> dict[str, str] | None:
+        """Before a refresh indexes ``changed`` again (none removed): their types now, when ``MEMORY.md`` is the one
+        written for this generation (``scan.index`` its signature) and none of them is among the memories it shows
+        (:data:`MAX_INDEX_LINES`, by type then key); else ``None``. Each indexed again with the same type (none
+        added, none left out as broken) then leaves every line, section and count as it was: ``MEMORY.md`` is
+        the one of the new generation without being rendered (a writer's round at 10,000 memories read and
+        parsed ~200 files to write the same bytes), as :meth:`_same_index` decides for a write."""
+        if self.private or not changed or scan.index is None:
+            return None
+        with catalog.reading():
+            index_sig, index_gen = catalog.stat.index_state()
+            if index_sig != scan.index or index_gen != catalog.gen:
+                return None
+            types = catalog.listing.types_of(changed)
+            if len(types) != len(changed):
+                return None  # a file new to the index: the count moves
+            shown = set(catalog.listing.index_keys(MAX_INDEX_LINES))
+        return None if any(name[:-3] in shown for name in changed) else types
 
     def _index_some(self, catalog: Catalog, scan: Scan, names: list[str]) -> None:
         """Index ``names`` from their bytes now, inside the refresh's transaction: each parsed, and the row of one
