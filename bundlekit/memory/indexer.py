@@ -513,34 +513,43 @@ class Indexer:
             changed, removed = self._moved(catalog, scan, changed)
         if not (changed or removed or settled or catalog.stat.refused()):  # a refused blob is written again
             return
-        before = None if removed else self._types_kept(catalog, scan, changed)
+        shown = None if removed else self._shown_before(catalog, scan, changed)
         with catalog.writing(now):
             for name in removed:
                 catalog.stat.remove(name)
             for start in range(0, len(changed), PARSED_AT_ONCE):
                 self._index_some(catalog, scan, changed[start : start + PARSED_AT_ONCE])
             catalog.stat.settle()
-            if before is not None and catalog.listing.types_of(changed) == before:
+            if shown is not None and self._shown_kept(catalog, changed, shown):
                 catalog.stat.set_index_state(scan.index, catalog.gen)  # MEMORY.md renders to the same bytes
 
-    def _types_kept(self, catalog: Catalog, scan: Scan, changed: list[str]) -> dict[str, str] | None:
-        """Before a refresh indexes ``changed`` again (none removed): their types now, when ``MEMORY.md`` is the one
-        written for this generation (``scan.index`` its signature) and none of them is among the memories it shows
-        (:data:`MAX_INDEX_LINES`, by type then key); else ``None``. Each indexed again with the same type (none
-        added, none left out as broken) then leaves every line, section and count as it was: ``MEMORY.md`` is
-        the one of the new generation without being rendered (a writer's round at 10,000 memories read and
-        parsed ~200 files to write the same bytes), as :meth:`_same_index` decides for a write."""
+    def _shown_before(self, catalog: Catalog, scan: Scan, changed: list[str]) -> list[str] | None:
+        """Before a refresh indexes ``changed`` again (none removed): the keys ``MEMORY.md`` shows (by type, then key,
+        :data:`MAX_INDEX_LINES` in all), when it is the one written for this generation (``scan.index`` its
+        signature), every file of ``changed`` is indexed already and none of them is shown; else ``None``.
+        ``MEMORY.md`` is rendered from the files of the keys shown and the number of memories alone, so when
+        after the change (:meth:`_shown_kept`) the same keys are shown, none of their files changed and the
+        number stands, it renders to the same bytes: it is marked the new generation's without being rendered (a
+        writer's round at 10,000 memories read and parsed ~200 files to find that), as :meth:`_same_index`
+        decides for a write."""
         if self.private or not changed or scan.index is None:
             return None
         with catalog.reading():
             index_sig, index_gen = catalog.stat.index_state()
             if index_sig != scan.index or index_gen != catalog.gen:
                 return None
-            types = catalog.listing.types_of(changed)
-            if len(types) != len(changed):
+            if len(catalog.listing.types_of(changed)) != len(changed):
                 return None  # a file new to the index: the count moves
-            shown = set(catalog.listing.index_keys(MAX_INDEX_LINES))
-        return None if any(name[:-3] in shown for name in changed) else types
+            shown = catalog.listing.index_keys(MAX_INDEX_LINES)
+        keys = set(shown)
+        return None if any(name[:-3] in keys for name in changed) else shown
+
+    @staticmethod
+    def _shown_kept(catalog: Catalog, changed: list[str], shown: list[str]) -> bool:
+        """Inside the refresh's transaction, after ``changed`` were indexed again: each is still indexed (none left
+        out as broken: the count stands) and ``MEMORY.md`` shows the keys ``shown`` it showed before."""
+        return (len(catalog.listing.types_of(changed)) == len(changed)
+                and catalog.listing.index_keys(MAX_INDEX_LINES) == shown)
 
     def _index_some(self, catalog: Catalog, scan: Scan, names: list[str]) -> None:
         """Index ``names`` from their bytes now, inside the refresh's transaction: each parsed, and the row of one

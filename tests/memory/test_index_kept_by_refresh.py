@@ -1,7 +1,7 @@
 """A refresh that indexes edited memories again leaves ``MEMORY.md`` unrendered when it cannot change: none added or
-removed, each kept its type, and none is among the memories ``MEMORY.md`` shows (``Indexer._types_kept``; a
-writer's round at 10,000 memories read and parsed ~200 files to write the same bytes). Whatever the refresh
-decides, ``MEMORY.md`` is the index rendered from every memory file."""
+removed, none of them shown in ``MEMORY.md`` before, and the same keys shown after (``Indexer._shown_before``,
+``Indexer._shown_kept``; a writer's round at 10,000 memories read and parsed ~200 files to write the same bytes).
+Whatever the refresh decides, ``MEMORY.md`` is the index rendered from every memory file."""
 
 from __future__ import annotations
 
@@ -67,12 +67,25 @@ def test_an_edit_of_a_memory_not_shown_leaves_memory_md_unrendered(root: Path, m
     assert (root / "MEMORY.md").read_text(encoding="utf-8") == _rendered_from_files(root)
 
 
-def test_a_memory_not_shown_whose_type_changed_renders_memory_md(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_memory_not_shown_whose_type_changed_to_one_still_not_shown_leaves_memory_md_unrendered(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     renders = _renders(monkeypatch)
-    _edit(root, _COUNT - 1, "user", "rondo, now about the user\n")
+    _edit(root, _COUNT - 1, "reference", "rondo, now a reference\n")  # reference sorts after project: not shown
+    Memory(root).list()
+    assert renders == []
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == _rendered_from_files(root)
+
+
+def test_a_memory_not_shown_whose_type_brings_it_into_memory_md_renders_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renders = _renders(monkeypatch)
+    _edit(root, _COUNT - 1, "user", "rondo, now about the user\n")  # user sorts first: now shown
     Memory(root).list()
     assert renders
-    assert (root / "MEMORY.md").read_text(encoding="utf-8") == _rendered_from_files(root)
+    text = (root / "MEMORY.md").read_text(encoding="utf-8")
+    assert f"note_{_COUNT - 1:03d}" in text and text == _rendered_from_files(root)
 
 
 def test_an_edit_of_a_shown_memory_renders_memory_md(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,4 +102,15 @@ def test_a_memory_added_renders_memory_md(root: Path, monkeypatch: pytest.Monkey
     (root / "note_999.md").write_text(_text(999, "project", "rondo added\n"), encoding="utf-8")
     Memory(root).list()
     assert renders
+    assert (root / "MEMORY.md").read_text(encoding="utf-8") == _rendered_from_files(root)
+
+
+def test_a_memory_not_shown_that_no_longer_parses_renders_memory_md(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    renders = _renders(monkeypatch)
+    path = root / f"note_{_COUNT - 1:03d}.md"
+    path.write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
+    mem = Memory(root)
+    mem.list()
+    assert renders and f"note_{_COUNT - 1:03d}" in mem.broken()
+    path.unlink()  # MEMORY.md counts what it can show: the broken one is left out of it, as of the files left
     assert (root / "MEMORY.md").read_text(encoding="utf-8") == _rendered_from_files(root)
