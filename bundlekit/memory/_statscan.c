@@ -7,8 +7,8 @@
  * tests compare the two on random trees (tests/memory/test_statscan.py). Optional: where it is
  * not built, backend.py lists in Python.
  *
- * scan(dir_fd, threads=0) -> None when a number does not fit a signed 64-bit integer (the caller lists in
- * Python), else (names, numbers, count, index, hidden, link):
+ * scan(dir_fd, threads=0, limit=-1) -> None when a number does not fit a signed 64-bit integer (the caller lists in
+ * Python), else (names, numbers, count, index, hidden, link), and with a ``limit`` of 0 or more a seventh, contents:
  *   names    bytes: the memory files' names (not MEMORY.md), sorted bytewise (UTF-8 names: code-point
  *            order), NUL between; the order the derived index keeps its signatures in
  *   numbers  bytes: per name its inode, mtime in ns and size, native-endian signed 64-bit integers
@@ -17,6 +17,12 @@
  *   hidden   list[str]: names that begin with "." ("." and ".." left out)
  *   link     str: the first *.md or "timeline" entry that is a symbolic link (the listing stops
  *            there: the caller refuses the tree), else None
+ *   contents list: per name (in the names' order) its bytes as read_files reads them with ``limit`` (an int for
+ *            one over it), or None for one not read here, which the caller reads itself (read_files then names
+ *            any failure): an entry readdir did not call a regular file, or whose open, fstat or read failed
+ *            (it is then stat'ed as without a limit). A regular file is opened, fstat'ed and read in place of the
+ *            lstat: its signature is the fstat's, of the very bytes read (a whole-tree read: one system call a
+ *            file fewer than a listing and a read_files of it). MEMORY.md is never read.
  * An entry removed between the listing and its stat is skipped; any other failure raises OSError.
  * The directory is read whole first, then its entries are stat'ed by several threads (git's core.preloadIndex,
  * preload-index.c in git/git: at least 500 lstat calls a thread, at most 20; here also no more than the
@@ -70,6 +76,7 @@ typedef struct {
     size_t name;
     const char *text;
     int64_t sig[3];
+    size_t seen; /* its place among the entries readdir gave (where a read's bytes are) */
 } Entry;
 
 static int by_name(const void *a, const void *b) {
@@ -155,8 +162,12 @@ typedef struct {
     int kind;
     int error;   /* the fstatat's errno, 0 when it succeeded */
     int fits;    /* the signature fits signed 64-bit integers */
+    int regular; /* readdir's d_type said a regular file (a read opens nothing else) */
     mode_t mode;
     int64_t sig[3];
+    int got;        /* with a limit: 0 not read (the caller reads it), 1 read (data, size), 2 over the limit (size) */
+    char *data;
+    long long size;
 } Seen;
 
 /* What the threads share: the entries of seen to stat, names in the names buffer, relative to dir_fd; ``next``
@@ -170,7 +181,38 @@ typedef struct {
     const char *names;
     size_t count;
     size_t next;
+    long long limit; /* -1: stat only; else each regular *.md file but MEMORY.md is read as read_files reads it */
 } StatWork;
+
+static int read_open(int fd, const struct stat *st, size_t limit, char **out, long long *size);
+
+/* With a limit: open the regular memory file ``seen`` and fill its signature, mode and bytes from the descriptor
+ * (one open, fstat and read, where a listing and a read of it took an lstat more); 1 when done, 0 when the caller
+ * stats it instead (not regular by readdir's word, MEMORY.md, an open or read that failed: the read is left to
+ * read_files, which names the failure, and the stat decides as without a limit). */
+static int stat_and_read(const StatWork *work, Seen *seen, const char *name) {
+    struct stat st;
+    if (work->limit < 0 || !seen->regular || strcmp(name, "MEMORY.md") == 0) {
+        return 0;
+    }
+    int fd = openat(work->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        return 0;
+    }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return 0;
+    }
+    int failure = S_ISREG(st.st_mode) ? read_open(fd, &st, (size_t)work->limit, &seen->data, &seen->size) : 0;
+    close(fd);
+    if (failure && failure != EFBIG) {
+        return 0;
+    }
+    seen->mode = st.st_mode;
+    seen->fits = signature_of(&st, seen->sig);
+    seen->got = !S_ISREG(st.st_mode) ? 0 : failure == EFBIG ? 2 : 1;
+    return 1;
+}
 
 static void *stat_chunks(void *arg) {
     StatWork *work = (StatWork *)arg;
@@ -184,6 +226,9 @@ static void *stat_chunks(void *arg) {
             Seen *seen = &work->seen[i];
             struct stat st;
             if (seen->kind == SEEN_HIDDEN) {
+                continue;
+            }
+            if (seen->kind == SEEN_MEMORY && stat_and_read(work, seen, work->names + seen->name)) {
                 continue;
             }
             if (fstatat(work->dir_fd, work->names + seen->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -230,8 +275,8 @@ static size_t thread_count(size_t count, long wanted) {
 
 /* Stat every entry of seen with ``threads`` threads (this one among them); a thread that cannot be started
  * leaves its chunks to the others, so the results never depend on how many ran. */
-static void stat_all(int dir_fd, Seen *seen, size_t count, const char *names, size_t threads) {
-    StatWork work = {dir_fd, seen, names, count, 0};
+static void stat_all(int dir_fd, Seen *seen, size_t count, const char *names, size_t threads, long long limit) {
+    StatWork work = {dir_fd, seen, names, count, 0, limit};
     pthread_t ids[MAX_PARALLEL];
     int started[MAX_PARALLEL] = {0};
     for (size_t t = 1; t < threads; t++) {
@@ -286,7 +331,7 @@ static void decide(const Seen *seen, size_t count, const char *names, Buffer *hi
             *has_index = 1;
             continue;
         }
-        Entry found = {entry->name, NULL, {entry->sig[0], entry->sig[1], entry->sig[2]}};
+        Entry found = {entry->name, NULL, {entry->sig[0], entry->sig[1], entry->sig[2]}, i};
         if (buffer_add(entries, &found, sizeof(found)) < 0) {
             *no_memory = 1;
             return;
@@ -320,7 +365,10 @@ static int read_entries(DIR *dir, Buffer *names, Buffer *seen, int *no_memory) {
         } else {
             continue;
         }
-        Seen found = {names->used, kind, 0, 0, 0, {0, 0, 0}};
+        Seen found = {names->used, kind, 0, 0, 0, 0, {0, 0, 0}, 0, NULL, 0};
+#ifdef DT_REG
+        found.regular = entry->d_type == DT_REG;
+#endif
         if (buffer_add(names, name, len + 1) < 0 || buffer_add(seen, &found, sizeof(found)) < 0) {
             *no_memory = 1;
             return 0;
@@ -328,9 +376,28 @@ static int read_entries(DIR *dir, Buffer *names, Buffer *seen, int *no_memory) {
     }
 }
 
+/* With a limit: per listed name, in the sorted order, its bytes, an int for one over the limit (read_files'
+ * meaning), or None for one not read here (the caller reads it: read_files names any failure). */
+static PyObject *read_contents(const Buffer *entries, Py_ssize_t count, const Buffer *seen) {
+    PyObject *list = PyList_New(count);
+    for (Py_ssize_t i = 0; list != NULL && i < count; i++) {
+        const Seen *read = &((const Seen *)seen->data)[((const Entry *)entries->data)[i].seen];
+        PyObject *item = read->got == 2   ? PyLong_FromLongLong(read->size)
+                         : read->got == 1 ? PyBytes_FromStringAndSize(read->data ? read->data : "", (Py_ssize_t)read->size)
+                                          : Py_NewRef(Py_None);
+        if (item == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
 static PyObject *scan(PyObject *module, PyObject *args) {
     int dir_fd = -1;
     long wanted = 0;
+    long long limit = -1;
     Buffer names = {0}, numbers = {0}, hidden = {0}, all_names = {0}, seen = {0}, entries = {0};
     Py_ssize_t count = 0;
     int64_t index[3];
@@ -338,7 +405,11 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     char failed[NAME_MAX + 1] = "", link[NAME_MAX + 1] = "";
     PyObject *result = NULL;
     (void)module;
-    if (!PyArg_ParseTuple(args, "i|l", &dir_fd, &wanted)) {
+    if (!PyArg_ParseTuple(args, "i|lL", &dir_fd, &wanted, &limit)) {
+        return NULL;
+    }
+    if (limit < -1 || (limit >= 0 && (unsigned long long)limit >= SIZE_MAX / 2)) {
+        PyErr_SetString(PyExc_ValueError, "scan() needs a read limit of -1 (no read) or from 0 to the largest size");
         return NULL;
     }
     if (dir_fd < 0 || wanted < 0) {
@@ -359,7 +430,8 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         int read_error = read_entries(dir, &all_names, &seen, &no_memory);
         size_t seen_count = seen.used / sizeof(Seen);
         if (!no_memory && seen_count) {
-            stat_all(dirfd(dir), (Seen *)seen.data, seen_count, all_names.data, thread_count(seen_count, wanted));
+            stat_all(dirfd(dir), (Seen *)seen.data, seen_count, all_names.data, thread_count(seen_count, wanted),
+                     limit);
             decide((Seen *)seen.data, seen_count, all_names.data, &hidden, &entries, &count, index, &has_index, &error,
                    failed, link, &too_big, &no_memory);
         }
@@ -418,9 +490,14 @@ static PyObject *scan(PyObject *module, PyObject *args) {
         if (index_sig != NULL) {
             link_name = link[0] ? PyUnicode_DecodeFSDefault(link) : Py_NewRef(Py_None);
         }
-        if (link_name != NULL) {
+        PyObject *contents = link_name == NULL || limit < 0 ? NULL : read_contents(&entries, count, &seen);
+        if (link_name != NULL && limit < 0) {
             result = Py_BuildValue("(NNnNNN)", names_blob, numbers_blob, count, index_sig, hidden_list, link_name);
+        } else if (contents != NULL) {
+            result = Py_BuildValue("(NNnNNNN)", names_blob, numbers_blob, count, index_sig, hidden_list, link_name,
+                                   contents);
         } else {
+            Py_XDECREF(link_name);
             Py_XDECREF(hidden_list);
             Py_XDECREF(names_blob);
             Py_XDECREF(numbers_blob);
@@ -431,6 +508,9 @@ static PyObject *scan(PyObject *module, PyObject *args) {
     free(numbers.data);
     free(hidden.data);
     free(all_names.data);
+    for (size_t i = 0; i < seen.used / sizeof(Seen); i++) {
+        free(((Seen *)seen.data)[i].data);
+    }
     free(seen.data);
     free(entries.data);
     return result;
@@ -456,14 +536,22 @@ static int read_one(int dir_fd, const char *name, size_t limit, char **out, long
         close(fd);
         return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     }
-    if (st.st_size > 0 && (uintmax_t)st.st_size > (uintmax_t)limit) {
-        close(fd);
-        *size = (long long)st.st_size;
+    int failure = read_open(fd, &st, limit, out, size);
+    close(fd);
+    return failure;
+}
+
+/* Read the open regular file ``fd`` (``st`` its fstat) whole into *out, as read_one says; the caller closes it. */
+static int read_open(int fd, const struct stat *st, size_t limit, char **out, long long *size) {
+    *out = NULL;
+    *size = 0;
+    if (st->st_size > 0 && (uintmax_t)st->st_size > (uintmax_t)limit) {
+        *size = (long long)st->st_size;
         return EFBIG;
     }
     Buffer buf = {0};
     size_t most = limit + 1; /* the most ever held: one byte past the limit tells a file that grew past it */
-    size_t want = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096; /* + 1: EOF seen in the same read */
+    size_t want = st->st_size > 0 ? (size_t)st->st_size + 1 : 4096; /* + 1: EOF seen in the same read */
     if (want > most) {
         want = most;
     }
@@ -476,7 +564,6 @@ static int read_one(int dir_fd, const char *name, size_t limit, char **out, long
             char *grown = realloc(buf.data, grown_size);
             if (grown == NULL) {
                 free(buf.data);
-                close(fd);
                 return ENOMEM;
             }
             buf.data = grown;
@@ -489,7 +576,6 @@ static int read_one(int dir_fd, const char *name, size_t limit, char **out, long
             }
             int failure = errno;
             free(buf.data);
-            close(fd);
             return failure;
         }
         if (got == 0) {
@@ -498,17 +584,15 @@ static int read_one(int dir_fd, const char *name, size_t limit, char **out, long
         buf.used += (size_t)got;
         if (buf.used > limit) { /* grew past the limit since the fstat: stop here */
             free(buf.data);
-            close(fd);
             *size = -1;
             return EFBIG;
         }
-        if (st.st_size > 0 && buf.used == (size_t)st.st_size && buf.used < buf.size) {
+        if (st->st_size > 0 && buf.used == (size_t)st->st_size && buf.used < buf.size) {
             /* A short read ending where fstat put the end: the file as it was, without a second read that
              * only finds EOF (one system call fewer per file; 10,000 per build of a 10,000-memory tree). */
             break;
         }
     }
-    close(fd);
     *out = buf.data;
     *size = (long long)buf.used;
     return 0;

@@ -83,22 +83,25 @@ class TreeAccess:
         if self.on_warning is not None:
             self.on_warning(message)
 
-    def read(self, op: Callable[[Catalog], _T], *, warn_broken: bool = True, whole: bool = False) -> _T:
+    def read(
+        self, op: Callable[[Catalog], _T], *, warn_broken: bool = True, whole: bool = False, contents: bool = False
+    ) -> _T:
         """Run a read on the up-to-date index (:meth:`_read_fresh`); then, with ``warn_broken``, warn
         naming each memory file that does not parse and was left out of what the read shows.
 
         ``whole``: the read reads every file (or hands the tree on: a bundle, a merge), so the tree is listed
         and every signature compared; else the last full check may stand (``Indexer.refresh(trusted=True)``),
-        and inside :meth:`whole_tree` never."""
+        and inside :meth:`whole_tree` never. ``contents``: ``op`` reads every file of the listing
+        (:meth:`_read_listed`), so a listing the refresh makes reads them as it lists them."""
         with self.mutex:
-            result = self._read_fresh(op, trusted=not whole and not self.whole)
+            result = self._read_fresh(op, trusted=not whole and not self.whole, read=contents)
             if warn_broken:
                 for name, problem in sorted(self.index.broken.items()):
                     shows = f"`bundlekit memory show {name[:-3]}` prints the file, " if shown_whole(problem) else ""
                     self.warn(f"{problem}; left out ({shows}`bundlekit memory forget {name[:-3]}` removes it)")
             return result
 
-    def _read_fresh(self, op: Callable[[Catalog], _T], *, trusted: bool) -> _T:
+    def _read_fresh(self, op: Callable[[Catalog], _T], *, trusted: bool, read: bool = False) -> _T:
         """Run a read on the up-to-date index, in one snapshot (what it ranks and chooses is of one
         generation, whatever another process commits meanwhile); an index found broken mid-way is rebuilt
         and the read run again. Files the read found changed behind signatures the index vouched for (an
@@ -108,10 +111,10 @@ class TreeAccess:
             for attempt in range(2):
                 self.stale = set()
                 try:
-                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted))
+                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted, read=read))
                 except CatalogUnusable as exc:
                     self.index.rebuild(str(exc))
-                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted))
+                    result = self._in_snapshot(op, self.index.refresh(trusted=trusted, read=read))
                 if not self.stale or attempt:
                     return result
                 try:
@@ -245,7 +248,7 @@ class TreeAccess:
 
         passed = known or {}
         found, unchanged, digests = self.read(lambda catalog: self._checked_files(catalog, passed),
-                                              warn_broken=not strict, whole=True)
+                                              warn_broken=not strict, whole=True, contents=True)
         if strict and self.index.broken:
             name, problem = min(self.index.broken.items())
             raise FrontmatterError(
@@ -282,7 +285,7 @@ class TreeAccess:
         hash to ``known[name]`` is neither parsed nor its name checked again (it comes back in the second list).
         Each file's SHA-256 is checked against the one the index took; one that differs (an edit that kept the
         stat signature) is indexed again after the read. The third value: each file's SHA-256 by name."""
-        names = self.listed()
+        names, datas = self._read_listed()
         for name in names:
             if name not in known:  # a known name passed the key rules, which read the name alone
                 key_from_filename(name)
@@ -290,7 +293,7 @@ class TreeAccess:
         digests: dict[str, bytes] = {}
         unchanged: list[tuple[str, bytes]] = []
         fresh: list[tuple[str, bytes | MemoryFileTooLarge]] = []
-        for name, data in zip(names, self.backend.read_many(names), strict=True):  # one pass over 10,000 files
+        for name, data in zip(names, datas, strict=True):  # one pass over 10,000 files
             if isinstance(data, bytes):
                 digest = digests[name] = hashlib.sha256(data).digest()
                 (unchanged if known.get(name) == digest else fresh).append((name, data))
@@ -302,6 +305,22 @@ class TreeAccess:
         self.stale.update(name for name, digest in digests.items()
                           if digest != indexed.get(name) and name not in broken)
         return found, unchanged, digests
+
+    def _read_listed(self) -> tuple[list[str], list[bytes | MemoryFileTooLarge | None]]:
+        """The listing's memory files (:meth:`listed`) and each one's bytes read now: those the refresh just read as
+        it listed them (``Indexer.refresh(read=True)``; taken, so never handed out twice), the others read here."""
+        listing = self.index.listing
+        names = self.listed()
+        datas = None if listing is None else listing.contents
+        if listing is not None:
+            listing.contents = None
+        if datas is None or len(datas) != len(names):
+            return names, self.backend.read_many(names)
+        missing = [at for at, data in enumerate(datas) if data is None]  # not read by the listing: read here
+        if missing:
+            for at, data in zip(missing, self.backend.read_many([names[at] for at in missing]), strict=True):
+                datas[at] = data
+        return names, datas
 
     def index_text(self, catalog: Catalog) -> str:
         """``MEMORY.md`` as output shows it (the context block, the MCP ``memory_index`` tool): the stored file

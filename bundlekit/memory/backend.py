@@ -60,7 +60,7 @@ class Scan:
     in) with the index's sorted signature blob and never needs one.
     """
 
-    __slots__ = ("_count", "_memories", "_names", "_packed", "index", "temps")
+    __slots__ = ("_count", "_memories", "_names", "_packed", "contents", "index", "temps")
 
     def __init__(self, memories: dict[str, Signature], index: Signature | None) -> None:
         self._memories: dict[str, Signature] | None = memories
@@ -69,6 +69,10 @@ class Scan:
         self._names: list[str] | None = None
         self.index = index
         self.temps = False  # the root held a writer's temp (``_fs.is_temp_name``): live, or left by a killed one
+        # A listing that read the files as it listed them (``DirectoryBackend.scan(read=True)``): per name of
+        # :meth:`names`, its bytes, the MemoryFileTooLarge of one over the bound, or None for one not read (its
+        # reader reads it); None when nothing was read. Taken once (``TreeAccess``): bytes are never reused.
+        self.contents: list[bytes | MemoryFileTooLarge | None] | None = None
 
     @classmethod
     def from_packed(cls, names: bytes, numbers: bytes, count: int, index: Signature | None) -> Scan:
@@ -176,7 +180,7 @@ class Backend(Protocol):
 
     persistent: bool
 
-    def scan(self) -> Scan: ...
+    def scan(self, *, read: bool = False) -> Scan: ...
     def stamp(self) -> object: ...
     def read(self, name: str) -> bytes | None: ...
     def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]: ...
@@ -318,13 +322,17 @@ class DirectoryBackend:
         # another program added mid-command), so a command's record never vouches for a change it did not make.
         self.own_stamp: object = None
 
-    def scan(self) -> Scan:
+    def scan(self, *, read: bool = False) -> Scan:
         """One listing of the root: memory files and ``MEMORY.md`` with their signatures.
 
         Hidden names (the store's folder, temp files) are skipped; a link named
         ``*.md`` or ``timeline`` raises :class:`MemoryStoreError`. Listed by
         ``_statscan`` where it is built (the same decisions, in C, about half the
         time at 10,000 files), else by ``os.scandir``.
+
+        ``read``: a whole-tree read follows (a build), so where ``_statscan`` lists, each memory file is read as it
+        is listed (:attr:`Scan.contents`, as :meth:`read_many` reads them; its signature then the open file's):
+        one pass over 10,000 files, not a listing and then a read. Elsewhere nothing is read here.
         """
         dir_fd = None
         try:
@@ -338,7 +346,7 @@ class DirectoryBackend:
             raise os_failure("list the memory tree", self.root, exc) from exc
         hidden: list[str] = []
         try:
-            scan = self._listed_in_c(dir_fd, hidden) if dir_fd is not None and _c_listing() else None
+            scan = self._listed_in_c(dir_fd, hidden, read) if dir_fd is not None and _c_listing() else None
             if scan is None:  # no C listing here, or a number past 64 bits: Python's integers hold it
                 entries = self._entries(dir_fd)
                 if entries is None:
@@ -362,20 +370,25 @@ class DirectoryBackend:
         except OSError as exc:
             raise os_failure("list the memory tree", self.root, exc) from exc
 
-    def _listed_in_c(self, dir_fd: int, hidden: list[str]) -> Scan | None:
+    def _listed_in_c(self, dir_fd: int, hidden: list[str], read: bool) -> Scan | None:
         try:
-            found = _statscan.scan(dir_fd)
+            found = _statscan.scan(dir_fd, 0, MAX_MEMORY_BYTES) if read else _statscan.scan(dir_fd)
         except OSError as exc:
             if exc.filename is not None:  # one entry's lstat failed: as the Python listing says it
                 raise os_failure("inspect", self.root / exc.filename, exc) from exc
             raise os_failure("list the memory tree", self.root, exc) from exc  # opening or reading the folder
         if found is None:
             return None
-        names, numbers, count, index, hidden_names, link = found
+        names, numbers, count, index, hidden_names, link = found[:6]
         hidden.extend(hidden_names)
         if link is not None:
             raise link_error(self.root / link)
-        return Scan.from_packed(names, numbers, count, index)
+        scan = Scan.from_packed(names, numbers, count, index)
+        if len(found) == 7:
+            contents: list[bytes | int | None] = found[6]  # type: ignore[misc]  # the seventh with a limit
+            scan.contents = [data if not isinstance(data, int) else too_large(name, None if data < 0 else data)
+                             for name, data in zip(scan.names(), contents, strict=True)]
+        return scan
 
     def _listed(self, entries: Iterator[os.DirEntry[str]], hidden: list[str]) -> Scan:
         found: dict[str, Signature] = {}
@@ -605,7 +618,8 @@ class InMemoryBackend:
         self._counter = 0
         self._lock = threading.RLock()
 
-    def scan(self) -> Scan:
+    def scan(self, *, read: bool = False) -> Scan:
+        """The files held, with their versions as signatures (``read``: nothing is read ahead here)."""
         return Scan({name: (0, self._versions[name], len(data)) for name, data in self._files.items()}, None)
 
     def stamp(self) -> object:

@@ -216,7 +216,7 @@ class Indexer:
 
     # -- refresh ------------------------------------------------------------------
 
-    def refresh(self, *, locked: bool = False, trusted: bool = False) -> Catalog:
+    def refresh(self, *, locked: bool = False, trusted: bool = False, read: bool = False) -> Catalog:
         """The index, agreeing with the files (and ``MEMORY.md`` repaired). ``locked``: the caller holds the lock.
 
         ``trusted``: a command that reads no more than the index's choice (recall, context, ``list``'s lines,
@@ -224,14 +224,17 @@ class Indexer:
         are as it left them (:meth:`_trusted`; specs/memory.md, "Freshness"); else the tree is listed and
         every file's signature compared.
 
+        ``read``: a whole-tree read follows; a listing this refresh makes reads the files as it lists them
+        (``DirectoryBackend.scan(read=True)``: :attr:`listing`'s ``contents``, until a later refresh drops them).
+
         A file that does not parse is left out of the index and named in :attr:`broken`. Raises what
         checking the names raises (:class:`InvalidKeyError`, ...); nothing of that refresh is stored then.
         """
         try:
-            return self._refresh(locked, trusted)
+            return self._refresh(locked, trusted, read)
         except CatalogUnusable as exc:
             self.rebuild(str(exc))
-            return self._refresh(locked, trusted)
+            return self._refresh(locked, trusted, read)
 
     @contextmanager
     def held_check(self) -> Iterator[None]:
@@ -249,7 +252,9 @@ class Indexer:
             if not self._holding:
                 self._held_check = None
 
-    def _refresh(self, locked: bool, trusted: bool) -> Catalog:
+    def _refresh(self, locked: bool, trusted: bool, read: bool) -> Catalog:
+        if self._listing is not None:
+            self._listing.contents = None  # bytes read by an earlier refresh are never handed on by this one
         locked = locked or self._holding > 0
         if locked and self._catalog is not None and self._recently_checked(self._catalog, self._held_check):
             return self._catalog  # the full check made under this hold stands (:meth:`held_check`)
@@ -263,7 +268,12 @@ class Indexer:
         if self.trusting:
             assert self._catalog is not None
             return self._catalog
-        scan = self._backend.scan()
+        if not locked and read and self._racy(stamp, began) and self._lockable():
+            with self._backend.hold():  # a build's read of a tree changed this tick: listed once, under the lock
+                catalog = self._refresh(True, trusted, read)
+            self._held = None
+            return catalog
+        scan = self._backend.scan(read=True) if read else self._backend.scan()
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
         gen = catalog.gen  # before the comparison: a check that finds nothing records it unless the index moved
@@ -280,7 +290,7 @@ class Indexer:
                 if not self._unmoved(catalog, (stamp, version), began):
                     began = time.time_ns()
                     stamp = self._backend.stamp()
-                    scan = self._backend.scan()
+                    scan = self._backend.scan(read=True) if read else self._backend.scan()
                 self._sync_and_record(catalog, scan, stamp, began)
             self._held = None
         self.listing = scan
@@ -299,6 +309,15 @@ class Indexer:
         file's SHA-256 with the index's (``TreeAccess._checked_files``: one that differs is indexed again)."""
         return (seen[0] == self._backend.stamp() and seen[1] == catalog.data_version()
                 and not self._racy(seen[0], began))
+
+    def _lockable(self) -> bool:
+        """Whether this tree's index folder is there and writable, so its lock can be taken without refusing a
+        read of a read-only tree. A read of every file (a build: :meth:`refresh`'s ``read``) of a directory whose
+        stamp is racy (:meth:`_racy`: changed within :data:`RACY_NS`, as a sync's tree is right after its edits)
+        takes the lock before it lists: the listing made without it would be made again under it
+        (:meth:`_unmoved` cannot take a racy stamp's word), so a writer's round listed 10,000 files twice. Other
+        reads (``memory list``, recall) still list without the lock, beside a writer."""
+        return self._dir is not None and refuse_link(self._dir) and os.access(self._dir, os.W_OK)
 
     def _racy(self, stamp: object, began: int) -> bool:
         """Whether the directory's stamp ``stamp`` (taken at ``began``) could hide a later change in the same
@@ -494,12 +513,43 @@ class Indexer:
             changed, removed = self._moved(catalog, scan, changed)
         if not (changed or removed or settled or catalog.stat.refused()):  # a refused blob is written again
             return
+        shown = None if removed else self._shown_before(catalog, scan, changed)
         with catalog.writing(now):
             for name in removed:
                 catalog.stat.remove(name)
             for start in range(0, len(changed), PARSED_AT_ONCE):
                 self._index_some(catalog, scan, changed[start : start + PARSED_AT_ONCE])
             catalog.stat.settle()
+            if shown is not None and self._shown_kept(catalog, changed, shown):
+                catalog.stat.set_index_state(scan.index, catalog.gen)  # MEMORY.md renders to the same bytes
+
+    def _shown_before(self, catalog: Catalog, scan: Scan, changed: list[str]) -> list[str] | None:
+        """Before a refresh indexes ``changed`` again (none removed): the keys ``MEMORY.md`` shows (by type, then key,
+        :data:`MAX_INDEX_LINES` in all), when it is the one written for this generation (``scan.index`` its
+        signature), every file of ``changed`` is indexed already and none of them is shown; else ``None``.
+        ``MEMORY.md`` is rendered from the files of the keys shown and the number of memories alone, so when
+        after the change (:meth:`_shown_kept`) the same keys are shown, none of their files changed and the
+        number stands, it renders to the same bytes: it is marked the new generation's without being rendered (a
+        writer's round at 10,000 memories read and parsed ~200 files to find that), as :meth:`_same_index`
+        decides for a write."""
+        if self.private or not changed or scan.index is None:
+            return None
+        with catalog.reading():
+            index_sig, index_gen = catalog.stat.index_state()
+            if index_sig != scan.index or index_gen != catalog.gen:
+                return None
+            if len(catalog.listing.types_of(changed)) != len(changed):
+                return None  # a file new to the index: the count moves
+            shown = catalog.listing.index_keys(MAX_INDEX_LINES)
+        keys = set(shown)
+        return None if any(name[:-3] in keys for name in changed) else shown
+
+    @staticmethod
+    def _shown_kept(catalog: Catalog, changed: list[str], shown: list[str]) -> bool:
+        """Inside the refresh's transaction, after ``changed`` were indexed again: each is still indexed (none left
+        out as broken: the count stands) and ``MEMORY.md`` shows the keys ``shown`` it showed before."""
+        return (len(catalog.listing.types_of(changed)) == len(changed)
+                and catalog.listing.index_keys(MAX_INDEX_LINES) == shown)
 
     def _index_some(self, catalog: Catalog, scan: Scan, names: list[str]) -> None:
         """Index ``names`` from their bytes now, inside the refresh's transaction: each parsed, and the row of one

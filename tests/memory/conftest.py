@@ -59,8 +59,8 @@ def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     scan = DirectoryBackend.scan
 
-    def counted(self: DirectoryBackend) -> object:
-        found = scan(self)
+    def counted(self: DirectoryBackend, **kw: bool) -> object:
+        found = scan(self, **kw)
         seen.append(len(found))
         return found
 

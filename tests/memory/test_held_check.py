@@ -7,12 +7,14 @@ ends the reuse; past REUSE_S the tree is listed again whatever it looks like.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from bundlekit.memory import Memory, indexer
+from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend
 
 from .conftest import Clock, count_listings, fields
@@ -163,3 +165,76 @@ def test_a_file_another_writer_replaced_before_the_lock_is_listed_again(
         checked = tx.checked({})
     assert len(listings) == 2
     assert "project_new.md" in {name for name, _data, _r in checked.found}
+
+
+def test_a_whole_read_of_a_tree_changed_this_tick_lists_it_once(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch, listings: list[int]
+) -> None:
+    """A build right after edits (a sync's writer round) finds the directory's stamp racy: a listing made before the
+    lock could not be taken at its word under it, so the read takes the lock first and lists the tree once."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    _edit_in_place(tree, "project_m1", "edited in place")
+    with grown.transaction(lock=False) as tx:
+        checked = tx.checked({})
+    assert len(listings) == 1
+    assert any(name == "project_m1.md" and b"edited in place" in data for name, data, _r in checked.found)
+    assert "edited in place" in (grown.read("project_m1") or pytest.fail("gone")).body
+
+
+def test_a_whole_read_of_a_read_only_index_folder_changed_this_tick_takes_no_lock(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the index folder cannot be written, the lock is not taken before the listing (a read-only tree still
+    builds: the lock-free check finds nothing to do)."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    held: list[int] = []
+    hold = DirectoryBackend.hold
+
+    def counted(self: DirectoryBackend) -> object:
+        held.append(1)
+        return hold(self)
+
+    monkeypatch.setattr(DirectoryBackend, "hold", counted)
+    with grown.transaction(lock=False) as tx:
+        assert len(tx.checked({}).found) == 3
+    assert held == []
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many names each ``read_many`` call read, in order, from now on."""
+    seen: list[int] = []
+    read_many = DirectoryBackend.read_many
+
+    def counted(self: DirectoryBackend, names: list[str]) -> object:
+        seen.append(len(names))
+        return read_many(self, names)
+
+    monkeypatch.setattr(DirectoryBackend, "read_many", counted)
+    return seen
+
+
+@pytest.mark.skipif(backend_module._statscan is None, reason="the C listing is not built here")
+def test_a_builds_read_lists_and_reads_the_tree_in_one_pass(
+    grown: Memory, listings: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build's read (``checked``) takes each file's bytes from the listing that read them as it listed them
+    (``_statscan.scan`` with a limit): no second pass reads the listed files again."""
+    reads = _reads(monkeypatch)
+    with grown.transaction(lock=False) as tx:
+        checked = tx.checked({})
+    assert len(listings) == 1 and reads == []
+    assert sorted(name for name, _data, _r in checked.found) == ["project_m0.md", "project_m1.md", "project_m2.md"]
+
+
+def test_a_second_builds_read_reads_the_files_again_when_the_check_stands(grown: Memory, tree: Path) -> None:
+    """The bytes a listing read are handed out once: a second build within the reuse window (the check stands,
+    no listing) reads every file again, so an edit in place since is what it carries."""
+    with grown.transaction(lock=False) as tx:
+        tx.checked({})
+    _edit_in_place(tree, "project_m2", "edited after the first build")
+    with grown.transaction(lock=False) as tx:
+        found = {name: data for name, data, _r in tx.checked({}).found}
+    assert b"edited after the first build" in found["project_m2.md"]

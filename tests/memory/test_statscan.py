@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bundlekit.errors import MemoryStoreError
+from bundlekit.errors import MemoryFileTooLarge, MemoryStoreError
 from bundlekit.memory import Memory
 from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend, Scan
@@ -43,11 +43,11 @@ def _python_listing(root: Path) -> tuple[Scan | None, list[str], str | None]:
     return scan, hidden, None
 
 
-def _c_listing(root: Path) -> tuple[Scan | None, list[str], str | None]:
+def _c_listing(root: Path, read: bool = False) -> tuple[Scan | None, list[str], str | None]:
     hidden: list[str] = []
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        scan = DirectoryBackend(root)._listed_in_c(fd, hidden)
+        scan = DirectoryBackend(root)._listed_in_c(fd, hidden, read)
     except MemoryStoreError as exc:
         return None, hidden, str(exc)
     finally:
@@ -72,7 +72,20 @@ def _same(root: Path) -> Scan | None:
     assert c_scan.names() == py_scan.names() and c_scan.packed() == py_scan.packed()  # sorted by name, both
     assert len(c_scan) == len(py_scan) and c_scan.index == py_scan.index
     assert c_scan.packed() == py_scan.packed()
+    _same_read(root, c_scan, c_hidden)
     return c_scan
+
+
+def _same_read(root: Path, listed: Scan, hidden: list[str]) -> None:
+    """The listing that reads as it lists (a build's: ``scan(read=True)``) lists what the one that only stats
+    lists, and its bytes are those the Python reading (where nothing is built) reads of its names."""
+    read, read_hidden, error = _c_listing(root, read=True)
+    assert error is None and read is not None and read.contents is not None
+    assert sorted(read_hidden) == sorted(hidden)
+    assert read.packed() == listed.packed() and read.index == listed.index and len(read) == len(listed)
+    python = [backend_module._read_or_too_large(root / name) for name in read.names()]
+    assert [str(d) if isinstance(d, Exception) else d for d in read.contents] == [
+        str(d) if isinstance(d, Exception) else d for d in python]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -303,3 +316,17 @@ def test_a_blob_whose_names_and_numbers_differ_in_count_is_left_to_the_python_wa
     assert backend_module._statscan.racy(b"", b"", 0) == []
     with pytest.raises(ValueError):  # as the walk always did
         stat_module.racy_rows(b"a.md\0b.md", array("q", [1, 2, 3]).tobytes(), 0)
+
+
+def test_a_listing_that_reads_names_a_file_over_the_bound_as_read_many_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backend_module, "MAX_MEMORY_BYTES", 100)
+    (tmp_path / "project_big.md").write_bytes(b"x" * 101)
+    (tmp_path / "project_small.md").write_bytes(b"y" * 100)
+    scan, _hidden, error = _c_listing(tmp_path, read=True)
+    assert error is None and scan is not None and scan.contents is not None
+    big, small = scan.contents
+    assert small == b"y" * 100
+    assert isinstance(big, MemoryFileTooLarge)
+    assert str(big) == str(DirectoryBackend(tmp_path).read_many(["project_big.md"] * 8)[0])

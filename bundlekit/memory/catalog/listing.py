@@ -16,6 +16,13 @@ class Listing:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def types_of(self, files: list[str]) -> dict[str, str]:
+        """The type of each of ``files`` that is indexed, by file name."""
+        with translated():
+            return {str(f): str(t) for start in range(0, len(files), 500) for f, t in self._db.conn.execute(
+                f"SELECT file, type FROM memory WHERE file IN ({', '.join('?' * len(files[start:start + 500]))})",
+                files[start : start + 500])}
+
     def count(self) -> int:
         with translated():
             return int(self._db.conn.execute("SELECT count(*) FROM memory").fetchone()[0])
