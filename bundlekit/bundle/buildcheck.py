@@ -11,7 +11,7 @@ to the same fields, so it is neither parsed nor checked again. An edit in place 
 inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
 
 The verdicts hold under the rules that made them: the cache is kept with a fingerprint of the checking code
-(:func:`rules_fingerprint`: the source of the modules that parse and guard). Another fingerprint (an upgrade, a
+(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner). Another fingerprint (an upgrade, a
 new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
 refused never gets a row), and only memories that are not device-bound (those refuse the build).
 
@@ -83,9 +83,16 @@ __all__ = ["CHECKS_NAME", "FORMAT", "KEY_FILE", "MAGIC", "CheckCache", "Passed",
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 #: The modules whose code decides whether a file passes a build's checks and what its index fields are.
-_RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
+_RULES: Final = ("_secrets", "_marks", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
                  "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
-                 "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
+                 "memory/indexer", "memory/filesize", "bundle/buildcheck")
+# memory/access: TreeAccess.checked, which calls the guards; _marks: which secret rules run over a text;
+# memory/indexer: a file's bytes decoded and parsed; memory/filesize: a memory's size bound.
+#: The built modules whose every file (source, built library) is in the fingerprint: ``_marks`` asks the scanner
+#: which secret rules a text can match.
+_BUILT: Final = ("_textscan",)
+#: The package whose sources are fingerprinted.
+_PACKAGE = Path(__file__).resolve().parents[1]
 _TIMELINE_PREFIX: Final = f"{TIMELINE_DIR}/"
 _CHECKS_VERSION: Final = b"bundlekit build checks 2"  # bump to drop every verdict whatever the sources say
 #: The verdicts' file, beside ``bundle.buildcache``'s ``build-cache.sqlite``.
@@ -148,20 +155,24 @@ def rules_fingerprint() -> str:
     not taken (computed once per process)."""
     global _fingerprint
     if _fingerprint is None:
-        _fingerprint = sources_digest(_CHECKS_VERSION, _RULES).hex()
+        _fingerprint = sources_digest(_CHECKS_VERSION, _RULES, built=_BUILT).hex()
     return _fingerprint
 
 
-def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
-    """The SHA-256 of ``version`` and the source of each of ``modules`` (paths under ``bundlekit/``, without
-    ``.py``): what a cached verdict was made under, so code that changed takes none of it."""
+def sources_digest(version: bytes, modules: Sequence[str], *, built: Sequence[str] = ()) -> bytes:
+    """The SHA-256 of ``version``, the source of each of ``modules`` (paths under ``bundlekit/``, without
+    ``.py``) and every file of each of the ``built`` modules (``<name>.*``: its C source, its built library):
+    what a cached verdict was made under, so code that changed takes none of it."""
     digest = hashlib.sha256(version)
-    package = Path(__file__).resolve().parents[1]
     for module in modules:
         try:
-            digest.update((package / f"{module}.py").read_bytes())
+            digest.update((_PACKAGE / f"{module}.py").read_bytes())
         except OSError:  # an install without sources: a salt no install with them shares
             digest.update(f"no source for {module}".encode())
+    for module in built:
+        for path in sorted(_PACKAGE.glob(f"{module}.*")):
+            with suppress(OSError):
+                digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
 
 

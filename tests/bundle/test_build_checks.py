@@ -34,7 +34,10 @@ from bundlekit.bundle.buildcache import CACHE_NAME
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import SecretDetectedError
 from bundlekit.memory import Memory, screen
+from bundlekit._marks import marks
 from bundlekit.memory.access import TreeAccess
+from bundlekit.memory.filesize import check_text_size
+from bundlekit.memory.indexer import decode, parse_read
 from bundlekit.unixfs.reader import UnixFSReader
 
 NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
@@ -564,13 +567,36 @@ def test_incremental_builds_give_the_root_of_a_full_build_after_any_edits(
         assert built.root_bytes == _full_build(tree, work).root_bytes, (step, op, i)
 
 
-@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key])
+@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key,
+                                   marks, parse_read, decode, check_text_size])
 def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Callable[..., Any]) -> None:
     # attack37w: TreeAccess.checked (memory/access.py) decides which guards a build runs, yet its source was not
-    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for
+    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for.
+    # attack39c: nor were _marks (its marks decide which secret rules run over a text: a trigger it missed is a
+    # rule never run), memory/indexer (decode and parse_read make the record of a file's bytes) or
+    # memory/filesize (a memory's size bound): a fix there left every verdict made before it standing
     source = Path(inspect.getsourcefile(check) or "")
     module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
     assert module in buildcheck._RULES
+
+
+def test_the_rules_fingerprint_covers_the_built_secret_scanner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: ``_marks`` asks the C scanner (``bundlekit/_textscan``, built by ``setup.py``) which secret rules
+    a text can match; a rebuilt scanner (a fix of a trigger it missed) must take no verdict made by the old one."""
+    package = Path(buildcheck.__file__).resolve().parents[1]
+    copy = tmp_path / "bundlekit"
+    for source in package.glob("**/*.py"):
+        (copy / source.relative_to(package)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy / source.relative_to(package))
+    for built in package.glob("_textscan.*"):
+        shutil.copyfile(built, copy / built.name)
+    monkeypatch.setattr(buildcheck, "_PACKAGE", copy)
+    monkeypatch.setattr(buildcheck, "_fingerprint", None)
+    before = buildcheck.rules_fingerprint()
+    scanner = next(copy.glob("_textscan.*"))
+    scanner.write_bytes(scanner.read_bytes() + b"\0")
+    monkeypatch.setattr(buildcheck, "_fingerprint", None)
+    assert buildcheck.rules_fingerprint() != before
 
 
 #: Any text a record could hold: quotes, newlines, NULs, non-BMP characters and lone surrogates (which
