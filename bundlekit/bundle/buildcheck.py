@@ -217,7 +217,7 @@ def _read_key(path: Path) -> bytes | None:
     return None
 
 
-def _read_blob(path: Path) -> bytes | None:
+def _read_blob(path: Path) -> bytearray | None:
     """The bytes of the file at ``path`` when it is a regular file (opened without following a link or waiting on a
     FIFO) of at most :data:`_MAX_BYTES`; None for anything else, or absent. Nothing of it is trusted yet."""
     try:
@@ -228,15 +228,25 @@ def _read_blob(path: Path) -> bytes | None:
         size = os.fstat(fd).st_size
         if not _HEADER.size <= size <= _MAX_BYTES:
             return None
-        data = read_up_to(fd, size + 1)
+        return _read_whole(fd, size)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return data if len(data) == size else None
 
 
-def _unpack(data: bytes, key: bytes, rules: str) -> _Columns | None:
+def _read_whole(fd: int, size: int) -> bytearray | None:
+    """The ``size`` bytes of ``fd`` read into one buffer of that size (chunks joined would hold the file twice at
+    the bound); None when the file ends before them or goes on after them (cut or grown while read)."""
+    data = bytearray(size)
+    with memoryview(data) as view:
+        done = 0
+        while done < size and (got := os.readv(fd, [view[done:]])):
+            done += got
+    return data if done == size and not os.read(fd, 1) else None
+
+
+def _unpack(data: bytes | bytearray, key: bytes, rules: str) -> _Columns | None:
     """The rows of the file ``data`` a build may take (module docstring): None unless its tag verifies under
     ``key`` (checked before any of it is parsed) and it is exactly of its layout, of :data:`FORMAT` and ``rules``.
     Never raises: any exception while parsing is a file not taken."""

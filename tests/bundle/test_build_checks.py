@@ -351,8 +351,8 @@ def test_a_file_past_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.M
     tree = _tree(tmp_path / "memory", 3)
     _build(tree, tmp_path / "a.car")
     reads: list[int] = []
-    real = buildcheck.read_up_to
-    monkeypatch.setattr(buildcheck, "read_up_to", lambda fd, limit: reads.append(limit) or real(fd, limit))
+    real = buildcheck._read_whole
+    monkeypatch.setattr(buildcheck, "_read_whole", lambda fd, size: reads.append(size) or real(fd, size))
     with open(_file(tree), "r+b") as fh:
         fh.truncate(buildcheck._MAX_BYTES + 1)
     assert buildcheck.CheckCache(tree).known == {} and reads == []
