@@ -399,6 +399,29 @@ def test_a_cache_file_that_is_a_fifo_is_never_waited_on(tmp_path: Path, monkeypa
     assert stat.S_ISREG(_file(tree).lstat().st_mode) and buildcheck.CheckCache(tree).known
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="a device node is made by root")
+def test_a_cache_file_that_is_a_device_node_is_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: a tree unpacked by root (``tar`` keeps device nodes) can hold a device in the cache file's
+    place. Opening a device acts on it before any read (a tape rewinds, a watchdog arms, a terminal becomes the
+    controlling one): the load refused it only after ``open``. Here: ``/dev/null``'s numbers."""
+    tree = _tree(tmp_path / "memory", 3)
+    first = _build(tree, tmp_path / "a.car")
+    _file(tree).unlink()
+    os.mknod(_file(tree), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    opened: list[str] = []
+    real_open = os.open
+
+    def spied(path: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spied)
+    assert buildcheck.CheckCache(tree).known == {}
+    assert str(_file(tree)) not in opened
+    monkeypatch.setattr(os, "open", real_open)
+    assert _build(tree, tmp_path / "b.car").root_bytes == first.root_bytes
+
+
 def _old_tables(tree: Path) -> set[str]:
     with closing(sqlite3.connect(tree / CACHE_NAME)) as db:
         return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
