@@ -11,8 +11,8 @@ to the same fields, so it is neither parsed nor checked again. An edit in place 
 inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
 
 The verdicts hold under the rules that made them: the cache is kept with a fingerprint of the checking code
-(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner). Another fingerprint (an upgrade, a
-new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
+(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner). Another
+fingerprint (an upgrade, a new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
 refused never gets a row), and only memories that are not device-bound (those refuse the build).
 
 One file, ``<tree>/.bundlekit/build-checks`` (:data:`CHECKS_NAME`), local to this copy of the tree, every number
@@ -119,7 +119,6 @@ _OLD_TABLES: Final = ("checked", "seal")
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
 KEY_FILE: Final = "build-check.key"
 _KEY_BYTES: Final = 32
-_fingerprint: str | None = None
 
 
 class _Columns(NamedTuple):
@@ -151,11 +150,10 @@ class Passed(NamedTuple):
 
 
 def rules_fingerprint() -> str:
-    """The SHA-256 (hex) of the source of every module in :data:`_RULES`: a verdict made under other code is
-    not taken (computed once per process)."""
-    global _fingerprint
-    if _fingerprint is None:
-        _fingerprint = sources_digest(_CHECKS_VERSION, _RULES, built=_BUILT).hex()
+    """The SHA-256 (hex) of the source of every module in :data:`_RULES` and the built scanner (:data:`_BUILT`):
+    a verdict made under other code is not taken. Read when this module is loaded, beside the modules it names,
+    not at a first build: a process that runs for hours (``sync --interval``, the MCP server) and first builds
+    after an upgrade rewrote the sources would seal the old code's verdicts as the new code's."""
     return _fingerprint
 
 
@@ -174,6 +172,9 @@ def sources_digest(version: bytes, modules: Sequence[str], *, built: Sequence[st
             with suppress(OSError):
                 digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
+
+
+_fingerprint: str = sources_digest(_CHECKS_VERSION, _RULES, built=_BUILT).hex()
 
 
 #: A ``Passed`` made from its fields as a tuple is (a NamedTuple's own ``__new__`` is a Python function: ~0.2 us a

@@ -16,6 +16,8 @@ import shutil
 import sqlite3
 import stat
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -614,12 +616,38 @@ def test_the_rules_fingerprint_covers_the_built_secret_scanner(tmp_path: Path, m
     for built in package.glob("_textscan.*"):
         shutil.copyfile(built, copy / built.name)
     monkeypatch.setattr(buildcheck, "_PACKAGE", copy)
-    monkeypatch.setattr(buildcheck, "_fingerprint", None)
-    before = buildcheck.rules_fingerprint()
+    before = buildcheck.sources_digest(buildcheck._CHECKS_VERSION, buildcheck._RULES, built=buildcheck._BUILT)
+    assert before.hex() == buildcheck.rules_fingerprint()
     scanner = next(copy.glob("_textscan.*"))
     scanner.write_bytes(scanner.read_bytes() + b"\0")
-    monkeypatch.setattr(buildcheck, "_fingerprint", None)
-    assert buildcheck.rules_fingerprint() != before
+    assert buildcheck.sources_digest(buildcheck._CHECKS_VERSION, buildcheck._RULES, built=buildcheck._BUILT) != before
+
+
+_UPGRADED_WHILE_RUNNING = """
+import shutil, sys
+from pathlib import Path
+import bundlekit.bundle.buildcheck as buildcheck
+loaded = buildcheck.sources_digest(buildcheck._CHECKS_VERSION, buildcheck._RULES, built=buildcheck._BUILT).hex()
+copy = Path(sys.argv[1])
+for module in buildcheck._RULES:
+    (copy / module).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(buildcheck._PACKAGE / f"{module}.py", copy / f"{module}.py")
+with open(copy / "_secrets.py", "a", encoding="utf-8") as fh:
+    fh.write("\\n# a new secret rule\\n")
+buildcheck._PACKAGE = copy  # the sources an upgrade wrote after this process loaded the old ones
+print(buildcheck.rules_fingerprint() == loaded)
+"""
+
+
+def test_a_process_running_through_an_upgrade_keeps_the_fingerprint_of_the_code_it_runs(tmp_path: Path) -> None:
+    """attack39c: the fingerprint was read from the sources at a process's first build. A process that runs for
+    hours (``sync --interval``, the MCP server) and builds first after an upgrade rewrote the sources sealed the
+    verdicts of the old code it runs under the new code's fingerprint, which every later process then took (a
+    secret only the new rule finds, vouched for as checked). It is now taken when the module is loaded."""
+    done = subprocess.run([sys.executable, "-c", _UPGRADED_WHILE_RUNNING, str(tmp_path / "upgraded")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
 
 
 #: Any text a record could hold: quotes, newlines, NULs, non-BMP characters and lone surrogates (which
