@@ -182,13 +182,18 @@ _fingerprint: str = sources_digest(_CHECKS_VERSION, _RULES, built=_BUILT).hex()
 _new_passed: Final = tuple.__new__
 
 
-def seal_key() -> bytes | None:
+def seal_key(tree: Path | None = None) -> bytes | None:
     """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
     (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
     (mode 0600; a file there that is not this user's alone, :func:`_read_key`, is replaced). None when it can
-    be neither read nor made (nothing is then taken from or saved into a cache).
+    be neither read nor made (nothing is then taken from or saved into a cache), or when the data directory lies
+    inside ``tree`` (a relative ``$BUNDLEKIT_HOME`` read in the tree, a store kept in it): a key a copy of the tree
+    carries, or that arrived with it beside a cache sealed under it, seals nothing.
     Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
-    path = default_store_root() / KEY_FILE
+    home = default_store_root()
+    if tree is not None and Path(os.path.realpath(home)).is_relative_to(os.path.realpath(tree)):
+        return None
+    path = home / KEY_FILE
     for _attempt in range(2):
         data = _read_key(path)
         if data is not None:
@@ -357,7 +362,7 @@ class CheckCache:
             return
         data = _read_blob(self.path)
         self._found = data is not None or os.path.lexists(self.path)
-        key = None if data is None else seal_key()
+        key = None if data is None else seal_key(self.path.parent.parent)
         if data is None or key is None:
             return
         rows = _unpack(data, key, rules_fingerprint())
@@ -380,7 +385,7 @@ class CheckCache:
         packed, ``records`` the memories it parsed and checked now (the others kept their rows). Written only
         when a row changed: the rows loaded that still hold and this build's, as one file renamed into place. A
         cache: a tree it cannot be written in still builds."""
-        key = None if self.path is None else seal_key()  # a tree held in memory makes no key
+        key = None if self.path is None else seal_key(self.path.parent.parent)  # a tree held in memory makes none
         if self.path is None or key is None:
             return
         new = [record for record in records if record.filename in digests

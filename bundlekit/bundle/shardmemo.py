@@ -63,7 +63,7 @@ class ShardMemo:
     def __init__(self, tree: Path | None, held: Callable[[bytes], bool]) -> None:
         self.path = None if tree is None else tree / CACHE_NAME
         self._held = held
-        self._key = None if tree is None else seal_key()
+        self._key = None if tree is None else seal_key(tree)
         self._rows: dict[bytes, DirNode] = {}
         self._used: dict[bytes, DirNode] = {}
         self._load()

@@ -9,6 +9,7 @@ changed behind the cache is checked again (a secret written in place is refused)
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import inspect
 import os
@@ -255,6 +256,29 @@ def test_a_file_sealed_under_another_key_is_not_taken(tmp_path: Path) -> None:
     _file(tree).write_bytes(planted)
     assert buildcheck.CheckCache(tree).known == {}
     assert "FORGED" not in _index_text(_build(tree, tmp_path / "b.car").car)
+
+
+def test_a_key_inside_the_tree_seals_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: a relative ``$BUNDLEKIT_HOME`` (``store``) read in the tree, or a data directory kept in it, put
+    the sealing key inside the tree: a tree that arrives with that key and a cache sealed under it had its rows
+    taken, so a planted row passed a secret as checked. A key inside the tree being built seals nothing."""
+    tree = _tree(tmp_path / "memory", 3)
+    planted_key = b"p" * 32
+    (tree / "store").mkdir()
+    (tree / "store" / buildcheck.KEY_FILE).write_bytes(planted_key)
+    (tree / "store" / buildcheck.KEY_FILE).chmod(0o600)
+    text = _text("leak", "key AKIAIOSFODNN7EXAMPLE")
+    (tree / "leak.md").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    rows = buildcheck._Columns(["leak.md"], ["project"], ["leak"], ["about it"], [0], [digest], [], [])
+    _file(tree).write_bytes(b"".join(buildcheck._pack(planted_key, buildcheck.rules_fingerprint(), rows)))
+    monkeypatch.chdir(tree)
+    monkeypatch.setenv("BUNDLEKIT_HOME", "store")
+    with pytest.raises(SecretDetectedError):
+        _build(tree, tmp_path / "a.car")
+    (tree / "leak.md").unlink()
+    _build(tree, tmp_path / "b.car")  # builds, checking every file, and seals nothing under a key in the tree
+    assert buildcheck.CheckCache(tree).known == {}
 
 
 @pytest.mark.parametrize("keep", [0, 8, 39, 40, 123, -1])
