@@ -11,9 +11,10 @@ to the same fields, so it is neither parsed nor checked again. An edit in place 
 inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
 
 The verdicts hold under the rules that made them: the cache is kept with a fingerprint of the checking code
-(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner). Another
-fingerprint (an upgrade, a new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
-refused never gets a row), and only memories that are not device-bound (those refuse the build).
+(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner).
+Another fingerprint (an upgrade, a new secret rule) takes no row: the next build checks every file again. Only a
+build that succeeded saves (a file refused never gets a row), and only memories that are not device-bound (those
+refuse the build).
 
 One file, ``<tree>/.bundlekit/build-checks`` (:data:`CHECKS_NAME`), local to this copy of the tree, every number
 little-endian (issue 37: at 10,000 memories the sealed SQLite rows it replaces cost ~55 ms to load and 13 to 35 ms
