@@ -61,9 +61,11 @@ import hashlib
 import hmac
 import os
 import struct
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
+from importlib.util import find_spec
 from itertools import compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -175,7 +177,22 @@ def sources_digest(version: bytes, modules: Sequence[str], *, built: Sequence[st
     return digest.digest()
 
 
-_fingerprint: str = sources_digest(_CHECKS_VERSION, _RULES, built=_BUILT).hex()
+def _runtime() -> bytes:
+    """What else decides a verdict than :data:`_RULES`: the Python that runs them (its ``re``, Unicode database,
+    ``datetime``) and the YAML parser the frontmatter falls back to (PyYAML's ``__init__.py``, which holds its
+    version, and its package's file names: whether its C loader is built), found without importing it (a lazy
+    import). The key is the user's, shared by every install: one of another Python or PyYAML takes no verdict."""
+    parts = [sys.version]
+    spec = find_spec("yaml")
+    if spec is not None and spec.origin:
+        init = Path(spec.origin)
+        with suppress(OSError):
+            parts.append(hashlib.sha256(init.read_bytes()).hexdigest())
+            parts += sorted(name for name in os.listdir(init.parent) if name != "__pycache__")  # made by an import
+    return "\0".join(parts).encode("utf-8", "surrogateescape")
+
+
+_fingerprint: str = sources_digest(_CHECKS_VERSION + _runtime(), _RULES, built=_BUILT).hex()
 
 
 #: A ``Passed`` made from its fields as a tuple is (a NamedTuple's own ``__new__`` is a Python function: ~0.2 us a

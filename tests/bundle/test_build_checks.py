@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import inspect
 import os
 import shutil
@@ -640,11 +641,36 @@ def test_the_rules_fingerprint_covers_the_built_secret_scanner(tmp_path: Path, m
     for built in package.glob("_textscan.*"):
         shutil.copyfile(built, copy / built.name)
     monkeypatch.setattr(buildcheck, "_PACKAGE", copy)
-    before = buildcheck.sources_digest(buildcheck._CHECKS_VERSION, buildcheck._RULES, built=buildcheck._BUILT)
+    version = buildcheck._CHECKS_VERSION + buildcheck._runtime()
+    before = buildcheck.sources_digest(version, buildcheck._RULES, built=buildcheck._BUILT)
     assert before.hex() == buildcheck.rules_fingerprint()
     scanner = next(copy.glob("_textscan.*"))
     scanner.write_bytes(scanner.read_bytes() + b"\0")
-    assert buildcheck.sources_digest(buildcheck._CHECKS_VERSION, buildcheck._RULES, built=buildcheck._BUILT) != before
+    assert buildcheck.sources_digest(version, buildcheck._RULES, built=buildcheck._BUILT) != before
+
+
+def test_the_rules_fingerprint_covers_the_python_and_the_yaml_parser_that_run_the_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attack39c: the same sources run under another Python (another ``re``, Unicode database, ``datetime``) or
+    another PyYAML (the frontmatter parser the guard's parsed values come from; its C loader built or not) may
+    parse and guard the same bytes otherwise, yet the key, in the user's data directory, is shared by every
+    install: the fingerprint holds the Python's version and PyYAML's package, found without importing it."""
+    assert buildcheck.rules_fingerprint() == buildcheck.sources_digest(
+        buildcheck._CHECKS_VERSION + buildcheck._runtime(), buildcheck._RULES, built=buildcheck._BUILT).hex()
+    package = tmp_path / "yaml"
+    package.mkdir()
+    (package / "__init__.py").write_text("__version__ = '6.0.3'\n", encoding="utf-8")
+    monkeypatch.setattr(buildcheck, "find_spec", lambda name: importlib.util.spec_from_file_location(
+        name, package / "__init__.py"))
+    seen = {buildcheck._runtime()}
+    (package / "_yaml.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")  # the C loader built
+    seen.add(buildcheck._runtime())
+    (package / "__init__.py").write_text("__version__ = '6.0.4'\n", encoding="utf-8")
+    seen.add(buildcheck._runtime())
+    monkeypatch.setattr(sys, "version", "3.13.0 (main)")
+    seen.add(buildcheck._runtime())
+    assert len(seen) == 4
 
 
 _UPGRADED_WHILE_RUNNING = """
@@ -653,7 +679,8 @@ from pathlib import Path
 import bundlekit.bundle.buildcheck as buildcheck
 module = importlib.import_module(sys.argv[1])
 version, sources, built = {
-    "bundlekit.bundle.buildcheck": (buildcheck._CHECKS_VERSION, buildcheck._RULES, buildcheck._BUILT),
+    "bundlekit.bundle.buildcheck": (buildcheck._CHECKS_VERSION + buildcheck._runtime(), buildcheck._RULES,
+                                    buildcheck._BUILT),
     "bundlekit.bundle.shardmemo": (b"bundlekit shard memo 1", getattr(module, "_ENCODERS", ()), ()),
 }[sys.argv[1]]
 fingerprint = buildcheck.rules_fingerprint if module is buildcheck else module._encoders
