@@ -88,9 +88,10 @@ _US: Final = timedelta(microseconds=1)
 #: The modules whose code decides whether a file passes a build's checks and what its index fields are.
 _RULES: Final = ("_secrets", "_marks", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
                  "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
-                 "memory/indexer", "memory/filesize", "bundle/buildcheck")
+                 "memory/indexer", "memory/filesize", "bundle/build", "bundle/buildcheck")
 # memory/access: TreeAccess.checked, which calls the guards; _marks: which secret rules run over a text;
-# memory/indexer: a file's bytes decoded and parsed; memory/filesize: a memory's size bound.
+# memory/indexer: a file's bytes decoded and parsed; memory/filesize: a memory's size bound; bundle/build: the
+# checks a build runs over the memories it parsed (the device rule).
 #: The built modules whose every file (source, built library) is in the fingerprint: ``_marks`` asks the scanner
 #: which secret rules a text can match.
 _BUILT: Final = ("_textscan",)

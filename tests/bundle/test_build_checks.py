@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bundlekit._secrets as secrets
+import bundlekit.bundle.build as build_module
 import bundlekit.bundle.buildcheck as buildcheck
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.blockstore import default_store_root
@@ -618,13 +619,15 @@ def test_incremental_builds_give_the_root_of_a_full_build_after_any_edits(
 
 
 @pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key,
-                                   marks, parse_read, decode, check_text_size])
+                                   marks, parse_read, decode, check_text_size, build_module._read_tree])
 def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Callable[..., Any]) -> None:
     # attack37w: TreeAccess.checked (memory/access.py) decides which guards a build runs, yet its source was not
     # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for.
     # attack39c: nor were _marks (its marks decide which secret rules run over a text: a trigger it missed is a
     # rule never run), memory/indexer (decode and parse_read make the record of a file's bytes) or
-    # memory/filesize (a memory's size bound): a fix there left every verdict made before it standing
+    # memory/filesize (a memory's size bound): a fix there left every verdict made before it standing; nor
+    # bundle/build, whose _read_tree runs the device rule over the memories it parsed (a build-time rule added
+    # there would have been skipped for every memory a row vouched for)
     source = Path(inspect.getsourcefile(check) or "")
     module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
     assert module in buildcheck._RULES
