@@ -264,11 +264,11 @@ def _read_whole(fd: int, size: int) -> bytearray | None:
     """The ``size`` bytes of ``fd`` read into one buffer of that size (chunks joined would hold the file twice at
     the bound); None when the file ends before them or goes on after them (cut or grown while read)."""
     data = bytearray(size)
-    with memoryview(data) as view:
+    with memoryview(data) as view, open(fd, "rb", buffering=0, closefd=False) as raw:
         done = 0
-        while done < size and (got := os.readv(fd, [view[done:]])):
+        while done < size and (got := raw.readinto(view[done:])):
             done += got
-    return data if done == size and not os.read(fd, 1) else None
+        return data if done == size and not raw.read(1) else None
 
 
 def _unpack(data: bytes | bytearray, key: bytes, rules: str) -> _Columns | None:
