@@ -205,11 +205,15 @@ def seal_key(tree: Path | None = None) -> bytes | None:
     """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
     (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
     (mode 0600; a file there that is not this user's alone, :func:`_read_key`, is replaced). None when it can
-    be neither read nor made (nothing is then taken from or saved into a cache), or when the data directory lies
-    inside ``tree`` (a relative ``$BUNDLEKIT_HOME`` read in the tree, a store kept in it): a key a copy of the tree
-    carries, or that arrived with it beside a cache sealed under it, seals nothing.
+    be neither read nor made (nothing is then taken from or saved into a cache), no data directory is to be found
+    (no ``$HOME``, a user id without a passwd entry), or the data directory lies inside ``tree`` (a relative
+    ``$BUNDLEKIT_HOME`` read in the tree, a store kept in it): a key a copy of the tree carries, or that arrived
+    with it beside a cache sealed under it, seals nothing.
     Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
-    home = default_store_root()
+    try:
+        home = default_store_root()
+    except RuntimeError:  # no home directory to find (no $HOME, a user id without a passwd entry): no key
+        return None
     if tree is not None and Path(os.path.realpath(home)).is_relative_to(os.path.realpath(tree)):
         return None
     path = home / KEY_FILE

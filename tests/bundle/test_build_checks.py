@@ -260,6 +260,27 @@ def test_a_file_sealed_under_another_key_is_not_taken(tmp_path: Path) -> None:
     assert "FORGED" not in _index_text(_build(tree, tmp_path / "b.car").car)
 
 
+def test_a_build_with_no_home_directory_to_find_builds_and_saves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attack39c: with neither ``$BUNDLEKIT_HOME``, an absolute ``$XDG_DATA_HOME`` nor a home directory to find (no
+    ``$HOME``, a user id without a passwd entry: a container run as an arbitrary user), ``Path.home()`` raises
+    ``RuntimeError``: the save after the CAR was written raised it, an internal error (exit 1) for a build whose
+    CAR stood. No key: nothing is taken or saved, and the build succeeds."""
+    tree = _tree(tmp_path / "memory", 3)
+    _build(tree, tmp_path / "a.car")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(buildcheck, "default_store_root", no_home)
+    _file(tree).unlink()
+    seen = _checked(monkeypatch)
+    for car in ("b.car", "c.car"):
+        assert _build(tree, tmp_path / car).root_bytes == _full_build(tree, tmp_path).root_bytes
+    assert [len(names) for names in seen] == [3, 3, 3, 3] and not _file(tree).exists()  # each checks every file
+
+
 def test_a_key_inside_the_tree_seals_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """attack39c: a relative ``$BUNDLEKIT_HOME`` (``store``) read in the tree, or a data directory kept in it, put
     the sealing key inside the tree: a tree that arrives with that key and a cache sealed under it had its rows
