@@ -184,7 +184,10 @@ def _runtime() -> bytes:
     version, and its package's file names: whether its C loader is built), found without importing it (a lazy
     import). The key is the user's, shared by every install: one of another Python or PyYAML takes no verdict."""
     parts = [sys.version]
-    spec = find_spec("yaml")
+    try:
+        spec = find_spec("yaml")
+    except (ImportError, ValueError):  # a stand-in in sys.modules without a spec, a broken path hook
+        spec = None
     if spec is not None and spec.origin:
         init = Path(spec.origin)
         with suppress(OSError):

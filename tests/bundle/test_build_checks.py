@@ -20,6 +20,7 @@ import stat
 import struct
 import subprocess
 import sys
+import types
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -695,6 +696,13 @@ def test_the_rules_fingerprint_covers_the_python_and_the_yaml_parser_that_run_th
     monkeypatch.setattr(sys, "version", "3.13.0 (main)")
     seen.add(buildcheck._runtime())
     assert len(seen) == 4
+
+
+def test_a_yaml_module_without_a_spec_is_no_error_in_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``yaml`` in ``sys.modules`` without a ``__spec__`` (a stand-in a host put there) makes ``find_spec`` raise
+    ``ValueError``: the fingerprint, read when the module loads, then says only the Python's version."""
+    monkeypatch.setitem(sys.modules, "yaml", types.ModuleType("yaml"))
+    assert buildcheck._runtime() == sys.version.encode("utf-8", "surrogateescape")
 
 
 _UPGRADED_WHILE_RUNNING = """
