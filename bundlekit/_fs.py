@@ -377,8 +377,15 @@ def _fsync_each(top: str | os.PathLike[str]) -> None:
 def open_regular(path: str | os.PathLike[str]) -> int:
     """A read-only descriptor of the regular file ``path``: never through a symbolic link, never waiting on a
     FIFO planted under its name (``O_NONBLOCK``); ``OSError`` for anything else there (``ELOOP`` for a link,
-    ``EINVAL`` for a directory, FIFO or device), as for a file that is absent."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC)
+    ``EINVAL`` for a directory, FIFO or device), as for a file that is absent. Asked of its ``lstat`` first: a
+    device is never opened (an open alone acts on some: a tape rewinds, a watchdog arms; ``O_NOCTTY``: a terminal
+    never becomes the controlling one), and the kind is checked again on the descriptor (a swap between the two)."""
+    kind = os.lstat(path).st_mode
+    if not stat.S_ISREG(kind):
+        raise OSError(errno.ELOOP if stat.S_ISLNK(kind) else errno.EINVAL,
+                      "a symbolic link" if stat.S_ISLNK(kind) else "not a regular file (a directory, FIFO or device)",
+                      os.fspath(path))
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | _CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a directory, FIFO or device)", os.fspath(path))

@@ -11,9 +11,10 @@ to the same fields, so it is neither parsed nor checked again. An edit in place 
 inode changes the bytes, so the digest: nothing like git's racy-entry rule is needed.
 
 The verdicts hold under the rules that made them: the cache is kept with a fingerprint of the checking code
-(:func:`rules_fingerprint`: the source of the modules that parse and guard). Another fingerprint (an upgrade, a
-new secret rule) takes no row: the next build checks every file again. Only a build that succeeded saves (a file
-refused never gets a row), and only memories that are not device-bound (those refuse the build).
+(:func:`rules_fingerprint`: the source of the modules that parse and guard, and the built secret scanner).
+Another fingerprint (an upgrade, a new secret rule) takes no row: the next build checks every file again. Only a
+build that succeeded saves (a file refused never gets a row), and only memories that are not device-bound (those
+refuse the build).
 
 One file, ``<tree>/.bundlekit/build-checks`` (:data:`CHECKS_NAME`), local to this copy of the tree, every number
 little-endian (issue 37: at 10,000 memories the sealed SQLite rows it replaces cost ~55 ms to load and 13 to 35 ms
@@ -60,9 +61,11 @@ import hashlib
 import hmac
 import os
 import struct
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
+from importlib.util import find_spec
 from itertools import compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -83,9 +86,17 @@ __all__ = ["CHECKS_NAME", "FORMAT", "KEY_FILE", "MAGIC", "CheckCache", "Passed",
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _US: Final = timedelta(microseconds=1)
 #: The modules whose code decides whether a file passes a build's checks and what its index fields are.
-_RULES: Final = ("_secrets", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
+_RULES: Final = ("_secrets", "_marks", "memory/screen", "memory/record", "memory/quickyaml", "memory/frontmatter",
                  "memory/naming", "memory/timeline", "memory/device", "memory/timefmt", "memory/access",
-                 "bundle/buildcheck")  # memory/access: TreeAccess.checked, which calls the guards
+                 "memory/indexer", "memory/filesize", "bundle/build", "bundle/buildcheck")
+# memory/access: TreeAccess.checked, which calls the guards; _marks: which secret rules run over a text;
+# memory/indexer: a file's bytes decoded and parsed; memory/filesize: a memory's size bound; bundle/build: the
+# checks a build runs over the memories it parsed (the device rule).
+#: The built modules whose every file (source, built library) is in the fingerprint: ``_marks`` asks the scanner
+#: which secret rules a text can match.
+_BUILT: Final = ("_textscan",)
+#: The package whose sources are fingerprinted.
+_PACKAGE = Path(__file__).resolve().parents[1]
 _TIMELINE_PREFIX: Final = f"{TIMELINE_DIR}/"
 _CHECKS_VERSION: Final = b"bundlekit build checks 2"  # bump to drop every verdict whatever the sources say
 #: The verdicts' file, beside ``bundle.buildcache``'s ``build-cache.sqlite``.
@@ -112,7 +123,6 @@ _OLD_TABLES: Final = ("checked", "seal")
 #: This user's sealing key, in their bundlekit data directory (``default_store_root``).
 KEY_FILE: Final = "build-check.key"
 _KEY_BYTES: Final = 32
-_fingerprint: str | None = None
 
 
 class _Columns(NamedTuple):
@@ -144,25 +154,49 @@ class Passed(NamedTuple):
 
 
 def rules_fingerprint() -> str:
-    """The SHA-256 (hex) of the source of every module in :data:`_RULES`: a verdict made under other code is
-    not taken (computed once per process)."""
-    global _fingerprint
-    if _fingerprint is None:
-        _fingerprint = sources_digest(_CHECKS_VERSION, _RULES).hex()
+    """The SHA-256 (hex) of the source of every module in :data:`_RULES` and the built scanner (:data:`_BUILT`):
+    a verdict made under other code is not taken. Read when this module is loaded, beside the modules it names,
+    not at a first build: a process that runs for hours (``sync --interval``, the MCP server) and first builds
+    after an upgrade rewrote the sources would seal the old code's verdicts as the new code's."""
     return _fingerprint
 
 
-def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
-    """The SHA-256 of ``version`` and the source of each of ``modules`` (paths under ``bundlekit/``, without
-    ``.py``): what a cached verdict was made under, so code that changed takes none of it."""
+def sources_digest(version: bytes, modules: Sequence[str], *, built: Sequence[str] = ()) -> bytes:
+    """The SHA-256 of ``version``, the source of each of ``modules`` (paths under ``bundlekit/``, without
+    ``.py``) and every file of each of the ``built`` modules (``<name>.*``: its C source, its built library):
+    what a cached verdict was made under, so code that changed takes none of it."""
     digest = hashlib.sha256(version)
-    package = Path(__file__).resolve().parents[1]
     for module in modules:
         try:
-            digest.update((package / f"{module}.py").read_bytes())
+            digest.update((_PACKAGE / f"{module}.py").read_bytes())
         except OSError:  # an install without sources: a salt no install with them shares
             digest.update(f"no source for {module}".encode())
+    for module in built:
+        for path in sorted(_PACKAGE.glob(f"{module}.*")):
+            with suppress(OSError):
+                digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
+
+
+def _runtime() -> bytes:
+    """What else decides a verdict than :data:`_RULES`: the Python that runs them (its ``re``, Unicode database,
+    ``datetime``) and the YAML parser the frontmatter falls back to (PyYAML's ``__init__.py``, which holds its
+    version, and its package's file names: whether its C loader is built), found without importing it (a lazy
+    import). The key is the user's, shared by every install: one of another Python or PyYAML takes no verdict."""
+    parts = [sys.version]
+    try:
+        spec = find_spec("yaml")
+    except (ImportError, ValueError):  # a stand-in in sys.modules without a spec, a broken path hook
+        spec = None
+    if spec is not None and spec.origin:
+        init = Path(spec.origin)
+        with suppress(OSError):
+            parts.append(hashlib.sha256(init.read_bytes()).hexdigest())
+            parts += sorted(name for name in os.listdir(init.parent) if name != "__pycache__")  # made by an import
+    return "\0".join(parts).encode("utf-8", "surrogateescape")
+
+
+_fingerprint: str = sources_digest(_CHECKS_VERSION + _runtime(), _RULES, built=_BUILT).hex()
 
 
 #: A ``Passed`` made from its fields as a tuple is (a NamedTuple's own ``__new__`` is a Python function: ~0.2 us a
@@ -170,13 +204,22 @@ def sources_digest(version: bytes, modules: Sequence[str]) -> bytes:
 _new_passed: Final = tuple.__new__
 
 
-def seal_key() -> bytes | None:
+def seal_key(tree: Path | None = None) -> bytes | None:
     """This user's key for sealing a tree's verdicts: 32 random bytes in ``<data dir>/build-check.key``
     (``blockstore.default_store_root``: ``$BUNDLEKIT_HOME``, else the XDG data directory), made on first use
     (mode 0600; a file there that is not this user's alone, :func:`_read_key`, is replaced). None when it can
-    be neither read nor made (nothing is then taken from or saved into a cache).
+    be neither read nor made (nothing is then taken from or saved into a cache), no data directory is to be found
+    (no ``$HOME``, a user id without a passwd entry), or the data directory lies inside ``tree`` (a relative
+    ``$BUNDLEKIT_HOME`` read in the tree, a store kept in it): a key a copy of the tree carries, or that arrived
+    with it beside a cache sealed under it, seals nothing.
     Two processes making it at once may each seal with their own: the loser's rows cost a check, never a byte."""
-    path = default_store_root() / KEY_FILE
+    try:
+        home = default_store_root()
+    except RuntimeError:  # no home directory to find (no $HOME, a user id without a passwd entry): no key
+        return None
+    if tree is not None and Path(os.path.realpath(home)).is_relative_to(os.path.realpath(tree)):
+        return None
+    path = home / KEY_FILE
     for _attempt in range(2):
         data = _read_key(path)
         if data is not None:
@@ -206,7 +249,7 @@ def _read_key(path: Path) -> bytes | None:
     return None
 
 
-def _read_blob(path: Path) -> bytes | None:
+def _read_blob(path: Path) -> bytearray | None:
     """The bytes of the file at ``path`` when it is a regular file (opened without following a link or waiting on a
     FIFO) of at most :data:`_MAX_BYTES`; None for anything else, or absent. Nothing of it is trusted yet."""
     try:
@@ -217,15 +260,25 @@ def _read_blob(path: Path) -> bytes | None:
         size = os.fstat(fd).st_size
         if not _HEADER.size <= size <= _MAX_BYTES:
             return None
-        data = read_up_to(fd, size + 1)
+        return _read_whole(fd, size)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return data if len(data) == size else None
 
 
-def _unpack(data: bytes, key: bytes, rules: str) -> _Columns | None:
+def _read_whole(fd: int, size: int) -> bytearray | None:
+    """The ``size`` bytes of ``fd`` read into one buffer of that size (chunks joined would hold the file twice at
+    the bound); None when the file ends before them or goes on after them (cut or grown while read)."""
+    data = bytearray(size)
+    with memoryview(data) as view, open(fd, "rb", buffering=0, closefd=False) as raw:
+        done = 0
+        while done < size and (got := raw.readinto(view[done:])):
+            done += got
+        return data if done == size and not raw.read(1) else None
+
+
+def _unpack(data: bytes | bytearray, key: bytes, rules: str) -> _Columns | None:
     """The rows of the file ``data`` a build may take (module docstring): None unless its tag verifies under
     ``key`` (checked before any of it is parsed) and it is exactly of its layout, of :data:`FORMAT` and ``rules``.
     Never raises: any exception while parsing is a file not taken."""
@@ -335,7 +388,7 @@ class CheckCache:
             return
         data = _read_blob(self.path)
         self._found = data is not None or os.path.lexists(self.path)
-        key = None if data is None else seal_key()
+        key = None if data is None else seal_key(self.path.parent.parent)
         if data is None or key is None:
             return
         rows = _unpack(data, key, rules_fingerprint())
@@ -358,7 +411,7 @@ class CheckCache:
         packed, ``records`` the memories it parsed and checked now (the others kept their rows). Written only
         when a row changed: the rows loaded that still hold and this build's, as one file renamed into place. A
         cache: a tree it cannot be written in still builds."""
-        key = None if self.path is None else seal_key()  # a tree held in memory makes no key
+        key = None if self.path is None else seal_key(self.path.parent.parent)  # a tree held in memory makes none
         if self.path is None or key is None:
             return
         new = [record for record in records if record.filename in digests

@@ -39,14 +39,13 @@ _SCHEMA: Final = ("CREATE TABLE IF NOT EXISTS shards (tag BLOB PRIMARY KEY, cid 
 _ROW: Final = b"bundlekit shard row 1"
 #: The modules whose code decides a shard's bytes: a row made under other code is never looked up.
 _ENCODERS: Final = ("unixfs/hamt", "ipld/dagpb", "ipld/cid", "bundle/shardmemo")
-_fingerprint: bytes | None = None
+#: Read when this module loads, not at a first thin build: a process that runs for hours (``sync --interval``) and
+#: first builds after an upgrade rewrote the sources would tag the old encoder's sub-shards as the new one's.
+_fingerprint: Final = sources_digest(b"bundlekit shard memo 1", _ENCODERS)
 
 
 def _encoders() -> bytes:
-    """The fingerprint of the code in :data:`_ENCODERS` (computed once per process)."""
-    global _fingerprint
-    if _fingerprint is None:
-        _fingerprint = sources_digest(b"bundlekit shard memo 1", _ENCODERS)
+    """The fingerprint of the code in :data:`_ENCODERS` (of the code loaded, :data:`_fingerprint`)."""
     return _fingerprint
 
 
@@ -63,7 +62,7 @@ class ShardMemo:
     def __init__(self, tree: Path | None, held: Callable[[bytes], bool]) -> None:
         self.path = None if tree is None else tree / CACHE_NAME
         self._held = held
-        self._key = None if tree is None else seal_key()
+        self._key = None if tree is None else seal_key(tree)
         self._rows: dict[bytes, DirNode] = {}
         self._used: dict[bytes, DirNode] = {}
         self._load()

@@ -9,13 +9,18 @@ changed behind the cache is checked again (a secret written in place is refused)
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import importlib.util
 import inspect
 import os
 import shutil
 import sqlite3
 import stat
 import struct
+import subprocess
+import sys
+import types
 from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -27,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bundlekit._secrets as secrets
+import bundlekit.bundle.build as build_module
 import bundlekit.bundle.buildcheck as buildcheck
 from bundlekit.bundle.build import BuildOptions, BundleResult, build_bundle
 from bundlekit.blockstore import default_store_root
@@ -34,7 +40,10 @@ from bundlekit.bundle.buildcache import CACHE_NAME
 from bundlekit.car.index import CarIndex
 from bundlekit.errors import SecretDetectedError
 from bundlekit.memory import Memory, screen
+from bundlekit._marks import marks
 from bundlekit.memory.access import TreeAccess
+from bundlekit.memory.filesize import check_text_size
+from bundlekit.memory.indexer import decode, parse_read
 from bundlekit.unixfs.reader import UnixFSReader
 
 NOW = datetime(2026, 4, 14, 12, 0, 0, tzinfo=UTC)
@@ -252,6 +261,50 @@ def test_a_file_sealed_under_another_key_is_not_taken(tmp_path: Path) -> None:
     assert "FORGED" not in _index_text(_build(tree, tmp_path / "b.car").car)
 
 
+def test_a_build_with_no_home_directory_to_find_builds_and_saves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attack39c: with neither ``$BUNDLEKIT_HOME``, an absolute ``$XDG_DATA_HOME`` nor a home directory to find (no
+    ``$HOME``, a user id without a passwd entry: a container run as an arbitrary user), ``Path.home()`` raises
+    ``RuntimeError``: the save after the CAR was written raised it, an internal error (exit 1) for a build whose
+    CAR stood. No key: nothing is taken or saved, and the build succeeds."""
+    tree = _tree(tmp_path / "memory", 3)
+    _build(tree, tmp_path / "a.car")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(buildcheck, "default_store_root", no_home)
+    _file(tree).unlink()
+    seen = _checked(monkeypatch)
+    for car in ("b.car", "c.car"):
+        assert _build(tree, tmp_path / car).root_bytes == _full_build(tree, tmp_path).root_bytes
+    assert [len(names) for names in seen] == [3, 3, 3, 3] and not _file(tree).exists()  # each checks every file
+
+
+def test_a_key_inside_the_tree_seals_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: a relative ``$BUNDLEKIT_HOME`` (``store``) read in the tree, or a data directory kept in it, put
+    the sealing key inside the tree: a tree that arrives with that key and a cache sealed under it had its rows
+    taken, so a planted row passed a secret as checked. A key inside the tree being built seals nothing."""
+    tree = _tree(tmp_path / "memory", 3)
+    planted_key = b"p" * 32
+    (tree / "store").mkdir()
+    (tree / "store" / buildcheck.KEY_FILE).write_bytes(planted_key)
+    (tree / "store" / buildcheck.KEY_FILE).chmod(0o600)
+    text = _text("leak", "key AKIAIOSFODNN7EXAMPLE")
+    (tree / "leak.md").write_text(text, encoding="utf-8")
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    rows = buildcheck._Columns(["leak.md"], ["project"], ["leak"], ["about it"], [0], [digest], [], [])
+    _file(tree).write_bytes(b"".join(buildcheck._pack(planted_key, buildcheck.rules_fingerprint(), rows)))
+    monkeypatch.chdir(tree)
+    monkeypatch.setenv("BUNDLEKIT_HOME", "store")
+    with pytest.raises(SecretDetectedError):
+        _build(tree, tmp_path / "a.car")
+    (tree / "leak.md").unlink()
+    _build(tree, tmp_path / "b.car")  # builds, checking every file, and seals nothing under a key in the tree
+    assert buildcheck.CheckCache(tree).known == {}
+
+
 @pytest.mark.parametrize("keep", [0, 8, 39, 40, 123, -1])
 def test_a_file_cut_short_or_empty_costs_a_check_never_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
@@ -348,8 +401,8 @@ def test_a_file_past_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.M
     tree = _tree(tmp_path / "memory", 3)
     _build(tree, tmp_path / "a.car")
     reads: list[int] = []
-    real = buildcheck.read_up_to
-    monkeypatch.setattr(buildcheck, "read_up_to", lambda fd, limit: reads.append(limit) or real(fd, limit))
+    real = buildcheck._read_whole
+    monkeypatch.setattr(buildcheck, "_read_whole", lambda fd, size: reads.append(size) or real(fd, size))
     with open(_file(tree), "r+b") as fh:
         fh.truncate(buildcheck._MAX_BYTES + 1)
     assert buildcheck.CheckCache(tree).known == {} and reads == []
@@ -394,6 +447,29 @@ def test_a_cache_file_that_is_a_fifo_is_never_waited_on(tmp_path: Path, monkeypa
     again = _build(tree, tmp_path / "b.car")
     assert len(seen[0]) == 3 and again.root_bytes == first.root_bytes
     assert stat.S_ISREG(_file(tree).lstat().st_mode) and buildcheck.CheckCache(tree).known
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="a device node is made by root")
+def test_a_cache_file_that_is_a_device_node_is_never_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: a tree unpacked by root (``tar`` keeps device nodes) can hold a device in the cache file's
+    place. Opening a device acts on it before any read (a tape rewinds, a watchdog arms, a terminal becomes the
+    controlling one): the load refused it only after ``open``. Here: ``/dev/null``'s numbers."""
+    tree = _tree(tmp_path / "memory", 3)
+    first = _build(tree, tmp_path / "a.car")
+    _file(tree).unlink()
+    os.mknod(_file(tree), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    opened: list[str] = []
+    real_open = os.open
+
+    def spied(path: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spied)
+    assert buildcheck.CheckCache(tree).known == {}
+    assert str(_file(tree)) not in opened
+    monkeypatch.setattr(os, "open", real_open)
+    assert _build(tree, tmp_path / "b.car").root_bytes == first.root_bytes
 
 
 def _old_tables(tree: Path) -> set[str]:
@@ -564,13 +640,107 @@ def test_incremental_builds_give_the_root_of_a_full_build_after_any_edits(
         assert built.root_bytes == _full_build(tree, work).root_bytes, (step, op, i)
 
 
-@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key])
+@pytest.mark.parametrize("check", [TreeAccess.checked, secrets.guard, screen.guard_record, screen.guard_key,
+                                   marks, parse_read, decode, check_text_size, build_module._read_tree])
 def test_the_rules_fingerprint_covers_the_code_that_runs_the_guards(check: Callable[..., Any]) -> None:
     # attack37w: TreeAccess.checked (memory/access.py) decides which guards a build runs, yet its source was not
-    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for
+    # in the fingerprint: a guard added there would have been skipped for every file a cache row vouched for.
+    # attack39c: nor were _marks (its marks decide which secret rules run over a text: a trigger it missed is a
+    # rule never run), memory/indexer (decode and parse_read make the record of a file's bytes) or
+    # memory/filesize (a memory's size bound): a fix there left every verdict made before it standing; nor
+    # bundle/build, whose _read_tree runs the device rule over the memories it parsed (a build-time rule added
+    # there would have been skipped for every memory a row vouched for)
     source = Path(inspect.getsourcefile(check) or "")
     module = source.relative_to(Path(buildcheck.__file__).resolve().parents[1]).with_suffix("").as_posix()
     assert module in buildcheck._RULES
+
+
+def test_the_rules_fingerprint_covers_the_built_secret_scanner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """attack39c: ``_marks`` asks the C scanner (``bundlekit/_textscan``, built by ``setup.py``) which secret rules
+    a text can match; a rebuilt scanner (a fix of a trigger it missed) must take no verdict made by the old one."""
+    package = Path(buildcheck.__file__).resolve().parents[1]
+    copy = tmp_path / "bundlekit"
+    for source in package.glob("**/*.py"):
+        (copy / source.relative_to(package)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy / source.relative_to(package))
+    for built in package.glob("_textscan.*"):
+        shutil.copyfile(built, copy / built.name)
+    monkeypatch.setattr(buildcheck, "_PACKAGE", copy)
+    version = buildcheck._CHECKS_VERSION + buildcheck._runtime()
+    before = buildcheck.sources_digest(version, buildcheck._RULES, built=buildcheck._BUILT)
+    assert before.hex() == buildcheck.rules_fingerprint()
+    scanner = next(copy.glob("_textscan.*"))
+    scanner.write_bytes(scanner.read_bytes() + b"\0")
+    assert buildcheck.sources_digest(version, buildcheck._RULES, built=buildcheck._BUILT) != before
+
+
+def test_the_rules_fingerprint_covers_the_python_and_the_yaml_parser_that_run_the_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """attack39c: the same sources run under another Python (another ``re``, Unicode database, ``datetime``) or
+    another PyYAML (the frontmatter parser the guard's parsed values come from; its C loader built or not) may
+    parse and guard the same bytes otherwise, yet the key, in the user's data directory, is shared by every
+    install: the fingerprint holds the Python's version and PyYAML's package, found without importing it."""
+    assert buildcheck.rules_fingerprint() == buildcheck.sources_digest(
+        buildcheck._CHECKS_VERSION + buildcheck._runtime(), buildcheck._RULES, built=buildcheck._BUILT).hex()
+    package = tmp_path / "yaml"
+    package.mkdir()
+    (package / "__init__.py").write_text("__version__ = '6.0.3'\n", encoding="utf-8")
+    monkeypatch.setattr(buildcheck, "find_spec", lambda name: importlib.util.spec_from_file_location(
+        name, package / "__init__.py"))
+    seen = {buildcheck._runtime()}
+    (package / "_yaml.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")  # the C loader built
+    seen.add(buildcheck._runtime())
+    (package / "__init__.py").write_text("__version__ = '6.0.4'\n", encoding="utf-8")
+    seen.add(buildcheck._runtime())
+    monkeypatch.setattr(sys, "version", "3.13.0 (main)")
+    seen.add(buildcheck._runtime())
+    assert len(seen) == 4
+
+
+def test_a_yaml_module_without_a_spec_is_no_error_in_the_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``yaml`` in ``sys.modules`` without a ``__spec__`` (a stand-in a host put there) makes ``find_spec`` raise
+    ``ValueError``: the fingerprint, read when the module loads, then says only the Python's version."""
+    monkeypatch.setitem(sys.modules, "yaml", types.ModuleType("yaml"))
+    assert buildcheck._runtime() == sys.version.encode("utf-8", "surrogateescape")
+
+
+_UPGRADED_WHILE_RUNNING = """
+import importlib, shutil, sys
+from pathlib import Path
+import bundlekit.bundle.buildcheck as buildcheck
+module = importlib.import_module(sys.argv[1])
+version, sources, built = {
+    "bundlekit.bundle.buildcheck": (buildcheck._CHECKS_VERSION + buildcheck._runtime(), buildcheck._RULES,
+                                    buildcheck._BUILT),
+    "bundlekit.bundle.shardmemo": (b"bundlekit shard memo 1", getattr(module, "_ENCODERS", ()), ()),
+}[sys.argv[1]]
+fingerprint = buildcheck.rules_fingerprint if module is buildcheck else module._encoders
+loaded = buildcheck.sources_digest(version, sources, built=built)
+copy = Path(sys.argv[2])
+for name in sources:
+    (copy / name).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(buildcheck._PACKAGE / f"{name}.py", copy / f"{name}.py")
+with open(copy / f"{sources[0]}.py", "a", encoding="utf-8") as fh:
+    fh.write("\\n# a new rule, another layout\\n")
+buildcheck._PACKAGE = copy  # the sources an upgrade wrote after this process loaded the old ones
+print(fingerprint() in (loaded, loaded.hex()))
+"""
+
+
+@pytest.mark.parametrize("module", ["bundlekit.bundle.buildcheck", "bundlekit.bundle.shardmemo"])
+def test_a_process_running_through_an_upgrade_keeps_the_fingerprint_of_the_code_it_runs(
+    tmp_path: Path, module: str
+) -> None:
+    """attack39c: the fingerprints were read from the sources at a process's first build. A process that runs for
+    hours (``sync --interval``, the MCP server) and builds first after an upgrade rewrote the sources sealed the
+    verdicts of the old code it runs under the new code's fingerprint, which every later process then took (a
+    secret only the new rule finds, vouched for as checked; a sub-shard of the old encoder in a new build's HAMT,
+    a root no full build makes). They are now taken when the module is loaded."""
+    done = subprocess.run([sys.executable, "-c", _UPGRADED_WHILE_RUNNING, module, str(tmp_path / "upgraded")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
 
 
 #: Any text a record could hold: quotes, newlines, NULs, non-BMP characters and lone surrogates (which

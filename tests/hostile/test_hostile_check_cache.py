@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,3 +152,30 @@ def test_a_planted_encryption_cache_neither_hangs_nor_stops_an_encrypted_build(
         built = run_cli("build", str(tree), "-o", car, *key)
         assert built.returncode == 0 and "Traceback" not in built.stderr, built.stderr
         assert (tmp_path / car).stat().st_size > 0
+
+
+_PEAK_AT_THE_BOUND = """
+import os, resource, sys
+from pathlib import Path
+from bundlekit.bundle import buildcheck
+buildcheck._MAX_BYTES = 64 << 20
+tree = Path(sys.argv[1])
+with open(tree / buildcheck.CHECKS_NAME, "wb") as fh:  # the magic, then zeros: the seal is checked, then fails
+    fh.write(buildcheck.MAGIC)
+    fh.truncate(buildcheck._MAX_BYTES)
+buildcheck.seal_key(), buildcheck.rules_fingerprint()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert buildcheck.CheckCache(tree).known == {}
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+"""
+
+
+def test_a_planted_file_at_the_bound_costs_at_most_its_size_in_memory(tmp_path: Path) -> None:
+    """attack39c: a file of exactly the bound (sparse: a few bytes on disk) is read and its seal checked; reading it
+    in chunks then joining them held it twice (513 MiB at the 256 MiB bound)."""
+    tree = _tree(tmp_path / "tree")
+    env = {**os.environ, "BUNDLEKIT_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", _PEAK_AT_THE_BOUND, str(tree)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < (64 << 20) * 5 // 4
