@@ -28,7 +28,8 @@
  * number of its links from the dict ``links`` (CID -> list of CIDs; none when absent) in four bytes each, big-endian,
  * then the four-byte index of each link from the dict ``index``. TypeError for a CID that is not bytes or a links
  * value that is not a list, ValueError for a CID over 255 bytes or a size or index that is no four-byte number,
- * KeyError for a CID without a size or a link without an index.
+ * KeyError for a CID without a size or a link without an index. The list and the links are laid out as they are
+ * when it is called: a lookup can run code (a dict key's ``==``), which may change them, so both are copied first.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -267,41 +268,75 @@ static PyObject *links_of(PyObject *links, PyObject *cid) {
     return children;
 }
 
-static PyObject *pack_walk(PyObject *module, PyObject *args) {
-    PyObject *cids, *sizes, *links, *index;
-    (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &cids, &PyDict_Type, &sizes, &PyDict_Type, &links,
-                          &PyDict_Type, &index)) {
+/* The CIDs of ``list`` (a tuple of them) and each one's links (a tuple, or None), taken before any lookup that may run
+ * code (a key's ``==``: one changing the lists must not make the layout read or write past what was counted), and the
+ * bytes their entries take; NULL with an error set for a CID that is not bytes or over 255 bytes, or links that are
+ * no list or over four bytes' count. */
+static PyObject *walk_snapshot(PyObject *list, PyObject *links, PyObject **kids, Py_ssize_t *length) {
+    PyObject *cids = PyList_AsTuple(list);
+    Py_ssize_t count = cids == NULL ? 0 : PyTuple_GET_SIZE(cids);
+    *kids = cids == NULL ? NULL : PyTuple_New(count);
+    *length = 0;
+    if (*kids == NULL) {
+        Py_XDECREF(cids);
         return NULL;
     }
-    Py_ssize_t count = PyList_GET_SIZE(cids), length = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *cid = PyList_GET_ITEM(cids, i), *children;
+        PyObject *cid = PyTuple_GET_ITEM(cids, i), *children, *taken;
         if (!PyBytes_Check(cid)) {
             PyErr_SetString(PyExc_TypeError, "a walk record's CIDs are bytes");
-            return NULL;
+            goto fail;
         }
         if (PyBytes_GET_SIZE(cid) > 255) {
             PyErr_SetString(PyExc_ValueError, "a walk record CID over 255 bytes");
-            return NULL;
+            goto fail;
         }
         children = links_of(links, cid);
         if (children == NULL && PyErr_Occurred()) {
-            return NULL;
+            goto fail;
         }
-        length += 9 + PyBytes_GET_SIZE(cid) + (children == NULL ? 0 : 4 * PyList_GET_SIZE(children));
+        taken = children == NULL ? Py_NewRef(Py_None) : PyList_AsTuple(children);
+        if (taken == NULL) {
+            goto fail;
+        }
+        PyTuple_SET_ITEM(*kids, i, taken);
+        if (taken != Py_None && PyTuple_GET_SIZE(taken) > 0xFFFFFFFFLL) {
+            PyErr_SetString(PyExc_ValueError, "a walk record number that is no four-byte number");
+            goto fail;
+        }
+        *length += 9 + PyBytes_GET_SIZE(cid) + (taken == Py_None ? 0 : 4 * PyTuple_GET_SIZE(taken));
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, length);
-    if (out == NULL) {
+    return cids;
+fail:
+    Py_CLEAR(*kids);
+    Py_DECREF(cids);
+    return NULL;
+}
+
+static PyObject *pack_walk(PyObject *module, PyObject *args) {
+    PyObject *list, *sizes, *links, *index, *kids, *cids, *out = NULL;
+    Py_ssize_t length;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &list, &PyDict_Type, &sizes, &PyDict_Type, &links,
+                          &PyDict_Type, &index)) {
         return NULL;
     }
+    cids = walk_snapshot(list, links, &kids, &length);
+    if (cids == NULL) {
+        return NULL;
+    }
+    out = PyBytes_FromStringAndSize(NULL, length);
+    if (out == NULL) {
+        goto done;
+    }
     unsigned char *at = (unsigned char *)PyBytes_AS_STRING(out);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *cid = PyList_GET_ITEM(cids, i), *children = links_of(links, cid);
-        Py_ssize_t size = PyBytes_GET_SIZE(cid), linked = children == NULL ? 0 : PyList_GET_SIZE(children);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cids); i++) { /* only the snapshot is read: its sizes are fixed */
+        PyObject *cid = PyTuple_GET_ITEM(cids, i), *children = PyTuple_GET_ITEM(kids, i);
+        Py_ssize_t size = PyBytes_GET_SIZE(cid), linked = children == Py_None ? 0 : PyTuple_GET_SIZE(children);
         long long block = four_bytes(sizes, cid);
-        if (block < 0 || (children == NULL && PyErr_Occurred()) || linked > 0xFFFFFFFFLL) {
-            goto fail;
+        if (block < 0) {
+            Py_CLEAR(out);
+            goto done;
         }
         *at++ = (unsigned char)size;
         memcpy(at, PyBytes_AS_STRING(cid), (size_t)size);
@@ -310,18 +345,19 @@ static PyObject *pack_walk(PyObject *module, PyObject *args) {
         put_big_endian(at + 4, (uint64_t)linked);
         at += 8;
         for (Py_ssize_t k = 0; k < linked; k++) {
-            long long position = four_bytes(index, PyList_GET_ITEM(children, k));
+            long long position = four_bytes(index, PyTuple_GET_ITEM(children, k));
             if (position < 0) {
-                goto fail;
+                Py_CLEAR(out);
+                goto done;
             }
             put_big_endian(at, (uint64_t)position);
             at += 4;
         }
     }
+done:
+    Py_DECREF(cids);
+    Py_DECREF(kids);
     return out;
-fail:
-    Py_DECREF(out);
-    return NULL;
 }
 
 static PyMethodDef methods[] = {

@@ -61,6 +61,11 @@ class LocalPinner(BasePinner):
         rest = asked.difference(self._pinned_walk)
         return asked.difference(cid for cid in rest if not self.holds(cid))
 
+    def forget_held(self) -> None:
+        """Read the last pin's walk again at the next :meth:`holds` (``orchestrate.HeldByAll``, each round): the pin
+        it was read of may have been retired and its blocks collected since (a pinner kept across rounds)."""
+        self._pinned_walk = None
+
     def _pinned(self, root: bytes) -> bool:
         return as_cidv1(root) in self.store.pins()
 

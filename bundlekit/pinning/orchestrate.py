@@ -205,12 +205,18 @@ def _outcome(future: Future[PinResult]) -> PinResult:
 class HeldByAll:
     """What every one of some pinners holds already (each one's ``holds``): called with a CID, whether they all hold
     that block; :meth:`many`, which of many CIDs they all hold, asked of each pinner at once where it can
-    (``holds_many``): a build's thin CAR asks it of its 10,000 files' blocks together (``bundle.build``)."""
+    (``holds_many``): a build's thin CAR asks it of its 10,000 files' blocks together (``bundle.build``). Made, it
+    has each pinner forget what it learnt of its holdings before (its optional ``forget_held``): a pinner kept across
+    ``sync --interval``'s rounds must not answer from a pin since retired and collected."""
 
     __slots__ = ("_pinners",)
 
     def __init__(self, pinners: Sequence[Pinner]) -> None:
         self._pinners = list(pinners)
+        for pinner in self._pinners:  # a new question (a sync round's): what a pinner learnt before may be gone since
+            forget = getattr(pinner, "forget_held", None)
+            if callable(forget):
+                forget()
 
     def __call__(self, cid: bytes) -> bool:
         return all(pinner.holds(cid) for pinner in self._pinners)  # type: ignore[attr-defined]

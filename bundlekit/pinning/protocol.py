@@ -82,7 +82,8 @@ class Pinner(Protocol):
     Optional: ``holds(cid) -> bool``, whether the pinner has a block already; a pinner that has it may be given
     a CAR that leaves out what it holds (``orchestrate.held_by_all``; ``local`` has it) and must take those
     blocks from where it holds them; ``holds_many(cids) -> set[bytes]``, those of ``cids`` it has, asked at once
-    (a build's 10,000 blocks: one pass, not a call each).
+    (a build's 10,000 blocks: one pass, not a call each); ``forget_held()``, drop what it learnt of its holdings
+    (``held_by_all`` calls it: each round asks afresh).
     """
 
     name: str

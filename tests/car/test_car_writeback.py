@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import bundlekit.car.writer as car
+from bundlekit.bundle.merge import build_tree
 from bundlekit.car.reader import read_car
 from bundlekit.car.writer import CarFileWriter, CarWriter
+from bundlekit.cli import cli
 from bundlekit.errors import CARFileError
 from bundlekit.ipld.cid import RAW, make_cid
+from bundlekit.memory import Memory
 
 
 def _blocks(n: int) -> list[tuple[bytes, bytes]]:
@@ -92,3 +98,39 @@ def test_a_scratch_car_is_the_same_bytes_and_never_synced(tmp_path: Path, monkey
     _write(tmp_path / "scratch.car", blocks, root, durable=False)
     assert synced == []
     assert (tmp_path / "scratch.car").read_bytes() == (tmp_path / "durable.car").read_bytes()
+
+
+def _synced_cars(monkeypatch: pytest.MonkeyPatch, directory: Path) -> list[str]:
+    """The names of the CAR temps in ``directory`` synced to the disk from now on (fsync or fdatasync)."""
+    synced: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def record(fd: int, real: Any = real) -> None:
+            path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            if path.parent == directory.resolve() and ".car" in path.name:
+                synced.append(path.name)
+            real(fd)
+
+        monkeypatch.setattr(f"os.{name}", record)
+    return synced
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a synced descriptor")
+def test_the_car_a_user_asks_for_is_synced_and_only_a_sync_rounds_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # attack39w: BuildOptions.scratch_car (no fsync) is sync's alone; `bundlekit build -o` gets a durable CAR
+    mem = Memory(tmp_path / "memory", namespace="agent")
+    mem.init()
+    mem.write("note", name="Note", description="about", type="project", body="body")
+    out = tmp_path / "out"
+    out.mkdir()
+    synced = _synced_cars(monkeypatch, out)
+    result = CliRunner().invoke(cli, ["build", str(tmp_path / "memory"), "-o", str(out / "user.car")],
+                                env={"BUNDLEKIT_HOME": str(tmp_path / "home")}, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert synced, "the user's CAR was never synced to the disk"
+    synced.clear()
+    build_tree(tmp_path / "memory", out / "round.car", parents=[])
+    assert synced == [] and (out / "round.car").is_file()

@@ -7,6 +7,9 @@ order) and links, on records made by the store and on random, cut and mutated on
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,39 @@ def test_the_store_writes_the_same_record_with_c_or_without(tmp_path: Path) -> N
             blockstore._packscan = saved
         written.append((store.root / blockstore.WALK_FILE).read_bytes())
     assert written[0] == written[1]
+
+
+# A key whose ``==`` runs code (here: changes the lists pack_walk was given) once armed: a dict lookup of a CID meets
+# it when their hashes agree. pack_walk must lay out the lists as they were when it was called, never read or write
+# past what it counted (a heap overflow, uninitialised bytes in a record, a freed list read); run in a child process,
+# where a crash is an exit code, not the test run's end.
+_HOSTILE = textwrap.dedent("""
+    import sys
+    from bundlekit import blockstore
+    from bundlekit._packscan import pack_walk
+    class Key:
+        armed = False
+        def __init__(self, twin, act):
+            self.twin, self.act = twin, act
+        def __hash__(self):
+            return hash(self.twin)
+        def __eq__(self, other):
+            if Key.armed:
+                self.act()
+            return False
+    a, b = b"a" * 36, b"b" * 36
+    how = sys.argv[1]
+    cids, kids = [a, b, *(bytes([i]) * 36 for i in range(20))], [a] * 50
+    act = {"grow": lambda: kids.extend([a] * 5000), "shrink": kids.clear, "cids": cids.clear}[how]
+    sizes = {Key(a, act): 0, **{cid: 7 for cid in cids}}
+    index = {cid: at for at, cid in enumerate(cids)}
+    expected = blockstore._pack_walk_py(list(cids), dict(sizes), {b: list(kids)}, dict(index))
+    Key.armed = True
+    print(pack_walk(cids, sizes, {b: kids}, index) == expected)
+""")
+
+
+@pytest.mark.parametrize("how", ["grow", "shrink", "cids"])
+def test_entries_are_laid_out_as_given_when_a_lookup_changes_the_lists(how: str) -> None:
+    done = subprocess.run([sys.executable, "-c", _HOSTILE, how], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr[-2000:]

@@ -235,3 +235,27 @@ def test_many_blocks_asked_at_once_are_held_as_each_asked_alone(tmp_path: Path) 
     cids = [cid for cid, _data in blocks]
     assert holds.many(cids) == {cid for cid in cids if holds(cid)} == set(cids[:3])
     assert local.holds_many(cids) == set(cids[:3])
+
+
+def test_a_pinner_kept_across_rounds_asks_the_walk_of_the_pin_made_since_not_its_first(tmp_path: Path) -> None:
+    # attack39w: `sync --interval` (and mcp's background sync) open the local pinner once; it read the last pin's
+    # walk at its first round and kept it. Once that pin was retired and collected, a later round's file with the
+    # bytes of that walk (an edit reverted) was held by the stale walk, left out of the thin CAR, and the pin
+    # refused it as missing, that round and every round after until the process restarted
+    tree, store = _tree(tmp_path / "memory"), BlockStore(tmp_path / "store")
+    pinner = LocalPinner(store)
+    note = tree / "note_03.md"
+    original = note.read_bytes()
+    first = build_tree(tree, tmp_path / "first.car", parents=[])
+    assert pin_all(first.car, first.root, [pinner]).ok
+    Memory(tree, namespace="agent").write("note_03", name="Note 3", description="about 3", type="project",
+                                          body="changed")
+    second = build_tree(tree, tmp_path / "second.car", parents=[], leave_out=held_by_all([pinner]))
+    assert pin_all(second.car, second.root, [pinner]).ok  # the round that read the first pin's walk
+    store.unpin(first.root_bytes)
+    store.gc()  # `bundlekit unpin --keep 1` and `store gc` between two rounds: the note's first leaf is gone
+    note.write_bytes(original)  # the edit undone
+    third = build_tree(tree, tmp_path / "third.car", parents=[], leave_out=held_by_all([pinner]))
+    report = pin_all(third.car, third.root, [pinner])
+    assert report.ok, report.pins[0].error
+    assert store.dag_size(third.root_bytes) > 0
