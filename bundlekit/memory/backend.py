@@ -570,12 +570,13 @@ class DirectoryBackend:
             raise os_failure("delete", self.root / TIMELINE_DIR / name, exc) from exc
         return True
 
-    def hold(self) -> AbstractContextManager[None]:
-        return self._hold()
+    def hold(self, *, wait: bool = True) -> AbstractContextManager[None]:
+        """The tree's lock for the ``with`` body; not ``wait``: :class:`LockTimeoutError` at once when it is held."""
+        return self._hold(wait)
 
     @contextmanager
-    def _hold(self) -> Iterator[None]:
-        with self._lock.hold():
+    def _hold(self, wait: bool = True) -> Iterator[None]:
+        with self._lock.hold(wait=wait):
             if not self._swept:
                 self._swept = True
                 self._sweep_dead_temps((self.root / TIMELINE_DIR, self.root / HIDDEN_DIR))

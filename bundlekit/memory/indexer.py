@@ -23,7 +23,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
 from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
@@ -269,10 +269,9 @@ class Indexer:
             assert self._catalog is not None
             return self._catalog
         if not locked and read and self._racy(stamp, began) and self._lockable():
-            with self._backend.hold():  # a build's read of a tree changed this tick: listed once, under the lock
-                catalog = self._refresh(True, trusted, read)
-            self._held = None
-            return catalog
+            held = self._refresh_held(trusted)  # a build's read of a tree changed this tick: listed once, locked
+            if held is not None:
+                return held
         scan = self._backend.scan(read=True) if read else self._backend.scan()
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
@@ -316,8 +315,24 @@ class Indexer:
         stamp is racy (:meth:`_racy`: changed within :data:`RACY_NS`, as a sync's tree is right after its edits)
         takes the lock before it lists: the listing made without it would be made again under it
         (:meth:`_unmoved` cannot take a racy stamp's word), so a writer's round listed 10,000 files twice. Other
-        reads (``memory list``, recall) still list without the lock, beside a writer."""
+        reads (``memory list``, recall) still list without the lock, beside a writer; so does a build's when the
+        lock is not free at once (:meth:`_refresh_held`)."""
         return self._dir is not None and refuse_link(self._dir) and os.access(self._dir, os.W_OK)
+
+    def _refresh_held(self, trusted: bool) -> Catalog | None:
+        """A build's read's refresh (:meth:`_lockable`) under the lock when it is free now, else ``None``: a writer
+        holding it (a sync round publishing) or a lock that cannot be opened (a folder planted there, a file of
+        another user) leaves the read to the lock-free check, which locks only when the index must change; the
+        lock taken first saves a listing, it never makes a read wait or fail."""
+        assert isinstance(self._backend, DirectoryBackend)  # _lockable: a tree with an index folder
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(self._backend.hold(wait=False))
+            except MemoryStoreError:  # LockTimeoutError included: held elsewhere
+                return None
+            catalog = self._refresh(True, trusted, True)
+        self._held = None
+        return catalog
 
     def _racy(self, stamp: object, began: int) -> bool:
         """Whether the directory's stamp ``stamp`` (taken at ``began``) could hide a later change in the same

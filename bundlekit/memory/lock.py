@@ -45,10 +45,11 @@ class TreeLock:
         self._fd: int | None = None
 
     @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Hold the lock for the ``with`` body. Raises :class:`LockTimeoutError` after the timeout."""
-        deadline = time.monotonic() + self._timeout
-        if not self._thread_lock.acquire(timeout=self._timeout):
+    def hold(self, *, wait: bool = True) -> Iterator[None]:
+        """Hold the lock for the ``with`` body. Raises :class:`LockTimeoutError` after the timeout, or at once when it
+        is held elsewhere and not ``wait`` (a lock that would only save work is not waited for)."""
+        deadline = time.monotonic() + (self._timeout if wait else 0.0)
+        if not self._thread_lock.acquire(blocking=wait, timeout=self._timeout if wait else -1):
             raise self._timeout_error()
         try:
             if self._depth == 0:

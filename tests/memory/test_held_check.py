@@ -16,6 +16,7 @@ import pytest
 from bundlekit.memory import Memory, indexer
 from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend
+from bundlekit.memory.lock import TreeLock
 
 from .conftest import Clock, count_listings, fields
 
@@ -238,3 +239,31 @@ def test_a_second_builds_read_reads_the_files_again_when_the_check_stands(grown:
     with grown.transaction(lock=False) as tx:
         found = {name: data for name, data, _r in tx.checked({}).found}
     assert b"edited after the first build" in found["project_m2.md"]
+
+
+def test_a_whole_read_of_a_tree_changed_this_tick_does_not_wait_for_a_writer_holding_the_lock(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock a build's read of a racy tree takes before it lists is taken only when it is free: a writer holding
+    it (a sync round publishing) leaves the read to the lock-free check, which finds nothing to do and waits for
+    nobody, as it did before the read took the lock first (it waited out the lock's timeout and failed)."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    reader = Memory(tree, lock_timeout=0.2)
+    with TreeLock(tree).hold():  # another writer (its own open of the lock file: flock excludes it)
+        with reader.transaction(lock=False) as tx:
+            assert len(tx.checked({}).found) == 3
+
+
+def test_a_whole_read_of_a_tree_changed_this_tick_reads_where_the_lock_cannot_be_opened(
+    grown: Memory, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock that cannot be opened (a folder planted where the lock file lives; one of another user) refuses the
+    writes, not a build's read of a tree the index agrees with, whenever the directory last changed."""
+    monkeypatch.setattr(indexer, "RACY_NS", 2_000_000_000)
+    _frozen_stamp(monkeypatch, tree, time.time_ns())
+    lock = tree / ".bundlekit" / "lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    with grown.transaction(lock=False) as tx:
+        assert len(tx.checked({}).found) == 3
