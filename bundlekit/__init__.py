@@ -134,6 +134,8 @@ __all__ = [  # noqa: RUF022
     "InvalidKeyError",
     "FrontmatterError",
     "MemoryFileTooLarge",
+    "MemoryFileUnreadable",
+    "MemoryFileUnusable",
     "ConflictError",
     "MemoryNotFoundError",
     "SecretDetectedError",

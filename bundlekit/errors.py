@@ -39,7 +39,9 @@ says so below.
     ├── MemoryStoreError            memory tree problems
     │   ├── InvalidKeyError         a memory key that is not a portable file name
     │   ├── FrontmatterError        missing, malformed or invalid frontmatter
-    │   │   └── MemoryFileTooLarge  a memory file over the size bound (``memory.filesize``): never read whole
+    │   │   └── MemoryFileUnusable  a memory file left out as broken without being parsed (both below)
+    │   │       ├── MemoryFileTooLarge    a memory file over the size bound (``memory.filesize``): never read whole
+    │   │       └── MemoryFileUnreadable  a memory file the OS refuses to read (EACCES, EIO, ...)
     │   ├── ConflictError           expected_revision is stale
     │   ├── MemoryNotFoundError     no memory with that key
     │   ├── SecretDetectedError     content matches a credential pattern
@@ -98,6 +100,8 @@ __all__ = [  # noqa: RUF022
     "InvalidKeyError",
     "FrontmatterError",
     "MemoryFileTooLarge",
+    "MemoryFileUnreadable",
+    "MemoryFileUnusable",
     "ConflictError",
     "MemoryNotFoundError",
     "SecretDetectedError",
@@ -239,9 +243,21 @@ class FrontmatterError(MemoryStoreError, ValueError):
     """Missing, malformed or invalid frontmatter in a memory file."""
 
 
-class MemoryFileTooLarge(FrontmatterError):
+class MemoryFileUnusable(FrontmatterError):
+    """A memory file that cannot be carried, found without parsing it: returned in place of its bytes by every
+    reader of many files, so one such file is one file listed as broken and left out with a warning naming it
+    (``--strict``: an error), as a file that does not parse is. Consumers test this base, never one kind."""
+
+
+class MemoryFileTooLarge(MemoryFileUnusable):
     """A memory file larger than a memory may be (``memory.filesize.MAX_MEMORY_BYTES``): read no further than
     the bound, listed as broken like a file that does not parse."""
+
+
+class MemoryFileUnreadable(MemoryFileUnusable):
+    """A memory file that exists but whose bytes the OS refuses (permission denied, an I/O error, ...): listed
+    as broken like a file that does not parse. (A link or a directory under a memory's name is not this: the
+    tree's shape is refused, ``MemoryStoreError``.)"""
 
 
 class ConflictError(MemoryStoreError):

@@ -27,6 +27,7 @@ from bundlekit.errors import (
     FrontmatterError,
     InvalidKeyError,
     MemoryFileTooLarge,
+    MemoryFileUnreadable,
     MemoryNotFoundError,
     MemoryStoreError,
     UsageError,
@@ -259,6 +260,8 @@ def show_cmd(ctx: click.Context, key: str, usage_boost: bool, as_json: bool) -> 
         record = mem.read(key, withhold=True, used=usage_boost)
     except MemoryFileTooLarge as exc:  # never printed: gigabytes on a terminal or to an agent help no one
         raise MemoryFileTooLarge(f"{exc}; not shown (`bundlekit memory forget {key}` removes it)") from exc
+    except MemoryFileUnreadable:  # nothing to print: the error names the file and why (exit 1)
+        raise
     except FrontmatterError as exc:
         _show_broken(mem, key, str(exc), as_json)
         return

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import bundlekit._secrets as secrets
-from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
+from bundlekit.errors import FrontmatterError, MemoryFileUnusable, MemoryStoreError
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
@@ -292,7 +292,7 @@ class TreeAccess:
         check_unique((name[:-3] for name in names), where=self.where())
         digests: dict[str, bytes] = {}
         unchanged: list[tuple[str, bytes]] = []
-        fresh: list[tuple[str, bytes | MemoryFileTooLarge]] = []
+        fresh: list[tuple[str, bytes | MemoryFileUnusable]] = []
         for name, data in zip(names, datas, strict=True):  # one pass over 10,000 files
             if isinstance(data, bytes):
                 digest = digests[name] = hashlib.sha256(data).digest()
@@ -306,7 +306,7 @@ class TreeAccess:
                           if digest != indexed.get(name) and name not in broken)
         return found, unchanged, digests
 
-    def _read_listed(self) -> tuple[list[str], list[bytes | MemoryFileTooLarge | None]]:
+    def _read_listed(self) -> tuple[list[str], list[bytes | MemoryFileUnusable | None]]:
         """The listing's memory files (:meth:`listed`) and each one's bytes read now: those the refresh just read as
         it listed them (``Indexer.refresh(read=True)``; taken, so never handed out twice), the others read here."""
         listing = self.index.listing
@@ -363,11 +363,11 @@ class TreeAccess:
                 yield self._withheld_entry(name, entry) if withhold else entry
 
     def _day(self, name: str, *, strict: bool) -> bytes | None:
-        """The bytes of the day file ``name`` (``None`` when gone); one over the size bound is left out with a
-        warning naming it (``strict``: raises :class:`MemoryFileTooLarge`), never read whole."""
+        """The bytes of the day file ``name`` (``None`` when gone); one over the size bound (never read whole) or
+        refused by the OS is left out with a warning naming it (``strict``: raises its :class:`MemoryFileUnusable`)."""
         try:
             return self.backend.read_timeline(name)
-        except MemoryFileTooLarge as exc:
+        except MemoryFileUnusable as exc:
             if strict:
                 raise
             if f"{exc}; left out" not in self.warnings:  # once a command (a build reads the days twice)

@@ -28,8 +28,8 @@ from typing import Protocol, TypeVar
 
 from bundlekit._fs import atomic_write_bytes as _atomic_write_bytes
 from bundlekit._fs import is_temp_name, os_reason, sweep_stale_temps
-from bundlekit.errors import MemoryFileTooLarge, MemoryStoreError
-from bundlekit.memory.filesize import MAX_MEMORY_BYTES, too_large
+from bundlekit.errors import MemoryFileUnusable, MemoryStoreError
+from bundlekit.memory.filesize import MAX_MEMORY_BYTES, too_large, unreadable
 from bundlekit.memory.links import ensure_real_dir, link_error, open_nofollow, refuse_link
 from bundlekit.memory.lock import DEFAULT_LOCK_TIMEOUT, TreeLock
 from bundlekit.memory.naming import HIDDEN_DIR, INDEX_NAME, TIMELINE_DIR
@@ -70,9 +70,9 @@ class Scan:
         self.index = index
         self.temps = False  # the root held a writer's temp (``_fs.is_temp_name``): live, or left by a killed one
         # A listing that read the files as it listed them (``DirectoryBackend.scan(read=True)``): per name of
-        # :meth:`names`, its bytes, the MemoryFileTooLarge of one over the bound, or None for one not read (its
-        # reader reads it); None when nothing was read. Taken once (``TreeAccess``): bytes are never reused.
-        self.contents: list[bytes | MemoryFileTooLarge | None] | None = None
+        # :meth:`names`, its bytes, the MemoryFileUnusable of one over the bound, or None for one not read (its
+        # reader reads it, as one the listing could not read); None when nothing was read. Taken once (``TreeAccess``): bytes are never reused.
+        self.contents: list[bytes | MemoryFileUnusable | None] | None = None
 
     @classmethod
     def from_packed(cls, names: bytes, numbers: bytes, count: int, index: Signature | None) -> Scan:
@@ -183,7 +183,7 @@ class Backend(Protocol):
     def scan(self, *, read: bool = False) -> Scan: ...
     def stamp(self) -> object: ...
     def read(self, name: str) -> bytes | None: ...
-    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]: ...
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileUnusable | None]: ...
     def digest(self, name: str) -> str | None: ...
     def write(self, name: str, data: bytes) -> None: ...
     def delete(self, name: str) -> bool: ...
@@ -216,8 +216,9 @@ def _read(path: Path, limit: int | None = None, where: str | None = None) -> byt
     refused without waiting on it, as ``_statscan.read_files`` refuses it. With ``limit`` (a memory file:
     ``filesize``) a file of more bytes raises :class:`MemoryFileTooLarge`: checked from its size before the
     read, and the read stops after ``limit + 1`` bytes (a file growing meanwhile is never read whole), naming
-    the file as ``where`` (default: its name)."""
-    fd = _open_regular(path)
+    the file as ``where`` (default: its name). A file the OS refuses to read (permission denied, an I/O
+    error) raises :class:`MemoryFileUnreadable` naming it: one memory file left out, not the tree refused."""
+    fd = _open_regular(path, memory=True)
     if fd is None:
         return None
     try:
@@ -227,7 +228,7 @@ def _read(path: Path, limit: int | None = None, where: str | None = None) -> byt
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read() if limit is None else handle.read(limit + 1)
     except OSError as exc:
-        raise os_failure("read", path, exc) from exc
+        raise _read_failure(path, exc, memory=True) from exc
     finally:
         os.close(fd)
     if limit is not None and len(data) > limit:
@@ -235,20 +236,35 @@ def _read(path: Path, limit: int | None = None, where: str | None = None) -> byt
     return data
 
 
-def _open_regular(path: Path) -> int | None:
+#: OS errors on a memory file that are the tree's shape, not the file's bytes: a link (ELOOP under
+#: O_NOFOLLOW), a directory, a path through a file. These stay refusals of the tree (specs/memory.md).
+_SHAPE_ERRNOS = frozenset({errno.ELOOP, errno.EISDIR, errno.ENOTDIR})
+
+
+def _read_failure(path: Path, exc: OSError, *, memory: bool) -> MemoryStoreError:
+    """The error for ``exc`` met reading ``path``: with ``memory`` (a memory file) and not about the tree's
+    shape (:data:`_SHAPE_ERRNOS`), a :class:`MemoryFileUnreadable` naming the file, which readers of many files
+    return in its place; else :func:`os_failure`."""
+    if memory and exc.errno not in _SHAPE_ERRNOS:
+        return unreadable(str(path), os_reason(exc))
+    return os_failure("read", path, exc)
+
+
+def _open_regular(path: Path, *, memory: bool = False) -> int | None:
     """A descriptor of the regular file ``path`` (``None`` when absent), never through a link nor waiting on a
-    FIFO; :class:`MemoryStoreError` for a directory or another kind of file (a FIFO, socket or device)."""
+    FIFO; :class:`MemoryStoreError` for a directory or another kind of file (a FIFO, socket or device), and for
+    a file the OS refuses (with ``memory``: :class:`MemoryFileUnreadable`, :func:`_read_failure`)."""
     try:
         fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise os_failure("read", path, exc) from exc
+        raise _read_failure(path, exc, memory=memory) from exc
     try:
         mode = os.fstat(fd).st_mode
     except OSError as exc:
         os.close(fd)
-        raise os_failure("read", path, exc) from exc
+        raise _read_failure(path, exc, memory=memory) from exc
     if stat.S_ISREG(mode):
         return fd
     os.close(fd)
@@ -276,12 +292,12 @@ def _digest(path: Path) -> str | None:
     return digest.hexdigest()
 
 
-def _read_or_too_large(path: Path) -> bytes | MemoryFileTooLarge | None:
-    """:func:`_read` of a memory file, with its :class:`MemoryFileTooLarge` returned, not raised (one file over
-    the bound is one file left out, not a read of many refused)."""
+def _read_or_unusable(path: Path) -> bytes | MemoryFileUnusable | None:
+    """:func:`_read` of a memory file, with its :class:`MemoryFileUnusable` (over the bound, or refused by the
+    OS) returned, not raised (one such file is one file left out, not a read of many refused)."""
     try:
         return _read(path, MAX_MEMORY_BYTES)
-    except MemoryFileTooLarge as exc:
+    except MemoryFileUnusable as exc:
         return exc
 
 
@@ -448,7 +464,8 @@ class DirectoryBackend:
 
     def read(self, name: str) -> bytes | None:
         """The bytes of the memory file (or ``MEMORY.md``) ``name``, ``None`` when it is gone; one over the
-        bound (``filesize``) raises :class:`MemoryFileTooLarge`, read no further than the bound."""
+        bound (``filesize``) raises :class:`MemoryFileTooLarge`, read no further than the bound; one the OS refuses
+        to read raises :class:`MemoryFileUnreadable`."""
         return _read(self.root / name, MAX_MEMORY_BYTES)
 
     def digest(self, name: str) -> str | None:
@@ -456,12 +473,12 @@ class DirectoryBackend:
         ``forget`` records of a file over the bound, never read whole."""
         return _digest(self.root / name)
 
-    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]:
-        """The bytes of each of ``names`` (``None`` for one that is gone, the :class:`MemoryFileTooLarge` for one
-        over the bound), as :meth:`read` reads them: by ``_statscan.read_files`` in one call where it is built
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileUnusable | None]:
+        """The bytes of each of ``names`` (``None`` for one that is gone, the :class:`MemoryFileUnusable` for one
+        over the bound or refused by the OS), as :meth:`read` reads them: by ``_statscan.read_files`` in one call where it is built
         (output reads every memory it shows)."""
         if len(names) < 8 or not _c_listing():
-            return [_read_or_too_large(self.root / name) for name in names]
+            return [_read_or_unusable(self.root / name) for name in names]
         try:
             dir_fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except FileNotFoundError:
@@ -476,7 +493,9 @@ class DirectoryBackend:
                 raise link_error(path) from exc
             if exc.errno == errno.EISDIR:
                 raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree") from exc
-            raise os_failure("read", path, exc) from exc
+            # The C reader stops at the first file it cannot read (EACCES, EIO, ...): rare, so read each file in
+            # Python, which returns that one's MemoryFileUnreadable in its place and reads the rest.
+            return [_read_or_unusable(self.root / name) for name in names]
         finally:
             os.close(dir_fd)
         # An int is the size of a file over the bound (-1: it grew past the bound while it was read).
@@ -536,7 +555,7 @@ class DirectoryBackend:
     def read_timeline(self, name: str) -> bytes | None:
         """The bytes of the day file ``timeline/<name>``, ``None`` when it is gone; one over the bound of a memory
         file (``filesize``: a day is parsed whole, at about 14 times its size) raises :class:`MemoryFileTooLarge`
-        naming it, read no further than the bound."""
+        naming it, read no further than the bound; one the OS refuses to read, :class:`MemoryFileUnreadable`."""
         return _read(self._timeline() / name, MAX_MEMORY_BYTES, f"timeline/{name}")
 
     def append_timeline(self, name: str, line: bytes) -> None:
@@ -633,7 +652,7 @@ class InMemoryBackend:
     def read(self, name: str) -> bytes | None:
         return self._files.get(name)
 
-    def read_many(self, names: list[str]) -> list[bytes | MemoryFileTooLarge | None]:
+    def read_many(self, names: list[str]) -> list[bytes | MemoryFileUnusable | None]:
         return [self._files.get(name) for name in names]
 
     def digest(self, name: str) -> str | None:

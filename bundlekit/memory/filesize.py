@@ -9,20 +9,23 @@ stat, then ``fstat`` of the open file) and the read stops after ``MAX_MEMORY_BYT
 may grow in between), in Python (``backend``) and in C (``_statscan.read_files``). It is then a memory
 file that does not parse (:class:`MemoryFileTooLarge`, a ``FrontmatterError``): listed as broken with
 its size, left out of every read with a warning naming it, ``--strict`` an error (specs/memory.md,
-"A file over the size bound").
+"A file over the size bound"). A memory file the OS refuses to read (permission denied, an I/O error) takes the
+same road (:func:`unreadable`, :class:`MemoryFileUnreadable`): listed as broken, left out with a warning
+naming it, never shown.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from bundlekit.errors import MemoryFileTooLarge
+from bundlekit.errors import MemoryFileTooLarge, MemoryFileUnreadable
 
-__all__ = ["MAX_MEMORY_BYTES", "check_size", "check_text_size", "shown_whole", "too_large"]
+__all__ = ["MAX_MEMORY_BYTES", "check_size", "check_text_size", "shown_whole", "too_large", "unreadable"]
 
 #: The most bytes one memory file may hold (4 MiB).
 MAX_MEMORY_BYTES: Final = 4 * 1024 * 1024
 _ADVICE = "move it out of the memory tree or split it into smaller memories"
+_UNREADABLE_ADVICE = "fix its permissions or move it out of the memory tree"
 
 
 def too_large(where: str, size: int | None) -> MemoryFileTooLarge:
@@ -35,10 +38,16 @@ def too_large(where: str, size: int | None) -> MemoryFileTooLarge:
     )
 
 
+def unreadable(where: str, reason: str) -> MemoryFileUnreadable:
+    """The error for the memory file ``where`` (as messages name it) whose bytes the OS refused, ``reason``
+    saying why in words (``_fs.os_reason``), and what to do."""
+    return MemoryFileUnreadable(f"cannot read {where}: {reason}; {_UNREADABLE_ADVICE}")
+
+
 def shown_whole(problem: str) -> bool:
     """Whether ``memory show`` prints the broken file ``problem`` is about: not one over the bound (the
-    problem :func:`too_large` made), which is never read whole."""
-    return not problem.endswith(_ADVICE)
+    problem :func:`too_large` made), which is never read whole, nor one the OS refused (:func:`unreadable`)."""
+    return not problem.endswith((_ADVICE, _UNREADABLE_ADVICE))
 
 
 def check_text_size(text: str, where: str) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 
-from bundlekit.errors import FrontmatterError, MemoryFileTooLarge, MemoryStoreError
+from bundlekit.errors import FrontmatterError, MemoryFileUnusable, MemoryStoreError
 from bundlekit.memory.backend import Backend, DirectoryBackend, Scan, Signature
 from bundlekit.memory.catalog import RACY_NS, Catalog, CatalogUnavailable, CatalogUnusable, Row, catalog_files, moved
 from bundlekit.memory.index import MAX_INDEX_LINES, index_line, list_fields, list_rest, render_index
@@ -75,16 +75,17 @@ def parse_files(
 
 
 def parse_read(
-    names: list[str], datas: Sequence[bytes | MemoryFileTooLarge | None], broken: dict[str, str] | None = None
+    names: list[str], datas: Sequence[bytes | MemoryFileUnusable | None], broken: dict[str, str] | None = None
 ) -> list[tuple[str, bytes, MemoryRecord]]:
     """:func:`parse_files` of bytes read already (``datas[i]`` the bytes of ``names[i]``, ``None`` for a file gone,
-    the :class:`MemoryFileTooLarge` of one over the size bound: broken, as a file that does not parse)."""
+    the :class:`MemoryFileUnusable` of one over the size bound or refused by the OS: broken, as a file that does
+    not parse)."""
     found = []
     for name, data in zip(names, datas, strict=True):
         if data is None:
             continue
         try:
-            if isinstance(data, MemoryFileTooLarge):
+            if isinstance(data, MemoryFileUnusable):
                 raise data
             record = parse_memory_file(decode(name, data), key=name[:-3], where=name)
         except FrontmatterError as exc:
@@ -503,7 +504,7 @@ class Indexer:
         only redundant.)"""
         try:
             data = self._backend.read(name)
-        except MemoryFileTooLarge:  # grown past the bound since the listing: changed (the refresh names it)
+        except MemoryFileUnusable:  # grown past the bound, or unreadable, since the listing: changed (refresh names it)
             return True
         return data is None or hashlib.sha256(data).digest() != catalog.stat.sha256(name)
 
@@ -698,10 +699,11 @@ class Indexer:
         return render_index(records, total=total - len(keys) + len(records))
 
     def _read_index(self) -> bytes | None:
-        """``MEMORY.md``'s bytes; ``None`` when gone or over the size bound (never ours then: written again)."""
+        """``MEMORY.md``'s bytes; ``None`` when gone, over the size bound or unreadable (never ours then: written
+        again)."""
         try:
             return self._backend.read(INDEX_NAME)
-        except MemoryFileTooLarge:
+        except MemoryFileUnusable:
             return None
 
     def upkeep_index(self, catalog: Catalog, current: Signature | None, *, force: bool = False) -> bool:
