@@ -42,6 +42,8 @@ def _show(report: SyncReport, as_json: bool) -> None:
             output.warn(warning)
         output.status(f"loaded {report.loaded.memories} memory files and {report.loaded.days} day files of "
                       f"{report.loaded.root} into the empty tree (a first follow: nothing to merge)")
+    for warning in report.warnings:
+        output.warn(warning)
     if report.merge is not None:
         for row in report_rows(report.merge):
             output.status(row)

@@ -112,6 +112,9 @@ class SyncReport:
     notes: list[str] = field(default_factory=list)
     #: A first follow into an empty tree: the bundle loaded, not merged (``bundle.firstload``).
     loaded: FirstLoad | None = None
+    #: What the writer's build left out, one warning each naming the memory file (a file that does not parse,
+    #: over the size bound or unreadable): the bundle carries the rest (``BuildOptions.warn``).
+    warnings: list[str] = field(default_factory=list)
     #: The conflicts every round's merge resolved (``merge`` is the last round's only: a round lost to another
     #: writer may have made the siblings, and the next merges them as its own tree).
     conflicts: int = 0
@@ -123,7 +126,7 @@ class SyncReport:
             "pins": self.pins.to_json()["pins"] if self.pins is not None else None,
             "published": self.published.to_dict() if self.published is not None else None,
             "attempts": self.attempts, "up_to_date": self.up_to_date, "notes": list(self.notes),
-            "conflicts": self.conflicts,
+            "conflicts": self.conflicts, "warnings": list(self.warnings),
             "loaded": None if self.loaded is None else {
                 "root": self.loaded.root, "memories": self.loaded.memories, "days": self.loaded.days,
                 "warnings": list(self.loaded.warnings)},
@@ -256,11 +259,13 @@ def _publish(
         return
     last = read_last(tree)
     parents = [p for p in (report.remote, last) if p is not None]
+    del report.warnings[:]  # this round's build alone: a round lost to another writer built before it
     with tempfile.TemporaryDirectory(prefix="bundlekit-sync-") as workdir:
         # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
         # until it is published, the tree's last root stays, none included: a root built, then never pinned or
         # published (a refused pin, a stop, the name's own files) is no root the tree's next bundle may name
         built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
+                           warn=report.warnings.append,
                            leave_out=held_by_all(pinners), keep_last=True)
         if (report.merge is None and report.remote is not None
                 and same_files(built, report.remote, blocks=blocks, load=options.load)):
