@@ -598,21 +598,21 @@ def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, 
 
 
 def build_tree(
-    tree: str | os.PathLike[str],
+    tree: str | os.PathLike[str] | Memory,
     car: str | os.PathLike[str],
     *,
     parents: Sequence[str],
     key: KeySpec | None = None,
     sign: Signer | ExternalSignature | None = None,
-    warn: Callable[[str], None] | None = None,
+    profile: str | None = None,
     leave_out: Callable[[bytes], bool] | None = None,
     keep_last: bool = False,
 ) -> BundleResult:
     """The one call of the builder for sync: the tree into ``car`` with exactly these ``parents`` (a thin CAR
     without the blocks ``leave_out`` is true for: ``BuildOptions.leave_out``; ``keep_last``: the tree's last
-    root left as it is, ``BuildOptions.keep_last``), each memory file left out named to ``warn``
-    (``BuildOptions.warn``). ``car`` is sync's scratch file, read back in the round and
-    removed with its temporary directory: not synced to the disk (``BuildOptions.scratch_car``)."""
-    options = BuildOptions(parents=sorted(set(parents)), manifest_version=2, warn=warn,
+    root left as it is, ``BuildOptions.keep_last``). ``car`` is sync's scratch file, read back in the round and
+    removed with its temporary directory: not synced to the disk (``BuildOptions.scratch_car``). ``tree`` may be
+    an open ``Memory``: its ``on_warning`` then hears each memory file left out (as ``build_bundle`` takes it)."""
+    options = BuildOptions(parents=sorted(set(parents)), profile=profile, manifest_version=2,
                            leave_out=leave_out, keep_last=keep_last, scratch_car=True)
     return build_bundle(tree, car, key=key, sign=sign, options=options)

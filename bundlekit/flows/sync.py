@@ -50,6 +50,7 @@ from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
+from bundlekit.memory import Memory
 from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.routing import RoutingEndpoint
@@ -264,9 +265,12 @@ def _publish(
         # a thin CAR when every pinner tells which blocks it holds (the local store): only what they lack
         # until it is published, the tree's last root stays, none included: a root built, then never pinned or
         # published (a refused pin, a stop, the name's own files) is no root the tree's next bundle may name
-        built = build_tree(tree, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
-                           warn=report.warnings.append,
-                           leave_out=held_by_all(pinners), keep_last=True)
+        memory = Memory(tree, on_warning=report.warnings.append)  # each file the build leaves out, named
+        try:
+            built = build_tree(memory, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
+                               leave_out=held_by_all(pinners), keep_last=True)
+        finally:
+            memory.close()
         if (report.merge is None and report.remote is not None
                 and same_files(built, report.remote, blocks=blocks, load=options.load)):
             report.up_to_date = True
