@@ -30,23 +30,11 @@ from bundlekit.memory import Memory
 from bundlekit.memory import backend as backend_module
 from bundlekit.memory.backend import DirectoryBackend
 from bundlekit.memory.filesize import shown_whole, unreadable
+from tests.memory.test_size_bound import MEMORY, tree  # noqa: F401  (the nine memories' tree, a fixture)
 
-MEMORY = (
-    "---\nname: N\ndescription: d\ntype: user\n"
-    "created: 2026-04-14T12:03:12Z\nupdated: 2026-04-14T12:03:12Z\n---\n\n{body}\n"
-)
 BAD = "user_3.md"
 
 needs_c = pytest.mark.skipif(backend_module._statscan is None, reason="the C reader is not built here")
-
-
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "m"
-    root.mkdir()
-    for number in range(9):  # nine: read_many takes the C reader from eight names on
-        (root / f"user_{number}.md").write_text(MEMORY.format(body=f"memory {number}"), encoding="utf-8")
-    return root
 
 
 def _refuse_open(monkeypatch: pytest.MonkeyPatch, code: int, name: str = BAD) -> None:
