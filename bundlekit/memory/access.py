@@ -24,7 +24,7 @@ from bundlekit.errors import FrontmatterError, MemoryFileUnusable, MemoryStoreEr
 from bundlekit.memory import screen
 from bundlekit.memory.backend import Backend, DirectoryBackend, InMemoryBackend
 from bundlekit.memory.catalog import Catalog, CatalogUnusable
-from bundlekit.memory.filesize import shown_whole
+from bundlekit.memory.filesize import forget_hint, remedy, shown_whole
 from bundlekit.memory.indexer import Indexer, decode, parse_files, parse_read
 from bundlekit.memory.naming import check_unique, filename_for, key_from_filename, memory_files
 from bundlekit.memory.record import MemoryRecord, parse_memory_file
@@ -97,8 +97,9 @@ class TreeAccess:
             result = self._read_fresh(op, trusted=not whole and not self.whole, read=contents)
             if warn_broken:
                 for name, problem in sorted(self.index.broken.items()):
-                    shows = f"`bundlekit memory show {name[:-3]}` prints the file, " if shown_whole(problem) else ""
-                    self.warn(f"{problem}; left out ({shows}`bundlekit memory forget {name[:-3]}` removes it)")
+                    shows = f"`bundlekit memory show {name[:-3]}` prints the file" if shown_whole(problem) else ""
+                    hint = ", ".join(part for part in (shows, forget_hint(name[:-3], problem)) if part)
+                    self.warn(f"{problem}; left out" + (f" ({hint})" if hint else ""))
             return result
 
     def _read_fresh(self, op: Callable[[Catalog], _T], *, trusted: bool, read: bool = False) -> _T:
@@ -192,8 +193,7 @@ class TreeAccess:
             found = broken.get(name.lower())
             if found is not None:
                 raise FrontmatterError(
-                    f"{found[1]}; {action} would replace it: fix the file, or `bundlekit memory forget "
-                    f"{found[0][:-3]}` removes it"
+                    f"{found[1]}; {action} would replace it: {remedy(found[0][:-3], found[1])}"
                 )
 
     def where(self) -> str:
@@ -251,9 +251,7 @@ class TreeAccess:
                                               warn_broken=not strict, whole=True, contents=True)
         if strict and self.index.broken:
             name, problem = min(self.index.broken.items())
-            raise FrontmatterError(
-                f"{problem}; fix the file, or `bundlekit memory forget {name[:-3]}` removes it"
-            )
+            raise FrontmatterError(f"{problem}; {remedy(name[:-3], problem)}")
         for filename, _bytes, record in found:  # the whole guard on every file, as with no index at all
             screen.guard_key(record.key, f"a memory file name in {self.where()}")
             secrets.guard(record.raw, filename, can_allow=False)

@@ -20,7 +20,8 @@ from typing import Final
 
 from bundlekit.errors import MemoryFileTooLarge, MemoryFileUnreadable
 
-__all__ = ["MAX_MEMORY_BYTES", "check_size", "check_text_size", "shown_whole", "too_large", "unreadable"]
+__all__ = ["MAX_MEMORY_BYTES", "check_size", "check_text_size", "forget_hint", "remedy", "shown_whole", "too_large",
+           "unreadable"]
 
 #: The most bytes one memory file may hold (4 MiB).
 MAX_MEMORY_BYTES: Final = 4 * 1024 * 1024
@@ -42,6 +43,22 @@ def unreadable(where: str, reason: str) -> MemoryFileUnreadable:
     """The error for the memory file ``where`` (as messages name it) whose bytes the OS refused, ``reason``
     saying why in words (``_fs.os_reason``), and what to do."""
     return MemoryFileUnreadable(f"cannot read {where}: {reason}; {_UNREADABLE_ADVICE}")
+
+
+def forget_hint(key: str, problem: str) -> str:
+    """``bundlekit memory forget KEY` removes it`` for the broken file ``key`` whose problem is ``problem``; ""
+    for one the OS refuses to read (:func:`unreadable`): a forget records the SHA-256 of the version it
+    removes (a merge's tombstone), so it refuses a file it cannot read, and the problem says what to do."""
+    if problem.endswith(_UNREADABLE_ADVICE):
+        return ""
+    return f"`bundlekit memory forget {key}` removes it"
+
+
+def remedy(key: str, problem: str) -> str:
+    """What a refusal over the broken file ``key`` (a write, a merge, ``--strict``) tells to do: fix it, or
+    forget it where a forget can (:func:`forget_hint`)."""
+    forget = forget_hint(key, problem)
+    return f"fix the file, or {forget}" if forget else "fix the file"
 
 
 def shown_whole(problem: str) -> bool:

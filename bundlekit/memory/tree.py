@@ -63,7 +63,7 @@ from bundlekit.memory.access import TreeAccess
 from bundlekit.memory.backend import Backend, Scan
 from bundlekit.memory.catalog import Catalog
 from bundlekit.memory.context import context_block
-from bundlekit.memory.filesize import check_size
+from bundlekit.memory.filesize import check_size, remedy
 from bundlekit.memory.index import broken_fields, list_fields, render_index
 from bundlekit.memory.indexer import decode, parse_files
 from bundlekit.memory.links import ensure_real_dir
@@ -212,7 +212,7 @@ class Memory:
                 current = _current(catalog, key, self._tree.read_record, self._index.listing)
             except FrontmatterError as exc:  # nothing of a file that does not parse can be carried over
                 raise FrontmatterError(
-                    f"{exc}; the write would replace it: fix the file, or `bundlekit memory forget {key}` removes it"
+                    f"{exc}; the write would replace it: {remedy(key, str(exc))}"
                 ) from exc
             # Step 4: the revision; step 5: the frontmatter.
             revision = _check_revision(current, expected_revision, filename)
