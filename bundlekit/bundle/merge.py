@@ -73,7 +73,7 @@ else:  # imported at the first merge or load (DEVELOPERS.md, "Lazy imports": a w
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
-           "car_source", "keep_car_blocks", "merge", "merge_bundle", "read_manifest", "same_files"]
+           "car_source", "keep_car_blocks", "merge", "merge_bundle", "published_before", "read_manifest", "same_files"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -595,6 +595,25 @@ def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, 
         with loader.bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
             theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
     return built.memory_cid == theirs
+
+
+def published_before(names: Iterable[str], parents: Sequence[str], store: BlockStore) -> list[str]:
+    """Those of the memory files ``names`` (``<key>.md``) that a bundle of ``parents`` the local ``store`` holds
+    (a writer's last root, the name's root it merged) carries in its ``memory/`` directory, sorted: a build that
+    leaves one out (a file that does not parse, over the bound, unreadable) would publish its deletion, and every
+    follower merging the round would delete its copy. A parent the store does not hold is not asked (nothing of it
+    is fetched); ``[]`` when ``names`` is empty, without a read."""
+    wanted = set(names)
+    found: set[str] = set()
+    for parent in parents if wanted else ():
+        root = cid_from_text(parent)
+        if not store.has(root):
+            continue
+        reader = UnixFSReader(store.get)
+        memory = dict(reader.list_dir(root)).get(MEMORY_DIR)
+        if memory is not None:
+            found.update(name for name, _cid in reader.list_dir(memory) if name in wanted)
+    return sorted(found)
 
 
 def build_tree(

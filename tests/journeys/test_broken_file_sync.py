@@ -1,0 +1,71 @@
+"""Journey: a memory file that breaks on a writer's machine is never published as deleted to its followers.
+
+A writer syncs three memories to a name and a follower follows. Then a hand edit breaks ``b.md`` on the
+writer (a ``[`` left open). A build leaves a file that does not parse out with a warning (one memory never
+blocks the rest), but a sync round that left ``b`` out would publish its deletion, and the follower's next
+round would delete its copy of a memory the writer still holds. So the writer's round is refused, naming the
+file, before anything is pinned or published; the follower keeps ``b``. ``memory forget b`` is how the writer
+deletes it everywhere; a broken file no bundle carried yet only waits with its warning.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bundlekit.blockstore import BlockStore
+from bundlekit.gateway.server import serve_in_thread
+from tests.journeys.typed import machine_env, typed
+
+UNCLOSED = "---\nname: Half a list\ndescription: d\ntype: user\ntags: [unclosed\n---\n\nb\n"
+
+
+def _follower_keys(follower: Path) -> list[str]:
+    return sorted(path.stem for path in follower.glob("*.md") if path.name != "MEMORY.md")
+
+
+def test_a_broken_memory_is_not_published_as_deleted_and_forget_deletes_it_everywhere(tmp_path: Path) -> None:
+    writer, reader = tmp_path / "writer", tmp_path / "reader"
+    writer.mkdir()
+    reader.mkdir()
+    env_w, env_f = machine_env(writer), machine_env(reader)
+    typed("bundlekit memory init -d mem", cwd=writer, env=env_w)
+    for key in ("a", "b", "c"):
+        typed(f"bundlekit memory write {key} -d mem --type project --name 'Goal: {key}' --description 'about {key}' "
+              f"--body 'body {key}'", cwd=writer, env=env_w)
+    name = typed("bundlekit name create --name-key k.pem", cwd=writer, env=env_w).stdout.strip()
+    typed("bundlekit sync -d mem --name-key k.pem", cwd=writer, env=env_w)
+    typed("bundlekit memory init -d mem", cwd=reader, env=env_f)
+    with serve_in_thread(store=BlockStore(writer / "store")) as server:
+        follow = f"bundlekit sync -d mem --name {name} --gateway {server.url}"
+        typed(follow, cwd=reader, env=env_f)
+        assert _follower_keys(reader / "mem") == ["a", "b", "c"]
+
+        (writer / "mem" / "b.md").write_text(UNCLOSED, encoding="utf-8")
+        refused = typed("bundlekit sync -d mem --name-key k.pem --json", cwd=writer, env=env_w, code=1)
+        assert refused.stdout == ""
+        assert "b is in this name's last bundle" in refused.stderr and "nothing was pinned or published" in refused.stderr
+        typed(follow, cwd=reader, env=env_f)
+        assert _follower_keys(reader / "mem") == ["a", "b", "c"]
+
+        typed("bundlekit memory forget b -d mem", cwd=writer, env=env_w)
+        synced = json.loads(typed("bundlekit sync -d mem --name-key k.pem --json", cwd=writer, env=env_w).stdout)
+        assert synced["published"] is not None
+        typed(follow, cwd=reader, env=env_f)
+        assert _follower_keys(reader / "mem") == ["a", "c"]
+
+
+def test_a_broken_memory_no_bundle_carried_yet_waits_with_its_warning(tmp_path: Path) -> None:
+    env = machine_env(tmp_path)
+    typed("bundlekit memory init -d mem", cwd=tmp_path, env=env)
+    typed("bundlekit memory write a -d mem --type project --name A --description 'about a' --body x", cwd=tmp_path,
+          env=env)
+    typed("bundlekit name create --name-key k.pem", cwd=tmp_path, env=env)
+    typed("bundlekit sync -d mem --name-key k.pem", cwd=tmp_path, env=env)
+    (tmp_path / "mem" / "new.md").write_text(UNCLOSED, encoding="utf-8")
+    typed("bundlekit memory write b -d mem --type project --name B --description 'about b' --body y", cwd=tmp_path,
+          env=env)
+    synced = typed("bundlekit sync -d mem --name-key k.pem --json", cwd=tmp_path, env=env)
+    report = json.loads(synced.stdout)
+    assert report["published"] is not None
+    assert any("new.md" in warning and "left out" in warning for warning in report["warnings"])
