@@ -45,12 +45,13 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.loadoptions import LoadOptions
-from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, same_files
+from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, memory_names, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
-from bundlekit.errors import BundlekitError, LoadError, NameMovedError, UsageError
+from bundlekit.errors import BundlekitError, FrontmatterError, LoadError, NameMovedError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.memory.filesize import remedy
 from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.routing import RoutingEndpoint
@@ -269,6 +270,8 @@ def _publish(
         try:
             built = build_tree(memory, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
                                leave_out=held_by_all(pinners), keep_last=True)
+            if report.warnings and report.remote is not None:
+                _refuse_deleting_left_out(memory, report, blocks, options.load, encrypted=key is not None)
         finally:
             memory.close()
         if (report.merge is None and report.remote is not None
@@ -288,6 +291,23 @@ def _publish(
     report.published = publish(signer, built.root, store=_store(blocks), targets=targets,
                                http=options.load.http, follows=follows)
     set_lineage(tree, [built.root_cid], built.root)
+
+
+def _refuse_deleting_left_out(
+    memory: Memory, report: SyncReport, blocks: Gateways, load: LoadOptions, *, encrypted: bool
+) -> None:
+    """Refuse the round (nothing pinned or published) when its build left out a memory file (broken: it does not
+    parse, is over the size bound or cannot be read) that the name's bundle holds: a sync's lineage is proven, so
+    a bundle without it deletes it on every follower. One the name never held is only left out (the warning). An
+    encrypted bundle's names are not compared: any left out refuses."""
+    assert report.remote is not None
+    held = None if encrypted else memory_names(report.remote, blocks=blocks, load=load)
+    for key, problem in memory.broken().items():
+        if held is None or f"{key}.md" in held:
+            raise FrontmatterError(
+                f"{problem}; {report.name}'s bundle holds {key}, and publishing the tree without it would delete it "
+                f"on every follower: {remedy(key, problem)}; nothing was pinned or published"
+            )
 
 
 def sync_forever(
