@@ -73,7 +73,7 @@ else:  # imported at the first merge or load (DEVELOPERS.md, "Lazy imports": a w
 
 __all__ = ["DEFAULT_MAX_MANIFESTS", "LOCAL_LABEL", "MAX_ANCESTRY_BYTES", "MAX_ANCESTRY_SECONDS", "MAX_DELETE_SHARE",
            "AncestryBoundReached", "BaseSearch", "MergeOptions", "MergeResult", "build_tree", "find_base",
-           "car_source", "keep_car_blocks", "merge", "merge_bundle", "published_before", "read_manifest", "same_files"]
+           "car_source", "keep_car_blocks", "memory_names", "merge", "merge_bundle", "read_manifest", "same_files"]
 
 #: At most this many manifests are read looking for the common ancestor (both sides together).
 DEFAULT_MAX_MANIFESTS: Final = 256
@@ -588,32 +588,31 @@ def same_files(built: BundleResult, remote: str, *, blocks: BlockSource | None, 
     directory CID: the same paths with the same CIDs, whatever either manifest's format; plaintext bundles only
     can agree, whose file CIDs depend on nothing but the bytes). One block when the local store holds the remote
     root (a writer's own last publish): its link to ``memory/``, read without opening any other source."""
+    return built.memory_cid == _memory_dir(remote, blocks=blocks, load=load, names=False)[0]
+
+
+def memory_names(remote: str, *, blocks: BlockSource | None, load: LoadOptions) -> set[str]:
+    """The names in the bundle ``remote``'s ``memory/`` directory (``<key>.md``, ``MEMORY.md``, ``timeline``), read as
+    :func:`same_files` reads its link: what a sync writer checks a memory file its build left out against."""
+    return _memory_dir(remote, blocks=blocks, load=load, names=True)[1]
+
+
+def _memory_dir(remote: str, *, blocks: BlockSource | None, load: LoadOptions,
+                names: bool) -> tuple[bytes | None, set[str]]:
+    """The bundle ``remote``'s ``memory/`` CID and (``names``) its entries' names: from the local store when it
+    holds the root, else loaded (unsigned: only compared, never merged)."""
     root = cid_from_text(remote)
     if isinstance(blocks, Gateways) and blocks.store is not None and blocks.store.has(root):
-        theirs = dict(UnixFSReader(blocks.store.get).list_dir(root)).get(MEMORY_DIR)
-    else:
-        with loader.bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
-            theirs = dict(UnixFSReader(found.get, verify=False).list_dir(found.root)).get(MEMORY_DIR)
-    return built.memory_cid == theirs
+        return _memory_listing(UnixFSReader(blocks.store.get), root, names)
+    with loader.bundle_blocks(f"ipfs://{remote}", source=blocks, options=_unsigned(load)) as found:
+        return _memory_listing(UnixFSReader(found.get, verify=False), found.root, names)
 
 
-def published_before(names: Iterable[str], parents: Sequence[str], store: BlockStore) -> list[str]:
-    """Those of the memory files ``names`` (``<key>.md``) that a bundle of ``parents`` the local ``store`` holds
-    (a writer's last root, the name's root it merged) carries in its ``memory/`` directory, sorted: a build that
-    leaves one out (a file that does not parse, over the bound, unreadable) would publish its deletion, and every
-    follower merging the round would delete its copy. A parent the store does not hold is not asked (nothing of it
-    is fetched); ``[]`` when ``names`` is empty, without a read."""
-    wanted = set(names)
-    found: set[str] = set()
-    for parent in parents if wanted else ():
-        root = cid_from_text(parent)
-        if not store.has(root):
-            continue
-        reader = UnixFSReader(store.get)
-        memory = dict(reader.list_dir(root)).get(MEMORY_DIR)
-        if memory is not None:
-            found.update(name for name, _cid in reader.list_dir(memory) if name in wanted)
-    return sorted(found)
+def _memory_listing(reader: UnixFSReader, root: bytes, names: bool) -> tuple[bytes | None, set[str]]:
+    memory = dict(reader.list_dir(root)).get(MEMORY_DIR)
+    if memory is None or not names:
+        return memory, set()
+    return memory, {name for name, _cid in reader.list_dir(memory, MEMORY_DIR)}
 
 
 def build_tree(

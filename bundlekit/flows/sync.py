@@ -45,12 +45,13 @@ from bundlekit.blockstore import BlockStore
 from bundlekit.bundle.firstload import FirstLoad, is_empty_tree, load_into_empty
 from bundlekit.bundle.lineage import heads, read_last, record_last, set_lineage
 from bundlekit.bundle.loadoptions import LoadOptions
-from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, merge_bundle, published_before, same_files
+from bundlekit.bundle.merge import MergeOptions, MergeResult, build_tree, memory_names, merge_bundle, same_files
 from bundlekit.bundle.sources import Gateways
 from bundlekit.crypto.signing import Ed25519Signer
 from bundlekit.errors import BundlekitError, FrontmatterError, LoadError, NameMovedError, UsageError
 from bundlekit.ipld.cid import cid_from_text, cid_to_str
 from bundlekit.memory import Memory
+from bundlekit.memory.filesize import remedy
 from bundlekit.names.publish import Published, PublishTargets, Router, publish
 from bundlekit.names.record import name_from_key
 from bundlekit.names.routing import RoutingEndpoint
@@ -269,8 +270,8 @@ def _publish(
         try:
             built = build_tree(memory, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
                                leave_out=held_by_all(pinners), keep_last=True)
-            if report.warnings:  # a file left out: validate before anything is pinned or published
-                _refuse_publishing_deletions(memory, parents, _store(blocks))
+            if report.warnings and report.remote is not None:
+                _refuse_deleting_left_out(memory, report, blocks, options.load, encrypted=key is not None)
         finally:
             memory.close()
         if (report.merge is None and report.remote is not None
@@ -292,20 +293,21 @@ def _publish(
     set_lineage(tree, [built.root_cid], built.root)
 
 
-def _refuse_publishing_deletions(memory: Memory, parents: Sequence[str], store: BlockStore) -> None:
-    """Refuse the round when its build left out a memory file (one that does not parse, over the bound, unreadable)
-    that the round's parents carry (``bundle.merge.published_before``): the bundle would publish that memory's
-    deletion, and every follower merging it would delete its copy of a memory this tree still holds. One that no
-    parent carries is only not published yet: the round goes on with the warning."""
-    broken = memory.broken()  # key -> what is wrong with its file
-    carried = published_before((f"{key}.md" for key in broken), parents, store)
-    if carried:
-        key = carried[0][:-3]
-        more = f" (and {len(carried) - 1} more such memory files)" if len(carried) > 1 else ""
-        raise FrontmatterError(
-            f"{broken[key]}{more}; {key} is in this name's last bundle, and publishing without it would delete it "
-            f"for every follower: fix the file, or `bundlekit memory forget {key}` to delete it everywhere; nothing "
-            "was pinned or published")
+def _refuse_deleting_left_out(
+    memory: Memory, report: SyncReport, blocks: Gateways, load: LoadOptions, *, encrypted: bool
+) -> None:
+    """Refuse the round (nothing pinned or published) when its build left out a memory file (broken: it does not
+    parse, is over the size bound or cannot be read) that the name's bundle holds: a sync's lineage is proven, so
+    a bundle without it deletes it on every follower. One the name never held is only left out (the warning). An
+    encrypted bundle's names are not compared: any left out refuses."""
+    assert report.remote is not None
+    held = None if encrypted else memory_names(report.remote, blocks=blocks, load=load)
+    for key, problem in memory.broken().items():
+        if held is None or f"{key}.md" in held:
+            raise FrontmatterError(
+                f"{problem}; {report.name}'s bundle holds {key}, and publishing the tree without it would delete it "
+                f"on every follower: {remedy(key, problem)}; nothing was pinned or published"
+            )
 
 
 def sync_forever(

@@ -239,13 +239,16 @@ def _read(path: Path, limit: int | None = None, where: str | None = None) -> byt
 #: OS errors on a memory file that are the tree's shape, not the file's bytes: a link (ELOOP under
 #: O_NOFOLLOW), a directory, a path through a file. These stay refusals of the tree (specs/memory.md).
 _SHAPE_ERRNOS = frozenset({errno.ELOOP, errno.EISDIR, errno.ENOTDIR})
+#: OS errors that are the process's, not the file's: out of descriptors (``ulimit -n``) or memory. Taken as a
+#: file's, every file of the tree would be "unreadable" and left out of a build; they stay refusals of the read.
+_PROCESS_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
 def _read_failure(path: Path, exc: OSError, *, memory: bool) -> MemoryStoreError:
     """The error for ``exc`` met reading ``path``: with ``memory`` (a memory file) and not about the tree's
     shape (:data:`_SHAPE_ERRNOS`), a :class:`MemoryFileUnreadable` naming the file, which readers of many files
     return in its place; else :func:`os_failure`."""
-    if memory and exc.errno not in _SHAPE_ERRNOS:
+    if memory and exc.errno not in _SHAPE_ERRNOS and exc.errno not in _PROCESS_ERRNOS:
         return unreadable(str(path), os_reason(exc))
     return os_failure("read", path, exc)
 
@@ -493,6 +496,8 @@ class DirectoryBackend:
                 raise link_error(path) from exc
             if exc.errno == errno.EISDIR:
                 raise MemoryStoreError(f"{path} is a directory, not a memory file; move it out of the tree") from exc
+            if exc.errno in _PROCESS_ERRNOS:
+                raise os_failure("read", path, exc) from exc
             # The C reader stops at the first file it cannot read (EACCES, EIO, ...): rare, so read each file in
             # Python, which returns that one's MemoryFileUnreadable in its place and reads the rest.
             return [_read_or_unusable(self.root / name) for name in names]

@@ -44,7 +44,8 @@ def test_a_broken_memory_is_not_published_as_deleted_and_forget_deletes_it_every
         (writer / "mem" / "b.md").write_text(UNCLOSED, encoding="utf-8")
         refused = typed("bundlekit sync -d mem --name-key k.pem --json", cwd=writer, env=env_w, code=1)
         assert refused.stdout == ""
-        assert "b is in this name's last bundle" in refused.stderr and "nothing was pinned or published" in refused.stderr
+        assert "bundle holds b, and publishing the tree without it would delete it" in refused.stderr
+        assert "nothing was pinned or published" in refused.stderr
         typed(follow, cwd=reader, env=env_f)
         assert _follower_keys(reader / "mem") == ["a", "b", "c"]
 

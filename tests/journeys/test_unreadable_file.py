@@ -116,3 +116,22 @@ def test_a_sync_writer_round_carries_the_rest_naming_it(machine: tuple[Path, dic
     set_up(f"bundlekit store export {report['root']} -o synced.car", cwd=cwd, env=env)
     set_up("bundlekit load synced.car -o loaded", cwd=cwd, env=env)
     assert not (cwd / "loaded" / "k1.md").exists() and (cwd / "loaded" / "k9.md").is_file()
+
+
+def test_a_writer_never_publishes_a_memory_it_cannot_read_as_deleted_for_its_followers(
+        machine: tuple[Path, dict[str, str]]) -> None:
+    """A sync's lineage is proven: a bundle without a memory its parent held deletes it on every follower. So a
+    writer round whose build left out a memory the name's bundle holds refuses (exit 1, nothing pinned or
+    published) instead of deleting, on the followers, the memory it could not read; the follower keeps it."""
+    cwd, env = machine
+    (cwd / "mem" / "k1.md").chmod(0o644)
+    set_up("bundlekit name create --name-key k.pem", cwd=cwd, env=env)
+    name = json.loads(set_up("bundlekit sync -d mem --name-key k.pem --json", cwd=cwd, env=env).stdout)["name"]
+    (cwd / "fol").mkdir()
+    set_up(f"bundlekit sync -d fol --name {name}", cwd=cwd, env=env)
+    assert (cwd / "fol" / "k1.md").is_file()
+    (cwd / "mem" / "k1.md").chmod(0)
+    refused = _typed("bundlekit sync -d mem --name-key k.pem", cwd=cwd, env=env, code=1)
+    assert refused.stderr.splitlines()[-1].startswith(f"error: {PROBLEM}; ") and "k1" in refused.stderr
+    set_up(f"bundlekit sync -d fol --name {name}", cwd=cwd, env=env)
+    assert (cwd / "fol" / "k1.md").is_file()

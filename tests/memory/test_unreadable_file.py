@@ -211,3 +211,21 @@ def test_both_kinds_are_one_base_every_consumer_tests() -> None:
     assert issubclass(MemoryFileTooLarge, MemoryFileUnusable)
     assert issubclass(MemoryFileUnreadable, MemoryFileUnusable)
     assert issubclass(MemoryFileUnusable, FrontmatterError)
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOMEM])
+@pytest.mark.parametrize("c_reader", [pytest.param(True, marks=needs_c), False])
+def test_the_process_out_of_descriptors_or_memory_is_a_refusal_not_each_file_unreadable(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, code: int, c_reader: bool) -> None:
+    """Too many open files (``ulimit -n``) or no memory is the process's problem, not the file's: every file
+    would be "unreadable", left out of a build and dropped from the index; the read is refused instead."""
+    if not c_reader:
+        monkeypatch.setattr(backend_module, "_statscan", None)
+    _refuse_open(monkeypatch, code)
+    names = sorted(path.name for path in tree.iterdir())
+    with pytest.raises(MemoryStoreError, match=os.strerror(code)) as raised:
+        DirectoryBackend(tree).read_many(names)
+    assert not isinstance(raised.value, MemoryFileUnusable)
+    with pytest.raises(MemoryStoreError) as raised:
+        DirectoryBackend(tree).read(BAD)
+    assert not isinstance(raised.value, MemoryFileUnusable)
