@@ -270,8 +270,9 @@ def _publish(
         try:
             built = build_tree(memory, Path(workdir) / "bundle.car", parents=parents, key=key, sign=sign,
                                leave_out=held_by_all(pinners), keep_last=True)
-            if report.warnings and report.remote is not None:
-                _refuse_deleting_left_out(memory, report, blocks, options.load, encrypted=key is not None)
+            if report.warnings and parents:
+                _refuse_deleting_left_out(memory, report.name, parents, blocks, options.load,
+                                          encrypted=key is not None)
         finally:
             memory.close()
         if (report.merge is None and report.remote is not None
@@ -294,18 +295,32 @@ def _publish(
 
 
 def _refuse_deleting_left_out(
-    memory: Memory, report: SyncReport, blocks: Gateways, load: LoadOptions, *, encrypted: bool
+    memory: Memory, name: str, parents: Sequence[str], blocks: Gateways, load: LoadOptions, *, encrypted: bool
 ) -> None:
     """Refuse the round (nothing pinned or published) when its build left out a memory file (broken: it does not
-    parse, is over the size bound or cannot be read) that the name's bundle holds: a sync's lineage is proven, so
-    a bundle without it deletes it on every follower. One the name never held is only left out (the warning). An
-    encrypted bundle's names are not compared: any left out refuses."""
-    assert report.remote is not None
-    held = None if encrypted else memory_names(report.remote, blocks=blocks, load=load)
-    for key, problem in memory.broken().items():
+    parse, is over the size bound or cannot be read) that a bundle of the round's ``parents`` holds (the name's
+    root, the tree's last root: read from the local store, else through the round's gateways): a sync's lineage
+    is proven, so a bundle without it deletes it on every follower. One no parent holds is only left out (the
+    warning). An encrypted bundle's names are not compared, and a parent that cannot be read holds what it may:
+    then any memory left out refuses."""
+    broken = memory.broken()
+    if not broken:
+        return
+    names: set[str] = set()
+    for parent in parents if not encrypted else ():
+        try:
+            names |= memory_names(parent, blocks=blocks, load=load)
+        except BundlekitError as exc:
+            key, problem = next(iter(broken.items()))
+            raise FrontmatterError(
+                f"{problem}; whether {name}'s last bundle holds {key} cannot be read ({exc}), and publishing the tree "
+                f"without it could delete it on every follower: {remedy(key, problem)}, or give the round a "
+                "--gateway that serves the name's bundles; nothing was pinned or published") from exc
+    held = None if encrypted else names
+    for key, problem in broken.items():
         if held is None or f"{key}.md" in held:
             raise FrontmatterError(
-                f"{problem}; {report.name}'s bundle holds {key}, and publishing the tree without it would delete it "
+                f"{problem}; {name}'s bundle holds {key}, and publishing the tree without it would delete it "
                 f"on every follower: {remedy(key, problem)}; nothing was pinned or published"
             )
 
