@@ -307,7 +307,7 @@ def _refuse_deleting_left_out(
     if not broken:
         return
     names: set[str] = set()
-    for parent in parents if not encrypted else ():
+    for parent in dict.fromkeys(parents) if not encrypted else ():  # the name's root is often the tree's last
         try:
             names |= memory_names(parent, blocks=blocks, load=load)
         except BundlekitError as exc:

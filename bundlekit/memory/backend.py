@@ -317,6 +317,13 @@ def _c_listing() -> bool:
 _FEW = 256  # up to this many names are looked up in a listing by binary search; more, the listing is walked
 
 
+def _read_in_c(names: list[str], found: list[bytes | int | None]) -> list[bytes | MemoryFileUnusable | None]:
+    """What ``_statscan`` read of each of ``names`` (``read_files``, or ``scan`` with a limit), as :meth:`read_many`
+    returns it: an int is the size of a file over the bound (-1: it grew past the bound while it was read)."""
+    return [too_large(name, None if data < 0 else data) if isinstance(data, int) else data
+            for name, data in zip(names, found, strict=True)]
+
+
 def _bytewise(name: str) -> bytes:
     """A listed name's sort key: its bytes as the directory holds them (the order :meth:`Scan.packed` keeps)."""
     return name.encode("utf-8", "surrogateescape")
@@ -405,8 +412,7 @@ class DirectoryBackend:
         scan = Scan.from_packed(names, numbers, count, index)
         if len(found) == 7:
             contents: list[bytes | int | None] = found[6]  # type: ignore[misc]  # the seventh with a limit
-            scan.contents = [data if not isinstance(data, int) else too_large(name, None if data < 0 else data)
-                             for name, data in zip(scan.names(), contents, strict=True)]
+            scan.contents = _read_in_c(scan.names(), contents)
         return scan
 
     def _listed(self, entries: Iterator[os.DirEntry[str]], hidden: list[str]) -> Scan:
@@ -503,9 +509,7 @@ class DirectoryBackend:
             return [_read_or_unusable(self.root / name) for name in names]
         finally:
             os.close(dir_fd)
-        # An int is the size of a file over the bound (-1: it grew past the bound while it was read).
-        return [too_large(name, None if data < 0 else data) if isinstance(data, int) else data
-                for name, data in zip(names, found, strict=True)]
+        return _read_in_c(names, found)
 
     def write(self, name: str, data: bytes) -> None:
         refuse_link(self.root / name)

@@ -273,7 +273,7 @@ class Indexer:
             held = self._refresh_held(trusted)  # a build's read of a tree changed this tick: listed once, locked
             if held is not None:
                 return held
-        scan = self._backend.scan(read=True) if read else self._backend.scan()
+        scan = self._backend.scan(read=read)
         self.broken = {}
         catalog = self._open(scan, for_write=locked)
         gen = catalog.gen  # before the comparison: a check that finds nothing records it unless the index moved
@@ -290,7 +290,7 @@ class Indexer:
                 if not self._unmoved(catalog, (stamp, version), began):
                     began = time.time_ns()
                     stamp = self._backend.stamp()
-                    scan = self._backend.scan(read=True) if read else self._backend.scan()
+                    scan = self._backend.scan(read=read)
                 self._sync_and_record(catalog, scan, stamp, began)
             self._held = None
         self.listing = scan

@@ -10,7 +10,7 @@ from bundlekit.errors import MemoryNotFoundError, MemoryStoreError, UsageError
 from bundlekit.memory import Memory
 from bundlekit.memory.timeline import parse_day, validate_entry
 
-from .conftest import Clock, fields
+from .conftest import Clock, count_listings, fields
 
 
 def test_note_appends_ts_with_milliseconds_and_type(mem: Memory, tree: Path) -> None:
@@ -134,19 +134,10 @@ def test_deeply_nested_timeline_line_is_reported_as_invalid_json(tmp_path: Path)
 def test_forget_lists_the_tree_once(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 37: forget refreshed the index twice under one lock (its own, then the timeline append's): two
     listings of the whole tree, 250 ms each at 100,000 memories."""
-    from bundlekit.memory.backend import DirectoryBackend
-
     mem.write("gone", **fields())
     mem.close()
     fresh = Memory(mem.root)
-    scans: list[int] = []
-    real = DirectoryBackend.scan
-
-    def counted(self: DirectoryBackend) -> object:
-        scans.append(1)
-        return real(self)
-
-    monkeypatch.setattr(DirectoryBackend, "scan", counted)
+    scans = count_listings(monkeypatch)
     fresh.forget("gone")
     assert len(scans) == 1
     assert fresh.read("gone") is None
