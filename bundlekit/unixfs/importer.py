@@ -516,11 +516,7 @@ def _virtual_tree(files: Iterable[tuple[str, Source]], dirs: Iterable[str]) -> _
     duplicate path, or one that is both a file and a directory."""
     root = _VDir()
     for path in dirs:
-        node = root
-        for part in _split(path):
-            if part in node.files:
-                raise UsageError(f"{path!r} is both a file and a directory in the import tree")
-            node = node.dirs.setdefault(part, _VDir())
+        _made(root, _split(path), path)
     # each folder found once (a build's 10,000 files lie in two): a file's own name is then all there is to check
     folders: dict[str, _VDir] = {"": root}
     for path, source in files:
@@ -542,8 +538,14 @@ _BAD_NAMES = frozenset(("", ".", ".."))
 def _folder(root: _VDir, path: str) -> _VDir:
     """The directory of ``root`` the file at ``path`` goes in (made, with those on its way, when missing):
     ``UsageError`` naming ``path`` when one on its way is a file or a part of it is not a name."""
+    return _made(root, _split(path)[:-1], path)  # the whole path checked first, as a file in a folder found already is
+
+
+def _made(root: _VDir, parts: list[str], path: str) -> _VDir:
+    """The directory ``parts`` of ``root``, made with those on its way when missing; ``UsageError`` naming ``path``
+    when one of them is a file."""
     node = root
-    for part in _split(path)[:-1]:  # the whole path checked first, as a file in a folder found already is
+    for part in parts:
         if part in node.files:
             raise UsageError(f"{path!r} is both a file and a directory in the import tree")
         node = node.dirs.setdefault(part, _VDir())
