@@ -47,19 +47,22 @@ class LocalPinner(BasePinner):
         leave it out; ``pin`` reads such blocks from the store, where they were verified when written). A block
         of the DAG pinned last (``BlockStore.pinned_walk``, read once) is held without a look at its file; should
         that pin go before this one is made, the pin's walk finds the block missing and refuses."""
-        if self._pinned_walk is None:
-            self._pinned_walk = self.store.pinned_walk()
-        walked = self._pinned_walk
+        walked = self._walked()
         return cid in walked or as_cidv1(cid) in walked or self.store.has(cid)
 
     def holds_many(self, cids: Iterable[bytes]) -> set[bytes]:
         """Those of ``cids`` the store has (:meth:`holds` of each): the ones of the DAG pinned last found in one pass
         of set arithmetic, only the others looked for one at a time."""
+        asked = set(cids)
+        rest = asked.difference(self._walked())
+        return asked.difference(cid for cid in rest if not self.holds(cid))
+
+    def _walked(self) -> dict[bytes, int]:
+        """The blocks of the DAG pinned last (``BlockStore.pinned_walk``), read at the first question after
+        :meth:`forget_held`."""
         if self._pinned_walk is None:
             self._pinned_walk = self.store.pinned_walk()
-        asked = set(cids)
-        rest = asked.difference(self._pinned_walk)
-        return asked.difference(cid for cid in rest if not self.holds(cid))
+        return self._pinned_walk
 
     def forget_held(self) -> None:
         """Read the last pin's walk again at the next :meth:`holds` (``orchestrate.HeldByAll``, each round): the pin
