@@ -10,6 +10,7 @@ import pytest
 
 from bundlekit.memory import Memory
 from bundlekit.memory.backend import DirectoryBackend
+from bundlekit.memory.catalog.listing import Listing
 
 START = datetime(2026, 4, 14, 12, 3, 12, 345000, tzinfo=UTC)
 
@@ -66,3 +67,16 @@ def count_listings(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(DirectoryBackend, "scan", counted)
     return seen
+
+
+def count_joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry each time SQLite joins the listing (``Listing.listed``), from now on."""
+    joined: list[int] = []
+    listed = Listing.listed
+
+    def counted(self: Listing) -> tuple[bytes, int, bytes | None, list[str]]:
+        joined.append(1)
+        return listed(self)
+
+    monkeypatch.setattr(Listing, "listed", counted)
+    return joined

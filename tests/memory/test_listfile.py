@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bundlekit.memory import Memory, listfile
-from bundlekit.memory.catalog.listing import Listing
 
-from .conftest import fields
+from .conftest import count_joins, fields
 
 pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
 
@@ -29,19 +28,6 @@ def _tree(root: Path, keys: list[str]) -> Memory:
     for key in keys:
         mem.write(key, **fields(name=f"Name of {key}", description=f"about {key}"))
     return mem
-
-
-def _joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """One entry each time SQLite joins the listing."""
-    joined: list[int] = []
-    listed = Listing.listed
-
-    def counted(self: Listing) -> tuple[str, int, str | None, list[str]]:
-        joined.append(1)
-        return listed(self)
-
-    monkeypatch.setattr(Listing, "listed", counted)
-    return joined
 
 
 def _fresh(root: Path) -> str:
@@ -58,7 +44,7 @@ def _rewrite(path: Path, text: str, flags: str = "") -> None:
 
 def test_a_second_list_reads_the_kept_lines_and_prints_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _tree(tmp_path, ["alpha", "beta", "gamma"])
-    joined = _joins(monkeypatch)
+    joined = count_joins(monkeypatch)
     first = Memory(tmp_path).list_text()
     assert (tmp_path / ".bundlekit" / listfile.LISTING_FILE).is_file() and joined == [1]
     assert Memory(tmp_path).list_text() == first and joined == [1]
@@ -94,7 +80,7 @@ def test_kept_lines_that_are_not_the_files_key_for_key_are_not_shown(
     kept = tmp_path / ".bundlekit" / listfile.LISTING_FILE
     assert callable(forge)
     _rewrite(kept, "\n".join(forge(first.split("\n"))))
-    joined = _joins(monkeypatch)
+    joined = count_joins(monkeypatch)
     assert Memory(tmp_path).list_text() == first and joined == [1]
 
 
@@ -130,7 +116,7 @@ def test_a_flag_naming_a_file_not_listed_makes_the_kept_file_foreign(tmp_path: P
     _tree(tmp_path, ["alpha", "beta"])
     first = Memory(tmp_path).list_text()
     _rewrite(tmp_path / ".bundlekit" / listfile.LISTING_FILE, first, flags="../../outside.md")
-    joined = _joins(monkeypatch)
+    joined = count_joins(monkeypatch)
     assert Memory(tmp_path).list_text() == first and joined == [1]
 
 
@@ -220,7 +206,7 @@ def test_without_the_compiled_check_nothing_is_kept_and_the_rows_are_joined(
     shown = Memory(tmp_path).list_text()
     monkeypatch.setattr(listfile, "_listing_matches", None)  # an install whose C module predates the check
     (tmp_path / ".bundlekit" / listfile.LISTING_FILE).unlink()
-    joined = _joins(monkeypatch)
+    joined = count_joins(monkeypatch)
     assert Memory(tmp_path).list_text() == shown and Memory(tmp_path).list_text() == shown and joined == [1, 1]
     assert not (tmp_path / ".bundlekit" / listfile.LISTING_FILE).exists()
 

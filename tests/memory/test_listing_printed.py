@@ -26,7 +26,8 @@ from bundlekit._secrets import find_secrets
 from bundlekit._terminal import printable
 from bundlekit.cli import cli, output
 from bundlekit.memory import Memory, listfile
-from bundlekit.memory.catalog.listing import Listing
+
+from .conftest import count_joins
 
 pytestmark = pytest.mark.skipif(listfile._listing_matches is None, reason="the compiled listing check is not built here")
 
@@ -91,14 +92,7 @@ def test_a_clean_kept_listing_is_given_as_its_bytes_and_prints_what_the_text_pat
 def test_a_clean_listing_joined_by_sqlite_is_given_as_its_bytes_too(large: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kept = _printed(large)
     _kept(large).unlink()  # no kept lines: SQLite joins the rows (as bytes) and keeps them
-    joined: list[int] = []
-    listed = Listing.listed
-
-    def counted(self: Listing) -> tuple[bytes, int, bytes | None, list[str]]:
-        joined.append(1)
-        return listed(self)
-
-    monkeypatch.setattr(Listing, "listed", counted)
+    joined = count_joins(monkeypatch)
     printed = Memory(large).list_text(printed=True)
     assert joined == [1] and isinstance(printed, bytes) and printed + b"\n" == kept
     assert _kept(large).is_file() and _printed(large) == kept and joined == [1]
